@@ -1,0 +1,3 @@
+from nodeqc.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,100 @@
+"""The real host: CPU, memory, NUMA, DMI and the NVIDIA devices on the PCI bus, from psutil and sysfs.
+
+`root` prefixes every path read, so tests can point it at a prepared tree as well as at the real /.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from pathlib import Path
+
+import psutil
+
+from nodeqc.backends.base import HostBackend, HostInfo, PciDevice, normalise_bus_id
+from nodeqc.na import NA
+
+NVIDIA_VENDOR = "0x10de"
+# PCI classes of NVIDIA GPUs: VGA controller (0x0300) and 3D controller (0x0302). NVSwitches and
+# audio functions have other classes.
+GPU_CLASSES = ("0x0300", "0x0302")
+
+
+class LinuxHost(HostBackend):
+    def __init__(self, root: str | Path = "/"):
+        self.root = Path(root)
+
+    def _read(self, rel: str) -> str | None:
+        try:
+            return (self.root / rel).read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return None  # absent, or root-only (DMI serials) when not run as root
+
+    def _dmi(self, name: str):
+        value = self._read(f"sys/class/dmi/id/{name}")
+        # Vendors fill unset DMI fields with placeholders; a placeholder is not a serial.
+        if not value or value.lower() in ("to be filled by o.e.m.", "default string", "not specified",
+                                          "system serial number", "0123456789", "none"):
+            return NA
+        return value
+
+    def info(self) -> HostInfo:
+        return HostInfo(
+            hostname=socket.gethostname(),
+            system_vendor=self._dmi("sys_vendor"),
+            system_model=self._dmi("product_name"),
+            system_serial=self._dmi("product_serial"),
+            board_serial=self._dmi("board_serial"),
+            bios_version=self._dmi("bios_version"),
+            cpu_model=self._cpu_model(),
+            sockets=self._sockets(),
+            cores=psutil.cpu_count(logical=False) or NA,
+            threads=psutil.cpu_count(logical=True) or NA,
+            memory_bytes=psutil.virtual_memory().total,
+            numa_nodes=self._numa_nodes(),
+            os=self._os_name(),
+            kernel=platform.release(),
+            nvidia_gpus_on_pci=self.nvidia_gpus_on_pci(),
+        )
+
+    def _cpu_model(self):
+        text = self._read("proc/cpuinfo") or ""
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Processor", "cpu model"):
+                return value.strip()
+        return platform.processor() or NA
+
+    def _sockets(self):
+        cpus = self.root / "sys/devices/system/cpu"
+        ids = set()
+        for topo in cpus.glob("cpu[0-9]*/topology/physical_package_id"):
+            value = self._read(str(topo.relative_to(self.root)))
+            if value is not None:
+                ids.add(value)
+        return len(ids) or NA
+
+    def _numa_nodes(self):
+        nodes = list((self.root / "sys/devices/system/node").glob("node[0-9]*"))
+        return len(nodes) or NA
+
+    def _os_name(self):
+        text = self._read("etc/os-release") or ""
+        for line in text.splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+        return NA
+
+    def nvidia_gpus_on_pci(self) -> list[PciDevice]:
+        """NVIDIA GPUs the PCI bus shows, whether or not the driver brought them up."""
+        found = []
+        base = self.root / "sys/bus/pci/devices"
+        for dev in sorted(base.glob("*")) if base.is_dir() else []:
+            rel = str(dev.relative_to(self.root))
+            vendor = self._read(f"{rel}/vendor")
+            pci_class = (self._read(f"{rel}/class") or "")[:6]
+            if vendor == NVIDIA_VENDOR and pci_class in GPU_CLASSES:
+                found.append(PciDevice(bus_id=normalise_bus_id(os.path.basename(dev)), vendor=vendor,
+                                       device=self._read(f"{rel}/device") or "", pci_class=pci_class))
+        return found

@@ -1,0 +1,238 @@
+"""GPU management through NVML (nvidia-ml-py, imported as pynvml).
+
+Every NVML call goes through `query`: an answer the SKU or driver cannot give becomes NA, a lost GPU
+raises GpuLostError. The module is injectable, so tests drive the same code with a fake NVML.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+from nodeqc.backends.base import (Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample,
+                                  XidEvent, normalise_bus_id)
+from nodeqc.errors import BackendUnavailable, GpuLostError
+from nodeqc.na import NA, is_na
+
+
+def _load_pynvml() -> Any:
+    import pynvml
+
+    return pynvml
+
+
+class NvmlBackend(GpuManagement):
+    def __init__(self, nvml: Any = None):
+        self._nvml_module = nvml
+        self.n: Any = None
+        self._handles: list[Any] = []
+        self._lost: set[int] = set()
+        self._events: Any = None
+        self._lock = threading.Lock()  # NVML is thread-safe, but the event set is ours to guard
+
+    # ------------------------------------------------------------------ plumbing
+
+    def query(self, fn_name: str, *args: Any, index: int | None = None) -> Any:
+        """Call NVML; NotSupported, missing functions and other non-answers become NA."""
+        n = self.n
+        fn: Callable[..., Any] | None = getattr(n, fn_name, None)
+        if fn is None:
+            return NA
+        try:
+            value = fn(*args)
+        except n.NVMLError as e:
+            if e.value == n.NVML_ERROR_GPU_IS_LOST:
+                if index is not None:
+                    self._lost.add(index)
+                raise GpuLostError(index if index is not None else -1) from None
+            if e.value in (n.NVML_ERROR_UNINITIALIZED, n.NVML_ERROR_DRIVER_NOT_LOADED):
+                raise
+            return NA
+        return value.decode() if isinstance(value, bytes) else value
+
+    def _h(self, index: int) -> Any:
+        if index in self._lost:
+            raise GpuLostError(index)
+        return self._handles[index]
+
+    def _field(self, index: int, field_id: int) -> Any:
+        values = self.query("nvmlDeviceGetFieldValues", self._h(index), [field_id], index=index)
+        if is_na(values) or not values or values[0].nvmlReturn != 0:
+            return NA
+        v = values[0]
+        kind = v.valueType
+        return {0: lambda: v.value.dVal, 1: lambda: v.value.uiVal, 2: lambda: v.value.ulVal,
+                3: lambda: v.value.ullVal, 4: lambda: v.value.sllVal, 5: lambda: v.value.siVal}.get(
+            kind, lambda: NA)()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def open(self) -> None:
+        try:
+            self.n = self._nvml_module or _load_pynvml()
+        except ImportError:
+            raise BackendUnavailable("NVML not available: is the NVIDIA driver installed? "
+                                     "(the nvidia-ml-py package is missing)") from None
+        n = self.n
+        try:
+            n.nvmlInit()
+            count = n.nvmlDeviceGetCount()
+        except n.NVMLError as e:
+            raise BackendUnavailable(f"NVML not available: is the NVIDIA driver installed? ({e})") from None
+        self._handles = []
+        for i in range(count):
+            try:
+                self._handles.append(n.nvmlDeviceGetHandleByIndex(i))
+            except n.NVMLError:
+                self._handles.append(None)
+                self._lost.add(i)
+        self._events = self._register_xid_events()
+
+    def _register_xid_events(self) -> Any:
+        n = self.n
+        try:
+            events = n.nvmlEventSetCreate()
+        except (n.NVMLError, AttributeError):
+            return None
+        for i, h in enumerate(self._handles):
+            if h is None:
+                continue
+            try:
+                n.nvmlDeviceRegisterEvents(h, n.nvmlEventTypeXidCriticalError, events)
+            except n.NVMLError:
+                pass  # NotSupported on some SKUs and in some VMs: XIDs then come from dmesg only
+        return events
+
+    def close(self) -> None:
+        if self.n is None:
+            return
+        try:
+            if self._events is not None:
+                self.n.nvmlEventSetFree(self._events)
+            self.n.nvmlShutdown()
+        except self.n.NVMLError:
+            pass
+        self.n = None
+
+    # ------------------------------------------------------------------ inventory
+
+    def driver_version(self) -> str:
+        v = self.query("nvmlSystemGetDriverVersion")
+        return "N/A" if is_na(v) else str(v)
+
+    def cuda_version(self) -> str:
+        v = self.query("nvmlSystemGetCudaDriverVersion")
+        return "N/A" if is_na(v) else f"{v // 1000}.{(v % 1000) // 10}"
+
+    def gpus(self) -> list[GpuInfo]:
+        return [self._info(i) for i in range(len(self._handles))]
+
+    def _info(self, i: int) -> GpuInfo:
+        n = self.n
+        if i in self._lost:
+            return GpuInfo(index=i, name="unavailable", uuid=NA, bus_id=NA, lost=True)
+        try:
+            h = self._handles[i]
+            q = lambda name, *a: self.query(name, h, *a, index=i)  # noqa: E731
+            pci = q("nvmlDeviceGetPciInfo")
+            mem = q("nvmlDeviceGetMemoryInfo")
+            cc = q("nvmlDeviceGetCudaComputeCapability")
+            ecc = q("nvmlDeviceGetEccMode")
+            persistence = q("nvmlDeviceGetPersistenceMode")
+            limit = q("nvmlDeviceGetEnforcedPowerLimit")
+            default_limit = q("nvmlDeviceGetPowerManagementDefaultLimit")
+            t = lambda kind: q("nvmlDeviceGetTemperatureThreshold", kind)  # noqa: E731
+            return GpuInfo(
+                index=i,
+                name=str(q("nvmlDeviceGetName")),
+                uuid=q("nvmlDeviceGetUUID"),
+                bus_id=NA if is_na(pci) else normalise_bus_id(_text(pci.busId)),
+                serial=q("nvmlDeviceGetSerial"),
+                memory_total_bytes=NA if is_na(mem) else int(mem.total),
+                vbios=q("nvmlDeviceGetVbiosVersion"),
+                board_part=q("nvmlDeviceGetBoardPartNumber"),
+                compute_capability=NA if is_na(cc) else f"{cc[0]}.{cc[1]}",
+                ecc_enabled=NA if is_na(ecc) else bool(ecc[0]),
+                ecc_pending=NA if is_na(ecc) else bool(ecc[1]),
+                persistence=NA if is_na(persistence) else persistence == n.NVML_FEATURE_ENABLED,
+                pcie_max_gen=q("nvmlDeviceGetMaxPcieLinkGeneration"),
+                pcie_max_width=q("nvmlDeviceGetMaxPcieLinkWidth"),
+                pcie_gpu_max_gen=q("nvmlDeviceGetGpuMaxPcieLinkGeneration"),
+                temp_slowdown_c=t(n.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
+                temp_shutdown_c=t(n.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN),
+                temp_gpu_max_c=t(n.NVML_TEMPERATURE_THRESHOLD_GPU_MAX),
+                temp_mem_max_c=t(n.NVML_TEMPERATURE_THRESHOLD_MEM_MAX),
+                power_limit_w=NA if is_na(limit) else limit / 1000.0,
+                power_default_limit_w=NA if is_na(default_limit) else default_limit / 1000.0,
+                max_sm_clock_mhz=q("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_SM),
+                max_mem_clock_mhz=q("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_MEM),
+                nvlink_count=self._nvlink_count(i),
+            )
+        except GpuLostError:
+            return GpuInfo(index=i, name="unavailable", uuid=NA, bus_id=NA, lost=True)
+
+    def _nvlink_count(self, i: int) -> Any:
+        count = self._field(i, self.n.NVML_FI_DEV_NVLINK_LINK_COUNT)
+        return NA if is_na(count) else int(count)
+
+    # ------------------------------------------------------------------ telemetry
+
+    def sample(self, index: int) -> GpuSample:
+        n, h = self.n, self._h(index)
+        q = lambda name, *a: self.query(name, h, *a, index=index)  # noqa: E731
+        power = q("nvmlDeviceGetPowerUsage")
+        limit = q("nvmlDeviceGetEnforcedPowerLimit")
+        util = q("nvmlDeviceGetUtilizationRates")
+        return GpuSample(
+            temp_c=q("nvmlDeviceGetTemperature", n.NVML_TEMPERATURE_GPU),
+            mem_temp_c=self._field(index, n.NVML_FI_DEV_MEMORY_TEMP),
+            power_w=NA if is_na(power) else power / 1000.0,
+            power_limit_w=NA if is_na(limit) else limit / 1000.0,
+            sm_clock_mhz=q("nvmlDeviceGetClockInfo", n.NVML_CLOCK_SM),
+            mem_clock_mhz=q("nvmlDeviceGetClockInfo", n.NVML_CLOCK_MEM),
+            util_pct=NA if is_na(util) else util.gpu,
+            mem_util_pct=NA if is_na(util) else util.memory,
+            reasons=q("nvmlDeviceGetCurrentClocksEventReasons"),
+            pcie_gen=q("nvmlDeviceGetCurrPcieLinkGeneration"),
+            pcie_width=q("nvmlDeviceGetCurrPcieLinkWidth"),
+        )
+
+    def counters(self, index: int) -> GpuCounters:
+        n, h = self.n, self._h(index)
+        q = lambda name, *a: self.query(name, h, *a, index=index)  # noqa: E731
+        remap = q("nvmlDeviceGetRemappedRows")
+        retired_sbe = q("nvmlDeviceGetRetiredPages", n.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
+        retired_dbe = q("nvmlDeviceGetRetiredPages", n.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+        pending = q("nvmlDeviceGetRetiredPagesPendingStatus")
+        return GpuCounters(
+            ecc_sbe_volatile=q("nvmlDeviceGetTotalEccErrors", n.NVML_MEMORY_ERROR_TYPE_CORRECTED, n.NVML_VOLATILE_ECC),
+            ecc_dbe_volatile=q("nvmlDeviceGetTotalEccErrors", n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, n.NVML_VOLATILE_ECC),
+            pcie_replay=q("nvmlDeviceGetPcieReplayCounter"),
+            remap_correctable=NA if is_na(remap) else int(remap[0]),
+            remap_uncorrectable=NA if is_na(remap) else int(remap[1]),
+            remap_pending=NA if is_na(remap) else bool(remap[2]),
+            remap_failure=NA if is_na(remap) else bool(remap[3]),
+            retired_sbe=NA if is_na(retired_sbe) else len(retired_sbe),
+            retired_dbe=NA if is_na(retired_dbe) else len(retired_dbe),
+            retired_pending=NA if is_na(pending) else pending == n.NVML_FEATURE_ENABLED,
+        )
+
+    def wait_xids(self, timeout_s: float, clock: Clock) -> list[XidEvent]:
+        n = self.n
+        if self._events is None or n is None:
+            time.sleep(timeout_s)  # no event source: nothing can arrive
+            return []
+        try:
+            data = n.nvmlEventSetWait(self._events, int(timeout_s * 1000))
+        except n.NVMLError:
+            return []  # Timeout when idle; other errors are not events
+        try:
+            index = n.nvmlDeviceGetIndex(data.device)
+        except n.NVMLError:
+            index = -1
+        return [XidEvent(gpu=index, code=int(data.eventData), t=clock.now())]
+
+
+def _text(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)

@@ -1,0 +1,398 @@
+"""The simulated node: N GPUs with a topology, telemetry that responds to load, and injectable faults.
+
+It implements the same interfaces as the real backends, so every check runs unmodified against it.
+The simulator makes faults happen (a link that trains narrow, a counter that grows); it never decides
+a verdict. Its reports are marked simulated.
+
+Worker processes (the stress work) and the telemetry in the main process share one small array per
+node: a worker writes how loaded its GPU is, telemetry reads it, so temperature, power, clocks and
+PCIe link state follow the real work schedule. Time is compressed by the scenario's `time_scale`.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import random
+import threading
+import time
+import tomllib
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nodeqc.backends.base import (REASON_BITS, Clock, GpuCounters, GpuInfo, GpuManagement,
+                                  GpuSample, HostBackend, HostInfo, PciDevice, XidEvent)
+from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS, SimGpuModel
+from nodeqc.errors import GpuLostError, UsageError
+from nodeqc.faults import Fault, check_range
+from nodeqc.na import NA
+from nodeqc.resources import scenarios_dir
+from nodeqc.schema import Spec, validate
+
+GIB = 1024 ** 3
+
+SCENARIO_SCHEMA = {
+    "": {
+        "description": Spec("str", "what this simulated node is"),
+        "hostname": Spec("str", "host name the node reports"),
+        "time_scale": Spec("number", "simulated seconds per real second", low=0.1, high=1e6),
+        "driver_version": Spec("version", "NVIDIA driver version reported"),
+        "cuda_version": Spec("version", "CUDA version the driver reports"),
+        "seed": Spec("int", "seed of the telemetry noise", low=0),
+    },
+    "system": {
+        "vendor": Spec("str", "DMI system vendor"),
+        "model": Spec("str", "DMI product name"),
+        "serial": Spec("str", "DMI product serial"),
+    },
+    "host": {
+        "cpu_model": Spec("str", "CPU model name"),
+        "sockets": Spec("int", "CPU sockets", low=1),
+        "cores": Spec("int", "physical cores", low=1),
+        "threads": Spec("int", "hardware threads", low=1),
+        "memory_gib": Spec("number", "memory", low=0.5),
+        "numa_nodes": Spec("int", "NUMA nodes", low=1),
+        "os": Spec("str", "operating system"),
+        "kernel": Spec("str", "kernel release"),
+        "fabric_manager": Spec("bool", "the NVSwitch fabric manager runs"),
+        "gpudirect_rdma": Spec("bool", "the GPUDirect RDMA module is loaded"),
+    },
+    "gpus": {
+        "model": Spec("choice", "GPU model", tuple(SIM_GPU_MODELS)),
+        "count": Spec("int", "number of GPUs", low=1, high=64),
+        "bus_ids": Spec("strlist", "PCI addresses of the GPUs"),
+        "topology": Spec("choice", "how the GPUs connect", ("nvswitch", "pcie", "nvlink-bridge")),
+    },
+    "nics": {
+        "name": Spec("str", "interface name"),
+        "driver": Spec("str", "kernel driver"),
+        "kind": Spec("choice", "link layer", ("ethernet", "infiniband")),
+        "speed_mbps": Spec("int", "link speed", low=1),
+        "mtu": Spec("int", "MTU", low=68),
+        "pcie_gen": Spec("int", "PCIe generation", low=1, high=6),
+        "pcie_width": Spec("choice", "PCIe lanes", (1, 2, 4, 8, 16)),
+        "bus_id": Spec("str", "PCI address"),
+    },
+}
+
+# Behaviour of the simulated physics, in simulated seconds.
+THERMAL_TAU_S = 8.0  # how fast temperature follows load
+RAMP_S = 5.0  # faulty counters grow over the first seconds of load
+XID_AFTER_S = 2.0  # an injected XID arrives after this much load
+LOST_AFTER_S = 3.0  # an injected `lost` GPU falls off the bus after this much load
+LOADED = 0.3  # above this load the GPU counts as busy (PCIe trains up, utilisation high)
+
+# Slots per GPU in the shared array: the load a worker puts on it now, whether it fell off the bus,
+# and the seconds of load it has had (written by the worker that makes the load).
+SLOT_LOAD, SLOT_LOST, SLOT_LOADED_S = 0, 1, 2
+SLOTS = 3
+
+
+@dataclass
+class Scenario:
+    name: str
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def gpu_model(self) -> SimGpuModel:
+        return SIM_GPU_MODELS[self.data["gpus"]["model"]]
+
+    @property
+    def gpu_count(self) -> int:
+        return self.data["gpus"]["count"]
+
+    @property
+    def nics(self) -> list[dict[str, Any]]:
+        return self.data.get("nics", [])
+
+    def bus_id(self, k: int) -> str:
+        ids = self.data["gpus"].get("bus_ids")
+        return ids[k] if ids else f"0000:{0x10 + 0x10 * k:02x}:00.0"
+
+
+def list_scenarios() -> list[str]:
+    return sorted(p.stem for p in scenarios_dir().glob("*.toml"))
+
+
+def load_scenario(ref: str) -> Scenario:
+    if ref.endswith(".toml") or "/" in ref:
+        path = Path(ref)
+        if not path.is_file():
+            raise UsageError(f"{ref}: scenario file not found")
+    else:
+        path = scenarios_dir() / f"{ref}.toml"
+        if not path.is_file():
+            raise UsageError(f'--simulate: no built-in scenario "{ref}"; known: {", ".join(list_scenarios())}'
+                             " (or give a scenario file PATH.toml)")
+    where = str(path) if path.parent != scenarios_dir() else f"scenario {path.stem}"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{where}: invalid TOML: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{where}: cannot read scenario: {e}") from None
+    validate(where, SCENARIO_SCHEMA, data)
+    for table, key in (("gpus", "model"), ("gpus", "count"), ("host", "cores"), ("host", "memory_gib")):
+        if key not in data.get(table, {}):
+            raise UsageError(f"{where}: [{table}] {key}: missing")
+    ids = data["gpus"].get("bus_ids")
+    if ids is not None and len(ids) != data["gpus"]["count"]:
+        raise UsageError(f"{where}: [gpus] bus_ids: {len(ids)} addresses for {data['gpus']['count']} GPUs")
+    return Scenario(path.stem, path, data)
+
+
+class SimNode:
+    """One simulated node: its scenario, its faults, its clock and the state shared with workers."""
+
+    def __init__(self, scenario: Scenario, faults: list[Fault], time_scale: float | None = None):
+        check_range(faults, scenario.gpu_count, len(scenario.nics))
+        self.scenario = scenario
+        self.faults = faults
+        self.clock = Clock(time_scale or scenario.data.get("time_scale", 10.0))
+        ctx = multiprocessing.get_context("spawn")
+        self.shared = ctx.Array("d", scenario.gpu_count * SLOTS, lock=False)
+        # NVML lists the GPUs the driver brought up, in bus order; a `missing` one is on PCI only.
+        self.visible = [k for k in range(scenario.gpu_count) if not self.has(k, "missing")]
+
+    def gpu_faults(self, k: int) -> list[Fault]:
+        return [f for f in self.faults if f.target == "gpu" and f.index == k]
+
+    def has(self, k: int, name: str) -> bool:
+        return any(f.name == name for f in self.gpu_faults(k))
+
+    def value(self, k: int, name: str, default: Any = None) -> Any:
+        return next((f.value for f in self.gpu_faults(k) if f.name == name), default)
+
+    def management(self) -> "SimManagement":
+        return SimManagement(self)
+
+    def host(self) -> "SimHost":
+        return SimHost(self)
+
+    def compute_spec(self) -> dict[str, Any]:
+        """What a worker process needs to drive a simulated GPU (picklable for spawn)."""
+        return {"kind": "sim", "scenario": self.scenario.data, "faults": self.faults,
+                "visible": self.visible, "shared": self.shared,
+                "clock": (self.clock.scale, self.clock.origin)}
+
+
+@dataclass
+class _GpuState:
+    temp: float
+    last_t: float
+    xids_due: list[int] | None = None
+    lost_reported: bool = False
+
+
+class SimManagement(GpuManagement):
+    simulated = True
+
+    def __init__(self, node: SimNode):
+        self.node = node
+        self.model = node.scenario.gpu_model
+        self._lock = threading.Lock()
+        seed = node.scenario.data.get("seed", 0)
+        self._rng = [random.Random(seed * 1000 + k) for k in range(node.scenario.gpu_count)]
+        now = node.clock.now()
+        self._state = [_GpuState(temp=self.model.idle_temp_c, last_t=now,
+                                 xids_due=[f.value for f in node.gpu_faults(k) if f.name == "xid"])
+                       for k in range(node.scenario.gpu_count)]
+        self._events: list[XidEvent] = []
+
+    def open(self) -> None:
+        pass
+
+    def driver_version(self) -> str:
+        return self.node.scenario.data.get("driver_version", "570.124.06")
+
+    def cuda_version(self) -> str:
+        return self.node.scenario.data.get("cuda_version", "12.8")
+
+    def _physical(self, index: int) -> int:
+        return self.node.visible[index]
+
+    def gpus(self) -> list[GpuInfo]:
+        m, sc = self.model, self.node.scenario
+        out = []
+        for j, k in enumerate(self.node.visible):
+            serial = f"{sc.data.get('system', {}).get('serial', 'SIM')}-G{k}"
+            out.append(GpuInfo(
+                index=j, name=m.name, uuid=f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, serial)}",
+                bus_id=sc.bus_id(k), serial=serial, memory_total_bytes=m.memory_mib * MIB,
+                vbios=m.vbios, board_part=m.board_part, compute_capability=m.compute_capability,
+                ecc_enabled=True, ecc_pending=True, persistence=True,
+                pcie_max_gen=m.pcie_gen, pcie_max_width=m.pcie_width, pcie_gpu_max_gen=m.pcie_gen,
+                temp_slowdown_c=m.slowdown_c, temp_shutdown_c=m.shutdown_c, temp_gpu_max_c=m.gpu_max_c,
+                temp_mem_max_c=m.mem_max_c, power_limit_w=m.tdp_w, power_default_limit_w=m.tdp_w,
+                max_sm_clock_mhz=m.max_sm_mhz, max_mem_clock_mhz=m.mem_mhz,
+                nvlink_count=m.nvlink_links if m.nvlink_links else NA,
+            ))
+        return out
+
+    # ------------------------------------------------------------------ physics
+
+    def _load(self, k: int) -> float:
+        return self.node.shared[k * SLOTS + SLOT_LOAD]
+
+    def _lost(self, k: int) -> bool:
+        return self.node.shared[k * SLOTS + SLOT_LOST] > 0
+
+    def _loaded_s(self, k: int) -> float:
+        return self.node.shared[k * SLOTS + SLOT_LOADED_S]
+
+    def _advance(self, k: int) -> _GpuState:
+        """Bring GPU k's state up to now: temperature follows load, faults fire after load."""
+        st = self._state[k]
+        now = self.node.clock.now()
+        dt = max(0.0, now - st.last_t)
+        st.last_t = now
+        if self._lost(k):
+            if not st.lost_reported:
+                st.lost_reported = True
+                self._events.append(XidEvent(self.node.visible.index(k), 79, now))  # fallen off the bus
+            return st
+        load = self._load(k)
+        hot = self.node.value(k, "temp", self.model.load_temp_c)
+        target = self.model.idle_temp_c + load * (hot - self.model.idle_temp_c)
+        st.temp += (target - st.temp) * (1 - math.exp(-dt / THERMAL_TAU_S))
+        if st.xids_due and self._loaded_s(k) >= XID_AFTER_S:
+            self._events += [XidEvent(self.node.visible.index(k), code, now) for code in st.xids_due]
+            st.xids_due = []
+        return st
+
+    def sample(self, index: int) -> GpuSample:
+        k = self._physical(index)
+        with self._lock:
+            st = self._advance(k)
+        if self._lost(k):
+            raise GpuLostError(index)
+        m, rng = self.model, self._rng[k]
+        load = self._load(k)
+        busy = load > LOADED
+        reasons = REASON_BITS["gpu_idle"] if load < 0.05 else 0
+        clock = m.idle_sm_mhz + load * (m.max_sm_mhz - m.idle_sm_mhz)
+        if busy:
+            for f in self.node.gpu_faults(k):
+                if f.name == "throttle":
+                    reasons |= REASON_BITS[f.value]
+                    clock *= {"sw_power_cap": 0.93, "sw_thermal": 0.8, "hw_thermal": 0.7}.get(f.value, 0.5)
+        demand = m.idle_w + load * (0.93 * m.tdp_w - m.idle_w)
+        power = min(demand, self.node.value(k, "power", m.tdp_w), m.tdp_w)
+        gen = self.node.value(k, "pcie_gen", m.pcie_gen) if busy else 1  # links downtrain at idle
+        width = self.node.value(k, "pcie_width", m.pcie_width)
+        return GpuSample(
+            temp_c=round(st.temp + rng.gauss(0, 0.4), 1),
+            mem_temp_c=round(st.temp + 4 + rng.gauss(0, 0.4), 1),
+            power_w=round(max(0.0, power + rng.gauss(0, 0.01 * m.tdp_w)), 1),
+            power_limit_w=m.tdp_w,
+            sm_clock_mhz=int(clock),
+            mem_clock_mhz=m.mem_mhz if busy else m.mem_mhz // 2,
+            util_pct=min(100, int(round(load * 100))) if load > 0 else 0,
+            mem_util_pct=min(100, int(round(load * 60))),
+            reasons=reasons,
+            pcie_gen=gen,
+            pcie_width=width,
+        )
+
+    def counters(self, index: int) -> GpuCounters:
+        k = self._physical(index)
+        with self._lock:
+            self._advance(k)
+        if self._lost(k):
+            raise GpuLostError(index)
+        ramp = min(self._loaded_s(k) / RAMP_S, 1.0)
+        grow = lambda name: int(round(self.node.value(k, name, 0) * ramp))  # noqa: E731
+        remaps = self.model.has_row_remapping
+        return GpuCounters(
+            ecc_sbe_volatile=grow("ecc_sbe"),
+            ecc_dbe_volatile=grow("ecc_dbe"),
+            pcie_replay=grow("pcie_replay"),
+            remap_correctable=0 if remaps else NA,
+            remap_uncorrectable=0 if remaps else NA,
+            remap_pending=self.node.has(k, "row_remap_pending") if remaps else NA,
+            remap_failure=self.node.has(k, "row_remap_failed") if remaps else NA,
+            retired_sbe=NA if remaps else 0,
+            retired_dbe=NA if remaps else 0,
+            retired_pending=NA if remaps else False,
+        )
+
+    def wait_xids(self, timeout_s: float, clock: Clock) -> list[XidEvent]:
+        time.sleep(min(timeout_s, 0.1))
+        with self._lock:
+            for k in self.node.visible:
+                self._advance(k)
+            events, self._events = self._events, []
+        return events
+
+
+class SimHost(HostBackend):
+    def __init__(self, node: SimNode):
+        self.node = node
+
+    def info(self) -> HostInfo:
+        d = self.node.scenario.data
+        host, system = d.get("host", {}), d.get("system", {})
+        cores = host["cores"]
+        return HostInfo(
+            hostname=d.get("hostname", f"sim-{self.node.scenario.name}"),
+            system_vendor=system.get("vendor", NA), system_model=system.get("model", NA),
+            system_serial=system.get("serial", NA), board_serial=NA, bios_version="SIM",
+            cpu_model=host.get("cpu_model", NA), sockets=host.get("sockets", 1), cores=cores,
+            threads=host.get("threads", cores), memory_bytes=int(host["memory_gib"] * GIB),
+            numa_nodes=host.get("numa_nodes", 1), os=host.get("os", NA), kernel=host.get("kernel", NA),
+            nvidia_gpus_on_pci=[
+                PciDevice(self.node.scenario.bus_id(k), "0x10de", "0x2330", "0x0302")
+                for k in range(self.node.scenario.gpu_count)],
+        )
+
+
+# ---------------------------------------------------------------------- worker side
+
+
+class SimDevice:
+    """A simulated GPU as a worker process drives it."""
+
+    simulated = True
+
+    def __init__(self, spec: dict[str, Any], index: int):
+        self.index = index
+        self.k = spec["visible"][index]
+        self.shared = spec["shared"]
+        scale, origin = spec["clock"]
+        self.clock = Clock(scale, origin)
+        self.faults = [f for f in spec["faults"] if f.target == "gpu" and f.index == self.k]
+        self.model = SIM_GPU_MODELS[spec["scenario"]["gpus"]["model"]]
+        self._steps = 0
+
+    def has(self, name: str) -> bool:
+        return any(f.name == name for f in self.faults)
+
+    def _slot(self, slot: int) -> int:
+        return self.k * SLOTS + slot
+
+    def set_load(self, load: float) -> None:
+        self.shared[self._slot(SLOT_LOAD)] = load
+
+    def check_alive(self) -> None:
+        if self.shared[self._slot(SLOT_LOST)] > 0:
+            raise GpuLostError(self.index, "GPU has fallen off the bus")
+
+    def busy_step(self, seconds: float) -> None:
+        """Keep the GPU busy for `seconds` on the run's clock; an injected hang never returns, an
+        injected loss happens once the GPU has had LOST_AFTER_S of load."""
+        self.check_alive()
+        self._steps += 1
+        if self.has("hang") and self._steps > 1:
+            while True:  # a kernel that never completes: only the watchdog ends this
+                time.sleep(3600)
+        self.clock.sleep(seconds)
+        self.shared[self._slot(SLOT_LOADED_S)] += seconds * self.shared[self._slot(SLOT_LOAD)]
+        if self.has("lost") and self.shared[self._slot(SLOT_LOADED_S)] >= LOST_AFTER_S:
+            self.shared[self._slot(SLOT_LOST)] = 1.0
+        self.check_alive()
+
+    def close(self) -> None:
+        self.set_load(0.0)

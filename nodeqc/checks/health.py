@@ -1,0 +1,209 @@
+"""Health: what telemetry saw of each GPU over the run, judged apart from the workloads that loaded it.
+
+Each function takes the GPU's inventory record, its telemetry and the profile, and returns one result.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from nodeqc.backends.base import GpuCounters, GpuInfo
+from nodeqc.checks.common import Finding, fmt, fold, judge, skip
+from nodeqc.codes import FATAL_XIDS, xid_meaning
+from nodeqc.model import CheckResult, Threshold, Value, Verdict
+from nodeqc.na import is_na
+from nodeqc.profile import Profile
+from nodeqc.telemetry import FAILING_REASONS, GpuTelemetry
+
+# Thermal margin to the GPU's own slowdown temperature: below 0 the GPU is throttling for heat; within
+# 5 C of it there is no headroom for a warmer day (nodeqc's choice).
+SLOWDOWN_MARGIN = Threshold("slowdown_margin_c", "min", fail=0, warn=5, unit="C")
+MEM_MARGIN = Threshold("mem_max_margin_c", "min", fail=0, warn=5, unit="C")
+
+
+def temperature(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
+    name = "health.temperature"
+    hottest, mem_hottest = tel.stats["temp_c"].max, tel.stats["mem_temp_c"].max
+    if is_na(hottest):
+        return skip(name, gpu.subject, "no temperature readings")
+    values = {"temp_max": Value(hottest, "C"), "temp_mean": Value(round(tel.stats["temp_c"].mean, 1), "C"),
+              "mem_temp_max": Value(mem_hottest, "C")}
+    limit, mem_limit = profile.threshold("gpu", "max_temp_c"), profile.threshold("gpu", "max_mem_temp_c")
+    findings = [judge(limit, hottest, "TEMP_HIGH", "GPU temperature peaked at", "C")]
+    thresholds: list[Threshold | None] = [limit]
+    if not is_na(gpu.temp_slowdown_c):
+        margin = gpu.temp_slowdown_c - hottest
+        values["slowdown_margin"] = Value(round(margin, 1), "C")
+        findings.append(judge(SLOWDOWN_MARGIN, round(margin, 1), "TEMP_SLOWDOWN",
+                              f"margin to the GPU's slowdown temperature ({fmt(gpu.temp_slowdown_c, 'C')})", "C"))
+        thresholds.append(SLOWDOWN_MARGIN)
+    if not is_na(mem_hottest):
+        findings.append(judge(mem_limit, mem_hottest, "MEM_TEMP_HIGH", "memory temperature peaked at", "C"))
+        thresholds.append(mem_limit)
+        if not is_na(gpu.temp_mem_max_c):
+            margin = gpu.temp_mem_max_c - mem_hottest
+            values["mem_max_margin"] = Value(round(margin, 1), "C")
+            findings.append(judge(MEM_MARGIN, round(margin, 1), "MEM_TEMP_HIGH",
+                                  f"margin to the memory's maximum ({fmt(gpu.temp_mem_max_c, 'C')})", "C"))
+            thresholds.append(MEM_MARGIN)
+    return fold(name, gpu.subject, findings, values, thresholds, key="temp_max")
+
+
+def throttle(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
+    """Reasons are a bitmask and combine: each is timed on its own. Thermal, HW slowdown and power
+    brake count against the limit; a software power cap is normal under full load and only reported."""
+    name = "health.throttle"
+    if tel.samples == 0:
+        return skip(name, gpu.subject, "no clock-event readings")
+    bad_s = round(tel.failing_throttle_s(), 2)
+    cap_s = round(tel.throttle_s.get("sw_power_cap", 0.0), 2)
+    values = {"throttle_s": Value(bad_s, "s"), "power_cap_s": Value(cap_s, "s"),
+              **{f"{r}_s": Value(round(s, 2), "s") for r, s in sorted(tel.throttle_s.items())
+                 if r in FAILING_REASONS}}
+    limit = profile.threshold("gpu", "max_throttle_s")
+    seen = [r for r in FAILING_REASONS if tel.throttle_s.get(r, 0) > 0]
+    code = ("THROTTLE_POWER_BRAKE" if "power_brake" in seen else
+            "THROTTLE_THERMAL" if {"sw_thermal", "hw_thermal"} & set(seen) else "THROTTLE_HW_SLOWDOWN")
+    if seen:
+        finding = judge(limit, bad_s, code, f"clocks cut ({', '.join(seen)}) for", "s")
+    else:
+        finding = Finding(Verdict.PASS, None, "no thermal, HW-slowdown or power-brake throttling")
+    notes = f"; power-capped for {cap_s:g} s (normal under full load, not a fault)" if cap_s > 0 else ""
+    result = fold(name, gpu.subject, [finding], values, [limit], key="throttle_s",
+                  evidence={"onsets": tel.throttle_onsets.to_dict()})
+    result.message += notes
+    return result
+
+
+def pcie_link(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
+    """The link's generation and width while the GPU works: links downtrain at idle by design, so an
+    idle reading proves nothing."""
+    name = "health.pcie_link"
+    idle = f"Gen{fmt(tel.pcie_idle_gen)} x{fmt(tel.pcie_idle_width)}"
+    if tel.loaded_samples == 0 or tel.pcie_loaded_gen.count == 0:
+        return skip(name, gpu.subject, f"the GPU was never seen under load, so its link was not judged "
+                    f"(at idle: {idle})", code="NO_LOAD")
+    gen, width = int(tel.pcie_loaded_gen.max), int(tel.pcie_loaded_width.max)
+    want_gen = profile.get("gpu", "pcie_gen", gpu.pcie_max_gen)
+    want_width = profile.get("gpu", "pcie_width", gpu.pcie_max_width)
+    values = {"link": Value(f"Gen{gen} x{width}"), "gen": Value(gen), "width": Value(width),
+              "max_gen": Value(gpu.pcie_max_gen), "max_width": Value(gpu.pcie_max_width),
+              "min_width_under_load": Value(int(tel.pcie_loaded_width.min))}
+    findings, thresholds = [], []
+    for what, have, want, code in (("width", width, want_width, "PCIE_WIDTH"), ("generation", gen, want_gen, "PCIE_GEN")):
+        if is_na(want):
+            continue
+        t = Threshold(f"pcie_{'width' if what == 'width' else 'gen'}", "min", fail=want, warn=want)
+        thresholds.append(t)
+        if t.judge(have) is Verdict.FAIL:
+            findings.append(Finding(Verdict.FAIL, code, f"link trained to Gen{gen} x{width} under load; "
+                                    f"expected {what} {'x' if what == 'width' else 'Gen'}{want}"))
+    if not findings:
+        findings.append(Finding(Verdict.PASS, None, f"Gen{gen} x{width} under load (at idle: {idle})"))
+    return fold(name, gpu.subject, findings, values, thresholds, key="link")
+
+
+def _delta(start: GpuCounters | None, end: GpuCounters | None, field: str) -> Any:
+    if start is None or end is None:
+        return None
+    a, b = getattr(start, field), getattr(end, field)
+    return None if is_na(a) or is_na(b) else b - a
+
+
+def _counter_check(name: str, gpu: GpuInfo, tel: GpuTelemetry, profile: Profile, field: str,
+                   limit_key: str, code: str, what: str) -> CheckResult:
+    growth = _delta(tel.counters_start, tel.counters_end, field)
+    if growth is None:
+        return skip(name, gpu.subject, f"{what} not available on this GPU")
+    limit = profile.threshold("gpu", limit_key)
+    return fold(name, gpu.subject, [judge(limit, growth, code, f"{what} grew by")],
+                {"growth": Value(growth), "end": Value(getattr(tel.counters_end, field))}, [limit], key="growth")
+
+
+def pcie_replay(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
+    return _counter_check("health.pcie_replay", gpu, tel, profile, "pcie_replay", "max_pcie_replays",
+                          "PCIE_REPLAY", "PCIe replay counter")
+
+
+def ecc(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
+    """Uncorrectable errors since the driver loaded fail; corrected errors that appear during the run
+    are judged by their growth."""
+    name = "health.ecc"
+    end = tel.counters_end
+    if gpu.ecc_enabled is False:
+        return skip(name, gpu.subject, "ECC is disabled, so memory errors are not counted (see inventory.ecc_mode)")
+    if end is None or is_na(end.ecc_dbe_volatile):
+        return skip(name, gpu.subject, "ECC counters not available on this GPU")
+    sbe_growth = _delta(tel.counters_start, end, "ecc_sbe_volatile")
+    dbe_limit, sbe_limit = profile.threshold("gpu", "max_ecc_dbe"), profile.threshold("gpu", "max_ecc_sbe")
+    findings = [judge(dbe_limit, end.ecc_dbe_volatile, "ECC_DBE", "uncorrectable ECC errors since the driver loaded:")]
+    values = {"dbe": Value(end.ecc_dbe_volatile), "dbe_growth": Value(_delta(tel.counters_start, end, "ecc_dbe_volatile"))}
+    if sbe_growth is not None:
+        findings.append(judge(sbe_limit, sbe_growth, "ECC_SBE", "corrected ECC errors during the run:"))
+        values["sbe_growth"] = Value(sbe_growth)
+    return fold(name, gpu.subject, findings, values, [dbe_limit, sbe_limit], key="dbe")
+
+
+def row_remap(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
+    name = "health.row_remap"
+    end = tel.counters_end
+    if end is None or is_na(end.remap_pending):
+        return skip(name, gpu.subject, "row remapping not supported (pre-Ampere GPUs retire pages instead)")
+    limit = profile.threshold("gpu", "max_row_remaps")
+    values = {"uncorrectable_remaps": Value(end.remap_uncorrectable), "correctable_remaps": Value(end.remap_correctable),
+              "pending": Value(end.remap_pending), "failed": Value(end.remap_failure)}
+    findings = [judge(limit, end.remap_uncorrectable, "ROW_REMAP_COUNT", "rows remapped for uncorrectable errors:")]
+    if end.remap_pending:
+        findings.append(Finding(Verdict.FAIL, "ROW_REMAP_PENDING", "row remaps are pending (a GPU reset applies them)"))
+    if end.remap_failure:
+        findings.append(Finding(Verdict.FAIL, "ROW_REMAP_FAILED", "a row remap failed"))
+    return fold(name, gpu.subject, findings, values, [limit], key="uncorrectable_remaps")
+
+
+def retired_pages(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
+    name = "health.retired_pages"
+    end = tel.counters_end
+    if end is None or is_na(end.retired_sbe) or is_na(end.retired_dbe):
+        return skip(name, gpu.subject, "page retirement not supported (Ampere and newer remap rows instead)")
+    total = end.retired_sbe + end.retired_dbe
+    limit = profile.threshold("gpu", "max_retired_pages")
+    values = {"retired": Value(total), "retired_sbe": Value(end.retired_sbe), "retired_dbe": Value(end.retired_dbe),
+              "pending": Value(end.retired_pending)}
+    findings = [judge(limit, total, "RETIRED_PAGES", "retired pages:")]
+    if end.retired_pending:
+        findings.append(Finding(Verdict.FAIL, "RETIRED_PAGES_PENDING", "page retirement is pending (needs a reboot)"))
+    return fold(name, gpu.subject, findings, values, [limit], key="retired")
+
+
+def xid(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
+    """Any XID during a run of known-good work is a failure (DCGM fails on any XID too)."""
+    name = "health.xid"
+    events = tel.xids.kept
+    described = [{**e, "meaning": xid_meaning(e["code"]), "fatal": e["code"] in FATAL_XIDS} for e in events]
+    values = {"xids": Value(len(events) + tel.xids.dropped)}
+    if not events:
+        return CheckResult(name, gpu.subject, Verdict.PASS, "no XID events", values=values, key="xids")
+    first = described[0]
+    more = f" and {len(events) + tel.xids.dropped - 1} more" if len(events) + tel.xids.dropped > 1 else ""
+    return CheckResult(name, gpu.subject, Verdict.FAIL,
+                       f"XID {first['code']} ({first['meaning']}) at {first['t_s']} s{more}",
+                       code="XID", values=values, evidence={"xids": described, "not_kept": tel.xids.dropped},
+                       key="xids")
+
+
+def presence(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
+    name = "health.gpu_lost"
+    if tel.lost_at_s is None:
+        return CheckResult(name, gpu.subject, Verdict.PASS, "answered for the whole run")
+    return CheckResult(name, gpu.subject, Verdict.FAIL,
+                       f"stopped answering {tel.lost_at_s:g} s into the run (fell off the bus)",
+                       code="GPU_LOST", values={"lost_at": Value(tel.lost_at_s, "s")}, key="lost_at")
+
+
+HEALTH_CHECKS: list[Callable[[GpuInfo, GpuTelemetry, Profile], CheckResult]] = [
+    presence, temperature, throttle, pcie_link, pcie_replay, ecc, row_remap, retired_pages, xid,
+]
+
+
+def health_results(gpus: list[GpuInfo], telemetry: dict[int, GpuTelemetry], profile: Profile) -> list[CheckResult]:
+    return [check(g, telemetry[g.index], profile) for check in HEALTH_CHECKS for g in gpus]

@@ -1,0 +1,188 @@
+"""Inventory: what the node is, against what the profile says it must be."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from nodeqc.backends.base import GpuInfo, PciDevice
+from nodeqc.checks.common import Finding, fold, judge
+from nodeqc.model import CheckResult, Value, Verdict
+from nodeqc.na import is_na
+from nodeqc.profile import Profile, version_tuple
+
+GIB = 1024 ** 3
+
+
+def assign_slots(gpus: list[GpuInfo], on_pci: list[PciDevice]) -> None:
+    """Number GPUs by their place on the PCI bus, so a GPU the driver failed to bring up does not
+    rename the others. Without a usable PCI listing, slots are the driver's indices."""
+    order = sorted(p.bus_id for p in on_pci)
+    if all(g.bus_id in order for g in gpus if not g.lost) and not any(g.lost for g in gpus):
+        for g in gpus:
+            g.slot = order.index(g.bus_id)
+    else:
+        for g in gpus:
+            g.slot = g.index
+
+
+def nvml_result(error: str | None, driver: str, count: int) -> CheckResult:
+    if error:
+        return CheckResult("inventory.nvml", "node", Verdict.FAIL, error, code="NVML_UNAVAILABLE")
+    return CheckResult("inventory.nvml", "node", Verdict.PASS,
+                       f"NVML answers: driver {driver}, {count} GPU(s)",
+                       values={"driver": Value(driver), "gpus": Value(count)}, key="gpus")
+
+
+def gpu_count(gpus: list[GpuInfo], profile: Profile) -> CheckResult:
+    expected = profile.get("gpu", "count")
+    found = len(gpus)
+    values = {"gpus": Value(found), "expected": Value(expected if expected is not None else "any")}
+    if expected is None:
+        if found == 0:
+            return CheckResult("inventory.gpu_count", "node", Verdict.FAIL, "no GPUs found",
+                               code="GPU_COUNT", values=values, key="gpus")
+        return CheckResult("inventory.gpu_count", "node", Verdict.PASS,
+                           f"{found} GPU(s); the profile accepts any number", values=values, key="gpus")
+    if found != expected:
+        return CheckResult("inventory.gpu_count", "node", Verdict.FAIL,
+                           f"{found} GPU(s) found, the profile expects {expected}",
+                           code="GPU_COUNT", values=values, key="gpus")
+    return CheckResult("inventory.gpu_count", "node", Verdict.PASS, f"{found} GPU(s) as expected",
+                       values=values, key="gpus")
+
+
+def gpu_present(gpus: list[GpuInfo], on_pci: list[PciDevice]) -> list[CheckResult]:
+    """Each NVIDIA GPU on the PCI bus must be one the driver brought up."""
+    known = {g.bus_id for g in gpus}
+    results = []
+    for slot, dev in enumerate(sorted(on_pci, key=lambda p: p.bus_id)):
+        values = {"bus_id": Value(dev.bus_id)}
+        if dev.bus_id in known:
+            results.append(CheckResult("inventory.gpu_present", f"gpu{slot}", Verdict.PASS,
+                                       f"GPU at {dev.bus_id} is up", values=values))
+        else:
+            results.append(CheckResult(
+                "inventory.gpu_present", f"gpu{slot}", Verdict.FAIL,
+                f"GPU at {dev.bus_id} is on the PCI bus but the driver did not bring it up "
+                "(nvidia-smi numbers the GPUs after it one lower)", code="GPU_MISSING", values=values))
+    return results
+
+
+def gpu_model(gpu: GpuInfo, profile: Profile) -> CheckResult:
+    patterns = profile.get("gpu", "models", ["*"])
+    values = {"model": Value(gpu.name)}
+    if profile.accepts_model(gpu.name):
+        return CheckResult("inventory.gpu_model", gpu.subject, Verdict.PASS, f"{gpu.name}", values=values,
+                           evidence={"accepted": patterns}, key="model")
+    return CheckResult("inventory.gpu_model", gpu.subject, Verdict.FAIL,
+                       f"{gpu.name} is not a model profile {profile.name} accepts ({', '.join(patterns)})",
+                       code="GPU_MODEL", values=values, evidence={"accepted": patterns}, key="model")
+
+
+def gpu_memory(gpu: GpuInfo, profile: Profile) -> CheckResult:
+    t = profile.threshold("gpu", "min_memory_gib")
+    gib = gpu.memory_total_bytes / GIB if not is_na(gpu.memory_total_bytes) else gpu.memory_total_bytes
+    values = {"memory": Value(None if is_na(gib) else round(gib, 2), "GiB")}
+    if is_na(gib):
+        return CheckResult("inventory.gpu_memory", gpu.subject, Verdict.SKIP,
+                           "memory size not available from the driver", values=values)
+    return fold("inventory.gpu_memory", gpu.subject,
+                [judge(t, round(gib, 2), "GPU_MEMORY_SIZE", "memory", "GiB")], values, [t], key="memory")
+
+
+def ecc_mode(gpu: GpuInfo, profile: Profile) -> CheckResult:
+    required = profile.get("gpu", "require_ecc", False)
+    values = {"ecc_enabled": Value(gpu.ecc_enabled), "ecc_pending": Value(gpu.ecc_pending)}
+    name = "inventory.ecc_mode"
+    if is_na(gpu.ecc_enabled):
+        verdict = Verdict.FAIL if required else Verdict.SKIP
+        return CheckResult(name, gpu.subject, verdict, "this GPU reports no ECC mode",
+                           code="ECC_DISABLED" if required else None, values=values)
+    findings = []
+    if not gpu.ecc_enabled:
+        findings.append(Finding(Verdict.FAIL if required else Verdict.WARN, "ECC_DISABLED", "ECC is disabled"))
+    if not is_na(gpu.ecc_pending) and gpu.ecc_pending != gpu.ecc_enabled:
+        state = "on" if gpu.ecc_pending else "off"
+        findings.append(Finding(Verdict.WARN, "ECC_PENDING_CHANGE", f"ECC turns {state} at the next reboot"))
+    if not findings:
+        findings.append(Finding(Verdict.PASS, None, "ECC is enabled"))
+    return fold(name, gpu.subject, findings, values, [])
+
+
+def persistence(gpu: GpuInfo, profile: Profile) -> CheckResult:
+    required = profile.get("gpu", "require_persistence", False)
+    values = {"persistence": Value(gpu.persistence)}
+    name = "inventory.persistence"
+    if is_na(gpu.persistence):
+        return CheckResult(name, gpu.subject, Verdict.SKIP, "persistence mode not available", values=values)
+    if gpu.persistence:
+        return CheckResult(name, gpu.subject, Verdict.PASS, "persistence mode is on", values=values)
+    return CheckResult(name, gpu.subject, Verdict.FAIL if required else Verdict.WARN,
+                       "persistence mode is off", code="PERSISTENCE_OFF", values=values)
+
+
+def version_at_least(name: str, what: str, have: str, need: str | None, code: str) -> CheckResult:
+    values = {"version": Value(have), "required": Value(need or "any")}
+    if need is None:
+        return CheckResult(name, "node", Verdict.PASS, f"{what} {have}", values=values, key="version")
+    if not version_tuple(have):
+        return CheckResult(name, "node", Verdict.FAIL, f"{what} version not available ({have})",
+                           code=code, values=values, key="version")
+    if version_tuple(have) < version_tuple(need):
+        return CheckResult(name, "node", Verdict.FAIL, f"{what} {have} is older than the required {need}",
+                           code=code, values=values, key="version")
+    return CheckResult(name, "node", Verdict.PASS, f"{what} {have} (at least {need})", values=values,
+                       key="version")
+
+
+def driver(version: str, profile: Profile) -> CheckResult:
+    return version_at_least("inventory.driver", "driver", version, profile.get("gpu", "min_driver"),
+                            "DRIVER_VERSION")
+
+
+def cuda(version: str, profile: Profile) -> CheckResult:
+    return version_at_least("inventory.cuda", "CUDA", version, profile.get("gpu", "min_cuda"), "CUDA_VERSION")
+
+
+def homogeneity(gpus: list[GpuInfo]) -> CheckResult:
+    """The GPUs of one node must match: model and memory (fail), VBIOS and power limit (warn)."""
+    live = [g for g in gpus if not g.lost]
+    spread: dict[str, dict[str, list[str]]] = {}
+    for field, attr in (("model", "name"), ("memory", "memory_total_bytes"), ("vbios", "vbios"),
+                        ("power_limit_w", "power_limit_w")):
+        groups: dict[str, list[str]] = {}
+        for g in live:
+            groups.setdefault(str(getattr(g, attr)), []).append(g.subject)
+        if len(groups) > 1:
+            spread[field] = groups
+    findings = []
+    for field, verdict in (("model", Verdict.FAIL), ("memory", Verdict.FAIL), ("vbios", Verdict.WARN),
+                           ("power_limit_w", Verdict.WARN)):
+        if field in spread:
+            groups = spread[field]
+            common = Counter({k: len(v) for k, v in groups.items()}).most_common(1)[0][0]
+            odd = [f"{', '.join(v)}: {k}" for k, v in groups.items() if k != common]
+            findings.append(Finding(verdict, "GPU_MIXED", f"{field} differs from the others' {common} ({'; '.join(odd)})"))
+    if not findings:
+        findings.append(Finding(Verdict.PASS, None, f"{len(live)} GPU(s) match in model, memory, VBIOS and power limit"))
+    return fold("inventory.homogeneity", "node", findings, {"gpus": Value(len(live))}, [], evidence=spread)
+
+
+def inventory_results(gpus: list[GpuInfo], on_pci: list[PciDevice], driver_version: str,
+                      cuda_version: str, profile: Profile) -> list[CheckResult]:
+    """Every inventory verdict for a node whose driver answered."""
+    results = [gpu_count(gpus, profile), *gpu_present(gpus, on_pci),
+               driver(driver_version, profile), cuda(cuda_version, profile), homogeneity(gpus)]
+    for g in gpus:
+        if g.lost:
+            results.append(CheckResult("inventory.gpu_model", g.subject, Verdict.FAIL,
+                                       "the driver lists this GPU but it does not answer", code="GPU_LOST"))
+            continue
+        results += [gpu_model(g, profile), gpu_memory(g, profile), ecc_mode(g, profile), persistence(g, profile)]
+    return results
+
+
+def describe_gpus(gpus: list[GpuInfo]) -> list[dict[str, Any]]:
+    return [{"subject": g.subject, **g.to_dict()} for g in gpus]
+

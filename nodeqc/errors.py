@@ -1,0 +1,24 @@
+"""Errors that end a run before or outside qualification: nodeqc could not do its job (exit 2)."""
+
+
+class UsageError(Exception):
+    """Bad input from the user: arguments, profile, scenario, key, report file.
+
+    The message is one line that names what is wrong and where; the CLI prints it as is.
+    """
+
+
+class BackendUnavailable(Exception):
+    """A hardware backend cannot be opened (no driver, no library). A verdict, not a usage error."""
+
+
+class GpuLostError(Exception):
+    """The GPU stopped answering (NVML GPU_IS_LOST, or a simulated fall off the bus)."""
+
+    def __init__(self, index: int, detail: str = "GPU is lost"):
+        super().__init__(f"gpu{index}: {detail}")
+        self.index = index
+
+
+class ComputeUnavailable(Exception):
+    """GPU compute cannot start (CuPy missing, no CUDA runtime): stress checks report it as an error."""

@@ -1,0 +1,135 @@
+"""The fault vocabulary of the simulated node: `--inject gpu3:pcie_width=8`, `--inject nic0:down`.
+
+The simulator only makes the fault happen (a link that trains narrow, a result with a flipped bit);
+the real checks must find it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from nodeqc.errors import UsageError
+
+THROTTLE_REASONS = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake", "sw_power_cap")
+
+
+def _int(low: int, high: int | None = None, choices: tuple[int, ...] = ()) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise ValueError(f"expected an integer, got {text!r}") from None
+        if choices and v not in choices:
+            raise ValueError(f"expected one of {', '.join(map(str, choices))}, got {v}")
+        if v < low or (high is not None and v > high):
+            bound = f"{low}..{high}" if high is not None else f">= {low}"
+            raise ValueError(f"expected {bound}, got {v}")
+        return v
+    return parse
+
+
+def _number(low: float, high: float, open_low: bool = False) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise ValueError(f"expected a number, got {text!r}") from None
+        if v < low or v > high or (open_low and v == low):
+            raise ValueError(f"expected a number in {'(' if open_low else '['}{low:g}, {high:g}], got {text}")
+        return v
+    return parse
+
+
+def _reason(text: str) -> str:
+    if text not in THROTTLE_REASONS:
+        raise ValueError(f"expected one of {', '.join(THROTTLE_REASONS)}, got {text!r}")
+    return text
+
+
+# name -> (parser of the value, or None for a fault without one; what it does)
+GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
+    "missing": (None, "the driver does not bring the GPU up (it is on the PCI bus only)"),
+    "pcie_width": (_int(1, choices=(1, 2, 4, 8, 16)), "the PCIe link trains to this width under load"),
+    "pcie_gen": (_int(1, 5), "the PCIe link trains to this generation under load"),
+    "pcie_replay": (_int(1), "the PCIe replay counter grows by this much under load"),
+    "temp": (_number(0, 130), "the GPU reaches this temperature (C) under load"),
+    "throttle": (_reason, "clocks are cut for this reason under load"),
+    "ecc_dbe": (_int(1), "this many uncorrectable ECC errors appear under load"),
+    "ecc_sbe": (_int(1), "this many correctable ECC errors appear under load"),
+    "xid": (_int(1, 999), "the driver reports this XID under load"),
+    "row_remap_pending": (None, "row remaps are pending (not yet applied)"),
+    "row_remap_failed": (None, "a row remap failed"),
+    "lost": (None, "the GPU falls off the bus a few seconds into its load"),
+    "slow": (_number(0, 1, open_low=True), "compute runs at this fraction of its normal rate"),
+    "hbm_bw": (_number(0, 1, open_low=True), "memory bandwidth is this fraction of normal"),
+    "bitflip": (None, "matmul results come back with one flipped bit"),
+    "badmem": (None, "one bit of device memory is stuck"),
+    "nvlink_down": (_int(1, 18), "this many NVLink links are down"),
+    "p2p_bw": (_number(0, 1, open_low=True), "GPU-to-GPU bandwidth is this fraction of normal"),
+    "hang": (None, "a kernel never returns"),
+    "power": (_number(1, 2000), "the GPU cannot draw more than this many watts"),
+}
+NIC_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
+    "down": (None, "the link is down"),
+    "speed": (_int(1), "the link runs at this speed (Mb/s)"),
+    "pcie_width": (_int(1, choices=(1, 2, 4, 8, 16)), "the NIC's PCIe link trains to this width"),
+}
+TARGETS = {"gpu": GPU_FAULTS, "nic": NIC_FAULTS}
+
+_SYNTAX = re.compile(r"^(?P<target>[a-z]+)(?P<index>\d+):(?P<name>[a-z0-9_]+)(?:=(?P<value>.+))?$")
+
+
+@dataclass(frozen=True)
+class Fault:
+    target: str  # "gpu" or "nic"
+    index: int
+    name: str
+    value: Any = None
+
+    @property
+    def subject(self) -> str:
+        return f"{self.target}{self.index}"
+
+    def __str__(self) -> str:
+        return f"{self.subject}:{self.name}" + ("" if self.value is None else f"={self.value}")
+
+
+def parse_fault(text: str) -> Fault:
+    """Parse one --inject argument; raise UsageError naming what is wrong."""
+    where = f"--inject {text}"
+    m = _SYNTAX.match(text.strip())
+    if not m:
+        raise UsageError(f"{where}: expected TARGET:FAULT[=VALUE], e.g. gpu3:pcie_width=8 or nic0:down")
+    target, name, value = m["target"], m["name"], m["value"]
+    if target not in TARGETS:
+        raise UsageError(f"{where}: unknown target {target!r} (gpuN or nicN)")
+    vocab = TARGETS[target]
+    if name not in vocab:
+        hint = difflib.get_close_matches(name, list(vocab), n=1)
+        extra = f" (did you mean {hint[0]}?)" if hint else ""
+        raise UsageError(f"{where}: unknown {target} fault {name!r}{extra}; known: {', '.join(vocab)}")
+    parser, _ = vocab[name]
+    if parser is None:
+        if value is not None:
+            raise UsageError(f"{where}: fault {name!r} takes no value")
+        return Fault(target, int(m["index"]), name)
+    if value is None:
+        raise UsageError(f"{where}: fault {name!r} needs a value ({name}=...)")
+    try:
+        parsed = parser(value)
+    except ValueError as e:
+        raise UsageError(f"{where}: {e}") from None
+    return Fault(target, int(m["index"]), name, parsed)
+
+
+def check_range(faults: list[Fault], gpus: int, nics: int) -> None:
+    """A fault on a GPU or NIC the simulated node does not have is a usage error."""
+    counts = {"gpu": gpus, "nic": nics}
+    for f in faults:
+        n = counts[f.target]
+        if f.index >= n:
+            have = f"{f.target}0-{f.target}{n - 1}" if n else f"no {f.target.upper()}s"
+            raise UsageError(f"--inject {f}: the simulated node has {have}")

@@ -1,0 +1,50 @@
+"""The run's journal: one JSON object a line, appended and synced to disk as things happen, so a run
+that is killed (SIGKILL, power loss) leaves every result it had reached."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from nodeqc.na import or_none
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, default=_default, separators=(",", ":"), ensure_ascii=False)
+
+
+def _default(obj: Any) -> Any:
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    value = or_none(obj)
+    if value is None:
+        return None
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+class Journal:
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def append(self, record: dict[str, Any]) -> None:
+        os.write(self._fd, (dumps(record) + "\n").encode())
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """Every complete record; a line torn by a kill mid-write is dropped."""
+    records = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records

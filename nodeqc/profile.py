@@ -1,0 +1,283 @@
+"""Profiles: what a node of a class must have and achieve, read from TOML.
+
+A profile may `extends` another (looked up beside it, then among the shipped profiles); tables
+merge key by key, the child winning. Every key is declared in SCHEMA, so a typo is an error that
+names the file, the table and the key, never a silently ignored setting.
+
+Thresholds are keys named `min_*` (floors) or `max_*` (ceilings). Each is a number (the fail limit,
+with the profile's `warn_band` giving the warning limit) or a table `{ fail = X, warn = Y }`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nodeqc.errors import UsageError
+from nodeqc.model import Threshold
+from nodeqc.resources import profiles_dir
+from nodeqc.schema import Spec, validate
+
+DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
+DEFAULT_WARN_BAND = 0.05  # AzNHC warns within 5% of a floor (shared/REFERENCE.md)
+
+
+def _t(help: str) -> Spec:
+    return Spec("threshold", help)
+
+
+SCHEMA: dict[str, dict[str, Spec]] = {
+    "": {
+        "description": Spec("str", "one line shown by `nodeqc profiles`"),
+        "extends": Spec("str", "profile to inherit from (name or path)"),
+        "kind": Spec("choice", "gpu: one GPU model, any count; node: a whole node, fixed count",
+                     ("gpu", "node")),
+        "warn_band": Spec("number", "default warning band as a fraction of a limit", low=0, high=0.5),
+    },
+    "gpu": {
+        "models": Spec("strlist", "NVML device names accepted (shell patterns, case-insensitive)"),
+        "count": Spec("int", "exact number of GPUs (node profiles)", low=1, high=64),
+        "compute_capability": Spec("str", "CUDA compute capability, e.g. \"9.0\""),
+        "pcie_gen": Spec("int", "PCIe generation the link must train to under load", low=1, high=6),
+        "pcie_width": Spec("choice", "PCIe lanes the link must train to under load", (1, 2, 4, 8, 16, 32)),
+        "nvlink_links": Spec("int", "active NVLink links expected per GPU", low=0, high=32),
+        "require_ecc": Spec("bool", "ECC must be enabled"),
+        "require_persistence": Spec("bool", "persistence mode must be on (otherwise a warning)"),
+        "min_driver": Spec("version", "oldest acceptable NVIDIA driver"),
+        "min_cuda": Spec("version", "oldest CUDA version the driver must support"),
+        "dtypes": Spec("strlist", "matmul burn data types", DTYPES),
+        "memtest_fraction": Spec("number", "fraction of free memory the pattern test covers", low=0.01, high=0.99),
+        "min_memory_gib": _t("memory per GPU"),
+        "max_temp_c": _t("GPU temperature during the run"),
+        "max_mem_temp_c": _t("GPU memory (HBM) temperature during the run"),
+        "max_throttle_s": _t("seconds of thermal, HW-slowdown or power-brake throttling"),
+        "max_pcie_replays": _t("PCIe replay counter growth during the run"),
+        "max_ecc_sbe": _t("corrected (single-bit) ECC errors that appear during the run"),
+        "max_ecc_dbe": _t("uncorrected (double-bit) ECC errors since the driver loaded"),
+        "max_retired_pages": _t("retired memory pages (pre-Ampere GPUs)"),
+        "max_row_remaps": _t("rows remapped for uncorrectable errors (Ampere and newer)"),
+        **{f"min_{d}_tflops": _t(f"sustained {d} matmul rate per GPU") for d in DTYPES},
+        "min_hbm_gbps": _t("device memory bandwidth, bytes read plus written"),
+        "min_h2d_gbps": _t("pinned host-to-device bandwidth"),
+        "min_d2h_gbps": _t("pinned device-to-host bandwidth"),
+        "min_p2p_gbps": _t("one-way GPU-to-GPU bandwidth per pair"),
+        "min_p2p_bidir_gbps": _t("bidirectional GPU-to-GPU bandwidth per pair"),
+        "max_p2p_latency_us": _t("GPU-to-GPU copy latency"),
+        "min_nccl_busbw_gbps": _t("NCCL all-reduce bus bandwidth across the node's GPUs"),
+        "min_power_fraction": _t("fraction of the enforced power limit reached during the burn"),
+        "max_outlier_pct": _t("how far below the node's median one GPU may fall, in percent"),
+    },
+    "host": {
+        "min_cpu_cores": _t("physical CPU cores"),
+        "min_memory_gib": _t("host memory"),
+        "fabric_manager": Spec("bool", "the NVSwitch fabric manager service must be running"),
+        "gpudirect_rdma": Spec("bool", "the GPUDirect RDMA peer-memory module must be loaded"),
+    },
+    "run": {
+        "sample_hz": Spec("number", "telemetry samples per second", low=0.1, high=50),
+        "burn_s": Spec("number", "seconds of load for the burn in a full run", low=1),
+        "quick_burn_s": Spec("number", "seconds of load for the burn with --quick", low=1),
+        "stall_timeout_s": Spec("number", "a worker silent this long is killed as hung", low=1),
+        "startup_timeout_s": Spec("number", "time a worker may take before its first progress", low=1),
+    },
+}
+
+_UNITS = (("_tflops", "TFLOP/s"), ("_gbps", "GB/s"), ("_gib", "GiB"), ("_us", "us"), ("_pct", "%"),
+          ("_c", "C"), ("_s", "s"))
+
+# Settings every profile gets unless it says otherwise.
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "run": {"sample_hz": 4, "burn_s": 600, "quick_burn_s": 30, "stall_timeout_s": 60,
+            "startup_timeout_s": 180},
+}
+
+
+def unit_of(key: str) -> str:
+    return next((u for suffix, u in _UNITS if key.endswith(suffix)), "")
+
+
+@dataclass
+class Profile:
+    name: str
+    path: Path
+    data: dict[str, Any]
+    chain: list[str] = field(default_factory=list)  # this profile, then what it extends
+
+    @property
+    def description(self) -> str:
+        return self.data.get("description", "")
+
+    @property
+    def kind(self) -> str:
+        return self.data.get("kind", "gpu")
+
+    def section(self, name: str) -> dict[str, Any]:
+        return self.data.get(name, {})
+
+    def get(self, section: str, key: str, default: Any = None) -> Any:
+        return self.section(section).get(key, default)
+
+    def threshold(self, section: str, key: str) -> Threshold | None:
+        raw = self.section(section).get(key)
+        if raw is None:
+            return None
+        return make_threshold(key, raw, self.data.get("warn_band", DEFAULT_WARN_BAND))
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the resolved content: two runs with equal digests applied the same rules."""
+        canon = json.dumps(self.data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canon.encode()).hexdigest()
+
+    def accepts_model(self, model: str) -> bool:
+        patterns = self.get("gpu", "models", ["*"])
+        return any(fnmatch.fnmatch(model.lower(), p.lower()) for p in patterns)
+
+    def with_gpu_count(self, count: int) -> "Profile":
+        data = json.loads(json.dumps(self.data))
+        data.setdefault("gpu", {})["count"] = count
+        return Profile(self.name, self.path, data, self.chain)
+
+    def summary(self) -> dict[str, Any]:
+        return {"name": self.name, "path": str(self.path), "sha256": self.digest,
+                "chain": self.chain, "kind": self.kind}
+
+
+def make_threshold(key: str, raw: Any, band: float) -> Threshold:
+    kind = "min" if key.startswith("min_") else "max"
+    if isinstance(raw, dict):
+        fail = float(raw["fail"])
+        warn = float(raw["warn"]) if "warn" in raw else _banded(kind, fail, band)
+    else:
+        fail = float(raw)
+        warn = _banded(kind, fail, band)
+    return Threshold(key, kind, fail, warn, unit_of(key))
+
+
+def _banded(kind: str, fail: float, band: float) -> float:
+    return fail * (1 + band) if kind == "min" else fail * (1 - band)
+
+
+# ---------------------------------------------------------------- loading
+
+
+def list_profiles() -> list[Profile]:
+    return [load_profile(p.stem) for p in sorted(profiles_dir().glob("*.toml"))]
+
+
+def load_profile(ref: str) -> Profile:
+    """Load a shipped profile by name, or a profile file by path; raise UsageError if it is bad."""
+    path = _locate(ref, None)
+    data, chain = _resolve(path, [])
+    for section, defaults in DEFAULTS.items():
+        data[section] = {**defaults, **data.get(section, {})}
+    _check_complete(path, data)
+    return Profile(path.stem, path, data, chain)
+
+
+def _locate(ref: str, beside: Path | None) -> Path:
+    if ref.endswith(".toml") or "/" in ref:
+        path = Path(ref) if beside is None or Path(ref).is_absolute() else beside / ref
+        if not path.is_file():
+            raise UsageError(f"{ref}: profile file not found")
+        return path
+    candidates = ([beside / f"{ref}.toml"] if beside else []) + [profiles_dir() / f"{ref}.toml"]
+    for c in candidates:
+        if c.is_file():
+            return c
+    known = ", ".join(sorted(p.stem for p in profiles_dir().glob("*.toml")))
+    hint = difflib.get_close_matches(ref, known.split(", "), n=1)
+    extra = f" (did you mean {hint[0]}?)" if hint else ""
+    raise UsageError(f'no profile named "{ref}"{extra}; known: {known}')
+
+
+def _resolve(path: Path, seen: list[Path]) -> tuple[dict[str, Any], list[str]]:
+    if path.resolve() in seen:
+        loop = " -> ".join(p.stem for p in seen + [path.resolve()])
+        raise UsageError(f"{_shown(path)}: extends: circular ({loop})")
+    raw = _read_toml(path)
+    _validate(path, raw)
+    parent_ref = raw.get("extends")
+    if parent_ref is None:
+        return raw, [path.stem]
+    parent_path = _locate(parent_ref, path.parent)
+    try:
+        parent, chain = _resolve(parent_path, seen + [path.resolve()])
+    except UsageError as e:
+        if str(e).startswith("no profile named"):
+            raise UsageError(f"{_shown(path)}: extends: {e}") from None
+        raise
+    merged = _merge(parent, {k: v for k, v in raw.items() if k != "extends"})
+    return merged, [path.stem] + chain
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{_shown(path)}: cannot read profile: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{_shown(path)}: invalid TOML: {e}") from None
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) and k in SCHEMA else v
+    return out
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _validate(path: Path, raw: dict[str, Any]) -> None:
+    validate(_shown(path), SCHEMA, raw)
+
+
+def _check_complete(path: Path, data: dict[str, Any]) -> None:
+    where = _shown(path)
+    if "description" not in data:
+        raise UsageError(f"{where}: description: missing (one line saying what the profile is for)")
+    if data.get("kind") == "node" and "count" not in data.get("gpu", {}):
+        raise UsageError(f"{where}: [gpu] count: a node profile must fix the GPU count")
+    run = data.get("run", {})
+    if run.get("stall_timeout_s", 1) > run.get("startup_timeout_s", 1e9):
+        raise UsageError(f"{where}: [run] stall_timeout_s: must not exceed startup_timeout_s")
+
+
+def version_tuple(v: str) -> tuple[int, ...]:
+    """'535.104.05' -> (535, 104, 5); non-numeric parts (a driver's 'N/A') give ()."""
+    try:
+        return tuple(int(p) for p in v.strip().split("."))
+    except ValueError:
+        return ()
+
+
+def suggest_profile(models: list[str]) -> str:
+    """The shipped profile that fits these GPUs best: a node profile whose count and models match,
+    else a single-model profile, else generic."""
+    if not models:
+        return "generic"
+    profiles = list_profiles()
+    for kind in ("node", "gpu"):
+        for p in profiles:
+            if p.kind != kind or p.name == "generic":
+                continue
+            count = p.get("gpu", "count")
+            if count is not None and count != len(models):
+                continue
+            if all(p.accepts_model(m) for m in models):
+                return p.name
+    return "generic"

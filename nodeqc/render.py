@@ -1,0 +1,122 @@
+"""Text renderings for people: progress lines for the terminal, and whole reports for `nodeqc show`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodeqc.codes import remediation
+from nodeqc.model import CheckResult, Verdict
+
+MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP", "error": "ERROR"}
+
+
+def result_line(r: CheckResult, t: float | None = None) -> str:
+    stamp = f"[{t:8.1f}s] " if t is not None else ""
+    code = f" [{r.code}]" if r.code and r.verdict is not Verdict.PASS else ""
+    return f"{stamp}{MARK[r.verdict.value]:<5} {r.name:<24} {r.subject:<6} {r.message}{code}"
+
+
+def passed_line(results: list[CheckResult], t: float | None = None) -> str:
+    """One line for the subjects of a check that share a verdict (pass, or skip for one reason),
+    with the range of their key figure."""
+    if len(results) == 1:
+        return result_line(results[0], t)
+    stamp = f"[{t:8.1f}s] " if t is not None else ""
+    first = results[0]
+    if first.verdict is Verdict.SKIP:
+        return f"{stamp}{'SKIP':<5} {first.name:<24} {subjects_text([r.subject for r in results])}: {first.message}"
+    figures = [r.values[r.key] for r in results if r.key and r.key in r.values]
+    numbers = [v.value for v in figures if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
+    if numbers and len(numbers) == len(figures):
+        lo, hi = min(numbers), max(numbers)
+        unit = f" {figures[0].unit}" if figures[0].unit else ""
+        span = f"{_short(lo)}{unit}" if _short(lo) == _short(hi) else f"{_short(lo)}..{_short(hi)}{unit}"
+        detail = f"{first.key} {span}"
+    else:
+        distinct = sorted({str(v) for v in figures})
+        messages = {r.message for r in results}
+        detail = (", ".join(distinct) if 0 < len(distinct) <= 2 else
+                  first.message if len(messages) == 1 else "passed")
+    subjects = subjects_text([r.subject for r in results])
+    return f"{stamp}{'PASS':<5} {first.name:<24} {subjects}: {detail}"
+
+
+def _short(x: float) -> str:
+    return f"{x:g}" if isinstance(x, int) or abs(x) >= 100 or float(x).is_integer() else f"{x:.3g}"
+
+
+def subjects_text(subjects: list[str]) -> str:
+    """'gpu0-2,4-7' for runs of numbered subjects of one kind; the names joined otherwise."""
+    kinds = {s.rstrip("0123456789") for s in subjects}
+    if len(subjects) <= 2 or len(kinds) != 1 or not all(s[len(next(iter(kinds))):].isdigit() for s in subjects):
+        return ",".join(subjects)
+    kind = kinds.pop()
+    numbers = sorted(int(s[len(kind):]) for s in subjects)
+    runs, start = [], numbers[0]
+    for a, b in zip(numbers, numbers[1:] + [None]):
+        if b != a + 1:
+            runs.append(f"{start}" if start == a else f"{start}-{a}")
+            start = b
+    return f"{kind}{','.join(runs)}"
+
+
+def banner(predicate: dict[str, Any]) -> str:
+    verdict = predicate.get("verdict", "?")
+    if predicate.get("status") == "aborted":
+        verdict = "ABORTED (not qualified)"
+    sim = "  ** SIMULATED: not a qualification of real hardware **" if predicate.get("simulated") else ""
+    return f"{verdict}{sim}"
+
+
+def render_report(predicate: dict[str, Any], trust_line: str) -> str:
+    """A whole report for a person: the verdict, what failed and what to do, then every check."""
+    node = predicate.get("node", {})
+    prof = predicate.get("profile", {})
+    out = [
+        f"nodeqc report: {banner(predicate)}",
+        trust_line,
+        f"node      {node.get('hostname')}  serial {node.get('system_serial')}  "
+        f"{node.get('system_vendor')} {node.get('system_model')}",
+        f"driver    {node.get('driver_version')}  CUDA {node.get('cuda_version')}  "
+        f"{len(predicate.get('gpus', []))} GPU(s)",
+        f"profile   {prof.get('name')} ({' -> '.join(prof.get('chain', []))})  sha256 {str(prof.get('sha256'))[:16]}",
+        f"run       {predicate.get('started_at')} .. {predicate.get('finished_at')}  "
+        f"{predicate.get('duration_s')} s{'  quick' if predicate.get('quick') else ''}",
+        f"operator  {predicate.get('operator')}  ticket {predicate.get('ticket')}",
+    ]
+    sim = predicate.get("simulation")
+    if sim:
+        out.append(f"simulated scenario {sim.get('scenario')}  faults {', '.join(sim.get('faults') or []) or 'none'}"
+                   f"  time x{sim.get('time_scale')}")
+    for g in predicate.get("gpus", []):
+        out.append(f"  {g.get('subject'):<6} {g.get('name')}  {g.get('bus_id')}  serial {g.get('serial')}  "
+                   f"VBIOS {g.get('vbios')}")
+    checks = [CheckResult.from_dict(c) for c in predicate.get("checks", [])]
+    bad = [c for c in checks if c.verdict in (Verdict.FAIL, Verdict.ERROR)]
+    warn = [c for c in checks if c.verdict is Verdict.WARN]
+    if bad:
+        out += ["", f"FAILED ({len(bad)}):"]
+        for c in bad:
+            out += [f"  {c.subject:<6} {c.name}: {c.message} [{c.code}]", f"         -> {remediation(c.code or '')}"]
+    if warn:
+        out += ["", f"WARNINGS ({len(warn)}):"]
+        out += [f"  {c.subject:<6} {c.name}: {c.message} [{c.code}]" for c in warn]
+    out += ["", "ALL CHECKS:"]
+    out += ["  " + result_line(c) for c in checks]
+    return "\n".join(out)
+
+
+def render_journal(records: list[dict[str, Any]]) -> str:
+    """A partial run, from its journal: what was reached before it stopped."""
+    started = next((r for r in records if r.get("type") == "run_started"), {})
+    finished = next((r for r in records if r.get("type") == "run_finished"), None)
+    results = [CheckResult.from_dict(r["result"]) for r in records if r.get("type") == "check_finished"]
+    state = (f"finished: {finished['verdict']} ({finished['status']})" if finished else
+             "INCOMPLETE: the run stopped before its report was written")
+    node = started.get("node", {})
+    out = [f"nodeqc journal: {state}",
+           f"node {node.get('hostname')}  profile {started.get('profile', {}).get('name')}  "
+           f"started {started.get('started_at')}{'  SIMULATED' if started.get('simulated') else ''}",
+           f"{len(results)} result(s) reached:"]
+    out += ["  " + result_line(r) for r in results]
+    return "\n".join(out)

@@ -1,0 +1,276 @@
+"""The runner: one qualification run from inventory to signed report, as one stream of events.
+
+Order: inventory, then the stress work on every GPU while telemetry samples in the background, then
+the health verdicts on what telemetry saw, then the host. Every result is journaled to disk as it
+is reached. Abort (Ctrl-C, the GUI's button) stops the work, and the report is still written,
+marked aborted. An exception inside nodeqc becomes an ERROR result with its traceback, not a crash.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import platform
+import threading
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from nodeqc import __version__
+from nodeqc.archive import archive_root, safe_name
+from nodeqc.backends import Hardware
+from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo
+from nodeqc.checks import health, host as host_checks, inventory, stress
+from nodeqc.errors import BackendUnavailable, UsageError
+from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
+                           RunStarted, TelemetrySampled)
+from nodeqc.journal import Journal
+from nodeqc.keys import Signer
+from nodeqc.model import CheckResult, Verdict, node_verdict
+from nodeqc.na import is_na
+from nodeqc.profile import Profile
+from nodeqc.report import sign, statement, write_envelope
+from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
+from nodeqc.workers import run_tasks
+
+EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
+PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
+
+
+@dataclass
+class RunOptions:
+    profile: Profile
+    signer: Signer
+    out_dir: Path | None = None  # None: the archive, filed by node
+    quick: bool = False
+    operator: str | None = None
+    ticket: str | None = None
+    sample_hz: float | None = None
+    command: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunOutcome:
+    verdict: str
+    status: str
+    report_path: Path
+    results: list[CheckResult]
+
+    @property
+    def exit_code(self) -> int:
+        """0 passed; 1 failed qualification; 2 could not do the job (aborted, or a check could not run)."""
+        if self.status == "aborted" or any(r.verdict is Verdict.ERROR for r in self.results):
+            return EXIT_CANNOT_RUN
+        return EXIT_FAIL if self.verdict == "FAIL" else EXIT_PASS
+
+
+@dataclass
+class RunPaths:
+    directory: Path
+    stem: str
+
+    @property
+    def report(self) -> Path:
+        return self.directory / f"{self.stem}.report.json"
+
+    @property
+    def journal(self) -> Path:
+        return self.directory / f"{self.stem}.journal.jsonl"
+
+    @property
+    def telemetry(self) -> Path:
+        return self.directory / f"{self.stem}.telemetry.csv.gz"
+
+
+class Runner:
+    def __init__(self, options: RunOptions, hardware: Hardware, emit: Callable[[Event], None] | None = None):
+        self.options = options
+        self.hw = hardware
+        self.profile = options.profile
+        self._listener = emit or (lambda event: None)
+        self._aborted = threading.Event()
+        self._journal: Journal | None = None
+        self._results: list[CheckResult] = []
+        self._progress_at: dict[str, float] = {}
+        self.t0 = 0.0
+
+    # ------------------------------------------------------------------ control
+
+    def abort(self) -> None:
+        """Stop at the next safe point; the report is still written, marked aborted."""
+        self._aborted.set()
+
+    @property
+    def aborted(self) -> bool:
+        return self._aborted.is_set()
+
+    def now(self) -> float:
+        return round(self.hw.clock.now() - self.t0, 3)
+
+    # ------------------------------------------------------------------ events
+
+    def _emit(self, event: Event) -> None:
+        if self._journal is not None and not isinstance(event, (CheckProgress, TelemetrySampled)):
+            self._journal.append(event.to_dict())
+        self._listener(event)
+
+    def _publish(self, results: list[CheckResult]) -> None:
+        """Start and finish each check of a batch that was judged at once."""
+        names = list(dict.fromkeys(r.name for r in results))
+        for name in names:
+            batch = [r for r in results if r.name == name]
+            self._emit(CheckStarted(name, [r.subject for r in batch], self.now()))
+            for r in batch:
+                self._finish(r)
+
+    def _finish(self, result: CheckResult) -> None:
+        self._results.append(result)
+        self._emit(CheckFinished(result, self.now()))
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> RunOutcome:
+        self.t0 = self.hw.clock.now()
+        started_at = _utc_now()
+        host = self.hw.host.info()
+        gpus, driver, cuda, nvml_error = self._open_gpus(host)
+        paths = self._paths(host)
+        self._journal = Journal(paths.journal)
+        self._emit(RunStarted(
+            run_id=str(uuid.uuid4()), started_at=started_at, profile=self.profile.summary(),
+            simulated=self.hw.simulated, node=host.to_dict(), gpus=inventory.describe_gpus(gpus),
+            files={"report": str(paths.report), "journal": str(paths.journal),
+                   "telemetry": str(paths.telemetry)}))
+        summary: TelemetrySummary | None = None
+        try:
+            self._publish([inventory.nvml_result(nvml_error, driver, len(gpus))])
+            if nvml_error is None:
+                self._publish(inventory.inventory_results(gpus, host.nvidia_gpus_on_pci, driver, cuda, self.profile))
+            live = [g for g in gpus if not g.lost]
+            if live and not self.aborted:
+                summary = self._stress_and_watch(live, paths)
+                self._publish(health.health_results(live, summary.gpus, self.profile))
+            elif not live:
+                self._publish([CheckResult("stress.burn", "node", Verdict.SKIP, "no working GPUs to load",
+                                           code="NO_GPUS")])
+            self._publish(host_checks.host_results(host, self.profile))
+        except Exception as e:  # noqa: BLE001 - an internal error must still produce a report
+            self._emit(Notice("error", f"internal error: {type(e).__name__}: {e}"))
+            self._finish(CheckResult("nodeqc.internal", "node", Verdict.ERROR,
+                                     f"nodeqc failed: {type(e).__name__}: {e}", code="INTERNAL_ERROR",
+                                     evidence={"traceback": traceback.format_exc().splitlines()[-20:]}))
+        finally:
+            self.hw.mgmt.close()
+        return self._conclude(paths, host, gpus, driver, cuda, summary, started_at)
+
+    def _open_gpus(self, host: HostInfo) -> tuple[list[GpuInfo], str, str, str | None]:
+        try:
+            self.hw.mgmt.open()
+        except BackendUnavailable as e:
+            return [], "N/A", "N/A", str(e)
+        gpus = self.hw.mgmt.gpus()
+        inventory.assign_slots(gpus, host.nvidia_gpus_on_pci)
+        return gpus, self.hw.mgmt.driver_version(), self.hw.mgmt.cuda_version(), None
+
+    def _paths(self, host: HostInfo) -> RunPaths:
+        node_id = host.system_serial if not is_na(host.system_serial) else host.hostname
+        directory = self.options.out_dir or archive_root() / safe_name(str(node_id))
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"{directory}: cannot create the report directory: {e.strerror}") from None
+        base = f"{safe_name(host.hostname)}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
+        stem, n = base, 1
+        while any(p.exists() for p in (RunPaths(directory, stem).report, RunPaths(directory, stem).journal)):
+            n += 1
+            stem = f"{base}-{n}"
+        return RunPaths(directory, stem)
+
+    def _stress_and_watch(self, gpus: list[GpuInfo], paths: RunPaths) -> TelemetrySummary:
+        by_index = {g.index: g for g in gpus}
+
+        def on_sample(t: float, readings: dict[int, GpuSample | None]) -> None:
+            self._listener(TelemetrySampled(t, {by_index[i].subject: s for i, s in readings.items()}))
+
+        hz = self.options.sample_hz or self.profile.get("run", "sample_hz")
+        sampler = TelemetrySampler(self.hw.mgmt, gpus, self.hw.clock, self.t0, hz, paths.telemetry, on_sample)
+        sampler.start()
+        try:
+            self.hw.clock.sleep(2.0)  # idle readings first: the baseline the load is compared with
+            self._burn(gpus)
+        finally:
+            summary = sampler.stop()
+        return summary
+
+    def _burn(self, gpus: list[GpuInfo]) -> None:
+        if self.aborted:
+            return
+        by_index = {g.index: g for g in gpus}
+        tasks = stress.burn_tasks(gpus, self.profile, self.options.quick)
+        self._emit(CheckStarted("stress.burn", [g.subject for g in gpus], self.now()))
+        outcomes = run_tasks(tasks, self.hw.compute_spec, self.hw.watchdog(self.profile),
+                             on_progress=lambda task, fraction, figures: self._progress(
+                                 "stress.burn", by_index[task.gpu].subject, fraction, figures),
+                             should_abort=lambda: self.aborted)
+        for o in outcomes:
+            self._finish(stress.burn_result(by_index[o.task.gpu], o, self.profile))
+
+    def _progress(self, name: str, subject: str, fraction: float, figures: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if fraction < 1.0 and now - self._progress_at.get(subject, 0.0) < PROGRESS_EVERY_S:
+            return
+        self._progress_at[subject] = now
+        self._emit(CheckProgress(name, subject, fraction, figures))
+
+    # ------------------------------------------------------------------ the report
+
+    def _conclude(self, paths: RunPaths, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str,
+                  summary: TelemetrySummary | None, started_at: str) -> RunOutcome:
+        status = "aborted" if self.aborted else "complete"
+        verdict = "FAIL" if self.aborted else node_verdict(self._results)
+        counts = {v.value: sum(1 for r in self._results if r.verdict is v) for v in Verdict}
+        failed = [f"{r.name} {r.subject}" for r in self._results if r.verdict.blocks_qualification]
+        finished = RunFinished(verdict, status, str(paths.report), counts, failed)
+        assert self._journal is not None
+        self._journal.append(finished.to_dict())
+        self._journal.close()
+        predicate = {
+            "verdict": verdict,
+            "status": status,
+            "simulated": self.hw.simulated,
+            "simulation": self.hw.simulation,
+            "profile": self.profile.summary(),
+            "quick": self.options.quick,
+            "node": {**host.to_dict(), "driver_version": driver, "cuda_version": cuda},
+            "gpus": inventory.describe_gpus(gpus),
+            "checks": [r.to_dict() for r in self._results],
+            "summary": {"counts": counts, "failed": failed},
+            "telemetry": summary.to_dict() if summary else None,
+            "journal": {"file": paths.journal.name, "sha256": hashlib.sha256(paths.journal.read_bytes()).hexdigest()},
+            "tool": {"name": "nodeqc", "version": __version__, "python": platform.python_version(),
+                     "command": self.options.command},
+            "started_at": started_at,
+            "finished_at": _utc_now(),
+            "duration_s": self.now(),
+            "operator": self.options.operator or _user(),
+            "ticket": self.options.ticket,
+            "signer": {"keyid": self.options.signer.keyid},
+        }
+        write_envelope(paths.report, sign(statement(predicate), self.options.signer))
+        self._listener(finished)
+        return RunOutcome(verdict, status, paths.report, list(self._results))
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None

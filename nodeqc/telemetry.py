@@ -1,0 +1,310 @@
+"""Telemetry for the whole run: every GPU sampled in the background at a steady rate.
+
+Memory stays bounded however long the run: per-GPU running summaries (min/mean/max), a capped list
+of events (throttle onsets with their reasons, XIDs, loss of a GPU), error counters read at the start
+and the end. The full time series goes to a gzip-compressed CSV beside the report, flushed as it
+grows so a killed run keeps what it sampled; the report references it by sha256.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from nodeqc.backends.base import Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample, decode_reasons
+from nodeqc.errors import GpuLostError
+from nodeqc.na import NA, is_na
+
+LOADED_UTIL_PCT = 50  # a GPU at or above this utilisation counts as under load
+MAX_EVENTS = 200  # per GPU and kind; more are counted, not kept
+FAILING_REASONS = ("sw_thermal", "hw_thermal", "hw_slowdown", "power_brake")
+SERIES_COLUMNS = ("t_s", "gpu") + GpuSample.FIELDS
+FLUSH_EVERY_S = 2.0
+
+
+@dataclass
+class Stat:
+    """Running min/mean/max of a reading, skipping samples that are not available."""
+
+    count: int = 0
+    total: float = 0.0
+    low: float = float("inf")
+    high: float = float("-inf")
+
+    def add(self, value: Any) -> None:
+        if is_na(value):
+            return
+        v = float(value)
+        self.count += 1
+        self.total += v
+        self.low = min(self.low, v)
+        self.high = max(self.high, v)
+
+    @property
+    def mean(self) -> Any:
+        return self.total / self.count if self.count else NA
+
+    @property
+    def min(self) -> Any:
+        return self.low if self.count else NA
+
+    @property
+    def max(self) -> Any:
+        return self.high if self.count else NA
+
+    def to_dict(self) -> dict[str, Any]:
+        r = lambda v: None if is_na(v) else round(v, 2)  # noqa: E731
+        return {"min": r(self.min), "mean": r(self.mean), "max": r(self.max), "samples": self.count}
+
+
+@dataclass
+class Events:
+    """A capped list: the first MAX_EVENTS are kept, the rest counted."""
+
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    dropped: int = 0
+
+    def add(self, event: dict[str, Any]) -> None:
+        if len(self.kept) < MAX_EVENTS:
+            self.kept.append(event)
+        else:
+            self.dropped += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"events": self.kept, "not_kept": self.dropped}
+
+
+@dataclass
+class GpuTelemetry:
+    """What the run saw of one GPU; the health checks judge from this alone."""
+
+    index: int
+    samples: int = 0
+    loaded_samples: int = 0
+    loaded_s: float = 0.0
+    stats: dict[str, Stat] = field(default_factory=lambda: {
+        k: Stat() for k in ("temp_c", "mem_temp_c", "power_w", "sm_clock_mhz", "mem_clock_mhz", "util_pct")})
+    loaded_power_w: Stat = field(default_factory=Stat)
+    loaded_sm_clock_mhz: Stat = field(default_factory=Stat)
+    power_limit_w: Any = NA
+    pcie_loaded_gen: Stat = field(default_factory=Stat)
+    pcie_loaded_width: Stat = field(default_factory=Stat)
+    pcie_idle_gen: Any = NA
+    pcie_idle_width: Any = NA
+    throttle_s: dict[str, float] = field(default_factory=dict)
+    throttle_onsets: Events = field(default_factory=Events)
+    xids: Events = field(default_factory=Events)
+    counters_start: GpuCounters | None = None
+    counters_end: GpuCounters | None = None
+    lost_at_s: float | None = None
+    _prev_t: float | None = None
+    _prev_reasons: int = 0
+
+    def add(self, t: float, s: GpuSample) -> None:
+        dt = 0.0 if self._prev_t is None else max(0.0, t - self._prev_t)
+        self._prev_t = t
+        self.samples += 1
+        for name, stat in self.stats.items():
+            stat.add(getattr(s, name))
+        if not is_na(s.power_limit_w):
+            self.power_limit_w = s.power_limit_w
+        loaded = not is_na(s.util_pct) and s.util_pct >= LOADED_UTIL_PCT
+        if loaded:
+            self.loaded_samples += 1
+            self.loaded_s += dt
+            self.loaded_power_w.add(s.power_w)
+            self.loaded_sm_clock_mhz.add(s.sm_clock_mhz)
+            self.pcie_loaded_gen.add(s.pcie_gen)
+            self.pcie_loaded_width.add(s.pcie_width)
+        else:
+            self.pcie_idle_gen, self.pcie_idle_width = s.pcie_gen, s.pcie_width
+        if not is_na(s.reasons):
+            reasons = int(s.reasons)
+            for name in decode_reasons(reasons):
+                self.throttle_s[name] = self.throttle_s.get(name, 0.0) + dt
+            new = reasons & ~self._prev_reasons
+            interesting = [r for r in decode_reasons(new) if r not in ("gpu_idle", "applications_clocks")]
+            if interesting:
+                self.throttle_onsets.add({"t_s": round(t, 2), "reasons": interesting,
+                                          "temp_c": _json(s.temp_c), "sm_clock_mhz": _json(s.sm_clock_mhz)})
+            self._prev_reasons = reasons
+
+    def failing_throttle_s(self) -> float:
+        return sum(self.throttle_s.get(r, 0.0) for r in FAILING_REASONS)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "samples": self.samples,
+            "loaded_samples": self.loaded_samples,
+            "loaded_s": round(self.loaded_s, 2),
+            **{k: v.to_dict() for k, v in self.stats.items()},
+            "loaded_power_w": self.loaded_power_w.to_dict(),
+            "loaded_sm_clock_mhz": self.loaded_sm_clock_mhz.to_dict(),
+            "power_limit_w": _json(self.power_limit_w),
+            "pcie_under_load": {"gen": self.pcie_loaded_gen.to_dict(), "width": self.pcie_loaded_width.to_dict()},
+            "pcie_at_idle": {"gen": _json(self.pcie_idle_gen), "width": _json(self.pcie_idle_width)},
+            "throttle_s": {k: round(v, 2) for k, v in sorted(self.throttle_s.items())},
+            "throttle_onsets": self.throttle_onsets.to_dict(),
+            "xids": self.xids.to_dict(),
+            "counters_start": self.counters_start.to_dict() if self.counters_start else None,
+            "counters_end": self.counters_end.to_dict() if self.counters_end else None,
+            "lost_at_s": self.lost_at_s,
+        }
+
+
+@dataclass
+class TelemetrySummary:
+    gpus: dict[int, GpuTelemetry]
+    duration_s: float
+    sample_hz: float
+    series_file: str | None = None
+    series_sha256: str | None = None
+    series_rows: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "duration_s": round(self.duration_s, 2),
+            "sample_hz": self.sample_hz,
+            "series": {"file": self.series_file, "sha256": self.series_sha256, "rows": self.series_rows,
+                       "columns": list(SERIES_COLUMNS)} if self.series_file else None,
+            "gpus": {f"gpu{i}": g.to_dict() for i, g in sorted(self.gpus.items())},
+        }
+
+
+SampleFn = Callable[[float, dict[int, GpuSample | None]], None]
+
+
+class TelemetrySampler:
+    """Samples every GPU at `hz` (real time) on a background thread, and waits for XIDs on another."""
+
+    def __init__(self, mgmt: GpuManagement, gpus: list[GpuInfo], clock: Clock, t0: float, hz: float,
+                 series_path: Path | None, on_sample: SampleFn | None = None):
+        self.mgmt = mgmt
+        self.indices = [g.index for g in gpus if not g.lost]
+        self.clock = clock
+        self.t0 = t0
+        self.hz = hz
+        self.series_path = series_path
+        self.on_sample = on_sample
+        self.watch = {g.index: GpuTelemetry(g.index) for g in gpus}
+        for g in gpus:
+            if g.lost:
+                self.watch[g.index].lost_at_s = 0.0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._series: Any = None
+        self._rows = 0
+        self._last_flush = 0.0
+        self._last_counters: dict[int, GpuCounters] = {}
+
+    def now(self) -> float:
+        return self.clock.now() - self.t0
+
+    def start(self) -> None:
+        for i in self.indices:
+            self.watch[i].counters_start = self._read_counters(i)
+        if self.series_path is not None:
+            self._series = gzip.open(self.series_path, "wb", compresslevel=6)
+            self._write_line(",".join(SERIES_COLUMNS))
+        self._threads = [threading.Thread(target=self._sample_loop, name="nodeqc-telemetry", daemon=True),
+                         threading.Thread(target=self._xid_loop, name="nodeqc-xid", daemon=True)]
+        for t in self._threads:
+            t.start()
+
+    def stop(self) -> TelemetrySummary:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=10)
+        for i in self.indices:
+            end = self._read_counters(i)
+            self.watch[i].counters_end = end or self._last_counters.get(i)
+        digest = None
+        if self._series is not None:
+            self._series.close()
+            digest = hashlib.sha256(self.series_path.read_bytes()).hexdigest()
+        return TelemetrySummary(
+            gpus=self.watch, duration_s=self.now(), sample_hz=self.hz,
+            series_file=self.series_path.name if self.series_path else None,
+            series_sha256=digest, series_rows=self._rows)
+
+    def _read_counters(self, i: int) -> GpuCounters | None:
+        try:
+            counters = self.mgmt.counters(i)
+        except GpuLostError:
+            self._mark_lost(i)
+            return None
+        self._last_counters[i] = counters
+        return counters
+
+    def _mark_lost(self, i: int) -> None:
+        with self._lock:
+            w = self.watch[i]
+            if w.lost_at_s is None:
+                w.lost_at_s = round(self.now(), 2)
+
+    def sample_once(self) -> dict[int, GpuSample | None]:
+        t = self.now()
+        readings: dict[int, GpuSample | None] = {}
+        for i in self.indices:
+            if self.watch[i].lost_at_s is not None:
+                readings[i] = None
+                continue
+            try:
+                readings[i] = self.mgmt.sample(i)
+            except GpuLostError:
+                self._mark_lost(i)
+                readings[i] = None
+        with self._lock:
+            for i, s in readings.items():
+                if s is not None:
+                    self.watch[i].add(t, s)
+                    self._write_row(t, i, s)
+        if self.on_sample:
+            self.on_sample(t, readings)
+        return readings
+
+    def _sample_loop(self) -> None:
+        period = 1.0 / self.hz
+        next_at = time.monotonic()
+        counters_every = max(1, int(self.hz * 5))  # re-read counters every ~5 s: a GPU lost later keeps them
+        n = 0
+        while not self._stop.is_set():
+            self.sample_once()
+            n += 1
+            if n % counters_every == 0:
+                for i in self.indices:
+                    if self.watch[i].lost_at_s is None:
+                        self._read_counters(i)
+            next_at += period
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def _xid_loop(self) -> None:
+        while not self._stop.is_set():
+            for event in self.mgmt.wait_xids(0.5, self.clock):
+                if event.gpu in self.watch:
+                    with self._lock:
+                        self.watch[event.gpu].xids.add({"t_s": round(event.t - self.t0, 2), "code": event.code})
+
+    def _write_row(self, t: float, i: int, s: GpuSample) -> None:
+        if self._series is None:
+            return
+        values = [f"{t:.3f}", str(i)] + ["" if is_na(v := getattr(s, f)) else str(v) for f in GpuSample.FIELDS]
+        self._write_line(",".join(values))
+        self._rows += 1
+        now = time.monotonic()
+        if now - self._last_flush > FLUSH_EVERY_S:
+            self._series.flush()  # a sync flush: what is written so far can be read after a kill
+            self._last_flush = now
+
+    def _write_line(self, line: str) -> None:
+        self._series.write((line + "\n").encode())
+
+
+def _json(v: Any) -> Any:
+    return None if is_na(v) else v
