@@ -206,13 +206,11 @@ def _resolve(path: Path, seen: list[Path]) -> tuple[dict[str, Any], list[str]]:
     parent_ref = raw.get("extends")
     if parent_ref is None:
         return raw, [path.stem]
-    parent_path = _locate(parent_ref, path.parent)
     try:
-        parent, chain = _resolve(parent_path, seen + [path.resolve()])
+        parent_path = _locate(parent_ref, path.parent)
     except UsageError as e:
-        if str(e).startswith("no profile named"):
-            raise UsageError(f"{_shown(path)}: extends: {e}") from None
-        raise
+        raise UsageError(f"{_shown(path)}: extends: {e}") from None
+    parent, chain = _resolve(parent_path, seen + [path.resolve()])
     merged = _merge(parent, {k: v for k, v in raw.items() if k != "extends"})
     return merged, [path.stem] + chain
 

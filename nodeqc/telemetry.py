@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -304,6 +305,17 @@ class TelemetrySampler:
 
     def _write_line(self, line: str) -> None:
         self._series.write((line + "\n").encode())
+
+
+def read_series(path: Path) -> list[list[str]]:
+    """The rows of a time-series file, header first. A file cut short by a kill has no gzip trailer;
+    everything up to its last flush is still returned."""
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    text = inflate.decompress(path.read_bytes()).decode(errors="replace")
+    lines = text.splitlines()
+    if text and not text.endswith("\n"):
+        lines = lines[:-1]  # a row torn by the kill
+    return [line.split(",") for line in lines]
 
 
 def _json(v: Any) -> Any:

@@ -8,6 +8,7 @@ the supervisor kills a worker that stays silent too long (hung kernel), notices 
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 import signal
@@ -31,7 +32,7 @@ STATUS_ABORTED = "aborted"  # the run was aborted
 
 @dataclass(frozen=True)
 class Task:
-    workload: str  # a name in nodeqc.workloads.WORKLOADS
+    workload: str  # a name in nodeqc.workloads.WORKLOADS, or "package.module:function"
     gpu: int
     params: dict[str, Any]
     expected_s: float  # how long it should take, on the run's clock
@@ -88,6 +89,15 @@ def open_device(spec: dict[str, Any], gpu: int) -> Any:
     return CupyDevice(gpu)
 
 
+def resolve_workload(name: str) -> Callable[..., dict[str, Any]]:
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    from nodeqc.workloads import WORKLOADS
+
+    return WORKLOADS[name]
+
+
 def _worker_main(conn: Connection, spec: dict[str, Any], task: Task, log_path: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
@@ -95,10 +105,9 @@ def _worker_main(conn: Connection, spec: dict[str, Any], task: Task, log_path: s
     os.dup2(fd, 2)
     device = None
     try:
-        from nodeqc.workloads import WORKLOADS
-
+        workload = resolve_workload(task.workload)
         device = open_device(spec, task.gpu)
-        result = WORKLOADS[task.workload](device, task.params, Reporter(conn))
+        result = workload(device, task.params, Reporter(conn))
         conn.send(("result", result))
     except GpuLostError as e:
         conn.send((STATUS_LOST, str(e)))

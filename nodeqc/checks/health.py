@@ -29,14 +29,16 @@ def temperature(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResul
     values = {"temp_max": Value(hottest, "C"), "temp_mean": Value(round(tel.stats["temp_c"].mean, 1), "C"),
               "mem_temp_max": Value(mem_hottest, "C")}
     limit, mem_limit = profile.threshold("gpu", "max_temp_c"), profile.threshold("gpu", "max_mem_temp_c")
-    findings = [judge(limit, hottest, "TEMP_HIGH", "GPU temperature peaked at", "C")]
-    thresholds: list[Threshold | None] = [limit]
+    findings, thresholds = [], []
+    # The GPU's own slowdown temperature first: reaching it is the more specific finding.
     if not is_na(gpu.temp_slowdown_c):
         margin = gpu.temp_slowdown_c - hottest
         values["slowdown_margin"] = Value(round(margin, 1), "C")
         findings.append(judge(SLOWDOWN_MARGIN, round(margin, 1), "TEMP_SLOWDOWN",
                               f"margin to the GPU's slowdown temperature ({fmt(gpu.temp_slowdown_c, 'C')})", "C"))
         thresholds.append(SLOWDOWN_MARGIN)
+    findings.append(judge(limit, hottest, "TEMP_HIGH", "GPU temperature peaked at", "C"))
+    thresholds.append(limit)
     if not is_na(mem_hottest):
         findings.append(judge(mem_limit, mem_hottest, "MEM_TEMP_HIGH", "memory temperature peaked at", "C"))
         thresholds.append(mem_limit)
@@ -46,7 +48,11 @@ def temperature(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResul
             findings.append(judge(MEM_MARGIN, round(margin, 1), "MEM_TEMP_HIGH",
                                   f"margin to the memory's maximum ({fmt(gpu.temp_mem_max_c, 'C')})", "C"))
             thresholds.append(MEM_MARGIN)
-    return fold(name, gpu.subject, findings, values, thresholds, key="temp_max")
+    result = fold(name, gpu.subject, findings, values, thresholds, key="temp_max")
+    if result.verdict is Verdict.PASS:
+        result.message = f"GPU temperature peaked at {fmt(hottest, 'C')}" + (
+            f", {fmt(values['slowdown_margin'].value, 'C')} below its slowdown" if "slowdown_margin" in values else "")
+    return result
 
 
 def throttle(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:

@@ -1,0 +1,136 @@
+"""A stand-in for the pynvml module that answers from a recorded description.
+
+The same NvmlBackend code runs against it as against the real driver, so tests (and replays of a
+capture of a real machine) exercise the real NVML shapes: NotSupported answers, functions an older
+driver lacks, a GPU that is lost mid-run.
+
+Description format (JSON-compatible)::
+
+    {"init_error": "LIBRARY_NOT_FOUND",              # optional: nvmlInit raises this
+     "system": {"nvmlSystemGetDriverVersion": "570.86.15", "nvmlSystemGetCudaDriverVersion": 12080},
+     "xid_events": [{"device": 3, "xid": 79}],        # delivered by nvmlEventSetWait, in order
+     "devices": [{
+        "nvmlDeviceGetName": "NVIDIA H100 80GB HBM3",            # a plain answer
+        "nvmlDeviceGetPciInfo": {"busId": "00000000:1B:00.0"},   # tables become attribute objects
+        "nvmlDeviceGetClockInfo": {"args": {"1": 1980, "2": 2619}},  # answers by argument
+        "nvmlDeviceGetPowerUsage": {"series": [70000, 650000]},      # successive calls; the last repeats
+        "nvmlDeviceGetSerial": {"error": "NOT_SUPPORTED"},           # raises NVMLError
+     }]}
+
+A function a device description does not name raises FunctionNotFound, as the real binding does
+when the driver lacks it.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pynvml
+
+
+class _Handle:
+    def __init__(self, index: int):
+        self.index = index
+
+
+class ReplayNvml:
+    def __init__(self, description: dict[str, Any]):
+        self.description = description
+        self._devices = description.get("devices", [])
+        self._calls: dict[tuple[int, str, str], int] = {}
+        self._xids = list(description.get("xid_events", []))
+
+    # Constants and exception classes are the real binding's, so error codes match exactly.
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("nvmlDevice"):
+            return lambda handle, *args: self._device_call(name, handle, args)
+        if name.startswith("nvmlSystem"):
+            return lambda *args: self._answer(self.description.get("system", {}), name, args, -1)
+        return getattr(pynvml, name)
+
+    @staticmethod
+    def error(name: str) -> pynvml.NVMLError:
+        return pynvml.NVMLError(getattr(pynvml, f"NVML_ERROR_{name}"))
+
+    def nvmlInit(self) -> None:
+        if self.description.get("init_error"):
+            raise self.error(self.description["init_error"])
+
+    def nvmlShutdown(self) -> None:
+        pass
+
+    def nvmlDeviceGetCount(self) -> int:
+        return len(self._devices)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> _Handle:
+        if index >= len(self._devices):
+            raise self.error("INVALID_ARGUMENT")
+        failure = self._devices[index].get("handle_error")
+        if failure:
+            raise self.error(failure)
+        return _Handle(index)
+
+    def nvmlDeviceGetIndex(self, handle: _Handle) -> int:
+        return handle.index
+
+    def nvmlEventSetCreate(self) -> object:
+        return object()
+
+    def nvmlDeviceRegisterEvents(self, handle: _Handle, types: int, events: object) -> None:
+        self._device_call("nvmlDeviceRegisterEvents", handle, (), default=None)
+
+    def nvmlEventSetWait(self, events: object, timeout_ms: int) -> Any:
+        if not self._xids:
+            raise self.error("TIMEOUT")
+        e = self._xids.pop(0)
+        return SimpleNamespace(device=_Handle(e["device"]), eventType=pynvml.nvmlEventTypeXidCriticalError,
+                               eventData=e["xid"])
+
+    def nvmlEventSetFree(self, events: object) -> None:
+        pass
+
+    def nvmlDeviceGetFieldValues(self, handle: _Handle, field_ids: list[int]) -> list[Any]:
+        table = self._devices[handle.index].get("nvmlDeviceGetFieldValues", {})
+        out = []
+        for fid in field_ids:
+            rec = table.get(str(fid), {"nvmlReturn": pynvml.NVML_ERROR_NOT_SUPPORTED, "valueType": 0, "value": {}})
+            out.append(SimpleNamespace(fieldId=fid, nvmlReturn=rec["nvmlReturn"], valueType=rec["valueType"],
+                                       value=SimpleNamespace(**rec["value"])))
+        return out
+
+    # ------------------------------------------------------------------ answers
+
+    def _device_call(self, name: str, handle: _Handle, args: tuple[Any, ...], default: Any = ...) -> Any:
+        device = self._devices[handle.index]
+        if device.get("lost"):
+            raise self.error("GPU_IS_LOST")
+        if name not in device and default is not ...:
+            return default
+        return self._answer(device, name, args, handle.index)
+
+    def _answer(self, table: dict[str, Any], name: str, args: tuple[Any, ...], index: int) -> Any:
+        if name not in table:
+            raise self.error("FUNCTION_NOT_FOUND")
+        answer = table[name]
+        if isinstance(answer, dict) and "args" in answer:
+            key = ",".join(str(a) for a in args)
+            if key not in answer["args"]:
+                raise self.error("NOT_SUPPORTED")
+            answer = answer["args"][key]
+        if isinstance(answer, dict) and "series" in answer:
+            call = (index, name, ",".join(map(str, args)))
+            n = self._calls.get(call, 0)
+            self._calls[call] = n + 1
+            answer = answer["series"][min(n, len(answer["series"]) - 1)]
+        if isinstance(answer, dict) and "error" in answer:
+            raise self.error(answer["error"])
+        return _objects(answer)
+
+
+def _objects(value: Any) -> Any:
+    if isinstance(value, dict):
+        return SimpleNamespace(**{k: _objects(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_objects(v) for v in value]
+    return value

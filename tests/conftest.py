@@ -1,0 +1,38 @@
+"""Shared fixtures. Every test gets its own XDG directories, so keys and archives never touch the
+user's, and a fresh signing key."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    for var, sub in (("XDG_DATA_HOME", "data"), ("XDG_CONFIG_HOME", "config"), ("XDG_CACHE_HOME", "cache")):
+        monkeypatch.setenv(var, str(home / sub))
+    monkeypatch.delenv("NODEQC_ARCHIVE", raising=False)
+    return home
+
+
+def cli(*args: str, timeout: float = 120, cwd: Path | None = None, env: dict[str, str] | None = None,
+        check_no_traceback: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run `nodeqc ARGS` as a user would, in a subprocess with the test's XDG directories."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "nodeqc", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd or ROOT, env=full_env)
+    if check_no_traceback:
+        assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+@pytest.fixture
+def run_cli():
+    return cli

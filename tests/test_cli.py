@@ -1,0 +1,198 @@
+"""The headless CLI as scripts use it: exit codes 0/1/2, progress on stderr, the report path as the
+last line of stdout, one clear line (never a traceback) for bad input."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, cli
+from nodeqc.journal import read_journal
+
+FAST = ["--sample-hz", "8"]
+
+
+def test_clean_simulated_node_passes(tmp_path):
+    p = cli("--headless", "--profile", "dgx-a100", "--simulate", "dgx-a100", "--quick", "--out", str(tmp_path),
+            "--operator", "ana", "--ticket", "RMA-42")
+    assert p.returncode == 0, p.stderr
+    report = Path(p.stdout.strip().splitlines()[-1])
+    assert report.is_file() and report.parent == tmp_path
+    assert "PASS" in p.stderr and "inventory.gpu_count" in p.stderr and "RESULT: PASS" in p.stderr
+    v = cli("verify", str(report))
+    assert v.returncode == 0 and "SIMULATED" in v.stdout and "PASS" in v.stdout
+    show = cli("show", str(report))
+    assert show.returncode == 0
+    assert "SIMULATED" in show.stdout and "operator  ana  ticket RMA-42" in show.stdout
+
+
+def test_injected_fault_fails_with_exit_1(tmp_path):
+    p = cli("--headless", "--profile", "hgx-h100", "--simulate", "hgx-h100", "--inject", "gpu3:pcie_width=8",
+            "--quick", "--out", str(tmp_path))
+    assert p.returncode == 1
+    assert "FAIL  health.pcie_link         gpu3" in p.stderr and "[PCIE_WIDTH]" in p.stderr
+    report = p.stdout.strip().splitlines()[-1]
+    show = cli("show", report)
+    assert "reseat the GPU or riser" in show.stdout
+
+
+def test_report_goes_to_the_archive_by_default(isolated_dirs):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick")
+    assert p.returncode == 0
+    report = Path(p.stdout.strip().splitlines()[-1])
+    assert report.is_relative_to(isolated_dirs / "data" / "nodeqc" / "reports" / "SIM-H100-0001")
+    assert report.with_name(report.name.replace(".report.json", ".telemetry.csv.gz")).is_file()
+
+
+def test_no_driver_run_fails_cleanly_with_a_signed_report(tmp_path):
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        pytest.skip("an NVIDIA driver is present here")
+    except pynvml.NVMLError:
+        pass
+    p = cli("--headless", "--profile", "a100", "--out", str(tmp_path))
+    assert p.returncode == 1
+    assert "NVML not available: is the NVIDIA driver installed?" in p.stderr
+    report = p.stdout.strip().splitlines()[-1]
+    v = cli("verify", report)
+    assert v.returncode == 0 and "FAIL" in v.stdout and "SIMULATED" not in v.stdout
+
+
+BAD_INPUT = [
+    (["--headless", "--profile", "nope"], 'no profile named "nope"'),
+    (["--headless", "--profile", "PROFILE_FILE"], "[gpu] min_bf16_tflops: expected a number, got \"fast\""),
+    (["--headless", "--profile", "h100", "--simulate", "h100", "--inject", "gpu0:pcie_widht=8"], "did you mean pcie_width?"),
+    (["--headless", "--profile", "h100", "--simulate", "h100", "--inject", "gpu4:lost"], "the simulated node has gpu0-gpu0"),
+    (["--headless", "--profile", "h100", "--inject", "gpu0:lost"], "--inject needs --simulate"),
+    (["--headless", "--profile", "h100", "--simulate", "b200"], 'no built-in scenario "b200"'),
+    (["--headless", "--profile", "dgx-a100", "--gpus", "4"], "profile dgx-a100 fixes the GPU count at 8"),
+    (["--headless", "--profile", "h100", "--gpus", "0"], "--gpus 0: expected a positive number"),
+    (["--headless", "--profile", "h100", "--gpus", "many"], "argument --gpus: invalid int value: 'many'"),
+    (["--headless", "--profile", "h100", "--sample-hz", "500"], "--sample-hz 500"),
+    (["--headless", "--profile", "h100", "--simulate", "h100", "--out", "/proc/nodeqc"], "cannot write reports there"),
+    (["--headless", "--profile", "h100", "--simulate", "h100", "--key", "KEY_WORLD"], "readable by all users"),
+    (["--headless", "--profile", "h100", "--simulate", "h100", "--key", "/nonexistent.pem"], "signing key not found"),
+    (["--headless", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["verify"], "the following arguments are required: report"),
+    (["verify", "/nonexistent.report.json"], "no such report"),
+    (["show", "/nonexistent.report.json"], "no such report"),
+    (["show", "NOT_A_REPORT"], "not a readable nodeqc report"),
+    (["profiles", "zz"], 'no profile named "zz"'),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD_INPUT, ids=[" ".join(a)[:50] for a, _ in BAD_INPUT])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    bad_profile = tmp_path / "x.toml"
+    bad_profile.write_text('description = "x"\n[gpu]\nmin_bf16_tflops = "fast"\n')
+    key = tmp_path / "k.pem"
+    key.write_text("-----BEGIN PRIVATE KEY-----\n")
+    key.chmod(0o644)
+    junk = tmp_path / "junk.report.json"
+    junk.write_text("{not json")
+    args = [{"PROFILE_FILE": str(bad_profile), "KEY_WORLD": str(key), "NOT_A_REPORT": str(junk)}.get(a, a) for a in args]
+    p = cli(*args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("nodeqc: ") and message in lines[0]
+
+
+def test_verify_fails_a_tampered_report(tmp_path):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--out", str(tmp_path))
+    report = Path(p.stdout.strip().splitlines()[-1])
+    env = json.loads(report.read_text())
+    import base64
+
+    stmt = json.loads(base64.b64decode(env["payload"]))
+    stmt["predicate"]["verdict"] = "PASS"
+    stmt["predicate"]["simulated"] = False  # pretend it was real hardware
+    env["payload"] = base64.b64encode(json.dumps(stmt).encode()).decode()
+    report.write_text(json.dumps(env))
+    v = cli("verify", str(report))
+    assert v.returncode == 1 and "NOT VERIFIED" in v.stderr
+    show = cli("show", str(report))
+    assert show.returncode == 0 and "NOT VERIFIED" in show.stdout
+
+
+def test_verify_with_an_explicit_public_key(tmp_path):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--out", str(tmp_path))
+    report = p.stdout.strip().splitlines()[-1]
+    other = tmp_path / "other"
+    # Someone else's machine: a different per-user key, so this report is not trusted there...
+    env = {"XDG_CONFIG_HOME": str(other)}
+    cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--out", str(tmp_path / "o"), env=env)
+    assert cli("verify", report, env=env).returncode == 1
+    # ...until they are given the signer's public key.
+    pub = Path(os.environ["XDG_CONFIG_HOME"]) / "nodeqc" / "signing-key.pub.pem"
+    assert cli("verify", report, "--pubkey", str(pub), env=env).returncode == 0
+
+
+def test_profiles_lists_every_profile_in_one_line_each():
+    p = cli("profiles")
+    lines = p.stdout.strip().splitlines()
+    assert p.returncode == 0 and len(lines) >= 9
+    assert any(line.startswith("hgx-h100") and "8 GPUs" in line for line in lines)
+    detail = cli("profiles", "hgx-h100")
+    assert "min_bf16_tflops" in detail.stdout and ">= 657 TFLOP/s" in detail.stdout
+
+
+def test_scenarios_lists_nodes_and_faults():
+    p = cli("scenarios")
+    assert p.returncode == 0 and "hgx-h100" in p.stdout and "gpuN:pcie_width=VALUE" in p.stdout
+
+
+def _start(tmp_path, *extra):
+    profile = tmp_path / "slow.toml"
+    profile.write_text('description = "slow"\nextends = "h100"\n[run]\nburn_s = 3000\n')
+    return subprocess.Popen([sys.executable, "-m", "nodeqc", "--headless", "--profile", str(profile), "--simulate",
+                             "h100", "--out", str(tmp_path), *extra], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+
+
+def _wait_for_burn(tmp_path, proc, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        journals = list(tmp_path.glob("*.journal.jsonl"))
+        if journals and any(r.get("name") == "stress.burn" for r in read_journal(journals[0])):
+            return journals[0]
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    raise AssertionError("the burn never started")
+
+
+def test_sigkill_leaves_a_readable_journal(tmp_path):
+    proc = _start(tmp_path)
+    journal = _wait_for_burn(tmp_path, proc)
+    time.sleep(1)
+    proc.kill()
+    proc.wait(10)
+    records = read_journal(journal)
+    assert records[0]["type"] == "run_started"
+    assert any(r["type"] == "check_finished" and r["result"]["name"] == "inventory.gpu_count" for r in records)
+    assert not any(r["type"] == "run_finished" for r in records)
+    show = cli("show", str(journal))
+    assert show.returncode == 0 and "INCOMPLETE" in show.stdout and "inventory.gpu_count" in show.stdout
+    series = list(tmp_path.glob("*.telemetry.csv.gz"))
+    from nodeqc.telemetry import read_series
+
+    assert len(read_series(series[0])) >= 1  # the header at least; flushed rows too
+
+
+def test_ctrl_c_ends_the_run_cleanly_with_an_aborted_report(tmp_path):
+    proc = _start(tmp_path)
+    _wait_for_burn(tmp_path, proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert "aborting; writing the report" in err and "ABORTED" in err and "Traceback" not in err
+    report = out.strip().splitlines()[-1]
+    v = cli("verify", report)
+    assert v.returncode == 0 and "ABORTED" in v.stdout

@@ -1,0 +1,134 @@
+"""Every first-group fault of the simulated node is found by the real checks, attributed to the right
+GPU with the right code, and nothing else fails; a clean node of every kind passes.
+
+Several faults share one 8-GPU run: attribution without cross-talk is part of what is tested.
+"""
+
+import pytest
+
+from nodeqc.backends import Hardware, simulated_hardware
+from nodeqc.backends.host import LinuxHost
+from nodeqc.backends.nvml import NvmlBackend
+from nodeqc.backends.nvml_replay import ReplayNvml
+from nodeqc.backends.base import Clock
+from nodeqc.faults import parse_fault
+from nodeqc.keys import create_key
+from nodeqc.model import Verdict
+from nodeqc.profile import load_profile
+from nodeqc.report import verify_file
+from nodeqc.runner import RunOptions, Runner
+
+SCALE = 40  # simulated seconds per real second
+
+
+@pytest.fixture(scope="module")
+def signer(tmp_path_factory):
+    return create_key(tmp_path_factory.mktemp("key") / "k.pem")
+
+
+def qualify(tmp_path_factory, signer, scenario, profile, faults=()):
+    hw = simulated_hardware(scenario, [parse_fault(f) for f in faults], time_scale=SCALE)
+    out = tmp_path_factory.mktemp("out")
+    outcome = Runner(RunOptions(load_profile(profile), signer, out_dir=out, quick=True), hw).run()
+    verify_file(outcome.report_path, {signer.keyid: (signer.public, "test")})
+    return outcome
+
+
+def findings(outcome):
+    """(check, subject, code, verdict) of everything that did not pass or skip."""
+    return {(r.name, r.subject, r.code, r.verdict.value) for r in outcome.results
+            if r.verdict not in (Verdict.PASS, Verdict.SKIP)}
+
+
+RUN_A = {
+    "gpu0:pcie_width=8": ("health.pcie_link", "gpu0", "PCIE_WIDTH", "fail"),
+    "gpu1:pcie_gen=4": ("health.pcie_link", "gpu1", "PCIE_GEN", "fail"),
+    "gpu2:pcie_replay=100": ("health.pcie_replay", "gpu2", "PCIE_REPLAY", "fail"),
+    "gpu3:temp=95": ("health.temperature", "gpu3", "TEMP_SLOWDOWN", "fail"),
+    "gpu4:throttle=hw_slowdown": ("health.throttle", "gpu4", "THROTTLE_HW_SLOWDOWN", "fail"),
+    "gpu5:ecc_dbe=2": ("health.ecc", "gpu5", "ECC_DBE", "fail"),
+    "gpu6:xid=48": ("health.xid", "gpu6", "XID", "fail"),
+    "gpu7:row_remap_pending": ("health.row_remap", "gpu7", "ROW_REMAP_PENDING", "fail"),
+}
+RUN_B = {
+    "gpu0:ecc_sbe=5": ("health.ecc", "gpu0", "ECC_SBE", "warn"),
+    "gpu1:row_remap_failed": ("health.row_remap", "gpu1", "ROW_REMAP_FAILED", "fail"),
+    "gpu3:throttle=sw_thermal": ("health.throttle", "gpu3", "THROTTLE_THERMAL", "fail"),
+    "gpu4:throttle=power_brake": ("health.throttle", "gpu4", "THROTTLE_POWER_BRAKE", "fail"),
+    "gpu6:ecc_sbe=500": ("health.ecc", "gpu6", "ECC_SBE", "fail"),
+    "gpu7:throttle=hw_thermal": ("health.throttle", "gpu7", "THROTTLE_THERMAL", "fail"),
+}
+LOST = {("stress.burn", "gpu2", "GPU_LOST", "fail"), ("health.gpu_lost", "gpu2", "GPU_LOST", "fail"),
+        ("health.xid", "gpu2", "XID", "fail")}
+
+
+@pytest.fixture(scope="module")
+def run_a(tmp_path_factory, signer):
+    return qualify(tmp_path_factory, signer, "hgx-h100", "hgx-h100", RUN_A)
+
+
+@pytest.fixture(scope="module")
+def run_b(tmp_path_factory, signer):
+    # gpu5 runs power-capped the whole time: reported, never failed.
+    return qualify(tmp_path_factory, signer, "hgx-h100", "hgx-h100", [*RUN_B, "gpu2:lost", "gpu5:throttle=sw_power_cap"])
+
+
+@pytest.mark.parametrize("fault", RUN_A)
+def test_run_a_fault_is_attributed(run_a, fault):
+    assert RUN_A[fault] in findings(run_a)
+
+
+def test_run_a_finds_nothing_else(run_a):
+    assert findings(run_a) == set(RUN_A.values())
+    assert run_a.verdict == "FAIL" and run_a.exit_code == 1
+
+
+@pytest.mark.parametrize("fault", RUN_B)
+def test_run_b_fault_is_attributed(run_b, fault):
+    assert RUN_B[fault] in findings(run_b)
+
+
+def test_lost_gpu_fails_its_work_its_presence_and_shows_xid_79(run_b):
+    assert LOST <= findings(run_b)
+    xid = next(r for r in run_b.results if r.name == "health.xid" and r.subject == "gpu2")
+    assert [e["code"] for e in xid.evidence["xids"]] == [79]
+
+
+def test_run_b_finds_nothing_else_and_power_cap_is_not_a_fault(run_b):
+    assert findings(run_b) == set(RUN_B.values()) | LOST
+    capped = next(r for r in run_b.results if r.name == "health.throttle" and r.subject == "gpu5")
+    assert capped.verdict is Verdict.PASS and capped.values["power_cap_s"].value > 10
+
+
+def test_missing_gpu_is_named_by_its_slot(tmp_path_factory, signer):
+    outcome = qualify(tmp_path_factory, signer, "hgx-h100", "hgx-h100", ["gpu3:missing"])
+    assert findings(outcome) == {("inventory.gpu_present", "gpu3", "GPU_MISSING", "fail"),
+                                 ("inventory.gpu_count", "node", "GPU_COUNT", "fail")}
+    # The GPUs after it keep their names: the health checks still cover gpu4-gpu7.
+    assert {r.subject for r in outcome.results if r.name == "health.temperature"} == {
+        "gpu0", "gpu1", "gpu2", "gpu4", "gpu5", "gpu6", "gpu7"}
+
+
+def test_hung_worker_is_caught_by_the_watchdog(tmp_path_factory, signer):
+    outcome = qualify(tmp_path_factory, signer, "h100", "h100", ["gpu0:hang"])
+    assert findings(outcome) == {("stress.burn", "gpu0", "WORKER_HANG", "fail")}
+    burn = next(r for r in outcome.results if r.name == "stress.burn")
+    assert "no progress for" in burn.message and burn.evidence["worker"]["last_progress"]
+
+
+@pytest.mark.parametrize("scenario", ["a100", "h100", "h200", "v100", "t4", "l40s", "dgx-a100", "hgx-h100"])
+def test_a_clean_node_passes_its_profile(tmp_path_factory, signer, scenario):
+    outcome = qualify(tmp_path_factory, signer, scenario, scenario)
+    assert findings(outcome) == set()
+    assert outcome.verdict == "PASS" and outcome.exit_code == 0
+    names = {r.name for r in outcome.results}
+    assert {"inventory.gpu_count", "stress.burn", "health.pcie_link", "health.temperature", "host.cpu"} <= names
+
+
+def test_no_driver_fails_inventory_and_still_reports(tmp_path, signer):
+    hw = Hardware(NvmlBackend(ReplayNvml({"init_error": "LIBRARY_NOT_FOUND"})), LinuxHost(), {"kind": "cupy"}, Clock())
+    outcome = Runner(RunOptions(load_profile("a100"), signer, out_dir=tmp_path), hw).run()
+    assert outcome.verdict == "FAIL" and outcome.exit_code == 1
+    nvml = next(r for r in outcome.results if r.name == "inventory.nvml")
+    assert nvml.code == "NVML_UNAVAILABLE" and nvml.message.startswith("NVML not available: is the NVIDIA driver installed?")
+    assert outcome.report_path.is_file()

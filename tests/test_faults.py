@@ -1,0 +1,72 @@
+"""The --inject vocabulary: every documented fault parses; mistakes are one clear line."""
+
+import pytest
+
+from nodeqc.errors import UsageError
+from nodeqc.faults import GPU_FAULTS, NIC_FAULTS, Fault, check_range, parse_fault
+
+VALID = {
+    "gpu0:missing": Fault("gpu", 0, "missing"),
+    "gpu3:pcie_width=8": Fault("gpu", 3, "pcie_width", 8),
+    "gpu1:pcie_gen=3": Fault("gpu", 1, "pcie_gen", 3),
+    "gpu2:pcie_replay=100": Fault("gpu", 2, "pcie_replay", 100),
+    "gpu2:temp=91.5": Fault("gpu", 2, "temp", 91.5),
+    "gpu4:throttle=power_brake": Fault("gpu", 4, "throttle", "power_brake"),
+    "gpu5:ecc_dbe=2": Fault("gpu", 5, "ecc_dbe", 2),
+    "gpu5:ecc_sbe=7": Fault("gpu", 5, "ecc_sbe", 7),
+    "gpu6:xid=79": Fault("gpu", 6, "xid", 79),
+    "gpu7:row_remap_pending": Fault("gpu", 7, "row_remap_pending"),
+    "gpu7:row_remap_failed": Fault("gpu", 7, "row_remap_failed"),
+    "gpu10:lost": Fault("gpu", 10, "lost"),
+    "gpu0:slow=0.5": Fault("gpu", 0, "slow", 0.5),
+    "gpu0:hbm_bw=0.6": Fault("gpu", 0, "hbm_bw", 0.6),
+    "gpu0:bitflip": Fault("gpu", 0, "bitflip"),
+    "gpu0:badmem": Fault("gpu", 0, "badmem"),
+    "gpu0:nvlink_down=2": Fault("gpu", 0, "nvlink_down", 2),
+    "gpu0:p2p_bw=0.3": Fault("gpu", 0, "p2p_bw", 0.3),
+    "gpu0:hang": Fault("gpu", 0, "hang"),
+    "gpu0:power=350": Fault("gpu", 0, "power", 350.0),
+    "nic0:down": Fault("nic", 0, "down"),
+    "nic1:speed=25000": Fault("nic", 1, "speed", 25000),
+    "nic1:pcie_width=8": Fault("nic", 1, "pcie_width", 8),
+}
+
+
+@pytest.mark.parametrize("text", VALID)
+def test_valid_faults(text):
+    assert parse_fault(text) == VALID[text]
+    assert str(parse_fault(text)).split("=")[0] == text.split("=")[0]
+
+
+def test_vocabulary_is_complete():
+    named = {t.split(":")[1].split("=")[0] for t in VALID if t.startswith("gpu")}
+    assert named == set(GPU_FAULTS)
+    assert {t.split(":")[1].split("=")[0] for t in VALID if t.startswith("nic")} == set(NIC_FAULTS)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("gpu3", "expected TARGET:FAULT[=VALUE]"),
+    ("gpu3:pcie_widht=8", "unknown gpu fault 'pcie_widht' (did you mean pcie_width?)"),
+    ("cpu0:down", "unknown target 'cpu'"),
+    ("gpu3:pcie_width=12", "expected one of 1, 2, 4, 8, 16, got 12"),
+    ("gpu3:pcie_width=x8", "expected an integer, got 'x8'"),
+    ("gpu3:pcie_width", "fault 'pcie_width' needs a value"),
+    ("gpu3:missing=1", "fault 'missing' takes no value"),
+    ("gpu3:slow=0", "expected a number in (0, 1], got 0"),
+    ("gpu3:slow=1.5", "expected a number in (0, 1], got 1.5"),
+    ("gpu3:throttle=hot", "expected one of hw_slowdown, sw_thermal, hw_thermal, power_brake, sw_power_cap"),
+    ("nic0:bitflip", "unknown nic fault 'bitflip'"),
+])
+def test_invalid_faults(text, message):
+    with pytest.raises(UsageError) as e:
+        parse_fault(text)
+    assert str(e.value).startswith(f"--inject {text}: ")
+    assert message in str(e.value)
+
+
+def test_range_is_checked_against_the_node():
+    check_range([parse_fault("gpu7:hang"), parse_fault("nic1:down")], gpus=8, nics=2)
+    with pytest.raises(UsageError, match=r"--inject gpu8:hang: the simulated node has gpu0-gpu7"):
+        check_range([parse_fault("gpu8:hang")], gpus=8, nics=0)
+    with pytest.raises(UsageError, match=r"--inject nic0:down: the simulated node has no NICs"):
+        check_range([parse_fault("nic0:down")], gpus=8, nics=0)

@@ -1,0 +1,108 @@
+"""The NVML backend against a replayed NVML: units, NotSupported and missing functions as NA, lost
+GPUs, XID events, and a driver that is not there."""
+
+import pytest
+
+from nodeqc.backends.base import Clock
+from nodeqc.backends.nvml import NvmlBackend
+from nodeqc.backends.nvml_replay import ReplayNvml
+from nodeqc.errors import BackendUnavailable, GpuLostError
+from nodeqc.na import NA, is_na
+
+from nvml_descriptions import QUIRKS, h100_device, node
+
+
+def backend(devices, **extra) -> NvmlBackend:
+    b = NvmlBackend(ReplayNvml(node(devices, **extra)))
+    b.open()
+    return b
+
+
+def test_inventory_of_a_healthy_h100():
+    b = backend([h100_device(0), h100_device(1)])
+    assert b.driver_version() == "570.86.15" and b.cuda_version() == "12.8"
+    g = b.gpus()[1]
+    assert g.name == "NVIDIA H100 80GB HBM3" and g.bus_id == "0000:1c:00.0"
+    assert g.memory_total_bytes == 81559 * 1024 * 1024 and g.compute_capability == "9.0"
+    assert (g.ecc_enabled, g.ecc_pending, g.persistence) == (True, True, True)
+    assert (g.pcie_max_gen, g.pcie_max_width, g.nvlink_count) == (5, 16, 18)
+    assert (g.temp_slowdown_c, g.temp_shutdown_c, g.temp_gpu_max_c, g.temp_mem_max_c) == (90, 92, 87, 95)
+    assert g.power_limit_w == 700.0 and g.max_sm_clock_mhz == 1980
+
+
+def test_samples_convert_units_and_follow_the_series():
+    b = backend([h100_device()])
+    first, second = b.sample(0), b.sample(0)
+    assert (first.power_w, first.util_pct, first.pcie_gen, first.reasons) == (72.0, 0, 1, 1)
+    assert (second.power_w, second.util_pct, second.pcie_gen, second.sm_clock_mhz) == (310.0, 100, 5, 1980)
+    assert second.mem_temp_c == 41 and second.power_limit_w == 700.0
+
+
+@pytest.mark.parametrize("quirk", sorted(QUIRKS))
+def test_quirks_become_not_available_never_a_crash(quirk):
+    b = backend([h100_device(**QUIRKS[quirk])])
+    g, s, c = b.gpus()[0], b.sample(0), b.counters(0)
+    for name, answer in QUIRKS[quirk].items():
+        if name == "nvmlDeviceGetSerial":
+            assert g.serial is NA
+        if name == "nvmlDeviceGetFieldValues":
+            assert is_na(s.mem_temp_c) and is_na(g.nvlink_count)
+        if name == "nvmlDeviceGetRemappedRows":
+            assert c.remap_pending is NA
+        if name == "nvmlDeviceGetGpuMaxPcieLinkGeneration":
+            assert g.pcie_gpu_max_gen is NA
+        if name == "nvmlDeviceGetCurrentClocksEventReasons":
+            assert s.reasons is NA
+        if name == "nvmlDeviceGetPcieReplayCounter":
+            assert c.pcie_replay is NA
+    assert g.name == "NVIDIA H100 80GB HBM3"  # what is supported is still read
+
+
+def test_a_function_the_driver_lacks_entirely_is_na():
+    device = h100_device()
+    del device["nvmlDeviceGetBoardPartNumber"]
+    assert backend([device]).gpus()[0].board_part is NA
+
+
+def test_gpu_lost_mid_run():
+    device = h100_device(nvmlDeviceGetTemperature={"series": [40, {"error": "GPU_IS_LOST"}]})
+    b = backend([device])
+    assert b.sample(0).temp_c == 40
+    with pytest.raises(GpuLostError):
+        b.sample(0)
+    with pytest.raises(GpuLostError):  # and it stays lost
+        b.counters(0)
+
+
+def test_a_gpu_lost_before_the_run_stays_an_object_that_says_so():
+    b = backend([h100_device(0), h100_device(1, handle_error="GPU_IS_LOST"), h100_device(2, lost=True)])
+    gpus = b.gpus()
+    assert [g.lost for g in gpus] == [False, True, True]
+    assert gpus[1].name == "unavailable" and gpus[1].subject == "gpu1"
+
+
+def test_xid_events_arrive_with_their_gpu():
+    b = backend([h100_device(0), h100_device(1)], xid_events=[{"device": 1, "xid": 79}])
+    events = b.wait_xids(0.01, Clock())
+    assert [(e.gpu, e.code) for e in events] == [(1, 79)]
+    assert b.wait_xids(0.01, Clock()) == []  # then the wait times out quietly
+
+
+def test_no_driver_is_a_plain_reason():
+    b = NvmlBackend(ReplayNvml({"init_error": "LIBRARY_NOT_FOUND"}))
+    with pytest.raises(BackendUnavailable, match=r"^NVML not available: is the NVIDIA driver installed\?"):
+        b.open()
+
+
+def test_real_pynvml_without_a_driver_is_unavailable():
+    """This machine has no NVIDIA driver: the real binding must fail the same plain way."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        pass
+    else:
+        pytest.skip("an NVIDIA driver is present here")
+    with pytest.raises(BackendUnavailable, match="NVML not available: is the NVIDIA driver installed"):
+        NvmlBackend().open()

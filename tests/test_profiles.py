@@ -1,0 +1,159 @@
+"""Profiles: every shipped one loads and cites its sources; broken ones fail with one precise line."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from nodeqc.errors import UsageError
+from nodeqc.profile import SCHEMA, list_profiles, load_profile, suggest_profile
+from nodeqc.resources import profiles_dir
+
+REQUIRED = {"a100", "h100", "h200", "v100", "t4", "l40s", "dgx-a100", "hgx-h100", "generic"}
+
+
+def test_required_profiles_ship():
+    assert REQUIRED <= {p.name for p in list_profiles()}
+
+
+@pytest.mark.parametrize("path", sorted(profiles_dir().glob("*.toml")), ids=lambda p: p.stem)
+def test_every_threshold_cites_a_source(path: Path):
+    """Each min_/max_ key has a comment right above it (or above the run of keys it belongs to)."""
+    lines = path.read_text().splitlines()
+    for n, line in enumerate(lines):
+        if not re.match(r"^(min|max)_\w+\s*=", line):
+            continue
+        k = n - 1
+        while k >= 0 and re.match(r"^(min|max)_\w+\s*=", lines[k]):
+            k -= 1
+        assert k >= 0 and lines[k].lstrip().startswith("#"), f"{path.name}:{n + 1}: {line.split('=')[0].strip()} has no source comment"
+
+
+def test_node_profiles_fix_the_count_and_single_model_profiles_do_not():
+    profiles = {p.name: p for p in list_profiles()}
+    assert profiles["dgx-a100"].get("gpu", "count") == 8 and profiles["dgx-a100"].kind == "node"
+    assert profiles["hgx-h100"].get("gpu", "count") == 8
+    for name in ("a100", "h100", "h200", "v100", "t4", "l40s", "generic"):
+        assert profiles[name].get("gpu", "count") is None, name
+
+
+def test_generic_has_no_absolute_floors():
+    generic = load_profile("generic")
+    floors = [k for k in generic.section("gpu") if k.startswith("min_") and k != "min_power_fraction"]
+    assert floors == []
+
+
+def test_extends_merges_key_by_key():
+    dgx = load_profile("dgx-a100")
+    assert dgx.chain == ["dgx-a100", "a100", "generic"]
+    assert dgx.get("gpu", "pcie_gen") == 4  # from a100
+    assert dgx.threshold("gpu", "max_pcie_replays").fail == 80  # from generic
+    assert dgx.threshold("gpu", "min_bf16_tflops").fail == 243  # its own, overriding a100's 200
+    assert dgx.get("run", "quick_burn_s") == 30  # default
+
+
+def test_profile_by_path_and_digest_is_stable(tmp_path):
+    p = tmp_path / "mine.toml"
+    p.write_text('description = "mine"\nextends = "h100"\n[gpu]\nmax_temp_c = 80\n')
+    a, b = load_profile(str(p)), load_profile(str(p))
+    assert a.digest == b.digest and a.name == "mine"
+    assert a.threshold("gpu", "max_temp_c").fail == 80
+    assert a.digest != load_profile("h100").digest
+
+
+def test_a_profile_beside_a_user_profile_is_found_before_the_shipped_one(tmp_path):
+    (tmp_path / "base.toml").write_text('description = "base"\n[gpu]\nmax_temp_c = 70\n')
+    (tmp_path / "child.toml").write_text('description = "child"\nextends = "base"\n')
+    assert load_profile(str(tmp_path / "child.toml")).threshold("gpu", "max_temp_c").fail == 70
+
+
+BROKEN = [
+    ('description = "x"\n[gpu]\nmin_bf16_tflops = "fast"\n', '[gpu] min_bf16_tflops: expected a number, got "fast"'),
+    ('description = "x"\n[gpu]\nmin_bf16_tflop = 5\n', "[gpu] min_bf16_tflop: unknown key (did you mean min_bf16_tflops?)"),
+    ('description = "x"\n[gpu]\nmax_temp_c = { fail = 80, warn = 90 }\n', "[gpu] max_temp_c: warn (90) must not be above fail (80) for a ceiling"),
+    ('description = "x"\n[gpu]\nmin_hbm_gbps = { fail = 100, warn = 90 }\n', "[gpu] min_hbm_gbps: warn (90) must not be below fail (100) for a floor"),
+    ('description = "x"\n[gpu]\nmin_hbm_gbps = { warn = 90 }\n', "[gpu] min_hbm_gbps: a threshold table needs fail = NUMBER"),
+    ('description = "x"\n[gpu]\nmin_hbm_gbps = { fail = 1, lo = 2 }\n', "[gpu] min_hbm_gbps: unknown field 'lo'"),
+    ('description = "x"\n[gpu]\nmin_hbm_gbps = -5\n', "[gpu] min_hbm_gbps: expected a number >= 0, got -5"),
+    ('description = "x"\n[gpu]\ncount = 0\n', "[gpu] count: expected at least 1, got 0"),
+    ('description = "x"\n[gpu]\ncount = 2.5\n', "[gpu] count: expected an integer, got 2.5"),
+    ('description = "x"\n[gpu]\npcie_width = 12\n', "[gpu] pcie_width: expected one of 1, 2, 4, 8, 16, 32, got 12"),
+    ('description = "x"\n[gpu]\nrequire_ecc = "yes"\n', '[gpu] require_ecc: expected true or false, got "yes"'),
+    ('description = "x"\n[gpu]\ndtypes = ["bf16", "int4"]\n', '[gpu] dtypes: unknown entry "int4"'),
+    ('description = "x"\n[gpu]\nmodels = []\n', "[gpu] models: expected at least one entry"),
+    ('description = "x"\n[gpu]\nmin_driver = "r535"\n', '[gpu] min_driver: expected a version like "535.104", got "r535"'),
+    ('description = "x"\ngpu = 5\n', "[gpu]: expected a table, got 5"),
+    ('description = "x"\n[gpus]\ncount = 8\n', "gpus: unknown key (did you mean gpu?)"),
+    ('description = "x"\nkind = "rack"\n', 'kind: expected one of "gpu", "node", got "rack"'),
+    ('description = "x"\nkind = "node"\n', "[gpu] count: a node profile must fix the GPU count"),
+    ('[gpu]\ncount = 1\n', "description: missing"),
+    ('description = "x"\n[run]\nsample_hz = 1000\n', "[run] sample_hz: expected at most 50, got 1000"),
+    ('description = "x"\n[run]\nstall_timeout_s = 500\nstartup_timeout_s = 100\n', "[run] stall_timeout_s: must not exceed startup_timeout_s"),
+    ('description = "x"\nextends = "zzz"\n', 'extends: no profile named "zzz"'),
+    ('description = "x\n', "invalid TOML: "),
+    ('description = "x"\n[gpu]\n[gpu]\n', "invalid TOML: "),
+]
+
+
+@pytest.mark.parametrize("text, message", BROKEN, ids=[m.split(":")[0][:40] for _, m in BROKEN])
+def test_broken_profile_names_file_table_and_key(tmp_path, text, message):
+    path = tmp_path / "x.toml"
+    path.write_text(text)
+    with pytest.raises(UsageError) as e:
+        load_profile(str(path))
+    text = str(e.value)
+    assert text.startswith(str(path) + ":"), text
+    assert message in text
+    assert "\n" not in text
+
+
+def test_circular_extends(tmp_path):
+    (tmp_path / "a.toml").write_text('description = "a"\nextends = "b"\n')
+    (tmp_path / "b.toml").write_text('description = "b"\nextends = "a.toml"\n')
+    with pytest.raises(UsageError, match=r"circular \(a -> b -> a\)"):
+        load_profile(str(tmp_path / "a.toml"))
+
+
+def test_error_in_a_parent_names_the_parent(tmp_path):
+    (tmp_path / "base.toml").write_text('description = "b"\n[host]\nmin_cpu_cores = "many"\n')
+    (tmp_path / "child.toml").write_text('description = "c"\nextends = "base"\n')
+    with pytest.raises(UsageError, match=r"base\.toml: \[host\] min_cpu_cores: expected a number"):
+        load_profile(str(tmp_path / "child.toml"))
+
+
+def test_unknown_name_suggests_and_lists():
+    with pytest.raises(UsageError, match=r'no profile named "h10" \(did you mean h100\?\); known: a100, .*v100'):
+        load_profile("h10")
+
+
+def test_missing_file():
+    with pytest.raises(UsageError, match="nope.toml: profile file not found"):
+        load_profile("nope.toml")
+
+
+def test_schema_units_follow_key_names():
+    p = load_profile("hgx-h100")
+    units = {k: p.threshold("gpu", k).unit for k in SCHEMA["gpu"] if k.startswith(("min_", "max_")) and p.get("gpu", k) is not None}
+    assert units["min_bf16_tflops"] == "TFLOP/s" and units["min_hbm_gbps"] == "GB/s"
+    assert units["max_temp_c"] == "C" and units["max_throttle_s"] == "s" and units["max_pcie_replays"] == ""
+
+
+@pytest.mark.parametrize("models, expected", [
+    (["NVIDIA H100 80GB HBM3"] * 8, "hgx-h100"),
+    (["NVIDIA H100 80GB HBM3"] * 4, "h100"),
+    (["NVIDIA A100-SXM4-80GB"] * 8, "dgx-a100"),
+    (["NVIDIA A100 80GB PCIe"] * 2, "a100"),
+    (["Tesla T4"], "t4"),
+    (["NVIDIA H200"], "h200"),
+    (["NVIDIA GeForce RTX 4090"], "generic"),
+    ([], "generic"),
+])
+def test_suggest_profile(models, expected):
+    assert suggest_profile(models) == expected
+
+
+def test_with_gpu_count_does_not_touch_the_original():
+    h100 = load_profile("h100")
+    four = h100.with_gpu_count(4)
+    assert four.get("gpu", "count") == 4 and h100.get("gpu", "count") is None
+    assert four.digest != h100.digest

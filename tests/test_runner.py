@@ -1,0 +1,96 @@
+"""The runner's behaviour around the checks: the event stream, the journal, abort, internal errors."""
+
+import threading
+import time
+
+import pytest
+
+from nodeqc.backends import simulated_hardware
+from nodeqc.checks import health
+from nodeqc.journal import read_journal
+from nodeqc.keys import create_key
+from nodeqc.model import Verdict
+from nodeqc.profile import load_profile
+from nodeqc.report import verify_file
+from nodeqc.runner import RunOptions, Runner
+
+
+@pytest.fixture
+def signer(tmp_path):
+    return create_key(tmp_path / "k.pem")
+
+
+def runner(tmp_path, signer, events=None, scenario="h100", faults=(), scale=40, quick=True):
+    from nodeqc.faults import parse_fault
+
+    hw = simulated_hardware(scenario, [parse_fault(f) for f in faults], time_scale=scale)
+    sink = events.append if events is not None else None
+    return Runner(RunOptions(load_profile(scenario), signer, out_dir=tmp_path / "out", quick=quick), hw, sink)
+
+
+def test_event_stream_and_journal_agree(tmp_path, signer):
+    events = []
+    outcome = runner(tmp_path, signer, events).run()
+    kinds = [e.type for e in events]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert "telemetry" in kinds and "check_progress" in kinds
+    finished = [e.result for e in events if e.type == "check_finished"]
+    assert [r.to_dict() for r in finished] == [r.to_dict() for r in outcome.results]
+    # Every check starts before its results arrive.
+    started = set()
+    for e in events:
+        if e.type == "check_started":
+            started.add(e.name)
+        if e.type == "check_finished":
+            assert e.result.name in started
+    journal = read_journal(outcome.report_path.with_name(outcome.report_path.name.replace(".report.json", ".journal.jsonl")))
+    assert [r["type"] for r in journal if r["type"] in ("check_finished",)] == ["check_finished"] * len(outcome.results)
+    assert journal[-1]["type"] == "run_finished" and journal[-1]["verdict"] == "PASS"
+    assert not any(r["type"] in ("telemetry", "check_progress") for r in journal)  # kept out of the journal
+
+
+def test_report_predicate_has_what_a_qualification_needs(tmp_path, signer):
+    outcome = runner(tmp_path, signer).run()
+    pred = verify_file(outcome.report_path, {signer.keyid: (signer.public, "t")}).predicate
+    for key in ("verdict", "simulated", "profile", "node", "gpus", "checks", "telemetry", "tool", "started_at",
+                "finished_at", "operator", "ticket"):
+        assert key in pred, key
+    assert pred["simulated"] is True and pred["simulation"]["scenario"] == "h100"
+    assert pred["profile"]["name"] == "h100" and len(pred["profile"]["sha256"]) == 64
+    check = pred["checks"][0]
+    assert set(check) >= {"name", "subject", "verdict", "code", "message", "values", "thresholds", "remediation"}
+    gpu0 = pred["telemetry"]["gpus"]["gpu0"]
+    assert gpu0["temp_c"]["max"] > gpu0["temp_c"]["min"] and gpu0["loaded_samples"] > 0
+    assert pred["telemetry"]["series"]["rows"] > 0
+
+
+def test_abort_during_the_work_writes_an_aborted_report(tmp_path, signer):
+    events = []
+    r = runner(tmp_path, signer, events, scale=1, quick=False)  # a real-time 600 s burn: only abort ends it
+    threading.Thread(target=lambda: (time.sleep(4), r.abort()), daemon=True).start()
+    start = time.monotonic()
+    outcome = r.run()
+    assert time.monotonic() - start < 30
+    assert outcome.status == "aborted" and outcome.verdict == "FAIL" and outcome.exit_code == 2
+    burn = next(x for x in outcome.results if x.name == "stress.burn")
+    assert burn.verdict is Verdict.SKIP and "aborted" in burn.message
+    pred = verify_file(outcome.report_path, {signer.keyid: (signer.public, "t")}).predicate
+    assert pred["status"] == "aborted"
+
+
+def test_an_internal_error_is_an_error_result_and_exit_2(tmp_path, signer, monkeypatch):
+    def broken(*args):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(health, "health_results", broken)
+    outcome = runner(tmp_path, signer).run()
+    err = next(x for x in outcome.results if x.name == "nodeqc.internal")
+    assert (err.verdict, err.code) == (Verdict.ERROR, "INTERNAL_ERROR")
+    assert any("KeyError" in line for line in err.evidence["traceback"])
+    assert outcome.exit_code == 2 and outcome.report_path.is_file()
+
+
+def test_reports_never_overwrite_each_other(tmp_path, signer):
+    a = runner(tmp_path, signer).run().report_path
+    b = runner(tmp_path, signer).run().report_path
+    assert a != b and a.is_file() and b.is_file()

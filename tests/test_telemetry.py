@@ -1,0 +1,107 @@
+"""The sampler: runs in the background, survives a lost GPU, keeps memory bounded, and writes a time
+series that can be read back, also after a kill."""
+
+import csv
+import gzip
+import io
+import time
+
+from nodeqc.backends.base import Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample, XidEvent, REASON_BITS
+from nodeqc.errors import GpuLostError
+from nodeqc.telemetry import MAX_EVENTS, SERIES_COLUMNS, GpuTelemetry, TelemetrySampler, read_series
+
+
+class Scripted(GpuManagement):
+    """Two GPUs; gpu1 is lost after `lose_after` samples; one XID on gpu0."""
+
+    def __init__(self, lose_after=5):
+        self.calls = {0: 0, 1: 0}
+        self.lose_after = lose_after
+        self.xid_sent = False
+
+    def open(self): pass
+    def driver_version(self): return "1"
+    def cuda_version(self): return "1"
+    def gpus(self): return []
+
+    def sample(self, index):
+        self.calls[index] += 1
+        if index == 1 and self.calls[1] > self.lose_after:
+            raise GpuLostError(1)
+        return GpuSample(temp_c=40 + self.calls[index], util_pct=100, power_w=300, power_limit_w=400,
+                         reasons=REASON_BITS["sw_power_cap"], pcie_gen=4, pcie_width=16)
+
+    def counters(self, index):
+        if index == 1 and self.calls[1] > self.lose_after:
+            raise GpuLostError(1)
+        return GpuCounters(ecc_sbe_volatile=self.calls[index])
+
+    def wait_xids(self, timeout_s, clock):
+        time.sleep(0.01)
+        if not self.xid_sent:
+            self.xid_sent = True
+            return [XidEvent(0, 13, clock.now())]
+        return []
+
+
+def gpus():
+    return [GpuInfo(index=i, name="x", uuid=f"u{i}", bus_id=f"b{i}") for i in range(2)]
+
+
+def test_sampler_runs_and_writes_a_readable_series(tmp_path):
+    mgmt = Scripted()
+    path = tmp_path / "t.csv.gz"
+    seen = []
+    sampler = TelemetrySampler(mgmt, gpus(), Clock(), 0.0, hz=50, series_path=path,
+                               on_sample=lambda t, r: seen.append(r))
+    sampler.start()
+    time.sleep(0.5)
+    summary = sampler.stop()
+    g0, g1 = summary.gpus[0], summary.gpus[1]
+    assert g0.samples >= 10 and g0.lost_at_s is None
+    assert g1.samples == 5 and g1.lost_at_s is not None
+    assert g1.counters_end == g1.counters_start  # lost before the next re-read: the last good reading
+    assert [e["code"] for e in g0.xids.kept] == [13]
+    assert g0.stats["temp_c"].max == 40 + g0.samples
+    assert any(r[1] is None for r in seen)  # the lost GPU shows as None to listeners
+    rows = read_series(path)
+    assert rows == list(csv.reader(io.StringIO(gzip.decompress(path.read_bytes()).decode())))
+    assert tuple(rows[0]) == SERIES_COLUMNS
+    assert len(rows) - 1 == summary.series_rows == g0.samples + g1.samples
+    assert summary.to_dict()["series"]["sha256"] == summary.series_sha256
+
+
+def test_a_killed_run_keeps_its_flushed_series(tmp_path, monkeypatch):
+    import nodeqc.telemetry as t
+
+    monkeypatch.setattr(t, "FLUSH_EVERY_S", 0.0)
+    path = tmp_path / "t.csv.gz"
+    sampler = TelemetrySampler(Scripted(), gpus(), Clock(), 0.0, hz=50, series_path=path)
+    sampler.start()
+    time.sleep(0.3)
+    # Read while the writer is still open, as after a SIGKILL: no gzip trailer yet.
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(path.read_bytes())
+    sampler.stop()
+    rows = read_series(cut)
+    assert tuple(rows[0]) == SERIES_COLUMNS and len(rows) > 5
+    assert all(len(r) == len(SERIES_COLUMNS) for r in rows)
+
+
+def test_events_are_capped_so_memory_stays_flat():
+    tel = GpuTelemetry(0)
+    for n in range(5 * MAX_EVENTS):
+        tel.add(n, GpuSample(util_pct=100, reasons=REASON_BITS["hw_slowdown"] if n % 2 else 0))
+    assert len(tel.throttle_onsets.kept) == MAX_EVENTS
+    assert tel.throttle_onsets.dropped == 5 * MAX_EVENTS // 2 - MAX_EVENTS
+    assert tel.samples == 5 * MAX_EVENTS
+
+
+def test_loaded_and_idle_pcie_readings_are_kept_apart():
+    tel = GpuTelemetry(0)
+    tel.add(0, GpuSample(util_pct=0, pcie_gen=1, pcie_width=16))
+    tel.add(1, GpuSample(util_pct=99, pcie_gen=4, pcie_width=16))
+    tel.add(2, GpuSample(util_pct=100, pcie_gen=5, pcie_width=16))
+    tel.add(3, GpuSample(util_pct=10, pcie_gen=2, pcie_width=16))
+    assert (tel.pcie_loaded_gen.min, tel.pcie_loaded_gen.max) == (4, 5)
+    assert (tel.pcie_idle_gen, tel.loaded_samples, tel.loaded_s) == (2, 2, 2.0)

@@ -1,0 +1,75 @@
+"""The watchdog: a worker that hangs, crashes, dies on a signal or raises becomes an outcome with
+evidence; nodeqc itself never hangs. Also: the runner's verdicts on those outcomes."""
+
+import time
+
+import pytest
+
+from nodeqc.backends import simulated_hardware
+from nodeqc.backends.base import GpuInfo
+from nodeqc.checks.stress import burn_result
+from nodeqc.model import Verdict
+from nodeqc.profile import load_profile
+from nodeqc.workers import Task, Watchdog, run_tasks
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return simulated_hardware("hgx-h100", []).compute_spec
+
+
+def task(name, gpu=0, expected=0.1):
+    return Task(f"workloads_for_tests:{name}", gpu, {}, expected)
+
+
+def test_mixed_outcomes_come_back_together_in_order(spec):
+    tasks = [task("steady", 0), task("exits", 1), task("segfaults", 2), task("raises", 3), task("silent", 4)]
+    progress = []
+    start = time.monotonic()
+    outcomes = run_tasks(tasks, spec, Watchdog(startup_s=30, stall_s=2),
+                         on_progress=lambda t, f, figs: progress.append((t.gpu, f)))
+    elapsed = time.monotonic() - start
+    assert [o.status for o in outcomes] == ["ok", "crash", "crash", "error", "hang"]
+    ok, exited, segv, raised, hung = outcomes
+    assert ok.result == {"done": True} and (0, 1.0) in progress
+    assert exited.detail == "worker exited with status 3 without a result" and exited.evidence["exit_code"] == 3
+    assert segv.detail == "worker killed by SIGSEGV without a result"
+    assert "about to die" in segv.evidence["log_tail"]  # the worker's own output is evidence
+    assert raised.detail.startswith("ValueError: bad parameter")
+    assert hung.detail.startswith("worker killed by the watchdog: no progress for") and hung.evidence["silent_s"] >= 2
+    assert elapsed < 20
+
+
+def test_a_worker_that_never_reports_is_killed_at_the_startup_limit(spec):
+    (o,) = run_tasks([task("never_starts")], spec, Watchdog(startup_s=2, stall_s=1))
+    assert o.status == "hang" and "limit 2 s" in o.detail
+
+
+def test_a_worker_past_its_deadline_is_killed_even_while_it_reports(spec):
+    # Deadline: startup 3 s + expected 0 s + stall 1 s; the worker reports every 20 ms forever.
+    start = time.monotonic()
+    (o,) = run_tasks([Task("workloads_for_tests:chatty_forever", 0, {}, 0.0)], spec, Watchdog(startup_s=3, stall_s=1))
+    assert o.status == "hang" and "deadline 4.0 s" in o.detail
+    assert 4 <= time.monotonic() - start < 8
+
+
+def test_abort_kills_the_workers(spec):
+    start = time.monotonic()
+    outcomes = run_tasks([task("silent", 0), task("silent", 1)], spec, Watchdog(30, 30),
+                         should_abort=lambda: time.monotonic() - start > 1.5)
+    assert [o.status for o in outcomes] == ["aborted", "aborted"]
+    assert time.monotonic() - start < 10
+
+
+def test_verdicts_on_outcomes(spec):
+    profile = load_profile("h100")
+    g = GpuInfo(index=0, name="x", uuid="u", bus_id="b", slot=0)
+    outcomes = run_tasks([task("exits"), task("raises"), task("cuda_error"), task("silent")], spec, Watchdog(30, 1.5))
+    results = [burn_result(g, o, profile) for o in outcomes]
+    assert [(r.verdict, r.code) for r in results] == [
+        (Verdict.FAIL, "WORKER_CRASH"),
+        (Verdict.ERROR, "WORKER_ERROR"),  # our bug, not the GPU's
+        (Verdict.FAIL, "WORKER_ERROR"),  # CUDA said the GPU misbehaved
+        (Verdict.FAIL, "WORKER_HANG"),
+    ]
+    assert results[0].evidence["worker"]["exit_code"] == 3

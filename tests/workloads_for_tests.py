@@ -1,0 +1,49 @@
+"""Workloads that misbehave on purpose, run by worker processes in test_workers.py."""
+
+import os
+import signal
+import time
+
+
+def steady(device, params, report):
+    for n in range(5):
+        time.sleep(0.02)
+        report.progress((n + 1) / 5, step=n)
+    return {"done": True}
+
+
+def exits(device, params, report):
+    report.progress(0.1)
+    os._exit(3)
+
+
+def segfaults(device, params, report):
+    report.progress(0.1)
+    print("about to die", flush=True)
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def raises(device, params, report):
+    raise ValueError("bad parameter")
+
+
+def cuda_error(device, params, report):
+    class CUDARuntimeError(Exception):
+        pass
+
+    raise CUDARuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+
+
+def silent(device, params, report):
+    report.progress(0.1)
+    time.sleep(3600)
+
+
+def never_starts(device, params, report):
+    time.sleep(3600)
+
+
+def chatty_forever(device, params, report):
+    while True:
+        time.sleep(0.02)
+        report.progress(0.5)
