@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from nodeqc import __version__
-from nodeqc.archive import archive_root, safe_name
+from nodeqc.archive import node_dir, safe_name
 from nodeqc.backends import Hardware
 from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo
 from nodeqc.checks import health, host as host_checks, inventory, stress
@@ -147,17 +147,9 @@ class Runner:
                    "telemetry": str(paths.telemetry)}))
         summary: TelemetrySummary | None = None
         try:
-            self._publish([inventory.nvml_result(nvml_error, driver, len(gpus))])
-            if nvml_error is None:
-                self._publish(inventory.inventory_results(gpus, host.nvidia_gpus_on_pci, driver, cuda, self.profile))
-            live = [g for g in gpus if not g.lost]
-            if live and not self.aborted:
-                summary = self._stress_and_watch(live, paths)
-                self._publish(health.health_results(live, summary.gpus, self.profile))
-            elif not live:
-                self._publish([CheckResult("stress.burn", "node", Verdict.SKIP, "no working GPUs to load",
-                                           code="NO_GPUS")])
-            self._publish(host_checks.host_results(host, self.profile))
+            self._inventory_phase(host, gpus, driver, cuda, nvml_error)
+            summary = self._gpu_phase([g for g in gpus if not g.lost], paths)
+            self._host_phase(host)
         except Exception as e:  # noqa: BLE001 - an internal error must still produce a report
             self._emit(Notice("error", f"internal error: {type(e).__name__}: {e}"))
             self._finish(CheckResult("nodeqc.internal", "node", Verdict.ERROR,
@@ -166,6 +158,29 @@ class Runner:
         finally:
             self.hw.mgmt.close()
         return self._conclude(paths, host, gpus, driver, cuda, summary, started_at)
+
+    # ------------------------------------------------------------------ phases
+
+    def _inventory_phase(self, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str,
+                         nvml_error: str | None) -> None:
+        self._publish([inventory.nvml_result(nvml_error, driver, len(gpus))])
+        if nvml_error is None:
+            self._publish(inventory.inventory_results(gpus, host.nvidia_gpus_on_pci, driver, cuda, self.profile))
+
+    def _gpu_phase(self, live: list[GpuInfo], paths: "RunPaths") -> TelemetrySummary | None:
+        """Stress every working GPU while telemetry watches, then judge what telemetry saw."""
+        if not live:
+            self._publish([CheckResult("stress.burn", "node", Verdict.SKIP, "no working GPUs to load", code="NO_GPUS")])
+            return None
+        if self.aborted:
+            return None
+        summary = self._stress_and_watch(live, paths)
+        self._publish(health.health_results(live, summary.gpus, self.profile))
+        return summary
+
+    def _host_phase(self, host: HostInfo) -> None:
+        if not self.aborted:
+            self._publish(host_checks.host_results(host, self.profile))
 
     def _open_gpus(self, host: HostInfo) -> tuple[list[GpuInfo], str, str, str | None]:
         try:
@@ -178,7 +193,7 @@ class Runner:
 
     def _paths(self, host: HostInfo) -> RunPaths:
         node_id = host.system_serial if not is_na(host.system_serial) else host.hostname
-        directory = self.options.out_dir or archive_root() / safe_name(str(node_id))
+        directory = self.options.out_dir or node_dir(str(node_id))
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as e:
