@@ -180,7 +180,7 @@ class ProgressPrinter:
                 waiting.remove(r.subject)
             held = self.held.get(r.name)
             if held is not None and r.verdict.value in ("pass", "skip"):
-                group = ("pass", "") if r.verdict.value == "pass" else ("skip", r.message)
+                group = ("pass", r.key or "") if r.verdict.value == "pass" else ("skip", r.message)
                 held.setdefault(group, []).append(r)
             else:
                 self._line(result_line(r, event.t))

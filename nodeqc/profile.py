@@ -62,6 +62,8 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "max_ecc_dbe": _t("uncorrected (double-bit) ECC errors since the driver loaded"),
         "max_retired_pages": _t("retired memory pages (pre-Ampere GPUs)"),
         "max_row_remaps": _t("rows remapped for uncorrectable errors (Ampere and newer)"),
+        "max_nvlink_errors": _t("NVLink replays and recoveries during the run"),
+        "max_nvlink_crc_per_s": _t("NVLink CRC errors per second during the run"),
         **{f"min_{d}_tflops": _t(f"sustained {d} matmul rate per GPU") for d in DTYPES},
         "min_hbm_gbps": _t("device memory bandwidth, bytes read plus written"),
         "min_h2d_gbps": _t("pinned host-to-device bandwidth"),

@@ -35,7 +35,7 @@ from nodeqc.na import is_na
 from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
 from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
-from nodeqc.workers import run_tasks
+from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, run_tasks
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
 PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
@@ -216,23 +216,46 @@ class Runner:
         sampler.start()
         try:
             self.hw.clock.sleep(2.0)  # idle readings first: the baseline the load is compared with
-            self._burn(gpus)
+            self._stress(gpus, sampler)
         finally:
             summary = sampler.stop()
         return summary
 
-    def _burn(self, gpus: list[GpuInfo]) -> None:
-        if self.aborted:
-            return
-        by_index = {g.index: g for g in gpus}
-        tasks = stress.burn_tasks(gpus, self.profile, self.options.quick)
-        self._emit(CheckStarted("stress.burn", [g.subject for g in gpus], self.now()))
-        outcomes = run_tasks(tasks, self.hw.compute_spec, self.hw.watchdog(self.profile),
-                             on_progress=lambda task, fraction, figures: self._progress(
-                                 "stress.burn", by_index[task.gpu].subject, fraction, figures),
-                             should_abort=lambda: self.aborted)
-        for o in outcomes:
-            self._finish(stress.burn_result(by_index[o.task.gpu], o, self.profile))
+    def _stress(self, gpus: list[GpuInfo], sampler: TelemetrySampler) -> None:
+        """Each step of the stress plan on every GPU still standing; a GPU whose worker hung, crashed
+        or lost its GPU sits out the later steps (it has already failed, with the evidence)."""
+        failed: dict[int, str] = {}
+        watchdog = self.hw.watchdog(self.profile)
+        for step in stress.PLAN:
+            if self.aborted:
+                return
+            live = [g for g in gpus if g.index not in failed]
+            sitting_out = [CheckResult(step.name, g.subject, Verdict.SKIP, f"not run: this GPU failed {failed[g.index]}",
+                                       code="SKIPPED_EARLIER_FAILURE") for g in gpus if g.index in failed]
+            if not step.per_gpu and len(live) < 2:
+                self._publish([CheckResult(step.name, "node", Verdict.SKIP, "needs two or more working GPUs")])
+                continue
+            subjects = [g.subject for g in live] if step.per_gpu or step.name == "stress.p2p" else []
+            self._emit(CheckStarted(step.name, subjects + ([] if step.per_gpu else ["node"])
+                                    + [r.subject for r in sitting_out], self.now()))
+            by_index = {g.index: g for g in live}
+            sampler.open_window(step.name)
+            try:
+                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick), self.hw.compute_spec, watchdog,
+                                     on_progress=lambda task, fraction, figures, name=step.name: self._progress(
+                                         name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures),
+                                     should_abort=lambda: self.aborted)
+            finally:
+                windows = sampler.close_window(step.name)
+            if step.per_gpu:
+                results = step.judge_per_gpu(live, {o.task.gpu: o for o in outcomes}, windows, self.profile)
+                for o in outcomes:
+                    if o.status in (STATUS_HANG, STATUS_CRASH, STATUS_LOST):
+                        failed[o.task.gpu] = step.name
+            else:
+                results = step.judge_node(live, outcomes[0], self.profile)
+            for r in results + sitting_out:
+                self._finish(r)
 
     def _progress(self, name: str, subject: str, fraction: float, figures: dict[str, Any]) -> None:
         now = time.monotonic()

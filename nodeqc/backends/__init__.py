@@ -25,8 +25,9 @@ class Hardware:
 
     def watchdog(self, profile: Profile) -> Watchdog:
         if self.simulated:
-            # Simulated work steps take milliseconds; a few silent seconds is a hang.
-            return Watchdog(startup_s=60, stall_s=5, time_scale=self.clock.scale)
+            # Simulated work steps take milliseconds and workers start in a second or two; a few
+            # silent seconds is a hang.
+            return Watchdog(startup_s=20, stall_s=5, time_scale=self.clock.scale)
         return Watchdog(startup_s=profile.get("run", "startup_timeout_s"),
                         stall_s=profile.get("run", "stall_timeout_s"), time_scale=1.0)
 

@@ -121,6 +121,10 @@ class GpuCounters:
     retired_sbe: Any = NA
     retired_dbe: Any = NA
     retired_pending: Any = NA
+    nvlink_active: Any = NA  # links up now
+    nvlink_replay: Any = NA  # error counters, summed over the links
+    nvlink_recovery: Any = NA
+    nvlink_crc: Any = NA
 
     def to_dict(self) -> dict[str, Any]:
         return _dict(self)

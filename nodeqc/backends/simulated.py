@@ -317,7 +317,15 @@ class SimManagement(GpuManagement):
             retired_sbe=NA if remaps else 0,
             retired_dbe=NA if remaps else 0,
             retired_pending=NA if remaps else False,
+            **self._nvlink(k),
         )
+
+    def _nvlink(self, k: int) -> dict[str, Any]:
+        links = self.model.nvlink_links
+        if not links:
+            return {}
+        down = self.node.value(k, "nvlink_down", 0)
+        return {"nvlink_active": max(0, links - down), "nvlink_replay": 0, "nvlink_recovery": 0, "nvlink_crc": 0}
 
     def wait_xids(self, timeout_s: float, clock: Clock) -> list[XidEvent]:
         time.sleep(min(timeout_s, 0.1))
@@ -347,52 +355,3 @@ class SimHost(HostBackend):
                 PciDevice(self.node.scenario.bus_id(k), "0x10de", "0x2330", "0x0302")
                 for k in range(self.node.scenario.gpu_count)],
         )
-
-
-# ---------------------------------------------------------------------- worker side
-
-
-class SimDevice:
-    """A simulated GPU as a worker process drives it."""
-
-    simulated = True
-
-    def __init__(self, spec: dict[str, Any], index: int):
-        self.index = index
-        self.k = spec["visible"][index]
-        self.shared = spec["shared"]
-        scale, origin = spec["clock"]
-        self.clock = Clock(scale, origin)
-        self.faults = [f for f in spec["faults"] if f.target == "gpu" and f.index == self.k]
-        self.model = SIM_GPU_MODELS[spec["scenario"]["gpus"]["model"]]
-        self._steps = 0
-
-    def has(self, name: str) -> bool:
-        return any(f.name == name for f in self.faults)
-
-    def _slot(self, slot: int) -> int:
-        return self.k * SLOTS + slot
-
-    def set_load(self, load: float) -> None:
-        self.shared[self._slot(SLOT_LOAD)] = load
-
-    def check_alive(self) -> None:
-        if self.shared[self._slot(SLOT_LOST)] > 0:
-            raise GpuLostError(self.index, "GPU has fallen off the bus")
-
-    def busy_step(self, seconds: float) -> None:
-        """Keep the GPU busy for `seconds` on the run's clock; an injected hang never returns, an
-        injected loss happens once the GPU has had LOST_AFTER_S of load."""
-        self.check_alive()
-        self._steps += 1
-        if self.has("hang") and self._steps > 1:
-            while True:  # a kernel that never completes: only the watchdog ends this
-                time.sleep(3600)
-        self.clock.sleep(seconds)
-        self.shared[self._slot(SLOT_LOADED_S)] += seconds * self.shared[self._slot(SLOT_LOAD)]
-        if self.has("lost") and self.shared[self._slot(SLOT_LOADED_S)] >= LOST_AFTER_S:
-            self.shared[self._slot(SLOT_LOST)] = 1.0
-        self.check_alive()
-
-    def close(self) -> None:
-        self.set_load(0.0)
