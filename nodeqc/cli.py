@@ -39,6 +39,8 @@ def _run_parser() -> _Parser:
     p.add_argument("--profile", metavar="NAME|PATH", help="profile name, profile file, or 'auto' (chosen from the GPUs found)")
     p.add_argument("--simulate", metavar="NAME|PATH", help="run on a simulated node: a built-in scenario "
                    "(nodeqc scenarios), a scenario file, or 'auto' (only when no NVIDIA GPU is found)")
+    p.add_argument("--replay", metavar="CAPTURE", help="run on a captured machine (nodeqc capture): its NVML "
+                   "answers replayed, a simulated compute twin")
     p.add_argument("--inject", metavar="FAULT", action="append", default=[],
                    help="fault for the simulated node, e.g. gpu3:pcie_width=8 (repeatable)")
     p.add_argument("--quick", action="store_true", help="short stress durations (the profile's quick_* settings)")
@@ -81,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """Resolve hardware, profile and key from the arguments, or raise UsageError. Shared by the
     headless run and the GUI."""
-    from nodeqc.backends import real_hardware, simulated_hardware
+    from nodeqc.backends import real_hardware, replay_hardware, simulated_hardware
     from nodeqc.faults import parse_fault
     from nodeqc.keys import load_signer
     from nodeqc.profile import load_profile, suggest_profile
@@ -100,7 +102,12 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         simulate = None if _nvidia_gpu_present() else "hgx-h100"
         if simulate:
             print(f"nodeqc: no NVIDIA GPU found: running the simulated node '{simulate}'", file=sys.stderr)
-    hardware = simulated_hardware(simulate, faults) if simulate else real_hardware()
+    if args.replay and simulate:
+        raise UsageError("--replay and --simulate exclude each other")
+    if args.replay:
+        hardware = replay_hardware(args.replay)
+    else:
+        hardware = simulated_hardware(simulate, faults) if simulate else real_hardware()
     profile_ref = args.profile or "auto"
     if profile_ref == "auto":
         profile_ref = suggest_profile(_gpu_models(hardware))
@@ -356,6 +363,30 @@ def cmd_scenarios(argv: list[str]) -> int:
     return 0
 
 
+def cmd_capture(argv: list[str]) -> int:
+    from nodeqc.backends.host import LinuxHost
+    from nodeqc.capture import capture, write_capture
+    from nodeqc.errors import BackendUnavailable
+
+    p = _Parser(prog="nodeqc capture", description="Record this machine's NVML answers (inventory, counters, "
+                "telemetry under load) for replay with --replay.")
+    p.add_argument("out", help="the capture file to write (JSON)")
+    p.add_argument("--seconds", type=float, default=10.0, help="seconds of telemetry (default 10)")
+    p.add_argument("--hz", type=float, default=4.0, help="telemetry samples per second (default 4)")
+    p.add_argument("--no-load", action="store_true", help="do not load the GPUs while sampling")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    ensure_writable(out.parent if str(out.parent) else Path("."))
+    try:
+        data = capture(args.seconds, args.hz, not args.no_load, LinuxHost().info())
+    except BackendUnavailable as e:
+        raise UsageError(f"capture: {e}") from None
+    write_capture(out, data)
+    print(f"nodeqc: captured {len(data['devices'])} GPU(s); load: {data['load']}", file=sys.stderr)
+    print(out)
+    return 0
+
+
 def cmd_gui(argv: list[str]) -> int:
     return gui(_run_parser().parse_args(argv))
 
@@ -365,5 +396,6 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "show": cmd_show,
     "profiles": cmd_profiles,
     "scenarios": cmd_scenarios,
+    "capture": cmd_capture,
     "gui": cmd_gui,
 }

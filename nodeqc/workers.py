@@ -83,6 +83,8 @@ class Reporter:
 def open_device(spec: dict[str, Any], task: "Task") -> Any:
     """The device a task works on: one GPU, or every GPU the task names (GPU-to-GPU work)."""
     bus_ids = task.params.get("bus_ids", {})
+    if spec["kind"] == "none":
+        raise ComputeUnavailable("this run has no GPU compute (a replayed capture of a GPU model with no simulated twin)")
     if spec["kind"] == "sim":
         from nodeqc.backends.sim_compute import SimDevice, SimNodeDevices
 
