@@ -44,6 +44,8 @@ def _run_parser() -> _Parser:
     p.add_argument("--inject", metavar="FAULT", action="append", default=[],
                    help="fault for the simulated node, e.g. gpu3:pcie_width=8 (repeatable)")
     p.add_argument("--quick", action="store_true", help="short stress durations (the profile's quick_* settings)")
+    p.add_argument("--burn-in", metavar="DURATION", type=_duration, help="after the checks, burn in for this long "
+                   "(e.g. 8h, 90m, 1h30m): matmul, memory and host-link traffic while every health check watches")
     p.add_argument("--gpus", type=int, metavar="N", help="expected GPU count (single-model profiles)")
     p.add_argument("--out", metavar="DIR", help="write the report here instead of the archive")
     p.add_argument("--operator", metavar="NAME", help="who ran the qualification (recorded)")
@@ -53,6 +55,20 @@ def _run_parser() -> _Parser:
     p.add_argument("--start", action="store_true", help="GUI: start the run at once")
     p.add_argument("--screenshot", metavar="PNG", help="GUI: save a picture of the window when the run ends, then exit")
     return p
+
+
+def _duration(text: str) -> float:
+    """'8h', '90m', '1h30m', '45s', '3600' -> seconds."""
+    import re
+
+    m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
+    if not text.strip() or not m or not any(m.groups()):
+        raise argparse.ArgumentTypeError(f"expected a duration like 8h, 90m, 1h30m or 45s, got {text!r}")
+    h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+    seconds = h * 3600 + mi * 60 + s
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"expected a duration above zero, got {text!r}")
+    return seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,8 +122,12 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         raise UsageError("--replay and --simulate exclude each other")
     if args.replay:
         hardware = replay_hardware(args.replay)
+    elif simulate:
+        # A simulated burn-in of any length takes about a minute: time runs that much faster.
+        scale = args.burn_in / 60 if getattr(args, "burn_in", None) and args.burn_in / 60 > 10 else None
+        hardware = simulated_hardware(simulate, faults, time_scale=scale)
     else:
-        hardware = simulated_hardware(simulate, faults) if simulate else real_hardware()
+        hardware = real_hardware()
     profile_ref = args.profile or "auto"
     if profile_ref == "auto":
         profile_ref = suggest_profile(_gpu_models(hardware))
@@ -220,7 +240,7 @@ def headless(args: argparse.Namespace, argv: list[str]) -> int:
     hardware, profile, signer = prepare(args)
     options = RunOptions(profile=profile, signer=signer, out_dir=Path(args.out) if args.out else None,
                          quick=args.quick, operator=args.operator, ticket=args.ticket,
-                         sample_hz=args.sample_hz, command=["nodeqc", *argv])
+                         sample_hz=args.sample_hz, burn_in_s=args.burn_in, command=["nodeqc", *argv])
     runner = Runner(options, hardware, ProgressPrinter())
     with _graceful_abort(runner.abort):
         outcome = runner.run()

@@ -74,6 +74,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "min_nccl_busbw_gbps": _t("NCCL all-reduce bus bandwidth across the node's GPUs"),
         "min_power_fraction": _t("fraction of the enforced power limit reached during the burn"),
         "max_outlier_pct": _t("how far below the node's median one GPU may fall, in percent"),
+        "max_burnin_drift_pct": _t("how far a GPU's matmul rate may fall from the start to the end of a burn-in"),
     },
     "host": {
         "min_cpu_cores": _t("physical CPU cores"),
@@ -87,6 +88,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "quick_burn_s": Spec("number", "seconds of load for the burn with --quick", low=1),
         "stall_timeout_s": Spec("number", "a worker silent this long is killed as hung", low=1),
         "startup_timeout_s": Spec("number", "time a worker may take before its first progress", low=1),
+        "burn_in_s": Spec("number", "seconds of burn-in as part of qualification (0: none unless --burn-in)", low=0),
     },
 }
 

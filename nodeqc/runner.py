@@ -25,6 +25,7 @@ from nodeqc.archive import node_dir, safe_name
 from nodeqc.backends import Hardware
 from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo
 from nodeqc.checks import health, host as host_checks, inventory, stress
+from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
 from nodeqc.errors import BackendUnavailable, UsageError
 from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
                            RunStarted, TelemetrySampled)
@@ -35,7 +36,7 @@ from nodeqc.na import is_na
 from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
 from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
-from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, run_tasks
+from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, run_tasks
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
 PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
@@ -50,6 +51,7 @@ class RunOptions:
     operator: str | None = None
     ticket: str | None = None
     sample_hz: float | None = None
+    burn_in_s: float | None = None  # None: the profile's [run] burn_in_s
     command: list[str] = field(default_factory=list)
 
 
@@ -96,6 +98,7 @@ class Runner:
         self._journal: Journal | None = None
         self._results: list[CheckResult] = []
         self._progress_at: dict[str, float] = {}
+        self._burn_in: dict[str, Any] | None = None
         self.t0 = 0.0
 
     # ------------------------------------------------------------------ control
@@ -216,19 +219,21 @@ class Runner:
         sampler.start()
         try:
             self.hw.clock.sleep(2.0)  # idle readings first: the baseline the load is compared with
-            self._stress(gpus, sampler)
+            failed = self._stress(gpus, sampler)
+            self._burn_in_phase([g for g in gpus if g.index not in failed], sampler)
         finally:
             summary = sampler.stop()
         return summary
 
-    def _stress(self, gpus: list[GpuInfo], sampler: TelemetrySampler) -> None:
+    def _stress(self, gpus: list[GpuInfo], sampler: TelemetrySampler) -> dict[int, str]:
         """Each step of the stress plan on every GPU still standing; a GPU whose worker hung, crashed
-        or lost its GPU sits out the later steps (it has already failed, with the evidence)."""
+        or lost its GPU sits out the later steps (it has already failed, with the evidence). Returns
+        those GPUs, with the step each failed in."""
         failed: dict[int, str] = {}
         watchdog = self.hw.watchdog(self.profile)
         for step in stress.PLAN:
             if self.aborted:
-                return
+                return failed
             live = [g for g in gpus if g.index not in failed]
             sitting_out = [CheckResult(step.name, g.subject, Verdict.SKIP, f"not run: this GPU failed {failed[g.index]}",
                                        code="SKIPPED_EARLIER_FAILURE") for g in gpus if g.index in failed]
@@ -256,6 +261,63 @@ class Runner:
                 results = step.judge_node(live, outcomes[0], self.profile)
             for r in results + sitting_out:
                 self._finish(r)
+        return failed
+
+    @property
+    def burn_in_s(self) -> float:
+        chosen = self.options.burn_in_s
+        return float(self.profile.get("run", "burn_in_s", 0) if chosen is None else chosen)
+
+    def _burn_in_phase(self, gpus: list[GpuInfo], sampler: TelemetrySampler) -> None:
+        """Every GPU under matmul, memory and host-link traffic for the burn-in's duration, journal
+        checkpoints as it goes, telemetry watching throughout."""
+        seconds = self.burn_in_s
+        if seconds <= 0 or not gpus or self.aborted:
+            return
+        name = "burnin.stability"
+        window_s = max(60.0, seconds / 200)
+        checkpoint_s = max(60.0, seconds / 50)
+        dtypes = self.profile.get("gpu", "dtypes", ["fp32"])
+        dtype = next((d for d in ("bf16", "fp16", "fp32") if d in dtypes), dtypes[0])
+        params = {"seconds": seconds, "window_s": window_s, "dtype": dtype, "seed": stress.SEED,
+                  "hbm_bytes": 256 * stress.MIB, "pcie_bytes": 64 * stress.MIB,
+                  "bus_ids": {g.index: g.bus_id for g in gpus}}
+        by_index = {g.index: g for g in gpus}
+        recorder = BurnInRecorder(gpus)
+        started = self.now()
+        state = {"window": 0, "at": started}
+        self._emit(CheckStarted(name, [g.subject for g in gpus], started))
+        sampler.open_window("burnin-0")
+
+        def checkpoint() -> None:
+            closed = sampler.close_window(f"burnin-{state['window']}")
+            recorder.add_interval(state["at"] - started, {by_index[i].subject: t for i, t in closed.items()})
+            state["window"] += 1
+            state["at"] = self.now()
+            sampler.open_window(f"burnin-{state['window']}")
+            assert self._journal is not None
+            self._journal.append({"type": "checkpoint", "t": self.now(), "burn_in": recorder.snapshot()})
+
+        def on_progress(task: Task, fraction: float, figures: dict[str, Any]) -> None:
+            subject = by_index[task.gpu].subject
+            if "window" in figures:
+                recorder.add_window(subject, figures["window"])
+            if self.now() - state["at"] >= checkpoint_s:
+                checkpoint()
+            self._progress(name, subject, fraction, {k: v for k, v in figures.items() if k != "window"})
+
+        tasks = [Task("burn_in", g.index, params, seconds) for g in gpus]
+        try:
+            outcomes = run_tasks(tasks, self.hw.compute_spec, self.hw.watchdog(self.profile),
+                                 on_progress=on_progress, should_abort=lambda: self.aborted)
+        finally:
+            closed = sampler.close_window(f"burnin-{state['window']}")
+            recorder.add_interval(state["at"] - started, {by_index[i].subject: t for i, t in closed.items()})
+        results, self._burn_in = judge_burn_in(gpus, {o.task.gpu: o for o in outcomes}, recorder, sampler.watch,
+                                               self.profile, started, self.hw.clock.scale)
+        self._burn_in.update({"seconds": seconds, "window_s": window_s, "dtype": dtype})
+        for r in results:
+            self._finish(r)
 
     def _progress(self, name: str, subject: str, fraction: float, figures: dict[str, Any]) -> None:
         now = time.monotonic()
@@ -288,6 +350,7 @@ class Runner:
             "checks": [r.to_dict() for r in self._results],
             "summary": {"counts": counts, "failed": failed},
             "telemetry": summary.to_dict() if summary else None,
+            "burn_in": self._burn_in,
             "journal": {"file": paths.journal.name, "sha256": hashlib.sha256(paths.journal.read_bytes()).hexdigest()},
             "tool": {"name": "nodeqc", "version": __version__, "python": platform.python_version(),
                      "command": self.options.command},

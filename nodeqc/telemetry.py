@@ -104,6 +104,7 @@ class GpuTelemetry:
     counters_end: GpuCounters | None = None
     counters_start_t: float = 0.0
     counters_end_t: float = 0.0
+    counter_first_change: dict[str, float] = field(default_factory=dict)  # when each counter first moved
     lost_at_s: float | None = None
     _prev_t: float | None = None
     _prev_reasons: int = 0
@@ -157,6 +158,7 @@ class GpuTelemetry:
             "counters_start": self.counters_start.to_dict() if self.counters_start else None,
             "counters_end": self.counters_end.to_dict() if self.counters_end else None,
             "lost_at_s": self.lost_at_s,
+            "counter_first_change_s": self.counter_first_change,
         }
 
 
@@ -256,6 +258,11 @@ class TelemetrySampler:
             self._mark_lost(i)
             return None
         self._last_counters[i] = counters
+        start = self.watch[i].counters_start
+        if start is not None:
+            for name, value in counters.to_dict().items():
+                if value != getattr(start, name) and not is_na(value) and name not in self.watch[i].counter_first_change:
+                    self.watch[i].counter_first_change[name] = round(self.now(), 2)
         return counters
 
     def _mark_lost(self, i: int) -> None:

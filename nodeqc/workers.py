@@ -75,7 +75,8 @@ class Reporter:
 
     def progress(self, fraction: float, **figures: Any) -> None:
         now = time.monotonic()
-        if now - self._last >= 0.1 or fraction >= 1.0:
+        # A burn-in window's figures are results, not just progress: they always go through.
+        if now - self._last >= 0.1 or fraction >= 1.0 or "window" in figures:
             self._last = now
             self._conn.send(("progress", float(fraction), figures))
 

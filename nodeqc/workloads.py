@@ -60,7 +60,8 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
     not_run = {d: why for d in params["dtypes"] if (why := device.supports(d))}
     dtypes = [d for d in params["dtypes"] if d not in not_run]
     a, b, expected = known_answer_inputs(device.ka_size)
-    clock, step = device.clock, _step(device)
+    clock = device.clock
+    step = min(_step(device), seconds / max(1, len(dtypes)))  # under heavy time compression too
     results: dict[str, Any] = {}
     device.set_load(1.0)
     start = clock.now()
@@ -228,6 +229,41 @@ def nccl_allreduce(node: Any, params: dict[str, Any], report: Reporter) -> dict[
             "busbw_gbps": round(algbw * 2 * (n - 1) / n, 1), "wrong": wrong}
 
 
+def burn_in(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
+    """Hours of matmul, device-memory and host-link traffic in turn, window after window. Each window
+    reports its figures as progress (so they survive a hang later on): the matmul rate, a known-answer
+    check, the copy bandwidth and the host-to-device bandwidth."""
+    seconds, window_s, dtype = float(params["seconds"]), float(params["window_s"]), params["dtype"]
+    a, b, expected = known_answer_inputs(device.ka_size)
+    clock = device.clock
+    flops = device.matmul_setup(dtype, int(params["seed"]))
+    per_copy = device.stream_setup(int(params["hbm_bytes"]))
+    device.pcie_setup(int(params["pcie_bytes"]))
+    iters = max(1, int(min(_step(device), window_s) / max(device.matmul_run(1), 1e-6)))
+    windows = 0
+    device.set_load(1.0)
+    start = clock.now()
+    try:
+        while clock.now() - start < seconds:
+            w_start, done_flops, done_s = clock.now(), 0.0, 0.0
+            while clock.now() - w_start < 0.8 * window_s:
+                done_s += device.matmul_run(iters)
+                done_flops += flops * iters
+                report.progress(min(1.0, (clock.now() - start) / seconds))
+            wrong = compare_exact(device.to_host(device.known_answer(dtype, a, b)), expected)
+            hbm = per_copy * 4 / device.stream_run("copy", 4) / 1e9
+            h2d = int(params["pcie_bytes"]) * 4 / device.pcie_run("h2d", 4) / 1e9
+            windows += 1
+            report.progress(min(1.0, (clock.now() - start) / seconds), window={
+                "t_s": round(w_start - start, 1), "tflops": round(done_flops / done_s / 1e12, 2),
+                "hbm_gbps": round(hbm, 1), "h2d_gbps": round(h2d, 1),
+                "sdc": wrong.to_dict() if wrong else None})
+    finally:
+        device.set_load(0.0)
+        device.release()
+    return {"seconds": round(clock.now() - start, 1), "windows": windows, "dtype": dtype}
+
+
 WORKLOADS: dict[str, Callable[[Any, dict[str, Any], Reporter], dict[str, Any]]] = {
     "burn": burn,
     "matmul": matmul_burn,
@@ -236,4 +272,5 @@ WORKLOADS: dict[str, Callable[[Any, dict[str, Any], Reporter], dict[str, Any]]] 
     "pcie": pcie_bandwidth,
     "p2p": p2p,
     "nccl": nccl_allreduce,
+    "burn_in": burn_in,
 }

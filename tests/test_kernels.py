@@ -42,3 +42,16 @@ def test_kernel_compiles(tmp_path, name, arch):
     p = subprocess.run([NVCC, "-std=c++17", f"-arch=sm_{arch}", "-c", str(kernels_dir() / f"{name}.cu"),
                         "-o", str(tmp_path / "k.o")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def test_gpu_benchmark_checks_its_measuring_code_without_a_gpu():
+    """benchmarks/bench_gpu.py --check: the measuring code's correctness on the simulated device."""
+    import json
+    import sys
+
+    from conftest import ROOT
+
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py"), "--check"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout) == {"benchmark": "gpu", "mode": "check", "ok": True, "problems": []}

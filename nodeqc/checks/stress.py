@@ -94,30 +94,40 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             results.append(failure)
             continue
         r = ok[g.index]
-        sdc, rate, values, thresholds = [], [], {}, []
+        rate, values, thresholds = [], {}, []
+        wrong_ka, wrong_repeat, wrong_peers = [], [], []
         for d, m in r["dtypes"].items():
             values[f"{d}_tflops"] = Value(m["tflops"], "TFLOP/s")
-            wrong = m["known_answer_mismatch"]
-            if wrong:
-                e = wrong["first"][0]
-                sdc.append(Finding(Verdict.FAIL, "SDC_KNOWN_ANSWER",
-                                   f"{d} known-answer product wrong in {wrong['count']} element(s): first at "
-                                   f"[{e['row']}, {e['col']}] expected {e['expected']:g}, got {e['actual']:g} "
-                                   f"(bits {e['xor']} flipped)"))
+            if m["known_answer_mismatch"]:
+                wrong_ka.append(d)
             if m["repeat_mismatch"]:
-                sdc.append(Finding(Verdict.FAIL, "SDC_REPEAT", f"{d}: the same product gave a different result on a repeat"))
-            majority, outliers = odd[d]
-            if g.subject in outliers:
-                agree = sum(1 for i in ok if d in ok[i]["dtypes"]) - len(outliers)
-                sdc.append(Finding(Verdict.FAIL, "SDC_CROSS_GPU",
-                                   f"{d}: identical work gave a different result than "
-                                   + (f"the other {agree} GPU(s), which agree" if majority else "its peer; nobody can be trusted")))
+                wrong_repeat.append(d)
+            if g.subject in odd[d][1]:
+                wrong_peers.append(d)
             floor = profile.threshold("gpu", f"min_{d}_tflops")
             thresholds.append(floor)
             rate.append(judge(floor, m["tflops"], "BURN_SLOW", f"{d} sustained", "TFLOP/s"))
             outlier = _outlier(profile, m["tflops"], medians[d], len(ok), "BURN_OUTLIER", f"{d} rate")
             if outlier:
                 rate.append(outlier)
+        sdc = []
+        if wrong_ka:
+            d = wrong_ka[0]
+            w = r["dtypes"][d]["known_answer_mismatch"]
+            e = w["first"][0]
+            sdc.append(Finding(Verdict.FAIL, "SDC_KNOWN_ANSWER",
+                               f"known-answer products wrong ({', '.join(wrong_ka)}): in {d}, {w['count']} element(s), first at "
+                               f"[{e['row']}, {e['col']}] expected {e['expected']:.10g}, got {e['actual']:.10g} (bits {e['xor']} flipped)"))
+        if wrong_repeat:
+            sdc.append(Finding(Verdict.FAIL, "SDC_REPEAT",
+                               f"the same product gave a different result on a repeat ({', '.join(wrong_repeat)})"))
+        if wrong_peers:
+            majority = odd[wrong_peers[0]][0]
+            agree = len(ok) - len(odd[wrong_peers[0]][1])
+            sdc.append(Finding(Verdict.FAIL, "SDC_CROSS_GPU",
+                               f"identical work gave a different result than "
+                               + (f"the other {agree} GPU(s), which agree" if majority else "its peer (no majority to trust)")
+                               + f" ({', '.join(wrong_peers)})"))
         power = _power_finding(windows.get(g.index), profile, values, thresholds)
         findings = sdc + rate + ([power] if power else [])
         if not findings:
