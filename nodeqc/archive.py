@@ -136,9 +136,11 @@ class Archive:
 
     @property
     def index_path(self) -> Path:
-        """Beside the reports; in the user's cache when the archive is read-only (a shared mount)."""
-        if os.access(self.root, os.W_OK):
-            return self.root / INDEX_NAME
+        """Beside the reports; in the user's cache when this user cannot write there (a read-only
+        shared mount, or an index another user made)."""
+        beside = self.root / INDEX_NAME
+        if os.access(self.root, os.W_OK) and (not beside.exists() or os.access(beside, os.W_OK)):
+            return beside
         tag = hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:16]
         return platformdirs.user_cache_path("nodeqc") / f"index-{tag}.sqlite3"
 
