@@ -1,7 +1,6 @@
 """--prometheus-textfile: the verdict and key figures in the text format node_exporter's textfile
 collector reads, parsed here with prometheus_client's own parser; written then renamed."""
 
-from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
