@@ -64,6 +64,8 @@ def banner(predicate: dict[str, Any]) -> str:
     verdict = predicate.get("verdict", "?")
     if predicate.get("status") == "aborted":
         verdict = "ABORTED (not qualified)"
+    elif predicate.get("partial"):
+        verdict = f"{verdict} (PARTIAL: only some checks ran; not a qualification)"
     sim = "  ** SIMULATED: not a qualification of real hardware **" if predicate.get("simulated") else ""
     return f"{verdict}{sim}"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from nodeqc import __version__
-from nodeqc.archive import node_dir, safe_name
+from nodeqc.archive import node_dir, node_key, safe_name
 from nodeqc.backends import Hardware
 from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo
 from nodeqc.checks import health, host as host_checks, inventory, stress
@@ -32,9 +32,9 @@ from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, No
 from nodeqc.journal import Journal
 from nodeqc.keys import Signer
 from nodeqc.model import CheckResult, Verdict, node_verdict
-from nodeqc.na import is_na
 from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
+from nodeqc.selection import Selection
 from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
 from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, run_tasks
 
@@ -53,6 +53,9 @@ class RunOptions:
     sample_hz: float | None = None
     burn_in_s: float | None = None  # None: the profile's [run] burn_in_s
     command: list[str] = field(default_factory=list)
+    archive: Path | None = None  # None: archive_root() (NODEQC_ARCHIVE or the per-user one)
+    selection: Selection = field(default_factory=Selection)  # --only/--skip; a partial run is no qualification
+    previous: dict[str, Any] | None = None  # the earlier report this run re-tests: file, sha256, ...
 
 
 @dataclass
@@ -123,6 +126,7 @@ class Runner:
 
     def _publish(self, results: list[CheckResult]) -> None:
         """Start and finish each check of a batch that was judged at once."""
+        results = [r for r in results if self.options.selection.includes(r.name)]
         names = list(dict.fromkeys(r.name for r in results))
         for name in names:
             batch = [r for r in results if r.name == name]
@@ -175,7 +179,7 @@ class Runner:
         if not live:
             self._publish([CheckResult("stress.burn", "node", Verdict.SKIP, "no working GPUs to load", code="NO_GPUS")])
             return None
-        if self.aborted:
+        if self.aborted or not self.options.selection.needs_load:
             return None
         summary = self._stress_and_watch(live, paths)
         self._publish(health.health_results(live, summary.gpus, self.profile))
@@ -195,8 +199,7 @@ class Runner:
         return gpus, self.hw.mgmt.driver_version(), self.hw.mgmt.cuda_version(), None
 
     def _paths(self, host: HostInfo) -> RunPaths:
-        node_id = host.system_serial if not is_na(host.system_serial) else host.hostname
-        directory = self.options.out_dir or node_dir(str(node_id))
+        directory = self.options.out_dir or node_dir(node_key(host.system_serial, host.hostname), self.options.archive)
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -234,13 +237,15 @@ class Runner:
         for step in stress.PLAN:
             if self.aborted:
                 return failed
+            if not self.options.selection.includes(step.name):
+                continue
             live = [g for g in gpus if g.index not in failed]
             sitting_out = [CheckResult(step.name, g.subject, Verdict.SKIP, f"not run: this GPU failed {failed[g.index]}",
                                        code="SKIPPED_EARLIER_FAILURE") for g in gpus if g.index in failed]
             if not step.per_gpu and len(live) < 2:
                 self._publish([CheckResult(step.name, "node", Verdict.SKIP, "needs two or more working GPUs")])
                 continue
-            subjects = [g.subject for g in live] if step.per_gpu or step.name == "stress.p2p" else []
+            subjects = [g.subject for g in live] if step.reports_gpus else []
             self._emit(CheckStarted(step.name, subjects + ([] if step.per_gpu else ["node"])
                                     + [r.subject for r in sitting_out], self.now()))
             by_index = {g.index: g for g in live}
@@ -272,7 +277,7 @@ class Runner:
         """Every GPU under matmul, memory and host-link traffic for the burn-in's duration, journal
         checkpoints as it goes, telemetry watching throughout."""
         seconds = self.burn_in_s
-        if seconds <= 0 or not gpus or self.aborted:
+        if seconds <= 0 or not gpus or self.aborted or not self.options.selection.includes("burnin.stability"):
             return
         name = "burnin.stability"
         window_s = max(60.0, seconds / 200)
@@ -360,6 +365,8 @@ class Runner:
             "operator": self.options.operator or _user(),
             "ticket": self.options.ticket,
             "signer": {"keyid": self.options.signer.keyid},
+            "partial": self.options.selection.to_dict(),
+            "previous": self.options.previous,
         }
         write_envelope(paths.report, sign(statement(predicate), self.options.signer))
         self._listener(finished)

@@ -63,6 +63,7 @@ SCENARIO_SCHEMA = {
         "model": Spec("choice", "GPU model", tuple(SIM_GPU_MODELS)),
         "count": Spec("int", "number of GPUs", low=1, high=64),
         "bus_ids": Spec("strlist", "PCI addresses of the GPUs"),
+        "serials": Spec("strlist", "GPU serial numbers (default: the system serial and -G<slot>)"),
         "topology": Spec("choice", "how the GPUs connect", ("nvswitch", "pcie", "nvlink-bridge")),
     },
     "nics": {
@@ -108,6 +109,10 @@ class Scenario:
     def nics(self) -> list[dict[str, Any]]:
         return self.data.get("nics", [])
 
+    def gpu_serial(self, k: int) -> str:
+        serials = self.data["gpus"].get("serials")
+        return serials[k] if serials else f"{self.data.get('system', {}).get('serial', 'SIM')}-G{k}"
+
     def bus_id(self, k: int) -> str:
         ids = self.data["gpus"].get("bus_ids")
         return ids[k] if ids else f"0000:{0x10 + 0x10 * k:02x}:00.0"
@@ -138,9 +143,10 @@ def load_scenario(ref: str) -> Scenario:
     for table, key in (("gpus", "model"), ("gpus", "count"), ("host", "cores"), ("host", "memory_gib")):
         if key not in data.get(table, {}):
             raise UsageError(f"{where}: [{table}] {key}: missing")
-    ids = data["gpus"].get("bus_ids")
-    if ids is not None and len(ids) != data["gpus"]["count"]:
-        raise UsageError(f"{where}: [gpus] bus_ids: {len(ids)} addresses for {data['gpus']['count']} GPUs")
+    for key in ("bus_ids", "serials"):
+        ids = data["gpus"].get(key)
+        if ids is not None and len(ids) != data["gpus"]["count"]:
+            raise UsageError(f"{where}: [gpus] {key}: {len(ids)} {'addresses' if key == 'bus_ids' else 'serials'} for {data['gpus']['count']} GPUs")
     return Scenario(path.stem, path, data)
 
 
@@ -218,7 +224,7 @@ class SimManagement(GpuManagement):
         m, sc = self.model, self.node.scenario
         out = []
         for j, k in enumerate(self.node.visible):
-            serial = f"{sc.data.get('system', {}).get('serial', 'SIM')}-G{k}"
+            serial = sc.gpu_serial(k)
             out.append(GpuInfo(
                 index=j, name=m.name, uuid=f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, serial)}",
                 bus_id=sc.bus_id(k), serial=serial, memory_total_bytes=m.memory_mib * MIB,

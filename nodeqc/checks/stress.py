@@ -374,7 +374,8 @@ class Step:
     workload: str
     params: Callable[[Profile, bool], dict[str, Any]]
     expected_s: Callable[[dict[str, Any]], float]  # a generous bound on the run's clock, for the watchdog
-    per_gpu: bool = True
+    per_gpu: bool = True  # one task per GPU; else one task across every GPU
+    reports_gpus: bool = True  # results name each GPU (a node-wide task may still judge them one by one)
     judge_per_gpu: Callable[..., list[CheckResult]] | None = None
     judge_node: Callable[..., list[CheckResult]] | None = None
 
@@ -392,5 +393,5 @@ PLAN: list[Step] = [
     Step("stress.memtest", "memtest", memtest_params, lambda p: 120, judge_per_gpu=judge_memtest),
     Step("stress.pcie_bandwidth", "pcie", pcie_params, lambda p: p["min_seconds"] + 60, judge_per_gpu=judge_pcie),
     Step("stress.p2p", "p2p", p2p_params, lambda p: 120, per_gpu=False, judge_node=judge_p2p),
-    Step("stress.nccl", "nccl", nccl_params, lambda p: 120, per_gpu=False, judge_node=judge_nccl),
+    Step("stress.nccl", "nccl", nccl_params, lambda p: 120, per_gpu=False, reports_gpus=False, judge_node=judge_nccl),
 ]
