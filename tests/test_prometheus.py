@@ -32,7 +32,7 @@ def test_a_failed_run_writes_a_textfile_that_prometheus_parses(tmp_path):
     width = {k: v for k, v in samples.items() if k[0] == "nodeqc_check_value" and ("check", "health.temperature") in k[1]}
     (temp,) = width.values()
     assert 40 < temp < 90 and ("unit", "C") in next(iter(width))[1]
-    assert samples[("nodeqc_checks", (("verdict", "fail"),))] == 1
+    assert samples[("nodeqc_checks", (("verdict", "fail"),))] == 2
     info = next(k for k in samples if k[0] == "nodeqc_info")
     assert ("report", report) in info[1] and ("simulated", "true") in info[1] and ("serial", "SIM-H100-0001") in info[1]
     assert samples[("nodeqc_last_run_timestamp_seconds", ())] > 1.7e9
