@@ -73,19 +73,9 @@ def _best_of(fn: Any, trials: int = 5) -> float:
     return min(fn() for _ in range(trials))
 
 
-def measure(gpu: int, profile: str) -> dict[str, Any]:
-    import cupy as cp
-    import numpy as np
-
-    from nodeqc import workloads as W
-    from nodeqc.backends.cupy_compute import CupyDevice
-
-    dev = CupyDevice(gpu)
-    props = cp.cuda.runtime.getDeviceProperties(dev.ordinal)
-    out: dict[str, Any] = {"device": props["name"].decode(), "driver": cp.cuda.runtime.driverGetVersion(),
-                           "runtime": cp.cuda.runtime.runtimeGetVersion(), "cupy": cp.__version__}
-
+def _timer(cp: Any) -> Any:
     def timed(fn: Any, iters: int) -> float:
+        """Seconds per call of fn, by CUDA events, after one untimed call."""
         start, end = cp.cuda.Event(), cp.cuda.Event()
         fn()
         start.record()
@@ -94,71 +84,98 @@ def measure(gpu: int, profile: str) -> dict[str, Any]:
         end.record()
         end.synchronize()
         return cp.cuda.get_elapsed_time(start, end) / 1000 / iters
+    return timed
 
-    # Matmul: ours vs CuPy's and PyTorch's.
+
+def _torch_tflops(dtype: str, ordinal: int) -> float | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    tdt = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
+           "fp64": torch.float64}[dtype]
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    t = torch.randn(N, N, device=f"cuda:{ordinal}", dtype=torch.float32).to(tdt)
+
+    def once() -> float:
+        torch.matmul(t, t)
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(20):
+            torch.matmul(t, t)
+        e.record()
+        e.synchronize()
+        return s.elapsed_time(e) / 1000 / 20
+
+    return 2 * N ** 3 / _best_of(once, 3) / 1e12
+
+
+def _matmul(dev: Any, cp: Any, dtype: str) -> dict[str, Any]:
     flops = 2 * N ** 3
+    dev.matmul_setup(dtype, 1)
+    dev.matmul_run(3)
+    ours = flops * 20 / _best_of(lambda: dev.matmul_run(20), 3) / 1e12
+    dev.release()
+    refs: dict[str, float] = {}
+    if dtype in ("fp32", "fp16", "fp64"):
+        npdt = {"fp32": cp.float32, "fp16": cp.float16, "fp64": cp.float64}[dtype]
+        x = cp.random.default_rng(1).standard_normal((N, N), dtype=cp.float32).astype(npdt)
+        refs["cupy"] = flops / _best_of(lambda: _timer(cp)(lambda: cp.matmul(x, x), 20), 3) / 1e12
+    torch_rate = _torch_tflops(dtype, dev.ordinal)
+    if torch_rate:
+        refs["torch"] = torch_rate
+    best = max(refs.values()) if refs else None
+    return {"ours_tflops": round(ours, 1), **{f"{k}_tflops": round(v, 1) for k, v in refs.items()},
+            "ratio": round(ours / best, 3) if best else None, "target": 0.95}
+
+
+def _device_copy_gbps(cp: Any, nbytes: int) -> float:
+    src, dst = cp.empty(nbytes, dtype=cp.uint8), cp.empty(nbytes, dtype=cp.uint8)
+    seconds = _best_of(lambda: _timer(cp)(lambda: dst.data.copy_from_device(src.data, nbytes), 10))
+    return 2 * nbytes / seconds / 1e9  # read plus written, as the STREAM figure counts
+
+
+def _plain_copy_gbps(cp: Any, nbytes: int) -> tuple[float, float]:
+    import numpy as np
+
+    rt = cp.cuda.runtime
+    pinned = cp.cuda.alloc_pinned_memory(nbytes)
+    host = np.frombuffer(pinned, dtype=np.uint8, count=nbytes)
+    d = cp.empty(nbytes, dtype=cp.uint8)
+    timed = _timer(cp)
+    h2d = _best_of(lambda: timed(lambda: rt.memcpyAsync(d.data.ptr, host.ctypes.data, nbytes, rt.memcpyHostToDevice, 0), 8))
+    d2h = _best_of(lambda: timed(lambda: rt.memcpyAsync(host.ctypes.data, d.data.ptr, nbytes, rt.memcpyDeviceToHost, 0), 8))
+    return nbytes / h2d / 1e9, nbytes / d2h / 1e9
+
+
+def measure(gpu: int, profile: str) -> dict[str, Any]:
+    """Each measurement in its own function, so its buffers are freed before the next one."""
+    import cupy as cp
+
+    from nodeqc import workloads as W
+    from nodeqc.backends.cupy_compute import CupyDevice
+
+    dev = CupyDevice(gpu)
+    props = cp.cuda.runtime.getDeviceProperties(dev.ordinal)
+    out: dict[str, Any] = {"device": props["name"].decode(), "driver": cp.cuda.runtime.driverGetVersion(),
+                           "runtime": cp.cuda.runtime.runtimeGetVersion(), "cupy": cp.__version__}
     for dtype in ("fp32", "tf32", "fp16", "bf16", "fp64"):
-        if dev.supports(dtype):
-            continue
-        dev.matmul_setup(dtype, 1)
-        dev.matmul_run(3)
-        ours = flops * 20 / _best_of(lambda: dev.matmul_run(20), 3) / 1e12
-        refs: dict[str, float] = {}
-        if dtype in ("fp32", "fp16", "fp64"):
-            npdt = {"fp32": cp.float32, "fp16": cp.float16, "fp64": cp.float64}[dtype]
-            x = cp.random.default_rng(1).standard_normal((N, N), dtype=cp.float32).astype(npdt)
-            refs["cupy"] = flops / _best_of(lambda: timed(lambda: cp.matmul(x, x), 20), 3) / 1e12
-        try:
-            import torch
+        if not dev.supports(dtype):
+            out[f"matmul_{dtype}"] = _matmul(dev, cp, dtype)
+            dev.release()
 
-            tdt = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
-                   "fp64": torch.float64}[dtype]
-            torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
-            t = torch.randn(N, N, device=f"cuda:{dev.ordinal}", dtype=torch.float32).to(tdt)
-
-            def torch_rate() -> float:
-                torch.cuda.synchronize()
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                torch.matmul(t, t)
-                s.record()
-                for _ in range(20):
-                    torch.matmul(t, t)
-                e.record()
-                e.synchronize()
-                return s.elapsed_time(e) / 1000 / 20
-
-            refs["torch"] = flops / _best_of(torch_rate, 3) / 1e12
-            del t
-        except ImportError:
-            pass
-        best = max(refs.values()) if refs else None
-        out[f"matmul_{dtype}"] = {"ours_tflops": round(ours, 1), **{f"{k}_tflops": round(v, 1) for k, v in refs.items()},
-                                  "ratio": round(ours / best, 3) if best else None, "target": 0.95}
-        dev.release()
-
-    # Device memory: our STREAM copy vs a device-to-device copy of the same size.
     h = W.hbm_bandwidth(dev, {"bytes": 2 << 30, "trials": 5, "iters": 10}, _Quiet())
-    src, dst = cp.empty(2 << 30, dtype=cp.uint8), cp.empty(2 << 30, dtype=cp.uint8)
-    d2d = 2 * src.nbytes / _best_of(lambda: timed(lambda: dst.data.copy_from_device(src.data, src.nbytes), 10)) / 1e9
-    del src, dst
+    d2d = _device_copy_gbps(cp, 2 << 30)
     dev.release()
     out["hbm"] = {"ours_copy_gbps": h["copy_gbps"], "ours_triad_gbps": h["triad_gbps"], "d2d_copy_gbps": round(d2d, 1),
                   "ratio": round(h["copy_gbps"] / d2d, 3), "target": 0.90}
 
-    # Host <-> device: ours vs a plain pinned memcpy loop.
     p = W.pcie_bandwidth(dev, {"bytes": 256 << 20, "trials": 5, "iters": 8, "min_seconds": 0}, _Quiet())
-    n = 256 << 20
-    pinned = cp.cuda.alloc_pinned_memory(n)
-    host = np.frombuffer(pinned, dtype=np.uint8, count=n)
-    d = cp.empty(n, dtype=cp.uint8)
-    rt = cp.cuda.runtime
-    h2d = n / _best_of(lambda: timed(lambda: rt.memcpyAsync(d.data.ptr, host.ctypes.data, n, rt.memcpyHostToDevice, 0), 8)) / 1e9
-    d2h = n / _best_of(lambda: timed(lambda: rt.memcpyAsync(host.ctypes.data, d.data.ptr, n, rt.memcpyDeviceToHost, 0), 8)) / 1e9
+    h2d, d2h = _plain_copy_gbps(cp, 256 << 20)
+    dev.release()
     out["pcie"] = {"ours_h2d_gbps": p["h2d_gbps"], "plain_h2d_gbps": round(h2d, 1), "ours_d2h_gbps": p["d2h_gbps"],
                    "plain_d2h_gbps": round(d2h, 1), "h2d_ratio": round(p["h2d_gbps"] / h2d, 3),
                    "d2h_ratio": round(p["d2h_gbps"] / d2h, 3), "link": p["link"], "target": 0.90}
-    del d, host, pinned
-    dev.release()
 
     m = W.memory_test(dev, {"fraction": 0.9}, _Quiet())
     out["memtest"] = {"gbps": m["gbps"], "tested_gib": round(m["bytes"] / 2**30, 1), "errors": m["errors"]}

@@ -11,7 +11,7 @@ from conftest import cli
 from nodeqc.backends.host import LinuxHost
 from nodeqc.backends.nvml import NvmlBackend
 from nodeqc.backends.nvml_replay import ReplayNvml
-from nodeqc.capture import RecordingNvml, _plain, capture, write_capture
+from nodeqc.capture import _plain, capture, write_capture
 from nodeqc.na import NA
 
 from nvml_descriptions import QUIRKS, h100_device, node

@@ -83,7 +83,7 @@ def test_memtest_random_pattern_matches_the_host_twin(device):
 def test_memtest_finds_a_word_planted_on_the_device(device):
     import cupy
 
-    info = device.memtest_setup(0.02)
+    device.memtest_setup(0.02)
     device.memtest_write(1, 0)
     device._mem[777] ^= cupy.uint64(1 << 40)
     count, records, _ = device.memtest_check(1, 0)

@@ -6,10 +6,8 @@ import time
 import pytest
 
 from nodeqc.backends import simulated_hardware
-from nodeqc.backends.base import GpuInfo
 from nodeqc.checks.stress import outcome_failure
 from nodeqc.model import Verdict
-from nodeqc.profile import load_profile
 from nodeqc.workers import Task, Watchdog, run_tasks
 
 

@@ -198,7 +198,7 @@ class GpuManagement(ABC):
     def open(self) -> None:
         """Start the backend; raise BackendUnavailable with a plain reason if it cannot."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: most backends hold nothing to release
         """Release the backend."""
 
     @abstractmethod

@@ -6,7 +6,6 @@ raises GpuLostError. The module is injectable, so tests drive the same code with
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Callable
 
@@ -29,7 +28,6 @@ class NvmlBackend(GpuManagement):
         self._handles: list[Any] = []
         self._lost: set[int] = set()
         self._events: Any = None
-        self._lock = threading.Lock()  # NVML is thread-safe, but the event set is ours to guard
 
     # ------------------------------------------------------------------ plumbing
 
@@ -95,7 +93,7 @@ class NvmlBackend(GpuManagement):
             events = n.nvmlEventSetCreate()
         except (n.NVMLError, AttributeError):
             return None
-        for i, h in enumerate(self._handles):
+        for h in self._handles:
             if h is None:
                 continue
             try:

@@ -55,6 +55,13 @@ def outcome_failure(name: str, subject: str, outcome: Outcome) -> CheckResult | 
     return None
 
 
+def each_gpu(name: str, gpus: list[GpuInfo], outcomes: dict[int, Outcome],
+             judge_one: Callable[[GpuInfo, dict[str, Any]], CheckResult]) -> list[CheckResult]:
+    """A result per GPU: the worker's failure if it had one, else the judgement of what it returned."""
+    return [outcome_failure(name, g.subject, outcomes[g.index]) or judge_one(g, outcomes[g.index].result)
+            for g in gpus]
+
+
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
@@ -87,13 +94,8 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
     medians = {d: _median([r["dtypes"][d]["tflops"] for r in ok.values() if d in r["dtypes"]]) for d in dtypes}
     odd = {d: odd_ones_out({subject[i]: r["dtypes"][d]["fingerprint"] for i, r in ok.items() if d in r["dtypes"]})
            for d in dtypes}
-    results = []
-    for g in gpus:
-        failure = outcome_failure(name, g.subject, outcomes[g.index])
-        if failure:
-            results.append(failure)
-            continue
-        r = ok[g.index]
+
+    def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
         rate, values, thresholds = [], {}, []
         wrong_ka, wrong_repeat, wrong_peers = [], [], []
         for d, m in r["dtypes"].items():
@@ -125,7 +127,7 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             majority = odd[wrong_peers[0]][0]
             agree = len(ok) - len(odd[wrong_peers[0]][1])
             sdc.append(Finding(Verdict.FAIL, "SDC_CROSS_GPU",
-                               f"identical work gave a different result than "
+                               "identical work gave a different result than "
                                + (f"the other {agree} GPU(s), which agree" if majority else "its peer (no majority to trust)")
                                + f" ({', '.join(wrong_peers)})"))
         power = _power_finding(windows.get(g.index), profile, values, thresholds)
@@ -140,8 +142,9 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             result.message = "sustained " + ", ".join(f"{d} {m['tflops']:g}" for d, m in r["dtypes"].items()) + " TFLOP/s; results exact"
         if r["not_run"]:
             result.message += "; not run: " + "; ".join(f"{d} ({why})" for d, why in r["not_run"].items())
-        results.append(result)
-    return results
+        return result
+
+    return each_gpu(name, gpus, outcomes, one)
 
 
 def _power_finding(window: GpuTelemetry | None, profile: Profile, values: dict[str, Value],
@@ -175,13 +178,8 @@ def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[i
     ok = {i: o.result for i, o in outcomes.items() if o.ok}
     median = _median([r["copy_gbps"] for r in ok.values()])
     floor = profile.threshold("gpu", "min_hbm_gbps")
-    results = []
-    for g in gpus:
-        failure = outcome_failure(name, g.subject, outcomes[g.index])
-        if failure:
-            results.append(failure)
-            continue
-        r = ok[g.index]
+
+    def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
         findings = []
         if not r["verified"]:
             findings.append(Finding(Verdict.FAIL, "HBM_CORRUPT", "the copied data came back wrong"))
@@ -189,10 +187,11 @@ def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[i
         outlier = _outlier(profile, r["copy_gbps"], median, len(ok), "HBM_OUTLIER", "copy bandwidth")
         if outlier:
             findings.append(outlier)
-        results.append(fold(name, g.subject, findings,
-                            {"copy_gbps": Value(r["copy_gbps"], "GB/s"), "triad_gbps": Value(r["triad_gbps"], "GB/s")},
-                            [floor, profile.threshold("gpu", "max_outlier_pct")], key="copy_gbps"))
-    return results
+        return fold(name, g.subject, findings,
+                    {"copy_gbps": Value(r["copy_gbps"], "GB/s"), "triad_gbps": Value(r["triad_gbps"], "GB/s")},
+                    [floor, profile.threshold("gpu", "max_outlier_pct")], key="copy_gbps")
+
+    return each_gpu(name, gpus, outcomes, one)
 
 
 def memtest_params(profile: Profile, quick: bool) -> dict[str, Any]:
@@ -202,13 +201,8 @@ def memtest_params(profile: Profile, quick: bool) -> dict[str, Any]:
 def judge_memtest(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
                   profile: Profile) -> list[CheckResult]:
     name = "stress.memtest"
-    results = []
-    for g in gpus:
-        failure = outcome_failure(name, g.subject, outcomes[g.index])
-        if failure:
-            results.append(failure)
-            continue
-        r = outcomes[g.index].result
+
+    def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
         values = {"errors": Value(r["errors"]), "tested": Value(round(r["bytes"] / GIB, 2), "GiB"),
                   "coverage_pct": Value(round(100 * r["bytes"] / r["free_bytes"], 1), "%"),
                   "gbps": Value(r["gbps"], "GB/s")}
@@ -216,16 +210,16 @@ def judge_memtest(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: di
         if r["errors"]:
             e = r["first"][0]
             bad = [p["pattern"] for p in r["passes"] if p["errors"]]
-            results.append(CheckResult(name, g.subject, Verdict.FAIL,
-                                       f"{r['errors']} wrong word(s) in {', '.join(bad)}: first at {e['address']} "
-                                       f"expected {e['expected']} got {e['actual']} (xor {e['xor']})",
-                                       code="MEMTEST_ERRORS", values=values, evidence=evidence, key="errors"))
-        else:
-            results.append(CheckResult(name, g.subject, Verdict.PASS,
-                                       f"{len(r['passes'])} patterns over {values['tested']} "
-                                       f"({values['coverage_pct']} of free memory): no errors",
-                                       values=values, evidence=evidence, key="errors"))
-    return results
+            return CheckResult(name, g.subject, Verdict.FAIL,
+                               f"{r['errors']} wrong word(s) in {', '.join(bad)}: first at {e['address']} "
+                               f"expected {e['expected']} got {e['actual']} (xor {e['xor']})",
+                               code="MEMTEST_ERRORS", values=values, evidence=evidence, key="errors")
+        return CheckResult(name, g.subject, Verdict.PASS,
+                           f"{len(r['passes'])} patterns over {values['tested']} "
+                           f"({values['coverage_pct']} of free memory): no errors",
+                           values=values, evidence=evidence, key="errors")
+
+    return each_gpu(name, gpus, outcomes, one)
 
 
 # ---------------------------------------------------------------------- host <-> device
@@ -239,13 +233,8 @@ def judge_pcie(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
     name = "stress.pcie_bandwidth"
     ok = {i: o.result for i, o in outcomes.items() if o.ok}
     medians = {k: _median([r[k] for r in ok.values()]) for k in ("h2d_gbps", "d2h_gbps")}
-    results = []
-    for g in gpus:
-        failure = outcome_failure(name, g.subject, outcomes[g.index])
-        if failure:
-            results.append(failure)
-            continue
-        r = ok[g.index]
+
+    def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
         findings, thresholds = [], []
         if not r["verified"]:
             findings.append(Finding(Verdict.FAIL, "PCIE_COPY_CORRUPT", "data copied to the GPU and back came back wrong"))
@@ -267,8 +256,9 @@ def judge_pcie(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             outlier = _outlier(profile, r[key], medians[key], len(ok), "PCIE_BW_OUTLIER", what)
             if outlier:
                 findings.append(outlier)
-        results.append(fold(name, g.subject, findings, values, thresholds, key="h2d_gbps"))
-    return results
+        return fold(name, g.subject, findings, values, thresholds, key="h2d_gbps")
+
+    return each_gpu(name, gpus, outcomes, one)
 
 
 # ---------------------------------------------------------------------- GPU to GPU
