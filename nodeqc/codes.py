@@ -21,6 +21,8 @@ REMEDIATION: dict[str, str] = {
     "PERSISTENCE_OFF": "Enable persistence mode (start nvidia-persistenced) so the driver stays loaded between jobs.",
     "HOST_CPU": "The node has fewer CPU cores than the profile requires: check the CPU SKU and that SMT/cores are enabled in the BIOS.",
     "HOST_MEMORY": "The node has less memory than the profile requires: reseat DIMMs and check the BIOS memory report for failed channels.",
+    "FABRIC_MANAGER": "The NVIDIA fabric manager is not running, so GPUs on NVSwitch cannot reach each other: install nvidia-fabricmanager of the same version as the driver and start it (`systemctl enable --now nvidia-fabricmanager`); read `journalctl -u nvidia-fabricmanager` if it exits.",
+    "PEERMEM_MISSING": "The GPUDirect RDMA module is not loaded, so NICs cannot read GPU memory directly: `modprobe nvidia-peermem` (it ships with the NVIDIA driver; older stacks use nv_peer_mem), and list it in /etc/modules-load.d so it loads at boot.",
     # Health during the run
     "TEMP_HIGH": "The GPU ran too hot: check fans, airflow, blanking panels, heatsink contact and the inlet temperature, then re-run.",
     "TEMP_SLOWDOWN": "The GPU reached its own slowdown temperature: cooling is inadequate (fans, airflow, heatsink); fix it before use.",

@@ -158,6 +158,8 @@ class HostInfo:
     os: Any = NA
     kernel: Any = NA
     nvidia_gpus_on_pci: list[PciDevice] = field(default_factory=list)
+    fabric_manager: Any = NA  # the NVSwitch fabric manager daemon runs (True/False)
+    peer_memory_module: Any = NA  # the GPUDirect RDMA module loaded ("nvidia_peermem"), "" if none
 
     def to_dict(self) -> dict[str, Any]:
         d = _dict(self)

@@ -346,6 +346,8 @@ class SimHost(HostBackend):
             nvidia_gpus_on_pci=[
                 PciDevice(self.node.scenario.bus_id(k), "0x10de", "0x2330", "0x0302")
                 for k in range(self.node.scenario.gpu_count)],
+            fabric_manager=host.get("fabric_manager", False),
+            peer_memory_module="nvidia_peermem" if host.get("gpudirect_rdma", False) else "",
         )
 
 
