@@ -48,6 +48,9 @@ def _run_parser() -> _Parser:
     p.add_argument("--ticket", metavar="ID", help="work ticket (recorded)")
     p.add_argument("--key", metavar="PEM", help="Ed25519 private key (PKCS#8 PEM) to sign with")
     p.add_argument("--sample-hz", type=float, metavar="HZ", help="telemetry samples per second")
+    p.add_argument("--nic-peer", metavar="[NIC=]HOST[:PORT]", action="append", default=[],
+                   help="peer for NIC traffic, running `iperf3 -s` (and `ib_write_bw -d DEV` for RDMA); "
+                        "NIC=HOST for one NIC (repeatable; replaces the profile's [nic] peers)")
     p.add_argument("--start", action="store_true", help="GUI: start the run at once")
     p.add_argument("--screenshot", metavar="PNG", help="GUI: save a picture of the window when the run ends, then exit")
     return p
@@ -84,9 +87,11 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     from nodeqc.backends import real_hardware, simulated_hardware
     from nodeqc.faults import parse_fault
     from nodeqc.keys import load_signer
+    from nodeqc.peers import parse_peers
     from nodeqc.profile import load_profile, suggest_profile
 
     faults = [parse_fault(f) for f in args.inject]
+    peers = parse_peers(getattr(args, "nic_peer", []))
     if faults and not args.simulate:
         raise UsageError("--inject needs --simulate: faults are injected into a simulated node only")
     if args.gpus is not None and args.gpus < 1:
@@ -101,6 +106,7 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         if simulate:
             print(f"nodeqc: no NVIDIA GPU found: running the simulated node '{simulate}'", file=sys.stderr)
     hardware = simulated_hardware(simulate, faults) if simulate else real_hardware()
+    _check_peer_nics(peers, hardware)
     profile_ref = args.profile or "auto"
     if profile_ref == "auto":
         profile_ref = suggest_profile(_gpu_models(hardware))
@@ -113,6 +119,17 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         profile = profile.with_gpu_count(args.gpus)
     signer = load_signer(args.key)
     return hardware, profile, signer
+
+
+def _check_peer_nics(peers: list[Any], hardware: Any) -> None:
+    """A --nic-peer NIC=HOST must name a NIC this node has."""
+    named = [p for p in peers if p.nic]
+    if not named or hardware.nics is None:
+        return
+    have = [n.name for n in hardware.nics.nics()]
+    for p in named:
+        if p.nic not in have:
+            raise UsageError(f"--nic-peer {p}: this node has no NIC {p.nic} (it has: {', '.join(have) or 'none'})")
 
 
 def _nvidia_gpu_present() -> bool:
@@ -208,12 +225,14 @@ class ProgressPrinter:
 
 
 def headless(args: argparse.Namespace, argv: list[str]) -> int:
+    from nodeqc.peers import parse_peers
     from nodeqc.runner import RunOptions, Runner
 
     hardware, profile, signer = prepare(args)
     options = RunOptions(profile=profile, signer=signer, out_dir=Path(args.out) if args.out else None,
                          quick=args.quick, operator=args.operator, ticket=args.ticket,
-                         sample_hz=args.sample_hz, command=["nodeqc", *argv])
+                         sample_hz=args.sample_hz, command=["nodeqc", *argv],
+                         nic_peers=parse_peers(args.nic_peer))
     runner = Runner(options, hardware, ProgressPrinter())
     with _graceful_abort(runner.abort):
         outcome = runner.run()
@@ -324,7 +343,7 @@ def cmd_profiles(argv: list[str]) -> int:
         prof = load_profile(args.name)
         print(f"{prof.name}: {prof.description}\n  file {prof.path}\n  extends {' -> '.join(prof.chain)}\n"
               f"  sha256 {prof.digest}")
-        for section in ("gpu", "host", "run"):
+        for section in ("gpu", "host", "nic", "run"):
             print(f"[{section}]")
             for key in SCHEMA[section]:
                 if key not in prof.section(section):
