@@ -1,7 +1,7 @@
 """The runner: one qualification run from inventory to signed report, as one stream of events.
 
 Order: inventory, then the stress work on every GPU while telemetry samples in the background, then
-the health verdicts on what telemetry saw, then the host, then the NICs (traffic, then verdicts). Every result is journaled to disk as it
+the health verdicts on what telemetry saw, then the host and the NICs. Every result is journaled to disk as it
 is reached. Abort (Ctrl-C, the GUI's button) stops the work, and the report is still written,
 marked aborted. An exception inside nodeqc becomes an ERROR result with its traceback, not a crash.
 """
@@ -156,7 +156,7 @@ class Runner:
         try:
             self._nics_start = self.hw.nics.nics() if self.hw.nics else []
             self._inventory_phase(host, gpus, driver, cuda, nvml_error)
-            summary = self._gpu_phase([g for g in gpus if not g.lost], paths)
+            summary = self._gpu_phase(self._live_gpus, paths)
             self._host_phase(host)
             self._nic_phase()
         except Exception as e:  # noqa: BLE001 - an internal error must still produce a report

@@ -154,6 +154,7 @@ def test_command_lines(monkeypatch):
                             "-B", "10.0.0.1", "--bind-dev", "ib0", "--connect-timeout", "5000"]
     monkeypatch.setattr(backend, "iperf3_options", lambda: frozenset())  # an old iperf3 (3.7)
     assert command(tcp)[-2:] == ["-B", "10.0.0.1"]
+    assert command(TrafficJob("ib0", "iperf3", "p", 5201, 7.5, 4))[9:10] == ["8"]  # whole seconds
     rdma = TrafficJob("ib0", "ib_write_bw", "peer", 18516, 5, ib_device="mlx5_0", ib_port=1, cuda_device=3, roce=True)
     assert command(rdma) == ["ib_write_bw", "-d", "mlx5_0", "-i", "1", "-p", "18516", "-D", "5", "--report_gbits", "-F",
                              "-R", "--use_cuda=3", "peer"]

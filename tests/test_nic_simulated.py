@@ -2,6 +2,8 @@
 right NIC with nothing else failing; simulated traffic with peers; the burn-in hook that runs NIC
 traffic during the GPU burn; host services from the scenario; the --nic-peer command line."""
 
+import time
+
 import pytest
 
 from conftest import cli
@@ -121,6 +123,26 @@ def test_burn_in_hook_runs_nic_traffic_during_the_gpu_burn(tmp_path_factory, sig
     got = by_key(outcome)
     assert got[("nic.tcp", "nic0")].verdict is Verdict.PASS and got[("nic.rdma", "nic0")].verdict is Verdict.PASS
     assert outcome.verdict == "PASS"
+
+
+def test_abort_during_nic_traffic_ends_the_run_with_an_aborted_report(tmp_path_factory, signer, tmp_path):
+    profile = tmp_path / "long.toml"  # 2 x 4000 simulated seconds of traffic: 200 s at 40x, unless aborted
+    profile.write_text('description = "long traffic"\nextends = "a100"\n[nic]\nquick_traffic_s = 4000\n')
+    runner_box = []
+
+    class Events(list):
+        def append(self, event):
+            super().append(event)
+            if event.type == "notice" and event.text.startswith("NIC traffic"):
+                runner_box[0].abort()
+
+    start = time.monotonic()
+    outcome = qualify(tmp_path_factory, signer, "a100", str(profile), peers=[Peer("peer")], events=Events(),
+                      runner_hook=runner_box.append)
+    assert time.monotonic() - start < 30
+    assert outcome.status == "aborted" and outcome.exit_code == 2
+    assert not any(r.name.startswith("nic.") for r in outcome.results)  # nothing judged from cut traffic
+    assert runner_box[0]._nic_traffic is None  # ended, not left running
 
 
 def test_an_ethernet_nic_below_the_profiles_speed(tmp_path_factory, signer, tmp_path):

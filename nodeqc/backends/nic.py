@@ -138,18 +138,21 @@ class LinuxNics(NicBackend):
     def _ports(self, dev: Path) -> list[IbPort]:
         out = []
         base = dev / "ports"
-        for port in sorted(base.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else 0) if base.is_dir() else []:
+        ports = sorted(base.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else 0) if base.is_dir() else []
+        for port in ports:
             rate = re.match(r"([\d.]+)\s*Gb/sec", self._read(port / "rate") or "")
             out.append(IbPort(
                 device=dev.name, port=int(port.name) if port.name.isdigit() else 0,
-                state=_after_colon(self._read(port / "state")), phys_state=_after_colon(self._read(port / "phys_state")),
+                state=_after_colon(self._read(port / "state")),
+                phys_state=_after_colon(self._read(port / "phys_state")),
                 rate_gbit=float(rate.group(1)) if rate else NA, link_layer=self._read(port / "link_layer") or NA,
                 counters={c: self._int(port / "counters" / c) for c in IB_COUNTERS},
             ))
         return out
 
     def pcie_link(self, name: str) -> tuple[Any, Any]:
-        for base in (self.root / "sys/class/net" / name / "device", self.root / "sys/class/infiniband" / name / "device"):
+        for cls in ("net", "infiniband"):
+            base = self.root / "sys/class" / cls / name / "device"
             pci = self._pci_dir(base)
             if pci is not None:
                 return self._link(pci, "current")
@@ -193,7 +196,7 @@ def command(job: TrafficJob) -> list[str]:
     """The command line of one job, as a person would type it."""
     if job.tool == "iperf3":
         cmd = ["iperf3", "-c", job.peer, "-p", str(job.port), "-J", "-P", str(job.streams),
-               "-t", f"{job.seconds:g}", "-i", "0"]
+               "-t", str(max(1, round(job.seconds))), "-i", "0"]  # whole seconds, as both tools take them
         if job.bind:
             cmd += ["-B", job.bind]
         known = iperf3_options()
@@ -203,7 +206,7 @@ def command(job: TrafficJob) -> list[str]:
             cmd += ["--connect-timeout", "5000"]
         return cmd
     cmd = ["ib_write_bw", "-d", str(job.ib_device), "-i", str(job.ib_port), "-p", str(job.port),
-           "-D", f"{max(1, round(job.seconds))}", "--report_gbits", "-F"]
+           "-D", str(max(1, round(job.seconds))), "--report_gbits", "-F"]
     if job.roce:
         cmd.append("-R")
     if job.cuda_device is not None:
@@ -225,7 +228,7 @@ def parse_iperf3(text: str) -> tuple[Any, str | None, dict[str, Any]]:
         return NA, "iperf3 reported no data received", {}
     sent = end.get("sum_sent", {})
     detail = {"sent_gbps": round(sent.get("bits_per_second", 0) / 1e9, 3), "retransmits": sent.get("retransmits"),
-              "streams": len(end.get("streams", [])), "seconds": round(end.get("sum_received", {}).get("seconds", 0), 2)}
+              "streams": len(end.get("streams", [])), "seconds": round(end["sum_received"].get("seconds", 0), 2)}
     if data.get("error"):
         detail["error"] = data["error"]
     return received / 1e9, None, detail

@@ -141,8 +141,8 @@ def plan_traffic(plan: NicPlan, peers: list[Peer], profile: Profile, seconds: fl
 
 
 def traffic_summary(plan: NicPlan) -> str:
-    rounds = [f"{r[0].tool} on {subjects_text(sorted({plan.subjects[j] for j in r}, key=_order))} for {r[0].seconds:g} s"
-              for r in plan.rounds]
+    rounds = [f"{r[0].tool} on {subjects_text(sorted({plan.subjects[j] for j in r}, key=_order))} "
+              f"for {r[0].seconds:g} s" for r in plan.rounds]
     return "NIC traffic: " + ", then ".join(rounds)
 
 
@@ -150,7 +150,8 @@ def _order(subject: str) -> int:
     return int(subject[3:])
 
 
-def _cannot(tool: str, missing_tool: Callable[[str], str | None], peer: Peer | None, up: bool) -> tuple[str, str] | None:
+def _cannot(tool: str, missing_tool: Callable[[str], str | None], peer: Peer | None,
+            up: bool) -> tuple[str, str] | None:
     hint = missing_tool(tool)
     if hint:
         return hint, "IPERF3_MISSING" if tool == "iperf3" else "PERFTEST_MISSING"
@@ -212,7 +213,8 @@ def inventory(plan: NicPlan, profile: Profile) -> CheckResult:
     values = {"count": Value(len(names)), "names": Value(", ".join(names) or "none")}
     thresholds = [Threshold("nic_count", "min", want, want)] if want is not None else []
     if want is not None and len(names) != want:
-        finding = Finding(Verdict.FAIL, "NIC_COUNT", f"{len(names)} {which}, expected {want}: {', '.join(names) or 'none'}")
+        finding = Finding(Verdict.FAIL, "NIC_COUNT",
+                          f"{len(names)} {which}, expected {want}: {', '.join(names) or 'none'}")
     elif not names:
         finding = Finding(Verdict.WARN, "NIC_COUNT", f"no {which} found")
     else:
@@ -248,14 +250,15 @@ def link(c: Checked, end: NicInfo | None, profile: Profile) -> CheckResult:
                                     f"port {p.label} is {fmt(p.state)}/{fmt(p.phys_state)}, not ACTIVE/LinkUp"))
         else:
             findings.append(_judge_reading(rate, p.rate_gbit, "IB_RATE", f"port {p.label} rate", "Gb/s"))
-    shown = [f for f in findings if f.verdict is not Verdict.PASS] or [
-        Finding(Verdict.PASS, None, f"up, {fmt(end.speed_mbps, 'Mb/s')}, MTU {fmt(end.mtu)}" + (f"; {ports}" if ports else ""))]
+    summary = f"up, {fmt(end.speed_mbps, 'Mb/s')}, MTU {fmt(end.mtu)}" + (f"; {ports}" if ports else "")
+    shown = [f for f in findings if f.verdict is not Verdict.PASS] or [Finding(Verdict.PASS, None, summary)]
     return _named(fold(name, c.subject, shown, values, [speed, mtu, rate], key="speed"), end)
 
 
 def _judge_reading(limit: Threshold | None, value: Any, code: str, what: str, unit: str = "") -> Finding:
     if limit is not None and is_na(value):
-        return Finding(Verdict.WARN, code, f"{what} not reported by the driver, so not judged against {limit.describe()}")
+        return Finding(Verdict.WARN, code,
+                       f"{what} not reported by the driver, so not judged against {limit.describe()}")
     if limit is None:
         return Finding(Verdict.PASS, None, "")
     return judge(limit, value, code, what, unit)
@@ -289,7 +292,8 @@ def pcie(c: Checked, readings: list[tuple[Any, Any]], end: NicInfo | None, profi
         t = Threshold(f"pcie_{'width' if what == 'width' else 'gen'}", "min", fail=want, warn=want)
         thresholds.append(t)
         if t.judge(have) is Verdict.FAIL:
-            findings.append(Finding(Verdict.FAIL, code, f"PCIe link at Gen{gen} x{width} {when}; expected {what} {mark}{want}"))
+            findings.append(Finding(Verdict.FAIL, code,
+                                    f"PCIe link at Gen{gen} x{width} {when}; expected {what} {mark}{want}"))
     findings = findings or [Finding(Verdict.PASS, None, f"PCIe Gen{gen} x{width} {when}")]
     return _named(fold(name, c.subject, findings, values, thresholds, key="link"), nic)
 
@@ -299,12 +303,14 @@ def stability(c: Checked, end: NicInfo | None) -> CheckResult:
     name = "nic.stability"
     if end is None:
         return _named(skip(name, c.subject, "the NIC disappeared during the run (see nic.link)"), c.nic)
-    pairs: list[tuple[str, str, Any, Any]] = [("carrier_changes", "NIC_LINK_FLAP", c.nic.carrier_changes, end.carrier_changes)]
+    pairs: list[tuple[str, str, Any, Any]] = [
+        ("carrier_changes", "NIC_LINK_FLAP", c.nic.carrier_changes, end.carrier_changes)]
     before = {p.label: p for p in c.nic.ib_ports}
     for p in end.ib_ports:
         start: IbPort | None = before.get(p.label)
         for counter, value in p.counters.items():
-            pairs.append((f"{p.label} {counter}", "IB_LINK_ERRORS", start.counters.get(counter, NA) if start else NA, value))
+            was = start.counters.get(counter, NA) if start else NA
+            pairs.append((f"{p.label} {counter}", "IB_LINK_ERRORS", was, value))
     findings, values = [], {}
     for what, code, a, b in pairs:
         if is_na(a) or is_na(b):
@@ -330,7 +336,8 @@ def _share(fraction: Threshold | None, of_gbit: float) -> Threshold | None:
     against what was needed."""
     if fraction is None:
         return None
-    return Threshold(f"{fraction.name} x {of_gbit:g} Gb/s", "min", fraction.fail * of_gbit, fraction.warn * of_gbit, "Gb/s")
+    return Threshold(f"{fraction.name} x {of_gbit:g} Gb/s", "min", fraction.fail * of_gbit,
+                     fraction.warn * of_gbit, "Gb/s")
 
 
 def tcp(c: Checked, outcome: TrafficOutcome, end: NicInfo | None, profile: Profile) -> CheckResult:
@@ -345,13 +352,14 @@ def tcp(c: Checked, outcome: TrafficOutcome, end: NicInfo | None, profile: Profi
     values = {"throughput": Value(round(gbps, 3), "Gb/s"), "peer": Value(job.peer_text), "streams": Value(job.streams)}
     speed = nic.speed_mbps if not is_na(nic.speed_mbps) else c.nic.speed_mbps
     if is_na(speed) or speed == 0:
-        return _named(skip(name, c.subject, f"{fmt(gbps, 'Gb/s')} to {job.peer_text}; link speed not reported, so not judged",
-                           values=values), nic)
+        message = f"{fmt(gbps, 'Gb/s')} to {job.peer_text}; link speed not reported, so not judged"
+        return _named(skip(name, c.subject, message, values=values), nic)
     link_gbit = speed / 1000
     values.update({"link": Value(link_gbit, "Gb/s"), "fraction": Value(round(gbps / link_gbit, 3))})
     limit = _share(profile.threshold("nic", "min_tcp_fraction"), link_gbit)
     finding = judge(limit, gbps, "NIC_THROUGHPUT", f"TCP to {job.peer_text} ({job.streams} streams):", "Gb/s")
-    finding = Finding(finding.verdict, finding.code, f"{finding.message}; {gbps / link_gbit:.0%} of the {fmt(link_gbit, 'Gb/s')} link")
+    share = f"{gbps / link_gbit:.0%} of the {fmt(link_gbit, 'Gb/s')} link"
+    finding = Finding(finding.verdict, finding.code, f"{finding.message}; {share}")
     return _named(fold(name, c.subject, [finding], values, [limit], key="throughput", evidence=evidence), nic)
 
 
@@ -372,7 +380,8 @@ def rdma(c: Checked, outcomes: list[TrafficOutcome], end: NicInfo | None, profil
         values[label] = Value(round(gbps, 3), "Gb/s")
         values.setdefault("bandwidth", Value(round(gbps, 3), "Gb/s"))
         if is_na(rate) or rate == 0:
-            findings.append(Finding(Verdict.WARN, "RDMA_BANDWIDTH", f"{label} {fmt(gbps, 'Gb/s')}; port rate not reported, so not judged"))
+            findings.append(Finding(Verdict.WARN, "RDMA_BANDWIDTH",
+                                    f"{label} {fmt(gbps, 'Gb/s')}; port rate not reported, so not judged"))
             continue
         limit = _share(fraction, rate)
         limits.append(limit)
