@@ -63,6 +63,9 @@ def _run_parser() -> _Parser:
                    "stress (the report is partial: not a qualification)")
     p.add_argument("--prometheus-textfile", metavar="PATH", help="also write the verdict and key figures to "
                    "PATH (*.prom) for node_exporter's textfile collector")
+    p.add_argument("--nic-peer", metavar="[NIC=]HOST[:PORT]", action="append", default=[],
+                   help="peer for NIC traffic, running `iperf3 -s` (and `ib_write_bw -d DEV` for RDMA); "
+                        "NIC=HOST for one NIC (repeatable; replaces the profile's [nic] peers)")
     p.add_argument("--start", action="store_true", help="GUI: start the run at once")
     p.add_argument("--screenshot", metavar="PNG", help="GUI: save a picture of the window when the run ends, then exit")
     return p
@@ -116,9 +119,11 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     from nodeqc.backends import real_hardware, replay_hardware, simulated_hardware
     from nodeqc.faults import parse_fault
     from nodeqc.keys import load_signer
+    from nodeqc.peers import parse_peers
     from nodeqc.profile import load_profile, suggest_profile
 
     faults = [parse_fault(f) for f in args.inject]
+    peers = parse_peers(getattr(args, "nic_peer", []))
     if faults and not args.simulate:
         raise UsageError("--inject needs --simulate: faults are injected into a simulated node only")
     if args.gpus is not None and args.gpus < 1:
@@ -142,6 +147,7 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         hardware = simulated_hardware(simulate, faults, time_scale=scale)
     else:
         hardware = real_hardware()
+    _check_peer_nics(peers, hardware)
     profile_ref = args.profile or "auto"
     if profile_ref == "auto":
         profile_ref = suggest_profile(_gpu_models(hardware))
@@ -154,6 +160,17 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         profile = profile.with_gpu_count(args.gpus)
     signer = load_signer(args.key)
     return hardware, profile, signer
+
+
+def _check_peer_nics(peers: list[Any], hardware: Any) -> None:
+    """A --nic-peer NIC=HOST must name a NIC this node has."""
+    named = [p for p in peers if p.nic]
+    if not named or hardware.nics is None:
+        return
+    have = [n.name for n in hardware.nics.nics()]
+    for p in named:
+        if p.nic not in have:
+            raise UsageError(f"--nic-peer {p}: this node has no NIC {p.nic} (it has: {', '.join(have) or 'none'})")
 
 
 def _nvidia_gpu_present() -> bool:
@@ -249,6 +266,7 @@ class ProgressPrinter:
 
 
 def headless(args: argparse.Namespace, argv: list[str]) -> int:
+    from nodeqc.peers import parse_peers
     from nodeqc.runner import RunOptions, Runner
     from nodeqc.selection import Selection
 
@@ -264,7 +282,8 @@ def headless(args: argparse.Namespace, argv: list[str]) -> int:
     options = RunOptions(profile=profile, signer=signer, out_dir=Path(args.out) if args.out else None,
                          quick=args.quick, operator=args.operator, ticket=args.ticket,
                          sample_hz=args.sample_hz, burn_in_s=args.burn_in, command=["nodeqc", *argv],
-                         archive=archive.root, selection=selection, previous=previous[1] if previous else None)
+                         archive=archive.root, selection=selection, previous=previous[1] if previous else None,
+                         nic_peers=parse_peers(args.nic_peer))
     runner = Runner(options, hardware, ProgressPrinter())
     with _graceful_abort(runner.abort):
         outcome = runner.run()
@@ -440,7 +459,7 @@ def cmd_profiles(argv: list[str]) -> int:
         prof = load_profile(args.name)
         print(f"{prof.name}: {prof.description}\n  file {prof.path}\n  extends {' -> '.join(prof.chain)}\n"
               f"  sha256 {prof.digest}")
-        for section in ("gpu", "host", "run"):
+        for section in ("gpu", "host", "nic", "run"):
             print(f"[{section}]")
             for key in SCHEMA[section]:
                 if key not in prof.section(section):

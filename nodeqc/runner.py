@@ -1,7 +1,7 @@
 """The runner: one qualification run from inventory to signed report, as one stream of events.
 
 Order: inventory, then the stress work on every GPU while telemetry samples in the background, then
-the health verdicts on what telemetry saw, then the host. Every result is journaled to disk as it
+the health verdicts on what telemetry saw, then the host and the NICs. Every result is journaled to disk as it
 is reached. Abort (Ctrl-C, the GUI's button) stops the work, and the report is still written,
 marked aborted. An exception inside nodeqc becomes an ERROR result with its traceback, not a crash.
 """
@@ -23,8 +23,8 @@ from typing import Any, Callable
 from nodeqc import __version__
 from nodeqc.archive import node_dir, node_key, safe_name
 from nodeqc.backends import Hardware
-from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo
-from nodeqc.checks import health, host as host_checks, inventory, stress
+from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession
+from nodeqc.checks import health, host as host_checks, inventory, nic as nic_checks, stress
 from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
 from nodeqc.errors import BackendUnavailable, UsageError
 from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
@@ -32,6 +32,8 @@ from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, No
 from nodeqc.journal import Journal
 from nodeqc.keys import Signer
 from nodeqc.model import CheckResult, Verdict, node_verdict
+from nodeqc.na import is_na
+from nodeqc.peers import Peer, parse_peers
 from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
 from nodeqc.selection import Selection
@@ -56,6 +58,7 @@ class RunOptions:
     archive: Path | None = None  # None: archive_root() (NODEQC_ARCHIVE or the per-user one)
     selection: Selection = field(default_factory=Selection)  # --only/--skip; a partial run is no qualification
     previous: dict[str, Any] | None = None  # the earlier report this run re-tests: file, sha256, ...
+    nic_peers: list[Peer] = field(default_factory=list)  # empty: the profile's [nic] peers
 
 
 @dataclass
@@ -103,6 +106,10 @@ class Runner:
         self._progress_at: dict[str, float] = {}
         self._burn_in: dict[str, Any] | None = None
         self.t0 = 0.0
+        self._nics_start: list[NicInfo] = []  # read first: link counters must not grow during the run
+        self._live_gpus: list[GpuInfo] = []
+        self._nic_plan: nic_checks.NicPlan | None = None
+        self._nic_traffic: TrafficSession | None = None
 
     # ------------------------------------------------------------------ control
 
@@ -153,16 +160,20 @@ class Runner:
             files={"report": str(paths.report), "journal": str(paths.journal),
                    "telemetry": str(paths.telemetry)}))
         summary: TelemetrySummary | None = None
+        self._live_gpus = [g for g in gpus if not g.lost]
         try:
+            self._nics_start = self.hw.nics.nics() if self.hw.nics else []
             self._inventory_phase(host, gpus, driver, cuda, nvml_error)
-            summary = self._gpu_phase([g for g in gpus if not g.lost], paths)
+            summary = self._gpu_phase(self._live_gpus, paths)
             self._host_phase(host)
+            self._nic_phase()
         except Exception as e:  # noqa: BLE001 - an internal error must still produce a report
             self._emit(Notice("error", f"internal error: {type(e).__name__}: {e}"))
             self._finish(CheckResult("nodeqc.internal", "node", Verdict.ERROR,
                                      f"nodeqc failed: {type(e).__name__}: {e}", code="INTERNAL_ERROR",
                                      evidence={"traceback": traceback.format_exc().splitlines()[-20:]}))
         finally:
+            self._kill_nic_traffic()
             self.hw.mgmt.close()
         return self._conclude(paths, host, gpus, driver, cuda, summary, started_at)
 
@@ -188,6 +199,52 @@ class Runner:
     def _host_phase(self, host: HostInfo) -> None:
         if not self.aborted:
             self._publish(host_checks.host_results(host, self.profile))
+
+    def start_nic_traffic(self, total_s: float | None = None) -> None:
+        """The burn-in hook: start NIC traffic in the background. A TCP round (iperf3 on every NIC at
+        once), then an RDMA round (ib_write_bw on every RDMA port at once), the NICs' PCIe links read
+        meanwhile. Burn-in calls this just before the GPU burn with total_s = the burn's length, so
+        network and GPUs load the node together; `_nic_phase` afterwards waits for the traffic and
+        judges it. Without total_s each round lasts the profile's traffic_s. Does nothing when the
+        hardware has no NICs or traffic was started already."""
+        if self.hw.nics is None or self._nic_plan is not None:
+            return
+        peers = self.options.nic_peers or parse_peers(self.profile.get("nic", "peers", []))
+        plan = nic_checks.select(self._nics_start, self.profile, {p.nic for p in peers if p.nic})
+        seconds = nic_checks.traffic_seconds(self.profile, self.options.quick)
+        plan = nic_checks.plan_traffic(plan, peers, self.profile, seconds, self.hw.nics.missing_tool,
+                                       self._live_gpus, total_s)
+        for line in nic_checks.skip_warnings(plan):
+            self._emit(Notice("warning", line))
+        self._nic_plan = plan
+        if plan.rounds:
+            self._emit(Notice("info", nic_checks.traffic_summary(plan)))
+            self._nic_traffic = self.hw.nics.start_traffic(plan.rounds, sorted({j.nic for j in plan.jobs}))
+
+    def _nic_phase(self) -> None:
+        """Judge the NICs: traffic (started now unless burn-in started it), then their state at the end
+        of the run against the start."""
+        if self.hw.nics is None or self.aborted:
+            return
+        self.start_nic_traffic()
+        assert self._nic_plan is not None
+        outcomes, links = [], {}
+        if self._nic_traffic is not None:
+            self._nic_traffic.wait(lambda: self.aborted)
+            if self.aborted:
+                return  # the finally of run() ends the traffic
+            traffic, self._nic_traffic = self._nic_traffic, None
+            outcomes, links = traffic.stop(), traffic.links
+        self._publish(nic_checks.nic_results(self._nic_plan, outcomes, links, self.hw.nics.nics(), self.profile))
+
+    def _kill_nic_traffic(self) -> None:
+        """No traffic tool outlives the run (abort, or an error elsewhere)."""
+        traffic, self._nic_traffic = self._nic_traffic, None
+        if traffic is not None:
+            try:
+                traffic.stop(kill=True)
+            except Exception:  # noqa: BLE001 - the run's own outcome is what gets reported
+                pass
 
     def _open_gpus(self, host: HostInfo) -> tuple[list[GpuInfo], str, str, str | None]:
         try:
@@ -312,6 +369,9 @@ class Runner:
             self._progress(name, subject, fraction, {k: v for k, v in figures.items() if k != "window"})
 
         tasks = [Task("burn_in", g.index, params, seconds) for g in gpus]
+        # Network traffic at the same time as the GPUs burn: power and heat at their worst together.
+        if self.options.selection.includes("nic.tcp") or self.options.selection.includes("nic.rdma"):
+            self.start_nic_traffic(total_s=seconds)
         try:
             outcomes = run_tasks(tasks, self.hw.compute_spec, self.hw.watchdog(self.profile),
                                  on_progress=on_progress, should_abort=lambda: self.aborted)

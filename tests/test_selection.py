@@ -22,7 +22,7 @@ def _report(p):
 
 def test_the_catalogue_names_every_check_the_code_reports():
     sources = "".join(f.read_text() for f in [*(ROOT / "nodeqc" / "checks").glob("*.py"), ROOT / "nodeqc" / "runner.py"])
-    in_code = set(re.findall(r"\"((?:inventory|stress|health|host|burnin)\.[a-z0-9_]+)\"", sources))
+    in_code = set(re.findall(r"\"((?:inventory|stress|health|host|nic|burnin)\.[a-z0-9_]+)\"", sources))
     assert in_code == set(CHECK_NAMES)
 
 
@@ -40,7 +40,8 @@ def test_selection_rules():
     assert not any(no_stress.includes(n) for n in CHECK_NAMES if n.startswith(("stress.", "health.")))
     assert no_stress.includes("inventory.gpu_count") and not no_stress.needs_load
     mixed = Selection.parse(["host,inventory"], ["host.cpu"])
-    assert [n for n in CHECK_NAMES if mixed.includes(n) and not n.startswith("inventory.")] == ["host.memory"]
+    assert [n for n in CHECK_NAMES if mixed.includes(n) and not n.startswith("inventory.")] == [
+        "host.memory", "host.fabric_manager", "host.gpudirect_rdma"]
     assert Selection.parse(None, None).partial is False and Selection.parse(None, None).to_dict() is None
     assert mixed.includes("nodeqc.internal")  # an internal error is always reported
     with pytest.raises(UsageError, match="leaves no check"):
@@ -64,7 +65,7 @@ def test_skip_stress_runs_no_load_and_history_never_counts_it(isolated_dirs):
     path, pred = _report(p)
     assert p.returncode == 0
     families = {c["name"].split(".")[0] for c in pred["checks"]}
-    assert families == {"inventory", "host"} and pred["telemetry"] is None
+    assert families == {"inventory", "host", "nic"} and pred["telemetry"] is None
     assert pred["partial"]["skip"] == ["stress"]
     h = cli("history")
     assert "PASS (partial) SIM" in h.stdout
@@ -75,7 +76,8 @@ def test_skip_stress_runs_no_load_and_history_never_counts_it(isolated_dirs):
 @pytest.mark.parametrize("args, message", [
     (["--only", "health.pcie_lnik"], "--only health.pcie_lnik: no check or family of that name; did you mean health.pcie_link?"),
     (["--skip", "gpu"], "--skip gpu: no check or family of that name"),
-    (["--only", "host", "--skip", "host.cpu,host.memory"], "this selection leaves no check to run"),
+    (["--only", "host", "--skip", "host.cpu,host.memory", "--skip", "host.fabric_manager,host.gpudirect_rdma"],
+     "this selection leaves no check to run"),
 ])
 def test_bad_selection_is_one_line_and_exit_2(args, message):
     p = cli("--headless", "--profile", "h100", "--simulate", "h100", *args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from nodeqc.backends.base import Clock, GpuManagement, HostBackend
+from nodeqc.backends.base import Clock, GpuManagement, HostBackend, NicBackend
 from nodeqc.faults import Fault
 from nodeqc.profile import Profile
 from nodeqc.workers import Watchdog
@@ -18,6 +18,7 @@ class Hardware:
     compute_spec: dict[str, Any]  # what a worker process needs to open its GPU
     clock: Clock
     simulation: dict[str, Any] | None = None  # scenario, faults, time scale; None on real hardware
+    nics: NicBackend | None = None  # None: no NIC checks
 
     @property
     def simulated(self) -> bool:
@@ -34,9 +35,10 @@ class Hardware:
 
 def real_hardware() -> Hardware:
     from nodeqc.backends.host import LinuxHost
+    from nodeqc.backends.nic import LinuxNics
     from nodeqc.backends.nvml import NvmlBackend
 
-    return Hardware(NvmlBackend(), LinuxHost(), {"kind": "cupy"}, Clock(1.0))
+    return Hardware(NvmlBackend(), LinuxHost(), {"kind": "cupy"}, Clock(1.0), nics=LinuxNics())
 
 
 def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float | None = None) -> Hardware:
@@ -45,7 +47,7 @@ def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float
     node = SimNode(load_scenario(scenario_ref), faults, time_scale)
     return Hardware(node.management(), node.host(), node.compute_spec(), node.clock,
                     simulation={"scenario": node.scenario.name, "faults": [str(f) for f in faults],
-                                "time_scale": node.clock.scale})
+                                "time_scale": node.clock.scale}, nics=node.nics())
 
 
 def replay_hardware(path: str) -> Hardware:
