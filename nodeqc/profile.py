@@ -187,7 +187,9 @@ def make_threshold(key: str, raw: Any, band: float) -> Threshold:
 
 
 def _banded(kind: str, fail: float, band: float) -> float:
-    return fail * (1 + band) if kind == "min" else fail * (1 - band)
+    # Rounded to 12 significant digits: 0.9 x 1.05 must be 0.945, not 0.9450000000000001, or a value
+    # exactly at the warning level would warn.
+    return float(f"{fail * (1 + band) if kind == 'min' else fail * (1 - band):.12g}")
 
 
 # ---------------------------------------------------------------- loading

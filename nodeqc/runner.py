@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import getpass
 import hashlib
+import os
 import platform
 import threading
 import time
@@ -262,11 +263,18 @@ class Runner:
         except OSError as e:
             raise UsageError(f"{directory}: cannot create the report directory: {e.strerror}") from None
         base = f"{safe_name(host.hostname)}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
-        stem, n = base, 1
-        while any(p.exists() for p in (RunPaths(directory, stem).report, RunPaths(directory, stem).journal)):
+        n = 1
+        while True:
+            paths = RunPaths(directory, base if n == 1 else f"{base}-{n}")
+            try:
+                # Claim the name by creating the journal: two runs starting in the same second cannot
+                # both get it, as they could with a look first and a create after.
+                if not paths.report.exists():
+                    os.close(os.open(paths.journal, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                    return paths
+            except FileExistsError:
+                pass
             n += 1
-            stem = f"{base}-{n}"
-        return RunPaths(directory, stem)
 
     def _stress_and_watch(self, gpus: list[GpuInfo], paths: RunPaths) -> TelemetrySummary:
         by_index = {g.index: g for g in gpus}
