@@ -45,7 +45,7 @@ step() {  # step NAME COMMAND...: run, keep stdout+stderr in $out/NAME.log, say 
 case "$mode" in
 quick)
     step quick python3 -m nodeqc --headless --profile "$profile" --quick --out "$out/reports"
-    step gpu-tests python3 -m pytest -m gpu -p no:cacheprovider tests/test_gpu_real.py tests/test_kernels.py
+    step gpu-tests python3 -m pytest -p no:cacheprovider tests/test_gpu_real.py tests/test_kernels.py
     model=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr -c 'A-Za-z0-9\n' '-' | tr A-Z a-z)
     step capture python3 -m nodeqc capture "$out/capture-${model}.json"
     step bench python3 benchmarks/bench_gpu.py --gpu 0 --profile "$profile"
