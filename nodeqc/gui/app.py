@@ -1,0 +1,71 @@
+"""`nodeqc` (or `nodeqc gui`): the desktop app, from the same arguments as the headless run."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+from nodeqc.cli import prepare
+from nodeqc.errors import UsageError
+from nodeqc.gui.session import RunSetup, probe
+from nodeqc.gui.window import MainWindow
+
+SETTLE_MS = 300  # let the last layout and paint happen before the screenshot
+
+
+def check_display() -> None:
+    """Qt aborts the process when it finds no display; say so in one line instead."""
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+                                                 or os.environ.get("QT_QPA_PLATFORM")):
+        raise UsageError("no display found (DISPLAY is not set): run it on a desktop, set "
+                         "QT_QPA_PLATFORM=offscreen with --start --screenshot PNG, or use nodeqc --headless")
+
+
+def make_app() -> QApplication:
+    app = QApplication.instance() or QApplication(["nodeqc"])
+    app.setStyle("Fusion")  # the same look on every desktop; the window brings its own sizes and colours
+    return app
+
+
+def main(args: argparse.Namespace, argv: list[str]) -> int:
+    check_display()
+    if args.screenshot:
+        shot = Path(args.screenshot)
+        if not shot.parent.is_dir():
+            raise UsageError(f"--screenshot {shot}: no such directory {shot.parent}")
+    hardware, _profile, _signer = prepare(args)  # bad arguments end here, before any window opens
+
+    def prepare_run(profile_ref: str):
+        run_args = copy.copy(args)
+        run_args.profile = profile_ref
+        return prepare(run_args)
+
+    setup = RunSetup(prepare=prepare_run, profile=args.profile or "auto", quick=args.quick, operator=args.operator,
+                     ticket=args.ticket, out_dir=Path(args.out) if args.out else None, sample_hz=args.sample_hz,
+                     command=["nodeqc", *argv])
+    app = make_app()
+    window = MainWindow(setup, probe(hardware))
+    if args.screenshot:  # once the run has ended and the window shows its verdict
+        window.run_done.connect(lambda _: QTimer.singleShot(SETTLE_MS, lambda: _save_and_quit(window, shot)))
+    window.showMaximized()
+    if args.start:
+        QTimer.singleShot(0, window.start)
+    app.exec()
+    if window.outcome is not None:
+        print(window.outcome.report_path, flush=True)  # as the headless run: the last line is the report
+    return window.exit_code
+
+
+def _save_and_quit(window: MainWindow, path: Path) -> None:
+    if not window.grab().save(str(path)):
+        print(f"nodeqc: {path}: could not save the screenshot", file=sys.stderr)
+        window.exit_code = 2
+    else:
+        print(f"nodeqc: screenshot saved: {path}", file=sys.stderr)
+    QApplication.instance().exit()
