@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before Qt starts: no display needed
@@ -23,8 +24,8 @@ from nodeqc.backends import simulated_hardware  # noqa: E402
 from nodeqc.backends.base import REASON_BITS, GpuSample  # noqa: E402
 from nodeqc.codes import remediation  # noqa: E402
 from nodeqc.faults import parse_fault  # noqa: E402
-from nodeqc.gui.checks import CHECK, RESULT_ROLE  # noqa: E402
-from nodeqc.gui.plots import SERIES, RingBuffer, TelemetryPlots  # noqa: E402
+from nodeqc.gui.checks import CHECK, RESULT_ROLE, VERDICT  # noqa: E402
+from nodeqc.gui.plots import SERIES, RingBuffer, TelemetryPlots, peak_decimate  # noqa: E402
 from nodeqc.gui.reports import ReportDialog  # noqa: E402
 from nodeqc.gui.session import RunSetup, probe  # noqa: E402
 from nodeqc.gui.tiles import GpuTile  # noqa: E402
@@ -104,10 +105,10 @@ def test_a_fault_turns_its_tile_and_check_red_and_the_banner_says_why(qtbot, tmp
 
     # Plots: every GPU's curves received the run's telemetry, with the profile's limit drawn.
     assert window.plots.sample_count() > 10
+    t, values = window.plots.buffer.window()
     for (field, subject), curve in window.plots.curves.items():
         xs, ys = curve.getData()
-        assert xs is not None and len(xs) == window.plots.sample_count(), (field, subject)
-    t, values = window.plots.buffer.window()
+        assert xs[0] == t[0] and xs[-1] == t[-1] and not all(y != y for y in ys), (field, subject)
     assert t[-1] > t[0] and (values[0] > 40).any()  # temperatures rose under load
 
     # Checks: the PCIe check is red for gpu3 only.
@@ -115,8 +116,9 @@ def test_a_fault_turns_its_tile_and_check_red_and_the_banner_says_why(qtbot, tmp
     assert checks.verdict_of("health.pcie_link") is Verdict.FAIL
     assert checks.verdict_of("health.pcie_link", "gpu3") is Verdict.FAIL
     assert checks.verdict_of("health.pcie_link", "gpu0") is Verdict.PASS
-    assert checks.checks["health.pcie_link"].item.text(2) == "FAIL"
-    assert checks.checks["stress.burn"].bar.value() == 100
+    assert checks.checks["health.pcie_link"].item.text(VERDICT) == "FAIL"
+    burn = checks.checks["stress.burn"]
+    assert burn.fraction == 1.0 and burn.bar is None and burn.item.text(VERDICT) == "PASS"  # bar gave way
 
     # Clicking a check shows its evidence; a failed one also what to do.
     click_item(qtbot, checks.tree, child(checks, "health.pcie_link", "gpu0"))
@@ -165,6 +167,9 @@ def test_abort_asks_first_then_writes_an_aborted_report(qtbot, tmp_path, monkeyp
     qtbot.mouseClick(window.start_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: "stress.burn" in window.checks.checks, timeout=RUN_TIMEOUT_MS)
     assert not window.start_button.isEnabled() and window.abort_button.isEnabled()
+    bar = window.checks.checks["stress.burn"].bar  # the burn's progress, live
+    qtbot.waitUntil(lambda: 0 < bar.value() < 100, timeout=RUN_TIMEOUT_MS)
+    assert window.banner_word.text() == "RUNNING" and "stress.burn" in window.banner_text.text()
 
     answer(monkeypatch, QMessageBox.StandardButton.No)
     qtbot.mouseClick(window.abort_button, Qt.MouseButton.LeftButton)
@@ -221,6 +226,19 @@ def test_history_lists_the_nodes_earlier_reports_newest_first(qtbot):
 # ---------------------------------------------------------------------- the parts
 
 
+def test_peak_decimation_keeps_spikes_and_gaps():
+    t = np.arange(1000, dtype=float)
+    rows = np.full((2, 1000), 50.0, dtype=np.float32)
+    rows[0, 617] = 95.0  # a one-sample spike
+    rows[1, 200:300] = np.nan  # a GPU that stopped answering for a while
+    x, reduced = peak_decimate(t, rows, buckets=100)
+    assert len(x) == 200 and x[0] == 0 and x[-1] == 999 and (np.diff(x) >= 0).all()
+    assert reduced[0].max() == 95.0 and reduced[0].min() == 50.0
+    assert np.isnan(reduced[1]).sum() == 20 and not np.isnan(reduced[0]).any()  # 10 empty runs, min and max each
+    same_x, same = peak_decimate(t[:150], rows[:, :150], buckets=100)  # fewer samples than pixels: as they are
+    assert len(same_x) == 150 and (same == rows[:, :150]).all()
+
+
 def test_the_ring_buffer_keeps_the_newest_rows_in_order_in_fixed_memory():
     ring = RingBuffer(capacity=5, columns=2)
     size = ring.values.nbytes + ring.t.nbytes
@@ -242,11 +260,12 @@ def test_plots_leave_a_gap_for_a_missing_sample_and_mark_throttle_onsets(qtbot):
                             "gpu1": None if i == 140 else GpuSample(temp_c=40)})
     plots.refresh()
     assert plots.sample_count() == 100  # the oldest 50 scrolled out
-    xs, ys = plots.curves[("temp_c", "gpu1")].getData()
-    assert len(xs) == 100 and xs[0] == pytest.approx(5.0)
+    t, values = plots.buffer.window()
+    assert t[0] == pytest.approx(5.0) and t[-1] == pytest.approx(14.9)
     temp = [f for f, _, _ in SERIES].index("temp_c")
-    assert sum(v != v for v in plots.buffer.window()[1][temp * 2 + 1]) == 1  # one NaN: gpu1's missing sample
+    assert sum(v != v for v in values[temp * 2 + 1]) == 1  # one NaN: gpu1's missing sample
     assert len(plots.markers) == 1 and "hw_slowdown" in plots.markers[0][2]  # the onset, not every sample
+    assert plots.throttle.data["x"].tolist() == [pytest.approx(12.0)]
 
 
 def test_a_tile_shows_the_pcie_link_only_as_seen_under_load(qtbot):

@@ -1,5 +1,6 @@
-"""The check list: one row per check with its progress, verdict, key figure and message, one child
-row per subject; selecting a row shows its evidence and what to do about a failure."""
+"""The check list: one row per check with its progress bar (its verdict once every subject is done),
+key figure and message, one child row per subject; selecting a row shows its evidence and what to do
+about a failure."""
 
 from __future__ import annotations
 
@@ -17,15 +18,15 @@ from nodeqc.gui.style import COLOURS, WORDS
 from nodeqc.model import CheckResult, Verdict
 from nodeqc.render import subjects_text
 
-COLUMNS = ("Check", "Progress", "Verdict", "Key figure", "Message")
-CHECK, PROGRESS, VERDICT, FIGURE, MESSAGE = range(len(COLUMNS))
+COLUMNS = ("Check", "Verdict", "Key figure", "Message")
+CHECK, VERDICT, FIGURE, MESSAGE = range(len(COLUMNS))
 RESULT_ROLE = Qt.ItemDataRole.UserRole
 
 
 @dataclass
 class _Check:
     item: QTreeWidgetItem
-    bar: QProgressBar
+    bar: QProgressBar | None  # in the verdict's place until every subject has its result
     subjects: list[str]
     fractions: dict[str, float] = field(default_factory=dict)
     results: dict[str, CheckResult] = field(default_factory=dict)
@@ -52,10 +53,9 @@ def key_figures(results: list[CheckResult]) -> str:
     return ", ".join(distinct) if len(distinct) <= 2 else f"{len(distinct)} different"
 
 
-def _paint_verdict(item: QTreeWidgetItem, verdict: Verdict | None) -> None:
-    state = verdict.value if verdict else "running"
-    background, text = COLOURS[state]
-    item.setText(VERDICT, WORDS[state])
+def _paint_verdict(item: QTreeWidgetItem, verdict: Verdict) -> None:
+    background, text = COLOURS[verdict.value]
+    item.setText(VERDICT, WORDS[verdict.value])
     item.setBackground(VERDICT, QBrush(QColor(background)))
     item.setForeground(VERDICT, QBrush(QColor(text)))
     font = item.font(VERDICT)
@@ -75,10 +75,10 @@ class CheckList(QWidget):
         self.tree.setStyleSheet("QTreeView::item { min-height: 30px; }")
         header = self.tree.header()
         header.setStretchLastSection(True)
-        for col, width in ((CHECK, 200), (PROGRESS, 90), (VERDICT, 80), (FIGURE, 130)):
-            header.resizeSection(col, width)
-        header.setSectionResizeMode(PROGRESS, QHeaderView.ResizeMode.Fixed)
+        header.setSectionResizeMode(CHECK, QHeaderView.ResizeMode.ResizeToContents)
+        header.resizeSection(VERDICT, 90)
         header.setSectionResizeMode(VERDICT, QHeaderView.ResizeMode.Fixed)
+        header.resizeSection(FIGURE, 120)
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)
         self.detail.setPlaceholderText("Select a check to see its evidence and what to do about it.")
@@ -103,7 +103,7 @@ class CheckList(QWidget):
     def check_started(self, name: str, subjects: list[str]) -> None:
         check = self.checks.get(name)
         if check is None:
-            item = QTreeWidgetItem([name, "", "", "", subjects_text(subjects)])
+            item = QTreeWidgetItem([name, "", "", subjects_text(subjects)])
             bold = QFont(item.font(CHECK))
             bold.setBold(True)
             item.setFont(CHECK, bold)
@@ -111,15 +111,14 @@ class CheckList(QWidget):
             bar = QProgressBar()
             bar.setRange(0, 100)
             bar.setTextVisible(True)
-            self.tree.setItemWidget(item, PROGRESS, bar)
+            self.tree.setItemWidget(item, VERDICT, bar)
             check = self.checks[name] = _Check(item, bar, [])
-            _paint_verdict(item, None)
         check.subjects += [s for s in subjects if s not in check.subjects]
         self._update(check)
 
     def check_progress(self, name: str, subject: str, fraction: float) -> None:
         check = self.checks.get(name)
-        if check is not None:
+        if check is not None and check.bar is not None:
             check.fractions[subject] = fraction
             check.bar.setValue(round(100 * check.fraction))
 
@@ -129,7 +128,7 @@ class CheckList(QWidget):
             self.check_started(result.name, [result.subject])
             check = self.checks[result.name]
         check.results[result.subject] = result
-        child = QTreeWidgetItem([result.subject, "", "", result.key_figure.partition("=")[2], result.message])
+        child = QTreeWidgetItem([result.subject, "", result.key_figure.partition("=")[2], result.message])
         child.setData(CHECK, RESULT_ROLE, result)
         child.setToolTip(MESSAGE, result.message)
         _paint_verdict(child, result.verdict)
@@ -141,12 +140,14 @@ class CheckList(QWidget):
             self._show_detail(check.item)
 
     def _update(self, check: _Check) -> None:
-        check.bar.setValue(round(100 * check.fraction))
         results = list(check.results.values())
-        finished = len(results) >= len(check.subjects)
-        failing = any(r.verdict.blocks_qualification for r in results)
-        _paint_verdict(check.item, Verdict.worst([r.verdict for r in results]) if results and (finished or failing)
-                       else None)
+        if check.bar is not None:
+            check.bar.setValue(round(100 * check.fraction))
+            if results and len(results) >= len(check.subjects):
+                self.tree.removeItemWidget(check.item, VERDICT)
+                check.bar = None
+        if check.bar is None:
+            _paint_verdict(check.item, Verdict.worst([r.verdict for r in results]))
         check.item.setText(FIGURE, key_figures(results))
         bad = [r for r in results if r.verdict is not Verdict.PASS]
         if len(results) == 1:

@@ -21,7 +21,7 @@ from nodeqc.errors import UsageError
 from nodeqc.gui.style import COLOURS, WORDS
 from nodeqc.keys import trusted_keys
 from nodeqc.model import CheckResult
-from nodeqc.render import banner, render_report
+from nodeqc.render import render_report
 from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_envelope
 
 
@@ -89,8 +89,10 @@ def summary_html(report: LoadedReport) -> str:
     e = lambda v: html.escape(str(v))  # noqa: E731
     out = [
         "<h1>nodeqc qualification report</h1>",
-        f"<table width='100%' cellpadding='10'><tr><td style='background:{background}; color:{text}; "
-        f"font-size:28pt; font-weight:bold'>{e(banner(p))}</td></tr></table>",
+        f"<table width='100%' cellpadding='10'><tr><td style='background:{background}; color:{text}'>"
+        f"<span style='font-size:28pt; font-weight:bold'>{e(report.word)}</span>"
+        + ("<br><b>SIMULATED: not a qualification of real hardware</b>" if p.get("simulated") else "")
+        + "</td></tr></table>",
         "<table cellpadding='2'>",
         f"<tr><td>Node</td><td><b>{e(node.get('hostname'))}</b> serial {e(node.get('system_serial'))} "
         f"({e(node.get('system_vendor'))} {e(node.get('system_model'))})</td></tr>",
@@ -112,7 +114,7 @@ def summary_html(report: LoadedReport) -> str:
                        f"What to do: {e(remediation(c.code or ''))}</p>")
     rows = "".join(f"<tr><td>{e(c.name)}</td><td>{e(c.subject)}</td><td><b>{WORDS[c.verdict.value]}</b></td>"
                    f"<td>{e(c.message)}</td></tr>" for c in checks)
-    out.append(f"<h2>All checks ({len(checks)})</h2><table border='1' cellspacing='0' cellpadding='2' "
+    out.append(f"<h2>All checks ({len(checks)})</h2><table width='100%' border='1' cellspacing='0' cellpadding='2' "
                f"style='font-size:7pt'><tr><th>Check</th><th>Subject</th><th>Verdict</th><th>Message</th></tr>"
                f"{rows}</table>")
     return "".join(out)

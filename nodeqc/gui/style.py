@@ -35,6 +35,7 @@ def badge_css(state: str) -> str:
 
 # Widgets pick their colours from a dynamic `state` property, so one sheet styles every tile and banner.
 STYLESHEET = f"""
+QWidget {{ font-size: {BASE_POINT_SIZE}pt; }}
 QPushButton {{ min-height: {BUTTON_MIN_HEIGHT}px; padding: 0 18px; font-size: 14pt; font-weight: bold; }}
 QPushButton#start {{ background: #1b7f2a; color: white; border-radius: 6px; }}
 QPushButton#start:disabled {{ background: #9db8a1; color: #eef2ee; }}
@@ -52,6 +53,6 @@ QLabel#bannerText {{ font-size: 13pt; }}
 QLabel#bannerReport {{ font-size: 10pt; }}
 QFrame#banner QPushButton {{ min-height: 42px; font-size: 12pt; }}
 QLabel#simulated {{ background: #f2b705; color: black; font-weight: bold; padding: 4px 10px; border-radius: 4px; }}
-QLabel#fieldName {{ color: #444b55; }}
+QLabel#fieldName {{ color: #444b55; padding-right: 2px; }}
 QLabel#fieldValue {{ font-weight: bold; font-size: 13pt; }}
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from nodeqc.backends.base import GpuSample
 from nodeqc.gui.style import WORDS, badge_css
@@ -16,14 +16,17 @@ from nodeqc.telemetry import LOADED_UTIL_PCT
 
 
 def _badge(label: QLabel, state: str, size: int = 10) -> None:
-    label.setStyleSheet(badge_css(state) + f"font-size: {size}pt; padding: 1px 5px;")
+    css = badge_css(state) + f"font-size: {size}pt; padding: 1px 5px;"
+    if label.styleSheet() != css:  # restyling is costly; live readings arrive several times a second
+        label.setStyleSheet(css)
 
 
 def _shown(value: Any, fmt: str = "{:.0f}") -> str:
     return "–" if value is None or is_na(value) else fmt.format(value)
 
 
-TILE_MIN_WIDTH = 345  # two columns of tiles and the tabs fit 1366 pixels
+TILE_MIN_WIDTH = 355  # the longest readings fit; two columns of tiles and the tabs fit 1366 pixels
+TILE_SPACING = 6
 
 
 class GpuTile(QFrame):
@@ -145,11 +148,12 @@ class GpuTile(QFrame):
 
     def _refresh(self) -> None:
         state = self.state
-        self.setProperty("state", state)
-        self.style().unpolish(self)
-        self.style().polish(self)
-        self.badge.setText(WORDS[state])
-        self.badge.setStyleSheet(badge_css(state) + "font-size: 13pt;")
+        if self.property("state") != state:
+            self.setProperty("state", state)
+            self.style().unpolish(self)
+            self.style().polish(self)
+            self.badge.setText(WORDS[state])
+            self.badge.setStyleSheet(badge_css(state) + "font-size: 13pt;")
         failed = [r for r in self.results if r.verdict.blocks_qualification]
         if failed:
             first = failed[0]
@@ -208,3 +212,46 @@ class GpuTile(QFrame):
             best += [f"x{max_width}"] if width < max_width else []
             self.pcie.setText(f"{link} DOWNTRAINED (max {' '.join(best)})")
             _badge(self.pcie, "fail")
+
+
+class TileArea(QScrollArea):
+    """The tiles in a grid of `columns`; it scrolls (vertically only) when they do not fit."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.tiles: dict[str, GpuTile] = {}
+        self.columns = 2
+        self.empty = ""
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._lay_out()
+
+    def set_gpus(self, gpus: list[dict[str, Any]], empty: str) -> None:
+        """New tiles (the old ones go with the old grid); `empty` is said when there are none."""
+        self.tiles = {g["subject"]: GpuTile(g) for g in gpus}
+        self.empty = empty
+        self._lay_out()
+
+    def set_columns(self, columns: int) -> None:
+        if columns != self.columns:
+            self.columns = columns
+            self._lay_out()
+
+    def _lay_out(self) -> None:
+        inner = QWidget()
+        grid = QGridLayout(inner)
+        grid.setContentsMargins(0, 0, 4, 0)
+        grid.setSpacing(TILE_SPACING)
+        for n, tile in enumerate(self.tiles.values()):
+            grid.addWidget(tile, n // self.columns, n % self.columns)
+        if not self.tiles:
+            grid.addWidget(QLabel(self.empty), 0, 0)
+        grid.setRowStretch(grid.rowCount(), 1)
+        self.setWidget(inner)  # deletes the previous grid widget, and any tile still in it
+
+    def width_for(self, columns: int) -> int:
+        return columns * TILE_MIN_WIDTH + (columns - 1) * TILE_SPACING + self.verticalScrollBar().sizeHint().width() + 6
+
+    def content_height(self) -> int:
+        return self.widget().sizeHint().height()

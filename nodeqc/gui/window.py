@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QFont
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout, QLabel,
-                               QLineEdit, QMainWindow, QMessageBox, QPushButton, QScrollArea,
-                               QSizePolicy, QSplitter, QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout,
+                               QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QSizePolicy,
+                               QTabWidget, QVBoxLayout, QWidget)
 
 from nodeqc.backends.base import GpuSample
 from nodeqc.errors import UsageError
@@ -27,16 +26,19 @@ from nodeqc.gui.history import HistoryList
 from nodeqc.gui.plots import TelemetryPlots
 from nodeqc.gui.reports import ReportDialog, export_pdf, load_report
 from nodeqc.gui.session import NodeInfo, RunSetup
-from nodeqc.gui.style import BASE_POINT_SIZE, STYLESHEET
-from nodeqc.gui.tiles import TILE_MIN_WIDTH, GpuTile
+from nodeqc.gui.style import STYLESHEET
+from nodeqc.gui.tiles import GpuTile, TileArea
 from nodeqc.gui.widgets import ElidedLabel
 from nodeqc.model import CheckResult
 from nodeqc.profile import Profile, list_profiles, suggest_profile
 from nodeqc.render import subjects_text
 from nodeqc.runner import RunOptions, RunOutcome, Runner
 
-REDRAW_MS = 250  # plots and live readings are redrawn at most this often, however fast samples come
+REDRAW_MS = 500  # live readings and the banner are redrawn this often, however fast samples come
 BANNER_FAILURES = 3  # failing checks listed in the banner; the Checks tab has them all
+WIDE_COLUMNS = 4  # tiles per row when the window is wide enough to put them above the tabs
+WIDE_MIN_HEIGHT = 850  # and tall enough to leave the tabs room below them
+QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
 
 
 def _field(name: str) -> QLabel:
@@ -68,13 +70,9 @@ class MainWindow(QMainWindow):
         self.close_after_run = False
         self.started_at = 0.0
         self.current_check: str | None = None
-        self.tiles: dict[str, GpuTile] = {}
         self.latest: dict[str, GpuSample | None] = {}
         self._dialogs: list[QWidget] = []
         self.setWindowTitle(f"nodeqc: {node.host.get('hostname')}")
-        font = QFont(self.font())
-        font.setPointSize(BASE_POINT_SIZE)
-        self.setFont(font)
         self.setStyleSheet(STYLESHEET)
 
         self.worker = RunThread(self)
@@ -91,17 +89,7 @@ class MainWindow(QMainWindow):
         layout.setSpacing(6)
         layout.addWidget(self._node_panel())
         layout.addWidget(self._banner())
-        self.tile_area = QWidget()
-        self.tile_grid = QGridLayout(self.tile_area)
-        self.tile_grid.setContentsMargins(0, 0, 4, 0)
-        self.tile_grid.setSpacing(6)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setWidget(self.tile_area)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(2 * TILE_MIN_WIDTH + self.tile_grid.spacing()
-                               + scroll.verticalScrollBar().sizeHint().width() + 6)
+        self.tile_area = TileArea()
         self.plots = TelemetryPlots()
         self.checks = CheckList()
         self.history = HistoryList()
@@ -110,13 +98,10 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.plots, "Plots")
         self.tabs.addTab(self.checks, "Checks")
         self.tabs.addTab(self.history, "History")
-        body = QSplitter(Qt.Orientation.Horizontal)
-        body.addWidget(scroll)
-        body.addWidget(self.tabs)
-        body.setStretchFactor(0, 4)
-        body.setStretchFactor(1, 6)
-        body.setChildrenCollapsible(False)
-        layout.addWidget(body, 1)
+        self.body = QBoxLayout(QBoxLayout.Direction.LeftToRight)
+        self.body.addWidget(self.tile_area)
+        self.body.addWidget(self.tabs, 1)
+        layout.addLayout(self.body, 1)
         self.setCentralWidget(central)
 
         self._build_tiles(node.gpus)
@@ -228,12 +213,11 @@ class MainWindow(QMainWindow):
         return self.banner
 
     def _set_banner(self, state: str, word: str, text: str, finished: bool = False, report: str = "") -> None:
-        self.banner.setProperty("state", state)
-        self.banner.style().unpolish(self.banner)
-        self.banner.style().polish(self.banner)
-        for label in self.banner.findChildren(QLabel):
-            label.style().unpolish(label)
-            label.style().polish(label)
+        if self.banner.property("state") != state:  # restyle only on a change: it is costly
+            self.banner.setProperty("state", state)
+            for widget in [self.banner, *self.banner.findChildren(QLabel)]:
+                widget.style().unpolish(widget)
+                widget.style().polish(widget)
         self.banner_word.setText(word)
         self.banner_text.setText(text)
         self.banner_report.setFullText(report)
@@ -241,16 +225,34 @@ class MainWindow(QMainWindow):
         for button in (self.open_button, self.pdf_button, self.retest_button):
             button.setVisible(finished)
 
+    @property
+    def tiles(self) -> dict[str, GpuTile]:
+        return self.tile_area.tiles
+
     def _build_tiles(self, gpus: list[dict[str, Any]]) -> None:
-        for tile in self.tiles.values():
-            tile.deleteLater()
-        self.tiles = {g["subject"]: GpuTile(g) for g in gpus}
-        columns = 1 if len(gpus) <= 1 else 2
-        for n, tile in enumerate(self.tiles.values()):
-            self.tile_grid.addWidget(tile, n // columns, n % columns)
-        if not gpus:
-            self.tile_grid.addWidget(QLabel(f"No GPUs found: {self.node.error or 'the driver lists none'}"), 0, 0)
-        self.tile_grid.setRowStretch(self.tile_grid.rowCount(), 1)
+        self.tile_area.set_gpus(gpus, f"No GPUs found: {self.node.error or 'the driver lists none'}")
+        self._arrange()
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """Narrow screens: two columns of tiles beside the tabs. Wide ones: rows of four tiles above
+        the tabs, which then get the whole width."""
+        wide = self.width() >= self.tile_area.width_for(WIDE_COLUMNS) + 20 and self.height() >= WIDE_MIN_HEIGHT
+        self.tile_area.set_columns(WIDE_COLUMNS if wide else 2)
+        area = self.tile_area
+        if wide:
+            self.body.setDirection(QBoxLayout.Direction.TopToBottom)
+            area.setMinimumWidth(0)
+            area.setMaximumWidth(QWIDGETSIZE_MAX)
+            area.setFixedHeight(min(area.content_height(), self.height() * 2 // 5))
+        else:
+            self.body.setDirection(QBoxLayout.Direction.LeftToRight)
+            area.setMinimumHeight(0)
+            area.setMaximumHeight(QWIDGETSIZE_MAX)
+            area.setFixedWidth(area.width_for(2))
 
     @staticmethod
     def _gpu_summary(gpus: list[dict[str, Any]]) -> str:
@@ -358,7 +360,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"journal: {event.files.get('journal')}")
 
     def redraw(self) -> None:
-        """On the timer: live readings and plots, and the running banner."""
+        """On the timer: live readings and the running banner (the plots keep their own timer)."""
         for subject, sample in self.latest.items():
             tile = self.tiles.get(subject)
             if tile is None:
@@ -368,7 +370,7 @@ class MainWindow(QMainWindow):
             else:
                 tile.show_sample(sample)
         self.latest.clear()
-        self.plots.refresh()
+        self._arrange()  # tiles grow a little as their markers fill in
         if self.running and not self.worker.runner.aborted:
             elapsed = int(time.monotonic() - self.started_at)
             check = self.checks.checks.get(self.current_check or "")
@@ -383,6 +385,7 @@ class MainWindow(QMainWindow):
     def _on_done(self, outcome: RunOutcome) -> None:
         self.timer.stop()
         self.redraw()
+        self.plots.refresh()  # every plot, up to the last sample
         self.outcome = outcome
         self.exit_code = outcome.exit_code
         self._set_inputs(running=False)
