@@ -53,6 +53,7 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
     window = MainWindow(setup, probe(hardware))
     if args.screenshot:  # once the run has ended and the window shows its verdict
         window.run_done.connect(lambda _: QTimer.singleShot(SETTLE_MS, lambda: _save_and_quit(window, shot)))
+    window.resize(window.screen().availableGeometry().size())  # full screen even without a window manager
     window.showMaximized()
     if args.start:
         QTimer.singleShot(0, window.start)
