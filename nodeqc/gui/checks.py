@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
@@ -78,7 +79,6 @@ class CheckList(QWidget):
         header.setSectionResizeMode(CHECK, QHeaderView.ResizeMode.ResizeToContents)
         header.resizeSection(VERDICT, 90)
         header.setSectionResizeMode(VERDICT, QHeaderView.ResizeMode.Fixed)
-        header.resizeSection(FIGURE, 120)
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)
         self.detail.setPlaceholderText("Select a check to see its evidence and what to do about it.")
@@ -92,6 +92,11 @@ class CheckList(QWidget):
         layout.addWidget(splitter)
         self.checks: dict[str, _Check] = {}
         self.tree.currentItemChanged.connect(self._show_detail)
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        # Key figures get more room on a wide screen; on a narrow one the message keeps most.
+        self.tree.header().resizeSection(FIGURE, max(110, min(260, self.width() // 6)))
 
     def clear(self) -> None:
         self.tree.clear()

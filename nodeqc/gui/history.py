@@ -57,10 +57,11 @@ class HistoryList(QWidget):
             return item
         p = report.predicate
         failed = (p.get("summary") or {}).get("failed") or []
-        item = QTreeWidgetItem([str(p.get("finished_at", "")), report.word, str(len(failed)),
+        finished = str(p.get("finished_at", ""))
+        item = QTreeWidgetItem([finished.replace("T", " ")[:16], report.word, str(len(failed)),
                                 str(p.get("profile", {}).get("name", "")), str(p.get("operator") or ""),
                                 str(p.get("ticket") or ""), "verified" if report.verified else "NOT VERIFIED"])
-        item.setToolTip(0, str(path))
+        item.setToolTip(0, f"{finished}\n{path}")
         background, text = COLOURS[report.state]
         item.setBackground(1, QBrush(QColor(background)))
         item.setForeground(1, QBrush(QColor(text)))
