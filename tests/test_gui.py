@@ -260,6 +260,8 @@ def test_plots_leave_a_gap_for_a_missing_sample_and_mark_throttle_onsets(qtbot):
                             "gpu1": None if i == 140 else GpuSample(temp_c=40)})
     plots.refresh()
     assert plots.sample_count() == 100  # the oldest 50 scrolled out
+    xs, _ = plots.curves[("temp_c", "gpu0")].getData()
+    assert len(xs) == 100  # never shown, so not yet reduced to a width it does not have
     t, values = plots.buffer.window()
     assert t[0] == pytest.approx(5.0) and t[-1] == pytest.approx(14.9)
     temp = [f for f, _, _ in SERIES].index("temp_c")

@@ -24,6 +24,7 @@ from nodeqc.telemetry import FAILING_REASONS
 
 HISTORY_SAMPLES = 36_000  # one hour at 10 samples a second; older samples scroll out
 PLOT_TICK_MS = 125  # one plot redrawn per tick: each of the four twice a second
+UNSHOWN_PIXELS = 1000  # the width assumed for a plot not laid out yet
 MAX_MARKERS = 500  # throttle onsets kept on the plot
 FAILING_MASK = sum(REASON_BITS[r] for r in FAILING_REASONS)
 
@@ -171,7 +172,7 @@ class TelemetryPlots(QWidget):
     # ------------------------------------------------------------------ data
 
     def add(self, t: float, samples: dict[str, GpuSample | None]) -> None:
-        """One telemetry event: cheap, called at the sampling rate; drawing waits for refresh()."""
+        """One telemetry event: cheap, called at the sampling rate; drawing waits for the plot timer."""
         if not self.subjects:
             return
         row = np.full(len(SERIES) * len(self.subjects), np.nan, dtype=np.float32)
@@ -192,8 +193,12 @@ class TelemetryPlots(QWidget):
         self._stale += [f for f in self.plots if f not in self._stale]
 
     def _redraw_next(self) -> None:
-        if self._stale:
+        if self._stale and self.isVisible():
             self.refresh([self._stale[0]])
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        self._stale = list(self.plots)  # redrawn for the size they are shown at
 
     def refresh(self, fields: list[str] | None = None) -> None:
         """Redraw these plots (all by default) from the buffer now."""
@@ -205,7 +210,8 @@ class TelemetryPlots(QWidget):
             if field in self._stale:
                 self._stale.remove(field)
             plot = self.plots[field]
-            x, rows = peak_decimate(t, values[f * n:(f + 1) * n], int(plot.getViewBox().width()))
+            pixels = int(plot.getViewBox().width())
+            x, rows = peak_decimate(t, values[f * n:(f + 1) * n], pixels if pixels >= 100 else UNSHOWN_PIXELS)
             for k, subject in enumerate(self.subjects):
                 self.curves[(field, subject)].setData(x, rows[k])
             top = float(np.fmax.reduce(rows, axis=None)) if rows.size else math.nan

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontDatabase, QPageLayout, QPageSize, QTextDocument
 from PySide6.QtPrintSupport import QPrinter
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QVBoxLayout,
@@ -67,10 +68,10 @@ class ReportDialog(QDialog):
         self.resize(1100, 700)
         self.text = text = QPlainTextEdit(render_report(report.predicate, report.trust))
         text.setReadOnly(True)
-        text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        text.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         path = QLabel(str(report.path))
-        path.setTextInteractionFlags(path.textInteractionFlags() | path.textInteractionFlags().TextSelectableByMouse)
+        path.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)

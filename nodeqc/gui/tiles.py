@@ -50,6 +50,7 @@ class GpuTile(QFrame):
         self.badge.setMinimumWidth(96)
         header = QHBoxLayout()
         header.addWidget(self.title)
+        header.addSpacing(6)
         header.addWidget(self.bus)
         header.addStretch(1)
         header.addWidget(self.badge)
@@ -246,7 +247,10 @@ class TileArea(QScrollArea):
         for n, tile in enumerate(self.tiles.values()):
             grid.addWidget(tile, n // self.columns, n % self.columns)
         if not self.tiles:
-            grid.addWidget(QLabel(self.empty), 0, 0)
+            empty = QLabel(self.empty)
+            empty.setWordWrap(True)
+            empty.setStyleSheet("font-size: 13pt; color: #c4161c;")
+            grid.addWidget(empty, 0, 0)
         grid.setRowStretch(grid.rowCount(), 1)
         self.setWidget(inner)  # deletes the previous grid widget, and any tile still in it
 

@@ -71,7 +71,6 @@ class MainWindow(QMainWindow):
         self.started_at = 0.0
         self.current_check: str | None = None
         self.latest: dict[str, GpuSample | None] = {}
-        self._dialogs: list[QWidget] = []
         self.setWindowTitle(f"nodeqc: {node.host.get('hostname')}")
         self.setStyleSheet(STYLESHEET)
 
@@ -440,7 +439,7 @@ class MainWindow(QMainWindow):
         except UsageError as e:
             QMessageBox.warning(self, "Cannot open the report", str(e))
             return
-        self._dialogs = [d for d in self._dialogs if d.isVisible()] + [dialog]
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.show()
 
     def export_pdf(self) -> None:
