@@ -154,18 +154,24 @@ class TelemetryPlots(QWidget):
             self._limit("temp_c", temp.fail, f"limit {temp.fail:g} °C{warn}", "#c4161c")
             if warn:
                 self._limit("temp_c", temp.warn, "", "#d08700")
+        floor = profile.threshold("gpu", "min_power_fraction") if profile else None
         for value in sorted({g["power_limit_w"] for g in gpus if g.get("power_limit_w")}):
             self._limit("power_w", value, f"power limit {value:g} W", "#c4161c")
+            if floor:  # the burn must reach this much of the limit
+                self._limit("power_w", floor.fail * value, f"burn floor {floor.fail * value:g} W", "#d08700",
+                            above=False)
         for value in sorted({g["max_sm_clock_mhz"] for g in gpus if g.get("max_sm_clock_mhz")}):
             self._limit("sm_clock_mhz", value, f"max {value:g} MHz", "#555555")
         self.refresh()
         self.timer.start()
 
-    def _limit(self, field: str, value: float, text: str, colour: str) -> None:
-        # The label sits above the line, in headroom kept above the highest limit.
+    def _limit(self, field: str, value: float, text: str, colour: str, above: bool = True) -> None:
+        # A ceiling's label sits above its line at the left, in headroom kept above the highest
+        # limit; a floor's below its line in the middle, where the work holds the curves above it.
+        anchor = (0, 1) if above else (0.5, 0)
         line = pg.InfiniteLine(pos=value, angle=0, pen=pg.mkPen(colour, width=2, style=pg.QtCore.Qt.PenStyle.DashLine),
-                               label=text or None, labelOpts={"position": 0.02, "color": colour,
-                                                              "anchors": [(0, 1), (0, 1)]})
+                               label=text or None, labelOpts={"position": 0.02 if above else 0.5, "color": colour,
+                                                              "anchors": [anchor, anchor]})
         self.plots[field].addItem(line)
         self._y_floor[field] = max(self._y_floor[field], value * 1.22)
 
