@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -33,24 +34,55 @@ class _Parser(argparse.ArgumentParser):
 
 def _run_parser() -> _Parser:
     p = _Parser(prog="nodeqc", description="GPU node qualification and burn-in.",
-                epilog="Other commands: nodeqc verify|show|profiles|scenarios|gui --help")
+                epilog="Other commands: nodeqc verify|show|history|compare|export|profiles|scenarios|gui --help")
     p.add_argument("--version", action="version", version=f"nodeqc {__version__}")
     p.add_argument("--headless", action="store_true", help="run without the GUI (for scripts)")
     p.add_argument("--profile", metavar="NAME|PATH", help="profile name, profile file, or 'auto' (chosen from the GPUs found)")
     p.add_argument("--simulate", metavar="NAME|PATH", help="run on a simulated node: a built-in scenario "
                    "(nodeqc scenarios), a scenario file, or 'auto' (only when no NVIDIA GPU is found)")
+    p.add_argument("--replay", metavar="CAPTURE", help="run on a captured machine (nodeqc capture): its NVML "
+                   "answers replayed, a simulated compute twin")
     p.add_argument("--inject", metavar="FAULT", action="append", default=[],
                    help="fault for the simulated node, e.g. gpu3:pcie_width=8 (repeatable)")
     p.add_argument("--quick", action="store_true", help="short stress durations (the profile's quick_* settings)")
+    p.add_argument("--burn-in", metavar="DURATION", type=_duration, help="after the checks, burn in for this long "
+                   "(e.g. 8h, 90m, 1h30m): matmul, memory and host-link traffic while every health check watches")
     p.add_argument("--gpus", type=int, metavar="N", help="expected GPU count (single-model profiles)")
     p.add_argument("--out", metavar="DIR", help="write the report here instead of the archive")
     p.add_argument("--operator", metavar="NAME", help="who ran the qualification (recorded)")
     p.add_argument("--ticket", metavar="ID", help="work ticket (recorded)")
     p.add_argument("--key", metavar="PEM", help="Ed25519 private key (PKCS#8 PEM) to sign with")
     p.add_argument("--sample-hz", type=float, metavar="HZ", help="telemetry samples per second")
+    p.add_argument("--archive", metavar="DIR", help="the report archive (default: $NODEQC_ARCHIVE or the per-user one)")
+    p.add_argument("--retest", metavar="REPORT", nargs="?", const="", help="re-test after a repair: record the "
+                   "previous report (REPORT, else this node's newest in the archive) and compare at the end; "
+                   "done anyway when the archive holds an earlier report of this node")
+    p.add_argument("--only", metavar="CHECKS", action="append", help="run only these checks or families, e.g. "
+                   "health.pcie_link,host (the report is partial: not a qualification)")
+    p.add_argument("--skip", metavar="CHECKS", action="append", help="leave out these checks or families, e.g. "
+                   "stress (the report is partial: not a qualification)")
+    p.add_argument("--prometheus-textfile", metavar="PATH", help="also write the verdict and key figures to "
+                   "PATH (*.prom) for node_exporter's textfile collector")
+    p.add_argument("--nic-peer", metavar="[NIC=]HOST[:PORT]", action="append", default=[],
+                   help="peer for NIC traffic, running `iperf3 -s` (and `ib_write_bw -d DEV` for RDMA); "
+                        "NIC=HOST for one NIC (repeatable; replaces the profile's [nic] peers)")
     p.add_argument("--start", action="store_true", help="GUI: start the run at once")
     p.add_argument("--screenshot", metavar="PNG", help="GUI: save a picture of the window when the run ends, then exit")
     return p
+
+
+def _duration(text: str) -> float:
+    """'8h', '90m', '1h30m', '45s', '3600' -> seconds."""
+    import re
+
+    m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
+    if not text.strip() or not m or not any(m.groups()):
+        raise argparse.ArgumentTypeError(f"expected a duration like 8h, 90m, 1h30m or 45s, got {text!r}")
+    h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+    seconds = h * 3600 + mi * 60 + s
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"expected a duration above zero, got {text!r}")
+    return seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("nodeqc: interrupted", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # `nodeqc history | head`: the reader has gone, which is no error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as e:  # noqa: BLE001 - never a traceback for the user; NODEQC_DEBUG shows it
         if os.environ.get("NODEQC_DEBUG"):
             traceback.print_exc()
@@ -81,12 +116,14 @@ def main(argv: list[str] | None = None) -> int:
 def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """Resolve hardware, profile and key from the arguments, or raise UsageError. Shared by the
     headless run and the GUI."""
-    from nodeqc.backends import real_hardware, simulated_hardware
+    from nodeqc.backends import real_hardware, replay_hardware, simulated_hardware
     from nodeqc.faults import parse_fault
     from nodeqc.keys import load_signer
+    from nodeqc.peers import parse_peers
     from nodeqc.profile import load_profile, suggest_profile
 
     faults = [parse_fault(f) for f in args.inject]
+    peers = parse_peers(getattr(args, "nic_peer", []))
     if faults and not args.simulate:
         raise UsageError("--inject needs --simulate: faults are injected into a simulated node only")
     if args.gpus is not None and args.gpus < 1:
@@ -100,7 +137,17 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         simulate = None if _nvidia_gpu_present() else "hgx-h100"
         if simulate:
             print(f"nodeqc: no NVIDIA GPU found: running the simulated node '{simulate}'", file=sys.stderr)
-    hardware = simulated_hardware(simulate, faults) if simulate else real_hardware()
+    if args.replay and simulate:
+        raise UsageError("--replay and --simulate exclude each other")
+    if args.replay:
+        hardware = replay_hardware(args.replay)
+    elif simulate:
+        # A simulated burn-in of any length takes about a minute: time runs that much faster.
+        scale = args.burn_in / 60 if getattr(args, "burn_in", None) and args.burn_in / 60 > 10 else None
+        hardware = simulated_hardware(simulate, faults, time_scale=scale)
+    else:
+        hardware = real_hardware()
+    _check_peer_nics(peers, hardware)
     profile_ref = args.profile or "auto"
     if profile_ref == "auto":
         profile_ref = suggest_profile(_gpu_models(hardware))
@@ -113,6 +160,17 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         profile = profile.with_gpu_count(args.gpus)
     signer = load_signer(args.key)
     return hardware, profile, signer
+
+
+def _check_peer_nics(peers: list[Any], hardware: Any) -> None:
+    """A --nic-peer NIC=HOST must name a NIC this node has."""
+    named = [p for p in peers if p.nic]
+    if not named or hardware.nics is None:
+        return
+    have = [n.name for n in hardware.nics.nics()]
+    for p in named:
+        if p.nic not in have:
+            raise UsageError(f"--nic-peer {p}: this node has no NIC {p.nic} (it has: {', '.join(have) or 'none'})")
 
 
 def _nvidia_gpu_present() -> bool:
@@ -180,7 +238,7 @@ class ProgressPrinter:
                 waiting.remove(r.subject)
             held = self.held.get(r.name)
             if held is not None and r.verdict.value in ("pass", "skip"):
-                group = ("pass", "") if r.verdict.value == "pass" else ("skip", r.message)
+                group = ("pass", r.key or "") if r.verdict.value == "pass" else ("skip", r.message)
                 held.setdefault(group, []).append(r)
             else:
                 self._line(result_line(r, event.t))
@@ -208,17 +266,94 @@ class ProgressPrinter:
 
 
 def headless(args: argparse.Namespace, argv: list[str]) -> int:
+    from nodeqc.peers import parse_peers
     from nodeqc.runner import RunOptions, Runner
+    from nodeqc.selection import Selection
 
+    selection = Selection.parse(args.only, args.skip)
+    textfile = Path(args.prometheus_textfile) if args.prometheus_textfile else None
+    if textfile:
+        from nodeqc.prometheus import check_path
+
+        check_path(textfile)
     hardware, profile, signer = prepare(args)
+    archive = _open_archive(args.archive)
+    previous = _previous_report(hardware, archive, args.retest)
     options = RunOptions(profile=profile, signer=signer, out_dir=Path(args.out) if args.out else None,
                          quick=args.quick, operator=args.operator, ticket=args.ticket,
-                         sample_hz=args.sample_hz, command=["nodeqc", *argv])
+                         sample_hz=args.sample_hz, burn_in_s=args.burn_in, command=["nodeqc", *argv],
+                         archive=archive.root, selection=selection, previous=previous[1] if previous else None,
+                         nic_peers=parse_peers(args.nic_peer))
     runner = Runner(options, hardware, ProgressPrinter())
     with _graceful_abort(runner.abort):
         outcome = runner.run()
+    _after_run(outcome.report_path, selection, previous, textfile)
     print(outcome.report_path, flush=True)
     return outcome.exit_code
+
+
+def _open_archive(directory: str | None) -> Any:
+    from nodeqc.archive import Archive
+
+    if directory and not Path(directory).is_dir():
+        raise UsageError(f"--archive {directory}: no such directory")
+    return Archive(directory)
+
+
+def _previous_report(hardware: Any, archive: Any, retest: str | None) -> tuple[Path, dict[str, Any]] | None:
+    """The report this run re-tests: the one named with --retest REPORT, else this node's newest in
+    the archive (None if there is none; an error if --retest asked for one)."""
+    from nodeqc.archive import file_sha256, node_key, safe_name
+    from nodeqc.report import VerificationError, verify_file
+
+    if retest:
+        path = Path(retest)
+        try:
+            pred = verify_file(path, archive.trusted).predicate
+        except VerificationError as e:
+            raise UsageError(f"--retest {path}: NOT VERIFIED: {e}") from None
+        return path, {"report": path.name, "sha256": file_sha256(path), "verdict": pred.get("verdict"),
+                      "finished_at": pred.get("finished_at")}
+    host = hardware.host.info()
+    node = node_key(host.system_serial, host.hostname)
+    entry = archive.latest(node)
+    for skipped in archive.skipped():
+        if skipped.path.parent.name == safe_name(node):
+            print(f"nodeqc: warning: archive: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+    if entry is None:
+        if retest is not None:
+            raise UsageError(f"--retest: the archive {archive.root} holds no verified report of node {node}; "
+                             "name one with --retest REPORT")
+        return None
+    print(f"nodeqc: re-test of node {node}: previous report {entry.path} ({entry.result}, {entry.finished_at})",
+          file=sys.stderr)
+    return entry.path, {"report": entry.path.name, "sha256": entry.sha256, "verdict": entry.verdict,
+                        "finished_at": entry.finished_at}
+
+
+def _after_run(report: Path, selection: Any, previous: tuple[Path, dict[str, Any]] | None,
+               textfile: Path | None) -> None:
+    """What follows the report: the partial note, the comparison with the re-tested report, the
+    Prometheus textfile."""
+    from nodeqc.report import VerificationError, decode_statement, read_envelope
+
+    try:
+        predicate = decode_statement(read_envelope(report))["predicate"]
+    except VerificationError as e:
+        raise UsageError(f"{report}: cannot read the report just written: {e}") from None
+    if selection.partial:
+        print(f"nodeqc: partial run ({selection.describe()}): this report is not a qualification",
+              file=sys.stderr)
+    if previous:
+        from nodeqc.compare import compare
+
+        old = decode_statement(read_envelope(previous[0]))["predicate"]
+        for line in compare(old, predicate).lines(str(previous[0]), str(report)):
+            print(line, file=sys.stderr)
+    if textfile:
+        from nodeqc.prometheus import render, write_textfile
+
+        write_textfile(textfile, render(predicate, report))
 
 
 class _graceful_abort:
@@ -327,7 +462,7 @@ def cmd_profiles(argv: list[str]) -> int:
         prof = load_profile(args.name)
         print(f"{prof.name}: {prof.description}\n  file {prof.path}\n  extends {' -> '.join(prof.chain)}\n"
               f"  sha256 {prof.digest}")
-        for section in ("gpu", "host", "run"):
+        for section in ("gpu", "host", "nic", "run"):
             print(f"[{section}]")
             for key in SCHEMA[section]:
                 if key not in prof.section(section):
@@ -359,6 +494,169 @@ def cmd_scenarios(argv: list[str]) -> int:
     return 0
 
 
+def cmd_capture(argv: list[str]) -> int:
+    from nodeqc.backends.host import LinuxHost
+    from nodeqc.capture import capture, write_capture
+    from nodeqc.errors import BackendUnavailable
+
+    p = _Parser(prog="nodeqc capture", description="Record this machine's NVML answers (inventory, counters, "
+                "telemetry under load) for replay with --replay.")
+    p.add_argument("out", help="the capture file to write (JSON)")
+    p.add_argument("--seconds", type=float, default=10.0, help="seconds of telemetry (default 10)")
+    p.add_argument("--hz", type=float, default=4.0, help="telemetry samples per second (default 4)")
+    p.add_argument("--no-load", action="store_true", help="do not load the GPUs while sampling")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    ensure_writable(out.parent if str(out.parent) else Path("."))
+    try:
+        data = capture(args.seconds, args.hz, not args.no_load, LinuxHost().info())
+    except BackendUnavailable as e:
+        raise UsageError(f"capture: {e}") from None
+    write_capture(out, data)
+    print(f"nodeqc: captured {len(data['devices'])} GPU(s); load: {data['load']}", file=sys.stderr)
+    print(out)
+
+# ---------------------------------------------------------------------- the archive
+
+
+def _archive_parser(prog: str, description: str) -> _Parser:
+    p = _Parser(prog=prog, description=description)
+    p.add_argument("--node", metavar="SERIAL", help="only this node (system serial or host name)")
+    p.add_argument("--verdict", type=str.lower, choices=("pass", "fail", "partial"), metavar="pass|fail|partial",
+                   help="pass: qualifications that passed (complete, not partial); fail: runs that failed; "
+                   "partial: runs with --only/--skip")
+    p.add_argument("--since", metavar="DATE", help="finished at or after DATE (2026-11-01, 2026-11-01T08:00Z) "
+                   "or within an age (7d, 12h)")
+    p.add_argument("--archive", metavar="DIR", help="the report archive (default: $NODEQC_ARCHIVE or the per-user one)")
+    p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable); "
+                   "default: your own key and those in the trusted-keys directory")
+    return p
+
+
+def parse_since(text: str) -> str:
+    """An ISO date or time (UTC unless it says otherwise), or an age like 7d / 12h, as the UTC
+    timestamp reports carry ('2026-11-01T00:00:00Z')."""
+    from datetime import datetime, timedelta, timezone
+
+    age = re.fullmatch(r"(\d+)([dh])", text.strip())
+    try:
+        if age:
+            n = int(age.group(1))
+            when = datetime.now(timezone.utc) - (timedelta(days=n) if age.group(2) == "d" else timedelta(hours=n))
+        else:
+            when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(f"--since {text}: expected a date like 2026-11-01, a time like 2026-11-01T08:00Z, "
+                         "or an age like 7d or 12h") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _query(args: argparse.Namespace) -> list[Any]:
+    """The reports the filters select, newest first; skipped files are warned about on stderr."""
+    from nodeqc.archive import Archive
+    from nodeqc.keys import trusted_keys
+
+    since = parse_since(args.since) if args.since else None
+    if args.archive and not Path(args.archive).is_dir():
+        raise UsageError(f"--archive {args.archive}: no such directory")
+    archive = Archive(args.archive, trusted_keys(args.pubkey))
+    entries = archive.reports(node=args.node, verdict=args.verdict, since=since, limit=getattr(args, "limit", None))
+    for skipped in archive.skipped():
+        print(f"nodeqc: warning: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+    archive.close()
+    if not entries:
+        print(f"nodeqc: no reports in {archive.root} match", file=sys.stderr)
+    return entries
+
+
+def cmd_history(argv: list[str]) -> int:
+    p = _archive_parser("nodeqc history", "List the verified reports in the archive, newest first. Only a "
+                        "complete, full run that passed is a qualification; partial runs say so.")
+    p.add_argument("--limit", type=int, metavar="N", help="at most N reports")
+    args = p.parse_args(argv)
+    entries = _query(args)
+    if entries:
+        print(f"{'FINISHED':<20}  {'NODE':<18} {'HOST':<16} {'RESULT':<20} {'PROFILE':<10} {'FAILED':<28} REPORT")
+    for e in entries:
+        failed = (e.failed[0] + (f" +{len(e.failed) - 1}" if len(e.failed) > 1 else "")) if e.failed else "-"
+        print(f"{e.finished_at:<20}  {e.node:<18} {e.hostname:<16} {e.result:<20} {e.profile:<10} {failed:<28} {e.path}")
+    return 0
+
+
+def cmd_compare(argv: list[str]) -> int:
+    from nodeqc.compare import compare
+    from nodeqc.keys import trusted_keys
+    from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_envelope
+
+    p = _Parser(prog="nodeqc compare", description="Compare two reports of a node, check by check and GPU by "
+                "GPU; exit 1 when NEW regressed, 0 when it did not.")
+    p.add_argument("old", help="the earlier .report.json")
+    p.add_argument("new", help="the later .report.json")
+    p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
+    args = p.parse_args(argv)
+    trusted = trusted_keys(args.pubkey)
+    predicates = []
+    for path in (Path(args.old), Path(args.new)):
+        try:
+            envelope = read_envelope(path)
+            predicates.append(decode_statement(envelope)["predicate"])
+        except VerificationError as e:
+            raise UsageError(f"{path}: not a readable nodeqc report: {e}") from None
+        try:
+            verify_envelope(envelope, trusted)
+        except VerificationError as e:
+            print(f"nodeqc: warning: {path}: signature NOT VERIFIED ({e})", file=sys.stderr)
+    result = compare(*predicates)
+    print("\n".join(result.lines(args.old, args.new)))
+    return 1 if result.regressed else 0
+
+
+EXPORT_FIELDS = ("report", "report_sha256", "node", "hostname", "finished_at", "report_verdict", "status",
+                 "partial", "simulated", "profile", "check", "subject", "verdict", "code", "key", "value",
+                 "unit", "message")
+
+
+def cmd_export(argv: list[str]) -> int:
+    import csv
+    import json
+
+    from nodeqc.archive import iter_checks
+
+    p = _archive_parser("nodeqc export", "Write one row per report and check, for spreadsheets and pandas.")
+    p.add_argument("--format", default="csv", type=str.lower, choices=("csv", "jsonl"), metavar="csv|jsonl",
+                   help="csv (default) or jsonl (one JSON object a line)")
+    p.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
+    args = p.parse_args(argv)
+    try:
+        out = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout
+    except OSError as e:
+        raise UsageError(f"--output {args.output}: cannot write: {e.strerror}") from None
+    try:
+        entries = _query(args)
+        writer = csv.DictWriter(out, EXPORT_FIELDS, lineterminator="\n") if args.format == "csv" else None
+        if writer:
+            writer.writeheader()
+        for e in entries:
+            base = {"report": str(e.path), "report_sha256": e.sha256, "node": e.node, "hostname": e.hostname,
+                    "finished_at": e.finished_at, "report_verdict": e.verdict, "status": e.status,
+                    "partial": e.partial, "simulated": e.simulated, "profile": e.profile}
+            for c in list(iter_checks(e)) or [{}]:  # a report without results still has its row
+                figure = (c.get("values") or {}).get(c.get("key") or "", {})
+                row = {**base, "check": c.get("name"), "subject": c.get("subject"), "verdict": c.get("verdict"),
+                       "code": c.get("code"), "key": c.get("key"), "value": figure.get("value"),
+                       "unit": figure.get("unit"), "message": c.get("message")}
+                if writer:
+                    writer.writerow(row)
+                else:
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
 def cmd_gui(argv: list[str]) -> int:
     return gui(_run_parser().parse_args(argv), ["gui", *argv])
 
@@ -368,5 +666,10 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "show": cmd_show,
     "profiles": cmd_profiles,
     "scenarios": cmd_scenarios,
+    "capture": cmd_capture,
+
+    "history": cmd_history,
+    "compare": cmd_compare,
+    "export": cmd_export,
     "gui": cmd_gui,
 }

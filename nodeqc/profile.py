@@ -21,6 +21,7 @@ from typing import Any
 
 from nodeqc.errors import UsageError
 from nodeqc.model import Threshold
+from nodeqc.peers import parse_peers
 from nodeqc.resources import profiles_dir
 from nodeqc.schema import Spec, validate
 
@@ -62,6 +63,8 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "max_ecc_dbe": _t("uncorrected (double-bit) ECC errors since the driver loaded"),
         "max_retired_pages": _t("retired memory pages (pre-Ampere GPUs)"),
         "max_row_remaps": _t("rows remapped for uncorrectable errors (Ampere and newer)"),
+        "max_nvlink_errors": _t("NVLink replays and recoveries during the run"),
+        "max_nvlink_crc_per_s": _t("NVLink CRC errors per second during the run"),
         **{f"min_{d}_tflops": _t(f"sustained {d} matmul rate per GPU") for d in DTYPES},
         "min_hbm_gbps": _t("device memory bandwidth, bytes read plus written"),
         "min_h2d_gbps": _t("pinned host-to-device bandwidth"),
@@ -72,6 +75,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "min_nccl_busbw_gbps": _t("NCCL all-reduce bus bandwidth across the node's GPUs"),
         "min_power_fraction": _t("fraction of the enforced power limit reached during the burn"),
         "max_outlier_pct": _t("how far below the node's median one GPU may fall, in percent"),
+        "max_burnin_drift_pct": _t("how far a GPU's matmul rate may fall from the start to the end of a burn-in"),
     },
     "host": {
         "min_cpu_cores": _t("physical CPU cores"),
@@ -79,22 +83,44 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "fabric_manager": Spec("bool", "the NVSwitch fabric manager service must be running"),
         "gpudirect_rdma": Spec("bool", "the GPUDirect RDMA peer-memory module must be loaded"),
     },
+    "nic": {
+        "match": Spec("strlist", "interface names of the NICs to check (shell patterns), e.g. [\"ib*\"]"),
+        "drivers": Spec("strlist", "kernel drivers of the NICs to check, e.g. [\"mlx5_core\"] (with match: both)"),
+        "count": Spec("int", "exact number of NICs the profile selects", low=0, high=64),
+        "pcie_gen": Spec("int", "PCIe generation each NIC trains to under traffic (default: its maximum)",
+                         low=1, high=6),
+        "pcie_width": Spec("choice", "PCIe lanes each NIC trains to under traffic (default: its maximum)",
+                           (1, 2, 4, 8, 16, 32)),
+        "min_speed_mbit": _t("link speed of each NIC"),
+        "min_mtu": _t("MTU of each NIC"),
+        "min_ib_rate_gbit": _t("rate of each InfiniBand/RoCE port"),
+        "min_tcp_fraction": _t("iperf3 TCP throughput as a fraction of the link speed"),
+        "min_rdma_fraction": _t("ib_write_bw bandwidth as a fraction of the port rate"),
+        "peers": Spec("strlist", "traffic peers: HOST[:PORT] for any NIC, NIC=HOST[:PORT] for one "
+                      "(--nic-peer replaces them)"),
+        "streams": Spec("int", "parallel iperf3 streams per NIC", low=1, high=128),
+        "traffic_s": Spec("number", "seconds of each traffic round (TCP, then RDMA) in a full run", low=1),
+        "quick_traffic_s": Spec("number", "seconds of each traffic round with --quick", low=1),
+        "rdma_use_cuda": Spec("bool", "ib_write_bw moves GPU memory (GPUDirect RDMA, --use_cuda)"),
+    },
     "run": {
         "sample_hz": Spec("number", "telemetry samples per second", low=0.1, high=50),
         "burn_s": Spec("number", "seconds of load for the burn in a full run", low=1),
         "quick_burn_s": Spec("number", "seconds of load for the burn with --quick", low=1),
         "stall_timeout_s": Spec("number", "a worker silent this long is killed as hung", low=1),
         "startup_timeout_s": Spec("number", "time a worker may take before its first progress", low=1),
+        "burn_in_s": Spec("number", "seconds of burn-in as part of qualification (0: none unless --burn-in)", low=0),
     },
 }
 
 _UNITS = (("_tflops", "TFLOP/s"), ("_gbps", "GB/s"), ("_gib", "GiB"), ("_us", "us"), ("_pct", "%"),
-          ("_c", "C"), ("_s", "s"))
+          ("_c", "C"), ("_s", "s"), ("_mbit", "Mb/s"), ("_gbit", "Gb/s"))
 
 # Settings every profile gets unless it says otherwise.
 DEFAULTS: dict[str, dict[str, Any]] = {
     "run": {"sample_hz": 4, "burn_s": 600, "quick_burn_s": 30, "stall_timeout_s": 60,
             "startup_timeout_s": 180},
+    "nic": {"streams": 4, "traffic_s": 10, "quick_traffic_s": 5},
 }
 
 
@@ -161,7 +187,9 @@ def make_threshold(key: str, raw: Any, band: float) -> Threshold:
 
 
 def _banded(kind: str, fail: float, band: float) -> float:
-    return fail * (1 + band) if kind == "min" else fail * (1 - band)
+    # Rounded to 12 significant digits: 0.9 x 1.05 must be 0.945, not 0.9450000000000001, or a value
+    # exactly at the warning level would warn.
+    return float(f"{fail * (1 + band) if kind == 'min' else fail * (1 - band):.12g}")
 
 
 # ---------------------------------------------------------------- loading
@@ -250,6 +278,7 @@ def _check_complete(path: Path, data: dict[str, Any]) -> None:
         raise UsageError(f"{where}: description: missing (one line saying what the profile is for)")
     if data.get("kind") == "node" and "count" not in data.get("gpu", {}):
         raise UsageError(f"{where}: [gpu] count: a node profile must fix the GPU count")
+    parse_peers(data.get("nic", {}).get("peers", []), where=f"{where}: [nic] peers:")
     run = data.get("run", {})
     if run.get("stall_timeout_s", 1) > run.get("startup_timeout_s", 1e9):
         raise UsageError(f"{where}: [run] stall_timeout_s: must not exceed startup_timeout_s")

@@ -64,6 +64,8 @@ def banner(predicate: dict[str, Any]) -> str:
     verdict = predicate.get("verdict", "?")
     if predicate.get("status") == "aborted":
         verdict = "ABORTED (not qualified)"
+    elif predicate.get("partial"):
+        verdict = f"{verdict} (PARTIAL: only some checks ran; not a qualification)"
     sim = "  ** SIMULATED: not a qualification of real hardware **" if predicate.get("simulated") else ""
     return f"{verdict}{sim}"
 
@@ -85,7 +87,9 @@ def render_report(predicate: dict[str, Any], trust_line: str) -> str:
         f"operator  {predicate.get('operator')}  ticket {predicate.get('ticket')}",
     ]
     sim = predicate.get("simulation")
-    if sim:
+    if sim and sim.get("replay"):
+        out.append(f"replayed  capture {sim['replay']} (captured {sim.get('captured_at')}), compute: {sim.get('compute')}")
+    elif sim:
         out.append(f"simulated scenario {sim.get('scenario')}  faults {', '.join(sim.get('faults') or []) or 'none'}"
                    f"  time x{sim.get('time_scale')}")
     for g in predicate.get("gpus", []):

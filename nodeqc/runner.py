@@ -1,7 +1,7 @@
 """The runner: one qualification run from inventory to signed report, as one stream of events.
 
 Order: inventory, then the stress work on every GPU while telemetry samples in the background, then
-the health verdicts on what telemetry saw, then the host. Every result is journaled to disk as it
+the health verdicts on what telemetry saw, then the host and the NICs. Every result is journaled to disk as it
 is reached. Abort (Ctrl-C, the GUI's button) stops the work, and the report is still written,
 marked aborted. An exception inside nodeqc becomes an ERROR result with its traceback, not a crash.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import getpass
 import hashlib
+import os
 import platform
 import threading
 import time
@@ -21,10 +22,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from nodeqc import __version__
-from nodeqc.archive import node_dir, safe_name
+from nodeqc.archive import node_dir, node_key, safe_name
 from nodeqc.backends import Hardware
-from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo
-from nodeqc.checks import health, host as host_checks, inventory, stress
+from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession
+from nodeqc.checks import health, host as host_checks, inventory, nic as nic_checks, stress
+from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
 from nodeqc.errors import BackendUnavailable, UsageError
 from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
                            RunStarted, TelemetrySampled)
@@ -32,10 +34,12 @@ from nodeqc.journal import Journal
 from nodeqc.keys import Signer
 from nodeqc.model import CheckResult, Verdict, node_verdict
 from nodeqc.na import is_na
+from nodeqc.peers import Peer, parse_peers
 from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
+from nodeqc.selection import Selection
 from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
-from nodeqc.workers import run_tasks
+from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, run_tasks
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
 PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
@@ -50,7 +54,12 @@ class RunOptions:
     operator: str | None = None
     ticket: str | None = None
     sample_hz: float | None = None
+    burn_in_s: float | None = None  # None: the profile's [run] burn_in_s
     command: list[str] = field(default_factory=list)
+    archive: Path | None = None  # None: archive_root() (NODEQC_ARCHIVE or the per-user one)
+    selection: Selection = field(default_factory=Selection)  # --only/--skip; a partial run is no qualification
+    previous: dict[str, Any] | None = None  # the earlier report this run re-tests: file, sha256, ...
+    nic_peers: list[Peer] = field(default_factory=list)  # empty: the profile's [nic] peers
 
 
 @dataclass
@@ -96,7 +105,12 @@ class Runner:
         self._journal: Journal | None = None
         self._results: list[CheckResult] = []
         self._progress_at: dict[str, float] = {}
+        self._burn_in: dict[str, Any] | None = None
         self.t0 = 0.0
+        self._nics_start: list[NicInfo] = []  # read first: link counters must not grow during the run
+        self._live_gpus: list[GpuInfo] = []
+        self._nic_plan: nic_checks.NicPlan | None = None
+        self._nic_traffic: TrafficSession | None = None
 
     # ------------------------------------------------------------------ control
 
@@ -120,6 +134,7 @@ class Runner:
 
     def _publish(self, results: list[CheckResult]) -> None:
         """Start and finish each check of a batch that was judged at once."""
+        results = [r for r in results if self.options.selection.includes(r.name)]
         names = list(dict.fromkeys(r.name for r in results))
         for name in names:
             batch = [r for r in results if r.name == name]
@@ -146,16 +161,20 @@ class Runner:
             files={"report": str(paths.report), "journal": str(paths.journal),
                    "telemetry": str(paths.telemetry)}))
         summary: TelemetrySummary | None = None
+        self._live_gpus = [g for g in gpus if not g.lost]
         try:
+            self._nics_start = self.hw.nics.nics() if self.hw.nics else []
             self._inventory_phase(host, gpus, driver, cuda, nvml_error)
-            summary = self._gpu_phase([g for g in gpus if not g.lost], paths)
+            summary = self._gpu_phase(self._live_gpus, paths)
             self._host_phase(host)
+            self._nic_phase()
         except Exception as e:  # noqa: BLE001 - an internal error must still produce a report
             self._emit(Notice("error", f"internal error: {type(e).__name__}: {e}"))
             self._finish(CheckResult("nodeqc.internal", "node", Verdict.ERROR,
                                      f"nodeqc failed: {type(e).__name__}: {e}", code="INTERNAL_ERROR",
                                      evidence={"traceback": traceback.format_exc().splitlines()[-20:]}))
         finally:
+            self._kill_nic_traffic()
             self.hw.mgmt.close()
         return self._conclude(paths, host, gpus, driver, cuda, summary, started_at)
 
@@ -172,7 +191,7 @@ class Runner:
         if not live:
             self._publish([CheckResult("stress.burn", "node", Verdict.SKIP, "no working GPUs to load", code="NO_GPUS")])
             return None
-        if self.aborted:
+        if self.aborted or not self.options.selection.needs_load:
             return None
         summary = self._stress_and_watch(live, paths)
         self._publish(health.health_results(live, summary.gpus, self.profile))
@@ -181,6 +200,52 @@ class Runner:
     def _host_phase(self, host: HostInfo) -> None:
         if not self.aborted:
             self._publish(host_checks.host_results(host, self.profile))
+
+    def start_nic_traffic(self, total_s: float | None = None) -> None:
+        """The burn-in hook: start NIC traffic in the background. A TCP round (iperf3 on every NIC at
+        once), then an RDMA round (ib_write_bw on every RDMA port at once), the NICs' PCIe links read
+        meanwhile. Burn-in calls this just before the GPU burn with total_s = the burn's length, so
+        network and GPUs load the node together; `_nic_phase` afterwards waits for the traffic and
+        judges it. Without total_s each round lasts the profile's traffic_s. Does nothing when the
+        hardware has no NICs or traffic was started already."""
+        if self.hw.nics is None or self._nic_plan is not None:
+            return
+        peers = self.options.nic_peers or parse_peers(self.profile.get("nic", "peers", []))
+        plan = nic_checks.select(self._nics_start, self.profile, {p.nic for p in peers if p.nic})
+        seconds = nic_checks.traffic_seconds(self.profile, self.options.quick)
+        plan = nic_checks.plan_traffic(plan, peers, self.profile, seconds, self.hw.nics.missing_tool,
+                                       self._live_gpus, total_s)
+        for line in nic_checks.skip_warnings(plan):
+            self._emit(Notice("warning", line))
+        self._nic_plan = plan
+        if plan.rounds:
+            self._emit(Notice("info", nic_checks.traffic_summary(plan)))
+            self._nic_traffic = self.hw.nics.start_traffic(plan.rounds, sorted({j.nic for j in plan.jobs}))
+
+    def _nic_phase(self) -> None:
+        """Judge the NICs: traffic (started now unless burn-in started it), then their state at the end
+        of the run against the start."""
+        if self.hw.nics is None or self.aborted:
+            return
+        self.start_nic_traffic()
+        assert self._nic_plan is not None
+        outcomes, links = [], {}
+        if self._nic_traffic is not None:
+            self._nic_traffic.wait(lambda: self.aborted)
+            if self.aborted:
+                return  # the finally of run() ends the traffic
+            traffic, self._nic_traffic = self._nic_traffic, None
+            outcomes, links = traffic.stop(), traffic.links
+        self._publish(nic_checks.nic_results(self._nic_plan, outcomes, links, self.hw.nics.nics(), self.profile))
+
+    def _kill_nic_traffic(self) -> None:
+        """No traffic tool outlives the run (abort, or an error elsewhere)."""
+        traffic, self._nic_traffic = self._nic_traffic, None
+        if traffic is not None:
+            try:
+                traffic.stop(kill=True)
+            except Exception:  # noqa: BLE001 - the run's own outcome is what gets reported
+                pass
 
     def _open_gpus(self, host: HostInfo) -> tuple[list[GpuInfo], str, str, str | None]:
         try:
@@ -192,18 +257,24 @@ class Runner:
         return gpus, self.hw.mgmt.driver_version(), self.hw.mgmt.cuda_version(), None
 
     def _paths(self, host: HostInfo) -> RunPaths:
-        node_id = host.system_serial if not is_na(host.system_serial) else host.hostname
-        directory = self.options.out_dir or node_dir(str(node_id))
+        directory = self.options.out_dir or node_dir(node_key(host.system_serial, host.hostname), self.options.archive)
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise UsageError(f"{directory}: cannot create the report directory: {e.strerror}") from None
         base = f"{safe_name(host.hostname)}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
-        stem, n = base, 1
-        while any(p.exists() for p in (RunPaths(directory, stem).report, RunPaths(directory, stem).journal)):
+        n = 1
+        while True:
+            paths = RunPaths(directory, base if n == 1 else f"{base}-{n}")
+            try:
+                # Claim the name by creating the journal: two runs starting in the same second cannot
+                # both get it, as they could with a look first and a create after.
+                if not paths.report.exists():
+                    os.close(os.open(paths.journal, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                    return paths
+            except FileExistsError:
+                pass
             n += 1
-            stem = f"{base}-{n}"
-        return RunPaths(directory, stem)
 
     def _stress_and_watch(self, gpus: list[GpuInfo], paths: RunPaths) -> TelemetrySummary:
         by_index = {g.index: g for g in gpus}
@@ -216,23 +287,110 @@ class Runner:
         sampler.start()
         try:
             self.hw.clock.sleep(2.0)  # idle readings first: the baseline the load is compared with
-            self._burn(gpus)
+            failed = self._stress(gpus, sampler)
+            self._burn_in_phase([g for g in gpus if g.index not in failed], sampler)
         finally:
             summary = sampler.stop()
         return summary
 
-    def _burn(self, gpus: list[GpuInfo]) -> None:
-        if self.aborted:
+    def _stress(self, gpus: list[GpuInfo], sampler: TelemetrySampler) -> dict[int, str]:
+        """Each step of the stress plan on every GPU still standing; a GPU whose worker hung, crashed
+        or lost its GPU sits out the later steps (it has already failed, with the evidence). Returns
+        those GPUs, with the step each failed in."""
+        failed: dict[int, str] = {}
+        watchdog = self.hw.watchdog(self.profile)
+        for step in stress.PLAN:
+            if self.aborted:
+                return failed
+            if not self.options.selection.includes(step.name):
+                continue
+            live = [g for g in gpus if g.index not in failed]
+            sitting_out = [CheckResult(step.name, g.subject, Verdict.SKIP, f"not run: this GPU failed {failed[g.index]}",
+                                       code="SKIPPED_EARLIER_FAILURE") for g in gpus if g.index in failed]
+            if not step.per_gpu and len(live) < 2:
+                self._publish([CheckResult(step.name, "node", Verdict.SKIP, "needs two or more working GPUs")])
+                continue
+            subjects = [g.subject for g in live] if step.reports_gpus else []
+            self._emit(CheckStarted(step.name, subjects + ([] if step.per_gpu else ["node"])
+                                    + [r.subject for r in sitting_out], self.now()))
+            by_index = {g.index: g for g in live}
+            sampler.open_window(step.name)
+            try:
+                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick), self.hw.compute_spec, watchdog,
+                                     on_progress=lambda task, fraction, figures, name=step.name: self._progress(
+                                         name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures),
+                                     should_abort=lambda: self.aborted)
+            finally:
+                windows = sampler.close_window(step.name)
+            if step.per_gpu:
+                results = step.judge_per_gpu(live, {o.task.gpu: o for o in outcomes}, windows, self.profile)
+                for o in outcomes:
+                    if o.status in (STATUS_HANG, STATUS_CRASH, STATUS_LOST):
+                        failed[o.task.gpu] = step.name
+            else:
+                results = step.judge_node(live, outcomes[0], self.profile)
+            for r in results + sitting_out:
+                self._finish(r)
+        return failed
+
+    @property
+    def burn_in_s(self) -> float:
+        chosen = self.options.burn_in_s
+        return float(self.profile.get("run", "burn_in_s", 0) if chosen is None else chosen)
+
+    def _burn_in_phase(self, gpus: list[GpuInfo], sampler: TelemetrySampler) -> None:
+        """Every GPU under matmul, memory and host-link traffic for the burn-in's duration, journal
+        checkpoints as it goes, telemetry watching throughout."""
+        seconds = self.burn_in_s
+        if seconds <= 0 or not gpus or self.aborted or not self.options.selection.includes("burnin.stability"):
             return
+        name = "burnin.stability"
+        window_s = max(60.0, seconds / 200)
+        checkpoint_s = max(60.0, seconds / 50)
+        dtypes = self.profile.get("gpu", "dtypes", ["fp32"])
+        dtype = next((d for d in ("bf16", "fp16", "fp32") if d in dtypes), dtypes[0])
+        params = {"seconds": seconds, "window_s": window_s, "dtype": dtype, "seed": stress.SEED,
+                  "hbm_bytes": 256 * stress.MIB, "pcie_bytes": 64 * stress.MIB,
+                  "bus_ids": {g.index: g.bus_id for g in gpus}}
         by_index = {g.index: g for g in gpus}
-        tasks = stress.burn_tasks(gpus, self.profile, self.options.quick)
-        self._emit(CheckStarted("stress.burn", [g.subject for g in gpus], self.now()))
-        outcomes = run_tasks(tasks, self.hw.compute_spec, self.hw.watchdog(self.profile),
-                             on_progress=lambda task, fraction, figures: self._progress(
-                                 "stress.burn", by_index[task.gpu].subject, fraction, figures),
-                             should_abort=lambda: self.aborted)
-        for o in outcomes:
-            self._finish(stress.burn_result(by_index[o.task.gpu], o, self.profile))
+        recorder = BurnInRecorder(gpus)
+        started = self.now()
+        state = {"window": 0, "at": started}
+        self._emit(CheckStarted(name, [g.subject for g in gpus], started))
+        sampler.open_window("burnin-0")
+
+        def checkpoint() -> None:
+            closed = sampler.close_window(f"burnin-{state['window']}")
+            recorder.add_interval(state["at"] - started, {by_index[i].subject: t for i, t in closed.items()})
+            state["window"] += 1
+            state["at"] = self.now()
+            sampler.open_window(f"burnin-{state['window']}")
+            assert self._journal is not None
+            self._journal.append({"type": "checkpoint", "t": self.now(), "burn_in": recorder.snapshot()})
+
+        def on_progress(task: Task, fraction: float, figures: dict[str, Any]) -> None:
+            subject = by_index[task.gpu].subject
+            if "window" in figures:
+                recorder.add_window(subject, figures["window"])
+            if self.now() - state["at"] >= checkpoint_s:
+                checkpoint()
+            self._progress(name, subject, fraction, {k: v for k, v in figures.items() if k != "window"})
+
+        tasks = [Task("burn_in", g.index, params, seconds) for g in gpus]
+        # Network traffic at the same time as the GPUs burn: power and heat at their worst together.
+        if self.options.selection.includes("nic.tcp") or self.options.selection.includes("nic.rdma"):
+            self.start_nic_traffic(total_s=seconds)
+        try:
+            outcomes = run_tasks(tasks, self.hw.compute_spec, self.hw.watchdog(self.profile),
+                                 on_progress=on_progress, should_abort=lambda: self.aborted)
+        finally:
+            closed = sampler.close_window(f"burnin-{state['window']}")
+            recorder.add_interval(state["at"] - started, {by_index[i].subject: t for i, t in closed.items()})
+        results, self._burn_in = judge_burn_in(gpus, {o.task.gpu: o for o in outcomes}, recorder, sampler.watch,
+                                               self.profile, started, self.hw.clock.scale)
+        self._burn_in.update({"seconds": seconds, "window_s": window_s, "dtype": dtype})
+        for r in results:
+            self._finish(r)
 
     def _progress(self, name: str, subject: str, fraction: float, figures: dict[str, Any]) -> None:
         now = time.monotonic()
@@ -265,6 +423,7 @@ class Runner:
             "checks": [r.to_dict() for r in self._results],
             "summary": {"counts": counts, "failed": failed},
             "telemetry": summary.to_dict() if summary else None,
+            "burn_in": self._burn_in,
             "journal": {"file": paths.journal.name, "sha256": hashlib.sha256(paths.journal.read_bytes()).hexdigest()},
             "tool": {"name": "nodeqc", "version": __version__, "python": platform.python_version(),
                      "command": self.options.command},
@@ -274,6 +433,8 @@ class Runner:
             "operator": self.options.operator or _user(),
             "ticket": self.options.ticket,
             "signer": {"keyid": self.options.signer.keyid},
+            "partial": self.options.selection.to_dict(),
+            "previous": self.options.previous,
         }
         write_envelope(paths.report, sign(statement(predicate), self.options.signer))
         self._listener(finished)

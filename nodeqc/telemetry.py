@@ -102,6 +102,9 @@ class GpuTelemetry:
     xids: Events = field(default_factory=Events)
     counters_start: GpuCounters | None = None
     counters_end: GpuCounters | None = None
+    counters_start_t: float = 0.0
+    counters_end_t: float = 0.0
+    counter_first_change: dict[str, float] = field(default_factory=dict)  # when each counter first moved
     lost_at_s: float | None = None
     _prev_t: float | None = None
     _prev_reasons: int = 0
@@ -155,6 +158,7 @@ class GpuTelemetry:
             "counters_start": self.counters_start.to_dict() if self.counters_start else None,
             "counters_end": self.counters_end.to_dict() if self.counters_end else None,
             "lost_at_s": self.lost_at_s,
+            "counter_first_change_s": self.counter_first_change,
         }
 
 
@@ -203,13 +207,24 @@ class TelemetrySampler:
         self._rows = 0
         self._last_flush = 0.0
         self._last_counters: dict[int, GpuCounters] = {}
+        self._windows: dict[str, dict[int, GpuTelemetry]] = {}
 
     def now(self) -> float:
         return self.clock.now() - self.t0
 
+    def open_window(self, name: str) -> None:
+        """Start collecting what telemetry sees during one step of the work, apart from the run."""
+        with self._lock:
+            self._windows[name] = {i: GpuTelemetry(i) for i in self.indices}
+
+    def close_window(self, name: str) -> dict[int, GpuTelemetry]:
+        with self._lock:
+            return self._windows.pop(name, {})
+
     def start(self) -> None:
         for i in self.indices:
             self.watch[i].counters_start = self._read_counters(i)
+            self.watch[i].counters_start_t = self.now()
         if self.series_path is not None:
             self._series = gzip.open(self.series_path, "wb", compresslevel=6)
             self._write_line(",".join(SERIES_COLUMNS))
@@ -225,6 +240,8 @@ class TelemetrySampler:
         for i in self.indices:
             end = self._read_counters(i)
             self.watch[i].counters_end = end or self._last_counters.get(i)
+            if end is not None:
+                self.watch[i].counters_end_t = self.now()
         digest = None
         if self._series is not None:
             self._series.close()
@@ -241,6 +258,11 @@ class TelemetrySampler:
             self._mark_lost(i)
             return None
         self._last_counters[i] = counters
+        start = self.watch[i].counters_start
+        if start is not None:
+            for name, value in counters.to_dict().items():
+                if value != getattr(start, name) and not is_na(value) and name not in self.watch[i].counter_first_change:
+                    self.watch[i].counter_first_change[name] = round(self.now(), 2)
         return counters
 
     def _mark_lost(self, i: int) -> None:
@@ -265,6 +287,8 @@ class TelemetrySampler:
             for i, s in readings.items():
                 if s is not None:
                     self.watch[i].add(t, s)
+                    for window in self._windows.values():
+                        window[i].add(t, s)
                     self._write_row(t, i, s)
         if self.on_sample:
             self.on_sample(t, readings)

@@ -33,9 +33,10 @@ STATUS_ABORTED = "aborted"  # the run was aborted
 @dataclass(frozen=True)
 class Task:
     workload: str  # a name in nodeqc.workloads.WORKLOADS, or "package.module:function"
-    gpu: int
+    gpu: int  # the GPU (driver index) of a one-GPU task
     params: dict[str, Any]
     expected_s: float  # how long it should take, on the run's clock
+    gpus: tuple[int, ...] = ()  # every GPU of a GPU-to-GPU task (then `gpu` is the first)
 
 
 @dataclass(frozen=True)
@@ -74,19 +75,26 @@ class Reporter:
 
     def progress(self, fraction: float, **figures: Any) -> None:
         now = time.monotonic()
-        if now - self._last >= 0.1 or fraction >= 1.0:
+        # A burn-in window's figures are results, not just progress: they always go through.
+        if now - self._last >= 0.1 or fraction >= 1.0 or "window" in figures:
             self._last = now
             self._conn.send(("progress", float(fraction), figures))
 
 
-def open_device(spec: dict[str, Any], gpu: int) -> Any:
+def open_device(spec: dict[str, Any], task: "Task") -> Any:
+    """The device a task works on: one GPU, or every GPU the task names (GPU-to-GPU work)."""
+    bus_ids = task.params.get("bus_ids", {})
+    if spec["kind"] == "none":
+        raise ComputeUnavailable("this run has no GPU compute (a replayed capture of a GPU model with no simulated twin)")
     if spec["kind"] == "sim":
-        from nodeqc.backends.simulated import SimDevice
+        from nodeqc.backends.sim_compute import SimDevice, SimNodeDevices
 
-        return SimDevice(spec, gpu)
-    from nodeqc.backends.cupy_compute import CupyDevice
+        return SimNodeDevices(spec, list(task.gpus)) if task.gpus else SimDevice(spec, task.gpu)
+    from nodeqc.backends.cupy_compute import CupyDevice, CupyNodeDevices
 
-    return CupyDevice(gpu)
+    if task.gpus:
+        return CupyNodeDevices(list(task.gpus), bus_ids)
+    return CupyDevice(task.gpu, bus_ids.get(task.gpu))
 
 
 def resolve_workload(name: str) -> Callable[..., dict[str, Any]]:
@@ -106,7 +114,7 @@ def _worker_main(conn: Connection, spec: dict[str, Any], task: Task, log_path: s
     device = None
     try:
         workload = resolve_workload(task.workload)
-        device = open_device(spec, task.gpu)
+        device = open_device(spec, task)
         result = workload(device, task.params, Reporter(conn))
         conn.send(("result", result))
     except GpuLostError as e:

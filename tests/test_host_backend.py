@@ -59,6 +59,7 @@ def test_host_checks_on_this_machine():
     # generic sets no host floors: the figures are reported, not judged.
     assert all(r.verdict is Verdict.PASS and "no limit set" in r.message for r in results)
     hgx = host_checks.host_results(info, load_profile("hgx-h100"))
-    # This 2-core CI machine is no HGX host.
+    # This 2-core CI machine is no HGX host, and runs no NVSwitch fabric manager.
     assert {(r.name, r.verdict, r.code) for r in hgx} == {("host.cpu", Verdict.FAIL, "HOST_CPU"),
-                                                          ("host.memory", Verdict.FAIL, "HOST_MEMORY")}
+                                                          ("host.memory", Verdict.FAIL, "HOST_MEMORY"),
+                                                          ("host.fabric_manager", Verdict.FAIL, "FABRIC_MANAGER")}

@@ -90,6 +90,24 @@ def test_an_internal_error_is_an_error_result_and_exit_2(tmp_path, signer, monke
     assert outcome.exit_code == 2 and outcome.report_path.is_file()
 
 
+def test_runs_starting_in_the_same_second_get_their_own_files(tmp_path, signer):
+    """Each run claims its name by creating the journal exclusively; a name taken is never reused."""
+    import threading
+
+    outcomes = []
+    runners = [runner(tmp_path, signer) for _ in range(3)]
+    threads = [threading.Thread(target=lambda r=r: outcomes.append(r.run())) for r in runners]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    paths = {o.report_path for o in outcomes}
+    assert len(paths) == 3 and all(p.is_file() for p in paths)
+    journals = {p.with_name(p.name.replace(".report.json", ".journal.jsonl")) for p in paths}
+    assert all(read_journal(j)[0]["type"] == "run_started" and len([r for r in read_journal(j) if r["type"] == "run_started"]) == 1
+               for j in journals)
+
+
 def test_reports_never_overwrite_each_other(tmp_path, signer):
     a = runner(tmp_path, signer).run().report_path
     b = runner(tmp_path, signer).run().report_path

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from nodeqc.backends.base import REASON_BITS
-from nodeqc.backends.simulated import LOST_AFTER_S, SimDevice, SimNode, list_scenarios, load_scenario
+from nodeqc.backends.sim_compute import SimDevice
+from nodeqc.backends.simulated import LOST_AFTER_S, SimNode, list_scenarios, load_scenario
 from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.faults import parse_fault
 
@@ -125,10 +126,13 @@ def test_injected_xid_arrives_under_load():
     assert [(e.gpu, e.code) for e in mgmt.wait_xids(0.01, n.clock)] == [(0, 48)]
 
 
-def test_hang_blocks_after_the_first_step():
+def test_hang_blocks_once_the_work_has_started():
+    from nodeqc.backends.sim_compute import HANG_AFTER_STEPS
+
     n = node(faults=["gpu0:hang"])
     dev = SimDevice(n.compute_spec(), 0)
-    dev.busy_step(0.1)
+    for _ in range(HANG_AFTER_STEPS):
+        dev.busy_step(0.1)
     t = threading.Thread(target=dev.busy_step, args=(0.1,), daemon=True)
     t.start()
     t.join(0.5)

@@ -46,6 +46,12 @@ def test_plain_number_gets_the_profile_warn_band():
     assert (ceiling.fail, ceiling.warn, ceiling.unit) == (80, 76, "C")
 
 
+def test_a_banded_warning_level_is_exact_at_its_boundary():
+    floor = make_threshold("min_power_fraction", 0.9, 0.05)
+    assert floor.warn == 0.945
+    assert floor.judge(0.945) is Verdict.PASS and floor.judge(0.9449) is Verdict.WARN
+
+
 def test_explicit_table_keeps_both_limits():
     t = make_threshold("max_pcie_replays", {"fail": 80, "warn": 8}, 0.05)
     assert (t.kind, t.fail, t.warn) == ("max", 80, 8)

@@ -6,10 +6,8 @@ import time
 import pytest
 
 from nodeqc.backends import simulated_hardware
-from nodeqc.backends.base import GpuInfo
-from nodeqc.checks.stress import burn_result
+from nodeqc.checks.stress import outcome_failure
 from nodeqc.model import Verdict
-from nodeqc.profile import load_profile
 from nodeqc.workers import Task, Watchdog, run_tasks
 
 
@@ -62,10 +60,8 @@ def test_abort_kills_the_workers(spec):
 
 
 def test_verdicts_on_outcomes(spec):
-    profile = load_profile("h100")
-    g = GpuInfo(index=0, name="x", uuid="u", bus_id="b", slot=0)
     outcomes = run_tasks([task("exits"), task("raises"), task("cuda_error"), task("silent")], spec, Watchdog(30, 1.5))
-    results = [burn_result(g, o, profile) for o in outcomes]
+    results = [outcome_failure("stress.burn", "gpu0", o) for o in outcomes]
     assert [(r.verdict, r.code) for r in results] == [
         (Verdict.FAIL, "WORKER_CRASH"),
         (Verdict.ERROR, "WORKER_ERROR"),  # our bug, not the GPU's

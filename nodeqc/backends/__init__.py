@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from nodeqc.backends.base import Clock, GpuManagement, HostBackend
+from nodeqc.backends.base import Clock, GpuManagement, HostBackend, NicBackend
 from nodeqc.faults import Fault
 from nodeqc.profile import Profile
 from nodeqc.workers import Watchdog
@@ -18,6 +18,7 @@ class Hardware:
     compute_spec: dict[str, Any]  # what a worker process needs to open its GPU
     clock: Clock
     simulation: dict[str, Any] | None = None  # scenario, faults, time scale; None on real hardware
+    nics: NicBackend | None = None  # None: no NIC checks
 
     @property
     def simulated(self) -> bool:
@@ -25,17 +26,19 @@ class Hardware:
 
     def watchdog(self, profile: Profile) -> Watchdog:
         if self.simulated:
-            # Simulated work steps take milliseconds; a few silent seconds is a hang.
-            return Watchdog(startup_s=60, stall_s=5, time_scale=self.clock.scale)
+            # Simulated work steps take milliseconds and workers start in a second or two; a few
+            # silent seconds is a hang.
+            return Watchdog(startup_s=20, stall_s=5, time_scale=self.clock.scale)
         return Watchdog(startup_s=profile.get("run", "startup_timeout_s"),
                         stall_s=profile.get("run", "stall_timeout_s"), time_scale=1.0)
 
 
 def real_hardware() -> Hardware:
     from nodeqc.backends.host import LinuxHost
+    from nodeqc.backends.nic import LinuxNics
     from nodeqc.backends.nvml import NvmlBackend
 
-    return Hardware(NvmlBackend(), LinuxHost(), {"kind": "cupy"}, Clock(1.0))
+    return Hardware(NvmlBackend(), LinuxHost(), {"kind": "cupy"}, Clock(1.0), nics=LinuxNics())
 
 
 def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float | None = None) -> Hardware:
@@ -44,4 +47,51 @@ def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float
     node = SimNode(load_scenario(scenario_ref), faults, time_scale)
     return Hardware(node.management(), node.host(), node.compute_spec(), node.clock,
                     simulation={"scenario": node.scenario.name, "faults": [str(f) for f in faults],
-                                "time_scale": node.clock.scale})
+                                "time_scale": node.clock.scale}, nics=node.nics())
+
+
+def replay_hardware(path: str) -> Hardware:
+    """A captured machine: its NVML answers and host replayed (nodeqc capture), with a simulated
+    compute twin of the captured GPU model so the stress checks run too. Reports say simulated."""
+    import json
+    from pathlib import Path
+
+    from nodeqc.backends.base import HostInfo, PciDevice
+    from nodeqc.backends.nvml import NvmlBackend
+    from nodeqc.backends.nvml_replay import ReplayNvml
+    from nodeqc.backends.sim_models import SIM_GPU_MODELS
+    from nodeqc.backends.simulated import Scenario, SimNode
+    from nodeqc.errors import UsageError
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"--replay {path}: no such capture") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UsageError(f"--replay {path}: not a readable capture ({e})") from None
+    if not isinstance(data, dict) or data.get("nodeqc_capture") != 1 or "devices" not in data:
+        raise UsageError(f"--replay {path}: not a nodeqc capture (make one with: nodeqc capture OUT.json)")
+    host_data = dict(data.get("host") or {"hostname": "replay"})
+    pci = [PciDevice(**p) for p in host_data.pop("nvidia_gpus_on_pci", [])]
+    host = HostInfo(**{k: v for k, v in host_data.items() if k in HostInfo.__dataclass_fields__}, nvidia_gpus_on_pci=pci)
+    names = {d.get("nvmlDeviceGetName") for d in data["devices"] if "handle_error" not in d}
+    twin = next((key for key, m in SIM_GPU_MODELS.items() if names == {m.name}), None)
+    simulation = {"replay": Path(path).name, "captured_at": data.get("captured_at"),
+                  "compute": f"simulated twin ({twin})" if twin else "none: no simulated twin for this GPU model"}
+    if twin is None:
+        return Hardware(NvmlBackend(ReplayNvml(data)), _ReplayHost(host), {"kind": "none"}, Clock(1.0), simulation)
+    links = SIM_GPU_MODELS[twin].nvlink_links
+    scenario = Scenario("replay", Path(path), {
+        "gpus": {"model": twin, "count": len(data["devices"]), "topology": "nvswitch" if links else "pcie"},
+        "host": {"cores": host.cores or 1, "memory_gib": 1}})
+    node = SimNode(scenario, [])
+    simulation["time_scale"] = node.clock.scale
+    return Hardware(NvmlBackend(ReplayNvml(data)), _ReplayHost(host), node.compute_spec(), node.clock, simulation)
+
+
+class _ReplayHost(HostBackend):
+    def __init__(self, info):
+        self._info = info
+
+    def info(self):
+        return self._info

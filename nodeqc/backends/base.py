@@ -6,10 +6,11 @@ that stops answering raises GpuLostError, a backend that cannot start raises Bac
 
 from __future__ import annotations
 
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from nodeqc.na import NA, or_none
 
@@ -121,6 +122,10 @@ class GpuCounters:
     retired_sbe: Any = NA
     retired_dbe: Any = NA
     retired_pending: Any = NA
+    nvlink_active: Any = NA  # links up now
+    nvlink_replay: Any = NA  # error counters, summed over the links
+    nvlink_recovery: Any = NA
+    nvlink_crc: Any = NA
 
     def to_dict(self) -> dict[str, Any]:
         return _dict(self)
@@ -158,11 +163,89 @@ class HostInfo:
     os: Any = NA
     kernel: Any = NA
     nvidia_gpus_on_pci: list[PciDevice] = field(default_factory=list)
+    fabric_manager: Any = NA  # the NVSwitch fabric manager daemon runs (True/False)
+    peer_memory_module: Any = NA  # the GPUDirect RDMA module loaded ("nvidia_peermem"), "" if none
 
     def to_dict(self) -> dict[str, Any]:
         d = _dict(self)
         d["nvidia_gpus_on_pci"] = [asdict(p) for p in self.nvidia_gpus_on_pci]
         return d
+
+
+@dataclass
+class IbPort:
+    """One port of an RDMA device (InfiniBand, or RoCE when link_layer is Ethernet)."""
+
+    device: str  # mlx5_0
+    port: int
+    state: Any = NA  # ACTIVE, DOWN, INIT, ARMED
+    phys_state: Any = NA  # LinkUp, Polling, Disabled
+    rate_gbit: Any = NA
+    link_layer: Any = NA  # InfiniBand or Ethernet
+    counters: dict[str, Any] = field(default_factory=dict)  # symbol_error, link_downed, link_error_recovery
+
+    @property
+    def label(self) -> str:
+        return f"{self.device}/{self.port}"
+
+
+@dataclass
+class NicInfo:
+    """One NIC as sysfs shows it at one moment, error counters included."""
+
+    name: str  # interface name, or the RDMA device's name when it has no interface (no IPoIB)
+    kind: str = "ethernet"  # ethernet | infiniband
+    driver: Any = NA
+    mac: Any = NA
+    operstate: Any = NA  # up, down, lowerlayerdown, unknown, ...
+    carrier: Any = NA  # 1 when the link has carrier
+    speed_mbps: Any = NA
+    mtu: Any = NA
+    bus_id: Any = NA
+    virtual: bool = False  # veth, bridge, bond, VLAN, VF: not a NIC of its own
+    interface: bool = True  # False: an RDMA device without a network interface (IPoIB not loaded)
+    pcie_gen: Any = NA
+    pcie_width: Any = NA
+    pcie_max_gen: Any = NA
+    pcie_max_width: Any = NA
+    carrier_changes: Any = NA
+    addresses: list[str] = field(default_factory=list)  # IPv4 first
+    ib_ports: list[IbPort] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = _dict(self)
+        d["ib_ports"] = [{**_dict(p), "counters": {k: or_none(v) for k, v in p.counters.items()}}
+                         for p in self.ib_ports]
+        return d
+
+
+@dataclass(frozen=True)
+class TrafficJob:
+    """One traffic test of one NIC: `iperf3` (TCP) or `ib_write_bw` (RDMA) against a peer."""
+
+    nic: str  # interface (or RDMA device) name
+    tool: str  # "iperf3" | "ib_write_bw"
+    peer: str
+    port: int
+    seconds: float
+    streams: int = 1
+    bind: str | None = None  # local address to send from (iperf3)
+    ib_device: str | None = None  # ib_write_bw
+    ib_port: int = 1
+    cuda_device: int | None = None  # ib_write_bw --use_cuda (GPUDirect RDMA)
+    roce: bool = False  # ib_write_bw -R: connect through rdma_cm, as RoCE needs
+
+    @property
+    def peer_text(self) -> str:
+        return f"{self.peer}:{self.port}"
+
+
+@dataclass
+class TrafficOutcome:
+    job: TrafficJob
+    gbps: Any = NA  # received, in Gb/s (bits)
+    error: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)  # retransmits, peak, the command
 
 
 class Clock:
@@ -194,7 +277,7 @@ class GpuManagement(ABC):
     def open(self) -> None:
         """Start the backend; raise BackendUnavailable with a plain reason if it cannot."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: most backends hold nothing to release
         """Release the backend."""
 
     @abstractmethod
@@ -224,3 +307,113 @@ class HostBackend(ABC):
 
     @abstractmethod
     def info(self) -> HostInfo: ...
+
+
+class NicBackend(ABC):
+    """The NICs: what sysfs shows of them, and traffic through them (iperf3, ib_write_bw)."""
+
+    @abstractmethod
+    def nics(self) -> list[NicInfo]:
+        """Every NIC but loopback, physical ones in PCI order first, then the rest by name."""
+
+    @abstractmethod
+    def pcie_link(self, name: str) -> tuple[Any, Any]:
+        """(generation, width) the NIC's PCIe link runs at now; NA where not reported."""
+
+    @abstractmethod
+    def missing_tool(self, tool: str) -> str | None:
+        """None if `tool` can run here, else what to install to get it."""
+
+    @abstractmethod
+    def start_traffic(self, rounds: list[list[TrafficJob]], watch: list[str]) -> "TrafficSession":
+        """Run the rounds one after another in the background, each round's jobs all at once; read
+        the PCIe links of the NICs named in `watch` while they run."""
+
+
+class TrafficSession(ABC):
+    """NIC traffic running in the background, and the NICs' PCIe links read while it runs (links
+    can train down at idle, so only a reading under load says what a link can do)."""
+
+    POLL_S = 0.05
+    SAMPLE_S = 0.5  # real seconds between PCIe readings
+    GRACE_S = 30.0  # what a job may overrun its duration by: connection set-up, result exchange
+
+    def __init__(self, backend: NicBackend, rounds: list[list[TrafficJob]], watch: list[str]):
+        self.backend = backend
+        self.rounds = [r for r in rounds if r]
+        self.outcomes: list[TrafficOutcome] = []
+        self.links: dict[str, list[tuple[Any, Any]]] = {name: [] for name in watch}
+        self._halt = threading.Event()
+        self._done = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drive, name="nic-traffic", daemon=True)
+        self._thread.start()
+
+    @abstractmethod
+    def _start(self, jobs: list[TrafficJob]) -> None:
+        """Start every job of a round."""
+
+    @abstractmethod
+    def _running(self) -> bool:
+        """Some job of the current round has not ended."""
+
+    @abstractmethod
+    def _collect(self, jobs: list[TrafficJob], overdue: str | None) -> list[TrafficOutcome]:
+        """End the round, killing what still runs (an error saying `overdue`), and return its outcomes."""
+
+    def _wall(self, seconds: float) -> float:
+        """Real seconds that `seconds` of traffic take (the simulated node compresses time)."""
+        return seconds
+
+    def _limit_s(self, jobs: list[TrafficJob]) -> float:
+        return self._wall(max(j.seconds for j in jobs)) + self.GRACE_S
+
+    def _drive(self) -> None:
+        current: list[TrafficJob] = []
+        try:
+            for jobs in self.rounds:
+                if self._halt.is_set():
+                    break
+                current = jobs
+                self._start(jobs)
+                limit = self._limit_s(jobs)
+                end = next_sample = time.monotonic()
+                end += limit
+                while self._running() and time.monotonic() < end and not self._halt.is_set():
+                    if time.monotonic() >= next_sample:
+                        for name, readings in self.links.items():
+                            readings.append(self.backend.pcie_link(name))
+                        next_sample += self.SAMPLE_S
+                    self._halt.wait(self.POLL_S)
+                overdue = "stopped before it finished" if self._halt.is_set() else f"did not end within {limit:g} s"
+                current = []
+                self.outcomes += self._collect(jobs, overdue)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller by stop()
+            self._error = e
+            if current:
+                try:
+                    self._collect(current, "stopped by an error in nodeqc")  # no tool outlives its session
+                except Exception:  # noqa: BLE001 - the first error is the one to report
+                    pass
+        finally:
+            self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, should_abort: Callable[[], bool] = lambda: False) -> None:
+        """Until every round ends (each is bounded by its duration plus GRACE_S) or should_abort()."""
+        end = time.monotonic() + sum(self._limit_s(r) for r in self.rounds) + 5
+        while not self._done.wait(0.1) and time.monotonic() < end and not should_abort():
+            pass
+
+    def stop(self, kill: bool = False) -> list[TrafficOutcome]:
+        """Wait for the traffic to end (or end it now with kill=True) and return what it measured,
+        in job order; a round that never started has no outcomes."""
+        if not kill:
+            self.wait()
+        self._halt.set()
+        self._thread.join(timeout=self.GRACE_S + 10)
+        if self._error is not None:
+            raise self._error
+        return list(self.outcomes)

@@ -1,7 +1,13 @@
 """GPU compute through CuPy, used inside worker processes only.
 
 CuPy is imported here and nowhere else, lazily: nodeqc imports and runs its simulated and host
-checks on machines without CUDA.
+checks on machines without CUDA. The operations mirror nodeqc/backends/sim_compute.py one for one;
+the workloads in nodeqc/workloads.py drive either.
+
+Matrix products go through cuBLAS `gemmEx`, which names the input, output and compute types
+explicitly: true FP32 (no silent TF32), TF32, FP16 and BF16 (CuPy has no bfloat16 dtype, so BF16
+operands are uint16 bit patterns) with FP32 accumulation, FP64. FP8 needs cuBLASLt, which CuPy does
+not expose: it is reported as not run, never faked.
 """
 
 from __future__ import annotations
@@ -9,8 +15,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
+
 from nodeqc.backends.base import Clock
 from nodeqc.errors import ComputeUnavailable
+from nodeqc.kernels import function
+
+MATMUL_N = 8192  # big enough to keep every SM busy on an H100; 128-512 MiB per operand
+MEMTEST_MAX_RECORDS = 64
+THREADS = 256
 
 
 def import_cupy() -> Any:
@@ -26,17 +39,27 @@ class CupyDevice:
     """One real GPU, driven from the worker process that owns its CUDA context."""
 
     simulated = False
+    ka_size = 1024  # known-answer product: exact in every dtype, and cheap to check on the host
 
-    def __init__(self, index: int):
-        self.cp = import_cupy()
+    def __init__(self, index: int, bus_id: str | None = None):
+        cp = self.cp = import_cupy()
         self.index = index
         self.clock = Clock(1.0)
         try:
-            self.device = self.cp.cuda.Device(index)
+            # Open the GPU by its PCI address: CUDA's own numbering need not match NVML's.
+            ordinal = cp.cuda.runtime.deviceGetByPCIBusId(bus_id) if bus_id else index
+            self.device = cp.cuda.Device(ordinal)
             self.device.use()
-        except self.cp.cuda.runtime.CUDARuntimeError as e:
+            self.sm_count = cp.cuda.runtime.getDeviceProperties(ordinal)["multiProcessorCount"]
+        except cp.cuda.runtime.CUDARuntimeError as e:
             raise ComputeUnavailable(f"gpu{index}: CUDA cannot open the device: {e}") from None
-        self._load: tuple[Any, Any] | None = None
+        self.ordinal = ordinal
+        self._mm: dict[str, Any] = {}
+        self._busy: tuple[Any, Any] | None = None
+
+    @property
+    def compute_capability(self) -> float:
+        return int(self.device.compute_capability) / 10
 
     def set_load(self, load: float) -> None:
         """Real GPUs show their load to NVML by themselves."""
@@ -44,22 +67,414 @@ class CupyDevice:
     def check_alive(self) -> None:
         """A lost real GPU shows as a CUDA error from the next call."""
 
+    def release(self) -> None:
+        """Free every buffer of the last operation, so the next one can take the memory."""
+        self._mm, self._busy = {}, None
+        self._stream = self._mem = self._errors = self._records = None
+        self._pinned = self._host = self._dev = None
+        self.cp.get_default_memory_pool().free_all_blocks()
+        self.cp.get_default_pinned_memory_pool().free_all_blocks()
+
+    def close(self) -> None:
+        self.release()
+
+    def supports(self, dtype: str) -> str | None:
+        cc = self.compute_capability
+        if dtype == "fp8":
+            return "fp8 matmul needs cuBLASLt, which CuPy does not expose"
+        if dtype in ("tf32", "bf16") and cc < 8.0:
+            return f"{dtype} needs compute capability 8.0 or newer (this GPU: {cc:.1f})"
+        return None
+
+    def _grid(self) -> tuple[int]:
+        return (self.sm_count * 32,)
+
+    def _elapsed(self, start: Any, end: Any) -> float:
+        end.synchronize()
+        return self.cp.cuda.get_elapsed_time(start, end) / 1000.0
+
     def busy_step(self, seconds: float) -> None:
-        """Keep the GPU busy for about `seconds` with half-precision matmuls (not all-zero inputs:
-        zeros run measurably faster and draw less power)."""
+        """Plain load for `seconds` (half-precision products)."""
         cp = self.cp
-        if self._load is None:
-            n = 8192
-            rng = cp.random.default_rng(self.index)
-            a = rng.standard_normal((n, n), dtype=cp.float32).astype(cp.float16)
-            self._load = (a, a.T.copy())
-        a, b = self._load
+        if self._busy is None:
+            a = cp.random.default_rng(self.index).standard_normal((MATMUL_N, MATMUL_N), dtype=cp.float32)
+            self._busy = (a.astype(cp.float16), a.T.astype(cp.float16))
+        a, b = self._busy
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             for _ in range(4):
                 cp.matmul(a, b)
-            cp.cuda.Device(self.index).synchronize()
+            self.device.synchronize()
+
+    # ------------------------------------------------------------------ matmul
+
+    def _types(self, dtype: str, exact_out: bool) -> tuple[int, int, int, Any]:
+        """(input type, output type, compute type, scalar numpy type) for cublasGemmEx."""
+        from cupy.cuda import cublas, runtime
+
+        r32, r64, r16, rbf16 = runtime.CUDA_R_32F, runtime.CUDA_R_64F, runtime.CUDA_R_16F, runtime.CUDA_R_16BF
+        if dtype == "fp64":
+            return r64, r64, cublas.CUBLAS_COMPUTE_64F, np.float64
+        if dtype == "fp32":
+            return r32, r32, cublas.CUBLAS_COMPUTE_32F_PEDANTIC, np.float32
+        if dtype == "tf32":
+            return r32, r32, cublas.CUBLAS_COMPUTE_32F_FAST_TF32, np.float32
+        inp = r16 if dtype == "fp16" else rbf16
+        return inp, (r32 if exact_out else inp), cublas.CUBLAS_COMPUTE_32F, np.float32
+
+    def _operand(self, x32: Any, dtype: str) -> Any:
+        """A float32 device array as the dtype's operand (bf16 as its top 16 bits)."""
+        cp = self.cp
+        if dtype == "fp64":
+            return x32.astype(cp.float64)
+        if dtype in ("fp32", "tf32"):
+            return x32
+        if dtype == "fp16":
+            return x32.astype(cp.float16)
+        return (x32.view(cp.uint32) >> 16).astype(cp.uint16)
+
+    def _gemm(self, a: Any, b: Any, c: Any, n: int, types: tuple[int, int, int, Any]) -> None:
+        from cupy.cuda import cublas
+
+        in_t, out_t, compute, scalar = types
+        handle = self.cp.cuda.device.get_cublas_handle()
+        cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+        alpha, beta = np.array(1, dtype=scalar), np.array(0, dtype=scalar)
+        # Row-major C = A B is column-major C^T = B^T A^T: hand cuBLAS B first.
+        cublas.gemmEx(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, n, n, alpha.ctypes.data,
+                      b.data.ptr, in_t, n, a.data.ptr, in_t, n, beta.ctypes.data, c.data.ptr, out_t, n,
+                      compute, getattr(cublas, "CUBLAS_GEMM_DEFAULT", -1))
+
+    def matmul_setup(self, dtype: str, seed: int) -> int:
+        cp = self.cp
+        rng = cp.random.default_rng(seed)  # the same seed on every GPU: identical work to compare
+        a = self._operand(rng.standard_normal((MATMUL_N, MATMUL_N), dtype=cp.float32), dtype)
+        b = self._operand(rng.standard_normal((MATMUL_N, MATMUL_N), dtype=cp.float32), dtype)
+        out = {"fp64": cp.float64, "fp32": cp.float32, "tf32": cp.float32, "fp16": cp.float16, "bf16": cp.uint16}
+        c = cp.empty((MATMUL_N, MATMUL_N), dtype=out[dtype])
+        self._mm = {"a": a, "b": b, "c": c, "types": self._types(dtype, exact_out=False)}
+        return 2 * MATMUL_N ** 3
+
+    def matmul_run(self, iters: int) -> float:
+        cp, mm = self.cp, self._mm
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        for _ in range(iters):
+            self._gemm(mm["a"], mm["b"], mm["c"], MATMUL_N, mm["types"])
+        end.record()
+        return self._elapsed(start, end)  # completed work only: the end event waits for every product
+
+    def fingerprint(self, x: Any) -> str:
+        cp = self.cp
+        words = x.view(cp.uint32).ravel()
+        out = cp.zeros(2, dtype=cp.uint64)
+        function("checksum", "checksum_words", self.ordinal)(self._grid(), (THREADS,), (words, np.uint64(words.size), out))
+        plain, weighted = (int(v) for v in out.get())
+        return f"{plain:016x}{weighted:016x}"
+
+    def matmul_fingerprint(self) -> str:
+        return self.fingerprint(self._mm["c"])
+
+    def known_answer(self, dtype: str, a: np.ndarray, b: np.ndarray) -> Any:
+        """The product of integer matrices in `dtype`, accumulated and returned in FP32 (FP64 for
+        fp64), so the exact result is representable and can be compared bit for bit."""
+        cp = self.cp
+        n = a.shape[0]
+        da = self._operand(cp.asarray(a, dtype=cp.float32), dtype)
+        db = self._operand(cp.asarray(b, dtype=cp.float32), dtype)
+        types = self._types(dtype, exact_out=True)
+        c = cp.zeros((n, n), dtype=cp.float64 if dtype == "fp64" else cp.float32)
+        self._gemm(da, db, c, n, types)
+        return c
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return self.cp.asnumpy(x)
+
+    # ------------------------------------------------------------------ memory bandwidth
+
+    def stream_setup(self, nbytes: int) -> int:
+        cp = self.cp
+        n = nbytes // 16
+        self._stream = [cp.arange(n * 4, dtype=cp.float32) for _ in range(3)]
+        self._stream_n = n
+        return 2 * n * 16
+
+    def stream_run(self, kind: str, iters: int) -> float:
+        cp = self.cp
+        a, b, c = self._stream
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        for _ in range(iters):
+            if kind == "copy":
+                function("stream", "stream_copy", self.ordinal)(self._grid(), (THREADS,), (b, a, np.uint64(self._stream_n)))
+            else:
+                function("stream", "stream_triad", self.ordinal)(
+                    self._grid(), (THREADS,), (b, c, a, np.float32(2.0), np.uint64(self._stream_n)))
+        end.record()
+        return self._elapsed(start, end)
+
+    def stream_verify(self) -> bool:
+        cp = self.cp
+        a, b, c = self._stream
+        # After copy (b = a) then triad (a = b + 2c) with a, b, c all starting as arange: a = 3 * arange.
+        return bool(cp.array_equal(a, 3 * cp.arange(a.size, dtype=cp.float32)))
+
+    # ------------------------------------------------------------------ memory pattern test
+
+    def memtest_setup(self, fraction: float) -> dict[str, Any]:
+        cp = self.cp
+        self.release()
+        free, _ = cp.cuda.runtime.memGetInfo()
+        words = int(free * fraction) // 8
+        self._mem = cp.empty(words, dtype=cp.uint64)
+        self._errors = cp.zeros(1, dtype=cp.uint64)
+        self._records = cp.zeros((MEMTEST_MAX_RECORDS, 3), dtype=cp.uint64)
+        return {"bytes": words * 8, "free_bytes": int(free), "base_address": int(self._mem.data.ptr)}
+
+    def _launch(self, kernel: str, *args: Any) -> float:
+        cp = self.cp
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        function("memtest", kernel, self.ordinal)(self._grid(), (THREADS,), args)
+        end.record()
+        return self._elapsed(start, end)
+
+    def _log(self) -> tuple[int, list[tuple[int, int, int]]]:
+        count = int(self._errors.get()[0])
+        records = [tuple(int(v) for v in r) for r in self._records[:min(count, MEMTEST_MAX_RECORDS)].get()]
+        self._errors.fill(0)
+        return count, records  # type: ignore[return-value]
+
+    def memtest_write(self, kind: int, value: int) -> float:
+        return self._launch("mt_write", self._mem, np.uint64(self._mem.size), np.int32(kind), np.uint64(value))
+
+    def memtest_check(self, kind: int, value: int) -> tuple[int, list[tuple[int, int, int]], float]:
+        seconds = self._launch("mt_check", self._mem, np.uint64(self._mem.size), np.int32(kind), np.uint64(value),
+                               self._errors, self._records, np.uint32(MEMTEST_MAX_RECORDS))
+        return (*self._log(), seconds)
+
+    def memtest_invert(self, kind: int, value: int, descending: bool) -> tuple[int, list[tuple[int, int, int]], float]:
+        seconds = self._launch("mt_invert", self._mem, np.uint64(self._mem.size), np.int32(kind), np.uint64(value),
+                               np.int32(descending), self._errors, self._records, np.uint32(MEMTEST_MAX_RECORDS))
+        return (*self._log(), seconds)
+
+    def memtest_address_lines(self) -> tuple[int, list[tuple[int, int, int]], float]:
+        cp, mem = self.cp, self._mem
+        t0 = time.perf_counter()
+        lines = [0] + [1 << b for b in range(mem.size.bit_length() - 1)]
+        a, b = 0x5555_5555_5555_5555, 0xAAAA_AAAA_AAAA_AAAA
+        idx = cp.asarray(lines, dtype=cp.int64)
+        mem[idx] = a
+        count, records = 0, []
+        for line in lines[1:]:
+            mem[line] = b
+            others = [x for x in lines if x != line]
+            got = cp.asnumpy(mem[cp.asarray(others, dtype=cp.int64)])
+            for x, g in zip(others, got):
+                if int(g) != a:
+                    count += 1
+                    records.append((x, a, int(g)))
+            mem[line] = a
+        self.device.synchronize()
+        return count, records[:MEMTEST_MAX_RECORDS], time.perf_counter() - t0
+
+    # ------------------------------------------------------------------ host <-> device
+
+    def pcie_setup(self, nbytes: int) -> None:
+        cp = self.cp
+        self._pinned = [cp.cuda.alloc_pinned_memory(nbytes) for _ in range(2)]
+        self._host = [np.frombuffer(p, dtype=np.uint8, count=nbytes) for p in self._pinned]
+        self._host[0][:] = np.arange(nbytes, dtype=np.uint64).astype(np.uint8)
+        self._dev = [cp.empty(nbytes, dtype=cp.uint8) for _ in range(2)]
+        self._streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+        self._pcie_n = nbytes
+
+    def _copy(self, direction: str, slot: int, stream: Any) -> None:
+        rt = self.cp.cuda.runtime
+        if direction == "h2d":
+            rt.memcpyAsync(self._dev[slot].data.ptr, self._host[slot].ctypes.data, self._pcie_n,
+                           rt.memcpyHostToDevice, stream.ptr)
+        else:
+            rt.memcpyAsync(self._host[slot].ctypes.data, self._dev[slot].data.ptr, self._pcie_n,
+                           rt.memcpyDeviceToHost, stream.ptr)
+
+    def pcie_run(self, direction: str, iters: int) -> float:
+        """Seconds for `iters` copies of the buffer one way, or both ways at once ('bidir')."""
+        cp = self.cp
+        s0, s1 = self._streams
+        t0 = time.perf_counter()
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record(s0)
+        for _ in range(iters):
+            if direction == "bidir":
+                self._copy("h2d", 0, s0)
+                self._copy("d2h", 1, s1)
+            else:
+                self._copy(direction, 0, s0)
+        end.record(s0)
+        s1.synchronize()
+        if direction == "bidir":
+            s0.synchronize()
+            return time.perf_counter() - t0
+        return self._elapsed(start, end)
+
+    def pcie_link_under_copy(self) -> dict[str, Any]:
+        """The link as NVML reads it while host-to-device copies are in flight (links train up under
+        load and down at idle, so only a reading during traffic says what the link can do)."""
+        import pynvml
+
+        s0 = self._streams[0]
+        for _ in range(16):
+            self._copy("h2d", 0, s0)
+        try:
+            pynvml.nvmlInit()
+            bus = self.cp.cuda.runtime.deviceGetPCIBusId(self.ordinal)
+            h = pynvml.nvmlDeviceGetHandleByPciBusId(bus)
+            link = {"gen": pynvml.nvmlDeviceGetCurrPcieLinkGeneration(h),
+                    "width": pynvml.nvmlDeviceGetCurrPcieLinkWidth(h),
+                    "max_gen": pynvml.nvmlDeviceGetMaxPcieLinkGeneration(h),
+                    "max_width": pynvml.nvmlDeviceGetMaxPcieLinkWidth(h)}
+        except pynvml.NVMLError as e:
+            link = {"error": str(e)}
+        finally:
+            s0.synchronize()
+        return link
+
+    def pcie_verify(self) -> bool:
+        """Host -> device -> host round trip of a pattern comes back unchanged."""
+        s0 = self._streams[0]
+        rt = self.cp.cuda.runtime
+        self._copy("h2d", 0, s0)
+        rt.memcpyAsync(self._host[1].ctypes.data, self._dev[0].data.ptr, self._pcie_n, rt.memcpyDeviceToHost, s0.ptr)
+        s0.synchronize()
+        return bool(np.array_equal(self._host[0], self._host[1]))
+
+
+class CupyNodeDevices:
+    """All GPUs of the node from one worker process: peer copies and NCCL."""
+
+    simulated = False
+
+    def __init__(self, indices: list[int], bus_ids: dict[int, str] | None = None):
+        self.cp = import_cupy()
+        self.devices = {i: CupyDevice(i, (bus_ids or {}).get(i)) for i in indices}
+        self.clock = Clock(1.0)
+
+    def set_load(self, load: float) -> None:
+        pass
 
     def close(self) -> None:
-        self._load = None
-        self.cp.get_default_memory_pool().free_all_blocks()
+        for d in self.devices.values():
+            with d.device:
+                d.release()
+
+    def peer_access(self) -> dict[tuple[int, int], bool]:
+        rt = self.cp.cuda.runtime
+        out = {}
+        for i, di in self.devices.items():
+            for j, dj in self.devices.items():
+                if i != j:
+                    out[(i, j)] = bool(rt.deviceCanAccessPeer(di.ordinal, dj.ordinal))
+        return out
+
+    def p2p_setup(self, nbytes: int) -> None:
+        cp, rt = self.cp, self.cp.cuda.runtime
+        self._n = nbytes
+        self._src, self._dst = {}, {}
+        for i, d in self.devices.items():
+            with d.device:
+                for j, other in self.devices.items():
+                    if i != j and rt.deviceCanAccessPeer(d.ordinal, other.ordinal):
+                        try:
+                            rt.deviceEnablePeerAccess(other.ordinal)
+                        except rt.CUDARuntimeError:
+                            pass  # already enabled
+                self._src[i] = (cp.arange(nbytes, dtype=cp.uint32) % 251 * (i + 1)).astype(cp.uint8)
+                self._dst[i] = cp.zeros(nbytes, dtype=cp.uint8)
+        self._received: dict[tuple[int, int], bool] = {}
+
+    def _copy(self, src: int, dst: int, stream: Any) -> None:
+        rt = self.cp.cuda.runtime
+        rt.memcpyPeerAsync(self._dst[dst].data.ptr, self.devices[dst].ordinal, self._src[src].data.ptr,
+                           self.devices[src].ordinal, self._n, stream.ptr)
+
+    def p2p_copy(self, src: int, dst: int, iters: int, bidir: bool = False) -> float:
+        cp = self.cp
+        with self.devices[src].device:
+            s_fwd = cp.cuda.Stream(non_blocking=True)
+        with self.devices[dst].device:
+            s_back = cp.cuda.Stream(non_blocking=True)
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            self._copy(src, dst, s_fwd)
+            if bidir:
+                self._copy(dst, src, s_back)
+        s_fwd.synchronize()
+        s_back.synchronize()
+        return time.perf_counter() - t0
+
+    def p2p_verify(self, src: int, dst: int) -> bool:
+        with self.devices[src].device:
+            want = self.devices[src].fingerprint(self._src[src])
+        with self.devices[dst].device:
+            got = self.devices[dst].fingerprint(self._dst[dst])
+        return want == got
+
+    def p2p_latency(self, src: int, dst: int, iters: int) -> float:
+        cp, rt = self.cp, self.cp.cuda.runtime
+        with self.devices[src].device:
+            s = cp.cuda.Stream(non_blocking=True)
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record(s)
+            for _ in range(iters):
+                rt.memcpyPeerAsync(self._dst[dst].data.ptr, self.devices[dst].ordinal, self._src[src].data.ptr,
+                                   self.devices[src].ordinal, 4, s.ptr)
+            end.record(s)
+            end.synchronize()
+            return cp.cuda.get_elapsed_time(start, end) / 1000.0 / iters
+
+    def nccl_unavailable(self) -> str | None:
+        from cupy.cuda import nccl
+
+        if not nccl.available:
+            return "NCCL is not available to CuPy: pip install nvidia-nccl-cu12 (or -cu13)"
+        return None
+
+    def nccl_allreduce(self, nbytes: int, iters: int) -> tuple[float, list[dict[str, Any]]]:
+        cp = self.cp
+        from cupy.cuda import nccl
+
+        order = list(self.devices)
+        n, count = len(order), nbytes // 4
+        comms = nccl.NcclCommunicator.initAll([self.devices[i].ordinal for i in order])
+        send, recv, streams = {}, {}, {}
+        for rank, i in enumerate(order):
+            with self.devices[i].device:
+                send[i] = cp.full(count, rank + 1, dtype=cp.float32)
+                recv[i] = cp.zeros(count, dtype=cp.float32)
+                streams[i] = cp.cuda.Stream(non_blocking=True)
+
+        def once() -> None:
+            nccl.groupStart()
+            for rank, i in enumerate(order):
+                with self.devices[i].device:
+                    comms[rank].allReduce(send[i].data.ptr, recv[i].data.ptr, count, nccl.NCCL_FLOAT32,
+                                          nccl.NCCL_SUM, streams[i].ptr)
+            nccl.groupEnd()
+            for s in streams.values():
+                s.synchronize()
+
+        once()  # warm-up: rings and buffers are set up on first use
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            once()
+        per = (time.perf_counter() - t0) / iters
+        expected = n * (n + 1) / 2
+        wrong = []
+        for i in order:
+            with self.devices[i].device:
+                bad = cp.flatnonzero(recv[i] != expected)
+                if bad.size:
+                    k = int(bad[0])
+                    wrong.append({"gpu": i, "index": k, "expected": expected, "actual": float(recv[i][k])})
+        return per, wrong

@@ -19,6 +19,11 @@ NVIDIA_VENDOR = "0x10de"
 # PCI classes of NVIDIA GPUs: VGA controller (0x0300) and 3D controller (0x0302). NVSwitches and
 # audio functions have other classes.
 GPU_CLASSES = ("0x0300", "0x0302")
+# The fabric manager daemon is nv-fabricmanager; /proc/PID/comm keeps only its first 15 characters.
+FABRIC_MANAGER_COMM = "nv-fabricmanage"
+# GPUDirect RDMA: nvidia_peermem ships with the driver (R470 and later); nv_peer_mem is the older
+# Mellanox module.
+PEER_MEMORY_MODULES = ("nvidia_peermem", "nv_peer_mem")
 
 
 class LinuxHost(HostBackend):
@@ -56,7 +61,26 @@ class LinuxHost(HostBackend):
             os=self._os_name(),
             kernel=platform.release(),
             nvidia_gpus_on_pci=self.nvidia_gpus_on_pci(),
+            fabric_manager=self._fabric_manager(),
+            peer_memory_module=self._peer_memory_module(),
         )
+
+    def _fabric_manager(self):
+        """Whether the fabric manager daemon runs: its process, which is there with or without systemd."""
+        proc = self.root / "proc"
+        if not proc.is_dir():
+            return NA
+        for entry in proc.iterdir():
+            if entry.name.isdigit() and (self._read(f"proc/{entry.name}/comm") or "").startswith(FABRIC_MANAGER_COMM):
+                return True
+        return False
+
+    def _peer_memory_module(self):
+        text = self._read("proc/modules")
+        if text is None:
+            return NA
+        loaded = {line.split(" ", 1)[0] for line in text.splitlines()}
+        return next((m for m in PEER_MEMORY_MODULES if m in loaded), "")
 
     def _cpu_model(self):
         text = self._read("proc/cpuinfo") or ""

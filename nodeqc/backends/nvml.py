@@ -6,7 +6,6 @@ raises GpuLostError. The module is injectable, so tests drive the same code with
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Callable
 
@@ -29,7 +28,6 @@ class NvmlBackend(GpuManagement):
         self._handles: list[Any] = []
         self._lost: set[int] = set()
         self._events: Any = None
-        self._lock = threading.Lock()  # NVML is thread-safe, but the event set is ours to guard
 
     # ------------------------------------------------------------------ plumbing
 
@@ -95,7 +93,7 @@ class NvmlBackend(GpuManagement):
             events = n.nvmlEventSetCreate()
         except (n.NVMLError, AttributeError):
             return None
-        for i, h in enumerate(self._handles):
+        for h in self._handles:
             if h is None:
                 continue
             try:
@@ -216,7 +214,26 @@ class NvmlBackend(GpuManagement):
             retired_sbe=NA if is_na(retired_sbe) else len(retired_sbe),
             retired_dbe=NA if is_na(retired_dbe) else len(retired_dbe),
             retired_pending=NA if is_na(pending) else pending == n.NVML_FEATURE_ENABLED,
+            **self._nvlink(index),
         )
+
+    def _nvlink(self, index: int) -> dict[str, Any]:
+        """Links up, and replay/recovery/CRC error counters summed over the GPU's links."""
+        n, h = self.n, self._h(index)
+        links = self._nvlink_count(index)
+        if is_na(links) or links == 0:
+            return {}
+        active, totals = 0, {"nvlink_replay": 0, "nvlink_recovery": 0, "nvlink_crc": 0}
+        counters = {"nvlink_replay": n.NVML_NVLINK_ERROR_DL_REPLAY, "nvlink_recovery": n.NVML_NVLINK_ERROR_DL_RECOVERY,
+                    "nvlink_crc": n.NVML_NVLINK_ERROR_DL_CRC_FLIT}
+        for link in range(links):
+            state = self.query("nvmlDeviceGetNvLinkState", h, link, index=index)
+            if state == n.NVML_FEATURE_ENABLED:
+                active += 1
+            for key, counter in counters.items():
+                value = self.query("nvmlDeviceGetNvLinkErrorCounter", h, link, counter, index=index)
+                totals[key] = NA if is_na(value) or is_na(totals[key]) else totals[key] + value
+        return {"nvlink_active": active, **totals}
 
     def wait_xids(self, timeout_s: float, clock: Clock) -> list[XidEvent]:
         n = self.n

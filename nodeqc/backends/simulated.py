@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.backends.base import (REASON_BITS, Clock, GpuCounters, GpuInfo, GpuManagement,
-                                  GpuSample, HostBackend, HostInfo, PciDevice, XidEvent)
+                                  GpuSample, HostBackend, HostInfo, IbPort, NicBackend, NicInfo, PciDevice,
+                                  TrafficJob, TrafficOutcome, TrafficSession, XidEvent)
+from nodeqc.backends.nic import IB_COUNTERS
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS, SimGpuModel
 from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.faults import Fault, check_range
@@ -63,6 +65,7 @@ SCENARIO_SCHEMA = {
         "model": Spec("choice", "GPU model", tuple(SIM_GPU_MODELS)),
         "count": Spec("int", "number of GPUs", low=1, high=64),
         "bus_ids": Spec("strlist", "PCI addresses of the GPUs"),
+        "serials": Spec("strlist", "GPU serial numbers (default: the system serial and -G<slot>)"),
         "topology": Spec("choice", "how the GPUs connect", ("nvswitch", "pcie", "nvlink-bridge")),
     },
     "nics": {
@@ -74,6 +77,7 @@ SCENARIO_SCHEMA = {
         "pcie_gen": Spec("int", "PCIe generation", low=1, high=6),
         "pcie_width": Spec("choice", "PCIe lanes", (1, 2, 4, 8, 16)),
         "bus_id": Spec("str", "PCI address"),
+        "ib_device": Spec("str", "its RDMA device (InfiniBand, or RoCE on Ethernet), e.g. mlx5_0"),
     },
 }
 
@@ -88,6 +92,14 @@ LOADED = 0.3  # above this load the GPU counts as busy (PCIe trains up, utilisat
 # and the seconds of load it has had (written by the worker that makes the load).
 SLOT_LOAD, SLOT_LOST, SLOT_LOADED_S = 0, 1, 2
 SLOTS = 3
+
+# Simulated traffic: what a healthy link carries, as a fraction of its speed. TCP over Ethernet at
+# 1500 MTU carries at most 94% of the line rate (headers); IPoIB pushes TCP through the CPU and
+# reaches a fraction of an InfiniBand link; ib_write_bw comes close to the port rate. PCIe caps it:
+# Gb/s per lane after encoding, times 0.85 for packet overhead.
+TCP_EFFICIENCY = {"ethernet": 0.94, "infiniband": 0.2}
+RDMA_EFFICIENCY = 0.97
+PCIE_LANE_GBIT = {1: 2.0, 2: 4.0, 3: 7.88, 4: 15.75, 5: 31.5, 6: 63.0}
 
 
 @dataclass
@@ -107,6 +119,10 @@ class Scenario:
     @property
     def nics(self) -> list[dict[str, Any]]:
         return self.data.get("nics", [])
+
+    def gpu_serial(self, k: int) -> str:
+        serials = self.data["gpus"].get("serials")
+        return serials[k] if serials else f"{self.data.get('system', {}).get('serial', 'SIM')}-G{k}"
 
     def bus_id(self, k: int) -> str:
         ids = self.data["gpus"].get("bus_ids")
@@ -138,9 +154,10 @@ def load_scenario(ref: str) -> Scenario:
     for table, key in (("gpus", "model"), ("gpus", "count"), ("host", "cores"), ("host", "memory_gib")):
         if key not in data.get(table, {}):
             raise UsageError(f"{where}: [{table}] {key}: missing")
-    ids = data["gpus"].get("bus_ids")
-    if ids is not None and len(ids) != data["gpus"]["count"]:
-        raise UsageError(f"{where}: [gpus] bus_ids: {len(ids)} addresses for {data['gpus']['count']} GPUs")
+    for key in ("bus_ids", "serials"):
+        ids = data["gpus"].get(key)
+        if ids is not None and len(ids) != data["gpus"]["count"]:
+            raise UsageError(f"{where}: [gpus] {key}: {len(ids)} {'addresses' if key == 'bus_ids' else 'serials'} for {data['gpus']['count']} GPUs")
     return Scenario(path.stem, path, data)
 
 
@@ -171,6 +188,13 @@ class SimNode:
 
     def host(self) -> "SimHost":
         return SimHost(self)
+
+    def nics(self) -> "SimNics":
+        return SimNics(self)
+
+    def nic_value(self, k: int, name: str, default: Any = None) -> Any:
+        return next((f.value if f.value is not None else True for f in self.faults
+                     if f.target == "nic" and f.index == k and f.name == name), default)
 
     def compute_spec(self) -> dict[str, Any]:
         """What a worker process needs to drive a simulated GPU (picklable for spawn)."""
@@ -218,7 +242,7 @@ class SimManagement(GpuManagement):
         m, sc = self.model, self.node.scenario
         out = []
         for j, k in enumerate(self.node.visible):
-            serial = f"{sc.data.get('system', {}).get('serial', 'SIM')}-G{k}"
+            serial = sc.gpu_serial(k)
             out.append(GpuInfo(
                 index=j, name=m.name, uuid=f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, serial)}",
                 bus_id=sc.bus_id(k), serial=serial, memory_total_bytes=m.memory_mib * MIB,
@@ -317,7 +341,15 @@ class SimManagement(GpuManagement):
             retired_sbe=NA if remaps else 0,
             retired_dbe=NA if remaps else 0,
             retired_pending=NA if remaps else False,
+            **self._nvlink(k),
         )
+
+    def _nvlink(self, k: int) -> dict[str, Any]:
+        links = self.model.nvlink_links
+        if not links:
+            return {}
+        down = self.node.value(k, "nvlink_down", 0)
+        return {"nvlink_active": max(0, links - down), "nvlink_replay": 0, "nvlink_recovery": 0, "nvlink_crc": 0}
 
     def wait_xids(self, timeout_s: float, clock: Clock) -> list[XidEvent]:
         time.sleep(min(timeout_s, 0.1))
@@ -346,53 +378,88 @@ class SimHost(HostBackend):
             nvidia_gpus_on_pci=[
                 PciDevice(self.node.scenario.bus_id(k), "0x10de", "0x2330", "0x0302")
                 for k in range(self.node.scenario.gpu_count)],
+            fabric_manager=host.get("fabric_manager", False),
+            peer_memory_module="nvidia_peermem" if host.get("gpudirect_rdma", False) else "",
         )
 
 
-# ---------------------------------------------------------------------- worker side
+class SimNics(NicBackend):
+    """The scenario's [[nics]], with their faults: `down` (no carrier, ports DOWN/Polling), `speed`
+    (the link and its port run at that speed), `pcie_width` (the NIC's PCIe link trains that narrow)."""
+
+    def __init__(self, node: SimNode):
+        self.node = node
+
+    def _spec(self, name: str) -> tuple[int, dict[str, Any]] | None:
+        return next(((k, s) for k, s in enumerate(self.node.scenario.nics) if s["name"] == name), None)
+
+    def nics(self) -> list[NicInfo]:
+        return [self._nic(k, spec) for k, spec in enumerate(self.node.scenario.nics)]
+
+    def _nic(self, k: int, spec: dict[str, Any]) -> NicInfo:
+        down = bool(self.node.nic_value(k, "down", False))
+        speed = self.node.nic_value(k, "speed", spec.get("speed_mbps", 100_000))
+        kind = spec.get("kind", "ethernet")
+        gen, width = self.pcie_link(spec["name"])
+        ports = [IbPort(spec["ib_device"], 1, state="DOWN" if down else "ACTIVE",
+                        phys_state="Polling" if down else "LinkUp", rate_gbit=speed / 1000,
+                        link_layer="InfiniBand" if kind == "infiniband" else "Ethernet",
+                        counters={c: 0 for c in IB_COUNTERS})] if "ib_device" in spec else []
+        return NicInfo(
+            name=spec["name"], kind=kind, driver=spec.get("driver", NA), mac=f"02:00:5e:00:{k // 256:02x}:{k % 256:02x}",
+            operstate="down" if down else "up", carrier=0 if down else 1, speed_mbps=NA if down else speed,
+            mtu=spec.get("mtu", 4092 if kind == "infiniband" else 1500),
+            bus_id=spec.get("bus_id", f"0000:{0xa0 + k:02x}:00.0"), pcie_gen=gen, pcie_width=width,
+            pcie_max_gen=spec.get("pcie_gen", 4), pcie_max_width=spec.get("pcie_width", 16),
+            carrier_changes=1, addresses=[f"10.10.{k}.1"], ib_ports=ports,  # never used: no packet is sent
+        )
+
+    def pcie_link(self, name: str) -> tuple[Any, Any]:
+        found = self._spec(name)
+        if found is None:
+            return NA, NA
+        k, spec = found
+        return spec.get("pcie_gen", 4), self.node.nic_value(k, "pcie_width", spec.get("pcie_width", 16))
+
+    def missing_tool(self, tool: str) -> str | None:
+        return None  # the simulated node has every tool
+
+    def start_traffic(self, rounds: list[list[TrafficJob]], watch: list[str]) -> TrafficSession:
+        return SimTraffic(self, rounds, watch)
 
 
-class SimDevice:
-    """A simulated GPU as a worker process drives it."""
+class SimTraffic(TrafficSession):
+    """Traffic on the simulated node's clock: what each link carries follows its speed, its state
+    and its PCIe link; no packet leaves the machine."""
 
-    simulated = True
+    def __init__(self, backend: SimNics, rounds: list[list[TrafficJob]], watch: list[str]):
+        self.sim = backend
+        self._end = 0.0
+        super().__init__(backend, rounds, watch)
 
-    def __init__(self, spec: dict[str, Any], index: int):
-        self.index = index
-        self.k = spec["visible"][index]
-        self.shared = spec["shared"]
-        scale, origin = spec["clock"]
-        self.clock = Clock(scale, origin)
-        self.faults = [f for f in spec["faults"] if f.target == "gpu" and f.index == self.k]
-        self.model = SIM_GPU_MODELS[spec["scenario"]["gpus"]["model"]]
-        self._steps = 0
+    def _wall(self, seconds: float) -> float:
+        return self.sim.node.clock.wall(seconds)
 
-    def has(self, name: str) -> bool:
-        return any(f.name == name for f in self.faults)
+    def _start(self, jobs: list[TrafficJob]) -> None:
+        self._end = self.sim.node.clock.now() + max(j.seconds for j in jobs)
 
-    def _slot(self, slot: int) -> int:
-        return self.k * SLOTS + slot
+    def _running(self) -> bool:
+        return self.sim.node.clock.now() < self._end
 
-    def set_load(self, load: float) -> None:
-        self.shared[self._slot(SLOT_LOAD)] = load
-
-    def check_alive(self) -> None:
-        if self.shared[self._slot(SLOT_LOST)] > 0:
-            raise GpuLostError(self.index, "GPU has fallen off the bus")
-
-    def busy_step(self, seconds: float) -> None:
-        """Keep the GPU busy for `seconds` on the run's clock; an injected hang never returns, an
-        injected loss happens once the GPU has had LOST_AFTER_S of load."""
-        self.check_alive()
-        self._steps += 1
-        if self.has("hang") and self._steps > 1:
-            while True:  # a kernel that never completes: only the watchdog ends this
-                time.sleep(3600)
-        self.clock.sleep(seconds)
-        self.shared[self._slot(SLOT_LOADED_S)] += seconds * self.shared[self._slot(SLOT_LOAD)]
-        if self.has("lost") and self.shared[self._slot(SLOT_LOADED_S)] >= LOST_AFTER_S:
-            self.shared[self._slot(SLOT_LOST)] = 1.0
-        self.check_alive()
-
-    def close(self) -> None:
-        self.set_load(0.0)
+    def _collect(self, jobs: list[TrafficJob], overdue: str | None) -> list[TrafficOutcome]:
+        early = self._running()
+        nics = {n.name: n for n in self.sim.nics()}
+        out = []
+        for job in jobs:
+            nic = nics[job.nic]
+            up = nic.carrier == 1 and all(p.state == "ACTIVE" for p in nic.ib_ports)
+            if early or not up:
+                out.append(TrafficOutcome(job, NA, f"{job.tool} {overdue}" if early else "no route to the peer"))
+                continue
+            pcie = PCIE_LANE_GBIT[nic.pcie_gen] * nic.pcie_width * 0.85
+            if job.tool == "iperf3":
+                gbps = min(nic.speed_mbps / 1000 * TCP_EFFICIENCY[nic.kind], pcie)
+            else:
+                gbps = min(nic.ib_ports[0].rate_gbit * RDMA_EFFICIENCY, pcie)
+            out.append(TrafficOutcome(job, round(gbps, 3), None, {"simulated": True}))
+        return out

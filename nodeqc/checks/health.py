@@ -197,6 +197,33 @@ def xid(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
                        key="xids")
 
 
+def nvlink(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
+    """Links up against the profile (or the GPU's own link count), and no replays, recoveries or a
+    high CRC error rate while the work ran (DCGM's rules)."""
+    name = "health.nvlink"
+    end = tel.counters_end
+    expected = profile.get("gpu", "nvlink_links", gpu.nvlink_count)
+    if end is None or is_na(end.nvlink_active) or is_na(expected) or not expected:
+        return skip(name, gpu.subject, "no NVLink on this GPU")
+    values = {"active": Value(end.nvlink_active), "expected": Value(expected)}
+    findings = []
+    if end.nvlink_active < expected:
+        findings.append(Finding(Verdict.FAIL, "NVLINK_DOWN", f"{end.nvlink_active} of {expected} NVLink links are up"))
+    errors = _delta(tel.counters_start, end, "nvlink_replay"), _delta(tel.counters_start, end, "nvlink_recovery")
+    limit, crc_limit = profile.threshold("gpu", "max_nvlink_errors"), profile.threshold("gpu", "max_nvlink_crc_per_s")
+    if None not in errors:
+        values["replay_recovery"] = Value(sum(errors))
+        findings.append(judge(limit, sum(errors), "NVLINK_ERRORS", "NVLink replays and recoveries during the run:"))
+    crc = _delta(tel.counters_start, end, "nvlink_crc")
+    span = tel.counters_end_t - tel.counters_start_t
+    if crc is not None and span > 0:
+        values["crc_per_s"] = Value(round(crc / span, 2), "/s")
+        findings.append(judge(crc_limit, round(crc / span, 2), "NVLINK_ERRORS", "NVLink CRC errors per second:"))
+    if not findings or all(f.verdict is Verdict.PASS for f in findings):
+        findings.insert(0, Finding(Verdict.PASS, None, f"{end.nvlink_active} of {expected} links up, no link errors"))
+    return fold(name, gpu.subject, findings, values, [limit, crc_limit], key="active")
+
+
 def presence(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     name = "health.gpu_lost"
     if tel.lost_at_s is None:
@@ -207,7 +234,7 @@ def presence(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
 
 
 HEALTH_CHECKS: list[Callable[[GpuInfo, GpuTelemetry, Profile], CheckResult]] = [
-    presence, temperature, throttle, pcie_link, pcie_replay, ecc, row_remap, retired_pages, xid,
+    presence, temperature, throttle, pcie_link, pcie_replay, ecc, row_remap, retired_pages, xid, nvlink,
 ]
 
 

@@ -1,10 +1,11 @@
-"""Host: CPU and memory against the profile's floors."""
+"""Host: CPU and memory against the profile's floors; the fabric manager (NVSwitch nodes) and the
+GPUDirect RDMA module where the profile asks for them."""
 
 from __future__ import annotations
 
 from nodeqc.backends.base import HostInfo
 from nodeqc.checks.common import fold, judge, skip
-from nodeqc.model import CheckResult, Value
+from nodeqc.model import CheckResult, Value, Verdict
 from nodeqc.na import is_na
 from nodeqc.profile import Profile
 
@@ -32,5 +33,35 @@ def memory(host: HostInfo, profile: Profile) -> CheckResult:
     return fold(name, "node", [judge(limit, gib, "HOST_MEMORY", "memory", "GiB")], values, [limit], key="memory")
 
 
+def fabric_manager(host: HostInfo) -> CheckResult:
+    """GPUs on NVSwitch cannot reach each other until the fabric manager has set the switches up."""
+    name = "host.fabric_manager"
+    if is_na(host.fabric_manager):
+        return skip(name, "node", "the process list could not be read, so the fabric manager was not checked")
+    if host.fabric_manager:
+        return CheckResult(name, "node", Verdict.PASS, "nv-fabricmanager is running",
+                           values={"running": Value(True)}, key="running")
+    return CheckResult(name, "node", Verdict.FAIL, "the NVIDIA fabric manager (nv-fabricmanager) is not running; "
+                       "the profile says this is an NVSwitch node", code="FABRIC_MANAGER",
+                       values={"running": Value(False)}, key="running")
+
+
+def gpudirect_rdma(host: HostInfo) -> CheckResult:
+    name = "host.gpudirect_rdma"
+    if is_na(host.peer_memory_module):
+        return skip(name, "node", "/proc/modules could not be read, so the GPUDirect RDMA module was not checked")
+    if host.peer_memory_module:
+        return CheckResult(name, "node", Verdict.PASS, f"{host.peer_memory_module} is loaded",
+                           values={"module": Value(host.peer_memory_module)}, key="module")
+    return CheckResult(name, "node", Verdict.FAIL, "no GPUDirect RDMA module loaded (nvidia_peermem or nv_peer_mem); "
+                       "the profile asks for GPUDirect RDMA", code="PEERMEM_MISSING",
+                       values={"module": Value("none")}, key="module")
+
+
 def host_results(host: HostInfo, profile: Profile) -> list[CheckResult]:
-    return [cpu(host, profile), memory(host, profile)]
+    results = [cpu(host, profile), memory(host, profile)]
+    if profile.get("host", "fabric_manager"):
+        results.append(fabric_manager(host))
+    if profile.get("host", "gpudirect_rdma"):
+        results.append(gpudirect_rdma(host))
+    return results

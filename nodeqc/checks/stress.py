@@ -1,57 +1,387 @@
-"""Stress checks: the work that runs on the GPUs in worker processes, and the verdicts on what came
-back. A worker that hung, crashed or lost its GPU is a failure of that GPU with the evidence."""
+"""Stress checks: the plan of work the GPUs do in worker processes, and the verdicts on what came back.
+
+Each step names its workload (nodeqc/workloads.py), makes its tasks, and judges the outcomes together
+with what telemetry saw during the step. Figures are judged against the profile's floor and against
+the node's own median (a GPU well below its identical siblings fails even above the floor). A worker
+that hung, crashed or lost its GPU is a failure of that GPU with the evidence.
+"""
 
 from __future__ import annotations
 
+import statistics
+from dataclasses import dataclass
+from typing import Any, Callable
+
 from nodeqc.backends.base import GpuInfo
-from nodeqc.model import CheckResult, Value, Verdict
+from nodeqc.checks.common import Finding, fold, judge, skip
+from nodeqc.model import CheckResult, Threshold, Value, Verdict
+from nodeqc.na import is_na
 from nodeqc.profile import Profile
+from nodeqc.telemetry import GpuTelemetry
+from nodeqc.verify import odd_ones_out, relative_deficit_pct
 from nodeqc.workers import (STATUS_ABORTED, STATUS_CRASH, STATUS_ERROR, STATUS_HANG, STATUS_LOST,
                             STATUS_UNAVAILABLE, Outcome, Task)
+
+GIB = 1024 ** 3
+MIB = 1024 ** 2
+HEADLINE_DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp64", "fp8")
+SEED = 20261122  # the same operands on every GPU: identical work, comparable results
 
 # Errors raised by CUDA itself mean the GPU misbehaved; any other exception is nodeqc's own problem.
 _CUDA_ERRORS = ("CUDARuntimeError", "CUDADriverError", "CUBLASError", "CuDNNError", "NCCLError")
 
 
-def outcome_failure(name: str, gpu: GpuInfo, outcome: Outcome) -> CheckResult | None:
+def outcome_failure(name: str, subject: str, outcome: Outcome) -> CheckResult | None:
     """The result for a worker that did not come back with a result; None when it did."""
     status, detail = outcome.status, outcome.detail
     evidence = {"worker": {"status": status, "detail": detail, "elapsed_s": round(outcome.elapsed_s, 2),
                            **outcome.evidence}}
     first_line = detail.splitlines()[0] if detail else status
     if status == STATUS_HANG:
-        return CheckResult(name, gpu.subject, Verdict.FAIL, f"hung: {first_line}", code="WORKER_HANG", evidence=evidence)
+        return CheckResult(name, subject, Verdict.FAIL, f"hung: {first_line}", code="WORKER_HANG", evidence=evidence)
     if status == STATUS_CRASH:
-        return CheckResult(name, gpu.subject, Verdict.FAIL, f"crashed: {first_line}", code="WORKER_CRASH", evidence=evidence)
+        return CheckResult(name, subject, Verdict.FAIL, f"crashed: {first_line}", code="WORKER_CRASH", evidence=evidence)
     if status == STATUS_LOST:
-        return CheckResult(name, gpu.subject, Verdict.FAIL, f"the GPU fell off the bus during the work ({first_line})",
+        return CheckResult(name, subject, Verdict.FAIL, f"the GPU fell off the bus during the work ({first_line})",
                            code="GPU_LOST", evidence=evidence)
     if status == STATUS_UNAVAILABLE:
-        return CheckResult(name, gpu.subject, Verdict.ERROR, first_line, code="CUDA_UNAVAILABLE", evidence=evidence)
+        return CheckResult(name, subject, Verdict.ERROR, first_line, code="CUDA_UNAVAILABLE", evidence=evidence)
     if status == STATUS_ERROR:
         gpu_fault = first_line.startswith(_CUDA_ERRORS)
-        return CheckResult(name, gpu.subject, Verdict.FAIL if gpu_fault else Verdict.ERROR,
+        return CheckResult(name, subject, Verdict.FAIL if gpu_fault else Verdict.ERROR,
                            f"the work raised {first_line}", code="WORKER_ERROR", evidence=evidence)
     if status == STATUS_ABORTED:
-        return CheckResult(name, gpu.subject, Verdict.SKIP, "the run was aborted", evidence=evidence)
+        return CheckResult(name, subject, Verdict.SKIP, "the run was aborted", evidence=evidence)
     return None
+
+
+def each_gpu(name: str, gpus: list[GpuInfo], outcomes: dict[int, Outcome],
+             judge_one: Callable[[GpuInfo, dict[str, Any]], CheckResult]) -> list[CheckResult]:
+    """A result per GPU: the worker's failure if it had one, else the judgement of what it returned."""
+    return [outcome_failure(name, g.subject, outcomes[g.index]) or judge_one(g, outcomes[g.index].result)
+            for g in gpus]
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _outlier(profile: Profile, value: float, median: float | None, peers: int, code: str, what: str) -> Finding | None:
+    """A figure well below the node's median; needs at least two GPUs to have a median worth the name."""
+    limit = profile.threshold("gpu", "max_outlier_pct")
+    if median is None or peers < 2 or limit is None:
+        return None
+    return judge(limit, round(relative_deficit_pct(value, median), 1), code, f"{what} below the node median by", "%")
+
+
+# ---------------------------------------------------------------------- matmul burn
+
+def burn_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    return {"seconds": burn_seconds(profile, quick), "dtypes": profile.get("gpu", "dtypes", ["fp32", "fp16"]),
+            "seed": SEED}
 
 
 def burn_seconds(profile: Profile, quick: bool) -> float:
     return float(profile.get("run", "quick_burn_s" if quick else "burn_s"))
 
 
-def burn_tasks(gpus: list[GpuInfo], profile: Profile, quick: bool) -> list[Task]:
-    seconds = burn_seconds(profile, quick)
-    return [Task("burn", g.index, {"seconds": seconds, "bus_id": g.bus_id}, seconds) for g in gpus]
-
-
-def burn_result(gpu: GpuInfo, outcome: Outcome, profile: Profile) -> CheckResult:
+def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
+               profile: Profile) -> list[CheckResult]:
     name = "stress.burn"
-    failure = outcome_failure(name, gpu, outcome)
+    ok = {i: o.result for i, o in outcomes.items() if o.ok}
+    subject = {g.index: g.subject for g in gpus}
+    dtypes = sorted({d for r in ok.values() for d in r["dtypes"]}, key=HEADLINE_DTYPES.index)
+    medians = {d: _median([r["dtypes"][d]["tflops"] for r in ok.values() if d in r["dtypes"]]) for d in dtypes}
+    odd = {d: odd_ones_out({subject[i]: r["dtypes"][d]["fingerprint"] for i, r in ok.items() if d in r["dtypes"]})
+           for d in dtypes}
+
+    def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
+        rate, values, thresholds = [], {}, []
+        wrong_ka, wrong_repeat, wrong_peers = [], [], []
+        for d, m in r["dtypes"].items():
+            values[f"{d}_tflops"] = Value(m["tflops"], "TFLOP/s")
+            if m["known_answer_mismatch"]:
+                wrong_ka.append(d)
+            if m["repeat_mismatch"]:
+                wrong_repeat.append(d)
+            if g.subject in odd[d][1]:
+                wrong_peers.append(d)
+            floor = profile.threshold("gpu", f"min_{d}_tflops")
+            thresholds.append(floor)
+            rate.append(judge(floor, m["tflops"], "BURN_SLOW", f"{d} sustained", "TFLOP/s"))
+            outlier = _outlier(profile, m["tflops"], medians[d], len(ok), "BURN_OUTLIER", f"{d} rate")
+            if outlier:
+                rate.append(outlier)
+        sdc = []
+        if wrong_ka:
+            d = wrong_ka[0]
+            w = r["dtypes"][d]["known_answer_mismatch"]
+            e = w["first"][0]
+            sdc.append(Finding(Verdict.FAIL, "SDC_KNOWN_ANSWER",
+                               f"known-answer products wrong ({', '.join(wrong_ka)}): in {d}, {w['count']} element(s), first at "
+                               f"[{e['row']}, {e['col']}] expected {e['expected']:.10g}, got {e['actual']:.10g} (bits {e['xor']} flipped)"))
+        if wrong_repeat:
+            sdc.append(Finding(Verdict.FAIL, "SDC_REPEAT",
+                               f"the same product gave a different result on a repeat ({', '.join(wrong_repeat)})"))
+        if wrong_peers:
+            majority = odd[wrong_peers[0]][0]
+            agree = len(ok) - len(odd[wrong_peers[0]][1])
+            sdc.append(Finding(Verdict.FAIL, "SDC_CROSS_GPU",
+                               "identical work gave a different result than "
+                               + (f"the other {agree} GPU(s), which agree" if majority else "its peer (no majority to trust)")
+                               + f" ({', '.join(wrong_peers)})"))
+        power = _power_finding(windows.get(g.index), profile, values, thresholds)
+        findings = sdc + rate + ([power] if power else [])
+        if not findings:
+            findings = [Finding(Verdict.PASS, None, "no dtype ran")]
+        key = next((f"{d}_tflops" for d in HEADLINE_DTYPES if d in r["dtypes"]), None)
+        result = fold(name, g.subject, findings, values, thresholds + [profile.threshold("gpu", "max_outlier_pct")],
+                      key=key, evidence={"dtypes": r["dtypes"], "not_run": r["not_run"],
+                                         "node_median_tflops": medians})
+        if result.verdict is Verdict.PASS:
+            result.message = "sustained " + ", ".join(f"{d} {m['tflops']:g}" for d, m in r["dtypes"].items()) + " TFLOP/s; results exact"
+        if r["not_run"]:
+            result.message += "; not run: " + "; ".join(f"{d} ({why})" for d, why in r["not_run"].items())
+        return result
+
+    return each_gpu(name, gpus, outcomes, one)
+
+
+def _power_finding(window: GpuTelemetry | None, profile: Profile, values: dict[str, Value],
+                   thresholds: list[Threshold | None]) -> Finding | None:
+    """Clocks, power and throttling while the products ran; power must reach its share of the limit."""
+    if window is None or window.loaded_power_w.count == 0 or is_na(window.power_limit_w):
+        return None
+    fraction = round(window.loaded_power_w.mean / window.power_limit_w, 3)
+    values["power_fraction"] = Value(fraction)
+    values["power_w"] = Value(round(window.loaded_power_w.mean, 1), "W")
+    values["sm_clock_mhz"] = Value(round(window.loaded_sm_clock_mhz.mean), "MHz")
+    values["throttle_s"] = Value(round(window.failing_throttle_s(), 2), "s")
+    limit = profile.threshold("gpu", "min_power_fraction")
+    thresholds.append(limit)
+    if limit is None:
+        return None
+    return judge(limit, fraction, "BURN_POWER_LOW",
+                 f"power under load {window.loaded_power_w.mean:.0f} W of the {window.power_limit_w:g} W limit, a fraction of")
+
+
+# ---------------------------------------------------------------------- device memory
+
+def hbm_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    # 1 GiB per buffer is far beyond any L2 cache (50 MB on H100), so the figure is DRAM's.
+    return {"bytes": GIB, "trials": 3 if quick else 5, "iters": 10}
+
+
+def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
+              profile: Profile) -> list[CheckResult]:
+    name = "stress.hbm_bandwidth"
+    ok = {i: o.result for i, o in outcomes.items() if o.ok}
+    median = _median([r["copy_gbps"] for r in ok.values()])
+    floor = profile.threshold("gpu", "min_hbm_gbps")
+
+    def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
+        findings = []
+        if not r["verified"]:
+            findings.append(Finding(Verdict.FAIL, "HBM_CORRUPT", "the copied data came back wrong"))
+        findings.append(judge(floor, r["copy_gbps"], "HBM_SLOW", "copy bandwidth", "GB/s"))
+        outlier = _outlier(profile, r["copy_gbps"], median, len(ok), "HBM_OUTLIER", "copy bandwidth")
+        if outlier:
+            findings.append(outlier)
+        return fold(name, g.subject, findings,
+                    {"copy_gbps": Value(r["copy_gbps"], "GB/s"), "triad_gbps": Value(r["triad_gbps"], "GB/s")},
+                    [floor, profile.threshold("gpu", "max_outlier_pct")], key="copy_gbps")
+
+    return each_gpu(name, gpus, outcomes, one)
+
+
+def memtest_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    return {"fraction": profile.get("gpu", "memtest_fraction", 0.9)}
+
+
+def judge_memtest(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
+                  profile: Profile) -> list[CheckResult]:
+    name = "stress.memtest"
+
+    def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
+        values = {"errors": Value(r["errors"]), "tested": Value(round(r["bytes"] / GIB, 2), "GiB"),
+                  "coverage_pct": Value(round(100 * r["bytes"] / r["free_bytes"], 1), "%"),
+                  "gbps": Value(r["gbps"], "GB/s")}
+        evidence = {"passes": r["passes"], "first_errors": r["first"]}
+        if r["errors"]:
+            e = r["first"][0]
+            bad = [p["pattern"] for p in r["passes"] if p["errors"]]
+            return CheckResult(name, g.subject, Verdict.FAIL,
+                               f"{r['errors']} wrong word(s) in {', '.join(bad)}: first at {e['address']} "
+                               f"expected {e['expected']} got {e['actual']} (xor {e['xor']})",
+                               code="MEMTEST_ERRORS", values=values, evidence=evidence, key="errors")
+        return CheckResult(name, g.subject, Verdict.PASS,
+                           f"{len(r['passes'])} patterns over {values['tested']} "
+                           f"({values['coverage_pct']} of free memory): no errors",
+                           values=values, evidence=evidence, key="errors")
+
+    return each_gpu(name, gpus, outcomes, one)
+
+
+# ---------------------------------------------------------------------- host <-> device
+
+def pcie_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    return {"bytes": 256 * MIB, "trials": 3, "iters": 8, "min_seconds": 3.0 if quick else 10.0}
+
+
+def judge_pcie(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
+               profile: Profile) -> list[CheckResult]:
+    name = "stress.pcie_bandwidth"
+    ok = {i: o.result for i, o in outcomes.items() if o.ok}
+    medians = {k: _median([r[k] for r in ok.values()]) for k in ("h2d_gbps", "d2h_gbps")}
+
+    def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
+        findings, thresholds = [], []
+        if not r["verified"]:
+            findings.append(Finding(Verdict.FAIL, "PCIE_COPY_CORRUPT", "data copied to the GPU and back came back wrong"))
+        values = {k: Value(r[k], "GB/s") for k in ("h2d_gbps", "d2h_gbps", "bidir_gbps")}
+        link = r.get("link", {})
+        if "gen" in link:
+            gen, width = link["gen"], link["width"]
+            values["link_during_copy"] = Value(f"Gen{gen} x{width}")
+            want_gen = profile.get("gpu", "pcie_gen", link["max_gen"])
+            want_width = profile.get("gpu", "pcie_width", link["max_width"])
+            if width < want_width:
+                findings.append(Finding(Verdict.FAIL, "PCIE_WIDTH", f"link at x{width} during the copies, expected x{want_width}"))
+            if gen < want_gen:
+                findings.append(Finding(Verdict.FAIL, "PCIE_GEN", f"link at Gen{gen} during the copies, expected Gen{want_gen}"))
+        for key, what in (("h2d_gbps", "host-to-device"), ("d2h_gbps", "device-to-host")):
+            floor = profile.threshold("gpu", f"min_{key}")
+            thresholds.append(floor)
+            findings.append(judge(floor, r[key], "PCIE_BW_LOW", what, "GB/s"))
+            outlier = _outlier(profile, r[key], medians[key], len(ok), "PCIE_BW_OUTLIER", what)
+            if outlier:
+                findings.append(outlier)
+        return fold(name, g.subject, findings, values, thresholds, key="h2d_gbps")
+
+    return each_gpu(name, gpus, outcomes, one)
+
+
+# ---------------------------------------------------------------------- GPU to GPU
+
+def p2p_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    return {"bytes": 256 * MIB, "iters": 4 if quick else 10}
+
+
+def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile) -> list[CheckResult]:
+    name = "stress.p2p"
+    failure = outcome_failure(name, "node", outcome)
     if failure:
-        return failure
-    seconds = outcome.result["seconds"]
-    return CheckResult(name, gpu.subject, Verdict.PASS, f"kept the GPU fully loaded for {seconds:g} s",
-                       values={"seconds": Value(seconds, "s"), "steps": Value(outcome.result["steps"])},
-                       key="seconds")
+        return [failure]
+    r = outcome.result
+    by_index = {g.index: g for g in gpus}
+    floor, bidir_floor = profile.threshold("gpu", "min_p2p_gbps"), profile.threshold("gpu", "min_p2p_bidir_gbps")
+    latency_limit = profile.threshold("gpu", "max_p2p_latency_us")
+    results = []
+    for g in gpus:
+        mine = [p for p in r["pairs"] if g.index in (p["src"], p["dst"])]
+        both = [p for p in r["bidir"] if g.index in (p["a"], p["b"])]
+        if not mine:
+            results.append(skip(name, g.subject, "no peer access to any other GPU"))
+            continue
+        # The median over this GPU's pairs: one bad GPU drags all its pairs down, while a GPU that
+        # merely shares one pair with it keeps a healthy median.
+        uni = statistics.median(p["gbps"] for p in mine)
+        worst_latency = max(p["latency_us"] for p in mine)
+        values = {"p2p_gbps": Value(uni, "GB/s"), "latency_us": Value(worst_latency, "us"),
+                  "slowest_pair_gbps": Value(min(p["gbps"] for p in mine), "GB/s")}
+        findings = []
+        corrupt = [p for p in mine if not p["verified"]]
+        if corrupt:
+            p = corrupt[0]
+            findings.append(Finding(Verdict.FAIL, "P2P_CORRUPT", f"a copy gpu{p['src']}->gpu{p['dst']} came back wrong"))
+        findings.append(judge(floor, uni, "P2P_SLOW", "median one-way bandwidth to its peers", "GB/s"))
+        if both:
+            values["p2p_bidir_gbps"] = Value(statistics.median(p["gbps"] for p in both), "GB/s")
+            findings.append(judge(bidir_floor, values["p2p_bidir_gbps"].value, "P2P_SLOW",
+                                  "median two-way bandwidth to its peers", "GB/s"))
+        findings.append(judge(latency_limit, worst_latency, "P2P_LATENCY", "worst copy latency", "us"))
+        results.append(fold(name, g.subject, findings, values, [floor, bidir_floor, latency_limit], key="p2p_gbps",
+                            evidence={"pairs": mine}))
+    results.append(_p2p_node(r, by_index, results, profile))
+    return results
+
+
+def _p2p_node(r: dict[str, Any], by_index: dict[int, GpuInfo], per_gpu: list[CheckResult], profile: Profile) -> CheckResult:
+    """The node's view: peer access everywhere the fabric promises it, and slow pairs between GPUs
+    that are each fine (a bad link rather than a bad GPU)."""
+    name = "stress.p2p"
+    missing = [(i, j) for i, j, ok in r["access"] if not ok]
+    findings = []
+    if missing and profile.get("gpu", "nvlink_links"):
+        shown = ", ".join(f"gpu{i}->gpu{j}" for i, j in missing[:6])
+        findings.append(Finding(Verdict.FAIL, "P2P_NO_PEER_ACCESS", f"no peer access for {len(missing)} pair(s): {shown}"))
+    passing = {res.subject for res in per_gpu if res.verdict in (Verdict.PASS, Verdict.WARN)}
+    floor = profile.threshold("gpu", "min_p2p_gbps")
+    if floor is not None:
+        slow = [p for p in r["pairs"] if p["gbps"] < floor.fail
+                and by_index[p["src"]].subject in passing and by_index[p["dst"]].subject in passing]
+        if slow:
+            shown = ", ".join(f"{by_index[p['src']].subject}->{by_index[p['dst']].subject} {p['gbps']:g} GB/s" for p in slow[:6])
+            findings.append(Finding(Verdict.FAIL, "P2P_PAIR_SLOW", f"{len(slow)} slow pair(s) between healthy GPUs: {shown}"))
+    if not findings:
+        findings.append(Finding(Verdict.PASS, None, f"{len(r['pairs'])} peer pairs, every copy verified"))
+    return fold(name, "node", findings, {"pairs": Value(len(r["pairs"])), "no_access": Value(len(missing))}, [floor],
+                key="pairs", evidence={"access": r["access"], "bidir": r["bidir"]})
+
+
+def nccl_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    # Bus bandwidth only saturates with large messages (nccl-tests: 8-16 GB; 1-4 GiB gets close).
+    return {"bytes": GIB if quick else 4 * GIB, "iters": 5 if quick else 20}
+
+
+def judge_nccl(gpus: list[GpuInfo], outcome: Outcome, profile: Profile) -> list[CheckResult]:
+    name = "stress.nccl"
+    failure = outcome_failure(name, "node", outcome)
+    if failure:
+        return [failure]
+    r = outcome.result
+    if "unavailable" in r:
+        return [skip(name, "node", f"not run: {r['unavailable']}", code="NCCL_UNAVAILABLE")]
+    floor = profile.threshold("gpu", "min_nccl_busbw_gbps")
+    findings = []
+    if r["wrong"]:
+        w = r["wrong"][0]
+        findings.append(Finding(Verdict.FAIL, "NCCL_WRONG_RESULT",
+                                f"all-reduce result wrong on {len(r['wrong'])} GPU(s): gpu{w['gpu']} element {w['index']} "
+                                f"expected {w['expected']:g}, got {w['actual']:g}"))
+    findings.append(judge(floor, r["busbw_gbps"], "NCCL_SLOW", f"all-reduce across {r['gpus']} GPUs: bus bandwidth", "GB/s"))
+    return [fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
+                                          "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
+                                          "message_bytes": Value(r["bytes"], "B")}, [floor], key="busbw_gbps",
+                 evidence={"wrong": r["wrong"]})]
+
+
+# ---------------------------------------------------------------------- the plan
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    workload: str
+    params: Callable[[Profile, bool], dict[str, Any]]
+    expected_s: Callable[[dict[str, Any]], float]  # a generous bound on the run's clock, for the watchdog
+    per_gpu: bool = True  # one task per GPU; else one task across every GPU
+    reports_gpus: bool = True  # results name each GPU (a node-wide task may still judge them one by one)
+    judge_per_gpu: Callable[..., list[CheckResult]] | None = None
+    judge_node: Callable[..., list[CheckResult]] | None = None
+
+    def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool) -> list[Task]:
+        params = {**self.params(profile, quick), "bus_ids": {g.index: g.bus_id for g in gpus}}
+        expected = self.expected_s(params)
+        if self.per_gpu:
+            return [Task(self.workload, g.index, params, expected) for g in gpus]
+        return [Task(self.workload, gpus[0].index, params, expected, gpus=tuple(g.index for g in gpus))]
+
+
+PLAN: list[Step] = [
+    Step("stress.burn", "matmul", burn_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_burn),
+    Step("stress.hbm_bandwidth", "hbm", hbm_params, lambda p: 60, judge_per_gpu=judge_hbm),
+    Step("stress.memtest", "memtest", memtest_params, lambda p: 120, judge_per_gpu=judge_memtest),
+    Step("stress.pcie_bandwidth", "pcie", pcie_params, lambda p: p["min_seconds"] + 60, judge_per_gpu=judge_pcie),
+    Step("stress.p2p", "p2p", p2p_params, lambda p: 120, per_gpu=False, judge_node=judge_p2p),
+    Step("stress.nccl", "nccl", nccl_params, lambda p: 120, per_gpu=False, reports_gpus=False, judge_node=judge_nccl),
+]

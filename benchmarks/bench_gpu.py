@@ -1,0 +1,207 @@
+"""nodeqc's GPU work against the best reference on the same GPU, in the same process.
+
+    python benchmarks/bench_gpu.py [--gpu 0] [--profile h100]     # on a machine with an NVIDIA GPU
+    python benchmarks/bench_gpu.py --check                        # anywhere: correctness only
+
+Side by side (targets from the GPU stress issue):
+  - our matmul (cuBLAS gemmEx, as the burn runs it) vs CuPy's matmul and PyTorch's, same shape and
+    dtype: at least 95% of the best library rate;
+  - our STREAM copy kernel vs a large device-to-device copy (bytes read plus written): at least 90%;
+  - our pinned H2D/D2H vs a plain cudaMemcpyAsync loop on pinned memory: at least 90%;
+  - the memory test's GB/s; the wall time of `nodeqc --headless --profile P --quick` from a cold start
+    (target under 90 s for one GPU).
+Prints one JSON object; record it in benchmarks/RESULTS.md with the date, device, driver and command.
+
+--check runs the same measuring code on the simulated device and checks what it can without a GPU:
+the known answers are exact, fingerprints agree, the memory test finds a planted stuck bit and
+nothing on clean memory, the verified copies verify.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+N = 8192
+
+
+class _Quiet:
+    def progress(self, fraction: float, **figures: Any) -> None:
+        pass
+
+
+def check() -> int:
+    """Correctness of the measuring code, on the simulated device."""
+    from nodeqc import workloads as W
+    from nodeqc.backends.sim_compute import SimDevice
+    from nodeqc.backends.simulated import SimNode, load_scenario
+    from nodeqc.faults import parse_fault
+    from nodeqc.verify import compare_exact, known_answer_inputs
+
+    problems = []
+    node = SimNode(load_scenario("hgx-h100"), [parse_fault("gpu1:badmem"), parse_fault("gpu2:bitflip")], time_scale=5000)
+    spec = node.compute_spec()
+    clean, stuck, flipped = (SimDevice(spec, i) for i in range(3))
+    a, b, expected = known_answer_inputs(clean.ka_size)
+    for dtype in ("fp64", "fp32", "tf32", "fp16", "bf16"):
+        if compare_exact(clean.known_answer(dtype, a, b), expected) is not None:
+            problems.append(f"known answer not exact in {dtype}")
+        if compare_exact(flipped.known_answer(dtype, a, b), expected) is None:
+            problems.append(f"a flipped bit in {dtype} went unnoticed")
+    m = W.matmul_burn(clean, {"seconds": 20, "dtypes": ["bf16"], "seed": 1}, _Quiet())["dtypes"]["bf16"]
+    if m["known_answer_mismatch"] or m["repeat_mismatch"] or not m["tflops"] > 0:
+        problems.append(f"clean burn not clean: {m}")
+    if W.memory_test(clean, {"fraction": 0.9}, _Quiet())["errors"]:
+        problems.append("memory test found errors on clean memory")
+    if not W.memory_test(stuck, {"fraction": 0.9}, _Quiet())["errors"]:
+        problems.append("memory test missed a stuck bit")
+    if not W.hbm_bandwidth(clean, {"bytes": 1 << 30, "trials": 2, "iters": 2}, _Quiet())["verified"]:
+        problems.append("STREAM copy did not verify")
+    if not W.pcie_bandwidth(clean, {"bytes": 1 << 28, "trials": 2, "iters": 2, "min_seconds": 0}, _Quiet())["verified"]:
+        problems.append("PCIe round trip did not verify")
+    print(json.dumps({"benchmark": "gpu", "mode": "check", "ok": not problems, "problems": problems}))
+    return 1 if problems else 0
+
+
+def _best_of(fn: Any, trials: int = 5) -> float:
+    return min(fn() for _ in range(trials))
+
+
+def _timer(cp: Any) -> Any:
+    def timed(fn: Any, iters: int) -> float:
+        """Seconds per call of fn, by CUDA events, after one untimed call."""
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        fn()
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        end.synchronize()
+        return cp.cuda.get_elapsed_time(start, end) / 1000 / iters
+    return timed
+
+
+def _torch_tflops(dtype: str, ordinal: int) -> float | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    tdt = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
+           "fp64": torch.float64}[dtype]
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    t = torch.randn(N, N, device=f"cuda:{ordinal}", dtype=torch.float32).to(tdt)
+
+    def once() -> float:
+        torch.matmul(t, t)
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(20):
+            torch.matmul(t, t)
+        e.record()
+        e.synchronize()
+        return s.elapsed_time(e) / 1000 / 20
+
+    return 2 * N ** 3 / _best_of(once, 3) / 1e12
+
+
+def _matmul(dev: Any, cp: Any, dtype: str) -> dict[str, Any]:
+    flops = 2 * N ** 3
+    dev.matmul_setup(dtype, 1)
+    dev.matmul_run(3)
+    ours = flops * 20 / _best_of(lambda: dev.matmul_run(20), 3) / 1e12
+    dev.release()
+    refs: dict[str, float] = {}
+    if dtype in ("fp32", "fp16", "fp64"):
+        npdt = {"fp32": cp.float32, "fp16": cp.float16, "fp64": cp.float64}[dtype]
+        x = cp.random.default_rng(1).standard_normal((N, N), dtype=cp.float32).astype(npdt)
+        refs["cupy"] = flops / _best_of(lambda: _timer(cp)(lambda: cp.matmul(x, x), 20), 3) / 1e12
+    torch_rate = _torch_tflops(dtype, dev.ordinal)
+    if torch_rate:
+        refs["torch"] = torch_rate
+    best = max(refs.values()) if refs else None
+    return {"ours_tflops": round(ours, 1), **{f"{k}_tflops": round(v, 1) for k, v in refs.items()},
+            "ratio": round(ours / best, 3) if best else None, "target": 0.95}
+
+
+def _device_copy_gbps(cp: Any, nbytes: int) -> float:
+    src, dst = cp.empty(nbytes, dtype=cp.uint8), cp.empty(nbytes, dtype=cp.uint8)
+    seconds = _best_of(lambda: _timer(cp)(lambda: dst.data.copy_from_device(src.data, nbytes), 10))
+    return 2 * nbytes / seconds / 1e9  # read plus written, as the STREAM figure counts
+
+
+def _plain_copy_gbps(cp: Any, nbytes: int) -> tuple[float, float]:
+    import numpy as np
+
+    rt = cp.cuda.runtime
+    pinned = cp.cuda.alloc_pinned_memory(nbytes)
+    host = np.frombuffer(pinned, dtype=np.uint8, count=nbytes)
+    d = cp.empty(nbytes, dtype=cp.uint8)
+    timed = _timer(cp)
+    h2d = _best_of(lambda: timed(lambda: rt.memcpyAsync(d.data.ptr, host.ctypes.data, nbytes, rt.memcpyHostToDevice, 0), 8))
+    d2h = _best_of(lambda: timed(lambda: rt.memcpyAsync(host.ctypes.data, d.data.ptr, nbytes, rt.memcpyDeviceToHost, 0), 8))
+    return nbytes / h2d / 1e9, nbytes / d2h / 1e9
+
+
+def measure(gpu: int, profile: str) -> dict[str, Any]:
+    """Each measurement in its own function, so its buffers are freed before the next one."""
+    import cupy as cp
+
+    from nodeqc import workloads as W
+    from nodeqc.backends.cupy_compute import CupyDevice
+
+    dev = CupyDevice(gpu)
+    props = cp.cuda.runtime.getDeviceProperties(dev.ordinal)
+    out: dict[str, Any] = {"device": props["name"].decode(), "driver": cp.cuda.runtime.driverGetVersion(),
+                           "runtime": cp.cuda.runtime.runtimeGetVersion(), "cupy": cp.__version__}
+    for dtype in ("fp32", "tf32", "fp16", "bf16", "fp64"):
+        if not dev.supports(dtype):
+            out[f"matmul_{dtype}"] = _matmul(dev, cp, dtype)
+            dev.release()
+
+    h = W.hbm_bandwidth(dev, {"bytes": 2 << 30, "trials": 5, "iters": 10}, _Quiet())
+    d2d = _device_copy_gbps(cp, 2 << 30)
+    dev.release()
+    out["hbm"] = {"ours_copy_gbps": h["copy_gbps"], "ours_triad_gbps": h["triad_gbps"], "d2d_copy_gbps": round(d2d, 1),
+                  "ratio": round(h["copy_gbps"] / d2d, 3), "target": 0.90}
+
+    p = W.pcie_bandwidth(dev, {"bytes": 256 << 20, "trials": 5, "iters": 8, "min_seconds": 0}, _Quiet())
+    h2d, d2h = _plain_copy_gbps(cp, 256 << 20)
+    dev.release()
+    out["pcie"] = {"ours_h2d_gbps": p["h2d_gbps"], "plain_h2d_gbps": round(h2d, 1), "ours_d2h_gbps": p["d2h_gbps"],
+                   "plain_d2h_gbps": round(d2h, 1), "h2d_ratio": round(p["h2d_gbps"] / h2d, 3),
+                   "d2h_ratio": round(p["d2h_gbps"] / d2h, 3), "link": p["link"], "target": 0.90}
+
+    m = W.memory_test(dev, {"fraction": 0.9}, _Quiet())
+    out["memtest"] = {"gbps": m["gbps"], "tested_gib": round(m["bytes"] / 2**30, 1), "errors": m["errors"]}
+    dev.close()
+
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "XDG_DATA_HOME": f"{home}/d", "XDG_CONFIG_HOME": f"{home}/c"}
+        start = time.monotonic()
+        run = subprocess.run([sys.executable, "-m", "nodeqc", "--headless", "--profile", profile, "--quick"],
+                             env=env, capture_output=True, text=True)
+        out["quick_profile"] = {"profile": profile, "wall_s": round(time.monotonic() - start, 1), "exit": run.returncode,
+                                "target_s": 90, "result": (run.stderr.strip().splitlines() or [""])[-2:]}
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--check", action="store_true", help="correctness only, on the simulated device (no GPU needed)")
+    ap.add_argument("--gpu", type=int, default=0)
+    ap.add_argument("--profile", default="h100")
+    args = ap.parse_args()
+    if args.check:
+        return check()
+    print(json.dumps({"benchmark": "gpu", **measure(args.gpu, args.profile)}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,299 @@
+"""The real NICs: what sysfs shows of them (/sys/class/net, /sys/class/infiniband), and traffic
+through them with the standard tools, iperf3 (TCP, its JSON output parsed) and ib_write_bw from
+perftest (RDMA).
+
+`root` prefixes every sysfs path, so tests can point it at a prepared tree as well as at the real /.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+import psutil
+
+from nodeqc.backends.base import IbPort, NicBackend, NicInfo, TrafficJob, TrafficOutcome, TrafficSession
+from nodeqc.na import NA
+
+ARPHRD_INFINIBAND = 32
+ARPHRD_LOOPBACK = 772
+BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+GT_S_TO_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+IB_COUNTERS = ("symbol_error", "link_downed", "link_error_recovery")
+
+INSTALL = {
+    "iperf3": "iperf3 is not installed: install it (apt-get install iperf3, or dnf install iperf3)",
+    "ib_write_bw": "ib_write_bw is not installed: install perftest (apt-get install perftest, or dnf install perftest)",
+}
+
+
+class LinuxNics(NicBackend):
+    def __init__(self, root: str | Path = "/"):
+        self.root = Path(root)
+
+    # ------------------------------------------------------------------ sysfs
+
+    def _read(self, path: Path) -> str | None:
+        try:
+            return path.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return None  # absent; or EINVAL, as speed and carrier give while a link is down
+
+    def _int(self, path: Path) -> Any:
+        text = self._read(path)
+        try:
+            value = int(text, 0) if text is not None else None
+        except ValueError:
+            return NA
+        return NA if value is None or value < 0 else value  # speed is -1 when unknown
+
+    def nics(self) -> list[NicInfo]:
+        net = self.root / "sys/class/net"
+        found: list[NicInfo] = []
+        claimed: set[str] = set()  # RDMA devices reached through an interface
+        addresses = _addresses() if self.root == Path("/") else {}  # psutil sees only the live host
+        for entry in sorted(net.iterdir()) if net.is_dir() else []:
+            if self._int(entry / "type") == ARPHRD_LOOPBACK:
+                continue
+            nic = self._interface(entry, addresses.get(entry.name, []))
+            claimed.update(p.device for p in nic.ib_ports)
+            found.append(nic)
+        ib = self.root / "sys/class/infiniband"
+        for dev in sorted(ib.iterdir()) if ib.is_dir() else []:
+            if dev.name not in claimed:  # an HCA without an IPoIB interface is still a NIC
+                pci = self._pci_dir(dev / "device")
+                nic = NicInfo(name=dev.name, kind="infiniband", driver=self._driver(dev / "device"), interface=False,
+                              bus_id=pci.name if pci else NA, ib_ports=self._ports(dev))
+                self._pcie(nic, pci)
+                found.append(nic)
+        # Physical NICs in PCI order (as GPUs are numbered), then the rest by name.
+        return sorted(found, key=lambda n: (n.virtual, n.bus_id if isinstance(n.bus_id, str) else "~", n.name))
+
+    def _interface(self, entry: Path, addresses: list[str]) -> NicInfo:
+        real = str(entry.resolve())
+        device = entry / "device"
+        pci = self._pci_dir(device)
+        # A VF belongs to its physical function's NIC; bridges, bonds, VLANs and veths are virtual.
+        virtual = "/devices/virtual/" in real or (pci is not None and (pci / "physfn").exists())
+        nic = NicInfo(
+            name=entry.name,
+            kind="infiniband" if self._int(entry / "type") == ARPHRD_INFINIBAND else "ethernet",
+            driver=self._driver(device), mac=self._read(entry / "address") or NA,
+            operstate=self._read(entry / "operstate") or NA, carrier=self._int(entry / "carrier"),
+            speed_mbps=self._int(entry / "speed"), mtu=self._int(entry / "mtu"),
+            bus_id=pci.name if pci else NA, virtual=virtual,
+            carrier_changes=self._int(entry / "carrier_changes"), addresses=addresses,
+        )
+        self._pcie(nic, pci)
+        nic.ib_ports = self._ib_ports_of(entry, device)
+        return nic
+
+    def _driver(self, device: Path) -> Any:
+        link = device / "driver"
+        return os.path.basename(os.readlink(link)) if link.is_symlink() else NA
+
+    def _pci_dir(self, device: Path) -> Path | None:
+        """The PCI function behind a device: itself, or its nearest PCI ancestor (virtio sits under one)."""
+        if not device.exists():
+            return None
+        path = device.resolve()
+        for p in (path, *path.parents):
+            if BDF.match(p.name):
+                return p
+        return None
+
+    def _pcie(self, nic: NicInfo, pci: Path | None) -> None:
+        if pci is not None:
+            nic.pcie_gen, nic.pcie_width = self._link(pci, "current")
+            nic.pcie_max_gen, nic.pcie_max_width = self._link(pci, "max")
+
+    def _link(self, pci: Path, which: str) -> tuple[Any, Any]:
+        speed = self._read(pci / f"{which}_link_speed") or ""  # "16.0 GT/s PCIe"
+        match = re.match(r"([\d.]+)\s*GT/s", speed)
+        gen = GT_S_TO_GEN.get(float(match.group(1)), NA) if match else NA
+        width = self._int(pci / f"{which}_link_width")
+        return gen, (NA if width == 0 else width)
+
+    def _ib_ports_of(self, entry: Path, device: Path) -> list[IbPort]:
+        """RDMA ports of the PCI function behind the interface (InfiniBand, or RoCE on Ethernet). When
+        one function has several interfaces, each gets the port matching its dev_port."""
+        ib_dir = device / "infiniband"
+        if not ib_dir.is_dir():
+            return []
+        ports = [p for dev in sorted(ib_dir.iterdir()) for p in self._ports(dev)]
+        siblings = list((device / "net").iterdir()) if (device / "net").is_dir() else []
+        if len(siblings) > 1:
+            dev_port = self._int(entry / "dev_port")
+            ports = [p for p in ports if not isinstance(dev_port, int) or p.port == dev_port + 1]
+        return ports
+
+    def _ports(self, dev: Path) -> list[IbPort]:
+        out = []
+        base = dev / "ports"
+        ports = sorted(base.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else 0) if base.is_dir() else []
+        for port in ports:
+            rate = re.match(r"([\d.]+)\s*Gb/sec", self._read(port / "rate") or "")
+            out.append(IbPort(
+                device=dev.name, port=int(port.name) if port.name.isdigit() else 0,
+                state=_after_colon(self._read(port / "state")),
+                phys_state=_after_colon(self._read(port / "phys_state")),
+                rate_gbit=float(rate.group(1)) if rate else NA, link_layer=self._read(port / "link_layer") or NA,
+                counters={c: self._int(port / "counters" / c) for c in IB_COUNTERS},
+            ))
+        return out
+
+    def pcie_link(self, name: str) -> tuple[Any, Any]:
+        for cls in ("net", "infiniband"):
+            base = self.root / "sys/class" / cls / name / "device"
+            pci = self._pci_dir(base)
+            if pci is not None:
+                return self._link(pci, "current")
+        return NA, NA
+
+    # ------------------------------------------------------------------ traffic
+
+    def missing_tool(self, tool: str) -> str | None:
+        return None if shutil.which(tool) else INSTALL[tool]
+
+    def start_traffic(self, rounds: list[list[TrafficJob]], watch: list[str]) -> TrafficSession:
+        return ProcessTraffic(self, rounds, watch)
+
+
+def _after_colon(text: str | None) -> Any:
+    """'4: ACTIVE' -> 'ACTIVE'."""
+    return text.split(":", 1)[-1].strip() if text else NA
+
+
+def _addresses() -> dict[str, list[str]]:
+    """Each interface's IP addresses, IPv4 first (the traffic binds to one)."""
+    out: dict[str, list[str]] = {}
+    for name, addrs in psutil.net_if_addrs().items():
+        v4 = [a.address for a in addrs if a.family == socket.AF_INET]
+        v6 = [a.address for a in addrs if a.family == socket.AF_INET6 and not a.address.startswith("fe80")]
+        out[name] = v4 + v6
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def iperf3_options() -> frozenset[str]:
+    """The long options this iperf3 knows (--bind-dev came in 3.10, --connect-timeout in 3.8)."""
+    try:
+        text = subprocess.run(["iperf3", "--help"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(re.findall(r"(--[a-z][a-z-]+)", text))
+
+
+def command(job: TrafficJob) -> list[str]:
+    """The command line of one job, as a person would type it."""
+    if job.tool == "iperf3":
+        cmd = ["iperf3", "-c", job.peer, "-p", str(job.port), "-J", "-P", str(job.streams),
+               "-t", str(max(1, round(job.seconds))), "-i", "0"]  # whole seconds, as both tools take them
+        if job.bind:
+            cmd += ["-B", job.bind]
+        known = iperf3_options()
+        if "--bind-dev" in known:  # the address alone does not force the route through this NIC
+            cmd += ["--bind-dev", job.nic]
+        if "--connect-timeout" in known:
+            cmd += ["--connect-timeout", "5000"]
+        return cmd
+    cmd = ["ib_write_bw", "-d", str(job.ib_device), "-i", str(job.ib_port), "-p", str(job.port),
+           "-D", str(max(1, round(job.seconds))), "--report_gbits", "-F"]
+    if job.roce:
+        cmd.append("-R")
+    if job.cuda_device is not None:
+        cmd.append(f"--use_cuda={job.cuda_device}")
+    return cmd + [job.peer]
+
+
+def parse_iperf3(text: str) -> tuple[Any, str | None, dict[str, Any]]:
+    """(Gb/s received, error, detail) from `iperf3 -J` output."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return NA, "iperf3 gave no JSON result", {}
+    end = data.get("end", {})
+    received = end.get("sum_received", {}).get("bits_per_second")
+    if data.get("error") and not received:
+        return NA, f"iperf3: {data['error']}", {}
+    if not received:
+        return NA, "iperf3 reported no data received", {}
+    sent = end.get("sum_sent", {})
+    detail = {"sent_gbps": round(sent.get("bits_per_second", 0) / 1e9, 3), "retransmits": sent.get("retransmits"),
+              "streams": len(end.get("streams", [])), "seconds": round(end["sum_received"].get("seconds", 0), 2)}
+    if data.get("error"):
+        detail["error"] = data["error"]
+    return received / 1e9, None, detail
+
+
+def parse_ib_write_bw(text: str) -> tuple[Any, str | None, dict[str, Any]]:
+    """(average Gb/s, error, detail) from ib_write_bw's table (run with --report_gbits)."""
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
+        if "BW average" not in line:
+            continue
+        header = [h.strip() for h in re.split(r"\s{2,}", line.strip())]
+        col = next(i for i, h in enumerate(header) if h.startswith("BW average"))
+        for row in lines[n + 1:]:
+            fields = row.split()
+            if len(fields) == len(header) and all(re.match(r"^[\d.]+$", f) for f in fields):
+                peak = header.index("BW peak[Gb/sec]") if "BW peak[Gb/sec]" in header else None
+                detail = {"bytes": int(fields[0])}
+                if peak is not None:
+                    detail["peak_gbps"] = float(fields[peak])
+                return float(fields[col]), None, detail
+        break
+    errors = [line.strip() for line in lines if re.search(r"(?i)error|fail|couldn't|unable", line)]
+    return NA, "ib_write_bw gave no result" + (f": {errors[-1]}" if errors else ""), {}
+
+
+class ProcessTraffic(TrafficSession):
+    """Every job a process of its own, a round's all started at once; output goes to temporary
+    files, so a long result never fills a pipe and stalls the tool."""
+
+    def __init__(self, backend: NicBackend, rounds: list[list[TrafficJob]], watch: list[str]):
+        self._procs: list[tuple[subprocess.Popen[bytes] | None, IO[bytes], str | None]] = []
+        super().__init__(backend, rounds, watch)
+
+    def _start(self, jobs: list[TrafficJob]) -> None:
+        env = {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}  # --use_cuda indices in NVML's order
+        self._procs = []
+        for job in jobs:
+            out = tempfile.TemporaryFile()
+            try:
+                proc = subprocess.Popen(command(job), stdout=out, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, env=env)
+                self._procs.append((proc, out, None))
+            except OSError as e:
+                self._procs.append((None, out, f"{job.tool} could not start: {e.strerror}"))
+
+    def _running(self) -> bool:
+        return any(p is not None and p.poll() is None for p, _, _ in self._procs)
+
+    def _collect(self, jobs: list[TrafficJob], overdue: str | None) -> list[TrafficOutcome]:
+        outcomes = []
+        for job, (proc, out, error) in zip(jobs, self._procs):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+                error = f"{job.tool} {overdue}: killed"
+            out.seek(0)
+            text = out.read().decode("utf-8", errors="replace")
+            out.close()
+            parse = parse_iperf3 if job.tool == "iperf3" else parse_ib_write_bw
+            gbps, problem, detail = parse(text) if error is None else (NA, error, {})
+            detail["command"] = " ".join(command(job))
+            if problem and text.strip():
+                detail["exit_status"] = proc.returncode if proc is not None else None
+                detail["output_tail"] = text.strip().splitlines()[-5:]
+            outcomes.append(TrafficOutcome(job, gbps, problem, detail))
+        self._procs = []
+        return outcomes

@@ -1,0 +1,348 @@
+"""The simulated GPU as worker processes drive it: the same operations as the CuPy device
+(nodeqc/backends/cupy_compute.py), done with NumPy on small buffers, timed by the GPU model's rates.
+
+Faults change what the operations do or how long they take; the real verification code in
+nodeqc/workloads.py and nodeqc/verify.py must then find them:
+- slow=F, hbm_bw=F, p2p_bw=F, nvlink_down=K, pcie_width/pcie_gen: rates are scaled;
+- bitflip: every matmul result has the same bit of the same element flipped (a GPU that is wrong the
+  same way every time: comparing repeats alone would miss it);
+- badmem: one bit of device memory is stuck at 1;
+- hang: work stops returning once it has started; lost: the GPU falls off the bus after some load.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from nodeqc.backends.base import Clock
+from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS
+from nodeqc.backends.simulated import LOST_AFTER_S, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOTS
+from nodeqc.errors import GpuLostError
+from nodeqc.verify import fingerprint, splitmix64
+
+NOMINAL_MATMUL_N = 8192  # the size a real GPU multiplies; the simulator computes a small stand-in
+SIM_MATMUL_N = 64
+SIM_MEMTEST_WORDS = 1 << 18  # 2 MiB of simulated device memory actually patterned
+MEMTEST_MAX_RECORDS = 64
+BITFLIP_AT = (7, 11)  # row, column of the element a `bitflip` GPU gets wrong
+BITFLIP_BIT = 20
+BADMEM_BIT = 13
+SIM_BASE_ADDRESS = 0x7F3A_0000_0000
+HANG_AFTER_STEPS = 3  # a `hang` GPU stops after the work has visibly started (past its first progress)
+DTYPE_NUMPY = {"fp64": np.float64, "fp32": np.float32, "tf32": np.float32, "fp16": np.float16,
+               "bf16": np.float32, "fp8": np.float16}
+ALL_ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+
+
+def expected_words(kind: int, index: np.ndarray, value: int) -> np.ndarray:
+    """What kernels/memtest.cu's expected_word gives, for every index at once."""
+    v = np.uint64(value)
+    if kind == 0:
+        return np.full(index.shape, v, dtype=np.uint64)
+    if kind == 1:
+        return index ^ v
+    r = splitmix64(index ^ v)
+    return r if kind == 2 else ~r
+
+
+class SimDevice:
+    simulated = True
+    ka_size = 64  # known-answer product size the simulator computes for real
+
+    def __init__(self, spec: dict[str, Any], index: int):
+        self.index = index
+        self.k = spec["visible"][index]
+        self.shared = spec["shared"]
+        scale, origin = spec["clock"]
+        self.clock = Clock(scale, origin)
+        self.faults = {f.name: f.value for f in spec["faults"] if f.target == "gpu" and f.index == self.k}
+        self.model = SIM_GPU_MODELS[spec["scenario"]["gpus"]["model"]]
+        self._steps = 0
+        self._mm: dict[str, Any] = {}
+        self._mem: np.ndarray | None = None
+        self._stream: tuple[np.ndarray, np.ndarray] | None = None
+
+    # ------------------------------------------------------------------ life and load
+
+    def _slot(self, slot: int) -> int:
+        return self.k * SLOTS + slot
+
+    def set_load(self, load: float) -> None:
+        self.shared[self._slot(SLOT_LOAD)] = load
+
+    def check_alive(self) -> None:
+        if self.shared[self._slot(SLOT_LOST)] > 0:
+            raise GpuLostError(self.index, "GPU has fallen off the bus")
+
+    def _work(self, seconds: float) -> None:
+        """Spend `seconds` of the run's clock on device work; faults strike here."""
+        self.check_alive()
+        self._steps += 1
+        if "hang" in self.faults and self._steps > HANG_AFTER_STEPS:
+            while True:  # a kernel that never completes: only the watchdog ends this
+                time.sleep(3600)
+        self.clock.sleep(seconds)
+        self.shared[self._slot(SLOT_LOADED_S)] += seconds * max(self.shared[self._slot(SLOT_LOAD)], 0.0)
+        if "lost" in self.faults and self.shared[self._slot(SLOT_LOADED_S)] >= LOST_AFTER_S:
+            self.shared[self._slot(SLOT_LOST)] = 1.0
+        self.check_alive()
+
+    def busy_step(self, seconds: float) -> None:
+        self._work(seconds)
+
+    def close(self) -> None:
+        self.set_load(0.0)
+
+    def release(self) -> None:
+        self._mm, self._mem, self._stream = {}, None, None
+
+    @property
+    def compute_capability(self) -> float:
+        return float(self.model.compute_capability)
+
+    def supports(self, dtype: str) -> str | None:
+        """None when this GPU can run the dtype, else why not (as the real device would say)."""
+        if dtype not in self.model.tflops:
+            return f"{self.model.name} has no {dtype} matrix units"
+        return None
+
+    # ------------------------------------------------------------------ matmul
+
+    def matmul_setup(self, dtype: str, seed: int) -> int:
+        """Random operands, identical on every GPU for the same seed; returns flops per product."""
+        rng = np.random.default_rng(seed)
+        a = rng.standard_normal((SIM_MATMUL_N, SIM_MATMUL_N)).astype(DTYPE_NUMPY[dtype])
+        b = rng.standard_normal((SIM_MATMUL_N, SIM_MATMUL_N)).astype(DTYPE_NUMPY[dtype])
+        self._mm = {"dtype": dtype, "a": a, "b": b, "c": None}
+        return 2 * NOMINAL_MATMUL_N ** 3
+
+    def matmul_run(self, iters: int) -> float:
+        """`iters` products, timed as the GPU model would take them at its sustained rate."""
+        mm = self._mm
+        rate = self.model.tflops[mm["dtype"]] * self.faults.get("slow", 1.0) * 1e12
+        seconds = iters * 2 * NOMINAL_MATMUL_N ** 3 / rate
+        self._work(seconds)
+        mm["c"] = self._corrupt((mm["a"].astype(np.float64) @ mm["b"].astype(np.float64)).astype(np.float32))
+        return seconds
+
+    def matmul_fingerprint(self) -> str:
+        return fingerprint(self._mm["c"])
+
+    def known_answer(self, dtype: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = np.float64 if dtype == "fp64" else np.float32
+        return self._corrupt((a.astype(np.float64) @ b.astype(np.float64)).astype(out))
+
+    def _corrupt(self, c: np.ndarray) -> np.ndarray:
+        if "bitflip" in self.faults:
+            bits = c.view(np.uint64 if c.dtype == np.float64 else np.uint32)
+            bits[BITFLIP_AT] ^= bits.dtype.type(1 << BITFLIP_BIT)
+        return c
+
+    @staticmethod
+    def to_host(x: np.ndarray) -> np.ndarray:
+        return x
+
+    # ------------------------------------------------------------------ memory bandwidth
+
+    def _hbm_rate(self) -> float:
+        return self.model.hbm_gbps * self.faults.get("hbm_bw", 1.0) * 1e9
+
+    def stream_setup(self, nbytes: int) -> int:
+        """Two buffers for copy and triad; returns the bytes one pass of either moves (read + write)."""
+        self._stream = (np.arange(1 << 16, dtype=np.float32), np.arange(1 << 16, dtype=np.float32))
+        self._stream_nominal = nbytes
+        return 2 * nbytes
+
+    def stream_run(self, kind: str, iters: int) -> float:
+        init, a = self._stream
+        moved = (2 if kind == "copy" else 3) * self._stream_nominal * iters
+        seconds = moved / self._hbm_rate()
+        self._work(seconds)
+        a[:] = init if kind == "copy" else init + 2.0 * init
+        return seconds
+
+    def stream_verify(self) -> bool:
+        """After copy then triad over buffers that all start as 0, 1, 2, ...: a holds 3x that."""
+        init, a = self._stream
+        return bool(np.array_equal(a, init + 2.0 * init))
+
+    # ------------------------------------------------------------------ memory pattern test
+
+    def memtest_setup(self, fraction: float) -> dict[str, Any]:
+        """Take `fraction` of the free memory (simulated: the model's memory, minus what the driver
+        keeps); returns the bytes covered and the base address of the buffer."""
+        free = int(self.model.memory_mib * MIB * 0.985)
+        self._mem_nominal = int(free * fraction) // 8 * 8
+        self._mem = np.zeros(SIM_MEMTEST_WORDS, dtype=np.uint64)
+        self._index = np.arange(SIM_MEMTEST_WORDS, dtype=np.uint64)
+        return {"bytes": self._mem_nominal, "free_bytes": free, "base_address": SIM_BASE_ADDRESS}
+
+    def _stuck(self) -> None:
+        if "badmem" in self.faults:
+            self._mem[SIM_MEMTEST_WORDS // 3] |= np.uint64(1 << BADMEM_BIT)
+
+    def _mem_time(self, passes: float) -> float:
+        seconds = passes * self._mem_nominal / (0.8 * self._hbm_rate())
+        self._work(seconds)
+        return seconds
+
+    def _log(self, want: np.ndarray, got: np.ndarray) -> tuple[int, list[tuple[int, int, int]]]:
+        bad = np.flatnonzero(want != got)
+        records = [(int(i), int(want[i]), int(got[i])) for i in bad[:MEMTEST_MAX_RECORDS]]
+        return int(bad.size), records
+
+    def memtest_write(self, kind: int, value: int) -> float:
+        self._mem[:] = expected_words(kind, self._index, value)
+        self._stuck()
+        return self._mem_time(1)
+
+    def memtest_check(self, kind: int, value: int) -> tuple[int, list[tuple[int, int, int]], float]:
+        count, records = self._log(expected_words(kind, self._index, value), self._mem)
+        return count, records, self._mem_time(1)
+
+    def memtest_invert(self, kind: int, value: int, descending: bool) -> tuple[int, list[tuple[int, int, int]], float]:
+        want = expected_words(kind, self._index, value)
+        count, records = self._log(want, self._mem)
+        self._mem[:] = ~want
+        self._stuck()
+        return count, records, self._mem_time(2)
+
+    def memtest_address_lines(self) -> tuple[int, list[tuple[int, int, int]], float]:
+        """Walking ones on the address lines: a word at each power-of-two index must not alias another."""
+        lines = [0] + [1 << b for b in range(SIM_MEMTEST_WORDS.bit_length() - 1)]
+        a, b = np.uint64(0x5555_5555_5555_5555), np.uint64(0xAAAA_AAAA_AAAA_AAAA)
+        self._mem[lines] = a
+        self._stuck()
+        count, records = 0, []
+        for line in lines[1:]:
+            self._mem[line] = b
+            self._stuck()
+            others = [x for x in lines if x != line]
+            c, r = self._log(np.full(len(others), a, dtype=np.uint64), self._mem[others])
+            count += c
+            records += [(others[i], w, g) for i, w, g in r]
+            self._mem[line] = a
+            self._stuck()
+        return count, records[:MEMTEST_MAX_RECORDS], self._mem_time(0.01)
+
+    # ------------------------------------------------------------------ host <-> device
+
+    def link_factor(self) -> float:
+        """How much of its maximum the PCIe link carries as trained (width, and 2x per generation)."""
+        m = self.model
+        width = self.faults.get("pcie_width", m.pcie_width)
+        gen = self.faults.get("pcie_gen", m.pcie_gen)
+        return width / m.pcie_width * 2.0 ** (gen - m.pcie_gen)
+
+    def pcie_setup(self, nbytes: int) -> None:
+        self._pcie = (np.arange(1 << 14, dtype=np.uint32), np.zeros(1 << 14, dtype=np.uint32))
+        self._pcie_nominal = nbytes
+
+    def pcie_run(self, direction: str, iters: int) -> float:
+        rate = self.model.h2d_gbps * self.link_factor() * 1e9
+        # Both directions at once share nothing on a full-duplex link, but each is a little slower.
+        moved = self._pcie_nominal * iters
+        seconds = moved / (rate * (0.9 if direction == "bidir" else 1.0))
+        self._work(seconds)
+        host, dev = self._pcie
+        dev[:] = host
+        return seconds
+
+    def pcie_link_under_copy(self) -> dict[str, Any]:
+        m = self.model
+        self._work(0.01)
+        return {"gen": self.faults.get("pcie_gen", m.pcie_gen), "width": self.faults.get("pcie_width", m.pcie_width),
+                "max_gen": m.pcie_gen, "max_width": m.pcie_width}
+
+    def pcie_verify(self) -> bool:
+        host, dev = self._pcie
+        return bool(np.array_equal(host, dev))
+
+
+class SimNodeDevices:
+    """All simulated GPUs of the node from one worker: GPU-to-GPU copies and NCCL."""
+
+    simulated = True
+
+    def __init__(self, spec: dict[str, Any], indices: list[int]):
+        self.devices = {i: SimDevice(spec, i) for i in indices}
+        self.topology = spec["scenario"]["gpus"].get("topology", "pcie")
+        any_dev = next(iter(self.devices.values()))
+        self.clock = any_dev.clock
+        self.model = any_dev.model
+
+    def set_load(self, load: float) -> None:
+        for d in self.devices.values():
+            d.set_load(load)
+
+    def close(self) -> None:
+        for d in self.devices.values():
+            d.close()
+
+    def _work(self, seconds: float, involved: list[int]) -> None:
+        for i in involved[1:]:
+            self.devices[i].check_alive()
+        self.devices[involved[0]]._work(seconds)
+
+    def _link_fraction(self, i: int) -> float:
+        d = self.devices[i]
+        links = self.model.nvlink_links
+        if not links or self.topology == "pcie":
+            return 1.0
+        return max(0.0, (links - d.faults.get("nvlink_down", 0)) / links)
+
+    def peer_access(self) -> dict[tuple[int, int], bool]:
+        return {(i, j): True for i in self.devices for j in self.devices if i != j}
+
+    def _pair_rate(self, src: int, dst: int) -> float:
+        f = min(self._link_fraction(src), self._link_fraction(dst))
+        bw = min(self.devices[src].faults.get("p2p_bw", 1.0), self.devices[dst].faults.get("p2p_bw", 1.0))
+        return self.model.p2p_gbps * f * bw * 1e9
+
+    def p2p_setup(self, nbytes: int) -> None:
+        self._p2p_nominal = nbytes
+        self._buffers = {i: np.arange(1 << 12, dtype=np.uint32) * (i + 1) for i in self.devices}
+        self._received: dict[tuple[int, int], np.ndarray] = {}
+
+    def p2p_copy(self, src: int, dst: int, iters: int, bidir: bool = False) -> float:
+        seconds = self._p2p_nominal * iters / self._pair_rate(src, dst)
+        self._work(seconds, [src, dst])
+        self._received[(src, dst)] = self._buffers[src].copy()
+        if bidir:
+            self._received[(dst, src)] = self._buffers[dst].copy()
+        return seconds
+
+    def p2p_verify(self, src: int, dst: int) -> bool:
+        got = self._received.get((src, dst))
+        return got is not None and bool(np.array_equal(got, self._buffers[src]))
+
+    def p2p_latency(self, src: int, dst: int, iters: int) -> float:
+        per_copy = (2.2e-6 if self.topology != "pcie" else 11e-6) / max(self._link_fraction(src), 0.05)
+        self._work(per_copy * iters, [src, dst])
+        return per_copy
+
+    def nccl_unavailable(self) -> str | None:
+        return None
+
+    def nccl_allreduce(self, nbytes: int, iters: int) -> tuple[float, list[dict[str, Any]]]:
+        """All-reduce (sum) of `nbytes` per GPU, `iters` times; returns seconds per all-reduce and
+        every GPU whose result is wrong."""
+        n = len(self.devices)
+        rate = min(self._pair_rate(i, j) for i in self.devices for j in self.devices if i != j)
+        busbw = rate * (0.95 if self.topology != "pcie" else 0.5)
+        algbw = busbw * n / (2 * (n - 1))
+        per = nbytes / algbw
+        self._work(per * iters, list(self.devices))
+        contributions = {i: np.full(1024, rank + 1, dtype=np.float32) for rank, i in enumerate(self.devices)}
+        total = sum(contributions.values())
+        wrong = []
+        expected = n * (n + 1) / 2
+        for i in self.devices:
+            result = total.copy()
+            bad = np.flatnonzero(result != expected)
+            if bad.size:
+                wrong.append({"gpu": i, "index": int(bad[0]), "expected": expected, "actual": float(result[bad[0]])})
+        return per, wrong

@@ -1,0 +1,190 @@
+"""`nodeqc capture OUT.json`: record what a machine's NVML answers, for replay without the machine.
+
+The recorder sits between the NVML backend and the real binding and writes down every answer the
+backend asked for, NotSupported and other errors included, in the description format that
+nodeqc.backends.nvml_replay.ReplayNvml serves back. Replaying a capture of a real H100 runs every
+check against a datacenter GPU's real NVML shapes on a machine with no GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import platform
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pynvml
+
+from nodeqc import __version__
+from nodeqc.backends.base import HostInfo
+from nodeqc.backends.nvml import NvmlBackend
+
+_ERROR_NAMES = {getattr(pynvml, n): n.removeprefix("NVML_ERROR_") for n in dir(pynvml) if n.startswith("NVML_ERROR_")}
+# Calls that take no device handle, or whose answers are not the device's to replay.
+_PASS_THROUGH = ("nvmlDeviceGetCount", "nvmlDeviceRegisterEvents", "nvmlDeviceGetIndex", "nvmlDeviceGetHandleByPciBusId")
+# Field-value union members, by NVML value type.
+_VALUE_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal"}
+
+
+def _plain(value: Any) -> Any:
+    """An NVML answer as JSON: ctypes structures become tables of their fields."""
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    if isinstance(value, ctypes.Structure):
+        return {name: _plain(getattr(value, name)) for name, _ in value._fields_}
+    if isinstance(value, ctypes.Array):
+        return [_plain(v) for v in value]
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (int, float, str)) or value is None:
+        return value
+    if isinstance(value, SimpleNamespace):  # a replayed answer, recorded again
+        return {k: _plain(v) for k, v in vars(value).items()}
+    return str(value)
+
+
+class RecordingNvml:
+    """A proxy for an NVML module that records every device and system answer it passes on."""
+
+    def __init__(self, nvml: Any):
+        self.nvml = nvml
+        self.system: dict[str, list[Any]] = {}
+        self.devices: dict[int, dict[str, dict[str, list[Any]]]] = {}
+        self.handle_errors: dict[int, str] = {}
+        self._handles: dict[int, int] = {}  # id(handle) -> index
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self.nvml, name)
+        if name == "nvmlDeviceGetHandleByIndex":
+            return self._handle_by_index
+        if name == "nvmlDeviceGetFieldValues":
+            return self._field_values
+        if name.startswith("nvmlDevice") and name not in _PASS_THROUGH:
+            return lambda handle, *args: self._record_device(name, real, handle, args)
+        if name.startswith("nvmlSystem"):
+            return lambda *args: self._record(self.system.setdefault(name, []), real, args)
+        return real
+
+    def _handle_by_index(self, index: int) -> Any:
+        try:
+            handle = self.nvml.nvmlDeviceGetHandleByIndex(index)
+        except self.nvml.NVMLError as e:
+            self.handle_errors[index] = _ERROR_NAMES.get(e.value, "UNKNOWN")
+            raise
+        self._handles[id(handle)] = index
+        self.devices.setdefault(index, {})
+        return handle
+
+    def _record(self, answers: list[Any], real: Any, args: tuple[Any, ...]) -> Any:
+        try:
+            value = real(*args)
+        except self.nvml.NVMLError as e:
+            answers.append({"error": _ERROR_NAMES.get(e.value, "UNKNOWN")})
+            raise
+        answers.append(_plain(value))
+        return value
+
+    def _record_device(self, name: str, real: Any, handle: Any, args: tuple[Any, ...]) -> Any:
+        table = self.devices.setdefault(self._handles.get(id(handle), -1), {}).setdefault(name, {})
+        return self._record(table.setdefault(",".join(map(str, args)), []), real, (handle, *args))
+
+    def _field_values(self, handle: Any, field_ids: list[int]) -> Any:
+        values = self.nvml.nvmlDeviceGetFieldValues(handle, field_ids)
+        table = self.devices.setdefault(self._handles.get(id(handle), -1), {}).setdefault("nvmlDeviceGetFieldValues", {})
+        for fid, v in zip(field_ids, values):
+            member = _VALUE_MEMBERS.get(v.valueType, "uiVal")
+            table[str(fid)] = [{"nvmlReturn": v.nvmlReturn, "valueType": v.valueType,
+                                "value": {member: getattr(v.value, member)}}]
+        return values
+
+    def description(self) -> dict[str, Any]:
+        """The recorded answers in ReplayNvml's format: one answer where every call agreed, a series
+        where they differed (telemetry), answers by argument where the function takes any."""
+        def collapse(answers: list[Any]) -> Any:
+            return answers[0] if all(a == answers[0] for a in answers) else {"series": answers}
+
+        devices = []
+        for index in range(max(list(self.devices) + list(self.handle_errors), default=-1) + 1):
+            if index in self.handle_errors:
+                devices.append({"handle_error": self.handle_errors[index]})
+                continue
+            device: dict[str, Any] = {}
+            for name, by_args in self.devices.get(index, {}).items():
+                if name == "nvmlDeviceGetFieldValues":
+                    device[name] = {fid: answers[-1] for fid, answers in by_args.items()}
+                elif list(by_args) == [""]:
+                    device[name] = collapse(by_args[""])
+                else:
+                    device[name] = {"args": {k: collapse(v) for k, v in by_args.items()}}
+            devices.append(device)
+        return {"system": {k: collapse(v) for k, v in self.system.items()}, "devices": devices}
+
+
+def capture(seconds: float, hz: float, load: bool, host: HostInfo, nvml: Any = None) -> dict[str, Any]:
+    """Record inventory, counters and `seconds` of telemetry at `hz`; with `load`, the GPUs are kept
+    busy meanwhile (links train up only under load)."""
+    recorder = RecordingNvml(nvml or pynvml)
+    backend = NvmlBackend(recorder)
+    backend.open()  # BackendUnavailable propagates: nothing to capture without a driver
+    try:
+        gpus = backend.gpus()
+        live = [g for g in gpus if not g.lost]
+        for g in live:
+            backend.counters(g.index)
+        loader = _start_load(live, seconds) if load else None
+        try:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                for g in live:
+                    backend.sample(g.index)
+                time.sleep(1.0 / hz)
+        finally:
+            load_note = _stop_load(loader)
+        for g in live:
+            backend.counters(g.index)
+        backend.driver_version()
+        backend.cuda_version()
+    finally:
+        backend.close()
+    return {
+        "nodeqc_capture": 1,
+        "captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "tool": {"version": __version__, "python": platform.python_version()},
+        "load": load_note,
+        "host": host.to_dict(),
+        **recorder.description(),
+    }
+
+
+def _start_load(gpus: list[Any], seconds: float) -> Any:
+    """Plain load on every GPU in worker processes, if CuPy is here; None otherwise."""
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return None
+    from nodeqc.workers import Task, Watchdog, run_tasks
+
+    tasks = [Task("burn", g.index, {"seconds": seconds, "bus_ids": {g.index: g.bus_id}}, seconds) for g in gpus]
+    box: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: box.setdefault("outcomes", run_tasks(
+        tasks, {"kind": "cupy"}, Watchdog(startup_s=120, stall_s=60))), daemon=True)
+    thread.start()
+    return thread, box
+
+
+def _stop_load(loader: Any) -> str:
+    if loader is None:
+        return "none (CuPy not installed): links may read downtrained"
+    thread, box = loader
+    thread.join(timeout=300)
+    statuses = sorted({o.status for o in box.get("outcomes", [])})
+    return f"plain matmul load on every GPU ({', '.join(statuses) or 'unknown'})"
+
+
+def write_capture(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")

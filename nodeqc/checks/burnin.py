@@ -1,0 +1,153 @@
+"""Burn-in: hours of load while every health check watches. What it adds to the verdict: when each
+kind of failure first happened, and how rates, temperatures and clocks drifted from the start to the
+end. Memory stays bounded however long it runs: window lists merge in pairs when they fill up."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodeqc.backends.base import GpuInfo
+from nodeqc.checks.common import Finding, fold, judge
+from nodeqc.checks.stress import outcome_failure
+from nodeqc.model import CheckResult, Value, Verdict
+from nodeqc.profile import Profile
+from nodeqc.telemetry import FAILING_REASONS, GpuTelemetry
+from nodeqc.verify import relative_deficit_pct
+from nodeqc.workers import Outcome
+
+MAX_WINDOWS = 128
+
+
+def merge_pairs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Halve a list of windows by merging neighbours: times from the first, figures averaged, and any
+    failure kept."""
+    out = []
+    for a, b in zip(items[::2], items[1::2] + [None]):
+        if b is None:
+            out.append(a)
+            continue
+        merged = {"t_s": a["t_s"]}
+        for k, v in a.items():
+            if k != "t_s" and isinstance(v, (int, float)) and isinstance(b.get(k), (int, float)):
+                merged[k] = round((v + b[k]) / 2, 2)
+        merged["sdc"] = a.get("sdc") or b.get("sdc")
+        out.append(merged)
+    return out
+
+
+@dataclass
+class GpuBurnIn:
+    windows: list[dict[str, Any]] = field(default_factory=list)  # from the worker
+    intervals: list[dict[str, Any]] = field(default_factory=list)  # from telemetry
+    first_sdc: dict[str, Any] | None = None
+
+    @staticmethod
+    def _append(items: list[dict[str, Any]], item: dict[str, Any]) -> list[dict[str, Any]]:
+        items.append(item)
+        return merge_pairs(items) if len(items) > MAX_WINDOWS else items
+
+
+class BurnInRecorder:
+    def __init__(self, gpus: list[GpuInfo]):
+        self.gpus = {g.subject: GpuBurnIn() for g in gpus}
+
+    def add_window(self, subject: str, window: dict[str, Any]) -> None:
+        g = self.gpus[subject]
+        if window.get("sdc") and g.first_sdc is None:
+            g.first_sdc = {"t_s": window["t_s"], **window["sdc"]}
+        g.windows = g._append(g.windows, window)
+
+    def add_interval(self, t_s: float, by_subject: dict[str, GpuTelemetry]) -> None:
+        for subject, tel in by_subject.items():
+            if subject not in self.gpus or tel.samples == 0:
+                continue
+            g = self.gpus[subject]
+            g.intervals = g._append(g.intervals, {
+                "t_s": round(t_s, 1), "temp_c": round(tel.stats["temp_c"].mean, 1),
+                "sm_clock_mhz": round(tel.stats["sm_clock_mhz"].mean), "power_w": round(tel.stats["power_w"].mean, 1),
+                "throttle_s": round(tel.failing_throttle_s(), 2)})
+
+    def snapshot(self) -> dict[str, Any]:
+        """What a journal checkpoint keeps: the latest window and interval of each GPU."""
+        return {s: {"windows": len(g.windows), "last_window": g.windows[-1] if g.windows else None,
+                    "last_interval": g.intervals[-1] if g.intervals else None, "first_sdc": g.first_sdc}
+                for s, g in self.gpus.items()}
+
+
+def _drift(items: list[dict[str, Any]], key: str) -> tuple[float, float] | None:
+    """Mean of the first and of the last tenth (at least one) of a series."""
+    values = [w[key] for w in items if isinstance(w.get(key), (int, float))]
+    if len(values) < 2:
+        return None
+    n = max(1, len(values) // 10)
+    return statistics.mean(values[:n]), statistics.mean(values[-n:])
+
+
+def judge_burn_in(gpus: list[GpuInfo], outcomes: dict[int, Outcome], recorder: BurnInRecorder,
+                  telemetry: dict[int, GpuTelemetry], profile: Profile, started_s: float,
+                  time_scale: float) -> tuple[list[CheckResult], dict[str, Any]]:
+    """Per-GPU verdicts, and the report's burn-in section (first failures of each kind, on the run's
+    clock, and drift). `started_s` is when the burn-in began on the run's clock."""
+    name = "burnin.stability"
+    limit = profile.threshold("gpu", "max_burnin_drift_pct")
+    results, drift, first = [], {}, {}
+
+    def first_of(kind: str, t: float | None, subject: str, detail: str) -> None:
+        if t is not None and (kind not in first or t < first[kind]["t_s"]):
+            first[kind] = {"t_s": t, "subject": subject, "detail": detail}
+
+    for g in gpus:
+        rec = recorder.gpus[g.subject]
+        o = outcomes[g.index]
+        tel = telemetry.get(g.index)
+        rate = _drift(rec.windows, "tflops")
+        temp = _drift(rec.intervals, "temp_c")
+        clock = _drift(rec.intervals, "sm_clock_mhz")
+        drift[g.subject] = {"tflops": rate, "temp_c": temp, "sm_clock_mhz": clock, "windows": rec.windows,
+                            "intervals": rec.intervals}
+        if not o.ok:
+            first_of(f"worker {o.status}", round(started_s + o.elapsed_s * time_scale, 1),
+                     g.subject, o.detail.splitlines()[0] if o.detail else o.status)
+        if rec.first_sdc:
+            first_of("silent data corruption", round(started_s + rec.first_sdc["t_s"], 1), g.subject,
+                     f"{rec.first_sdc['count']} wrong element(s)")
+        if tel is not None:
+            onsets = [e for e in tel.throttle_onsets.kept if set(e["reasons"]) & set(FAILING_REASONS)]
+            if onsets:
+                first_of("throttling", onsets[0]["t_s"], g.subject, ", ".join(onsets[0]["reasons"]))
+            if tel.xids.kept:
+                first_of("XID", tel.xids.kept[0]["t_s"], g.subject, f"XID {tel.xids.kept[0]['code']}")
+            if tel.lost_at_s is not None:
+                first_of("GPU lost", tel.lost_at_s, g.subject, "fell off the bus")
+            for counter, t in tel.counter_first_change.items():
+                if counter != "nvlink_active":
+                    first_of(f"{counter} grew", t, g.subject, counter)
+        failure = outcome_failure(name, g.subject, o)
+        if failure:
+            results.append(failure)
+            continue
+        findings = []
+        if rec.first_sdc:
+            findings.append(Finding(Verdict.FAIL, "SDC_BURN_IN",
+                                    f"a known-answer product came back wrong {rec.first_sdc['t_s']:g} s into the burn-in "
+                                    f"({rec.first_sdc['count']} element(s))"))
+        values = {"windows": Value(len(rec.windows))}
+        if rate:
+            fall = round(relative_deficit_pct(rate[1], rate[0]), 1)
+            values.update({"tflops_start": Value(round(rate[0], 1), "TFLOP/s"), "tflops_end": Value(round(rate[1], 1), "TFLOP/s"),
+                           "rate_fall_pct": Value(fall, "%")})
+            findings.append(judge(limit, fall, "BURN_IN_DRIFT", "matmul rate fell from start to end by", "%"))
+        if temp:
+            values["temp_start"], values["temp_end"] = Value(round(temp[0], 1), "C"), Value(round(temp[1], 1), "C")
+        if not findings:
+            findings.append(Finding(Verdict.PASS, None, "too short to judge drift"))
+        result = fold(name, g.subject, findings, values, [limit], key="rate_fall_pct" if rate else "windows")
+        if result.verdict is Verdict.PASS and rate:
+            result.message = (f"{len(rec.windows)} windows: {rate[0]:.1f} -> {rate[1]:.1f} TFLOP/s"
+                              + (f", {temp[0]:.0f} -> {temp[1]:.0f} C" if temp else "") + ", results exact")
+        results.append(result)
+    # A list in time order: the signed report is canonical JSON, whose tables have sorted keys.
+    firsts = [{"kind": kind, **f} for kind, f in sorted(first.items(), key=lambda kv: kv[1]["t_s"])]
+    return results, {"first_failures": firsts, "drift": drift}

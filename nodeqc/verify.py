@@ -1,0 +1,100 @@
+"""Verification shared by real and simulated GPUs: the same code judges a CuPy result and a
+simulated one, so a fault the simulator plants is found by the code that runs on real hardware.
+
+- Known-answer products: integer inputs in {-2, -1, 1, 2} (never zeros: zeros run faster and cooler
+  and prove less), small enough that every product and partial sum is exact in each dtype's
+  accumulator, so the expected result is known exactly and compared bit for bit.
+- Fingerprints of identical work compared across GPUs (majority) and across repeats.
+- Memory-test error logs decoded into counts and first addresses with expected, actual and XOR.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+KNOWN_ANSWER_VALUES = np.array([-2, -1, 1, 2], dtype=np.int8)
+MAX_REPORTED = 5  # mismatches named in a report; the count covers all
+
+
+def known_answer_inputs(n: int, seed: int = 20261122) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Integer matrices a, b (int8) and their exact product (float64). |a @ b| <= 4n, exact in fp32
+    accumulation for n up to 2^22 and in fp16/bf16 inputs (small integers are exact there)."""
+    rng = np.random.default_rng(seed)
+    a = rng.choice(KNOWN_ANSWER_VALUES, size=(n, n))
+    b = rng.choice(KNOWN_ANSWER_VALUES, size=(n, n))
+    return a, b, a.astype(np.float64) @ b.astype(np.float64)
+
+
+@dataclass
+class Mismatch:
+    count: int
+    first: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "first": self.first}
+
+
+def compare_exact(actual: np.ndarray, expected: np.ndarray) -> Mismatch | None:
+    """Bit-for-bit comparison of a result with its expected value (in the result's dtype)."""
+    want = expected.astype(actual.dtype)
+    uint = np.dtype(f"u{actual.dtype.itemsize}")
+    a_bits, w_bits = actual.view(uint), want.view(uint)
+    bad = np.flatnonzero(a_bits != w_bits)
+    if bad.size == 0:
+        return None
+    cols = actual.shape[1] if actual.ndim == 2 else 1
+    first = []
+    for flat in bad[:MAX_REPORTED]:
+        first.append({"row": int(flat // cols), "col": int(flat % cols), "expected": float(want.flat[flat]),
+                      "actual": float(actual.flat[flat]),
+                      "xor": f"0x{int(a_bits.flat[flat]) ^ int(w_bits.flat[flat]):0{2 * actual.dtype.itemsize}x}"})
+    return Mismatch(int(bad.size), first)
+
+
+def odd_ones_out(fingerprints: dict[str, str]) -> tuple[str | None, list[str]]:
+    """The fingerprint most subjects share, and the subjects that differ from it. With no strict
+    majority (two GPUs that disagree, say) nobody can be blamed alone: everyone differs."""
+    if len(fingerprints) < 2:
+        return next(iter(fingerprints.values()), None), []
+    counts = Counter(fingerprints.values())
+    common, n = counts.most_common(1)[0]
+    if n * 2 <= len(fingerprints):
+        return None, sorted(fingerprints)
+    return common, sorted(s for s, f in fingerprints.items() if f != common)
+
+
+def decode_memtest_errors(count: int, records: list[tuple[int, int, int]], base_address: int,
+                          word_bytes: int = 8) -> dict[str, Any]:
+    """The evidence of a memory-test pass: how many words were wrong and the first few, by address."""
+    first = []
+    for index, expected, actual in sorted(records)[:MAX_REPORTED]:
+        first.append({"address": f"0x{base_address + index * word_bytes:x}", "expected": f"0x{expected:016x}",
+                      "actual": f"0x{actual:016x}", "xor": f"0x{expected ^ actual:016x}"})
+    return {"errors": int(count), "first": first}
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The random pattern of the memory test (kernels/memtest.cu), for the simulated device."""
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def fingerprint(words: np.ndarray) -> str:
+    """The host-side twin of kernels/checksum.cu: plain and position-weighted sums of 32-bit words."""
+    w = words.view(np.uint32).astype(np.uint64).ravel()
+    with np.errstate(over="ignore"):
+        plain = int(w.sum(dtype=np.uint64))
+        weighted = int((w * np.arange(1, w.size + 1, dtype=np.uint64)).sum(dtype=np.uint64))
+    return f"{plain:016x}{weighted:016x}"
+
+
+def relative_deficit_pct(value: float, median: float) -> float:
+    """How far below the node's median a figure falls, in percent (0 when at or above it)."""
+    return max(0.0, (median - value) / median * 100) if median > 0 else 0.0

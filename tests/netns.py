@@ -1,0 +1,148 @@
+"""Two real network namespaces joined by a veth pair, for the NIC tests and benchmarks/bench_nic.py.
+
+The namespaces are our own (`nqctest<pid>x<n>a` and `...b`); the veth ends are nqv0 in a
+(198.51.100.1/30) and nqv1 in b (198.51.100.2/30). Those are TEST-NET-2 addresses that exist only
+inside these two namespaces, which have no other interface but loopback: no packet can leave them.
+Everything is removed on exit, even when a test fails, and namespaces a killed earlier run left
+behind are removed when the next one starts. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PREFIX = "nqctest"
+A_ADDR, B_ADDR = "198.51.100.1", "198.51.100.2"
+A_DEV, B_DEV = "nqv0", "nqv1"
+_serial = itertools.count()
+
+
+def _ip(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@functools.lru_cache(maxsize=None)
+def unavailable() -> str | None:
+    """Why real namespaces cannot be used here, or None when they can."""
+    for tool, package in (("ip", "iproute2"), ("iperf3", "iperf3"), ("ss", "iproute2"), ("tc", "iproute2")):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (apt-get install {package})"
+    if os.geteuid() != 0:
+        return "needs root (CAP_NET_ADMIN) to create network namespaces"
+    probe = f"{PREFIX}{os.getpid()}probe"
+    made = _ip("netns", "add", probe)
+    if made.returncode != 0:
+        return f"cannot create a network namespace: {made.stderr.strip()}"
+    _ip("netns", "del", probe)
+    return None
+
+
+def _sweep_stale() -> None:
+    """Remove namespaces of earlier test processes that no longer run (a killed run's leftovers)."""
+    listing = _ip("netns", "list").stdout.split()
+    for name in listing[:200]:
+        if not name.startswith(PREFIX):
+            continue
+        digits = name[len(PREFIX):].split("x")[0].split("probe")[0]
+        if digits.isdigit() and not Path(f"/proc/{digits}").exists():
+            _ip("netns", "del", name)
+
+
+class VethPair:
+    def __init__(self) -> None:
+        tag = f"{PREFIX}{os.getpid()}x{next(_serial)}"
+        self.a, self.b = f"{tag}a", f"{tag}b"
+        self._servers: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> "VethPair":
+        _sweep_stale()
+        try:
+            for step in (["netns", "add", self.a], ["netns", "add", self.b],
+                         ["link", "add", A_DEV, "netns", self.a, "type", "veth", "peer", "name", B_DEV, "netns", self.b],
+                         ["-n", self.a, "addr", "add", f"{A_ADDR}/30", "dev", A_DEV],
+                         ["-n", self.b, "addr", "add", f"{B_ADDR}/30", "dev", B_DEV],
+                         ["-n", self.a, "link", "set", A_DEV, "up"], ["-n", self.b, "link", "set", B_DEV, "up"],
+                         ["-n", self.a, "link", "set", "lo", "up"], ["-n", self.b, "link", "set", "lo", "up"]):
+                done = _ip(*step)
+                if done.returncode != 0:
+                    raise RuntimeError(f"ip {' '.join(step)}: {done.stderr.strip()}")
+            self.wait_carrier()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for proc in self._servers:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        self._servers = []
+        for ns in (self.a, self.b):  # deleting a namespace deletes its end of the veth
+            _ip("netns", "del", ns)
+
+    def run(self, ns: str, *cmd: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True, timeout=timeout)
+        if check and done.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} in {ns}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
+        return done
+
+    def iperf3_server(self, port: int = 5201) -> None:
+        """`iperf3 -s` in b on B_ADDR:port, and wait (bounded) until it listens."""
+        proc = subprocess.Popen(["ip", "netns", "exec", self.b, "iperf3", "-s", "-B", B_ADDR, "-p", str(port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._servers.append(proc)
+        for _ in range(100):
+            listening = self.run(self.b, "ss", "-Hltn", f"sport = :{port}", check=False).stdout.strip()
+            if listening:
+                return
+            if proc.poll() is not None:
+                raise RuntimeError(f"iperf3 -s exited with {proc.returncode}")
+            time.sleep(0.05)
+        raise RuntimeError("iperf3 -s did not listen within 5 s")
+
+    def set_link(self, up: bool, ns: str | None = None) -> None:
+        ns = ns or self.a
+        dev = A_DEV if ns == self.a else B_DEV
+        self.run(ns, "ip", "link", "set", dev, "up" if up else "down")
+        if up:
+            self.wait_carrier()
+
+    def wait_carrier(self) -> None:
+        for _ in range(100):
+            if self.run(self.a, "cat", f"/sys/class/net/{A_DEV}/carrier", check=False).stdout.strip() == "1":
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"{A_DEV} has no carrier after 5 s")
+
+    def shape(self, rate: str | None) -> None:
+        """Cap what nqv0 sends at `rate` (tc's token bucket), or remove the cap (None)."""
+        if rate is None:
+            self.run(self.a, "tc", "qdisc", "del", "dev", A_DEV, "root", check=False)
+        else:
+            self.run(self.a, "tc", "qdisc", "replace", "dev", A_DEV, "root", "tbf", "rate", rate,
+                     "burst", "256kb", "latency", "50ms")
+
+    def python(self, code: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run Python (this interpreter, this checkout's nodeqc) inside namespace a."""
+        return self.run(self.a, sys.executable, "-c", code, timeout=timeout, check=False)
+
+    def nodeqc(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """`nodeqc ARGS` as a user runs it, inside namespace a."""
+        full_env = {**os.environ, **(env or {})}
+        return subprocess.run(["ip", "netns", "exec", self.a, sys.executable, "-m", "nodeqc", *args],
+                              capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=full_env)

@@ -1,0 +1,206 @@
+"""The archive: reports filed by node serial and never overwritten, an SQLite index that is only a
+cache of the signed files (rebuilt when lost, damaged or stale), `history` and `export` with their
+filters, and files that cannot be trusted reported and skipped, never crashing a listing."""
+
+import re
+import base64
+import csv
+import io
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from conftest import cli
+from nodeqc.archive import INDEX_NAME, Archive, file_sha256, node_reports
+from nodeqc.keys import Signer, public_pem
+from reports_for_tests import file_report, predicate
+
+FAST = ["--quick", "--sample-hz", "8"]
+
+
+@pytest.fixture
+def archive(tmp_path):
+    root = tmp_path / "archive"
+    file_report(root, predicate("NODE-A", "PASS", "2026-10-01T08:00:00Z"))
+    file_report(root, predicate("NODE-A", "FAIL", "2026-11-02T08:00:00Z"))
+    file_report(root, predicate("NODE-B", "PASS", "2026-11-03T08:00:00Z", hostname="gpu-b"))
+    file_report(root, predicate("NODE-B", "PASS", "2026-11-04T08:00:00Z", hostname="gpu-b",
+                                partial={"only": ["health"], "skip": [], "checks": []}))
+    file_report(root, predicate("NODE-C", "FAIL", "2026-11-05T08:00:00Z", status="aborted"))
+    return root
+
+
+def _listed(root, *args):
+    p = cli("history", "--archive", str(root), *args)
+    assert p.returncode == 0, p.stderr
+    return [line.split()[0] + " " + line.split()[1] for line in p.stdout.splitlines()[1:]], p
+
+
+def test_real_runs_are_filed_by_serial_never_overwritten_and_listed(isolated_dirs):
+    paths = []
+    for extra in ([], ["--inject", "gpu0:pcie_width=8"]):
+        p = cli("--headless", "--profile", "h100", "--simulate", "h100", *FAST, *extra)
+        assert p.returncode in (0, 1), p.stderr
+        paths.append(Path(p.stdout.strip().splitlines()[-1]))
+    root = isolated_dirs / "data" / "nodeqc" / "reports"
+    assert {p.parent for p in paths} == {root / "SIM-H100-0001"} and paths[0] != paths[1]
+    assert all(p.is_file() for p in paths)
+    assert node_reports("SIM-H100-0001") == [paths[1], paths[0]]  # the GUI's call, newest first
+    h = cli("history")
+    lines = h.stdout.splitlines()
+    assert h.returncode == 0 and len(lines) == 3, h.stdout
+    assert "FAIL SIM" in lines[1] and re.search(r"\.pcie_\w+ gpu0", lines[1]) and str(paths[1]) in lines[1]
+    assert "PASS SIM" in lines[2] and str(paths[0]) in lines[2]
+    assert (root / INDEX_NAME).is_file()
+
+
+def test_shared_archive_by_environment_or_option(tmp_path):
+    shared = tmp_path / "shared"
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--only", "host",
+            env={"NODEQC_ARCHIVE": str(shared)})
+    assert Path(p.stdout.strip().splitlines()[-1]).parent == shared / "SIM-H100-0001"
+    other = tmp_path / "other"
+    other.mkdir()
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--only", "host", "--archive", str(other),
+            env={"NODEQC_ARCHIVE": str(shared)})
+    assert Path(p.stdout.strip().splitlines()[-1]).parent == other / "SIM-H100-0001"
+    assert len(Archive(shared).reports()) == 1 and len(Archive(other).reports()) == 1
+    assert len(_listed(shared)[0]) == 1
+
+
+def test_index_is_rebuilt_when_lost_or_damaged_and_follows_the_files(archive):
+    a = Archive(archive)
+    first = [(e.path, e.sha256, e.verdict) for e in a.reports()]
+    assert len(first) == 5 and all(sha == file_sha256(path) for path, sha, _ in first)
+    a.close()
+    index = archive / INDEX_NAME
+    index.unlink()  # lost
+    assert [(e.path, e.sha256, e.verdict) for e in Archive(archive).reports()] == first
+    index.write_bytes(b"this is not an SQLite database" * 100)  # damaged
+    assert [(e.path, e.sha256, e.verdict) for e in Archive(archive).reports()] == first
+    db = sqlite3.connect(index)
+    db.execute("PRAGMA user_version = 99")  # an index of another nodeqc version
+    db.commit()
+    db.close()
+    assert [(e.path, e.sha256, e.verdict) for e in Archive(archive).reports()] == first
+    # Stale: a report added, one removed, one replaced by another signed report.
+    added = file_report(archive, predicate("NODE-D", "PASS", "2026-11-06T08:00:00Z"))
+    first[0][0].unlink()
+    replaced = first[1][0]
+    file_report(archive, predicate("NODE-B", "FAIL", "2026-11-04T08:00:00Z", hostname="gpu-b"),
+                name=replaced.name)
+    os.utime(replaced, ns=(1, 1))
+    now = {e.path: e for e in Archive(archive).reports()}
+    assert added in now and first[0][0] not in now
+    assert now[replaced].verdict == "FAIL" and now[replaced].sha256 == file_sha256(replaced)
+
+
+def test_history_filters(archive):
+    everything, _ = _listed(archive)
+    assert everything == ["2026-11-05T08:00:00Z NODE-C", "2026-11-04T08:00:00Z NODE-B",
+                          "2026-11-03T08:00:00Z NODE-B", "2026-11-02T08:00:00Z NODE-A",
+                          "2026-10-01T08:00:00Z NODE-A"]
+    assert _listed(archive, "--node", "NODE-A")[0] == everything[3:]
+    assert _listed(archive, "--node", "gpu-b")[0] == everything[1:3]  # by host name too
+    assert _listed(archive, "--verdict", "FAIL")[0] == [everything[0], everything[3]]
+    # Only a complete, full run that passed is a qualification: not the partial one.
+    assert _listed(archive, "--verdict", "pass")[0] == [everything[2], everything[4]]
+    lines, p = _listed(archive, "--verdict", "partial")
+    assert lines == [everything[1]] and "PASS (partial)" in p.stdout
+    assert _listed(archive, "--since", "2026-11-03")[0] == everything[:3]
+    assert _listed(archive, "--since", "2026-11-04T09:00+01:00")[0] == everything[:2]  # 08:00 UTC
+    assert _listed(archive, "--since", "2026-11-01", "--node", "NODE-A", "--verdict", "fail")[0] == [everything[3]]
+    assert _listed(archive, "--limit", "2")[0] == everything[:2]
+    assert "ABORTED" in _listed(archive, "--node", "NODE-C")[1].stdout
+    lines, p = _listed(archive, "--since", "1d")
+    assert lines == [] and "no reports" in p.stderr
+
+
+def test_since_by_age(tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    recent = (datetime.now(timezone.utc) - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    file_report(tmp_path, predicate("NODE-R", "PASS", recent))
+    file_report(tmp_path, predicate("NODE-R", "PASS", "2020-01-01T00:00:00Z"))
+    assert _listed(tmp_path, "--since", "1d")[0] == [f"{recent} NODE-R"]
+    assert _listed(tmp_path, "--since", "1h")[0] == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["history", "--since", "last tuesday"], "--since last tuesday: expected a date like 2026-11-01"),
+    (["history", "--verdict", "great"], "argument --verdict: invalid choice: 'great'"),
+    (["history", "--archive", "/nonexistent/archive"], "--archive /nonexistent/archive: no such directory"),
+    (["export", "--format", "xlsx"], "argument --format: invalid choice: 'xlsx'"),
+    (["export", "--output", "/proc/nodeqc.csv"], "--output /proc/nodeqc.csv: cannot write"),
+    (["--headless", "--profile", "h100", "--simulate", "h100", "--archive", "/nonexistent/a"], "no such directory"),
+])
+def test_bad_archive_input_is_one_line_and_exit_2(args, message):
+    p = cli(*args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nodeqc: ") and message in lines[0], p.stderr
+
+
+def _tamper(path: Path) -> None:
+    env = json.loads(path.read_text())
+    stmt = json.loads(base64.b64decode(env["payload"]))
+    stmt["predicate"]["verdict"] = "PASS"
+    env["payload"] = base64.b64encode(json.dumps(stmt).encode()).decode()
+    path.write_text(json.dumps(env))
+
+
+def test_untrustworthy_files_are_reported_and_skipped(archive, tmp_path):
+    node = archive / "NODE-A"
+    (node / "torn.report.json").write_text('{"payloadType": "application/vnd.in-toto+json", "payl')
+    (node / "binary.report.json").write_bytes(b"\xff\xfe\x00garbage")
+    unsigned = file_report(archive, predicate("NODE-A", "PASS", "2026-11-07T08:00:00Z"), name="unsigned.report.json")
+    env = json.loads(unsigned.read_text())
+    env["signatures"] = []
+    unsigned.write_text(json.dumps(env))
+    stranger = Signer(Ed25519PrivateKey.generate(), tmp_path / "stranger.pem")
+    foreign = file_report(archive, predicate("NODE-A", "PASS", "2026-11-08T08:00:00Z"), stranger,
+                          name="foreign.report.json")
+    tampered = file_report(archive, predicate("NODE-A", "FAIL", "2026-11-09T08:00:00Z"), name="tampered.report.json")
+    _tamper(tampered)
+    (node / "empty.report.json").write_text("")
+    (archive / "stray-file.report.json").write_text("{}")  # not in a node directory: not a report of the archive
+    lines, p = _listed(archive)
+    assert len(lines) == 5  # the good ones, nothing else
+    warnings = [w for w in p.stderr.splitlines() if w.startswith("nodeqc: warning: skipped ")]
+    reasons = {Path(w.split()[3].rstrip(":")).name: w for w in warnings}
+    assert set(reasons) == {"torn.report.json", "binary.report.json", "unsigned.report.json",
+                            "foreign.report.json", "tampered.report.json", "empty.report.json"}, p.stderr
+    assert "not a JSON report" in reasons["torn.report.json"]
+    assert "the report is not signed" in reasons["unsigned.report.json"]
+    assert "which is not trusted" in reasons["foreign.report.json"]
+    assert "altered" in reasons["tampered.report.json"]
+    assert "Traceback" not in p.stderr
+    # The stranger's key becomes trusted: its report is listed from then on, without touching the index.
+    trusted = Path(os.environ["XDG_CONFIG_HOME"]) / "nodeqc" / "trusted-keys"
+    trusted.mkdir(parents=True)
+    (trusted / "stranger.pem").write_bytes(public_pem(stranger.public))
+    lines, p = _listed(archive)
+    assert "2026-11-08T08:00:00Z NODE-A" in lines and "foreign.report.json" not in p.stderr
+    assert str(foreign) in p.stdout
+
+
+def test_export_csv_and_jsonl_one_row_per_report_and_check(archive, tmp_path):
+    p = cli("export", "--archive", str(archive), "--format", "csv")
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(io.StringIO(p.stdout)))
+    assert len(rows) == 5 * 2  # five reports of two checks each
+    fail = [r for r in rows if r["verdict"] == "fail"]
+    assert {r["node"] for r in fail} == {"NODE-A", "NODE-C"}
+    assert fail[0]["check"] == "health.pcie_link" and fail[0]["code"] == "PCIE_WIDTH" and fail[0]["value"] == "8"
+    out = tmp_path / "out.jsonl"
+    p = cli("export", "--archive", str(archive), "--format", "JSONL", "--node", "NODE-B", "-o", str(out))
+    assert p.returncode == 0 and p.stdout == ""
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 4 and {r["node"] for r in records} == {"NODE-B"}
+    assert {r["partial"] for r in records} == {True, False}
+    memory = next(r for r in records if r["check"] == "host.memory")
+    assert memory["value"] == 503.0 and memory["unit"] == "GiB"

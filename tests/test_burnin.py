@@ -1,0 +1,80 @@
+"""Burn-in: compressed on the simulated node, it finds when each kind of failure first happened,
+records drift, checkpoints the journal, and keeps its records bounded."""
+
+import pytest
+
+from nodeqc.backends import simulated_hardware
+from nodeqc.checks.burnin import MAX_WINDOWS, BurnInRecorder, merge_pairs
+from nodeqc.backends.base import GpuInfo
+from nodeqc.faults import parse_fault
+from nodeqc.journal import read_journal
+from nodeqc.keys import create_key
+from nodeqc.model import Verdict
+from nodeqc.profile import load_profile
+from nodeqc.report import verify_file
+from nodeqc.runner import RunOptions, Runner
+from conftest import cli
+
+
+@pytest.fixture(scope="module")
+def burned(tmp_path_factory):
+    signer = create_key(tmp_path_factory.mktemp("k") / "k.pem")
+    faults = [parse_fault(f) for f in ("gpu1:bitflip", "gpu2:ecc_sbe=3", "gpu3:throttle=hw_thermal")]
+    hw = simulated_hardware("hgx-h100", faults, time_scale=900)
+    out = tmp_path_factory.mktemp("out")
+    outcome = Runner(RunOptions(load_profile("hgx-h100"), signer, out_dir=out, quick=True, burn_in_s=4 * 3600), hw).run()
+    pred = verify_file(outcome.report_path, {signer.keyid: (signer.public, "t")}).predicate
+    return outcome, pred
+
+
+def test_every_gpu_gets_a_burn_in_verdict(burned):
+    outcome, _ = burned
+    results = {r.subject: r for r in outcome.results if r.name == "burnin.stability"}
+    assert set(results) == {f"gpu{i}" for i in range(8)}
+    assert (results["gpu1"].verdict, results["gpu1"].code) == (Verdict.FAIL, "SDC_BURN_IN")
+    assert results["gpu0"].verdict is Verdict.PASS and results["gpu0"].values["windows"].value >= 20
+
+
+def test_first_failures_are_in_time_order_with_their_gpu(burned):
+    _, pred = burned
+    firsts = pred["burn_in"]["first_failures"]
+    kinds = {f["kind"]: f["subject"] for f in firsts}
+    assert kinds["silent data corruption"] == "gpu1"
+    assert kinds["ecc_sbe_volatile grew"] == "gpu2"
+    assert kinds["throttling"] == "gpu3"
+    assert [f["t_s"] for f in firsts] == sorted(f["t_s"] for f in firsts)
+
+
+def test_drift_is_recorded_from_start_to_end(burned):
+    _, pred = burned
+    d = pred["burn_in"]["drift"]["gpu0"]
+    start, end = d["temp_c"]
+    assert end > start  # the GPU heats up over the burn-in
+    assert d["tflops"] == [760.0, 760.0]
+    assert 0 < len(d["windows"]) <= MAX_WINDOWS and len(d["intervals"]) > 5
+
+
+def test_the_journal_is_checkpointed_as_it_goes(burned):
+    outcome, _ = burned
+    journal = outcome.report_path.with_name(outcome.report_path.name.replace(".report.json", ".journal.jsonl"))
+    checkpoints = [r for r in read_journal(journal) if r["type"] == "checkpoint"]
+    assert len(checkpoints) >= 10
+    assert checkpoints[-1]["burn_in"]["gpu1"]["first_sdc"] is not None
+    assert [c["t"] for c in checkpoints] == sorted(c["t"] for c in checkpoints)
+
+
+def test_window_lists_stay_bounded():
+    rec = BurnInRecorder([GpuInfo(index=0, name="x", uuid="u", bus_id="b", slot=0)])
+    for n in range(10 * MAX_WINDOWS):
+        rec.add_window("gpu0", {"t_s": n, "tflops": 100.0 + n % 2, "sdc": {"count": 1} if n == 777 else None})
+    windows = rec.gpus["gpu0"].windows
+    assert len(windows) <= MAX_WINDOWS and windows[0]["t_s"] == 0
+    assert rec.gpus["gpu0"].first_sdc["t_s"] == 777
+    assert any(w["sdc"] for w in windows)  # merging keeps failures
+    assert merge_pairs([{"t_s": 0, "x": 1.0, "sdc": None}, {"t_s": 5, "x": 3.0, "sdc": None}]) == [{"t_s": 0, "x": 2.0, "sdc": None}]
+
+
+@pytest.mark.parametrize("text", ["8x", "0m", "h", "-5"])
+def test_bad_burn_in_durations(text):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--burn-in", text)
+    assert p.returncode == 2 and "expected a duration" in p.stderr and len(p.stderr.strip().splitlines()) == 1

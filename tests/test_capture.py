@@ -1,0 +1,85 @@
+"""Capture and replay: what the recorder writes down, the replay serves back the same way, so a
+captured machine runs every check on a machine without its GPUs."""
+
+import ctypes
+import json
+
+import pynvml
+import pytest
+
+from conftest import cli
+from nodeqc.backends.host import LinuxHost
+from nodeqc.backends.nvml import NvmlBackend
+from nodeqc.backends.nvml_replay import ReplayNvml
+from nodeqc.capture import _plain, capture, write_capture
+from nodeqc.na import NA
+
+from nvml_descriptions import QUIRKS, h100_device, node
+
+
+def machine():
+    """The 'real' NVML: two H100s, one with quirks, one lost before the run."""
+    return ReplayNvml(node([h100_device(0), h100_device(1, **QUIRKS["old_driver"]), h100_device(2, handle_error="GPU_IS_LOST")]))
+
+
+def test_ctypes_answers_become_plain_tables():
+    mem = pynvml.c_nvmlMemory_t()
+    mem.total, mem.free, mem.used = 80, 70, 10
+    assert _plain(mem) == {"total": 80, "free": 70, "used": 10}
+    util = pynvml.c_nvmlUtilization_t()
+    util.gpu, util.memory = 99, 40
+    assert _plain(util) == {"gpu": 99, "memory": 40}
+    assert _plain(b"NVIDIA H100") == "NVIDIA H100"
+    assert _plain((ctypes.c_uint * 2)(9, 0)) == [9, 0]
+
+
+def test_replay_of_a_capture_answers_like_the_machine():
+    data = capture(seconds=0.3, hz=20, load=False, host=LinuxHost().info(), nvml=machine())
+    replayed = NvmlBackend(ReplayNvml(json.loads(json.dumps(data))))
+    original = NvmlBackend(machine())
+    replayed.open()
+    original.open()
+    assert [g.to_dict() for g in replayed.gpus()] == [g.to_dict() for g in original.gpus()]
+    assert replayed.gpus()[2].lost
+    assert replayed.gpus()[1].pcie_gpu_max_gen is NA  # the old driver's missing function stays missing
+    assert [replayed.sample(0).to_dict() for _ in range(3)] == [original.sample(0).to_dict() for _ in range(3)]
+    assert replayed.counters(1).to_dict() == original.counters(1).to_dict()
+    assert replayed.driver_version() == "570.86.15"
+    assert data["devices"][2] == {"handle_error": "GPU_IS_LOST"}
+    assert data["load"].startswith("none")
+
+
+def test_replay_run_exercises_every_check(tmp_path):
+    data = capture(seconds=0.3, hz=20, load=False, host=LinuxHost().info(),
+                   nvml=ReplayNvml(node([h100_device(0), h100_device(1)])))
+    path = tmp_path / "h100x2.capture.json"
+    write_capture(path, data)
+    p = cli("--headless", "--replay", str(path), "--profile", "h100", "--quick", "--out", str(tmp_path / "r"))
+    assert p.returncode in (0, 1), p.stderr
+    for check in ("inventory.gpu_model", "stress.burn", "stress.memtest", "stress.p2p", "health.temperature",
+                  "health.pcie_link", "health.nvlink", "host.cpu"):
+        assert check in p.stderr, check
+    report = p.stdout.strip().splitlines()[-1]
+    show = cli("show", report)
+    assert "SIMULATED" in show.stdout and "h100x2.capture.json" in show.stdout
+
+
+def test_capture_without_a_driver_is_one_line_and_exit_2(tmp_path):
+    try:
+        pynvml.nvmlInit()
+        pytest.skip("an NVIDIA driver is present here")
+    except pynvml.NVMLError:
+        pass
+    p = cli("capture", str(tmp_path / "c.json"))
+    assert p.returncode == 2 and "NVML not available" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not a readable capture"),
+    ('{"devices": []}', "not a nodeqc capture"),
+])
+def test_bad_capture_files(tmp_path, content, message):
+    path = tmp_path / "c.json"
+    path.write_text(content)
+    p = cli("--headless", "--replay", str(path), "--profile", "h100")
+    assert p.returncode == 2 and message in p.stderr

@@ -1,0 +1,159 @@
+"""`nodeqc compare` and re-tests on real report pairs from the simulated node: a repaired GPU (a fault,
+then none), a swapped GPU (a serial that changed), a regression (exit 1); a re-test records the
+previous report's digest in the new signed report and prints the comparison."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import cli
+from nodeqc.archive import file_sha256
+from nodeqc.compare import Figure, compare
+from nodeqc.report import decode_statement, read_envelope
+from reports_for_tests import predicate
+
+FAST = ["--quick", "--sample-hz", "8"]
+
+
+def _predicate(path: Path) -> dict:
+    return decode_statement(read_envelope(path))["predicate"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A node's life: qualified, GPU link fault, repaired (re-test), GPU swapped, fault again."""
+    home = tmp_path_factory.mktemp("node")
+    env = {"XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
+           "NODEQC_ARCHIVE": str(home / "archive")}
+    scenario = (Path(__file__).parent.parent / "nodeqc" / "scenarios" / "h100.toml").read_text()
+    swapped = home / "h100-swapped.toml"
+    swapped.write_text(scenario.replace('topology = "pcie"', 'topology = "pcie"\nserials = ["SPARE-0042"]'))
+    out = {"env": env}
+    for name, args in (("first", ["--simulate", "h100"]),
+                       ("fault", ["--simulate", "h100", "--inject", "gpu0:pcie_width=8"]),
+                       ("repaired", ["--simulate", "h100", "--retest"]),
+                       ("swapped", ["--simulate", str(swapped)]),
+                       ("regressed", ["--simulate", str(swapped), "--inject", "gpu0:pcie_width=4"])):
+        p = cli("--headless", "--profile", "h100", *FAST, *args, env=env)
+        assert p.returncode in (0, 1), p.stderr
+        out[name] = (Path(p.stdout.strip().splitlines()[-1]), p)
+    return out
+
+
+def test_the_first_run_has_nothing_to_compare(runs):
+    path, p = runs["first"]
+    assert _predicate(path)["previous"] is None and "compare:" not in p.stderr
+
+
+def test_a_retest_records_the_previous_digest_and_prints_the_comparison(runs):
+    fault, _ = runs["fault"]
+    repaired, p = runs["repaired"]
+    assert p.returncode == 0
+    previous = _predicate(repaired)["previous"]
+    assert previous["sha256"] == file_sha256(fault) and previous["report"] == fault.name
+    assert previous["verdict"] == "FAIL"
+    assert f"re-test of node SIM-H100-0001: previous report {fault}" in p.stderr
+    tail = p.stderr[p.stderr.index("compare:"):]
+    assert "FIXED      health.pcie_link         gpu0   FAIL -> PASS: link Gen5 x8 -> Gen5 x16; " in tail
+    assert "width 8 -> 16 (+8, +100.0%)" in tail
+    assert "FIXED      stress.pcie_bandwidth    gpu0   FAIL -> PASS" in tail  # the copies ran at x8 too
+    assert "no regression: 2 result(s) better (FAIL SIM -> PASS SIM)" in tail
+    assert p.stdout.strip().splitlines()[-1] == str(repaired)  # still the last line of stdout
+    # Automatically too, without --retest: the fault run re-tested the first one.
+    assert _predicate(fault)["previous"]["sha256"] == file_sha256(runs["first"][0])
+    assert "REGRESSED  health.pcie_link" in runs["fault"][1].stderr
+
+
+def test_compare_a_repaired_gpu(runs):
+    p = cli("compare", str(runs["fault"][0]), str(runs["repaired"][0]), env=runs["env"])
+    assert p.returncode == 0, p.stderr
+    assert "FIXED      health.pcie_link         gpu0   FAIL -> PASS: link Gen5 x8 -> Gen5 x16; " in p.stdout
+    assert "width 8 -> 16 (+8, +100.0%)" in p.stdout
+    assert "serial changed" not in p.stdout and p.stderr == ""
+
+
+def test_compare_a_swapped_gpu(runs):
+    p = cli("compare", str(runs["repaired"][0]), str(runs["swapped"][0]), env=runs["env"])
+    assert p.returncode == 0, p.stdout
+    assert "gpu0 serial changed: SIM-H100-0001-G0 -> SPARE-0042 (part swapped)" in p.stdout
+    old, new = (decode_statement(read_envelope(runs[k][0])) for k in ("repaired", "swapped"))
+    assert old["subject"][0]["digest"] != new["subject"][0]["digest"]  # the inventory digest shows it too
+
+
+def test_compare_a_regression_exits_1(runs):
+    p = cli("compare", str(runs["swapped"][0]), str(runs["regressed"][0]), env=runs["env"])
+    assert p.returncode == 1, p.stdout
+    assert "REGRESSED  health.pcie_link         gpu0   PASS -> FAIL: link Gen5 x16 -> Gen5 x4; " in p.stdout
+    assert "width 16 -> 4 (-12, -75.0%)" in p.stdout
+    assert "REGRESSED  stress.pcie_bandwidth    gpu0   PASS -> FAIL" in p.stdout
+    assert p.stdout.strip().splitlines()[-1].startswith("REGRESSED: 2 result(s) worse")
+    # The other way round it is a repair.
+    assert cli("compare", str(runs["regressed"][0]), str(runs["swapped"][0]), env=runs["env"]).returncode == 0
+
+
+def test_compare_warns_about_an_untrusted_report(runs, tmp_path):
+    # This test's own (isolated) key does not trust the node's key.
+    p = cli("compare", str(runs["fault"][0]), str(runs["repaired"][0]))
+    assert p.returncode == 0 and p.stderr.count("signature NOT VERIFIED") == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["compare", "/nonexistent.report.json", "/nonexistent.report.json"], "no such report"),
+    (["compare", "JUNK", "JUNK"], "not a readable nodeqc report"),
+    (["compare", "JUNK"], "the following arguments are required: new"),
+    (["--headless", "--profile", "h100", "--simulate", "h100", "--retest"], "holds no verified report of node SIM-H100-0001"),
+    (["--headless", "--profile", "h100", "--simulate", "h100", "--retest", "JUNK"], "--retest JUNK: NOT VERIFIED"),
+])
+def test_bad_compare_input_is_one_line_and_exit_2(tmp_path, args, message):
+    junk = tmp_path / "junk.report.json"
+    junk.write_text("{not json")
+    args = [str(junk) if a == "JUNK" else a for a in args]
+    message = message.replace("JUNK", str(junk))
+    p = cli(*args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nodeqc: ") and message in lines[0], p.stderr
+
+
+def test_verdict_changes_and_figures():
+    old, new = predicate("N", "PASS"), predicate("N", "PASS")
+    new["checks"][1]["verdict"] = "warn"  # pass -> warn is worse
+    new["checks"][1]["values"]["memory"]["value"] = 503.0 * 1.02  # small move: not shown
+    c = compare(old, new)
+    assert c.regressed and [ch.kind for ch in c.changes] == ["REGRESSED"]
+    new["checks"][1]["verdict"] = "pass"
+    c = compare(old, new)
+    assert not c.regressed and c.changes == [] and c.quiet == 1
+    new["checks"][1]["values"]["memory"]["value"] = 400.0  # a big move of a key figure is shown
+    (change,) = compare(old, new).changes
+    assert change.kind == "CHANGED" and str(change.figures[0]) == "memory 503 -> 400 GiB (-103, -20.5%)"
+    assert Figure("x", 0, 3).pct is None and str(Figure("x", 0, 3)) == "x 0 -> 3 (+3)"
+    assert str(Figure("link", "Gen5 x8", "Gen5 x16")) == "link Gen5 x8 -> Gen5 x16"
+    # A GPU gone is a regression even when every result that remains passed.
+    del new["gpus"][0]
+    assert compare(old, new).regressed and compare(old, new).gpus_gone == ["gpu0"]
+    # Skip judged nothing: skip -> pass is no repair, pass -> skip no regression.
+    old2, new2 = predicate("N", "PASS"), predicate("N", "PASS")
+    new2["checks"][0]["verdict"] = "skip"
+    (change,) = compare(old2, new2).changes
+    assert change.kind == "CHANGED" and not compare(old2, new2).regressed
+
+
+def test_a_partial_new_report_is_flagged(runs):
+    old = _predicate(runs["first"][0])
+    new = dict(old, partial={"only": ["host"], "skip": [], "checks": ["host.cpu", "host.memory"]},
+               checks=[c for c in old["checks"] if c["name"].startswith("host.")])
+    c = compare(old, new)
+    assert not c.regressed and c.not_in_new == len(old["checks"]) - 2
+    assert "NEW is partial: not a qualification" in "\n".join(c.lines())
+
+
+def test_retest_of_a_named_report(runs, tmp_path):
+    env = dict(runs["env"], NODEQC_ARCHIVE=str(tmp_path))  # an empty archive: the report comes from elsewhere
+    first = runs["first"][0]
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--only", "host", "--retest", str(first), env=env)
+    assert p.returncode == 0, p.stderr
+    assert _predicate(Path(p.stdout.strip().splitlines()[-1]))["previous"]["sha256"] == file_sha256(first)
+    assert "compare:" in p.stderr and "NEW is partial" in p.stderr
+    assert os.listdir(tmp_path) == ["SIM-H100-0001"]

@@ -1,0 +1,335 @@
+"""NIC and host-service verdicts as pure functions of readings and profile, at each threshold's
+boundary; which NICs are checked; and the traffic plan (peers, ports, skips that say what to do)."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from nodeqc.backends.base import GpuInfo, IbPort, NicInfo, TrafficJob, TrafficOutcome
+from nodeqc.checks import nic as checks
+from nodeqc.checks.nic import Checked
+from nodeqc.model import Verdict
+from nodeqc.na import NA
+from nodeqc.peers import Peer
+from nodeqc.profile import Profile
+
+PASS, WARN, FAIL, SKIP = Verdict.PASS, Verdict.WARN, Verdict.FAIL, Verdict.SKIP
+
+
+def profile(nic=None, host=None) -> Profile:
+    data = {"warn_band": 0.05, "nic": {"streams": 4, "traffic_s": 10, "quick_traffic_s": 5, **(nic or {})},
+            "host": host or {}}
+    return Profile("t", Path("t.toml"), data)
+
+
+def port(**kw) -> IbPort:
+    base = dict(device="mlx5_0", port=1, state="ACTIVE", phys_state="LinkUp", rate_gbit=200.0,
+                link_layer="InfiniBand", counters={"symbol_error": 0, "link_downed": 0, "link_error_recovery": 0})
+    return IbPort(**{**base, **kw})
+
+
+def nic(name="eth0", **kw) -> NicInfo:
+    base = dict(kind="ethernet", driver="mlx5_core", mac="02:00:00:00:00:01", operstate="up", carrier=1,
+                speed_mbps=10000, mtu=9000, bus_id="0000:0c:00.0", pcie_gen=4, pcie_width=16, pcie_max_gen=4,
+                pcie_max_width=16, carrier_changes=1, addresses=["10.0.0.1"])
+    return NicInfo(name=name, **{**base, **kw})
+
+
+def checked(n=None, required=True) -> Checked:
+    return Checked("nic0", n or nic(), required)
+
+
+# ---------------------------------------------------------------------- link
+
+
+@pytest.mark.parametrize("reading, expected", [
+    (dict(), True),
+    (dict(operstate="down", carrier=NA), False),  # set down by the admin: carrier cannot be read
+    (dict(operstate="lowerlayerdown", carrier=0), False),  # the peer's end is down
+    (dict(operstate="up", carrier=0), False),
+    (dict(operstate="unknown", carrier=1), True),  # some drivers never report operstate
+    (dict(operstate="unknown", carrier=0), False),
+    (dict(operstate="dormant", carrier=1), False),
+    (dict(ib_ports=[port(state="INIT")]), False),  # no subnet manager yet
+    (dict(ib_ports=[port(state="DOWN"), port(port=2)]), True),
+    (dict(operstate=NA, carrier=NA, ib_ports=[port()], interface=False), True),  # an HCA without IPoIB
+    (dict(operstate=NA, carrier=NA, ib_ports=[port(state="DOWN")], interface=False), False),
+])
+def test_link_is_up(reading, expected):
+    assert checks.link_is_up(nic(**reading)) is expected
+
+
+@pytest.mark.parametrize("required, verdict", [(True, FAIL), (False, WARN)])
+def test_a_down_link_fails_a_required_nic_and_warns_for_others(required, verdict):
+    r = checks.link(checked(required=required), nic(operstate="down", carrier=NA, speed_mbps=NA), profile())
+    assert (r.verdict, r.code) == (verdict, "NIC_LINK_DOWN")
+    assert r.message.startswith("eth0 (mlx5_core, 0000:0c:00.0): link down (operstate down, carrier N/A)")
+    assert ("does not require" in r.message) is (not required)
+
+
+@pytest.mark.parametrize("limit, speed, verdict", [
+    ({"fail": 100000, "warn": 100000}, 99999, FAIL),
+    ({"fail": 100000, "warn": 100000}, 100000, PASS),  # exactly at the limit is on the good side
+    (100000, 100000, WARN),  # a plain number warns within the 5% band above it
+    (100000, 104999, WARN),
+    (100000, 105000, PASS),
+    (100000, NA, WARN),  # not reported: said, never a silent pass
+])
+def test_link_speed_boundaries(limit, speed, verdict):
+    r = checks.link(checked(), nic(speed_mbps=speed), profile({"min_speed_mbit": limit}))
+    assert r.verdict is verdict
+    assert (r.code == "NIC_SPEED") is (verdict is not PASS)
+
+
+def test_link_speed_without_a_limit_is_reported_not_judged():
+    r = checks.link(checked(), nic(speed_mbps=25000), profile())
+    assert r.verdict is PASS and r.values["speed"].value == 25000 and "up, 25000 Mb/s, MTU 9000" in r.message
+
+
+@pytest.mark.parametrize("mtu, verdict", [(1500, FAIL), (8999, FAIL), (9000, PASS), (9216, PASS)])
+def test_mtu_boundaries(mtu, verdict):
+    r = checks.link(checked(), nic(mtu=mtu), profile({"min_mtu": {"fail": 9000, "warn": 9000}}))
+    assert r.verdict is verdict and (r.code == "NIC_MTU") is (verdict is FAIL)
+
+
+@pytest.mark.parametrize("rate, verdict", [(100.0, FAIL), (199.9, FAIL), (200.0, PASS), (400.0, PASS)])
+def test_ib_rate_boundaries(rate, verdict):
+    r = checks.link(checked(), nic(kind="infiniband", ib_ports=[port(rate_gbit=rate)]),
+                    profile({"min_ib_rate_gbit": {"fail": 200, "warn": 200}}))
+    assert r.verdict is verdict
+    if verdict is FAIL:
+        assert r.code == "IB_RATE" and f"port mlx5_0/1 rate {rate:g} Gb/s is below the limit 200 Gb/s" in r.message
+
+
+def test_one_port_down_of_two_fails_naming_the_port():
+    r = checks.link(checked(), nic(ib_ports=[port(), port(port=2, state="DOWN", phys_state="Polling")]), profile())
+    assert (r.verdict, r.code) == (FAIL, "IB_PORT_DOWN") and "port mlx5_0/2 is DOWN/Polling" in r.message
+
+
+def test_a_nic_that_vanished_fails():
+    r = checks.link(checked(), None, profile())
+    assert (r.verdict, r.code) == (FAIL, "NIC_LOST")
+
+
+# ---------------------------------------------------------------------- PCIe
+
+
+@pytest.mark.parametrize("readings, reading, nic_profile, verdict, code", [
+    ([(4, 16), (4, 16)], {}, {}, PASS, None),
+    ([(4, 8), (4, 8)], {}, {}, FAIL, "NIC_PCIE_WIDTH"),
+    ([(3, 16)], {}, {}, FAIL, "NIC_PCIE_GEN"),
+    ([(4, 8)], {}, {"pcie_width": 8}, PASS, None),  # the profile accepts x8 for this node
+    ([(4, 16)], {}, {"pcie_gen": 5}, FAIL, "NIC_PCIE_GEN"),
+    ([(NA, NA)], {"pcie_width": 8}, {}, FAIL, "NIC_PCIE_WIDTH"),  # nothing read under traffic: the end reading
+    ([], {}, {}, PASS, None),
+    ([], {"bus_id": NA}, {}, SKIP, None),  # a veth, a bridge
+    ([], {"pcie_gen": NA, "pcie_width": NA}, {}, SKIP, None),  # virtio: no PCIe capability
+])
+def test_pcie_link(readings, reading, nic_profile, verdict, code):
+    r = checks.pcie(checked(), readings, nic(**reading), profile(nic_profile))
+    assert (r.verdict, r.code) == (verdict, code)
+
+
+def test_pcie_says_whether_traffic_ran():
+    assert "under traffic" in checks.pcie(checked(), [(4, 8)], nic(), profile()).message
+    assert "with no traffic running" in checks.pcie(checked(), [], nic(pcie_width=8), profile()).message
+
+
+# ---------------------------------------------------------------------- stability
+
+
+def test_no_counter_growth_passes():
+    n = nic(ib_ports=[port()])
+    r = checks.stability(checked(n), n)
+    assert r.verdict is PASS and r.values["growth"].value == 0
+
+
+@pytest.mark.parametrize("before, after, code, text", [
+    (nic(carrier_changes=1), nic(carrier_changes=3), "NIC_LINK_FLAP", "carrier_changes grew by 2 (1 -> 3)"),
+    (nic(ib_ports=[port()]), nic(ib_ports=[port(counters={"symbol_error": 12, "link_downed": 0, "link_error_recovery": 0})]),
+     "IB_LINK_ERRORS", "mlx5_0/1 symbol_error grew by 12 (0 -> 12)"),
+    (nic(ib_ports=[port()]), nic(ib_ports=[port(counters={"symbol_error": 0, "link_downed": 1, "link_error_recovery": 0})]),
+     "IB_LINK_ERRORS", "mlx5_0/1 link_downed grew by 1 (0 -> 1)"),
+    (nic(ib_ports=[port()]), nic(ib_ports=[port(counters={"symbol_error": 0, "link_downed": 0, "link_error_recovery": 3})]),
+     "IB_LINK_ERRORS", "mlx5_0/1 link_error_recovery grew by 3 (0 -> 3)"),
+    (nic(carrier_changes=5), nic(carrier_changes=0), "NIC_LINK_FLAP", "went from 5 to 0: reset during the run"),
+])
+def test_counter_growth_fails_naming_the_counter_and_the_amount(before, after, code, text):
+    r = checks.stability(checked(before), after)
+    assert (r.verdict, r.code) == (FAIL, code) and text in r.message
+
+
+def test_stability_without_counters_is_skipped():
+    assert checks.stability(checked(nic(carrier_changes=NA)), nic(carrier_changes=NA)).verdict is SKIP
+    assert checks.stability(checked(), None).verdict is SKIP
+
+
+# ---------------------------------------------------------------------- throughput
+
+
+def tcp_outcome(gbps, error=None):
+    return TrafficOutcome(TrafficJob("eth0", "iperf3", "10.0.0.2", 5201, 5, 4), gbps, error, {"command": "iperf3 ..."})
+
+
+FRACTION = {"min_tcp_fraction": {"fail": 0.5, "warn": 0.7}}
+
+
+@pytest.mark.parametrize("gbps, verdict", [(4.999, FAIL), (5.0, WARN), (6.999, WARN), (7.0, PASS), (23.4, PASS)])
+def test_tcp_fraction_of_link_speed_boundaries(gbps, verdict):
+    r = checks.tcp(checked(), tcp_outcome(gbps), nic(speed_mbps=10000), profile(FRACTION))
+    assert r.verdict is verdict and r.values["fraction"].value == pytest.approx(gbps / 10, abs=1e-3)
+    assert (r.code == "NIC_THROUGHPUT") is (verdict is not PASS)
+    assert r.message.startswith("eth0 (mlx5_core, 0000:0c:00.0): TCP to 10.0.0.2:5201 (4 streams): ")
+    assert r.message.endswith(f"; {gbps / 10:.0%} of the 10 Gb/s link")
+    if verdict is FAIL:
+        assert "is below the limit 5 Gb/s" in r.message
+
+
+def test_tcp_tool_error_fails_with_the_error():
+    r = checks.tcp(checked(), tcp_outcome(NA, "iperf3: unable to connect to server: Connection refused"), nic(), profile(FRACTION))
+    assert (r.verdict, r.code) == (FAIL, "NIC_TRAFFIC") and "Connection refused" in r.message
+
+
+def test_tcp_without_a_link_speed_reports_the_figure_but_does_not_judge():
+    r = checks.tcp(checked(nic(speed_mbps=NA)), tcp_outcome(9.4), nic(speed_mbps=NA), profile(FRACTION))
+    assert r.verdict is SKIP and r.values["throughput"].value == 9.4 and "not judged" in r.message
+
+
+def rdma_outcome(gbps, port_n=1, error=None):
+    job = TrafficJob("ib0", "ib_write_bw", "peer", 18515, 5, ib_device="mlx5_0", ib_port=port_n, cuda_device=3)
+    return TrafficOutcome(job, gbps, error, {})
+
+
+@pytest.mark.parametrize("gbps, verdict", [(179.9, FAIL), (180.0, WARN), (189.9, WARN), (190.0, PASS), (196.0, PASS)])
+def test_rdma_fraction_of_port_rate_boundaries(gbps, verdict):
+    limit = {"min_rdma_fraction": {"fail": 0.9, "warn": 0.95}}
+    r = checks.rdma(checked(), [rdma_outcome(gbps)], nic(ib_ports=[port()]), profile(limit))
+    assert r.verdict is verdict
+    assert "RDMA mlx5_0/1 to peer:18515, GPU memory of gpu3: " in r.message and "of the 200 Gb/s port" in r.message
+
+
+def test_rdma_judges_every_port():
+    two = nic(ib_ports=[port(), port(port=2)])
+    r = checks.rdma(checked(), [rdma_outcome(196.0), rdma_outcome(90.0, 2)], two, profile({"min_rdma_fraction": 0.9}))
+    assert (r.verdict, r.code) == (FAIL, "RDMA_BANDWIDTH")
+    assert "RDMA mlx5_0/2 to peer:18515, GPU memory of gpu3: 90 Gb/s is below the limit 180 Gb/s" in r.message
+
+
+# ---------------------------------------------------------------------- which NICs, and their count
+
+
+NICS = [nic("eno1", driver="igb", bus_id="0000:03:00.0"), nic("ib0", driver="mlx5_core", bus_id="0000:0c:00.0"),
+        nic("ib1", driver="mlx5_core", bus_id="0000:12:00.0"), nic("nqv0", driver=NA, bus_id=NA, virtual=True)]
+
+
+@pytest.mark.parametrize("nic_profile, named, listed, checked_, required", [
+    ({}, set(), ["eno1", "ib0", "ib1"], ["eno1", "ib0", "ib1"], False),  # no selection: every physical NIC
+    ({"match": ["ib*"]}, set(), ["eno1", "ib0", "ib1"], ["ib0", "ib1"], True),
+    ({"drivers": ["mlx5_core"]}, set(), ["eno1", "ib0", "ib1"], ["ib0", "ib1"], True),
+    ({"match": ["ib0", "eno*"], "drivers": ["mlx5_core"]}, set(), ["eno1", "ib0", "ib1"], ["ib0"], True),  # both must match
+    ({"match": ["nqv*"]}, set(), ["eno1", "ib0", "ib1", "nqv0"], ["nqv0"], True),  # a virtual NIC only when asked for
+    ({}, {"nqv0"}, ["eno1", "ib0", "ib1", "nqv0"], ["eno1", "ib0", "ib1", "nqv0"], False),
+])
+def test_select(nic_profile, named, listed, checked_, required):
+    plan = checks.select(NICS, profile(nic_profile), named)
+    assert [n.name for _, n in plan.listed] == listed
+    assert [s for s, _ in plan.listed] == [f"nic{i}" for i in range(len(listed))]  # nicN: position in the list
+    assert [c.nic.name for c in plan.checked] == checked_
+    assert all(c.required is (required or c.nic.name in named) for c in plan.checked)
+    assert all(c.subject == f"nic{listed.index(c.nic.name)}" for c in plan.checked)
+
+
+@pytest.mark.parametrize("count, found, verdict", [(2, 2, PASS), (2, 1, FAIL), (2, 3, FAIL), (None, 0, WARN), (None, 2, PASS)])
+def test_nic_count(count, found, verdict):
+    nics = [nic(f"ib{i}", bus_id=f"0000:{i + 1:02x}:00.0") for i in range(found)]
+    p = profile({"match": ["ib*"], **({"count": count} if count is not None else {})})
+    r = checks.inventory(checks.select(nics + [nic("eno1", bus_id="0000:f0:00.0")], p), p)
+    assert r.verdict is verdict and r.values["count"].value == found
+    if verdict is FAIL:
+        assert r.code == "NIC_COUNT" and f"{found} NIC" in r.message and "expected 2" in r.message
+    assert len(r.evidence["nics"]) == found + 1  # every NIC listed is in the evidence
+
+
+# ---------------------------------------------------------------------- traffic plan
+
+
+def plan_for(nics, peers, nic_profile=None, missing=(), gpus=(), total_s=None):
+    p = profile(nic_profile)
+    hints = {"iperf3": "iperf3 is not installed: install it", "ib_write_bw": "ib_write_bw is not installed: install perftest"}
+    return checks.plan_traffic(checks.select(nics, p), peers, p, 5, lambda t: hints[t] if t in missing else None,
+                               list(gpus), total_s)
+
+
+def jobs_of(plan):
+    return [(plan.subjects[j], j.tool, j.peer, j.port) for j in plan.jobs]
+
+
+THREE = [nic("eth0", bus_id="0000:01:00.0"), nic("eth1", bus_id="0000:02:00.0"),
+         nic("ib0", kind="infiniband", bus_id="0000:0c:00.0", ib_ports=[port()])]
+
+
+def test_each_nic_gets_its_own_port_on_a_shared_peer():
+    plan = plan_for(THREE, [Peer("p")])
+    assert [[j.tool for j in r] for r in plan.rounds] == [["iperf3"] * 3, ["ib_write_bw"]]  # TCP first, then RDMA
+    assert jobs_of(plan) == [("nic0", "iperf3", "p", 5201), ("nic1", "iperf3", "p", 5202), ("nic2", "iperf3", "p", 5203),
+                             ("nic2", "ib_write_bw", "p", 18515)]
+    assert plan.jobs[0].bind == "10.0.0.1" and plan.jobs[0].streams == 4 and plan.jobs[0].seconds == 5
+    assert not plan.skips
+
+
+def test_peers_alternate_and_a_nic_may_have_its_own():
+    plan = plan_for(THREE, [Peer("a"), Peer("b"), Peer("c", 6000, nic="eth1")])
+    assert jobs_of(plan)[:3] == [("nic0", "iperf3", "a", 5201), ("nic1", "iperf3", "c", 6000), ("nic2", "iperf3", "a", 5202)]
+
+
+@pytest.mark.parametrize("missing, peers, reading, check, code, text", [
+    (("iperf3",), [Peer("p")], {}, "nic.tcp", "IPERF3_MISSING", "iperf3 is not installed: install it"),
+    (("ib_write_bw",), [Peer("p")], {}, "nic.rdma", "PERFTEST_MISSING", "install perftest"),
+    ((), [], {}, "nic.tcp", "NIC_NO_PEER", "no peer: pass --nic-peer HOST (a host running `iperf3 -s -p PORT`"),
+    ((), [], {}, "nic.rdma", "NIC_NO_PEER", "no peer: pass --nic-peer HOST (a host running `ib_write_bw -d DEVICE"),
+    ((), [Peer("p")], {"operstate": "down", "carrier": NA}, "nic.tcp", "NIC_LINK_DOWN", "the link is down"),
+    ((), [Peer("p")], {"ib_ports": [port(state="DOWN")]}, "nic.rdma", "NIC_LINK_DOWN", "the link is down"),
+    ((), [Peer("p")], {"addresses": []}, "nic.tcp", "NIC_NO_ADDRESS", "no IP address to send from"),
+    ((), [Peer("p")], {"interface": False, "operstate": NA, "carrier": NA}, "nic.tcp", None, "load ib_ipoib"),
+])
+def test_what_cannot_run_is_skipped_saying_what_to_do(missing, peers, reading, check, code, text):
+    one = nic("ib0", kind="infiniband", ib_ports=[port()])
+    plan = plan_for([replace(one, **reading)], peers, missing=missing)
+    skipped = {r.name: r for r in plan.skips}
+    assert skipped[check].verdict is SKIP and skipped[check].code == code and text in skipped[check].message
+    assert not any(j.tool == ("iperf3" if check == "nic.tcp" else "ib_write_bw") for j in plan.jobs)
+    assert f"{check} skipped on nic0: " in "\n".join(checks.skip_warnings(plan))
+
+
+def test_skip_warnings_name_every_nic_once_per_reason():
+    plan = plan_for(THREE, [])
+    assert checks.skip_warnings(plan)[0].startswith("nic.tcp skipped on nic0-2: TCP not measured: no peer")
+
+
+def test_burn_in_rounds_share_the_burn():
+    plan = plan_for(THREE, [Peer("p")], total_s=600)
+    assert {j.seconds for j in plan.rounds[0]} == {300} and {j.seconds for j in plan.rounds[1]} == {300}
+
+
+def test_gpudirect_uses_the_gpu_nearest_the_nic_and_needs_a_gpu():
+    gpus = [GpuInfo(i, "A100", f"GPU-{i}", f"00000000:{b}:00.0") for i, b in enumerate(("07", "0F", "47"))]
+    plan = plan_for(THREE, [Peer("p")], {"rdma_use_cuda": True}, gpus=gpus)
+    assert [j.cuda_device for j in plan.jobs if j.tool == "ib_write_bw"] == [1]  # bus 0x0c: nearest 0x0f
+    none = plan_for(THREE, [Peer("p")], {"rdma_use_cuda": True})
+    assert [r.code for r in none.skips] == ["NO_GPUS"]
+
+
+def test_roce_ports_connect_through_rdma_cm():
+    roce = nic("ens1f0", ib_ports=[port(link_layer="Ethernet")])
+    assert [j.roce for j in plan_for([roce], [Peer("p")]).jobs if j.tool == "ib_write_bw"] == [True]
+
+
+def test_results_cover_every_checked_nic_and_say_when_traffic_did_not_run():
+    plan = plan_for(THREE, [Peer("p")], {"min_tcp_fraction": 0.5})
+    tcp0 = plan.rounds[0][0]
+    results = checks.nic_results(plan, [TrafficOutcome(tcp0, 9.0, None, {})], {}, THREE, profile({"min_tcp_fraction": 0.5}))
+    got = {(r.name, r.subject): r for r in results}
+    assert got[("nic.tcp", "nic0")].verdict is PASS
+    assert got[("nic.tcp", "nic1")].verdict is SKIP and "did not run" in got[("nic.tcp", "nic1")].message
+    assert {n for n, _ in got} == {"nic.inventory", "nic.link", "nic.pcie", "nic.stability", "nic.tcp", "nic.rdma"}

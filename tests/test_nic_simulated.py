@@ -1,0 +1,175 @@
+"""NICs of the simulated node: injected NIC faults are found by the real checks and attributed to the
+right NIC with nothing else failing; simulated traffic with peers; the burn-in hook that runs NIC
+traffic during the GPU burn; host services from the scenario; the --nic-peer command line."""
+
+import time
+
+import pytest
+
+from conftest import cli
+from nodeqc.backends import simulated_hardware
+from nodeqc.backends.simulated import SimNode, load_scenario
+from nodeqc.faults import parse_fault
+from nodeqc.keys import create_key
+from nodeqc.model import Verdict
+from nodeqc.peers import Peer
+from nodeqc.profile import load_profile
+from nodeqc.runner import RunOptions, Runner
+
+SCALE = 40
+
+
+@pytest.fixture(scope="module")
+def signer(tmp_path_factory):
+    return create_key(tmp_path_factory.mktemp("key") / "k.pem")
+
+
+def qualify(tmp_path_factory, signer, scenario, profile, faults=(), peers=(), events=None, runner_hook=None,
+            burn_in_s=None):
+    hw = simulated_hardware(scenario, [parse_fault(f) for f in faults], time_scale=SCALE)
+    options = RunOptions(load_profile(profile), signer, out_dir=tmp_path_factory.mktemp("out"), quick=True,
+                         nic_peers=list(peers), burn_in_s=burn_in_s)
+    runner = Runner(options, hw, events.append if events is not None else None)
+    if runner_hook:
+        runner_hook(runner)
+    return runner.run()
+
+
+def findings(outcome):
+    return {(r.name, r.subject, r.code, r.verdict.value) for r in outcome.results
+            if r.verdict not in (Verdict.PASS, Verdict.SKIP)}
+
+
+def by_key(outcome):
+    return {(r.name, r.subject): r for r in outcome.results}
+
+
+NIC_FAULTS = {
+    "nic1:down": ("nic.link", "nic1", "NIC_LINK_DOWN", "fail"),
+    "nic3:speed=100000": ("nic.link", "nic3", "IB_RATE", "fail"),
+    "nic5:pcie_width=8": ("nic.pcie", "nic5", "NIC_PCIE_WIDTH", "fail"),
+}
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory, signer):
+    return qualify(tmp_path_factory, signer, "dgx-a100", "dgx-a100", NIC_FAULTS)
+
+
+@pytest.mark.parametrize("fault", NIC_FAULTS)
+def test_nic_fault_is_attributed(faulty, fault):
+    assert NIC_FAULTS[fault] in findings(faulty)
+
+
+def test_nic_faults_find_nothing_else(faulty):
+    assert findings(faulty) == set(NIC_FAULTS.values())
+    got = by_key(faulty)
+    assert got[("nic.link", "nic1")].message.startswith("ibp18s0 (mlx5_core, 0000:12:00.0): link down")
+    assert "port mlx5_3/1 rate 100 Gb/s is below the limit 200 Gb/s" in got[("nic.link", "nic3")].message
+    assert "PCIe link at Gen4 x8" in got[("nic.pcie", "nic5")].message
+
+
+def test_a_clean_dgx_checks_its_8_compute_nics_and_lists_the_storage_port(tmp_path_factory, signer):
+    outcome = qualify(tmp_path_factory, signer, "dgx-a100", "dgx-a100")
+    assert findings(outcome) == set()
+    got = by_key(outcome)
+    assert {s for (n, s) in got if n == "nic.link"} == {f"nic{i}" for i in range(8)}
+    inventory = got[("nic.inventory", "node")]
+    assert inventory.values["count"].value == 8
+    assert [n["name"] for n in inventory.evidence["nics"]][-1] == "enp225s0f0"  # nic8: listed, not judged
+    assert {r.code for r in outcome.results if r.name in ("nic.tcp", "nic.rdma")} == {"NIC_NO_PEER"}
+    assert got[("host.gpudirect_rdma", "node")].verdict is Verdict.PASS
+
+
+def test_simulated_traffic_with_peers(tmp_path_factory, signer):
+    events = []
+    outcome = qualify(tmp_path_factory, signer, "dgx-a100", "dgx-a100", ["nic2:down", "nic6:pcie_width=4"],
+                      peers=[Peer("peer-a"), Peer("peer-b")], events=events)
+    got = by_key(outcome)
+    # IPoIB carries a fifth of HDR; ib_write_bw nearly all of it, with GPU memory (GPUDirect).
+    tcp0, rdma0 = got[("nic.tcp", "nic0")], got[("nic.rdma", "nic0")]
+    assert tcp0.verdict is Verdict.PASS and tcp0.values["throughput"].value == pytest.approx(40)
+    assert rdma0.verdict is Verdict.PASS and "GPU memory of gpu" in rdma0.message
+    assert got[("nic.tcp", "nic2")].code == "NIC_LINK_DOWN" and got[("nic.tcp", "nic2")].verdict is Verdict.SKIP
+    # An x4 link cannot carry HDR: traffic shows it as well as the link check.
+    assert findings(outcome) == {("nic.link", "nic2", "NIC_LINK_DOWN", "fail"), ("nic.pcie", "nic6", "NIC_PCIE_WIDTH", "fail"),
+                                 ("nic.rdma", "nic6", "RDMA_BANDWIDTH", "fail")}
+    assert "under traffic" in got[("nic.pcie", "nic6")].message
+    notices = [e.text for e in events if e.type == "notice"]
+    assert "NIC traffic: iperf3 on nic0-1,3-7 for 5 s, then ib_write_bw on nic0-1,3-7 for 5 s" in notices
+    # Peers alternate by NIC position (nicK gets peer K mod 2, even when a NIC is skipped), and each
+    # NIC sent to one peer has its own server port.
+    peers = {r.subject: r.values["peer"].value for r in outcome.results if r.name == "nic.tcp" and "peer" in r.values}
+    assert peers == {"nic0": "peer-a:5201", "nic1": "peer-b:5201", "nic3": "peer-b:5202", "nic4": "peer-a:5202",
+                     "nic5": "peer-b:5203", "nic6": "peer-a:5203", "nic7": "peer-b:5204"}
+
+
+def test_burn_in_runs_nic_traffic_during_the_gpu_burn(tmp_path_factory, signer):
+    events = []
+    outcome = qualify(tmp_path_factory, signer, "a100", "a100", peers=[Peer("peer")], events=events, burn_in_s=600)
+    kinds = [(e.type, getattr(e, "name", None) or getattr(e, "text", "")) for e in events
+             if e.type == "check_started" or (e.type == "notice" and e.text.startswith("NIC traffic"))]
+    burn_in = kinds.index(("check_started", "burnin.stability"))
+    traffic = [i for i, k in enumerate(kinds) if k[0] == "notice"]
+    assert traffic == [burn_in + 1]  # started once, with the burn-in, not again after it
+    assert kinds[traffic[0]][1] == "NIC traffic: iperf3 on nic0 for 300 s, then ib_write_bw on nic0 for 300 s"
+    got = by_key(outcome)
+    assert got[("nic.tcp", "nic0")].verdict is Verdict.PASS and got[("nic.rdma", "nic0")].verdict is Verdict.PASS
+    assert got[("burnin.stability", "gpu0")].verdict is Verdict.PASS
+    assert outcome.verdict == "PASS"
+
+
+def test_abort_during_nic_traffic_ends_the_run_with_an_aborted_report(tmp_path_factory, signer, tmp_path):
+    profile = tmp_path / "long.toml"  # 2 x 4000 simulated seconds of traffic: 200 s at 40x, unless aborted
+    profile.write_text('description = "long traffic"\nextends = "a100"\n[nic]\nquick_traffic_s = 4000\n')
+    runner_box = []
+
+    class Events(list):
+        def append(self, event):
+            super().append(event)
+            if event.type == "notice" and event.text.startswith("NIC traffic"):
+                runner_box[0].abort()
+
+    start = time.monotonic()
+    outcome = qualify(tmp_path_factory, signer, "a100", str(profile), peers=[Peer("peer")], events=Events(),
+                      runner_hook=runner_box.append)
+    assert time.monotonic() - start < 30
+    assert outcome.status == "aborted" and outcome.exit_code == 2
+    assert not any(r.name.startswith("nic.") for r in outcome.results)  # nothing judged from cut traffic
+    assert runner_box[0]._nic_traffic is None  # ended, not left running
+
+
+def test_an_ethernet_nic_below_the_profiles_speed(tmp_path_factory, signer, tmp_path):
+    profile = tmp_path / "eth.toml"
+    profile.write_text('description = "a100 with 100GbE"\nextends = "a100"\n[nic]\nmin_speed_mbit = { fail = 100000, warn = 100000 }\n')
+    outcome = qualify(tmp_path_factory, signer, "a100", str(profile), ["nic0:speed=25000"])
+    assert findings(outcome) == {("nic.link", "nic0", "NIC_SPEED", "fail")}
+
+
+def test_every_scenario_has_nics():
+    from nodeqc.backends.simulated import list_scenarios
+
+    for name in list_scenarios():
+        nics = SimNode(load_scenario(name), []).nics().nics()
+        assert nics and len({n.name for n in nics}) == len(nics), name
+    assert [n.kind for n in SimNode(load_scenario("dgx-a100"), []).nics().nics()][:8] == ["infiniband"] * 8
+
+
+# ---------------------------------------------------------------------- the command line
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--nic-peer", "eth0="], "--nic-peer eth0=: no host"),
+    (["--nic-peer", "host:99999"], "--nic-peer host:99999: port '99999': expected 1-65535"),
+    (["--nic-peer", "eth9=10.0.0.2"], "--nic-peer eth9=10.0.0.2: this node has no NIC eth9 (it has: ibp12s0,"),
+])
+def test_bad_nic_peer_is_one_line_and_exit_2(args, message):
+    p = cli("--headless", "--profile", "dgx-a100", "--simulate", "dgx-a100", *args)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nodeqc: ") and message in lines[0]
+
+
+def test_profiles_shows_the_nic_settings():
+    p = cli("profiles", "dgx-a100")
+    assert p.returncode == 0 and "[nic]" in p.stdout and "min_ib_rate_gbit       >= 200 Gb/s" in p.stdout

@@ -1,0 +1,86 @@
+"""--only / --skip: the report is marked partial, has only the selected checks, and never counts as
+a qualification; a name that is no check is one line and exit 2."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, cli
+from nodeqc.errors import UsageError
+from nodeqc.report import decode_statement, read_envelope
+from nodeqc.selection import CHECK_NAMES, Selection
+
+FAST = ["--quick", "--sample-hz", "8"]
+
+
+def _report(p):
+    assert p.returncode in (0, 1), p.stderr
+    path = Path(p.stdout.strip().splitlines()[-1])
+    return path, decode_statement(read_envelope(path))["predicate"]
+
+
+def test_the_catalogue_names_every_check_the_code_reports():
+    sources = "".join(f.read_text() for f in [*(ROOT / "nodeqc" / "checks").glob("*.py"), ROOT / "nodeqc" / "runner.py"])
+    in_code = set(re.findall(r"\"((?:inventory|stress|health|host|nic|burnin)\.[a-z0-9_]+)\"", sources))
+    assert in_code == set(CHECK_NAMES)
+
+
+def test_a_full_run_is_not_partial_and_reports_only_catalogued_checks():
+    _, pred = _report(cli("--headless", "--profile", "h100", "--simulate", "h100", *FAST))
+    assert pred["partial"] is None
+    assert {c["name"] for c in pred["checks"]} <= set(CHECK_NAMES)
+
+
+def test_selection_rules():
+    only_link = Selection.parse(["health.pcie_link"], None)
+    assert only_link.partial and only_link.needs_load
+    assert [n for n in CHECK_NAMES if only_link.includes(n)] == ["stress.burn", "health.pcie_link"]
+    no_stress = Selection.parse(None, ["stress"])
+    assert not any(no_stress.includes(n) for n in CHECK_NAMES if n.startswith(("stress.", "health.")))
+    assert no_stress.includes("inventory.gpu_count") and not no_stress.needs_load
+    mixed = Selection.parse(["host,inventory"], ["host.cpu"])
+    assert [n for n in CHECK_NAMES if mixed.includes(n) and not n.startswith("inventory.")] == [
+        "host.memory", "host.fabric_manager", "host.gpudirect_rdma"]
+    assert Selection.parse(None, None).partial is False and Selection.parse(None, None).to_dict() is None
+    assert mixed.includes("nodeqc.internal")  # an internal error is always reported
+    with pytest.raises(UsageError, match="leaves no check"):
+        Selection.parse(["host"], ["host"])
+
+
+def test_only_runs_the_selected_checks_and_the_report_is_partial(tmp_path):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", *FAST, "--only", "health.pcie_link",
+            "--inject", "gpu0:pcie_width=8", "--out", str(tmp_path))
+    path, pred = _report(p)
+    assert p.returncode == 1  # the selected check failed
+    assert {c["name"] for c in pred["checks"]} == {"stress.burn", "health.pcie_link"}
+    assert pred["partial"]["only"] == ["health.pcie_link"] and pred["partial"]["checks"] == ["stress.burn", "health.pcie_link"]
+    assert "partial run (only health.pcie_link): this report is not a qualification" in p.stderr
+    show = cli("show", str(path))
+    assert "(PARTIAL: only some checks ran; not a qualification)" in show.stdout.splitlines()[0]
+
+
+def test_skip_stress_runs_no_load_and_history_never_counts_it(isolated_dirs):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", *FAST, "--skip", "stress")
+    path, pred = _report(p)
+    assert p.returncode == 0
+    families = {c["name"].split(".")[0] for c in pred["checks"]}
+    assert families == {"inventory", "host", "nic"} and pred["telemetry"] is None
+    assert pred["partial"]["skip"] == ["stress"]
+    h = cli("history")
+    assert "PASS (partial) SIM" in h.stdout
+    assert cli("history", "--verdict", "pass").stdout == ""  # a partial pass is no qualification
+    assert str(path) in cli("history", "--verdict", "partial").stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--only", "health.pcie_lnik"], "--only health.pcie_lnik: no check or family of that name; did you mean health.pcie_link?"),
+    (["--skip", "gpu"], "--skip gpu: no check or family of that name"),
+    (["--only", "host", "--skip", "host.cpu,host.memory", "--skip", "host.fabric_manager,host.gpudirect_rdma"],
+     "this selection leaves no check to run"),
+])
+def test_bad_selection_is_one_line_and_exit_2(args, message):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", *args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nodeqc: ") and message in lines[0], p.stderr

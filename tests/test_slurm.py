@@ -1,0 +1,176 @@
+"""packaging/slurm/nodeqc-retest against a fake `scontrol` and `srun` on PATH that record their calls
+and keep node states: nodes nodeqc drained are resumed (into a maintenance reservation) only to be
+tested, and stay in service only when they pass; a failing node is drained with a reason prefixed
+`nodeqc:`; a node an operator drained is never touched. The qualifications are real (simulated
+nodes)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+SCRIPT = ROOT / "packaging" / "slurm" / "nodeqc-retest"
+
+FAKE_SCONTROL = r'''#!PYTHON
+"""A fake scontrol: node states in $FAKE_SLURM/state.json, every call appended to $FAKE_SLURM/calls.jsonl."""
+import fcntl, json, os, re, sys
+home = os.environ["FAKE_SLURM"]
+with open(os.path.join(home, "calls.jsonl"), "a") as log:
+    log.write(json.dumps(["scontrol", *sys.argv[1:]]) + "\n")
+with open(os.path.join(home, "state.json"), "r+") as f:
+    fcntl.flock(f, fcntl.LOCK_EX)
+    nodes = json.load(f)
+    args = sys.argv[1:]
+    opts = dict(a.split("=", 1) for a in args if "=" in a)
+    if args[:2] == ["show", "hostnames"]:
+        for item in re.findall(r"[^,\[]+(?:\[[^\]]*\])?", args[2]):
+            m = re.fullmatch(r"(.*)\[(\d+)-(\d+)\]", item)
+            for name in ([f"{m[1]}{i:0{len(m[2])}d}" for i in range(int(m[2]), int(m[3]) + 1)] if m else [item]):
+                print(name)
+    elif args[:2] == ["show", "node"]:
+        if args[2] not in nodes:
+            print(f"Node {args[2]} not found", file=sys.stderr)
+            sys.exit(1)
+        n = nodes[args[2]]
+        print(f"NodeName={args[2]} Arch=x86_64 CoresPerSocket=56\n   State={n['state']} ThreadsPerCore=2 TmpDisk=0")
+        print("   Partitions=gpu\n   Comment=(null)")
+        if n.get("reason"):
+            print(f"   Reason={n['reason']} [root@2026-11-01T10:00:00]")
+    elif args[:1] == ["update"]:
+        n = nodes[opts["NodeName"]]
+        if opts.get("State") == "RESUME":
+            n["state"], n["reason"] = "IDLE", ""
+        elif opts.get("State") == "DRAIN":
+            n["state"], n["reason"] = "IDLE+DRAIN", opts["Reason"]
+    elif args[:2] == ["create", "reservation"]:
+        n = nodes[opts["Nodes"]]
+        n["reservation"] = opts["ReservationName"]
+    elif args[:1] == ["delete"]:
+        for n in nodes.values():
+            if n.get("reservation") == opts["ReservationName"]:
+                n["reservation"] = None
+    else:
+        sys.exit(f"fake scontrol: unexpected {args}")
+    f.seek(0); f.truncate(); json.dump(nodes, f)
+'''
+
+FAKE_SRUN = r'''#!PYTHON
+"""A fake srun: refuses a drained node (as Slurm does), else runs the command 'on' the node: each
+node has its own archive; nodes in $FAKE_FAIL_NODES get a GPU link fault."""
+import fcntl, json, os, subprocess, sys
+home = os.environ["FAKE_SLURM"]
+with open(os.path.join(home, "calls.jsonl"), "a") as log:
+    log.write(json.dumps(["srun", *sys.argv[1:]]) + "\n")
+opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+command = [a for a in sys.argv[1:] if not a.startswith("-")][:1]
+command += sys.argv[sys.argv.index(command[0]) + 1:]
+node = opts["nodelist"]
+with open(os.path.join(home, "state.json")) as f:
+    fcntl.flock(f, fcntl.LOCK_SH)
+    state = json.load(f)[node]
+if "DRAIN" in state["state"]:
+    sys.exit("srun: error: Unable to allocate resources: Requested node configuration is not available")
+if state.get("reservation") and opts.get("reservation") != state["reservation"]:
+    sys.exit("srun: error: Unable to allocate resources: node is reserved")
+if node in os.environ.get("FAKE_FAIL_NODES", "").split():
+    command += ["--inject", "gpu0:pcie_width=8"]
+env = dict(os.environ, NODEQC_ARCHIVE=os.path.join(home, "nodes", node))
+sys.exit(subprocess.run(command, env=env).returncode)
+'''
+
+
+@pytest.fixture
+def slurm(tmp_path):
+    if shutil.which("bash") is None:
+        pytest.skip("needs bash")
+    home = tmp_path / "slurm"
+    bin_dir = home / "bin"
+    bin_dir.mkdir(parents=True)
+    for name, text in (("scontrol", FAKE_SCONTROL), ("srun", FAKE_SRUN)):
+        (bin_dir / name).write_text(text.replace("#!PYTHON", f"#!{sys.executable}"))
+        (bin_dir / name).chmod(0o755)
+    nodeqc = bin_dir / "nodeqc-on-node"
+    nodeqc.write_text(f"#!/bin/sh\nexec {sys.executable} -m nodeqc \"$@\"\n")
+    nodeqc.chmod(0o755)
+
+    def run(nodes: dict, *args: str, fail: str = ""):
+        (home / "state.json").write_text(json.dumps(nodes))
+        (home / "calls.jsonl").write_text("")
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_SLURM": str(home),
+               "FAKE_FAIL_NODES": fail, "NODEQC": str(nodeqc), "PYTHONPATH": str(ROOT)}
+        p = subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=180, cwd=ROOT)
+        calls = [json.loads(line) for line in (home / "calls.jsonl").read_text().splitlines()]
+        return p, calls, json.loads((home / "state.json").read_text())
+
+    return run
+
+
+def _for(calls, node):
+    """The calls that change or run something on one node."""
+    return [c for c in calls if any(a.split("=", 1)[-1] in (node, f"nodeqc-{node}") for a in c[1:] if "=" in a)
+            and c[1] not in ("show",)]
+
+
+NODEQC_ARGS = ["--", "--simulate", "h100", "--quick", "--sample-hz", "8"]
+
+
+def test_drain_and_resume_only_what_nodeqc_owns(slurm):
+    nodes = {
+        "gpu01": {"state": "IDLE+DRAIN", "reason": "nodeqc: FAIL health.pcie_link gpu0; /old.report.json"},
+        "gpu02": {"state": "IDLE+DRAIN", "reason": "nodeqc: FAIL health.xid gpu3; /old.report.json"},
+        "gpu03": {"state": "IDLE+DRAIN", "reason": "fan replaced, waiting for vendor"},
+        "gpu04": {"state": "IDLE", "reason": ""},
+        "gpu05": {"state": "MIXED", "reason": ""},
+    }
+    p, calls, state = slurm(nodes, "--profile", "h100", "gpu0[1-5]", *NODEQC_ARGS, fail="gpu02 gpu04")
+    assert p.returncode == 1, p.stderr
+    assert p.stdout.splitlines() == ["gpu01 pass", "gpu02 fail", "gpu03 skipped", "gpu04 fail", "gpu05 pass"]
+
+    # gpu01 (nodeqc drained it, now repaired): reserved, resumed, tested in the reservation, released.
+    assert [c[:2] for c in _for(calls, "gpu01")] == [["scontrol", "create"], ["scontrol", "update"],
+                                                    ["srun", "--nodes=1"], ["scontrol", "delete"]]
+    assert "State=RESUME" in _for(calls, "gpu01")[1]
+    assert "--reservation=nodeqc-gpu01" in _for(calls, "gpu01")[2]
+    assert state["gpu01"] == {"state": "IDLE", "reason": "", "reservation": None}
+
+    # gpu02 (nodeqc drained it, still broken): tested, drained again with the new failure.
+    assert state["gpu02"]["state"] == "IDLE+DRAIN" and state["gpu02"]["reservation"] is None
+    reason = state["gpu02"]["reason"]
+    assert reason.startswith("nodeqc: FAIL stress.pcie_bandwidth gpu0 +1 more; ") and reason.endswith(".report.json")
+    assert Path(reason.split("; ")[1]).is_file()
+
+    # gpu03 (an operator's drain): never resumed, never tested, reason untouched.
+    assert _for(calls, "gpu03") == [] and state["gpu03"] == nodes["gpu03"]
+    assert "gpu03: drained by an operator (fan replaced, waiting for vendor" in p.stderr
+
+    # gpu04 (in service, fails): drained by nodeqc; no reservation was needed. gpu05 passes: untouched.
+    assert state["gpu04"]["state"] == "IDLE+DRAIN" and state["gpu04"]["reason"].startswith("nodeqc: FAIL stress.pcie_bandwidth gpu0")
+    assert [c[:2] for c in _for(calls, "gpu04")] == [["srun", "--nodes=1"], ["scontrol", "update"]]
+    assert [c[:2] for c in _for(calls, "gpu05")] == [["srun", "--nodes=1"]] and state["gpu05"] == nodes["gpu05"]
+    assert all("--exclusive" in c for c in calls if c[0] == "srun")
+
+
+def test_a_node_that_cannot_be_tested_stays_drained(slurm):
+    nodes = {"gpu01": {"state": "IDLE+DRAIN", "reason": "nodeqc: FAIL health.xid gpu1"},
+             "gpu02": {"state": "IDLE", "reason": ""},
+             "gpu03": {"state": "DOWN+NOT_RESPONDING", "reason": "Not responding"}}
+    # A profile that does not exist: nodeqc exits 2 on every node.
+    p, calls, state = slurm(nodes, "--profile", "no-such-profile", "gpu01,gpu02,gpu03", *NODEQC_ARGS)
+    assert p.returncode == 2
+    assert p.stdout.splitlines() == ["gpu01 error", "gpu02 error", "gpu03 error"]
+    assert state["gpu01"]["state"] == "IDLE+DRAIN" and state["gpu01"]["reason"] == "nodeqc: retest could not run (exit 2)"
+    assert state["gpu01"]["reservation"] is None
+    assert state["gpu02"] == nodes["gpu02"]  # not drained for nodeqc's own trouble
+    assert state["gpu03"] == nodes["gpu03"] and _for(calls, "gpu03") == []
+    assert 'no profile named "no-such-profile"' in p.stderr
+
+
+def test_usage(slurm):
+    p, calls, _ = slurm({}, "--bogus")
+    assert p.returncode == 2 and "unknown option --bogus" in p.stderr and calls == []
