@@ -40,12 +40,15 @@ RUN_TIMEOUT_MS = 90_000
 TIME_SCALE = 40  # simulated seconds per real second: a quick run takes about a second of burn
 
 
-def make_window(qtbot, scenario="hgx-h100", profile="hgx-h100", faults=(), quick=True, **setup):
+def make_window(qtbot, scenario="hgx-h100", profile="hgx-h100", faults=(), quick=True, sample_hz=None, **setup):
     def hardware():
         return simulated_hardware(scenario, [parse_fault(f) for f in faults], time_scale=TIME_SCALE)
 
-    run_setup = RunSetup(prepare=lambda ref: (hardware(), load_profile(ref), load_signer(None)), profile=profile,
-                         quick=quick, **setup)
+    def options(hw, prof, signer, operator, ticket):
+        return RunOptions(prof, signer, quick=quick, operator=operator, ticket=ticket, sample_hz=sample_hz)
+
+    run_setup = RunSetup(prepare=lambda ref: (hardware(), load_profile(ref), load_signer(None)), options=options,
+                         profile=profile, **setup)
     window = MainWindow(run_setup, probe(hardware()))
     qtbot.addWidget(window)
     window.resize(1366, 768)
@@ -293,14 +296,18 @@ def test_screenshot_of_a_finished_run_from_the_command_line(tmp_path):
     scenario = tmp_path / "fast-hgx.toml"  # the built-in node, with time compressed further
     text = (ROOT / "nodeqc" / "scenarios" / "hgx-h100.toml").read_text()
     scenario.write_text(text.replace("time_scale = 10", f"time_scale = {TIME_SCALE}"))
-    shot = tmp_path / "shot.png"
+    shot, archive, textfile = tmp_path / "shot.png", tmp_path / "archive", tmp_path / "node.prom"
+    archive.mkdir()
     p = cli("gui", "--simulate", str(scenario), "--profile", "hgx-h100", "--quick", "--start",
-            "--inject", "gpu3:pcie_width=8", "--screenshot", str(shot), env={"QT_QPA_PLATFORM": "offscreen"})
+            "--inject", "gpu3:pcie_width=8", "--screenshot", str(shot), "--archive", str(archive),
+            "--prometheus-textfile", str(textfile), env={"QT_QPA_PLATFORM": "offscreen"})
     assert p.returncode == 1, p.stderr
     image = QImage(str(shot))
     assert not image.isNull() and image.width() >= 600 and image.height() >= 400
     report = Path(p.stdout.strip().splitlines()[-1])
     assert verify_file(report, trusted_keys()).predicate["verdict"] == "FAIL"
+    # The headless run's options hold in the app too: the archive named, the textfile after the report.
+    assert report.is_relative_to(archive) and "nodeqc_" in textfile.read_text()
 
 
 def test_without_pyside6_nodeqc_says_how_to_install_the_gui(tmp_path):

@@ -8,12 +8,13 @@ ever touched there and the window keeps painting whatever the engine is doing.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal
 
 from nodeqc.errors import UsageError
-from nodeqc.runner import Runner
+from nodeqc.events import Notice
+from nodeqc.runner import RunOutcome, Runner
 
 
 class RunThread(QObject):
@@ -24,19 +25,24 @@ class RunThread(QObject):
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self.runner: Runner | None = None
+        self.aborting = False
         self._thread: threading.Thread | None = None
 
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self, make_runner: Any) -> None:
-        """`make_runner(emit)` builds the Runner around our emit; it runs on a worker thread."""
-        self.runner = make_runner(self.event.emit)
-        self._thread = threading.Thread(target=self._work, args=(self.runner,), name="nodeqc-run", daemon=True)
+    def start(self, make_runner: Callable[[Callable[[Any], None]], Runner],
+              after: Callable[[RunOutcome], None] = lambda outcome: None) -> None:
+        """On a worker thread: `make_runner(emit)` builds the Runner around our emit, it runs, then
+        `after(outcome)` does what follows the report."""
+        self.runner, self.aborting = None, False
+        self._thread = threading.Thread(target=self._work, args=(make_runner, after), name="nodeqc-run",
+                                        daemon=True)
         self._thread.start()
 
     def abort(self) -> None:
+        self.aborting = True  # a runner still being built is aborted as soon as it exists
         if self.runner is not None:
             self.runner.abort()
 
@@ -44,8 +50,12 @@ class RunThread(QObject):
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _work(self, runner: Runner) -> None:
+    def _work(self, make_runner: Callable[[Callable[[Any], None]], Runner],
+              after: Callable[[RunOutcome], None]) -> None:
         try:
+            self.runner = runner = make_runner(self.event.emit)
+            if self.aborting:
+                runner.abort()
             outcome = runner.run()
         except UsageError as e:
             self.failed.emit(str(e))
@@ -53,4 +63,8 @@ class RunThread(QObject):
         except Exception as e:  # noqa: BLE001 - the runner turns check errors into results; this is the rest
             self.failed.emit(f"internal error: {type(e).__name__}: {e}")
             return
+        try:
+            after(outcome)
+        except Exception as e:  # noqa: BLE001 - the signed report stands; what follows it only says so
+            self.event.emit(Notice("error", f"after the run: {e}"))
         self.done.emit(outcome)

@@ -38,9 +38,9 @@ class HistoryList(QWidget):
         layout.addWidget(self.caption)
         layout.addWidget(self.tree, 1)
 
-    def load(self, node_id: str | None) -> None:
+    def load(self, node_id: str | None, archive: Path | None = None) -> None:
         self.tree.clear()
-        paths = node_reports(node_id) if node_id else []
+        paths = node_reports(node_id, archive) if node_id else []
         self.caption.setText(f"Reports of node {node_id} in the archive, newest first: {len(paths)}"
                              + (f" (the newest {MAX_SHOWN} shown)" if len(paths) > MAX_SHOWN else "")
                              + ". Double-click one to open it.")

@@ -2,31 +2,40 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from nodeqc.archive import node_key
 from nodeqc.backends import Hardware
 from nodeqc.checks import inventory
 from nodeqc.errors import BackendUnavailable
 from nodeqc.keys import Signer
-from nodeqc.na import is_na
 from nodeqc.profile import Profile
+from nodeqc.runner import RunOptions
+
+# (hardware, profile, signer, operator, ticket) -> the run's options
+OptionsFn = Callable[[Hardware, Profile, Signer, "str | None", "str | None"], RunOptions]
+
+
+def _nothing(report: Path) -> None:
+    pass
 
 
 @dataclass
 class RunSetup:
-    """The command line's choices, and how to get fresh hardware, the profile and the key for a run
-    (every run, a re-test too, starts on freshly opened hardware)."""
+    """How the window starts runs: fresh hardware, profile and key for each (a re-test too), the
+    run's options from the command line, and what follows a report. `options` and `after_run` are
+    called on the run's worker thread: they may take a while (the archive's index, a comparison)."""
 
     prepare: Callable[[str], tuple[Hardware, Profile, Signer]]  # profile name or path -> a run's inputs
+    options: OptionsFn
+    after_run: Callable[[Path], None] = _nothing
     profile: str = "auto"  # offered first; "auto": the one suggested for the GPUs found
-    quick: bool = False
     operator: str | None = None
     ticket: str | None = None
-    out_dir: Path | None = None
-    sample_hz: float | None = None
-    command: list[str] = field(default_factory=list)
+    archive: Path | None = None  # where History looks; None: the default archive
+    partial: str | None = None  # what --only/--skip leave out: such a run is not a qualification
 
 
 @dataclass
@@ -42,9 +51,8 @@ class NodeInfo:
 
     @property
     def node_id(self) -> str:
-        """How the archive files this node's reports (as the runner does)."""
-        serial = self.host.get("system_serial")
-        return str(serial) if serial is not None and not is_na(serial) else str(self.host.get("hostname"))
+        """How the archive files this node's reports."""
+        return node_key(self.host.get("system_serial"), self.host.get("hostname"))
 
     @property
     def models(self) -> list[str]:

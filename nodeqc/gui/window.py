@@ -32,7 +32,7 @@ from nodeqc.gui.widgets import ElidedLabel
 from nodeqc.model import CheckResult
 from nodeqc.profile import Profile, list_profiles, suggest_profile
 from nodeqc.render import subjects_text
-from nodeqc.runner import RunOptions, RunOutcome, Runner
+from nodeqc.runner import RunOutcome, Runner
 
 REDRAW_MS = 500  # live readings and the banner are redrawn this often, however fast samples come
 BANNER_FAILURES = 3  # failing checks listed in the banner; the Checks tab has them all
@@ -104,7 +104,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
 
         self._build_tiles(node.gpus)
-        self.history.load(node.node_id)
+        self.history.load(node.node_id, setup.archive)
         self._show_idle()
 
     # ------------------------------------------------------------------ layout
@@ -273,16 +273,16 @@ class MainWindow(QMainWindow):
         except UsageError as e:
             QMessageBox.warning(self, "Cannot start", str(e))
             return
-        options = RunOptions(profile=profile, signer=signer, out_dir=self.setup.out_dir, quick=self.setup.quick,
-                             operator=self.operator.text().strip() or None, ticket=self.ticket.text().strip() or None,
-                             sample_hz=self.setup.sample_hz, command=self.setup.command)
+        operator, ticket = self.operator.text().strip() or None, self.ticket.text().strip() or None
         self.profile, self.keyid = profile, signer.keyid
         self.results, self.finished, self.outcome, self.current_check = [], None, None, None
         self.started_at = time.monotonic()
         self.checks.clear()
         self.tabs.setCurrentWidget(self.plots)
         self._set_inputs(running=True)
-        self.worker.start(lambda emit: Runner(options, hardware, emit))
+        self.worker.start(lambda emit: Runner(self.setup.options(hardware, profile, signer, operator, ticket),
+                                              hardware, emit),
+                          after=lambda outcome: self.setup.after_run(outcome.report_path))
         self.timer.start()
         self.redraw()
 
@@ -370,7 +370,7 @@ class MainWindow(QMainWindow):
                 tile.show_sample(sample)
         self.latest.clear()
         self._arrange()  # tiles grow a little as their markers fill in
-        if self.running and not self.worker.runner.aborted:
+        if self.running and not self.worker.aborting:
             elapsed = int(time.monotonic() - self.started_at)
             check = self.checks.checks.get(self.current_check or "")
             doing = (f"{html.escape(check.item.text(0))} on {subjects_text(check.subjects)}: {check.fraction:.0%}"
@@ -389,7 +389,7 @@ class MainWindow(QMainWindow):
         self.exit_code = outcome.exit_code
         self._set_inputs(running=False)
         self._show_verdict(outcome)
-        self.history.load(self.node.node_id)
+        self.history.load(self.node.node_id, self.setup.archive)
         if any(r.verdict.blocks_qualification for r in outcome.results):
             self.tabs.setCurrentWidget(self.checks)
             self.checks.select_first_failure()
@@ -409,6 +409,8 @@ class MainWindow(QMainWindow):
     def _show_verdict(self, outcome: RunOutcome) -> None:
         finished = self.finished
         report = f"Report {outcome.report_path}\nSigned with key {self.keyid}"
+        if self.setup.partial:
+            report = f"Partial run ({self.setup.partial}): this report is not a qualification.\n{report}"
         failing = [r for r in outcome.results if r.verdict.blocks_qualification]
         if outcome.status == "aborted":
             self._set_banner("aborted", "ABORTED", f"The run was aborted: the node is <b>not qualified</b>. "
@@ -429,7 +431,10 @@ class MainWindow(QMainWindow):
 
     def _show_idle(self) -> None:
         self._set_inputs(running=False)
-        self._set_banner("idle", "READY", "Confirm the profile, enter your name and the ticket, then press START.")
+        text = "Confirm the profile, enter your name and the ticket, then press START."
+        if self.setup.partial:
+            text += f"<br>Partial run ({html.escape(self.setup.partial)}): not a qualification."
+        self._set_banner("idle", "READY", text)
 
     # ------------------------------------------------------------------ reports
 
