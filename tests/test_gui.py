@@ -133,7 +133,7 @@ def test_a_fault_turns_its_tile_and_check_red_and_the_banner_says_why(qtbot, tmp
 
     # The banner: FAIL, the failing check with its reason, the signed report and its key.
     assert window.banner_word.text() == "FAIL" and window.banner.property("state") == "fail"
-    banner = window.banner_text.text()
+    banner = " ".join([window.banner_text.text()] + [line.full for line in window.banner_lines])
     assert "gpu3 health.pcie_link" in banner and "expected width x16" in banner
     assert str(outcome.report_path) in window.banner_report.full
     signer = load_signer(None)

@@ -102,6 +102,9 @@ class MainWindow(QMainWindow):
         self.body.addWidget(self.tabs, 1)
         layout.addLayout(self.body, 1)
         self.setCentralWidget(central)
+        self.status = ElidedLabel()  # the last notice or file written; every notice of the run in its tooltip
+        self.statusBar().addWidget(self.status, 1)
+        self.notices: list[str] = []
 
         self._build_tiles(node.gpus)
         self.history.load(node.node_id, setup.archive)
@@ -186,6 +189,9 @@ class MainWindow(QMainWindow):
         self.banner_text.setWordWrap(True)
         self.banner_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.banner_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.banner_lines = [ElidedLabel() for _ in range(BANNER_FAILURES + 1)]  # one line per failing check
+        for line in self.banner_lines:
+            line.setObjectName("bannerText")
         self.banner_report = ElidedLabel(mode=Qt.TextElideMode.ElideMiddle)
         self.banner_report.setObjectName("bannerReport")
         self.open_button = QPushButton("Open report")
@@ -202,6 +208,8 @@ class MainWindow(QMainWindow):
         text = QVBoxLayout()
         text.setSpacing(2)
         text.addWidget(self.banner_text)
+        for line in self.banner_lines:
+            text.addWidget(line)
         text.addWidget(self.banner_report)
         text.addStretch(1)
         layout = QHBoxLayout(self.banner)
@@ -211,7 +219,8 @@ class MainWindow(QMainWindow):
         layout.addLayout(buttons)
         return self.banner
 
-    def _set_banner(self, state: str, word: str, text: str, finished: bool = False, report: str = "") -> None:
+    def _set_banner(self, state: str, word: str, text: str, finished: bool = False, report: str = "",
+                    lines: list[str] | None = None) -> None:
         if self.banner.property("state") != state:  # restyle only on a change: it is costly
             self.banner.setProperty("state", state)
             for widget in [self.banner, *self.banner.findChildren(QLabel)]:
@@ -221,6 +230,10 @@ class MainWindow(QMainWindow):
         self.banner_text.setText(text)
         self.banner_report.setFullText(report)
         self.banner_report.setVisible(bool(report))
+        lines = lines or []
+        for label, line in zip(self.banner_lines, lines + [""] * (len(self.banner_lines) - len(lines)), strict=True):
+            label.setFullText(line)
+            label.setVisible(bool(line))
         for button in (self.open_button, self.pdf_button, self.retest_button):
             button.setVisible(finished)
 
@@ -342,7 +355,9 @@ class MainWindow(QMainWindow):
         elif isinstance(event, RunStarted):
             self._run_started(event)
         elif isinstance(event, Notice):
-            self.statusBar().showMessage(f"{event.level}: {event.text}")
+            self.notices.append(f"{event.level}: {event.text}")
+            self._say(self.notices[-1] + (f"   ({len(self.notices)} notices: see the tooltip)"
+                                          if len(self.notices) > 1 else ""))
         elif isinstance(event, RunFinished):
             self.finished = event
 
@@ -356,7 +371,8 @@ class MainWindow(QMainWindow):
         for tile in self.tiles.values():
             tile.set_running(True)
         self.plots.configure(event.gpus, self.profile)
-        self.statusBar().showMessage(f"journal: {event.files.get('journal')}")
+        self.notices = []
+        self._say(f"journal: {event.files.get('journal')}")
 
     def redraw(self) -> None:
         """On the timer: live readings and the running banner (the plots keep their own timer)."""
@@ -422,12 +438,11 @@ class MainWindow(QMainWindow):
                              f"{counts.get('warn', 0)} warn, {counts.get('skip', 0)} skipped).",
                              finished=True, report=report)
             return
-        lines = [f"<b>{html.escape(r.subject)} {html.escape(r.name)}</b>: {html.escape(r.message)}"
-                 for r in failing[:BANNER_FAILURES]]
+        lines = [f"{r.subject} {r.name}: {r.message}" for r in failing[:BANNER_FAILURES]]
         if len(failing) > BANNER_FAILURES:
-            lines.append(f"... and {len(failing) - BANNER_FAILURES} more (see Checks)")
-        self._set_banner("fail", outcome.verdict, f"{len(failing)} failed: " + "<br>".join(lines),
-                         finished=True, report=report)
+            lines.append(f"... and {len(failing) - BANNER_FAILURES} more")
+        self._set_banner("fail", outcome.verdict, f"<b>{len(failing)} failed</b> (the Checks tab has why and "
+                         "what to do):", finished=True, report=report, lines=lines)
 
     def _show_idle(self) -> None:
         self._set_inputs(running=False)
@@ -460,4 +475,9 @@ class MainWindow(QMainWindow):
         except UsageError as e:
             QMessageBox.warning(self, "Cannot export the PDF", str(e))
             return
-        self.statusBar().showMessage(f"PDF summary written: {chosen}")
+        self._say(f"PDF summary written: {chosen}")
+
+    def _say(self, text: str) -> None:
+        self.status.setFullText(text)
+        if self.notices:
+            self.status.setToolTip("\n".join(self.notices))
