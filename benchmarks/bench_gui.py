@@ -167,7 +167,8 @@ def main() -> int:
         "rss_mib": {"live_start": round(rss[0][1], 1) if rss else None,
                     "at_2_min": round(after_first_minutes[0], 1), "end": round(rss[-1][1], 1) if rss else None,
                     "growth_after_2_min": round(after_first_minutes[-1] - after_first_minutes[0], 1),
-                    "max": round(max(m for _, m in rss), 1) if rss else None},
+                    "max": round(max(m for _, m in rss), 1) if rss else None,
+                    "per_minute": [round(m, 1) for t, m in rss[::60 // RSS_EVERY_S]]},
         "plot_points_per_curve": window.plots.sample_count(), "throttle_markers": len(window.plots.markers),
         "cpus": os.cpu_count(), "python": platform.python_version(),
     }))
