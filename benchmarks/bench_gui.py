@@ -66,6 +66,7 @@ def main() -> int:
     from nodeqc.gui.window import MainWindow
     from nodeqc.keys import load_signer
     from nodeqc.profile import load_profile
+    from nodeqc.runner import RunOptions
 
     profile_path = Path(home, "burn-in.toml")
     profile_path.write_text('description = "24 h burn-in"\nextends = "hgx-h100"\n[run]\nburn_s = 86400\n')
@@ -75,7 +76,8 @@ def main() -> int:
         return simulated_hardware("hgx-h100", faults, time_scale=1.0)
 
     setup = RunSetup(prepare=lambda ref: (hardware(), load_profile(ref), load_signer(None)),
-                     profile=str(profile_path), sample_hz=10)
+                     options=lambda hw, profile, signer, operator, ticket: RunOptions(profile, signer, sample_hz=10),
+                     profile=str(profile_path))
     app = make_app()
     window = MainWindow(setup, probe(hardware()))
     window.showMaximized()
