@@ -96,6 +96,7 @@ class TelemetryPlots(QWidget):
         self.markers: deque[tuple[float, float, str]] = deque(maxlen=MAX_MARKERS)
         self._reasons: dict[str, int] = {}
         self._stale: list[str] = []  # plots with samples not drawn yet, next first
+        self._shown_markers: list[tuple[float, float, str]] = []
         self.timer = QTimer(self)
         self.timer.setInterval(PLOT_TICK_MS)
         self.timer.timeout.connect(self._redraw_next)
@@ -133,6 +134,8 @@ class TelemetryPlots(QWidget):
         self.subjects = [g["subject"] for g in gpus]
         self.buffer = RingBuffer(self.capacity, len(SERIES) * len(self.subjects))
         self.markers.clear()
+        self._shown_markers = []
+        self.throttle.setData([], [])
         self._reasons.clear()
         for plot in self.plots.values():
             plot.clear()
@@ -227,7 +230,9 @@ class TelemetryPlots(QWidget):
             if field == "sm_clock_mhz":
                 oldest = t[0] if len(t) else math.inf
                 shown = [m for m in self.markers if m[0] >= oldest and not math.isnan(m[1])]
-                self.throttle.setData([m[0] for m in shown], [m[1] for m in shown], data=[m[2] for m in shown])
+                if shown != self._shown_markers:  # re-setting the same points still costs pyqtgraph memory
+                    self._shown_markers = shown
+                    self.throttle.setData([m[0] for m in shown], [m[1] for m in shown], data=[m[2] for m in shown])
 
     def sample_count(self) -> int:
         return self.buffer.count
