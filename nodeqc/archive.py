@@ -52,9 +52,9 @@ def node_dir(node_id: str, root: str | Path | None = None) -> Path:
     return archive_root(root) / safe_name(node_id)
 
 
-def node_reports(node_id: str) -> list[Path]:
+def node_reports(node_id: str, root: str | Path | None = None) -> list[Path]:
     """The reports of one node in the archive, newest first."""
-    directory = node_dir(node_id)
+    directory = node_dir(node_id, root)
     if not directory.is_dir():
         return []
     return sorted(directory.glob(REPORT_GLOB), key=lambda p: p.stat().st_mtime, reverse=True)

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         args = _run_parser().parse_args(argv)
         if args.headless:
             return headless(args, argv)
-        return gui(args)
+        return gui(args, argv)
     except UsageError as e:
         print(f"nodeqc: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -383,13 +383,16 @@ class _graceful_abort:
             signal.signal(s, h)
 
 
-def gui(args: argparse.Namespace) -> int:
+def gui(args: argparse.Namespace, argv: list[str]) -> int:
     try:
         import PySide6  # noqa: F401
+        import pyqtgraph  # noqa: F401
     except ImportError:
         raise UsageError("the desktop app needs the GUI extra: pip install 'nodeqc[gui]'; "
                          "for scripts use: nodeqc --headless --profile NAME") from None
-    raise UsageError("the desktop app is not available in this version; use: nodeqc --headless --profile NAME")
+    from nodeqc.gui.app import main as gui_main
+
+    return gui_main(args, argv)
 
 
 # ---------------------------------------------------------------------- report tools
@@ -655,7 +658,7 @@ def cmd_export(argv: list[str]) -> int:
 
 
 def cmd_gui(argv: list[str]) -> int:
-    return gui(_run_parser().parse_args(argv))
+    return gui(_run_parser().parse_args(argv), ["gui", *argv])
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {

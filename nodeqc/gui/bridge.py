@@ -1,0 +1,70 @@
+"""The runner off the GUI thread.
+
+The runner calls its emit callback from its own thread and from the telemetry sampler's thread. A Qt
+signal with a queued connection carries each event to the GUI thread, in order, so widgets are only
+ever touched there and the window keeps painting whatever the engine is doing.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, Signal
+
+from nodeqc.errors import UsageError
+from nodeqc.events import Notice
+from nodeqc.runner import RunOutcome, Runner
+
+
+class RunThread(QObject):
+    event = Signal(object)  # every engine event, delivered on the GUI thread
+    done = Signal(object)  # the RunOutcome, after the report is written
+    failed = Signal(str)  # the run could not start (e.g. the report directory cannot be created)
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.runner: Runner | None = None
+        self.aborting = False
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, make_runner: Callable[[Callable[[Any], None]], Runner],
+              after: Callable[[RunOutcome], None] = lambda outcome: None) -> None:
+        """On a worker thread: `make_runner(emit)` builds the Runner around our emit, it runs, then
+        `after(outcome)` does what follows the report."""
+        self.runner, self.aborting = None, False
+        self._thread = threading.Thread(target=self._work, args=(make_runner, after), name="nodeqc-run",
+                                        daemon=True)
+        self._thread.start()
+
+    def abort(self) -> None:
+        self.aborting = True  # a runner still being built is aborted as soon as it exists
+        if self.runner is not None:
+            self.runner.abort()
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _work(self, make_runner: Callable[[Callable[[Any], None]], Runner],
+              after: Callable[[RunOutcome], None]) -> None:
+        try:
+            self.runner = runner = make_runner(self.event.emit)
+            if self.aborting:
+                runner.abort()
+            outcome = runner.run()
+        except UsageError as e:
+            self.failed.emit(str(e))
+            return
+        except Exception as e:  # noqa: BLE001 - the runner turns check errors into results; this is the rest
+            self.failed.emit(f"internal error: {type(e).__name__}: {e}")
+            return
+        try:
+            after(outcome)
+        except Exception as e:  # noqa: BLE001 - the signed report stands; what follows it only says so
+            self.event.emit(Notice("error", f"after the run: {e}"))
+        self.done.emit(outcome)

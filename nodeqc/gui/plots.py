@@ -1,0 +1,238 @@
+"""Live plots of the run's telemetry: temperature, power, SM clock and utilisation per GPU.
+
+Samples go into a preallocated ring buffer (memory is fixed however long the burn-in). A timer redraws
+one plot per tick with setData, from the buffer reduced to the min and max per pixel column, so an
+hour of 10 Hz samples costs no more to draw than a minute and no single pause redraws all four.
+A GPU that did not answer leaves NaN, drawn as a gap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
+
+from nodeqc.backends.base import REASON_BITS, GpuSample
+from nodeqc.na import is_na
+from nodeqc.profile import Profile
+from nodeqc.telemetry import FAILING_REASONS
+
+HISTORY_SAMPLES = 36_000  # one hour at 10 samples a second; older samples scroll out
+PLOT_TICK_MS = 125  # one plot redrawn per tick: each of the four twice a second
+UNSHOWN_PIXELS = 1000  # the width assumed for a plot not laid out yet
+MAX_MARKERS = 500  # throttle onsets kept on the plot
+FAILING_MASK = sum(REASON_BITS[r] for r in FAILING_REASONS)
+
+# (GpuSample field, plot title, unit)
+SERIES = (("temp_c", "Temperature", "°C"), ("power_w", "Power", "W"),
+          ("sm_clock_mhz", "SM clock", "MHz"), ("util_pct", "Utilisation", "%"))
+
+
+class RingBuffer:
+    """The last `capacity` rows of (t, columns...) in time order, without copying.
+
+    Each row is written twice, at i and i + capacity, so the newest `capacity` rows are always one
+    contiguous slice of the doubled array.
+    """
+
+    def __init__(self, capacity: int, columns: int):
+        self.capacity = capacity
+        self.t = np.full(2 * capacity, np.nan)
+        self.values = np.full((columns, 2 * capacity), np.nan, dtype=np.float32)
+        self.head = 0  # where the next row goes
+        self.count = 0
+
+    def append(self, t: float, row: np.ndarray) -> None:
+        i, j = self.head, self.head + self.capacity
+        self.t[i] = self.t[j] = t
+        self.values[:, i] = self.values[:, j] = row
+        self.head = (self.head + 1) % self.capacity
+        self.count = min(self.count + 1, self.capacity)
+
+    def window(self) -> tuple[np.ndarray, np.ndarray]:
+        """(t, values) of the rows held, oldest first: views into the buffer."""
+        start = self.head if self.count == self.capacity else 0
+        return self.t[start:start + self.count], self.values[:, start:start + self.count]
+
+    def clear(self) -> None:
+        self.t.fill(np.nan)
+        self.values.fill(np.nan)
+        self.head = self.count = 0
+
+
+def _number(value: Any) -> float:
+    return math.nan if is_na(value) else float(value)
+
+
+def peak_decimate(t: np.ndarray, rows: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row reduced to the min and max of about `buckets` runs of samples, in time order: all a
+    plot that many pixels wide can show, spikes included. A run with no sample at all stays NaN."""
+    size = max(1, len(t) // max(buckets, 1))
+    if size < 2:
+        return t, rows
+    runs = len(t) // size
+    skip = len(t) - runs * size  # the oldest few samples that do not fill a run
+    times = t[skip:].reshape(runs, size)
+    x = np.column_stack([times[:, 0], times[:, -1]]).ravel()
+    grouped = rows[:, skip:].reshape(len(rows), runs, size)
+    low, high = np.fmin.reduce(grouped, axis=2), np.fmax.reduce(grouped, axis=2)  # NaN-ignoring
+    return x, np.stack([low, high], axis=2).reshape(len(rows), 2 * runs)
+
+
+class TelemetryPlots(QWidget):
+    """Four plots, one curve per GPU in each, with the profile's limits as dashed lines and throttle
+    onsets marked on the clock plot."""
+
+    def __init__(self, parent: QWidget | None = None, capacity: int = HISTORY_SAMPLES):
+        super().__init__(parent)
+        self.capacity = capacity
+        self.subjects: list[str] = []
+        self.buffer = RingBuffer(capacity, 0)
+        self.markers: deque[tuple[float, float, str]] = deque(maxlen=MAX_MARKERS)
+        self._reasons: dict[str, int] = {}
+        self._stale: list[str] = []  # plots with samples not drawn yet, next first
+        self._shown_markers: list[tuple[float, float, str]] = []
+        self.timer = QTimer(self)
+        self.timer.setInterval(PLOT_TICK_MS)
+        self.timer.timeout.connect(self._redraw_next)
+        pg.setConfigOptions(antialias=False, foreground="#222222", background="#ffffff")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        layout.addWidget(self.legend)
+        grid = QGridLayout()
+        layout.addLayout(grid, 1)
+        self.plots: dict[str, pg.PlotItem] = {}
+        self.views: list[pg.GraphicsLayoutWidget] = []
+        for n, (field, title, unit) in enumerate(SERIES):
+            view = pg.GraphicsLayoutWidget()
+            view.setMinimumHeight(150)
+            plot = view.addPlot(title=f"<b>{title}</b> ({unit})")
+            plot.showGrid(x=True, y=True, alpha=0.25)
+            plot.setMouseEnabled(x=False, y=False)
+            plot.hideButtons()
+            plot.setLabel("bottom", "run time", units="s")
+            plot.getAxis("bottom").enableAutoSIPrefix(False)
+            self.plots[field] = plot
+            self.views.append(view)
+            grid.addWidget(view, n // 2, n % 2)
+        self.curves: dict[tuple[str, str], pg.PlotDataItem] = {}
+        self.throttle = pg.ScatterPlotItem(symbol="x", size=14, pen=pg.mkPen("#c4161c", width=3),
+                                           brush=None, hoverable=True, tip=lambda x, y, data: data)
+        self._y_floor: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ set up for a run
+
+    def configure(self, gpus: list[dict[str, Any]], profile: Profile | None) -> None:
+        """New run: one curve per GPU, limit lines from the profile and the GPUs' own limits."""
+        self.subjects = [g["subject"] for g in gpus]
+        self.buffer = RingBuffer(self.capacity, len(SERIES) * len(self.subjects))
+        self.markers.clear()
+        self._shown_markers = []
+        self.throttle.setData([], [])
+        self._reasons.clear()
+        for plot in self.plots.values():
+            plot.clear()
+        self.plots["sm_clock_mhz"].addItem(self.throttle)
+        self.curves.clear()
+        colours = [pg.intColor(i, hues=max(len(self.subjects), 1), values=1, maxValue=200)
+                   for i in range(len(self.subjects))]
+        for field, plot in self.plots.items():
+            for subject, colour in zip(self.subjects, colours, strict=True):
+                # A 1-pixel pen draws several times faster than a wider one.
+                curve = plot.plot(pen=pg.mkPen(colour, width=1), connect="finite", name=subject)
+                self.curves[(field, subject)] = curve
+        self.legend.setText("  ".join(f'<span style="color:{c.name()}; font-size:16pt">&#9632;</span>&nbsp;<b>{s}</b>'
+                                      for s, c in zip(self.subjects, colours, strict=True)))
+        self._y_floor = {"temp_c": 100.0, "power_w": 100.0, "sm_clock_mhz": 500.0, "util_pct": 105.0}
+        temp = profile.threshold("gpu", "max_temp_c") if profile else None
+        if temp:
+            warn = f", warn {temp.warn:g}" if temp.warn != temp.fail else ""
+            self._limit("temp_c", temp.fail, f"limit {temp.fail:g} °C{warn}", "#c4161c")
+            if warn:
+                self._limit("temp_c", temp.warn, "", "#d08700")
+        floor = profile.threshold("gpu", "min_power_fraction") if profile else None
+        for value in sorted({g["power_limit_w"] for g in gpus if g.get("power_limit_w")}):
+            self._limit("power_w", value, f"power limit {value:g} W", "#c4161c")
+            if floor:  # the burn must reach this much of the limit
+                self._limit("power_w", floor.fail * value, f"burn floor {floor.fail * value:g} W", "#d08700",
+                            above=False)
+        for value in sorted({g["max_sm_clock_mhz"] for g in gpus if g.get("max_sm_clock_mhz")}):
+            self._limit("sm_clock_mhz", value, f"max {value:g} MHz", "#555555")
+        self.refresh()
+        self.timer.start()
+
+    def _limit(self, field: str, value: float, text: str, colour: str, above: bool = True) -> None:
+        # A ceiling's label sits above its line at the left, in headroom kept above the highest
+        # limit; a floor's below its line in the middle, where the work holds the curves above it.
+        anchor = (0, 1) if above else (0.5, 0)
+        line = pg.InfiniteLine(pos=value, angle=0, pen=pg.mkPen(colour, width=2, style=pg.QtCore.Qt.PenStyle.DashLine),
+                               label=text or None, labelOpts={"position": 0.02 if above else 0.5, "color": colour,
+                                                              "anchors": [anchor, anchor]})
+        self.plots[field].addItem(line)
+        self._y_floor[field] = max(self._y_floor[field], value * 1.22)
+
+    # ------------------------------------------------------------------ data
+
+    def add(self, t: float, samples: dict[str, GpuSample | None]) -> None:
+        """One telemetry event: cheap, called at the sampling rate; drawing waits for the plot timer."""
+        if not self.subjects:
+            return
+        row = np.full(len(SERIES) * len(self.subjects), np.nan, dtype=np.float32)
+        for k, subject in enumerate(self.subjects):
+            sample = samples.get(subject)
+            if sample is None:
+                continue
+            for f, (field, _, _) in enumerate(SERIES):
+                row[f * len(self.subjects) + k] = _number(getattr(sample, field))
+            if not is_na(sample.reasons):
+                reasons = int(sample.reasons)
+                onset = reasons & FAILING_MASK & ~self._reasons.get(subject, 0)
+                if onset:
+                    names = ", ".join(r for r in FAILING_REASONS if onset & REASON_BITS[r])
+                    self.markers.append((t, _number(sample.sm_clock_mhz), f"{subject}: {names} at {t:.0f} s"))
+                self._reasons[subject] = reasons
+        self.buffer.append(t, row)
+        self._stale += [f for f in self.plots if f not in self._stale]
+
+    def _redraw_next(self) -> None:
+        if self._stale and self.isVisible():
+            self.refresh([self._stale[0]])
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        self._stale = list(self.plots)  # redrawn for the size they are shown at
+
+    def refresh(self, fields: list[str] | None = None) -> None:
+        """Redraw these plots (all by default) from the buffer now."""
+        t, values = self.buffer.window()
+        n = len(self.subjects)
+        for f, (field, _, _) in enumerate(SERIES):
+            if fields is not None and field not in fields:
+                continue
+            if field in self._stale:
+                self._stale.remove(field)
+            plot = self.plots[field]
+            pixels = int(plot.getViewBox().width())
+            x, rows = peak_decimate(t, values[f * n:(f + 1) * n], pixels if pixels >= 100 else UNSHOWN_PIXELS)
+            for k, subject in enumerate(self.subjects):
+                self.curves[(field, subject)].setData(x, rows[k])
+            top = float(np.fmax.reduce(rows, axis=None)) if rows.size else math.nan
+            plot.setYRange(0, max(self._y_floor.get(field, 1.0), 0 if math.isnan(top) else top * 1.08), padding=0)
+            if len(t):
+                plot.setXRange(t[0], max(t[-1], t[0] + 10), padding=0.01)
+            if field == "sm_clock_mhz":
+                oldest = t[0] if len(t) else math.inf
+                shown = [m for m in self.markers if m[0] >= oldest and not math.isnan(m[1])]
+                if shown != self._shown_markers:  # re-setting the same points still costs pyqtgraph memory
+                    self._shown_markers = shown
+                    self.throttle.setData([m[0] for m in shown], [m[1] for m in shown], data=[m[2] for m in shown])
+
+    def sample_count(self) -> int:
+        return self.buffer.count

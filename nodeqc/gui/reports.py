@@ -1,0 +1,135 @@
+"""Signed reports for a person: read and verified, shown as `nodeqc show` shows them, and exported as
+a printable PDF summary with Qt's own printing.
+
+Everything here reads the report file, so what is shown and printed is what was signed.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QFontDatabase, QPageLayout, QPageSize, QTextDocument
+from PySide6.QtPrintSupport import QPrinter
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QVBoxLayout,
+                               QWidget)
+
+from nodeqc.codes import remediation
+from nodeqc.errors import UsageError
+from nodeqc.gui.style import COLOURS, WORDS
+from nodeqc.keys import trusted_keys
+from nodeqc.model import CheckResult
+from nodeqc.render import render_report
+from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_envelope
+
+
+@dataclass
+class LoadedReport:
+    path: Path
+    predicate: dict[str, Any]
+    verified: bool
+    trust: str  # one line: verified by which key, or why not
+
+    @property
+    def state(self) -> str:
+        """The colour key: aborted, or the verdict."""
+        if self.predicate.get("status") == "aborted":
+            return "aborted"
+        return "pass" if self.predicate.get("verdict") == "PASS" else "fail"
+
+    @property
+    def word(self) -> str:
+        return "ABORTED" if self.state == "aborted" else str(self.predicate.get("verdict", "?"))
+
+
+def load_report(path: Path) -> LoadedReport:
+    """Read and verify a report; UsageError if it is not a readable nodeqc report."""
+    try:
+        envelope = read_envelope(path)
+        predicate = decode_statement(envelope)["predicate"]
+    except VerificationError as e:
+        raise UsageError(f"{path}: not a readable nodeqc report: {e}") from None
+    try:
+        v = verify_envelope(envelope, trusted_keys())
+        return LoadedReport(path, predicate, True, f"signature: verified (key {v.keyid[:16]}, {v.key_source})")
+    except VerificationError as e:
+        return LoadedReport(path, predicate, False, f"signature: NOT VERIFIED ({e}): do not rely on this report")
+
+
+class ReportDialog(QDialog):
+    """The whole report as text, exactly as `nodeqc show` prints it."""
+
+    def __init__(self, report: LoadedReport, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle(f"nodeqc report: {report.path.name}")
+        self.resize(1100, 700)
+        self.text = text = QPlainTextEdit(render_report(report.predicate, report.trust))
+        text.setReadOnly(True)
+        text.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        path = QLabel(str(report.path))
+        path.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(path)
+        layout.addWidget(text, 1)
+        layout.addWidget(buttons)
+
+
+def summary_html(report: LoadedReport) -> str:
+    """A printable summary: the verdict, what failed and what to do, and every check."""
+    p = report.predicate
+    node, prof = p.get("node", {}), p.get("profile", {})
+    background, text = COLOURS[report.state]
+    checks = [CheckResult.from_dict(c) for c in p.get("checks", [])]
+    bad = [c for c in checks if c.verdict.blocks_qualification]
+    e = lambda v: html.escape(str(v))  # noqa: E731
+    out = [
+        "<h1>nodeqc qualification report</h1>",
+        f"<table width='100%' cellpadding='10'><tr><td style='background:{background}; color:{text}'>"
+        f"<span style='font-size:28pt; font-weight:bold'>{e(report.word)}</span>"
+        + ("<br><b>SIMULATED: not a qualification of real hardware</b>" if p.get("simulated") else "")
+        + "</td></tr></table>",
+        "<table cellpadding='2'>",
+        f"<tr><td>Node</td><td><b>{e(node.get('hostname'))}</b> serial {e(node.get('system_serial'))} "
+        f"({e(node.get('system_vendor'))} {e(node.get('system_model'))})</td></tr>",
+        f"<tr><td>Driver</td><td>{e(node.get('driver_version'))}, CUDA {e(node.get('cuda_version'))}, "
+        f"{len(p.get('gpus', []))} GPU(s)</td></tr>",
+        f"<tr><td>Profile</td><td>{e(prof.get('name'))} (sha256 {e(str(prof.get('sha256'))[:16])})"
+        f"{' quick' if p.get('quick') else ''}</td></tr>",
+        f"<tr><td>Run</td><td>{e(p.get('started_at'))} to {e(p.get('finished_at'))} "
+        f"({e(p.get('duration_s'))} s)</td></tr>",
+        f"<tr><td>Operator</td><td>{e(p.get('operator'))}, ticket {e(p.get('ticket'))}</td></tr>",
+        f"<tr><td>Report</td><td>{e(report.path)}</td></tr>",
+        f"<tr><td>Signature</td><td>{e(report.trust)}</td></tr>",
+        "</table>",
+    ]
+    if bad:
+        out.append(f"<h2>Failed ({len(bad)})</h2>")
+        for c in bad:
+            out.append(f"<p><b>{e(c.subject)} {e(c.name)}</b>: {e(c.message)} [{e(c.code)}]<br>"
+                       f"What to do: {e(remediation(c.code or ''))}</p>")
+    rows = "".join(f"<tr><td>{e(c.name)}</td><td>{e(c.subject)}</td><td><b>{WORDS[c.verdict.value]}</b></td>"
+                   f"<td>{e(c.message)}</td></tr>" for c in checks)
+    out.append(f"<h2>All checks ({len(checks)})</h2><table width='100%' border='1' cellspacing='0' cellpadding='2' "
+               f"style='font-size:7pt'><tr><th>Check</th><th>Subject</th><th>Verdict</th><th>Message</th></tr>"
+               f"{rows}</table>")
+    return "".join(out)
+
+
+def export_pdf(report: LoadedReport, pdf_path: Path) -> None:
+    printer = QPrinter(QPrinter.PrinterMode.HighResolution)
+    printer.setOutputFormat(QPrinter.OutputFormat.PdfFormat)
+    printer.setOutputFileName(str(pdf_path))
+    printer.setPageLayout(QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
+                                      printer.pageLayout().margins()))
+    doc = QTextDocument()
+    doc.setDefaultFont(QFont("Sans Serif", 9))
+    doc.setHtml(summary_html(report))
+    doc.print_(printer)
+    if not pdf_path.is_file():
+        raise UsageError(f"{pdf_path}: could not write the PDF")

@@ -1,0 +1,58 @@
+"""How the app looks: big type and controls for a technician in a bright room wearing gloves, and one
+colour per verdict, always shown next to the verdict's word (never colour alone)."""
+
+from __future__ import annotations
+
+from nodeqc.model import Verdict
+
+# Background and text colour per state: strong, high-contrast, readable in a bright room.
+COLOURS: dict[str, tuple[str, str]] = {
+    "pass": ("#1b7f2a", "#ffffff"),
+    "warn": ("#f2b705", "#000000"),
+    "fail": ("#c4161c", "#ffffff"),
+    "error": ("#7a0a2e", "#ffffff"),
+    "skip": ("#8a8f98", "#ffffff"),
+    "running": ("#1558b0", "#ffffff"),
+    "aborted": ("#e06c00", "#000000"),
+    "idle": ("#dfe3e8", "#000000"),
+}
+
+WORDS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "error": "ERROR", "skip": "SKIP",
+         "running": "RUNNING", "aborted": "ABORTED", "idle": "WAITING"}
+
+BASE_POINT_SIZE = 11
+BUTTON_MIN_HEIGHT = 52  # big enough to hit with a gloved finger
+
+
+def state_of(verdict: Verdict | None) -> str:
+    return verdict.value if verdict is not None else "idle"
+
+
+def badge_css(state: str) -> str:
+    background, text = COLOURS[state]
+    return f"background: {background}; color: {text}; border-radius: 4px; padding: 2px 8px; font-weight: bold;"
+
+
+# Widgets pick their colours from a dynamic `state` property, so one sheet styles every tile and banner.
+STYLESHEET = f"""
+QWidget {{ font-size: {BASE_POINT_SIZE}pt; }}
+QPushButton {{ min-height: {BUTTON_MIN_HEIGHT}px; padding: 0 18px; font-size: 14pt; font-weight: bold; }}
+QPushButton#start {{ background: #1b7f2a; color: white; border-radius: 6px; }}
+QPushButton#start:disabled {{ background: #9db8a1; color: #eef2ee; }}
+QPushButton#abort {{ background: #c4161c; color: white; border-radius: 6px; }}
+QPushButton#abort:disabled {{ background: #d6a3a5; color: #f6eaea; }}
+QComboBox, QLineEdit {{ min-height: 40px; font-size: 13pt; }}
+QTabBar::tab {{ min-height: 40px; min-width: 110px; font-size: 13pt; padding: 0 14px; }}
+QFrame#tile {{ border: 3px solid #b8bec6; border-radius: 8px; background: #ffffff; }}
+{"".join(f'QFrame#tile[state="{s}"] {{ border-color: {bg}; }}' for s, (bg, _) in COLOURS.items() if s != "idle")}
+{"".join(f'QFrame#banner[state="{s}"] {{ background: {bg}; }} QFrame#banner[state="{s}"] QLabel {{ color: {fg}; }}'
+         for s, (bg, fg) in COLOURS.items())}
+QFrame#banner {{ border-radius: 8px; }}
+QLabel#bannerWord {{ font-size: 34pt; font-weight: bold; }}
+QLabel#bannerText {{ font-size: 13pt; }}
+QLabel#bannerReport {{ font-size: 10pt; }}
+QFrame#banner QPushButton {{ min-height: 42px; font-size: 12pt; }}
+QLabel#simulated {{ background: #f2b705; color: black; font-weight: bold; padding: 4px 10px; border-radius: 4px; }}
+QLabel#fieldName {{ color: #444b55; padding-right: 2px; }}
+QLabel#fieldValue {{ font-weight: bold; font-size: 13pt; }}
+"""

@@ -1,0 +1,261 @@
+"""One tile per GPU: who it is, what it reads now, and what the engine has found about it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from nodeqc.backends.base import GpuSample
+from nodeqc.gui.style import WORDS, badge_css
+from nodeqc.gui.widgets import ElidedLabel
+from nodeqc.model import CheckResult, Verdict
+from nodeqc.na import is_na
+from nodeqc.telemetry import LOADED_UTIL_PCT
+
+
+def _badge(label: QLabel, state: str, size: int = 10) -> None:
+    css = badge_css(state) + f"font-size: {size}pt; padding: 1px 5px;"
+    if label.styleSheet() != css:  # restyling is costly; live readings arrive several times a second
+        label.setStyleSheet(css)
+
+
+def _shown(value: Any, fmt: str = "{:.0f}") -> str:
+    return "–" if value is None or is_na(value) else fmt.format(value)
+
+
+TILE_MIN_WIDTH = 355  # the longest readings fit; two columns of tiles and the tabs fit 1366 pixels
+TILE_SPACING = 6
+
+
+class GpuTile(QFrame):
+    def __init__(self, gpu: dict[str, Any], parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("tile")
+        self.gpu = gpu
+        self.subject: str = gpu["subject"]
+        self.results: list[CheckResult] = []
+        self.running = False
+        self.current: str | None = None  # the check now working on this GPU
+        self.fraction: float | None = None
+        self.loaded_link: tuple[Any, Any] | None = None  # PCIe (gen, width) last seen under load
+        self.lost = False
+
+        self.title = QLabel(f"GPU {self.subject.removeprefix('gpu')}")
+        self.title.setStyleSheet("font-size: 16pt; font-weight: bold;")
+        self.bus = QLabel(str(gpu.get("bus_id")))
+        self.badge = QLabel()
+        self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.badge.setMinimumWidth(96)
+        header = QHBoxLayout()
+        header.addWidget(self.title)
+        header.addSpacing(6)
+        header.addWidget(self.bus)
+        header.addStretch(1)
+        header.addWidget(self.badge)
+
+        name = str(gpu.get("name") or "unknown model").removeprefix("NVIDIA ")
+        self.identity = QLabel(f"{name} · S/N {gpu.get('serial') or '–'}")
+        self.identity.setStyleSheet("color: #333a44; font-size: 9pt;")
+
+        self.temp, self.power, self.clock = QLabel(), QLabel(), QLabel()
+        readings = QHBoxLayout()
+        for label in (self.temp, self.power, self.clock):
+            label.setStyleSheet("font-size: 13pt; font-weight: bold;")
+            readings.addWidget(label)
+            readings.addStretch(1)
+
+        self.pcie = QLabel()
+        self.ecc = QLabel("ECC –")
+        self.xid = QLabel("XID –")
+        self.activity = ElidedLabel()
+        markers = QHBoxLayout()
+        markers.addWidget(self.ecc)
+        markers.addWidget(self.xid)
+        markers.addWidget(self.activity, 1)
+        self.pcie.setStyleSheet("font-size: 10pt;")
+        for label in (self.ecc, self.xid, self.activity):
+            label.setStyleSheet("font-size: 9pt;")
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
+        layout.setSpacing(2)
+        layout.addLayout(header)
+        layout.addWidget(self.identity)
+        layout.addLayout(readings)
+        link = QHBoxLayout()
+        link.addWidget(self.pcie)
+        link.addStretch(1)
+        layout.addLayout(link)
+        layout.addLayout(markers)
+        self.show_sample(None)
+        self._refresh()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        # A long reading squeezes its own line instead of widening the window.
+        return QSize(TILE_MIN_WIDTH, super().minimumSizeHint().height())
+
+    # ------------------------------------------------------------------ what the engine says
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """The tile's summary of the engine's verdicts on this GPU: the worst, where a skipped check
+        does not outweigh a pass (an H100 skips page retirement by design)."""
+        verdicts = [r.verdict for r in self.results]
+        judged = [v for v in verdicts if v is not Verdict.SKIP]
+        if judged:
+            return Verdict.worst(judged)
+        return Verdict.SKIP if verdicts else None
+
+    @property
+    def state(self) -> str:
+        verdict = self.verdict
+        if verdict is not None and verdict.blocks_qualification:
+            return verdict.value
+        if self.running:
+            return "running"
+        return verdict.value if verdict is not None else "idle"
+
+    def set_running(self, running: bool) -> None:
+        self.running = running
+        if not running:
+            self.current, self.fraction = None, None
+        self._refresh()
+
+    def check_started(self, name: str) -> None:
+        self.current, self.fraction = name, None
+        self._refresh()
+
+    def check_progress(self, name: str, fraction: float) -> None:
+        self.current, self.fraction = name, fraction
+        self._refresh()
+
+    def check_finished(self, result: CheckResult) -> None:
+        self.results.append(result)
+        if result.name == self.current:
+            self.current, self.fraction = None, None
+        if result.name == "health.ecc":
+            self._marker(self.ecc, "ECC", result, result.key_figure)
+        elif result.name == "health.xid":
+            codes = ", ".join(str(e["code"]) for e in result.evidence.get("xids", []))
+            self._marker(self.xid, "XID", result, codes)
+        self._refresh()
+
+    def _marker(self, label: QLabel, what: str, result: CheckResult, detail: str) -> None:
+        word = WORDS[result.verdict.value]
+        label.setText(f"{what} {word}" + (f" {detail}" if detail and result.verdict is not Verdict.PASS else ""))
+        _badge(label, result.verdict.value, size=9)
+
+    def _refresh(self) -> None:
+        state = self.state
+        if self.property("state") != state:
+            self.setProperty("state", state)
+            self.style().unpolish(self)
+            self.style().polish(self)
+            self.badge.setText(WORDS[state])
+            self.badge.setStyleSheet(badge_css(state) + "font-size: 13pt;")
+        failed = [r for r in self.results if r.verdict.blocks_qualification]
+        if failed:
+            first = failed[0]
+            more = f" +{len(failed) - 1} more" if len(failed) > 1 else ""
+            self.activity.setFullText(f"{first.code}{more}")  # checks and messages: the banner, the Checks tab
+            self.activity.setToolTip("\n".join(f"{r.name}: {r.message}" for r in failed))
+        elif self.current:
+            progress = f" {self.fraction:.0%}" if self.fraction is not None else ""
+            self.activity.setFullText(f"{self.current}{progress}")
+        else:
+            self.activity.setFullText("")
+
+    # ------------------------------------------------------------------ live readings
+
+    def show_sample(self, sample: GpuSample | None) -> None:
+        if sample is None:
+            for label in (self.temp, self.power, self.clock):
+                label.setText("–")
+            if self.lost:
+                self.pcie.setText("NOT ANSWERING")
+                _badge(self.pcie, "fail")
+            else:
+                self.pcie.setText("PCIe –")
+                _badge(self.pcie, "idle")
+            return
+        limit = sample.power_limit_w if not is_na(sample.power_limit_w) else self.gpu.get("power_limit_w")
+        self.temp.setText(f"{_shown(sample.temp_c)} °C")
+        self.power.setText(f"{_shown(sample.power_w)} / {_shown(limit)} W")
+        self.clock.setText(f"{_shown(sample.sm_clock_mhz)} MHz")
+        if not is_na(sample.util_pct) and sample.util_pct >= LOADED_UTIL_PCT:
+            self.loaded_link = (sample.pcie_gen, sample.pcie_width)
+        self._show_link(sample)
+
+    def mark_lost(self) -> None:
+        self.lost = True
+        self.show_sample(None)
+
+    def _show_link(self, sample: GpuSample) -> None:
+        """Green at the GPU's maximum under load, red downtrained under load, grey until the GPU has
+        been seen working (links downtrain at idle by design, so idle says nothing)."""
+        max_gen, max_width = self.gpu.get("pcie_max_gen"), self.gpu.get("pcie_max_width")
+        if self.loaded_link is None:
+            self.pcie.setText(f"PCIe Gen{_shown(sample.pcie_gen)} x{_shown(sample.pcie_width)} idle")
+            _badge(self.pcie, "idle")
+            return
+        gen, width = self.loaded_link
+        link = f"PCIe Gen{_shown(gen)} x{_shown(width)}"
+        if max_gen is None or max_width is None or is_na(gen) or is_na(width):
+            self.pcie.setText(f"{link} under load")
+            _badge(self.pcie, "idle")
+        elif gen >= max_gen and width >= max_width:
+            self.pcie.setText(f"{link} at max")
+            _badge(self.pcie, "pass")
+        else:
+            best = [f"Gen{max_gen}"] if gen < max_gen else []
+            best += [f"x{max_width}"] if width < max_width else []
+            self.pcie.setText(f"{link} DOWNTRAINED (max {' '.join(best)})")
+            _badge(self.pcie, "fail")
+
+
+class TileArea(QScrollArea):
+    """The tiles in a grid of `columns`; it scrolls (vertically only) when they do not fit."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.tiles: dict[str, GpuTile] = {}
+        self.columns = 2
+        self.empty = ""
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._lay_out()
+
+    def set_gpus(self, gpus: list[dict[str, Any]], empty: str) -> None:
+        """New tiles (the old ones go with the old grid); `empty` is said when there are none."""
+        self.tiles = {g["subject"]: GpuTile(g) for g in gpus}
+        self.empty = empty
+        self._lay_out()
+
+    def set_columns(self, columns: int) -> None:
+        if columns != self.columns:
+            self.columns = columns
+            self._lay_out()
+
+    def _lay_out(self) -> None:
+        inner = QWidget()
+        grid = QGridLayout(inner)
+        grid.setContentsMargins(0, 0, 4, 0)
+        grid.setSpacing(TILE_SPACING)
+        for n, tile in enumerate(self.tiles.values()):
+            grid.addWidget(tile, n // self.columns, n % self.columns)
+        if not self.tiles:
+            empty = QLabel(self.empty)
+            empty.setWordWrap(True)
+            empty.setStyleSheet("font-size: 13pt; color: #c4161c;")
+            grid.addWidget(empty, 0, 0)
+        grid.setRowStretch(grid.rowCount(), 1)
+        self.setWidget(inner)  # deletes the previous grid widget, and any tile still in it
+
+    def width_for(self, columns: int) -> int:
+        return columns * TILE_MIN_WIDTH + (columns - 1) * TILE_SPACING + self.verticalScrollBar().sizeHint().width() + 6
+
+    def content_height(self) -> int:
+        return self.widget().sizeHint().height()

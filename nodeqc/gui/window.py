@@ -1,0 +1,483 @@
+"""The main window: the node, a tile per GPU, live plots, the checks, the verdict and the history.
+
+It renders the runner's event stream and decides nothing itself: verdicts, codes and remediation all
+come from the engine. The runner works on a worker thread (nodeqc.gui.bridge); this thread only draws.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout,
+                               QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QSizePolicy,
+                               QTabWidget, QVBoxLayout, QWidget)
+
+from nodeqc.backends.base import GpuSample
+from nodeqc.errors import UsageError
+from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
+                           RunStarted, TelemetrySampled)
+from nodeqc.gui.bridge import RunThread
+from nodeqc.gui.checks import CheckList
+from nodeqc.gui.history import HistoryList
+from nodeqc.gui.plots import TelemetryPlots
+from nodeqc.gui.reports import ReportDialog, export_pdf, load_report
+from nodeqc.gui.session import NodeInfo, RunSetup
+from nodeqc.gui.style import STYLESHEET
+from nodeqc.gui.tiles import GpuTile, TileArea
+from nodeqc.gui.widgets import ElidedLabel
+from nodeqc.model import CheckResult
+from nodeqc.profile import Profile, list_profiles, suggest_profile
+from nodeqc.render import subjects_text
+from nodeqc.runner import RunOutcome, Runner
+
+REDRAW_MS = 500  # live readings and the banner are redrawn this often, however fast samples come
+BANNER_FAILURES = 3  # failing checks listed in the banner; the Checks tab has them all
+WIDE_COLUMNS = 4  # tiles per row when the window is wide enough to put them above the tabs
+WIDE_MIN_HEIGHT = 850  # and tall enough to leave the tabs room below them
+QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
+
+
+def _field(name: str) -> QLabel:
+    label = QLabel(name)
+    label.setObjectName("fieldName")
+    return label
+
+
+def _value(text: str = "") -> QLabel:
+    label = QLabel(text)
+    label.setObjectName("fieldValue")
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
+class MainWindow(QMainWindow):
+    run_done = Signal(object)  # the RunOutcome once the window shows it; None if the run could not start
+
+    def __init__(self, setup: RunSetup, node: NodeInfo):
+        super().__init__()
+        self.setup = setup
+        self.node = node
+        self.profile: Profile | None = None
+        self.keyid: str | None = None
+        self.results: list[CheckResult] = []
+        self.finished: RunFinished | None = None
+        self.outcome: RunOutcome | None = None
+        self.exit_code = 0
+        self.close_after_run = False
+        self.started_at = 0.0
+        self.current_check: str | None = None
+        self.latest: dict[str, GpuSample | None] = {}
+        self.setWindowTitle(f"nodeqc: {node.host.get('hostname')}")
+        self.setStyleSheet(STYLESHEET)
+
+        self.worker = RunThread(self)
+        self.worker.event.connect(self.on_event, Qt.ConnectionType.QueuedConnection)
+        self.worker.done.connect(self._on_done, Qt.ConnectionType.QueuedConnection)
+        self.worker.failed.connect(self._on_failed, Qt.ConnectionType.QueuedConnection)
+        self.timer = QTimer(self)
+        self.timer.setInterval(REDRAW_MS)
+        self.timer.timeout.connect(self.redraw)
+
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(8, 6, 8, 6)
+        layout.setSpacing(6)
+        layout.addWidget(self._node_panel())
+        layout.addWidget(self._banner())
+        self.tile_area = TileArea()
+        self.plots = TelemetryPlots()
+        self.checks = CheckList()
+        self.history = HistoryList()
+        self.history.open_report.connect(self.show_report)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.plots, "Plots")
+        self.tabs.addTab(self.checks, "Checks")
+        self.tabs.addTab(self.history, "History")
+        self.body = QBoxLayout(QBoxLayout.Direction.LeftToRight)
+        self.body.addWidget(self.tile_area)
+        self.body.addWidget(self.tabs, 1)
+        layout.addLayout(self.body, 1)
+        self.setCentralWidget(central)
+        self.status = ElidedLabel()  # the last notice or file written; every notice of the run in its tooltip
+        self.statusBar().addWidget(self.status, 1)
+        self.notices: list[str] = []
+
+        self._build_tiles(node.gpus)
+        self.history.load(node.node_id, setup.archive)
+        self._show_idle()
+
+    # ------------------------------------------------------------------ layout
+
+    def _node_panel(self) -> QWidget:
+        panel = QFrame()
+        grid = QGridLayout(panel)
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.setHorizontalSpacing(10)
+        host = self.node.host
+        self.hostname = _value(str(host.get("hostname")))
+        self.serial = _value(str(host.get("system_serial") or "N/A"))
+        self.versions = _value(f"{self.node.driver} / {self.node.cuda}")
+        system = " ".join(str(host.get(k)) for k in ("system_vendor", "system_model") if host.get(k))
+        self.gpu_summary = _value(self._gpu_summary(self.node.gpus) if not self.node.error else self.node.error)
+        if self.node.error:
+            self.gpu_summary.setStyleSheet("color: #c4161c;")
+        self.gpu_summary.setToolTip(system)
+        row = QHBoxLayout()
+        for name, value in (("Host", self.hostname), ("Serial", self.serial), ("Driver / CUDA", self.versions),
+                            ("GPUs", self.gpu_summary)):
+            row.addWidget(_field(name))
+            row.addWidget(value)
+            row.addSpacing(14)
+        row.addStretch(1)
+        if self.node.simulated:
+            sim = QLabel("SIMULATED NODE")
+            sim.setObjectName("simulated")
+            sim.setToolTip("A simulated node: its reports are never a qualification of real hardware.")
+            row.addWidget(sim)
+        grid.addLayout(row, 0, 0, 1, 7)
+
+        self.profile_box = QComboBox()
+        self.profile_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self._fill_profiles()
+        self.operator = QLineEdit(self.setup.operator or "")
+        self.operator.setPlaceholderText("your name")
+        self.ticket = QLineEdit(self.setup.ticket or "")
+        self.ticket.setPlaceholderText("work ticket")
+        self.start_button = QPushButton("START")
+        self.start_button.setObjectName("start")
+        self.start_button.clicked.connect(self.start)
+        self.abort_button = QPushButton("ABORT")
+        self.abort_button.setObjectName("abort")
+        self.abort_button.clicked.connect(self.abort)
+        grid.addWidget(_field("Profile"), 1, 0)
+        grid.addWidget(self.profile_box, 1, 1)
+        grid.addWidget(_field("Operator"), 1, 2)
+        grid.addWidget(self.operator, 1, 3)
+        grid.addWidget(_field("Ticket"), 1, 4)
+        grid.addWidget(self.ticket, 1, 5)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.start_button)
+        buttons.addWidget(self.abort_button)
+        grid.addLayout(buttons, 1, 6)
+        grid.setColumnStretch(3, 1)
+        grid.setColumnStretch(5, 1)
+        return panel
+
+    def _fill_profiles(self) -> None:
+        suggested = suggest_profile(self.node.models)
+        names = [p.name for p in list_profiles()]
+        wanted = self.setup.profile if self.setup.profile != "auto" else suggested
+        if wanted not in names:
+            names.append(wanted)  # a profile file given with --profile
+        for name in names:
+            self.profile_box.addItem(f"{name}  (suggested)" if name == suggested else name, name)
+        self.profile_box.setCurrentIndex(names.index(wanted))
+
+    def _banner(self) -> QWidget:
+        self.banner = QFrame()
+        self.banner.setObjectName("banner")
+        self.banner_word = QLabel()
+        self.banner_word.setObjectName("bannerWord")
+        self.banner_word.setMinimumWidth(220)
+        self.banner_word.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.banner_text = QLabel()
+        self.banner_text.setObjectName("bannerText")
+        self.banner_text.setWordWrap(True)
+        self.banner_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.banner_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.banner_lines = [ElidedLabel() for _ in range(BANNER_FAILURES + 1)]  # one line per failing check
+        for line in self.banner_lines:
+            line.setObjectName("bannerText")
+        self.banner_report = ElidedLabel(mode=Qt.TextElideMode.ElideMiddle)
+        self.banner_report.setObjectName("bannerReport")
+        self.open_button = QPushButton("Open report")
+        self.open_button.clicked.connect(lambda: self.show_report(Path(self.finished.report_path)))
+        self.pdf_button = QPushButton("Export PDF")
+        self.pdf_button.clicked.connect(self.export_pdf)
+        self.retest_button = QPushButton("Re-test")
+        self.retest_button.clicked.connect(self.start)
+        buttons = QGridLayout()
+        buttons.setSpacing(4)
+        buttons.addWidget(self.open_button, 0, 0)
+        buttons.addWidget(self.pdf_button, 0, 1)
+        buttons.addWidget(self.retest_button, 1, 0, 1, 2)
+        text = QVBoxLayout()
+        text.setSpacing(2)
+        text.addWidget(self.banner_text)
+        for line in self.banner_lines:
+            text.addWidget(line)
+        text.addWidget(self.banner_report)
+        text.addStretch(1)
+        layout = QHBoxLayout(self.banner)
+        layout.setContentsMargins(12, 6, 12, 6)
+        layout.addWidget(self.banner_word)
+        layout.addLayout(text, 1)
+        layout.addLayout(buttons)
+        return self.banner
+
+    def _set_banner(self, state: str, word: str, text: str, finished: bool = False, report: str = "",
+                    lines: list[str] | None = None) -> None:
+        if self.banner.property("state") != state:  # restyle only on a change: it is costly
+            self.banner.setProperty("state", state)
+            for widget in [self.banner, *self.banner.findChildren(QLabel)]:
+                widget.style().unpolish(widget)
+                widget.style().polish(widget)
+        self.banner_word.setText(word)
+        self.banner_text.setText(text)
+        self.banner_report.setFullText(report)
+        self.banner_report.setVisible(bool(report))
+        lines = lines or []
+        for label, line in zip(self.banner_lines, lines + [""] * (len(self.banner_lines) - len(lines)), strict=True):
+            label.setFullText(line)
+            label.setVisible(bool(line))
+        for button in (self.open_button, self.pdf_button, self.retest_button):
+            button.setVisible(finished)
+
+    @property
+    def tiles(self) -> dict[str, GpuTile]:
+        return self.tile_area.tiles
+
+    def _build_tiles(self, gpus: list[dict[str, Any]]) -> None:
+        self.tile_area.set_gpus(gpus, f"No GPUs found: {self.node.error or 'the driver lists none'}")
+        self._arrange()
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """Narrow screens: two columns of tiles beside the tabs. Wide ones: rows of four tiles above
+        the tabs, which then get the whole width."""
+        wide = self.width() >= self.tile_area.width_for(WIDE_COLUMNS) + 20 and self.height() >= WIDE_MIN_HEIGHT
+        self.tile_area.set_columns(WIDE_COLUMNS if wide else 2)
+        area = self.tile_area
+        if wide:
+            self.body.setDirection(QBoxLayout.Direction.TopToBottom)
+            area.setMinimumWidth(0)
+            area.setMaximumWidth(QWIDGETSIZE_MAX)
+            area.setFixedHeight(min(area.content_height(), self.height() * 2 // 5))
+        else:
+            self.body.setDirection(QBoxLayout.Direction.LeftToRight)
+            area.setMinimumHeight(0)
+            area.setMaximumHeight(QWIDGETSIZE_MAX)
+            area.setFixedWidth(area.width_for(2))
+
+    @staticmethod
+    def _gpu_summary(gpus: list[dict[str, Any]]) -> str:
+        models = sorted({str(g.get("name")).removeprefix("NVIDIA ") for g in gpus})
+        return f"{len(gpus)} x {', '.join(models)}" if gpus else "none found"
+
+    # ------------------------------------------------------------------ control
+
+    @property
+    def running(self) -> bool:
+        return self.worker.running
+
+    def start(self) -> None:
+        if self.running:
+            return
+        ref = self.profile_box.currentData()
+        try:
+            hardware, profile, signer = self.setup.prepare(ref)
+        except UsageError as e:
+            QMessageBox.warning(self, "Cannot start", str(e))
+            return
+        operator, ticket = self.operator.text().strip() or None, self.ticket.text().strip() or None
+        self.profile, self.keyid = profile, signer.keyid
+        self.results, self.finished, self.outcome, self.current_check = [], None, None, None
+        self.started_at = time.monotonic()
+        self.checks.clear()
+        self.tabs.setCurrentWidget(self.plots)
+        self._set_inputs(running=True)
+        self.worker.start(lambda emit: Runner(self.setup.options(hardware, profile, signer, operator, ticket),
+                                              hardware, emit),
+                          after=lambda outcome: self.setup.after_run(outcome.report_path))
+        self.timer.start()
+        self.redraw()
+
+    def abort(self) -> None:
+        if self.running and self._confirm("Abort the run?", "The work stops and a report marked ABORTED "
+                                          "(not qualified) is written."):
+            self._abort()
+
+    def _abort(self) -> None:
+        self.worker.abort()
+        self._set_banner("aborted", "ABORTING", "Stopping the work and writing the report marked ABORTED...")
+
+    def closeEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        if not self.running:
+            event.accept()
+            return
+        event.ignore()
+        if self._confirm("Abort the run and close?", "A run is in progress. Closing aborts it: the work stops, "
+                         "a report marked ABORTED (not qualified) is written, then the window closes."):
+            self.close_after_run = True
+            self._abort()
+
+    def _confirm(self, title: str, text: str) -> bool:
+        answer = QMessageBox.question(self, title, text, QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                                      QMessageBox.StandardButton.No)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def _set_inputs(self, running: bool) -> None:
+        self.start_button.setEnabled(not running)
+        self.abort_button.setEnabled(running)
+        for widget in (self.profile_box, self.operator, self.ticket):
+            widget.setEnabled(not running)
+        for tile in self.tiles.values():
+            tile.set_running(running)
+
+    # ------------------------------------------------------------------ the event stream
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, TelemetrySampled):
+            self.plots.add(event.t, event.samples)
+            self.latest.update(event.samples)
+        elif isinstance(event, CheckProgress):
+            self.checks.check_progress(event.name, event.subject, event.fraction)
+            if event.subject in self.tiles:
+                self.tiles[event.subject].check_progress(event.name, event.fraction)
+        elif isinstance(event, CheckStarted):
+            self.current_check = event.name
+            self.checks.check_started(event.name, event.subjects)
+            for subject in event.subjects:
+                if subject in self.tiles:
+                    self.tiles[subject].check_started(event.name)
+        elif isinstance(event, CheckFinished):
+            self.results.append(event.result)
+            self.checks.check_finished(event.result)
+            if event.result.subject in self.tiles:
+                self.tiles[event.result.subject].check_finished(event.result)
+        elif isinstance(event, RunStarted):
+            self._run_started(event)
+        elif isinstance(event, Notice):
+            self.notices.append(f"{event.level}: {event.text}")
+            self._say(self.notices[-1] + (f"   ({len(self.notices)} notices: see the tooltip)"
+                                          if len(self.notices) > 1 else ""))
+        elif isinstance(event, RunFinished):
+            self.finished = event
+
+    def _run_started(self, event: RunStarted) -> None:
+        node = event.node
+        self.hostname.setText(str(node.get("hostname")))
+        self.serial.setText(str(node.get("system_serial") or "N/A"))
+        self.gpu_summary.setText(self._gpu_summary(event.gpus))
+        self.latest.clear()
+        self._build_tiles(event.gpus)
+        for tile in self.tiles.values():
+            tile.set_running(True)
+        self.plots.configure(event.gpus, self.profile)
+        self.notices = []
+        self._say(f"journal: {event.files.get('journal')}")
+
+    def redraw(self) -> None:
+        """On the timer: live readings and the running banner (the plots keep their own timer)."""
+        for subject, sample in self.latest.items():
+            tile = self.tiles.get(subject)
+            if tile is None:
+                continue
+            if sample is None:
+                tile.mark_lost()
+            else:
+                tile.show_sample(sample)
+        self.latest.clear()
+        self._arrange()  # tiles grow a little as their markers fill in
+        if self.running and not self.worker.aborting:
+            elapsed = int(time.monotonic() - self.started_at)
+            check = self.checks.checks.get(self.current_check or "")
+            doing = (f"{html.escape(check.item.text(0))} on {subjects_text(check.subjects)}: {check.fraction:.0%}"
+                     if check else "reading the inventory")
+            self._set_banner("running", "RUNNING", f"{elapsed // 60}:{elapsed % 60:02d} elapsed. Now: {doing}."
+                             f"<br>{len(self.results)} results so far, "
+                             f"{sum(r.verdict.blocks_qualification for r in self.results)} failing.")
+
+    # ------------------------------------------------------------------ the end of a run
+
+    def _on_done(self, outcome: RunOutcome) -> None:
+        self.timer.stop()
+        self.redraw()
+        self.plots.refresh()  # every plot, up to the last sample
+        self.outcome = outcome
+        self.exit_code = outcome.exit_code
+        self._set_inputs(running=False)
+        self._show_verdict(outcome)
+        self.history.load(self.node.node_id, self.setup.archive)
+        if any(r.verdict.blocks_qualification for r in outcome.results):
+            self.tabs.setCurrentWidget(self.checks)
+            self.checks.select_first_failure()
+        self.run_done.emit(outcome)
+        if self.close_after_run:
+            self.close()
+
+    def _on_failed(self, message: str) -> None:
+        self.timer.stop()
+        self.exit_code = 2
+        self._set_inputs(running=False)
+        self._set_banner("error", "ERROR", f"The run could not be done: {html.escape(message)}")
+        self.run_done.emit(None)
+        if self.close_after_run:
+            self.close()
+
+    def _show_verdict(self, outcome: RunOutcome) -> None:
+        finished = self.finished
+        report = f"Report {outcome.report_path}\nSigned with key {self.keyid}"
+        if self.setup.partial:
+            report = f"Partial run ({self.setup.partial}): this report is not a qualification.\n{report}"
+        failing = [r for r in outcome.results if r.verdict.blocks_qualification]
+        if outcome.status == "aborted":
+            self._set_banner("aborted", "ABORTED", f"The run was aborted: the node is <b>not qualified</b>. "
+                             f"{len(outcome.results)} results were reached.", finished=True, report=report)
+            return
+        counts = finished.counts if finished else {}
+        if not failing:
+            self._set_banner("pass", "PASS", f"Every check passed ({counts.get('pass', 0)} pass, "
+                             f"{counts.get('warn', 0)} warn, {counts.get('skip', 0)} skipped).",
+                             finished=True, report=report)
+            return
+        lines = [f"{r.subject} {r.name}: {r.message}" for r in failing[:BANNER_FAILURES]]
+        if len(failing) > BANNER_FAILURES:
+            lines.append(f"... and {len(failing) - BANNER_FAILURES} more")
+        self._set_banner("fail", outcome.verdict, f"<b>{len(failing)} failed</b> (the Checks tab has why and "
+                         "what to do):", finished=True, report=report, lines=lines)
+
+    def _show_idle(self) -> None:
+        self._set_inputs(running=False)
+        text = "Confirm the profile, enter your name and the ticket, then press START."
+        if self.setup.partial:
+            text += f"<br>Partial run ({html.escape(self.setup.partial)}): not a qualification."
+        self._set_banner("idle", "READY", text)
+
+    # ------------------------------------------------------------------ reports
+
+    def show_report(self, path: Path) -> None:
+        try:
+            dialog = ReportDialog(load_report(path), self)
+        except UsageError as e:
+            QMessageBox.warning(self, "Cannot open the report", str(e))
+            return
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+
+    def export_pdf(self) -> None:
+        if self.finished is None:
+            return
+        report = Path(self.finished.report_path)
+        suggested = report.with_name(report.name.replace(".report.json", ".summary.pdf"))
+        chosen, _ = QFileDialog.getSaveFileName(self, "Export a printable summary", str(suggested), "PDF (*.pdf)")
+        if not chosen:
+            return
+        try:
+            export_pdf(load_report(report), Path(chosen))
+        except UsageError as e:
+            QMessageBox.warning(self, "Cannot export the PDF", str(e))
+            return
+        self._say(f"PDF summary written: {chosen}")
+
+    def _say(self, text: str) -> None:
+        self.status.setFullText(text)
+        if self.notices:
+            self.status.setToolTip("\n".join(self.notices))

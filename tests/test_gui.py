@@ -1,0 +1,351 @@
+"""The desktop app, driven as a technician drives it, on a simulated node (offscreen, no GPU, no display).
+
+The runner works on a worker thread; tests wait for the window's signals with qtbot rather than sleep.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before Qt starts: no display needed
+pytest.importorskip("PySide6")
+pytest.importorskip("pyqtgraph")
+
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtGui import QColor, QImage  # noqa: E402
+from PySide6.QtWidgets import QFileDialog, QMessageBox  # noqa: E402
+
+from conftest import ROOT, cli  # noqa: E402
+from nodeqc.backends import simulated_hardware  # noqa: E402
+from nodeqc.backends.base import REASON_BITS, GpuSample  # noqa: E402
+from nodeqc.codes import remediation  # noqa: E402
+from nodeqc.faults import parse_fault  # noqa: E402
+from nodeqc.gui.checks import CHECK, RESULT_ROLE, VERDICT  # noqa: E402
+from nodeqc.gui.plots import SERIES, RingBuffer, TelemetryPlots, peak_decimate  # noqa: E402
+from nodeqc.gui.reports import ReportDialog  # noqa: E402
+from nodeqc.gui.session import RunSetup, probe  # noqa: E402
+from nodeqc.gui.tiles import GpuTile  # noqa: E402
+from nodeqc.gui.window import MainWindow  # noqa: E402
+from nodeqc.keys import load_signer, trusted_keys  # noqa: E402
+from nodeqc.model import Verdict  # noqa: E402
+from nodeqc.profile import load_profile  # noqa: E402
+from nodeqc.report import verify_file  # noqa: E402
+from nodeqc.runner import RunOptions, Runner  # noqa: E402
+
+RUN_TIMEOUT_MS = 90_000
+TIME_SCALE = 40  # simulated seconds per real second: a quick run takes about a second of burn
+
+
+def make_window(qtbot, scenario="hgx-h100", profile="hgx-h100", faults=(), quick=True, sample_hz=None, **setup):
+    def hardware():
+        return simulated_hardware(scenario, [parse_fault(f) for f in faults], time_scale=TIME_SCALE)
+
+    def options(hw, prof, signer, operator, ticket):
+        return RunOptions(prof, signer, quick=quick, operator=operator, ticket=ticket, sample_hz=sample_hz)
+
+    run_setup = RunSetup(prepare=lambda ref: (hardware(), load_profile(ref), load_signer(None)), options=options,
+                         profile=profile, **setup)
+    window = MainWindow(run_setup, probe(hardware()))
+    qtbot.addWidget(window)
+    window.resize(1366, 768)
+    window.show()
+    return window
+
+
+def run(qtbot, window, button=None):
+    with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(button or window.start_button, Qt.MouseButton.LeftButton)
+    return blocker.args[0]
+
+
+def click_item(qtbot, tree, item):
+    tree.scrollToItem(item)
+    qtbot.mouseClick(tree.viewport(), Qt.MouseButton.LeftButton, pos=tree.visualItemRect(item).center())
+
+
+def child(check_list, name, subject):
+    parent = check_list.checks[name].item
+    return next(parent.child(i) for i in range(parent.childCount())
+                if parent.child(i).data(CHECK, RESULT_ROLE).subject == subject)
+
+
+def answer(monkeypatch, button):
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(lambda *args, **kwargs: button))
+
+
+def long_profile(tmp_path):
+    """A burn that only an abort ends (3000 simulated s)."""
+    path = tmp_path / "long.toml"
+    path.write_text('description = "long burn"\nextends = "h100"\n[run]\nburn_s = 3000\n')
+    return str(path)
+
+
+# ---------------------------------------------------------------------- a whole run
+
+
+def test_a_fault_turns_its_tile_and_check_red_and_the_banner_says_why(qtbot, tmp_path, monkeypatch):
+    window = make_window(qtbot, faults=["gpu3:pcie_width=8"], operator="ana", ticket="RMA-42", sample_hz=20)
+    assert sorted(window.tiles) == [f"gpu{i}" for i in range(8)]  # from the inventory, before any run
+    outcome = run(qtbot, window)
+    assert outcome.exit_code == 1 and window.exit_code == 1
+
+    # Tiles: one per GPU; gpu3 says FAIL and why, in words and in red; the others pass.
+    assert sorted(window.tiles) == [f"gpu{i}" for i in range(8)]
+    for subject, tile in window.tiles.items():
+        expected = "FAIL" if subject == "gpu3" else "PASS"
+        assert tile.badge.text() == expected, subject
+        assert ("DOWNTRAINED" in tile.pcie.text()) == (subject == "gpu3"), tile.pcie.text()
+    gpu3 = window.tiles["gpu3"]
+    assert "Gen5 x8" in gpu3.pcie.text() and "PCIE_WIDTH" in gpu3.activity.full
+    border = QColor(gpu3.grab().toImage().pixel(1, gpu3.height() // 2))
+    assert border.red() > 150 and border.green() < 80 and border.blue() < 80, border.name()
+    healthy = QColor(window.tiles["gpu0"].grab().toImage().pixel(1, window.tiles["gpu0"].height() // 2))
+    assert healthy.green() > healthy.red(), healthy.name()
+
+    # Plots: every GPU's curves received the run's telemetry, with the profile's limit drawn.
+    assert window.plots.sample_count() > 10
+    t, values = window.plots.buffer.window()
+    for (field, subject), curve in window.plots.curves.items():
+        xs, ys = curve.getData()
+        assert xs[0] == t[0] and xs[-1] == t[-1] and not all(y != y for y in ys), (field, subject)
+    assert t[-1] > t[0] and (values[0] > 40).any()  # temperatures rose under load
+
+    # Checks: the PCIe check is red for gpu3 only.
+    checks = window.checks
+    assert checks.verdict_of("health.pcie_link") is Verdict.FAIL
+    assert checks.verdict_of("health.pcie_link", "gpu3") is Verdict.FAIL
+    assert checks.verdict_of("health.pcie_link", "gpu0") is Verdict.PASS
+    assert checks.checks["health.pcie_link"].item.text(VERDICT) == "FAIL"
+    burn = checks.checks["stress.burn"]
+    assert burn.fraction == 1.0 and burn.bar is None and burn.item.text(VERDICT) == "PASS"  # bar gave way
+
+    # Clicking a check shows its evidence; a failed one also what to do.
+    click_item(qtbot, checks.tree, child(checks, "health.pcie_link", "gpu0"))
+    assert "PASS" in checks.detail.toPlainText() and "What to do" not in checks.detail.toPlainText()
+    click_item(qtbot, checks.tree, child(checks, "health.pcie_link", "gpu3"))
+    detail = checks.detail.toPlainText()
+    assert "link trained to Gen5 x8 under load" in detail and remediation("PCIE_WIDTH") in detail
+    assert "PCIE_WIDTH" in detail and "Gen5 x8" in detail
+
+    # The banner: FAIL, the failing check with its reason, the signed report and its key.
+    assert window.banner_word.text() == "FAIL" and window.banner.property("state") == "fail"
+    banner = " ".join([window.banner_text.text()] + [line.full for line in window.banner_lines])
+    assert "gpu3 health.pcie_link" in banner and "expected width x16" in banner
+    assert str(outcome.report_path) in window.banner_report.full
+    signer = load_signer(None)
+    assert signer.keyid in window.banner_report.full
+    predicate = verify_file(outcome.report_path, trusted_keys()).predicate
+    assert predicate["verdict"] == "FAIL" and predicate["operator"] == "ana" and predicate["ticket"] == "RMA-42"
+
+    # Open report shows the signed report; Export PDF writes a printable summary.
+    qtbot.mouseClick(window.open_button, Qt.MouseButton.LeftButton)
+    dialog = window.findChild(ReportDialog)
+    assert dialog is not None and dialog.isVisible()
+    pdf = tmp_path / "summary.pdf"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(pdf), "PDF (*.pdf)")))
+    qtbot.mouseClick(window.pdf_button, Qt.MouseButton.LeftButton)
+    assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 5000
+
+
+def test_a_clean_node_passes_and_a_retest_runs_again(qtbot):
+    window = make_window(qtbot, scenario="h100", profile="h100")
+    first = run(qtbot, window)
+    assert first.exit_code == 0 and window.banner_word.text() == "PASS"
+    assert window.tiles["gpu0"].badge.text() == "PASS" and "at max" in window.tiles["gpu0"].pcie.text()
+    assert window.retest_button.isVisible() and window.start_button.isEnabled() and not window.abort_button.isEnabled()
+    second = run(qtbot, window, window.retest_button)
+    assert second.exit_code == 0 and second.report_path != first.report_path
+    assert window.history.paths()[:2] == [second.report_path, first.report_path]
+
+
+# ---------------------------------------------------------------------- abort and close
+
+
+def test_abort_asks_first_then_writes_an_aborted_report(qtbot, tmp_path, monkeypatch):
+    window = make_window(qtbot, scenario="h100", profile=long_profile(tmp_path), quick=False)
+    qtbot.mouseClick(window.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "stress.burn" in window.checks.checks, timeout=RUN_TIMEOUT_MS)
+    assert not window.start_button.isEnabled() and window.abort_button.isEnabled()
+    bar = window.checks.checks["stress.burn"].bar  # the burn's progress, live
+    qtbot.waitUntil(lambda: 0 < bar.value() < 100, timeout=RUN_TIMEOUT_MS)
+    assert window.banner_word.text() == "RUNNING" and "stress.burn" in window.banner_text.text()
+
+    answer(monkeypatch, QMessageBox.StandardButton.No)
+    qtbot.mouseClick(window.abort_button, Qt.MouseButton.LeftButton)
+    qtbot.wait(300)
+    assert window.running and not window.worker.runner.aborted  # "No" keeps the run going
+
+    answer(monkeypatch, QMessageBox.StandardButton.Yes)
+    with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(window.abort_button, Qt.MouseButton.LeftButton)
+    outcome = blocker.args[0]
+    assert outcome.status == "aborted" and outcome.exit_code == 2
+    assert window.banner_word.text() == "ABORTED" and "not qualified" in window.banner_text.text()
+    predicate = verify_file(outcome.report_path, trusted_keys()).predicate
+    assert predicate["status"] == "aborted" and predicate["verdict"] == "FAIL"
+
+
+def test_closing_the_window_mid_run_asks_and_aborts(qtbot, tmp_path, monkeypatch):
+    window = make_window(qtbot, scenario="h100", profile=long_profile(tmp_path), quick=False)
+    qtbot.mouseClick(window.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "stress.burn" in window.checks.checks, timeout=RUN_TIMEOUT_MS)
+
+    answer(monkeypatch, QMessageBox.StandardButton.No)
+    window.close()
+    assert window.isVisible() and window.running
+
+    answer(monkeypatch, QMessageBox.StandardButton.Yes)
+    with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS) as blocker:
+        window.close()
+    assert blocker.args[0].status == "aborted"
+    qtbot.waitUntil(lambda: not window.isVisible())
+
+
+# ---------------------------------------------------------------------- history
+
+
+def test_history_lists_the_nodes_earlier_reports_newest_first(qtbot):
+    hardware = lambda: simulated_hardware("h100", [], time_scale=TIME_SCALE)  # noqa: E731
+    earlier = [Runner(RunOptions(load_profile("h100"), load_signer(None), quick=True, operator=who), hardware()).run()
+               for who in ("first", "second")]
+    window = make_window(qtbot, scenario="h100", profile="h100")
+    rows = window.history.tree
+    assert window.history.paths() == [earlier[1].report_path, earlier[0].report_path]
+    assert [rows.topLevelItem(i).text(4) for i in range(2)] == ["second", "first"]
+    assert rows.topLevelItem(0).text(1) == "PASS" and rows.topLevelItem(0).text(6) == "verified"
+
+    latest = run(qtbot, window)
+    assert window.history.paths() == [latest.report_path, earlier[1].report_path, earlier[0].report_path]
+
+    window.history.open_report.emit(earlier[0].report_path)  # what a double-click on the row does
+    text = window.findChildren(ReportDialog)[-1].text.toPlainText()
+    assert "nodeqc report: PASS" in text and "operator  first" in text
+
+
+# ---------------------------------------------------------------------- the parts
+
+
+def test_peak_decimation_keeps_spikes_and_gaps():
+    t = np.arange(1000, dtype=float)
+    rows = np.full((2, 1000), 50.0, dtype=np.float32)
+    rows[0, 617] = 95.0  # a one-sample spike
+    rows[1, 200:300] = np.nan  # a GPU that stopped answering for a while
+    x, reduced = peak_decimate(t, rows, buckets=100)
+    assert len(x) == 200 and x[0] == 0 and x[-1] == 999 and (np.diff(x) >= 0).all()
+    assert reduced[0].max() == 95.0 and reduced[0].min() == 50.0
+    assert np.isnan(reduced[1]).sum() == 20 and not np.isnan(reduced[0]).any()  # 10 empty runs, min and max each
+    same_x, same = peak_decimate(t[:150], rows[:, :150], buckets=100)  # fewer samples than pixels: as they are
+    assert len(same_x) == 150 and (same == rows[:, :150]).all()
+
+
+def test_the_ring_buffer_keeps_the_newest_rows_in_order_in_fixed_memory():
+    ring = RingBuffer(capacity=5, columns=2)
+    size = ring.values.nbytes + ring.t.nbytes
+    for i in range(12):
+        ring.append(float(i), [i, -i])
+    t, values = ring.window()
+    assert list(t) == [7, 8, 9, 10, 11] and list(values[1]) == [-7, -8, -9, -10, -11]
+    assert ring.values.nbytes + ring.t.nbytes == size
+
+
+def test_plots_leave_a_gap_for_a_missing_sample_and_mark_throttle_onsets(qtbot):
+    plots = TelemetryPlots(capacity=100)
+    qtbot.addWidget(plots)
+    plots.configure([{"subject": "gpu0", "power_limit_w": 700}, {"subject": "gpu1", "power_limit_w": 700}],
+                    load_profile("h100"))
+    for i in range(150):
+        reasons = REASON_BITS["hw_slowdown"] if i >= 120 else 0
+        plots.add(i * 0.1, {"gpu0": GpuSample(temp_c=50 + i % 3, sm_clock_mhz=1500, reasons=reasons),
+                            "gpu1": None if i == 140 else GpuSample(temp_c=40)})
+    plots.refresh()
+    assert plots.sample_count() == 100  # the oldest 50 scrolled out
+    xs, _ = plots.curves[("temp_c", "gpu0")].getData()
+    assert len(xs) == 100  # never shown, so not yet reduced to a width it does not have
+    t, values = plots.buffer.window()
+    assert t[0] == pytest.approx(5.0) and t[-1] == pytest.approx(14.9)
+    temp = [f for f, _, _ in SERIES].index("temp_c")
+    assert sum(v != v for v in values[temp * 2 + 1]) == 1  # one NaN: gpu1's missing sample
+    assert len(plots.markers) == 1 and "hw_slowdown" in plots.markers[0][2]  # the onset, not every sample
+    assert plots.throttle.data["x"].tolist() == [pytest.approx(12.0)]
+
+
+def test_a_tile_shows_the_pcie_link_only_as_seen_under_load(qtbot):
+    tile = GpuTile({"subject": "gpu2", "name": "NVIDIA H100", "bus_id": "0000:52:00.0", "serial": "S2",
+                    "pcie_max_gen": 5, "pcie_max_width": 16, "power_limit_w": 700})
+    qtbot.addWidget(tile)
+    tile.show_sample(GpuSample(util_pct=0, pcie_gen=1, pcie_width=16, temp_c=30, power_w=70, power_limit_w=700))
+    assert "idle" in tile.pcie.text() and "70 / 700 W" in tile.power.text()
+    tile.show_sample(GpuSample(util_pct=100, pcie_gen=5, pcie_width=16))
+    assert "at max" in tile.pcie.text()
+    tile.show_sample(GpuSample(util_pct=100, pcie_gen=4, pcie_width=16))
+    assert tile.pcie.text() == "PCIe Gen4 x16 DOWNTRAINED (max Gen5)"
+    tile.show_sample(GpuSample(util_pct=0, pcie_gen=1, pcie_width=16))  # back at idle: the loaded reading stays
+    assert "DOWNTRAINED" in tile.pcie.text()
+    tile.mark_lost()
+    assert tile.pcie.text() == "NOT ANSWERING"
+
+
+# ---------------------------------------------------------------------- the command line
+
+
+def test_screenshot_of_a_finished_run_from_the_command_line(tmp_path):
+    scenario = tmp_path / "fast-hgx.toml"  # the built-in node, with time compressed further
+    text = (ROOT / "nodeqc" / "scenarios" / "hgx-h100.toml").read_text()
+    scenario.write_text(text.replace("time_scale = 10", f"time_scale = {TIME_SCALE}"))
+    shot, archive, textfile = tmp_path / "shot.png", tmp_path / "archive", tmp_path / "node.prom"
+    archive.mkdir()
+    p = cli("gui", "--simulate", str(scenario), "--profile", "hgx-h100", "--quick", "--start",
+            "--inject", "gpu3:pcie_width=8", "--screenshot", str(shot), "--archive", str(archive),
+            "--prometheus-textfile", str(textfile), env={"QT_QPA_PLATFORM": "offscreen"})
+    assert p.returncode == 1, p.stderr
+    image = QImage(str(shot))
+    assert not image.isNull() and image.width() >= 600 and image.height() >= 400
+    report = Path(p.stdout.strip().splitlines()[-1])
+    assert verify_file(report, trusted_keys()).predicate["verdict"] == "FAIL"
+    # The headless run's options hold in the app too: the archive named, the textfile after the report.
+    assert report.is_relative_to(archive) and "nodeqc_" in textfile.read_text()
+
+
+def test_without_pyside6_nodeqc_says_how_to_install_the_gui(tmp_path):
+    code = "import sys; sys.modules['PySide6'] = None; from nodeqc.cli import main; sys.exit(main([]))"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'nodeqc[gui]'" in lines[0] and "--headless" in lines[0]
+
+
+def test_without_a_display_the_gui_says_so_in_one_line():
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    p = subprocess.run([sys.executable, "-m", "nodeqc", "gui", "--simulate", "h100"], capture_output=True, text=True,
+                       cwd=ROOT, env=env, timeout=60)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no display" in lines[0] and "--headless" in lines[0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["gui", "--profile", "nope", "--simulate", "h100"], 'no profile named "nope"'),
+    (["gui", "--simulate", "h100", "--screenshot", "/nonexistent/dir/x.png"], "no such directory"),
+    (["--simulate", "h100", "--inject", "gpu9:lost"], "the simulated node has gpu0-gpu0"),
+])
+def test_bad_input_to_the_gui_is_one_line_and_exit_2(args, message):
+    p = cli(*args, env={"QT_QPA_PLATFORM": "offscreen"})
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], p.stderr
+
+
+def test_the_engine_never_imports_the_gui():
+    engine = [".".join(p.relative_to(ROOT).with_suffix("").parts) for p in (ROOT / "nodeqc").rglob("*.py")
+              if "gui" not in p.parts and p.name != "__main__.py"]
+    assert "nodeqc.runner" in engine and "nodeqc.backends.simulated" in engine
+    code = (f"import importlib, sys\nfor name in {engine!r}:\n    importlib.import_module(name)\n"
+            "bad = [m for m in sys.modules\n"
+            "       if m.split('.')[0] in ('PySide6', 'pyqtgraph') or m.startswith('nodeqc.gui')]\n"
+            "assert not bad, bad\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert p.returncode == 0, p.stderr
