@@ -4,8 +4,9 @@ records drift, checkpoints the journal, and keeps its records bounded."""
 import pytest
 
 from nodeqc.backends import simulated_hardware
-from nodeqc.checks.burnin import MAX_WINDOWS, BurnInRecorder, merge_pairs
+from nodeqc.checks.burnin import MAX_WINDOWS, BurnInRecorder, judge_burn_in, merge_pairs
 from nodeqc.backends.base import GpuInfo
+from nodeqc.backends.sim_models import SIM_GPU_MODELS
 from nodeqc.faults import parse_fault
 from nodeqc.journal import read_journal
 from nodeqc.keys import create_key
@@ -13,6 +14,7 @@ from nodeqc.model import Verdict
 from nodeqc.profile import load_profile
 from nodeqc.report import verify_file
 from nodeqc.runner import RunOptions, Runner
+from nodeqc.workers import STATUS_OK, Outcome, Task
 from conftest import cli
 
 
@@ -48,8 +50,13 @@ def test_first_failures_are_in_time_order_with_their_gpu(burned):
 def test_drift_is_recorded_from_start_to_end(burned):
     _, pred = burned
     d = pred["burn_in"]["drift"]["gpu0"]
-    start, end = d["temp_c"]
-    assert end > start  # the GPU heats up over the burn-in
+    # Temperatures are the means of the first and last tenth of the telemetry intervals. (Whether the
+    # end is warmer depends on how far the quick plan had already heated the GPU: not asserted.)
+    temps = [i["temp_c"] for i in d["intervals"]]
+    tenth = max(1, len(temps) // 10)
+    assert d["temp_c"] == [pytest.approx(sum(temps[:tenth]) / tenth), pytest.approx(sum(temps[-tenth:]) / tenth)]
+    model = SIM_GPU_MODELS["NVIDIA H100 80GB HBM3"]
+    assert min(d["temp_c"]) > (model.idle_temp_c + model.load_temp_c) / 2  # read under load, not at idle
     assert d["tflops"] == [760.0, 760.0]
     assert 0 < len(d["windows"]) <= MAX_WINDOWS and len(d["intervals"]) > 5
 
@@ -72,6 +79,26 @@ def test_window_lists_stay_bounded():
     assert rec.gpus["gpu0"].first_sdc["t_s"] == 777
     assert any(w["sdc"] for w in windows)  # merging keeps failures
     assert merge_pairs([{"t_s": 0, "x": 1.0, "sdc": None}, {"t_s": 5, "x": 3.0, "sdc": None}]) == [{"t_s": 0, "x": 2.0, "sdc": None}]
+
+
+@pytest.mark.parametrize("end_tflops, verdict", [
+    (950.0, Verdict.PASS),  # fell 5.0 %: at the warning level, not above it
+    (949.0, Verdict.WARN),  # 5.1 %
+    (900.0, Verdict.WARN),  # 10.0 %: at the limit
+    (899.0, Verdict.FAIL),  # 10.1 %
+])
+def test_a_falling_matmul_rate_is_judged_at_the_profiles_drift_limit(end_tflops, verdict):
+    gpu = GpuInfo(index=0, name="x", uuid="u", bus_id="b", slot=0)
+    rec = BurnInRecorder([gpu])
+    for n in range(10):  # the first and last tenth are one window each
+        rec.add_window("gpu0", {"t_s": 60 * n, "tflops": 1000.0 if n < 9 else end_tflops, "sdc": None})
+    done = Outcome(Task("matmul_burn", 0, {}, 600.0), STATUS_OK, elapsed_s=600.0)
+    profile = load_profile("generic")  # max_burnin_drift_pct: warn above 5, fail above 10
+    [result], section = judge_burn_in([gpu], {0: done}, rec, {}, profile, started_s=0.0, time_scale=1.0)
+    assert result.verdict is verdict
+    assert result.values["rate_fall_pct"].value == pytest.approx(100 * (1000 - end_tflops) / 1000)
+    assert result.code == (None if verdict is Verdict.PASS else "BURN_IN_DRIFT")
+    assert section["drift"]["gpu0"]["tflops"] == (1000.0, end_tflops)
 
 
 @pytest.mark.parametrize("text", ["8x", "0m", "h", "-5"])
