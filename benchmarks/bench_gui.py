@@ -7,7 +7,7 @@ so the plots hold a full hour from the first live second; then the run stays liv
 
 Measured in the live phase, with the Plots tab showing:
   - event-loop latency: a 10 ms timer probe; how late each tick fires (target: p99 under 50 ms);
-  - redraw: the time the window's redraw timer takes (plots from the ring buffer, tiles);
+  - redraw: the time the window's redraw timer takes (plots from their buffer, tiles);
   - memory: resident set size every 5 s (target: flat after the first minutes).
 
 Run (no display needed):
@@ -171,7 +171,8 @@ def main() -> int:
                     "growth_after_2_min": round(after_first_minutes[-1] - after_first_minutes[0], 1),
                     "max": round(max(m for _, m in rss), 1) if rss else None,
                     "per_minute": [round(m, 1) for t, m in rss[::60 // RSS_EVERY_S]]},
-        "plot_points_per_curve": window.plots.sample_count(), "throttle_markers": len(window.plots.markers),
+        "plot_samples": window.plots.sample_count(), "plot_rows": window.plots.buffer.rows,
+        "samples_per_row": window.plots.buffer.stride, "throttle_markers": len(window.plots.markers),
         "cpus": os.cpu_count(), "python": platform.python_version(),
     }))
     return 0

@@ -6,9 +6,11 @@ The runner works on a worker thread; tests wait for the window's signals with qt
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before Qt starts: no display needed
@@ -25,7 +27,10 @@ from nodeqc.backends.base import REASON_BITS, GpuSample  # noqa: E402
 from nodeqc.codes import remediation  # noqa: E402
 from nodeqc.faults import parse_fault  # noqa: E402
 from nodeqc.gui.checks import CHECK, RESULT_ROLE, VERDICT  # noqa: E402
-from nodeqc.gui.plots import SERIES, RingBuffer, TelemetryPlots, peak_decimate  # noqa: E402
+from nodeqc.gui.bridge import RunThread  # noqa: E402
+from nodeqc.gui.checks import CheckList  # noqa: E402
+from nodeqc.gui.plots import SERIES, RunBuffer, TelemetryPlots, peak_decimate  # noqa: E402
+from nodeqc.model import CheckResult  # noqa: E402
 from nodeqc.gui.reports import ReportDialog  # noqa: E402
 from nodeqc.gui.session import RunSetup, probe  # noqa: E402
 from nodeqc.gui.tiles import GpuTile  # noqa: E402
@@ -108,11 +113,16 @@ def test_a_fault_turns_its_tile_and_check_red_and_the_banner_says_why(qtbot, tmp
 
     # Plots: every GPU's curves received the run's telemetry, with the profile's limit drawn.
     assert window.plots.sample_count() > 10
-    t, values = window.plots.buffer.window()
+    t, values, _ = window.plots.buffer.window()
     for (field, subject), curve in window.plots.curves.items():
         xs, ys = curve.getData()
         assert xs[0] == t[0] and xs[-1] == t[-1] and not all(y != y for y in ys), (field, subject)
     assert t[-1] > t[0] and (values[0] > 40).any()  # temperatures rose under load
+
+    def lines(field):
+        return sorted(item.value() for item in window.plots.plots[field].items if isinstance(item, pg.InfiniteLine))
+    assert lines("temp_c") == [82, 87]  # hgx-h100 (from h100): warn above 82 C, fail above 87 C
+    assert 700 in lines("power_w") and 1980 in lines("sm_clock_mhz")  # the GPUs' power limit and top clock
 
     # Checks: the PCIe check is red for gpu3 only.
     checks = window.checks
@@ -157,9 +167,53 @@ def test_a_clean_node_passes_and_a_retest_runs_again(qtbot):
     assert first.exit_code == 0 and window.banner_word.text() == "PASS"
     assert window.tiles["gpu0"].badge.text() == "PASS" and "at max" in window.tiles["gpu0"].pcie.text()
     assert window.retest_button.isVisible() and window.start_button.isEnabled() and not window.abort_button.isEnabled()
-    second = run(qtbot, window, window.retest_button)
+    with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(window.retest_button, Qt.MouseButton.LeftButton)
+        # Nothing of the first run stays on screen while the second reads the inventory.
+        assert window.checks.checks == {} and window.tiles["gpu0"].badge.text() == "RUNNING"
+        assert window.plots.sample_count() == 0
+    second = blocker.args[0]
     assert second.exit_code == 0 and second.report_path != first.report_path
     assert window.history.paths()[:2] == [second.report_path, first.report_path]
+
+
+def test_a_lost_gpu_and_ecc_and_xid_show_on_their_own_tiles(qtbot):
+    window = make_window(qtbot, faults=["gpu1:ecc_dbe=2", "gpu4:xid=48", "gpu6:lost"])
+    outcome = run(qtbot, window)
+    assert outcome.exit_code == 1
+    tiles = window.tiles
+    assert tiles["gpu1"].ecc.text().startswith("ECC FAIL") and tiles["gpu1"].badge.text() == "FAIL"
+    assert tiles["gpu4"].xid.text() == "XID FAIL 48" and tiles["gpu4"].badge.text() == "FAIL"
+    assert tiles["gpu0"].ecc.text() == "ECC PASS" and tiles["gpu0"].xid.text() == "XID PASS"
+    lost = tiles["gpu6"]
+    assert lost.pcie.text() == "NOT ANSWERING" and lost.temp.text() == "–" and lost.badge.text() == "FAIL"
+    assert any(r.code == "GPU_LOST" for r in lost.results)
+    # Its curves stop where it fell off the bus; the others go on to the end.
+    _, low, _ = window.plots.buffer.window()
+    temp = [f for f, _, _ in SERIES].index("temp_c") * 8
+    assert np.isnan(low[temp + 6][-5:]).all() and not np.isnan(low[temp + 6][:5]).all()
+    assert not np.isnan(low[temp + 0][-5:]).any()
+
+
+def test_a_run_that_ends_while_abort_is_being_confirmed_keeps_its_verdict(qtbot, monkeypatch):
+    window = make_window(qtbot, scenario="h100", profile="h100")
+
+    def yes_once_the_run_has_ended(*args, **kwargs):
+        qtbot.waitUntil(lambda: not window.running, timeout=RUN_TIMEOUT_MS)  # the technician was slow
+        return QMessageBox.StandardButton.Yes
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(yes_once_the_run_has_ended))
+    with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(window.start_button, Qt.MouseButton.LeftButton)
+        window.abort()
+    assert blocker.args[0].status != "aborted"
+    assert window.banner_word.text() == "PASS" and window.open_button.isVisible()
+
+    # The same for closing: the window closes, and no later run inherits "close when done".
+    with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS):
+        qtbot.mouseClick(window.start_button, Qt.MouseButton.LeftButton)
+        window.close()
+    qtbot.waitUntil(lambda: not window.isVisible())
+    assert not window.close_after_run
 
 
 # ---------------------------------------------------------------------- abort and close
@@ -234,26 +288,40 @@ def test_peak_decimation_keeps_spikes_and_gaps():
     rows = np.full((2, 1000), 50.0, dtype=np.float32)
     rows[0, 617] = 95.0  # a one-sample spike
     rows[1, 200:300] = np.nan  # a GPU that stopped answering for a while
-    x, reduced = peak_decimate(t, rows, buckets=100)
+    x, reduced = peak_decimate(t, rows, None, buckets=100)
     assert len(x) == 200 and x[0] == 0 and x[-1] == 999 and (np.diff(x) >= 0).all()
     assert reduced[0].max() == 95.0 and reduced[0].min() == 50.0
     assert np.isnan(reduced[1]).sum() == 20 and not np.isnan(reduced[0]).any()  # 10 empty runs, min and max each
-    same_x, same = peak_decimate(t[:150], rows[:, :150], buckets=100)  # fewer samples than pixels: as they are
+    same_x, same = peak_decimate(t[:150], rows[:, :150], None, buckets=100)  # fewer samples than pixels: as they are
     assert len(same_x) == 150 and (same == rows[:, :150]).all()
+    # Rows that are already ranges (a long run's merged rows) are drawn as their low and high.
+    x, ranges = peak_decimate(t[:3], rows[:, :3], rows[:, :3] + 5, buckets=100)
+    assert list(x) == [0, 0, 1, 1, 2, 2] and list(ranges[0]) == [50, 55, 50, 55, 50, 55]
 
 
-def test_the_ring_buffer_keeps_the_newest_rows_in_order_in_fixed_memory():
-    ring = RingBuffer(capacity=5, columns=2)
-    size = ring.values.nbytes + ring.t.nbytes
-    for i in range(12):
-        ring.append(float(i), [i, -i])
-    t, values = ring.window()
-    assert list(t) == [7, 8, 9, 10, 11] and list(values[1]) == [-7, -8, -9, -10, -11]
-    assert ring.values.nbytes + ring.t.nbytes == size
+def test_the_run_buffer_keeps_the_whole_run_at_halving_resolution():
+    buf = RunBuffer(capacity=6, columns=2)
+    arrays = (buf.t, buf.low, buf.high)
+    for i in range(5):
+        buf.append(float(i), np.array([i, -i], dtype=np.float32))
+    t, low, high = buf.window()
+    assert list(t) == [0, 1, 2, 3, 4] and list(low[0]) == list(high[0]) == [0, 1, 2, 3, 4]
+    buf.append(5.0, np.array([5, -5], dtype=np.float32))  # full: pairs merge, two samples a row from now on
+    assert (buf.rows, buf.stride) == (3, 2)
+    t, low, high = buf.window()
+    assert list(t) == [0, 2, 4] and list(low[0]) == [0, 2, 4] and list(high[0]) == [1, 3, 5]
+    for i in range(6, 26):
+        value = 99 if i == 17 else i  # one spike
+        buf.append(float(i), np.array([value, np.nan if i in (20, 21) else -i], dtype=np.float32))
+    t, low, high = buf.window()
+    assert buf.samples == 26 and buf.stride == 8 and t[0] == 0 and t[-1] == 24  # the whole run
+    assert high[0].max() == 99 and low[0].min() == 0  # the spike survived three merges
+    assert list(low[1]) == [-7, -15, -23, -25] and list(high[1]) == [0, -8, -16, -24]  # NaNs inside a row ignored
+    assert all(a is b for a, b in zip(arrays, (buf.t, buf.low, buf.high)))  # the same arrays: fixed memory
 
 
 def test_plots_leave_a_gap_for_a_missing_sample_and_mark_throttle_onsets(qtbot):
-    plots = TelemetryPlots(capacity=100)
+    plots = TelemetryPlots(capacity=200)
     qtbot.addWidget(plots)
     plots.configure([{"subject": "gpu0", "power_limit_w": 700}, {"subject": "gpu1", "power_limit_w": 700}],
                     load_profile("h100"))
@@ -262,15 +330,65 @@ def test_plots_leave_a_gap_for_a_missing_sample_and_mark_throttle_onsets(qtbot):
         plots.add(i * 0.1, {"gpu0": GpuSample(temp_c=50 + i % 3, sm_clock_mhz=1500, reasons=reasons),
                             "gpu1": None if i == 140 else GpuSample(temp_c=40)})
     plots.refresh()
-    assert plots.sample_count() == 100  # the oldest 50 scrolled out
+    assert plots.sample_count() == 150
     xs, _ = plots.curves[("temp_c", "gpu0")].getData()
-    assert len(xs) == 100  # never shown, so not yet reduced to a width it does not have
-    t, values = plots.buffer.window()
-    assert t[0] == pytest.approx(5.0) and t[-1] == pytest.approx(14.9)
+    assert len(xs) == 150  # never shown, so not yet reduced to a width it does not have
+    t, values, _ = plots.buffer.window()
+    assert t[0] == 0 and t[-1] == pytest.approx(14.9)
     temp = [f for f, _, _ in SERIES].index("temp_c")
     assert sum(v != v for v in values[temp * 2 + 1]) == 1  # one NaN: gpu1's missing sample
     assert len(plots.markers) == 1 and "hw_slowdown" in plots.markers[0][2]  # the onset, not every sample
     assert plots.throttle.data["x"].tolist() == [pytest.approx(12.0)]
+    for i in range(150, 250):  # past the capacity: rows merge, the whole run stays on the plot
+        plots.add(i * 0.1, {"gpu0": GpuSample(temp_c=50), "gpu1": GpuSample(temp_c=40)})
+    plots.refresh()
+    xs, ys = plots.curves[("temp_c", "gpu0")].getData()
+    assert xs[0] == 0 and xs[-1] == pytest.approx(24.8) and np.nanmax(ys) == 52  # ranges: low and high
+    assert plots.throttle.data["x"].tolist() == [pytest.approx(12.0)]
+
+
+def test_events_of_an_ended_run_never_reach_the_next(qtbot):
+    """A telemetry sampler stuck in a dying GPU's driver call may emit after its run ended."""
+    worker = RunThread()
+    got, emits = [], []
+
+    class Runner:
+        def __init__(self, emit):
+            emits.append(emit)
+
+        def abort(self):
+            pass
+
+        def run(self):
+            emits[-1](f"run {len(emits)}")
+            return len(emits)
+
+    worker.event.connect(got.append)
+    for _ in range(2):
+        with qtbot.waitSignal(worker.done, timeout=RUN_TIMEOUT_MS):
+            worker.start(Runner)
+    late = threading.Thread(target=emits[0], args=("late, from run 1",))
+    late.start()
+    late.join()
+    emits[1]("still run 2")
+    qtbot.waitUntil(lambda: len(got) >= 3)
+    qtbot.wait(100)
+    assert got == ["run 1", "run 2", "still run 2"]
+
+
+def test_a_step_that_ends_without_a_result_for_every_subject_does_not_stay_running(qtbot):
+    checks = CheckList()
+    qtbot.addWidget(checks)
+    checks.check_started("stress.p2p", ["gpu0", "gpu1", "node"])
+    checks.check_progress("stress.p2p", "node", 0.5)  # a node-wide step reports for the node
+    assert checks.checks["stress.p2p"].bar.value() == 50
+    checks.check_finished(CheckResult("stress.p2p", "node", Verdict.FAIL, "hung: no progress", code="WORKER_HANG"))
+    checks.check_started("stress.nccl", ["node"])  # aborted before any result
+    assert checks.checks["stress.p2p"].bar is not None  # two subjects still owe a result
+    checks.finish()
+    p2p, nccl = checks.checks["stress.p2p"], checks.checks["stress.nccl"]
+    assert p2p.bar is None and p2p.item.text(VERDICT) == "FAIL" and "hung" in p2p.item.text(3)
+    assert nccl.bar is None and nccl.item.text(VERDICT) == "ABORTED" and "did not finish" in nccl.item.text(3)
 
 
 def test_a_tile_shows_the_pcie_link_only_as_seen_under_load(qtbot):

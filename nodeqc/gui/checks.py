@@ -37,7 +37,9 @@ class _Check:
         if not self.subjects:
             return 1.0
         done = [1.0 if s in self.results else self.fractions.get(s, 0.0) for s in self.subjects]
-        return sum(done) / len(done)
+        # A node-wide step (P2P, NCCL) reports its progress for "node" alone, though its GPUs are
+        # subjects too: that progress is the step's.
+        return max(sum(done) / len(done), self.fractions.get("node", 0.0))
 
 
 def key_figures(results: list[CheckResult]) -> str:
@@ -54,9 +56,11 @@ def key_figures(results: list[CheckResult]) -> str:
     return ", ".join(distinct) if len(distinct) <= 2 else f"{len(distinct)} different"
 
 
-def _paint_verdict(item: QTreeWidgetItem, verdict: Verdict) -> None:
-    background, text = COLOURS[verdict.value]
-    item.setText(VERDICT, WORDS[verdict.value])
+def _paint_verdict(item: QTreeWidgetItem, verdict: Verdict | None) -> None:
+    """A verdict's word on its colour; None: a check the run ended before (the word for aborted)."""
+    state = verdict.value if verdict is not None else "aborted"
+    background, text = COLOURS[state]
+    item.setText(VERDICT, WORDS[state])
     item.setBackground(VERDICT, QBrush(QColor(background)))
     item.setForeground(VERDICT, QBrush(QColor(text)))
     font = item.font(VERDICT)
@@ -164,6 +168,20 @@ class CheckList(QWidget):
             message = subjects_text(check.subjects) + (": all passed" if results else "")
         check.item.setText(MESSAGE, message)
         check.item.setToolTip(MESSAGE, message)
+
+    def finish(self) -> None:
+        """The run ended: a check still showing its bar got fewer results than it had subjects (a
+        node-wide step that failed as a whole, an abort): it shows what it got, or that it did not end."""
+        for check in self.checks.values():
+            if check.bar is None:
+                continue
+            self.tree.removeItemWidget(check.item, VERDICT)
+            check.bar = None
+            if check.results:
+                self._update(check)
+            else:
+                _paint_verdict(check.item, None)
+                check.item.setText(MESSAGE, "did not finish: the run ended first")
 
     # ------------------------------------------------------------------ details
 

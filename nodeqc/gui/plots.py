@@ -1,8 +1,9 @@
 """Live plots of the run's telemetry: temperature, power, SM clock and utilisation per GPU.
 
-Samples go into a preallocated ring buffer (memory is fixed however long the burn-in). A timer redraws
-one plot per tick with setData, from the buffer reduced to the min and max per pixel column, so an
-hour of 10 Hz samples costs no more to draw than a minute and no single pause redraws all four.
+Samples go into a preallocated buffer that keeps the whole run at a resolution that halves as it fills
+(memory is fixed however long the burn-in). A timer redraws one plot per tick with setData, from the
+buffer reduced to the min and max per pixel column, so a day of 10 Hz samples costs no more to draw
+than a minute and no single pause redraws all four.
 A GPU that did not answer leaves NaN, drawn as a gap.
 """
 
@@ -22,7 +23,7 @@ from nodeqc.na import is_na
 from nodeqc.profile import Profile
 from nodeqc.telemetry import FAILING_REASONS
 
-HISTORY_SAMPLES = 36_000  # one hour at 10 samples a second; older samples scroll out
+HISTORY_ROWS = 36_000  # an hour at 10 Hz sample for sample; longer runs at coarser rows (RunBuffer)
 PLOT_TICK_MS = 125  # one plot redrawn per tick: each of the four twice a second
 UNSHOWN_PIXELS = 1000  # the width assumed for a plot not laid out yet
 MAX_MARKERS = 500  # throttle onsets kept on the plot
@@ -33,66 +34,85 @@ SERIES = (("temp_c", "Temperature", "°C"), ("power_w", "Power", "W"),
           ("sm_clock_mhz", "SM clock", "MHz"), ("util_pct", "Utilisation", "%"))
 
 
-class RingBuffer:
-    """The last `capacity` rows of (t, columns...) in time order, without copying.
-
-    Each row is written twice, at i and i + capacity, so the newest `capacity` rows are always one
-    contiguous slice of the doubled array.
+class RunBuffer:
+    """The whole run's samples in fixed memory. Each row holds the minimum and maximum of `stride`
+    consecutive samples and the time of the first; when the rows are full, neighbouring rows merge
+    and the stride doubles. So a plot always spans the whole run, spikes and dips included: a 24-hour
+    burn-in at 10 Hz fits 36,000 rows at 3.2 s a row.
     """
 
     def __init__(self, capacity: int, columns: int):
-        self.capacity = capacity
-        self.t = np.full(2 * capacity, np.nan)
-        self.values = np.full((columns, 2 * capacity), np.nan, dtype=np.float32)
-        self.head = 0  # where the next row goes
-        self.count = 0
+        self.capacity = capacity - capacity % 2  # rows merge in pairs
+        # One row more than the capacity: the row being filled is shown before it is complete.
+        self.t = np.full(self.capacity + 1, np.nan)
+        self.low = np.full((columns, self.capacity + 1), np.nan, dtype=np.float32)
+        self.high = np.full((columns, self.capacity + 1), np.nan, dtype=np.float32)
+        self.rows = 0  # complete rows
+        self.stride = 1  # samples a row
+        self.pending = 0  # samples in the row being filled (index `rows`)
+        self.samples = 0
 
     def append(self, t: float, row: np.ndarray) -> None:
-        i, j = self.head, self.head + self.capacity
-        self.t[i] = self.t[j] = t
-        self.values[:, i] = self.values[:, j] = row
-        self.head = (self.head + 1) % self.capacity
-        self.count = min(self.count + 1, self.capacity)
+        i = self.rows
+        if self.pending == 0:
+            self.t[i], self.low[:, i], self.high[:, i] = t, row, row
+        else:  # NaN-ignoring: one missing sample does not blank the row
+            np.fmin(self.low[:, i], row, out=self.low[:, i])
+            np.fmax(self.high[:, i], row, out=self.high[:, i])
+        self.pending += 1
+        self.samples += 1
+        if self.pending == self.stride:
+            self.pending, self.rows = 0, self.rows + 1
+            if self.rows == self.capacity:
+                self._merge_pairs()
 
-    def window(self) -> tuple[np.ndarray, np.ndarray]:
-        """(t, values) of the rows held, oldest first: views into the buffer."""
-        start = self.head if self.count == self.capacity else 0
-        return self.t[start:start + self.count], self.values[:, start:start + self.count]
+    def _merge_pairs(self) -> None:
+        half, full = self.capacity // 2, self.capacity
+        self.t[:half] = self.t[0:full:2]
+        self.low[:, :half] = np.fmin(self.low[:, 0:full:2], self.low[:, 1:full:2])
+        self.high[:, :half] = np.fmax(self.high[:, 0:full:2], self.high[:, 1:full:2])
+        self.t[half:], self.low[:, half:], self.high[:, half:] = np.nan, np.nan, np.nan
+        self.rows, self.stride = half, self.stride * 2
+
+    def window(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(t, low, high) of the rows held, the one being filled included, oldest first: views."""
+        n = self.rows + (1 if self.pending else 0)
+        return self.t[:n], self.low[:, :n], self.high[:, :n]
 
     def clear(self) -> None:
-        self.t.fill(np.nan)
-        self.values.fill(np.nan)
-        self.head = self.count = 0
+        self.__init__(self.capacity, self.low.shape[0])
 
 
 def _number(value: Any) -> float:
     return math.nan if is_na(value) else float(value)
 
 
-def peak_decimate(t: np.ndarray, rows: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each row reduced to the min and max of about `buckets` runs of samples, in time order: all a
-    plot that many pixels wide can show, spikes included. A run with no sample at all stays NaN."""
+def peak_decimate(t: np.ndarray, low: np.ndarray, high: np.ndarray | None, buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows reduced to the min and max of about `buckets` runs of samples, in time order: all a plot
+    that many pixels wide can show, spikes included. A run with no sample at all stays NaN. `high`
+    None: each sample is one value (`low`); fewer samples than buckets are then drawn as they are."""
     size = max(1, len(t) // max(buckets, 1))
-    if size < 2:
-        return t, rows
+    if size < 2 and high is None:
+        return t, low
+    high = low if high is None else high
     runs = len(t) // size
     skip = len(t) - runs * size  # the oldest few samples that do not fill a run
     times = t[skip:].reshape(runs, size)
     x = np.column_stack([times[:, 0], times[:, -1]]).ravel()
-    grouped = rows[:, skip:].reshape(len(rows), runs, size)
-    low, high = np.fmin.reduce(grouped, axis=2), np.fmax.reduce(grouped, axis=2)  # NaN-ignoring
-    return x, np.stack([low, high], axis=2).reshape(len(rows), 2 * runs)
+    lows = np.fmin.reduce(low[:, skip:].reshape(len(low), runs, size), axis=2)  # NaN-ignoring
+    highs = np.fmax.reduce(high[:, skip:].reshape(len(high), runs, size), axis=2)
+    return x, np.stack([lows, highs], axis=2).reshape(len(low), 2 * runs)
 
 
 class TelemetryPlots(QWidget):
     """Four plots, one curve per GPU in each, with the profile's limits as dashed lines and throttle
     onsets marked on the clock plot."""
 
-    def __init__(self, parent: QWidget | None = None, capacity: int = HISTORY_SAMPLES):
+    def __init__(self, parent: QWidget | None = None, capacity: int = HISTORY_ROWS):
         super().__init__(parent)
         self.capacity = capacity
         self.subjects: list[str] = []
-        self.buffer = RingBuffer(capacity, 0)
+        self.buffer = RunBuffer(capacity, 0)
         self.markers: deque[tuple[float, float, str]] = deque(maxlen=MAX_MARKERS)
         self._reasons: dict[str, int] = {}
         self._stale: list[str] = []  # plots with samples not drawn yet, next first
@@ -132,7 +152,7 @@ class TelemetryPlots(QWidget):
     def configure(self, gpus: list[dict[str, Any]], profile: Profile | None) -> None:
         """New run: one curve per GPU, limit lines from the profile and the GPUs' own limits."""
         self.subjects = [g["subject"] for g in gpus]
-        self.buffer = RingBuffer(self.capacity, len(SERIES) * len(self.subjects))
+        self.buffer = RunBuffer(self.capacity, len(SERIES) * len(self.subjects))
         self.markers.clear()
         self._shown_markers = []
         self.throttle.setData([], [])
@@ -211,7 +231,8 @@ class TelemetryPlots(QWidget):
 
     def refresh(self, fields: list[str] | None = None) -> None:
         """Redraw these plots (all by default) from the buffer now."""
-        t, values = self.buffer.window()
+        t, low, high = self.buffer.window()
+        merged = self.buffer.stride > 1  # rows are ranges of samples, not single samples
         n = len(self.subjects)
         for f, (field, _, _) in enumerate(SERIES):
             if fields is not None and field not in fields:
@@ -220,7 +241,9 @@ class TelemetryPlots(QWidget):
                 self._stale.remove(field)
             plot = self.plots[field]
             pixels = int(plot.getViewBox().width())
-            x, rows = peak_decimate(t, values[f * n:(f + 1) * n], pixels if pixels >= 100 else UNSHOWN_PIXELS)
+            span = slice(f * n, (f + 1) * n)
+            x, rows = peak_decimate(t, low[span], high[span] if merged else None,
+                                    pixels if pixels >= 100 else UNSHOWN_PIXELS)
             for k, subject in enumerate(self.subjects):
                 self.curves[(field, subject)].setData(x, rows[k])
             top = float(np.fmax.reduce(rows, axis=None)) if rows.size else math.nan
@@ -235,4 +258,4 @@ class TelemetryPlots(QWidget):
                     self.throttle.setData([m[0] for m in shown], [m[1] for m in shown], data=[m[2] for m in shown])
 
     def sample_count(self) -> int:
-        return self.buffer.count
+        return self.buffer.samples

@@ -68,6 +68,7 @@ class MainWindow(QMainWindow):
         self.outcome: RunOutcome | None = None
         self.exit_code = 0
         self.close_after_run = False
+        self.active = False  # a run is under way, as this thread knows it: from start() to its end shown
         self.started_at = 0.0
         self.current_check: str | None = None
         self.latest: dict[str, GpuSample | None] = {}
@@ -75,7 +76,7 @@ class MainWindow(QMainWindow):
         self.setStyleSheet(STYLESHEET)
 
         self.worker = RunThread(self)
-        self.worker.event.connect(self.on_event, Qt.ConnectionType.QueuedConnection)
+        self.worker.event.connect(self.on_event)  # already on this thread, in order with `done`
         self.worker.done.connect(self._on_done, Qt.ConnectionType.QueuedConnection)
         self.worker.failed.connect(self._on_failed, Qt.ConnectionType.QueuedConnection)
         self.timer = QTimer(self)
@@ -275,7 +276,9 @@ class MainWindow(QMainWindow):
 
     @property
     def running(self) -> bool:
-        return self.worker.running
+        """A run started and its end not yet shown. Kept on this thread (not the worker thread's
+        liveness), so a dialog answered after the run ended sees that it ended."""
+        return self.active
 
     def start(self) -> None:
         if self.running:
@@ -289,8 +292,16 @@ class MainWindow(QMainWindow):
         operator, ticket = self.operator.text().strip() or None, self.ticket.text().strip() or None
         self.profile, self.keyid = profile, signer.keyid
         self.results, self.finished, self.outcome, self.current_check = [], None, None, None
+        self.active, self.close_after_run = True, False
         self.started_at = time.monotonic()
         self.checks.clear()
+        # Nothing of the last run stays on screen while this one reads the inventory (seconds on a
+        # real node) or if it cannot start at all.
+        self.latest.clear()
+        self.notices = []
+        self._say("")
+        self._build_tiles(self.node.gpus)
+        self.plots.configure(self.node.gpus, profile)
         self.tabs.setCurrentWidget(self.plots)
         self._set_inputs(running=True)
         self.worker.start(lambda emit: Runner(self.setup.options(hardware, profile, signer, operator, ticket),
@@ -300,8 +311,9 @@ class MainWindow(QMainWindow):
         self.redraw()
 
     def abort(self) -> None:
+        # The dialog runs its own event loop: the run may end while it is open, so ask again after.
         if self.running and self._confirm("Abort the run?", "The work stops and a report marked ABORTED "
-                                          "(not qualified) is written."):
+                                          "(not qualified) is written.") and self.running:
             self._abort()
 
     def _abort(self) -> None:
@@ -315,8 +327,11 @@ class MainWindow(QMainWindow):
         event.ignore()
         if self._confirm("Abort the run and close?", "A run is in progress. Closing aborts it: the work stops, "
                          "a report marked ABORTED (not qualified) is written, then the window closes."):
-            self.close_after_run = True
-            self._abort()
+            if self.running:  # closes once the aborted report is written
+                self.close_after_run = True
+                self._abort()
+            else:  # it ended while the question was open: its report is written, nothing to abort
+                event.accept()
 
     def _confirm(self, title: str, text: str) -> bool:
         answer = QMessageBox.question(self, title, text, QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
@@ -398,9 +413,11 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ the end of a run
 
     def _on_done(self, outcome: RunOutcome) -> None:
+        self.active = False
         self.timer.stop()
         self.redraw()
         self.plots.refresh()  # every plot, up to the last sample
+        self.checks.finish()
         self.outcome = outcome
         self.exit_code = outcome.exit_code
         self._set_inputs(running=False)
@@ -414,6 +431,7 @@ class MainWindow(QMainWindow):
             self.close()
 
     def _on_failed(self, message: str) -> None:
+        self.active = False
         self.timer.stop()
         self.exit_code = 2
         self._set_inputs(running=False)
@@ -479,5 +497,4 @@ class MainWindow(QMainWindow):
 
     def _say(self, text: str) -> None:
         self.status.setFullText(text)
-        if self.notices:
-            self.status.setToolTip("\n".join(self.notices))
+        self.status.setToolTip("\n".join(self.notices))
