@@ -387,9 +387,15 @@ def gui(args: argparse.Namespace, argv: list[str]) -> int:
     try:
         import PySide6  # noqa: F401
         import pyqtgraph  # noqa: F401
-    except ImportError:
-        raise UsageError("the desktop app needs the GUI extra: pip install 'nodeqc[gui]'; "
-                         "for scripts use: nodeqc --headless --profile NAME") from None
+    except ImportError as e:
+        from importlib.util import find_spec
+
+        if find_spec("PySide6") is None or find_spec("pyqtgraph") is None:
+            raise UsageError("the desktop app needs the GUI extra: pip install 'nodeqc[gui]'; "
+                             "for scripts use: nodeqc --headless --profile NAME") from None
+        # PySide6 is there but Qt cannot load: a system library is missing (libEGL, libxkbcommon, ...).
+        raise UsageError(f"Qt cannot start: {e} (install the system's Qt/X11 libraries, e.g. libegl1 "
+                         "libxkbcommon0 libgl1); for scripts use: nodeqc --headless --profile NAME") from None
     from nodeqc.gui.app import main as gui_main
 
     return gui_main(args, argv)

@@ -436,6 +436,16 @@ def test_without_pyside6_nodeqc_says_how_to_install_the_gui(tmp_path):
     assert len(lines) == 1 and "pip install 'nodeqc[gui]'" in lines[0] and "--headless" in lines[0]
 
 
+def test_with_qt_unable_to_load_nodeqc_names_the_missing_library_not_the_extra():
+    # As on a server without libEGL: PySide6 is installed, its QtGui module cannot load.
+    code = "import sys; sys.modules['PySide6.QtGui'] = None; from nodeqc.cli import main; sys.exit(main([]))"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nodeqc: Qt cannot start:") and "PySide6.QtGui" in lines[0]
+    assert "nodeqc[gui]" not in lines[0] and "--headless" in lines[0]
+
+
 def test_without_a_display_the_gui_says_so_in_one_line():
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     p = subprocess.run([sys.executable, "-m", "nodeqc", "gui", "--simulate", "h100"], capture_output=True, text=True,
