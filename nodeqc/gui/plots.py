@@ -79,9 +79,6 @@ class RunBuffer:
         n = self.rows + (1 if self.pending else 0)
         return self.t[:n], self.low[:, :n], self.high[:, :n]
 
-    def clear(self) -> None:
-        self.__init__(self.capacity, self.low.shape[0])
-
 
 def _number(value: Any) -> float:
     return math.nan if is_na(value) else float(value)
