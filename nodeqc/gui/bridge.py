@@ -37,10 +37,6 @@ class RunThread(QObject):
         if number == self.run_number:
             self.event.emit(event)
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
     def start(self, make_runner: Callable[[Callable[[Any], None]], Runner],
               after: Callable[[RunOutcome], None] = lambda outcome: None) -> None:
         """On a worker thread: `make_runner(emit)` builds the Runner around our emit, it runs, then

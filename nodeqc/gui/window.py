@@ -297,11 +297,7 @@ class MainWindow(QMainWindow):
         self.checks.clear()
         # Nothing of the last run stays on screen while this one reads the inventory (seconds on a
         # real node) or if it cannot start at all.
-        self.latest.clear()
-        self.notices = []
-        self._say("")
-        self._build_tiles(self.node.gpus)
-        self.plots.configure(self.node.gpus, profile)
+        self._fresh_view(self.node.gpus, "")
         self.tabs.setCurrentWidget(self.plots)
         self._set_inputs(running=True)
         self.worker.start(lambda emit: Runner(self.setup.options(hardware, profile, signer, operator, ticket),
@@ -381,13 +377,17 @@ class MainWindow(QMainWindow):
         self.hostname.setText(str(node.get("hostname")))
         self.serial.setText(str(node.get("system_serial") or "N/A"))
         self.gpu_summary.setText(self._gpu_summary(event.gpus))
-        self.latest.clear()
-        self._build_tiles(event.gpus)
+        self._fresh_view(event.gpus, f"journal: {event.files.get('journal')}")
         for tile in self.tiles.values():
             tile.set_running(True)
-        self.plots.configure(event.gpus, self.profile)
+
+    def _fresh_view(self, gpus: list[dict[str, Any]], status: str) -> None:
+        """New tiles and empty plots for these GPUs; no notices yet."""
+        self.latest.clear()
+        self._build_tiles(gpus)
+        self.plots.configure(gpus, self.profile)
         self.notices = []
-        self._say(f"journal: {event.files.get('journal')}")
+        self._say(status)
 
     def redraw(self) -> None:
         """On the timer: live readings and the running banner (the plots keep their own timer)."""
