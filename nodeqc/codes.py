@@ -62,10 +62,47 @@ REMEDIATION: dict[str, str] = {
     "RETIRED_PAGES_PENDING": "Page retirement is pending: reboot the node so it takes effect, then re-run.",
     "XID": "The driver reported an XID error: see the XID code's meaning in the evidence; read dmesg around the time given.",
     "GPU_LOST": "The GPU fell off the bus: reseat it, check its power cables and the riser; RMA if it happens again.",
+    # Matmul burn and burn-in. A slow GPU's diagnosis (nodeqc/checks/diagnosis.py) replaces these
+    # codes with the cause's own (GPU_IN_USE, POWER_LIMIT_LOWERED, THROTTLE_*, CLOCKS_LOW) when
+    # telemetry explains the slowness; what is left is the GPU's own.
+    "BURN_SLOW": "The GPU sustained less matmul throughput than its model should at full clocks, with no throttling, lowered power limit or other process to explain it (see the diagnosis): re-run once to confirm, reseat the GPU and its power cables; if it stays slow at full clocks it computes less per cycle than its SKU (compute defect): RMA it.",
+    "BURN_OUTLIER": "This GPU is markedly slower than its identical siblings in the node at similar clocks: compare its clocks, power and temperature with theirs in the evidence, fix any cooling or power difference, reseat it and re-run; RMA it if it stays the slow one.",
+    "BURN_POWER_LOW": "The GPU drew well below its power limit under a full matmul load: check that every power cable to the GPU is seated and that the PSUs are healthy (BMC event log), and look for locked clocks (`nvidia-smi -q -d CLOCK,POWER`); a GPU that stays low at default settings is degraded: RMA it.",
+    "SDC_KNOWN_ANSWER": "The GPU computed a wrong result for a product whose answer is known (silent data corruption): keep it out of service, reset it (`nvidia-smi -r -i N`) and re-run once; any wrong result again means RMA (the element, expected and actual values are in the evidence).",
+    "SDC_REPEAT": "The same product gave different results on repeats (intermittent silent data corruption): keep the GPU out of service, check its cooling, reset it and re-run with --burn-in 1h; if it recurs, RMA the GPU.",
+    "SDC_CROSS_GPU": "Identical work gave a different result on this GPU than on its siblings (silent data corruption): keep it out of service and re-run; if it again disagrees with the majority, RMA it. With no majority (two GPUs), re-run each beside a known-good GPU to find the wrong one.",
+    "SDC_BURN_IN": "A wrong result appeared during the burn-in (silent data corruption under sustained load and heat): keep the GPU out of service, check its cooling and re-run the burn-in; a second occurrence means RMA.",
+    "BURN_IN_DRIFT": "The matmul rate fell over the burn-in: with rising temperature or thermal throttling fix cooling (fans, airflow, heatsink, inlet temperature); with HW slowdown check the PSUs and power cables; at steady clocks and temperature the GPU is degrading: RMA it.",
+    # Device memory
+    "HBM_SLOW": "Device-memory bandwidth is below the floor for this GPU's model: check that the memory clock reaches its maximum (`nvidia-smi -q -d CLOCK`) and nothing else uses the GPU, then re-run; if it stays low at full memory clock the HBM or its controller is degraded: RMA the GPU.",
+    "HBM_OUTLIER": "Device-memory bandwidth is well below the node's other GPUs: compare memory clocks and temperatures in the evidence, re-run; RMA the GPU if it stays the slow one at full memory clock.",
+    "HBM_CORRUPT": "Data copied within device memory came back wrong: check ECC and row-remap state (`nvidia-smi -q -d ECC,ROW_REMAPPER`), reset the GPU so pending remaps apply, re-run with stress.memtest; RMA if corruption recurs.",
+    "MEMTEST_ERRORS": "The memory pattern test read back wrong words: check ECC and row remapping (`nvidia-smi -q -d ECC,ROW_REMAPPER`); if remaps are pending, reset the GPU so they apply and re-run; errors after a reset mean RMA (give the vendor the addresses and flipped bits in the evidence).",
+    # Host <-> device
+    "PCIE_BW_LOW": "Host-device copy bandwidth is below the floor: check the link under load (`nvidia-smi -q -d PCIE`, `lspci -vv` LnkSta against LnkCap), reseat the GPU and riser, check the BIOS PCIe speed and that the GPU sits on the expected CPU socket; replace the riser or retimer if the link is full but the bandwidth stays low.",
+    "PCIE_BW_OUTLIER": "This GPU's host copies are much slower than its siblings': compare its link width and generation under load and its NUMA node with theirs, reseat the GPU and riser; replace the riser or retimer if it persists.",
+    "PCIE_COPY_CORRUPT": "Data copied to the GPU and back came back wrong: look for PCIe replays and AER errors (dmesg), reseat the GPU and riser and re-run; RMA the riser or the GPU if it recurs.",
+    # GPU to GPU
+    "P2P_SLOW": "GPU-to-GPU bandwidth is below the floor: check that every NVLink is up (`nvidia-smi nvlink -s`, health.nvlink), that the fabric manager runs on NVSwitch nodes, and for PCIe peers that ACS and the IOMMU do not route peer traffic through the CPU; reseat the GPU, RMA it if its links stay slow.",
+    "P2P_PAIR_SLOW": "Two GPUs that are each fine copy slowly between them: a bad path between this pair (NVLink, NVSwitch or PCIe switch); compare `nvidia-smi topo -m` and `nvidia-smi nvlink -s` on both, reseat them; escalate the baseboard to the vendor if it persists.",
+    "P2P_LATENCY": "GPU-to-GPU copy latency is above the limit: check that peer traffic is direct (`nvidia-smi topo -m` shows NV# or PIX, not SYS), ACS disabled on PCIe switches and the IOMMU in passthrough; check NVLink error counters.",
+    "P2P_CORRUPT": "A GPU-to-GPU copy came back wrong: check NVLink error counters (`nvidia-smi nvlink -e`) and dmesg for XID 74, reseat the GPUs; RMA the GPU or baseboard if it recurs.",
+    "P2P_NO_PEER_ACCESS": "GPUs that should reach each other directly cannot: on NVSwitch nodes start the fabric manager (same version as the driver); check `nvidia-smi topo -m`, the NVLink state, and that ACS/IOMMU settings allow peer-to-peer.",
+    "NVLINK_DOWN": "NVLink links are down: check `nvidia-smi nvlink -s` and that the fabric manager runs on NVSwitch nodes, reseat the GPU on its baseboard (or its NVLink bridge); RMA the GPU or baseboard if links stay down.",
+    "NVLINK_ERRORS": "NVLink error counters grew (replays, recoveries or CRC errors): a marginal link; reseat the GPU or bridge, re-run and watch `nvidia-smi nvlink -e`; RMA the GPU or baseboard if the counts keep rising.",
+    # NCCL
+    "NCCL_SLOW": "All-reduce bus bandwidth is below the floor: check that the fabric manager runs (NVSwitch), every NVLink is up (health.nvlink) and stress.p2p passed; NCCL_DEBUG=INFO shows the transport NCCL chose (SHM through the host means peer access failed); fix those and re-run.",
+    "NCCL_WRONG_RESULT": "All-reduce returned a wrong sum (silent data corruption on a GPU or link): re-run; check NVLink errors and stress.p2p; keep the GPU named in the evidence out of service and RMA it if it recurs.",
+    "NCCL_UNAVAILABLE": "NCCL could not run: install the CUDA extra that brings it (`pip install 'nodeqc[cuda12]'` or `'nodeqc[cuda13]'`, matching the driver), then re-run stress.nccl.",
+    # Performance diagnosis: the cause telemetry found for a slow GPU (nodeqc/checks/diagnosis.py),
+    # and a GPU another process was using.
+    "GPU_IN_USE": "Another compute process used this GPU, so its figures are not the GPU's own: find it (`nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`, the pid is in the evidence), stop it or drain the node in the scheduler (`scontrol update nodename=NODE state=drain reason=nodeqc`), then re-run.",
+    "POWER_LIMIT_LOWERED": "The enforced power limit is below the GPU's default, so it cannot reach its rate: restore it (`nvidia-smi -i N -pl DEFAULT_W`, the default is in the evidence) and remove whatever lowers it (a boot script, a DCGM or scheduler power policy, BMC power capping), then re-run.",
+    "CLOCKS_LOW": "The SM clock stayed well below what this SKU sustains, with no throttle reason: look for locked or application clocks (`nvidia-smi -q -d CLOCK`; reset with `nvidia-smi -rgc` and `nvidia-smi -rac`), then re-run; if clocks stay low at default settings, reseat the GPU and RMA it.",
     # Stress workers
     "WORKER_HANG": "The stress work on this GPU stopped making progress and was killed: the GPU or its driver hung; reset the GPU, re-run, RMA if repeated.",
     "WORKER_CRASH": "The stress work on this GPU crashed: see the evidence (exit status, last output); reset the GPU and re-run.",
-    "WORKER_ERROR": "The stress work on this GPU raised an error: see the evidence.",
+    "WORKER_ERROR": "The stress work on this GPU raised an error (its text and traceback are in the evidence): a CUDA error (out of memory, illegal address, ECC, launch failure) points at the GPU: reset it (`nvidia-smi -r -i N`) and re-run, RMA if it recurs; any other error is nodeqc's own: report it with the journal file.",
     "CUDA_UNAVAILABLE": "GPU stress needs CuPy: install nodeqc with the CUDA extra, e.g. `pip install 'nodeqc[cuda12]'`.",
     "SKIPPED_EARLIER_FAILURE": "Skipped because this GPU already failed in an earlier stress check; fix that first.",
     "NO_GPUS": "No GPUs were found, so GPU checks could not run.",

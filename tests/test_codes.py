@@ -1,0 +1,177 @@
+"""Every code a check can emit has its own remediation.
+
+The registry is nodeqc.codes.REMEDIATION. The codes the checks can emit are found in the source,
+not listed by hand: an AST scan of nodeqc/ collects every string that reaches a code position (a
+`code=` keyword, an assignment to `code`, or a positional argument whose parameter is named `code`
+in a function or dataclass of nodeqc), and every UPPER_SNAKE string in the modules that build
+results (nodeqc/checks/, the runner), which also catches codes carried in tuples. Both directions
+are checked: an emitted code must be declared, and a declared code must be emitted somewhere (the
+scan would otherwise miss a way codes travel, and a dead code would pass unnoticed).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from nodeqc.codes import REMEDIATION, remediation
+
+PACKAGE = Path(__file__).resolve().parent.parent / "nodeqc"
+# The modules that build CheckResults; test_result_builders_are_known keeps this honest.
+EMITTERS = ("checks", "runner.py")
+UPPER_SNAKE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+RESULT_BUILDERS = {"CheckResult", "Finding", "skip", "judge", "fold"}
+
+
+def _modules() -> dict[Path, ast.Module]:
+    return {p: ast.parse(p.read_text(encoding="utf-8"), str(p)) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_emitter(path: Path) -> bool:
+    rel = path.relative_to(PACKAGE).as_posix()
+    return any(rel == e or rel.startswith(e + "/") for e in EMITTERS)
+
+
+CODE_SHAPE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+def _strings(node: ast.AST) -> set[str]:
+    """The code-shaped strings an expression can evaluate to: a constant, either branch of a
+    conditional, any operand of `or`/`and` (never the strings a condition tests)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value} if CODE_SHAPE.match(node.value) else set()
+    if isinstance(node, ast.IfExp):
+        return _strings(node.body) | _strings(node.orelse)
+    if isinstance(node, ast.BoolOp):
+        return set().union(*(_strings(v) for v in node.values))
+    return set()
+
+
+def _code_positions(modules: dict[Path, ast.Module]) -> dict[str, int]:
+    """Callable name -> index of its positional parameter named `code` (functions and dataclasses)."""
+    out: dict[str, int] = {}
+    for tree in modules.values():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = [a.arg for a in node.args.posonlyargs + node.args.args]
+                if names and names[0] in ("self", "cls"):
+                    continue  # methods are called through attributes; the scan resolves plain names
+            elif isinstance(node, ast.ClassDef) and any(
+                    "dataclass" in ast.unparse(d) for d in node.decorator_list):
+                names = [s.target.id for s in node.body if isinstance(s, ast.AnnAssign)
+                         and isinstance(s.target, ast.Name) and "ClassVar" not in ast.unparse(s.annotation)]
+            else:
+                continue
+            if "code" in names:
+                out[node.name] = names.index("code")
+    return out
+
+
+def _for_targets_code(node: ast.For) -> int | None:
+    """`for a, b, code in ((...), (...))`: the position of `code` in the target tuple."""
+    if isinstance(node.target, ast.Tuple):
+        for k, elt in enumerate(node.target.elts):
+            if isinstance(elt, ast.Name) and elt.id == "code":
+                return k
+    return None
+
+
+def emitted_codes() -> dict[str, set[str]]:
+    """Every code the source can emit, with the files it appears in."""
+    modules = _modules()
+    positions = _code_positions(modules)
+    found: dict[str, set[str]] = {}
+
+    def add(values: set[str], path: Path) -> None:
+        for v in values:
+            found.setdefault(v, set()).add(path.relative_to(PACKAGE).as_posix())
+
+    for path, tree in modules.items():
+        if path.name == "codes.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                for kw in node.keywords:
+                    if kw.arg == "code":
+                        add(_strings(kw.value), path)
+                name = node.func.id if isinstance(node.func, ast.Name) else None
+                if name in positions and len(node.args) > positions[name]:
+                    add(_strings(node.args[positions[name]]), path)
+            elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "code" for t in node.targets):
+                add(_strings(node.value), path)
+            elif isinstance(node, ast.For) and (k := _for_targets_code(node)) is not None:
+                if isinstance(node.iter, (ast.Tuple, ast.List)):
+                    for row in node.iter.elts:
+                        if isinstance(row, ast.Tuple) and len(row.elts) > k:
+                            add(_strings(row.elts[k]), path)
+            elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and _is_emitter(path)
+                  and UPPER_SNAKE.match(node.value)):
+                add({node.value}, path)
+    return found
+
+
+def test_the_scan_finds_the_codes_of_every_family():
+    found = emitted_codes()
+    # One code per way a code travels: keyword, positional Finding/judge argument, conditional
+    # assignment, for-loop tuple, a tuple handed on (NIC skips), the runner's own.
+    for code in ("GPU_COUNT", "BURN_SLOW", "SDC_KNOWN_ANSWER", "THROTTLE_POWER_BRAKE", "PCIE_WIDTH",
+                 "NIC_NO_ADDRESS", "IPERF3_MISSING", "SKIPPED_EARLIER_FAILURE", "XID", "NVLINK_DOWN"):
+        assert code in found, code
+
+
+def test_every_emitted_code_has_a_remediation():
+    missing = {code: sorted(where) for code, where in emitted_codes().items() if code not in REMEDIATION}
+    assert not missing, f"codes without a remediation in nodeqc/codes.py: {missing}"
+
+
+def test_every_declared_code_is_emitted_somewhere():
+    dead = sorted(set(REMEDIATION) - set(emitted_codes()))
+    assert not dead, f"declared in nodeqc/codes.py but emitted nowhere (or the scan misses how): {dead}"
+
+
+def test_each_code_has_its_own_concrete_remediation():
+    texts = list(REMEDIATION.values())
+    assert len(set(texts)) == len(texts), "two codes share one remediation text"
+    for code, text in REMEDIATION.items():
+        assert UPPER_SNAKE.match(code) or code.isupper(), code
+        assert len(text) >= 40 and "See the check's evidence" not in text, code
+        assert remediation(code) == text
+
+
+def test_result_builders_are_known():
+    """Results are built only in the emitter modules the scan reads for carried codes (and the
+    model/common helpers that define them)."""
+    outside = set()
+    for path, tree in _modules().items():
+        rel = path.relative_to(PACKAGE).as_posix()
+        if _is_emitter(path) or rel in ("model.py", "checks/common.py"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in RESULT_BUILDERS \
+                    and any(isinstance(a, ast.Constant) and isinstance(a.value, str) and UPPER_SNAKE.match(a.value)
+                            for a in node.args):
+                outside.add(rel)
+    assert not outside, f"results with codes built outside {EMITTERS}: {sorted(outside)}; add them to EMITTERS"
+
+
+@pytest.mark.parametrize("scenario,fault", [
+    ("h100", "gpu0:slow=0.5"), ("h100", "gpu0:hbm_bw=0.5"), ("h100", "gpu0:bitflip"), ("h100", "gpu0:badmem"),
+])
+def test_a_report_carries_each_failures_remediation(scenario, fault, tmp_path):
+    """End to end: what the report says to do is the registry's text for the code, never the fallback."""
+    import json
+
+    from tests.conftest import cli
+    proc = cli("--headless", "--simulate", scenario, "--profile", "h100", "--inject", fault, "--quick",
+               "--only", "stress", "--out", str(tmp_path))
+    report = Path(proc.stdout.strip().splitlines()[-1])
+    import base64
+    envelope = json.loads(report.read_text())
+    checks = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["checks"]
+    failing = [c for c in checks if c["verdict"] in ("fail", "warn", "error")]
+    assert failing
+    for c in failing:
+        assert c["code"] in REMEDIATION and c["remediation"] == REMEDIATION[c["code"]], c
