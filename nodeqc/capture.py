@@ -43,7 +43,8 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, (int, float, str)) or value is None:
         return value
-    if isinstance(value, SimpleNamespace):  # a replayed answer, recorded again
+    if isinstance(value, SimpleNamespace) or hasattr(value, "__dict__"):
+        # a replayed answer recorded again, or pynvml's friendly objects (compute processes)
         return {k: _plain(v) for k, v in vars(value).items()}
     return str(value)
 
@@ -53,7 +54,7 @@ class RecordingNvml:
 
     def __init__(self, nvml: Any):
         self.nvml = nvml
-        self.system: dict[str, list[Any]] = {}
+        self.system: dict[str, dict[str, list[Any]]] = {}  # name -> answers by arguments
         self.devices: dict[int, dict[str, dict[str, list[Any]]]] = {}
         self.handle_errors: dict[int, str] = {}
         self._handles: dict[int, int] = {}  # id(handle) -> index
@@ -67,7 +68,8 @@ class RecordingNvml:
         if name.startswith("nvmlDevice") and name not in _PASS_THROUGH:
             return lambda handle, *args: self._record_device(name, real, handle, args)
         if name.startswith("nvmlSystem"):
-            return lambda *args: self._record(self.system.setdefault(name, []), real, args)
+            return lambda *args: self._record(self.system.setdefault(name, {}).setdefault(
+                ",".join(map(str, args)), []), real, args)
         return real
 
     def _handle_by_index(self, index: int) -> Any:
@@ -108,21 +110,24 @@ class RecordingNvml:
         def collapse(answers: list[Any]) -> Any:
             return answers[0] if all(a == answers[0] for a in answers) else {"series": answers}
 
+        def by_args(table: dict[str, list[Any]]) -> Any:
+            if list(table) == [""]:
+                return collapse(table[""])
+            return {"args": {k: collapse(v) for k, v in table.items()}}
+
         devices = []
         for index in range(max(list(self.devices) + list(self.handle_errors), default=-1) + 1):
             if index in self.handle_errors:
                 devices.append({"handle_error": self.handle_errors[index]})
                 continue
             device: dict[str, Any] = {}
-            for name, by_args in self.devices.get(index, {}).items():
+            for name, answers in self.devices.get(index, {}).items():
                 if name == "nvmlDeviceGetFieldValues":
-                    device[name] = {fid: answers[-1] for fid, answers in by_args.items()}
-                elif list(by_args) == [""]:
-                    device[name] = collapse(by_args[""])
+                    device[name] = {fid: recorded[-1] for fid, recorded in answers.items()}
                 else:
-                    device[name] = {"args": {k: collapse(v) for k, v in by_args.items()}}
+                    device[name] = by_args(answers)
             devices.append(device)
-        return {"system": {k: collapse(v) for k, v in self.system.items()}, "devices": devices}
+        return {"system": {k: by_args(v) for k, v in self.system.items()}, "devices": devices}
 
 
 def capture(seconds: float, hz: float, load: bool, host: HostInfo, nvml: Any = None) -> dict[str, Any]:
@@ -136,6 +141,7 @@ def capture(seconds: float, hz: float, load: bool, host: HostInfo, nvml: Any = N
         live = [g for g in gpus if not g.lost]
         for g in live:
             backend.counters(g.index)
+            backend.processes(g.index)  # before our own load: any process listed is another's
         loader = _start_load(live, seconds) if load else None
         try:
             end = time.monotonic() + seconds

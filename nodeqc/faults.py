@@ -71,6 +71,9 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "p2p_bw": (_number(0, 1, open_low=True), "GPU-to-GPU bandwidth is this fraction of normal"),
     "hang": (None, "a kernel never returns"),
     "power": (_number(1, 2000), "the GPU cannot draw more than this many watts"),
+    "power_limit": (_number(1, 2000), "the enforced power limit is lowered to this many watts (the default stays)"),
+    "cotenant": (None, "another process computes on the GPU from the start (nodeqc must not stress it)"),
+    "cotenant_late": (None, "another process starts computing on the GPU once it is under load, taking over half its throughput"),
 }
 NIC_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "down": (None, "the link is down"),

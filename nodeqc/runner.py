@@ -27,7 +27,8 @@ from nodeqc.backends import Hardware
 from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession
 from nodeqc.checks import health, host as host_checks, inventory, nic as nic_checks, stress
 from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
-from nodeqc.errors import BackendUnavailable, UsageError
+from nodeqc.checks.processes import gpu_free
+from nodeqc.errors import BackendUnavailable, GpuLostError, UsageError
 from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
                            RunStarted, TelemetrySampled)
 from nodeqc.journal import Journal
@@ -39,7 +40,7 @@ from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
 from nodeqc.selection import Selection
 from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
-from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, run_tasks
+from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, own_pids, run_tasks
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
 PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
@@ -193,9 +194,23 @@ class Runner:
             return None
         if self.aborted or not self.options.selection.needs_load:
             return None
-        summary = self._stress_and_watch(live, paths)
+        in_use = self._gpus_in_use(live)
+        summary = self._stress_and_watch(live, paths, in_use)
         self._publish(health.health_results(live, summary.gpus, self.profile))
         return summary
+
+    def _gpus_in_use(self, live: list[GpuInfo]) -> set[int]:
+        """Before any load: the GPUs another process computes on (they sit out the stress)."""
+        own = own_pids()
+        results = []
+        for g in live:
+            try:
+                listed = self.hw.mgmt.processes(g.index)
+            except GpuLostError:
+                continue  # health.gpu_lost reports it
+            results.append((g.index, gpu_free(g, listed if is_na(listed) else [p for p in listed if p.pid not in own])))
+        self._publish([r for _, r in results])
+        return {i for i, r in results if r.verdict is Verdict.ERROR}
 
     def _host_phase(self, host: HostInfo) -> None:
         if not self.aborted:
@@ -276,28 +291,29 @@ class Runner:
                 pass
             n += 1
 
-    def _stress_and_watch(self, gpus: list[GpuInfo], paths: RunPaths) -> TelemetrySummary:
+    def _stress_and_watch(self, gpus: list[GpuInfo], paths: RunPaths, in_use: set[int]) -> TelemetrySummary:
         by_index = {g.index: g for g in gpus}
 
         def on_sample(t: float, readings: dict[int, GpuSample | None]) -> None:
             self._listener(TelemetrySampled(t, {by_index[i].subject: s for i, s in readings.items()}))
 
         hz = self.options.sample_hz or self.profile.get("run", "sample_hz")
-        sampler = TelemetrySampler(self.hw.mgmt, gpus, self.hw.clock, self.t0, hz, paths.telemetry, on_sample)
+        sampler = TelemetrySampler(self.hw.mgmt, gpus, self.hw.clock, self.t0, hz, paths.telemetry, on_sample,
+                                   own_pids=own_pids)
         sampler.start()
         try:
             self.hw.clock.sleep(2.0)  # idle readings first: the baseline the load is compared with
-            failed = self._stress(gpus, sampler)
+            failed = self._stress(gpus, sampler, in_use)
             self._burn_in_phase([g for g in gpus if g.index not in failed], sampler)
         finally:
             summary = sampler.stop()
         return summary
 
-    def _stress(self, gpus: list[GpuInfo], sampler: TelemetrySampler) -> dict[int, str]:
+    def _stress(self, gpus: list[GpuInfo], sampler: TelemetrySampler, in_use: set[int]) -> dict[int, str]:
         """Each step of the stress plan on every GPU still standing; a GPU whose worker hung, crashed
-        or lost its GPU sits out the later steps (it has already failed, with the evidence). Returns
-        those GPUs, with the step each failed in."""
-        failed: dict[int, str] = {}
+        or lost its GPU sits out the later steps (it has already failed, with the evidence), and so
+        does a GPU another process was using. Returns those GPUs, with the check each failed in."""
+        failed: dict[int, str] = {i: "stress.gpu_free" for i in in_use}
         watchdog = self.hw.watchdog(self.profile)
         for step in stress.PLAN:
             if self.aborted:
@@ -305,7 +321,9 @@ class Runner:
             if not self.options.selection.includes(step.name):
                 continue
             live = [g for g in gpus if g.index not in failed]
-            sitting_out = [CheckResult(step.name, g.subject, Verdict.SKIP, f"not run: this GPU failed {failed[g.index]}",
+            sitting_out = [CheckResult(step.name, g.subject, Verdict.SKIP, "not run: another process is using this GPU",
+                                       code="GPU_IN_USE") if g.index in in_use else
+                           CheckResult(step.name, g.subject, Verdict.SKIP, f"not run: this GPU failed {failed[g.index]}",
                                        code="SKIPPED_EARLIER_FAILURE") for g in gpus if g.index in failed]
             if not step.per_gpu and len(live) < 2:
                 self._publish([CheckResult(step.name, "node", Verdict.SKIP, "needs two or more working GPUs")])

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from nodeqc.backends.base import Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample, decode_reasons
+from nodeqc.backends.base import (Clock, GpuCounters, GpuInfo, GpuManagement, GpuProcess, GpuSample,
+                                  decode_reasons)
 from nodeqc.errors import GpuLostError
 from nodeqc.na import NA, is_na
 
@@ -26,6 +27,7 @@ MAX_EVENTS = 200  # per GPU and kind; more are counted, not kept
 FAILING_REASONS = ("sw_thermal", "hw_thermal", "hw_slowdown", "power_brake")
 SERIES_COLUMNS = ("t_s", "gpu") + GpuSample.FIELDS
 FLUSH_EVERY_S = 2.0
+PROCESS_POLL_S = 1.0  # real seconds between listings of the GPUs' compute processes
 
 
 @dataclass
@@ -106,6 +108,9 @@ class GpuTelemetry:
     counters_end_t: float = 0.0
     counter_first_change: dict[str, float] = field(default_factory=dict)  # when each counter first moved
     lost_at_s: float | None = None
+    # Compute processes not nodeqc's own seen on the GPU, by pid (first MAX_EVENTS); None until a
+    # listing was had, and stays None where the driver cannot list processes.
+    other_processes: dict[int, dict[str, Any]] | None = None
     _prev_t: float | None = None
     _prev_reasons: int = 0
 
@@ -138,6 +143,18 @@ class GpuTelemetry:
                                           "temp_c": _json(s.temp_c), "sm_clock_mhz": _json(s.sm_clock_mhz)})
             self._prev_reasons = reasons
 
+    def add_processes(self, t: float, others: list[GpuProcess]) -> None:
+        """A listing of the GPU's compute processes, nodeqc's own already left out."""
+        seen = self.other_processes if self.other_processes is not None else {}
+        for p in others:
+            if p.pid in seen:
+                seen[p.pid]["last_t_s"] = round(t, 2)
+                if not is_na(p.used_bytes):
+                    seen[p.pid]["used_bytes"] = max(seen[p.pid]["used_bytes"] or 0, p.used_bytes)
+            elif len(seen) < MAX_EVENTS:
+                seen[p.pid] = {**p.to_dict(), "first_t_s": round(t, 2), "last_t_s": round(t, 2)}
+        self.other_processes = seen
+
     def failing_throttle_s(self) -> float:
         return sum(self.throttle_s.get(r, 0.0) for r in FAILING_REASONS)
 
@@ -159,6 +176,7 @@ class GpuTelemetry:
             "counters_end": self.counters_end.to_dict() if self.counters_end else None,
             "lost_at_s": self.lost_at_s,
             "counter_first_change_s": self.counter_first_change,
+            "other_processes": None if self.other_processes is None else list(self.other_processes.values()),
         }
 
 
@@ -188,7 +206,8 @@ class TelemetrySampler:
     """Samples every GPU at `hz` (real time) on a background thread, and waits for XIDs on another."""
 
     def __init__(self, mgmt: GpuManagement, gpus: list[GpuInfo], clock: Clock, t0: float, hz: float,
-                 series_path: Path | None, on_sample: SampleFn | None = None):
+                 series_path: Path | None, on_sample: SampleFn | None = None,
+                 own_pids: Callable[[], set[int]] | None = None):
         self.mgmt = mgmt
         self.indices = [g.index for g in gpus if not g.lost]
         self.clock = clock
@@ -196,6 +215,8 @@ class TelemetrySampler:
         self.hz = hz
         self.series_path = series_path
         self.on_sample = on_sample
+        self.own_pids = own_pids or (lambda: set())
+        self._processes_at = float("-inf")
         self.watch = {g.index: GpuTelemetry(g.index) for g in gpus}
         for g in gpus:
             if g.lost:
@@ -283,6 +304,7 @@ class TelemetrySampler:
             except GpuLostError:
                 self._mark_lost(i)
                 readings[i] = None
+        others = self._other_processes(readings)
         with self._lock:
             for i, s in readings.items():
                 if s is not None:
@@ -290,9 +312,33 @@ class TelemetrySampler:
                     for window in self._windows.values():
                         window[i].add(t, s)
                     self._write_row(t, i, s)
+            for i, procs in others.items():
+                self.watch[i].add_processes(t, procs)
+                for window in self._windows.values():
+                    window[i].add_processes(t, procs)
         if self.on_sample:
             self.on_sample(t, readings)
         return readings
+
+    def _other_processes(self, readings: dict[int, GpuSample | None]) -> dict[int, list[GpuProcess]]:
+        """Every PROCESS_POLL_S: each answering GPU's compute processes that are not nodeqc's own."""
+        now = time.monotonic()
+        if now - self._processes_at < PROCESS_POLL_S:
+            return {}
+        self._processes_at = now
+        own = self.own_pids()
+        out = {}
+        for i, s in readings.items():
+            if s is None:
+                continue
+            try:
+                listed = self.mgmt.processes(i)
+            except GpuLostError:
+                self._mark_lost(i)
+                continue
+            if not is_na(listed):
+                out[i] = [p for p in listed if p.pid not in own]
+        return out
 
     def _sample_loop(self) -> None:
         period = 1.0 / self.hz

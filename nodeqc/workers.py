@@ -81,6 +81,20 @@ class Reporter:
             self._conn.send(("progress", float(fraction), figures))
 
 
+def own_pids() -> set[int]:
+    """This nodeqc process and every process it started (the stress workers and anything they
+    start): a compute process on a GPU with one of these pids is ours, any other is a co-tenant.
+    In a container without the host's PID namespace NVML reports host pids, which match none of
+    these: run nodeqc with the host's PID namespace (docker --pid=host) there."""
+    import psutil
+
+    me = psutil.Process()
+    try:
+        return {me.pid} | {c.pid for c in me.children(recursive=True)}
+    except psutil.Error:
+        return {me.pid}
+
+
 def open_device(spec: dict[str, Any], task: "Task") -> Any:
     """The device a task works on: one GPU, or every GPU the task names (GPU-to-GPU work)."""
     bus_ids = task.params.get("bus_ids", {})

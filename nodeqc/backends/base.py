@@ -132,6 +132,24 @@ class GpuCounters:
 
 
 @dataclass(frozen=True)
+class GpuProcess:
+    """A process with a compute context on a GPU (nvmlDeviceGetComputeRunningProcesses)."""
+
+    pid: int
+    name: Any = NA  # NA: the process is not visible from here (another container or machine)
+    used_bytes: Any = NA  # NA: the driver does not say (some VMs, MIG)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _dict(self)
+
+    def describe(self) -> str:
+        """'pid 4242 (python3, 1.05 GiB)': what a technician needs to find it."""
+        name = "name unknown" if self.name is NA or self.name is None else str(self.name)
+        used = "" if self.used_bytes is NA or self.used_bytes is None else f", {self.used_bytes / 2 ** 30:.2f} GiB"
+        return f"pid {self.pid} ({name}{used})"
+
+
+@dataclass(frozen=True)
 class XidEvent:
     gpu: int
     code: int
@@ -300,6 +318,11 @@ class GpuManagement(ABC):
     @abstractmethod
     def wait_xids(self, timeout_s: float, clock: Clock) -> list[XidEvent]:
         """XID events that arrive within timeout_s (blocks up to that long)."""
+
+    def processes(self, index: int) -> "list[GpuProcess] | Any":
+        """The processes computing on this GPU now, nodeqc's own workers included; NA when the
+        backend cannot list them. Raises GpuLostError when the GPU stopped answering."""
+        return NA
 
 
 class HostBackend(ABC):

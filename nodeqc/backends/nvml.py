@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from nodeqc.backends.base import (Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample,
+from nodeqc.backends.base import (Clock, GpuCounters, GpuInfo, GpuManagement, GpuProcess, GpuSample,
                                   XidEvent, normalise_bus_id)
 from nodeqc.errors import BackendUnavailable, GpuLostError
 from nodeqc.na import NA, is_na
@@ -22,8 +22,11 @@ def _load_pynvml() -> Any:
 
 
 class NvmlBackend(GpuManagement):
-    def __init__(self, nvml: Any = None):
+    def __init__(self, nvml: Any = None, local_names: bool | None = None):
         self._nvml_module = nvml
+        # Name processes NVML cannot name from this machine's process table; not when NVML is a
+        # replay of another machine, whose pids mean other processes here.
+        self._local_names = nvml is None if local_names is None else local_names
         self.n: Any = None
         self._handles: list[Any] = []
         self._lost: set[int] = set()
@@ -234,6 +237,33 @@ class NvmlBackend(GpuManagement):
                 value = self.query("nvmlDeviceGetNvLinkErrorCounter", h, link, counter, index=index)
                 totals[key] = NA if is_na(value) or is_na(totals[key]) else totals[key] + value
         return {"nvlink_active": active, **totals}
+
+    def processes(self, index: int) -> Any:
+        """Compute processes on the GPU: pid and memory from NVML, the name from NVML or, failing
+        that, from this machine's process table. NA when the driver will not list them (vGPU, MIG)."""
+        listed = self.query("nvmlDeviceGetComputeRunningProcesses", self._h(index), index=index)
+        if is_na(listed):
+            return NA
+        out = []
+        for p in listed:
+            used = getattr(p, "usedGpuMemory", None)
+            # NVML_VALUE_NOT_AVAILABLE (all ones) when the driver cannot say; pynvml makes it None.
+            used = NA if used is None or used >= 2 ** 64 - 1 else int(used)
+            out.append(GpuProcess(int(p.pid), self._process_name(int(p.pid)), used))
+        return out
+
+    def _process_name(self, pid: int) -> Any:
+        name = self.query("nvmlSystemGetProcessName", pid)
+        if not is_na(name) and name:
+            return str(name).rsplit("/", 1)[-1]
+        if not self._local_names:
+            return NA
+        import psutil
+
+        try:
+            return psutil.Process(pid).name()
+        except (psutil.Error, OSError):
+            return NA  # gone already, or in another PID namespace
 
     def wait_xids(self, timeout_s: float, clock: Clock) -> list[XidEvent]:
         n = self.n

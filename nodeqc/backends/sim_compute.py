@@ -4,6 +4,8 @@
 Faults change what the operations do or how long they take; the real verification code in
 nodeqc/workloads.py and nodeqc/verify.py must then find them:
 - slow=F, hbm_bw=F, p2p_bw=F, nvlink_down=K, pcie_width/pcie_gen: rates are scaled;
+- throttle=REASON, power_limit=W: compute slows with the SM clock telemetry shows;
+- cotenant, cotenant_late: another process takes its share of the GPU's time (compute and memory);
 - bitflip: every matmul result has the same bit of the same element flipped (a GPU that is wrong the
   same way every time: comparing repeats alone would miss it);
 - badmem: one bit of device memory is stuck at 1;
@@ -19,7 +21,8 @@ import numpy as np
 
 from nodeqc.backends.base import Clock
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS
-from nodeqc.backends.simulated import LOST_AFTER_S, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOTS
+from nodeqc.backends.simulated import (COTENANT_SHARE, LOST_AFTER_S, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOTS,
+                                       cotenant_active, sim_clock)
 from nodeqc.errors import GpuLostError
 from nodeqc.verify import fingerprint, splitmix64
 
@@ -58,7 +61,9 @@ class SimDevice:
         self.shared = spec["shared"]
         scale, origin = spec["clock"]
         self.clock = Clock(scale, origin)
-        self.faults = {f.name: f.value for f in spec["faults"] if f.target == "gpu" and f.index == self.k}
+        mine = [f for f in spec["faults"] if f.target == "gpu" and f.index == self.k]
+        self.faults = {f.name: f.value for f in mine}
+        self._fault_pairs = [(f.name, f.value) for f in mine]
         self.model = SIM_GPU_MODELS[spec["scenario"]["gpus"]["model"]]
         self._steps = 0
         self._mm: dict[str, Any] = {}
@@ -93,6 +98,10 @@ class SimDevice:
     def busy_step(self, seconds: float) -> None:
         self._work(seconds)
 
+    def _share(self) -> float:
+        """The share of the GPU's time this work gets: all of it, unless a co-tenant computes too."""
+        return COTENANT_SHARE if cotenant_active(self._fault_pairs, self.shared[self._slot(SLOT_LOADED_S)]) else 1.0
+
     def close(self) -> None:
         self.set_load(0.0)
 
@@ -122,7 +131,8 @@ class SimDevice:
     def matmul_run(self, iters: int) -> float:
         """`iters` products, timed as the GPU model would take them at its sustained rate."""
         mm = self._mm
-        rate = self.model.tflops[mm["dtype"]] * self.faults.get("slow", 1.0) * 1e12
+        clock_share, _ = sim_clock(self.model, self._fault_pairs)
+        rate = self.model.tflops[mm["dtype"]] * self.faults.get("slow", 1.0) * clock_share * self._share() * 1e12
         seconds = iters * 2 * NOMINAL_MATMUL_N ** 3 / rate
         self._work(seconds)
         mm["c"] = self._corrupt((mm["a"].astype(np.float64) @ mm["b"].astype(np.float64)).astype(np.float32))
@@ -148,7 +158,7 @@ class SimDevice:
     # ------------------------------------------------------------------ memory bandwidth
 
     def _hbm_rate(self) -> float:
-        return self.model.hbm_gbps * self.faults.get("hbm_bw", 1.0) * 1e9
+        return self.model.hbm_gbps * self.faults.get("hbm_bw", 1.0) * self._share() * 1e9
 
     def stream_setup(self, nbytes: int) -> int:
         """Two buffers for copy and triad; returns the bytes one pass of either moves (read + write)."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.backends.base import (REASON_BITS, Clock, GpuCounters, GpuInfo, GpuManagement,
-                                  GpuSample, HostBackend, HostInfo, IbPort, NicBackend, NicInfo, PciDevice,
+                                  GpuProcess, GpuSample, HostBackend, HostInfo, IbPort, NicBackend, NicInfo, PciDevice,
                                   TrafficJob, TrafficOutcome, TrafficSession, XidEvent)
 from nodeqc.backends.nic import IB_COUNTERS
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS, SimGpuModel
@@ -87,6 +87,35 @@ RAMP_S = 5.0  # faulty counters grow over the first seconds of load
 XID_AFTER_S = 2.0  # an injected XID arrives after this much load
 LOST_AFTER_S = 3.0  # an injected `lost` GPU falls off the bus after this much load
 LOADED = 0.3  # above this load the GPU counts as busy (PCIe trains up, utilisation high)
+FULL_LOAD_POWER = 0.93  # a healthy GPU under full load draws this share of its limit (H200: 0.94, measured)
+# SM clock under load as a share of full, per throttle reason (a HW slowdown halves it or worse).
+THROTTLE_CLOCK = {"sw_power_cap": 0.93, "sw_thermal": 0.8, "hw_thermal": 0.7, "hw_slowdown": 0.5, "power_brake": 0.5}
+# A co-tenant: a bf16 PyTorch job beside the burn on a real H100 SXM5 left the burn 0.40-0.44 of its
+# rate in every dtype (bf16 310.7 of 747.1, fp32 20.9 of 51.6: shared/measurements, cotenant log).
+COTENANT_SHARE = 0.42
+COTENANT_AFTER_S = 2.0  # a `cotenant_late` process starts after this much load
+COTENANT = GpuProcess(48151, "python3", 1_050_000_000)  # pid, name and memory as a PyTorch job showed
+
+
+def sim_clock(model: SimGpuModel, faults: list[tuple[str, Any]]) -> tuple[float, int]:
+    """A loaded GPU's SM clock as a share of its full-load clock, and the clock-event reason bits
+    that say why; the simulated compute runs slower by the same share."""
+    share, reasons = 1.0, 0
+    for name, value in faults:
+        if name == "throttle":
+            share *= THROTTLE_CLOCK[value]
+            reasons |= REASON_BITS[value]
+        elif name == "power_limit" and value < FULL_LOAD_POWER * model.tdp_w:
+            # Clocks fall until the power fits under the limit (taken as linear above idle power).
+            share *= max(0.2, (value - model.idle_w) / (FULL_LOAD_POWER * model.tdp_w - model.idle_w))
+            reasons |= REASON_BITS["sw_power_cap"]
+    return share, reasons
+
+
+def cotenant_active(faults: list[tuple[str, Any]], loaded_s: float) -> bool:
+    """Whether another process is computing on the GPU now."""
+    names = {name for name, _ in faults}
+    return "cotenant" in names or ("cotenant_late" in names and loaded_s >= COTENANT_AFTER_S)
 
 # Slots per GPU in the shared array: the load a worker puts on it now, whether it fell off the bus,
 # and the seconds of load it has had (written by the worker that makes the load).
@@ -250,13 +279,19 @@ class SimManagement(GpuManagement):
                 ecc_enabled=True, ecc_pending=True, persistence=True,
                 pcie_max_gen=m.pcie_gen, pcie_max_width=m.pcie_width, pcie_gpu_max_gen=m.pcie_gen,
                 temp_slowdown_c=m.slowdown_c, temp_shutdown_c=m.shutdown_c, temp_gpu_max_c=m.gpu_max_c,
-                temp_mem_max_c=m.mem_max_c, power_limit_w=m.tdp_w, power_default_limit_w=m.tdp_w,
+                temp_mem_max_c=m.mem_max_c, power_limit_w=self._limit(k), power_default_limit_w=m.tdp_w,
                 max_sm_clock_mhz=m.max_sm_mhz, max_mem_clock_mhz=m.mem_mhz,
                 nvlink_count=m.nvlink_links if m.nvlink_links else NA,
             ))
         return out
 
     # ------------------------------------------------------------------ physics
+
+    def _limit(self, k: int) -> float:
+        return min(self.node.value(k, "power_limit", self.model.tdp_w), self.model.tdp_w)
+
+    def _fault_pairs(self, k: int) -> list[tuple[str, Any]]:
+        return [(f.name, f.value) for f in self.node.gpu_faults(k)]
 
     def _load(self, k: int) -> float:
         return self.node.shared[k * SLOTS + SLOT_LOAD]
@@ -299,19 +334,18 @@ class SimManagement(GpuManagement):
         reasons = REASON_BITS["gpu_idle"] if load < 0.05 else 0
         clock = m.idle_sm_mhz + load * (m.max_sm_mhz - m.idle_sm_mhz)
         if busy:
-            for f in self.node.gpu_faults(k):
-                if f.name == "throttle":
-                    reasons |= REASON_BITS[f.value]
-                    clock *= {"sw_power_cap": 0.93, "sw_thermal": 0.8, "hw_thermal": 0.7}.get(f.value, 0.5)
-        demand = m.idle_w + load * (0.93 * m.tdp_w - m.idle_w)
-        power = min(demand, self.node.value(k, "power", m.tdp_w), m.tdp_w)
+            share, bits = sim_clock(m, self._fault_pairs(k))
+            reasons |= bits
+            clock *= share
+        demand = m.idle_w + load * (FULL_LOAD_POWER * m.tdp_w - m.idle_w)
+        power = min(demand, self.node.value(k, "power", m.tdp_w), self._limit(k))
         gen = self.node.value(k, "pcie_gen", m.pcie_gen) if busy else 1  # links downtrain at idle
         width = self.node.value(k, "pcie_width", m.pcie_width)
         return GpuSample(
             temp_c=round(st.temp + rng.gauss(0, 0.4), 1),
             mem_temp_c=round(st.temp + 4 + rng.gauss(0, 0.4), 1),
             power_w=round(max(0.0, power + rng.gauss(0, 0.01 * m.tdp_w)), 1),
-            power_limit_w=m.tdp_w,
+            power_limit_w=self._limit(k),
             sm_clock_mhz=int(clock),
             mem_clock_mhz=m.mem_mhz if busy else m.mem_mhz // 2,
             util_pct=min(100, int(round(load * 100))) if load > 0 else 0,
@@ -350,6 +384,13 @@ class SimManagement(GpuManagement):
             return {}
         down = self.node.value(k, "nvlink_down", 0)
         return {"nvlink_active": max(0, links - down), "nvlink_replay": 0, "nvlink_recovery": 0, "nvlink_crc": 0}
+
+    def processes(self, index: int) -> list[GpuProcess]:
+        """Only the injected co-tenant: the workers that stress a simulated GPU compute on no GPU."""
+        k = self._physical(index)
+        if self._lost(k):
+            raise GpuLostError(index)
+        return [COTENANT] if cotenant_active(self._fault_pairs(k), self._loaded_s(k)) else []
 
     def wait_xids(self, timeout_s: float, clock: Clock) -> list[XidEvent]:
         time.sleep(min(timeout_s, 0.1))
