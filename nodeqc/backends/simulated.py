@@ -275,7 +275,7 @@ class SimManagement(GpuManagement):
             out.append(GpuInfo(
                 index=j, name=m.name, uuid=f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, serial)}",
                 bus_id=sc.bus_id(k), serial=serial, memory_total_bytes=m.memory_mib * MIB,
-                vbios=m.vbios, board_part=m.board_part, compute_capability=m.compute_capability,
+                vbios=m.vbios, board_part=m.board_part, pci_device_id=m.pci_device_id, compute_capability=m.compute_capability,
                 ecc_enabled=True, ecc_pending=True, persistence=True,
                 pcie_max_gen=m.pcie_gen, pcie_max_width=m.pcie_width, pcie_gpu_max_gen=m.pcie_gen,
                 temp_slowdown_c=m.slowdown_c, temp_shutdown_c=m.shutdown_c, temp_gpu_max_c=m.gpu_max_c,
@@ -417,7 +417,7 @@ class SimHost(HostBackend):
             threads=host.get("threads", cores), memory_bytes=int(host["memory_gib"] * GIB),
             numa_nodes=host.get("numa_nodes", 1), os=host.get("os", NA), kernel=host.get("kernel", NA),
             nvidia_gpus_on_pci=[
-                PciDevice(self.node.scenario.bus_id(k), "0x10de", "0x2330", "0x0302")
+                PciDevice(self.node.scenario.bus_id(k), "0x10de", f"0x{self.node.scenario.gpu_model.pci_device_id:04x}", "0x0302")
                 for k in range(self.node.scenario.gpu_count)],
             fabric_manager=host.get("fabric_manager", False),
             peer_memory_module="nvidia_peermem" if host.get("gpudirect_rdma", False) else "",
