@@ -346,7 +346,7 @@ class Runner:
                     if o.status in (STATUS_HANG, STATUS_CRASH, STATUS_LOST):
                         failed[o.task.gpu] = step.name
             else:
-                results = step.judge_node(live, outcomes[0], self.profile)
+                results = step.judge_node(live, outcomes[0], self.profile, windows)
             for r in results + sitting_out:
                 self._finish(r)
         return failed

@@ -332,7 +332,9 @@ class SimManagement(GpuManagement):
         load = self._load(k)
         busy = load > LOADED
         reasons = REASON_BITS["gpu_idle"] if load < 0.05 else 0
-        clock = m.idle_sm_mhz + load * (m.max_sm_mhz - m.idle_sm_mhz)
+        # Under full load a healthy GPU runs at its SKU's sustained clock (below its maximum: the
+        # power limit holds it there), which the SKU's healthy rates were measured at.
+        clock = m.idle_sm_mhz + load * (min(m.sku.healthy_sm_mhz, m.max_sm_mhz) - m.idle_sm_mhz)
         if busy:
             share, bits = sim_clock(m, self._fault_pairs(k))
             reasons |= bits

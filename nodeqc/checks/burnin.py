@@ -10,6 +10,7 @@ from typing import Any
 
 from nodeqc.backends.base import GpuInfo
 from nodeqc.checks.common import Finding, fold, judge
+from nodeqc.checks.diagnosis import apply, describe_processes, diagnose_drift
 from nodeqc.checks.stress import outcome_failure
 from nodeqc.model import CheckResult, Value, Verdict
 from nodeqc.profile import Profile
@@ -147,6 +148,14 @@ def judge_burn_in(gpus: list[GpuInfo], outcomes: dict[int, Outcome], recorder: B
         if result.verdict is Verdict.PASS and rate:
             result.message = (f"{len(rec.windows)} windows: {rate[0]:.1f} -> {rate[1]:.1f} TFLOP/s"
                               + (f", {temp[0]:.0f} -> {temp[1]:.0f} C" if temp else "") + ", results exact")
+        # Processes that computed on the GPU while the burn-in ran (the stress had it to itself).
+        others = [p for p in ((tel.other_processes or {}).values() if tel else []) if p["last_t_s"] >= started_s]
+        if result.code == "BURN_IN_DRIFT" and result.verdict in (Verdict.WARN, Verdict.FAIL) and rate:
+            ends = [{k: round(v[i], 1) for k, v in (("tflops", rate), ("sm_clock_mhz", clock), ("temp_c", temp)) if v}
+                    for i in (0, 1)]
+            apply(result, diagnose_drift(ends[0], ends[1], others))
+        elif others and result.verdict is Verdict.PASS:
+            result.message += f"; another process used this GPU during the burn-in: {describe_processes(others)}"
         results.append(result)
     # A list in time order: the signed report is canonical JSON, whose tables have sorted keys.
     firsts = [{"kind": kind, **f} for kind, f in sorted(first.items(), key=lambda kv: kv[1]["t_s"])]

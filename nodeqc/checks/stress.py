@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from nodeqc.backends.base import GpuInfo
 from nodeqc.checks.common import Finding, fold, judge, skip
+from nodeqc.checks.diagnosis import Expected, Observed, explain, explain_node
 from nodeqc.model import CheckResult, Threshold, Value, Verdict
 from nodeqc.na import is_na
 from nodeqc.profile import Profile
@@ -142,7 +143,9 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             result.message = "sustained " + ", ".join(f"{d} {m['tflops']:g}" for d, m in r["dtypes"].items()) + " TFLOP/s; results exact"
         if r["not_run"]:
             result.message += "; not run: " + "; ".join(f"{d} ({why})" for d, why in r["not_run"].items())
-        return result
+        expected = Expected.of(g)
+        share = expected.share({d: m["tflops"] for d, m in r["dtypes"].items()}, medians)
+        return explain(result, Observed.of(g, windows.get(g.index)), expected, share, "the burn")
 
     return each_gpu(name, gpus, outcomes, one)
 
@@ -187,9 +190,12 @@ def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[i
         outlier = _outlier(profile, r["copy_gbps"], median, len(ok), "HBM_OUTLIER", "copy bandwidth")
         if outlier:
             findings.append(outlier)
-        return fold(name, g.subject, findings,
-                    {"copy_gbps": Value(r["copy_gbps"], "GB/s"), "triad_gbps": Value(r["triad_gbps"], "GB/s")},
-                    [floor, profile.threshold("gpu", "max_outlier_pct")], key="copy_gbps")
+        result = fold(name, g.subject, findings,
+                      {"copy_gbps": Value(r["copy_gbps"], "GB/s"), "triad_gbps": Value(r["triad_gbps"], "GB/s")},
+                      [floor, profile.threshold("gpu", "max_outlier_pct")], key="copy_gbps")
+        expected = Expected.of(g)
+        share = expected.share({"hbm": r["copy_gbps"]}, {"hbm": median} if median else None)
+        return explain(result, Observed.of(g, windows.get(g.index)), expected, share, "the bandwidth test")
 
     return each_gpu(name, gpus, outcomes, one)
 
@@ -256,7 +262,11 @@ def judge_pcie(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             outlier = _outlier(profile, r[key], medians[key], len(ok), "PCIE_BW_OUTLIER", what)
             if outlier:
                 findings.append(outlier)
-        return fold(name, g.subject, findings, values, thresholds, key="h2d_gbps")
+        result = fold(name, g.subject, findings, values, thresholds, key="h2d_gbps")
+        expected = Expected.of(g)
+        share = expected.share({"h2d": r["h2d_gbps"], "d2h": r["d2h_gbps"]},
+                               {"h2d": medians["h2d_gbps"], "d2h": medians["d2h_gbps"]})
+        return explain(result, Observed.of(g, windows.get(g.index)), expected, share, "the copies")
 
     return each_gpu(name, gpus, outcomes, one)
 
@@ -267,8 +277,10 @@ def p2p_params(profile: Profile, quick: bool) -> dict[str, Any]:
     return {"bytes": 256 * MIB, "iters": 4 if quick else 10}
 
 
-def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile) -> list[CheckResult]:
+def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
+              windows: dict[int, GpuTelemetry] | None = None) -> list[CheckResult]:
     name = "stress.p2p"
+    windows = windows or {}
     failure = outcome_failure(name, "node", outcome)
     if failure:
         return [failure]
@@ -300,9 +312,13 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile) -> list[C
             findings.append(judge(bidir_floor, values["p2p_bidir_gbps"].value, "P2P_SLOW",
                                   "median two-way bandwidth to its peers", "GB/s"))
         findings.append(judge(latency_limit, worst_latency, "P2P_LATENCY", "worst copy latency", "us"))
-        results.append(fold(name, g.subject, findings, values, [floor, bidir_floor, latency_limit], key="p2p_gbps",
-                            evidence={"pairs": mine}))
-    results.append(_p2p_node(r, by_index, results, profile))
+        result = fold(name, g.subject, findings, values, [floor, bidir_floor, latency_limit], key="p2p_gbps",
+                      evidence={"pairs": mine})
+        results.append(explain(result, Observed.of(g, windows.get(g.index)), Expected.of(g), None,
+                               "the GPU-to-GPU copies"))
+    node = _p2p_node(r, by_index, results, profile)
+    results.append(explain_node(node, [Observed.of(g, windows.get(g.index)) for g in gpus], Expected.of(gpus[0]),
+                                "the GPU-to-GPU copies"))
     return results
 
 
@@ -334,8 +350,10 @@ def nccl_params(profile: Profile, quick: bool) -> dict[str, Any]:
     return {"bytes": GIB if quick else 4 * GIB, "iters": 5 if quick else 20}
 
 
-def judge_nccl(gpus: list[GpuInfo], outcome: Outcome, profile: Profile) -> list[CheckResult]:
+def judge_nccl(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
+               windows: dict[int, GpuTelemetry] | None = None) -> list[CheckResult]:
     name = "stress.nccl"
+    windows = windows or {}
     failure = outcome_failure(name, "node", outcome)
     if failure:
         return [failure]
@@ -350,10 +368,12 @@ def judge_nccl(gpus: list[GpuInfo], outcome: Outcome, profile: Profile) -> list[
                                 f"all-reduce result wrong on {len(r['wrong'])} GPU(s): gpu{w['gpu']} element {w['index']} "
                                 f"expected {w['expected']:g}, got {w['actual']:g}"))
     findings.append(judge(floor, r["busbw_gbps"], "NCCL_SLOW", f"all-reduce across {r['gpus']} GPUs: bus bandwidth", "GB/s"))
-    return [fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
-                                          "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
-                                          "message_bytes": Value(r["bytes"], "B")}, [floor], key="busbw_gbps",
-                 evidence={"wrong": r["wrong"]})]
+    result = fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
+                                           "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
+                                           "message_bytes": Value(r["bytes"], "B")}, [floor], key="busbw_gbps",
+                  evidence={"wrong": r["wrong"]})
+    return [explain_node(result, [Observed.of(g, windows.get(g.index)) for g in gpus], Expected.of(gpus[0]),
+                         "the all-reduce")]
 
 
 # ---------------------------------------------------------------------- the plan

@@ -1,0 +1,317 @@
+"""Why a GPU was slow: a diagnosis of a performance failure from the telemetry of its own step.
+
+A rate below its floor says that something is wrong, not what. Telemetry of the same window says
+which it is, and each answer sends the technician somewhere else:
+- another process computed on the GPU (the figures are not the GPU's own: an ERROR of the run);
+- the enforced power limit was lowered below the default (a setting: restore it);
+- clocks were held down by HW slowdown or power brake (PSUs, power cables), or by heat (cooling);
+- clocks were low with no throttle reason (locked clocks), or the GPU hit its power limit at a low
+  clock (draws more power per clock than its SKU);
+- the PCIe link ran narrow or slow under the copies;
+- none of these: the GPU was slow at full clocks, i.e. it computes (or moves) less per cycle than
+  its SKU: a defect of the part (RMA).
+
+`diagnose` is a pure function of plain readings (`Observed`, from a step's telemetry window), the
+SKU's healthy figures (nodeqc.skus) and how far the measure fell short; `apply` puts its answer into
+a check's result: the message leads with it, the code becomes the cause's (whose remediation fits),
+and evidence["diagnosis"] holds the readings it was drawn from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from nodeqc.backends.base import GpuInfo
+from nodeqc.model import CheckResult, Verdict
+from nodeqc.na import is_na
+from nodeqc.telemetry import GpuTelemetry
+
+# A loaded SM clock at or above this share of the SKU's healthy loaded clock is "full": the
+# calibration rule (nodeqc/calibration.py) warns about 10% below healthy, so a clock 10% low alone
+# would explain a warning (nodeqc's choice, in step with that band).
+FULL_CLOCK_SHARE = 0.9
+# The memory clock does not boost: under load it sits at its maximum unless something holds it.
+FULL_MEM_CLOCK_SHARE = 0.95
+# A throttle reason asserted for at least this share of the loaded time explains a slow rate; a
+# brief assertion cannot move a sustained rate by 10% (nodeqc's choice).
+THROTTLE_SHARE = 0.1
+# An enforced power limit below this share of the default was lowered on purpose: limits read
+# back within a watt or two of what was set (nodeqc's choice, with room for rounding).
+LOWERED_LIMIT_SHARE = 0.95
+# Power within this share of the enforced limit means the GPU was running against it.
+AT_LIMIT_SHARE = 0.9
+
+# The measures whose shortfall a diagnosis explains, and what the step was doing (for the message).
+PERFORMANCE_CODES: dict[str, str] = {
+    "BURN_SLOW": "compute", "BURN_OUTLIER": "compute", "BURN_POWER_LOW": "compute",
+    "BURN_IN_DRIFT": "compute",
+    "HBM_SLOW": "memory", "HBM_OUTLIER": "memory",
+    "PCIE_BW_LOW": "pcie", "PCIE_BW_OUTLIER": "pcie",
+    "P2P_SLOW": "p2p", "P2P_PAIR_SLOW": "p2p", "NCCL_SLOW": "p2p",
+}
+THROTTLE_CODES = {"hw_slowdown": "THROTTLE_HW_SLOWDOWN", "power_brake": "THROTTLE_POWER_BRAKE",
+                  "hw_thermal": "THROTTLE_THERMAL", "sw_thermal": "THROTTLE_THERMAL"}
+_REASON_WORDS = {"hw_slowdown": "HW slowdown", "power_brake": "power brake", "hw_thermal": "HW thermal slowdown",
+                 "sw_thermal": "thermal slowdown"}
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One GPU during one step, as telemetry saw it (means are over the loaded samples)."""
+
+    subject: str
+    loaded_s: float = 0.0
+    sm_clock_mhz: Any = None
+    mem_clock_mhz: Any = None
+    max_mem_clock_mhz: Any = None
+    power_w: Any = None
+    power_limit_w: Any = None  # enforced
+    default_power_limit_w: Any = None
+    throttle_s: dict[str, float] = field(default_factory=dict)
+    temp_max_c: Any = None
+    pcie: tuple[Any, Any] | None = None  # (gen, width) at its narrowest under load
+    pcie_max: tuple[Any, Any] | None = None
+    other_processes: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, gpu: GpuInfo, window: GpuTelemetry | None) -> "Observed":
+        if window is None:
+            return cls(gpu.subject)
+
+        def val(x: Any) -> Any:
+            return None if is_na(x) else x
+
+        pcie = None
+        if window.pcie_loaded_width.count:
+            pcie = (val(window.pcie_loaded_gen.min), val(window.pcie_loaded_width.min))
+        return cls(
+            subject=gpu.subject, loaded_s=window.loaded_s,
+            sm_clock_mhz=val(window.loaded_sm_clock_mhz.mean), mem_clock_mhz=val(window.loaded_mem_clock_mhz.mean),
+            max_mem_clock_mhz=val(gpu.max_mem_clock_mhz), power_w=val(window.loaded_power_w.mean),
+            power_limit_w=val(window.power_limit_w) if not is_na(window.power_limit_w) else val(gpu.power_limit_w),
+            default_power_limit_w=val(gpu.power_default_limit_w), throttle_s=dict(window.throttle_s),
+            temp_max_c=val(window.stats["temp_c"].max), pcie=pcie,
+            pcie_max=(val(gpu.pcie_max_gen), val(gpu.pcie_max_width)),
+            other_processes=list((window.other_processes or {}).values()))
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a healthy GPU of this SKU does (nodeqc.skus); None where nodeqc does not know the SKU."""
+
+    sku: str | None = None
+    sm_clock_mhz: float | None = None
+    healthy: dict[str, float] = field(default_factory=dict)  # bf16, ..., hbm, h2d, d2h
+
+    @classmethod
+    def of(cls, gpu: GpuInfo) -> "Expected":
+        from nodeqc.skus import identify
+
+        sku = identify(gpu)
+        if sku is None:
+            return cls()
+        return cls(sku.name, sku.healthy_sm_mhz, {**sku.healthy_tflops, "hbm": sku.healthy_hbm_gbps,
+                                                   "h2d": sku.healthy_h2d_gbps, "d2h": sku.healthy_d2h_gbps})
+
+    def share(self, measured: dict[str, Any], fallback: dict[str, Any] | None = None) -> float | None:
+        """The worst of the measures as a share of the SKU's healthy figure, or of `fallback` (the
+        node's medians) for a SKU nodeqc does not know; None when neither says."""
+        reference = self.healthy or fallback or {}
+        shares = [v / reference[k] for k, v in measured.items()
+                  if isinstance(v, (int, float)) and isinstance(reference.get(k), (int, float)) and reference[k] > 0]
+        return min(shares) if shares else None
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    cause: str  # cotenant | power_limit | throttle | clocks_low | power_bound | link | defect | unexplained
+    message: str
+    code: str | None  # the cause's code; None: the measure's own code stands
+    error: bool = False  # the figures are not the GPU's own: an ERROR of the run, not a FAIL
+    readings: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _mhz(x: float) -> str:
+    return f"{x:,.0f} MHz"
+
+
+def _share(obs: Observed, reasons: tuple[str, ...]) -> float:
+    if obs.loaded_s <= 0:
+        return 0.0
+    return min(1.0, sum(obs.throttle_s.get(r, 0.0) for r in reasons) / obs.loaded_s)
+
+
+def describe_processes(processes: list[dict[str, Any]]) -> str:
+    parts = []
+    for p in processes:
+        name = p.get("name") or "name unknown"
+        used = p.get("used_bytes")
+        parts.append(f"pid {p['pid']} ({name}" + (f", {used / 2 ** 30:.2f} GiB)" if used else ")"))
+    return ", ".join(parts)
+
+
+def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | None,
+             during: str = "the burn") -> Diagnosis:
+    """Why a measure of `kind` (compute | memory | pcie | p2p) fell short. `rate_share`: the measure
+    as a share of what a healthy part of the SKU does (or of the node's median), None if unknown."""
+    readings = {k: v for k, v in asdict(obs).items() if k != "subject"}
+    readings.update({"sku": expected.sku, "healthy_sm_clock_mhz": expected.sm_clock_mhz,
+                     "rate_share": None if rate_share is None else round(rate_share, 3)})
+    clock = obs.sm_clock_mhz
+
+    def found(cause: str, message: str, code: str | None, error: bool = False) -> Diagnosis:
+        return Diagnosis(cause, message, code, error, readings)
+
+    if obs.other_processes:
+        return found("cotenant", f"another process used this GPU during {during}: "
+                     f"{describe_processes(obs.other_processes)}; the figures are not the GPU's own",
+                     "GPU_IN_USE", error=True)
+    limit, default = obs.power_limit_w, obs.default_power_limit_w
+    capped = _share(obs, ("sw_power_cap",)) >= THROTTLE_SHARE or (
+        obs.power_w is not None and limit and obs.power_w >= AT_LIMIT_SHARE * limit)
+    if limit and default and limit < LOWERED_LIMIT_SHARE * default and capped and kind != "pcie":
+        return found("power_limit", f"power-capped at {limit:g} W: the enforced limit is below the default "
+                     f"{default:g} W (someone lowered it; restore it with nvidia-smi -pl {default:g})",
+                     "POWER_LIMIT_LOWERED")
+    for reasons in (("hw_slowdown", "power_brake"), ("hw_thermal", "sw_thermal")):
+        if kind != "pcie" and _share(obs, reasons) >= THROTTLE_SHARE:
+            reason = max(reasons, key=lambda r: obs.throttle_s.get(r, 0.0))
+            held = f"clocks were held near {_mhz(clock)}" if clock else "clocks were held down"
+            where = {"hw_slowdown": "check PSUs and power cables", "power_brake": "check PSUs and the node's power budget",
+                     }.get(reason, f"check cooling (fans, airflow, heatsink){_at(obs.temp_max_c)}")
+            return found("throttle", f"slow because {held} by {_REASON_WORDS[reason]} for "
+                         f"{_share(obs, reasons):.0%} of the load: {where}", THROTTLE_CODES[reason])
+    if kind == "pcie":
+        return _link(obs, found)
+    if kind == "memory":
+        return _memory(obs, rate_share, found)
+    healthy = expected.sm_clock_mhz
+    if clock and healthy and clock < FULL_CLOCK_SHARE * healthy:
+        low = f"{_mhz(clock)}, {clock / healthy:.2f} of the {_mhz(healthy)} a healthy {expected.sku} sustains"
+        if capped:
+            return found("power_bound", f"slow because the GPU reached its {limit:g} W power limit at only {low}: "
+                         "it draws more power per clock than its SKU (check cooling and power delivery; RMA if it persists)",
+                         "CLOCKS_LOW")
+        return found("clocks_low", f"slow because the SM clock averaged {low}, with no throttle reason: "
+                     "look for locked clocks (nvidia-smi -rgc resets them)", "CLOCKS_LOW")
+    if kind == "p2p":
+        return found("unexplained", f"no cause on this GPU in telemetry ({_readings(obs)}): "
+                     "the links between GPUs are the suspects", None)
+    if clock and healthy and rate_share is not None:
+        per_clock = rate_share / (clock / healthy)
+        return found("defect", f"slow at full clocks ({_mhz(clock)}): the GPU computes {per_clock:.2f} of its SKU's "
+                     "rate per clock (compute defect; RMA)", None)
+    if clock:
+        return found("defect", f"slow at {_mhz(clock)} with no throttling, lowered power limit or other process "
+                     f"({_readings(obs)}): a compute defect is likely (RMA)", None)
+    return found("unexplained", "no telemetry under load to explain it", None)
+
+
+def _at(temp: Any) -> str:
+    return f"; it peaked at {temp:g} C" if temp is not None else ""
+
+
+def _readings(obs: Observed) -> str:
+    parts = []
+    if obs.sm_clock_mhz:
+        parts.append(f"SM clock {_mhz(obs.sm_clock_mhz)}")
+    if obs.power_w is not None and obs.power_limit_w:
+        parts.append(f"power {obs.power_w:.0f} W of {obs.power_limit_w:g} W")
+    parts.append("no throttling")
+    return ", ".join(parts)
+
+
+def _memory(obs: Observed, rate_share: float | None, found: Any) -> Diagnosis:
+    mem, top = obs.mem_clock_mhz, obs.max_mem_clock_mhz
+    if mem and top and mem < FULL_MEM_CLOCK_SHARE * top:
+        return found("clocks_low", f"slow because the memory clock averaged {_mhz(mem)} of its {_mhz(top)}, "
+                     "with no throttle reason: look for locked memory clocks (nvidia-smi -rmc resets them)", "CLOCKS_LOW")
+    share = f"{rate_share:.2f} of its SKU's bandwidth" if rate_share is not None else "less than its SKU"
+    at = f" ({_mhz(mem)})" if mem else ""
+    return found("defect", f"slow at full memory clock{at}: the memory moves {share} (memory defect; RMA)", None)
+
+
+def _link(obs: Observed, found: Any) -> Diagnosis:
+    if obs.pcie and obs.pcie_max and None not in obs.pcie + obs.pcie_max:
+        (gen, width), (max_gen, max_width) = obs.pcie, obs.pcie_max
+        if width < max_width or gen < max_gen:
+            return found("link", f"slow because the link ran at Gen{gen:g} x{width:g} under the copies "
+                         f"(max Gen{max_gen:g} x{max_width:g})", "PCIE_WIDTH" if width < max_width else "PCIE_GEN")
+        return found("defect", f"slow at the full link (Gen{gen:g} x{width:g}): look at the riser, retimer and "
+                     "the GPU's NUMA placement", None)
+    return found("unexplained", "no link reading under load to explain it", None)
+
+
+def apply(result: CheckResult, diagnosis: Diagnosis) -> CheckResult:
+    """Lead the result's message with the diagnosis, give it the cause's code (and, for another
+    process on the GPU, make it an ERROR of the run), and keep the readings as evidence."""
+    result.evidence["diagnosis"] = {**diagnosis.to_dict(), "measure_code": result.code}
+    result.message = f"{diagnosis.message}; {result.message}"
+    if diagnosis.code:
+        result.code = diagnosis.code
+    if diagnosis.error:
+        result.verdict = Verdict.ERROR
+    return result
+
+
+def explain(result: CheckResult, obs: Observed, expected: Expected, rate_share: float | None,
+            during: str) -> CheckResult:
+    """Diagnose a result that fell short on a performance measure; a passing result only notes
+    another process that used the GPU meanwhile."""
+    kind = PERFORMANCE_CODES.get(result.code or "")
+    if result.verdict in (Verdict.WARN, Verdict.FAIL) and kind:
+        return apply(result, diagnose(kind, obs, expected, rate_share, during))
+    if result.verdict is Verdict.PASS and obs.other_processes:
+        result.message += f"; another process used this GPU during {during}: {describe_processes(obs.other_processes)}"
+        result.evidence["other_processes"] = obs.other_processes
+    return result
+
+
+def explain_node(result: CheckResult, observations: list[Observed], expected: Expected, during: str) -> CheckResult:
+    """A node-wide result (all-reduce, slow pairs): the first GPU whose telemetry explains it."""
+    if result.verdict not in (Verdict.WARN, Verdict.FAIL) or (result.code or "") not in PERFORMANCE_CODES:
+        return explain(result, _merged(observations), expected, None, during)
+    for obs in observations:
+        d = diagnose("p2p", obs, expected, None, during)
+        if d.cause not in ("unexplained", "defect"):
+            return apply(result, Diagnosis(d.cause, f"{obs.subject}: {d.message}", d.code, d.error, d.readings))
+    return apply(result, Diagnosis("unexplained", "no cause in any GPU's telemetry (no other process, lowered "
+                                   "power limit, throttling or low clocks): the links between GPUs are the suspects",
+                                   None, False, {"gpus": [asdict(o) for o in observations]}))
+
+
+def _merged(observations: list[Observed]) -> Observed:
+    """For a passing node-wide result: every other process seen on any GPU."""
+    others = [p for o in observations for p in o.other_processes]
+    return Observed("node", other_processes=others)
+
+
+def diagnose_drift(start: dict[str, Any], end: dict[str, Any], others: list[dict[str, Any]]) -> Diagnosis:
+    """Why the burn-in's rate fell: `start` and `end` are the means of its first and last tenth
+    (tflops, sm_clock_mhz, temp_c)."""
+    readings = {"start": start, "end": end, "other_processes": others}
+    if others:
+        return Diagnosis("cotenant", f"another process used this GPU during the burn-in: {describe_processes(others)}; "
+                         "the figures are not the GPU's own", "GPU_IN_USE", True, readings)
+    c0, c1, t0, t1 = start.get("sm_clock_mhz"), end.get("sm_clock_mhz"), start.get("temp_c"), end.get("temp_c")
+    if c0 and c1 and c1 < DRIFT_CLOCK_SHARE * c0:
+        if t0 is not None and t1 is not None and t1 - t0 >= DRIFT_TEMP_RISE_C:
+            return Diagnosis("throttle", f"the SM clock fell from {_mhz(c0)} to {_mhz(c1)} as the temperature rose from "
+                             f"{t0:g} to {t1:g} C: check cooling (fans, airflow, heatsink)", "THROTTLE_THERMAL", False, readings)
+        return Diagnosis("clocks_low", f"the SM clock fell from {_mhz(c0)} to {_mhz(c1)} over the burn-in without a "
+                         "matching rise in temperature: check PSUs and power cables, and for locked clocks", "CLOCKS_LOW",
+                         False, readings)
+    steady = f" at a steady {_mhz(c1)}" if c1 else ""
+    return Diagnosis("defect", f"the rate fell{steady} with clocks holding: the GPU is degrading under sustained load (RMA)",
+                     None, False, readings)
+
+
+# Burn-in drift: a clock that ends 5% below where it started, or a temperature 5 C up, is a change
+# and not noise (nodeqc's choice; the measured 3-minute burn-in held its rate within 0.2% while the
+# temperature rose 9 C: shared/measurements).
+DRIFT_CLOCK_SHARE = 0.95
+DRIFT_TEMP_RISE_C = 5.0
