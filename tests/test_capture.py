@@ -31,6 +31,8 @@ def test_ctypes_answers_become_plain_tables():
     assert _plain(util) == {"gpu": 99, "memory": 40}
     assert _plain(b"NVIDIA H100") == "NVIDIA H100"
     assert _plain((ctypes.c_uint * 2)(9, 0)) == [9, 0]
+    # pynvml hands compute processes over as its "friendly" objects, not ctypes structures.
+    assert _plain([pynvml.nvmlFriendlyObject({"pid": 7, "usedGpuMemory": None})]) == [{"pid": 7, "usedGpuMemory": None}]
 
 
 def test_replay_of_a_capture_answers_like_the_machine():
@@ -83,3 +85,18 @@ def test_bad_capture_files(tmp_path, content, message):
     path.write_text(content)
     p = cli("--headless", "--replay", str(path), "--profile", "h100")
     assert p.returncode == 2 and message in p.stderr
+
+
+def test_a_capture_records_the_gpus_processes_and_their_names_for_replay():
+    """The listing is taken before the capture's own load, and names travel with their pids."""
+    procs = [{"pid": 4242, "usedGpuMemory": 1_127_219_200}]
+    desc = node([h100_device(0, nvmlDeviceGetComputeRunningProcesses=procs), h100_device(1)])
+    desc["system"]["nvmlSystemGetProcessName"] = {"args": {"4242": "python3"}}
+    data = json.loads(json.dumps(capture(seconds=0.1, hz=20, load=False, host=LinuxHost().info(), nvml=ReplayNvml(desc))))
+    assert data["devices"][0]["nvmlDeviceGetComputeRunningProcesses"] == procs
+    assert data["system"]["nvmlSystemGetProcessName"] == {"args": {"4242": "python3"}}
+    assert data["devices"][1]["nvmlDeviceGetComputeRunningProcesses"] == {"error": "FUNCTION_NOT_FOUND"}
+    replayed = NvmlBackend(ReplayNvml(data))
+    replayed.open()
+    assert [p.to_dict() for p in replayed.processes(0)] == [{"pid": 4242, "name": "python3", "used_bytes": 1_127_219_200}]
+    assert replayed.processes(1) is NA

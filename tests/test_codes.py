@@ -12,6 +12,7 @@ scan would otherwise miss a way codes travel, and a dead code would pass unnotic
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -79,6 +80,7 @@ def _for_targets_code(node: ast.For) -> int | None:
     return None
 
 
+@functools.cache
 def emitted_codes() -> dict[str, set[str]]:
     """Every code the source can emit, with the files it appears in."""
     modules = _modules()

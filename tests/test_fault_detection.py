@@ -49,7 +49,9 @@ RUN_A = {
                         ("stress.pcie_bandwidth", "gpu1", "PCIE_GEN", "fail")},
     "gpu2:pcie_replay=100": {("health.pcie_replay", "gpu2", "PCIE_REPLAY", "fail")},
     "gpu3:temp=95": {("health.temperature", "gpu3", "TEMP_SLOWDOWN", "fail")},
-    "gpu4:throttle=hw_slowdown": {("health.throttle", "gpu4", "THROTTLE_HW_SLOWDOWN", "fail")},
+    # Throttling also slows the burn, whose diagnosis names the same cause.
+    "gpu4:throttle=hw_slowdown": {("health.throttle", "gpu4", "THROTTLE_HW_SLOWDOWN", "fail"),
+                                  ("stress.burn", "gpu4", "THROTTLE_HW_SLOWDOWN", "fail")},
     "gpu5:ecc_dbe=2": {("health.ecc", "gpu5", "ECC_DBE", "fail")},
     "gpu6:xid=48": {("health.xid", "gpu6", "XID", "fail")},
     "gpu7:row_remap_pending": {("health.row_remap", "gpu7", "ROW_REMAP_PENDING", "fail")},
@@ -57,10 +59,13 @@ RUN_A = {
 RUN_B = {
     "gpu0:ecc_sbe=5": {("health.ecc", "gpu0", "ECC_SBE", "warn")},
     "gpu1:row_remap_failed": {("health.row_remap", "gpu1", "ROW_REMAP_FAILED", "fail")},
-    "gpu3:throttle=sw_thermal": {("health.throttle", "gpu3", "THROTTLE_THERMAL", "fail")},
-    "gpu4:throttle=power_brake": {("health.throttle", "gpu4", "THROTTLE_POWER_BRAKE", "fail")},
+    "gpu3:throttle=sw_thermal": {("health.throttle", "gpu3", "THROTTLE_THERMAL", "fail"),
+                                 ("stress.burn", "gpu3", "THROTTLE_THERMAL", "fail")},
+    "gpu4:throttle=power_brake": {("health.throttle", "gpu4", "THROTTLE_POWER_BRAKE", "fail"),
+                                  ("stress.burn", "gpu4", "THROTTLE_POWER_BRAKE", "fail")},
     "gpu6:ecc_sbe=500": {("health.ecc", "gpu6", "ECC_SBE", "fail")},
-    "gpu7:throttle=hw_thermal": {("health.throttle", "gpu7", "THROTTLE_THERMAL", "fail")},
+    "gpu7:throttle=hw_thermal": {("health.throttle", "gpu7", "THROTTLE_THERMAL", "fail"),
+                                 ("stress.burn", "gpu7", "THROTTLE_THERMAL", "fail")},
 }
 # The GPU stress group: found by the real verification code of the stress checks.
 RUN_C = {

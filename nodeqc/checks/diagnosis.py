@@ -44,7 +44,7 @@ AT_LIMIT_SHARE = 0.9
 
 # The measures whose shortfall a diagnosis explains, and what the step was doing (for the message).
 PERFORMANCE_CODES: dict[str, str] = {
-    "BURN_SLOW": "compute", "BURN_OUTLIER": "compute", "BURN_POWER_LOW": "compute",
+    "BURN_SLOW": "compute", "BURN_OUTLIER": "compute", "BURN_POWER_LOW": "power",
     "BURN_IN_DRIFT": "compute",
     "HBM_SLOW": "memory", "HBM_OUTLIER": "memory",
     "PCIE_BW_LOW": "pcie", "PCIE_BW_OUTLIER": "pcie",
@@ -156,7 +156,7 @@ def describe_processes(processes: list[dict[str, Any]]) -> str:
 
 def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | None,
              during: str = "the burn") -> Diagnosis:
-    """Why a measure of `kind` (compute | memory | pcie | p2p) fell short. `rate_share`: the measure
+    """Why a measure of `kind` (compute | power | memory | pcie | p2p) fell short. `rate_share`: the measure
     as a share of what a healthy part of the SKU does (or of the node's median), None if unknown."""
     readings = {k: v for k, v in asdict(obs).items() if k != "subject"}
     readings.update({"sku": expected.sku, "healthy_sm_clock_mhz": expected.sm_clock_mhz,
@@ -198,6 +198,12 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
                          "CLOCKS_LOW")
         return found("clocks_low", f"slow because the SM clock averaged {low}, with no throttle reason: "
                      "look for locked clocks (nvidia-smi -rgc resets them)", "CLOCKS_LOW")
+    if kind == "power":
+        drew = f"{obs.power_w:.0f} W of the {limit:g} W limit" if obs.power_w is not None and limit else "little power"
+        at = f" ({_mhz(clock)})" if clock else ""
+        rate = f", the rate {rate_share:.2f} of its SKU's" if rate_share is not None else ""
+        return found("power_low", f"drew {drew} at full clocks{at}{rate}, with no throttling: a GPU that cannot draw "
+                     "its power (check its power cables and the PSUs; RMA if it persists)", None)
     if kind == "p2p":
         return found("unexplained", f"no cause on this GPU in telemetry ({_readings(obs)}): "
                      "the links between GPUs are the suspects", None)

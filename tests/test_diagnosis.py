@@ -1,0 +1,352 @@
+"""Why a GPU was slow: the diagnosis as a pure function at its edges, the pre-stress check for other
+processes, the NVML listing they come from, and each case end to end on the simulated node."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuProcess, GpuSample
+from nodeqc.backends.nvml import NvmlBackend
+from nodeqc.backends.nvml_replay import ReplayNvml
+from nodeqc.checks import diagnosis as dx
+from nodeqc.checks.diagnosis import Expected, Observed, diagnose, diagnose_drift, explain, explain_node
+from nodeqc.checks.processes import gpu_free
+from nodeqc.errors import GpuLostError
+from nodeqc.model import CheckResult, Verdict
+from nodeqc.na import NA
+from nodeqc.telemetry import GpuTelemetry
+from tests.nvml_descriptions import h100_device, node
+
+H100 = Expected("H100 SXM5 80GB", 1794, {"bf16": 747.1, "fp32": 51.5, "hbm": 2843.0, "h2d": 54.2, "d2h": 54.2})
+COTENANT = {"pid": 4242, "name": "python3", "used_bytes": 1_127_219_200, "first_t_s": 3.0, "last_t_s": 9.0}
+
+
+def obs(**kw) -> Observed:
+    """A loaded H100 SXM5 over 10 s, healthy unless told otherwise."""
+    base = dict(subject="gpu0", loaded_s=10.0, sm_clock_mhz=1794.0, mem_clock_mhz=2619.0, max_mem_clock_mhz=2619,
+                power_w=660.0, power_limit_w=700.0, default_power_limit_w=700.0, throttle_s={"sw_power_cap": 4.0},
+                temp_max_c=68.0, pcie=(5, 16), pcie_max=(5, 16))
+    base.update(kw)
+    return Observed(**base)
+
+
+# ------------------------------------------------------------------ the pure function, cause by cause
+
+def test_slow_at_full_clocks_is_a_compute_defect_with_its_rate_per_clock():
+    d = diagnose("compute", obs(), H100, 373.6 / 747.1)
+    assert d.cause == "defect" and d.code is None and not d.error
+    assert d.message == ("slow at full clocks (1,794 MHz): the GPU computes 0.50 of its SKU's rate per clock "
+                         "(compute defect; RMA)")
+    # The rate per clock allows for a clock a little under healthy: 0.45 of the rate at 0.9 of the clock.
+    assert "computes 0.50 of" in diagnose("compute", obs(sm_clock_mhz=0.9 * 1794), H100, 0.45).message
+
+
+@pytest.mark.parametrize("share,cause", [(0.9, "defect"), (0.899, "clocks_low")])
+def test_full_clock_edge(share, cause):
+    d = diagnose("compute", obs(sm_clock_mhz=share * 1794, power_w=400.0, throttle_s={}), H100, 0.6)
+    assert d.cause == cause
+    if cause == "clocks_low":
+        assert d.code == "CLOCKS_LOW" and "with no throttle reason" in d.message and "nvidia-smi -rgc" in d.message
+        assert "0.90 of the 1,794 MHz a healthy H100 SXM5 80GB sustains" in d.message
+
+
+def test_low_clock_against_the_power_limit_at_its_default_is_power_bound():
+    d = diagnose("compute", obs(sm_clock_mhz=1300.0, power_w=690.0, throttle_s={"sw_power_cap": 10.0}), H100, 0.7)
+    assert d.cause == "power_bound" and d.code == "CLOCKS_LOW"
+    assert d.message.startswith("slow because the GPU reached its 700 W power limit at only 1,300 MHz")
+
+
+@pytest.mark.parametrize("reason,code,where", [
+    ("hw_slowdown", "THROTTLE_HW_SLOWDOWN", "check PSUs and power cables"),
+    ("power_brake", "THROTTLE_POWER_BRAKE", "check PSUs and the node's power budget"),
+    ("sw_thermal", "THROTTLE_THERMAL", "check cooling (fans, airflow, heatsink); it peaked at 91 C"),
+])
+def test_throttled_names_the_reason_the_clock_and_where_to_look(reason, code, where):
+    d = diagnose("compute", obs(sm_clock_mhz=1100.0, temp_max_c=91.0, throttle_s={reason: 9.0}), H100, 0.6)
+    assert d.cause == "throttle" and d.code == code
+    assert d.message.startswith("slow because clocks were held near 1,100 MHz by ")
+    assert d.message.endswith(f"for 90% of the load: {where}")
+
+
+@pytest.mark.parametrize("seconds,throttled", [(1.0, True), (0.99, False)])
+def test_throttle_share_edge(seconds, throttled):
+    d = diagnose("compute", obs(throttle_s={"hw_slowdown": seconds}), H100, 0.8)
+    assert (d.cause == "throttle") is throttled
+
+
+@pytest.mark.parametrize("limit,lowered", [(665.0, False), (664.0, True), (350.0, True)])
+def test_power_capped_below_the_default_limit(limit, lowered):
+    d = diagnose("compute", obs(power_limit_w=limit, power_w=limit - 5, sm_clock_mhz=1100.0,
+                                throttle_s={"sw_power_cap": 10.0}), H100, 0.55)
+    assert (d.cause == "power_limit") is lowered
+    if lowered:
+        assert d.code == "POWER_LIMIT_LOWERED"
+        assert d.message == (f"power-capped at {limit:g} W: the enforced limit is below the default 700 W "
+                             "(someone lowered it; restore it with nvidia-smi -pl 700)")
+
+
+def test_a_lowered_limit_the_gpu_never_reached_is_not_the_cause():
+    d = diagnose("compute", obs(power_limit_w=500.0, power_w=300.0, throttle_s={}), H100, 0.5)
+    assert d.cause == "defect"
+
+
+def test_low_power_at_full_clocks_points_at_power_delivery():
+    d = diagnose("power", obs(power_w=300.0, throttle_s={}), H100, 0.99)
+    assert d.cause == "power_low" and d.code is None
+    assert d.message.startswith("drew 300 W of the 700 W limit at full clocks (1,794 MHz), the rate 0.99 of its SKU's")
+    assert diagnose("power", obs(power_w=300.0, throttle_s={"hw_slowdown": 10.0}), H100, 0.5).code == "THROTTLE_HW_SLOWDOWN"
+
+
+def test_another_process_outranks_every_other_cause():
+    d = diagnose("compute", obs(other_processes=[COTENANT], throttle_s={"hw_slowdown": 10.0}), H100, 0.42)
+    assert d.cause == "cotenant" and d.code == "GPU_IN_USE" and d.error
+    assert d.message == ("another process used this GPU during the burn: pid 4242 (python3, 1.05 GiB); "
+                         "the figures are not the GPU's own")
+    anonymous = dict(COTENANT, name=None, used_bytes=None)
+    assert "pid 4242 (name unknown)" in diagnose("memory", obs(other_processes=[anonymous]), H100, 0.5, "x").message
+
+
+def test_memory_at_full_clock_is_a_memory_defect_and_a_held_clock_is_not():
+    d = diagnose("memory", obs(), H100, 1420 / 2843)
+    assert d.cause == "defect" and d.message == ("slow at full memory clock (2,619 MHz): the memory moves 0.50 of "
+                                                 "its SKU's bandwidth (memory defect; RMA)")
+    held = diagnose("memory", obs(mem_clock_mhz=0.94 * 2619), H100, 0.9)
+    assert held.code == "CLOCKS_LOW" and "memory clock averaged 2,462 MHz of its 2,619 MHz" in held.message
+    assert diagnose("memory", obs(mem_clock_mhz=0.95 * 2619), H100, 0.9).cause == "defect"
+
+
+@pytest.mark.parametrize("link,code,text", [
+    ((5, 8), "PCIE_WIDTH", "slow because the link ran at Gen5 x8 under the copies (max Gen5 x16)"),
+    ((4, 16), "PCIE_GEN", "slow because the link ran at Gen4 x16 under the copies (max Gen5 x16)"),
+    ((5, 16), None, "slow at the full link (Gen5 x16)"),
+])
+def test_pcie_names_the_link_under_load(link, code, text):
+    d = diagnose("pcie", obs(pcie=link), H100, 0.5)
+    assert d.code == code and d.message.startswith(text)
+
+
+def test_unknown_sku_still_says_full_clocks_without_a_rate_per_clock():
+    d = diagnose("compute", obs(), Expected(), None)
+    assert d.cause == "defect" and d.message.startswith("slow at 1,794 MHz with no throttling")
+    assert diagnose("compute", obs(sm_clock_mhz=None, loaded_s=0.0), Expected(), None).cause == "unexplained"
+
+
+def test_the_readings_go_with_the_diagnosis():
+    d = diagnose("compute", obs(), H100, 0.5)
+    assert d.readings["sm_clock_mhz"] == 1794.0 and d.readings["sku"] == "H100 SXM5 80GB"
+    assert d.readings["rate_share"] == 0.5 and d.readings["throttle_s"] == {"sw_power_cap": 4.0}
+
+
+# ------------------------------------------------------------------ into a result
+
+def result(verdict=Verdict.FAIL, code="BURN_SLOW", message="bf16 sustained 310.7 TFLOP/s is below the limit 600 TFLOP/s"):
+    return CheckResult("stress.burn", "gpu0", verdict, message, code=code)
+
+
+def test_explain_leads_with_the_cause_and_takes_its_code():
+    r = explain(result(), obs(other_processes=[COTENANT]), H100, 0.42, "the burn")
+    assert r.verdict is Verdict.ERROR and r.code == "GPU_IN_USE"
+    assert r.message.startswith("another process used this GPU during the burn: pid 4242")
+    assert r.message.endswith("; bf16 sustained 310.7 TFLOP/s is below the limit 600 TFLOP/s")
+    assert r.evidence["diagnosis"]["measure_code"] == "BURN_SLOW" and r.evidence["diagnosis"]["cause"] == "cotenant"
+    defect = explain(result(verdict=Verdict.WARN), obs(), H100, 0.85, "the burn")
+    assert defect.verdict is Verdict.WARN and defect.code == "BURN_SLOW"  # the measure's code stands
+
+
+def test_explain_leaves_other_failures_and_notes_a_process_on_a_pass():
+    sdc = explain(result(code="SDC_KNOWN_ANSWER", message="known-answer products wrong"), obs(other_processes=[COTENANT]),
+                  H100, 0.4, "the burn")
+    assert sdc.code == "SDC_KNOWN_ANSWER" and sdc.verdict is Verdict.FAIL and "diagnosis" not in sdc.evidence
+    ok = explain(result(verdict=Verdict.PASS, code=None, message="sustained bf16 750 TFLOP/s"),
+                 obs(other_processes=[COTENANT]), H100, 1.0, "the burn")
+    assert ok.verdict is Verdict.PASS and ok.message.endswith("during the burn: pid 4242 (python3, 1.05 GiB)")
+
+
+def test_node_results_name_the_gpu_that_explains_them():
+    gpus = [obs(subject="gpu0"), obs(subject="gpu1", throttle_s={"hw_slowdown": 10.0}, sm_clock_mhz=900.0)]
+    r = explain_node(CheckResult("stress.nccl", "node", Verdict.FAIL, "bus bandwidth 200 GB/s is below the limit 400 GB/s",
+                                 code="NCCL_SLOW"), gpus, H100, "the all-reduce")
+    assert r.code == "THROTTLE_HW_SLOWDOWN" and r.message.startswith("gpu1: slow because clocks were held near 900 MHz")
+    none = explain_node(CheckResult("stress.nccl", "node", Verdict.FAIL, "slow", code="NCCL_SLOW"), gpus[:1], H100, "x")
+    assert none.code == "NCCL_SLOW" and none.message.startswith("no cause in any GPU's telemetry")
+
+
+@pytest.mark.parametrize("end,cause,code", [
+    ({"tflops": 600, "sm_clock_mhz": 1500, "temp_c": 88}, "throttle", "THROTTLE_THERMAL"),
+    ({"tflops": 600, "sm_clock_mhz": 1500, "temp_c": 64}, "clocks_low", "CLOCKS_LOW"),
+    ({"tflops": 600, "sm_clock_mhz": 1790, "temp_c": 70}, "defect", None),
+])
+def test_burn_in_drift(end, cause, code):
+    d = diagnose_drift({"tflops": 740, "sm_clock_mhz": 1794, "temp_c": 61}, end, [])
+    assert (d.cause, d.code) == (cause, code)
+    assert diagnose_drift({"sm_clock_mhz": 1794}, end, [COTENANT]).code == "GPU_IN_USE"
+
+
+def test_observed_from_a_window_of_telemetry():
+    tel = GpuTelemetry(0)
+    sample = dict(util_pct=100, sm_clock_mhz=1100, mem_clock_mhz=2619, power_w=500, power_limit_w=700,
+                  temp_c=70, pcie_gen=5, pcie_width=8, reasons=REASON_BITS["hw_slowdown"])
+    for t in range(5):
+        tel.add(float(t), GpuSample(**sample))
+    tel.add_processes(2.0, [GpuProcess(4242, "python3", 2 ** 30)])
+    g = GpuInfo(0, "NVIDIA H100 80GB HBM3", "GPU-x", "0000:1b:00.0", pci_device_id=0x2330, power_limit_w=700,
+                power_default_limit_w=700, max_mem_clock_mhz=2619, pcie_max_gen=5, pcie_max_width=16)
+    o = Observed.of(g, tel)
+    assert (o.sm_clock_mhz, o.loaded_s, o.pcie, o.throttle_s["hw_slowdown"]) == (1100, 4.0, (5, 8), 4.0)
+    assert o.other_processes[0]["pid"] == 4242
+    e = Expected.of(g)
+    assert e.sku == "H100 SXM5 80GB" and e.sm_clock_mhz == 1794
+    assert e.share({"bf16": e.healthy["bf16"] / 2, "fp32": e.healthy["fp32"]}) == pytest.approx(0.5)
+    assert Expected().share({"bf16": 300}, {"bf16": 600}) == 0.5 and Expected().share({"bf16": 300}) is None
+
+
+# ------------------------------------------------------------------ other processes before the stress
+
+def gpu(**kw):
+    return GpuInfo(0, "NVIDIA H100 80GB HBM3", "GPU-x", "0000:1b:00.0", slot=0, **kw)
+
+
+def test_a_gpu_in_use_is_an_error_naming_the_processes():
+    r = gpu_free(gpu(), [GpuProcess(4242, "python3", 1_127_219_200), GpuProcess(77, NA, NA)])
+    assert r.verdict is Verdict.ERROR and r.code == "GPU_IN_USE"
+    assert r.message == ("2 other compute process(es) on this GPU before the stress: pid 4242 (python3, 1.05 GiB), "
+                         "pid 77 (name unknown); it sits out the stress")
+    assert r.evidence["processes"][1] == {"pid": 77, "name": None, "used_bytes": None}
+    assert gpu_free(gpu(), []).verdict is Verdict.PASS
+    cannot = gpu_free(gpu(), NA)
+    assert cannot.verdict is Verdict.SKIP and "cannot be ruled out" in cannot.message
+
+
+def test_nvml_lists_processes_names_them_and_says_when_it_cannot():
+    procs = [{"pid": 4242, "usedGpuMemory": 1_127_219_200}, {"pid": 99, "usedGpuMemory": None}]
+    desc = node([h100_device(0, nvmlDeviceGetComputeRunningProcesses=procs),
+                 h100_device(1, nvmlDeviceGetComputeRunningProcesses={"error": "NOT_SUPPORTED"}),
+                 h100_device(2), h100_device(3, nvmlDeviceGetComputeRunningProcesses=[])])
+    desc["system"]["nvmlSystemGetProcessName"] = {"args": {"4242": "/usr/bin/python3"}}
+    b = NvmlBackend(ReplayNvml(desc))
+    b.open()
+    assert b.processes(0) == [GpuProcess(4242, "python3", 1_127_219_200), GpuProcess(99, NA, NA)]
+    assert b.processes(1) is NA and b.processes(2) is NA  # NotSupported, and a driver without the call
+    assert b.processes(3) == []
+    desc["devices"][0]["lost"] = True
+    with pytest.raises(GpuLostError):
+        b.processes(0)
+
+
+def test_the_sampler_leaves_nodeqcs_own_processes_out():
+    from nodeqc.backends.base import Clock, GpuManagement
+    from nodeqc.telemetry import TelemetrySampler
+
+    class Two(GpuManagement):
+        def open(self): pass
+        def driver_version(self): return "1"
+        def cuda_version(self): return "1"
+        def gpus(self): return []
+        def sample(self, index): return GpuSample(util_pct=100)
+        def counters(self, index): raise NotImplementedError
+        def wait_xids(self, timeout_s, clock): return []
+        def processes(self, index): return [GpuProcess(1000, "nodeqc-worker"), GpuProcess(4242, "python3")] if index == 0 else NA
+
+    gpus = [gpu(), dataclasses.replace(gpu(), index=1, slot=1)]
+    sampler = TelemetrySampler(Two(), gpus, Clock(), 0.0, 10, None, own_pids=lambda: {1000})
+    sampler.open_window("stress.burn")
+    sampler.sample_once()
+    window = sampler.close_window("stress.burn")
+    assert list(sampler.watch[0].other_processes) == [4242] and list(window[0].other_processes) == [4242]
+    assert sampler.watch[1].other_processes is None  # could not be listed
+    assert sampler.watch[0].to_dict()["other_processes"][0]["name"] == "python3"
+
+
+# ------------------------------------------------------------------ end to end on the simulated node
+
+@pytest.fixture(scope="module")
+def diagnosed_run(tmp_path_factory):
+    """One 8-GPU run, one case per GPU: the burn's verdicts with their diagnoses."""
+    from nodeqc.backends import simulated_hardware
+    from nodeqc.faults import parse_fault
+    from nodeqc.keys import create_key
+    from nodeqc.profile import load_profile
+    from nodeqc.runner import RunOptions, Runner
+    from nodeqc.selection import Selection
+
+    faults = ["gpu0:slow=0.5", "gpu1:throttle=hw_slowdown", "gpu2:power_limit=350", "gpu3:cotenant_late",
+              "gpu4:cotenant"]
+    hw = simulated_hardware("hgx-h100", [parse_fault(f) for f in faults], time_scale=40)
+    signer = create_key(tmp_path_factory.mktemp("key") / "k.pem")
+    options = RunOptions(load_profile("hgx-h100"), signer, out_dir=tmp_path_factory.mktemp("out"), quick=True,
+                         selection=Selection(only=("stress.gpu_free", "stress.burn")))
+    outcome = Runner(options, hw).run()
+    return {(r.name, r.subject): r for r in outcome.results}, outcome
+
+
+def test_end_to_end_slow_at_full_clocks(diagnosed_run):
+    r = diagnosed_run[0]["stress.burn", "gpu0"]
+    assert r.verdict is Verdict.FAIL and r.code == "BURN_SLOW"
+    assert r.message.startswith("slow at full clocks (1,794 MHz): the GPU computes 0.50 of its SKU's rate per clock")
+    assert r.evidence["diagnosis"]["cause"] == "defect"
+
+
+def test_end_to_end_throttled(diagnosed_run):
+    r = diagnosed_run[0]["stress.burn", "gpu1"]
+    assert r.verdict is Verdict.FAIL and r.code == "THROTTLE_HW_SLOWDOWN"
+    assert r.message.startswith("slow because clocks were held near 897 MHz by HW slowdown")
+    assert "check PSUs and power cables" in r.message and r.evidence["diagnosis"]["measure_code"] == "BURN_SLOW"
+
+
+def test_end_to_end_power_capped(diagnosed_run):
+    r = diagnosed_run[0]["stress.burn", "gpu2"]
+    assert r.verdict is Verdict.FAIL and r.code == "POWER_LIMIT_LOWERED"
+    assert r.message.startswith("power-capped at 350 W: the enforced limit is below the default 700 W")
+
+
+def test_end_to_end_cotenant_appearing_mid_burn(diagnosed_run):
+    r = diagnosed_run[0]["stress.burn", "gpu3"]
+    assert diagnosed_run[0]["stress.gpu_free", "gpu3"].verdict is Verdict.PASS  # it was not there before
+    assert r.verdict is Verdict.ERROR and r.code == "GPU_IN_USE"
+    assert r.message.startswith("another process used this GPU during the burn: pid 48151 (python3, 0.98 GiB)")
+
+
+def test_end_to_end_cotenant_before_the_stress(diagnosed_run):
+    results, outcome = diagnosed_run
+    free = results["stress.gpu_free", "gpu4"]
+    assert free.verdict is Verdict.ERROR and free.code == "GPU_IN_USE" and "pid 48151 (python3" in free.message
+    burn = results["stress.burn", "gpu4"]
+    assert burn.verdict is Verdict.SKIP and burn.code == "GPU_IN_USE"
+    assert outcome.exit_code == 2  # a run that could not test a GPU, not a failed GPU
+    for k in (5, 6, 7):
+        assert results["stress.burn", f"gpu{k}"].verdict is Verdict.PASS, k  # no cross-talk
+
+
+def test_cli_names_the_cotenant_and_exits_2(run_cli, tmp_path):
+    p = run_cli("--headless", "--simulate", "h100", "--profile", "h100", "--quick", "--inject", "gpu0:cotenant",
+                "--only", "stress.gpu_free,stress.burn", "--out", str(tmp_path))
+    assert p.returncode == 2
+    assert ("ERROR stress.gpu_free          gpu0   1 other compute process(es) on this GPU before the stress: "
+            "pid 48151 (python3, 0.98 GiB)") in p.stderr
+    assert "not run: another process is using this GPU [GPU_IN_USE]" in p.stderr
+
+
+def test_simulated_cotenants_and_a_lowered_power_limit():
+    import time
+
+    from nodeqc.backends.sim_compute import SimDevice
+    from nodeqc.backends.simulated import COTENANT_AFTER_S, SimNode, load_scenario
+    from nodeqc.faults import parse_fault
+
+    n = SimNode(load_scenario("hgx-h100"), [parse_fault(f) for f in ("gpu0:cotenant", "gpu1:cotenant_late",
+                                                                     "gpu2:power_limit=350")], time_scale=1000)
+    mgmt = n.management()
+    assert [p.pid for p in mgmt.processes(0)] == [48151] and mgmt.processes(1) == [] and mgmt.processes(2) == []
+    info = mgmt.gpus()[2]
+    assert (info.power_limit_w, info.power_default_limit_w) == (350, 700)
+    late, capped = SimDevice(n.compute_spec(), 1), SimDevice(n.compute_spec(), 2)
+    for dev in (late, capped):
+        dev.set_load(1.0)
+        dev.busy_step(COTENANT_AFTER_S)
+    time.sleep(0.05)
+    assert [p.name for p in mgmt.processes(1)] == ["python3"]  # appeared once under load
+    s = mgmt.sample(2)
+    assert s.power_limit_w == 350 and s.power_w <= 350 + 35 and s.reasons & REASON_BITS["sw_power_cap"]  # 35: noise, 5 sigma
+    assert s.sm_clock_mhz < 0.6 * 1794
