@@ -27,7 +27,7 @@ MAX_EVENTS = 200  # per GPU and kind; more are counted, not kept
 FAILING_REASONS = ("sw_thermal", "hw_thermal", "hw_slowdown", "power_brake")
 SERIES_COLUMNS = ("t_s", "gpu") + GpuSample.FIELDS
 FLUSH_EVERY_S = 2.0
-PROCESS_POLL_S = 1.0  # real seconds between listings of the GPUs' compute processes
+PROCESS_POLL_S = 1.0  # seconds on the run's clock between listings of the GPUs' compute processes
 
 
 @dataclass
@@ -325,7 +325,7 @@ class TelemetrySampler:
 
     def _other_processes(self, readings: dict[int, GpuSample | None]) -> dict[int, list[GpuProcess]]:
         """Every PROCESS_POLL_S: each answering GPU's compute processes that are not nodeqc's own."""
-        now = time.monotonic()
+        now = self.clock.now()  # the run's clock: a compressed simulated run lists them as often per step
         if now - self._processes_at < PROCESS_POLL_S:
             return {}
         self._processes_at = now

@@ -105,3 +105,40 @@ def test_a_falling_matmul_rate_is_judged_at_the_profiles_drift_limit(end_tflops,
 def test_bad_burn_in_durations(text):
     p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--burn-in", text)
     assert p.returncode == 2 and "expected a duration" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def _drifting(clock_end: float, temp_end: float, others: list | None = None):
+    """Ten windows whose rate falls 20%, with telemetry intervals from 1794 MHz / 61 C to the end values."""
+    from nodeqc.backends.base import GpuProcess, GpuSample
+    from nodeqc.telemetry import GpuTelemetry
+
+    gpu = GpuInfo(index=0, name="x", uuid="u", bus_id="b", slot=0)
+    rec = BurnInRecorder([gpu])
+    for n in range(10):
+        rec.add_window("gpu0", {"t_s": 60 * n, "tflops": 740.0 if n < 9 else 592.0, "sdc": None})
+        tel = GpuTelemetry(0)
+        late = n == 9
+        tel.add(0.0, GpuSample(util_pct=100, temp_c=temp_end if late else 61, sm_clock_mhz=clock_end if late else 1794,
+                               power_w=650))
+        rec.add_interval(60.0 * n, {"gpu0": tel})
+    whole = GpuTelemetry(0)
+    for t, p in others or []:
+        whole.add_processes(t, [p])
+    done = Outcome(Task("matmul_burn", 0, {}, 600.0), STATUS_OK, elapsed_s=600.0)
+    [result], _ = judge_burn_in([gpu], {0: done}, rec, {0: whole}, load_profile("generic"), started_s=100.0,
+                                time_scale=1.0)
+    return result, GpuProcess
+
+
+def test_burn_in_drift_is_diagnosed_from_its_clocks_and_temperatures():
+    hot, _ = _drifting(1500, 88)
+    assert hot.verdict is Verdict.FAIL and hot.code == "THROTTLE_THERMAL"
+    assert hot.message.startswith("the SM clock fell from 1,794 MHz to 1,500 MHz as the temperature rose from 61 to 88 C")
+    assert hot.evidence["diagnosis"]["measure_code"] == "BURN_IN_DRIFT"
+    steady, GpuProcess = _drifting(1794, 64)
+    assert steady.code == "BURN_IN_DRIFT" and "the GPU is degrading under sustained load (RMA)" in steady.message
+    # A process seen before the burn-in began is not blamed; one during it is.
+    before, _ = _drifting(1794, 64, [(50.0, GpuProcess(7, "old", None))])
+    assert before.code == "BURN_IN_DRIFT"
+    during, _ = _drifting(1794, 64, [(300.0, GpuProcess(4242, "python3", 2 ** 30))])
+    assert during.verdict is Verdict.ERROR and during.code == "GPU_IN_USE" and "pid 4242 (python3, 1.00 GiB)" in during.message

@@ -115,6 +115,8 @@ def test_memory_at_full_clock_is_a_memory_defect_and_a_held_clock_is_not():
     held = diagnose("memory", obs(mem_clock_mhz=0.94 * 2619), H100, 0.9)
     assert held.code == "CLOCKS_LOW" and "memory clock averaged 2,462 MHz of its 2,619 MHz" in held.message
     assert diagnose("memory", obs(mem_clock_mhz=0.95 * 2619), H100, 0.9).cause == "defect"
+    blind = diagnose("memory", obs(mem_clock_mhz=None), H100, 0.5)
+    assert blind.cause == "defect" and "no memory-clock reading under load" in blind.message
 
 
 @pytest.mark.parametrize("link,code,text", [
@@ -272,11 +274,11 @@ def diagnosed_run(tmp_path_factory):
     from nodeqc.selection import Selection
 
     faults = ["gpu0:slow=0.5", "gpu1:throttle=hw_slowdown", "gpu2:power_limit=350", "gpu3:cotenant_late",
-              "gpu4:cotenant"]
+              "gpu4:cotenant", "gpu5:hbm_bw=0.5"]
     hw = simulated_hardware("hgx-h100", [parse_fault(f) for f in faults], time_scale=40)
     signer = create_key(tmp_path_factory.mktemp("key") / "k.pem")
     options = RunOptions(load_profile("hgx-h100"), signer, out_dir=tmp_path_factory.mktemp("out"), quick=True,
-                         selection=Selection(only=("stress.gpu_free", "stress.burn")))
+                         selection=Selection(only=("stress.gpu_free", "stress.burn", "stress.hbm_bandwidth")))
     outcome = Runner(options, hw).run()
     return {(r.name, r.subject): r for r in outcome.results}, outcome
 
@@ -317,6 +319,21 @@ def test_end_to_end_cotenant_before_the_stress(diagnosed_run):
     assert outcome.exit_code == 2  # a run that could not test a GPU, not a failed GPU
     for k in (5, 6, 7):
         assert results["stress.burn", f"gpu{k}"].verdict is Verdict.PASS, k  # no cross-talk
+    for k in (0, 1, 6, 7):  # compute faults leave memory bandwidth alone
+        assert results["stress.hbm_bandwidth", f"gpu{k}"].verdict is Verdict.PASS, k
+
+
+def test_end_to_end_memory_slow_at_full_memory_clock(diagnosed_run):
+    r = diagnosed_run[0]["stress.hbm_bandwidth", "gpu5"]
+    assert r.verdict is Verdict.FAIL and r.code == "HBM_SLOW"
+    # The simulated step is so short that telemetry may see it under load or not; either way the
+    # message claims only what it saw.
+    assert r.message.startswith((
+        "slow at full memory clock (2,619 MHz): the memory moves 0.50 of its SKU's bandwidth (memory defect; RMA)",
+        "the memory moves 0.50 of its SKU's bandwidth with no other process, power cap or throttling seen "
+        "(no memory-clock reading under load)")), r.message
+    shared = diagnosed_run[0]["stress.hbm_bandwidth", "gpu3"]  # the co-tenant takes its share of memory too
+    assert shared.verdict is Verdict.ERROR and shared.code == "GPU_IN_USE"
 
 
 def test_cli_names_the_cotenant_and_exits_2(run_cli, tmp_path):

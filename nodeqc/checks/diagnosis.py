@@ -237,8 +237,10 @@ def _memory(obs: Observed, rate_share: float | None, found: Any) -> Diagnosis:
         return found("clocks_low", f"slow because the memory clock averaged {_mhz(mem)} of its {_mhz(top)}, "
                      "with no throttle reason: look for locked memory clocks (nvidia-smi -rmc resets them)", "CLOCKS_LOW")
     share = f"{rate_share:.2f} of its SKU's bandwidth" if rate_share is not None else "less than its SKU"
-    at = f" ({_mhz(mem)})" if mem else ""
-    return found("defect", f"slow at full memory clock{at}: the memory moves {share} (memory defect; RMA)", None)
+    if not mem:  # a step too short for a reading under load: say so, claim nothing about clocks
+        return found("defect", f"the memory moves {share} with no other process, power cap or throttling seen "
+                     "(no memory-clock reading under load): a memory defect is likely (RMA)", None)
+    return found("defect", f"slow at full memory clock ({_mhz(mem)}): the memory moves {share} (memory defect; RMA)", None)
 
 
 def _link(obs: Observed, found: Any) -> Diagnosis:
