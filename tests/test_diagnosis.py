@@ -129,6 +129,14 @@ def test_pcie_names_the_link_under_load(link, code, text):
     assert d.code == code and d.message.startswith(text)
 
 
+def test_gpu_to_gpu_copies_blame_the_links_not_the_sm_clock():
+    d = diagnose("p2p", obs(sm_clock_mhz=600.0, throttle_s={}), H100, None, "the GPU-to-GPU copies")
+    assert d.cause == "unexplained" and d.code is None
+    assert d.message == ("no cause on this GPU in telemetry (SM clock 600 MHz, power 660 W of 700 W, no throttling): "
+                         "the links between GPUs are the suspects")
+    assert diagnose("p2p", obs(other_processes=[COTENANT]), H100, None).code == "GPU_IN_USE"
+
+
 def test_unknown_sku_still_says_full_clocks_without_a_rate_per_clock():
     d = diagnose("compute", obs(), Expected(), None)
     assert d.cause == "defect" and d.message.startswith("slow at 1,794 MHz with no throttling")

@@ -189,6 +189,9 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
         return _link(obs, found)
     if kind == "memory":
         return _memory(obs, rate_share, found)
+    if kind == "p2p":  # copies between GPUs ride the links, not the SM clock
+        return found("unexplained", f"no cause on this GPU in telemetry ({_readings(obs)}): "
+                     "the links between GPUs are the suspects", None)
     healthy = expected.sm_clock_mhz
     if clock and healthy and clock < FULL_CLOCK_SHARE * healthy:
         low = f"{_mhz(clock)}, {clock / healthy:.2f} of the {_mhz(healthy)} a healthy {expected.sku} sustains"
@@ -204,9 +207,6 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
         rate = f", the rate {rate_share:.2f} of its SKU's" if rate_share is not None else ""
         return found("power_low", f"drew {drew} at full clocks{at}{rate}, with no throttling: a GPU that cannot draw "
                      "its power (check its power cables and the PSUs; RMA if it persists)", None)
-    if kind == "p2p":
-        return found("unexplained", f"no cause on this GPU in telemetry ({_readings(obs)}): "
-                     "the links between GPUs are the suspects", None)
     if clock and healthy and rate_share is not None:
         per_clock = rate_share / (clock / healthy)
         return found("defect", f"slow at full clocks ({_mhz(clock)}): the GPU computes {per_clock:.2f} of its SKU's "
