@@ -120,7 +120,7 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     from nodeqc.faults import parse_fault
     from nodeqc.keys import load_signer
     from nodeqc.peers import parse_peers
-    from nodeqc.profile import load_profile, suggest_profile
+    from nodeqc.profile import load_for, suggest_profile
 
     faults = [parse_fault(f) for f in args.inject]
     peers = parse_peers(getattr(args, "nic_peer", []))
@@ -149,10 +149,13 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         hardware = real_hardware()
     _check_peer_nics(peers, hardware)
     profile_ref = args.profile or "auto"
+    gpus = _gpus(hardware)
     if profile_ref == "auto":
-        profile_ref = suggest_profile(_gpu_models(hardware))
+        profile_ref = suggest_profile(gpus)
         print(f"nodeqc: profile auto: using '{profile_ref}'", file=sys.stderr)
-    profile = load_profile(profile_ref)
+    profile = load_for(profile_ref, gpus)
+    for notice in profile.notices:
+        print(f"nodeqc: {notice}", file=sys.stderr)
     if args.gpus is not None:
         fixed = profile.get("gpu", "count")
         if profile.kind == "node" and fixed != args.gpus:
@@ -187,12 +190,13 @@ def _nvidia_gpu_present() -> bool:
         nvml.close()
 
 
-def _gpu_models(hardware: Any) -> list[str]:
+def _gpus(hardware: Any) -> list[Any]:
+    """The GPUs as the management backend finds them (none when it cannot start)."""
     from nodeqc.errors import BackendUnavailable
 
     try:
         hardware.mgmt.open()
-        return [g.name for g in hardware.mgmt.gpus()]
+        return hardware.mgmt.gpus()
     except BackendUnavailable:
         return []
     finally:
