@@ -33,8 +33,8 @@ _DTYPE_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
 
 
 def floor(healthy: float) -> dict[str, float]:
-    """The { fail, warn } floor of one healthy figure (0.1 resolution, rounded up so a figure
-    exactly 10% or 20% below healthy is on the bad side)."""
+    """The { fail, warn } floor of one healthy figure, at a tenth's resolution, rounded up: no
+    figure below 80% (90%) of healthy lands on the good side of the limit."""
     return {"fail": _up(healthy * FAIL_FRACTION), "warn": _up(healthy * WARN_FRACTION)}
 
 

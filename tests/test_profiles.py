@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from nodeqc.backends.base import GpuInfo
 from nodeqc.errors import UsageError
 from nodeqc.profile import SCHEMA, list_profiles, load_profile, suggest_profile
 from nodeqc.resources import profiles_dir
@@ -48,7 +49,8 @@ def test_extends_merges_key_by_key():
     assert dgx.chain == ["dgx-a100", "a100", "generic"]
     assert dgx.get("gpu", "pcie_gen") == 4  # from a100
     assert dgx.threshold("gpu", "max_pcie_replays").fail == 80  # from generic
-    assert dgx.threshold("gpu", "min_bf16_tflops").fail == 243  # its own, overriding a100's 200
+    # From its SKUs (A100 SXM4 40/80 GB, nodeqc/skus.py), above a100's, which serve the PCIe 40GB too.
+    assert dgx.threshold("gpu", "min_bf16_tflops").fail == 216 > load_profile("a100").threshold("gpu", "min_bf16_tflops").fail
     assert dgx.get("run", "quick_burn_s") == 30  # default
 
 
@@ -139,17 +141,21 @@ def test_schema_units_follow_key_names():
 
 
 @pytest.mark.parametrize("models, expected", [
-    (["NVIDIA H100 80GB HBM3"] * 8, "hgx-h100"),
-    (["NVIDIA H100 80GB HBM3"] * 4, "h100"),
+    (["NVIDIA H100 80GB HBM3"] * 8, "hgx-h100"),  # a node profile whose count, models and SKU match
+    (["NVIDIA H100 80GB HBM3"] * 4, "h100-sxm5-80gb"),  # else the SKU's own profile
+    (["NVIDIA H100 PCIe"] * 8, "h100-pcie-80gb"),  # 8 GPUs, but not the SKU hgx-h100 is built of
     (["NVIDIA A100-SXM4-80GB"] * 8, "dgx-a100"),
-    (["NVIDIA A100 80GB PCIe"] * 2, "a100"),
+    (["NVIDIA A100-SXM4-40GB"] * 8, "dgx-a100"),
+    (["NVIDIA A100 80GB PCIe"] * 2, "a100-pcie-80gb"),
     (["Tesla T4"], "t4"),
-    (["NVIDIA H200"], "h200"),
+    (["NVIDIA H200"], "h200-sxm-141gb"),
+    (["NVIDIA H100 96GB HBM3"], "h100"),  # an H100 nodeqc has no figures for: its family's profile
     (["NVIDIA GeForce RTX 4090"], "generic"),
     ([], "generic"),
 ])
 def test_suggest_profile(models, expected):
-    assert suggest_profile(models) == expected
+    gpus = [GpuInfo(index=i, name=m, uuid=f"GPU-{i}", bus_id=f"0000:{i + 1:02x}:00.0") for i, m in enumerate(models)]
+    assert suggest_profile(gpus) == expected
 
 
 def test_with_gpu_count_does_not_touch_the_original():
