@@ -12,8 +12,8 @@ calibration rule (nodeqc/calibration.py): resolved for the SKU the GPUs are (`lo
 the GPUs are known, those of its slowest SKU. These generated settings come after what the profile
 says itself (a profile naming skus may not set their floors: one place for each figure; with one
 SKU they also narrow its models and dtypes to that SKU's), and a profile extending it can still
-set a floor of its own. Every shipped SKU is
-also a profile by its key (`h100-sxm5-80gb`): its family's profile resolved for that SKU.
+set a floor of its own. Every shipped SKU is also a profile by its key (`h100-sxm5-80gb`): its
+family's profile resolved for that SKU.
 """
 
 from __future__ import annotations
@@ -241,6 +241,8 @@ def load_profile(ref: str, sku: str | None = None) -> Profile:
         if sku not in data.get("skus", []):
             raise UsageError(f"{_shown(path)}: does not accept the SKU {sku} (skus: {', '.join(data.get('skus', [])) or 'none'})")
         data["skus"] = [sku]
+    if name:
+        data["description"] = f"{BY_KEY[name].name}, any number of GPUs (profile {ref} for this SKU)"
     for section, defaults in DEFAULTS.items():
         data[section] = {**defaults, **data.get(section, {})}
     _check_complete(path, data)
@@ -267,14 +269,17 @@ def load_for(ref: str, gpus: list[Any]) -> Profile:
             resolved.notices = [f"profile {profile.name}: the GPUs are {sku.name} (PCI device "
                                 f"0x{_device_id(live[0])}): the floors of {sku.key} apply"]
             return resolved
-    notices = []
-    for subject, sku in found.items():
-        g = next(x for x in live if x.subject == subject)
+    notices, said = [], set()
+    for g in live:
+        sku = found[g.subject]
+        if (g.name, g.pci_device_id) in said:
+            continue  # one notice per kind of GPU, not one per GPU
+        said.add((g.name, g.pci_device_id))
         if sku is None and profile.accepts_model(str(g.name)):
-            notices.append(f"{subject}: {g.name} (PCI device 0x{_device_id(g)}) is a GPU nodeqc has no figures "
-                           f"for: profile {profile.name} applies the floors of the slowest SKU it accepts")
+            notices.append(f"{g.name} (PCI device 0x{_device_id(g)}) is a GPU nodeqc has no figures for: "
+                           f"profile {profile.name} applies the floors of the slowest SKU it accepts")
         elif sku is not None and sku.key not in accepted:
-            notices.append(f"{subject}: {sku.name} is not among the SKUs profile {profile.name} accepts "
+            notices.append(f"{sku.name} is not among the SKUs profile {profile.name} accepts "
                            f"({', '.join(accepted)}): the floors of the slowest of them apply")
     if len(kinds - {None}) > 1:
         notices.append(f"the GPUs are of several SKUs ({', '.join(sorted(kinds - {None}))}): profile "
