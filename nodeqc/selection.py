@@ -67,7 +67,8 @@ class Selection:
 
     @property
     def needs_load(self) -> bool:
-        return self.includes("stress.burn")
+        """Some stress check is selected (a health check selects stress.burn, the load it judges)."""
+        return any(self.includes(n) for n in CHECK_NAMES if family(n) == "stress")
 
     def to_dict(self) -> dict[str, Any] | None:
         """What the report records: None for a full run."""

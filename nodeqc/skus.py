@@ -61,7 +61,7 @@ class Sku:
     memory_gib: float  # memory NVML reports in total, GiB
     default_power_w: float  # nvmlDeviceGetPowerManagementDefaultLimit
     healthy_tflops: dict[str, float] = field(hash=False)  # sustained matmul rate per dtype
-    healthy_sm_mhz: float  # the loaded SM clock the healthy rates were measured at (mean over the burn)
+    healthy_sm_mhz: float  # the loaded SM clock the healthy rates were measured at (mean over the whole burn)
     healthy_hbm_gbps: float  # STREAM copy, bytes read plus written
     healthy_h2d_gbps: float
     healthy_d2h_gbps: float
@@ -91,7 +91,9 @@ SKUS: tuple[Sku, ...] = (
          # fp8: nvmath-python (cuBLASLt) 1353.2 on the first machine; nodeqc's burn does not run fp8.
          {**_H100_SXM5_MEASURED, "fp8": 1353.2},
          # Not read on the H100 under the burn: the H200 (same GH100 die, clocks and 700 W limit)
-         # ran at 1794 MHz mean.
+         # ran at 1794 MHz mean over the whole quick burn (every dtype). Under a half-precision
+         # load alone the H100 capture reads 1290-1365 MHz, held by the 700 W cap (SW power cap):
+         # tensor dtypes run well below the mean, fp64/fp32 near the 1980 MHz maximum.
          1794, _H100_SXM5_HBM_MEASURED, 5,
          "measured on three H100 SXM5 (shared/measurements, 2026-11-23): quick burn low ends, "
          "copy 2843-2859, H2D 54.2-55.3, D2H 55.2 (one machine; H2D's low end used for both)",

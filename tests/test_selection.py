@@ -84,3 +84,12 @@ def test_bad_selection_is_one_line_and_exit_2(args, message):
     assert p.returncode == 2, (p.stdout, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("nodeqc: ") and message in lines[0], p.stderr
+
+
+@pytest.mark.parametrize("only, needs_load", [
+    (["stress.hbm_bandwidth"], True), (["stress.memtest"], True), (["stress.pcie_bandwidth"], True),
+    (["health.temperature"], True), (["stress"], True), (["host"], False), (["inventory", "nic"], False),
+])
+def test_any_check_that_works_the_gpus_starts_the_load(only, needs_load):
+    # `--only stress.hbm_bandwidth` once ran nothing at all and reported an empty PASS.
+    assert Selection.parse(only, None).needs_load is needs_load
