@@ -56,6 +56,9 @@ def test_low_clock_against_the_power_limit_at_its_default_is_power_bound():
     d = diagnose("compute", obs(sm_clock_mhz=1300.0, power_w=690.0, throttle_s={"sw_power_cap": 10.0}), H100, 0.7)
     assert d.cause == "power_bound" and d.code == "CLOCKS_LOW"
     assert d.message.startswith("slow because the GPU reached its 700 W power limit at only 1,300 MHz")
+    unknown_limit = diagnose("compute", obs(sm_clock_mhz=1300.0, power_limit_w=None, throttle_s={"sw_power_cap": 10.0}),
+                             H100, 0.7)
+    assert unknown_limit.message.startswith("slow because the GPU reached its power limit at only 1,300 MHz")
 
 
 @pytest.mark.parametrize("reason,code,where", [
@@ -375,3 +378,33 @@ def test_simulated_cotenants_and_a_lowered_power_limit():
     s = mgmt.sample(2)
     assert s.power_limit_w == 350 and s.power_w <= 350 + 35 and s.reasons & REASON_BITS["sw_power_cap"]  # 35: noise, 5 sigma
     assert s.sm_clock_mhz < 0.6 * 1794
+
+
+def test_any_readings_give_a_diagnosis_with_a_known_code():
+    """Telemetry may lack any reading (NotSupported, a step too short): the diagnosis never fails."""
+    from hypothesis import given, settings, strategies as st
+
+    from nodeqc.codes import REMEDIATION
+
+    maybe = lambda low, high: st.none() | st.floats(low, high)  # noqa: E731
+    readings = st.builds(
+        Observed, subject=st.just("gpu0"), loaded_s=st.floats(0, 100), sm_clock_mhz=maybe(1, 3000),
+        mem_clock_mhz=maybe(1, 10000), max_mem_clock_mhz=maybe(1, 10000), power_w=maybe(0, 1500),
+        power_limit_w=maybe(1, 1500), default_power_limit_w=maybe(1, 1500),
+        throttle_s=st.dictionaries(st.sampled_from(["sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal",
+                                                    "power_brake"]), st.floats(0, 100)),
+        temp_max_c=maybe(0, 120), pcie=st.none() | st.tuples(st.integers(1, 5), st.sampled_from([1, 4, 8, 16])),
+        pcie_max=st.none() | st.tuples(st.integers(1, 5), st.sampled_from([8, 16])),
+        other_processes=st.lists(st.fixed_dictionaries({"pid": st.integers(1, 99999),
+                                                         "name": st.none() | st.text(max_size=8),
+                                                         "used_bytes": st.none() | st.integers(0, 2 ** 40)}), max_size=2))
+
+    @settings(max_examples=150, deadline=None)
+    @given(kind=st.sampled_from(["compute", "power", "memory", "pcie", "p2p"]), o=readings,
+           expected=st.sampled_from([H100, Expected()]), share=st.none() | st.floats(0.01, 2))
+    def check(kind, o, expected, share):
+        d = diagnose(kind, o, expected, share)
+        assert d.message and (d.code is None or d.code in REMEDIATION)
+        assert d.error == (d.code == "GPU_IN_USE")
+
+    check()

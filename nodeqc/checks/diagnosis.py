@@ -125,7 +125,7 @@ class Expected:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    cause: str  # cotenant | power_limit | throttle | clocks_low | power_bound | link | defect | unexplained
+    cause: str  # cotenant | power_limit | throttle | clocks_low | power_bound | power_low | link | defect | unexplained
     message: str
     code: str | None  # the cause's code; None: the measure's own code stands
     error: bool = False  # the figures are not the GPU's own: an ERROR of the run, not a FAIL
@@ -196,7 +196,8 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
     if clock and healthy and clock < FULL_CLOCK_SHARE * healthy:
         low = f"{_mhz(clock)}, {clock / healthy:.2f} of the {_mhz(healthy)} a healthy {expected.sku} sustains"
         if capped:
-            return found("power_bound", f"slow because the GPU reached its {limit:g} W power limit at only {low}: "
+            at_limit = f"its {limit:g} W power limit" if limit else "its power limit"
+            return found("power_bound", f"slow because the GPU reached {at_limit} at only {low}: "
                          "it draws more power per clock than its SKU (check cooling and power delivery; RMA if it persists)",
                          "CLOCKS_LOW")
         return found("clocks_low", f"slow because the SM clock averaged {low}, with no throttle reason: "
