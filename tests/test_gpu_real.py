@@ -115,3 +115,40 @@ def test_p2p_and_nccl():
     assert all(p["verified"] for p in r["pairs"])
     n = W.nccl_allreduce(node, {"bytes": 256 << 20, "iters": 2}, Progress())
     assert "unavailable" in n or n["wrong"] == []
+
+
+def test_nvml_names_a_cotenant_and_not_nodeqcs_own_workers(device, tmp_path):
+    """A process computing on GPU 0 that nodeqc did not start is listed with its pid, name and
+    memory as another's; this test's own CUDA context (the `device` fixture) counts as nodeqc's."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from nodeqc.backends.nvml import NvmlBackend
+    from nodeqc.workers import own_pids
+
+    ready = tmp_path / "ready"
+    code = ("import cupy, pathlib, sys; a = cupy.ones((4096, 4096), dtype=cupy.float32); a @ a; "
+            "cupy.cuda.Device().synchronize(); pathlib.Path(sys.argv[1]).touch(); [a @ a for _ in iter(int, 1)]")
+    # Started through a shell that exits at once, so the co-tenant is no descendant of this process.
+    pid = int(subprocess.check_output(["sh", "-c", '"$0" -c "$1" "$2" >/dev/null 2>&1 & echo $!',
+                                       sys.executable, code, str(ready)], text=True).strip())
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert ready.exists(), "the co-tenant did not start"
+        b = NvmlBackend()
+        b.open()
+        try:
+            listed = b.processes(0)
+        finally:
+            b.close()
+        others = [p for p in listed if p.pid not in own_pids()]
+        assert [p.pid for p in others] == [pid], listed
+        assert others[0].used_bytes > 64 * 2 ** 20 and str(others[0].name).startswith("python")
+        assert any(p.pid == os.getpid() for p in listed)  # the fixture's context: ours, left out above
+    finally:
+        os.kill(pid, signal.SIGKILL)
