@@ -67,6 +67,7 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "hbm_bw": (_number(0, 1, open_low=True), "memory bandwidth is this fraction of normal"),
     "bitflip": (None, "matmul results come back with one flipped bit"),
     "badmem": (None, "one bit of device memory is stuck"),
+    "retention": (None, "weak memory cells lose their charge while left alone (found by full mode's bit fade)"),
     "nvlink_down": (_int(1, 18), "this many NVLink links are down"),
     "p2p_bw": (_number(0, 1, open_low=True), "GPU-to-GPU bandwidth is this fraction of normal"),
     "hang": (None, "a kernel never returns"),

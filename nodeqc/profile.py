@@ -110,6 +110,8 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "stall_timeout_s": Spec("number", "a worker silent this long is killed as hung", low=1),
         "startup_timeout_s": Spec("number", "time a worker may take before its first progress", low=1),
         "burn_in_s": Spec("number", "seconds of burn-in as part of qualification (0: none unless --burn-in)", low=0),
+        "memtest_retention_s": Spec("number", "seconds the full memory test leaves each bit-fade pattern "
+                                    "alone before reading it back", low=0, high=86400),
     },
 }
 
@@ -118,8 +120,11 @@ _UNITS = (("_tflops", "TFLOP/s"), ("_gbps", "GB/s"), ("_gib", "GiB"), ("_us", "u
 
 # Settings every profile gets unless it says otherwise.
 DEFAULTS: dict[str, dict[str, Any]] = {
+    # memtest_retention_s: far beyond the 32-64 ms DRAM refresh interval, so a cell that loses its
+    # charge between refreshes has time to show; cuda_memtest's bit fade waits 90 minutes, too long
+    # for a qualification run (a profile may ask for more).
     "run": {"sample_hz": 4, "burn_s": 600, "quick_burn_s": 30, "stall_timeout_s": 60,
-            "startup_timeout_s": 180},
+            "startup_timeout_s": 180, "memtest_retention_s": 60},
     "nic": {"streams": 4, "traffic_s": 10, "quick_traffic_s": 5},
 }
 

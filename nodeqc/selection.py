@@ -69,6 +69,12 @@ class Selection:
     def needs_load(self) -> bool:
         return self.includes("stress.burn")
 
+    @property
+    def needs_gpu_phase(self) -> bool:
+        """Any stress or health check: they run in, or judge, the GPU phase (so does a burn-in, when
+        one is asked for). Asking for `stress.memtest` alone once ran nothing and passed."""
+        return any(self.includes(n) for n in CHECK_NAMES if family(n) in ("stress", "health"))
+
     def to_dict(self) -> dict[str, Any] | None:
         """What the report records: None for a full run."""
         if not self.partial:

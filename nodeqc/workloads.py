@@ -15,9 +15,12 @@ STEP_S = 1.0  # seconds of work between progress reports, on the run's clock
 ALL_ONES = 0xFFFF_FFFF_FFFF_FFFF
 MEMTEST_SEED = 0x6E6F_6465_7163  # "nodeqc"
 
-# The memory pattern test: (name, [(operation, kind, value, descending)]). Kinds as in
-# kernels/memtest.cu: 0 constant, 1 own address ^ value, 2 random, 3 random complemented.
-MEMTEST_PROGRAM: list[tuple[str, list[tuple[str, int, int, bool]]]] = [
+# The memory pattern test: (name, [(operation, kind, value, flag)]). Kinds as in kernels/memtest.cu:
+# 0 constant, 1 own address ^ value, 2 random, 3 random complemented, 4 modulo-20 (offset in bits
+# 8-15), 5 block pattern (block of 2^k words, k in bits 8-15). `flag` is the descending order of an
+# invert and the direction of a move (True: the lower half onto the upper).
+MemtestOp = tuple[str, int, int, bool]
+MEMTEST_QUICK: list[tuple[str, list[MemtestOp]]] = [
     ("walking ones on the address lines", [("address_lines", 0, 0, False)]),
     ("own address", [("write", 1, 0, False), ("check", 1, 0, False)]),
     ("own address, inverted", [("write", 1, ALL_ONES, False), ("check", 1, ALL_ONES, False)]),
@@ -26,8 +29,50 @@ MEMTEST_PROGRAM: list[tuple[str, list[tuple[str, int, int, bool]]]] = [
     ("moving inversions, random", [("write", 2, MEMTEST_SEED, False), ("invert", 2, MEMTEST_SEED, False),
                                    ("invert", 3, MEMTEST_SEED, True), ("check", 2, MEMTEST_SEED, False)]),
 ]
+MEMTEST_SEED_2 = 0x7365_7175_656E  # a second random sequence for full mode
+MODULO_PATTERN = 0x5A5A_5A5A_A5A5_A5A5
+
+
+def _moving_inversions(value: int) -> list[MemtestOp]:
+    """Write `value`; check it and write its complement ascending; check that and restore descending."""
+    return [("write", 0, value, False), ("invert", 0, value, False),
+            ("invert", 0, value ^ ALL_ONES, True), ("check", 0, value, False)]
+
+
+def _walking(width: int) -> list[MemtestOp]:
+    """A one walking through every bit of each `width`-bit lane (its complement, the walking zero,
+    comes from the inversions)."""
+    lane = sum(1 << k for k in range(0, 64, width))  # the lowest bit of every lane
+    return [op for bit in range(width) for op in _moving_inversions(lane << bit)]
+
+
+def memtest_program(words: int, full: bool) -> list[tuple[str, list[MemtestOp]]]:
+    """Quick mode: address lines, own address and moving inversions (constant and random). Full mode
+    adds the patterns cuda_memtest and DCGM's memtest run beyond those: 8- and 32-bit walking
+    patterns, modulo-20, a second random sequence, block move, and bit fade (written, left alone for
+    the retention time with the GPU idle, read back; ones, then zeros)."""
+    if not full:
+        return MEMTEST_QUICK
+    k = max(1, (words // 2).bit_length() - 1)  # the largest power-of-two block two of which fit
+    block = 5 | (k << 8)
+    return MEMTEST_QUICK + [
+        ("walking ones and zeros, 8-bit", _walking(8)),
+        ("walking ones and zeros, 32-bit", _walking(32)),
+        ("modulo-20", [op for offset in range(20) for op in
+                       (("write", 4 | (offset << 8), MODULO_PATTERN, False),
+                        ("check", 4 | (offset << 8), MODULO_PATTERN, False))]),
+        ("random sequence", [("write", 2, MEMTEST_SEED_2, False), ("check", 2, MEMTEST_SEED_2, False),
+                             ("write", 3, MEMTEST_SEED_2, False), ("check", 3, MEMTEST_SEED_2, False)]),
+        ("block move", [("write", block, MEMTEST_SEED, False), ("move", block, 1 << k, True),
+                        ("check", block, MEMTEST_SEED, False), ("move", block, 1 << k, False),
+                        ("check", block, MEMTEST_SEED, False)]),
+        ("bit fade", [("write", 0, ALL_ONES, False), ("wait", 0, 0, False), ("check", 0, ALL_ONES, False),
+                      ("write", 0, 0, False), ("wait", 0, 0, False), ("check", 0, 0, False)]),
+    ]
+
+
 # Bytes each operation touches, in units of the buffer size.
-_TOUCHES = {"write": 1, "check": 1, "invert": 2, "address_lines": 0}
+_TOUCHES = {"write": 1, "check": 1, "invert": 2, "address_lines": 0, "move": 1, "wait": 0}
 
 
 def _step(device: Any) -> float:
@@ -121,24 +166,32 @@ def hbm_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict
 
 
 def memory_test(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
-    """The pattern program over params['fraction'] of free device memory; every error is logged."""
+    """The pattern program over params['fraction'] of free device memory; every error is logged.
+    params['full'] adds the full-mode patterns, params['retention_s'] is the bit fade's wait."""
     info = device.memtest_setup(float(params["fraction"]))
+    program = memtest_program(info["words"], bool(params.get("full")))
+    retention_s = float(params.get("retention_s", 0))
     total, records, seconds, touched = 0, [], 0.0, 0.0
     passes = []
-    steps = sum(len(ops) for _, ops in MEMTEST_PROGRAM)
+    steps = sum(len(ops) for _, ops in program)
     done = 0
     device.set_load(0.8)
     try:
-        for name, ops in MEMTEST_PROGRAM:
+        for name, ops in program:
             found = 0
-            for op, kind, value, descending in ops:
+            for op, kind, value, flag in ops:
+                count, recs, s = 0, [], 0.0
                 if op == "write":
                     s = device.memtest_write(kind, value)
-                    count, recs = 0, []
                 elif op == "check":
                     count, recs, s = device.memtest_check(kind, value)
                 elif op == "invert":
-                    count, recs, s = device.memtest_invert(kind, value, descending)
+                    count, recs, s = device.memtest_invert(kind, value, flag)
+                elif op == "move":
+                    s = device.memtest_move(value, flag)
+                elif op == "wait":
+                    _idle(device, retention_s, lambda: report.progress(done / steps, errors=total + found))
+                    device.set_load(0.8)
                 else:
                     count, recs, s = device.memtest_address_lines()
                 found += count
@@ -154,7 +207,19 @@ def memory_test(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
         device.release()
     return {"bytes": info["bytes"], "free_bytes": info["free_bytes"],
             "gbps": round(touched / seconds / 1e9, 1) if seconds else None, "passes": passes,
+            "retention_s": retention_s if params.get("full") else 0,
             **decode_memtest_errors(total, records, info["base_address"])}
+
+
+def _idle(device: Any, seconds: float, progress: Callable[[], None]) -> None:
+    """Leave the memory alone for `seconds` of the run's clock, reporting progress every step so the
+    watchdog sees a live worker."""
+    device.set_load(0.0)
+    clock = device.clock
+    start = clock.now()
+    while (left := seconds - (clock.now() - start)) > 0:
+        device.memtest_wait(min(_step(device), left))
+        progress()
 
 
 def pcie_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:

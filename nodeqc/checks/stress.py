@@ -195,7 +195,9 @@ def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[i
 
 
 def memtest_params(profile: Profile, quick: bool) -> dict[str, Any]:
-    return {"fraction": profile.get("gpu", "memtest_fraction", 0.9)}
+    """Quick mode runs the short pattern set; a full run adds the full-mode patterns and bit fade."""
+    return {"fraction": profile.get("gpu", "memtest_fraction", 0.9), "full": not quick,
+            "retention_s": 0.0 if quick else float(profile.get("run", "memtest_retention_s"))}
 
 
 def judge_memtest(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
@@ -380,7 +382,7 @@ class Step:
 PLAN: list[Step] = [
     Step("stress.burn", "matmul", burn_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_burn),
     Step("stress.hbm_bandwidth", "hbm", hbm_params, lambda p: 60, judge_per_gpu=judge_hbm),
-    Step("stress.memtest", "memtest", memtest_params, lambda p: 120, judge_per_gpu=judge_memtest),
+    Step("stress.memtest", "memtest", memtest_params, lambda p: 180 + 2 * p["retention_s"], judge_per_gpu=judge_memtest),
     Step("stress.pcie_bandwidth", "pcie", pcie_params, lambda p: p["min_seconds"] + 60, judge_per_gpu=judge_pcie),
     Step("stress.p2p", "p2p", p2p_params, lambda p: 120, per_gpu=False, judge_node=judge_p2p),
     Step("stress.nccl", "nccl", nccl_params, lambda p: 120, per_gpu=False, reports_gpus=False, judge_node=judge_nccl),
