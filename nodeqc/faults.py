@@ -59,6 +59,8 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "throttle": (_reason, "clocks are cut for this reason under load"),
     "ecc_dbe": (_int(1), "this many uncorrectable ECC errors appear under load"),
     "ecc_sbe": (_int(1), "this many correctable ECC errors appear under load"),
+    "sram_dbe": (_int(1), "this many uncorrectable ECC errors appear in on-chip memory (SRAM) under load"),
+    "sram_sbe": (_int(1), "this many correctable ECC errors appear in on-chip memory (SRAM) under load"),
     "xid": (_int(1, 999), "the driver reports this XID under load"),
     "row_remap_pending": (None, "row remaps are pending (not yet applied)"),
     "row_remap_failed": (None, "a row remap failed"),

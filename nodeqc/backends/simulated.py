@@ -342,6 +342,10 @@ class SimManagement(GpuManagement):
             retired_dbe=NA if remaps else 0,
             retired_pending=NA if remaps else False,
             **self._nvlink(k),
+            # Ampere and newer count on-chip errors under SRAM; older GPUs per cache and register file.
+            onchip_ecc_corrected=grow("sram_sbe"),
+            onchip_ecc_uncorrected=grow("sram_dbe"),
+            onchip_ecc_locations="sram" if remaps else "l1,l2,register_file,texture",
         )
 
     def _nvlink(self, k: int) -> dict[str, Any]:
