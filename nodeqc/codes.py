@@ -57,6 +57,8 @@ REMEDIATION: dict[str, str] = {
     "ECC_SBE": "Correctable memory errors grew during the run: watch this GPU; re-run, and RMA if the count keeps rising.",
     "SRAM_ECC_UNCORRECTABLE": "Uncorrectable ECC errors in the GPU's on-chip memory (caches, register files), which has no spare rows: RMA the GPU (Azure's health checks fail any).",
     "SRAM_ECC_CORRECTED": "Corrected ECC errors in the GPU's on-chip memory are many or growing: re-run to see whether they keep growing; RMA the GPU if they pass the profile's limit again.",
+    "POWER_TARGET_LOW": "Held at full load, the GPU did not reach its share of the power limit: check the enforced limit (`nvidia-smi -q -d POWER`; someone may have lowered it), the GPU's power cables and the PSUs; if power and clocks are normal, the GPU draws too little for its work (compare with a sibling), RMA.",
+    "POWER_PULSE_THROTTLE": "Clocks were cut (HW slowdown or power brake) while the load swung between full and idle: the node's power delivery cannot follow fast transients. Check the PSUs (all present, input power, redundancy), the GPU power cables and the BMC event log; the faster the failing period, the more likely a PSU or a power cable.",
     "ROW_REMAP_PENDING": "Row remaps are pending: reset the GPU (or reboot) so they are applied, then re-run.",
     "ROW_REMAP_FAILED": "Row remapping failed: the GPU is out of spare rows or faulty; RMA it.",
     "ROW_REMAP_COUNT": "Many rows were remapped for uncorrectable errors: the memory is degrading; RMA the GPU.",

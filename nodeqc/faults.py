@@ -74,6 +74,8 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "p2p_bw": (_number(0, 1, open_low=True), "GPU-to-GPU bandwidth is this fraction of normal"),
     "hang": (None, "a kernel never returns"),
     "power": (_number(1, 2000), "the GPU cannot draw more than this many watts"),
+    "transient_brake": (_number(1, 2000), "power brake is asserted while the load swings with a period up "
+                        "to this many ms (the pulse test finds it)"),
 }
 NIC_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "down": (None, "the link is down"),

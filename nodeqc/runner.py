@@ -318,7 +318,7 @@ class Runner:
             by_index = {g.index: g for g in live}
             sampler.open_window(step.name)
             try:
-                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick), self.hw.compute_spec, watchdog,
+                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick, self.t0), self.hw.compute_spec, watchdog,
                                      on_progress=lambda task, fraction, figures, name=step.name: self._progress(
                                          name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures),
                                      should_abort=lambda: self.aborted)

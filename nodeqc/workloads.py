@@ -6,6 +6,7 @@ returns plain data; the verdicts are made in nodeqc/checks/stress.py.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from nodeqc.verify import compare_exact, decode_memtest_errors, known_answer_inputs
@@ -141,6 +142,63 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
     finally:
         device.set_load(0.0)
     return {"dtypes": results, "not_run": not_run, "seconds": round(clock.now() - start, 3)}
+
+
+def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
+    """Full load and idle in turn, half a period each, at every period in params['periods_s'] for
+    params['seconds_per_period'] each: fast swings of the power drawn, the way DCGM's pulse test
+    stresses a node's power delivery. Bursts start on period boundaries of the run's clock, which
+    every worker shares, so the GPUs of a node swing together. Returns each period's span on the
+    run's clock (from params['run_t0']), for the verdict to match with what telemetry saw."""
+    periods = [float(p) for p in params["periods_s"]]
+    per_period, t0 = float(params["seconds_per_period"]), float(params["run_t0"])
+    clock = device.clock
+    device.matmul_setup(params.get("dtype", "fp16"), int(params["seed"]))
+    device.set_load(1.0)
+    one = max(device.matmul_run(1), 1e-6)  # warm-up, and how long one product takes
+    device.set_load(0.0)
+
+    def iters_for(seconds: float) -> int:
+        return max(1, int(seconds / one))
+
+    spans = []
+    try:
+        # First a steady full load as long as one period's test: throttling seen here comes from the
+        # load itself (health.throttle's to judge), not from its swings.
+        start = clock.now()
+        device.set_load(1.0)
+        while clock.now() - start < per_period:
+            device.matmul_run(iters_for(min(_step(device), per_period)))
+        device.set_load(0.0)
+        spans.append({"period_s": 0.0, "start_s": round(start - t0, 3), "end_s": round(clock.now() - t0, 3),
+                      "cycles": 0, "duty": 1.0})
+        for n, period in enumerate(periods):
+            iters = iters_for(period / 2)
+            start = t0 + math.ceil((clock.now() - t0) / period) * period
+            clock.sleep(start - clock.now())
+            device.set_pulse(period)
+            cycles, busy_s = 0, 0.0
+            report_every = max(1, int(0.25 / period))
+            while clock.now() - start < per_period:
+                device.set_load(1.0)
+                busy_s += device.matmul_run(iters)
+                device.set_load(0.0)
+                cycles += 1
+                # The next boundary; one missed while the burst ran is skipped, so the phase holds.
+                boundary = max(cycles, math.ceil((clock.now() - start) / period))
+                clock.sleep(start + boundary * period - clock.now())
+                if cycles % report_every == 0:
+                    report.progress(min(1.0, (n + (clock.now() - start) / per_period) / len(periods)),
+                                    period_ms=round(period * 1000))
+            end = clock.now()
+            device.set_pulse(0.0)
+            spans.append({"period_s": period, "start_s": round(start - t0, 3), "end_s": round(end - t0, 3),
+                          "cycles": cycles, "duty": round(busy_s / max(end - start, 1e-9), 3)})
+    finally:
+        device.set_load(0.0)
+        device.set_pulse(0.0)
+        device.release()
+    return {"periods": spans}
 
 
 def hbm_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
@@ -332,6 +390,7 @@ def burn_in(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, 
 WORKLOADS: dict[str, Callable[[Any, dict[str, Any], Reporter], dict[str, Any]]] = {
     "burn": burn,
     "matmul": matmul_burn,
+    "pulse": power_pulse,
     "hbm": hbm_bandwidth,
     "memtest": memory_test,
     "pcie": pcie_bandwidth,

@@ -64,6 +64,9 @@ class CupyDevice:
     def set_load(self, load: float) -> None:
         """Real GPUs show their load to NVML by themselves."""
 
+    def set_pulse(self, period_s: float) -> None:
+        """The pulse test's period: real GPUs show what it does to their power by themselves."""
+
     def check_alive(self) -> None:
         """A lost real GPU shows as a CUDA error from the next call."""
 

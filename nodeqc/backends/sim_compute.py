@@ -8,6 +8,7 @@ nodeqc/workloads.py and nodeqc/verify.py must then find them:
   same way every time: comparing repeats alone would miss it);
 - badmem: one bit of device memory is stuck at 1;
 - retention: a few cells lose their charge (a 1 reads back as 0) when memory is left alone;
+- transient_brake=MS: power brake while the load swings with a period up to MS milliseconds;
 - hang: work stops returning once it has started; lost: the GPU falls off the bus after some load.
 """
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from nodeqc.backends.base import Clock
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS
-from nodeqc.backends.simulated import LOST_AFTER_S, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOTS
+from nodeqc.backends.simulated import LOST_AFTER_S, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOT_PULSE_S, SLOTS
 from nodeqc.errors import GpuLostError
 from nodeqc.verify import fingerprint, splitmix64
 
@@ -81,6 +82,10 @@ class SimDevice:
 
     def set_load(self, load: float) -> None:
         self.shared[self._slot(SLOT_LOAD)] = load
+
+    def set_pulse(self, period_s: float) -> None:
+        """The period the load swings with now (0: steady), which a `transient_brake` GPU reacts to."""
+        self.shared[self._slot(SLOT_PULSE_S)] = period_s
 
     def check_alive(self) -> None:
         if self.shared[self._slot(SLOT_LOST)] > 0:
