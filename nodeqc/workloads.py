@@ -163,12 +163,15 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
 
     spans = []
     try:
-        # First a steady full load as long as one period's test: throttling seen here comes from the
-        # load itself (health.throttle's to judge), not from its swings.
+        # First a steady full load as long as one period's test, and at least a second of real time
+        # so that telemetry's few samples a second see it under simulated compression too:
+        # throttling seen here comes from the load itself (health.throttle's to judge), not from
+        # its swings.
+        steady_s = max(per_period, clock.scale * 1.0)
         start = clock.now()
         device.set_load(1.0)
-        while clock.now() - start < per_period:
-            device.matmul_run(iters_for(min(_step(device), per_period)))
+        while clock.now() - start < steady_s:
+            device.matmul_run(iters_for(min(_step(device), steady_s)))
         device.set_load(0.0)
         spans.append({"period_s": 0.0, "start_s": round(start - t0, 3), "end_s": round(clock.now() - t0, 3),
                       "cycles": 0, "duty": 1.0})
