@@ -160,8 +160,6 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
             raise UsageError(f"--gpus {args.gpus}: profile {profile.name} fixes the GPU count at {fixed}")
         profile = profile.with_gpu_count(args.gpus)
     signer = load_signer(args.key)
-    for notice in profile.notices:  # how the profile was resolved for these GPUs (also in the report)
-        print(f"nodeqc: {notice}", file=sys.stderr)
     return hardware, profile, signer
 
 
@@ -228,8 +226,11 @@ class ProgressPrinter:
         if kind == "run_started":
             p = event.profile
             sim = "  ** SIMULATED **" if event.simulated else ""
-            self._line(f"nodeqc {__version__}: node {event.node.get('hostname')}, profile {p['name']}, "
+            sku = f" (SKU {p['sku']})" if p.get("sku") else ""
+            self._line(f"nodeqc {__version__}: node {event.node.get('hostname')}, profile {p['name']}{sku}, "
                        f"{len(event.gpus)} GPU(s){sim}")
+            for notice in p.get("notices", []):  # how the profile was resolved for these GPUs
+                self._line(f"nodeqc: {notice}")
             self._line(f"journal: {event.files['journal']}")
         elif kind == "check_started":
             self.pending[event.name] = list(event.subjects)
@@ -522,6 +523,7 @@ def cmd_scenarios(argv: list[str]) -> int:
     for name in list_scenarios():
         s = load_scenario(name)
         print(f"{name:<10} {s.gpu_count} x {s.gpu_model.name:<24} {s.data.get('description', '')}")
+    print("any SKU's key (nodeqc profiles): one GPU of that SKU in a cloud VM (16 cores, 125.9 GiB)")
     print("\nfaults (--inject gpuN:FAULT[=VALUE] / nicN:FAULT[=VALUE]):")
     for target, vocab in (("gpu", GPU_FAULTS), ("nic", NIC_FAULTS)):
         for name, (parser, text) in vocab.items():

@@ -205,3 +205,16 @@ def test_a_node_profile_fails_a_down_or_slow_compute_nic(tmp_path, signer, node,
     assert {r.subject for r in outcome.results if r.name == "nic.link"} == \
         ({f"nic{i}" for i in range(1, 9)} if node == "hgx-h100" else {f"nic{i}" for i in range(8)})
     assert outcome.exit_code == (1 if found else 0)
+
+
+def test_hgx_h100_fails_a_missing_compute_nic(tmp_path, signer):
+    from nodeqc.resources import scenarios_dir
+    from nodeqc.selection import Selection
+
+    text = (scenarios_dir() / "hgx-h100.toml").read_text()
+    seven = tmp_path / "hgx-7nics.toml"
+    seven.write_text(text[:text.rindex("[[nics]]")])  # the last compute NIC gone
+    options = RunOptions(load_profile("hgx-h100"), signer, out_dir=tmp_path, quick=True,
+                         selection=Selection.parse(["nic"], None))
+    outcome = Runner(options, simulated_hardware(str(seven), [], time_scale=SCALE)).run()
+    assert findings(outcome) == {("nic.inventory", "node", "NIC_COUNT", "fail")}

@@ -86,10 +86,17 @@ def test_bad_selection_is_one_line_and_exit_2(args, message):
     assert len(lines) == 1 and lines[0].startswith("nodeqc: ") and message in lines[0], p.stderr
 
 
-@pytest.mark.parametrize("only, needs_load", [
-    (["stress.hbm_bandwidth"], True), (["stress.memtest"], True), (["stress.pcie_bandwidth"], True),
-    (["health.temperature"], True), (["stress"], True), (["host"], False), (["inventory", "nic"], False),
-])
-def test_any_check_that_works_the_gpus_starts_the_load(only, needs_load):
-    # `--only stress.hbm_bandwidth` once ran nothing at all and reported an empty PASS.
-    assert Selection.parse(only, None).needs_load is needs_load
+@pytest.mark.parametrize("only", ["stress.memtest", "stress.hbm_bandwidth", "stress.nccl"])
+def test_a_gpu_check_selected_without_the_burn_still_runs(only):
+    """`--only stress.memtest` once started no GPU work at all and reported PASS with nothing run."""
+    sel = Selection.parse([only], None)
+    assert sel.needs_gpu_phase and not sel.needs_load
+    assert not Selection.parse(["host,inventory"], None).needs_gpu_phase
+
+
+def test_only_the_memory_test_runs_it_and_finds_a_bad_cell(tmp_path):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", *FAST, "--only", "stress.memtest",
+            "--inject", "gpu0:badmem", "--out", str(tmp_path))
+    _, pred = _report(p)
+    assert p.returncode == 1
+    assert {(c["name"], c["code"]) for c in pred["checks"]} == {("stress.memtest", "MEMTEST_ERRORS")}

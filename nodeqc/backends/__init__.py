@@ -80,7 +80,7 @@ def replay_hardware(path: str) -> Hardware:
     host_data = dict(data.get("host") or {"hostname": "replay"})
     pci = [PciDevice(**p) for p in host_data.pop("nvidia_gpus_on_pci", [])]
     host = HostInfo(**{k: v for k, v in host_data.items() if k in HostInfo.__dataclass_fields__}, nvidia_gpus_on_pci=pci)
-    skus = {_captured_sku(d) for d in data["devices"] if "handle_error" not in d}
+    skus = _captured_skus(data)
     twin = next(iter(skus)).key if len(skus) == 1 and None not in skus else None
     simulation = {"replay": Path(path).name, "captured_at": data.get("captured_at"),
                   "compute": f"simulated twin ({twin})" if twin else "none: no simulated twin for this GPU model"}
@@ -95,21 +95,21 @@ def replay_hardware(path: str) -> Hardware:
     return Hardware(NvmlBackend(ReplayNvml(data)), _ReplayHost(host), node.compute_spec(), node.clock, simulation)
 
 
-def _captured_sku(device: dict[str, Any]) -> Any:
-    """The SKU of a captured GPU (nodeqc.skus.identify on what the capture holds), or None."""
-    from types import SimpleNamespace
+def _captured_skus(data: dict[str, Any]) -> set[Any]:
+    """The SKUs (nodeqc.skus) of a capture's GPUs, as the replayed NVML backend reads them."""
+    from nodeqc.backends.nvml import NvmlBackend
+    from nodeqc.backends.nvml_replay import ReplayNvml
+    from nodeqc.errors import BackendUnavailable
+    from nodeqc.skus import identify
 
-    from nodeqc.na import NA
-    from nodeqc.skus import device_id_from_nvml, identify
-
-    pci, memory, power = (device.get(k) for k in ("nvmlDeviceGetPciInfo", "nvmlDeviceGetMemoryInfo",
-                                                   "nvmlDeviceGetPowerManagementDefaultLimit"))
-    raw_id = pci.get("pciDeviceId") if isinstance(pci, dict) else None
-    return identify(SimpleNamespace(
-        name=device.get("nvmlDeviceGetName"),
-        pci_device_id=(device_id_from_nvml(raw_id) or NA) if isinstance(raw_id, int) else NA,
-        memory_total_bytes=memory.get("total") if isinstance(memory, dict) else NA,
-        power_default_limit_w=power / 1000 if isinstance(power, (int, float)) else NA))
+    probe = NvmlBackend(ReplayNvml(data))  # its own replay: the run's series of answers stay unread
+    try:
+        probe.open()
+        return {identify(g) for g in probe.gpus() if not g.lost}
+    except BackendUnavailable:
+        return set()
+    finally:
+        probe.close()
 
 
 class _ReplayHost(HostBackend):
