@@ -44,7 +44,7 @@ AT_LIMIT_SHARE = 0.9
 
 # The measures whose shortfall a diagnosis explains, and what the step was doing (for the message).
 PERFORMANCE_CODES: dict[str, str] = {
-    "BURN_SLOW": "compute", "BURN_OUTLIER": "compute", "BURN_POWER_LOW": "power",
+    "BURN_SLOW": "compute", "BURN_OUTLIER": "compute", "BURN_POWER_LOW": "power", "POWER_TARGET_LOW": "power",
     "BURN_IN_DRIFT": "compute",
     "HBM_SLOW": "memory", "HBM_OUTLIER": "memory",
     "PCIE_BW_LOW": "pcie", "PCIE_BW_OUTLIER": "pcie",

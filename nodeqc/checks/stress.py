@@ -199,7 +199,7 @@ def judge_power(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
         if result.verdict is Verdict.PASS:
             result.message = (f"held {values['power_w']} of the {window.power_limit_w:g} W limit "
                               f"({values['power_fraction']}) for {r['seconds']:g} s at {values['sm_clock_mhz']}")
-        return result
+        return explain(result, Observed.of(g, window), Expected.of(g), None, "the power test")
 
     return each_gpu(name, gpus, outcomes, one)
 
