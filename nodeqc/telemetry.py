@@ -329,7 +329,7 @@ class TelemetrySampler:
         if now - self._processes_at < PROCESS_POLL_S:
             return {}
         self._processes_at = now
-        own = self.own_pids()
+        own: set[int] | None = None  # asked only when some GPU lists a process: a scan of /proc
         out = {}
         for i, s in readings.items():
             if s is None:
@@ -339,8 +339,11 @@ class TelemetrySampler:
             except GpuLostError:
                 self._mark_lost(i)
                 continue
-            if not is_na(listed):
-                out[i] = [p for p in listed if p.pid not in own]
+            if is_na(listed):
+                continue
+            if listed and own is None:
+                own = self.own_pids()
+            out[i] = [p for p in listed if p.pid not in (own or set())]
         return out
 
     def _sample_loop(self) -> None:
