@@ -23,6 +23,7 @@ import pynvml
 from nodeqc import __version__
 from nodeqc.backends.base import HostInfo
 from nodeqc.backends.nvml import NvmlBackend
+from nodeqc.safefile import write_atomic
 
 _ERROR_NAMES = {getattr(pynvml, n): n.removeprefix("NVML_ERROR_") for n in dir(pynvml) if n.startswith("NVML_ERROR_")}
 # Calls that take no device handle, or whose answers are not the device's to replay.
@@ -187,4 +188,4 @@ def _stop_load(loader: Any) -> str:
 
 
 def write_capture(path: Path, data: dict[str, Any]) -> None:
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
