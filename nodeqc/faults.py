@@ -7,6 +7,7 @@ the real checks must find it.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -37,6 +38,8 @@ def _number(low: float, high: float, open_low: bool = False) -> Callable[[str], 
             v = float(text)
         except ValueError:
             raise ValueError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(v):  # float() takes "nan" and "inf", and nan compares false with any bound
+            raise ValueError(f"expected a finite number, got {text!r}")
         if v < low or v > high or (open_low and v == low):
             raise ValueError(f"expected a number in {'(' if open_low else '['}{low:g}, {high:g}], got {text}")
         return v

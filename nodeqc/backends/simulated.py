@@ -54,7 +54,7 @@ SCENARIO_SCHEMA = {
         "sockets": Spec("int", "CPU sockets", low=1),
         "cores": Spec("int", "physical cores", low=1),
         "threads": Spec("int", "hardware threads", low=1),
-        "memory_gib": Spec("number", "memory", low=0.5),
+        "memory_gib": Spec("number", "memory", low=0.5, high=1 << 20),  # up to 1 PiB
         "numa_nodes": Spec("int", "NUMA nodes", low=1),
         "os": Spec("str", "operating system"),
         "kernel": Spec("str", "kernel release"),
@@ -150,7 +150,11 @@ def load_scenario(ref: str) -> Scenario:
         raise UsageError(f"{where}: invalid TOML: {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"{where}: cannot read scenario: {e}") from None
-    validate(where, SCENARIO_SCHEMA, data)
+    validate(where, SCENARIO_SCHEMA, data, arrays=("nics",), required={"nics": ("name",)})
+    names = [nic["name"] for nic in data.get("nics", [])]
+    for name in names:
+        if names.count(name) > 1:
+            raise UsageError(f"{where}: [[nics]] name: {name!r} appears {names.count(name)} times; each NIC needs its own")
     for table, key in (("gpus", "model"), ("gpus", "count"), ("host", "cores"), ("host", "memory_gib")):
         if key not in data.get(table, {}):
             raise UsageError(f"{where}: [{table}] {key}: missing")
