@@ -489,11 +489,18 @@ def cmd_show(argv: list[str]) -> int:
     from nodeqc.render import render_journal, render_report
     from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_envelope
 
-    p = _Parser(prog="nodeqc show", description="Show a report (or the journal of a run that did not finish).")
-    p.add_argument("report", help="a .report.json file, or a .journal.jsonl file")
+    p = _Parser(prog="nodeqc show", description="Show a report (or the journal or telemetry of a run that did not finish).")
+    p.add_argument("report", help="a .report.json file, a .journal.jsonl file, or a .telemetry.csv.gz file")
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
     args = p.parse_args(argv)
     path = Path(args.report)
+    if path.name.endswith(".csv.gz"):
+        from nodeqc.telemetry import describe_series
+
+        if not path.is_file():
+            raise UsageError(f"{path}: no such telemetry file")
+        print(describe_series(path))
+        return 0
     if path.name.endswith(".jsonl"):
         if not path.is_file():
             raise UsageError(f"{path}: no such journal")

@@ -3,13 +3,14 @@
 Memory stays bounded however long the run: per-GPU running summaries (min/mean/max), a capped list
 of events (throttle onsets with their reasons, XIDs, loss of a GPU), error counters read at the start
 and the end. The full time series goes to a gzip-compressed CSV beside the report, flushed as it
-grows so a killed run keeps what it sampled; the report references it by sha256.
+grows (one gzip member per flush) so a killed run keeps what it sampled; the report references it by sha256.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import threading
 import time
 import zlib
@@ -18,8 +19,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from nodeqc.backends.base import Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample, decode_reasons
-from nodeqc.errors import GpuLostError
+from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.na import NA, is_na
+from nodeqc.safefile import create_new, write_all
 
 LOADED_UTIL_PCT = 50  # a GPU at or above this utilisation counts as under load
 MAX_EVENTS = 200  # per GPU and kind; more are counted, not kept
@@ -226,8 +228,8 @@ class TelemetrySampler:
             self.watch[i].counters_start = self._read_counters(i)
             self.watch[i].counters_start_t = self.now()
         if self.series_path is not None:
-            self._series = gzip.open(self.series_path, "wb", compresslevel=6)
-            self._write_line(",".join(SERIES_COLUMNS))
+            self._series = SeriesWriter(self.series_path)
+            self._series.write_line(",".join(SERIES_COLUMNS))
         self._threads = [threading.Thread(target=self._sample_loop, name="nodeqc-telemetry", daemon=True),
                          threading.Thread(target=self._xid_loop, name="nodeqc-xid", daemon=True)]
         for t in self._threads:
@@ -244,7 +246,8 @@ class TelemetrySampler:
                 self.watch[i].counters_end_t = self.now()
         digest = None
         if self._series is not None:
-            self._series.close()
+            with self._lock:
+                self._series.close()
             digest = hashlib.sha256(self.series_path.read_bytes()).hexdigest()
         return TelemetrySummary(
             gpus=self.watch, duration_s=self.now(), sample_hz=self.hz,
@@ -320,26 +323,100 @@ class TelemetrySampler:
         if self._series is None:
             return
         values = [f"{t:.3f}", str(i)] + ["" if is_na(v := getattr(s, f)) else str(v) for f in GpuSample.FIELDS]
-        self._write_line(",".join(values))
+        self._series.write_line(",".join(values))
         self._rows += 1
         now = time.monotonic()
         if now - self._last_flush > FLUSH_EVERY_S:
-            self._series.flush()  # a sync flush: what is written so far can be read after a kill
+            self._series.flush()
             self._last_flush = now
 
-    def _write_line(self, line: str) -> None:
-        self._series.write((line + "\n").encode())
+
+class SeriesWriter:
+    """The time-series file: gzip, one complete gzip member per flush (RFC 1952 allows any number,
+    one after the other; gzip, zcat, Python's gzip and pandas read them as one stream). A run killed
+    with SIGKILL leaves whole members up to its last flush, which every reader takes, and at most one
+    member cut short, which only `read_series` recovers. A single gzip stream flushed mid-way has no
+    trailer after a kill, and gzip and pandas refuse the whole file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd = create_new(path)  # O_EXCL|O_NOFOLLOW: never through a planted link
+        self._pending: list[bytes] = []
+
+    def write_line(self, line: str) -> None:
+        self._pending.append((line + "\n").encode())
+
+    def flush(self) -> None:
+        if self._pending and self._fd >= 0:
+            member = gzip.compress(b"".join(self._pending), compresslevel=6, mtime=0)
+            self._pending = []
+            write_all(self._fd, member, self.path)
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        try:
+            self.flush()
+        finally:
+            os.close(self._fd)
+            self._fd = -1
 
 
 def read_series(path: Path) -> list[list[str]]:
-    """The rows of a time-series file, header first. A file cut short by a kill has no gzip trailer;
-    everything up to its last flush is still returned."""
-    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    text = inflate.decompress(path.read_bytes()).decode(errors="replace")
-    lines = text.splitlines()
-    if text and not text.endswith("\n"):
+    """The rows of a time-series file, header first: every gzip member in turn; of a member cut
+    short by a kill, what it holds up to the cut (a row torn mid-way is dropped)."""
+    data = path.read_bytes()
+    text = b""
+    while data:
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            text += inflate.decompress(data)
+        except zlib.error:
+            break  # damaged beyond this point: keep what came before
+        if not inflate.eof:
+            break  # the last member, cut short
+        data = inflate.unused_data
+    decoded = text.decode(errors="replace")
+    lines = decoded.splitlines()
+    if decoded and not decoded.endswith("\n"):
         lines = lines[:-1]  # a row torn by the kill
     return [line.split(",") for line in lines]
+
+
+def describe_series(path: Path) -> str:
+    """A time-series file for a person (`nodeqc show X.telemetry.csv.gz`): its span and, per GPU, the
+    extremes of what was sampled. Also a file cut short by a kill, up to its last flush."""
+    try:
+        rows = read_series(path)
+        gzip.decompress(path.read_bytes())
+        whole = True
+    except (OSError, EOFError, zlib.error):
+        whole = False
+    if not rows or rows[0][:2] != ["t_s", "gpu"]:
+        raise UsageError(f"{path}: not a nodeqc telemetry file (no header t_s,gpu,...)")
+    header, data = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
+    col = {name: n for n, name in enumerate(header)}
+    times = [float(r[0]) for r in data]
+    out = [f"nodeqc telemetry: {path.name}" + ("" if whole else
+           "  (cut short, as by a killed run: every row up to its last flush)"),
+           f"{len(data)} rows" + (f", t = {min(times):.1f} s to {max(times):.1f} s" if times else "")]
+    for gpu in sorted({r[1] for r in data}, key=lambda g: int(g) if g.isdigit() else 0):
+        mine = [r for r in data if r[1] == gpu]
+
+        def span(name: str, unit: str) -> str:
+            values = [float(r[col[name]]) for r in mine if name in col and _is_float(r[col[name]])]
+            return f"{name} {min(values):g}..{max(values):g} {unit}" if values else f"{name} N/A"
+        out.append(f"  gpu{gpu}: {len(mine)} samples, {span('temp_c', 'C')}, {span('power_w', 'W')}, "
+                   f"{span('sm_clock_mhz', 'MHz')}, {span('util_pct', '%')}")
+    return "\n".join(out)
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _json(v: Any) -> Any:
