@@ -100,6 +100,7 @@ class GpuTelemetry:
     pcie_idle_gen: Any = NA
     pcie_idle_width: Any = NA
     throttle_s: dict[str, float] = field(default_factory=dict)
+    throttle_counted: list[str] = field(default_factory=list)  # reasons timed by the driver's counters
     throttle_onsets: Events = field(default_factory=Events)
     xids: Events = field(default_factory=Events)
     counters_start: GpuCounters | None = None
@@ -140,6 +141,19 @@ class GpuTelemetry:
                                           "temp_c": _json(s.temp_c), "sm_clock_mhz": _json(s.sm_clock_mhz)})
             self._prev_reasons = reasons
 
+    def count_throttle_from_counters(self) -> None:
+        """Where the driver timed a reason itself (start and end counters), its count replaces the
+        sampled estimate: exact, and it holds a throttle that no sample landed in."""
+        if self.counters_start is None or self.counters_end is None:
+            return
+        start = self.counters_start.throttle_ns()
+        for reason, end_ns in self.counters_end.throttle_ns().items():
+            start_ns = start[reason]
+            if is_na(end_ns) or is_na(start_ns) or end_ns < start_ns:
+                continue
+            self.throttle_s[reason] = (end_ns - start_ns) / 1e9
+            self.throttle_counted.append(reason)
+
     def failing_throttle_s(self) -> float:
         return sum(self.throttle_s.get(r, 0.0) for r in FAILING_REASONS)
 
@@ -155,6 +169,7 @@ class GpuTelemetry:
             "pcie_under_load": {"gen": self.pcie_loaded_gen.to_dict(), "width": self.pcie_loaded_width.to_dict()},
             "pcie_at_idle": {"gen": _json(self.pcie_idle_gen), "width": _json(self.pcie_idle_width)},
             "throttle_s": {k: round(v, 2) for k, v in sorted(self.throttle_s.items())},
+            "throttle_counted_by_driver": sorted(self.throttle_counted),
             "throttle_onsets": self.throttle_onsets.to_dict(),
             "xids": self.xids.to_dict(),
             "counters_start": self.counters_start.to_dict() if self.counters_start else None,
@@ -244,6 +259,7 @@ class TelemetrySampler:
             self.watch[i].counters_end = end or self._last_counters.get(i)
             if end is not None:
                 self.watch[i].counters_end_t = self.now()
+            self.watch[i].count_throttle_from_counters()
         digest = None
         if self._series is not None:
             with self._lock:
