@@ -99,8 +99,9 @@ class RecordingNvml:
         table = self.devices.setdefault(self._handles.get(id(handle), -1), {}).setdefault("nvmlDeviceGetFieldValues", {})
         for fid, v in zip(field_ids, values):
             member = _VALUE_MEMBERS.get(v.valueType, "uiVal")
+            # A field the driver does not support (nvmlReturn != 0) carries no value to record.
             table[str(fid)] = [{"nvmlReturn": v.nvmlReturn, "valueType": v.valueType,
-                                "value": {member: getattr(v.value, member)}}]
+                                "value": {member: getattr(v.value, member)} if v.nvmlReturn == 0 else {}}]
         return values
 
     def description(self) -> dict[str, Any]:
