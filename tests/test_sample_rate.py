@@ -76,3 +76,23 @@ def test_faults_are_found_at_the_slowest_sample_rate(tmp_path):
     temps = [r for r in outcome.results if r.name == "health.temperature"]
     assert all(r.verdict is not Verdict.PASS or r.values["temp_max"].value > 50 for r in temps)
     assert outcome.verdict == "FAIL" and outcome.exit_code == 1
+
+
+def test_the_nvml_backend_reads_the_drivers_throttle_counters():
+    import pynvml
+
+    from nodeqc.backends.nvml import NvmlBackend
+    from nodeqc.backends.nvml_replay import ReplayNvml
+    from nodeqc.na import NA
+    from nvml_descriptions import h100_device, node
+
+    device = h100_device(0)
+    fields = device["nvmlDeviceGetFieldValues"]
+    fields[str(pynvml.NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN)] = {
+        "nvmlReturn": 0, "valueType": 3, "value": {"ullVal": 2_500_000_000}}
+    fields[str(pynvml.NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP)] = {
+        "nvmlReturn": 0, "valueType": 3, "value": {"ullVal": 7}}
+    backend = NvmlBackend(ReplayNvml(node([device])))
+    backend.open()
+    counted = backend.counters(0).throttle_ns()
+    assert counted == {"sw_power_cap": 7, "sw_thermal": NA, "hw_thermal": 2_500_000_000, "power_brake": NA}
