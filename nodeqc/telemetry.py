@@ -21,7 +21,7 @@ from typing import Any, Callable
 from nodeqc.backends.base import Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample, decode_reasons
 from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.na import NA, is_na
-from nodeqc.safefile import create_new, write_all
+from nodeqc.safefile import OutputError, create_new, write_all
 
 LOADED_UTIL_PCT = 50  # a GPU at or above this utilisation counts as under load
 MAX_EVENTS = 200  # per GPU and kind; more are counted, not kept
@@ -187,13 +187,15 @@ class TelemetrySummary:
     series_file: str | None = None
     series_sha256: str | None = None
     series_rows: int = 0
+    series_error: str | None = None  # why the file holds fewer rows than were sampled (disk full)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "duration_s": round(self.duration_s, 2),
             "sample_hz": self.sample_hz,
             "series": {"file": self.series_file, "sha256": self.series_sha256, "rows": self.series_rows,
-                       "columns": list(SERIES_COLUMNS)} if self.series_file else None,
+                       "columns": list(SERIES_COLUMNS),
+                       **({"incomplete": self.series_error} if self.series_error else {})} if self.series_file else None,
             "gpus": {f"gpu{i}": g.to_dict() for i, g in sorted(self.gpus.items())},
         }
 
@@ -221,7 +223,6 @@ class TelemetrySampler:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._series: Any = None
-        self._rows = 0
         self._last_flush = 0.0
         self._last_counters: dict[int, GpuCounters] = {}
         self._windows: dict[str, dict[int, GpuTelemetry]] = {}
@@ -260,15 +261,16 @@ class TelemetrySampler:
             if end is not None:
                 self.watch[i].counters_end_t = self.now()
             self.watch[i].count_throttle_from_counters()
-        digest = None
+        digest, rows, error = None, 0, None
         if self._series is not None:
             with self._lock:
                 self._series.close()
             digest = hashlib.sha256(self.series_path.read_bytes()).hexdigest()
+            rows, error = max(0, self._series.lines_written - 1), self._series.error  # less the header
         return TelemetrySummary(
             gpus=self.watch, duration_s=self.now(), sample_hz=self.hz,
             series_file=self.series_path.name if self.series_path else None,
-            series_sha256=digest, series_rows=self._rows)
+            series_sha256=digest, series_rows=rows, series_error=error)
 
     def _read_counters(self, i: int) -> GpuCounters | None:
         try:
@@ -340,7 +342,6 @@ class TelemetrySampler:
             return
         values = [f"{t:.3f}", str(i)] + ["" if is_na(v := getattr(s, f)) else str(v) for f in GpuSample.FIELDS]
         self._series.write_line(",".join(values))
-        self._rows += 1
         now = time.monotonic()
         if now - self._last_flush > FLUSH_EVERY_S:
             self._series.flush()
@@ -358,15 +359,29 @@ class SeriesWriter:
         self.path = path
         self._fd = create_new(path)  # O_EXCL|O_NOFOLLOW: never through a planted link
         self._pending: list[bytes] = []
+        self.lines_written = 0
+        # Why the file stopped growing (a full disk): sampling goes on in memory, the checks still
+        # judge every sample, and the report says the file holds only the rows before this.
+        self.error: str | None = None
 
     def write_line(self, line: str) -> None:
-        self._pending.append((line + "\n").encode())
+        if self.error is None:
+            self._pending.append((line + "\n").encode())
 
     def flush(self) -> None:
-        if self._pending and self._fd >= 0:
-            member = gzip.compress(b"".join(self._pending), compresslevel=6, mtime=0)
-            self._pending = []
-            write_all(self._fd, member, self.path)
+        if self._pending and self._fd >= 0 and self.error is None:
+            lines, self._pending = self._pending, []
+            whole = os.lseek(self._fd, 0, os.SEEK_CUR)
+            try:
+                write_all(self._fd, gzip.compress(b"".join(lines), compresslevel=6, mtime=0), self.path)
+            except OutputError as e:
+                self.error = str(e)
+                try:
+                    os.ftruncate(self._fd, whole)  # no member cut short: every reader takes the file
+                except OSError:
+                    pass
+                return
+            self.lines_written += len(lines)
 
     def close(self) -> None:
         if self._fd < 0:

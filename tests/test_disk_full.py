@@ -4,6 +4,7 @@ filesystem (a small tmpfs) when root may mount one."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 from pathlib import Path
@@ -71,3 +72,29 @@ def test_a_full_disk_while_writing_the_report_is_one_line_and_exit_2(small_disk,
     (small_disk / "filler").unlink()
     show = cli("show", str(journal))
     assert show.returncode == 0 and "report was NOT written (no space left on" in show.stdout
+
+
+def test_a_disk_that_fills_during_the_run_stops_the_telemetry_file_not_the_sampling(small_disk, monkeypatch):
+    import threading
+    import time
+
+    import nodeqc.telemetry as telemetry
+    from nodeqc.backends.base import Clock
+    from nodeqc.telemetry import TelemetrySampler, read_series
+    from test_telemetry import Scripted, gpus
+
+    crashed = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: crashed.append(args.exc_value))
+    monkeypatch.setattr(telemetry, "FLUSH_EVERY_S", 0.0)
+    path = small_disk / "run.telemetry.csv.gz"
+    sampler = TelemetrySampler(Scripted(lose_after=10**9), gpus(), Clock(), 0.0, hz=50, series_path=path)
+    sampler.start()
+    time.sleep(0.3)
+    fill(small_disk, 0)
+    time.sleep(1.5)  # ~8 KB a second of one-row members: past the slack of the file's last page
+    summary = sampler.stop()
+    assert crashed == []
+    assert "no space left on" in summary.series_error and summary.to_dict()["series"]["incomplete"]
+    assert summary.gpus[0].samples > summary.series_rows // 2  # sampling went on in memory
+    assert len(read_series(path)) - 1 == summary.series_rows > 0
+    assert gzip.decompress(path.read_bytes()).count(b"\n") == summary.series_rows + 1  # whole members only
