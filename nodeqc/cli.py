@@ -254,8 +254,11 @@ def check_output_file(path: Path, option: str, suffixes: tuple[str, ...] = ()) -
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise UsageError(f"{option} {path}: no such directory {directory}")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {path}: cannot write in {directory} (permission denied)")
+    try:  # tried, not asked (os.access): root, read-only mounts and /proc answer it wrongly
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write in {directory}: {e.strerror}") from None
 
 
 class ProgressPrinter:
