@@ -48,7 +48,7 @@ def test_full_clock_edge(share, cause):
     d = diagnose("compute", obs(sm_clock_mhz=share * 1794, power_w=400.0, throttle_s={}), H100, 0.6)
     assert d.cause == cause
     if cause == "clocks_low":
-        assert d.code == "CLOCKS_LOW" and "with no throttle reason" in d.message and "nvidia-smi -rgc" in d.message
+        assert d.code == "CLOCKS_LOW" and "with no throttle reason to explain it" in d.message and "nvidia-smi -rgc" in d.message
         assert "0.90 of the 1,794 MHz a healthy H100 SXM5 80GB sustains" in d.message
 
 
@@ -56,6 +56,9 @@ def test_low_clock_against_the_power_limit_at_its_default_is_power_bound():
     d = diagnose("compute", obs(sm_clock_mhz=1300.0, power_w=690.0, throttle_s={"sw_power_cap": 10.0}), H100, 0.7)
     assert d.cause == "power_bound" and d.code == "CLOCKS_LOW"
     assert d.message.startswith("slow because the GPU reached its 700 W power limit at only 1,300 MHz")
+    # A cap bit beside a mean power far below the limit is not the limit holding the clock.
+    assert diagnose("compute", obs(sm_clock_mhz=1300.0, power_w=400.0, throttle_s={"sw_power_cap": 10.0}),
+                    H100, 0.7).cause == "clocks_low"
     unknown_limit = diagnose("compute", obs(sm_clock_mhz=1300.0, power_limit_w=None, throttle_s={"sw_power_cap": 10.0}),
                              H100, 0.7)
     assert unknown_limit.message.startswith("slow because the GPU reached its power limit at only 1,300 MHz")

@@ -171,8 +171,10 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
                      f"{describe_processes(obs.other_processes)}; the figures are not the GPU's own",
                      "GPU_IN_USE", error=True)
     limit, default = obs.power_limit_w, obs.default_power_limit_w
-    capped = _share(obs, ("sw_power_cap",)) >= THROTTLE_SHARE or (
-        obs.power_w is not None and limit and obs.power_w >= AT_LIMIT_SHARE * limit)
+    # Against its power limit: drawing close to it, or (with no power figure) capped by it. A cap bit
+    # beside a mean power far below the limit is not the limit holding it.
+    drawing = obs.power_w is not None and bool(limit)
+    capped = (obs.power_w >= AT_LIMIT_SHARE * limit) if drawing else _share(obs, ("sw_power_cap",)) >= THROTTLE_SHARE
     if limit and default and limit < LOWERED_LIMIT_SHARE * default and capped and kind != "pcie":
         return found("power_limit", f"power-capped at {limit:g} W: the enforced limit is below the default "
                      f"{default:g} W (someone lowered it; restore it with nvidia-smi -pl {default:g})",
@@ -200,7 +202,7 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
             return found("power_bound", f"slow because the GPU reached {at_limit} at only {low}: "
                          "it draws more power per clock than its SKU (check cooling and power delivery; RMA if it persists)",
                          "CLOCKS_LOW")
-        return found("clocks_low", f"slow because the SM clock averaged {low}, with no throttle reason: "
+        return found("clocks_low", f"slow because the SM clock averaged {low}, with no throttle reason to explain it: "
                      "look for locked clocks (nvidia-smi -rgc resets them)", "CLOCKS_LOW")
     if kind == "power":
         drew = f"{obs.power_w:.0f} W of the {limit:g} W limit" if obs.power_w is not None and limit else "little power"
