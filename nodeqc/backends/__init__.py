@@ -50,12 +50,6 @@ def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float
                                 "time_scale": node.clock.scale}, nics=node.nics())
 
 
-# Simulated seconds per real second of a replay's compute twin. The replayed telemetry follows NVML
-# calls, not time, so compressing the twin's work changes no reading; a replay then takes seconds
-# (the quick plan's 30 s burn, 14 s memory test and 12 s of copies: about 1.5 s at 40x).
-REPLAY_TIME_SCALE = 40.0
-
-
 def replay_hardware(path: str) -> Hardware:
     """A captured machine: its NVML answers and host replayed (nodeqc capture), with a simulated
     compute twin of the captured GPU model so the stress checks run too. Reports say simulated."""
@@ -90,7 +84,7 @@ def replay_hardware(path: str) -> Hardware:
     scenario = Scenario("replay", Path(path), {
         "gpus": {"model": twin, "count": len(data["devices"]), "topology": "nvswitch" if links else "pcie"},
         "host": {"cores": host.cores or 1, "memory_gib": 1}})
-    node = SimNode(scenario, [], REPLAY_TIME_SCALE)
+    node = SimNode(scenario, [])
     simulation["time_scale"] = node.clock.scale
     return Hardware(NvmlBackend(ReplayNvml(data)), _ReplayHost(host), node.compute_spec(), node.clock, simulation)
 
