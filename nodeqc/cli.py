@@ -663,6 +663,12 @@ def cmd_export(argv: list[str]) -> int:
     return 0
 
 
+def cmd_fabric(argv: list[str]) -> int:
+    from nodeqc.fabric.cli import main as fabric_main  # many nodes together: its own parser and module
+
+    return fabric_main(argv)
+
+
 def cmd_gui(argv: list[str]) -> int:
     return gui(_run_parser().parse_args(argv), ["gui", *argv])
 
@@ -678,4 +684,5 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "compare": cmd_compare,
     "export": cmd_export,
     "gui": cmd_gui,
+    "fabric": cmd_fabric,
 }

@@ -72,6 +72,10 @@ def banner(predicate: dict[str, Any]) -> str:
 
 def render_report(predicate: dict[str, Any], trust_line: str) -> str:
     """A whole report for a person: the verdict, what failed and what to do, then every check."""
+    if predicate.get("kind") == "fabric":  # many nodes qualified together
+        from nodeqc.fabric.report import render
+
+        return render(predicate, trust_line)
     node = predicate.get("node", {})
     prof = predicate.get("profile", {})
     out = [

@@ -25,6 +25,8 @@ from nodeqc.keys import Signer
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://nodeqc.dev/qualification/v1"
+FABRIC_PREDICATE_TYPE = "https://nodeqc.dev/fabric/v1"  # many nodes qualified together (nodeqc.fabric)
+PREDICATE_TYPES = (PREDICATE_TYPE, FABRIC_PREDICATE_TYPE)
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
 
@@ -130,7 +132,7 @@ def decode_statement(envelope: dict[str, Any]) -> dict[str, Any]:
         stmt = json.loads(payload)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise VerificationError("payload is not JSON") from None
-    if not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:
+    if not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") not in PREDICATE_TYPES:
         raise VerificationError("payload is not a nodeqc qualification statement")
     return stmt
 
