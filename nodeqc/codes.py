@@ -48,6 +48,7 @@ REMEDIATION: dict[str, str] = {
     "FABRIC_RAIL": "One rail failed across the fabric while the same pairs passed on other rails: the rail's switches or a fabric-wide setting (subnet manager, routing, PFC/ECN for RoCE). Check the rail's leaf switches and the subnet manager's logs.",
     "FABRIC_LINK": "Two nodes that pass with everyone else failed together: the path between them (a spine or leaf port on their route, a routing table entry). Check the switch ports on their route (ibtracert/iblinkinfo) and re-run the pair.",
     "FABRIC_INCONCLUSIVE": "The pair tests could not tell this node apart from its peers (it met too few good peers, or only failed against one): re-run with more rounds (--rounds) or more nodes.",
+    "FABRIC_NOT_MEASURED": "A pair test could not be measured on these nodes (no active RDMA port, no floor for the link, ...): read the reason; it is no evidence either way.",
     "FABRIC_PAIR_ERROR": "This pair could not be tested (the launcher or the worker failed): read the error; check that nodeqc, iperf3 and perftest are installed on both nodes and that the job's allocation holds them.",
     # Health during the run
     "TEMP_HIGH": "The GPU ran too hot: check fans, airflow, blanking panels, heatsink contact and the inlet temperature, then re-run.",

@@ -252,9 +252,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 def _summary(say: Any, predicate: dict[str, Any], scores: Any) -> None:
     c = predicate["summary"]["counts"]
     state = "ABORTED (not qualified)" if predicate["status"] == "aborted" else predicate["verdict"]
-    say(f"RESULT: {state}  ({c['pass']} pass, {c['fail']} fail, {c['error']} could not be judged)")
+    say(f"RESULT: {state}  ({c['pass']} pass, {c['fail']} fail, {c['error']} could not be judged, "
+        f"{c['skip']} not measured)")
     for check in predicate["checks"]:
-        if check["verdict"] in ("fail", "error"):
+        if check["verdict"] in ("fail", "error", "skip"):
             say(f"  {check['verdict'].upper():<5} {check['name']} {check['subject']}: {check['message']} [{check['code']}]")
 
 

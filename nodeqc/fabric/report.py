@@ -96,10 +96,24 @@ def fabric_checks(scores: Scores, rounds: list[Round], results: list[PairResult]
                                f"{a} and {b} failed together on {', '.join(rails)} while each passed with other peers: "
                                "the path between them", "FABRIC_LINK", {"rails": Value(", ".join(rails))}, [],
                                {"failed": figures}, "rails"))
+    skipped: dict[tuple[str, str], set[str]] = {}
+    for r in results:
+        for m in r.measurements:
+            if m.skipped:
+                skipped.setdefault((_kind(m.rail), m.skipped), set()).update((r.a, r.b))
+    for (kind, why), nodes in sorted(skipped.items()):
+        code = ("PERFTEST_MISSING" if "ib_write_bw is not installed" in why else "IPERF3_MISSING"
+                if "iperf3 is not installed" in why else "CUDA_UNAVAILABLE" if "CuPy" in why else "FABRIC_NOT_MEASURED")
+        shown = ", ".join(sorted(nodes)[:8]) + (f" +{len(nodes) - 8} more" if len(nodes) > 8 else "")
+        out.append(CheckResult(f"fabric.{kind}", "fabric", Verdict.SKIP, f"not measured on pairs of {shown}: {why}", code))
     for r in scores.errors:
         out.append(CheckResult("fabric.pair", f"{r.a}-{r.b}", Verdict.ERROR, f"round {r.round}: not tested: {r.error}",
                                "FABRIC_PAIR_ERROR"))
     return out
+
+
+def _kind(rail: str) -> str:
+    return rail if rail in ("tcp", "nccl") else "rdma"
 
 
 def _failing_peers(node: str, results: list[PairResult]) -> set[str]:

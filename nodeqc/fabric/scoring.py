@@ -5,8 +5,9 @@ A pair test on a rail (RDMA between the two nodes' NICs on that rail, both direc
 iperf3; "nccl" for the two-node all-reduce) passes when every measurement on it reached its floor.
 Scoring works on ports, a node's end of a rail:
 
-1. A rail that fails in most of its tests, across the fabric, is the rail's fault (its switch, a
-   fabric-wide setting), not its ports': it is named and left out of the rest.
+1. A rail that fails in most of its tests across the fabric (tests of pairs that passed on another
+   rail; with a single rail, three tests in four), among at least three nodes, is the rail's fault
+   (its switches, a fabric-wide setting), not its ports': it is named and left out of the rest.
 2. Ports are named bad worst first: a port fails most of its remaining tests, against at least two
    distinct peers not named bad (one peer alone cannot tell the port from the peer or the cable
    between them). Naming a port takes its tests off its peers' tallies: a failure it explains is
@@ -161,14 +162,21 @@ def score(nodes: list[str], results: list[PairResult]) -> Scores:
 
     # 1. Rails that fail fabric-wide. With several rails, only pairs that passed on another rail
     # speak for the rail (a bad node fails every rail of its pairs and says nothing about any).
+    # With one rail there is no such contrast: it takes three failures in four, and as everywhere,
+    # failures spread over at least three nodes (two nodes alone cannot tell a rail from a node).
     per_rail: dict[str, list[bool]] = {}
+    failing_nodes: dict[str, set[str]] = {}
     for r in tested:
         verdicts = r.rails()
         for rail, ok in verdicts.items():
             others = [v for other, v in verdicts.items() if other != rail]
             if len(rails) == 1 or any(others):
                 per_rail.setdefault(rail, []).append(ok)
-    bad_rails = sorted(rl for rl, oks in per_rail.items() if len(oks) >= 2 and oks.count(False) * 2 > len(oks))
+                if not ok:
+                    failing_nodes.setdefault(rail, set()).update((r.a, r.b))
+    share = 0.75 if len(rails) == 1 else 0.5
+    bad_rails = sorted(rl for rl, oks in per_rail.items()
+                       if len(failing_nodes.get(rl, ())) >= 3 and oks.count(False) > share * len(oks))
 
     ports: dict[tuple[str, str], Port] = {(n, rl): Port(n, rl) for n in nodes for rl in rails}
     by_port: dict[tuple[str, str], list[int]] = {}

@@ -158,7 +158,7 @@ def _retrying(cmd: list[str], parse: Any, secs: int) -> tuple[Any, str | None, d
         except OSError as e:
             return None, f"{cmd[0]} could not start: {e.strerror}", {}
         value, error, detail = parse(text)
-        refused = error and re.search(r"(?i)refused|unable to connect|couldn't connect|unable to open", text)
+        refused = error and re.search(r"(?i)refused|unable to connect|couldn.t connect|unable to open|server is busy", text)
         if not refused or time.monotonic() > give_up:
             return value, error, detail
         time.sleep(0.5)
