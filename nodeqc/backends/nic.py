@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -211,7 +212,32 @@ def command(job: TrafficJob) -> list[str]:
         cmd.append("-R")
     if job.cuda_device is not None:
         cmd.append(f"--use_cuda={job.cuda_device}")
-    return cmd + [job.peer]
+    # Loopback: the client reaches its own server by this host's name (Azure's checks do the same;
+    # with -R, rdma_cm needs an address of the RoCE interface, which the name resolves to).
+    return cmd + [socket.gethostname() if job.loopback else job.peer]
+
+
+def loopback_server(job: TrafficJob) -> list[str]:
+    """The server half of an RDMA loopback: the same test on the same HCA port, without a peer
+    (Azure's HPC health checks run ib_write_bw this way, client and server on one HCA)."""
+    return command(job)[:-1]
+
+
+def numa_cpus(ib_device: str, root: Path = Path("/")) -> set[int] | None:
+    """The CPUs of the NUMA node an HCA hangs off (sysfs), to pin its loopback test there; None
+    where the kernel does not say (one NUMA node, or -1)."""
+    try:
+        node = int((root / f"sys/class/infiniband/{ib_device}/device/numa_node").read_text())
+        if node < 0:
+            return None
+        text = (root / f"sys/devices/system/node/node{node}/cpulist").read_text().strip()
+    except (OSError, ValueError):
+        return None
+    cpus: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus or None
 
 
 def parse_iperf3(text: str) -> tuple[Any, str | None, dict[str, Any]]:
@@ -255,22 +281,43 @@ def parse_ib_write_bw(text: str) -> tuple[Any, str | None, dict[str, Any]]:
     return NA, "ib_write_bw gave no result" + (f": {errors[-1]}" if errors else ""), {}
 
 
+def _pin(job: TrafficJob) -> Any:
+    """A preexec function pinning the tool to the HCA's NUMA node (None where unknown)."""
+    cpus = numa_cpus(str(job.ib_device)) if job.ib_device else None
+    if not cpus:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
 class ProcessTraffic(TrafficSession):
     """Every job a process of its own, a round's all started at once; output goes to temporary
     files, so a long result never fills a pipe and stalls the tool."""
 
+    LOOPBACK_SERVER_START_S = 2.0  # the server half listens before its client connects (Azure waits 5 s)
+
     def __init__(self, backend: NicBackend, rounds: list[list[TrafficJob]], watch: list[str]):
         self._procs: list[tuple[subprocess.Popen[bytes] | None, IO[bytes], str | None]] = []
+        self._servers: list[subprocess.Popen[bytes]] = []
         super().__init__(backend, rounds, watch)
 
     def _start(self, jobs: list[TrafficJob]) -> None:
         env = {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}  # --use_cuda indices in NVML's order
         self._procs = []
+        loopbacks = [j for j in jobs if j.loopback]
+        for job in loopbacks:  # RDMA loopback: the server half first, on the HCA's NUMA node
+            try:
+                self._servers.append(subprocess.Popen(loopback_server(job), stdout=subprocess.DEVNULL,
+                                                      stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env,
+                                                      preexec_fn=_pin(job)))
+            except OSError:
+                pass  # the client then fails to connect, and says so
+        if loopbacks:
+            time.sleep(self.LOOPBACK_SERVER_START_S)
         for job in jobs:
             out = tempfile.TemporaryFile()
             try:
                 proc = subprocess.Popen(command(job), stdout=out, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, env=env)
+                                        stdin=subprocess.DEVNULL, env=env, preexec_fn=_pin(job) if job.loopback else None)
                 self._procs.append((proc, out, None))
             except OSError as e:
                 self._procs.append((None, out, f"{job.tool} could not start: {e.strerror}"))
@@ -280,6 +327,11 @@ class ProcessTraffic(TrafficSession):
 
     def _collect(self, jobs: list[TrafficJob], overdue: str | None) -> list[TrafficOutcome]:
         outcomes = []
+        for server in self._servers:  # a server whose client failed waits for ever: end it
+            if server.poll() is None:
+                server.kill()
+            server.wait(timeout=10)
+        self._servers = []
         for job, (proc, out, error) in zip(jobs, self._procs):
             if proc is not None and proc.poll() is None:
                 proc.kill()
