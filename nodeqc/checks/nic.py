@@ -146,8 +146,9 @@ def plan_traffic(plan: NicPlan, peers: list[Peer], profile: Profile, seconds: fl
 
 
 def traffic_summary(plan: NicPlan) -> str:
-    rounds = [f"{r[0].tool} on {subjects_text(sorted({plan.subjects[j] for j in r}, key=_order))} "
-              f"for {r[0].seconds:g} s" for r in plan.rounds]
+    rounds = [f"{r[0].tool}{' in loopback' if all(j.loopback for j in r) else ''} on "
+              f"{subjects_text(sorted({plan.subjects[j] for j in r}, key=_order))} for {r[0].seconds:g} s"
+              for r in plan.rounds]
     return "NIC traffic: " + ", then ".join(rounds)
 
 

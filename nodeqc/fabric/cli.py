@@ -172,10 +172,13 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     profile = load_profile(args.profile)
     frac = profile.threshold("nic", "min_rdma_fraction")
     tfrac = profile.threshold("nic", "min_tcp_fraction")
+    nccl = profile.threshold("nic", "min_fabric_nccl_busbw_gbps")
     floors = Floors(rdma_fraction=frac.fail if frac else None, tcp_fraction=tfrac.fail if tfrac else None,
-                    rdma_gbps=args.min_rdma_gbps, tcp_gbps=args.min_tcp_gbps, nccl_busbw_gbps=args.min_nccl_busbw)
+                    rdma_gbps=args.min_rdma_gbps, tcp_gbps=args.min_tcp_gbps,
+                    nccl_busbw_gbps=args.min_nccl_busbw or (nccl.fail if nccl else None))
     if "nccl" in tests and floors.nccl_busbw_gbps is None:
-        raise UsageError("--tests nccl needs a floor: --min-nccl-busbw GBPS (see the README for published figures)")
+        raise UsageError(f"--tests nccl needs a floor: profile {profile.name} sets no [nic] min_fabric_nccl_busbw_gbps; "
+                         "give --min-nccl-busbw GBPS (hgx-h100 and dgx-a100 carry OCI's published figures)")
     seconds = args.seconds or float(profile.get("nic", "traffic_s", 10))
     seed = args.seed if args.seed is not None else int(time.time())
     if args.rounds:
