@@ -1,8 +1,8 @@
 """The per-node work of one pair test, run on each of the two nodes at once
 (`nodeqc fabric worker`), by srun, a command prefix (`ip netns exec NS`), or a Kubernetes pod.
 
-Which end it is: `--index`, else the position of this host (SLURMD_NODENAME, then the host name)
-in `--pair A,B`, else SLURM_PROCID. End A serves first:
+Which end it is: `--index`, else the position of this host (SLURMD_NODENAME, NODEQC_NODE, then
+the host name) in `--pair A,B`, else SLURM_PROCID. End A serves first:
 
 - TCP (iperf3): A runs `iperf3 -s -1` twice, B runs the client, once sending (B>A) and once
   with -R (A>B). B reports both.
@@ -69,7 +69,9 @@ class Job:
 def which_end(pair: tuple[str, str], index: int | None) -> int:
     if index is not None:
         return index
-    for name in (os.environ.get("SLURMD_NODENAME"), socket.gethostname(), socket.gethostname().split(".")[0]):
+    # Slurm names the node in SLURMD_NODENAME; the Kubernetes manifest in NODEQC_NODE (spec.nodeName).
+    for name in (os.environ.get("SLURMD_NODENAME"), os.environ.get("NODEQC_NODE"), socket.gethostname(),
+                 socket.gethostname().split(".")[0]):
         if name in pair:
             return pair.index(name)
     procid = os.environ.get("SLURM_PROCID")
