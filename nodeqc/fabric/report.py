@@ -39,12 +39,17 @@ def fabric_checks(scores: Scores, rounds: list[Round], results: list[PairResult]
         if r.error is None:
             met[r.a].add(r.b)
             met[r.b].add(r.a)
+    failing_peers: dict[str, set[str]] = {}
+    for r in results:
+        if r.error is None and not all(r.rails().values()):
+            failing_peers.setdefault(r.a, set()).add(r.b)
+            failing_peers.setdefault(r.b, set()).add(r.a)
     bad_ports: dict[str, list[str]] = {}
     for n, rail in scores.bad_ports:
         bad_ports.setdefault(n, []).append(rail)
     for node in scores.nodes:
         ratio = scores.pass_ratio(node)
-        own = [p for (n, _), p in scores.ports.items() if n == node]
+        own = scores.ports_of(node)
         values = {"pass_ratio": Value(None if ratio is None else round(ratio, 3)),
                   "tests": Value(sum(p.raw_tests for p in own)), "failed": Value(sum(p.raw_fails for p in own)),
                   "peers": Value(len(met[node]))}
@@ -53,7 +58,7 @@ def fabric_checks(scores: Scores, rounds: list[Round], results: list[PairResult]
                     "peers": sorted(met[node])}
         if node in scores.bad_nodes:
             named = [p.rail for p in own if p.named]
-            failing = sorted({peer for p in own for peer in p.failing_peers} | _failing_peers(node, results))
+            failing = sorted(failing_peers.get(node, set()))
             where = f"every rail ({len(named)})" if len(named) == len(own) and len(own) > 1 else ", ".join(named)
             msg = (f"failed its pair tests with {len(failing)} distinct peers that passed with others "
                    f"(pass ratio {ratio:.0%}); bad on {where}")
@@ -90,8 +95,12 @@ def fabric_checks(scores: Scores, rounds: list[Round], results: list[PairResult]
             note = f"; bad on {', '.join(bad_here)} only" if bad_here else ""
             out.append(CheckResult("fabric.rail", rail, Verdict.PASS, f"{tests - fails} of {tests} pair tests passed{note}",
                                    None, values, [], {}, "pass_ratio"))
+    by_pair: dict[frozenset[str], list[PairResult]] = {}
+    if scores.bad_links:
+        for r in results:
+            by_pair.setdefault(frozenset((r.a, r.b)), []).append(r)
     for a, b, rails in scores.bad_links:
-        figures = [m.to_dict() for r in results if {r.a, r.b} == {a, b} for m in r.measurements if not m.passed]
+        figures = [m.to_dict() for r in by_pair.get(frozenset((a, b)), []) for m in r.measurements if not m.passed]
         out.append(CheckResult("fabric.link", f"{a}-{b}", Verdict.FAIL,
                                f"{a} and {b} failed together on {', '.join(rails)} while each passed with other peers: "
                                "the path between them", "FABRIC_LINK", {"rails": Value(", ".join(rails))}, [],
@@ -114,14 +123,6 @@ def fabric_checks(scores: Scores, rounds: list[Round], results: list[PairResult]
 
 def _kind(rail: str) -> str:
     return rail if rail in ("tcp", "nccl") else "rdma"
-
-
-def _failing_peers(node: str, results: list[PairResult]) -> set[str]:
-    out = set()
-    for r in results:
-        if r.error is None and node in (r.a, r.b) and not all(r.rails().values()):
-            out.add(r.b if r.a == node else r.a)
-    return out
 
 
 def pair_rows(results: list[PairResult]) -> list[dict[str, Any]]:

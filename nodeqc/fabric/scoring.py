@@ -136,6 +136,15 @@ class Scores:
     inconclusive: dict[str, str]  # node -> why
     errors: list[PairResult]
 
+    def ports_of(self, node: str) -> list[Port]:
+        """The node's ports (indexed once: thousands of nodes times their rails)."""
+        if not hasattr(self, "_by_node"):
+            index: dict[str, list[Port]] = {}
+            for (n, _), p in self.ports.items():
+                index.setdefault(n, []).append(p)
+            self._by_node = index
+        return self._by_node.get(node, [])
+
     def node_verdict(self, node: str) -> str:
         if node in self.bad_nodes or any(n == node for n, _ in self.bad_ports):
             return "fail"
@@ -145,8 +154,8 @@ class Scores:
 
     def pass_ratio(self, node: str) -> float | None:
         """The node's raw pass ratio over its pair tests on every rail (before explaining away)."""
-        tests = sum(p.raw_tests for (n, _), p in self.ports.items() if n == node)
-        fails = sum(p.raw_fails for (n, _), p in self.ports.items() if n == node)
+        tests = sum(p.raw_tests for p in self.ports_of(node))
+        fails = sum(p.raw_fails for p in self.ports_of(node))
         return None if tests == 0 else (tests - fails) / tests
 
     @property
@@ -244,14 +253,18 @@ def score(nodes: list[str], results: list[PairResult]) -> Scores:
             continue
         if ports[(a, rail)].cleared and ports[(b, rail)].cleared:
             links.setdefault(tuple(sorted((a, b))), []).append(rail)  # type: ignore[arg-type]
+    tested_nodes = {n for (n, _), p in ports.items() if p.raw_tests}
     for node in nodes:
-        if not any(p.raw_tests for (n, _), p in ports.items() if n == node) and node not in inconclusive:
+        if node not in tested_nodes and node not in inconclusive:
             inconclusive[node] = "no pair test of this node gave results"
 
     # 4. Bad nodes and bad rails of one node.
     bad_nodes, bad_ports = [], []
+    by_node: dict[str, list[Port]] = {}
+    for (n, _), p in ports.items():
+        by_node.setdefault(n, []).append(p)
     for node in nodes:
-        own = [p for (n, _), p in ports.items() if n == node and p.rail not in bad_rails]
+        own = [p for p in by_node.get(node, []) if p.rail not in bad_rails]
         named = [p for p in own if p.named]
         if own and len(named) * 2 > len(own):
             bad_nodes.append(node)
