@@ -1,12 +1,17 @@
-"""`nodeqc fabric --slurm` through a fake `srun` and `scontrol` on PATH.
+"""`nodeqc fabric --slurm`, against a real Slurm and against a fake one.
 
-What is faked and why: no Slurm runs here (this machine and CI start no slurmctld/slurmd; see the
-report of issue 15 for what a real one needs). The fake srun records its argv and does what srun
-does for a two-node step: it starts one task per node of --nodelist with SLURMD_NODENAME and
-SLURM_PROCID set, and exits with the worst task's status. The per-pair work it runs is the real
-`nodeqc fabric worker` with real iperf3 traffic: on 127.0.0.1 for the clean fabric, and inside
-network namespaces (one per node, as test_fabric_netns.py builds them) where a throttled node must
-be found and drained. The fake scontrol is test_slurm.py's (node states in a JSON file).
+Real: Debian's slurmctld and one slurmd per node, all on this host (tests/slurm_local.py; `.ci/run`
+installs them when root): `salloc` an allocation, nodeqc starts one srun step per pair inside it,
+and the slurmds' logs show each step on exactly its two nodes; with each node's work in a network
+namespace of its own and one namespace throttled with tc, the node is named and drained through the
+real scontrol. Skipped, saying why, without the packages or root.
+
+Fake (runs anywhere, no root): a `srun` on PATH that records its argv and does what srun does for a
+two-node step: one task per node of --nodelist with SLURMD_NODENAME and SLURM_PROCID set. It is here
+so the step's command line is checked where no Slurm can run; the per-pair work it runs is the real
+`nodeqc fabric worker` with real iperf3 traffic (on 127.0.0.1, or in namespaces). The fake scontrol
+is test_slurm.py's (node states in a JSON file), used to test the drain rules (an operator's drain
+is left alone) without a cluster.
 """
 
 import json
@@ -144,3 +149,74 @@ def test_the_node_list_comes_from_slurm(tmp_path, monkeypatch):
     (tmp_path / "state.json").write_text("{}")
     monkeypatch.setenv("FAKE_SLURM", str(tmp_path))
     assert fabric_slurm.expand("gpu[01-03],login1", scontrol=str(scontrol)) == ["gpu01", "gpu02", "gpu03", "login1"]
+
+
+# ---------------------------------------------------------------------- a real Slurm
+
+
+@pytest.fixture(scope="module")
+def real_slurm(tmp_path_factory):
+    from slurm_local import LocalSlurm, unavailable
+
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    with LocalSlurm(tmp_path_factory.mktemp("slurm"), ["fab1", "fab2", "fab3", "fab4"]) as s:
+        yield s
+
+
+def _salloc(slurm, tmp_path, *fabric_args, nodeqc=None, timeout=300):
+    nodeqc = nodeqc or f"{sys.executable} -m nodeqc"
+    cmd = ["salloc", "-N", str(len(slurm.nodes)), "--exclusive", sys.executable, "-m", "nodeqc", "fabric", "--slurm",
+           "--nodeqc", nodeqc, "--tests", "tcp", "--seconds", "1", "--out", str(tmp_path / "out"), *fabric_args]
+    env = {**slurm.env, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    assert "Traceback" not in p.stderr, p.stderr
+    return p
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed (apt-get install iperf3)")
+def test_real_slurm_runs_one_step_per_pair_inside_the_allocation(real_slurm, tmp_path):
+    # All four Slurm nodes are this host (one slurmd each): data traffic goes to 127.0.0.1, each
+    # pair of a round on its own ports.
+    addresses = [a for n in real_slurm.nodes for a in ("--address", f"{n}=127.0.0.1")]
+    before = set(real_slurm.steps())
+    p = _salloc(real_slurm, tmp_path, *addresses, "--min-tcp-gbps", "0.5", "--rounds", "3", "--seed", "5")
+    assert p.returncode == 0, p.stderr
+    assert "RESULT: PASS" in p.stderr and "launcher slurm" in p.stderr
+    steps = {k: v for k, v in real_slurm.steps().items() if k not in before}
+    # 3 rounds x 2 pairs, each a step of its own on exactly its two nodes, every pair once.
+    assert len(steps) == 6 and all(len(nodes) == 2 for nodes in steps.values()), steps
+    assert len({frozenset(v) for v in steps.values()}) == 6
+
+
+@pytest.mark.slow
+@pytest.mark.netns
+def test_real_slurm_names_and_drains_the_throttled_node(real_slurm, tmp_path):
+    # Each Slurm node's work runs in a network namespace of its own (a wrapper picks it from
+    # SLURMD_NODENAME); one namespace is throttled with tc. --drain uses the real scontrol.
+    from netns import Fabric, unavailable
+
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    with Fabric(len(real_slurm.nodes)) as fabric:
+        ns_of = dict(zip(real_slurm.nodes, fabric.nodes))
+        wrapper = tmp_path / "nodeqc-in-netns"
+        cases = "".join(f"  {n}) ns={ns} ;;\n" for n, ns in ns_of.items())
+        wrapper.write_text(f"#!/bin/sh\ncase \"$SLURMD_NODENAME\" in\n{cases}esac\n"
+                           f"exec ip netns exec \"$ns\" {sys.executable} -m nodeqc \"$@\"\n")
+        wrapper.chmod(0o755)
+        fabric.throttle(2, "100mbit")
+        addresses = [a for n in real_slurm.nodes for a in ("--address", f"{n}={fabric.addresses[ns_of[n]]}")]
+        p = _salloc(real_slurm, tmp_path, *addresses, "--min-tcp-gbps", "0.5", "--rounds", "3", "--seed", "6",
+                    "--drain", nodeqc=str(wrapper))
+    try:
+        assert p.returncode == 1, p.stderr
+        assert "FAIL  fabric.node fab3" in p.stderr and "fab3: drained" in p.stderr
+        node = real_slurm.node("fab3")
+        assert "DRAIN" in node and "Reason=nodeqc: FAIL fabric FABRIC_NODE" in node
+        assert all("DRAIN" not in real_slurm.node(n) for n in ("fab1", "fab2", "fab4"))
+    finally:
+        subprocess.run(["scontrol", "update", "NodeName=fab3", "State=RESUME"], env=real_slurm.env, timeout=30)

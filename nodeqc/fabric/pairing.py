@@ -94,31 +94,29 @@ def schedule(nodes: list[str], rounds: int, seed: int) -> list[Round]:
     while len(out) < rounds:
         order = list(nodes)
         rng.shuffle(order)
-        tournament = _circle(order)
-        rng.shuffle(tournament)
-        for pairs, out_node in tournament[: rounds - len(out)]:
+        slots: list[str | None] = order + ([None] if len(order) % 2 else [])
+        # Only the rounds needed are built: a whole tournament of 4,096 nodes is 8 million pairs.
+        picked = rng.sample(range(len(slots) - 1), min(rounds - len(out), len(slots) - 1))
+        for r in picked:
+            pairs, out_node = _circle_round(slots, r)
             out.append(Round(len(out) + 1, pairs, out_node))
     return out
 
 
-def _circle(order: list[str]) -> list[tuple[tuple[tuple[str, str], ...], str | None]]:
-    """The circle method: one node fixed, the rest rotating; with an odd count a bye (None) joins
-    and whoever meets it sits out. Every pair meets exactly once over the tournament."""
-    slots: list[str | None] = list(order) + ([None] if len(order) % 2 else [])
+def _circle_round(slots: list[str | None], r: int) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """Round r of the circle method: slot 0 fixed, the rest rotated by r; with an odd count a bye
+    (None) joins and whoever meets it sits out. Over rounds 0..m-2 every pair meets exactly once."""
     m = len(slots)
-    fixed, ring = slots[0], slots[1:]
-    rounds = []
-    for r in range(m - 1):
-        current = [fixed] + ring[r:] + ring[:r]
-        pairs, out = [], None
-        for i in range(m // 2):
-            a, b = current[i], current[m - 1 - i]
-            if a is None or b is None:
-                out = b if a is None else a
-            else:
-                pairs.append((a, b))
-        rounds.append((tuple(pairs), out))
-    return rounds
+    ring = slots[1:]
+    current = [slots[0]] + ring[r:] + ring[:r]
+    pairs, out = [], None
+    for i in range(m // 2):
+        a, b = current[i], current[m - 1 - i]
+        if a is None or b is None:
+            out = b if a is None else a
+        else:
+            pairs.append((a, b))
+    return tuple(pairs), out
 
 
 def distinct_peers(rounds: list[Round]) -> dict[str, int]:

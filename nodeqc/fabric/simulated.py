@@ -143,7 +143,8 @@ class SimulatedCluster:
     def planted(self) -> dict[str, set]:
         """What was injected, in the scoring's terms (for tests and the benchmark)."""
         down_nodes = set(self.faults.node)
-        ports = set(self.faults.port)
+        # A port on a rail that is bad across the fabric is masked by it: nothing can tell them apart.
+        ports = {p for p in self.faults.port if p[1] not in self.faults.rail}
         # A node with more than half its rails bad is a bad node, as the scoring says.
         for n in {n for n, _ in ports}:
             own = [p for p in ports if p[0] == n]
