@@ -293,3 +293,27 @@ def test_usage_errors_are_one_line(args, message):
     env = {"SLURM_JOB_ID": ""}
     p = cli("fabric", *args, env=env)
     assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_sigterm_stops_the_rounds_and_the_report_says_aborted(tmp_path):
+    # Workers that hang (a `sleep` in place of nodeqc on the nodes): SIGTERM ends them at once and
+    # the report of what ran is written, marked aborted (exit 2).
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    proc = subprocess.Popen([sys.executable, "-m", "nodeqc", "fabric", "--hosts", "a,b,c,d", "--launch", "env H={host}",
+                             "--nodeqc", "sh -c 'sleep 60' hang", "--tests", "tcp", "--min-tcp-gbps", "1",
+                             "--rounds", "3", "--out", str(tmp_path)], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert "SIGTERM: stopping" in err and "ABORTED" in err and "Traceback" not in err
+    _, pred = _predicate(out.strip().splitlines()[-1])
+    assert pred["status"] == "aborted" and pred["verdict"] == "FAIL"
+    assert all("error" in r for r in pred["pairs"]) and len(pred["pairs"]) == 2  # the first round only

@@ -195,7 +195,6 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     work = Work(tests=tests, seconds=seconds, floors=floors, streams=int(profile.get("nic", "streams", 4)),
                 use_cuda=args.use_cuda, nodeqc=shlex.split(args.nodeqc), addresses=_addresses(args.address, nodes))
 
-    say = _Say()
     say(f"nodeqc fabric: {len(nodes)} nodes, {rounds_n} rounds (seed {seed}; {reason}; confidence reached "
         f"{reached:.4g}), tests {','.join(tests)}, launcher {launcher.name}"
         + ("  ** SIMULATED **" if cluster is not None else ""))
@@ -244,15 +243,15 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     ensure_writable(out_dir)
     path = _unique(out_dir, f"fabric-{name}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}")
     write_report(path, predicate, signer)
-    _summary(say, predicate, scores)
+    _summary(predicate)
     if args.drain and scores.failed:
-        _drain(say, predicate, str(path))
+        _drain(predicate, str(path))
     say(f"report: {path}")
     print(path, flush=True)
     return exit_code(predicate)
 
 
-def _summary(say: Any, predicate: dict[str, Any], scores: Any) -> None:
+def _summary(predicate: dict[str, Any]) -> None:
     c = predicate["summary"]["counts"]
     state = "ABORTED (not qualified)" if predicate["status"] == "aborted" else predicate["verdict"]
     say(f"RESULT: {state}  ({c['pass']} pass, {c['fail']} fail, {c['error']} could not be judged, "
@@ -262,7 +261,7 @@ def _summary(say: Any, predicate: dict[str, Any], scores: Any) -> None:
             say(f"  {check['verdict'].upper():<5} {check['name']} {check['subject']}: {check['message']} [{check['code']}]")
 
 
-def _drain(say: Any, predicate: dict[str, Any], report: str) -> None:
+def _drain(predicate: dict[str, Any], report: str) -> None:
     from nodeqc.fabric.slurm import drain
 
     failures = {c["subject"]: f"{c['code']} {c['message'][:80]}" for c in predicate["checks"]
@@ -307,6 +306,6 @@ def _user() -> str | None:
         return None
 
 
-class _Say:
-    def __call__(self, text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
+def say(text: str) -> None:
+    """Progress and the summary go to stderr; stdout's last line is the report's path."""
+    print(text, file=sys.stderr, flush=True)

@@ -31,7 +31,7 @@ def node_digest(identity: dict[str, Any]) -> str:
     return hashlib.sha256(canonical(identity)).hexdigest()
 
 
-def fabric_checks(scores: Scores, rounds: list[Round], results: list[PairResult]) -> list[CheckResult]:
+def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult]:
     """The verdicts: per node, per rail, per bad link, per pair that could not be tested."""
     out: list[CheckResult] = []
     met: dict[str, set[str]] = {n: set() for n in scores.nodes}
@@ -149,7 +149,7 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
                     simulated: bool, simulation: dict[str, Any] | None, status: str, started_at: str,
                     finished_at: str, duration_s: float, operator: str | None, ticket: str | None,
                     signer: Signer, command: list[str]) -> dict[str, Any]:
-    checks = fabric_checks(scores, rounds, results)
+    checks = fabric_checks(scores, results)
     counts = {v.value: sum(1 for c in checks if c.verdict is v) for v in Verdict}
     failed = [f"{c.name} {c.subject}" for c in checks if c.verdict.blocks_qualification]
     verdict = "FAIL" if failed or status == "aborted" else "PASS"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -95,9 +96,8 @@ def identity() -> dict[str, Any]:
     return out
 
 
-def _shutil_which(tool: str) -> str | None:
-    import shutil
-
+def tool_path(tool: str) -> str | None:
+    """Where a tool is on PATH (None: not installed; the figure is then skipped saying so)."""
     return shutil.which(tool)
 
 
@@ -122,7 +122,7 @@ def route_speed_gbit(address: str) -> float | None:
 
 
 def tcp(job: Job) -> list[dict[str, Any]]:
-    if not _shutil_which("iperf3"):
+    if not tool_path("iperf3"):
         return [{"rail": "tcp", "direction": d, "skipped": f"iperf3 is not installed: {TOOL_INSTALL['iperf3']}"}
                 for d in ("a>b", "b>a")] if job.index == 1 else []
     secs = max(1, round(job.seconds))
@@ -183,7 +183,7 @@ def rdma_ports() -> list[tuple[str, int, float | None, bool]]:
 
 
 def rdma(job: Job) -> list[dict[str, Any]]:
-    if not _shutil_which("ib_write_bw"):
+    if not tool_path("ib_write_bw"):
         return [{"rail": "rdma", "direction": "a>b" if job.index == 0 else "b>a",
                  "skipped": f"ib_write_bw is not installed: {TOOL_INSTALL['ib_write_bw']}"}]
     ports = rdma_ports()
