@@ -78,7 +78,7 @@ def test_launcher_command_lines():
 
 
 def test_a_missing_tool_is_a_skip_that_says_what_to_install(monkeypatch):
-    monkeypatch.setattr(worker, "_shutil_which", lambda tool: None)
+    monkeypatch.setattr(worker, "tool_path", lambda tool: None)
     job = worker.Job(("a", "b"), 1, ["tcp", "rdma"], 1, 1, 5201, ("a", "b"))
     out = worker.run(job)
     assert [(f["rail"], f["skipped"].split(":")[0]) for f in out["figures"]] == [

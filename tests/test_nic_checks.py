@@ -329,9 +329,11 @@ def test_loopback_commands_pin_the_server_and_client_to_the_hcas_numa_node(tmp_p
     (tmp_path / "sys/class/infiniband/mlx5_0/device/numa_node").write_text("1\n")
     (tmp_path / "sys/devices/system/node/node1").mkdir(parents=True)
     (tmp_path / "sys/devices/system/node/node1/cpulist").write_text("24-26,48\n")
-    assert backend.numa_cpus("mlx5_0", tmp_path) == {24, 25, 26, 48}
+    assert backend.numa_node("mlx5_0", tmp_path) == 1
+    prefix = backend.pin_prefix("mlx5_0", tmp_path)
+    assert prefix in (["numactl", "--cpunodebind=1", "--membind=1"], ["taskset", "-c", "24-26,48"])
     (tmp_path / "sys/class/infiniband/mlx5_0/device/numa_node").write_text("-1\n")
-    assert backend.numa_cpus("mlx5_0", tmp_path) is None
+    assert backend.numa_node("mlx5_0", tmp_path) is None and backend.pin_prefix("mlx5_0", tmp_path) == []
 
 
 def test_skip_warnings_name_every_nic_once_per_reason():

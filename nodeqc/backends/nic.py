@@ -223,21 +223,28 @@ def loopback_server(job: TrafficJob) -> list[str]:
     return command(job)[:-1]
 
 
-def numa_cpus(ib_device: str, root: Path = Path("/")) -> set[int] | None:
-    """The CPUs of the NUMA node an HCA hangs off (sysfs), to pin its loopback test there; None
-    where the kernel does not say (one NUMA node, or -1)."""
+def numa_node(ib_device: str, root: Path = Path("/")) -> int | None:
+    """The NUMA node an HCA hangs off (sysfs); None where the kernel does not say (-1, one node)."""
     try:
         node = int((root / f"sys/class/infiniband/{ib_device}/device/numa_node").read_text())
-        if node < 0:
-            return None
-        text = (root / f"sys/devices/system/node/node{node}/cpulist").read_text().strip()
     except (OSError, ValueError):
         return None
-    cpus: set[int] = set()
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return cpus or None
+    return node if node >= 0 else None
+
+
+def pin_prefix(ib_device: str | None, root: Path = Path("/")) -> list[str]:
+    """What runs a loopback half on its HCA's NUMA node: numactl (CPUs and memory, as Azure's checks
+    do), else taskset with the node's CPUs, else nothing (the figure is still taken, unpinned)."""
+    node = numa_node(ib_device, root) if ib_device else None
+    if node is None:
+        return []
+    if shutil.which("numactl"):
+        return ["numactl", f"--cpunodebind={node}", f"--membind={node}"]
+    try:
+        cpus = (root / f"sys/devices/system/node/node{node}/cpulist").read_text().strip()
+    except OSError:
+        return []
+    return ["taskset", "-c", cpus] if cpus and shutil.which("taskset") else []
 
 
 def parse_iperf3(text: str) -> tuple[Any, str | None, dict[str, Any]]:
@@ -281,14 +288,6 @@ def parse_ib_write_bw(text: str) -> tuple[Any, str | None, dict[str, Any]]:
     return NA, "ib_write_bw gave no result" + (f": {errors[-1]}" if errors else ""), {}
 
 
-def _pin(job: TrafficJob) -> Any:
-    """A preexec function pinning the tool to the HCA's NUMA node (None where unknown)."""
-    cpus = numa_cpus(str(job.ib_device)) if job.ib_device else None
-    if not cpus:
-        return None
-    return lambda: os.sched_setaffinity(0, cpus)
-
-
 class ProcessTraffic(TrafficSession):
     """Every job a process of its own, a round's all started at once; output goes to temporary
     files, so a long result never fills a pipe and stalls the tool."""
@@ -306,9 +305,9 @@ class ProcessTraffic(TrafficSession):
         loopbacks = [j for j in jobs if j.loopback]
         for job in loopbacks:  # RDMA loopback: the server half first, on the HCA's NUMA node
             try:
-                self._servers.append(subprocess.Popen(loopback_server(job), stdout=subprocess.DEVNULL,
-                                                      stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env,
-                                                      preexec_fn=_pin(job)))
+                self._servers.append(subprocess.Popen(pin_prefix(job.ib_device) + loopback_server(job),
+                                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                                      stdin=subprocess.DEVNULL, env=env))
             except OSError:
                 pass  # the client then fails to connect, and says so
         if loopbacks:
@@ -316,8 +315,9 @@ class ProcessTraffic(TrafficSession):
         for job in jobs:
             out = tempfile.TemporaryFile()
             try:
-                proc = subprocess.Popen(command(job), stdout=out, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, env=env, preexec_fn=_pin(job) if job.loopback else None)
+                pin = pin_prefix(job.ib_device) if job.loopback else []
+                proc = subprocess.Popen(pin + command(job), stdout=out, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, env=env)
                 self._procs.append((proc, out, None))
             except OSError as e:
                 self._procs.append((None, out, f"{job.tool} could not start: {e.strerror}"))
