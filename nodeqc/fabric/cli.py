@@ -168,7 +168,11 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     nodes, launcher, cluster = _nodes(args)
     tests = _validate(args, nodes)
     if cluster is not None:
-        tests = ["rdma"] if cluster.rails else ["tcp"]
+        simulated = ["rdma"] if cluster.rails else ["tcp"]
+        if args.tests != "tcp,rdma" and tests != simulated:
+            raise UsageError(f"--tests {args.tests}: the simulated cluster runs {simulated[0]} "
+                             f"({'RDMA per rail; --rails 0 for TCP' if cluster.rails else 'TCP: no rails'})")
+        tests = simulated
     profile = load_profile(args.profile)
     frac = profile.threshold("nic", "min_rdma_fraction")
     tfrac = profile.threshold("nic", "min_tcp_fraction")
