@@ -249,6 +249,18 @@ def test_fabric_report_signed_with_every_node_as_subject(tmp_path):
     assert "nodeqc fabric report: FAIL" in shown.stdout and "bad nodes                node4" in shown.stdout
     assert "node6:rail1" in shown.stdout and "-> This node failed its pair tests" in shown.stdout
 
+    # The journal beside it holds every round's pairs, as they came; the report holds its digest.
+    import hashlib
+    from pathlib import Path
+
+    journal = Path(path).with_name(pred["journal"]["file"])
+    assert hashlib.sha256(journal.read_bytes()).hexdigest() == pred["journal"]["sha256"]
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert [r["type"] for r in records] == ["run_started"] + ["fabric_round"] * 6 + ["run_finished"]
+    assert sum(len(r["pairs"]) for r in records if r["type"] == "fabric_round") == len(pred["pairs"])
+    j = cli("show", str(journal))
+    assert j.returncode == 0 and "node fabric-simulated" in j.stdout
+
     # Altered: not verified.
     env = json.loads(open(path).read())
     stmt["predicate"]["verdict"] = "PASS"

@@ -8,6 +8,7 @@ passed, 1 something failed (a node, a rail, a link), 2 something could not be ju
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shlex
 import signal
@@ -160,7 +161,8 @@ def _addresses(texts: list[str], nodes: list[str]) -> dict[str, str]:
 def run(args: argparse.Namespace, argv: list[str]) -> int:
     from nodeqc.cli import ensure_writable
     from nodeqc.fabric.launchers import Work
-    from nodeqc.fabric.report import exit_code, write_report
+    from nodeqc.fabric.report import exit_code, pair_rows, write_report
+    from nodeqc.journal import Journal
     from nodeqc.fabric.scoring import Floors, score
     from nodeqc.keys import load_signer
     from nodeqc.profile import load_profile
@@ -199,6 +201,14 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     work = Work(tests=tests, seconds=seconds, floors=floors, streams=int(profile.get("nic", "streams", 4)),
                 use_cuda=args.use_cuda, nodeqc=shlex.split(args.nodeqc), addresses=_addresses(args.address, nodes))
 
+    # The journal: every round's pair results appended and synced as they come, so a fabric run
+    # that is killed leaves what it had measured (the report records the journal's sha256).
+    ensure_writable(out_dir)
+    stem = _unique_stem(out_dir, f"fabric-{name}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}")
+    journal = Journal(out_dir / f"{stem}.journal.jsonl")
+    journal.append({"type": "run_started", "node": {"hostname": f"fabric-{name}"}, "profile": {"name": profile.name},
+                    "started_at": _utc_now(), "simulated": cluster is not None,
+                    "fabric": {"nodes": nodes, "rounds": rounds_n, "seed": seed, "tests": tests}})
     say(f"nodeqc fabric: {len(nodes)} nodes, {rounds_n} rounds (seed {seed}; {reason}; confidence reached "
         f"{reached:.4g}), tests {','.join(tests)}, launcher {launcher.name}"
         + ("  ** SIMULATED **" if cluster is not None else ""))
@@ -221,6 +231,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                 break
             done = launcher.run_round(rnd, work)
             results += done
+            journal.append({"type": "fabric_round", "round": rnd.number, "pairs": pair_rows(done)})
             failed = [f"{r.a}-{r.b}" for r in done if r.error is None and not all(r.rails().values())]
             errors = [f"{r.a}-{r.b}" for r in done if r.error is not None]
             say(f"[{time.monotonic() - t0:8.1f}s] round {rnd.number}/{rounds_n}: {len(done)} pairs"
@@ -244,8 +255,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         simulated=cluster is not None, simulation=simulation, status="aborted" if aborted["flag"] else "complete",
         started_at=started_at, finished_at=_utc_now(), duration_s=time.monotonic() - t0,
         operator=args.operator or _user(), ticket=args.ticket, signer=signer, command=["nodeqc", "fabric", *argv])
-    ensure_writable(out_dir)
-    path = _unique(out_dir, f"fabric-{name}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}")
+    journal.append({"type": "run_finished", "verdict": predicate["verdict"], "status": predicate["status"]})
+    journal.close()
+    predicate["journal"] = {"file": journal.path.name, "sha256": hashlib.sha256(journal.path.read_bytes()).hexdigest()}
+    path = out_dir / f"{stem}.report.json"
     write_report(path, predicate, signer)
     _summary(predicate)
     if args.drain and scores.failed:
@@ -288,13 +301,13 @@ def _out_dir(args: argparse.Namespace, name: str) -> Path:
     return node_dir(f"fabric-{name}", archive_root(args.archive))
 
 
-def _unique(directory: Path, stem: str) -> Path:
-    path = directory / f"{stem}.report.json"
-    n = 1
-    while path.exists():
+def _unique_stem(directory: Path, stem: str) -> str:
+    """A file stem no report or journal in the directory has yet: nothing is overwritten."""
+    n, chosen = 1, stem
+    while (directory / f"{chosen}.report.json").exists() or (directory / f"{chosen}.journal.jsonl").exists():
         n += 1
-        path = directory / f"{stem}-{n}.report.json"
-    return path
+        chosen = f"{stem}-{n}"
+    return chosen
 
 
 def _utc_now() -> str:
