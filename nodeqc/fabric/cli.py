@@ -302,12 +302,20 @@ def _out_dir(args: argparse.Namespace, name: str) -> Path:
 
 
 def _unique_stem(directory: Path, stem: str) -> str:
-    """A file stem no report or journal in the directory has yet: nothing is overwritten."""
+    """A file stem no report or journal in the directory has yet, its journal claimed with O_EXCL
+    (nodeqc.safefile): two runs started together never share one, and nothing is overwritten."""
+    from nodeqc.safefile import NEW_FILE_FLAGS
+
     n, chosen = 1, stem
-    while (directory / f"{chosen}.report.json").exists() or (directory / f"{chosen}.journal.jsonl").exists():
+    while True:
+        if not (directory / f"{chosen}.report.json").exists():
+            try:
+                os.close(os.open(directory / f"{chosen}.journal.jsonl", NEW_FILE_FLAGS, 0o644))
+                return chosen
+            except FileExistsError:
+                pass
         n += 1
         chosen = f"{stem}-{n}"
-    return chosen
 
 
 def _utc_now() -> str:
