@@ -463,7 +463,10 @@ class Archive:
             self._refresh(None)
             return self._entries(self._connect().execute(sql, args), limit)
 
-        return self._guarded(query)
+        try:
+            return self._guarded(query)
+        except OSError as e:
+            raise UsageError(f"{self.root}: cannot read the archive: {e.strerror or e}") from None
 
     def _entries(self, rows: Any, limit: int | None = None) -> list[Entry]:
         """Rows as entries, each checked again: its HMAC, and that its key is still trusted."""
