@@ -21,7 +21,7 @@ NOTABLE_PCT = 5.0  # a figure of an unchanged verdict is shown when it moved at 
 # Checks that judge what the whole run saw (telemetry, counters from start to end): an aborted run
 # stopped before they saw it all, so their verdict there is not a finished one.
 RUN_LONG = ("health.", "burnin.", "nic.stability")
-NOT_COMPARED_SHOWN = 8  # named in the output; the count covers all
+NOT_COMPARED_SHOWN = 6  # named per reason in the output; the count covers all
 
 
 def _is_number(x: Any) -> bool:
@@ -85,7 +85,7 @@ class Comparison:
     gpus_added: list[str]
     quiet: int  # figure changes too small to show
     not_in_new: int  # results of OLD that NEW does not have (a partial or aborted run)
-    not_compared: list[str] = field(default_factory=list)  # "check subject (why)", results not in both
+    not_compared: list[tuple[str, str]] = field(default_factory=list)  # ("check subject", why) not in both
 
     @property
     def regressed(self) -> bool:
@@ -107,10 +107,13 @@ class Comparison:
         out += [f"  {s} is in OLD but not in NEW" for s in self.gpus_gone]
         out += [f"  {s} is new in NEW" for s in self.gpus_added]
         out += [f"  {c}" for c in self.changes]
-        if self.not_compared:
-            shown = ", ".join(self.not_compared[:NOT_COMPARED_SHOWN])
-            more = len(self.not_compared) - NOT_COMPARED_SHOWN
-            out.append(f"  not compared: {shown}" + (f" and {more} more" if more > 0 else ""))
+        by_reason: dict[str, list[str]] = {}
+        for result, why in self.not_compared:
+            by_reason.setdefault(why, []).append(result)
+        for why, results in by_reason.items():
+            more = len(results) - NOT_COMPARED_SHOWN
+            out.append(f"  not compared ({why}): {', '.join(results[:NOT_COMPARED_SHOWN])}"
+                       + (f" and {more} more" if more > 0 else ""))
         notes = []
         if self.quiet:
             notes.append(f"{self.quiet} smaller figure change(s) under {NOTABLE_PCT:g}% not shown")
@@ -171,7 +174,7 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> Comparison:
         o, n = old_checks.get(key), new_checks.get(key)
         why = _unfinished(n, new, "NEW") or _unfinished(o, old, "OLD")
         if why:
-            not_compared.append(f"{key[0]} {key[1]} ({why})")
+            not_compared.append((f"{key[0]} {key[1]}", why))
             continue
         assert o is not None and n is not None
         ov, nv = o["verdict"], n["verdict"]
