@@ -137,13 +137,8 @@ CREATE TABLE IF NOT EXISTS reports (
     {', '.join(c + ' TEXT' for c in _ROW)}, mac TEXT NOT NULL,
     PRIMARY KEY (path)
 );
-CREATE INDEX IF NOT EXISTS reports_by_node ON reports (node, finished_at);
-CREATE INDEX IF NOT EXISTS reports_by_host ON reports (hostname, finished_at);
-CREATE INDEX IF NOT EXISTS reports_by_time ON reports (finished_at);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
-
-_ORDER = " ORDER BY finished_at DESC, path DESC"
 
 
 def _warn_stderr(text: str) -> None:
@@ -202,6 +197,7 @@ class Archive:
         self._db: sqlite3.Connection | None = None
         self._in_memory = False
         self._secret: bytes | None = None
+        self._checked: dict[str, dict[str, Any]] | None = None  # the rows the last refresh checked
 
     # ------------------------------------------------------------------ the index file
 
@@ -220,11 +216,12 @@ class Archive:
         return ",".join(sorted(self.trusted))
 
     def _mac(self, values: tuple[Any, ...]) -> str:
+        """HMAC-SHA256 of a row (strings and None: repr() is unambiguous, and fast)."""
         assert self._secret is not None
-        return hmac.new(self._secret, json.dumps(values, separators=(",", ":")).encode(), "sha256").hexdigest()
+        return hmac.digest(self._secret, repr(values).encode(), "sha256").hex()
 
     def _mac_ok(self, row: tuple[Any, ...]) -> bool:
-        return hmac.compare_digest(self._mac(tuple(row[:-1])), row[-1] or "")
+        return hmac.compare_digest(self._mac(tuple(row[:-1])), row[-1] or "")  # row: _ROW values, then mac
 
     def _open(self, path: str | Path) -> sqlite3.Connection:
         db = sqlite3.connect(path, timeout=30, isolation_level=None)
@@ -361,7 +358,10 @@ class Archive:
         if self.root.is_dir():
             self._guarded(lambda: self._refresh(None if node is None else safe_name(node)))
 
-    def _refresh(self, node_dir_name: str | None) -> None:
+    def _refresh(self, node_dir_name: str | None) -> dict[str, dict[str, Any]]:
+        """Bring the index up to date (see refresh); returns every row of the scope as checked now:
+        path -> row, each matching its HMAC and its file. Queries answer from these rows, so what
+        they list is what was checked, whatever happens to the index file meanwhile."""
         db = self._connect()
         on_disk = self._files(node_dir_name)
         keyset = self._keyset()
@@ -382,13 +382,16 @@ class Archive:
                       f"did not match what was verified (altered?), e.g. {altered[0]}: verifying the files again")
         todo = [p for p, stamp in on_disk.items() if not self._current(known.get(p), stamp, keyset)]
         gone = [r[0] for r in rows if r[0] not in on_disk]
-        if not todo and not gone:
-            return
-        fresh = [self._read(p, on_disk[p], keyset) for p in todo]  # verified before the write lock is taken
-        with _transaction(db):
-            db.executemany("DELETE FROM reports WHERE path = ?", [(p,) for p in gone])
-            db.executemany(f"INSERT OR REPLACE INTO reports ({_SELECT}) VALUES ({', '.join('?' * (len(_ROW) + 1))})",
-                           fresh)
+        checked = {p: row for p, row in known.items() if p in on_disk}
+        if todo or gone:
+            fresh = [self._read(p, on_disk[p], keyset) for p in todo]  # verified before the write lock is taken
+            with _transaction(db):
+                db.executemany("DELETE FROM reports WHERE path = ?", [(p,) for p in gone])
+                db.executemany(f"INSERT OR REPLACE INTO reports ({_SELECT}) "
+                               f"VALUES ({', '.join('?' * (len(_ROW) + 1))})", fresh)
+            checked.update((r[0], dict(zip(_ROW, r))) for r in fresh)
+        self._checked = checked
+        return checked
 
     def _current(self, row: dict[str, Any] | None, stamp: str, keyset: str) -> bool:
         """Whether an index row still stands for the file: same stamp, and verified by a key still
@@ -440,76 +443,57 @@ class Archive:
         """Verified reports, newest first. verdict: 'pass' (qualifications that passed: complete,
         not partial, not simulated), 'fail', or 'partial'. since: an ISO UTC timestamp
         ('2026-11-01T00:00:00Z')."""
-        where, args = ["trust = 'verified'"], []
+        wanted: list[Callable[[dict[str, Any]], bool]] = []
         if node:
-            where.append("(node = ? OR hostname = ?)")
-            args += [node, node]
+            wanted.append(lambda r: r["node"] == node or r["hostname"] == node)
         if verdict == "pass":
-            where.append("verdict = 'PASS' AND status = 'complete' AND partial = '0' AND simulated = '0'")
+            wanted.append(lambda r: (r["verdict"], r["status"], r["partial"], r["simulated"]) == ("PASS", "complete", "0", "0"))
         elif verdict == "fail":
-            where.append("verdict = 'FAIL'")
+            wanted.append(lambda r: r["verdict"] == "FAIL")
         elif verdict == "partial":
-            where.append("partial = '1'")
+            wanted.append(lambda r: r["partial"] == "1")
         elif verdict is not None:
             raise ValueError(f"unknown verdict filter {verdict!r}")
         if since:
-            where.append("finished_at >= ?")
-            args.append(since)
-        sql = f"SELECT {_SELECT} FROM reports WHERE {' AND '.join(where)}{_ORDER}"
+            wanted.append(lambda r: r["finished_at"] is not None and r["finished_at"] >= since)
         if not self.root.is_dir():
             return []
-
-        def query() -> list[Entry]:
-            self._refresh(None)
-            return self._entries(self._connect().execute(sql, args), limit)
-
         try:
-            return self._guarded(query)
+            rows = self._guarded(lambda: self._refresh(None))
         except OSError as e:
             raise UsageError(f"{self.root}: cannot read the archive: {e.strerror or e}") from None
+        return self._entries([r for r in rows.values() if all(w(r) for w in wanted)], limit)
 
-    def _entries(self, rows: Any, limit: int | None = None) -> list[Entry]:
-        """Rows as entries, each checked again: its HMAC, and that its key is still trusted."""
-        out: list[Entry] = []
-        for r in rows:
-            if limit is not None and len(out) >= limit:
-                break
-            if not self._mac_ok(r) or r[_ROW.index("keyid")] not in self.trusted:
-                continue  # changed since the refresh a moment ago: not believed
-            d = dict(zip(_ROW, r))
-            out.append(Entry(**{c: d[c] for c in _COLUMNS if c not in ("path", "partial", "simulated", "failed")},
-                             path=self.root / d["path"], partial=d["partial"] == "1",
-                             simulated=d["simulated"] == "1", failed=json.loads(d["failed"])))
-        return out
+    def _entries(self, rows: list[dict[str, Any]], limit: int | None = None) -> list[Entry]:
+        """Checked rows of verified reports as entries, newest first."""
+        rows = [r for r in rows if r["trust"] == "verified" and r["keyid"] in self.trusted]
+        rows.sort(key=lambda r: (r["finished_at"] or "", r["path"]), reverse=True)
+        return [Entry(**{c: r[c] for c in _COLUMNS if c not in ("path", "partial", "simulated", "failed")},
+                      path=self.root / r["path"], partial=r["partial"] == "1", simulated=r["simulated"] == "1",
+                      failed=json.loads(r["failed"])) for r in rows[:limit]]
 
     def latest(self, node: str) -> Entry | None:
         """The newest verified report of a node, by its node key (system serial, else host name).
         Only that node's directory is brought up to date."""
         if not self.root.is_dir():
             return None
-
-        def query() -> list[Entry]:
-            self._refresh(safe_name(node))
-            return self._entries(self._connect().execute(
-                f"SELECT {_SELECT} FROM reports WHERE trust = 'verified' AND node = ?{_ORDER}", (node,)), 1)
-
         try:
-            found = self._guarded(query)
+            rows = self._guarded(lambda: self._refresh(safe_name(node)))
         except OSError as e:  # the archive cannot be read: a run goes on without its previous report
             self.warn(f"archive {self.root}: {e.strerror or e}; no previous report looked up")
             return None
+        found = self._entries([r for r in rows.values() if r["node"] == node], 1)
         return found[0] if found else None
 
     def skipped(self) -> list[Skipped]:
-        """Files in the archive that did not verify, and why (call after refresh or reports)."""
+        """Files in the archive that did not verify, and why, as the last listing found them (the
+        whole archive when there was none)."""
         if not self.root.is_dir():
             return []
-
-        def query() -> list[Skipped]:
-            rows = self._connect().execute(f"SELECT {_SELECT} FROM reports WHERE trust != 'verified' ORDER BY path")
-            return [Skipped(self.root / r[0], r[_ROW.index("reason")]) for r in rows if self._mac_ok(r)]
-
-        return self._guarded(query)
+        if self._checked is None:
+            self._guarded(lambda: self._refresh(None))
+        rows = sorted((r for r in (self._checked or {}).values() if r["trust"] != "verified"), key=lambda r: r["path"])
+        return [Skipped(self.root / r["path"], r["reason"]) for r in rows]
 
 
 def _stamp(st: os.stat_result) -> str:
