@@ -7,11 +7,12 @@ the real checks must find it.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from nodeqc.errors import UsageError
+from nodeqc.errors import UsageError, shown
 
 THROTTLE_REASONS = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake", "sw_power_cap")
 
@@ -37,8 +38,10 @@ def _number(low: float, high: float, open_low: bool = False) -> Callable[[str], 
             v = float(text)
         except ValueError:
             raise ValueError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(v):  # float() takes "nan" and "inf", and nan compares false with any bound
+            raise ValueError(f"expected a finite number, got {text!r}")
         if v < low or v > high or (open_low and v == low):
-            raise ValueError(f"expected a number in {'(' if open_low else '['}{low:g}, {high:g}], got {text}")
+            raise ValueError(f"expected a number in {'(' if open_low else '['}{low:g}, {high:g}], got {shown(text)}")
         return v
     return parse
 
@@ -59,6 +62,8 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "throttle": (_reason, "clocks are cut for this reason under load"),
     "ecc_dbe": (_int(1), "this many uncorrectable ECC errors appear under load"),
     "ecc_sbe": (_int(1), "this many correctable ECC errors appear under load"),
+    "sram_dbe": (_int(1), "this many uncorrectable ECC errors appear in on-chip memory (SRAM) under load"),
+    "sram_sbe": (_int(1), "this many correctable ECC errors appear in on-chip memory (SRAM) under load"),
     "xid": (_int(1, 999), "the driver reports this XID under load"),
     "row_remap_pending": (None, "row remaps are pending (not yet applied)"),
     "row_remap_failed": (None, "a row remap failed"),
@@ -67,10 +72,13 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "hbm_bw": (_number(0, 1, open_low=True), "memory bandwidth is this fraction of normal"),
     "bitflip": (None, "matmul results come back with one flipped bit"),
     "badmem": (None, "one bit of device memory is stuck"),
+    "retention": (None, "weak memory cells lose their charge while left alone (found by full mode's bit fade)"),
     "nvlink_down": (_int(1, 18), "this many NVLink links are down"),
     "p2p_bw": (_number(0, 1, open_low=True), "GPU-to-GPU bandwidth is this fraction of normal"),
     "hang": (None, "a kernel never returns"),
     "power": (_number(1, 2000), "the GPU cannot draw more than this many watts"),
+    "transient_brake": (_number(1, 2000), "power brake is asserted while the load swings with a period up "
+                        "to this many ms (the pulse test finds it)"),
 }
 NIC_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "down": (None, "the link is down"),
@@ -99,8 +107,8 @@ class Fault:
 
 def parse_fault(text: str) -> Fault:
     """Parse one --inject argument; raise UsageError naming what is wrong."""
-    where = f"--inject {text}"
-    m = _SYNTAX.match(text.strip())
+    where = f"--inject {shown(text)}"
+    m = _SYNTAX.fullmatch(text.strip())
     if not m:
         raise UsageError(f"{where}: expected TARGET:FAULT[=VALUE], e.g. gpu3:pcie_width=8 or nic0:down")
     target, name, value = m["target"], m["name"], m["value"]

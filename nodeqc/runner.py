@@ -37,6 +37,7 @@ from nodeqc.na import is_na
 from nodeqc.peers import Peer, parse_peers
 from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
+from nodeqc.safefile import NEW_FILE_FLAGS, OutputError
 from nodeqc.selection import Selection
 from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
 from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, run_tasks
@@ -191,7 +192,9 @@ class Runner:
         if not live:
             self._publish([CheckResult("stress.burn", "node", Verdict.SKIP, "no working GPUs to load", code="NO_GPUS")])
             return None
-        if self.aborted or not self.options.selection.needs_load:
+        selection = self.options.selection
+        burn_in = self.burn_in_s > 0 and selection.includes("burnin.stability")
+        if self.aborted or not (selection.needs_gpu_phase or burn_in):
             return None
         summary = self._stress_and_watch(live, paths)
         self._publish(health.health_results(live, summary.gpus, self.profile))
@@ -270,7 +273,8 @@ class Runner:
                 # Claim the name by creating the journal: two runs starting in the same second cannot
                 # both get it, as they could with a look first and a create after.
                 if not paths.report.exists():
-                    os.close(os.open(paths.journal, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                    # O_NOFOLLOW too: a link planted under the name is taken as "the name is used".
+                    os.close(os.open(paths.journal, NEW_FILE_FLAGS, 0o644))
                     return paths
             except FileExistsError:
                 pass
@@ -316,7 +320,7 @@ class Runner:
             by_index = {g.index: g for g in live}
             sampler.open_window(step.name)
             try:
-                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick), self.hw.compute_spec, watchdog,
+                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick, self.t0), self.hw.compute_spec, watchdog,
                                      on_progress=lambda task, fraction, figures, name=step.name: self._progress(
                                          name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures),
                                      should_abort=lambda: self.aborted)
@@ -410,7 +414,6 @@ class Runner:
         finished = RunFinished(verdict, status, str(paths.report), counts, failed)
         assert self._journal is not None
         self._journal.append(finished.to_dict())
-        self._journal.close()
         predicate = {
             "verdict": verdict,
             "status": status,
@@ -436,7 +439,17 @@ class Runner:
             "partial": self.options.selection.to_dict(),
             "previous": self.options.previous,
         }
-        write_envelope(paths.report, sign(statement(predicate), self.options.signer))
+        try:
+            write_envelope(paths.report, sign(statement(predicate), self.options.signer))
+        except OutputError as e:
+            # The journal must not end on "finished: PASS" with no report on disk (disk full).
+            try:
+                self._journal.append({"type": "report_not_written", "t": self.now(), "reason": str(e)})
+            except OutputError:
+                pass
+            raise
+        finally:
+            self._journal.close()
         self._listener(finished)
         return RunOutcome(verdict, status, paths.report, list(self._results))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from nodeqc.backends.base import (Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample,
+from nodeqc.backends.base import (COUNTED_REASONS, Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample,
                                   XidEvent, normalise_bus_id)
 from nodeqc.errors import BackendUnavailable, GpuLostError
 from nodeqc.na import NA, is_na
@@ -215,7 +215,49 @@ class NvmlBackend(GpuManagement):
             retired_dbe=NA if is_na(retired_dbe) else len(retired_dbe),
             retired_pending=NA if is_na(pending) else pending == n.NVML_FEATURE_ENABLED,
             **self._nvlink(index),
+            **self._throttle_counters(index),
+            **self._onchip_ecc(index),
         )
+
+    def _throttle_counters(self, index: int) -> dict[str, Any]:
+        """The driver's own clocks-event durations (ns); NA where this driver or binding lacks them."""
+        out = {}
+        for reason, field_name in COUNTED_REASONS.items():
+            field_id = getattr(self.n, field_name, None)
+            value = NA if field_id is None else self._field(index, field_id)
+            out[f"throttle_ns_{reason}"] = NA if is_na(value) else int(value)
+        return out
+
+    # Ampere and newer count every on-chip memory under SRAM (the H100 answers SRAM and
+    # NotSupported for the others); older GPUs count L1, L2, register file and texture separately.
+    # One or the other, never both: summing them could count an error twice.
+    _ONCHIP_SRAM = (("sram", "NVML_MEMORY_LOCATION_SRAM"),)
+    _ONCHIP_PARTS = (("l1", "NVML_MEMORY_LOCATION_L1_CACHE"), ("l2", "NVML_MEMORY_LOCATION_L2_CACHE"),
+                     ("register_file", "NVML_MEMORY_LOCATION_REGISTER_FILE"),
+                     ("texture", "NVML_MEMORY_LOCATION_TEXTURE_MEMORY"),
+                     ("texture_shm", "NVML_MEMORY_LOCATION_TEXTURE_SHM"), ("cbu", "NVML_MEMORY_LOCATION_CBU"))
+
+    def _onchip_ecc(self, index: int) -> dict[str, Any]:
+        """Corrected and uncorrected ECC errors in on-chip memory, aggregate, summed over the
+        locations that answer; nothing when none does."""
+        n, h = self.n, self._h(index)
+        for group in (self._ONCHIP_SRAM, self._ONCHIP_PARTS):
+            totals, answered = [0, 0], []
+            for label, const in group:
+                location = getattr(n, const, None)
+                if location is None:
+                    continue
+                counts = [self.query("nvmlDeviceGetMemoryErrorCounter", h, kind, n.NVML_AGGREGATE_ECC, location,
+                                     index=index)
+                          for kind in (n.NVML_MEMORY_ERROR_TYPE_CORRECTED, n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED)]
+                if any(is_na(c) for c in counts):
+                    continue
+                totals = [t + int(c) for t, c in zip(totals, counts)]
+                answered.append(label)
+            if answered:
+                return {"onchip_ecc_corrected": totals[0], "onchip_ecc_uncorrected": totals[1],
+                        "onchip_ecc_locations": ",".join(answered)}
+        return {}
 
     def _nvlink(self, index: int) -> dict[str, Any]:
         """Links up, and replay/recovery/CRC error counters summed over the GPU's links."""
