@@ -22,7 +22,7 @@ from nodeqc.codes import REMEDIATION, remediation
 
 PACKAGE = Path(__file__).resolve().parent.parent / "nodeqc"
 # The modules that build CheckResults; test_result_builders_are_known keeps this honest.
-EMITTERS = ("checks", "runner.py")
+EMITTERS = ("checks", "runner.py", "fabric/report.py")
 UPPER_SNAKE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 RESULT_BUILDERS = {"CheckResult", "Finding", "skip", "judge", "fold"}
 
@@ -94,6 +94,8 @@ def emitted_codes() -> dict[str, set[str]]:
     for path, tree in modules.items():
         if path.name == "codes.py":
             continue
+        # Keys of literal tables (environment variables, codes mapped to something) are not emitted.
+        keys = {id(k) for n in ast.walk(tree) if isinstance(n, ast.Dict) for k in n.keys if k is not None}
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 for kw in node.keywords:
@@ -110,7 +112,7 @@ def emitted_codes() -> dict[str, set[str]]:
                         if isinstance(row, ast.Tuple) and len(row.elts) > k:
                             add(_strings(row.elts[k]), path)
             elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and _is_emitter(path)
-                  and UPPER_SNAKE.match(node.value)):
+                  and UPPER_SNAKE.match(node.value) and id(node) not in keys):
                 add({node.value}, path)
     return found
 

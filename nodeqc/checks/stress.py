@@ -473,8 +473,10 @@ def nccl_net_params(profile: Profile, quick: bool) -> dict[str, Any]:
     return {**nccl_params(profile, quick), "env": NCCL_THROUGH_NICS}
 
 
-def judge_nccl_net(gpus: list[GpuInfo], outcome: Outcome, profile: Profile) -> list[CheckResult]:
+def judge_nccl_net(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
+                   windows: dict[int, GpuTelemetry] | None = None) -> list[CheckResult]:
     name = "stress.nccl_net"
+    windows = windows or {}
     failure = outcome_failure(name, "node", outcome)
     if failure:
         return [failure]
@@ -490,10 +492,12 @@ def judge_nccl_net(gpus: list[GpuInfo], outcome: Outcome, profile: Profile) -> l
                                 f"{w['index']} expected {w['expected']:g}, got {w['actual']:g}"))
     findings.append(judge(floor, r["busbw_gbps"], "NCCL_NET_SLOW",
                           f"all-reduce across {r['gpus']} GPUs through the NICs (P2P and SHM off): bus bandwidth", "GB/s"))
-    return [fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
-                                          "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
-                                          "message_bytes": Value(r["bytes"], "B")}, [floor], key="busbw_gbps",
-                 evidence={"wrong": r["wrong"], "env": NCCL_THROUGH_NICS})]
+    result = fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
+                                           "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
+                                           "message_bytes": Value(r["bytes"], "B")}, [floor], key="busbw_gbps",
+                  evidence={"wrong": r["wrong"], "env": NCCL_THROUGH_NICS})
+    return [explain_node(result, [Observed.of(g, windows.get(g.index)) for g in gpus], Expected.of(gpus[0]),
+                         "the all-reduce through the NICs")]
 
 
 # ---------------------------------------------------------------------- the plan
