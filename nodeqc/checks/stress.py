@@ -364,6 +364,11 @@ def p2p_params(profile: Profile, quick: bool) -> dict[str, Any]:
     return {"bytes": 256 * MIB, "iters": 4 if quick else 10}
 
 
+def _node_expected(gpus: list[GpuInfo]) -> Expected:
+    """What a healthy GPU of the node's SKU does (the node's GPUs match: inventory checks that)."""
+    return Expected.of(gpus[0]) if gpus else Expected()
+
+
 def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
               windows: dict[int, GpuTelemetry] | None = None) -> list[CheckResult]:
     name = "stress.p2p"
@@ -404,7 +409,7 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
         results.append(explain(result, Observed.of(g, windows.get(g.index)), Expected.of(g), None,
                                "the GPU-to-GPU copies"))
     node = _p2p_node(r, by_index, results, profile)
-    results.append(explain_node(node, [Observed.of(g, windows.get(g.index)) for g in gpus], Expected.of(gpus[0]),
+    results.append(explain_node(node, [Observed.of(g, windows.get(g.index)) for g in gpus], _node_expected(gpus),
                                 "the GPU-to-GPU copies"))
     return results
 
@@ -459,7 +464,7 @@ def judge_nccl(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
                                            "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
                                            "message_bytes": Value(r["bytes"], "B")}, [floor], key="busbw_gbps",
                   evidence={"wrong": r["wrong"]})
-    return [explain_node(result, [Observed.of(g, windows.get(g.index)) for g in gpus], Expected.of(gpus[0]),
+    return [explain_node(result, [Observed.of(g, windows.get(g.index)) for g in gpus], _node_expected(gpus),
                          "the all-reduce")]
 
 
@@ -496,7 +501,7 @@ def judge_nccl_net(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
                                            "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
                                            "message_bytes": Value(r["bytes"], "B")}, [floor], key="busbw_gbps",
                   evidence={"wrong": r["wrong"], "env": NCCL_THROUGH_NICS})
-    return [explain_node(result, [Observed.of(g, windows.get(g.index)) for g in gpus], Expected.of(gpus[0]),
+    return [explain_node(result, [Observed.of(g, windows.get(g.index)) for g in gpus], _node_expected(gpus),
                          "the all-reduce through the NICs")]
 
 
