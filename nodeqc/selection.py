@@ -21,7 +21,8 @@ CHECKS: dict[str, tuple[str, ...]] = {
     "stress": ("burn", "hbm_bandwidth", "memtest", "pcie_bandwidth", "p2p", "nccl"),
     "health": ("gpu_lost", "temperature", "throttle", "pcie_link", "pcie_replay", "ecc", "row_remap",
                "retired_pages", "xid", "nvlink"),
-    "host": ("cpu", "memory", "fabric_manager", "gpudirect_rdma"),
+    "host": ("cpu", "memory", "fabric_manager", "gpudirect_rdma", "edac", "aer", "kernel_log"),
+    "baseline": ("firmware", "software", "settings", "topology"),
     "nic": ("inventory", "link", "pcie", "stability", "tcp", "rdma"),
     "burnin": ("stability",),
 }
