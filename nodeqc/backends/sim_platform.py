@@ -131,15 +131,22 @@ def _layout(node: "SimNode") -> tuple[dict[str, list[str]], dict[str, dict[str, 
     paths: dict[str, list[str]] = {}
     facts: dict[str, dict[str, Any]] = {}
     numa_nodes = node.scenario.data.get("host", {}).get("numa_nodes", 1)
-    for grp in sorted(_groups(node), key=lambda g: min(m[0] for m in g["members"])):
+    groups = sorted(_groups(node), key=lambda g: min(m[0] for m in g["members"]))
+    endpoints = {m[0] for g in groups for m in g["members"]}
+    for grp in groups:
         low = min(m[0] for m in grp["members"])
-        rc = max(0, low - 3)
-        while rc in used:
-            rc += 1
-        used.update({rc, rc + 1, rc + 2})
+        rc = low - 3
+        # The switch's bridges take the three buses below the group; where they are not free the
+        # devices sit on a root port of their own (as a single PCIe GPU on a CPU port does).
+        if rc < 0 or {rc, rc + 1, rc + 2} & (endpoints | used):
+            grp["switch"] = False
+            rc = next(b for b in range(256) if b not in endpoints and b not in used)
+            used.add(rc)
+        else:
+            used.update({rc, rc + 1, rc + 2})
         root_port = f"0000:{rc:02x}:01.0"
         for slot, (bus, kind, k, bus_id) in enumerate(grp["members"]):
-            bridges = [root_port]
+            bridges = [root_port if grp["switch"] else f"0000:{rc:02x}:{slot + 1:02x}.0"]
             if grp["switch"]:
                 bridges += [f"0000:{rc + 1:02x}:00.0", f"0000:{rc + 2:02x}:{slot:02x}.0"]
             paths[bus_id] = bridges

@@ -149,8 +149,11 @@ class LogFinding:
 
 
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (?P<xid>\d+)")
+_FALLEN = re.compile(r"NVRM: The NVIDIA GPU (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]).*fallen off the bus",
+                     re.S)
 _AER = re.compile(r"AER: (?P<what>(?:Multiple )?(?:Corrected|Correctable|Uncorrected|Uncorrectable)[^:]*?)"
-                  r"(?: error)?(?: message)? received(?: from)?:? (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])")
+                  r"(?: error)?(?: message)? received(?: from)?:? "
+                  r"(?:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])|id=(?P<id>[0-9a-fA-F]{4}))")
 _MCE = re.compile(r"mce: \[Hardware Error\]|Machine [Cc]heck")
 _NVME = re.compile(r"nvme (?P<dev>nvme\d+): (?P<what>.*)")
 _NVME_RESET = re.compile(r"reset controller|resetting controller|controller is down|Removing after probe failure|"
@@ -168,10 +171,15 @@ def classify(line: str) -> LogFinding | None:
         fatal = xid in FATAL_XIDS
         return LogFinding("xid", Verdict.FAIL if fatal else Verdict.WARN, "KERNEL_XID", f"{m['bus'].lower()}.0",
                           f"Xid {xid} ({xid_meaning(xid)})")
+    m = _FALLEN.search(line)
+    if m:  # newer drivers say this without an Xid line (NVIDIA/NVSentinel#155)
+        return LogFinding("xid", Verdict.FAIL, "KERNEL_XID", m["bus"].lower(), f"Xid 79 ({xid_meaning(79)})")
     m = _AER.search(line)
     if m:
         corrected = m["what"].lower().removeprefix("multiple ").startswith("correct")
-        return LogFinding("aer", Verdict.WARN if corrected else Verdict.FAIL, "KERNEL_AER", m["bus"].lower(),
+        # Older kernels name the source by requester id ("id=00e5"), not by address: the node's.
+        return LogFinding("aer", Verdict.WARN if corrected else Verdict.FAIL, "KERNEL_AER",
+                          m["bus"].lower() if m["bus"] else None,
                           f"AER {'corrected' if corrected else 'uncorrected'} error")
     if _MCE.search(line):
         uncorrected = "Machine Check Exception" in line or re.search(r"\buncorrected\b|\bUC\b|[Ff]atal", line)
