@@ -590,8 +590,17 @@ def cmd_history(argv: list[str]) -> int:
     p = _archive_parser("nodeqc history", "List the verified reports in the archive, newest first. Only a "
                         "complete, full run that passed is a qualification; partial runs say so.")
     p.add_argument("--limit", type=int, metavar="N", help="at most N reports")
+    p.add_argument("--expired", action="store_true", help="only each node's newest qualification whose "
+                   "valid_until (the profile's valid_days) has passed")
     args = p.parse_args(argv)
+    limit = args.limit
+    if args.expired:  # expiry is judged on each node's newest qualification: limit after that
+        args.limit = None
     entries = _query(args)
+    if args.expired:
+        from nodeqc.fleet import expired_entries
+
+        entries = expired_entries(entries)[:limit] if limit else expired_entries(entries)
     if entries:
         print(f"{'FINISHED':<20}  {'NODE':<18} {'HOST':<16} {'RESULT':<20} {'PROFILE':<10} {'FAILED':<28} REPORT")
     for e in entries:
