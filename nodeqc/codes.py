@@ -77,6 +77,15 @@ REMEDIATION: dict[str, str] = {
     "KERNEL_AER": "The kernel logged a PCIe AER error for the device named: reseat the card or riser, check the slot; uncorrected errors recur on failing hardware.",
     "KERNEL_NVME_RESET": "An NVMe drive timed out or was reset during the run: check its SMART log (nvme smart-log), firmware and seating; replace it if it recurs.",
     "KERNEL_LOG_UNREADABLE": "The kernel log could not be read: run nodeqc as root (or with CAP_SYSLOG) so /dev/kmsg can be read, or allow journalctl -k.",
+    # Host stress (full runs): CPU known answers, memory bandwidth, NVMe (fio), optical modules
+    "HOST_CPU_WRONG": "A CPU core computed wrong answers (or its stress work died): the core is faulty. Note the CPU number, check the BMC and mcelog/rasdaemon for machine checks, and replace the CPU; until then the node must not run jobs.",
+    "HOST_MEM_BANDWIDTH": "Host memory bandwidth is below the profile's floor: check that every DIMM slot the build needs is populated and detected (dmidecode -t memory, the BIOS memory report), the memory speed, and NUMA settings.",
+    "FIO_MISSING": "Install fio (apt-get install fio, or dnf install fio) to test the local NVMe drives.",
+    "NVME_FIO": "fio could not test the drive: read its error; check the device path in the profile, that nothing holds it, and the drive's health (nvme smart-log).",
+    "NVME_SLOW": "The NVMe drive reads slower than the profile's floor: check its PCIe link (lspci -vv LnkSta), thermal throttling (nvme smart-log), firmware, and that no other I/O ran.",
+    "ETHTOOL_MISSING": "Install ethtool (apt-get install ethtool, or dnf install ethtool) to read the NICs' optical modules.",
+    "OPTICS_ALARM": "An optical module reading is outside its own alarm range: clean the connector and fibre, reseat or replace the transceiver; a high temperature points at airflow over the NIC.",
+    "OPTICS_WARNING": "An optical module reading is outside its own warning range: clean the fibre ends and check the transceiver and its airflow before it reaches the alarm range.",
     # Health during the run
     "TEMP_HIGH": "The GPU ran too hot: check fans, airflow, blanking panels, heatsink contact and the inlet temperature, then re-run.",
     "TEMP_SLOWDOWN": "The GPU reached its own slowdown temperature: cooling is inadequate (fans, airflow, heatsink); fix it before use.",

@@ -97,6 +97,7 @@ NIC_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "pcie_width": (_int(1, choices=(1, 2, 4, 8, 16)), "the NIC's PCIe link trains to this width"),
     "fw": (_text, "the NIC's RDMA device runs this firmware version"),
     "numa": (_int(0, 7), "the NIC sits on this NUMA node"),
+    "optics_temp": (_number(-40, 150), "the NIC's optical module runs at this temperature (C)"),
 }
 # The host as a whole: `--inject host:edac_ce=5` (host0 is the same).
 HOST_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
@@ -106,6 +107,7 @@ HOST_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "nvme_reset": (None, "the kernel logs an NVMe controller reset during the run"),
     "iommu": (_choice("off", "identity", "DMA", "DMA-FQ"), "the IOMMU runs in this mode (off: disabled)"),
     "bios": (_text, "the BIOS reports this version"),
+    "cpu_wrong": (_int(0, 4095), "this logical CPU computes wrong answers in the host stress"),
 }
 TARGETS = {"gpu": GPU_FAULTS, "nic": NIC_FAULTS, "host": HOST_FAULTS}
 

@@ -91,6 +91,12 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "max_edac_ue": _t("uncorrected memory errors (EDAC) that appear during the run"),
         "max_aer_correctable": _t("correctable PCIe errors (AER) per device during the run"),
         "max_aer_uncorrectable": _t("uncorrectable PCIe errors (AER) per device during the run"),
+        "stress_s": Spec("number", "seconds of CPU known-answer stress on every logical CPU in a full run", low=1),
+        "min_mem_bw_gbps": _t("host memory copy bandwidth, bytes read plus written, every core streaming"),
+        "fio_targets": Spec("strlist", "NVMe devices fio reads (read-only, --readonly) in a full run, e.g. [\"/dev/nvme0n1\"]"),
+        "fio_scratch": Spec("str", "a scratch file fio may write (1 GiB) and read in a full run; deleted after"),
+        "min_nvme_read_gbps": _t("sequential read rate of each fio target"),
+        "optics": Spec("bool", "read the NICs' optical modules (ethtool -m) in a full run (default true)"),
         "kernel_log": Spec("choice", "kernel log findings during the run: fail (as graded), warn (never "
                            "more than a warning) or off", ("fail", "warn", "off")),
     },

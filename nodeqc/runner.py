@@ -26,6 +26,7 @@ from nodeqc.archive import node_dir, node_key, safe_name
 from nodeqc.backends import Hardware
 from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession
 from nodeqc.checks import conformance, health, host as host_checks, host_health, inventory, nic as nic_checks, stress
+from nodeqc.checks import host_stress as host_stress_checks
 from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
 from nodeqc.errors import BackendUnavailable, UsageError
 from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
@@ -207,6 +208,37 @@ class Runner:
         if not self.aborted:
             self._publish(host_checks.host_results(host, self.profile))
             self._publish(self._platform.health_results(self.profile))
+            if not self.options.quick:
+                self._host_stress_phase()
+
+    def _host_stress_phase(self) -> None:
+        """Full runs only: every CPU on known answers, memory bandwidth, NVMe (fio), optical modules."""
+        stress, sel = self.hw.host_stress, self.options.selection
+        if stress is None:
+            return
+        if sel.includes("host.cpu_stress") and not self.aborted:
+            seconds = float(self.profile.get("host", "stress_s", 60))
+            self._emit(Notice("info", f"host stress: every CPU on known answers for {seconds:g} s"))
+            self._publish([host_stress_checks.cpu(stress.cpu(seconds), seconds)])
+        if sel.includes("host.memory_bandwidth") and not self.aborted:
+            self._publish([host_stress_checks.memory_bandwidth(stress.memory_bandwidth(), self.profile)])
+        if sel.includes("host.nvme") and not self.aborted:
+            missing = stress.missing_tool("fio")
+            runs = [] if missing else (
+                [stress.fio(t, 30, scratch=False) for t in self.profile.get("host", "fio_targets", [])]
+                + ([stress.fio(self.profile.get("host", "fio_scratch"), 30, scratch=True)]
+                   if self.profile.get("host", "fio_scratch") else []))
+            self._publish(host_stress_checks.nvme(runs, missing, self.profile))
+        if sel.includes("host.optics") and not self.aborted and self.profile.get("host", "optics", True):
+            from nodeqc.backends.host_stress import parse_module
+
+            nics = [n for n in self._nics_start if not n.virtual and n.interface]
+            missing = stress.missing_tool("ethtool") if nics else None
+            modules = {}
+            for n in [] if missing else nics:
+                text = stress.module(n.name)
+                modules[n.name] = (n.name, parse_module(text) if text else None)
+            self._publish(host_stress_checks.optics(modules, missing))
 
     def _conformance_phase(self, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str) -> None:
         """The node against its golden baseline: firmware, software, settings, topology."""

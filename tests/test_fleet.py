@@ -199,3 +199,29 @@ def test_run_carries_valid_until_and_prometheus_exposes_it(tmp_path):
                   "--out", str(tmp_path / "out2"))
     ppred = json.loads(base64.b64decode(json.loads(Path(partial.stdout.strip().splitlines()[-1]).read_text())["payload"]))
     assert ppred["predicate"]["valid_until"] is None  # a partial run is no qualification: no expiry
+
+
+def test_k8s_gate_labels_when_the_qualification_expires(tmp_path):
+    """node_gate.py reads valid_until from the report it is given and labels the node with the date."""
+    import base64
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("node_gate", Path(__file__).resolve().parent.parent / "packaging/k8s/node_gate.py")
+    gate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gate)
+    report = tmp_path / "x.report.json"
+    payload = {"predicate": {"valid_until": "2027-02-21T10:00:00Z"}}
+    report.write_text(json.dumps({"payload": base64.b64encode(json.dumps(payload).encode()).decode()}))
+    assert gate.valid_until(str(report)) == "2027-02-21T10:00:00Z"
+    assert gate.valid_until(str(tmp_path / "absent")) is None
+    report.write_text("{not json")
+    assert gate.valid_until(str(report)) is None
+    sent = []
+    gate.call = lambda method, path, body=None: sent.append((method, body)) or {"metadata": {"resourceVersion": "1"}, "spec": {}}
+    report.write_text(json.dumps({"payload": base64.b64encode(json.dumps(payload).encode()).decode()}))
+    gate.gate("n1", 0, str(report))
+    labels = sent[-1][1]["metadata"]["labels"]
+    assert labels["nodeqc.dev/valid-until"] == "2027-02-21"
+    assert sent[-1][1]["metadata"]["annotations"]["nodeqc.dev/valid-until"] == "2027-02-21T10:00:00Z"
+    gate.gate("n1", 1, str(report))  # a failed run: no validity, the label is removed
+    assert sent[-1][1]["metadata"]["labels"]["nodeqc.dev/valid-until"] is None

@@ -21,6 +21,7 @@ class Hardware:
     simulation: dict[str, Any] | None = None  # scenario, faults, time scale; None on real hardware
     nics: NicBackend | None = None  # None: no NIC checks
     platform: PlatformBackend | None = None  # sysfs: baseline topology, host error counters, kernel log
+    host_stress: Any = None  # nodeqc.backends.host_stress.HostStress: CPU, memory, NVMe, optics (full runs)
 
     @property
     def simulated(self) -> bool:
@@ -39,10 +40,11 @@ def real_hardware() -> Hardware:
     from nodeqc.backends.host import LinuxHost
     from nodeqc.backends.nic import LinuxNics
     from nodeqc.backends.nvml import NvmlBackend
+    from nodeqc.backends.host_stress import LinuxHostStress
     from nodeqc.backends.platform import LinuxPlatform
 
     return Hardware(NvmlBackend(), LinuxHost(), {"kind": "cupy"}, Clock(1.0), nics=LinuxNics(),
-                    platform=LinuxPlatform())
+                    platform=LinuxPlatform(), host_stress=LinuxHostStress())
 
 
 def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float | None = None) -> Hardware:
@@ -51,7 +53,8 @@ def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float
     node = SimNode(load_scenario(scenario_ref), faults, time_scale)
     return Hardware(node.management(), node.host(), node.compute_spec(), node.clock,
                     simulation={"scenario": node.scenario.name, "faults": [str(f) for f in faults],
-                                "time_scale": node.clock.scale}, nics=node.nics(), platform=node.platform())
+                                "time_scale": node.clock.scale}, nics=node.nics(), platform=node.platform(),
+                    host_stress=node.host_stress())
 
 
 def replay_hardware(path: str) -> Hardware:

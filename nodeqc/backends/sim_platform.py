@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nodeqc.backends.host_stress import FioResult, HostStress
 from nodeqc.backends.kernel_log import KernelLog, KernelRecord
 from nodeqc.backends.platform import ACS_BITS, ACS_CAP_ID, AER_FILES, HostCounters, LinuxPlatform
 
@@ -279,3 +280,81 @@ def grow_counters(root: Path, node: "SimNode") -> None:
             for rel in (f"{kind}_count", f"dimm2/dimm_{kind}_count"):
                 path = base / rel
                 path.write_text(f"{int(path.read_text()) + f.value}\n")
+
+
+# ---------------------------------------------------------------------- host stress
+
+
+# Healthy figures of the simulated host: STREAM-like copy of about 230 GB/s per socket (DDR5-4800,
+# 8 channels: 307 GB/s peak, copy reaches about three quarters), a PCIe Gen4 NVMe drive reading
+# 6.8 GB/s (datasheets of Gen4 data-centre drives: about 7 GB/s sequential read).
+SIM_COPY_GBPS_PER_SOCKET = 230.0
+SIM_NVME_READ_GBPS = 6.8
+# An SFF-8636 QSFP module as `ethtool -m` prints it; readings and thresholds are those of a Mellanox
+# MMA1B00-C100D in tests/fixtures/ethtool-m-qsfp28-mellanox.txt, the temperature filled in.
+SIM_MODULE = """\
+\tIdentifier                                : 0x11 (QSFP28)
+\tVendor name                               : Mellanox
+\tVendor PN                                 : MMA1B00-C100D
+\tModule temperature                        : {temp:.2f} degrees C / {temp_f:.2f} degrees F
+\tModule voltage                            : 3.2350 V
+\tLaser tx bias current (Channel 1)         : 6.750 mA
+\tLaser tx bias current (Channel 2)         : 6.750 mA
+\tTransmit avg optical power (Channel 1)    : 1.3924 mW / 1.44 dBm
+\tTransmit avg optical power (Channel 2)    : 1.3181 mW / 1.20 dBm
+\tRcvr signal avg optical power(Channel 1)  : 0.9720 mW / -0.12 dBm
+\tRcvr signal avg optical power(Channel 2)  : 0.9798 mW / -0.09 dBm
+\tLaser bias current high alarm threshold   : 8.500 mA
+\tLaser bias current low alarm threshold    : 5.492 mA
+\tLaser bias current high warning threshold : 8.000 mA
+\tLaser bias current low warning threshold  : 6.000 mA
+\tLaser output power high alarm threshold   : 3.4673 mW / 5.40 dBm
+\tLaser output power low alarm threshold    : 0.0724 mW / -11.40 dBm
+\tLaser output power high warning threshold : 1.7378 mW / 2.40 dBm
+\tLaser output power low warning threshold  : 0.1445 mW / -8.40 dBm
+\tModule temperature high alarm threshold   : 80.00 degrees C / 176.00 degrees F
+\tModule temperature low alarm threshold    : -10.00 degrees C / 14.00 degrees F
+\tModule temperature high warning threshold : 70.00 degrees C / 158.00 degrees F
+\tModule temperature low warning threshold  : 0.00 degrees C / 32.00 degrees F
+\tModule voltage high alarm threshold       : 3.5000 V
+\tModule voltage low alarm threshold        : 3.1000 V
+\tModule voltage high warning threshold     : 3.4650 V
+\tModule voltage low warning threshold      : 3.1350 V
+\tLaser rx power high alarm threshold       : 3.4673 mW / 5.40 dBm
+\tLaser rx power low alarm threshold        : 0.0467 mW / -13.31 dBm
+\tLaser rx power high warning threshold     : 1.7378 mW / 2.40 dBm
+\tLaser rx power low warning threshold      : 0.0933 mW / -10.30 dBm
+"""
+
+
+class SimHostStress(HostStress):
+    """Host stress on the simulated node's clock: known answers per CPU (a `host:cpu_wrong=N` core
+    gets some wrong), its memory and NVMe at healthy figures, modules on its InfiniBand NICs."""
+
+    def __init__(self, node: "SimNode"):
+        self.node = node
+
+    def cpu(self, seconds: float) -> list[dict[str, Any]]:
+        host = self.node.scenario.data.get("host", {})
+        threads = min(int(host.get("threads", host.get("cores", 1))), 4096)
+        bad = {f.value for f in self.node.faults if f.target == "host" and f.name == "cpu_wrong"}
+        rounds = max(1, int(seconds * 10))
+        return [{"cpu": c, "rounds": rounds, "wrong": 3 if c in bad else 0,
+                 "first_wrong": {"hash": "simulated"} if c in bad else None} for c in range(threads)]
+
+    def memory_bandwidth(self) -> float:
+        return SIM_COPY_GBPS_PER_SOCKET * self.node.scenario.data.get("host", {}).get("sockets", 1)
+
+    def missing_tool(self, tool: str) -> str | None:
+        return None
+
+    def fio(self, target: str, seconds: float, scratch: bool) -> FioResult:
+        return FioResult(target, read_gbps=SIM_NVME_READ_GBPS, read_iops=6485.0, read_p99_us=1200.0,
+                         command=["fio", "(simulated)", f"--filename={target}"])
+
+    def module(self, interface: str) -> str | None:
+        for k, spec in enumerate(self.node.scenario.nics):
+            if spec["name"] == interface and spec.get("kind") == "infiniband":
+                temp = float(self.node.nic_value(k, "optics_temp", 45.0))
+                return SIM_MODULE.format(temp=temp, temp_f=temp * 9 / 5 + 32)
+        return None

@@ -198,6 +198,11 @@ class SimNode:
 
         return SimPlatform(self)
 
+    def host_stress(self) -> Any:
+        from nodeqc.backends.sim_platform import SimHostStress
+
+        return SimHostStress(self)
+
     def nic_value(self, k: int, name: str, default: Any = None) -> Any:
         return next((f.value if f.value is not None else True for f in self.faults
                      if f.target == "nic" and f.index == k and f.name == name), default)
