@@ -86,6 +86,8 @@ REMEDIATION: dict[str, str] = {
     "ETHTOOL_MISSING": "Install ethtool (apt-get install ethtool, or dnf install ethtool) to read the NICs' optical modules.",
     "OPTICS_ALARM": "An optical module reading is outside its own alarm range: clean the connector and fibre, reseat or replace the transceiver; a high temperature points at airflow over the NIC.",
     "OPTICS_WARNING": "An optical module reading is outside its own warning range: clean the fibre ends and check the transceiver and its airflow before it reaches the alarm range.",
+    # Fleet statistics
+    "FLEET_OUTLIER": "This GPU or node clears the profile's floor but trails its fleet (same SKU, other nodes' newest reports): treat it as the first suspect for slow jobs; check its cooling, power and PCIe/NVLink, compare its telemetry with a median node's, and re-test.",
     # Health during the run
     "TEMP_HIGH": "The GPU ran too hot: check fans, airflow, blanking panels, heatsink contact and the inlet temperature, then re-run.",
     "TEMP_SLOWDOWN": "The GPU reached its own slowdown temperature: cooling is inadequate (fans, airflow, heatsink); fix it before use.",

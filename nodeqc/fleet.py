@@ -195,3 +195,20 @@ def expired_entries(entries: list[Any], now: datetime | None = None, cache: Figu
 
 def _parse(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def fleet_figures(entries: list[Any], exclude_node: str, simulated: bool,
+                  cache: FigureCache | None = None) -> list[Figure]:
+    """The figures of every other node's newest report, real and simulated kept apart."""
+    newest: dict[str, Any] = {}
+    for e in entries:
+        if e.node != exclude_node and e.simulated == simulated and e.node not in newest:
+            newest[e.node] = e
+    extracts = read_extracts(newest.values(), cache)
+    return [Figure(e.node, s, sku, m, v, u) for e in newest.values()
+            for s, sku, m, v, u in extracts[e.sha256]["figures"]]
+
+
+def own_figures(node: str, gpus: list[dict[str, Any]], checks: list[dict[str, Any]]) -> list[Figure]:
+    got = extract({"gpus": gpus, "checks": checks})
+    return [Figure(node, s, sku, m, v, u) for s, sku, m, v, u in got["figures"]]

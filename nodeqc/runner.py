@@ -174,6 +174,7 @@ class Runner:
             summary = self._gpu_phase(self._live_gpus, paths)
             self._host_phase(host)
             self._nic_phase()
+            self._fleet_phase(host, gpus)
         except Exception as e:  # noqa: BLE001 - an internal error must still produce a report
             self._emit(Notice("error", f"internal error: {type(e).__name__}: {e}"))
             self._finish(CheckResult("nodeqc.internal", "node", Verdict.ERROR,
@@ -248,6 +249,29 @@ class Runner:
         b = self._baseline
         self._publish(conformance.compare(b.data, self._platform.observed or {}, b.warn, b.ignore,
                                           source=f"the baseline ({b.path.name})"))
+
+    def _fleet_phase(self, host: HostInfo, gpus: list[GpuInfo]) -> None:
+        """This run's figures against the fleet's in the archive (other nodes' newest reports of the
+        same SKU): a GPU or node far below its fleet's median warns, with its percentile."""
+        from nodeqc.archive import Archive, node_key
+        from nodeqc.checks.fleet import DEFAULT_MIN_FLEET, DEFAULT_OUTLIER_PCT, judge_run
+        from nodeqc.fleet import fleet_figures, own_figures
+
+        if self.aborted or not self.options.selection.includes("fleet.outlier"):
+            return
+        node = node_key(host.system_serial, host.hostname)
+        archive = Archive(self.options.archive)
+        try:
+            fleet = fleet_figures(archive.reports(), node, self.hw.simulated)
+        except Exception as e:  # noqa: BLE001 - an unreadable archive is no verdict on this node
+            self._emit(Notice("warning", f"fleet outliers not judged: the archive {archive.root} could not be "
+                                         f"read ({type(e).__name__}: {e})"))
+            return
+        finally:
+            archive.close()
+        own = own_figures(node, inventory.describe_gpus(gpus), [r.to_dict() for r in self._results])
+        self._publish(judge_run(own, fleet, self.profile.get("fleet", "outlier_pct", DEFAULT_OUTLIER_PCT),
+                                self.profile.get("fleet", "min_fleet", DEFAULT_MIN_FLEET)))
 
     def start_nic_traffic(self, total_s: float | None = None) -> None:
         """The burn-in hook: start NIC traffic in the background. A TCP round (iperf3 on every NIC at

@@ -24,6 +24,7 @@ CHECKS: dict[str, tuple[str, ...]] = {
     "host": ("cpu", "memory", "fabric_manager", "gpudirect_rdma", "edac", "aer", "kernel_log",
              "cpu_stress", "memory_bandwidth", "nvme", "optics"),
     "baseline": ("firmware", "software", "settings", "topology"),
+    "fleet": ("outlier",),
     "nic": ("inventory", "link", "pcie", "stability", "tcp", "rdma"),
     "burnin": ("stability",),
 }

@@ -274,3 +274,42 @@ def test_cli_create_then_run_with_the_baseline(tmp_path):
     bad = cli("--headless", "--profile", "hgx-h100", "--simulate", "hgx-h100", "--baseline", str(tmp_path / "nope.toml"),
               "--quick", "--out", str(tmp_path / "out"))
     assert bad.returncode == 2 and "no such file" in bad.stderr
+
+
+# ---------------------------------------------------------------------- NVML firmware, replayed
+
+CAPTURE = Path(__file__).resolve().parent.parent.parent / "shared" / "measurements" / "capture-h100-sxm5-80gb.json"
+if not CAPTURE.is_file():
+    CAPTURE = Path("/work/shared/measurements/capture-h100-sxm5-80gb.json")
+
+
+@pytest.mark.skipif(not CAPTURE.is_file(), reason="the H100 capture (shared/measurements) is not here")
+def test_firmware_from_a_replayed_h100(tmp_path):
+    """The capture predates the firmware readers; shared/measurements/README.md lists what NVML
+    answered on that H100 SXM5 (driver 580.159.04): GSP 580.159.04, InfoROM image G520.0200.00.05,
+    OEM 2.1, ECC 7.16, POWER NotSupported. Added to the capture, the backend reads them, and a
+    NotSupported one stays out of the baseline."""
+    import json
+
+    from nodeqc.backends import replay_hardware
+
+    data = json.loads(CAPTURE.read_text())
+    plain, _ = observe_node(replay_hardware(str(CAPTURE)))
+    assert "gsp_firmware" not in plain["gpu"]["gpu0"]  # functions the capture lacks: not available
+    dev = data["devices"][0]
+    dev["nvmlDeviceGetGspFirmwareVersion"] = "580.159.04"
+    dev["nvmlDeviceGetInforomImageVersion"] = "G520.0200.00.05"
+    dev["nvmlDeviceGetInforomVersion"] = {"args": {"0": "2.1", "1": "7.16", "2": {"error": "NOT_SUPPORTED"}}}
+    path = tmp_path / "h100.json"
+    path.write_text(json.dumps(data))
+    observed, _ = observe_node(replay_hardware(str(path)))
+    gpu = observed["gpu"]["gpu0"]
+    assert (gpu["vbios"], gpu["gsp_firmware"], gpu["inforom_image"]) == ("96.00.DA.00.0C", "580.159.04", "G520.0200.00.05")
+    assert (gpu["inforom_oem"], gpu["inforom_ecc"]) == ("2.1", "7.16") and "inforom_power" not in gpu
+    assert gpu["power_limit_w"] == 700 and gpu["ecc"] is True
+    assert observed["node"]["driver"] == "580.159.04"
+    # A node with older GPU firmware against this baseline:
+    older = json.loads(json.dumps(observed))
+    older["gpu"]["gpu0"]["vbios"] = "96.00.74.00.01"
+    [diff] = [r for r in compare(observed, older) if r.verdict is Verdict.FAIL]
+    assert diff.code == "BASELINE_VBIOS" and "flash VBIOS 96.00.DA.00.0C" in diff.message

@@ -18,6 +18,7 @@ from nodeqc.archive import Archive
 from nodeqc.checks.fleet import Figure, distributions, outliers
 from nodeqc.fleet import FigureCache, expired_entries, extract, fleet
 from nodeqc.keys import load_signer
+from nodeqc.model import Verdict
 
 from conftest import cli
 from reports_for_tests import file_report, predicate
@@ -225,3 +226,40 @@ def test_k8s_gate_labels_when_the_qualification_expires(tmp_path):
     assert sent[-1][1]["metadata"]["annotations"]["nodeqc.dev/valid-until"] == "2027-02-21T10:00:00Z"
     gate.gate("n1", 1, str(report))  # a failed run: no validity, the label is removed
     assert sent[-1][1]["metadata"]["labels"]["nodeqc.dev/valid-until"] is None
+
+
+def test_a_run_is_judged_against_its_fleet():
+    from nodeqc.checks.fleet import judge_run
+
+    fleet_figs = [_fig(f"n{i}", 760 + i % 5) for i in range(12)]
+    own = [Figure("me", "gpu0", MODEL, "stress.burn:bf16_tflops", 761, "TFLOP/s"),
+           Figure("me", "gpu3", MODEL, "stress.burn:bf16_tflops", 700, "TFLOP/s"),
+           Figure("me", "gpu3", "NVIDIA H200", "stress.burn:bf16_tflops", 10, "TFLOP/s")]  # no fleet of its SKU
+    results = judge_run(own, fleet_figs, outlier_pct=5, min_fleet=10)
+    [warn] = results
+    assert (warn.name, warn.subject, warn.verdict, warn.code) == ("fleet.outlier", "gpu3", Verdict.WARN, "FLEET_OUTLIER")
+    assert "8.1% below the fleet median 761.5" in warn.message and warn.values["percentile"].value == 0.0
+    ok = judge_run(own[:1], fleet_figs, 5, 10)
+    assert [(r.subject, r.verdict) for r in ok] == [("node", Verdict.PASS)]
+    assert judge_run(own, fleet_figs[:5], 5, 10) == []  # too small a fleet: no verdict at all
+
+
+@pytest.mark.slow
+def test_run_warns_as_a_fleet_outlier(tmp_path):
+    """Twelve simulated hgx-h100 nodes in the archive; a run whose gpu3 computes at 92% warns."""
+    signer = load_signer(None)
+    root = tmp_path / "archive"
+    for n in range(12):
+        pred = fleet_predicate(n, random.Random(n), datetime.now(timezone.utc) - timedelta(hours=n + 1))
+        pred["simulated"] = True
+        for c in pred["checks"]:
+            if c["name"] == "stress.burn":
+                c["values"]["bf16_tflops"]["value"] = 760.0 + n % 3  # the simulated node's healthy rate
+        file_report(root, pred, signer)
+    prof = tmp_path / "p.toml"
+    prof.write_text('description = "x"\nextends = "hgx-h100"\n[fleet]\noutlier_pct = 5\n')
+    p = cli("--headless", "--profile", str(prof), "--simulate", "hgx-h100", "--quick", "--sample-hz", "8",
+            "--inject", "gpu3:slow=0.92", "--archive", str(root), "--only", "stress.burn,fleet")
+    assert p.returncode == 0, p.stderr  # a warning, not a failure
+    assert re.search(r"WARN\s+fleet\.outlier\s+gpu3 .*bf16_tflops .* below the fleet median 761", p.stderr), p.stderr
+    assert "[FLEET_OUTLIER]" in p.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from typing import Any
 
 # Figures whose unit says which way is better: rates (higher) and latencies (lower).
 HIGHER_BETTER_UNITS = ("TFLOP/s", "GB/s", "Gb/s")
@@ -100,3 +101,42 @@ def outliers(figures: list[Figure], outlier_pct: float = DEFAULT_OUTLIER_PCT,
             found.append(Outlier(f, d.median, round(off, 2), d.percentile(f.value)))
     found.sort(key=lambda o: -o.off_pct)
     return found, dists
+
+
+def judge_run(own: list[Figure], fleet: list[Figure], outlier_pct: float = DEFAULT_OUTLIER_PCT,
+              min_fleet: int = DEFAULT_MIN_FLEET) -> list[Any]:
+    """This run's figures against the fleet's (other nodes' newest reports): a warning per GPU or
+    node with figures more than outlier_pct on the bad side of the fleet median, with percentiles.
+    Nothing when no SKU and measure of this run has a fleet of min_fleet nodes."""
+    from nodeqc.model import CheckResult, Value, Verdict
+
+    dists = distributions(fleet)
+    judged, found = 0, {}
+    for f in own:
+        d = dists.get((f.sku, f.measure))
+        if d is None or d.nodes < min_fleet or d.median <= 0:
+            continue
+        judged += 1
+        off = (d.median - f.value) / d.median * 100 if f.higher_better else (f.value - d.median) / d.median * 100
+        if off > outlier_pct:
+            found.setdefault(f.subject, []).append(Outlier(f, d.median, round(off, 2), d.percentile(f.value)))
+    if not judged:
+        return []
+    name = "fleet.outlier"
+    nodes = max(d.nodes for d in dists.values())
+    out = []
+    for subject, outs in found.items():
+        outs.sort(key=lambda o: -o.off_pct)
+        worst = outs[0]
+        out.append(CheckResult(
+            name, subject, Verdict.WARN, "; ".join(o.describe() for o in outs) + ": it clears the floor but "
+            "trails its fleet", code="FLEET_OUTLIER",
+            values={"below_median_pct": Value(worst.off_pct, "%"), "percentile": Value(worst.percentile)},
+            evidence={"outliers": [{"measure": o.figure.measure, "value": o.figure.value, "median": o.median,
+                                    "off_pct": o.off_pct, "percentile": o.percentile} for o in outs],
+                      "outlier_pct": outlier_pct},
+            key="below_median_pct"))
+    if not found:
+        out.append(CheckResult(name, "node", Verdict.PASS, f"{judged} figure(s) within {outlier_pct:g}% of their "
+                               f"fleet's median (up to {nodes} nodes)", values={"figures": Value(judged)}, key="figures"))
+    return out
