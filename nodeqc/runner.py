@@ -217,6 +217,10 @@ class Runner:
         stress, sel = self.hw.host_stress, self.options.selection
         if stress is None:
             return
+        if not self._live_gpus:  # the node has already failed; minutes of host load would not change that
+            self._publish([CheckResult("host.cpu_stress", "node", Verdict.SKIP, "host stress not run: no working "
+                                       "GPUs, so the node has failed already", code="NO_GPUS")])
+            return
         if sel.includes("host.cpu_stress") and not self.aborted:
             seconds = float(self.profile.get("host", "stress_s", 60))
             self._emit(Notice("info", f"host stress: every CPU on known answers for {seconds:g} s"))
