@@ -41,7 +41,8 @@ def test_selection_rules():
     assert no_stress.includes("inventory.gpu_count") and not no_stress.needs_load
     mixed = Selection.parse(["host,inventory"], ["host.cpu"])
     assert [n for n in CHECK_NAMES if mixed.includes(n) and not n.startswith("inventory.")] == [
-        "host.memory", "host.fabric_manager", "host.gpudirect_rdma"]
+        "host.memory", "host.fabric_manager", "host.gpudirect_rdma", "host.edac", "host.aer", "host.kernel_log",
+        "host.cpu_stress", "host.memory_bandwidth", "host.nvme", "host.optics"]
     assert Selection.parse(None, None).partial is False and Selection.parse(None, None).to_dict() is None
     assert mixed.includes("nodeqc.internal")  # an internal error is always reported
     with pytest.raises(UsageError, match="leaves no check"):
@@ -76,7 +77,8 @@ def test_skip_stress_runs_no_load_and_history_never_counts_it(isolated_dirs):
 @pytest.mark.parametrize("args, message", [
     (["--only", "health.pcie_lnik"], "--only health.pcie_lnik: no check or family of that name; did you mean health.pcie_link?"),
     (["--skip", "gpu"], "--skip gpu: no check or family of that name"),
-    (["--only", "host", "--skip", "host.cpu,host.memory", "--skip", "host.fabric_manager,host.gpudirect_rdma"],
+    (["--only", "host", "--skip", "host.cpu,host.memory", "--skip", "host.fabric_manager,host.gpudirect_rdma",
+      "--skip", "host.edac,host.aer,host.kernel_log,host.cpu_stress,host.memory_bandwidth,host.nvme,host.optics"],
      "this selection leaves no check to run"),
 ])
 def test_bad_selection_is_one_line_and_exit_2(args, message):
@@ -84,3 +86,19 @@ def test_bad_selection_is_one_line_and_exit_2(args, message):
     assert p.returncode == 2, (p.stdout, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("nodeqc: ") and message in lines[0], p.stderr
+
+
+@pytest.mark.parametrize("only", ["stress.memtest", "stress.hbm_bandwidth", "stress.nccl"])
+def test_a_gpu_check_selected_without_the_burn_still_runs(only):
+    """`--only stress.memtest` once started no GPU work at all and reported PASS with nothing run."""
+    sel = Selection.parse([only], None)
+    assert sel.needs_gpu_phase and not sel.needs_load
+    assert not Selection.parse(["host,inventory"], None).needs_gpu_phase
+
+
+def test_only_the_memory_test_runs_it_and_finds_a_bad_cell(tmp_path):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", *FAST, "--only", "stress.memtest",
+            "--inject", "gpu0:badmem", "--out", str(tmp_path))
+    _, pred = _report(p)
+    assert p.returncode == 1
+    assert {(c["name"], c["code"]) for c in pred["checks"]} == {("stress.memtest", "MEMTEST_ERRORS")}
