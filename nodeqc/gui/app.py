@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QBuffer, QIODevice, QTimer
 from PySide6.QtWidgets import QApplication
 
 from nodeqc import cli
@@ -22,6 +22,7 @@ from nodeqc.peers import parse_peers
 from nodeqc.profile import Profile
 from nodeqc.prometheus import check_path
 from nodeqc.runner import RunOptions
+from nodeqc.safefile import OutputError, write_atomic
 from nodeqc.selection import Selection
 
 SETTLE_MS = 300  # let the last layout and paint happen before the screenshot
@@ -99,8 +100,15 @@ class CommandLineRuns:
 
 
 def _save_and_quit(window: MainWindow, path: Path) -> None:
-    if not window.grab().save(str(path)):
-        print(f"nodeqc: {path}: could not save the screenshot", file=sys.stderr)
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    saved = window.grab().save(buffer, path.suffix.lstrip(".").upper())
+    try:
+        if not saved:
+            raise OutputError(f"{path}: could not make the screenshot")
+        write_atomic(path, bytes(buffer.data()))  # never through a planted link
+    except OutputError as e:
+        print(f"nodeqc: {e}", file=sys.stderr)
         window.exit_code = 2
     else:
         print(f"nodeqc: screenshot saved: {path}", file=sys.stderr)
