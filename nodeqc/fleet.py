@@ -95,7 +95,9 @@ class FigureCache:
 def read_extracts(entries: Iterable[Any], cache: FigureCache | None = None) -> dict[str, dict[str, Any]]:
     """sha256 -> extract for these archive entries: from the cache, else from the report file
     (already verified by the archive's index), then cached."""
-    from nodeqc.report import decode_statement, read_envelope
+    import hashlib
+
+    from nodeqc.report import decode_statement, parse_envelope, read_report_bytes
 
     cache = cache or FigureCache()
     entries = list(entries)
@@ -105,8 +107,12 @@ def read_extracts(entries: Iterable[Any], cache: FigureCache | None = None) -> d
         if e.sha256 in known or e.sha256 in new:
             continue
         try:
-            new[e.sha256] = extract(decode_statement(read_envelope(e.path))["predicate"])
-        except Exception:  # noqa: BLE001 - a file changed since it was indexed: no figures, listed anyway
+            data = read_report_bytes(e.path)
+            # Only the bytes the index verified: a file changed since is not read for this digest.
+            if hashlib.sha256(data).hexdigest() != e.sha256:
+                raise ValueError("changed since it was indexed")
+            new[e.sha256] = extract(decode_statement(parse_envelope(data))["predicate"])
+        except Exception:  # noqa: BLE001 - unreadable or changed: no figures, the node is listed anyway
             new[e.sha256] = {"valid_until": None, "node_sku": "unknown", "figures": [], "unreadable": True}
     cache.put_many({d: v for d, v in new.items() if not v.get("unreadable")})
     return {**known, **new}
