@@ -308,6 +308,12 @@ class Runner:
                 return failed
             if not self.options.selection.includes(step.name):
                 continue
+            if step.needs_rdma_floor and self.profile.threshold("nic", step.needs_rdma_floor) is None:
+                continue  # the profile does not ask for it (no published floor for this node)
+            if step.needs_rdma_floor and not any(n.ib_ports for n in self._nics_start):
+                self._publish([CheckResult(step.name, "node", Verdict.SKIP, "not run: no RDMA NIC on this node "
+                                           "(NCCL through the NICs needs InfiniBand or RoCE)", code="NCCL_UNAVAILABLE")])
+                continue
             live = [g for g in gpus if g.index not in failed]
             sitting_out = [CheckResult(step.name, g.subject, Verdict.SKIP, f"not run: this GPU failed {failed[g.index]}",
                                        code="SKIPPED_EARLIER_FAILURE") for g in gpus if g.index in failed]

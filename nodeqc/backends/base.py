@@ -265,10 +265,11 @@ class TrafficJob:
     ib_port: int = 1
     cuda_device: int | None = None  # ib_write_bw --use_cuda (GPUDirect RDMA)
     roce: bool = False  # ib_write_bw -R: connect through rdma_cm, as RoCE needs
+    loopback: bool = False  # ib_write_bw server and client on this HCA port (no peer; issue 15)
 
     @property
     def peer_text(self) -> str:
-        return f"{self.peer}:{self.port}"
+        return "loopback" if self.loopback else f"{self.peer}:{self.port}"
 
 
 @dataclass

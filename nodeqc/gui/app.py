@@ -80,6 +80,7 @@ class CommandLineRuns:
             check_path(self.textfile)
         self.archive = cli._open_archive(args.archive)
         self.previous: tuple[Path, dict[str, Any]] | None = None  # the report the current run re-tests
+        self.trusted: dict[str, Any] | None = None
 
     def prepare(self, profile_ref: str) -> tuple[Hardware, Profile, Signer]:
         run_args = copy.copy(self.args)
@@ -90,13 +91,14 @@ class CommandLineRuns:
                 ticket: str | None) -> RunOptions:
         a = self.args
         self.previous = cli._previous_report(hardware, self.archive, a.retest)
+        self.trusted = cli._signer_trust(signer)  # the key the run's report must be signed with
         return RunOptions(profile=profile, signer=signer, out_dir=Path(a.out) if a.out else None, quick=a.quick,
                           operator=operator, ticket=ticket, sample_hz=a.sample_hz, burn_in_s=a.burn_in,
                           command=self.command, archive=self.archive.root, selection=self.selection,
                           previous=self.previous[1] if self.previous else None, nic_peers=parse_peers(a.nic_peer))
 
     def after_run(self, report: Path) -> None:
-        cli._after_run(report, self.selection, self.previous, self.textfile)
+        cli._after_run(report, self.selection, self.previous, self.textfile, trusted=self.trusted)
 
 
 def _save_and_quit(window: MainWindow, path: Path) -> None:
