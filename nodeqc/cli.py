@@ -167,7 +167,7 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     from nodeqc.faults import parse_fault
     from nodeqc.keys import load_signer
     from nodeqc.peers import parse_peers
-    from nodeqc.profile import load_profile, suggest_profile
+    from nodeqc.profile import load_for, suggest_profile
 
     faults = [parse_fault(f) for f in args.inject]
     peers = parse_peers(getattr(args, "nic_peer", []))
@@ -196,10 +196,11 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         hardware = real_hardware()
     _check_peer_nics(peers, hardware)
     profile_ref = args.profile or "auto"
+    gpus = _gpus(hardware)
     if profile_ref == "auto":
-        profile_ref = suggest_profile(_gpu_models(hardware))
+        profile_ref = suggest_profile(gpus)
         print(f"nodeqc: profile auto: using '{profile_ref}'", file=sys.stderr)
-    profile = load_profile(profile_ref)
+    profile = load_for(profile_ref, gpus)
     if args.gpus is not None:
         fixed = profile.get("gpu", "count")
         if profile.kind == "node" and fixed != args.gpus:
@@ -234,12 +235,13 @@ def _nvidia_gpu_present() -> bool:
         nvml.close()
 
 
-def _gpu_models(hardware: Any) -> list[str]:
+def _gpus(hardware: Any) -> list[Any]:
+    """The GPUs as the management backend finds them (none when it cannot start)."""
     from nodeqc.errors import BackendUnavailable
 
     try:
         hardware.mgmt.open()
-        return [g.name for g in hardware.mgmt.gpus()]
+        return hardware.mgmt.gpus()
     except BackendUnavailable:
         return []
     finally:
@@ -287,8 +289,11 @@ class ProgressPrinter:
         if kind == "run_started":
             p = event.profile
             sim = "  ** SIMULATED **" if event.simulated else ""
-            self._line(f"nodeqc {__version__}: node {event.node.get('hostname')}, profile {p['name']}, "
+            sku = f" (SKU {p['sku']})" if p.get("sku") else ""
+            self._line(f"nodeqc {__version__}: node {event.node.get('hostname')}, profile {p['name']}{sku}, "
                        f"{len(event.gpus)} GPU(s){sim}")
+            for notice in p.get("notices", []):  # how the profile was resolved for these GPUs
+                self._line(f"nodeqc: {notice}")
             self._line(f"journal: {event.files['journal']}")
         elif kind == "check_started":
             self.pending[event.name] = list(event.subjects)
@@ -606,6 +611,11 @@ def cmd_profiles(argv: list[str]) -> int:
         prof = load_profile(args.name)
         print(f"{prof.name}: {prof.description}\n  file {prof.path}\n  extends {' -> '.join(prof.chain)}\n"
               f"  sha256 {prof.digest}")
+        sku = prof.sku
+        if sku is not None:
+            print(f"  sku {sku.key}: {sku.name}, PCI {', '.join(f'0x{i:04x}' for i in sku.pci_device_ids)} (floors: nodeqc/skus.py)")
+        elif prof.data.get("skus"):
+            print(f"  skus {', '.join(prof.data['skus'])}: the floors of the slowest until the GPUs are known")
         for section in ("gpu", "host", "nic", "run"):
             print(f"[{section}]")
             for key in SCHEMA[section]:
@@ -619,7 +629,27 @@ def cmd_profiles(argv: list[str]) -> int:
         count = prof.get("gpu", "count")
         gpus = f"{count} GPUs" if count else "any count"
         print(f"{prof.name:<10} {prof.kind:<4} {gpus:<10} {prof.description}")
+    _print_skus()
     return 0
+
+
+def _print_skus() -> None:
+    """The SKU table (nodeqc/skus.py): how each SKU is recognised, its healthy figures, the floors
+    the calibration rule makes of them, and where the figures come from."""
+    from nodeqc import calibration
+    from nodeqc.skus import SKUS
+
+    print(f"\nSKUs, each a profile by its key; floors warn below {calibration.WARN_FRACTION:.0%} and fail below "
+          f"{calibration.FAIL_FRACTION:.0%} of the healthy figure (TFLOP/s, GB/s):")
+    for sku in SKUS:
+        ids = ", ".join(f"0x{i:04x}" for i in sku.pci_device_ids)
+        print(f"{sku.key:<16} PCI {ids:<14} {sku.name}, {sku.memory_gib:g} GiB, {sku.default_power_w:g} W"
+              f" ({'measured' if sku.measured else 'not measured'})")
+        figures = {**sku.healthy_tflops, "hbm": sku.healthy_hbm_gbps, "h2d": sku.healthy_h2d_gbps,
+                   "d2h": sku.healthy_d2h_gbps}
+        print("  healthy " + ", ".join(f"{k} {v:g}" for k, v in figures.items()))
+        print("  fail <  " + ", ".join(f"{k} {calibration.floor(v)['fail']:g}" for k, v in figures.items()))
+        print(f"  source: {sku.source}")
 
 
 def cmd_scenarios(argv: list[str]) -> int:
@@ -631,6 +661,7 @@ def cmd_scenarios(argv: list[str]) -> int:
     for name in list_scenarios():
         s = load_scenario(name)
         print(f"{name:<10} {s.gpu_count} x {s.gpu_model.name:<24} {s.data.get('description', '')}")
+    print("any SKU's key (nodeqc profiles): one GPU of that SKU in a cloud VM (16 cores, 125.9 GiB)")
     print("\nfaults (--inject gpuN:FAULT[=VALUE] / nicN:FAULT[=VALUE] / host:FAULT[=VALUE]):")
     for target, vocab in (("gpu", GPU_FAULTS), ("nic", NIC_FAULTS), ("host", HOST_FAULTS)):
         for name, (parser, text) in vocab.items():

@@ -6,6 +6,14 @@ names the file, the table and the key, never a silently ignored setting.
 
 Thresholds are keys named `min_*` (floors) or `max_*` (ceilings). Each is a number (the fail limit,
 with the profile's `warn_band` giving the warning limit) or a table `{ fail = X, warn = Y }`.
+
+A profile that names `skus` (nodeqc/skus.py) takes its performance floors from them by the
+calibration rule (nodeqc/calibration.py): resolved for the SKU the GPUs are (`load_for`), or, before
+the GPUs are known, those of its slowest SKU. These generated settings come after what the profile
+says itself (a profile naming skus may not set their floors: one place for each figure; with one
+SKU they also narrow its models and dtypes to that SKU's), and a profile extending it can still
+set a floor of its own. Every shipped SKU is also a profile by its key (`h100-sxm5-80gb`): its
+family's profile resolved for that SKU.
 """
 
 from __future__ import annotations
@@ -19,11 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nodeqc import calibration
 from nodeqc.errors import UsageError
 from nodeqc.model import Threshold
 from nodeqc.peers import parse_peers
 from nodeqc.resources import profiles_dir
 from nodeqc.schema import Spec, validate
+from nodeqc.skus import BY_KEY, Sku, identify
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
 DEFAULT_WARN_BAND = 0.05  # AzNHC warns within 5% of a floor (shared/REFERENCE.md)
@@ -45,6 +55,8 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "baseline_warn": Spec("strlist", "baseline fields whose differences only warn, e.g. [\"kernel\"]"),
         "baseline_ignore": Spec("strlist", "baseline fields not compared"),
         "valid_days": Spec("int", "days a qualification stays valid (reports carry valid_until)", low=1, high=3650),
+        "skus": Spec("strlist", "the GPU SKUs the profile accepts (nodeqc/skus.py); floors come from them",
+                     tuple(BY_KEY)),
     },
     "gpu": {
         "models": Spec("strlist", "NVML device names accepted (shell patterns, case-insensitive)"),
@@ -175,6 +187,7 @@ class Profile:
     path: Path
     data: dict[str, Any]
     chain: list[str] = field(default_factory=list)  # this profile, then what it extends
+    notices: list[str] = field(default_factory=list)  # how it was resolved for these GPUs, when that needs saying
 
     @property
     def description(self) -> str:
@@ -209,11 +222,25 @@ class Profile:
     def with_gpu_count(self, count: int) -> "Profile":
         data = json.loads(json.dumps(self.data))
         data.setdefault("gpu", {})["count"] = count
-        return Profile(self.name, self.path, data, self.chain)
+        return Profile(self.name, self.path, data, self.chain, self.notices)
+
+    @property
+    def sku(self) -> Sku | None:
+        """The one SKU whose floors the profile applies; None when it accepts several (their
+        conservative floors apply) or names none."""
+        skus = self.data.get("skus", [])
+        return BY_KEY[skus[0]] if len(skus) == 1 else None
+
+    def floors(self) -> dict[str, dict[str, float]]:
+        """Every [gpu] floor and ceiling as resolved: what the GPUs were judged against."""
+        return {k: self.threshold("gpu", k).to_dict() for k in self.section("gpu")
+                if k.startswith(("min_", "max_"))}
 
     def summary(self) -> dict[str, Any]:
+        sku = self.sku
         return {"name": self.name, "path": str(self.path), "sha256": self.digest,
-                "chain": self.chain, "kind": self.kind}
+                "chain": self.chain, "kind": self.kind, "skus": self.data.get("skus", []),
+                "sku": sku.key if sku else None, "floors": self.floors(), "notices": self.notices}
 
 
 def make_threshold(key: str, raw: Any, band: float) -> Threshold:
@@ -237,21 +264,81 @@ def _banded(kind: str, fail: float, band: float) -> float:
 
 
 def list_profiles() -> list[Profile]:
+    """The shipped profile files (the SKU profiles are in nodeqc.skus.SKUS)."""
     return [load_profile(p.stem) for p in sorted(profiles_dir().glob("*.toml"))]
 
 
-def load_profile(ref: str) -> Profile:
-    """Load a shipped profile by name, or a profile file by path; raise UsageError if it is bad."""
+def load_profile(ref: str, sku: str | None = None) -> Profile:
+    """Load a shipped profile by name, a SKU's profile by its key, or a profile file by path, with
+    the floors of `sku` (one of those it accepts) or else of its slowest SKU; raise UsageError if it
+    is bad."""
+    name = None
+    if ref in BY_KEY and not _is_file_ref(ref) and not (profiles_dir() / f"{ref}.toml").is_file():
+        name, sku = ref, ref
+        ref = BY_KEY[ref].family
     path = _locate(ref, None)
-    data, chain = _resolve(path, [])
+    data, chain = _resolve(path, [], sku)
+    if sku is not None:
+        if sku not in data.get("skus", []):
+            raise UsageError(f"{_shown(path)}: does not accept the SKU {sku} (skus: {', '.join(data.get('skus', [])) or 'none'})")
+        data["skus"] = [sku]
+    if name:
+        data["description"] = f"{BY_KEY[name].name}, any number of GPUs (profile {ref} for this SKU)"
     for section, defaults in DEFAULTS.items():
         data[section] = {**defaults, **data.get(section, {})}
     _check_complete(path, data)
-    return Profile(path.stem, path, data, chain)
+    return Profile(name or path.stem, path, data, [name] + chain if name else chain)
+
+
+def load_for(ref: str, gpus: list[Any]) -> Profile:
+    """The profile `ref` resolved for these GPUs (nodeqc.backends.base.GpuInfo): when they are all
+    one SKU the profile accepts, that SKU's floors; otherwise its conservative floors, with a
+    notice saying why."""
+    profile = load_profile(ref)
+    accepted = profile.data.get("skus", [])
+    live = [g for g in gpus if not g.lost]
+    if not accepted or not live:
+        return profile
+    found = {g.subject: identify(g) for g in live}
+    kinds = {s.key if s else None for s in found.values()}
+    if len(kinds) == 1 and None not in kinds:
+        sku = next(iter(found.values()))
+        if sku.key in accepted:
+            if len(accepted) == 1:
+                return profile
+            resolved = load_profile(ref, sku.key)
+            resolved.notices = [f"profile {profile.name}: the GPUs are {sku.name} (PCI device "
+                                f"0x{_device_id(live[0])}): the floors of {sku.key} apply"]
+            return resolved
+    notices, said = [], set()
+    for g in live:
+        sku = found[g.subject]
+        if (g.name, g.pci_device_id) in said:
+            continue  # one notice per kind of GPU, not one per GPU
+        said.add((g.name, g.pci_device_id))
+        if sku is None and profile.accepts_model(str(g.name)):
+            notices.append(f"{g.name} (PCI device 0x{_device_id(g)}) is a GPU nodeqc has no figures for: "
+                           f"profile {profile.name} applies the floors of the slowest SKU it accepts")
+        elif sku is not None and sku.key not in accepted:
+            notices.append(f"{sku.name} is not among the SKUs profile {profile.name} accepts "
+                           f"({', '.join(accepted)}): the floors of the slowest of them apply")
+    if len(kinds - {None}) > 1:
+        notices.append(f"the GPUs are of several SKUs ({', '.join(sorted(kinds - {None}))}): profile "
+                       f"{profile.name} applies the floors of the slowest SKU it accepts")
+    profile.notices = notices
+    return profile
+
+
+def _device_id(gpu: Any) -> str:
+    return f"{gpu.pci_device_id:04x}" if isinstance(gpu.pci_device_id, int) else "unknown"
+
+
+def _is_file_ref(ref: str) -> bool:
+    return ref.endswith(".toml") or "/" in ref
 
 
 def _locate(ref: str, beside: Path | None) -> Path:
-    if ref.endswith(".toml") or "/" in ref:
+    if _is_file_ref(ref):
         path = Path(ref) if beside is None or Path(ref).is_absolute() else beside / ref
         if not path.is_file():
             raise UsageError(f"{ref}: profile file not found")
@@ -260,28 +347,46 @@ def _locate(ref: str, beside: Path | None) -> Path:
     for c in candidates:
         if c.is_file():
             return c
-    known = ", ".join(sorted(p.stem for p in profiles_dir().glob("*.toml")))
-    hint = difflib.get_close_matches(ref, known.split(", "), n=1)
+    names = sorted({p.stem for p in profiles_dir().glob("*.toml")} | set(BY_KEY))
+    known = ", ".join(names)
+    hint = difflib.get_close_matches(ref, names, n=1)
     extra = f" (did you mean {hint[0]}?)" if hint else ""
     raise UsageError(f'no profile named "{ref}"{extra}; known: {known}')
 
 
-def _resolve(path: Path, seen: list[Path]) -> tuple[dict[str, Any], list[str]]:
+def _resolve(path: Path, seen: list[Path], sku: str | None = None) -> tuple[dict[str, Any], list[str]]:
     if path.resolve() in seen:
         loop = " -> ".join(p.stem for p in seen + [path.resolve()])
         raise UsageError(f"{_shown(path)}: extends: circular ({loop})")
     raw = _read_toml(path)
     _validate(path, raw)
     parent_ref = raw.get("extends")
+    own = {k: v for k, v in raw.items() if k != "extends"}
     if parent_ref is None:
-        return raw, [path.stem]
-    try:
-        parent_path = _locate(parent_ref, path.parent)
-    except UsageError as e:
-        raise UsageError(f"{_shown(path)}: extends: {e}") from None
-    parent, chain = _resolve(parent_path, seen + [path.resolve()])
-    merged = _merge(parent, {k: v for k, v in raw.items() if k != "extends"})
+        parent, chain = {}, []
+    else:
+        try:
+            parent_path = _locate(parent_ref, path.parent)
+        except UsageError as e:
+            raise UsageError(f"{_shown(path)}: extends: {e}") from None
+        parent, chain = _resolve(parent_path, seen + [path.resolve()], sku)
+    merged = _merge(parent, own)
+    if "skus" in raw:
+        layer = _sku_layer(raw["skus"], sku)
+        clash = sorted(set(layer) & set(raw.get("gpu", {})) - {"models", "dtypes"})
+        if clash:
+            raise UsageError(f"{_shown(path)}: [gpu] {clash[0]}: set by the profile's skus (nodeqc/skus.py, "
+                             "calibration.py); set it in a profile that extends this one")
+        merged = _merge(merged, {"gpu": layer})
     return merged, [path.stem] + chain
+
+
+def _sku_layer(accepted: list[str], sku: str | None) -> dict[str, Any]:
+    """What a profile's `skus` give it: with one SKU chosen among them, that SKU's settings;
+    otherwise the floors that hold for all of them (each the slowest SKU's)."""
+    if sku in accepted or len(accepted) == 1:
+        return calibration.sku_floors(BY_KEY[sku if sku in accepted else accepted[0]])
+    return calibration.conservative_floors(BY_KEY[k] for k in accepted)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -333,19 +438,24 @@ def version_tuple(v: str) -> tuple[int, ...]:
         return ()
 
 
-def suggest_profile(models: list[str]) -> str:
-    """The shipped profile that fits these GPUs best: a node profile whose count and models match,
-    else a single-model profile, else generic."""
-    if not models:
+def suggest_profile(gpus: list[Any]) -> str:
+    """The shipped profile that fits these GPUs (nodeqc.backends.base.GpuInfo) best: a node profile
+    whose count, models and SKUs match (8x H100 SXM5: hgx-h100); else, when they are all one known
+    SKU, that SKU's profile; else a family profile that accepts their models (its conservative
+    floors: load_for says why); else generic."""
+    live = [g for g in gpus if not g.lost]
+    if not live:
         return "generic"
-    profiles = list_profiles()
-    for kind in ("node", "gpu"):
-        for p in profiles:
-            if p.kind != kind or p.name == "generic":
-                continue
-            count = p.get("gpu", "count")
-            if count is not None and count != len(models):
-                continue
-            if all(p.accepts_model(m) for m in models):
-                return p.name
+    models = [str(g.name) for g in live]
+    skus = {identify(g) for g in live}
+    profiles = [p for p in list_profiles() if p.name != "generic"]
+    for p in profiles:
+        if p.kind == "node" and p.get("gpu", "count") == len(gpus) and all(p.accepts_model(m) for m in models) \
+                and (not p.data.get("skus") or all(s is not None and s.key in p.data["skus"] for s in skus)):
+            return p.name
+    if len(skus) == 1 and None not in skus:
+        return next(iter(skus)).key
+    for p in profiles:
+        if p.kind == "gpu" and all(p.accepts_model(m) for m in models):
+            return p.name
     return "generic"

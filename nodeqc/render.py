@@ -113,7 +113,9 @@ def render_report(predicate: dict[str, Any], trust_line: str) -> str:
         f"{node.get('system_vendor')} {node.get('system_model')}",
         f"driver    {node.get('driver_version')}  CUDA {node.get('cuda_version')}  "
         f"{len(predicate.get('gpus', []))} GPU(s)",
-        f"profile   {prof.get('name')} ({' -> '.join(prof.get('chain', []))})  sha256 {str(prof.get('sha256'))[:16]}",
+        f"profile   {prof.get('name')} ({' -> '.join(prof.get('chain', []))})  sha256 {str(prof.get('sha256'))[:16]}"
+        + (f"  SKU {prof['sku']}" if prof.get("sku") else ""),
+        *(f"          {notice}" for notice in prof.get("notices", [])),
         f"run       {predicate.get('started_at')} .. {predicate.get('finished_at')}  "
         f"{predicate.get('duration_s')} s{'  quick' if predicate.get('quick') else ''}",
         f"operator  {predicate.get('operator')}  ticket {predicate.get('ticket')}",

@@ -142,7 +142,23 @@ def test_profiles_lists_every_profile_in_one_line_each():
     assert p.returncode == 0 and len(lines) >= 9
     assert any(line.startswith("hgx-h100") and "8 GPUs" in line for line in lines)
     detail = cli("profiles", "hgx-h100")
-    assert "min_bf16_tflops" in detail.stdout and ">= 657 TFLOP/s" in detail.stdout
+    # The H100 SXM5's floors (nodeqc/skus.py: healthy bf16 747.1; fail below 80%, warn below 90%).
+    assert "min_bf16_tflops" in detail.stdout and ">= 597.7 TFLOP/s, warn below 672.4" in detail.stdout
+    assert "sku h100-sxm5-80gb: H100 SXM5 80GB, PCI 0x2330" in detail.stdout
+
+
+def test_profiles_shows_the_sku_table():
+    p = cli("profiles")
+    out = p.stdout
+    assert "SKUs, each a profile by its key; floors warn below 90% and fail below 80%" in out
+    for key, ids in (("h100-sxm5-80gb", "0x2330"), ("h200-sxm-141gb", "0x2335"), ("a100-pcie-40gb", "0x20b1, 0x20f1"),
+                     ("t4", "0x1eb8")):
+        assert any(line.startswith(key) and f"PCI {ids}" in line for line in out.splitlines()), key
+    assert "healthy fp64 60.1, fp32 51.5, tf32 358.3, fp16 732.1, bf16 747.1" in out
+    assert "fail <  fp64 48.1, fp32 41.2, tf32 286.7, fp16 585.7, bf16 597.7" in out
+    assert "source: measured on three H100 SXM5" in out
+    sku = cli("profiles", "h200-sxm-141gb").stdout
+    assert sku.startswith("h200-sxm-141gb: H200 SXM 141GB") and ">= 279.3 TFLOP/s, warn below 314.2" in sku
 
 
 def test_scenarios_lists_nodes_and_faults():

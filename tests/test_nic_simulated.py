@@ -179,6 +179,51 @@ def test_profiles_shows_the_nic_settings():
     assert p.returncode == 0 and "[nic]" in p.stdout and "min_ib_rate_gbit       >= 200 Gb/s" in p.stdout
 
 
+def test_every_node_profile_names_its_compute_nics():
+    """A node profile states its fabric: which NICs (name patterns or drivers), how many, at what rate."""
+    from nodeqc.profile import list_profiles
+
+    nodes = [p for p in list_profiles() if p.kind == "node"]
+    assert {p.name for p in nodes} >= {"dgx-a100", "hgx-h100"}
+    for p in nodes:
+        nic = p.section("nic")
+        assert (nic.get("match") or nic.get("drivers")) and nic.get("count"), p.name
+        assert p.threshold("nic", "min_ib_rate_gbit") or p.threshold("nic", "min_speed_mbit"), p.name
+
+
+@pytest.mark.parametrize("node, faults, found", [
+    # hgx-h100: nic0 is the management port (eno1, not judged); nic1-nic8 the NDR compute NICs.
+    ("hgx-h100", [], set()),
+    ("hgx-h100", ["nic4:down"], {("nic.link", "nic4", "NIC_LINK_DOWN", "fail")}),
+    ("hgx-h100", ["nic2:speed=200000"], {("nic.link", "nic2", "IB_RATE", "fail")}),
+    ("dgx-a100", ["nic0:down"], {("nic.link", "nic0", "NIC_LINK_DOWN", "fail")}),
+])
+def test_a_node_profile_fails_a_down_or_slow_compute_nic(tmp_path, signer, node, faults, found):
+    from nodeqc.selection import Selection
+
+    hw = simulated_hardware(node, [parse_fault(f) for f in faults], time_scale=SCALE)
+    options = RunOptions(load_profile(node), signer, out_dir=tmp_path, quick=True,
+                         selection=Selection.parse(["nic"], None))
+    outcome = Runner(options, hw).run()
+    assert findings(outcome) == found
+    assert {r.subject for r in outcome.results if r.name == "nic.link"} == \
+        ({f"nic{i}" for i in range(1, 9)} if node == "hgx-h100" else {f"nic{i}" for i in range(8)})
+    assert outcome.exit_code == (1 if found else 0)
+
+
+def test_hgx_h100_fails_a_missing_compute_nic(tmp_path, signer):
+    from nodeqc.resources import scenarios_dir
+    from nodeqc.selection import Selection
+
+    text = (scenarios_dir() / "hgx-h100.toml").read_text()
+    seven = tmp_path / "hgx-7nics.toml"
+    seven.write_text(text[:text.rindex("[[nics]]")])  # the last compute NIC gone
+    options = RunOptions(load_profile("hgx-h100"), signer, out_dir=tmp_path, quick=True,
+                         selection=Selection.parse(["nic"], None))
+    outcome = Runner(options, simulated_hardware(str(seven), [], time_scale=SCALE)).run()
+    assert findings(outcome) == {("nic.inventory", "node", "NIC_COUNT", "fail")}
+
+
 # ---------------------------------------------------------------------- NCCL through the NICs (issue 15)
 
 

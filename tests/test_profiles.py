@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from nodeqc.backends.base import GpuInfo
 from nodeqc.errors import UsageError
-from nodeqc.profile import SCHEMA, list_profiles, load_profile, suggest_profile
+from nodeqc.profile import SCHEMA, list_profiles, load_for, load_profile, suggest_profile
 from nodeqc.resources import profiles_dir
 
 REQUIRED = {"a100", "h100", "h200", "v100", "t4", "l40s", "dgx-a100", "hgx-h100", "generic"}
@@ -48,7 +49,8 @@ def test_extends_merges_key_by_key():
     assert dgx.chain == ["dgx-a100", "a100", "generic"]
     assert dgx.get("gpu", "pcie_gen") == 4  # from a100
     assert dgx.threshold("gpu", "max_pcie_replays").fail == 80  # from generic
-    assert dgx.threshold("gpu", "min_bf16_tflops").fail == 243  # its own, overriding a100's 200
+    # From its SKUs (A100 SXM4 40/80 GB, nodeqc/skus.py), above a100's, which serve the PCIe 40GB too.
+    assert dgx.threshold("gpu", "min_bf16_tflops").fail == 216 > load_profile("a100").threshold("gpu", "min_bf16_tflops").fail
     assert dgx.get("run", "quick_burn_s") == 30  # default
 
 
@@ -139,17 +141,21 @@ def test_schema_units_follow_key_names():
 
 
 @pytest.mark.parametrize("models, expected", [
-    (["NVIDIA H100 80GB HBM3"] * 8, "hgx-h100"),
-    (["NVIDIA H100 80GB HBM3"] * 4, "h100"),
+    (["NVIDIA H100 80GB HBM3"] * 8, "hgx-h100"),  # a node profile whose count, models and SKU match
+    (["NVIDIA H100 80GB HBM3"] * 4, "h100-sxm5-80gb"),  # else the SKU's own profile
+    (["NVIDIA H100 PCIe"] * 8, "h100-pcie-80gb"),  # 8 GPUs, but not the SKU hgx-h100 is built of
     (["NVIDIA A100-SXM4-80GB"] * 8, "dgx-a100"),
-    (["NVIDIA A100 80GB PCIe"] * 2, "a100"),
+    (["NVIDIA A100-SXM4-40GB"] * 8, "dgx-a100"),
+    (["NVIDIA A100 80GB PCIe"] * 2, "a100-pcie-80gb"),
     (["Tesla T4"], "t4"),
-    (["NVIDIA H200"], "h200"),
+    (["NVIDIA H200"], "h200-sxm-141gb"),
+    (["NVIDIA H100 96GB HBM3"], "h100"),  # an H100 nodeqc has no figures for: its family's profile
     (["NVIDIA GeForce RTX 4090"], "generic"),
     ([], "generic"),
 ])
 def test_suggest_profile(models, expected):
-    assert suggest_profile(models) == expected
+    gpus = [GpuInfo(index=i, name=m, uuid=f"GPU-{i}", bus_id=f"0000:{i + 1:02x}:00.0") for i, m in enumerate(models)]
+    assert suggest_profile(gpus) == expected
 
 
 def test_with_gpu_count_does_not_touch_the_original():
@@ -157,3 +163,68 @@ def test_with_gpu_count_does_not_touch_the_original():
     four = h100.with_gpu_count(4)
     assert four.get("gpu", "count") == 4 and h100.get("gpu", "count") is None
     assert four.digest != h100.digest
+
+
+def test_single_gpu_profiles_pass_a_healthy_cloud_host():
+    """The host the real H100 and H200 were measured on (one GPU, 16 cores, 125.9 GiB): how a buyer
+    configured a host is no fault of its GPU, so only node profiles, from their datasheet, judge it."""
+    from nodeqc.backends.base import HostInfo
+    from nodeqc.checks import host as host_checks
+    from nodeqc.model import Verdict
+
+    cloud = HostInfo(hostname="vm", cores=16, threads=16, memory_bytes=135148564480, fabric_manager=False,
+                     peer_memory_module="")
+    singles = [p for p in list_profiles() if p.kind == "gpu"]
+    assert len(singles) >= 7
+    for p in singles:
+        assert all(r.verdict is Verdict.PASS for r in host_checks.host_results(cloud, p)), p.name
+    for p in [p for p in list_profiles() if p.kind == "node"]:
+        verdicts = {r.name: r.verdict for r in host_checks.host_results(cloud, p)}
+        assert verdicts["host.cpu"] is Verdict.FAIL and verdicts["host.memory"] is Verdict.FAIL, p.name
+
+
+def _gpus(*specs):
+    """GpuInfo for (name, PCI device id) pairs."""
+    return [GpuInfo(index=i, name=name, uuid=f"GPU-{i}", bus_id=f"0000:{i + 1:02x}:00.0", pci_device_id=dev)
+            for i, (name, dev) in enumerate(specs)]
+
+
+def test_a_family_profile_resolves_to_the_sku_of_the_gpus():
+    p = load_for("h100", _gpus(("NVIDIA H100 80GB HBM3", 0x2330)))
+    assert p.sku.key == "h100-sxm5-80gb" and p.name == "h100"  # the profile asked for, resolved for the SKU
+    assert p.floors() == load_profile("h100-sxm5-80gb").floors()
+    assert p.notices == ["profile h100: the GPUs are H100 SXM5 80GB (PCI device 0x2330): the floors of "
+                         "h100-sxm5-80gb apply"]
+    assert p.summary()["sku"] == "h100-sxm5-80gb" and p.summary()["floors"]["min_bf16_tflops"]["warn"] == 672.4
+    pcie = load_for("h100", _gpus(("NVIDIA H100 PCIe", 0x2331)))
+    assert pcie.threshold("gpu", "min_bf16_tflops").fail < p.threshold("gpu", "min_bf16_tflops").fail
+
+
+def test_an_unknown_sku_of_a_known_family_gets_the_family_floors_with_a_notice():
+    # 0x2339: an H100 SXM5 94GB (pci.ids), which nodeqc has no figures for.
+    gpus = _gpus(("NVIDIA H100 94GB HBM2e", 0x2339), ("NVIDIA H100 94GB HBM2e", 0x2339))
+    assert suggest_profile(gpus) == "h100"
+    p = load_for("h100", gpus)
+    assert p.sku is None and p.floors() == load_profile("h100").floors()
+    assert p.notices == ["NVIDIA H100 94GB HBM2e (PCI device 0x2339) is a GPU nodeqc has no figures for: "
+                         "profile h100 applies the floors of the slowest SKU it accepts"]
+
+
+def test_mixed_or_unaccepted_skus_get_the_conservative_floors_with_a_notice():
+    mixed = load_for("h100", _gpus(("NVIDIA H100 80GB HBM3", 0x2330), ("NVIDIA H100 PCIe", 0x2331)))
+    assert mixed.sku is None and mixed.floors() == load_profile("h100").floors()
+    assert mixed.notices[-1].startswith("the GPUs are of several SKUs (h100-pcie-80gb, h100-sxm5-80gb)")
+    hgx = load_for("hgx-h100", _gpus(*[("NVIDIA H100 PCIe", 0x2331)] * 8))
+    assert hgx.notices == ["H100 PCIe 80GB is not among the SKUs profile hgx-h100 accepts (h100-sxm5-80gb): "
+                           "the floors of the slowest of them apply"]
+    assert load_for("generic", _gpus(("NVIDIA H100 PCIe", 0x2331))).notices == []
+
+
+def test_a_profile_naming_skus_cannot_also_set_their_floors(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text('description = "x"\nextends = "h100"\nskus = ["h100-pcie-80gb"]\n[gpu]\nmin_bf16_tflops = 1\n')
+    with pytest.raises(UsageError, match=r"x.toml: \[gpu\] min_bf16_tflops: set by the profile's skus"):
+        load_profile(str(path))
+    # A profile that extends one naming skus may set its own floor: it wins.
+    path.write_text('description = "x"\nextends = "h100"\n[gpu]\nmin_bf16_tflops = 1\n')
+    assert load_for(str(path), _gpus(("NVIDIA H100 80GB HBM3", 0x2330))).threshold("gpu", "min_bf16_tflops").fail == 1

@@ -28,7 +28,7 @@ def test_built_in_scenarios():
 
 @pytest.mark.parametrize("text, message", [
     ('description = "x"\n[gpus]\nmodel = "h100-sxm5"\ncount = 2\n[host]\ncores = 8\nmemory_gib = 64\nram = 5\n', "[host] ram: unknown key"),
-    ('[gpus]\nmodel = "b200"\ncount = 2\n', '[gpus] model: expected one of "a100-sxm4-80gb"'),
+    ('[gpus]\nmodel = "b200"\ncount = 2\n', '[gpus] model: expected one of "a100-sxm4-40gb", "a100-sxm4-80gb"'),
     ('[gpus]\nmodel = "h100-sxm5"\n[host]\ncores = 8\nmemory_gib = 64\n', "[gpus] count: missing"),
     ('[gpus]\nmodel = "h100-sxm5"\ncount = 2\nbus_ids = ["0000:01:00.0"]\n[host]\ncores = 8\nmemory_gib = 64\n', "bus_ids: 1 addresses for 2 GPUs"),
     ('[gpus]\nmodel = "h100-sxm5"\ncount = "two"\n', '[gpus] count: expected an integer, got "two"'),

@@ -81,8 +81,8 @@ def replay_hardware(path: str) -> Hardware:
     host_data = dict(data.get("host") or {"hostname": "replay"})
     pci = [PciDevice(**p) for p in host_data.pop("nvidia_gpus_on_pci", [])]
     host = HostInfo(**{k: v for k, v in host_data.items() if k in HostInfo.__dataclass_fields__}, nvidia_gpus_on_pci=pci)
-    names = {d.get("nvmlDeviceGetName") for d in data["devices"] if "handle_error" not in d}
-    twin = next((key for key, m in SIM_GPU_MODELS.items() if names == {m.name}), None)
+    skus = _captured_skus(data)
+    twin = next(iter(skus)).key if len(skus) == 1 and None not in skus else None
     simulation = {"replay": Path(path).name, "captured_at": data.get("captured_at"),
                   "compute": f"simulated twin ({twin})" if twin else "none: no simulated twin for this GPU model"}
     if twin is None:
@@ -94,6 +94,23 @@ def replay_hardware(path: str) -> Hardware:
     node = SimNode(scenario, [])
     simulation["time_scale"] = node.clock.scale
     return Hardware(NvmlBackend(ReplayNvml(data)), _ReplayHost(host), node.compute_spec(), node.clock, simulation)
+
+
+def _captured_skus(data: dict[str, Any]) -> set[Any]:
+    """The SKUs (nodeqc.skus) of a capture's GPUs, as the replayed NVML backend reads them."""
+    from nodeqc.backends.nvml import NvmlBackend
+    from nodeqc.backends.nvml_replay import ReplayNvml
+    from nodeqc.errors import BackendUnavailable
+    from nodeqc.skus import identify
+
+    probe = NvmlBackend(ReplayNvml(data))  # its own replay: the run's series of answers stay unread
+    try:
+        probe.open()
+        return {identify(g) for g in probe.gpus() if not g.lost}
+    except BackendUnavailable:
+        return set()
+    finally:
+        probe.close()
 
 
 class _ReplayHost(HostBackend):

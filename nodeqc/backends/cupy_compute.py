@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from nodeqc.backends.base import Clock
+from nodeqc.backends.base import FP8_NOT_RUN, Clock
 from nodeqc.errors import ComputeUnavailable
 from nodeqc.kernels import function
 
@@ -84,7 +84,7 @@ class CupyDevice:
     def supports(self, dtype: str) -> str | None:
         cc = self.compute_capability
         if dtype == "fp8":
-            return "fp8 matmul needs cuBLASLt, which CuPy does not expose"
+            return FP8_NOT_RUN
         if dtype in ("tf32", "bf16") and cc < 8.0:
             return f"{dtype} needs compute capability 8.0 or newer (this GPU: {cc:.1f})"
         return None

@@ -13,6 +13,7 @@ from nodeqc.backends.base import (COUNTED_REASONS, Clock, GpuCounters, GpuInfo, 
                                   XidEvent, normalise_bus_id)
 from nodeqc.errors import BackendUnavailable, GpuLostError
 from nodeqc.na import NA, is_na
+from nodeqc.skus import device_id_from_nvml
 
 
 def _load_pynvml() -> Any:
@@ -150,6 +151,7 @@ class NvmlBackend(GpuManagement):
                 memory_total_bytes=NA if is_na(mem) else int(mem.total),
                 vbios=q("nvmlDeviceGetVbiosVersion"),
                 board_part=q("nvmlDeviceGetBoardPartNumber"),
+                pci_device_id=_device_id(pci),
                 compute_capability=NA if is_na(cc) else f"{cc[0]}.{cc[1]}",
                 ecc_enabled=NA if is_na(ecc) else bool(ecc[0]),
                 ecc_pending=NA if is_na(ecc) else bool(ecc[1]),
@@ -315,6 +317,13 @@ class NvmlBackend(GpuManagement):
         except n.NVMLError:
             index = -1
         return [XidEvent(gpu=index, code=int(data.eventData), t=clock.now())]
+
+
+def _device_id(pci: Any) -> Any:
+    """The PCI device id from nvmlPciInfo's pciDeviceId (device << 16 | vendor); NA if absent."""
+    raw = NA if is_na(pci) else getattr(pci, "pciDeviceId", NA)
+    device = None if not isinstance(raw, int) else device_id_from_nvml(raw)
+    return NA if device is None else device
 
 
 def _text(v: Any) -> str:

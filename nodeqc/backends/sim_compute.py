@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from nodeqc.backends.base import Clock
+from nodeqc.backends.base import FP8_NOT_RUN, Clock
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS
 from nodeqc.backends.simulated import LOST_AFTER_S, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOT_PULSE_S, SLOTS
 from nodeqc.errors import GpuLostError
@@ -122,6 +122,8 @@ class SimDevice:
 
     def supports(self, dtype: str) -> str | None:
         """None when this GPU can run the dtype, else why not (as the real device would say)."""
+        if dtype == "fp8":
+            return FP8_NOT_RUN
         if dtype not in self.model.tflops:
             return f"{self.model.name} has no {dtype} matrix units"
         return None
@@ -281,7 +283,8 @@ class SimDevice:
         self._pcie_nominal = nbytes
 
     def pcie_run(self, direction: str, iters: int) -> float:
-        rate = self.model.h2d_gbps * self.link_factor() * 1e9
+        healthy = self.model.d2h_gbps if direction == "d2h" else self.model.h2d_gbps
+        rate = healthy * self.link_factor() * 1e9
         # Both directions at once share nothing on a full-duplex link, but each is a little slower.
         moved = self._pcie_nominal * iters
         seconds = moved / (rate * (0.9 if direction == "bidir" else 1.0))

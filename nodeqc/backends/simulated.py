@@ -130,10 +130,29 @@ class Scenario:
 
 
 def list_scenarios() -> list[str]:
+    """The built-in scenario files; every SKU's key (nodeqc/skus.py) is a scenario too (sku_scenario)."""
     return sorted(p.stem for p in scenarios_dir().glob("*.toml"))
 
 
+def sku_scenario(key: str) -> Scenario:
+    """One GPU of a SKU in a cloud VM like those the real figures were measured on
+    (shared/measurements: 16 cores, 125.9 GiB, one virtio NIC): a single-GPU profile must pass it."""
+    model = SIM_GPU_MODELS[key]
+    return Scenario(key, scenarios_dir() / f"{key}.toml", {
+        "description": f"one {model.sku.name} in a cloud VM", "hostname": f"sim-{key}", "time_scale": 10,
+        "driver_version": "580.159.04", "cuda_version": "13.0",
+        "system": {"vendor": "Simulated Cloud", "model": "SIM-VM", "serial": f"SIM-{key.upper()}"},
+        "host": {"cpu_model": "Intel(R) Xeon(R) Processor", "sockets": 1, "cores": 16, "threads": 16,
+                 "memory_gib": 125.9, "numa_nodes": 1, "os": "Ubuntu 24.04.3 LTS", "kernel": "6.8.0-generic"},
+        "gpus": {"model": key, "count": 1, "bus_ids": ["0000:00:06.0"], "topology": "pcie"},
+        "nics": [{"name": "eth0", "driver": "virtio_net", "kind": "ethernet", "speed_mbps": 10000,
+                  "mtu": 1500, "pcie_gen": 3, "pcie_width": 1, "bus_id": "0000:00:03.0"}],
+    })
+
+
 def load_scenario(ref: str) -> Scenario:
+    if ref in SIM_GPU_MODELS and ref == SIM_GPU_MODELS[ref].sku_key and not (scenarios_dir() / f"{ref}.toml").is_file():
+        return sku_scenario(ref)
     if ref.endswith(".toml") or "/" in ref:
         path = Path(ref)
         if not path.is_file():
@@ -142,7 +161,7 @@ def load_scenario(ref: str) -> Scenario:
         path = scenarios_dir() / f"{ref}.toml"
         if not path.is_file():
             raise UsageError(f'--simulate: no built-in scenario "{ref}"; known: {", ".join(list_scenarios())}'
-                             " (or give a scenario file PATH.toml)")
+                             " (or give a scenario file PATH.toml, or a GPU SKU: nodeqc profiles)")
     where = str(path) if path.parent != scenarios_dir() else f"scenario {path.stem}"
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -264,7 +283,8 @@ class SimManagement(GpuManagement):
             out.append(GpuInfo(
                 index=j, name=m.name, uuid=f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, serial)}",
                 bus_id=sc.bus_id(k), serial=serial, memory_total_bytes=m.memory_mib * MIB,
-                vbios=self.node.value(k, "vbios", m.vbios), board_part=m.board_part, compute_capability=m.compute_capability,
+                vbios=self.node.value(k, "vbios", m.vbios), board_part=m.board_part, pci_device_id=m.pci_device_id,
+                compute_capability=m.compute_capability,
                 ecc_enabled=True, ecc_pending=True, persistence=True,
                 pcie_max_gen=m.pcie_gen, pcie_max_width=m.pcie_width, pcie_gpu_max_gen=m.pcie_gen,
                 temp_slowdown_c=m.slowdown_c, temp_shutdown_c=m.shutdown_c, temp_gpu_max_c=m.gpu_max_c,
@@ -440,7 +460,7 @@ class SimHost(HostBackend):
             threads=host.get("threads", cores), memory_bytes=int(host["memory_gib"] * GIB),
             numa_nodes=host.get("numa_nodes", 1), os=host.get("os", NA), kernel=host.get("kernel", NA),
             nvidia_gpus_on_pci=[
-                PciDevice(self.node.scenario.bus_id(k), "0x10de", "0x2330", "0x0302")
+                PciDevice(self.node.scenario.bus_id(k), "0x10de", f"0x{self.node.scenario.gpu_model.pci_device_id:04x}", "0x0302")
                 for k in range(self.node.scenario.gpu_count)],
             fabric_manager=host.get("fabric_manager", False),
             peer_memory_module="nvidia_peermem" if host.get("gpudirect_rdma", False) else "",

@@ -10,6 +10,7 @@ from nodeqc.checks.common import Finding, fold, judge
 from nodeqc.model import CheckResult, Value, Verdict
 from nodeqc.na import is_na
 from nodeqc.profile import Profile, version_tuple
+from nodeqc.skus import identify
 
 GIB = 1024 ** 3
 
@@ -71,9 +72,12 @@ def gpu_present(gpus: list[GpuInfo], on_pci: list[PciDevice]) -> list[CheckResul
 
 def gpu_model(gpu: GpuInfo, profile: Profile) -> CheckResult:
     patterns = profile.get("gpu", "models", ["*"])
-    values = {"model": Value(gpu.name)}
+    sku = identify(gpu)
+    values = {"model": Value(gpu.name), "sku": Value(sku.key if sku else "unknown")}
     if profile.accepts_model(gpu.name):
-        return CheckResult("inventory.gpu_model", gpu.subject, Verdict.PASS, f"{gpu.name}", values=values,
+        what = f"{sku.name}, PCI device 0x{gpu.pci_device_id:04x}" if sku and isinstance(gpu.pci_device_id, int) \
+            else sku.name if sku else "a SKU nodeqc has no figures for"
+        return CheckResult("inventory.gpu_model", gpu.subject, Verdict.PASS, f"{gpu.name} ({what})", values=values,
                            evidence={"accepted": patterns}, key="model")
     return CheckResult("inventory.gpu_model", gpu.subject, Verdict.FAIL,
                        f"{gpu.name} is not a model profile {profile.name} accepts ({', '.join(patterns)})",
@@ -184,5 +188,5 @@ def inventory_results(gpus: list[GpuInfo], on_pci: list[PciDevice], driver_versi
 
 
 def describe_gpus(gpus: list[GpuInfo]) -> list[dict[str, Any]]:
-    return [{"subject": g.subject, **g.to_dict()} for g in gpus]
+    return [{"subject": g.subject, **g.to_dict(), "sku": (s.key if (s := identify(g)) else None)} for g in gpus]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -48,6 +48,7 @@ class NodeInfo:
     cuda: str = "N/A"
     error: str | None = None  # why no GPUs could be listed
     simulated: bool = False
+    found: list[Any] = field(default_factory=list)  # the GpuInfo records: the profile suggested fits their SKU
 
     @property
     def node_id(self) -> str:
@@ -68,6 +69,7 @@ def probe(hardware: Hardware) -> NodeInfo:
         gpus = hardware.mgmt.gpus()
         inventory.assign_slots(gpus, host.nvidia_gpus_on_pci)
         node.gpus = inventory.describe_gpus(gpus)
+        node.found = gpus
         node.driver, node.cuda = hardware.mgmt.driver_version(), hardware.mgmt.cuda_version()
     except BackendUnavailable as e:
         node.error = str(e)

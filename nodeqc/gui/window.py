@@ -169,9 +169,11 @@ class MainWindow(QMainWindow):
         return panel
 
     def _fill_profiles(self) -> None:
-        suggested = suggest_profile(self.node.models)
+        suggested = suggest_profile(self.node.found)
         names = [p.name for p in list_profiles()]
         wanted = self.setup.profile if self.setup.profile != "auto" else suggested
+        if suggested not in names:
+            names.append(suggested)  # a SKU's profile (nodeqc/skus.py)
         if wanted not in names:
             names.append(wanted)  # a profile file given with --profile
         for name in names:

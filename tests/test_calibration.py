@@ -1,0 +1,164 @@
+"""The calibration rule (nodeqc/calibration.py) applied to every SKU (nodeqc/skus.py): a healthy
+simulated GPU of each SKU passes with no warning, quick and full; 12% slow warns; 22% slow fails;
+likewise its memory bandwidth. The simulated GPU runs at the SKU's healthy figures, so these runs put
+the real workload code and the real verdicts at the places a real part would land."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodeqc import calibration
+from nodeqc.backends import simulated_hardware
+from nodeqc.backends.sim_compute import SimDevice
+from nodeqc.backends.simulated import SimNode, sku_scenario
+from nodeqc.checks import stress
+from nodeqc.faults import parse_fault
+from nodeqc.keys import create_key
+from nodeqc.model import Verdict
+from nodeqc.profile import load_for, load_profile, suggest_profile
+from nodeqc.runner import RunOptions, Runner
+from nodeqc.skus import BY_KEY, SKUS
+from nodeqc.workers import STATUS_OK, Outcome, Task
+from nodeqc import workloads
+
+KEYS = [s.key for s in SKUS]
+
+
+class _Quiet:
+    def progress(self, fraction: float, **figures: object) -> None:
+        pass
+
+
+def judged(key: str, faults: list[str], check: str, quick: bool = True):
+    """One stress check on one simulated GPU of the SKU, its workload run in this process (time
+    compressed so a full 600 s burn takes milliseconds), judged by the profile `auto` picks."""
+    node = SimNode(sku_scenario(key), [parse_fault(f) for f in faults], time_scale=1e6)
+    gpus = node.management().gpus()
+    profile = load_for(suggest_profile(gpus), gpus)
+    assert profile.sku is BY_KEY[key]
+    work, params, judge = {
+        "burn": (workloads.matmul_burn, stress.burn_params, stress.judge_burn),
+        "hbm": (workloads.hbm_bandwidth, stress.hbm_params, stress.judge_hbm),
+        "pcie": (workloads.pcie_bandwidth, stress.pcie_params, stress.judge_pcie),
+    }[check]
+    p = params(profile, quick)
+    result = work(SimDevice(node.compute_spec(), 0), p, _Quiet())
+    return judge(gpus, {0: Outcome(Task(check, 0, p, 1.0), STATUS_OK, result)}, {}, profile)[0]
+
+
+@pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
+@pytest.mark.parametrize("check", ["burn", "hbm", "pcie"])
+@pytest.mark.parametrize("key", KEYS)
+def test_a_healthy_gpu_of_every_sku_passes_without_a_warning(key, check, quick):
+    r = judged(key, [], check, quick)
+    assert r.verdict is Verdict.PASS, r.message
+
+
+@pytest.mark.parametrize("fault, check, verdict, code", [
+    ("slow=0.88", "burn", Verdict.WARN, "BURN_SLOW"),
+    ("slow=0.78", "burn", Verdict.FAIL, "BURN_SLOW"),
+    ("hbm_bw=0.88", "hbm", Verdict.WARN, "HBM_SLOW"),
+    ("hbm_bw=0.78", "hbm", Verdict.FAIL, "HBM_SLOW"),
+])
+@pytest.mark.parametrize("key", KEYS)
+def test_a_slow_gpu_of_every_sku_warns_at_12_and_fails_at_22_percent(key, fault, check, verdict, code):
+    r = judged(key, [f"gpu0:{fault}"], check)
+    assert (r.verdict, r.code) == (verdict, code), r.message
+
+
+def test_the_simulated_gpu_reports_fp8_not_run_as_the_real_one_does():
+    r = judged("h100-sxm5-80gb", [], "burn")
+    assert "fp8" not in r.evidence["dtypes"]
+    assert r.evidence["not_run"] == {"fp8": "fp8 matmul needs cuBLASLt, which CuPy does not expose"}
+    assert {d: m["tflops"] for d, m in r.evidence["dtypes"].items()} == \
+        {d: v for d, v in BY_KEY["h100-sxm5-80gb"].healthy_tflops.items() if d != "fp8"}
+
+
+# ---------------------------------------------------------------------- the rule at its boundaries
+
+@pytest.mark.parametrize("healthy, fail, warn", [(747.1, 597.7, 672.4), (2843, 2274.4, 2558.7), (54.2, 43.4, 48.8),
+                                                 (100, 80, 90), (4.5, 3.6, 4.1)])
+def test_floor_is_80_and_90_percent_rounded_up_to_a_tenth(healthy, fail, warn):
+    assert calibration.floor(healthy) == {"fail": fail, "warn": warn}
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_every_generated_floor_sits_at_its_boundary(key):
+    """Just below 90% of healthy warns, the warning level itself passes; just below 80% fails, the
+    limit itself warns (a value at a limit is on its good side)."""
+    sku = BY_KEY[key]
+    profile = load_profile(key)
+    figures = {**{f"min_{d}_tflops": v for d, v in sku.healthy_tflops.items()},
+               "min_hbm_gbps": sku.healthy_hbm_gbps, "min_h2d_gbps": sku.healthy_h2d_gbps,
+               "min_d2h_gbps": sku.healthy_d2h_gbps}
+    for name, healthy in figures.items():
+        t = profile.threshold("gpu", name)
+        assert t.judge(healthy) is Verdict.PASS, name
+        assert t.judge(healthy * 0.9 * 0.999) is Verdict.WARN and t.judge(t.warn) is Verdict.PASS, name
+        assert t.judge(healthy * 0.8 * 0.999) is Verdict.FAIL and t.judge(t.fail) is Verdict.WARN, name
+        assert healthy * 0.9 - 1e-9 <= t.warn < healthy * 0.9 + 0.1, name
+        assert healthy * 0.8 - 1e-9 <= t.fail < healthy * 0.8 + 0.1, name
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_the_memory_floor_passes_the_sku_and_fails_a_smaller_part(key):
+    sku = BY_KEY[key]
+    t = load_profile(key).threshold("gpu", "min_memory_gib")
+    assert t.judge(sku.memory_gib) is Verdict.PASS
+    assert t.judge(t.fail) is Verdict.PASS and t.judge(t.fail - 0.01) is Verdict.FAIL
+    assert sku.memory_gib * 0.98 - 0.5 < t.fail <= sku.memory_gib * 0.98  # 98%, down to half a GiB
+
+
+def test_family_floors_are_those_of_its_slowest_sku():
+    h100 = load_profile("h100")
+    for name in ("min_bf16_tflops", "min_hbm_gbps", "min_fp64_tflops"):
+        floors = [load_profile(s.key).threshold("gpu", name).fail for s in SKUS if s.family == "h100"]
+        assert h100.threshold("gpu", name).fail == min(floors), name
+    # The H100 PCIe's, well under the SXM5's: which is why a family profile resolves to the SKU.
+    assert h100.threshold("gpu", "min_bf16_tflops").fail < 0.8 * load_profile("h100-sxm5-80gb").threshold("gpu", "min_bf16_tflops").fail
+
+
+# ---------------------------------------------------------------------- end to end
+
+@pytest.fixture(scope="module")
+def signer(tmp_path_factory):
+    return create_key(tmp_path_factory.mktemp("key") / "k.pem")
+
+
+def qualify(tmp_path, signer, key: str, faults=(), only=None):
+    from nodeqc.selection import Selection
+
+    hw = simulated_hardware(key, [parse_fault(f) for f in faults], time_scale=60)
+    hw.mgmt.open()
+    gpus = hw.mgmt.gpus()
+    hw.mgmt.close()
+    profile = load_for(suggest_profile(gpus), gpus)
+    options = RunOptions(profile, signer, out_dir=tmp_path, quick=True)
+    if only:
+        options.selection = Selection.parse([only], None)
+    return Runner(options, hw).run()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["h100-sxm5-80gb", "h200-sxm-141gb", "a100-pcie-80gb", "v100-pcie-32gb"])
+def test_a_healthy_simulated_gpu_qualifies_with_no_warning_end_to_end(tmp_path, signer, key):
+    """The whole quick qualification with the profile auto picks, on the cloud host of the real
+    measurements (16 cores, 125.9 GiB): no check warns or fails, host checks included."""
+    outcome = qualify(tmp_path, signer, key)
+    bad = [(r.name, r.subject, r.verdict.value, r.message) for r in outcome.results
+           if r.verdict not in (Verdict.PASS, Verdict.SKIP)]
+    assert bad == [] and outcome.exit_code == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault, only, verdict, exit_code", [
+    ("gpu0:slow=0.88", "stress.burn", Verdict.WARN, 0),
+    ("gpu0:slow=0.78", "stress.burn", Verdict.FAIL, 1),
+    ("gpu0:hbm_bw=0.88", "stress.hbm_bandwidth", Verdict.WARN, 0),
+    ("gpu0:hbm_bw=0.78", "stress.hbm_bandwidth", Verdict.FAIL, 1),
+])
+def test_a_slow_h100_sxm5_warns_or_fails_end_to_end(tmp_path, signer, fault, only, verdict, exit_code):
+    outcome = qualify(tmp_path, signer, "h100-sxm5-80gb", [fault], only)
+    r = next(r for r in outcome.results if r.name == only)
+    assert r.verdict is verdict and r.code in ("BURN_SLOW", "HBM_SLOW"), r.message
+    assert outcome.exit_code == exit_code

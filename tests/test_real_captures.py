@@ -1,0 +1,86 @@
+"""The NVML captures of the real H100 SXM5 and H200 SXM the figures were measured on
+(shared/measurements, 2026-11-23; copied to tests/fixtures/): replayed, `--profile auto` picks their
+SKU's profile, the inventory is the machine's, and the healthy GPUs qualify with no warning."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, cli
+from nodeqc.backends import replay_hardware
+from nodeqc.profile import load_for, suggest_profile
+from nodeqc.report import decode_statement, read_envelope
+from nodeqc.skus import BY_KEY
+
+FIXTURES = ROOT / "tests" / "fixtures"
+CAPTURES = {
+    "capture-h100-sxm5-80gb.json": ("h100-sxm5-80gb", 0x2330, "NVIDIA H100 80GB HBM3"),
+    "capture-h200-sxm-141gb.json": ("h200-sxm-141gb", 0x2335, "NVIDIA H200"),
+}
+
+
+def _captured(name: str) -> dict:
+    return json.loads((FIXTURES / name).read_text())["devices"][0]
+
+
+def _replayed_gpus(name: str):
+    hw = replay_hardware(str(FIXTURES / name))
+    hw.mgmt.open()
+    try:
+        return hw, hw.mgmt.gpus()
+    finally:
+        hw.mgmt.close()
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_auto_picks_the_sku_profile_and_its_floors(name):
+    key, device_id, model = CAPTURES[name]
+    hw, gpus = _replayed_gpus(name)
+    assert suggest_profile(gpus) == key
+    profile = load_for(key, gpus)
+    assert profile.sku.key == key and profile.notices == []
+    # The family name resolves to the same floors, and says so.
+    family = load_for(key.split("-")[0], gpus)
+    assert family.sku.key == key and family.floors() == profile.floors()
+    assert family.notices == [f"profile {key.split('-')[0]}: the GPUs are {profile.sku.name} (PCI device "
+                              f"0x{device_id:04x}): the floors of {key} apply"]
+    assert hw.simulation["compute"] == f"simulated twin ({key})"
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_inventory_is_the_captured_machine(name):
+    key, device_id, model = CAPTURES[name]
+    raw = _captured(name)
+    _, gpus = _replayed_gpus(name)
+    g = gpus[0]
+    assert (g.name, g.uuid, g.serial, g.vbios) == (model, raw["nvmlDeviceGetUUID"], raw["nvmlDeviceGetSerial"],
+                                                   raw["nvmlDeviceGetVbiosVersion"])
+    assert g.bus_id == "0000:00:06.0" and g.pci_device_id == device_id
+    assert g.memory_total_bytes == raw["nvmlDeviceGetMemoryInfo"]["total"] and g.power_default_limit_w == 700
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CAPTURES)
+def test_a_replayed_healthy_gpu_qualifies_with_no_warning(tmp_path, name):
+    """What the project's before-stop hook runs: the real capture, `--profile auto --quick`."""
+    key, device_id, model = CAPTURES[name]
+    raw = _captured(name)
+    p = cli("--headless", "--replay", str(FIXTURES / name), "--profile", "auto", "--quick", "--out", str(tmp_path),
+            timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert f"nodeqc: profile auto: using '{key}'" in p.stderr
+    pred = decode_statement(read_envelope(Path(p.stdout.strip().splitlines()[-1])))["predicate"]
+    bad = [(c["name"], c["subject"], c["verdict"], c["message"]) for c in pred["checks"] if c["verdict"] not in ("pass", "skip")]
+    assert bad == []
+    assert pred["profile"]["sku"] == key and pred["profile"]["floors"]["min_bf16_tflops"]["fail"] > 590
+    gpu = next(c for c in pred["checks"] if c["name"] == "inventory.gpu_model")
+    assert gpu["message"] == f"{model} ({BY_KEY[key].name}, PCI device 0x{device_id:04x})"
+    inventory = pred["gpus"][0]
+    assert (inventory["uuid"], inventory["serial"], inventory["vbios"], inventory["bus_id"], inventory["pci_device_id"],
+            inventory["sku"]) == (raw["nvmlDeviceGetUUID"], raw["nvmlDeviceGetSerial"], raw["nvmlDeviceGetVbiosVersion"],
+                                  "0000:00:06.0", device_id, key)
+    burn = next(c for c in pred["checks"] if c["name"] == "stress.burn")
+    assert "not run: fp8 (fp8 matmul needs cuBLASLt, which CuPy does not expose)" in burn["message"]
