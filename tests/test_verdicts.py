@@ -1,0 +1,520 @@
+"""The verdict functions of the GPU stress checks and the verification helpers, table by table at
+their edges: one wrong element first, last or anywhere; one bad word; GPUs that disagree with no
+majority; ties; a GPU exactly at, just inside and just outside the node-median outlier limit.
+
+Expected values come from NumPy or from published constants (pynvml's, splitmix64's reference
+outputs), never from the code under test. Hand-made mutations of the verdict code and the test that
+kills each one are listed in benchmarks/RESULTS.md ("Mutation testing").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nodeqc.backends.base import REASON_BITS, GpuInfo, decode_reasons
+from nodeqc.checks import stress
+from nodeqc.model import Verdict
+from nodeqc.profile import Profile
+from nodeqc.verify import (MAX_REPORTED, allreduce_expected, compare_exact, copy_pattern, decode_memtest_errors,
+                           fingerprint, known_answer_inputs, odd_ones_out, relative_deficit_pct, splitmix64,
+                           stream_expected)
+from nodeqc.workers import (STATUS_ABORTED, STATUS_CRASH, STATUS_ERROR, STATUS_HANG, STATUS_LOST, STATUS_OK,
+                            STATUS_UNAVAILABLE, Outcome, Task)
+
+RNG = np.random.default_rng(20261123)
+
+# ---------------------------------------------------------------------- fixtures of the judges
+
+OUTLIER = {"fail": 10, "warn": 5}  # as profiles/generic.toml: max_outlier_pct
+
+
+def profile(**gpu) -> Profile:
+    return Profile("t", Path("t.toml"), {"warn_band": 0.05, "gpu": {"max_outlier_pct": OUTLIER, **gpu}})
+
+
+def gpus(n: int) -> list[GpuInfo]:
+    return [GpuInfo(i, "NVIDIA H100 80GB HBM3", f"GPU-{i}", f"0000:{i + 1:02x}:00.0") for i in range(n)]
+
+
+def ok(result: dict, gpu: int = 0) -> Outcome:
+    return Outcome(Task("x", gpu, {}, 1.0), STATUS_OK, result)
+
+
+def by_subject(results):
+    return {r.subject: r for r in results}
+
+
+def burn_result(tflops=100.0, fp="f0", ka=None, repeat=None, dtype="fp32"):
+    return {"dtypes": {dtype: {"tflops": tflops, "fingerprint": fp, "known_answer_mismatch": ka,
+                               "repeat_mismatch": repeat}}, "not_run": {}}
+
+
+def judge_burn(results: list[dict], **limits):
+    g = gpus(len(results))
+    return by_subject(stress.judge_burn(g, {i: ok(r, i) for i, r in enumerate(results)}, {}, profile(**limits)))
+
+
+def hbm_result(gbps=3000.0, verified=True, mismatch=None):
+    return {"copy_gbps": gbps, "triad_gbps": gbps, "verified": verified, "mismatch": mismatch}
+
+
+def judge_hbm(results: list[dict], **limits):
+    g = gpus(len(results))
+    return by_subject(stress.judge_hbm(g, {i: ok(r, i) for i, r in enumerate(results)}, {}, profile(**limits)))
+
+
+def pcie_result(h2d=55.0, d2h=None, verified=True, link=None, mismatch=None):
+    return {"h2d_gbps": h2d, "d2h_gbps": h2d if d2h is None else d2h, "bidir_gbps": 2 * h2d, "verified": verified,
+            "mismatch": mismatch, "link": link or {}}
+
+
+def judge_pcie(results: list[dict], **limits):
+    g = gpus(len(results))
+    return by_subject(stress.judge_pcie(g, {i: ok(r, i) for i, r in enumerate(results)}, {}, profile(**limits)))
+
+
+def memtest_result(errors: int, first=None):
+    return {"errors": errors, "bytes": 70 << 30, "free_bytes": 78 << 30, "gbps": 2500.0,
+            "passes": [{"pattern": "own address", "errors": errors}, {"pattern": "moving inversions, random", "errors": 0}],
+            "first": first or []}
+
+
+# ---------------------------------------------------------------------- compare_exact
+
+def _flip(x: np.ndarray, flat: int, bit: int) -> np.ndarray:
+    y = x.copy()
+    view = y.reshape(-1).view(np.dtype(f"u{y.dtype.itemsize}"))
+    view[flat] ^= view.dtype.type(1 << bit)
+    return y
+
+
+POSITIONS = {"first": lambda n: 0, "last": lambda n: n - 1, "random": lambda n: int(RNG.integers(1, n - 1))}
+
+
+@pytest.mark.parametrize("where", POSITIONS)
+@pytest.mark.parametrize("dtype, shape", [(np.float32, (64, 64)), (np.float64, (33, 17)), (np.float16, (8, 8)),
+                                          (np.float32, (1000,)), (np.uint8, (4096,))])
+def test_compare_exact_finds_one_wrong_element_anywhere(where, dtype, shape):
+    """The last element too: a comparison that stops one short (compare_exact skipping the last
+    element) fails the 'last' rows."""
+    expected = (RNG.integers(-100, 100, size=shape) if dtype != np.uint8 else RNG.integers(0, 256, size=shape)).astype(dtype)
+    n = expected.size
+    flat = POSITIONS[where](n)
+    bit = int(RNG.integers(0, 8 * expected.dtype.itemsize))
+    actual = _flip(expected, flat, bit)
+    m = compare_exact(actual, expected)
+    assert m is not None and m.count == 1
+    e = m.first[0]
+    if len(shape) == 2:
+        assert (e["row"], e["col"]) == np.unravel_index(flat, shape)
+    else:
+        assert e["index"] == flat
+    assert int(e["xor"], 16) == 1 << bit
+    assert e["expected"] == pytest.approx(float(expected.reshape(-1)[flat]), nan_ok=True)
+    if np.isfinite(actual.reshape(-1)[flat]):
+        assert e["actual"] == float(actual.reshape(-1)[flat])
+
+
+def test_compare_exact_passes_equal_data_and_is_bitwise():
+    x = RNG.standard_normal((50, 50)).astype(np.float32)
+    assert compare_exact(x.copy(), x) is None
+    nan = np.array([np.nan, 1.0], dtype=np.float32)
+    assert compare_exact(nan.copy(), nan) is None  # the same bits, even a NaN
+    signed_zero = compare_exact(np.array([-0.0], dtype=np.float32), np.array([0.0]))
+    assert signed_zero is not None and signed_zero.first[0]["xor"] == "0x80000000"  # -0.0 == 0.0, bits differ
+
+
+def test_compare_exact_counts_every_wrong_element_and_names_the_first_few_in_order():
+    expected = np.zeros(1000, dtype=np.float32)
+    bad = sorted(RNG.choice(1000, size=17, replace=False).tolist())
+    actual = expected.copy()
+    actual[bad] = 1.0
+    m = compare_exact(actual, expected)
+    assert m.count == 17 and [e["index"] for e in m.first] == bad[:MAX_REPORTED]
+    assert m.to_dict() == {"count": 17, "first": m.first}
+
+
+def test_compare_exact_against_one_value_every_element_must_hold():
+    got = np.full(4096, 36.0, dtype=np.float32)
+    assert compare_exact(got, 36.0) is None
+    got[4095] = 37.0
+    m = compare_exact(got, 36.0)
+    xor = int(np.float32(36.0).view(np.uint32) ^ np.float32(37.0).view(np.uint32))
+    assert m.count == 1 and m.first[0] == {"index": 4095, "expected": 36.0, "actual": 37.0, "xor": f"0x{xor:08x}"}
+
+
+def test_compare_exact_refuses_data_of_another_size():
+    with pytest.raises(ValueError, match="cannot compare 10 elements with 9 expected"):
+        compare_exact(np.zeros(10, dtype=np.float32), np.zeros(9))
+
+
+# ---------------------------------------------------------------------- known answers, patterns
+
+def test_known_answer_product_is_numpy_integer_matmul():
+    a, b, expected = known_answer_inputs(96, seed=7)
+    assert set(np.unique(a)) <= {-2, -1, 1, 2} and set(np.unique(b)) <= {-2, -1, 1, 2}  # never zero
+    truth = a.astype(np.int64) @ b.astype(np.int64)  # exact integer arithmetic, independent of the code
+    assert np.array_equal(expected, truth.astype(np.float64))
+    for dtype in (np.float32, np.float16):  # the inputs are exact in every dtype the GPUs multiply in
+        assert np.array_equal(a.astype(dtype).astype(np.int64), a)
+
+
+def test_splitmix64_matches_the_reference_outputs():
+    """Vigna's splitmix64 from state 0: its first three outputs (the random memtest pattern must be
+    the published generator, as the CUDA kernel computes it)."""
+    state = np.array([0, 0x9E3779B97F4A7C15, 2 * 0x9E3779B97F4A7C15 % 2**64], dtype=np.uint64)
+    assert [hex(int(v)) for v in splitmix64(state)] == ["0xe220a8397b1dcdaf", "0x6e789e6aa1b965f4", "0x6c45d188009454f"]
+
+
+def test_fingerprint_is_the_plain_and_weighted_sum_and_sees_a_swap():
+    w = np.array([3, 1, 2**32 - 1], dtype=np.uint32)
+    plain, weighted = 3 + 1 + (2**32 - 1), 3 * 1 + 1 * 2 + (2**32 - 1) * 3
+    assert fingerprint(w) == f"{plain:016x}{weighted:016x}"
+    swapped = w[[1, 0, 2]]
+    assert fingerprint(swapped)[:16] == fingerprint(w)[:16] and fingerprint(swapped) != fingerprint(w)
+    assert fingerprint(_flip(w, 2, 31)) != fingerprint(w)
+
+
+def test_stream_expected_is_what_copy_then_triad_leaves():
+    a = np.arange(1 << 20, dtype=np.float32)
+    b = a.copy()  # copy
+    triad = b + np.float32(2.0) * a  # a = b + 2c, in float32 as the kernel rounds it
+    assert np.array_equal(stream_expected(np, a.size), triad)
+
+
+def test_copy_pattern_differs_by_source_and_allreduce_sum():
+    assert copy_pattern(np, 1000, 0).dtype == np.uint8
+    assert not np.array_equal(copy_pattern(np, 1000, 0), copy_pattern(np, 1000, 1))
+    assert np.array_equal(copy_pattern(np, 300, 2), ((np.arange(300) % 251) * 3 % 256).astype(np.uint8))
+    assert [allreduce_expected(n) for n in (1, 2, 8, 64)] == [1.0, 3.0, 36.0, 2080.0]
+
+
+# ---------------------------------------------------------------------- majorities and medians
+
+@pytest.mark.parametrize("prints, common, odd", [
+    ({}, None, []),
+    ({"gpu0": "a"}, "a", []),
+    ({"gpu0": "a", "gpu1": "a"}, "a", []),
+    ({"gpu0": "a", "gpu1": "b"}, None, ["gpu0", "gpu1"]),  # two that disagree: no majority to trust
+    ({"gpu0": "a", "gpu1": "a", "gpu2": "b"}, "a", ["gpu2"]),  # 2 of 3 is a majority
+    ({"gpu0": "a", "gpu1": "b", "gpu2": "c"}, None, ["gpu0", "gpu1", "gpu2"]),
+    ({"gpu0": "a", "gpu1": "a", "gpu2": "b", "gpu3": "b"}, None, ["gpu0", "gpu1", "gpu2", "gpu3"]),  # a tie
+    ({"gpu0": "a", "gpu1": "a", "gpu2": "a", "gpu3": "b"}, "a", ["gpu3"]),
+    ({f"gpu{i}": ("b" if i in (1, 6) else "a") for i in range(8)}, "a", ["gpu1", "gpu6"]),
+    ({f"gpu{i}": ("b" if i < 4 else "a") for i in range(8)}, None, [f"gpu{i}" for i in range(8)]),  # 4-4
+    ({f"gpu{i}": ("b" if i < 3 else "a") for i in range(7)}, "a", ["gpu0", "gpu1", "gpu2"]),  # 4 of 7
+])
+def test_odd_ones_out(prints, common, odd):
+    assert odd_ones_out(prints) == (common, odd)
+
+
+@pytest.mark.parametrize("value, median, pct", [
+    (100, 100, 0.0), (120, 100, 0.0), (90, 100, 10.0), (0, 100, 100.0), (99.5, 100, 0.5), (5, 0, 0.0), (5, -1, 0.0),
+])
+def test_relative_deficit_pct(value, median, pct):
+    assert relative_deficit_pct(value, median) == pytest.approx(pct)
+
+
+def test_memtest_errors_decoded_by_address_and_sorted():
+    records = [(900, 0xFF, 0xFE), (3, 0, 1 << 63), *((1000 + i, 1, 0) for i in range(10))]
+    d = decode_memtest_errors(4242, records, 0x7000_0000_0000)
+    assert d["errors"] == 4242 and len(d["first"]) == MAX_REPORTED
+    assert d["first"][0] == {"address": "0x700000000018", "expected": "0x0000000000000000",
+                             "actual": "0x8000000000000000", "xor": "0x8000000000000000"}
+    assert d["first"][1]["address"] == hex(0x7000_0000_0000 + 900 * 8) and d["first"][1]["xor"] == "0x0000000000000001"
+    assert decode_memtest_errors(0, [], 0) == {"errors": 0, "first": []}
+    assert decode_memtest_errors(1, [(5, 0, 4)], 0x100, word_bytes=4)["first"][0]["address"] == "0x114"
+
+
+# ---------------------------------------------------------------------- memtest verdict
+
+def test_memtest_one_bad_word_fails():
+    """A single wrong word is a failure (a verdict that ignored one bad word, `errors > 1`, passes it)."""
+    first = [{"address": "0x7f3a00000a28", "expected": "0x0000000000000000", "actual": "0x0000000000002000",
+              "xor": "0x0000000000002000"}]
+    r = stress.judge_memtest(gpus(1), {0: ok(memtest_result(1, first))}, {}, profile())[0]
+    assert (r.verdict, r.code) == (Verdict.FAIL, "MEMTEST_ERRORS")
+    assert r.message == ("1 wrong word(s) in own address: first at 0x7f3a00000a28 expected 0x0000000000000000 "
+                         "got 0x0000000000002000 (xor 0x0000000000002000)")
+    assert r.values["errors"].value == 1 and r.evidence["first_errors"] == first
+
+
+def test_memtest_no_errors_passes_with_coverage():
+    r = stress.judge_memtest(gpus(1), {0: ok(memtest_result(0))}, {}, profile())[0]
+    assert r.verdict is Verdict.PASS and r.code is None
+    assert r.values["coverage_pct"].value == pytest.approx(89.7) and "2 patterns" in r.message
+
+
+# ---------------------------------------------------------------------- burn: corruption three ways
+
+KA_WRONG = {"count": 1, "first": [{"row": 1023, "col": 1023, "expected": 12.0, "actual": 12.5, "xor": "0x00000400"}]}
+
+
+def test_burn_known_answer_wrong_names_dtype_and_position():
+    r = judge_burn([burn_result(ka=KA_WRONG), burn_result(), burn_result()])
+    assert (r["gpu0"].verdict, r["gpu0"].code) == (Verdict.FAIL, "SDC_KNOWN_ANSWER")
+    assert ("known-answer products wrong (fp32): in fp32, 1 element(s), first at [1023, 1023] expected 12, "
+            "got 12.5 (bits 0x00000400 flipped)") in r["gpu0"].message
+    assert r["gpu1"].verdict is r["gpu2"].verdict is Verdict.PASS
+
+
+def test_burn_repeat_differs():
+    r = judge_burn([burn_result(repeat={"check": 3, "first": "f0", "now": "f1"}), burn_result(), burn_result()])
+    assert (r["gpu0"].verdict, r["gpu0"].code) == (Verdict.FAIL, "SDC_REPEAT")
+    assert "different result on a repeat (fp32)" in r["gpu0"].message
+
+
+@pytest.mark.parametrize("prints, failing, majority", [
+    (["a", "a", "b"], {"gpu2"}, True),
+    (["a", "b"], {"gpu0", "gpu1"}, False),  # two GPUs that disagree: no majority, both fail
+    (["a", "a", "b", "b"], {"gpu0", "gpu1", "gpu2", "gpu3"}, False),  # a tie
+    (["a", "a", "a", "b"], {"gpu3"}, True),
+    (["a", "a", "a"], set(), True),
+    (["a"], set(), True),  # one GPU: nothing to compare with
+])
+def test_burn_cross_gpu(prints, failing, majority):
+    r = judge_burn([burn_result(fp=f) for f in prints])
+    assert {s for s, res in r.items() if res.verdict is Verdict.FAIL} == failing
+    for s in failing:
+        assert r[s].code == "SDC_CROSS_GPU"
+        agree = len(prints) - (1 if majority else len(prints))
+        assert (f"the other {agree} GPU(s), which agree" if majority else "no majority to trust") in r[s].message
+
+
+def test_burn_clean_passes_with_the_rate():
+    r = judge_burn([burn_result(tflops=55.5), burn_result(tflops=55.5)], min_fp32_tflops=50)
+    assert r["gpu0"].verdict is Verdict.PASS and r["gpu0"].message == "sustained fp32 55.5 TFLOP/s; results exact"
+
+
+# ---------------------------------------------------------------------- the node-median outlier rule
+
+# One GPU at `value` among three at 100: the node median stays 100. Limit: warn above 5%, fail above
+# 10%; a figure exactly at a limit is on the good side of it.
+OUTLIER_EDGES = [
+    (95.0, Verdict.PASS),  # 5.0%: at the warning level
+    (94.9, Verdict.WARN),  # 5.1%
+    (90.1, Verdict.WARN),  # 9.9%: just inside the limit
+    (90.0, Verdict.WARN),  # 10.0%: exactly at the limit
+    (89.9, Verdict.FAIL),  # 10.1%: just outside
+    (50.0, Verdict.FAIL),
+]
+
+
+@pytest.mark.parametrize("value, verdict", OUTLIER_EDGES)
+def test_burn_outlier(value, verdict):
+    r = judge_burn([burn_result(100), burn_result(100), burn_result(100), burn_result(value)], min_fp32_tflops=10)
+    assert r["gpu3"].verdict is verdict and r["gpu3"].code == (None if verdict is Verdict.PASS else "BURN_OUTLIER")
+    assert all(r[s].verdict is Verdict.PASS for s in ("gpu0", "gpu1", "gpu2"))
+    if verdict is not Verdict.PASS:
+        assert "fp32 rate below the node median by" in r["gpu3"].message
+
+
+@pytest.mark.parametrize("value, verdict", OUTLIER_EDGES)
+def test_hbm_outlier(value, verdict):
+    r = judge_hbm([hbm_result(1000), hbm_result(1000), hbm_result(1000), hbm_result(10 * value)], min_hbm_gbps=100)
+    assert r["gpu3"].verdict is verdict and r["gpu3"].code == (None if verdict is Verdict.PASS else "HBM_OUTLIER")
+
+
+@pytest.mark.parametrize("direction", ["h2d", "d2h"])
+@pytest.mark.parametrize("value, verdict", OUTLIER_EDGES)
+def test_pcie_outlier(value, verdict, direction):
+    slow = pcie_result(h2d=value / 2, d2h=50.0) if direction == "h2d" else pcie_result(h2d=50.0, d2h=value / 2)
+    r = judge_pcie([pcie_result(50.0), pcie_result(50.0), pcie_result(50.0), slow], min_h2d_gbps=10, min_d2h_gbps=10)
+    assert r["gpu3"].verdict is verdict and r["gpu3"].code == (None if verdict is Verdict.PASS else "PCIE_BW_OUTLIER")
+    if verdict is not Verdict.PASS:
+        assert ("host-to-device" if direction == "h2d" else "device-to-host") + " below the node median" in r["gpu3"].message
+
+
+def test_outlier_needs_two_gpus_and_a_limit():
+    two = judge_hbm([hbm_result(1000), hbm_result(800)], min_hbm_gbps=100)  # median 900: 11.1% below
+    assert (two["gpu1"].verdict, two["gpu1"].code) == (Verdict.FAIL, "HBM_OUTLIER") and two["gpu0"].verdict is Verdict.PASS
+    one = judge_hbm([hbm_result(800)], min_hbm_gbps=100)
+    assert one["gpu0"].verdict is Verdict.PASS
+    no_limit = by_subject(stress.judge_hbm(gpus(2), {0: ok(hbm_result(1000)), 1: ok(hbm_result(500), 1)}, {},
+                                           Profile("t", Path("t.toml"), {"gpu": {"min_hbm_gbps": 100}})))
+    assert no_limit["gpu1"].verdict is Verdict.PASS
+
+
+def test_the_median_counts_only_gpus_that_came_back():
+    """A GPU whose worker hung has no figure: the median is over the others."""
+    g = gpus(3)
+    outcomes = {0: ok(hbm_result(1000)), 1: ok(hbm_result(880), 1), 2: Outcome(Task("x", 2, {}, 1.0), STATUS_HANG, None, "silent")}
+    r = by_subject(stress.judge_hbm(g, outcomes, {}, profile(min_hbm_gbps=100)))
+    assert r["gpu1"].code == "HBM_OUTLIER" and r["gpu1"].verdict is Verdict.WARN  # median 940: 6.4%
+    assert r["gpu2"].code == "WORKER_HANG"
+
+
+# ---------------------------------------------------------------------- floors
+
+@pytest.mark.parametrize("value, verdict", [(1600, Verdict.WARN), (1599.9, Verdict.FAIL), (1680, Verdict.PASS)])
+def test_hbm_floor(value, verdict):
+    r = judge_hbm([hbm_result(value)], min_hbm_gbps={"fail": 1600, "warn": 1680})
+    assert r["gpu0"].verdict is verdict and r["gpu0"].code == (None if verdict is Verdict.PASS else "HBM_SLOW")
+
+
+# ---------------------------------------------------------------------- copies that came back wrong
+
+def test_hbm_corrupt_names_the_element():
+    m = {"count": 2, "first": [{"index": 55746, "expected": 167238.0, "actual": 183622.0, "xor": "0x00100000"}]}
+    r = judge_hbm([hbm_result(verified=False, mismatch=m), hbm_result()], min_hbm_gbps=100)
+    assert (r["gpu0"].verdict, r["gpu0"].code) == (Verdict.FAIL, "HBM_CORRUPT")
+    assert r["gpu0"].message.startswith("the copied data came back wrong: 2 element(s) wrong, first at index 55746 "
+                                        "expected 167238, got 183622 (bits 0x00100000 flipped)")
+    assert r["gpu1"].verdict is Verdict.PASS
+
+
+def test_pcie_corrupt_and_link():
+    m = {"count": 1, "first": [{"index": 7, "expected": 7.0, "actual": 135.0, "xor": "0x80"}]}
+    link = {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16}
+    r = judge_pcie([pcie_result(verified=False, mismatch=m, link=link), pcie_result(link=link)])
+    assert (r["gpu0"].verdict, r["gpu0"].code) == (Verdict.FAIL, "PCIE_COPY_CORRUPT")
+    assert "came back wrong: 1 byte(s) wrong, first at index 7 expected 7, got 135 (bits 0x80 flipped)" in r["gpu0"].message
+    assert r["gpu1"].verdict is Verdict.PASS and r["gpu1"].values["link_during_copy"].value == "Gen5 x16"
+
+
+@pytest.mark.parametrize("link, code", [
+    ({"gen": 5, "width": 8, "max_gen": 5, "max_width": 16}, "PCIE_WIDTH"),
+    ({"gen": 4, "width": 16, "max_gen": 5, "max_width": 16}, "PCIE_GEN"),
+    ({"gen": 5, "width": 16, "max_gen": 5, "max_width": 16}, None),
+    ({"gen": 6, "width": 16, "max_gen": 5, "max_width": 16}, None),
+])
+def test_pcie_link_under_copy(link, code):
+    r = judge_pcie([pcie_result(link=link)])["gpu0"]
+    assert r.code == code and r.verdict is (Verdict.FAIL if code else Verdict.PASS)
+
+
+def _pairs(n, corrupt=(), gbps=400.0):
+    return [{"src": i, "dst": j, "gbps": gbps, "latency_us": 2.0, "verified": (i, j) not in corrupt,
+             **({"mismatch": {"count": 1, "first": [{"index": 9, "expected": 1.0, "actual": 3.0, "xor": "0x02"}]}}
+                if (i, j) in corrupt else {})}
+            for i in range(n) for j in range(n) if i != j]
+
+
+def judge_p2p(n, corrupt=(), **limits):
+    result = {"access": [[i, j, True] for i in range(n) for j in range(n) if i != j], "pairs": _pairs(n, corrupt),
+              "bidir": []}
+    return by_subject(stress.judge_p2p(gpus(n), ok(result), profile(**limits)))
+
+
+@pytest.mark.parametrize("n, corrupt, blamed", [
+    (4, {(i, 2) for i in (0, 1, 3)}, {2}),  # gpu2 receives wrong data from every peer
+    (8, {(i, 5) for i in range(8) if i != 5} | {(5, i) for i in range(8) if i != 5}, {5}),
+    (2, {(0, 1)}, {0, 1}),  # two GPUs: no telling which end is bad
+    (4, {(0, 1)}, set()),  # one wrong path between GPUs that are fine otherwise
+    (5, {(0, 1), (0, 2)}, set()),  # gpu0: 2 of 4 peers, exactly half: not a majority
+    (5, {(0, 1), (0, 2), (3, 0)}, {0}),  # 3 of 4
+    (4, set(), set()),
+])
+def test_p2p_corrupt_blames_the_gpu_every_pair_shares(n, corrupt, blamed):
+    assert stress.p2p_corrupt_gpus(_pairs(n, corrupt)) == blamed
+    r = judge_p2p(n, corrupt)
+    assert {s for s, res in r.items() if res.code == "P2P_CORRUPT" and s != "node"} == {f"gpu{i}" for i in blamed}
+    unexplained = [p for p in corrupt if not set(p) & blamed]
+    assert (r["node"].code == "P2P_CORRUPT") == bool(unexplained)
+    assert r["node"].verdict is (Verdict.FAIL if unexplained else Verdict.PASS)
+
+
+def test_p2p_corrupt_message_names_the_pair_and_the_byte():
+    r = judge_p2p(4, {(i, 2) for i in (0, 1, 3)})
+    assert r["gpu2"].message.startswith("copies with 3 of its 3 peers came back wrong; first gpu0->gpu2: "
+                                        "1 byte(s) wrong, first at index 9 expected 1, got 3 (bits 0x02 flipped)")
+    assert r["node"].message == "12 peer pairs, 3 wrong copies, each with a GPU failed for it"
+    path = judge_p2p(4, {(0, 1)})["node"]
+    assert path.message.startswith("1 copy path(s) between GPUs not otherwise at fault came back wrong; gpu0->gpu1")
+
+
+def test_p2p_slow_gpu_and_slow_pair():
+    result = {"access": [[i, j, True] for i in range(3) for j in range(3) if i != j],
+              "pairs": [{**p, "gbps": 100.0 if (p["src"], p["dst"]) == (0, 1) else 400.0} for p in _pairs(3)],
+              "bidir": []}
+    r = by_subject(stress.judge_p2p(gpus(3), ok(result), profile(min_p2p_gbps=300)))
+    assert all(r[f"gpu{i}"].verdict is Verdict.PASS for i in range(3))  # each GPU's median is fine
+    assert (r["node"].verdict, r["node"].code) == (Verdict.FAIL, "P2P_PAIR_SLOW")
+
+
+def _nccl(wrong, busbw=400.0):
+    return ok({"busbw_gbps": busbw, "algbw_gbps": busbw * 8 / 14, "bytes": 1 << 30, "gpus": 8, "wrong": wrong})
+
+
+def test_nccl_wrong_result_names_the_gpu_element_and_bits():
+    wrong = [{"gpu": 3, "count": 1, "index": 515, "expected": 36.0, "actual": 36.5, "xor": "0x00040000"}]
+    r = stress.judge_nccl(gpus(8), _nccl(wrong), profile(min_nccl_busbw_gbps=300))[0]
+    assert (r.verdict, r.code) == (Verdict.FAIL, "NCCL_WRONG_RESULT")
+    assert r.message.startswith("all-reduce result wrong on 1 GPU(s) (gpu3): gpu3 1 element(s), first at 515 "
+                                "expected 36, got 36.5 (bits 0x00040000 flipped)")
+    assert r.evidence["wrong"] == wrong
+
+
+@pytest.mark.parametrize("busbw, verdict", [(333, Verdict.WARN), (332.9, Verdict.FAIL), (349.7, Verdict.PASS)])
+def test_nccl_busbw_floor(busbw, verdict):
+    r = stress.judge_nccl(gpus(8), _nccl([], busbw), profile(min_nccl_busbw_gbps=333))[0]
+    assert r.verdict is verdict and r.code == (None if verdict is Verdict.PASS else "NCCL_SLOW")
+
+
+def test_nccl_unavailable_is_a_skip():
+    r = stress.judge_nccl(gpus(2), ok({"unavailable": "no NCCL"}), profile())[0]
+    assert (r.verdict, r.code, r.message) == (Verdict.SKIP, "NCCL_UNAVAILABLE", "not run: no NCCL")
+
+
+# ---------------------------------------------------------------------- workers that did not come back
+
+@pytest.mark.parametrize("status, detail, verdict, code", [
+    (STATUS_HANG, "silent for 60 s", Verdict.FAIL, "WORKER_HANG"),
+    (STATUS_CRASH, "exit -11", Verdict.FAIL, "WORKER_CRASH"),
+    (STATUS_LOST, "GPU has fallen off the bus", Verdict.FAIL, "GPU_LOST"),
+    (STATUS_UNAVAILABLE, "CuPy is not installed", Verdict.ERROR, "CUDA_UNAVAILABLE"),
+    (STATUS_ERROR, "CUDARuntimeError: cudaErrorIllegalAddress\nTraceback", Verdict.FAIL, "WORKER_ERROR"),
+    (STATUS_ERROR, "KeyError: 'x'", Verdict.ERROR, "WORKER_ERROR"),  # nodeqc's own bug, not the GPU's
+    (STATUS_ABORTED, "", Verdict.SKIP, None),
+])
+def test_outcome_failure(status, detail, verdict, code):
+    r = stress.outcome_failure("stress.burn", "gpu0", Outcome(Task("x", 0, {}, 1.0), status, None, detail))
+    assert (r.verdict, r.code) == (verdict, code)
+    assert r.evidence["worker"]["status"] == status
+    if detail:
+        assert detail.splitlines()[0] in r.message
+
+
+def test_outcome_ok_is_no_failure():
+    assert stress.outcome_failure("stress.burn", "gpu0", ok({})) is None
+
+
+# ---------------------------------------------------------------------- throttle reasons pinned to NVML
+
+pynvml = pytest.importorskip("pynvml")
+
+# Our name -> the names nvidia-ml-py gives the bit (the newer "ClocksEvent" and the older "ClocksThrottle").
+NVML_NAMES = {
+    "gpu_idle": "GpuIdle",
+    "applications_clocks": "ApplicationsClocksSetting",
+    "sw_power_cap": "SwPowerCap",
+    "hw_slowdown": "HwSlowdown",
+    "sync_boost": "SyncBoost",
+    "sw_thermal": "SwThermalSlowdown",
+    "hw_thermal": "HwThermalSlowdown",
+    "power_brake": "HwPowerBrakeSlowdown",
+    "display_clocks": "DisplayClockSetting",
+}
+
+
+def test_every_reason_is_named():
+    assert set(REASON_BITS) == set(NVML_NAMES)
+
+
+@pytest.mark.parametrize("ours, nvml", NVML_NAMES.items())
+def test_throttle_reason_bit_is_nvmls_own(ours, nvml):
+    """The table the decoder, the simulator and the tests share, against nvidia-ml-py's constants."""
+    constants = [getattr(pynvml, f"{prefix}{nvml}") for prefix in ("nvmlClocksEventReason", "nvmlClocksThrottleReason")
+                 if hasattr(pynvml, f"{prefix}{nvml}")]
+    assert constants, f"nvidia-ml-py names no {nvml} reason"
+    assert set(constants) == {REASON_BITS[ours]}
+    assert decode_reasons(constants[0]) == [ours]
+
+
+def test_decoding_a_combined_mask_from_nvml_constants():
+    mask = pynvml.nvmlClocksThrottleReasonSwPowerCap | pynvml.nvmlClocksThrottleReasonHwSlowdown
+    assert decode_reasons(mask) == ["sw_power_cap", "hw_slowdown"]
+    assert decode_reasons(pynvml.nvmlClocksThrottleReasonNone) == []
