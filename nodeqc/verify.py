@@ -69,7 +69,7 @@ def compare_exact(actual: Any, expected: Any) -> Mismatch | None:
     else the element's index."""
     xp = array_module(actual)
     with on_device_of(actual):
-        want = xp.asarray(expected).astype(actual.dtype)
+        want = xp.asarray(expected).astype(actual.dtype, copy=False)
         if want.size not in (1, actual.size):
             raise ValueError(f"cannot compare {actual.size} elements with {want.size} expected")
         uint = np.dtype(f"u{actual.dtype.itemsize}")

@@ -203,7 +203,7 @@ def p2p(node: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
         for n, (src, dst) in enumerate(pairs):
             node.p2p_copy(src, dst, 1)  # warm-up
             gbps = nbytes * iters / node.p2p_copy(src, dst, iters) / 1e9
-            wrong = _check_peer_copy(node.p2p_received(src, dst), src)
+            wrong = check_peer_copy(node.p2p_received(src, dst), src)
             out_pairs.append({"src": src, "dst": dst, "gbps": round(gbps, 1), "verified": wrong is None,
                               "latency_us": round(node.p2p_latency(src, dst, 100) * 1e6, 2)})
             if wrong:
@@ -218,7 +218,7 @@ def p2p(node: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
             "bidir": out_bidir, "bytes": nbytes}
 
 
-def _check_peer_copy(received: Any, src: int) -> Any:
+def check_peer_copy(received: Any, src: int) -> Any:
     """What a GPU received from peer `src`, against the pattern `src` sent (on the receiving GPU)."""
     with on_device_of(received):
         return compare_exact(received, copy_pattern(array_module(received), received.size, src))

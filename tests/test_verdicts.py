@@ -518,3 +518,124 @@ def test_decoding_a_combined_mask_from_nvml_constants():
     mask = pynvml.nvmlClocksThrottleReasonSwPowerCap | pynvml.nvmlClocksThrottleReasonHwSlowdown
     assert decode_reasons(mask) == ["sw_power_cap", "hw_slowdown"]
     assert decode_reasons(pynvml.nvmlClocksThrottleReasonNone) == []
+
+
+# ---------------------------------------------------------------------- whole results, field by field
+
+def summary(r):
+    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
+            r.key, [t.name for t in r.thresholds], sorted(r.evidence))
+
+
+MEM_FIRST = [{"address": "0x7f3a00000a28", "expected": "0x0", "actual": "0x2000", "xor": "0x2000"}]
+MEM_VALUES = {"coverage_pct": (89.7, "%"), "gbps": (2500.0, "GB/s"), "tested": (70.0, "GiB")}
+P2P_VALUES = {"latency_us": (2.5, "us"), "p2p_bidir_gbps": (500.0, "GB/s"), "p2p_gbps": (300.0, "GB/s"),
+              "slowest_pair_gbps": (300.0, "GB/s")}
+P2P_SLOW = ("median one-way bandwidth to its peers 300 GB/s is below the limit 350 GB/s; median two-way bandwidth to its "
+            "peers 500 GB/s is below the limit 600 GB/s; worst copy latency 2.5 us is above the limit 2 us")
+P2P_LIMITS = ["min_p2p_gbps", "min_p2p_bidir_gbps", "max_p2p_latency_us"]
+BURN_EVIDENCE = ["dtypes", "node_median_tflops", "not_run"]
+
+
+def test_whole_results_memtest():
+    outcomes = {0: ok(memtest_result(1, MEM_FIRST)), 1: ok(memtest_result(0), 1)}
+    assert [summary(r) for r in stress.judge_memtest(gpus(2), outcomes, {}, profile())] == [
+        ("stress.memtest", "gpu0", "fail", "MEMTEST_ERRORS",
+         "1 wrong word(s) in own address: first at 0x7f3a00000a28 expected 0x0 got 0x2000 (xor 0x2000)",
+         {"errors": (1, ""), **MEM_VALUES}, "errors", [], ["first_errors", "passes"]),
+        ("stress.memtest", "gpu1", "pass", None, "2 patterns over 70 GiB (89.7 % of free memory): no errors",
+         {"errors": (0, ""), **MEM_VALUES}, "errors", [], ["first_errors", "passes"])]
+
+
+def test_whole_results_hbm():
+    bad = hbm_result(880, verified=False, mismatch={"count": 1, "first": [{"index": 3, "expected": 9.0, "actual": 8.0, "xor": "0x1"}]})
+    assert [summary(r) for r in judge_hbm([hbm_result(1000), bad], min_hbm_gbps=900).values()] == [
+        ("stress.hbm_bandwidth", "gpu0", "pass", None, "copy bandwidth 1000 GB/s, limit >= 900 GB/s, warn below 945",
+         {"copy_gbps": (1000, "GB/s"), "triad_gbps": (1000, "GB/s")}, "copy_gbps", ["min_hbm_gbps", "max_outlier_pct"], []),
+        ("stress.hbm_bandwidth", "gpu1", "fail", "HBM_CORRUPT",
+         "the copied data came back wrong: 1 element(s) wrong, first at index 3 expected 9, got 8 (bits 0x1 flipped); copy "
+         "bandwidth 880 GB/s is below the limit 900 GB/s; copy bandwidth below the node median by 6.4 % is above the warning level 5 %",
+         {"copy_gbps": (880, "GB/s"), "triad_gbps": (880, "GB/s")}, "copy_gbps", ["min_hbm_gbps", "max_outlier_pct"], [])]
+
+
+def test_whole_results_pcie():
+    link = {"gen": 4, "width": 8, "max_gen": 5, "max_width": 16}
+    r = judge_pcie([pcie_result(50.0, 49.0), pcie_result(40.0, 30.0, link=link)], min_h2d_gbps=45, min_d2h_gbps=45)
+    assert [summary(x) for x in r.values()] == [
+        ("stress.pcie_bandwidth", "gpu0", "pass", None, "host-to-device 50 GB/s, limit >= 45 GB/s, warn below 47.2",
+         {"h2d_gbps": (50.0, "GB/s"), "d2h_gbps": (49.0, "GB/s"), "bidir_gbps": (100.0, "GB/s")}, "h2d_gbps",
+         ["min_h2d_gbps", "min_d2h_gbps"], []),
+        ("stress.pcie_bandwidth", "gpu1", "fail", "PCIE_WIDTH",
+         "link at x8 during the copies, expected x16; link at Gen4 during the copies, expected Gen5; host-to-device 40 GB/s is "
+         "below the limit 45 GB/s; host-to-device below the node median by 11.1 % is above the limit 10 %; device-to-host 30 GB/s "
+         "is below the limit 45 GB/s; device-to-host below the node median by 24.1 % is above the limit 10 %",
+         {"h2d_gbps": (40.0, "GB/s"), "d2h_gbps": (30.0, "GB/s"), "bidir_gbps": (80.0, "GB/s"), "link_during_copy": ("Gen4 x8", "")},
+         "h2d_gbps", ["min_h2d_gbps", "min_d2h_gbps"], [])]
+
+
+def test_whole_results_burn():
+    results = [burn_result(100, "a"), burn_result(80, "b", ka=KA_WRONG, repeat={"check": 1, "first": "b", "now": "c"}),
+               burn_result(100, "a")]
+    clean = ("stress.burn", "gpu0", "pass", None, "sustained fp32 100 TFLOP/s; results exact", {"fp32_tflops": (100, "TFLOP/s")},
+             "fp32_tflops", ["min_fp32_tflops", "max_outlier_pct"], BURN_EVIDENCE)
+    assert [summary(r) for r in judge_burn(results, min_fp32_tflops=90).values()] == [
+        clean,
+        ("stress.burn", "gpu1", "fail", "SDC_KNOWN_ANSWER",
+         "known-answer products wrong (fp32): in fp32, 1 element(s), first at [1023, 1023] expected 12, got 12.5 (bits 0x00000400 "
+         "flipped); the same product gave a different result on a repeat (fp32); identical work gave a different result than the "
+         "other 2 GPU(s), which agree (fp32); fp32 sustained 80 TFLOP/s is below the limit 90 TFLOP/s; fp32 rate below the node "
+         "median by 20 % is above the limit 10 %",
+         {"fp32_tflops": (80, "TFLOP/s")}, "fp32_tflops", ["min_fp32_tflops", "max_outlier_pct"], BURN_EVIDENCE),
+        ("stress.burn", "gpu2", *clean[2:])]
+
+
+def test_whole_results_p2p():
+    r = {"access": [[0, 1, True], [1, 0, False]], "bidir": [{"a": 0, "b": 1, "gbps": 500.0}],
+         "pairs": [{"src": 0, "dst": 1, "gbps": 300.0, "latency_us": 2.5, "verified": True}]}
+    limits = profile(min_p2p_gbps=350, min_p2p_bidir_gbps=600, max_p2p_latency_us=2, nvlink_links=18)
+    assert [summary(x) for x in stress.judge_p2p(gpus(3), ok(r), limits)] == [
+        ("stress.p2p", "gpu0", "fail", "P2P_SLOW", P2P_SLOW, P2P_VALUES, "p2p_gbps", P2P_LIMITS, ["pairs"]),
+        ("stress.p2p", "gpu1", "fail", "P2P_SLOW", P2P_SLOW, P2P_VALUES, "p2p_gbps", P2P_LIMITS, ["pairs"]),
+        ("stress.p2p", "gpu2", "skip", None, "no peer access to any other GPU", {}, None, [], []),
+        ("stress.p2p", "node", "fail", "P2P_NO_PEER_ACCESS", "no peer access for 1 pair(s): gpu1->gpu0",
+         {"pairs": (1, ""), "no_access": (1, "")}, "pairs", ["min_p2p_gbps"], ["access", "bidir"])]
+
+
+def test_whole_results_nccl():
+    wrong = [{"gpu": 1, "count": 2, "index": 5, "expected": 36.0, "actual": 0.0, "xor": "0x42100000"}]
+    assert [summary(x) for x in stress.judge_nccl(gpus(8), _nccl(wrong, 300), profile(min_nccl_busbw_gbps=333))] == [
+        ("stress.nccl", "node", "fail", "NCCL_WRONG_RESULT",
+         "all-reduce result wrong on 1 GPU(s) (gpu1): gpu1 2 element(s), first at 5 expected 36, got 0 (bits 0x42100000 flipped); "
+         "all-reduce across 8 GPUs: bus bandwidth 300 GB/s is below the limit 333 GB/s",
+         {"busbw_gbps": (300, "GB/s"), "algbw_gbps": (300 * 8 / 14, "GB/s"), "message_bytes": (1 << 30, "B")}, "busbw_gbps",
+         ["min_nccl_busbw_gbps"], ["wrong"])]
+
+
+# ---------------------------------------------------------------------- the result model
+
+@pytest.mark.parametrize("verdicts, worst", [
+    ([], Verdict.PASS), ([Verdict.PASS, Verdict.SKIP], Verdict.SKIP), ([Verdict.WARN, Verdict.SKIP], Verdict.WARN),
+    ([Verdict.FAIL, Verdict.WARN], Verdict.FAIL), ([Verdict.FAIL, Verdict.ERROR, Verdict.PASS], Verdict.ERROR),
+])
+def test_worst_verdict(verdicts, worst):
+    assert Verdict.worst(verdicts) is worst
+
+
+def test_only_fail_and_error_block_qualification():
+    assert {v for v in Verdict if v.blocks_qualification} == {Verdict.FAIL, Verdict.ERROR}
+
+
+def test_a_result_survives_its_dict_form():
+    from nodeqc.model import CheckResult, Threshold, Value
+
+    r = CheckResult("stress.hbm_bandwidth", "gpu1", Verdict.FAIL, "m", code="HBM_CORRUPT",
+                    values={"copy_gbps": Value(880.5, "GB/s"), "n": Value(None)},
+                    thresholds=[Threshold("min_hbm_gbps", "min", 900, 945, "GB/s")], evidence={"x": [1]}, key="copy_gbps")
+    d = r.to_dict()
+    assert d["verdict"] == "fail" and d["code"] == "HBM_CORRUPT" and d["remediation"]
+    assert d["values"] == {"copy_gbps": {"value": 880.5, "unit": "GB/s"}, "n": {"value": None, "unit": ""}}
+    assert d["thresholds"] == [{"name": "min_hbm_gbps", "kind": "min", "fail": 900, "warn": 945, "unit": "GB/s"}]
+    back = CheckResult.from_dict(d)
+    assert back == r and back.key_figure == "copy_gbps=880.5 GB/s"
+    assert CheckResult("x", "node", Verdict.PASS, "m").to_dict()["remediation"] is None
+    assert CheckResult("x", "node", Verdict.PASS, "m", key="absent").key_figure == ""
