@@ -639,3 +639,27 @@ def test_a_result_survives_its_dict_form():
     assert back == r and back.key_figure == "copy_gbps=880.5 GB/s"
     assert CheckResult("x", "node", Verdict.PASS, "m").to_dict()["remediation"] is None
     assert CheckResult("x", "node", Verdict.PASS, "m", key="absent").key_figure == ""
+
+
+# ---------------------------------------------------------------------- burn-in
+
+@pytest.mark.parametrize("bad_window", [0, 9, 5])
+def test_burn_in_one_wrong_window_fails(bad_window):
+    """One known-answer window wrong among ten (the first, the last, one between) fails the GPU,
+    with when it happened; the others pass."""
+    from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
+
+    g = gpus(2)
+    rec = BurnInRecorder(g)
+    for n in range(10):
+        for subject in ("gpu0", "gpu1"):
+            sdc = {"count": 1, "first": []} if (subject == "gpu1" and n == bad_window) else None
+            rec.add_window(subject, {"t_s": 60.0 * n, "tflops": 1000.0, "sdc": sdc})
+    done = {i: Outcome(Task("burn_in", i, {}, 600.0), STATUS_OK, {}, elapsed_s=600.0) for i in (0, 1)}
+    results, section = judge_burn_in(g, done, rec, {}, profile(max_burnin_drift_pct=OUTLIER), started_s=100.0, time_scale=1.0)
+    r = by_subject(results)
+    assert r["gpu0"].verdict is Verdict.PASS and r["gpu0"].message == "10 windows: 1000.0 -> 1000.0 TFLOP/s, results exact"
+    assert (r["gpu1"].verdict, r["gpu1"].code) == (Verdict.FAIL, "SDC_BURN_IN")
+    assert r["gpu1"].message.startswith(f"a known-answer product came back wrong {60 * bad_window:g} s into the burn-in (1 element(s))")
+    assert section["first_failures"] == [{"kind": "silent data corruption", "t_s": 100.0 + 60 * bad_window,
+                                          "subject": "gpu1", "detail": "1 wrong element(s)"}]
