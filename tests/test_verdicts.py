@@ -146,6 +146,12 @@ def test_compare_exact_against_one_value_every_element_must_hold():
     assert m.count == 1 and m.first[0] == {"index": 4095, "expected": 36.0, "actual": 37.0, "xor": f"0x{xor:08x}"}
 
 
+def test_compare_exact_two_elements_each_with_its_own_expected_value():
+    m = compare_exact(np.array([1.0, 2.0], dtype=np.float32), np.array([1.0, 3.0]))
+    assert m.count == 1 and m.first[0]["index"] == 1 and (m.first[0]["expected"], m.first[0]["actual"]) == (3.0, 2.0)
+    assert compare_exact(np.array([5], dtype=np.uint8), np.array([5])) is None
+
+
 def test_compare_exact_refuses_data_of_another_size():
     with pytest.raises(ValueError, match="cannot compare 10 elements with 9 expected"):
         compare_exact(np.zeros(10, dtype=np.float32), np.zeros(9))
@@ -155,6 +161,8 @@ def test_compare_exact_refuses_data_of_another_size():
 
 def test_known_answer_product_is_numpy_integer_matmul():
     a, b, expected = known_answer_inputs(96, seed=7)
+    same = known_answer_inputs(96, seed=7)
+    assert np.array_equal(same[0], a) and np.array_equal(known_answer_inputs(8)[0], known_answer_inputs(8)[0])  # seeded
     assert set(np.unique(a)) <= {-2, -1, 1, 2} and set(np.unique(b)) <= {-2, -1, 1, 2}  # never zero
     truth = a.astype(np.int64) @ b.astype(np.int64)  # exact integer arithmetic, independent of the code
     assert np.array_equal(expected, truth.astype(np.float64))
@@ -178,8 +186,22 @@ def test_fingerprint_is_the_plain_and_weighted_sum_and_sees_a_swap():
     assert fingerprint(_flip(w, 2, 31)) != fingerprint(w)
 
 
+def test_fingerprint_sums_are_exact_modulo_2_64():
+    """Big words and many of them: the sums overflow 2**64 and leave float64's exact range."""
+    w = np.full(1 << 12, 2**32 - 1, dtype=np.uint32)
+    w[::7] = 12345
+    ints = [int(x) for x in w]
+    plain = sum(ints) % 2**64
+    weighted = sum(x * (i + 1) for i, x in enumerate(ints)) % 2**64
+    assert fingerprint(w) == f"{plain:016x}{weighted:016x}"
+    big = np.full(1 << 20, 2**32 - 1, dtype=np.uint32)  # weighted sum wraps 2**64
+    n = big.size
+    assert fingerprint(big) == f"{(n * (2**32 - 1)) % 2**64:016x}{((2**32 - 1) * n * (n + 1) // 2) % 2**64:016x}"
+
+
 def test_stream_expected_is_what_copy_then_triad_leaves():
-    a = np.arange(1 << 20, dtype=np.float32)
+    """Past 2**24 float32 no longer holds every integer: the expectation must round as the buffers do."""
+    a = np.arange((1 << 24) + 4096, dtype=np.float32)
     b = a.copy()  # copy
     triad = b + np.float32(2.0) * a  # a = b + 2c, in float32 as the kernel rounds it
     assert np.array_equal(stream_expected(np, a.size), triad)
@@ -213,6 +235,7 @@ def test_odd_ones_out(prints, common, odd):
 
 @pytest.mark.parametrize("value, median, pct", [
     (100, 100, 0.0), (120, 100, 0.0), (90, 100, 10.0), (0, 100, 100.0), (99.5, 100, 0.5), (5, 0, 0.0), (5, -1, 0.0),
+    (0.25, 0.5, 50.0),  # a median below 1 is still a median
 ])
 def test_relative_deficit_pct(value, median, pct):
     assert relative_deficit_pct(value, median) == pytest.approx(pct)
@@ -457,6 +480,7 @@ def test_nccl_busbw_floor(busbw, verdict):
 def test_nccl_unavailable_is_a_skip():
     r = stress.judge_nccl(gpus(2), ok({"unavailable": "no NCCL"}), profile())[0]
     assert (r.verdict, r.code, r.message) == (Verdict.SKIP, "NCCL_UNAVAILABLE", "not run: no NCCL")
+    assert r.values == {} and r.subject == "node" and r.name == "stress.nccl"
 
 
 # ---------------------------------------------------------------------- workers that did not come back
@@ -663,3 +687,108 @@ def test_burn_in_one_wrong_window_fails(bad_window):
     assert r["gpu1"].message.startswith(f"a known-answer product came back wrong {60 * bad_window:g} s into the burn-in (1 element(s))")
     assert section["first_failures"] == [{"kind": "silent data corruption", "t_s": 100.0 + 60 * bad_window,
                                           "subject": "gpu1", "detail": "1 wrong element(s)"}]
+
+
+# ---------------------------------------------------------------------- device arrays
+
+class _Device:
+    entered: list = []
+
+    def __init__(self, ordinal):
+        self.ordinal = ordinal
+
+    def __enter__(self):
+        _Device.entered.append(self.ordinal)
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _DeviceArray(np.ndarray):
+    """A stand-in for a CuPy array: numpy underneath, but it lives on 'GPU 3' and comes to the host
+    only through get(), which counts the elements it moves."""
+    moved: list = []
+
+    def get(self):
+        _DeviceArray.moved.append(self.size)
+        return np.asarray(self).view(np.ndarray).copy()
+
+    @property
+    def device(self):
+        return _Device(3)
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    import sys
+    import types
+
+    module = types.ModuleType("cupy")
+    module.ndarray = _DeviceArray
+    module.__getattr__ = lambda name: getattr(np, name)  # cupy mirrors numpy's functions
+    monkeypatch.setitem(sys.modules, "cupy", module)
+    _Device.entered, _DeviceArray.moved = [], []
+    return module
+
+
+def test_device_data_is_compared_on_its_gpu_and_only_the_first_few_come_back(fake_cupy):
+    from nodeqc.verify import array_module, on_device_of
+
+    actual = np.full(100_000, 36.0, dtype=np.float32).view(_DeviceArray)
+    actual[[7, 99_999]] = 35.0
+    assert array_module(actual) is fake_cupy and array_module(np.zeros(1)) is np
+    m = compare_exact(actual, 36.0)
+    assert m.count == 2 and [e["index"] for e in m.first] == [7, 99_999] and m.first[0]["actual"] == 35.0
+    assert _Device.entered == [3]  # the comparison ran with the array's own GPU current
+    assert _DeviceArray.moved and max(_DeviceArray.moved) <= MAX_REPORTED  # never the whole array
+    with on_device_of(np.zeros(1)):  # a host array needs no device
+        pass
+    assert _Device.entered == [3]
+
+
+def test_without_cupy_loaded_every_array_is_a_host_array(monkeypatch):
+    import sys
+
+    from nodeqc.verify import array_module
+
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    assert array_module(np.zeros(3)) is np
+
+
+@pytest.mark.parametrize("value, unit, shown", [
+    (880, "GB/s", "880 GB/s"), (880.0, "GB/s", "880 GB/s"), (6.4, "%", "6.4 %"), (0.8123, "", "0.812"),
+    (47.25, "GB/s", "47.2 GB/s"), (123.456, "", "123.5"), (1e15, "", "1000000000000000.0"), (999999999999999.0, "", "999999999999999"),
+    (True, "", "True"), ("Gen4 x8", "", "Gen4 x8"), (None, "s", "N/A"), (float("nan"), "", "N/A"), (-3, "C", "-3 C"),
+])
+def test_value_shown(value, unit, shown):
+    from nodeqc.checks.common import fmt
+    from nodeqc.model import Value
+
+    assert str(Value(value, unit)) == shown
+    assert fmt(value, unit) == shown
+
+
+def test_a_limit_without_a_warning_band_says_so_once():
+    from nodeqc.model import Threshold
+
+    assert Threshold("min_x", "min", 5, 5, "GB/s").describe() == ">= 5 GB/s"
+    assert Threshold("max_x", "max", 0, 0).describe() == "<= 0"
+    with pytest.raises(ValueError, match="^min_x: cannot judge a value that is not available$"):
+        Threshold("min_x", "min", 5, 5).judge(None)
+
+
+def test_remediation_is_the_codes_own():
+    from nodeqc.codes import REMEDIATION
+    from nodeqc.model import CheckResult
+
+    d = CheckResult("stress.pcie_bandwidth", "gpu0", Verdict.FAIL, "m", code="PCIE_WIDTH").to_dict()
+    assert d["remediation"] == REMEDIATION["PCIE_WIDTH"]
+
+
+def test_a_result_from_a_sparse_dict_gets_empty_defaults():
+    from nodeqc.model import CheckResult
+
+    r = CheckResult.from_dict({"name": "x", "subject": "node", "verdict": "pass", "message": "m",
+                               "values": {"a": {"value": 1}}})
+    assert r.values["a"].unit == "" and r.thresholds == [] and r.evidence == {} and r.key is None and r.code is None
+    assert CheckResult.from_dict({"name": "x", "subject": "node", "verdict": "pass", "message": "m"}).values == {}
