@@ -265,6 +265,34 @@ def test_memtest_one_bad_word_fails():
     assert r.values["errors"].value == 1 and r.evidence["first_errors"] == first
 
 
+def test_memtest_names_every_pattern_that_found_errors():
+    r = memtest_result(3, MEM_FIRST)
+    r["passes"] = [{"pattern": "own address", "errors": 1}, {"pattern": "walking ones", "errors": 0},
+                   {"pattern": "moving inversions, random", "errors": 2}]
+    r["bytes"] = int(70.123 * (1 << 30))
+    res = stress.judge_memtest(gpus(1), {0: ok(r)}, {}, profile())[0]
+    assert res.message.startswith("3 wrong word(s) in own address, moving inversions, random: first at 0x7f3a00000a28")
+    assert res.values["tested"].value == 70.12
+
+
+@pytest.mark.parametrize("judge_node", [stress.judge_nccl, stress.judge_p2p])
+def test_a_node_wide_worker_that_hung_fails_the_node(judge_node):
+    hung = Outcome(Task("x", 0, {}, 1.0, gpus=(0, 1)), STATUS_HANG, None, "silent for 120 s")
+    [r] = judge_node(gpus(2), hung, profile())
+    assert (r.name, r.subject, r.verdict, r.code) == (judge_node.__name__.replace("judge_", "stress."), "node",
+                                                      Verdict.FAIL, "WORKER_HANG")
+
+
+@pytest.mark.parametrize("judge_each", [stress.judge_memtest, stress.judge_hbm, stress.judge_pcie, stress.judge_burn])
+def test_a_gpu_whose_worker_hung_fails_alone(judge_each):
+    good = {stress.judge_memtest: memtest_result(0), stress.judge_hbm: hbm_result(), stress.judge_pcie: pcie_result(),
+            stress.judge_burn: burn_result()}[judge_each]
+    outcomes = {0: ok(good), 1: Outcome(Task("x", 1, {}, 1.0), STATUS_HANG, None, "silent for 60 s")}
+    r = by_subject(judge_each(gpus(2), outcomes, {}, profile()))
+    assert (r["gpu1"].verdict, r["gpu1"].code, r["gpu1"].subject) == (Verdict.FAIL, "WORKER_HANG", "gpu1")
+    assert r["gpu0"].verdict is Verdict.PASS and r["gpu0"].name == r["gpu1"].name
+
+
 def test_memtest_no_errors_passes_with_coverage():
     r = stress.judge_memtest(gpus(1), {0: ok(memtest_result(0))}, {}, profile())[0]
     assert r.verdict is Verdict.PASS and r.code is None
@@ -792,3 +820,34 @@ def test_a_result_from_a_sparse_dict_gets_empty_defaults():
                                "values": {"a": {"value": 1}}})
     assert r.values["a"].unit == "" and r.thresholds == [] and r.evidence == {} and r.key is None and r.code is None
     assert CheckResult.from_dict({"name": "x", "subject": "node", "verdict": "pass", "message": "m"}).values == {}
+
+
+# ---------------------------------------------------------------------- the plan of work
+
+def test_the_plan_takes_its_figures_from_the_profile():
+    p = Profile("t", Path("t.toml"), {"run": {"quick_burn_s": 30, "burn_s": 600}, "gpu": {"dtypes": ["bf16"], "memtest_fraction": 0.5}})
+    assert stress.burn_params(p, True) == {"seconds": 30.0, "dtypes": ["bf16"], "seed": stress.SEED}
+    assert stress.burn_params(p, False)["seconds"] == 600.0
+    bare = Profile("t", Path("t.toml"), {"run": {"quick_burn_s": 30, "burn_s": 600}})
+    assert stress.burn_params(bare, True)["dtypes"] == ["fp32", "fp16"] and stress.memtest_params(bare, True) == {"fraction": 0.9}
+    assert stress.memtest_params(p, False) == {"fraction": 0.5}
+    assert stress.hbm_params(p, True) == {"bytes": 1 << 30, "trials": 3, "iters": 10}
+    assert stress.hbm_params(p, False) == {"bytes": 1 << 30, "trials": 5, "iters": 10}
+    assert stress.pcie_params(p, True) == {"bytes": 256 << 20, "trials": 3, "iters": 8, "min_seconds": 3.0}
+    assert stress.pcie_params(p, False)["min_seconds"] == 10.0
+    assert stress.p2p_params(p, True) == {"bytes": 256 << 20, "iters": 4} and stress.p2p_params(p, False)["iters"] == 10
+    assert stress.nccl_params(p, True) == {"bytes": 1 << 30, "iters": 5}
+    assert stress.nccl_params(p, False) == {"bytes": 4 << 30, "iters": 20}
+
+
+def test_the_plan_makes_one_task_per_gpu_or_one_for_the_node():
+    p = Profile("t", Path("t.toml"), {"run": {"quick_burn_s": 30, "burn_s": 600}})
+    steps = {s.name: s for s in stress.PLAN}
+    g = gpus(3)
+    burn = steps["stress.burn"].tasks(g, p, True)
+    assert [(t.workload, t.gpu, t.gpus, t.expected_s) for t in burn] == [("matmul", i, (), 90.0) for i in range(3)]
+    assert burn[0].params["bus_ids"] == {0: "0000:01:00.0", 1: "0000:02:00.0", 2: "0000:03:00.0"}
+    [nccl] = steps["stress.nccl"].tasks(g, p, True)
+    assert (nccl.workload, nccl.gpu, nccl.gpus, nccl.expected_s) == ("nccl", 0, (0, 1, 2), 120)
+    assert [s.name for s in stress.PLAN] == ["stress.burn", "stress.hbm_bandwidth", "stress.memtest",
+                                             "stress.pcie_bandwidth", "stress.p2p", "stress.nccl"]

@@ -192,7 +192,7 @@ def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[i
         findings = []
         if not r["verified"]:
             findings.append(Finding(Verdict.FAIL, "HBM_CORRUPT",
-                                    "the copied data came back wrong" + _wrong_data(r.get("mismatch"))))
+                                    "the copied data came back wrong" + _wrong_data(r["mismatch"])))
         findings.append(judge(floor, r["copy_gbps"], "HBM_SLOW", "copy bandwidth", "GB/s"))
         outlier = _outlier(profile, r["copy_gbps"], median, len(ok), "HBM_OUTLIER", "copy bandwidth")
         if outlier:
@@ -248,7 +248,7 @@ def judge_pcie(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
         findings, thresholds = [], []
         if not r["verified"]:
             findings.append(Finding(Verdict.FAIL, "PCIE_COPY_CORRUPT",
-                                    "data copied to the GPU and back came back wrong" + _wrong_data(r.get("mismatch"), "byte")))
+                                    "data copied to the GPU and back came back wrong" + _wrong_data(r["mismatch"], "byte")))
         values = {k: Value(r[k], "GB/s") for k in ("h2d_gbps", "d2h_gbps", "bidir_gbps")}
         link = r.get("link", {})
         if "gen" in link:
@@ -393,9 +393,8 @@ def judge_nccl(gpus: list[GpuInfo], outcome: Outcome, profile: Profile) -> list[
         findings.append(Finding(Verdict.FAIL, "NCCL_WRONG_RESULT",
                                 f"all-reduce result wrong on {len(r['wrong'])} GPU(s) "
                                 f"({', '.join(f'gpu{x}' for x in sorted(w['gpu'] for w in r['wrong']))}): "
-                                f"gpu{w['gpu']} {w.get('count', 1)} element(s), first at {w['index']} "
-                                f"expected {w['expected']:g}, got {w['actual']:g}"
-                                + (f" (bits {w['xor']} flipped)" if "xor" in w else "")))
+                                f"gpu{w['gpu']} {w['count']} element(s), first at {w['index']} "
+                                f"expected {w['expected']:g}, got {w['actual']:g} (bits {w['xor']} flipped)"))
     findings.append(judge(floor, r["busbw_gbps"], "NCCL_SLOW", f"all-reduce across {r['gpus']} GPUs: bus bandwidth", "GB/s"))
     return [fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
                                           "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
