@@ -851,3 +851,14 @@ def test_the_plan_makes_one_task_per_gpu_or_one_for_the_node():
     assert (nccl.workload, nccl.gpu, nccl.gpus, nccl.expected_s) == ("nccl", 0, (0, 1, 2), 120)
     assert [s.name for s in stress.PLAN] == ["stress.burn", "stress.hbm_bandwidth", "stress.memtest",
                                              "stress.pcie_bandwidth", "stress.p2p", "stress.nccl"]
+
+
+def test_p2p_a_gpu_without_peers_is_skipped_and_the_others_judged():
+    r = {"access": [[0, 1, False], [0, 2, False], [1, 2, True], [2, 1, True]], "bidir": [{"a": 1, "b": 2, "gbps": 500.0}],
+         "pairs": [{"src": 1, "dst": 2, "gbps": 400.0, "latency_us": 1.0, "verified": True},
+                   {"src": 2, "dst": 1, "gbps": 400.0, "latency_us": 1.0, "verified": True}]}
+    res = by_subject(stress.judge_p2p(gpus(3), ok(r), profile(min_p2p_gbps=350, min_p2p_bidir_gbps=600)))
+    assert res["gpu0"].verdict is Verdict.SKIP and res["gpu0"].message == "no peer access to any other GPU"
+    for s in ("gpu1", "gpu2"):  # one-way is fine, two-way is not
+        assert (res[s].verdict, res[s].code) == (Verdict.FAIL, "P2P_SLOW")
+        assert res[s].message.startswith("median two-way bandwidth to its peers 500 GB/s is below the limit 600 GB/s")

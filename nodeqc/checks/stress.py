@@ -66,10 +66,8 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _wrong_data(mismatch: dict[str, Any] | None, unit: str = "element") -> str:
+def _wrong_data(mismatch: dict[str, Any], unit: str = "element") -> str:
     """Where data came back wrong, as the verification found it: how many, the first, its bits."""
-    if not mismatch:
-        return ""
     e = mismatch["first"][0]
     return (f": {mismatch['count']} {unit}(s) wrong, first at index {e['index']} expected {e['expected']:.10g}, "
             f"got {e['actual']:.10g} (bits {e['xor']} flipped)")
@@ -308,7 +306,7 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile) -> list[C
             findings.append(Finding(Verdict.FAIL, "P2P_CORRUPT",
                                     f"copies with {len(_peers(corrupt, g.index))} of its {len(_peers(mine, g.index))} "
                                     f"peers came back wrong; first gpu{p['src']}->gpu{p['dst']}"
-                                    + _wrong_data(p.get("mismatch"), "byte")))
+                                    + _wrong_data(p["mismatch"], "byte")))
         findings.append(judge(floor, uni, "P2P_SLOW", "median one-way bandwidth to its peers", "GB/s"))
         if both:
             values["p2p_bidir_gbps"] = Value(statistics.median(p["gbps"] for p in both), "GB/s")
@@ -353,7 +351,7 @@ def _p2p_node(r: dict[str, Any], by_index: dict[int, GpuInfo], per_gpu: list[Che
         findings.append(Finding(Verdict.FAIL, "P2P_CORRUPT",
                                 f"{len(path_corrupt)} copy path(s) between GPUs not otherwise at fault came back wrong; "
                                 f"{by_index[p['src']].subject}->{by_index[p['dst']].subject}"
-                                + _wrong_data(p.get("mismatch"), "byte")))
+                                + _wrong_data(p["mismatch"], "byte")))
     if missing and profile.get("gpu", "nvlink_links"):
         shown = ", ".join(f"gpu{i}->gpu{j}" for i, j in missing[:6])
         findings.append(Finding(Verdict.FAIL, "P2P_NO_PEER_ACCESS", f"no peer access for {len(missing)} pair(s): {shown}"))
