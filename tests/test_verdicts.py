@@ -332,7 +332,8 @@ def test_burn_cross_gpu(prints, failing, majority):
     for s in failing:
         assert r[s].code == "SDC_CROSS_GPU"
         agree = len(prints) - (1 if majority else len(prints))
-        assert (f"the other {agree} GPU(s), which agree" if majority else "no majority to trust") in r[s].message
+        assert (f"than the other {agree} GPU(s), which agree (fp32)" if majority
+                else "than its peer (no majority to trust) (fp32)") in r[s].message
 
 
 def test_burn_clean_passes_with_the_rate():
@@ -862,3 +863,114 @@ def test_p2p_a_gpu_without_peers_is_skipped_and_the_others_judged():
     for s in ("gpu1", "gpu2"):  # one-way is fine, two-way is not
         assert (res[s].verdict, res[s].code) == (Verdict.FAIL, "P2P_SLOW")
         assert res[s].message.startswith("median two-way bandwidth to its peers 500 GB/s is below the limit 600 GB/s")
+
+
+# ---------------------------------------------------------------------- power under the burn
+
+def _window(power_w, n=4, limit=700.0, reasons=0):
+    from nodeqc.backends.base import GpuSample
+    from nodeqc.telemetry import GpuTelemetry
+
+    tel = GpuTelemetry(0)
+    for k in range(n):
+        tel.add(float(k), GpuSample(temp_c=60, power_w=power_w, power_limit_w=limit, sm_clock_mhz=1980 - k,
+                                    util_pct=100, reasons=reasons))
+    return tel
+
+
+@pytest.mark.parametrize("power_w, verdict", [
+    (560.0, Verdict.PASS),  # 0.8 of the limit: at the warning level
+    (559.0, Verdict.WARN),  # 0.799
+    (525.0, Verdict.WARN),  # 0.75: at the limit
+    (524.0, Verdict.FAIL),  # 0.749
+])
+def test_burn_power_reached_against_the_limit(power_w, verdict):
+    from nodeqc.backends.base import REASON_BITS
+
+    windows = {0: _window(power_w, reasons=REASON_BITS["hw_slowdown"])}
+    [r] = stress.judge_burn(gpus(1), {0: ok(burn_result())}, windows, profile(min_power_fraction={"fail": 0.75, "warn": 0.80}))
+    assert r.verdict is verdict and r.code == (None if verdict is Verdict.PASS else "BURN_POWER_LOW")
+    assert r.values["power_fraction"].value == round(power_w / 700, 3)
+    assert (r.values["power_w"].value, r.values["power_w"].unit) == (power_w, "W")
+    assert (r.values["sm_clock_mhz"].value, r.values["sm_clock_mhz"].unit) == (1978, "MHz")  # mean of 1980..1977
+    assert (r.values["throttle_s"].value, r.values["throttle_s"].unit) == (3.0, "s")
+    assert "min_power_fraction" in [t.name for t in r.thresholds]
+    if verdict is not Verdict.PASS:
+        assert r.message.startswith(f"power under load {power_w:.0f} W of the 700 W limit, a fraction of {power_w / 700:.3g}")
+
+
+def test_burn_power_not_judged_without_readings_or_limit():
+    no_limit = {0: _window(100.0, limit=float("nan"))}
+    [r] = stress.judge_burn(gpus(1), {0: ok(burn_result())}, no_limit, profile(min_power_fraction=0.75))
+    assert r.verdict is Verdict.PASS and "power_fraction" not in r.values
+    [r] = stress.judge_burn(gpus(1), {0: ok(burn_result())}, {0: _window(100.0, n=0)}, profile(min_power_fraction=0.75))
+    assert "power_fraction" not in r.values
+    [r] = stress.judge_burn(gpus(1), {0: ok(burn_result())}, {0: _window(100.0)}, profile())  # no floor in the profile
+    assert r.verdict is Verdict.PASS and r.values["power_fraction"].value == 0.143
+
+
+def _two_dtypes(fp32=50.0, bf16=700.0, wrong=None):
+    r = {"dtypes": {"fp32": {"tflops": fp32, "fingerprint": "f", "known_answer_mismatch": None, "repeat_mismatch": None},
+                    "bf16": {"tflops": bf16, "fingerprint": "b", "known_answer_mismatch": None, "repeat_mismatch": None}},
+         "not_run": {}}
+    for dtype, fields in (wrong or {}).items():
+        r["dtypes"][dtype].update(fields)
+    return r
+
+
+def test_burn_with_several_dtypes_names_each():
+    both_wrong = {"known_answer_mismatch": KA_WRONG, "repeat_mismatch": {"check": 1, "first": "x", "now": "y"}}
+    bad = _two_dtypes(fp32=45.0, wrong={"fp32": both_wrong, "bf16": both_wrong})
+    bad["not_run"] = {"fp8": "fp8 matmul needs cuBLASLt", "fp64": "no fp64 units"}
+    r = judge_burn([_two_dtypes(), bad, _two_dtypes()], min_fp32_tflops={"fail": 48, "warn": 48})
+    assert r["gpu0"].message == "sustained fp32 50, bf16 700 TFLOP/s; results exact"
+    assert r["gpu0"].key == "bf16_tflops"  # the headline dtype first, whatever order the worker used
+    m = r["gpu1"].message
+    assert m.startswith("known-answer products wrong (fp32, bf16): in fp32, 1 element(s)")
+    assert "the same product gave a different result on a repeat (fp32, bf16)" in m
+    assert m.endswith("; not run: fp8 (fp8 matmul needs cuBLASLt); fp64 (no fp64 units)")
+    slow = judge_burn([_two_dtypes(fp32=45.0)], min_fp32_tflops={"fail": 48, "warn": 48})["gpu0"]
+    assert (slow.verdict, slow.code) == (Verdict.FAIL, "BURN_SLOW")
+    assert slow.message.startswith("fp32 sustained 45 TFLOP/s is below the limit 48 TFLOP/s")
+
+
+def test_burn_with_no_dtype_run():
+    r = judge_burn([{"dtypes": {}, "not_run": {"fp8": "no cuBLASLt"}}])["gpu0"]
+    assert (r.verdict, r.message, r.key) == (Verdict.PASS, "no dtype ran; not run: fp8 (no cuBLASLt)", None)
+
+
+def test_p2p_node_view():
+    def result(n, slow=(), missing=()):
+        pairs = [{**p, "gbps": 100.0 if (p["src"], p["dst"]) in slow else 400.0} for p in _pairs(n)]
+        access = [[i, j, (i, j) not in missing] for i in range(n) for j in range(n) if i != j]
+        return ok({"access": access, "pairs": pairs, "bidir": []})
+
+    nvlink = profile(min_p2p_gbps=300, nvlink_links=18, max_p2p_latency_us=2)
+    clean = by_subject(stress.judge_p2p(gpus(3), result(3), nvlink))
+    assert clean["node"].message == "6 peer pairs, every copy verified" and clean["node"].verdict is Verdict.PASS
+    # Slow pairs between GPUs that are each fine: the pairs are named, six at most.
+    many = {(i, j) for i in range(8) for j in range(8) if i < j and j - i == 1}
+    node = by_subject(stress.judge_p2p(gpus(8), result(8, slow=many), nvlink))["node"]
+    assert node.code == "P2P_PAIR_SLOW" and node.message == (
+        "7 slow pair(s) between healthy GPUs: gpu0->gpu1 100 GB/s, gpu1->gpu2 100 GB/s, gpu2->gpu3 100 GB/s, "
+        "gpu3->gpu4 100 GB/s, gpu4->gpu5 100 GB/s, gpu5->gpu6 100 GB/s")
+    at_floor = by_subject(stress.judge_p2p(gpus(3), ok({"access": [], "bidir": [], "pairs": [
+        {**p, "gbps": 300.0} for p in _pairs(3)]}), nvlink))["node"]
+    assert at_floor.verdict is Verdict.PASS  # exactly at the floor is not slow
+    # A slow pair with a GPU that failed on its own is that GPU's fault, not the link's.
+    bad_gpu0 = {(0, j) for j in (1, 2)} | {(j, 0) for j in (1, 2)}
+    r = by_subject(stress.judge_p2p(gpus(3), result(3, slow=bad_gpu0), nvlink))
+    assert r["gpu0"].code == "P2P_SLOW" and r["node"].verdict is Verdict.PASS
+    # Missing peer access fails only where the fabric promises it (NVLink); named, six at most.
+    missing = {(0, j) for j in range(1, 8)}
+    node = by_subject(stress.judge_p2p(gpus(8), result(8, missing=missing), nvlink))["node"]
+    assert node.code == "P2P_NO_PEER_ACCESS" and node.message == (
+        "no peer access for 7 pair(s): gpu0->gpu1, gpu0->gpu2, gpu0->gpu3, gpu0->gpu4, gpu0->gpu5, gpu0->gpu6")
+    pcie_only = by_subject(stress.judge_p2p(gpus(8), result(8, missing=missing), profile(min_p2p_gbps=300)))["node"]
+    assert pcie_only.verdict is Verdict.PASS and pcie_only.values["no_access"].value == 7
+
+
+def test_p2p_latency_code():
+    r = {"access": [], "bidir": [], "pairs": [{**p, "latency_us": 2.5} for p in _pairs(2)]}
+    res = by_subject(stress.judge_p2p(gpus(2), ok(r), profile(max_p2p_latency_us=2)))
+    assert (res["gpu0"].verdict, res["gpu0"].code) == (Verdict.FAIL, "P2P_LATENCY")

@@ -145,7 +145,7 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
         result = fold(name, g.subject, findings, values, thresholds + [profile.threshold("gpu", "max_outlier_pct")],
                       key=key, evidence={"dtypes": r["dtypes"], "not_run": r["not_run"],
                                          "node_median_tflops": medians})
-        if result.verdict is Verdict.PASS:
+        if result.verdict is Verdict.PASS and r["dtypes"]:
             result.message = "sustained " + ", ".join(f"{d} {m['tflops']:g}" for d, m in r["dtypes"].items()) + " TFLOP/s; results exact"
         if r["not_run"]:
             result.message += "; not run: " + "; ".join(f"{d} ({why})" for d, why in r["not_run"].items())
