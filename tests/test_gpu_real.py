@@ -147,10 +147,10 @@ def test_known_answer_flip_found_first_last_and_random(device, dtype):
 
 
 def _memtest_ops():
-    """Every checking operation of the memory test program: (pattern, step, op, kind, value, descending)."""
-    from nodeqc.workloads import MEMTEST_PROGRAM
+    """Every checking operation of the memory test program, quick and full: (pattern, step)."""
+    from nodeqc.workloads import memtest_program
 
-    for name, ops in MEMTEST_PROGRAM:
+    for name, ops in memtest_program(1 << 20, full=True):
         for step, (op, kind, value, descending) in enumerate(ops):
             if op in ("check", "invert"):
                 yield pytest.param(name, step, id=f"{name}-{step}-{op}{'-down' if descending else ''}")
@@ -158,35 +158,37 @@ def _memtest_ops():
 
 @pytest.mark.parametrize("pattern, step", list(_memtest_ops()))
 def test_memtest_kernel_finds_a_word_planted_before_each_check(device, pattern, step):
-    """Run the pattern's operations in order as the workload does; before the checking operation
-    under test, flip one bit of one word (first, last, random) on the device. The kernel must report
-    exactly that word, with the expected value the host twin computes."""
+    """Run the pattern's operations in order as the workload does (the bit fade's wait left out);
+    before the checking operation under test, flip one bit of one word (first, last, random) on the
+    device. The kernel must report exactly that word, with the expected value the host twin computes."""
     import cupy
 
     from nodeqc.backends.sim_compute import expected_words
-    from nodeqc.workloads import MEMTEST_PROGRAM
+    from nodeqc.workloads import memtest_program
 
-    ops = dict(MEMTEST_PROGRAM)[pattern]
     info = device.memtest_setup(0.005)
+    ops = dict(memtest_program(info["words"], full=True))[pattern]
     n = info["bytes"] // 8
     try:
         for flat in _planted_positions(n, step):
-            for k, (op, kind, value, descending) in enumerate(ops):
+            for k, (op, kind, value, flag) in enumerate(ops):
                 if k == step:
                     want = int(expected_words(kind, np.array([flat], dtype=np.uint64), value)[0])
                     assert int(device._mem[flat]) == want  # the pattern the previous operations left
                     device._mem[flat] ^= cupy.uint64(1 << 41)
+                count = 0
                 if op == "write":
                     device.memtest_write(kind, value)
+                elif op == "move":
+                    device.memtest_move(value, flag)
                 elif op == "check":
                     count, records, _ = device.memtest_check(kind, value)
-                else:
-                    count, records, _ = device.memtest_invert(kind, value, descending)
+                elif op == "invert":
+                    count, records, _ = device.memtest_invert(kind, value, flag)
                 if k == step:
-                    assert (count, records) == (1, [(flat, want, want ^ (1 << 41))]), (op, kind, descending)
+                    assert (count, records) == (1, [(flat, want, want ^ (1 << 41))]), (op, kind, flag)
                     break
-                if op != "write":
-                    assert count == 0, (pattern, k)
+                assert count == 0, (pattern, k)
     finally:
         device.release()
 
@@ -289,3 +291,38 @@ def test_peer_copy_checked_on_the_receiving_gpu_finds_a_planted_flip():
     wrong = W.check_peer_copy(got, 0)
     assert wrong.count == 1 and wrong.first[0]["index"] == 99 and wrong.first[0]["xor"] == "0x04"
     node.close()
+
+
+@pytest.mark.parametrize("kind", [4 | (0 << 8), 4 | (19 << 8), 5 | (10 << 8), 5 | (20 << 8)])
+def test_memtest_full_mode_patterns_match_the_host_twin(device, kind):
+    """Modulo-20 (two offsets) and block patterns written by the kernel equal the simulator's twin."""
+    from nodeqc.backends.sim_compute import expected_words
+
+    device.memtest_setup(0.01)
+    device.memtest_write(kind, 0x5A5A_5A5A_A5A5_A5A5)
+    words = device.to_host(device._mem[:1 << 16])
+    assert np.array_equal(words, expected_words(kind, np.arange(1 << 16, dtype=np.uint64), 0x5A5A_5A5A_A5A5_A5A5))
+    count, _, _ = device.memtest_check(kind, 0x5A5A_5A5A_A5A5_A5A5)
+    assert count == 0
+    device.release()
+
+
+def test_memtest_block_move_keeps_the_pattern_and_carries_a_planted_fault(device):
+    import cupy
+
+    info = device.memtest_setup(0.02)
+    k = (info["words"] // 2).bit_length() - 1
+    kind = 5 | (k << 8)
+    device.memtest_write(kind, 7)
+    device._mem[99] ^= cupy.uint64(1 << 3)
+    device.memtest_move(1 << k, True)
+    count, records, _ = device.memtest_check(kind, 7)
+    assert count == 2 and sorted(r[0] for r in records) == [99, (1 << k) + 99]
+    device.release()
+
+
+def test_full_memory_test_runs_clean_with_a_short_bit_fade(device):
+    from nodeqc import workloads as W
+
+    m = W.memory_test(device, {"fraction": 0.1, "full": True, "retention_s": 2}, Progress())
+    assert m["errors"] == 0 and [p["pattern"] for p in m["passes"]][-1] == "bit fade"
