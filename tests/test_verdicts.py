@@ -973,3 +973,21 @@ def test_p2p_latency_code():
     r = {"access": [], "bidir": [], "pairs": [{**p, "latency_us": 2.5} for p in _pairs(2)]}
     res = by_subject(stress.judge_p2p(gpus(2), ok(r), profile(max_p2p_latency_us=2)))
     assert (res["gpu0"].verdict, res["gpu0"].code) == (Verdict.FAIL, "P2P_LATENCY")
+
+
+@pytest.mark.parametrize("status, message", [
+    (STATUS_HANG, "hung: silent for 60 s"),
+    (STATUS_CRASH, "crashed: silent for 60 s"),
+    (STATUS_LOST, "the GPU fell off the bus during the work (silent for 60 s)"),
+    (STATUS_UNAVAILABLE, "silent for 60 s"),
+    (STATUS_ERROR, "the work raised silent for 60 s"),
+    (STATUS_ABORTED, "the run was aborted"),
+])
+def test_outcome_failure_says_what_happened_with_the_workers_evidence(status, message):
+    o = Outcome(Task("x", 0, {}, 1.0), status, None, "silent for 60 s\nlast line", {"last_progress": 0.4}, 61.234)
+    r = stress.outcome_failure("stress.memtest", "gpu5", o)
+    assert (r.name, r.subject, r.message) == ("stress.memtest", "gpu5", message)
+    assert r.evidence == {"worker": {"status": status, "detail": "silent for 60 s\nlast line", "elapsed_s": 61.23,
+                                     "last_progress": 0.4}}
+    empty = stress.outcome_failure("stress.memtest", "gpu5", Outcome(Task("x", 0, {}, 1.0), STATUS_HANG))
+    assert empty.message == "hung: hang"
