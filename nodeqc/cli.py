@@ -10,6 +10,8 @@ of stdout is the path of the signed report.
 from __future__ import annotations
 
 import argparse
+import io
+import math
 import os
 import re
 import signal
@@ -27,6 +29,13 @@ EXIT_USAGE = 2
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line and exit 2, not a usage dump."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        # A value starting with a minus and a digit is a value (`--burn-in -1h`, `--limit -3`), to be
+        # refused by its own check, not an unknown option ("expected one argument"). Our options all
+        # start with letters, so nothing is lost.
+        self._negative_number_matcher = re.compile(r"^-\d")
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see {self.prog} --help)")
@@ -46,13 +55,13 @@ def _run_parser() -> _Parser:
                    help="fault for the simulated node, e.g. gpu3:pcie_width=8 (repeatable)")
     p.add_argument("--quick", action="store_true", help="short stress durations (the profile's quick_* settings)")
     p.add_argument("--burn-in", metavar="DURATION", type=_duration, help="after the checks, burn in for this long "
-                   "(e.g. 8h, 90m, 1h30m): matmul, memory and host-link traffic while every health check watches")
+                   "(e.g. 8h, 90m, 1h30m; each number with its unit): matmul, memory and host-link traffic while every health check watches")
     p.add_argument("--gpus", type=int, metavar="N", help="expected GPU count (single-model profiles)")
     p.add_argument("--out", metavar="DIR", help="write the report here instead of the archive")
     p.add_argument("--operator", metavar="NAME", help="who ran the qualification (recorded)")
     p.add_argument("--ticket", metavar="ID", help="work ticket (recorded)")
     p.add_argument("--key", metavar="PEM", help="Ed25519 private key (PKCS#8 PEM) to sign with")
-    p.add_argument("--sample-hz", type=float, metavar="HZ", help="telemetry samples per second")
+    p.add_argument("--sample-hz", type=_positive_float, metavar="HZ", help="telemetry samples per second")
     p.add_argument("--archive", metavar="DIR", help="the report archive (default: $NODEQC_ARCHIVE or the per-user one)")
     p.add_argument("--retest", metavar="REPORT", nargs="?", const="", help="re-test after a repair: record the "
                    "previous report (REPORT, else this node's newest in the archive) and compare at the end; "
@@ -71,18 +80,46 @@ def _run_parser() -> _Parser:
     return p
 
 
-def _duration(text: str) -> float:
-    """'8h', '90m', '1h30m', '45s', '3600' -> seconds."""
-    import re
+DURATION_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+_DURATION = re.compile("".join(rf"(?:(?P<{u}>\d+(?:\.\d+)?){u})?" for u, _ in DURATION_UNITS))
+MAX_DURATION_S = 30 * 86400  # a month: longer is a typo, not a burn-in
+DURATION_GRAMMAR = "a duration like 90s, 15m, 1h30m, 2h or 1d12h (units d, h, m, s, largest first, each number with its unit)"
 
-    m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
+
+def _duration(text: str) -> float:
+    """'8h', '90m', '1h30m', '45s', '1d' -> seconds. Every number carries its unit: '1h30' is refused,
+    never taken as 1 h 30 s."""
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"expected a duration above zero, got {text!r}")
+    m = _DURATION.fullmatch(text.strip().lower())
     if not text.strip() or not m or not any(m.groups()):
-        raise argparse.ArgumentTypeError(f"expected a duration like 8h, 90m, 1h30m or 45s, got {text!r}")
-    h, mi, s = (float(g) if g else 0.0 for g in m.groups())
-    seconds = h * 3600 + mi * 60 + s
+        raise argparse.ArgumentTypeError(f"expected {DURATION_GRAMMAR}, got {text!r}")
+    seconds = sum(float(m[u]) * factor for u, factor in DURATION_UNITS if m[u])
     if seconds <= 0:
         raise argparse.ArgumentTypeError(f"expected a duration above zero, got {text!r}")
+    if seconds > MAX_DURATION_S:
+        raise argparse.ArgumentTypeError(f"expected a duration of at most 30d, got {text!r}")
     return seconds
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number above zero, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number above zero, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number above zero, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number above zero, got {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             return headless(args, argv)
         return gui(args, argv)
     except UsageError as e:
-        print(f"nodeqc: {e}", file=sys.stderr)
+        print(f"nodeqc: {_clean(e)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("nodeqc: interrupted", file=sys.stderr)
@@ -106,8 +143,16 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - never a traceback for the user; NODEQC_DEBUG shows it
         if os.environ.get("NODEQC_DEBUG"):
             traceback.print_exc()
-        print(f"nodeqc: internal error: {type(e).__name__}: {e} (set NODEQC_DEBUG=1 for details)", file=sys.stderr)
+        print(f"nodeqc: internal error: {type(e).__name__}: {_clean(e)} (set NODEQC_DEBUG=1 for details)",
+              file=sys.stderr)
         return EXIT_USAGE
+
+
+def _clean(text: Any) -> str:
+    """Text that may come from a report or a file name, safe for the terminal (nodeqc.render)."""
+    from nodeqc.render import clean
+
+    return clean(text)
 
 
 # ---------------------------------------------------------------------- the run
@@ -208,6 +253,22 @@ def ensure_writable(directory: Path) -> None:
         raise UsageError(f"{directory}: cannot write reports there: {e.strerror}") from None
 
 
+def check_output_file(path: Path, option: str, suffixes: tuple[str, ...] = ()) -> None:
+    """Before any work: the file named by an option can be written where it is asked for."""
+    if path.is_dir():
+        raise UsageError(f"{option} {path}: is a directory; give a file name")
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise UsageError(f"{option} {path}: expected a {' or '.join(suffixes)} file")
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise UsageError(f"{option} {path}: no such directory {directory}")
+    try:  # tried, not asked (os.access): root, read-only mounts and /proc answer it wrongly
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write in {directory}: {e.strerror}") from None
+
+
 class ProgressPrinter:
     """Renders the event stream on stderr: a line when a check starts; when it ends, a line for each
     subject that did not pass and one line for all that passed, with their key figures."""
@@ -287,9 +348,14 @@ def headless(args: argparse.Namespace, argv: list[str]) -> int:
     runner = Runner(options, hardware, ProgressPrinter())
     with _graceful_abort(runner.abort):
         outcome = runner.run()
-    _after_run(outcome.report_path, selection, previous, textfile)
+    _after_run(outcome.report_path, selection, previous, textfile, trusted=_signer_trust(signer))
     print(outcome.report_path, flush=True)
     return outcome.exit_code
+
+
+def _signer_trust(signer: Any) -> dict[str, Any]:
+    """The run's own signing key, as the one that must have signed the report it just wrote."""
+    return {signer.keyid: (signer.public, f"this run's signing key {signer.path}")}
 
 
 def _open_archive(directory: str | None) -> Any:
@@ -303,53 +369,65 @@ def _open_archive(directory: str | None) -> Any:
 def _previous_report(hardware: Any, archive: Any, retest: str | None) -> tuple[Path, dict[str, Any]] | None:
     """The report this run re-tests: the one named with --retest REPORT, else this node's newest in
     the archive (None if there is none; an error if --retest asked for one)."""
-    from nodeqc.archive import file_sha256, node_key, safe_name
-    from nodeqc.report import VerificationError, verify_file
+    from nodeqc.archive import node_key, read_verified, safe_name
+    from nodeqc.report import VerificationError
 
     if retest:
         path = Path(retest)
         try:
-            pred = verify_file(path, archive.trusted).predicate
+            verified = read_verified(path, archive.trusted)  # read once: the digest is of what was verified
         except VerificationError as e:
             raise UsageError(f"--retest {path}: NOT VERIFIED: {e}") from None
-        return path, {"report": path.name, "sha256": file_sha256(path), "verdict": pred.get("verdict"),
+        pred = verified.predicate
+        return path, {"report": path.name, "sha256": verified.sha256, "verdict": pred.get("verdict"),
                       "finished_at": pred.get("finished_at")}
     host = hardware.host.info()
     node = node_key(host.system_serial, host.hostname)
     entry = archive.latest(node)
     for skipped in archive.skipped():
         if skipped.path.parent.name == safe_name(node):
-            print(f"nodeqc: warning: archive: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+            print(f"nodeqc: warning: archive: NOT VERIFIED: {_clean(skipped.path)}: {_clean(skipped.reason)}",
+                  file=sys.stderr)
     if entry is None:
         if retest is not None:
             raise UsageError(f"--retest: the archive {archive.root} holds no verified report of node {node}; "
                              "name one with --retest REPORT")
         return None
-    print(f"nodeqc: re-test of node {node}: previous report {entry.path} ({entry.result}, {entry.finished_at})",
-          file=sys.stderr)
+    print(_clean(f"nodeqc: re-test of node {node}: previous report {entry.path} ({entry.result}, "
+                 f"{entry.finished_at})"), file=sys.stderr)
     return entry.path, {"report": entry.path.name, "sha256": entry.sha256, "verdict": entry.verdict,
                         "finished_at": entry.finished_at}
 
 
 def _after_run(report: Path, selection: Any, previous: tuple[Path, dict[str, Any]] | None,
-               textfile: Path | None) -> None:
+               textfile: Path | None, trusted: dict[str, Any] | None = None) -> None:
     """What follows the report: the partial note, the comparison with the re-tested report, the
-    Prometheus textfile."""
-    from nodeqc.report import VerificationError, decode_statement, read_envelope
+    Prometheus textfile; each from the files as verified (the report just written by `trusted`, the
+    run's own key; the re-tested one by the digest it was looked up with), never from what a file
+    says after someone changed it."""
+    from nodeqc.archive import read_verified
+    from nodeqc.keys import trusted_keys
+    from nodeqc.report import VerificationError
 
     try:
-        predicate = decode_statement(read_envelope(report))["predicate"]
+        predicate = read_verified(report, trusted_keys() if trusted is None else trusted).predicate
     except VerificationError as e:
-        raise UsageError(f"{report}: cannot read the report just written: {e}") from None
+        raise UsageError(f"{report}: the report just written is NOT VERIFIED: {e}") from None
     if selection.partial:
         print(f"nodeqc: partial run ({selection.describe()}): this report is not a qualification",
               file=sys.stderr)
     if previous:
+        from nodeqc.archive import read_by_digest
         from nodeqc.compare import compare
 
-        old = decode_statement(read_envelope(previous[0]))["predicate"]
-        for line in compare(old, predicate).lines(str(previous[0]), str(report)):
-            print(line, file=sys.stderr)
+        try:
+            old = read_by_digest(previous[0], previous[1]["sha256"])
+        except (VerificationError, UsageError) as e:
+            print(_clean(f"nodeqc: warning: previous report {previous[0]}: NOT VERIFIED: {e}; not compared"),
+                  file=sys.stderr)
+        else:
+            for line in compare(old, predicate).lines(str(previous[0]), str(report)):
+                print(line, file=sys.stderr)
     if textfile:
         from nodeqc.prometheus import render, write_textfile
 
@@ -383,7 +461,12 @@ class _graceful_abort:
             signal.signal(s, h)
 
 
+SCREENSHOT_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")  # formats Qt writes without plugins
+
+
 def gui(args: argparse.Namespace, argv: list[str]) -> int:
+    if args.screenshot:  # before the run, not after it
+        check_output_file(Path(args.screenshot), "--screenshot", SCREENSHOT_SUFFIXES)
     try:
         import PySide6  # noqa: F401
         import pyqtgraph  # noqa: F401
@@ -414,47 +497,93 @@ def cmd_verify(argv: list[str]) -> int:
     p.add_argument("report", help="the .report.json file")
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable); "
                    "default: your own key and those in the trusted-keys directory")
+    p.add_argument("--report-only", action="store_true", help="verify the signed report alone, without "
+                   "the journal and telemetry files it names (e.g. a report copied on its own)")
     args = p.parse_args(argv)
     try:
         verified = verify_file(Path(args.report), trusted_keys(args.pubkey))
+        if verified.missing and not args.report_only:
+            raise VerificationError(f"evidence missing: {', '.join(f'{m} is missing' for m in verified.missing)} "
+                                    "(not beside the report; --report-only verifies the report alone)")
     except VerificationError as e:
-        print(f"nodeqc verify: {args.report}: NOT VERIFIED: {e}", file=sys.stderr)
+        print(_clean(f"nodeqc verify: {args.report}: NOT VERIFIED: {e}"), file=sys.stderr)
         return 1
     pred = verified.predicate
-    node = pred.get("node", {})
-    print(f"verified: {banner(pred)}  node {node.get('hostname')} (serial {node.get('system_serial')})  "
-          f"profile {pred.get('profile', {}).get('name')}  finished {pred.get('finished_at')}  "
-          f"key {verified.keyid[:16]} ({verified.key_source})")
+    try:
+        node = pred.get("node") or {}
+        line = (f"verified: {banner(pred)}  node {node.get('hostname')} (serial {node.get('system_serial')})  "
+                f"profile {(pred.get('profile') or {}).get('name')}  finished {pred.get('finished_at')}  "
+                f"key {verified.keyid[:16]} ({verified.key_source})")
+    except (AttributeError, TypeError) as e:
+        print(_clean(f"nodeqc verify: {args.report}: signed, but not in the form nodeqc writes ({e})"),
+              file=sys.stderr)
+        return 1
+    print(_clean(line))
+    print(_clean(f"evidence: {_evidence_text(verified)}"))
     return 0
 
 
+def _evidence_text(verified: Any) -> str:
+    """What `verify` and `show` say about the journal and telemetry files the report names."""
+    said = [f"{c.split()[0]} ok" for c in verified.checked] + [f"{m} missing" for m in verified.missing]
+    return ", ".join(said) or "none named by the report"
+
+
 def cmd_show(argv: list[str]) -> int:
-    from nodeqc.journal import read_journal
+    from nodeqc.journal import MAX_JOURNAL_BYTES, parse_journal
     from nodeqc.keys import trusted_keys
     from nodeqc.render import render_journal, render_report
-    from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_envelope
+    from nodeqc.report import VerificationError, decode_statement, read_envelope, read_report_bytes, verify_file
 
-    p = _Parser(prog="nodeqc show", description="Show a report (or the journal of a run that did not finish).")
-    p.add_argument("report", help="a .report.json file, or a .journal.jsonl file")
+    p = _Parser(prog="nodeqc show", description="Show a report (or the journal or telemetry of a run that did not finish).")
+    p.add_argument("report", help="a .report.json file, a .journal.jsonl file, or a .telemetry.csv.gz file")
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
+    p.add_argument("--unverified", action="store_true", help="show a report that does not verify anyway "
+                   "(marked NOT VERIFIED); without it such a report is refused with exit 1")
     args = p.parse_args(argv)
     path = Path(args.report)
-    if path.name.endswith(".jsonl"):
+    if path.name.endswith(".csv.gz"):
+        from nodeqc.telemetry import describe_series
+
         if not path.is_file():
-            raise UsageError(f"{path}: no such journal")
-        print(render_journal(read_journal(path)))
+            raise UsageError(f"{path}: no such telemetry file")
+        from nodeqc.render import clean_lines
+
+        print(clean_lines(describe_series(path)))
+        return 0
+    if path.name.endswith(".jsonl"):
+        try:
+            records = parse_journal(read_report_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8", errors="replace"))
+        except VerificationError as e:
+            print(_clean(f"nodeqc show: {path}: not a readable journal: {e}"), file=sys.stderr)
+            return 1
+        try:
+            print(render_journal(records))
+        except (AttributeError, TypeError, KeyError, ValueError) as e:
+            print(_clean(f"nodeqc show: {path}: not a journal nodeqc writes ({type(e).__name__}: {e})"), file=sys.stderr)
+            return 1
         return 0
     try:
-        envelope = read_envelope(path)
-        stmt = decode_statement(envelope)
+        verified = verify_file(path, trusted_keys(args.pubkey))
+        stmt, trust = verified.statement, (f"signature: verified (key {verified.keyid[:16]}, {verified.key_source}); "
+                                           f"evidence: {_evidence_text(verified)}")
     except VerificationError as e:
-        raise UsageError(f"{path}: not a readable nodeqc report: {e}") from None
-    try:
-        v = verify_envelope(envelope, trusted_keys(args.pubkey))
-        trust = f"signature: verified (key {v.keyid[:16]}, {v.key_source})"
-    except VerificationError as e:
+        if not args.unverified:
+            print(_clean(f"nodeqc show: {path}: NOT VERIFIED: {e} (--unverified shows it anyway)"), file=sys.stderr)
+            return 1
+        try:
+            stmt = decode_statement(read_envelope(path))
+        except VerificationError as e2:
+            print(_clean(f"nodeqc show: {path}: not a readable nodeqc report: {e2}"), file=sys.stderr)
+            return 1
         trust = f"signature: NOT VERIFIED ({e}): do not rely on this report"
-    print(render_report(stmt["predicate"], trust))
+    try:
+        text = render_report(stmt["predicate"], trust)
+    except (AttributeError, TypeError, KeyError, ValueError) as e:
+        print(_clean(f"nodeqc show: {path}: not in the form nodeqc writes ({type(e).__name__}: {e})"),
+              file=sys.stderr)
+        return 1
+    print(text)
     return 0
 
 
@@ -508,8 +637,8 @@ def cmd_capture(argv: list[str]) -> int:
     p = _Parser(prog="nodeqc capture", description="Record this machine's NVML answers (inventory, counters, "
                 "telemetry under load) for replay with --replay.")
     p.add_argument("out", help="the capture file to write (JSON)")
-    p.add_argument("--seconds", type=float, default=10.0, help="seconds of telemetry (default 10)")
-    p.add_argument("--hz", type=float, default=4.0, help="telemetry samples per second (default 4)")
+    p.add_argument("--seconds", type=_positive_float, default=10.0, help="seconds of telemetry (default 10)")
+    p.add_argument("--hz", type=_positive_float, default=4.0, help="telemetry samples per second (default 4)")
     p.add_argument("--no-load", action="store_true", help="do not load the GPUs while sampling")
     args = p.parse_args(argv)
     out = Path(args.out)
@@ -570,7 +699,8 @@ def _query(args: argparse.Namespace) -> list[Any]:
     archive = Archive(args.archive, trusted_keys(args.pubkey))
     entries = archive.reports(node=args.node, verdict=args.verdict, since=since, limit=getattr(args, "limit", None))
     for skipped in archive.skipped():
-        print(f"nodeqc: warning: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+        print(_clean(f"nodeqc: warning: NOT VERIFIED: {skipped.path}: {skipped.reason} (not listed)"),
+              file=sys.stderr)
     archive.close()
     if not entries:
         print(f"nodeqc: no reports in {archive.root} match", file=sys.stderr)
@@ -580,40 +710,45 @@ def _query(args: argparse.Namespace) -> list[Any]:
 def cmd_history(argv: list[str]) -> int:
     p = _archive_parser("nodeqc history", "List the verified reports in the archive, newest first. Only a "
                         "complete, full run that passed is a qualification; partial runs say so.")
-    p.add_argument("--limit", type=int, metavar="N", help="at most N reports")
+    p.add_argument("--limit", type=_positive_int, metavar="N", help="at most N reports")
     args = p.parse_args(argv)
     entries = _query(args)
     if entries:
         print(f"{'FINISHED':<20}  {'NODE':<18} {'HOST':<16} {'RESULT':<20} {'PROFILE':<10} {'FAILED':<28} REPORT")
     for e in entries:
         failed = (e.failed[0] + (f" +{len(e.failed) - 1}" if len(e.failed) > 1 else "")) if e.failed else "-"
-        print(f"{e.finished_at:<20}  {e.node:<18} {e.hostname:<16} {e.result:<20} {e.profile:<10} {failed:<28} {e.path}")
+        print(_clean(f"{e.finished_at:<20}  {e.node:<18} {e.hostname:<16} {e.result:<20} {e.profile:<10} "
+                     f"{failed:<28} {e.path}"))
     return 0
 
 
 def cmd_compare(argv: list[str]) -> int:
     from nodeqc.compare import compare
     from nodeqc.keys import trusted_keys
-    from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_envelope
+    from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_file
 
     p = _Parser(prog="nodeqc compare", description="Compare two reports of a node, check by check and GPU by "
                 "GPU; exit 1 when NEW regressed, 0 when it did not.")
     p.add_argument("old", help="the earlier .report.json")
     p.add_argument("new", help="the later .report.json")
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
+    p.add_argument("--unverified", action="store_true", help="compare reports that do not verify anyway "
+                   "(with a warning); without it such a report is refused with exit 2")
     args = p.parse_args(argv)
     trusted = trusted_keys(args.pubkey)
     predicates = []
     for path in (Path(args.old), Path(args.new)):
         try:
-            envelope = read_envelope(path)
-            predicates.append(decode_statement(envelope)["predicate"])
+            predicates.append(verify_file(path, trusted).predicate)
+            continue
+        except VerificationError as e:
+            if not args.unverified:
+                raise UsageError(f"{path}: NOT VERIFIED: {e} (--unverified compares it anyway)") from None
+            print(_clean(f"nodeqc: warning: {path}: NOT VERIFIED ({e}); compared anyway"), file=sys.stderr)
+        try:
+            predicates.append(decode_statement(read_envelope(path))["predicate"])
         except VerificationError as e:
             raise UsageError(f"{path}: not a readable nodeqc report: {e}") from None
-        try:
-            verify_envelope(envelope, trusted)
-        except VerificationError as e:
-            print(f"nodeqc: warning: {path}: signature NOT VERIFIED ({e})", file=sys.stderr)
     result = compare(*predicates)
     print("\n".join(result.lines(args.old, args.new)))
     return 1 if result.regressed else 0
@@ -628,39 +763,52 @@ def cmd_export(argv: list[str]) -> int:
     import csv
     import json
 
-    from nodeqc.archive import iter_checks
+    from nodeqc.archive import NotVerified, iter_checks
+    from nodeqc.render import clean
 
     p = _archive_parser("nodeqc export", "Write one row per report and check, for spreadsheets and pandas.")
     p.add_argument("--format", default="csv", type=str.lower, choices=("csv", "jsonl"), metavar="csv|jsonl",
                    help="csv (default) or jsonl (one JSON object a line)")
     p.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     args = p.parse_args(argv)
-    try:
-        out = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout
-    except OSError as e:
-        raise UsageError(f"--output {args.output}: cannot write: {e.strerror}") from None
-    try:
-        entries = _query(args)
-        writer = csv.DictWriter(out, EXPORT_FIELDS, lineterminator="\n") if args.format == "csv" else None
-        if writer:
-            writer.writeheader()
-        for e in entries:
-            base = {"report": str(e.path), "report_sha256": e.sha256, "node": e.node, "hostname": e.hostname,
-                    "finished_at": e.finished_at, "report_verdict": e.verdict, "status": e.status,
-                    "partial": e.partial, "simulated": e.simulated, "profile": e.profile}
-            for c in list(iter_checks(e)) or [{}]:  # a report without results still has its row
-                figure = (c.get("values") or {}).get(c.get("key") or "", {})
-                row = {**base, "check": c.get("name"), "subject": c.get("subject"), "verdict": c.get("verdict"),
-                       "code": c.get("code"), "key": c.get("key"), "value": figure.get("value"),
-                       "unit": figure.get("unit"), "message": c.get("message")}
-                if writer:
-                    writer.writerow(row)
-                else:
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    if args.output:
+        check_output_file(Path(args.output), "--output")
+    # A file is written whole at the end (nodeqc.safefile: never through a planted link).
+    out = io.StringIO() if args.output else sys.stdout
+    entries = _query(args)
+    writer = csv.DictWriter(out, EXPORT_FIELDS, lineterminator="\n") if args.format == "csv" else None
+    if writer:
+        writer.writeheader()
+    to_terminal = out.isatty()  # a file or a pipe gets the data as it is; a terminal, escaped
+    for e in entries:
+        try:
+            checks = list(iter_checks(e))
+        except NotVerified as error:
+            print(_clean(f"nodeqc: warning: NOT VERIFIED: {e.path}: {error} (not exported)"), file=sys.stderr)
+            continue
+        base = {"report": str(e.path), "report_sha256": e.sha256, "node": e.node, "hostname": e.hostname,
+                "finished_at": e.finished_at, "report_verdict": e.verdict, "status": e.status,
+                "partial": e.partial, "simulated": e.simulated, "profile": e.profile}
+        for c in checks or [{}]:  # a report without results still has its row
+            figure = (c.get("values") or {}).get(c.get("key") or "", {})
+            row = {**base, "check": c.get("name"), "subject": c.get("subject"), "verdict": c.get("verdict"),
+                   "code": c.get("code"), "key": c.get("key"), "value": figure.get("value"),
+                   "unit": figure.get("unit"), "message": c.get("message")}
+            if writer:
+                writer.writerow({k: clean(v) if to_terminal and isinstance(v, str) else v for k, v in row.items()})
+            else:  # ASCII JSON: the data intact, and nothing a terminal would act on
+                out.write(json.dumps(row) + "\n")
+    if out is not sys.stdout:
+        from nodeqc.safefile import write_atomic
+
+        write_atomic(Path(args.output), out.getvalue().encode())
     return 0
+
+
+def cmd_fabric(argv: list[str]) -> int:
+    from nodeqc.fabric.cli import main as fabric_main  # many nodes together: its own parser and module
+
+    return fabric_main(argv)
 
 
 def cmd_gui(argv: list[str]) -> int:
@@ -678,4 +826,5 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "compare": cmd_compare,
     "export": cmd_export,
     "gui": cmd_gui,
+    "fabric": cmd_fabric,
 }

@@ -42,6 +42,16 @@ REMEDIATION: dict[str, str] = {
     "NIC_NO_ADDRESS": "The NIC has no IP address, so TCP traffic could not be sent through it: give it an address on the peer's network.",
     "IPERF3_MISSING": "Install iperf3 on this node and the peer (apt-get install iperf3, or dnf install iperf3).",
     "PERFTEST_MISSING": "Install perftest on this node and the peer (apt-get install perftest, or dnf install perftest) for ib_write_bw.",
+    # Without a peer: NCCL through the node's own NICs (issue 15)
+    "NCCL_NET_SLOW": "The all-reduce with NVLink and shared memory off (every byte through the NICs) fell short: a NIC, its PCIe link or its GPUDirect path (nvidia_peermem, ACS/IOMMU settings on the PCIe switches) is slow; run the RDMA loopback (nic.rdma) to find which NIC, and check `nvidia-smi topo -m` for the GPU-NIC affinity.",
+    # Fabric: many nodes qualified together by pair tests (nodeqc fabric)
+    "FABRIC_NODE": "This node failed its pair tests with several peers that passed with others: the node itself (its NICs' PCIe links, NUMA placement, firmware, CPU load) is at fault. Run `nodeqc --headless` on it for the NIC and host checks, fix, then re-run the fabric test; it stays drained until it passes.",
+    "FABRIC_NODE_RAIL": "One rail of this node failed with peers that passed on that rail with other nodes: its NIC, cable or transceiver on that rail. Check `ibstat` and the port's error counters, reseat or replace the cable/transceiver, then re-run.",
+    "FABRIC_RAIL": "One rail failed across the fabric while the same pairs passed on other rails: the rail's switches or a fabric-wide setting (subnet manager, routing, PFC/ECN for RoCE). Check the rail's leaf switches and the subnet manager's logs.",
+    "FABRIC_LINK": "Two nodes that pass with everyone else failed together: the path between them (a spine or leaf port on their route, a routing table entry). Check the switch ports on their route (ibtracert/iblinkinfo) and re-run the pair.",
+    "FABRIC_INCONCLUSIVE": "The pair tests could not tell this node apart from its peers (it met too few good peers, or only failed against one): re-run with more rounds (--rounds) or more nodes.",
+    "FABRIC_NOT_MEASURED": "A pair test could not be measured on these nodes (no active RDMA port, no floor for the link, ...): read the reason; it is no evidence either way.",
+    "FABRIC_PAIR_ERROR": "This pair could not be tested (the launcher or the worker failed): read the error; check that nodeqc, iperf3 and perftest are installed on both nodes and that the job's allocation holds them.",
     # Health during the run
     "TEMP_HIGH": "The GPU ran too hot: check fans, airflow, blanking panels, heatsink contact and the inlet temperature, then re-run.",
     "TEMP_SLOWDOWN": "The GPU reached its own slowdown temperature: cooling is inadequate (fans, airflow, heatsink); fix it before use.",

@@ -105,6 +105,10 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "traffic_s": Spec("number", "seconds of each traffic round (TCP, then RDMA) in a full run", low=1),
         "quick_traffic_s": Spec("number", "seconds of each traffic round with --quick", low=1),
         "rdma_use_cuda": Spec("bool", "ib_write_bw moves GPU memory (GPUDirect RDMA, --use_cuda)"),
+        "min_nccl_loopback_busbw_gbps": _t("NCCL all-reduce across the node's GPUs with P2P and SHM off, every "
+                                           "byte through the NICs (runs when set and the node has RDMA NICs)"),
+        "min_fabric_nccl_busbw_gbps": _t("two-node NCCL all-reduce bus bandwidth across both nodes' GPUs "
+                                         "(nodeqc fabric --tests nccl)"),
     },
     "run": {
         "sample_hz": Spec("number", "telemetry samples per second", low=0.1, high=50),

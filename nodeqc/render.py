@@ -1,4 +1,9 @@
-"""Text renderings for people: progress lines for the terminal, and whole reports for `nodeqc show`."""
+"""Text renderings for people: progress lines for the terminal, and whole reports for `nodeqc show`.
+
+Text from a report (a host name, a message, a serial) reaches a terminal only through clean(): a
+report field holding escape sequences or a line break could otherwise repaint the screen or forge a
+line such as "signature: verified".
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,34 @@ from nodeqc.codes import remediation
 from nodeqc.model import CheckResult, Verdict
 
 MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP", "error": "ERROR"}
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(ch: str) -> str:
+    if ch in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[ch]
+    n = ord(ch)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+
+
+def clean(text: Any) -> str:
+    """One line of text safe for a terminal: control and format characters (C0, C1, DEL, bidi
+    overrides, line and paragraph separators, line breaks) shown as escapes."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+
+
+def clean_lines(text: str) -> str:
+    """Several lines (joined by \\n) each made safe for a terminal."""
+    return "\n".join(clean(line) for line in text.split("\n"))
 
 
 def result_line(r: CheckResult, t: float | None = None) -> str:
     stamp = f"[{t:8.1f}s] " if t is not None else ""
     code = f" [{r.code}]" if r.code and r.verdict is not Verdict.PASS else ""
-    return f"{stamp}{MARK[r.verdict.value]:<5} {r.name:<24} {r.subject:<6} {r.message}{code}"
+    return clean(f"{stamp}{MARK[r.verdict.value]:<5} {r.name:<24} {r.subject:<6} {r.message}{code}")
 
 
 def passed_line(results: list[CheckResult], t: float | None = None) -> str:
@@ -24,7 +51,8 @@ def passed_line(results: list[CheckResult], t: float | None = None) -> str:
     stamp = f"[{t:8.1f}s] " if t is not None else ""
     first = results[0]
     if first.verdict is Verdict.SKIP:
-        return f"{stamp}{'SKIP':<5} {first.name:<24} {subjects_text([r.subject for r in results])}: {first.message}"
+        return clean(f"{stamp}{'SKIP':<5} {first.name:<24} {subjects_text([r.subject for r in results])}: "
+                     f"{first.message}")
     figures = [r.values[r.key] for r in results if r.key and r.key in r.values]
     numbers = [v.value for v in figures if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
     if numbers and len(numbers) == len(figures):
@@ -38,7 +66,7 @@ def passed_line(results: list[CheckResult], t: float | None = None) -> str:
         detail = (", ".join(distinct) if 0 < len(distinct) <= 2 else
                   first.message if len(messages) == 1 else "passed")
     subjects = subjects_text([r.subject for r in results])
-    return f"{stamp}{'PASS':<5} {first.name:<24} {subjects}: {detail}"
+    return clean(f"{stamp}{'PASS':<5} {first.name:<24} {subjects}: {detail}")
 
 
 def _short(x: float) -> str:
@@ -72,6 +100,10 @@ def banner(predicate: dict[str, Any]) -> str:
 
 def render_report(predicate: dict[str, Any], trust_line: str) -> str:
     """A whole report for a person: the verdict, what failed and what to do, then every check."""
+    if predicate.get("kind") == "fabric":  # many nodes qualified together
+        from nodeqc.fabric.report import render
+
+        return render(predicate, trust_line)
     node = predicate.get("node", {})
     prof = predicate.get("profile", {})
     out = [
@@ -107,7 +139,7 @@ def render_report(predicate: dict[str, Any], trust_line: str) -> str:
         out += [f"  {c.subject:<6} {c.name}: {c.message} [{c.code}]" for c in warn]
     out += ["", "ALL CHECKS:"]
     out += ["  " + result_line(c) for c in checks]
-    return "\n".join(out)
+    return "\n".join(clean(line) for line in out)
 
 
 def render_journal(records: list[dict[str, Any]]) -> str:
@@ -117,10 +149,13 @@ def render_journal(records: list[dict[str, Any]]) -> str:
     results = [CheckResult.from_dict(r["result"]) for r in records if r.get("type") == "check_finished"]
     state = (f"finished: {finished['verdict']} ({finished['status']})" if finished else
              "INCOMPLETE: the run stopped before its report was written")
+    not_written = next((r for r in records if r.get("type") == "report_not_written"), None)
+    if not_written:
+        state += f", but its report was NOT written ({not_written.get('reason')}): not a qualification"
     node = started.get("node", {})
     out = [f"nodeqc journal: {state}",
            f"node {node.get('hostname')}  profile {started.get('profile', {}).get('name')}  "
            f"started {started.get('started_at')}{'  SIMULATED' if started.get('simulated') else ''}",
            f"{len(results)} result(s) reached:"]
     out += ["  " + result_line(r) for r in results]
-    return "\n".join(out)
+    return "\n".join(clean(line) for line in out)

@@ -7,6 +7,7 @@ returns plain data; the verdicts are made in nodeqc/checks/stress.py.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Callable
 
 from nodeqc.verify import (allreduce_expected, array_module, compare_exact, copy_pattern, decode_memtest_errors,
@@ -356,6 +357,8 @@ def nccl_allreduce(node: Any, params: dict[str, Any], report: Reporter) -> dict[
     why = node.nccl_unavailable()
     if why:
         return {"unavailable": why}
+    # NCCL reads its switches when this (fresh) worker process makes its first communicator.
+    os.environ.update(params.get("env", {}))
     nbytes, iters, n = int(params["bytes"]), int(params["iters"]), len(node.devices)
     node.set_load(0.7)
     try:

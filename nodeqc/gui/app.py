@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QBuffer, QIODevice, QTimer
 from PySide6.QtWidgets import QApplication
 
 from nodeqc import cli
@@ -22,6 +22,7 @@ from nodeqc.peers import parse_peers
 from nodeqc.profile import Profile
 from nodeqc.prometheus import check_path
 from nodeqc.runner import RunOptions
+from nodeqc.safefile import OutputError, write_atomic
 from nodeqc.selection import Selection
 
 SETTLE_MS = 300  # let the last layout and paint happen before the screenshot
@@ -79,6 +80,7 @@ class CommandLineRuns:
             check_path(self.textfile)
         self.archive = cli._open_archive(args.archive)
         self.previous: tuple[Path, dict[str, Any]] | None = None  # the report the current run re-tests
+        self.trusted: dict[str, Any] | None = None
 
     def prepare(self, profile_ref: str) -> tuple[Hardware, Profile, Signer]:
         run_args = copy.copy(self.args)
@@ -89,18 +91,26 @@ class CommandLineRuns:
                 ticket: str | None) -> RunOptions:
         a = self.args
         self.previous = cli._previous_report(hardware, self.archive, a.retest)
+        self.trusted = cli._signer_trust(signer)  # the key the run's report must be signed with
         return RunOptions(profile=profile, signer=signer, out_dir=Path(a.out) if a.out else None, quick=a.quick,
                           operator=operator, ticket=ticket, sample_hz=a.sample_hz, burn_in_s=a.burn_in,
                           command=self.command, archive=self.archive.root, selection=self.selection,
                           previous=self.previous[1] if self.previous else None, nic_peers=parse_peers(a.nic_peer))
 
     def after_run(self, report: Path) -> None:
-        cli._after_run(report, self.selection, self.previous, self.textfile)
+        cli._after_run(report, self.selection, self.previous, self.textfile, trusted=self.trusted)
 
 
 def _save_and_quit(window: MainWindow, path: Path) -> None:
-    if not window.grab().save(str(path)):
-        print(f"nodeqc: {path}: could not save the screenshot", file=sys.stderr)
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    saved = window.grab().save(buffer, path.suffix.lstrip(".").upper())
+    try:
+        if not saved:
+            raise OutputError(f"{path}: could not make the screenshot")
+        write_atomic(path, bytes(buffer.data()))  # never through a planted link
+    except OutputError as e:
+        print(f"nodeqc: {e}", file=sys.stderr)
         window.exit_code = 2
     else:
         print(f"nodeqc: screenshot saved: {path}", file=sys.stderr)
