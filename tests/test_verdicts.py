@@ -850,7 +850,9 @@ def test_the_plan_makes_one_task_per_gpu_or_one_for_the_node():
     assert burn[0].params["bus_ids"] == {0: "0000:01:00.0", 1: "0000:02:00.0", 2: "0000:03:00.0"}
     [nccl] = steps["stress.nccl"].tasks(g, p, True)
     assert (nccl.workload, nccl.gpu, nccl.gpus, nccl.expected_s) == ("nccl", 0, (0, 1, 2), 120)
-    assert [s.name for s in stress.PLAN][-3:] == ["stress.pcie_bandwidth", "stress.p2p", "stress.nccl"]
+    names = [s.name for s in stress.PLAN]
+    assert names[0] == "stress.burn" and names.index("stress.memtest") < names.index("stress.p2p") < names.index("stress.nccl")
+    assert nccl.params["run_t0"] == 0.0 and steps["stress.p2p"].tasks(g, p, True, run_t0=12.5)[0].params["run_t0"] == 12.5
 
 
 def test_p2p_a_gpu_without_peers_is_skipped_and_the_others_judged():
