@@ -82,7 +82,9 @@ RUN_D = {
     "gpu0:hbm_corrupt": {("stress.hbm_bandwidth", "gpu0", "HBM_CORRUPT", "fail")},
     "gpu1:pcie_corrupt": {("stress.pcie_bandwidth", "gpu1", "PCIE_COPY_CORRUPT", "fail")},
     "gpu2:p2p_corrupt": {("stress.p2p", "gpu2", "P2P_CORRUPT", "fail")},
-    "gpu3:nccl_corrupt": {("stress.nccl", "node", "NCCL_WRONG_RESULT", "fail")},
+    # Both all-reduces, over NVLink and through the NICs, check every GPU's result the same way.
+    "gpu3:nccl_corrupt": {("stress.nccl", "node", "NCCL_WRONG_RESULT", "fail"),
+                          ("stress.nccl_net", "node", "NCCL_WRONG_RESULT", "fail")},
     "gpu4:bitflip_random": {("stress.burn", "gpu4", "SDC_REPEAT", "fail")},
 }
 LOST = {("stress.burn", "gpu2", "GPU_LOST", "fail"), ("health.gpu_lost", "gpu2", "GPU_LOST", "fail"),
