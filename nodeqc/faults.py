@@ -87,6 +87,12 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "bitflip": (None, "matmul results come back with one flipped bit"),
     "badmem": (None, "one bit of device memory is stuck"),
     "retention": (None, "weak memory cells lose their charge while left alone (found by full mode's bit fade)"),
+    # Silent corruption at seeded random positions, for the verification of every kind of data.
+    "bitflip_random": (None, "sustained matmul products come back with one bit flipped at a random place, a new one each product"),
+    "hbm_corrupt": (None, "device-memory copies (STREAM) come back with one flipped bit"),
+    "pcie_corrupt": (None, "host-to-device-to-host copies come back with one flipped bit"),
+    "p2p_corrupt": (None, "copies this GPU receives from its peers come back with one flipped bit"),
+    "nccl_corrupt": (None, "this GPU's all-reduce result comes back with one flipped bit"),
     "nvlink_down": (_int(1, 18), "this many NVLink links are down"),
     "p2p_bw": (_number(0, 1, open_low=True), "GPU-to-GPU bandwidth is this fraction of normal"),
     "hang": (None, "a kernel never returns"),
