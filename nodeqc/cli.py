@@ -43,7 +43,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _run_parser() -> _Parser:
     p = _Parser(prog="nodeqc", description="GPU node qualification and burn-in.",
-                epilog="Other commands: nodeqc verify|show|history|compare|export|profiles|scenarios|gui --help")
+                epilog="Other commands: nodeqc verify|show|history|compare|export|baseline|fleet|profiles|scenarios|gui --help")
     p.add_argument("--version", action="version", version=f"nodeqc {__version__}")
     p.add_argument("--headless", action="store_true", help="run without the GUI (for scripts)")
     p.add_argument("--profile", metavar="NAME|PATH", help="profile name, profile file, or 'auto' (chosen from the GPUs found)")
@@ -75,6 +75,8 @@ def _run_parser() -> _Parser:
     p.add_argument("--nic-peer", metavar="[NIC=]HOST[:PORT]", action="append", default=[],
                    help="peer for NIC traffic, running `iperf3 -s` (and `ib_write_bw -d DEV` for RDMA); "
                         "NIC=HOST for one NIC (repeatable; replaces the profile's [nic] peers)")
+    p.add_argument("--baseline", metavar="FILE", help="golden baseline (nodeqc baseline create) the node must "
+                   "match: firmware, drivers, settings, PCIe/NUMA topology, ACS (replaces the profile's baseline)")
     p.add_argument("--start", action="store_true", help="GUI: start the run at once")
     p.add_argument("--screenshot", metavar="PNG", help="GUI: save a picture of the window when the run ends, then exit")
     return p
@@ -349,13 +351,20 @@ def headless(args: argparse.Namespace, argv: list[str]) -> int:
                          quick=args.quick, operator=args.operator, ticket=args.ticket,
                          sample_hz=args.sample_hz, burn_in_s=args.burn_in, command=["nodeqc", *argv],
                          archive=archive.root, selection=selection, previous=previous[1] if previous else None,
-                         nic_peers=parse_peers(args.nic_peer))
+                         nic_peers=parse_peers(args.nic_peer),
+                         baseline=_baseline(args.baseline, profile))
     runner = Runner(options, hardware, ProgressPrinter())
     with _graceful_abort(runner.abort):
         outcome = runner.run()
     _after_run(outcome.report_path, selection, previous, textfile, trusted=_signer_trust(signer))
     print(outcome.report_path, flush=True)
     return outcome.exit_code
+
+
+def _baseline(path: str | None, profile: Any) -> Any:
+    from nodeqc.baseline import Baseline
+
+    return Baseline.load(path, profile) if path else None
 
 
 def _signer_trust(signer: Any) -> dict[str, Any]:
@@ -645,7 +654,7 @@ def _print_skus() -> None:
 
 def cmd_scenarios(argv: list[str]) -> int:
     from nodeqc.backends.simulated import list_scenarios, load_scenario
-    from nodeqc.faults import GPU_FAULTS, NIC_FAULTS
+    from nodeqc.faults import GPU_FAULTS, HOST_FAULTS, NIC_FAULTS
 
     p = _Parser(prog="nodeqc scenarios", description="List the built-in simulated nodes and the faults they take.")
     p.parse_args(argv)
@@ -653,10 +662,10 @@ def cmd_scenarios(argv: list[str]) -> int:
         s = load_scenario(name)
         print(f"{name:<10} {s.gpu_count} x {s.gpu_model.name:<24} {s.data.get('description', '')}")
     print("any SKU's key (nodeqc profiles): one GPU of that SKU in a cloud VM (16 cores, 125.9 GiB)")
-    print("\nfaults (--inject gpuN:FAULT[=VALUE] / nicN:FAULT[=VALUE]):")
-    for target, vocab in (("gpu", GPU_FAULTS), ("nic", NIC_FAULTS)):
+    print("\nfaults (--inject gpuN:FAULT[=VALUE] / nicN:FAULT[=VALUE] / host:FAULT[=VALUE]):")
+    for target, vocab in (("gpu", GPU_FAULTS), ("nic", NIC_FAULTS), ("host", HOST_FAULTS)):
         for name, (parser, text) in vocab.items():
-            print(f"  {target}N:{name}{'=VALUE' if parser else '':<7} {text}")
+            print(f"  {target}{'' if target == 'host' else 'N'}:{name}{'=VALUE' if parser else '':<7} {text}")
     return 0
 
 
@@ -742,8 +751,17 @@ def cmd_history(argv: list[str]) -> int:
     p = _archive_parser("nodeqc history", "List the verified reports in the archive, newest first. Only a "
                         "complete, full run that passed is a qualification; partial runs say so.")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="at most N reports")
+    p.add_argument("--expired", action="store_true", help="only each node's newest qualification whose "
+                   "valid_until (the profile's valid_days) has passed")
     args = p.parse_args(argv)
+    limit = args.limit
+    if args.expired:  # expiry is judged on each node's newest qualification: limit after that
+        args.limit = None
     entries = _query(args)
+    if args.expired:
+        from nodeqc.fleet import expired_entries
+
+        entries = expired_entries(entries)[:limit] if limit else expired_entries(entries)
     if entries:
         print(f"{'FINISHED':<20}  {'NODE':<18} {'HOST':<16} {'RESULT':<20} {'PROFILE':<10} {'FAILED':<28} REPORT")
     for e in entries:
@@ -836,6 +854,18 @@ def cmd_export(argv: list[str]) -> int:
     return 0
 
 
+def cmd_baseline(argv: list[str]) -> int:
+    from nodeqc.cli_baseline import main as baseline_main
+
+    return baseline_main(argv)
+
+
+def cmd_fleet(argv: list[str]) -> int:
+    from nodeqc.cli_fleet import main as fleet_main
+
+    return fleet_main(argv)
+
+
 def cmd_fabric(argv: list[str]) -> int:
     from nodeqc.fabric.cli import main as fabric_main  # many nodes together: its own parser and module
 
@@ -856,6 +886,8 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "history": cmd_history,
     "compare": cmd_compare,
     "export": cmd_export,
+    "baseline": cmd_baseline,
+    "fleet": cmd_fleet,
     "gui": cmd_gui,
     "fabric": cmd_fabric,
 }

@@ -22,7 +22,10 @@ CHECKS: dict[str, tuple[str, ...]] = {
                "nccl_net"),
     "health": ("gpu_lost", "temperature", "throttle", "pcie_link", "pcie_replay", "ecc", "sram_ecc", "row_remap",
                "retired_pages", "xid", "nvlink"),
-    "host": ("cpu", "memory", "fabric_manager", "gpudirect_rdma"),
+    "host": ("cpu", "memory", "fabric_manager", "gpudirect_rdma", "edac", "aer", "kernel_log",
+             "cpu_stress", "memory_bandwidth", "nvme", "optics"),
+    "baseline": ("firmware", "software", "settings", "topology"),
+    "fleet": ("outlier",),
     "nic": ("inventory", "link", "pcie", "stability", "tcp", "rdma"),
     "burnin": ("stability",),
 }

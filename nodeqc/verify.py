@@ -6,10 +6,16 @@ simulated one, so a fault the simulator plants is found by the code that runs on
   accumulator, so the expected result is known exactly and compared bit for bit.
 - Fingerprints of identical work compared across GPUs (majority) and across repeats.
 - Memory-test error logs decoded into counts and first addresses with expected, actual and XOR.
+- Copies (device memory, host round trip, GPU to GPU) and all-reduce sums compared element by
+  element with what they must hold. A device array (CuPy) is compared on its own GPU and only the
+  first few wrong elements come to the host; a host array (NumPy, or the simulated device) the same
+  way on the CPU. The simulator only corrupts data: these functions find it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -38,21 +44,73 @@ class Mismatch:
         return {"count": self.count, "first": self.first}
 
 
-def compare_exact(actual: np.ndarray, expected: np.ndarray) -> Mismatch | None:
-    """Bit-for-bit comparison of a result with its expected value (in the result's dtype)."""
-    want = expected.astype(actual.dtype)
-    uint = np.dtype(f"u{actual.dtype.itemsize}")
-    a_bits, w_bits = actual.view(uint), want.view(uint)
-    bad = np.flatnonzero(a_bits != w_bits)
-    if bad.size == 0:
-        return None
-    cols = actual.shape[1] if actual.ndim == 2 else 1
+def array_module(x: Any) -> Any:
+    """cupy for an array on a GPU, numpy otherwise. CuPy is never imported here: a CuPy array can
+    only exist once the device code has imported it."""
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(x, cupy.ndarray):
+        return cupy
+    return np
+
+
+def on_device_of(x: Any) -> Any:
+    """A context that makes the array's own GPU the current one (CuPy works on the current device);
+    nothing to do for a host array."""
+    return x.device if array_module(x) is not np else contextlib.nullcontext()
+
+
+def _host(x: Any) -> np.ndarray:
+    return x.get() if array_module(x) is not np else np.asarray(x)
+
+
+def compare_exact(actual: Any, expected: Any) -> Mismatch | None:
+    """Bit-for-bit comparison of a result with its expected value (in the result's dtype): an array
+    of the same size, or one value every element must hold. Positions are [row, col] of a matrix,
+    else the element's index."""
+    xp = array_module(actual)
+    with on_device_of(actual):
+        want = xp.asarray(expected).astype(actual.dtype, copy=False)
+        if want.size not in (1, actual.size):
+            raise ValueError(f"cannot compare {actual.size} elements with {want.size} expected")
+        uint = np.dtype(f"u{actual.dtype.itemsize}")
+        a_bits, w_bits = actual.reshape(-1).view(uint), want.reshape(-1).view(uint)
+        bad = xp.flatnonzero(a_bits != w_bits)
+        if bad.size == 0:
+            return None
+        shown = bad[:MAX_REPORTED]
+        index, got = _host(shown), _host(a_bits[shown])
+        wanted = _host(w_bits[shown]) if w_bits.size > 1 else np.full(index.size, _host(w_bits)[0], dtype=uint)
+    cols = actual.shape[1] if actual.ndim == 2 else None
     first = []
-    for flat in bad[:MAX_REPORTED]:
-        first.append({"row": int(flat // cols), "col": int(flat % cols), "expected": float(want.flat[flat]),
-                      "actual": float(actual.flat[flat]),
-                      "xor": f"0x{int(a_bits.flat[flat]) ^ int(w_bits.flat[flat]):0{2 * actual.dtype.itemsize}x}"})
+    for flat, g, w in zip(index.tolist(), got, wanted):
+        where = {"row": flat // cols, "col": flat % cols} if cols else {"index": flat}
+        first.append({**where, "expected": float(np.asarray(w).view(actual.dtype)),
+                      "actual": float(np.asarray(g).view(actual.dtype)),
+                      "xor": f"0x{int(g) ^ int(w):0{2 * actual.dtype.itemsize}x}"})
     return Mismatch(int(bad.size), first)
+
+
+def stream_expected(xp: Any, n: int) -> Any:
+    """What the STREAM buffer `a` holds after a copy (b = a) then a triad (a = b + 2c), all three
+    buffers starting as 0, 1, 2, ...: three times that, rounded in float32 as the triad rounds it."""
+    return 3 * xp.arange(n, dtype=xp.float32)
+
+
+def copy_pattern(xp: Any, nbytes: int, source: int) -> Any:
+    """The bytes GPU `source` sends in a peer copy: a pattern of its own, so a copy that took data
+    from the wrong peer, or stale data, is wrong too."""
+    return ((xp.arange(nbytes, dtype=xp.uint32) % 251) * (source + 1)).astype(xp.uint8)
+
+
+def allreduce_contribution(rank: int) -> float:
+    """What rank `rank` puts in every element of an all-reduce (sum) test."""
+    return float(rank + 1)
+
+
+def allreduce_expected(ranks: int) -> float:
+    """Every element of the all-reduce's result: the sum of every rank's contribution (exact in
+    float32 for any node: 64 ranks sum to 2080)."""
+    return float(sum(allreduce_contribution(r) for r in range(ranks)))
 
 
 def odd_ones_out(fingerprints: dict[str, str]) -> tuple[str | None, list[str]]:

@@ -10,7 +10,8 @@ import math
 import os
 from typing import Any, Callable
 
-from nodeqc.verify import compare_exact, decode_memtest_errors, known_answer_inputs
+from nodeqc.verify import (allreduce_expected, array_module, compare_exact, copy_pattern, decode_memtest_errors,
+                           known_answer_inputs, on_device_of, stream_expected)
 from nodeqc.workers import Reporter
 
 STEP_S = 1.0  # seconds of work between progress reports, on the run's clock
@@ -219,12 +220,13 @@ def hbm_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict
                 gbps = per_pass[kind] * iters / device.stream_run(kind, iters) / 1e9
                 best[kind] = max(best.get(kind, 0.0), gbps)
                 report.progress((n * trials + t + 1) / (2 * trials), kind=kind, gbps=round(gbps, 1))
-        verified = device.stream_verify()
+        a = device.stream_result()
+        wrong = compare_exact(a, stream_expected(array_module(a), a.size))
     finally:
         device.set_load(0.0)
         device.release()
-    return {"copy_gbps": round(best["copy"], 1), "triad_gbps": round(best["triad"], 1), "verified": verified,
-            "bytes": nbytes}
+    return {"copy_gbps": round(best["copy"], 1), "triad_gbps": round(best["triad"], 1), "verified": wrong is None,
+            "mismatch": wrong.to_dict() if wrong else None, "bytes": nbytes}
 
 
 def memory_test(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
@@ -305,12 +307,14 @@ def pcie_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dic
         while clock.now() - start < float(params["min_seconds"]):
             device.pcie_run("h2d", iters)
             report.progress(1.0)
-        verified = device.pcie_verify()
+        sent, received = device.pcie_round_trip()
+        wrong = compare_exact(received, sent)
     finally:
         device.set_load(0.0)
         device.release()
     return {"h2d_gbps": round(best["h2d"], 1), "d2h_gbps": round(best["d2h"], 1),
-            "bidir_gbps": round(best["bidir"], 1), "verified": verified, "bytes": nbytes, "link": link}
+            "bidir_gbps": round(best["bidir"], 1), "verified": wrong is None,
+            "mismatch": wrong.to_dict() if wrong else None, "bytes": nbytes, "link": link}
 
 
 def p2p(node: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
@@ -326,8 +330,11 @@ def p2p(node: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
         for n, (src, dst) in enumerate(pairs):
             node.p2p_copy(src, dst, 1)  # warm-up
             gbps = nbytes * iters / node.p2p_copy(src, dst, iters) / 1e9
-            out_pairs.append({"src": src, "dst": dst, "gbps": round(gbps, 1), "verified": node.p2p_verify(src, dst),
+            wrong = check_peer_copy(node.p2p_received(src, dst), src)
+            out_pairs.append({"src": src, "dst": dst, "gbps": round(gbps, 1), "verified": wrong is None,
                               "latency_us": round(node.p2p_latency(src, dst, 100) * 1e6, 2)})
+            if wrong:
+                out_pairs[-1]["mismatch"] = wrong.to_dict()
             if src < dst:
                 both = 2 * nbytes * iters / node.p2p_copy(src, dst, iters, bidir=True) / 1e9
                 out_bidir.append({"a": src, "b": dst, "gbps": round(both, 1)})
@@ -338,9 +345,15 @@ def p2p(node: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
             "bidir": out_bidir, "bytes": nbytes}
 
 
+def check_peer_copy(received: Any, src: int) -> Any:
+    """What a GPU received from peer `src`, against the pattern `src` sent (on the receiving GPU)."""
+    with on_device_of(received):
+        return compare_exact(received, copy_pattern(array_module(received), received.size, src))
+
+
 def nccl_allreduce(node: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
     """All-reduce (sum) across every GPU; bus bandwidth = algorithm bandwidth x 2(n-1)/n; every GPU's
-    result is checked."""
+    result is checked, element by element, on that GPU."""
     why = node.nccl_unavailable()
     if why:
         return {"unavailable": why}
@@ -349,7 +362,15 @@ def nccl_allreduce(node: Any, params: dict[str, Any], report: Reporter) -> dict[
     nbytes, iters, n = int(params["bytes"]), int(params["iters"]), len(node.devices)
     node.set_load(0.7)
     try:
-        per, wrong = node.nccl_allreduce(nbytes, iters)
+        per, results = node.nccl_allreduce(nbytes, iters)
+        expected = allreduce_expected(n)
+        wrong = []
+        for gpu, result in results.items():
+            mismatch = compare_exact(result, expected)
+            if mismatch:
+                e = mismatch.first[0]
+                wrong.append({"gpu": gpu, "count": mismatch.count, "index": e["index"], "expected": e["expected"],
+                              "actual": e["actual"], "xor": e["xor"]})
     finally:
         node.set_load(0.0)
     report.progress(1.0)

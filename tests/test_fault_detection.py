@@ -55,7 +55,8 @@ RUN_A = {
     "gpu4:throttle=hw_slowdown": {("health.throttle", "gpu4", "THROTTLE_HW_SLOWDOWN", "fail"),
                                   ("stress.burn", "gpu4", "THROTTLE_HW_SLOWDOWN", "fail")},
     "gpu5:ecc_dbe=2": {("health.ecc", "gpu5", "ECC_DBE", "fail")},
-    "gpu6:xid=48": {("health.xid", "gpu6", "XID", "fail")},
+    # NVML's event and the driver's line in the kernel log (the simulated node prints it too)
+    "gpu6:xid=48": {("health.xid", "gpu6", "XID", "fail"), ("host.kernel_log", "gpu6", "KERNEL_XID", "fail")},
     "gpu7:row_remap_pending": {("health.row_remap", "gpu7", "ROW_REMAP_PENDING", "fail")},
 }
 RUN_B = {
@@ -81,6 +82,17 @@ RUN_C = {
 }
 # Slow GPU-to-GPU links slow the all-reduce of the whole node.
 RUN_C_NODE = {("stress.nccl", "node", "NCCL_SLOW", "fail")}
+# Silent corruption of every kind of data the stress steps move, at seeded random places: found by
+# the same verification code the CuPy device uses (tests/test_corruption.py checks the positions).
+RUN_D = {
+    "gpu0:hbm_corrupt": {("stress.hbm_bandwidth", "gpu0", "HBM_CORRUPT", "fail")},
+    "gpu1:pcie_corrupt": {("stress.pcie_bandwidth", "gpu1", "PCIE_COPY_CORRUPT", "fail")},
+    "gpu2:p2p_corrupt": {("stress.p2p", "gpu2", "P2P_CORRUPT", "fail")},
+    # Both all-reduces, over NVLink and through the NICs, check every GPU's result the same way.
+    "gpu3:nccl_corrupt": {("stress.nccl", "node", "NCCL_WRONG_RESULT", "fail"),
+                          ("stress.nccl_net", "node", "NCCL_WRONG_RESULT", "fail")},
+    "gpu4:bitflip_random": {("stress.burn", "gpu4", "SDC_REPEAT", "fail")},
+}
 LOST = {("stress.burn", "gpu2", "GPU_LOST", "fail"), ("health.gpu_lost", "gpu2", "GPU_LOST", "fail"),
         ("health.xid", "gpu2", "XID", "fail")}
 
@@ -162,6 +174,33 @@ def test_memtest_evidence_names_address_expected_actual_xor(run_c):
     first = mem.evidence["first_errors"][0]
     assert set(first) == {"address", "expected", "actual", "xor"} and first["xor"] == "0x0000000000002000"
     assert mem.values["errors"].value > 0 and mem.values["coverage_pct"].value >= 90
+
+
+@pytest.fixture(scope="module")
+def run_d(tmp_path_factory, signer):
+    return qualify(tmp_path_factory, signer, "hgx-h100", "hgx-h100", RUN_D)
+
+
+@pytest.mark.parametrize("fault", RUN_D)
+def test_run_d_corruption_is_attributed(run_d, fault):
+    assert RUN_D[fault] <= findings(run_d)
+
+
+def test_run_d_finds_nothing_else(run_d):
+    """Only the GPU at fault: the seven peers that copied to gpu2 are not blamed for its bad copies."""
+    assert findings(run_d) == _all(RUN_D)
+    assert run_d.verdict == "FAIL" and run_d.exit_code == 1
+
+
+def test_run_d_evidence_names_the_data_that_came_back_wrong(run_d):
+    result = {(r.name, r.subject): r for r in run_d.results}
+    assert "the copied data came back wrong: 1 element(s) wrong, first at index" in result["stress.hbm_bandwidth", "gpu0"].message
+    assert "came back wrong: 1 byte(s) wrong, first at index" in result["stress.pcie_bandwidth", "gpu1"].message
+    assert result["stress.p2p", "gpu2"].message.startswith("copies with 7 of its 7 peers came back wrong")
+    assert result["stress.nccl", "node"].message.startswith("all-reduce result wrong on 1 GPU(s) (gpu3): gpu3 1 element(s)")
+    burn = result["stress.burn", "gpu4"]
+    assert "different result on a repeat" in burn.message and "different result than the other 7 GPU(s)" in burn.message
+    assert all(d["known_answer_mismatch"] is None for d in burn.evidence["dtypes"].values())
 
 
 def test_missing_gpu_is_named_by_its_slot(tmp_path_factory, signer):

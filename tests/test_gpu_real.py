@@ -1,12 +1,16 @@
 """GPU-only tests: each stress operation on a real GPU through CuPy, including corruption planted on
-the device to show the verification catches it. Skipped, with the reason, where there is no GPU."""
+the device to show the verification catches it. Every kernel in kernels/ runs here with a fault
+planted in device memory: each memtest check and inversion for every pattern of the program
+(constant, own address, random and its complement; ascending and descending), the STREAM copy and
+triad, the checksum. Skipped, with the reason, where there is no GPU."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from nodeqc.verify import compare_exact, fingerprint, known_answer_inputs, splitmix64
+from nodeqc.verify import (allreduce_expected, compare_exact, copy_pattern, fingerprint, known_answer_inputs,
+                           splitmix64, stream_expected)
 
 
 def _gpu_count() -> tuple[int, str]:
@@ -115,6 +119,178 @@ def test_p2p_and_nccl():
     assert all(p["verified"] for p in r["pairs"])
     n = W.nccl_allreduce(node, {"bytes": 256 << 20, "iters": 2}, Progress())
     assert "unavailable" in n or n["wrong"] == []
+
+
+# ---------------------------------------------------------------------- faults planted on the device
+
+def _planted_positions(n: int, seed: int) -> list[int]:
+    """The first word, the last, and one drawn at random."""
+    return [0, n - 1, int(np.random.default_rng(seed).integers(1, n - 1))]
+
+
+@pytest.mark.parametrize("dtype", ["fp64", "fp32", "tf32", "fp16", "bf16"])
+def test_known_answer_flip_found_first_last_and_random(device, dtype):
+    if device.supports(dtype):
+        pytest.skip(device.supports(dtype))
+    import cupy
+
+    a, b, expected = known_answer_inputs(device.ka_size)
+    n = device.ka_size
+    for k, flat in enumerate(_planted_positions(n * n, 5)):
+        c = device.known_answer(dtype, a, b)
+        words = c.reshape(-1).view(cupy.uint64 if c.dtype == cupy.float64 else cupy.uint32)
+        words[flat] ^= words.dtype.type(1 << (3 + k))
+        wrong = compare_exact(c, expected)  # on the device, as the workloads compare device data
+        assert wrong is not None and wrong.count == 1
+        assert (wrong.first[0]["row"], wrong.first[0]["col"]) == divmod(flat, n)
+        assert int(wrong.first[0]["xor"], 16) == 1 << (3 + k)
+
+
+def _memtest_ops():
+    """Every checking operation of the memory test program, quick and full: (pattern, step)."""
+    from nodeqc.workloads import memtest_program
+
+    for name, ops in memtest_program(1 << 20, full=True):
+        for step, (op, kind, value, descending) in enumerate(ops):
+            if op in ("check", "invert"):
+                yield pytest.param(name, step, id=f"{name}-{step}-{op}{'-down' if descending else ''}")
+
+
+@pytest.mark.parametrize("pattern, step", list(_memtest_ops()))
+def test_memtest_kernel_finds_a_word_planted_before_each_check(device, pattern, step):
+    """Run the pattern's operations in order as the workload does (the bit fade's wait left out);
+    before the checking operation under test, flip one bit of one word (first, last, random) on the
+    device. The kernel must report exactly that word, with the expected value the host twin computes."""
+    import cupy
+
+    from nodeqc.backends.sim_compute import expected_words
+    from nodeqc.workloads import memtest_program
+
+    info = device.memtest_setup(0.005)
+    ops = dict(memtest_program(info["words"], full=True))[pattern]
+    n = info["bytes"] // 8
+    try:
+        for flat in _planted_positions(n, step):
+            for k, (op, kind, value, flag) in enumerate(ops):
+                if k == step:
+                    want = int(expected_words(kind, np.array([flat], dtype=np.uint64), value)[0])
+                    assert int(device._mem[flat]) == want  # the pattern the previous operations left
+                    device._mem[flat] ^= cupy.uint64(1 << 41)
+                count = 0
+                if op == "write":
+                    device.memtest_write(kind, value)
+                elif op == "move":
+                    device.memtest_move(value, flag)
+                elif op == "check":
+                    count, records, _ = device.memtest_check(kind, value)
+                elif op == "invert":
+                    count, records, _ = device.memtest_invert(kind, value, flag)
+                if k == step:
+                    assert (count, records) == (1, [(flat, want, want ^ (1 << 41))]), (op, kind, flag)
+                    break
+                assert count == 0, (pattern, k)
+    finally:
+        device.release()
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2, 3])
+def test_memtest_written_pattern_matches_the_host_twin(device, kind):
+    from nodeqc.backends.sim_compute import expected_words
+
+    device.memtest_setup(0.005)
+    try:
+        value = 0x0123_4567_89AB_CDEF
+        device.memtest_write(kind, value)
+        n = int(device._mem.size)
+        idx = np.array(sorted({0, 1, n // 2, n - 1}), dtype=np.uint64)
+        import cupy
+
+        got = device.to_host(device._mem[cupy.asarray(idx.astype(np.int64))])
+        assert np.array_equal(got, expected_words(kind, idx, value))
+    finally:
+        device.release()
+
+
+@pytest.mark.parametrize("where", [0, -1, 12345])
+def test_stream_kernels_then_a_planted_flip_is_found(device, where):
+    import cupy
+
+    device.stream_setup(64 << 20)
+    try:
+        device.stream_run("copy", 1)
+        device.stream_run("triad", 1)
+        a = device.stream_result()
+        assert compare_exact(a, stream_expected(cupy, a.size)) is None
+        flat = where % a.size
+        a.view(cupy.uint32)[flat] ^= cupy.uint32(1 << 22)
+        wrong = compare_exact(a, stream_expected(cupy, a.size))
+        assert wrong.count == 1 and wrong.first[0]["index"] == flat and wrong.first[0]["xor"] == "0x00400000"
+    finally:
+        device.release()
+
+
+def test_checksum_kernel_sees_a_planted_flip(device):
+    import cupy
+
+    x = cupy.random.default_rng(3).integers(0, 2**31, size=1 << 20, dtype=cupy.int64).astype(cupy.uint32)
+    before = device.fingerprint(x)
+    x[777_777] ^= cupy.uint32(1)
+    assert device.fingerprint(x) != before and device.fingerprint(x) == fingerprint(cupy.asnumpy(x))
+
+
+def test_pcie_round_trip_verifies(device):
+    device.pcie_setup(16 << 20)
+    try:
+        sent, received = device.pcie_round_trip()
+        assert compare_exact(received, sent) is None
+    finally:
+        device.release()
+
+
+def test_allreduce_result_checked_on_the_device_finds_a_planted_flip():
+    """NCCL with this node's GPUs (one is enough for the check): a bit flipped in one GPU's result
+    after the all-reduce is reported by the workload with that GPU, element and bit."""
+    import cupy
+
+    from nodeqc import workloads as W
+    from nodeqc.backends.cupy_compute import CupyNodeDevices
+
+    node = CupyNodeDevices(list(range(GPUS)))
+    if node.nccl_unavailable():
+        pytest.skip(node.nccl_unavailable())
+    real = node.nccl_allreduce
+    victim = GPUS - 1
+
+    def flipped(nbytes, iters):
+        per, results = real(nbytes, iters)
+        with results[victim].device:
+            assert compare_exact(results[victim], allreduce_expected(GPUS)) is None
+            results[victim].view(cupy.uint32)[4097] ^= cupy.uint32(1 << 30)
+        return per, results
+
+    node.nccl_allreduce = flipped
+    r = W.nccl_allreduce(node, {"bytes": 64 << 20, "iters": 1}, Progress())
+    assert [(w["gpu"], w["count"], w["index"], w["xor"]) for w in r["wrong"]] == [(victim, 1, 4097, "0x40000000")]
+    node.close()
+
+
+@pytest.mark.skipif(GPUS < 2, reason="GPU-to-GPU tests need two or more GPUs")
+def test_peer_copy_checked_on_the_receiving_gpu_finds_a_planted_flip():
+    import cupy
+
+    from nodeqc import workloads as W
+    from nodeqc.backends.cupy_compute import CupyNodeDevices
+
+    node = CupyNodeDevices([0, 1])
+    node.p2p_setup(8 << 20)
+    node.p2p_copy(0, 1, 1)
+    got = node.p2p_received(0, 1)
+    with got.device:
+        assert compare_exact(got, copy_pattern(cupy, got.size, 0)) is None
+        got[99] ^= cupy.uint8(4)
+    wrong = W.check_peer_copy(got, 0)
+    assert wrong.count == 1 and wrong.first[0]["index"] == 99 and wrong.first[0]["xor"] == "0x04"
+    node.close()
 
 
 @pytest.mark.parametrize("kind", [4 | (0 << 8), 4 | (19 << 8), 5 | (10 << 8), 5 | (20 << 8)])

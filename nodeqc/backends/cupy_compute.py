@@ -20,6 +20,7 @@ import numpy as np
 from nodeqc.backends.base import FP8_NOT_RUN, Clock
 from nodeqc.errors import ComputeUnavailable
 from nodeqc.kernels import function
+from nodeqc.verify import allreduce_contribution, copy_pattern
 
 MATMUL_N = 8192  # big enough to keep every SM busy on an H100; 128-512 MiB per operand
 MEMTEST_MAX_RECORDS = 64
@@ -216,11 +217,10 @@ class CupyDevice:
         end.record()
         return self._elapsed(start, end)
 
-    def stream_verify(self) -> bool:
-        cp = self.cp
-        a, b, c = self._stream
-        # After copy (b = a) then triad (a = b + 2c) with a, b, c all starting as arange: a = 3 * arange.
-        return bool(cp.array_equal(a, 3 * cp.arange(a.size, dtype=cp.float32)))
+    def stream_result(self) -> Any:
+        """Buffer `a` after copy (b = a) then triad (a = b + 2c), a, b, c all starting as arange;
+        nodeqc.verify.stream_expected says what it must hold."""
+        return self._stream[0]
 
     # ------------------------------------------------------------------ memory pattern test
 
@@ -359,14 +359,14 @@ class CupyDevice:
             s0.synchronize()
         return link
 
-    def pcie_verify(self) -> bool:
-        """Host -> device -> host round trip of a pattern comes back unchanged."""
+    def pcie_round_trip(self) -> tuple[np.ndarray, np.ndarray]:
+        """A pattern copied host -> device -> host: what was sent, and what came back."""
         s0 = self._streams[0]
         rt = self.cp.cuda.runtime
         self._copy("h2d", 0, s0)
         rt.memcpyAsync(self._host[1].ctypes.data, self._dev[0].data.ptr, self._pcie_n, rt.memcpyDeviceToHost, s0.ptr)
         s0.synchronize()
-        return bool(np.array_equal(self._host[0], self._host[1]))
+        return self._host[0], self._host[1]
 
 
 class CupyNodeDevices:
@@ -408,9 +408,8 @@ class CupyNodeDevices:
                             rt.deviceEnablePeerAccess(other.ordinal)
                         except rt.CUDARuntimeError:
                             pass  # already enabled
-                self._src[i] = (cp.arange(nbytes, dtype=cp.uint32) % 251 * (i + 1)).astype(cp.uint8)
+                self._src[i] = copy_pattern(cp, nbytes, i)
                 self._dst[i] = cp.zeros(nbytes, dtype=cp.uint8)
-        self._received: dict[tuple[int, int], bool] = {}
 
     def _copy(self, src: int, dst: int, stream: Any) -> None:
         rt = self.cp.cuda.runtime
@@ -432,12 +431,9 @@ class CupyNodeDevices:
         s_back.synchronize()
         return time.perf_counter() - t0
 
-    def p2p_verify(self, src: int, dst: int) -> bool:
-        with self.devices[src].device:
-            want = self.devices[src].fingerprint(self._src[src])
-        with self.devices[dst].device:
-            got = self.devices[dst].fingerprint(self._dst[dst])
-        return want == got
+    def p2p_received(self, src: int, dst: int) -> Any:
+        """What `dst` holds after the last copy from `src` (on `dst`'s memory)."""
+        return self._dst[dst]
 
     def p2p_latency(self, src: int, dst: int, iters: int) -> float:
         cp, rt = self.cp, self.cp.cuda.runtime
@@ -459,17 +455,19 @@ class CupyNodeDevices:
             return "NCCL is not available to CuPy: pip install nvidia-nccl-cu12 (or -cu13)"
         return None
 
-    def nccl_allreduce(self, nbytes: int, iters: int) -> tuple[float, list[dict[str, Any]]]:
+    def nccl_allreduce(self, nbytes: int, iters: int) -> tuple[float, dict[int, Any]]:
+        """All-reduce (sum) of `nbytes` per GPU, `iters` times after a warm-up; returns seconds per
+        all-reduce and each GPU's result (on that GPU), for the workload to check."""
         cp = self.cp
         from cupy.cuda import nccl
 
         order = list(self.devices)
-        n, count = len(order), nbytes // 4
+        count = nbytes // 4
         comms = nccl.NcclCommunicator.initAll([self.devices[i].ordinal for i in order])
         send, recv, streams = {}, {}, {}
         for rank, i in enumerate(order):
             with self.devices[i].device:
-                send[i] = cp.full(count, rank + 1, dtype=cp.float32)
+                send[i] = cp.full(count, allreduce_contribution(rank), dtype=cp.float32)
                 recv[i] = cp.zeros(count, dtype=cp.float32)
                 streams[i] = cp.cuda.Stream(non_blocking=True)
 
@@ -488,12 +486,4 @@ class CupyNodeDevices:
         for _ in range(iters):
             once()
         per = (time.perf_counter() - t0) / iters
-        expected = n * (n + 1) / 2
-        wrong = []
-        for i in order:
-            with self.devices[i].device:
-                bad = cp.flatnonzero(recv[i] != expected)
-                if bad.size:
-                    k = int(bad[0])
-                    wrong.append({"gpu": i, "index": k, "expected": expected, "actual": float(recv[i][k])})
-        return per, wrong
+        return per, recv

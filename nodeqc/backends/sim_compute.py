@@ -8,9 +8,17 @@ nodeqc/workloads.py and nodeqc/verify.py must then find them:
 - cotenant, cotenant_late: another process takes its share of the GPU's time (compute and memory);
 - bitflip: every matmul result has the same bit of the same element flipped (a GPU that is wrong the
   same way every time: comparing repeats alone would miss it);
+- bitflip_random: each timed matmul product has one bit flipped at an element and bit drawn from a
+  seeded generator, a different one every product, while the small known-answer product stays
+  right (a GPU that errs under sustained load: only comparing repeats and peers catches it);
 - badmem: one bit of device memory is stuck at 1;
 - retention: a few cells lose their charge (a 1 reads back as 0) when memory is left alone;
 - transient_brake=MS: power brake while the load swings with a period up to MS milliseconds;
+- hbm_corrupt, pcie_corrupt, p2p_corrupt, nccl_corrupt: the data of a device-memory copy, a host
+  round trip, a copy this GPU receives from a peer, or this GPU's all-reduce result comes back with
+  one bit flipped at a seeded random element. The workloads' own checks must find it.
+Every corruption planted is logged in `planted` (what, where, which bit), so tests can hold what the
+verification reports against what was done.
 - hang: work stops returning once it has started; lost: the GPU falls off the bus after some load.
 """
 
@@ -27,7 +35,7 @@ from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS
 from nodeqc.backends.simulated import (COTENANT_SHARE, LOST_AFTER_S, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST,
                                        SLOT_PULSE_S, SLOTS, cotenant_active, sim_clock)
 from nodeqc.errors import GpuLostError
-from nodeqc.verify import fingerprint, splitmix64
+from nodeqc.verify import allreduce_contribution, copy_pattern, fingerprint, splitmix64
 
 NIC_PATH_BUSBW_GBS = 45.0  # all-reduce with NCCL_P2P_DISABLE and NCCL_SHM_DISABLE: see nccl_allreduce
 
@@ -78,6 +86,9 @@ class SimDevice:
         self.faults = {f.name: f.value for f in mine}
         self._fault_pairs = [(f.name, f.value) for f in mine]
         self.model = SIM_GPU_MODELS[spec["scenario"]["gpus"]["model"]]
+        # Where corruption strikes: random, but the same for the same scenario seed and GPU.
+        self._rng = np.random.default_rng([spec["scenario"].get("seed", 0), self.k])
+        self.planted: list[dict[str, Any]] = []
         self._steps = 0
         self._mm: dict[str, Any] = {}
         self._mem: np.ndarray | None = None
@@ -154,7 +165,8 @@ class SimDevice:
         rate = self.model.tflops[mm["dtype"]] * self.faults.get("slow", 1.0) * clock_share * self._share() * 1e12
         seconds = iters * 2 * NOMINAL_MATMUL_N ** 3 / rate
         self._work(seconds)
-        mm["c"] = self._corrupt((mm["a"].astype(np.float64) @ mm["b"].astype(np.float64)).astype(np.float32))
+        mm["c"] = self._corrupt((mm["a"].astype(np.float64) @ mm["b"].astype(np.float64)).astype(np.float32),
+                                "matmul", mm["dtype"])
         return seconds
 
     def matmul_fingerprint(self) -> str:
@@ -162,13 +174,24 @@ class SimDevice:
 
     def known_answer(self, dtype: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         out = np.float64 if dtype == "fp64" else np.float32
-        return self._corrupt((a.astype(np.float64) @ b.astype(np.float64)).astype(out))
+        return self._corrupt((a.astype(np.float64) @ b.astype(np.float64)).astype(out), "known_answer", dtype)
 
-    def _corrupt(self, c: np.ndarray) -> np.ndarray:
+    def _corrupt(self, c: np.ndarray, what: str, dtype: str) -> np.ndarray:
         if "bitflip" in self.faults:
             bits = c.view(np.uint64 if c.dtype == np.float64 else np.uint32)
             bits[BITFLIP_AT] ^= bits.dtype.type(1 << BITFLIP_BIT)
+        if "bitflip_random" in self.faults and what == "matmul":
+            self.flip_random_bit(c, what, dtype=dtype)
         return c
+
+    def flip_random_bit(self, x: np.ndarray, what: str, **where: Any) -> None:
+        """Flip one bit of `x` in place, at an element and bit drawn from this GPU's generator."""
+        uint = np.dtype(f"u{x.dtype.itemsize}")
+        flat = x.reshape(-1).view(uint)
+        index = int(self._rng.integers(flat.size))
+        bit = int(self._rng.integers(8 * x.dtype.itemsize))
+        flat[index] ^= uint.type(1 << bit)
+        self.planted.append({"what": what, **where, "index": index, "bit": bit})
 
     @staticmethod
     def to_host(x: np.ndarray) -> np.ndarray:
@@ -193,10 +216,13 @@ class SimDevice:
         a[:] = init if kind == "copy" else init + 2.0 * init
         return seconds
 
-    def stream_verify(self) -> bool:
-        """After copy then triad over buffers that all start as 0, 1, 2, ...: a holds 3x that."""
-        init, a = self._stream
-        return bool(np.array_equal(a, init + 2.0 * init))
+    def stream_result(self) -> np.ndarray:
+        """Buffer `a` after copy then triad over buffers that all start as 0, 1, 2, ... (a copy, so a
+        corruption planted here stays out of the next pass)."""
+        a = self._stream[1].copy()
+        if "hbm_corrupt" in self.faults:
+            self.flip_random_bit(a, "hbm")
+        return a
 
     # ------------------------------------------------------------------ memory pattern test
 
@@ -289,7 +315,7 @@ class SimDevice:
         return width / m.pcie_width * 2.0 ** (gen - m.pcie_gen)
 
     def pcie_setup(self, nbytes: int) -> None:
-        self._pcie = (np.arange(1 << 14, dtype=np.uint32), np.zeros(1 << 14, dtype=np.uint32))
+        self._pcie = (np.arange(1 << 16, dtype=np.uint64).astype(np.uint8), np.zeros(1 << 16, dtype=np.uint8))
         self._pcie_nominal = nbytes
 
     def pcie_run(self, direction: str, iters: int) -> float:
@@ -309,9 +335,13 @@ class SimDevice:
         return {"gen": self.faults.get("pcie_gen", m.pcie_gen), "width": self.faults.get("pcie_width", m.pcie_width),
                 "max_gen": m.pcie_gen, "max_width": m.pcie_width}
 
-    def pcie_verify(self) -> bool:
+    def pcie_round_trip(self) -> tuple[np.ndarray, np.ndarray]:
+        """A pattern copied host -> device -> host: what was sent, and what came back."""
         host, dev = self._pcie
-        return bool(np.array_equal(host, dev))
+        back = dev.copy()
+        if "pcie_corrupt" in self.faults:
+            self.flip_random_bit(back, "pcie")
+        return host, back
 
 
 class SimNodeDevices:
@@ -356,20 +386,26 @@ class SimNodeDevices:
 
     def p2p_setup(self, nbytes: int) -> None:
         self._p2p_nominal = nbytes
-        self._buffers = {i: np.arange(1 << 12, dtype=np.uint32) * (i + 1) for i in self.devices}
+        self._buffers = {i: copy_pattern(np, 1 << 14, i) for i in self.devices}
         self._received: dict[tuple[int, int], np.ndarray] = {}
 
     def p2p_copy(self, src: int, dst: int, iters: int, bidir: bool = False) -> float:
         seconds = self._p2p_nominal * iters / self._pair_rate(src, dst)
         self._work(seconds, [src, dst])
-        self._received[(src, dst)] = self._buffers[src].copy()
+        self._receive(src, dst)
         if bidir:
-            self._received[(dst, src)] = self._buffers[dst].copy()
+            self._receive(dst, src)
         return seconds
 
-    def p2p_verify(self, src: int, dst: int) -> bool:
-        got = self._received.get((src, dst))
-        return got is not None and bool(np.array_equal(got, self._buffers[src]))
+    def _receive(self, src: int, dst: int) -> None:
+        got = self._buffers[src].copy()
+        if "p2p_corrupt" in self.devices[dst].faults:
+            self.devices[dst].flip_random_bit(got, "p2p", src=src, dst=dst)
+        self._received[(src, dst)] = got
+
+    def p2p_received(self, src: int, dst: int) -> np.ndarray:
+        """What `dst` holds after the last copy from `src`."""
+        return self._received[(src, dst)]
 
     def p2p_latency(self, src: int, dst: int, iters: int) -> float:
         per_copy = (2.2e-6 if self.topology != "pcie" else 11e-6) / max(self._link_fraction(src), 0.05)
@@ -379,9 +415,9 @@ class SimNodeDevices:
     def nccl_unavailable(self) -> str | None:
         return None
 
-    def nccl_allreduce(self, nbytes: int, iters: int) -> tuple[float, list[dict[str, Any]]]:
+    def nccl_allreduce(self, nbytes: int, iters: int) -> tuple[float, dict[int, np.ndarray]]:
         """All-reduce (sum) of `nbytes` per GPU, `iters` times; returns seconds per all-reduce and
-        every GPU whose result is wrong."""
+        each GPU's result, for the workload to check."""
         n = len(self.devices)
         rate = min(self._pair_rate(i, j) for i in self.devices for j in self.devices if i != j)
         busbw = rate * (0.95 if self.topology != "pcie" else 0.5)
@@ -392,13 +428,11 @@ class SimNodeDevices:
         algbw = busbw * n / (2 * (n - 1))
         per = nbytes / algbw
         self._work(per * iters, list(self.devices))
-        contributions = {i: np.full(1024, rank + 1, dtype=np.float32) for rank, i in enumerate(self.devices)}
-        total = sum(contributions.values())
-        wrong = []
-        expected = n * (n + 1) / 2
-        for i in self.devices:
-            result = total.copy()
-            bad = np.flatnonzero(result != expected)
-            if bad.size:
-                wrong.append({"gpu": i, "index": int(bad[0]), "expected": expected, "actual": float(result[bad[0]])})
-        return per, wrong
+        contributions = [np.full(1024, allreduce_contribution(rank), dtype=np.float32) for rank in range(n)]
+        total = np.sum(contributions, axis=0, dtype=np.float32)
+        results = {}
+        for i, d in self.devices.items():
+            results[i] = total.copy()
+            if "nccl_corrupt" in d.faults:
+                d.flip_random_bit(results[i], "nccl")
+        return per, results

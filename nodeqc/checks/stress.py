@@ -67,6 +67,13 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _wrong_data(mismatch: dict[str, Any], unit: str = "element") -> str:
+    """Where data came back wrong, as the verification found it: how many, the first, its bits."""
+    e = mismatch["first"][0]
+    return (f": {mismatch['count']} {unit}(s) wrong, first at index {e['index']} expected {e['expected']:.10g}, "
+            f"got {e['actual']:.10g} (bits {e['xor']} flipped)")
+
+
 def _outlier(profile: Profile, value: float, median: float | None, peers: int, code: str, what: str) -> Finding | None:
     """A figure well below the node's median; needs at least two GPUs to have a median worth the name."""
     limit = profile.threshold("gpu", "max_outlier_pct")
@@ -139,7 +146,7 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
         result = fold(name, g.subject, findings, values, thresholds + [profile.threshold("gpu", "max_outlier_pct")],
                       key=key, evidence={"dtypes": r["dtypes"], "not_run": r["not_run"],
                                          "node_median_tflops": medians})
-        if result.verdict is Verdict.PASS:
+        if result.verdict is Verdict.PASS and r["dtypes"]:
             result.message = "sustained " + ", ".join(f"{d} {m['tflops']:g}" for d, m in r["dtypes"].items()) + " TFLOP/s; results exact"
         if r["not_run"]:
             result.message += "; not run: " + "; ".join(f"{d} ({why})" for d, why in r["not_run"].items())
@@ -270,7 +277,8 @@ def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[i
     def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
         findings = []
         if not r["verified"]:
-            findings.append(Finding(Verdict.FAIL, "HBM_CORRUPT", "the copied data came back wrong"))
+            findings.append(Finding(Verdict.FAIL, "HBM_CORRUPT",
+                                    "the copied data came back wrong" + _wrong_data(r["mismatch"])))
         findings.append(judge(floor, r["copy_gbps"], "HBM_SLOW", "copy bandwidth", "GB/s"))
         outlier = _outlier(profile, r["copy_gbps"], median, len(ok), "HBM_OUTLIER", "copy bandwidth")
         if outlier:
@@ -330,7 +338,8 @@ def judge_pcie(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
     def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
         findings, thresholds = [], []
         if not r["verified"]:
-            findings.append(Finding(Verdict.FAIL, "PCIE_COPY_CORRUPT", "data copied to the GPU and back came back wrong"))
+            findings.append(Finding(Verdict.FAIL, "PCIE_COPY_CORRUPT",
+                                    "data copied to the GPU and back came back wrong" + _wrong_data(r["mismatch"], "byte")))
         values = {k: Value(r[k], "GB/s") for k in ("h2d_gbps", "d2h_gbps", "bidir_gbps")}
         link = r.get("link", {})
         if "gen" in link:
@@ -380,6 +389,7 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
     by_index = {g.index: g for g in gpus}
     floor, bidir_floor = profile.threshold("gpu", "min_p2p_gbps"), profile.threshold("gpu", "min_p2p_bidir_gbps")
     latency_limit = profile.threshold("gpu", "max_p2p_latency_us")
+    blamed = p2p_corrupt_gpus(r["pairs"])
     results = []
     for g in gpus:
         mine = [p for p in r["pairs"] if g.index in (p["src"], p["dst"])]
@@ -395,9 +405,12 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
                   "slowest_pair_gbps": Value(min(p["gbps"] for p in mine), "GB/s")}
         findings = []
         corrupt = [p for p in mine if not p["verified"]]
-        if corrupt:
+        if g.index in blamed:
             p = corrupt[0]
-            findings.append(Finding(Verdict.FAIL, "P2P_CORRUPT", f"a copy gpu{p['src']}->gpu{p['dst']} came back wrong"))
+            findings.append(Finding(Verdict.FAIL, "P2P_CORRUPT",
+                                    f"copies with {len(_peers(corrupt, g.index))} of its {len(_peers(mine, g.index))} "
+                                    f"peers came back wrong; first gpu{p['src']}->gpu{p['dst']}"
+                                    + _wrong_data(p["mismatch"], "byte")))
         findings.append(judge(floor, uni, "P2P_SLOW", "median one-way bandwidth to its peers", "GB/s"))
         if both:
             values["p2p_bidir_gbps"] = Value(statistics.median(p["gbps"] for p in both), "GB/s")
@@ -408,18 +421,45 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
                       evidence={"pairs": mine})
         results.append(explain(result, Observed.of(g, windows.get(g.index)), Expected.of(g), None,
                                "the GPU-to-GPU copies"))
-    node = _p2p_node(r, by_index, results, profile)
+    node = _p2p_node(r, by_index, results, profile, blamed)
     results.append(explain_node(node, [Observed.of(g, windows.get(g.index)) for g in gpus], _node_expected(gpus),
                                 "the GPU-to-GPU copies"))
     return results
 
 
-def _p2p_node(r: dict[str, Any], by_index: dict[int, GpuInfo], per_gpu: list[CheckResult], profile: Profile) -> CheckResult:
-    """The node's view: peer access everywhere the fabric promises it, and slow pairs between GPUs
-    that are each fine (a bad link rather than a bad GPU)."""
+def _peers(pairs: list[dict[str, Any]], me: int) -> set[int]:
+    return {p["src"] if p["dst"] == me else p["dst"] for p in pairs}
+
+
+def p2p_corrupt_gpus(pairs: list[dict[str, Any]]) -> set[int]:
+    """The GPUs to blame for peer copies that came back wrong: those whose copies with more than
+    half of their peers were wrong. A bad GPU spoils every pair it is in, while a healthy GPU shares
+    only its one pair with it; with two GPUs, or no clear culprit, both ends are blamed. A wrong copy
+    between two GPUs neither of which is to blame is a bad path, judged for the node."""
+    peers: dict[int, set[int]] = {}
+    bad: dict[int, set[int]] = {}
+    for p in pairs:
+        for me, other in ((p["src"], p["dst"]), (p["dst"], p["src"])):
+            peers.setdefault(me, set()).add(other)
+            if not p["verified"]:
+                bad.setdefault(me, set()).add(other)
+    return {g for g, wrong in bad.items() if 2 * len(wrong) > len(peers[g])}
+
+
+def _p2p_node(r: dict[str, Any], by_index: dict[int, GpuInfo], per_gpu: list[CheckResult], profile: Profile,
+              blamed: set[int]) -> CheckResult:
+    """The node's view: peer access everywhere the fabric promises it, and slow pairs or wrong copies
+    between GPUs that are each fine (a bad link rather than a bad GPU)."""
     name = "stress.p2p"
     missing = [(i, j) for i, j, ok in r["access"] if not ok]
     findings = []
+    path_corrupt = [p for p in r["pairs"] if not p["verified"] and not {p["src"], p["dst"]} & blamed]
+    if path_corrupt:
+        p = path_corrupt[0]
+        findings.append(Finding(Verdict.FAIL, "P2P_CORRUPT",
+                                f"{len(path_corrupt)} copy path(s) between GPUs not otherwise at fault came back wrong; "
+                                f"{by_index[p['src']].subject}->{by_index[p['dst']].subject}"
+                                + _wrong_data(p["mismatch"], "byte")))
     if missing and profile.get("gpu", "nvlink_links"):
         shown = ", ".join(f"gpu{i}->gpu{j}" for i, j in missing[:6])
         findings.append(Finding(Verdict.FAIL, "P2P_NO_PEER_ACCESS", f"no peer access for {len(missing)} pair(s): {shown}"))
@@ -432,7 +472,9 @@ def _p2p_node(r: dict[str, Any], by_index: dict[int, GpuInfo], per_gpu: list[Che
             shown = ", ".join(f"{by_index[p['src']].subject}->{by_index[p['dst']].subject} {p['gbps']:g} GB/s" for p in slow[:6])
             findings.append(Finding(Verdict.FAIL, "P2P_PAIR_SLOW", f"{len(slow)} slow pair(s) between healthy GPUs: {shown}"))
     if not findings:
-        findings.append(Finding(Verdict.PASS, None, f"{len(r['pairs'])} peer pairs, every copy verified"))
+        wrong = sum(1 for p in r["pairs"] if not p["verified"])
+        findings.append(Finding(Verdict.PASS, None, f"{len(r['pairs'])} peer pairs, " + (
+            f"{wrong} wrong copies, each with a GPU failed for it" if wrong else "every copy verified")))
     return fold(name, "node", findings, {"pairs": Value(len(r["pairs"])), "no_access": Value(len(missing))}, [floor],
                 key="pairs", evidence={"access": r["access"], "bidir": r["bidir"]})
 
@@ -457,8 +499,10 @@ def judge_nccl(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
     if r["wrong"]:
         w = r["wrong"][0]
         findings.append(Finding(Verdict.FAIL, "NCCL_WRONG_RESULT",
-                                f"all-reduce result wrong on {len(r['wrong'])} GPU(s): gpu{w['gpu']} element {w['index']} "
-                                f"expected {w['expected']:g}, got {w['actual']:g}"))
+                                f"all-reduce result wrong on {len(r['wrong'])} GPU(s) "
+                                f"({', '.join(f'gpu{x}' for x in sorted(w['gpu'] for w in r['wrong']))}): "
+                                f"gpu{w['gpu']} {w['count']} element(s), first at {w['index']} "
+                                f"expected {w['expected']:g}, got {w['actual']:g} (bits {w['xor']} flipped)"))
     findings.append(judge(floor, r["busbw_gbps"], "NCCL_SLOW", f"all-reduce across {r['gpus']} GPUs: bus bandwidth", "GB/s"))
     result = fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
                                            "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),

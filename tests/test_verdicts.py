@@ -1,0 +1,995 @@
+"""The verdict functions of the GPU stress checks and the verification helpers, table by table at
+their edges: one wrong element first, last or anywhere; one bad word; GPUs that disagree with no
+majority; ties; a GPU exactly at, just inside and just outside the node-median outlier limit.
+
+Expected values come from NumPy or from published constants (pynvml's, splitmix64's reference
+outputs), never from the code under test. Hand-made mutations of the verdict code and the test that
+kills each one are listed in benchmarks/RESULTS.md ("Mutation testing").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nodeqc.backends.base import REASON_BITS, GpuInfo, decode_reasons
+from nodeqc.checks import stress
+from nodeqc.model import Verdict
+from nodeqc.profile import Profile
+from nodeqc.verify import (MAX_REPORTED, allreduce_expected, compare_exact, copy_pattern, decode_memtest_errors,
+                           fingerprint, known_answer_inputs, odd_ones_out, relative_deficit_pct, splitmix64,
+                           stream_expected)
+from nodeqc.workers import (STATUS_ABORTED, STATUS_CRASH, STATUS_ERROR, STATUS_HANG, STATUS_LOST, STATUS_OK,
+                            STATUS_UNAVAILABLE, Outcome, Task)
+
+RNG = np.random.default_rng(20261123)
+
+# ---------------------------------------------------------------------- fixtures of the judges
+
+OUTLIER = {"fail": 10, "warn": 5}  # as profiles/generic.toml: max_outlier_pct
+
+
+def profile(**gpu) -> Profile:
+    return Profile("t", Path("t.toml"), {"warn_band": 0.05, "gpu": {"max_outlier_pct": OUTLIER, **gpu}})
+
+
+def gpus(n: int) -> list[GpuInfo]:
+    return [GpuInfo(i, "NVIDIA H100 80GB HBM3", f"GPU-{i}", f"0000:{i + 1:02x}:00.0") for i in range(n)]
+
+
+def ok(result: dict, gpu: int = 0) -> Outcome:
+    return Outcome(Task("x", gpu, {}, 1.0), STATUS_OK, result)
+
+
+def by_subject(results):
+    return {r.subject: r for r in results}
+
+
+def burn_result(tflops=100.0, fp="f0", ka=None, repeat=None, dtype="fp32"):
+    return {"dtypes": {dtype: {"tflops": tflops, "fingerprint": fp, "known_answer_mismatch": ka,
+                               "repeat_mismatch": repeat}}, "not_run": {}}
+
+
+def judge_burn(results: list[dict], **limits):
+    g = gpus(len(results))
+    return by_subject(stress.judge_burn(g, {i: ok(r, i) for i, r in enumerate(results)}, {}, profile(**limits)))
+
+
+def hbm_result(gbps=3000.0, verified=True, mismatch=None):
+    return {"copy_gbps": gbps, "triad_gbps": gbps, "verified": verified, "mismatch": mismatch}
+
+
+def judge_hbm(results: list[dict], **limits):
+    g = gpus(len(results))
+    return by_subject(stress.judge_hbm(g, {i: ok(r, i) for i, r in enumerate(results)}, {}, profile(**limits)))
+
+
+def pcie_result(h2d=55.0, d2h=None, verified=True, link=None, mismatch=None):
+    return {"h2d_gbps": h2d, "d2h_gbps": h2d if d2h is None else d2h, "bidir_gbps": 2 * h2d, "verified": verified,
+            "mismatch": mismatch, "link": link or {}}
+
+
+def judge_pcie(results: list[dict], **limits):
+    g = gpus(len(results))
+    return by_subject(stress.judge_pcie(g, {i: ok(r, i) for i, r in enumerate(results)}, {}, profile(**limits)))
+
+
+def memtest_result(errors: int, first=None):
+    return {"errors": errors, "bytes": 70 << 30, "free_bytes": 78 << 30, "gbps": 2500.0,
+            "passes": [{"pattern": "own address", "errors": errors}, {"pattern": "moving inversions, random", "errors": 0}],
+            "first": first or []}
+
+
+# ---------------------------------------------------------------------- compare_exact
+
+def _flip(x: np.ndarray, flat: int, bit: int) -> np.ndarray:
+    y = x.copy()
+    view = y.reshape(-1).view(np.dtype(f"u{y.dtype.itemsize}"))
+    view[flat] ^= view.dtype.type(1 << bit)
+    return y
+
+
+POSITIONS = {"first": lambda n: 0, "last": lambda n: n - 1, "random": lambda n: int(RNG.integers(1, n - 1))}
+
+
+@pytest.mark.parametrize("where", POSITIONS)
+@pytest.mark.parametrize("dtype, shape", [(np.float32, (64, 64)), (np.float64, (33, 17)), (np.float16, (8, 8)),
+                                          (np.float32, (1000,)), (np.uint8, (4096,))])
+def test_compare_exact_finds_one_wrong_element_anywhere(where, dtype, shape):
+    """The last element too: a comparison that stops one short (compare_exact skipping the last
+    element) fails the 'last' rows."""
+    expected = (RNG.integers(-100, 100, size=shape) if dtype != np.uint8 else RNG.integers(0, 256, size=shape)).astype(dtype)
+    n = expected.size
+    flat = POSITIONS[where](n)
+    bit = int(RNG.integers(0, 8 * expected.dtype.itemsize))
+    actual = _flip(expected, flat, bit)
+    m = compare_exact(actual, expected)
+    assert m is not None and m.count == 1
+    e = m.first[0]
+    if len(shape) == 2:
+        assert (e["row"], e["col"]) == np.unravel_index(flat, shape)
+    else:
+        assert e["index"] == flat
+    assert int(e["xor"], 16) == 1 << bit
+    assert e["expected"] == pytest.approx(float(expected.reshape(-1)[flat]), nan_ok=True)
+    if np.isfinite(actual.reshape(-1)[flat]):
+        assert e["actual"] == float(actual.reshape(-1)[flat])
+
+
+def test_compare_exact_passes_equal_data_and_is_bitwise():
+    x = RNG.standard_normal((50, 50)).astype(np.float32)
+    assert compare_exact(x.copy(), x) is None
+    nan = np.array([np.nan, 1.0], dtype=np.float32)
+    assert compare_exact(nan.copy(), nan) is None  # the same bits, even a NaN
+    signed_zero = compare_exact(np.array([-0.0], dtype=np.float32), np.array([0.0]))
+    assert signed_zero is not None and signed_zero.first[0]["xor"] == "0x80000000"  # -0.0 == 0.0, bits differ
+
+
+def test_compare_exact_counts_every_wrong_element_and_names_the_first_few_in_order():
+    expected = np.zeros(1000, dtype=np.float32)
+    bad = sorted(RNG.choice(1000, size=17, replace=False).tolist())
+    actual = expected.copy()
+    actual[bad] = 1.0
+    m = compare_exact(actual, expected)
+    assert m.count == 17 and [e["index"] for e in m.first] == bad[:MAX_REPORTED]
+    assert m.to_dict() == {"count": 17, "first": m.first}
+
+
+def test_compare_exact_against_one_value_every_element_must_hold():
+    got = np.full(4096, 36.0, dtype=np.float32)
+    assert compare_exact(got, 36.0) is None
+    got[4095] = 37.0
+    m = compare_exact(got, 36.0)
+    xor = int(np.float32(36.0).view(np.uint32) ^ np.float32(37.0).view(np.uint32))
+    assert m.count == 1 and m.first[0] == {"index": 4095, "expected": 36.0, "actual": 37.0, "xor": f"0x{xor:08x}"}
+
+
+def test_compare_exact_two_elements_each_with_its_own_expected_value():
+    m = compare_exact(np.array([1.0, 2.0], dtype=np.float32), np.array([1.0, 3.0]))
+    assert m.count == 1 and m.first[0]["index"] == 1 and (m.first[0]["expected"], m.first[0]["actual"]) == (3.0, 2.0)
+    assert compare_exact(np.array([5], dtype=np.uint8), np.array([5])) is None
+
+
+def test_compare_exact_refuses_data_of_another_size():
+    with pytest.raises(ValueError, match="cannot compare 10 elements with 9 expected"):
+        compare_exact(np.zeros(10, dtype=np.float32), np.zeros(9))
+
+
+# ---------------------------------------------------------------------- known answers, patterns
+
+def test_known_answer_product_is_numpy_integer_matmul():
+    a, b, expected = known_answer_inputs(96, seed=7)
+    same = known_answer_inputs(96, seed=7)
+    assert np.array_equal(same[0], a) and np.array_equal(known_answer_inputs(8)[0], known_answer_inputs(8)[0])  # seeded
+    assert set(np.unique(a)) <= {-2, -1, 1, 2} and set(np.unique(b)) <= {-2, -1, 1, 2}  # never zero
+    truth = a.astype(np.int64) @ b.astype(np.int64)  # exact integer arithmetic, independent of the code
+    assert np.array_equal(expected, truth.astype(np.float64))
+    for dtype in (np.float32, np.float16):  # the inputs are exact in every dtype the GPUs multiply in
+        assert np.array_equal(a.astype(dtype).astype(np.int64), a)
+
+
+def test_splitmix64_matches_the_reference_outputs():
+    """Vigna's splitmix64 from state 0: its first three outputs (the random memtest pattern must be
+    the published generator, as the CUDA kernel computes it)."""
+    state = np.array([0, 0x9E3779B97F4A7C15, 2 * 0x9E3779B97F4A7C15 % 2**64], dtype=np.uint64)
+    assert [hex(int(v)) for v in splitmix64(state)] == ["0xe220a8397b1dcdaf", "0x6e789e6aa1b965f4", "0x6c45d188009454f"]
+
+
+def test_fingerprint_is_the_plain_and_weighted_sum_and_sees_a_swap():
+    w = np.array([3, 1, 2**32 - 1], dtype=np.uint32)
+    plain, weighted = 3 + 1 + (2**32 - 1), 3 * 1 + 1 * 2 + (2**32 - 1) * 3
+    assert fingerprint(w) == f"{plain:016x}{weighted:016x}"
+    swapped = w[[1, 0, 2]]
+    assert fingerprint(swapped)[:16] == fingerprint(w)[:16] and fingerprint(swapped) != fingerprint(w)
+    assert fingerprint(_flip(w, 2, 31)) != fingerprint(w)
+
+
+def test_fingerprint_sums_are_exact_modulo_2_64():
+    """Big words and many of them: the sums overflow 2**64 and leave float64's exact range."""
+    w = np.full(1 << 12, 2**32 - 1, dtype=np.uint32)
+    w[::7] = 12345
+    ints = [int(x) for x in w]
+    plain = sum(ints) % 2**64
+    weighted = sum(x * (i + 1) for i, x in enumerate(ints)) % 2**64
+    assert fingerprint(w) == f"{plain:016x}{weighted:016x}"
+    big = np.full(1 << 20, 2**32 - 1, dtype=np.uint32)  # weighted sum wraps 2**64
+    n = big.size
+    assert fingerprint(big) == f"{(n * (2**32 - 1)) % 2**64:016x}{((2**32 - 1) * n * (n + 1) // 2) % 2**64:016x}"
+
+
+def test_stream_expected_is_what_copy_then_triad_leaves():
+    """Past 2**24 float32 no longer holds every integer: the expectation must round as the buffers do."""
+    a = np.arange((1 << 24) + 4096, dtype=np.float32)
+    b = a.copy()  # copy
+    triad = b + np.float32(2.0) * a  # a = b + 2c, in float32 as the kernel rounds it
+    assert np.array_equal(stream_expected(np, a.size), triad)
+
+
+def test_copy_pattern_differs_by_source_and_allreduce_sum():
+    assert copy_pattern(np, 1000, 0).dtype == np.uint8
+    assert not np.array_equal(copy_pattern(np, 1000, 0), copy_pattern(np, 1000, 1))
+    assert np.array_equal(copy_pattern(np, 300, 2), ((np.arange(300) % 251) * 3 % 256).astype(np.uint8))
+    assert [allreduce_expected(n) for n in (1, 2, 8, 64)] == [1.0, 3.0, 36.0, 2080.0]
+
+
+# ---------------------------------------------------------------------- majorities and medians
+
+@pytest.mark.parametrize("prints, common, odd", [
+    ({}, None, []),
+    ({"gpu0": "a"}, "a", []),
+    ({"gpu0": "a", "gpu1": "a"}, "a", []),
+    ({"gpu0": "a", "gpu1": "b"}, None, ["gpu0", "gpu1"]),  # two that disagree: no majority to trust
+    ({"gpu0": "a", "gpu1": "a", "gpu2": "b"}, "a", ["gpu2"]),  # 2 of 3 is a majority
+    ({"gpu0": "a", "gpu1": "b", "gpu2": "c"}, None, ["gpu0", "gpu1", "gpu2"]),
+    ({"gpu0": "a", "gpu1": "a", "gpu2": "b", "gpu3": "b"}, None, ["gpu0", "gpu1", "gpu2", "gpu3"]),  # a tie
+    ({"gpu0": "a", "gpu1": "a", "gpu2": "a", "gpu3": "b"}, "a", ["gpu3"]),
+    ({f"gpu{i}": ("b" if i in (1, 6) else "a") for i in range(8)}, "a", ["gpu1", "gpu6"]),
+    ({f"gpu{i}": ("b" if i < 4 else "a") for i in range(8)}, None, [f"gpu{i}" for i in range(8)]),  # 4-4
+    ({f"gpu{i}": ("b" if i < 3 else "a") for i in range(7)}, "a", ["gpu0", "gpu1", "gpu2"]),  # 4 of 7
+])
+def test_odd_ones_out(prints, common, odd):
+    assert odd_ones_out(prints) == (common, odd)
+
+
+@pytest.mark.parametrize("value, median, pct", [
+    (100, 100, 0.0), (120, 100, 0.0), (90, 100, 10.0), (0, 100, 100.0), (99.5, 100, 0.5), (5, 0, 0.0), (5, -1, 0.0),
+    (0.25, 0.5, 50.0),  # a median below 1 is still a median
+])
+def test_relative_deficit_pct(value, median, pct):
+    assert relative_deficit_pct(value, median) == pytest.approx(pct)
+
+
+def test_memtest_errors_decoded_by_address_and_sorted():
+    records = [(900, 0xFF, 0xFE), (3, 0, 1 << 63), *((1000 + i, 1, 0) for i in range(10))]
+    d = decode_memtest_errors(4242, records, 0x7000_0000_0000)
+    assert d["errors"] == 4242 and len(d["first"]) == MAX_REPORTED
+    assert d["first"][0] == {"address": "0x700000000018", "expected": "0x0000000000000000",
+                             "actual": "0x8000000000000000", "xor": "0x8000000000000000"}
+    assert d["first"][1]["address"] == hex(0x7000_0000_0000 + 900 * 8) and d["first"][1]["xor"] == "0x0000000000000001"
+    assert decode_memtest_errors(0, [], 0) == {"errors": 0, "first": []}
+    assert decode_memtest_errors(1, [(5, 0, 4)], 0x100, word_bytes=4)["first"][0]["address"] == "0x114"
+
+
+# ---------------------------------------------------------------------- memtest verdict
+
+def test_memtest_one_bad_word_fails():
+    """A single wrong word is a failure (a verdict that ignored one bad word, `errors > 1`, passes it)."""
+    first = [{"address": "0x7f3a00000a28", "expected": "0x0000000000000000", "actual": "0x0000000000002000",
+              "xor": "0x0000000000002000"}]
+    r = stress.judge_memtest(gpus(1), {0: ok(memtest_result(1, first))}, {}, profile())[0]
+    assert (r.verdict, r.code) == (Verdict.FAIL, "MEMTEST_ERRORS")
+    assert r.message == ("1 wrong word(s) in own address: first at 0x7f3a00000a28 expected 0x0000000000000000 "
+                         "got 0x0000000000002000 (xor 0x0000000000002000)")
+    assert r.values["errors"].value == 1 and r.evidence["first_errors"] == first
+
+
+def test_memtest_names_every_pattern_that_found_errors():
+    r = memtest_result(3, MEM_FIRST)
+    r["passes"] = [{"pattern": "own address", "errors": 1}, {"pattern": "walking ones", "errors": 0},
+                   {"pattern": "moving inversions, random", "errors": 2}]
+    r["bytes"] = int(70.123 * (1 << 30))
+    res = stress.judge_memtest(gpus(1), {0: ok(r)}, {}, profile())[0]
+    assert res.message.startswith("3 wrong word(s) in own address, moving inversions, random: first at 0x7f3a00000a28")
+    assert res.values["tested"].value == 70.12
+
+
+@pytest.mark.parametrize("judge_node", [stress.judge_nccl, stress.judge_p2p])
+def test_a_node_wide_worker_that_hung_fails_the_node(judge_node):
+    hung = Outcome(Task("x", 0, {}, 1.0, gpus=(0, 1)), STATUS_HANG, None, "silent for 120 s")
+    [r] = judge_node(gpus(2), hung, profile())
+    assert (r.name, r.subject, r.verdict, r.code) == (judge_node.__name__.replace("judge_", "stress."), "node",
+                                                      Verdict.FAIL, "WORKER_HANG")
+
+
+@pytest.mark.parametrize("judge_each", [stress.judge_memtest, stress.judge_hbm, stress.judge_pcie, stress.judge_burn])
+def test_a_gpu_whose_worker_hung_fails_alone(judge_each):
+    good = {stress.judge_memtest: memtest_result(0), stress.judge_hbm: hbm_result(), stress.judge_pcie: pcie_result(),
+            stress.judge_burn: burn_result()}[judge_each]
+    outcomes = {0: ok(good), 1: Outcome(Task("x", 1, {}, 1.0), STATUS_HANG, None, "silent for 60 s")}
+    r = by_subject(judge_each(gpus(2), outcomes, {}, profile()))
+    assert (r["gpu1"].verdict, r["gpu1"].code, r["gpu1"].subject) == (Verdict.FAIL, "WORKER_HANG", "gpu1")
+    assert r["gpu0"].verdict is Verdict.PASS and r["gpu0"].name == r["gpu1"].name
+
+
+def test_memtest_no_errors_passes_with_coverage():
+    r = stress.judge_memtest(gpus(1), {0: ok(memtest_result(0))}, {}, profile())[0]
+    assert r.verdict is Verdict.PASS and r.code is None
+    assert r.values["coverage_pct"].value == pytest.approx(89.7) and "2 patterns" in r.message
+
+
+# ---------------------------------------------------------------------- burn: corruption three ways
+
+KA_WRONG = {"count": 1, "first": [{"row": 1023, "col": 1023, "expected": 12.0, "actual": 12.5, "xor": "0x00000400"}]}
+
+
+def test_burn_known_answer_wrong_names_dtype_and_position():
+    r = judge_burn([burn_result(ka=KA_WRONG), burn_result(), burn_result()])
+    assert (r["gpu0"].verdict, r["gpu0"].code) == (Verdict.FAIL, "SDC_KNOWN_ANSWER")
+    assert ("known-answer products wrong (fp32): in fp32, 1 element(s), first at [1023, 1023] expected 12, "
+            "got 12.5 (bits 0x00000400 flipped)") in r["gpu0"].message
+    assert r["gpu1"].verdict is r["gpu2"].verdict is Verdict.PASS
+
+
+def test_burn_repeat_differs():
+    r = judge_burn([burn_result(repeat={"check": 3, "first": "f0", "now": "f1"}), burn_result(), burn_result()])
+    assert (r["gpu0"].verdict, r["gpu0"].code) == (Verdict.FAIL, "SDC_REPEAT")
+    assert "different result on a repeat (fp32)" in r["gpu0"].message
+
+
+@pytest.mark.parametrize("prints, failing, majority", [
+    (["a", "a", "b"], {"gpu2"}, True),
+    (["a", "b"], {"gpu0", "gpu1"}, False),  # two GPUs that disagree: no majority, both fail
+    (["a", "a", "b", "b"], {"gpu0", "gpu1", "gpu2", "gpu3"}, False),  # a tie
+    (["a", "a", "a", "b"], {"gpu3"}, True),
+    (["a", "a", "a"], set(), True),
+    (["a"], set(), True),  # one GPU: nothing to compare with
+])
+def test_burn_cross_gpu(prints, failing, majority):
+    r = judge_burn([burn_result(fp=f) for f in prints])
+    assert {s for s, res in r.items() if res.verdict is Verdict.FAIL} == failing
+    for s in failing:
+        assert r[s].code == "SDC_CROSS_GPU"
+        agree = len(prints) - (1 if majority else len(prints))
+        assert (f"than the other {agree} GPU(s), which agree (fp32)" if majority
+                else "than its peer (no majority to trust) (fp32)") in r[s].message
+
+
+def test_burn_clean_passes_with_the_rate():
+    r = judge_burn([burn_result(tflops=55.5), burn_result(tflops=55.5)], min_fp32_tflops=50)
+    assert r["gpu0"].verdict is Verdict.PASS and r["gpu0"].message == "sustained fp32 55.5 TFLOP/s; results exact"
+
+
+# ---------------------------------------------------------------------- the node-median outlier rule
+
+# One GPU at `value` among three at 100: the node median stays 100. Limit: warn above 5%, fail above
+# 10%; a figure exactly at a limit is on the good side of it.
+OUTLIER_EDGES = [
+    (95.0, Verdict.PASS),  # 5.0%: at the warning level
+    (94.9, Verdict.WARN),  # 5.1%
+    (90.1, Verdict.WARN),  # 9.9%: just inside the limit
+    (90.0, Verdict.WARN),  # 10.0%: exactly at the limit
+    (89.9, Verdict.FAIL),  # 10.1%: just outside
+    (50.0, Verdict.FAIL),
+]
+
+
+@pytest.mark.parametrize("value, verdict", OUTLIER_EDGES)
+def test_burn_outlier(value, verdict):
+    r = judge_burn([burn_result(100), burn_result(100), burn_result(100), burn_result(value)], min_fp32_tflops=10)
+    assert r["gpu3"].verdict is verdict and r["gpu3"].code == (None if verdict is Verdict.PASS else "BURN_OUTLIER")
+    assert all(r[s].verdict is Verdict.PASS for s in ("gpu0", "gpu1", "gpu2"))
+    if verdict is not Verdict.PASS:
+        assert "fp32 rate below the node median by" in r["gpu3"].message
+
+
+@pytest.mark.parametrize("value, verdict", OUTLIER_EDGES)
+def test_hbm_outlier(value, verdict):
+    r = judge_hbm([hbm_result(1000), hbm_result(1000), hbm_result(1000), hbm_result(10 * value)], min_hbm_gbps=100)
+    assert r["gpu3"].verdict is verdict and r["gpu3"].code == (None if verdict is Verdict.PASS else "HBM_OUTLIER")
+
+
+@pytest.mark.parametrize("direction", ["h2d", "d2h"])
+@pytest.mark.parametrize("value, verdict", OUTLIER_EDGES)
+def test_pcie_outlier(value, verdict, direction):
+    slow = pcie_result(h2d=value / 2, d2h=50.0) if direction == "h2d" else pcie_result(h2d=50.0, d2h=value / 2)
+    r = judge_pcie([pcie_result(50.0), pcie_result(50.0), pcie_result(50.0), slow], min_h2d_gbps=10, min_d2h_gbps=10)
+    assert r["gpu3"].verdict is verdict and r["gpu3"].code == (None if verdict is Verdict.PASS else "PCIE_BW_OUTLIER")
+    if verdict is not Verdict.PASS:
+        assert ("host-to-device" if direction == "h2d" else "device-to-host") + " below the node median" in r["gpu3"].message
+
+
+def test_outlier_needs_two_gpus_and_a_limit():
+    two = judge_hbm([hbm_result(1000), hbm_result(800)], min_hbm_gbps=100)  # median 900: 11.1% below
+    assert (two["gpu1"].verdict, two["gpu1"].code) == (Verdict.FAIL, "HBM_OUTLIER") and two["gpu0"].verdict is Verdict.PASS
+    one = judge_hbm([hbm_result(800)], min_hbm_gbps=100)
+    assert one["gpu0"].verdict is Verdict.PASS
+    no_limit = by_subject(stress.judge_hbm(gpus(2), {0: ok(hbm_result(1000)), 1: ok(hbm_result(500), 1)}, {},
+                                           Profile("t", Path("t.toml"), {"gpu": {"min_hbm_gbps": 100}})))
+    assert no_limit["gpu1"].verdict is Verdict.PASS
+
+
+def test_the_median_counts_only_gpus_that_came_back():
+    """A GPU whose worker hung has no figure: the median is over the others."""
+    g = gpus(3)
+    outcomes = {0: ok(hbm_result(1000)), 1: ok(hbm_result(880), 1), 2: Outcome(Task("x", 2, {}, 1.0), STATUS_HANG, None, "silent")}
+    r = by_subject(stress.judge_hbm(g, outcomes, {}, profile(min_hbm_gbps=100)))
+    assert r["gpu1"].code == "HBM_OUTLIER" and r["gpu1"].verdict is Verdict.WARN  # median 940: 6.4%
+    assert r["gpu2"].code == "WORKER_HANG"
+
+
+# ---------------------------------------------------------------------- floors
+
+@pytest.mark.parametrize("value, verdict", [(1600, Verdict.WARN), (1599.9, Verdict.FAIL), (1680, Verdict.PASS)])
+def test_hbm_floor(value, verdict):
+    r = judge_hbm([hbm_result(value)], min_hbm_gbps={"fail": 1600, "warn": 1680})
+    assert r["gpu0"].verdict is verdict and r["gpu0"].code == (None if verdict is Verdict.PASS else "HBM_SLOW")
+
+
+# ---------------------------------------------------------------------- copies that came back wrong
+
+def test_hbm_corrupt_names_the_element():
+    m = {"count": 2, "first": [{"index": 55746, "expected": 167238.0, "actual": 183622.0, "xor": "0x00100000"}]}
+    r = judge_hbm([hbm_result(verified=False, mismatch=m), hbm_result()], min_hbm_gbps=100)
+    assert (r["gpu0"].verdict, r["gpu0"].code) == (Verdict.FAIL, "HBM_CORRUPT")
+    assert r["gpu0"].message.startswith("the copied data came back wrong: 2 element(s) wrong, first at index 55746 "
+                                        "expected 167238, got 183622 (bits 0x00100000 flipped)")
+    assert r["gpu1"].verdict is Verdict.PASS
+
+
+def test_pcie_corrupt_and_link():
+    m = {"count": 1, "first": [{"index": 7, "expected": 7.0, "actual": 135.0, "xor": "0x80"}]}
+    link = {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16}
+    r = judge_pcie([pcie_result(verified=False, mismatch=m, link=link), pcie_result(link=link)])
+    assert (r["gpu0"].verdict, r["gpu0"].code) == (Verdict.FAIL, "PCIE_COPY_CORRUPT")
+    assert "came back wrong: 1 byte(s) wrong, first at index 7 expected 7, got 135 (bits 0x80 flipped)" in r["gpu0"].message
+    assert r["gpu1"].verdict is Verdict.PASS and r["gpu1"].values["link_during_copy"].value == "Gen5 x16"
+
+
+@pytest.mark.parametrize("link, code", [
+    ({"gen": 5, "width": 8, "max_gen": 5, "max_width": 16}, "PCIE_WIDTH"),
+    ({"gen": 4, "width": 16, "max_gen": 5, "max_width": 16}, "PCIE_GEN"),
+    ({"gen": 5, "width": 16, "max_gen": 5, "max_width": 16}, None),
+    ({"gen": 6, "width": 16, "max_gen": 5, "max_width": 16}, None),
+])
+def test_pcie_link_under_copy(link, code):
+    r = judge_pcie([pcie_result(link=link)])["gpu0"]
+    assert r.code == code and r.verdict is (Verdict.FAIL if code else Verdict.PASS)
+
+
+def _pairs(n, corrupt=(), gbps=400.0):
+    return [{"src": i, "dst": j, "gbps": gbps, "latency_us": 2.0, "verified": (i, j) not in corrupt,
+             **({"mismatch": {"count": 1, "first": [{"index": 9, "expected": 1.0, "actual": 3.0, "xor": "0x02"}]}}
+                if (i, j) in corrupt else {})}
+            for i in range(n) for j in range(n) if i != j]
+
+
+def judge_p2p(n, corrupt=(), **limits):
+    result = {"access": [[i, j, True] for i in range(n) for j in range(n) if i != j], "pairs": _pairs(n, corrupt),
+              "bidir": []}
+    return by_subject(stress.judge_p2p(gpus(n), ok(result), profile(**limits)))
+
+
+@pytest.mark.parametrize("n, corrupt, blamed", [
+    (4, {(i, 2) for i in (0, 1, 3)}, {2}),  # gpu2 receives wrong data from every peer
+    (8, {(i, 5) for i in range(8) if i != 5} | {(5, i) for i in range(8) if i != 5}, {5}),
+    (2, {(0, 1)}, {0, 1}),  # two GPUs: no telling which end is bad
+    (4, {(0, 1)}, set()),  # one wrong path between GPUs that are fine otherwise
+    (5, {(0, 1), (0, 2)}, set()),  # gpu0: 2 of 4 peers, exactly half: not a majority
+    (5, {(0, 1), (0, 2), (3, 0)}, {0}),  # 3 of 4
+    (4, set(), set()),
+])
+def test_p2p_corrupt_blames_the_gpu_every_pair_shares(n, corrupt, blamed):
+    assert stress.p2p_corrupt_gpus(_pairs(n, corrupt)) == blamed
+    r = judge_p2p(n, corrupt)
+    assert {s for s, res in r.items() if res.code == "P2P_CORRUPT" and s != "node"} == {f"gpu{i}" for i in blamed}
+    unexplained = [p for p in corrupt if not set(p) & blamed]
+    assert (r["node"].code == "P2P_CORRUPT") == bool(unexplained)
+    assert r["node"].verdict is (Verdict.FAIL if unexplained else Verdict.PASS)
+
+
+def test_p2p_corrupt_message_names_the_pair_and_the_byte():
+    r = judge_p2p(4, {(i, 2) for i in (0, 1, 3)})
+    assert r["gpu2"].message.startswith("copies with 3 of its 3 peers came back wrong; first gpu0->gpu2: "
+                                        "1 byte(s) wrong, first at index 9 expected 1, got 3 (bits 0x02 flipped)")
+    assert r["node"].message == "12 peer pairs, 3 wrong copies, each with a GPU failed for it"
+    path = judge_p2p(4, {(0, 1)})["node"]
+    assert path.message.startswith("1 copy path(s) between GPUs not otherwise at fault came back wrong; gpu0->gpu1")
+
+
+def test_p2p_slow_gpu_and_slow_pair():
+    result = {"access": [[i, j, True] for i in range(3) for j in range(3) if i != j],
+              "pairs": [{**p, "gbps": 100.0 if (p["src"], p["dst"]) == (0, 1) else 400.0} for p in _pairs(3)],
+              "bidir": []}
+    r = by_subject(stress.judge_p2p(gpus(3), ok(result), profile(min_p2p_gbps=300)))
+    assert all(r[f"gpu{i}"].verdict is Verdict.PASS for i in range(3))  # each GPU's median is fine
+    assert (r["node"].verdict, r["node"].code) == (Verdict.FAIL, "P2P_PAIR_SLOW")
+
+
+def _nccl(wrong, busbw=400.0):
+    return ok({"busbw_gbps": busbw, "algbw_gbps": busbw * 8 / 14, "bytes": 1 << 30, "gpus": 8, "wrong": wrong})
+
+
+def test_nccl_wrong_result_names_the_gpu_element_and_bits():
+    wrong = [{"gpu": 3, "count": 1, "index": 515, "expected": 36.0, "actual": 36.5, "xor": "0x00040000"}]
+    r = stress.judge_nccl(gpus(8), _nccl(wrong), profile(min_nccl_busbw_gbps=300))[0]
+    assert (r.verdict, r.code) == (Verdict.FAIL, "NCCL_WRONG_RESULT")
+    assert r.message.startswith("all-reduce result wrong on 1 GPU(s) (gpu3): gpu3 1 element(s), first at 515 "
+                                "expected 36, got 36.5 (bits 0x00040000 flipped)")
+    assert r.evidence["wrong"] == wrong
+
+
+@pytest.mark.parametrize("busbw, verdict", [(333, Verdict.WARN), (332.9, Verdict.FAIL), (349.7, Verdict.PASS)])
+def test_nccl_busbw_floor(busbw, verdict):
+    r = stress.judge_nccl(gpus(8), _nccl([], busbw), profile(min_nccl_busbw_gbps=333))[0]
+    assert r.verdict is verdict and r.code == (None if verdict is Verdict.PASS else "NCCL_SLOW")
+
+
+def test_nccl_unavailable_is_a_skip():
+    r = stress.judge_nccl(gpus(2), ok({"unavailable": "no NCCL"}), profile())[0]
+    assert (r.verdict, r.code, r.message) == (Verdict.SKIP, "NCCL_UNAVAILABLE", "not run: no NCCL")
+    assert r.values == {} and r.subject == "node" and r.name == "stress.nccl"
+
+
+# ---------------------------------------------------------------------- workers that did not come back
+
+@pytest.mark.parametrize("status, detail, verdict, code", [
+    (STATUS_HANG, "silent for 60 s", Verdict.FAIL, "WORKER_HANG"),
+    (STATUS_CRASH, "exit -11", Verdict.FAIL, "WORKER_CRASH"),
+    (STATUS_LOST, "GPU has fallen off the bus", Verdict.FAIL, "GPU_LOST"),
+    (STATUS_UNAVAILABLE, "CuPy is not installed", Verdict.ERROR, "CUDA_UNAVAILABLE"),
+    (STATUS_ERROR, "CUDARuntimeError: cudaErrorIllegalAddress\nTraceback", Verdict.FAIL, "WORKER_ERROR"),
+    (STATUS_ERROR, "KeyError: 'x'", Verdict.ERROR, "WORKER_ERROR"),  # nodeqc's own bug, not the GPU's
+    (STATUS_ABORTED, "", Verdict.SKIP, None),
+])
+def test_outcome_failure(status, detail, verdict, code):
+    r = stress.outcome_failure("stress.burn", "gpu0", Outcome(Task("x", 0, {}, 1.0), status, None, detail))
+    assert (r.verdict, r.code) == (verdict, code)
+    assert r.evidence["worker"]["status"] == status
+    if detail:
+        assert detail.splitlines()[0] in r.message
+
+
+def test_outcome_ok_is_no_failure():
+    assert stress.outcome_failure("stress.burn", "gpu0", ok({})) is None
+
+
+# ---------------------------------------------------------------------- throttle reasons pinned to NVML
+
+pynvml = pytest.importorskip("pynvml")
+
+# Our name -> the names nvidia-ml-py gives the bit (the newer "ClocksEvent" and the older "ClocksThrottle").
+NVML_NAMES = {
+    "gpu_idle": "GpuIdle",
+    "applications_clocks": "ApplicationsClocksSetting",
+    "sw_power_cap": "SwPowerCap",
+    "hw_slowdown": "HwSlowdown",
+    "sync_boost": "SyncBoost",
+    "sw_thermal": "SwThermalSlowdown",
+    "hw_thermal": "HwThermalSlowdown",
+    "power_brake": "HwPowerBrakeSlowdown",
+    "display_clocks": "DisplayClockSetting",
+}
+
+
+def test_every_reason_is_named():
+    assert set(REASON_BITS) == set(NVML_NAMES)
+
+
+@pytest.mark.parametrize("ours, nvml", NVML_NAMES.items())
+def test_throttle_reason_bit_is_nvmls_own(ours, nvml):
+    """The table the decoder, the simulator and the tests share, against nvidia-ml-py's constants."""
+    constants = [getattr(pynvml, f"{prefix}{nvml}") for prefix in ("nvmlClocksEventReason", "nvmlClocksThrottleReason")
+                 if hasattr(pynvml, f"{prefix}{nvml}")]
+    assert constants, f"nvidia-ml-py names no {nvml} reason"
+    assert set(constants) == {REASON_BITS[ours]}
+    assert decode_reasons(constants[0]) == [ours]
+
+
+def test_decoding_a_combined_mask_from_nvml_constants():
+    mask = pynvml.nvmlClocksThrottleReasonSwPowerCap | pynvml.nvmlClocksThrottleReasonHwSlowdown
+    assert decode_reasons(mask) == ["sw_power_cap", "hw_slowdown"]
+    assert decode_reasons(pynvml.nvmlClocksThrottleReasonNone) == []
+
+
+# ---------------------------------------------------------------------- whole results, field by field
+
+def summary(r):
+    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
+            r.key, [t.name for t in r.thresholds], sorted(r.evidence))
+
+
+MEM_FIRST = [{"address": "0x7f3a00000a28", "expected": "0x0", "actual": "0x2000", "xor": "0x2000"}]
+MEM_VALUES = {"coverage_pct": (89.7, "%"), "gbps": (2500.0, "GB/s"), "tested": (70.0, "GiB")}
+P2P_VALUES = {"latency_us": (2.5, "us"), "p2p_bidir_gbps": (500.0, "GB/s"), "p2p_gbps": (300.0, "GB/s"),
+              "slowest_pair_gbps": (300.0, "GB/s")}
+P2P_SLOW = ("median one-way bandwidth to its peers 300 GB/s is below the limit 350 GB/s; median two-way bandwidth to its "
+            "peers 500 GB/s is below the limit 600 GB/s; worst copy latency 2.5 us is above the limit 2 us")
+P2P_LIMITS = ["min_p2p_gbps", "min_p2p_bidir_gbps", "max_p2p_latency_us"]
+BURN_EVIDENCE = ["dtypes", "node_median_tflops", "not_run"]
+
+
+def test_whole_results_memtest():
+    outcomes = {0: ok(memtest_result(1, MEM_FIRST)), 1: ok(memtest_result(0), 1)}
+    assert [summary(r) for r in stress.judge_memtest(gpus(2), outcomes, {}, profile())] == [
+        ("stress.memtest", "gpu0", "fail", "MEMTEST_ERRORS",
+         "1 wrong word(s) in own address: first at 0x7f3a00000a28 expected 0x0 got 0x2000 (xor 0x2000)",
+         {"errors": (1, ""), **MEM_VALUES}, "errors", [], ["first_errors", "passes"]),
+        ("stress.memtest", "gpu1", "pass", None, "2 patterns over 70 GiB (89.7 % of free memory): no errors",
+         {"errors": (0, ""), **MEM_VALUES}, "errors", [], ["first_errors", "passes"])]
+
+
+def test_whole_results_hbm():
+    bad = hbm_result(880, verified=False, mismatch={"count": 1, "first": [{"index": 3, "expected": 9.0, "actual": 8.0, "xor": "0x1"}]})
+    assert [summary(r) for r in judge_hbm([hbm_result(1000), bad], min_hbm_gbps=900).values()] == [
+        ("stress.hbm_bandwidth", "gpu0", "pass", None, "copy bandwidth 1000 GB/s, limit >= 900 GB/s, warn below 945",
+         {"copy_gbps": (1000, "GB/s"), "triad_gbps": (1000, "GB/s")}, "copy_gbps", ["min_hbm_gbps", "max_outlier_pct"], []),
+        ("stress.hbm_bandwidth", "gpu1", "fail", "HBM_CORRUPT",
+         "the copied data came back wrong: 1 element(s) wrong, first at index 3 expected 9, got 8 (bits 0x1 flipped); copy "
+         "bandwidth 880 GB/s is below the limit 900 GB/s; copy bandwidth below the node median by 6.4 % is above the warning level 5 %",
+         {"copy_gbps": (880, "GB/s"), "triad_gbps": (880, "GB/s")}, "copy_gbps", ["min_hbm_gbps", "max_outlier_pct"], [])]
+
+
+def test_whole_results_pcie():
+    link = {"gen": 4, "width": 8, "max_gen": 5, "max_width": 16}
+    r = judge_pcie([pcie_result(50.0, 49.0), pcie_result(40.0, 30.0, link=link)], min_h2d_gbps=45, min_d2h_gbps=45)
+    assert [summary(x) for x in r.values()] == [
+        ("stress.pcie_bandwidth", "gpu0", "pass", None, "host-to-device 50 GB/s, limit >= 45 GB/s, warn below 47.2",
+         {"h2d_gbps": (50.0, "GB/s"), "d2h_gbps": (49.0, "GB/s"), "bidir_gbps": (100.0, "GB/s")}, "h2d_gbps",
+         ["min_h2d_gbps", "min_d2h_gbps"], []),
+        ("stress.pcie_bandwidth", "gpu1", "fail", "PCIE_WIDTH",
+         "link at x8 during the copies, expected x16; link at Gen4 during the copies, expected Gen5; host-to-device 40 GB/s is "
+         "below the limit 45 GB/s; host-to-device below the node median by 11.1 % is above the limit 10 %; device-to-host 30 GB/s "
+         "is below the limit 45 GB/s; device-to-host below the node median by 24.1 % is above the limit 10 %",
+         {"h2d_gbps": (40.0, "GB/s"), "d2h_gbps": (30.0, "GB/s"), "bidir_gbps": (80.0, "GB/s"), "link_during_copy": ("Gen4 x8", "")},
+         "h2d_gbps", ["min_h2d_gbps", "min_d2h_gbps"], [])]
+
+
+def test_whole_results_burn():
+    results = [burn_result(100, "a"), burn_result(80, "b", ka=KA_WRONG, repeat={"check": 1, "first": "b", "now": "c"}),
+               burn_result(100, "a")]
+    clean = ("stress.burn", "gpu0", "pass", None, "sustained fp32 100 TFLOP/s; results exact", {"fp32_tflops": (100, "TFLOP/s")},
+             "fp32_tflops", ["min_fp32_tflops", "max_outlier_pct"], BURN_EVIDENCE)
+    assert [summary(r) for r in judge_burn(results, min_fp32_tflops=90).values()] == [
+        clean,
+        ("stress.burn", "gpu1", "fail", "SDC_KNOWN_ANSWER",
+         "known-answer products wrong (fp32): in fp32, 1 element(s), first at [1023, 1023] expected 12, got 12.5 (bits 0x00000400 "
+         "flipped); the same product gave a different result on a repeat (fp32); identical work gave a different result than the "
+         "other 2 GPU(s), which agree (fp32); fp32 sustained 80 TFLOP/s is below the limit 90 TFLOP/s; fp32 rate below the node "
+         "median by 20 % is above the limit 10 %",
+         {"fp32_tflops": (80, "TFLOP/s")}, "fp32_tflops", ["min_fp32_tflops", "max_outlier_pct"], BURN_EVIDENCE),
+        ("stress.burn", "gpu2", *clean[2:])]
+
+
+def test_whole_results_p2p():
+    r = {"access": [[0, 1, True], [1, 0, False]], "bidir": [{"a": 0, "b": 1, "gbps": 500.0}],
+         "pairs": [{"src": 0, "dst": 1, "gbps": 300.0, "latency_us": 2.5, "verified": True}]}
+    limits = profile(min_p2p_gbps=350, min_p2p_bidir_gbps=600, max_p2p_latency_us=2, nvlink_links=18)
+    assert [summary(x) for x in stress.judge_p2p(gpus(3), ok(r), limits)] == [
+        ("stress.p2p", "gpu0", "fail", "P2P_SLOW", P2P_SLOW, P2P_VALUES, "p2p_gbps", P2P_LIMITS, ["pairs"]),
+        ("stress.p2p", "gpu1", "fail", "P2P_SLOW", P2P_SLOW, P2P_VALUES, "p2p_gbps", P2P_LIMITS, ["pairs"]),
+        ("stress.p2p", "gpu2", "skip", None, "no peer access to any other GPU", {}, None, [], []),
+        ("stress.p2p", "node", "fail", "P2P_NO_PEER_ACCESS", "no peer access for 1 pair(s): gpu1->gpu0",
+         {"pairs": (1, ""), "no_access": (1, "")}, "pairs", ["min_p2p_gbps"], ["access", "bidir"])]
+
+
+def test_whole_results_nccl():
+    wrong = [{"gpu": 1, "count": 2, "index": 5, "expected": 36.0, "actual": 0.0, "xor": "0x42100000"}]
+    assert [summary(x) for x in stress.judge_nccl(gpus(8), _nccl(wrong, 300), profile(min_nccl_busbw_gbps=333))] == [
+        ("stress.nccl", "node", "fail", "NCCL_WRONG_RESULT",
+         "all-reduce result wrong on 1 GPU(s) (gpu1): gpu1 2 element(s), first at 5 expected 36, got 0 (bits 0x42100000 flipped); "
+         "all-reduce across 8 GPUs: bus bandwidth 300 GB/s is below the limit 333 GB/s",
+         {"busbw_gbps": (300, "GB/s"), "algbw_gbps": (300 * 8 / 14, "GB/s"), "message_bytes": (1 << 30, "B")}, "busbw_gbps",
+         ["min_nccl_busbw_gbps"], ["wrong"])]
+
+
+# ---------------------------------------------------------------------- the result model
+
+@pytest.mark.parametrize("verdicts, worst", [
+    ([], Verdict.PASS), ([Verdict.PASS, Verdict.SKIP], Verdict.SKIP), ([Verdict.WARN, Verdict.SKIP], Verdict.WARN),
+    ([Verdict.FAIL, Verdict.WARN], Verdict.FAIL), ([Verdict.FAIL, Verdict.ERROR, Verdict.PASS], Verdict.ERROR),
+])
+def test_worst_verdict(verdicts, worst):
+    assert Verdict.worst(verdicts) is worst
+
+
+def test_only_fail_and_error_block_qualification():
+    assert {v for v in Verdict if v.blocks_qualification} == {Verdict.FAIL, Verdict.ERROR}
+
+
+def test_a_result_survives_its_dict_form():
+    from nodeqc.model import CheckResult, Threshold, Value
+
+    r = CheckResult("stress.hbm_bandwidth", "gpu1", Verdict.FAIL, "m", code="HBM_CORRUPT",
+                    values={"copy_gbps": Value(880.5, "GB/s"), "n": Value(None)},
+                    thresholds=[Threshold("min_hbm_gbps", "min", 900, 945, "GB/s")], evidence={"x": [1]}, key="copy_gbps")
+    d = r.to_dict()
+    assert d["verdict"] == "fail" and d["code"] == "HBM_CORRUPT" and d["remediation"]
+    assert d["values"] == {"copy_gbps": {"value": 880.5, "unit": "GB/s"}, "n": {"value": None, "unit": ""}}
+    assert d["thresholds"] == [{"name": "min_hbm_gbps", "kind": "min", "fail": 900, "warn": 945, "unit": "GB/s"}]
+    back = CheckResult.from_dict(d)
+    assert back == r and back.key_figure == "copy_gbps=880.5 GB/s"
+    assert CheckResult("x", "node", Verdict.PASS, "m").to_dict()["remediation"] is None
+    assert CheckResult("x", "node", Verdict.PASS, "m", key="absent").key_figure == ""
+
+
+# ---------------------------------------------------------------------- burn-in
+
+@pytest.mark.parametrize("bad_window", [0, 9, 5])
+def test_burn_in_one_wrong_window_fails(bad_window):
+    """One known-answer window wrong among ten (the first, the last, one between) fails the GPU,
+    with when it happened; the others pass."""
+    from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
+
+    g = gpus(2)
+    rec = BurnInRecorder(g)
+    for n in range(10):
+        for subject in ("gpu0", "gpu1"):
+            sdc = {"count": 1, "first": []} if (subject == "gpu1" and n == bad_window) else None
+            rec.add_window(subject, {"t_s": 60.0 * n, "tflops": 1000.0, "sdc": sdc})
+    done = {i: Outcome(Task("burn_in", i, {}, 600.0), STATUS_OK, {}, elapsed_s=600.0) for i in (0, 1)}
+    results, section = judge_burn_in(g, done, rec, {}, profile(max_burnin_drift_pct=OUTLIER), started_s=100.0, time_scale=1.0)
+    r = by_subject(results)
+    assert r["gpu0"].verdict is Verdict.PASS and r["gpu0"].message == "10 windows: 1000.0 -> 1000.0 TFLOP/s, results exact"
+    assert (r["gpu1"].verdict, r["gpu1"].code) == (Verdict.FAIL, "SDC_BURN_IN")
+    assert r["gpu1"].message.startswith(f"a known-answer product came back wrong {60 * bad_window:g} s into the burn-in (1 element(s))")
+    assert section["first_failures"] == [{"kind": "silent data corruption", "t_s": 100.0 + 60 * bad_window,
+                                          "subject": "gpu1", "detail": "1 wrong element(s)"}]
+
+
+# ---------------------------------------------------------------------- device arrays
+
+class _Device:
+    entered: list = []
+
+    def __init__(self, ordinal):
+        self.ordinal = ordinal
+
+    def __enter__(self):
+        _Device.entered.append(self.ordinal)
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _DeviceArray(np.ndarray):
+    """A stand-in for a CuPy array: numpy underneath, but it lives on 'GPU 3' and comes to the host
+    only through get(), which counts the elements it moves."""
+    moved: list = []
+
+    def get(self):
+        _DeviceArray.moved.append(self.size)
+        return np.asarray(self).view(np.ndarray).copy()
+
+    @property
+    def device(self):
+        return _Device(3)
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    import sys
+    import types
+
+    module = types.ModuleType("cupy")
+    module.ndarray = _DeviceArray
+    module.__getattr__ = lambda name: getattr(np, name)  # cupy mirrors numpy's functions
+    monkeypatch.setitem(sys.modules, "cupy", module)
+    _Device.entered, _DeviceArray.moved = [], []
+    return module
+
+
+def test_device_data_is_compared_on_its_gpu_and_only_the_first_few_come_back(fake_cupy):
+    from nodeqc.verify import array_module, on_device_of
+
+    actual = np.full(100_000, 36.0, dtype=np.float32).view(_DeviceArray)
+    actual[[7, 99_999]] = 35.0
+    assert array_module(actual) is fake_cupy and array_module(np.zeros(1)) is np
+    m = compare_exact(actual, 36.0)
+    assert m.count == 2 and [e["index"] for e in m.first] == [7, 99_999] and m.first[0]["actual"] == 35.0
+    assert _Device.entered == [3]  # the comparison ran with the array's own GPU current
+    assert _DeviceArray.moved and max(_DeviceArray.moved) <= MAX_REPORTED  # never the whole array
+    with on_device_of(np.zeros(1)):  # a host array needs no device
+        pass
+    assert _Device.entered == [3]
+
+
+def test_without_cupy_loaded_every_array_is_a_host_array(monkeypatch):
+    import sys
+
+    from nodeqc.verify import array_module
+
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    assert array_module(np.zeros(3)) is np
+
+
+@pytest.mark.parametrize("value, unit, shown", [
+    (880, "GB/s", "880 GB/s"), (880.0, "GB/s", "880 GB/s"), (6.4, "%", "6.4 %"), (0.8123, "", "0.812"),
+    (47.25, "GB/s", "47.2 GB/s"), (123.456, "", "123.5"), (1e15, "", "1000000000000000.0"), (999999999999999.0, "", "999999999999999"),
+    (True, "", "True"), ("Gen4 x8", "", "Gen4 x8"), (None, "s", "N/A"), (float("nan"), "", "N/A"), (-3, "C", "-3 C"),
+])
+def test_value_shown(value, unit, shown):
+    from nodeqc.checks.common import fmt
+    from nodeqc.model import Value
+
+    assert str(Value(value, unit)) == shown
+    assert fmt(value, unit) == shown
+
+
+def test_a_limit_without_a_warning_band_says_so_once():
+    from nodeqc.model import Threshold
+
+    assert Threshold("min_x", "min", 5, 5, "GB/s").describe() == ">= 5 GB/s"
+    assert Threshold("max_x", "max", 0, 0).describe() == "<= 0"
+    with pytest.raises(ValueError, match="^min_x: cannot judge a value that is not available$"):
+        Threshold("min_x", "min", 5, 5).judge(None)
+
+
+def test_remediation_is_the_codes_own():
+    from nodeqc.codes import REMEDIATION
+    from nodeqc.model import CheckResult
+
+    d = CheckResult("stress.pcie_bandwidth", "gpu0", Verdict.FAIL, "m", code="PCIE_WIDTH").to_dict()
+    assert d["remediation"] == REMEDIATION["PCIE_WIDTH"]
+
+
+def test_a_result_from_a_sparse_dict_gets_empty_defaults():
+    from nodeqc.model import CheckResult
+
+    r = CheckResult.from_dict({"name": "x", "subject": "node", "verdict": "pass", "message": "m",
+                               "values": {"a": {"value": 1}}})
+    assert r.values["a"].unit == "" and r.thresholds == [] and r.evidence == {} and r.key is None and r.code is None
+    assert CheckResult.from_dict({"name": "x", "subject": "node", "verdict": "pass", "message": "m"}).values == {}
+
+
+# ---------------------------------------------------------------------- the plan of work
+
+def test_the_plan_takes_its_figures_from_the_profile():
+    p = Profile("t", Path("t.toml"), {"run": {"quick_burn_s": 30, "burn_s": 600}, "gpu": {"dtypes": ["bf16"], "memtest_fraction": 0.5}})
+    assert stress.burn_params(p, True) == {"seconds": 30.0, "dtypes": ["bf16"], "seed": stress.SEED}
+    assert stress.burn_params(p, False)["seconds"] == 600.0
+    bare = Profile("t", Path("t.toml"), {"run": {"quick_burn_s": 30, "burn_s": 600}})
+    assert stress.burn_params(bare, True)["dtypes"] == ["fp32", "fp16"] and stress.memtest_params(bare, True)["fraction"] == 0.9
+    assert stress.memtest_params(p, True) == {"fraction": 0.5, "full": False, "retention_s": 0.0}
+    assert stress.hbm_params(p, True) == {"bytes": 1 << 30, "trials": 3, "iters": 10}
+    assert stress.hbm_params(p, False) == {"bytes": 1 << 30, "trials": 5, "iters": 10}
+    assert stress.pcie_params(p, True) == {"bytes": 256 << 20, "trials": 3, "iters": 8, "min_seconds": 3.0}
+    assert stress.pcie_params(p, False)["min_seconds"] == 10.0
+    assert stress.p2p_params(p, True) == {"bytes": 256 << 20, "iters": 4} and stress.p2p_params(p, False)["iters"] == 10
+    assert stress.nccl_params(p, True) == {"bytes": 1 << 30, "iters": 5}
+    assert stress.nccl_params(p, False) == {"bytes": 4 << 30, "iters": 20}
+
+
+def test_the_plan_makes_one_task_per_gpu_or_one_for_the_node():
+    p = Profile("t", Path("t.toml"), {"run": {"quick_burn_s": 30, "burn_s": 600}})
+    steps = {s.name: s for s in stress.PLAN}
+    g = gpus(3)
+    burn = steps["stress.burn"].tasks(g, p, True)
+    assert [(t.workload, t.gpu, t.gpus, t.expected_s) for t in burn] == [("matmul", i, (), 90.0) for i in range(3)]
+    assert burn[0].params["bus_ids"] == {0: "0000:01:00.0", 1: "0000:02:00.0", 2: "0000:03:00.0"}
+    [nccl] = steps["stress.nccl"].tasks(g, p, True)
+    assert (nccl.workload, nccl.gpu, nccl.gpus, nccl.expected_s) == ("nccl", 0, (0, 1, 2), 120)
+    names = [s.name for s in stress.PLAN]
+    assert names[0] == "stress.burn" and names.index("stress.memtest") < names.index("stress.p2p") < names.index("stress.nccl")
+    assert nccl.params["run_t0"] == 0.0 and steps["stress.p2p"].tasks(g, p, True, run_t0=12.5)[0].params["run_t0"] == 12.5
+
+
+def test_p2p_a_gpu_without_peers_is_skipped_and_the_others_judged():
+    r = {"access": [[0, 1, False], [0, 2, False], [1, 2, True], [2, 1, True]], "bidir": [{"a": 1, "b": 2, "gbps": 500.0}],
+         "pairs": [{"src": 1, "dst": 2, "gbps": 400.0, "latency_us": 1.0, "verified": True},
+                   {"src": 2, "dst": 1, "gbps": 400.0, "latency_us": 1.0, "verified": True}]}
+    res = by_subject(stress.judge_p2p(gpus(3), ok(r), profile(min_p2p_gbps=350, min_p2p_bidir_gbps=600)))
+    assert res["gpu0"].verdict is Verdict.SKIP and res["gpu0"].message == "no peer access to any other GPU"
+    for s in ("gpu1", "gpu2"):  # one-way is fine, two-way is not
+        assert (res[s].verdict, res[s].code) == (Verdict.FAIL, "P2P_SLOW")
+        assert res[s].message.startswith("median two-way bandwidth to its peers 500 GB/s is below the limit 600 GB/s")
+
+
+# ---------------------------------------------------------------------- power under the burn
+
+def _window(power_w, n=4, limit=700.0, reasons=0):
+    from nodeqc.backends.base import GpuSample
+    from nodeqc.telemetry import GpuTelemetry
+
+    tel = GpuTelemetry(0)
+    for k in range(n):
+        tel.add(float(k), GpuSample(temp_c=60, power_w=power_w, power_limit_w=limit, sm_clock_mhz=1980 - k,
+                                    util_pct=100, reasons=reasons))
+    return tel
+
+
+@pytest.mark.parametrize("power_w, verdict", [
+    (560.0, Verdict.PASS),  # 0.8 of the limit: at the warning level
+    (559.0, Verdict.WARN),  # 0.799
+    (525.0, Verdict.WARN),  # 0.75: at the limit
+    (524.0, Verdict.FAIL),  # 0.749
+])
+def test_burn_power_reached_against_the_limit(power_w, verdict):
+    from nodeqc.backends.base import REASON_BITS
+
+    windows = {0: _window(power_w, reasons=REASON_BITS["hw_slowdown"])}
+    [r] = stress.judge_burn(gpus(1), {0: ok(burn_result())}, windows, profile(min_power_fraction={"fail": 0.75, "warn": 0.80}))
+    assert r.verdict is verdict and r.code == (None if verdict is Verdict.PASS else "BURN_POWER_LOW")
+    assert r.values["power_fraction"].value == round(power_w / 700, 3)
+    assert (r.values["power_w"].value, r.values["power_w"].unit) == (power_w, "W")
+    assert (r.values["sm_clock_mhz"].value, r.values["sm_clock_mhz"].unit) == (1978, "MHz")  # mean of 1980..1977
+    assert (r.values["throttle_s"].value, r.values["throttle_s"].unit) == (3.0, "s")
+    assert "min_power_fraction" in [t.name for t in r.thresholds]
+    if verdict is not Verdict.PASS:
+        assert r.message.startswith(f"power under load {power_w:.0f} W of the 700 W limit, a fraction of {power_w / 700:.3g}")
+
+
+def test_burn_power_not_judged_without_readings_or_limit():
+    no_limit = {0: _window(100.0, limit=float("nan"))}
+    [r] = stress.judge_burn(gpus(1), {0: ok(burn_result())}, no_limit, profile(min_power_fraction=0.75))
+    assert r.verdict is Verdict.PASS and "power_fraction" not in r.values
+    [r] = stress.judge_burn(gpus(1), {0: ok(burn_result())}, {0: _window(100.0, n=0)}, profile(min_power_fraction=0.75))
+    assert "power_fraction" not in r.values
+    [r] = stress.judge_burn(gpus(1), {0: ok(burn_result())}, {0: _window(100.0)}, profile())  # no floor in the profile
+    assert r.verdict is Verdict.PASS and r.values["power_fraction"].value == 0.143
+
+
+def _two_dtypes(fp32=50.0, bf16=700.0, wrong=None):
+    r = {"dtypes": {"fp32": {"tflops": fp32, "fingerprint": "f", "known_answer_mismatch": None, "repeat_mismatch": None},
+                    "bf16": {"tflops": bf16, "fingerprint": "b", "known_answer_mismatch": None, "repeat_mismatch": None}},
+         "not_run": {}}
+    for dtype, fields in (wrong or {}).items():
+        r["dtypes"][dtype].update(fields)
+    return r
+
+
+def test_burn_with_several_dtypes_names_each():
+    both_wrong = {"known_answer_mismatch": KA_WRONG, "repeat_mismatch": {"check": 1, "first": "x", "now": "y"}}
+    bad = _two_dtypes(fp32=45.0, wrong={"fp32": both_wrong, "bf16": both_wrong})
+    bad["not_run"] = {"fp8": "fp8 matmul needs cuBLASLt", "fp64": "no fp64 units"}
+    r = judge_burn([_two_dtypes(), bad, _two_dtypes()], min_fp32_tflops={"fail": 48, "warn": 48})
+    assert r["gpu0"].message == "sustained fp32 50, bf16 700 TFLOP/s; results exact"
+    assert r["gpu0"].key == "bf16_tflops"  # the headline dtype first, whatever order the worker used
+    m = r["gpu1"].message
+    assert m.startswith("known-answer products wrong (fp32, bf16): in fp32, 1 element(s)")
+    assert "the same product gave a different result on a repeat (fp32, bf16)" in m
+    assert m.endswith("; not run: fp8 (fp8 matmul needs cuBLASLt); fp64 (no fp64 units)")
+    slow = judge_burn([_two_dtypes(fp32=45.0)], min_fp32_tflops={"fail": 48, "warn": 48})["gpu0"]
+    assert (slow.verdict, slow.code) == (Verdict.FAIL, "BURN_SLOW")
+    assert slow.message.startswith("fp32 sustained 45 TFLOP/s is below the limit 48 TFLOP/s")
+
+
+def test_burn_with_no_dtype_run():
+    r = judge_burn([{"dtypes": {}, "not_run": {"fp8": "no cuBLASLt"}}])["gpu0"]
+    assert (r.verdict, r.message, r.key) == (Verdict.PASS, "no dtype ran; not run: fp8 (no cuBLASLt)", None)
+
+
+def test_p2p_node_view():
+    def result(n, slow=(), missing=()):
+        pairs = [{**p, "gbps": 100.0 if (p["src"], p["dst"]) in slow else 400.0} for p in _pairs(n)]
+        access = [[i, j, (i, j) not in missing] for i in range(n) for j in range(n) if i != j]
+        return ok({"access": access, "pairs": pairs, "bidir": []})
+
+    nvlink = profile(min_p2p_gbps=300, nvlink_links=18, max_p2p_latency_us=2)
+    clean = by_subject(stress.judge_p2p(gpus(3), result(3), nvlink))
+    assert clean["node"].message == "6 peer pairs, every copy verified" and clean["node"].verdict is Verdict.PASS
+    # Slow pairs between GPUs that are each fine: the pairs are named, six at most.
+    many = {(i, j) for i in range(8) for j in range(8) if i < j and j - i == 1}
+    node = by_subject(stress.judge_p2p(gpus(8), result(8, slow=many), nvlink))["node"]
+    assert node.code == "P2P_PAIR_SLOW" and node.message == (
+        "7 slow pair(s) between healthy GPUs: gpu0->gpu1 100 GB/s, gpu1->gpu2 100 GB/s, gpu2->gpu3 100 GB/s, "
+        "gpu3->gpu4 100 GB/s, gpu4->gpu5 100 GB/s, gpu5->gpu6 100 GB/s")
+    at_floor = by_subject(stress.judge_p2p(gpus(3), ok({"access": [], "bidir": [], "pairs": [
+        {**p, "gbps": 300.0} for p in _pairs(3)]}), nvlink))["node"]
+    assert at_floor.verdict is Verdict.PASS  # exactly at the floor is not slow
+    # A slow pair with a GPU that failed on its own is that GPU's fault, not the link's.
+    bad_gpu0 = {(0, j) for j in (1, 2)} | {(j, 0) for j in (1, 2)}
+    r = by_subject(stress.judge_p2p(gpus(3), result(3, slow=bad_gpu0), nvlink))
+    assert r["gpu0"].code == "P2P_SLOW" and r["node"].verdict is Verdict.PASS
+    # Missing peer access fails only where the fabric promises it (NVLink); named, six at most.
+    missing = {(0, j) for j in range(1, 8)}
+    node = by_subject(stress.judge_p2p(gpus(8), result(8, missing=missing), nvlink))["node"]
+    assert node.code == "P2P_NO_PEER_ACCESS" and node.message == (
+        "no peer access for 7 pair(s): gpu0->gpu1, gpu0->gpu2, gpu0->gpu3, gpu0->gpu4, gpu0->gpu5, gpu0->gpu6")
+    pcie_only = by_subject(stress.judge_p2p(gpus(8), result(8, missing=missing), profile(min_p2p_gbps=300)))["node"]
+    assert pcie_only.verdict is Verdict.PASS and pcie_only.values["no_access"].value == 7
+
+
+def test_p2p_latency_code():
+    r = {"access": [], "bidir": [], "pairs": [{**p, "latency_us": 2.5} for p in _pairs(2)]}
+    res = by_subject(stress.judge_p2p(gpus(2), ok(r), profile(max_p2p_latency_us=2)))
+    assert (res["gpu0"].verdict, res["gpu0"].code) == (Verdict.FAIL, "P2P_LATENCY")
+
+
+@pytest.mark.parametrize("status, message", [
+    (STATUS_HANG, "hung: silent for 60 s"),
+    (STATUS_CRASH, "crashed: silent for 60 s"),
+    (STATUS_LOST, "the GPU fell off the bus during the work (silent for 60 s)"),
+    (STATUS_UNAVAILABLE, "silent for 60 s"),
+    (STATUS_ERROR, "the work raised silent for 60 s"),
+    (STATUS_ABORTED, "the run was aborted"),
+])
+def test_outcome_failure_says_what_happened_with_the_workers_evidence(status, message):
+    o = Outcome(Task("x", 0, {}, 1.0), status, None, "silent for 60 s\nlast line", {"last_progress": 0.4}, 61.234)
+    r = stress.outcome_failure("stress.memtest", "gpu5", o)
+    assert (r.name, r.subject, r.message) == ("stress.memtest", "gpu5", message)
+    assert r.evidence == {"worker": {"status": status, "detail": "silent for 60 s\nlast line", "elapsed_s": 61.23,
+                                     "last_progress": 0.4}}
+    empty = stress.outcome_failure("stress.memtest", "gpu5", Outcome(Task("x", 0, {}, 1.0), STATUS_HANG))
+    assert empty.message == "hung: hang"
