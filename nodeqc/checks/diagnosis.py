@@ -274,7 +274,7 @@ def explain(result: CheckResult, obs: Observed, expected: Expected, rate_share: 
     """Diagnose a result that fell short on a performance measure; a passing result only notes
     another process that used the GPU meanwhile."""
     kind = PERFORMANCE_CODES.get(result.code or "")
-    if result.verdict in (Verdict.WARN, Verdict.FAIL) and kind:
+    if result.verdict in (Verdict.WARN, Verdict.FAIL) and kind and _seen(obs):  # no telemetry: nothing to say
         return apply(result, diagnose(kind, obs, expected, rate_share, during))
     if result.verdict is Verdict.PASS and obs.other_processes:
         result.message += f"; another process used this GPU during {during}: {describe_processes(obs.other_processes)}"
@@ -282,9 +282,15 @@ def explain(result: CheckResult, obs: Observed, expected: Expected, rate_share: 
     return result
 
 
+def _seen(obs: Observed) -> bool:
+    """Telemetry saw something of this GPU during the step."""
+    return bool(obs.loaded_s > 0 or obs.sm_clock_mhz is not None or obs.power_w is not None or obs.other_processes)
+
+
 def explain_node(result: CheckResult, observations: list[Observed], expected: Expected, during: str) -> CheckResult:
     """A node-wide result (all-reduce, slow pairs): the first GPU whose telemetry explains it."""
-    if result.verdict not in (Verdict.WARN, Verdict.FAIL) or (result.code or "") not in PERFORMANCE_CODES:
+    if result.verdict not in (Verdict.WARN, Verdict.FAIL) or (result.code or "") not in PERFORMANCE_CODES \
+            or not any(_seen(o) for o in observations):
         return explain(result, _merged(observations), expected, None, during)
     for obs in observations:
         d = diagnose("p2p", obs, expected, None, during)
