@@ -14,7 +14,6 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 from typing import Any, Callable
@@ -112,102 +111,6 @@ def main(argv: list[str] | None = None) -> int:
 
 # ---------------------------------------------------------------------- the run
 
-
-def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
-    """Resolve hardware, profile and key from the arguments, or raise UsageError. Shared by the
-    headless run and the GUI."""
-    from nodeqc.backends import real_hardware, replay_hardware, simulated_hardware
-    from nodeqc.faults import parse_fault
-    from nodeqc.keys import load_signer
-    from nodeqc.peers import parse_peers
-    from nodeqc.profile import load_profile, suggest_profile
-
-    faults = [parse_fault(f) for f in args.inject]
-    peers = parse_peers(getattr(args, "nic_peer", []))
-    if faults and not args.simulate:
-        raise UsageError("--inject needs --simulate: faults are injected into a simulated node only")
-    if args.gpus is not None and args.gpus < 1:
-        raise UsageError(f"--gpus {args.gpus}: expected a positive number of GPUs")
-    if args.sample_hz is not None and not 0.1 <= args.sample_hz <= 50:
-        raise UsageError(f"--sample-hz {args.sample_hz:g}: expected 0.1 to 50 samples per second")
-    if args.out:
-        ensure_writable(Path(args.out))
-    simulate = args.simulate
-    if simulate == "auto":
-        simulate = None if _nvidia_gpu_present() else "hgx-h100"
-        if simulate:
-            print(f"nodeqc: no NVIDIA GPU found: running the simulated node '{simulate}'", file=sys.stderr)
-    if args.replay and simulate:
-        raise UsageError("--replay and --simulate exclude each other")
-    if args.replay:
-        hardware = replay_hardware(args.replay)
-    elif simulate:
-        # A simulated burn-in of any length takes about a minute: time runs that much faster.
-        scale = args.burn_in / 60 if getattr(args, "burn_in", None) and args.burn_in / 60 > 10 else None
-        hardware = simulated_hardware(simulate, faults, time_scale=scale)
-    else:
-        hardware = real_hardware()
-    _check_peer_nics(peers, hardware)
-    profile_ref = args.profile or "auto"
-    if profile_ref == "auto":
-        profile_ref = suggest_profile(_gpu_models(hardware))
-        print(f"nodeqc: profile auto: using '{profile_ref}'", file=sys.stderr)
-    profile = load_profile(profile_ref)
-    if args.gpus is not None:
-        fixed = profile.get("gpu", "count")
-        if profile.kind == "node" and fixed != args.gpus:
-            raise UsageError(f"--gpus {args.gpus}: profile {profile.name} fixes the GPU count at {fixed}")
-        profile = profile.with_gpu_count(args.gpus)
-    signer = load_signer(args.key)
-    return hardware, profile, signer
-
-
-def _check_peer_nics(peers: list[Any], hardware: Any) -> None:
-    """A --nic-peer NIC=HOST must name a NIC this node has."""
-    named = [p for p in peers if p.nic]
-    if not named or hardware.nics is None:
-        return
-    have = [n.name for n in hardware.nics.nics()]
-    for p in named:
-        if p.nic not in have:
-            raise UsageError(f"--nic-peer {p}: this node has no NIC {p.nic} (it has: {', '.join(have) or 'none'})")
-
-
-def _nvidia_gpu_present() -> bool:
-    from nodeqc.backends.nvml import NvmlBackend
-    from nodeqc.errors import BackendUnavailable
-
-    nvml = NvmlBackend()
-    try:
-        nvml.open()
-        return len(nvml.gpus()) > 0
-    except BackendUnavailable:
-        return False
-    finally:
-        nvml.close()
-
-
-def _gpu_models(hardware: Any) -> list[str]:
-    from nodeqc.errors import BackendUnavailable
-
-    try:
-        hardware.mgmt.open()
-        return [g.name for g in hardware.mgmt.gpus()]
-    except BackendUnavailable:
-        return []
-    finally:
-        hardware.mgmt.close()
-
-
-def ensure_writable(directory: Path) -> None:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=directory):
-            pass
-    except OSError as e:
-        raise UsageError(f"{directory}: cannot write reports there: {e.strerror}") from None
-
-
 class ProgressPrinter:
     """Renders the event stream on stderr: a line when a check starts; when it ends, a line for each
     subject that did not pass and one line for all that passed, with their key figures."""
@@ -266,94 +169,18 @@ class ProgressPrinter:
 
 
 def headless(args: argparse.Namespace, argv: list[str]) -> int:
-    from nodeqc.peers import parse_peers
-    from nodeqc.runner import RunOptions, Runner
-    from nodeqc.selection import Selection
+    from nodeqc.flow import RunFlow
+    from nodeqc.runner import Runner
 
-    selection = Selection.parse(args.only, args.skip)
-    textfile = Path(args.prometheus_textfile) if args.prometheus_textfile else None
-    if textfile:
-        from nodeqc.prometheus import check_path
-
-        check_path(textfile)
-    hardware, profile, signer = prepare(args)
-    archive = _open_archive(args.archive)
-    previous = _previous_report(hardware, archive, args.retest)
-    options = RunOptions(profile=profile, signer=signer, out_dir=Path(args.out) if args.out else None,
-                         quick=args.quick, operator=args.operator, ticket=args.ticket,
-                         sample_hz=args.sample_hz, burn_in_s=args.burn_in, command=["nodeqc", *argv],
-                         archive=archive.root, selection=selection, previous=previous[1] if previous else None,
-                         nic_peers=parse_peers(args.nic_peer))
+    flow = RunFlow(args, argv)
+    hardware, profile, signer = flow.prepare(args.profile)
+    options = flow.options(hardware, profile, signer, args.operator, args.ticket)
     runner = Runner(options, hardware, ProgressPrinter())
     with _graceful_abort(runner.abort):
         outcome = runner.run()
-    _after_run(outcome.report_path, selection, previous, textfile)
+    flow.after_run(outcome.report_path)
     print(outcome.report_path, flush=True)
     return outcome.exit_code
-
-
-def _open_archive(directory: str | None) -> Any:
-    from nodeqc.archive import Archive
-
-    if directory and not Path(directory).is_dir():
-        raise UsageError(f"--archive {directory}: no such directory")
-    return Archive(directory)
-
-
-def _previous_report(hardware: Any, archive: Any, retest: str | None) -> tuple[Path, dict[str, Any]] | None:
-    """The report this run re-tests: the one named with --retest REPORT, else this node's newest in
-    the archive (None if there is none; an error if --retest asked for one)."""
-    from nodeqc.archive import file_sha256, node_key, safe_name
-    from nodeqc.report import VerificationError, verify_file
-
-    if retest:
-        path = Path(retest)
-        try:
-            pred = verify_file(path, archive.trusted).predicate
-        except VerificationError as e:
-            raise UsageError(f"--retest {path}: NOT VERIFIED: {e}") from None
-        return path, {"report": path.name, "sha256": file_sha256(path), "verdict": pred.get("verdict"),
-                      "finished_at": pred.get("finished_at")}
-    host = hardware.host.info()
-    node = node_key(host.system_serial, host.hostname)
-    entry = archive.latest(node)
-    for skipped in archive.skipped():
-        if skipped.path.parent.name == safe_name(node):
-            print(f"nodeqc: warning: archive: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
-    if entry is None:
-        if retest is not None:
-            raise UsageError(f"--retest: the archive {archive.root} holds no verified report of node {node}; "
-                             "name one with --retest REPORT")
-        return None
-    print(f"nodeqc: re-test of node {node}: previous report {entry.path} ({entry.result}, {entry.finished_at})",
-          file=sys.stderr)
-    return entry.path, {"report": entry.path.name, "sha256": entry.sha256, "verdict": entry.verdict,
-                        "finished_at": entry.finished_at}
-
-
-def _after_run(report: Path, selection: Any, previous: tuple[Path, dict[str, Any]] | None,
-               textfile: Path | None) -> None:
-    """What follows the report: the partial note, the comparison with the re-tested report, the
-    Prometheus textfile."""
-    from nodeqc.report import VerificationError, decode_statement, read_envelope
-
-    try:
-        predicate = decode_statement(read_envelope(report))["predicate"]
-    except VerificationError as e:
-        raise UsageError(f"{report}: cannot read the report just written: {e}") from None
-    if selection.partial:
-        print(f"nodeqc: partial run ({selection.describe()}): this report is not a qualification",
-              file=sys.stderr)
-    if previous:
-        from nodeqc.compare import compare
-
-        old = decode_statement(read_envelope(previous[0]))["predicate"]
-        for line in compare(old, predicate).lines(str(previous[0]), str(report)):
-            print(line, file=sys.stderr)
-    if textfile:
-        from nodeqc.prometheus import render, write_textfile
-
-        write_textfile(textfile, render(predicate, report))
 
 
 class _graceful_abort:
@@ -503,6 +330,7 @@ def cmd_scenarios(argv: list[str]) -> int:
 def cmd_capture(argv: list[str]) -> int:
     from nodeqc.backends.host import LinuxHost
     from nodeqc.capture import capture, write_capture
+    from nodeqc.flow import ensure_writable
     from nodeqc.errors import BackendUnavailable
 
     p = _Parser(prog="nodeqc capture", description="Record this machine's NVML answers (inventory, counters, "

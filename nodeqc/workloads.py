@@ -6,10 +6,12 @@ returns plain data; the verdicts are made in nodeqc/checks/stress.py.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from nodeqc.verify import compare_exact, decode_memtest_errors, known_answer_inputs
-from nodeqc.workers import Reporter
+
+if TYPE_CHECKING:  # workers imports this module to run its workloads
+    from nodeqc.workers import Reporter
 
 STEP_S = 1.0  # seconds of work between progress reports, on the run's clock
 ALL_ONES = 0xFFFF_FFFF_FFFF_FFFF
