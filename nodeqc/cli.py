@@ -56,6 +56,9 @@ def _run_parser() -> _Parser:
     p.add_argument("--retest", metavar="REPORT", nargs="?", const="", help="re-test after a repair: record the "
                    "previous report (REPORT, else this node's newest in the archive) and compare at the end; "
                    "done anyway when the archive holds an earlier report of this node")
+    p.add_argument("--repair", metavar="TEXT", help="what was repaired since the re-tested report (see --retest), "
+                   "e.g. \"reseated GPU 3 riser\": recorded in the signed report, which says FIXED or STILL "
+                   "FAILING for each earlier failure")
     p.add_argument("--only", metavar="CHECKS", action="append", help="run only these checks or families, e.g. "
                    "health.pcie_link,host (the report is partial: not a qualification)")
     p.add_argument("--skip", metavar="CHECKS", action="append", help="leave out these checks or families, e.g. "
@@ -154,14 +157,14 @@ class ProgressPrinter:
             self._summary(event)
 
     def _summary(self, event: Any) -> None:
-        c = event.counts
-        state = "ABORTED (not qualified)" if event.status == "aborted" else event.verdict
-        self._line(f"RESULT: {state}  ({c['pass']} pass, {c['warn']} warn, {c['fail']} fail, "
-                   f"{c['skip']} skip, {c['error']} error)")
-        for f in event.failed[:20]:
-            self._line(f"  failed: {f}")
-        if len(event.failed) > 20:
-            self._line(f"  ... and {len(event.failed) - 20} more (nodeqc show REPORT)")
+        """The answer, rendered as every face renders it (nodeqc.findings): the headline with what did
+        not run, then each failing part with its identity, its findings and what to do."""
+        from nodeqc.findings import answer_lines
+
+        first, *rest = answer_lines(event.answer)
+        self._line(f"RESULT: {first}")
+        for line in rest:
+            self._line(line)
         self._line(f"report: {event.report_path}")
 
     def _line(self, text: str) -> None:
@@ -300,7 +303,8 @@ def cmd_profiles(argv: list[str]) -> int:
             for key in SCHEMA[section]:
                 if key not in prof.section(section):
                     continue
-                t = prof.threshold(section, key) if key.startswith(("min_", "max_")) else None
+                # Only limits have a warning band: a version floor (min_driver) is shown as written.
+                t = prof.threshold(section, key) if SCHEMA[section][key].kind == "threshold" else None
                 shown = t.describe() if t else prof.get(section, key)
                 print(f"  {key:<22} {shown}")
         return 0
@@ -409,13 +413,36 @@ def cmd_history(argv: list[str]) -> int:
     p = _archive_parser("nodeqc history", "List the verified reports in the archive, newest first. Only a "
                         "complete, full run that passed is a qualification; partial runs say so.")
     p.add_argument("--limit", type=int, metavar="N", help="at most N reports")
+    p.add_argument("--part", metavar="SERIAL", help="one part's story instead: a GPU by its serial, a NIC by its "
+                   "MAC or PCI address; each report that saw it, what failed, what was repaired and whether it held")
     args = p.parse_args(argv)
+    if args.part:
+        return _part_history(args)
     entries = _query(args)
     if entries:
         print(f"{'FINISHED':<20}  {'NODE':<18} {'HOST':<16} {'RESULT':<20} {'PROFILE':<10} {'FAILED':<28} REPORT")
     for e in entries:
         failed = (e.failed[0] + (f" +{len(e.failed) - 1}" if len(e.failed) > 1 else "")) if e.failed else "-"
         print(f"{e.finished_at:<20}  {e.node:<18} {e.hostname:<16} {e.result:<20} {e.profile:<10} {failed:<28} {e.path}")
+    return 0
+
+
+def _part_history(args: argparse.Namespace) -> int:
+    from nodeqc.archive import Archive
+    from nodeqc.keys import trusted_keys
+    from nodeqc.parts import story
+
+    if args.archive and not Path(args.archive).is_dir():
+        raise UsageError(f"--archive {args.archive}: no such directory")
+    archive = Archive(args.archive, trusted_keys(args.pubkey))
+    chapters = story(archive, args.part)
+    archive.close()
+    if not chapters:
+        print(f"nodeqc: no verified report in {archive.root} saw a part {args.part}", file=sys.stderr)
+        return 0
+    print(f"part {chapters[-1].identity}: {len(chapters)} report(s), oldest first")
+    for c in chapters:
+        print("  " + c.line())
     return 0
 
 

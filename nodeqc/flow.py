@@ -200,16 +200,52 @@ class RunFlow:
         run_args.profile = profile_ref
         return prepare(run_args)
 
-    def options(self, hardware: Any, profile: Any, signer: Any, operator: str | None, ticket: str | None) -> Any:
+    def options(self, hardware: Any, profile: Any, signer: Any, operator: str | None, ticket: str | None,
+                repair: str | None = None, retest: Path | None = None) -> Any:
+        """The run's options. After a repair: `repair` (or --repair) says what was done, and the run
+        re-tests `retest` (or --retest REPORT, or the node's newest report): the new report links it
+        and says FIXED / STILL FAILING for each of its failures."""
         from nodeqc.peers import parse_peers
         from nodeqc.runner import RunOptions
 
         a = self.args
-        self.previous = previous_report(hardware, self.archive, a.retest)
+        repair = repair or getattr(a, "repair", None)
+        # A fresh look at the archive for each run: the window's runs are on threads of their own (an
+        # index connection is its thread's), and the first run may have created the signing key.
+        self.archive = open_archive(a.archive)
+        self.previous = previous_report(hardware, self.archive, str(retest) if retest else a.retest)
+        if repair and self.previous is None:
+            raise UsageError("--repair: there is no earlier report of this node to re-test; name it with --retest REPORT")
+        previous = self.previous[1] if self.previous else None
+        prior: dict[str, int] = {}
+        if previous is not None:
+            previous = {**previous, **self._failures(self.previous[0])}
+            prior = self._prior_repairs(hardware)
         return RunOptions(profile=profile, signer=signer, out_dir=Path(a.out) if a.out else None, quick=a.quick,
                           operator=operator, ticket=ticket, sample_hz=a.sample_hz, burn_in_s=a.burn_in,
                           command=self.command, archive=self.archive.root, selection=self.selection,
-                          previous=self.previous[1] if self.previous else None, nic_peers=parse_peers(a.nic_peer))
+                          previous=previous, nic_peers=parse_peers(a.nic_peer), repair=repair, prior_repairs=prior)
+
+    def _failures(self, path: Path) -> dict[str, Any]:
+        """The re-tested report's path and failures, for FIXED / STILL FAILING."""
+        from nodeqc.findings import failures_of
+        from nodeqc.report import VerificationError, verify_file
+
+        try:
+            predicate = verify_file(path, self.archive.trusted).predicate
+        except VerificationError as e:
+            raise UsageError(f"{path}: NOT VERIFIED: {e}") from None
+        return {"path": str(path), "failures": failures_of(predicate)}
+
+    def _prior_repairs(self, hardware: Any) -> dict[str, int]:
+        from nodeqc.archive import node_dir, node_key
+        from nodeqc.parts import prior_repairs
+
+        host = hardware.host.info()
+        node = node_key(host.system_serial, host.hostname)
+        if not node_dir(node, self.archive.root).is_dir():  # no history here: leave the archive untouched
+            return {}
+        return prior_repairs(self.archive, node)
 
     def after_run(self, report: Path) -> None:
         after_run(report, self.selection, self.previous, self.textfile)
