@@ -6,8 +6,9 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QSize, QtMsgType, QTimer, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
 from nodeqc.errors import UsageError
@@ -26,7 +27,17 @@ def check_display() -> None:
                          "QT_QPA_PLATFORM=offscreen with --start --screenshot PNG, or use nodeqc --headless")
 
 
+def _qt_message(mode: QtMsgType, context: Any, message: str) -> None:
+    """Qt's own messages, less one that is noise: the offscreen platform (screenshots, tests) says it
+    cannot pass size hints to a window manager it does not have, once per layout change."""
+    if "propagateSizeHints" in message:
+        return
+    print(message, file=sys.stderr)
+
+
 def make_app() -> QApplication:
+    if os.environ.get("QT_QPA_PLATFORM", "").startswith("offscreen"):
+        qInstallMessageHandler(_qt_message)
     app = QApplication.instance() or QApplication(["nodeqc"])
     app.setStyle("Fusion")  # the same look on every desktop; the window brings its own sizes and colours
     return app
@@ -34,6 +45,7 @@ def make_app() -> QApplication:
 
 def main(args: argparse.Namespace, argv: list[str]) -> int:
     check_display()
+    size = window_size()
     if args.screenshot:
         shot = Path(args.screenshot)
         if not shot.parent.is_dir():
@@ -47,14 +59,29 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
     window = MainWindow(setup, probe(hardware))
     if args.screenshot:  # once the run has ended and the window shows its verdict
         window.run_done.connect(lambda _: QTimer.singleShot(SETTLE_MS, lambda: _save_and_quit(window, shot)))
-    window.resize(window.screen().availableGeometry().size())  # full screen even without a window manager
-    window.showMaximized()
+    if size is not None:  # a given size: screenshots at 1366x768 and 1920x1080 (NODEQC_WINDOW_SIZE=WxH)
+        window.resize(size)
+        window.show()
+    else:
+        window.resize(window.screen().availableGeometry().size())  # full screen even without a window manager
+        window.showMaximized()
     if args.start:
         QTimer.singleShot(0, window.start)
     app.exec()
     if window.outcome is not None:
         print(window.outcome.report_path, flush=True)  # as the headless run: the last line is the report
     return window.exit_code
+
+
+def window_size() -> QSize | None:
+    """NODEQC_WINDOW_SIZE=1366x768: open the window at this size instead of filling the screen."""
+    text = os.environ.get("NODEQC_WINDOW_SIZE", "").strip()
+    if not text:
+        return None
+    w, sep, h = text.lower().partition("x")
+    if not (sep and w.isdigit() and h.isdigit() and int(w) >= 320 and int(h) >= 240):
+        raise UsageError(f"NODEQC_WINDOW_SIZE={text}: expected WIDTHxHEIGHT, e.g. 1366x768")
+    return QSize(int(w), int(h))
 
 
 def _save_and_quit(window: MainWindow, path: Path) -> None:
