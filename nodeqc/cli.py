@@ -159,9 +159,9 @@ class ProgressPrinter:
     def _summary(self, event: Any) -> None:
         """The answer, rendered as every face renders it (nodeqc.findings): the headline with what did
         not run, then each failing part with its identity, its findings and what to do."""
-        from nodeqc.findings import answer_lines
+        from nodeqc.findings import SHOWN_PARTS, answer_lines
 
-        first, *rest = answer_lines(event.answer)
+        first, *rest = answer_lines(event.answer, limit=SHOWN_PARTS)
         self._line(f"RESULT: {first}")
         for line in rest:
             self._line(line)

@@ -253,14 +253,18 @@ def answer_of(predicate: dict[str, Any]) -> Answer:
 ESCALATED = {1: "AGAIN after a repair", 2: "REPEATED after repairs"}
 
 
-def finding_lines(findings: list[Finding], indent: str = "  ") -> list[str]:
+SHOWN_PARTS = 20  # parts the end-of-run summary lists; `nodeqc show` lists them all
+
+
+def finding_lines(findings: list[Finding], indent: str = "  ", limit: int | None = None) -> list[str]:
     """Grouped by part: the part's identity, then each check's finding, then what to do (once per
-    distinct remediation)."""
+    distinct remediation). At most `limit` parts, then how many more."""
     out: list[str] = []
     by_part: dict[str, list[Finding]] = {}
     for f in findings:
         by_part.setdefault(f.subject, []).append(f)
-    for group in by_part.values():
+    groups = list(by_part.values())
+    for group in groups[:limit]:
         worst = min(group, key=lambda f: SHOWN_ORDER[f.verdict])
         out.append(f"{indent}{worst.verdict.upper():<5} {group[0].part.identity}")
         for f in group:
@@ -269,18 +273,20 @@ def finding_lines(findings: list[Finding], indent: str = "  ") -> list[str]:
             out.append(f"{indent}      {f.check}: {f.finding} [{f.code}]{status}{again}")
         for text in dict.fromkeys(f.remediation for f in group):
             out.append(f"{indent}      what to do: {text}")
+    if limit is not None and len(groups) > limit:
+        out.append(f"{indent}... and {len(groups) - limit} more part(s): nodeqc show REPORT lists them all")
     return out
 
 
-def answer_lines(a: Answer) -> list[str]:
-    """The end of a run, or the top of a report: the headline, each failing and warning part, the
-    checks that did not run, the repair this run re-tested."""
+def answer_lines(a: Answer, limit: int | None = None) -> list[str]:
+    """The end of a run, or the top of a report: the headline, each failing and warning part (at
+    most `limit`), the checks that did not run, the repair this run re-tested."""
     out = [a.headline]
     if a.simulated:
         out[0] += "  ** SIMULATED: not a qualification of real hardware **"
     if a.partial:
         out.append(f"  partial run: {a.partial}")
-    out += finding_lines(a.findings)
+    out += finding_lines(a.findings, limit=limit)
     if a.repair:
         out += repair_lines(a.repair)
     return out

@@ -34,7 +34,8 @@ from nodeqc.model import CheckResult  # noqa: E402
 from nodeqc.gui.reports import ReportDialog, load_report, summary_html  # noqa: E402
 from nodeqc.gui.session import RunSetup, probe  # noqa: E402
 from nodeqc.gui.tiles import GpuTile  # noqa: E402
-from nodeqc.gui.window import MainWindow  # noqa: E402
+from nodeqc.findings import answer as run_answer  # noqa: E402
+from nodeqc.gui.window import MainWindow, banner_findings  # noqa: E402
 from nodeqc.keys import load_signer, trusted_keys  # noqa: E402
 from nodeqc.model import Verdict  # noqa: E402
 from nodeqc.profile import load_profile  # noqa: E402
@@ -238,10 +239,31 @@ def test_a_repair_recorded_in_the_window_goes_into_the_retests_signed_report(qtb
     assert "[STILL FAILING]" in banner and "Failed again after a repair: do not just reseat" in banner
 
 
+def test_the_banner_names_failing_gpus_and_nics_with_what_to_do():
+    results = [CheckResult("health.pcie_link", "gpu3", Verdict.FAIL, "link Gen5 x8 under load, expected x16",
+                           code="PCIE_WIDTH"),
+               CheckResult("health.ecc", "gpu6", Verdict.FAIL, "double-bit ECC errors 2 (limit 0)", code="ECC_DBE"),
+               CheckResult("nic.link", "nic2", Verdict.FAIL, "ibp64s0 (mlx5_core, 0000:40:00.0): link down",
+                           code="NIC_LINK_DOWN"),
+               CheckResult("nic.inventory", "node", Verdict.PASS, "9 NICs", evidence={"nics": [
+                   {"subject": "nic2", "name": "ibp64s0", "bus_id": "0000:40:00.0", "mac": "02:00:00:00:00:02"}]})]
+    gpus = [{"subject": f"gpu{i}", "index": i, "bus_id": f"0000:{i:02x}:00.0", "serial": f"S{i}"} for i in range(8)]
+    text = QTextDocumentFragment.fromHtml(banner_findings(run_answer(results, gpus, "FAIL", "complete").findings)).toPlainText()
+    lines = text.splitlines()
+    assert lines[0] == "GPU 3 (0000:03:00.0, serial S3): link Gen5 x8 under load, expected x16 (health.pcie_link)"
+    assert lines[1].strip() == f"\u2192 What to do: {remediation('PCIE_WIDTH')}"
+    assert lines[2].startswith("GPU 6 (0000:06:00.0, serial S6): double-bit ECC errors 2 (limit 0)")
+    assert lines[4] == "NIC ibp64s0 (0000:40:00.0): link down (nic.link)"
+    assert lines[5].strip() == f"\u2192 What to do: {remediation('NIC_LINK_DOWN')}"
+
+
 def test_a_clean_node_passes_and_a_retest_runs_again(qtbot):
     window = make_window(qtbot, scenario="h100", profile="h100")
     first = run(qtbot, window)
     assert first.exit_code == 0 and window.banner_word.text() == "PASS"
+    # Some checks did not run (no NIC peer, one GPU): the banner counts them, never "every check passed".
+    assert "passed; " in window.banner_text.text() and "not run: " in window.banner_text.text()
+    assert "no NIC peer given (pass --nic-peer)" in window.banner_text.text()
     assert window.tiles["gpu0"].badge.text() == "PASS" and "at max" in window.tiles["gpu0"].pcie.text()
     assert window.retest_button.isVisible() and window.start_button.isEnabled() and not window.abort_button.isEnabled()
     with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS) as blocker:
