@@ -114,18 +114,27 @@ def nics_of(results: Iterable[CheckResult | dict[str, Any]]) -> list[dict[str, A
 
 
 def collect(results: list[CheckResult], gpus: list[dict[str, Any]]) -> list[Finding]:
-    """A Finding for each failing, erroring or warning result: failures first, in run order."""
+    """A Finding for each failing, erroring or warning result: failures first, then warnings; within
+    each the node, the GPUs by index, the NICs; a part's checks in run order."""
     known = parts(gpus, nics_of(results))
     found = []
     for r in results:
         if r.verdict not in (Verdict.FAIL, Verdict.ERROR, Verdict.WARN):
             continue
-        part = known.get(r.subject) or Part("node" if r.subject == "node" else r.subject.rstrip("0123456789") or "node",
-                                            r.subject)
+        part = known.get(r.subject) or _unlisted(r.subject)
         first, *more = split_findings(_without_identity(r.message, part))
         found.append(Finding(r.verdict.value, r.name, r.subject, part, first, r.code,
                              remediation(r.code) if r.code else "See the check's evidence.", more))
     return sorted(found, key=lambda f: (SHOWN_ORDER[f.verdict], _part_order(f.part)))
+
+
+def _unlisted(subject: str) -> Part:
+    """A subject the inventory did not describe (a GPU on the bus the driver did not bring up)."""
+    kind = subject.rstrip("0123456789")
+    number = subject[len(kind):]
+    if kind == "gpu" and number:
+        return Part("gpu", subject, index=int(number))
+    return Part(kind if kind in ("gpu", "nic") else "node", subject, name=subject if kind == "nic" else "")
 
 
 def _part_order(part: Part) -> tuple[int, int, str]:

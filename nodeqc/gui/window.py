@@ -334,8 +334,10 @@ class MainWindow(QMainWindow):
         self._fresh_view(self.node.gpus, "")
         self.tabs.setCurrentWidget(self.plots)
         self._set_inputs(running=True)
+        # Only a re-test after a repair passes these: a first run's options are the command line's.
+        after_repair = {k: v for k, v in (("repair", repair), ("retest", retest)) if v is not None}
         self.worker.start(lambda emit: Runner(self.setup.options(hardware, profile, signer, operator, ticket,
-                                                                 repair=repair, retest=retest), hardware, emit),
+                                                                 **after_repair), hardware, emit),
                           after=lambda outcome: self.setup.after_run(outcome.report_path))
         self.timer.start()
         self.redraw()
