@@ -9,7 +9,12 @@ Side by side (targets from the GPU stress issue):
   - our STREAM copy kernel vs a large device-to-device copy (bytes read plus written): at least 90%;
   - our pinned H2D/D2H vs a plain cudaMemcpyAsync loop on pinned memory: at least 90%;
   - the memory test's GB/s; the wall time of `nodeqc --headless --profile P --quick` from a cold start
-    (target under 90 s for one GPU).
+    (target under 90 s for one GPU);
+  - the pulse test (stress.power_pulse's workload): per period the bursts it made, their duty, the
+    power NVML read (average and instantaneous) and any HW slowdown or power brake (target: none on
+    a healthy GPU, which is what makes the check's failures true ones);
+  - FP8 e4m3 8192^3: the references a later FP8 burn must reach (PyTorch's _scaled_mm, nvmath-python's
+    Matmul) when they are installed; the burn's own FP8 is reported as not run until it exists.
 Prints one JSON object; record it in benchmarks/RESULTS.md with the date, device, driver and command.
 
 --check runs the same measuring code on the simulated device and checks what it can without a GPU:
@@ -65,6 +70,17 @@ def check() -> int:
         problems.append("STREAM copy did not verify")
     if not W.pcie_bandwidth(clean, {"bytes": 1 << 28, "trials": 2, "iters": 2, "min_seconds": 0}, _Quiet())["verified"]:
         problems.append("PCIe round trip did not verify")
+    full = {"fraction": 0.9, "full": True, "retention_s": 5}
+    if W.memory_test(clean, full, _Quiet())["errors"]:
+        problems.append("full memory test found errors on clean memory")
+    fading = SimDevice(SimNode(load_scenario("hgx-h100"), [parse_fault("gpu0:retention")], time_scale=5000).compute_spec(), 0)
+    faded = W.memory_test(fading, full, _Quiet())
+    if [p["pattern"] for p in faded["passes"] if p["errors"]] != ["bit fade"]:
+        problems.append(f"bit fade did not find the fading cells alone: {faded['passes']}")
+    pulse = W.power_pulse(clean, {"periods_s": [0.02, 1.0], "seconds_per_period": 4, "run_t0": clean.clock.now(),
+                                  "seed": 1}, _Quiet())["periods"]
+    if [p["period_s"] for p in pulse] != [0.0, 0.02, 1.0] or any(p["cycles"] < 1 for p in pulse[1:]):
+        problems.append(f"pulse test did not swing at each period: {pulse}")
     print(json.dumps({"benchmark": "gpu", "mode": "check", "ok": not problems, "problems": problems}))
     return 1 if problems else 0
 
@@ -148,6 +164,80 @@ def _plain_copy_gbps(cp: Any, nbytes: int) -> tuple[float, float]:
     return nbytes / h2d / 1e9, nbytes / d2h / 1e9
 
 
+def _pulse(dev: Any, gpu: int) -> dict[str, Any]:
+    """The pulse workload at each of the check's periods, NVML read as fast as it answers meanwhile."""
+    import threading
+
+    import pynvml
+
+    from nodeqc import workloads as W
+    from nodeqc.backends.base import REASON_BITS
+    from nodeqc.checks.stress import PULSE_PERIODS_S
+
+    pynvml.nvmlInit()
+    h = pynvml.nvmlDeviceGetHandleByIndex(gpu)
+    readings: list[tuple[float, float, float | None, int]] = []
+    stop = threading.Event()
+    instant = getattr(pynvml, "NVML_FI_DEV_POWER_INSTANT", None)
+
+    def watch() -> None:
+        while not stop.is_set():
+            inst = None
+            if instant is not None:
+                v = pynvml.nvmlDeviceGetFieldValues(h, [instant])[0]
+                inst = v.value.uiVal / 1000 if v.nvmlReturn == 0 else None
+            readings.append((dev.clock.now(), pynvml.nvmlDeviceGetPowerUsage(h) / 1000, inst,
+                             pynvml.nvmlDeviceGetCurrentClocksEventReasons(h)))
+            time.sleep(0.005)
+
+    t0 = dev.clock.now()
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        spans = W.power_pulse(dev, {"periods_s": list(PULSE_PERIODS_S), "seconds_per_period": 4, "run_t0": t0,
+                                    "seed": 1}, _Quiet())["periods"]
+    finally:
+        stop.set()
+        thread.join()
+    limit = pynvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000
+    bad = REASON_BITS["hw_slowdown"] | REASON_BITS["power_brake"]
+    out = []
+    for p in spans:
+        inside = [r for r in readings if p["start_s"] <= r[0] - t0 <= p["end_s"]]
+        inst = [r[2] for r in inside if r[2] is not None]
+        out.append({**p, "power_w": [round(min(r[1] for r in inside)), round(max(r[1] for r in inside))] if inside else None,
+                    "instant_max_w": round(max(inst)) if inst else None,
+                    "hw_slowdown_or_brake": any(r[3] & bad for r in inside)})
+    return {"power_limit_w": limit, "periods": out, "target": "no HW slowdown or power brake on a healthy GPU"}
+
+
+def _fp8_references(ordinal: int) -> dict[str, Any]:
+    """FP8 e4m3 N^3 through the libraries that reach cuBLASLt, when installed (TFLOP/s)."""
+    out: dict[str, Any] = {"ours": "not run: the burn's FP8 needs cuBLASLt (nvmath-python), not yet wired"}
+    try:
+        import torch
+
+        dev = f"cuda:{ordinal}"
+        a = torch.randn(N, N, device=dev).to(torch.float8_e4m3fn)
+        b = torch.randn(N, N, device=dev).to(torch.float8_e4m3fn).t()
+        one = torch.tensor(1.0, device=dev)
+
+        def once() -> float:
+            torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(20):
+                torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            e.record()
+            e.synchronize()
+            return s.elapsed_time(e) / 1000 / 20
+
+        out["torch_scaled_mm_tflops"] = round(2 * N ** 3 / _best_of(once, 3) / 1e12, 1)
+    except Exception as e:  # noqa: BLE001 - a reference that cannot run is reported, not fatal
+        out["torch_scaled_mm"] = f"not run: {type(e).__name__}: {e}"[:200]
+    return out
+
+
 def measure(gpu: int, profile: str) -> dict[str, Any]:
     """Each measurement in its own function, so its buffers are freed before the next one."""
     import cupy as cp
@@ -179,7 +269,13 @@ def measure(gpu: int, profile: str) -> dict[str, Any]:
 
     m = W.memory_test(dev, {"fraction": 0.9}, _Quiet())
     out["memtest"] = {"gbps": m["gbps"], "tested_gib": round(m["bytes"] / 2**30, 1), "errors": m["errors"]}
+    start = time.monotonic()
+    full = W.memory_test(dev, {"fraction": 0.9, "full": True, "retention_s": 10}, _Quiet())
+    out["memtest_full"] = {"wall_s": round(time.monotonic() - start, 1), "retention_s": 10, "errors": full["errors"],
+                           "patterns": len(full["passes"])}
+    out["pulse"] = _pulse(dev, gpu)
     dev.close()
+    out["fp8"] = _fp8_references(gpu)
 
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "XDG_DATA_HOME": f"{home}/d", "XDG_CONFIG_HOME": f"{home}/c"}

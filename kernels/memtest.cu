@@ -6,6 +6,12 @@
 //   random          each word holds splitmix64(index ^ seed), or its complement (data-dependent faults)
 //   invert          moving inversions: check the pattern, write its complement, in ascending or
 //                   descending order within each thread's share
+//   modulo          every 20th word (from an offset) holds `value`, the others its complement
+//                   (cuda_memtest's modulo-20 test: interference from neighbours 20 words apart)
+//   block           splitmix64((index mod 2^k) ^ value): the same in every block of 2^k words, so a
+//                   block copied 2^k words away still holds what the pattern says (the block-move test)
+// The kind is one int: the low byte picks the pattern, bits 8-15 carry the modulo test's offset or
+// the block pattern's k.
 struct ErrorRecord {
     unsigned long long index;
     unsigned long long expected;
@@ -19,13 +25,18 @@ __device__ __forceinline__ unsigned long long splitmix64(unsigned long long x) {
     return x ^ (x >> 31);
 }
 
-// kind: 0 constant `value`, 1 own index ^ value, 2 splitmix64(index ^ value), 3 its complement
+#define MODULO 20ULL
+
+// kind & 0xff: 0 constant `value`, 1 own index ^ value, 2 splitmix64(index ^ value), 3 its complement,
+// 4 modulo-20 (offset kind >> 8), 5 block pattern (block of 2^(kind >> 8) words)
 __device__ __forceinline__ unsigned long long expected_word(int kind, unsigned long long i, unsigned long long value) {
-    switch (kind) {
+    switch (kind & 0xff) {
         case 0: return value;
         case 1: return i ^ value;
         case 2: return splitmix64(i ^ value);
-        default: return ~splitmix64(i ^ value);
+        case 3: return ~splitmix64(i ^ value);
+        case 4: return (i % MODULO == (unsigned long long)((kind >> 8) & 0xff)) ? value : ~value;
+        default: return splitmix64((i & ((1ULL << ((kind >> 8) & 0x3f)) - 1ULL)) ^ value);
     }
 }
 

@@ -59,6 +59,8 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "throttle": (_reason, "clocks are cut for this reason under load"),
     "ecc_dbe": (_int(1), "this many uncorrectable ECC errors appear under load"),
     "ecc_sbe": (_int(1), "this many correctable ECC errors appear under load"),
+    "sram_dbe": (_int(1), "this many uncorrectable ECC errors appear in on-chip memory (SRAM) under load"),
+    "sram_sbe": (_int(1), "this many correctable ECC errors appear in on-chip memory (SRAM) under load"),
     "xid": (_int(1, 999), "the driver reports this XID under load"),
     "row_remap_pending": (None, "row remaps are pending (not yet applied)"),
     "row_remap_failed": (None, "a row remap failed"),
@@ -67,10 +69,13 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "hbm_bw": (_number(0, 1, open_low=True), "memory bandwidth is this fraction of normal"),
     "bitflip": (None, "matmul results come back with one flipped bit"),
     "badmem": (None, "one bit of device memory is stuck"),
+    "retention": (None, "weak memory cells lose their charge while left alone (found by full mode's bit fade)"),
     "nvlink_down": (_int(1, 18), "this many NVLink links are down"),
     "p2p_bw": (_number(0, 1, open_low=True), "GPU-to-GPU bandwidth is this fraction of normal"),
     "hang": (None, "a kernel never returns"),
     "power": (_number(1, 2000), "the GPU cannot draw more than this many watts"),
+    "transient_brake": (_number(1, 2000), "power brake is asserted while the load swings with a period up "
+                        "to this many ms (the pulse test finds it)"),
 }
 NIC_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "down": (None, "the link is down"),

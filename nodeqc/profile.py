@@ -61,6 +61,9 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "max_pcie_replays": _t("PCIe replay counter growth during the run"),
         "max_ecc_sbe": _t("corrected (single-bit) ECC errors that appear during the run"),
         "max_ecc_dbe": _t("uncorrected (double-bit) ECC errors since the driver loaded"),
+        "max_sram_ecc_dbe": _t("uncorrectable ECC errors in on-chip memory (SRAM), in the GPU's life"),
+        "max_sram_ecc_sbe": _t("corrected ECC errors in on-chip memory (SRAM), in the GPU's life"),
+        "max_sram_ecc_sbe_growth": _t("corrected ECC errors in on-chip memory (SRAM) that appear during the run"),
         "max_retired_pages": _t("retired memory pages (pre-Ampere GPUs)"),
         "max_row_remaps": _t("rows remapped for uncorrectable errors (Ampere and newer)"),
         "max_nvlink_errors": _t("NVLink replays and recoveries during the run"),
@@ -110,6 +113,12 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "stall_timeout_s": Spec("number", "a worker silent this long is killed as hung", low=1),
         "startup_timeout_s": Spec("number", "time a worker may take before its first progress", low=1),
         "burn_in_s": Spec("number", "seconds of burn-in as part of qualification (0: none unless --burn-in)", low=0),
+        "power_s": Spec("number", "seconds every GPU is held at its power limit in a full run", low=1),
+        "quick_power_s": Spec("number", "seconds every GPU is held at its power limit with --quick", low=1),
+        "pulse_s": Spec("number", "seconds of the pulse test at each period in a full run", low=0.5),
+        "quick_pulse_s": Spec("number", "seconds of the pulse test at each period with --quick", low=0.5),
+        "memtest_retention_s": Spec("number", "seconds the full memory test leaves each bit-fade pattern "
+                                    "alone before reading it back", low=0, high=86400),
     },
 }
 
@@ -118,8 +127,14 @@ _UNITS = (("_tflops", "TFLOP/s"), ("_gbps", "GB/s"), ("_gib", "GiB"), ("_us", "u
 
 # Settings every profile gets unless it says otherwise.
 DEFAULTS: dict[str, dict[str, Any]] = {
+    # memtest_retention_s: far beyond the 32-64 ms DRAM refresh interval, so a cell that loses its
+    # charge between refreshes has time to show; cuda_memtest's bit fade waits 90 minutes, too long
+    # for a qualification run (a profile may ask for more).
     "run": {"sample_hz": 4, "burn_s": 600, "quick_burn_s": 30, "stall_timeout_s": 60,
-            "startup_timeout_s": 180},
+            "startup_timeout_s": 180, "memtest_retention_s": 60,
+            # DCGM's targeted power runs 120 s by default; the pulse test 10 s per period (2 s with
+            # --quick: 100 swings at 20 ms, 2 at 1 s).
+            "power_s": 120, "quick_power_s": 10, "pulse_s": 10, "quick_pulse_s": 2},
     "nic": {"streams": 4, "traffic_s": 10, "quick_traffic_s": 5},
 }
 

@@ -195,7 +195,9 @@ class Runner:
         if not live:
             self._publish([CheckResult("stress.burn", "node", Verdict.SKIP, "no working GPUs to load", code="NO_GPUS")])
             return None
-        if self.aborted or not self.options.selection.needs_load:
+        selection = self.options.selection
+        burn_in = self.burn_in_s > 0 and selection.includes("burnin.stability")
+        if self.aborted or not (selection.needs_gpu_phase or burn_in):
             return None
         summary = self._stress_and_watch(live, paths)
         self._publish(health.health_results(live, summary.gpus, self.profile))
@@ -322,7 +324,7 @@ class Runner:
             by_index = {g.index: g for g in live}
             sampler.open_window(step.name)
             try:
-                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick), self.hw.compute_spec, watchdog,
+                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick, self.t0), self.hw.compute_spec, watchdog,
                                      on_progress=lambda task, fraction, figures, name=step.name: self._progress(
                                          name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures),
                                      should_abort=lambda: self.aborted)

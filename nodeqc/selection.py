@@ -18,8 +18,8 @@ from nodeqc.errors import UsageError
 CHECKS: dict[str, tuple[str, ...]] = {
     "inventory": ("nvml", "gpu_count", "gpu_present", "driver", "cuda", "homogeneity", "gpu_model",
                   "gpu_memory", "ecc_mode", "persistence"),
-    "stress": ("burn", "hbm_bandwidth", "memtest", "pcie_bandwidth", "p2p", "nccl"),
-    "health": ("gpu_lost", "temperature", "throttle", "pcie_link", "pcie_replay", "ecc", "row_remap",
+    "stress": ("burn", "power", "power_pulse", "hbm_bandwidth", "memtest", "pcie_bandwidth", "p2p", "nccl"),
+    "health": ("gpu_lost", "temperature", "throttle", "pcie_link", "pcie_replay", "ecc", "sram_ecc", "row_remap",
                "retired_pages", "xid", "nvlink"),
     "host": ("cpu", "memory", "fabric_manager", "gpudirect_rdma"),
     "nic": ("inventory", "link", "pcie", "stability", "tcp", "rdma"),
@@ -68,6 +68,12 @@ class Selection:
     @property
     def needs_load(self) -> bool:
         return self.includes("stress.burn")
+
+    @property
+    def needs_gpu_phase(self) -> bool:
+        """Any stress or health check: they run in, or judge, the GPU phase (so does a burn-in, when
+        one is asked for). Asking for `stress.memtest` alone once ran nothing and passed."""
+        return any(self.includes(n) for n in CHECK_NAMES if family(n) in ("stress", "health"))
 
     def to_dict(self) -> dict[str, Any] | None:
         """What the report records: None for a full run."""

@@ -6,6 +6,7 @@ returns plain data; the verdicts are made in nodeqc/checks/stress.py.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Callable
 
 from nodeqc.verify import compare_exact, decode_memtest_errors, known_answer_inputs
@@ -17,9 +18,12 @@ STEP_S = 1.0  # seconds of work between progress reports, on the run's clock
 ALL_ONES = 0xFFFF_FFFF_FFFF_FFFF
 MEMTEST_SEED = 0x6E6F_6465_7163  # "nodeqc"
 
-# The memory pattern test: (name, [(operation, kind, value, descending)]). Kinds as in
-# kernels/memtest.cu: 0 constant, 1 own address ^ value, 2 random, 3 random complemented.
-MEMTEST_PROGRAM: list[tuple[str, list[tuple[str, int, int, bool]]]] = [
+# The memory pattern test: (name, [(operation, kind, value, flag)]). Kinds as in kernels/memtest.cu:
+# 0 constant, 1 own address ^ value, 2 random, 3 random complemented, 4 modulo-20 (offset in bits
+# 8-15), 5 block pattern (block of 2^k words, k in bits 8-15). `flag` is the descending order of an
+# invert and the direction of a move (True: the lower half onto the upper).
+MemtestOp = tuple[str, int, int, bool]
+MEMTEST_QUICK: list[tuple[str, list[MemtestOp]]] = [
     ("walking ones on the address lines", [("address_lines", 0, 0, False)]),
     ("own address", [("write", 1, 0, False), ("check", 1, 0, False)]),
     ("own address, inverted", [("write", 1, ALL_ONES, False), ("check", 1, ALL_ONES, False)]),
@@ -28,8 +32,50 @@ MEMTEST_PROGRAM: list[tuple[str, list[tuple[str, int, int, bool]]]] = [
     ("moving inversions, random", [("write", 2, MEMTEST_SEED, False), ("invert", 2, MEMTEST_SEED, False),
                                    ("invert", 3, MEMTEST_SEED, True), ("check", 2, MEMTEST_SEED, False)]),
 ]
+MEMTEST_SEED_2 = 0x7365_7175_656E  # a second random sequence for full mode
+MODULO_PATTERN = 0x5A5A_5A5A_A5A5_A5A5
+
+
+def _moving_inversions(value: int) -> list[MemtestOp]:
+    """Write `value`; check it and write its complement ascending; check that and restore descending."""
+    return [("write", 0, value, False), ("invert", 0, value, False),
+            ("invert", 0, value ^ ALL_ONES, True), ("check", 0, value, False)]
+
+
+def _walking(width: int) -> list[MemtestOp]:
+    """A one walking through every bit of each `width`-bit lane (its complement, the walking zero,
+    comes from the inversions)."""
+    lane = sum(1 << k for k in range(0, 64, width))  # the lowest bit of every lane
+    return [op for bit in range(width) for op in _moving_inversions(lane << bit)]
+
+
+def memtest_program(words: int, full: bool) -> list[tuple[str, list[MemtestOp]]]:
+    """Quick mode: address lines, own address and moving inversions (constant and random). Full mode
+    adds the patterns cuda_memtest and DCGM's memtest run beyond those: 8- and 32-bit walking
+    patterns, modulo-20, a second random sequence, block move, and bit fade (written, left alone for
+    the retention time with the GPU idle, read back; ones, then zeros)."""
+    if not full:
+        return MEMTEST_QUICK
+    k = max(1, (words // 2).bit_length() - 1)  # the largest power-of-two block two of which fit
+    block = 5 | (k << 8)
+    return MEMTEST_QUICK + [
+        ("walking ones and zeros, 8-bit", _walking(8)),
+        ("walking ones and zeros, 32-bit", _walking(32)),
+        ("modulo-20", [op for offset in range(20) for op in
+                       (("write", 4 | (offset << 8), MODULO_PATTERN, False),
+                        ("check", 4 | (offset << 8), MODULO_PATTERN, False))]),
+        ("random sequence", [("write", 2, MEMTEST_SEED_2, False), ("check", 2, MEMTEST_SEED_2, False),
+                             ("write", 3, MEMTEST_SEED_2, False), ("check", 3, MEMTEST_SEED_2, False)]),
+        ("block move", [("write", block, MEMTEST_SEED, False), ("move", block, 1 << k, True),
+                        ("check", block, MEMTEST_SEED, False), ("move", block, 1 << k, False),
+                        ("check", block, MEMTEST_SEED, False)]),
+        ("bit fade", [("write", 0, ALL_ONES, False), ("wait", 0, 0, False), ("check", 0, ALL_ONES, False),
+                      ("write", 0, 0, False), ("wait", 0, 0, False), ("check", 0, 0, False)]),
+    ]
+
+
 # Bytes each operation touches, in units of the buffer size.
-_TOUCHES = {"write": 1, "check": 1, "invert": 2, "address_lines": 0}
+_TOUCHES = {"write": 1, "check": 1, "invert": 2, "address_lines": 0, "move": 1, "wait": 0}
 
 
 def _step(device: Any) -> float:
@@ -100,6 +146,66 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
     return {"dtypes": results, "not_run": not_run, "seconds": round(clock.now() - start, 3)}
 
 
+def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
+    """Full load and idle in turn, half a period each, at every period in params['periods_s'] for
+    params['seconds_per_period'] each: fast swings of the power drawn, the way DCGM's pulse test
+    stresses a node's power delivery. Bursts start on period boundaries of the run's clock, which
+    every worker shares, so the GPUs of a node swing together. Returns each period's span on the
+    run's clock (from params['run_t0']), for the verdict to match with what telemetry saw."""
+    periods = [float(p) for p in params["periods_s"]]
+    per_period, t0 = float(params["seconds_per_period"]), float(params["run_t0"])
+    clock = device.clock
+    device.matmul_setup(params.get("dtype", "fp16"), int(params["seed"]))
+    device.set_load(1.0)
+    one = max(device.matmul_run(1), 1e-6)  # warm-up, and how long one product takes
+    device.set_load(0.0)
+
+    def iters_for(seconds: float) -> int:
+        return max(1, int(seconds / one))
+
+    spans = []
+    try:
+        # First a steady full load as long as one period's test, and at least a second of real time
+        # so that telemetry's few samples a second see it under simulated compression too:
+        # throttling seen here comes from the load itself (health.throttle's to judge), not from
+        # its swings.
+        steady_s = max(per_period, clock.scale * 1.0)
+        start = clock.now()
+        device.set_load(1.0)
+        while clock.now() - start < steady_s:
+            device.matmul_run(iters_for(min(_step(device), steady_s)))
+        device.set_load(0.0)
+        spans.append({"period_s": 0.0, "start_s": round(start - t0, 3), "end_s": round(clock.now() - t0, 3),
+                      "cycles": 0, "duty": 1.0})
+        for n, period in enumerate(periods):
+            iters = iters_for(period / 2)
+            start = t0 + math.ceil((clock.now() - t0) / period) * period
+            clock.sleep(start - clock.now())
+            device.set_pulse(period)
+            cycles, busy_s = 0, 0.0
+            report_every = max(1, int(0.25 / period))
+            while clock.now() - start < per_period:
+                device.set_load(1.0)
+                busy_s += device.matmul_run(iters)
+                device.set_load(0.0)
+                cycles += 1
+                # The next boundary; one missed while the burst ran is skipped, so the phase holds.
+                boundary = max(cycles, math.ceil((clock.now() - start) / period))
+                clock.sleep(start + boundary * period - clock.now())
+                if cycles % report_every == 0:
+                    report.progress(min(1.0, (n + (clock.now() - start) / per_period) / len(periods)),
+                                    period_ms=round(period * 1000))
+            end = clock.now()
+            device.set_pulse(0.0)
+            spans.append({"period_s": period, "start_s": round(start - t0, 3), "end_s": round(end - t0, 3),
+                          "cycles": cycles, "duty": round(busy_s / max(end - start, 1e-9), 3)})
+    finally:
+        device.set_load(0.0)
+        device.set_pulse(0.0)
+        device.release()
+    return {"periods": spans}
+
+
 def hbm_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
     """STREAM copy and triad, best of several timed repeats after a warm-up; bytes read plus written."""
     nbytes, trials, iters = int(params["bytes"]), int(params["trials"]), int(params["iters"])
@@ -123,24 +229,32 @@ def hbm_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict
 
 
 def memory_test(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
-    """The pattern program over params['fraction'] of free device memory; every error is logged."""
+    """The pattern program over params['fraction'] of free device memory; every error is logged.
+    params['full'] adds the full-mode patterns, params['retention_s'] is the bit fade's wait."""
     info = device.memtest_setup(float(params["fraction"]))
+    program = memtest_program(info["words"], bool(params.get("full")))
+    retention_s = float(params.get("retention_s", 0))
     total, records, seconds, touched = 0, [], 0.0, 0.0
     passes = []
-    steps = sum(len(ops) for _, ops in MEMTEST_PROGRAM)
+    steps = sum(len(ops) for _, ops in program)
     done = 0
     device.set_load(0.8)
     try:
-        for name, ops in MEMTEST_PROGRAM:
+        for name, ops in program:
             found = 0
-            for op, kind, value, descending in ops:
+            for op, kind, value, flag in ops:
+                count, recs, s = 0, [], 0.0
                 if op == "write":
                     s = device.memtest_write(kind, value)
-                    count, recs = 0, []
                 elif op == "check":
                     count, recs, s = device.memtest_check(kind, value)
                 elif op == "invert":
-                    count, recs, s = device.memtest_invert(kind, value, descending)
+                    count, recs, s = device.memtest_invert(kind, value, flag)
+                elif op == "move":
+                    s = device.memtest_move(value, flag)
+                elif op == "wait":
+                    _idle(device, retention_s, lambda: report.progress(done / steps, errors=total + found))
+                    device.set_load(0.8)
                 else:
                     count, recs, s = device.memtest_address_lines()
                 found += count
@@ -156,7 +270,19 @@ def memory_test(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
         device.release()
     return {"bytes": info["bytes"], "free_bytes": info["free_bytes"],
             "gbps": round(touched / seconds / 1e9, 1) if seconds else None, "passes": passes,
+            "retention_s": retention_s if params.get("full") else 0,
             **decode_memtest_errors(total, records, info["base_address"])}
+
+
+def _idle(device: Any, seconds: float, progress: Callable[[], None]) -> None:
+    """Leave the memory alone for `seconds` of the run's clock, reporting progress every step so the
+    watchdog sees a live worker."""
+    device.set_load(0.0)
+    clock = device.clock
+    start = clock.now()
+    while (left := seconds - (clock.now() - start)) > 0:
+        device.memtest_wait(min(_step(device), left))
+        progress()
 
 
 def pcie_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
@@ -269,6 +395,7 @@ def burn_in(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, 
 WORKLOADS: dict[str, Callable[[Any, dict[str, Any], Reporter], dict[str, Any]]] = {
     "burn": burn,
     "matmul": matmul_burn,
+    "pulse": power_pulse,
     "hbm": hbm_bandwidth,
     "memtest": memory_test,
     "pcie": pcie_bandwidth,

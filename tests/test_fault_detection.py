@@ -70,7 +70,7 @@ RUN_C = {
     "gpu3:badmem": {("stress.memtest", "gpu3", "MEMTEST_ERRORS", "fail")},
     "gpu4:nvlink_down=6": {("health.nvlink", "gpu4", "NVLINK_DOWN", "fail"), ("stress.p2p", "gpu4", "P2P_SLOW", "fail")},
     "gpu5:p2p_bw=0.3": {("stress.p2p", "gpu5", "P2P_SLOW", "fail")},
-    "gpu6:power=300": {("stress.burn", "gpu6", "BURN_POWER_LOW", "fail")},
+    "gpu6:power=300": {("stress.burn", "gpu6", "BURN_POWER_LOW", "fail"), ("stress.power", "gpu6", "POWER_TARGET_LOW", "fail")},
 }
 # Slow GPU-to-GPU links slow the all-reduce of the whole node.
 RUN_C_NODE = {("stress.nccl", "node", "NCCL_SLOW", "fail")}

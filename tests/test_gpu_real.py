@@ -115,3 +115,38 @@ def test_p2p_and_nccl():
     assert all(p["verified"] for p in r["pairs"])
     n = W.nccl_allreduce(node, {"bytes": 256 << 20, "iters": 2}, Progress())
     assert "unavailable" in n or n["wrong"] == []
+
+
+@pytest.mark.parametrize("kind", [4 | (0 << 8), 4 | (19 << 8), 5 | (10 << 8), 5 | (20 << 8)])
+def test_memtest_full_mode_patterns_match_the_host_twin(device, kind):
+    """Modulo-20 (two offsets) and block patterns written by the kernel equal the simulator's twin."""
+    from nodeqc.backends.sim_compute import expected_words
+
+    device.memtest_setup(0.01)
+    device.memtest_write(kind, 0x5A5A_5A5A_A5A5_A5A5)
+    words = device.to_host(device._mem[:1 << 16])
+    assert np.array_equal(words, expected_words(kind, np.arange(1 << 16, dtype=np.uint64), 0x5A5A_5A5A_A5A5_A5A5))
+    count, _, _ = device.memtest_check(kind, 0x5A5A_5A5A_A5A5_A5A5)
+    assert count == 0
+    device.release()
+
+
+def test_memtest_block_move_keeps_the_pattern_and_carries_a_planted_fault(device):
+    import cupy
+
+    info = device.memtest_setup(0.02)
+    k = (info["words"] // 2).bit_length() - 1
+    kind = 5 | (k << 8)
+    device.memtest_write(kind, 7)
+    device._mem[99] ^= cupy.uint64(1 << 3)
+    device.memtest_move(1 << k, True)
+    count, records, _ = device.memtest_check(kind, 7)
+    assert count == 2 and sorted(r[0] for r in records) == [99, (1 << k) + 99]
+    device.release()
+
+
+def test_full_memory_test_runs_clean_with_a_short_bit_fade(device):
+    from nodeqc import workloads as W
+
+    m = W.memory_test(device, {"fraction": 0.1, "full": True, "retention_s": 2}, Progress())
+    assert m["errors"] == 0 and [p["pattern"] for p in m["passes"]][-1] == "bit fade"

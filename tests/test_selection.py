@@ -84,3 +84,19 @@ def test_bad_selection_is_one_line_and_exit_2(args, message):
     assert p.returncode == 2, (p.stdout, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("nodeqc: ") and message in lines[0], p.stderr
+
+
+@pytest.mark.parametrize("only", ["stress.memtest", "stress.hbm_bandwidth", "stress.nccl"])
+def test_a_gpu_check_selected_without_the_burn_still_runs(only):
+    """`--only stress.memtest` once started no GPU work at all and reported PASS with nothing run."""
+    sel = Selection.parse([only], None)
+    assert sel.needs_gpu_phase and not sel.needs_load
+    assert not Selection.parse(["host,inventory"], None).needs_gpu_phase
+
+
+def test_only_the_memory_test_runs_it_and_finds_a_bad_cell(tmp_path):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", *FAST, "--only", "stress.memtest",
+            "--inject", "gpu0:badmem", "--out", str(tmp_path))
+    _, pred = _report(p)
+    assert p.returncode == 1
+    assert {(c["name"], c["code"]) for c in pred["checks"]} == {("stress.memtest", "MEMTEST_ERRORS")}

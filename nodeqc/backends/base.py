@@ -126,6 +126,11 @@ class GpuCounters:
     nvlink_replay: Any = NA  # error counters, summed over the links
     nvlink_recovery: Any = NA
     nvlink_crc: Any = NA
+    # ECC errors in the GPU's on-chip memories (SRAM: caches, register files) since the GPU was made
+    # (NVML's aggregate counters), and which of NVML's locations answered.
+    onchip_ecc_corrected: Any = NA
+    onchip_ecc_uncorrected: Any = NA
+    onchip_ecc_locations: Any = NA
 
     def to_dict(self) -> dict[str, Any]:
         return _dict(self)

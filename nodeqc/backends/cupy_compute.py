@@ -64,6 +64,9 @@ class CupyDevice:
     def set_load(self, load: float) -> None:
         """Real GPUs show their load to NVML by themselves."""
 
+    def set_pulse(self, period_s: float) -> None:
+        """The pulse test's period: real GPUs show what it does to their power by themselves."""
+
     def check_alive(self) -> None:
         """A lost real GPU shows as a CUDA error from the next call."""
 
@@ -229,7 +232,8 @@ class CupyDevice:
         self._mem = cp.empty(words, dtype=cp.uint64)
         self._errors = cp.zeros(1, dtype=cp.uint64)
         self._records = cp.zeros((MEMTEST_MAX_RECORDS, 3), dtype=cp.uint64)
-        return {"bytes": words * 8, "free_bytes": int(free), "base_address": int(self._mem.data.ptr)}
+        return {"bytes": words * 8, "free_bytes": int(free), "base_address": int(self._mem.data.ptr),
+                "words": words}
 
     def _launch(self, kernel: str, *args: Any) -> float:
         cp = self.cp
@@ -257,6 +261,21 @@ class CupyDevice:
         seconds = self._launch("mt_invert", self._mem, np.uint64(self._mem.size), np.int32(kind), np.uint64(value),
                                np.int32(descending), self._errors, self._records, np.uint32(MEMTEST_MAX_RECORDS))
         return (*self._log(), seconds)
+
+    def memtest_move(self, half: int, upward: bool) -> float:
+        """Copy words [0, half) onto [half, 2 half) (upward), or back: device to device, timed on the GPU."""
+        cp = self.cp
+        lower, upper = self._mem[:half], self._mem[half:2 * half]
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        (upper if upward else lower)[...] = lower if upward else upper
+        end.record()
+        return self._elapsed(start, end)
+
+    def memtest_wait(self, seconds: float) -> None:
+        """Leave the memory alone with the GPU idle (the bit-fade test's retention time)."""
+        self.device.synchronize()
+        time.sleep(seconds)
 
     def memtest_address_lines(self) -> tuple[int, list[tuple[int, int, int]], float]:
         cp, mem = self.cp, self._mem

@@ -215,7 +215,39 @@ class NvmlBackend(GpuManagement):
             retired_dbe=NA if is_na(retired_dbe) else len(retired_dbe),
             retired_pending=NA if is_na(pending) else pending == n.NVML_FEATURE_ENABLED,
             **self._nvlink(index),
+            **self._onchip_ecc(index),
         )
+
+    # Ampere and newer count every on-chip memory under SRAM (the H100 answers SRAM and
+    # NotSupported for the others); older GPUs count L1, L2, register file and texture separately.
+    # One or the other, never both: summing them could count an error twice.
+    _ONCHIP_SRAM = (("sram", "NVML_MEMORY_LOCATION_SRAM"),)
+    _ONCHIP_PARTS = (("l1", "NVML_MEMORY_LOCATION_L1_CACHE"), ("l2", "NVML_MEMORY_LOCATION_L2_CACHE"),
+                     ("register_file", "NVML_MEMORY_LOCATION_REGISTER_FILE"),
+                     ("texture", "NVML_MEMORY_LOCATION_TEXTURE_MEMORY"),
+                     ("texture_shm", "NVML_MEMORY_LOCATION_TEXTURE_SHM"), ("cbu", "NVML_MEMORY_LOCATION_CBU"))
+
+    def _onchip_ecc(self, index: int) -> dict[str, Any]:
+        """Corrected and uncorrected ECC errors in on-chip memory, aggregate, summed over the
+        locations that answer; nothing when none does."""
+        n, h = self.n, self._h(index)
+        for group in (self._ONCHIP_SRAM, self._ONCHIP_PARTS):
+            totals, answered = [0, 0], []
+            for label, const in group:
+                location = getattr(n, const, None)
+                if location is None:
+                    continue
+                counts = [self.query("nvmlDeviceGetMemoryErrorCounter", h, kind, n.NVML_AGGREGATE_ECC, location,
+                                     index=index)
+                          for kind in (n.NVML_MEMORY_ERROR_TYPE_CORRECTED, n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED)]
+                if any(is_na(c) for c in counts):
+                    continue
+                totals = [t + int(c) for t, c in zip(totals, counts)]
+                answered.append(label)
+            if answered:
+                return {"onchip_ecc_corrected": totals[0], "onchip_ecc_uncorrected": totals[1],
+                        "onchip_ecc_locations": ",".join(answered)}
+        return {}
 
     def _nvlink(self, index: int) -> dict[str, Any]:
         """Links up, and replay/recovery/CRC error counters summed over the GPU's links."""

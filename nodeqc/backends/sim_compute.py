@@ -7,6 +7,8 @@ nodeqc/workloads.py and nodeqc/verify.py must then find them:
 - bitflip: every matmul result has the same bit of the same element flipped (a GPU that is wrong the
   same way every time: comparing repeats alone would miss it);
 - badmem: one bit of device memory is stuck at 1;
+- retention: a few cells lose their charge (a 1 reads back as 0) when memory is left alone;
+- transient_brake=MS: power brake while the load swings with a period up to MS milliseconds;
 - hang: work stops returning once it has started; lost: the GPU falls off the bus after some load.
 """
 
@@ -19,7 +21,7 @@ import numpy as np
 
 from nodeqc.backends.base import Clock
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS
-from nodeqc.backends.simulated import LOST_AFTER_S, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOTS
+from nodeqc.backends.simulated import LOST_AFTER_S, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOT_PULSE_S, SLOTS
 from nodeqc.errors import GpuLostError
 from nodeqc.verify import fingerprint, splitmix64
 
@@ -31,6 +33,9 @@ BITFLIP_AT = (7, 11)  # row, column of the element a `bitflip` GPU gets wrong
 BITFLIP_BIT = 20
 BADMEM_BIT = 13
 SIM_BASE_ADDRESS = 0x7F3A_0000_0000
+MEMTEST_MODULO = 20  # kernels/memtest.cu's MODULO
+RETENTION_WEAK_CELLS = 3  # cells of a `retention` GPU that lose their charge during an idle wait
+RETENTION_SEED = 0x5EED_FADE
 HANG_AFTER_STEPS = 3  # a `hang` GPU stops after the work has visibly started (past its first progress)
 DTYPE_NUMPY = {"fp64": np.float64, "fp32": np.float32, "tf32": np.float32, "fp16": np.float16,
                "bf16": np.float32, "fp8": np.float16}
@@ -40,12 +45,17 @@ ALL_ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 def expected_words(kind: int, index: np.ndarray, value: int) -> np.ndarray:
     """What kernels/memtest.cu's expected_word gives, for every index at once."""
     v = np.uint64(value)
-    if kind == 0:
+    base = kind & 0xFF
+    if base == 0:
         return np.full(index.shape, v, dtype=np.uint64)
-    if kind == 1:
+    if base == 1:
         return index ^ v
+    if base == 4:
+        return np.where(index % np.uint64(MEMTEST_MODULO) == np.uint64((kind >> 8) & 0xFF), v, ~v)
+    if base == 5:
+        return splitmix64((index & np.uint64((1 << ((kind >> 8) & 0x3F)) - 1)) ^ v)
     r = splitmix64(index ^ v)
-    return r if kind == 2 else ~r
+    return r if base == 2 else ~r
 
 
 class SimDevice:
@@ -72,6 +82,10 @@ class SimDevice:
 
     def set_load(self, load: float) -> None:
         self.shared[self._slot(SLOT_LOAD)] = load
+
+    def set_pulse(self, period_s: float) -> None:
+        """The period the load swings with now (0: steady), which a `transient_brake` GPU reacts to."""
+        self.shared[self._slot(SLOT_PULSE_S)] = period_s
 
     def check_alive(self) -> None:
         if self.shared[self._slot(SLOT_LOST)] > 0:
@@ -178,7 +192,8 @@ class SimDevice:
         self._mem_nominal = int(free * fraction) // 8 * 8
         self._mem = np.zeros(SIM_MEMTEST_WORDS, dtype=np.uint64)
         self._index = np.arange(SIM_MEMTEST_WORDS, dtype=np.uint64)
-        return {"bytes": self._mem_nominal, "free_bytes": free, "base_address": SIM_BASE_ADDRESS}
+        return {"bytes": self._mem_nominal, "free_bytes": free, "base_address": SIM_BASE_ADDRESS,
+                "words": SIM_MEMTEST_WORDS}  # the words actually patterned
 
     def _stuck(self) -> None:
         if "badmem" in self.faults:
@@ -209,6 +224,27 @@ class SimDevice:
         self._mem[:] = ~want
         self._stuck()
         return count, records, self._mem_time(2)
+
+    def memtest_move(self, half: int, upward: bool) -> float:
+        """Copy words [0, half) onto [half, 2 half) (upward), or back."""
+        if upward:
+            self._mem[half:2 * half] = self._mem[:half]
+        else:
+            self._mem[:half] = self._mem[half:2 * half]
+        self._stuck()
+        return self._mem_time(1)
+
+    def memtest_wait(self, seconds: float) -> None:
+        """Leave the memory alone, the GPU idle, for `seconds`. A `retention` GPU's weak cells lose
+        their charge meanwhile: a stored 1 reads back as 0."""
+        self.set_load(0.0)
+        self._work(seconds)
+        if "retention" in self.faults:
+            rng = np.random.default_rng(RETENTION_SEED + self.k)
+            words = rng.choice(SIM_MEMTEST_WORDS, RETENTION_WEAK_CELLS, replace=False)
+            bits = rng.integers(0, 64, RETENTION_WEAK_CELLS)
+            for w, b in zip(words, bits):
+                self._mem[w] &= ~np.uint64(1 << int(b))
 
     def memtest_address_lines(self) -> tuple[int, list[tuple[int, int, int]], float]:
         """Walking ones on the address lines: a word at each power-of-two index must not alias another."""

@@ -90,8 +90,8 @@ LOADED = 0.3  # above this load the GPU counts as busy (PCIe trains up, utilisat
 
 # Slots per GPU in the shared array: the load a worker puts on it now, whether it fell off the bus,
 # and the seconds of load it has had (written by the worker that makes the load).
-SLOT_LOAD, SLOT_LOST, SLOT_LOADED_S = 0, 1, 2
-SLOTS = 3
+SLOT_LOAD, SLOT_LOST, SLOT_LOADED_S, SLOT_PULSE_S = 0, 1, 2, 3
+SLOTS = 4
 
 # Simulated traffic: what a healthy link carries, as a fraction of its speed. TCP over Ethernet at
 # 1500 MTU carries at most 94% of the line rate (headers); IPoIB pushes TCP through the CPU and
@@ -303,6 +303,10 @@ class SimManagement(GpuManagement):
                 if f.name == "throttle":
                     reasons |= REASON_BITS[f.value]
                     clock *= {"sw_power_cap": 0.93, "sw_thermal": 0.8, "hw_thermal": 0.7}.get(f.value, 0.5)
+        pulse = self.node.shared[k * SLOTS + SLOT_PULSE_S]
+        if 0 < pulse <= self.node.value(k, "transient_brake", 0) / 1000:
+            reasons |= REASON_BITS["power_brake"]  # the chassis brakes while the swings last
+            clock *= 0.5
         demand = m.idle_w + load * (0.93 * m.tdp_w - m.idle_w)
         power = min(demand, self.node.value(k, "power", m.tdp_w), m.tdp_w)
         gen = self.node.value(k, "pcie_gen", m.pcie_gen) if busy else 1  # links downtrain at idle
@@ -342,6 +346,10 @@ class SimManagement(GpuManagement):
             retired_dbe=NA if remaps else 0,
             retired_pending=NA if remaps else False,
             **self._nvlink(k),
+            # Ampere and newer count on-chip errors under SRAM; older GPUs per cache and register file.
+            onchip_ecc_corrected=grow("sram_sbe"),
+            onchip_ecc_uncorrected=grow("sram_dbe"),
+            onchip_ecc_locations="sram" if remaps else "l1,l2,register_file,texture",
         )
 
     def _nvlink(self, k: int) -> dict[str, Any]:

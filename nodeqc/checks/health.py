@@ -150,6 +150,32 @@ def ecc(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     return fold(name, gpu.subject, findings, values, [dbe_limit, sbe_limit], key="dbe")
 
 
+def sram_ecc(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
+    """ECC errors in on-chip memory (caches, register files): NVML's lifetime counts, and what grew
+    during the run. Device memory (HBM) errors are health.ecc's."""
+    name = "health.sram_ecc"
+    start, end = tel.counters_start, tel.counters_end
+    if gpu.ecc_enabled is False:
+        return skip(name, gpu.subject, "ECC is disabled, so on-chip memory errors are not counted")
+    if end is None or is_na(end.onchip_ecc_uncorrected):
+        return skip(name, gpu.subject, "on-chip (SRAM) ECC counters not available on this GPU")
+    dbe_limit = profile.threshold("gpu", "max_sram_ecc_dbe")
+    sbe_limit = profile.threshold("gpu", "max_sram_ecc_sbe")
+    growth_limit = profile.threshold("gpu", "max_sram_ecc_sbe_growth")
+    values = {"uncorrected": Value(end.onchip_ecc_uncorrected), "corrected": Value(end.onchip_ecc_corrected),
+              "locations": Value(end.onchip_ecc_locations)}
+    findings = [judge(dbe_limit, end.onchip_ecc_uncorrected, "SRAM_ECC_UNCORRECTABLE",
+                      "uncorrectable on-chip (SRAM) ECC errors in the GPU's life:"),
+                judge(sbe_limit, end.onchip_ecc_corrected, "SRAM_ECC_CORRECTED",
+                      "corrected on-chip (SRAM) ECC errors in the GPU's life:")]
+    growth = _delta(start, end, "onchip_ecc_corrected")
+    if growth is not None:
+        values["corrected_growth"] = Value(growth)
+        findings.append(judge(growth_limit, growth, "SRAM_ECC_CORRECTED",
+                              "corrected on-chip (SRAM) ECC errors during the run:"))
+    return fold(name, gpu.subject, findings, values, [dbe_limit, sbe_limit, growth_limit], key="uncorrected")
+
+
 def row_remap(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     name = "health.row_remap"
     end = tel.counters_end
@@ -234,7 +260,7 @@ def presence(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
 
 
 HEALTH_CHECKS: list[Callable[[GpuInfo, GpuTelemetry, Profile], CheckResult]] = [
-    presence, temperature, throttle, pcie_link, pcie_replay, ecc, row_remap, retired_pages, xid, nvlink,
+    presence, temperature, throttle, pcie_link, pcie_replay, ecc, sram_ecc, row_remap, retired_pages, xid, nvlink,
 ]
 
 

@@ -158,7 +158,7 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
 
 
 def _power_finding(window: GpuTelemetry | None, profile: Profile, values: dict[str, Value],
-                   thresholds: list[Threshold | None]) -> Finding | None:
+                   thresholds: list[Threshold | None], code: str = "BURN_POWER_LOW") -> Finding | None:
     """Clocks, power and throttling while the products ran; power must reach its share of the limit."""
     if window is None or window.loaded_power_w.count == 0 or is_na(window.power_limit_w):
         return None
@@ -171,8 +171,93 @@ def _power_finding(window: GpuTelemetry | None, profile: Profile, values: dict[s
     thresholds.append(limit)
     if limit is None:
         return None
-    return judge(limit, fraction, "BURN_POWER_LOW",
+    return judge(limit, fraction, code,
                  f"power under load {window.loaded_power_w.mean:.0f} W of the {window.power_limit_w:g} W limit, a fraction of")
+
+
+# ---------------------------------------------------------------------- power
+
+# The pulse test's periods: from fast swings the power supplies' control loops must follow (20 ms)
+# to swings their output capacitors must ride (1 s). On an H100 SXM5, bursts at 20/100/500 ms drove
+# NVML's instantaneous power to 881-951 W against a 700 W limit with no throttling: peaks over the
+# limit are normal, throttling and lost GPUs are not (shared/measurements/README.md).
+PULSE_PERIODS_S = (0.02, 0.1, 0.5, 1.0)
+TRANSIENT_REASONS = ("hw_slowdown", "power_brake")  # the PSU and power-delivery signals
+
+
+def power_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    return {"seconds": float(profile.get("run", "quick_power_s" if quick else "power_s"))}
+
+
+def judge_power(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
+                profile: Profile) -> list[CheckResult]:
+    """DCGM's targeted power: every GPU held at its power limit at once must reach its share of it."""
+    name = "stress.power"
+
+    def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
+        values: dict[str, Value] = {}
+        thresholds: list[Threshold | None] = []
+        window = windows.get(g.index)
+        finding = _power_finding(window, profile, values, thresholds, code="POWER_TARGET_LOW")
+        if finding is None:
+            return skip(name, g.subject, "no power readings under load")
+        values["temp_max"] = Value(window.stats["temp_c"].max, "C")
+        result = fold(name, g.subject, [finding], values, thresholds, key="power_fraction")
+        if result.verdict is Verdict.PASS:
+            result.message = (f"held {values['power_w']} of the {window.power_limit_w:g} W limit "
+                              f"({values['power_fraction']}) for {r['seconds']:g} s at {values['sm_clock_mhz']}")
+        return result
+
+    return each_gpu(name, gpus, outcomes, one)
+
+
+def pulse_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    return {"periods_s": list(PULSE_PERIODS_S), "seed": SEED, "dtype": "fp16",
+            "seconds_per_period": float(profile.get("run", "quick_pulse_s" if quick else "pulse_s"))}
+
+
+def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
+                profile: Profile) -> list[CheckResult]:
+    """HW slowdown or power brake while the load swings fails, naming the period it happened at
+    (the node's power delivery cannot follow swings that fast), unless the same reason showed under
+    the steady load before the swings (then it is the load's: health.throttle judges it); a GPU lost
+    under the swings fails as a lost GPU (the worker's outcome)."""
+    name = "stress.power_pulse"
+
+    def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
+        window = windows.get(g.index)
+        spans = r["periods"]
+        values = {"periods": Value(len(spans))}
+        if window is not None and window.samples:
+            values["power_min_w"] = Value(window.stats["power_w"].min, "W")
+            values["power_max_w"] = Value(window.stats["power_w"].max, "W")
+        hits: dict[float, set[str]] = {}
+        for onset in (window.throttle_onsets.kept if window is not None else []):
+            reasons = {x for x in onset["reasons"] if x in TRANSIENT_REASONS}
+            span = next((p for p in spans if p["start_s"] <= onset["t_s"] <= p["end_s"]), None)
+            if reasons and span is not None:
+                hits.setdefault(span["period_s"], set()).update(reasons)
+        # Period 0 is the steady load before the swings: what it shows is the load's, not the swings'.
+        steady = hits.pop(0.0, set())
+        hits = {period: why - steady for period, why in hits.items() if why - steady}
+        spans = [p for p in spans if p["period_s"] > 0]
+        evidence = {"periods": spans, "throttle_onsets": window.throttle_onsets.kept if window is not None else []}
+        if hits:
+            shown = "; ".join(f"{', '.join(REASON_TEXT[x] for x in sorted(why))} at the {period * 1000:g} ms period"
+                              for period, why in sorted(hits.items()))
+            values["fastest_failing_period_ms"] = Value(min(hits) * 1000, "ms")
+            return CheckResult(name, g.subject, Verdict.FAIL, f"clocks cut while the load swung: {shown}",
+                               code="POWER_PULSE_THROTTLE", values=values, evidence=evidence,
+                               key="fastest_failing_period_ms")
+        periods = ", ".join(f"{p['period_s'] * 1000:g}" for p in spans)
+        return CheckResult(name, g.subject, Verdict.PASS,
+                           f"load swung at {periods} ms periods with no HW slowdown or power brake",
+                           values=values, evidence=evidence, key="periods")
+
+    return each_gpu(name, gpus, outcomes, one)
+
+
+REASON_TEXT = {"hw_slowdown": "HW slowdown", "power_brake": "power brake"}
 
 
 # ---------------------------------------------------------------------- device memory
@@ -205,7 +290,9 @@ def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[i
 
 
 def memtest_params(profile: Profile, quick: bool) -> dict[str, Any]:
-    return {"fraction": profile.get("gpu", "memtest_fraction", 0.9)}
+    """Quick mode runs the short pattern set; a full run adds the full-mode patterns and bit fade."""
+    return {"fraction": profile.get("gpu", "memtest_fraction", 0.9), "full": not quick,
+            "retention_s": 0.0 if quick else float(profile.get("run", "memtest_retention_s"))}
 
 
 def judge_memtest(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
@@ -379,8 +466,9 @@ class Step:
     judge_per_gpu: Callable[..., list[CheckResult]] | None = None
     judge_node: Callable[..., list[CheckResult]] | None = None
 
-    def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool) -> list[Task]:
-        params = {**self.params(profile, quick), "bus_ids": {g.index: g.bus_id for g in gpus}}
+    def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool, run_t0: float = 0.0) -> list[Task]:
+        """run_t0: the run clock's reading at the run's start, which telemetry counts time from."""
+        params = {**self.params(profile, quick), "bus_ids": {g.index: g.bus_id for g in gpus}, "run_t0": run_t0}
         expected = self.expected_s(params)
         if self.per_gpu:
             return [Task(self.workload, g.index, params, expected) for g in gpus]
@@ -389,8 +477,11 @@ class Step:
 
 PLAN: list[Step] = [
     Step("stress.burn", "matmul", burn_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_burn),
+    Step("stress.power", "burn", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power),
+    Step("stress.power_pulse", "pulse", pulse_params,
+         lambda p: (len(p["periods_s"]) + 1) * (p["seconds_per_period"] + 2) + 60, judge_per_gpu=judge_pulse),
     Step("stress.hbm_bandwidth", "hbm", hbm_params, lambda p: 60, judge_per_gpu=judge_hbm),
-    Step("stress.memtest", "memtest", memtest_params, lambda p: 120, judge_per_gpu=judge_memtest),
+    Step("stress.memtest", "memtest", memtest_params, lambda p: 180 + 2 * p["retention_s"], judge_per_gpu=judge_memtest),
     Step("stress.pcie_bandwidth", "pcie", pcie_params, lambda p: p["min_seconds"] + 60, judge_per_gpu=judge_pcie),
     Step("stress.p2p", "p2p", p2p_params, lambda p: 120, per_gpu=False, judge_node=judge_p2p),
     Step("stress.nccl", "nccl", nccl_params, lambda p: 120, per_gpu=False, reports_gpus=False, judge_node=judge_nccl),

@@ -1,0 +1,179 @@
+"""Full mode's memory test: the patterns beyond the quick set (walking 8- and 32-bit, modulo-20, a
+second random sequence, block move, bit fade), their host twin against independent arithmetic, and
+the faults each one exists to find, caught by the real verification code and attributed."""
+
+import numpy as np
+import pytest
+
+from nodeqc.backends.sim_compute import SIM_BASE_ADDRESS, SIM_MEMTEST_WORDS, SimDevice, expected_words
+from nodeqc.backends.simulated import SimNode, load_scenario
+from nodeqc.faults import parse_fault
+from nodeqc.keys import create_key
+from nodeqc.model import Verdict
+from nodeqc.profile import load_profile
+from nodeqc.runner import RunOptions, Runner
+from nodeqc.selection import Selection
+from nodeqc.workloads import ALL_ONES, MEMTEST_QUICK, memory_test, memtest_program
+
+FULL_ONLY = ["walking ones and zeros, 8-bit", "walking ones and zeros, 32-bit", "modulo-20",
+             "random sequence", "block move", "bit fade"]
+
+
+class Progress:
+    def __init__(self):
+        self.calls = 0
+
+    def progress(self, fraction, **figures):
+        assert 0 <= fraction <= 1
+        self.calls += 1
+
+
+def device(faults=(), index=0, scale=1e6):
+    n = SimNode(load_scenario("hgx-h100"), [parse_fault(f) for f in faults], time_scale=scale)
+    return SimDevice(n.compute_spec(), index)
+
+
+def run(dev, full=True, retention_s=5.0):
+    return memory_test(dev, {"fraction": 0.9, "full": full, "retention_s": retention_s}, Progress())
+
+
+# ---------------------------------------------------------------- the program
+
+def test_quick_mode_keeps_todays_patterns():
+    assert memtest_program(SIM_MEMTEST_WORDS, full=False) == MEMTEST_QUICK
+
+
+def test_full_mode_adds_every_pattern_after_the_quick_ones():
+    full = memtest_program(SIM_MEMTEST_WORDS, full=True)
+    assert full[:len(MEMTEST_QUICK)] == MEMTEST_QUICK
+    assert [name for name, _ in full[len(MEMTEST_QUICK):]] == FULL_ONLY
+
+
+@pytest.mark.parametrize("name, width", [("walking ones and zeros, 8-bit", 8),
+                                         ("walking ones and zeros, 32-bit", 32)])
+def test_walking_patterns_put_a_one_in_every_bit_of_every_lane(name, width):
+    ops = dict(memtest_program(SIM_MEMTEST_WORDS, True))[name]
+    written = [value for op, kind, value, _ in ops if op == "write"]
+    lanes = 64 // width
+    # Independent truth: the byte/word image of a lane with one bit set, repeated across the word.
+    expected = [int.from_bytes(((1 << bit).to_bytes(width // 8, "little")) * lanes, "little")
+                for bit in range(width)]
+    assert written == expected
+    # Each is checked, then inverted (the walking zero) in both orders.
+    for value in written:
+        assert ("invert", 0, value, False) in ops and ("invert", 0, value ^ int(ALL_ONES), True) in ops
+
+
+def test_modulo_twenty_visits_every_offset():
+    ops = dict(memtest_program(SIM_MEMTEST_WORDS, True))["modulo-20"]
+    kinds = {kind for op, kind, _, _ in ops if op == "check"}
+    assert kinds == {4 | (offset << 8) for offset in range(20)}
+
+
+def test_block_move_copies_a_power_of_two_block_both_ways():
+    words = 9_000_000  # not a power of two: the block is the largest one two of which fit
+    ops = dict(memtest_program(words, True))["block move"]
+    moves = [(value, flag) for op, _, value, flag in ops if op == "move"]
+    assert moves == [(1 << 22, True), (1 << 22, False)]
+    assert 2 * (1 << 22) <= words < 4 * (1 << 23)
+
+
+# ---------------------------------------------------------------- the host twin of the kernel
+
+def test_modulo_pattern_against_plain_arithmetic():
+    idx = np.arange(100, dtype=np.uint64)
+    value = 0x0123_4567_89AB_CDEF
+    got = expected_words(4 | (7 << 8), idx, value)
+    want = [value if i % 20 == 7 else value ^ 0xFFFF_FFFF_FFFF_FFFF for i in range(100)]
+    assert [int(x) for x in got] == want
+
+
+def test_block_pattern_repeats_every_block_and_nowhere_sooner():
+    k = 10
+    idx = np.arange(4 << k, dtype=np.uint64)
+    w = expected_words(5 | (k << 8), idx, 99)
+    assert np.array_equal(w[: 1 << k], w[1 << k: 2 << k])
+    assert len(set(int(x) for x in w[: 1 << k])) == 1 << k  # distinct within a block
+
+
+# ---------------------------------------------------------------- a clean GPU, and each fault
+
+def test_a_healthy_gpu_passes_every_full_pattern():
+    r = run(device())
+    assert r["errors"] == 0
+    assert [p["pattern"] for p in r["passes"]][-len(FULL_ONLY):] == FULL_ONLY
+    assert r["retention_s"] == 5.0
+
+
+def test_bit_fade_finds_cells_that_lose_their_charge_and_only_bit_fade_does():
+    r = run(device(["gpu0:retention"]))
+    bad = {p["pattern"]: p["errors"] for p in r["passes"] if p["errors"]}
+    assert list(bad) == ["bit fade"] and r["errors"] == 3
+    for e in r["first"]:
+        assert e["expected"] == hex(0xFFFF_FFFF_FFFF_FFFF)  # a stored one read back as zero
+        assert bin(int(e["xor"], 16)).count("1") == 1
+
+
+def test_quick_mode_has_no_bit_fade_so_retention_passes_there():
+    """Retention faults need the wait: quick mode cannot see them (and says nothing it did not test)."""
+    r = run(device(["gpu0:retention"]), full=False)
+    assert r["errors"] == 0 and "bit fade" not in [p["pattern"] for p in r["passes"]]
+
+
+def test_a_stuck_bit_shows_in_the_new_patterns_too():
+    r = run(device(["gpu0:badmem"]))
+    bad = {p["pattern"] for p in r["passes"] if p["errors"]}
+    assert {"walking ones and zeros, 8-bit", "walking ones and zeros, 32-bit", "modulo-20",
+            "random sequence", "block move", "bit fade"} <= bad
+
+
+def test_block_move_catches_a_copy_that_lands_wrong(monkeypatch):
+    dev = device()
+    real_move = dev.memtest_move
+    victim = SIM_MEMTEST_WORDS // 2 + 12345
+
+    def bad_move(half, upward):
+        seconds = real_move(half, upward)
+        if upward:
+            dev._mem[victim] ^= np.uint64(1 << 41)
+        return seconds
+
+    monkeypatch.setattr(dev, "memtest_move", bad_move)
+    r = run(dev)
+    bad = {p["pattern"]: p["errors"] for p in r["passes"] if p["errors"]}
+    # Found after the move up; the move back carries it down, so the last check sees it twice.
+    assert bad == {"block move": 3}
+    addresses = {e["address"] for e in r["first"]}
+    assert addresses == {hex(SIM_BASE_ADDRESS + 8 * victim),
+                         hex(SIM_BASE_ADDRESS + 8 * (victim - SIM_MEMTEST_WORDS // 2))}
+    assert {e["xor"] for e in r["first"]} == {f"0x{1 << 41:016x}"}
+
+
+def test_the_wait_reports_progress_so_the_watchdog_sees_a_live_worker():
+    from nodeqc.workloads import _step
+
+    n = SimNode(load_scenario("hgx-h100"), [], time_scale=100)
+    dev = SimDevice(n.compute_spec(), 0)
+    p = Progress()
+    memory_test(dev, {"fraction": 0.9, "full": True, "retention_s": 50.0}, p)
+    ops = sum(len(o) for _, o in memtest_program(SIM_MEMTEST_WORDS, True))
+    assert _step(dev) == 10.0  # a tenth of a real second at this compression
+    assert p.calls >= ops + 2 * 5  # a report per step of each wait, besides one per operation
+
+
+# ---------------------------------------------------------------- end to end
+
+@pytest.mark.slow
+def test_full_run_fails_the_gpu_whose_cells_fade_and_names_the_pattern(tmp_path):
+    from nodeqc.backends import simulated_hardware
+
+    signer = create_key(tmp_path / "k.pem")
+    hw = simulated_hardware("hgx-h100", [parse_fault("gpu5:retention")], time_scale=200)
+    profile = load_profile("hgx-h100")
+    opts = RunOptions(profile, signer, out_dir=tmp_path / "out", quick=False,
+                      selection=Selection.parse(["stress.memtest"], None))
+    outcome = Runner(opts, hw).run()
+    mem = {r.subject: r for r in outcome.results if r.name == "stress.memtest"}
+    assert mem["gpu5"].verdict is Verdict.FAIL and mem["gpu5"].code == "MEMTEST_ERRORS"
+    assert "bit fade" in mem["gpu5"].message
+    assert all(r.verdict is Verdict.PASS for s, r in mem.items() if s != "gpu5")
