@@ -23,6 +23,7 @@ import pynvml
 from nodeqc import __version__
 from nodeqc.backends.base import HostInfo
 from nodeqc.backends.nvml import NvmlBackend
+from nodeqc.safefile import write_atomic
 
 _ERROR_NAMES = {getattr(pynvml, n): n.removeprefix("NVML_ERROR_") for n in dir(pynvml) if n.startswith("NVML_ERROR_")}
 # Calls that take no device handle, or whose answers are not the device's to replay.
@@ -98,8 +99,9 @@ class RecordingNvml:
         table = self.devices.setdefault(self._handles.get(id(handle), -1), {}).setdefault("nvmlDeviceGetFieldValues", {})
         for fid, v in zip(field_ids, values):
             member = _VALUE_MEMBERS.get(v.valueType, "uiVal")
+            # A field the driver does not support (nvmlReturn != 0) carries no value to record.
             table[str(fid)] = [{"nvmlReturn": v.nvmlReturn, "valueType": v.valueType,
-                                "value": {member: getattr(v.value, member)}}]
+                                "value": {member: getattr(v.value, member)} if v.nvmlReturn == 0 else {}}]
         return values
 
     def description(self) -> dict[str, Any]:
@@ -187,4 +189,4 @@ def _stop_load(loader: Any) -> str:
 
 
 def write_capture(path: Path, data: dict[str, Any]) -> None:
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())

@@ -10,9 +10,12 @@ of stdout is the path of the signed report.
 from __future__ import annotations
 
 import argparse
+import io
+import math
 import os
 import re
 import signal
+import tempfile
 import sys
 import traceback
 from pathlib import Path
@@ -26,6 +29,13 @@ EXIT_USAGE = 2
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line and exit 2, not a usage dump."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        # A value starting with a minus and a digit is a value (`--burn-in -1h`, `--limit -3`), to be
+        # refused by its own check, not an unknown option ("expected one argument"). Our options all
+        # start with letters, so nothing is lost.
+        self._negative_number_matcher = re.compile(r"^-\d")
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see {self.prog} --help)")
@@ -45,13 +55,13 @@ def _run_parser() -> _Parser:
                    help="fault for the simulated node, e.g. gpu3:pcie_width=8 (repeatable)")
     p.add_argument("--quick", action="store_true", help="short stress durations (the profile's quick_* settings)")
     p.add_argument("--burn-in", metavar="DURATION", type=_duration, help="after the checks, burn in for this long "
-                   "(e.g. 8h, 90m, 1h30m): matmul, memory and host-link traffic while every health check watches")
+                   "(e.g. 8h, 90m, 1h30m; each number with its unit): matmul, memory and host-link traffic while every health check watches")
     p.add_argument("--gpus", type=int, metavar="N", help="expected GPU count (single-model profiles)")
     p.add_argument("--out", metavar="DIR", help="write the report here instead of the archive")
     p.add_argument("--operator", metavar="NAME", help="who ran the qualification (recorded)")
     p.add_argument("--ticket", metavar="ID", help="work ticket (recorded)")
     p.add_argument("--key", metavar="PEM", help="Ed25519 private key (PKCS#8 PEM) to sign with")
-    p.add_argument("--sample-hz", type=float, metavar="HZ", help="telemetry samples per second")
+    p.add_argument("--sample-hz", type=_positive_float, metavar="HZ", help="telemetry samples per second")
     p.add_argument("--archive", metavar="DIR", help="the report archive (default: $NODEQC_ARCHIVE or the per-user one)")
     p.add_argument("--retest", metavar="REPORT", nargs="?", const="", help="re-test after a repair: record the "
                    "previous report (REPORT, else this node's newest in the archive) and compare at the end; "
@@ -73,18 +83,46 @@ def _run_parser() -> _Parser:
     return p
 
 
-def _duration(text: str) -> float:
-    """'8h', '90m', '1h30m', '45s', '3600' -> seconds."""
-    import re
+DURATION_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+_DURATION = re.compile("".join(rf"(?:(?P<{u}>\d+(?:\.\d+)?){u})?" for u, _ in DURATION_UNITS))
+MAX_DURATION_S = 30 * 86400  # a month: longer is a typo, not a burn-in
+DURATION_GRAMMAR = "a duration like 90s, 15m, 1h30m, 2h or 1d12h (units d, h, m, s, largest first, each number with its unit)"
 
-    m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
+
+def _duration(text: str) -> float:
+    """'8h', '90m', '1h30m', '45s', '1d' -> seconds. Every number carries its unit: '1h30' is refused,
+    never taken as 1 h 30 s."""
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"expected a duration above zero, got {text!r}")
+    m = _DURATION.fullmatch(text.strip().lower())
     if not text.strip() or not m or not any(m.groups()):
-        raise argparse.ArgumentTypeError(f"expected a duration like 8h, 90m, 1h30m or 45s, got {text!r}")
-    h, mi, s = (float(g) if g else 0.0 for g in m.groups())
-    seconds = h * 3600 + mi * 60 + s
+        raise argparse.ArgumentTypeError(f"expected {DURATION_GRAMMAR}, got {text!r}")
+    seconds = sum(float(m[u]) * factor for u, factor in DURATION_UNITS if m[u])
     if seconds <= 0:
         raise argparse.ArgumentTypeError(f"expected a duration above zero, got {text!r}")
+    if seconds > MAX_DURATION_S:
+        raise argparse.ArgumentTypeError(f"expected a duration of at most 30d, got {text!r}")
     return seconds
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number above zero, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number above zero, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number above zero, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number above zero, got {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,6 +151,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # ---------------------------------------------------------------------- the run
+
+
+def check_output_file(path: Path, option: str, suffixes: tuple[str, ...] = ()) -> None:
+    """Before any work: the file named by an option can be written where it is asked for."""
+    if path.is_dir():
+        raise UsageError(f"{option} {path}: is a directory; give a file name")
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise UsageError(f"{option} {path}: expected a {' or '.join(suffixes)} file")
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise UsageError(f"{option} {path}: no such directory {directory}")
+    try:  # tried, not asked (os.access): root, read-only mounts and /proc answer it wrongly
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write in {directory}: {e.strerror}") from None
+
 
 class ProgressPrinter:
     """Renders the event stream on stderr: a line when a check starts; when it ends, a line for each
@@ -213,7 +268,12 @@ class _graceful_abort:
             signal.signal(s, h)
 
 
+SCREENSHOT_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")  # formats Qt writes without plugins
+
+
 def gui(args: argparse.Namespace, argv: list[str]) -> int:
+    if args.screenshot:  # before the run, not after it
+        check_output_file(Path(args.screenshot), "--screenshot", SCREENSHOT_SUFFIXES)
     try:
         import PySide6  # noqa: F401
         import pyqtgraph  # noqa: F401
@@ -264,11 +324,18 @@ def cmd_show(argv: list[str]) -> int:
     from nodeqc.render import render_journal, render_report
     from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_envelope
 
-    p = _Parser(prog="nodeqc show", description="Show a report (or the journal of a run that did not finish).")
-    p.add_argument("report", help="a .report.json file, or a .journal.jsonl file")
+    p = _Parser(prog="nodeqc show", description="Show a report (or the journal or telemetry of a run that did not finish).")
+    p.add_argument("report", help="a .report.json file, a .journal.jsonl file, or a .telemetry.csv.gz file")
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
     args = p.parse_args(argv)
     path = Path(args.report)
+    if path.name.endswith(".csv.gz"):
+        from nodeqc.telemetry import describe_series
+
+        if not path.is_file():
+            raise UsageError(f"{path}: no such telemetry file")
+        print(describe_series(path))
+        return 0
     if path.name.endswith(".jsonl"):
         if not path.is_file():
             raise UsageError(f"{path}: no such journal")
@@ -340,8 +407,8 @@ def cmd_capture(argv: list[str]) -> int:
     p = _Parser(prog="nodeqc capture", description="Record this machine's NVML answers (inventory, counters, "
                 "telemetry under load) for replay with --replay.")
     p.add_argument("out", help="the capture file to write (JSON)")
-    p.add_argument("--seconds", type=float, default=10.0, help="seconds of telemetry (default 10)")
-    p.add_argument("--hz", type=float, default=4.0, help="telemetry samples per second (default 4)")
+    p.add_argument("--seconds", type=_positive_float, default=10.0, help="seconds of telemetry (default 10)")
+    p.add_argument("--hz", type=_positive_float, default=4.0, help="telemetry samples per second (default 4)")
     p.add_argument("--no-load", action="store_true", help="do not load the GPUs while sampling")
     args = p.parse_args(argv)
     out = Path(args.out)
@@ -412,7 +479,7 @@ def _query(args: argparse.Namespace) -> list[Any]:
 def cmd_history(argv: list[str]) -> int:
     p = _archive_parser("nodeqc history", "List the verified reports in the archive, newest first. Only a "
                         "complete, full run that passed is a qualification; partial runs say so.")
-    p.add_argument("--limit", type=int, metavar="N", help="at most N reports")
+    p.add_argument("--limit", type=_positive_int, metavar="N", help="at most N reports")
     p.add_argument("--part", metavar="SERIAL", help="one part's story instead: a GPU by its serial, a NIC by its "
                    "MAC or PCI address; each report that saw it, what failed, what was repaired and whether it held")
     args = p.parse_args(argv)
@@ -490,31 +557,31 @@ def cmd_export(argv: list[str]) -> int:
                    help="csv (default) or jsonl (one JSON object a line)")
     p.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     args = p.parse_args(argv)
-    try:
-        out = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout
-    except OSError as e:
-        raise UsageError(f"--output {args.output}: cannot write: {e.strerror}") from None
-    try:
-        entries = _query(args)
-        writer = csv.DictWriter(out, EXPORT_FIELDS, lineterminator="\n") if args.format == "csv" else None
-        if writer:
-            writer.writeheader()
-        for e in entries:
-            base = {"report": str(e.path), "report_sha256": e.sha256, "node": e.node, "hostname": e.hostname,
-                    "finished_at": e.finished_at, "report_verdict": e.verdict, "status": e.status,
-                    "partial": e.partial, "simulated": e.simulated, "profile": e.profile}
-            for c in list(iter_checks(e)) or [{}]:  # a report without results still has its row
-                figure = (c.get("values") or {}).get(c.get("key") or "", {})
-                row = {**base, "check": c.get("name"), "subject": c.get("subject"), "verdict": c.get("verdict"),
-                       "code": c.get("code"), "key": c.get("key"), "value": figure.get("value"),
-                       "unit": figure.get("unit"), "message": c.get("message")}
-                if writer:
-                    writer.writerow(row)
-                else:
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    if args.output:
+        check_output_file(Path(args.output), "--output")
+    # A file is written whole at the end (nodeqc.safefile: never through a planted link).
+    out = io.StringIO() if args.output else sys.stdout
+    entries = _query(args)
+    writer = csv.DictWriter(out, EXPORT_FIELDS, lineterminator="\n") if args.format == "csv" else None
+    if writer:
+        writer.writeheader()
+    for e in entries:
+        base = {"report": str(e.path), "report_sha256": e.sha256, "node": e.node, "hostname": e.hostname,
+                "finished_at": e.finished_at, "report_verdict": e.verdict, "status": e.status,
+                "partial": e.partial, "simulated": e.simulated, "profile": e.profile}
+        for c in list(iter_checks(e)) or [{}]:  # a report without results still has its row
+            figure = (c.get("values") or {}).get(c.get("key") or "", {})
+            row = {**base, "check": c.get("name"), "subject": c.get("subject"), "verdict": c.get("verdict"),
+                   "code": c.get("code"), "key": c.get("key"), "value": figure.get("value"),
+                   "unit": figure.get("unit"), "message": c.get("message")}
+            if writer:
+                writer.writerow(row)
+            else:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    if out is not sys.stdout:
+        from nodeqc.safefile import write_atomic
+
+        write_atomic(Path(args.output), out.getvalue().encode())
     return 0
 
 

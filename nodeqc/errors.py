@@ -1,6 +1,12 @@
 """Errors that end a run before or outside qualification: nodeqc could not do its job (exit 2)."""
 
 
+def shown(text: str) -> str:
+    """Text a person gave, as an error line quotes it: control characters (a newline, an escape
+    sequence) written as escapes, so the message stays one line and the terminal shows it as typed."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class UsageError(Exception):
     """Bad input from the user: arguments, profile, scenario, key, report file.
 

@@ -7,11 +7,12 @@ the real checks must find it.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from nodeqc.errors import UsageError
+from nodeqc.errors import UsageError, shown
 
 THROTTLE_REASONS = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake", "sw_power_cap")
 
@@ -37,8 +38,10 @@ def _number(low: float, high: float, open_low: bool = False) -> Callable[[str], 
             v = float(text)
         except ValueError:
             raise ValueError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(v):  # float() takes "nan" and "inf", and nan compares false with any bound
+            raise ValueError(f"expected a finite number, got {text!r}")
         if v < low or v > high or (open_low and v == low):
-            raise ValueError(f"expected a number in {'(' if open_low else '['}{low:g}, {high:g}], got {text}")
+            raise ValueError(f"expected a number in {'(' if open_low else '['}{low:g}, {high:g}], got {shown(text)}")
         return v
     return parse
 
@@ -104,8 +107,8 @@ class Fault:
 
 def parse_fault(text: str) -> Fault:
     """Parse one --inject argument; raise UsageError naming what is wrong."""
-    where = f"--inject {text}"
-    m = _SYNTAX.match(text.strip())
+    where = f"--inject {shown(text)}"
+    m = _SYNTAX.fullmatch(text.strip())
     if not m:
         raise UsageError(f"{where}: expected TARGET:FAULT[=VALUE], e.g. gpu3:pcie_width=8 or nic0:down")
     target, name, value = m["target"], m["name"], m["value"]

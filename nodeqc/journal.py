@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.na import or_none
+from nodeqc.safefile import OutputError, describe, write_all
 
 
 def dumps(obj: Any) -> str:
@@ -27,11 +28,17 @@ def _default(obj: Any) -> Any:
 class Journal:
     def __init__(self, path: Path):
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        # Never through a link: the runner claimed this name with O_EXCL (nodeqc.safefile).
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
 
     def append(self, record: dict[str, Any]) -> None:
-        os.write(self._fd, (dumps(record) + "\n").encode())
-        os.fsync(self._fd)
+        """One record, whole and synced; OutputError (one line, "no space left on DIR") when the
+        disk refuses it."""
+        write_all(self._fd, (dumps(record) + "\n").encode(), self.path)
+        try:
+            os.fsync(self._fd)
+        except OSError as e:
+            raise OutputError(describe(e, self.path)) from None
 
     def close(self) -> None:
         if self._fd >= 0:

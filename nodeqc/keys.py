@@ -1,14 +1,17 @@
 """Signing keys: Ed25519, stored as PKCS#8 PEM.
 
-Without --key, nodeqc makes a per-user key on first use (mode 0600) with its public key beside it.
-A private key that other users can read is refused: anyone who can read it can forge reports.
+Without --key, nodeqc makes a per-user key on first use (mode 0600, in a directory of mode 0700)
+with its public key beside it; several processes making it at once end with one key. A private key
+that other users can read or replace is refused: anyone who can read it can forge reports.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from nodeqc.errors import UsageError
+from nodeqc.safefile import OutputError, describe, write_atomic
 
 
 def config_dir() -> Path:
@@ -60,42 +64,134 @@ class Signer:
 
 
 def load_signer(path: str | Path | None) -> Signer:
-    """The key given with --key, or the per-user key (created on first use)."""
+    """The key given with --key, or the per-user key (created on first use, in a directory made 0700).
+
+    Refused with a line that says what to do: a key that others can read or write, a key or key
+    directory owned by someone else, a key directory others can write to, a key reached through a
+    link (another user could have planted it and would hold the signing key)."""
     if path is None:
         key_path = default_key_path()
-        if not key_path.exists():
+        _ensure_key_dir(key_path.parent)
+        if not os.path.lexists(key_path):
             return create_key(key_path)
     else:
         key_path = Path(path)
-        if not key_path.is_file():
+        if not os.path.lexists(key_path):
             raise UsageError(f"{key_path}: signing key not found")
-    mode = stat.S_IMODE(key_path.stat().st_mode)
-    if mode & 0o004:
-        raise UsageError(f"{key_path}: private key is readable by all users (mode {mode:04o}); "
-                         f"run chmod 600 {key_path}")
+    _check_key_dir(key_path.parent)
     try:
-        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+        fd = os.open(key_path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UsageError(f"{key_path}: the signing key is a symbolic link; nodeqc reads only a key file "
+                             f"itself (put the key there, or give its real path with --key)") from None
+        raise UsageError(f"{key_path}: cannot read signing key: {e.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        _check_key_file(key_path, os.fstat(f.fileno()))
+        data = f.read(MAX_KEY_BYTES)
+    return Signer(_parse_private(key_path, data), key_path)
+
+
+MAX_KEY_BYTES = 64 * 1024  # a PEM Ed25519 key is 119 bytes; anything far larger is not a key
+
+
+def _parse_private(key_path: Path, data: bytes) -> Ed25519PrivateKey:
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
     except TypeError:
         raise UsageError(f"{key_path}: encrypted private keys are not supported; give an unencrypted "
                          "PKCS#8 key readable only by its owner") from None
     except (ValueError, UnsupportedAlgorithm) as e:
         raise UsageError(f"{key_path}: not a PEM private key ({str(e).splitlines()[0]})") from None
-    except OSError as e:
-        raise UsageError(f"{key_path}: cannot read signing key: {e.strerror}") from None
     if not isinstance(key, Ed25519PrivateKey):
         raise UsageError(f"{key_path}: not an Ed25519 key ({type(key).__name__}); nodeqc signs with Ed25519")
-    return Signer(key, key_path)
+    return key
+
+
+def _trusted_owner(uid: int) -> bool:
+    """The user, or root (who can read any key anyway)."""
+    return uid in (os.geteuid(), 0)
+
+
+def _check_key_file(key_path: Path, st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{key_path}: not a regular file; give an Ed25519 private key file")
+    if st.st_uid != os.geteuid():
+        raise UsageError(f"{key_path}: the signing key belongs to user id {st.st_uid}, not to you "
+                         f"({os.geteuid()}): whoever owns it can sign as you; use a key of your own "
+                         f"(chown it to yourself, or make a new one)")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        who = "all users" if mode & 0o006 else "its group"
+        what = "readable" if mode & 0o044 else "writable"
+        raise UsageError(f"{key_path}: private key is {what} by {who} (mode {mode:04o}); run chmod 600 "
+                         f"{key_path} (anyone who can read it can sign reports)")
+
+
+def _check_key_dir(directory: Path) -> None:
+    try:
+        st = os.lstat(directory)
+    except OSError as e:
+        raise UsageError(f"{directory}: cannot read the key directory: {e.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UsageError(f"{directory}: the key directory is a symbolic link; another user could have "
+                         f"planted the key behind it (use the real directory: {directory.resolve()})")
+    if not _trusted_owner(st.st_uid):
+        raise UsageError(f"{directory}: the key directory belongs to user id {st.st_uid}, not to you: "
+                         f"they could replace the key; keep keys in a directory of your own")
+    mode = stat.S_IMODE(st.st_mode)
+    # In a sticky directory (/tmp) others cannot replace a file of ours, and the key must be ours.
+    if mode & 0o022 and not mode & stat.S_ISVTX:
+        raise UsageError(f"{directory}: the key directory is writable by other users (mode {mode:04o}): "
+                         f"they could replace the key; run chmod 700 {directory}")
+
+
+def _ensure_key_dir(directory: Path) -> None:
+    """The per-user key directory: made 0700 whatever the umask (mkdir's mode is masked by it)."""
+    if not os.path.lexists(directory):
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(directory, 0o700)
+            os.chmod(directory, 0o700)
+        except FileExistsError:
+            pass  # another nodeqc made it just now; it is checked like any other
+        except OSError as e:
+            raise UsageError(f"{directory}: cannot create the key directory: {e.strerror}") from None
+    _check_key_dir(directory)
 
 
 def create_key(key_path: Path) -> Signer:
-    key_path.parent.mkdir(parents=True, exist_ok=True)
+    """A new Ed25519 key at key_path, unless one appears there first: then that one.
+
+    Several nodeqc starting at once on nodes that share a home directory must end with one key. The
+    key is written whole to a private temporary file, then linked to its name: link() never replaces
+    an existing file, so the first to link wins and every other process reads the winner's key (a
+    whole file, never one half written). Only the winner writes the public key."""
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                             serialization.NoEncryption())
-    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(pem)
-    public_path(key_path).write_bytes(public_pem(key.public_key()))
+    directory = key_path.parent
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{key_path.name}.", suffix=".tmp", dir=directory)  # mode 0600
+    except OSError as e:
+        raise UsageError(f"{directory}: cannot create the signing key there: {e.strerror}") from None
+    try:
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(pem)
+                f.flush()
+                os.fsync(f.fileno())
+            os.link(tmp, key_path)
+        except FileExistsError:
+            return load_signer(key_path)  # another process was first: its key is the one
+        except OSError as e:
+            raise UsageError(f"{key_path}: cannot write the signing key: {describe(e, key_path)}") from None
+    finally:
+        os.unlink(tmp)
+    try:
+        write_atomic(public_path(key_path), public_pem(key.public_key()))
+    except OutputError as e:
+        raise UsageError(f"{public_path(key_path)}: cannot write the public key: {e}") from None
     return Signer(key, key_path)
 
 

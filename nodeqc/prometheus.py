@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.errors import UsageError
+from nodeqc.safefile import OutputError, write_atomic
 
 
 def check_path(path: Path) -> None:
@@ -85,14 +86,8 @@ def _number(x: Any) -> bool:
 
 def write_textfile(path: Path, text: str) -> None:
     """Write then rename, in the same directory: the collector sees the old file or the new one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # not *.prom: never collected half-written
+    # The temporary name starts with a dot and ends in .tmp, not .prom: never collected half-written.
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"--prometheus-textfile {path}: cannot write: {e.strerror}") from None
+        write_atomic(path, text.encode())
+    except OutputError as e:
+        raise UsageError(f"--prometheus-textfile {path}: {e}") from None

@@ -149,6 +149,9 @@ def render_journal(records: list[dict[str, Any]]) -> str:
     results = [CheckResult.from_dict(r["result"]) for r in records if r.get("type") == "check_finished"]
     state = (f"finished: {finished['verdict']} ({finished['status']})" if finished else
              "INCOMPLETE: the run stopped before its report was written")
+    not_written = next((r for r in records if r.get("type") == "report_not_written"), None)
+    if not_written:
+        state += f", but its report was NOT written ({not_written.get('reason')}): not a qualification"
     node = started.get("node", {})
     out = [f"nodeqc journal: {state}",
            f"node {node.get('hostname')}  profile {started.get('profile', {}).get('name')}  "

@@ -11,7 +11,6 @@ import base64
 import binascii
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from nodeqc.errors import UsageError
 from nodeqc.journal import dumps
 from nodeqc.keys import Signer
+from nodeqc.safefile import write_atomic
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://nodeqc.dev/qualification/v1"
@@ -68,14 +68,9 @@ def sign(stmt: dict[str, Any], signer: Signer) -> dict[str, Any]:
 
 
 def write_envelope(path: Path, envelope: dict[str, Any]) -> None:
-    """Write then rename: a report file on disk is always whole."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(envelope, f, indent=2)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write then rename (nodeqc.safefile): a report file on disk is always whole, and no planted link
+    redirects it. OutputError (one line, e.g. "no space left on DIR") when it cannot be written."""
+    write_atomic(path, (json.dumps(envelope, indent=2) + "\n").encode())
 
 
 class VerificationError(Exception):

@@ -38,6 +38,7 @@ from nodeqc.na import is_na
 from nodeqc.peers import Peer, parse_peers
 from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
+from nodeqc.safefile import NEW_FILE_FLAGS, OutputError
 from nodeqc.selection import CHECKS, Selection
 from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
 from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, run_tasks
@@ -278,7 +279,8 @@ class Runner:
                 # Claim the name by creating the journal: two runs starting in the same second cannot
                 # both get it, as they could with a look first and a create after.
                 if not paths.report.exists():
-                    os.close(os.open(paths.journal, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                    # O_NOFOLLOW too: a link planted under the name is taken as "the name is used".
+                    os.close(os.open(paths.journal, NEW_FILE_FLAGS, 0o644))
                     return paths
             except FileExistsError:
                 pass
@@ -428,7 +430,6 @@ class Runner:
         finished = RunFinished(verdict, status, str(paths.report), counts, failed, the_answer)
         assert self._journal is not None
         self._journal.append(finished.to_dict())
-        self._journal.close()
         predicate = {
             "verdict": verdict,
             "status": status,
@@ -456,7 +457,17 @@ class Runner:
             "previous": self.options.previous,
             "repair": the_answer.repair,
         }
-        write_envelope(paths.report, sign(statement(predicate), self.options.signer))
+        try:
+            write_envelope(paths.report, sign(statement(predicate), self.options.signer))
+        except OutputError as e:
+            # The journal must not end on "finished: PASS" with no report on disk (disk full).
+            try:
+                self._journal.append({"type": "report_not_written", "t": self.now(), "reason": str(e)})
+            except OutputError:
+                pass
+            raise
+        finally:
+            self._journal.close()
         self._listener(finished)
         return RunOutcome(verdict, status, paths.report, list(self._results))
 

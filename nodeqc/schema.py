@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,20 +24,29 @@ class Spec:
 Schema = dict[str, dict[str, Spec]]  # table ("" for the top level) -> key -> spec
 
 
-def validate(where: str, schema: Schema, raw: dict[str, Any]) -> None:
+def validate(where: str, schema: Schema, raw: dict[str, Any], arrays: tuple[str, ...] = (),
+             required: dict[str, tuple[str, ...]] | None = None) -> None:
     """Check every key of a parsed TOML document against the schema; raise UsageError on the first
-    problem. Tables named in the schema are checked key by key; arrays of tables likewise."""
+    problem. Tables named in the schema are checked key by key. A table named in `arrays` is an
+    array of tables (`[[nics]]`, each checked alike); any other must be one table (`[gpu]`).
+    `required` names the keys every table of a kind must have."""
     for key, value in raw.items():
         if key in schema and key != "":
-            tables = value if isinstance(value, list) and all(isinstance(v, dict) for v in value) else value
-            if isinstance(tables, dict):
-                tables = [tables]
-            if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
-                raise UsageError(f"{where}: [{key}]: expected a table, got {show(value)}")
-            for n, table in enumerate(tables):
-                label = key if len(tables) == 1 and isinstance(value, dict) else f"{key}.{n}"
+            if key in arrays:
+                if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+                    raise UsageError(f"{where}: [[{key}]]: expected an array of tables (each one headed "
+                                     f"[[{key}]]), got {show(value)}")
+                tables, labels = value, [f"{key}.{n}" for n in range(len(value))]
+            else:
+                if not isinstance(value, dict):
+                    raise UsageError(f"{where}: [{key}]: expected a table, got {show(value)}")
+                tables, labels = [value], [key]
+            for table, label in zip(tables, labels):
                 for sub, subvalue in table.items():
                     check_key(where, schema, key, sub, subvalue, label=label)
+                for needed in (required or {}).get(key, ()):
+                    if needed not in table:
+                        raise UsageError(f"{where}: [{label}] {needed}: missing")
         else:
             check_key(where, schema, "", key, value)
 
@@ -65,6 +75,8 @@ def type_problem(spec: Spec, key: str, value: Any) -> str | None:
     if kind == "bool":
         return None if isinstance(value, bool) else f"expected true or false, got {show(value)}"
     if kind in ("int", "number"):
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"expected a finite number, got {show(value)}"
         ok = isinstance(value, int) if kind == "int" else is_number(value)
         if not ok or isinstance(value, bool):
             what = "an integer" if kind == "int" else "a number"
@@ -105,7 +117,7 @@ def _threshold_problem(key: str, value: Any) -> str | None:
             return "a threshold table needs fail = NUMBER"
         for part in ("fail", "warn"):
             if part in value and not is_number(value[part]):
-                return f"{part}: expected a number, got {show(value[part])}"
+                return f"{part}: expected a {_finite(value[part])}number, got {show(value[part])}"
         if "warn" in value:
             fail, warn = float(value["fail"]), float(value["warn"])
             if key.startswith("min_") and warn < fail:
@@ -114,14 +126,20 @@ def _threshold_problem(key: str, value: Any) -> str | None:
                 return f"warn ({warn:g}) must not be above fail ({fail:g}) for a ceiling"
         return None
     if not is_number(value):
-        return f"expected a number, got {show(value)}"
+        return f"expected a {_finite(value)}number, got {show(value)}"
     if value < 0:
         return f"expected a number >= 0, got {show(value)}"
     return None
 
 
 def is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """An integer or a finite float. TOML has nan and inf, and every comparison with nan is false:
+    `max_temp_c = nan` would pass any temperature."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _finite(v: Any) -> str:
+    return "finite " if isinstance(v, float) and not math.isfinite(v) else ""
 
 
 def show(v: Any) -> str:

@@ -3,13 +3,14 @@
 Memory stays bounded however long the run: per-GPU running summaries (min/mean/max), a capped list
 of events (throttle onsets with their reasons, XIDs, loss of a GPU), error counters read at the start
 and the end. The full time series goes to a gzip-compressed CSV beside the report, flushed as it
-grows so a killed run keeps what it sampled; the report references it by sha256.
+grows (one gzip member per flush) so a killed run keeps what it sampled; the report references it by sha256.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import threading
 import time
 import zlib
@@ -18,8 +19,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from nodeqc.backends.base import Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample, decode_reasons
-from nodeqc.errors import GpuLostError
+from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.na import NA, is_na
+from nodeqc.safefile import OutputError, create_new, write_all
 
 LOADED_UTIL_PCT = 50  # a GPU at or above this utilisation counts as under load
 MAX_EVENTS = 200  # per GPU and kind; more are counted, not kept
@@ -98,6 +100,7 @@ class GpuTelemetry:
     pcie_idle_gen: Any = NA
     pcie_idle_width: Any = NA
     throttle_s: dict[str, float] = field(default_factory=dict)
+    throttle_counted: list[str] = field(default_factory=list)  # reasons timed by the driver's counters
     throttle_onsets: Events = field(default_factory=Events)
     xids: Events = field(default_factory=Events)
     counters_start: GpuCounters | None = None
@@ -138,6 +141,19 @@ class GpuTelemetry:
                                           "temp_c": _json(s.temp_c), "sm_clock_mhz": _json(s.sm_clock_mhz)})
             self._prev_reasons = reasons
 
+    def count_throttle_from_counters(self) -> None:
+        """Where the driver timed a reason itself (start and end counters), its count replaces the
+        sampled estimate: exact, and it holds a throttle that no sample landed in."""
+        if self.counters_start is None or self.counters_end is None:
+            return
+        start = self.counters_start.throttle_ns()
+        for reason, end_ns in self.counters_end.throttle_ns().items():
+            start_ns = start[reason]
+            if is_na(end_ns) or is_na(start_ns) or end_ns < start_ns:
+                continue
+            self.throttle_s[reason] = (end_ns - start_ns) / 1e9
+            self.throttle_counted.append(reason)
+
     def failing_throttle_s(self) -> float:
         return sum(self.throttle_s.get(r, 0.0) for r in FAILING_REASONS)
 
@@ -153,6 +169,7 @@ class GpuTelemetry:
             "pcie_under_load": {"gen": self.pcie_loaded_gen.to_dict(), "width": self.pcie_loaded_width.to_dict()},
             "pcie_at_idle": {"gen": _json(self.pcie_idle_gen), "width": _json(self.pcie_idle_width)},
             "throttle_s": {k: round(v, 2) for k, v in sorted(self.throttle_s.items())},
+            "throttle_counted_by_driver": sorted(self.throttle_counted),
             "throttle_onsets": self.throttle_onsets.to_dict(),
             "xids": self.xids.to_dict(),
             "counters_start": self.counters_start.to_dict() if self.counters_start else None,
@@ -170,13 +187,15 @@ class TelemetrySummary:
     series_file: str | None = None
     series_sha256: str | None = None
     series_rows: int = 0
+    series_error: str | None = None  # why the file holds fewer rows than were sampled (disk full)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "duration_s": round(self.duration_s, 2),
             "sample_hz": self.sample_hz,
             "series": {"file": self.series_file, "sha256": self.series_sha256, "rows": self.series_rows,
-                       "columns": list(SERIES_COLUMNS)} if self.series_file else None,
+                       "columns": list(SERIES_COLUMNS),
+                       **({"incomplete": self.series_error} if self.series_error else {})} if self.series_file else None,
             "gpus": {f"gpu{i}": g.to_dict() for i, g in sorted(self.gpus.items())},
         }
 
@@ -204,7 +223,6 @@ class TelemetrySampler:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._series: Any = None
-        self._rows = 0
         self._last_flush = 0.0
         self._last_counters: dict[int, GpuCounters] = {}
         self._windows: dict[str, dict[int, GpuTelemetry]] = {}
@@ -226,8 +244,8 @@ class TelemetrySampler:
             self.watch[i].counters_start = self._read_counters(i)
             self.watch[i].counters_start_t = self.now()
         if self.series_path is not None:
-            self._series = gzip.open(self.series_path, "wb", compresslevel=6)
-            self._write_line(",".join(SERIES_COLUMNS))
+            self._series = SeriesWriter(self.series_path)
+            self._series.write_line(",".join(SERIES_COLUMNS))
         self._threads = [threading.Thread(target=self._sample_loop, name="nodeqc-telemetry", daemon=True),
                          threading.Thread(target=self._xid_loop, name="nodeqc-xid", daemon=True)]
         for t in self._threads:
@@ -242,14 +260,17 @@ class TelemetrySampler:
             self.watch[i].counters_end = end or self._last_counters.get(i)
             if end is not None:
                 self.watch[i].counters_end_t = self.now()
-        digest = None
+            self.watch[i].count_throttle_from_counters()
+        digest, rows, error = None, 0, None
         if self._series is not None:
-            self._series.close()
+            with self._lock:
+                self._series.close()
             digest = hashlib.sha256(self.series_path.read_bytes()).hexdigest()
+            rows, error = max(0, self._series.lines_written - 1), self._series.error  # less the header
         return TelemetrySummary(
             gpus=self.watch, duration_s=self.now(), sample_hz=self.hz,
             series_file=self.series_path.name if self.series_path else None,
-            series_sha256=digest, series_rows=self._rows)
+            series_sha256=digest, series_rows=rows, series_error=error)
 
     def _read_counters(self, i: int) -> GpuCounters | None:
         try:
@@ -320,26 +341,113 @@ class TelemetrySampler:
         if self._series is None:
             return
         values = [f"{t:.3f}", str(i)] + ["" if is_na(v := getattr(s, f)) else str(v) for f in GpuSample.FIELDS]
-        self._write_line(",".join(values))
-        self._rows += 1
+        self._series.write_line(",".join(values))
         now = time.monotonic()
         if now - self._last_flush > FLUSH_EVERY_S:
-            self._series.flush()  # a sync flush: what is written so far can be read after a kill
+            self._series.flush()
             self._last_flush = now
 
-    def _write_line(self, line: str) -> None:
-        self._series.write((line + "\n").encode())
+
+class SeriesWriter:
+    """The time-series file: gzip, one complete gzip member per flush (RFC 1952 allows any number,
+    one after the other; gzip, zcat, Python's gzip and pandas read them as one stream). A run killed
+    with SIGKILL leaves whole members up to its last flush, which every reader takes, and at most one
+    member cut short, which only `read_series` recovers. A single gzip stream flushed mid-way has no
+    trailer after a kill, and gzip and pandas refuse the whole file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd = create_new(path)  # O_EXCL|O_NOFOLLOW: never through a planted link
+        self._pending: list[bytes] = []
+        self.lines_written = 0
+        # Why the file stopped growing (a full disk): sampling goes on in memory, the checks still
+        # judge every sample, and the report says the file holds only the rows before this.
+        self.error: str | None = None
+
+    def write_line(self, line: str) -> None:
+        if self.error is None:
+            self._pending.append((line + "\n").encode())
+
+    def flush(self) -> None:
+        if self._pending and self._fd >= 0 and self.error is None:
+            lines, self._pending = self._pending, []
+            whole = os.lseek(self._fd, 0, os.SEEK_CUR)
+            try:
+                write_all(self._fd, gzip.compress(b"".join(lines), compresslevel=6, mtime=0), self.path)
+            except OutputError as e:
+                self.error = str(e)
+                try:
+                    os.ftruncate(self._fd, whole)  # no member cut short: every reader takes the file
+                except OSError:
+                    pass
+                return
+            self.lines_written += len(lines)
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        try:
+            self.flush()
+        finally:
+            os.close(self._fd)
+            self._fd = -1
 
 
 def read_series(path: Path) -> list[list[str]]:
-    """The rows of a time-series file, header first. A file cut short by a kill has no gzip trailer;
-    everything up to its last flush is still returned."""
-    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    text = inflate.decompress(path.read_bytes()).decode(errors="replace")
-    lines = text.splitlines()
-    if text and not text.endswith("\n"):
+    """The rows of a time-series file, header first: every gzip member in turn; of a member cut
+    short by a kill, what it holds up to the cut (a row torn mid-way is dropped)."""
+    data = path.read_bytes()
+    text = b""
+    while data:
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            text += inflate.decompress(data)
+        except zlib.error:
+            break  # damaged beyond this point: keep what came before
+        if not inflate.eof:
+            break  # the last member, cut short
+        data = inflate.unused_data
+    decoded = text.decode(errors="replace")
+    lines = decoded.splitlines()
+    if decoded and not decoded.endswith("\n"):
         lines = lines[:-1]  # a row torn by the kill
     return [line.split(",") for line in lines]
+
+
+def describe_series(path: Path) -> str:
+    """A time-series file for a person (`nodeqc show X.telemetry.csv.gz`): its span and, per GPU, the
+    extremes of what was sampled. Also a file cut short by a kill, up to its last flush."""
+    try:
+        rows = read_series(path)
+        gzip.decompress(path.read_bytes())
+        whole = True
+    except (OSError, EOFError, zlib.error):
+        whole = False
+    if not rows or rows[0][:2] != ["t_s", "gpu"]:
+        raise UsageError(f"{path}: not a nodeqc telemetry file (no header t_s,gpu,...)")
+    header, data = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
+    col = {name: n for n, name in enumerate(header)}
+    times = [float(r[0]) for r in data]
+    out = [f"nodeqc telemetry: {path.name}" + ("" if whole else
+           "  (cut short, as by a killed run: every row up to its last flush)"),
+           f"{len(data)} rows" + (f", t = {min(times):.1f} s to {max(times):.1f} s" if times else "")]
+    for gpu in sorted({r[1] for r in data}, key=lambda g: int(g) if g.isdigit() else 0):
+        mine = [r for r in data if r[1] == gpu]
+
+        def span(name: str, unit: str) -> str:
+            values = [float(r[col[name]]) for r in mine if name in col and _is_float(r[col[name]])]
+            return f"{name} {min(values):g}..{max(values):g} {unit}" if values else f"{name} N/A"
+        out.append(f"  gpu{gpu}: {len(mine)} samples, {span('temp_c', 'C')}, {span('power_w', 'W')}, "
+                   f"{span('sm_clock_mhz', 'MHz')}, {span('util_pct', '%')}")
+    return "\n".join(out)
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _json(v: Any) -> Any:

@@ -48,7 +48,9 @@ RUN_A = {
     "gpu1:pcie_gen=4": {("health.pcie_link", "gpu1", "PCIE_GEN", "fail"),
                         ("stress.pcie_bandwidth", "gpu1", "PCIE_GEN", "fail")},
     "gpu2:pcie_replay=100": {("health.pcie_replay", "gpu2", "PCIE_REPLAY", "fail")},
-    "gpu3:temp=95": {("health.temperature", "gpu3", "TEMP_SLOWDOWN", "fail")},
+    # Above its maximum operating and slowdown temperatures the GPU throttles itself, as a real one does.
+    "gpu3:temp=95": {("health.temperature", "gpu3", "TEMP_SLOWDOWN", "fail"),
+                     ("health.throttle", "gpu3", "THROTTLE_THERMAL", "fail")},
     "gpu4:throttle=hw_slowdown": {("health.throttle", "gpu4", "THROTTLE_HW_SLOWDOWN", "fail")},
     "gpu5:ecc_dbe=2": {("health.ecc", "gpu5", "ECC_DBE", "fail")},
     "gpu6:xid=48": {("health.xid", "gpu6", "XID", "fail")},

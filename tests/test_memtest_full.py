@@ -167,13 +167,17 @@ def test_the_wait_reports_progress_so_the_watchdog_sees_a_live_worker():
 def test_full_run_fails_the_gpu_whose_cells_fade_and_names_the_pattern(tmp_path):
     from nodeqc.backends import simulated_hardware
 
+    # Two GPUs, not eight: the simulator patterns its buffers for real, and eight at once on a busy
+    # two-core machine can outrun the watchdog's deadline for compressed time.
+    scenario = tmp_path / "two.toml"
+    scenario.write_text('description = "two H100"\n[gpus]\nmodel = "h100-sxm5"\ncount = 2\n'
+                        '[host]\ncores = 16\nmemory_gib = 256\n')
     signer = create_key(tmp_path / "k.pem")
-    hw = simulated_hardware("hgx-h100", [parse_fault("gpu5:retention")], time_scale=200)
-    profile = load_profile("hgx-h100")
-    opts = RunOptions(profile, signer, out_dir=tmp_path / "out", quick=False,
+    hw = simulated_hardware(str(scenario), [parse_fault("gpu1:retention")], time_scale=100)
+    opts = RunOptions(load_profile("h100"), signer, out_dir=tmp_path / "out", quick=False,
                       selection=Selection.parse(["stress.memtest"], None))
     outcome = Runner(opts, hw).run()
     mem = {r.subject: r for r in outcome.results if r.name == "stress.memtest"}
-    assert mem["gpu5"].verdict is Verdict.FAIL and mem["gpu5"].code == "MEMTEST_ERRORS"
-    assert "bit fade" in mem["gpu5"].message
-    assert all(r.verdict is Verdict.PASS for s, r in mem.items() if s != "gpu5")
+    assert mem["gpu1"].verdict is Verdict.FAIL and mem["gpu1"].code == "MEMTEST_ERRORS"
+    assert "bit fade" in mem["gpu1"].message
+    assert mem["gpu0"].verdict is Verdict.PASS

@@ -131,9 +131,29 @@ class GpuCounters:
     onchip_ecc_corrected: Any = NA
     onchip_ecc_uncorrected: Any = NA
     onchip_ecc_locations: Any = NA
+    # How long the clocks have been held down for each reason, in ns, counted by the driver itself
+    # (NVML field values NVML_FI_DEV_CLOCKS_EVENT_REASON_*): exact whatever the sample rate, where
+    # a sampled bitmask only sees what a sample lands on.
+    throttle_ns_sw_power_cap: Any = NA
+    throttle_ns_sw_thermal: Any = NA
+    throttle_ns_hw_thermal: Any = NA
+    throttle_ns_power_brake: Any = NA
 
     def to_dict(self) -> dict[str, Any]:
         return _dict(self)
+
+    def throttle_ns(self) -> dict[str, Any]:
+        """reason -> ns the driver counted (NA where it does not count that reason)."""
+        return {reason: getattr(self, f"throttle_ns_{reason}") for reason in COUNTED_REASONS}
+
+
+# The reasons the driver times on its own (NVML field id names, as nvidia-ml-py spells them).
+COUNTED_REASONS: dict[str, str] = {
+    "sw_power_cap": "NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP",
+    "sw_thermal": "NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN",
+    "hw_thermal": "NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN",
+    "power_brake": "NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN",
+}
 
 
 @dataclass(frozen=True)

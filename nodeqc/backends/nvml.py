@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from nodeqc.backends.base import (Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample,
+from nodeqc.backends.base import (COUNTED_REASONS, Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample,
                                   XidEvent, normalise_bus_id)
 from nodeqc.errors import BackendUnavailable, GpuLostError
 from nodeqc.na import NA, is_na
@@ -215,8 +215,18 @@ class NvmlBackend(GpuManagement):
             retired_dbe=NA if is_na(retired_dbe) else len(retired_dbe),
             retired_pending=NA if is_na(pending) else pending == n.NVML_FEATURE_ENABLED,
             **self._nvlink(index),
+            **self._throttle_counters(index),
             **self._onchip_ecc(index),
         )
+
+    def _throttle_counters(self, index: int) -> dict[str, Any]:
+        """The driver's own clocks-event durations (ns); NA where this driver or binding lacks them."""
+        out = {}
+        for reason, field_name in COUNTED_REASONS.items():
+            field_id = getattr(self.n, field_name, None)
+            value = NA if field_id is None else self._field(index, field_id)
+            out[f"throttle_ns_{reason}"] = NA if is_na(value) else int(value)
+        return out
 
     # Ampere and newer count every on-chip memory under SRAM (the H100 answers SRAM and
     # NotSupported for the others); older GPUs count L1, L2, register file and texture separately.

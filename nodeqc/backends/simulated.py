@@ -18,13 +18,13 @@ import threading
 import time
 import tomllib
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodeqc.backends.base import (REASON_BITS, Clock, GpuCounters, GpuInfo, GpuManagement,
+from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounters, GpuInfo, GpuManagement,
                                   GpuSample, HostBackend, HostInfo, IbPort, NicBackend, NicInfo, PciDevice,
-                                  TrafficJob, TrafficOutcome, TrafficSession, XidEvent)
+                                  TrafficJob, TrafficOutcome, TrafficSession, XidEvent, decode_reasons)
 from nodeqc.backends.nic import IB_COUNTERS
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS, SimGpuModel
 from nodeqc.errors import GpuLostError, UsageError
@@ -54,7 +54,7 @@ SCENARIO_SCHEMA = {
         "sockets": Spec("int", "CPU sockets", low=1),
         "cores": Spec("int", "physical cores", low=1),
         "threads": Spec("int", "hardware threads", low=1),
-        "memory_gib": Spec("number", "memory", low=0.5),
+        "memory_gib": Spec("number", "memory", low=0.5, high=1 << 20),  # up to 1 PiB
         "numa_nodes": Spec("int", "NUMA nodes", low=1),
         "os": Spec("str", "operating system"),
         "kernel": Spec("str", "kernel release"),
@@ -150,7 +150,11 @@ def load_scenario(ref: str) -> Scenario:
         raise UsageError(f"{where}: invalid TOML: {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"{where}: cannot read scenario: {e}") from None
-    validate(where, SCENARIO_SCHEMA, data)
+    validate(where, SCENARIO_SCHEMA, data, arrays=("nics",), required={"nics": ("name",)})
+    names = [nic["name"] for nic in data.get("nics", [])]
+    for name in names:
+        if names.count(name) > 1:
+            raise UsageError(f"{where}: [[nics]] name: {name!r} appears {names.count(name)} times; each NIC needs its own")
     for table, key in (("gpus", "model"), ("gpus", "count"), ("host", "cores"), ("host", "memory_gib")):
         if key not in data.get(table, {}):
             raise UsageError(f"{where}: [{table}] {key}: missing")
@@ -209,6 +213,9 @@ class _GpuState:
     last_t: float
     xids_due: list[int] | None = None
     lost_reported: bool = False
+    # The driver's clocks-event durations (ns), integrated as simulated time passes, as a real
+    # driver counts them: a fault is in these counters whether or not a telemetry sample lands in it.
+    throttle_ns: dict[str, float] = field(default_factory=lambda: {r: 0.0 for r in COUNTED_REASONS})
 
 
 class SimManagement(GpuManagement):
@@ -282,6 +289,9 @@ class SimManagement(GpuManagement):
         hot = self.node.value(k, "temp", self.model.load_temp_c)
         target = self.model.idle_temp_c + load * (hot - self.model.idle_temp_c)
         st.temp += (target - st.temp) * (1 - math.exp(-dt / THERMAL_TAU_S))
+        for reason in decode_reasons(self._reasons(k, load, st.temp)):
+            if reason in st.throttle_ns:
+                st.throttle_ns[reason] += dt * 1e9
         if st.xids_due and self._loaded_s(k) >= XID_AFTER_S:
             self._events += [XidEvent(self.node.visible.index(k), code, now) for code in st.xids_due]
             st.xids_due = []
@@ -296,16 +306,13 @@ class SimManagement(GpuManagement):
         m, rng = self.model, self._rng[k]
         load = self._load(k)
         busy = load > LOADED
-        reasons = REASON_BITS["gpu_idle"] if load < 0.05 else 0
+        reasons = self._reasons(k, load, st.temp)
         clock = m.idle_sm_mhz + load * (m.max_sm_mhz - m.idle_sm_mhz)
         if busy:
             for f in self.node.gpu_faults(k):
                 if f.name == "throttle":
-                    reasons |= REASON_BITS[f.value]
                     clock *= {"sw_power_cap": 0.93, "sw_thermal": 0.8, "hw_thermal": 0.7}.get(f.value, 0.5)
-        pulse = self.node.shared[k * SLOTS + SLOT_PULSE_S]
-        if 0 < pulse <= self.node.value(k, "transient_brake", 0) / 1000:
-            reasons |= REASON_BITS["power_brake"]  # the chassis brakes while the swings last
+        if self._braking(k):
             clock *= 0.5
         demand = m.idle_w + load * (0.93 * m.tdp_w - m.idle_w)
         power = min(demand, self.node.value(k, "power", m.tdp_w), m.tdp_w)
@@ -325,10 +332,33 @@ class SimManagement(GpuManagement):
             pcie_width=width,
         )
 
+    def _reasons(self, k: int, load: float, temp: float) -> int:
+        """The clocks-event reasons of GPU k at this load and temperature: idle, an injected throttle
+        under load, and the driver's own thermal slowdown, as a real GPU enters it: software
+        slowdown above its maximum operating temperature, hardware slowdown at its slowdown one."""
+        m = self.model
+        reasons = REASON_BITS["gpu_idle"] if load < 0.05 else 0
+        if load > LOADED:
+            for f in self.node.gpu_faults(k):
+                if f.name == "throttle":
+                    reasons |= REASON_BITS[f.value]
+        if self._braking(k):
+            reasons |= REASON_BITS["power_brake"]  # the chassis brakes while the swings last
+        if temp >= m.gpu_max_c:
+            reasons |= REASON_BITS["sw_thermal"]
+        if temp >= m.slowdown_c:
+            reasons |= REASON_BITS["hw_thermal"]
+        return reasons
+
+    def _braking(self, k: int) -> bool:
+        """A `transient_brake` GPU under load swings at or below the brake's period."""
+        pulse = self.node.shared[k * SLOTS + SLOT_PULSE_S]
+        return 0 < pulse <= self.node.value(k, "transient_brake", 0) / 1000
+
     def counters(self, index: int) -> GpuCounters:
         k = self._physical(index)
         with self._lock:
-            self._advance(k)
+            throttle_ns = {f"throttle_ns_{r}": int(ns) for r, ns in self._advance(k).throttle_ns.items()}
         if self._lost(k):
             raise GpuLostError(index)
         ramp = min(self._loaded_s(k) / RAMP_S, 1.0)
@@ -346,6 +376,7 @@ class SimManagement(GpuManagement):
             retired_dbe=NA if remaps else 0,
             retired_pending=NA if remaps else False,
             **self._nvlink(k),
+            **throttle_ns,
             # Ampere and newer count on-chip errors under SRAM; older GPUs per cache and register file.
             onchip_ecc_corrected=grow("sram_sbe"),
             onchip_ecc_uncorrected=grow("sram_dbe"),

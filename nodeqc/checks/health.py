@@ -49,6 +49,11 @@ def temperature(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResul
                                   f"margin to the memory's maximum ({fmt(gpu.temp_mem_max_c, 'C')})", "C"))
             thresholds.append(MEM_MARGIN)
     result = fold(name, gpu.subject, findings, values, thresholds, key="temp_max")
+    if result.verdict is Verdict.PASS and tel.loaded_samples == 0:
+        # Idle readings say nothing of the temperature under load: no PASS from them (the driver's
+        # thermal-slowdown counters, judged by health.throttle, still see heat between samples).
+        return skip(name, gpu.subject, f"never sampled under load ({tel.samples} idle sample(s), peak "
+                    f"{fmt(hottest, 'C')}): the temperature under load was not seen; sample more often (--sample-hz)")
     if result.verdict is Verdict.PASS:
         result.message = f"GPU temperature peaked at {fmt(hottest, 'C')}" + (
             f", {fmt(values['slowdown_margin'].value, 'C')} below its slowdown" if "slowdown_margin" in values else "")

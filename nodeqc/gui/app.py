@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSize, QtMsgType, QTimer, qInstallMessageHandler
+from PySide6.QtCore import QBuffer, QIODevice, QSize, QtMsgType, QTimer, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
 from nodeqc.errors import UsageError
 from nodeqc.flow import RunFlow, prepare
 from nodeqc.gui.session import RunSetup, probe
 from nodeqc.gui.window import MainWindow
+from nodeqc.safefile import OutputError, write_atomic
 
 SETTLE_MS = 300  # let the last layout and paint happen before the screenshot
 
@@ -85,8 +86,15 @@ def window_size() -> QSize | None:
 
 
 def _save_and_quit(window: MainWindow, path: Path) -> None:
-    if not window.grab().save(str(path)):
-        print(f"nodeqc: {path}: could not save the screenshot", file=sys.stderr)
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    saved = window.grab().save(buffer, path.suffix.lstrip(".").upper())
+    try:
+        if not saved:
+            raise OutputError(f"{path}: could not make the screenshot")
+        write_atomic(path, bytes(buffer.data()))  # never through a planted link
+    except OutputError as e:
+        print(f"nodeqc: {e}", file=sys.stderr)
         window.exit_code = 2
     else:
         print(f"nodeqc: screenshot saved: {path}", file=sys.stderr)

@@ -7,6 +7,7 @@ Everything here reads the report file, so what is shown and printed is what was 
 from __future__ import annotations
 
 import html
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from nodeqc.keys import trusted_keys
 from nodeqc.model import CheckResult
 from nodeqc.render import render_report, run_length
 from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_envelope
+from nodeqc.safefile import write_atomic
 
 
 @dataclass
@@ -132,6 +134,17 @@ def summary_html(report: LoadedReport) -> str:
 
 
 def export_pdf(report: LoadedReport, pdf_path: Path) -> None:
+    # Qt prints into a private directory of ours; the file then goes in place as every output does
+    # (nodeqc.safefile), so a link planted at the name cannot redirect it.
+    with tempfile.TemporaryDirectory(prefix="nodeqc-pdf-") as private:
+        printed = Path(private) / "summary.pdf"
+        _print_pdf(report, printed)
+        if not printed.is_file():
+            raise UsageError(f"{pdf_path}: could not write the PDF")
+        write_atomic(pdf_path, printed.read_bytes())
+
+
+def _print_pdf(report: LoadedReport, pdf_path: Path) -> None:
     printer = QPrinter(QPrinter.PrinterMode.HighResolution)
     printer.setOutputFormat(QPrinter.OutputFormat.PdfFormat)
     printer.setOutputFileName(str(pdf_path))
@@ -141,5 +154,3 @@ def export_pdf(report: LoadedReport, pdf_path: Path) -> None:
     doc.setDefaultFont(QFont("Sans Serif", 9))
     doc.setHtml(summary_html(report))
     doc.print_(printer)
-    if not pdf_path.is_file():
-        raise UsageError(f"{pdf_path}: could not write the PDF")

@@ -1,0 +1,174 @@
+"""Input that parses but is wrong gets one line naming the field and exit 2, before any work (issue
+13 items 12-14): nan and infinity in profiles, [run] settings and --inject values; scenario files
+that are valid TOML but not a node; durations, limits and output files."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import cli
+from nodeqc.backends.simulated import load_scenario
+from nodeqc.cli import _duration
+from nodeqc.errors import UsageError
+from nodeqc.faults import parse_fault
+from nodeqc.profile import load_profile
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# ------------------------------------------------------------------ nan and infinity (item 12)
+
+@pytest.mark.parametrize("table,line,named", [
+    ("gpu", "max_temp_c = nan", r"\[gpu\] max_temp_c: expected a finite number, got nan"),
+    ("gpu", "max_temp_c = inf", r"\[gpu\] max_temp_c: expected a finite number, got inf"),
+    ("gpu", "min_bf16_tflops = nan", r"\[gpu\] min_bf16_tflops: expected a finite number"),
+    ("gpu", "min_hbm_gbps = { fail = nan, warn = 3000 }", r"\[gpu\] min_hbm_gbps: fail: expected a finite number"),
+    ("gpu", "max_temp_c = { fail = 85, warn = nan }", r"\[gpu\] max_temp_c: warn: expected a finite number"),
+    ("gpu", "memtest_fraction = nan", r"\[gpu\] memtest_fraction: expected a finite number"),
+    ("run", "sample_hz = nan", r"\[run\] sample_hz: expected a finite number"),
+    ("run", "burn_in_s = inf", r"\[run\] burn_in_s: expected a finite number"),
+    ("run", "stall_timeout_s = -inf", r"\[run\] stall_timeout_s: expected a finite number"),
+    ("nic", "min_tcp_fraction = nan", r"\[nic\] min_tcp_fraction: expected a finite number"),
+])
+def test_nan_and_infinity_in_a_profile_are_refused_with_the_field_named(tmp_path, table, line, named):
+    path = write(tmp_path, "mine.toml", f'extends = "h100"\ndescription = "x"\n[{table}]\n{line}\n')
+    with pytest.raises(UsageError, match=rf"mine.toml: {named}"):
+        load_profile(str(path))
+
+
+def test_nan_at_the_top_level_of_a_profile_is_refused(tmp_path):
+    path = write(tmp_path, "mine.toml", 'extends = "h100"\ndescription = "x"\nwarn_band = nan\n')
+    with pytest.raises(UsageError, match="warn_band: expected a finite number, got nan"):
+        load_profile(str(path))
+
+
+def test_a_nan_ceiling_no_longer_passes_a_hot_gpu(tmp_path):
+    """The reproduction: `max_temp_c = nan` let a 90 C GPU pass (every comparison with nan is false)."""
+    path = write(tmp_path, "mine.toml", 'extends = "h100"\ndescription = "x"\n[gpu]\nmax_temp_c = nan\n')
+    p = cli("--headless", "--profile", str(path), "--simulate", "h100", "--inject", "gpu0:temp=90", "--quick")
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
+        f"nodeqc: {path}: [gpu] max_temp_c: expected a finite number, got nan"]
+
+
+@pytest.mark.parametrize("fault", ["gpu0:temp=nan", "gpu0:temp=inf", "gpu0:slow=nan", "gpu0:hbm_bw=NaN",
+                                   "gpu0:p2p_bw=nan", "gpu0:power=inf", "gpu0:power=-inf", "gpu0:slow=+nan"])
+def test_nan_and_infinity_in_inject_values_are_refused(fault):
+    with pytest.raises(UsageError, match=re.escape(f"--inject {fault}: expected a") + "( finite)? number"):
+        parse_fault(fault)
+
+
+# ------------------------------------------------------------------ scenario files (item 13)
+
+GOOD_SCENARIO = '''description = "one GPU"
+[host]
+cores = 8
+memory_gib = 64
+[gpus]
+model = "h100-sxm5"
+count = 1
+'''
+
+
+@pytest.mark.parametrize("extra,named", [
+    ('[[nics]]\ndriver = "mlx5_core"\n', r"\[nics.0\] name: missing"),
+    ('[nics]\nname = "eth0"\n', r"\[\[nics\]\]: expected an array of tables"),
+    ('nics = "eth0"\n', r"\[\[nics\]\]: expected an array of tables"),
+    ('[[nics]]\nname = "eth0"\n[[nics]]\nname = "eth0"\n', r"\[\[nics\]\] name: 'eth0' appears 2 times"),
+    ('[[gpus]]\nmodel = "h100-sxm5"\n', None),  # [gpus] already given: TOML refuses it
+    ('time_scale = nan\n', r"time_scale: expected a finite number, got nan"),
+    ('seed = 1\nhostname = 3\n', r"hostname: expected a string, got 3"),
+])
+def test_scenarios_that_parse_but_are_wrong_are_refused_with_file_table_and_key(tmp_path, extra, named):
+    head, _, rest = GOOD_SCENARIO.partition("[host]")
+    text = (extra + GOOD_SCENARIO) if extra.startswith(("time_scale", "seed", "nics =")) else GOOD_SCENARIO + extra
+    path = write(tmp_path, "node.toml", text)
+    with pytest.raises(UsageError, match=rf"{path}: {named}" if named else rf"{path}: invalid TOML"):
+        load_scenario(str(path))
+
+
+@pytest.mark.parametrize("old,new,named", [
+    ("memory_gib = 64", "memory_gib = inf", r"\[host\] memory_gib: expected a finite number, got inf"),
+    ("memory_gib = 64", "memory_gib = nan", r"\[host\] memory_gib: expected a finite number, got nan"),
+    ("memory_gib = 64", "memory_gib = 1e300", r"\[host\] memory_gib: expected at most"),
+    ('[gpus]\nmodel = "h100-sxm5"\ncount = 1\n', '[[gpus]]\nmodel = "h100-sxm5"\n', r"\[gpus\]: expected a table, got a list"),
+])
+def test_scenario_values_that_are_not_numbers_of_a_node(tmp_path, old, new, named):
+    path = write(tmp_path, "node.toml", GOOD_SCENARIO.replace(old, new))
+    with pytest.raises(UsageError, match=rf"{path}: {named}"):
+        load_scenario(str(path))
+
+
+def test_a_bad_scenario_is_one_line_from_the_command_line(tmp_path):
+    path = write(tmp_path, "node.toml", GOOD_SCENARIO + '[nics]\nname = "eth0"\n')
+    p = cli("--headless", "--profile", "h100", "--simulate", str(path), "--quick")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "internal error" not in p.stderr
+    assert "[[nics]]: expected an array of tables" in p.stderr
+
+
+# ------------------------------------------------------------------ strict parsing (item 14)
+
+@pytest.mark.parametrize("text,seconds", [("90s", 90), ("15m", 900), ("1h30m", 5400), ("2h", 7200),
+                                          ("1h30m15s", 5415), ("1d", 86400), ("1.5h", 5400), (" 8H ", 28800)])
+def test_durations_that_say_their_units(text, seconds):
+    assert _duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["1h30", "90", "30m1h", "1h 30m", "h", "1x", "-1h", "0s", "1e3s", "nan", "infh",
+                                  "31d", "", "1hh", "1h-30m"])
+def test_durations_without_a_unit_for_every_number_are_refused(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a duration"):
+        _duration(text)
+
+
+@pytest.mark.parametrize("text,said", [
+    ("1h30", "expected a duration like 90s, 15m, 1h30m, 2h"),
+    ("-1h", "expected a duration above zero, got '-1h'"),
+])
+def test_bad_burn_in_is_one_line_saying_what_is_accepted(text, said):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--burn-in", text)
+    assert p.returncode == 2 and said in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("limit", ["0", "-3", "x"])
+def test_history_limit_must_be_a_positive_number(limit, tmp_path):
+    p = cli("history", "--archive", str(tmp_path), "--limit", limit)
+    assert p.returncode == 2 and f"--limit: expected a whole number above zero, got '{limit}'" in p.stderr
+
+
+@pytest.mark.parametrize("shot,said", [("shot.txt", "expected a .png"), ("no/such/dir/shot.png", "no such directory"),
+                                        (".", "is a directory")])
+def test_a_screenshot_that_cannot_be_saved_is_refused_before_the_run(tmp_path, shot, said):
+    started = time.monotonic()
+    p = cli("gui", "--simulate", "hgx-h100", "--profile", "hgx-h100", "--start", "--screenshot", shot,
+            cwd=tmp_path, env={"QT_QPA_PLATFORM": "offscreen"})
+    assert p.returncode == 2 and said in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert time.monotonic() - started < 20  # it used to run the whole qualification first
+    assert not list(tmp_path.glob("**/*.report.json"))
+
+
+@pytest.mark.parametrize("args,said", [
+    (["--sample-hz", "nan"], "--sample-hz: expected a finite number above zero"),
+    (["--sample-hz", "-2"], "--sample-hz: expected a finite number above zero"),
+])
+def test_numbers_on_the_command_line_are_finite(args, said):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", *args)
+    assert p.returncode == 2 and said in p.stderr
+
+
+def test_capture_numbers_are_checked(tmp_path):
+    p = cli("capture", str(tmp_path / "c.json"), "--seconds", "nan")
+    assert p.returncode == 2 and "--seconds: expected a finite number above zero" in p.stderr
+
+
+def test_export_output_in_a_missing_directory_is_refused_before_reading_the_archive(tmp_path):
+    p = cli("export", "--archive", str(tmp_path), "--output", str(tmp_path / "no" / "rows.csv"))
+    assert p.returncode == 2 and "no such directory" in p.stderr
