@@ -1,34 +1,46 @@
 """Where reports live: a per-user archive (XDG data dir), or a shared one named by NODEQC_ARCHIVE
 (or --archive DIR), filed by node so nothing is ever overwritten.
 
-The signed report files are the truth. The SQLite index beside them (`.index.sqlite3`) is a cache
-that makes the archive searchable: every listing first brings it up to date with the files (new,
-changed and removed reports, by size and mtime), and it is rebuilt from the files when it is lost,
-damaged, of an older schema, or was made with a different set of trusted keys. A file that is
-corrupt, unsigned or signed by a key that is not trusted is recorded as skipped, with the reason,
-and never listed as a report.
+The signed report files are the truth; writers write only files (hundreds of nodes may write one
+shared archive directory at once, over NFS). Each reader keeps its own SQLite index of the archive in
+its own cache directory, one per host and archive, so no SQLite file is ever written by several hosts
+(SQLite's locking is not reliable over NFS). The index is a cache of **verified facts**: each row
+holds the digest of the report bytes that were verified and what they said, and carries an HMAC
+under a secret of this user, so a row edited in the index is noticed and its file verified again.
+Every listing first brings the index up to date with the files (a report whose size, mtime, ctime or
+inode changed, or whose journal or telemetry beside it did, is read and verified again); a file that
+does not verify is NOT VERIFIED, with the reason, and never listed as a report nor counted as a pass.
+A damaged index is rebuilt from the files; one that cannot be used at all is replaced by one in
+memory: a listing or a run never fails because of the index.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
+import socket
 import sqlite3
+import stat
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import platformdirs
 
 from nodeqc.errors import UsageError
 from nodeqc.na import is_na
+from nodeqc.report import VerificationError
 
 ARCHIVE_ENV = "NODEQC_ARCHIVE"
-INDEX_NAME = ".index.sqlite3"  # safe_name() strips leading dots, so no node directory has this name
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 REPORT_GLOB = "*.report.json"
+REPORT_SUFFIX = ".report.json"
+EVIDENCE_SUFFIXES = (".journal.jsonl", ".telemetry.csv.gz")  # beside a report, by its stem (runner.RunPaths)
 
 
 def archive_root(override: str | Path | None = None) -> Path:
@@ -61,10 +73,16 @@ def node_reports(node_id: str, root: str | Path | None = None) -> list[Path]:
 
 
 def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
 
 
 # ---------------------------------------------------------------------- the index
+
+
+class NotVerified(VerificationError):
+    """A report file is not (or no longer) the content that was verified."""
 
 
 @dataclass(frozen=True)
@@ -90,8 +108,8 @@ class Entry:
 
     @property
     def qualified(self) -> bool:
-        """Only a complete, full run that passed counts as a qualification."""
-        return self.verdict == "PASS" and self.status == "complete" and not self.partial
+        """Only a complete, full run of real hardware that passed counts as a qualification."""
+        return self.verdict == "PASS" and self.status == "complete" and not self.partial and not self.simulated
 
     @property
     def result(self) -> str:
@@ -101,83 +119,192 @@ class Entry:
 
 @dataclass(frozen=True)
 class Skipped:
+    """A file in the archive that did not verify, and why: NOT VERIFIED, never listed."""
+
     path: Path
     reason: str
 
 
 _COLUMNS = ("path", "sha256", "node", "hostname", "verdict", "status", "partial", "simulated", "profile",
             "started_at", "finished_at", "operator", "ticket", "keyid", "previous", "failed")
+# stamp: what the file (and its evidence beside it) looked like when verified; trust: 'verified' or
+# 'not verified' (then reason says why, and keyset which trusted keys it was tried with).
+_ROW = ("path", "stamp", "sha256", "trust", "reason", "keyset", *_COLUMNS[2:])
+_SELECT = ", ".join(_ROW) + ", mac"
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS reports (
-    {', '.join(c + ' TEXT' for c in _COLUMNS)},
-    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    {', '.join(c + ' TEXT' for c in _ROW)}, mac TEXT NOT NULL,
     PRIMARY KEY (path)
 );
-CREATE INDEX IF NOT EXISTS reports_by_node ON reports (node, finished_at);
-CREATE INDEX IF NOT EXISTS reports_by_host ON reports (hostname, finished_at);
-CREATE INDEX IF NOT EXISTS reports_by_time ON reports (finished_at);
-CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, reason TEXT);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
 
-class Archive:
-    """A report archive and its index. `trusted` is keyid -> (key, source), as keys.trusted_keys()."""
+def _warn_stderr(text: str) -> None:
+    print(f"nodeqc: warning: {text}", file=sys.stderr, flush=True)
 
-    def __init__(self, root: str | Path | None = None, trusted: dict[str, Any] | None = None):
+
+def index_secret() -> bytes | None:
+    """This user's secret for the index rows' HMACs: 32 random bytes in the config directory, made
+    on first use (atomically: concurrent first users all end up with the same one), readable only by
+    the user. None when there is none to be had (the index is then kept in memory only)."""
+    from nodeqc.keys import config_dir
+
+    path = config_dir() / "index-secret"
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".index-secret.")  # mode 0600
+                try:
+                    os.write(fd, os.urandom(32))
+                    os.fsync(fd)
+                    os.close(fd)
+                    os.link(tmp, path)  # whole when it appears; loses to an earlier one
+                except FileExistsError:
+                    pass
+                finally:
+                    os.unlink(tmp)
+            except OSError:
+                return None
+            continue
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            data = f.read(33)
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077 and len(data) == 32:
+            return data
+        return None
+    return None
+
+
+class Archive:
+    """A report archive and this reader's index of it. `trusted` is keyid -> (key, source), as
+    keys.trusted_keys(): the same keys `nodeqc verify` trusts. `warn` gets one line per problem
+    with the index (default: stderr)."""
+
+    def __init__(self, root: str | Path | None = None, trusted: dict[str, Any] | None = None,
+                 warn: Callable[[str], None] | None = None):
         from nodeqc.keys import trusted_keys
 
         self.root = archive_root(root)
         self.trusted = trusted_keys() if trusted is None else trusted
+        self.warn = warn or _warn_stderr
         self._db: sqlite3.Connection | None = None
+        self._in_memory = False
+        self._secret: bytes | None = None
+        self._checked: dict[str, dict[str, Any]] | None = None  # the rows the last refresh checked
 
     # ------------------------------------------------------------------ the index file
 
     @property
     def index_path(self) -> Path:
-        """Beside the reports; in the user's cache when this user cannot write there (a read-only
-        shared mount, or an index another user made)."""
-        beside = self.root / INDEX_NAME
-        if os.access(self.root, os.W_OK) and (not beside.exists() or os.access(beside, os.W_OK)):
-            return beside
-        tag = hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:16]
+        """This reader's index of this archive: in the user's cache directory, one per host (a home
+        directory shared by many nodes over NFS still gives each host its own file)."""
+        try:
+            where = str(self.root.resolve())
+        except OSError:
+            where = str(self.root.absolute())
+        tag = hashlib.sha256(f"{socket.gethostname()}\0{where}".encode()).hexdigest()[:16]
         return platformdirs.user_cache_path("nodeqc") / f"index-{tag}.sqlite3"
 
     def _keyset(self) -> str:
         return ",".join(sorted(self.trusted))
 
+    def _mac(self, values: tuple[Any, ...]) -> str:
+        """HMAC-SHA256 of a row (strings and None: repr() is unambiguous, and fast)."""
+        assert self._secret is not None
+        return hmac.digest(self._secret, repr(values).encode(), "sha256").hex()
+
+    def _mac_ok(self, row: tuple[Any, ...]) -> bool:
+        return hmac.compare_digest(self._mac(tuple(row[:-1])), row[-1] or "")  # row: _ROW values, then mac
+
+    def _open(self, path: str | Path) -> sqlite3.Connection:
+        db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):  # another nodeqc's index: it is only a cache
+                db.executescript("DROP TABLE IF EXISTS reports; DROP TABLE IF EXISTS skipped; "
+                                 "DROP TABLE IF EXISTS meta;")
+            db.executescript(_SCHEMA)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("PRAGMA synchronous = NORMAL")
+            check = hmac.new(self._secret or b"", b"nodeqc index", "sha256").hexdigest()
+            row = db.execute("SELECT value FROM meta WHERE key = 'secret'").fetchone()
+            if row is None or row[0] != check:  # made under another secret: nothing in it can be checked
+                with _transaction(db):
+                    db.execute("DELETE FROM reports")
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('secret', ?)", (check,))
+        except BaseException:
+            db.close()
+            raise
+        return db
+
     def _connect(self) -> sqlite3.Connection:
         if self._db is not None:
             return self._db
+        if self._secret is None:
+            self._secret = index_secret()
+            if self._secret is None:
+                self.warn("no index secret in the config directory can be made or read safely; "
+                          "reading the reports without a lasting index")
+                self._secret, self._in_memory = os.urandom(32), True
+        if self._in_memory:
+            self._db = self._open(":memory:")
+            return self._db
         path = self.index_path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for attempt in (1, 2):
-            try:
-                db = sqlite3.connect(path, timeout=30, isolation_level=None)
-                version = db.execute("PRAGMA user_version").fetchone()[0]
-                if version not in (0, SCHEMA_VERSION):
-                    db.close()
-                    raise sqlite3.DatabaseError("index of another schema version")
-                db.executescript(_SCHEMA)
-                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                db.execute("PRAGMA synchronous = NORMAL")
-                break
-            except sqlite3.DatabaseError:
-                if attempt == 2:
-                    raise
-                # A damaged or foreign index is only a cache: start it again from the reports.
-                for stale in (path, path.with_name(path.name + "-journal")):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise sqlite3.OperationalError(f"cannot create {path.parent}: {e.strerror}") from None
+        try:
+            self._db = self._open(path)
+        except sqlite3.OperationalError:
+            raise
+        except sqlite3.DatabaseError as e:  # not a database, or damaged: it is only a cache
+            self.warn(f"index {path}: {e}; rebuilding it from the reports")
+            self._discard()
+            self._db = self._open(path)
+        return self._db
+
+    def _discard(self) -> None:
+        """Forget a damaged index file (it is only a cache)."""
+        self.close()
+        if not self._in_memory:
+            path = self.index_path
+            for stale in (path, path.with_name(path.name + "-journal")):
+                try:
                     stale.unlink(missing_ok=True)
-        row = db.execute("SELECT value FROM meta WHERE key = 'trusted_keys'").fetchone()
-        if row is None or row[0] != self._keyset():
-            # What verifies depends on the trusted keys: index again with the present ones.
-            with _transaction(db):
-                db.execute("DELETE FROM reports")
-                db.execute("DELETE FROM skipped")
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('trusted_keys', ?)", (self._keyset(),))
-        self._db = db
-        return db
+                except OSError:
+                    pass
+
+    def _guarded(self, work: Callable[[], Any]) -> Any:
+        """Run `work` on the index; an index that turns out damaged is rebuilt from the files, and
+        one that cannot be used (locked for long, unwritable) is replaced by one in memory."""
+        try:
+            return work()
+        except sqlite3.Error as e:
+            text = str(e)
+            if isinstance(e, sqlite3.OperationalError) and ("locked" in text or "busy" in text or
+                                                            "cannot create" in text or "unable to open" in text
+                                                            or "readonly" in text):
+                self.warn(f"index {self.index_path}: {text}; reading the reports without it")
+                self.close()
+                self._in_memory = True
+                return work()
+            self.warn(f"index {self.index_path}: {text}; rebuilding it from the reports")
+            self._discard()
+        try:
+            return work()
+        except sqlite3.Error as e:
+            self.warn(f"index {self.index_path}: {e} again; reading the reports without it")
+            self.close()
+            self._in_memory = True
+            return work()
 
     def close(self) -> None:
         if self._db is not None:
@@ -186,132 +313,199 @@ class Archive:
 
     def rebuild(self) -> None:
         """Forget the index and make it again from the report files."""
-        self.close()
-        if self.root.is_dir():
-            self.index_path.unlink(missing_ok=True)
+        self._discard()
         self.refresh()
 
     # ------------------------------------------------------------------ keeping it current
 
-    def _files(self) -> dict[str, tuple[int, int]]:
-        """Every report file on disk: path relative to the root -> (size, mtime_ns)."""
-        found = {}
-        with os.scandir(self.root) as nodes:
-            for node in nodes:
-                if not node.is_dir() or node.name.startswith("."):
+    def _files(self, node_dir_name: str | None = None) -> dict[str, str]:
+        """Every report file on disk (of one node directory, or all): path relative to the root ->
+        its stamp (size, mtime, ctime, inode; and those of its journal and telemetry beside it).
+        ctime cannot be set back by the file's owner, so an edit that restores size and mtime
+        still shows."""
+        found: dict[str, str] = {}
+        if node_dir_name is not None:
+            dirs = [node_dir_name] if (self.root / node_dir_name).is_dir() else []
+        else:
+            with os.scandir(self.root) as nodes:
+                dirs = [n.name for n in nodes if n.is_dir(follow_symlinks=False) and not n.name.startswith(".")]
+        for name in dirs:
+            try:
+                with os.scandir(self.root / name) as files:
+                    entries = {f.name: f for f in files}
+            except OSError:
+                continue
+            for fname, f in entries.items():
+                if not fname.endswith(REPORT_SUFFIX):
                     continue
-                with os.scandir(node.path) as files:
-                    for f in files:
-                        if f.name.endswith(".report.json") and f.is_file():
-                            st = f.stat()
-                            found[f"{node.name}/{f.name}"] = (st.st_size, st.st_mtime_ns)
+                try:
+                    if not f.is_file(follow_symlinks=False):
+                        continue
+                    parts = [_stamp(f.stat(follow_symlinks=False))]
+                    stem = fname[:-len(REPORT_SUFFIX)]
+                    for suffix in EVIDENCE_SUFFIXES:
+                        sibling = entries.get(stem + suffix)
+                        if sibling is not None:
+                            parts.append(f"{suffix}={_stamp(sibling.stat(follow_symlinks=False))}")
+                except OSError:
+                    continue  # gone while we looked
+                found[f"{name}/{fname}"] = "|".join(parts)
         return found
 
-    def refresh(self) -> None:
-        """Bring the index up to date with the report files: index new and changed ones, forget
-        removed ones."""
-        if not self.root.is_dir():
-            return
-        db = self._connect()
-        on_disk = self._files()
-        known = {p: (s, m) for p, s, m in db.execute(
-            "SELECT path, size, mtime_ns FROM reports UNION ALL SELECT path, size, mtime_ns FROM skipped")}
-        gone = [p for p in known if p not in on_disk]
-        todo = [p for p, stamp in on_disk.items() if known.get(p) != stamp]
-        if not gone and not todo:
-            return
-        with _transaction(db):
-            for p in gone + todo:
-                db.execute("DELETE FROM reports WHERE path = ?", (p,))
-                db.execute("DELETE FROM skipped WHERE path = ?", (p,))
-            for p in todo:
-                size, mtime = on_disk[p]
-                row, reason = self._read(p)
-                if row is not None:
-                    db.execute(f"INSERT OR REPLACE INTO reports ({', '.join(_COLUMNS)}, size, mtime_ns) "
-                               f"VALUES ({', '.join('?' * (len(_COLUMNS) + 2))})", (*row, size, mtime))
-                else:
-                    db.execute("INSERT OR REPLACE INTO skipped VALUES (?, ?, ?, ?)", (p, size, mtime, reason))
+    def refresh(self, node: str | None = None) -> None:
+        """Bring the index up to date with the report files (of one node, or all): verify new and
+        changed ones, forget removed ones."""
+        if self.root.is_dir():
+            self._guarded(lambda: self._refresh(None if node is None else safe_name(node)))
 
-    def _read(self, rel: str) -> tuple[tuple[Any, ...] | None, str]:
-        """One report file as an index row, or None and why it cannot be trusted."""
-        from nodeqc.report import VerificationError, verify_file
+    def _refresh(self, node_dir_name: str | None) -> dict[str, dict[str, Any]]:
+        """Bring the index up to date (see refresh); returns every row of the scope as checked now:
+        path -> row, each matching its HMAC and its file. Queries answer from these rows, so what
+        they list is what was checked, whatever happens to the index file meanwhile."""
+        db = self._connect()
+        on_disk = self._files(node_dir_name)
+        keyset = self._keyset()
+        if node_dir_name is None:
+            rows = db.execute(f"SELECT {_SELECT} FROM reports").fetchall()
+        else:  # the paths under NAME/: from 'NAME/' up to, not including, 'NAME0' ('0' follows '/')
+            rows = db.execute(f"SELECT {_SELECT} FROM reports WHERE path >= ? AND path < ?",
+                              (node_dir_name + "/", node_dir_name + "0")).fetchall()
+        known: dict[str, dict[str, Any]] = {}
+        altered = []
+        for r in rows:
+            if self._mac_ok(r):
+                known[r[0]] = dict(zip(_ROW, r))
+            else:
+                altered.append(r[0])
+        if altered:
+            self.warn(f"index {self.index_path}: {len(altered)} entr{'y' if len(altered) == 1 else 'ies'} "
+                      f"did not match what was verified (altered?), e.g. {altered[0]}: verifying the files again")
+        todo = [p for p, stamp in on_disk.items() if not self._current(known.get(p), stamp, keyset)]
+        gone = [r[0] for r in rows if r[0] not in on_disk]
+        checked = {p: row for p, row in known.items() if p in on_disk}
+        if todo or gone:
+            fresh = [self._read(p, on_disk[p], keyset) for p in todo]  # verified before the write lock is taken
+            with _transaction(db):
+                db.executemany("DELETE FROM reports WHERE path = ?", [(p,) for p in gone])
+                db.executemany(f"INSERT OR REPLACE INTO reports ({_SELECT}) "
+                               f"VALUES ({', '.join('?' * (len(_ROW) + 1))})", fresh)
+            checked.update((r[0], dict(zip(_ROW, r))) for r in fresh)
+        self._checked = checked
+        return checked
+
+    def _current(self, row: dict[str, Any] | None, stamp: str, keyset: str) -> bool:
+        """Whether an index row still stands for the file: same stamp, and verified by a key still
+        trusted (or, when it did not verify, tried with the same trusted keys)."""
+        if row is None or row["stamp"] != stamp:
+            return False
+        if row["trust"] == "verified":
+            return row["keyid"] in self.trusted
+        return row["keyset"] == keyset
+
+    def _read(self, rel: str, stamp: str, keyset: str) -> tuple[Any, ...]:
+        """One report file as an index row (with its HMAC): verified, or why not."""
+        from nodeqc.report import check_evidence, read_report_bytes, verify_bytes
 
         path = self.root / rel
+        facts: tuple[Any, ...] = (None,) * (len(_COLUMNS) - 2)
+        sha = None
         try:
-            verified = verify_file(path, self.trusted)
+            data = read_report_bytes(path)
+            sha = hashlib.sha256(data).hexdigest()
+            verified = verify_bytes(data, self.trusted)
+            check_evidence(verified, path.parent)
             p = verified.predicate
             node = p["node"]
-            previous = (p.get("previous") or {}).get("sha256")
-            row = (rel, file_sha256(path), node_key(node.get("system_serial"), node.get("hostname")),
-                   str(node.get("hostname")), p["verdict"], p["status"], int(bool(p.get("partial"))),
-                   int(bool(p.get("simulated"))), str(p.get("profile", {}).get("name")),
-                   p.get("started_at"), p.get("finished_at"), p.get("operator"), p.get("ticket"),
-                   verified.keyid, previous, json.dumps(p.get("summary", {}).get("failed", [])))
-            return row, ""
+            previous = p.get("previous") or {}
+            facts = (node_key(node.get("system_serial"), node.get("hostname")), str(node.get("hostname")),
+                     str(p["verdict"]), str(p["status"]), "1" if p.get("partial") else "0",
+                     "1" if p.get("simulated") else "0", str((p.get("profile") or {}).get("name")),
+                     _text(p.get("started_at")), _text(p.get("finished_at")), _text(p.get("operator")),
+                     _text(p.get("ticket")), verified.keyid,
+                     _text(previous.get("sha256") if isinstance(previous, dict) else None),
+                     json.dumps([str(f) for f in (p.get("summary") or {}).get("failed") or []]))
+            trust, reason = "verified", ""
         except VerificationError as e:
-            return None, str(e)
+            trust, reason = "not verified", str(e)
         except UsageError as e:
-            return None, str(e).removeprefix(f"{path}: ")
+            trust, reason = "not verified", str(e).removeprefix(f"{path}: ")
         except Exception as e:  # noqa: BLE001 - one odd file must never break a listing
-            return None, f"not a nodeqc report ({type(e).__name__}: {e})"
+            trust, reason = "not verified", f"not a nodeqc report ({type(e).__name__}: {e})"
+        if trust != "verified":
+            facts = (None,) * (len(_COLUMNS) - 2)
+        values = (rel, stamp, sha, trust, reason, keyset, *facts)
+        return (*values, self._mac(values))
 
     # ------------------------------------------------------------------ queries
 
     def reports(self, node: str | None = None, verdict: str | None = None, since: str | None = None,
                 limit: int | None = None) -> list[Entry]:
         """Verified reports, newest first. verdict: 'pass' (qualifications that passed: complete,
-        not partial), 'fail', or 'partial'. since: an ISO UTC timestamp ('2026-11-01T00:00:00Z')."""
-        self.refresh()
-        if not self.root.is_dir():
-            return []
-        where, args = [], []
+        not partial, not simulated), 'fail', or 'partial'. since: an ISO UTC timestamp
+        ('2026-11-01T00:00:00Z')."""
+        wanted: list[Callable[[dict[str, Any]], bool]] = []
         if node:
-            where.append("(node = ? OR hostname = ?)")
-            args += [node, node]
+            wanted.append(lambda r: r["node"] == node or r["hostname"] == node)
         if verdict == "pass":
-            where.append("verdict = 'PASS' AND status = 'complete' AND partial = '0'")
+            wanted.append(lambda r: (r["verdict"], r["status"], r["partial"], r["simulated"]) == ("PASS", "complete", "0", "0"))
         elif verdict == "fail":
-            where.append("verdict = 'FAIL'")
+            wanted.append(lambda r: r["verdict"] == "FAIL")
         elif verdict == "partial":
-            where.append("partial = '1'")
+            wanted.append(lambda r: r["partial"] == "1")
         elif verdict is not None:
             raise ValueError(f"unknown verdict filter {verdict!r}")
         if since:
-            where.append("finished_at >= ?")
-            args.append(since)
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM reports"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY finished_at DESC, mtime_ns DESC, path DESC"
-        if limit:
-            sql += f" LIMIT {int(limit)}"
-        return [self._entry(r) for r in self._connect().execute(sql, args)]
-
-    def _entry(self, r: tuple[Any, ...]) -> Entry:
-        d = dict(zip(_COLUMNS, r))
-        return Entry(**{**d, "path": self.root / d["path"], "partial": d["partial"] == "1",
-                        "simulated": d["simulated"] == "1", "failed": json.loads(d["failed"])})
-
-    def latest(self, node: str) -> Entry | None:
-        """The newest verified report of a node, by its node key (system serial, else host name)."""
-        self.refresh()
-        if not self.root.is_dir():
-            return None
-        row = self._connect().execute(f"SELECT {', '.join(_COLUMNS)} FROM reports WHERE node = ? "
-                                      "ORDER BY finished_at DESC, mtime_ns DESC, path DESC LIMIT 1", (node,)).fetchone()
-        return self._entry(row) if row else None
-
-    def skipped(self) -> list[Skipped]:
-        """Files in the archive that are not listed, and why (call after refresh or reports)."""
+            wanted.append(lambda r: r["finished_at"] is not None and r["finished_at"] >= since)
         if not self.root.is_dir():
             return []
-        rows = self._connect().execute("SELECT path, reason FROM skipped ORDER BY path")
-        return [Skipped(self.root / p, reason) for p, reason in rows]
+        try:
+            rows = self._guarded(lambda: self._refresh(None))
+        except OSError as e:
+            raise UsageError(f"{self.root}: cannot read the archive: {e.strerror or e}") from None
+        return self._entries([r for r in rows.values() if all(w(r) for w in wanted)], limit)
+
+    def _entries(self, rows: list[dict[str, Any]], limit: int | None = None) -> list[Entry]:
+        """Checked rows of verified reports as entries, newest first."""
+        rows = [r for r in rows if r["trust"] == "verified" and r["keyid"] in self.trusted]
+        rows.sort(key=lambda r: (r["finished_at"] or "", r["path"]), reverse=True)
+        return [Entry(**{c: r[c] for c in _COLUMNS if c not in ("path", "partial", "simulated", "failed")},
+                      path=self.root / r["path"], partial=r["partial"] == "1", simulated=r["simulated"] == "1",
+                      failed=json.loads(r["failed"])) for r in rows[:limit]]
+
+    def latest(self, node: str) -> Entry | None:
+        """The newest verified report of a node, by its node key (system serial, else host name).
+        Only that node's directory is brought up to date."""
+        if not self.root.is_dir():
+            return None
+        try:
+            rows = self._guarded(lambda: self._refresh(safe_name(node)))
+        except OSError as e:  # the archive cannot be read: a run goes on without its previous report
+            self.warn(f"archive {self.root}: {e.strerror or e}; no previous report looked up")
+            return None
+        found = self._entries([r for r in rows.values() if r["node"] == node], 1)
+        return found[0] if found else None
+
+    def skipped(self) -> list[Skipped]:
+        """Files in the archive that did not verify, and why, as the last listing found them (the
+        whole archive when there was none)."""
+        if not self.root.is_dir():
+            return []
+        if self._checked is None:
+            self._guarded(lambda: self._refresh(None))
+        rows = sorted((r for r in (self._checked or {}).values() if r["trust"] != "verified"), key=lambda r: r["path"])
+        return [Skipped(self.root / r["path"], r["reason"]) for r in rows]
+
+
+def _stamp(st: os.stat_result) -> str:
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 class _transaction:
-    """BEGIN IMMEDIATE .. COMMIT: one writer at a time when processes share an archive."""
+    """BEGIN IMMEDIATE .. COMMIT: one writer at a time among this host's readers of the index."""
 
     def __init__(self, db: sqlite3.Connection):
         self.db = db
@@ -324,8 +518,31 @@ class _transaction:
         self.db.execute("ROLLBACK" if exc_type else "COMMIT")
 
 
-def iter_checks(entry: Entry) -> Iterator[dict[str, Any]]:
-    """The check results of an indexed report (its file was verified when it was indexed)."""
-    from nodeqc.report import decode_statement, read_envelope
+def read_verified(path: Path, trusted: dict[str, Any], sha256: str | None = None) -> Any:
+    """A report read once and verified (report.Verified); with `sha256`, it must also still be the
+    content of that digest (the one that was looked up, recorded or compared)."""
+    from nodeqc.report import read_report_bytes, verify_bytes
 
-    yield from decode_statement(read_envelope(entry.path))["predicate"].get("checks", [])
+    verified = verify_bytes(read_report_bytes(path), trusted)
+    if sha256 is not None and verified.sha256 != sha256:
+        raise NotVerified(f"changed since it was verified (sha256 {verified.sha256[:16]}…, "
+                          f"expected {sha256[:16]}…)")
+    return verified
+
+
+def read_by_digest(path: Path, sha256: str) -> dict[str, Any]:
+    """The predicate of a report that was verified as the content of digest `sha256` (an index
+    entry, a re-test's previous report): read again, and only if it is still that content
+    (NotVerified otherwise)."""
+    from nodeqc.report import decode_statement, parse_envelope, read_report_bytes
+
+    data = read_report_bytes(path)
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise NotVerified("changed since it was verified")
+    return decode_statement(parse_envelope(data))["predicate"]
+
+
+def iter_checks(entry: Entry) -> Iterator[dict[str, Any]]:
+    """The check results of an indexed report, read again (NotVerified when the file is no longer
+    the content that was verified)."""
+    yield from read_by_digest(entry.path, entry.sha256).get("checks", [])

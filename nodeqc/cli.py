@@ -15,8 +15,8 @@ import math
 import os
 import re
 import signal
-import tempfile
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 from typing import Any, Callable
@@ -43,7 +43,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _run_parser() -> _Parser:
     p = _Parser(prog="nodeqc", description="GPU node qualification and burn-in.",
-                epilog="Other commands: nodeqc verify|show|history|compare|export|profiles|scenarios|gui --help")
+                epilog="Other commands: nodeqc verify|show|history|compare|export|baseline|fleet|profiles|scenarios|gui --help")
     p.add_argument("--version", action="version", version=f"nodeqc {__version__}")
     p.add_argument("--headless", action="store_true", help="run without the GUI (for scripts)")
     p.add_argument("--profile", metavar="NAME|PATH", help="profile name, profile file, or 'auto' (chosen from the GPUs found)")
@@ -78,6 +78,8 @@ def _run_parser() -> _Parser:
     p.add_argument("--nic-peer", metavar="[NIC=]HOST[:PORT]", action="append", default=[],
                    help="peer for NIC traffic, running `iperf3 -s` (and `ib_write_bw -d DEV` for RDMA); "
                         "NIC=HOST for one NIC (repeatable; replaces the profile's [nic] peers)")
+    p.add_argument("--baseline", metavar="FILE", help="golden baseline (nodeqc baseline create) the node must "
+                   "match: firmware, drivers, settings, PCIe/NUMA topology, ACS (replaces the profile's baseline)")
     p.add_argument("--start", action="store_true", help="GUI: start the run at once")
     p.add_argument("--screenshot", metavar="PNG", help="GUI: save a picture of the window when the run ends, then exit")
     return p
@@ -135,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             return headless(args, argv)
         return gui(args, argv)
     except UsageError as e:
-        print(f"nodeqc: {e}", file=sys.stderr)
+        print(f"nodeqc: {_clean(e)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("nodeqc: interrupted", file=sys.stderr)
@@ -146,8 +148,16 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - never a traceback for the user; NODEQC_DEBUG shows it
         if os.environ.get("NODEQC_DEBUG"):
             traceback.print_exc()
-        print(f"nodeqc: internal error: {type(e).__name__}: {e} (set NODEQC_DEBUG=1 for details)", file=sys.stderr)
+        print(f"nodeqc: internal error: {type(e).__name__}: {_clean(e)} (set NODEQC_DEBUG=1 for details)",
+              file=sys.stderr)
         return EXIT_USAGE
+
+
+def _clean(text: Any) -> str:
+    """Text that may come from a report or a file name, safe for the terminal (nodeqc.render)."""
+    from nodeqc.render import clean
+
+    return clean(text)
 
 
 # ---------------------------------------------------------------------- the run
@@ -304,29 +314,49 @@ def cmd_verify(argv: list[str]) -> int:
     p.add_argument("report", help="the .report.json file")
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable); "
                    "default: your own key and those in the trusted-keys directory")
+    p.add_argument("--report-only", action="store_true", help="verify the signed report alone, without "
+                   "the journal and telemetry files it names (e.g. a report copied on its own)")
     args = p.parse_args(argv)
     try:
         verified = verify_file(Path(args.report), trusted_keys(args.pubkey))
+        if verified.missing and not args.report_only:
+            raise VerificationError(f"evidence missing: {', '.join(f'{m} is missing' for m in verified.missing)} "
+                                    "(not beside the report; --report-only verifies the report alone)")
     except VerificationError as e:
-        print(f"nodeqc verify: {args.report}: NOT VERIFIED: {e}", file=sys.stderr)
+        print(_clean(f"nodeqc verify: {args.report}: NOT VERIFIED: {e}"), file=sys.stderr)
         return 1
     pred = verified.predicate
-    node = pred.get("node", {})
-    print(f"verified: {banner(pred)}  node {node.get('hostname')} (serial {node.get('system_serial')})  "
-          f"profile {pred.get('profile', {}).get('name')}  finished {pred.get('finished_at')}  "
-          f"key {verified.keyid[:16]} ({verified.key_source})")
+    try:
+        node = pred.get("node") or {}
+        line = (f"verified: {banner(pred)}  node {node.get('hostname')} (serial {node.get('system_serial')})  "
+                f"profile {(pred.get('profile') or {}).get('name')}  finished {pred.get('finished_at')}  "
+                f"key {verified.keyid[:16]} ({verified.key_source})")
+    except (AttributeError, TypeError) as e:
+        print(_clean(f"nodeqc verify: {args.report}: signed, but not in the form nodeqc writes ({e})"),
+              file=sys.stderr)
+        return 1
+    print(_clean(line))
+    print(_clean(f"evidence: {_evidence_text(verified)}"))
     return 0
 
 
+def _evidence_text(verified: Any) -> str:
+    """What `verify` and `show` say about the journal and telemetry files the report names."""
+    said = [f"{c.split()[0]} ok" for c in verified.checked] + [f"{m} missing" for m in verified.missing]
+    return ", ".join(said) or "none named by the report"
+
+
 def cmd_show(argv: list[str]) -> int:
-    from nodeqc.journal import read_journal
+    from nodeqc.journal import MAX_JOURNAL_BYTES, parse_journal
     from nodeqc.keys import trusted_keys
     from nodeqc.render import render_journal, render_report
-    from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_envelope
+    from nodeqc.report import VerificationError, decode_statement, read_envelope, read_report_bytes, verify_file
 
     p = _Parser(prog="nodeqc show", description="Show a report (or the journal or telemetry of a run that did not finish).")
     p.add_argument("report", help="a .report.json file, a .journal.jsonl file, or a .telemetry.csv.gz file")
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
+    p.add_argument("--unverified", action="store_true", help="show a report that does not verify anyway "
+                   "(marked NOT VERIFIED); without it such a report is refused with exit 1")
     args = p.parse_args(argv)
     path = Path(args.report)
     if path.name.endswith(".csv.gz"):
@@ -334,24 +364,43 @@ def cmd_show(argv: list[str]) -> int:
 
         if not path.is_file():
             raise UsageError(f"{path}: no such telemetry file")
-        print(describe_series(path))
+        from nodeqc.render import clean_lines
+
+        print(clean_lines(describe_series(path)))
         return 0
     if path.name.endswith(".jsonl"):
-        if not path.is_file():
-            raise UsageError(f"{path}: no such journal")
-        print(render_journal(read_journal(path)))
+        try:
+            records = parse_journal(read_report_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8", errors="replace"))
+        except VerificationError as e:
+            print(_clean(f"nodeqc show: {path}: not a readable journal: {e}"), file=sys.stderr)
+            return 1
+        try:
+            print(render_journal(records))
+        except (AttributeError, TypeError, KeyError, ValueError) as e:
+            print(_clean(f"nodeqc show: {path}: not a journal nodeqc writes ({type(e).__name__}: {e})"), file=sys.stderr)
+            return 1
         return 0
     try:
-        envelope = read_envelope(path)
-        stmt = decode_statement(envelope)
+        verified = verify_file(path, trusted_keys(args.pubkey))
+        stmt, trust = verified.statement, (f"signature: verified (key {verified.keyid[:16]}, {verified.key_source}); "
+                                           f"evidence: {_evidence_text(verified)}")
     except VerificationError as e:
-        raise UsageError(f"{path}: not a readable nodeqc report: {e}") from None
-    try:
-        v = verify_envelope(envelope, trusted_keys(args.pubkey))
-        trust = f"signature: verified (key {v.keyid[:16]}, {v.key_source})"
-    except VerificationError as e:
+        if not args.unverified:
+            print(_clean(f"nodeqc show: {path}: NOT VERIFIED: {e} (--unverified shows it anyway)"), file=sys.stderr)
+            return 1
+        try:
+            stmt = decode_statement(read_envelope(path))
+        except VerificationError as e2:
+            print(_clean(f"nodeqc show: {path}: not a readable nodeqc report: {e2}"), file=sys.stderr)
+            return 1
         trust = f"signature: NOT VERIFIED ({e}): do not rely on this report"
-    print(render_report(stmt["predicate"], trust))
+    try:
+        text = render_report(stmt["predicate"], trust)
+    except (AttributeError, TypeError, KeyError, ValueError) as e:
+        print(_clean(f"nodeqc show: {path}: not in the form nodeqc writes ({type(e).__name__}: {e})"),
+              file=sys.stderr)
+        return 1
+    print(text)
     return 0
 
 
@@ -384,17 +433,17 @@ def cmd_profiles(argv: list[str]) -> int:
 
 def cmd_scenarios(argv: list[str]) -> int:
     from nodeqc.backends.simulated import list_scenarios, load_scenario
-    from nodeqc.faults import GPU_FAULTS, NIC_FAULTS
+    from nodeqc.faults import GPU_FAULTS, HOST_FAULTS, NIC_FAULTS
 
     p = _Parser(prog="nodeqc scenarios", description="List the built-in simulated nodes and the faults they take.")
     p.parse_args(argv)
     for name in list_scenarios():
         s = load_scenario(name)
         print(f"{name:<10} {s.gpu_count} x {s.gpu_model.name:<24} {s.data.get('description', '')}")
-    print("\nfaults (--inject gpuN:FAULT[=VALUE] / nicN:FAULT[=VALUE]):")
-    for target, vocab in (("gpu", GPU_FAULTS), ("nic", NIC_FAULTS)):
+    print("\nfaults (--inject gpuN:FAULT[=VALUE] / nicN:FAULT[=VALUE] / host:FAULT[=VALUE]):")
+    for target, vocab in (("gpu", GPU_FAULTS), ("nic", NIC_FAULTS), ("host", HOST_FAULTS)):
         for name, (parser, text) in vocab.items():
-            print(f"  {target}N:{name}{'=VALUE' if parser else '':<7} {text}")
+            print(f"  {target}{'' if target == 'host' else 'N'}:{name}{'=VALUE' if parser else '':<7} {text}")
     return 0
 
 
@@ -469,7 +518,8 @@ def _query(args: argparse.Namespace) -> list[Any]:
     archive = Archive(args.archive, trusted_keys(args.pubkey))
     entries = archive.reports(node=args.node, verdict=args.verdict, since=since, limit=getattr(args, "limit", None))
     for skipped in archive.skipped():
-        print(f"nodeqc: warning: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+        print(_clean(f"nodeqc: warning: NOT VERIFIED: {skipped.path}: {skipped.reason} (not listed)"),
+              file=sys.stderr)
     archive.close()
     if not entries:
         print(f"nodeqc: no reports in {archive.root} match", file=sys.stderr)
@@ -480,17 +530,27 @@ def cmd_history(argv: list[str]) -> int:
     p = _archive_parser("nodeqc history", "List the verified reports in the archive, newest first. Only a "
                         "complete, full run that passed is a qualification; partial runs say so.")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="at most N reports")
+    p.add_argument("--expired", action="store_true", help="only each node's newest qualification whose "
+                   "valid_until (the profile's valid_days) has passed")
     p.add_argument("--part", metavar="SERIAL", help="one part's story instead: a GPU by its serial, a NIC by its "
                    "MAC or PCI address; each report that saw it, what failed, what was repaired and whether it held")
     args = p.parse_args(argv)
     if args.part:
         return _part_history(args)
+    limit = args.limit
+    if args.expired:  # expiry is judged on each node's newest qualification: limit after that
+        args.limit = None
     entries = _query(args)
+    if args.expired:
+        from nodeqc.fleet import expired_entries
+
+        entries = expired_entries(entries)[:limit] if limit else expired_entries(entries)
     if entries:
         print(f"{'FINISHED':<20}  {'NODE':<18} {'HOST':<16} {'RESULT':<20} {'PROFILE':<10} {'FAILED':<28} REPORT")
     for e in entries:
         failed = (e.failed[0] + (f" +{len(e.failed) - 1}" if len(e.failed) > 1 else "")) if e.failed else "-"
-        print(f"{e.finished_at:<20}  {e.node:<18} {e.hostname:<16} {e.result:<20} {e.profile:<10} {failed:<28} {e.path}")
+        print(_clean(f"{e.finished_at:<20}  {e.node:<18} {e.hostname:<16} {e.result:<20} {e.profile:<10} "
+                     f"{failed:<28} {e.path}"))
     return 0
 
 
@@ -505,37 +565,41 @@ def _part_history(args: argparse.Namespace) -> int:
     chapters = story(archive, args.part)
     archive.close()
     if not chapters:
-        print(f"nodeqc: no verified report in {archive.root} saw a part {args.part}", file=sys.stderr)
+        print(_clean(f"nodeqc: no verified report in {archive.root} saw a part {args.part}"), file=sys.stderr)
         return 0
-    print(f"part {chapters[-1].identity}: {len(chapters)} report(s), oldest first")
+    print(_clean(f"part {chapters[-1].identity}: {len(chapters)} report(s), oldest first"))
     for c in chapters:
-        print("  " + c.line())
+        print(_clean("  " + c.line()))
     return 0
 
 
 def cmd_compare(argv: list[str]) -> int:
     from nodeqc.compare import compare
     from nodeqc.keys import trusted_keys
-    from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_envelope
+    from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_file
 
     p = _Parser(prog="nodeqc compare", description="Compare two reports of a node, check by check and GPU by "
                 "GPU; exit 1 when NEW regressed, 0 when it did not.")
     p.add_argument("old", help="the earlier .report.json")
     p.add_argument("new", help="the later .report.json")
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
+    p.add_argument("--unverified", action="store_true", help="compare reports that do not verify anyway "
+                   "(with a warning); without it such a report is refused with exit 2")
     args = p.parse_args(argv)
     trusted = trusted_keys(args.pubkey)
     predicates = []
     for path in (Path(args.old), Path(args.new)):
         try:
-            envelope = read_envelope(path)
-            predicates.append(decode_statement(envelope)["predicate"])
+            predicates.append(verify_file(path, trusted).predicate)
+            continue
+        except VerificationError as e:
+            if not args.unverified:
+                raise UsageError(f"{path}: NOT VERIFIED: {e} (--unverified compares it anyway)") from None
+            print(_clean(f"nodeqc: warning: {path}: NOT VERIFIED ({e}); compared anyway"), file=sys.stderr)
+        try:
+            predicates.append(decode_statement(read_envelope(path))["predicate"])
         except VerificationError as e:
             raise UsageError(f"{path}: not a readable nodeqc report: {e}") from None
-        try:
-            verify_envelope(envelope, trusted)
-        except VerificationError as e:
-            print(f"nodeqc: warning: {path}: signature NOT VERIFIED ({e})", file=sys.stderr)
     result = compare(*predicates)
     print("\n".join(result.lines(args.old, args.new)))
     return 1 if result.regressed else 0
@@ -550,7 +614,8 @@ def cmd_export(argv: list[str]) -> int:
     import csv
     import json
 
-    from nodeqc.archive import iter_checks
+    from nodeqc.archive import NotVerified, iter_checks
+    from nodeqc.render import clean
 
     p = _archive_parser("nodeqc export", "Write one row per report and check, for spreadsheets and pandas.")
     p.add_argument("--format", default="csv", type=str.lower, choices=("csv", "jsonl"), metavar="csv|jsonl",
@@ -565,24 +630,48 @@ def cmd_export(argv: list[str]) -> int:
     writer = csv.DictWriter(out, EXPORT_FIELDS, lineterminator="\n") if args.format == "csv" else None
     if writer:
         writer.writeheader()
+    to_terminal = out.isatty()  # a file or a pipe gets the data as it is; a terminal, escaped
     for e in entries:
+        try:
+            checks = list(iter_checks(e))
+        except NotVerified as error:
+            print(_clean(f"nodeqc: warning: NOT VERIFIED: {e.path}: {error} (not exported)"), file=sys.stderr)
+            continue
         base = {"report": str(e.path), "report_sha256": e.sha256, "node": e.node, "hostname": e.hostname,
                 "finished_at": e.finished_at, "report_verdict": e.verdict, "status": e.status,
                 "partial": e.partial, "simulated": e.simulated, "profile": e.profile}
-        for c in list(iter_checks(e)) or [{}]:  # a report without results still has its row
+        for c in checks or [{}]:  # a report without results still has its row
             figure = (c.get("values") or {}).get(c.get("key") or "", {})
             row = {**base, "check": c.get("name"), "subject": c.get("subject"), "verdict": c.get("verdict"),
                    "code": c.get("code"), "key": c.get("key"), "value": figure.get("value"),
                    "unit": figure.get("unit"), "message": c.get("message")}
             if writer:
-                writer.writerow(row)
-            else:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                writer.writerow({k: clean(v) if to_terminal and isinstance(v, str) else v for k, v in row.items()})
+            else:  # ASCII JSON: the data intact, and nothing a terminal would act on
+                out.write(json.dumps(row) + "\n")
     if out is not sys.stdout:
         from nodeqc.safefile import write_atomic
 
         write_atomic(Path(args.output), out.getvalue().encode())
     return 0
+
+
+def cmd_baseline(argv: list[str]) -> int:
+    from nodeqc.cli_baseline import main as baseline_main
+
+    return baseline_main(argv)
+
+
+def cmd_fleet(argv: list[str]) -> int:
+    from nodeqc.cli_fleet import main as fleet_main
+
+    return fleet_main(argv)
+
+
+def cmd_fabric(argv: list[str]) -> int:
+    from nodeqc.fabric.cli import main as fabric_main  # many nodes together: its own parser and module
+
+    return fabric_main(argv)
 
 
 def cmd_gui(argv: list[str]) -> int:
@@ -599,5 +688,8 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "history": cmd_history,
     "compare": cmd_compare,
     "export": cmd_export,
+    "baseline": cmd_baseline,
+    "fleet": cmd_fleet,
     "gui": cmd_gui,
+    "fabric": cmd_fabric,
 }

@@ -1,7 +1,11 @@
 """Two reports of a node side by side, check by check and GPU by GPU: verdicts that changed, key
 figures with their deltas, and parts swapped (a GPU whose serial changed). NEW has regressed when a
-result is worse than in OLD (pass -> warn, anything -> fail or error), a GPU is gone, or the node's
-verdict went from PASS to FAIL.
+result is worse than in OLD (pass -> warn or fail), a GPU is gone, or the node's verdict went from
+PASS to FAIL in two complete runs.
+
+Only results that completed in both reports are compared: a skipped check or one that could not run
+(error) judged nothing, and in an aborted run the checks that judge the whole run (health, burn-in,
+NIC counters) saw only part of it. Those are listed as not compared, never as a repair or regression.
 """
 
 from __future__ import annotations
@@ -10,9 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodeqc.model import Value
+from nodeqc.render import clean
 
-RANK = {"pass": 0, "skip": 0, "warn": 1, "fail": 2, "error": 2}  # skip judged nothing: no worse than pass
+RANK = {"pass": 0, "warn": 1, "fail": 2}  # the verdicts of a check that completed
 NOTABLE_PCT = 5.0  # a figure of an unchanged verdict is shown when it moved at least this much
+# Checks that judge what the whole run saw (telemetry, counters from start to end): an aborted run
+# stopped before they saw it all, so their verdict there is not a finished one.
+RUN_LONG = ("health.", "burnin.", "nic.stability")
+NOT_COMPARED_SHOWN = 6  # named per reason in the output; the count covers all
 
 
 def _is_number(x: Any) -> bool:
@@ -76,11 +85,13 @@ class Comparison:
     gpus_added: list[str]
     quiet: int  # figure changes too small to show
     not_in_new: int  # results of OLD that NEW does not have (a partial or aborted run)
+    not_compared: list[tuple[str, str]] = field(default_factory=list)  # ("check subject", why) not in both
 
     @property
     def regressed(self) -> bool:
+        complete = self.old.get("status") == "complete" and self.new.get("status") == "complete"
         return (any(c.kind == "REGRESSED" for c in self.changes) or bool(self.gpus_gone)
-                or (self.old.get("verdict") == "PASS" and self.new.get("verdict") == "FAIL"))
+                or (complete and self.old.get("verdict") == "PASS" and self.new.get("verdict") == "FAIL"))
 
     def lines(self, old_label: str = "OLD", new_label: str = "NEW") -> list[str]:
         old_node, new_node = self.old.get("node", {}), self.new.get("node", {})
@@ -96,11 +107,18 @@ class Comparison:
         out += [f"  {s} is in OLD but not in NEW" for s in self.gpus_gone]
         out += [f"  {s} is new in NEW" for s in self.gpus_added]
         out += [f"  {c}" for c in self.changes]
+        by_reason: dict[str, list[str]] = {}
+        for result, why in self.not_compared:
+            by_reason.setdefault(why, []).append(result)
+        for why, results in by_reason.items():
+            more = len(results) - NOT_COMPARED_SHOWN
+            out.append(f"  not compared ({why}): {', '.join(results[:NOT_COMPARED_SHOWN])}"
+                       + (f" and {more} more" if more > 0 else ""))
         notes = []
         if self.quiet:
             notes.append(f"{self.quiet} smaller figure change(s) under {NOTABLE_PCT:g}% not shown")
-        if self.not_in_new:
-            notes.append(f"{self.not_in_new} result(s) of OLD not in NEW")
+        if self.new.get("status") == "aborted":
+            notes.append("NEW was aborted: only the results it completed are compared")
         if self.new.get("partial"):
             notes.append("NEW is partial: not a qualification")
         if notes:
@@ -112,7 +130,7 @@ class Comparison:
         else:
             fixed = sum(c.kind == "FIXED" for c in self.changes)
             out.append(f"no regression: {fixed} result(s) better ({verdicts})")
-        return out
+        return [clean(line) for line in out]  # report fields may hold control characters
 
 
 def _result(p: dict[str, Any]) -> str:
@@ -129,21 +147,41 @@ def _figures(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Figure]:
             for k in names if k in ov}
 
 
+def _unfinished(check: dict[str, Any] | None, report: dict[str, Any], tag: str) -> str | None:
+    """Why a result did not complete in a report (None when it did)."""
+    if check is None:
+        return f"not in {tag}"
+    verdict = check.get("verdict")
+    if verdict not in RANK:
+        return f"{verdict} in {tag}"
+    if report.get("status") == "aborted" and str(check.get("name", "")).startswith(RUN_LONG):
+        return f"{tag} aborted before it ended"
+    return None
+
+
+def _checks(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(str(c.get("name")), str(c.get("subject"))): c for c in report.get("checks") or []
+            if isinstance(c, dict)}
+
+
 def compare(old: dict[str, Any], new: dict[str, Any]) -> Comparison:
-    """Compare two report predicates (OLD first)."""
-    old_checks = {(c["name"], c["subject"]): c for c in old.get("checks", [])}
-    new_checks = {(c["name"], c["subject"]): c for c in new.get("checks", [])}
+    """Compare two report predicates (OLD first): the results that completed in both."""
+    old_checks, new_checks = _checks(old), _checks(new)
     changes: list[Change] = []
+    not_compared: list[str] = []
     quiet = 0
-    for key, n in new_checks.items():
-        o = old_checks.get(key)
-        ov, nv = (o or {}).get("verdict"), n["verdict"]
-        figures = _figures(o, n) if o else {}
+    for key in list(new_checks) + [k for k in old_checks if k not in new_checks]:
+        o, n = old_checks.get(key), new_checks.get(key)
+        why = _unfinished(n, new, "NEW") or _unfinished(o, old, "OLD")
+        if why:
+            not_compared.append((f"{key[0]} {key[1]}", why))
+            continue
+        assert o is not None and n is not None
+        ov, nv = o["verdict"], n["verdict"]
+        figures = _figures(o, n)
         moved = [f for f in figures.values() if f.old != f.new]
         if ov != nv:
-            worse = RANK.get(nv, 2) > RANK.get(ov or "pass", 0)
-            better = o is not None and RANK.get(nv, 2) < RANK.get(ov, 0)
-            kind = "REGRESSED" if worse else "FIXED" if better else "CHANGED"
+            kind = "REGRESSED" if RANK[nv] > RANK[ov] else "FIXED"
             changes.append(Change(kind, key[0], key[1], ov, nv, moved))
         elif n.get("key") in figures and figures[n["key"]].notable:
             changes.append(Change("CHANGED", key[0], key[1], ov, nv, [figures[n["key"]]]))
@@ -160,4 +198,5 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> Comparison:
     return Comparison(old, new, changes, swapped,
                       gpus_gone=[s for s in old_gpus if s not in new_gpus],
                       gpus_added=[s for s in new_gpus if s not in old_gpus],
-                      quiet=quiet, not_in_new=sum(1 for k in old_checks if k not in new_checks))
+                      quiet=quiet, not_in_new=sum(1 for k in old_checks if k not in new_checks),
+                      not_compared=not_compared)

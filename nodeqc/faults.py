@@ -46,6 +46,20 @@ def _number(low: float, high: float, open_low: bool = False) -> Callable[[str], 
     return parse
 
 
+def _text(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", text):
+        raise ValueError(f"expected a version like 96.00.99.00.01, got {text!r}")
+    return text
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {text!r}")
+        return text
+    return parse
+
+
 def _reason(text: str) -> str:
     if text not in THROTTLE_REASONS:
         raise ValueError(f"expected one of {', '.join(THROTTLE_REASONS)}, got {text!r}")
@@ -79,15 +93,33 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "power": (_number(1, 2000), "the GPU cannot draw more than this many watts"),
     "transient_brake": (_number(1, 2000), "power brake is asserted while the load swings with a period up "
                         "to this many ms (the pulse test finds it)"),
+    # Conformance and host health (nodeqc.backends.sim_platform): the sysfs tree and kernel log differ.
+    "vbios": (_text, "the GPU reports this VBIOS version"),
+    "numa": (_int(0, 7), "the GPU sits on this NUMA node"),
+    "acs": (None, "ACS redirects peer-to-peer traffic on the PCIe switch port above the GPU"),
+    "aer": (_int(1), "this many correctable PCIe errors (AER) appear on the GPU's link during the run"),
 }
 NIC_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "down": (None, "the link is down"),
     "speed": (_int(1), "the link runs at this speed (Mb/s)"),
     "pcie_width": (_int(1, choices=(1, 2, 4, 8, 16)), "the NIC's PCIe link trains to this width"),
+    "fw": (_text, "the NIC's RDMA device runs this firmware version"),
+    "numa": (_int(0, 7), "the NIC sits on this NUMA node"),
+    "optics_temp": (_number(-40, 150), "the NIC's optical module runs at this temperature (C)"),
 }
-TARGETS = {"gpu": GPU_FAULTS, "nic": NIC_FAULTS}
+# The host as a whole: `--inject host:edac_ce=5` (host0 is the same).
+HOST_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
+    "edac_ce": (_int(1), "this many corrected memory errors (EDAC) appear on a DIMM during the run"),
+    "edac_ue": (_int(1), "this many uncorrected memory errors (EDAC) appear during the run"),
+    "mce": (None, "the kernel logs a machine check during the run"),
+    "nvme_reset": (None, "the kernel logs an NVMe controller reset during the run"),
+    "iommu": (_choice("off", "identity", "DMA", "DMA-FQ"), "the IOMMU runs in this mode (off: disabled)"),
+    "bios": (_text, "the BIOS reports this version"),
+    "cpu_wrong": (_int(0, 4095), "this logical CPU computes wrong answers in the host stress"),
+}
+TARGETS = {"gpu": GPU_FAULTS, "nic": NIC_FAULTS, "host": HOST_FAULTS}
 
-_SYNTAX = re.compile(r"^(?P<target>[a-z]+)(?P<index>\d+):(?P<name>[a-z0-9_]+)(?:=(?P<value>.+))?$")
+_SYNTAX = re.compile(r"^(?P<target>[a-z]+)(?P<index>\d*):(?P<name>[a-z0-9_]+)(?:=(?P<value>.+))?$")
 
 
 @dataclass(frozen=True)
@@ -113,7 +145,9 @@ def parse_fault(text: str) -> Fault:
         raise UsageError(f"{where}: expected TARGET:FAULT[=VALUE], e.g. gpu3:pcie_width=8 or nic0:down")
     target, name, value = m["target"], m["name"], m["value"]
     if target not in TARGETS:
-        raise UsageError(f"{where}: unknown target {target!r} (gpuN or nicN)")
+        raise UsageError(f"{where}: unknown target {target!r} (gpuN, nicN or host)")
+    if m["index"] == "" and target != "host":
+        raise UsageError(f"{where}: expected TARGET:FAULT[=VALUE], e.g. gpu3:pcie_width=8 or nic0:down")
     vocab = TARGETS[target]
     if name not in vocab:
         hint = difflib.get_close_matches(name, list(vocab), n=1)
@@ -123,19 +157,19 @@ def parse_fault(text: str) -> Fault:
     if parser is None:
         if value is not None:
             raise UsageError(f"{where}: fault {name!r} takes no value")
-        return Fault(target, int(m["index"]), name)
+        return Fault(target, int(m["index"] or 0), name)
     if value is None:
         raise UsageError(f"{where}: fault {name!r} needs a value ({name}=...)")
     try:
         parsed = parser(value)
     except ValueError as e:
         raise UsageError(f"{where}: {e}") from None
-    return Fault(target, int(m["index"]), name, parsed)
+    return Fault(target, int(m["index"] or 0), name, parsed)
 
 
 def check_range(faults: list[Fault], gpus: int, nics: int) -> None:
     """A fault on a GPU or NIC the simulated node does not have is a usage error."""
-    counts = {"gpu": gpus, "nic": nics}
+    counts = {"gpu": gpus, "nic": nics, "host": 1}
     for f in faults:
         n = counts[f.target]
         if f.index >= n:

@@ -112,6 +112,24 @@ def ensure_writable(directory: Path) -> None:
         raise UsageError(f"{directory}: cannot write reports there: {e.strerror}") from None
 
 
+def baseline_of(path: str | None, profile: Any) -> Any:
+    from nodeqc.baseline import Baseline
+
+    return Baseline.load(path, profile) if path else None
+
+
+def signer_trust(signer: Any) -> dict[str, Any]:
+    """The run's own signing key, as the one that must have signed the report it just wrote."""
+    return {signer.keyid: (signer.public, f"this run's signing key {signer.path}")}
+
+
+def _clean(text: Any) -> str:
+    """Text that may come from a report or a file name, safe for the terminal (nodeqc.render)."""
+    from nodeqc.render import clean
+
+    return clean(text)
+
+
 def open_archive(directory: str | None) -> Any:
     from nodeqc.archive import Archive
 
@@ -123,53 +141,65 @@ def open_archive(directory: str | None) -> Any:
 def previous_report(hardware: Any, archive: Any, retest: str | None) -> tuple[Path, dict[str, Any]] | None:
     """The report this run re-tests: the one named with --retest REPORT, else this node's newest in
     the archive (None if there is none; an error if --retest asked for one)."""
-    from nodeqc.archive import file_sha256, node_key, safe_name
-    from nodeqc.report import VerificationError, verify_file
+    from nodeqc.archive import node_key, read_verified, safe_name
+    from nodeqc.report import VerificationError
 
     if retest:
         path = Path(retest)
         try:
-            pred = verify_file(path, archive.trusted).predicate
+            verified = read_verified(path, archive.trusted)  # read once: the digest is of what was verified
         except VerificationError as e:
             raise UsageError(f"--retest {path}: NOT VERIFIED: {e}") from None
-        return path, {"report": path.name, "sha256": file_sha256(path), "verdict": pred.get("verdict"),
+        pred = verified.predicate
+        return path, {"report": path.name, "sha256": verified.sha256, "verdict": pred.get("verdict"),
                       "finished_at": pred.get("finished_at")}
     host = hardware.host.info()
     node = node_key(host.system_serial, host.hostname)
     entry = archive.latest(node)
     for skipped in archive.skipped():
         if skipped.path.parent.name == safe_name(node):
-            print(f"nodeqc: warning: archive: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+            print(f"nodeqc: warning: archive: NOT VERIFIED: {_clean(skipped.path)}: {_clean(skipped.reason)}",
+                  file=sys.stderr)
     if entry is None:
         if retest is not None:
             raise UsageError(f"--retest: the archive {archive.root} holds no verified report of node {node}; "
                              "name one with --retest REPORT")
         return None
-    print(f"nodeqc: re-test of node {node}: previous report {entry.path} ({entry.result}, {entry.finished_at})",
-          file=sys.stderr)
+    print(_clean(f"nodeqc: re-test of node {node}: previous report {entry.path} ({entry.result}, "
+                 f"{entry.finished_at})"), file=sys.stderr)
     return entry.path, {"report": entry.path.name, "sha256": entry.sha256, "verdict": entry.verdict,
                         "finished_at": entry.finished_at}
 
 
 def after_run(report: Path, selection: Any, previous: tuple[Path, dict[str, Any]] | None,
-               textfile: Path | None) -> None:
+              textfile: Path | None, trusted: dict[str, Any] | None = None) -> None:
     """What follows the report: the partial note, the comparison with the re-tested report, the
-    Prometheus textfile."""
-    from nodeqc.report import VerificationError, decode_statement, read_envelope
+    Prometheus textfile; each from the files as verified (the report just written by `trusted`, the
+    run's own key; the re-tested one by the digest it was looked up with), never from what a file
+    says after someone changed it."""
+    from nodeqc.archive import read_verified
+    from nodeqc.keys import trusted_keys
+    from nodeqc.report import VerificationError
 
     try:
-        predicate = decode_statement(read_envelope(report))["predicate"]
+        predicate = read_verified(report, trusted_keys() if trusted is None else trusted).predicate
     except VerificationError as e:
-        raise UsageError(f"{report}: cannot read the report just written: {e}") from None
+        raise UsageError(f"{report}: the report just written is NOT VERIFIED: {e}") from None
     if selection.partial:
         print(f"nodeqc: partial run ({selection.describe()}): this report is not a qualification",
               file=sys.stderr)
     if previous:
+        from nodeqc.archive import read_by_digest
         from nodeqc.compare import compare
 
-        old = decode_statement(read_envelope(previous[0]))["predicate"]
-        for line in compare(old, predicate).lines(str(previous[0]), str(report)):
-            print(line, file=sys.stderr)
+        try:
+            old = read_by_digest(previous[0], previous[1]["sha256"])
+        except (VerificationError, UsageError) as e:
+            print(_clean(f"nodeqc: warning: previous report {previous[0]}: NOT VERIFIED: {e}; not compared"),
+                  file=sys.stderr)
+        else:
+            for line in compare(old, predicate).lines(str(previous[0]), str(report)):
+                print(line, file=sys.stderr)
     if textfile:
         from nodeqc.prometheus import render, write_textfile
 
@@ -193,6 +223,7 @@ class RunFlow:
             check_path(self.textfile)
         self.archive = open_archive(args.archive)
         self.previous: tuple[Path, dict[str, Any]] | None = None  # the report the current run re-tests
+        self.trusted: dict[str, Any] | None = None  # the key the current run's report must be signed with
 
     def prepare(self, profile_ref: str | None) -> tuple[Any, Any, Any]:
         """Fresh hardware, profile and key for one run, with this profile (name, path or 'auto')."""
@@ -216,6 +247,7 @@ class RunFlow:
         self.previous = previous_report(hardware, self.archive, str(retest) if retest else a.retest)
         if repair and self.previous is None:
             raise UsageError("--repair: there is no earlier report of this node to re-test; name it with --retest REPORT")
+        self.trusted = signer_trust(signer)
         previous = self.previous[1] if self.previous else None
         prior: dict[str, int] = {}
         if previous is not None:
@@ -224,7 +256,8 @@ class RunFlow:
         return RunOptions(profile=profile, signer=signer, out_dir=Path(a.out) if a.out else None, quick=a.quick,
                           operator=operator, ticket=ticket, sample_hz=a.sample_hz, burn_in_s=a.burn_in,
                           command=self.command, archive=self.archive.root, selection=self.selection,
-                          previous=previous, nic_peers=parse_peers(a.nic_peer), repair=repair, prior_repairs=prior)
+                          previous=previous, nic_peers=parse_peers(a.nic_peer), repair=repair, prior_repairs=prior,
+                          baseline=baseline_of(getattr(a, "baseline", None), profile))
 
     def _failures(self, path: Path) -> dict[str, Any]:
         """The re-tested report's path and failures, for FIXED / STILL FAILING."""
@@ -248,4 +281,4 @@ class RunFlow:
         return prior_repairs(self.archive, node)
 
     def after_run(self, report: Path) -> None:
-        after_run(report, self.selection, self.previous, self.textfile)
+        after_run(report, self.selection, self.previous, self.textfile, trusted=self.trusted)

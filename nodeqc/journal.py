@@ -46,12 +46,22 @@ class Journal:
             self._fd = -1
 
 
+MAX_JOURNAL_BYTES = 1 << 30  # what `show` reads of a journal: far more than a week's burn-in writes
+
+
 def read_journal(path: Path) -> list[dict[str, Any]]:
     """Every complete record; a line torn by a kill mid-write is dropped."""
+    return parse_journal(path.read_text(encoding="utf-8", errors="replace"))
+
+
+def parse_journal(text: str) -> list[dict[str, Any]]:
+    """A journal's records (JSON objects, one a line); torn, odd or too deeply nested lines dropped."""
     records = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in text.splitlines():
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+            record = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
             continue
+        if isinstance(record, dict):
+            records.append(record)
     return records

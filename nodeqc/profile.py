@@ -40,6 +40,11 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "kind": Spec("choice", "gpu: one GPU model, any count; node: a whole node, fixed count",
                      ("gpu", "node")),
         "warn_band": Spec("number", "default warning band as a fraction of a limit", low=0, high=0.5),
+        "baseline": Spec("str", "golden baseline file (nodeqc baseline create) every node must match; "
+                         "relative to this profile's file"),
+        "baseline_warn": Spec("strlist", "baseline fields whose differences only warn, e.g. [\"kernel\"]"),
+        "baseline_ignore": Spec("strlist", "baseline fields not compared"),
+        "valid_days": Spec("int", "days a qualification stays valid (reports carry valid_until)", low=1, high=3650),
     },
     "gpu": {
         "models": Spec("strlist", "NVML device names accepted (shell patterns, case-insensitive)"),
@@ -85,6 +90,23 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "min_memory_gib": _t("host memory"),
         "fabric_manager": Spec("bool", "the NVSwitch fabric manager service must be running"),
         "gpudirect_rdma": Spec("bool", "the GPUDirect RDMA peer-memory module must be loaded"),
+        "max_edac_ce": _t("corrected memory errors (EDAC) that appear during the run"),
+        "max_edac_ue": _t("uncorrected memory errors (EDAC) that appear during the run"),
+        "max_aer_correctable": _t("correctable PCIe errors (AER) per device during the run"),
+        "max_aer_uncorrectable": _t("uncorrectable PCIe errors (AER) per device during the run"),
+        "stress_s": Spec("number", "seconds of CPU known-answer stress on every logical CPU in a full run", low=1),
+        "min_mem_bw_gbps": _t("host memory copy bandwidth, bytes read plus written, every core streaming"),
+        "fio_targets": Spec("strlist", "NVMe devices fio reads (read-only, --readonly) in a full run, e.g. [\"/dev/nvme0n1\"]"),
+        "fio_scratch": Spec("str", "a scratch file fio may write (1 GiB) and read in a full run; deleted after"),
+        "min_nvme_read_gbps": _t("sequential read rate of each fio target"),
+        "optics": Spec("bool", "read the NICs' optical modules (ethtool -m) in a full run (default true)"),
+        "kernel_log": Spec("choice", "kernel log findings during the run: fail (as graded), warn (never "
+                           "more than a warning) or off", ("fail", "warn", "off")),
+    },
+    "fleet": {
+        "outlier_pct": Spec("number", "a GPU or node this many percent below its fleet's median is a fleet "
+                            "outlier (a warning)", low=0.1, high=90),
+        "min_fleet": Spec("int", "fewest nodes of a SKU before fleet outliers are judged", low=3),
     },
     "nic": {
         "match": Spec("strlist", "interface names of the NICs to check (shell patterns), e.g. [\"ib*\"]"),
@@ -105,6 +127,10 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "traffic_s": Spec("number", "seconds of each traffic round (TCP, then RDMA) in a full run", low=1),
         "quick_traffic_s": Spec("number", "seconds of each traffic round with --quick", low=1),
         "rdma_use_cuda": Spec("bool", "ib_write_bw moves GPU memory (GPUDirect RDMA, --use_cuda)"),
+        "min_nccl_loopback_busbw_gbps": _t("NCCL all-reduce across the node's GPUs with P2P and SHM off, every "
+                                           "byte through the NICs (runs when set and the node has RDMA NICs)"),
+        "min_fabric_nccl_busbw_gbps": _t("two-node NCCL all-reduce bus bandwidth across both nodes' GPUs "
+                                         "(nodeqc fabric --tests nccl)"),
     },
     "run": {
         "sample_hz": Spec("number", "telemetry samples per second", low=0.1, high=50),

@@ -62,6 +62,9 @@ def render(predicate: dict[str, Any], report_path: Path | str) -> str:
          [f"nodeqc_partial {int(bool(p.get('partial')))}"]),
         ("nodeqc_last_run_timestamp_seconds", "When the last run finished (Unix time).",
          [f"nodeqc_last_run_timestamp_seconds {finished}"] if finished is not None else []),
+        ("nodeqc_valid_until_timestamp_seconds", "When the last run's qualification expires (Unix time; the "
+         "profile's valid_days). Alert on time() > this.",
+         [f"nodeqc_valid_until_timestamp_seconds {until}"] if (until := _timestamp(p.get("valid_until"))) is not None else []),
         ("nodeqc_run_duration_seconds", "How long the last run took.",
          [f"nodeqc_run_duration_seconds {float(p.get('duration_s') or 0)}"]),
         ("nodeqc_checks", "Check results of the last run by verdict.",

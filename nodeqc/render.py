@@ -1,4 +1,9 @@
-"""Text renderings for people: progress lines for the terminal, and whole reports for `nodeqc show`."""
+"""Text renderings for people: progress lines for the terminal, and whole reports for `nodeqc show`.
+
+Text from a report (a host name, a message, a serial) reaches a terminal only through clean(): a
+report field holding escape sequences or a line break could otherwise repaint the screen or forge a
+line such as "signature: verified".
+"""
 
 from __future__ import annotations
 
@@ -9,12 +14,34 @@ from nodeqc.findings import answer_lines, answer_of
 from nodeqc.model import CheckResult, Verdict
 
 MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP", "error": "ERROR"}
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(ch: str) -> str:
+    if ch in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[ch]
+    n = ord(ch)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+
+
+def clean(text: Any) -> str:
+    """One line of text safe for a terminal: control and format characters (C0, C1, DEL, bidi
+    overrides, line and paragraph separators, line breaks) shown as escapes."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+
+
+def clean_lines(text: str) -> str:
+    """Several lines (joined by \\n) each made safe for a terminal."""
+    return "\n".join(clean(line) for line in text.split("\n"))
 
 
 def result_line(r: CheckResult, t: float | None = None) -> str:
     stamp = f"[{t:8.1f}s] " if t is not None else ""
     code = f" [{r.code}]" if r.code and r.verdict is not Verdict.PASS else ""
-    return f"{stamp}{MARK[r.verdict.value]:<5} {r.name:<24} {r.subject:<6} {r.message}{code}"
+    return clean(f"{stamp}{MARK[r.verdict.value]:<5} {r.name:<24} {r.subject:<6} {r.message}{code}")
 
 
 def passed_line(results: list[CheckResult], t: float | None = None) -> str:
@@ -26,7 +53,7 @@ def passed_line(results: list[CheckResult], t: float | None = None) -> str:
     first = results[0]
     if first.verdict is Verdict.SKIP:  # the reason in short: the notice and the summary give it in full
         reason = not_run_reason(first.code) or first.message
-        return f"{stamp}{'SKIP':<5} {first.name:<24} {subjects_text([r.subject for r in results])}: {reason}"
+        return clean(f"{stamp}{'SKIP':<5} {first.name:<24} {subjects_text([r.subject for r in results])}: {reason}")
     figures = [r.values[r.key] for r in results if r.key and r.key in r.values]
     numbers = [v.value for v in figures if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
     if numbers and len(numbers) == len(figures):
@@ -40,7 +67,7 @@ def passed_line(results: list[CheckResult], t: float | None = None) -> str:
         detail = (", ".join(distinct) if 0 < len(distinct) <= 2 else
                   first.message if len(messages) == 1 else "passed")
     subjects = subjects_text([r.subject for r in results])
-    return f"{stamp}{'PASS':<5} {first.name:<24} {subjects}: {detail}"
+    return clean(f"{stamp}{'PASS':<5} {first.name:<24} {subjects}: {detail}")
 
 
 def _short(x: float) -> str:
@@ -75,6 +102,10 @@ def banner(predicate: dict[str, Any]) -> str:
 def render_report(predicate: dict[str, Any], trust_line: str) -> str:
     """A whole report for a person: the answer first (what failed, where, what to do; what did not
     run), then the node and the run, then every check, one line per check and verdict."""
+    if predicate.get("kind") == "fabric":  # many nodes qualified together
+        from nodeqc.fabric.report import render
+
+        return render(predicate, trust_line)
     node = predicate.get("node", {})
     prof = predicate.get("profile", {})
     out = [f"nodeqc report: {line}" if i == 0 else line for i, line in enumerate(answer_lines(answer_of(predicate)))]
@@ -103,7 +134,7 @@ def render_report(predicate: dict[str, Any], trust_line: str) -> str:
     checks = [CheckResult.from_dict(c) for c in predicate.get("checks", [])]
     out += ["", f"ALL CHECKS ({len(checks)} results):"]
     out += ["  " + line for line in grouped_lines(checks)]
-    return "\n".join(out)
+    return "\n".join(clean(line) for line in out)
 
 
 def run_length(predicate: dict[str, Any]) -> str:
@@ -158,4 +189,4 @@ def render_journal(records: list[dict[str, Any]]) -> str:
            f"started {started.get('started_at')}{'  SIMULATED' if started.get('simulated') else ''}",
            f"{len(results)} result(s) reached:"]
     out += ["  " + result_line(r) for r in results]
-    return "\n".join(out)
+    return "\n".join(clean(line) for line in out)

@@ -11,7 +11,9 @@ import base64
 import binascii
 import hashlib
 import json
-from dataclasses import dataclass
+import os
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,8 @@ from nodeqc.safefile import write_atomic
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://nodeqc.dev/qualification/v1"
+FABRIC_PREDICATE_TYPE = "https://nodeqc.dev/fabric/v1"  # many nodes qualified together (nodeqc.fabric)
+PREDICATE_TYPES = (PREDICATE_TYPE, FABRIC_PREDICATE_TYPE)
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
 
@@ -77,32 +81,79 @@ class VerificationError(Exception):
     """The report is not intact, or not signed by a trusted key."""
 
 
+# The largest report file read: a 24-hour burn-in of 8 GPUs is well under 1 MiB; reading stops here,
+# so /dev/zero or a planted giant file cannot fill memory.
+MAX_REPORT_BYTES = 64 * 2**20
+
+
 @dataclass
 class Verified:
     statement: dict[str, Any]
     keyid: str
     key_source: str
+    sha256: str = ""  # of the report file's bytes that were verified
+    missing: list[str] = field(default_factory=list)  # evidence the report names that is not beside it
+    checked: list[str] = field(default_factory=list)  # evidence beside it whose digest matched
 
     @property
     def predicate(self) -> dict[str, Any]:
         return self.statement["predicate"]
 
 
-def read_envelope(path: Path) -> dict[str, Any]:
-    """The envelope as JSON; UsageError when the file cannot be read at all."""
+def read_report_bytes(path: Path, limit: int = MAX_REPORT_BYTES) -> bytes:
+    """A report file's bytes, read once. A FIFO, device or directory is refused without reading it
+    (opened non-blocking, so a FIFO with no writer cannot hang us), as is a file over `limit`.
+    UsageError when the file cannot be opened at all; VerificationError when it is no report file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such report") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot read report: {e}") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read report: {e.strerror}") from None
     try:
-        envelope = json.loads(text)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise VerificationError("not a regular file")
+        if st.st_size > limit:
+            raise VerificationError(f"file of {st.st_size} bytes, more than any report ({limit} bytes)")
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:
+            raise VerificationError(f"file grew past {limit} bytes while read")
+        return b"".join(chunks)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read report: {e.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _json(data: bytes | str, what: str) -> Any:
+    """JSON, or VerificationError saying `what` is wrong and why (never a RecursionError)."""
+    try:
+        return json.loads(data)
     except json.JSONDecodeError as e:
-        raise VerificationError(f"not a JSON report (damaged? {e.msg} at line {e.lineno})") from None
+        raise VerificationError(f"{what} (damaged? {e.msg} at line {e.lineno})") from None
+    except UnicodeDecodeError:
+        raise VerificationError(f"{what} (damaged? not UTF-8 text)") from None
+    except RecursionError:
+        raise VerificationError(f"{what} (nested too deeply for a nodeqc report)") from None
+
+
+def parse_envelope(data: bytes) -> dict[str, Any]:
+    envelope = _json(data, "not a JSON report")
     if not isinstance(envelope, dict):
         raise VerificationError("not a nodeqc report envelope")
     return envelope
+
+
+def read_envelope(path: Path) -> dict[str, Any]:
+    """The envelope as JSON; UsageError when the file cannot be read at all."""
+    return parse_envelope(read_report_bytes(path))
 
 
 def _b64(text: Any, what: str) -> bytes:
@@ -120,12 +171,8 @@ def _b64(text: Any, what: str) -> bytes:
 def decode_statement(envelope: dict[str, Any]) -> dict[str, Any]:
     """The statement inside an envelope, without checking the signature (for `show` of an
     untrusted report, which says so)."""
-    payload = _b64(envelope.get("payload"), "payload")
-    try:
-        stmt = json.loads(payload)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise VerificationError("payload is not JSON") from None
-    if not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:
+    stmt = _json(_b64(envelope.get("payload"), "payload"), "payload is not JSON")
+    if not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") not in PREDICATE_TYPES:
         raise VerificationError("payload is not a nodeqc qualification statement")
     return stmt
 
@@ -144,7 +191,7 @@ def verify_envelope(envelope: dict[str, Any], trusted: dict[str, tuple[Ed25519Pu
     for s in signatures:
         kid = s.get("keyid") if isinstance(s, dict) else None
         sig = _b64(s.get("sig") if isinstance(s, dict) else None, "signature")
-        if kid not in trusted:
+        if not isinstance(kid, str) or kid not in trusted:
             reasons.append(f"signed by key {str(kid)[:16]}…, which is not trusted")
             continue
         key, source = trusted[kid]
@@ -157,12 +204,50 @@ def verify_envelope(envelope: dict[str, Any], trusted: dict[str, tuple[Ed25519Pu
     raise VerificationError("; ".join(reasons))
 
 
-def verify_file(path: Path, trusted: dict[str, tuple[Ed25519PublicKey, str]]) -> Verified:
-    verified = verify_envelope(read_envelope(path), trusted)
-    series = (verified.predicate.get("telemetry") or {}).get("series")
-    if series and series.get("file"):
-        data_path = path.parent / series["file"]
-        if data_path.is_file():
-            if hashlib.sha256(data_path.read_bytes()).hexdigest() != series.get("sha256"):
-                raise VerificationError(f"telemetry file {series['file']} does not match the signed digest")
+def verify_bytes(data: bytes, trusted: dict[str, tuple[Ed25519PublicKey, str]]) -> Verified:
+    """A report file's bytes verified: the envelope's signature by a trusted key (evidence aside)."""
+    verified = verify_envelope(parse_envelope(data), trusted)
+    verified.sha256 = hashlib.sha256(data).hexdigest()
+    return verified
+
+
+def evidence_files(predicate: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The evidence files a report names, as (what, file name, signed sha256)."""
+    telemetry = predicate.get("telemetry")
+    named = [("journal", predicate.get("journal")),
+             ("telemetry", telemetry.get("series") if isinstance(telemetry, dict) else None)]
+    return [(what, str(d["file"]), str(d.get("sha256"))) for what, d in named
+            if isinstance(d, dict) and d.get("file")]
+
+
+def check_evidence(verified: Verified, directory: Path) -> None:
+    """The journal and telemetry files the report names, when they are beside it, must have the
+    signed digests (VerificationError naming the one that differs); those that are not there are
+    listed in verified.missing."""
+    for what, name, digest in evidence_files(verified.predicate):
+        if Path(name).name != name or name in (".", ".."):
+            raise VerificationError(f"{what} file name {name!r} is not a plain file name")
+        path = directory / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        except FileNotFoundError:
+            verified.missing.append(f"{what} {name}")
+            continue
+        except OSError as e:
+            raise VerificationError(f"{what} {name} cannot be read: {e.strerror}") from None
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise VerificationError(f"{what} {name} is not a regular file")
+            actual = hashlib.file_digest(f, "sha256").hexdigest()
+        if actual != digest:
+            raise VerificationError(f"{what} {name} does not match the signed digest (altered evidence)")
+        verified.checked.append(f"{what} {name}")
+
+
+def verify_file(path: Path, trusted: dict[str, tuple[Ed25519PublicKey, str]], evidence: bool = True) -> Verified:
+    """A report file verified: read once (refusing what is not a regular file of a report's size),
+    signed by a trusted key, and its evidence files checked when they are beside it."""
+    verified = verify_bytes(read_report_bytes(path), trusted)
+    if evidence:
+        check_evidence(verified, path.parent)
     return verified

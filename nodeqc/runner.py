@@ -25,7 +25,8 @@ from nodeqc import __version__
 from nodeqc.archive import node_dir, node_key, safe_name
 from nodeqc.backends import Hardware
 from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession
-from nodeqc.checks import health, host as host_checks, inventory, nic as nic_checks, stress
+from nodeqc.checks import conformance, health, host as host_checks, host_health, inventory, nic as nic_checks, stress
+from nodeqc.checks import host_stress as host_stress_checks
 from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
 from nodeqc.errors import BackendUnavailable, UsageError
 from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
@@ -65,6 +66,7 @@ class RunOptions:
     nic_peers: list[Peer] = field(default_factory=list)  # empty: the profile's [nic] peers
     repair: str | None = None  # what the technician did since the `previous` report (--repair)
     prior_repairs: dict[str, int] = field(default_factory=dict)  # 'part|code' -> earlier repairs (archive)
+    baseline: Any = None  # nodeqc.baseline.Baseline to conform to; None: the profile's `baseline`, if any
 
 
 @dataclass
@@ -116,6 +118,8 @@ class Runner:
         self._live_gpus: list[GpuInfo] = []
         self._nic_plan: nic_checks.NicPlan | None = None
         self._nic_traffic: TrafficSession | None = None
+        self._platform = PlatformWatch(hardware.platform)
+        self._baseline = options.baseline if options.baseline is not None else baseline_of_profile(self.profile)
 
     # ------------------------------------------------------------------ control
 
@@ -169,10 +173,13 @@ class Runner:
         self._live_gpus = [g for g in gpus if not g.lost]
         try:
             self._nics_start = self.hw.nics.nics() if self.hw.nics else []
+            self._platform.start(self._live_gpus, self._nics_start, self._emit)
             self._inventory_phase(host, gpus, driver, cuda, nvml_error)
+            self._conformance_phase(host, gpus, driver, cuda)
             summary = self._gpu_phase(self._live_gpus, paths)
             self._host_phase(host)
             self._nic_phase()
+            self._fleet_phase(host, gpus)
         except Exception as e:  # noqa: BLE001 - an internal error must still produce a report
             self._emit(Notice("error", f"internal error: {type(e).__name__}: {e}"))
             self._finish(CheckResult("nodeqc.internal", "node", Verdict.ERROR,
@@ -180,6 +187,7 @@ class Runner:
                                      evidence={"traceback": traceback.format_exc().splitlines()[-20:]}))
         finally:
             self._kill_nic_traffic()
+            self._platform.close()
             self.hw.mgmt.close()
         return self._conclude(paths, host, gpus, driver, cuda, summary, started_at)
 
@@ -207,6 +215,74 @@ class Runner:
     def _host_phase(self, host: HostInfo) -> None:
         if not self.aborted:
             self._publish(host_checks.host_results(host, self.profile))
+            self._publish(self._platform.health_results(self.profile))
+            if not self.options.quick:
+                self._host_stress_phase()
+
+    def _host_stress_phase(self) -> None:
+        """Full runs only: every CPU on known answers, memory bandwidth, NVMe (fio), optical modules."""
+        stress, sel = self.hw.host_stress, self.options.selection
+        if stress is None:
+            return
+        if not self._live_gpus:  # the node has already failed; minutes of host load would not change that
+            self._publish([CheckResult("host.cpu_stress", "node", Verdict.SKIP, "host stress not run: no working "
+                                       "GPUs, so the node has failed already", code="NO_GPUS")])
+            return
+        if sel.includes("host.cpu_stress") and not self.aborted:
+            seconds = float(self.profile.get("host", "stress_s", 60))
+            self._emit(Notice("info", f"host stress: every CPU on known answers for {seconds:g} s"))
+            self._publish([host_stress_checks.cpu(stress.cpu(seconds), seconds)])
+        if sel.includes("host.memory_bandwidth") and not self.aborted:
+            self._publish([host_stress_checks.memory_bandwidth(stress.memory_bandwidth(), self.profile)])
+        if sel.includes("host.nvme") and not self.aborted:
+            missing = stress.missing_tool("fio")
+            runs = [] if missing else (
+                [stress.fio(t, 30, scratch=False) for t in self.profile.get("host", "fio_targets", [])]
+                + ([stress.fio(self.profile.get("host", "fio_scratch"), 30, scratch=True)]
+                   if self.profile.get("host", "fio_scratch") else []))
+            self._publish(host_stress_checks.nvme(runs, missing, self.profile))
+        if sel.includes("host.optics") and not self.aborted and self.profile.get("host", "optics", True):
+            from nodeqc.backends.host_stress import parse_module
+
+            nics = [n for n in self._nics_start if not n.virtual and n.interface]
+            missing = stress.missing_tool("ethtool") if nics else None
+            modules = {}
+            for n in [] if missing else nics:
+                text = stress.module(n.name)
+                modules[n.name] = (n.name, parse_module(text) if text else None)
+            self._publish(host_stress_checks.optics(modules, missing))
+
+    def _conformance_phase(self, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str) -> None:
+        """The node against its golden baseline: firmware, software, settings, topology."""
+        self._platform.observe(gpus, driver, cuda, host, self._nics_start)
+        if self._baseline is None or self.aborted:
+            return
+        b = self._baseline
+        self._publish(conformance.compare(b.data, self._platform.observed or {}, b.warn, b.ignore,
+                                          source=f"the baseline ({b.path.name})"))
+
+    def _fleet_phase(self, host: HostInfo, gpus: list[GpuInfo]) -> None:
+        """This run's figures against the fleet's in the archive (other nodes' newest reports of the
+        same SKU): a GPU or node far below its fleet's median warns, with its percentile."""
+        from nodeqc.archive import Archive, node_key
+        from nodeqc.checks.fleet import DEFAULT_MIN_FLEET, DEFAULT_OUTLIER_PCT, judge_run
+        from nodeqc.fleet import fleet_figures, own_figures
+
+        if self.aborted or not self.options.selection.includes("fleet.outlier"):
+            return
+        node = node_key(host.system_serial, host.hostname)
+        archive = Archive(self.options.archive)
+        try:
+            fleet = fleet_figures(archive.reports(), node, self.hw.simulated)
+        except Exception as e:  # noqa: BLE001 - an unreadable archive is no verdict on this node
+            self._emit(Notice("warning", f"fleet outliers not judged: the archive {archive.root} could not be "
+                                         f"read ({type(e).__name__}: {e})"))
+            return
+        finally:
+            archive.close()
+        own = own_figures(node, inventory.describe_gpus(gpus), [r.to_dict() for r in self._results])
+        self._publish(judge_run(own, fleet, self.profile.get("fleet", "outlier_pct", DEFAULT_OUTLIER_PCT),
+                                self.profile.get("fleet", "min_fleet", DEFAULT_MIN_FLEET)))
 
     def start_nic_traffic(self, total_s: float | None = None) -> None:
         """The burn-in hook: start NIC traffic in the background. A TCP round (iperf3 on every NIC at
@@ -313,6 +389,12 @@ class Runner:
             if self.aborted:
                 return failed
             if not self.options.selection.includes(step.name):
+                continue
+            if step.needs_rdma_floor and self.profile.threshold("nic", step.needs_rdma_floor) is None:
+                continue  # the profile does not ask for it (no published floor for this node)
+            if step.needs_rdma_floor and not any(n.ib_ports for n in self._nics_start):
+                self._publish([CheckResult(step.name, "node", Verdict.SKIP, "not run: no RDMA NIC on this node "
+                                           "(NCCL through the NICs needs InfiniBand or RoCE)", code="NCCL_UNAVAILABLE")])
                 continue
             live = [g for g in gpus if g.index not in failed]
             sitting_out = [CheckResult(step.name, g.subject, Verdict.SKIP, f"not run: this GPU failed {failed[g.index]}",
@@ -456,6 +538,9 @@ class Runner:
             "partial": self.options.selection.to_dict(),
             "previous": self.options.previous,
             "repair": the_answer.repair,
+            "platform": self._platform.observed,
+            "baseline": self._baseline.summary() if self._baseline is not None else None,
+            "valid_until": valid_until(self.profile, status, self.options.selection.partial),
         }
         try:
             write_envelope(paths.report, sign(statement(predicate), self.options.signer))
@@ -470,6 +555,84 @@ class Runner:
             self._journal.close()
         self._listener(finished)
         return RunOutcome(verdict, status, paths.report, list(self._results))
+
+
+class PlatformWatch:
+    """The platform over a run: its error counters and kernel log from the start, its observation
+    (for the baseline and the report). Without a platform backend every result says it was not
+    watched; an error reading sysfs becomes a notice, never a failed run."""
+
+    def __init__(self, platform: Any):
+        self.platform = platform
+        self.observed: dict[str, Any] | None = None
+        self._bus_ids: list[str] = []
+        self._names: dict[str, str] = {}
+        self._start: Any = None
+        self._log: Any = None
+        self._emit: Callable[[Event], None] = lambda e: None
+
+    def start(self, gpus: list[GpuInfo], nics: list[NicInfo], emit: Callable[[Event], None]) -> None:
+        self._emit = emit
+        if self.platform is None:
+            return
+        self._bus_ids = [g.bus_id for g in gpus if isinstance(g.bus_id, str)] + \
+            [n.bus_id for n in nics if isinstance(n.bus_id, str) and not n.virtual]
+        try:
+            self._log = self.platform.kernel_log()
+            self._start = self.platform.counters(self._bus_ids)
+            bridges: dict[str, list[str]] = {}
+            names = host_health.device_names(gpus, nics, {})
+            for bus in self._bus_ids:
+                fn = self.platform.pci(bus)
+                for b in fn.bridges if fn else []:
+                    bridges.setdefault(b, []).append(names.get(bus, bus))
+            self._names = host_health.device_names(gpus, nics, bridges)
+        except OSError as e:
+            emit(Notice("warning", f"host health not watched: cannot read sysfs: {e}"))
+            self._start = None
+
+    def observe(self, gpus: list[GpuInfo], driver: str, cuda: str, host: HostInfo, nics: list[NicInfo]) -> None:
+        from nodeqc.baseline import observe
+
+        try:
+            self.observed = observe(gpus, driver, cuda, host, nics, self.platform)
+        except OSError as e:
+            self._emit(Notice("warning", f"the node's platform could not be read: {e}"))
+
+    def health_results(self, profile: Profile) -> list[CheckResult]:
+        if self.platform is None or self._start is None:
+            return []
+        end = self.platform.counters(self._bus_ids)
+        records = self._log.new_records() if self._log is not None else []
+        unreadable = getattr(self._log, "reason", None)
+        return (host_health.edac(self._start, end, profile) + host_health.aer(self._start, end, self._names, profile)
+                + host_health.kernel_log(records, getattr(self._log, "source", ""), unreadable, self._names, profile))
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+
+
+def baseline_of_profile(profile: Profile) -> Any:
+    """The profile's `baseline = FILE` (relative to the profile's file), loaded; None without one."""
+    from nodeqc.baseline import Baseline
+
+    ref = profile.data.get("baseline")
+    if not ref:
+        return None
+    path = Path(ref) if Path(ref).is_absolute() else Path(profile.path).parent / ref
+    return Baseline.load(path, profile)
+
+
+def valid_until(profile: Profile, status: str, partial: bool) -> str | None:
+    """When this qualification expires: the profile's valid_days after now. Only a complete, full
+    run qualifies, so only it has one."""
+    from datetime import timedelta
+
+    days = profile.data.get("valid_days")
+    if not days or status != "complete" or partial:
+        return None
+    return (datetime.now(timezone.utc) + timedelta(days=days)).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _utc_now() -> str:

@@ -18,10 +18,14 @@ from nodeqc.errors import UsageError
 CHECKS: dict[str, tuple[str, ...]] = {
     "inventory": ("nvml", "gpu_count", "gpu_present", "driver", "cuda", "homogeneity", "gpu_model",
                   "gpu_memory", "ecc_mode", "persistence"),
-    "stress": ("burn", "power", "power_pulse", "hbm_bandwidth", "memtest", "pcie_bandwidth", "p2p", "nccl"),
+    "stress": ("burn", "power", "power_pulse", "hbm_bandwidth", "memtest", "pcie_bandwidth", "p2p", "nccl",
+               "nccl_net"),
     "health": ("gpu_lost", "temperature", "throttle", "pcie_link", "pcie_replay", "ecc", "sram_ecc", "row_remap",
                "retired_pages", "xid", "nvlink"),
-    "host": ("cpu", "memory", "fabric_manager", "gpudirect_rdma"),
+    "host": ("cpu", "memory", "fabric_manager", "gpudirect_rdma", "edac", "aer", "kernel_log",
+             "cpu_stress", "memory_bandwidth", "nvme", "optics"),
+    "baseline": ("firmware", "software", "settings", "topology"),
+    "fleet": ("outlier",),
     "nic": ("inventory", "link", "pcie", "stability", "tcp", "rdma"),
     "burnin": ("stability",),
 }

@@ -7,6 +7,7 @@ returns plain data; the verdicts are made in nodeqc/checks/stress.py.
 from __future__ import annotations
 
 import math
+import os
 from typing import TYPE_CHECKING, Any, Callable
 
 from nodeqc.verify import compare_exact, decode_memtest_errors, known_answer_inputs
@@ -345,6 +346,8 @@ def nccl_allreduce(node: Any, params: dict[str, Any], report: Reporter) -> dict[
     why = node.nccl_unavailable()
     if why:
         return {"unavailable": why}
+    # NCCL reads its switches when this (fresh) worker process makes its first communicator.
+    os.environ.update(params.get("env", {}))
     nbytes, iters, n = int(params["bytes"]), int(params["iters"]), len(node.devices)
     node.set_load(0.7)
     try:

@@ -146,3 +146,62 @@ class VethPair:
         full_env = {**os.environ, **(env or {})}
         return subprocess.run(["ip", "netns", "exec", self.a, sys.executable, "-m", "nodeqc", *args],
                               capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=full_env)
+
+
+class Fabric:
+    """Several namespaces (`nodes`), each joined by a veth pair to a bridge in a hub namespace of
+    their own: a switched network in miniature. Node i is 203.0.113.(10+i)/24 (TEST-NET-3, only
+    inside these namespaces). `throttle(i, rate)` caps node i's link both ways with tc."""
+
+    def __init__(self, count: int) -> None:
+        tag = f"{PREFIX}{os.getpid()}x{next(_serial)}"
+        self.hub = f"{tag}h"
+        self.nodes = [f"{tag}n{i}" for i in range(count)]
+        self.addresses = {ns: f"203.0.113.{10 + i}" for i, ns in enumerate(self.nodes)}
+
+    def __enter__(self) -> "Fabric":
+        _sweep_stale()
+        try:
+            steps = [["netns", "add", self.hub], ["-n", self.hub, "link", "add", "br0", "type", "bridge"],
+                     ["-n", self.hub, "link", "set", "br0", "up"], ["-n", self.hub, "link", "set", "lo", "up"]]
+            for i, ns in enumerate(self.nodes):
+                steps += [["netns", "add", ns],
+                          ["link", "add", "nqf0", "netns", ns, "type", "veth", "peer", "name", f"nqh{i}", "netns", self.hub],
+                          ["-n", self.hub, "link", "set", f"nqh{i}", "master", "br0"],
+                          ["-n", self.hub, "link", "set", f"nqh{i}", "up"],
+                          ["-n", ns, "addr", "add", f"{self.addresses[ns]}/24", "dev", "nqf0"],
+                          ["-n", ns, "link", "set", "nqf0", "up"], ["-n", ns, "link", "set", "lo", "up"]]
+            for step in steps:
+                done = _ip(*step)
+                if done.returncode != 0:
+                    raise RuntimeError(f"ip {' '.join(step)}: {done.stderr.strip()}")
+            self._wait_reachable()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for ns in [*self.nodes, self.hub]:
+            _ip("netns", "del", ns)
+
+    def _wait_reachable(self) -> None:
+        """The bridge forwards once its ports leave the listening state (bounded wait)."""
+        for _ in range(100):
+            states = [_ip("-n", self.hub, "-d", "link", "show", f"nqh{i}").stdout for i in range(len(self.nodes))]
+            if all("state forwarding" in s for s in states):
+                return
+            time.sleep(0.1)
+        raise RuntimeError("the fabric's bridge ports did not forward within 10 s")
+
+    def throttle(self, index: int, rate: str) -> None:
+        """Cap node `index`'s link at `rate` in both directions (its end and the hub's end)."""
+        for ns, dev in ((self.nodes[index], "nqf0"), (self.hub, f"nqh{index}")):
+            done = _ip("-n", ns, "link", "show", dev)
+            if done.returncode != 0:
+                raise RuntimeError(done.stderr)
+            subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
+                            rate, "burst", "64kb", "latency", "50ms"], check=True, capture_output=True, timeout=20)

@@ -1,6 +1,7 @@
-"""The archive: reports filed by node serial and never overwritten, an SQLite index that is only a
-cache of the signed files (rebuilt when lost, damaged or stale), `history` and `export` with their
-filters, and files that cannot be trusted reported and skipped, never crashing a listing."""
+"""The archive: reports filed by node serial and never overwritten, an SQLite index per reader that is
+only a cache of the signed files (rebuilt when lost, damaged or stale), `history` and `export` with
+their filters, and files that cannot be trusted reported as NOT VERIFIED and left out, never crashing
+a listing."""
 
 import re
 import base64
@@ -15,7 +16,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from conftest import cli
-from nodeqc.archive import INDEX_NAME, Archive, file_sha256, node_reports
+from nodeqc.archive import Archive, file_sha256, node_reports
 from nodeqc.keys import Signer, public_pem
 from reports_for_tests import file_report, predicate
 
@@ -55,7 +56,8 @@ def test_real_runs_are_filed_by_serial_never_overwritten_and_listed(isolated_dir
     assert h.returncode == 0 and len(lines) == 3, h.stdout
     assert "FAIL SIM" in lines[1] and re.search(r"\.pcie_\w+ gpu0", lines[1]) and str(paths[1]) in lines[1]
     assert "PASS SIM" in lines[2] and str(paths[0]) in lines[2]
-    assert (root / INDEX_NAME).is_file()
+    assert Archive(root).index_path.is_file()
+    assert not [f for f in root.rglob("*") if "sqlite" in f.name]  # writers write only report files
 
 
 def test_shared_archive_by_environment_or_option(tmp_path):
@@ -77,7 +79,7 @@ def test_index_is_rebuilt_when_lost_or_damaged_and_follows_the_files(archive):
     first = [(e.path, e.sha256, e.verdict) for e in a.reports()]
     assert len(first) == 5 and all(sha == file_sha256(path) for path, sha, _ in first)
     a.close()
-    index = archive / INDEX_NAME
+    index = Archive(archive).index_path
     index.unlink()  # lost
     assert [(e.path, e.sha256, e.verdict) for e in Archive(archive).reports()] == first
     index.write_bytes(b"this is not an SQLite database" * 100)  # damaged
@@ -170,8 +172,8 @@ def test_untrustworthy_files_are_reported_and_skipped(archive, tmp_path):
     (archive / "stray-file.report.json").write_text("{}")  # not in a node directory: not a report of the archive
     lines, p = _listed(archive)
     assert len(lines) == 5  # the good ones, nothing else
-    warnings = [w for w in p.stderr.splitlines() if w.startswith("nodeqc: warning: skipped ")]
-    reasons = {Path(w.split()[3].rstrip(":")).name: w for w in warnings}
+    warnings = [w for w in p.stderr.splitlines() if w.startswith("nodeqc: warning: NOT VERIFIED: ")]
+    reasons = {Path(w.split()[4].rstrip(":")).name: w for w in warnings}
     assert set(reasons) == {"torn.report.json", "binary.report.json", "unsigned.report.json",
                             "foreign.report.json", "tampered.report.json", "empty.report.json"}, p.stderr
     assert "not a JSON report" in reasons["torn.report.json"]

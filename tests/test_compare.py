@@ -92,15 +92,17 @@ def test_compare_a_regression_exits_1(runs):
     assert cli("compare", str(runs["regressed"][0]), str(runs["swapped"][0]), env=runs["env"]).returncode == 0
 
 
-def test_compare_warns_about_an_untrusted_report(runs, tmp_path):
+def test_compare_refuses_an_untrusted_report_unless_told(runs, tmp_path):
     # This test's own (isolated) key does not trust the node's key.
     p = cli("compare", str(runs["fault"][0]), str(runs["repaired"][0]))
-    assert p.returncode == 0 and p.stderr.count("signature NOT VERIFIED") == 2
+    assert p.returncode == 2 and "NOT VERIFIED" in p.stderr and p.stdout == ""
+    p = cli("compare", "--unverified", str(runs["fault"][0]), str(runs["repaired"][0]))
+    assert p.returncode == 0 and p.stderr.count("NOT VERIFIED") == 2 and "FIXED" in p.stdout
 
 
 @pytest.mark.parametrize("args, message", [
     (["compare", "/nonexistent.report.json", "/nonexistent.report.json"], "no such report"),
-    (["compare", "JUNK", "JUNK"], "not a readable nodeqc report"),
+    (["compare", "JUNK", "JUNK"], "JUNK: NOT VERIFIED: not a JSON report"),
     (["compare", "JUNK"], "the following arguments are required: new"),
     (["--headless", "--profile", "h100", "--simulate", "h100", "--retest"], "holds no verified report of node SIM-H100-0001"),
     (["--headless", "--profile", "h100", "--simulate", "h100", "--retest", "JUNK"], "--retest JUNK: NOT VERIFIED"),
@@ -133,11 +135,12 @@ def test_verdict_changes_and_figures():
     # A GPU gone is a regression even when every result that remains passed.
     del new["gpus"][0]
     assert compare(old, new).regressed and compare(old, new).gpus_gone == ["gpu0"]
-    # Skip judged nothing: skip -> pass is no repair, pass -> skip no regression.
+    # Skip judged nothing: skip -> pass is no repair, pass -> skip no regression; neither is compared.
     old2, new2 = predicate("N", "PASS"), predicate("N", "PASS")
     new2["checks"][0]["verdict"] = "skip"
-    (change,) = compare(old2, new2).changes
-    assert change.kind == "CHANGED" and not compare(old2, new2).regressed
+    assert compare(old2, new2).changes == [] and not compare(old2, new2).regressed
+    assert compare(new2, old2).changes == [] and not compare(new2, old2).regressed
+    assert compare(old2, new2).not_compared == [("health.pcie_link gpu0", "skip in NEW")]
 
 
 def test_a_partial_new_report_is_flagged(runs):

@@ -53,7 +53,8 @@ RUN_A = {
                      ("health.throttle", "gpu3", "THROTTLE_THERMAL", "fail")},
     "gpu4:throttle=hw_slowdown": {("health.throttle", "gpu4", "THROTTLE_HW_SLOWDOWN", "fail")},
     "gpu5:ecc_dbe=2": {("health.ecc", "gpu5", "ECC_DBE", "fail")},
-    "gpu6:xid=48": {("health.xid", "gpu6", "XID", "fail")},
+    # NVML's event and the driver's line in the kernel log (the simulated node prints it too)
+    "gpu6:xid=48": {("health.xid", "gpu6", "XID", "fail"), ("host.kernel_log", "gpu6", "KERNEL_XID", "fail")},
     "gpu7:row_remap_pending": {("health.row_remap", "gpu7", "ROW_REMAP_PENDING", "fail")},
 }
 RUN_B = {

@@ -3,7 +3,7 @@
 import pytest
 
 from nodeqc.errors import UsageError
-from nodeqc.faults import GPU_FAULTS, NIC_FAULTS, Fault, check_range, parse_fault
+from nodeqc.faults import GPU_FAULTS, HOST_FAULTS, NIC_FAULTS, Fault, check_range, parse_fault
 
 VALID = {
     "gpu0:missing": Fault("gpu", 0, "missing"),
@@ -33,6 +33,21 @@ VALID = {
     "nic0:down": Fault("nic", 0, "down"),
     "nic1:speed=25000": Fault("nic", 1, "speed", 25000),
     "nic1:pcie_width=8": Fault("nic", 1, "pcie_width", 8),
+    # conformance and host health (nodeqc.backends.sim_platform)
+    "gpu2:vbios=96.00.74.00.01": Fault("gpu", 2, "vbios", "96.00.74.00.01"),
+    "gpu5:numa=0": Fault("gpu", 5, "numa", 0),
+    "gpu3:acs": Fault("gpu", 3, "acs"),
+    "gpu1:aer=3": Fault("gpu", 1, "aer", 3),
+    "nic2:fw=28.36.1010": Fault("nic", 2, "fw", "28.36.1010"),
+    "nic1:numa=1": Fault("nic", 1, "numa", 1),
+    "nic3:optics_temp=85": Fault("nic", 3, "optics_temp", 85.0),
+    "host0:edac_ce=4": Fault("host", 0, "edac_ce", 4),
+    "host0:edac_ue=1": Fault("host", 0, "edac_ue", 1),
+    "host0:mce": Fault("host", 0, "mce"),
+    "host0:nvme_reset": Fault("host", 0, "nvme_reset"),
+    "host0:iommu=DMA": Fault("host", 0, "iommu", "DMA"),
+    "host0:bios=1.0": Fault("host", 0, "bios", "1.0"),
+    "host0:cpu_wrong=17": Fault("host", 0, "cpu_wrong", 17),
 }
 
 
@@ -46,6 +61,17 @@ def test_vocabulary_is_complete():
     named = {t.split(":")[1].split("=")[0] for t in VALID if t.startswith("gpu")}
     assert named == set(GPU_FAULTS)
     assert {t.split(":")[1].split("=")[0] for t in VALID if t.startswith("nic")} == set(NIC_FAULTS)
+    assert {t.split(":")[1].split("=")[0] for t in VALID if t.startswith("host")} == set(HOST_FAULTS)
+
+
+def test_host_faults_need_no_index_and_gpus_do():
+    assert parse_fault("host:mce") == Fault("host", 0, "mce")
+    with pytest.raises(UsageError, match="expected TARGET:FAULT"):
+        parse_fault("gpu:missing")
+    with pytest.raises(UsageError, match="expected a version"):
+        parse_fault("gpu0:vbios=96 00")
+    with pytest.raises(UsageError, match="the simulated node has"):
+        check_range([Fault("host", 1, "mce")], 8, 1)
 
 
 @pytest.mark.parametrize("text, message", [

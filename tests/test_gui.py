@@ -118,7 +118,8 @@ def test_a_fault_turns_its_tile_and_check_red_and_the_banner_says_why(qtbot, tmp
     t, values, _ = window.plots.buffer.window()
     for (field, subject), curve in window.plots.curves.items():
         xs, ys = curve.getData()
-        # From the start (less the few oldest samples that do not fill a pixel's run) to the end.
+        # Decimated to the plot's width (100 pixels or more), a curve leaves out only the oldest few
+        # samples that do not fill a whole run: fewer than one in a hundred (plots.peak_decimate).
         assert t[0] <= xs[0] <= t[len(t) // 100] and xs[-1] == t[-1] and not all(y != y for y in ys), (field, subject)
     assert t[-1] > t[0] and (values[0] > 40).any()  # temperatures rose under load
 

@@ -2,6 +2,7 @@
 the traffic session's processes (stand-in tools, so no packet is sent)."""
 
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -214,3 +215,32 @@ def test_a_missing_tool_is_an_outcome_not_a_crash(tree, tmp_path, monkeypatch):
     (outcome,) = LinuxNics(tree).start_traffic([[TrafficJob("ib0", "ib_write_bw", "p", 18515, 1, ib_device="mlx5_0")]], []).stop()
     assert outcome.error == "ib_write_bw could not start: No such file or directory"
     assert LinuxNics(tree).missing_tool("ib_write_bw").startswith("ib_write_bw is not installed: install perftest")
+
+
+def test_rdma_loopback_starts_the_server_half_then_the_client_on_the_same_port(tree, tmp_path, monkeypatch):
+    # A stand-in ib_write_bw: the server half (no host argument) waits to be ended, the client half
+    # prints perftest's table (tests/test_fabric_worker.py's real NDR sample). Every call is logged.
+    from test_fabric_worker import IB_WRITE_BW_NDR
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls"
+    sample = tmp_path / "sample.txt"
+    sample.write_text(IB_WRITE_BW_NDR)
+    tool = bin_dir / "ib_write_bw"
+    tool.write_text("#!/bin/sh\n"
+                    f'echo "$*" >> {log}\n'
+                    'for last; do :; done\n'
+                    'case "$last" in -*|*=*|[0-9]*) exec sleep 60;; esac\n'
+                    f"sleep 0.2; cat {sample}\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(backend.ProcessTraffic, "LOOPBACK_SERVER_START_S", 0.2)
+    job = TrafficJob("ib0", "ib_write_bw", "localhost", 18515, 1, ib_device="mlx5_0", loopback=True)
+    start = time.monotonic()
+    (outcome,) = LinuxNics(tree).start_traffic([[job]], []).stop()
+    assert time.monotonic() - start < 10  # the server half is ended with the round, never waited for
+    assert (outcome.gbps, outcome.error) == (392.34, None)
+    server, client = log.read_text().splitlines()
+    assert server == "-d mlx5_0 -i 1 -p 18515 -D 1 --report_gbits -F"
+    assert client.startswith(server + " ") and client.split()[-1] == socket.gethostname()

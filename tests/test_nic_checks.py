@@ -287,7 +287,7 @@ def test_peers_alternate_and_a_nic_may_have_its_own():
     (("iperf3",), [Peer("p")], {}, "nic.tcp", "IPERF3_MISSING", "iperf3 is not installed: install it"),
     (("ib_write_bw",), [Peer("p")], {}, "nic.rdma", "PERFTEST_MISSING", "install perftest"),
     ((), [], {}, "nic.tcp", "NIC_NO_PEER", "no peer: pass --nic-peer HOST (a host running `iperf3 -s -p PORT`"),
-    ((), [], {}, "nic.rdma", "NIC_NO_PEER", "no peer: pass --nic-peer HOST (a host running `ib_write_bw -d DEVICE"),
+    (("ib_write_bw",), [], {}, "nic.rdma", "PERFTEST_MISSING", "install perftest"),  # loopback needs it too
     ((), [Peer("p")], {"operstate": "down", "carrier": NA}, "nic.tcp", "NIC_LINK_DOWN", "the link is down"),
     ((), [Peer("p")], {"ib_ports": [port(state="DOWN")]}, "nic.rdma", "NIC_LINK_DOWN", "the link is down"),
     ((), [Peer("p")], {"addresses": []}, "nic.tcp", "NIC_NO_ADDRESS", "no IP address to send from"),
@@ -300,6 +300,40 @@ def test_what_cannot_run_is_skipped_saying_what_to_do(missing, peers, reading, c
     assert skipped[check].verdict is SKIP and skipped[check].code == code and text in skipped[check].message
     assert not any(j.tool == ("iperf3" if check == "nic.tcp" else "ib_write_bw") for j in plan.jobs)
     assert f"{check} skipped on nic0: " in "\n".join(checks.skip_warnings(plan))
+
+
+def test_without_a_peer_rdma_runs_in_loopback_on_each_active_port():
+    # Issue 15: an RDMA NIC without a peer is still measured: ib_write_bw server and client on the
+    # same HCA port; TCP, which needs a peer, is skipped saying so.
+    hca = nic("ib0", kind="infiniband", ib_ports=[port(), replace(port(), port=2, state="DOWN")])
+    plan = plan_for([hca], [])
+    rdma = [j for j in plan.jobs if j.tool == "ib_write_bw"]
+    assert [(j.ib_port, j.loopback, j.peer_text) for j in rdma] == [(1, True, "loopback")]
+    assert [(r.name, r.code) for r in plan.skips] == [("nic.tcp", "NIC_NO_PEER")]
+    outcome = TrafficOutcome(rdma[0], 190.0, None, {})
+    got = {(r.name, r.subject): r for r in checks.nic_results(plan, [outcome], {}, [hca], profile({"min_rdma_fraction": 0.9}))}
+    r = got[("nic.rdma", "nic0")]
+    assert r.verdict is PASS and "in loopback (server and client on this HCA port)" in r.message
+    slow = TrafficOutcome(rdma[0], 150.0, None, {})
+    got = {(r.name, r.subject): r for r in checks.nic_results(plan, [slow], {}, [hca], profile({"min_rdma_fraction": 0.9}))}
+    assert got[("nic.rdma", "nic0")].code == "RDMA_BANDWIDTH"
+
+
+def test_loopback_commands_pin_the_server_and_client_to_the_hcas_numa_node(tmp_path):
+    from nodeqc.backends import nic as backend
+
+    job = replace(plan_for([nic("ib0", kind="infiniband", ib_ports=[port()])], []).jobs[0], cuda_device=3)
+    client, server = backend.command(job), backend.loopback_server(job)
+    assert client[:-1] == server and "--use_cuda=3" in server and client[-1] != "localhost"
+    (tmp_path / "sys/class/infiniband/mlx5_0/device").mkdir(parents=True)
+    (tmp_path / "sys/class/infiniband/mlx5_0/device/numa_node").write_text("1\n")
+    (tmp_path / "sys/devices/system/node/node1").mkdir(parents=True)
+    (tmp_path / "sys/devices/system/node/node1/cpulist").write_text("24-26,48\n")
+    assert backend.numa_node("mlx5_0", tmp_path) == 1
+    prefix = backend.pin_prefix("mlx5_0", tmp_path)
+    assert prefix in (["numactl", "--cpunodebind=1", "--membind=1"], ["taskset", "-c", "24-26,48"])
+    (tmp_path / "sys/class/infiniband/mlx5_0/device/numa_node").write_text("-1\n")
+    assert backend.numa_node("mlx5_0", tmp_path) is None and backend.pin_prefix("mlx5_0", tmp_path) == []
 
 
 def test_skip_warnings_name_every_nic_once_per_reason():

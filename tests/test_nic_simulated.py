@@ -62,7 +62,8 @@ def test_nic_fault_is_attributed(faulty, fault):
 
 
 def test_nic_faults_find_nothing_else(faulty):
-    assert findings(faulty) == set(NIC_FAULTS.values())
+    # Without a peer RDMA runs in loopback (issue 15): the x8 link cannot carry HDR, and shows it.
+    assert findings(faulty) == set(NIC_FAULTS.values()) | {("nic.rdma", "nic5", "RDMA_BANDWIDTH", "fail")}
     got = by_key(faulty)
     assert got[("nic.link", "nic1")].message.startswith("ibp18s0 (mlx5_core, 0000:12:00.0): link down")
     assert "port mlx5_3/1 rate 100 Gb/s is below the limit 200 Gb/s" in got[("nic.link", "nic3")].message
@@ -77,7 +78,10 @@ def test_a_clean_dgx_checks_its_8_compute_nics_and_lists_the_storage_port(tmp_pa
     inventory = got[("nic.inventory", "node")]
     assert inventory.values["count"].value == 8
     assert [n["name"] for n in inventory.evidence["nics"]][-1] == "enp225s0f0"  # nic8: listed, not judged
-    assert {r.code for r in outcome.results if r.name in ("nic.tcp", "nic.rdma")} == {"NIC_NO_PEER"}
+    # Without a peer: TCP is skipped saying what to pass; RDMA runs in loopback on every HCA port.
+    assert {r.code for r in outcome.results if r.name == "nic.tcp"} == {"NIC_NO_PEER"}
+    rdma = [r for r in outcome.results if r.name == "nic.rdma"]
+    assert len(rdma) == 8 and all(r.verdict is Verdict.PASS and "in loopback" in r.message for r in rdma)
     assert got[("host.gpudirect_rdma", "node")].verdict is Verdict.PASS
 
 
@@ -173,3 +177,52 @@ def test_bad_nic_peer_is_one_line_and_exit_2(args, message):
 def test_profiles_shows_the_nic_settings():
     p = cli("profiles", "dgx-a100")
     assert p.returncode == 0 and "[nic]" in p.stdout and "min_ib_rate_gbit       >= 200 Gb/s" in p.stdout
+
+
+# ---------------------------------------------------------------------- NCCL through the NICs (issue 15)
+
+
+def test_nccl_through_the_nics_runs_where_the_profile_has_a_floor(tmp_path_factory, signer):
+    # hgx-h100 sets Azure's 40 GB/s floor and has 8 NDR NICs: the all-reduce runs again with NCCL's
+    # P2P and SHM switches off, which the simulated twin honours (every byte through the NICs).
+    events = []
+    outcome = qualify(tmp_path_factory, signer, "hgx-h100", "hgx-h100", ["gpu4:nvlink_down=6"], events=events)
+    got = by_key(outcome)
+    net, nvlink = got[("stress.nccl_net", "node")], got[("stress.nccl", "node")]
+    assert net.verdict is Verdict.PASS and net.values["busbw_gbps"].value == 45.0
+    assert net.evidence["env"] == {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
+    assert "through the NICs (P2P and SHM off)" in net.message and "limit >= 40 GB/s" in net.message
+    assert nvlink.values["busbw_gbps"].value > 100  # the in-node check kept NVLink (and sees its fault)
+
+
+def test_nccl_through_the_nics_is_skipped_without_an_rdma_nic_or_a_floor(tmp_path_factory, signer, tmp_path):
+    from nodeqc.resources import scenarios_dir
+
+    text = (scenarios_dir() / "a100.toml").read_text()
+    text = text.replace('count = 1\nbus_ids = ["0000:01:00.0"]', 'count = 2\nbus_ids = ["0000:01:00.0", "0000:02:00.0"]')
+    scenario = tmp_path / "two-a100-no-rdma.toml"
+    scenario.write_text(text.replace('ib_device = "mlx5_0"\n', ""))
+    profile = tmp_path / "a100-nccl-net.toml"
+    profile.write_text('extends = "a100"\ndescription = "test"\n[nic]\nmin_nccl_loopback_busbw_gbps = 40\n')
+    got = by_key(qualify(tmp_path_factory, signer, str(scenario), str(profile)))
+    r = got[("stress.nccl_net", "node")]
+    assert (r.verdict, r.code) == (Verdict.SKIP, "NCCL_UNAVAILABLE") and "no RDMA NIC on this node" in r.message
+    # Without the floor (the a100 profile), the step is not part of the plan at all.
+    got = by_key(qualify(tmp_path_factory, signer, str(scenario), "a100"))
+    assert ("stress.nccl_net", "node") not in got and got[("stress.nccl", "node")].verdict is Verdict.PASS
+
+
+@pytest.mark.parametrize("result,verdict,code", [
+    ({"busbw_gbps": 38.0, "algbw_gbps": 21.7, "bytes": 1 << 30, "gpus": 8, "wrong": []}, Verdict.FAIL, "NCCL_NET_SLOW"),
+    ({"busbw_gbps": 46.0, "algbw_gbps": 26.3, "bytes": 1 << 30, "gpus": 8, "wrong": []}, Verdict.PASS, None),
+    ({"busbw_gbps": 46.0, "algbw_gbps": 26.3, "bytes": 1 << 30, "gpus": 8,
+      "wrong": [{"gpu": 3, "index": 7, "expected": 36.0, "actual": 35.0}]}, Verdict.FAIL, "NCCL_WRONG_RESULT"),
+    ({"unavailable": "NCCL is not available to CuPy"}, Verdict.SKIP, "NCCL_UNAVAILABLE"),
+])
+def test_nccl_through_the_nics_verdict(result, verdict, code):
+    from nodeqc.checks.stress import judge_nccl_net
+    from nodeqc.workers import Outcome, Task
+
+    outcome = Outcome(Task("nccl", 0, {}, 120, gpus=tuple(range(8))), "ok", result)
+    (r,) = judge_nccl_net([], outcome, load_profile("hgx-h100"))
+    assert (r.verdict, r.code) == (verdict, code), r.message

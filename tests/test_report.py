@@ -141,7 +141,7 @@ def test_the_telemetry_file_is_bound_by_its_digest(signer, tmp_path):
     write_envelope(path, sign(statement(p), signer))
     verify_file(path, trusted(signer))
     series.write_bytes(b"dat4")
-    with pytest.raises(VerificationError, match="telemetry file r.telemetry.csv.gz does not match"):
+    with pytest.raises(VerificationError, match="telemetry r.telemetry.csv.gz does not match"):
         verify_file(path, trusted(signer))
 
 

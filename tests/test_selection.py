@@ -22,7 +22,7 @@ def _report(p):
 
 def test_the_catalogue_names_every_check_the_code_reports():
     sources = "".join(f.read_text() for f in [*(ROOT / "nodeqc" / "checks").glob("*.py"), ROOT / "nodeqc" / "runner.py"])
-    in_code = set(re.findall(r"\"((?:inventory|stress|health|host|nic|burnin)\.[a-z0-9_]+)\"", sources))
+    in_code = set(re.findall(r"\"((?:inventory|stress|health|host|nic|burnin|baseline|fleet)\.[a-z0-9_]+)\"", sources))
     assert in_code == set(CHECK_NAMES)
 
 
@@ -41,7 +41,8 @@ def test_selection_rules():
     assert no_stress.includes("inventory.gpu_count") and not no_stress.needs_load
     mixed = Selection.parse(["host,inventory"], ["host.cpu"])
     assert [n for n in CHECK_NAMES if mixed.includes(n) and not n.startswith("inventory.")] == [
-        "host.memory", "host.fabric_manager", "host.gpudirect_rdma"]
+        "host.memory", "host.fabric_manager", "host.gpudirect_rdma", "host.edac", "host.aer", "host.kernel_log",
+        "host.cpu_stress", "host.memory_bandwidth", "host.nvme", "host.optics"]
     assert Selection.parse(None, None).partial is False and Selection.parse(None, None).to_dict() is None
     assert mixed.includes("nodeqc.internal")  # an internal error is always reported
     with pytest.raises(UsageError, match="leaves no check"):
@@ -76,7 +77,8 @@ def test_skip_stress_runs_no_load_and_history_never_counts_it(isolated_dirs):
 @pytest.mark.parametrize("args, message", [
     (["--only", "health.pcie_lnik"], "--only health.pcie_lnik: no check or family of that name; did you mean health.pcie_link?"),
     (["--skip", "gpu"], "--skip gpu: no check or family of that name"),
-    (["--only", "host", "--skip", "host.cpu,host.memory", "--skip", "host.fabric_manager,host.gpudirect_rdma"],
+    (["--only", "host", "--skip", "host.cpu,host.memory", "--skip", "host.fabric_manager,host.gpudirect_rdma",
+      "--skip", "host.edac,host.aer,host.kernel_log,host.cpu_stress,host.memory_bandwidth,host.nvme,host.optics"],
      "this selection leaves no check to run"),
 ])
 def test_bad_selection_is_one_line_and_exit_2(args, message):

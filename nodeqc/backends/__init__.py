@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeqc.backends.base import Clock, GpuManagement, HostBackend, NicBackend
+from nodeqc.backends.platform import PlatformBackend
 from nodeqc.faults import Fault
 from nodeqc.profile import Profile
 from nodeqc.workers import Watchdog
@@ -19,6 +20,8 @@ class Hardware:
     clock: Clock
     simulation: dict[str, Any] | None = None  # scenario, faults, time scale; None on real hardware
     nics: NicBackend | None = None  # None: no NIC checks
+    platform: PlatformBackend | None = None  # sysfs: baseline topology, host error counters, kernel log
+    host_stress: Any = None  # nodeqc.backends.host_stress.HostStress: CPU, memory, NVMe, optics (full runs)
 
     @property
     def simulated(self) -> bool:
@@ -37,8 +40,11 @@ def real_hardware() -> Hardware:
     from nodeqc.backends.host import LinuxHost
     from nodeqc.backends.nic import LinuxNics
     from nodeqc.backends.nvml import NvmlBackend
+    from nodeqc.backends.host_stress import LinuxHostStress
+    from nodeqc.backends.platform import LinuxPlatform
 
-    return Hardware(NvmlBackend(), LinuxHost(), {"kind": "cupy"}, Clock(1.0), nics=LinuxNics())
+    return Hardware(NvmlBackend(), LinuxHost(), {"kind": "cupy"}, Clock(1.0), nics=LinuxNics(),
+                    platform=LinuxPlatform(), host_stress=LinuxHostStress())
 
 
 def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float | None = None) -> Hardware:
@@ -47,7 +53,8 @@ def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float
     node = SimNode(load_scenario(scenario_ref), faults, time_scale)
     return Hardware(node.management(), node.host(), node.compute_spec(), node.clock,
                     simulation={"scenario": node.scenario.name, "faults": [str(f) for f in faults],
-                                "time_scale": node.clock.scale}, nics=node.nics())
+                                "time_scale": node.clock.scale}, nics=node.nics(), platform=node.platform(),
+                    host_stress=node.host_stress())
 
 
 def replay_hardware(path: str) -> Hardware:

@@ -72,6 +72,17 @@ class GpuInfo:
     max_sm_clock_mhz: Any = NA
     max_mem_clock_mhz: Any = NA
     nvlink_count: Any = NA
+    # Firmware and settings a golden baseline pins (nodeqc baseline): what two nodes of one fleet
+    # must share to behave alike.
+    gsp_firmware: Any = NA  # GSP firmware version; NA where the GPU has no GSP or runs without it
+    inforom_image: Any = NA  # InfoROM image version, e.g. G520.0200.00.05
+    inforom_oem: Any = NA  # InfoROM object versions
+    inforom_ecc: Any = NA
+    inforom_power: Any = NA
+    mig_mode: Any = NA  # "enabled" | "disabled"; NA on GPUs without MIG
+    compute_mode: Any = NA  # "default" | "exclusive_process" | "prohibited"
+    app_sm_clock_mhz: Any = NA  # application clocks (nvidia-smi -ac)
+    app_mem_clock_mhz: Any = NA
     lost: bool = False  # the driver lists it but it does not answer: it stays, saying so
     # Position among the NVIDIA GPUs on the PCI bus: a GPU the driver failed to bring up shifts the
     # driver's indices of those after it, never their slots. Reports name GPUs by slot.
@@ -259,10 +270,11 @@ class TrafficJob:
     ib_port: int = 1
     cuda_device: int | None = None  # ib_write_bw --use_cuda (GPUDirect RDMA)
     roce: bool = False  # ib_write_bw -R: connect through rdma_cm, as RoCE needs
+    loopback: bool = False  # ib_write_bw server and client on this HCA port (no peer; issue 15)
 
     @property
     def peer_text(self) -> str:
-        return f"{self.peer}:{self.port}"
+        return "loopback" if self.loopback else f"{self.peer}:{self.port}"
 
 
 @dataclass

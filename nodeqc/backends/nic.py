@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -211,7 +212,39 @@ def command(job: TrafficJob) -> list[str]:
         cmd.append("-R")
     if job.cuda_device is not None:
         cmd.append(f"--use_cuda={job.cuda_device}")
-    return cmd + [job.peer]
+    # Loopback: the client reaches its own server by this host's name (Azure's checks do the same;
+    # with -R, rdma_cm needs an address of the RoCE interface, which the name resolves to).
+    return cmd + [socket.gethostname() if job.loopback else job.peer]
+
+
+def loopback_server(job: TrafficJob) -> list[str]:
+    """The server half of an RDMA loopback: the same test on the same HCA port, without a peer
+    (Azure's HPC health checks run ib_write_bw this way, client and server on one HCA)."""
+    return command(job)[:-1]
+
+
+def numa_node(ib_device: str, root: Path = Path("/")) -> int | None:
+    """The NUMA node an HCA hangs off (sysfs); None where the kernel does not say (-1, one node)."""
+    try:
+        node = int((root / f"sys/class/infiniband/{ib_device}/device/numa_node").read_text())
+    except (OSError, ValueError):
+        return None
+    return node if node >= 0 else None
+
+
+def pin_prefix(ib_device: str | None, root: Path = Path("/")) -> list[str]:
+    """What runs a loopback half on its HCA's NUMA node: numactl (CPUs and memory, as Azure's checks
+    do), else taskset with the node's CPUs, else nothing (the figure is still taken, unpinned)."""
+    node = numa_node(ib_device, root) if ib_device else None
+    if node is None:
+        return []
+    if shutil.which("numactl"):
+        return ["numactl", f"--cpunodebind={node}", f"--membind={node}"]
+    try:
+        cpus = (root / f"sys/devices/system/node/node{node}/cpulist").read_text().strip()
+    except OSError:
+        return []
+    return ["taskset", "-c", cpus] if cpus and shutil.which("taskset") else []
 
 
 def parse_iperf3(text: str) -> tuple[Any, str | None, dict[str, Any]]:
@@ -259,17 +292,31 @@ class ProcessTraffic(TrafficSession):
     """Every job a process of its own, a round's all started at once; output goes to temporary
     files, so a long result never fills a pipe and stalls the tool."""
 
+    LOOPBACK_SERVER_START_S = 2.0  # the server half listens before its client connects (Azure waits 5 s)
+
     def __init__(self, backend: NicBackend, rounds: list[list[TrafficJob]], watch: list[str]):
         self._procs: list[tuple[subprocess.Popen[bytes] | None, IO[bytes], str | None]] = []
+        self._servers: list[subprocess.Popen[bytes]] = []
         super().__init__(backend, rounds, watch)
 
     def _start(self, jobs: list[TrafficJob]) -> None:
         env = {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}  # --use_cuda indices in NVML's order
         self._procs = []
+        loopbacks = [j for j in jobs if j.loopback]
+        for job in loopbacks:  # RDMA loopback: the server half first, on the HCA's NUMA node
+            try:
+                self._servers.append(subprocess.Popen(pin_prefix(job.ib_device) + loopback_server(job),
+                                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                                      stdin=subprocess.DEVNULL, env=env))
+            except OSError:
+                pass  # the client then fails to connect, and says so
+        if loopbacks:
+            time.sleep(self.LOOPBACK_SERVER_START_S)
         for job in jobs:
             out = tempfile.TemporaryFile()
             try:
-                proc = subprocess.Popen(command(job), stdout=out, stderr=subprocess.STDOUT,
+                pin = pin_prefix(job.ib_device) if job.loopback else []
+                proc = subprocess.Popen(pin + command(job), stdout=out, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, env=env)
                 self._procs.append((proc, out, None))
             except OSError as e:
@@ -280,6 +327,11 @@ class ProcessTraffic(TrafficSession):
 
     def _collect(self, jobs: list[TrafficJob], overdue: str | None) -> list[TrafficOutcome]:
         outcomes = []
+        for server in self._servers:  # a server whose client failed waits for ever: end it
+            if server.poll() is None:
+                server.kill()
+            server.wait(timeout=10)
+        self._servers = []
         for job, (proc, out, error) in zip(jobs, self._procs):
             if proc is not None and proc.poll() is None:
                 proc.kill()

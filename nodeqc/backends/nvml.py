@@ -166,9 +166,33 @@ class NvmlBackend(GpuManagement):
                 max_sm_clock_mhz=q("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_SM),
                 max_mem_clock_mhz=q("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_MEM),
                 nvlink_count=self._nvlink_count(i),
+                **self._firmware_and_modes(i),
             )
         except GpuLostError:
             return GpuInfo(index=i, name="unavailable", uuid=NA, bus_id=NA, lost=True)
+
+    def _firmware_and_modes(self, i: int) -> dict[str, Any]:
+        """Firmware versions, MIG and compute modes, application clocks: what a baseline pins."""
+        n, h = self.n, self._handles[i]
+        q = lambda name, *a: self.query(name, h, *a, index=i)  # noqa: E731
+        mig = q("nvmlDeviceGetMigMode")
+        compute = q("nvmlDeviceGetComputeMode")
+        compute_names = {getattr(n, "NVML_COMPUTEMODE_DEFAULT", 0): "default",
+                         getattr(n, "NVML_COMPUTEMODE_EXCLUSIVE_THREAD", 1): "exclusive_thread",
+                         getattr(n, "NVML_COMPUTEMODE_PROHIBITED", 2): "prohibited",
+                         getattr(n, "NVML_COMPUTEMODE_EXCLUSIVE_PROCESS", 3): "exclusive_process"}
+        return {
+            "gsp_firmware": q("nvmlDeviceGetGspFirmwareVersion"),
+            "inforom_image": q("nvmlDeviceGetInforomImageVersion"),
+            "inforom_oem": q("nvmlDeviceGetInforomVersion", n.NVML_INFOROM_OEM),
+            "inforom_ecc": q("nvmlDeviceGetInforomVersion", n.NVML_INFOROM_ECC),
+            "inforom_power": q("nvmlDeviceGetInforomVersion", n.NVML_INFOROM_POWER),
+            # [current, pending]: the mode the GPU runs in now is the one that matters.
+            "mig_mode": NA if is_na(mig) else ("enabled" if mig[0] == n.NVML_DEVICE_MIG_ENABLE else "disabled"),
+            "compute_mode": NA if is_na(compute) else compute_names.get(compute, str(compute)),
+            "app_sm_clock_mhz": q("nvmlDeviceGetApplicationsClock", n.NVML_CLOCK_SM),
+            "app_mem_clock_mhz": q("nvmlDeviceGetApplicationsClock", n.NVML_CLOCK_MEM),
+        }
 
     def _nvlink_count(self, i: int) -> Any:
         count = self._field(i, self.n.NVML_FI_DEV_NVLINK_LINK_COUNT)

@@ -14,6 +14,7 @@ nodeqc/workloads.py and nodeqc/verify.py must then find them:
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -24,6 +25,8 @@ from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS
 from nodeqc.backends.simulated import LOST_AFTER_S, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOT_PULSE_S, SLOTS
 from nodeqc.errors import GpuLostError
 from nodeqc.verify import fingerprint, splitmix64
+
+NIC_PATH_BUSBW_GBS = 45.0  # all-reduce with NCCL_P2P_DISABLE and NCCL_SHM_DISABLE: see nccl_allreduce
 
 NOMINAL_MATMUL_N = 8192  # the size a real GPU multiplies; the simulator computes a small stand-in
 SIM_MATMUL_N = 64
@@ -369,6 +372,10 @@ class SimNodeDevices:
         n = len(self.devices)
         rate = min(self._pair_rate(i, j) for i in self.devices for j in self.devices if i != j)
         busbw = rate * (0.95 if self.topology != "pcie" else 0.5)
+        if os.environ.get("NCCL_P2P_DISABLE") == "1" and os.environ.get("NCCL_SHM_DISABLE") == "1":
+            # NCCL's own switches send every byte through the NICs: one 400 Gb/s NDR NIC per GPU
+            # (50 GB/s) at NCCL's ~90% (a model: no published healthy figure; Azure's floor is 40).
+            busbw = NIC_PATH_BUSBW_GBS * 1e9  # NVLink is not used: its faults do not show here
         algbw = busbw * n / (2 * (n - 1))
         per = nbytes / algbw
         self._work(per * iters, list(self.devices))

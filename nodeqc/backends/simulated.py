@@ -196,6 +196,17 @@ class SimNode:
     def nics(self) -> "SimNics":
         return SimNics(self)
 
+    def platform(self) -> Any:
+        """Its sysfs tree and kernel log (nodeqc.backends.sim_platform), written on first use."""
+        from nodeqc.backends.sim_platform import SimPlatform
+
+        return SimPlatform(self)
+
+    def host_stress(self) -> Any:
+        from nodeqc.backends.sim_platform import SimHostStress
+
+        return SimHostStress(self)
+
     def nic_value(self, k: int, name: str, default: Any = None) -> Any:
         return next((f.value if f.value is not None else True for f in self.faults
                      if f.target == "nic" and f.index == k and f.name == name), default)
@@ -253,13 +264,14 @@ class SimManagement(GpuManagement):
             out.append(GpuInfo(
                 index=j, name=m.name, uuid=f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, serial)}",
                 bus_id=sc.bus_id(k), serial=serial, memory_total_bytes=m.memory_mib * MIB,
-                vbios=m.vbios, board_part=m.board_part, compute_capability=m.compute_capability,
+                vbios=self.node.value(k, "vbios", m.vbios), board_part=m.board_part, compute_capability=m.compute_capability,
                 ecc_enabled=True, ecc_pending=True, persistence=True,
                 pcie_max_gen=m.pcie_gen, pcie_max_width=m.pcie_width, pcie_gpu_max_gen=m.pcie_gen,
                 temp_slowdown_c=m.slowdown_c, temp_shutdown_c=m.shutdown_c, temp_gpu_max_c=m.gpu_max_c,
                 temp_mem_max_c=m.mem_max_c, power_limit_w=m.tdp_w, power_default_limit_w=m.tdp_w,
                 max_sm_clock_mhz=m.max_sm_mhz, max_mem_clock_mhz=m.mem_mhz,
                 nvlink_count=m.nvlink_links if m.nvlink_links else NA,
+                **sim_firmware(m, self.driver_version()),
             ))
         return out
 
@@ -397,6 +409,19 @@ class SimManagement(GpuManagement):
                 self._advance(k)
             events, self._events = self._events, []
         return events
+
+
+def sim_firmware(m: SimGpuModel, driver: str) -> dict[str, Any]:
+    """Firmware and modes of a simulated GPU. The InfoROM image follows the board part number, as on
+    the measured H100 SXM5 (board 695-2G520-0200-000, image G520.0200.00.05; OEM 2.1, ECC 7.16,
+    shared/measurements/README.md); GSP firmware ships with the driver and carries its version."""
+    part = m.board_part.split("-")
+    image = f"G{part[1][-3:]}.{part[2]}.00.05" if len(part) >= 3 and len(part[1]) >= 3 else NA
+    hopper = float(m.compute_capability) >= 8.0
+    return {"gsp_firmware": driver if hopper else NA, "inforom_image": image,
+            "inforom_oem": "2.1", "inforom_ecc": "7.16", "inforom_power": NA,
+            "mig_mode": "disabled" if m.name.startswith(("NVIDIA A100", "NVIDIA H")) else NA,
+            "compute_mode": "default", "app_sm_clock_mhz": m.max_sm_mhz, "app_mem_clock_mhz": m.mem_mhz}
 
 
 class SimHost(HostBackend):

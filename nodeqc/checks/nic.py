@@ -7,7 +7,9 @@ named `nicN` by its position (physical NICs in PCI order first), as GPUs are by 
 interface name leads every message.
 
 Traffic runs in rounds, each on every NIC at once: TCP (iperf3), then RDMA (ib_write_bw), so the
-two never share a link they are measuring.
+two never share a link they are measuring. Without a peer, TCP is skipped (saying what to pass) and
+RDMA runs in loopback on each active HCA port: server and client on the same port, pinned to the
+HCA's NUMA node, from the GPU nearest the NIC when the profile asks for GPUDirect.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from nodeqc.profile import Profile
 from nodeqc.render import subjects_text
 
 NO_GROWTH = Threshold("max_link_counter_growth", "max", 0, 0)
+LOOPBACK_PEER = Peer("localhost")  # the backend connects to this host's own name, as perftest's loopback does
 SERVERS = {"iperf3": f"`iperf3 -s -p PORT`, one per NIC on ports {IPERF3_PORT} and up",
            "ib_write_bw": f"`ib_write_bw -d DEVICE -p PORT`, one per NIC on ports {IB_WRITE_BW_PORT} and up"}
 
@@ -111,21 +114,23 @@ def plan_traffic(plan: NicPlan, peers: list[Peer], profile: Profile, seconds: fl
             assert peer is not None
             pending.append((c.subject, dict(nic=nic.name, tool="iperf3", peer=peer.host, port=port("iperf3", peer),
                                             streams=profile.get("nic", "streams"), bind=nic.addresses[0])))
-        # RDMA on each active port of the NIC's RDMA device.
+        # RDMA on each active port of the NIC's RDMA device: against the peer, or without one in
+        # loopback (server and client on the same HCA port, as Azure's HPC health checks run it).
         if not nic.ib_ports:
             continue
-        why = _cannot("ib_write_bw", missing_tool, peer, up)
+        loopback = peer is None
+        why = _cannot("ib_write_bw", missing_tool, peer or LOOPBACK_PEER, up)
         if why is None and use_cuda and not gpus:
             why = ("GPUDirect RDMA is asked for ([nic] rdma_use_cuda) but there is no working GPU", "NO_GPUS")
         if why:
             plan.skips.append(skip("nic.rdma", c.subject, f"RDMA not measured: {why[0]}", code=why[1]))
             continue
-        assert peer is not None
+        target = peer or LOOPBACK_PEER
         for p in nic.ib_ports:
             if p.state == "ACTIVE":
-                pending.append((c.subject, dict(nic=nic.name, tool="ib_write_bw", peer=peer.host,
-                                                port=port("ib_write_bw", peer), ib_device=p.device, ib_port=p.port,
-                                                roce=p.link_layer == "Ethernet",
+                pending.append((c.subject, dict(nic=nic.name, tool="ib_write_bw", peer=target.host,
+                                                port=port("ib_write_bw", target), ib_device=p.device, ib_port=p.port,
+                                                roce=p.link_layer == "Ethernet", loopback=loopback,
                                                 cuda_device=_nearest_gpu(nic, gpus) if use_cuda else None)))
     tools = [t for t in ("iperf3", "ib_write_bw") if any(f["tool"] == t for _, f in pending)]
     each = total_s / len(tools) if total_s and tools else seconds
@@ -141,8 +146,9 @@ def plan_traffic(plan: NicPlan, peers: list[Peer], profile: Profile, seconds: fl
 
 
 def traffic_summary(plan: NicPlan) -> str:
-    rounds = [f"{r[0].tool} on {subjects_text(sorted({plan.subjects[j] for j in r}, key=_order))} "
-              f"for {r[0].seconds:g} s" for r in plan.rounds]
+    rounds = [f"{r[0].tool}{' in loopback' if all(j.loopback for j in r) else ''} on "
+              f"{subjects_text(sorted({plan.subjects[j] for j in r}, key=_order))} for {r[0].seconds:g} s"
+              for r in plan.rounds]
     return "NIC traffic: " + ", then ".join(rounds)
 
 
@@ -386,7 +392,8 @@ def rdma(c: Checked, outcomes: list[TrafficOutcome], end: NicInfo | None, profil
         limit = _share(fraction, rate)
         limits.append(limit)
         cuda = f", GPU memory of gpu{o.job.cuda_device}" if o.job.cuda_device is not None else ""
-        f = judge(limit, gbps, "RDMA_BANDWIDTH", f"RDMA {label} to {o.job.peer_text}{cuda}:", "Gb/s")
+        where = "in loopback (server and client on this HCA port)" if o.job.loopback else f"to {o.job.peer_text}"
+        f = judge(limit, gbps, "RDMA_BANDWIDTH", f"RDMA {label} {where}{cuda}:", "Gb/s")
         findings.append(Finding(f.verdict, f.code, f"{f.message}; {gbps / rate:.0%} of the {fmt(rate, 'Gb/s')} port"))
     return _named(fold(name, c.subject, findings, values, limits, key="bandwidth", evidence=evidence), nic)
 

@@ -453,6 +453,39 @@ def judge_nccl(gpus: list[GpuInfo], outcome: Outcome, profile: Profile) -> list[
                  evidence={"wrong": r["wrong"]})]
 
 
+# NCCL's own switches: peer-to-peer (NVLink, PCIe) and shared memory off, so the all-reduce between
+# the node's GPUs goes through the network plugin and the NICs, a peer-less test of every NIC's
+# GPUDirect path (Azure's HPC health checks and Meta's gcm run NCCL this way; issue 15).
+NCCL_THROUGH_NICS = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
+
+
+def nccl_net_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    return {**nccl_params(profile, quick), "env": NCCL_THROUGH_NICS}
+
+
+def judge_nccl_net(gpus: list[GpuInfo], outcome: Outcome, profile: Profile) -> list[CheckResult]:
+    name = "stress.nccl_net"
+    failure = outcome_failure(name, "node", outcome)
+    if failure:
+        return [failure]
+    r = outcome.result
+    if "unavailable" in r:
+        return [skip(name, "node", f"not run: {r['unavailable']}", code="NCCL_UNAVAILABLE")]
+    floor = profile.threshold("nic", "min_nccl_loopback_busbw_gbps")
+    findings = []
+    if r["wrong"]:
+        w = r["wrong"][0]
+        findings.append(Finding(Verdict.FAIL, "NCCL_WRONG_RESULT",
+                                f"all-reduce through the NICs wrong on {len(r['wrong'])} GPU(s): gpu{w['gpu']} element "
+                                f"{w['index']} expected {w['expected']:g}, got {w['actual']:g}"))
+    findings.append(judge(floor, r["busbw_gbps"], "NCCL_NET_SLOW",
+                          f"all-reduce across {r['gpus']} GPUs through the NICs (P2P and SHM off): bus bandwidth", "GB/s"))
+    return [fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
+                                          "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
+                                          "message_bytes": Value(r["bytes"], "B")}, [floor], key="busbw_gbps",
+                 evidence={"wrong": r["wrong"], "env": NCCL_THROUGH_NICS})]
+
+
 # ---------------------------------------------------------------------- the plan
 
 @dataclass(frozen=True)
@@ -465,6 +498,8 @@ class Step:
     reports_gpus: bool = True  # results name each GPU (a node-wide task may still judge them one by one)
     judge_per_gpu: Callable[..., list[CheckResult]] | None = None
     judge_node: Callable[..., list[CheckResult]] | None = None
+    # Runs only where the profile sets this floor and the node has an RDMA port (else skipped, saying so).
+    needs_rdma_floor: str | None = None
 
     def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool, run_t0: float = 0.0) -> list[Task]:
         """run_t0: the run clock's reading at the run's start, which telemetry counts time from."""
@@ -485,4 +520,6 @@ PLAN: list[Step] = [
     Step("stress.pcie_bandwidth", "pcie", pcie_params, lambda p: p["min_seconds"] + 60, judge_per_gpu=judge_pcie),
     Step("stress.p2p", "p2p", p2p_params, lambda p: 120, per_gpu=False, judge_node=judge_p2p),
     Step("stress.nccl", "nccl", nccl_params, lambda p: 120, per_gpu=False, reports_gpus=False, judge_node=judge_nccl),
+    Step("stress.nccl_net", "nccl", nccl_net_params, lambda p: 120, per_gpu=False, reports_gpus=False,
+         judge_node=judge_nccl_net, needs_rdma_floor="min_nccl_loopback_busbw_gbps"),
 ]

@@ -6,7 +6,9 @@ and the standard library only, so it runs in the nodeqc image as it is.
     node_gate.py NODE EXIT_CODE [REPORT]
 
 Label nodeqc.dev/qualification=passed|failed|error; annotation nodeqc.dev/report=REPORT (the path
-on the node). Taint key: $NODEQC_TAINT (default nodeqc.dev/unqualified). Exit 0 when the node was
+on the node). On pass, when the report carries valid_until (the profile's valid_days), the label
+nodeqc.dev/valid-until=YYYY-MM-DD says when the qualification expires (select expiring nodes with
+a label selector; the exact time is in the nodeqc.dev/valid-until annotation). Taint key: $NODEQC_TAINT (default nodeqc.dev/unqualified). Exit 0 when the node was
 updated, 1 when the API refused.
 """
 
@@ -23,6 +25,22 @@ import urllib.request
 SA = "/var/run/secrets/kubernetes.io/serviceaccount"
 LABEL = "nodeqc.dev/qualification"
 ANNOTATION = "nodeqc.dev/report"
+VALID_UNTIL = "nodeqc.dev/valid-until"
+
+
+def valid_until(report: str) -> str | None:
+    """The report's valid_until (its signed predicate, read without verifying: the gate labels what
+    nodeqc just wrote on this node), or None."""
+    import base64
+
+    try:
+        with open(report, encoding="utf-8") as f:
+            envelope = json.load(f)
+        predicate = json.loads(base64.b64decode(envelope["payload"]))["predicate"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    stamp = predicate.get("valid_until")
+    return stamp if isinstance(stamp, str) and len(stamp) >= 10 else None
 
 
 def api_base() -> str:
@@ -50,6 +68,10 @@ def gate(node: str, exit_code: int, report: str) -> None:
     for attempt in range(5):
         current = call("GET", path)
         patch: dict = {"metadata": {"labels": {LABEL: result}, "annotations": {ANNOTATION: report or None}}}
+        until = valid_until(report) if report and result == "passed" else None
+        # A label value allows [A-Za-z0-9._-]: the date; the annotation keeps the time. None removes both.
+        patch["metadata"]["labels"][VALID_UNTIL] = until[:10] if until else None
+        patch["metadata"]["annotations"][VALID_UNTIL] = until
         if result == "passed":
             taints = current.get("spec", {}).get("taints") or []
             # A merge patch replaces the whole list: the resourceVersion makes it fail (409) rather

@@ -1,0 +1,246 @@
+"""Host stress in a full run: every logical CPU computing known answers (a wrong answer names the
+core), host memory bandwidth, local NVMe with fio (its JSON), and the NICs' optical modules with
+`ethtool -m` (their own alarm and warning thresholds). Readers and parsers only; the verdicts are in
+nodeqc.checks.host_stress.
+
+A tool that is not installed is reported with what to install, never run around. fio reads a
+device read-only (`--readonly`), or writes only the scratch file the profile names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+# The known answers: a SHA-256 chain (integer and bit-manipulation units) and a logistic-map sum
+# (floating point: IEEE doubles, exact and the same on every conforming CPU; CPython neither fuses
+# nor reorders them). Computed once and fixed here, so a faulty core cannot set its own reference;
+# tests/test_host_stress.py recomputes them.
+CPU_SEED = b"nodeqc-cpu-known-answer"
+CPU_HASH_ROUNDS = 20000
+CPU_HASH_ANSWER = "8a5ef801b8502c5104b9515fb536b27e43668e5c3ef24d6c3da7ebde93fd41d0"
+CPU_FLOAT_STEPS = 200000
+CPU_FLOAT_ANSWER = (0.9649654926657113, 118418.01654536717)
+INSTALL = {"fio": "apt-get install fio (or dnf install fio)",
+           "ethtool": "apt-get install ethtool (or dnf install ethtool)"}
+
+
+def known_answer() -> tuple[str, tuple[float, float]]:
+    d = CPU_SEED
+    for _ in range(CPU_HASH_ROUNDS):
+        d = hashlib.sha256(d).digest()
+    x, acc = 0.5, 0.0
+    for _ in range(CPU_FLOAT_STEPS):
+        x = 3.9 * x * (1.0 - x)
+        acc += x
+    return d.hex(), (x, acc)
+
+
+def _cpu_worker(cpu: int, seconds: float) -> dict[str, Any]:
+    """On one CPU: the known answers again and again for `seconds`; every wrong one is counted."""
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except (AttributeError, OSError):
+        pass  # not Linux, or the CPU is not ours: the work still runs, unpinned
+    end = time.monotonic() + seconds
+    rounds, wrong, first = 0, 0, None
+    while True:
+        got = known_answer()
+        rounds += 1
+        if got != (CPU_HASH_ANSWER, CPU_FLOAT_ANSWER):
+            wrong += 1
+            first = first or {"hash": got[0], "float": list(got[1])}
+        if time.monotonic() >= end:
+            break
+    return {"cpu": cpu, "rounds": rounds, "wrong": wrong, "first_wrong": first}
+
+
+def _copy_worker(megabytes: int, repeats: int) -> float:
+    """Best copy rate of one stream, GB/s counting bytes read plus written (as STREAM's copy)."""
+    import numpy as np
+
+    a = np.ones(megabytes * 2**20 // 8)
+    b = np.empty_like(a)
+    best = 0.0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        np.copyto(b, a)
+        dt = time.perf_counter() - t0
+        best = max(best, 2 * a.nbytes / dt / 1e9)
+    return best
+
+
+@dataclass
+class FioResult:
+    target: str
+    read_gbps: Any = None
+    write_gbps: Any = None
+    read_iops: Any = None
+    read_p99_us: Any = None
+    error: str | None = None
+    command: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ModuleReading:
+    """One optical module as `ethtool -m` shows it: readings (per lane where it has lanes) and the
+    module's own thresholds."""
+
+    values: dict[str, list[float]] = field(default_factory=dict)  # temperature, voltage, bias, tx_power, rx_power
+    thresholds: dict[str, dict[str, float]] = field(default_factory=dict)  # measure -> high_alarm, low_alarm, ...
+    vendor: str = ""
+    part: str = ""
+    identifier: str = ""
+
+
+class HostStress(ABC):
+    @abstractmethod
+    def cpu(self, seconds: float) -> list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def memory_bandwidth(self) -> float: ...
+
+    @abstractmethod
+    def missing_tool(self, tool: str) -> str | None: ...
+
+    @abstractmethod
+    def fio(self, target: str, seconds: float, scratch: bool) -> FioResult: ...
+
+    @abstractmethod
+    def module(self, interface: str) -> str | None:
+        """`ethtool -m IFACE` output, or None when the NIC has no readable module."""
+
+
+class LinuxHostStress(HostStress):
+    COPY_MIB = 256  # per stream: far beyond any CPU cache
+
+    def cpu(self, seconds: float) -> list[dict[str, Any]]:
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=len(cpus), mp_context=ctx) as pool:
+            futures = [pool.submit(_cpu_worker, c, seconds) for c in cpus]
+            out = []
+            for c, f in zip(cpus, futures):
+                try:
+                    out.append(f.result(timeout=seconds + 120))
+                except Exception as e:  # noqa: BLE001 - a worker that died on its core is a finding
+                    out.append({"cpu": c, "rounds": 0, "wrong": 0, "error": f"{type(e).__name__}: {e}"})
+            return out
+
+    def memory_bandwidth(self) -> float:
+        streams = max(1, min(16, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1))
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=streams, mp_context=ctx) as pool:
+            return round(sum(pool.map(_copy_worker, [self.COPY_MIB] * streams, [5] * streams)), 1)
+
+    def missing_tool(self, tool: str) -> str | None:
+        return None if shutil.which(tool) else INSTALL.get(tool, f"install {tool}")
+
+    def fio(self, target: str, seconds: float, scratch: bool) -> FioResult:
+        cmd = ["fio", "--name=nodeqc", f"--filename={target}", "--rw=read", "--bs=1M", "--direct=1",
+               "--ioengine=libaio", "--iodepth=32", f"--runtime={int(max(1, seconds))}", "--time_based",
+               "--output-format=json"]
+        cmd += ["--size=1G"] if scratch else ["--readonly"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120)
+        except subprocess.TimeoutExpired:
+            return FioResult(target, error=f"fio did not finish within {seconds + 120:g} s", command=cmd)
+        finally:
+            if scratch:
+                try:
+                    os.unlink(target)
+                except OSError:
+                    pass
+        result = parse_fio(proc.stdout, target)
+        if result.error is None and proc.returncode != 0:
+            result.error = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        result.command = cmd
+        return result
+
+    def module(self, interface: str) -> str | None:
+        proc = subprocess.run(["ethtool", "-m", interface], capture_output=True, text=True, timeout=30)
+        return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else None
+
+
+# ---------------------------------------------------------------------- parsers
+
+
+def parse_fio(text: str, target: str = "") -> FioResult:
+    """fio's JSON (--output-format=json). Text around it (fio's own lines, `json,normal` output) is
+    skipped; the first job's read and write figures are taken, bw_bytes being bytes per second."""
+    start = text.find("{")
+    if start < 0:
+        return FioResult(target, error="fio printed no JSON")
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text[start:])
+    except json.JSONDecodeError as e:
+        return FioResult(target, error=f"fio's JSON is unreadable: {e}")
+    jobs = data.get("jobs") or []
+    if not jobs:
+        return FioResult(target, error="fio's JSON has no jobs")
+    job = jobs[0]
+    result = FioResult(target or str(job.get("jobname", "")))
+    if job.get("error"):
+        result.error = f"fio job error {job['error']}"
+    read, write = job.get("read") or {}, job.get("write") or {}
+
+    def rate(side: dict[str, Any]) -> float:  # bw_bytes since fio 3.5; before, only bw in KiB/s
+        return round((side["bw_bytes"] if "bw_bytes" in side else side.get("bw", 0) * 1024) / 1e9, 6)
+
+    if read.get("io_bytes"):
+        result.read_gbps = rate(read)
+        result.read_iops = round(float(read.get("iops", 0)), 1)
+        p99 = ((read.get("clat_ns") or {}).get("percentile") or {}).get("99.000000")
+        result.read_p99_us = round(p99 / 1000, 1) if p99 else None
+    if write.get("io_bytes"):
+        result.write_gbps = rate(write)
+    return result
+
+
+_MEASURES = (  # (measure, pattern of the reading's label, pattern of the threshold's label)
+    ("temperature", r"Module temperature", r"Module temperature"),
+    ("voltage", r"Module voltage", r"Module voltage"),
+    ("bias", r"Laser (?:tx )?bias current", r"Laser bias current"),
+    ("tx_power", r"Laser output power|Transmit avg optical power", r"Laser output power"),
+    ("rx_power", r"Receiver signal average optical power|Rcvr signal avg optical power", r"Laser rx power"),
+)
+
+
+def parse_module(text: str) -> ModuleReading:
+    """`ethtool -m` text (SFF-8472 SFP and SFF-8636 QSFP layouts; CMIS modules print the same labels).
+    Optical power in mW (the first number), temperature in degrees C."""
+    m = ModuleReading()
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key, value = " ".join(key.split()), value.strip()
+        if key == "Vendor name":
+            m.vendor = value
+        elif key == "Vendor PN":
+            m.part = value
+        elif key == "Identifier":
+            m.identifier = value
+        number = re.match(r"-?\d+(?:\.\d+)?", value)
+        if number is None:
+            continue
+        x = float(number.group())
+        for measure, reading, threshold in _MEASURES:
+            t = re.fullmatch(rf"(?:{threshold}) (high|low) (alarm|warning) threshold", key)
+            if t:
+                m.thresholds.setdefault(measure, {})[f"{t.group(1)}_{t.group(2)}"] = x
+                break
+            if re.fullmatch(rf"(?:{reading})\s*(?:\((?:Channel|Chan) \d+\))?", key):
+                m.values.setdefault(measure, []).append(x)
+                break
+    return m

@@ -1,0 +1,159 @@
+"""The kernel log over a run: what the kernel printed between the start and the end, read from
+/dev/kmsg (its records carry a sequence number, so nothing is read twice and nothing from before the
+run is counted), or from the journal (`journalctl -k -o json`) where /dev/kmsg cannot be read.
+
+Reading /dev/kmsg needs root or CAP_SYSLOG when kernel.dmesg_restrict = 1 (the default on most
+distributions). The lines are judged in nodeqc.checks.host_health.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+KMSG = "/dev/kmsg"
+MAX_RECORDS = 100_000  # a flood of messages is itself a finding; the first ones say what it was
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    level: int  # syslog priority: 0 emerg .. 7 debug
+    seq: int
+    usec: int  # microseconds since boot
+    text: str
+
+
+def parse_kmsg(record: bytes | str) -> KernelRecord | None:
+    """One /dev/kmsg record: 'PRIO,SEQ,USEC,FLAGS[,...];MESSAGE\\n[ KEY=VALUE\\n...]'
+    (Documentation/ABI/testing/dev-kmsg). PRIO is facility * 8 + level."""
+    text = record.decode("utf-8", errors="replace") if isinstance(record, bytes) else record
+    head, sep, rest = text.partition(";")
+    if not sep:
+        return None
+    fields = head.split(",")
+    try:
+        prio, seq, usec = int(fields[0]), int(fields[1]), int(fields[2])
+    except (ValueError, IndexError):
+        return None
+    message = rest.split("\n", 1)[0]
+    return KernelRecord(prio & 7, seq, usec, message)  # non-printable bytes stay escaped as \\xNN
+
+
+class KernelLog(ABC):
+    """A window on the kernel log, opened at the start of a run."""
+
+    source = ""
+
+    @abstractmethod
+    def new_records(self) -> list[KernelRecord]:
+        """What the kernel printed since the window opened (or since the last call)."""
+
+    def close(self) -> None:  # noqa: B027 - optional
+        pass
+
+
+class Unreadable(KernelLog):
+    """Neither /dev/kmsg nor the journal could be read: the check says so instead of passing."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        self.source = "none"
+
+    def new_records(self) -> list[KernelRecord]:
+        return []
+
+
+class Kmsg(KernelLog):
+    source = KMSG
+
+    def __init__(self, path: str = KMSG):
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        os.lseek(self.fd, 0, os.SEEK_END)  # only what comes after the start of the run
+
+    def new_records(self) -> list[KernelRecord]:
+        out: list[KernelRecord] = []
+        while len(out) < MAX_RECORDS:
+            try:
+                data = os.read(self.fd, 8192)
+            except BlockingIOError:
+                break
+            except OSError as e:
+                if e.errno == errno.EPIPE:  # records were overwritten before we read them: go on
+                    continue
+                raise
+            if not data:
+                break
+            rec = parse_kmsg(data)
+            if rec is not None:
+                out.append(rec)
+        return out
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class Journal(KernelLog):
+    """`journalctl -k -o json --since @EPOCH`: the kernel's messages the journal kept."""
+
+    source = "journalctl -k"
+
+    def __init__(self, since: float | None = None):
+        self.since = time.time() if since is None else since
+        self._seen: set[str] = set()
+
+    def new_records(self) -> list[KernelRecord]:
+        proc = subprocess.run(["journalctl", "-k", "-o", "json", "--no-pager", "--since", f"@{int(self.since)}"],
+                              capture_output=True, text=True, timeout=60)
+        return parse_journal_json(proc.stdout, self._seen)
+
+
+def parse_journal_json(text: str, seen: set[str] | None = None) -> list[KernelRecord]:
+    """Lines of `journalctl -o json`: one JSON object each, MESSAGE and PRIORITY as strings (MESSAGE
+    may be a list of bytes when it was not valid UTF-8)."""
+    seen = set() if seen is None else seen
+    out = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        cursor = entry.get("__CURSOR", "")
+        if cursor and cursor in seen:
+            continue
+        seen.add(cursor)
+        message: Any = entry.get("MESSAGE", "")
+        if isinstance(message, list):
+            message = bytes(message).decode("utf-8", errors="replace")
+        try:
+            level = int(entry.get("PRIORITY", 6))
+            usec = int(entry.get("__MONOTONIC_TIMESTAMP", 0))
+        except (TypeError, ValueError):
+            level, usec = 6, 0
+        out.append(KernelRecord(level, len(seen), usec, str(message)))
+    return out
+
+
+def open_kernel_log(path: str = KMSG) -> KernelLog:
+    """/dev/kmsg, else the journal, else a log that says why it cannot be read."""
+    try:
+        return Kmsg(path)
+    except OSError as e:
+        reason = f"{path}: {e.strerror}"
+    if shutil.which("journalctl"):
+        probe = subprocess.run(["journalctl", "-k", "-n", "1", "-o", "json", "--no-pager"],
+                               capture_output=True, text=True, timeout=30)
+        if probe.returncode == 0 and probe.stdout.strip():
+            return Journal()
+        reason += "; journalctl -k shows nothing (run as root, or in the systemd-journal/adm group)"
+    else:
+        reason += "; no journalctl"
+    return Unreadable(reason + ": run nodeqc as root (or with CAP_SYSLOG) to read the kernel log")

@@ -1,0 +1,223 @@
+"""Golden baselines: what a known-good node is made of, recorded as a plain TOML file that a person
+can review and keep under version control, and the same observation of any node to compare with it
+(nodeqc.checks.conformance).
+
+    nodeqc baseline create golden.toml          # on the known-good node
+    nodeqc --headless --profile hgx-h100 --baseline golden.toml    # on every other node
+
+The file has a table per part: [node] (driver, CUDA, kernel, BIOS from DMI, IOMMU mode), [gpu.gpuN]
+(model, VBIOS, GSP firmware, InfoROM, modes, application clocks, power limit, NUMA node, the devices
+on its PCIe switch), [nic.NAME] (driver and its version, HCA firmware, NUMA node, switch peers),
+["bridge"."BUS"] (ACS control of each bridge between a GPU or NIC and its root port). A value the
+node could not report is left out, and what is left out is not compared. Delete a line to stop
+comparing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import tomllib
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from nodeqc import __version__
+from nodeqc.backends.base import GpuInfo, HostInfo, NicInfo
+from nodeqc.backends.platform import PlatformBackend
+from nodeqc.checks.conformance import ALL_FIELDS, GPU_FIELDS, NIC_FIELDS, NODE_FIELDS
+from nodeqc.errors import UsageError
+from nodeqc.na import is_na
+
+FORMAT = 1
+HEADER = """\
+# nodeqc golden baseline: what every node of this build must match (nodeqc --baseline FILE).
+# Review it like code. Delete a line to stop comparing it; a profile's baseline_warn / baseline_ignore
+# turn fields into warnings or leave them out.
+"""
+
+
+def _clean(d: dict[str, Any]) -> dict[str, Any]:
+    """Drop what could not be read (NA, None): the baseline records only what it knows."""
+    return {k: v for k, v in d.items() if v is not None and not is_na(v) and v != ""}
+
+
+def observe(gpus: list[GpuInfo], driver: str, cuda: str, host: HostInfo, nics: list[NicInfo],
+            platform: PlatformBackend | None) -> dict[str, Any]:
+    """This node, in the baseline's shape."""
+    live = [g for g in gpus if not g.lost]
+    functions = {}
+    if platform is not None:
+        for bus in [g.bus_id for g in live] + [n.bus_id for n in nics if not is_na(n.bus_id)]:
+            fn = platform.pci(bus)
+            if fn is not None:
+                functions[bus] = fn
+    names = {g.bus_id: g.subject for g in live} | {n.bus_id: n.name for n in nics if not is_na(n.bus_id)}
+    by_switch: dict[str, list[str]] = {}
+    for bus, fn in functions.items():
+        if fn.switch:
+            by_switch.setdefault(fn.switch, []).append(names[bus])
+
+    def peers(bus: str) -> list[str] | None:
+        fn = functions.get(bus)
+        if fn is None:
+            return None
+        return sorted(n for n in by_switch.get(fn.switch or "", []) if n != names[bus])
+
+    dmi = platform.dmi() if platform is not None else {}
+    iommu = Counter(fn.iommu for fn in functions.values() if not is_na(fn.iommu)).most_common(1)
+    node = _clean({"driver": driver if driver != "N/A" else None, "cuda": cuda if cuda != "N/A" else None,
+                   "kernel": host.kernel, **{k: dmi.get(k) for k in NODE_FIELDS if k in dmi},
+                   "iommu": iommu[0][0] if iommu else None})
+    gpu_table = {}
+    for g in live:
+        fn = functions.get(g.bus_id)
+        gpu_table[g.subject] = _clean({
+            "bus_id": g.bus_id, "model": g.name, "vbios": g.vbios, "gsp_firmware": g.gsp_firmware,
+            "inforom_image": g.inforom_image, "inforom_oem": g.inforom_oem, "inforom_ecc": g.inforom_ecc,
+            "inforom_power": g.inforom_power, "ecc": g.ecc_enabled, "persistence": g.persistence,
+            "mig_mode": g.mig_mode, "compute_mode": g.compute_mode, "app_sm_clock_mhz": g.app_sm_clock_mhz,
+            "app_mem_clock_mhz": g.app_mem_clock_mhz, "power_limit_w": g.power_limit_w,
+            "numa_node": fn.numa_node if fn else None, "pcie_switch_peers": peers(g.bus_id)})
+    rdma = {d.bus_id: d for d in platform.rdma_devices()} if platform is not None else {}
+    nic_table = {}
+    for n in nics:
+        if n.virtual:
+            continue
+        fn = functions.get(n.bus_id)
+        dev = rdma.get(n.bus_id)
+        nic_table[n.name] = _clean({
+            "bus_id": n.bus_id, "driver": n.driver,
+            "driver_version": platform.module_version(n.driver) if platform is not None and not is_na(n.driver) else None,
+            "firmware": dev.firmware if dev else None, "numa_node": fn.numa_node if fn else None,
+            "pcie_switch_peers": peers(n.bus_id)})
+    bridges: dict[str, dict[str, Any]] = {}
+    for bus, fn in functions.items():
+        for bridge in fn.bridges:
+            entry = bridges.setdefault(bridge, {"above": []})
+            entry["above"].append(names[bus])
+    for bridge, entry in bridges.items():
+        entry["above"] = sorted(entry["above"], key=_natural)
+        acs = platform.acs(bridge) if platform is not None else None
+        if acs is not None and not is_na(acs):
+            entry["acs"] = acs
+    return {"node": node, "gpu": gpu_table, "nic": nic_table, "bridge": dict(sorted(bridges.items()))}
+
+
+def _natural(name: str) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+# ---------------------------------------------------------------------- the file
+
+
+def render(observed: dict[str, Any], hostname: str, simulated: bool) -> str:
+    """The baseline as TOML: a header, [baseline] provenance, then the parts."""
+    meta = {"format": FORMAT, "created_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "hostname": hostname, "nodeqc": __version__, "simulated": simulated}
+    lines = [HEADER, "[baseline]", *_pairs(meta), "", "[node]", *_pairs(observed["node"])]
+    for kind in ("gpu", "nic"):
+        for name, table in sorted(observed.get(kind, {}).items(), key=lambda kv: _natural(kv[0])):
+            lines += ["", f"[{kind}.{_key(name)}]", *_pairs(table)]
+    for name, table in observed.get("bridge", {}).items():
+        lines += ["", f"[bridge.{_key(name)}]", *_pairs(table)]
+    return "\n".join(lines) + "\n"
+
+
+def _key(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _string(name)
+
+
+def _string(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in escaped)
+    return f'"{escaped}"'
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else _string(str(v))
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return _string(str(v))
+
+
+def _pairs(table: dict[str, Any]) -> list[str]:
+    return [f"{_key(k)} = {_value(v)}" for k, v in table.items()]
+
+
+_TYPES = (str, int, float, bool, list)
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """Read and check a baseline file; a bad one is a UsageError naming the file and the key."""
+    path = Path(path)
+    where = f"baseline {path}"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{where}: no such file (make one with: nodeqc baseline create {path})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{where}: cannot read it: {getattr(e, 'strerror', None) or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{where}: invalid TOML: {e}") from None
+    meta = data.get("baseline")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise UsageError(f"{where}: [baseline] format = {FORMAT} missing: not a nodeqc baseline")
+    unknown = set(data) - {"baseline", "node", "gpu", "nic", "bridge"}
+    if unknown:
+        raise UsageError(f"{where}: unknown table [{sorted(unknown)[0]}] (known: baseline, node, gpu, nic, bridge)")
+    _check_table(where, "node", data.get("node", {}), set(NODE_FIELDS))
+    for kind, known in (("gpu", set(GPU_FIELDS) | {"bus_id"}), ("nic", set(NIC_FIELDS) | {"bus_id"}),
+                        ("bridge", {"above", "acs"})):
+        parts = data.get(kind, {})
+        if not isinstance(parts, dict):
+            raise UsageError(f"{where}: [{kind}]: expected tables like [{kind}.NAME]")
+        for name, table in parts.items():
+            _check_table(where, f"{kind}.{name}", table, known)
+    return data
+
+
+def _check_table(where: str, name: str, table: Any, known: set[str]) -> None:
+    if not isinstance(table, dict):
+        raise UsageError(f"{where}: [{name}]: expected a table")
+    for key, value in table.items():
+        if key not in known:
+            raise UsageError(f"{where}: [{name}] {key}: unknown key (known: {', '.join(sorted(known))})")
+        if not isinstance(value, _TYPES) or isinstance(value, dict):
+            raise UsageError(f"{where}: [{name}] {key}: expected a string, number, true/false or list")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A loaded baseline and how a profile wants it applied."""
+
+    path: Path
+    data: dict[str, Any]
+    sha256: str
+    warn: frozenset[str] = frozenset()
+    ignore: frozenset[str] = frozenset()
+
+    @classmethod
+    def load(cls, path: str | Path, profile: Any = None) -> "Baseline":
+        path = Path(path)
+        data = load(path)
+        warn = frozenset(profile.data.get("baseline_warn", [])) if profile is not None else frozenset()
+        ignore = frozenset(profile.data.get("baseline_ignore", [])) if profile is not None else frozenset()
+        for name in sorted(warn | ignore):
+            if name not in ALL_FIELDS:
+                raise UsageError(f"profile {profile.name}: baseline_warn/baseline_ignore: unknown field {name!r} "
+                                 f"(known: {', '.join(ALL_FIELDS)})")
+        return cls(path, data, hashlib.sha256(path.read_bytes()).hexdigest(), warn, ignore)
+
+    def summary(self) -> dict[str, Any]:
+        meta = self.data.get("baseline", {})
+        return {"file": self.path.name, "sha256": self.sha256, "created_at": meta.get("created_at"),
+                "hostname": meta.get("hostname"), "warn": sorted(self.warn), "ignore": sorted(self.ignore)}

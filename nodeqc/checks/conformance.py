@@ -1,0 +1,203 @@
+"""Conformance: a node against a golden baseline (`nodeqc baseline create` on a known-good node).
+
+Pure functions: the baseline and the node's observation are the same shape (nodeqc.baseline), and
+every field the baseline records must match. Each difference is a finding with a code and what to
+do, naming the value the baseline wants ("flash VBIOS 96.00.99.00.01"). A field the node cannot
+report now is a warning (not a silent pass); a device the baseline does not know is a warning too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from nodeqc.backends.platform import redirecting
+from nodeqc.checks.common import Finding
+from nodeqc.model import CheckResult, Value, Verdict
+
+
+@dataclass(frozen=True)
+class Field:
+    check: str  # baseline.firmware | software | settings | topology
+    code: str
+    label: str
+    todo: Callable[[str, Any], str]  # (subject, the baseline's value) -> what to do
+
+
+def _v(x: Any) -> str:
+    if isinstance(x, list):
+        return "[" + ", ".join(map(str, x)) + "]" if x else "none"
+    if isinstance(x, bool):
+        return "on" if x else "off"
+    return str(x)
+
+
+def _gpu_index(subject: str) -> str:
+    return subject[3:] if subject.startswith("gpu") else subject
+
+
+FW, SW, SET, TOPO = "baseline.firmware", "baseline.software", "baseline.settings", "baseline.topology"
+
+NODE_FIELDS: dict[str, Field] = {
+    "driver": Field(SW, "BASELINE_DRIVER", "NVIDIA driver", lambda s, b: f"install NVIDIA driver {b}"),
+    "cuda": Field(SW, "BASELINE_CUDA", "CUDA version of the driver", lambda s, b: f"install the driver that supports CUDA {b}"),
+    "kernel": Field(SW, "BASELINE_KERNEL", "kernel", lambda s, b: f"boot kernel {b}"),
+    "bios_vendor": Field(FW, "BASELINE_BIOS", "BIOS vendor", lambda s, b: f"install the {b} BIOS"),
+    "bios_version": Field(FW, "BASELINE_BIOS", "BIOS version", lambda s, b: f"flash BIOS {b}"),
+    "bios_date": Field(FW, "BASELINE_BIOS", "BIOS date", lambda s, b: f"flash the BIOS release of {b}"),
+    "board_vendor": Field(FW, "BASELINE_BOARD", "board vendor", lambda s, b: f"this node is not the baseline's build ({b})"),
+    "board_name": Field(FW, "BASELINE_BOARD", "board", lambda s, b: f"this node is not the baseline's build (board {b})"),
+    "sys_vendor": Field(FW, "BASELINE_BOARD", "system vendor", lambda s, b: f"this node is not the baseline's build ({b})"),
+    "product_name": Field(FW, "BASELINE_BOARD", "system model", lambda s, b: f"this node is not the baseline's build ({b})"),
+    "iommu": Field(SET, "BASELINE_IOMMU", "IOMMU mode", lambda s, b: (
+        "disable the IOMMU as the baseline has it (BIOS VT-d/AMD-Vi, or intel_iommu=off)" if b == "off" else
+        "set passthrough on the kernel command line (iommu=pt), as the baseline has it" if b == "identity" else
+        f"set the IOMMU to {b} as the baseline has it (kernel command line iommu=, intel_iommu=, amd_iommu=)")),
+}
+
+GPU_FIELDS: dict[str, Field] = {
+    "model": Field(FW, "BASELINE_GPU_MODEL", "model", lambda s, b: f"fit a {b}: this GPU is not the baseline's model"),
+    "vbios": Field(FW, "BASELINE_VBIOS", "VBIOS", lambda s, b: f"flash VBIOS {b} (the server vendor's GPU firmware package)"),
+    "gsp_firmware": Field(FW, "BASELINE_GSP_FIRMWARE", "GSP firmware", lambda s, b: f"GSP firmware comes with the driver: install driver {b}"),
+    "inforom_image": Field(FW, "BASELINE_INFOROM", "InfoROM image", lambda s, b: f"update the GPU firmware bundle to the baseline's (InfoROM image {b})"),
+    "inforom_oem": Field(FW, "BASELINE_INFOROM", "InfoROM OEM object", lambda s, b: f"update the GPU firmware bundle to the baseline's (InfoROM OEM {b})"),
+    "inforom_ecc": Field(FW, "BASELINE_INFOROM", "InfoROM ECC object", lambda s, b: f"update the GPU firmware bundle to the baseline's (InfoROM ECC {b})"),
+    "inforom_power": Field(FW, "BASELINE_INFOROM", "InfoROM power object", lambda s, b: f"update the GPU firmware bundle to the baseline's (InfoROM power {b})"),
+    "ecc": Field(SET, "BASELINE_GPU_MODE", "ECC", lambda s, b: f"nvidia-smi -i {_gpu_index(s)} -e {int(bool(b))}, then reboot"),
+    "persistence": Field(SET, "BASELINE_GPU_MODE", "persistence mode", lambda s, b: f"nvidia-smi -i {_gpu_index(s)} -pm {int(bool(b))} (or nvidia-persistenced)"),
+    "mig_mode": Field(SET, "BASELINE_GPU_MODE", "MIG mode", lambda s, b: f"nvidia-smi -i {_gpu_index(s)} -mig {1 if b == 'enabled' else 0}, then reset the GPU"),
+    "compute_mode": Field(SET, "BASELINE_GPU_MODE", "compute mode", lambda s, b: f"nvidia-smi -i {_gpu_index(s)} -c {str(b).upper()}"),
+    "app_sm_clock_mhz": Field(SET, "BASELINE_CLOCKS", "application SM clock (MHz)", lambda s, b: f"set the application clocks as the baseline (nvidia-smi -i {_gpu_index(s)} -ac MEM,{b}), or reset them (-rac)"),
+    "app_mem_clock_mhz": Field(SET, "BASELINE_CLOCKS", "application memory clock (MHz)", lambda s, b: f"set the application clocks as the baseline (nvidia-smi -i {_gpu_index(s)} -ac {b},SM), or reset them (-rac)"),
+    "power_limit_w": Field(SET, "BASELINE_POWER_LIMIT", "power limit (W)", lambda s, b: f"nvidia-smi -i {_gpu_index(s)} -pl {b} (and check the BMC's power capping)"),
+    "numa_node": Field(TOPO, "BASELINE_NUMA", "NUMA node", lambda s, b: f"the card belongs on NUMA node {b}: check it is in the baseline's slot and the BIOS NUMA setting (SNC/NPS) matches"),
+    "pcie_switch_peers": Field(TOPO, "BASELINE_PCIE_SWITCH", "devices on its PCIe switch", lambda s, b: f"the baseline has {s} on one PCIe switch with {_v(b)}: check the card's slot, risers and PCIe cabling"),
+}
+
+NIC_FIELDS: dict[str, Field] = {
+    "driver": Field(SW, "BASELINE_NIC_DRIVER", "driver", lambda s, b: f"load the {b} driver for {s}"),
+    "driver_version": Field(SW, "BASELINE_NIC_DRIVER", "driver version", lambda s, b: f"install the NIC driver version {b} (e.g. MLNX_OFED/DOCA {b})"),
+    "firmware": Field(FW, "BASELINE_HCA_FIRMWARE", "firmware", lambda s, b: f"flash HCA firmware {b} (mlxfwmanager or flint, from the NIC vendor)"),
+    "numa_node": GPU_FIELDS["numa_node"],
+    "pcie_switch_peers": GPU_FIELDS["pcie_switch_peers"],
+}
+
+CHECKS = (FW, SW, SET, TOPO)
+# Every field a profile may name in baseline_warn / baseline_ignore.
+ALL_FIELDS = sorted(set(NODE_FIELDS) | set(GPU_FIELDS) | set(NIC_FIELDS) | {"acs", "devices"})
+
+
+@dataclass
+class _Subject:
+    findings: dict[str, list[Finding]]
+    values: dict[str, dict[str, Value]]
+
+
+def compare(baseline: dict[str, Any], observed: dict[str, Any], warn_fields: frozenset[str] = frozenset(),
+            ignore_fields: frozenset[str] = frozenset(), source: str = "the baseline") -> list[CheckResult]:
+    """The node (observed) against the baseline: results per check and subject, differences first."""
+    subjects: dict[str, _Subject] = {}
+
+    def note(check: str, subject: str, field_name: str, finding: Finding | None, value: Any = None) -> None:
+        s = subjects.setdefault(subject, _Subject({}, {}))
+        s.findings.setdefault(check, [])
+        if finding is not None:
+            s.findings[check].append(finding)
+        if value is not None:
+            s.values.setdefault(check, {})[field_name] = Value(_v(value))
+
+    def verdict(field_name: str) -> Verdict:
+        return Verdict.WARN if field_name in warn_fields else Verdict.FAIL
+
+    def fields(table: dict[str, Field], subject: str, want: dict[str, Any], have: dict[str, Any], label: str) -> None:
+        for name, expected in want.items():
+            spec = table.get(name)
+            if spec is None or name in ignore_fields:
+                continue
+            actual = have.get(name)
+            if actual is None:
+                note(spec.check, subject, name, Finding(Verdict.WARN, "BASELINE_UNREADABLE",
+                     f"{label}{spec.label}: not readable now (baseline {_v(expected)}); run as root, or "
+                     "check that the driver and tools are installed"), "N/A")
+            elif _same(actual, expected):
+                note(spec.check, subject, name, None, actual)
+            else:
+                note(spec.check, subject, name, Finding(verdict(name), spec.code,
+                     f"{label}{spec.label} {_v(actual)}, baseline {_v(expected)}: {spec.todo(subject, expected)}"), actual)
+
+    fields(NODE_FIELDS, "node", baseline.get("node", {}), observed.get("node", {}), "")
+    for kind, table in (("gpu", GPU_FIELDS), ("nic", NIC_FIELDS)):
+        want_all, have_all = baseline.get(kind, {}), observed.get(kind, {})
+        for name, want in want_all.items():
+            have = have_all.get(name)
+            if have is None:
+                if "devices" not in ignore_fields:
+                    note(TOPO, name, "present", Finding(verdict("devices"), "BASELINE_DEVICE_MISSING",
+                         f"{name} ({want.get('bus_id', '?')}) is in {source} but not on this node"), "missing")
+                continue
+            label = "" if kind == "gpu" else f"{name}: "
+            fields(table, name, want, have, label)
+        for name, have in have_all.items():
+            if name not in want_all and "devices" not in ignore_fields:
+                note(TOPO, name, "present", Finding(Verdict.WARN, "BASELINE_DEVICE_EXTRA",
+                     f"{name} ({have.get('bus_id', '?')}) is not in {source}: record a new baseline if it belongs"), "extra")
+    if "acs" not in ignore_fields:
+        _acs(baseline.get("bridge", {}), observed.get("bridge", {}), note, verdict("acs"))
+    return _results(subjects)
+
+
+def _acs(want_all: dict[str, Any], have_all: dict[str, Any], note: Callable[..., None], level: Verdict) -> None:
+    for bridge, want in want_all.items():
+        above = want.get("above") or []
+        subject = above[0] if above else f"bridge {bridge}"
+        where = f"bridge {bridge} (above {', '.join(above) or 'no device'})"
+        have = have_all.get(bridge)
+        if have is None:
+            note(TOPO, subject, f"acs {bridge}", Finding(level, "BASELINE_PCIE_SWITCH",
+                 f"{where}: in the baseline, but no GPU or NIC sits below it now: check the cards' slots and risers"), "missing")
+            continue
+        expected, actual = want.get("acs"), have.get("acs")
+        if expected is None:
+            continue
+        if actual is None:
+            note(TOPO, subject, f"acs {bridge}", Finding(Verdict.WARN, "BASELINE_UNREADABLE",
+                 f"{where}: ACS control not readable (the PCIe config space needs root)"), "N/A")
+        elif _same(actual, expected):
+            note(TOPO, subject, f"acs {bridge}", None, "as baseline")
+        else:
+            added = [b for b in redirecting(actual) if b not in redirecting(expected)]
+            todo = (f"disable ACS on bridge {bridge} for GPUDirect ({'/'.join(added)} send peer-to-peer traffic "
+                    f"through the CPU): the BIOS's ACS option, or setpci -s {bridge} ECAP_ACS+0x6.w=0000"
+                    if added else f"set ACS on bridge {bridge} as the baseline has it (BIOS ACS option, or setpci)")
+            note(TOPO, subject, f"acs {bridge}", Finding(level, "BASELINE_ACS",
+                 f"{where}: ACS {actual}, baseline {expected}: {todo}"), actual)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return abs(float(a) - float(b)) <= 1e-6 * max(1.0, abs(float(b)))
+    if isinstance(a, list) and isinstance(b, list):
+        return sorted(map(str, a)) == sorted(map(str, b))
+    return a == b
+
+
+def _results(subjects: dict[str, _Subject]) -> list[CheckResult]:
+    out = []
+    for check in CHECKS:
+        for subject, s in subjects.items():
+            if check not in s.findings:
+                continue
+            findings = s.findings[check]
+            values = s.values.get(check, {})
+            if not findings:
+                out.append(CheckResult(check, subject, Verdict.PASS,
+                                       f"as the baseline ({len(values)} {'field' if len(values) == 1 else 'fields'})",
+                                       values=values))
+                continue
+            worst = max(findings, key=lambda f: f.verdict.severity)
+            rest = [f.message for f in findings if f is not worst]
+            out.append(CheckResult(check, subject, worst.verdict, "; ".join([worst.message] + rest), code=worst.code,
+                                   values=values, evidence={"differences": [
+                                       {"code": f.code, "verdict": f.verdict.value, "message": f.message} for f in findings]}))
+    order = {v: i for i, v in enumerate((Verdict.FAIL, Verdict.WARN, Verdict.PASS))}
+    return sorted(out, key=lambda r: (CHECKS.index(r.name), order.get(r.verdict, 3)))

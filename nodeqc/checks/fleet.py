@@ -1,0 +1,142 @@
+"""Fleet outliers: a GPU or node more than a set distance below its fleet's median for its SKU and
+measure is an outlier (a warning, with its percentile), even when it clears the profile's floor.
+
+Pure functions of figures taken from each node's newest report (nodeqc.fleet gathers them). The
+median and the median absolute deviation describe the fleet: both ignore the few bad parts they
+are meant to find, where a mean and a standard deviation would be dragged towards them.
+"""
+
+from __future__ import annotations
+
+import statistics
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from typing import Any
+
+# Figures whose unit says which way is better: rates (higher) and latencies (lower).
+HIGHER_BETTER_UNITS = ("TFLOP/s", "GB/s", "Gb/s")
+LOWER_BETTER_UNITS = ("us",)
+# Defaults when a profile's [fleet] sets none. Healthy H100 SXM5s differed by about 5% in bf16 across
+# three machines (shared/measurements/README.md: 747-782 TFLOP/s), so 10% below the median is well
+# outside healthy spread; a fleet of fewer than 10 nodes is too small to call anyone an outlier.
+DEFAULT_OUTLIER_PCT = 10.0
+DEFAULT_MIN_FLEET = 10
+
+
+@dataclass(frozen=True)
+class Figure:
+    node: str
+    subject: str  # gpu3 or node
+    sku: str  # the GPU model, or "8x MODEL" for node figures
+    measure: str  # check:value, e.g. stress.burn:bf16_tflops
+    value: float
+    unit: str
+
+    @property
+    def higher_better(self) -> bool:
+        return self.unit not in LOWER_BETTER_UNITS
+
+
+@dataclass(frozen=True)
+class Distribution:
+    sku: str
+    measure: str
+    unit: str
+    count: int  # figures (GPUs or nodes)
+    nodes: int
+    median: float
+    mad: float  # median absolute deviation
+    p10: float
+    p90: float
+    values: tuple[float, ...]  # sorted
+
+    def percentile(self, value: float) -> float:
+        """Percent of the fleet's figures below this one (ties count half)."""
+        below = bisect_left(self.values, value)
+        equal = bisect_right(self.values, value) - below
+        return round(100.0 * (below + 0.5 * equal) / len(self.values), 1)
+
+
+@dataclass(frozen=True)
+class Outlier:
+    figure: Figure
+    median: float
+    off_pct: float  # how far on the bad side of the median, in percent
+    percentile: float
+
+    def describe(self) -> str:
+        f = self.figure
+        side = "below" if f.higher_better else "above"
+        return (f"{f.subject} {f.measure.split(':', 1)[1]} {f.value:g} {f.unit} is {self.off_pct:.1f}% {side} the "
+                f"fleet median {self.median:g} (percentile {self.percentile:g}, {f.sku})")
+
+
+def distributions(figures: list[Figure]) -> dict[tuple[str, str], Distribution]:
+    groups: dict[tuple[str, str], list[Figure]] = {}
+    for f in figures:
+        groups.setdefault((f.sku, f.measure), []).append(f)
+    out = {}
+    for (sku, measure), fs in groups.items():
+        values = sorted(f.value for f in fs)
+        median = statistics.median(values)
+        mad = statistics.median(abs(v - median) for v in values)
+        q = statistics.quantiles(values, n=10, method="inclusive") if len(values) >= 2 else [values[0]] * 9
+        out[(sku, measure)] = Distribution(sku, measure, fs[0].unit, len(values), len({f.node for f in fs}),
+                                           median, mad, q[0], q[-1], tuple(values))
+    return out
+
+
+def outliers(figures: list[Figure], outlier_pct: float = DEFAULT_OUTLIER_PCT,
+             min_fleet: int = DEFAULT_MIN_FLEET) -> tuple[list[Outlier], dict[tuple[str, str], Distribution]]:
+    """Every figure more than outlier_pct on the bad side of its SKU's and measure's median, where
+    that fleet has at least min_fleet nodes; worst first."""
+    dists = distributions(figures)
+    found = []
+    for f in figures:
+        d = dists[(f.sku, f.measure)]
+        if d.nodes < min_fleet or d.median <= 0:
+            continue
+        off = (d.median - f.value) / d.median * 100 if f.higher_better else (f.value - d.median) / d.median * 100
+        if off > outlier_pct:
+            found.append(Outlier(f, d.median, round(off, 2), d.percentile(f.value)))
+    found.sort(key=lambda o: -o.off_pct)
+    return found, dists
+
+
+def judge_run(own: list[Figure], fleet: list[Figure], outlier_pct: float = DEFAULT_OUTLIER_PCT,
+              min_fleet: int = DEFAULT_MIN_FLEET) -> list[Any]:
+    """This run's figures against the fleet's (other nodes' newest reports): a warning per GPU or
+    node with figures more than outlier_pct on the bad side of the fleet median, with percentiles.
+    Nothing when no SKU and measure of this run has a fleet of min_fleet nodes."""
+    from nodeqc.model import CheckResult, Value, Verdict
+
+    dists = distributions(fleet)
+    judged, found = 0, {}
+    for f in own:
+        d = dists.get((f.sku, f.measure))
+        if d is None or d.nodes < min_fleet or d.median <= 0:
+            continue
+        judged += 1
+        off = (d.median - f.value) / d.median * 100 if f.higher_better else (f.value - d.median) / d.median * 100
+        if off > outlier_pct:
+            found.setdefault(f.subject, []).append(Outlier(f, d.median, round(off, 2), d.percentile(f.value)))
+    if not judged:
+        return []
+    name = "fleet.outlier"
+    nodes = max(d.nodes for d in dists.values())
+    out = []
+    for subject, outs in found.items():
+        outs.sort(key=lambda o: -o.off_pct)
+        worst = outs[0]
+        out.append(CheckResult(
+            name, subject, Verdict.WARN, "; ".join(o.describe() for o in outs) + ": it clears the floor but "
+            "trails its fleet", code="FLEET_OUTLIER",
+            values={"below_median_pct": Value(worst.off_pct, "%"), "percentile": Value(worst.percentile)},
+            evidence={"outliers": [{"measure": o.figure.measure, "value": o.figure.value, "median": o.median,
+                                    "off_pct": o.off_pct, "percentile": o.percentile} for o in outs],
+                      "outlier_pct": outlier_pct},
+            key="below_median_pct"))
+    if not found:
+        out.append(CheckResult(name, "node", Verdict.PASS, f"{judged} figure(s) within {outlier_pct:g}% of their "
+                               f"fleet's median (up to {nodes} nodes)", values={"figures": Value(judged)}, key="figures"))
+    return out

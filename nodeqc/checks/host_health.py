@@ -1,0 +1,249 @@
+"""Host health over the run: memory errors (EDAC), PCIe errors (AER) of the GPUs, NICs and the
+bridges above them, and what the kernel logged (NVRM Xid, machine checks, AER, NVMe resets).
+
+Pure functions of two counter readings (start and end of the run) and the kernel's records between
+them. Growth warns or fails per the profile's [host] limits; every finding names the device.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from nodeqc.backends.kernel_log import KernelRecord
+from nodeqc.backends.platform import HostCounters
+from nodeqc.checks.common import Finding
+from nodeqc.codes import FATAL_XIDS, xid_meaning
+from nodeqc.model import CheckResult, Threshold, Value, Verdict
+from nodeqc.profile import Profile
+
+# Limits when a profile sets none. Corrected memory errors: any growth warns, because a DIMM that
+# logs corrected errors is far likelier to log uncorrected ones later (Schroeder, Pinheiro, Weber,
+# "DRAM errors in the wild", SIGMETRICS 2009); 100 in one run is a storm, not noise (project choice,
+# to calibrate on the fleet). Uncorrected memory errors and uncorrectable PCIe errors fail at one.
+# Corrected PCIe errors (AER) warn from the first: a healthy link logs none (PCIe Base Spec 6.0
+# 6.2: correctable errors are recovered by the link, but each is a replay or a bad symbol).
+DEFAULT_LIMITS = {
+    "max_edac_ce": {"fail": 100, "warn": 0},
+    "max_edac_ue": {"fail": 0, "warn": 0},
+    "max_aer_correctable": {"fail": 100, "warn": 0},
+    "max_aer_uncorrectable": {"fail": 0, "warn": 0},
+}
+EVIDENCE_LINES = 20
+
+
+def _limit(profile: Profile, key: str) -> Threshold:
+    t = profile.threshold("host", key)
+    if t is not None:
+        return t
+    d = DEFAULT_LIMITS[key]
+    return Threshold(key, "max", float(d["fail"]), float(d["warn"]))
+
+
+def _judge(t: Threshold, growth: int) -> Verdict:
+    return t.judge(growth)
+
+
+# ---------------------------------------------------------------------- EDAC
+
+
+def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[CheckResult]:
+    name = "host.edac"
+    if not end.edac_present:
+        return [CheckResult(name, "node", Verdict.SKIP, "no EDAC memory controllers in sysfs "
+                            "(/sys/devices/system/edac/mc): memory errors were not watched", code="EDAC_MISSING")]
+    ce_t, ue_t = _limit(profile, "max_edac_ce"), _limit(profile, "max_edac_ue")
+    findings, values = [], {}
+    # Controllers give the totals; DIMMs (or chip-select rows) say where.
+    for key, now in end.edac.items():
+        was = start.edac.get(key, {"ce": now["ce"], "ue": now["ue"]})
+        grown = {k: max(0, now[k] - was.get(k, now[k])) for k in ("ce", "ue")}
+        where = key + (f" ({end.edac_labels[key]})" if end.edac_labels.get(key) else "")
+        if "/" not in key:
+            values[f"{key}_ce"] = Value(grown["ce"])
+            values[f"{key}_ue"] = Value(grown["ue"])
+            continue
+        for kind, t, code, what in (("ue", ue_t, "EDAC_UE", "uncorrected"), ("ce", ce_t, "EDAC_CE", "corrected")):
+            if grown[kind]:
+                v = _judge(t, grown[kind])
+                if v is not Verdict.PASS:
+                    findings.append(Finding(v, code, f"{where}: {grown[kind]} {what} memory error(s) during the run "
+                                                     f"(now {now[kind]})"))
+    total_ce = sum(v.value for k, v in values.items() if k.endswith("_ce"))
+    total_ue = sum(v.value for k, v in values.items() if k.endswith("_ue"))
+    # A controller whose DIMMs are not listed still counts.
+    for kind, total, t, code, what in (("ue", total_ue, ue_t, "EDAC_UE", "uncorrected"),
+                                       ("ce", total_ce, ce_t, "EDAC_CE", "corrected")):
+        if total and not any(f.code == code for f in findings):
+            v = _judge(t, total)
+            if v is not Verdict.PASS:
+                findings.append(Finding(v, code, f"{total} {what} memory error(s) during the run (memory controllers)"))
+    values = {"corrected": Value(total_ce), "uncorrected": Value(total_ue)}
+    if not findings:
+        return [CheckResult(name, "node", Verdict.PASS, f"no memory errors during the run "
+                            f"({sum(1 for k in end.edac if '/' not in k)} memory controllers)",
+                            values=values, thresholds=[ce_t, ue_t], key="corrected")]
+    return [_fold(name, "node", findings, values, [ce_t, ue_t], "corrected")]
+
+
+# ---------------------------------------------------------------------- AER
+
+
+def aer(start: HostCounters, end: HostCounters, names: dict[str, str], profile: Profile) -> list[CheckResult]:
+    """names: bus id -> how to name it (gpu3, ibp24s0, 'bridge 0000:5d:01.0 above gpu3')."""
+    name = "host.aer"
+    if not end.aer:
+        return [CheckResult(name, "node", Verdict.SKIP, "no PCIe AER counters in sysfs (aer_dev_correctable): "
+                            "the kernel lacks AER statistics or the platform handles AER in firmware", code="AER_MISSING")]
+    cor_t, unc_t = _limit(profile, "max_aer_correctable"), _limit(profile, "max_aer_uncorrectable")
+    by_subject: dict[str, list[Finding]] = {}
+    totals: dict[str, dict[str, int]] = {}
+    for bus, now in end.aer.items():
+        was = start.aer.get(bus, now)
+        subject, label = _subject(bus, names)
+        grown = {k: max(0, now.get(k, 0) - was.get(k, now.get(k, 0))) for k in now}
+        t = totals.setdefault(subject, {"correctable": 0, "uncorrectable": 0})
+        t["correctable"] += grown.get("correctable", 0)
+        t["uncorrectable"] += grown.get("nonfatal", 0) + grown.get("fatal", 0)
+        unc = grown.get("nonfatal", 0) + grown.get("fatal", 0)
+        if unc and _judge(unc_t, unc) is not Verdict.PASS:
+            kind = "fatal" if grown.get("fatal") else "non-fatal"
+            by_subject.setdefault(subject, []).append(Finding(_judge(unc_t, unc), "AER_UNCORRECTABLE",
+                f"{label}: {unc} uncorrectable ({kind}) PCIe error(s) during the run"))
+        cor = grown.get("correctable", 0)
+        if cor and _judge(cor_t, cor) is not Verdict.PASS:
+            by_subject.setdefault(subject, []).append(Finding(_judge(cor_t, cor), "AER_CORRECTABLE",
+                f"{label}: {cor} correctable PCIe error(s) during the run"))
+    out = []
+    for subject, t in totals.items():
+        values = {"correctable": Value(t["correctable"]), "uncorrectable": Value(t["uncorrectable"])}
+        if subject in by_subject:
+            out.append(_fold(name, subject, by_subject[subject], values, [cor_t, unc_t], "correctable"))
+        else:
+            out.append(CheckResult(name, subject, Verdict.PASS, "no PCIe errors during the run (AER)",
+                                   values=values, thresholds=[cor_t, unc_t], key="correctable"))
+    return out
+
+
+def _subject(bus: str, names: dict[str, str]) -> tuple[str, str]:
+    """(subject, label) for a PCI function: a GPU or NIC by its name; a bridge under the first
+    device below it."""
+    label = names.get(bus, bus)
+    if label.startswith("bridge "):
+        below = label.split(" above ", 1)[1].split(",")[0].strip() if " above " in label else "node"
+        return below, label
+    return (label if bus in names else "node"), (label if bus in names else f"PCI {bus}")
+
+
+# ---------------------------------------------------------------------- the kernel log
+
+
+@dataclass(frozen=True)
+class LogFinding:
+    kind: str  # xid | mce | aer | nvme
+    verdict: Verdict
+    code: str
+    device: str | None  # a PCI address or an NVMe controller
+    text: str
+
+
+_XID = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (?P<xid>\d+)")
+_FALLEN = re.compile(r"NVRM: The NVIDIA GPU (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]).*fallen off the bus",
+                     re.S)
+_AER = re.compile(r"AER: (?P<what>(?:Multiple )?(?:Corrected|Correctable|Uncorrected|Uncorrectable)[^:]*?)"
+                  r"(?: error)?(?: message)? received(?: from)?:? "
+                  r"(?:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])|id=(?P<id>[0-9a-fA-F]{4}))")
+_MCE = re.compile(r"mce: \[Hardware Error\]|Machine [Cc]heck")
+_NVME = re.compile(r"nvme (?P<dev>nvme\d+): (?P<what>.*)")
+_NVME_RESET = re.compile(r"reset controller|resetting controller|controller is down|Removing after probe failure|"
+                         r"Disabling device after reset failure|Device not ready")
+
+
+def classify(line: str) -> LogFinding | None:
+    """What one kernel log line says about the hardware, or None. Formats: NVRM Xid (nvidia.ko),
+    AER (drivers/pci/pcie/aer.c: 'Corrected error received:' before Linux 6.8, 'Correctable error
+    message received from' after), mce (arch/x86/kernel/cpu/mce: 'Machine Check Exception' when the
+    error was not corrected), nvme (drivers/nvme/host/core.c, pci.c)."""
+    m = _XID.search(line)
+    if m:
+        xid = int(m["xid"])
+        fatal = xid in FATAL_XIDS
+        return LogFinding("xid", Verdict.FAIL if fatal else Verdict.WARN, "KERNEL_XID", f"{m['bus'].lower()}.0",
+                          f"Xid {xid} ({xid_meaning(xid)})")
+    m = _FALLEN.search(line)
+    if m:  # newer drivers say this without an Xid line (NVIDIA/NVSentinel#155)
+        return LogFinding("xid", Verdict.FAIL, "KERNEL_XID", m["bus"].lower(), f"Xid 79 ({xid_meaning(79)})")
+    m = _AER.search(line)
+    if m:
+        corrected = m["what"].lower().removeprefix("multiple ").startswith("correct")
+        # Older kernels name the source by requester id ("id=00e5"), not by address: the node's.
+        return LogFinding("aer", Verdict.WARN if corrected else Verdict.FAIL, "KERNEL_AER",
+                          m["bus"].lower() if m["bus"] else None,
+                          f"AER {'corrected' if corrected else 'uncorrected'} error")
+    if _MCE.search(line):
+        uncorrected = "Machine Check Exception" in line or re.search(r"\buncorrected\b|\bUC\b|[Ff]atal", line)
+        return LogFinding("mce", Verdict.FAIL if uncorrected else Verdict.WARN, "KERNEL_MCE", None,
+                          "machine check" + (" (uncorrected)" if uncorrected else " (corrected)"))
+    m = _NVME.search(line)
+    if m and (_NVME_RESET.search(m["what"]) or "timeout" in m["what"]):
+        reset = bool(_NVME_RESET.search(m["what"]))
+        return LogFinding("nvme", Verdict.FAIL if reset else Verdict.WARN, "KERNEL_NVME_RESET", m["dev"],
+                          "NVMe controller reset" if reset else "NVMe I/O timeout")
+    return None
+
+
+def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None, names: dict[str, str],
+               profile: Profile) -> list[CheckResult]:
+    name = "host.kernel_log"
+    mode = profile.get("host", "kernel_log", "fail")
+    if mode == "off":
+        return []
+    if unreadable:
+        return [CheckResult(name, "node", Verdict.SKIP, f"the kernel log could not be read: {unreadable}",
+                            code="KERNEL_LOG_UNREADABLE")]
+    found: dict[str, list[tuple[LogFinding, str]]] = {}
+    for rec in records:
+        f = classify(rec.text)
+        if f is None:
+            continue
+        subject = "node"
+        if f.device and (f.kind in ("xid", "aer")):
+            subject, _ = _subject(f.device, names)
+        found.setdefault(subject, []).append((f, rec.text))
+    values = {"lines": Value(len(records))}
+    if not found:
+        return [CheckResult(name, "node", Verdict.PASS, f"nothing of note in {len(records)} kernel log line(s) "
+                            f"during the run ({source})", values=values, key="lines")]
+    out = []
+    for subject, items in found.items():
+        findings = []
+        for kind in dict.fromkeys(f.kind for f, _ in items):
+            same = [(f, t) for f, t in items if f.kind == kind]
+            worst = max((f for f, _ in same), key=lambda f: f.verdict.severity)
+            verdict = Verdict.WARN if mode == "warn" and worst.verdict is Verdict.FAIL else worst.verdict
+            device = f" on {names.get(worst.device, worst.device)}" if worst.device else ""
+            more = f" (+{len(same) - 1} more line(s))" if len(same) > 1 else ""
+            findings.append(Finding(verdict, worst.code, f"{worst.text}{device}{more}: {same[0][1]}"))
+        result = _fold(name, subject, findings, {"lines": Value(len(items))}, [], "lines")
+        result.evidence = {"lines": [t for _, t in items[:EVIDENCE_LINES]], "source": source}
+        out.append(result)
+    return out
+
+
+def _fold(name: str, subject: str, findings: list[Finding], values: dict[str, Value],
+          thresholds: list[Threshold], key: str) -> CheckResult:
+    worst = max(findings, key=lambda f: f.verdict.severity)
+    rest = [f.message for f in findings if f is not worst]
+    return CheckResult(name, subject, worst.verdict, "; ".join([worst.message] + rest), code=worst.code,
+                       values=values, thresholds=thresholds, key=key)
+
+
+def device_names(gpus: list[Any], nics: list[Any], bridges: dict[str, list[str]]) -> dict[str, str]:
+    """bus id -> name: GPUs by slot, NICs by interface, bridges by what sits below them."""
+    names = {g.bus_id: g.subject for g in gpus if not g.lost}
+    names.update({n.bus_id: n.name for n in nics if isinstance(n.bus_id, str)})
+    for bridge, below in bridges.items():
+        names.setdefault(bridge, f"bridge {bridge} above {', '.join(below)}")
+    return names
+

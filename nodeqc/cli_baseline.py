@@ -1,0 +1,115 @@
+"""`nodeqc baseline create OUT.toml` on a known-good node; `nodeqc baseline check FILE` on any node
+(a quick look without the stress run; a qualification run takes `--baseline FILE` instead).
+
+Exit codes as everywhere: 0 done / matches, 1 the node differs (check), 2 could not do it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from nodeqc.errors import UsageError
+
+
+def _parser() -> Any:
+    from nodeqc.cli import _Parser
+
+    p = _Parser(prog="nodeqc baseline", description="Record a known-good node as a golden baseline, or "
+                "compare this node with one.")
+    sub = p.add_subparsers(dest="action", metavar="create|check", parser_class=_Parser)
+    create = sub.add_parser("create", help="record this node as the baseline (a TOML file to review)")
+    create.add_argument("out", help="the baseline file to write, e.g. golden-hgx-h100.toml")
+    create.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    check = sub.add_parser("check", help="compare this node with a baseline now (exit 1 on a difference)")
+    check.add_argument("baseline", help="the baseline file")
+    check.add_argument("--profile", metavar="NAME|PATH", help="apply this profile's baseline_warn / baseline_ignore")
+    for s in (create, check):
+        s.add_argument("--simulate", metavar="NAME|PATH", help="a simulated node (nodeqc scenarios)")
+        s.add_argument("--inject", metavar="FAULT", action="append", default=[], help="fault for the simulated node")
+        s.add_argument("--replay", metavar="CAPTURE", help="a captured machine (nodeqc capture)")
+    return p
+
+
+def _hardware(args: Any) -> Any:
+    from nodeqc.backends import real_hardware, replay_hardware, simulated_hardware
+    from nodeqc.faults import parse_fault
+
+    faults = [parse_fault(f) for f in args.inject]
+    if faults and not args.simulate:
+        raise UsageError("--inject needs --simulate: faults are injected into a simulated node only")
+    if args.replay and args.simulate:
+        raise UsageError("--replay and --simulate exclude each other")
+    if args.replay:
+        return replay_hardware(args.replay)
+    if args.simulate:
+        return simulated_hardware(args.simulate, faults)
+    return real_hardware()
+
+
+def observe_node(hw: Any) -> tuple[dict[str, Any], Any]:
+    """This node in the baseline's shape, and its host record."""
+    from nodeqc.baseline import observe
+    from nodeqc.checks.inventory import assign_slots
+    from nodeqc.errors import BackendUnavailable
+
+    host = hw.host.info()
+    try:
+        hw.mgmt.open()
+    except BackendUnavailable as e:
+        raise UsageError(f"baseline: {e}") from None
+    try:
+        gpus = hw.mgmt.gpus()
+        assign_slots(gpus, host.nvidia_gpus_on_pci)
+        observed = observe(gpus, hw.mgmt.driver_version(), hw.mgmt.cuda_version(), host,
+                           hw.nics.nics() if hw.nics else [], hw.platform)
+    finally:
+        hw.mgmt.close()
+    return observed, host
+
+
+def main(argv: list[str]) -> int:
+    from nodeqc.baseline import Baseline, render
+    from nodeqc.checks.conformance import compare
+    from nodeqc.model import Verdict
+
+    args = _parser().parse_args(argv)
+    if args.action is None:
+        raise UsageError("baseline: expected create or check (see nodeqc baseline --help)")
+    hw = _hardware(args)
+    if args.action == "create":
+        out = Path(args.out)
+        if out.exists() and not args.force:
+            raise UsageError(f"{out}: exists; pass --force to replace it")
+        observed, host = observe_node(hw)
+        if not observed["gpu"]:
+            raise UsageError("baseline create: no GPUs answered: a baseline of a node without its GPUs is no baseline")
+        text = render(observed, host.hostname, hw.simulated)
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, out)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise UsageError(f"{out}: cannot write: {e.strerror}") from None
+        parts = f"{len(observed['gpu'])} GPU(s), {len(observed['nic'])} NIC(s), {len(observed['bridge'])} bridge(s)"
+        sim = " (SIMULATED node: for trying nodeqc out, not a real baseline)" if hw.simulated else ""
+        print(f"nodeqc: baseline of {host.hostname}: {parts}{sim}", file=sys.stderr)
+        print(out)
+        return 0
+    profile = None
+    if args.profile:
+        from nodeqc.profile import load_profile
+
+        profile = load_profile(args.profile)
+    baseline = Baseline.load(args.baseline, profile)
+    observed, _ = observe_node(hw)
+    results = compare(baseline.data, observed, baseline.warn, baseline.ignore, f"the baseline ({baseline.path.name})")
+    differ = [r for r in results if r.verdict is not Verdict.PASS]
+    for r in differ:
+        print(f"{r.verdict.value.upper():<5} {r.name:<18} {r.subject:<10} [{r.code}] {r.message}")
+    matched = sum(1 for r in results if r.verdict is Verdict.PASS)
+    print(f"nodeqc: {len(differ)} difference(s) from {baseline.path}; {matched} part(s) match", file=sys.stderr)
+    return 1 if any(r.verdict.blocks_qualification for r in differ) else 0

@@ -1,0 +1,336 @@
+"""`nodeqc fabric`: qualify many nodes together by rounds of random pairs, and `nodeqc fabric
+worker` (the per-node work of one pair, started by the launcher on each node).
+
+Progress goes to stderr, the signed report's path is the last line of stdout; exit 0 the fabric
+passed, 1 something failed (a node, a rail, a link), 2 something could not be judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shlex
+import signal
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from nodeqc.errors import UsageError
+from nodeqc.fabric import pairing
+
+TESTS = ("tcp", "rdma", "nccl")
+
+
+class Parser(argparse.ArgumentParser):
+    """A usage mistake is one line and exit 2 (as the main command's parser)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _parser() -> Parser:
+    p = Parser(prog="nodeqc fabric", description="Qualify a set of nodes together: rounds of random pairs "
+               "(seeded), every pair of a round at once, each node scored by its pass ratio and each rail by its "
+               "results; a signed fabric report names the bad node, the bad rail or the bad link.",
+               epilog="The per-node work is `nodeqc fabric worker` (started by the launcher).")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--slurm", metavar="NODELIST", nargs="?", const="",
+                       help="the nodes of this Slurm job (default: $SLURM_JOB_NODELIST); one srun step per pair")
+    where.add_argument("--hosts", metavar="H1,H2,..|@FILE", help="a plain host list; --launch runs the work on a host")
+    where.add_argument("--simulate", metavar="N", type=int, help="a simulated cluster of N nodes (node0..)")
+    p.add_argument("--launch", metavar="PREFIX", help="with --hosts: the command prefix that runs a command on "
+                   "{host}, e.g. 'ip netns exec {host}' or 'pdsh -N -w {host}'")
+    p.add_argument("--rails", type=int, default=8, help="--simulate: RDMA rails per node (0: TCP only; default 8)")
+    p.add_argument("--inject", metavar="FAULT", action="append", default=[],
+                   help="--simulate: nodeN:slow=F, nodeN:down, nodeN:railR=F, nodeN:railR:down, railR=F, "
+                        "link:nodeA-nodeB=F, ... (repeatable)")
+    p.add_argument("--tests", default="tcp,rdma", metavar="tcp,rdma,nccl", help="what each pair runs "
+                   "(default tcp,rdma; RDMA is skipped, saying so, where a node has no RDMA port)")
+    p.add_argument("--profile", default="generic", metavar="NAME|PATH", help="floors from its [nic] "
+                   "min_rdma_fraction and min_tcp_fraction (default: generic)")
+    p.add_argument("--min-tcp-gbps", type=float, metavar="GBPS", help="absolute TCP floor per direction (replaces the fraction)")
+    p.add_argument("--min-rdma-gbps", type=float, metavar="GBPS", help="absolute RDMA floor per rail and direction")
+    p.add_argument("--min-nccl-busbw", type=float, metavar="GBPS", help="two-node NCCL all-reduce bus bandwidth floor, GB/s")
+    p.add_argument("--seconds", type=float, help="seconds of each traffic test (default: the profile's traffic_s)")
+    p.add_argument("--rounds", type=int, help="rounds of pairs (default: as many as --confidence needs)")
+    p.add_argument("--confidence", type=float, default=pairing.DEFAULT_CONFIDENCE,
+                   help=f"chance that no node is misattributed (default {pairing.DEFAULT_CONFIDENCE})")
+    p.add_argument("--bad-fraction", type=float, default=pairing.DEFAULT_BAD_FRACTION,
+                   help=f"the most nodes that may be bad, as a fraction, planned for (default {pairing.DEFAULT_BAD_FRACTION})")
+    p.add_argument("--seed", type=int, help="pairing seed (default: from the clock; recorded in the report)")
+    p.add_argument("--name", help="the fabric's name in the archive (default: the Slurm job id, else 'fabric')")
+    p.add_argument("--address", metavar="NODE=ADDR", action="append", default=[],
+                   help="where a node is reached for data traffic, when not by its name (repeatable)")
+    p.add_argument("--use-cuda", action="store_true", help="RDMA from GPU memory (ib_write_bw --use_cuda)")
+    p.add_argument("--nodeqc", default="nodeqc", metavar="CMD", help="the command that runs nodeqc on the nodes")
+    p.add_argument("--drain", action="store_true", help="--slurm: drain the nodes that fail, reason 'nodeqc: ...'")
+    p.add_argument("--out", metavar="DIR", help="write the report here instead of the archive")
+    p.add_argument("--archive", metavar="DIR", help="the report archive (default: $NODEQC_ARCHIVE or the per-user one)")
+    p.add_argument("--key", metavar="PEM", help="Ed25519 private key to sign with")
+    p.add_argument("--operator", metavar="NAME")
+    p.add_argument("--ticket", metavar="ID")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["worker"]:
+        from nodeqc.fabric.worker import main as worker_main
+
+        return worker_main(argv[1:])
+    args = _parser().parse_args(argv)
+    return run(args, argv)
+
+
+def _nodes(args: argparse.Namespace) -> tuple[list[str], Any, Any]:
+    """(nodes, launcher, simulated cluster or None)."""
+    from nodeqc.fabric.launchers import HostLauncher, SimulatedLauncher, SlurmLauncher, in_allocation
+    from nodeqc.fabric.simulated import SimulatedCluster
+
+    if args.simulate is not None:
+        cluster = SimulatedCluster.build(args.simulate, args.rails, args.inject, seed=args.seed or 0)
+        return cluster.nodes, SimulatedLauncher(cluster), cluster
+    if args.inject:
+        raise UsageError("--inject needs --simulate: faults are planted in a simulated cluster only")
+    if args.slurm is not None:
+        from nodeqc.fabric.slurm import expand
+
+        if not in_allocation():
+            raise UsageError("--slurm runs inside a job's allocation (srun steps): e.g. "
+                             "salloc -N 16 --exclusive nodeqc fabric --slurm, or the same in an sbatch script")
+        nodelist = args.slurm or os.environ.get("SLURM_JOB_NODELIST", "")
+        if not nodelist:
+            raise UsageError("--slurm: no node list given and $SLURM_JOB_NODELIST is not set")
+        return expand(nodelist), SlurmLauncher(), None
+    if not args.launch:
+        raise UsageError("--hosts needs --launch PREFIX, the command that runs a command on {host} "
+                         "(e.g. 'pdsh -N -w {host}'); under Slurm use --slurm")
+    text = args.hosts
+    if text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text()
+        except OSError as e:
+            raise UsageError(f"--hosts {args.hosts}: cannot read: {e.strerror}") from None
+    nodes = [h for h in text.replace(",", " ").split() if h]
+    try:
+        launcher = HostLauncher(args.launch)
+    except ValueError as e:
+        raise UsageError(f"--launch {args.launch}: {e}") from None
+    return nodes, launcher, None
+
+
+def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
+    tests = [t.strip() for t in args.tests.split(",") if t.strip()]
+    bad = [t for t in tests if t not in TESTS]
+    if bad or not tests:
+        raise UsageError(f"--tests {args.tests}: expected some of {', '.join(TESTS)}")
+    if len(nodes) < 2:
+        raise UsageError(f"a fabric needs at least two nodes, got {len(nodes)}: {', '.join(nodes) or 'none'}")
+    twice = sorted({n for n in nodes if nodes.count(n) > 1})
+    if twice:
+        raise UsageError(f"node {twice[0]} is listed twice")
+    if args.rounds is not None and not 1 <= args.rounds <= pairing.MAX_ROUNDS:
+        raise UsageError(f"--rounds {args.rounds}: expected 1 to {pairing.MAX_ROUNDS}")
+    if not 0 < args.confidence < 1:
+        raise UsageError(f"--confidence {args.confidence:g}: expected a probability between 0 and 1, e.g. 0.999")
+    if not 0 <= args.bad_fraction < 1:
+        raise UsageError(f"--bad-fraction {args.bad_fraction:g}: expected 0 to below 1, e.g. 0.1")
+    for flag in ("min_tcp_gbps", "min_rdma_gbps", "min_nccl_busbw", "seconds"):
+        v = getattr(args, flag)
+        if v is not None and not (v > 0 and v < float("inf")):
+            raise UsageError(f"--{flag.replace('_', '-')} {v:g}: expected a number above zero")
+    if args.drain and args.slurm is None:
+        raise UsageError("--drain drains Slurm nodes: it needs --slurm")
+    return tests
+
+
+def _addresses(texts: list[str], nodes: list[str]) -> dict[str, str]:
+    out = {}
+    for t in texts:
+        node, sep, addr = t.partition("=")
+        if not sep or not addr:
+            raise UsageError(f"--address {t}: expected NODE=ADDR")
+        if node not in nodes:
+            raise UsageError(f"--address {t}: {node} is not one of the nodes")
+        out[node] = addr
+    return out
+
+
+def run(args: argparse.Namespace, argv: list[str]) -> int:
+    from nodeqc.flow import ensure_writable
+    from nodeqc.fabric.launchers import Work
+    from nodeqc.fabric.report import exit_code, pair_rows, write_report
+    from nodeqc.journal import Journal
+    from nodeqc.fabric.scoring import Floors, score
+    from nodeqc.keys import load_signer
+    from nodeqc.profile import load_profile
+
+    nodes, launcher, cluster = _nodes(args)
+    tests = _validate(args, nodes)
+    if cluster is not None:
+        simulated = ["rdma"] if cluster.rails else ["tcp"]
+        if args.tests != "tcp,rdma" and tests != simulated:
+            raise UsageError(f"--tests {args.tests}: the simulated cluster runs {simulated[0]} "
+                             f"({'RDMA per rail; --rails 0 for TCP' if cluster.rails else 'TCP: no rails'})")
+        tests = simulated
+    profile = load_profile(args.profile)
+    frac = profile.threshold("nic", "min_rdma_fraction")
+    tfrac = profile.threshold("nic", "min_tcp_fraction")
+    nccl = profile.threshold("nic", "min_fabric_nccl_busbw_gbps")
+    floors = Floors(rdma_fraction=frac.fail if frac else None, tcp_fraction=tfrac.fail if tfrac else None,
+                    rdma_gbps=args.min_rdma_gbps, tcp_gbps=args.min_tcp_gbps,
+                    nccl_busbw_gbps=args.min_nccl_busbw or (nccl.fail if nccl else None))
+    if "nccl" in tests and floors.nccl_busbw_gbps is None:
+        raise UsageError(f"--tests nccl needs a floor: profile {profile.name} sets no [nic] min_fabric_nccl_busbw_gbps; "
+                         "give --min-nccl-busbw GBPS (hgx-h100 and dgx-a100 carry OCI's published figures)")
+    seconds = args.seconds or float(profile.get("nic", "traffic_s", 10))
+    seed = args.seed if args.seed is not None else int(time.time())
+    if args.rounds:
+        rounds_n, reason = args.rounds, "given with --rounds"
+    else:
+        rounds_n = pairing.rounds_needed(len(nodes), args.confidence, args.bad_fraction)
+        reason = f"the fewest for {args.confidence:g} confidence with at most {args.bad_fraction:.0%} of nodes bad"
+    schedule = pairing.schedule(nodes, rounds_n, seed)
+    reached = pairing.confidence_reached(pairing.distinct_peers(schedule), args.bad_fraction)
+    name = args.name or (f"job{os.environ['SLURM_JOB_ID']}" if args.slurm is not None and os.environ.get("SLURM_JOB_ID")
+                         else "simulated" if cluster is not None else "fabric")
+    out_dir = _out_dir(args, name)
+    signer = load_signer(args.key)
+    work = Work(tests=tests, seconds=seconds, floors=floors, streams=int(profile.get("nic", "streams", 4)),
+                use_cuda=args.use_cuda, nodeqc=shlex.split(args.nodeqc), addresses=_addresses(args.address, nodes))
+
+    # The journal: every round's pair results appended and synced as they come, so a fabric run
+    # that is killed leaves what it had measured (the report records the journal's sha256).
+    ensure_writable(out_dir)
+    stem = _unique_stem(out_dir, f"fabric-{name}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}")
+    journal = Journal(out_dir / f"{stem}.journal.jsonl")
+    journal.append({"type": "run_started", "node": {"hostname": f"fabric-{name}"}, "profile": {"name": profile.name},
+                    "started_at": _utc_now(), "simulated": cluster is not None,
+                    "fabric": {"nodes": nodes, "rounds": rounds_n, "seed": seed, "tests": tests}})
+    say(f"nodeqc fabric: {len(nodes)} nodes, {rounds_n} rounds (seed {seed}; {reason}; confidence reached "
+        f"{reached:.4g}), tests {','.join(tests)}, launcher {launcher.name}"
+        + ("  ** SIMULATED **" if cluster is not None else ""))
+    started_at, t0 = _utc_now(), time.monotonic()
+    results: list[Any] = []
+    aborted = {"flag": False}
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if aborted["flag"] and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        aborted["flag"] = True
+        say(f"nodeqc fabric: {signal.Signals(signum).name}: stopping; writing the report of what ran "
+            "(Ctrl-C again to quit at once)")
+        launcher.abort()
+
+    saved = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for rnd in schedule:
+            if aborted["flag"]:
+                break
+            done = launcher.run_round(rnd, work)
+            results += done
+            journal.append({"type": "fabric_round", "round": rnd.number, "pairs": pair_rows(done)})
+            failed = [f"{r.a}-{r.b}" for r in done if r.error is None and not all(r.rails().values())]
+            errors = [f"{r.a}-{r.b}" for r in done if r.error is not None]
+            say(f"[{time.monotonic() - t0:8.1f}s] round {rnd.number}/{rounds_n}: {len(done)} pairs"
+                + (f", {rnd.sitting_out} sat out" if rnd.sitting_out else "")
+                + (f"; failed: {_short(failed)}" if failed else "") + (f"; not tested: {_short(errors)}" if errors else ""))
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+    scores = score(nodes, results)
+    from nodeqc.fabric.report import build_predicate
+
+    identities = {n: i for r in results for n, i in r.identities.items()}
+    settings = {"seed": seed, "tests": tests, "seconds": seconds, "confidence": args.confidence,
+                "bad_fraction": args.bad_fraction, "confidence_reached": round(reached, 6), "rounds_reason": reason,
+                "floors": floors.to_dict()}
+    simulation = ({"nodes": len(cluster.nodes), "rails": len(cluster.rails), "faults": list(args.inject)}
+                  if cluster is not None else None)
+    predicate = build_predicate(
+        name=name, launcher=launcher.name, scores=scores, rounds=schedule,
+        results=results, identities=identities, settings=settings, profile=profile.summary(),
+        simulated=cluster is not None, simulation=simulation, status="aborted" if aborted["flag"] else "complete",
+        started_at=started_at, finished_at=_utc_now(), duration_s=time.monotonic() - t0,
+        operator=args.operator or _user(), ticket=args.ticket, signer=signer, command=["nodeqc", "fabric", *argv])
+    journal.append({"type": "run_finished", "verdict": predicate["verdict"], "status": predicate["status"]})
+    journal.close()
+    predicate["journal"] = {"file": journal.path.name, "sha256": hashlib.sha256(journal.path.read_bytes()).hexdigest()}
+    path = out_dir / f"{stem}.report.json"
+    write_report(path, predicate, signer)
+    _summary(predicate)
+    if args.drain and scores.failed:
+        _drain(predicate, str(path))
+    say(f"report: {path}")
+    print(path, flush=True)
+    return exit_code(predicate)
+
+
+def _summary(predicate: dict[str, Any]) -> None:
+    c = predicate["summary"]["counts"]
+    state = "ABORTED (not qualified)" if predicate["status"] == "aborted" else predicate["verdict"]
+    say(f"RESULT: {state}  ({c['pass']} pass, {c['fail']} fail, {c['error']} could not be judged, "
+        f"{c['skip']} not measured)")
+    for check in predicate["checks"]:
+        if check["verdict"] in ("fail", "error", "skip"):
+            say(f"  {check['verdict'].upper():<5} {check['name']} {check['subject']}: {check['message']} [{check['code']}]")
+
+
+def _drain(predicate: dict[str, Any], report: str) -> None:
+    from nodeqc.fabric.slurm import drain
+
+    failures = {c["subject"]: f"{c['code']} {c['message'][:80]}" for c in predicate["checks"]
+                if c["name"] == "fabric.node" and c["verdict"] == "fail"}
+    for d in drain(failures, report):
+        say(f"nodeqc fabric: {d.node}: {d.action}: {d.detail}")
+
+
+def _short(items: list[str], most: int = 6) -> str:
+    return ", ".join(items[:most]) + (f" +{len(items) - most} more" if len(items) > most else "")
+
+
+def _out_dir(args: argparse.Namespace, name: str) -> Path:
+    if args.out:
+        return Path(args.out)
+    from nodeqc.archive import archive_root, node_dir
+
+    if args.archive and not Path(args.archive).is_dir():
+        raise UsageError(f"--archive {args.archive}: no such directory")
+    return node_dir(f"fabric-{name}", archive_root(args.archive))
+
+
+def _unique_stem(directory: Path, stem: str) -> str:
+    """A file stem no report or journal in the directory has yet, its journal claimed with O_EXCL
+    (nodeqc.safefile): two runs started together never share one, and nothing is overwritten."""
+    from nodeqc.safefile import NEW_FILE_FLAGS
+
+    n, chosen = 1, stem
+    while True:
+        if not (directory / f"{chosen}.report.json").exists():
+            try:
+                os.close(os.open(directory / f"{chosen}.journal.jsonl", NEW_FILE_FLAGS, 0o644))
+                return chosen
+            except FileExistsError:
+                pass
+        n += 1
+        chosen = f"{stem}-{n}"
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _user() -> str | None:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
+
+
+def say(text: str) -> None:
+    """Progress and the summary go to stderr; stdout's last line is the report's path."""
+    print(text, file=sys.stderr, flush=True)

@@ -1,0 +1,227 @@
+"""How a round's pair tests reach the nodes. Every pair of a round runs at once, so a fabric's wall
+time grows with the number of rounds, not of nodes.
+
+- `SlurmLauncher`: Slurm is the engine. One job step per pair, inside the job's allocation:
+  `srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=A,B --exclusive ... nodeqc
+  fabric worker --pair A,B ...`; each task finds its end of the pair from SLURMD_NODENAME. No ssh.
+- `HostLauncher`: a plain host list and a command prefix that runs a command on a host
+  (`ip netns exec {host}` for network namespaces, `pdsh -w {host}`, a site's own wrapper); one
+  process per end of each pair.
+- `SimulatedLauncher`: the simulated cluster (no process, no packet).
+
+Each end prints one JSON line; `merge` turns the two into the pair's result, with each figure's
+floor from the slower end's rate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from nodeqc.fabric.pairing import Round
+from nodeqc.fabric.scoring import Floors, Measurement, PairResult
+from nodeqc.fabric.simulated import SimulatedCluster
+from nodeqc.fabric.worker import CONNECT_RETRY_S, MARGIN_S, MARKER
+
+PORTS_PER_PAIR = 4  # pairs of one round get their own ports, so several may share a host (tests)
+
+
+@dataclass
+class Work:
+    """What each pair runs."""
+
+    tests: list[str]  # tcp, rdma, nccl
+    seconds: float
+    floors: Floors
+    streams: int = 4
+    port_base: int = 15201
+    use_cuda: bool = False
+    nodeqc: list[str] = field(default_factory=lambda: ["nodeqc"])  # the command that runs nodeqc on a node
+    addresses: dict[str, str] = field(default_factory=dict)  # node -> data address (default: its name)
+
+    @property
+    def round_timeout_s(self) -> float:
+        """Every tool of a pair is bounded; a round is bounded by their sum."""
+        per_test = {"tcp": 2, "rdma": 2, "nccl": 1}
+        return sum(per_test[t] * (self.seconds + CONNECT_RETRY_S) for t in self.tests) + 2 * MARGIN_S + 60
+
+    def worker_args(self, a: str, b: str, slot: int) -> list[str]:
+        args = ["fabric", "worker", "--pair", f"{a},{b}", "--tests", ",".join(self.tests), "--seconds", f"{self.seconds:g}",
+                "--streams", str(self.streams), "--port", str(self.port_base + slot * PORTS_PER_PAIR)]
+        if self.addresses:
+            args += ["--address", f"{self.addresses.get(a, a)},{self.addresses.get(b, b)}"]
+        if self.use_cuda:
+            args.append("--use-cuda")
+        return args
+
+
+class Launcher:
+    name = "?"
+
+    def run_round(self, rnd: Round, work: Work) -> list[PairResult]:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        """Stop what runs now (Ctrl-C, SIGTERM): the round returns at once."""
+
+
+class SimulatedLauncher(Launcher):
+    name = "simulated"
+
+    def __init__(self, cluster: SimulatedCluster):
+        self.cluster = cluster
+
+    def run_round(self, rnd: Round, work: Work) -> list[PairResult]:
+        return [self.cluster.run_pair(rnd.number, a, b, work.floors) for a, b in rnd.pairs]
+
+
+class ProcessLauncher(Launcher):
+    """Starts every process of a round at once, waits for all (bounded), reads each end's line."""
+
+    def __init__(self) -> None:
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._aborted = threading.Event()
+
+    def commands(self, a: str, b: str, args: list[str], work: Work) -> list[list[str]]:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        self._aborted.set()
+        for p in list(self._procs):
+            if p.poll() is None:
+                p.kill()
+
+    def run_round(self, rnd: Round, work: Work) -> list[PairResult]:
+        started: list[tuple[int, subprocess.Popen[bytes] | None, IO[bytes], str | None, list[str]]] = []
+        for slot, (a, b) in enumerate(rnd.pairs):
+            for cmd in self.commands(a, b, work.worker_args(a, b, slot), work):
+                out = tempfile.TemporaryFile()
+                try:
+                    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                    self._procs.append(proc)
+                    started.append((slot, proc, out, None, cmd))
+                except OSError as e:
+                    started.append((slot, None, out, f"{cmd[0]} could not start: {e.strerror}", cmd))
+        deadline = time.monotonic() + work.round_timeout_s
+        for _, proc, _, _, _ in started:
+            if proc is None:
+                continue
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        self._procs = []
+        by_slot: dict[int, list[tuple[dict[str, Any] | None, str]]] = {}
+        for slot, proc, out, error, cmd in started:
+            out.seek(0)
+            text = out.read().decode("utf-8", errors="replace")
+            out.close()
+            lines = [_worker_line(line) for line in text.splitlines()]
+            found = [x for x in lines if x is not None]
+            if error is None and not found:
+                status = "killed (overran the round)" if proc is not None and proc.returncode in (-9, 137) else (
+                    f"exit {proc.returncode}" if proc is not None else "not started")
+                if self._aborted.is_set():
+                    status = "aborted"
+                tail = " | ".join(t.strip() for t in text.strip().splitlines()[-3:])
+                error = f"`{shlex.join(cmd[:6])} ...` gave no result ({status}){': ' + tail if tail else ''}"
+            by_slot.setdefault(slot, [])
+            by_slot[slot] += [(x, "") for x in found] or [(None, error or "no output")]
+        results = []
+        for slot, (a, b) in enumerate(rnd.pairs):
+            ends = by_slot.get(slot, [])
+            outputs = [x for x, _ in ends if x is not None]
+            errors = [e for x, e in ends if x is None]
+            results.append(merge(rnd.number, a, b, outputs, errors, work.floors))
+        return results
+
+
+def _worker_line(line: str) -> dict[str, Any] | None:
+    line = line.strip()
+    if not line.startswith("{") or MARKER not in line:
+        return None
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) and data.get(MARKER) == 1 else None
+
+
+def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: list[str], floors: Floors) -> PairResult:
+    """The pair's result from what its two ends printed. Rails are named by position (`rail0`..:
+    the i-th active RDMA port of each node), so both ends name them alike."""
+    ends = {o.get("node"): o for o in outputs}
+    if set(ends) != {a, b}:
+        missing = [n for n in (a, b) if n not in ends]
+        why = "; ".join(errors) or "no output"
+        return PairResult(round_no, a, b, error=f"{', '.join(missing)}: worker gave no result: {why}")
+    rates: dict[tuple[str, str], float | None] = {}
+    figures = []
+    for node, o in ends.items():
+        seen: dict[str, str] = {}
+        for f in o.get("figures", []):
+            rail = f.get("rail")
+            if rail not in ("tcp", "nccl", "rdma"):  # an RDMA device: its rail by position
+                rail = seen.setdefault(rail, f"rail{len(seen)}")
+            rates[(node, rail)] = f.get("rate")
+            figures.append((node, rail, f))
+    out = []
+    for node, rail, f in figures:
+        if rail == "nccl":
+            floor = floors.nccl_busbw_gbps
+        elif rail == "tcp":
+            floor = floors.tcp(rates.get((a, rail)), rates.get((b, rail)))
+        else:
+            floor = floors.rdma(rates.get((a, rail)), rates.get((b, rail)))
+        skipped = f.get("skipped")
+        if not skipped and not f.get("error") and floor is None:
+            skipped = "no floor: the link's rate is not reported and no absolute floor was given"
+        out.append(Measurement(rail, str(f.get("direction")), f.get("value"), str(f.get("unit", "")), floor,
+                               f.get("error"), skipped))
+    return PairResult(round_no, a, b, out, identities={n: o.get("identity") or {"hostname": n} for n, o in ends.items()})
+
+
+class HostLauncher(ProcessLauncher):
+    """A plain host list: `prefix` (with {host}) runs a command on a host, e.g. `ip netns exec {host}`
+    (the tests' network namespaces) or `pdsh -N -w {host}`. Both ends of each pair start at once."""
+
+    name = "hosts"
+
+    def __init__(self, prefix: str):
+        super().__init__()
+        if "{host}" not in prefix:
+            raise ValueError("the launch prefix must contain {host}")
+        self.prefix = prefix
+
+    def commands(self, a: str, b: str, args: list[str], work: Work) -> list[list[str]]:
+        return [[*shlex.split(self.prefix.replace("{host}", host)), *work.nodeqc, *args, "--index", str(i)]
+                for i, host in enumerate((a, b))]
+
+
+class SlurmLauncher(ProcessLauncher):
+    """One srun step per pair, inside the job's allocation (srun refuses nodes outside it)."""
+
+    name = "slurm"
+
+    def __init__(self, srun: str = "srun", extra: list[str] | None = None):
+        super().__init__()
+        self.srun = srun
+        self.extra = extra or []
+
+    def commands(self, a: str, b: str, args: list[str], work: Work) -> list[list[str]]:
+        minutes = max(1, int(work.round_timeout_s // 60) + 1)
+        return [[self.srun, "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", f"--nodelist={a},{b}", "--exclusive",
+                 "--job-name=nodeqc-fabric", "--kill-on-bad-exit=1", f"--time={minutes}", *self.extra,
+                 *work.nodeqc, *args]]
+
+
+def in_allocation() -> bool:
+    return bool(os.environ.get("SLURM_JOB_ID"))

@@ -1,0 +1,239 @@
+"""The fabric report: one in-toto Statement with every node as a subject, signed as node reports are
+(nodeqc.report: canonical JSON, DSSE, Ed25519), and its rendering for `nodeqc show`.
+
+The predicate carries the same top-level facts a node report does (verdict, status, profile,
+`node` as the archive's key, checks, summary, times), so the archive, `verify`, `history` and
+`export` take it unchanged: its `node` is the fabric (`fabric-NAME`), its checks are
+`fabric.node` per node, `fabric.rail` per rail, `fabric.link` per bad link and `fabric.pair` per
+pair that could not be tested. The per-pair figures are in `pairs`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+from pathlib import Path
+from typing import Any
+
+from nodeqc import __version__
+from nodeqc.fabric.pairing import Round
+from nodeqc.fabric.scoring import PairResult, Scores
+from nodeqc.keys import Signer
+from nodeqc.model import CheckResult, Value, Verdict
+from nodeqc.report import FABRIC_PREDICATE_TYPE, STATEMENT_TYPE, canonical, sign, write_envelope
+
+EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
+
+
+def node_digest(identity: dict[str, Any]) -> str:
+    """What identifies a node in the statement: what its worker reported of itself (host name,
+    system and board serials, machine id), or its name when nothing came back."""
+    return hashlib.sha256(canonical(identity)).hexdigest()
+
+
+def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult]:
+    """The verdicts: per node, per rail, per bad link, per pair that could not be tested."""
+    out: list[CheckResult] = []
+    met: dict[str, set[str]] = {n: set() for n in scores.nodes}
+    for r in results:
+        if r.error is None:
+            met[r.a].add(r.b)
+            met[r.b].add(r.a)
+    failing_peers: dict[str, set[str]] = {}
+    for r in results:
+        if r.error is None and not all(r.rails().values()):
+            failing_peers.setdefault(r.a, set()).add(r.b)
+            failing_peers.setdefault(r.b, set()).add(r.a)
+    bad_ports: dict[str, list[str]] = {}
+    for n, rail in scores.bad_ports:
+        bad_ports.setdefault(n, []).append(rail)
+    for node in scores.nodes:
+        ratio = scores.pass_ratio(node)
+        own = scores.ports_of(node)
+        values = {"pass_ratio": Value(None if ratio is None else round(ratio, 3)),
+                  "tests": Value(sum(p.raw_tests for p in own)), "failed": Value(sum(p.raw_fails for p in own)),
+                  "peers": Value(len(met[node]))}
+        evidence = {"ports": {p.rail: {"tests": p.raw_tests, "failed": p.raw_fails, "named_bad": p.named,
+                                       "cleared": p.cleared} for p in own},
+                    "peers": sorted(met[node])}
+        if node in scores.bad_nodes:
+            named = [p.rail for p in own if p.named]
+            failing = sorted(failing_peers.get(node, set()))
+            where = f"every rail ({len(named)})" if len(named) == len(own) and len(own) > 1 else ", ".join(named)
+            msg = (f"failed its pair tests with {len(failing)} distinct peers that passed with others "
+                   f"(pass ratio {ratio:.0%}); bad on {where}")
+            out.append(CheckResult("fabric.node", node, Verdict.FAIL, msg, "FABRIC_NODE", values, [], evidence, "pass_ratio"))
+        elif node in bad_ports:
+            rails = bad_ports[node]
+            msg = (f"{', '.join(rails)} failed with peers that passed on {'them' if len(rails) > 1 else 'it'} "
+                   f"with other nodes; the node's other rails passed")
+            out.append(CheckResult("fabric.node", node, Verdict.FAIL, msg, "FABRIC_NODE_RAIL", values, [], evidence,
+                                   "pass_ratio"))
+        elif node in scores.inconclusive:
+            out.append(CheckResult("fabric.node", node, Verdict.ERROR, f"inconclusive: {scores.inconclusive[node]}",
+                                   "FABRIC_INCONCLUSIVE", values, [], evidence, "pass_ratio"))
+        else:
+            shown = "" if ratio is None else f"pass ratio {ratio:.0%}"
+            explained = sum(p.raw_fails for p in own)
+            note = f"; its {explained} failed rail test(s) are explained by bad peers or links" if explained else ""
+            out.append(CheckResult("fabric.node", node, Verdict.PASS,
+                                   f"{shown} over {len(met[node])} peers{note}", None, values, [], evidence,
+                                   "pass_ratio"))
+    for rail in scores.rails:
+        ports = [p for (_, rl), p in scores.ports.items() if rl == rail]
+        tests = sum(p.raw_tests for p in ports) // 2
+        fails = sum(p.raw_fails for p in ports) // 2
+        values = {"tests": Value(tests), "failed": Value(fails),
+                  "pass_ratio": Value(round((tests - fails) / tests, 3) if tests else None)}
+        if rail in scores.bad_rails:
+            out.append(CheckResult("fabric.rail", rail, Verdict.FAIL,
+                                   f"failed {fails} of {tests} pair tests across the fabric, where the same pairs "
+                                   "passed on other rails: the rail itself (its switches, a fabric setting)",
+                                   "FABRIC_RAIL", values, [], {}, "pass_ratio"))
+        else:
+            bad_here = sorted(n for n, rl in scores.bad_ports if rl == rail)
+            note = f"; bad on {', '.join(bad_here)} only" if bad_here else ""
+            out.append(CheckResult("fabric.rail", rail, Verdict.PASS, f"{tests - fails} of {tests} pair tests passed{note}",
+                                   None, values, [], {}, "pass_ratio"))
+    by_pair: dict[frozenset[str], list[PairResult]] = {}
+    if scores.bad_links:
+        for r in results:
+            by_pair.setdefault(frozenset((r.a, r.b)), []).append(r)
+    for a, b, rails in scores.bad_links:
+        figures = [m.to_dict() for r in by_pair.get(frozenset((a, b)), []) for m in r.measurements if not m.passed]
+        out.append(CheckResult("fabric.link", f"{a}-{b}", Verdict.FAIL,
+                               f"{a} and {b} failed together on {', '.join(rails)} while each passed with other peers: "
+                               "the path between them", "FABRIC_LINK", {"rails": Value(", ".join(rails))}, [],
+                               {"failed": figures}, "rails"))
+    skipped: dict[tuple[str, str], set[str]] = {}
+    for r in results:
+        for m in r.measurements:
+            if m.skipped:
+                skipped.setdefault((_kind(m.rail), m.skipped), set()).update((r.a, r.b))
+    for (kind, why), nodes in sorted(skipped.items()):
+        code = ("PERFTEST_MISSING" if "ib_write_bw is not installed" in why else "IPERF3_MISSING"
+                if "iperf3 is not installed" in why else "CUDA_UNAVAILABLE" if "CuPy" in why else "FABRIC_NOT_MEASURED")
+        shown = ", ".join(sorted(nodes)[:8]) + (f" +{len(nodes) - 8} more" if len(nodes) > 8 else "")
+        out.append(CheckResult(f"fabric.{kind}", "fabric", Verdict.SKIP, f"not measured on pairs of {shown}: {why}", code))
+    for r in scores.errors:
+        out.append(CheckResult("fabric.pair", f"{r.a}-{r.b}", Verdict.ERROR, f"round {r.round}: not tested: {r.error}",
+                               "FABRIC_PAIR_ERROR"))
+    return out
+
+
+def _kind(rail: str) -> str:
+    return rail if rail in ("tcp", "nccl") else "rdma"
+
+
+def pair_rows(results: list[PairResult]) -> list[dict[str, Any]]:
+    """Per pair, compactly: each rail's figure in each direction; failures with their error."""
+    rows = []
+    for r in results:
+        row: dict[str, Any] = {"round": r.round, "a": r.a, "b": r.b}
+        if r.error:
+            row["error"] = r.error
+        else:
+            rails: dict[str, dict[str, Any]] = {}
+            for m in r.measurements:
+                rails.setdefault(m.rail, {})[m.direction] = m.value if m.error is None and m.skipped is None else (
+                    {"error": m.error} if m.error else {"skipped": m.skipped})
+                rails[m.rail]["floor"] = m.floor
+            row["rails"] = rails
+            row["failed"] = sorted(rl for rl, ok in r.rails().items() if not ok)
+        rows.append(row)
+    return rows
+
+
+def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Round], results: list[PairResult],
+                    identities: dict[str, dict[str, Any]], settings: dict[str, Any], profile: dict[str, Any],
+                    simulated: bool, simulation: dict[str, Any] | None, status: str, started_at: str,
+                    finished_at: str, duration_s: float, operator: str | None, ticket: str | None,
+                    signer: Signer, command: list[str]) -> dict[str, Any]:
+    checks = fabric_checks(scores, results)
+    counts = {v.value: sum(1 for c in checks if c.verdict is v) for v in Verdict}
+    failed = [f"{c.name} {c.subject}" for c in checks if c.verdict.blocks_qualification]
+    verdict = "FAIL" if failed or status == "aborted" else "PASS"
+    return {
+        "kind": "fabric",
+        "verdict": verdict,
+        "status": status,
+        "simulated": simulated,
+        "simulation": simulation,
+        "profile": profile,
+        "node": {"hostname": f"fabric-{name}", "system_serial": None},  # the archive files it as this
+        "gpus": [],
+        "fabric": {"name": name, "launcher": launcher, "nodes": scores.nodes, "rails": scores.rails,
+                   "rounds": len(rounds), **settings,
+                   "schedule": [{"round": r.number, "pairs": [list(p) for p in r.pairs],
+                                 "sitting_out": r.sitting_out} for r in rounds],
+                   "bad": {"nodes": scores.bad_nodes, "node_rails": [list(p) for p in scores.bad_ports],
+                           "rails": scores.bad_rails, "links": [[a, b] for a, b, _ in scores.bad_links],
+                           "inconclusive": sorted(scores.inconclusive)}},
+        "nodes": [{"name": n, "verdict": scores.node_verdict(n), "identity": identities.get(n, {"hostname": n})}
+                  for n in scores.nodes],
+        "checks": [c.to_dict() for c in checks],
+        "pairs": pair_rows(results),
+        "summary": {"counts": counts, "failed": failed},
+        "tool": {"name": "nodeqc", "version": __version__, "python": platform.python_version(), "command": command},
+        "started_at": started_at,
+        "finished_at": finished_at,
+        "duration_s": round(duration_s, 3),
+        "operator": operator,
+        "ticket": ticket,
+        "signer": {"keyid": signer.keyid},
+        "partial": False,
+    }
+
+
+def exit_code(predicate: dict[str, Any]) -> int:
+    """As for a node: 2 when something could not be judged (aborted, a pair not tested, a node
+    inconclusive), else 1 when something failed, else 0."""
+    if predicate["status"] == "aborted" or predicate["summary"]["counts"].get("error"):
+        return EXIT_CANNOT_RUN
+    return EXIT_FAIL if predicate["verdict"] == "FAIL" else EXIT_PASS
+
+
+def fabric_statement(predicate: dict[str, Any]) -> dict[str, Any]:
+    subjects = [{"name": f"node:{n['name']}", "digest": {"sha256": node_digest(n["identity"])}}
+                for n in predicate["nodes"]]
+    return {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": FABRIC_PREDICATE_TYPE,
+            "predicate": predicate}
+
+
+def write_report(path: Path, predicate: dict[str, Any], signer: Signer) -> None:
+    write_envelope(path, sign(fabric_statement(predicate), signer))
+
+
+# ---------------------------------------------------------------------- for people
+
+
+def render(predicate: dict[str, Any], trust_line: str) -> str:
+    """`nodeqc show` of a fabric report: the verdict and what is bad first, then every node and rail."""
+    from nodeqc.codes import remediation
+    from nodeqc.render import banner, result_line
+
+    fab = predicate.get("fabric", {})
+    bad = fab.get("bad", {})
+    checks = [CheckResult.from_dict(c) for c in predicate.get("checks", [])]
+    out = [f"nodeqc fabric report: {banner(predicate)}", trust_line,
+           f"fabric    {fab.get('name')}  {len(fab.get('nodes', []))} nodes  rails {', '.join(fab.get('rails', [])) or 'none'}"
+           f"  launcher {fab.get('launcher')}",
+           f"rounds    {fab.get('rounds')} (seed {fab.get('seed')}); {fab.get('rounds_reason', '')}",
+           f"profile   {predicate.get('profile', {}).get('name')}  tests {', '.join(fab.get('tests', []))}",
+           f"run       {predicate.get('started_at')} .. {predicate.get('finished_at')}  {predicate.get('duration_s')} s",
+           f"operator  {predicate.get('operator')}  ticket {predicate.get('ticket')}"]
+    sim = predicate.get("simulation")
+    if sim:
+        out.append(f"simulated {sim.get('nodes')} nodes, {sim.get('rails')} rails  faults {', '.join(sim.get('faults') or []) or 'none'}")
+    named = [("bad nodes", bad.get("nodes")), ("bad rails of one node", [f"{n}:{r}" for n, r in bad.get("node_rails", [])]),
+             ("bad rails (fabric-wide)", bad.get("rails")), ("bad links", [f"{a}-{b}" for a, b in bad.get("links", [])]),
+             ("inconclusive", bad.get("inconclusive"))]
+    out += [""] + [f"{what:<24} {', '.join(items)}" for what, items in named if items]
+    failing = [c for c in checks if c.verdict in (Verdict.FAIL, Verdict.ERROR)]
+    if failing:
+        out += ["", f"FAILED ({len(failing)}):"]
+        for c in failing:
+            out += [f"  {c.subject:<12} {c.name}: {c.message} [{c.code}]",
+                    f"               -> {remediation(c.code or '')}"]
+    out += ["", "ALL CHECKS:"] + ["  " + result_line(c) for c in checks]
+    return "\n".join(out)

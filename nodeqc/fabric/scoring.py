@@ -1,0 +1,279 @@
+"""From per-pair results to what is bad: a node, a rail of one node, a rail of the whole fabric, or
+the link between two good nodes.
+
+A pair test on a rail (RDMA between the two nodes' NICs on that rail, both directions; "tcp" for
+iperf3; "nccl" for the two-node all-reduce) passes when every measurement on it reached its floor.
+Scoring works on ports, a node's end of a rail:
+
+1. A rail that fails in most of its tests across the fabric (tests of pairs that passed on another
+   rail; with a single rail, three tests in four), among at least three nodes, is the rail's fault
+   (its switches, a fabric-wide setting), not its ports': it is named and left out of the rest.
+2. Ports are named bad worst first: a port fails most of its remaining tests, against at least two
+   distinct peers not named bad (one peer alone cannot tell the port from the peer or the cable
+   between them). Naming a port takes its tests off its peers' tallies: a failure it explains is
+   not held against the other side. This is imbue's pass ratio with the bad peer explained away.
+3. A port is cleared when most of its remaining tests passed. A failure left between two cleared
+   ports is the link between them. A failure with an endpoint that is neither named nor cleared
+   leaves that node inconclusive: never a silent pass.
+4. A node with more than half of its ports bad is a bad node; with fewer, its bad rails are named.
+
+A test the launcher could not run at all (no allocation, the worker did not start) is no evidence
+either way: it is listed as an error and left out of the tallies.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Floors:
+    """What a pair test must reach. Fractions (the profile's [nic] min_rdma_fraction and
+    min_tcp_fraction) are of the slower end's port rate or link speed; an absolute floor in Gb/s
+    (--min-rdma-gbps, --min-tcp-gbps) replaces them. NCCL: bus bandwidth in GB/s."""
+
+    rdma_fraction: float | None = None
+    tcp_fraction: float | None = None
+    rdma_gbps: float | None = None
+    tcp_gbps: float | None = None
+    nccl_busbw_gbps: float | None = None
+
+    def rdma(self, *rates: float | None) -> float | None:
+        if self.rdma_gbps is not None:
+            return self.rdma_gbps
+        known = [r for r in rates if r]
+        return round(self.rdma_fraction * min(known), 3) if known and self.rdma_fraction is not None else None
+
+    def tcp(self, *speeds: float | None) -> float | None:
+        if self.tcp_gbps is not None:
+            return self.tcp_gbps
+        known = [s for s in speeds if s]
+        return round(self.tcp_fraction * min(known), 3) if known and self.tcp_fraction is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One figure of a pair test: a rail in one direction (or both, for NCCL)."""
+
+    rail: str  # an RDMA device name (mlx5_0), "tcp", or "nccl"
+    direction: str  # "a>b", "b>a" or "both"
+    value: float | None  # Gb/s (RDMA, TCP) or GB/s bus bandwidth (NCCL)
+    unit: str
+    floor: float | None
+    error: str | None = None  # the tool failed: the test fails
+    skipped: str | None = None  # could not be measured here (tool missing): no evidence
+
+    @property
+    def passed(self) -> bool:
+        return (self.error is None and self.skipped is None and self.value is not None
+                and (self.floor is None or self.value >= self.floor))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"rail": self.rail, "direction": self.direction, "value": self.value, "unit": self.unit,
+             "floor": self.floor}
+        if self.error:
+            d["error"] = self.error
+        if self.skipped:
+            d["skipped"] = self.skipped
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Measurement":
+        return cls(str(d["rail"]), str(d["direction"]), d.get("value"), str(d.get("unit", "")), d.get("floor"),
+                   d.get("error"), d.get("skipped"))
+
+
+@dataclass
+class PairResult:
+    round: int
+    a: str
+    b: str
+    measurements: list[Measurement] = field(default_factory=list)
+    error: str | None = None  # the pair could not be tested at all
+    identities: dict[str, dict[str, Any]] = field(default_factory=dict)  # what each end said it is
+
+    def rails(self) -> dict[str, bool]:
+        """rail -> passed, over the rails with evidence."""
+        out: dict[str, bool] = {}
+        for m in self.measurements:
+            if m.skipped:
+                continue
+            out[m.rail] = out.get(m.rail, True) and m.passed
+        return out
+
+
+@dataclass
+class Port:
+    node: str
+    rail: str
+    tests: int = 0
+    fails: int = 0
+    failing_peers: dict[str, int] = field(default_factory=dict)  # peer node -> failed tests, still counted
+    raw_tests: int = 0
+    raw_fails: int = 0
+    named: bool = False
+    cleared: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.node, self.rail
+
+
+@dataclass
+class Scores:
+    nodes: list[str]
+    rails: list[str]
+    ports: dict[tuple[str, str], Port]
+    bad_rails: list[str]  # fabric-wide
+    bad_nodes: list[str]
+    bad_ports: list[tuple[str, str]]  # (node, rail) on nodes that are not bad as a whole
+    bad_links: list[tuple[str, str, list[str]]]  # (a, b, rails) between cleared ports
+    inconclusive: dict[str, str]  # node -> why
+    errors: list[PairResult]
+
+    def ports_of(self, node: str) -> list[Port]:
+        """The node's ports (indexed once: thousands of nodes times their rails)."""
+        if not hasattr(self, "_by_node"):
+            index: dict[str, list[Port]] = {}
+            for (n, _), p in self.ports.items():
+                index.setdefault(n, []).append(p)
+            self._by_node = index
+        return self._by_node.get(node, [])
+
+    def node_verdict(self, node: str) -> str:
+        if node in self.bad_nodes or any(n == node for n, _ in self.bad_ports):
+            return "fail"
+        if node in self.inconclusive:
+            return "error"
+        return "pass"
+
+    def pass_ratio(self, node: str) -> float | None:
+        """The node's raw pass ratio over its pair tests on every rail (before explaining away)."""
+        tests = sum(p.raw_tests for p in self.ports_of(node))
+        fails = sum(p.raw_fails for p in self.ports_of(node))
+        return None if tests == 0 else (tests - fails) / tests
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.bad_rails or self.bad_nodes or self.bad_ports or self.bad_links)
+
+
+def score(nodes: list[str], results: list[PairResult]) -> Scores:
+    rails = sorted({m.rail for r in results for m in r.measurements if not m.skipped})
+    tested = [r for r in results if r.error is None]
+    errors = [r for r in results if r.error is not None]
+    tests = [(r.a, r.b, rail, ok) for r in tested for rail, ok in r.rails().items()]
+
+    # 1. Rails that fail fabric-wide. With several rails, only pairs that passed on another rail
+    # speak for the rail (a bad node fails every rail of its pairs and says nothing about any).
+    # With one rail there is no such contrast: it takes three failures in four, and as everywhere,
+    # failures spread over at least three nodes (two nodes alone cannot tell a rail from a node).
+    per_rail: dict[str, list[bool]] = {}
+    failing_nodes: dict[str, set[str]] = {}
+    for r in tested:
+        verdicts = r.rails()
+        for rail, ok in verdicts.items():
+            others = [v for other, v in verdicts.items() if other != rail]
+            if len(rails) == 1 or any(others):
+                per_rail.setdefault(rail, []).append(ok)
+                if not ok:
+                    failing_nodes.setdefault(rail, set()).update((r.a, r.b))
+    share = 0.75 if len(rails) == 1 else 0.5
+    bad_rails = sorted(rl for rl, oks in per_rail.items()
+                       if len(failing_nodes.get(rl, ())) >= 3 and oks.count(False) > share * len(oks))
+
+    ports: dict[tuple[str, str], Port] = {(n, rl): Port(n, rl) for n in nodes for rl in rails}
+    by_port: dict[tuple[str, str], list[int]] = {}
+    for i, (a, b, rail, ok) in enumerate(tests):
+        for me, peer in ((a, b), (b, a)):
+            p = ports.setdefault((me, rail), Port(me, rail))
+            p.raw_tests += 1
+            p.raw_fails += not ok
+            if rail in bad_rails:
+                continue
+            p.tests += 1
+            if not ok:
+                p.fails += 1
+                p.failing_peers[peer] = p.failing_peers.get(peer, 0) + 1
+            by_port.setdefault((me, rail), []).append(i)
+
+    # 2. Name bad ports, worst first, explaining their failures away from their peers.
+    def candidate(p: Port) -> bool:
+        return not p.named and p.fails * 2 > p.tests and len(p.failing_peers) >= 2
+
+    def rank(p: Port) -> tuple[float, int, str, str]:
+        return (-p.fails / p.tests, -p.fails, p.node, p.rail)
+
+    heap = [(rank(p), p.key) for p in ports.values() if candidate(p)]
+    heapq.heapify(heap)
+    removed: set[int] = set()
+    while heap:
+        key_rank, key = heapq.heappop(heap)
+        p = ports[key]
+        if not candidate(p) or rank(p) != key_rank:
+            continue  # stale entry: its tallies changed since it was pushed
+        p.named = True
+        for i in by_port.get(key, []):
+            if i in removed:
+                continue
+            removed.add(i)
+            a, b, rail, ok = tests[i]
+            peer = ports[(b if a == p.node else a, rail)]
+            peer.tests -= 1
+            if not ok:
+                peer.fails -= 1
+                other = p.node
+                peer.failing_peers[other] -= 1
+                if peer.failing_peers[other] == 0:
+                    del peer.failing_peers[other]
+            if candidate(peer):
+                heapq.heappush(heap, (rank(peer), peer.key))
+
+    # 3. Cleared ports, links between them, inconclusive nodes.
+    inconclusive: dict[str, str] = {}
+    for p in ports.values():
+        if p.rail in bad_rails or p.named:
+            continue
+        p.cleared = p.tests > 0 and p.fails * 2 < p.tests
+        if not p.cleared and p.raw_tests:
+            why = (f"{p.rail}: {p.fails} of {p.tests} tests failed with peers not named bad "
+                   f"({', '.join(sorted(p.failing_peers)) or 'none'}): cannot tell this node from its peer"
+                   if p.tests else f"{p.rail}: every peer it met was named bad: no test left to clear it")
+            inconclusive.setdefault(p.node, why)
+        elif not p.raw_tests and p.node not in inconclusive:
+            inconclusive[p.node] = f"{p.rail}: never tested (no pair with results)"
+    links: dict[tuple[str, str], list[str]] = {}
+    for i, (a, b, rail, ok) in enumerate(tests):
+        if ok or i in removed or rail in bad_rails:
+            continue
+        if ports[(a, rail)].cleared and ports[(b, rail)].cleared:
+            links.setdefault(tuple(sorted((a, b))), []).append(rail)  # type: ignore[arg-type]
+    tested_nodes = {n for (n, _), p in ports.items() if p.raw_tests}
+    for node in nodes:
+        if node not in tested_nodes and node not in inconclusive:
+            inconclusive[node] = "no pair test of this node gave results"
+
+    # 4. Bad nodes and bad rails of one node.
+    bad_nodes, bad_ports = [], []
+    by_node: dict[str, list[Port]] = {}
+    for (n, _), p in ports.items():
+        by_node.setdefault(n, []).append(p)
+    for node in nodes:
+        own = [p for p in by_node.get(node, []) if p.rail not in bad_rails]
+        named = [p for p in own if p.named]
+        if own and len(named) * 2 > len(own):
+            bad_nodes.append(node)
+        else:
+            bad_ports += [p.key for p in named]
+    for node in bad_nodes:
+        inconclusive.pop(node, None)
+    for node, _ in bad_ports:
+        inconclusive.pop(node, None)
+    return Scores(nodes=list(nodes), rails=rails, ports=ports, bad_rails=bad_rails, bad_nodes=bad_nodes,
+                  bad_ports=sorted(bad_ports), bad_links=sorted((a, b, sorted(set(r))) for (a, b), r in links.items()),
+                  inconclusive=inconclusive, errors=errors)

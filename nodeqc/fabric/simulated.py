@@ -1,0 +1,154 @@
+"""A simulated cluster: nodes `node0`..`nodeN-1`, each with `rails` RDMA rails (`rail0`..; none: TCP
+only), and faults per node, rail and link that the real scoring must find and attribute.
+
+Faults (`--inject`, repeatable; F is the fraction of the healthy bandwidth left, 0 < F < 1):
+
+    nodeN:slow=F          every rail of the node (a host problem: PCIe, NUMA, CPU)
+    nodeN:down            the node answers no test (its tools fail to connect)
+    nodeN:railR=F         one rail of one node (a NIC, cable or transceiver)
+    nodeN:railR:down      that rail's link is down
+    railR=F | railR:down  one rail across the fabric (its leaf switches, a fabric setting)
+    link:nodeA-nodeB=F | link:nodeA-nodeB:down
+                          the path between two nodes on every rail (a bad route between good nodes)
+
+The figures: a healthy NDR port gives ib_write_bw 97.5% of its 400 Gb/s (perftest's usual share of
+the line rate; generic profile note), a healthy TCP link 90% of its 100 Gb/s, each with 0.5%
+seeded noise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass, field
+
+from nodeqc.errors import UsageError
+from nodeqc.fabric.scoring import Floors, Measurement, PairResult
+
+PORT_RATE_GBIT = 400.0  # NDR InfiniBand
+TCP_LINK_GBIT = 100.0
+HEALTHY_RDMA_SHARE = 0.975
+HEALTHY_TCP_SHARE = 0.90
+NOISE = 0.005
+
+_FRACTION = r"(0(?:\.\d+)?|1(?:\.0+)?|0?\.\d+)"
+_FAULT = re.compile(
+    rf"^(?:node(?P<node>\d+):(?:slow=(?P<slow>{_FRACTION})|(?P<down>down)|rail(?P<nrail>\d+)(?:=(?P<nrf>{_FRACTION})|:(?P<nrdown>down))))$"
+    rf"|^(?:rail(?P<rail>\d+)(?:=(?P<rf>{_FRACTION})|:(?P<rdown>down)))$"
+    rf"|^(?:link:node(?P<la>\d+)-node(?P<lb>\d+)(?:=(?P<lf>{_FRACTION})|:(?P<ldown>down)))$")
+VOCABULARY = "nodeN:slow=F, nodeN:down, nodeN:railR=F, nodeN:railR:down, railR=F, railR:down, " \
+             "link:nodeA-nodeB=F, link:nodeA-nodeB:down (F: the fraction of bandwidth left, 0 < F < 1)"
+
+
+@dataclass
+class Faults:
+    node: dict[str, float] = field(default_factory=dict)  # 0.0: down
+    port: dict[tuple[str, str], float] = field(default_factory=dict)
+    rail: dict[str, float] = field(default_factory=dict)
+    link: dict[tuple[str, str], float] = field(default_factory=dict)
+
+
+@dataclass
+class SimulatedCluster:
+    nodes: list[str]
+    rails: list[str]  # empty: TCP only
+    faults: Faults
+    seed: int = 0
+
+    @classmethod
+    def build(cls, count: int, rails: int, injected: list[str], seed: int = 0) -> "SimulatedCluster":
+        if count < 2:
+            raise UsageError(f"--simulate {count}: a fabric needs at least two nodes")
+        if not 0 <= rails <= 32:
+            raise UsageError(f"--rails {rails}: expected 0 (TCP only) to 32")
+        cluster = cls([f"node{i}" for i in range(count)], [f"rail{r}" for r in range(rails)], Faults(), seed)
+        for text in injected:
+            cluster.inject(text)
+        return cluster
+
+    def inject(self, text: str) -> None:
+        m = _FAULT.match(text.strip())
+        if not m:
+            raise UsageError(f"--inject {text}: not a fabric fault; expected one of: {VOCABULARY}")
+        g = m.groupdict()
+
+        def node(i: str) -> str:
+            name = f"node{int(i)}"
+            if name not in self.nodes:
+                raise UsageError(f"--inject {text}: no {name} in a cluster of {len(self.nodes)} nodes (node0..node{len(self.nodes) - 1})")
+            return name
+
+        def rail(i: str) -> str:
+            name = f"rail{int(i)}"
+            if name not in self.rails:
+                have = f"rail0..rail{len(self.rails) - 1}" if self.rails else "none: TCP only (--rails 0)"
+                raise UsageError(f"--inject {text}: no {name} (rails: {have})")
+            return name
+
+        def fraction(value: str | None) -> float:
+            f = 0.0 if value is None else float(value)
+            if value is not None and not 0 < f < 1:
+                raise UsageError(f"--inject {text}: the fraction left must be above 0 and below 1 (use :down for none)")
+            return f
+
+        if g["node"] is not None:
+            n = node(g["node"])
+            if g["nrail"] is not None:
+                self.faults.port[(n, rail(g["nrail"]))] = fraction(g["nrf"])
+            else:
+                self.faults.node[n] = fraction(g["slow"])
+        elif g["rail"] is not None:
+            self.faults.rail[rail(g["rail"])] = fraction(g["rf"])
+        else:
+            a, b = node(g["la"]), node(g["lb"])
+            if a == b:
+                raise UsageError(f"--inject {text}: a link joins two different nodes")
+            self.faults.link[tuple(sorted((a, b)))] = fraction(g["lf"])  # type: ignore[index]
+
+    def _noise(self, *key: object) -> float:
+        digest = hashlib.sha256(repr((self.seed, *key)).encode()).digest()
+        return random.Random(digest).gauss(1.0, NOISE)
+
+    def _factor(self, a: str, b: str, rail: str | None) -> float:
+        f = min(self.faults.node.get(a, 1.0), self.faults.node.get(b, 1.0),
+                self.faults.link.get(tuple(sorted((a, b))), 1.0))  # type: ignore[arg-type]
+        if rail is not None:
+            f = min(f, self.faults.rail.get(rail, 1.0), self.faults.port.get((a, rail), 1.0),
+                    self.faults.port.get((b, rail), 1.0))
+        return f
+
+    def run_pair(self, round_no: int, a: str, b: str, floors: Floors) -> PairResult:
+        """The pair test the worker runs on real nodes: RDMA per rail in both directions, or TCP
+        both ways without rails."""
+        out = []
+        rails = self.rails or [None]
+        for rail in rails:
+            for direction in ("a>b", "b>a"):
+                factor = self._factor(a, b, rail)
+                name = rail or "tcp"
+                if rail:
+                    floor, share, rate, unit = floors.rdma(PORT_RATE_GBIT, PORT_RATE_GBIT), HEALTHY_RDMA_SHARE, PORT_RATE_GBIT, "Gb/s"
+                else:
+                    floor, share, rate, unit = floors.tcp(TCP_LINK_GBIT), HEALTHY_TCP_SHARE, TCP_LINK_GBIT, "Gb/s"
+                if factor == 0.0:
+                    tool = "ib_write_bw" if rail else "iperf3"
+                    out.append(Measurement(name, direction, None, unit, floor,
+                                           error=f"{tool}: could not connect to the peer (simulated link down)"))
+                    continue
+                value = rate * share * factor * self._noise(round_no, a, b, name, direction)
+                out.append(Measurement(name, direction, round(min(value, rate), 3), unit, floor))
+        return PairResult(round_no, a, b, out)
+
+    def planted(self) -> dict[str, set]:
+        """What was injected, in the scoring's terms (for tests and the benchmark)."""
+        down_nodes = set(self.faults.node)
+        # A port on a rail that is bad across the fabric is masked by it: nothing can tell them apart.
+        ports = {p for p in self.faults.port if p[1] not in self.faults.rail}
+        # A node with more than half its rails bad is a bad node, as the scoring says.
+        for n in {n for n, _ in ports}:
+            own = [p for p in ports if p[0] == n]
+            if self.rails and len(own) * 2 > len(self.rails):
+                down_nodes.add(n)
+                ports -= set(own)
+        return {"nodes": down_nodes, "ports": ports, "rails": set(self.faults.rail), "links": set(self.faults.link)}

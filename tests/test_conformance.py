@@ -1,0 +1,315 @@
+"""Golden baselines: the sysfs reader on prepared trees and on this machine, ACS from config space
+and from real `lspci -vvv` text, the baseline file, and every kind of difference found."""
+
+from __future__ import annotations
+
+import os
+import struct
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from nodeqc.backends import simulated_hardware
+from nodeqc.backends.platform import (LinuxPlatform, acs_flags, acs_from_config, acs_from_lspci, parse_aer,
+                                      redirecting)
+from nodeqc.baseline import Baseline, load, render
+from nodeqc.checks.conformance import compare
+from nodeqc.cli_baseline import observe_node
+from nodeqc.errors import UsageError
+from nodeqc.faults import parse_fault
+from nodeqc.model import Verdict
+from nodeqc.na import NA, is_na
+from nodeqc.profile import load_profile
+
+from conftest import cli
+
+# `lspci -vvv` of an AMD Starship/Matisse GPP bridge with ACS on, as posted in
+# https://github.com/ROCm/rccl/issues/547 (vasslavich, 2022-06-28), trimmed to the lines that matter.
+LSPCI_ACS = """\
+40:01.1 PCI bridge: Advanced Micro Devices, Inc. [AMD] Starship/Matisse GPP Bridge (prog-if 00 [Normal decode])
+\tNUMA node: 1
+\tCapabilities: [2a0 v1] Access Control Services
+\t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans+
+\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-
+43:00.0 PCI bridge: PMC-Sierra Inc. Device 4000
+\tCapabilities: [100 v1] Vendor Specific Information
+"""
+
+
+def _sim(*faults: str):
+    return simulated_hardware("hgx-h100", [parse_fault(f) for f in faults])
+
+
+@pytest.fixture(scope="module")
+def golden() -> dict:
+    observed, _ = observe_node(_sim())
+    return observed
+
+
+# ---------------------------------------------------------------------- reading sysfs
+
+
+def test_acs_register_decoded_as_lspci_prints_it():
+    assert acs_flags(0x1D) == "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-"
+    assert redirecting(acs_flags(0x1D)) == ["ReqRedir", "CmpltRedir"]
+    assert redirecting(acs_flags(0)) == [] and redirecting(NA) == []
+
+
+def test_acs_from_config_space_walks_the_extended_capabilities():
+    config = bytearray(4096)
+    # AER (id 1) at 0x100 pointing to ACS (id 0x0d) at 0x148, control 0x001d.
+    struct.pack_into("<I", config, 0x100, 0x0001 | (1 << 16) | (0x148 << 20))
+    struct.pack_into("<IHH", config, 0x148, 0x000D | (1 << 16), 0x5F, 0x1D)
+    assert acs_from_config(bytes(config)) == acs_flags(0x1D)
+    no_acs = bytearray(4096)
+    struct.pack_into("<I", no_acs, 0x100, 0x0001 | (1 << 16))
+    assert acs_from_config(bytes(no_acs)) == ""
+    # Without root only the first 64 bytes can be read: unknown, not "no ACS".
+    assert is_na(acs_from_config(bytes(64)))
+
+
+def test_acs_from_real_lspci_output():
+    got = acs_from_lspci(LSPCI_ACS)
+    assert got == {"0000:40:01.1": "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-"}
+    assert redirecting(got["0000:40:01.1"]) == ["ReqRedir", "CmpltRedir"]
+
+
+def test_aer_counter_files_parse():
+    text = "RxErr 0\nBadTLP 2\nBadDLLP 1\nRollover 0\nTimeout 0\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 3\n"
+    assert parse_aer(text)["TOTAL_ERR_COR"] == 3 and parse_aer(text)["BadTLP"] == 2
+
+
+def _write(root: Path, rel: str, data: str | bytes) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(data) if isinstance(data, bytes) else p.write_text(data + "\n")
+
+
+def test_hand_made_tree(tmp_path):
+    """A tree laid out as the kernel lays it out: /sys/bus/pci/devices entries link into
+    /sys/devices/pci0000:XX/root-port/switch-up/switch-down/device."""
+    chain = ["pci0000:15", "0000:15:01.0", "0000:16:00.0", "0000:17:01.0", "0000:1b:00.0"]
+    for depth in range(1, len(chain)):
+        rel = "sys/devices/" + "/".join(chain[:depth + 1])
+        _write(tmp_path, f"{rel}/class", "0x060400" if depth < 4 else "0x030200")
+        (tmp_path / "sys/bus/pci/devices").mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.relpath(tmp_path / rel, tmp_path / "sys/bus/pci/devices"),
+                   tmp_path / "sys/bus/pci/devices" / chain[depth])
+    gpu = "sys/devices/" + "/".join(chain)
+    _write(tmp_path, f"{gpu}/numa_node", "1")
+    _write(tmp_path, f"{gpu}/vendor", "0x10de")
+    _write(tmp_path, f"{gpu}/aer_dev_correctable", "RxErr 4\nTOTAL_ERR_COR 4")
+    _write(tmp_path, "sys/class/dmi/id/bios_version", "1.9.2")
+    _write(tmp_path, "sys/devices/system/edac/mc/mc0/ce_count", "7")
+    _write(tmp_path, "sys/devices/system/edac/mc/mc0/ue_count", "0")
+    _write(tmp_path, "sys/devices/system/edac/mc/mc0/csrow1/ce_count", "7")
+    _write(tmp_path, "sys/devices/system/edac/mc/mc0/csrow1/ue_count", "0")
+    _write(tmp_path, "sys/devices/system/edac/mc/mc0/csrow1/ch0_dimm_label", "DIMM_B1")
+    p = LinuxPlatform(tmp_path)
+    fn = p.pci("0000:1b:00.0")
+    assert fn.bridges == ["0000:15:01.0", "0000:16:00.0", "0000:17:01.0"]
+    assert fn.switch == "0000:16:00.0" and fn.numa_node == 1 and fn.vendor == "0x10de"
+    assert p.pci("0000:99:00.0") is None
+    assert p.dmi()["bios_version"] == "1.9.2" and is_na(p.dmi()["board_name"])
+    c = p.counters(["0000:1b:00.0"])
+    assert c.aer == {"0000:1b:00.0": {"correctable": 4}}
+    assert c.edac["mc0"] == {"ce": 7, "ue": 0} and c.edac["mc0/csrow1"]["ce"] == 7
+    assert c.edac_labels["mc0/csrow1"] == "DIMM_B1"
+    assert is_na(p.acs("0000:16:00.0"))  # no config file in this tree: unknown
+
+
+def test_this_machine_sysfs_reads_without_error():
+    p = LinuxPlatform()
+    devices = sorted(os.listdir("/sys/bus/pci/devices")) if os.path.isdir("/sys/bus/pci/devices") else []
+    for bus in devices:
+        fn = p.pci(bus)
+        assert fn is not None and fn.bus_id == bus
+        assert bus not in fn.bridges and all(len(b) == 12 for b in fn.bridges)  # ancestors, as addresses
+        flags = p.acs(bus)
+        assert is_na(flags) or isinstance(flags, str)
+    counters = p.counters(devices)
+    assert isinstance(counters.edac_present, bool)
+    assert isinstance(p.dmi(), dict) and isinstance(p.rdma_devices(), list)
+
+
+# ---------------------------------------------------------------------- the simulated node's tree
+
+
+def test_simulated_tree_pairs_each_gpu_with_its_nic_on_one_switch(golden):
+    gpus, nics = golden["gpu"], golden["nic"]
+    assert gpus["gpu0"]["pcie_switch_peers"] == ["ibp24s0"]
+    assert nics["ibp24s0"]["pcie_switch_peers"] == ["gpu0"]
+    assert nics["eno1"]["pcie_switch_peers"] == []  # on a root port of its own
+    assert [gpus[f"gpu{k}"]["numa_node"] for k in range(8)] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert nics["ibp24s0"]["firmware"] == "28.39.1002" and nics["ibp24s0"]["driver"] == "mlx5_core"
+    assert golden["node"]["iommu"] == "identity" and golden["node"]["bios_version"] == "2.1a"
+    assert gpus["gpu0"]["gsp_firmware"] == golden["node"]["driver"]
+    switch_ports = [b for b, e in golden["bridge"].items() if not redirecting(e["acs"])]
+    assert switch_ports, "switch ports carry ACS off on a GPUDirect node"
+
+
+def test_a_node_matches_its_own_baseline(golden, tmp_path):
+    path = tmp_path / "golden.toml"
+    path.write_text(render(golden, "sim-hgx-h100", True))
+    base = Baseline.load(path)
+    results = compare(base.data, observe_node(_sim())[0])
+    assert results and all(r.verdict is Verdict.PASS for r in results)
+    assert {r.name for r in results} == {"baseline.firmware", "baseline.software", "baseline.settings", "baseline.topology"}
+
+
+def test_the_file_is_plain_toml_that_round_trips(golden, tmp_path):
+    text = render(golden, "sim-hgx-h100", True)
+    data = tomllib.loads(text)
+    assert data["baseline"]["format"] == 1 and data["gpu"]["gpu3"]["vbios"] == golden["gpu"]["gpu3"]["vbios"]
+    assert data["bridge"] == golden["bridge"] and data["nic"] == golden["nic"]
+    assert text.startswith("# nodeqc golden baseline")
+
+
+@pytest.mark.parametrize("fault, check, subject, code, wanted", [
+    ("gpu2:vbios=96.00.74.00.01", "baseline.firmware", "gpu2", "BASELINE_VBIOS", "flash VBIOS 96.00.99.00.01"),
+    ("nic4:fw=28.36.1010", "baseline.firmware", "ibp94s0", "BASELINE_HCA_FIRMWARE", "flash HCA firmware 28.39.1002"),
+    ("host:bios=1.0", "baseline.firmware", "node", "BASELINE_BIOS", "flash BIOS 2.1a"),
+    ("host:iommu=DMA", "baseline.settings", "node", "BASELINE_IOMMU", "iommu=pt"),
+    ("gpu3:acs", "baseline.topology", "gpu3", "BASELINE_ACS", "disable ACS on bridge"),
+    ("gpu5:numa=0", "baseline.topology", "gpu5", "BASELINE_NUMA", "belongs on NUMA node 1"),
+    ("nic1:numa=1", "baseline.topology", "ibp24s0", "BASELINE_NUMA", "belongs on NUMA node 0"),
+    ("gpu6:missing", "baseline.topology", "ibp206s0", "BASELINE_PCIE_SWITCH", "on one PCIe switch with [gpu6]"),
+])
+def test_each_difference_is_found_with_code_and_what_to_do(golden, fault, check, subject, code, wanted):
+    results = compare(golden, observe_node(_sim(fault))[0])
+    bad = [r for r in results if r.verdict is not Verdict.PASS]
+    hit = [r for r in bad if (r.name, r.subject, r.code) == (check, subject, code)]
+    assert hit, [(r.name, r.subject, r.code, r.message) for r in bad]
+    assert hit[0].verdict is Verdict.FAIL and wanted in hit[0].message
+    from nodeqc.codes import REMEDIATION
+
+    assert all(r.code in REMEDIATION for r in bad)
+
+
+def test_missing_gpu_moves_the_others_and_is_named(golden):
+    """gpu6 not brought up: its slot is gone from the node, the baseline's gpu6 is missing."""
+    results = compare(golden, observe_node(_sim("gpu6:missing"))[0])
+    missing = [r for r in results if r.code == "BASELINE_DEVICE_MISSING"]
+    assert [r.subject for r in missing] == ["gpu6"] and missing[0].verdict is Verdict.FAIL
+
+
+def test_other_driver_changes_driver_gsp_and_bridges_unaffected(golden):
+    observed = observe_node(_sim())[0]
+    observed["node"]["driver"] = "580.159.04"
+    for g in observed["gpu"].values():
+        g["gsp_firmware"] = "580.159.04"
+    codes = {r.code for r in compare(golden, observed) if r.verdict is Verdict.FAIL}
+    assert codes == {"BASELINE_DRIVER", "BASELINE_GSP_FIRMWARE"}
+
+
+def test_unreadable_value_warns_and_profile_fields_warn_or_are_ignored(golden):
+    observed = observe_node(_sim())[0]
+    del observed["gpu"]["gpu1"]["inforom_image"]
+    observed["node"]["kernel"] = "6.8.0-45-generic"
+    for b in observed["bridge"].values():
+        b.pop("acs", None)  # not root: the config space cannot be read
+    results = compare(golden, observed, warn_fields=frozenset({"kernel"}))
+    by_code = {r.code: r for r in results if r.verdict is not Verdict.PASS}
+    assert by_code["BASELINE_KERNEL"].verdict is Verdict.WARN
+    assert by_code["BASELINE_UNREADABLE"].verdict is Verdict.WARN
+    assert not any(r.verdict is Verdict.FAIL for r in results)
+    quiet = compare(golden, observed, ignore_fields=frozenset({"kernel", "inforom_image", "acs"}))
+    assert all(r.verdict is Verdict.PASS for r in quiet)
+
+
+def test_extra_device_warns(golden):
+    observed = observe_node(_sim())[0]
+    observed["nic"]["ibp300s0"] = {"bus_id": "0000:e8:00.0", "driver": "mlx5_core"}
+    extra = [r for r in compare(golden, observed) if r.code == "BASELINE_DEVICE_EXTRA"]
+    assert [(r.subject, r.verdict) for r in extra] == [("ibp300s0", Verdict.WARN)]
+
+
+@pytest.mark.parametrize("text, error", [
+    ("not toml [", "invalid TOML"),
+    ("[node]\ndriver = '1'\n", "format = 1 missing"),
+    ("[baseline]\nformat = 1\n[gpu.gpu0]\nvbois = 'x'\n", "[gpu.gpu0] vbois: unknown key"),
+    ("[baseline]\nformat = 1\n[switches]\n", "unknown table [switches]"),
+    ("[baseline]\nformat = 1\n[node]\ndriver = { a = 1 }\n", "[node] driver: expected a string"),
+])
+def test_bad_baseline_files_are_one_clear_error(tmp_path, text, error):
+    path = tmp_path / "b.toml"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=error.replace("[", r"\[").replace("]", r"\]")):
+        load(path)
+    with pytest.raises(UsageError, match="no such file"):
+        load(tmp_path / "absent.toml")
+
+
+def test_profile_baseline_fields_are_checked(tmp_path, golden):
+    path = tmp_path / "golden.toml"
+    path.write_text(render(golden, "x", True))
+    prof = tmp_path / "p.toml"
+    prof.write_text('description = "x"\nextends = "hgx-h100"\nbaseline = "golden.toml"\nbaseline_warn = ["kernal"]\n')
+    with pytest.raises(UsageError, match="unknown field 'kernal'"):
+        from nodeqc.runner import baseline_of_profile
+
+        baseline_of_profile(load_profile(str(prof)))
+
+
+@pytest.mark.slow
+def test_cli_create_then_run_with_the_baseline(tmp_path):
+    golden_file = tmp_path / "golden.toml"
+    p = cli("baseline", "create", str(golden_file), "--simulate", "hgx-h100")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == str(golden_file) and "SIMULATED" in p.stderr
+    again = cli("baseline", "create", str(golden_file), "--simulate", "hgx-h100")
+    assert again.returncode == 2 and "exists" in again.stderr
+    same = cli("baseline", "check", str(golden_file), "--simulate", "hgx-h100")
+    assert same.returncode == 0, same.stdout + same.stderr
+    differs = cli("baseline", "check", str(golden_file), "--simulate", "hgx-h100", "--inject", "gpu3:acs")
+    assert differs.returncode == 1 and "BASELINE_ACS" in differs.stdout
+    # In a profile: `baseline =` beside the profile; the run fails with the finding.
+    prof = tmp_path / "fleet.toml"
+    prof.write_text('description = "our H100 build"\nextends = "hgx-h100"\nbaseline = "golden.toml"\n')
+    run = cli("--headless", "--profile", str(prof), "--simulate", "hgx-h100", "--inject", "gpu2:vbios=96.00.74.00.01",
+              "--quick", "--only", "baseline", "--out", str(tmp_path / "out"))
+    assert run.returncode == 1, run.stderr
+    assert "BASELINE_VBIOS" in run.stderr and "flash VBIOS 96.00.99.00.01" in run.stderr
+    bad = cli("--headless", "--profile", "hgx-h100", "--simulate", "hgx-h100", "--baseline", str(tmp_path / "nope.toml"),
+              "--quick", "--out", str(tmp_path / "out"))
+    assert bad.returncode == 2 and "no such file" in bad.stderr
+
+
+# ---------------------------------------------------------------------- NVML firmware, replayed
+
+CAPTURE = Path(__file__).resolve().parent.parent.parent / "shared" / "measurements" / "capture-h100-sxm5-80gb.json"
+if not CAPTURE.is_file():
+    CAPTURE = Path("/work/shared/measurements/capture-h100-sxm5-80gb.json")
+
+
+@pytest.mark.skipif(not CAPTURE.is_file(), reason="the H100 capture (shared/measurements) is not here")
+def test_firmware_from_a_replayed_h100(tmp_path):
+    """The capture predates the firmware readers; shared/measurements/README.md lists what NVML
+    answered on that H100 SXM5 (driver 580.159.04): GSP 580.159.04, InfoROM image G520.0200.00.05,
+    OEM 2.1, ECC 7.16, POWER NotSupported. Added to the capture, the backend reads them, and a
+    NotSupported one stays out of the baseline."""
+    import json
+
+    from nodeqc.backends import replay_hardware
+
+    data = json.loads(CAPTURE.read_text())
+    plain, _ = observe_node(replay_hardware(str(CAPTURE)))
+    assert "gsp_firmware" not in plain["gpu"]["gpu0"]  # functions the capture lacks: not available
+    dev = data["devices"][0]
+    dev["nvmlDeviceGetGspFirmwareVersion"] = "580.159.04"
+    dev["nvmlDeviceGetInforomImageVersion"] = "G520.0200.00.05"
+    dev["nvmlDeviceGetInforomVersion"] = {"args": {"0": "2.1", "1": "7.16", "2": {"error": "NOT_SUPPORTED"}}}
+    path = tmp_path / "h100.json"
+    path.write_text(json.dumps(data))
+    observed, _ = observe_node(replay_hardware(str(path)))
+    gpu = observed["gpu"]["gpu0"]
+    assert (gpu["vbios"], gpu["gsp_firmware"], gpu["inforom_image"]) == ("96.00.DA.00.0C", "580.159.04", "G520.0200.00.05")
+    assert (gpu["inforom_oem"], gpu["inforom_ecc"]) == ("2.1", "7.16") and "inforom_power" not in gpu
+    assert gpu["power_limit_w"] == 700 and gpu["ecc"] is True
+    assert observed["node"]["driver"] == "580.159.04"
+    # A node with older GPU firmware against this baseline:
+    older = json.loads(json.dumps(observed))
+    older["gpu"]["gpu0"]["vbios"] = "96.00.74.00.01"
+    [diff] = [r for r in compare(observed, older) if r.verdict is Verdict.FAIL]
+    assert diff.code == "BASELINE_VBIOS" and "flash VBIOS 96.00.DA.00.0C" in diff.message

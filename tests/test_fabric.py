@@ -1,0 +1,334 @@
+"""nodeqc fabric without traffic: the pairing rounds and their math, the scoring that names the bad
+node, rail or link, the simulated cluster's faults (each found and attributed; a clean cluster
+passes), the signed fabric report (verify, show, archive) and the command's exit codes and usage
+errors."""
+
+import base64
+import itertools
+import json
+
+import pytest
+
+from conftest import cli
+from nodeqc.errors import UsageError
+from nodeqc.fabric import pairing
+from nodeqc.fabric.scoring import Floors, Measurement, PairResult, score
+from nodeqc.fabric.simulated import SimulatedCluster
+
+FLOORS = Floors(rdma_fraction=0.85, tcp_fraction=0.5)
+
+
+# ---------------------------------------------------------------------- pairing
+
+
+def test_every_round_pairs_every_node_and_the_seed_reproduces_it():
+    nodes = [f"n{i}" for i in range(10)]
+    a = pairing.schedule(nodes, 6, seed=42)
+    assert a == pairing.schedule(nodes, 6, seed=42)
+    assert a != pairing.schedule(nodes, 6, seed=43)
+    for r in a:
+        seen = [n for p in r.pairs for n in p]
+        assert sorted(seen) == sorted(nodes) and r.sitting_out is None
+
+
+def test_odd_count_one_sits_out_each_round_and_a_different_one_each_time():
+    nodes = [f"n{i}" for i in range(7)]
+    rounds = pairing.schedule(nodes, 7, seed=1)
+    outs = [r.sitting_out for r in rounds]
+    assert sorted(outs) == sorted(nodes)  # a whole tournament: everyone sits out exactly once
+    for r in rounds:
+        assert sorted([n for p in r.pairs for n in p] + [r.sitting_out]) == sorted(nodes)
+
+
+def test_no_pair_meets_twice_within_a_tournament():
+    nodes = [f"n{i}" for i in range(12)]
+    rounds = pairing.schedule(nodes, 11, seed=5)
+    pairs = [frozenset(p) for r in rounds for p in r.pairs]
+    assert len(pairs) == len(set(pairs)) == 12 * 11 // 2
+    # Beyond one tournament a new one starts: rounds still pair everyone.
+    more = pairing.schedule(nodes, 15, seed=5)
+    assert len(more) == 15 and all(len(r.pairs) == 6 for r in more)
+
+
+@pytest.mark.parametrize("bad", [[], ["x"], ["a", "a"]])
+def test_schedule_refuses_what_cannot_be_paired(bad):
+    with pytest.raises(ValueError):
+        pairing.schedule(bad, 3, seed=0)
+
+
+@pytest.mark.parametrize("nodes,confidence,f", [(16, 0.999, 0.1), (4096, 0.999, 0.1), (256, 0.99, 0.25),
+                                                 (4096, 0.999, 0.25)])
+def test_rounds_needed_is_the_fewest_that_meet_the_confidence(nodes, confidence, f):
+    r = pairing.rounds_needed(nodes, confidence, f)
+    assert nodes * pairing.miss_probability(r, f) <= 1 - confidence
+    assert r == pairing.MIN_ROUNDS or nodes * pairing.miss_probability(r - 1, f) > 1 - confidence
+
+
+def test_the_documented_figures():
+    # pairing.py's docstring states these; imbue's ~15 rounds correspond to planning for f near 0.25.
+    assert [pairing.rounds_needed(n) for n in (16, 256, 4096)] == [6, 8, 9]
+    assert pairing.rounds_needed(16, 0.999, 0.25) == 10 and pairing.rounds_needed(4096, 0.999, 0.25) == 14
+    assert pairing.miss_probability(1, 0.1) == 1.0  # one peer can never clear a node
+    assert pairing.miss_probability(3, 0.5) == pytest.approx(0.5 ** 3 + 3 * 0.5 ** 2 * 0.5)
+
+
+def test_small_clusters_report_the_confidence_they_reach():
+    rounds = pairing.schedule(["a", "b", "c", "d"], 5, seed=0)  # 4 nodes: at most 3 distinct peers
+    assert pairing.distinct_peers(rounds) == {"a": 3, "b": 3, "c": 3, "d": 3}
+    assert pairing.rounds_needed(4) == pairing.MIN_ROUNDS
+    reached = pairing.confidence_reached(pairing.distinct_peers(rounds), 0.1)
+    assert reached == pytest.approx(1 - 4 * pairing.miss_probability(3, 0.1))
+
+
+# ---------------------------------------------------------------------- scoring
+
+
+def _pair(rnd, a, b, **rails):
+    """rails: name -> bool (passed) or 'error'."""
+    ms = []
+    for rail, ok in rails.items():
+        for d in ("a>b", "b>a"):
+            if ok == "error":
+                ms.append(Measurement(rail, d, None, "Gb/s", 10.0, error="could not connect"))
+            else:
+                ms.append(Measurement(rail, d, 20.0 if ok else 5.0, "Gb/s", 10.0))
+    return PairResult(rnd, a, b, ms)
+
+
+def _full_mesh(nodes, verdict):
+    """Every pair once, each pair's rails from verdict(a, b) -> {rail: ok}."""
+    return [_pair(i, a, b, **verdict(a, b)) for i, (a, b) in enumerate(itertools.combinations(nodes, 2))]
+
+
+NODES = [f"n{i}" for i in range(6)]
+
+
+def test_a_bad_node_is_told_apart_from_its_peers():
+    res = _full_mesh(NODES, lambda a, b: {"r0": "n2" not in (a, b), "r1": "n2" not in (a, b)})
+    s = score(NODES, res)
+    assert s.bad_nodes == ["n2"] and not s.bad_ports and not s.bad_links and not s.bad_rails
+    assert [n for n in NODES if s.node_verdict(n) == "pass"] == ["n0", "n1", "n3", "n4", "n5"]
+    assert s.pass_ratio("n2") == 0.0 and s.pass_ratio("n0") == pytest.approx(0.8)
+
+
+def test_a_bad_rail_of_one_node():
+    res = _full_mesh(NODES, lambda a, b: {"r0": True, "r1": "n4" not in (a, b)})
+    s = score(NODES, res)
+    assert s.bad_ports == [("n4", "r1")] and not s.bad_nodes and not s.bad_rails
+    assert s.node_verdict("n4") == "fail" and s.node_verdict("n0") == "pass"
+
+
+def test_a_rail_bad_across_the_fabric_is_the_rails_not_every_nodes():
+    res = _full_mesh(NODES, lambda a, b: {"r0": True, "r1": False})
+    s = score(NODES, res)
+    assert s.bad_rails == ["r1"] and not s.bad_nodes and not s.bad_ports and not s.bad_links
+    assert s.failed
+
+
+def test_the_link_between_two_good_nodes():
+    res = _full_mesh(NODES, lambda a, b: {"r0": {a, b} != {"n1", "n3"}})
+    s = score(NODES, res)
+    assert s.bad_links == [("n1", "n3", ["r0"])] and not s.bad_nodes
+    assert s.node_verdict("n1") == s.node_verdict("n3") == "pass"
+
+
+def test_a_bad_node_and_a_bad_link_together():
+    def verdict(a, b):
+        return {"r0": "n0" not in (a, b) and {a, b} != {"n2", "n5"}, "r1": "n0" not in (a, b)}
+
+    s = score(NODES, _full_mesh(NODES, verdict))
+    assert s.bad_nodes == ["n0"] and s.bad_links == [("n2", "n5", ["r0"])]
+
+
+def test_two_nodes_cannot_tell_a_node_from_the_link():
+    s = score(["a", "b"], [_pair(1, "a", "b", r0=False), _pair(2, "a", "b", r0=False)])
+    assert not s.bad_nodes and not s.bad_links
+    assert set(s.inconclusive) == {"a", "b"} and "cannot tell this node from its peer" in s.inconclusive["a"]
+    assert s.node_verdict("a") == "error"  # never a silent pass
+
+
+def test_a_tool_error_fails_the_test_and_an_untested_pair_is_no_evidence():
+    res = _full_mesh(NODES, lambda a, b: {"r0": "error" if "n5" in (a, b) else True})
+    s = score(NODES, res)
+    assert s.bad_nodes == ["n5"]
+    untested = [PairResult(1, "n0", "n1", error="srun: Unable to allocate resources")] + [
+        _pair(2, a, b, r0=True) for a, b in (("n0", "n2"), ("n1", "n2"), ("n0", "n3"), ("n1", "n3"))]
+    s = score(["n0", "n1", "n2", "n3"], untested)
+    assert not s.failed and len(s.errors) == 1
+    assert all(s.node_verdict(n) == "pass" for n in ("n0", "n1", "n2", "n3"))
+
+
+def test_skipped_figures_are_no_evidence():
+    res = [PairResult(1, "a", "b", [Measurement("rdma", "a>b", None, "Gb/s", None, skipped="perftest missing")])]
+    s = score(["a", "b"], res)
+    assert s.rails == [] and set(s.inconclusive) == {"a", "b"}
+
+
+def test_a_measurement_without_a_floor_never_passes_silently():
+    assert not Measurement("tcp", "a>b", 9.0, "Gb/s", None, skipped="no floor").passed
+    assert Measurement("tcp", "a>b", 9.0, "Gb/s", 8.0).passed and not Measurement("tcp", "a>b", 7.9, "Gb/s", 8.0).passed
+
+
+# ---------------------------------------------------------------------- the simulated cluster
+
+
+def _found(nodes, rails, faults, seed=7, rounds=None):
+    c = SimulatedCluster.build(nodes, rails, faults, seed=seed)
+    sched = pairing.schedule(c.nodes, rounds or pairing.rounds_needed(nodes), seed)
+    res = [c.run_pair(r.number, a, b, FLOORS) for r in sched for a, b in r.pairs]
+    s = score(c.nodes, res)
+    return s, c.planted()
+
+
+@pytest.mark.parametrize("nodes,rails", [(16, 8), (17, 2), (8, 0)])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_clean_simulated_cluster_passes(nodes, rails, seed):
+    s, _ = _found(nodes, rails, [], seed=seed)
+    assert not s.failed and not s.inconclusive
+    assert all(s.node_verdict(n) == "pass" for n in s.nodes)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_every_planted_fault_is_found_and_attributed(seed):
+    faults = ["node3:slow=0.5", "node5:rail1=0.5", "node9:rail6:down", "rail4=0.6", "node12:down",
+              "link:node2-node7:down"]
+    s, planted = _found(32, 8, faults, seed=seed, rounds=31)  # a whole tournament: every pair meets
+    assert set(s.bad_nodes) == planted["nodes"] == {"node3", "node12"}
+    assert set(s.bad_ports) == planted["ports"] == {("node5", "rail1"), ("node9", "rail6")}
+    assert set(s.bad_rails) == planted["rails"] == {"rail4"}
+    assert {(a, b) for a, b, _ in s.bad_links} == planted["links"] == {("node2", "node7")}
+    assert not s.inconclusive
+
+
+def test_tcp_only_cluster_names_the_slow_node():
+    s, _ = _found(10, 0, ["node4:slow=0.3"])
+    assert s.bad_nodes == ["node4"] and not s.bad_links
+
+
+@pytest.mark.parametrize("text,why", [
+    ("node3:slow", "not a fabric fault"), ("node3:slow=2", "not a fabric fault"),
+    ("node3:slow=0", "above 0 and below 1"), ("node99:down", "no node99 in a cluster of 16"),
+    ("node1:rail9=0.5", "no rail9"), ("link:node1-node1:down", "two different nodes"),
+    ("gpu3:pcie_width=8", "not a fabric fault"), ("node1:rail1=0.5x", "not a fabric fault"),
+])
+def test_faults_are_parsed_strictly(text, why):
+    with pytest.raises(UsageError, match=why):
+        SimulatedCluster.build(16, 8, [text])
+
+
+# ---------------------------------------------------------------------- the command and its report
+
+
+def _predicate(path):
+    env = json.loads(open(path).read())
+    stmt = json.loads(base64.b64decode(env["payload"]))
+    return stmt, stmt["predicate"]
+
+
+def test_fabric_report_signed_with_every_node_as_subject(tmp_path):
+    p = cli("fabric", "--simulate", "12", "--rails", "2", "--seed", "3", "--out", str(tmp_path),
+            "--inject", "node4:slow=0.4", "--inject", "node6:rail1:down")
+    assert p.returncode == 1, p.stderr
+    path = p.stdout.strip().splitlines()[-1]
+    stmt, pred = _predicate(path)
+    assert stmt["predicateType"] == "https://nodeqc.dev/fabric/v1"
+    assert [s["name"] for s in stmt["subject"]] == [f"node:node{i}" for i in range(12)]
+    assert all(len(s["digest"]["sha256"]) == 64 for s in stmt["subject"])
+    assert pred["fabric"]["bad"]["nodes"] == ["node4"] and pred["fabric"]["bad"]["node_rails"] == [["node6", "rail1"]]
+    assert pred["simulated"] and pred["fabric"]["seed"] == 3 and pred["fabric"]["rounds"] == 6
+    assert len(pred["pairs"]) == 6 * 6 and {"round", "a", "b", "rails", "failed"} <= set(pred["pairs"][0])
+    verdicts = {c["subject"]: (c["verdict"], c["code"]) for c in pred["checks"] if c["name"] == "fabric.node"}
+    assert verdicts["node4"] == ("fail", "FABRIC_NODE") and verdicts["node6"] == ("fail", "FABRIC_NODE_RAIL")
+    assert verdicts["node0"] == ("pass", None)
+    assert "FAIL  fabric.node node4" in p.stderr
+
+    v = cli("verify", path)
+    assert v.returncode == 0 and "verified: FAIL" in v.stdout, v.stderr
+    shown = cli("show", path)
+    assert shown.returncode == 0
+    assert "nodeqc fabric report: FAIL" in shown.stdout and "bad nodes                node4" in shown.stdout
+    assert "node6:rail1" in shown.stdout and "-> This node failed its pair tests" in shown.stdout
+
+    # The journal beside it holds every round's pairs, as they came; the report holds its digest.
+    import hashlib
+    from pathlib import Path
+
+    journal = Path(path).with_name(pred["journal"]["file"])
+    assert hashlib.sha256(journal.read_bytes()).hexdigest() == pred["journal"]["sha256"]
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert [r["type"] for r in records] == ["run_started"] + ["fabric_round"] * 6 + ["run_finished"]
+    assert sum(len(r["pairs"]) for r in records if r["type"] == "fabric_round") == len(pred["pairs"])
+    j = cli("show", str(journal))
+    assert j.returncode == 0 and "node fabric-simulated" in j.stdout
+
+    # Altered: not verified.
+    env = json.loads(open(path).read())
+    stmt["predicate"]["verdict"] = "PASS"
+    env["payload"] = base64.b64encode(json.dumps(stmt).encode()).decode()
+    forged = tmp_path / "forged.report.json"
+    forged.write_text(json.dumps(env))
+    assert cli("verify", str(forged)).returncode == 1
+
+
+def test_clean_fabric_passes_and_the_archive_indexes_it():
+    p = cli("fabric", "--simulate", "16", "--seed", "9", "--name", "rack7")
+    assert p.returncode == 0, p.stderr
+    assert "/fabric-rack7/fabric-rack7-" in p.stdout.strip() and "RESULT: PASS" in p.stderr
+    h = cli("history")
+    assert h.returncode == 0 and "fabric-rack7" in h.stdout and "PASS SIM" in h.stdout
+    e = cli("export", "--format", "jsonl")
+    rows = [json.loads(line) for line in e.stdout.splitlines()]
+    assert {r["check"] for r in rows} == {"fabric.node", "fabric.rail"} and len(rows) == 16 + 8
+
+
+def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
+    p = cli("fabric", "--simulate", "2", "--rails", "1", "--inject", "node1:down", "--out", str(tmp_path))
+    assert p.returncode == 2, p.stderr
+    assert "inconclusive" in p.stderr and "FABRIC_INCONCLUSIVE" in p.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--simulate", "8", "--tests", "udp"], "--tests udp: expected some of tcp, rdma, nccl"),
+    (["--hosts", "a,b", "--launch", "x", "--inject", "node1:down"], "--inject needs --simulate"),
+    (["--hosts", "a,b"], "--hosts needs --launch PREFIX"),
+    (["--hosts", "a,b", "--launch", "ssh"], "must contain {host}"),
+    (["--hosts", "a", "--launch", "env H={host}"], "at least two nodes"),
+    (["--hosts", "a,b,a", "--launch", "env H={host}"], "node a is listed twice"),
+    (["--slurm"], "inside a job's allocation"),
+    (["--simulate", "8", "--drain"], "--drain drains Slurm nodes"),
+    (["--simulate", "8", "--confidence", "1.5"], "--confidence 1.5"),
+    (["--simulate", "8", "--inject", "node9:down"], "no node9 in a cluster of 8"),
+    (["--simulate", "1"], "at least two nodes"),
+    (["--simulate", "8", "--tests", "nccl"], "the simulated cluster runs rdma"),
+    (["--hosts", "@/no/such/file", "--launch", "env H={host}"], "--hosts @/no/such/file: cannot read"),
+    ([], "one of the arguments --slurm --hosts --simulate is required"),
+    (["--hosts", "a,b", "--launch", "env H={host}", "--tests", "nccl"], "--min-nccl-busbw"),
+])
+def test_usage_errors_are_one_line(args, message):
+    env = {"SLURM_JOB_ID": ""}
+    p = cli("fabric", *args, env=env)
+    assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_sigterm_stops_the_rounds_and_the_report_says_aborted(tmp_path):
+    # Workers that hang (a `sleep` in place of nodeqc on the nodes): SIGTERM ends them at once and
+    # the report of what ran is written, marked aborted (exit 2).
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    proc = subprocess.Popen([sys.executable, "-m", "nodeqc", "fabric", "--hosts", "a,b,c,d", "--launch", "env H={host}",
+                             "--nodeqc", "sh -c 'sleep 60' hang", "--tests", "tcp", "--min-tcp-gbps", "1",
+                             "--rounds", "3", "--out", str(tmp_path)], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert "SIGTERM: stopping" in err and "ABORTED" in err and "Traceback" not in err
+    _, pred = _predicate(out.strip().splitlines()[-1])
+    assert pred["status"] == "aborted" and pred["verdict"] == "FAIL"
+    assert all("error" in r for r in pred["pairs"]) and len(pred["pairs"]) == 2  # the first round only

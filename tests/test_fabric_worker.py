@@ -1,0 +1,155 @@
+"""The per-pair worker and what the launchers do with its output: which end a node is, merging the
+two ends' figures into a pair result (rails by position, the floor from the slower end), the
+launchers' command lines, ib_write_bw output as perftest prints it, the Kubernetes manifest."""
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from nodeqc.backends.nic import parse_ib_write_bw
+from nodeqc.errors import UsageError
+from nodeqc.fabric import worker
+from nodeqc.fabric.launchers import HostLauncher, SlurmLauncher, Work, merge
+from nodeqc.fabric.scoring import Floors
+
+FLOORS = Floors(rdma_fraction=0.9, tcp_fraction=0.5)
+
+
+@pytest.mark.parametrize("env,index", [({"SLURMD_NODENAME": "b"}, 1), ({"NODEQC_NODE": "a"}, 0),
+                                       ({"SLURM_PROCID": "1"}, 1)])
+def test_which_end(monkeypatch, env, index):
+    for k in ("SLURMD_NODENAME", "NODEQC_NODE", "SLURM_PROCID"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert worker.which_end(("a", "b"), None) == index
+    assert worker.which_end(("a", "b"), 0) == 0
+
+
+def test_which_end_unknown_is_a_usage_error(monkeypatch):
+    for k in ("SLURMD_NODENAME", "NODEQC_NODE", "SLURM_PROCID"):
+        monkeypatch.delenv(k, raising=False)
+    with pytest.raises(UsageError, match="pass --index"):
+        worker.which_end(("no-such-a", "no-such-b"), None)
+
+
+def _end(node, figures):
+    return {worker.MARKER: 1, "node": node, "index": 0, "identity": {"hostname": node, "system_serial": f"S-{node}"},
+            "figures": figures}
+
+
+def test_merge_names_rails_by_position_and_takes_the_slower_ends_rate():
+    a = _end("a", [{"rail": "mlx5_0", "direction": "a>b", "value": 390.0, "unit": "Gb/s", "rate": 400.0},
+                   {"rail": "mlx5_3", "direction": "a>b", "value": 150.0, "unit": "Gb/s", "rate": 400.0}])
+    b = _end("b", [{"rail": "mlx5_1", "direction": "b>a", "value": 190.0, "unit": "Gb/s", "rate": 200.0},
+                   {"rail": "mlx5_4", "direction": "b>a", "value": 391.0, "unit": "Gb/s", "rate": 400.0},
+                   {"rail": "tcp", "direction": "b>a", "value": 9.0, "unit": "Gb/s", "rate": 10.0}])
+    r = merge(3, "a", "b", [a, b], [], FLOORS)
+    got = {(m.rail, m.direction): (m.value, m.floor, m.passed) for m in r.measurements}
+    assert got[("rail0", "a>b")] == (390.0, 180.0, True)  # b's rail0 trained at 200: the floor is 0.9 x 200
+    assert got[("rail0", "b>a")] == (190.0, 180.0, True)
+    assert got[("rail1", "a>b")] == (150.0, 360.0, False)
+    assert got[("tcp", "b>a")] == (9.0, 5.0, True)
+    assert r.rails() == {"rail0": True, "rail1": False, "tcp": True}
+    assert r.identities["a"]["system_serial"] == "S-a"
+
+
+def test_merge_without_a_floor_skips_and_a_missing_end_is_an_error():
+    a = _end("a", [])
+    b = _end("b", [{"rail": "tcp", "direction": "b>a", "value": 9.0, "unit": "Gb/s", "rate": None}])
+    r = merge(1, "a", "b", [a, b], [], FLOORS)
+    assert r.measurements[0].skipped and "no floor" in r.measurements[0].skipped and r.rails() == {}
+    r = merge(1, "a", "b", [a], ["exit 127: nodeqc: command not found"], FLOORS)
+    assert r.error.startswith("b: worker gave no result: exit 127") and not r.measurements
+
+
+def test_launcher_command_lines():
+    work = Work(["tcp", "rdma"], 10, FLOORS, nodeqc=["nodeqc"], addresses={"a": "10.0.0.1"})
+    args = work.worker_args("a", "b", slot=2)
+    assert args[:4] == ["fabric", "worker", "--pair", "a,b"] and "--port" in args
+    assert args[args.index("--port") + 1] == str(15201 + 2 * 4) and args[args.index("--address") + 1] == "10.0.0.1,b"
+    slurm = SlurmLauncher().commands("a", "b", args, work)
+    assert len(slurm) == 1 and slurm[0][:8] == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1",
+                                               "--nodelist=a,b", "--exclusive", "--job-name=nodeqc-fabric",
+                                               "--kill-on-bad-exit=1"]
+    hosts = HostLauncher("ip netns exec {host}").commands("a", "b", args, work)
+    assert [c[:5] for c in hosts] == [["ip", "netns", "exec", "a", "nodeqc"], ["ip", "netns", "exec", "b", "nodeqc"]]
+    assert [c[-2:] for c in hosts] == [["--index", "0"], ["--index", "1"]]
+
+
+def test_a_missing_tool_is_a_skip_that_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(worker, "tool_path", lambda tool: None)
+    job = worker.Job(("a", "b"), 1, ["tcp", "rdma"], 1, 1, 5201, ("a", "b"))
+    out = worker.run(job)
+    assert [(f["rail"], f["skipped"].split(":")[0]) for f in out["figures"]] == [
+        ("tcp", "iperf3 is not installed"), ("tcp", "iperf3 is not installed"), ("rdma", "ib_write_bw is not installed")]
+    assert "apt-get install perftest" in out["figures"][-1]["skipped"]
+
+
+def test_worker_usage_errors():
+    from conftest import cli
+
+    for args, message in ((["--pair", "a"], "expected two different node names"),
+                          (["--pair", "a,a"], "expected two different node names"),
+                          (["--pair", "a,b", "--tests", "udp"], "expected tcp, rdma and/or nccl"),
+                          (["--pair", "a,b", "--address", "x"], "expected two addresses")):
+        p = cli("fabric", "worker", *args)
+        assert p.returncode == 2 and message in p.stderr, p.stderr
+
+
+# A real ib_write_bw --report_gbits run between two ConnectX-7 NDR hosts (csegpu1 -> csegpu2), from
+# public notes found with the reference search (index id 58145501009; the index gives no repository
+# name): perftest prints its CPU-frequency warning between the header and the figures.
+IB_WRITE_BW_NDR = """\
+---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Dual-port       : OFF\t\tDevice         : mlx5_0
+ Number of qps   : 1\t\tTransport type : IB
+ Connection type : RC\t\tUsing SRQ      : OFF
+ PCIe relax order: ON\t\tLock-free      : OFF
+ ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF
+ TX depth        : 128
+ CQ Moderation   : 1
+ CQE Poll Batch  : Dynamic
+ Mtu             : 4096[B]
+ Link type       : IB
+ Max inline data : 0[B]
+ rdma_cm QPs\t : OFF
+ Data ex. method : Ethernet
+---------------------------------------------------------------------------------------
+ local address: LID 0x01 QPN 0x004a PSN 0xbe352e RKey 0x1fff00 VAddr 0x007e6f4ed11000
+ remote address: LID 0x02 QPN 0x0049 PSN 0x4601da RKey 0x1fff00 VAddr 0x007778e64eb000
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+Conflicting CPU frequency values detected: 3295.212000 != 4999.302000. CPU Frequency is not max.
+ 65536      5000             392.38             392.34 \t\t     0.748336
+---------------------------------------------------------------------------------------
+"""
+
+
+def test_ib_write_bw_as_perftest_prints_it():
+    gbps, error, detail = parse_ib_write_bw(IB_WRITE_BW_NDR)
+    assert (gbps, error) == (392.34, None) and detail == {"bytes": 65536, "peak_gbps": 392.38}
+    # 392 Gb/s on a 400 Gb/s NDR port: above the hgx-h100 profile's fail (375) and warn (380) floors.
+    assert gbps >= 0.95 * 400
+
+
+def test_kubernetes_indexed_job_runs_the_same_worker():
+    text = (ROOT / "packaging" / "k8s" / "fabric-pair.yaml").read_text()
+    values = {"NODE_A": "gpu-17", "NODE_B": "gpu-42", "ADDR_A": "10.1.0.17", "ADDR_B": "10.1.0.42", "PAIR": "r1p3",
+              "IMAGE": "nodeqc:test", "TESTS": "tcp,rdma", "SECONDS_": "10"}
+    for k, v in values.items():
+        text = text.replace("${" + k + "}", v)
+    assert "${" not in text
+    (job,) = list(yaml.safe_load_all(text))
+    spec = job["spec"]
+    assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == ("Indexed", 2, 2)
+    pod = spec["template"]["spec"]
+    (c,) = pod["containers"]
+    assert c["command"][:5] == ["nodeqc", "fabric", "worker", "--pair", "gpu-17,gpu-42"]
+    assert c["command"][c["command"].index("--address") + 1] == "10.1.0.17,10.1.0.42"
+    assert {e["name"] for e in c["env"]} == {"NODEQC_NODE"} and pod["hostNetwork"] is True
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms[0]["matchExpressions"][0]["values"] == ["gpu-17", "gpu-42"]
+    assert pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"] == \
+        "kubernetes.io/hostname"

@@ -1,0 +1,265 @@
+"""Fleet statistics: the outlier rule on a generated archive of 1,000 nodes with planted outliers,
+`nodeqc fleet` with its CSV and HTML, expiry (valid_until, history --expired, Prometheus, the k8s
+gate)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+import re
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from nodeqc.archive import Archive
+from nodeqc.checks.fleet import Figure, distributions, outliers
+from nodeqc.fleet import FigureCache, expired_entries, extract, fleet
+from nodeqc.keys import load_signer
+from nodeqc.model import Verdict
+
+from conftest import cli
+from reports_for_tests import file_report, predicate
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=timezone.utc)
+MODEL = "NVIDIA H100 80GB HBM3"
+# Planted: node -> (gpu, factor on its bf16 rate). 0.85 is 15% below the median, 0.93 only 7%.
+PLANTED = {"SN00017": (3, 0.85), "SN00444": (0, 0.80), "SN00901": (7, 0.88)}
+NEAR = {"SN00100": (2, 0.93)}
+
+
+def fleet_predicate(n: int, rng: random.Random, finished: datetime) -> dict:
+    serial = f"SN{n:05d}"
+    pred = predicate(serial, finished_at=finished.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    pred["gpus"] = [{"subject": f"gpu{k}", "name": MODEL, "serial": f"{serial}-G{k}"} for k in range(8)]
+    checks = []
+    for k in range(8):
+        # Healthy spread: about 1% around 760 TFLOP/s (shared/measurements: 1% run to run).
+        bf16 = 760 * rng.gauss(1.0, 0.01)
+        hbm = 3000 * rng.gauss(1.0, 0.01)
+        for table in (PLANTED, NEAR):
+            if serial in table and table[serial][0] == k:
+                bf16 *= table[serial][1]
+        checks.append({"name": "stress.burn", "subject": f"gpu{k}", "verdict": "pass", "code": None, "message": "",
+                       "key": "bf16_tflops", "thresholds": [], "evidence": {},
+                       "values": {"bf16_tflops": {"value": round(bf16, 1), "unit": "TFLOP/s"},
+                                  "power_w": {"value": 650.0, "unit": "W"}}})
+        checks.append({"name": "stress.hbm_bandwidth", "subject": f"gpu{k}", "verdict": "pass", "code": None,
+                       "message": "", "key": "copy_gbps", "thresholds": [], "evidence": {},
+                       "values": {"copy_gbps": {"value": round(hbm, 1), "unit": "GB/s"}}})
+    checks.append({"name": "stress.nccl", "subject": "node", "verdict": "pass", "code": None, "message": "",
+                   "key": "busbw_gbps", "thresholds": [], "evidence": {},
+                   "values": {"busbw_gbps": {"value": round(360 * rng.gauss(1.0, 0.01) * (0.7 if n == 555 else 1), 1),
+                                             "unit": "GB/s"}}})
+    pred["checks"] = checks
+    pred["valid_until"] = (finished + timedelta(days=90)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return pred
+
+
+@pytest.fixture(scope="module")
+def archive_1000(tmp_path_factory) -> Path:
+    """1,000 nodes; some also have an older report with a stale, far lower figure (only the newest counts)."""
+    import os
+
+    home = tmp_path_factory.mktemp("fleet-home")
+    old = {k: os.environ.get(k) for k in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")}
+    os.environ.update({"XDG_CONFIG_HOME": str(home / "config"), "XDG_CACHE_HOME": str(home / "cache"),
+                       "XDG_DATA_HOME": str(home / "data")})
+    try:
+        root = home / "archive"
+        signer = load_signer(None)
+        rng = random.Random(17)
+        for n in range(1000):
+            when = NOW - timedelta(days=1, minutes=n)
+            if n % 100 == 0 or n == 17:
+                older = fleet_predicate(n, random.Random(n), when - timedelta(days=200))
+                older["checks"][0]["values"]["bf16_tflops"]["value"] = 100.0  # stale: must not count
+                file_report(root, older, signer)
+            file_report(root, fleet_predicate(n, rng, when), signer)
+        yield root
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _fig(node: str, value: float, measure: str = "stress.burn:bf16_tflops", unit: str = "TFLOP/s") -> Figure:
+    return Figure(node, "gpu0", MODEL, measure, value, unit)
+
+
+def test_rule_on_small_fleets():
+    figs = [_fig(f"n{i}", 760 + i % 3) for i in range(20)] + [_fig("slow", 640)]
+    found, dists = outliers(figs, outlier_pct=10, min_fleet=10)
+    assert [o.figure.node for o in found] == ["slow"]
+    o = found[0]
+    assert o.median == 761 and 15.8 < o.off_pct < 16 and o.percentile == pytest.approx(100 * 0.5 / 21, abs=0.1)
+    assert "below the fleet median 761" in o.describe() and "percentile" in o.describe()
+    # Too few nodes: nobody is an outlier.
+    assert outliers(figs[:5] + [figs[-1]], 10, 10)[0] == []
+    # Lower is better for latencies: an outlier is above the median.
+    lat = [_fig(f"n{i}", 2.2, "stress.p2p:latency_us", "us") for i in range(12)] + [_fig("far", 3.0, "stress.p2p:latency_us", "us")]
+    found, _ = outliers(lat, 10, 10)
+    assert [o.figure.node for o in found] == ["far"] and "above" in found[0].describe()
+    d = distributions(figs)[(MODEL, "stress.burn:bf16_tflops")]
+    assert d.count == 21 and d.nodes == 21 and d.p10 <= d.median <= d.p90
+
+
+def test_extract_takes_rates_not_watts_and_skus():
+    pred = fleet_predicate(1, random.Random(1), NOW)
+    got = extract(pred)
+    measures = {f[2] for f in got["figures"]}
+    assert measures == {"stress.burn:bf16_tflops", "stress.hbm_bandwidth:copy_gbps", "stress.nccl:busbw_gbps"}
+    assert got["node_sku"] == f"8x {MODEL}" and got["valid_until"] == pred["valid_until"]
+
+
+@pytest.mark.slow
+def test_planted_outliers_found_in_1000_nodes(archive_1000, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(archive_1000.parent / "config"))  # the key that signed them
+    archive = Archive(archive_1000)
+    entries = archive.reports()
+    assert len(entries) == 1011 and not archive.skipped()
+    view = fleet(entries, outlier_pct=10, min_fleet=10, now=NOW, cache=FigureCache(archive_1000.parent / "c.sqlite3"))
+    assert len(view.rows) == 1000
+    found = {(o.figure.node, o.figure.subject, o.figure.measure) for o in view.outliers}
+    expected = {(s, f"gpu{g}", "stress.burn:bf16_tflops") for s, (g, _) in PLANTED.items()}
+    expected.add(("SN00555", "node", "stress.nccl:busbw_gbps"))
+    assert found == expected  # all planted, nothing else: not the 7% one, not a healthy one, not stale reports
+    assert [o.figure.node for o in view.outliers] == ["SN00555", "SN00444", "SN00017", "SN00901"]  # worst first
+    assert view.outliers[1].percentile < 0.1 and 19 < view.outliers[1].off_pct < 21
+    d = view.distributions[(MODEL, "stress.burn:bf16_tflops")]
+    assert d.nodes == 1000 and 755 < d.median < 765
+    # Rows: problems first (the four outlier nodes), newest first within them.
+    top = [r.node for r in view.rows[:4]]
+    assert set(top) == {"SN00017", "SN00444", "SN00555", "SN00901"}
+    assert top == sorted(top)  # n smaller finished later: newest first
+    # Cached: a second pass reads no report file.
+    again = fleet(entries, 10, 10, now=NOW, cache=FigureCache(archive_1000.parent / "c.sqlite3"))
+    assert [o.figure for o in again.outliers] == [o.figure for o in view.outliers]
+    # Expiry: 90 days from a day ago; in 100 days all have expired.
+    assert expired_entries(entries, now=NOW) == []
+    assert len(expired_entries(entries, now=NOW + timedelta(days=100))) == 1000
+
+
+@pytest.mark.slow
+def test_fleet_command_csv_and_html(archive_1000, tmp_path):
+    out_csv, out_html = tmp_path / "fleet.csv", tmp_path / "fleet.html"
+    env = {"XDG_CONFIG_HOME": str(archive_1000.parent / "config"), "XDG_CACHE_HOME": str(archive_1000.parent / "cache")}
+    p = cli("fleet", "--archive", str(archive_1000), "--csv", str(out_csv), "--html", str(out_html), "--rows", "6", env=env)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("NODE") and len(lines) == 7
+    assert {ln.split()[0] for ln in lines[1:5]} == {"SN00017", "SN00444", "SN00555", "SN00901"}
+    assert "1000 node(s), 4 with problems, 4 outlier figure(s)" in p.stderr
+    rows = list(csv.DictReader(io.StringIO(out_csv.read_text())))
+    assert len(rows) == 1000 and rows[0]["problems"].startswith("1 outlier")
+    page = out_html.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "SN00444" in page
+    assert not re.search(r"<script|src=\"http|href=\"http|@import", page)  # self-contained, no network
+    strict = cli("fleet", "--archive", str(archive_1000), "--outlier-pct", "5", env=env)
+    assert "SN00100" in strict.stdout  # the 7% one at a 5% distance
+    bad = cli("fleet", "--archive", str(archive_1000), "--outlier-pct", "0", env=env)
+    assert bad.returncode == 2 and "--outlier-pct" in bad.stderr
+
+
+def test_history_expired_and_valid_until_in_reports(tmp_path):
+    signer = load_signer(None)
+    root = tmp_path / "archive"
+    past = fleet_predicate(1, random.Random(1), datetime(2026, 1, 1, tzinfo=timezone.utc))  # valid until April
+    future = fleet_predicate(2, random.Random(2), datetime.now(timezone.utc) - timedelta(days=1))
+    never = fleet_predicate(3, random.Random(3), datetime(2026, 1, 1, tzinfo=timezone.utc))
+    never.pop("valid_until")
+    for pred in (past, future, never):
+        file_report(root, pred, signer)
+    p = cli("history", "--archive", str(root), "--expired")
+    assert p.returncode == 0, p.stderr
+    assert "SN00001" in p.stdout and "SN00002" not in p.stdout and "SN00003" not in p.stdout
+
+
+@pytest.mark.slow
+def test_run_carries_valid_until_and_prometheus_exposes_it(tmp_path):
+    import base64
+
+    prof = tmp_path / "p.toml"
+    prof.write_text('description = "x"\nextends = "h100"\nvalid_days = 30\n')
+    prom = tmp_path / "nodeqc.prom"
+    p = cli("--headless", "--profile", str(prof), "--simulate", "h100", "--quick", "--sample-hz", "8",
+            "--out", str(tmp_path / "out"), "--prometheus-textfile", str(prom))
+    assert p.returncode == 0, p.stderr
+    report = Path(p.stdout.strip().splitlines()[-1])
+    pred = json.loads(base64.b64decode(json.loads(report.read_text())["payload"]))["predicate"]
+    until = datetime.fromisoformat(pred["valid_until"].replace("Z", "+00:00"))
+    assert timedelta(days=29, hours=23) < until - datetime.now(timezone.utc) <= timedelta(days=30)
+    text = prom.read_text()
+    m = re.search(r"^nodeqc_valid_until_timestamp_seconds (\S+)$", text, re.M)
+    assert m and abs(float(m.group(1)) - until.timestamp()) < 1
+    partial = cli("--headless", "--profile", str(prof), "--simulate", "h100", "--quick", "--only", "host",
+                  "--out", str(tmp_path / "out2"))
+    ppred = json.loads(base64.b64decode(json.loads(Path(partial.stdout.strip().splitlines()[-1]).read_text())["payload"]))
+    assert ppred["predicate"]["valid_until"] is None  # a partial run is no qualification: no expiry
+
+
+def test_k8s_gate_labels_when_the_qualification_expires(tmp_path):
+    """node_gate.py reads valid_until from the report it is given and labels the node with the date."""
+    import base64
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("node_gate", Path(__file__).resolve().parent.parent / "packaging/k8s/node_gate.py")
+    gate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gate)
+    report = tmp_path / "x.report.json"
+    payload = {"predicate": {"valid_until": "2027-02-21T10:00:00Z"}}
+    report.write_text(json.dumps({"payload": base64.b64encode(json.dumps(payload).encode()).decode()}))
+    assert gate.valid_until(str(report)) == "2027-02-21T10:00:00Z"
+    assert gate.valid_until(str(tmp_path / "absent")) is None
+    report.write_text("{not json")
+    assert gate.valid_until(str(report)) is None
+    sent = []
+    gate.call = lambda method, path, body=None: sent.append((method, body)) or {"metadata": {"resourceVersion": "1"}, "spec": {}}
+    report.write_text(json.dumps({"payload": base64.b64encode(json.dumps(payload).encode()).decode()}))
+    gate.gate("n1", 0, str(report))
+    labels = sent[-1][1]["metadata"]["labels"]
+    assert labels["nodeqc.dev/valid-until"] == "2027-02-21"
+    assert sent[-1][1]["metadata"]["annotations"]["nodeqc.dev/valid-until"] == "2027-02-21T10:00:00Z"
+    gate.gate("n1", 1, str(report))  # a failed run: no validity, the label is removed
+    assert sent[-1][1]["metadata"]["labels"]["nodeqc.dev/valid-until"] is None
+
+
+def test_a_run_is_judged_against_its_fleet():
+    from nodeqc.checks.fleet import judge_run
+
+    fleet_figs = [_fig(f"n{i}", 760 + i % 5) for i in range(12)]
+    own = [Figure("me", "gpu0", MODEL, "stress.burn:bf16_tflops", 761, "TFLOP/s"),
+           Figure("me", "gpu3", MODEL, "stress.burn:bf16_tflops", 700, "TFLOP/s"),
+           Figure("me", "gpu3", "NVIDIA H200", "stress.burn:bf16_tflops", 10, "TFLOP/s")]  # no fleet of its SKU
+    results = judge_run(own, fleet_figs, outlier_pct=5, min_fleet=10)
+    [warn] = results
+    assert (warn.name, warn.subject, warn.verdict, warn.code) == ("fleet.outlier", "gpu3", Verdict.WARN, "FLEET_OUTLIER")
+    assert "8.1% below the fleet median 761.5" in warn.message and warn.values["percentile"].value == 0.0
+    ok = judge_run(own[:1], fleet_figs, 5, 10)
+    assert [(r.subject, r.verdict) for r in ok] == [("node", Verdict.PASS)]
+    assert judge_run(own, fleet_figs[:5], 5, 10) == []  # too small a fleet: no verdict at all
+
+
+@pytest.mark.slow
+def test_run_warns_as_a_fleet_outlier(tmp_path):
+    """Twelve simulated hgx-h100 nodes in the archive; a run whose gpu3 computes at 92% warns."""
+    signer = load_signer(None)
+    root = tmp_path / "archive"
+    for n in range(12):
+        pred = fleet_predicate(n, random.Random(n), datetime.now(timezone.utc) - timedelta(hours=n + 1))
+        pred["simulated"] = True
+        for c in pred["checks"]:
+            if c["name"] == "stress.burn":
+                c["values"]["bf16_tflops"]["value"] = 760.0 + n % 3  # the simulated node's healthy rate
+        file_report(root, pred, signer)
+    prof = tmp_path / "p.toml"
+    prof.write_text('description = "x"\nextends = "hgx-h100"\n[fleet]\noutlier_pct = 5\n')
+    p = cli("--headless", "--profile", str(prof), "--simulate", "hgx-h100", "--quick", "--sample-hz", "8",
+            "--inject", "gpu3:slow=0.92", "--archive", str(root), "--only", "stress.burn,fleet")
+    assert p.returncode == 0, p.stderr  # a warning, not a failure
+    assert re.search(r"WARN\s+fleet\.outlier\s+gpu3 .*bf16_tflops .* below the fleet median 761", p.stderr), p.stderr
+    assert "[FLEET_OUTLIER]" in p.stderr

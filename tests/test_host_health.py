@@ -1,0 +1,227 @@
+"""Host health over a run: EDAC and AER growth, the kernel log read from /dev/kmsg (for real on this
+machine) and the journal, its lines classified from real kernel output, and the simulated node's
+faults found by the real checks."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from nodeqc.backends import simulated_hardware
+from nodeqc.backends.kernel_log import Kmsg, KernelRecord, open_kernel_log, parse_journal_json, parse_kmsg
+from nodeqc.backends.platform import HostCounters
+from nodeqc.checks import host_health
+from nodeqc.faults import parse_fault
+from nodeqc.model import Verdict
+from nodeqc.profile import load_profile
+
+from conftest import cli
+
+GENERIC = load_profile("generic")
+
+# Kernel log lines as real kernels printed them, each from a public report:
+REAL_LINES = {
+    # NVIDIA/NVSentinel#155 (2025-10-25): the Xid line for a GPU that fell off the bus
+    "xid79": "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus.",
+    # same issue: newer drivers print this without an Xid
+    "fallen": "NVRM: The NVIDIA GPU 0000:b3:00.0\n               NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+              "               NVRM: fallen off the bus and is not responding to commands.",
+    # pop-os/pop#751: AER before Linux 6.8
+    "aer_multi": "pcieport 0000:00:1d.0: AER: Multiple Corrected error received: 0000:03:00.0",
+    # pop-os/pop#3363: AER since Linux 6.8
+    "aer_new": "pcieport 0000:00:03.1: AER: Correctable error message received from 0000:00:00.0",
+    # endlessm/linux#131: an older kernel naming the requester id only
+    "aer_id": "pcieport 0000:00:1c.5: AER: Corrected error received: id=00e5",
+    # detail lines that repeat an AER event must not count twice
+    "aer_detail": "pcieport 0000:00:1d.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, id=00e8(Receiver ID)",
+}
+
+
+def _counters(edac=None, aer=None, present=True) -> HostCounters:
+    return HostCounters(edac=edac or {}, aer=aer or {}, edac_present=present,
+                        edac_labels={k: "DIMM_A1" for k in (edac or {}) if "/" in k})
+
+
+# ---------------------------------------------------------------------- EDAC
+
+
+@pytest.mark.parametrize("ce, ue, verdict, code", [
+    (0, 0, Verdict.PASS, None),
+    (3, 0, Verdict.WARN, "EDAC_CE"),
+    (101, 0, Verdict.FAIL, "EDAC_CE"),
+    (0, 1, Verdict.FAIL, "EDAC_UE"),
+])
+def test_edac_growth(ce, ue, verdict, code):
+    start = _counters({"mc0": {"ce": 5, "ue": 0}, "mc0/dimm2": {"ce": 5, "ue": 0}})
+    end = _counters({"mc0": {"ce": 5 + ce, "ue": ue}, "mc0/dimm2": {"ce": 5 + ce, "ue": ue}})
+    [r] = host_health.edac(start, end, GENERIC)
+    assert (r.verdict, r.code) == (verdict, code)
+    if code:
+        assert "mc0/dimm2 (DIMM_A1)" in r.message  # the DIMM is named
+    assert r.values["corrected"].value == ce
+
+
+def test_edac_counts_before_the_run_do_not_count_and_profile_limits_apply(tmp_path):
+    start = _counters({"mc0": {"ce": 900, "ue": 2}})
+    assert host_health.edac(start, start, GENERIC)[0].verdict is Verdict.PASS
+    prof = tmp_path / "p.toml"
+    prof.write_text('description = "x"\nextends = "generic"\n[host]\nmax_edac_ce = { fail = 10, warn = 5 }\n')
+    strict = load_profile(str(prof))
+    end = _counters({"mc0": {"ce": 904, "ue": 2}})
+    assert host_health.edac(start, end, strict)[0].verdict is Verdict.PASS
+    end = _counters({"mc0": {"ce": 907, "ue": 2}})
+    assert host_health.edac(start, end, strict)[0].verdict is Verdict.WARN
+    end = _counters({"mc0": {"ce": 911, "ue": 2}})
+    assert host_health.edac(start, end, strict)[0].verdict is Verdict.FAIL
+
+
+def test_no_edac_is_a_skip_that_says_what_to_load():
+    [r] = host_health.edac(_counters(present=False), _counters(present=False), GENERIC)
+    assert r.verdict is Verdict.SKIP and r.code == "EDAC_MISSING"
+
+
+# ---------------------------------------------------------------------- AER
+
+
+def test_aer_growth_names_the_device_and_the_bridge_above_it():
+    names = {"0000:1b:00.0": "gpu0", "0000:17:01.0": "bridge 0000:17:01.0 above gpu0", "0000:18:00.0": "ibp24s0"}
+    zero = {"correctable": 0, "nonfatal": 0, "fatal": 0}
+    start = _counters(aer={b: dict(zero) for b in names})
+    end = _counters(aer={"0000:1b:00.0": dict(zero, correctable=2), "0000:17:01.0": dict(zero, nonfatal=1),
+                         "0000:18:00.0": dict(zero)})
+    by = {r.subject: r for r in host_health.aer(start, end, names, GENERIC)}
+    assert by["gpu0"].verdict is Verdict.FAIL and by["gpu0"].code == "AER_UNCORRECTABLE"
+    assert "bridge 0000:17:01.0 above gpu0: 1 uncorrectable (non-fatal)" in by["gpu0"].message
+    assert "gpu0: 2 correctable" in by["gpu0"].message
+    assert by["ibp24s0"].verdict is Verdict.PASS
+    assert host_health.aer(_counters(), _counters(), {}, GENERIC)[0].code == "AER_MISSING"
+
+
+# ---------------------------------------------------------------------- the kernel log
+
+
+def test_kmsg_records_parse():
+    rec = parse_kmsg(b"4,1234,5678901,-;NVRM: Xid (PCI:0000:1b:00): 79, pid=1, GPU has fallen off the bus.\n"
+                     b" SUBSYSTEM=pci\n DEVICE=+pci:0000:1b:00.0\n")
+    assert rec == KernelRecord(4, 1234, 5678901, "NVRM: Xid (PCI:0000:1b:00): 79, pid=1, GPU has fallen off the bus.")
+    assert parse_kmsg(b"12,7,0,c;continued") .level == 4  # facility 1, level 4
+    assert parse_kmsg(b"garbage") is None and parse_kmsg(b"x,y,z;text") is None
+
+
+def test_journal_json_parses_and_dedups():
+    lines = "\n".join(json.dumps(e) for e in (
+        {"__CURSOR": "a", "PRIORITY": "4", "MESSAGE": REAL_LINES["aer_multi"], "__MONOTONIC_TIMESTAMP": "1"},
+        {"__CURSOR": "b", "PRIORITY": "3", "MESSAGE": list(b"nvme nvme0: controller is down; will reset")},
+        {"__CURSOR": "a", "PRIORITY": "4", "MESSAGE": "repeat"})) + "\nnot json\n"
+    seen: set[str] = set()
+    recs = parse_journal_json(lines, seen)
+    assert [r.text for r in recs] == [REAL_LINES["aer_multi"], "nvme nvme0: controller is down; will reset"]
+    assert parse_journal_json(lines, seen) == []  # read again: nothing new
+
+
+@pytest.mark.parametrize("key, kind, verdict, device", [
+    ("xid79", "xid", Verdict.FAIL, "0000:44:00.0"),
+    ("fallen", "xid", Verdict.FAIL, "0000:b3:00.0"),
+    ("aer_multi", "aer", Verdict.WARN, "0000:03:00.0"),
+    ("aer_new", "aer", Verdict.WARN, "0000:00:00.0"),
+    ("aer_id", "aer", Verdict.WARN, None),
+])
+def test_real_kernel_lines_are_classified(key, kind, verdict, device):
+    f = host_health.classify(REAL_LINES[key])
+    assert (f.kind, f.verdict, f.device) == (kind, verdict, device)
+
+
+@pytest.mark.parametrize("line, kind, verdict", [
+    ("pcieport 0000:00:03.1: AER: Uncorrected (Non-Fatal) error received: 0000:01:00.0", "aer", Verdict.FAIL),
+    ("pcieport 0000:00:03.1: AER: Uncorrected (Fatal) error received: 0000:01:00.0", "aer", Verdict.FAIL),
+    ("mce: [Hardware Error]: Machine check events logged", "mce", Verdict.WARN),
+    ("mce: [Hardware Error]: CPU 0: Machine Check Exception: 5 Bank 4: b200000000070f0f", "mce", Verdict.FAIL),
+    ("nvme nvme0: I/O 839 (Read) QID 5 timeout, reset controller", "nvme", Verdict.FAIL),
+    ("nvme nvme1: I/O 12 QID 3 timeout, aborting", "nvme", Verdict.WARN),
+    ("NVRM: Xid (PCI:0000:1b:00): 13, pid=7, Graphics Exception", "xid", Verdict.WARN),
+])
+def test_kernel_lines_graded(line, kind, verdict):
+    f = host_health.classify(line)
+    assert (f.kind, f.verdict) == (kind, verdict)
+
+
+@pytest.mark.parametrize("line", [REAL_LINES["aer_detail"], "EXT4-fs (nvme0n1p2): mounted filesystem",
+                                  "nvme nvme0: 32/0/0 default/read/poll queues", "mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE"])
+def test_ordinary_lines_are_not_findings(line):
+    assert host_health.classify(line) is None
+
+
+def test_kernel_log_results_name_devices_and_modes(tmp_path):
+    names = {"0000:44:00.0": "gpu2", "0000:03:00.0": "ibp24s0"}
+    recs = [KernelRecord(4, i, i, REAL_LINES[k]) for i, k in enumerate(("xid79", "aer_multi", "aer_detail"))]
+    by = {r.subject: r for r in host_health.kernel_log(recs, "/dev/kmsg", None, names, GENERIC)}
+    assert by["gpu2"].verdict is Verdict.FAIL and by["gpu2"].code == "KERNEL_XID"
+    assert "Xid 79 (GPU has fallen off the bus) on gpu2" in by["gpu2"].message
+    assert by["ibp24s0"].verdict is Verdict.WARN and by["ibp24s0"].evidence["lines"] == [REAL_LINES["aer_multi"]]
+    [clean] = host_health.kernel_log([KernelRecord(6, 1, 1, "hello")], "/dev/kmsg", None, names, GENERIC)
+    assert clean.verdict is Verdict.PASS and clean.values["lines"].value == 1
+    [skip] = host_health.kernel_log([], "none", "/dev/kmsg: Permission denied", names, GENERIC)
+    assert skip.verdict is Verdict.SKIP and skip.code == "KERNEL_LOG_UNREADABLE"
+    prof = tmp_path / "p.toml"
+    prof.write_text('description = "x"\nextends = "generic"\n[host]\nkernel_log = "warn"\n')
+    soft = {r.subject: r for r in host_health.kernel_log(recs, "k", None, names, load_profile(str(prof)))}
+    assert soft["gpu2"].verdict is Verdict.WARN
+    prof.write_text('description = "x"\nextends = "generic"\n[host]\nkernel_log = "off"\n')
+    assert host_health.kernel_log(recs, "k", None, names, load_profile(str(prof))) == []
+
+
+def test_this_machine_kernel_log():
+    """/dev/kmsg for real where it can be read: only what is printed after opening is returned."""
+    log = open_kernel_log()
+    try:
+        if isinstance(log, Kmsg):
+            assert log.new_records() == [] or all(isinstance(r.seq, int) for r in log.new_records())
+            if os.access("/dev/kmsg", os.W_OK):
+                with open("/dev/kmsg", "w") as k:
+                    k.write("<6>nodeqc test: hello from test_host_health\n")
+                assert any("nodeqc test: hello" in r.text for r in log.new_records())
+        else:
+            assert log.source in ("journalctl -k", "none")
+    finally:
+        log.close()
+
+
+def test_unreadable_kmsg_says_why(tmp_path):
+    log = open_kernel_log(str(tmp_path / "no-kmsg"))
+    assert log.source in ("journalctl -k", "none")
+    if log.source == "none":
+        assert "no-kmsg" in log.reason and "root" in log.reason
+
+
+# ---------------------------------------------------------------------- the simulated node
+
+
+def test_simulated_counters_grow_only_after_load():
+    hw = simulated_hardware("hgx-h100", [parse_fault("gpu1:aer=3"), parse_fault("host:edac_ce=4")])
+    p = hw.platform
+    buses = ["0000:43:00.0"]
+    before = p.counters(buses)
+    assert before.aer["0000:43:00.0"]["correctable"] == 0 and before.edac["mc0"]["ce"] == 0
+    from nodeqc.backends.simulated import SLOT_LOADED_S, SLOTS
+
+    hw_node_shared = p.node.shared
+    hw_node_shared[1 * SLOTS + SLOT_LOADED_S] = 5.0
+    after = p.counters(buses)
+    assert after.aer["0000:43:00.0"]["correctable"] == 3 and after.aer["0000:3f:01.0"]["correctable"] == 3
+    assert after.edac["mc0/dimm2"]["ce"] == 4
+    assert [r.verdict for r in host_health.edac(before, after, GENERIC)] == [Verdict.WARN]
+
+
+@pytest.mark.slow
+def test_run_finds_host_faults(tmp_path):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--sample-hz", "8",
+            "--inject", "host:edac_ue=1", "--inject", "host:nvme_reset", "--inject", "gpu0:aer=2",
+            "--only", "host,stress.burn", "--out", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    assert "host.edac" in p.stderr and "[EDAC_UE]" in p.stderr
+    assert "[KERNEL_NVME_RESET]" in p.stderr and "NVMe controller reset" in p.stderr
+    assert "[AER_CORRECTABLE]" in p.stderr
+    assert Path(p.stdout.strip().splitlines()[-1]).is_file()
