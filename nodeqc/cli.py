@@ -66,6 +66,9 @@ def _run_parser() -> _Parser:
     p.add_argument("--retest", metavar="REPORT", nargs="?", const="", help="re-test after a repair: record the "
                    "previous report (REPORT, else this node's newest in the archive) and compare at the end; "
                    "done anyway when the archive holds an earlier report of this node")
+    p.add_argument("--repair", metavar="TEXT", help="what was repaired since the re-tested report (see --retest), "
+                   "e.g. \"reseated GPU 3 riser\": recorded in the signed report, which says FIXED or STILL "
+                   "FAILING for each earlier failure")
     p.add_argument("--only", metavar="CHECKS", action="append", help="run only these checks or families, e.g. "
                    "health.pcie_link,host (the report is partial: not a qualification)")
     p.add_argument("--skip", metavar="CHECKS", action="append", help="leave out these checks or families, e.g. "
@@ -160,103 +163,6 @@ def _clean(text: Any) -> str:
 # ---------------------------------------------------------------------- the run
 
 
-def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
-    """Resolve hardware, profile and key from the arguments, or raise UsageError. Shared by the
-    headless run and the GUI."""
-    from nodeqc.backends import real_hardware, replay_hardware, simulated_hardware
-    from nodeqc.faults import parse_fault
-    from nodeqc.keys import load_signer
-    from nodeqc.peers import parse_peers
-    from nodeqc.profile import load_for, suggest_profile
-
-    faults = [parse_fault(f) for f in args.inject]
-    peers = parse_peers(getattr(args, "nic_peer", []))
-    if faults and not args.simulate:
-        raise UsageError("--inject needs --simulate: faults are injected into a simulated node only")
-    if args.gpus is not None and args.gpus < 1:
-        raise UsageError(f"--gpus {args.gpus}: expected a positive number of GPUs")
-    if args.sample_hz is not None and not 0.1 <= args.sample_hz <= 50:
-        raise UsageError(f"--sample-hz {args.sample_hz:g}: expected 0.1 to 50 samples per second")
-    if args.out:
-        ensure_writable(Path(args.out))
-    simulate = args.simulate
-    if simulate == "auto":
-        simulate = None if _nvidia_gpu_present() else "hgx-h100"
-        if simulate:
-            print(f"nodeqc: no NVIDIA GPU found: running the simulated node '{simulate}'", file=sys.stderr)
-    if args.replay and simulate:
-        raise UsageError("--replay and --simulate exclude each other")
-    if args.replay:
-        hardware = replay_hardware(args.replay)
-    elif simulate:
-        # A simulated burn-in of any length takes about a minute: time runs that much faster.
-        scale = args.burn_in / 60 if getattr(args, "burn_in", None) and args.burn_in / 60 > 10 else None
-        hardware = simulated_hardware(simulate, faults, time_scale=scale)
-    else:
-        hardware = real_hardware()
-    _check_peer_nics(peers, hardware)
-    profile_ref = args.profile or "auto"
-    gpus = _gpus(hardware)
-    if profile_ref == "auto":
-        profile_ref = suggest_profile(gpus)
-        print(f"nodeqc: profile auto: using '{profile_ref}'", file=sys.stderr)
-    profile = load_for(profile_ref, gpus)
-    if args.gpus is not None:
-        fixed = profile.get("gpu", "count")
-        if profile.kind == "node" and fixed != args.gpus:
-            raise UsageError(f"--gpus {args.gpus}: profile {profile.name} fixes the GPU count at {fixed}")
-        profile = profile.with_gpu_count(args.gpus)
-    signer = load_signer(args.key)
-    return hardware, profile, signer
-
-
-def _check_peer_nics(peers: list[Any], hardware: Any) -> None:
-    """A --nic-peer NIC=HOST must name a NIC this node has."""
-    named = [p for p in peers if p.nic]
-    if not named or hardware.nics is None:
-        return
-    have = [n.name for n in hardware.nics.nics()]
-    for p in named:
-        if p.nic not in have:
-            raise UsageError(f"--nic-peer {p}: this node has no NIC {p.nic} (it has: {', '.join(have) or 'none'})")
-
-
-def _nvidia_gpu_present() -> bool:
-    from nodeqc.backends.nvml import NvmlBackend
-    from nodeqc.errors import BackendUnavailable
-
-    nvml = NvmlBackend()
-    try:
-        nvml.open()
-        return len(nvml.gpus()) > 0
-    except BackendUnavailable:
-        return False
-    finally:
-        nvml.close()
-
-
-def _gpus(hardware: Any) -> list[Any]:
-    """The GPUs as the management backend finds them (none when it cannot start)."""
-    from nodeqc.errors import BackendUnavailable
-
-    try:
-        hardware.mgmt.open()
-        return hardware.mgmt.gpus()
-    except BackendUnavailable:
-        return []
-    finally:
-        hardware.mgmt.close()
-
-
-def ensure_writable(directory: Path) -> None:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=directory):
-            pass
-    except OSError as e:
-        raise UsageError(f"{directory}: cannot write reports there: {e.strerror}") from None
-
-
 def check_output_file(path: Path, option: str, suffixes: tuple[str, ...] = ()) -> None:
     """Before any work: the file named by an option can be written where it is asked for."""
     if path.is_dir():
@@ -319,14 +225,14 @@ class ProgressPrinter:
             self._summary(event)
 
     def _summary(self, event: Any) -> None:
-        c = event.counts
-        state = "ABORTED (not qualified)" if event.status == "aborted" else event.verdict
-        self._line(f"RESULT: {state}  ({c['pass']} pass, {c['warn']} warn, {c['fail']} fail, "
-                   f"{c['skip']} skip, {c['error']} error)")
-        for f in event.failed[:20]:
-            self._line(f"  failed: {f}")
-        if len(event.failed) > 20:
-            self._line(f"  ... and {len(event.failed) - 20} more (nodeqc show REPORT)")
+        """The answer, rendered as every face renders it (nodeqc.findings): the headline with what did
+        not run, then each failing part with its identity, its findings and what to do."""
+        from nodeqc.findings import SHOWN_PARTS, answer_lines
+
+        first, *rest = answer_lines(event.answer, limit=SHOWN_PARTS)
+        self._line(f"RESULT: {first}")
+        for line in rest:
+            self._line(line)
         self._line(f"report: {event.report_path}")
 
     def _line(self, text: str) -> None:
@@ -334,118 +240,18 @@ class ProgressPrinter:
 
 
 def headless(args: argparse.Namespace, argv: list[str]) -> int:
-    from nodeqc.peers import parse_peers
-    from nodeqc.runner import RunOptions, Runner
-    from nodeqc.selection import Selection
+    from nodeqc.flow import RunFlow
+    from nodeqc.runner import Runner
 
-    selection = Selection.parse(args.only, args.skip)
-    textfile = Path(args.prometheus_textfile) if args.prometheus_textfile else None
-    if textfile:
-        from nodeqc.prometheus import check_path
-
-        check_path(textfile)
-    hardware, profile, signer = prepare(args)
-    archive = _open_archive(args.archive)
-    previous = _previous_report(hardware, archive, args.retest)
-    options = RunOptions(profile=profile, signer=signer, out_dir=Path(args.out) if args.out else None,
-                         quick=args.quick, operator=args.operator, ticket=args.ticket,
-                         sample_hz=args.sample_hz, burn_in_s=args.burn_in, command=["nodeqc", *argv],
-                         archive=archive.root, selection=selection, previous=previous[1] if previous else None,
-                         nic_peers=parse_peers(args.nic_peer),
-                         baseline=_baseline(args.baseline, profile))
+    flow = RunFlow(args, argv)
+    hardware, profile, signer = flow.prepare(args.profile)
+    options = flow.options(hardware, profile, signer, args.operator, args.ticket)
     runner = Runner(options, hardware, ProgressPrinter())
     with _graceful_abort(runner.abort):
         outcome = runner.run()
-    _after_run(outcome.report_path, selection, previous, textfile, trusted=_signer_trust(signer))
+    flow.after_run(outcome.report_path)
     print(outcome.report_path, flush=True)
     return outcome.exit_code
-
-
-def _baseline(path: str | None, profile: Any) -> Any:
-    from nodeqc.baseline import Baseline
-
-    return Baseline.load(path, profile) if path else None
-
-
-def _signer_trust(signer: Any) -> dict[str, Any]:
-    """The run's own signing key, as the one that must have signed the report it just wrote."""
-    return {signer.keyid: (signer.public, f"this run's signing key {signer.path}")}
-
-
-def _open_archive(directory: str | None) -> Any:
-    from nodeqc.archive import Archive
-
-    if directory and not Path(directory).is_dir():
-        raise UsageError(f"--archive {directory}: no such directory")
-    return Archive(directory)
-
-
-def _previous_report(hardware: Any, archive: Any, retest: str | None) -> tuple[Path, dict[str, Any]] | None:
-    """The report this run re-tests: the one named with --retest REPORT, else this node's newest in
-    the archive (None if there is none; an error if --retest asked for one)."""
-    from nodeqc.archive import node_key, read_verified, safe_name
-    from nodeqc.report import VerificationError
-
-    if retest:
-        path = Path(retest)
-        try:
-            verified = read_verified(path, archive.trusted)  # read once: the digest is of what was verified
-        except VerificationError as e:
-            raise UsageError(f"--retest {path}: NOT VERIFIED: {e}") from None
-        pred = verified.predicate
-        return path, {"report": path.name, "sha256": verified.sha256, "verdict": pred.get("verdict"),
-                      "finished_at": pred.get("finished_at")}
-    host = hardware.host.info()
-    node = node_key(host.system_serial, host.hostname)
-    entry = archive.latest(node)
-    for skipped in archive.skipped():
-        if skipped.path.parent.name == safe_name(node):
-            print(f"nodeqc: warning: archive: NOT VERIFIED: {_clean(skipped.path)}: {_clean(skipped.reason)}",
-                  file=sys.stderr)
-    if entry is None:
-        if retest is not None:
-            raise UsageError(f"--retest: the archive {archive.root} holds no verified report of node {node}; "
-                             "name one with --retest REPORT")
-        return None
-    print(_clean(f"nodeqc: re-test of node {node}: previous report {entry.path} ({entry.result}, "
-                 f"{entry.finished_at})"), file=sys.stderr)
-    return entry.path, {"report": entry.path.name, "sha256": entry.sha256, "verdict": entry.verdict,
-                        "finished_at": entry.finished_at}
-
-
-def _after_run(report: Path, selection: Any, previous: tuple[Path, dict[str, Any]] | None,
-               textfile: Path | None, trusted: dict[str, Any] | None = None) -> None:
-    """What follows the report: the partial note, the comparison with the re-tested report, the
-    Prometheus textfile; each from the files as verified (the report just written by `trusted`, the
-    run's own key; the re-tested one by the digest it was looked up with), never from what a file
-    says after someone changed it."""
-    from nodeqc.archive import read_verified
-    from nodeqc.keys import trusted_keys
-    from nodeqc.report import VerificationError
-
-    try:
-        predicate = read_verified(report, trusted_keys() if trusted is None else trusted).predicate
-    except VerificationError as e:
-        raise UsageError(f"{report}: the report just written is NOT VERIFIED: {e}") from None
-    if selection.partial:
-        print(f"nodeqc: partial run ({selection.describe()}): this report is not a qualification",
-              file=sys.stderr)
-    if previous:
-        from nodeqc.archive import read_by_digest
-        from nodeqc.compare import compare
-
-        try:
-            old = read_by_digest(previous[0], previous[1]["sha256"])
-        except (VerificationError, UsageError) as e:
-            print(_clean(f"nodeqc: warning: previous report {previous[0]}: NOT VERIFIED: {e}; not compared"),
-                  file=sys.stderr)
-        else:
-            for line in compare(old, predicate).lines(str(previous[0]), str(report)):
-                print(line, file=sys.stderr)
-    if textfile:
-        from nodeqc.prometheus import render, write_textfile
-
-        write_textfile(textfile, render(predicate, report))
 
 
 class _graceful_abort:
@@ -621,7 +427,8 @@ def cmd_profiles(argv: list[str]) -> int:
             for key in SCHEMA[section]:
                 if key not in prof.section(section):
                     continue
-                t = prof.threshold(section, key) if key.startswith(("min_", "max_")) else None
+                # Only limits have a warning band: a version floor (min_driver) is shown as written.
+                t = prof.threshold(section, key) if SCHEMA[section][key].kind == "threshold" else None
                 shown = t.describe() if t else prof.get(section, key)
                 print(f"  {key:<22} {shown}")
         return 0
@@ -672,6 +479,7 @@ def cmd_scenarios(argv: list[str]) -> int:
 def cmd_capture(argv: list[str]) -> int:
     from nodeqc.backends.host import LinuxHost
     from nodeqc.capture import capture, write_capture
+    from nodeqc.flow import ensure_writable
     from nodeqc.errors import BackendUnavailable
 
     p = _Parser(prog="nodeqc capture", description="Record this machine's NVML answers (inventory, counters, "
@@ -753,7 +561,11 @@ def cmd_history(argv: list[str]) -> int:
     p.add_argument("--limit", type=_positive_int, metavar="N", help="at most N reports")
     p.add_argument("--expired", action="store_true", help="only each node's newest qualification whose "
                    "valid_until (the profile's valid_days) has passed")
+    p.add_argument("--part", metavar="SERIAL", help="one part's story instead: a GPU by its serial, a NIC by its "
+                   "MAC or PCI address; each report that saw it, what failed, what was repaired and whether it held")
     args = p.parse_args(argv)
+    if args.part:
+        return _part_history(args)
     limit = args.limit
     if args.expired:  # expiry is judged on each node's newest qualification: limit after that
         args.limit = None
@@ -768,6 +580,25 @@ def cmd_history(argv: list[str]) -> int:
         failed = (e.failed[0] + (f" +{len(e.failed) - 1}" if len(e.failed) > 1 else "")) if e.failed else "-"
         print(_clean(f"{e.finished_at:<20}  {e.node:<18} {e.hostname:<16} {e.result:<20} {e.profile:<10} "
                      f"{failed:<28} {e.path}"))
+    return 0
+
+
+def _part_history(args: argparse.Namespace) -> int:
+    from nodeqc.archive import Archive
+    from nodeqc.keys import trusted_keys
+    from nodeqc.parts import story
+
+    if args.archive and not Path(args.archive).is_dir():
+        raise UsageError(f"--archive {args.archive}: no such directory")
+    archive = Archive(args.archive, trusted_keys(args.pubkey))
+    chapters = story(archive, args.part)
+    archive.close()
+    if not chapters:
+        print(_clean(f"nodeqc: no verified report in {archive.root} saw a part {args.part}"), file=sys.stderr)
+        return 0
+    print(_clean(f"part {chapters[-1].identity}: {len(chapters)} report(s), oldest first"))
+    for c in chapters:
+        print(_clean("  " + c.line()))
     return 0
 
 

@@ -205,6 +205,54 @@ FATAL_XIDS = frozenset({46, 48, 54, 62, 63, 64, 74, 79, 95, 109, 110, 119, 120, 
                         143, 151, 155, 156, 158})
 
 
+# Why a check did not run, in a few words, for the one-line count of checks not run
+# ("25 not run: 17 no NIC peer given (pass --nic-peer), ..."); the remediation above says the rest.
+NOT_RUN: dict[str, str] = {
+    "NIC_NO_PEER": "no NIC peer given (pass --nic-peer)",
+    "NIC_NO_ADDRESS": "NIC without an IP address",
+    "IPERF3_MISSING": "iperf3 not installed",
+    "PERFTEST_MISSING": "perftest (ib_write_bw) not installed",
+    "SKIPPED_EARLIER_FAILURE": "the GPU failed an earlier stress check",
+    "NO_GPUS": "no working GPUs",
+    "CUDA_UNAVAILABLE": "CuPy not installed",
+    "NO_LOAD": "the GPU was never under load",
+}
+
+
+# When the same code comes back on the same part after a repair, the first remedy did not hold:
+# the next step of the ladder (reseat -> replace the cable/riser -> RMA). The codes of a link
+# (PCIe, NIC cable) have a middle step; for the others a repeat after a repair is already a
+# replacement. {part} is the part's identity.
+ESCALATION: dict[str, tuple[str, str]] = {
+    "PCIE_WIDTH": ("Failed again after a repair: do not just reseat; replace the riser or cable of {part}, then re-test.",
+                   "Failed after repeated repairs: RMA {part} (and the riser if it was not replaced)."),
+    "PCIE_GEN": ("Failed again after a repair: replace the riser or cable of {part} (retimer), then re-test.",
+                 "Failed after repeated repairs: RMA {part}."),
+    "PCIE_REPLAY": ("Failed again after a repair: replace the riser or cable of {part}, then re-test.",
+                    "Failed after repeated repairs: RMA {part}."),
+    "NIC_PCIE_WIDTH": ("Failed again after a repair: replace the riser of {part}, then re-test.",
+                       "Failed after repeated repairs: RMA {part}."),
+    "NIC_LINK_DOWN": ("Failed again after a repair: replace the cable or transceiver of {part}, then re-test.",
+                      "Failed after repeated repairs: RMA {part} (the switch port too, if a known-good cable fails)."),
+    "NIC_LINK_FLAP": ("Failed again after a repair: replace the cable or transceiver of {part}, then re-test.",
+                      "Failed after repeated repairs: RMA {part}."),
+    "IB_LINK_ERRORS": ("Failed again after a repair: replace the cable or transceiver of {part}, then re-test.",
+                       "Failed after repeated repairs: RMA {part}."),
+}
+ESCALATION_DEFAULT = ("Failed again after a repair: the first remedy did not hold; replace {part} (RMA).",
+                      "Failed after repeated repairs: RMA {part}.")
+
+
+def escalation(code: str, step: int, part: object) -> str:
+    """What to do when this code came back on this part after `step` repairs (1, 2 or more)."""
+    ladder = ESCALATION.get(code, ESCALATION_DEFAULT)
+    return ladder[min(step, len(ladder)) - 1].format(part=getattr(part, "identity", part))
+
+
+def not_run_reason(code: str | None) -> str | None:
+    return NOT_RUN.get(code) if code else None
+
+
 def remediation(code: str) -> str:
     return REMEDIATION.get(code, "See the check's evidence.")
 

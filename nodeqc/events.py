@@ -86,10 +86,13 @@ class RunFinished:
     report_path: str
     counts: dict[str, int]
     failed: list[str]
+    answer: Any = None  # nodeqc.findings.Answer: what failed, where, what to do; what did not run
     type: str = "run_finished"
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        d["answer"] = self.answer.to_dict() if self.answer is not None else None
+        return d
 
 
 Event = RunStarted | CheckStarted | CheckProgress | CheckFinished | TelemetrySampled | Notice | RunFinished

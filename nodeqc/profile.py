@@ -161,7 +161,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
 }
 
 _UNITS = (("_tflops", "TFLOP/s"), ("_gbps", "GB/s"), ("_gib", "GiB"), ("_us", "us"), ("_pct", "%"),
-          ("_c", "C"), ("_s", "s"), ("_mbit", "Mb/s"), ("_gbit", "Gb/s"))
+          ("_c", "C"), ("_per_s", "per s"), ("_s", "s"), ("_mbit", "Mb/s"), ("_gbit", "Gb/s"))
 
 # Settings every profile gets unless it says otherwise.
 DEFAULTS: dict[str, dict[str, Any]] = {

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodeqc.codes import remediation
+from nodeqc.codes import not_run_reason
+from nodeqc.findings import answer_lines, answer_of
 from nodeqc.model import CheckResult, Verdict
 
 MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP", "error": "ERROR"}
@@ -50,9 +51,9 @@ def passed_line(results: list[CheckResult], t: float | None = None) -> str:
         return result_line(results[0], t)
     stamp = f"[{t:8.1f}s] " if t is not None else ""
     first = results[0]
-    if first.verdict is Verdict.SKIP:
-        return clean(f"{stamp}{'SKIP':<5} {first.name:<24} {subjects_text([r.subject for r in results])}: "
-                     f"{first.message}")
+    if first.verdict is Verdict.SKIP:  # the reason in short: the notice and the summary give it in full
+        reason = not_run_reason(first.code) or first.message
+        return clean(f"{stamp}{'SKIP':<5} {first.name:<24} {subjects_text([r.subject for r in results])}: {reason}")
     figures = [r.values[r.key] for r in results if r.key and r.key in r.values]
     numbers = [v.value for v in figures if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
     if numbers and len(numbers) == len(figures):
@@ -99,15 +100,17 @@ def banner(predicate: dict[str, Any]) -> str:
 
 
 def render_report(predicate: dict[str, Any], trust_line: str) -> str:
-    """A whole report for a person: the verdict, what failed and what to do, then every check."""
+    """A whole report for a person: the answer first (what failed, where, what to do; what did not
+    run), then the node and the run, then every check, one line per check and verdict."""
     if predicate.get("kind") == "fabric":  # many nodes qualified together
         from nodeqc.fabric.report import render
 
         return render(predicate, trust_line)
     node = predicate.get("node", {})
     prof = predicate.get("profile", {})
-    out = [
-        f"nodeqc report: {banner(predicate)}",
+    out = [f"nodeqc report: {line}" if i == 0 else line for i, line in enumerate(answer_lines(answer_of(predicate)))]
+    out += [
+        "",
         trust_line,
         f"node      {node.get('hostname')}  serial {node.get('system_serial')}  "
         f"{node.get('system_vendor')} {node.get('system_model')}",
@@ -116,9 +119,10 @@ def render_report(predicate: dict[str, Any], trust_line: str) -> str:
         f"profile   {prof.get('name')} ({' -> '.join(prof.get('chain', []))})  sha256 {str(prof.get('sha256'))[:16]}"
         + (f"  SKU {prof['sku']}" if prof.get("sku") else ""),
         *(f"          {notice}" for notice in prof.get("notices", [])),
-        f"run       {predicate.get('started_at')} .. {predicate.get('finished_at')}  "
-        f"{predicate.get('duration_s')} s{'  quick' if predicate.get('quick') else ''}",
-        f"operator  {predicate.get('operator')}  ticket {predicate.get('ticket')}",
+        f"run       {predicate.get('started_at')} .. {predicate.get('finished_at')}  {run_length(predicate)}"
+        f"{'  quick' if predicate.get('quick') else ''}",
+        "operator  " + "  ".join([str(predicate.get("operator"))]
+                                 + ([f"ticket {predicate['ticket']}"] if predicate.get("ticket") else [])),
     ]
     sim = predicate.get("simulation")
     if sim and sim.get("replay"):
@@ -130,18 +134,45 @@ def render_report(predicate: dict[str, Any], trust_line: str) -> str:
         out.append(f"  {g.get('subject'):<6} {g.get('name')}  {g.get('bus_id')}  serial {g.get('serial')}  "
                    f"VBIOS {g.get('vbios')}")
     checks = [CheckResult.from_dict(c) for c in predicate.get("checks", [])]
-    bad = [c for c in checks if c.verdict in (Verdict.FAIL, Verdict.ERROR)]
-    warn = [c for c in checks if c.verdict is Verdict.WARN]
-    if bad:
-        out += ["", f"FAILED ({len(bad)}):"]
-        for c in bad:
-            out += [f"  {c.subject:<6} {c.name}: {c.message} [{c.code}]", f"         -> {remediation(c.code or '')}"]
-    if warn:
-        out += ["", f"WARNINGS ({len(warn)}):"]
-        out += [f"  {c.subject:<6} {c.name}: {c.message} [{c.code}]" for c in warn]
-    out += ["", "ALL CHECKS:"]
-    out += ["  " + result_line(c) for c in checks]
+    out += ["", f"ALL CHECKS ({len(checks)} results):"]
+    out += ["  " + line for line in grouped_lines(checks)]
     return "\n".join(clean(line) for line in out)
+
+
+def run_length(predicate: dict[str, Any]) -> str:
+    """'19 s', or for a simulated run '186 s simulated (19 s wall clock)': a simulated node's clock
+    runs faster than the wall's."""
+    from datetime import datetime
+
+    seconds = predicate.get("duration_s")
+    if not predicate.get("simulated"):
+        return f"{seconds} s"
+    try:
+        wall = (datetime.fromisoformat(str(predicate.get("finished_at")).replace("Z", "+00:00"))
+                - datetime.fromisoformat(str(predicate.get("started_at")).replace("Z", "+00:00"))).total_seconds()
+    except ValueError:
+        return f"{seconds} s simulated"
+    return f"{seconds} s simulated ({wall:g} s wall clock)"
+
+
+def grouped_lines(results: list[CheckResult]) -> list[str]:
+    """Every result, in run order: a line for each that warned or failed, one line per check for
+    the subjects that passed, and one per check and reason for those that did not run."""
+    out: list[str] = []
+    by_check: dict[str, list[CheckResult]] = {}
+    for r in results:
+        by_check.setdefault(r.name, []).append(r)
+    for batch in by_check.values():
+        groups: dict[tuple[str, str], list[CheckResult]] = {}
+        for r in batch:
+            if r.verdict is Verdict.PASS:
+                groups.setdefault(("pass", r.key or ""), []).append(r)
+            elif r.verdict is Verdict.SKIP:
+                groups.setdefault(("skip", not_run_reason(r.code) or r.message), []).append(r)
+            else:
+                out.append(result_line(r))
+        out += [passed_line(group) for group in groups.values()]
+    return out
 
 
 def render_journal(records: list[dict[str, Any]]) -> str:

@@ -32,6 +32,7 @@ from nodeqc.checks.processes import gpu_free
 from nodeqc.errors import BackendUnavailable, GpuLostError, UsageError
 from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
                            RunStarted, TelemetrySampled)
+from nodeqc.findings import answer, escalate, repair_outcome
 from nodeqc.journal import Journal
 from nodeqc.keys import Signer
 from nodeqc.model import CheckResult, Verdict, node_verdict
@@ -40,12 +41,13 @@ from nodeqc.peers import Peer, parse_peers
 from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
 from nodeqc.safefile import NEW_FILE_FLAGS, OutputError
-from nodeqc.selection import Selection
+from nodeqc.selection import CHECKS, Selection
 from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
 from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, own_pids, run_tasks
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
 PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
+NIC_CHECKS = CHECKS["nic"]
 
 
 @dataclass
@@ -63,6 +65,8 @@ class RunOptions:
     selection: Selection = field(default_factory=Selection)  # --only/--skip; a partial run is no qualification
     previous: dict[str, Any] | None = None  # the earlier report this run re-tests: file, sha256, ...
     nic_peers: list[Peer] = field(default_factory=list)  # empty: the profile's [nic] peers
+    repair: str | None = None  # what the technician did since the `previous` report (--repair)
+    prior_repairs: dict[str, int] = field(default_factory=dict)  # 'part|code' -> earlier repairs (archive)
     baseline: Any = None  # nodeqc.baseline.Baseline to conform to; None: the profile's `baseline`, if any
 
 
@@ -310,7 +314,8 @@ class Runner:
         plan = nic_checks.plan_traffic(plan, peers, self.profile, seconds, self.hw.nics.missing_tool,
                                        self._live_gpus, total_s)
         for line in nic_checks.skip_warnings(plan):
-            self._emit(Notice("warning", line))
+            if self.options.selection.includes(line.partition(" ")[0]):  # unselected checks say nothing
+                self._emit(Notice("warning", line))
         self._nic_plan = plan
         if plan.rounds:
             self._emit(Notice("info", nic_checks.traffic_summary(plan)))
@@ -319,7 +324,8 @@ class Runner:
     def _nic_phase(self) -> None:
         """Judge the NICs: traffic (started now unless burn-in started it), then their state at the end
         of the run against the start."""
-        if self.hw.nics is None or self.aborted:
+        if self.hw.nics is None or self.aborted or not any(self.options.selection.includes(f"nic.{name}")
+                                                            for name in NIC_CHECKS):
             return
         self.start_nic_traffic()
         assert self._nic_plan is not None
@@ -511,7 +517,17 @@ class Runner:
         verdict = "FAIL" if self.aborted else node_verdict(self._results)
         counts = {v.value: sum(1 for r in self._results if r.verdict is v) for v in Verdict}
         failed = [f"{r.name} {r.subject}" for r in self._results if r.verdict.blocks_qualification]
-        finished = RunFinished(verdict, status, str(paths.report), counts, failed)
+        described = inventory.describe_gpus(gpus)
+        selection = self.options.selection
+        the_answer = answer(self._results, described, verdict, status,
+                            selection.describe() if selection.partial else None, self.hw.simulated)
+        previous = self.options.previous
+        if previous is not None and (self.options.repair or previous.get("failures")):
+            # A re-test after a failure or a repair: what became of each earlier failure.
+            the_answer.repair = repair_outcome(self.options.previous, self.options.repair, self._results,
+                                               the_answer.findings)
+        escalate(the_answer.findings, self.options.prior_repairs, the_answer.repair)
+        finished = RunFinished(verdict, status, str(paths.report), counts, failed, the_answer)
         assert self._journal is not None
         self._journal.append(finished.to_dict())
         predicate = {
@@ -522,9 +538,10 @@ class Runner:
             "profile": self.profile.summary(),
             "quick": self.options.quick,
             "node": {**host.to_dict(), "driver_version": driver, "cuda_version": cuda},
-            "gpus": inventory.describe_gpus(gpus),
+            "gpus": described,
             "checks": [r.to_dict() for r in self._results],
             "summary": {"counts": counts, "failed": failed},
+            "answer": the_answer.to_dict(),
             "telemetry": summary.to_dict() if summary else None,
             "burn_in": self._burn_in,
             "journal": {"file": paths.journal.name, "sha256": hashlib.sha256(paths.journal.read_bytes()).hexdigest()},
@@ -538,6 +555,7 @@ class Runner:
             "signer": {"keyid": self.options.signer.keyid},
             "partial": self.options.selection.to_dict(),
             "previous": self.options.previous,
+            "repair": the_answer.repair,
             "platform": self._platform.observed,
             "baseline": self._baseline.summary() if self._baseline is not None else None,
             "valid_until": valid_until(self.profile, status, self.options.selection.partial),

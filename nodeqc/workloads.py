@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from nodeqc.verify import (allreduce_expected, array_module, compare_exact, copy_pattern, decode_memtest_errors,
                            known_answer_inputs, on_device_of, stream_expected)
-from nodeqc.workers import Reporter
+
+if TYPE_CHECKING:  # workers imports this module to run its workloads
+    from nodeqc.workers import Reporter
 
 STEP_S = 1.0  # seconds of work between progress reports, on the run's clock
 ALL_ONES = 0xFFFF_FFFF_FFFF_FFFF

@@ -4,6 +4,7 @@ The runner works on a worker thread; tests wait for the window's signals with qt
 """
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -18,7 +19,7 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
 from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtGui import QColor, QImage  # noqa: E402
+from PySide6.QtGui import QColor, QImage, QTextDocumentFragment  # noqa: E402
 from PySide6.QtWidgets import QFileDialog, QMessageBox  # noqa: E402
 
 from conftest import ROOT, cli  # noqa: E402
@@ -31,10 +32,11 @@ from nodeqc.gui.bridge import RunThread  # noqa: E402
 from nodeqc.gui.checks import CheckList  # noqa: E402
 from nodeqc.gui.plots import SERIES, RunBuffer, TelemetryPlots, peak_decimate  # noqa: E402
 from nodeqc.model import CheckResult  # noqa: E402
-from nodeqc.gui.reports import ReportDialog  # noqa: E402
+from nodeqc.gui.reports import ReportDialog, load_report, summary_html  # noqa: E402
 from nodeqc.gui.session import RunSetup, probe  # noqa: E402
 from nodeqc.gui.tiles import GpuTile  # noqa: E402
-from nodeqc.gui.window import MainWindow  # noqa: E402
+from nodeqc.findings import answer as run_answer  # noqa: E402
+from nodeqc.gui.window import MainWindow, banner_findings  # noqa: E402
 from nodeqc.keys import load_signer, trusted_keys  # noqa: E402
 from nodeqc.model import Verdict  # noqa: E402
 from nodeqc.profile import load_profile  # noqa: E402
@@ -49,7 +51,7 @@ def make_window(qtbot, scenario="hgx-h100", profile="hgx-h100", faults=(), quick
     def hardware():
         return simulated_hardware(scenario, [parse_fault(f) for f in faults], time_scale=TIME_SCALE)
 
-    def options(hw, prof, signer, operator, ticket):
+    def options(hw, prof, signer, operator, ticket, **_repair):
         return RunOptions(prof, signer, quick=quick, operator=operator, ticket=ticket, sample_hz=sample_hz)
 
     run_setup = RunSetup(prepare=lambda ref: (hardware(), load_profile(ref), load_signer(None)), options=options,
@@ -140,13 +142,17 @@ def test_a_fault_turns_its_tile_and_check_red_and_the_banner_says_why(qtbot, tmp
     assert "PASS" in checks.detail.toPlainText() and "What to do" not in checks.detail.toPlainText()
     click_item(qtbot, checks.tree, child(checks, "health.pcie_link", "gpu3"))
     detail = checks.detail.toPlainText()
-    assert "link trained to Gen5 x8 under load" in detail and remediation("PCIE_WIDTH") in detail
-    assert "PCIE_WIDTH" in detail and "Gen5 x8" in detail
+    assert "Link Gen5 x8 under load, expected x16." in detail and remediation("PCIE_WIDTH") in detail
+    assert "PCIE_WIDTH" in detail and "GPU 3 (0000:61:00.0, serial SIM-HGXH100-0001-G3)" in detail
+    # What to do first, then the finding, then the figures and evidence.
+    assert detail.index("What to do:") < detail.index("Link Gen5 x8") < detail.index("Values")
 
-    # The banner: FAIL, the failing check with its reason, the signed report and its key.
+    # The banner: FAIL, the failing part with its finding and what to do, the signed report and its key.
     assert window.banner_word.text() == "FAIL" and window.banner.property("state") == "fail"
-    banner = " ".join([window.banner_text.text()] + [line.full for line in window.banner_lines])
-    assert "gpu3 health.pcie_link" in banner and "expected width x16" in banner
+    banner = QTextDocumentFragment.fromHtml(window.banner_findings.text()).toPlainText()
+    assert "GPU 3 (0000:61:00.0, serial SIM-HGXH100-0001-G3): link at x8 during the copies, expected x16" in banner
+    assert f"What to do: {remediation('PCIE_WIDTH')}" in banner
+    assert window.banner_sim.isVisible()  # a simulated run says so in the banner itself
     assert str(outcome.report_path) in window.banner_report.full
     signer = load_signer(None)
     assert signer.keyid in window.banner_report.full
@@ -163,10 +169,103 @@ def test_a_fault_turns_its_tile_and_check_red_and_the_banner_says_why(qtbot, tmp
     assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 5000
 
 
+def flow_window(qtbot, tmp_path, *args, size=(1366, 768)):
+    """The window as `nodeqc gui ARGS` opens it (nodeqc.flow), on a simulated node with time compressed."""
+    from nodeqc.cli import _run_parser
+    from nodeqc.flow import RunFlow
+
+    scenario = tmp_path / "fast-hgx.toml"
+    text = (ROOT / "nodeqc" / "scenarios" / "hgx-h100.toml").read_text()
+    scenario.write_text(text.replace("time_scale = 10", f"time_scale = {TIME_SCALE}"))
+    (tmp_path / "archive").mkdir(exist_ok=True)
+    argv = ["--simulate", str(scenario), "--profile", "hgx-h100", "--quick", "--archive", str(tmp_path / "archive"),
+            *args]
+    flow = RunFlow(_run_parser().parse_args(argv), ["gui", *argv])
+    hardware, _, _ = flow.prepare("hgx-h100")
+    setup = RunSetup(prepare=flow.prepare, options=flow.options, after_run=flow.after_run, profile="hgx-h100",
+                     archive=flow.archive.root)
+    window = MainWindow(setup, probe(hardware))
+    qtbot.addWidget(window)
+    window.resize(*size)
+    window.show()
+    return window
+
+
+@pytest.mark.parametrize("size", [(1366, 768), (1920, 1080)])
+def test_two_faults_show_without_scrolling_which_gpus_what_to_do_and_the_report(qtbot, tmp_path, size):
+    window = flow_window(qtbot, tmp_path, "--inject", "gpu3:pcie_width=8", "--inject", "gpu5:hbm_bw=0.6", size=size)
+    outcome = run(qtbot, window)
+    assert outcome.exit_code == 1
+    qtbot.wait(50)
+    assert window.height() <= size[1] and window.minimumSizeHint().height() <= size[1]  # fits the screen
+    banner = QTextDocumentFragment.fromHtml(window.banner_findings.text()).toPlainText()
+    for identity, todo in (("GPU 3 (0000:61:00.0, serial SIM-HGXH100-0001-G3)", remediation("PCIE_WIDTH")),
+                           ("GPU 5 (0000:c3:00.0, serial SIM-HGXH100-0001-G5)", "What to do:")):
+        assert identity in banner and todo in banner[banner.index(identity):]
+    # Every line of the banner is shown whole: it is tall enough for its wrapped text.
+    for label in (window.banner_text, window.banner_findings):
+        assert label.height() >= label.heightForWidth(label.width()), label.objectName()
+    assert window.banner.geometry().bottom() < window.body.geometry().top()
+    assert str(outcome.report_path) in window.banner_report.full and window.banner_report.isVisible()
+    assert re.search(r"\d+ not run: \d+ no NIC peer given \(pass --nic-peer\)", window.banner_text.text())
+    assert "Every check passed" not in window.banner_text.text()
+    # The check list, beside one column of tiles, has no horizontal scrollbar.
+    assert window.tabs.currentWidget() is window.checks
+    assert not window.checks.tree.horizontalScrollBar().isVisible()
+    header = window.checks.tree.header()
+    assert sum(header.sectionSize(i) for i in range(header.count())) <= window.checks.tree.viewport().width() + 1
+    # The printable summary (PDF) renders the same answer from the signed report.
+    printable = QTextDocumentFragment.fromHtml(summary_html(load_report(outcome.report_path))).toPlainText()
+    assert "GPU 3 (0000:61:00.0, serial SIM-HGXH100-0001-G3)" in printable
+    assert f"What to do: {remediation('PCIE_WIDTH')}" in printable and "ticket" not in printable
+    # Notices open whole from the status bar.
+    assert window.notices_button.isVisible() and window.notices_button.text() == f"All notices ({len(window.notices)})"
+    qtbot.mouseClick(window.notices_button, Qt.MouseButton.LeftButton)
+    box = window.findChild(QMessageBox, "notices")
+    assert box is not None and "pass --nic-peer HOST (a host running `iperf3 -s -p PORT`" in box.text()
+    box.close()
+
+
+def test_a_repair_recorded_in_the_window_goes_into_the_retests_signed_report(qtbot, tmp_path):
+    window = flow_window(qtbot, tmp_path, "--inject", "gpu3:pcie_width=8", "--only", "health.pcie_link")
+    failed = run(qtbot, window)
+    assert failed.exit_code == 1 and window.repair.isVisible()
+    qtbot.keyClicks(window.repair, "reseated GPU 3 riser")
+    second = run(qtbot, window, window.retest_button)
+    assert second is not None, window.banner_text.text()
+    predicate = verify_file(second.report_path, trusted_keys()).predicate
+    repair = predicate["repair"]
+    assert repair["action"] == "reseated GPU 3 riser" and repair["previous"]["path"] == str(failed.report_path)
+    assert [(o["subject"], o["status"]) for o in repair["outcomes"]] == [("gpu3", "STILL FAILING")]  # still injected
+    banner = QTextDocumentFragment.fromHtml(window.banner_findings.text()).toPlainText()
+    assert "[STILL FAILING]" in banner and "Failed again after a repair: do not just reseat" in banner
+
+
+def test_the_banner_names_failing_gpus_and_nics_with_what_to_do():
+    results = [CheckResult("health.pcie_link", "gpu3", Verdict.FAIL, "link Gen5 x8 under load, expected x16",
+                           code="PCIE_WIDTH"),
+               CheckResult("health.ecc", "gpu6", Verdict.FAIL, "double-bit ECC errors 2 (limit 0)", code="ECC_DBE"),
+               CheckResult("nic.link", "nic2", Verdict.FAIL, "ibp64s0 (mlx5_core, 0000:40:00.0): link down",
+                           code="NIC_LINK_DOWN"),
+               CheckResult("nic.inventory", "node", Verdict.PASS, "9 NICs", evidence={"nics": [
+                   {"subject": "nic2", "name": "ibp64s0", "bus_id": "0000:40:00.0", "mac": "02:00:00:00:00:02"}]})]
+    gpus = [{"subject": f"gpu{i}", "index": i, "bus_id": f"0000:{i:02x}:00.0", "serial": f"S{i}"} for i in range(8)]
+    text = QTextDocumentFragment.fromHtml(banner_findings(run_answer(results, gpus, "FAIL", "complete").findings)).toPlainText()
+    lines = text.splitlines()
+    assert lines[0] == "GPU 3 (0000:03:00.0, serial S3): link Gen5 x8 under load, expected x16 (health.pcie_link)"
+    assert lines[1].strip() == f"\u2192 What to do: {remediation('PCIE_WIDTH')}"
+    assert lines[2].startswith("GPU 6 (0000:06:00.0, serial S6): double-bit ECC errors 2 (limit 0)")
+    assert lines[4] == "NIC ibp64s0 (0000:40:00.0): link down (nic.link)"
+    assert lines[5].strip() == f"\u2192 What to do: {remediation('NIC_LINK_DOWN')}"
+
+
 def test_a_clean_node_passes_and_a_retest_runs_again(qtbot):
     window = make_window(qtbot, scenario="h100", profile="h100")
     first = run(qtbot, window)
     assert first.exit_code == 0 and window.banner_word.text() == "PASS"
+    # Some checks did not run (no NIC peer, one GPU): the banner counts them, never "every check passed".
+    assert "passed; " in window.banner_text.text() and "not run: " in window.banner_text.text()
+    assert "no NIC peer given (pass --nic-peer)" in window.banner_text.text()
     assert window.tiles["gpu0"].badge.text() == "PASS" and "at max" in window.tiles["gpu0"].pcie.text()
     assert window.retest_button.isVisible() and window.start_button.isEnabled() and not window.abort_button.isEnabled()
     with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS) as blocker:
@@ -422,6 +521,7 @@ def test_screenshot_of_a_finished_run_from_the_command_line(tmp_path):
             "--inject", "gpu3:pcie_width=8", "--screenshot", str(shot), "--archive", str(archive),
             "--prometheus-textfile", str(textfile), env={"QT_QPA_PLATFORM": "offscreen"})
     assert p.returncode == 1, p.stderr
+    assert "propagateSizeHints" not in p.stderr  # offscreen Qt's noise is filtered out
     image = QImage(str(shot))
     assert not image.isNull() and image.width() >= 600 and image.height() >= 400
     report = Path(p.stdout.strip().splitlines()[-1])

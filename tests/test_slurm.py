@@ -142,7 +142,7 @@ def test_drain_and_resume_only_what_nodeqc_owns(slurm):
     # gpu02 (nodeqc drained it, still broken): tested, drained again with the new failure.
     assert state["gpu02"]["state"] == "IDLE+DRAIN" and state["gpu02"]["reservation"] is None
     reason = state["gpu02"]["reason"]
-    assert reason.startswith("nodeqc: FAIL stress.pcie_bandwidth gpu0 +1 more; ") and reason.endswith(".report.json")
+    assert reason.startswith("nodeqc: FAIL stress.pcie_bandwidth GPU 0 +1 more; ") and reason.endswith(".report.json")
     assert Path(reason.split("; ")[1]).is_file()
 
     # gpu03 (an operator's drain): never resumed, never tested, reason untouched.
@@ -150,7 +150,7 @@ def test_drain_and_resume_only_what_nodeqc_owns(slurm):
     assert "gpu03: drained by an operator (fan replaced, waiting for vendor" in p.stderr
 
     # gpu04 (in service, fails): drained by nodeqc; no reservation was needed. gpu05 passes: untouched.
-    assert state["gpu04"]["state"] == "IDLE+DRAIN" and state["gpu04"]["reason"].startswith("nodeqc: FAIL stress.pcie_bandwidth gpu0")
+    assert state["gpu04"]["state"] == "IDLE+DRAIN" and state["gpu04"]["reason"].startswith("nodeqc: FAIL stress.pcie_bandwidth GPU 0")
     assert [c[:2] for c in _for(calls, "gpu04")] == [["srun", "--nodes=1"], ["scontrol", "update"]]
     assert [c[:2] for c in _for(calls, "gpu05")] == [["srun", "--nodes=1"]] and state["gpu05"] == nodes["gpu05"]
     assert all("--exclusive" in c for c in calls if c[0] == "srun")

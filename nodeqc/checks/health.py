@@ -107,8 +107,8 @@ def pcie_link(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
         t = Threshold(f"pcie_{'width' if what == 'width' else 'gen'}", "min", fail=want, warn=want)
         thresholds.append(t)
         if t.judge(have) is Verdict.FAIL:
-            findings.append(Finding(Verdict.FAIL, code, f"link trained to Gen{gen} x{width} under load; "
-                                    f"expected {what} {'x' if what == 'width' else 'Gen'}{want}"))
+            expected = f"x{want}" if what == "width" else f"Gen{want}"
+            findings.append(Finding(Verdict.FAIL, code, f"link Gen{gen} x{width} under load, expected {expected}"))
     if not findings:
         findings.append(Finding(Verdict.PASS, None, f"Gen{gen} x{width} under load (at idle: {idle})"))
     return fold(name, gpu.subject, findings, values, thresholds, key="link")

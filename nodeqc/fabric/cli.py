@@ -159,7 +159,7 @@ def _addresses(texts: list[str], nodes: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
-    from nodeqc.cli import ensure_writable
+    from nodeqc.flow import ensure_writable
     from nodeqc.fabric.launchers import Work
     from nodeqc.fabric.report import exit_code, pair_rows, write_report
     from nodeqc.journal import Journal

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QHeaderView, QProgressBar, QSplitter, QTextBrowse
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from nodeqc.codes import remediation
+from nodeqc.findings import Part, nics_of, parts, split_findings
 from nodeqc.gui.style import COLOURS, WORDS
 from nodeqc.model import CheckResult, Verdict
 from nodeqc.render import subjects_text
@@ -75,7 +76,10 @@ class CheckList(QWidget):
         self.tree = QTreeWidget()
         self.tree.setColumnCount(len(COLUMNS))
         self.tree.setHeaderLabels(COLUMNS)
-        self.tree.setUniformRowHeights(True)
+        # Messages wrap onto more lines rather than hide behind "..." or a horizontal scrollbar.
+        self.tree.setWordWrap(True)
+        self.tree.setUniformRowHeights(False)
+        self.tree.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.tree.setAlternatingRowColors(True)
         self.tree.setStyleSheet("QTreeView::item { min-height: 30px; }")
         header = self.tree.header()
@@ -95,6 +99,7 @@ class CheckList(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
         self.checks: dict[str, _Check] = {}
+        self.parts: dict[str, Part] = {}  # subject -> its identity, for the detail pane
         self.tree.currentItemChanged.connect(self._show_detail)
 
     def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
@@ -106,6 +111,11 @@ class CheckList(QWidget):
         self.tree.clear()
         self.checks.clear()
         self.detail.clear()
+
+    def set_gpus(self, gpus: list[dict[str, Any]]) -> None:
+        """The run's GPUs, so a result names its part (index, bus id, serial); NICs come with the
+        NIC inventory's result."""
+        self.parts = parts(gpus, [])
 
     # ------------------------------------------------------------------ the event stream
 
@@ -137,6 +147,8 @@ class CheckList(QWidget):
             self.check_started(result.name, [result.subject])
             check = self.checks[result.name]
         check.results[result.subject] = result
+        if result.name == "nic.inventory":
+            self.parts.update(parts([], nics_of([result])))
         child = QTreeWidgetItem([result.subject, "", result.key_figure.partition("=")[2], result.message])
         child.setData(CHECK, RESULT_ROLE, result)
         child.setToolTip(MESSAGE, result.message)
@@ -210,24 +222,28 @@ class CheckList(QWidget):
             return
         result = item.data(CHECK, RESULT_ROLE)
         if result is not None:
-            self.detail.setHtml(result_html(result))
+            self.detail.setHtml(result_html(result, self.parts.get(result.subject)))
             return
         check = self.checks[item.text(CHECK)]
         results = list(check.results.values())
         shown = [r for r in results if r.verdict is not Verdict.PASS] or results
         running = f"<p>{html.escape(item.text(CHECK))}: running on {html.escape(subjects_text(check.subjects))}</p>"
-        self.detail.setHtml("<hr>".join(result_html(r) for r in shown) or running)
+        self.detail.setHtml("<hr>".join(result_html(r, self.parts.get(r.subject)) for r in shown) or running)
 
 
-def result_html(r: CheckResult) -> str:
-    """One result for a person: verdict, message, what to do, then the evidence."""
+def result_html(r: CheckResult, part: Part | None = None) -> str:
+    """One result for a person, the answer first: verdict and part, what to do, the finding, then
+    the figures, limits and evidence (long, and below the fold on a small screen)."""
     background, text = COLOURS[r.verdict.value]
+    who = part.identity if part is not None else r.subject
     out = [f'<h2><span style="background:{background}; color:{text}">&nbsp;{WORDS[r.verdict.value]}&nbsp;</span> '
-           f"{html.escape(r.name)} &middot; {html.escape(r.subject)}</h2>",
-           f"<p style='font-size:13pt'>{html.escape(r.message)}</p>"]
+           f"{html.escape(r.name)} &middot; {html.escape(who)}</h2>"]
     if r.code and r.verdict is not Verdict.PASS:
-        out.append(f"<p style='font-size:13pt'><b>What to do:</b> {html.escape(remediation(r.code))}</p>"
-                   f"<p>Code: <b>{html.escape(r.code)}</b></p>")
+        out.append(f"<p style='font-size:13pt'><b>What to do:</b> {html.escape(remediation(r.code))}</p>")
+    findings = split_findings(r.message)
+    out.append("".join(f"<p style='font-size:12pt'>{html.escape(f[:1].upper() + f[1:])}.</p>" for f in findings))
+    if r.code and r.verdict is not Verdict.PASS:
+        out.append(f"<p>Code: <b>{html.escape(r.code)}</b></p>")
     if r.values:
         rows = "".join(f"<tr><td>{html.escape(k)}</td><td><b>{html.escape(str(v))}</b></td></tr>"
                        for k, v in r.values.items())

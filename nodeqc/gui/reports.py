@@ -18,12 +18,12 @@ from PySide6.QtPrintSupport import QPrinter
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QVBoxLayout,
                                QWidget)
 
-from nodeqc.codes import remediation
 from nodeqc.errors import UsageError
+from nodeqc.findings import answer_of, repair_lines
 from nodeqc.gui.style import COLOURS, WORDS
 from nodeqc.keys import trusted_keys
 from nodeqc.model import CheckResult
-from nodeqc.render import render_report
+from nodeqc.render import render_report, run_length
 from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_envelope
 from nodeqc.safefile import write_atomic
 
@@ -103,18 +103,28 @@ def summary_html(report: LoadedReport) -> str:
         f"{len(p.get('gpus', []))} GPU(s)</td></tr>",
         f"<tr><td>Profile</td><td>{e(prof.get('name'))} (sha256 {e(str(prof.get('sha256'))[:16])})"
         f"{' quick' if p.get('quick') else ''}</td></tr>",
-        f"<tr><td>Run</td><td>{e(p.get('started_at'))} to {e(p.get('finished_at'))} "
-        f"({e(p.get('duration_s'))} s)</td></tr>",
-        f"<tr><td>Operator</td><td>{e(p.get('operator'))}, ticket {e(p.get('ticket'))}</td></tr>",
+        f"<tr><td>Run</td><td>{e(p.get('started_at'))} to {e(p.get('finished_at'))} ({e(run_length(p))})</td></tr>",
+        f"<tr><td>Operator</td><td>{e(p.get('operator'))}"
+        + (f", ticket {e(p['ticket'])}" if p.get("ticket") else "") + "</td></tr>",
         f"<tr><td>Report</td><td>{e(report.path)}</td></tr>",
         f"<tr><td>Signature</td><td>{e(report.trust)}</td></tr>",
         "</table>",
     ]
-    if bad:
-        out.append(f"<h2>Failed ({len(bad)})</h2>")
-        for c in bad:
-            out.append(f"<p><b>{e(c.subject)} {e(c.name)}</b>: {e(c.message)} [{e(c.code)}]<br>"
-                       f"What to do: {e(remediation(c.code or ''))}</p>")
+    the_answer = answer_of(p)  # the same answer as the run's summary, the banner and `nodeqc show`
+    out.insert(2, f"<p style='font-size:11pt'>{e(the_answer.tally)}</p>")
+    if the_answer.findings:
+        out.append(f"<h2>Failed ({len(bad)}) and warnings ({len(the_answer.warnings)})</h2>")
+        by_part: dict[str, list[Any]] = {}
+        for f in the_answer.findings:
+            by_part.setdefault(f.subject, []).append(f)
+        for group in by_part.values():
+            items = "".join(f"<li>{e(f.check)}: {e(f.finding)} [{e(f.code)}]"
+                            + (f" <b>{e(f.repair)}</b>" if f.repair else "") + "</li>" for f in group)
+            todo = " ".join(dict.fromkeys(f.remediation for f in group))
+            out.append(f"<p><b>{e(group[0].verdict.upper())} {e(group[0].part.identity)}</b></p>"
+                       f"<p><b>What to do:</b> {e(todo)}</p><ul>{items}</ul>")
+    if the_answer.repair:
+        out.append("<h2>Repair</h2><pre>" + e("\n".join(repair_lines(the_answer.repair))) + "</pre>")
     rows = "".join(f"<tr><td>{e(c.name)}</td><td>{e(c.subject)}</td><td><b>{WORDS[c.verdict.value]}</b></td>"
                    f"<td>{e(c.message)}</td></tr>" for c in checks)
     out.append(f"<h2>All checks ({len(checks)})</h2><table width='100%' border='1' cellspacing='0' cellpadding='2' "

@@ -14,8 +14,9 @@ from nodeqc.keys import Signer
 from nodeqc.profile import Profile
 from nodeqc.runner import RunOptions
 
-# (hardware, profile, signer, operator, ticket) -> the run's options
-OptionsFn = Callable[[Hardware, Profile, Signer, "str | None", "str | None"], RunOptions]
+# (hardware, profile, signer, operator, ticket, repair=, retest=) -> the run's options; repair: what
+# the technician did, retest: the report the run re-tests (both None for a first run)
+OptionsFn = Callable[..., RunOptions]
 
 
 def _nothing(report: Path) -> None:

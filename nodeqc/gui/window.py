@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFileDialog, QFrame, QGrid
 
 from nodeqc.backends.base import GpuSample
 from nodeqc.errors import UsageError
+from nodeqc.findings import Finding, answer
 from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
                            RunStarted, TelemetrySampled)
 from nodeqc.gui.bridge import RunThread
@@ -35,7 +36,7 @@ from nodeqc.render import subjects_text
 from nodeqc.runner import RunOutcome, Runner
 
 REDRAW_MS = 500  # live readings and the banner are redrawn this often, however fast samples come
-BANNER_FAILURES = 3  # failing checks listed in the banner; the Checks tab has them all
+BANNER_PARTS = 4  # failing (or warning) parts listed in the banner; the Checks tab has them all
 WIDE_COLUMNS = 4  # tiles per row when the window is wide enough to put them above the tabs
 WIDE_MIN_HEIGHT = 850  # and tall enough to leave the tabs room below them
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
@@ -98,6 +99,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.plots, "Plots")
         self.tabs.addTab(self.checks, "Checks")
         self.tabs.addTab(self.history, "History")
+        self.tabs.currentChanged.connect(lambda _: self._arrange())
         self.body = QBoxLayout(QBoxLayout.Direction.LeftToRight)
         self.body.addWidget(self.tile_area)
         self.body.addWidget(self.tabs, 1)
@@ -105,6 +107,11 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         self.status = ElidedLabel()  # the last notice or file written; every notice of the run in its tooltip
         self.statusBar().addWidget(self.status, 1)
+        self.notices_button = QPushButton("Notices")  # every notice of the run, in full
+        self.notices_button.setFlat(True)
+        self.notices_button.clicked.connect(self.show_notices)
+        self.notices_button.setVisible(False)
+        self.statusBar().addPermanentWidget(self.notices_button)
         self.notices: list[str] = []
 
         self._build_tiles(node.gpus)
@@ -150,7 +157,7 @@ class MainWindow(QMainWindow):
         self.ticket.setPlaceholderText("work ticket")
         self.start_button = QPushButton("START")
         self.start_button.setObjectName("start")
-        self.start_button.clicked.connect(self.start)
+        self.start_button.clicked.connect(lambda: self.start())
         self.abort_button = QPushButton("ABORT")
         self.abort_button.setObjectName("abort")
         self.abort_button.clicked.connect(self.abort)
@@ -181,49 +188,73 @@ class MainWindow(QMainWindow):
         self.profile_box.setCurrentIndex(names.index(wanted))
 
     def _banner(self) -> QWidget:
+        """The answer: the verdict's word (and SIMULATED under it), the headline, each failing part
+        with what to do, and the report. Every line wraps: nothing of the action is cut off."""
         self.banner = QFrame()
         self.banner.setObjectName("banner")
         self.banner_word = QLabel()
         self.banner_word.setObjectName("bannerWord")
-        self.banner_word.setMinimumWidth(220)
+        self.banner_word.setMinimumWidth(200)
         self.banner_word.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.banner_text = QLabel()
-        self.banner_text.setObjectName("bannerText")
-        self.banner_text.setWordWrap(True)
-        self.banner_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.banner_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.banner_lines = [ElidedLabel() for _ in range(BANNER_FAILURES + 1)]  # one line per failing check
-        for line in self.banner_lines:
-            line.setObjectName("bannerText")
+        self.banner_sim = QLabel("SIMULATED")
+        self.banner_sim.setObjectName("simulated")
+        self.banner_sim.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.banner_sim.setToolTip("A simulated node: its reports are never a qualification of real hardware.")
+        self.banner_sim.setVisible(self.node.simulated)
+        word = QVBoxLayout()
+        word.setSpacing(2)
+        word.addWidget(self.banner_word)
+        word.addWidget(self.banner_sim)
+        word.addStretch(1)
+        self.banner_text = self._wrapping("bannerText")
+        self.banner_findings = self._wrapping("bannerFindings")
         self.banner_report = ElidedLabel(mode=Qt.TextElideMode.ElideMiddle)
         self.banner_report.setObjectName("bannerReport")
         self.open_button = QPushButton("Open report")
         self.open_button.clicked.connect(lambda: self.show_report(Path(self.finished.report_path)))
         self.pdf_button = QPushButton("Export PDF")
         self.pdf_button.clicked.connect(self.export_pdf)
+        self.repair = QLineEdit()
+        self.repair.setPlaceholderText("what was repaired, e.g. reseated GPU 3 riser")
+        self.repair.setToolTip("Recorded in the re-test's signed report, with a link to this report")
         self.retest_button = QPushButton("Re-test")
-        self.retest_button.clicked.connect(self.start)
+        self.retest_button.clicked.connect(self.retest)
         buttons = QGridLayout()
         buttons.setSpacing(4)
         buttons.addWidget(self.open_button, 0, 0)
         buttons.addWidget(self.pdf_button, 0, 1)
-        buttons.addWidget(self.retest_button, 1, 0, 1, 2)
+        buttons.addWidget(self.repair, 1, 0, 1, 2)
+        buttons.addWidget(self.retest_button, 2, 0, 1, 2)
+        buttons.setRowStretch(3, 1)
         text = QVBoxLayout()
         text.setSpacing(2)
         text.addWidget(self.banner_text)
-        for line in self.banner_lines:
-            text.addWidget(line)
+        text.addWidget(self.banner_findings)
         text.addWidget(self.banner_report)
         text.addStretch(1)
         layout = QHBoxLayout(self.banner)
         layout.setContentsMargins(12, 6, 12, 6)
-        layout.addWidget(self.banner_word)
+        layout.addLayout(word)
         layout.addLayout(text, 1)
         layout.addLayout(buttons)
         return self.banner
 
+    @staticmethod
+    def _wrapping(name: str) -> QLabel:
+        label = QLabel()
+        label.setObjectName(name)
+        label.setWordWrap(True)
+        label.setTextFormat(Qt.TextFormat.RichText)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # As wide as the banner gives, as tall as the wrapped text needs at that width. A minimum
+        # height of its own keeps Qt from sizing the window for the text wrapped at its narrowest
+        # (the window would outgrow a 768 px screen).
+        label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
+        label.setMinimumHeight(1)
+        return label
+
     def _set_banner(self, state: str, word: str, text: str, finished: bool = False, report: str = "",
-                    lines: list[str] | None = None) -> None:
+                    findings: str = "", repairable: bool = False) -> None:
         if self.banner.property("state") != state:  # restyle only on a change: it is costly
             self.banner.setProperty("state", state)
             for widget in [self.banner, *self.banner.findChildren(QLabel)]:
@@ -231,14 +262,13 @@ class MainWindow(QMainWindow):
                 widget.style().polish(widget)
         self.banner_word.setText(word)
         self.banner_text.setText(text)
+        self.banner_findings.setText(findings)
+        self.banner_findings.setVisible(bool(findings))
         self.banner_report.setFullText(report)
         self.banner_report.setVisible(bool(report))
-        lines = lines or []
-        for label, line in zip(self.banner_lines, lines + [""] * (len(self.banner_lines) - len(lines)), strict=True):
-            label.setFullText(line)
-            label.setVisible(bool(line))
         for button in (self.open_button, self.pdf_button, self.retest_button):
             button.setVisible(finished)
+        self.repair.setVisible(finished and repairable)
 
     @property
     def tiles(self) -> dict[str, GpuTile]:
@@ -256,7 +286,9 @@ class MainWindow(QMainWindow):
         """Narrow screens: two columns of tiles beside the tabs. Wide ones: rows of four tiles above
         the tabs, which then get the whole width."""
         wide = self.width() >= self.tile_area.width_for(WIDE_COLUMNS) + 20 and self.height() >= WIDE_MIN_HEIGHT
-        self.tile_area.set_columns(WIDE_COLUMNS if wide else 2)
+        # Beside the check list the tiles take one column: its messages need the width more.
+        narrow_columns = 1 if self.tabs.currentWidget() is self.checks else 2
+        self.tile_area.set_columns(WIDE_COLUMNS if wide else narrow_columns)
         area = self.tile_area
         if wide:
             self.body.setDirection(QBoxLayout.Direction.TopToBottom)
@@ -267,7 +299,7 @@ class MainWindow(QMainWindow):
             self.body.setDirection(QBoxLayout.Direction.LeftToRight)
             area.setMinimumHeight(0)
             area.setMaximumHeight(QWIDGETSIZE_MAX)
-            area.setFixedWidth(area.width_for(2))
+            area.setFixedWidth(area.width_for(narrow_columns))
 
     @staticmethod
     def _gpu_summary(gpus: list[dict[str, Any]]) -> str:
@@ -282,7 +314,9 @@ class MainWindow(QMainWindow):
         liveness), so a dialog answered after the run ended sees that it ended."""
         return self.active
 
-    def start(self) -> None:
+    def start(self, repair: str | None = None, retest: Path | None = None) -> None:
+        """A run with the chosen profile; after a repair, `repair` says what was done and `retest`
+        names the report it re-tests."""
         if self.running:
             return
         ref = self.profile_box.currentData()
@@ -302,8 +336,10 @@ class MainWindow(QMainWindow):
         self._fresh_view(self.node.gpus, "")
         self.tabs.setCurrentWidget(self.plots)
         self._set_inputs(running=True)
-        self.worker.start(lambda emit: Runner(self.setup.options(hardware, profile, signer, operator, ticket),
-                                              hardware, emit),
+        # Only a re-test after a repair passes these: a first run's options are the command line's.
+        after_repair = {k: v for k, v in (("repair", repair), ("retest", retest)) if v is not None}
+        self.worker.start(lambda emit: Runner(self.setup.options(hardware, profile, signer, operator, ticket,
+                                                                 **after_repair), hardware, emit),
                           after=lambda outcome: self.setup.after_run(outcome.report_path))
         self.timer.start()
         self.redraw()
@@ -369,8 +405,7 @@ class MainWindow(QMainWindow):
             self._run_started(event)
         elif isinstance(event, Notice):
             self.notices.append(f"{event.level}: {event.text}")
-            self._say(self.notices[-1] + (f"   ({len(self.notices)} notices: see the tooltip)"
-                                          if len(self.notices) > 1 else ""))
+            self._say(self.notices[-1])
         elif isinstance(event, RunFinished):
             self.finished = event
 
@@ -380,6 +415,7 @@ class MainWindow(QMainWindow):
         self.serial.setText(str(node.get("system_serial") or "N/A"))
         self.gpu_summary.setText(self._gpu_summary(event.gpus))
         self._fresh_view(event.gpus, f"journal: {event.files.get('journal')}")
+        self.checks.set_gpus(event.gpus)
         for tile in self.tiles.values():
             tile.set_running(True)
 
@@ -443,26 +479,26 @@ class MainWindow(QMainWindow):
             self.close()
 
     def _show_verdict(self, outcome: RunOutcome) -> None:
+        """The engine's answer (nodeqc.findings), as the headless summary and `show` give it."""
         finished = self.finished
+        the_answer = finished.answer if finished is not None and finished.answer is not None else answer(
+            outcome.results, self.node.gpus, outcome.verdict, outcome.status, self.setup.partial, self.node.simulated)
         report = f"Report {outcome.report_path}\nSigned with key {self.keyid}"
         if self.setup.partial:
             report = f"Partial run ({self.setup.partial}): this report is not a qualification.\n{report}"
-        failing = [r for r in outcome.results if r.verdict.blocks_qualification]
+        headline = html.escape(the_answer.tally)
         if outcome.status == "aborted":
             self._set_banner("aborted", "ABORTED", f"The run was aborted: the node is <b>not qualified</b>. "
                              f"{len(outcome.results)} results were reached.", finished=True, report=report)
             return
-        counts = finished.counts if finished else {}
-        if not failing:
-            self._set_banner("pass", "PASS", f"Every check passed ({counts.get('pass', 0)} pass, "
-                             f"{counts.get('warn', 0)} warn, {counts.get('skip', 0)} skipped).",
-                             finished=True, report=report)
-            return
-        lines = [f"{r.subject} {r.name}: {r.message}" for r in failing[:BANNER_FAILURES]]
-        if len(failing) > BANNER_FAILURES:
-            lines.append(f"... and {len(failing) - BANNER_FAILURES} more")
-        self._set_banner("fail", outcome.verdict, f"<b>{len(failing)} failed</b> (the Checks tab has why and "
-                         "what to do):", finished=True, report=report, lines=lines)
+        failing = bool(the_answer.failing)
+        self._set_banner("fail" if failing else "pass", outcome.verdict, headline, finished=True, report=report,
+                         findings=banner_findings(the_answer.findings), repairable=failing)
+
+    def retest(self) -> None:
+        """Re-test after a repair: the same checks, the repair recorded, the report just written linked."""
+        previous = Path(self.finished.report_path) if self.finished is not None else None
+        self.start(repair=self.repair.text().strip() or None, retest=previous)
 
     def _show_idle(self) -> None:
         self._set_inputs(running=False)
@@ -500,3 +536,49 @@ class MainWindow(QMainWindow):
     def _say(self, text: str) -> None:
         self.status.setFullText(text)
         self.status.setToolTip("\n".join(self.notices))
+        self.notices_button.setText(f"All notices ({len(self.notices)})")
+        self.notices_button.setVisible(bool(self.notices))
+
+    def show_notices(self) -> None:
+        """Every notice of the run, whole: the status bar has room for the last one only."""
+        box = QMessageBox(QMessageBox.Icon.Information, "Notices of the run", "\n\n".join(self.notices), parent=self)
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.setObjectName("notices")
+        box.show()
+
+
+def banner_findings(findings: list[Finding]) -> str:
+    """Each failing part (then each warning one): who it is, the finding, what to do. When more parts
+    fail than the banner has room for, parts that failed the same way share one entry."""
+    by_part: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_part.setdefault(f.subject, []).append(f)
+    groups = list(by_part.values())
+    if len(groups) > BANNER_PARTS:  # e.g. every GPU hung: one entry naming them all
+        by_way: dict[tuple[Any, ...], list[list[Finding]]] = {}
+        for group in groups:
+            by_way.setdefault(tuple((f.check, f.code) for f in group), []).append(group)
+        entries = [_banner_entry([g[0] for g in same], same[0]) for same in by_way.values()]
+    else:
+        entries = [_banner_entry([group[0]], group) for group in groups]
+    shown = entries[:BANNER_PARTS - 1] if len(entries) > BANNER_PARTS else entries
+    if len(entries) > len(shown):
+        shown.append(f"... and {len(entries) - len(shown)} more (the Checks tab has them all)")
+    return "<br>".join(shown)
+
+
+def _banner_entry(firsts: list[Finding], group: list[Finding]) -> str:
+    """'GPU 3 (bus, serial): finding (checks) [status] / -> What to do: ...' for one part, or for
+    several parts that failed the same way ('GPU 0, GPU 1, GPU 2: ...')."""
+    first = group[0]
+    if len(firsts) == 1:
+        name, _, details = first.part.identity.partition(" (")
+        who = f"<b>{html.escape(name)}</b>" + (f" ({html.escape(details)}" if details else "")
+    else:
+        who = "<b>" + html.escape(", ".join(f.part.identity.partition(" (")[0] for f in firsts)) + "</b>"
+    checks = ", ".join(dict.fromkeys(f.check for f in group))
+    status = f" <b>[{html.escape(first.repair)}]</b>" if first.repair else ""
+    todo = " ".join(dict.fromkeys(f.remediation for f in group))
+    return (f"{who}: {html.escape(first.finding)} <i>({html.escape(checks)})</i>{status}<br>"
+            f"&nbsp;&nbsp;&#8594; <b>What to do:</b> {html.escape(todo)}")

@@ -1,0 +1,228 @@
+"""The answer a person needs, computed once (nodeqc.findings) and rendered alike by the headless
+summary, `nodeqc show` and the report: which part failed (GPU index, bus id, serial; NIC name and
+PCI address), the finding with its numbers, what to do; the checks that did not run, counted once
+per reason; and the repair loop (FIXED / STILL FAILING, escalation of a failure that comes back)."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import cli
+from nodeqc.backends import simulated_hardware
+from nodeqc.cli import ProgressPrinter
+from nodeqc.codes import escalation, remediation
+from nodeqc.faults import parse_fault
+from nodeqc.findings import (FIXED, NEW, NOT_RETESTED, STILL_FAILING, Finding, Part, answer, answer_of,
+                             escalate, finding_lines, repair_outcome, split_findings)
+from nodeqc.keys import create_key, trusted_keys
+from nodeqc.model import CheckResult, Verdict
+from nodeqc.profile import load_profile
+from nodeqc.render import render_report
+from nodeqc.report import decode_statement, read_envelope, verify_file
+from nodeqc.runner import RunOptions, Runner
+from nodeqc.selection import Selection
+
+FAULTS = ["gpu3:pcie_width=8", "gpu5:hbm_bw=0.6", "nic2:down"]
+
+
+def _run(tmp: Path, faults=(), selection: Selection | None = None, scenario="hgx-h100"):
+    hw = simulated_hardware(scenario, [parse_fault(f) for f in faults], time_scale=40)
+    stream, events = io.StringIO(), []
+    printer = ProgressPrinter(stream)
+
+    def sink(event):
+        events.append(event)
+        printer(event)
+
+    signer = create_key(tmp / "k.pem")
+    options = RunOptions(load_profile(scenario), signer, out_dir=tmp / "out", quick=True,
+                         selection=selection or Selection())
+    outcome = Runner(options, hw, sink).run()
+    predicate = decode_statement(read_envelope(outcome.report_path))["predicate"]
+    return outcome, predicate, stream.getvalue(), events
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory):
+    """One run of an 8-GPU node with faults on two GPUs and a NIC, and no NIC peer."""
+    return _run(tmp_path_factory.mktemp("faulty"), FAULTS)
+
+
+def test_the_headless_summary_names_each_part_its_finding_and_what_to_do(faulty):
+    outcome, predicate, text, _ = faulty
+    summary = text[text.index("RESULT: "):]
+    # (\d+ not run: main's power check may not get power readings on a loaded test machine)
+    assert re.match(r"RESULT: FAIL: \d+ passed, 1 warned, 3 failed; \d+ not run: "
+                    r"\d+ no NIC peer given \(pass --nic-peer\), 8 page retirement not supported", summary), summary
+    gpu3 = "GPU 3 (0000:61:00.0, serial SIM-HGXH100-0001-G3)"
+    gpu5 = "GPU 5 (0000:c3:00.0, serial SIM-HGXH100-0001-G5)"
+    nic2 = "NIC ibp64s0 (0000:40:00.0)"
+    lines = summary.splitlines()
+    # Failing GPUs by index, then the warning NIC; each with its findings, then what to do.
+    assert [line.strip() for line in lines if line.strip().startswith(("FAIL ", "WARN "))] == [
+        f"FAIL  {gpu3}", f"FAIL  {gpu5}", f"WARN  {nic2}"]
+    at = lines.index(f"  FAIL  {gpu3}")
+    assert lines[at + 1].strip() == "stress.pcie_bandwidth: link at x8 during the copies, expected x16 [PCIE_WIDTH]"
+    assert lines[at + 2].strip() == "health.pcie_link: link Gen5 x8 under load, expected x16 [PCIE_WIDTH]"
+    assert lines[at + 3].strip() == f"what to do: {remediation('PCIE_WIDTH')}"  # once for the part
+    assert "stress.hbm_bandwidth: copy bandwidth 1800 GB/s is below the limit 2700 GB/s [HBM_SLOW]" in summary
+    assert f"what to do: {remediation('NIC_LINK_DOWN')}" in summary
+    assert summary.splitlines()[-1] == f"report: {outcome.report_path}"
+    assert "Every check passed" not in text
+
+
+def test_show_renders_the_same_answer_from_the_signed_report(faulty):
+    _, predicate, text, events = faulty
+    shown = render_report(predicate, "signature: verified")
+    the_answer = events[-1].answer
+    for line in finding_lines(the_answer.findings):
+        assert line in text and line in shown  # the same lines on the terminal and in `show`
+    assert re.match(r"nodeqc report: FAIL: \d+ passed, 1 warned, 3 failed; \d+ not run", shown)
+    stored = predicate["answer"]["findings"]
+    assert [(f["subject"], f["check"], f["part"]["identity"]) for f in stored][:2] == [
+        ("gpu3", "stress.pcie_bandwidth", "GPU 3 (0000:61:00.0, serial SIM-HGXH100-0001-G3)"),
+        ("gpu3", "health.pcie_link", "GPU 3 (0000:61:00.0, serial SIM-HGXH100-0001-G3)")]
+    assert [f.to_dict() for f in answer_of(predicate).findings] == stored
+    # No 'ticket None'; a simulated run's seconds are called so, beside the wall clock's.
+    assert "ticket" not in shown and re.search(r"run .* [\d.]+ s simulated \(\d+ s wall clock\)", shown)
+    # Passing subjects of a check share one line; the NIC peer's absence is said once per check.
+    no_peer = {c["name"] for c in predicate["checks"] if c.get("code") == "NIC_NO_PEER"}  # nic.tcp (and rdma)
+    assert no_peer and sum("no NIC peer given" in line for line in shown.splitlines()) == 1 + len(no_peer)
+
+
+def test_a_figure_below_the_node_median_is_one_finding_with_its_numbers(faulty):
+    _, predicate, _, _ = faulty
+    pcie = next(c for c in predicate["checks"] if c["name"] == "stress.pcie_bandwidth" and c["subject"] == "gpu3")
+    findings = split_findings(pcie["message"])
+    assert any(re.fullmatch(r"host-to-device \d+\.\d GB/s is \d+\.\d % below the node median \d+\.\d GB/s "
+                            r"\(limit 10 %\)", f) for f in findings), findings
+    assert not any("above the limit" in f for f in findings)
+
+
+def test_skipped_nic_checks_are_warned_once_and_summarised_once(faulty):
+    _, predicate, text, _ = faulty
+    no_peer = {c["name"] for c in predicate["checks"] if c.get("code") == "NIC_NO_PEER"}
+    assert text.count("nodeqc: warning: nic.tcp skipped") == 1
+    assert "SKIP  nic.tcp                  nic0-8: no NIC peer given (pass --nic-peer)" in text
+    assert text.count("pass --nic-peer HOST (a host running") == len(no_peer)  # one notice a check, nothing more
+
+
+def test_unselected_checks_say_nothing(tmp_path):
+    outcome, predicate, text, _ = _run(tmp_path, selection=Selection.parse(["host"], None), scenario="h100")
+    assert "nic" not in text.lower().replace("nodeqc", "")
+    assert {c["name"].split(".")[0] for c in predicate["checks"]} == {"host"}
+    assert "RESULT: PASS (PARTIAL: only some checks ran; not a qualification): " in text
+
+
+def test_a_pass_with_checks_not_run_never_says_every_check_passed():
+    results = [CheckResult("host.cpu", "node", Verdict.PASS, "ok"),
+               CheckResult("nic.tcp", "nic0", Verdict.SKIP, "TCP not measured: no peer ...", code="NIC_NO_PEER"),
+               CheckResult("nic.tcp", "nic1", Verdict.SKIP, "TCP not measured: no peer ...", code="NIC_NO_PEER"),
+               CheckResult("health.retired_pages", "gpu0", Verdict.SKIP, "page retirement not supported")]
+    a = answer(results, [], "PASS", "complete")
+    assert a.headline == "PASS: 1 passed; 3 not run: 2 no NIC peer given (pass --nic-peer), 1 page retirement not supported"
+    one_reason = answer(results[:3], [], "PASS", "complete")
+    assert one_reason.headline == "PASS: 1 passed; 2 not run: no NIC peer given (pass --nic-peer)"
+
+
+def test_a_finding_is_split_at_top_level_semicolons_only():
+    assert split_findings("link down (operstate down, carrier 0; mlx5_3/1 DOWN) (x); speed 0") == [
+        "link down (operstate down, carrier 0; mlx5_3/1 DOWN) (x)", "speed 0"]
+
+
+# ---------------------------------------------------------------------- the repair loop, in parts
+
+GPU3 = Part("gpu", "gpu3", "NVIDIA H100", 3, "0000:61:00.0", "S3")
+
+
+def _finding(check="health.pcie_link", subject="gpu3", part=GPU3, code="PCIE_WIDTH"):
+    return Finding("fail", check, subject, part, "link Gen5 x8 under load, expected x16", code, remediation(code))
+
+
+def test_repair_outcome_says_fixed_still_failing_not_retested_and_new():
+    previous = {"report": "a.report.json", "sha256": "ab", "verdict": "FAIL", "failures": [
+        {"check": "health.pcie_link", "subject": "gpu3", "code": "PCIE_WIDTH", "part": "gpu:S3"},
+        {"check": "stress.hbm_bandwidth", "subject": "gpu5", "code": "HBM_SLOW", "part": "gpu:S5"},
+        {"check": "nic.tcp", "subject": "nic0", "code": "NIC_THROUGHPUT", "part": "nic:m"}]}
+    results = [CheckResult("health.pcie_link", "gpu3", Verdict.FAIL, "x8", code="PCIE_WIDTH"),
+               CheckResult("stress.hbm_bandwidth", "gpu5", Verdict.PASS, "ok"),
+               CheckResult("nic.tcp", "nic0", Verdict.SKIP, "no peer", code="NIC_NO_PEER"),
+               CheckResult("health.ecc", "gpu1", Verdict.FAIL, "dbe", code="ECC_DBE")]
+    findings = [_finding(), _finding("health.ecc", "gpu1", Part("gpu", "gpu1", index=1, serial="S1"), "ECC_DBE")]
+    repair = repair_outcome(previous, "reseated GPU 3 riser", results, findings)
+    assert [o["status"] for o in repair["outcomes"]] == [STILL_FAILING, FIXED, NOT_RETESTED]
+    assert [f.repair for f in findings] == [STILL_FAILING, NEW]
+    assert repair["action"] == "reseated GPU 3 riser" and repair["previous"]["sha256"] == "ab"
+
+
+def test_a_failure_that_comes_back_on_the_same_part_escalates():
+    first = [_finding()]
+    escalate(first, {}, None)
+    assert first[0].escalation == 0 and first[0].remediation == remediation("PCIE_WIDTH")  # reseat
+    again = [_finding()]
+    escalate(again, {"gpu:S3|PCIE_WIDTH": 1}, None)  # repaired once before for this code
+    assert again[0].escalation == 1 and "replace the riser or cable of GPU 3" in again[0].remediation
+    twice = [_finding()]
+    escalate(twice, {"gpu:S3|PCIE_WIDTH": 1}, {"action": "replaced riser", "outcomes": [
+        {"part": "gpu:S3", "code": "PCIE_WIDTH", "status": STILL_FAILING}]})
+    assert twice[0].escalation == 2 and twice[0].remediation == escalation("PCIE_WIDTH", 2, GPU3)
+    assert "RMA GPU 3 (0000:61:00.0, serial S3)" in twice[0].remediation
+    other_part = [_finding(part=Part("gpu", "gpu3", index=3, serial="SPARE"))]  # a swapped GPU starts afresh
+    escalate(other_part, {"gpu:S3|PCIE_WIDTH": 2}, None)
+    assert other_part[0].escalation == 0
+
+
+# ---------------------------------------------------------------------- the repair loop, end to end
+
+FAST = ["--quick", "--sample-hz", "8"]
+
+
+@pytest.mark.slow
+def test_fail_repair_retest_fixed_then_a_repeat_escalates(tmp_path):
+    env = {"NODEQC_ARCHIVE": str(tmp_path / "archive")}  # keys: the test's own XDG directories
+    (tmp_path / "archive").mkdir()
+
+    def run(*args):
+        p = cli("--headless", "--profile", "h100", "--simulate", "h100", *FAST, *args, env=env)
+        assert p.returncode in (0, 1), p.stderr
+        return Path(p.stdout.strip().splitlines()[-1]), p
+
+    failed, p = run("--inject", "gpu0:pcie_width=8")
+    assert p.returncode == 1 and f"what to do: {remediation('PCIE_WIDTH')}" in p.stderr
+    fixed, p = run("--retest", "--repair", "reseated GPU 0 riser")
+    assert p.returncode == 0
+    pred = verify_file(fixed, trusted_keys(None)).predicate
+    assert pred["repair"]["action"] == "reseated GPU 0 riser"
+    assert pred["repair"]["previous"]["path"] == str(failed)
+    assert pred["repair"]["previous"]["sha256"] == pred["previous"]["sha256"]
+    assert {o["status"] for o in pred["repair"]["outcomes"]} == {FIXED}
+    assert "repair: reseated GPU 0 riser" in p.stderr
+    assert re.search(r"FIXED +GPU 0 \(0000:01:00.0, serial SIM-H100-0001-G0\): stress.pcie_bandwidth, "
+                     r"health.pcie_link \[PCIE_WIDTH\]", p.stderr)
+    show = cli("show", str(fixed), env=env).stdout
+    assert "repair: reseated GPU 0 riser" in show and "FIXED" in show
+
+    # The same fault on the same GPU after that repair: reseating did not hold, replace the riser.
+    _, p = run("--inject", "gpu0:pcie_width=8")
+    assert "what to do: Failed again after a repair: do not just reseat; replace the riser" in p.stderr
+    # Replaced, and still failing: RMA.
+    last, p = run("--inject", "gpu0:pcie_width=8", "--retest", "--repair", "replaced riser")
+    assert "STILL FAILING" in p.stderr and "what to do: Failed after repeated repairs: RMA GPU 0" in p.stderr
+
+    story = cli("history", "--part", "SIM-H100-0001-G0", env=env)
+    assert story.returncode == 0, story.stderr
+    lines = story.stdout.splitlines()
+    assert lines[0] == "part GPU 0 (0000:01:00.0, serial SIM-H100-0001-G0): 4 report(s), oldest first"
+    assert "FAIL stress.pcie_bandwidth [PCIE_WIDTH], health.pcie_link [PCIE_WIDTH]" in lines[1]
+    assert "PASS" in lines[2] and "repair: reseated GPU 0 riser -> FIXED" in lines[2]
+    assert "repair: replaced riser -> STILL FAILING" in lines[4] and str(last) in lines[4]
+
+
+def test_repair_without_a_report_to_retest_is_one_line(tmp_path):
+    env = {"NODEQC_ARCHIVE": str(tmp_path)}
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--repair", "reseated", env=env)
+    assert p.returncode == 2 and p.stderr.strip().splitlines()[-1].startswith("nodeqc: --repair: there is no earlier")
