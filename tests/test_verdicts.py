@@ -361,7 +361,8 @@ def test_burn_outlier(value, verdict):
     assert r["gpu3"].verdict is verdict and r["gpu3"].code == (None if verdict is Verdict.PASS else "BURN_OUTLIER")
     assert all(r[s].verdict is Verdict.PASS for s in ("gpu0", "gpu1", "gpu2"))
     if verdict is not Verdict.PASS:
-        assert "fp32 rate below the node median by" in r["gpu3"].message
+        deficit = round(100 - value, 1)
+        assert f"fp32 rate {value:g} TFLOP/s is {deficit:g} % below the node median 100 TFLOP/s" in r["gpu3"].message
 
 
 @pytest.mark.parametrize("value, verdict", OUTLIER_EDGES)
@@ -377,7 +378,9 @@ def test_pcie_outlier(value, verdict, direction):
     r = judge_pcie([pcie_result(50.0), pcie_result(50.0), pcie_result(50.0), slow], min_h2d_gbps=10, min_d2h_gbps=10)
     assert r["gpu3"].verdict is verdict and r["gpu3"].code == (None if verdict is Verdict.PASS else "PCIE_BW_OUTLIER")
     if verdict is not Verdict.PASS:
-        assert ("host-to-device" if direction == "h2d" else "device-to-host") + " below the node median" in r["gpu3"].message
+        what = "host-to-device" if direction == "h2d" else "device-to-host"
+        message = r["gpu3"].message
+        assert message.startswith(what) and f"GB/s is {round(100 - value, 1):g} % below the node median 50 GB/s" in message
 
 
 def test_outlier_needs_two_gpus_and_a_limit():
@@ -607,7 +610,8 @@ def test_whole_results_hbm():
          {"copy_gbps": (1000, "GB/s"), "triad_gbps": (1000, "GB/s")}, "copy_gbps", ["min_hbm_gbps", "max_outlier_pct"], []),
         ("stress.hbm_bandwidth", "gpu1", "fail", "HBM_CORRUPT",
          "the copied data came back wrong: 1 element(s) wrong, first at index 3 expected 9, got 8 (bits 0x1 flipped); copy "
-         "bandwidth 880 GB/s is below the limit 900 GB/s; copy bandwidth below the node median by 6.4 % is above the warning level 5 %",
+         "bandwidth 880 GB/s is below the limit 900 GB/s; copy bandwidth 880 GB/s is 6.4 % below the node median 940 GB/s "
+         "(warning level 5 %)",
          {"copy_gbps": (880, "GB/s"), "triad_gbps": (880, "GB/s")}, "copy_gbps", ["min_hbm_gbps", "max_outlier_pct"], [])]
 
 
@@ -620,8 +624,8 @@ def test_whole_results_pcie():
          ["min_h2d_gbps", "min_d2h_gbps"], []),
         ("stress.pcie_bandwidth", "gpu1", "fail", "PCIE_WIDTH",
          "link at x8 during the copies, expected x16; link at Gen4 during the copies, expected Gen5; host-to-device 40 GB/s is "
-         "below the limit 45 GB/s; host-to-device below the node median by 11.1 % is above the limit 10 %; device-to-host 30 GB/s "
-         "is below the limit 45 GB/s; device-to-host below the node median by 24.1 % is above the limit 10 %",
+         "below the limit 45 GB/s; host-to-device 40 GB/s is 11.1 % below the node median 45 GB/s (limit 10 %); device-to-host "
+         "30 GB/s is below the limit 45 GB/s; device-to-host 30 GB/s is 24.1 % below the node median 39.5 GB/s (limit 10 %)",
          {"h2d_gbps": (40.0, "GB/s"), "d2h_gbps": (30.0, "GB/s"), "bidir_gbps": (80.0, "GB/s"), "link_during_copy": ("Gen4 x8", "")},
          "h2d_gbps", ["min_h2d_gbps", "min_d2h_gbps"], [])]
 
@@ -636,8 +640,8 @@ def test_whole_results_burn():
         ("stress.burn", "gpu1", "fail", "SDC_KNOWN_ANSWER",
          "known-answer products wrong (fp32): in fp32, 1 element(s), first at [1023, 1023] expected 12, got 12.5 (bits 0x00000400 "
          "flipped); the same product gave a different result on a repeat (fp32); identical work gave a different result than the "
-         "other 2 GPU(s), which agree (fp32); fp32 sustained 80 TFLOP/s is below the limit 90 TFLOP/s; fp32 rate below the node "
-         "median by 20 % is above the limit 10 %",
+         "other 2 GPU(s), which agree (fp32); fp32 sustained 80 TFLOP/s is below the limit 90 TFLOP/s; fp32 rate 80 TFLOP/s is "
+         "20 % below the node median 100 TFLOP/s (limit 10 %)",
          {"fp32_tflops": (80, "TFLOP/s")}, "fp32_tflops", ["min_fp32_tflops", "max_outlier_pct"], BURN_EVIDENCE),
         ("stress.burn", "gpu2", *clean[2:])]
 
