@@ -261,7 +261,8 @@ def test_nccl_through_the_nics_is_skipped_without_an_rdma_nic_or_a_floor(tmp_pat
     ({"busbw_gbps": 38.0, "algbw_gbps": 21.7, "bytes": 1 << 30, "gpus": 8, "wrong": []}, Verdict.FAIL, "NCCL_NET_SLOW"),
     ({"busbw_gbps": 46.0, "algbw_gbps": 26.3, "bytes": 1 << 30, "gpus": 8, "wrong": []}, Verdict.PASS, None),
     ({"busbw_gbps": 46.0, "algbw_gbps": 26.3, "bytes": 1 << 30, "gpus": 8,
-      "wrong": [{"gpu": 3, "index": 7, "expected": 36.0, "actual": 35.0}]}, Verdict.FAIL, "NCCL_WRONG_RESULT"),
+      "wrong": [{"gpu": 3, "count": 1, "index": 7, "expected": 36.0, "actual": 35.0, "xor": "0x00000200"}]},
+     Verdict.FAIL, "NCCL_WRONG_RESULT"),
     ({"unavailable": "NCCL is not available to CuPy"}, Verdict.SKIP, "NCCL_UNAVAILABLE"),
 ])
 def test_nccl_through_the_nics_verdict(result, verdict, code):

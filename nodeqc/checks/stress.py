@@ -496,7 +496,14 @@ def nccl_params(profile: Profile, quick: bool) -> dict[str, Any]:
 
 def judge_nccl(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
                windows: dict[int, GpuTelemetry] | None = None) -> list[CheckResult]:
-    name = "stress.nccl"
+    return _judge_allreduce("stress.nccl", gpus, outcome, windows, profile.threshold("gpu", "min_nccl_busbw_gbps"),
+                            "NCCL_SLOW", "", {})
+
+
+def _judge_allreduce(name: str, gpus: list[GpuInfo], outcome: Outcome, windows: dict[int, GpuTelemetry] | None,
+                     floor: Threshold | None, slow_code: str, route: str, env: dict[str, str]) -> list[CheckResult]:
+    """An all-reduce across the node's GPUs: every GPU's result exact, bus bandwidth against the floor.
+    `route` says how the bytes went (through the NICs for stress.nccl_net), `env` the NCCL settings."""
     windows = windows or {}
     failure = outcome_failure(name, "node", outcome)
     if failure:
@@ -504,22 +511,23 @@ def judge_nccl(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
     r = outcome.result
     if "unavailable" in r:
         return [skip(name, "node", f"not run: {r['unavailable']}", code="NCCL_UNAVAILABLE")]
-    floor = profile.threshold("gpu", "min_nccl_busbw_gbps")
     findings = []
     if r["wrong"]:
         w = r["wrong"][0]
         findings.append(Finding(Verdict.FAIL, "NCCL_WRONG_RESULT",
-                                f"all-reduce result wrong on {len(r['wrong'])} GPU(s) "
+                                f"all-reduce{route} result wrong on {len(r['wrong'])} GPU(s) "
                                 f"({', '.join(f'gpu{x}' for x in sorted(w['gpu'] for w in r['wrong']))}): "
                                 f"gpu{w['gpu']} {w['count']} element(s), first at {w['index']} "
                                 f"expected {w['expected']:g}, got {w['actual']:g} (bits {w['xor']} flipped)"))
-    findings.append(judge(floor, r["busbw_gbps"], "NCCL_SLOW", f"all-reduce across {r['gpus']} GPUs: bus bandwidth", "GB/s"))
+    findings.append(judge(floor, r["busbw_gbps"], slow_code,
+                          f"all-reduce across {r['gpus']} GPUs{route}: bus bandwidth", "GB/s"))
+    evidence = {"wrong": r["wrong"], **({"env": env} if env else {})}
     result = fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
                                            "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
                                            "message_bytes": Value(r["bytes"], "B")}, [floor], key="busbw_gbps",
-                  evidence={"wrong": r["wrong"]})
+                  evidence=evidence)
     return [explain_node(result, [Observed.of(g, windows.get(g.index)) for g in gpus], _node_expected(gpus),
-                         "the all-reduce")]
+                         f"the all-reduce{route}")]
 
 
 # NCCL's own switches: peer-to-peer (NVLink, PCIe) and shared memory off, so the all-reduce between
@@ -534,29 +542,9 @@ def nccl_net_params(profile: Profile, quick: bool) -> dict[str, Any]:
 
 def judge_nccl_net(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
                    windows: dict[int, GpuTelemetry] | None = None) -> list[CheckResult]:
-    name = "stress.nccl_net"
-    windows = windows or {}
-    failure = outcome_failure(name, "node", outcome)
-    if failure:
-        return [failure]
-    r = outcome.result
-    if "unavailable" in r:
-        return [skip(name, "node", f"not run: {r['unavailable']}", code="NCCL_UNAVAILABLE")]
-    floor = profile.threshold("nic", "min_nccl_loopback_busbw_gbps")
-    findings = []
-    if r["wrong"]:
-        w = r["wrong"][0]
-        findings.append(Finding(Verdict.FAIL, "NCCL_WRONG_RESULT",
-                                f"all-reduce through the NICs wrong on {len(r['wrong'])} GPU(s): gpu{w['gpu']} element "
-                                f"{w['index']} expected {w['expected']:g}, got {w['actual']:g}"))
-    findings.append(judge(floor, r["busbw_gbps"], "NCCL_NET_SLOW",
-                          f"all-reduce across {r['gpus']} GPUs through the NICs (P2P and SHM off): bus bandwidth", "GB/s"))
-    result = fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
-                                           "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
-                                           "message_bytes": Value(r["bytes"], "B")}, [floor], key="busbw_gbps",
-                  evidence={"wrong": r["wrong"], "env": NCCL_THROUGH_NICS})
-    return [explain_node(result, [Observed.of(g, windows.get(g.index)) for g in gpus], _node_expected(gpus),
-                         "the all-reduce through the NICs")]
+    return _judge_allreduce("stress.nccl_net", gpus, outcome, windows,
+                            profile.threshold("nic", "min_nccl_loopback_busbw_gbps"), "NCCL_NET_SLOW",
+                            " through the NICs (P2P and SHM off)", NCCL_THROUGH_NICS)
 
 
 # ---------------------------------------------------------------------- the plan
