@@ -55,21 +55,25 @@ def faulty(tmp_path_factory):
 def test_the_headless_summary_names_each_part_its_finding_and_what_to_do(faulty):
     outcome, predicate, text, _ = faulty
     summary = text[text.index("RESULT: "):]
-    # (\d+ not run: main's power check may not get power readings on a loaded test machine)
-    assert re.match(r"RESULT: FAIL: \d+ passed, 1 warned, 3 failed; \d+ not run: "
-                    r"\d+ no NIC peer given \(pass --nic-peer\), 8 page retirement not supported", summary), summary
+    # hgx-h100 names its compute NICs, so the one that is down fails the node (issue 12). (\d+ not run:
+    # main's power check may not get power readings on a loaded test machine.)
+    first = summary.splitlines()[0]
+    assert re.match(r"RESULT: FAIL: \d+ passed, 4 failed; \d+ not run: ", first), first
+    assert "no NIC peer given (pass --nic-peer)" in first and "8 page retirement not supported" in first
     gpu3 = "GPU 3 (0000:61:00.0, serial SIM-HGXH100-0001-G3)"
     gpu5 = "GPU 5 (0000:c3:00.0, serial SIM-HGXH100-0001-G5)"
     nic2 = "NIC ibp64s0 (0000:40:00.0)"
     lines = summary.splitlines()
-    # Failing GPUs by index, then the warning NIC; each with its findings, then what to do.
+    # Failing GPUs by index, then the NIC; each with its findings, then what to do.
     assert [line.strip() for line in lines if line.strip().startswith(("FAIL ", "WARN "))] == [
-        f"FAIL  {gpu3}", f"FAIL  {gpu5}", f"WARN  {nic2}"]
+        f"FAIL  {gpu3}", f"FAIL  {gpu5}", f"FAIL  {nic2}"]
     at = lines.index(f"  FAIL  {gpu3}")
     assert lines[at + 1].strip() == "stress.pcie_bandwidth: link at x8 during the copies, expected x16 [PCIE_WIDTH]"
     assert lines[at + 2].strip() == "health.pcie_link: link Gen5 x8 under load, expected x16 [PCIE_WIDTH]"
     assert lines[at + 3].strip() == f"what to do: {remediation('PCIE_WIDTH')}"  # once for the part
-    assert "stress.hbm_bandwidth: copy bandwidth 1800 GB/s is below the limit 2700 GB/s [HBM_SLOW]" in summary
+    # The diagnosis leads when telemetry sampled the step (issue 12), else the figure against its floor.
+    hbm = next(line.strip() for line in lines if line.strip().startswith("stress.hbm_bandwidth: "))
+    assert hbm.endswith("[HBM_SLOW]") and ("slow at full memory clock" in hbm or "is below the limit" in hbm), hbm
     assert f"what to do: {remediation('NIC_LINK_DOWN')}" in summary
     assert summary.splitlines()[-1] == f"report: {outcome.report_path}"
     assert "Every check passed" not in text
@@ -81,7 +85,7 @@ def test_show_renders_the_same_answer_from_the_signed_report(faulty):
     the_answer = events[-1].answer
     for line in finding_lines(the_answer.findings):
         assert line in text and line in shown  # the same lines on the terminal and in `show`
-    assert re.match(r"nodeqc report: FAIL: \d+ passed, 1 warned, 3 failed; \d+ not run", shown)
+    assert re.match(r"nodeqc report: FAIL: \d+ passed, 4 failed; \d+ not run", shown)
     stored = predicate["answer"]["findings"]
     assert [(f["subject"], f["check"], f["part"]["identity"]) for f in stored][:2] == [
         ("gpu3", "stress.pcie_bandwidth", "GPU 3 (0000:61:00.0, serial SIM-HGXH100-0001-G3)"),
@@ -98,7 +102,7 @@ def test_a_figure_below_the_node_median_is_one_finding_with_its_numbers(faulty):
     _, predicate, _, _ = faulty
     pcie = next(c for c in predicate["checks"] if c["name"] == "stress.pcie_bandwidth" and c["subject"] == "gpu3")
     findings = split_findings(pcie["message"])
-    assert any(re.fullmatch(r"host-to-device \d+\.\d GB/s is \d+\.\d % below the node median \d+\.\d GB/s "
+    assert any(re.fullmatch(r"host-to-device \d+(\.\d)? GB/s is \d+(\.\d)? % below the node median \d+(\.\d)? GB/s "
                             r"\(limit 10 %\)", f) for f in findings), findings
     assert not any("above the limit" in f for f in findings)
 
@@ -107,7 +111,7 @@ def test_skipped_nic_checks_are_warned_once_and_summarised_once(faulty):
     _, predicate, text, _ = faulty
     no_peer = {c["name"] for c in predicate["checks"] if c.get("code") == "NIC_NO_PEER"}
     assert text.count("nodeqc: warning: nic.tcp skipped") == 1
-    assert "SKIP  nic.tcp                  nic0-8: no NIC peer given (pass --nic-peer)" in text
+    assert re.search(r"SKIP  nic\.tcp +nic\d+-\d+: no NIC peer given \(pass --nic-peer\)\n", text)
     assert text.count("pass --nic-peer HOST (a host running") == len(no_peer)  # one notice a check, nothing more
 
 
