@@ -97,7 +97,7 @@ def test_export_rereads_only_the_content_that_was_verified(node_a, monkeypatch):
 
 
 def test_the_prometheus_textfile_is_written_from_a_verified_report(tmp_path):
-    from nodeqc import cli as cli_mod
+    from nodeqc import flow
     from nodeqc.errors import UsageError
     from nodeqc.keys import load_signer
     from nodeqc.selection import Selection
@@ -107,13 +107,13 @@ def test_the_prometheus_textfile_is_written_from_a_verified_report(tmp_path):
     _edit_payload_same_size(report, b'"verdict":"FAIL"', b'"verdict":"PASS"')
     prom = tmp_path / "n.prom"
     with pytest.raises(UsageError, match="NOT VERIFIED"):
-        cli_mod._after_run(report, Selection.parse(None, None), None, prom,
+        flow.after_run(report, Selection.parse(None, None), None, prom,
                            trusted={signer.keyid: (signer.public, "test")})
     assert not prom.exists()
 
 
 def test_a_previous_report_changed_after_the_lookup_is_not_compared(node_a, capsys):
-    from nodeqc import cli as cli_mod
+    from nodeqc import flow
     from nodeqc.keys import load_signer
     from nodeqc.selection import Selection
 
@@ -123,7 +123,7 @@ def test_a_previous_report_changed_after_the_lookup_is_not_compared(node_a, caps
     previous = (entry.path, {"report": entry.path.name, "sha256": entry.sha256})
     new = file_report(root, predicate("NODE-A", "PASS", "2026-11-03T08:00:00Z"), signer)
     _edit_payload_same_size(failed, b'"verdict":"FAIL"', b'"verdict":"PASS"')
-    cli_mod._after_run(new, Selection.parse(None, None), previous, None, trusted={signer.keyid: (signer.public, "test")})
+    flow.after_run(new, Selection.parse(None, None), previous, None, trusted={signer.keyid: (signer.public, "test")})
     err = capsys.readouterr().err
     assert f"previous report {failed}: NOT VERIFIED: changed since it was verified; not compared" in err
     assert "compare:" not in err and "FIXED" not in err
