@@ -97,6 +97,7 @@ class GpuTelemetry:
     loaded_power_w: Stat = field(default_factory=Stat)
     loaded_sm_clock_mhz: Stat = field(default_factory=Stat)
     loaded_mem_clock_mhz: Stat = field(default_factory=Stat)
+    loaded_temp_c: Stat = field(default_factory=Stat)
     power_limit_w: Any = NA
     pcie_loaded_gen: Stat = field(default_factory=Stat)
     pcie_loaded_width: Stat = field(default_factory=Stat)
@@ -133,6 +134,7 @@ class GpuTelemetry:
             self.loaded_power_w.add(s.power_w)
             self.loaded_sm_clock_mhz.add(s.sm_clock_mhz)
             self.loaded_mem_clock_mhz.add(s.mem_clock_mhz)
+            self.loaded_temp_c.add(s.temp_c)
             self.pcie_loaded_gen.add(s.pcie_gen)
             self.pcie_loaded_width.add(s.pcie_width)
         else:
@@ -185,6 +187,7 @@ class GpuTelemetry:
             "loaded_power_w": self.loaded_power_w.to_dict(),
             "loaded_sm_clock_mhz": self.loaded_sm_clock_mhz.to_dict(),
             "loaded_mem_clock_mhz": self.loaded_mem_clock_mhz.to_dict(),
+            "loaded_temp_c": self.loaded_temp_c.to_dict(),
             "power_limit_w": _json(self.power_limit_w),
             "pcie_under_load": {"gen": self.pcie_loaded_gen.to_dict(), "width": self.pcie_loaded_width.to_dict()},
             "pcie_at_idle": {"gen": _json(self.pcie_idle_gen), "width": _json(self.pcie_idle_width)},
