@@ -55,8 +55,7 @@ def faulty(tmp_path_factory):
 def test_the_headless_summary_names_each_part_its_finding_and_what_to_do(faulty):
     outcome, predicate, text, _ = faulty
     summary = text[text.index("RESULT: "):]
-    # hgx-h100 names its compute NICs, so the one that is down fails the node (issue 12). (\d+ not run:
-    # main's power check may not get power readings on a loaded test machine.)
+    # hgx-h100 names its compute NICs, so the one that is down fails the node (issue 12).
     first = summary.splitlines()[0]
     assert re.match(r"RESULT: FAIL: \d+ passed, 4 failed; \d+ not run: ", first), first
     assert "no NIC peer given (pass --nic-peer)" in first and "page retirement" not in first

@@ -195,6 +195,13 @@ PULSE_PERIODS_S = (0.02, 0.1, 0.5, 1.0)
 TRANSIENT_REASONS = ("hw_slowdown", "power_brake")  # the PSU and power-delivery signals
 
 
+# The power test's figure is the mean of the power readings under load: a handful of them at least
+# (nodeqc's choice: a mean, not one reading; NVML's power reading changes about 10 times a second on
+# the H100 SXM5, shared/measurements/README.md). The load lasts as long as the sampler needs to take
+# them (nodeqc.telemetry.TelemetrySampler.wall_s_to_see), however slowly NVML answers.
+POWER_LOADED_SAMPLES = 4
+
+
 def power_params(profile: Profile, quick: bool) -> dict[str, Any]:
     return {"seconds": float(profile.get("run", "quick_power_s" if quick else "power_s"))}
 
@@ -208,8 +215,15 @@ def judge_power(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
         values: dict[str, Value] = {}
         thresholds: list[Threshold | None] = []
         window = windows.get(g.index)
+        if window is None or (window.loaded_samples == 0 and window.stats["util_pct"].count == window.samples):
+            # Utilisation was read (or nothing was), yet never a reading under load: telemetry missed
+            # the load. The power test has not shown anything: it could not run.
+            seen = window.samples if window is not None else 0
+            return CheckResult(name, g.subject, Verdict.ERROR,
+                               f"telemetry read no sample of this GPU under load during the power test ({seen} "
+                               "reading(s) in all): NVML answered too slowly; not judged", code="POWER_NOT_READ")
         finding = _power_finding(window, profile, values, thresholds, code="POWER_TARGET_LOW")
-        if finding is None:
+        if finding is None:  # NVML reports no power, no limit or no utilisation for this GPU
             return skip(name, g.subject, "no power readings under load")
         values["temp_max"] = Value(window.stats["temp_c"].max, "C")
         result = fold(name, g.subject, [finding], values, thresholds, key="power_fraction")
@@ -561,11 +575,17 @@ class Step:
     judge_node: Callable[..., list[CheckResult]] | None = None
     # Runs only where the profile sets this floor and the node has an RDMA port (else skipped, saying so).
     needs_rdma_floor: str | None = None
+    # Judged from telemetry alone: the load lasts long enough (in real time) for this many readings.
+    loaded_samples: int = 0
 
-    def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool, run_t0: float = 0.0) -> list[Task]:
-        """run_t0: the run clock's reading at the run's start, which telemetry counts time from."""
+    def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool, run_t0: float = 0.0,
+              min_wall_s: float = 0.0, time_scale: float = 1.0) -> list[Task]:
+        """run_t0: the run clock's reading at the run's start, which telemetry counts time from;
+        min_wall_s: real seconds the load must last at least (run-clock seconds = real x time_scale)."""
         params = {**self.params(profile, quick), "bus_ids": {g.index: g.bus_id for g in gpus}, "run_t0": run_t0}
-        expected = self.expected_s(params)
+        if min_wall_s > 0:
+            params["min_wall_s"] = min_wall_s
+        expected = self.expected_s(params) + min_wall_s * time_scale
         if self.per_gpu:
             return [Task(self.workload, g.index, params, expected) for g in gpus]
         return [Task(self.workload, gpus[0].index, params, expected, gpus=tuple(g.index for g in gpus))]
@@ -573,7 +593,8 @@ class Step:
 
 PLAN: list[Step] = [
     Step("stress.burn", "matmul", burn_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_burn),
-    Step("stress.power", "burn", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power),
+    Step("stress.power", "burn", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power,
+         loaded_samples=POWER_LOADED_SAMPLES),
     Step("stress.power_pulse", "pulse", pulse_params,
          lambda p: (len(p["periods_s"]) + 1) * (p["seconds_per_period"] + 2) + 60, judge_per_gpu=judge_pulse),
     Step("stress.hbm_bandwidth", "hbm", hbm_params, lambda p: 60, judge_per_gpu=judge_hbm),
