@@ -160,7 +160,7 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             result.message = "sustained " + ", ".join(f"{d} {m['tflops']:g}" for d, m in r["dtypes"].items()) + " TFLOP/s; results exact"
         if r["not_run"]:
             result.message += "; not run: " + "; ".join(f"{d} ({why})" for d, why in r["not_run"].items())
-        expected = Expected.of(g)
+        expected = Expected.of(g, r["dtypes"])
         share = expected.share({d: m["tflops"] for d, m in r["dtypes"].items()}, medians)
         return explain(result, Observed.of(g, windows.get(g.index)), expected, share, "the burn")
 
@@ -200,6 +200,7 @@ TRANSIENT_REASONS = ("hw_slowdown", "power_brake")  # the PSU and power-delivery
 # the H100 SXM5, shared/measurements/README.md). The load lasts as long as the sampler needs to take
 # them (nodeqc.telemetry.TelemetrySampler.wall_s_to_see), however slowly NVML answers.
 POWER_LOADED_SAMPLES = 4
+PLAIN_LOAD_DTYPE = "fp16"  # what the plain load (workloads.burn) computes in: half-precision products
 
 
 def power_params(profile: Profile, quick: bool) -> dict[str, Any]:
@@ -230,7 +231,7 @@ def judge_power(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
         if result.verdict is Verdict.PASS:
             result.message = (f"held {values['power_w']} of the {window.power_limit_w:g} W limit "
                               f"({values['power_fraction']}) for {r['seconds']:g} s at {values['sm_clock_mhz']}")
-        return explain(result, Observed.of(g, window), Expected.of(g), None, "the power test")
+        return explain(result, Observed.of(g, window), Expected.of(g, [PLAIN_LOAD_DTYPE]), None, "the power test")
 
     return each_gpu(name, gpus, outcomes, one)
 
