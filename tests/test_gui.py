@@ -495,6 +495,20 @@ def test_a_step_that_ends_without_a_result_for_every_subject_does_not_stay_runni
     assert nccl.bar is None and nccl.item.text(VERDICT) == "ABORTED" and "did not finish" in nccl.item.text(3)
 
 
+def test_a_check_of_another_gpu_generation_reads_not_applicable(qtbot):
+    checks = CheckList()
+    qtbot.addWidget(checks)
+    checks.check_started("health.retired_pages", ["gpu0", "gpu1"])
+    for subject in ("gpu0", "gpu1"):
+        checks.check_finished(CheckResult("health.retired_pages", subject, Verdict.SKIP, "not applicable: Ampere and "
+                                          "newer GPUs remap rows instead of retiring pages", code="PAGE_RETIREMENT_NA"))
+    row = checks.checks["health.retired_pages"].item
+    assert row.text(VERDICT) == "N/A" and row.child(0).text(VERDICT) == "N/A"
+    checks.check_started("nic.tcp", ["nic0"])  # a check that did not run stays a SKIP
+    checks.check_finished(CheckResult("nic.tcp", "nic0", Verdict.SKIP, "no peer", code="NIC_NO_PEER"))
+    assert checks.checks["nic.tcp"].item.text(VERDICT) == "SKIP"
+
+
 def test_a_tile_shows_the_pcie_link_only_as_seen_under_load(qtbot):
     tile = GpuTile({"subject": "gpu2", "name": "NVIDIA H100", "bus_id": "0000:52:00.0", "serial": "S2",
                     "pcie_max_gen": 5, "pcie_max_width": 16, "power_limit_w": 700})
