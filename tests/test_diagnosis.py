@@ -327,6 +327,30 @@ def test_replayed_h100_whose_clock_falls_below_the_healthy_one_at_its_limit_is_p
                     r"more power per clock than its SKU", r.message), r.message
 
 
+def test_simulated_half_precision_burn_at_the_limit_is_slow_at_full_clocks(tmp_path):
+    """The simulated H100 SXM5 holds 1331 MHz under half precision at its power limit, as the real one
+    does: a slow one is slow at full clocks (RMA), never power-bound (which 1794 MHz would make it)."""
+    from nodeqc.backends import simulated_hardware
+    from nodeqc.faults import parse_fault
+    from nodeqc.keys import create_key
+    from nodeqc.profile import load_profile
+    from nodeqc.runner import RunOptions, Runner
+    from nodeqc.selection import Selection
+
+    (tmp_path / "half.toml").write_text('description = "H100 SXM5, half precision"\nextends = "h100"\n'
+                                         '[gpu]\ndtypes = ["fp16", "bf16"]\n')
+    hw = simulated_hardware("h100", [parse_fault("gpu0:slow=0.5")], time_scale=40)
+    options = RunOptions(load_profile(str(tmp_path / "half.toml")), create_key(tmp_path / "k.pem"),
+                         out_dir=tmp_path / "out", quick=True, selection=Selection(only=("stress.burn",)))
+    r = next(r for r in Runner(options, hw).run().results if r.name == "stress.burn")
+    assert r.verdict is Verdict.FAIL and r.code == "BURN_SLOW", r.message
+    readings = r.evidence["diagnosis"]["readings"]
+    assert readings["healthy_sm_clock_mhz"] == 1331 and readings["power_w"] >= 0.9 * 700
+    assert r.evidence["diagnosis"]["cause"] == "defect" and 1331 <= readings["sm_clock_mhz"] < 1.1 * 1331
+    assert re.match(r"slow at full clocks \(1,[34]\d\d MHz\): the GPU computes 0\.50 of its SKU's rate per clock",
+                    r.message), r.message
+
+
 # ------------------------------------------------------------------ other processes before the stress
 
 def gpu(**kw):
@@ -409,14 +433,18 @@ def diagnosed_run(tmp_path_factory):
 def test_end_to_end_slow_at_full_clocks(diagnosed_run):
     r = diagnosed_run[0]["stress.burn", "gpu0"]
     assert r.verdict is Verdict.FAIL and r.code == "BURN_SLOW"
-    assert r.message.startswith("slow at full clocks (1,794 MHz): the GPU computes 0.50 of its SKU's rate per clock")
+    # The simulated H100 runs each dtype at its clock (1331 MHz under half precision at its limit, the
+    # SKU's 1794 otherwise): the burn's mean falls between, as the samples fell; all full clocks.
+    m = re.match(r"slow at full clocks \(1,(\d{3}) MHz\): the GPU computes 0\.50 of its SKU's rate per clock", r.message)
+    assert m and 331 <= int(m.group(1)) <= 794, r.message
     assert r.evidence["diagnosis"]["cause"] == "defect"
 
 
 def test_end_to_end_throttled(diagnosed_run):
     r = diagnosed_run[0]["stress.burn", "gpu1"]
     assert r.verdict is Verdict.FAIL and r.code == "THROTTLE_HW_SLOWDOWN"
-    assert r.message.startswith("slow because clocks were held near 897 MHz by HW slowdown")
+    m = re.match(r"slow because clocks were held near (\d{3}) MHz by HW slowdown", r.message)  # half of 1331..1794
+    assert m and 665 <= int(m.group(1)) <= 897, r.message
     assert "check PSUs and power cables" in r.message and r.evidence["diagnosis"]["measure_code"] == "BURN_SLOW"
 
 

@@ -122,7 +122,10 @@ def cotenant_active(faults: list[tuple[str, Any]], loaded_s: float) -> bool:
 # Slots per GPU in the shared array: the load a worker puts on it now, whether it fell off the bus,
 # and the seconds of load it has had (written by the worker that makes the load).
 SLOT_LOAD, SLOT_LOST, SLOT_LOADED_S, SLOT_PULSE_S = 0, 1, 2, 3
-SLOTS = 4
+# The loaded clock of the dtype the GPU computes in now (nodeqc.skus: half precision holds the power
+# limit at a lower clock); 0: the SKU's loaded clock.
+SLOT_CLOCK_MHZ = 4
+SLOTS = 5
 
 # Simulated traffic: what a healthy link carries, as a fraction of its speed. TCP over Ethernet at
 # 1500 MTU carries at most 94% of the line rate (headers); IPoIB pushes TCP through the CPU and
@@ -378,7 +381,8 @@ class SimManagement(GpuManagement):
         reasons = self._reasons(k, load, st.temp)
         # Under full load a healthy GPU runs at its SKU's sustained clock (below its maximum: the
         # power limit holds it there), which the SKU's healthy rates were measured at.
-        clock = m.idle_sm_mhz + load * (min(m.sku.healthy_sm_mhz, m.max_sm_mhz) - m.idle_sm_mhz)
+        full = self.node.shared[k * SLOTS + SLOT_CLOCK_MHZ] or m.sku.healthy_sm_mhz
+        clock = m.idle_sm_mhz + load * (min(full, m.max_sm_mhz) - m.idle_sm_mhz)
         if busy:
             clock *= sim_clock(m, self._fault_pairs(k))[0]
         if self._braking(k):

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from nodeqc.backends.base import GpuInfo
+from nodeqc.backends.base import PLAIN_LOAD_DTYPE, GpuInfo
 from nodeqc.checks.common import Finding, fmt, fold, judge, skip
 from nodeqc.checks.diagnosis import Expected, Observed, explain, explain_node
 from nodeqc.model import CheckResult, Threshold, Value, Verdict
@@ -200,7 +200,6 @@ TRANSIENT_REASONS = ("hw_slowdown", "power_brake")  # the PSU and power-delivery
 # the H100 SXM5, shared/measurements/README.md). The load lasts as long as the sampler needs to take
 # them (nodeqc.telemetry.TelemetrySampler.wall_s_to_see), however slowly NVML answers.
 POWER_LOADED_SAMPLES = 4
-PLAIN_LOAD_DTYPE = "fp16"  # what the plain load (workloads.burn) computes in: half-precision products
 
 
 def power_params(profile: Profile, quick: bool) -> dict[str, Any]:
