@@ -40,7 +40,10 @@ from nodeqc.errors import DtypeUnavailable
 FP8_MIN_CC = (8, 9)  # Ada and Hopper and later (cuBLAS documentation, §3.1.4)
 E4M3_MAX = 448.0  # the largest finite e4m3 ("fn": no infinity; 0x7F/0xFF are NaN)
 E4M3_NAN = 0x7F
-MAX_WORKSPACE_BYTES = 256 << 20  # the heuristic's choice is not held back by workspace; a few MiB are used
+# The workspace the heuristic may plan with: cuBLAS recommends 32 MiB on Hopper (cublasSetWorkspace(),
+# "recommended size of user-provided workspace": 32 MiB for Hopper, 4 MiB otherwise), the size PyTorch
+# gives cuBLASLt there too; its algorithms for these sizes need less.
+MAX_WORKSPACE_BYTES = 32 << 20
 OUT_TYPES = ("bf16", "fp32")
 INSTALL_HINT = "pip install 'nodeqc[cuda12]' or 'nodeqc[cuda13]'"
 
