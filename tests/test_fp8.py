@@ -106,8 +106,8 @@ class FakeLt:
                                               ("state", "<i4"), ("waves_count", "<f4"), ("reserved", "<i4", (4,))])
     TYPES = {28: "e4m3", 14: "bf16", 0: "fp32"}
 
-    def __init__(self, algorithms: int = 1, fail: str | None = None):
-        self.algorithms, self.fail = algorithms, fail
+    def __init__(self, algorithms: int = 1, fail: str | None = None, state: int = 0):
+        self.algorithms, self.fail, self.state = algorithms, fail, state
         self.objects: dict[int, dict] = {}
         self.destroyed: list[int] = []
         self.calls: list[tuple] = []
@@ -157,6 +157,7 @@ class FakeLt:
         ctypes.c_int32.from_address(count).value = min(self.algorithms, requested)
         if self.algorithms:
             ctypes.c_uint64.from_address(results + 64).value = 4096  # workspace_size follows the 64-byte algo
+            ctypes.c_int32.from_address(results + 72).value = self.state  # then its status
 
     def _matrix(self, ptr: int, layout: dict) -> np.ndarray:
         """The (rows x cols) matrix a column-major layout describes, as float64."""
@@ -264,6 +265,13 @@ def test_no_algorithm_from_the_heuristic_is_not_run():
     with pytest.raises(DtypeUnavailable, match=r"offers no algorithm .* 8192x8192 .*returned none"):
         engine(lt).plan(8192, "bf16")
     assert {h for h, o in lt.objects.items() if o["kind"] != "handle"} == set(lt.destroyed)  # nothing leaks
+
+
+def test_an_algorithm_the_heuristic_marks_unusable_is_not_run():
+    lt = FakeLt(state=15)  # CUBLAS_STATUS_NOT_SUPPORTED
+    with pytest.raises(DtypeUnavailable, match=r"cannot run on this GPU \(heuristic status 15\)"):
+        engine(lt).plan(8192, "bf16")
+    assert {h for h, o in lt.objects.items() if o["kind"] != "handle"} == set(lt.destroyed)
 
 
 @pytest.mark.parametrize("where", ["desc", "attribute", "layout", "pref"])

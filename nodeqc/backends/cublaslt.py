@@ -212,6 +212,10 @@ class Fp8Plan:
             self.close()
             raise DtypeUnavailable(f"cuBLASLt offers no algorithm for an fp8 product of {n}x{n} on this GPU "
                                    "(cublasLtMatmulAlgoGetHeuristic returned none)")
+        if (state := int(self.result["state"][0])) != 0:  # CUBLAS_STATUS_SUCCESS: the algorithm can run
+            self.close()
+            raise DtypeUnavailable(f"cuBLASLt's algorithm for an fp8 product of {n}x{n} cannot run on this GPU "
+                                   f"(heuristic status {state})")
         self.workspace_bytes = int(self.result["workspace_size"][0])
 
     def _make(self, destroyer: Any, made: int) -> int:
