@@ -630,11 +630,8 @@ def baseline_of_profile(profile: Profile) -> Any:
     """The profile's `baseline = FILE` (relative to the profile's file), loaded; None without one."""
     from nodeqc.baseline import Baseline
 
-    ref = profile.data.get("baseline")
-    if not ref:
-        return None
-    path = Path(ref) if Path(ref).is_absolute() else Path(profile.path).parent / ref
-    return Baseline.load(path, profile)
+    path = profile.baseline_path
+    return Baseline.load(path, profile) if path is not None else None
 
 
 def valid_until(profile: Profile, status: str, partial: bool) -> str | None:
