@@ -107,6 +107,28 @@ def test_effective_ber_above_the_floor_fails_and_at_it_passes():
     assert MAX_LINK_BER == 1e-12 and r.verdict is Verdict.PASS and "effective BER 1.0e-12" in r.message
 
 
+def test_one_error_soon_after_a_clear_is_too_few_bits_to_fail():
+    text = _with_ber("2E-12", "1").replace("Time Since Last Clear [Min]        : 25075.2",
+                                           "Time Since Last Clear [Min]        : 0.1")
+    [r] = judge(parse_mlxlink(text))
+    assert r.verdict is Verdict.PASS and r.code is None
+    assert "effective BER (after FEC) 2.0e-12 (1 error in 0.1 min) is from too few bits to judge" in r.message
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 60), st.floats(1.01, 1e4))
+def test_the_ber_test_is_never_bolder_than_the_exact_poisson_tail(errors, ratio):
+    """above_floor uses an upper bound of the tail: it may keep a port it could fail, never the reverse."""
+    import math
+
+    from nodeqc.checks.host_stress import BER_SIGNIFICANCE, above_floor
+
+    mean = errors / ratio
+    exact = 1 - sum(math.exp(-mean) * mean ** i / math.factorial(i) for i in range(errors))
+    if above_floor(errors, MAX_LINK_BER * ratio):
+        assert exact < BER_SIGNIFICANCE
+
+
 def test_infiniband_symbol_ber_is_judged_too():
     # An InfiniBand port prints Symbol Errors and Symbol BER after the clear time (mstflint,
     # MlxlinkCommander::prepareBerInfo); the lines are put into a captured output in that format.

@@ -4,6 +4,7 @@ link's bit error rate after FEC)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from nodeqc.backends.host_stress import FioResult, ModuleReading
@@ -119,18 +120,45 @@ def _link_result(name: str, iface: str, subject: str, link: LinkReading) -> Chec
     findings, values = _module_findings(iface, m) if m is not None and m.values else ([], {})
     if m is not None:
         evidence.update(_module_evidence(m))
+    too_few = []
     for label, ber, errors in (("effective BER (after FEC)", link.effective_ber, link.effective_errors),
                                ("symbol BER", link.symbol_ber, link.symbol_errors)):
         if ber is None:
             continue
         values["effective_ber" if label.startswith("effective") else "symbol_ber"] = Value(ber)
-        if ber > MAX_LINK_BER:
-            counted = f" ({errors} errors in {link.minutes_since_clear:g} min)" if (
-                errors is not None and link.minutes_since_clear is not None) else ""
-            findings.append((Verdict.FAIL, f"{iface} link {label} {ber:.1e}{counted} is above {MAX_LINK_BER:.0e}", "LINK_BER_HIGH"))
+        if ber <= MAX_LINK_BER:
+            continue
+        counted = f" ({errors} error{'' if errors == 1 else 's'} in {link.minutes_since_clear:g} min)" if (
+            errors is not None and link.minutes_since_clear is not None) else ""
+        if errors is not None and not above_floor(errors, ber):
+            too_few.append(f"{iface} link {label} {ber:.1e}{counted} is from too few bits to judge against "
+                           f"{MAX_LINK_BER:.0e}: clear the counters (mlxlink --pc) and read them after traffic")
+            continue
+        findings.append((Verdict.FAIL, f"{iface} link {label} {ber:.1e}{counted} is above {MAX_LINK_BER:.0e}", "LINK_BER_HIGH"))
     if not values:
         return None  # a port without diagnostics or counters (passive copper, link down): nothing to judge
-    return _optics_result(name, iface, subject, m, findings, values, evidence, _ber_summary(link))
+    tail = "; " + "; ".join(too_few) if too_few else _ber_summary(link)
+    return _optics_result(name, iface, subject, m, findings, values, evidence, tail)
+
+
+# A BER above the floor fails only when the errors counted could not come from a link at the floor:
+# mlxlink's BER is errors / bits, so a port read minutes after its counters were cleared shows one
+# error as 2e-12 at 100 Gb/s. At the floor the count of errors in `bits` is Poisson with mean
+# floor x bits; the port fails when seeing this many or more has a chance below 1e-3 (a port exactly
+# at the floor fails by chance once in a thousand reads; one at ten times the floor fails from 4
+# errors on).
+BER_SIGNIFICANCE = 1e-3
+
+
+def above_floor(errors: int, ber: float, floor: float = MAX_LINK_BER) -> bool:
+    """Whether `errors` at a measured `ber` show the link's BER is above `floor`: an upper bound of
+    the Poisson tail P(X >= errors) at the floor's mean is below BER_SIGNIFICANCE."""
+    if errors <= 0 or ber <= floor:
+        return False
+    mean = floor * errors / ber  # the floor's expected errors over the bits mlxlink counted
+    # P(X >= k) <= pmf(k) / (1 - mean / (k + 1)) when mean < k + 1 (the terms after k fall at least that fast).
+    log_tail = -mean + errors * math.log(mean) - math.lgamma(errors + 1) - math.log1p(-mean / (errors + 1))
+    return log_tail < math.log(BER_SIGNIFICANCE)
 
 
 def _ber_summary(link: LinkReading) -> str:
