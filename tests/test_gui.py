@@ -373,6 +373,11 @@ def test_a_profile_whose_baseline_went_bad_says_so_and_does_not_start(qtbot, tmp
                                       "string, number, true/false or list")]
     assert not window.running and window.start_button.isEnabled() and window.outcome is None
     assert window.checks.checks == {}  # nothing ran
+    # Bad from the outset: `nodeqc gui` says so in one line before any window opens.
+    p = cli("gui", "--profile", str(prof), "--simulate", "h100", "--start", "--screenshot", str(tmp_path / "s.png"),
+            env={"QT_QPA_PLATFORM": "offscreen"})
+    assert p.returncode == 2 and p.stderr.splitlines() == [f"nodeqc: {shown[0][1]}"], p.stderr
+    assert not (tmp_path / "s.png").exists()
 
 
 # ---------------------------------------------------------------------- history
