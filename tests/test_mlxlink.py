@@ -260,6 +260,21 @@ def test_mlxlink_runs_for_real_json_first_then_text(tmp_path, monkeypatch):
     assert "mstflint" in stress.missing_tool("mlxlink")
 
 
+def test_a_hung_mlxlink_costs_one_timeout_and_says_so(tmp_path, monkeypatch):
+    import nodeqc.backends.host_stress as backend
+
+    calls = tmp_path / "calls"
+    sleep = shutil.which("sleep")
+    _tool(tmp_path, "mlxlink", f'echo "$*" >> "{calls}"\nexec {sleep} 5\n')
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(backend, "MLXLINK_TIMEOUT_S", 0.5)
+    out, problem = LinuxHostStress().mlxlink("0000:18:00.0")
+    assert (out, problem) == ("", "mlxlink did not answer within 0.5 s")
+    assert calls.read_text().splitlines() == ["-d 0000:18:00.0 -m -c --json"]  # not asked again without --json
+    [r] = judge(parse_mlxlink(out, problem))
+    assert r.verdict is Verdict.SKIP and "did not answer within 0.5 s" in r.message
+
+
 @pytest.mark.slow
 def test_simulated_node_reads_mlxlink_and_falls_back_without_it(tmp_path):
     prof = tmp_path / "p.toml"

@@ -20,6 +20,7 @@ import time
 from abc import ABC, abstractmethod
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 # The known answers: a SHA-256 chain (integer and bit-manipulation units) and a logistic-map sum
@@ -187,20 +188,21 @@ class LinuxHostStress(HostStress):
         if tool is None:
             return "", "mlxlink is not installed"
         command = [tool, "-d", device, "-m", "-c"]
-        out, problem = _run(command + ["--json"])
-        if out.lstrip().startswith("{"):
-            return out, problem
-        return _run(command)  # a version before --json (it rejects the option): its text
+        try:
+            out, problem = _run_tool(command + ["--json"])
+            if out.lstrip().startswith("{") or (problem is None and out.strip()):
+                return out, problem  # JSON, or text from a version that ignores --json
+            return _run_tool(command)  # a version before --json, which rejects the option: its text
+        except subprocess.TimeoutExpired:  # not asked twice: a port that hangs costs one timeout
+            return "", f"{Path(tool).name} did not answer within {MLXLINK_TIMEOUT_S} s"
 
 
-def _run(command: list[str]) -> tuple[str, str | None]:
+def _run_tool(command: list[str]) -> tuple[str, str | None]:
     """stdout, and stderr's last line (or the exit status) when the command failed."""
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=MLXLINK_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return "", f"{command[0]} did not answer within {MLXLINK_TIMEOUT_S} s"
     except OSError as e:
-        return "", f"{command[0]} could not be run: {e}"
+        return "", f"{Path(command[0]).name} could not be run: {e}"
     if proc.returncode == 0:
         return proc.stdout, None
     return proc.stdout, (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
