@@ -115,7 +115,7 @@ NIC_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "fw": (_text, "the NIC's RDMA device runs this firmware version"),
     "numa": (_int(0, 7), "the NIC sits on this NUMA node"),
     "optics_temp": (_number(-40, 150), "the NIC's optical module runs at this temperature (C)"),
-    "link_ber": (_number(0, 1e-3), "the link's effective bit error rate after FEC, as mlxlink reads it"),
+    "link_ber": (_number(0, 1e-3), "the link's bit error rate after FEC, as mlxlink reads it (symbol and effective BER)"),
 }
 # The host as a whole: `--inject host:edac_ce=5` (host0 is the same).
 HOST_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {

@@ -104,7 +104,7 @@ def test_effective_ber_above_the_floor_fails_and_at_it_passes():
     assert r.verdict is Verdict.FAIL and r.code == "LINK_BER_HIGH"
     assert "effective BER (after FEC) 3.0e-10 (1354000 errors in 25075.2 min) is above 1e-12" in r.message
     [r] = judge(parse_mlxlink(_with_ber("1E-12", "4")))
-    assert MAX_LINK_BER == 1e-12 and r.verdict is Verdict.PASS and "effective BER 1.0e-12" in r.message
+    assert MAX_LINK_BER == 1e-12 and r.verdict is Verdict.PASS and "link BER 1.0e-12 after FEC" in r.message
 
 
 def test_one_error_soon_after_a_clear_is_too_few_bits_to_fail():
@@ -129,17 +129,25 @@ def test_the_ber_test_is_never_bolder_than_the_exact_poisson_tail(errors, ratio)
         assert exact < BER_SIGNIFICANCE
 
 
-def test_infiniband_symbol_ber_is_judged_too():
-    # An InfiniBand port prints Symbol Errors and Symbol BER after the clear time (mstflint,
-    # MlxlinkCommander::prepareBerInfo); the lines are put into a captured output in that format.
-    text = fixture("mlxlink-bf3-100g-dac-m-c.txt").replace(
+def _infiniband(symbol_errors: int, symbol_ber: str, effective_errors: int, effective_ber: str) -> str:
+    """An InfiniBand port prints Symbol Errors and Symbol BER after the clear time (mstflint,
+    MlxlinkCommander::prepareBerInfo); the lines are put into a captured output in that format."""
+    return _with_ber(effective_ber, str(effective_errors)).replace(
         "Time Since Last Clear [Min]        : 25075.2\n",
-        "Time Since Last Clear [Min]        : 25075.2\nSymbol Errors                      : 88\n"
-        "Symbol BER                         : 2E-11\n")
-    link = parse_mlxlink(text)
+        f"Time Since Last Clear [Min]        : 25075.2\nSymbol Errors                      : {symbol_errors}\n"
+        f"Symbol BER                         : {symbol_ber}\n")
+
+
+def test_on_infiniband_the_symbol_ber_is_judged():
+    link = parse_mlxlink(_infiniband(88, "2E-11", 0, "15E-255"))
     assert link.symbol_errors == 88 and link.symbol_ber == pytest.approx(2e-11)
     [r] = judge(link)
-    assert r.verdict is Verdict.FAIL and "symbol BER 2.0e-11 (88 errors in 25075.2 min)" in r.message
+    assert r.verdict is Verdict.FAIL and "symbol BER 2.0e-11 (88 errors in 25075.2 min) is above 1e-12" in r.message
+    # What PLR retransmission repairs on HDR/NDR shows in the effective BER, not in what the
+    # application sees (ibdiagnet: the symbol errors are the errors after correction).
+    [r] = judge(parse_mlxlink(_infiniband(0, "15E-255", 9000, "4E-10")))
+    assert r.verdict is Verdict.PASS and "no errors left after FEC" in r.message
+    assert r.evidence["effective_ber"] == pytest.approx(4e-10) and "effective_ber" not in r.values
 
 
 def _as_json(text: str) -> str:
@@ -284,7 +292,7 @@ def test_simulated_node_reads_mlxlink_and_falls_back_without_it(tmp_path):
               "--archive", str(tmp_path / "a"), "--inject", "nic3:optics_temp=85")
     p = cli(*common, "--inject", "nic1:link_ber=1e-10", "--out", str(tmp_path / "o1"))
     assert p.returncode == 1, p.stderr
-    assert "ibp24s0 link effective BER (after FEC) 1.0e-10" in p.stderr and "[LINK_BER_HIGH]" in p.stderr
+    assert "ibp24s0 link symbol BER 1.0e-10 (144000 errors in 60 min)" in p.stderr and "[LINK_BER_HIGH]" in p.stderr
     assert "ibp79s0 module temperature 85 C is outside the module's alarm range -5..75" in p.stderr
     p = cli(*common, "--inject", "host:no_mlxlink", "--out", str(tmp_path / "o2"))
     assert p.returncode == 1 and "LINK_BER_HIGH" not in p.stderr

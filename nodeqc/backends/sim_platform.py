@@ -330,7 +330,7 @@ SIM_MODULE = """\
 # A Mellanox/NVIDIA port as `mlxlink -m -c --json` prints it (mstflint's MlxlinkCmdPrint::toJsonFormat):
 # the module readings and alarm ranges of the CLT OSFP in tests/fixtures/mlxlink-osfp-400g-optical-
 # module.txt, the temperature filled in; counters over an hour at NDR (400 Gb/s), none left after
-# FEC unless `nicN:link_ber=R` sets the effective BER. mlxlink prints a BER as coefficient and
+# FEC unless `nicN:link_ber=R` sets the symbol and effective BER. mlxlink prints a BER as coefficient and
 # magnitude; no error at all as 15E-255.
 SIM_MLXLINK_MINUTES = 60.0
 SIM_MLXLINK_BPS = 400e9

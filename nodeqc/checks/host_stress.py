@@ -105,7 +105,9 @@ def optics(modules: dict[str, tuple[str, ModuleReading | None]], missing: str | 
 # default (IBUtils2 documentation, "Bit Error Rate (BER)", --ber_test: default threshold 10^-12;
 # docs.nvidia.com/networking/display/ibdiagnetutilityv2240/bit-error-rate-(ber)); that page also
 # says the symbol errors (HDR/NDR) and effective errors (EDR) are the errors the application sees
-# after error correction, so those are judged. The raw BER (before FEC) is evidence only: errors
+# after error correction: on InfiniBand (where mlxlink prints a symbol BER) the symbol BER is judged,
+# since an HDR/NDR link's retransmission (PLR) still repairs what its effective BER counts; on
+# Ethernet and EDR, the effective BER. The raw BER (before FEC) is evidence only: errors
 # there are what the FEC is for (tests/fixtures/mlxlink-cx4-100g-counters.txt: a raw BER of 3E-12,
 # none left after RS-FEC).
 MAX_LINK_BER = 1e-12
@@ -121,23 +123,23 @@ def _link_result(name: str, iface: str, subject: str, link: LinkReading) -> Chec
     if m is not None:
         evidence.update(_module_evidence(m))
     too_few = []
-    for label, ber, errors in (("effective BER (after FEC)", link.effective_ber, link.effective_errors),
-                               ("symbol BER", link.symbol_ber, link.symbol_errors)):
-        if ber is None:
-            continue
-        values["effective_ber" if label.startswith("effective") else "symbol_ber"] = Value(ber)
-        if ber <= MAX_LINK_BER:
-            continue
+    key, label, ber, errors = (("symbol_ber", "symbol BER", link.symbol_ber, link.symbol_errors)
+                               if link.symbol_ber is not None else
+                               ("effective_ber", "effective BER (after FEC)", link.effective_ber, link.effective_errors))
+    if ber is not None:
+        values[key] = Value(ber)
+    if ber is not None and ber > MAX_LINK_BER:
         counted = f" ({errors} error{'' if errors == 1 else 's'} in {link.minutes_since_clear:g} min)" if (
             errors is not None and link.minutes_since_clear is not None) else ""
         if errors is not None and not above_floor(errors, ber):
             too_few.append(f"{iface} link {label} {ber:.1e}{counted} is from too few bits to judge against "
                            f"{MAX_LINK_BER:.0e}: clear the counters (mlxlink --pc) and read them after traffic")
-            continue
-        findings.append((Verdict.FAIL, f"{iface} link {label} {ber:.1e}{counted} is above {MAX_LINK_BER:.0e}", "LINK_BER_HIGH"))
+        else:
+            findings.append((Verdict.FAIL, f"{iface} link {label} {ber:.1e}{counted} is above {MAX_LINK_BER:.0e}",
+                             "LINK_BER_HIGH"))
     if not values:
         return None  # a port without diagnostics or counters (passive copper, link down): nothing to judge
-    tail = "; " + "; ".join(too_few) if too_few else _ber_summary(link)
+    tail = "; " + "; ".join(too_few) if too_few else _ber_summary(ber, errors, link.minutes_since_clear)
     return _optics_result(name, iface, subject, m, findings, values, evidence, tail)
 
 
@@ -161,13 +163,12 @@ def above_floor(errors: int, ber: float, floor: float = MAX_LINK_BER) -> bool:
     return log_tail < math.log(BER_SIGNIFICANCE)
 
 
-def _ber_summary(link: LinkReading) -> str:
-    if link.effective_ber is None:
+def _ber_summary(ber: float | None, errors: int | None, minutes: float | None) -> str:
+    if ber is None:
         return ""
-    if link.effective_errors == 0:
-        since = f" in {link.minutes_since_clear:g} min" if link.minutes_since_clear is not None else ""
-        return f"; no errors left after FEC{since}"
-    return f"; effective BER {link.effective_ber:.1e}"
+    if errors == 0:
+        return "; no errors left after FEC" + (f" in {minutes:g} min" if minutes is not None else "")
+    return f"; link BER {ber:.1e} after FEC"
 
 
 def _module_findings(iface: str, m: ModuleReading) -> tuple[list[tuple[Verdict, str, str]], dict[str, Value]]:
