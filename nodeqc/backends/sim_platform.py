@@ -58,9 +58,7 @@ class SimPlatform(LinuxPlatform):
         return super().counters(bus_ids)
 
     def _loaded(self) -> bool:
-        from nodeqc.backends.simulated import SLOT_LOADED_S, SLOTS
-
-        return any(self.node.shared[k * SLOTS + SLOT_LOADED_S] > 0 for k in range(self.node.scenario.gpu_count))
+        return self.node.any_gpu_loaded()
 
     def kernel_log(self) -> KernelLog:
         return SimKernelLog(self.node, self._loaded)

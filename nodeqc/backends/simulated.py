@@ -27,6 +27,7 @@ from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounte
                                   TrafficJob, TrafficOutcome, TrafficSession, XidEvent, decode_reasons)
 from nodeqc.backends.nic import IB_COUNTERS
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS, SimGpuModel
+from nodeqc.backends.sim_platform import SimHostStress, SimPlatform
 from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.faults import Fault, check_range
 from nodeqc.na import NA
@@ -237,6 +238,10 @@ class SimNode:
     def value(self, k: int, name: str, default: Any = None) -> Any:
         return next((f.value for f in self.gpu_faults(k) if f.name == name), default)
 
+    def any_gpu_loaded(self) -> bool:
+        """Whether any GPU has had load yet (what grows the host counters a fault plants)."""
+        return any(self.shared[k * SLOTS + SLOT_LOADED_S] > 0 for k in range(self.scenario.gpu_count))
+
     def management(self) -> "SimManagement":
         return SimManagement(self)
 
@@ -246,15 +251,11 @@ class SimNode:
     def nics(self) -> "SimNics":
         return SimNics(self)
 
-    def platform(self) -> Any:
+    def platform(self) -> SimPlatform:
         """Its sysfs tree and kernel log (nodeqc.backends.sim_platform), written on first use."""
-        from nodeqc.backends.sim_platform import SimPlatform
-
         return SimPlatform(self)
 
-    def host_stress(self) -> Any:
-        from nodeqc.backends.sim_platform import SimHostStress
-
+    def host_stress(self) -> SimHostStress:
         return SimHostStress(self)
 
     def nic_value(self, k: int, name: str, default: Any = None) -> Any:
