@@ -28,6 +28,7 @@ from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounte
 from nodeqc.backends.nic import IB_COUNTERS
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS, SimGpuModel
 from nodeqc.backends.sim_platform import SimHostStress, SimPlatform
+from nodeqc.backends.sim_slots import SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOT_PULSE_S, SLOTS
 from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.faults import Fault, check_range
 from nodeqc.na import NA
@@ -119,11 +120,6 @@ def cotenant_active(faults: list[tuple[str, Any]], loaded_s: float) -> bool:
     """Whether another process is computing on the GPU now."""
     names = {name for name, _ in faults}
     return "cotenant" in names or ("cotenant_late" in names and loaded_s >= COTENANT_AFTER_S)
-
-# Slots per GPU in the shared array: the load a worker puts on it now, whether it fell off the bus,
-# and the seconds of load it has had (written by the worker that makes the load).
-SLOT_LOAD, SLOT_LOST, SLOT_LOADED_S, SLOT_PULSE_S = 0, 1, 2, 3
-SLOTS = 4
 
 # Simulated traffic: what a healthy link carries, as a fraction of its speed. TCP over Ethernet at
 # 1500 MTU carries at most 94% of the line rate (headers); IPoIB pushes TCP through the CPU and
@@ -237,10 +233,6 @@ class SimNode:
 
     def value(self, k: int, name: str, default: Any = None) -> Any:
         return next((f.value for f in self.gpu_faults(k) if f.name == name), default)
-
-    def any_gpu_loaded(self) -> bool:
-        """Whether any GPU has had load yet (what grows the host counters a fault plants)."""
-        return any(self.shared[k * SLOTS + SLOT_LOADED_S] > 0 for k in range(self.scenario.gpu_count))
 
     def management(self) -> "SimManagement":
         return SimManagement(self)
