@@ -17,6 +17,7 @@ memory: a listing or a run never fails because of the index.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import hashlib
 import hmac
 import json
@@ -90,9 +91,10 @@ class NotVerified(VerificationError):
 
 @dataclass(frozen=True)
 class Entry:
-    """One verified report, as the index knows it."""
+    """One verified report, as the index knows it: the file `rel` (NODE/NAME.report.json) under the
+    archive `root`."""
 
-    path: Path
+    rel: str
     sha256: str
     node: str
     hostname: str
@@ -108,6 +110,13 @@ class Entry:
     keyid: str
     previous: str | None  # sha256 of the report this one re-tested
     failed: list[str]
+    root: Path
+
+    @functools.cached_property
+    def path(self) -> Path:
+        # Made when asked for: a listing of a fleet's archive makes 10,000 entries and shows a few,
+        # and building a Path is most of an entry's cost.
+        return self.root / self.rel
 
     @property
     def qualified(self) -> bool:
@@ -468,8 +477,8 @@ class Archive:
         rows = [r for r in rows if r["trust"] == "verified" and r["keyid"] in self.trusted]
         rows.sort(key=lambda r: (r["finished_at"] or "", r["path"]), reverse=True)
         return [Entry(**{c: r[c] for c in _COLUMNS if c not in ("path", "partial", "simulated", "failed")},
-                      path=self.root / r["path"], partial=r["partial"] == "1", simulated=r["simulated"] == "1",
-                      failed=json.loads(r["failed"])) for r in rows[:limit]]
+                      rel=r["path"], root=self.root, partial=r["partial"] == "1", simulated=r["simulated"] == "1",
+                      failed=[] if r["failed"] == "[]" else json.loads(r["failed"])) for r in rows[:limit]]
 
     def latest(self, node: str) -> Entry | None:
         """The newest verified report of a node, by its node key (system serial, else host name).
