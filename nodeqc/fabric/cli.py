@@ -18,17 +18,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from nodeqc.cli_parser import Parser
 from nodeqc.errors import UsageError
 from nodeqc.fabric import pairing
 
 TESTS = ("tcp", "rdma", "nccl")
-
-
-class Parser(argparse.ArgumentParser):
-    """A usage mistake is one line and exit 2 (as the main command's parser)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def _parser() -> Parser:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.backends.nic import iperf3_options, parse_ib_write_bw, parse_iperf3
+from nodeqc.cli_parser import Parser
 from nodeqc.errors import UsageError
 
 MARKER = "nodeqc-fabric-worker"
@@ -260,8 +261,6 @@ def run(job: Job) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    from nodeqc.fabric.cli import Parser
-
     p = Parser(prog="nodeqc fabric worker", description="The per-node work of one fabric pair test "
                "(started by nodeqc fabric on both nodes of the pair; not for use by hand).")
     p.add_argument("--pair", required=True, metavar="A,B")
