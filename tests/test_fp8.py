@@ -322,3 +322,40 @@ def test_nvmath_bindings_have_every_name_nodeqc_uses():
     assert lt.matmul_heuristic_result_dtype.fields["algo"][1] == 0
     assert np.dtype(lt.get_matmul_desc_attribute_dtype(lt.MatmulDescAttribute.TRANSA)).itemsize == 4
     assert np.dtype(lt.get_matmul_preference_attribute_dtype(lt.MatmulPreferenceAttribute.MAX_WORKSPACE_BYTES)).itemsize == 8
+
+
+# ---------------------------------------------------------------------- the burn around it
+
+class _Quiet:
+    def progress(self, fraction: float, **figures: object) -> None:
+        pass
+
+
+def test_fp8_refused_in_the_set_up_is_not_run_and_the_burn_still_passes():
+    """A device whose fp8 plan fails (as the CuPy device raises it from cuBLASLt) keeps burning the
+    other dtypes; the verdict passes and says fp8 was not run, and why."""
+    from nodeqc.backends.sim_compute import SimDevice
+    from nodeqc.backends.simulated import SimNode, sku_scenario
+    from nodeqc.checks import stress
+    from nodeqc.model import Verdict
+    from nodeqc.profile import load_for, suggest_profile
+    from nodeqc.workers import STATUS_OK, Outcome, Task
+    from nodeqc.workloads import matmul_burn
+
+    why = "cuBLASLt offers no algorithm for an fp8 product of 8192x8192 on this GPU"
+
+    class NoFp8Plan(SimDevice):
+        def matmul_setup(self, dtype, seed):
+            if dtype == "fp8":
+                raise DtypeUnavailable(why)
+            return super().matmul_setup(dtype, seed)
+
+    node = SimNode(sku_scenario("h100-sxm5-80gb"), [], time_scale=1e6)
+    gpus = node.management().gpus()
+    profile = load_for(suggest_profile(gpus), gpus)
+    params = stress.burn_params(profile, True)
+    assert "fp8" in params["dtypes"]
+    result = matmul_burn(NoFp8Plan(node.compute_spec(), 0), params, _Quiet())
+    assert result["not_run"] == {"fp8": why} and list(result["dtypes"]) == ["fp64", "fp32", "tf32", "fp16", "bf16"]
+    r = stress.judge_burn(gpus, {0: Outcome(Task("burn", 0, params, 1.0), STATUS_OK, result)}, {}, profile)[0]
+    assert r.verdict is Verdict.PASS and r.message.endswith(f"; not run: fp8 ({why})")
