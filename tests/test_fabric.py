@@ -301,7 +301,7 @@ def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     (["--simulate", "1"], "at least two nodes"),
     (["--simulate", "8", "--tests", "nccl"], "the simulated cluster runs rdma"),
     (["--hosts", "@/no/such/file", "--launch", "env H={host}"], "--hosts @/no/such/file: cannot read"),
-    ([], "one of the arguments --slurm --hosts --simulate is required"),
+    ([], "one of the arguments --slurm --hosts --k8s --simulate is required"),
     (["--hosts", "a,b", "--launch", "env H={host}", "--tests", "nccl"], "--min-nccl-busbw"),
 ])
 def test_usage_errors_are_one_line(args, message):

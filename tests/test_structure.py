@@ -83,7 +83,6 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 KNOWN_CYCLES = [
     ["nodeqc.fabric.report", "nodeqc.render"],
     ["nodeqc.backends.sim_platform", "nodeqc.backends.simulated"],
-    ["nodeqc.fabric.cli", "nodeqc.fabric.launchers", "nodeqc.fabric.worker"],
     ["nodeqc.cli", "nodeqc.cli_baseline", "nodeqc.cli_fleet"],
 ]
 KNOWN_PRIVATE = [("nodeqc.cli_fleet", "nodeqc.cli", "_archive_parser"), ("nodeqc.cli_fleet", "nodeqc.cli", "_query"),

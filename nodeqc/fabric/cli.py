@@ -20,16 +20,10 @@ from typing import Any
 
 from nodeqc.errors import UsageError
 from nodeqc.fabric import pairing
+from nodeqc.fabric.parsing import Parser
 from nodeqc.stamps import current_user, utc_now
 
 TESTS = ("tcp", "rdma", "nccl")
-
-
-class Parser(argparse.ArgumentParser):
-    """A usage mistake is one line and exit 2 (as the main command's parser)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def _parser() -> Parser:

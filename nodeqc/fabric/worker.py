@@ -333,7 +333,7 @@ def _from_plan(text: str, addresses_text: str | None, port: int) -> tuple[tuple[
 
 
 def main(argv: list[str]) -> int:
-    from nodeqc.fabric.cli import Parser
+    from nodeqc.fabric.parsing import Parser
 
     p = Parser(prog="nodeqc fabric worker", description="The per-node work of one fabric pair test "
                "(started by nodeqc fabric on both nodes of the pair; not for use by hand).")
