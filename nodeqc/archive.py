@@ -26,7 +26,7 @@ import sqlite3
 import stat
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -37,7 +37,7 @@ from nodeqc.na import is_na
 from nodeqc.report import VerificationError
 
 ARCHIVE_ENV = "NODEQC_ARCHIVE"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: a fabric report's members and their verdicts
 REPORT_GLOB = "*.report.json"
 REPORT_SUFFIX = ".report.json"
 EVIDENCE_SUFFIXES = (".journal.jsonl", ".telemetry.csv.gz")  # beside a report, by its stem (runner.RunPaths)
@@ -105,6 +105,20 @@ class Entry:
     keyid: str
     previous: str | None  # sha256 of the report this one re-tested
     failed: list[str]
+    # A fabric report (many nodes qualified together): each node's name -> its verdict there
+    # (pass, fail, error), its host name and its failure code. Empty for a node's own report.
+    members: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def fabric(self) -> bool:
+        return bool(self.members)
+
+    def member(self, node: str) -> tuple[str, dict[str, Any]] | None:
+        """The fabric member a node name or host name stands for: (its name, its facts), or None."""
+        if node in self.members:
+            return node, self.members[node]
+        found = [(n, m) for n, m in self.members.items() if m.get("hostname") == node]
+        return found[0] if found else None
 
     @property
     def qualified(self) -> bool:
@@ -126,7 +140,7 @@ class Skipped:
 
 
 _COLUMNS = ("path", "sha256", "node", "hostname", "verdict", "status", "partial", "simulated", "profile",
-            "started_at", "finished_at", "operator", "ticket", "keyid", "previous", "failed")
+            "started_at", "finished_at", "operator", "ticket", "keyid", "previous", "failed", "members")
 # stamp: what the file (and its evidence beside it) looked like when verified; trust: 'verified' or
 # 'not verified' (then reason says why, and keyset which trusted keys it was tried with).
 _ROW = ("path", "stamp", "sha256", "trust", "reason", "keyset", *_COLUMNS[2:])
@@ -423,7 +437,8 @@ class Archive:
                      _text(p.get("started_at")), _text(p.get("finished_at")), _text(p.get("operator")),
                      _text(p.get("ticket")), verified.keyid,
                      _text(previous.get("sha256") if isinstance(previous, dict) else None),
-                     json.dumps([str(f) for f in (p.get("summary") or {}).get("failed") or []]))
+                     json.dumps([str(f) for f in (p.get("summary") or {}).get("failed") or []]),
+                     json.dumps(_fabric_members(p)))
             trust, reason = "verified", ""
         except VerificationError as e:
             trust, reason = "not verified", str(e)
@@ -439,17 +454,28 @@ class Archive:
     # ------------------------------------------------------------------ queries
 
     def reports(self, node: str | None = None, verdict: str | None = None, since: str | None = None,
-                limit: int | None = None) -> list[Entry]:
+                limit: int | None = None, fabrics: bool = False) -> list[Entry]:
         """Verified reports, newest first. verdict: 'pass' (qualifications that passed: complete,
         not partial, not simulated), 'fail', or 'partial'. since: an ISO UTC timestamp
-        ('2026-11-01T00:00:00Z')."""
+        ('2026-11-01T00:00:00Z'). fabrics: with a node, also the fabric reports it took part in
+        (by its name in the fabric or its host name)."""
         wanted: list[Callable[[dict[str, Any]], bool]] = []
+
+        def member(r: dict[str, Any]) -> dict[str, Any] | None:
+            """The node's facts in a fabric report it took part in (when fabrics are asked for)."""
+            return _member(r["members"], node) if node and fabrics and r["node"] != node and r["hostname"] != node else None
+
+        def own_verdict(r: dict[str, Any]) -> str:
+            """The report's verdict; in a fabric report the node took part in, the node's own there."""
+            m = member(r)
+            return r["verdict"] if m is None else {"pass": "PASS", "fail": "FAIL"}.get(m.get("verdict"), "ERROR")
+
         if node:
-            wanted.append(lambda r: r["node"] == node or r["hostname"] == node)
+            wanted.append(lambda r: r["node"] == node or r["hostname"] == node or member(r) is not None)
         if verdict == "pass":
-            wanted.append(lambda r: (r["verdict"], r["status"], r["partial"], r["simulated"]) == ("PASS", "complete", "0", "0"))
+            wanted.append(lambda r: (own_verdict(r), r["status"], r["partial"], r["simulated"]) == ("PASS", "complete", "0", "0"))
         elif verdict == "fail":
-            wanted.append(lambda r: r["verdict"] == "FAIL")
+            wanted.append(lambda r: own_verdict(r) == "FAIL")
         elif verdict == "partial":
             wanted.append(lambda r: r["partial"] == "1")
         elif verdict is not None:
@@ -468,9 +494,9 @@ class Archive:
         """Checked rows of verified reports as entries, newest first."""
         rows = [r for r in rows if r["trust"] == "verified" and r["keyid"] in self.trusted]
         rows.sort(key=lambda r: (r["finished_at"] or "", r["path"]), reverse=True)
-        return [Entry(**{c: r[c] for c in _COLUMNS if c not in ("path", "partial", "simulated", "failed")},
+        return [Entry(**{c: r[c] for c in _COLUMNS if c not in ("path", "partial", "simulated", "failed", "members")},
                       path=self.root / r["path"], partial=r["partial"] == "1", simulated=r["simulated"] == "1",
-                      failed=json.loads(r["failed"])) for r in rows[:limit]]
+                      failed=json.loads(r["failed"]), members=json.loads(r["members"] or "{}")) for r in rows[:limit]]
 
     def latest(self, node: str) -> Entry | None:
         """The newest verified report of a node, by its node key (system serial, else host name).
@@ -494,6 +520,28 @@ class Archive:
             self._guarded(lambda: self._refresh(None))
         rows = sorted((r for r in (self._checked or {}).values() if r["trust"] != "verified"), key=lambda r: r["path"])
         return [Skipped(self.root / r["path"], r["reason"]) for r in rows]
+
+
+def _fabric_members(predicate: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A fabric report's nodes: name -> verdict there, host name, failure code (nodeqc.fabric.report)."""
+    if predicate.get("kind") != "fabric":
+        return {}
+    codes = {c.get("subject"): c.get("code") for c in predicate.get("checks") or []
+             if isinstance(c, dict) and c.get("name") == "fabric.node"}
+    out = {}
+    for n in predicate.get("nodes") or []:
+        if isinstance(n, dict) and isinstance(n.get("name"), str):
+            out[n["name"]] = {"verdict": str(n.get("verdict")), "hostname": _text((n.get("identity") or {}).get("hostname")),
+                              "code": _text(codes.get(n["name"]))}
+    return out
+
+
+def _member(members: str | None, node: str) -> dict[str, Any] | None:
+    """A node's facts in a fabric report's members (index column), by its name there or host name."""
+    if not members or members == "{}":
+        return None
+    found = json.loads(members)
+    return found.get(node) or next((m for m in found.values() if m.get("hostname") == node), None)
 
 
 def _stamp(st: os.stat_result) -> str:

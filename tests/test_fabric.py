@@ -281,6 +281,23 @@ def test_clean_fabric_passes_and_the_archive_indexes_it():
     assert {r["check"] for r in rows} == {"fabric.node", "fabric.rail"} and len(rows) == 16 + 8
 
 
+def test_a_nodes_history_lists_the_fabric_runs_it_took_part_in():
+    p = cli("fabric", "--simulate", "8", "--rails", "2", "--seed", "3", "--name", "rack9", "--inject", "node3:slow=0.4")
+    assert p.returncode == 1, p.stderr
+    bad = cli("history", "--node", "node3")
+    (row,) = bad.stdout.splitlines()[1:]
+    assert "fabric-rack9" in row and "fabric of 8" in row and "FABRIC FAIL SIM" in row and "FABRIC_NODE as node3" in row
+    good = cli("history", "--node", "node1")
+    (row,) = good.stdout.splitlines()[1:]
+    assert "FABRIC PASS SIM" in row and "as node1" in row
+    # --verdict is the node's own verdict in that fabric, not the fabric's.
+    assert len(cli("history", "--node", "node3", "--verdict", "fail").stdout.splitlines()) == 2
+    assert cli("history", "--node", "node1", "--verdict", "fail").stdout == ""
+    assert cli("history", "--node", "node42").stdout == ""  # not a member
+    everything = cli("history")
+    assert "FABRIC FAIL SIM" in everything.stdout and "fabric of 8" in everything.stdout
+
+
 def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     p = cli("fabric", "--simulate", "2", "--rails", "1", "--inject", "node1:down", "--out", str(tmp_path))
     assert p.returncode == 2, p.stderr
