@@ -171,3 +171,28 @@ def test_ib_write_bw_as_perftest_prints_it():
     assert (gbps, error) == (392.34, None) and detail == {"bytes": 65536, "peak_gbps": 392.38}
     # 392 Gb/s on a 400 Gb/s NDR port: above the hgx-h100 profile's fail (375) and warn (380) floors.
     assert gbps >= 0.95 * 400
+
+
+def test_a_node_with_a_port_down_is_named_on_that_rail_only():
+    from itertools import combinations
+
+    from nodeqc.fabric.report import fabric_checks
+    from nodeqc.fabric.scoring import score
+
+    nodes = ["n0", "n1", "n2", "n3", "n4"]
+    have = {n: ["mlx5_0", "mlx5_1", "mlx5_2"] for n in nodes}
+    have["n2"] = ["mlx5_0", "mlx5_2"]  # mlx5_1 down: by position its mlx5_2 would have met the peers' mlx5_1
+
+    def end(node, peer, direction):
+        out = _end(node, [{"rail": r, "direction": direction, "unit": "Gb/s", "rate": 400.0,
+                           **({"value": 392.0} if r in have[peer] else {"value": None, "error": "Couldn't connect"})}
+                          for r in have[node]])
+        out["rails"] = _rails(*((r, 400.0, None) for r in have[node]))
+        return out
+
+    results = [merge(1, a, b, [end(a, b, "a>b"), end(b, a, "b>a")], [], FLOORS) for a, b in combinations(nodes, 2)]
+    scores = score(nodes, results)
+    assert scores.bad_ports == [("n2", "mlx5_1")] and not scores.bad_nodes and not scores.bad_links
+    checks = {c.subject: c for c in fabric_checks(scores, results) if c.name == "fabric.node"}
+    assert checks["n2"].code == "FABRIC_NODE_RAIL" and "no active port on mlx5_1 here" in checks["n2"].message
+    assert all(checks[n].verdict.value == "pass" for n in nodes if n != "n2")
