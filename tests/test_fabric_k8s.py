@@ -99,6 +99,9 @@ elif args[:1] == ["__kubelet"]:
             env[e["name"]] = e["value"] if "value" in e else {
                 "spec.nodeName": node,
                 "metadata.annotations['batch.kubernetes.io/job-completion-index']": str(index)}[ref]
+        lie = dict(x.split("=") for x in os.environ.get("FAKE_K8S_LIE", "").split() if x)
+        if node in lie:  # a pod told the wrong node name (a broken manifest or image)
+            env["NODEQC_NODE"] = lie[node]
         log = open(os.path.join(pods_dir, f"{job}-{index}.log"), "w")
         if node == os.environ.get("FAKE_K8S_FAIL_NODE"):  # its pod is killed before it prints anything
             procs.append((index, node, None, log))
@@ -253,6 +256,14 @@ def test_a_pod_that_dies_is_named_by_index_pod_and_node(k8s):
     # Its peer's pod ran; the other pair's did too: nothing is a pass, nothing is lost.
     other = [c for c in predicate["checks"] if c["name"] == "fabric.node" and c["subject"] != "k8s-c"]
     assert all(c["verdict"] != "pass" for c in other)
+
+
+def test_a_pod_that_takes_itself_for_another_node_is_not_believed(k8s):
+    p, _, _ = k8s("--rounds", "1", "--seed", "3", env={"FAKE_K8S_LIE": "k8s-a=k8s-d"}, tests="rdma")
+    assert p.returncode == 2, p.stderr
+    predicate, _ = _report(p)
+    (pair_error,) = [c for c in predicate["checks"] if c["name"] == "fabric.pair" and "k8s-a" in c["subject"]]
+    assert "but took itself for k8s-d" in pair_error["message"]
 
 
 @pytest.mark.parametrize("env,path,message", [

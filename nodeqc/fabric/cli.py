@@ -211,7 +211,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     signer = load_signer(args.key)
     addresses = _addresses(args.address, nodes)
     if launcher.name == "kubernetes":
-        launcher.preflight(nodes, addresses)  # kubectl, the cluster, the nodes, the right to create Jobs
+        # kubectl, the cluster, the nodes, the right to create Jobs; the GPUs a pod asks for (NCCL)
+        launcher.preflight(nodes, addresses, profile.get("gpu", "count"))
     work = Work(tests=tests, seconds=seconds, floors=floors, streams=int(profile.get("nic", "streams", 4)),
                 use_cuda=args.use_cuda, nodeqc=shlex.split(args.nodeqc), addresses=addresses)
 

@@ -38,8 +38,9 @@ INSTALL = ("install kubectl (https://kubernetes.io/docs/tasks/tools/; Debian: ap
 
 
 def round_manifest(job: str, namespace: str, image: str, pairs: tuple[tuple[str, str], ...], work: Work,
-                   addresses: dict[str, str], deadline_s: int) -> dict[str, Any]:
-    """The Indexed Job of one round (kubectl takes JSON as it takes YAML)."""
+                   addresses: dict[str, str], deadline_s: int, gpus: int | None = None) -> dict[str, Any]:
+    """The Indexed Job of one round (kubectl takes JSON as it takes YAML). gpus: what a pod asks of
+    the NVIDIA device plugin for the NCCL test (every GPU of its node: the profile's [gpu] count)."""
     nodes = [n for pair in pairs for n in pair]
     command = [*work.nodeqc, *work.plan_args(pairs, addresses)]
     container: dict[str, Any] = {
@@ -52,8 +53,8 @@ def round_manifest(job: str, namespace: str, image: str, pairs: tuple[tuple[str,
     }
     if "rdma" in work.tests:  # the RDMA shared device plugin's resource (NVIDIA Network Operator)
         container["resources"] = {"limits": {"rdma/hca_shared_devices_a": 1}}
-    if "nccl" in work.tests:
-        container.setdefault("resources", {}).setdefault("limits", {})["nvidia.com/gpu"] = 8
+    if "nccl" in work.tests and gpus:  # without GPUs the worker skips NCCL, saying so
+        container.setdefault("resources", {}).setdefault("limits", {})["nvidia.com/gpu"] = gpus
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -98,18 +99,20 @@ class KubernetesLauncher(Launcher):
         self.kubectl = kubectl
         self.run_id = secrets.token_hex(3)  # Jobs of this run: nodeqc-fabric-<run_id>-r<round>
         self.addresses: dict[str, str] = {}
+        self.gpus: int | None = None  # per pod, for the NCCL test
         self._waits: list[subprocess.Popen[bytes]] = []
         self._aborted = False
         self._job: str | None = None
 
     # ------------------------------------------------------------------ before the first round
 
-    def _call(self, *args: str, timeout: float = KUBECTL_S, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([self.kubectl, *args], capture_output=True, text=True, timeout=timeout, input=stdin)
+    def _call(self, *args: str, timeout: float = KUBECTL_S) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([self.kubectl, *args], capture_output=True, text=True, timeout=timeout)
 
-    def preflight(self, nodes: list[str], given: dict[str, str]) -> None:
+    def preflight(self, nodes: list[str], given: dict[str, str], gpus: int | None = None) -> None:
         """kubectl is there, the cluster answers, every node is in it, Jobs may be created; each
         node's data address is its InternalIP unless --address gives one. A usage error otherwise."""
+        self.gpus = gpus
         try:
             done = self._call("get", "nodes", "-o", "json")
         except FileNotFoundError:
@@ -157,7 +160,8 @@ class KubernetesLauncher(Launcher):
         job = f"nodeqc-fabric-{self.run_id}-r{rnd.number}"
         self._job = job
         deadline_s = int(work.round_timeout_s + START_S)
-        manifest = round_manifest(job, self.namespace, self.image, rnd.pairs, work, self.addresses, deadline_s)
+        manifest = round_manifest(job, self.namespace, self.image, rnd.pairs, work, self.addresses, deadline_s,
+                                  self.gpus)
         with tempfile.NamedTemporaryFile("w", suffix=".json", prefix=f"{job}-") as f:
             json.dump(manifest, f)
             f.flush()
@@ -174,11 +178,20 @@ class KubernetesLauncher(Launcher):
         lines, log_error = self._logs(job, manifest["spec"]["completions"])
         if not finished or self._aborted:
             self._delete(job)  # stop what still runs or waits for a node
-        by_node = {str(line.get("node")): line for line in lines}  # each index's line names its node
+        # Each index's line, where its pod really ran: a worker that took itself for another node
+        # (its line names a node its index's pod did not run on) measured the wrong pair.
+        ran_on = {p["index"]: node for node, p in pods.items() if not node.startswith("unscheduled:")}
+        by_node, astray = {}, {}
+        for line in lines:
+            claimed, where = str(line.get("node")), ran_on.get(str(line.get("job_index")))
+            if where is not None and where != claimed:
+                astray[where] = f"index {line.get('job_index')} ran on {where} but took itself for {claimed}"
+            else:
+                by_node[claimed] = line
         results = []
         for a, b in rnd.pairs:
             outputs = [by_node[n] for n in (a, b) if n in by_node]
-            errors = [self._why_not(n, pods, finished, log_error) for n in (a, b) if n not in by_node]
+            errors = [astray.get(n) or self._why_not(n, pods, finished, log_error) for n in (a, b) if n not in by_node]
             results.append(merge(rnd.number, a, b, outputs, errors, work.floors))
         return results
 
@@ -233,7 +246,7 @@ class KubernetesLauncher(Launcher):
         return out
 
     def _logs(self, job: str, pods: int) -> tuple[list[dict[str, Any]], str | None]:
-        """The worker lines of every pod of the Job, checked against the index each pod printed."""
+        """The worker lines of every pod of the Job (each carries its pod's completion index)."""
         try:
             done = self._call("logs", "--namespace", self.namespace, "-l", f"{LABEL}={job}", "--tail=-1",
                               f"--max-log-requests={max(5, min(pods, 64))}", timeout=KUBECTL_S + pods)
