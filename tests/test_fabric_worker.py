@@ -196,3 +196,25 @@ def test_a_node_with_a_port_down_is_named_on_that_rail_only():
     checks = {c.subject: c for c in fabric_checks(scores, results) if c.name == "fabric.node"}
     assert checks["n2"].code == "FABRIC_NODE_RAIL" and "no active port on mlx5_1 here" in checks["n2"].message
     assert all(checks[n].verdict.value == "pass" for n in nodes if n != "n2")
+
+
+def test_a_worker_finds_its_pair_its_ports_and_addresses_in_the_rounds_plan(monkeypatch):
+    # Kubernetes: every pod gets the whole round; it finds its pair from the node it landed on.
+    for k in ("SLURMD_NODENAME", "NODEQC_NODE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("NODEQC_NODE", "d")
+    assert worker.pair_in_plan("a,b c,d", "a=10.0.0.1 d=10.0.0.4", 15201) == (("c", "d"), 15205, ("c", "10.0.0.4"))
+    assert worker.which_end(("c", "d"), None) == 1
+    monkeypatch.setenv("NODEQC_NODE", "x")
+    with pytest.raises(UsageError, match="this node \\(x.*is in none of the round's pairs"):
+        worker.pair_in_plan("a,b c,d", None, 15201)
+    for plan, addresses, message in (("a,b c", None, "expected pairs of two different node names"),
+                                     ("a,a", None, "expected pairs of two different node names"),
+                                     ("a,b", "a:1", "expected NODE=ADDR items")):
+        with pytest.raises(UsageError, match=message):
+            worker.pair_in_plan(plan, addresses, 15201)
+    work = Work(["tcp"], 2, FLOORS, nodeqc=["nodeqc"])
+    args = work.plan_args((("a", "b"), ("c", "d")), {"a": "10.0.0.1", "b": "b", "c": "10.0.0.3", "d": "10.0.0.4"})
+    assert args[:4] == ["fabric", "worker", "--pairs", "a,b c,d"]
+    assert args[args.index("--addresses") + 1] == "a=10.0.0.1 c=10.0.0.3 d=10.0.0.4"
+    assert args[args.index("--port") + 1] == "15201"

@@ -314,7 +314,7 @@ def run(job: Job) -> dict[str, Any]:
     return out
 
 
-def _from_plan(text: str, addresses_text: str | None, port: int) -> tuple[tuple[str, str], int, tuple[str, str]]:
+def pair_in_plan(text: str, addresses_text: str | None, port: int) -> tuple[tuple[str, str], int, tuple[str, str]]:
     """--pairs 'A,B C,D ...' (a whole round): this node's pair, its ports, the pair's addresses."""
     pairs = [tuple(p.split(",")) for p in text.split()]
     if not pairs or any(len(p) != 2 or not all(p) or p[0] == p[1] for p in pairs):
@@ -353,7 +353,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--use-cuda", action="store_true", help="ib_write_bw --use_cuda (GPUDirect RDMA)")
     args = p.parse_args(argv)
     if args.pairs:
-        pair, args.port, addresses = _from_plan(args.pairs, args.addresses, args.port)
+        pair, args.port, addresses = pair_in_plan(args.pairs, args.addresses, args.port)
         args.pair, args.address = ",".join(pair), ",".join(addresses)
     pair = tuple(args.pair.split(","))
     if len(pair) != 2 or not all(pair) or pair[0] == pair[1]:
