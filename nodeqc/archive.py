@@ -106,7 +106,7 @@ class Entry:
     previous: str | None  # sha256 of the report this one re-tested
     failed: list[str]
     # A fabric report (many nodes qualified together): each node's name -> its verdict there
-    # (pass, fail, error), its host name and its failure code. Empty for a node's own report.
+    # (pass, fail, error), host name, node key and failure code. Empty for a node's own report.
     members: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
@@ -114,10 +114,11 @@ class Entry:
         return bool(self.members)
 
     def member(self, node: str) -> tuple[str, dict[str, Any]] | None:
-        """The fabric member a node name or host name stands for: (its name, its facts), or None."""
+        """The fabric member a node's name there, host name or node key (system serial) stands for:
+        (its name, its facts), or None."""
         if node in self.members:
             return node, self.members[node]
-        found = [(n, m) for n, m in self.members.items() if m.get("hostname") == node]
+        found = [(n, m) for n, m in self.members.items() if node in (m.get("hostname"), m.get("key"))]
         return found[0] if found else None
 
     @property
@@ -458,7 +459,7 @@ class Archive:
         """Verified reports, newest first. verdict: 'pass' (qualifications that passed: complete,
         not partial, not simulated), 'fail', or 'partial'. since: an ISO UTC timestamp
         ('2026-11-01T00:00:00Z'). fabrics: with a node, also the fabric reports it took part in
-        (by its name in the fabric or its host name)."""
+        (by its name in the fabric, its host name or its system serial)."""
         wanted: list[Callable[[dict[str, Any]], bool]] = []
 
         def member(r: dict[str, Any]) -> dict[str, Any] | None:
@@ -531,7 +532,10 @@ def _fabric_members(predicate: dict[str, Any]) -> dict[str, dict[str, Any]]:
     out = {}
     for n in predicate.get("nodes") or []:
         if isinstance(n, dict) and isinstance(n.get("name"), str):
-            out[n["name"]] = {"verdict": str(n.get("verdict")), "hostname": _text((n.get("identity") or {}).get("hostname")),
+            identity = n.get("identity") if isinstance(n.get("identity"), dict) else {}
+            hostname = _text(identity.get("hostname"))
+            out[n["name"]] = {"verdict": str(n.get("verdict")), "hostname": hostname,
+                              "key": node_key(identity.get("system_serial"), hostname or n["name"]),
                               "code": _text(codes.get(n["name"]))}
     return out
 
@@ -541,7 +545,7 @@ def _member(members: str | None, node: str) -> dict[str, Any] | None:
     if not members or members == "{}":
         return None
     found = json.loads(members)
-    return found.get(node) or next((m for m in found.values() if m.get("hostname") == node), None)
+    return found.get(node) or next((m for m in found.values() if node in (m.get("hostname"), m.get("key"))), None)
 
 
 def _stamp(st: os.stat_result) -> str:

@@ -6,6 +6,7 @@ errors."""
 import base64
 import itertools
 import json
+from pathlib import Path
 
 import pytest
 
@@ -296,6 +297,22 @@ def test_a_nodes_history_lists_the_fabric_runs_it_took_part_in():
     assert cli("history", "--node", "node42").stdout == ""  # not a member
     everything = cli("history")
     assert "FABRIC FAIL SIM" in everything.stdout and "fabric of 8" in everything.stdout
+
+
+def test_a_fabric_member_is_found_by_its_name_host_name_or_serial():
+    from nodeqc.archive import Entry, _fabric_members
+
+    predicate = {"kind": "fabric", "nodes": [
+        {"name": "gpu17", "verdict": "fail", "identity": {"hostname": "gpu17.dc1", "system_serial": "SN-17"}},
+        {"name": "gpu42", "verdict": "pass", "identity": {"hostname": "gpu42"}}],
+        "checks": [{"name": "fabric.node", "subject": "gpu17", "code": "FABRIC_NODE_RAIL"}]}
+    members = _fabric_members(predicate)
+    entry = Entry(Path("/r"), "0" * 64, "fabric-x", "fabric-x", "FAIL", "complete", False, False, "generic", "",
+                  "", None, None, "k", None, [], members)
+    assert entry.fabric and [entry.member(n)[0] for n in ("gpu17", "gpu17.dc1", "SN-17", "gpu42")] == \
+        ["gpu17", "gpu17", "gpu17", "gpu42"]
+    assert entry.member("SN-17")[1]["code"] == "FABRIC_NODE_RAIL" and entry.member("gpu99") is None
+    assert _fabric_members({"kind": "node", "nodes": []}) == {}
 
 
 def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
