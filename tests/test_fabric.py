@@ -330,6 +330,7 @@ def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     (["--hosts", "a,b,a", "--launch", "env H={host}"], "node a is listed twice"),
     (["--slurm"], "inside a job's allocation"),
     (["--simulate", "8", "--drain"], "--drain drains Slurm nodes"),
+    (["--simulate", "8", "--image", "nodeqc:1"], "--image is the Kubernetes pods' image: it needs --k8s"),
     (["--simulate", "8", "--confidence", "1.5"], "--confidence 1.5"),
     (["--simulate", "8", "--inject", "node9:down"], "no node9 in a cluster of 8"),
     (["--simulate", "1"], "at least two nodes"),

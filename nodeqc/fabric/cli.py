@@ -154,6 +154,8 @@ def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
             raise UsageError(f"--{flag.replace('_', '-')} {v:g}: expected a number above zero")
     if args.drain and args.slurm is None:
         raise UsageError("--drain drains Slurm nodes: it needs --slurm")
+    if args.image and args.k8s is None:
+        raise UsageError("--image is the Kubernetes pods' image: it needs --k8s")
     return tests
 
 
