@@ -16,9 +16,12 @@ memory: a listing or a run never fails because of the index.
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 import hashlib
 import hmac
 import json
+import multiprocessing
 import os
 import re
 import socket
@@ -26,6 +29,7 @@ import sqlite3
 import stat
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -87,9 +91,10 @@ class NotVerified(VerificationError):
 
 @dataclass(frozen=True)
 class Entry:
-    """One verified report, as the index knows it."""
+    """One verified report, as the index knows it: the file `rel` (NODE/NAME.report.json) under the
+    archive `root`."""
 
-    path: Path
+    rel: str
     sha256: str
     node: str
     hostname: str
@@ -105,6 +110,7 @@ class Entry:
     keyid: str
     previous: str | None  # sha256 of the report this one re-tested
     failed: list[str]
+    root: Path
     # A fabric report (many nodes qualified together): each node's name -> its verdict there
     # (pass, fail, error), host name, node key and failure code. Empty for a node's own report.
     members: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -120,6 +126,12 @@ class Entry:
             return node, self.members[node]
         found = [(n, m) for n, m in self.members.items() if node in (m.get("hostname"), m.get("key"))]
         return found[0] if found else None
+
+    @functools.cached_property
+    def path(self) -> Path:
+        # Made when asked for: a listing of a fleet's archive makes 10,000 entries and shows a few,
+        # and building a Path is most of an entry's cost.
+        return self.root / self.rel
 
     @property
     def qualified(self) -> bool:
@@ -399,7 +411,7 @@ class Archive:
         gone = [r[0] for r in rows if r[0] not in on_disk]
         checked = {p: row for p, row in known.items() if p in on_disk}
         if todo or gone:
-            fresh = [self._read(p, on_disk[p], keyset) for p in todo]  # verified before the write lock is taken
+            fresh = self._read_many(todo, on_disk, keyset)  # verified before the write lock is taken
             with _transaction(db):
                 db.executemany("DELETE FROM reports WHERE path = ?", [(p,) for p in gone])
                 db.executemany(f"INSERT OR REPLACE INTO reports ({_SELECT}) "
@@ -419,38 +431,33 @@ class Archive:
 
     def _read(self, rel: str, stamp: str, keyset: str) -> tuple[Any, ...]:
         """One report file as an index row (with its HMAC): verified, or why not."""
-        from nodeqc.report import check_evidence, read_report_bytes, verify_bytes
+        return self._row(_row_values(rel, stamp, keyset, _verified_facts(self.root / rel, self.trusted)))
 
-        path = self.root / rel
-        facts: tuple[Any, ...] = (None,) * (len(_COLUMNS) - 2)
-        sha = None
-        try:
-            data = read_report_bytes(path)
-            sha = hashlib.sha256(data).hexdigest()
-            verified = verify_bytes(data, self.trusted)
-            check_evidence(verified, path.parent)
-            p = verified.predicate
-            node = p["node"]
-            previous = p.get("previous") or {}
-            facts = (node_key(node.get("system_serial"), node.get("hostname")), str(node.get("hostname")),
-                     str(p["verdict"]), str(p["status"]), "1" if p.get("partial") else "0",
-                     "1" if p.get("simulated") else "0", str((p.get("profile") or {}).get("name")),
-                     _text(p.get("started_at")), _text(p.get("finished_at")), _text(p.get("operator")),
-                     _text(p.get("ticket")), verified.keyid,
-                     _text(previous.get("sha256") if isinstance(previous, dict) else None),
-                     json.dumps([str(f) for f in (p.get("summary") or {}).get("failed") or []]),
-                     json.dumps(_fabric_members(p)))
-            trust, reason = "verified", ""
-        except VerificationError as e:
-            trust, reason = "not verified", str(e)
-        except UsageError as e:
-            trust, reason = "not verified", str(e).removeprefix(f"{path}: ")
-        except Exception as e:  # noqa: BLE001 - one odd file must never break a listing
-            trust, reason = "not verified", f"not a nodeqc report ({type(e).__name__}: {e})"
-        if trust != "verified":
-            facts = (None,) * (len(_COLUMNS) - 2)
-        values = (rel, stamp, sha, trust, reason, keyset, *facts)
+    def _row(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """(rel, stamp, sha, trust, reason, keyset, *facts) with its HMAC."""
         return (*values, self._mac(values))
+
+    def _read_many(self, todo: list[str], on_disk: dict[str, str], keyset: str) -> list[tuple[Any, ...]]:
+        """Index rows for many report files. Reading and verifying them is CPU-bound (JSON, base64,
+        Ed25519: about 5 ms a report), so a large batch (an index built from nothing over a fleet's
+        archive) is spread over this host's cores by forked workers that inherit the trusted keys;
+        the rows are MAC'd here, so the index secret never leaves this process. Forking is done
+        only from a single-threaded process (the command line): a process with other threads (the
+        desktop app) verifies in order, as a small batch always does."""
+        workers = min(_usable_cpus(), 8, len(todo) // _FILES_PER_WORKER)
+        if workers < 2 or threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods():
+            return [self._read(p, on_disk[p], keyset) for p in todo]
+        global _pool_trusted
+        _pool_trusted = self.trusted
+        paths = [str(self.root / p) for p in todo]
+        try:
+            with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                facts = list(pool.map(_verified_facts_in_worker, paths, chunksize=32))
+        except (OSError, concurrent.futures.process.BrokenProcessPool):  # no processes to be had: in order
+            return [self._read(p, on_disk[p], keyset) for p in todo]
+        finally:
+            _pool_trusted = None
+        return [self._row(_row_values(p, on_disk[p], keyset, f)) for p, f in zip(todo, facts)]
 
     # ------------------------------------------------------------------ queries
 
@@ -496,8 +503,9 @@ class Archive:
         rows = [r for r in rows if r["trust"] == "verified" and r["keyid"] in self.trusted]
         rows.sort(key=lambda r: (r["finished_at"] or "", r["path"]), reverse=True)
         return [Entry(**{c: r[c] for c in _COLUMNS if c not in ("path", "partial", "simulated", "failed", "members")},
-                      path=self.root / r["path"], partial=r["partial"] == "1", simulated=r["simulated"] == "1",
-                      failed=json.loads(r["failed"]), members=json.loads(r["members"] or "{}")) for r in rows[:limit]]
+                      rel=r["path"], root=self.root, partial=r["partial"] == "1", simulated=r["simulated"] == "1",
+                      failed=[] if r["failed"] == "[]" else json.loads(r["failed"]),
+                      members={} if r["members"] in (None, "{}") else json.loads(r["members"])) for r in rows[:limit]]
 
     def latest(self, node: str) -> Entry | None:
         """The newest verified report of a node, by its node key (system serial, else host name).
@@ -546,6 +554,63 @@ def _member(members: str | None, node: str) -> dict[str, Any] | None:
         return None
     found = json.loads(members)
     return found.get(node) or next((m for m in found.values() if node in (m.get("hostname"), m.get("key"))), None)
+
+
+_FILES_PER_WORKER = 250  # a worker costs a fork and its share of the pool's start: worth it past a few hundred files
+_pool_trusted: dict[str, Any] | None = None  # the trusted keys, inherited by forked verifying workers
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _row_values(rel: str, stamp: str, keyset: str, verified: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An index row's values in _ROW's order, from _verified_facts' answer."""
+    sha, trust, reason, *facts = verified
+    return (rel, stamp, sha, trust, reason, keyset, *facts)
+
+
+def _verified_facts_in_worker(path: str) -> tuple[Any, ...]:
+    assert _pool_trusted is not None
+    return _verified_facts(Path(path), _pool_trusted)
+
+
+def _verified_facts(path: Path, trusted: dict[str, Any]) -> tuple[Any, ...]:
+    """What the index keeps of one report file, less its path, stamp and keyset: (sha256, trust,
+    reason, *facts), verified by a trusted key with its evidence beside it, or why not."""
+    from nodeqc.report import check_evidence, read_report_bytes, verify_bytes
+
+    facts: tuple[Any, ...] = (None,) * (len(_COLUMNS) - 2)
+    sha = None
+    try:
+        data = read_report_bytes(path)
+        sha = hashlib.sha256(data).hexdigest()
+        verified = verify_bytes(data, trusted, sha256=sha)
+        check_evidence(verified, path.parent)
+        p = verified.predicate
+        node = p["node"]
+        previous = p.get("previous") or {}
+        facts = (node_key(node.get("system_serial"), node.get("hostname")), str(node.get("hostname")),
+                 str(p["verdict"]), str(p["status"]), "1" if p.get("partial") else "0",
+                 "1" if p.get("simulated") else "0", str((p.get("profile") or {}).get("name")),
+                 _text(p.get("started_at")), _text(p.get("finished_at")), _text(p.get("operator")),
+                 _text(p.get("ticket")), verified.keyid,
+                 _text(previous.get("sha256") if isinstance(previous, dict) else None),
+                 json.dumps([str(f) for f in (p.get("summary") or {}).get("failed") or []]),
+                 json.dumps(_fabric_members(p)))
+        trust, reason = "verified", ""
+    except VerificationError as e:
+        trust, reason = "not verified", str(e)
+    except UsageError as e:
+        trust, reason = "not verified", str(e).removeprefix(f"{path}: ")
+    except Exception as e:  # noqa: BLE001 - one odd file must never break a listing
+        trust, reason = "not verified", f"not a nodeqc report ({type(e).__name__}: {e})"
+    if trust != "verified":
+        facts = (None,) * (len(_COLUMNS) - 2)
+    return (sha, trust, reason, *facts)
 
 
 def _stamp(st: os.stat_result) -> str:

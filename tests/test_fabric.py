@@ -307,8 +307,9 @@ def test_a_fabric_member_is_found_by_its_name_host_name_or_serial():
         {"name": "gpu42", "verdict": "pass", "identity": {"hostname": "gpu42"}}],
         "checks": [{"name": "fabric.node", "subject": "gpu17", "code": "FABRIC_NODE_RAIL"}]}
     members = _fabric_members(predicate)
-    entry = Entry(Path("/r"), "0" * 64, "fabric-x", "fabric-x", "FAIL", "complete", False, False, "generic", "",
-                  "", None, None, "k", None, [], members)
+    entry = Entry(rel="fabric-x/r.report.json", sha256="0" * 64, node="fabric-x", hostname="fabric-x", verdict="FAIL",
+                  status="complete", partial=False, simulated=False, profile="generic", started_at="", finished_at="",
+                  operator=None, ticket=None, keyid="k", previous=None, failed=[], root=Path("/r"), members=members)
     assert entry.fabric and [entry.member(n)[0] for n in ("gpu17", "gpu17.dc1", "SN-17", "gpu42")] == \
         ["gpu17", "gpu17", "gpu17", "gpu42"]
     assert entry.member("SN-17")[1]["code"] == "FABRIC_NODE_RAIL" and entry.member("gpu99") is None

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from nodeqc.backends.host_stress import FioResult, HostStress
 from nodeqc.backends.kernel_log import KernelLog, KernelRecord
 from nodeqc.backends.platform import ACS_BITS, ACS_CAP_ID, AER_FILES, HostCounters, LinuxPlatform
+from nodeqc.backends.sim_slots import SLOT_LOADED_S, SLOTS
 
 if TYPE_CHECKING:
     from nodeqc.backends.simulated import SimNode
@@ -58,8 +59,6 @@ class SimPlatform(LinuxPlatform):
         return super().counters(bus_ids)
 
     def _loaded(self) -> bool:
-        from nodeqc.backends.simulated import SLOT_LOADED_S, SLOTS
-
         return any(self.node.shared[k * SLOTS + SLOT_LOADED_S] > 0 for k in range(self.node.scenario.gpu_count))
 
     def kernel_log(self) -> KernelLog:

@@ -10,5 +10,5 @@
   allocation), a command prefix per host (`ip netns exec NS`, pdsh, ...), or the simulated cluster.
 - `report`: the signed fabric report (an in-toto Statement with every node as a subject).
 - `kubernetes`: the Kubernetes launcher (one Indexed Job per round, through kubectl).
-- `cli`: `nodeqc fabric` and `nodeqc fabric worker` (`parsing`: their argument parser).
+- `cli`: `nodeqc fabric` and `nodeqc fabric worker`.
 """

@@ -18,9 +18,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from nodeqc.cli_parser import Parser
 from nodeqc.errors import UsageError
 from nodeqc.fabric import pairing
-from nodeqc.fabric.parsing import Parser
 from nodeqc.stamps import current_user, utc_now
 
 TESTS = ("tcp", "rdma", "nccl")

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.backends.nic import iperf3_options, parse_ib_write_bw, parse_iperf3
+from nodeqc.cli_parser import Parser
 from nodeqc.errors import UsageError
 
 MARKER = "nodeqc-fabric-worker"
@@ -333,8 +334,6 @@ def pair_in_plan(text: str, addresses_text: str | None, port: int) -> tuple[tupl
 
 
 def main(argv: list[str]) -> int:
-    from nodeqc.fabric.parsing import Parser
-
     p = Parser(prog="nodeqc fabric worker", description="The per-node work of one fabric pair test "
                "(started by nodeqc fabric on both nodes of the pair; not for use by hand).")
     which = p.add_mutually_exclusive_group(required=True)
