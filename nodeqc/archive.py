@@ -520,6 +520,20 @@ class Archive:
         found = self._entries([r for r in rows.values() if r["node"] == node], 1)
         return found[0] if found else None
 
+    def history(self, node: str) -> tuple[list[Entry], list[Skipped]]:
+        """One node's verified reports, newest first, and the files in its directory that did not
+        verify, with why (forged, altered, its evidence changed, signed by a key not trusted). Only
+        that node's directory is brought up to date."""
+        if not self.root.is_dir():
+            return [], []
+        try:
+            rows = self._guarded(lambda: self._refresh(safe_name(node)))
+        except OSError as e:
+            raise UsageError(f"{self.root}: cannot read the archive: {e.strerror or e}") from None
+        entries = self._entries([r for r in rows.values() if r["node"] == node])
+        bad = sorted((r for r in rows.values() if r["trust"] != "verified"), key=lambda r: r["path"])
+        return entries, [Skipped(self.root / r["path"], r["reason"]) for r in bad]
+
     def skipped(self) -> list[Skipped]:
         """Files in the archive that did not verify, and why, as the last listing found them (the
         whole archive when there was none)."""

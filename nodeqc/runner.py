@@ -257,15 +257,11 @@ class Runner:
                    if self.profile.get("host", "fio_scratch") else []))
             self._publish(host_stress_checks.nvme(runs, missing, self.profile))
         if sel.includes("host.optics") and not self.aborted and self.profile.get("host", "optics", True):
-            from nodeqc.backends.host_stress import parse_module
+            from nodeqc.backends.optics import read_optics
 
-            nics = [n for n in self._nics_start if not n.virtual and n.interface]
-            missing = stress.missing_tool("ethtool") if nics else None
-            modules = {}
-            for n in [] if missing else nics:
-                text = stress.module(n.name)
-                modules[n.name] = (n.name, parse_module(text) if text else None)
-            self._publish(host_stress_checks.optics(modules, missing))
+            read = read_optics(stress, [n for n in self._nics_start if not n.virtual and n.interface])
+            self._publish(host_stress_checks.optics(read.modules, read.ethtool_missing, read.links, read.notes,
+                                                          read.unread))
 
     def _conformance_phase(self, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str) -> None:
         """The node against its golden baseline: firmware, software, settings, topology."""
@@ -635,11 +631,8 @@ def baseline_of_profile(profile: Profile) -> Any:
     """The profile's `baseline = FILE` (relative to the profile's file), loaded; None without one."""
     from nodeqc.baseline import Baseline
 
-    ref = profile.data.get("baseline")
-    if not ref:
-        return None
-    path = Path(ref) if Path(ref).is_absolute() else Path(profile.path).parent / ref
-    return Baseline.load(path, profile)
+    path = profile.baseline_path
+    return Baseline.load(path, profile) if path is not None else None
 
 
 def valid_until(profile: Profile, status: str, partial: bool) -> str | None:
