@@ -8,7 +8,6 @@ marked aborted. An exception inside nodeqc becomes an ERROR result with its trac
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import os
 import platform
@@ -42,6 +41,7 @@ from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
 from nodeqc.safefile import NEW_FILE_FLAGS, OutputError
 from nodeqc.selection import CHECKS, Selection
+from nodeqc.stamps import current_user, utc_now
 from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
 from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, own_pids, run_tasks
 
@@ -160,7 +160,7 @@ class Runner:
 
     def run(self) -> RunOutcome:
         self.t0 = self.hw.clock.now()
-        started_at = _utc_now()
+        started_at = utc_now()
         host = self.hw.host.info()
         gpus, driver, cuda, nvml_error = self._open_gpus(host)
         paths = self._paths(host)
@@ -544,9 +544,9 @@ class Runner:
             "tool": {"name": "nodeqc", "version": __version__, "python": platform.python_version(),
                      "command": self.options.command},
             "started_at": started_at,
-            "finished_at": _utc_now(),
+            "finished_at": utc_now(),
             "duration_s": self.now(),
-            "operator": self.options.operator or _user(),
+            "operator": self.options.operator or current_user(),
             "ticket": self.options.ticket,
             "signer": {"keyid": self.options.signer.keyid},
             "partial": self.options.selection.to_dict(),
@@ -646,12 +646,3 @@ def valid_until(profile: Profile, status: str, partial: bool) -> str | None:
     return (datetime.now(timezone.utc) + timedelta(days=days)).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _user() -> str | None:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return None
