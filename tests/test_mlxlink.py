@@ -6,6 +6,7 @@ stand-in executables, and garbage in, one clear "unreadable" out."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import stat
 from pathlib import Path
@@ -240,6 +241,28 @@ def test_a_port_mlxlink_cannot_read_falls_back_to_ethtool_or_says_why():
     assert by["ibp24s0"].verdict is Verdict.PASS and "mlxlink could not read it" in by["ibp24s0"].message
     assert by["ibp64s0"].verdict is Verdict.SKIP and by["ibp64s0"].code == "OPTICS_UNREADABLE"
     assert "Permission denied" in by["ibp64s0"].message
+
+
+def test_a_hung_ethtool_is_a_port_not_judged_never_a_hang_or_a_traceback(tmp_path, monkeypatch):
+    """The real reader with a stand-in `ethtool` that never answers: after its timeout the port is
+    SKIP MODULE_UNREADABLE naming the hang, and the other ports are still judged."""
+    import nodeqc.backends.host_stress as backend
+
+    _tool(tmp_path, "ethtool", 'case "$2" in eno1) exec sleep 30;; *) exit 1;; esac\n')
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setattr(backend, "ETHTOOL_TIMEOUT_S", 0.5)
+
+    class Hung(FakeStress):
+        def module(self, interface):
+            return LinuxHostStress.module(self, interface) if interface == "eno1" else self.modules.get(interface)
+
+    stress = Hung({}, {"ibp24s0": ETHTOOL_QSFP28}, missing=("mlxlink",))
+    read = read_optics(stress, [NICS[0], NICS[2]])
+    by = {r.subject: r for r in host_stress.optics(read.modules, read.ethtool_missing, read.links, read.notes,
+                                                   read.unread)}
+    assert by["eno1"].verdict is Verdict.SKIP and by["eno1"].code == "MODULE_UNREADABLE"
+    assert "ethtool -m did not answer within 0.5 s" in by["eno1"].message
+    assert by["ibp24s0"].verdict is Verdict.PASS
 
 
 def _tool(bin_dir: Path, name: str, script: str) -> None:

@@ -37,6 +37,7 @@ INSTALL = {"fio": "apt-get install fio (or dnf install fio)",
            "mlxlink": "install NVIDIA Firmware Tools (MFT, from NVIDIA's site) or mstflint (apt-get install mstflint)"}
 # mstflint, the open-source MFT subset in the distributions, builds mlxlink as `mstlink`.
 TOOL_NAMES = {"mlxlink": ("mlxlink", "mstlink")}
+ETHTOOL_TIMEOUT_S = 30  # `ethtool -m` reads a module's EEPROM over I2C in well under a second; 30 s is a hang
 MLXLINK_TIMEOUT_S = 60  # one port's module and counters; it reads registers, seconds at most
 
 
@@ -180,7 +181,8 @@ class LinuxHostStress(HostStress):
         return result
 
     def module(self, interface: str) -> str | None:
-        proc = subprocess.run(["ethtool", "-m", interface], capture_output=True, text=True, timeout=30)
+        # TimeoutExpired or OSError go to the caller (optics.read_optics), which says the port was not read.
+        proc = subprocess.run(["ethtool", "-m", interface], capture_output=True, text=True, timeout=ETHTOOL_TIMEOUT_S)
         return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else None
 
     def mlxlink(self, device: str) -> tuple[str, str | None]:

@@ -8,6 +8,7 @@ read with `ethtool -m`; its result then says why mlxlink did not read it.
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass, field
 
 from nodeqc.backends.base import NicInfo
@@ -21,6 +22,7 @@ class OpticsReadings:
     ethtool_missing: str | None = None  # what to install, when a NIC needed ethtool and it is missing
     links: dict[str, tuple[str, LinkReading | None]] = field(default_factory=dict)  # by mlxlink
     notes: dict[str, str] = field(default_factory=dict)  # NIC read by ethtool -m -> why not by mlxlink
+    unread: dict[str, tuple[str, str]] = field(default_factory=dict)  # NIC -> (subject, why ethtool -m could not read it)
 
 
 def read_optics(stress: HostStress, nics: list[NicInfo]) -> OpticsReadings:
@@ -41,7 +43,14 @@ def read_optics(stress: HostStress, nics: list[NicInfo]) -> OpticsReadings:
     rest = [n for n in nics if n.name not in out.links]
     out.ethtool_missing = stress.missing_tool("ethtool") if rest else None
     for n in [] if out.ethtool_missing else rest:
-        text = stress.module(n.name)
+        try:
+            text = stress.module(n.name)
+        except subprocess.TimeoutExpired as e:  # a hung tool is a finding, never a hang or a traceback
+            out.unread[n.name] = (n.name, f"ethtool -m did not answer within {e.timeout:g} s")
+            continue
+        except OSError as e:
+            out.unread[n.name] = (n.name, f"ethtool -m could not be run: {e.strerror or e}")
+            continue
         out.modules[n.name] = (n.name, parse_module(text) if text else None)
     for name, reading in failed.items():
         if out.modules.get(name, (name, None))[1] is None:  # ethtool has nothing either: say what mlxlink said

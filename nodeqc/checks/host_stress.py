@@ -75,10 +75,11 @@ def nvme(results: list[FioResult], missing: str | None, profile: Profile) -> lis
 
 def optics(modules: dict[str, tuple[str, ModuleReading | None]], missing: str | None,
            links: dict[str, tuple[str, LinkReading | None]] | None = None,
-           notes: dict[str, str] | None = None) -> list[CheckResult]:
+           notes: dict[str, str] | None = None, unread: dict[str, tuple[str, str]] | None = None) -> list[CheckResult]:
     """modules: interface -> (subject, `ethtool -m` reading, or None when it has no readable
     module); links: the same for the ports mlxlink read; notes: for a port read with ethtool
-    that mlxlink would have read, why it did not."""
+    that mlxlink would have read, why it did not; unread: interface -> (subject, why `ethtool -m`
+    could not read it)."""
     name, notes = "host.optics", notes or {}
     out = []
     if missing:
@@ -93,6 +94,9 @@ def optics(modules: dict[str, tuple[str, ModuleReading | None]], missing: str | 
         if iface in notes:
             evidence["mlxlink"] = notes[iface]
         out.append(_optics_result(name, iface, subject, m, findings, values, evidence, note))
+    for iface, (subject, why) in (unread or {}).items():
+        out.append(CheckResult(name, subject, Verdict.SKIP, f"{iface}: {why}, so its module was not judged",
+                               code="MODULE_UNREADABLE", evidence={"reader": "ethtool -m", "error": why}))
     for iface, (subject, link) in (links or {}).items():
         result = _link_result(name, iface, subject, link) if link is not None else None
         if result is not None:
