@@ -28,9 +28,6 @@ REASON_BITS: dict[str, int] = {
 }
 
 
-# Why no backend runs fp8 matmuls: the real one (CuPy) cannot, and the simulated GPU says the same,
-# so a simulated run never reports a rate the real path cannot produce.
-FP8_NOT_RUN = "fp8 matmul needs cuBLASLt, which CuPy does not expose"
 # What a device's plain load (busy_step: stress.power, the capture's load) computes in: half-precision
 # products, the dtype whose loaded clock at the power limit was measured (nodeqc.skus).
 PLAIN_LOAD_DTYPE = "fp16"

@@ -27,6 +27,8 @@ from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounte
                                   TrafficJob, TrafficOutcome, TrafficSession, XidEvent, decode_reasons)
 from nodeqc.backends.nic import IB_COUNTERS
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS, SimGpuModel
+from nodeqc.backends.sim_platform import SimHostStress, SimPlatform
+from nodeqc.backends.sim_slots import SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOT_PULSE_S, SLOTS
 from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.faults import Fault, check_range
 from nodeqc.na import NA
@@ -118,14 +120,6 @@ def cotenant_active(faults: list[tuple[str, Any]], loaded_s: float) -> bool:
     """Whether another process is computing on the GPU now."""
     names = {name for name, _ in faults}
     return "cotenant" in names or ("cotenant_late" in names and loaded_s >= COTENANT_AFTER_S)
-
-# Slots per GPU in the shared array: the load a worker puts on it now, whether it fell off the bus,
-# and the seconds of load it has had (written by the worker that makes the load).
-SLOT_LOAD, SLOT_LOST, SLOT_LOADED_S, SLOT_PULSE_S = 0, 1, 2, 3
-# The loaded clock of the dtype the GPU computes in now (nodeqc.skus: half precision holds the power
-# limit at a lower clock); 0: the SKU's loaded clock.
-SLOT_CLOCK_MHZ = 4
-SLOTS = 5
 
 # Simulated traffic: what a healthy link carries, as a fraction of its speed. TCP over Ethernet at
 # 1500 MTU carries at most 94% of the line rate (headers); IPoIB pushes TCP through the CPU and
@@ -249,15 +243,11 @@ class SimNode:
     def nics(self) -> "SimNics":
         return SimNics(self)
 
-    def platform(self) -> Any:
+    def platform(self) -> SimPlatform:
         """Its sysfs tree and kernel log (nodeqc.backends.sim_platform), written on first use."""
-        from nodeqc.backends.sim_platform import SimPlatform
-
         return SimPlatform(self)
 
-    def host_stress(self) -> Any:
-        from nodeqc.backends.sim_platform import SimHostStress
-
+    def host_stress(self) -> SimHostStress:
         return SimHostStress(self)
 
     def nic_value(self, k: int, name: str, default: Any = None) -> Any:
