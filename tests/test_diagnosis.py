@@ -323,7 +323,7 @@ def test_replayed_h100_whose_clock_falls_below_the_healthy_one_at_its_limit_is_p
     assert r.verdict is Verdict.FAIL and r.code == "CLOCKS_LOW", r.message
     assert r.evidence["diagnosis"]["cause"] == "power_bound" and r.evidence["diagnosis"]["measure_code"] == "BURN_SLOW"
     assert re.match(r"slow because the GPU reached its 700 W power limit at only 1,\d{3} MHz, 0\.[78]\d of the 1,331 "
-                    r"MHz a healthy H100 SXM5 80GB holds at its power limit under fp64, fp32, tf32, fp16, bf16: it draws "
+                    r"MHz a healthy H100 SXM5 80GB holds at its power limit under fp64, fp32, tf32, fp16, bf16, fp8: it draws "
                     r"more power per clock than its SKU", r.message), r.message
 
 
