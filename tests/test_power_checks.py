@@ -234,3 +234,24 @@ def test_power_and_pulse_parameters_from_the_profile():
                                                     "seconds_per_period": float(H100.get("run", key))}
     assert H100.get("run", "quick_pulse_s") != H100.get("run", "pulse_s")
     assert isinstance(stress.power_params(H100, True)["seconds"], float)
+
+
+def test_targeted_power_names_another_process_and_explains_with_the_gpus_sku():
+    tel = window([(0.0, sample(power=650.0)), (1.0, sample(power=640.0))])
+    tel.other_processes = {4242: {"pid": 4242, "name": "python3", "used_bytes": 2 ** 31}}
+    r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]
+    assert (r.verdict, r.message) == (
+        Verdict.PASS, "held 645 W of the 700 W limit (0.921) for 30 s at 1980 MHz; another process used this GPU during "
+                      "the power test: pid 4242 (python3, 2.00 GiB)")
+    low = window([(0.0, sample(power=500.0)), (1.0, sample(power=501.0))])
+    r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: low}, H100)[0]
+    assert r.evidence["diagnosis"]["readings"]["sku"] == "H100 SXM5 80GB"  # what a healthy GPU of its kind does
+
+
+@pytest.mark.parametrize("tel", [None, GpuTelemetry(0)], ids=["no window", "no samples"])
+def test_pulse_without_readings_reports_no_power_swing(tel):
+    # No samples: no power figures and no onsets. (Its verdict is left untested: a PASS without readings,
+    # noted in benchmarks/RESULTS.md, "Mutation testing".)
+    r = judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel} if tel else {}, H100)[0]
+    assert {k: v.value for k, v in r.values.items()} == {"periods": 4}
+    assert r.evidence == {"periods": PULSED, "throttle_onsets": []}
