@@ -417,7 +417,8 @@ def test_whole_results_retired_pages():
         [("max_retired_pages", "max", 62, 0, "")], {})
     # Double-bit retirements count toward the total as single-bit ones do (62 + 1 = 63 fails).
     end = GpuCounters(retired_sbe=1, retired_dbe=62, retired_pending=False)
-    assert health.retired_pages(gpu(), telemetry([loaded()], (start, end)), H100).verdict is Verdict.FAIL
+    r = health.retired_pages(gpu(), telemetry([loaded()], (start, end)), H100)
+    assert (r.verdict, r.code, r.message) == (Verdict.FAIL, "RETIRED_PAGES", "retired pages: 63 is above the limit 62")
     for end in (GpuCounters(retired_sbe=1, retired_dbe=NA), GpuCounters(retired_sbe=NA, retired_dbe=1), None):
         r = health.retired_pages(gpu(), telemetry([loaded()], (start, end)), H100)
         assert whole(r) == ("health.retired_pages", "gpu0", "skip", None,
@@ -468,6 +469,17 @@ def test_nvlink_any_replay_or_recovery_fails(replay, recovery, verdict):
     end = nvlink_counters(nvlink_replay=5 + replay, nvlink_recovery=2 + recovery)
     r = health.nvlink(gpu(nvlink_count=18), nvlink_telemetry(nvlink_counters(nvlink_replay=5, nvlink_recovery=2), end), H100)
     assert (r.verdict, r.values["replay_recovery"].value) == (verdict, replay + recovery)
+    assert r.code == (None if verdict is Verdict.PASS else "NVLINK_ERRORS")
+
+
+def test_nvlink_crc_rate_over_a_short_span_and_as_shown():
+    # Half a second between the readings is still a rate; the rate judged is the one shown (to hundredths):
+    # 10.004/s shows as 10/s, at the warning level, not above it.
+    g = gpu(nvlink_count=18)
+    r = health.nvlink(g, nvlink_telemetry(nvlink_counters(), nvlink_counters(nvlink_crc=60), span=0.5), H100)
+    assert (r.verdict, r.values["crc_per_s"].value) == (Verdict.FAIL, 120)
+    r = health.nvlink(g, nvlink_telemetry(nvlink_counters(), nvlink_counters(nvlink_crc=10004), span=1000.0), H100)
+    assert (r.verdict, r.values["crc_per_s"].value) == (Verdict.PASS, 10)
 
 
 def test_whole_results_nvlink():

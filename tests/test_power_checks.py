@@ -91,7 +91,9 @@ def test_pulse_reports_the_power_swing_it_saw():
 def test_a_gpu_lost_under_the_swings_fails_as_lost():
     lost = Outcome(Task("pulse", 0, {}, 1.0), "lost", None, "GPU has fallen off the bus", elapsed_s=3.0)
     r = judge_pulse([GPU], {0: lost}, {0: window([])}, H100)[0]
-    assert (r.verdict, r.code) == (Verdict.FAIL, "GPU_LOST")
+    assert (r.name, r.subject, r.verdict, r.code) == ("stress.power_pulse", "gpu0", Verdict.FAIL, "GPU_LOST")
+    r = judge_power([GPU], {0: lost}, {0: window([])}, H100)[0]
+    assert (r.name, r.subject, r.verdict, r.code) == ("stress.power", "gpu0", Verdict.FAIL, "GPU_LOST")
 
 
 # ---------------------------------------------------------------- targeted power (h100: fail < 0.75, warn < 0.80)
