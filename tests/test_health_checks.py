@@ -146,6 +146,8 @@ def test_generic_profile_compares_with_the_devices_own_maximum():
     assert r.verdict is Verdict.PASS
     r = health.pcie_link(gpu(pcie_max_gen=4, pcie_max_width=16), telemetry([loaded(pcie_gen=3, pcie_width=16)]), GENERIC)
     assert (r.verdict, r.code) == (Verdict.FAIL, "PCIE_GEN")
+    r = health.pcie_link(gpu(pcie_max_gen=4, pcie_max_width=16), telemetry([loaded(pcie_gen=4, pcie_width=8)]), GENERIC)
+    assert (r.verdict, r.code, r.message) == (Verdict.FAIL, "PCIE_WIDTH", "link Gen4 x8 under load, expected x16")
 
 
 # ------------------------------------------------------------------ counters
