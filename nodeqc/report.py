@@ -225,7 +225,7 @@ def check_evidence(verified: Verified, directory: Path) -> None:
     signed digests (VerificationError naming the one that differs); those that are not there are
     listed in verified.missing."""
     for what, name, digest in evidence_files(verified.predicate):
-        if Path(name).name != name or name in (".", ".."):
+        if Path(name).name != name or name == "..":  # a path, "." (whose name is ""), or the parent
             raise VerificationError(f"{what} file name {name!r} is not a plain file name")
         path = directory / name
         try:

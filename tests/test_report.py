@@ -386,6 +386,13 @@ def test_check_evidence_lists_what_matched_and_what_is_missing(tmp_path):
     (tmp_path / "t.csv.gz").write_bytes(b"x")
     with pytest.raises(VerificationError, match=r"^telemetry t\.csv\.gz does not match the signed digest \(altered evidence\)$"):
         check_evidence(_verified(telemetry={"series": {"file": "t.csv.gz", "sha256": "00"}}), tmp_path)
+    # A missing journal does not stop the telemetry's check.
+    v = _verified(journal={"file": "none.jsonl", "sha256": "00"}, telemetry={"series": {"file": "t.csv.gz", "sha256": "00"}})
+    with pytest.raises(VerificationError, match="^telemetry t.csv.gz does not match"):
+        check_evidence(v, tmp_path)
+    v = _verified(journal={"file": "none.jsonl", "sha256": "00"}, telemetry={"series": {"file": "none.csv.gz", "sha256": "00"}})
+    check_evidence(v, tmp_path)
+    assert (v.checked, v.missing) == ([], ["journal none.jsonl", "telemetry none.csv.gz"])
 
 
 @pytest.mark.parametrize("name, message", [
