@@ -285,6 +285,29 @@ def test_a_file_that_grows_past_the_limit_while_read_is_refused():
     # /proc files are regular and say size 0, whatever they hold: the limit holds while reading.
     with pytest.raises(VerificationError, match=r"^file grew past 10 bytes while read$"):
         read_report_bytes(Path("/proc/self/status"), limit=10)
+    # Read a page at a time (/proc/kallsyms, megabytes): the limit holds over the reads together.
+    if Path("/proc/kallsyms").is_file():
+        with pytest.raises(VerificationError, match=r"^file grew past 100000 bytes while read$"):
+            read_report_bytes(Path("/proc/kallsyms"), limit=100000)
+
+
+def test_an_error_while_reading_says_which_file(tmp_path, monkeypatch):
+    import errno
+
+    from nodeqc import report
+
+    path = tmp_path / "r.json"
+    path.write_bytes(b"{}")
+    real_read = os.read
+
+    def failing_read(fd, n):
+        if os.fstat(fd).st_ino == path.stat().st_ino:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real_read(fd, n)
+
+    monkeypatch.setattr(report.os, "read", failing_read)
+    with pytest.raises(UsageError, match=r"/r\.json: cannot read report: Input/output error$"):
+        read_report_bytes(path)
 
 
 @pytest.mark.parametrize("data, message", [
@@ -308,6 +331,7 @@ def test_parse_envelope_returns_the_object():
     (None, "^payload is missing$"),
     (42, "^payload is missing$"),
     ("not base64!", r"^payload is not valid base64 \(altered\?\)$"),
+    ("QQ==!", r"^payload is not valid base64 \(altered\?\)$"),  # a character outside the alphabet is refused, not skipped
     ("QR==", r"^payload is not canonical base64 \(altered\?\)$"),  # "QQ==" with other padding bits
     (base64.b64encode(b"[1, 2").decode(), r"^payload is not JSON \(damaged\? .* at line 1\)$"),
     (base64.b64encode(b"[]").decode(), "^payload is not a nodeqc qualification statement$"),
