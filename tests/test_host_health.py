@@ -314,6 +314,20 @@ def test_aer_corrected_errors_at_the_fail_limit_and_a_device_new_at_the_end():
     assert host_health._subject("0000:17:01.0", {"0000:17:01.0": "bridge 0000:17:01.0"}) == ("node", "bridge 0000:17:01.0")
 
 
+def test_aer_counters_a_device_lacks_or_the_start_did_not_read():
+    names = {"0000:1b:00.0": "gpu0", "0000:2b:00.0": "gpu1", "0000:3b:00.0": "gpu2"}
+    start = _counters(aer={"0000:1b:00.0": {"correctable": 5}, "0000:2b:00.0": {"nonfatal": 0, "fatal": 0},
+                           "0000:3b:00.0": {"correctable": 0, "fatal": 0}})
+    end = _counters(aer={"0000:1b:00.0": {"correctable": 7, "fatal": 4},  # fatal not read at the start: no growth
+                         "0000:2b:00.0": {"nonfatal": 0, "fatal": 1},  # no correctable counter at all
+                         "0000:3b:00.0": {"correctable": 3}})  # no uncorrectable counters at all
+    by = {r.subject: r for r in host_health.aer(start, end, names, GENERIC)}
+    assert {s: (r.verdict, r.code, r.values["correctable"].value, r.values["uncorrectable"].value) for s, r in by.items()} == {
+        "gpu0": (Verdict.WARN, "AER_CORRECTABLE", 2, 0), "gpu1": (Verdict.FAIL, "AER_UNCORRECTABLE", 0, 1),
+        "gpu2": (Verdict.WARN, "AER_CORRECTABLE", 3, 0)}
+    assert by["gpu1"].message == "gpu1: 1 uncorrectable (fatal) PCIe error(s) during the run"
+
+
 def test_kernel_log_whole_results():
     recs = [KernelRecord(4, i, i, REAL_LINES[k]) for i, k in enumerate(("xid79", "aer_multi", "aer_detail", "aer_new", "aer_id"))]
     recs += [KernelRecord(4, 9, 9, "NVRM: Xid (PCI:0000:44:00): 13, pid=7, Graphics Exception"),

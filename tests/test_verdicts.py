@@ -1122,3 +1122,30 @@ def test_step_tasks_carry_the_run_clock_and_every_gpu():
     node = steps["stress.p2p"].tasks(g, prof, quick=False)
     params = {**stress.p2p_params(prof, False), "bus_ids": {2: "0000:03:00.0", 5: "0000:06:00.0"}, "run_t0": 0.0}
     assert node == [Task("p2p", 2, params, 120, gpus=(2, 5))]
+
+
+def _loaded_window(i: int, others: dict | None = None) -> "GpuTelemetry":
+    from nodeqc.backends.base import GpuSample
+    from nodeqc.telemetry import GpuTelemetry
+    tel = GpuTelemetry(i)
+    for t in range(3):
+        tel.add(float(t), GpuSample(temp_c=60, power_w=600.0, power_limit_w=700.0, sm_clock_mhz=1980, util_pct=100))
+    tel.other_processes = others
+    return tel
+
+
+@pytest.mark.parametrize("judge_node, route, floor, measure", [
+    (stress.judge_nccl, "", 300, "NCCL_SLOW"),
+    (stress.judge_nccl_net, " through the NICs (P2P and SHM off)", 40, "NCCL_NET_SLOW")])
+def test_a_slow_all_reduce_is_explained_by_the_gpu_whose_telemetry_shows_why(judge_node, route, floor, measure):
+    limits = Profile("t", Path("t.toml"), {"nic": {"min_nccl_loopback_busbw_gbps": {"fail": 40, "warn": 45}},
+                                           "gpu": {"min_nccl_busbw_gbps": 300}})
+    r = judge_node(gpus(8), _nccl([], 20.0), limits)[0]
+    assert (r.code, r.message) == (measure, f"all-reduce across 8 GPUs{route}: bus bandwidth 20 GB/s is below the limit {floor} GB/s")
+    windows = {i: _loaded_window(i, {77: {"pid": 77, "name": "hog", "used_bytes": None}} if i == 1 else None) for i in range(8)}
+    r = judge_node(gpus(8), _nccl([], 20.0), limits, windows)[0]
+    assert (r.code, r.message) == (
+        "GPU_IN_USE", f"gpu1: another process used this GPU during the all-reduce{route}: pid 77 (hog); the figures are not "
+                      f"the GPU's own; all-reduce across 8 GPUs{route}: bus bandwidth 20 GB/s is below the limit {floor} GB/s")
+    d = r.evidence["diagnosis"]
+    assert (d["measure_code"], d["readings"]["sku"]) == (measure, "H100 SXM5 80GB")

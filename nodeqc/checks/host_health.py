@@ -102,17 +102,17 @@ def aer(start: HostCounters, end: HostCounters, names: dict[str, str], profile: 
     for bus, now in end.aer.items():
         was = start.aer.get(bus, now)
         subject, label = _subject(bus, names)
-        grown = {k: max(0, now.get(k, 0) - was.get(k, now.get(k, 0))) for k in now}
+        # A counter the start did not read has no growth; one a device lacks counts none.
+        grown = {k: max(0, n - was.get(k, n)) for k, n in now.items()}
+        cor, unc = grown.get("correctable", 0), grown.get("nonfatal", 0) + grown.get("fatal", 0)
         t = totals.setdefault(subject, {"correctable": 0, "uncorrectable": 0})
-        t["correctable"] += grown.get("correctable", 0)
-        t["uncorrectable"] += grown.get("nonfatal", 0) + grown.get("fatal", 0)
-        unc = grown.get("nonfatal", 0) + grown.get("fatal", 0)
-        if unc and _judge(unc_t, unc) is not Verdict.PASS:
+        t["correctable"] += cor
+        t["uncorrectable"] += unc
+        if _judge(unc_t, unc) is not Verdict.PASS:
             kind = "fatal" if grown.get("fatal") else "non-fatal"
             by_subject.setdefault(subject, []).append(Finding(_judge(unc_t, unc), "AER_UNCORRECTABLE",
                 f"{label}: {unc} uncorrectable ({kind}) PCIe error(s) during the run"))
-        cor = grown.get("correctable", 0)
-        if cor and _judge(cor_t, cor) is not Verdict.PASS:
+        if _judge(cor_t, cor) is not Verdict.PASS:
             by_subject.setdefault(subject, []).append(Finding(_judge(cor_t, cor), "AER_CORRECTABLE",
                 f"{label}: {cor} correctable PCIe error(s) during the run"))
     out = []
