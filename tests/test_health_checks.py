@@ -548,3 +548,18 @@ def test_health_results_run_every_check_for_every_gpu_in_order():
     assert [(r.name, r.subject) for r in results] == [(n, s) for n in names for s in ("gpu0", "gpu1")]
     assert names[0] == "health.gpu_lost" and len(names) == 11
     assert [r.verdict for r in results[:2]] == [Verdict.PASS, Verdict.FAIL]
+
+
+def test_margins_are_judged_as_shown_to_a_tenth():
+    # 90 - 85.04 = 4.96 C shows as 5 C: at the warning level, not inside it (the figure judged is the one shown).
+    r = health.temperature(gpu(temp_mem_max_c=NA), telemetry([loaded(temp_c=85.04, mem_temp_c=NA)]), GENERIC)
+    assert (r.verdict, r.values["slowdown_margin"].value) == (Verdict.PASS, 5.0)
+    r = health.temperature(gpu(temp_slowdown_c=NA), telemetry([loaded(temp_c=60, mem_temp_c=90.04)]), GENERIC)
+    assert (r.verdict, r.values["mem_max_margin"].value) == (Verdict.PASS, 5.0)
+    r = health.temperature(gpu(), telemetry([loaded(temp_c=71.26, mem_temp_c=80.13)]), GENERIC)
+    assert (r.values["slowdown_margin"].value, r.values["mem_max_margin"].value) == (18.7, 14.9)
+
+
+def test_a_short_power_cap_is_still_reported():
+    r = health.throttle(gpu(), throttled(REASON_BITS["sw_power_cap"], 2), H100)  # 0.5 s
+    assert r.message == "no thermal, HW-slowdown or power-brake throttling; power-capped for 0.5 s (normal under full load, not a fault)"
