@@ -1180,3 +1180,20 @@ def test_pcie_result_without_a_link_reading_and_a_corrupt_copy_message():
     m = {"count": 1, "first": [{"index": 7, "expected": 7.0, "actual": 135.0, "xor": "0x80"}]}
     r = stress.judge_pcie(gpus(1), {0: ok(pcie_result(verified=False, mismatch=m))}, {}, profile())[0]
     assert r.message.startswith("data copied to the GPU and back came back wrong: 1 byte(s) wrong, first at index 7")
+
+
+def test_a_slow_burn_is_explained_with_the_share_of_a_healthy_gpu():
+    limits = profile(min_fp32_tflops=40)
+    windows = {0: _loaded_window(0), 1: _loaded_window(1, {9: {"pid": 9, "name": "cp", "used_bytes": None}})}
+    r = by_subject(stress.judge_burn(gpus(2), {0: ok(burn_result(20.0), 0), 1: ok(burn_result(20.0), 1)}, windows, limits))
+    assert (r["gpu1"].code, r["gpu1"].message) == (
+        "GPU_IN_USE", "another process used this GPU during the burn: pid 9 (cp); the figures are not the GPU's own; "
+                      "fp32 sustained 20 TFLOP/s is below the limit 40 TFLOP/s")
+    # 20 of the 51.5 TFLOP/s fp32 a healthy H100 SXM5 sustains (nodeqc.skus).
+    readings = r["gpu0"].evidence["diagnosis"]["readings"]
+    assert (readings["sku"], readings["rate_share"]) == ("H100 SXM5 80GB", round(20 / 51.5, 3))
+    # A GPU nodeqc has no healthy figures for: the share is of the node's median (40).
+    odd = [GpuInfo(i, "NVIDIA Unknown GPU", f"GPU-{i}", f"0000:{i + 1:02x}:00.0") for i in range(2)]
+    r = by_subject(stress.judge_burn(odd, {0: ok(burn_result(20.0), 0), 1: ok(burn_result(60.0), 1)},
+                                     {0: _loaded_window(0), 1: _loaded_window(1)}, limits))
+    assert r["gpu0"].evidence["diagnosis"]["readings"]["rate_share"] == 0.5
