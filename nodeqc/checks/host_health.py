@@ -57,7 +57,7 @@ def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[Check
     findings, values = [], {}
     # Controllers give the totals; DIMMs (or chip-select rows) say where.
     for key, now in end.edac.items():
-        was = start.edac.get(key, {"ce": now["ce"], "ue": now["ue"]})
+        was = start.edac.get(key, {})  # not read at the start (a DIMM that appeared): no growth
         grown = {k: max(0, now[k] - was.get(k, now[k])) for k in ("ce", "ue")}
         where = key + (f" ({end.edac_labels[key]})" if end.edac_labels.get(key) else "")
         if "/" not in key:
@@ -73,8 +73,7 @@ def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[Check
     total_ce = sum(v.value for k, v in values.items() if k.endswith("_ce"))
     total_ue = sum(v.value for k, v in values.items() if k.endswith("_ue"))
     # A controller whose DIMMs are not listed still counts.
-    for kind, total, t, code, what in (("ue", total_ue, ue_t, "EDAC_UE", "uncorrected"),
-                                       ("ce", total_ce, ce_t, "EDAC_CE", "corrected")):
+    for total, t, code, what in ((total_ue, ue_t, "EDAC_UE", "uncorrected"), (total_ce, ce_t, "EDAC_CE", "corrected")):
         if total and not any(f.code == code for f in findings):
             v = _judge(t, total)
             if v is not Verdict.PASS:
