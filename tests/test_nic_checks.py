@@ -478,6 +478,10 @@ def test_whole_results_stability():
         "nic.stability", "nic0", "skip", None, f"{ETH0}: the NIC disappeared during the run (see nic.link)", {}, None, [], {})
     r = checks.stability(checked(start), nic("ib0", carrier_changes=1, ib_ports=[port(counters={"link_downed": 2})]))
     assert (r.code, r.message) == ("IB_LINK_ERRORS", f"{IB0}: mlx5_0/1 link_downed grew by 2 (0 -> 2)")
+    # A counter not read at the start (carrier changes here) does not stop the others' comparison.
+    r = checks.stability(checked(nic("ib0", carrier_changes=NA, ib_ports=[port()])), end)
+    assert (r.code, sorted(r.values)) == ("IB_LINK_ERRORS", ["growth", "mlx5_0/1:link_downed", "mlx5_0/1:link_error_recovery",
+                                                             "mlx5_0/1:symbol_error"])
 
 
 def test_whole_results_tcp():
@@ -514,7 +518,12 @@ def test_whole_results_rdma():
     # A port whose rate reads 0 is not judged either; without a GPU, no GPU memory is named.
     job = TrafficJob("ib0", "ib_write_bw", "peer", 18515, 5, ib_device="mlx5_0", ib_port=1)
     r = checks.rdma(checked(), [TrafficOutcome(job, 196.0)], nic("ib0", ib_ports=[port(rate_gbit=0)]), profile({"min_rdma_fraction": 0.9}))
-    assert (r.verdict, r.message) == (WARN, f"{IB0}: mlx5_0/1 196 Gb/s; port rate not reported, so not judged")
+    assert (r.verdict, r.code, r.message) == (WARN, "RDMA_BANDWIDTH", f"{IB0}: mlx5_0/1 196 Gb/s; port rate not reported, so not judged")
+    # A port whose traffic failed does not stop the next port's judgement.
+    failed = TrafficOutcome(TrafficJob("ib0", "ib_write_bw", "peer", 18515, 5, ib_device="mlx5_0", ib_port=2), NA, "refused")
+    r = checks.rdma(checked(), [failed, TrafficOutcome(job, 196.0)], nic("ib0", ib_ports=[port(), port(port=2)]),
+                    profile({"min_rdma_fraction": 0.9}))
+    assert (r.code, sorted(r.values)) == ("NIC_TRAFFIC", ["bandwidth", "mlx5_0/1"])
     r = checks.rdma(checked(), [TrafficOutcome(job, 196.0)], nic("ib0", ib_ports=[port()]), profile({"min_rdma_fraction": 0.9}))
     assert (r.verdict, r.message) == (PASS, f"{IB0}: RDMA mlx5_0/1 to peer:18515: 196 Gb/s, limit >= 180 Gb/s, warn below 189; "
                                             "98% of the 200 Gb/s port")
@@ -531,6 +540,7 @@ def test_whole_result_inventory():
                             {"count": (2, ""), "names": ("ib0, ib1", "")}, "count", [("nic_count", "min", 2, 2, "")])
     assert [n["subject"] for n in r.evidence["nics"]] == ["nic0", "nic1", "nic2"]
     assert r.evidence["nics"][1] == {"subject": "nic1", **NICS[1].to_dict()}
+    assert checks.inventory(checks.select(NICS, profile()), profile()).thresholds == []  # no count set: none judged
     r = checks.inventory(checks.select(NICS, profile()), profile({"count": 4}))
     assert (r.verdict, r.code, r.message) == (FAIL, "NIC_COUNT", "3 physical NICs, expected 4: eno1, ib0, ib1")
     one = checks.select(NICS[:1], profile())
