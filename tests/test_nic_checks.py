@@ -55,6 +55,8 @@ def checked(n=None, required=True) -> Checked:
     (dict(ib_ports=[port(state="DOWN"), port(port=2)]), True),
     (dict(operstate=NA, carrier=NA, ib_ports=[port()], interface=False), True),  # an HCA without IPoIB
     (dict(operstate=NA, carrier=NA, ib_ports=[port(state="DOWN")], interface=False), False),
+    (dict(operstate=NA, carrier=1), True),  # no operstate: the carrier says
+    (dict(operstate=NA, carrier=NA), False),  # neither, and no RDMA port: not up
 ])
 def test_link_is_up(reading, expected):
     assert checks.link_is_up(nic(**reading)) is expected
@@ -402,6 +404,8 @@ def test_whole_results_link():
         f"{IB0}: link down (operstate down, carrier 0; mlx5_0/1 DOWN/Disabled 200 Gb/s) (the profile does not require this NIC)",
         {"state": ("down", ""), "speed": (10000, "Mb/s"), "mtu": (9000, ""), "mac": ("02:00:00:00:00:01", ""),
          "ib_ports": ("mlx5_0/1 DOWN/Disabled 200 Gb/s", "")}, "state", [], {})
+    r = checks.link(checked(down, required=True), down, profile(LINK_PROFILE))
+    assert (r.verdict, r.message) == (FAIL, f"{IB0}: link down (operstate down, carrier 0; mlx5_0/1 DOWN/Disabled 200 Gb/s)")
     assert whole(checks.link(checked(), None, profile(LINK_PROFILE))) == (
         "nic.link", "nic0", "fail", "NIC_LOST", f"{ETH0}: the NIC disappeared during the run", {}, None, [], {})
     # An Ethernet NIC has no RDMA ports: none shown, no port value.
@@ -444,6 +448,8 @@ def test_whole_results_pcie():
     assert r.verdict is PASS
     r = checks.pcie(checked(), [(3, 2)], nic(pcie_max_gen=NA, pcie_max_width=NA), profile())
     assert (r.verdict, r.thresholds) == (PASS, [])
+    r = checks.pcie(checked(), [(3, 2)], nic(pcie_max_gen=4, pcie_max_width=NA), profile())
+    assert (r.code, [t.name for t in r.thresholds]) == ("NIC_PCIE_GEN", ["pcie_gen"])  # no width known: the generation still
     assert whole(checks.pcie(checked(), [], nic(pcie_gen=NA), profile())) == (
         "nic.pcie", "nic0", "skip", None, f"{ETH0}: the PCIe link is not reported (no PCIe capability)", {}, None, [], {})
     assert checks.pcie(checked(), [], nic(pcie_width=NA), profile()).verdict is SKIP
@@ -501,6 +507,8 @@ def test_whole_results_tcp():
     assert (r.verdict, r.values["link"].value) == (PASS, 10)
     r = checks.tcp(checked(nic(speed_mbps=100000)), tcp_outcome(9.0), None, profile(FRACTION))
     assert (r.verdict, r.values["link"].value) == (FAIL, 100)
+    r = checks.tcp(checked(nic(speed_mbps=10000)), tcp_outcome(9.0), nic(speed_mbps=100000), profile(FRACTION))
+    assert (r.verdict, r.values["link"].value) == (FAIL, 100)  # the speed at the end judges
 
 
 def test_whole_results_rdma():
