@@ -421,6 +421,11 @@ def test_whole_results_link():
     assert checks.link(checked(polling), polling, profile(LINK_PROFILE)).code == "IB_PORT_DOWN"
 
 
+def test_a_low_mtu_is_said_without_a_unit():
+    r = checks.link(checked(), nic(mtu=1500, speed_mbps=100000), profile(LINK_PROFILE))
+    assert (r.verdict, r.code, r.message) == (FAIL, "NIC_MTU", f"{ETH0}: MTU 1500 is below the limit 4096")
+
+
 def test_link_readings_not_reported_are_said_against_their_limit():
     r = checks.link(checked(), nic(mtu=NA, speed_mbps=100000), profile(LINK_PROFILE))
     assert (r.verdict, r.code, r.message) == (
