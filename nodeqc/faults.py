@@ -99,6 +99,7 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "power": (_number(1, 2000), "the GPU cannot draw more than this many watts"),
     "transient_brake": (_number(1, 2000), "power brake is asserted while the load swings with a period up "
                         "to this many ms (the pulse test finds it)"),
+    "no_throttle_counters": (None, "the driver does not count clock-event time (its NVML fields answer NotSupported)"),
     "power_limit": (_number(1, 2000), "the enforced power limit is lowered to this many watts (the default stays)"),
     "cotenant": (None, "another process computes on the GPU from the start (nodeqc must not stress it)"),
     "cotenant_late": (None, "another process starts computing on the GPU once it is under load, taking over half its throughput"),

@@ -425,11 +425,15 @@ class Runner:
                                     + [r.subject for r in sitting_out], self.now()))
             by_index = {g.index: g for g in live}
             sampler.open_window(step.name)
+
+            def on_progress(task: Task, fraction: float, figures: dict[str, Any], name: str = step.name) -> None:
+                if "bound" in figures:  # a phase of the step starts or ends: read the counters there
+                    sampler.mark_counters(task.gpu, {"bound": figures.pop("bound"),
+                                                     "period_s": figures.pop("period_s", None)})
+                self._progress(name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures)
             try:
-                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick, self.t0), self.hw.compute_spec, watchdog,
-                                     on_progress=lambda task, fraction, figures, name=step.name: self._progress(
-                                         name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures),
-                                     should_abort=lambda: self.aborted)
+                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick, self.t0), self.hw.compute_spec,
+                                     watchdog, on_progress=on_progress, should_abort=lambda: self.aborted)
             finally:
                 windows = sampler.close_window(step.name)
             if step.per_gpu:
