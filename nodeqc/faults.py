@@ -126,6 +126,11 @@ HOST_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "iommu": (_choice("off", "identity", "DMA", "DMA-FQ"), "the IOMMU runs in this mode (off: disabled)"),
     "bios": (_text, "the BIOS reports this version"),
     "cpu_wrong": (_int(0, 4095), "this logical CPU computes wrong answers in the host stress"),
+    # The BMC's power-supply sensors (nodeqc.backends.sim_platform.SimBmc), read around the power tests.
+    "psu_fault": (_int(0, 15), "this PSU reports a failure (and the PSUs their redundancy lost) once the GPUs' load has swung"),
+    "psu_undervolt": (None, "the 12 V rail reads below its lower critical threshold once the GPUs' load has swung"),
+    "no_bmc": (None, "ipmitool is installed but no BMC answers (as in a VM)"),
+    "no_ipmitool": (None, "ipmitool is not installed"),
 }
 TARGETS = {"gpu": GPU_FAULTS, "nic": NIC_FAULTS, "host": HOST_FAULTS}
 

@@ -33,7 +33,7 @@ import numpy as np
 from nodeqc.backends.base import FP8_NOT_RUN, Clock
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS
 from nodeqc.backends.simulated import (COTENANT_SHARE, LOST_AFTER_S, SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_LOAD,
-                                       SLOT_LOADED_S, SLOT_LOST, SLOT_PULSE_S, SLOTS, cotenant_active, sim_clock,
+                                       SLOT_LOADED_S, SLOT_LOST, SLOT_PULSE_S, SLOT_SWUNG, SLOTS, cotenant_active, sim_clock,
                                        transient_braking)
 from nodeqc.errors import GpuLostError
 from nodeqc.verify import allreduce_contribution, copy_pattern, fingerprint, splitmix64
@@ -112,6 +112,8 @@ class SimDevice:
         if transient_braking(period_s, brake_ms) and not was:
             self.shared[self._slot(SLOT_BRAKE_SINCE)] = now  # before the period: a reader never sees a stale start
         self.shared[self._slot(SLOT_PULSE_S)] = period_s
+        if period_s > 0:
+            self.shared[self._slot(SLOT_SWUNG)] = 1.0
         if was and not transient_braking(period_s, brake_ms):
             self.shared[self._slot(SLOT_BRAKE_S)] += max(0.0, now - self.shared[self._slot(SLOT_BRAKE_SINCE)])
 

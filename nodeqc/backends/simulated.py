@@ -125,7 +125,8 @@ def cotenant_active(faults: list[tuple[str, Any]], loaded_s: float) -> bool:
 # (closed intervals) and when the open one began, kept by the worker as it changes the swings, so
 # the driver's brake counter is exact at any reading, as a real driver's is.
 SLOT_LOAD, SLOT_LOST, SLOT_LOADED_S, SLOT_PULSE_S, SLOT_BRAKE_S, SLOT_BRAKE_SINCE = 0, 1, 2, 3, 4, 5
-SLOTS = 6
+SLOT_SWUNG = 6  # whether the load has swung at all (the pulse test ran): the PSU faults follow it
+SLOTS = 7
 
 
 def transient_braking(pulse_s: float, brake_ms: float) -> bool:
@@ -264,6 +265,11 @@ class SimNode:
         from nodeqc.backends.sim_platform import SimHostStress
 
         return SimHostStress(self)
+
+    def bmc(self) -> Any:
+        from nodeqc.backends.sim_platform import SimBmc
+
+        return SimBmc(self)
 
     def nic_value(self, k: int, name: str, default: Any = None) -> Any:
         return next((f.value if f.value is not None else True for f in self.faults

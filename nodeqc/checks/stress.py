@@ -625,6 +625,8 @@ class Step:
     judge_node: Callable[..., list[CheckResult]] | None = None
     # Runs only where the profile sets this floor and the node has an RDMA port (else skipped, saying so).
     needs_rdma_floor: str | None = None
+    # The node's PSUs are read from its BMC before, during and after the step (nodeqc.checks.psu).
+    watch_psus: bool = False
 
     def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool, run_t0: float = 0.0) -> list[Task]:
         """run_t0: the run clock's reading at the run's start, which telemetry counts time from."""
@@ -637,9 +639,11 @@ class Step:
 
 PLAN: list[Step] = [
     Step("stress.burn", "matmul", burn_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_burn),
-    Step("stress.power", "burn", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power),
+    Step("stress.power", "burn", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power,
+         watch_psus=True),
     Step("stress.power_pulse", "pulse", pulse_params,
-         lambda p: (len(p["periods_s"]) + 1) * (p["seconds_per_period"] + 2) + 60, judge_per_gpu=judge_pulse),
+         lambda p: (len(p["periods_s"]) + 1) * (p["seconds_per_period"] + 2) + 60, judge_per_gpu=judge_pulse,
+         watch_psus=True),
     Step("stress.hbm_bandwidth", "hbm", hbm_params, lambda p: 60, judge_per_gpu=judge_hbm),
     Step("stress.memtest", "memtest", memtest_params, lambda p: 180 + 2 * p["retention_s"], judge_per_gpu=judge_memtest),
     Step("stress.pcie_bandwidth", "pcie", pcie_params, lambda p: p["min_seconds"] + 60, judge_per_gpu=judge_pcie),
