@@ -98,7 +98,7 @@ CELL = st.one_of(st.text(alphabet="0123456789.-naxh ", max_size=8), st.sampled_f
     ["ok", "ns", "lcr", "ucr", "C8h", "nan", "inf", "-inf", "1e309", "12.0 Volts", "Presence detected, Failure detected"]))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.lists(CELL, min_size=1, max_size=11), max_size=6))
 def test_pipe_shaped_garbage_parses_or_is_refused_cleanly(rows):
     text = "\n".join(" | ".join(cells) for cells in rows)
@@ -336,3 +336,25 @@ def test_simulated_node_without_ipmitool_or_bmc_says_not_run(tmp_path, run_cli, 
     node = next(c for c in _checks(p) if c["subject"] == "node")
     assert (node["verdict"], node["code"]) == ("skip", "BMC_UNAVAILABLE") and says in node["message"]
     assert p.returncode == 0  # the GPUs passed; the PSUs were not judged, and the report says so
+
+
+def test_a_wedged_bmc_is_not_asked_again():
+    """After a read times out, the marks still waiting and the reading after the test are skipped:
+    a BMC that stopped answering must not hold the run for a timeout per read."""
+    class Wedging(ScriptedBmc):
+        def sdr_type(self, sensor_type):
+            if self.reads >= 1 and sensor_type == "Power Supply":
+                self.reads += 1
+                raise BmcError("ipmitool sdr type Power Supply did not answer within 30 s (a wedged BMC?)")
+            return super().sdr_type(sensor_type)
+
+    bmc = Wedging(["PSU1 Status | C8h | ok | 10.1 | Presence detected\n"])
+    watch = BmcWatch(bmc, time.monotonic)
+    watch.start()
+    for period in (0.02, 0.1, 0.5):
+        watch.mark("at the end of a period", period)
+    run = watch.finish()
+    assert bmc.reads == 2  # before the test, then the one that timed out
+    assert [r.error is None for r in run.readings] == [True, False]
+    r = judge_psu("stress.power_pulse", run)
+    assert (r.verdict, r.code) == (Verdict.SKIP, "BMC_UNAVAILABLE") and "wedged BMC" in r.message

@@ -145,8 +145,15 @@ def test_counted_brake_at_the_edges_of_the_profiles_limit(brake_ms, verdict):
 
 
 def test_counted_brake_under_the_steady_load_is_not_blamed_on_the_swings():
+    """The steady load (2.5 s) braked 300 ms, 120 ms a second: 40 ms in the 2 s of the 20 ms period
+    is the load's. A steady load that braked 1 ms (0.4 ms a second) leaves 499.2 of the 500 ms the
+    swings brought."""
     r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: counted_window({0.0: 300.0, 0.02: 40.0})}, H100)[0]
     assert r.verdict is Verdict.PASS
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: counted_window({0.0: 1.0, 0.02: 500.0})}, H100)[0]
+    assert r.verdict is Verdict.FAIL
+    assert r.message == ("clocks cut while the load swung: power brake for 499.2 ms beyond the steady load's "
+                         "0.4 ms a second at the 20 ms period")
 
 
 def test_the_counter_decides_power_brake_where_counted_and_onsets_still_decide_hw_slowdown():

@@ -228,6 +228,7 @@ class BmcWatch:
         self._marked: set[tuple[str, float | None]] = set()
         self._lock = threading.Lock()
         self._polled_at = float("-inf")
+        self._wedged = False  # a read timed out: no more reads this test
 
     def start(self, thresholds: tuple[dict[str, dict[str, float]] | None, str | None] | None = None) -> None:
         """The reading before the test (which also finds out whether a BMC answers) and, unless
@@ -269,12 +270,15 @@ class BmcWatch:
             self._queue.put((label, None))
 
     def finish(self, timeout_s: float = 60.0) -> BmcRun:
-        """The marked reads still waiting, then the reading after the test."""
+        """The marked reads still waiting, then the reading after the test (unless the BMC stopped
+        answering: a wedged BMC must not hold the run for a timeout per read)."""
         if self._thread is not None:
             self._queue.put(None)
             self._thread.join(timeout=timeout_s)
             self._thread = None
-            self.run.readings.append(self.bmc.read("after the test", self.now()))
+            with self._lock:
+                if not self._wedged:
+                    self.run.readings.append(self.bmc.read("after the test", self.now()))
         return self.run
 
     def _loop(self) -> None:
@@ -282,7 +286,10 @@ class BmcWatch:
             item = self._queue.get()
             if item is None:
                 return
+            if self._wedged:
+                continue
             label, period_s = item
             reading = self.bmc.read(label, self.now(), period_s)
             with self._lock:
                 self.run.readings.append(reading)
+                self._wedged = bool(reading.error and "did not answer within" in reading.error)

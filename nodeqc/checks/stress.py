@@ -261,14 +261,18 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
         # period -> reason -> how it is said; failing and warning apart
         findings: dict[float, dict[str, str]] = {}
         warnings: dict[float, dict[str, str]] = {}
+        length = {p["period_s"]: max(p["end_s"] - p["start_s"], 0.0) for p in spans}
         for reason, per_period in counted.items():
-            if per_period.get(0.0, 0.0) > 0:
-                continue  # under the steady load too: the load's, not the swings' (health.throttle)
+            # What the steady load brought is the load's (health.throttle judges it): a period is
+            # judged on the brake beyond the steady load's rate over as long a time.
+            steady_per_s = per_period.get(0.0, 0.0) / length[0.0] if length.get(0.0) else 0.0
             for period, ms in per_period.items():
-                if period == 0.0 or ms <= 0:
+                excess = round(ms - steady_per_s * length[period], 3)
+                if period == 0.0 or excess <= 0:
                     continue
-                verdict = limit.judge(ms) if limit is not None else Verdict.FAIL
-                text = f"{REASON_TEXT[reason]} for {fmt(round(ms, 3), 'ms')}"
+                verdict = limit.judge(excess) if limit is not None else Verdict.FAIL
+                text = f"{REASON_TEXT[reason]} for {fmt(excess, 'ms')}" + (
+                    f" beyond the steady load's {fmt(round(steady_per_s, 3), 'ms')} a second" if steady_per_s else "")
                 if verdict is Verdict.FAIL:
                     findings.setdefault(period, {})[reason] = text
                 elif verdict is Verdict.WARN:
