@@ -17,9 +17,9 @@ if TYPE_CHECKING:  # workers imports this module to run its workloads
     from nodeqc.workers import Reporter
 
 STEP_S = 1.0  # seconds of work between progress reports, on the run's clock
-# Real seconds the pulse test idles at each period's bounds, after reporting one: the supervisor
-# reads the driver's counters there within milliseconds (one NVML call per GPU); a tenth of a second
-# leaves room for a busy host, and costs under a second over a whole pulse test.
+# Real seconds the pulse test idles before each period, after reporting the previous span's end and
+# this period's start: the supervisor reads the driver's counters there within milliseconds (one
+# NVML call per GPU); a tenth of a second leaves room for a busy host, 0.4 s over a pulse test.
 PULSE_SETTLE_S = 0.1
 ALL_ONES = 0xFFFF_FFFF_FFFF_FFFF
 MEMTEST_SEED = 0x6E6F_6465_7163  # "nodeqc"
@@ -193,9 +193,9 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
         report.progress(0.0, bound="end", period_s=0.0)
         spans.append({"period_s": 0.0, "start_s": round(start - t0, 3), "end_s": round(clock.now() - t0, 3),
                       "cycles": 0, "duty": 1.0})
-        settle()
         for n, period in enumerate(periods):
             iters = iters_for(period / 2)
+            # One pause serves the previous span's end, reported above, and this period's start.
             report.progress(n / len(periods), bound="start", period_s=period)
             settle()
             start = t0 + math.ceil((clock.now() - t0) / period) * period
@@ -219,7 +219,6 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
             report.progress((n + 1) / len(periods), bound="end", period_s=period)
             spans.append({"period_s": period, "start_s": round(start - t0, 3), "end_s": round(end - t0, 3),
                           "cycles": cycles, "duty": round(busy_s / max(end - start, 1e-9), 3)})
-            settle()
     finally:
         device.set_load(0.0)
         device.set_pulse(0.0)

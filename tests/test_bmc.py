@@ -327,15 +327,27 @@ def test_simulated_psu_faults_fail_the_pulse_test_for_the_node(tmp_path, run_cli
     assert len(gpus) == 8 and all(c["verdict"] == "pass" for c in gpus)
 
 
+@pytest.mark.parametrize("fault, says", [("host:no_ipmitool", "ipmitool is not installed (apt-get install ipmitool"),
+                                         ("host:no_bmc", "no BMC answered (ipmitool sdr type: Could not open device")])
+def test_the_simulated_bmc_without_ipmitool_or_bmc(fault, says):
+    from nodeqc.backends.simulated import SimNode, load_scenario
+    from nodeqc.faults import parse_fault
+
+    watch = BmcWatch(SimNode(load_scenario("hgx-h100"), [parse_fault(fault)]).bmc(), time.monotonic)
+    watch.start()
+    watch.mark("at the end of the 20 ms period", 0.02)
+    r = judge_psu("stress.power_pulse", watch.finish())
+    assert (r.verdict, r.code) == (Verdict.SKIP, "BMC_UNAVAILABLE") and says in r.message
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("fault, says", [("host:no_ipmitool", "apt-get install ipmitool"),
-                                         ("host:no_bmc", "Could not open device at /dev/ipmi0")])
-def test_simulated_node_without_ipmitool_or_bmc_says_not_run(tmp_path, run_cli, fault, says):
+def test_simulated_node_without_a_bmc_says_not_run(tmp_path, run_cli):
     p = run_cli("--headless", "--profile", "hgx-h100", "--simulate", "hgx-h100", "--quick",
-                "--only", "stress.power_pulse", "--inject", fault, "--out", str(tmp_path))
+                "--only", "stress.power_pulse", "--inject", "host:no_bmc", "--out", str(tmp_path))
     node = next(c for c in _checks(p) if c["subject"] == "node")
-    assert (node["verdict"], node["code"]) == ("skip", "BMC_UNAVAILABLE") and says in node["message"]
+    assert (node["verdict"], node["code"]) == ("skip", "BMC_UNAVAILABLE") and "/dev/ipmi0" in node["message"]
     assert p.returncode == 0  # the GPUs passed; the PSUs were not judged, and the report says so
+    assert "no BMC readable (ipmitool)" in p.stdout + p.stderr  # counted among the checks not run
 
 
 def test_a_wedged_bmc_is_not_asked_again():
