@@ -7,7 +7,9 @@ on the switch ports (GPUDirect P2P stays on the switch), NUMA node by bus half, 
 passthrough, EDAC memory controllers with DIMMs, AER counters at zero. Faults change it: `gpu3:acs`,
 `gpu3:numa=1`, `nic2:fw=28.36.1010`, `host:iommu=DMA`, `host:bios=2.1`; `gpu3:aer=K` and
 `host:edac_ce=K` grow counters once the GPUs have been loaded; `host:mce`, `host:nvme_reset` and
-`gpuN:xid=CODE` put lines in the kernel log.
+`gpuN:xid=CODE` put lines in the kernel log. Its BMC (SimBmc) prints ipmitool's listings of healthy
+PSUs and rails until `host:psu_fault=N` or `host:psu_undervolt` strike under the swinging load;
+`host:no_bmc` and `host:no_ipmitool` take it away.
 """
 
 from __future__ import annotations
