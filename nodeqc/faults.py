@@ -116,6 +116,7 @@ NIC_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "fw": (_text, "the NIC's RDMA device runs this firmware version"),
     "numa": (_int(0, 7), "the NIC sits on this NUMA node"),
     "optics_temp": (_number(-40, 150), "the NIC's optical module runs at this temperature (C)"),
+    "link_ber": (_number(0, 1e-3), "the link's bit error rate after FEC, as mlxlink reads it (symbol and effective BER)"),
 }
 # The host as a whole: `--inject host:edac_ce=5` (host0 is the same).
 HOST_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
@@ -131,6 +132,7 @@ HOST_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "psu_undervolt": (None, "the 12 V rail reads below its lower critical threshold once the GPUs' load has swung"),
     "no_bmc": (None, "ipmitool is installed but no BMC answers (as in a VM)"),
     "no_ipmitool": (None, "ipmitool is not installed"),
+    "no_mlxlink": (None, "NVIDIA MFT (mlxlink) is not installed: optical modules are read with ethtool -m"),
 }
 TARGETS = {"gpu": GPU_FAULTS, "nic": NIC_FAULTS, "host": HOST_FAULTS}
 

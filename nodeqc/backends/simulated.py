@@ -27,6 +27,9 @@ from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounte
                                   TrafficJob, TrafficOutcome, TrafficSession, XidEvent, decode_reasons)
 from nodeqc.backends.nic import IB_COUNTERS
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS, SimGpuModel
+from nodeqc.backends.sim_platform import SimHostStress, SimPlatform
+from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOT_PULSE_S,
+                                       SLOTS, transient_braking)
 from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.faults import Fault, check_range
 from nodeqc.na import NA
@@ -118,20 +121,6 @@ def cotenant_active(faults: list[tuple[str, Any]], loaded_s: float) -> bool:
     """Whether another process is computing on the GPU now."""
     names = {name for name, _ in faults}
     return "cotenant" in names or ("cotenant_late" in names and loaded_s >= COTENANT_AFTER_S)
-
-# Slots per GPU in the shared array: the load a worker puts on it now, whether it fell off the bus,
-# and the seconds of load it has had (written by the worker that makes the load); the period the
-# load swings with, and for a `transient_brake` GPU the seconds of brake the swings have caused
-# (closed intervals) and when the open one began, kept by the worker as it changes the swings, so
-# the driver's brake counter is exact at any reading, as a real driver's is.
-SLOT_LOAD, SLOT_LOST, SLOT_LOADED_S, SLOT_PULSE_S, SLOT_BRAKE_S, SLOT_BRAKE_SINCE = 0, 1, 2, 3, 4, 5
-SLOT_SWUNG = 6  # whether the load has swung at all (the pulse test ran): the PSU faults follow it
-SLOTS = 7
-
-
-def transient_braking(pulse_s: float, brake_ms: float) -> bool:
-    """A `transient_brake=brake_ms` GPU brakes while its load swings with a period up to brake_ms."""
-    return 0 < pulse_s <= brake_ms / 1000
 
 # Simulated traffic: what a healthy link carries, as a fraction of its speed. TCP over Ethernet at
 # 1500 MTU carries at most 94% of the line rate (headers); IPoIB pushes TCP through the CPU and
@@ -255,15 +244,11 @@ class SimNode:
     def nics(self) -> "SimNics":
         return SimNics(self)
 
-    def platform(self) -> Any:
+    def platform(self) -> SimPlatform:
         """Its sysfs tree and kernel log (nodeqc.backends.sim_platform), written on first use."""
-        from nodeqc.backends.sim_platform import SimPlatform
-
         return SimPlatform(self)
 
-    def host_stress(self) -> Any:
-        from nodeqc.backends.sim_platform import SimHostStress
-
+    def host_stress(self) -> SimHostStress:
         return SimHostStress(self)
 
     def bmc(self) -> Any:
