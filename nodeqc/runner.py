@@ -442,7 +442,7 @@ class Runner:
                                      watchdog, on_progress=on_progress, should_abort=lambda: self.aborted)
             finally:
                 windows = sampler.close_window(step.name)
-                psu_run = psus.finish() if psus is not None else None
+                psu_run = psus.finish(after=not self.aborted) if psus is not None else None
             if step.per_gpu:
                 results = step.judge_per_gpu(live, {o.task.gpu: o for o in outcomes}, windows, self.profile)
                 for o in outcomes:

@@ -370,3 +370,21 @@ def test_a_wedged_bmc_is_not_asked_again():
     assert [r.error is None for r in run.readings] == [True, False]
     r = judge_psu("stress.power_pulse", run)
     assert (r.verdict, r.code) == (Verdict.SKIP, "BMC_UNAVAILABLE") and "wedged BMC" in r.message
+
+
+def test_an_aborted_test_drops_the_reads_still_waiting():
+    bmc = ScriptedBmc(["PSU1 Status | C8h | ok | 10.1 | Presence detected\n"])
+    slow = bmc.sdr_type
+
+    def sdr_type(sensor_type):
+        time.sleep(0.05)
+        return slow(sensor_type)
+
+    bmc.sdr_type = sdr_type
+    watch = BmcWatch(bmc, time.monotonic)
+    watch.start()
+    for n in range(20):
+        watch.mark(f"mark {n}", n)
+    run = watch.finish(after=False)
+    assert run.readings[0].label == "before the test" and len(run.readings) < 21
+    assert all(r.label != "after the test" for r in run.readings)

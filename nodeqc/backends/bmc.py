@@ -269,12 +269,16 @@ class BmcWatch:
             self._polled_at = now
             self._queue.put((label, None))
 
-    def finish(self, timeout_s: float = 60.0) -> BmcRun:
+    def finish(self, timeout_s: float = 60.0, after: bool = True) -> BmcRun:
         """The marked reads still waiting, then the reading after the test (unless the BMC stopped
-        answering: a wedged BMC must not hold the run for a timeout per read)."""
+        answering: a wedged BMC must not hold the run for a timeout per read; nor when `after` is
+        false: an aborted run reads no more)."""
         if self._thread is not None:
+            if not after:
+                with self._lock:
+                    self._wedged = True  # the reads still waiting are dropped
             self._queue.put(None)
-            self._thread.join(timeout=timeout_s)
+            self._thread.join(timeout=timeout_s if after else min(timeout_s, 5.0))
             self._thread = None
             with self._lock:
                 if not self._wedged:
