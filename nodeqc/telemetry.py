@@ -272,11 +272,13 @@ class TelemetrySampler:
         what the GPU did between them, however short and whatever the sample rate."""
         if i not in self.watch or self.watch[i].lost_at_s is not None:
             return
-        counters = self._read_counters(i)
-        if counters is None:
+        try:
+            counted = self.mgmt.throttle_counters(i)
+        except GpuLostError:
+            self._mark_lost(i)
             return
         reading = {"t_s": round(self.now(), 3), **mark,
-                   "throttle_ns": {r: None if is_na(ns) else int(ns) for r, ns in counters.throttle_ns().items()}}
+                   "throttle_ns": {r: None if is_na(ns) else int(ns) for r, ns in counted.items()}}
         with self._lock:
             for window in self._windows.values():
                 if i in window:
