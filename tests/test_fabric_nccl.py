@@ -293,7 +293,7 @@ def _gone(pid: int) -> bool:
 @pytest.mark.slow
 def test_ranks_die_with_a_worker_that_is_killed(tmp_path):
     # A launcher kills a worker that overran its round (SIGKILL): its ranks, hung in the collective,
-    # must not stay behind holding their GPUs.
+    # must not stay behind holding their GPUs, nor rank 0's store its port.
     import signal
 
     port = free_port()
@@ -313,3 +313,13 @@ def test_ranks_die_with_a_worker_that_is_killed(tmp_path):
     while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert all(_gone(pid) for pid in pids)
+    # CuPy's store (forked by rank 0) went with it: the port is free for the next run.
+    while not port_is_free(port) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert port_is_free(port)
+
+
+def test_nccl_bytes_below_one_float_is_a_usage_error():
+    p = cli("fabric", "--hosts", "a,b", "--launch", "env H={host}", "--tests", "nccl", "--min-nccl-busbw", "1",
+            "--nccl-bytes", "2")
+    assert p.returncode == 2 and p.stderr.strip() == "nodeqc: --nccl-bytes 2: expected at least 4 (one float32 per GPU)"

@@ -10,7 +10,8 @@ Before NCCL starts, the two ends meet on a port of their own (the store's + 1) a
 have CuPy and GPUs, the same number of GPUs (else the world sizes disagree and CuPy's store barrier
 waits forever), and A's store port is free (else CuPy's store process dies silently and the ranks
 talk to whatever holds the port). Everything is bounded by one deadline; a rank that hangs is
-killed with its process group (rank 0's group holds CuPy's store process).
+killed with its process group (rank 0's group holds CuPy's store process), and if this process is
+itself killed, its ranks and that store go with it (PR_SET_PDEATHSIG, and a forked watcher).
 
 Both ends report: each checks its own ranks' results (a fault local to one GPU shows on its node
 only) and the launcher's merge makes one figure of the two.
@@ -135,6 +136,52 @@ def _kill(p: Any) -> None:
             p.kill()
 
 
+class _Reaper:
+    """A forked watcher that kills every rank's process group if this process ends without saying
+    it is done (killed by a launcher's round timeout or an abort). PR_SET_PDEATHSIG ends the ranks,
+    but CuPy's TCP store is a spawned child of rank 0 that nothing else would end: it would hold the
+    store's port for every later run on this node. The watcher learns each rank's pid down a pipe
+    only this process writes; end of file without "done" means this process is gone."""
+
+    def __init__(self) -> None:
+        r, self._w = os.pipe()
+        self._pid = os.fork()
+        if self._pid == 0:  # the watcher: nothing but reads and kills, then _exit
+            try:
+                os.close(self._w)
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):  # hold no one's pipe open
+                    os.dup2(null, fd)
+                data = b""
+                while chunk := os.read(r, 4096):
+                    data += chunk
+                if not data.endswith(b"done\n"):
+                    for line in data.split():
+                        if line.isdigit():
+                            _kill_group(int(line))
+            finally:
+                os._exit(0)
+        os.close(r)
+
+    def watch(self, pid: int) -> None:
+        os.write(self._w, f"{pid}\n".encode())
+
+    def done(self) -> None:
+        os.write(self._w, b"done\n")
+        os.close(self._w)
+        os.waitpid(self._pid, 0)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def _agree(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str]) -> tuple[str, str | int]:
     """What both ends do, from what each said: ("skip", why), ("error", why) or ("go", world)."""
     for name, info in zip(names, (a, b)):
@@ -225,12 +272,22 @@ def run(index: int, host_a: str, port: int, seconds: float, *, names: tuple[str,
     if what == "error":
         return {"value": None, "unit": "GB/s", "error": detail}
     world, gpus = int(detail), int(mine["gpus"])
+    reaper = _Reaper()  # first: it holds no pipe but its own
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     procs = {index * gpus + g: ctx.Process(target=_rank, args=(index * gpus + g, g, world, host_a, port, seconds,
                                                                buffer_bytes, out)) for g in range(gpus)}
-    for p in procs.values():
-        p.start()
+    try:
+        for p in procs.values():
+            p.start()
+            reaper.watch(p.pid)  # type: ignore[arg-type]
+    except OSError as e:  # no process to be had (memory, a process limit): the pair's error, said
+        for p in procs.values():
+            if p.pid is not None:
+                _kill(p)
+                p.join(timeout=1)
+        reaper.done()
+        return {"value": None, "unit": "GB/s", "error": f"could not start the ranks: {e}", "gpus": world}
     results: dict[int, dict[str, Any]] = {}
     while len(results) < gpus and time.monotonic() < deadline:
         try:
@@ -257,6 +314,7 @@ def run(index: int, host_a: str, port: int, seconds: float, *, names: tuple[str,
         p.join(timeout=max(0.1, reap - time.monotonic()))
         _kill(p)  # what is left of its group (a store process whose rank is gone)
         p.join(timeout=1)
+    reaper.done()
     for rank, code in crashed:
         errors.append(f"rank {rank} exited (code {code}) without a result")
     if hung:
