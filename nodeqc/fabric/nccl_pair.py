@@ -80,6 +80,7 @@ def _die_with_parent() -> None:
 
 
 def _rank(rank: int, local: int, world: int, host: str, port: int, seconds: float, nbytes: int, out: Any) -> None:
+    comm = None
     try:
         # Its own process group: CuPy's TCP store (a child of rank 0) joins it, so a rank killed
         # for hanging takes its store with it and leaves no process holding the port.
@@ -125,6 +126,14 @@ def _rank(rank: int, local: int, world: int, host: str, port: int, seconds: floa
                  "elements": n, "want": want, "wrong": most_wrong, "wrong_results": wrong_results, "first": first})
     except Exception as e:  # noqa: BLE001 - reported as the pair's error, never lost
         out.put({"rank": rank, "error": f"{type(e).__name__}: {e}"})
+    finally:
+        if comm is not None:
+            # CuPy >= 13: rank 0 stops its TCP store. Left to garbage collection at exit it is not
+            # stopped (CuPy's atexit hook turns that off) and multiprocessing joins it forever.
+            try:
+                comm.stop()
+            except Exception:  # noqa: BLE001 - the figure is out already; the watchdog reaps the rest
+                pass
 
 
 def _kill(p: Any) -> None:

@@ -3,6 +3,7 @@ rendezvous, with the all-reduce done by summing numpy buffers through rank 0's s
 
 from __future__ import annotations
 
+import atexit
 import json
 import multiprocessing
 import os
@@ -18,6 +19,13 @@ _DEFAULT_PORT = 13333
 MAX_NUM_RETRIES = 50  # TCPStoreProxy's retries on a refused connection, DELAY_FOR_RETRY apart
 DELAY_FOR_RETRY = 0.5
 _OPS = {"sum", "prod", "max", "min"}
+_exit_mode = False
+
+
+@atexit.register
+def _exit():  # as cupyx/distributed/_store.py: no store is stopped by __del__ during exit
+    global _exit_mode
+    _exit_mode = True
 
 
 def _fault(rank: int) -> tuple[str, str]:
@@ -175,10 +183,20 @@ class NCCLBackend:
                 json.dump({"node": cupy.cuda.node_name(), "device": cupy.cuda.Device().id, "world": n_devices,
                            "host": host, "port": port, "pid": os.getpid()}, f)
 
-    def __del__(self):  # CuPy's TCPStore.__del__ stops the server
-        if self._process is not None:
+    def stop(self):  # CuPy >= 13 (_comm.py _Backend.stop): rank 0 stops its store
+        log = os.environ.get("FAKE_NCCL_LOG")
+        if log and self._process is not None:  # the tests check it is called, not left to __del__
+            open(os.path.join(log, "store-stopped"), "w").close()
+        self._stop()
+
+    def _stop(self):
+        if self._process is not None and self._process.is_alive():
             self._run.value = 0
             self._process.join()
+
+    def __del__(self):  # CuPy's TCPStore.__del__ stops the server, except at interpreter exit
+        if not _exit_mode:
+            self._stop()
 
     def all_reduce(self, in_array, out_array, op="sum", stream=None):
         if op not in _OPS:
