@@ -22,28 +22,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from nodeqc import __version__
+from nodeqc.cli_archive import archive_parser, query
+from nodeqc.cli_parser import Parser
 from nodeqc.errors import UsageError
 
 EXIT_USAGE = 2
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage mistake is one line and exit 2, not a usage dump."""
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        # A value starting with a minus and a digit is a value (`--burn-in -1h`, `--limit -3`), to be
-        # refused by its own check, not an unknown option ("expected one argument"). Our options all
-        # start with letters, so nothing is lost.
-        self._negative_number_matcher = re.compile(r"^-\d")
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see {self.prog} --help)")
-
-
-def _run_parser() -> _Parser:
-    p = _Parser(prog="nodeqc", description="GPU node qualification and burn-in.",
-                epilog="Other commands: nodeqc verify|show|history|compare|export|baseline|fleet|profiles|scenarios|gui --help")
+def _run_parser() -> Parser:
+    p = Parser(prog="nodeqc", description="GPU node qualification and burn-in.",
+               epilog="Other commands: nodeqc verify|show|history|compare|export|baseline|fleet|profiles|scenarios|gui --help")
     p.add_argument("--version", action="version", version=f"nodeqc {__version__}")
     p.add_argument("--headless", action="store_true", help="run without the GUI (for scripts)")
     p.add_argument("--profile", metavar="NAME|PATH", help="profile name, profile file, or 'auto' (chosen from the GPUs found)")
@@ -312,8 +300,8 @@ def cmd_verify(argv: list[str]) -> int:
     from nodeqc.render import banner
     from nodeqc.report import VerificationError, verify_file
 
-    p = _Parser(prog="nodeqc verify", description="Check a report's signature; exit 0 only if it is "
-                "intact and signed by a trusted key.")
+    p = Parser(prog="nodeqc verify", description="Check a report's signature; exit 0 only if it is "
+               "intact and signed by a trusted key.")
     p.add_argument("report", help="the .report.json file")
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable); "
                    "default: your own key and those in the trusted-keys directory")
@@ -355,7 +343,7 @@ def cmd_show(argv: list[str]) -> int:
     from nodeqc.render import render_journal, render_report
     from nodeqc.report import VerificationError, decode_statement, read_envelope, read_report_bytes, verify_file
 
-    p = _Parser(prog="nodeqc show", description="Show a report (or the journal or telemetry of a run that did not finish).")
+    p = Parser(prog="nodeqc show", description="Show a report (or the journal or telemetry of a run that did not finish).")
     p.add_argument("report", help="a .report.json file, a .journal.jsonl file, or a .telemetry.csv.gz file")
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
     p.add_argument("--unverified", action="store_true", help="show a report that does not verify anyway "
@@ -410,7 +398,7 @@ def cmd_show(argv: list[str]) -> int:
 def cmd_profiles(argv: list[str]) -> int:
     from nodeqc.profile import SCHEMA, list_profiles, load_profile
 
-    p = _Parser(prog="nodeqc profiles", description="List the profiles, or show one resolved.")
+    p = Parser(prog="nodeqc profiles", description="List the profiles, or show one resolved.")
     p.add_argument("name", nargs="?", help="show this profile's resolved settings and limits")
     args = p.parse_args(argv)
     if args.name:
@@ -463,7 +451,7 @@ def cmd_scenarios(argv: list[str]) -> int:
     from nodeqc.backends.simulated import list_scenarios, load_scenario
     from nodeqc.faults import GPU_FAULTS, HOST_FAULTS, NIC_FAULTS
 
-    p = _Parser(prog="nodeqc scenarios", description="List the built-in simulated nodes and the faults they take.")
+    p = Parser(prog="nodeqc scenarios", description="List the built-in simulated nodes and the faults they take.")
     p.parse_args(argv)
     for name in list_scenarios():
         s = load_scenario(name)
@@ -482,8 +470,8 @@ def cmd_capture(argv: list[str]) -> int:
     from nodeqc.flow import ensure_writable
     from nodeqc.errors import BackendUnavailable
 
-    p = _Parser(prog="nodeqc capture", description="Record this machine's NVML answers (inventory, counters, "
-                "telemetry under load) for replay with --replay.")
+    p = Parser(prog="nodeqc capture", description="Record this machine's NVML answers (inventory, counters, "
+               "telemetry under load) for replay with --replay.")
     p.add_argument("out", help="the capture file to write (JSON)")
     p.add_argument("--seconds", type=_positive_float, default=10.0, help="seconds of telemetry (default 10)")
     p.add_argument("--hz", type=_positive_float, default=4.0, help="telemetry samples per second (default 4)")
@@ -502,61 +490,8 @@ def cmd_capture(argv: list[str]) -> int:
 # ---------------------------------------------------------------------- the archive
 
 
-def _archive_parser(prog: str, description: str) -> _Parser:
-    p = _Parser(prog=prog, description=description)
-    p.add_argument("--node", metavar="SERIAL", help="only this node (system serial or host name)")
-    p.add_argument("--verdict", type=str.lower, choices=("pass", "fail", "partial"), metavar="pass|fail|partial",
-                   help="pass: qualifications that passed (complete, not partial); fail: runs that failed; "
-                   "partial: runs with --only/--skip")
-    p.add_argument("--since", metavar="DATE", help="finished at or after DATE (2026-11-01, 2026-11-01T08:00Z) "
-                   "or within an age (7d, 12h)")
-    p.add_argument("--archive", metavar="DIR", help="the report archive (default: $NODEQC_ARCHIVE or the per-user one)")
-    p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable); "
-                   "default: your own key and those in the trusted-keys directory")
-    return p
-
-
-def parse_since(text: str) -> str:
-    """An ISO date or time (UTC unless it says otherwise), or an age like 7d / 12h, as the UTC
-    timestamp reports carry ('2026-11-01T00:00:00Z')."""
-    from datetime import datetime, timedelta, timezone
-
-    age = re.fullmatch(r"(\d+)([dh])", text.strip())
-    try:
-        if age:
-            n = int(age.group(1))
-            when = datetime.now(timezone.utc) - (timedelta(days=n) if age.group(2) == "d" else timedelta(hours=n))
-        else:
-            when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise UsageError(f"--since {text}: expected a date like 2026-11-01, a time like 2026-11-01T08:00Z, "
-                         "or an age like 7d or 12h") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _query(args: argparse.Namespace) -> list[Any]:
-    """The reports the filters select, newest first; skipped files are warned about on stderr."""
-    from nodeqc.archive import Archive
-    from nodeqc.keys import trusted_keys
-
-    since = parse_since(args.since) if args.since else None
-    if args.archive and not Path(args.archive).is_dir():
-        raise UsageError(f"--archive {args.archive}: no such directory")
-    archive = Archive(args.archive, trusted_keys(args.pubkey))
-    entries = archive.reports(node=args.node, verdict=args.verdict, since=since, limit=getattr(args, "limit", None))
-    for skipped in archive.skipped():
-        print(_clean(f"nodeqc: warning: NOT VERIFIED: {skipped.path}: {skipped.reason} (not listed)"),
-              file=sys.stderr)
-    archive.close()
-    if not entries:
-        print(f"nodeqc: no reports in {archive.root} match", file=sys.stderr)
-    return entries
-
-
 def cmd_history(argv: list[str]) -> int:
-    p = _archive_parser("nodeqc history", "List the verified reports in the archive, newest first. Only a "
+    p = archive_parser("nodeqc history", "List the verified reports in the archive, newest first. Only a "
                         "complete, full run that passed is a qualification; partial runs say so.")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="at most N reports")
     p.add_argument("--expired", action="store_true", help="only each node's newest qualification whose "
@@ -569,7 +504,8 @@ def cmd_history(argv: list[str]) -> int:
     limit = args.limit
     if args.expired:  # expiry is judged on each node's newest qualification: limit after that
         args.limit = None
-    entries = _query(args)
+    args.fabrics = not args.expired  # a node's history includes the fabric runs it took part in
+    entries = query(args)
     if args.expired:
         from nodeqc.fleet import expired_entries
 
@@ -578,7 +514,16 @@ def cmd_history(argv: list[str]) -> int:
         print(f"{'FINISHED':<20}  {'NODE':<18} {'HOST':<16} {'RESULT':<20} {'PROFILE':<10} {'FAILED':<28} REPORT")
     for e in entries:
         failed = (e.failed[0] + (f" +{len(e.failed) - 1}" if len(e.failed) > 1 else "")) if e.failed else "-"
-        print(_clean(f"{e.finished_at:<20}  {e.node:<18} {e.hostname:<16} {e.result:<20} {e.profile:<10} "
+        host, result = e.hostname, e.result
+        if e.fabric:  # many nodes qualified together: with --node, that node's own verdict there
+            host, result = f"fabric of {len(e.members)}", f"FABRIC {e.result}"
+            found = e.member(args.node) if args.node else None
+            if found:
+                name, facts = found
+                aborted = " (aborted)" if e.status == "aborted" else ""
+                result = f"FABRIC {str(facts.get('verdict')).upper()}{aborted}" + (" SIM" if e.simulated else "")
+                failed = f"{facts.get('code')} as {name}" if facts.get("code") else f"as {name}"
+        print(_clean(f"{e.finished_at:<20}  {e.node:<18} {host:<16} {result:<20} {e.profile:<10} "
                      f"{failed:<28} {e.path}"))
     return 0
 
@@ -607,8 +552,8 @@ def cmd_compare(argv: list[str]) -> int:
     from nodeqc.keys import trusted_keys
     from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_file
 
-    p = _Parser(prog="nodeqc compare", description="Compare two reports of a node, check by check and GPU by "
-                "GPU; exit 1 when NEW regressed, 0 when it did not.")
+    p = Parser(prog="nodeqc compare", description="Compare two reports of a node, check by check and GPU by "
+               "GPU; exit 1 when NEW regressed, 0 when it did not.")
     p.add_argument("old", help="the earlier .report.json")
     p.add_argument("new", help="the later .report.json")
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
@@ -646,7 +591,7 @@ def cmd_export(argv: list[str]) -> int:
     from nodeqc.archive import NotVerified, iter_checks
     from nodeqc.render import clean
 
-    p = _archive_parser("nodeqc export", "Write one row per report and check, for spreadsheets and pandas.")
+    p = archive_parser("nodeqc export", "Write one row per report and check, for spreadsheets and pandas.")
     p.add_argument("--format", default="csv", type=str.lower, choices=("csv", "jsonl"), metavar="csv|jsonl",
                    help="csv (default) or jsonl (one JSON object a line)")
     p.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
@@ -655,7 +600,7 @@ def cmd_export(argv: list[str]) -> int:
         check_output_file(Path(args.output), "--output")
     # A file is written whole at the end (nodeqc.safefile: never through a planted link).
     out = io.StringIO() if args.output else sys.stdout
-    entries = _query(args)
+    entries = query(args)
     writer = csv.DictWriter(out, EXPORT_FIELDS, lineterminator="\n") if args.format == "csv" else None
     if writer:
         writer.writeheader()

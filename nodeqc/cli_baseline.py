@@ -11,15 +11,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nodeqc.cli_parser import Parser
 from nodeqc.errors import UsageError
 
 
-def _parser() -> Any:
-    from nodeqc.cli import _Parser
-
-    p = _Parser(prog="nodeqc baseline", description="Record a known-good node as a golden baseline, or "
-                "compare this node with one.")
-    sub = p.add_subparsers(dest="action", metavar="create|check", parser_class=_Parser)
+def _parser() -> Parser:
+    p = Parser(prog="nodeqc baseline", description="Record a known-good node as a golden baseline, or "
+               "compare this node with one.")
+    sub = p.add_subparsers(dest="action", metavar="create|check", parser_class=Parser)
     create = sub.add_parser("create", help="record this node as the baseline (a TOML file to review)")
     create.add_argument("out", help="the baseline file to write, e.g. golden-hgx-h100.toml")
     create.add_argument("--force", action="store_true", help="replace OUT if it exists")

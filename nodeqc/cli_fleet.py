@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nodeqc.cli_archive import archive_parser, query
+from nodeqc.cli_parser import Parser
 from nodeqc.errors import UsageError
 
 CSV_FIELDS = ("node", "hostname", "sku", "result", "qualified", "finished_at", "age", "valid_until", "expired",
@@ -17,11 +19,9 @@ CSV_FIELDS = ("node", "hostname", "sku", "result", "qualified", "finished_at", "
 MAX_PLOTS = 24
 
 
-def _parser() -> Any:
-    from nodeqc.cli import _archive_parser
-
-    p = _archive_parser("nodeqc fleet", "The fleet from the archive: each node's last verdict, age, fleet "
-                        "outliers (figures far below their SKU's median) and expiry, newest problems first.")
+def _parser() -> Parser:
+    p = archive_parser("nodeqc fleet", "The fleet from the archive: each node's last verdict, age, fleet "
+                       "outliers (figures far below their SKU's median) and expiry, newest problems first.")
     p.add_argument("--profile", metavar="NAME|PATH", help="take [fleet] outlier_pct / min_fleet from this profile")
     p.add_argument("--outlier-pct", type=float, metavar="PCT", help="how far below the fleet median is an outlier "
                    "(default: the profile's, else 10)")
@@ -34,7 +34,6 @@ def _parser() -> Any:
 
 def main(argv: list[str]) -> int:
     from nodeqc.checks.fleet import DEFAULT_MIN_FLEET, DEFAULT_OUTLIER_PCT
-    from nodeqc.cli import _query
     from nodeqc.fleet import fleet
 
     p = _parser()
@@ -58,7 +57,7 @@ def main(argv: list[str]) -> int:
     for out in outputs:
         if not out.parent.is_dir():
             raise UsageError(f"{out}: {out.parent} is not a directory")
-    entries = _query(args)
+    entries = query(args)
     view = fleet(entries, pct, min_fleet)
     rows = [_row(r, view.now) for r in view.rows]
     _print(rows[: args.rows] if args.rows else rows, view, pct)

@@ -75,6 +75,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "max_temp_c": _t("GPU temperature during the run"),
         "max_mem_temp_c": _t("GPU memory (HBM) temperature during the run"),
         "max_throttle_s": _t("seconds of thermal, HW-slowdown or power-brake throttling"),
+        "max_pulse_brake_ms": _t("milliseconds of power brake the driver counts within one period of the pulse test"),
         "max_pcie_replays": _t("PCIe replay counter growth during the run"),
         "max_ecc_sbe": _t("corrected (single-bit) ECC errors that appear during the run"),
         "max_ecc_dbe": _t("uncorrected (double-bit) ECC errors since the driver loaded"),
@@ -161,7 +162,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
 }
 
 _UNITS = (("_tflops", "TFLOP/s"), ("_gbps", "GB/s"), ("_gib", "GiB"), ("_us", "us"), ("_pct", "%"),
-          ("_c", "C"), ("_per_s", "per s"), ("_s", "s"), ("_mbit", "Mb/s"), ("_gbit", "Gb/s"))
+          ("_c", "C"), ("_per_s", "per s"), ("_ms", "ms"), ("_s", "s"), ("_mbit", "Mb/s"), ("_gbit", "Gb/s"))
 
 # Settings every profile gets unless it says otherwise.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -208,6 +209,14 @@ class Profile:
         if raw is None:
             return None
         return make_threshold(key, raw, self.data.get("warn_band", DEFAULT_WARN_BAND))
+
+    @property
+    def baseline_path(self) -> Path | None:
+        """The golden baseline the profile names (`baseline = FILE`, relative to the profile's file)."""
+        ref = self.data.get("baseline")
+        if not ref:
+            return None
+        return Path(ref) if Path(ref).is_absolute() else Path(self.path).parent / ref
 
     @property
     def digest(self) -> str:
@@ -287,7 +296,23 @@ def load_profile(ref: str, sku: str | None = None) -> Profile:
     for section, defaults in DEFAULTS.items():
         data[section] = {**defaults, **data.get(section, {})}
     _check_complete(path, data)
-    return Profile(name or path.stem, path, data, [name] + chain if name else chain)
+    profile = Profile(name or path.stem, path, data, [name] + chain if name else chain)
+    _check_baseline(profile)
+    return profile
+
+
+def _check_baseline(profile: Profile) -> None:
+    """A profile's `baseline =` file is read and checked with the profile, so a bad one stops the
+    command line (exit 2) and the app's Start before anything runs, not when the run reaches it."""
+    if profile.baseline_path is None:
+        return
+    from nodeqc.baseline import Baseline
+
+    try:
+        Baseline.load(profile.baseline_path, profile)
+    except UsageError as e:
+        text = str(e)
+        raise UsageError(text if text.startswith("profile ") else f"profile {profile.name}: {text}") from None
 
 
 def load_for(ref: str, gpus: list[Any]) -> Profile:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodeqc.codes import not_run_reason
+from nodeqc.codes import not_run_reason, remediation
 from nodeqc.findings import answer_lines, answer_of
 from nodeqc.model import CheckResult, Verdict
 
@@ -103,9 +103,7 @@ def render_report(predicate: dict[str, Any], trust_line: str) -> str:
     """A whole report for a person: the answer first (what failed, where, what to do; what did not
     run), then the node and the run, then every check, one line per check and verdict."""
     if predicate.get("kind") == "fabric":  # many nodes qualified together
-        from nodeqc.fabric.report import render
-
-        return render(predicate, trust_line)
+        return render_fabric_report(predicate, trust_line)
     node = predicate.get("node", {})
     prof = predicate.get("profile", {})
     out = [f"nodeqc report: {line}" if i == 0 else line for i, line in enumerate(answer_lines(answer_of(predicate)))]
@@ -137,6 +135,35 @@ def render_report(predicate: dict[str, Any], trust_line: str) -> str:
     out += ["", f"ALL CHECKS ({len(checks)} results):"]
     out += ["  " + line for line in grouped_lines(checks)]
     return "\n".join(clean(line) for line in out)
+
+
+def render_fabric_report(predicate: dict[str, Any], trust_line: str) -> str:
+    """`nodeqc show` of a fabric report: the verdict and what is bad first, then every node and rail."""
+    fab = predicate.get("fabric", {})
+    bad = fab.get("bad", {})
+    checks = [CheckResult.from_dict(c) for c in predicate.get("checks", [])]
+    out = [f"nodeqc fabric report: {banner(predicate)}", trust_line,
+           f"fabric    {fab.get('name')}  {len(fab.get('nodes', []))} nodes  rails {', '.join(fab.get('rails', [])) or 'none'}"
+           f"  launcher {fab.get('launcher')}",
+           f"rounds    {fab.get('rounds')} (seed {fab.get('seed')}); {fab.get('rounds_reason', '')}",
+           f"profile   {predicate.get('profile', {}).get('name')}  tests {', '.join(fab.get('tests', []))}",
+           f"run       {predicate.get('started_at')} .. {predicate.get('finished_at')}  {predicate.get('duration_s')} s",
+           f"operator  {predicate.get('operator')}  ticket {predicate.get('ticket')}"]
+    sim = predicate.get("simulation")
+    if sim:
+        out.append(f"simulated {sim.get('nodes')} nodes, {sim.get('rails')} rails  faults {', '.join(sim.get('faults') or []) or 'none'}")
+    named = [("bad nodes", bad.get("nodes")), ("bad rails of one node", [f"{n}:{r}" for n, r in bad.get("node_rails", [])]),
+             ("bad rails (fabric-wide)", bad.get("rails")), ("bad links", [f"{a}-{b}" for a, b in bad.get("links", [])]),
+             ("inconclusive", bad.get("inconclusive"))]
+    out += [""] + [f"{what:<24} {', '.join(items)}" for what, items in named if items]
+    failing = [c for c in checks if c.verdict in (Verdict.FAIL, Verdict.ERROR)]
+    if failing:
+        out += ["", f"FAILED ({len(failing)}):"]
+        for c in failing:
+            out += [f"  {c.subject:<12} {c.name}: {c.message} [{c.code}]",
+                    f"               -> {remediation(c.code or '')}"]
+    out += ["", "ALL CHECKS:"] + ["  " + result_line(c) for c in checks]
+    return "\n".join(out)
 
 
 def run_length(predicate: dict[str, Any]) -> str:

@@ -163,15 +163,32 @@ def _b64(text: Any, what: str) -> bytes:
         raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         raise VerificationError(f"{what} is not valid base64 (altered?)") from None
-    if base64.b64encode(raw).decode() != text:  # non-canonical padding bits hide edits
+    if not _canonical_b64(raw, text):  # non-canonical padding bits hide edits
         raise VerificationError(f"{what} is not canonical base64 (altered?)")
     return raw
+
+
+def _canonical_b64(raw: bytes, text: str) -> bool:
+    """Whether `text` is the one base64 spelling of `raw`. Only the last four characters can differ:
+    b64decode(validate=True) has already refused any character outside the alphabet and any '='
+    before the end, and every full four-character group carries exactly three bytes, with no spare
+    bits; the last group's spare bits (before '=' padding) are where an edit could hide. So the
+    length and the last group's encoding decide, without re-encoding a whole report's payload."""
+    if len(text) != 4 * -(-len(raw) // 3):
+        return False
+    tail = base64.b64encode(raw[(len(raw) - 1) // 3 * 3:]).decode() if raw else ""
+    return text.endswith(tail)
 
 
 def decode_statement(envelope: dict[str, Any]) -> dict[str, Any]:
     """The statement inside an envelope, without checking the signature (for `show` of an
     untrusted report, which says so)."""
-    stmt = _json(_b64(envelope.get("payload"), "payload"), "payload is not JSON")
+    return _statement(_b64(envelope.get("payload"), "payload"))
+
+
+def _statement(payload: bytes) -> dict[str, Any]:
+    """A decoded payload as a nodeqc statement, or VerificationError."""
+    stmt = _json(payload, "payload is not JSON")
     if not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") not in PREDICATE_TYPES:
         raise VerificationError("payload is not a nodeqc qualification statement")
     return stmt
@@ -200,14 +217,15 @@ def verify_envelope(envelope: dict[str, Any], trusted: dict[str, tuple[Ed25519Pu
         except InvalidSignature:
             reasons.append("signature does not match the content (altered)")
             continue
-        return Verified(decode_statement(envelope), kid, source)
+        return Verified(_statement(payload), kid, source)  # the payload that was verified, decoded once
     raise VerificationError("; ".join(reasons))
 
 
-def verify_bytes(data: bytes, trusted: dict[str, tuple[Ed25519PublicKey, str]]) -> Verified:
-    """A report file's bytes verified: the envelope's signature by a trusted key (evidence aside)."""
+def verify_bytes(data: bytes, trusted: dict[str, tuple[Ed25519PublicKey, str]], sha256: str | None = None) -> Verified:
+    """A report file's bytes verified: the envelope's signature by a trusted key (evidence aside).
+    `sha256`: the bytes' digest when the caller has already taken it."""
     verified = verify_envelope(parse_envelope(data), trusted)
-    verified.sha256 = hashlib.sha256(data).hexdigest()
+    verified.sha256 = sha256 or hashlib.sha256(data).hexdigest()
     return verified
 
 

@@ -8,7 +8,6 @@ marked aborted. An exception inside nodeqc becomes an ERROR result with its trac
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import os
 import platform
@@ -25,10 +24,12 @@ from nodeqc import __version__
 from nodeqc.archive import node_dir, node_key, safe_name
 from nodeqc.backends import Hardware
 from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession
+from nodeqc.backends.bmc import BmcWatch
 from nodeqc.checks import conformance, health, host as host_checks, host_health, inventory, nic as nic_checks, stress
 from nodeqc.checks import host_stress as host_stress_checks
 from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
 from nodeqc.checks.processes import gpu_free
+from nodeqc.checks.psu import judge_psu
 from nodeqc.errors import BackendUnavailable, GpuLostError, UsageError
 from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
                            RunStarted, TelemetrySampled)
@@ -42,6 +43,7 @@ from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
 from nodeqc.safefile import NEW_FILE_FLAGS, OutputError
 from nodeqc.selection import CHECKS, Selection
+from nodeqc.stamps import current_user, utc_now
 from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
 from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, own_pids, run_tasks
 
@@ -121,6 +123,7 @@ class Runner:
         self._nic_traffic: TrafficSession | None = None
         self._platform = PlatformWatch(hardware.platform)
         self._baseline = options.baseline if options.baseline is not None else baseline_of_profile(self.profile)
+        self._bmc_thresholds: tuple[Any, str | None] | None = None  # read once a run (`ipmitool sensor` is slow)
 
     # ------------------------------------------------------------------ control
 
@@ -160,7 +163,7 @@ class Runner:
 
     def run(self) -> RunOutcome:
         self.t0 = self.hw.clock.now()
-        started_at = _utc_now()
+        started_at = utc_now()
         host = self.hw.host.info()
         gpus, driver, cuda, nvml_error = self._open_gpus(host)
         paths = self._paths(host)
@@ -257,15 +260,11 @@ class Runner:
                    if self.profile.get("host", "fio_scratch") else []))
             self._publish(host_stress_checks.nvme(runs, missing, self.profile))
         if sel.includes("host.optics") and not self.aborted and self.profile.get("host", "optics", True):
-            from nodeqc.backends.host_stress import parse_module
+            from nodeqc.backends.optics import read_optics
 
-            nics = [n for n in self._nics_start if not n.virtual and n.interface]
-            missing = stress.missing_tool("ethtool") if nics else None
-            modules = {}
-            for n in [] if missing else nics:
-                text = stress.module(n.name)
-                modules[n.name] = (n.name, parse_module(text) if text else None)
-            self._publish(host_stress_checks.optics(modules, missing))
+            read = read_optics(stress, [n for n in self._nics_start if not n.virtual and n.interface])
+            self._publish(host_stress_checks.optics(read.modules, read.ethtool_missing, read.links, read.notes,
+                                                          read.unread))
 
     def _conformance_phase(self, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str) -> None:
         """The node against its golden baseline: firmware, software, settings, topology."""
@@ -421,17 +420,29 @@ class Runner:
                 self._publish([CheckResult(step.name, "node", Verdict.SKIP, "needs two or more working GPUs")])
                 continue
             subjects = [g.subject for g in live] if step.reports_gpus else []
-            self._emit(CheckStarted(step.name, subjects + ([] if step.per_gpu else ["node"])
+            self._emit(CheckStarted(step.name, subjects + ([] if step.per_gpu and not step.watch_psus else ["node"])
                                     + [r.subject for r in sitting_out], self.now()))
             by_index = {g.index: g for g in live}
+            psus = self._watch_psus() if step.watch_psus else None
             sampler.open_window(step.name)
+
+            def on_progress(task: Task, fraction: float, figures: dict[str, Any], name: str = step.name) -> None:
+                if "bound" in figures:  # a phase of the step starts or ends: read the counters there
+                    bound, period = figures.pop("bound"), figures.pop("period_s", None)
+                    sampler.mark_counters(task.gpu, {"bound": bound, "period_s": period})
+                    if psus is not None:
+                        psus.mark(f"at the {bound} of the " + ("steady load" if not period else
+                                                               f"{period * 1000:g} ms period"), period)
+                elif psus is not None:
+                    psus.poll(f"during the {figures['period_ms']:g} ms period" if "period_ms" in figures
+                              else "during the test")
+                self._progress(name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures)
             try:
-                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick, self.t0), self.hw.compute_spec, watchdog,
-                                     on_progress=lambda task, fraction, figures, name=step.name: self._progress(
-                                         name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures),
-                                     should_abort=lambda: self.aborted)
+                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick, self.t0), self.hw.compute_spec,
+                                     watchdog, on_progress=on_progress, should_abort=lambda: self.aborted)
             finally:
                 windows = sampler.close_window(step.name)
+                psu_run = psus.finish(after=not self.aborted) if psus is not None else None
             if step.per_gpu:
                 results = step.judge_per_gpu(live, {o.task.gpu: o for o in outcomes}, windows, self.profile)
                 for o in outcomes:
@@ -439,9 +450,20 @@ class Runner:
                         failed[o.task.gpu] = step.name
             else:
                 results = step.judge_node(live, outcomes[0], self.profile, windows)
+            if psu_run is not None and not self.aborted:
+                results.append(judge_psu(step.name, psu_run))
             for r in results + sitting_out:
                 self._finish(r)
         return failed
+
+    def _watch_psus(self) -> BmcWatch:
+        """The BMC read before a power test (and, once a run, each sensor's thresholds); the
+        thread that reads it at the test's marks runs until finish()."""
+        watch = BmcWatch(self.hw.bmc, self.now)
+        watch.start(self._bmc_thresholds)
+        if watch.run.thresholds is not None or watch.run.thresholds_error:
+            self._bmc_thresholds = (watch.run.thresholds, watch.run.thresholds_error)
+        return watch
 
     @property
     def burn_in_s(self) -> float:
@@ -548,9 +570,9 @@ class Runner:
             "tool": {"name": "nodeqc", "version": __version__, "python": platform.python_version(),
                      "command": self.options.command},
             "started_at": started_at,
-            "finished_at": _utc_now(),
+            "finished_at": utc_now(),
             "duration_s": self.now(),
-            "operator": self.options.operator or _user(),
+            "operator": self.options.operator or current_user(),
             "ticket": self.options.ticket,
             "signer": {"keyid": self.options.signer.keyid},
             "partial": self.options.selection.to_dict(),
@@ -635,11 +657,8 @@ def baseline_of_profile(profile: Profile) -> Any:
     """The profile's `baseline = FILE` (relative to the profile's file), loaded; None without one."""
     from nodeqc.baseline import Baseline
 
-    ref = profile.data.get("baseline")
-    if not ref:
-        return None
-    path = Path(ref) if Path(ref).is_absolute() else Path(profile.path).parent / ref
-    return Baseline.load(path, profile)
+    path = profile.baseline_path
+    return Baseline.load(path, profile) if path is not None else None
 
 
 def valid_until(profile: Profile, status: str, partial: bool) -> str | None:
@@ -653,12 +672,3 @@ def valid_until(profile: Profile, status: str, partial: bool) -> str | None:
     return (datetime.now(timezone.utc) + timedelta(days=days)).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _user() -> str | None:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return None

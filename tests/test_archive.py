@@ -206,3 +206,39 @@ def test_export_csv_and_jsonl_one_row_per_report_and_check(archive, tmp_path):
     assert {r["partial"] for r in records} == {True, False}
     memory = next(r for r in records if r["check"] == "host.memory")
     assert memory["value"] == 503.0 and memory["unit"] == "GiB"
+
+
+def test_many_files_are_verified_by_forked_workers_with_the_same_answers(archive, tmp_path, monkeypatch):
+    """An index built from nothing over many files is verified by forked workers (archive._read_many):
+    every row must be what verifying in order gives, the forged and the foreign included."""
+    import concurrent.futures
+
+    import nodeqc.archive as archive_module
+
+    node = archive / "NODE-A"
+    (node / "torn.report.json").write_text('{"payloadType": "application/vnd.in-toto+json", "payl')
+    tampered = file_report(archive, predicate("NODE-A", "FAIL", "2026-11-09T08:00:00Z"), name="tampered.report.json")
+    _tamper(tampered)
+    stranger = Signer(Ed25519PrivateKey.generate(), tmp_path / "stranger.pem")
+    file_report(archive, predicate("NODE-C", "PASS", "2026-11-08T08:00:00Z"), stranger, name="foreign.report.json")
+
+    def rows(workers: int) -> tuple[list, list]:
+        monkeypatch.setattr(archive_module, "_usable_cpus", lambda: workers)
+        a = Archive(archive, warn=lambda _: None)
+        a.index_path.unlink(missing_ok=True)
+        a = Archive(archive, warn=lambda _: None)
+        entries = [(e.path.name, e.verdict, e.node, e.sha256, e.finished_at) for e in a.reports()]
+        return entries, sorted((s.path.name, s.reason) for s in a.skipped())
+
+    pools = []
+    real_pool = concurrent.futures.ProcessPoolExecutor
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor",
+                        lambda *a, **k: pools.append(a) or real_pool(*a, **k))
+    monkeypatch.setattr(archive_module, "_FILES_PER_WORKER", 1)
+    in_order = rows(1)
+    assert pools == []
+    forked = rows(2)
+    assert pools == [(2,)], "the forked workers verified the batch"
+    assert forked == in_order
+    assert len(in_order[0]) == 5 and {name for name, _ in in_order[1]} == {"torn.report.json", "tampered.report.json",
+                                                                         "foreign.report.json"}

@@ -101,3 +101,38 @@ def test_show_answers_every_journal(tmp_path, capsys, lines):
     path = Path(tmp_path) / "x.journal.jsonl"
     path.write_bytes(b"\n".join(lines))
     _answer(capsys, ["show", str(path)])
+
+
+@st.composite
+def base64_spellings(draw) -> str:
+    """A base64 text of random bytes, sometimes with one character of it changed (a different last
+    group's spare bits among them), so canonical and non-canonical spellings both come up."""
+    text = _b64(draw(st.binary(max_size=40)))
+    if text and draw(st.booleans()):
+        at = draw(st.integers(0, len(text) - 1))
+        text = text[:at] + draw(st.sampled_from("AQgwBCDEopz+/=")) + text[at + 1:]
+    return text
+
+
+@given(base64_spellings())
+@settings(max_examples=400)
+def test_canonical_base64_is_decided_as_by_a_full_re_encoding(text):
+    """report._canonical_b64 checks the length and the last group only (a whole payload is not
+    re-encoded for every report read); it must answer exactly as the full re-encoding does."""
+    import binascii
+
+    from nodeqc.report import _canonical_b64
+
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return  # refused before the canonical check
+    assert _canonical_b64(raw, text) == (_b64(raw) == text)
+
+
+def test_a_non_canonical_last_group_is_refused():
+    from nodeqc.report import _canonical_b64
+
+    assert _canonical_b64(b"ab", "YWI=") and not _canonical_b64(b"ab", "YWJ=")  # 'J' sets a spare bit
+    assert _canonical_b64(b"a", "YQ==") and not _canonical_b64(b"a", "YR==")
+    assert _canonical_b64(b"", "")

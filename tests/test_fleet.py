@@ -13,6 +13,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nodeqc.archive import Archive
 from nodeqc.checks.fleet import Figure, distributions, outliers
@@ -263,3 +265,40 @@ def test_run_warns_as_a_fleet_outlier(tmp_path):
     assert p.returncode == 0, p.stderr  # a warning, not a failure
     assert re.search(r"WARN\s+fleet\.outlier\s+gpu3 .*bf16_tflops .* below the fleet median 761", p.stderr), p.stderr
     assert "[FLEET_OUTLIER]" in p.stderr
+
+
+@st.composite
+def _figure_sets(draw):
+    """Figures of a few SKUs and measures (a measure keeps one unit), values near a common level with
+    a few far off either way, some equal."""
+    from nodeqc.checks.fleet import Figure
+
+    units = {"stress.burn:bf16_tflops": "TFLOP/s", "stress.hbm_bandwidth:copy_gbps": "GB/s", "stress.p2p:latency_us": "us"}
+    out = []
+    for n in range(draw(st.integers(0, 30))):
+        measure = draw(st.sampled_from(sorted(units)))
+        value = draw(st.sampled_from([100.0, 100.0, 99.0, 101.5, 88.0, 89.9, 90.0, 112.0, 0.0]) | st.floats(0, 200))
+        out.append(Figure(f"n{draw(st.integers(0, 14))}", f"gpu{n % 8}", draw(st.sampled_from(["H100", "H200"])),
+                          measure, value, units[measure]))
+    return out
+
+
+@given(_figure_sets(), st.sampled_from([0.0, 5.0, 10.0]), st.integers(1, 4))
+@settings(max_examples=300, deadline=None)
+def test_outliers_are_what_comparing_every_figure_with_its_median_finds(figures, pct, min_fleet):
+    """checks.fleet.outliers passes over a SKU's measure whose extremes are within the limit; the
+    answer must be the same as comparing each figure with its fleet's median, worst first."""
+    from nodeqc.checks.fleet import distributions, outliers
+
+    dists = distributions(figures)
+    expected = []
+    for f in figures:
+        d = dists[(f.sku, f.measure)]
+        if d.nodes < min_fleet or d.median <= 0:
+            continue
+        off = (d.median - f.value) / d.median * 100 if f.unit != "us" else (f.value - d.median) / d.median * 100
+        if off > pct:
+            expected.append((f, round(off, 2)))
+    expected.sort(key=lambda x: -x[1])
+    found, _ = outliers(figures, pct, min_fleet)
+    assert [(o.figure, o.off_pct) for o in found] == expected

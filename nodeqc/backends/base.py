@@ -28,11 +28,6 @@ REASON_BITS: dict[str, int] = {
 }
 
 
-# Why no backend runs fp8 matmuls: the real one (CuPy) cannot, and the simulated GPU says the same,
-# so a simulated run never reports a rate the real path cannot produce.
-FP8_NOT_RUN = "fp8 matmul needs cuBLASLt, which CuPy does not expose"
-
-
 def decode_reasons(mask: int) -> list[str]:
     """Every reason whose bit is set: reasons combine, so never compare the mask for equality."""
     return [name for name, bit in REASON_BITS.items() if mask & bit]
@@ -357,6 +352,11 @@ class GpuManagement(ABC):
     @abstractmethod
     def counters(self, index: int) -> GpuCounters:
         """Current error counters; raises GpuLostError when the GPU stopped answering."""
+
+    def throttle_counters(self, index: int) -> dict[str, Any]:
+        """Only the driver's clocks-event durations (reason -> ns, NA where it does not count it):
+        few enough calls to read at the bounds of a pulse period. Raises GpuLostError as counters()."""
+        return self.counters(index).throttle_ns()
 
     @abstractmethod
     def wait_xids(self, timeout_s: float, clock: Clock) -> list[XidEvent]:

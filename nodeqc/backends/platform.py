@@ -244,20 +244,14 @@ class LinuxPlatform(PlatformBackend):
             if ce is not None and ue is not None:
                 out.edac[mc.name] = {"ce": _int(ce), "ue": _int(ue)}
             # Newer kernels list DIMMs (dimmN/dimm_ce_count); older ones chip-select rows (csrowN/ce_count).
-            for dimm in sorted(mc.glob("dimm[0-9]*"), key=lambda p: int(p.name[4:])):
-                d = f"{rel}/{dimm.name}"
-                ce, ue = self._read(f"{d}/dimm_ce_count"), self._read(f"{d}/dimm_ue_count")
-                if ce is not None and ue is not None:
-                    key = f"{mc.name}/{dimm.name}"
-                    out.edac[key] = {"ce": _int(ce), "ue": _int(ue)}
-                    out.edac_labels[key] = self._read(f"{d}/dimm_label") or ""
-            for row in sorted(mc.glob("csrow[0-9]*"), key=lambda p: int(p.name[5:])):
-                r = f"{rel}/{row.name}"
-                ce, ue = self._read(f"{r}/ce_count"), self._read(f"{r}/ue_count")
-                if ce is not None and ue is not None:
-                    key = f"{mc.name}/{row.name}"
-                    out.edac[key] = {"ce": _int(ce), "ue": _int(ue)}
-                    out.edac_labels[key] = self._read(f"{r}/ch0_dimm_label") or ""
+            for stem, prefix, label in (("dimm", "dimm_", "dimm_label"), ("csrow", "", "ch0_dimm_label")):
+                for part in sorted(mc.glob(f"{stem}[0-9]*"), key=lambda p: int(p.name[len(stem):])):
+                    d = f"{rel}/{part.name}"
+                    ce, ue = self._read(f"{d}/{prefix}ce_count"), self._read(f"{d}/{prefix}ue_count")
+                    if ce is not None and ue is not None:
+                        key = f"{mc.name}/{part.name}"
+                        out.edac[key] = {"ce": _int(ce), "ue": _int(ue)}
+                        out.edac_labels[key] = self._read(f"{d}/{label}") or ""
 
 
 _BUS_ID = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")

@@ -71,36 +71,55 @@ class Outlier:
                 f"fleet median {self.median:g} (percentile {self.percentile:g}, {f.sku})")
 
 
+def _groups(figures: list[Figure]) -> dict[tuple[str, str], list[tuple[int, Figure]]]:
+    """The figures by SKU and measure, each with its place in `figures`."""
+    groups: dict[tuple[str, str], list[tuple[int, Figure]]] = {}
+    for i, f in enumerate(figures):
+        groups.setdefault((f.sku, f.measure), []).append((i, f))
+    return groups
+
+
+def _distribution(sku: str, measure: str, fs: list[tuple[int, Figure]]) -> Distribution:
+    values = sorted(f.value for _, f in fs)
+    median = statistics.median(values)
+    mad = statistics.median(abs(v - median) for v in values)
+    q = statistics.quantiles(values, n=10, method="inclusive") if len(values) >= 2 else [values[0]] * 9
+    return Distribution(sku, measure, fs[0][1].unit, len(values), len({f.node for _, f in fs}),
+                        median, mad, q[0], q[-1], tuple(values))
+
+
 def distributions(figures: list[Figure]) -> dict[tuple[str, str], Distribution]:
-    groups: dict[tuple[str, str], list[Figure]] = {}
-    for f in figures:
-        groups.setdefault((f.sku, f.measure), []).append(f)
-    out = {}
-    for (sku, measure), fs in groups.items():
-        values = sorted(f.value for f in fs)
-        median = statistics.median(values)
-        mad = statistics.median(abs(v - median) for v in values)
-        q = statistics.quantiles(values, n=10, method="inclusive") if len(values) >= 2 else [values[0]] * 9
-        out[(sku, measure)] = Distribution(sku, measure, fs[0].unit, len(values), len({f.node for f in fs}),
-                                           median, mad, q[0], q[-1], tuple(values))
-    return out
+    return {key: _distribution(*key, fs) for key, fs in _groups(figures).items()}
+
+
+def _off_pct(value: float, higher_better: bool, median: float) -> float:
+    """How far a figure is on the bad side of its median, in percent (negative: the good side)."""
+    return (median - value) / median * 100 if higher_better else (value - median) / median * 100
 
 
 def outliers(figures: list[Figure], outlier_pct: float = DEFAULT_OUTLIER_PCT,
              min_fleet: int = DEFAULT_MIN_FLEET) -> tuple[list[Outlier], dict[tuple[str, str], Distribution]]:
     """Every figure more than outlier_pct on the bad side of its SKU's and measure's median, where
-    that fleet has at least min_fleet nodes; worst first."""
-    dists = distributions(figures)
-    found = []
-    for f in figures:
-        d = dists[(f.sku, f.measure)]
+    that fleet has at least min_fleet nodes; worst first (ties in the figures' order)."""
+    groups = _groups(figures)
+    dists = {key: _distribution(*key, fs) for key, fs in groups.items()}
+    found: list[tuple[float, int, Outlier]] = []
+    for key, fs in groups.items():
+        d = dists[key]
         if d.nodes < min_fleet or d.median <= 0:
             continue
-        off = (d.median - f.value) / d.median * 100 if f.higher_better else (f.value - d.median) / d.median * 100
-        if off > outlier_pct:
-            found.append(Outlier(f, d.median, round(off, 2), d.percentile(f.value)))
-    found.sort(key=lambda o: -o.off_pct)
-    return found, dists
+        # The sorted values say at once whether this fleet has an outlier at all: a fleet's archive
+        # holds tens of thousands of figures and very few outliers, so most groups are passed over
+        # without looking at each figure.
+        higher_better = d.unit not in LOWER_BETTER_UNITS
+        if max(_off_pct(d.values[0], higher_better, d.median), _off_pct(d.values[-1], higher_better, d.median)) <= outlier_pct:
+            continue
+        for i, f in fs:
+            off = _off_pct(f.value, higher_better, d.median)
+            if off > outlier_pct:
+                found.append((-round(off, 2), i, Outlier(f, d.median, round(off, 2), d.percentile(f.value))))
+    found.sort(key=lambda x: (x[0], x[1]))
+    return [o for _, _, o in found], dists
 
 
 def judge_run(own: list[Figure], fleet: list[Figure], outlier_pct: float = DEFAULT_OUTLIER_PCT,
@@ -117,7 +136,7 @@ def judge_run(own: list[Figure], fleet: list[Figure], outlier_pct: float = DEFAU
         if d is None or d.nodes < min_fleet or d.median <= 0:
             continue
         judged += 1
-        off = (d.median - f.value) / d.median * 100 if f.higher_better else (f.value - d.median) / d.median * 100
+        off = _off_pct(f.value, f.higher_better, d.median)
         if off > outlier_pct:
             found.setdefault(f.subject, []).append(Outlier(f, d.median, round(off, 2), d.percentile(f.value)))
     if not judged:

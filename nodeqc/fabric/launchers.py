@@ -25,12 +25,11 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from nodeqc.fabric import nccl_pair
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import Floors, Measurement, PairResult
 from nodeqc.fabric.simulated import SimulatedCluster
-from nodeqc.fabric.worker import CONNECT_RETRY_S, MARGIN_S, MARKER
-
-PORTS_PER_PAIR = 4  # pairs of one round get their own ports, so several may share a host (tests)
+from nodeqc.fabric.worker import CONNECT_RETRY_S, MARGIN_S, MARKER, PORTS_PER_PAIR
 
 
 @dataclass
@@ -45,12 +44,14 @@ class Work:
     use_cuda: bool = False
     nodeqc: list[str] = field(default_factory=lambda: ["nodeqc"])  # the command that runs nodeqc on a node
     addresses: dict[str, str] = field(default_factory=dict)  # node -> data address (default: its name)
+    nccl_bytes: int | None = None  # per GPU in the NCCL test (default: nccl_pair.BUFFER_BYTES)
 
     @property
     def round_timeout_s(self) -> float:
         """Every tool of a pair is bounded; a round is bounded by their sum."""
-        per_test = {"tcp": 2, "rdma": 2, "nccl": 1}
-        return sum(per_test[t] * (self.seconds + CONNECT_RETRY_S) for t in self.tests) + 2 * MARGIN_S + 60
+        per_test = {"tcp": 2 * (self.seconds + CONNECT_RETRY_S), "rdma": 2 * (self.seconds + CONNECT_RETRY_S),
+                    "nccl": nccl_pair.time_bound_s(self.seconds)}
+        return sum(per_test[t] for t in self.tests) + 2 * MARGIN_S + 60
 
     def worker_args(self, a: str, b: str, slot: int) -> list[str]:
         args = ["fabric", "worker", "--pair", f"{a},{b}", "--tests", ",".join(self.tests), "--seconds", f"{self.seconds:g}",
@@ -59,6 +60,22 @@ class Work:
             args += ["--address", f"{self.addresses.get(a, a)},{self.addresses.get(b, b)}"]
         if self.use_cuda:
             args.append("--use-cuda")
+        if self.nccl_bytes:
+            args += ["--nccl-bytes", str(self.nccl_bytes)]
+        return args
+
+    def plan_args(self, pairs: tuple[tuple[str, str], ...], addresses: dict[str, str]) -> list[str]:
+        """The worker's arguments for a whole round, when the node a worker lands on is chosen by a
+        scheduler (Kubernetes): each worker finds its pair, its end and its ports from its node."""
+        args = ["fabric", "worker", "--pairs", " ".join(f"{a},{b}" for a, b in pairs), "--tests", ",".join(self.tests),
+                "--seconds", f"{self.seconds:g}", "--streams", str(self.streams), "--port", str(self.port_base)]
+        known = {n: addresses[n] for pair in pairs for n in pair if n in addresses and addresses[n] != n}
+        if known:
+            args += ["--addresses", " ".join(f"{n}={addr}" for n, addr in known.items())]
+        if self.use_cuda:
+            args.append("--use-cuda")
+        if self.nccl_bytes:
+            args += ["--nccl-bytes", str(self.nccl_bytes)]
         return args
 
 
@@ -124,7 +141,7 @@ class ProcessLauncher(Launcher):
             out.seek(0)
             text = out.read().decode("utf-8", errors="replace")
             out.close()
-            lines = [_worker_line(line) for line in text.splitlines()]
+            lines = [worker_line(line) for line in text.splitlines()]
             found = [x for x in lines if x is not None]
             if error is None and not found:
                 status = "killed (overran the round)" if proc is not None and proc.returncode in (-9, 137) else (
@@ -144,7 +161,8 @@ class ProcessLauncher(Launcher):
         return results
 
 
-def _worker_line(line: str) -> dict[str, Any] | None:
+def worker_line(line: str) -> dict[str, Any] | None:
+    """A worker's result line (JSON carrying MARKER) among whatever else a log holds, or None."""
     line = line.strip()
     if not line.startswith("{") or MARKER not in line:
         return None
@@ -156,25 +174,44 @@ def _worker_line(line: str) -> dict[str, Any] | None:
 
 
 def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: list[str], floors: Floors) -> PairResult:
-    """The pair's result from what its two ends printed. Rails are named by position (`rail0`..:
-    the i-th active RDMA port of each node), so both ends name them alike."""
+    """The pair's result from what its two ends printed. Rails are matched by identity (the HCA's
+    name and port, worker.rail_id), as both ends name them; a rail active on one end only is a
+    finding of its own (no counterpart on the peer), not a connection error and never a silent drop,
+    and a rail whose two ports sit on different subnets is one too (cabled to another rail)."""
     ends = {o.get("node"): o for o in outputs}
     if set(ends) != {a, b}:
         missing = [n for n in (a, b) if n not in ends]
         why = "; ".join(errors) or "no output"
         return PairResult(round_no, a, b, error=f"{', '.join(missing)}: worker gave no result: {why}")
     rates: dict[tuple[str, str], float | None] = {}
+    active: dict[str, dict[str, dict[str, Any]]] = {}  # node -> rail -> what the end said of it
     figures = []
     for node, o in ends.items():
-        seen: dict[str, str] = {}
+        if isinstance(o.get("rails"), list):
+            active[node] = {str(r.get("rail")): r for r in o["rails"] if isinstance(r, dict)}
+            for rail, r in active[node].items():
+                rates[(node, rail)] = r.get("rate")
         for f in o.get("figures", []):
-            rail = f.get("rail")
-            if rail not in ("tcp", "nccl", "rdma"):  # an RDMA device: its rail by position
-                rail = seen.setdefault(rail, f"rail{len(seen)}")
-            rates[(node, rail)] = f.get("rate")
+            rail = str(f.get("rail"))
+            rates.setdefault((node, rail), f.get("rate"))
             figures.append((node, rail, f))
+    mismatched: dict[str, str] = {}
+    if len(active) == 2:
+        for node, peer in ((a, b), (b, a)):
+            for rail in sorted(set(active[node]) - set(active[peer])):
+                mismatched[rail] = (f"no counterpart on {peer}: {node} has {rail} active, {peer} has no active "
+                                    f"port on that rail ({', '.join(sorted(active[peer])) or 'none'})")
+        for rail in sorted(set(active[a]) & set(active[b])):
+            sa, sb = active[a][rail].get("subnet"), active[b][rail].get("subnet")
+            if sa and sb and sa != sb:
+                mismatched[rail] = f"{rail} is on subnet {sa} at {a} but {sb} at {b}: cabled to another rail?"
+    nccl = [(node, f) for node, rail, f in figures if rail == "nccl"]
+    if nccl:
+        figures = [x for x in figures if x[1] != "nccl"] + [(a, "nccl", one_nccl_figure(a, b, nccl))]
     out = []
     for node, rail, f in figures:
+        if rail in mismatched:
+            continue  # the clients' connection errors on it say less than the finding below
         if rail == "nccl":
             floor = floors.nccl_busbw_gbps
         elif rail == "tcp":
@@ -186,7 +223,33 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
             skipped = "no floor: the link's rate is not reported and no absolute floor was given"
         out.append(Measurement(rail, str(f.get("direction")), f.get("value"), str(f.get("unit", "")), floor,
                                f.get("error"), skipped))
+    for rail, why in sorted(mismatched.items()):
+        floor = floors.rdma(rates.get((a, rail)), rates.get((b, rail)))
+        out += [Measurement(rail, d, None, "Gb/s", floor, why) for d in ("a>b", "b>a")]
     return PairResult(round_no, a, b, out, identities={n: o.get("identity") or {"hostname": n} for n, o in ends.items()})
+
+
+def one_nccl_figure(a: str, b: str, figures: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The pair's all-reduce from both ends' figures: each end checked its own ranks, so an error at
+    either is the pair's (named by its node where the two ends differ); the bandwidth is the
+    slower end's; an end that said nothing is an error, never a silent pass."""
+    by_node = {node: f for node, f in figures}
+    said = {n: by_node[n].get("error") or (None if by_node[n].get("skipped") or by_node[n].get("value") is not None
+                                             else "no all-reduce figure") for n in by_node}
+    said.update({n: "no all-reduce figure" for n in (a, b) if n not in by_node})
+    errors = {n: e for n, e in said.items() if e}
+    out: dict[str, Any] = {"rail": "nccl", "direction": "both", "unit": "GB/s", "value": None}
+    if errors:
+        texts = list(dict.fromkeys(errors.values()))
+        out["error"] = texts[0] if len(texts) == 1 and len(errors) == 2 else "; ".join(
+            f"{n}: {e}" for n, e in errors.items())
+        return out
+    skipped = list(dict.fromkeys(f["skipped"] for f in by_node.values() if f.get("skipped")))
+    if skipped:
+        out["skipped"] = "; ".join(skipped)
+        return out
+    out["value"] = min(float(f["value"]) for f in by_node.values())
+    return out
 
 
 class HostLauncher(ProcessLauncher):

@@ -1,5 +1,5 @@
 """The fabric report: one in-toto Statement with every node as a subject, signed as node reports are
-(nodeqc.report: canonical JSON, DSSE, Ed25519), and its rendering for `nodeqc show`.
+(nodeqc.report: canonical JSON, DSSE, Ed25519); nodeqc.render renders it for `nodeqc show`.
 
 The predicate carries the same top-level facts a node report does (verdict, status, profile,
 `node` as the archive's key, checks, summary, times), so the archive, `verify`, `history` and
@@ -47,6 +47,13 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
     bad_ports: dict[str, list[str]] = {}
     for n, rail in scores.bad_ports:
         bad_ports.setdefault(n, []).append(rail)
+    # Rails a node has no active port on while its peers do (launchers.merge: "no counterpart on NODE").
+    portless: dict[str, set[str]] = {}
+    for r in results:
+        for m in r.measurements:
+            for node in (r.a, r.b):
+                if m.error and m.error.startswith(f"no counterpart on {node}:"):
+                    portless.setdefault(node, set()).add(m.rail)
     for node in scores.nodes:
         ratio = scores.pass_ratio(node)
         own = scores.ports_of(node)
@@ -61,12 +68,12 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
             failing = sorted(failing_peers.get(node, set()))
             where = f"every rail ({len(named)})" if len(named) == len(own) and len(own) > 1 else ", ".join(named)
             msg = (f"failed its pair tests with {len(failing)} distinct peers that passed with others "
-                   f"(pass ratio {ratio:.0%}); bad on {where}")
+                   f"(pass ratio {ratio:.0%}); bad on {where}" + _portless(portless.get(node, set()) & set(named)))
             out.append(CheckResult("fabric.node", node, Verdict.FAIL, msg, "FABRIC_NODE", values, [], evidence, "pass_ratio"))
         elif node in bad_ports:
             rails = bad_ports[node]
             msg = (f"{', '.join(rails)} failed with peers that passed on {'them' if len(rails) > 1 else 'it'} "
-                   f"with other nodes; the node's other rails passed")
+                   f"with other nodes; the node's other rails passed" + _portless(portless.get(node, set()) & set(rails)))
             out.append(CheckResult("fabric.node", node, Verdict.FAIL, msg, "FABRIC_NODE_RAIL", values, [], evidence,
                                    "pass_ratio"))
         elif node in scores.inconclusive:
@@ -119,6 +126,13 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
         out.append(CheckResult("fabric.pair", f"{r.a}-{r.b}", Verdict.ERROR, f"round {r.round}: not tested: {r.error}",
                                "FABRIC_PAIR_ERROR"))
     return out
+
+
+def _portless(rails: set[str]) -> str:
+    if not rails:
+        return ""
+    return (f"; no active port on {', '.join(sorted(rails))} here while its peers have one "
+            "(link down, or the HCA missing: ibstat)")
 
 
 def _kind(rail: str) -> str:
@@ -202,38 +216,3 @@ def fabric_statement(predicate: dict[str, Any]) -> dict[str, Any]:
 
 def write_report(path: Path, predicate: dict[str, Any], signer: Signer) -> None:
     write_envelope(path, sign(fabric_statement(predicate), signer))
-
-
-# ---------------------------------------------------------------------- for people
-
-
-def render(predicate: dict[str, Any], trust_line: str) -> str:
-    """`nodeqc show` of a fabric report: the verdict and what is bad first, then every node and rail."""
-    from nodeqc.codes import remediation
-    from nodeqc.render import banner, result_line
-
-    fab = predicate.get("fabric", {})
-    bad = fab.get("bad", {})
-    checks = [CheckResult.from_dict(c) for c in predicate.get("checks", [])]
-    out = [f"nodeqc fabric report: {banner(predicate)}", trust_line,
-           f"fabric    {fab.get('name')}  {len(fab.get('nodes', []))} nodes  rails {', '.join(fab.get('rails', [])) or 'none'}"
-           f"  launcher {fab.get('launcher')}",
-           f"rounds    {fab.get('rounds')} (seed {fab.get('seed')}); {fab.get('rounds_reason', '')}",
-           f"profile   {predicate.get('profile', {}).get('name')}  tests {', '.join(fab.get('tests', []))}",
-           f"run       {predicate.get('started_at')} .. {predicate.get('finished_at')}  {predicate.get('duration_s')} s",
-           f"operator  {predicate.get('operator')}  ticket {predicate.get('ticket')}"]
-    sim = predicate.get("simulation")
-    if sim:
-        out.append(f"simulated {sim.get('nodes')} nodes, {sim.get('rails')} rails  faults {', '.join(sim.get('faults') or []) or 'none'}")
-    named = [("bad nodes", bad.get("nodes")), ("bad rails of one node", [f"{n}:{r}" for n, r in bad.get("node_rails", [])]),
-             ("bad rails (fabric-wide)", bad.get("rails")), ("bad links", [f"{a}-{b}" for a, b in bad.get("links", [])]),
-             ("inconclusive", bad.get("inconclusive"))]
-    out += [""] + [f"{what:<24} {', '.join(items)}" for what, items in named if items]
-    failing = [c for c in checks if c.verdict in (Verdict.FAIL, Verdict.ERROR)]
-    if failing:
-        out += ["", f"FAILED ({len(failing)}):"]
-        for c in failing:
-            out += [f"  {c.subject:<12} {c.name}: {c.message} [{c.code}]",
-                    f"               -> {remediation(c.code or '')}"]
-    out += ["", "ALL CHECKS:"] + ["  " + result_line(c) for c in checks]
-    return "\n".join(out)
