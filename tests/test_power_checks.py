@@ -91,7 +91,9 @@ def test_pulse_reports_the_power_swing_it_saw():
 def test_a_gpu_lost_under_the_swings_fails_as_lost():
     lost = Outcome(Task("pulse", 0, {}, 1.0), "lost", None, "GPU has fallen off the bus", elapsed_s=3.0)
     r = judge_pulse([GPU], {0: lost}, {0: window([])}, H100)[0]
-    assert (r.verdict, r.code) == (Verdict.FAIL, "GPU_LOST")
+    assert (r.name, r.subject, r.verdict, r.code) == ("stress.power_pulse", "gpu0", Verdict.FAIL, "GPU_LOST")
+    r = judge_power([GPU], {0: lost}, {0: window([])}, H100)[0]
+    assert (r.name, r.subject, r.verdict, r.code) == ("stress.power", "gpu0", Verdict.FAIL, "GPU_LOST")
 
 
 # ---------------------------------------------------------------- the pulse verdict on the driver's counters
@@ -270,3 +272,108 @@ def test_transient_brake_is_found_by_the_counters_where_no_sample_lands_in_the_p
     pulse = next(c for c in _checks(p) if c["name"] == "stress.power_pulse" and c["subject"] == "gpu2")
     assert pulse["code"] == "POWER_PULSE_THROTTLE" and "power brake at the 20 ms period" in pulse["message"]
     assert pulse["evidence"]["attributed_by"]["power_brake"].startswith("sampled onsets (the driver's counter")
+
+
+# ---------------------------------------------------------------- whole results, field by field (issue 18)
+
+from nodeqc.checks import stress  # noqa: E402
+
+
+def whole(r):
+    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
+            r.key, [(t.name, t.kind, t.fail, t.warn, t.unit) for t in r.thresholds], r.evidence)
+
+
+GPU3 = GpuInfo(index=3, name="NVIDIA H100 80GB HBM3", uuid="GPU-x", bus_id="0000:1b:00.0", slot=3)
+POWER_LIMIT = [("min_power_fraction", "min", 0.75, 0.8, "")]
+PULSED = SPANS[1:]  # the evidence lists the swings, not the steady control
+SAMPLED = {"attributed_by": {"hw_slowdown": "sampled onsets (NVML keeps no counter of it)",
+                             "power_brake": "sampled onsets (the driver's counter is not supported here)"},
+           "counted_ms": {}, "counter_marks": []}  # no driver counter read: the sampled onsets attribute
+
+
+def test_whole_results_targeted_power():
+    # Idle samples are left out of the mean (645 W over the two loaded ones).
+    tel = window([(0.0, sample(power=650.0)), (1.0, sample(power=640.0)), (2.0, sample(power=100.0, util=0))])
+    assert whole(judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]) == (
+        "stress.power", "gpu3", "pass", None, "held 645 W of the 700 W limit (0.921) for 30 s at 1980 MHz",
+        {"power_fraction": (0.921, ""), "power_w": (645, "W"), "sm_clock_mhz": (1980, "MHz"), "throttle_s": (0, "s"),
+         "temp_max": (60, "C")}, "power_fraction", POWER_LIMIT, {})
+    tel = window([(0.0, sample(power=500.0)), (1.0, sample(power=501.0))])
+    r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]
+    assert (r.name, r.subject, r.verdict, r.code, r.key) == ("stress.power", "gpu3", Verdict.FAIL, "POWER_TARGET_LOW",
+                                                              "power_fraction")
+    assert r.message.endswith("; power under load 500 W of the 700 W limit, a fraction of 0.715 is below the limit 0.75")
+    assert {k: (v.value, v.unit) for k, v in r.values.items()} == {
+        "power_fraction": (0.715, ""), "power_w": (500.5, "W"), "sm_clock_mhz": (1980, "MHz"), "throttle_s": (0, "s"),
+        "temp_max": (60, "C")}
+    assert "diagnosis" in r.evidence  # explained: why the GPU could not draw its power
+    # The time the clocks were cut while it ran is kept, rounded to hundredths.
+    tel = window([(0.0, sample(power=500.0)), (1.23456, sample(power=501.0, reasons=REASON_BITS["hw_slowdown"]))])
+    r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]
+    assert (r.verdict, r.values["throttle_s"].value) == (Verdict.FAIL, 1.23)
+    assert whole(judge_power([GPU3], {3: ok({"seconds": 30})}, {}, H100)[0]) == (
+        "stress.power", "gpu3", "skip", None, "no power readings under load", {}, None, [], {})
+
+
+def test_targeted_power_without_a_power_limit_reading_is_skipped():
+    from nodeqc.na import NA
+    tel = window([(0.0, sample(power=650.0, limit=NA))])
+    assert judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0].verdict is Verdict.SKIP
+
+
+def test_whole_results_pulse():
+    tel = window([(9.0, sample()), (11.0, sample(REASON_BITS["power_brake"])), (11.5, sample(power=100.0, util=0))])
+    assert whole(judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel}, H100)[0]) == (
+        "stress.power_pulse", "gpu3", "fail", "POWER_PULSE_THROTTLE",
+        "clocks cut while the load swung: power brake at the 20 ms period",
+        {"periods": (4, ""), "power_min_w": (100, "W"), "power_max_w": (600, "W"), "fastest_failing_period_ms": (20, "ms")},
+        "fastest_failing_period_ms", [],
+        {"periods": PULSED, **SAMPLED,
+         "throttle_onsets": [{"t_s": 11.0, "reasons": ["power_brake"], "temp_c": 60, "sm_clock_mhz": 1980}]})
+    tel = window([(9.0, sample()), (11.5, sample(power=100.0, util=0))])
+    assert whole(judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel}, H100)[0]) == (
+        "stress.power_pulse", "gpu3", "pass", None, "load swung at 20, 100, 1000 ms periods with no HW slowdown or power brake",
+        {"periods": (4, ""), "power_min_w": (100, "W"), "power_max_w": (600, "W")}, "periods", [],
+        {"periods": PULSED, **SAMPLED, "throttle_onsets": []})
+
+
+def test_pulse_throttle_at_a_swing_and_in_no_period_is_not_counted():
+    # An HW slowdown onset outside every span, and a brake inside one: only the brake's period is named.
+    tel = window([(9.0, sample()), (14.5, sample(REASON_BITS["hw_slowdown"])), (15.5, sample(REASON_BITS["hw_slowdown"]
+                                                                                          | REASON_BITS["power_brake"]))])
+    r = judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel}, H100)[0]
+    assert (r.verdict, r.message) == (Verdict.FAIL, "clocks cut while the load swung: power brake at the 1000 ms period")
+    assert r.values["fastest_failing_period_ms"].value == 1000
+
+
+def test_power_and_pulse_parameters_from_the_profile():
+    assert stress.power_params(H100, quick=True) == {"seconds": float(H100.get("run", "quick_power_s"))}
+    assert stress.power_params(H100, quick=False) == {"seconds": float(H100.get("run", "power_s"))}
+    assert H100.get("run", "quick_power_s") != H100.get("run", "power_s")
+    for quick, key in ((True, "quick_pulse_s"), (False, "pulse_s")):
+        assert stress.pulse_params(H100, quick) == {"periods_s": [0.02, 0.1, 0.5, 1.0], "seed": stress.SEED, "dtype": "fp16",
+                                                    "seconds_per_period": float(H100.get("run", key))}
+    assert H100.get("run", "quick_pulse_s") != H100.get("run", "pulse_s")
+    assert isinstance(stress.power_params(H100, True)["seconds"], float)
+
+
+def test_targeted_power_names_another_process_and_explains_with_the_gpus_sku():
+    tel = window([(0.0, sample(power=650.0)), (1.0, sample(power=640.0))])
+    tel.other_processes = {4242: {"pid": 4242, "name": "python3", "used_bytes": 2 ** 31}}
+    r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]
+    assert (r.verdict, r.message) == (
+        Verdict.PASS, "held 645 W of the 700 W limit (0.921) for 30 s at 1980 MHz; another process used this GPU during "
+                      "the power test: pid 4242 (python3, 2.00 GiB)")
+    low = window([(0.0, sample(power=500.0)), (1.0, sample(power=501.0))])
+    r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: low}, H100)[0]
+    assert r.evidence["diagnosis"]["readings"]["sku"] == "H100 SXM5 80GB"  # what a healthy GPU of its kind does
+
+
+@pytest.mark.parametrize("tel", [None, GpuTelemetry(0)], ids=["no window", "no samples"])
+def test_pulse_without_readings_reports_no_power_swing(tel):
+    # No samples: no power figures and no onsets. (Its verdict is left untested: a PASS without readings,
+    # noted in benchmarks/RESULTS.md, "Mutation testing".)
+    r = judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel} if tel else {}, H100)[0]
+    assert {k: v.value for k, v in r.values.items()} == {"periods": 4}
+    assert r.evidence == {"periods": PULSED, **SAMPLED, "throttle_onsets": []}
