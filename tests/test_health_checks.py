@@ -433,7 +433,7 @@ def test_whole_results_row_remap():
     r = health.row_remap(gpu(), telemetry([loaded()], counters()), H100)
     assert (r.verdict, r.message) == (Verdict.PASS, "rows remapped for uncorrectable errors: 0, limit <= 511, warn above 0")
     assert whole(health.row_remap(gpu(), telemetry([loaded()], (GpuCounters(), GpuCounters())), H100)) == (
-        "health.row_remap", "gpu0", "skip", None, "row remapping not supported (pre-Ampere GPUs retire pages instead)",
+        "health.row_remap", "gpu0", "skip", None, "row remapping not reported by NVML on this GPU",
         {}, None, [], {})
     assert health.row_remap(gpu(), telemetry([loaded()], (GpuCounters(), None)), H100).verdict is Verdict.SKIP
 
@@ -453,7 +453,7 @@ def test_whole_results_retired_pages():
     for end in (GpuCounters(retired_sbe=1, retired_dbe=NA), GpuCounters(retired_sbe=NA, retired_dbe=1), None):
         r = health.retired_pages(gpu(), telemetry([loaded()], (start, end)), H100)
         assert whole(r) == ("health.retired_pages", "gpu0", "skip", None,
-                            "page retirement not supported (Ampere and newer remap rows instead)", {}, None, [], {})
+                            "page retirement not reported by NVML on this GPU", {}, None, [], {})
 
 
 def test_whole_results_xid():

@@ -408,7 +408,8 @@ def test_whole_results_targeted_power():
     r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]
     assert (r.verdict, r.values["throttle_s"].value) == (Verdict.FAIL, 1.23)
     assert whole(judge_power([GPU3], {3: ok({"seconds": 30})}, {}, H100)[0]) == (
-        "stress.power", "gpu3", "skip", None, "no power readings under load", {}, None, [], {})
+        "stress.power", "gpu3", "error", "POWER_NOT_READ", "telemetry read no sample of this GPU under load during "
+        "the power test (0 reading(s) in all): NVML answered too slowly; not judged", {}, None, [], {})
 
 
 def test_targeted_power_without_a_power_limit_reading_is_skipped():
