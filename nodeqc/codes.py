@@ -153,6 +153,9 @@ REMEDIATION: dict[str, str] = {
     "P2P_NO_PEER_ACCESS": "GPUs that should reach each other directly cannot: on NVSwitch nodes start the fabric manager (same version as the driver); check `nvidia-smi topo -m`, the NVLink state, and that ACS/IOMMU settings allow peer-to-peer.",
     "NVLINK_DOWN": "NVLink links are down: check `nvidia-smi nvlink -s` and that the fabric manager runs on NVSwitch nodes, reseat the GPU on its baseboard (or its NVLink bridge); RMA the GPU or baseboard if links stay down.",
     "NVLINK_ERRORS": "NVLink error counters grew (replays, recoveries or CRC errors): a marginal link; reseat the GPU or bridge, re-run and watch `nvidia-smi nvlink -e`; RMA the GPU or baseboard if the counts keep rising.",
+    # Checks a node's make-up does not call for (NOT_APPLICABLE below): nothing was left untested.
+    "NVLINK_NA": "Nothing to do: this GPU has no NVLink (a PCIe card) and the profile asks for none; stress.p2p judges its peer copies over PCIe.",
+    "ONE_GPU_NA": "Nothing to do: a node with one GPU has no GPU-to-GPU copies or all-reduce to test.",
     # NCCL
     "NCCL_SLOW": "All-reduce bus bandwidth is below the floor: check that the fabric manager runs (NVSwitch), every NVLink is up (health.nvlink) and stress.p2p passed; NCCL_DEBUG=INFO shows the transport NCCL chose (SHM through the host means peer access failed); fix those and re-run.",
     "NCCL_WRONG_RESULT": "All-reduce returned a wrong sum (silent data corruption on a GPU or link): re-run; check NVLink errors and stress.p2p; keep the GPU named in the evidence out of service and RMA it if it recurs.",
