@@ -30,7 +30,7 @@ import stat
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -41,7 +41,7 @@ from nodeqc.na import is_na
 from nodeqc.report import VerificationError
 
 ARCHIVE_ENV = "NODEQC_ARCHIVE"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: a fabric report's members and their verdicts
 REPORT_GLOB = "*.report.json"
 REPORT_SUFFIX = ".report.json"
 EVIDENCE_SUFFIXES = (".journal.jsonl", ".telemetry.csv.gz")  # beside a report, by its stem (runner.RunPaths)
@@ -111,6 +111,21 @@ class Entry:
     previous: str | None  # sha256 of the report this one re-tested
     failed: list[str]
     root: Path
+    # A fabric report (many nodes qualified together): each node's name -> its verdict there
+    # (pass, fail, error), host name, node key and failure code. Empty for a node's own report.
+    members: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def fabric(self) -> bool:
+        return bool(self.members)
+
+    def member(self, node: str) -> tuple[str, dict[str, Any]] | None:
+        """The fabric member a node's name there, host name or node key (system serial) stands for:
+        (its name, its facts), or None."""
+        if node in self.members:
+            return node, self.members[node]
+        found = [(n, m) for n, m in self.members.items() if node in (m.get("hostname"), m.get("key"))]
+        return found[0] if found else None
 
     @functools.cached_property
     def path(self) -> Path:
@@ -138,7 +153,7 @@ class Skipped:
 
 
 _COLUMNS = ("path", "sha256", "node", "hostname", "verdict", "status", "partial", "simulated", "profile",
-            "started_at", "finished_at", "operator", "ticket", "keyid", "previous", "failed")
+            "started_at", "finished_at", "operator", "ticket", "keyid", "previous", "failed", "members")
 # stamp: what the file (and its evidence beside it) looked like when verified; trust: 'verified' or
 # 'not verified' (then reason says why, and keyset which trusted keys it was tried with).
 _ROW = ("path", "stamp", "sha256", "trust", "reason", "keyset", *_COLUMNS[2:])
@@ -447,17 +462,28 @@ class Archive:
     # ------------------------------------------------------------------ queries
 
     def reports(self, node: str | None = None, verdict: str | None = None, since: str | None = None,
-                limit: int | None = None) -> list[Entry]:
+                limit: int | None = None, fabrics: bool = False) -> list[Entry]:
         """Verified reports, newest first. verdict: 'pass' (qualifications that passed: complete,
         not partial, not simulated), 'fail', or 'partial'. since: an ISO UTC timestamp
-        ('2026-11-01T00:00:00Z')."""
+        ('2026-11-01T00:00:00Z'). fabrics: with a node, also the fabric reports it took part in
+        (by its name in the fabric, its host name or its system serial)."""
         wanted: list[Callable[[dict[str, Any]], bool]] = []
+
+        def member(r: dict[str, Any]) -> dict[str, Any] | None:
+            """The node's facts in a fabric report it took part in (when fabrics are asked for)."""
+            return _member(r["members"], node) if node and fabrics and r["node"] != node and r["hostname"] != node else None
+
+        def own_verdict(r: dict[str, Any]) -> str:
+            """The report's verdict; in a fabric report the node took part in, the node's own there."""
+            m = member(r)
+            return r["verdict"] if m is None else {"pass": "PASS", "fail": "FAIL"}.get(m.get("verdict"), "ERROR")
+
         if node:
-            wanted.append(lambda r: r["node"] == node or r["hostname"] == node)
+            wanted.append(lambda r: r["node"] == node or r["hostname"] == node or member(r) is not None)
         if verdict == "pass":
-            wanted.append(lambda r: (r["verdict"], r["status"], r["partial"], r["simulated"]) == ("PASS", "complete", "0", "0"))
+            wanted.append(lambda r: (own_verdict(r), r["status"], r["partial"], r["simulated"]) == ("PASS", "complete", "0", "0"))
         elif verdict == "fail":
-            wanted.append(lambda r: r["verdict"] == "FAIL")
+            wanted.append(lambda r: own_verdict(r) == "FAIL")
         elif verdict == "partial":
             wanted.append(lambda r: r["partial"] == "1")
         elif verdict is not None:
@@ -476,9 +502,10 @@ class Archive:
         """Checked rows of verified reports as entries, newest first."""
         rows = [r for r in rows if r["trust"] == "verified" and r["keyid"] in self.trusted]
         rows.sort(key=lambda r: (r["finished_at"] or "", r["path"]), reverse=True)
-        return [Entry(**{c: r[c] for c in _COLUMNS if c not in ("path", "partial", "simulated", "failed")},
+        return [Entry(**{c: r[c] for c in _COLUMNS if c not in ("path", "partial", "simulated", "failed", "members")},
                       rel=r["path"], root=self.root, partial=r["partial"] == "1", simulated=r["simulated"] == "1",
-                      failed=[] if r["failed"] == "[]" else json.loads(r["failed"])) for r in rows[:limit]]
+                      failed=[] if r["failed"] == "[]" else json.loads(r["failed"]),
+                      members={} if r["members"] in (None, "{}") else json.loads(r["members"])) for r in rows[:limit]]
 
     def latest(self, node: str) -> Entry | None:
         """The newest verified report of a node, by its node key (system serial, else host name).
@@ -493,6 +520,20 @@ class Archive:
         found = self._entries([r for r in rows.values() if r["node"] == node], 1)
         return found[0] if found else None
 
+    def history(self, node: str) -> tuple[list[Entry], list[Skipped]]:
+        """One node's verified reports, newest first, and the files in its directory that did not
+        verify, with why (forged, altered, its evidence changed, signed by a key not trusted). Only
+        that node's directory is brought up to date."""
+        if not self.root.is_dir():
+            return [], []
+        try:
+            rows = self._guarded(lambda: self._refresh(safe_name(node)))
+        except OSError as e:
+            raise UsageError(f"{self.root}: cannot read the archive: {e.strerror or e}") from None
+        entries = self._entries([r for r in rows.values() if r["node"] == node])
+        bad = sorted((r for r in rows.values() if r["trust"] != "verified"), key=lambda r: r["path"])
+        return entries, [Skipped(self.root / r["path"], r["reason"]) for r in bad]
+
     def skipped(self) -> list[Skipped]:
         """Files in the archive that did not verify, and why, as the last listing found them (the
         whole archive when there was none)."""
@@ -502,6 +543,31 @@ class Archive:
             self._guarded(lambda: self._refresh(None))
         rows = sorted((r for r in (self._checked or {}).values() if r["trust"] != "verified"), key=lambda r: r["path"])
         return [Skipped(self.root / r["path"], r["reason"]) for r in rows]
+
+
+def _fabric_members(predicate: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A fabric report's nodes: name -> verdict there, host name, failure code (nodeqc.fabric.report)."""
+    if predicate.get("kind") != "fabric":
+        return {}
+    codes = {c.get("subject"): c.get("code") for c in predicate.get("checks") or []
+             if isinstance(c, dict) and c.get("name") == "fabric.node"}
+    out = {}
+    for n in predicate.get("nodes") or []:
+        if isinstance(n, dict) and isinstance(n.get("name"), str):
+            identity = n.get("identity") if isinstance(n.get("identity"), dict) else {}
+            hostname = _text(identity.get("hostname"))
+            out[n["name"]] = {"verdict": str(n.get("verdict")), "hostname": hostname,
+                              "key": node_key(identity.get("system_serial"), hostname or n["name"]),
+                              "code": _text(codes.get(n["name"]))}
+    return out
+
+
+def _member(members: str | None, node: str) -> dict[str, Any] | None:
+    """A node's facts in a fabric report's members (index column), by its name there or host name."""
+    if not members or members == "{}":
+        return None
+    found = json.loads(members)
+    return found.get(node) or next((m for m in found.values() if node in (m.get("hostname"), m.get("key"))), None)
 
 
 _FILES_PER_WORKER = 250  # a worker costs a fork and its share of the pool's start: worth it past a few hundred files
@@ -547,7 +613,8 @@ def _verified_facts(path: Path, trusted: dict[str, Any]) -> tuple[Any, ...]:
                  _text(p.get("started_at")), _text(p.get("finished_at")), _text(p.get("operator")),
                  _text(p.get("ticket")), verified.keyid,
                  _text(previous.get("sha256") if isinstance(previous, dict) else None),
-                 json.dumps([str(f) for f in (p.get("summary") or {}).get("failed") or []]))
+                 json.dumps([str(f) for f in (p.get("summary") or {}).get("failed") or []]),
+                 json.dumps(_fabric_members(p)))
         trust, reason = "verified", ""
     except VerificationError as e:
         trust, reason = "not verified", str(e)

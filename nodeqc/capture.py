@@ -13,7 +13,6 @@ import json
 import platform
 import threading
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -24,6 +23,7 @@ from nodeqc import __version__
 from nodeqc.backends.base import HostInfo
 from nodeqc.backends.nvml import NvmlBackend
 from nodeqc.safefile import write_atomic
+from nodeqc.stamps import utc_now
 
 _ERROR_NAMES = {getattr(pynvml, n): n.removeprefix("NVML_ERROR_") for n in dir(pynvml) if n.startswith("NVML_ERROR_")}
 # Calls that take no device handle, or whose answers are not the device's to replay.
@@ -161,7 +161,7 @@ def capture(seconds: float, hz: float, load: bool, host: HostInfo, nvml: Any = N
         backend.close()
     return {
         "nodeqc_capture": 1,
-        "captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "captured_at": utc_now(),
         "tool": {"version": __version__, "python": platform.python_version()},
         "load": load_note,
         "host": host.to_dict(),

@@ -504,6 +504,7 @@ def cmd_history(argv: list[str]) -> int:
     limit = args.limit
     if args.expired:  # expiry is judged on each node's newest qualification: limit after that
         args.limit = None
+    args.fabrics = not args.expired  # a node's history includes the fabric runs it took part in
     entries = query(args)
     if args.expired:
         from nodeqc.fleet import expired_entries
@@ -513,7 +514,16 @@ def cmd_history(argv: list[str]) -> int:
         print(f"{'FINISHED':<20}  {'NODE':<18} {'HOST':<16} {'RESULT':<20} {'PROFILE':<10} {'FAILED':<28} REPORT")
     for e in entries:
         failed = (e.failed[0] + (f" +{len(e.failed) - 1}" if len(e.failed) > 1 else "")) if e.failed else "-"
-        print(_clean(f"{e.finished_at:<20}  {e.node:<18} {e.hostname:<16} {e.result:<20} {e.profile:<10} "
+        host, result = e.hostname, e.result
+        if e.fabric:  # many nodes qualified together: with --node, that node's own verdict there
+            host, result = f"fabric of {len(e.members)}", f"FABRIC {e.result}"
+            found = e.member(args.node) if args.node else None
+            if found:
+                name, facts = found
+                aborted = " (aborted)" if e.status == "aborted" else ""
+                result = f"FABRIC {str(facts.get('verdict')).upper()}{aborted}" + (" SIM" if e.simulated else "")
+                failed = f"{facts.get('code')} as {name}" if facts.get("code") else f"as {name}"
+        print(_clean(f"{e.finished_at:<20}  {e.node:<18} {host:<16} {result:<20} {e.profile:<10} "
                      f"{failed:<28} {e.path}"))
     return 0
 

@@ -57,7 +57,8 @@ def query(args: argparse.Namespace) -> list[Any]:
     if args.archive and not Path(args.archive).is_dir():
         raise UsageError(f"--archive {args.archive}: no such directory")
     archive = Archive(args.archive, trusted_keys(args.pubkey))
-    entries = archive.reports(node=args.node, verdict=args.verdict, since=since, limit=getattr(args, "limit", None))
+    entries = archive.reports(node=args.node, verdict=args.verdict, since=since, limit=getattr(args, "limit", None),
+                              fabrics=getattr(args, "fabrics", False))
     for skipped in archive.skipped():
         print(clean(f"nodeqc: warning: NOT VERIFIED: {skipped.path}: {skipped.reason} (not listed)"),
               file=sys.stderr)

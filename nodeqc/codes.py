@@ -86,6 +86,10 @@ REMEDIATION: dict[str, str] = {
     "ETHTOOL_MISSING": "Install ethtool (apt-get install ethtool, or dnf install ethtool) to read the NICs' optical modules.",
     "OPTICS_ALARM": "An optical module reading is outside its own alarm range: clean the connector and fibre, reseat or replace the transceiver; a high temperature points at airflow over the NIC.",
     "OPTICS_WARNING": "An optical module reading is outside its own warning range: clean the fibre ends and check the transceiver and its airflow before it reaches the alarm range.",
+    # Optics read with mlxlink (NVIDIA MFT): the link's error rate after FEC, and output it could not read
+    "LINK_BER_HIGH": "The link loses bits even after forward error correction: reseat the cable or transceiver at both ends, clean the fibre, then clear the counters (mlxlink -d <dev> --pc) and re-test; replace the cable or transceiver if the rate stays high, and check the switch port's side with its own counters.",
+    "OPTICS_UNREADABLE": "mlxlink's output could not be read for this port: run `mlxlink -d <PCI address> -m -c` by hand as root; update MFT (or mstflint) to match the NIC firmware, or remove it so nodeqc reads the module with ethtool -m.",
+    "MODULE_UNREADABLE": "`ethtool -m` hung or could not run for this port, so its module was not judged: run `ethtool -m IFACE` by hand as root; a hang points at the NIC driver or the module's management bus: reseat the module, update the NIC driver and firmware.",
     # Fleet statistics
     "FLEET_OUTLIER": "This GPU or node clears the profile's floor but trails its fleet (same SKU, other nodes' newest reports): treat it as the first suspect for slow jobs; check its cooling, power and PCIe/NVLink, compare its telemetry with a median node's, and re-test.",
     # Without a peer: NCCL through the node's own NICs (issue 15)

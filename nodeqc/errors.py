@@ -28,3 +28,9 @@ class GpuLostError(Exception):
 
 class ComputeUnavailable(Exception):
     """GPU compute cannot start (CuPy missing, no CUDA runtime): stress checks report it as an error."""
+
+
+class DtypeUnavailable(Exception):
+    """One dtype's products cannot run on this GPU (no library for it, too old an architecture, the
+    library offers no algorithm): that dtype is reported as not run with this reason, and the rest of
+    the burn goes on. Never a failure of the GPU."""

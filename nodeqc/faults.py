@@ -115,6 +115,7 @@ NIC_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "fw": (_text, "the NIC's RDMA device runs this firmware version"),
     "numa": (_int(0, 7), "the NIC sits on this NUMA node"),
     "optics_temp": (_number(-40, 150), "the NIC's optical module runs at this temperature (C)"),
+    "link_ber": (_number(0, 1e-3), "the link's bit error rate after FEC, as mlxlink reads it (symbol and effective BER)"),
 }
 # The host as a whole: `--inject host:edac_ce=5` (host0 is the same).
 HOST_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
@@ -125,6 +126,7 @@ HOST_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "iommu": (_choice("off", "identity", "DMA", "DMA-FQ"), "the IOMMU runs in this mode (off: disabled)"),
     "bios": (_text, "the BIOS reports this version"),
     "cpu_wrong": (_int(0, 4095), "this logical CPU computes wrong answers in the host stress"),
+    "no_mlxlink": (None, "NVIDIA MFT (mlxlink) is not installed: optical modules are read with ethtool -m"),
 }
 TARGETS = {"gpu": GPU_FAULTS, "nic": NIC_FAULTS, "host": HOST_FAULTS}
 

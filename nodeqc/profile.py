@@ -210,6 +210,14 @@ class Profile:
         return make_threshold(key, raw, self.data.get("warn_band", DEFAULT_WARN_BAND))
 
     @property
+    def baseline_path(self) -> Path | None:
+        """The golden baseline the profile names (`baseline = FILE`, relative to the profile's file)."""
+        ref = self.data.get("baseline")
+        if not ref:
+            return None
+        return Path(ref) if Path(ref).is_absolute() else Path(self.path).parent / ref
+
+    @property
     def digest(self) -> str:
         """sha256 of the resolved content: two runs with equal digests applied the same rules."""
         canon = json.dumps(self.data, sort_keys=True, separators=(",", ":"))
@@ -287,7 +295,23 @@ def load_profile(ref: str, sku: str | None = None) -> Profile:
     for section, defaults in DEFAULTS.items():
         data[section] = {**defaults, **data.get(section, {})}
     _check_complete(path, data)
-    return Profile(name or path.stem, path, data, [name] + chain if name else chain)
+    profile = Profile(name or path.stem, path, data, [name] + chain if name else chain)
+    _check_baseline(profile)
+    return profile
+
+
+def _check_baseline(profile: Profile) -> None:
+    """A profile's `baseline =` file is read and checked with the profile, so a bad one stops the
+    command line (exit 2) and the app's Start before anything runs, not when the run reaches it."""
+    if profile.baseline_path is None:
+        return
+    from nodeqc.baseline import Baseline
+
+    try:
+        Baseline.load(profile.baseline_path, profile)
+    except UsageError as e:
+        text = str(e)
+        raise UsageError(text if text.startswith("profile ") else f"profile {profile.name}: {text}") from None
 
 
 def load_for(ref: str, gpus: list[Any]) -> Profile:

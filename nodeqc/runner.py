@@ -8,7 +8,6 @@ marked aborted. An exception inside nodeqc becomes an ERROR result with its trac
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import os
 import platform
@@ -42,6 +41,7 @@ from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
 from nodeqc.safefile import NEW_FILE_FLAGS, OutputError
 from nodeqc.selection import CHECKS, Selection
+from nodeqc.stamps import current_user, utc_now
 from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
 from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, own_pids, run_tasks
 
@@ -161,7 +161,7 @@ class Runner:
 
     def run(self) -> RunOutcome:
         self.t0 = self.hw.clock.now()
-        started_at = _utc_now()
+        started_at = utc_now()
         host = self.hw.host.info()
         gpus, driver, cuda, nvml_error = self._open_gpus(host)
         paths = self._paths(host)
@@ -260,15 +260,11 @@ class Runner:
                    if self.profile.get("host", "fio_scratch") else []))
             self._publish(host_stress_checks.nvme(runs, missing, self.profile))
         if sel.includes("host.optics") and not self.aborted and self.profile.get("host", "optics", True):
-            from nodeqc.backends.host_stress import parse_module
+            from nodeqc.backends.optics import read_optics
 
-            nics = [n for n in self._nics_start if not n.virtual and n.interface]
-            missing = stress.missing_tool("ethtool") if nics else None
-            modules = {}
-            for n in [] if missing else nics:
-                text = stress.module(n.name)
-                modules[n.name] = (n.name, parse_module(text) if text else None)
-            self._publish(host_stress_checks.optics(modules, missing))
+            read = read_optics(stress, [n for n in self._nics_start if not n.virtual and n.interface])
+            self._publish(host_stress_checks.optics(read.modules, read.ethtool_missing, read.links, read.notes,
+                                                          read.unread))
 
     def _conformance_phase(self, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str) -> None:
         """The node against its golden baseline: firmware, software, settings, topology."""
@@ -555,9 +551,9 @@ class Runner:
             "tool": {"name": "nodeqc", "version": __version__, "python": platform.python_version(),
                      "command": self.options.command},
             "started_at": started_at,
-            "finished_at": _utc_now(),
+            "finished_at": utc_now(),
             "duration_s": self.now(),
-            "operator": self.options.operator or _user(),
+            "operator": self.options.operator or current_user(),
             "ticket": self.options.ticket,
             "signer": {"keyid": self.options.signer.keyid},
             "partial": self.options.selection.to_dict(),
@@ -642,11 +638,8 @@ def baseline_of_profile(profile: Profile) -> Any:
     """The profile's `baseline = FILE` (relative to the profile's file), loaded; None without one."""
     from nodeqc.baseline import Baseline
 
-    ref = profile.data.get("baseline")
-    if not ref:
-        return None
-    path = Path(ref) if Path(ref).is_absolute() else Path(profile.path).parent / ref
-    return Baseline.load(path, profile)
+    path = profile.baseline_path
+    return Baseline.load(path, profile) if path is not None else None
 
 
 def valid_until(profile: Profile, status: str, partial: bool) -> str | None:
@@ -660,12 +653,3 @@ def valid_until(profile: Profile, status: str, partial: bool) -> str | None:
     return (datetime.now(timezone.utc) + timedelta(days=days)).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _user() -> str | None:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return None

@@ -88,7 +88,10 @@ SKUS: tuple[Sku, ...] = (
     # ---- Hopper
     _sku("h100-sxm5-80gb", "h100", "H100 SXM5 80GB", "sxm", (0x2330,), ("NVIDIA H100 80GB HBM3",),
          79.6, 700,
-         # fp8: nvmath-python (cuBLASLt) 1353.2 on the first machine; nodeqc's burn does not run fp8.
+         # fp8: 8192^3 through nvmath-python's Matmul (cuBLASLt, the library and heuristic the burn's
+         # fp8 uses), 1353.2 on the first machine, the lower of the two libraries measured (PyTorch's
+         # _scaled_mm 1417.6). A short benchmark, not yet the burn's sustained low end: replace it
+         # with that once the fp8 burn has run on H100 SXM5s (benchmarks/bench_gpu.py).
          {**_H100_SXM5_MEASURED, "fp8": 1353.2},
          # Not read on the H100 under the burn: the H200 (same GH100 die, clocks and 700 W limit)
          # ran at 1794 MHz mean over the whole quick burn (every dtype). Under a half-precision
@@ -113,7 +116,7 @@ SKUS: tuple[Sku, ...] = (
     _sku("h200-sxm-141gb", "h200", "H200 SXM 141GB", "sxm", (0x2335,), ("NVIDIA H200",),
          140.4, 700,
          # tf32: 349.1 on this H200 against 358-364 on the H100s; fp8 not measured (datasheet
-         # estimate, and nodeqc's burn does not run fp8).
+         # estimate).
          {"fp64": 60.9, "fp32": 51.2, "tf32": 349.1, "fp16": 742.6, "bf16": 738.8,
           "fp8": _estimate({"fp8": 1979})["fp8"]},
          1794, 3972, 5,

@@ -10,6 +10,7 @@ import math
 import os
 from typing import TYPE_CHECKING, Any, Callable
 
+from nodeqc.errors import DtypeUnavailable
 from nodeqc.verify import (allreduce_expected, array_module, compare_exact, copy_pattern, decode_memtest_errors,
                            known_answer_inputs, on_device_of, stream_expected)
 
@@ -117,8 +118,13 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
     start = clock.now()
     try:
         for k, dtype in enumerate(dtypes):
-            flops = device.matmul_setup(dtype, seed)
-            warm = device.matmul_run(1)  # first product: kernel selection and clocks ramping; not timed
+            try:
+                flops = device.matmul_setup(dtype, seed)
+                warm = device.matmul_run(1)  # first product: kernel selection and clocks ramping; not timed
+            except DtypeUnavailable as e:  # found in the set-up (a library's plan): not run, never a failure
+                not_run[dtype] = str(e)
+                device.release()
+                continue
             iters = max(1, int(step / max(warm, 1e-6)))
             done_flops = done_s = 0.0
             first = repeat_mismatch = wrong = None

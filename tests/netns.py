@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from processes import run_checked
+
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = "nqctest"
 A_ADDR, B_ADDR = "198.51.100.1", "198.51.100.2"
@@ -25,8 +27,8 @@ A_DEV, B_DEV = "nqv0", "nqv1"
 _serial = itertools.count()
 
 
-def _ip(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=timeout)
+def _ip(*args: str, timeout: float = 20, check: bool = False) -> subprocess.CompletedProcess[str]:
+    return run_checked(["ip", *args], timeout=timeout, check=check)
 
 
 @functools.lru_cache(maxsize=None)
@@ -71,9 +73,7 @@ class VethPair:
                          ["-n", self.b, "addr", "add", f"{B_ADDR}/30", "dev", B_DEV],
                          ["-n", self.a, "link", "set", A_DEV, "up"], ["-n", self.b, "link", "set", B_DEV, "up"],
                          ["-n", self.a, "link", "set", "lo", "up"], ["-n", self.b, "link", "set", "lo", "up"]):
-                done = _ip(*step)
-                if done.returncode != 0:
-                    raise RuntimeError(f"ip {' '.join(step)}: {done.stderr.strip()}")
+                _ip(*step, check=True)
             self.wait_carrier()
         except BaseException:
             self.close()
@@ -96,10 +96,7 @@ class VethPair:
             _ip("netns", "del", ns)
 
     def run(self, ns: str, *cmd: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True, timeout=timeout)
-        if check and done.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} in {ns}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
-        return done
+        return run_checked(["ip", "netns", "exec", ns, *cmd], timeout=timeout, check=check)
 
     def iperf3_server(self, port: int = 5201) -> None:
         """`iperf3 -s` in b on B_ADDR:port, and wait (bounded) until it listens."""
@@ -172,9 +169,7 @@ class Fabric:
                           ["-n", ns, "addr", "add", f"{self.addresses[ns]}/24", "dev", "nqf0"],
                           ["-n", ns, "link", "set", "nqf0", "up"], ["-n", ns, "link", "set", "lo", "up"]]
             for step in steps:
-                done = _ip(*step)
-                if done.returncode != 0:
-                    raise RuntimeError(f"ip {' '.join(step)}: {done.stderr.strip()}")
+                _ip(*step, check=True)
             self._wait_reachable()
         except BaseException:
             self.close()
@@ -200,8 +195,6 @@ class Fabric:
     def throttle(self, index: int, rate: str) -> None:
         """Cap node `index`'s link at `rate` in both directions (its end and the hub's end)."""
         for ns, dev in ((self.nodes[index], "nqf0"), (self.hub, f"nqh{index}")):
-            done = _ip("-n", ns, "link", "show", dev)
-            if done.returncode != 0:
-                raise RuntimeError(done.stderr)
-            subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
-                            rate, "burst", "64kb", "latency", "50ms"], check=True, capture_output=True, timeout=20)
+            _ip("-n", ns, "link", "show", dev, check=True)
+            run_checked(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
+                         rate, "burst", "64kb", "latency", "50ms"], timeout=20)

@@ -18,6 +18,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from processes import run_checked
+
 DAEMONS = {"munged": "munge", "slurmctld": "slurmctld", "slurmd": "slurmd", "srun": "slurm-client",
            "scontrol": "slurm-client", "salloc": "slurm-client", "sinfo": "slurm-client"}
 SBIN = ("/usr/sbin", "/usr/bin")
@@ -101,9 +103,7 @@ class LocalSlurm:
         raise RuntimeError(f"the local Slurm did not come up within 15 s: {log}")
 
     def _run(self, cmd: list[str | None]) -> None:
-        done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=self.env, timeout=30)
-        if done.returncode != 0:
-            raise RuntimeError(f"{cmd[0]}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
+        run_checked([str(c) for c in cmd], env=self.env, timeout=30)
 
     def close(self) -> None:
         """Stop our daemons, by their pid files, slurmd first."""

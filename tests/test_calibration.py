@@ -66,12 +66,29 @@ def test_a_slow_gpu_of_every_sku_warns_at_12_and_fails_at_22_percent(key, fault,
     assert (r.verdict, r.code) == (verdict, code), r.message
 
 
-def test_the_simulated_gpu_reports_fp8_not_run_as_the_real_one_does():
+def test_a_simulated_hopper_burns_fp8_at_its_skus_figure():
+    """FP8 runs where the real rule lets it (compute capability 8.9 and newer), at the SKU's figure,
+    verified like every other dtype."""
     r = judged("h100-sxm5-80gb", [], "burn")
-    assert "fp8" not in r.evidence["dtypes"]
-    assert r.evidence["not_run"] == {"fp8": "fp8 matmul needs cuBLASLt, which CuPy does not expose"}
-    assert {d: m["tflops"] for d, m in r.evidence["dtypes"].items()} == \
-        {d: v for d, v in BY_KEY["h100-sxm5-80gb"].healthy_tflops.items() if d != "fp8"}
+    assert r.evidence["not_run"] == {}
+    assert {d: m["tflops"] for d, m in r.evidence["dtypes"].items()} == BY_KEY["h100-sxm5-80gb"].healthy_tflops
+    assert r.evidence["dtypes"]["fp8"]["tflops"] == 1353.2 and r.evidence["dtypes"]["fp8"]["known_answer_mismatch"] is None
+
+
+def test_a_simulated_ampere_asked_for_fp8_says_not_run_as_the_real_one_does():
+    node = SimNode(sku_scenario("a100-sxm4-80gb"), [], time_scale=1e6)
+    device = SimDevice(node.compute_spec(), 0)
+    result = workloads.matmul_burn(device, {"seconds": 1, "dtypes": ["bf16", "fp8"], "seed": 1}, _Quiet())
+    assert result["not_run"] == {"fp8": "fp8 needs compute capability 8.9 or newer (Ada, Hopper and later); "
+                                        "this GPU is 8.0"}
+    assert list(result["dtypes"]) == ["bf16"]
+
+
+@pytest.mark.parametrize("fault, code", [("bitflip", "SDC_KNOWN_ANSWER"), ("slow=0.78", "BURN_SLOW")])
+def test_faults_reach_the_simulated_fp8_burn(fault, code):
+    r = judged("h200-sxm-141gb", [f"gpu0:{fault}"], "burn")
+    assert (r.verdict, r.code) == (Verdict.FAIL, code)
+    assert "fp8" in r.message
 
 
 # ---------------------------------------------------------------------- the rule at its boundaries

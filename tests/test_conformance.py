@@ -252,6 +252,33 @@ def test_profile_baseline_fields_are_checked(tmp_path, golden):
         baseline_of_profile(load_profile(str(prof)))
 
 
+BAD_BASELINES = [
+    (None, 'baseline = "absent.toml"', "baseline {d}/absent.toml: no such file (make one with: nodeqc baseline create"),
+    ("not = [toml", 'baseline = "golden.toml"', "baseline {d}/golden.toml: invalid TOML"),
+    ("[gpu]\n", 'baseline = "golden.toml"', "[baseline] format = 1 missing: not a nodeqc baseline"),
+    ("[baseline]\nformat = 1\n[gpu.gpu0]\nvbois = 'x'\n", 'baseline = "golden.toml"', "[gpu.gpu0] vbois: unknown key"),
+    ("[baseline]\nformat = 1\n", 'baseline = "golden.toml"\nbaseline_ignore = ["kernal"]', "unknown field 'kernal'"),
+]
+
+
+@pytest.mark.parametrize("baseline, line, message", BAD_BASELINES, ids=["absent", "toml", "format", "key", "ignore"])
+def test_a_bad_profile_baseline_stops_before_anything_runs(tmp_path, baseline, line, message):
+    if baseline is not None:
+        (tmp_path / "golden.toml").write_text(baseline)
+    prof = tmp_path / "fleet.toml"
+    prof.write_text(f'description = "our H100 build"\nextends = "h100"\n{line}\n')
+    message = message.format(d=tmp_path)
+    with pytest.raises(UsageError, match="^profile fleet: ") as raised:  # when the profile is loaded
+        load_profile(str(prof))
+    assert message in str(raised.value)
+    for args in (("profiles", str(prof)),
+                 ("--headless", "--profile", str(prof), "--simulate", "h100", "--quick", "--out", str(tmp_path / "out"))):
+        p = cli(*args)
+        assert p.returncode == 2 and p.stdout == "", (p.stdout, p.stderr)
+        assert p.stderr.splitlines() == [f"nodeqc: {raised.value}"]
+    assert list((tmp_path / "out").iterdir()) == []  # nothing ran: no journal, no report (--out is checked first)
+
+
 @pytest.mark.slow
 def test_cli_create_then_run_with_the_baseline(tmp_path):
     golden_file = tmp_path / "golden.toml"

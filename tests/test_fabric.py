@@ -6,6 +6,7 @@ errors."""
 import base64
 import itertools
 import json
+from pathlib import Path
 
 import pytest
 
@@ -281,6 +282,40 @@ def test_clean_fabric_passes_and_the_archive_indexes_it():
     assert {r["check"] for r in rows} == {"fabric.node", "fabric.rail"} and len(rows) == 16 + 8
 
 
+def test_a_nodes_history_lists_the_fabric_runs_it_took_part_in():
+    p = cli("fabric", "--simulate", "8", "--rails", "2", "--seed", "3", "--name", "rack9", "--inject", "node3:slow=0.4")
+    assert p.returncode == 1, p.stderr
+    bad = cli("history", "--node", "node3")
+    (row,) = bad.stdout.splitlines()[1:]
+    assert "fabric-rack9" in row and "fabric of 8" in row and "FABRIC FAIL SIM" in row and "FABRIC_NODE as node3" in row
+    good = cli("history", "--node", "node1")
+    (row,) = good.stdout.splitlines()[1:]
+    assert "FABRIC PASS SIM" in row and "as node1" in row
+    # --verdict is the node's own verdict in that fabric, not the fabric's.
+    assert len(cli("history", "--node", "node3", "--verdict", "fail").stdout.splitlines()) == 2
+    assert cli("history", "--node", "node1", "--verdict", "fail").stdout == ""
+    assert cli("history", "--node", "node42").stdout == ""  # not a member
+    everything = cli("history")
+    assert "FABRIC FAIL SIM" in everything.stdout and "fabric of 8" in everything.stdout
+
+
+def test_a_fabric_member_is_found_by_its_name_host_name_or_serial():
+    from nodeqc.archive import Entry, _fabric_members
+
+    predicate = {"kind": "fabric", "nodes": [
+        {"name": "gpu17", "verdict": "fail", "identity": {"hostname": "gpu17.dc1", "system_serial": "SN-17"}},
+        {"name": "gpu42", "verdict": "pass", "identity": {"hostname": "gpu42"}}],
+        "checks": [{"name": "fabric.node", "subject": "gpu17", "code": "FABRIC_NODE_RAIL"}]}
+    members = _fabric_members(predicate)
+    entry = Entry(rel="fabric-x/r.report.json", sha256="0" * 64, node="fabric-x", hostname="fabric-x", verdict="FAIL",
+                  status="complete", partial=False, simulated=False, profile="generic", started_at="", finished_at="",
+                  operator=None, ticket=None, keyid="k", previous=None, failed=[], root=Path("/r"), members=members)
+    assert entry.fabric and [entry.member(n)[0] for n in ("gpu17", "gpu17.dc1", "SN-17", "gpu42")] == \
+        ["gpu17", "gpu17", "gpu17", "gpu42"]
+    assert entry.member("SN-17")[1]["code"] == "FABRIC_NODE_RAIL" and entry.member("gpu99") is None
+    assert _fabric_members({"kind": "node", "nodes": []}) == {}
+
+
 def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     p = cli("fabric", "--simulate", "2", "--rails", "1", "--inject", "node1:down", "--out", str(tmp_path))
     assert p.returncode == 2, p.stderr
@@ -296,12 +331,13 @@ def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     (["--hosts", "a,b,a", "--launch", "env H={host}"], "node a is listed twice"),
     (["--slurm"], "inside a job's allocation"),
     (["--simulate", "8", "--drain"], "--drain drains Slurm nodes"),
+    (["--simulate", "8", "--image", "nodeqc:1"], "--image is the Kubernetes pods' image: it needs --k8s"),
     (["--simulate", "8", "--confidence", "1.5"], "--confidence 1.5"),
     (["--simulate", "8", "--inject", "node9:down"], "no node9 in a cluster of 8"),
     (["--simulate", "1"], "at least two nodes"),
     (["--simulate", "8", "--tests", "nccl"], "the simulated cluster runs rdma"),
     (["--hosts", "@/no/such/file", "--launch", "env H={host}"], "--hosts @/no/such/file: cannot read"),
-    ([], "one of the arguments --slurm --hosts --simulate is required"),
+    ([], "one of the arguments --slurm --hosts --k8s --simulate is required"),
     (["--hosts", "a,b", "--launch", "env H={host}", "--tests", "nccl"], "--min-nccl-busbw"),
 ])
 def test_usage_errors_are_one_line(args, message):

@@ -1,9 +1,8 @@
 """The per-pair worker and what the launchers do with its output: which end a node is, merging the
-two ends' figures into a pair result (rails by position, the floor from the slower end), the
-launchers' command lines, ib_write_bw output as perftest prints it, the Kubernetes manifest."""
+two ends' figures into a pair result (rails by identity, the floor from the slower end), the
+launchers' command lines, ib_write_bw output as perftest prints it (the Kubernetes manifest: test_fabric_k8s.py)."""
 
 import pytest
-import yaml
 
 from conftest import ROOT
 from nodeqc.backends.nic import parse_ib_write_bw
@@ -38,20 +37,60 @@ def _end(node, figures):
             "figures": figures}
 
 
-def test_merge_names_rails_by_position_and_takes_the_slower_ends_rate():
+def _rails(*items):
+    return [{"rail": r, "rate": rate, "subnet": subnet} for r, rate, subnet in items]
+
+
+def test_merge_matches_rails_by_identity_and_takes_the_slower_ends_rate():
     a = _end("a", [{"rail": "mlx5_0", "direction": "a>b", "value": 390.0, "unit": "Gb/s", "rate": 400.0},
                    {"rail": "mlx5_3", "direction": "a>b", "value": 150.0, "unit": "Gb/s", "rate": 400.0}])
-    b = _end("b", [{"rail": "mlx5_1", "direction": "b>a", "value": 190.0, "unit": "Gb/s", "rate": 200.0},
-                   {"rail": "mlx5_4", "direction": "b>a", "value": 391.0, "unit": "Gb/s", "rate": 400.0},
+    a["rails"] = _rails(("mlx5_0", 400.0, "fe80:0000:0000:0000"), ("mlx5_3", 400.0, "fe80:0000:0000:0000"))
+    b = _end("b", [{"rail": "mlx5_0", "direction": "b>a", "value": 190.0, "unit": "Gb/s", "rate": 200.0},
+                   {"rail": "mlx5_3", "direction": "b>a", "value": 391.0, "unit": "Gb/s", "rate": 400.0},
                    {"rail": "tcp", "direction": "b>a", "value": 9.0, "unit": "Gb/s", "rate": 10.0}])
+    b["rails"] = _rails(("mlx5_0", 200.0, "fe80:0000:0000:0000"), ("mlx5_3", 400.0, "fe80:0000:0000:0000"))
     r = merge(3, "a", "b", [a, b], [], FLOORS)
     got = {(m.rail, m.direction): (m.value, m.floor, m.passed) for m in r.measurements}
-    assert got[("rail0", "a>b")] == (390.0, 180.0, True)  # b's rail0 trained at 200: the floor is 0.9 x 200
-    assert got[("rail0", "b>a")] == (190.0, 180.0, True)
-    assert got[("rail1", "a>b")] == (150.0, 360.0, False)
+    assert got[("mlx5_0", "a>b")] == (390.0, 180.0, True)  # b's mlx5_0 trained at 200: the floor is 0.9 x 200
+    assert got[("mlx5_0", "b>a")] == (190.0, 180.0, True)
+    assert got[("mlx5_3", "a>b")] == (150.0, 360.0, False)
     assert got[("tcp", "b>a")] == (9.0, 5.0, True)
-    assert r.rails() == {"rail0": True, "rail1": False, "tcp": True}
+    assert r.rails() == {"mlx5_0": True, "mlx5_3": False, "tcp": True}
     assert r.identities["a"]["system_serial"] == "S-a"
+
+
+def test_a_port_down_shifts_no_rail_and_its_rail_has_no_counterpart():
+    # a's mlx5_1 is down. By position, a's mlx5_2 would have met b's mlx5_1 and every rail after it
+    # would be a wrong pair; by identity, mlx5_0 and mlx5_2 meet their own, and mlx5_1 is a finding.
+    refused = "ib_write_bw: Couldn't connect to 10.0.0.1:16205"
+    a = _end("a", [{"rail": "mlx5_0", "direction": "a>b", "value": 392.0, "unit": "Gb/s", "rate": 400.0},
+                   {"rail": "mlx5_2", "direction": "a>b", "value": 391.0, "unit": "Gb/s", "rate": 400.0}])
+    a["rails"] = _rails(("mlx5_0", 400.0, None), ("mlx5_2", 400.0, None))
+    b = _end("b", [{"rail": "mlx5_0", "direction": "b>a", "value": 390.0, "unit": "Gb/s", "rate": 400.0},
+                   {"rail": "mlx5_1", "direction": "b>a", "value": None, "unit": "Gb/s", "rate": 400.0, "error": refused},
+                   {"rail": "mlx5_2", "direction": "b>a", "value": 393.0, "unit": "Gb/s", "rate": 400.0}])
+    b["rails"] = _rails(("mlx5_0", 400.0, None), ("mlx5_1", 400.0, None), ("mlx5_2", 400.0, None))
+    r = merge(1, "a", "b", [a, b], [], FLOORS)
+    assert r.rails() == {"mlx5_0": True, "mlx5_1": False, "mlx5_2": True}
+    missing = [m for m in r.measurements if m.rail == "mlx5_1"]
+    assert [m.direction for m in missing] == ["a>b", "b>a"] and all(m.value is None for m in missing)
+    assert missing[0].error.startswith("no counterpart on a: b has mlx5_1 active, a has no active port on that rail")
+    assert refused not in " ".join(m.error or "" for m in r.measurements)
+
+
+def test_a_rail_on_another_subnet_is_named():
+    a, b = _end("a", []), _end("b", [])
+    a["rails"] = _rails(("mlx5_0", 400.0, "fe80:0000:0000:0001"))
+    b["rails"] = _rails(("mlx5_0", 400.0, "fe80:0000:0000:0002"))
+    r = merge(1, "a", "b", [a, b], [], FLOORS)
+    assert r.rails() == {"mlx5_0": False}
+    assert "subnet fe80:0000:0000:0001 at a but fe80:0000:0000:0002 at b" in r.measurements[0].error
+
+
+def test_rail_identity_and_its_ports():
+    assert worker.rail_id("mlx5_3", 1) == "mlx5_3" and worker.rail_id("mlx5_0", 2) == "mlx5_0/2"
+    assert worker.rail_port_offset("mlx5_3") == 12 and worker.rail_port_offset("mlx5_0/2") == 1
+    assert worker.rail_port_offset("irdma") is None and worker.rail_port_offset("mlx5_100") is None
 
 
 def test_merge_without_a_floor_skips_and_a_missing_end_is_an_error():
@@ -134,22 +173,48 @@ def test_ib_write_bw_as_perftest_prints_it():
     assert gbps >= 0.95 * 400
 
 
-def test_kubernetes_indexed_job_runs_the_same_worker():
-    text = (ROOT / "packaging" / "k8s" / "fabric-pair.yaml").read_text()
-    values = {"NODE_A": "gpu-17", "NODE_B": "gpu-42", "ADDR_A": "10.1.0.17", "ADDR_B": "10.1.0.42", "PAIR": "r1p3",
-              "IMAGE": "nodeqc:test", "TESTS": "tcp,rdma", "SECONDS_": "10"}
-    for k, v in values.items():
-        text = text.replace("${" + k + "}", v)
-    assert "${" not in text
-    (job,) = list(yaml.safe_load_all(text))
-    spec = job["spec"]
-    assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == ("Indexed", 2, 2)
-    pod = spec["template"]["spec"]
-    (c,) = pod["containers"]
-    assert c["command"][:5] == ["nodeqc", "fabric", "worker", "--pair", "gpu-17,gpu-42"]
-    assert c["command"][c["command"].index("--address") + 1] == "10.1.0.17,10.1.0.42"
-    assert {e["name"] for e in c["env"]} == {"NODEQC_NODE"} and pod["hostNetwork"] is True
-    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert terms[0]["matchExpressions"][0]["values"] == ["gpu-17", "gpu-42"]
-    assert pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"] == \
-        "kubernetes.io/hostname"
+def test_a_node_with_a_port_down_is_named_on_that_rail_only():
+    from itertools import combinations
+
+    from nodeqc.fabric.report import fabric_checks
+    from nodeqc.fabric.scoring import score
+
+    nodes = ["n0", "n1", "n2", "n3", "n4"]
+    have = {n: ["mlx5_0", "mlx5_1", "mlx5_2"] for n in nodes}
+    have["n2"] = ["mlx5_0", "mlx5_2"]  # mlx5_1 down: by position its mlx5_2 would have met the peers' mlx5_1
+
+    def end(node, peer, direction):
+        out = _end(node, [{"rail": r, "direction": direction, "unit": "Gb/s", "rate": 400.0,
+                           **({"value": 392.0} if r in have[peer] else {"value": None, "error": "Couldn't connect"})}
+                          for r in have[node]])
+        out["rails"] = _rails(*((r, 400.0, None) for r in have[node]))
+        return out
+
+    results = [merge(1, a, b, [end(a, b, "a>b"), end(b, a, "b>a")], [], FLOORS) for a, b in combinations(nodes, 2)]
+    scores = score(nodes, results)
+    assert scores.bad_ports == [("n2", "mlx5_1")] and not scores.bad_nodes and not scores.bad_links
+    checks = {c.subject: c for c in fabric_checks(scores, results) if c.name == "fabric.node"}
+    assert checks["n2"].code == "FABRIC_NODE_RAIL" and "no active port on mlx5_1 here" in checks["n2"].message
+    assert all(checks[n].verdict.value == "pass" for n in nodes if n != "n2")
+
+
+def test_a_worker_finds_its_pair_its_ports_and_addresses_in_the_rounds_plan(monkeypatch):
+    # Kubernetes: every pod gets the whole round; it finds its pair from the node it landed on.
+    for k in ("SLURMD_NODENAME", "NODEQC_NODE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("NODEQC_NODE", "d")
+    assert worker.pair_in_plan("a,b c,d", "a=10.0.0.1 d=10.0.0.4", 15201) == (("c", "d"), 15205, ("c", "10.0.0.4"))
+    assert worker.which_end(("c", "d"), None) == 1
+    monkeypatch.setenv("NODEQC_NODE", "x")
+    with pytest.raises(UsageError, match="this node \\(x.*is in none of the round's pairs"):
+        worker.pair_in_plan("a,b c,d", None, 15201)
+    for plan, addresses, message in (("a,b c", None, "expected pairs of two different node names"),
+                                     ("a,a", None, "expected pairs of two different node names"),
+                                     ("a,b", "a:1", "expected NODE=ADDR items")):
+        with pytest.raises(UsageError, match=message):
+            worker.pair_in_plan(plan, addresses, 15201)
+    work = Work(["tcp"], 2, FLOORS, nodeqc=["nodeqc"])
+    args = work.plan_args((("a", "b"), ("c", "d")), {"a": "10.0.0.1", "b": "b", "c": "10.0.0.3", "d": "10.0.0.4"})
+    assert args[:4] == ["fabric", "worker", "--pairs", "a,b c,d"]
+    assert args[args.index("--addresses") + 1] == "a=10.0.0.1 c=10.0.0.3 d=10.0.0.4"
+    assert args[args.index("--port") + 1] == "15201"

@@ -161,7 +161,7 @@ def test_bitflip_evidence_names_the_element_and_is_consistent(run_c):
     """The simulated GPU is wrong the same way every time: comparing repeats alone (gpu-burn's way)
     would pass it; the known answer and the other GPUs catch it."""
     burn = next(r for r in run_c.results if r.name == "stress.burn" and r.subject == "gpu2")
-    assert "known-answer products wrong (fp64, fp32, tf32, fp16, bf16): in fp64, 1 element(s), first at [7, 11]" in burn.message
+    assert "known-answer products wrong (fp64, fp32, tf32, fp16, bf16, fp8): in fp64, 1 element(s), first at [7, 11]" in burn.message
     assert "SDC_CROSS_GPU" not in burn.message  # secondary findings are in the message, codes lead
     assert "different result than the other 7 GPU(s)" in burn.message
     for dtype, d in burn.evidence["dtypes"].items():

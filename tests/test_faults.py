@@ -49,6 +49,7 @@ VALID = {
     "nic2:fw=28.36.1010": Fault("nic", 2, "fw", "28.36.1010"),
     "nic1:numa=1": Fault("nic", 1, "numa", 1),
     "nic3:optics_temp=85": Fault("nic", 3, "optics_temp", 85.0),
+    "nic1:link_ber=1e-10": Fault("nic", 1, "link_ber", 1e-10),
     "host0:edac_ce=4": Fault("host", 0, "edac_ce", 4),
     "host0:edac_ue=1": Fault("host", 0, "edac_ue", 1),
     "host0:mce": Fault("host", 0, "mce"),
@@ -56,6 +57,7 @@ VALID = {
     "host0:iommu=DMA": Fault("host", 0, "iommu", "DMA"),
     "host0:bios=1.0": Fault("host", 0, "bios", "1.0"),
     "host0:cpu_wrong=17": Fault("host", 0, "cpu_wrong", 17),
+    "host0:no_mlxlink": Fault("host", 0, "no_mlxlink"),
 }
 
 

@@ -46,7 +46,7 @@ def device():
     d.close()
 
 
-@pytest.mark.parametrize("dtype", ["fp64", "fp32", "tf32", "fp16", "bf16"])
+@pytest.mark.parametrize("dtype", ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8"])
 def test_known_answer_is_exact(device, dtype):
     if device.supports(dtype):
         pytest.skip(device.supports(dtype))
@@ -109,6 +109,84 @@ def test_workloads_run_clean(device):
     assert p["verified"] and p["h2d_gbps"] > 1 and "gen" in p["link"]
 
 
+# ---------------------------------------------------------------------- FP8 through cuBLASLt (nvmath-python)
+
+def _needs_fp8(device) -> None:
+    if why := device.supports("fp8"):
+        pytest.skip(f"fp8 does not run here: {why}")
+
+
+def test_fp8_product_of_random_e4m3_matches_numpy(device):
+    """Not only small integers: random e4m3 operands, the product against NumPy's from the same
+    bits (fp32 accumulation in another order: close, not bit-equal). A transposed operand or a
+    wrong layout would be far off."""
+    _needs_fp8(device)
+    import cupy
+
+    from nodeqc.backends.cublaslt import e4m3_bits, e4m3_value
+
+    n = device.ka_size
+    rng = np.random.default_rng(16)
+    a, bt = (e4m3_bits(np, rng.standard_normal((n, n)).astype(np.float32)) for _ in range(2))
+    d = cupy.zeros((n, n), dtype=cupy.float32)
+    device._fp8_product(cupy.asarray(a), cupy.asarray(bt), d, "fp32")
+    want = e4m3_value(a) @ e4m3_value(bt).T
+    assert np.allclose(cupy.asnumpy(d), want, rtol=1e-4, atol=1e-3)
+    device.release()
+
+
+def test_fp8_burn_runs_verified(device):
+    _needs_fp8(device)
+    from nodeqc import workloads as W
+
+    r = W.matmul_burn(device, {"seconds": 4, "dtypes": ["fp8", "bf16"], "seed": 1}, Progress())
+    assert r["not_run"] == {} and list(r["dtypes"]) == ["fp8", "bf16"]
+    fp8 = r["dtypes"]["fp8"]
+    assert fp8["tflops"] > r["dtypes"]["bf16"]["tflops"] and fp8["checks"] >= 1
+    assert fp8["known_answer_mismatch"] is None and fp8["repeat_mismatch"] is None
+
+
+def test_fp8_burn_catches_flips_planted_on_the_device(device, monkeypatch):
+    """One bit flipped in the burn's own bf16 product on the device after a few products (the
+    repeats must disagree), and one in the known-answer product (it must be named, bit and place)."""
+    _needs_fp8(device)
+    import cupy
+
+    from nodeqc import workloads as W
+
+    real_run, real_known = device.matmul_run, device.known_answer
+    runs = []
+
+    def run(iters):
+        seconds = real_run(iters)
+        runs.append(iters)
+        if len(runs) == 3:  # the warm-up, the first timed run, then a wrong one
+            device._mm["c"][100, 200] ^= cupy.uint16(1 << 4)
+        return seconds
+
+    def known(dtype, a, b):
+        c = real_known(dtype, a, b)
+        c.view(cupy.uint32)[7, 11] ^= cupy.uint32(1 << 20)
+        return c
+
+    monkeypatch.setattr(device, "matmul_run", run)
+    monkeypatch.setattr(device, "known_answer", known)
+    r = W.matmul_burn(device, {"seconds": 6, "dtypes": ["fp8"], "seed": 1}, Progress())["dtypes"]["fp8"]
+    assert r["repeat_mismatch"] is not None and r["repeat_mismatch"]["check"] == 1
+    first = r["known_answer_mismatch"]["first"][0]
+    assert r["known_answer_mismatch"]["count"] == 1 and (first["row"], first["col"], first["xor"]) == (7, 11, "0x00100000")
+
+
+def test_fp8_on_a_gpu_older_than_ada_is_not_run(device):
+    if device.compute_capability >= 8.9:
+        pytest.skip(f"this GPU ({device.compute_capability}) runs fp8")
+    from nodeqc import workloads as W
+
+    assert "compute capability 8.9" in device.supports("fp8")
+    r = W.matmul_burn(device, {"seconds": 2, "dtypes": ["fp8", "fp32"], "seed": 1}, Progress())
+    assert list(r["dtypes"]) == ["fp32"] and "compute capability 8.9" in r["not_run"]["fp8"]
+
+
 @pytest.mark.skipif(GPUS < 2, reason="GPU-to-GPU tests need two or more GPUs")
 def test_p2p_and_nccl():
     from nodeqc import workloads as W
@@ -128,7 +206,7 @@ def _planted_positions(n: int, seed: int) -> list[int]:
     return [0, n - 1, int(np.random.default_rng(seed).integers(1, n - 1))]
 
 
-@pytest.mark.parametrize("dtype", ["fp64", "fp32", "tf32", "fp16", "bf16"])
+@pytest.mark.parametrize("dtype", ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8"])
 def test_known_answer_flip_found_first_last_and_random(device, dtype):
     if device.supports(dtype):
         pytest.skip(device.supports(dtype))

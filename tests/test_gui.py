@@ -361,6 +361,25 @@ def test_closing_the_window_mid_run_asks_and_aborts(qtbot, tmp_path, monkeypatch
     qtbot.waitUntil(lambda: not window.isVisible())
 
 
+def test_a_profile_whose_baseline_went_bad_says_so_and_does_not_start(qtbot, tmp_path, monkeypatch):
+    prof = tmp_path / "fleet.toml"
+    prof.write_text('description = "our H100 build"\nextends = "h100"\nbaseline = "golden.toml"\n')
+    (tmp_path / "golden.toml").write_text("[baseline]\nformat = 1\n[node]\ndriver = { a = 1 }\n")  # edited badly
+    shown = []
+    monkeypatch.setattr(QMessageBox, "warning", staticmethod(lambda _parent, title, text: shown.append((title, text))))
+    window = make_window(qtbot, scenario="h100", profile=str(prof))
+    qtbot.mouseClick(window.start_button, Qt.MouseButton.LeftButton)
+    assert shown == [("Cannot start", f"profile fleet: baseline {tmp_path}/golden.toml: [node] driver: expected a "
+                                      "string, number, true/false or list")]
+    assert not window.running and window.start_button.isEnabled() and window.outcome is None
+    assert window.checks.checks == {}  # nothing ran
+    # Bad from the outset: `nodeqc gui` says so in one line before any window opens.
+    p = cli("gui", "--profile", str(prof), "--simulate", "h100", "--start", "--screenshot", str(tmp_path / "s.png"),
+            env={"QT_QPA_PLATFORM": "offscreen"})
+    assert p.returncode == 2 and p.stderr.splitlines() == [f"nodeqc: {shown[0][1]}"], p.stderr
+    assert not (tmp_path / "s.png").exists()
+
+
 # ---------------------------------------------------------------------- history
 
 
@@ -380,6 +399,46 @@ def test_history_lists_the_nodes_earlier_reports_newest_first(qtbot):
     window.history.open_report.emit(earlier[0].report_path)  # what a double-click on the row does
     text = window.findChildren(ReportDialog)[-1].text.toPlainText()
     assert "nodeqc report: PASS" in text and "operator  first" in text
+
+
+def test_history_shows_only_verified_reports_and_marks_forged_ones(qtbot, tmp_path):
+    import base64
+    import json
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from nodeqc.keys import Signer
+    from nodeqc.report import decode_statement, read_envelope, sign, write_envelope
+
+    hardware = lambda: simulated_hardware("h100", [], time_scale=TIME_SCALE)  # noqa: E731
+    real = Runner(RunOptions(load_profile("h100"), load_signer(None), quick=True, operator="tech"), hardware()).run()
+    report = Path(real.report_path)
+    # A forged copy: the signed payload edited (another operator, a later finish), the signature kept.
+    envelope = read_envelope(report)
+    stmt = decode_statement(envelope)
+    stmt["predicate"].update(operator="forger", finished_at="2099-01-01T00:00:00Z")
+    envelope["payload"] = base64.b64encode(json.dumps(stmt).encode()).decode()
+    altered = report.with_name("zz-altered.report.json")
+    altered.write_text(json.dumps(envelope))
+    # A report signed properly, but by a key nobody trusts.
+    stranger = Signer(Ed25519PrivateKey.generate(), tmp_path / "stranger.pem")
+    stmt["predicate"]["operator"] = "stranger"
+    foreign = report.with_name("zz-foreign.report.json")
+    write_envelope(foreign, sign(stmt, stranger))
+
+    window = make_window(qtbot, scenario="h100", profile="h100")
+    history, rows = window.history, window.history.tree
+    assert rows.topLevelItemCount() == 3
+    assert history.paths() == [report, altered, foreign]  # the verified one first, then the NOT VERIFIED ones
+    first = rows.topLevelItem(0)
+    assert (first.text(1), first.text(4), first.text(6)) == ("PASS", "tech", "verified")
+    for i, why in ((1, "altered"), (2, "not trusted")):
+        row = rows.topLevelItem(i)
+        assert row.text(1) == "NOT VERIFIED" and why in row.text(6), row.text(6)
+        assert row.text(0) == history.paths()[i].name and "forger" not in row.text(4) and row.text(4) == ""
+        assert "2099" not in row.text(0)  # nothing the file claims is shown
+        assert row.background(1).color() == QColor("#7a0a2e")
+    assert "1 verified; 2 NOT VERIFIED" in history.caption.text()
 
 
 # ---------------------------------------------------------------------- the parts

@@ -46,6 +46,9 @@ def test_container_file_parses_and_copies_what_exists():
             for src in sources:
                 assert (ROOT / src).exists(), f"COPY {src}: not in the repository"
     assert json.loads(dict(instructions)["ENTRYPOINT"]) == ["nodeqc", "--headless"]
+    # The tools of the NIC checks and of the fabric's pair tests (nodeqc fabric --k8s runs this image).
+    installs = " ".join(v for k, v in instructions if k == "RUN" and "apt-get install" in v).split()
+    assert {"iperf3", "perftest", "iproute2"} <= set(installs)
     assert "cuda12" in (ROOT / "pyproject.toml").read_text() and "cuda13" in (ROOT / "pyproject.toml").read_text()
 
 

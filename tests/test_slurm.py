@@ -4,6 +4,7 @@ tested, and stay in service only when they pass; a failing node is drained with 
 `nodeqc:`; a node an operator drained is never touched. The qualifications are real (simulated
 nodes)."""
 
+import base64
 import json
 import os
 import shutil
@@ -174,3 +175,90 @@ def test_a_node_that_cannot_be_tested_stays_drained(slurm):
 def test_usage(slurm):
     p, calls, _ = slurm({}, "--bogus")
     assert p.returncode == 2 and "unknown option --bogus" in p.stderr and calls == []
+
+
+FABRIC_DRAIN = "nodeqc: FAIL fabric FABRIC_NODE failed its pair tests with 3 distinct peers; /r/fabric-job7.report.json"
+
+
+def test_a_fabric_drain_is_not_cleared_by_a_single_node_pass(slurm):
+    from nodeqc.fabric.slurm import FABRIC_REASON
+
+    assert FABRIC_DRAIN.startswith(FABRIC_REASON) and f'"${{reason#{FABRIC_REASON}}}"' in SCRIPT.read_text()
+    nodes = {"gpu01": {"state": "IDLE+DRAIN", "reason": FABRIC_DRAIN}}
+    p, calls, state = slurm(nodes, "--profile", "h100", "gpu01", *NODEQC_ARGS)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["gpu01 skipped"]
+    # Never resumed, never reserved, never tested: only a fabric re-test or an operator clears it.
+    # (A node nodeqc drained alone is resumed when it passes: test_drain_and_resume_only_what_nodeqc_owns,
+    # and both side by side under a real Slurm below.)
+    assert _for(calls, "gpu01") == [] and state["gpu01"] == nodes["gpu01"]
+    assert "gpu01: drained by the fabric test (nodeqc: FAIL fabric FABRIC_NODE" in p.stderr
+    assert "a single-node pass cannot clear it" in p.stderr
+
+
+@pytest.mark.slow
+def test_a_fabric_drain_stays_under_a_real_slurm(tmp_path):
+    """The same against Debian's slurmctld and slurmd on this host (tests/slurm_local.py): the real
+    scontrol reports the reasons (with their [user@time] suffix), the real srun runs the test."""
+    from slurm_local import LocalSlurm, unavailable
+
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    nodeqc = tmp_path / "nodeqc-on-node"
+    nodeqc.write_text(f"#!/bin/sh\nexec {sys.executable} -m nodeqc \"$@\"\n")
+    nodeqc.chmod(0o755)
+    with LocalSlurm(tmp_path / "slurm", ["rt1", "rt2"]) as s:
+        for node, why in (("rt1", FABRIC_DRAIN), ("rt2", "nodeqc: FAIL health.xid gpu1; /old.report.json")):
+            subprocess.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={why}"],
+                           env=s.env, check=True, capture_output=True, timeout=30)
+        env = {**s.env, "NODEQC": str(nodeqc), "PYTHONPATH": str(ROOT), "NODEQC_ARCHIVE": str(tmp_path / "archive")}
+        (tmp_path / "archive").mkdir()
+        p = subprocess.run(["bash", str(SCRIPT), "--profile", "h100", "rt[1-2]", *NODEQC_ARGS], env=env,
+                           capture_output=True, text=True, timeout=300, cwd=ROOT)
+        rt1, rt2 = s.node("rt1"), s.node("rt2")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["rt1 skipped", "rt2 pass"], p.stderr
+    assert "DRAIN" in rt1 and f"Reason={FABRIC_DRAIN}" in rt1
+    assert "DRAIN" not in rt2
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed (apt-get install iperf3)")
+def test_only_a_fabric_retest_clears_a_fabric_drain_under_a_real_slurm(tmp_path):
+    """nodeqc-retest --fabric under Debian's slurmctld and slurmd on this host: the fabric-drained
+    node is resumed into a reservation with its in-service peers, re-tested by `nodeqc fabric
+    --slurm --drain` (real iperf3 on 127.0.0.1, each pair on its own ports) and, passing, is back in
+    service; a node nodeqc drained alone is not touched (a fabric pass says nothing of its GPUs)."""
+    from slurm_local import LocalSlurm, unavailable
+
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    nodeqc = tmp_path / "nodeqc-on-node"
+    nodeqc.write_text(f"#!/bin/sh\nexec {sys.executable} -m nodeqc \"$@\"\n")
+    nodeqc.chmod(0o755)
+    alone = "nodeqc: FAIL health.xid gpu1; /old.report.json"
+    with LocalSlurm(tmp_path / "slurm", ["ff1", "ff2", "ff3", "ff4", "ff5"]) as s:
+        for node, why in (("ff2", FABRIC_DRAIN), ("ff3", alone)):
+            subprocess.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={why}"],
+                           env=s.env, check=True, capture_output=True, timeout=30)
+        env = {**s.env, "NODEQC": str(nodeqc), "PYTHONPATH": str(ROOT)}
+        addresses = [a for n in ("ff1", "ff2", "ff4", "ff5") for a in ("--address", f"{n}=127.0.0.1")]
+        p = subprocess.run(["bash", str(SCRIPT), "--fabric", "ff[1-5]", "--", *addresses, "--tests", "tcp",
+                            "--seconds", "1", "--min-tcp-gbps", "0.5", "--rounds", "3", "--seed", "5",
+                            "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=300,
+                           cwd=ROOT)
+        nodes = {n: s.node(n) for n in s.nodes}
+        reservations = subprocess.run(["scontrol", "show", "reservation"], env=s.env, capture_output=True,
+                                      text=True, timeout=30).stdout
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["ff1 pass", "ff2 pass", "ff3 skipped", "ff4 pass", "ff5 pass"], p.stderr
+    assert "qualifying 4 nodes together (fabric): ff1,ff2,ff4,ff5" in p.stderr
+    assert "DRAIN" not in nodes["ff2"]  # the fabric re-test cleared the fabric drain
+    assert "DRAIN" in nodes["ff3"] and f"Reason={alone}" in nodes["ff3"]
+    assert "ff3: drained by nodeqc alone" in p.stderr
+    assert "nodeqc-fabric-" not in reservations  # the maintenance reservation is gone
+    (report,) = (tmp_path / "out").glob("fabric-*.report.json")
+    payload = json.loads(base64.b64decode(json.loads(report.read_text())["payload"]))["predicate"]
+    assert {n["name"]: n["verdict"] for n in payload["nodes"]} == {n: "pass" for n in ("ff1", "ff2", "ff4", "ff5")}

@@ -28,11 +28,6 @@ REASON_BITS: dict[str, int] = {
 }
 
 
-# Why no backend runs fp8 matmuls: the real one (CuPy) cannot, and the simulated GPU says the same,
-# so a simulated run never reports a rate the real path cannot produce.
-FP8_NOT_RUN = "fp8 matmul needs cuBLASLt, which CuPy does not expose"
-
-
 def decode_reasons(mask: int) -> list[str]:
     """Every reason whose bit is set: reasons combine, so never compare the mask for equality."""
     return [name for name, bit in REASON_BITS.items() if mask & bit]

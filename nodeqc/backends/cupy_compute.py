@@ -6,8 +6,9 @@ the workloads in nodeqc/workloads.py drive either.
 
 Matrix products go through cuBLAS `gemmEx`, which names the input, output and compute types
 explicitly: true FP32 (no silent TF32), TF32, FP16 and BF16 (CuPy has no bfloat16 dtype, so BF16
-operands are uint16 bit patterns) with FP32 accumulation, FP64. FP8 needs cuBLASLt, which CuPy does
-not expose: it is reported as not run, never faked.
+operands are uint16 bit patterns) with FP32 accumulation, FP64. FP8 (e4m3) needs cuBLASLt, which
+CuPy does not expose: it goes through nvmath-python's cuBLASLt bindings (nodeqc/backends/cublaslt.py)
+on CuPy buffers of e4m3 bit patterns, and where that cannot run it is reported as not run, never faked.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from nodeqc.backends.base import FP8_NOT_RUN, Clock
-from nodeqc.errors import ComputeUnavailable
+from nodeqc.backends.base import Clock
+from nodeqc.backends.cublaslt import Fp8Engine, e4m3_bits
+from nodeqc.errors import ComputeUnavailable, DtypeUnavailable
 from nodeqc.kernels import function
 from nodeqc.verify import allreduce_contribution, copy_pattern
 
@@ -57,6 +59,7 @@ class CupyDevice:
         self.ordinal = ordinal
         self._mm: dict[str, Any] = {}
         self._busy: tuple[Any, Any] | None = None
+        self._fp8: Fp8Engine | DtypeUnavailable | None = None  # made on first use: the engine, or why not
 
     @property
     def compute_capability(self) -> float:
@@ -73,6 +76,7 @@ class CupyDevice:
 
     def release(self) -> None:
         """Free every buffer of the last operation, so the next one can take the memory."""
+        self._close_fp8_plans()
         self._mm, self._busy = {}, None
         self._stream = self._mem = self._errors = self._records = None
         self._pinned = self._host = self._dev = None
@@ -81,11 +85,18 @@ class CupyDevice:
 
     def close(self) -> None:
         self.release()
+        if isinstance(self._fp8, Fp8Engine):
+            self._fp8.close()
+        self._fp8 = None
 
     def supports(self, dtype: str) -> str | None:
         cc = self.compute_capability
         if dtype == "fp8":
-            return FP8_NOT_RUN
+            try:
+                self._fp8_engine()
+            except DtypeUnavailable as e:
+                return str(e)
+            return None
         if dtype in ("tf32", "bf16") and cc < 8.0:
             return f"{dtype} needs compute capability 8.0 or newer (this GPU: {cc:.1f})"
         return None
@@ -149,9 +160,62 @@ class CupyDevice:
                       b.data.ptr, in_t, n, a.data.ptr, in_t, n, beta.ctypes.data, c.data.ptr, out_t, n,
                       compute, getattr(cublas, "CUBLAS_GEMM_DEFAULT", -1))
 
+    # FP8 (e4m3) through cuBLASLt: nodeqc/backends/cublaslt.py says what the library requires.
+
+    def _fp8_engine(self) -> Fp8Engine:
+        """cuBLASLt for this GPU, made once; DtypeUnavailable (again, each time asked) if it cannot be."""
+        if self._fp8 is None:
+            try:
+                self._fp8 = Fp8Engine(self.compute_capability)
+            except DtypeUnavailable as e:
+                self._fp8 = e
+        if isinstance(self._fp8, DtypeUnavailable):
+            raise DtypeUnavailable(str(self._fp8))
+        return self._fp8
+
+    def _fp8_plan(self, n: int, out: str) -> Any:
+        """The plan of an n x n FP8 product writing `out`, with its workspace, made once per operation."""
+        plans = self._mm.setdefault("fp8_plans", {})
+        if (n, out) not in plans:
+            plan = self._fp8_engine().plan(n, out)
+            plans[(n, out)] = (plan, self.cp.empty(max(plan.workspace_bytes, 1), dtype=self.cp.uint8))
+        return plans[(n, out)]
+
+    def _close_fp8_plans(self) -> None:
+        for plan, _ in self._mm.get("fp8_plans", {}).values():
+            plan.close()
+        self._mm.pop("fp8_plans", None)
+
+    def _fp8_product(self, a: Any, bt: Any, d: Any, out: str) -> None:
+        """D = A @ B for e4m3 operands A and B transposed (uint8 bit patterns), on the current stream."""
+        plan, workspace = self._fp8_plan(a.shape[0], out)
+        plan.run(bt.data.ptr, a.data.ptr, d.data.ptr, workspace.data.ptr, self.cp.cuda.get_current_stream().ptr)
+
+    def _fp8_setup(self, rng: Any) -> int:
+        """Standard normal operands rounded to e4m3, a bf16 product (as uint16 bits), the plans of
+        the burn's and the known-answer's products, and a first product: whatever cuBLASLt refuses
+        shows here, in the set-up, as not run. A CUDA error (a GPU fault) is not caught here."""
+        cp = self.cp
+        a = e4m3_bits(cp, rng.standard_normal((MATMUL_N, MATMUL_N), dtype=cp.float32))
+        bt = e4m3_bits(cp, rng.standard_normal((MATMUL_N, MATMUL_N), dtype=cp.float32))  # random: B^T is as good
+        c = cp.empty((MATMUL_N, MATMUL_N), dtype=cp.uint16)
+        self._close_fp8_plans()
+        self._mm = {"a": a, "b": bt, "c": c, "fp8": True}
+        self._fp8_plan(self.ka_size, "fp32")
+        try:
+            self._fp8_product(a, bt, c, "bf16")
+        except DtypeUnavailable:
+            raise
+        except Exception as e:  # noqa: BLE001 - a cuBLASLt status on the first product: it cannot run here
+            raise DtypeUnavailable(f"cuBLASLt refused the first fp8 product: {type(e).__name__}: {e}") from None
+        self.device.synchronize()
+        return 2 * MATMUL_N ** 3
+
     def matmul_setup(self, dtype: str, seed: int) -> int:
         cp = self.cp
         rng = cp.random.default_rng(seed)  # the same seed on every GPU: identical work to compare
+        if dtype == "fp8":
+            return self._fp8_setup(rng)
         a = self._operand(rng.standard_normal((MATMUL_N, MATMUL_N), dtype=cp.float32), dtype)
         b = self._operand(rng.standard_normal((MATMUL_N, MATMUL_N), dtype=cp.float32), dtype)
         out = {"fp64": cp.float64, "fp32": cp.float32, "tf32": cp.float32, "fp16": cp.float16, "bf16": cp.uint16}
@@ -164,7 +228,10 @@ class CupyDevice:
         start, end = cp.cuda.Event(), cp.cuda.Event()
         start.record()
         for _ in range(iters):
-            self._gemm(mm["a"], mm["b"], mm["c"], MATMUL_N, mm["types"])
+            if "fp8" in mm:
+                self._fp8_product(mm["a"], mm["b"], mm["c"], "bf16")
+            else:
+                self._gemm(mm["a"], mm["b"], mm["c"], MATMUL_N, mm["types"])
         end.record()
         return self._elapsed(start, end)  # completed work only: the end event waits for every product
 
@@ -184,6 +251,10 @@ class CupyDevice:
         fp64), so the exact result is representable and can be compared bit for bit."""
         cp = self.cp
         n = a.shape[0]
+        if dtype == "fp8":
+            c = cp.zeros((n, n), dtype=cp.float32)
+            self._fp8_product(cp.asarray(e4m3_bits(np, a)), cp.asarray(e4m3_bits(np, np.ascontiguousarray(b.T))), c, "fp32")
+            return c
         da = self._operand(cp.asarray(a, dtype=cp.float32), dtype)
         db = self._operand(cp.asarray(b, dtype=cp.float32), dtype)
         types = self._types(dtype, exact_out=True)

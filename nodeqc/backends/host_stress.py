@@ -20,6 +20,7 @@ import time
 from abc import ABC, abstractmethod
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 # The known answers: a SHA-256 chain (integer and bit-manipulation units) and a logistic-map sum
@@ -32,7 +33,12 @@ CPU_HASH_ANSWER = "8a5ef801b8502c5104b9515fb536b27e43668e5c3ef24d6c3da7ebde93fd4
 CPU_FLOAT_STEPS = 200000
 CPU_FLOAT_ANSWER = (0.9649654926657113, 118418.01654536717)
 INSTALL = {"fio": "apt-get install fio (or dnf install fio)",
-           "ethtool": "apt-get install ethtool (or dnf install ethtool)"}
+           "ethtool": "apt-get install ethtool (or dnf install ethtool)",
+           "mlxlink": "install NVIDIA Firmware Tools (MFT, from NVIDIA's site) or mstflint (apt-get install mstflint)"}
+# mstflint, the open-source MFT subset in the distributions, builds mlxlink as `mstlink`.
+TOOL_NAMES = {"mlxlink": ("mlxlink", "mstlink")}
+ETHTOOL_TIMEOUT_S = 30  # `ethtool -m` reads a module's EEPROM over I2C in well under a second; 30 s is a hang
+MLXLINK_TIMEOUT_S = 60  # one port's module and counters; it reads registers, seconds at most
 
 
 def known_answer() -> tuple[str, tuple[float, float]]:
@@ -93,11 +99,12 @@ class FioResult:
 
 @dataclass
 class ModuleReading:
-    """One optical module as `ethtool -m` shows it: readings (per lane where it has lanes) and the
-    module's own thresholds."""
+    """One optical module as `ethtool -m` (or mlxlink, nodeqc.backends.mlxlink) shows it: readings
+    (per lane where it has lanes) and the module's own thresholds."""
 
     values: dict[str, list[float]] = field(default_factory=dict)  # temperature, voltage, bias, tx_power, rx_power
     thresholds: dict[str, dict[str, float]] = field(default_factory=dict)  # measure -> high_alarm, low_alarm, ...
+    units: dict[str, str] = field(default_factory=dict)  # measure -> unit, where not ethtool's (mlxlink: dBm, mV)
     vendor: str = ""
     part: str = ""
     identifier: str = ""
@@ -119,6 +126,11 @@ class HostStress(ABC):
     @abstractmethod
     def module(self, interface: str) -> str | None:
         """`ethtool -m IFACE` output, or None when the NIC has no readable module."""
+
+    @abstractmethod
+    def mlxlink(self, device: str) -> tuple[str, str | None]:
+        """`mlxlink -d DEVICE -m -c` (JSON where the version has --json, text before) for a
+        Mellanox/NVIDIA port: (stdout, what it said on stderr when it exited non-zero, else None)."""
 
 
 class LinuxHostStress(HostStress):
@@ -144,7 +156,8 @@ class LinuxHostStress(HostStress):
             return round(sum(pool.map(_copy_worker, [self.COPY_MIB] * streams, [5] * streams)), 1)
 
     def missing_tool(self, tool: str) -> str | None:
-        return None if shutil.which(tool) else INSTALL.get(tool, f"install {tool}")
+        found = any(shutil.which(name) for name in TOOL_NAMES.get(tool, (tool,)))
+        return None if found else INSTALL.get(tool, f"install {tool}")
 
     def fio(self, target: str, seconds: float, scratch: bool) -> FioResult:
         cmd = ["fio", "--name=nodeqc", f"--filename={target}", "--rw=read", "--bs=1M", "--direct=1",
@@ -168,8 +181,33 @@ class LinuxHostStress(HostStress):
         return result
 
     def module(self, interface: str) -> str | None:
-        proc = subprocess.run(["ethtool", "-m", interface], capture_output=True, text=True, timeout=30)
+        # TimeoutExpired or OSError go to the caller (optics.read_optics), which says the port was not read.
+        proc = subprocess.run(["ethtool", "-m", interface], capture_output=True, text=True, timeout=ETHTOOL_TIMEOUT_S)
         return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else None
+
+    def mlxlink(self, device: str) -> tuple[str, str | None]:
+        tool = next((t for t in map(shutil.which, TOOL_NAMES["mlxlink"]) if t), None)
+        if tool is None:
+            return "", "mlxlink is not installed"
+        command = [tool, "-d", device, "-m", "-c"]
+        try:
+            out, problem = _run_tool(command + ["--json"])
+            if out.lstrip().startswith("{") or (problem is None and out.strip()):
+                return out, problem  # JSON, or text from a version that ignores --json
+            return _run_tool(command)  # a version before --json, which rejects the option: its text
+        except subprocess.TimeoutExpired:  # not asked twice: a port that hangs costs one timeout
+            return "", f"{Path(tool).name} did not answer within {MLXLINK_TIMEOUT_S} s"
+
+
+def _run_tool(command: list[str]) -> tuple[str, str | None]:
+    """stdout, and stderr's last line (or the exit status) when the command failed."""
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=MLXLINK_TIMEOUT_S)
+    except OSError as e:
+        return "", f"{Path(command[0]).name} could not be run: {e}"
+    if proc.returncode == 0:
+        return proc.stdout, None
+    return proc.stdout, (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
 
 
 # ---------------------------------------------------------------------- parsers

@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from nodeqc.backends.base import FP8_NOT_RUN, Clock
+from nodeqc.backends.base import Clock
+from nodeqc.backends.cublaslt import fp8_unsupported
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS
 from nodeqc.backends.simulated import (COTENANT_SHARE, LOST_AFTER_S, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST,
                                        SLOT_PULSE_S, SLOTS, cotenant_active, sim_clock)
@@ -141,9 +142,10 @@ class SimDevice:
         return float(self.model.compute_capability)
 
     def supports(self, dtype: str) -> str | None:
-        """None when this GPU can run the dtype, else why not (as the real device would say)."""
-        if dtype == "fp8":
-            return FP8_NOT_RUN
+        """None when this GPU can run the dtype, else why not (as the real device would say: FP8 by
+        the compute capability the real one checks; the simulated node needs no nvmath-python)."""
+        if dtype == "fp8" and (why := fp8_unsupported(self.compute_capability)):
+            return why
         if dtype not in self.model.tflops:
             return f"{self.model.name} has no {dtype} matrix units"
         return None

@@ -13,6 +13,7 @@ passthrough, EDAC memory controllers with DIMMs, AER counters at zero. Faults ch
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import struct
@@ -20,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nodeqc.backends.host_stress import FioResult, HostStress
+from nodeqc.backends.host_stress import INSTALL, FioResult, HostStress
 from nodeqc.backends.kernel_log import KernelLog, KernelRecord
 from nodeqc.backends.platform import ACS_BITS, ACS_CAP_ID, AER_FILES, HostCounters, LinuxPlatform
 from nodeqc.backends.sim_slots import SLOT_LOADED_S, SLOTS
@@ -325,10 +326,39 @@ SIM_MODULE = """\
 \tLaser rx power low warning threshold      : 0.0933 mW / -10.30 dBm
 """
 
+# A Mellanox/NVIDIA port as `mlxlink -m -c --json` prints it (mstflint's MlxlinkCmdPrint::toJsonFormat):
+# the module readings and alarm ranges of the CLT OSFP in tests/fixtures/mlxlink-osfp-400g-optical-
+# module.txt, the temperature filled in; counters over an hour at NDR (400 Gb/s), none left after
+# FEC unless `nicN:link_ber=R` sets the symbol and effective BER. mlxlink prints a BER as coefficient and
+# magnitude; no error at all as 15E-255.
+SIM_MLXLINK_MINUTES = 60.0
+SIM_MLXLINK_BPS = 400e9
+
+
+def sim_mlxlink(temp: float, ber: float) -> str:
+    errors = round(ber * SIM_MLXLINK_BPS * SIM_MLXLINK_MINUTES * 60)
+    coef, mag = (f"{ber:.0e}".split("e-") if ber > 0 else ("15", "255"))
+    return json.dumps({"result": {"output": {
+        "Operational Info": {"State": "Active", "Physical state": "LinkUp", "Speed": "IB-NDR", "Width": "4x",
+                             "FEC": "Ethernet_Consortium_LL_50G_RS_FEC_PLR -(272,257+1)"},
+        "Troubleshooting Info": {"Status Opcode": "0", "Recommendation": "No issue was observed"},
+        "Module Info": {"Temperature [C]": f"{temp:g} [-5..75]", "Voltage [mV]": "3261.2 [2970..3630]",
+                        "Bias Current [mA]": "8.380,8.380,8.380,8.380 [2..15]",
+                        "Rx Power Current [dBm]": "1.886,1.989,2.281,1.976 [-10.41..6]",
+                        "Tx Power Current [dBm]": "1.562,1.427,1.559,1.761 [-8.508..5]",
+                        "Identifier": "OSFP", "Vendor Name": "CLT", "Vendor Part Number": "T-F4GS-BV0"},
+        "Physical Counters and BER Info": {
+            "Time Since Last Clear [Min]": f"{SIM_MLXLINK_MINUTES:g}", "Symbol Errors": str(errors),
+            "Symbol BER": f"{coef}E-{int(mag)}", "Effective Physical Errors": str(errors),
+            "Effective Physical BER": f"{coef}E-{int(mag)}", "Raw Physical BER": "2E-9",
+            "Raw Physical Errors Per Lane": {"values": ["4321", "5210", "3987", "4876"]}}}},
+        "status": {"code": 0, "message": "success"}}, indent=1)
+
 
 class SimHostStress(HostStress):
     """Host stress on the simulated node's clock: known answers per CPU (a `host:cpu_wrong=N` core
-    gets some wrong), its memory and NVMe at healthy figures, modules on its InfiniBand NICs."""
+    gets some wrong), its memory and NVMe at healthy figures, modules on its InfiniBand NICs (read
+    with mlxlink unless `host:no_mlxlink`, then with ethtool -m)."""
 
     def __init__(self, node: "SimNode"):
         self.node = node
@@ -345,7 +375,8 @@ class SimHostStress(HostStress):
         return SIM_COPY_GBPS_PER_SOCKET * self.node.scenario.data.get("host", {}).get("sockets", 1)
 
     def missing_tool(self, tool: str) -> str | None:
-        return None
+        gone = tool == "mlxlink" and any(f.target == "host" and f.name == "no_mlxlink" for f in self.node.faults)
+        return INSTALL[tool] if gone else None
 
     def fio(self, target: str, seconds: float, scratch: bool) -> FioResult:
         return FioResult(target, read_gbps=SIM_NVME_READ_GBPS, read_iops=6485.0, read_p99_us=1200.0,
@@ -357,3 +388,12 @@ class SimHostStress(HostStress):
                 temp = float(self.node.nic_value(k, "optics_temp", 45.0))
                 return SIM_MODULE.format(temp=temp, temp_f=temp * 9 / 5 + 32)
         return None
+
+    def mlxlink(self, device: str) -> tuple[str, str | None]:
+        for k, spec in enumerate(self.node.scenario.nics):
+            if spec.get("bus_id") == device:
+                if spec.get("kind") != "infiniband":
+                    return "", "-E- No plugged cable detected"
+                return sim_mlxlink(float(self.node.nic_value(k, "optics_temp", 45.0)),
+                                   float(self.node.nic_value(k, "link_ber", 0.0))), None
+        return "", f"-E- Failed to open device: {device}"

@@ -9,5 +9,6 @@
 - `launchers`: how that work reaches the nodes: Slurm's `srun` (one step per pair, inside the job's
   allocation), a command prefix per host (`ip netns exec NS`, pdsh, ...), or the simulated cluster.
 - `report`: the signed fabric report (an in-toto Statement with every node as a subject).
+- `kubernetes`: the Kubernetes launcher (one Indexed Job per round, through kubectl).
 - `cli`: `nodeqc fabric` and `nodeqc fabric worker`.
 """

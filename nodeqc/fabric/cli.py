@@ -21,6 +21,7 @@ from typing import Any
 from nodeqc.cli_parser import Parser
 from nodeqc.errors import UsageError
 from nodeqc.fabric import pairing
+from nodeqc.stamps import current_user, utc_now
 
 TESTS = ("tcp", "rdma", "nccl")
 
@@ -34,9 +35,14 @@ def _parser() -> Parser:
     where.add_argument("--slurm", metavar="NODELIST", nargs="?", const="",
                        help="the nodes of this Slurm job (default: $SLURM_JOB_NODELIST); one srun step per pair")
     where.add_argument("--hosts", metavar="H1,H2,..|@FILE", help="a plain host list; --launch runs the work on a host")
+    where.add_argument("--k8s", metavar="N1,N2,..|@FILE", help="Kubernetes nodes (kubectl get nodes names); "
+                       "each round is one Indexed Job through kubectl (needs --image)")
     where.add_argument("--simulate", metavar="N", type=int, help="a simulated cluster of N nodes (node0..)")
     p.add_argument("--launch", metavar="PREFIX", help="with --hosts: the command prefix that runs a command on "
                    "{host}, e.g. 'ip netns exec {host}' or 'pdsh -N -w {host}'")
+    p.add_argument("--image", help="--k8s: the container image with nodeqc, perftest and iperf3")
+    p.add_argument("--namespace", default="nodeqc", help="--k8s: where the Jobs run (default nodeqc; "
+                   "packaging/k8s/rbac.yaml)")
     p.add_argument("--rails", type=int, default=8, help="--simulate: RDMA rails per node (0: TCP only; default 8)")
     p.add_argument("--inject", metavar="FAULT", action="append", default=[],
                    help="--simulate: nodeN:slow=F, nodeN:down, nodeN:railR=F, nodeN:railR:down, railR=F, "
@@ -98,21 +104,32 @@ def _nodes(args: argparse.Namespace) -> tuple[list[str], Any, Any]:
         if not nodelist:
             raise UsageError("--slurm: no node list given and $SLURM_JOB_NODELIST is not set")
         return expand(nodelist), SlurmLauncher(), None
+    if args.k8s is not None:
+        from nodeqc.fabric.kubernetes import KubernetesLauncher
+
+        if not args.image:
+            raise UsageError("--k8s needs --image IMAGE: the container image the pods run nodeqc from")
+        return _host_list("--k8s", args.k8s), KubernetesLauncher(args.image, args.namespace), None
     if not args.launch:
         raise UsageError("--hosts needs --launch PREFIX, the command that runs a command on {host} "
                          "(e.g. 'pdsh -N -w {host}'); under Slurm use --slurm")
-    text = args.hosts
-    if text.startswith("@"):
-        try:
-            text = Path(text[1:]).read_text()
-        except OSError as e:
-            raise UsageError(f"--hosts {args.hosts}: cannot read: {e.strerror}") from None
-    nodes = [h for h in text.replace(",", " ").split() if h]
+    nodes = _host_list("--hosts", args.hosts)
     try:
         launcher = HostLauncher(args.launch)
     except ValueError as e:
         raise UsageError(f"--launch {args.launch}: {e}") from None
     return nodes, launcher, None
+
+
+def _host_list(flag: str, given: str) -> list[str]:
+    """H1,H2,.. or @FILE (names separated by commas, spaces or lines)."""
+    text = given
+    if text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text()
+        except OSError as e:
+            raise UsageError(f"{flag} {given}: cannot read: {e.strerror}") from None
+    return [h for h in text.replace(",", " ").split() if h]
 
 
 def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
@@ -137,6 +154,8 @@ def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
             raise UsageError(f"--{flag.replace('_', '-')} {v:g}: expected a number above zero")
     if args.drain and args.slurm is None:
         raise UsageError("--drain drains Slurm nodes: it needs --slurm")
+    if args.image and args.k8s is None:
+        raise UsageError("--image is the Kubernetes pods' image: it needs --k8s")
     return tests
 
 
@@ -192,8 +211,12 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                          else "simulated" if cluster is not None else "fabric")
     out_dir = _out_dir(args, name)
     signer = load_signer(args.key)
+    addresses = _addresses(args.address, nodes)
+    if launcher.name == "kubernetes":
+        # kubectl, the cluster, the nodes, the right to create Jobs; the GPUs a pod asks for (NCCL)
+        launcher.preflight(nodes, addresses, profile.get("gpu", "count"))
     work = Work(tests=tests, seconds=seconds, floors=floors, streams=int(profile.get("nic", "streams", 4)),
-                use_cuda=args.use_cuda, nodeqc=shlex.split(args.nodeqc), addresses=_addresses(args.address, nodes))
+                use_cuda=args.use_cuda, nodeqc=shlex.split(args.nodeqc), addresses=addresses)
 
     # The journal: every round's pair results appended and synced as they come, so a fabric run
     # that is killed leaves what it had measured (the report records the journal's sha256).
@@ -201,12 +224,12 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     stem = _unique_stem(out_dir, f"fabric-{name}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}")
     journal = Journal(out_dir / f"{stem}.journal.jsonl")
     journal.append({"type": "run_started", "node": {"hostname": f"fabric-{name}"}, "profile": {"name": profile.name},
-                    "started_at": _utc_now(), "simulated": cluster is not None,
+                    "started_at": utc_now(), "simulated": cluster is not None,
                     "fabric": {"nodes": nodes, "rounds": rounds_n, "seed": seed, "tests": tests}})
     say(f"nodeqc fabric: {len(nodes)} nodes, {rounds_n} rounds (seed {seed}; {reason}; confidence reached "
         f"{reached:.4g}), tests {','.join(tests)}, launcher {launcher.name}"
         + ("  ** SIMULATED **" if cluster is not None else ""))
-    started_at, t0 = _utc_now(), time.monotonic()
+    started_at, t0 = utc_now(), time.monotonic()
     results: list[Any] = []
     aborted = {"flag": False}
 
@@ -247,8 +270,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         name=name, launcher=launcher.name, scores=scores, rounds=schedule,
         results=results, identities=identities, settings=settings, profile=profile.summary(),
         simulated=cluster is not None, simulation=simulation, status="aborted" if aborted["flag"] else "complete",
-        started_at=started_at, finished_at=_utc_now(), duration_s=time.monotonic() - t0,
-        operator=args.operator or _user(), ticket=args.ticket, signer=signer, command=["nodeqc", "fabric", *argv])
+        started_at=started_at, finished_at=utc_now(), duration_s=time.monotonic() - t0,
+        operator=args.operator or current_user(), ticket=args.ticket, signer=signer, command=["nodeqc", "fabric", *argv])
     journal.append({"type": "run_finished", "verdict": predicate["verdict"], "status": predicate["status"]})
     journal.close()
     predicate["journal"] = {"file": journal.path.name, "sha256": hashlib.sha256(journal.path.read_bytes()).hexdigest()}
@@ -310,19 +333,6 @@ def _unique_stem(directory: Path, stem: str) -> str:
                 pass
         n += 1
         chosen = f"{stem}-{n}"
-
-
-def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _user() -> str | None:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return None
 
 
 def say(text: str) -> None:

@@ -28,9 +28,7 @@ from typing import IO, Any
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import Floors, Measurement, PairResult
 from nodeqc.fabric.simulated import SimulatedCluster
-from nodeqc.fabric.worker import CONNECT_RETRY_S, MARGIN_S, MARKER
-
-PORTS_PER_PAIR = 4  # pairs of one round get their own ports, so several may share a host (tests)
+from nodeqc.fabric.worker import CONNECT_RETRY_S, MARGIN_S, MARKER, PORTS_PER_PAIR
 
 
 @dataclass
@@ -57,6 +55,18 @@ class Work:
                 "--streams", str(self.streams), "--port", str(self.port_base + slot * PORTS_PER_PAIR)]
         if self.addresses:
             args += ["--address", f"{self.addresses.get(a, a)},{self.addresses.get(b, b)}"]
+        if self.use_cuda:
+            args.append("--use-cuda")
+        return args
+
+    def plan_args(self, pairs: tuple[tuple[str, str], ...], addresses: dict[str, str]) -> list[str]:
+        """The worker's arguments for a whole round, when the node a worker lands on is chosen by a
+        scheduler (Kubernetes): each worker finds its pair, its end and its ports from its node."""
+        args = ["fabric", "worker", "--pairs", " ".join(f"{a},{b}" for a, b in pairs), "--tests", ",".join(self.tests),
+                "--seconds", f"{self.seconds:g}", "--streams", str(self.streams), "--port", str(self.port_base)]
+        known = {n: addresses[n] for pair in pairs for n in pair if n in addresses and addresses[n] != n}
+        if known:
+            args += ["--addresses", " ".join(f"{n}={addr}" for n, addr in known.items())]
         if self.use_cuda:
             args.append("--use-cuda")
         return args
@@ -124,7 +134,7 @@ class ProcessLauncher(Launcher):
             out.seek(0)
             text = out.read().decode("utf-8", errors="replace")
             out.close()
-            lines = [_worker_line(line) for line in text.splitlines()]
+            lines = [worker_line(line) for line in text.splitlines()]
             found = [x for x in lines if x is not None]
             if error is None and not found:
                 status = "killed (overran the round)" if proc is not None and proc.returncode in (-9, 137) else (
@@ -144,7 +154,8 @@ class ProcessLauncher(Launcher):
         return results
 
 
-def _worker_line(line: str) -> dict[str, Any] | None:
+def worker_line(line: str) -> dict[str, Any] | None:
+    """A worker's result line (JSON carrying MARKER) among whatever else a log holds, or None."""
     line = line.strip()
     if not line.startswith("{") or MARKER not in line:
         return None
@@ -156,25 +167,41 @@ def _worker_line(line: str) -> dict[str, Any] | None:
 
 
 def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: list[str], floors: Floors) -> PairResult:
-    """The pair's result from what its two ends printed. Rails are named by position (`rail0`..:
-    the i-th active RDMA port of each node), so both ends name them alike."""
+    """The pair's result from what its two ends printed. Rails are matched by identity (the HCA's
+    name and port, worker.rail_id), as both ends name them; a rail active on one end only is a
+    finding of its own (no counterpart on the peer), not a connection error and never a silent drop,
+    and a rail whose two ports sit on different subnets is one too (cabled to another rail)."""
     ends = {o.get("node"): o for o in outputs}
     if set(ends) != {a, b}:
         missing = [n for n in (a, b) if n not in ends]
         why = "; ".join(errors) or "no output"
         return PairResult(round_no, a, b, error=f"{', '.join(missing)}: worker gave no result: {why}")
     rates: dict[tuple[str, str], float | None] = {}
+    active: dict[str, dict[str, dict[str, Any]]] = {}  # node -> rail -> what the end said of it
     figures = []
     for node, o in ends.items():
-        seen: dict[str, str] = {}
+        if isinstance(o.get("rails"), list):
+            active[node] = {str(r.get("rail")): r for r in o["rails"] if isinstance(r, dict)}
+            for rail, r in active[node].items():
+                rates[(node, rail)] = r.get("rate")
         for f in o.get("figures", []):
-            rail = f.get("rail")
-            if rail not in ("tcp", "nccl", "rdma"):  # an RDMA device: its rail by position
-                rail = seen.setdefault(rail, f"rail{len(seen)}")
-            rates[(node, rail)] = f.get("rate")
+            rail = str(f.get("rail"))
+            rates.setdefault((node, rail), f.get("rate"))
             figures.append((node, rail, f))
+    mismatched: dict[str, str] = {}
+    if len(active) == 2:
+        for node, peer in ((a, b), (b, a)):
+            for rail in sorted(set(active[node]) - set(active[peer])):
+                mismatched[rail] = (f"no counterpart on {peer}: {node} has {rail} active, {peer} has no active "
+                                    f"port on that rail ({', '.join(sorted(active[peer])) or 'none'})")
+        for rail in sorted(set(active[a]) & set(active[b])):
+            sa, sb = active[a][rail].get("subnet"), active[b][rail].get("subnet")
+            if sa and sb and sa != sb:
+                mismatched[rail] = f"{rail} is on subnet {sa} at {a} but {sb} at {b}: cabled to another rail?"
     out = []
     for node, rail, f in figures:
+        if rail in mismatched:
+            continue  # the clients' connection errors on it say less than the finding below
         if rail == "nccl":
             floor = floors.nccl_busbw_gbps
         elif rail == "tcp":
@@ -186,6 +213,9 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
             skipped = "no floor: the link's rate is not reported and no absolute floor was given"
         out.append(Measurement(rail, str(f.get("direction")), f.get("value"), str(f.get("unit", "")), floor,
                                f.get("error"), skipped))
+    for rail, why in sorted(mismatched.items()):
+        floor = floors.rdma(rates.get((a, rail)), rates.get((b, rail)))
+        out += [Measurement(rail, d, None, "Gb/s", floor, why) for d in ("a>b", "b>a")]
     return PairResult(round_no, a, b, out, identities={n: o.get("identity") or {"hostname": n} for n, o in ends.items()})
 
 

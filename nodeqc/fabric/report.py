@@ -47,6 +47,13 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
     bad_ports: dict[str, list[str]] = {}
     for n, rail in scores.bad_ports:
         bad_ports.setdefault(n, []).append(rail)
+    # Rails a node has no active port on while its peers do (launchers.merge: "no counterpart on NODE").
+    portless: dict[str, set[str]] = {}
+    for r in results:
+        for m in r.measurements:
+            for node in (r.a, r.b):
+                if m.error and m.error.startswith(f"no counterpart on {node}:"):
+                    portless.setdefault(node, set()).add(m.rail)
     for node in scores.nodes:
         ratio = scores.pass_ratio(node)
         own = scores.ports_of(node)
@@ -61,12 +68,12 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
             failing = sorted(failing_peers.get(node, set()))
             where = f"every rail ({len(named)})" if len(named) == len(own) and len(own) > 1 else ", ".join(named)
             msg = (f"failed its pair tests with {len(failing)} distinct peers that passed with others "
-                   f"(pass ratio {ratio:.0%}); bad on {where}")
+                   f"(pass ratio {ratio:.0%}); bad on {where}" + _portless(portless.get(node, set()) & set(named)))
             out.append(CheckResult("fabric.node", node, Verdict.FAIL, msg, "FABRIC_NODE", values, [], evidence, "pass_ratio"))
         elif node in bad_ports:
             rails = bad_ports[node]
             msg = (f"{', '.join(rails)} failed with peers that passed on {'them' if len(rails) > 1 else 'it'} "
-                   f"with other nodes; the node's other rails passed")
+                   f"with other nodes; the node's other rails passed" + _portless(portless.get(node, set()) & set(rails)))
             out.append(CheckResult("fabric.node", node, Verdict.FAIL, msg, "FABRIC_NODE_RAIL", values, [], evidence,
                                    "pass_ratio"))
         elif node in scores.inconclusive:
@@ -119,6 +126,13 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
         out.append(CheckResult("fabric.pair", f"{r.a}-{r.b}", Verdict.ERROR, f"round {r.round}: not tested: {r.error}",
                                "FABRIC_PAIR_ERROR"))
     return out
+
+
+def _portless(rails: set[str]) -> str:
+    if not rails:
+        return ""
+    return (f"; no active port on {', '.join(sorted(rails))} here while its peers have one "
+            "(link down, or the HCA missing: ibstat)")
 
 
 def _kind(rail: str) -> str:

@@ -1,7 +1,8 @@
 """Slurm's own commands for the fabric: the node list (`scontrol show hostnames`) and draining the
 nodes a fabric report fails, with the convention of packaging/slurm/nodeqc-retest: a reason that
 starts with `nodeqc:`, and a node an operator drained (its reason does not start with `nodeqc:`)
-left alone. `nodeqc-retest` resumes a node nodeqc drained only when it passes again.
+left alone. `nodeqc-retest` resumes a node nodeqc drained only when it passes again, and never one
+the fabric test drained (FABRIC_REASON): passing alone does not clear a fabric failure.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from dataclasses import dataclass
 from nodeqc.errors import UsageError
 
 REASON_PREFIX = "nodeqc:"
+# A fabric drain's reason starts so. nodeqc-retest leaves such a node drained: a node that passes
+# alone may still fail every job it joins, so only a fabric re-test or an operator clears it.
+FABRIC_REASON = f"{REASON_PREFIX} FAIL fabric"
 MAX_REASON = 200  # scontrol keeps long reasons, but sinfo's column and people read the start
 
 
@@ -62,7 +66,7 @@ def drain(failures: dict[str, str], report: str, scontrol: str = "scontrol") -> 
         if "DRAIN" in state and not reason.startswith(REASON_PREFIX):
             out.append(DrainOutcome(node, "left", f"drained by an operator ({reason or 'no reason'}): left alone"))
             continue
-        text = f"{REASON_PREFIX} FAIL fabric {why}"
+        text = f"{FABRIC_REASON} {why}"
         text = (text[: MAX_REASON - 1] + "…" if len(text) > MAX_REASON else text) + f"; {report}"
         done = subprocess.run([scontrol, "update", f"NodeName={node}", "State=DRAIN", f"Reason={text}"],
                               capture_output=True, text=True, timeout=30)

@@ -6,9 +6,11 @@ the host name) in `--pair A,B`, else SLURM_PROCID. End A serves first:
 
 - TCP (iperf3): A runs `iperf3 -s -1` twice, B runs the client, once sending (B>A) and once
   with -R (A>B). B reports both.
-- RDMA (ib_write_bw per rail, the rails paired by position: the i-th active RDMA port of A with the
-  i-th of B, as rail-optimised fabrics wire them): A serves every rail at once and B writes (B>A),
-  then B serves and A writes (A>B). Each writer reports its direction.
+- RDMA (ib_write_bw per rail, the rails matched by identity: the same HCA name (and port) on both
+  nodes, as rail-optimised fabrics wire identical nodes; never by position, which a port down on
+  one node would shift): A serves every rail at once and B writes (B>A), then B serves and A writes
+  (A>B). Each writer reports its direction; each end lists its active rails, so a rail with no
+  counterpart on the peer is named as such.
 - NCCL: an all-reduce across every GPU of both nodes, bootstrapped with cupyx.distributed (CuPy's
   own NCCL process group, its TCP store on A). GPU-only: without CuPy or GPUs it is skipped, saying
   what to install.
@@ -40,6 +42,7 @@ from nodeqc.errors import UsageError
 MARKER = "nodeqc-fabric-worker"
 CONNECT_RETRY_S = 20.0  # the peer's server may start a little after us (srun starts tasks unevenly)
 MARGIN_S = 30.0
+PORTS_PER_PAIR = 4  # the pairs of one round get their own ports, so several may share a host (tests)
 TOOL_INSTALL = {"iperf3": "install iperf3 on every node (apt-get install iperf3, or dnf install iperf3)",
                 "ib_write_bw": "install perftest on every node (apt-get install perftest, or dnf install perftest)"}
 
@@ -68,12 +71,16 @@ class Job:
         return self.addresses[self.index]
 
 
+def _my_names() -> list[str]:
+    # Slurm names the node in SLURMD_NODENAME; the Kubernetes manifest in NODEQC_NODE (spec.nodeName).
+    return [n for n in (os.environ.get("SLURMD_NODENAME"), os.environ.get("NODEQC_NODE"), socket.gethostname(),
+                        socket.gethostname().split(".")[0]) if n]
+
+
 def which_end(pair: tuple[str, str], index: int | None) -> int:
     if index is not None:
         return index
-    # Slurm names the node in SLURMD_NODENAME; the Kubernetes manifest in NODEQC_NODE (spec.nodeName).
-    for name in (os.environ.get("SLURMD_NODENAME"), os.environ.get("NODEQC_NODE"), socket.gethostname(),
-                 socket.gethostname().split(".")[0]):
+    for name in _my_names():
         if name in pair:
             return pair.index(name)
     procid = os.environ.get("SLURM_PROCID")
@@ -183,6 +190,36 @@ def rdma_ports() -> list[tuple[str, int, float | None, bool]]:
     return out
 
 
+def rail_id(device: str, port: int) -> str:
+    """A rail's identity, the same on every node of a rail-optimised fabric: the HCA's name (the
+    i-th HCA of identical nodes sits on rail i), with its port when it is not the first. Rails are
+    matched by it, never by position: a port down on one node must not shift every rail after it."""
+    return device if port == 1 else f"{device}/{port}"
+
+
+def rail_port_offset(rail: str) -> int | None:
+    """The TCP port offset of a rail's ib_write_bw, the same on both ends since it comes from the
+    rail's identity: the HCA's number (mlx5_3 -> 3) and port. None: no number to take it from."""
+    m = re.fullmatch(r".*?(\d+)(?:/(\d+))?", rail)
+    if not m:
+        return None
+    offset = int(m.group(1)) * 4 + int(m.group(2) or 1) - 1
+    return offset if offset < RAIL_PORTS else None
+
+
+RAIL_PORTS = 400  # TCP ports set aside per phase for the rails' ib_write_bw (100 HCAs of 4 ports)
+
+
+def gid_prefix(device: str, port: int) -> str | None:
+    """The port's subnet prefix (the first 64 bits of GID 0), as sysfs shows it; None if unreadable."""
+    try:
+        gid = Path(f"/sys/class/infiniband/{device}/ports/{port}/gids/0").read_text().strip()
+    except OSError:
+        return None
+    groups = gid.split(":")
+    return ":".join(groups[:4]) if len(groups) == 8 else None
+
+
 def rdma(job: Job) -> list[dict[str, Any]]:
     if not tool_path("ib_write_bw"):
         return [{"rail": "rdma", "direction": "a>b" if job.index == 0 else "b>a",
@@ -193,29 +230,40 @@ def rdma(job: Job) -> list[dict[str, Any]]:
                  "skipped": "no active RDMA port on this node (ibstat shows the ports)"}]
     secs = max(1, round(job.seconds))
     out: list[dict[str, Any]] = []
-    # Phase 1: A serves, B writes (B>A). Phase 2: B serves, A writes (A>B).
+    offsets = [rail_port_offset(rail_id(dev, port)) for dev, port, _, _ in ports]
+    # Phase 1: A serves, B writes (B>A). Phase 2: B serves, A writes (A>B). Each rail's server and
+    # client meet on the port of the rail's identity: a rail the peer lacks finds no server.
     for phase, server in ((0, 0), (1, 1)):
-        base = job.port + 1000 + 100 * phase
+        base = job.port + 1000 + RAIL_PORTS * phase
         procs = []
-        for k, (dev, port, rate, roce) in enumerate(ports):
-            cmd = ["ib_write_bw", "-d", dev, "-i", str(port), "-p", str(base + k), "-D", str(secs), "--report_gbits", "-F"]
+        direction = "b>a" if job.index == 1 else "a>b"
+        for (dev, port, rate, roce), offset in zip(ports, offsets):
+            rail = rail_id(dev, port)
+            if offset is None or offsets.count(offset) > 1:
+                if job.index != server:
+                    out.append({"rail": rail, "direction": direction, "rate": rate, "unit": "Gb/s",
+                                "error": f"cannot give rail {rail} a port of its own from its name"})
+                continue
+            cmd = ["ib_write_bw", "-d", dev, "-i", str(port), "-p", str(base + offset), "-D", str(secs),
+                   "--report_gbits", "-F"]
             if roce:
                 cmd.append("-R")
             if job.use_cuda:
                 cmd.append("--use_cuda=0")
             if job.index != server:
                 cmd.append(job.peer_address)
-            procs.append((dev, rate, cmd))
+            procs.append((rail, rate, cmd))
         if job.index == server:
             _run_all([c for _, _, c in procs], secs + CONNECT_RETRY_S + MARGIN_S)
+            continue
+        if not procs:
             continue
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=len(procs)) as pool:
             done = list(pool.map(lambda p: _retrying(p[2], parse_ib_write_bw, secs), procs))
-        direction = "b>a" if job.index == 1 else "a>b"
-        for (dev, rate, cmd), (value, error, _) in zip(procs, done):
-            out.append({"rail": dev, "direction": direction, "value": None if error else round(value, 3),
+        for (rail, rate, cmd), (value, error, _) in zip(procs, done):
+            out.append({"rail": rail, "direction": direction, "value": None if error else round(value, 3),
                         "unit": "Gb/s", "error": error, "rate": rate, "command": " ".join(cmd)})
     return out
 
@@ -257,13 +305,41 @@ def run(job: Job) -> dict[str, Any]:
     figures: list[dict[str, Any]] = []
     for test in job.tests:
         figures += {"tcp": tcp, "rdma": rdma, "nccl": nccl}[test](job)
-    return {MARKER: 1, "node": job.me, "index": job.index, "identity": identity(), "figures": figures}
+    out = {MARKER: 1, "node": job.me, "index": job.index, "identity": identity(), "figures": figures}
+    if "rdma" in job.tests:
+        # Every active rail, so the launcher can say which has no counterpart on the peer.
+        out["rails"] = [{"rail": rail_id(dev, port), "rate": rate, "subnet": gid_prefix(dev, port)}
+                        for dev, port, rate, _ in rdma_ports()]
+    if os.environ.get("JOB_COMPLETION_INDEX", "").isdigit():  # a pod of an Indexed Job (Kubernetes)
+        out["job_index"] = int(os.environ["JOB_COMPLETION_INDEX"])
+    return out
+
+
+def pair_in_plan(text: str, addresses_text: str | None, port: int) -> tuple[tuple[str, str], int, tuple[str, str]]:
+    """--pairs 'A,B C,D ...' (a whole round): this node's pair, its ports, the pair's addresses."""
+    pairs = [tuple(p.split(",")) for p in text.split()]
+    if not pairs or any(len(p) != 2 or not all(p) or p[0] == p[1] for p in pairs):
+        raise UsageError(f"--pairs {text}: expected pairs of two different node names, 'A,B C,D ...'")
+    addresses: dict[str, str] = {}
+    for item in (addresses_text or "").split():
+        node, sep, addr = item.partition("=")
+        if not sep or not node or not addr:
+            raise UsageError(f"--addresses {addresses_text}: expected NODE=ADDR items separated by spaces")
+        addresses[node] = addr
+    for slot, pair in enumerate(pairs):
+        if any(name in pair for name in _my_names()):
+            a, b = pair
+            return (a, b), port + slot * PORTS_PER_PAIR, (addresses.get(a, a), addresses.get(b, b))
+    raise UsageError(f"--pairs: this node ({', '.join(_my_names()) or 'no name'}) is in none of the round's pairs")
 
 
 def main(argv: list[str]) -> int:
     p = Parser(prog="nodeqc fabric worker", description="The per-node work of one fabric pair test "
                "(started by nodeqc fabric on both nodes of the pair; not for use by hand).")
-    p.add_argument("--pair", required=True, metavar="A,B")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--pair", metavar="A,B")
+    which.add_argument("--pairs", metavar="'A,B C,D ...'", help="every pair of the round: this node's is found "
+                       "from its name (NODEQC_NODE, SLURMD_NODENAME, the host name); its ports from the pair's place")
     p.add_argument("--index", type=int, choices=(0, 1), help="which end this is (default: from the host name)")
     p.add_argument("--tests", default="tcp", metavar="tcp,rdma,nccl")
     p.add_argument("--seconds", type=float, default=5.0)
@@ -271,8 +347,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--port", type=int, default=5201)
     p.add_argument("--address", metavar="ADDR_A,ADDR_B", help="where each end is reached for data traffic "
                    "(default: the node names)")
+    p.add_argument("--addresses", metavar="'NODE=ADDR ...'", help="with --pairs: where nodes are reached for "
+                   "data traffic (default: their names)")
     p.add_argument("--use-cuda", action="store_true", help="ib_write_bw --use_cuda (GPUDirect RDMA)")
     args = p.parse_args(argv)
+    if args.pairs:
+        pair, args.port, addresses = pair_in_plan(args.pairs, args.addresses, args.port)
+        args.pair, args.address = ",".join(pair), ",".join(addresses)
     pair = tuple(args.pair.split(","))
     if len(pair) != 2 or not all(pair) or pair[0] == pair[1]:
         raise UsageError(f"--pair {args.pair}: expected two different node names, A,B")

@@ -1,4 +1,8 @@
-"""Earlier reports of this node from the archive, newest first (as nodeqc.archive lists them)."""
+"""Earlier reports of this node from the archive, newest first, as `nodeqc history` lists them: through
+the archive's index (nodeqc.archive), so each is verified (its signature by a trusted key, its
+journal and telemetry beside it) before it is shown. A file in the node's directory that does not
+verify (forged, altered, signed by a key not trusted) is shown as NOT VERIFIED with the reason,
+never with the verdict it claims."""
 
 from __future__ import annotations
 
@@ -8,13 +12,12 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QHeaderView, QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from nodeqc.archive import node_reports
+from nodeqc.archive import Archive, Entry, Skipped
 from nodeqc.errors import UsageError
-from nodeqc.gui.reports import load_report
 from nodeqc.gui.style import COLOURS
 
 COLUMNS = ("Finished", "Verdict", "Failed", "Profile", "Operator", "Ticket", "Signature")
-MAX_SHOWN = 50  # each is read and its signature checked; a node re-tested for years still opens at once
+MAX_SHOWN = 50  # a node re-tested for years still opens at once (the index verified each file once)
 PATH_ROLE = Qt.ItemDataRole.UserRole
 
 
@@ -40,35 +43,53 @@ class HistoryList(QWidget):
 
     def load(self, node_id: str | None, archive: Path | None = None) -> None:
         self.tree.clear()
-        paths = node_reports(node_id, archive) if node_id else []
-        self.caption.setText(f"Reports of node {node_id} in the archive, newest first: {len(paths)}"
-                             + (f" (the newest {MAX_SHOWN} shown)" if len(paths) > MAX_SHOWN else "")
-                             + ". Double-click one to open it.")
-        for path in paths[:MAX_SHOWN]:
-            self.tree.addTopLevelItem(self._row(path))
-
-    def _row(self, path: Path) -> QTreeWidgetItem:
+        if not node_id:
+            self.caption.setText("No node: no history.")
+            return
+        index_problems: list[str] = []  # the index's own (rebuilt from the files), said under the list
+        index = Archive(archive, warn=index_problems.append)
         try:
-            report = load_report(path)
+            entries, unverified = index.history(node_id)
         except UsageError as e:
-            item = QTreeWidgetItem([path.name, "UNREADABLE", "", "", "", "", ""])
-            item.setToolTip(1, str(e))
-            item.setData(0, PATH_ROLE, path)
-            return item
-        p = report.predicate
-        failed = (p.get("summary") or {}).get("failed") or []
-        finished = str(p.get("finished_at", ""))
-        item = QTreeWidgetItem([finished.replace("T", " ")[:16], report.word, str(len(failed)),
-                                str(p.get("profile", {}).get("name", "")), str(p.get("operator") or ""),
-                                str(p.get("ticket") or ""), "verified" if report.verified else "NOT VERIFIED"])
-        item.setToolTip(0, f"{finished}\n{path}")
-        background, text = COLOURS[report.state]
+            self.caption.setText(f"The archive could not be read: {e}")
+            return
+        finally:
+            index.close()
+        self.caption.setText(f"Reports of node {node_id} in the archive, newest first: {len(entries)} verified"
+                             + (f" (the newest {MAX_SHOWN} shown)" if len(entries) > MAX_SHOWN else "")
+                             + (f"; {len(unverified)} NOT VERIFIED (forged, altered, or signed by a key not "
+                                "trusted): listed last, never counted" if unverified else "")
+                             + ". Double-click one to open it."
+                             + "".join(f"\nIndex: {line}" for line in index_problems))
+        for entry in entries[:MAX_SHOWN]:
+            self.tree.addTopLevelItem(self._row(entry))
+        for skipped in unverified:
+            self.tree.addTopLevelItem(self._unverified_row(skipped))
+
+    def _row(self, entry: Entry) -> QTreeWidgetItem:
+        word = "ABORTED" if entry.status == "aborted" else entry.verdict
+        item = QTreeWidgetItem([(entry.finished_at or "").replace("T", " ")[:16], word, str(len(entry.failed)),
+                                entry.profile, entry.operator or "", entry.ticket or "", "verified"])
+        item.setToolTip(0, f"{entry.finished_at}\n{entry.path}")
+        background, text = COLOURS["aborted" if word == "ABORTED" else "pass" if word == "PASS" else "fail"]
         item.setBackground(1, QBrush(QColor(background)))
         item.setForeground(1, QBrush(QColor(text)))
-        item.setToolTip(1, "\n".join(failed[:20]))
-        item.setToolTip(2, "\n".join(failed[:20]))
-        item.setToolTip(6, report.trust)
-        item.setData(0, PATH_ROLE, path)
+        item.setToolTip(1, "\n".join(entry.failed[:20]))
+        item.setToolTip(2, "\n".join(entry.failed[:20]))
+        item.setToolTip(6, f"signature: verified (key {entry.keyid[:16]}); sha256 {entry.sha256[:16]}")
+        item.setData(0, PATH_ROLE, entry.path)
+        return item
+
+    def _unverified_row(self, skipped: Skipped) -> QTreeWidgetItem:
+        """Nothing the file claims is shown: not its time, verdict or operator."""
+        item = QTreeWidgetItem([skipped.path.name, "NOT VERIFIED", "", "", "", "", f"NOT VERIFIED: {skipped.reason}"])
+        background, text = COLOURS["error"]
+        for column in (1, 6):
+            item.setBackground(column, QBrush(QColor(background)))
+            item.setForeground(column, QBrush(QColor(text)))
+        for column in range(len(COLUMNS)):
+            item.setToolTip(column, f"{skipped.path}\nNOT VERIFIED: {skipped.reason}\nDo not rely on this file.")
+        item.setData(0, PATH_ROLE, skipped.path)
         return item
 
     def paths(self) -> list[Path]:

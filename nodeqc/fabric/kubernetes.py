@@ -1,0 +1,277 @@
+"""Kubernetes as the fabric's engine: each round's pair work is one Indexed Job, run with `kubectl`.
+
+A round of P pairs is one Job (`completionMode: Indexed`, completions = parallelism = 2P): one pod
+per node of the round (node affinity to exactly those nodes, pod anti-affinity on the host name, so
+no node gets two), host network and the RDMA devices, running `nodeqc fabric worker --pairs ...`.
+The scheduler places the pods, so a pod finds its pair and its end from the node it landed on
+(NODEQC_NODE, from spec.nodeName), as an srun task does from SLURMD_NODENAME. The pod's completion
+index (JOB_COMPLETION_INDEX, from the Job's annotation) is printed in its result line: the launcher
+collects the round's results per index and names the index, pod and node of each that gave none.
+
+Per round: `kubectl apply -f MANIFEST`, `kubectl wait` for the Job's Complete or Failed condition
+(bounded by the round's timeout plus the pods' start), then `kubectl get pods` (each index's pod,
+node and state) and `kubectl logs` (the result lines). `backoffLimitPerIndex: 0`: a pod that fails
+is not retried (half a pair alone measures nothing) and does not stop the other pairs (Kubernetes
+1.29 or later). Results are merged, scored, journaled and reported as for srun steps.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import tempfile
+import time
+from typing import Any
+
+from nodeqc.errors import UsageError
+from nodeqc.fabric.launchers import Launcher, Work, merge, worker_line
+from nodeqc.fabric.pairing import Round
+from nodeqc.fabric.scoring import PairResult
+
+LABEL = "nodeqc.dev/fabric-round"
+INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+START_S = 300  # scheduling and the image pull, on top of the round's own bound (a cold node pulls GBs)
+KUBECTL_S = 60  # one kubectl call that is not a wait
+INSTALL = ("install kubectl (https://kubernetes.io/docs/tasks/tools/; Debian: apt-get install kubernetes-client) "
+           "and point it at the cluster (KUBECONFIG)")
+
+
+def round_manifest(job: str, namespace: str, image: str, pairs: tuple[tuple[str, str], ...], work: Work,
+                   addresses: dict[str, str], deadline_s: int, gpus: int | None = None) -> dict[str, Any]:
+    """The Indexed Job of one round (kubectl takes JSON as it takes YAML). gpus: what a pod asks of
+    the NVIDIA device plugin for the NCCL test (every GPU of its node: the profile's [gpu] count)."""
+    nodes = [n for pair in pairs for n in pair]
+    command = [*work.nodeqc, *work.plan_args(pairs, addresses)]
+    container: dict[str, Any] = {
+        "name": "worker", "image": image, "command": command,
+        "env": [{"name": "NODEQC_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                # Set by Kubernetes itself since 1.22; spelled out so the manifest says where it comes from.
+                {"name": "JOB_COMPLETION_INDEX",
+                 "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}}],
+        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},  # RDMA pins memory
+    }
+    if "rdma" in work.tests:  # the RDMA shared device plugin's resource (NVIDIA Network Operator)
+        container["resources"] = {"limits": {"rdma/hca_shared_devices_a": 1}}
+    if "nccl" in work.tests and gpus:  # without GPUs the worker skips NCCL, saying so
+        container.setdefault("resources", {}).setdefault("limits", {})["nvidia.com/gpu"] = gpus
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": job, "namespace": namespace,
+                     "labels": {"app.kubernetes.io/name": "nodeqc-fabric", LABEL: job}},
+        "spec": {
+            "completionMode": "Indexed",  # one index per node of the round
+            "completions": len(nodes),
+            "parallelism": len(nodes),  # every end at once: a pair test needs its server and its client
+            "backoffLimitPerIndex": 0,  # a failed pod is evidence, not something to retry, and stops no other
+            "activeDeadlineSeconds": deadline_s,
+            "ttlSecondsAfterFinished": 86400,  # a day to read the pods' logs by hand
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/name": "nodeqc-fabric", LABEL: job}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "hostNetwork": True,  # the nodes' own addresses and RDMA devices
+                    "dnsPolicy": "ClusterFirstWithHostNet",
+                    "affinity": {
+                        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                                   "values": nodes}]}]}},
+                        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [  # one pod a node
+                            {"labelSelector": {"matchLabels": {LABEL: job}}, "topologyKey": "kubernetes.io/hostname"}]},
+                    },
+                    "tolerations": [{"key": "nodeqc.dev/unqualified", "operator": "Exists"}],
+                    "containers": [container],
+                },
+            },
+        },
+    }
+
+
+class KubernetesLauncher(Launcher):
+    """One Indexed Job per round, through kubectl (see the module's docstring)."""
+
+    name = "kubernetes"
+
+    def __init__(self, image: str, namespace: str = "nodeqc", kubectl: str = "kubectl"):
+        self.image = image
+        self.namespace = namespace
+        self.kubectl = kubectl
+        self.run_id = secrets.token_hex(3)  # Jobs of this run: nodeqc-fabric-<run_id>-r<round>
+        self.addresses: dict[str, str] = {}
+        self.gpus: int | None = None  # per pod, for the NCCL test
+        self._waits: list[subprocess.Popen[bytes]] = []
+        self._aborted = False
+        self._job: str | None = None
+
+    # ------------------------------------------------------------------ before the first round
+
+    def _call(self, *args: str, timeout: float = KUBECTL_S) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([self.kubectl, *args], capture_output=True, text=True, timeout=timeout)
+
+    def preflight(self, nodes: list[str], given: dict[str, str], gpus: int | None = None) -> None:
+        """kubectl is there, the cluster answers, every node is in it, Jobs may be created; each
+        node's data address is its InternalIP unless --address gives one. A usage error otherwise."""
+        self.gpus = gpus
+        try:
+            done = self._call("get", "nodes", "-o", "json")
+        except FileNotFoundError:
+            raise UsageError(f"--k8s: {self.kubectl} not found: {INSTALL}") from None
+        except subprocess.TimeoutExpired:
+            raise UsageError(f"--k8s: kubectl get nodes did not answer within {KUBECTL_S} s: is the cluster up?") from None
+        if done.returncode != 0:
+            why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            raise UsageError(f"--k8s: kubectl cannot reach a cluster: {why}")
+        try:
+            items = json.loads(done.stdout)["items"]
+        except (ValueError, KeyError, TypeError):
+            raise UsageError("--k8s: kubectl get nodes -o json did not answer JSON") from None
+        known: dict[str, str | None] = {}
+        for item in items:
+            name = item.get("metadata", {}).get("name")
+            ips = [a.get("address") for a in item.get("status", {}).get("addresses", []) if a.get("type") == "InternalIP"]
+            known[name] = ips[0] if ips else None
+        missing = [n for n in nodes if n not in known]
+        if missing:
+            raise UsageError(f"--k8s: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}: "
+                             "not a node of this cluster (kubectl get nodes)")
+        no_ip = [n for n in nodes if n not in given and not known[n]]
+        if no_ip:
+            raise UsageError(f"--k8s: {no_ip[0]} has no InternalIP: give its data address with --address {no_ip[0]}=ADDR")
+        self.addresses = {n: given.get(n) or str(known[n]) for n in nodes}
+        try:
+            can = self._call("auth", "can-i", "create", "jobs.batch", "--namespace", self.namespace)
+        except subprocess.TimeoutExpired:
+            raise UsageError(f"--k8s: kubectl auth can-i did not answer within {KUBECTL_S} s") from None
+        if can.stdout.strip() != "yes":
+            why = can.stderr.strip().splitlines()[-1] if can.stderr.strip() else can.stdout.strip() or "no"
+            raise UsageError(f"--k8s: may not create Jobs in namespace {self.namespace}: {why} "
+                             "(packaging/k8s/rbac.yaml grants it)")
+
+    # ------------------------------------------------------------------ a round
+
+    def abort(self) -> None:
+        self._aborted = True
+        for p in list(self._waits):
+            if p.poll() is None:
+                p.kill()
+
+    def run_round(self, rnd: Round, work: Work) -> list[PairResult]:
+        job = f"nodeqc-fabric-{self.run_id}-r{rnd.number}"
+        self._job = job
+        deadline_s = int(work.round_timeout_s + START_S)
+        manifest = round_manifest(job, self.namespace, self.image, rnd.pairs, work, self.addresses, deadline_s,
+                                  self.gpus)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", prefix=f"{job}-") as f:
+            json.dump(manifest, f)
+            f.flush()
+            try:
+                applied = self._call("apply", "-f", f.name)
+                failure = None if applied.returncode == 0 else (
+                    applied.stderr.strip().splitlines() or [f"exit {applied.returncode}"])[-1]
+            except (OSError, subprocess.TimeoutExpired) as e:
+                failure = str(e)
+        if failure is not None:
+            return [PairResult(rnd.number, a, b, error=f"kubectl apply of Job {job}: {failure}") for a, b in rnd.pairs]
+        finished = self._wait(job, deadline_s)
+        pods = self._pods(job)
+        lines, log_error = self._logs(job, manifest["spec"]["completions"])
+        if not finished or self._aborted:
+            self._delete(job)  # stop what still runs or waits for a node
+        # Each index's line, where its pod really ran: a worker that took itself for another node
+        # (its line names a node its index's pod did not run on) measured the wrong pair.
+        ran_on = {p["index"]: node for node, p in pods.items() if not node.startswith("unscheduled:")}
+        by_node, astray = {}, {}
+        for line in lines:
+            claimed, where = str(line.get("node")), ran_on.get(str(line.get("job_index")))
+            if where is not None and where != claimed:
+                astray[where] = f"index {line.get('job_index')} ran on {where} but took itself for {claimed}"
+            else:
+                by_node[claimed] = line
+        results = []
+        for a, b in rnd.pairs:
+            outputs = [by_node[n] for n in (a, b) if n in by_node]
+            errors = [astray.get(n) or self._why_not(n, pods, finished, log_error) for n in (a, b) if n not in by_node]
+            results.append(merge(rnd.number, a, b, outputs, errors, work.floors))
+        return results
+
+    def _wait(self, job: str, deadline_s: int) -> bool:
+        """`kubectl wait` for the Job's Complete and, at once, its Failed condition (one index that
+        failed makes the Job Failed once every index has finished): whichever comes first."""
+        ref = [f"job/{job}", "--namespace", self.namespace, f"--timeout={deadline_s}s"]
+        try:
+            self._waits = [subprocess.Popen([self.kubectl, "wait", f"--for=condition={c}", *ref],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           for c in ("complete", "failed")]
+        except OSError:
+            return False
+        give_up = time.monotonic() + deadline_s + KUBECTL_S
+        try:
+            while time.monotonic() < give_up and not self._aborted:
+                codes = [p.poll() for p in self._waits]
+                if 0 in codes:
+                    return True
+                if all(c is not None for c in codes):
+                    return False  # both gave up (timed out, or the Job is gone)
+                time.sleep(0.2)
+            return False
+        finally:
+            for p in self._waits:
+                if p.poll() is None:
+                    p.kill()
+                p.wait()
+            self._waits = []
+
+    def _pods(self, job: str) -> dict[str, dict[str, Any]]:
+        """node -> what its pod says of itself: index, pod name, phase, why it is not running."""
+        try:
+            done = self._call("get", "pods", "--namespace", self.namespace, "-l", f"{LABEL}={job}", "-o", "json")
+            items = json.loads(done.stdout).get("items", []) if done.returncode == 0 else []
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            items = []
+        out: dict[str, dict[str, Any]] = {}
+        for item in items:
+            meta, spec, status = item.get("metadata", {}), item.get("spec", {}), item.get("status", {})
+            index = (meta.get("annotations") or {}).get(INDEX_ANNOTATION) or (meta.get("labels") or {}).get(INDEX_ANNOTATION)
+            reasons = [c.get("message") or c.get("reason") for c in status.get("conditions", [])
+                       if c.get("status") == "False" and (c.get("message") or c.get("reason"))]
+            for cs in status.get("containerStatuses", []):
+                state = cs.get("state", {})
+                for what in ("waiting", "terminated"):
+                    if what in state and state[what].get("reason") not in (None, "Completed"):
+                        reasons.append(f"{state[what].get('reason')}"
+                                       + (f" (exit {state[what]['exitCode']})" if "exitCode" in state[what] else ""))
+            entry = {"index": index, "pod": meta.get("name"), "phase": status.get("phase"), "why": "; ".join(reasons)}
+            out[spec.get("nodeName") or f"unscheduled:{index}"] = entry
+        return out
+
+    def _logs(self, job: str, pods: int) -> tuple[list[dict[str, Any]], str | None]:
+        """The worker lines of every pod of the Job (each carries its pod's completion index)."""
+        try:
+            done = self._call("logs", "--namespace", self.namespace, "-l", f"{LABEL}={job}", "--tail=-1",
+                              f"--max-log-requests={max(5, min(pods, 64))}", timeout=KUBECTL_S + pods)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return [], f"kubectl logs: {e}"
+        lines = [x for x in (worker_line(t) for t in done.stdout.splitlines()) if x is not None]
+        error = None if done.returncode == 0 else (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        return lines, error
+
+    def _why_not(self, node: str, pods: dict[str, dict[str, Any]], finished: bool, log_error: str | None) -> str:
+        pod = pods.get(node)
+        if pod is None:
+            pending = [p for k, p in pods.items() if k.startswith("unscheduled:")]
+            hint = f" ({pending[0]['why']})" if pending and pending[0]["why"] else ""
+            return (f"no pod of Job {self._job} ran on {node}{hint}" if not self._aborted else "aborted")
+        state = f"index {pod['index']}, pod {pod['pod']}: {pod['phase']}" + (f", {pod['why']}" if pod["why"] else "")
+        if not finished:
+            state += "; the Job did not finish within its deadline" if not self._aborted else "; aborted"
+        if log_error:
+            state += f"; kubectl logs: {log_error}"
+        return state
+
+    def _delete(self, job: str) -> None:
+        try:
+            self._call("delete", "job", job, "--namespace", self.namespace, "--cascade=foreground", "--wait=false")
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
