@@ -55,6 +55,8 @@ def _parser() -> Parser:
     p.add_argument("--min-rdma-gbps", type=float, metavar="GBPS", help="absolute RDMA floor per rail and direction")
     p.add_argument("--min-nccl-busbw", type=float, metavar="GBPS", help="two-node NCCL all-reduce bus bandwidth floor, GB/s")
     p.add_argument("--seconds", type=float, help="seconds of each traffic test (default: the profile's traffic_s)")
+    p.add_argument("--nccl-bytes", type=int, metavar="BYTES", help="bytes each GPU all-reduces in the NCCL test "
+                   "(default 1 GiB: bandwidth-bound)")
     p.add_argument("--rounds", type=int, help="rounds of pairs (default: as many as --confidence needs)")
     p.add_argument("--confidence", type=float, default=pairing.DEFAULT_CONFIDENCE,
                    help=f"chance that no node is misattributed (default {pairing.DEFAULT_CONFIDENCE})")
@@ -152,6 +154,8 @@ def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
         v = getattr(args, flag)
         if v is not None and not (v > 0 and v < float("inf")):
             raise UsageError(f"--{flag.replace('_', '-')} {v:g}: expected a number above zero")
+    if args.nccl_bytes is not None and args.nccl_bytes < 4:
+        raise UsageError(f"--nccl-bytes {args.nccl_bytes}: expected at least 4 (one float32 per GPU)")
     if args.drain and args.slurm is None:
         raise UsageError("--drain drains Slurm nodes: it needs --slurm")
     if args.image and args.k8s is None:
@@ -216,7 +220,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         # kubectl, the cluster, the nodes, the right to create Jobs; the GPUs a pod asks for (NCCL)
         launcher.preflight(nodes, addresses, profile.get("gpu", "count"))
     work = Work(tests=tests, seconds=seconds, floors=floors, streams=int(profile.get("nic", "streams", 4)),
-                use_cuda=args.use_cuda, nodeqc=shlex.split(args.nodeqc), addresses=addresses)
+                use_cuda=args.use_cuda, nodeqc=shlex.split(args.nodeqc), addresses=addresses, nccl_bytes=args.nccl_bytes)
 
     # The journal: every round's pair results appended and synced as they come, so a fabric run
     # that is killed leaves what it had measured (the report records the journal's sha256).

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from nodeqc.fabric import nccl_pair
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import Floors, Measurement, PairResult
 from nodeqc.fabric.simulated import SimulatedCluster
@@ -43,12 +44,14 @@ class Work:
     use_cuda: bool = False
     nodeqc: list[str] = field(default_factory=lambda: ["nodeqc"])  # the command that runs nodeqc on a node
     addresses: dict[str, str] = field(default_factory=dict)  # node -> data address (default: its name)
+    nccl_bytes: int | None = None  # per GPU in the NCCL test (default: nccl_pair.BUFFER_BYTES)
 
     @property
     def round_timeout_s(self) -> float:
         """Every tool of a pair is bounded; a round is bounded by their sum."""
-        per_test = {"tcp": 2, "rdma": 2, "nccl": 1}
-        return sum(per_test[t] * (self.seconds + CONNECT_RETRY_S) for t in self.tests) + 2 * MARGIN_S + 60
+        per_test = {"tcp": 2 * (self.seconds + CONNECT_RETRY_S), "rdma": 2 * (self.seconds + CONNECT_RETRY_S),
+                    "nccl": nccl_pair.time_bound_s(self.seconds)}
+        return sum(per_test[t] for t in self.tests) + 2 * MARGIN_S + 60
 
     def worker_args(self, a: str, b: str, slot: int) -> list[str]:
         args = ["fabric", "worker", "--pair", f"{a},{b}", "--tests", ",".join(self.tests), "--seconds", f"{self.seconds:g}",
@@ -57,6 +60,8 @@ class Work:
             args += ["--address", f"{self.addresses.get(a, a)},{self.addresses.get(b, b)}"]
         if self.use_cuda:
             args.append("--use-cuda")
+        if self.nccl_bytes:
+            args += ["--nccl-bytes", str(self.nccl_bytes)]
         return args
 
     def plan_args(self, pairs: tuple[tuple[str, str], ...], addresses: dict[str, str]) -> list[str]:
@@ -69,6 +74,8 @@ class Work:
             args += ["--addresses", " ".join(f"{n}={addr}" for n, addr in known.items())]
         if self.use_cuda:
             args.append("--use-cuda")
+        if self.nccl_bytes:
+            args += ["--nccl-bytes", str(self.nccl_bytes)]
         return args
 
 
@@ -198,6 +205,9 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
             sa, sb = active[a][rail].get("subnet"), active[b][rail].get("subnet")
             if sa and sb and sa != sb:
                 mismatched[rail] = f"{rail} is on subnet {sa} at {a} but {sb} at {b}: cabled to another rail?"
+    nccl = [(node, f) for node, rail, f in figures if rail == "nccl"]
+    if nccl:
+        figures = [x for x in figures if x[1] != "nccl"] + [(a, "nccl", one_nccl_figure(a, b, nccl))]
     out = []
     for node, rail, f in figures:
         if rail in mismatched:
@@ -217,6 +227,29 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
         floor = floors.rdma(rates.get((a, rail)), rates.get((b, rail)))
         out += [Measurement(rail, d, None, "Gb/s", floor, why) for d in ("a>b", "b>a")]
     return PairResult(round_no, a, b, out, identities={n: o.get("identity") or {"hostname": n} for n, o in ends.items()})
+
+
+def one_nccl_figure(a: str, b: str, figures: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The pair's all-reduce from both ends' figures: each end checked its own ranks, so an error at
+    either is the pair's (named by its node where the two ends differ); the bandwidth is the
+    slower end's; an end that said nothing is an error, never a silent pass."""
+    by_node = {node: f for node, f in figures}
+    said = {n: by_node[n].get("error") or (None if by_node[n].get("skipped") or by_node[n].get("value") is not None
+                                             else "no all-reduce figure") for n in by_node}
+    said.update({n: "no all-reduce figure" for n in (a, b) if n not in by_node})
+    errors = {n: e for n, e in said.items() if e}
+    out: dict[str, Any] = {"rail": "nccl", "direction": "both", "unit": "GB/s", "value": None}
+    if errors:
+        texts = list(dict.fromkeys(errors.values()))
+        out["error"] = texts[0] if len(texts) == 1 and len(errors) == 2 else "; ".join(
+            f"{n}: {e}" for n, e in errors.items())
+        return out
+    skipped = list(dict.fromkeys(f["skipped"] for f in by_node.values() if f.get("skipped")))
+    if skipped:
+        out["skipped"] = "; ".join(skipped)
+        return out
+    out["value"] = min(float(f["value"]) for f in by_node.values())
+    return out
 
 
 class HostLauncher(ProcessLauncher):

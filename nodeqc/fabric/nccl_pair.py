@@ -2,22 +2,56 @@
 distributed module (`cupyx.distributed.init_process_group`: rank 0 hosts a TCP store on node A).
 
 One process per GPU (NCCL takes one device per communicator rank); ranks 0..G-1 on A, G..2G-1 on
-B. Every rank fills its buffer with rank + 1, so the sum is known exactly (small integers are exact
-in float32) and every element of every result is checked, as the in-node NCCL check does. The bus
-bandwidth is nccl-tests' all-reduce figure: bytes / time * 2(n-1)/n.
+B. Every rank fills its buffer with its contribution (verify.allreduce_contribution), so the sum is
+known exactly (small integers are exact in float32) and every element of every result is checked,
+as the in-node NCCL check does. The bus bandwidth is nccl-tests' all-reduce figure.
 
-GPU-only: where CuPy or GPUs are missing this is skipped with what to install (nothing on this
-machine can run it; the code path is exercised on a GPU cluster).
+Before NCCL starts, the two ends meet on a port of their own (the store's + 1) and agree: both
+have CuPy and GPUs, the same number of GPUs (else the world sizes disagree and CuPy's store barrier
+waits forever), and A's store port is free (else CuPy's store process dies silently and the ranks
+talk to whatever holds the port). Everything is bounded by one deadline; a rank that hangs is
+killed with its process group (rank 0's group holds CuPy's store process), and if this process is
+itself killed, its ranks and that store go with it (PR_SET_PDEATHSIG, and a forked watcher).
+
+Both ends report: each checks its own ranks' results (a fault local to one GPU shows on its node
+only) and the launcher's merge makes one figure of the two.
+
+GPU-only: where CuPy or GPUs are missing this is skipped with what to install (the code path
+around NCCL runs on this machine against tests/fake_cupy; NCCL itself on a GPU cluster).
 """
 
 from __future__ import annotations
 
+import errno
+import json
 import multiprocessing
+import os
+import queue
+import signal
+import socket
 import time
 from typing import Any
 
+from nodeqc.verify import allreduce_contribution, allreduce_expected
+
 BUFFER_BYTES = 1 << 30  # 1 GiB: bandwidth-bound (the published floors average nccl-tests over 1-16 GB)
-START_TIMEOUT_S = 120.0
+START_TIMEOUT_S = 120.0  # the peer's arrival, the TCP store and NCCL's set-up of 2x8 ranks: well under this
+MIN_ITERS = 5
+KILL_S = 10.0  # after the deadline: killing what hung and reaping it
+HANDSHAKE_OFFSET = 1  # the ends' agreement is on the store's port + 1
+
+
+def time_bound_s(seconds: float) -> float:
+    """The longest `run` takes at either end, whatever happens (the launcher's round allows it)."""
+    return START_TIMEOUT_S + seconds + KILL_S
+
+
+def bus_bandwidth(nbytes: int, seconds_per_op: float, ranks: int) -> float:
+    """nccl-tests' all-reduce bus bandwidth, GB/s: algbw = bytes / time, busbw = algbw * 2(n-1)/n
+    (nccl-tests doc/PERFORMANCE.md, "AllReduce": each rank sends and receives 2(n-1)/n of the data,
+    so busbw is comparable with the hardware's link bandwidth whatever the rank count)."""
+    algbw = nbytes / seconds_per_op / 1e9
+    return algbw * 2 * (ranks - 1) / ranks
 
 
 def unavailable() -> str | None:
@@ -34,63 +68,275 @@ def unavailable() -> str | None:
     return None
 
 
-def _rank(rank: int, local: int, world: int, host: str, port: int, seconds: float, out: Any) -> None:
+def _die_with_parent() -> None:
+    """A rank ends when its worker does, even killed (a launcher's round timeout, an abort): else a
+    rank hung in NCCL would hold its GPU until someone finds it. Linux's PR_SET_PDEATHSIG."""
     try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the watchdog in run() is the only bound
+        pass
+
+
+def _rank(rank: int, local: int, world: int, host: str, port: int, seconds: float, nbytes: int, out: Any) -> None:
+    comm = None
+    try:
+        # Its own process group: CuPy's TCP store (a child of rank 0) joins it, so a rank killed
+        # for hanging takes its store with it and leaves no process holding the port.
+        os.setpgrp()
+        _die_with_parent()
         import cupy
         import cupyx.distributed
 
-        cupy.cuda.Device(local).use()
+        cupy.cuda.Device(local).use()  # CuPy: the device is the caller's to set, before the group
         comm = cupyx.distributed.init_process_group(world, rank, host=host, port=port)
-        n = BUFFER_BYTES // 4
-        send = cupy.full(n, rank + 1, dtype=cupy.float32)
-        recv = cupy.empty_like(send)
-        comm.all_reduce(send, recv, "sum")  # warm-up: connections set up here
+        n = nbytes // 4
+        want = allreduce_expected(world)
+        send = cupy.full(n, allreduce_contribution(rank), dtype=cupy.float32)
+        recv = cupy.zeros(n, dtype=cupy.float32)
+        comm.all_reduce(send, recv, "sum")  # warm-up: connections set up here (current stream)
         cupy.cuda.Device().synchronize()
-        iters, start = 0, time.perf_counter()
+        vote, votes = cupy.zeros(1, dtype=cupy.float32), cupy.zeros(1, dtype=cupy.float32)
+        iters, busy, wrong_results, most_wrong, first = 0, 0.0, 0, 0, None
         while True:
+            recv.fill(0)  # a collective that wrote nothing must not pass on the last one's result
+            start = time.perf_counter()
             comm.all_reduce(send, recv, "sum")
-            iters += 1
             cupy.cuda.Device().synchronize()
-            if time.perf_counter() - start >= seconds and iters >= 5:
+            busy += time.perf_counter() - start
+            iters += 1
+            bad = recv != want  # every element of every result, outside the timed part
+            wrong = int(cupy.count_nonzero(bad))
+            if wrong:
+                wrong_results += 1
+                most_wrong = max(most_wrong, wrong)
+                if first is None:
+                    i = int(cupy.flatnonzero(bad)[0])
+                    first = (i, float(recv[i]))
+            # Every rank must run the same number of all-reduces (one more on any rank waits forever
+            # for the others), so they stop together: a rank that has had its time votes to stop,
+            # and the votes are summed by a one-element all-reduce outside the timed part.
+            vote.fill(1.0 if busy >= seconds and iters >= MIN_ITERS else 0.0)
+            comm.all_reduce(vote, votes, "sum")
+            cupy.cuda.Device().synchronize()
+            if float(votes[0]) > 0:
                 break
-        elapsed = time.perf_counter() - start
-        want = world * (world + 1) / 2
-        wrong = int(cupy.count_nonzero(recv != want))  # every element checked
-        algbw = BUFFER_BYTES * iters / elapsed / 1e9
-        out.put({"rank": rank, "busbw": algbw * 2 * (world - 1) / world, "wrong": wrong, "iters": iters})
+        out.put({"rank": rank, "busbw": bus_bandwidth(n * 4, busy / iters, world), "iters": iters,
+                 "elements": n, "want": want, "wrong": most_wrong, "wrong_results": wrong_results, "first": first})
     except Exception as e:  # noqa: BLE001 - reported as the pair's error, never lost
         out.put({"rank": rank, "error": f"{type(e).__name__}: {e}"})
+    finally:
+        if comm is not None:
+            # CuPy >= 13: rank 0 stops its TCP store. Left to garbage collection at exit it is not
+            # stopped (CuPy's atexit hook turns that off) and multiprocessing joins it forever.
+            try:
+                comm.stop()
+            except Exception:  # noqa: BLE001 - the figure is out already; the watchdog reaps the rest
+                pass
 
 
-def run(index: int, host_a: str, port: int, seconds: float) -> dict[str, Any]:
-    import cupy
-
-    gpus = cupy.cuda.runtime.getDeviceCount()
-    world = 2 * gpus
-    ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_rank, args=(index * gpus + g, g, world, host_a, port, seconds, out))
-             for g in range(gpus)]
-    for p in procs:
-        p.start()
-    results = []
-    deadline = time.monotonic() + START_TIMEOUT_S + seconds
-    for _ in procs:
-        try:
-            results.append(out.get(timeout=max(1.0, deadline - time.monotonic())))
-        except Exception:  # noqa: BLE001 - queue.Empty: a rank hung
-            break
-    for p in procs:
-        p.join(timeout=5)
+def _kill(p: Any) -> None:
+    """A rank and its group (CuPy's store process, for rank 0)."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # never became a group leader: the process alone
         if p.is_alive():
             p.kill()
-    errors = [r["error"] for r in results if "error" in r]
-    if len(results) < gpus:
-        errors.append(f"{gpus - len(results)} rank(s) gave no result within {START_TIMEOUT_S + seconds:.0f} s (hung)")
-    wrong = sum(r.get("wrong", 0) for r in results)
-    if wrong:
-        errors.append(f"{wrong} elements of the all-reduce result were wrong")
+
+
+class _Reaper:
+    """A forked watcher that kills every rank's process group if this process ends without saying
+    it is done (killed by a launcher's round timeout or an abort). PR_SET_PDEATHSIG ends the ranks,
+    but CuPy's TCP store is a spawned child of rank 0 that nothing else would end: it would hold the
+    store's port for every later run on this node. The watcher learns each rank's pid down a pipe
+    only this process writes; end of file without "done" means this process is gone."""
+
+    def __init__(self) -> None:
+        r, self._w = os.pipe()
+        self._pid = os.fork()
+        if self._pid == 0:  # the watcher: nothing but reads and kills, then _exit
+            try:
+                os.close(self._w)
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):  # hold no one's pipe open
+                    os.dup2(null, fd)
+                data = b""
+                while chunk := os.read(r, 4096):
+                    data += chunk
+                if not data.endswith(b"done\n"):
+                    for line in data.split():
+                        if line.isdigit():
+                            _kill_group(int(line))
+            finally:
+                os._exit(0)
+        os.close(r)
+
+    def watch(self, pid: int) -> None:
+        os.write(self._w, f"{pid}\n".encode())
+
+    def done(self) -> None:
+        os.write(self._w, b"done\n")
+        os.close(self._w)
+        os.waitpid(self._pid, 0)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _agree(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str]) -> tuple[str, str | int]:
+    """What both ends do, from what each said: ("skip", why), ("error", why) or ("go", world)."""
+    for name, info in zip(names, (a, b)):
+        if info.get("unavailable"):
+            return "skip", info["unavailable"] if a.get("unavailable") == b.get("unavailable") else (
+                f"on {name}: {info['unavailable']}")
+    if a.get("error"):
+        return "error", a["error"]
+    if a["gpus"] != b["gpus"]:
+        return "error", (f"GPU counts differ: {names[0]} has {a['gpus']}, {names[1]} has {b['gpus']} (the all-reduce "
+                         "takes every GPU of both nodes: a GPU is missing on one; its node report shows which)")
+    return "go", a["gpus"] + b["gpus"]
+
+
+def _handshake(index: int, host_a: str, port: int, mine: dict[str, Any], names: tuple[str, str],
+               deadline: float) -> tuple[str, str | int]:
+    """A listens on port + HANDSHAKE_OFFSET, B connects (retrying while A is not there yet); B says
+    what it has, A answers with its own; both then decide the same with _agree."""
+    where = f"{host_a}:{port + HANDSHAKE_OFFSET}"
+    try:
+        if index == 0:
+            try:  # CuPy's store binds here later, in a child whose failure nobody hears of: try it now
+                with socket.socket() as probe:
+                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as CuPy's store does
+                    probe.bind((host_a, port))
+            except OSError as e:
+                hint = ("another process listens there (a store left by an earlier run?)"
+                        if e.errno == errno.EADDRINUSE else f"is {host_a} an address of {names[0]}?")
+                mine = {**mine, "error": f"cannot host the NCCL rendezvous (CuPy's TCP store) on {names[0]} at "
+                                         f"{host_a}:{port}: {e.strerror}: {hint}"}
+            with socket.socket() as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind((host_a, port + HANDSHAKE_OFFSET))
+                s.listen(1)
+                s.settimeout(max(0.1, deadline - time.monotonic()))
+                conn, _ = s.accept()
+                with conn:
+                    conn.settimeout(max(0.1, deadline - time.monotonic()))
+                    peer = json.loads(conn.makefile("rb").readline() or b"null")
+                    conn.sendall(json.dumps(mine).encode() + b"\n")
+            if not isinstance(peer, dict):
+                return "error", f"{names[1]} closed the NCCL rendezvous at {where} without a word"
+            return _agree(mine, peer, names)
+        while True:  # A may not be listening yet: retry until the deadline
+            try:
+                conn = socket.create_connection((host_a, port + HANDSHAKE_OFFSET),
+                                                timeout=max(0.1, min(5.0, deadline - time.monotonic())))
+                break
+            except (ConnectionRefusedError, socket.timeout):
+                if time.monotonic() > deadline:
+                    raise socket.timeout from None
+                time.sleep(0.2)
+        with conn:
+            conn.settimeout(max(0.1, deadline - time.monotonic()))
+            conn.sendall(json.dumps(mine).encode() + b"\n")
+            peer = json.loads(conn.makefile("rb").readline() or b"null")
+        if not isinstance(peer, dict):
+            return "error", f"{names[0]} closed the NCCL rendezvous at {where} without a word"
+        return _agree(peer, mine, names)
+    except socket.timeout:
+        other = names[1 - index]
+        return "error", f"{other} did not come to the NCCL rendezvous at {where} within {START_TIMEOUT_S:g} s"
+    except OSError as e:
+        return "error", f"the NCCL rendezvous at {where}: {e.strerror or e}"
+    except ValueError as e:
+        return "error", f"the NCCL rendezvous at {where}: unreadable answer ({e})"
+
+
+def _ranks(ranks: list[int]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
+
+
+def run(index: int, host_a: str, port: int, seconds: float, *, names: tuple[str, str] = ("A", "B"),
+        buffer_bytes: int = BUFFER_BYTES) -> dict[str, Any]:
+    """This end's part of the all-reduce; both ends call it at once. Returns this end's figure:
+    {"value": GB/s, "unit", "error", "gpus"} or {"skipped": why}. Never longer than time_bound_s."""
+    t0 = time.monotonic()
+    deadline = t0 + START_TIMEOUT_S + seconds
+    why = unavailable()
+    mine: dict[str, Any] = {"unavailable": why}
+    if not why:
+        import cupy
+
+        mine["gpus"] = cupy.cuda.runtime.getDeviceCount()
+    what, detail = _handshake(index, host_a, port, mine, names, t0 + START_TIMEOUT_S)
+    if what == "skip":
+        return {"skipped": detail}
+    if what == "error":
+        return {"value": None, "unit": "GB/s", "error": detail}
+    world, gpus = int(detail), int(mine["gpus"])
+    reaper = _Reaper()  # first: it holds no pipe but its own
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    procs = {index * gpus + g: ctx.Process(target=_rank, args=(index * gpus + g, g, world, host_a, port, seconds,
+                                                               buffer_bytes, out)) for g in range(gpus)}
+    try:
+        for p in procs.values():
+            p.start()
+            reaper.watch(p.pid)  # type: ignore[arg-type]
+    except OSError as e:  # no process to be had (memory, a process limit): the pair's error, said
+        for p in procs.values():
+            if p.pid is not None:
+                _kill(p)
+                p.join(timeout=1)
+        reaper.done()
+        return {"value": None, "unit": "GB/s", "error": f"could not start the ranks: {e}", "gpus": world}
+    results: dict[int, dict[str, Any]] = {}
+    while len(results) < gpus and time.monotonic() < deadline:
+        try:
+            r = out.get(timeout=0.2)
+            results[r["rank"]] = r
+            continue
+        except queue.Empty:
+            pass
+        if all(not p.is_alive() for rank, p in procs.items() if rank not in results):
+            try:  # a rank's last words may still be in the pipe as it exits
+                while len(results) < gpus:
+                    r = out.get(timeout=0.5)
+                    results[r["rank"]] = r
+            except queue.Empty:
+                pass
+            break
+    errors = []
+    hung = [rank for rank, p in procs.items() if rank not in results and p.is_alive()]
+    crashed = [(rank, p.exitcode) for rank, p in procs.items() if rank not in results and not p.is_alive()]
+    reap = time.monotonic() + KILL_S / 2
+    for rank, p in procs.items():
+        if rank in hung:
+            _kill(p)
+        p.join(timeout=max(0.1, reap - time.monotonic()))
+        _kill(p)  # what is left of its group (a store process whose rank is gone)
+        p.join(timeout=1)
+    reaper.done()
+    for rank, code in crashed:
+        errors.append(f"rank {rank} exited (code {code}) without a result")
+    if hung:
+        errors.append(f"{_ranks(hung)} gave no result within {START_TIMEOUT_S + seconds:g} s (hung; killed)")
+    for rank in sorted(results):
+        r = results[rank]
+        if "error" in r:
+            errors.append(f"rank {rank}: {r['error']}")
+        elif r["wrong"]:
+            i, got = r["first"]
+            errors.append(f"rank {rank}: wrong all-reduce result: {r['wrong']} of {r['elements']} elements wrong "
+                          f"(element {i}: {got:g}, want {r['want']:g}) in {r['wrong_results']} of {r['iters']} results")
     if errors:
-        return {"value": None, "unit": "GB/s", "error": "; ".join(errors)}
-    busbw = min(r["busbw"] for r in results)
-    return {"value": round(busbw, 2), "unit": "GB/s", "error": None, "gpus": world}
+        return {"value": None, "unit": "GB/s", "error": "; ".join(errors), "gpus": world}
+    busbw = min(r["busbw"] for r in results.values())
+    return {"value": float(f"{busbw:.4g}"), "unit": "GB/s", "error": None, "gpus": world}

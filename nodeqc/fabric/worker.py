@@ -12,8 +12,8 @@ the host name) in `--pair A,B`, else SLURM_PROCID. End A serves first:
   (A>B). Each writer reports its direction; each end lists its active rails, so a rail with no
   counterpart on the peer is named as such.
 - NCCL: an all-reduce across every GPU of both nodes, bootstrapped with cupyx.distributed (CuPy's
-  own NCCL process group, its TCP store on A). GPU-only: without CuPy or GPUs it is skipped, saying
-  what to install.
+  own NCCL process group, its TCP store on A). Both ends report; the merge makes one figure.
+  GPU-only: without CuPy or GPUs on either end it is skipped, saying what to install.
 
 Each end prints one JSON line (marked with MARKER) with its figures and the facts a launcher merges
 into the pair's result: the node's identity and each rail's rate (the floor is the profile's
@@ -57,6 +57,7 @@ class Job:
     port: int
     addresses: tuple[str, str]  # where each end is reached for data traffic
     use_cuda: bool = False
+    nccl_bytes: int | None = None
 
     @property
     def me(self) -> str:
@@ -287,15 +288,17 @@ def _run_all(cmds: list[list[str]], timeout: float) -> None:
 # ---------------------------------------------------------------------- NCCL
 
 
+NCCL_PORT_OFFSET = 2000  # CuPy's TCP store on A (and nccl_pair's agreement on the next port)
+
+
 def nccl(job: Job) -> list[dict[str, Any]]:
-    """A two-node all-reduce over every GPU of both nodes; end A reports the bus bandwidth."""
+    """A two-node all-reduce over every GPU of both nodes. Both ends report (each checks its own
+    ranks' results; a missing CuPy or GPU on either end is said by both); merge makes one figure."""
     from nodeqc.fabric import nccl_pair
 
-    why = nccl_pair.unavailable()
-    if why:
-        return [{"rail": "nccl", "direction": "both", "skipped": why}] if job.index == 0 else []
-    result = nccl_pair.run(job.index, job.addresses[0], job.port + 2000, job.seconds)
-    return [{"rail": "nccl", "direction": "both", **result}] if job.index == 0 else []
+    result = nccl_pair.run(job.index, job.addresses[0], job.port + NCCL_PORT_OFFSET, job.seconds, names=job.pair,
+                           **({"buffer_bytes": job.nccl_bytes} if job.nccl_bytes else {}))
+    return [{"rail": "nccl", "direction": "both", **result}]
 
 
 # ---------------------------------------------------------------------- entry
@@ -350,6 +353,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--addresses", metavar="'NODE=ADDR ...'", help="with --pairs: where nodes are reached for "
                    "data traffic (default: their names)")
     p.add_argument("--use-cuda", action="store_true", help="ib_write_bw --use_cuda (GPUDirect RDMA)")
+    p.add_argument("--nccl-bytes", type=int, help="bytes each GPU all-reduces (default 1 GiB)")
     args = p.parse_args(argv)
     if args.pairs:
         pair, args.port, addresses = pair_in_plan(args.pairs, args.addresses, args.port)
@@ -365,7 +369,7 @@ def main(argv: list[str]) -> int:
     if len(addresses) != 2:
         raise UsageError(f"--address {args.address}: expected two addresses, ADDR_A,ADDR_B")
     job = Job(pair, which_end(pair, args.index), tests, args.seconds, args.streams, args.port,  # type: ignore[arg-type]
-              addresses, args.use_cuda)  # type: ignore[arg-type]
+              addresses, args.use_cuda, args.nccl_bytes)  # type: ignore[arg-type]
     print(json.dumps(run(job)), flush=True)
     return 0
 

@@ -1,0 +1,1 @@
+"""Fake cupyx for tests (see tests/fake_cupy/README.md)."""

@@ -1,0 +1,326 @@
+"""The two-node NCCL all-reduce (nodeqc/fabric/nccl_pair.py) without GPUs: everything nodeqc does
+around NCCL, run for real on localhost.
+
+What is faked, and why: CuPy and NCCL (no GPU here). tests/fake_cupy stands in with CuPy's own
+signatures (init_process_group(n_devices, rank, *, host, port), all_reduce(in, out, op, stream))
+and CuPy's TCP-store behaviour (rank 0 hosts it in a child process; a barrier over rank 0's world
+size with no timeout); its all-reduce really sums every rank's numpy buffer through that store and
+blocks until every rank contributed. Two "nodes" are two processes calling the real `run` (index 0
+and 1, two fake GPUs each); each spawns its rank processes as on a GPU node. Faults are planted in
+the fake: one rank's contribution or its own result wrong at one element, a rank that hangs, raises
+or dies. What still needs two GPU nodes: NCCL itself (its transports, its own hangs and errors), the
+bandwidth figures, CuPy's store over a real network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, cli
+from nodeqc.fabric import nccl_pair
+from nodeqc.fabric.launchers import Work, merge, one_nccl_figure
+from nodeqc.fabric.scoring import Floors
+from nodeqc.verify import allreduce_expected
+
+FAKE = Path(__file__).resolve().parent / "fake_cupy"
+START_S = 30.0  # START_TIMEOUT_S where nothing hangs: only a bound (a loaded 2-core machine spawns slowly)
+HANG_S = 6.0  # where something hangs on purpose: the deadline that ends it (slow tests)
+SECONDS = 0.01  # of all-reduces per rank: MIN_ITERS of them (each a few TCP round trips through the fake)
+BYTES = 4096  # 1024 float32 per GPU
+NODE = """
+import json, sys
+from nodeqc.fabric import nccl_pair
+nccl_pair.START_TIMEOUT_S = float(sys.argv[5])
+print(json.dumps(nccl_pair.run(int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]),
+                               names=("a", "b"), buffer_bytes=int(sys.argv[6]))))
+"""
+
+
+def free_port() -> int:
+    """A port p with p + 1 (the ends' agreement) free as well."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port + 1))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no free port pair")
+
+
+def node_env(node: str, gpus: str = "2", fault: str = "", log: Path | None = None, cupy: bool = True) -> dict[str, str]:
+    env = {**os.environ, "FAKE_CUPY_NODE": node, "FAKE_CUPY_GPUS": gpus, "FAKE_NCCL_FAULT": fault,
+           "PYTHONPATH": os.pathsep.join([str(FAKE)] * cupy + [str(ROOT)])}
+    if log:
+        env["FAKE_NCCL_LOG"] = str(log)
+    return env
+
+
+def start(index: int, port: int, env: dict[str, str], start_s: float = START_S) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", NODE, str(index), "127.0.0.1", str(port), str(SECONDS),
+                             str(start_s), str(BYTES)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def finish(p: subprocess.Popen[str]) -> dict:
+    out, err = p.communicate(timeout=nccl_pair.KILL_S + START_S + 60)
+    assert p.returncode == 0 and "Traceback" not in err, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def pair(gpus: str = "2", fault: str = "", log: Path | None = None, start_s: float = START_S,
+         cupy_b: bool = True) -> tuple[dict, dict, float, int]:
+    """Both ends at once; their figures, the wall time and the store's port."""
+    port = free_port()
+    t0 = time.monotonic()
+    a = start(0, port, node_env("a", gpus, fault, log), start_s)
+    b = start(1, port, node_env("b", gpus, fault, log, cupy=cupy_b), start_s)
+    ra, rb = finish(a), finish(b)
+    return ra, rb, time.monotonic() - t0, port
+
+
+def merged(ra: dict, rb: dict) -> dict:
+    return one_nccl_figure("a", "b", [("a", ra), ("b", rb)])
+
+
+def named(error: str, rank: int) -> bool:
+    """Whether an end's error names this rank ("rank 3: ...", "ranks 2, 3 gave no result ...")."""
+    return re.search(rf"\branks? (\d+, )*{rank}\b", error) is not None
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+# ---------------------------------------------------------------------- a healthy pair
+
+
+def test_a_healthy_pair_lays_ranks_out_across_both_nodes_and_both_ends_report(tmp_path):
+    ra, rb, _, port = pair(log=tmp_path)
+    for r in (ra, rb):
+        assert r["error"] is None and r["value"] > 0 and r["gpus"] == 4 and r["unit"] == "GB/s", r
+    assert (tmp_path / "store-stopped").exists()  # rank 0 stopped CuPy's store (comm.stop(), CuPy >= 13)
+    joined = {p.name: json.loads(p.read_text()) for p in tmp_path.iterdir() if p.name.startswith("rank")}
+    # Ranks 0..G-1 on A, G..2G-1 on B, each on its own local device, all in one world of 2G,
+    # all meeting at A's store.
+    assert {r: (j["node"], j["device"], j["world"]) for r, j in joined.items()} == {
+        "rank0": ("a", 0, 4), "rank1": ("a", 1, 4), "rank2": ("b", 0, 4), "rank3": ("b", 1, 4)}
+    assert {(j["host"], j["port"]) for j in joined.values()} == {("127.0.0.1", port)}
+    assert merged(ra, rb)["value"] == min(ra["value"], rb["value"])
+    assert port_is_free(port) and port_is_free(port + 1)  # CuPy's store process is gone with its rank
+
+
+def test_bus_bandwidth_is_nccl_tests_allreduce_figure():
+    # nccl-tests doc/PERFORMANCE.md: busbw = algbw * 2(n-1)/n. 1 GB in 10 ms over 16 ranks: algbw
+    # 100 GB/s, busbw 187.5 GB/s; over 2 ranks busbw equals algbw.
+    assert nccl_pair.bus_bandwidth(10**9, 0.01, 16) == pytest.approx(187.5)
+    assert nccl_pair.bus_bandwidth(10**9, 0.01, 2) == pytest.approx(100.0)
+
+
+# ---------------------------------------------------------------------- wrong results
+
+
+@pytest.mark.parametrize("where,element", [("first", 0), ("last", BYTES // 4 - 1), ("random", None)])
+def test_one_wrong_element_in_one_ranks_contribution_fails_the_pair_with_the_count(where, element):
+    ra, rb, _, _ = pair(fault=f"corrupt-send:3:{where}")
+    for r, ranks in ((ra, (0, 1)), (rb, (2, 3))):
+        assert r["value"] is None, r
+        for rank in ranks:  # every rank's result holds the bad sum at that element
+            assert f"rank {rank}: wrong all-reduce result: 1 of {BYTES // 4} elements wrong (element " in r["error"]
+        i = int(r["error"].split("(element ")[1].split(":")[0])
+        assert i == element if element is not None else 0 <= i < BYTES // 4
+        want = allreduce_expected(4)
+        assert f": {want + 1:g}, want {want:g})" in r["error"]
+    m = merged(ra, rb)
+    assert m["value"] is None and m["error"].startswith("a: rank 0: wrong") and "; b: rank 2: wrong" in m["error"]
+
+
+def test_a_result_wrong_on_one_gpu_of_node_b_fails_the_pair():
+    # The sum is right everywhere but rank 3's own copy of it (a fault local to one GPU of B): only
+    # B can see it, so B's figure must count.
+    ra, rb, _, _ = pair(fault="corrupt-recv:3:last")
+    assert ra["error"] is None and ra["value"] > 0
+    assert rb["value"] is None and rb["error"].startswith(f"rank 3: wrong all-reduce result: 1 of {BYTES // 4} "
+                                                          f"elements wrong (element {BYTES // 4 - 1}:")
+    m = merged(ra, rb)
+    assert m["value"] is None and m["error"] == f"b: {rb['error']}"
+
+
+# ---------------------------------------------------------------------- ranks that hang, raise or die
+
+
+@pytest.mark.slow
+def test_a_hung_rank_is_bounded_at_both_ends_and_killed_with_its_store():
+    ra, rb, wall, port = pair(fault="hang:0", start_s=HANG_S)
+    assert ra["error"] == f"ranks 0, 1 gave no result within {HANG_S + SECONDS:g} s (hung; killed)", ra
+    # B's ranks hang too, or see CuPy's store go when A kills its rank 0: named either way.
+    assert rb["value"] is None and named(rb["error"], 2) and named(rb["error"], 3), rb
+    assert wall < HANG_S + SECONDS + nccl_pair.KILL_S + 10
+    assert port_is_free(port)  # rank 0 was killed with its group: no store left holding the port
+
+
+@pytest.mark.slow
+def test_a_rank_that_raises_is_named_and_the_rest_are_bounded():
+    ra, rb, _, _ = pair(fault="raise:1", start_s=HANG_S)
+    assert "rank 1: RuntimeError: NCCL Error 1: unhandled cuda error" in ra["error"]
+    assert "rank 0 gave no result" in ra["error"]
+    # B's ranks hang in the collective; once A's ranks are killed (CuPy's store with rank 0), those
+    # still talking to it may see an error instead: either way each is named and B's figure fails.
+    assert rb["value"] is None and named(rb["error"], 2) and named(rb["error"], 3)
+    m = merged(ra, rb)
+    assert m["error"] == f"a: {ra['error']}; b: {rb['error']}"
+
+
+@pytest.mark.slow
+def test_a_rank_that_dies_is_told_from_one_that_hangs():
+    ra, rb, _, _ = pair(fault="die:3", start_s=HANG_S)
+    assert "rank 3 exited (code 3) without a result" in rb["error"] and named(rb["error"], 2)
+    assert "ranks 0, 1 gave no result" in ra["error"]
+
+
+# ---------------------------------------------------------------------- the two ends disagree
+
+
+def test_different_gpu_counts_are_found_before_nccl_starts(tmp_path):
+    # World sizes 4 and 6 would leave CuPy's store barrier waiting forever: the ends compare first.
+    ra, rb, wall, _ = pair(gpus="a=2,b=3", log=tmp_path)
+    want = "GPU counts differ: a has 2, b has 3"
+    assert ra["error"].startswith(want) and rb["error"] == ra["error"] and ra["value"] is None
+    assert not list(tmp_path.iterdir())  # no rank started
+    assert merged(ra, rb)["error"] == ra["error"]  # said once, not per end
+
+
+def test_the_store_port_in_use_on_a_is_an_error_at_both_ends():
+    port = free_port()
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        a = start(0, port, node_env("a"))
+        b = start(1, port, node_env("b"))
+        ra, rb = finish(a), finish(b)
+    assert ra["error"] == rb["error"]
+    assert ra["error"].startswith(f"cannot host the NCCL rendezvous (CuPy's TCP store) on a at 127.0.0.1:{port}: "
+                                  "Address already in use")
+
+
+@pytest.mark.parametrize("index,missing", [(0, "b"), (1, "a")])
+def test_a_peer_that_never_comes_is_bounded(index, missing):
+    port = free_port()
+    t0 = time.monotonic()
+    r = finish(start(index, port, node_env("ab"[index]), start_s=2))
+    assert r["error"] == f"{missing} did not come to the NCCL rendezvous at 127.0.0.1:{port + 1} within 2 s"
+    assert time.monotonic() - t0 < 2 + 10
+
+
+def test_no_gpu_or_no_cupy_on_either_end_skips_the_pair_saying_where():
+    ra, rb, _, _ = pair(gpus="a=2,b=0")
+    assert ra == rb == {"skipped": "on b: no CUDA GPU on this node"}
+    ra, rb, _, _ = pair(cupy_b=False)
+    assert ra == rb and ra["skipped"].startswith("on b: CuPy is not installed")
+    assert merged(ra, rb) == {"rail": "nccl", "direction": "both", "unit": "GB/s", "value": None,
+                              "skipped": ra["skipped"]}
+
+
+# ---------------------------------------------------------------------- the merge and the report
+
+
+def test_the_pairs_figure_is_the_slower_ends_and_an_end_that_said_nothing_fails_it():
+    ok = {"value": 40.0, "unit": "GB/s", "error": None}
+    assert merged(ok, {**ok, "value": 35.5})["value"] == 35.5
+    assert one_nccl_figure("a", "b", [("a", ok)])["error"] == "b: no all-reduce figure"
+    assert merged(ok, {"value": None, "error": None})["error"] == "b: no all-reduce figure"
+    end = {"nodeqc-fabric-worker": 1, "identity": {}}
+    r = merge(1, "a", "b", [{**end, "node": "a", "figures": [{"rail": "nccl", "direction": "both", **ok}]},
+                            {**end, "node": "b", "figures": [{"rail": "nccl", "direction": "both", **ok,
+                                                              "value": 30.0}]}], [], Floors(nccl_busbw_gbps=35.0))
+    assert [(m.rail, m.value, m.floor, m.passed) for m in r.measurements] == [("nccl", 30.0, 35.0, False)]
+
+
+def test_the_round_allows_the_all_reduce_its_whole_bound():
+    w = Work(tests=["nccl"], seconds=10, floors=Floors(nccl_busbw_gbps=1))
+    assert w.round_timeout_s > nccl_pair.time_bound_s(10)
+    assert Work(tests=["nccl"], seconds=1, floors=Floors(), nccl_bytes=4096).worker_args("a", "b", 0)[-2:] == [
+        "--nccl-bytes", "4096"]
+
+
+def test_fabric_runs_the_all_reduce_through_its_workers_and_reports_it(tmp_path):
+    # nodeqc fabric -> host launcher -> `nodeqc fabric worker` on each "node" -> nccl_pair.run, with
+    # one wrong element planted in B's rank 3's result: the pair fails NCCL, saying where.
+    args = ["fabric", "--hosts", "a,b", "--launch", "env FAKE_CUPY_NODE={host}", "--nodeqc", f"{sys.executable} -m nodeqc",
+            "--tests", "nccl", "--min-nccl-busbw", "0.000001", "--seconds", str(SECONDS), "--nccl-bytes", str(BYTES),
+            "--rounds", "1", "--seed", "1", "--address", "a=127.0.0.1", "--address", "b=127.0.0.1", "--out", str(tmp_path)]
+    env = {"PYTHONPATH": os.pathsep.join([str(FAKE), str(ROOT)]), "FAKE_CUPY_GPUS": "2"}
+    good = cli(*args, env={**env, "FAKE_NCCL_FAULT": ""}, timeout=120)
+    assert good.returncode == 0, good.stderr
+    bad = cli(*args, env={**env, "FAKE_NCCL_FAULT": "corrupt-recv:3:first"}, timeout=120)
+    # Two nodes and one failed test: the scoring cannot tell which node it is (exit 2, inconclusive).
+    assert bad.returncode == 2 and "nccl: 1 of 1 tests failed" in bad.stderr, bad.stderr
+    import base64
+
+    pred = json.loads(base64.b64decode(json.loads(Path(bad.stdout.strip().splitlines()[-1]).read_text())["payload"]))[
+        "predicate"]
+    (row,) = pred["pairs"]
+    assert row["failed"] == ["nccl"]
+    # rank 3 is on the pair's second node (which of a, b that is, the seeded schedule says)
+    assert row["rails"]["nccl"]["both"]["error"].startswith(f"{row['b']}: rank 3: wrong all-reduce result: 1 of 1024 "
+                                                            "elements wrong (element 0: 11, want 10)")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
+@pytest.mark.slow
+def test_ranks_die_with_a_worker_that_is_killed(tmp_path):
+    # A launcher kills a worker that overran its round (SIGKILL): its ranks, hung in the collective,
+    # must not stay behind holding their GPUs, nor rank 0's store its port.
+    import signal
+
+    port = free_port()
+    ends = [start(i, port, node_env("ab"[i], fault="hang:0", log=tmp_path)) for i in (0, 1)]
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.iterdir())) < 4 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.3)  # the files are written as the ranks join; their contents just after
+    pids = [json.loads(p.read_text())["pid"] for p in tmp_path.iterdir() if p.name.startswith("rank")]
+    assert len(pids) == 4
+    for e in ends:
+        e.send_signal(signal.SIGKILL)
+        e.wait(timeout=10)  # (its pipes stay open while a rank holds them: no communicate)
+        e.stdout.close()
+        e.stderr.close()
+    deadline = time.monotonic() + 10
+    while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(_gone(pid) for pid in pids)
+    # CuPy's store (forked by rank 0) went with it: the port is free for the next run.
+    while not port_is_free(port) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert port_is_free(port)
+
+
+def test_nccl_bytes_below_one_float_is_a_usage_error():
+    p = cli("fabric", "--hosts", "a,b", "--launch", "env H={host}", "--tests", "nccl", "--min-nccl-busbw", "1",
+            "--nccl-bytes", "2")
+    assert p.returncode == 2 and p.stderr.strip() == "nodeqc: --nccl-bytes 2: expected at least 4 (one float32 per GPU)"
