@@ -119,6 +119,13 @@ REMEDIATION: dict[str, str] = {
     "SRAM_ECC_CORRECTED": "Corrected ECC errors in the GPU's on-chip memory are many or growing: re-run to see whether they keep growing; RMA the GPU if they pass the profile's limit again.",
     "POWER_TARGET_LOW": "Held at full load, the GPU did not reach its share of the power limit: check the enforced limit (`nvidia-smi -q -d POWER`; someone may have lowered it), the GPU's power cables and the PSUs; if power and clocks are normal, the GPU draws too little for its work (compare with a sibling), RMA.",
     "POWER_PULSE_THROTTLE": "Clocks were cut (HW slowdown or power brake) while the load swung between full and idle: the node's power delivery cannot follow fast transients. Check the PSUs (all present, input power, redundancy), the GPU power cables and the BMC event log; the faster the failing period, the more likely a PSU or a power cable.",
+    # The node's power supplies during the power tests, as its BMC reports them (ipmitool)
+    "PSU_FAILURE": "A power supply reported a failure or predictive failure during the power test: read the BMC event log (`ipmitool sel elist`), reseat the PSU, and replace it if the state returns; re-run the pulse test after.",
+    "PSU_INPUT_LOST": "A power supply lost its input (or it went out of range) during the power test: check its power cord and the PDU outlet and circuit (breaker, phase load); a feed that sags under the GPUs' swings needs the data-centre's electrician, a PSU whose input reads low on a good feed needs replacing.",
+    "PSU_REDUNDANCY_LOST": "The power supplies lost (or degraded) their redundancy during the power test: one PSU dropped out or cannot carry its share; find which (`ipmitool sdr type \"Power Supply\"`, the BMC event log), check its cord and feed, reseat or replace it.",
+    "PSU_SENSOR_CRITICAL": "A voltage or current sensor went beyond its own critical threshold: if the test brought it there, the power delivery sags or overshoots under the GPUs' load (PSU, power cables, the board's regulators): read the BMC event log and replace the PSU or escalate to the vendor; one already there before the test (a CMOS battery, say) needs its own repair.",
+    "PSU_SENSOR_WARNING": "A voltage or current sensor went beyond its own non-critical threshold: watch it; check the PSUs and the BMC event log, and re-run the pulse test.",
+    "BMC_UNAVAILABLE": "The node's power supplies could not be read, so the power tests judged the GPUs only: install ipmitool (`apt-get install ipmitool`), load the in-band driver (`modprobe ipmi_devintf ipmi_si`) and re-run as root; a VM has no BMC.",
     "ROW_REMAP_PENDING": "Row remaps are pending: reset the GPU (or reboot) so they are applied, then re-run.",
     "ROW_REMAP_FAILED": "Row remapping failed: the GPU is out of spare rows or faulty; RMA it.",
     "ROW_REMAP_COUNT": "Many rows were remapped for uncorrectable errors: the memory is degrading; RMA the GPU.",
@@ -226,6 +233,7 @@ NOT_RUN: dict[str, str] = {
     "NO_GPUS": "no working GPUs",
     "CUDA_UNAVAILABLE": "CuPy not installed",
     "NO_LOAD": "the GPU was never under load",
+    "BMC_UNAVAILABLE": "no BMC readable (ipmitool)",
 }
 
 

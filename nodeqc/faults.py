@@ -99,6 +99,7 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "power": (_number(1, 2000), "the GPU cannot draw more than this many watts"),
     "transient_brake": (_number(1, 2000), "power brake is asserted while the load swings with a period up "
                         "to this many ms (the pulse test finds it)"),
+    "no_throttle_counters": (None, "the driver does not count clock-event time (its NVML fields answer NotSupported)"),
     "power_limit": (_number(1, 2000), "the enforced power limit is lowered to this many watts (the default stays)"),
     "cotenant": (None, "another process computes on the GPU from the start (nodeqc must not stress it)"),
     "cotenant_late": (None, "another process starts computing on the GPU once it is under load, taking over half its throughput"),
@@ -126,6 +127,11 @@ HOST_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "iommu": (_choice("off", "identity", "DMA", "DMA-FQ"), "the IOMMU runs in this mode (off: disabled)"),
     "bios": (_text, "the BIOS reports this version"),
     "cpu_wrong": (_int(0, 4095), "this logical CPU computes wrong answers in the host stress"),
+    # The BMC's power-supply sensors (nodeqc.backends.sim_platform.SimBmc), read around the power tests.
+    "psu_fault": (_int(0, 15), "this PSU reports a failure (and the PSUs their redundancy lost) once the GPUs' load has swung"),
+    "psu_undervolt": (None, "the 12 V rail reads below its lower critical threshold once the GPUs' load has swung"),
+    "no_bmc": (None, "ipmitool is installed but no BMC answers (as in a VM)"),
+    "no_ipmitool": (None, "ipmitool is not installed"),
     "no_mlxlink": (None, "NVIDIA MFT (mlxlink) is not installed: optical modules are read with ethtool -m"),
 }
 TARGETS = {"gpu": GPU_FAULTS, "nic": NIC_FAULTS, "host": HOST_FAULTS}

@@ -75,6 +75,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "max_temp_c": _t("GPU temperature during the run"),
         "max_mem_temp_c": _t("GPU memory (HBM) temperature during the run"),
         "max_throttle_s": _t("seconds of thermal, HW-slowdown or power-brake throttling"),
+        "max_pulse_brake_ms": _t("milliseconds of power brake the driver counts within one period of the pulse test"),
         "max_pcie_replays": _t("PCIe replay counter growth during the run"),
         "max_ecc_sbe": _t("corrected (single-bit) ECC errors that appear during the run"),
         "max_ecc_dbe": _t("uncorrected (double-bit) ECC errors since the driver loaded"),
@@ -161,7 +162,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
 }
 
 _UNITS = (("_tflops", "TFLOP/s"), ("_gbps", "GB/s"), ("_gib", "GiB"), ("_us", "us"), ("_pct", "%"),
-          ("_c", "C"), ("_per_s", "per s"), ("_s", "s"), ("_mbit", "Mb/s"), ("_gbit", "Gb/s"))
+          ("_c", "C"), ("_per_s", "per s"), ("_ms", "ms"), ("_s", "s"), ("_mbit", "Mb/s"), ("_gbit", "Gb/s"))
 
 # Settings every profile gets unless it says otherwise.
 DEFAULTS: dict[str, dict[str, Any]] = {

@@ -243,7 +243,7 @@ def check_evidence(verified: Verified, directory: Path) -> None:
     signed digests (VerificationError naming the one that differs); those that are not there are
     listed in verified.missing."""
     for what, name, digest in evidence_files(verified.predicate):
-        if Path(name).name != name or name in (".", ".."):
+        if Path(name).name != name or name == "..":  # a path, "." (whose name is ""), or the parent
             raise VerificationError(f"{what} file name {name!r} is not a plain file name")
         path = directory / name
         try:
@@ -253,9 +253,11 @@ def check_evidence(verified: Verified, directory: Path) -> None:
             continue
         except OSError as e:
             raise VerificationError(f"{what} {name} cannot be read: {e.strerror}") from None
+        # Before fdopen, which refuses a directory with IsADirectoryError (a traceback, not a verdict).
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise VerificationError(f"{what} {name} is not a regular file")
         with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise VerificationError(f"{what} {name} is not a regular file")
             actual = hashlib.file_digest(f, "sha256").hexdigest()
         if actual != digest:
             raise VerificationError(f"{what} {name} does not match the signed digest (altered evidence)")

@@ -24,10 +24,12 @@ from nodeqc import __version__
 from nodeqc.archive import node_dir, node_key, safe_name
 from nodeqc.backends import Hardware
 from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession
+from nodeqc.backends.bmc import BmcWatch
 from nodeqc.checks import conformance, health, host as host_checks, host_health, inventory, nic as nic_checks, stress
 from nodeqc.checks import host_stress as host_stress_checks
 from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
 from nodeqc.checks.processes import gpu_free
+from nodeqc.checks.psu import judge_psu
 from nodeqc.errors import BackendUnavailable, GpuLostError, UsageError
 from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
                            RunStarted, TelemetrySampled)
@@ -122,6 +124,7 @@ class Runner:
         self._platform = PlatformWatch(hardware.platform)
         self._baseline = options.baseline if options.baseline is not None else baseline_of_profile(self.profile)
         self._one_gpu_node = False  # one GPU on the node by every count: GPU-to-GPU checks do not apply
+        self._bmc_thresholds: tuple[Any, str | None] | None = None  # read once a run (`ipmitool sensor` is slow)
 
     # ------------------------------------------------------------------ control
 
@@ -424,17 +427,29 @@ class Runner:
                     self._publish([CheckResult(step.name, "node", Verdict.SKIP, "needs two or more working GPUs")])
                 continue
             subjects = [g.subject for g in live] if step.reports_gpus else []
-            self._emit(CheckStarted(step.name, subjects + ([] if step.per_gpu else ["node"])
+            self._emit(CheckStarted(step.name, subjects + ([] if step.per_gpu and not step.watch_psus else ["node"])
                                     + [r.subject for r in sitting_out], self.now()))
             by_index = {g.index: g for g in live}
+            psus = self._watch_psus() if step.watch_psus else None
             sampler.open_window(step.name)
+
+            def on_progress(task: Task, fraction: float, figures: dict[str, Any], name: str = step.name) -> None:
+                if "bound" in figures:  # a phase of the step starts or ends: read the counters there
+                    bound, period = figures.pop("bound"), figures.pop("period_s", None)
+                    sampler.mark_counters(task.gpu, {"bound": bound, "period_s": period})
+                    if psus is not None:
+                        psus.mark(f"at the {bound} of the " + ("steady load" if not period else
+                                                               f"{period * 1000:g} ms period"), period)
+                elif psus is not None:
+                    psus.poll(f"during the {figures['period_ms']:g} ms period" if "period_ms" in figures
+                              else "during the test")
+                self._progress(name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures)
             try:
-                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick, self.t0), self.hw.compute_spec, watchdog,
-                                     on_progress=lambda task, fraction, figures, name=step.name: self._progress(
-                                         name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures),
-                                     should_abort=lambda: self.aborted)
+                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick, self.t0), self.hw.compute_spec,
+                                     watchdog, on_progress=on_progress, should_abort=lambda: self.aborted)
             finally:
                 windows = sampler.close_window(step.name)
+                psu_run = psus.finish(after=not self.aborted) if psus is not None else None
             if step.per_gpu:
                 results = step.judge_per_gpu(live, {o.task.gpu: o for o in outcomes}, windows, self.profile)
                 for o in outcomes:
@@ -442,9 +457,20 @@ class Runner:
                         failed[o.task.gpu] = step.name
             else:
                 results = step.judge_node(live, outcomes[0], self.profile, windows)
+            if psu_run is not None and not self.aborted:
+                results.append(judge_psu(step.name, psu_run))
             for r in results + sitting_out:
                 self._finish(r)
         return failed
+
+    def _watch_psus(self) -> BmcWatch:
+        """The BMC read before a power test (and, once a run, each sensor's thresholds); the
+        thread that reads it at the test's marks runs until finish()."""
+        watch = BmcWatch(self.hw.bmc, self.now)
+        watch.start(self._bmc_thresholds)
+        if watch.run.thresholds is not None or watch.run.thresholds_error:
+            self._bmc_thresholds = (watch.run.thresholds, watch.run.thresholds_error)
+        return watch
 
     @property
     def burn_in_s(self) -> float:

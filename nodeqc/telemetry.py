@@ -111,6 +111,9 @@ class GpuTelemetry:
     counters_start_t: float = 0.0
     counters_end_t: float = 0.0
     counter_first_change: dict[str, float] = field(default_factory=dict)  # when each counter first moved
+    # The driver's throttle counters read at the bounds of a step's phases (the pulse test's
+    # periods): {"t_s", "bound", "period_s", "throttle_ns": reason -> ns, None where not counted}.
+    counter_marks: list[dict[str, Any]] = field(default_factory=list)
     lost_at_s: float | None = None
     # Compute processes not nodeqc's own seen on the GPU, by pid (first MAX_EVENTS); None until a
     # listing was had, and stays None where the driver cannot list processes.
@@ -262,6 +265,24 @@ class TelemetrySampler:
     def close_window(self, name: str) -> dict[int, GpuTelemetry]:
         with self._lock:
             return self._windows.pop(name, {})
+
+    def mark_counters(self, i: int, mark: dict[str, Any]) -> None:
+        """Read GPU i's throttle counters now and keep the reading, with `mark` (where in the step
+        it was taken), in every open window: time the driver counted between two marks belongs to
+        what the GPU did between them, however short and whatever the sample rate."""
+        if i not in self.watch or self.watch[i].lost_at_s is not None:
+            return
+        try:
+            counted = self.mgmt.throttle_counters(i)
+        except GpuLostError:
+            self._mark_lost(i)
+            return
+        reading = {"t_s": round(self.now(), 3), **mark,
+                   "throttle_ns": {r: None if is_na(ns) else int(ns) for r, ns in counted.items()}}
+        with self._lock:
+            for window in self._windows.values():
+                if i in window:
+                    window[i].counter_marks.append(reading)
 
     def start(self) -> None:
         for i in self.indices:

@@ -18,6 +18,10 @@ if TYPE_CHECKING:  # workers imports this module to run its workloads
     from nodeqc.workers import Reporter
 
 STEP_S = 1.0  # seconds of work between progress reports, on the run's clock
+# Real seconds the pulse test idles before each period, after reporting the previous span's end and
+# this period's start: the supervisor reads the driver's counters there within milliseconds (one
+# NVML call per GPU); a tenth of a second leaves room for a busy host, 0.4 s over a pulse test.
+PULSE_SETTLE_S = 0.1
 ALL_ONES = 0xFFFF_FFFF_FFFF_FFFF
 MEMTEST_SEED = 0x6E6F_6465_7163  # "nodeqc"
 
@@ -159,7 +163,10 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
     params['seconds_per_period'] each: fast swings of the power drawn, the way DCGM's pulse test
     stresses a node's power delivery. Bursts start on period boundaries of the run's clock, which
     every worker shares, so the GPUs of a node swing together. Returns each period's span on the
-    run's clock (from params['run_t0']), for the verdict to match with what telemetry saw."""
+    run's clock (from params['run_t0']), for the verdict to match with what telemetry saw. Each
+    span's start and end is also reported as it happens (progress with `bound`), once the load
+    has changed, so the supervisor reads the driver's throttle counters and the BMC's sensors
+    there."""
     periods = [float(p) for p in params["periods_s"]]
     per_period, t0 = float(params["seconds_per_period"]), float(params["run_t0"])
     clock = device.clock
@@ -171,6 +178,11 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
     def iters_for(seconds: float) -> int:
         return max(1, int(seconds / one))
 
+    def settle() -> None:
+        """Idle between a bound's report and the next change of load: the supervisor's read of the
+        counters at that bound lands between the periods, not in the swings."""
+        clock.sleep(clock.scale * PULSE_SETTLE_S)
+
     spans = []
     try:
         # First a steady full load as long as one period's test, and at least a second of real time
@@ -180,13 +192,18 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
         steady_s = max(per_period, clock.scale * 1.0)
         start = clock.now()
         device.set_load(1.0)
+        report.progress(0.0, bound="start", period_s=0.0)
         while clock.now() - start < steady_s:
             device.matmul_run(iters_for(min(_step(device), steady_s)))
         device.set_load(0.0)
+        report.progress(0.0, bound="end", period_s=0.0)
         spans.append({"period_s": 0.0, "start_s": round(start - t0, 3), "end_s": round(clock.now() - t0, 3),
                       "cycles": 0, "duty": 1.0})
         for n, period in enumerate(periods):
             iters = iters_for(period / 2)
+            # One pause serves the previous span's end, reported above, and this period's start.
+            report.progress(n / len(periods), bound="start", period_s=period)
+            settle()
             start = t0 + math.ceil((clock.now() - t0) / period) * period
             clock.sleep(start - clock.now())
             device.set_pulse(period)
@@ -205,6 +222,7 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
                                     period_ms=round(period * 1000))
             end = clock.now()
             device.set_pulse(0.0)
+            report.progress((n + 1) / len(periods), bound="end", period_s=period)
             spans.append({"period_s": period, "start_s": round(start - t0, 3), "end_s": round(end - t0, 3),
                           "cycles": cycles, "duty": round(busy_s / max(end - start, 1e-9), 3)})
     finally:

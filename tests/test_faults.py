@@ -36,6 +36,7 @@ VALID = {
     "gpu1:sram_sbe=20": Fault("gpu", 1, "sram_sbe", 20),
     "gpu1:transient_brake=100": Fault("gpu", 1, "transient_brake", 100.0),
     "gpu0:power_limit=350": Fault("gpu", 0, "power_limit", 350.0),
+    "gpu3:no_throttle_counters": Fault("gpu", 3, "no_throttle_counters"),
     "gpu1:cotenant": Fault("gpu", 1, "cotenant"),
     "gpu2:cotenant_late": Fault("gpu", 2, "cotenant_late"),
     "nic0:down": Fault("nic", 0, "down"),
@@ -57,6 +58,11 @@ VALID = {
     "host0:iommu=DMA": Fault("host", 0, "iommu", "DMA"),
     "host0:bios=1.0": Fault("host", 0, "bios", "1.0"),
     "host0:cpu_wrong=17": Fault("host", 0, "cpu_wrong", 17),
+    # the BMC's PSU sensors (nodeqc.backends.sim_platform.SimBmc)
+    "host0:psu_fault=2": Fault("host", 0, "psu_fault", 2),
+    "host0:psu_undervolt": Fault("host", 0, "psu_undervolt"),
+    "host0:no_bmc": Fault("host", 0, "no_bmc"),
+    "host0:no_ipmitool": Fault("host", 0, "no_ipmitool"),
     "host0:no_mlxlink": Fault("host", 0, "no_mlxlink"),
 }
 

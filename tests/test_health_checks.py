@@ -146,6 +146,8 @@ def test_generic_profile_compares_with_the_devices_own_maximum():
     assert r.verdict is Verdict.PASS
     r = health.pcie_link(gpu(pcie_max_gen=4, pcie_max_width=16), telemetry([loaded(pcie_gen=3, pcie_width=16)]), GENERIC)
     assert (r.verdict, r.code) == (Verdict.FAIL, "PCIE_GEN")
+    r = health.pcie_link(gpu(pcie_max_gen=4, pcie_max_width=16), telemetry([loaded(pcie_gen=4, pcie_width=8)]), GENERIC)
+    assert (r.verdict, r.code, r.message) == (Verdict.FAIL, "PCIE_WIDTH", "link Gen4 x8 under load, expected x16")
 
 
 # ------------------------------------------------------------------ counters
@@ -232,3 +234,332 @@ def test_a_lost_gpu_fails():
     tel.lost_at_s = 42.0
     r = health.presence(gpu(), tel, H100)
     assert (r.verdict, r.code) == (Verdict.FAIL, "GPU_LOST")
+
+
+# ------------------------------------------------------------------ whole results, field by field
+# Name, subject, verdict, code, message, values, key figure, thresholds and evidence of each health
+# check, for a passing, a failing and a skipped GPU: what the report and the GUI show, not only the
+# verdict (issue 18: mutation testing found these fields unasserted).
+
+def whole(r):
+    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
+            r.key, [(t.name, t.kind, t.fail, t.warn, t.unit) for t in r.thresholds], r.evidence)
+
+
+TEMP_LIMITS = [("slowdown_margin_c", "min", 0, 5, "C"), ("max_temp_c", "max", 87, 82, "C"),
+               ("max_mem_temp_c", "max", 95, 90, "C"), ("mem_max_margin_c", "min", 0, 5, "C")]
+
+
+def test_whole_results_temperature():
+    g3 = gpu(index=3, slot=3)
+    assert whole(health.temperature(g3, telemetry([idle(), loaded(temp_c=71.5, mem_temp_c=80)]), H100)) == (
+        "health.temperature", "gpu3", "pass", None, "GPU temperature peaked at 71.5 C, 18.5 C below its slowdown",
+        {"temp_max": (71.5, "C"), "temp_mean": (50.8, "C"), "mem_temp_max": (80, "C"), "slowdown_margin": (18.5, "C"),
+         "mem_max_margin": (15, "C")}, "temp_max", TEMP_LIMITS, {})
+    # No slowdown temperature known and no memory reading: judged against the profile alone.
+    assert whole(health.temperature(gpu(temp_slowdown_c=NA, temp_mem_max_c=NA), telemetry([loaded(temp_c=71, mem_temp_c=NA)]),
+                                    H100)) == (
+        "health.temperature", "gpu0", "pass", None, "GPU temperature peaked at 71 C",
+        {"temp_max": (71, "C"), "temp_mean": (71, "C"), "mem_temp_max": (NA, "C")}, "temp_max", [TEMP_LIMITS[1]], {})
+    # Memory reading but no memory maximum known: the memory ceiling judges, no margin.
+    r = health.temperature(gpu(temp_mem_max_c=NA), telemetry([loaded(temp_c=60, mem_temp_c=91)]), H100)
+    assert (r.verdict, r.code, "mem_max_margin" in r.values) == (Verdict.WARN, "MEM_TEMP_HIGH", False)
+    assert [t.name for t in r.thresholds] == ["slowdown_margin_c", "max_temp_c", "max_mem_temp_c"]
+    # Every warning is named, the GPU's own slowdown first.
+    assert whole(health.temperature(gpu(), telemetry([loaded(temp_c=86, mem_temp_c=92)]), H100)) == (
+        "health.temperature", "gpu0", "warn", "TEMP_SLOWDOWN",
+        "margin to the GPU's slowdown temperature (90 C) 4 C is below the warning level 5 C; GPU temperature peaked at 86 C "
+        "is above the warning level 82 C; memory temperature peaked at 92 C is above the warning level 90 C; margin to the "
+        "memory's maximum (95 C) 3 C is below the warning level 5 C",
+        {"temp_max": (86, "C"), "temp_mean": (86, "C"), "mem_temp_max": (92, "C"), "slowdown_margin": (4, "C"),
+         "mem_max_margin": (3, "C")}, "temp_max", TEMP_LIMITS, {})
+
+
+@pytest.mark.parametrize("mem_peak, verdict", [(90, Verdict.PASS), (90.5, Verdict.WARN), (95, Verdict.WARN),
+                                               (95.5, Verdict.FAIL)])
+def test_memory_margin_to_its_own_maximum(mem_peak, verdict):
+    # The generic profile sets no memory ceiling: the memory's own maximum (95 C), 5 C of margin.
+    r = health.temperature(gpu(temp_slowdown_c=NA), telemetry([loaded(temp_c=60, mem_temp_c=mem_peak)]), GENERIC)
+    assert (r.verdict, r.code) == (verdict, None if verdict is Verdict.PASS else "MEM_TEMP_HIGH")
+    assert r.values["mem_max_margin"].value == pytest.approx(95 - mem_peak)
+
+
+def test_temperature_seen_only_at_idle_is_skipped_not_passed():
+    r = health.temperature(gpu(), telemetry([idle(temp_c=40), idle(temp_c=41)]), H100)
+    assert whole(r) == ("health.temperature", "gpu0", "skip", None,
+                        "never sampled under load (2 idle sample(s), peak 41 C): the temperature under load was not "
+                        "seen; sample more often (--sample-hz)", {}, None, [], {})
+    # A hot idle GPU is still judged: only a PASS needs a loaded sample.
+    assert health.temperature(gpu(), telemetry([idle(temp_c=88)]), H100).verdict is Verdict.FAIL
+    assert whole(health.temperature(gpu(), telemetry([loaded(temp_c=NA, mem_temp_c=NA)]), H100)) == (
+        "health.temperature", "gpu0", "skip", None, "no temperature readings", {}, None, [], {})
+
+
+THROTTLE_LIMIT = [("max_throttle_s", "max", 1, 0, "s")]
+
+
+def test_whole_results_throttle():
+    assert whole(health.throttle(gpu(), throttled(REASON_BITS["sw_power_cap"], 6), H100)) == (
+        "health.throttle", "gpu0", "pass", None,
+        "no thermal, HW-slowdown or power-brake throttling; power-capped for 1.5 s (normal under full load, not a fault)",
+        {"throttle_s": (0, "s"), "power_cap_s": (1.5, "s")}, "throttle_s", THROTTLE_LIMIT,
+        {"onsets": {"events": [{"t_s": 0.25, "reasons": ["sw_power_cap"], "temp_c": 60, "sm_clock_mhz": 1980}],
+                    "not_kept": 0}})
+    both = REASON_BITS["hw_thermal"] | REASON_BITS["hw_slowdown"]
+    assert whole(health.throttle(gpu(), throttled(both, 6), H100)) == (
+        "health.throttle", "gpu0", "fail", "THROTTLE_THERMAL", "clocks cut (hw_thermal, hw_slowdown) for 3 s is above the limit 1 s",
+        {"throttle_s": (3, "s"), "power_cap_s": (0, "s"), "hw_slowdown_s": (1.5, "s"), "hw_thermal_s": (1.5, "s")},
+        "throttle_s", THROTTLE_LIMIT,
+        {"onsets": {"events": [{"t_s": 0.25, "reasons": ["hw_slowdown", "hw_thermal"], "temp_c": 60, "sm_clock_mhz": 1980}],
+                    "not_kept": 0}})
+    r = health.throttle(gpu(), throttled(REASON_BITS["hw_slowdown"], 2), H100)
+    assert (r.verdict, r.message) == (Verdict.WARN, "clocks cut (hw_slowdown) for 0.5 s is above the warning level 0 s")
+    assert "power-capped" not in health.throttle(gpu(), throttled(0, 6), H100).message
+    assert whole(health.throttle(gpu(), telemetry([]), H100)) == (
+        "health.throttle", "gpu0", "skip", None, "no clock-event readings", {}, None, [], {})
+
+
+def test_throttle_time_is_rounded_to_hundredths():
+    tel = telemetry([loaded(), loaded(reasons=REASON_BITS["hw_slowdown"] | REASON_BITS["sw_power_cap"])], step=0.123456)
+    r = health.throttle(gpu(), tel, H100)
+    assert (r.values["throttle_s"].value, r.values["power_cap_s"].value, r.values["hw_slowdown_s"].value) == (0.12, 0.12, 0.12)
+
+
+PCIE_LIMITS = [("pcie_width", "min", 16, 16, ""), ("pcie_gen", "min", 5, 5, "")]
+
+
+def test_whole_results_pcie_link():
+    assert whole(health.pcie_link(gpu(), telemetry([idle(), loaded(), loaded(pcie_width=8), idle()]), H100)) == (
+        "health.pcie_link", "gpu0", "pass", None, "Gen5 x16 under load (at idle: Gen1 x16)",
+        {"link": ("Gen5 x16", ""), "gen": (5, ""), "width": (16, ""), "max_gen": (5, ""), "max_width": (16, ""),
+         "min_width_under_load": (8, "")}, "link", PCIE_LIMITS, {})
+    assert whole(health.pcie_link(gpu(pcie_max_gen=6, pcie_max_width=32), telemetry([loaded(pcie_gen=4, pcie_width=8)]),
+                                  H100)) == (
+        "health.pcie_link", "gpu0", "fail", "PCIE_WIDTH",
+        "link Gen4 x8 under load, expected x16; link Gen4 x8 under load, expected Gen5",
+        {"link": ("Gen4 x8", ""), "gen": (4, ""), "width": (8, ""), "max_gen": (6, ""), "max_width": (32, ""),
+         "min_width_under_load": (8, "")}, "link", PCIE_LIMITS, {})
+    assert whole(health.pcie_link(gpu(), telemetry([idle(pcie_width=8)]), H100)) == (
+        "health.pcie_link", "gpu0", "skip", "NO_LOAD",
+        "the GPU was never seen under load, so its link was not judged (at idle: Gen1 x8)", {}, None, [], {})
+    # Loaded samples without a link reading: nothing to judge either.
+    r = health.pcie_link(gpu(), telemetry([loaded(pcie_gen=NA, pcie_width=NA)]), H100)
+    assert (r.verdict, r.code) == (Verdict.SKIP, "NO_LOAD")
+
+
+def test_pcie_link_with_no_expected_width_judges_the_generation_only():
+    # The generic profile and a GPU that does not report its maximum width: only the generation is judged.
+    r = health.pcie_link(gpu(pcie_max_gen=5, pcie_max_width=NA), telemetry([loaded(pcie_gen=4, pcie_width=2)]), GENERIC)
+    assert (r.verdict, r.code, r.message) == (Verdict.FAIL, "PCIE_GEN", "link Gen4 x2 under load, expected Gen5")
+    assert [t.name for t in r.thresholds] == ["pcie_gen"]
+
+
+def test_whole_results_counters():
+    assert whole(health.pcie_replay(gpu(), telemetry([loaded()], counters(pcie_replay=20)), H100)) == (
+        "health.pcie_replay", "gpu0", "warn", "PCIE_REPLAY", "PCIe replay counter grew by 15 is above the warning level 8",
+        {"growth": (15, ""), "end": (20, "")}, "growth", [("max_pcie_replays", "max", 80, 8, "")], {})
+    assert whole(health.pcie_replay(gpu(), telemetry([loaded()], counters(pcie_replay=NA)), H100)) == (
+        "health.pcie_replay", "gpu0", "skip", None, "PCIe replay counter not available on this GPU", {}, None, [], {})
+    # No reading at the start (or the end) is no growth either.
+    tel = telemetry([loaded()], (None, GpuCounters(pcie_replay=3)))
+    assert health.pcie_replay(gpu(), tel, H100).verdict is Verdict.SKIP
+    tel = telemetry([loaded()], (GpuCounters(pcie_replay=3), None))
+    assert health.pcie_replay(gpu(), tel, H100).verdict is Verdict.SKIP
+
+
+ECC_LIMITS = [("max_ecc_dbe", "max", 0, 0, ""), ("max_ecc_sbe", "max", 100, 0, "")]
+
+
+def test_whole_results_ecc():
+    assert whole(health.ecc(gpu(), telemetry([loaded()], counters()), H100)) == (
+        "health.ecc", "gpu0", "pass", None, "uncorrectable ECC errors since the driver loaded: 0, limit <= 0",
+        {"dbe": (0, ""), "dbe_growth": (0, ""), "sbe_growth": (0, "")}, "dbe", ECC_LIMITS, {})
+    assert whole(health.ecc(gpu(), telemetry([loaded()], counters(ecc_dbe_volatile=2, ecc_sbe_volatile=15)), H100)) == (
+        "health.ecc", "gpu0", "fail", "ECC_DBE",
+        "uncorrectable ECC errors since the driver loaded: 2 is above the limit 0; corrected ECC errors during the run: 5 "
+        "is above the warning level 0", {"dbe": (2, ""), "dbe_growth": (2, ""), "sbe_growth": (5, "")}, "dbe", ECC_LIMITS, {})
+    # Uncorrectable errors counted before the run still fail (the driver's volatile count, not the growth).
+    tel = telemetry([loaded()], (GpuCounters(ecc_dbe_volatile=1), GpuCounters(ecc_dbe_volatile=1)))
+    assert whole(health.ecc(gpu(), tel, H100)) == (
+        "health.ecc", "gpu0", "fail", "ECC_DBE", "uncorrectable ECC errors since the driver loaded: 1 is above the limit 0",
+        {"dbe": (1, ""), "dbe_growth": (0, "")}, "dbe", ECC_LIMITS, {})
+    assert whole(health.ecc(gpu(), telemetry([loaded()], (GpuCounters(), GpuCounters())), H100)) == (
+        "health.ecc", "gpu0", "skip", None, "ECC counters not available on this GPU", {}, None, [], {})
+    assert health.ecc(gpu(), telemetry([loaded()], (GpuCounters(), None)), H100).verdict is Verdict.SKIP
+    assert whole(health.ecc(gpu(ecc_enabled=False), telemetry([loaded()], counters()), H100)) == (
+        "health.ecc", "gpu0", "skip", None, "ECC is disabled, so memory errors are not counted (see inventory.ecc_mode)",
+        {}, None, [], {})
+    # ECC state unknown (NA) is not "disabled": the counters are judged.
+    assert health.ecc(gpu(ecc_enabled=NA), telemetry([loaded()], counters(ecc_dbe_volatile=1)), H100).verdict is Verdict.FAIL
+
+
+def test_whole_results_row_remap():
+    end = dict(remap_uncorrectable=3, remap_correctable=7, remap_pending=True, remap_failure=True)
+    assert whole(health.row_remap(gpu(), telemetry([loaded()], counters(**end)), H100)) == (
+        "health.row_remap", "gpu0", "fail", "ROW_REMAP_PENDING",
+        "row remaps are pending (a GPU reset applies them); rows remapped for uncorrectable errors: 3 is above the warning "
+        "level 0; a row remap failed",
+        {"uncorrectable_remaps": (3, ""), "correctable_remaps": (7, ""), "pending": (True, ""), "failed": (True, "")},
+        "uncorrectable_remaps", [("max_row_remaps", "max", 511, 0, "")], {})
+    r = health.row_remap(gpu(), telemetry([loaded()], counters()), H100)
+    assert (r.verdict, r.message) == (Verdict.PASS, "rows remapped for uncorrectable errors: 0, limit <= 511, warn above 0")
+    assert whole(health.row_remap(gpu(), telemetry([loaded()], (GpuCounters(), GpuCounters())), H100)) == (
+        "health.row_remap", "gpu0", "skip", None, "row remapping not supported (pre-Ampere GPUs retire pages instead)",
+        {}, None, [], {})
+    assert health.row_remap(gpu(), telemetry([loaded()], (GpuCounters(), None)), H100).verdict is Verdict.SKIP
+
+
+def test_whole_results_retired_pages():
+    start = GpuCounters(retired_sbe=0, retired_dbe=0, retired_pending=False)
+    end = GpuCounters(retired_sbe=2, retired_dbe=1, retired_pending=True)
+    assert whole(health.retired_pages(gpu(), telemetry([loaded()], (start, end)), H100)) == (
+        "health.retired_pages", "gpu0", "fail", "RETIRED_PAGES_PENDING",
+        "page retirement is pending (needs a reboot); retired pages: 3 is above the warning level 0",
+        {"retired": (3, ""), "retired_sbe": (2, ""), "retired_dbe": (1, ""), "pending": (True, "")}, "retired",
+        [("max_retired_pages", "max", 62, 0, "")], {})
+    # Double-bit retirements count toward the total as single-bit ones do (62 + 1 = 63 fails).
+    end = GpuCounters(retired_sbe=1, retired_dbe=62, retired_pending=False)
+    r = health.retired_pages(gpu(), telemetry([loaded()], (start, end)), H100)
+    assert (r.verdict, r.code, r.message) == (Verdict.FAIL, "RETIRED_PAGES", "retired pages: 63 is above the limit 62")
+    for end in (GpuCounters(retired_sbe=1, retired_dbe=NA), GpuCounters(retired_sbe=NA, retired_dbe=1), None):
+        r = health.retired_pages(gpu(), telemetry([loaded()], (start, end)), H100)
+        assert whole(r) == ("health.retired_pages", "gpu0", "skip", None,
+                            "page retirement not supported (Ampere and newer remap rows instead)", {}, None, [], {})
+
+
+def test_whole_results_xid():
+    tel = telemetry([loaded()])
+    assert whole(health.xid(gpu(), tel, H100)) == (
+        "health.xid", "gpu0", "pass", None, "no XID events", {"xids": (0, "")}, "xids", [], {})
+    tel.xids.add({"t_s": 12.5, "code": 48})
+    assert whole(health.xid(gpu(), tel, H100)) == (
+        "health.xid", "gpu0", "fail", "XID", "XID 48 (double-bit ECC error) at 12.5 s",
+        {"xids": (1, "")}, "xids", [],
+        {"xids": [{"t_s": 12.5, "code": 48, "meaning": "double-bit ECC error", "fatal": True}],
+         "not_kept": 0})
+    # Events past the kept list are counted in the total and in "more".
+    tel.xids.dropped = 4
+    r = health.xid(gpu(), tel, H100)
+    assert (r.values["xids"].value, r.message, r.evidence["not_kept"]) == (
+        5, "XID 48 (double-bit ECC error) at 12.5 s and 4 more", 4)
+
+
+NVLINK_LIMITS = [("max_nvlink_errors", "max", 0, 0, ""), ("max_nvlink_crc_per_s", "max", 100, 10, "per s")]
+
+
+def nvlink_counters(**kw) -> GpuCounters:
+    return GpuCounters(**{"nvlink_active": 18, "nvlink_replay": 0, "nvlink_recovery": 0, "nvlink_crc": 0, **kw})
+
+
+def nvlink_telemetry(start, end, span=10.0) -> GpuTelemetry:
+    tel = telemetry([loaded()], (start, end))
+    tel.counters_start_t, tel.counters_end_t = 5.0, 5.0 + span
+    return tel
+
+
+@pytest.mark.parametrize("crc, verdict", [(100, Verdict.PASS), (101, Verdict.WARN), (1000, Verdict.WARN), (1001, Verdict.FAIL)])
+def test_nvlink_crc_rate_boundaries(crc, verdict):
+    # DCGM's rule: CRC errors per second over the counters' span (10 s here); warn above 10/s, fail above 100/s.
+    r = health.nvlink(gpu(nvlink_count=18), nvlink_telemetry(nvlink_counters(nvlink_crc=7), nvlink_counters(nvlink_crc=7 + crc)),
+                      H100)
+    assert (r.verdict, r.code) == (verdict, None if verdict is Verdict.PASS else "NVLINK_ERRORS")
+    assert r.values["crc_per_s"].value == pytest.approx(crc / 10)
+
+
+@pytest.mark.parametrize("replay, recovery, verdict", [(0, 0, Verdict.PASS), (1, 0, Verdict.FAIL), (0, 1, Verdict.FAIL)])
+def test_nvlink_any_replay_or_recovery_fails(replay, recovery, verdict):
+    end = nvlink_counters(nvlink_replay=5 + replay, nvlink_recovery=2 + recovery)
+    r = health.nvlink(gpu(nvlink_count=18), nvlink_telemetry(nvlink_counters(nvlink_replay=5, nvlink_recovery=2), end), H100)
+    assert (r.verdict, r.values["replay_recovery"].value) == (verdict, replay + recovery)
+    assert r.code == (None if verdict is Verdict.PASS else "NVLINK_ERRORS")
+
+
+def test_nvlink_crc_rate_over_a_short_span_and_as_shown():
+    # Half a second between the readings is still a rate; the rate judged is the one shown (to hundredths):
+    # 10.004/s shows as 10/s, at the warning level, not above it.
+    g = gpu(nvlink_count=18)
+    r = health.nvlink(g, nvlink_telemetry(nvlink_counters(), nvlink_counters(nvlink_crc=60), span=0.5), H100)
+    assert (r.verdict, r.values["crc_per_s"].value) == (Verdict.FAIL, 120)
+    r = health.nvlink(g, nvlink_telemetry(nvlink_counters(), nvlink_counters(nvlink_crc=10004), span=1000.0), H100)
+    assert (r.verdict, r.values["crc_per_s"].value) == (Verdict.PASS, 10)
+
+
+def test_whole_results_nvlink():
+    g = gpu(nvlink_count=18)
+    assert whole(health.nvlink(g, nvlink_telemetry(nvlink_counters(), nvlink_counters(nvlink_crc=50)), H100)) == (
+        "health.nvlink", "gpu0", "pass", None, "18 of 18 links up, no link errors",
+        {"active": (18, ""), "expected": (18, ""), "replay_recovery": (0, ""), "crc_per_s": (5, "/s")}, "active",
+        NVLINK_LIMITS, {})
+    end = nvlink_counters(nvlink_active=16, nvlink_replay=2, nvlink_recovery=1, nvlink_crc=1500)
+    assert whole(health.nvlink(g, nvlink_telemetry(nvlink_counters(), end), H100)) == (
+        "health.nvlink", "gpu0", "fail", "NVLINK_DOWN",
+        "16 of 18 NVLink links are up; NVLink replays and recoveries during the run: 3 is above the limit 0; NVLink CRC "
+        "errors per second: 150 is above the limit 100 per s",
+        {"active": (16, ""), "expected": (18, ""), "replay_recovery": (3, ""), "crc_per_s": (150, "/s")}, "active",
+        NVLINK_LIMITS, {})
+    # A warning leads with itself, not with "no link errors"; the rate is kept to hundredths (printed to 4 figures).
+    r = health.nvlink(g, nvlink_telemetry(nvlink_counters(), nvlink_counters(nvlink_crc=1000), span=3.0), H100)
+    assert (r.verdict, r.message, r.values["crc_per_s"].value) == (
+        Verdict.FAIL, "NVLink CRC errors per second: 333.3 is above the limit 100 per s", 333.33)
+    r = health.nvlink(g, nvlink_telemetry(nvlink_counters(), nvlink_counters(nvlink_crc=400), span=8.0), H100)
+    assert (r.verdict, r.code, r.message) == (Verdict.WARN, "NVLINK_ERRORS",
+                                              "NVLink CRC errors per second: 50 is above the warning level 10 per s")
+    # No time between the readings: no rate (never a division by zero); no error counters: links only.
+    r = health.nvlink(g, nvlink_telemetry(nvlink_counters(), nvlink_counters(nvlink_crc=5000), span=0.0), H100)
+    assert (r.verdict, sorted(r.values)) == (Verdict.PASS, ["active", "expected", "replay_recovery"])
+    r = health.nvlink(g, nvlink_telemetry(GpuCounters(nvlink_active=18), GpuCounters(nvlink_active=18)), H100)
+    assert (r.verdict, r.message, sorted(r.values)) == (Verdict.PASS, "18 of 18 links up, no link errors", ["active", "expected"])
+    r = health.nvlink(g, nvlink_telemetry(GpuCounters(nvlink_active=18), GpuCounters(nvlink_active=17)), H100)
+    assert (r.verdict, r.code, r.message) == (Verdict.FAIL, "NVLINK_DOWN", "17 of 18 NVLink links are up")
+
+
+def test_nvlink_expected_links_from_the_profile_over_the_gpu():
+    from pathlib import Path
+
+    from nodeqc.profile import Profile
+    profile = Profile("t", Path("t.toml"), {"gpu": {"nvlink_links": 18, "max_nvlink_errors": {"fail": 0, "warn": 0}}})
+    r = health.nvlink(gpu(nvlink_count=12), nvlink_telemetry(nvlink_counters(), nvlink_counters(nvlink_active=12)), profile)
+    assert (r.verdict, r.code, r.message) == (Verdict.FAIL, "NVLINK_DOWN", "12 of 18 NVLink links are up")
+    assert [t.name for t in r.thresholds] == ["max_nvlink_errors"]
+
+
+@pytest.mark.parametrize("count, end", [(NA, nvlink_counters()), (0, nvlink_counters()), (18, GpuCounters()), (18, None)])
+def test_no_nvlink_is_skipped(count, end):
+    r = health.nvlink(gpu(nvlink_count=count), nvlink_telemetry(nvlink_counters(), end), H100)
+    assert whole(r) == ("health.nvlink", "gpu0", "skip", None, "no NVLink on this GPU", {}, None, [], {})
+
+
+def test_whole_results_presence():
+    tel = telemetry([loaded()])
+    assert whole(health.presence(gpu(), tel, H100)) == (
+        "health.gpu_lost", "gpu0", "pass", None, "answered for the whole run", {}, None, [], {})
+    tel.lost_at_s = 42.5
+    assert whole(health.presence(gpu(), tel, H100)) == (
+        "health.gpu_lost", "gpu0", "fail", "GPU_LOST", "stopped answering 42.5 s into the run (fell off the bus)",
+        {"lost_at": (42.5, "s")}, "lost_at", [], {})
+
+
+def test_health_results_run_every_check_for_every_gpu_in_order():
+    gpus = [gpu(index=0, slot=0), gpu(index=1, slot=1, uuid="GPU-y")]
+    tels = {0: telemetry([loaded()], counters()), 1: telemetry([loaded()], counters())}
+    tels[1].lost_at_s = 3.0
+    results = health.health_results(gpus, tels, H100)
+    names = [c(gpus[0], tels[0], H100).name for c in health.HEALTH_CHECKS]
+    assert [(r.name, r.subject) for r in results] == [(n, s) for n in names for s in ("gpu0", "gpu1")]
+    assert names[0] == "health.gpu_lost" and len(names) == 11
+    assert [r.verdict for r in results[:2]] == [Verdict.PASS, Verdict.FAIL]
+
+
+def test_margins_are_judged_as_shown_to_a_tenth():
+    # 90 - 85.04 = 4.96 C shows as 5 C: at the warning level, not inside it (the figure judged is the one shown).
+    r = health.temperature(gpu(temp_mem_max_c=NA), telemetry([loaded(temp_c=85.04, mem_temp_c=NA)]), GENERIC)
+    assert (r.verdict, r.values["slowdown_margin"].value) == (Verdict.PASS, 5.0)
+    r = health.temperature(gpu(temp_slowdown_c=NA), telemetry([loaded(temp_c=60, mem_temp_c=90.04)]), GENERIC)
+    assert (r.verdict, r.values["mem_max_margin"].value) == (Verdict.PASS, 5.0)
+    r = health.temperature(gpu(), telemetry([loaded(temp_c=71.26, mem_temp_c=80.13)]), GENERIC)
+    assert (r.values["slowdown_margin"].value, r.values["mem_max_margin"].value) == (18.7, 14.9)
+
+
+def test_a_short_power_cap_is_still_reported():
+    r = health.throttle(gpu(), throttled(REASON_BITS["sw_power_cap"], 2), H100)  # 0.5 s
+    assert r.message == "no thermal, HW-slowdown or power-brake throttling; power-capped for 0.5 s (normal under full load, not a fault)"

@@ -225,3 +225,175 @@ def test_run_finds_host_faults(tmp_path):
     assert "[KERNEL_NVME_RESET]" in p.stderr and "NVMe controller reset" in p.stderr
     assert "[AER_CORRECTABLE]" in p.stderr
     assert Path(p.stdout.strip().splitlines()[-1]).is_file()
+
+
+# ---------------------------------------------------------------------- whole results, field by field (issue 18)
+
+def whole(r):
+    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
+            r.key, [(t.name, t.kind, t.fail, t.warn, t.unit) for t in r.thresholds], r.evidence)
+
+
+EDAC_LIMITS = [("max_edac_ce", "max", 100, 0, ""), ("max_edac_ue", "max", 0, 0, "")]
+AER_LIMITS = [("max_aer_correctable", "max", 100, 0, ""), ("max_aer_uncorrectable", "max", 0, 0, "")]
+
+
+def test_whole_results_edac():
+    start = _counters({"mc0": {"ce": 5, "ue": 0}, "mc0/dimm2": {"ce": 5, "ue": 0}, "mc1": {"ce": 0, "ue": 0}})
+    end = _counters({"mc0": {"ce": 8, "ue": 1}, "mc0/dimm2": {"ce": 8, "ue": 1}, "mc1": {"ce": 2, "ue": 0}})
+    assert [whole(r) for r in host_health.edac(start, end, GENERIC)] == [(
+        "host.edac", "node", "fail", "EDAC_UE",
+        "mc0/dimm2 (DIMM_A1): 1 uncorrected memory error(s) during the run (now 1); mc0/dimm2 (DIMM_A1): 3 corrected "
+        "memory error(s) during the run (now 8)", {"corrected": (5, ""), "uncorrected": (1, "")}, "corrected", EDAC_LIMITS, {})]
+    assert [whole(r) for r in host_health.edac(start, start, GENERIC)] == [(
+        "host.edac", "node", "pass", None, "no memory errors during the run (2 memory controllers)",
+        {"corrected": (0, ""), "uncorrected": (0, "")}, "corrected", EDAC_LIMITS, {})]
+    # A controller whose DIMMs are not listed: its total is judged and said.
+    end = _counters({"mc0": {"ce": 5, "ue": 0}, "mc0/dimm2": {"ce": 5, "ue": 0}, "mc1": {"ce": 150, "ue": 0}})
+    assert [whole(r) for r in host_health.edac(start, end, GENERIC)] == [(
+        "host.edac", "node", "fail", "EDAC_CE", "150 corrected memory error(s) during the run (memory controllers)",
+        {"corrected": (150, ""), "uncorrected": (0, "")}, "corrected", EDAC_LIMITS, {})]
+    end = _counters({"mc0": {"ce": 5, "ue": 0}, "mc0/dimm2": {"ce": 5, "ue": 0}, "mc1": {"ce": 0, "ue": 2}})
+    r = host_health.edac(start, end, GENERIC)[0]
+    assert (r.verdict, r.code, r.message) == (Verdict.FAIL, "EDAC_UE",
+                                              "2 uncorrected memory error(s) during the run (memory controllers)")
+
+
+def test_edac_a_dimm_without_a_label_and_one_new_since_the_start():
+    start = HostCounters(edac={"mc0": {"ce": 0, "ue": 0}}, edac_present=True)
+    end = HostCounters(edac={"mc0": {"ce": 4, "ue": 0}, "mc0/dimm7": {"ce": 4, "ue": 0}}, edac_present=True)
+    # A DIMM first seen at the end has no start reading: its count is taken as what it was (no growth);
+    # the controller's growth still counts.
+    r = host_health.edac(start, end, GENERIC)[0]
+    assert (r.verdict, r.message) == (Verdict.WARN, "4 corrected memory error(s) during the run (memory controllers)")
+    start = HostCounters(edac={"mc0": {"ce": 0, "ue": 0}, "mc0/dimm7": {"ce": 0, "ue": 0}}, edac_present=True)
+    r = host_health.edac(start, end, GENERIC)[0]
+    assert r.message == "mc0/dimm7: 4 corrected memory error(s) during the run (now 4)"
+    # Counters that went down (a driver reload) are no growth.
+    assert host_health.edac(end, start, GENERIC)[0].verdict is Verdict.PASS
+
+
+def test_whole_result_edac_missing():
+    assert [whole(r) for r in host_health.edac(_counters(present=False), _counters(present=False), GENERIC)] == [(
+        "host.edac", "node", "skip", "EDAC_MISSING",
+        "no EDAC memory controllers in sysfs (/sys/devices/system/edac/mc): memory errors were not watched", {}, None, [], {})]
+
+
+def test_whole_results_aer():
+    names = {"0000:1b:00.0": "gpu0", "0000:17:01.0": "bridge 0000:17:01.0 above gpu0, gpu1", "0000:18:00.0": "ibp24s0"}
+    zero = {"correctable": 0, "nonfatal": 0, "fatal": 0}
+    start = _counters(aer={**{b: dict(zero) for b in names}, "0000:99:00.0": dict(zero)})
+    end = _counters(aer={"0000:1b:00.0": dict(zero, correctable=2, fatal=1),
+                         "0000:17:01.0": dict(zero, nonfatal=1, correctable=150), "0000:18:00.0": dict(zero),
+                         "0000:99:00.0": dict(zero, correctable=1)})
+    assert [whole(r) for r in host_health.aer(start, end, names, GENERIC)] == [
+        ("host.aer", "gpu0", "fail", "AER_UNCORRECTABLE",
+         "gpu0: 1 uncorrectable (fatal) PCIe error(s) during the run; gpu0: 2 correctable PCIe error(s) during the run; "
+         "bridge 0000:17:01.0 above gpu0, gpu1: 1 uncorrectable (non-fatal) PCIe error(s) during the run; bridge "
+         "0000:17:01.0 above gpu0, gpu1: 150 correctable PCIe error(s) during the run",
+         {"correctable": (152, ""), "uncorrectable": (2, "")}, "correctable", AER_LIMITS, {}),
+        ("host.aer", "ibp24s0", "pass", None, "no PCIe errors during the run (AER)",
+         {"correctable": (0, ""), "uncorrectable": (0, "")}, "correctable", AER_LIMITS, {}),
+        ("host.aer", "node", "warn", "AER_CORRECTABLE", "PCI 0000:99:00.0: 1 correctable PCIe error(s) during the run",
+         {"correctable": (1, ""), "uncorrectable": (0, "")}, "correctable", AER_LIMITS, {})]
+    assert [whole(r) for r in host_health.aer(_counters(), _counters(), {}, GENERIC)] == [(
+        "host.aer", "node", "skip", "AER_MISSING", "no PCIe AER counters in sysfs (aer_dev_correctable): the kernel lacks "
+        "AER statistics or the platform handles AER in firmware", {}, None, [], {})]
+
+
+def test_aer_corrected_errors_at_the_fail_limit_and_a_device_new_at_the_end():
+    zero = {"correctable": 0, "nonfatal": 0, "fatal": 0}
+    names = {"0000:1b:00.0": "gpu0"}
+    for n, verdict in ((100, Verdict.WARN), (101, Verdict.FAIL)):
+        [r] = host_health.aer(_counters(aer={"0000:1b:00.0": dict(zero)}),
+                              _counters(aer={"0000:1b:00.0": dict(zero, correctable=n)}), names, GENERIC)
+        assert (r.verdict, r.code) == (verdict, "AER_CORRECTABLE")
+    # No start reading: no growth to judge; a bridge that names no device below it is the node's.
+    [r] = host_health.aer(_counters(), _counters(aer={"0000:1b:00.0": dict(zero, fatal=3)}), names, GENERIC)
+    assert (r.subject, r.verdict) == ("gpu0", Verdict.PASS)
+    assert host_health._subject("0000:17:01.0", {"0000:17:01.0": "bridge 0000:17:01.0"}) == ("node", "bridge 0000:17:01.0")
+
+
+def test_aer_counters_a_device_lacks_or_the_start_did_not_read():
+    names = {"0000:1b:00.0": "gpu0", "0000:2b:00.0": "gpu1", "0000:3b:00.0": "gpu2"}
+    start = _counters(aer={"0000:1b:00.0": {"correctable": 5}, "0000:2b:00.0": {"nonfatal": 0, "fatal": 0},
+                           "0000:3b:00.0": {"correctable": 0, "fatal": 0}})
+    end = _counters(aer={"0000:1b:00.0": {"correctable": 7, "fatal": 4},  # fatal not read at the start: no growth
+                         "0000:2b:00.0": {"nonfatal": 0, "fatal": 1},  # no correctable counter at all
+                         "0000:3b:00.0": {"correctable": 3}})  # no uncorrectable counters at all
+    by = {r.subject: r for r in host_health.aer(start, end, names, GENERIC)}
+    assert {s: (r.verdict, r.code, r.values["correctable"].value, r.values["uncorrectable"].value) for s, r in by.items()} == {
+        "gpu0": (Verdict.WARN, "AER_CORRECTABLE", 2, 0), "gpu1": (Verdict.FAIL, "AER_UNCORRECTABLE", 0, 1),
+        "gpu2": (Verdict.WARN, "AER_CORRECTABLE", 3, 0)}
+    assert by["gpu1"].message == "gpu1: 1 uncorrectable (fatal) PCIe error(s) during the run"
+
+
+def test_kernel_log_whole_results():
+    recs = [KernelRecord(4, i, i, REAL_LINES[k]) for i, k in enumerate(("xid79", "aer_multi", "aer_detail", "aer_new", "aer_id"))]
+    recs += [KernelRecord(4, 9, 9, "NVRM: Xid (PCI:0000:44:00): 13, pid=7, Graphics Exception"),
+             KernelRecord(4, 10, 10, "nvme nvme1: I/O 12 QID 3 timeout, aborting")]
+    names = {"0000:44:00.0": "gpu2", "0000:03:00.0": "ibp24s0"}
+    assert [whole(r) for r in host_health.kernel_log(recs, "/dev/kmsg", None, names, GENERIC)] == [
+        ("host.kernel_log", "gpu2", "fail", "KERNEL_XID",
+         "Xid 79 (GPU has fallen off the bus) on gpu2 (+1 more line(s)): NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus.",
+         {"lines": (2, "")}, "lines", [],
+         {"lines": [REAL_LINES["xid79"], "NVRM: Xid (PCI:0000:44:00): 13, pid=7, Graphics Exception"], "source": "/dev/kmsg"}),
+        ("host.kernel_log", "ibp24s0", "warn", "KERNEL_AER", f"AER corrected error on ibp24s0: {REAL_LINES['aer_multi']}",
+         {"lines": (1, "")}, "lines", [], {"lines": [REAL_LINES["aer_multi"]], "source": "/dev/kmsg"}),
+        ("host.kernel_log", "node", "warn", "KERNEL_AER",
+         f"AER corrected error on 0000:00:00.0 (+1 more line(s)): {REAL_LINES['aer_new']}; NVMe I/O timeout on nvme1: "
+         "nvme nvme1: I/O 12 QID 3 timeout, aborting", {"lines": (3, "")}, "lines", [],
+         {"lines": [REAL_LINES["aer_new"], REAL_LINES["aer_id"], "nvme nvme1: I/O 12 QID 3 timeout, aborting"],
+          "source": "/dev/kmsg"})]
+    assert [whole(r) for r in host_health.kernel_log([KernelRecord(6, 1, 1, "hello"), KernelRecord(6, 2, 2, "x")], "/dev/kmsg",
+                                                     None, {}, GENERIC)] == [
+        ("host.kernel_log", "node", "pass", None, "nothing of note in 2 kernel log line(s) during the run (/dev/kmsg)",
+         {"lines": (2, "")}, "lines", [], {})]
+    assert [whole(r) for r in host_health.kernel_log([], "none", "/dev/kmsg: Permission denied", {}, GENERIC)] == [
+        ("host.kernel_log", "node", "skip", "KERNEL_LOG_UNREADABLE", "the kernel log could not be read: /dev/kmsg: Permission denied",
+         {}, None, [], {})]
+
+
+def test_kernel_log_keeps_the_first_lines_as_evidence_and_machine_checks_are_the_nodes():
+    recs = [KernelRecord(4, i, i, f"nvme nvme0: I/O {i} QID 5 timeout, aborting") for i in range(25)]
+    recs.append(KernelRecord(2, 99, 99, "mce: [Hardware Error]: CPU 0: Machine Check Exception: 5 Bank 4: b200000000070f0f"))
+    [r] = host_health.kernel_log(recs, "k", None, {}, GENERIC)
+    assert (r.subject, r.verdict, r.code) == ("node", Verdict.FAIL, "KERNEL_MCE")
+    assert r.message.startswith("machine check (uncorrected): mce: [Hardware Error]: CPU 0: Machine Check Exception")
+    assert "NVMe I/O timeout on nvme0 (+24 more line(s)): nvme nvme0: I/O 0 QID 5 timeout, aborting" in r.message
+    assert r.evidence["lines"] == [x.text for x in recs[:20]] and r.values["lines"].value == 26
+
+
+@pytest.mark.parametrize("line, found", [
+    ("NVRM: Xid (PCI:0000:1B:00): 48, pid=7, DBE", ("xid", Verdict.FAIL, "KERNEL_XID", "0000:1b:00.0", "Xid 48 (double-bit ECC error)")),
+    ("NVRM: Xid (PCI:0000:1b:00.0): 31, pid=7, MMU fault", ("xid", Verdict.WARN, "KERNEL_XID", "0000:1b:00.0",
+                                                            "Xid 31 (GPU memory page fault)")),
+    ("NVRM: The NVIDIA GPU 0000:B3:00.0 (PCI ID: 10de:26b5) has fallen off the bus", (
+        "xid", Verdict.FAIL, "KERNEL_XID", "0000:b3:00.0", "Xid 79 (GPU has fallen off the bus)")),
+    ("pcieport 0000:00:03.1: AER: Uncorrected (Fatal) error received: 0000:01:00.0",
+     ("aer", Verdict.FAIL, "KERNEL_AER", "0000:01:00.0", "AER uncorrected error")),
+    ("pcieport 0000:00:03.1: AER: Multiple Uncorrectable error message received from 0000:AB:00.1",
+     ("aer", Verdict.FAIL, "KERNEL_AER", "0000:ab:00.1", "AER uncorrected error")),
+    ("mce: [Hardware Error]: Machine check events logged", ("mce", Verdict.WARN, "KERNEL_MCE", None, "machine check (corrected)")),
+    ("mce: [Hardware Error]: Machine check: uncorrected error", ("mce", Verdict.FAIL, "KERNEL_MCE", None,
+                                                                 "machine check (uncorrected)")),
+    ("Machine check: Processor context corrupt, UC", ("mce", Verdict.FAIL, "KERNEL_MCE", None, "machine check (uncorrected)")),
+    ("mce: [Hardware Error]: Machine check: Fatal error", ("mce", Verdict.FAIL, "KERNEL_MCE", None, "machine check (uncorrected)")),
+    ("nvme nvme2: controller is down; will reset: CSTS=0xffffffff", (
+        "nvme", Verdict.FAIL, "KERNEL_NVME_RESET", "nvme2", "NVMe controller reset")),
+    ("nvme nvme0: Removing after probe failure status: -19", (
+        "nvme", Verdict.FAIL, "KERNEL_NVME_RESET", "nvme0", "NVMe controller reset")),
+    ("nvme nvme0: I/O 5 QID 1 timeout, aborting", ("nvme", Verdict.WARN, "KERNEL_NVME_RESET", "nvme0", "NVMe I/O timeout")),
+])
+def test_kernel_lines_classified_whole(line, found):
+    f = host_health.classify(line)
+    assert (f.kind, f.verdict, f.code, f.device, f.text) == found
+
+
+def test_device_names():
+    from types import SimpleNamespace as NS
+    gpus = [NS(bus_id="0000:1b:00.0", subject="gpu0", lost=False), NS(bus_id="0000:2b:00.0", subject="gpu1", lost=True)]
+    nics = [NS(bus_id="0000:18:00.0", name="ibp24s0"), NS(bus_id=None, name="virtual0")]
+    bridges = {"0000:17:01.0": ["gpu0", "ibp24s0"], "0000:18:00.0": ["x"]}
+    assert host_health.device_names(gpus, nics, bridges) == {
+        "0000:1b:00.0": "gpu0", "0000:18:00.0": "ibp24s0", "0000:17:01.0": "bridge 0000:17:01.0 above gpu0, ibp24s0"}

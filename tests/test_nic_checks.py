@@ -55,6 +55,8 @@ def checked(n=None, required=True) -> Checked:
     (dict(ib_ports=[port(state="DOWN"), port(port=2)]), True),
     (dict(operstate=NA, carrier=NA, ib_ports=[port()], interface=False), True),  # an HCA without IPoIB
     (dict(operstate=NA, carrier=NA, ib_ports=[port(state="DOWN")], interface=False), False),
+    (dict(operstate=NA, carrier=1), True),  # no operstate: the carrier says
+    (dict(operstate=NA, carrier=NA), False),  # neither, and no RDMA port: not up
 ])
 def test_link_is_up(reading, expected):
     assert checks.link_is_up(nic(**reading)) is expected
@@ -367,3 +369,198 @@ def test_results_cover_every_checked_nic_and_say_when_traffic_did_not_run():
     assert got[("nic.tcp", "nic0")].verdict is PASS
     assert got[("nic.tcp", "nic1")].verdict is SKIP and "did not run" in got[("nic.tcp", "nic1")].message
     assert {n for n, _ in got} == {"nic.inventory", "nic.link", "nic.pcie", "nic.stability", "nic.tcp", "nic.rdma"}
+
+
+# ---------------------------------------------------------------------- whole results, field by field (issue 18)
+
+def whole(r):
+    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
+            r.key, [(t.name, t.kind, t.fail, t.warn, t.unit) for t in r.thresholds], r.evidence)
+
+
+LINK_PROFILE = {"min_speed_mbit": {"fail": 10000, "warn": 25000}, "min_mtu": 4096, "min_ib_rate_gbit": {"fail": 200, "warn": 200}}
+LINK_LIMITS = [("min_speed_mbit", "min", 10000, 25000, "Mb/s"), ("min_mtu", "min", 4096, 4096 * 1.05, ""),
+               ("min_ib_rate_gbit", "min", 200, 200, "Gb/s")]
+IB0 = "ib0 (mlx5_core, 0000:0c:00.0)"
+ETH0 = "eth0 (mlx5_core, 0000:0c:00.0)"
+LINK_VALUES = {"state": ("up", ""), "mtu": (9000, ""), "mac": ("02:00:00:00:00:01", "")}
+
+
+def test_whole_results_link():
+    ib = nic("ib0", ib_ports=[port(), port(port=2, rate_gbit=100.0)])
+    assert whole(checks.link(checked(ib), ib, profile(LINK_PROFILE))) == (
+        "nic.link", "nic0", "fail", "IB_RATE",
+        f"{IB0}: port mlx5_0/2 rate 100 Gb/s is below the limit 200 Gb/s; speed 10000 Mb/s is below the warning level 25000 Mb/s",
+        {"state": ("up", ""), "speed": (10000, "Mb/s"), "mtu": (9000, ""), "mac": ("02:00:00:00:00:01", ""),
+         "ib_ports": ("mlx5_0/1 ACTIVE/LinkUp 200 Gb/s, mlx5_0/2 ACTIVE/LinkUp 100 Gb/s", "")}, "speed", LINK_LIMITS, {})
+    ok = nic("ib0", ib_ports=[port()], speed_mbps=200000)
+    assert whole(checks.link(checked(ok), ok, profile(LINK_PROFILE))) == (
+        "nic.link", "nic0", "pass", None, f"{IB0}: up, 200000 Mb/s, MTU 9000; mlx5_0/1 ACTIVE/LinkUp 200 Gb/s",
+        {"state": ("up", ""), "speed": (200000, "Mb/s"), "mtu": (9000, ""), "mac": ("02:00:00:00:00:01", ""),
+         "ib_ports": ("mlx5_0/1 ACTIVE/LinkUp 200 Gb/s", "")}, "speed", LINK_LIMITS, {})
+    down = nic("ib0", operstate="down", carrier=0, ib_ports=[port(state="DOWN", phys_state="Disabled")])
+    assert whole(checks.link(checked(down, required=False), down, profile(LINK_PROFILE))) == (
+        "nic.link", "nic0", "warn", "NIC_LINK_DOWN",
+        f"{IB0}: link down (operstate down, carrier 0; mlx5_0/1 DOWN/Disabled 200 Gb/s) (the profile does not require this NIC)",
+        {"state": ("down", ""), "speed": (10000, "Mb/s"), "mtu": (9000, ""), "mac": ("02:00:00:00:00:01", ""),
+         "ib_ports": ("mlx5_0/1 DOWN/Disabled 200 Gb/s", "")}, "state", [], {})
+    r = checks.link(checked(down, required=True), down, profile(LINK_PROFILE))
+    assert (r.verdict, r.message) == (FAIL, f"{IB0}: link down (operstate down, carrier 0; mlx5_0/1 DOWN/Disabled 200 Gb/s)")
+    assert whole(checks.link(checked(), None, profile(LINK_PROFILE))) == (
+        "nic.link", "nic0", "fail", "NIC_LOST", f"{ETH0}: the NIC disappeared during the run", {}, None, [], {})
+    # An Ethernet NIC has no RDMA ports: none shown, no port value.
+    r = checks.link(checked(), nic(speed_mbps=100000), profile(LINK_PROFILE))
+    assert (r.verdict, r.message, "ib_ports" in r.values) == (PASS, f"{ETH0}: up, 100000 Mb/s, MTU 9000", False)
+    # A port INIT but the link up on another: the down port fails a required NIC, warns for another.
+    half = nic("ib0", ib_ports=[port(), port(port=2, state="INIT")], speed_mbps=200000)
+    for required, verdict in ((True, FAIL), (False, WARN)):
+        r = checks.link(checked(half, required=required), half, profile(LINK_PROFILE))
+        assert (r.verdict, r.code, r.message) == (verdict, "IB_PORT_DOWN",
+                                                  f"{IB0}: port mlx5_0/2 is INIT/LinkUp, not ACTIVE/LinkUp")
+    polling = nic("ib0", ib_ports=[port(phys_state="Polling")], speed_mbps=200000)
+    assert checks.link(checked(polling), polling, profile(LINK_PROFILE)).code == "IB_PORT_DOWN"
+
+
+def test_a_low_mtu_is_said_without_a_unit():
+    r = checks.link(checked(), nic(mtu=1500, speed_mbps=100000), profile(LINK_PROFILE))
+    assert (r.verdict, r.code, r.message) == (FAIL, "NIC_MTU", f"{ETH0}: MTU 1500 is below the limit 4096")
+
+
+def test_link_readings_not_reported_are_said_against_their_limit():
+    r = checks.link(checked(), nic(mtu=NA, speed_mbps=100000), profile(LINK_PROFILE))
+    assert (r.verdict, r.code, r.message) == (
+        WARN, "NIC_MTU", f"{ETH0}: MTU not reported by the driver, so not judged against >= 4096, warn below 4300.8")
+    # No limit in the profile: a missing reading is not a finding.
+    assert checks.link(checked(), nic(mtu=NA, speed_mbps=NA), profile()).verdict is PASS
+
+
+def test_whole_results_pcie():
+    assert whole(checks.pcie(checked(), [(4, 8), (4, 16), (NA, 16)], nic(), profile())) == (
+        "nic.pcie", "nic0", "pass", None, f"{ETH0}: PCIe Gen4 x16 under traffic",
+        {"link": ("Gen4 x16", ""), "gen": (4, ""), "width": (16, ""), "max_gen": (4, ""), "max_width": (16, ""),
+         "min_width_seen": (8, ""), "readings": (2, "")}, "link", [("pcie_width", "min", 16, 16, ""), ("pcie_gen", "min", 4, 4, "")],
+        {})
+    assert whole(checks.pcie(checked(), [], nic(pcie_gen=3, pcie_width=16), profile({"pcie_gen": 4}))) == (
+        "nic.pcie", "nic0", "fail", "NIC_PCIE_GEN",
+        f"{ETH0}: PCIe link at Gen3 x16 with no traffic running; expected generation Gen4",
+        {"link": ("Gen3 x16", ""), "gen": (3, ""), "width": (16, ""), "max_gen": (4, ""), "max_width": (16, ""),
+         "min_width_seen": (16, ""), "readings": (1, "")}, "link", [("pcie_width", "min", 16, 16, ""), ("pcie_gen", "min", 4, 4, "")],
+        {})
+    r = checks.pcie(checked(), [(5, 8)], nic(pcie_max_gen=5, pcie_max_width=16), profile({"pcie_width": 16}))
+    assert (r.code, r.message) == ("NIC_PCIE_WIDTH", f"{ETH0}: PCIe link at Gen5 x8 under traffic; expected width x16")
+    # The profile's width over the NIC's maximum; no maximum known and no profile value: not judged.
+    r = checks.pcie(checked(), [(4, 8)], nic(pcie_max_width=16), profile({"pcie_width": 8}))
+    assert r.verdict is PASS
+    r = checks.pcie(checked(), [(3, 2)], nic(pcie_max_gen=NA, pcie_max_width=NA), profile())
+    assert (r.verdict, r.thresholds) == (PASS, [])
+    r = checks.pcie(checked(), [(3, 2)], nic(pcie_max_gen=4, pcie_max_width=NA), profile())
+    assert (r.code, [t.name for t in r.thresholds]) == ("NIC_PCIE_GEN", ["pcie_gen"])  # no width known: the generation still
+    assert whole(checks.pcie(checked(), [], nic(pcie_gen=NA), profile())) == (
+        "nic.pcie", "nic0", "skip", None, f"{ETH0}: the PCIe link is not reported (no PCIe capability)", {}, None, [], {})
+    assert checks.pcie(checked(), [], nic(pcie_width=NA), profile()).verdict is SKIP
+    assert whole(checks.pcie(checked(), [], nic(bus_id=NA, driver=NA), profile())) == (
+        "nic.pcie", "nic0", "skip", None, "eth0: not a PCI device", {}, None, [], {})
+    # The NIC as read at the end is judged, not as it was at the start.
+    r = checks.pcie(checked(), [], nic(pcie_gen=3), profile())
+    r_end = checks.pcie(checked(nic(pcie_gen=3)), [], nic(pcie_gen=4), profile())
+    assert (r.verdict, r_end.verdict) == (FAIL, PASS)
+
+
+def test_whole_results_stability():
+    start = nic("ib0", carrier_changes=1, ib_ports=[port()])
+    end = nic("ib0", carrier_changes=3, ib_ports=[port(counters={"symbol_error": 5, "link_downed": 0, "link_error_recovery": 0}),
+                                                  port(port=2)])
+    assert whole(checks.stability(checked(start), end)) == (
+        "nic.stability", "nic0", "fail", "NIC_LINK_FLAP",
+        f"{IB0}: carrier_changes grew by 2 (1 -> 3); mlx5_0/1 symbol_error grew by 5 (0 -> 5)",
+        {"carrier_changes": (2, ""), "mlx5_0/1:symbol_error": (5, ""), "mlx5_0/1:link_downed": (0, ""),
+         "mlx5_0/1:link_error_recovery": (0, ""), "growth": (7, "")}, "growth", [("max_link_counter_growth", "max", 0, 0, "")], {})
+    assert whole(checks.stability(checked(start), start)) == (
+        "nic.stability", "nic0", "pass", None,
+        f"{IB0}: no growth in carrier_changes, mlx5_0/1:symbol_error, mlx5_0/1:link_downed, mlx5_0/1:link_error_recovery",
+        {"carrier_changes": (0, ""), "mlx5_0/1:symbol_error": (0, ""), "mlx5_0/1:link_downed": (0, ""),
+         "mlx5_0/1:link_error_recovery": (0, ""), "growth": (0, "")}, "growth", [("max_link_counter_growth", "max", 0, 0, "")], {})
+    assert whole(checks.stability(checked(nic(carrier_changes=5)), nic(carrier_changes=2))) == (
+        "nic.stability", "nic0", "fail", "NIC_LINK_FLAP", f"{ETH0}: carrier_changes went from 5 to 2: reset during the run",
+        {"carrier_changes": (-3, ""), "growth": (3, "")}, "growth", [("max_link_counter_growth", "max", 0, 0, "")], {})
+    assert whole(checks.stability(checked(nic(carrier_changes=NA)), nic(carrier_changes=NA))) == (
+        "nic.stability", "nic0", "skip", None, f"{ETH0}: no link counters to compare", {}, None, [], {})
+    assert whole(checks.stability(checked(), None)) == (
+        "nic.stability", "nic0", "skip", None, f"{ETH0}: the NIC disappeared during the run (see nic.link)", {}, None, [], {})
+    r = checks.stability(checked(start), nic("ib0", carrier_changes=1, ib_ports=[port(counters={"link_downed": 2})]))
+    assert (r.code, r.message) == ("IB_LINK_ERRORS", f"{IB0}: mlx5_0/1 link_downed grew by 2 (0 -> 2)")
+    # A counter not read at the start (carrier changes here) does not stop the others' comparison.
+    r = checks.stability(checked(nic("ib0", carrier_changes=NA, ib_ports=[port()])), end)
+    assert (r.code, sorted(r.values)) == ("IB_LINK_ERRORS", ["growth", "mlx5_0/1:link_downed", "mlx5_0/1:link_error_recovery",
+                                                             "mlx5_0/1:symbol_error"])
+
+
+def test_whole_results_tcp():
+    assert whole(checks.tcp(checked(), tcp_outcome(6.12345), nic(speed_mbps=10000), profile(FRACTION))) == (
+        "nic.tcp", "nic0", "warn", "NIC_THROUGHPUT",
+        f"{ETH0}: TCP to 10.0.0.2:5201 (4 streams): 6.12 Gb/s is below the warning level 7 Gb/s; 61% of the 10 Gb/s link",
+        {"throughput": (6.123, "Gb/s"), "peer": ("10.0.0.2:5201", ""), "streams": (4, ""), "link": (10, "Gb/s"),
+         "fraction": (0.612, "")}, "throughput", [("min_tcp_fraction x 10 Gb/s", "min", 5, 7, "Gb/s")], {"command": "iperf3 ..."})
+    assert whole(checks.tcp(checked(), tcp_outcome(NA, "refused"), nic(), profile(FRACTION))) == (
+        "nic.tcp", "nic0", "fail", "NIC_TRAFFIC", f"{ETH0}: iperf3 to 10.0.0.2:5201 failed: refused", {}, None, [],
+        {"command": "iperf3 ..."})
+    assert whole(checks.tcp(checked(nic(speed_mbps=0)), tcp_outcome(9.4), nic(speed_mbps=0), profile(FRACTION))) == (
+        "nic.tcp", "nic0", "skip", None, f"{ETH0}: 9.4 Gb/s to 10.0.0.2:5201; link speed not reported, so not judged",
+        {"throughput": (9.4, "Gb/s"), "peer": ("10.0.0.2:5201", ""), "streams": (4, "")}, None, [], {})
+    # The speed at the start stands in when the end reading has none.
+    r = checks.tcp(checked(nic(speed_mbps=10000)), tcp_outcome(9.0), nic(speed_mbps=NA), profile(FRACTION))
+    assert (r.verdict, r.values["link"].value) == (PASS, 10)
+    r = checks.tcp(checked(nic(speed_mbps=100000)), tcp_outcome(9.0), None, profile(FRACTION))
+    assert (r.verdict, r.values["link"].value) == (FAIL, 100)
+    r = checks.tcp(checked(nic(speed_mbps=10000)), tcp_outcome(9.0), nic(speed_mbps=100000), profile(FRACTION))
+    assert (r.verdict, r.values["link"].value) == (FAIL, 100)  # the speed at the end judges
+
+
+def test_whole_results_rdma():
+    two = nic("ib0", ib_ports=[port(), port(port=2, rate_gbit=NA)])
+    loopback = TrafficOutcome(TrafficJob("ib0", "ib_write_bw", "localhost", 18515, 5, ib_device="mlx5_0", ib_port=1,
+                                         loopback=True), 185.55555, None, {"c": 1})
+    outcomes = [loopback, rdma_outcome(90.0, 2), rdma_outcome(NA, 3, "failed to connect")]
+    assert whole(checks.rdma(checked(), outcomes, two, profile({"min_rdma_fraction": {"fail": 0.9, "warn": 0.95}}))) == (
+        "nic.rdma", "nic0", "fail", "NIC_TRAFFIC",
+        f"{IB0}: ib_write_bw to peer:18515 failed: failed to connect; RDMA mlx5_0/1 in loopback (server and client on this "
+        "HCA port): 185.6 Gb/s is below the warning level 190 Gb/s; 93% of the 200 Gb/s port; mlx5_0/2 90 Gb/s; port rate "
+        "not reported, so not judged",
+        {"mlx5_0/1": (185.556, "Gb/s"), "bandwidth": (185.556, "Gb/s"), "mlx5_0/2": (90, "Gb/s")}, "bandwidth",
+        [("min_rdma_fraction x 200 Gb/s", "min", 180, 190, "Gb/s")], {"mlx5_0/1": {"c": 1}, "mlx5_0/2": {}, "mlx5_0/3": {}})
+    # A port whose rate reads 0 is not judged either; without a GPU, no GPU memory is named.
+    job = TrafficJob("ib0", "ib_write_bw", "peer", 18515, 5, ib_device="mlx5_0", ib_port=1)
+    r = checks.rdma(checked(), [TrafficOutcome(job, 196.0)], nic("ib0", ib_ports=[port(rate_gbit=0)]), profile({"min_rdma_fraction": 0.9}))
+    assert (r.verdict, r.code, r.message) == (WARN, "RDMA_BANDWIDTH", f"{IB0}: mlx5_0/1 196 Gb/s; port rate not reported, so not judged")
+    # A port whose traffic failed does not stop the next port's judgement.
+    failed = TrafficOutcome(TrafficJob("ib0", "ib_write_bw", "peer", 18515, 5, ib_device="mlx5_0", ib_port=2), NA, "refused")
+    r = checks.rdma(checked(), [failed, TrafficOutcome(job, 196.0)], nic("ib0", ib_ports=[port(), port(port=2)]),
+                    profile({"min_rdma_fraction": 0.9}))
+    assert (r.code, sorted(r.values)) == ("NIC_TRAFFIC", ["bandwidth", "mlx5_0/1"])
+    r = checks.rdma(checked(), [TrafficOutcome(job, 196.0)], nic("ib0", ib_ports=[port()]), profile({"min_rdma_fraction": 0.9}))
+    assert (r.verdict, r.message) == (PASS, f"{IB0}: RDMA mlx5_0/1 to peer:18515: 196 Gb/s, limit >= 180 Gb/s, warn below 189; "
+                                            "98% of the 200 Gb/s port")
+    # The ports as read at the end give the rates; without an end reading, as at the start.
+    r = checks.rdma(checked(nic("ib0", ib_ports=[port(rate_gbit=400.0)])), [TrafficOutcome(job, 196.0)], None,
+                    profile({"min_rdma_fraction": 0.9}))
+    assert r.verdict is FAIL
+
+
+def test_whole_result_inventory():
+    plan = checks.select(NICS, profile({"match": ["ib*"], "count": 2}))
+    r = checks.inventory(plan, profile({"match": ["ib*"], "count": 2}))
+    assert whole(r)[:8] == ("nic.inventory", "node", "pass", None, "2 NICs (match ib*): ib0, ib1",
+                            {"count": (2, ""), "names": ("ib0, ib1", "")}, "count", [("nic_count", "min", 2, 2, "")])
+    assert [n["subject"] for n in r.evidence["nics"]] == ["nic0", "nic1", "nic2"]
+    assert r.evidence["nics"][1] == {"subject": "nic1", **NICS[1].to_dict()}
+    assert checks.inventory(checks.select(NICS, profile()), profile()).thresholds == []  # no count set: none judged
+    r = checks.inventory(checks.select(NICS, profile()), profile({"count": 4}))
+    assert (r.verdict, r.code, r.message) == (FAIL, "NIC_COUNT", "3 physical NICs, expected 4: eno1, ib0, ib1")
+    one = checks.select(NICS[:1], profile())
+    assert checks.inventory(one, profile()).message == "1 physical NIC: eno1"
+    both = profile({"match": ["ib*"], "drivers": ["mlx5_core", "x"]})
+    r = checks.inventory(checks.select(NICS[:1], both), both)
+    assert (r.verdict, r.code, r.message, r.values["names"].value) == (
+        WARN, "NIC_COUNT", "no NICs (match ib* drivers mlx5_core,x) found", "none")
+    r = checks.inventory(checks.select([], profile()), profile({"count": 1}))
+    assert r.message == "0 physical NICs, expected 1: none"

@@ -91,7 +91,94 @@ def test_pulse_reports_the_power_swing_it_saw():
 def test_a_gpu_lost_under_the_swings_fails_as_lost():
     lost = Outcome(Task("pulse", 0, {}, 1.0), "lost", None, "GPU has fallen off the bus", elapsed_s=3.0)
     r = judge_pulse([GPU], {0: lost}, {0: window([])}, H100)[0]
-    assert (r.verdict, r.code) == (Verdict.FAIL, "GPU_LOST")
+    assert (r.name, r.subject, r.verdict, r.code) == ("stress.power_pulse", "gpu0", Verdict.FAIL, "GPU_LOST")
+    r = judge_power([GPU], {0: lost}, {0: window([])}, H100)[0]
+    assert (r.name, r.subject, r.verdict, r.code) == ("stress.power", "gpu0", Verdict.FAIL, "GPU_LOST")
+
+
+# ---------------------------------------------------------------- the pulse verdict on the driver's counters
+
+def marks(brake_ms_by_period, counted=True, spans=SPANS):
+    """The driver's power-brake counter read at each span's start and end: brake_ms_by_period[p]
+    counted within period p (None where the driver does not count: NotSupported)."""
+    out, total = [], 5_000_000  # the counter runs since the driver loaded: only differences matter
+    for span in spans:
+        for bound in ("start", "end"):
+            if bound == "end":
+                total += int(round(brake_ms_by_period.get(span["period_s"], 0.0) * 1e6))
+            out.append({"t_s": span[f"{bound}_s"], "bound": bound, "period_s": span["period_s"],
+                        "throttle_ns": {"power_brake": total if counted else None, "sw_power_cap": 0,
+                                        "sw_thermal": 0, "hw_thermal": 0}})
+    return out
+
+
+def counted_window(brake_ms_by_period, samples=(), counted=True):
+    tel = window(samples or [(9.0, sample()), (13.0, sample()), (16.0, sample())])
+    tel.counter_marks = marks(brake_ms_by_period, counted)
+    return tel
+
+
+def test_a_brake_between_samples_is_attributed_to_its_period_by_the_driver_counter():
+    """20 ms of power brake in the 100 ms period that no telemetry sample landed in (the samples
+    all show clear clocks): the counter read at the period's bounds still places it there."""
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: counted_window({0.1: 20.0})}, H100)[0]
+    assert (r.verdict, r.code) == (Verdict.FAIL, "POWER_PULSE_THROTTLE")
+    assert r.message == "clocks cut while the load swung: power brake for 20 ms at the 100 ms period"
+    assert r.values["fastest_failing_period_ms"].value == 100
+    assert r.evidence["attributed_by"]["power_brake"].startswith("driver counter")
+    assert r.evidence["attributed_by"]["hw_slowdown"].startswith("sampled onsets (NVML keeps no counter")
+    assert r.evidence["counted_ms"]["power_brake"]["100"] == 20.0
+
+
+# generic.toml: max_pulse_brake_ms = { fail = 1.0, warn = 0 } (a brake of one 20 ms swing must fail;
+# a sub-millisecond counter tick is not a failure: DCGM #242/#285).
+@pytest.mark.parametrize("brake_ms, verdict", [(0.0, Verdict.PASS), (0.001, Verdict.WARN), (0.999, Verdict.WARN),
+                                               (1.0, Verdict.WARN), (1.001, Verdict.FAIL), (20.0, Verdict.FAIL)])
+def test_counted_brake_at_the_edges_of_the_profiles_limit(brake_ms, verdict):
+    limit = H100.threshold("gpu", "max_pulse_brake_ms")
+    assert (limit.fail, limit.warn, limit.unit) == (1.0, 0.0, "ms")
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: counted_window({0.02: brake_ms})}, H100)[0]
+    assert r.verdict is verdict
+    assert limit in r.thresholds
+    if verdict is not Verdict.PASS:
+        assert r.code == "POWER_PULSE_THROTTLE" and "at the 20 ms period" in r.message
+    if verdict is Verdict.WARN:
+        assert "within the limit <= 1 ms" in r.message
+
+
+def test_counted_brake_under_the_steady_load_is_not_blamed_on_the_swings():
+    """The steady load (2.5 s) braked 300 ms, 120 ms a second: 40 ms in the 2 s of the 20 ms period
+    is the load's. A steady load that braked 1 ms (0.4 ms a second) leaves 499.2 of the 500 ms the
+    swings brought."""
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: counted_window({0.0: 300.0, 0.02: 40.0})}, H100)[0]
+    assert r.verdict is Verdict.PASS
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: counted_window({0.0: 1.0, 0.02: 500.0})}, H100)[0]
+    assert r.verdict is Verdict.FAIL
+    assert r.message == ("clocks cut while the load swung: power brake for 499.2 ms beyond the steady load's "
+                         "0.4 ms a second at the 20 ms period")
+
+
+def test_the_counter_decides_power_brake_where_counted_and_onsets_still_decide_hw_slowdown():
+    """A sampled power-brake bit the counter does not bear out is not used (the counter is exact);
+    HW slowdown, which NVML does not count, is still found by its sampled onset."""
+    samples = [(9.0, sample()), (11.0, sample(REASON_BITS["power_brake"])), (11.1, sample()),
+               (16.0, sample(REASON_BITS["hw_slowdown"])), (16.1, sample())]
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: counted_window({}, samples)}, H100)[0]
+    assert r.verdict is Verdict.FAIL and r.message == "clocks cut while the load swung: HW slowdown at the 1000 ms period"
+
+
+def test_without_the_drivers_counter_the_sampled_onsets_decide_and_the_evidence_says_so():
+    samples = [(9.0, sample()), (11.0, sample(REASON_BITS["power_brake"])), (11.1, sample())]
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: counted_window({0.02: 5.0}, samples, counted=False)}, H100)[0]
+    assert r.verdict is Verdict.FAIL and r.message == "clocks cut while the load swung: power brake at the 20 ms period"
+    assert r.evidence["attributed_by"]["power_brake"] == ("sampled onsets (the driver's counter is not supported "
+                                                          "here)")
+    assert r.evidence["counted_ms"] == {}
+    # A counter missing at one bound (a read that failed) leaves a hole: the onsets decide there too.
+    tel = counted_window({0.1: 20.0}, samples)
+    tel.counter_marks = [m for m in tel.counter_marks if not (m["period_s"] == 1.0 and m["bound"] == "end")]
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: tel}, H100)[0]
+    assert r.message == "clocks cut while the load swung: power brake at the 20 ms period"
 
 
 # ---------------------------------------------------------------- targeted power (h100: fail < 0.75, warn < 0.80)
@@ -114,16 +201,24 @@ def test_targeted_power_without_readings_says_so():
 # ---------------------------------------------------------------- the workload on the simulated device
 
 class Progress:
+    def __init__(self):
+        self.bounds = []
+
     def progress(self, fraction, **figures):
         assert 0 <= fraction <= 1
+        if "bound" in figures:
+            self.bounds.append((figures["bound"], figures["period_s"]))
 
 
 def test_pulse_bursts_start_on_period_boundaries_and_cover_each_period():
     n = SimNode(load_scenario("hgx-h100"), [], time_scale=1)
     dev = SimDevice(n.compute_spec(), 0)
     t0 = dev.clock.now() - 0.37  # the run started a little before this step
-    r = power_pulse(dev, {"periods_s": [0.02, 0.1], "seconds_per_period": 0.4, "run_t0": t0, "seed": 1}, Progress())
+    progress = Progress()
+    r = power_pulse(dev, {"periods_s": [0.02, 0.1], "seconds_per_period": 0.4, "run_t0": t0, "seed": 1}, progress)
     spans = r["periods"]
+    # Every span's start and end is reported, in order, for the supervisor to read counters there.
+    assert progress.bounds == [(b, p) for p in (0.0, 0.02, 0.1) for b in ("start", "end")]
     assert [p["period_s"] for p in spans] == [0.0, 0.02, 0.1]  # the steady control first
     assert spans[0]["end_s"] - spans[0]["start_s"] >= 0.4
     for p in spans[1:]:
@@ -154,3 +249,131 @@ def test_transient_brake_fails_the_pulse_test_on_that_gpu_only(tmp_path, run_cli
     assert bad == {("stress.power_pulse", "gpu2", "POWER_PULSE_THROTTLE"), ("stress.power", "gpu5", "POWER_TARGET_LOW")}
     pulse = next(c for c in _checks(p) if c["name"] == "stress.power_pulse" and c["subject"] == "gpu2")
     assert "at the 20 ms period" in pulse["message"] and p.returncode == 1
+
+
+@pytest.mark.slow
+def test_transient_brake_is_found_by_the_counters_where_no_sample_lands_in_the_period(tmp_path, run_cli):
+    """At 0.5 Hz (one sample per 20 simulated seconds) no sample lands in a 2 s period: the driver's
+    counter, read at the period's bounds, still fails gpu2 at the 20 ms period and no other GPU.
+    Without the counter (`no_throttle_counters`), 20 Hz samples find it by onset, and say so."""
+    p = run_cli("--headless", "--profile", "hgx-h100", "--simulate", "hgx-h100", "--quick", "--sample-hz", "0.5",
+                "--only", "stress.power_pulse", "--inject", "gpu2:transient_brake=20", "--out", str(tmp_path / "a"))
+    checks = [c for c in _checks(p) if c["name"] == "stress.power_pulse"]
+    bad = {(c["subject"], c["code"]) for c in checks if c["verdict"] != "pass"}
+    assert bad == {("gpu2", "POWER_PULSE_THROTTLE")}
+    pulse = next(c for c in checks if c["subject"] == "gpu2")
+    assert "power brake for" in pulse["message"] and "at the 20 ms period" in pulse["message"]
+    assert pulse["evidence"]["attributed_by"]["power_brake"].startswith("driver counter")
+    assert pulse["evidence"]["counted_ms"]["power_brake"]["100"] == 0
+    assert not pulse["evidence"]["throttle_onsets"]  # no sample saw it
+    p = run_cli("--headless", "--profile", "hgx-h100", "--simulate", "hgx-h100", "--quick", "--sample-hz", "20",
+                "--only", "stress.power_pulse", "--inject", "gpu2:transient_brake=20",
+                "--inject", "gpu2:no_throttle_counters", "--out", str(tmp_path / "b"))
+    pulse = next(c for c in _checks(p) if c["name"] == "stress.power_pulse" and c["subject"] == "gpu2")
+    assert pulse["code"] == "POWER_PULSE_THROTTLE" and "power brake at the 20 ms period" in pulse["message"]
+    assert pulse["evidence"]["attributed_by"]["power_brake"].startswith("sampled onsets (the driver's counter")
+
+
+# ---------------------------------------------------------------- whole results, field by field (issue 18)
+
+from nodeqc.checks import stress  # noqa: E402
+
+
+def whole(r):
+    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
+            r.key, [(t.name, t.kind, t.fail, t.warn, t.unit) for t in r.thresholds], r.evidence)
+
+
+GPU3 = GpuInfo(index=3, name="NVIDIA H100 80GB HBM3", uuid="GPU-x", bus_id="0000:1b:00.0", slot=3)
+POWER_LIMIT = [("min_power_fraction", "min", 0.75, 0.8, "")]
+PULSED = SPANS[1:]  # the evidence lists the swings, not the steady control
+SAMPLED = {"attributed_by": {"hw_slowdown": "sampled onsets (NVML keeps no counter of it)",
+                             "power_brake": "sampled onsets (the driver's counter is not supported here)"},
+           "counted_ms": {}, "counter_marks": []}  # no driver counter read: the sampled onsets attribute
+
+
+def test_whole_results_targeted_power():
+    # Idle samples are left out of the mean (645 W over the two loaded ones).
+    tel = window([(0.0, sample(power=650.0)), (1.0, sample(power=640.0)), (2.0, sample(power=100.0, util=0))])
+    assert whole(judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]) == (
+        "stress.power", "gpu3", "pass", None, "held 645 W of the 700 W limit (0.921) for 30 s at 1980 MHz",
+        {"power_fraction": (0.921, ""), "power_w": (645, "W"), "sm_clock_mhz": (1980, "MHz"), "throttle_s": (0, "s"),
+         "temp_max": (60, "C")}, "power_fraction", POWER_LIMIT, {})
+    tel = window([(0.0, sample(power=500.0)), (1.0, sample(power=501.0))])
+    r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]
+    assert (r.name, r.subject, r.verdict, r.code, r.key) == ("stress.power", "gpu3", Verdict.FAIL, "POWER_TARGET_LOW",
+                                                              "power_fraction")
+    assert r.message.endswith("; power under load 500 W of the 700 W limit, a fraction of 0.715 is below the limit 0.75")
+    assert {k: (v.value, v.unit) for k, v in r.values.items()} == {
+        "power_fraction": (0.715, ""), "power_w": (500.5, "W"), "sm_clock_mhz": (1980, "MHz"), "throttle_s": (0, "s"),
+        "temp_max": (60, "C")}
+    assert "diagnosis" in r.evidence  # explained: why the GPU could not draw its power
+    # The time the clocks were cut while it ran is kept, rounded to hundredths.
+    tel = window([(0.0, sample(power=500.0)), (1.23456, sample(power=501.0, reasons=REASON_BITS["hw_slowdown"]))])
+    r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]
+    assert (r.verdict, r.values["throttle_s"].value) == (Verdict.FAIL, 1.23)
+    assert whole(judge_power([GPU3], {3: ok({"seconds": 30})}, {}, H100)[0]) == (
+        "stress.power", "gpu3", "skip", None, "no power readings under load", {}, None, [], {})
+
+
+def test_targeted_power_without_a_power_limit_reading_is_skipped():
+    from nodeqc.na import NA
+    tel = window([(0.0, sample(power=650.0, limit=NA))])
+    assert judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0].verdict is Verdict.SKIP
+
+
+def test_whole_results_pulse():
+    tel = window([(9.0, sample()), (11.0, sample(REASON_BITS["power_brake"])), (11.5, sample(power=100.0, util=0))])
+    assert whole(judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel}, H100)[0]) == (
+        "stress.power_pulse", "gpu3", "fail", "POWER_PULSE_THROTTLE",
+        "clocks cut while the load swung: power brake at the 20 ms period",
+        {"periods": (4, ""), "power_min_w": (100, "W"), "power_max_w": (600, "W"), "fastest_failing_period_ms": (20, "ms")},
+        "fastest_failing_period_ms", [],
+        {"periods": PULSED, **SAMPLED,
+         "throttle_onsets": [{"t_s": 11.0, "reasons": ["power_brake"], "temp_c": 60, "sm_clock_mhz": 1980}]})
+    tel = window([(9.0, sample()), (11.5, sample(power=100.0, util=0))])
+    assert whole(judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel}, H100)[0]) == (
+        "stress.power_pulse", "gpu3", "pass", None, "load swung at 20, 100, 1000 ms periods with no HW slowdown or power brake",
+        {"periods": (4, ""), "power_min_w": (100, "W"), "power_max_w": (600, "W")}, "periods", [],
+        {"periods": PULSED, **SAMPLED, "throttle_onsets": []})
+
+
+def test_pulse_throttle_at_a_swing_and_in_no_period_is_not_counted():
+    # An HW slowdown onset outside every span, and a brake inside one: only the brake's period is named.
+    tel = window([(9.0, sample()), (14.5, sample(REASON_BITS["hw_slowdown"])), (15.5, sample(REASON_BITS["hw_slowdown"]
+                                                                                          | REASON_BITS["power_brake"]))])
+    r = judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel}, H100)[0]
+    assert (r.verdict, r.message) == (Verdict.FAIL, "clocks cut while the load swung: power brake at the 1000 ms period")
+    assert r.values["fastest_failing_period_ms"].value == 1000
+
+
+def test_power_and_pulse_parameters_from_the_profile():
+    assert stress.power_params(H100, quick=True) == {"seconds": float(H100.get("run", "quick_power_s"))}
+    assert stress.power_params(H100, quick=False) == {"seconds": float(H100.get("run", "power_s"))}
+    assert H100.get("run", "quick_power_s") != H100.get("run", "power_s")
+    for quick, key in ((True, "quick_pulse_s"), (False, "pulse_s")):
+        assert stress.pulse_params(H100, quick) == {"periods_s": [0.02, 0.1, 0.5, 1.0], "seed": stress.SEED, "dtype": "fp16",
+                                                    "seconds_per_period": float(H100.get("run", key))}
+    assert H100.get("run", "quick_pulse_s") != H100.get("run", "pulse_s")
+    assert isinstance(stress.power_params(H100, True)["seconds"], float)
+
+
+def test_targeted_power_names_another_process_and_explains_with_the_gpus_sku():
+    tel = window([(0.0, sample(power=650.0)), (1.0, sample(power=640.0))])
+    tel.other_processes = {4242: {"pid": 4242, "name": "python3", "used_bytes": 2 ** 31}}
+    r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]
+    assert (r.verdict, r.message) == (
+        Verdict.PASS, "held 645 W of the 700 W limit (0.921) for 30 s at 1980 MHz; another process used this GPU during "
+                      "the power test: pid 4242 (python3, 2.00 GiB)")
+    low = window([(0.0, sample(power=500.0)), (1.0, sample(power=501.0))])
+    r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: low}, H100)[0]
+    assert r.evidence["diagnosis"]["readings"]["sku"] == "H100 SXM5 80GB"  # what a healthy GPU of its kind does
+
+
+@pytest.mark.parametrize("tel", [None, GpuTelemetry(0)], ids=["no window", "no samples"])
+def test_pulse_without_readings_reports_no_power_swing(tel):
+    # No samples: no power figures and no onsets. (Its verdict is left untested: a PASS without readings,
+    # noted in benchmarks/RESULTS.md, "Mutation testing".)
+    r = judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel} if tel else {}, H100)[0]
+    assert {k: v.value for k, v in r.values.items()} == {"periods": 4}
+    assert r.evidence == {"periods": PULSED, **SAMPLED, "throttle_onsets": []}

@@ -5,6 +5,7 @@ import base64
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -194,3 +195,256 @@ def test_keyid_is_sha256_of_the_raw_public_key():
     raw = k.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     assert keyid(k.public_key()) == hashlib.sha256(raw).hexdigest()
     assert Signer(k, None).keyid == keyid(k.public_key())
+
+
+# ------------------------------------------------------------------ the bytes signed, exactly
+# Expected bytes and digests are written out by hand or computed with hashlib/base64 here, not by
+# the code under test (issue 18: mutation testing of nodeqc/report.py).
+
+import hashlib  # noqa: E402
+
+from nodeqc.report import (FABRIC_PREDICATE_TYPE, MAX_REPORT_BYTES, PREDICATE_TYPE, Verified,  # noqa: E402
+                           canonical, check_evidence, decode_statement, evidence_files, parse_envelope,
+                           read_envelope, read_report_bytes, verify_bytes)
+
+
+def test_canonical_is_sorted_compact_utf8():
+    assert canonical({"b": [1, 2.5, None], "a": "é✓", "c": {"z": True, "y": 1}}) == \
+        '{"a":"é✓","b":[1,2.5,null],"c":{"y":1,"z":true}}'.encode()
+
+
+def test_inventory_digest_is_sha256_of_the_identity_written_out():
+    node = {"hostname": "n1", "system_vendor": "V", "system_model": "M", "system_serial": "S1", "board_serial": "B1",
+            "bios": "ignored"}
+    gpus = [{"uuid": "GPU-b", "serial": "2", "bus_id": "0000:2b:00.0", "name": "ignored"},
+            {"uuid": "GPU-a", "serial": "1", "bus_id": "0000:1b:00.0"}]
+    identity = ('{"gpus":[{"bus_id":"0000:1b:00.0","serial":"1","uuid":"GPU-a"},'
+                '{"bus_id":"0000:2b:00.0","serial":"2","uuid":"GPU-b"}],'
+                '"system":{"board_serial":"B1","system_model":"M","system_serial":"S1","system_vendor":"V"}}')
+    assert inventory_digest(node, gpus) == hashlib.sha256(identity.encode()).hexdigest()
+    assert inventory_digest(node, gpus[::-1]) == inventory_digest(node, gpus)  # GPUs in any order
+    for key in ("system_vendor", "system_model", "system_serial", "board_serial"):
+        assert inventory_digest({**node, key: "other"}, gpus) != inventory_digest(node, gpus), key
+    for key in ("uuid", "serial"):
+        assert inventory_digest(node, [{**gpus[0], key: "other"}, gpus[1]]) != inventory_digest(node, gpus), key
+
+
+def test_statement_whole():
+    p = predicate()
+    assert statement(p) == {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": "node:n1", "digest": {"sha256": inventory_digest(p["node"], p["gpus"])}}],
+        "predicateType": "https://nodeqc.dev/qualification/v1",
+        "predicate": p}
+
+
+def test_sign_and_write_whole(signer, tmp_path):
+    stmt = statement(predicate())
+    env = sign(stmt, signer)
+    payload = json.dumps(stmt, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    assert env == {"payloadType": "application/vnd.in-toto+json", "payload": base64.b64encode(payload).decode(),
+                   "signatures": [{"keyid": signer.keyid, "sig": base64.b64encode(
+                       signer.sign(b"DSSEv1 28 application/vnd.in-toto+json %d %s" % (len(payload), payload))).decode()}]}
+    path = tmp_path / "r.report.json"
+    write_envelope(path, env)
+    assert path.read_text() == json.dumps(env, indent=2) + "\n"
+    assert read_envelope(path) == env
+    v = verify_bytes(path.read_bytes(), trusted(signer))
+    assert (v.statement, v.keyid, v.key_source, v.sha256, v.missing, v.checked) == (
+        stmt, signer.keyid, "test", hashlib.sha256(path.read_bytes()).hexdigest(), [], [])
+
+
+# ------------------------------------------------------------------ reading a report file
+
+def test_read_report_bytes_reads_a_regular_file_whole(tmp_path):
+    path = tmp_path / "r.json"
+    data = os.urandom(3 << 20)  # several reads' worth
+    path.write_bytes(data)
+    assert read_report_bytes(path) == data
+    assert read_report_bytes(path, limit=len(data)) == data  # exactly at the limit is read
+    with pytest.raises(VerificationError, match=rf"^file of {len(data)} bytes, more than any report \({len(data) - 1} bytes\)$"):
+        read_report_bytes(path, limit=len(data) - 1)
+    assert MAX_REPORT_BYTES == 64 * 2**20
+
+
+def test_read_report_bytes_refuses_what_is_no_report_file(tmp_path):
+    with pytest.raises(UsageError, match=r"^.*/none\.json: no such report$"):
+        read_report_bytes(tmp_path / "none.json")
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(UsageError, match=r"/f/child: cannot read report: Not a directory$"):
+        read_report_bytes(tmp_path / "f" / "child")
+    with pytest.raises(VerificationError, match="^not a regular file$"):
+        read_report_bytes(tmp_path)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(VerificationError, match="^not a regular file$"):
+        read_report_bytes(fifo)  # returns at once: no writer is waited for
+
+
+def test_a_file_that_grows_past_the_limit_while_read_is_refused():
+    # /proc files are regular and say size 0, whatever they hold: the limit holds while reading.
+    with pytest.raises(VerificationError, match=r"^file grew past 10 bytes while read$"):
+        read_report_bytes(Path("/proc/self/status"), limit=10)
+    # Read a page at a time (/proc/kallsyms, megabytes): the limit holds over the reads together.
+    if Path("/proc/kallsyms").is_file():
+        with pytest.raises(VerificationError, match=r"^file grew past 100000 bytes while read$"):
+            read_report_bytes(Path("/proc/kallsyms"), limit=100000)
+
+
+def test_an_error_while_reading_says_which_file(tmp_path, monkeypatch):
+    import errno
+
+    from nodeqc import report
+
+    path = tmp_path / "r.json"
+    path.write_bytes(b"{}")
+    real_read = os.read
+
+    def failing_read(fd, n):
+        if os.fstat(fd).st_ino == path.stat().st_ino:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real_read(fd, n)
+
+    monkeypatch.setattr(report.os, "read", failing_read)
+    with pytest.raises(UsageError, match=r"/r\.json: cannot read report: Input/output error$"):
+        read_report_bytes(path)
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"", r"^not a JSON report \(damaged\? Expecting value at line 1\)$"),
+    (b'{"a": 1,\n', r"^not a JSON report \(damaged\? Expecting property name enclosed in double quotes at line 2\)$"),
+    (b"\xff\xfe\xff", r"^not a JSON report \(damaged\? not UTF-8 text\)$"),
+    (b"[" * 100000, r"^not a JSON report \(nested too deeply for a nodeqc report\)$"),
+    (b"[]", "^not a nodeqc report envelope$"),
+    (b'"text"', "^not a nodeqc report envelope$"),
+])
+def test_damaged_envelopes_say_what_is_wrong(data, message):
+    with pytest.raises(VerificationError, match=message):
+        parse_envelope(data)
+
+
+def test_parse_envelope_returns_the_object():
+    assert parse_envelope(b'{"payloadType": "x", "signatures": []}') == {"payloadType": "x", "signatures": []}
+
+
+@pytest.mark.parametrize("payload, message", [
+    (None, "^payload is missing$"),
+    (42, "^payload is missing$"),
+    ("not base64!", r"^payload is not valid base64 \(altered\?\)$"),
+    ("QQ==!", r"^payload is not valid base64 \(altered\?\)$"),  # a character outside the alphabet is refused, not skipped
+    ("QR==", r"^payload is not canonical base64 \(altered\?\)$"),  # "QQ==" with other padding bits
+    (base64.b64encode(b"[1, 2").decode(), r"^payload is not JSON \(damaged\? .* at line 1\)$"),
+    (base64.b64encode(b"[]").decode(), "^payload is not a nodeqc qualification statement$"),
+    (base64.b64encode(b'{"_type": "x", "predicateType": "https://nodeqc.dev/qualification/v1"}').decode(),
+     "^payload is not a nodeqc qualification statement$"),
+    (base64.b64encode(b'{"_type": "https://in-toto.io/Statement/v1", "predicateType": "x"}').decode(),
+     "^payload is not a nodeqc qualification statement$"),
+])
+def test_decode_statement_refuses_what_is_not_ours(payload, message):
+    with pytest.raises(VerificationError, match=message):
+        decode_statement({"payload": payload})
+
+
+def test_decode_statement_of_both_predicate_types():
+    for kind in (PREDICATE_TYPE, FABRIC_PREDICATE_TYPE):
+        stmt = {"_type": STATEMENT_TYPE, "predicateType": kind, "predicate": {"x": 1}}
+        assert decode_statement({"payload": base64.b64encode(json.dumps(stmt).encode()).decode()}) == stmt
+    assert FABRIC_PREDICATE_TYPE == "https://nodeqc.dev/fabric/v1"
+
+
+# ------------------------------------------------------------------ signatures
+
+def test_envelope_refusals_say_why(signer):
+    env = sign(statement(predicate()), signer)
+    with pytest.raises(VerificationError, match=r"^payloadType is 'x', expected application/vnd\.in-toto\+json$"):
+        verify_envelope({**env, "payloadType": "x"}, trusted(signer))
+    with pytest.raises(VerificationError, match=r"^payloadType is None, expected"):
+        verify_envelope({k: v for k, v in env.items() if k != "payloadType"}, trusted(signer))
+    for sigs in (None, {"keyid": signer.keyid}, []):
+        with pytest.raises(VerificationError, match="^the report is not signed$"):
+            verify_envelope({**env, "signatures": sigs}, trusted(signer))
+    with pytest.raises(VerificationError, match=r"^no trusted public key: pass --pubkey PEM$"):
+        verify_envelope(env, {})
+    with pytest.raises(VerificationError, match="^signature is missing$"):
+        verify_envelope({**env, "signatures": ["not a dict"]}, trusted(signer))
+    with pytest.raises(VerificationError, match="^signature is missing$"):
+        verify_envelope({**env, "signatures": [{"keyid": signer.keyid}]}, trusted(signer))
+
+
+def test_every_signature_is_tried_and_every_refusal_named(signer, tmp_path):
+    other = create_key(tmp_path / "other.pem")
+    env = sign(statement(predicate()), signer)
+    by_other = sign(statement(predicate()), other)["signatures"][0]
+    forged = {"keyid": signer.keyid, "sig": by_other["sig"]}
+    # An untrusted signature first, then a bad one, then the good one: verified by the good one.
+    v = verify_envelope({**env, "signatures": [by_other, forged, env["signatures"][0]]}, trusted(signer))
+    assert (v.keyid, v.key_source, v.predicate) == (signer.keyid, "test", predicate())
+    with pytest.raises(VerificationError) as e:
+        verify_envelope({**env, "signatures": [by_other, forged, {"keyid": 7, "sig": by_other["sig"]}]}, trusted(signer))
+    assert str(e.value) == (f"signed by key {other.keyid[:16]}…, which is not trusted; signature does not match the "
+                            "content (altered); signed by key 7…, which is not trusted")
+
+
+# ------------------------------------------------------------------ evidence beside the report
+
+def test_evidence_files_named_by_a_report():
+    assert evidence_files({"journal": {"file": "r.journal.jsonl", "sha256": "aa"},
+                           "telemetry": {"series": {"file": "r.telemetry.csv.gz", "sha256": "bb"}}}) == [
+        ("journal", "r.journal.jsonl", "aa"), ("telemetry", "r.telemetry.csv.gz", "bb")]
+    assert evidence_files({"journal": {"file": "j"}, "telemetry": {"series": None}}) == [("journal", "j", "None")]
+    assert evidence_files({"journal": "j", "telemetry": ["not", "a", "dict"]}) == []
+    assert evidence_files({"journal": {"file": ""}, "telemetry": {"series": {"sha256": "bb"}}}) == []
+    assert evidence_files({}) == []
+
+
+def _verified(**evidence) -> Verified:
+    return Verified({"predicate": evidence}, "k", "test")
+
+
+def test_check_evidence_lists_what_matched_and_what_is_missing(tmp_path):
+    (tmp_path / "j.jsonl").write_bytes(b"journal")
+    v = _verified(journal={"file": "j.jsonl", "sha256": hashlib.sha256(b"journal").hexdigest()},
+                  telemetry={"series": {"file": "t.csv.gz", "sha256": "00"}})
+    check_evidence(v, tmp_path)
+    assert (v.checked, v.missing) == (["journal j.jsonl"], ["telemetry t.csv.gz"])
+    (tmp_path / "t.csv.gz").write_bytes(b"x")
+    with pytest.raises(VerificationError, match=r"^telemetry t\.csv\.gz does not match the signed digest \(altered evidence\)$"):
+        check_evidence(_verified(telemetry={"series": {"file": "t.csv.gz", "sha256": "00"}}), tmp_path)
+    # A missing journal does not stop the telemetry's check.
+    v = _verified(journal={"file": "none.jsonl", "sha256": "00"}, telemetry={"series": {"file": "t.csv.gz", "sha256": "00"}})
+    with pytest.raises(VerificationError, match="^telemetry t.csv.gz does not match"):
+        check_evidence(v, tmp_path)
+    v = _verified(journal={"file": "none.jsonl", "sha256": "00"}, telemetry={"series": {"file": "none.csv.gz", "sha256": "00"}})
+    check_evidence(v, tmp_path)
+    assert (v.checked, v.missing) == ([], ["journal none.jsonl", "telemetry none.csv.gz"])
+
+
+@pytest.mark.parametrize("name, message", [
+    ("../j.jsonl", r"^journal file name '\.\./j\.jsonl' is not a plain file name$"),
+    ("/etc/passwd", r"^journal file name '/etc/passwd' is not a plain file name$"),
+    (".", r"^journal file name '\.' is not a plain file name$"),
+    ("..", r"^journal file name '\.\.' is not a plain file name$"),
+    ("sub", r"^journal sub is not a regular file$"),
+    ("x" * 300, rf"^journal {'x' * 300} cannot be read: File name too long$"),
+])
+def test_check_evidence_refuses_names_that_are_no_plain_file(tmp_path, name, message):
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(VerificationError, match=message):
+        check_evidence(_verified(journal={"file": name, "sha256": "00"}), tmp_path)
+
+
+def test_verify_file_checks_evidence_unless_told_not_to(signer, tmp_path):
+    p = predicate(journal={"file": "r.journal.jsonl", "sha256": "00"})
+    path = tmp_path / "r.report.json"
+    write_envelope(path, sign(statement(p), signer))
+    (tmp_path / "r.journal.jsonl").write_bytes(b"edited")
+    with pytest.raises(VerificationError, match="journal r.journal.jsonl does not match"):
+        verify_file(path, trusted(signer))
+    v = verify_file(path, trusted(signer), evidence=False)
+    assert (v.checked, v.missing, v.sha256) == ([], [], hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+def test_evidence_that_is_a_fifo_is_refused_without_waiting(tmp_path):
+    os.mkfifo(tmp_path / "j.jsonl")
+    with pytest.raises(VerificationError, match=r"^journal j\.jsonl is not a regular file$"):
+        check_evidence(_verified(journal={"file": "j.jsonl", "sha256": "00"}), tmp_path)

@@ -98,6 +98,8 @@ def test_the_nvml_backend_reads_the_drivers_throttle_counters():
     backend.open()
     counted = backend.counters(0).throttle_ns()
     assert counted == {"sw_power_cap": 7, "sw_thermal": NA, "hw_thermal": 2_500_000_000, "power_brake": NA}
+    # The same four alone, as the pulse test reads them at each period's bounds.
+    assert backend.throttle_counters(0) == counted
 
 
 def test_no_temperature_pass_from_idle_readings_alone():

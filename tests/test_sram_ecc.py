@@ -12,7 +12,7 @@ from nodeqc.checks import health
 from nodeqc.model import Verdict
 from nodeqc.na import NA
 
-from test_health_checks import H100, gpu, loaded, telemetry
+from test_health_checks import H100, gpu, loaded, telemetry, whole
 
 
 def onchip(corrected=0, uncorrected=0, where="sram"):
@@ -43,6 +43,37 @@ def test_no_counters_or_ecc_off_is_skipped_with_the_reason():
     assert r.verdict is Verdict.SKIP and "not available" in r.message
     r = health.sram_ecc(gpu(ecc_enabled=False), telemetry([loaded()], (onchip(), onchip(0, 5))), H100)
     assert r.verdict is Verdict.SKIP and "ECC is disabled" in r.message
+
+
+SRAM_LIMITS = [("max_sram_ecc_dbe", "max", 0, 0, ""), ("max_sram_ecc_sbe", "max", 10000, 1000, ""),
+               ("max_sram_ecc_sbe_growth", "max", 100, 0, "")]
+
+
+def test_whole_results_sram_ecc():
+    tel = telemetry([loaded()], (onchip(5), onchip(5, where="l1,l2,regfile")))
+    assert whole(health.sram_ecc(gpu(), tel, H100)) == (
+        "health.sram_ecc", "gpu0", "pass", None, "uncorrectable on-chip (SRAM) ECC errors in the GPU's life: 0, limit <= 0",
+        {"uncorrected": (0, ""), "corrected": (5, ""), "locations": ("l1,l2,regfile", ""), "corrected_growth": (0, "")},
+        "uncorrected", SRAM_LIMITS, {})
+    tel = telemetry([loaded()], (onchip(50), onchip(1200, 2)))
+    assert whole(health.sram_ecc(gpu(), tel, H100)) == (
+        "health.sram_ecc", "gpu0", "fail", "SRAM_ECC_UNCORRECTABLE",
+        "uncorrectable on-chip (SRAM) ECC errors in the GPU's life: 2 is above the limit 0; corrected on-chip (SRAM) ECC "
+        "errors in the GPU's life: 1200 is above the warning level 1000; corrected on-chip (SRAM) ECC errors during the "
+        "run: 1150 is above the limit 100",
+        {"uncorrected": (2, ""), "corrected": (1200, ""), "locations": ("sram", ""), "corrected_growth": (1150, "")},
+        "uncorrected", SRAM_LIMITS, {})
+    # No reading at the start: the lifetime counts are judged, no growth.
+    r = health.sram_ecc(gpu(), telemetry([loaded()], (None, onchip(3))), H100)
+    assert (r.verdict, sorted(r.values)) == (Verdict.PASS, ["corrected", "locations", "uncorrected"])
+    # ECC state unknown (NA) is not "disabled"; no end reading is "not available".
+    assert health.sram_ecc(gpu(ecc_enabled=NA), telemetry([loaded()], (onchip(), onchip(0, 1))), H100).verdict is Verdict.FAIL
+    r = health.sram_ecc(gpu(), telemetry([loaded()], (onchip(), None)), H100)
+    assert whole(r) == ("health.sram_ecc", "gpu0", "skip", None, "on-chip (SRAM) ECC counters not available on this GPU",
+                        {}, None, [], {})
+    r = health.sram_ecc(gpu(ecc_enabled=False), telemetry([loaded()], (onchip(), onchip(0, 5))), H100)
+    assert whole(r) == ("health.sram_ecc", "gpu0", "skip", None,
+                        "ECC is disabled, so on-chip memory errors are not counted", {}, None, [], {})
 
 
 def _backend(counter_answers):

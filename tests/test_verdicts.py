@@ -1003,6 +1003,205 @@ def test_outcome_failure_says_what_happened_with_the_workers_evidence(status, me
     assert empty.message == "hung: hang"
 
 
+# ---------------------------------------------------------------------- the test gaps the first mutation run left
+# (benchmarks/RESULTS.md, "Mutation testing": each of these mutants survived the tests above.)
+
+def test_median_of_no_gpus_is_none_and_every_worker_failing_is_judged_one_by_one():
+    assert stress._median([]) is None
+    assert (stress._median([3.0, 1.0, 2.0]), stress._median([4.0, 1.0, 2.0, 3.0])) == (2.0, 2.5)
+    crashed = {i: Outcome(Task("x", i, {}, 1.0), STATUS_CRASH, None, "exit -11") for i in range(2)}
+    for judge_each in (stress.judge_pcie, stress.judge_hbm, stress.judge_burn):
+        results = judge_each(gpus(2), crashed, {}, profile())
+        assert [(r.subject, r.verdict, r.code) for r in results] == [("gpu0", Verdict.FAIL, "WORKER_CRASH"),
+                                                                     ("gpu1", Verdict.FAIL, "WORKER_CRASH")]
+
+
+def test_burn_cross_gpu_names_every_dtype_that_differs():
+    def two(fp):
+        return {"dtypes": {d: {"tflops": 100.0, "fingerprint": fp, "known_answer_mismatch": None, "repeat_mismatch": None}
+                           for d in ("fp32", "fp16")}, "not_run": {}}
+
+    r = judge_burn([two("a"), two("a"), two("b")])
+    assert (r["gpu2"].code, r["gpu2"].message) == (
+        "SDC_CROSS_GPU", "identical work gave a different result than the other 2 GPU(s), which agree (fp32, fp16)")
+
+
+def _burn_window(*samples) -> "GpuTelemetry":
+    from nodeqc.backends.base import GpuSample
+    from nodeqc.telemetry import GpuTelemetry
+    tel = GpuTelemetry(0)
+    for t, (watts, mhz, util) in enumerate(samples):
+        tel.add(float(t), GpuSample(temp_c=60, power_w=watts, power_limit_w=700.0, sm_clock_mhz=mhz, util_pct=util))
+    return tel
+
+
+def test_burn_power_from_one_loaded_sample_rounded():
+    # One loaded sample (an idle one beside it is left out): 600.26 W of 700 W, 0.858 of the limit, clocks to the MHz.
+    tel = _burn_window((120.0, 400.0, 0), (600.26, 1980.4, 100))
+    p = profile(min_power_fraction={"fail": 0.9, "warn": 0.95})
+    r = stress.judge_burn(gpus(1), {0: ok(burn_result(100))}, {0: tel}, p)[0]
+    assert {k: (v.value, v.unit) for k, v in r.values.items() if k != "fp32_tflops"} == {
+        "power_fraction": (0.858, ""), "power_w": (600.3, "W"), "sm_clock_mhz": (1980, "MHz"), "throttle_s": (0, "s")}
+    assert (r.verdict, r.code) == (Verdict.FAIL, "BURN_POWER_LOW")
+    assert "power under load 600 W of the 700 W limit, a fraction of 0.858 is below the limit 0.9" in r.message
+    # No loaded sample at all: no power finding, no power figures.
+    r = stress.judge_burn(gpus(1), {0: ok(burn_result(100))}, {0: _burn_window((120.0, 400.0, 0))}, p)[0]
+    assert (r.verdict, sorted(r.values)) == (Verdict.PASS, ["fp32_tflops"])
+
+
+@pytest.mark.parametrize("link, limits, code, message", [
+    # The profile's own generation and width judge, over the link's maximum.
+    ({"gen": 4, "width": 8, "max_gen": 5, "max_width": 16}, {"pcie_gen": 4, "pcie_width": 8}, None, None),
+    ({"gen": 4, "width": 16, "max_gen": 4, "max_width": 16}, {"pcie_gen": 5}, "PCIE_GEN",
+     "link at Gen4 during the copies, expected Gen5"),
+    ({"gen": 5, "width": 8, "max_gen": 5, "max_width": 8}, {"pcie_width": 16}, "PCIE_WIDTH",
+     "link at x8 during the copies, expected x16"),
+])
+def test_pcie_link_under_copy_against_the_profile(link, limits, code, message):
+    r = judge_pcie([pcie_result(link=link)], **limits)["gpu0"]
+    assert (r.code, r.verdict) == (code, Verdict.FAIL if code else Verdict.PASS)
+    if message:
+        assert r.message.startswith(message + ";") or r.message == message
+
+
+def test_p2p_node_view_names_at_most_six_pairs():
+    slow = {(1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 1), (1, 3)}  # each GPU's median stays healthy
+    pairs = [{**p, "gbps": 100.0 if (p["src"], p["dst"]) in slow else 400.0} for p in _pairs(8)]
+    access = [[i, j, True] for i in range(8) for j in range(8) if i != j]
+    r = by_subject(stress.judge_p2p(gpus(8), ok({"access": access, "pairs": pairs, "bidir": []}), profile(min_p2p_gbps=300)))
+    assert all(r[f"gpu{i}"].verdict is Verdict.PASS for i in range(8))
+    assert (r["node"].code, r["node"].message) == (
+        "P2P_PAIR_SLOW", "7 slow pair(s) between healthy GPUs: gpu1->gpu2 100 GB/s, gpu1->gpu3 100 GB/s, gpu2->gpu3 100 GB/s, "
+        "gpu3->gpu4 100 GB/s, gpu4->gpu5 100 GB/s, gpu5->gpu6 100 GB/s")
+    # A pair exactly at the floor is not slow.
+    at_floor = [{**p, "gbps": 300.0 if (p["src"], p["dst"]) == (1, 2) else 400.0} for p in _pairs(3)]
+    access3 = [[i, j, True] for i in range(3) for j in range(3) if i != j]
+    node = stress.judge_p2p(gpus(3), ok({"access": access3, "pairs": at_floor, "bidir": []}), profile(min_p2p_gbps=300))[-1]
+    assert (node.verdict, node.message) == (Verdict.PASS, "6 peer pairs, every copy verified")
+    no_access = [[i, j, not (i == 7 or (j == 7 and i < 2))] for i in range(8) for j in range(8) if i != j]
+    r = by_subject(stress.judge_p2p(gpus(8), ok({"access": no_access, "pairs": _pairs(8), "bidir": []}),
+                                    profile(min_p2p_gbps=300, nvlink_links=18)))
+    assert (r["node"].code, r["node"].message) == (
+        "P2P_NO_PEER_ACCESS", "no peer access for 9 pair(s): gpu0->gpu7, gpu1->gpu7, gpu7->gpu0, gpu7->gpu1, gpu7->gpu2, gpu7->gpu3")
+    assert {k: v.value for k, v in r["node"].values.items()} == {"pairs": 56, "no_access": 9}
+    # Without NVLink in the profile, PCIe peer access is not promised: no finding.
+    r = stress.judge_p2p(gpus(8), ok({"access": no_access, "pairs": _pairs(8), "bidir": []}), profile(min_p2p_gbps=300))
+    assert r[-1].verdict is Verdict.PASS
+    # A corrupt path with a slow pair beside it: both named, the corruption first.
+    pairs = [{**p, "gbps": 100.0 if (p["src"], p["dst"]) == (2, 3) else 400.0} for p in _pairs(4, {(0, 1)})]
+    access4 = [[i, j, True] for i in range(4) for j in range(4) if i != j]
+    node = stress.judge_p2p(gpus(4), ok({"access": access4, "pairs": pairs, "bidir": []}), profile(min_p2p_gbps=300))[-1]
+    assert (node.code, node.message) == (
+        "P2P_CORRUPT", "1 copy path(s) between GPUs not otherwise at fault came back wrong; gpu0->gpu1: 1 byte(s) wrong, "
+        "first at index 9 expected 1, got 3 (bits 0x02 flipped); 1 slow pair(s) between healthy GPUs: gpu2->gpu3 100 GB/s")
+
+
+def test_whole_results_nccl_through_the_nics():
+    wrong = [{"gpu": 3, "count": 1, "index": 5, "expected": 36.0, "actual": 0.0, "xor": "0x1"},
+             {"gpu": 1, "count": 2, "index": 6, "expected": 36.0, "actual": 1.5, "xor": "0x2"}]
+    limits = Profile("t", Path("t.toml"), {"nic": {"min_nccl_loopback_busbw_gbps": {"fail": 40, "warn": 45}}})
+    assert [summary(x) for x in stress.judge_nccl_net(gpus(8), _nccl(wrong, 20.0), limits)] == [
+        ("stress.nccl_net", "node", "fail", "NCCL_WRONG_RESULT",
+         "all-reduce through the NICs (P2P and SHM off) result wrong on 2 GPU(s) (gpu1, gpu3): gpu3 1 element(s), first at 5 "
+         "expected 36, got 0 (bits 0x1 flipped); all-reduce across 8 GPUs through the NICs (P2P and SHM off): bus bandwidth "
+         "20 GB/s is below the limit 40 GB/s",
+         {"busbw_gbps": (20, "GB/s"), "algbw_gbps": (20 * 8 / 14, "GB/s"), "message_bytes": (1 << 30, "B")}, "busbw_gbps",
+         ["min_nccl_loopback_busbw_gbps"], ["env", "wrong"])]
+    assert stress.judge_nccl_net(gpus(8), _nccl([], 50.0), limits)[0].evidence == {
+        "wrong": [], "env": {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}}
+    assert stress.judge_nccl(gpus(8), _nccl([], 50.0), profile())[0].evidence == {"wrong": []}
+
+
+def test_step_tasks_carry_the_run_clock_and_every_gpu():
+    g = [GpuInfo(i, "NVIDIA H100 80GB HBM3", f"GPU-{i}", f"0000:{i + 1:02x}:00.0") for i in (2, 5)]
+    prof = Profile("t", Path("t.toml"), {"run": {"quick_power_s": 10}})
+    steps = {s.name: s for s in stress.PLAN}
+    per_gpu = steps["stress.power"].tasks(g, prof, quick=True, run_t0=12.5)
+    params = {**stress.power_params(prof, True), "bus_ids": {2: "0000:03:00.0", 5: "0000:06:00.0"}, "run_t0": 12.5}
+    assert per_gpu == [Task("burn", 2, params, params["seconds"] + 60), Task("burn", 5, params, params["seconds"] + 60)]
+    node = steps["stress.p2p"].tasks(g, prof, quick=False)
+    params = {**stress.p2p_params(prof, False), "bus_ids": {2: "0000:03:00.0", 5: "0000:06:00.0"}, "run_t0": 0.0}
+    assert node == [Task("p2p", 2, params, 120, gpus=(2, 5))]
+
+
+def _loaded_window(i: int, others: dict | None = None) -> "GpuTelemetry":
+    from nodeqc.backends.base import GpuSample
+    from nodeqc.telemetry import GpuTelemetry
+    tel = GpuTelemetry(i)
+    for t in range(3):
+        tel.add(float(t), GpuSample(temp_c=60, power_w=600.0, power_limit_w=700.0, sm_clock_mhz=1980, util_pct=100))
+    tel.other_processes = others
+    return tel
+
+
+@pytest.mark.parametrize("judge_node, route, floor, measure", [
+    (stress.judge_nccl, "", 300, "NCCL_SLOW"),
+    (stress.judge_nccl_net, " through the NICs (P2P and SHM off)", 40, "NCCL_NET_SLOW")])
+def test_a_slow_all_reduce_is_explained_by_the_gpu_whose_telemetry_shows_why(judge_node, route, floor, measure):
+    limits = Profile("t", Path("t.toml"), {"nic": {"min_nccl_loopback_busbw_gbps": {"fail": 40, "warn": 45}},
+                                           "gpu": {"min_nccl_busbw_gbps": 300}})
+    r = judge_node(gpus(8), _nccl([], 20.0), limits)[0]
+    assert (r.code, r.message) == (measure, f"all-reduce across 8 GPUs{route}: bus bandwidth 20 GB/s is below the limit {floor} GB/s")
+    windows = {i: _loaded_window(i, {77: {"pid": 77, "name": "hog", "used_bytes": None}} if i == 1 else None) for i in range(8)}
+    r = judge_node(gpus(8), _nccl([], 20.0), limits, windows)[0]
+    assert (r.code, r.message) == (
+        "GPU_IN_USE", f"gpu1: another process used this GPU during the all-reduce{route}: pid 77 (hog); the figures are not "
+                      f"the GPU's own; all-reduce across 8 GPUs{route}: bus bandwidth 20 GB/s is below the limit {floor} GB/s")
+    d = r.evidence["diagnosis"]
+    assert (d["measure_code"], d["readings"]["sku"]) == (measure, "H100 SXM5 80GB")
+
+
+def test_slow_pcie_copies_are_explained_with_the_share_of_a_healthy_gpu():
+    limits = profile(min_h2d_gbps=45, min_d2h_gbps=45)
+    outcomes = {0: ok(pcie_result(30.0, 40.0), 0), 1: ok(pcie_result(40.0, 30.0), 1)}
+    windows = {0: _loaded_window(0), 1: _loaded_window(1, {9: {"pid": 9, "name": "cp", "used_bytes": None}})}
+    r = by_subject(stress.judge_pcie(gpus(2), outcomes, windows, limits))
+    slow = "host-to-device {} GB/s is below the limit 45 GB/s; device-to-host {} GB/s is below the limit 45 GB/s"
+    assert r["gpu0"].code == "PCIE_BW_LOW"
+    assert r["gpu0"].message.startswith("no link reading under load to explain it; host-to-device 30 GB/s is below the limit")
+    assert r["gpu1"].code == "GPU_IN_USE"
+    assert r["gpu1"].message.startswith("another process used this GPU during the copies: pid 9 (cp); the figures are not "
+                                        "the GPU's own; host-to-device 40 GB/s is below the limit 45 GB/s")
+    # The worse direction (host-to-device on gpu0, device-to-host on gpu1) as a share of what a healthy
+    # H100 SXM5 moves (54.2 GB/s each way: nodeqc.skus).
+    for s in ("gpu0", "gpu1"):
+        readings = r[s].evidence["diagnosis"]["readings"]
+        assert (readings["sku"], readings["rate_share"]) == ("H100 SXM5 80GB", round(30 / 54.2, 3))
+    # A GPU nodeqc has no healthy figures for: the share is of the node's medians (35 each way).
+    odd = [GpuInfo(i, "NVIDIA Unknown GPU", f"GPU-{i}", f"0000:{i + 1:02x}:00.0") for i in range(2)]
+    r = by_subject(stress.judge_pcie(odd, outcomes, {0: _loaded_window(0), 1: _loaded_window(1)}, limits))
+    assert [r[s].evidence["diagnosis"]["readings"]["rate_share"] for s in ("gpu0", "gpu1")] == [round(30 / 35, 3)] * 2
+    # Without telemetry nothing is explained: the measure's own code and message.
+    r = by_subject(stress.judge_pcie(gpus(1), {0: ok(pcie_result(30.0, 40.0), 0)}, {}, limits))
+    assert (r["gpu0"].code, r["gpu0"].message, r["gpu0"].evidence) == ("PCIE_BW_LOW", slow.format(30, 40), {})
+
+
+def test_pcie_result_without_a_link_reading_and_a_corrupt_copy_message():
+    result = {k: v for k, v in pcie_result(50.0).items() if k != "link"}
+    r = stress.judge_pcie(gpus(1), {0: ok(result)}, {}, profile(min_h2d_gbps=45, min_d2h_gbps=45))[0]
+    assert (r.verdict, "link_during_copy" in r.values) == (Verdict.PASS, False)
+    m = {"count": 1, "first": [{"index": 7, "expected": 7.0, "actual": 135.0, "xor": "0x80"}]}
+    r = stress.judge_pcie(gpus(1), {0: ok(pcie_result(verified=False, mismatch=m))}, {}, profile())[0]
+    assert r.message.startswith("data copied to the GPU and back came back wrong: 1 byte(s) wrong, first at index 7")
+
+
+def test_a_slow_burn_is_explained_with_the_share_of_a_healthy_gpu():
+    limits = profile(min_fp32_tflops=40)
+    windows = {0: _loaded_window(0), 1: _loaded_window(1, {9: {"pid": 9, "name": "cp", "used_bytes": None}})}
+    r = by_subject(stress.judge_burn(gpus(2), {0: ok(burn_result(20.0), 0), 1: ok(burn_result(20.0), 1)}, windows, limits))
+    assert (r["gpu1"].code, r["gpu1"].message) == (
+        "GPU_IN_USE", "another process used this GPU during the burn: pid 9 (cp); the figures are not the GPU's own; "
+                      "fp32 sustained 20 TFLOP/s is below the limit 40 TFLOP/s")
+    # 20 of the 51.5 TFLOP/s fp32 a healthy H100 SXM5 sustains (nodeqc.skus).
+    readings = r["gpu0"].evidence["diagnosis"]["readings"]
+    assert (readings["sku"], readings["rate_share"]) == ("H100 SXM5 80GB", round(20 / 51.5, 3))
+    # A GPU nodeqc has no healthy figures for: the share is of the node's median (40).
+    odd = [GpuInfo(i, "NVIDIA Unknown GPU", f"GPU-{i}", f"0000:{i + 1:02x}:00.0") for i in range(2)]
+    r = by_subject(stress.judge_burn(odd, {0: ok(burn_result(20.0), 0), 1: ok(burn_result(60.0), 1)},
+                                     {0: _loaded_window(0), 1: _loaded_window(1)}, limits))
+    assert r["gpu0"].evidence["diagnosis"]["readings"]["rate_share"] == 0.5
+
+
 def _p2p_with(n, rate):
     """n GPUs, every pair at 400 GB/s scaled by the slower end's factor in rate (a GPU's own link)."""
     pairs = [{**p, "gbps": 400.0 * min(rate.get(p["src"], 1.0), rate.get(p["dst"], 1.0))} for p in _pairs(n)]

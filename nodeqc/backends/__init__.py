@@ -22,6 +22,7 @@ class Hardware:
     nics: NicBackend | None = None  # None: no NIC checks
     platform: PlatformBackend | None = None  # sysfs: baseline topology, host error counters, kernel log
     host_stress: Any = None  # nodeqc.backends.host_stress.HostStress: CPU, memory, NVMe, optics (full runs)
+    bmc: Any = None  # nodeqc.backends.bmc.Bmc: the PSUs' sensors around the power tests; None: no reader
 
     @property
     def simulated(self) -> bool:
@@ -40,11 +41,12 @@ def real_hardware() -> Hardware:
     from nodeqc.backends.host import LinuxHost
     from nodeqc.backends.nic import LinuxNics
     from nodeqc.backends.nvml import NvmlBackend
+    from nodeqc.backends.bmc import IpmitoolBmc
     from nodeqc.backends.host_stress import LinuxHostStress
     from nodeqc.backends.platform import LinuxPlatform
 
     return Hardware(NvmlBackend(), LinuxHost(), {"kind": "cupy"}, Clock(1.0), nics=LinuxNics(),
-                    platform=LinuxPlatform(), host_stress=LinuxHostStress())
+                    platform=LinuxPlatform(), host_stress=LinuxHostStress(), bmc=IpmitoolBmc())
 
 
 def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float | None = None) -> Hardware:
@@ -54,7 +56,7 @@ def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float
     return Hardware(node.management(), node.host(), node.compute_spec(), node.clock,
                     simulation={"scenario": node.scenario.name, "faults": [str(f) for f in faults],
                                 "time_scale": node.clock.scale}, nics=node.nics(), platform=node.platform(),
-                    host_stress=node.host_stress())
+                    host_stress=node.host_stress(), bmc=node.bmc())
 
 
 def replay_hardware(path: str) -> Hardware:

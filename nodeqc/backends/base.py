@@ -353,6 +353,11 @@ class GpuManagement(ABC):
     def counters(self, index: int) -> GpuCounters:
         """Current error counters; raises GpuLostError when the GPU stopped answering."""
 
+    def throttle_counters(self, index: int) -> dict[str, Any]:
+        """Only the driver's clocks-event durations (reason -> ns, NA where it does not count it):
+        few enough calls to read at the bounds of a pulse period. Raises GpuLostError as counters()."""
+        return self.counters(index).throttle_ns()
+
     @abstractmethod
     def wait_xids(self, timeout_s: float, clock: Clock) -> list[XidEvent]:
         """XID events that arrive within timeout_s (blocks up to that long)."""

@@ -248,6 +248,10 @@ class NvmlBackend(GpuManagement):
             **self._onchip_ecc(index),
         )
 
+    def throttle_counters(self, index: int) -> dict[str, Any]:
+        """Four field values, not the whole counter set (NVLink alone is dozens of calls)."""
+        return {name.removeprefix("throttle_ns_"): v for name, v in self._throttle_counters(index).items()}
+
     def _throttle_counters(self, index: int) -> dict[str, Any]:
         """The driver's own clocks-event durations (ns); NA where this driver or binding lacks them."""
         out = {}

@@ -33,8 +33,9 @@ import numpy as np
 from nodeqc.backends.base import Clock
 from nodeqc.backends.cublaslt import fp8_unsupported
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS
-from nodeqc.backends.simulated import (COTENANT_SHARE, LOST_AFTER_S, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST,
-                                       SLOT_PULSE_S, SLOTS, cotenant_active, sim_clock)
+from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST,
+                                       SLOT_PULSE_S, SLOT_SWUNG, SLOTS, transient_braking)
+from nodeqc.backends.simulated import COTENANT_SHARE, LOST_AFTER_S, cotenant_active, sim_clock
 from nodeqc.errors import GpuLostError
 from nodeqc.verify import allreduce_contribution, copy_pattern, fingerprint, splitmix64
 
@@ -104,8 +105,18 @@ class SimDevice:
         self.shared[self._slot(SLOT_LOAD)] = load
 
     def set_pulse(self, period_s: float) -> None:
-        """The period the load swings with now (0: steady), which a `transient_brake` GPU reacts to."""
+        """The period the load swings with now (0: steady), which a `transient_brake` GPU reacts to;
+        the brake it causes is timed here, where the swings change (see SLOT_BRAKE_S)."""
+        brake_ms = self.faults.get("transient_brake", 0)
+        was = transient_braking(self.shared[self._slot(SLOT_PULSE_S)], brake_ms)
+        now = self.clock.now()
+        if transient_braking(period_s, brake_ms) and not was:
+            self.shared[self._slot(SLOT_BRAKE_SINCE)] = now  # before the period: a reader never sees a stale start
         self.shared[self._slot(SLOT_PULSE_S)] = period_s
+        if period_s > 0:
+            self.shared[self._slot(SLOT_SWUNG)] = 1.0
+        if was and not transient_braking(period_s, brake_ms):
+            self.shared[self._slot(SLOT_BRAKE_S)] += max(0.0, now - self.shared[self._slot(SLOT_BRAKE_SINCE)])
 
     def check_alive(self) -> None:
         if self.shared[self._slot(SLOT_LOST)] > 0:

@@ -7,7 +7,9 @@ on the switch ports (GPUDirect P2P stays on the switch), NUMA node by bus half, 
 passthrough, EDAC memory controllers with DIMMs, AER counters at zero. Faults change it: `gpu3:acs`,
 `gpu3:numa=1`, `nic2:fw=28.36.1010`, `host:iommu=DMA`, `host:bios=2.1`; `gpu3:aer=K` and
 `host:edac_ce=K` grow counters once the GPUs have been loaded; `host:mce`, `host:nvme_reset` and
-`gpuN:xid=CODE` put lines in the kernel log.
+`gpuN:xid=CODE` put lines in the kernel log. Its BMC (SimBmc) prints ipmitool's listings of healthy
+PSUs and rails until `host:psu_fault=N` or `host:psu_undervolt` strike under the swinging load;
+`host:no_bmc` and `host:no_ipmitool` take it away.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nodeqc.backends.bmc import INSTALL as IPMITOOL_INSTALL, Bmc, BmcError
 from nodeqc.backends.host_stress import INSTALL, FioResult, HostStress
 from nodeqc.backends.kernel_log import KernelLog, KernelRecord
 from nodeqc.backends.platform import ACS_BITS, ACS_CAP_ID, AER_FILES, HostCounters, LinuxPlatform
-from nodeqc.backends.sim_slots import SLOT_LOADED_S, SLOTS
+from nodeqc.backends.sim_slots import SLOT_LOAD, SLOT_LOADED_S, SLOT_SWUNG, SLOTS
 
 if TYPE_CHECKING:
     from nodeqc.backends.simulated import SimNode
@@ -397,3 +400,79 @@ class SimHostStress(HostStress):
                 return sim_mlxlink(float(self.node.nic_value(k, "optics_temp", 45.0)),
                                    float(self.node.nic_value(k, "link_ber", 0.0))), None
         return "", f"-E- Failed to open device: {device}"
+
+
+# The simulated BMC's rails: (sensor, nominal volts, its thresholds lnr, lcr, lnc, unc, ucr, unr), as
+# a server board's BMC lists them (+-10 % critical, +-5 % non-critical, +-15 % non-recoverable on 12 V).
+SIM_RAILS = (("P12V", 12.05, (10.2, 10.8, 11.4, 12.6, 13.2, 13.8)),
+             ("P5V", 5.02, (4.25, 4.5, 4.75, 5.25, 5.5, 5.75)),
+             ("P3V3", 3.31, (2.8, 2.97, 3.13, 3.47, 3.63, 3.8)))
+SIM_PSU_AMPS_IDLE, SIM_PSU_AMPS_FULL, SIM_PSU_AMPS_UCR = 12.0, 95.0, 125.0  # 12 V output current per PSU
+SIM_UNDERVOLT = 10.42  # the 12 V rail under `psu_undervolt`: below its lower critical 10.8
+
+
+class SimBmc(Bmc):
+    """The simulated node's BMC, printing what ipmitool prints (the real parsers read it): its PSUs
+    (six on an 8-GPU node, as HGX H100 systems carry, else two), each present; their redundancy;
+    12, 5 and 3.3 V rails; each PSU's 12 V output current, following the GPUs' load. `host:psu_fault=N`
+    and `host:psu_undervolt` strike once the GPUs' load has swung; `host:no_bmc` and
+    `host:no_ipmitool` take the BMC away."""
+
+    def __init__(self, node: "SimNode"):
+        self.node = node
+        self.psus = 6 if node.scenario.gpu_count >= 8 else 2
+
+    def _host(self, name: str) -> Any:
+        return next((f.value if f.value is not None else True for f in self.node.faults
+                     if f.target == "host" and f.name == name), None)
+
+    def _swung(self) -> bool:
+        return any(self.node.shared[k * SLOTS + SLOT_SWUNG] > 0 for k in range(self.node.scenario.gpu_count))
+
+    def _load(self) -> float:
+        n = self.node.scenario.gpu_count
+        return sum(max(0.0, self.node.shared[k * SLOTS + SLOT_LOAD]) for k in range(n)) / max(1, n)
+
+    def missing(self) -> str | None:
+        return IPMITOOL_INSTALL if self._host("no_ipmitool") else None
+
+    def _answer(self) -> None:
+        if self._host("no_bmc"):
+            raise BmcError("no BMC answered (ipmitool sdr type: Could not open device at /dev/ipmi0 or /dev/ipmi/0 "
+                           "or /dev/ipmidev/0: No such file or directory); on a bare-metal node load the in-band "
+                           "driver (modprobe ipmi_devintf ipmi_si); a VM has no BMC")
+
+    def sdr_type(self, sensor_type: str) -> str:
+        self._answer()
+        struck = self._swung()
+        failed = self._host("psu_fault") if struck else None
+        lines = []
+        if sensor_type == "Power Supply":
+            for n in range(self.psus):
+                states = "Presence detected" + (", Failure detected" if failed == n else "")
+                lines.append(f"PSU{n} Status      | {0x80 + n:02X}h | ok  | 10.{n + 1} | {states}")
+            lines.append(f"PSU Redundancy   | {0x80 + self.psus:02X}h | ok  | 21.1 | "
+                         + ("Redundancy Lost" if failed is not None else "Fully Redundant"))
+        elif sensor_type == "Voltage":
+            for n, (name, volts, limits) in enumerate(SIM_RAILS):
+                status = "ok"
+                if name == "P12V" and struck and self._host("psu_undervolt"):
+                    volts, status = SIM_UNDERVOLT, "lcr"
+                lines.append(f"{name:<16} | {0x30 + n:02X}h | {status:<3} |  7.1 | {volts:.2f} Volts")
+        elif sensor_type == "Current":
+            amps = SIM_PSU_AMPS_IDLE + self._load() * (SIM_PSU_AMPS_FULL - SIM_PSU_AMPS_IDLE)
+            for n in range(self.psus):
+                lines.append(f"PSU{n} IOut        | {0x40 + n:02X}h | ok  | 10.{n + 1} | {amps:.1f} Amps")
+        return "\n".join(lines) + "\n"
+
+    def sensor_list(self) -> str:
+        self._answer()
+        rows = [(name, f"{volts:.3f}", "Volts", limits) for name, volts, limits in SIM_RAILS]
+        rows += [(f"PSU{n} IOut", f"{SIM_PSU_AMPS_IDLE:.3f}", "Amps", (None, None, None, None, SIM_PSU_AMPS_UCR, None))
+                 for n in range(self.psus)]
+        out = [f"PSU{n} Status      | 0x1        | discrete   | 0x0100| na        | na        | na        | na        "
+               "| na        | na" for n in range(self.psus)]
+        for name, value, unit, limits in rows:
+            cells = ["na" if x is None else f"{x:.3f}" for x in limits]
+            out.append(f"{name:<16} | {value:<10} | {unit:<10} | ok    | " + " | ".join(f"{c:<9}" for c in cells))
+        return "\n".join(out) + "\n"

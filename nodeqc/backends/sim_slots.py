@@ -4,6 +4,15 @@ A module of its own, below the node (nodeqc.backends.simulated), its workers (si
 platform (sim_platform), which all read or write it."""
 
 # Slots per GPU in the shared array: the load a worker puts on it now, whether it fell off the bus,
-# and the seconds of load it has had (written by the worker that makes the load).
-SLOT_LOAD, SLOT_LOST, SLOT_LOADED_S, SLOT_PULSE_S = 0, 1, 2, 3
-SLOTS = 4
+# and the seconds of load it has had (written by the worker that makes the load); the period the
+# load swings with, and for a `transient_brake` GPU the seconds of brake the swings have caused
+# (closed intervals) and when the open one began, kept by the worker as it changes the swings, so
+# the driver's brake counter is exact at any reading, as a real driver's is.
+SLOT_LOAD, SLOT_LOST, SLOT_LOADED_S, SLOT_PULSE_S, SLOT_BRAKE_S, SLOT_BRAKE_SINCE = 0, 1, 2, 3, 4, 5
+SLOT_SWUNG = 6  # whether the load has swung at all (the pulse test ran): the PSU faults follow it
+SLOTS = 7
+
+
+def transient_braking(pulse_s: float, brake_ms: float) -> bool:
+    """A `transient_brake=brake_ms` GPU brakes while its load swings with a period up to brake_ms."""
+    return 0 < pulse_s <= brake_ms / 1000

@@ -28,7 +28,8 @@ from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounte
 from nodeqc.backends.nic import IB_COUNTERS
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS, SimGpuModel
 from nodeqc.backends.sim_platform import SimHostStress, SimPlatform
-from nodeqc.backends.sim_slots import SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOT_PULSE_S, SLOTS
+from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOT_PULSE_S,
+                                       SLOTS, transient_braking)
 from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.faults import Fault, check_range
 from nodeqc.na import NA
@@ -276,6 +277,11 @@ class SimNode:
     def host_stress(self) -> SimHostStress:
         return SimHostStress(self)
 
+    def bmc(self) -> Any:
+        from nodeqc.backends.sim_platform import SimBmc
+
+        return SimBmc(self)
+
     def nic_value(self, k: int, name: str, default: Any = None) -> Any:
         return next((f.value if f.value is not None else True for f in self.faults
                      if f.target == "nic" and f.index == k and f.name == name), default)
@@ -296,6 +302,7 @@ class _GpuState:
     # The driver's clocks-event durations (ns), integrated as simulated time passes, as a real
     # driver counts them: a fault is in these counters whether or not a telemetry sample lands in it.
     throttle_ns: dict[str, float] = field(default_factory=lambda: {r: 0.0 for r in COUNTED_REASONS})
+    transient_brake_ns: float = 0.0  # the pulse test's brake (`transient_brake`), exact: see SLOT_BRAKE_S
 
 
 class SimManagement(GpuManagement):
@@ -377,9 +384,15 @@ class SimManagement(GpuManagement):
         hot = self.node.value(k, "temp", self.model.load_temp_c)
         target = self.model.idle_temp_c + load * (hot - self.model.idle_temp_c)
         st.temp += (target - st.temp) * (1 - math.exp(-dt / THERMAL_TAU_S))
-        for reason in decode_reasons(self._reasons(k, load, st.temp)):
+        for reason in decode_reasons(self._reasons(k, load, st.temp, transient=False)):
             if reason in st.throttle_ns:
                 st.throttle_ns[reason] += dt * 1e9
+        # The swings' brake, as the worker timed it; never less than a reading already given (a
+        # reading between the worker's two writes at the end of a brake sees the closed total only).
+        brake_s = self.node.shared[k * SLOTS + SLOT_BRAKE_S]
+        if self._braking(k):
+            brake_s += max(0.0, now - self.node.shared[k * SLOTS + SLOT_BRAKE_SINCE])
+        st.transient_brake_ns = max(st.transient_brake_ns, brake_s * 1e9)
         if st.xids_due and self._loaded_s(k) >= XID_AFTER_S:
             self._events += [XidEvent(self.node.visible.index(k), code, now) for code in st.xids_due]
             st.xids_due = []
@@ -420,7 +433,7 @@ class SimManagement(GpuManagement):
             pcie_width=width,
         )
 
-    def _reasons(self, k: int, load: float, temp: float) -> int:
+    def _reasons(self, k: int, load: float, temp: float, transient: bool = True) -> int:
         """The clocks-event reasons of GPU k at this load and temperature: idle, an injected throttle
         under load, and the driver's own thermal slowdown, as a real GPU enters it: software
         slowdown above its maximum operating temperature, hardware slowdown at its slowdown one."""
@@ -428,7 +441,7 @@ class SimManagement(GpuManagement):
         reasons = REASON_BITS["gpu_idle"] if load < 0.05 else 0
         if load > LOADED:
             reasons |= sim_clock(m, self._fault_pairs(k))[1]  # injected throttles, a lowered power limit
-        if self._braking(k):
+        if transient and self._braking(k):
             reasons |= REASON_BITS["power_brake"]  # the chassis brakes while the swings last
         if temp >= m.gpu_max_c:
             reasons |= REASON_BITS["sw_thermal"]
@@ -438,13 +451,16 @@ class SimManagement(GpuManagement):
 
     def _braking(self, k: int) -> bool:
         """A `transient_brake` GPU under load swings at or below the brake's period."""
-        pulse = self.node.shared[k * SLOTS + SLOT_PULSE_S]
-        return 0 < pulse <= self.node.value(k, "transient_brake", 0) / 1000
+        return transient_braking(self.node.shared[k * SLOTS + SLOT_PULSE_S], self.node.value(k, "transient_brake", 0))
 
     def counters(self, index: int) -> GpuCounters:
         k = self._physical(index)
         with self._lock:
-            throttle_ns = {f"throttle_ns_{r}": int(ns) for r, ns in self._advance(k).throttle_ns.items()}
+            st = self._advance(k)
+            throttle_ns = {f"throttle_ns_{r}": int(ns + (st.transient_brake_ns if r == "power_brake" else 0))
+                           for r, ns in st.throttle_ns.items()}
+        if self.node.has(k, "no_throttle_counters"):
+            throttle_ns = {}  # NotSupported: the fields stay NA
         if self._lost(k):
             raise GpuLostError(index)
         ramp = min(self._loaded_s(k) / RAMP_S, 1.0)

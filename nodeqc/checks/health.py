@@ -101,14 +101,14 @@ def pcie_link(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
               "max_gen": Value(gpu.pcie_max_gen), "max_width": Value(gpu.pcie_max_width),
               "min_width_under_load": Value(int(tel.pcie_loaded_width.min))}
     findings, thresholds = [], []
-    for what, have, want, code in (("width", width, want_width, "PCIE_WIDTH"), ("generation", gen, want_gen, "PCIE_GEN")):
+    for key, have, want, code, shown in (("pcie_width", width, want_width, "PCIE_WIDTH", f"x{want_width}"),
+                                         ("pcie_gen", gen, want_gen, "PCIE_GEN", f"Gen{want_gen}")):
         if is_na(want):
             continue
-        t = Threshold(f"pcie_{'width' if what == 'width' else 'gen'}", "min", fail=want, warn=want)
+        t = Threshold(key, "min", fail=want, warn=want)
         thresholds.append(t)
         if t.judge(have) is Verdict.FAIL:
-            expected = f"x{want}" if what == "width" else f"Gen{want}"
-            findings.append(Finding(Verdict.FAIL, code, f"link Gen{gen} x{width} under load, expected {expected}"))
+            findings.append(Finding(Verdict.FAIL, code, f"link Gen{gen} x{width} under load, expected {shown}"))
     if not findings:
         findings.append(Finding(Verdict.PASS, None, f"Gen{gen} x{width} under load (at idle: {idle})"))
     return fold(name, gpu.subject, findings, values, thresholds, key="link")
@@ -254,7 +254,7 @@ def nvlink(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     if crc is not None and span > 0:
         values["crc_per_s"] = Value(round(crc / span, 2), "/s")
         findings.append(judge(crc_limit, round(crc / span, 2), "NVLINK_ERRORS", "NVLink CRC errors per second:"))
-    if not findings or all(f.verdict is Verdict.PASS for f in findings):
+    if all(f.verdict is Verdict.PASS for f in findings):  # also when nothing but the link count was judged
         findings.insert(0, Finding(Verdict.PASS, None, f"{end.nvlink_active} of {expected} links up, no link errors"))
     return fold(name, gpu.subject, findings, values, [limit, crc_limit], key="active")
 

@@ -57,7 +57,7 @@ def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[Check
     findings, values = [], {}
     # Controllers give the totals; DIMMs (or chip-select rows) say where.
     for key, now in end.edac.items():
-        was = start.edac.get(key, {"ce": now["ce"], "ue": now["ue"]})
+        was = start.edac.get(key, {})  # not read at the start (a DIMM that appeared): no growth
         grown = {k: max(0, now[k] - was.get(k, now[k])) for k in ("ce", "ue")}
         where = key + (f" ({end.edac_labels[key]})" if end.edac_labels.get(key) else "")
         if "/" not in key:
@@ -73,8 +73,7 @@ def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[Check
     total_ce = sum(v.value for k, v in values.items() if k.endswith("_ce"))
     total_ue = sum(v.value for k, v in values.items() if k.endswith("_ue"))
     # A controller whose DIMMs are not listed still counts.
-    for kind, total, t, code, what in (("ue", total_ue, ue_t, "EDAC_UE", "uncorrected"),
-                                       ("ce", total_ce, ce_t, "EDAC_CE", "corrected")):
+    for total, t, code, what in ((total_ue, ue_t, "EDAC_UE", "uncorrected"), (total_ce, ce_t, "EDAC_CE", "corrected")):
         if total and not any(f.code == code for f in findings):
             v = _judge(t, total)
             if v is not Verdict.PASS:
@@ -102,17 +101,17 @@ def aer(start: HostCounters, end: HostCounters, names: dict[str, str], profile: 
     for bus, now in end.aer.items():
         was = start.aer.get(bus, now)
         subject, label = _subject(bus, names)
-        grown = {k: max(0, now.get(k, 0) - was.get(k, now.get(k, 0))) for k in now}
+        # A counter the start did not read has no growth; one a device lacks counts none.
+        grown = {k: max(0, n - was.get(k, n)) for k, n in now.items()}
+        cor, unc = grown.get("correctable", 0), grown.get("nonfatal", 0) + grown.get("fatal", 0)
         t = totals.setdefault(subject, {"correctable": 0, "uncorrectable": 0})
-        t["correctable"] += grown.get("correctable", 0)
-        t["uncorrectable"] += grown.get("nonfatal", 0) + grown.get("fatal", 0)
-        unc = grown.get("nonfatal", 0) + grown.get("fatal", 0)
-        if unc and _judge(unc_t, unc) is not Verdict.PASS:
+        t["correctable"] += cor
+        t["uncorrectable"] += unc
+        if _judge(unc_t, unc) is not Verdict.PASS:
             kind = "fatal" if grown.get("fatal") else "non-fatal"
             by_subject.setdefault(subject, []).append(Finding(_judge(unc_t, unc), "AER_UNCORRECTABLE",
                 f"{label}: {unc} uncorrectable ({kind}) PCIe error(s) during the run"))
-        cor = grown.get("correctable", 0)
-        if cor and _judge(cor_t, cor) is not Verdict.PASS:
+        if _judge(cor_t, cor) is not Verdict.PASS:
             by_subject.setdefault(subject, []).append(Finding(_judge(cor_t, cor), "AER_CORRECTABLE",
                 f"{label}: {cor} correctable PCIe error(s) during the run"))
     out = []

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from nodeqc.backends.base import GpuInfo
+from nodeqc.backends.base import COUNTED_REASONS, GpuInfo
 from nodeqc.checks.common import Finding, fmt, fold, judge, skip
 from nodeqc.checks.diagnosis import Expected, Observed, explain, explain_node
 from nodeqc.model import CheckResult, Threshold, Value, Verdict
@@ -231,8 +231,14 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
     """HW slowdown or power brake while the load swings fails, naming the period it happened at
     (the node's power delivery cannot follow swings that fast), unless the same reason showed under
     the steady load before the swings (then it is the load's: health.throttle judges it); a GPU lost
-    under the swings fails as a lost GPU (the worker's outcome)."""
+    under the swings fails as a lost GPU (the worker's outcome).
+
+    Power brake is timed by the driver's own counter, read at each period's start and end: a brake
+    shorter than the gap between telemetry samples still lands in its period. Where the driver does
+    not count it (NotSupported), and for HW slowdown, which NVML keeps no counter of, the sampled
+    onsets attribute it. The evidence says which was used for each reason."""
     name = "stress.power_pulse"
+    limit = profile.threshold("gpu", "max_pulse_brake_ms")
 
     def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
         window = windows.get(g.index)
@@ -241,30 +247,92 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
         if window is not None and window.samples:
             values["power_min_w"] = Value(window.stats["power_w"].min, "W")
             values["power_max_w"] = Value(window.stats["power_w"].max, "W")
+        counted = _counted_per_period(spans, window.counter_marks if window is not None else [])
+        method = {reason: ("driver counter, read at each period's start and end" if reason in counted else
+                           "sampled onsets (" + ("NVML keeps no counter of it" if reason not in COUNTED_REASONS
+                                                 else "the driver's counter is not supported here") + ")")
+                  for reason in TRANSIENT_REASONS}
         hits: dict[float, set[str]] = {}
         for onset in (window.throttle_onsets.kept if window is not None else []):
-            reasons = {x for x in onset["reasons"] if x in TRANSIENT_REASONS}
+            reasons = {x for x in onset["reasons"] if x in TRANSIENT_REASONS and x not in counted}
             span = next((p for p in spans if p["start_s"] <= onset["t_s"] <= p["end_s"]), None)
             if reasons and span is not None:
                 hits.setdefault(span["period_s"], set()).update(reasons)
+        # period -> reason -> how it is said; failing and warning apart
+        findings: dict[float, dict[str, str]] = {}
+        warnings: dict[float, dict[str, str]] = {}
+        length = {p["period_s"]: max(p["end_s"] - p["start_s"], 0.0) for p in spans}
+        for reason, per_period in counted.items():
+            # What the steady load brought is the load's (health.throttle judges it): a period is
+            # judged on the brake beyond the steady load's rate over as long a time.
+            steady_per_s = per_period.get(0.0, 0.0) / length[0.0] if length.get(0.0) else 0.0
+            for period, ms in per_period.items():
+                excess = round(ms - steady_per_s * length[period], 3)
+                if period == 0.0 or excess <= 0:
+                    continue
+                verdict = limit.judge(excess) if limit is not None else Verdict.FAIL
+                text = f"{REASON_TEXT[reason]} for {fmt(excess, 'ms')}" + (
+                    f" beyond the steady load's {fmt(round(steady_per_s, 3), 'ms')} a second" if steady_per_s else "")
+                if verdict is Verdict.FAIL:
+                    findings.setdefault(period, {})[reason] = text
+                elif verdict is Verdict.WARN:
+                    warnings.setdefault(period, {})[reason] = text
         # Period 0 is the steady load before the swings: what it shows is the load's, not the swings'.
         steady = hits.pop(0.0, set())
-        hits = {period: why - steady for period, why in hits.items() if why - steady}
-        spans = [p for p in spans if p["period_s"] > 0]
-        evidence = {"periods": spans, "throttle_onsets": window.throttle_onsets.kept if window is not None else []}
-        if hits:
-            shown = "; ".join(f"{', '.join(REASON_TEXT[x] for x in sorted(why))} at the {period * 1000:g} ms period"
-                              for period, why in sorted(hits.items()))
-            values["fastest_failing_period_ms"] = Value(min(hits) * 1000, "ms")
+        for period, why in hits.items():
+            for reason in why - steady:
+                findings.setdefault(period, {})[reason] = REASON_TEXT[reason]
+
+        def said(by_period: dict[float, dict[str, str]]) -> str:
+            return "; ".join(f"{', '.join(texts[x] for x in sorted(texts))} at the {period * 1000:g} ms period"
+                             for period, texts in sorted(by_period.items()))
+
+        swinging = [p for p in spans if p["period_s"] > 0]
+        evidence = {"periods": swinging, "attributed_by": method,
+                    "counted_ms": {reason: {f"{p * 1000:g}": round(ms, 3) for p, ms in sorted(per.items())}
+                                   for reason, per in counted.items()},
+                    "counter_marks": window.counter_marks if window is not None else [],
+                    "throttle_onsets": window.throttle_onsets.kept if window is not None else []}
+        thresholds = [limit] if limit is not None and counted else []
+        if findings:
+            shown = said(findings)
+            values["fastest_failing_period_ms"] = Value(min(findings) * 1000, "ms")
             return CheckResult(name, g.subject, Verdict.FAIL, f"clocks cut while the load swung: {shown}",
                                code="POWER_PULSE_THROTTLE", values=values, evidence=evidence,
-                               key="fastest_failing_period_ms")
-        periods = ", ".join(f"{p['period_s'] * 1000:g}" for p in spans)
+                               thresholds=thresholds, key="fastest_failing_period_ms")
+        periods = ", ".join(f"{p['period_s'] * 1000:g}" for p in swinging)
+        if warnings:
+            shown = said(warnings)
+            return CheckResult(name, g.subject, Verdict.WARN,
+                               f"brief clock cuts while the load swung: {shown} (within the limit "
+                               f"{limit.describe()})", code="POWER_PULSE_THROTTLE", values=values,
+                               evidence=evidence, thresholds=thresholds, key="periods")
         return CheckResult(name, g.subject, Verdict.PASS,
                            f"load swung at {periods} ms periods with no HW slowdown or power brake",
-                           values=values, evidence=evidence, key="periods")
+                           values=values, evidence=evidence, thresholds=thresholds, key="periods")
 
     return each_gpu(name, gpus, outcomes, one)
+
+
+def _counted_per_period(spans: list[dict[str, Any]], marks: list[dict[str, Any]]) -> dict[str, dict[float, float]]:
+    """reason -> period -> ms the driver counted between the period's start and end marks, for each
+    transient reason the driver counted at both marks of every period (else that reason falls back
+    to the sampled onsets: one period without a count would leave a hole in the judgement)."""
+    out: dict[str, dict[float, float]] = {}
+    for reason in TRANSIENT_REASONS:
+        if reason not in COUNTED_REASONS:
+            continue
+        per: dict[float, float] = {}
+        for span in spans:
+            at = {m["bound"]: m["throttle_ns"].get(reason) for m in marks if m.get("period_s") == span["period_s"]}
+            start, end = at.get("start"), at.get("end")
+            if start is None or end is None or end < start:
+                per = {}
+                break
+            per[span["period_s"]] = (end - start) / 1e6
+        if per:
+            out[reason] = per
+    return out
 
 
 REASON_TEXT = {"hw_slowdown": "HW slowdown", "power_brake": "power brake"}
@@ -573,6 +641,8 @@ class Step:
     judge_node: Callable[..., list[CheckResult]] | None = None
     # Runs only where the profile sets this floor and the node has an RDMA port (else skipped, saying so).
     needs_rdma_floor: str | None = None
+    # The node's PSUs are read from its BMC before, during and after the step (nodeqc.checks.psu).
+    watch_psus: bool = False
 
     def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool, run_t0: float = 0.0) -> list[Task]:
         """run_t0: the run clock's reading at the run's start, which telemetry counts time from."""
@@ -585,9 +655,11 @@ class Step:
 
 PLAN: list[Step] = [
     Step("stress.burn", "matmul", burn_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_burn),
-    Step("stress.power", "burn", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power),
+    Step("stress.power", "burn", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power,
+         watch_psus=True),
     Step("stress.power_pulse", "pulse", pulse_params,
-         lambda p: (len(p["periods_s"]) + 1) * (p["seconds_per_period"] + 2) + 60, judge_per_gpu=judge_pulse),
+         lambda p: (len(p["periods_s"]) + 1) * (p["seconds_per_period"] + 2) + 60, judge_per_gpu=judge_pulse,
+         watch_psus=True),
     Step("stress.hbm_bandwidth", "hbm", hbm_params, lambda p: 60, judge_per_gpu=judge_hbm),
     Step("stress.memtest", "memtest", memtest_params, lambda p: 180 + 2 * p["retention_s"], judge_per_gpu=judge_memtest),
     Step("stress.pcie_bandwidth", "pcie", pcie_params, lambda p: p["min_seconds"] + 60, judge_per_gpu=judge_pcie),
