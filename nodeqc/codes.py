@@ -229,6 +229,7 @@ NOT_RUN: dict[str, str] = {
     "CUDA_UNAVAILABLE": "CuPy not installed",
     "NO_LOAD": "the GPU was never under load",
     "BMC_UNAVAILABLE": "no BMC readable (ipmitool)",
+    "PULSE_NOT_OBSERVED": "no telemetry while the load swung",
 }
 
 
