@@ -371,9 +371,18 @@ def test_targeted_power_names_another_process_and_explains_with_the_gpus_sku():
 
 
 @pytest.mark.parametrize("tel", [None, GpuTelemetry(0)], ids=["no window", "no samples"])
-def test_pulse_without_readings_reports_no_power_swing(tel):
-    # No samples: no power figures and no onsets. (Its verdict is left untested: a PASS without readings,
-    # noted in benchmarks/RESULTS.md, "Mutation testing".)
+def test_pulse_that_nothing_watched_is_not_run_never_a_pass(tel):
+    """No telemetry sample and no driver counter in the window: the swings were not observed, so
+    the check has no verdict (SKIP PULSE_NOT_OBSERVED), never 'no HW slowdown or power brake'."""
     r = judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel} if tel else {}, H100)[0]
-    assert {k: v.value for k, v in r.values.items()} == {"periods": 4}
-    assert r.evidence == {"periods": PULSED, **SAMPLED, "throttle_onsets": []}
+    assert (r.verdict, r.code) == (Verdict.SKIP, "PULSE_NOT_OBSERVED")
+    assert "not observed" in r.message and {k: v.value for k, v in r.values.items()} == {"periods": 4}
+
+
+def test_pulse_watched_only_by_the_drivers_counter_says_hw_slowdown_was_not_observed():
+    tel = GpuTelemetry(0)
+    tel.counter_marks = marks({})
+    r = judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel}, H100)[0]
+    assert r.verdict is Verdict.PASS
+    assert r.message == ("load swung at 20, 100, 1000 ms periods with no power brake "
+                         "(HW slowdown not observed: no telemetry sample)")

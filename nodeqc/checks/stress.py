@@ -248,6 +248,12 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
             values["power_min_w"] = Value(window.stats["power_w"].min, "W")
             values["power_max_w"] = Value(window.stats["power_w"].max, "W")
         counted = _counted_per_period(spans, window.counter_marks if window is not None else [])
+        sampled = window is not None and window.samples > 0
+        if not counted and not sampled:  # nothing watched the swings: no verdict, never a pass
+            return skip(name, g.subject, "the load swung, but no telemetry sample and no driver throttle counter "
+                        "was read, so HW slowdown and power brake were not observed", code="PULSE_NOT_OBSERVED",
+                        values=values)
+        unseen = [REASON_TEXT[x] for x in TRANSIENT_REASONS if x not in counted and not sampled]
         method = {reason: ("driver counter, read at each period's start and end" if reason in counted else
                            "sampled onsets (" + ("NVML keeps no counter of it" if reason not in COUNTED_REASONS
                                                  else "the driver's counter is not supported here") + ")")
@@ -307,8 +313,10 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
                                f"brief clock cuts while the load swung: {shown} (within the limit "
                                f"{limit.describe()})", code="POWER_PULSE_THROTTLE", values=values,
                                evidence=evidence, thresholds=thresholds, key="periods")
+        seen = " or ".join(REASON_TEXT[x] for x in TRANSIENT_REASONS if REASON_TEXT[x] not in unseen)
         return CheckResult(name, g.subject, Verdict.PASS,
-                           f"load swung at {periods} ms periods with no HW slowdown or power brake",
+                           f"load swung at {periods} ms periods with no {seen}" + (
+                               f" ({' and '.join(unseen)} not observed: no telemetry sample)" if unseen else ""),
                            values=values, evidence=evidence, thresholds=thresholds, key="periods")
 
     return each_gpu(name, gpus, outcomes, one)
