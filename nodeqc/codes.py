@@ -160,12 +160,18 @@ REMEDIATION: dict[str, str] = {
     "PCIE_COPY_CORRUPT": "Data copied to the GPU and back came back wrong: look for PCIe replays and AER errors (dmesg), reseat the GPU and riser and re-run; RMA the riser or the GPU if it recurs.",
     # GPU to GPU
     "P2P_SLOW": "GPU-to-GPU bandwidth is below the floor: check that every NVLink is up (`nvidia-smi nvlink -s`, health.nvlink), that the fabric manager runs on NVSwitch nodes, and for PCIe peers that ACS and the IOMMU do not route peer traffic through the CPU; reseat the GPU, RMA it if its links stay slow.",
+    # A GPU whose fastest peer copy trails the node's (nodeqc/checks/stress.py, judge_p2p): the only
+    # P2P judgement where the profile has no floor, as on nodes of PCIe cards.
+    "P2P_OUTLIER": "This GPU's copies to every peer are much slower than its siblings' best: check its PCIe or NVLink link under load (health.pcie_link, health.nvlink), that ACS and the IOMMU do not route its peer traffic through the CPU, reseat it; RMA it if it stays the slow one.",
     "P2P_PAIR_SLOW": "Two GPUs that are each fine copy slowly between them: a bad path between this pair (NVLink, NVSwitch or PCIe switch); compare `nvidia-smi topo -m` and `nvidia-smi nvlink -s` on both, reseat them; escalate the baseboard to the vendor if it persists.",
     "P2P_LATENCY": "GPU-to-GPU copy latency is above the limit: check that peer traffic is direct (`nvidia-smi topo -m` shows NV# or PIX, not SYS), ACS disabled on PCIe switches and the IOMMU in passthrough; check NVLink error counters.",
     "P2P_CORRUPT": "A GPU-to-GPU copy came back wrong: check NVLink error counters (`nvidia-smi nvlink -e`) and dmesg for XID 74, reseat the GPUs; RMA the GPU or baseboard if it recurs.",
     "P2P_NO_PEER_ACCESS": "GPUs that should reach each other directly cannot: on NVSwitch nodes start the fabric manager (same version as the driver); check `nvidia-smi topo -m`, the NVLink state, and that ACS/IOMMU settings allow peer-to-peer.",
     "NVLINK_DOWN": "NVLink links are down: check `nvidia-smi nvlink -s` and that the fabric manager runs on NVSwitch nodes, reseat the GPU on its baseboard (or its NVLink bridge); RMA the GPU or baseboard if links stay down.",
     "NVLINK_ERRORS": "NVLink error counters grew (replays, recoveries or CRC errors): a marginal link; reseat the GPU or bridge, re-run and watch `nvidia-smi nvlink -e`; RMA the GPU or baseboard if the counts keep rising.",
+    # Checks a node's make-up does not call for (NOT_APPLICABLE below): nothing was left untested.
+    "NVLINK_NA": "Nothing to do: the GPU reports no NVLink (a PCIe card, or an SXM GPU alone in a VM) and the profile asks for none; stress.p2p judges its peer copies, if it has peers.",
+    "ONE_GPU_NA": "Nothing to do: a node with one GPU has no GPU-to-GPU copies or all-reduce to test.",
     # NCCL
     "NCCL_SLOW": "All-reduce bus bandwidth is below the floor: check that the fabric manager runs (NVSwitch), every NVLink is up (health.nvlink) and stress.p2p passed; NCCL_DEBUG=INFO shows the transport NCCL chose (SHM through the host means peer access failed); fix those and re-run.",
     "NCCL_WRONG_RESULT": "All-reduce returned a wrong sum (silent data corruption on a GPU or link): re-run; check NVLink errors and stress.p2p; keep the GPU named in the evidence out of service and RMA it if it recurs.",
@@ -233,6 +239,7 @@ NOT_RUN: dict[str, str] = {
     "CUDA_UNAVAILABLE": "CuPy not installed",
     "NO_LOAD": "the GPU was never under load",
     "BMC_UNAVAILABLE": "no BMC readable (ipmitool)",
+    "PULSE_NOT_OBSERVED": "no telemetry while the load swung",
 }
 
 

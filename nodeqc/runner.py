@@ -126,6 +126,7 @@ class Runner:
         self._nic_traffic: TrafficSession | None = None
         self._platform = PlatformWatch(hardware.platform)
         self._baseline = options.baseline if options.baseline is not None else baseline_of_profile(self.profile)
+        self._one_gpu_node = False  # one GPU on the node by every count: GPU-to-GPU checks do not apply
         self._bmc_thresholds: tuple[Any, str | None] | None = None  # read once a run (`ipmitool sensor` is slow)
 
     # ------------------------------------------------------------------ control
@@ -178,6 +179,8 @@ class Runner:
                    "telemetry": str(paths.telemetry)}))
         summary: TelemetrySummary | None = None
         self._live_gpus = [g for g in gpus if not g.lost]
+        self._one_gpu_node = (len(gpus) == 1 and len(host.nvidia_gpus_on_pci) <= 1
+                              and self.profile.get("gpu", "count", 1) == 1)
         try:
             self._nics_start = self.hw.nics.nics() if self.hw.nics else []
             self._platform.start(self._live_gpus, self._nics_start, self._emit)
@@ -420,7 +423,11 @@ class Runner:
                            CheckResult(step.name, g.subject, Verdict.SKIP, f"not run: this GPU failed {failed[g.index]}",
                                        code="SKIPPED_EARLIER_FAILURE") for g in gpus if g.index in failed]
             if not step.per_gpu and len(live) < 2:
-                self._publish([CheckResult(step.name, "node", Verdict.SKIP, "needs two or more working GPUs")])
+                if self._one_gpu_node:  # nothing to pair it with: not a check left unrun
+                    self._publish([CheckResult(step.name, "node", Verdict.SKIP, "not applicable: one GPU on this node",
+                                               code="ONE_GPU_NA")])
+                else:
+                    self._publish([CheckResult(step.name, "node", Verdict.SKIP, "needs two or more working GPUs")])
                 continue
             subjects = [g.subject for g in live] if step.reports_gpus else []
             self._emit(CheckStarted(step.name, subjects + ([] if step.per_gpu and not step.watch_psus else ["node"])

@@ -213,11 +213,37 @@ def load_scenario(ref: str) -> Scenario:
     return Scenario(path.stem, path, data)
 
 
+def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int) -> None:
+    """A GPU fault the simulated GPU could not have is a usage error, not a fault that silently does
+    nothing (a node that then passes would look like a fault the checks missed): NVLink faults on a
+    GPU without NVLink, row remapping before Ampere, a link generation above the GPU's, a power cap
+    at or above its limit, peer faults on a node without peers."""
+    sku = model.sku.name
+    for f in faults:
+        if f.target != "gpu":
+            continue
+        why = None
+        if f.name == "nvlink_down" and f.value > model.nvlink_links:
+            why = (f"the simulated {sku} has no NVLink" if not model.nvlink_links
+                   else f"the simulated {sku} has {model.nvlink_links} NVLink links")
+        elif f.name in ("row_remap_pending", "row_remap_failed") and not model.has_row_remapping:
+            why = f"the simulated {sku} retires pages instead of remapping rows (GPUs before Ampere)"
+        elif f.name == "pcie_gen" and f.value > model.pcie_gen:
+            why = f"the simulated {sku} links at PCIe Gen{model.pcie_gen} at most"
+        elif f.name in ("power", "power_limit") and f.value >= model.tdp_w:
+            why = f"the simulated {sku}'s power limit is {model.tdp_w:g} W: give fewer watts"
+        elif f.name in ("p2p_bw", "p2p_corrupt", "nccl_corrupt") and gpu_count < 2:
+            why = "needs two or more GPUs (the simulated node has one)"
+        if why:
+            raise UsageError(f"--inject {f}: {why}")
+
+
 class SimNode:
     """One simulated node: its scenario, its faults, its clock and the state shared with workers."""
 
     def __init__(self, scenario: Scenario, faults: list[Fault], time_scale: float | None = None):
         check_range(faults, scenario.gpu_count, len(scenario.nics))
+        check_applies(faults, scenario.gpu_model, scenario.gpu_count)
         self.scenario = scenario
         self.faults = faults
         self.clock = Clock(time_scale or scenario.data.get("time_scale", 10.0))

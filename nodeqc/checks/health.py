@@ -256,7 +256,11 @@ def nvlink(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     end = tel.counters_end
     expected = profile.get("gpu", "nvlink_links", gpu.nvlink_count)
     if end is None or is_na(end.nvlink_active) or is_na(expected) or not expected:
-        return skip(name, gpu.subject, "no NVLink on this GPU")
+        if end is not None and profile.get("gpu", "nvlink_links") is None and not gpu.nvlink_count:
+            # A PCIe card (or a GPU whose driver reports no links) under a profile that asks for none.
+            return skip(name, gpu.subject, "not applicable: the GPU reports no NVLink and the profile asks for none",
+                        code="NVLINK_NA")
+        return skip(name, gpu.subject, "NVLink links or counters not reported on this GPU")
     values = {"active": Value(end.nvlink_active), "expected": Value(expected)}
     findings = []
     if end.nvlink_active < expected:

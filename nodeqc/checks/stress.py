@@ -490,6 +490,13 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
     floor, bidir_floor = profile.threshold("gpu", "min_p2p_gbps"), profile.threshold("gpu", "min_p2p_bidir_gbps")
     latency_limit = profile.threshold("gpu", "max_p2p_latency_us")
     blamed = p2p_corrupt_gpus(r["pairs"])
+    # Each GPU's fastest copy to any peer, against the node's median of those: a GPU whose own link is
+    # slow reaches no peer fast, while a healthy one keeps at least one fast pair (a peer behind the
+    # same switch or socket), so an uneven PCIe tree does not make it an outlier. Profiles without a
+    # P2P floor (every PCIe-card profile) catch a slow GPU this way only.
+    fastest = {g.index: max(p["gbps"] for p in r["pairs"] if g.index in (p["src"], p["dst"]))
+               for g in gpus if any(g.index in (p["src"], p["dst"]) for p in r["pairs"])}
+    fastest_median = _median(list(fastest.values()))
     results = []
     for g in gpus:
         mine = [p for p in r["pairs"] if g.index in (p["src"], p["dst"])]
@@ -517,7 +524,12 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
             findings.append(judge(bidir_floor, values["p2p_bidir_gbps"].value, "P2P_SLOW",
                                   "median two-way bandwidth to its peers", "GB/s"))
         findings.append(judge(latency_limit, worst_latency, "P2P_LATENCY", "worst copy latency", "us"))
-        result = fold(name, g.subject, findings, values, [floor, bidir_floor, latency_limit], key="p2p_gbps",
+        outlier = _outlier(profile, fastest[g.index], fastest_median, len(fastest), "P2P_OUTLIER",
+                           "fastest one-way copy to a peer", "GB/s")
+        if outlier:
+            findings.append(outlier)
+        judged_by = [floor, bidir_floor, latency_limit] + ([profile.threshold("gpu", "max_outlier_pct")] if outlier else [])
+        result = fold(name, g.subject, findings, values, judged_by, key="p2p_gbps",
                       evidence={"pairs": mine})
         results.append(explain(result, Observed.of(g, windows.get(g.index)), Expected.of(g), None,
                                "the GPU-to-GPU copies"))
