@@ -117,6 +117,7 @@ REMEDIATION: dict[str, str] = {
     "ECC_SBE": "Correctable memory errors grew during the run: watch this GPU; re-run, and RMA if the count keeps rising.",
     "SRAM_ECC_UNCORRECTABLE": "Uncorrectable ECC errors in the GPU's on-chip memory (caches, register files), which has no spare rows: RMA the GPU (Azure's health checks fail any).",
     "SRAM_ECC_CORRECTED": "Corrected ECC errors in the GPU's on-chip memory are many or growing: re-run to see whether they keep growing; RMA the GPU if they pass the profile's limit again.",
+    "POWER_NOT_READ": "Telemetry took no reading of the GPU under load while the power test held it: NVML answered too slowly or not at all (check that `nvidia-smi -q -d POWER,UTILIZATION` answers promptly, persistence mode is on and the driver is healthy), then re-run.",
     "POWER_TARGET_LOW": "Held at full load, the GPU did not reach its share of the power limit: check the enforced limit (`nvidia-smi -q -d POWER`; someone may have lowered it), the GPU's power cables and the PSUs; if power and clocks are normal, the GPU draws too little for its work (compare with a sibling), RMA.",
     "POWER_PULSE_THROTTLE": "Clocks were cut (HW slowdown or power brake) while the load swung between full and idle: the node's power delivery cannot follow fast transients. Check the PSUs (all present, input power, redundancy), the GPU power cables and the BMC event log; the faster the failing period, the more likely a PSU or a power cable.",
     "PULSE_NOT_OBSERVED": "The pulse load ran but nothing watched it (no NVML telemetry sample and no driver throttle counter in its window): check that NVML answers (`nvidia-smi -q -d PERFORMANCE`), that --sample-hz is not set too low, and re-run the power pulse test.",
@@ -132,6 +133,9 @@ REMEDIATION: dict[str, str] = {
     "ROW_REMAP_COUNT": "Many rows were remapped for uncorrectable errors: the memory is degrading; RMA the GPU.",
     "RETIRED_PAGES": "Memory pages were retired: if the count is high or pending, reboot and re-run; RMA near the limit.",
     "RETIRED_PAGES_PENDING": "Page retirement is pending: reboot the node so it takes effect, then re-run.",
+    # Memory repair a GPU's generation does not use (NOT_APPLICABLE below): nothing was left untested.
+    "PAGE_RETIREMENT_NA": "Nothing to do: Ampere and newer GPUs remap rows instead of retiring pages; health.row_remap judges their memory repairs.",
+    "ROW_REMAP_NA": "Nothing to do: GPUs before Ampere retire pages instead of remapping rows; health.retired_pages judges their memory repairs.",
     "XID": "The driver reported an XID error: see the XID code's meaning in the evidence; read dmesg around the time given.",
     "GPU_LOST": "The GPU fell off the bus: reseat it, check its power cables and the riser; RMA if it happens again.",
     # Matmul burn and burn-in. A slow GPU's diagnosis (nodeqc/checks/diagnosis.py) replaces these
@@ -239,6 +243,17 @@ NOT_RUN: dict[str, str] = {
 }
 
 
+# Checks that do not apply to a GPU's generation: said once under the summary, never counted as a
+# check not run (nothing was left untested). Pre-Ampere GPUs retire pages of failing memory;
+# Ampere (compute capability 8.0) and newer remap rows instead, and NVML answers NotSupported to
+# the other generation's interface (the captures in shared/measurements: the H100 SXM5 and the H200
+# answer nvmlDeviceGetRemappedRows, and NOT_SUPPORTED to nvmlDeviceGetRetiredPages).
+NOT_APPLICABLE: dict[str, str] = {
+    "PAGE_RETIREMENT_NA": "page retirement (Ampere and newer GPUs remap rows instead)",
+    "ROW_REMAP_NA": "row remapping (GPUs before Ampere retire pages instead)",
+}
+
+
 # When the same code comes back on the same part after a repair, the first remedy did not hold:
 # the next step of the ladder (reseat -> replace the cable/riser -> RMA). The codes of a link
 # (PCIe, NIC cable) have a middle step; for the others a repeat after a repair is already a
@@ -271,6 +286,11 @@ def escalation(code: str, step: int, part: object) -> str:
 
 def not_run_reason(code: str | None) -> str | None:
     return NOT_RUN.get(code) if code else None
+
+
+def not_applicable_reason(code: str | None) -> str | None:
+    """What does not apply to this GPU, for a SKIP that is not a check left unrun; None otherwise."""
+    return NOT_APPLICABLE.get(code) if code else None
 
 
 def remediation(code: str) -> str:

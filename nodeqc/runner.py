@@ -49,6 +49,9 @@ from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, own_pid
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
 PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
+# The longest a step's load waits on a slow telemetry sampler (real seconds; the watchdog's bound
+# grows by as much): a sampler slower than this is broken, not slow (nodeqc's choice).
+MAX_TELEMETRY_WAIT_S = 60.0
 NIC_CHECKS = CHECKS["nic"]
 
 
@@ -445,8 +448,13 @@ class Runner:
                               else "during the test")
                 self._progress(name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures)
             try:
-                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick, self.t0), self.hw.compute_spec,
-                                     watchdog, on_progress=on_progress, should_abort=lambda: self.aborted)
+                # A step judged from telemetry alone holds its load until the sampler, at the pace it
+                # really keeps, has read it (bounded by MAX_TELEMETRY_WAIT_S).
+                min_wall_s = min(MAX_TELEMETRY_WAIT_S, sampler.wall_s_to_see(step.loaded_samples)) \
+                    if step.loaded_samples else 0.0
+                tasks = step.tasks(live, self.profile, self.options.quick, self.t0, min_wall_s, self.hw.clock.scale)
+                outcomes = run_tasks(tasks, self.hw.compute_spec, watchdog, on_progress=on_progress,
+                                     should_abort=lambda: self.aborted)
             finally:
                 windows = sampler.close_window(step.name)
                 psu_run = psus.finish(after=not self.aborted) if psus is not None else None

@@ -28,8 +28,8 @@ from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounte
 from nodeqc.backends.nic import IB_COUNTERS
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS, SimGpuModel
 from nodeqc.backends.sim_platform import SimHostStress, SimPlatform
-from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOT_PULSE_S,
-                                       SLOTS, transient_braking)
+from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
+                                       SLOT_LOST, SLOT_PULSE_S, SLOTS, transient_braking)
 from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.faults import Fault, check_range
 from nodeqc.na import NA
@@ -408,15 +408,20 @@ class SimManagement(GpuManagement):
         load = self._load(k)
         busy = load > LOADED
         reasons = self._reasons(k, load, st.temp)
+        demand = m.idle_w + load * (FULL_LOAD_POWER * m.tdp_w - m.idle_w)
+        power = min(demand, self.node.value(k, "power", m.tdp_w), self._limit(k))
         # Under full load a healthy GPU runs at its SKU's sustained clock (below its maximum: the
-        # power limit holds it there), which the SKU's healthy rates were measured at.
-        clock = m.idle_sm_mhz + load * (min(m.sku.healthy_sm_mhz, m.max_sm_mhz) - m.idle_sm_mhz)
+        # power limit holds it there), which the SKU's healthy rates were measured at; at its limit,
+        # the clock of the dtype it computes in (half precision holds it lower). A GPU that cannot
+        # draw what its load asks (a `power` fault) is not held by its limit.
+        dtype_clock = self.node.shared[k * SLOTS + SLOT_CLOCK_MHZ]
+        at_limit = power >= min(demand, self._limit(k))
+        full = dtype_clock if dtype_clock and at_limit else m.sku.healthy_sm_mhz
+        clock = m.idle_sm_mhz + load * (min(full, m.max_sm_mhz) - m.idle_sm_mhz)
         if busy:
             clock *= sim_clock(m, self._fault_pairs(k))[0]
         if self._braking(k):
             clock *= 0.5
-        demand = m.idle_w + load * (FULL_LOAD_POWER * m.tdp_w - m.idle_w)
-        power = min(demand, self.node.value(k, "power", m.tdp_w), self._limit(k))
         gen = self.node.value(k, "pcie_gen", m.pcie_gen) if busy else 1  # links downtrain at idle
         width = self.node.value(k, "pcie_width", m.pcie_width)
         return GpuSample(

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from nodeqc.backends.base import COUNTED_REASONS, GpuInfo
+from nodeqc.backends.base import COUNTED_REASONS, PLAIN_LOAD_DTYPE, GpuInfo
 from nodeqc.checks.common import Finding, fmt, fold, judge, skip
 from nodeqc.checks.diagnosis import Expected, Observed, explain, explain_node
 from nodeqc.model import CheckResult, Threshold, Value, Verdict
@@ -160,7 +160,7 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             result.message = "sustained " + ", ".join(f"{d} {m['tflops']:g}" for d, m in r["dtypes"].items()) + " TFLOP/s; results exact"
         if r["not_run"]:
             result.message += "; not run: " + "; ".join(f"{d} ({why})" for d, why in r["not_run"].items())
-        expected = Expected.of(g)
+        expected = Expected.of(g, r["dtypes"])
         share = expected.share({d: m["tflops"] for d, m in r["dtypes"].items()}, medians)
         return explain(result, Observed.of(g, windows.get(g.index)), expected, share, "the burn")
 
@@ -195,6 +195,13 @@ PULSE_PERIODS_S = (0.02, 0.1, 0.5, 1.0)
 TRANSIENT_REASONS = ("hw_slowdown", "power_brake")  # the PSU and power-delivery signals
 
 
+# The power test's figure is the mean of the power readings under load: a handful of them at least
+# (nodeqc's choice: a mean, not one reading; NVML's power reading changes about 10 times a second on
+# the H100 SXM5, shared/measurements/README.md). The load lasts as long as the sampler needs to take
+# them (nodeqc.telemetry.TelemetrySampler.wall_s_to_see), however slowly NVML answers.
+POWER_LOADED_SAMPLES = 4
+
+
 def power_params(profile: Profile, quick: bool) -> dict[str, Any]:
     return {"seconds": float(profile.get("run", "quick_power_s" if quick else "power_s"))}
 
@@ -208,15 +215,22 @@ def judge_power(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
         values: dict[str, Value] = {}
         thresholds: list[Threshold | None] = []
         window = windows.get(g.index)
+        if window is None or (window.loaded_samples == 0 and window.stats["util_pct"].count == window.samples):
+            # Utilisation was read (or nothing was), yet never a reading under load: telemetry missed
+            # the load. The power test has not shown anything: it could not run.
+            seen = window.samples if window is not None else 0
+            return CheckResult(name, g.subject, Verdict.ERROR,
+                               f"telemetry read no sample of this GPU under load during the power test ({seen} "
+                               "reading(s) in all): NVML answered too slowly; not judged", code="POWER_NOT_READ")
         finding = _power_finding(window, profile, values, thresholds, code="POWER_TARGET_LOW")
-        if finding is None:
+        if finding is None:  # NVML reports no power, no limit or no utilisation for this GPU
             return skip(name, g.subject, "no power readings under load")
         values["temp_max"] = Value(window.stats["temp_c"].max, "C")
         result = fold(name, g.subject, [finding], values, thresholds, key="power_fraction")
         if result.verdict is Verdict.PASS:
             result.message = (f"held {values['power_w']} of the {window.power_limit_w:g} W limit "
                               f"({values['power_fraction']}) for {r['seconds']:g} s at {values['sm_clock_mhz']}")
-        return explain(result, Observed.of(g, window), Expected.of(g), None, "the power test")
+        return explain(result, Observed.of(g, window), Expected.of(g, [PLAIN_LOAD_DTYPE]), None, "the power test")
 
     return each_gpu(name, gpus, outcomes, one)
 
@@ -649,13 +663,19 @@ class Step:
     judge_node: Callable[..., list[CheckResult]] | None = None
     # Runs only where the profile sets this floor and the node has an RDMA port (else skipped, saying so).
     needs_rdma_floor: str | None = None
+    # Judged from telemetry alone: the load lasts long enough (in real time) for this many readings.
+    loaded_samples: int = 0
     # The node's PSUs are read from its BMC before, during and after the step (nodeqc.checks.psu).
     watch_psus: bool = False
 
-    def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool, run_t0: float = 0.0) -> list[Task]:
-        """run_t0: the run clock's reading at the run's start, which telemetry counts time from."""
+    def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool, run_t0: float = 0.0,
+              min_wall_s: float = 0.0, time_scale: float = 1.0) -> list[Task]:
+        """run_t0: the run clock's reading at the run's start, which telemetry counts time from;
+        min_wall_s: real seconds the load must last at least (run-clock seconds = real x time_scale)."""
         params = {**self.params(profile, quick), "bus_ids": {g.index: g.bus_id for g in gpus}, "run_t0": run_t0}
-        expected = self.expected_s(params)
+        if min_wall_s > 0:
+            params["min_wall_s"] = min_wall_s
+        expected = self.expected_s(params) + min_wall_s * time_scale
         if self.per_gpu:
             return [Task(self.workload, g.index, params, expected) for g in gpus]
         return [Task(self.workload, gpus[0].index, params, expected, gpus=tuple(g.index for g in gpus))]
@@ -664,7 +684,7 @@ class Step:
 PLAN: list[Step] = [
     Step("stress.burn", "matmul", burn_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_burn),
     Step("stress.power", "burn", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power,
-         watch_psus=True),
+         loaded_samples=POWER_LOADED_SAMPLES, watch_psus=True),
     Step("stress.power_pulse", "pulse", pulse_params,
          lambda p: (len(p["periods_s"]) + 1) * (p["seconds_per_period"] + 2) + 60, judge_per_gpu=judge_pulse,
          watch_psus=True),
