@@ -120,7 +120,7 @@ REMEDIATION: dict[str, str] = {
     "POWER_NOT_READ": "Telemetry took no reading of the GPU under load while the power test held it: NVML answered too slowly or not at all (check that `nvidia-smi -q -d POWER,UTILIZATION` answers promptly, persistence mode is on and the driver is healthy), then re-run.",
     "POWER_TARGET_LOW": "Held at full load, the GPU did not reach its share of the power limit: check the enforced limit (`nvidia-smi -q -d POWER`; someone may have lowered it), the GPU's power cables and the PSUs; if power and clocks are normal, the GPU draws too little for its work (compare with a sibling), RMA.",
     "POWER_PULSE_THROTTLE": "Clocks were cut (HW slowdown or power brake) while the load swung between full and idle: the node's power delivery cannot follow fast transients. Check the PSUs (all present, input power, redundancy), the GPU power cables and the BMC event log; the faster the failing period, the more likely a PSU or a power cable.",
-    "PULSE_NOT_OBSERVED": "The pulse load ran but nothing watched it (no NVML telemetry sample and no driver throttle counter in its window): check that NVML answers (`nvidia-smi -q -d PERFORMANCE`), that --sample-hz is not set too low, and re-run the power pulse test.",
+    "PULSE_NOT_OBSERVED": "The pulse load ran but nothing watched it (no NVML telemetry sample and no driver throttle counter in its window): NVML answered too slowly or not at all: check that `nvidia-smi -q -d PERFORMANCE` answers promptly, persistence mode is on and the driver is healthy, that --sample-hz is not set too low, then re-run.",
     # The node's power supplies during the power tests, as its BMC reports them (ipmitool)
     "PSU_FAILURE": "A power supply reported a failure or predictive failure during the power test: read the BMC event log (`ipmitool sel elist`), reseat the PSU, and replace it if the state returns; re-run the pulse test after.",
     "PSU_INPUT_LOST": "A power supply lost its input (or it went out of range) during the power test: check its power cord and the PDU outlet and circuit (breaker, phase load); a feed that sags under the GPUs' swings needs the data-centre's electrician, a PSU whose input reads low on a good feed needs replacing.",
@@ -239,7 +239,6 @@ NOT_RUN: dict[str, str] = {
     "CUDA_UNAVAILABLE": "CuPy not installed",
     "NO_LOAD": "the GPU was never under load",
     "BMC_UNAVAILABLE": "no BMC readable (ipmitool)",
-    "PULSE_NOT_OBSERVED": "no telemetry while the load swung",
 }
 
 
@@ -251,6 +250,8 @@ NOT_RUN: dict[str, str] = {
 NOT_APPLICABLE: dict[str, str] = {
     "PAGE_RETIREMENT_NA": "page retirement (Ampere and newer GPUs remap rows instead)",
     "ROW_REMAP_NA": "row remapping (GPUs before Ampere retire pages instead)",
+    "NVLINK_NA": "NVLink (none reported, none asked for)",
+    "ONE_GPU_NA": "GPU-to-GPU copies and all-reduce (one GPU on this node)",
 }
 
 

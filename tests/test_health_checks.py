@@ -552,10 +552,18 @@ def test_nvlink_expected_links_from_the_profile_over_the_gpu():
     assert [t.name for t in r.thresholds] == ["max_nvlink_errors"]
 
 
-@pytest.mark.parametrize("count, end", [(NA, nvlink_counters()), (0, nvlink_counters()), (18, GpuCounters()), (18, None)])
-def test_no_nvlink_is_skipped(count, end):
+NVLINK_NOT_APPLICABLE = ("NVLINK_NA", "not applicable: the GPU reports no NVLink and the profile asks for none")
+NVLINK_NOT_REPORTED = (None, "NVLink links or counters not reported on this GPU")
+
+
+@pytest.mark.parametrize("count, end, said", [
+    (NA, nvlink_counters(), NVLINK_NOT_APPLICABLE),  # no link count from NVML (an SXM GPU alone in a VM)
+    (0, nvlink_counters(), NVLINK_NOT_APPLICABLE),  # a PCIe card
+    (18, GpuCounters(), NVLINK_NOT_REPORTED),  # links, but their state not read: a check not run
+    (18, None, NVLINK_NOT_REPORTED)])
+def test_no_nvlink_is_not_applicable_and_links_not_read_are_not_run(count, end, said):
     r = health.nvlink(gpu(nvlink_count=count), nvlink_telemetry(nvlink_counters(), end), H100)
-    assert whole(r) == ("health.nvlink", "gpu0", "skip", None, "no NVLink on this GPU", {}, None, [], {})
+    assert whole(r) == ("health.nvlink", "gpu0", "skip", *said, {}, None, [], {})
 
 
 def test_whole_results_presence():

@@ -467,11 +467,12 @@ def test_targeted_power_names_another_process_and_explains_with_the_gpus_sku():
 
 
 @pytest.mark.parametrize("tel", [None, GpuTelemetry(0)], ids=["no window", "no samples"])
-def test_pulse_that_nothing_watched_is_not_run_never_a_pass(tel):
+def test_pulse_that_nothing_watched_could_not_run_never_a_pass(tel):
     """No telemetry sample and no driver counter in the window: the swings were not observed, so
-    the check has no verdict (SKIP PULSE_NOT_OBSERVED), never 'no HW slowdown or power brake'."""
+    the check could not run (ERROR PULSE_NOT_OBSERVED, as POWER_NOT_READ), never 'no HW slowdown
+    or power brake'."""
     r = judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel} if tel else {}, H100)[0]
-    assert (r.verdict, r.code) == (Verdict.SKIP, "PULSE_NOT_OBSERVED")
+    assert (r.verdict, r.code) == (Verdict.ERROR, "PULSE_NOT_OBSERVED")
     assert "not observed" in r.message and {k: v.value for k, v in r.values.items()} == {"periods": 4}
 
 

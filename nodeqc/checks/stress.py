@@ -263,10 +263,12 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
             values["power_max_w"] = Value(window.stats["power_w"].max, "W")
         counted = _counted_per_period(spans, window.counter_marks if window is not None else [])
         sampled = window is not None and window.samples > 0
-        if not counted and not sampled:  # nothing watched the swings: no verdict, never a pass
-            return skip(name, g.subject, "the load swung, but no telemetry sample and no driver throttle counter "
-                        "was read, so HW slowdown and power brake were not observed", code="PULSE_NOT_OBSERVED",
-                        values=values)
+        if not counted and not sampled:
+            # Nothing watched the swings: never a pass. As with the power test's POWER_NOT_READ,
+            # telemetry that missed a stress means the check could not run (ERROR, exit 2).
+            return CheckResult(name, g.subject, Verdict.ERROR, "the load swung, but no telemetry sample and no "
+                               "driver throttle counter was read, so HW slowdown and power brake were not observed; "
+                               "not judged", code="PULSE_NOT_OBSERVED", values=values)
         unseen = [REASON_TEXT[x] for x in TRANSIENT_REASONS if x not in counted and not sampled]
         method = {reason: ("driver counter, read at each period's start and end" if reason in counted else
                            "sampled onsets (" + ("NVML keeps no counter of it" if reason not in COUNTED_REASONS
