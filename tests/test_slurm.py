@@ -196,11 +196,9 @@ def test_a_fabric_drain_is_not_cleared_by_a_single_node_pass(slurm):
     assert "a single-node pass cannot clear it" in p.stderr
 
 
-@pytest.mark.slow
-def test_a_fabric_drain_stays_under_a_real_slurm(tmp_path):
-    """The same against Debian's slurmctld and slurmd on this host (tests/slurm_local.py): the real
-    scontrol reports the reasons (with their [user@time] suffix), the real srun runs the test."""
-    from slurm_local import LocalSlurm, unavailable
+def _real_slurm_nodeqc(tmp_path):
+    """Skip without a local Slurm (tests/slurm_local.py); else the nodeqc the nodes run."""
+    from slurm_local import unavailable
 
     reason = unavailable()
     if reason:
@@ -208,6 +206,16 @@ def test_a_fabric_drain_stays_under_a_real_slurm(tmp_path):
     nodeqc = tmp_path / "nodeqc-on-node"
     nodeqc.write_text(f"#!/bin/sh\nexec {sys.executable} -m nodeqc \"$@\"\n")
     nodeqc.chmod(0o755)
+    return nodeqc
+
+
+@pytest.mark.slow
+def test_a_fabric_drain_stays_under_a_real_slurm(tmp_path):
+    """The same against Debian's slurmctld and slurmd on this host (tests/slurm_local.py): the real
+    scontrol reports the reasons (with their [user@time] suffix), the real srun runs the test."""
+    from slurm_local import LocalSlurm
+
+    nodeqc = _real_slurm_nodeqc(tmp_path)
     with LocalSlurm(tmp_path / "slurm", ["rt1", "rt2"]) as s:
         for node, why in (("rt1", FABRIC_DRAIN), ("rt2", "nodeqc: FAIL health.xid gpu1; /old.report.json")):
             subprocess.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={why}"],
@@ -230,14 +238,9 @@ def test_only_a_fabric_retest_clears_a_fabric_drain_under_a_real_slurm(tmp_path)
     node is resumed into a reservation with its in-service peers, re-tested by `nodeqc fabric
     --slurm --drain` (real iperf3 on 127.0.0.1, each pair on its own ports) and, passing, is back in
     service; a node nodeqc drained alone is not touched (a fabric pass says nothing of its GPUs)."""
-    from slurm_local import LocalSlurm, unavailable
+    from slurm_local import LocalSlurm
 
-    reason = unavailable()
-    if reason:
-        pytest.skip(reason)
-    nodeqc = tmp_path / "nodeqc-on-node"
-    nodeqc.write_text(f"#!/bin/sh\nexec {sys.executable} -m nodeqc \"$@\"\n")
-    nodeqc.chmod(0o755)
+    nodeqc = _real_slurm_nodeqc(tmp_path)
     alone = "nodeqc: FAIL health.xid gpu1; /old.report.json"
     with LocalSlurm(tmp_path / "slurm", ["ff1", "ff2", "ff3", "ff4", "ff5"]) as s:
         for node, why in (("ff2", FABRIC_DRAIN), ("ff3", alone)):
