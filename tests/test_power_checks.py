@@ -158,6 +158,42 @@ def test_counted_brake_under_the_steady_load_is_not_blamed_on_the_swings():
                          "0.4 ms a second at the 20 ms period")
 
 
+@pytest.mark.parametrize("steady_ms, verdict", [(1249.0, Verdict.FAIL), (1250.0, Verdict.PASS)])
+def test_a_brake_standing_through_the_steady_load_is_the_loads_not_the_swings(steady_ms, verdict):
+    """A brake held for half or more of the steady load (2.5 s: 1250 ms) is standing: a period braked
+    throughout shows only the few percent the steady load missed, which is no transient. Just under
+    half, the same period's brake beyond the steady rate (2000 - 0.4996 * 2000 ms) is the swings'."""
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: counted_window({0.0: steady_ms, 0.02: 2000.0})}, H100)[0]
+    assert r.verdict is verdict
+    if verdict is Verdict.PASS:
+        assert r.message == ("load swung at 20, 100, 1000 ms periods with no HW slowdown; power brake held 500 ms "
+                             "of every second of the steady load, so the swings cannot show more (health.throttle "
+                             "judges it)")
+    else:
+        assert r.message == ("clocks cut while the load swung: power brake for 1000.8 ms beyond the steady load's "
+                             "499.6 ms a second at the 20 ms period")
+
+
+def test_the_steady_rate_is_taken_over_the_time_the_counter_counted_not_the_swings_alone():
+    """The counter is read before and after each period, with the set-up around it: 6 s between the
+    100 ms period's reads for 2 s of swings. A load-driven brake of 400 ms a second counts 2000 ms in
+    those 6 s, under the 2400 ms the steady rate gives: nothing beyond the load's (over the 2 s of
+    swings alone it would read as 1200 ms beyond and fail a sound power delivery)."""
+    tel = counted_window({0.0: 1000.0, 0.1: 2000.0})
+    for m in tel.counter_marks:
+        if m["period_s"] == 0.1:
+            m["t_s"] += -2.0 if m["bound"] == "start" else 2.0
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: tel}, H100)[0]
+    assert r.verdict is Verdict.PASS, r.message
+    tel.counter_marks = [dict(m, t_s=m["t_s"] + (1.0 if m["bound"] == "start" and m["period_s"] == 0.1 else 0))
+                         for m in tel.counter_marks]  # 5 s between the reads: 2000 - 400 * 5 = 0, still no excess
+    assert judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: tel}, H100)[0].verdict is Verdict.PASS
+    tel.counter_marks = [dict(m, t_s=m["t_s"] + (0.01 if m["bound"] == "start" and m["period_s"] == 0.1 else 0))
+                         for m in tel.counter_marks]  # 4.99 s: 4 ms beyond the load's
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: tel}, H100)[0]
+    assert r.verdict is Verdict.FAIL and "power brake for 4 ms beyond the steady load's 400 ms a second" in r.message
+
+
 def test_the_counter_decides_power_brake_where_counted_and_onsets_still_decide_hw_slowdown():
     """A sampled power-brake bit the counter does not bear out is not used (the counter is exact);
     HW slowdown, which NVML does not count, is still found by its sampled onset."""

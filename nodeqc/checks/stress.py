@@ -193,6 +193,12 @@ def _power_finding(window: GpuTelemetry | None, profile: Profile, values: dict[s
 # limit are normal, throttling and lost GPUs are not (shared/measurements/README.md).
 PULSE_PERIODS_S = (0.02, 0.1, 0.5, 1.0)
 TRANSIENT_REASONS = ("hw_slowdown", "power_brake")  # the PSU and power-delivery signals
+# A brake the swings cause lasts at most their loaded half (duty about 0.5, as the worker drives
+# them). A brake counted for half or more of the steady load is standing: the chassis or the GPU
+# holds it whatever the load does, health.throttle fails it, and the counter has no headroom left
+# to tell a swing's brake from it (a 98% standing brake, read as 100% over a period, would show
+# 2% "beyond" it and blame the power delivery's transients for the wrong fault).
+STANDING_BRAKE_MS_PER_S = 500.0
 
 
 # The power test's figure is the mean of the power readings under load: a handful of them at least
@@ -261,7 +267,7 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
         if window is not None and window.samples:
             values["power_min_w"] = Value(window.stats["power_w"].min, "W")
             values["power_max_w"] = Value(window.stats["power_w"].max, "W")
-        counted = _counted_per_period(spans, window.counter_marks if window is not None else [])
+        counted, counted_s = _counted_per_period(spans, window.counter_marks if window is not None else [])
         sampled = window is not None and window.samples > 0
         if not counted and not sampled:
             # Nothing watched the swings: never a pass. As with the power test's POWER_NOT_READ,
@@ -283,13 +289,17 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
         # period -> reason -> how it is said; failing and warning apart
         findings: dict[float, dict[str, str]] = {}
         warnings: dict[float, dict[str, str]] = {}
-        length = {p["period_s"]: max(p["end_s"] - p["start_s"], 0.0) for p in spans}
+        standing: dict[str, float] = {}  # reason -> ms a second under the steady load, where it held throughout
         for reason, per_period in counted.items():
             # What the steady load brought is the load's (health.throttle judges it): a period is
-            # judged on the brake beyond the steady load's rate over as long a time.
-            steady_per_s = per_period.get(0.0, 0.0) / length[0.0] if length.get(0.0) else 0.0
+            # judged on the brake beyond the steady load's rate over as long a time, the time the
+            # counter counted over (between its two reads, which include the gaps around a period).
+            steady_per_s = per_period.get(0.0, 0.0) / counted_s[0.0] if counted_s.get(0.0) else 0.0
+            if steady_per_s >= STANDING_BRAKE_MS_PER_S:
+                standing[reason] = steady_per_s
+                continue
             for period, ms in per_period.items():
-                excess = round(ms - steady_per_s * length[period], 3)
+                excess = round(ms - steady_per_s * counted_s[period], 3)
                 if period == 0.0 or excess <= 0:
                     continue
                 verdict = limit.judge(excess) if limit is not None else Verdict.FAIL
@@ -329,20 +339,31 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
                                f"brief clock cuts while the load swung: {shown} (within the limit "
                                f"{limit.describe()})", code="POWER_PULSE_THROTTLE", values=values,
                                evidence=evidence, thresholds=thresholds, key="periods")
-        seen = " or ".join(REASON_TEXT[x] for x in TRANSIENT_REASONS if REASON_TEXT[x] not in unseen)
-        return CheckResult(name, g.subject, Verdict.PASS,
-                           f"load swung at {periods} ms periods with no {seen}" + (
-                               f" ({' and '.join(unseen)} not observed: no telemetry sample)" if unseen else ""),
+        seen = " or ".join(REASON_TEXT[x] for x in TRANSIENT_REASONS
+                           if REASON_TEXT[x] not in unseen and x not in standing)
+        held = "; ".join(f"{REASON_TEXT[x]} held {fmt(round(rate, 1), 'ms')} of every second of the steady load, so "
+                         "the swings cannot show more (health.throttle judges it)" for x, rate in standing.items())
+        message = f"load swung at {periods} ms periods" + (f" with no {seen}" if seen else "") + (
+            f" ({' and '.join(unseen)} not observed: no telemetry sample)" if unseen else "") + (
+            f"; {held}" if held else "")
+        return CheckResult(name, g.subject, Verdict.PASS, message,
                            values=values, evidence=evidence, thresholds=thresholds, key="periods")
 
     return each_gpu(name, gpus, outcomes, one)
 
 
-def _counted_per_period(spans: list[dict[str, Any]], marks: list[dict[str, Any]]) -> dict[str, dict[float, float]]:
-    """reason -> period -> ms the driver counted between the period's start and end marks, for each
+def _counted_per_period(spans: list[dict[str, Any]], marks: list[dict[str, Any]]
+                        ) -> tuple[dict[str, dict[float, float]], dict[float, float]]:
+    """(reason -> period -> ms the driver counted between the period's start and end marks, for each
     transient reason the driver counted at both marks of every period (else that reason falls back
-    to the sampled onsets: one period without a count would leave a hole in the judgement)."""
+    to the sampled onsets: one period without a count would leave a hole in the judgement);
+    period -> seconds between its two marks, the time those counts cover)."""
     out: dict[str, dict[float, float]] = {}
+    between: dict[float, float] = {}
+    for span in spans:
+        at = {m["bound"]: m["t_s"] for m in marks if m.get("period_s") == span["period_s"]}
+        if "start" in at and "end" in at:
+            between[span["period_s"]] = max(at["end"] - at["start"], 0.0)
     for reason in TRANSIENT_REASONS:
         if reason not in COUNTED_REASONS:
             continue
@@ -356,7 +377,7 @@ def _counted_per_period(spans: list[dict[str, Any]], marks: list[dict[str, Any]]
             per[span["period_s"]] = (end - start) / 1e6
         if per:
             out[reason] = per
-    return out
+    return out, between
 
 
 REASON_TEXT = {"hw_slowdown": "HW slowdown", "power_brake": "power brake"}
