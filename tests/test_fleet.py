@@ -399,3 +399,32 @@ def test_a_runs_latency_is_judged_lower_better():
     [w] = judge_run_of([lat("me", 2.5), lat("me", 1.0)], [lat(f"n{i}", 2.0) for i in range(10)])
     assert w.verdict is Verdict.WARN and w.values["below_median_pct"].value == 25.0
     assert "2.5 us is 25.0% above the fleet median 2" in w.message and "1 us" not in w.message
+
+
+def test_two_figures_have_their_own_deciles_and_a_measure_keeps_all_after_its_check():
+    d = distributions([_fig("a", 1.0), _fig("b", 3.0)])[(MODEL, "stress.burn:bf16_tflops")]
+    assert (d.p10, d.p90) == (pytest.approx(1.2), pytest.approx(2.8))  # numpy.percentile([1, 3], [10, 90])
+    figs = [_fig(f"n{i}", 100.0, "stress.x:a:b", "GB/s") for i in range(10)] + [_fig("slow", 50.0, "stress.x:a:b", "GB/s")]
+    [o] = outliers(figs, 10, 10)[0]
+    assert o.describe().startswith("gpu0 a:b 50 GB/s is 50.0% below")
+
+
+def test_outliers_equal_to_two_places_keep_the_figures_order():
+    base = [_fig(f"n{i}", 100.0) for i in range(10)]
+    found, _ = outliers(base + [_fig("first", 79.999), _fig("second", 79.996)], 10, 10)
+    assert [(o.figure.node, o.off_pct) for o in found] == [("first", 20.0), ("second", 20.0)]
+
+
+def test_a_run_against_its_fleet_counts_every_figure_and_rounds_as_shown():
+    fleet_figs = [_fig(f"n{i}", 100.0) for i in range(10)]
+    own = [Figure("me", "gpu0", "NVIDIA H200", "stress.burn:bf16_tflops", 1.0, "TFLOP/s"),  # no fleet: passed over
+           Figure("me", "gpu0", MODEL, "stress.burn:bf16_tflops", 99.0, "TFLOP/s"),
+           Figure("me", "gpu1", MODEL, "stress.burn:bf16_tflops", 98.0, "TFLOP/s")]
+    [ok] = judge_run_of(own, fleet_figs)
+    assert ok.message == "2 figure(s) within 10% of their fleet's median (up to 10 nodes)" and ok.values["figures"].value == 2
+    [w] = judge_run_of(own + [Figure("me", "gpu1", MODEL, "stress.burn:bf16_tflops", 87.6543, "TFLOP/s")], fleet_figs)
+    assert w.evidence["outliers"][0]["off_pct"] == 12.35 and w.values["below_median_pct"].value == 12.35
+    # a fleet whose median is small but positive is judged
+    small = [_fig(f"n{i}", 0.5, "stress.x:lat_gbps", "GB/s") for i in range(10)]
+    [w] = judge_run_of([Figure("me", "gpu0", MODEL, "stress.x:lat_gbps", 0.25, "GB/s")], small)
+    assert w.verdict is Verdict.WARN and w.values["below_median_pct"].value == 50.0
