@@ -117,9 +117,10 @@ REMEDIATION: dict[str, str] = {
     "ECC_SBE": "Correctable memory errors grew during the run: watch this GPU; re-run, and RMA if the count keeps rising.",
     "SRAM_ECC_UNCORRECTABLE": "Uncorrectable ECC errors in the GPU's on-chip memory (caches, register files), which has no spare rows: RMA the GPU (Azure's health checks fail any).",
     "SRAM_ECC_CORRECTED": "Corrected ECC errors in the GPU's on-chip memory are many or growing: re-run to see whether they keep growing; RMA the GPU if they pass the profile's limit again.",
+    "POWER_NOT_READ": "Telemetry took no reading of the GPU under load while the power test held it: NVML answered too slowly or not at all (check that `nvidia-smi -q -d POWER,UTILIZATION` answers promptly, persistence mode is on and the driver is healthy), then re-run.",
     "POWER_TARGET_LOW": "Held at full load, the GPU did not reach its share of the power limit: check the enforced limit (`nvidia-smi -q -d POWER`; someone may have lowered it), the GPU's power cables and the PSUs; if power and clocks are normal, the GPU draws too little for its work (compare with a sibling), RMA.",
     "POWER_PULSE_THROTTLE": "Clocks were cut (HW slowdown or power brake) while the load swung between full and idle: the node's power delivery cannot follow fast transients. Check the PSUs (all present, input power, redundancy), the GPU power cables and the BMC event log; the faster the failing period, the more likely a PSU or a power cable.",
-    "PULSE_NOT_OBSERVED": "The pulse load ran but nothing watched it (no NVML telemetry sample and no driver throttle counter in its window): check that NVML answers (`nvidia-smi -q -d PERFORMANCE`), that --sample-hz is not set too low, and re-run the power pulse test.",
+    "PULSE_NOT_OBSERVED": "The pulse load ran but nothing watched it (no NVML telemetry sample and no driver throttle counter in its window): NVML answered too slowly or not at all: check that `nvidia-smi -q -d PERFORMANCE` answers promptly, persistence mode is on and the driver is healthy, that --sample-hz is not set too low, then re-run.",
     # The node's power supplies during the power tests, as its BMC reports them (ipmitool)
     "PSU_FAILURE": "A power supply reported a failure or predictive failure during the power test: read the BMC event log (`ipmitool sel elist`), reseat the PSU, and replace it if the state returns; re-run the pulse test after.",
     "PSU_INPUT_LOST": "A power supply lost its input (or it went out of range) during the power test: check its power cord and the PDU outlet and circuit (breaker, phase load); a feed that sags under the GPUs' swings needs the data-centre's electrician, a PSU whose input reads low on a good feed needs replacing.",
@@ -132,6 +133,9 @@ REMEDIATION: dict[str, str] = {
     "ROW_REMAP_COUNT": "Many rows were remapped for uncorrectable errors: the memory is degrading; RMA the GPU.",
     "RETIRED_PAGES": "Memory pages were retired: if the count is high or pending, reboot and re-run; RMA near the limit.",
     "RETIRED_PAGES_PENDING": "Page retirement is pending: reboot the node so it takes effect, then re-run.",
+    # Memory repair a GPU's generation does not use (NOT_APPLICABLE below): nothing was left untested.
+    "PAGE_RETIREMENT_NA": "Nothing to do: Ampere and newer GPUs remap rows instead of retiring pages; health.row_remap judges their memory repairs.",
+    "ROW_REMAP_NA": "Nothing to do: GPUs before Ampere retire pages instead of remapping rows; health.retired_pages judges their memory repairs.",
     "XID": "The driver reported an XID error: see the XID code's meaning in the evidence; read dmesg around the time given.",
     "GPU_LOST": "The GPU fell off the bus: reseat it, check its power cables and the riser; RMA if it happens again.",
     # Matmul burn and burn-in. A slow GPU's diagnosis (nodeqc/checks/diagnosis.py) replaces these
@@ -156,12 +160,18 @@ REMEDIATION: dict[str, str] = {
     "PCIE_COPY_CORRUPT": "Data copied to the GPU and back came back wrong: look for PCIe replays and AER errors (dmesg), reseat the GPU and riser and re-run; RMA the riser or the GPU if it recurs.",
     # GPU to GPU
     "P2P_SLOW": "GPU-to-GPU bandwidth is below the floor: check that every NVLink is up (`nvidia-smi nvlink -s`, health.nvlink), that the fabric manager runs on NVSwitch nodes, and for PCIe peers that ACS and the IOMMU do not route peer traffic through the CPU; reseat the GPU, RMA it if its links stay slow.",
+    # A GPU whose fastest peer copy trails the node's (nodeqc/checks/stress.py, judge_p2p): the only
+    # P2P judgement where the profile has no floor, as on nodes of PCIe cards.
+    "P2P_OUTLIER": "This GPU's copies to every peer are much slower than its siblings' best: check its PCIe or NVLink link under load (health.pcie_link, health.nvlink), that ACS and the IOMMU do not route its peer traffic through the CPU, reseat it; RMA it if it stays the slow one.",
     "P2P_PAIR_SLOW": "Two GPUs that are each fine copy slowly between them: a bad path between this pair (NVLink, NVSwitch or PCIe switch); compare `nvidia-smi topo -m` and `nvidia-smi nvlink -s` on both, reseat them; escalate the baseboard to the vendor if it persists.",
     "P2P_LATENCY": "GPU-to-GPU copy latency is above the limit: check that peer traffic is direct (`nvidia-smi topo -m` shows NV# or PIX, not SYS), ACS disabled on PCIe switches and the IOMMU in passthrough; check NVLink error counters.",
     "P2P_CORRUPT": "A GPU-to-GPU copy came back wrong: check NVLink error counters (`nvidia-smi nvlink -e`) and dmesg for XID 74, reseat the GPUs; RMA the GPU or baseboard if it recurs.",
     "P2P_NO_PEER_ACCESS": "GPUs that should reach each other directly cannot: on NVSwitch nodes start the fabric manager (same version as the driver); check `nvidia-smi topo -m`, the NVLink state, and that ACS/IOMMU settings allow peer-to-peer.",
     "NVLINK_DOWN": "NVLink links are down: check `nvidia-smi nvlink -s` and that the fabric manager runs on NVSwitch nodes, reseat the GPU on its baseboard (or its NVLink bridge); RMA the GPU or baseboard if links stay down.",
     "NVLINK_ERRORS": "NVLink error counters grew (replays, recoveries or CRC errors): a marginal link; reseat the GPU or bridge, re-run and watch `nvidia-smi nvlink -e`; RMA the GPU or baseboard if the counts keep rising.",
+    # Checks a node's make-up does not call for (NOT_APPLICABLE below): nothing was left untested.
+    "NVLINK_NA": "Nothing to do: the GPU reports no NVLink (a PCIe card, or an SXM GPU alone in a VM) and the profile asks for none; stress.p2p judges its peer copies, if it has peers.",
+    "ONE_GPU_NA": "Nothing to do: a node with one GPU has no GPU-to-GPU copies or all-reduce to test.",
     # NCCL
     "NCCL_SLOW": "All-reduce bus bandwidth is below the floor: check that the fabric manager runs (NVSwitch), every NVLink is up (health.nvlink) and stress.p2p passed; NCCL_DEBUG=INFO shows the transport NCCL chose (SHM through the host means peer access failed); fix those and re-run.",
     "NCCL_WRONG_RESULT": "All-reduce returned a wrong sum (silent data corruption on a GPU or link): re-run; check NVLink errors and stress.p2p; keep the GPU named in the evidence out of service and RMA it if it recurs.",
@@ -229,7 +239,19 @@ NOT_RUN: dict[str, str] = {
     "CUDA_UNAVAILABLE": "CuPy not installed",
     "NO_LOAD": "the GPU was never under load",
     "BMC_UNAVAILABLE": "no BMC readable (ipmitool)",
-    "PULSE_NOT_OBSERVED": "no telemetry while the load swung",
+}
+
+
+# Checks that do not apply to a GPU's generation: said once under the summary, never counted as a
+# check not run (nothing was left untested). Pre-Ampere GPUs retire pages of failing memory;
+# Ampere (compute capability 8.0) and newer remap rows instead, and NVML answers NotSupported to
+# the other generation's interface (the captures in shared/measurements: the H100 SXM5 and the H200
+# answer nvmlDeviceGetRemappedRows, and NOT_SUPPORTED to nvmlDeviceGetRetiredPages).
+NOT_APPLICABLE: dict[str, str] = {
+    "PAGE_RETIREMENT_NA": "page retirement (Ampere and newer GPUs remap rows instead)",
+    "ROW_REMAP_NA": "row remapping (GPUs before Ampere retire pages instead)",
+    "NVLINK_NA": "NVLink (none reported, none asked for)",
+    "ONE_GPU_NA": "GPU-to-GPU copies and all-reduce (one GPU on this node)",
 }
 
 
@@ -265,6 +287,11 @@ def escalation(code: str, step: int, part: object) -> str:
 
 def not_run_reason(code: str | None) -> str | None:
     return NOT_RUN.get(code) if code else None
+
+
+def not_applicable_reason(code: str | None) -> str | None:
+    """What does not apply to this GPU, for a SKIP that is not a check left unrun; None otherwise."""
+    return NOT_APPLICABLE.get(code) if code else None
 
 
 def remediation(code: str) -> str:

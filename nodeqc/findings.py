@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from nodeqc.codes import escalation, not_run_reason, remediation
+from nodeqc.codes import escalation, not_applicable_reason, not_run_reason, remediation
 from nodeqc.model import CheckResult, Verdict
 
 SHOWN_ORDER = {"fail": 0, "error": 0, "warn": 1}
@@ -145,14 +145,22 @@ def _part_order(part: Part) -> tuple[int, int, str]:
 
 def not_run(results: list[CheckResult]) -> list[NotRun]:
     """The results that judged nothing (SKIP), one entry per reason, the commonest first. The reason
-    is the code's short text where it has one (nodeqc.codes.NOT_RUN), else the message."""
+    is the code's short text where it has one (nodeqc.codes.NOT_RUN), else the message. A check that
+    does not apply to the GPU's generation (nodeqc.codes.NOT_APPLICABLE) left nothing untested: it
+    is not among them."""
     groups: dict[str, list[CheckResult]] = {}
     for r in results:
-        if r.verdict is Verdict.SKIP:
+        if r.verdict is Verdict.SKIP and not not_applicable_reason(r.code):
             reason = not_run_reason(r.code) or _without_identity(r.message, None)
             groups.setdefault(reason, []).append(r)
     entries = [NotRun(reason, len(rs), tuple(dict.fromkeys(r.name for r in rs))) for reason, rs in groups.items()]
     return sorted(entries, key=lambda e: -e.count)
+
+
+def not_applicable(results: list[CheckResult]) -> list[str]:
+    """What does not apply to this node's GPUs, each said once however many GPUs skipped it."""
+    return list(dict.fromkeys(reason for r in results
+                              if r.verdict is Verdict.SKIP and (reason := not_applicable_reason(r.code))))
 
 
 def split_findings(message: str) -> list[str]:
@@ -197,6 +205,7 @@ class Answer:
     partial: str | None = None  # what --only/--skip left out
     simulated: bool = False
     repair: dict[str, Any] | None = None  # the repair this run re-tests, with FIXED / STILL FAILING
+    not_applicable: list[str] = field(default_factory=list)  # checks this generation of GPU has no use for
 
     @property
     def failing(self) -> list[Finding]:
@@ -230,13 +239,14 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         return {"headline": self.headline, "findings": [f.to_dict() for f in self.findings],
-                "not_run": [e.to_dict() for e in self.not_run]}
+                "not_run": [e.to_dict() for e in self.not_run], "not_applicable": self.not_applicable}
 
 
 def answer(results: list[CheckResult], gpus: list[dict[str, Any]], verdict: str, status: str,
            partial: str | None = None, simulated: bool = False) -> Answer:
     counts = {v.value: sum(1 for r in results if r.verdict is v) for v in Verdict}
-    return Answer(verdict, status, counts, collect(results, gpus), not_run(results), partial, simulated)
+    return Answer(verdict, status, counts, collect(results, gpus), not_run(results), partial, simulated,
+                  not_applicable=not_applicable(results))
 
 
 def answer_of(predicate: dict[str, Any]) -> Answer:
@@ -296,6 +306,8 @@ def answer_lines(a: Answer, limit: int | None = None) -> list[str]:
     if a.partial:
         out.append(f"  partial run: {a.partial}")
     out += finding_lines(a.findings, limit=limit)
+    if a.not_applicable:
+        out.append(f"  not applicable to these GPUs: {'; '.join(a.not_applicable)}")
     if a.repair:
         out += repair_lines(a.repair)
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodeqc.codes import not_run_reason, remediation
+from nodeqc.codes import not_applicable_reason, not_run_reason, remediation
 from nodeqc.findings import answer_lines, answer_of
 from nodeqc.model import CheckResult, Verdict
 
@@ -38,10 +38,15 @@ def clean_lines(text: str) -> str:
     return "\n".join(clean(line) for line in text.split("\n"))
 
 
+def mark(r: CheckResult) -> str:
+    """PASS, WARN, ...; N/A for a check that does not apply to the GPU's generation (not a SKIP)."""
+    return "N/A" if not_applicable_reason(r.code) else MARK[r.verdict.value]
+
+
 def result_line(r: CheckResult, t: float | None = None) -> str:
     stamp = f"[{t:8.1f}s] " if t is not None else ""
-    code = f" [{r.code}]" if r.code and r.verdict is not Verdict.PASS else ""
-    return clean(f"{stamp}{MARK[r.verdict.value]:<5} {r.name:<24} {r.subject:<6} {r.message}{code}")
+    code = f" [{r.code}]" if r.code and r.verdict is not Verdict.PASS and not not_applicable_reason(r.code) else ""
+    return clean(f"{stamp}{mark(r):<5} {r.name:<24} {r.subject:<6} {r.message}{code}")
 
 
 def passed_line(results: list[CheckResult], t: float | None = None) -> str:
@@ -53,7 +58,7 @@ def passed_line(results: list[CheckResult], t: float | None = None) -> str:
     first = results[0]
     if first.verdict is Verdict.SKIP:  # the reason in short: the notice and the summary give it in full
         reason = not_run_reason(first.code) or first.message
-        return clean(f"{stamp}{'SKIP':<5} {first.name:<24} {subjects_text([r.subject for r in results])}: {reason}")
+        return clean(f"{stamp}{mark(first):<5} {first.name:<24} {subjects_text([r.subject for r in results])}: {reason}")
     figures = [r.values[r.key] for r in results if r.key and r.key in r.values]
     numbers = [v.value for v in figures if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
     if numbers and len(numbers) == len(figures):

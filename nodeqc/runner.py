@@ -49,6 +49,9 @@ from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, own_pid
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
 PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
+# The longest a step's load waits on a slow telemetry sampler (real seconds; the watchdog's bound
+# grows by as much): a sampler slower than this is broken, not slow (nodeqc's choice).
+MAX_TELEMETRY_WAIT_S = 60.0
 NIC_CHECKS = CHECKS["nic"]
 
 
@@ -123,6 +126,7 @@ class Runner:
         self._nic_traffic: TrafficSession | None = None
         self._platform = PlatformWatch(hardware.platform)
         self._baseline = options.baseline if options.baseline is not None else baseline_of_profile(self.profile)
+        self._one_gpu_node = False  # one GPU on the node by every count: GPU-to-GPU checks do not apply
         self._bmc_thresholds: tuple[Any, str | None] | None = None  # read once a run (`ipmitool sensor` is slow)
 
     # ------------------------------------------------------------------ control
@@ -175,6 +179,8 @@ class Runner:
                    "telemetry": str(paths.telemetry)}))
         summary: TelemetrySummary | None = None
         self._live_gpus = [g for g in gpus if not g.lost]
+        self._one_gpu_node = (len(gpus) == 1 and len(host.nvidia_gpus_on_pci) <= 1
+                              and self.profile.get("gpu", "count", 1) == 1)
         try:
             self._nics_start = self.hw.nics.nics() if self.hw.nics else []
             self._platform.start(self._live_gpus, self._nics_start, self._emit)
@@ -417,7 +423,11 @@ class Runner:
                            CheckResult(step.name, g.subject, Verdict.SKIP, f"not run: this GPU failed {failed[g.index]}",
                                        code="SKIPPED_EARLIER_FAILURE") for g in gpus if g.index in failed]
             if not step.per_gpu and len(live) < 2:
-                self._publish([CheckResult(step.name, "node", Verdict.SKIP, "needs two or more working GPUs")])
+                if self._one_gpu_node:  # nothing to pair it with: not a check left unrun
+                    self._publish([CheckResult(step.name, "node", Verdict.SKIP, "not applicable: one GPU on this node",
+                                               code="ONE_GPU_NA")])
+                else:
+                    self._publish([CheckResult(step.name, "node", Verdict.SKIP, "needs two or more working GPUs")])
                 continue
             subjects = [g.subject for g in live] if step.reports_gpus else []
             self._emit(CheckStarted(step.name, subjects + ([] if step.per_gpu and not step.watch_psus else ["node"])
@@ -438,8 +448,13 @@ class Runner:
                               else "during the test")
                 self._progress(name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures)
             try:
-                outcomes = run_tasks(step.tasks(live, self.profile, self.options.quick, self.t0), self.hw.compute_spec,
-                                     watchdog, on_progress=on_progress, should_abort=lambda: self.aborted)
+                # A step judged from telemetry alone holds its load until the sampler, at the pace it
+                # really keeps, has read it (bounded by MAX_TELEMETRY_WAIT_S).
+                min_wall_s = min(MAX_TELEMETRY_WAIT_S, sampler.wall_s_to_see(step.loaded_samples)) \
+                    if step.loaded_samples else 0.0
+                tasks = step.tasks(live, self.profile, self.options.quick, self.t0, min_wall_s, self.hw.clock.scale)
+                outcomes = run_tasks(tasks, self.hw.compute_spec, watchdog, on_progress=on_progress,
+                                     should_abort=lambda: self.aborted)
             finally:
                 windows = sampler.close_window(step.name)
                 psu_run = psus.finish(after=not self.aborted) if psus is not None else None

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 NVIDIA_VENDOR_ID = 0x10DE
 
@@ -68,6 +68,20 @@ class Sku:
     pcie_gen: int
     source: str  # where the healthy figures come from
     measured: bool = False  # healthy figures measured on this SKU (else published or estimated)
+    # The loaded SM clock a healthy part holds under one dtype at its default power limit, where it
+    # was measured (as nodeqc's telemetry counts it: the mean of the readings under load). A dtype
+    # not here runs at healthy_sm_mhz. Half precision on a Hopper holds the 700 W limit far below
+    # the mean over a whole burn.
+    loaded_sm_mhz: dict[str, float] = field(default_factory=dict, hash=False)
+
+    def loaded_clock(self, dtypes: Iterable[str] | None = None) -> float:
+        """The loaded SM clock below which a healthy part does not go under a load of these dtypes:
+        the lowest of theirs. A step's telemetry mixes its dtypes in whatever share the samples fell,
+        so only the lowest is a floor that a healthy part always clears. None: healthy_sm_mhz."""
+        chosen = list(dtypes or [])
+        if not chosen:
+            return self.healthy_sm_mhz
+        return min(self.loaded_sm_mhz.get(d, self.healthy_sm_mhz) for d in chosen)
 
     def matches_name(self, name: str) -> bool:
         return any(fnmatch.fnmatch(name.lower(), p.lower()) for p in self.nvml_names)
@@ -76,10 +90,18 @@ class Sku:
 def _sku(key: str, family: str, name: str, form: str, ids: tuple[int, ...], nvml: tuple[str, ...],
          memory_gib: float, power_w: float, tflops: dict[str, float], sm_mhz: float, hbm: float,
          pcie_gen: int, source: str, h2d: float | None = None, d2h: float | None = None,
-         measured: bool = False) -> Sku:
+         measured: bool = False, loaded_mhz: dict[str, float] | None = None) -> Sku:
     return Sku(key, family, name, form, ids, nvml, memory_gib, power_w, tflops, sm_mhz, hbm,
                LINK_GBPS[pcie_gen] if h2d is None else h2d, LINK_GBPS[pcie_gen] if d2h is None else d2h,
-               pcie_gen, source, measured)
+               pcie_gen, source, measured, dict(loaded_mhz or {}))
+
+
+def _half_precision(mhz: float) -> dict[str, float]:
+    """fp16's measured loaded clock, for bf16 too: the same tensor cores at the same dense peak
+    (989 TFLOP/s each on the H100 SXM5, shared/REFERENCE.md) and the same measured rate within 5%
+    (fp16 732-749, bf16 747-782 TFLOP/s, shared/measurements/README.md), so the same power per
+    clock at the limit. bf16's clock itself was not read."""
+    return {"fp16": mhz, "bf16": mhz}
 
 
 # Datasheet dense peaks are in shared/REFERENCE.md unless the comment names another datasheet.
@@ -93,14 +115,18 @@ SKUS: tuple[Sku, ...] = (
          # _scaled_mm 1417.6). A short benchmark, not yet the burn's sustained low end: replace it
          # with that once the fp8 burn has run on H100 SXM5s (benchmarks/bench_gpu.py).
          {**_H100_SXM5_MEASURED, "fp8": 1353.2},
-         # Not read on the H100 under the burn: the H200 (same GH100 die, clocks and 700 W limit)
-         # ran at 1794 MHz mean over the whole quick burn (every dtype). Under a half-precision
-         # load alone the H100 capture reads 1290-1365 MHz, held by the 700 W cap (SW power cap):
-         # tensor dtypes run well below the mean, fp64/fp32 near the 1980 MHz maximum.
+         # The mean over a whole burn was not read on the H100: the H200's (same GH100 die, clocks
+         # and 700 W limit), 1794 MHz over the quick burn's five dtypes, stands for the dtypes whose
+         # own clock was not read.
          1794, _H100_SXM5_HBM_MEASURED, 5,
          "measured on three H100 SXM5 (shared/measurements, 2026-11-23): quick burn low ends, "
-         "copy 2843-2859, H2D 54.2-55.3, D2H 55.2 (one machine; H2D's low end used for both)",
-         measured=True),
+         "copy 2843-2859, H2D 54.2-55.3, D2H 55.2 (one machine; H2D's low end used for both); "
+         "SM clock under fp16 1331 MHz (capture)",
+         measured=True,
+         # Half precision at the 700 W limit: capture-h100-sxm5-80gb.json, `nodeqc capture` under
+         # half-precision products (the plain load, CupyDevice.busy_step), SW power cap asserted,
+         # power 690-704 W: 34 readings under load, 1260-1455 MHz, mean 1331 (1290-1365 once steady).
+         loaded_mhz=_half_precision(1331)),
     _sku("h100-pcie-80gb", "h100", "H100 PCIe 80GB", "pcie", (0x2331,), ("NVIDIA H100 PCIe",),
          79.6, 350,
          _estimate({"fp64": 51, "fp32": 51, "tf32": 378, "fp16": 756, "bf16": 756, "fp8": 1513}),
@@ -121,8 +147,11 @@ SKUS: tuple[Sku, ...] = (
           "fp8": _estimate({"fp8": 1979})["fp8"]},
          1794, 3972, 5,
          "measured on one H200 SXM (shared/measurements, 2026-11-23): quick burn, copy 3972-3984, "
-         "H2D 55.5, D2H 55.3-55.4, SM clock 1794 MHz mean under the burn",
-         h2d=55.5, d2h=55.3, measured=True),
+         "H2D 55.5, D2H 55.3-55.4, SM clock 1794 MHz mean under the burn, 1400 MHz under fp16 (capture)",
+         h2d=55.5, d2h=55.3, measured=True,
+         # Half precision at the 700 W limit: capture-h200-sxm-141gb.json, the same plain load, SW
+         # power cap asserted, power 683-705 W: 35 readings under load, 1305-1440 MHz, mean 1400.
+         loaded_mhz=_half_precision(1400)),
     # H200 NVL datasheet: FP64 tensor 60, FP32 60, TF32 835 / BF16 1671 / FP8 3341 with sparsity,
     # 141 GB HBM3e at 4.8 TB/s, up to 600 W, Gen5 x16.
     _sku("h200-nvl-141gb", "h200", "H200 NVL 141GB", "nvl", (0x233B,), ("NVIDIA H200 NVL",),

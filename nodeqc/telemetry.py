@@ -14,6 +14,7 @@ import os
 import threading
 import time
 import zlib
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -30,6 +31,11 @@ FAILING_REASONS = ("sw_thermal", "hw_thermal", "hw_slowdown", "power_brake")
 SERIES_COLUMNS = ("t_s", "gpu") + GpuSample.FIELDS
 FLUSH_EVERY_S = 2.0
 PROCESS_POLL_S = 1.0  # seconds on the run's clock between listings of the GPUs' compute processes
+# NVML's utilisation is the share of time a kernel ran over its last sample period, between 1/6 s
+# and 1 s depending on the product (nvmlDeviceGetUtilizationRates): a load reads as one up to 1 s
+# after it starts.
+UTIL_WINDOW_S = 1.0
+POLL_GAPS_KEPT = 8  # sample rounds whose spacing says how fast the sampler really goes
 
 
 @dataclass
@@ -97,6 +103,7 @@ class GpuTelemetry:
     loaded_power_w: Stat = field(default_factory=Stat)
     loaded_sm_clock_mhz: Stat = field(default_factory=Stat)
     loaded_mem_clock_mhz: Stat = field(default_factory=Stat)
+    loaded_temp_c: Stat = field(default_factory=Stat)
     power_limit_w: Any = NA
     pcie_loaded_gen: Stat = field(default_factory=Stat)
     pcie_loaded_width: Stat = field(default_factory=Stat)
@@ -136,6 +143,7 @@ class GpuTelemetry:
             self.loaded_power_w.add(s.power_w)
             self.loaded_sm_clock_mhz.add(s.sm_clock_mhz)
             self.loaded_mem_clock_mhz.add(s.mem_clock_mhz)
+            self.loaded_temp_c.add(s.temp_c)
             self.pcie_loaded_gen.add(s.pcie_gen)
             self.pcie_loaded_width.add(s.pcie_width)
         else:
@@ -188,6 +196,7 @@ class GpuTelemetry:
             "loaded_power_w": self.loaded_power_w.to_dict(),
             "loaded_sm_clock_mhz": self.loaded_sm_clock_mhz.to_dict(),
             "loaded_mem_clock_mhz": self.loaded_mem_clock_mhz.to_dict(),
+            "loaded_temp_c": self.loaded_temp_c.to_dict(),
             "power_limit_w": _json(self.power_limit_w),
             "pcie_under_load": {"gen": self.pcie_loaded_gen.to_dict(), "width": self.pcie_loaded_width.to_dict()},
             "pcie_at_idle": {"gen": _json(self.pcie_idle_gen), "width": _json(self.pcie_idle_width)},
@@ -253,9 +262,24 @@ class TelemetrySampler:
         self._last_flush = 0.0
         self._last_counters: dict[int, GpuCounters] = {}
         self._windows: dict[str, dict[int, GpuTelemetry]] = {}
+        self._round_starts: deque[float] = deque(maxlen=POLL_GAPS_KEPT + 1)  # time.monotonic()
 
     def now(self) -> float:
         return self.clock.now() - self.t0
+
+    def poll_period_s(self) -> float:
+        """Real seconds between sample rounds as the sampler achieves them: 1/hz, or longer where NVML
+        answers slowly (many GPUs, a driver in trouble) or the CPU starves the thread. The longest
+        of the last few gaps, the round under way included."""
+        starts = list(self._round_starts)
+        gaps = [b - a for a, b in zip(starts, starts[1:])]
+        if starts:
+            gaps.append(time.monotonic() - starts[-1])
+        return max([1.0 / self.hz] + gaps)
+
+    def wall_s_to_see(self, samples: int) -> float:
+        """Real seconds a load must last for telemetry to take `samples` readings of it under load."""
+        return UTIL_WINDOW_S + samples * self.poll_period_s()
 
     def open_window(self, name: str) -> None:
         """Start collecting what telemetry sees during one step of the work, apart from the run."""
@@ -394,6 +418,7 @@ class TelemetrySampler:
         counters_every = max(1, int(self.hz * 5))  # re-read counters every ~5 s: a GPU lost later keeps them
         n = 0
         while not self._stop.is_set():
+            self._round_starts.append(time.monotonic())
             self.sample_once()
             n += 1
             if n % counters_every == 0:

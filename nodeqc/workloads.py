@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from nodeqc.errors import DtypeUnavailable
@@ -91,15 +92,17 @@ def _step(device: Any) -> float:
 
 
 def burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
-    """Plain load for params['seconds'] (no measurement): keeps a GPU busy while others are tested."""
-    seconds = float(params["seconds"])
+    """Plain load for params['seconds'] (no measurement): keeps a GPU busy while others are tested.
+    A load judged from telemetry alone (stress.power) also lasts params['min_wall_s'] real seconds,
+    so the sampler reads it under load however slowly it goes or however compressed the run's clock."""
+    seconds, min_wall_s = float(params["seconds"]), float(params.get("min_wall_s", 0.0))
     clock = device.clock
     device.set_load(1.0)
-    start = clock.now()
+    start, wall_start = clock.now(), time.monotonic()
     steps = 0
     try:
-        while (elapsed := clock.now() - start) < seconds:
-            device.busy_step(min(_step(device), seconds - elapsed))
+        while (elapsed := clock.now() - start) < seconds or time.monotonic() - wall_start < min_wall_s:
+            device.busy_step(min(_step(device), seconds - elapsed) if elapsed < seconds else _step(device))
             steps += 1
             report.progress(min(1.0, (clock.now() - start) / seconds))
     finally:

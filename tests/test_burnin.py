@@ -144,6 +144,37 @@ def test_burn_in_drift_is_diagnosed_from_its_clocks_and_temperatures():
     assert during.verdict is Verdict.ERROR and during.code == "GPU_IN_USE" and "pid 4242 (python3, 1.00 GiB)" in during.message
 
 
+def test_an_interval_of_idle_readings_is_not_the_end_of_the_burn_in():
+    """The interval that closes as the work stops (workers exiting, memory released) can hold only
+    idle readings, on a real node as in a compressed run. Those are not how the burn-in ended: a
+    healthy GPU whose rate fell would otherwise be told its clock fell (CLOCKS_LOW) and cooled."""
+    from nodeqc.backends.base import GpuSample
+    from nodeqc.telemetry import GpuTelemetry
+
+    gpu = GpuInfo(index=0, name="x", uuid="u", bus_id="b", slot=0)
+    rec = BurnInRecorder([gpu])
+    for n in range(10):
+        rec.add_window("gpu0", {"t_s": 60 * n, "tflops": 740.0 if n < 9 else 592.0, "sdc": None})
+        tel = GpuTelemetry(0)
+        tel.add(0.0, GpuSample(util_pct=100, temp_c=70, sm_clock_mhz=1794, power_w=650))
+        if n == 9:  # the last loaded interval ends with the work stopping: its idle readings are left out
+            tel.add(1.0, GpuSample(util_pct=0, temp_c=40, sm_clock_mhz=345, power_w=90))
+        rec.add_interval(60.0 * n, {"gpu0": tel})
+    idle = GpuTelemetry(0)  # the interval that closed after the work: nothing under load
+    for t in range(3):
+        idle.add(float(t), GpuSample(util_pct=0, temp_c=38, sm_clock_mhz=345, power_w=70))
+    rec.add_interval(600.0, {"gpu0": idle})
+    assert len(rec.gpus["gpu0"].intervals) == 10
+    assert rec.gpus["gpu0"].intervals[-1] == {"t_s": 540.0, "temp_c": 70.0, "sm_clock_mhz": 1794, "power_w": 650.0,
+                                              "throttle_s": 0.0}
+    done = Outcome(Task("matmul_burn", 0, {}, 600.0), STATUS_OK, elapsed_s=600.0)
+    [result], section = judge_burn_in([gpu], {0: done}, rec, {}, load_profile("generic"), started_s=0.0, time_scale=1.0)
+    assert section["drift"]["gpu0"]["sm_clock_mhz"] == (1794, 1794)
+    assert section["drift"]["gpu0"]["temp_c"] == (70.0, 70.0)
+    assert result.code == "BURN_IN_DRIFT" and result.evidence["diagnosis"]["cause"] == "defect"
+    assert "clocks holding" in result.message
+
+
 # ---------------------------------------------------------------- the verdict in full, in process (issue 18 §5)
 
 def _three_gpus():

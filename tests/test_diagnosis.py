@@ -4,6 +4,7 @@ processes, the NVML listing they come from, and each case end to end on the simu
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -218,6 +219,138 @@ def test_observed_from_a_window_of_telemetry():
     assert Expected().share({"bf16": 300}, {"bf16": 600}) == 0.5 and Expected().share({"bf16": 300}) is None
 
 
+# ------------------------------------------------------------------ the clock a healthy part holds, by dtype and SKU
+
+H100_SXM5 = GpuInfo(0, "NVIDIA H100 80GB HBM3", "GPU-x", "0000:1b:00.0", pci_device_id=0x2330, power_limit_w=700,
+                    power_default_limit_w=700)
+BURN_DTYPES = ["fp64", "fp32", "tf32", "fp16", "bf16"]
+
+
+def test_a_healthy_part_holds_its_measured_clock_at_the_power_limit_by_dtype():
+    """shared/measurements: the H100 SXM5 holds 1331 MHz (mean under load) under half precision at
+    700 W, the H200 1400 MHz; over a whole burn the H200 averaged 1794 MHz."""
+    half = Expected.of(H100_SXM5, ["fp16"])
+    assert (half.sm_clock_mhz, half.capped_sm_clock_mhz) == (1794, 1331)
+    assert half.full_clock(True) == (1331, "holds at its power limit under fp16")
+    assert half.full_clock(False) == (1794, "sustains")  # off the limit nothing holds the clock down
+    # A burn's telemetry mixes its dtypes in whatever share the samples fell: the lowest is the floor.
+    assert Expected.of(H100_SXM5, BURN_DTYPES).capped_sm_clock_mhz == 1331
+    assert Expected.of(H100_SXM5, ["bf16"]).capped_sm_clock_mhz == 1331  # the same tensor cores as fp16
+    assert Expected.of(H100_SXM5, ["fp32"]).full_clock(True) == (1794, "sustains")  # not measured alone
+    h200 = dataclasses.replace(H100_SXM5, name="NVIDIA H200", pci_device_id=0x2335)
+    assert Expected.of(h200, BURN_DTYPES).full_clock(True)[0] == 1400
+
+
+@pytest.mark.parametrize("clock,cause", [(0.9 * 1331, "defect"), (0.9 * 1331 - 1, "power_bound")])
+def test_a_power_capped_half_precision_burn_is_judged_against_its_own_clock(clock, cause):
+    capped = obs(sm_clock_mhz=clock, power_w=695.0, throttle_s={"sw_power_cap": 10.0})
+    d = diagnose("compute", capped, Expected.of(H100_SXM5, ["fp16", "bf16"]), 0.6)
+    assert d.cause == cause and d.readings["healthy_sm_clock_mhz"] == 1331
+    if cause == "power_bound":  # truly slow clocks at the limit: more power per clock than its SKU
+        assert d.code == "CLOCKS_LOW" and d.message.startswith(
+            "slow because the GPU reached its 700 W power limit at only 1,197 MHz, 0.90 of the 1,331 MHz a healthy "
+            "H100 SXM5 80GB holds at its power limit under fp16, bf16")
+    else:
+        assert d.message.startswith("slow at full clocks (1,198 MHz): the GPU computes 0.67 of its SKU's rate per clock")
+
+
+def test_a_healthy_clock_at_the_limit_is_never_called_low_and_locked_clocks_still_are():
+    # The measured H100's steady half-precision clock at 700 W (1290-1365 MHz): the 1794 MHz of a
+    # whole burn would have called it power-bound.
+    for mhz in (1290, 1331, 1365):
+        d = diagnose("compute", obs(sm_clock_mhz=mhz, power_w=696.0, throttle_s={"sw_power_cap": 10.0}),
+                     Expected.of(H100_SXM5, BURN_DTYPES), 0.7)
+        assert d.cause == "defect" and d.code is None, mhz
+    # Off the power limit the same clock is held down by nothing but a setting: locked clocks.
+    locked = diagnose("compute", obs(sm_clock_mhz=1300, power_w=420.0, throttle_s={}), Expected.of(H100_SXM5, ["fp16"]),
+                      0.7)
+    assert locked.cause == "clocks_low" and "of the 1,794 MHz a healthy H100 SXM5 80GB sustains" in locked.message
+    # The power test's plain load is half precision too: a GPU that did not reach its limit there is
+    # judged against the clock it would run at off the limit.
+    power = diagnose("power", obs(sm_clock_mhz=1850, power_w=300.0, throttle_s={}), Expected.of(H100_SXM5, ["fp16"]),
+                     None, "the power test")
+    assert power.cause == "power_low"
+
+
+def _replayed(tmp_path, clock_scale=1.0, faults=("gpu0:slow=0.5",)):
+    """The real H100 SXM5 capture from its first reading at the power limit on (the replay's first
+    samples would otherwise be its idle ones), its clocks scaled by `clock_scale`, behind a twin
+    whose compute is slowed: the burn's diagnosis through a real machine's telemetry."""
+    import json
+
+    from nodeqc.backends import replay_hardware
+    from nodeqc.faults import parse_fault
+    from nodeqc.keys import create_key
+    from nodeqc.profile import load_profile
+    from nodeqc.runner import RunOptions, Runner
+    from nodeqc.selection import Selection
+    from tests.test_real_captures import FIXTURES
+
+    data = json.loads((FIXTURES / "capture-h100-sxm5-80gb.json").read_text())
+    dev = data["devices"][0]
+
+    def from_the_limit(answer):
+        if isinstance(answer, dict):
+            if isinstance(answer.get("series"), list):
+                del answer["series"][:9]  # reading 9: the first at 700 W
+            for value in answer.values():
+                from_the_limit(value)
+
+    from_the_limit(dev)
+    clocks = dev["nvmlDeviceGetClockInfo"]["args"]["1"]["series"]
+    clocks[:] = [round(c * clock_scale) for c in clocks]
+    path = tmp_path / "capture.json"
+    path.write_text(json.dumps(data))
+    hw = replay_hardware(str(path), [parse_fault(f) for f in faults])
+    options = RunOptions(load_profile("h100-sxm5-80gb"), create_key(tmp_path / "k.pem"), out_dir=tmp_path / "out",
+                         quick=True, selection=Selection(only=("stress.burn",)))
+    outcome = Runner(options, hw).run()
+    return next(r for r in outcome.results if r.name == "stress.burn"), clocks
+
+
+def test_replayed_h100_at_its_power_limit_is_slow_at_full_clocks_not_power_bound(tmp_path):
+    r, clocks = _replayed(tmp_path)
+    assert min(clocks) == 1260 and max(clocks) == 1440  # the capture's readings at 700 W
+    assert r.verdict is Verdict.FAIL and r.code == "BURN_SLOW", r.message
+    d = r.evidence["diagnosis"]
+    assert d["cause"] == "defect" and d["readings"]["healthy_sm_clock_mhz"] == 1331 and d["readings"]["power_w"] >= 630
+    assert re.match(r"slow at full clocks \(1,[23]\d\d MHz\): the GPU computes 0\.\d\d of its SKU's rate per clock",
+                    r.message), r.message
+
+
+def test_replayed_h100_whose_clock_falls_below_the_healthy_one_at_its_limit_is_power_bound(tmp_path):
+    r, clocks = _replayed(tmp_path, clock_scale=0.85)  # 1071-1224 MHz at 700 W: under 0.9 of 1331 (1198)
+    assert r.verdict is Verdict.FAIL and r.code == "CLOCKS_LOW", r.message
+    assert r.evidence["diagnosis"]["cause"] == "power_bound" and r.evidence["diagnosis"]["measure_code"] == "BURN_SLOW"
+    assert re.match(r"slow because the GPU reached its 700 W power limit at only 1,\d{3} MHz, 0\.[78]\d of the 1,331 "
+                    r"MHz a healthy H100 SXM5 80GB holds at its power limit under fp64, fp32, tf32, fp16, bf16, fp8: it draws "
+                    r"more power per clock than its SKU", r.message), r.message
+
+
+def test_simulated_half_precision_burn_at_the_limit_is_slow_at_full_clocks(tmp_path):
+    """The simulated H100 SXM5 holds 1331 MHz under half precision at its power limit, as the real one
+    does: a slow one is slow at full clocks (RMA), never power-bound (which 1794 MHz would make it)."""
+    from nodeqc.backends import simulated_hardware
+    from nodeqc.faults import parse_fault
+    from nodeqc.keys import create_key
+    from nodeqc.profile import load_profile
+    from nodeqc.runner import RunOptions, Runner
+    from nodeqc.selection import Selection
+
+    (tmp_path / "half.toml").write_text('description = "H100 SXM5, half precision"\nextends = "h100"\n'
+                                         '[gpu]\ndtypes = ["fp16", "bf16"]\n')
+    hw = simulated_hardware("h100", [parse_fault("gpu0:slow=0.5")], time_scale=40)
+    options = RunOptions(load_profile(str(tmp_path / "half.toml")), create_key(tmp_path / "k.pem"),
+                         out_dir=tmp_path / "out", quick=True, selection=Selection(only=("stress.burn",)))
+    r = next(r for r in Runner(options, hw).run().results if r.name == "stress.burn")
+    assert r.verdict is Verdict.FAIL and r.code == "BURN_SLOW", r.message
+    readings = r.evidence["diagnosis"]["readings"]
+    assert readings["healthy_sm_clock_mhz"] == 1331 and readings["power_w"] >= 0.9 * 700
+    assert r.evidence["diagnosis"]["cause"] == "defect" and 1331 <= readings["sm_clock_mhz"] < 1.1 * 1331
+    assert re.match(r"slow at full clocks \(1,[34]\d\d MHz\): the GPU computes 0\.50 of its SKU's rate per clock",
+                    r.message), r.message
+
+
 # ------------------------------------------------------------------ other processes before the stress
 
 def gpu(**kw):
@@ -300,14 +433,18 @@ def diagnosed_run(tmp_path_factory):
 def test_end_to_end_slow_at_full_clocks(diagnosed_run):
     r = diagnosed_run[0]["stress.burn", "gpu0"]
     assert r.verdict is Verdict.FAIL and r.code == "BURN_SLOW"
-    assert r.message.startswith("slow at full clocks (1,794 MHz): the GPU computes 0.50 of its SKU's rate per clock")
+    # The simulated H100 runs each dtype at its clock (1331 MHz under half precision at its limit, the
+    # SKU's 1794 otherwise): the burn's mean falls between, as the samples fell; all full clocks.
+    m = re.match(r"slow at full clocks \(1,(\d{3}) MHz\): the GPU computes 0\.50 of its SKU's rate per clock", r.message)
+    assert m and 331 <= int(m.group(1)) <= 794, r.message
     assert r.evidence["diagnosis"]["cause"] == "defect"
 
 
 def test_end_to_end_throttled(diagnosed_run):
     r = diagnosed_run[0]["stress.burn", "gpu1"]
     assert r.verdict is Verdict.FAIL and r.code == "THROTTLE_HW_SLOWDOWN"
-    assert r.message.startswith("slow because clocks were held near 897 MHz by HW slowdown")
+    m = re.match(r"slow because clocks were held near (\d{3}) MHz by HW slowdown", r.message)  # half of 1331..1794
+    assert m and 665 <= int(m.group(1)) <= 897, r.message
     assert "check PSUs and power cables" in r.message and r.evidence["diagnosis"]["measure_code"] == "BURN_SLOW"
 
 

@@ -17,7 +17,7 @@ from nodeqc.cli import ProgressPrinter
 from nodeqc.codes import escalation, remediation
 from nodeqc.faults import parse_fault
 from nodeqc.findings import (FIXED, NEW, NOT_RETESTED, STILL_FAILING, Finding, Part, answer, answer_of,
-                             escalate, finding_lines, repair_outcome, split_findings)
+                             answer_lines, escalate, finding_lines, repair_outcome, split_findings)
 from nodeqc.keys import create_key, trusted_keys
 from nodeqc.model import CheckResult, Verdict
 from nodeqc.profile import load_profile
@@ -55,11 +55,16 @@ def faulty(tmp_path_factory):
 def test_the_headless_summary_names_each_part_its_finding_and_what_to_do(faulty):
     outcome, predicate, text, _ = faulty
     summary = text[text.index("RESULT: "):]
-    # hgx-h100 names its compute NICs, so the one that is down fails the node (issue 12). (\d+ not run:
-    # main's power check may not get power readings on a loaded test machine.)
+    # hgx-h100 names its compute NICs, so the one that is down fails the node (issue 12).
     first = summary.splitlines()[0]
     assert re.match(r"RESULT: FAIL: \d+ passed, 4 failed; \d+ not run: ", first), first
-    assert "no NIC peer given (pass --nic-peer)" in first and "8 page retirement not supported" in first
+    assert "no NIC peer given (pass --nic-peer)" in first and "page retirement" not in first
+    # Page retirement does not apply to H100s (they remap rows): said once, under the findings, and
+    # once in the progress for all eight GPUs; never counted as a check not run.
+    assert [line for line in summary.splitlines() if "page retirement" in line] == [
+        "  not applicable to these GPUs: page retirement (Ampere and newer GPUs remap rows instead)"]
+    assert re.search(r"N/A   health\.retired_pages +gpu0-7: not applicable: Ampere and newer GPUs remap rows instead "
+                     r"of retiring pages\n", text)
     gpu3 = "GPU 3 (0000:61:00.0, serial SIM-HGXH100-0001-G3)"
     gpu5 = "GPU 5 (0000:c3:00.0, serial SIM-HGXH100-0001-G5)"
     nic2 = "NIC ibp64s0 (0000:40:00.0)"
@@ -131,6 +136,21 @@ def test_a_pass_with_checks_not_run_never_says_every_check_passed():
     assert a.headline == "PASS: 1 passed; 3 not run: 2 no NIC peer given (pass --nic-peer), 1 page retirement not supported"
     one_reason = answer(results[:3], [], "PASS", "complete")
     assert one_reason.headline == "PASS: 1 passed; 2 not run: no NIC peer given (pass --nic-peer)"
+
+
+def test_a_check_of_another_gpu_generation_is_said_once_and_never_counted_as_not_run():
+    na = [CheckResult("health.retired_pages", f"gpu{i}", Verdict.SKIP, "not applicable: ...", code="PAGE_RETIREMENT_NA")
+          for i in range(8)]
+    a = answer([CheckResult("host.cpu", "node", Verdict.PASS, "ok")] + na, [], "PASS", "complete")
+    assert a.headline == "PASS: 1 passed" and a.not_run == []
+    assert a.not_applicable == ["page retirement (Ampere and newer GPUs remap rows instead)"]
+    assert answer_lines(a) == ["PASS: 1 passed",
+                               "  not applicable to these GPUs: page retirement (Ampere and newer GPUs remap rows instead)"]
+    assert a.to_dict()["not_applicable"] == a.not_applicable
+    # A Volta whose NVML did not answer its page-retirement counters: a check that did not run.
+    volta = CheckResult("health.retired_pages", "gpu0", Verdict.SKIP, "page retirement not reported by NVML on this GPU")
+    assert answer([volta], [], "PASS", "complete").headline == \
+        "PASS: 0 passed; 1 not run: page retirement not reported by NVML on this GPU"
 
 
 def test_a_finding_is_split_at_top_level_semicolons_only():

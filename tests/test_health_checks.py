@@ -217,6 +217,35 @@ def test_pre_ampere_gpus_retire_pages_instead():
     assert health.retired_pages(gpu(), telemetry([loaded()], counters()), H100).verdict is Verdict.SKIP
 
 
+@pytest.mark.parametrize("cc,pages,rows", [
+    # Ampere and newer remap rows: page retirement does not apply (said once, never "not run").
+    # (Their row-remap counters unanswered is a check that did not run.)
+    ("9.0", ("PAGE_RETIREMENT_NA", "not applicable: Ampere and newer GPUs remap rows instead of retiring pages"),
+     (None, "row remapping not reported by NVML on this GPU")),
+    ("8.0", ("PAGE_RETIREMENT_NA", "not applicable: Ampere and newer GPUs remap rows instead of retiring pages"),
+     (None, "row remapping not reported by NVML on this GPU")),
+    # Volta and Turing retire pages: an unanswered counter there is a check that did not run.
+    ("7.0", (None, "page retirement not reported by NVML on this GPU"),
+     ("ROW_REMAP_NA", "not applicable: GPUs before Ampere retire pages instead of remapping rows")),
+    ("7.5", (None, "page retirement not reported by NVML on this GPU"),
+     ("ROW_REMAP_NA", "not applicable: GPUs before Ampere retire pages instead of remapping rows")),
+    # A generation nodeqc cannot tell: nothing is claimed to be not applicable.
+    (NA, (None, "page retirement not reported by NVML on this GPU"),
+     (None, "row remapping not reported by NVML on this GPU")),
+])
+def test_memory_repair_of_another_generation_is_not_applicable(cc, pages, rows):
+    unanswered = telemetry([loaded()], (GpuCounters(), GpuCounters()))  # NVML answered NotSupported to both
+    r = health.retired_pages(gpu(compute_capability=cc), unanswered, H100)
+    assert (r.verdict, r.code, r.message) == (Verdict.SKIP, *pages)
+    remap = health.row_remap(gpu(compute_capability=cc), unanswered, H100)
+    assert (remap.verdict, remap.code, remap.message) == (Verdict.SKIP, *rows)
+    # Where the counters answer, the check judges them whatever the generation says.
+    start = GpuCounters(retired_sbe=0, retired_dbe=0, retired_pending=False)
+    end = GpuCounters(retired_sbe=63, retired_dbe=0, retired_pending=False)
+    assert health.retired_pages(gpu(compute_capability=cc), telemetry([loaded()], (start, end)), H100).code == \
+        "RETIRED_PAGES"
+
+
 def test_any_xid_fails_and_names_its_meaning():
     tel = telemetry([loaded()])
     assert health.xid(gpu(), tel, H100).verdict is Verdict.PASS
@@ -404,7 +433,7 @@ def test_whole_results_row_remap():
     r = health.row_remap(gpu(), telemetry([loaded()], counters()), H100)
     assert (r.verdict, r.message) == (Verdict.PASS, "rows remapped for uncorrectable errors: 0, limit <= 511, warn above 0")
     assert whole(health.row_remap(gpu(), telemetry([loaded()], (GpuCounters(), GpuCounters())), H100)) == (
-        "health.row_remap", "gpu0", "skip", None, "row remapping not supported (pre-Ampere GPUs retire pages instead)",
+        "health.row_remap", "gpu0", "skip", None, "row remapping not reported by NVML on this GPU",
         {}, None, [], {})
     assert health.row_remap(gpu(), telemetry([loaded()], (GpuCounters(), None)), H100).verdict is Verdict.SKIP
 
@@ -424,7 +453,7 @@ def test_whole_results_retired_pages():
     for end in (GpuCounters(retired_sbe=1, retired_dbe=NA), GpuCounters(retired_sbe=NA, retired_dbe=1), None):
         r = health.retired_pages(gpu(), telemetry([loaded()], (start, end)), H100)
         assert whole(r) == ("health.retired_pages", "gpu0", "skip", None,
-                            "page retirement not supported (Ampere and newer remap rows instead)", {}, None, [], {})
+                            "page retirement not reported by NVML on this GPU", {}, None, [], {})
 
 
 def test_whole_results_xid():
@@ -523,10 +552,18 @@ def test_nvlink_expected_links_from_the_profile_over_the_gpu():
     assert [t.name for t in r.thresholds] == ["max_nvlink_errors"]
 
 
-@pytest.mark.parametrize("count, end", [(NA, nvlink_counters()), (0, nvlink_counters()), (18, GpuCounters()), (18, None)])
-def test_no_nvlink_is_skipped(count, end):
+NVLINK_NOT_APPLICABLE = ("NVLINK_NA", "not applicable: the GPU reports no NVLink and the profile asks for none")
+NVLINK_NOT_REPORTED = (None, "NVLink links or counters not reported on this GPU")
+
+
+@pytest.mark.parametrize("count, end, said", [
+    (NA, nvlink_counters(), NVLINK_NOT_APPLICABLE),  # no link count from NVML (an SXM GPU alone in a VM)
+    (0, nvlink_counters(), NVLINK_NOT_APPLICABLE),  # a PCIe card
+    (18, GpuCounters(), NVLINK_NOT_REPORTED),  # links, but their state not read: a check not run
+    (18, None, NVLINK_NOT_REPORTED)])
+def test_no_nvlink_is_not_applicable_and_links_not_read_are_not_run(count, end, said):
     r = health.nvlink(gpu(nvlink_count=count), nvlink_telemetry(nvlink_counters(), end), H100)
-    assert whole(r) == ("health.nvlink", "gpu0", "skip", None, "no NVLink on this GPU", {}, None, [], {})
+    assert whole(r) == ("health.nvlink", "gpu0", "skip", *said, {}, None, [], {})
 
 
 def test_whole_results_presence():

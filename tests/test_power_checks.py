@@ -10,7 +10,7 @@ import pytest
 from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuSample
 from nodeqc.backends.sim_compute import SimDevice
 from nodeqc.backends.simulated import SimNode, load_scenario
-from nodeqc.checks.stress import PULSE_PERIODS_S, judge_power, judge_pulse
+from nodeqc.checks.stress import POWER_LOADED_SAMPLES, PULSE_PERIODS_S, judge_power, judge_pulse
 from nodeqc.faults import parse_fault
 from nodeqc.model import Verdict
 from nodeqc.profile import load_profile
@@ -194,8 +194,103 @@ def test_targeted_power_at_dcgms_floor(watts, verdict):
 
 
 def test_targeted_power_without_readings_says_so():
-    r = judge_power([GPU], {0: ok({"seconds": 10})}, {0: window([])}, H100)[0]
-    assert r.verdict is Verdict.SKIP and "no power readings" in r.message
+    # Telemetry never read the GPU under load (no sample at all, or only idle ones): the power test
+    # has shown nothing, and says why; the run could not qualify the node (exit 2), never a silent pass.
+    for seen, tel in ((0, window([])), (2, window([(0.0, sample(util=0)), (1.0, sample(util=3))]))):
+        r = judge_power([GPU], {0: ok({"seconds": 10})}, {0: tel}, H100)[0]
+        assert (r.verdict, r.code) == (Verdict.ERROR, "POWER_NOT_READ")
+        assert r.message == (f"telemetry read no sample of this GPU under load during the power test ({seen} "
+                             "reading(s) in all): NVML answered too slowly; not judged")
+    # Under load, but NVML reports no power for this GPU (NotSupported): nothing to judge it by.
+    no_power = window([(0.0, sample(power=None)), (1.0, sample(power=None))])
+    r = judge_power([GPU], {0: ok({"seconds": 10})}, {0: no_power}, H100)[0]
+    assert r.verdict is Verdict.SKIP and r.message == "no power readings under load"
+
+
+class SlowNvml:
+    """NVML that takes `delay_s` to answer each GPU's sample (many GPUs, a driver in trouble)."""
+
+    def __init__(self, inner, delay_s):
+        self.inner, self.delay_s = inner, delay_s
+
+    def sample(self, index):
+        import time
+
+        time.sleep(self.delay_s)
+        return self.inner.sample(index)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def _power_run(tmp_path, monkeypatch, loaded_samples):
+    """stress.power on a one-GPU simulated H100 whose 10 s run in about 11 ms of real time (900x),
+    sampled at 4 Hz by an NVML that takes 0.4 s a reading."""
+    import dataclasses
+
+    from nodeqc.backends import simulated_hardware
+    from nodeqc.checks import stress
+    from nodeqc.keys import create_key
+    from nodeqc.runner import RunOptions, Runner
+    from nodeqc.selection import Selection
+
+    plan = [dataclasses.replace(s, loaded_samples=loaded_samples) if s.name == "stress.power" else s
+            for s in stress.PLAN]
+    monkeypatch.setattr(stress, "PLAN", plan)
+    hw = simulated_hardware("h100", [], time_scale=900)
+    hw = dataclasses.replace(hw, mgmt=SlowNvml(hw.mgmt, 0.4))
+    options = RunOptions(load_profile("h100"), create_key(tmp_path / "k.pem"), out_dir=tmp_path / "out", quick=True,
+                         selection=Selection(only=("stress.power",)))
+    outcome = Runner(options, hw).run()
+    return next(r for r in outcome.results if r.name == "stress.power")
+
+
+@pytest.mark.slow
+def test_a_slow_nvml_poll_still_reads_the_power_test_under_load(tmp_path, monkeypatch):
+    """The load lasts until the sampler, at the pace it really keeps, has read it under load: a slow
+    NVML (or a compressed run on a loaded machine) cannot leave the power test without readings."""
+    r = _power_run(tmp_path, monkeypatch, POWER_LOADED_SAMPLES)
+    assert r.verdict is Verdict.PASS and r.values["power_fraction"].value >= 0.8, r.message
+    # Without the wait the same load is over before the sampler reads it: the test says it could not judge.
+    (tmp_path / "without").mkdir()
+    missed = _power_run(tmp_path / "without", monkeypatch, 0)
+    assert (missed.verdict, missed.code) == (Verdict.ERROR, "POWER_NOT_READ"), missed.message
+
+
+def test_the_sampler_knows_the_pace_it_really_keeps():
+    """1/hz when NVML answers at once; the time a round takes when it does not."""
+    import time
+
+    from nodeqc.backends import simulated_hardware
+    from nodeqc.telemetry import UTIL_WINDOW_S, TelemetrySampler
+
+    hw = simulated_hardware("h100", [], time_scale=1)
+    gpus = hw.mgmt.gpus()
+    for mgmt, low, high in ((hw.mgmt, 0.25, 0.5), (SlowNvml(hw.mgmt, 0.3), 0.3, 1.0)):
+        sampler = TelemetrySampler(mgmt, gpus, hw.clock, hw.clock.now(), 4, None)
+        assert sampler.poll_period_s() == 0.25  # nothing measured yet: the rate asked for
+        sampler.start()
+        try:
+            time.sleep(1.5)
+            assert low <= sampler.poll_period_s() <= high
+            assert sampler.wall_s_to_see(4) == pytest.approx(UTIL_WINDOW_S + 4 * sampler.poll_period_s(), abs=0.05)
+        finally:
+            sampler.stop()
+
+
+def test_the_plain_load_lasts_its_real_time_floor_however_compressed_the_clock():
+    import time
+
+    from nodeqc.workloads import burn
+
+    n = SimNode(load_scenario("h100"), [], time_scale=900)
+    dev = SimDevice(n.compute_spec(), 0)
+    start = time.monotonic()
+    r = burn(dev, {"seconds": 10, "min_wall_s": 0.5}, Progress())
+    assert time.monotonic() - start >= 0.5 and r["seconds"] >= 10
+    start = time.monotonic()
+    burn(dev, {"seconds": 10}, Progress())  # no floor: 10 s of the run's clock, about 11 ms of real time
+    assert time.monotonic() - start < 0.5
 
 
 # ---------------------------------------------------------------- the workload on the simulated device
@@ -313,7 +408,8 @@ def test_whole_results_targeted_power():
     r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]
     assert (r.verdict, r.values["throttle_s"].value) == (Verdict.FAIL, 1.23)
     assert whole(judge_power([GPU3], {3: ok({"seconds": 30})}, {}, H100)[0]) == (
-        "stress.power", "gpu3", "skip", None, "no power readings under load", {}, None, [], {})
+        "stress.power", "gpu3", "error", "POWER_NOT_READ", "telemetry read no sample of this GPU under load during "
+        "the power test (0 reading(s) in all): NVML answered too slowly; not judged", {}, None, [], {})
 
 
 def test_targeted_power_without_a_power_limit_reading_is_skipped():
@@ -371,11 +467,12 @@ def test_targeted_power_names_another_process_and_explains_with_the_gpus_sku():
 
 
 @pytest.mark.parametrize("tel", [None, GpuTelemetry(0)], ids=["no window", "no samples"])
-def test_pulse_that_nothing_watched_is_not_run_never_a_pass(tel):
+def test_pulse_that_nothing_watched_could_not_run_never_a_pass(tel):
     """No telemetry sample and no driver counter in the window: the swings were not observed, so
-    the check has no verdict (SKIP PULSE_NOT_OBSERVED), never 'no HW slowdown or power brake'."""
+    the check could not run (ERROR PULSE_NOT_OBSERVED, as POWER_NOT_READ), never 'no HW slowdown
+    or power brake'."""
     r = judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel} if tel else {}, H100)[0]
-    assert (r.verdict, r.code) == (Verdict.SKIP, "PULSE_NOT_OBSERVED")
+    assert (r.verdict, r.code) == (Verdict.ERROR, "PULSE_NOT_OBSERVED")
     assert "not observed" in r.message and {k: v.value for k, v in r.values.items()} == {"periods": 4}
 
 

@@ -67,6 +67,10 @@ def test_telemetry_follows_load_and_links_downtrain_at_idle():
     assert busy.pcie_gen == 5 and busy.pcie_width == 16 and busy.util_pct == 100
     assert busy.temp_c > idle.temp_c + 20 and busy.power_w > 5 * idle.power_w
     assert busy.sm_clock_mhz == 1794  # the H100 SXM5's sustained clock under load (nodeqc.skus), not its maximum
+    dev.busy_step(1.0)  # the plain load computes in half precision: the clock a healthy H100 holds at its limit
+    assert mgmt.sample(0).sm_clock_mhz == 1331
+    dev.release()
+    assert mgmt.sample(0).sm_clock_mhz == 1794
     assert mgmt.sample(1).util_pct == 0  # the others stay idle
     dev.set_load(0.0)
     assert mgmt.sample(0).pcie_gen == 1

@@ -589,7 +589,7 @@ P2P_VALUES = {"latency_us": (2.5, "us"), "p2p_bidir_gbps": (500.0, "GB/s"), "p2p
               "slowest_pair_gbps": (300.0, "GB/s")}
 P2P_SLOW = ("median one-way bandwidth to its peers 300 GB/s is below the limit 350 GB/s; median two-way bandwidth to its "
             "peers 500 GB/s is below the limit 600 GB/s; worst copy latency 2.5 us is above the limit 2 us")
-P2P_LIMITS = ["min_p2p_gbps", "min_p2p_bidir_gbps", "max_p2p_latency_us"]
+P2P_LIMITS = ["min_p2p_gbps", "min_p2p_bidir_gbps", "max_p2p_latency_us", "max_outlier_pct"]
 BURN_EVIDENCE = ["dtypes", "node_median_tflops", "not_run"]
 
 
@@ -1200,3 +1200,29 @@ def test_a_slow_burn_is_explained_with_the_share_of_a_healthy_gpu():
     r = by_subject(stress.judge_burn(odd, {0: ok(burn_result(20.0), 0), 1: ok(burn_result(60.0), 1)},
                                      {0: _loaded_window(0), 1: _loaded_window(1)}, limits))
     assert r["gpu0"].evidence["diagnosis"]["readings"]["rate_share"] == 0.5
+
+
+def _p2p_with(n, rate):
+    """n GPUs, every pair at 400 GB/s scaled by the slower end's factor in rate (a GPU's own link)."""
+    pairs = [{**p, "gbps": 400.0 * min(rate.get(p["src"], 1.0), rate.get(p["dst"], 1.0))} for p in _pairs(n)]
+    return ok({"access": [[i, j, True] for i in range(n) for j in range(n) if i != j], "pairs": pairs, "bidir": []})
+
+
+@pytest.mark.parametrize("factor, verdict", [(0.3, Verdict.FAIL), (0.899, Verdict.FAIL), (0.9, Verdict.WARN),
+                                             (0.949, Verdict.WARN), (0.95, Verdict.PASS)])
+def test_p2p_slow_gpu_without_a_floor_is_an_outlier_at_the_profile_limits(factor, verdict):
+    """A profile of PCIe cards has no P2P floor: a GPU whose every peer copy is slow fails on the node's
+    median of fastest copies (10 % below fails, 5 % warns); its peers, each with fast pairs, pass."""
+    r = by_subject(stress.judge_p2p(gpus(4), _p2p_with(4, {2: factor}), profile()))
+    assert r["gpu2"].verdict is verdict and r["gpu2"].code == (None if verdict is Verdict.PASS else "P2P_OUTLIER")
+    assert all(r[f"gpu{i}"].verdict is Verdict.PASS for i in (0, 1, 3))
+
+
+def test_p2p_uneven_tree_is_no_outlier_and_a_floor_keeps_its_code():
+    """GPUs behind two switches, copies across them at half speed: each GPU still has a fast peer."""
+    near = lambda a, b: a // 2 == b // 2  # noqa: E731
+    pairs = [{**p, "gbps": 400.0 if near(p["src"], p["dst"]) else 200.0} for p in _pairs(4)]
+    result = ok({"access": [[i, j, True] for i in range(4) for j in range(4) if i != j], "pairs": pairs, "bidir": []})
+    assert all(x.verdict is Verdict.PASS for x in stress.judge_p2p(gpus(4), result, profile()))
+    floored = by_subject(stress.judge_p2p(gpus(4), _p2p_with(4, {2: 0.3}), profile(min_p2p_gbps=300)))
+    assert floored["gpu2"].code == "P2P_SLOW" and "below the node median" in floored["gpu2"].message

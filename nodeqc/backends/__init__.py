@@ -59,9 +59,11 @@ def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float
                     host_stress=node.host_stress(), bmc=node.bmc())
 
 
-def replay_hardware(path: str) -> Hardware:
+def replay_hardware(path: str, twin_faults: list[Any] | None = None) -> Hardware:
     """A captured machine: its NVML answers and host replayed (nodeqc capture), with a simulated
-    compute twin of the captured GPU model so the stress checks run too. Reports say simulated."""
+    compute twin of the captured GPU model so the stress checks run too. Reports say simulated.
+    `twin_faults` (nodeqc.faults) are planted in the twin's compute, never in the replayed answers:
+    a slow GPU seen through a real machine's telemetry."""
     import json
     from pathlib import Path
 
@@ -93,7 +95,7 @@ def replay_hardware(path: str) -> Hardware:
     scenario = Scenario("replay", Path(path), {
         "gpus": {"model": twin, "count": len(data["devices"]), "topology": "nvswitch" if links else "pcie"},
         "host": {"cores": host.cores or 1, "memory_gib": 1}})
-    node = SimNode(scenario, [])
+    node = SimNode(scenario, list(twin_faults or []))
     simulation["time_scale"] = node.clock.scale
     return Hardware(NvmlBackend(ReplayNvml(data)), _ReplayHost(host), node.compute_spec(), node.clock, simulation)
 

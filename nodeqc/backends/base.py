@@ -28,6 +28,11 @@ REASON_BITS: dict[str, int] = {
 }
 
 
+# What a device's plain load (busy_step: stress.power, the capture's load) computes in: half-precision
+# products, the dtype whose loaded clock at the power limit was measured (nodeqc.skus).
+PLAIN_LOAD_DTYPE = "fp16"
+
+
 def decode_reasons(mask: int) -> list[str]:
     """Every reason whose bit is set: reasons combine, so never compare the mask for equality."""
     return [name for name, bit in REASON_BITS.items() if mask & bit]

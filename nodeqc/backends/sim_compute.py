@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from nodeqc.backends.base import Clock
+from nodeqc.backends.base import PLAIN_LOAD_DTYPE, Clock
 from nodeqc.backends.cublaslt import fp8_unsupported
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS
-from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST,
-                                       SLOT_PULSE_S, SLOT_SWUNG, SLOTS, transient_braking)
+from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
+                                       SLOT_LOST, SLOT_PULSE_S, SLOT_SWUNG, SLOTS, transient_braking)
 from nodeqc.backends.simulated import COTENANT_SHARE, LOST_AFTER_S, cotenant_active, sim_clock
 from nodeqc.errors import GpuLostError
 from nodeqc.verify import allreduce_contribution, copy_pattern, fingerprint, splitmix64
@@ -136,7 +136,12 @@ class SimDevice:
         self.check_alive()
 
     def busy_step(self, seconds: float) -> None:
+        self._computing(PLAIN_LOAD_DTYPE)
         self._work(seconds)
+
+    def _computing(self, dtype: str | None) -> None:
+        """The GPU's loaded clock follows what it computes in (nodeqc.skus.Sku.loaded_clock)."""
+        self.shared[self._slot(SLOT_CLOCK_MHZ)] = self.model.sku.loaded_clock([dtype]) if dtype else 0.0
 
     def _share(self) -> float:
         """The share of the GPU's time this work gets: all of it, unless a co-tenant computes too."""
@@ -147,6 +152,7 @@ class SimDevice:
 
     def release(self) -> None:
         self._mm, self._mem, self._stream = {}, None, None
+        self._computing(None)
 
     @property
     def compute_capability(self) -> float:
@@ -169,6 +175,7 @@ class SimDevice:
         a = rng.standard_normal((SIM_MATMUL_N, SIM_MATMUL_N)).astype(DTYPE_NUMPY[dtype])
         b = rng.standard_normal((SIM_MATMUL_N, SIM_MATMUL_N)).astype(DTYPE_NUMPY[dtype])
         self._mm = {"dtype": dtype, "a": a, "b": b, "c": None}
+        self._computing(dtype)
         return 2 * NOMINAL_MATMUL_N ** 3
 
     def matmul_run(self, iters: int) -> float:

@@ -10,7 +10,10 @@ platform (sim_platform), which all read or write it."""
 # the driver's brake counter is exact at any reading, as a real driver's is.
 SLOT_LOAD, SLOT_LOST, SLOT_LOADED_S, SLOT_PULSE_S, SLOT_BRAKE_S, SLOT_BRAKE_SINCE = 0, 1, 2, 3, 4, 5
 SLOT_SWUNG = 6  # whether the load has swung at all (the pulse test ran): the PSU faults follow it
-SLOTS = 7
+# The loaded clock of the dtype the GPU computes in now (nodeqc.skus: half precision holds the power
+# limit at a lower clock); 0: the SKU's loaded clock.
+SLOT_CLOCK_MHZ = 7
+SLOTS = 8
 
 
 def transient_braking(pulse_s: float, brake_ms: float) -> bool:

@@ -28,8 +28,8 @@ from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounte
 from nodeqc.backends.nic import IB_COUNTERS
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS, SimGpuModel
 from nodeqc.backends.sim_platform import SimHostStress, SimPlatform
-from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_LOAD, SLOT_LOADED_S, SLOT_LOST, SLOT_PULSE_S,
-                                       SLOTS, transient_braking)
+from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
+                                       SLOT_LOST, SLOT_PULSE_S, SLOTS, transient_braking)
 from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.faults import Fault, check_range
 from nodeqc.na import NA
@@ -213,11 +213,37 @@ def load_scenario(ref: str) -> Scenario:
     return Scenario(path.stem, path, data)
 
 
+def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int) -> None:
+    """A GPU fault the simulated GPU could not have is a usage error, not a fault that silently does
+    nothing (a node that then passes would look like a fault the checks missed): NVLink faults on a
+    GPU without NVLink, row remapping before Ampere, a link generation above the GPU's, a power cap
+    at or above its limit, peer faults on a node without peers."""
+    sku = model.sku.name
+    for f in faults:
+        if f.target != "gpu":
+            continue
+        why = None
+        if f.name == "nvlink_down" and f.value > model.nvlink_links:
+            why = (f"the simulated {sku} has no NVLink" if not model.nvlink_links
+                   else f"the simulated {sku} has {model.nvlink_links} NVLink links")
+        elif f.name in ("row_remap_pending", "row_remap_failed") and not model.has_row_remapping:
+            why = f"the simulated {sku} retires pages instead of remapping rows (GPUs before Ampere)"
+        elif f.name == "pcie_gen" and f.value > model.pcie_gen:
+            why = f"the simulated {sku} links at PCIe Gen{model.pcie_gen} at most"
+        elif f.name in ("power", "power_limit") and f.value >= model.tdp_w:
+            why = f"the simulated {sku}'s power limit is {model.tdp_w:g} W: give fewer watts"
+        elif f.name in ("p2p_bw", "p2p_corrupt", "nccl_corrupt") and gpu_count < 2:
+            why = "needs two or more GPUs (the simulated node has one)"
+        if why:
+            raise UsageError(f"--inject {f}: {why}")
+
+
 class SimNode:
     """One simulated node: its scenario, its faults, its clock and the state shared with workers."""
 
     def __init__(self, scenario: Scenario, faults: list[Fault], time_scale: float | None = None):
         check_range(faults, scenario.gpu_count, len(scenario.nics))
+        check_applies(faults, scenario.gpu_model, scenario.gpu_count)
         self.scenario = scenario
         self.faults = faults
         self.clock = Clock(time_scale or scenario.data.get("time_scale", 10.0))
@@ -382,15 +408,20 @@ class SimManagement(GpuManagement):
         load = self._load(k)
         busy = load > LOADED
         reasons = self._reasons(k, load, st.temp)
+        demand = m.idle_w + load * (FULL_LOAD_POWER * m.tdp_w - m.idle_w)
+        power = min(demand, self.node.value(k, "power", m.tdp_w), self._limit(k))
         # Under full load a healthy GPU runs at its SKU's sustained clock (below its maximum: the
-        # power limit holds it there), which the SKU's healthy rates were measured at.
-        clock = m.idle_sm_mhz + load * (min(m.sku.healthy_sm_mhz, m.max_sm_mhz) - m.idle_sm_mhz)
+        # power limit holds it there), which the SKU's healthy rates were measured at; at its limit,
+        # the clock of the dtype it computes in (half precision holds it lower). A GPU that cannot
+        # draw what its load asks (a `power` fault) is not held by its limit.
+        dtype_clock = self.node.shared[k * SLOTS + SLOT_CLOCK_MHZ]
+        at_limit = power >= min(demand, self._limit(k))
+        full = dtype_clock if dtype_clock and at_limit else m.sku.healthy_sm_mhz
+        clock = m.idle_sm_mhz + load * (min(full, m.max_sm_mhz) - m.idle_sm_mhz)
         if busy:
             clock *= sim_clock(m, self._fault_pairs(k))[0]
         if self._braking(k):
             clock *= 0.5
-        demand = m.idle_w + load * (FULL_LOAD_POWER * m.tdp_w - m.idle_w)
-        power = min(demand, self.node.value(k, "power", m.tdp_w), self._limit(k))
         gen = self.node.value(k, "pcie_gen", m.pcie_gen) if busy else 1  # links downtrain at idle
         width = self.node.value(k, "pcie_width", m.pcie_width)
         return GpuSample(

@@ -13,6 +13,7 @@ from nodeqc.checks.common import Finding, fold, judge
 from nodeqc.checks.diagnosis import apply, describe_processes, diagnose_drift
 from nodeqc.checks.stress import outcome_failure
 from nodeqc.model import CheckResult, Value, Verdict
+from nodeqc.na import is_na
 from nodeqc.profile import Profile
 from nodeqc.telemetry import FAILING_REASONS, GpuTelemetry
 from nodeqc.verify import relative_deficit_pct
@@ -61,20 +62,29 @@ class BurnInRecorder:
         g.windows = g._append(g.windows, window)
 
     def add_interval(self, t_s: float, by_subject: dict[str, GpuTelemetry]) -> None:
+        """One telemetry interval of each GPU, from its readings under load only. Idle readings say
+        nothing of how the burn-in drifted: the interval that closes as the work ends (workers
+        stopping, memory released) can hold only those, and its clock and temperature would pass
+        for the end of the burn-in. An interval with no reading under load is left out."""
         for subject, tel in by_subject.items():
-            if subject not in self.gpus or tel.samples == 0:
+            if subject not in self.gpus or tel.loaded_samples == 0:
                 continue
             g = self.gpus[subject]
             g.intervals = g._append(g.intervals, {
-                "t_s": round(t_s, 1), "temp_c": round(tel.stats["temp_c"].mean, 1),
-                "sm_clock_mhz": round(tel.stats["sm_clock_mhz"].mean), "power_w": round(tel.stats["power_w"].mean, 1),
-                "throttle_s": round(tel.failing_throttle_s(), 2)})
+                "t_s": round(t_s, 1), "temp_c": _rounded(tel.loaded_temp_c.mean, 1),
+                "sm_clock_mhz": _rounded(tel.loaded_sm_clock_mhz.mean, None),
+                "power_w": _rounded(tel.loaded_power_w.mean, 1), "throttle_s": round(tel.failing_throttle_s(), 2)})
 
     def snapshot(self) -> dict[str, Any]:
         """What a journal checkpoint keeps: the latest window and interval of each GPU."""
         return {s: {"windows": len(g.windows), "last_window": g.windows[-1] if g.windows else None,
                     "last_interval": g.intervals[-1] if g.intervals else None, "first_sdc": g.first_sdc}
                 for s, g in self.gpus.items()}
+
+
+def _rounded(x: Any, digits: int | None) -> Any:
+    """A mean for the report; None where NVML never answered that reading (NotSupported)."""
+    return None if is_na(x) else round(x, digits)
 
 
 def _drift(items: list[dict[str, Any]], key: str) -> tuple[float, float] | None:

@@ -20,7 +20,7 @@ and evidence["diagnosis"] holds the readings it was drawn from.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from nodeqc.backends.base import GpuInfo
 from nodeqc.model import CheckResult, Verdict
@@ -101,18 +101,34 @@ class Expected:
     """What a healthy GPU of this SKU does (nodeqc.skus); None where nodeqc does not know the SKU."""
 
     sku: str | None = None
-    sm_clock_mhz: float | None = None
+    sm_clock_mhz: float | None = None  # the SKU's loaded clock over a whole burn
     healthy: dict[str, float] = field(default_factory=dict)  # bf16, ..., hbm, h2d, d2h
+    # The lowest loaded SM clock a healthy part holds AT ITS POWER LIMIT under the step's dtypes
+    # (Sku.loaded_clock): half precision holds the limit far below the whole burn's mean.
+    capped_sm_clock_mhz: float | None = None
+    load: str | None = None  # the step's dtypes ("fp16", "fp64, fp32, ..."), for the message
 
     @classmethod
-    def of(cls, gpu: GpuInfo) -> "Expected":
+    def of(cls, gpu: GpuInfo, dtypes: Iterable[str] | None = None) -> "Expected":
+        """`dtypes`: what the step computed in (the clock a healthy part holds depends on it)."""
         from nodeqc.skus import identify
 
         sku = identify(gpu)
         if sku is None:
             return cls()
+        chosen = list(dtypes or [])
         return cls(sku.name, sku.healthy_sm_mhz, {**sku.healthy_tflops, "hbm": sku.healthy_hbm_gbps,
-                                                   "h2d": sku.healthy_h2d_gbps, "d2h": sku.healthy_d2h_gbps})
+                                                  "h2d": sku.healthy_h2d_gbps, "d2h": sku.healthy_d2h_gbps},
+                   sku.loaded_clock(chosen) if chosen else None, ", ".join(chosen) or None)
+
+    def full_clock(self, at_power_limit: bool) -> tuple[float | None, str]:
+        """The loaded clock a healthy part of the SKU holds, and how to say where: at its power limit
+        the step's dtypes set it (a healthy H100 SXM5 holds 1331 MHz under fp16 at 700 W); off the
+        limit nothing holds it below the SKU's clock."""
+        if at_power_limit and self.capped_sm_clock_mhz and self.sm_clock_mhz and \
+                self.capped_sm_clock_mhz < self.sm_clock_mhz:
+            return self.capped_sm_clock_mhz, f"holds at its power limit under {self.load}"
+        return self.sm_clock_mhz, "sustains"
 
     def share(self, measured: dict[str, Any], fallback: dict[str, Any] | None = None) -> float | None:
         """The worst of the measures as a share of the SKU's healthy figure, or of `fallback` (the
@@ -175,6 +191,8 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
     # beside a mean power far below the limit is not the limit holding it.
     drawing = obs.power_w is not None and bool(limit)
     capped = (obs.power_w >= AT_LIMIT_SHARE * limit) if drawing else _share(obs, ("sw_power_cap",)) >= THROTTLE_SHARE
+    healthy, holds = expected.full_clock(capped)
+    readings["healthy_sm_clock_mhz"] = healthy  # the one this diagnosis compared with
     if limit and default and limit < LOWERED_LIMIT_SHARE * default and capped and kind != "pcie":
         return found("power_limit", f"power-capped at {limit:g} W: the enforced limit is below the default "
                      f"{default:g} W (someone lowered it; restore it with nvidia-smi -pl {default:g})",
@@ -194,9 +212,8 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
     if kind == "p2p":  # copies between GPUs ride the links, not the SM clock
         return found("unexplained", f"no cause on this GPU in telemetry ({_readings(obs)}): "
                      "the links between GPUs are the suspects", None)
-    healthy = expected.sm_clock_mhz
     if clock and healthy and clock < FULL_CLOCK_SHARE * healthy:
-        low = f"{_mhz(clock)}, {clock / healthy:.2f} of the {_mhz(healthy)} a healthy {expected.sku} sustains"
+        low = f"{_mhz(clock)}, {clock / healthy:.2f} of the {_mhz(healthy)} a healthy {expected.sku} {holds}"
         if capped:
             at_limit = f"its {limit:g} W power limit" if limit else "its power limit"
             return found("power_bound", f"slow because the GPU reached {at_limit} at only {low}: "
@@ -211,7 +228,9 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
         return found("power_low", f"drew {drew} at full clocks{at}{rate}, with no throttling: a GPU that cannot draw "
                      "its power (check its power cables and the PSUs; RMA if it persists)", None)
     if clock and healthy and rate_share is not None:
-        per_clock = rate_share / (clock / healthy)
+        # The healthy clock is a floor (the lowest of the step's dtypes): a clock above it earns no
+        # credit, one a little under it explains that much of the shortfall.
+        per_clock = rate_share / min(1.0, clock / healthy)
         return found("defect", f"slow at full clocks ({_mhz(clock)}): the GPU computes {per_clock:.2f} of its SKU's "
                      "rate per clock (compute defect; RMA)", None)
     if clock:

@@ -181,11 +181,29 @@ def sram_ecc(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     return fold(name, gpu.subject, findings, values, [dbe_limit, sbe_limit, growth_limit], key="uncorrected")
 
 
+# Ampere (compute capability 8.0) and newer remap rows of failing memory; older GPUs retire pages.
+ROW_REMAPPING_FROM_CC = 8.0
+
+
+def remaps_rows(gpu: GpuInfo) -> bool | None:
+    """Whether the GPU's generation repairs memory by remapping rows (else by retiring pages); None
+    where its compute capability is not known."""
+    if is_na(gpu.compute_capability):
+        return None
+    try:
+        return float(gpu.compute_capability) >= ROW_REMAPPING_FROM_CC
+    except (TypeError, ValueError):
+        return None
+
+
 def row_remap(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     name = "health.row_remap"
     end = tel.counters_end
     if end is None or is_na(end.remap_pending):
-        return skip(name, gpu.subject, "row remapping not supported (pre-Ampere GPUs retire pages instead)")
+        if remaps_rows(gpu) is False:  # not applicable: said once, not a check left unrun
+            return skip(name, gpu.subject, "not applicable: GPUs before Ampere retire pages instead of remapping rows",
+                        code="ROW_REMAP_NA")
+        return skip(name, gpu.subject, "row remapping not reported by NVML on this GPU")
     limit = profile.threshold("gpu", "max_row_remaps")
     values = {"uncorrectable_remaps": Value(end.remap_uncorrectable), "correctable_remaps": Value(end.remap_correctable),
               "pending": Value(end.remap_pending), "failed": Value(end.remap_failure)}
@@ -201,7 +219,10 @@ def retired_pages(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckRes
     name = "health.retired_pages"
     end = tel.counters_end
     if end is None or is_na(end.retired_sbe) or is_na(end.retired_dbe):
-        return skip(name, gpu.subject, "page retirement not supported (Ampere and newer remap rows instead)")
+        if remaps_rows(gpu):  # not applicable: said once, not a check left unrun
+            return skip(name, gpu.subject, "not applicable: Ampere and newer GPUs remap rows instead of retiring pages",
+                        code="PAGE_RETIREMENT_NA")
+        return skip(name, gpu.subject, "page retirement not reported by NVML on this GPU")
     total = end.retired_sbe + end.retired_dbe
     limit = profile.threshold("gpu", "max_retired_pages")
     values = {"retired": Value(total), "retired_sbe": Value(end.retired_sbe), "retired_dbe": Value(end.retired_dbe),
@@ -235,7 +256,11 @@ def nvlink(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     end = tel.counters_end
     expected = profile.get("gpu", "nvlink_links", gpu.nvlink_count)
     if end is None or is_na(end.nvlink_active) or is_na(expected) or not expected:
-        return skip(name, gpu.subject, "no NVLink on this GPU")
+        if end is not None and profile.get("gpu", "nvlink_links") is None and not gpu.nvlink_count:
+            # A PCIe card (or a GPU whose driver reports no links) under a profile that asks for none.
+            return skip(name, gpu.subject, "not applicable: the GPU reports no NVLink and the profile asks for none",
+                        code="NVLINK_NA")
+        return skip(name, gpu.subject, "NVLink links or counters not reported on this GPU")
     values = {"active": Value(end.nvlink_active), "expected": Value(expected)}
     findings = []
     if end.nvlink_active < expected:

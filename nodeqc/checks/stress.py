@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from nodeqc.backends.base import COUNTED_REASONS, GpuInfo
+from nodeqc.backends.base import COUNTED_REASONS, PLAIN_LOAD_DTYPE, GpuInfo
 from nodeqc.checks.common import Finding, fmt, fold, judge, skip
 from nodeqc.checks.diagnosis import Expected, Observed, explain, explain_node
 from nodeqc.model import CheckResult, Threshold, Value, Verdict
@@ -160,7 +160,7 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             result.message = "sustained " + ", ".join(f"{d} {m['tflops']:g}" for d, m in r["dtypes"].items()) + " TFLOP/s; results exact"
         if r["not_run"]:
             result.message += "; not run: " + "; ".join(f"{d} ({why})" for d, why in r["not_run"].items())
-        expected = Expected.of(g)
+        expected = Expected.of(g, r["dtypes"])
         share = expected.share({d: m["tflops"] for d, m in r["dtypes"].items()}, medians)
         return explain(result, Observed.of(g, windows.get(g.index)), expected, share, "the burn")
 
@@ -195,6 +195,13 @@ PULSE_PERIODS_S = (0.02, 0.1, 0.5, 1.0)
 TRANSIENT_REASONS = ("hw_slowdown", "power_brake")  # the PSU and power-delivery signals
 
 
+# The power test's figure is the mean of the power readings under load: a handful of them at least
+# (nodeqc's choice: a mean, not one reading; NVML's power reading changes about 10 times a second on
+# the H100 SXM5, shared/measurements/README.md). The load lasts as long as the sampler needs to take
+# them (nodeqc.telemetry.TelemetrySampler.wall_s_to_see), however slowly NVML answers.
+POWER_LOADED_SAMPLES = 4
+
+
 def power_params(profile: Profile, quick: bool) -> dict[str, Any]:
     return {"seconds": float(profile.get("run", "quick_power_s" if quick else "power_s"))}
 
@@ -208,15 +215,22 @@ def judge_power(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
         values: dict[str, Value] = {}
         thresholds: list[Threshold | None] = []
         window = windows.get(g.index)
+        if window is None or (window.loaded_samples == 0 and window.stats["util_pct"].count == window.samples):
+            # Utilisation was read (or nothing was), yet never a reading under load: telemetry missed
+            # the load. The power test has not shown anything: it could not run.
+            seen = window.samples if window is not None else 0
+            return CheckResult(name, g.subject, Verdict.ERROR,
+                               f"telemetry read no sample of this GPU under load during the power test ({seen} "
+                               "reading(s) in all): NVML answered too slowly; not judged", code="POWER_NOT_READ")
         finding = _power_finding(window, profile, values, thresholds, code="POWER_TARGET_LOW")
-        if finding is None:
+        if finding is None:  # NVML reports no power, no limit or no utilisation for this GPU
             return skip(name, g.subject, "no power readings under load")
         values["temp_max"] = Value(window.stats["temp_c"].max, "C")
         result = fold(name, g.subject, [finding], values, thresholds, key="power_fraction")
         if result.verdict is Verdict.PASS:
             result.message = (f"held {values['power_w']} of the {window.power_limit_w:g} W limit "
                               f"({values['power_fraction']}) for {r['seconds']:g} s at {values['sm_clock_mhz']}")
-        return explain(result, Observed.of(g, window), Expected.of(g), None, "the power test")
+        return explain(result, Observed.of(g, window), Expected.of(g, [PLAIN_LOAD_DTYPE]), None, "the power test")
 
     return each_gpu(name, gpus, outcomes, one)
 
@@ -249,10 +263,12 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
             values["power_max_w"] = Value(window.stats["power_w"].max, "W")
         counted = _counted_per_period(spans, window.counter_marks if window is not None else [])
         sampled = window is not None and window.samples > 0
-        if not counted and not sampled:  # nothing watched the swings: no verdict, never a pass
-            return skip(name, g.subject, "the load swung, but no telemetry sample and no driver throttle counter "
-                        "was read, so HW slowdown and power brake were not observed", code="PULSE_NOT_OBSERVED",
-                        values=values)
+        if not counted and not sampled:
+            # Nothing watched the swings: never a pass. As with the power test's POWER_NOT_READ,
+            # telemetry that missed a stress means the check could not run (ERROR, exit 2).
+            return CheckResult(name, g.subject, Verdict.ERROR, "the load swung, but no telemetry sample and no "
+                               "driver throttle counter was read, so HW slowdown and power brake were not observed; "
+                               "not judged", code="PULSE_NOT_OBSERVED", values=values)
         unseen = [REASON_TEXT[x] for x in TRANSIENT_REASONS if x not in counted and not sampled]
         method = {reason: ("driver counter, read at each period's start and end" if reason in counted else
                            "sampled onsets (" + ("NVML keeps no counter of it" if reason not in COUNTED_REASONS
@@ -476,6 +492,13 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
     floor, bidir_floor = profile.threshold("gpu", "min_p2p_gbps"), profile.threshold("gpu", "min_p2p_bidir_gbps")
     latency_limit = profile.threshold("gpu", "max_p2p_latency_us")
     blamed = p2p_corrupt_gpus(r["pairs"])
+    # Each GPU's fastest copy to any peer, against the node's median of those: a GPU whose own link is
+    # slow reaches no peer fast, while a healthy one keeps at least one fast pair (a peer behind the
+    # same switch or socket), so an uneven PCIe tree does not make it an outlier. Profiles without a
+    # P2P floor (every PCIe-card profile) catch a slow GPU this way only.
+    fastest = {g.index: max(p["gbps"] for p in r["pairs"] if g.index in (p["src"], p["dst"]))
+               for g in gpus if any(g.index in (p["src"], p["dst"]) for p in r["pairs"])}
+    fastest_median = _median(list(fastest.values()))
     results = []
     for g in gpus:
         mine = [p for p in r["pairs"] if g.index in (p["src"], p["dst"])]
@@ -503,7 +526,12 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
             findings.append(judge(bidir_floor, values["p2p_bidir_gbps"].value, "P2P_SLOW",
                                   "median two-way bandwidth to its peers", "GB/s"))
         findings.append(judge(latency_limit, worst_latency, "P2P_LATENCY", "worst copy latency", "us"))
-        result = fold(name, g.subject, findings, values, [floor, bidir_floor, latency_limit], key="p2p_gbps",
+        outlier = _outlier(profile, fastest[g.index], fastest_median, len(fastest), "P2P_OUTLIER",
+                           "fastest one-way copy to a peer", "GB/s")
+        if outlier:
+            findings.append(outlier)
+        judged_by = [floor, bidir_floor, latency_limit] + ([profile.threshold("gpu", "max_outlier_pct")] if outlier else [])
+        result = fold(name, g.subject, findings, values, judged_by, key="p2p_gbps",
                       evidence={"pairs": mine})
         results.append(explain(result, Observed.of(g, windows.get(g.index)), Expected.of(g), None,
                                "the GPU-to-GPU copies"))
@@ -637,13 +665,19 @@ class Step:
     judge_node: Callable[..., list[CheckResult]] | None = None
     # Runs only where the profile sets this floor and the node has an RDMA port (else skipped, saying so).
     needs_rdma_floor: str | None = None
+    # Judged from telemetry alone: the load lasts long enough (in real time) for this many readings.
+    loaded_samples: int = 0
     # The node's PSUs are read from its BMC before, during and after the step (nodeqc.checks.psu).
     watch_psus: bool = False
 
-    def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool, run_t0: float = 0.0) -> list[Task]:
-        """run_t0: the run clock's reading at the run's start, which telemetry counts time from."""
+    def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool, run_t0: float = 0.0,
+              min_wall_s: float = 0.0, time_scale: float = 1.0) -> list[Task]:
+        """run_t0: the run clock's reading at the run's start, which telemetry counts time from;
+        min_wall_s: real seconds the load must last at least (run-clock seconds = real x time_scale)."""
         params = {**self.params(profile, quick), "bus_ids": {g.index: g.bus_id for g in gpus}, "run_t0": run_t0}
-        expected = self.expected_s(params)
+        if min_wall_s > 0:
+            params["min_wall_s"] = min_wall_s
+        expected = self.expected_s(params) + min_wall_s * time_scale
         if self.per_gpu:
             return [Task(self.workload, g.index, params, expected) for g in gpus]
         return [Task(self.workload, gpus[0].index, params, expected, gpus=tuple(g.index for g in gpus))]
@@ -652,7 +686,7 @@ class Step:
 PLAN: list[Step] = [
     Step("stress.burn", "matmul", burn_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_burn),
     Step("stress.power", "burn", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power,
-         watch_psus=True),
+         loaded_samples=POWER_LOADED_SAMPLES, watch_psus=True),
     Step("stress.power_pulse", "pulse", pulse_params,
          lambda p: (len(p["periods_s"]) + 1) * (p["seconds_per_period"] + 2) + 60, judge_per_gpu=judge_pulse,
          watch_psus=True),

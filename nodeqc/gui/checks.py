@@ -14,7 +14,7 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (QHeaderView, QProgressBar, QSplitter, QTextBrowser, QTreeWidget,
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from nodeqc.codes import remediation
+from nodeqc.codes import not_applicable_reason, remediation
 from nodeqc.findings import Part, nics_of, parts, split_findings
 from nodeqc.gui.style import COLOURS, WORDS
 from nodeqc.model import CheckResult, Verdict
@@ -57,9 +57,10 @@ def key_figures(results: list[CheckResult]) -> str:
     return ", ".join(distinct) if len(distinct) <= 2 else f"{len(distinct)} different"
 
 
-def _paint_verdict(item: QTreeWidgetItem, verdict: Verdict | None) -> None:
-    """A verdict's word on its colour; None: a check the run ended before (the word for aborted)."""
-    state = verdict.value if verdict is not None else "aborted"
+def _paint_verdict(item: QTreeWidgetItem, verdict: Verdict | None, not_applicable: bool = False) -> None:
+    """A verdict's word on its colour; None: a check the run ended before (the word for aborted);
+    N/A for a check that does not apply to the GPUs' generation (as the headless progress says)."""
+    state = "n/a" if not_applicable else verdict.value if verdict is not None else "aborted"
     background, text = COLOURS[state]
     item.setText(VERDICT, WORDS[state])
     item.setBackground(VERDICT, QBrush(QColor(background)))
@@ -152,7 +153,7 @@ class CheckList(QWidget):
         child = QTreeWidgetItem([result.subject, "", result.key_figure.partition("=")[2], result.message])
         child.setData(CHECK, RESULT_ROLE, result)
         child.setToolTip(MESSAGE, result.message)
-        _paint_verdict(child, result.verdict)
+        _paint_verdict(child, result.verdict, bool(not_applicable_reason(result.code)))
         check.item.addChild(child)
         if result.verdict.blocks_qualification:
             check.item.setExpanded(True)
@@ -168,7 +169,8 @@ class CheckList(QWidget):
                 self.tree.removeItemWidget(check.item, VERDICT)
                 check.bar = None
         if check.bar is None:
-            _paint_verdict(check.item, Verdict.worst([r.verdict for r in results]))
+            _paint_verdict(check.item, Verdict.worst([r.verdict for r in results]),
+                           bool(results) and all(not_applicable_reason(r.code) for r in results))
         check.item.setText(FIGURE, key_figures(results))
         bad = [r for r in results if r.verdict is not Verdict.PASS]
         if len(results) == 1:

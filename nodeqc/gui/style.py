@@ -12,12 +12,13 @@ COLOURS: dict[str, tuple[str, str]] = {
     "fail": ("#c4161c", "#ffffff"),
     "error": ("#7a0a2e", "#ffffff"),
     "skip": ("#8a8f98", "#ffffff"),
+    "n/a": ("#8a8f98", "#ffffff"),  # a check of another GPU generation (nodeqc.codes.NOT_APPLICABLE)
     "running": ("#1558b0", "#ffffff"),
     "aborted": ("#e06c00", "#000000"),
     "idle": ("#dfe3e8", "#000000"),
 }
 
-WORDS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "error": "ERROR", "skip": "SKIP",
+WORDS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "error": "ERROR", "skip": "SKIP", "n/a": "N/A",
          "running": "RUNNING", "aborted": "ABORTED", "idle": "WAITING"}
 
 BASE_POINT_SIZE = 11
