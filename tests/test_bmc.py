@@ -388,3 +388,166 @@ def test_an_aborted_test_drops_the_reads_still_waiting():
     run = watch.finish(after=False)
     assert run.readings[0].label == "before the test" and len(run.readings) < 21
     assert all(r.label != "after the test" for r in run.readings)
+
+
+# ---------------------------------------------------------------- the whole result (issue 18 §5: mutation survivors)
+
+def test_a_passing_result_in_full():
+    """Name, subject, key figure, counts, the message's every figure and the evidence."""
+    cur = Sensor("PSU1 Current", "current", "ok", 8.5, "Amps")
+    run = run_of(reading("before the test", PSU_OK, RAIL(12.05), cur),
+                 reading("during the test", PSU_OK, RAIL(12.1), cur), reading("after the test", PSU_OK, RAIL(12.0)))
+    r = judge_psu("stress.power", run)
+    assert (r.name, r.subject, r.verdict, r.code, r.key) == ("stress.power", "node", Verdict.PASS, None, "readings")
+    assert {k: v.value for k, v in r.values.items()} == {"psus": 1, "voltage_sensors": 1, "current_sensors": 1,
+                                                          "readings": 3}
+    assert r.message == ("1 PSU, 1 voltage and 1 current sensor(s) read 3 times (before, during and after the test): "
+                         "no PSU failure, input loss or redundancy loss, no voltage or current beyond its thresholds")
+    assert r.thresholds == []
+    ev = r.evidence
+    assert ev["readings"] == [{"label": "before the test", "t_s": 0.0, "error": None, "sensors": 3, "not_ok": []},
+                              {"label": "during the test", "t_s": 0.0, "error": None, "sensors": 3, "not_ok": []},
+                              {"label": "after the test", "t_s": 0.0, "error": None, "sensors": 2, "not_ok": []}]
+    assert ev["psus"] == ["PSU1 Status"] and ev["thresholds"] == LIMITS and ev["thresholds_error"] is None
+
+
+def test_a_pulse_pass_names_its_reading_points_and_counts_each_sensor_once():
+    second = Sensor("PSU2 Status", "psu", "ok", None, "", ("Fully Redundant",))
+    run = run_of(reading("before the test", PSU_OK, second), *(reading(f"period {i}", PSU_OK, second, period_s=0.02)
+                                                               for i in range(3)))
+    r = judge_psu("stress.power_pulse", run)
+    assert r.verdict is Verdict.PASS and r.values["psus"].value == 2 and r.values["readings"].value == 4
+    assert r.message.startswith("2 PSU, 0 voltage and 0 current sensor(s) read 4 times (before the test, at each "
+                                "period's start and end, and after it): ")
+    assert r.evidence["psus"] == ["PSU1 Status", "PSU2 Status"]
+
+
+def test_evidence_keeps_the_unhealthy_sensors_in_full_and_failed_reads():
+    lost = Sensor("PSU2 Status", "psu", "ok", None, "", ("Presence detected", "Power Supply AC lost"))
+    warm = RAIL(12.7, "unc")
+    ns = Sensor("P5V", "voltage", "ns", None, "Volts")
+    run = run_of(reading("before the test", PSU_OK, ns), reading("during the test", error="timeout"),
+                 reading("after the test", PSU_OK, lost, warm))
+    r = judge_psu("stress.power", run)
+    ev = r.evidence["readings"]
+    assert [e["not_ok"] for e in ev] == [[], [], [lost.to_dict(), warm.to_dict()]]
+    assert ev[1] == {"label": "during the test", "t_s": 0.0, "error": "timeout", "sensors": 0, "not_ok": []}
+    # the worst leads; the warning follows it; the failed read is said last
+    assert r.message == ("PSU2 Status: input lost (Power Supply AC lost) after the test; P12V (voltage): 12.7 Volts, "
+                         "status unc (beyond its non-critical threshold) after the test; 1 reading(s) failed "
+                         "(during the test: timeout)")
+
+
+@pytest.mark.parametrize("volts, status, says", [
+    (10.1, "ok", "P12V (voltage): 10.1 Volts, below its lower non-recoverable threshold 10.2 after the test"),
+    (13.9, "ok", "P12V (voltage): 13.9 Volts, above its upper non-recoverable threshold 13.8 after the test"),
+    (10.5, "ok", "P12V (voltage): 10.5 Volts, below its lower critical threshold 10.8 after the test"),
+    (13.3, "ok", "P12V (voltage): 13.3 Volts, above its upper critical threshold 13.2 after the test"),
+    (13.8, "ok", "P12V (voltage): 13.8 Volts, above its upper critical threshold 13.2 after the test"),  # at unr
+    (10.2, "ok", "P12V (voltage): 10.2 Volts, below its lower critical threshold 10.8 after the test"),  # at lnr
+    (11.3, "ok", "P12V (voltage): 11.3 Volts, below its lower non-critical threshold 11.4 after the test"),
+    (12.7, "ok", "P12V (voltage): 12.7 Volts, above its upper non-critical threshold 12.6 after the test"),
+    (12.6, "ok", None),  # at the upper non-critical: not beyond it
+    (13.2, "ok", "P12V (voltage): 13.2 Volts, above its upper non-critical threshold 12.6 after the test"),  # at ucr
+    (12.0, "ucr", "P12V (voltage): 12 Volts, status ucr (beyond its critical threshold) after the test"),
+    (12.0, "lnc", "P12V (voltage): 12 Volts, status lnc (beyond its non-critical threshold) after the test"),
+    (None, "lnr", "P12V (voltage): no reading, status lnr (beyond its critical threshold) after the test"),
+])
+def test_each_threshold_crossing_says_which_and_where(volts, status, says):
+    rail = Sensor("P12V", "voltage", status, volts, "Volts")
+    r = judge_psu("stress.power", run_of(reading("before the test", RAIL(12.05)), reading("after the test", rail)))
+    if says is None:
+        assert r.verdict is Verdict.PASS
+        return
+    critical = "non-critical" not in says
+    assert (r.verdict, r.code) == ((Verdict.FAIL, "PSU_SENSOR_CRITICAL") if critical
+                                   else (Verdict.WARN, "PSU_SENSOR_WARNING"))
+    assert r.message == says
+
+
+def test_only_this_sensors_thresholds_judge_it_and_a_unitless_reading_reads_plainly():
+    other = Sensor("P5V", "voltage", "ok", 4.0, "")
+    r = judge_psu("stress.power", run_of(reading("before the test", other), reading("after the test", other)))
+    assert r.verdict is Verdict.PASS  # LIMITS has no P5V
+    r = judge_psu("stress.power", run_of(reading("after the test", other),
+                                         thresholds={"P5V": {"lcr": 4.5}}))
+    assert r.message == "P5V (voltage): 4, below its lower critical threshold 4.5 after the test"
+
+
+def test_a_psu_status_beyond_critical_fails_and_each_problem_is_said_once():
+    s = Sensor("PSU1 Status", "psu", "cr", None, "", ("Presence detected",))
+    r = judge_psu("stress.power", run_of(reading("during the test", s), reading("after the test", s)))
+    assert (r.verdict, r.code, r.message) == (Verdict.FAIL, "PSU_FAILURE", "PSU1 Status: status cr during the test")
+    both = Sensor("PSU1 Status", "psu", "ok", None, "", ("Failure detected", "Redundancy Degraded"))
+    r = judge_psu("stress.power", run_of(reading("during the test", both)))
+    assert r.message == ("PSU1 Status: failure (Failure detected) during the test; "
+                         "PSU1 Status: redundancy degraded (Redundancy Degraded) during the test")
+
+
+def test_a_rail_critical_before_and_still_after_says_so_once():
+    bat = Sensor("P3V_BAT", "voltage", "lcr", 2.1, "Volts")
+    r = judge_psu("stress.power", run_of(reading("before the test", bat), reading("after the test", bat)))
+    assert r.message == ("P3V_BAT (voltage): 2.1 Volts, status lcr (beyond its critical threshold) already before "
+                         "the test (not the test's doing; see the BMC)")
+    warn = RAIL(12.0, "unc")
+    r = judge_psu("stress.power", run_of(reading("before the test", warn), reading("after the test", warn)))
+    assert r.message == ("P12V (voltage): 12 Volts, status unc (beyond its non-critical threshold) already before "
+                         "the test")
+
+
+def test_unreadable_runs_say_exactly_why():
+    r = judge_psu("stress.power", BmcRun(unavailable="no BMC"))
+    assert (r.name, r.subject, r.message) == ("stress.power", "node", "PSU sensors not read: no BMC")
+    r = judge_psu("stress.power", BmcRun(readings=[reading("before the test", PSU_OK)]))
+    assert (r.name, r.subject, r.message) == (
+        "stress.power", "node", "PSU sensors not read during the test: no reading during or after the test")
+    r = judge_psu("stress.power", BmcRun(readings=[reading("before the test", PSU_OK), reading("a", error="e1"),
+                                                   reading("b", error="e2")]))
+    assert r.message == "PSU sensors not read during the test: e1"
+    r = judge_psu("stress.power", BmcRun(readings=[reading("during the test")]))
+    assert (r.name, r.subject, r.message) == (
+        "stress.power", "node", "PSU sensors not read: the BMC lists no power-supply, voltage or current sensors")
+
+
+def test_a_sensor_listing_only_some_thresholds_is_judged_on_those():
+    """ipmitool lists "na" for a threshold the BMC does not set: it is left out, never compared."""
+    for limits, volts, verdict in (({"ucr": 13.2}, 12.0, Verdict.PASS), ({"ucr": 13.2}, 13.3, Verdict.FAIL),
+                                   ({"lcr": 10.8}, 12.0, Verdict.PASS), ({"lnc": 11.4}, 12.0, Verdict.PASS),
+                                   ({"unc": 12.6}, 12.0, Verdict.PASS), ({"unc": 12.6}, 12.7, Verdict.WARN),
+                                   ({"lnr": 10.2, "unr": 13.8}, 12.0, Verdict.PASS)):
+        r = judge_psu("stress.power", run_of(reading("after the test", RAIL(volts)), thresholds={"P12V": limits}))
+        assert r.verdict is verdict, (limits, volts)
+
+
+def test_every_sensor_of_a_reading_is_judged_and_each_named():
+    """A healthy rail listed first does not hide a bad one after it; two bad rails are both said."""
+    fine = Sensor("P5V", "voltage", "ok", 5.0, "Volts")
+    low = Sensor("P3V3", "voltage", "ok", 3.0, "Volts")
+    limits = {**LIMITS, "P3V3": {"lcr": 3.1}}
+    r = judge_psu("stress.power", run_of(reading("after the test", fine, low, RAIL(13.3)), thresholds=limits))
+    assert r.message == ("P3V3 (voltage): 3 Volts, below its lower critical threshold 3.1 after the test; "
+                         "P12V (voltage): 13.3 Volts, above its upper critical threshold 13.2 after the test")
+    assert r.message.count("after the test") == 2
+
+
+def test_each_note_is_said_once_after_the_verdict():
+    run = run_of(reading("before the test", PSU_OK), reading("during the test", error="timeout"),
+                 reading("after the test", PSU_OK), thresholds=None)
+    run.thresholds_error = "no thresholds"
+    r = judge_psu("stress.power", run)
+    assert r.message.endswith("; 1 reading(s) failed (during the test: timeout); thresholds not listed "
+                              "(no thresholds): the BMC's own status judged alone")
+
+
+def test_evidence_leaves_healthy_states_out():
+    redundant = Sensor("PSU Redundancy", "psu", "ok", None, "", ("Fully Redundant",))
+    absent = Sensor("P5V", "voltage", "na", None, "Volts")
+    idle = Sensor("PSU1 Status", "psu", "ns", None, "", ("Presence Detected",))
+    r = judge_psu("stress.power", run_of(reading("after the test", redundant, absent, idle, PSU_OK)))
+    assert r.verdict is Verdict.PASS and r.evidence["readings"][0]["not_ok"] == []
+
+
+def test_thresholds_unlisted_without_a_reason_add_nothing():
+    run = run_of(reading("after the test", PSU_OK), thresholds=None)
+    r = judge_psu("stress.power", run)
+    assert r.verdict is Verdict.PASS and "thresholds not listed" not in r.message and ";" not in r.message

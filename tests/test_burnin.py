@@ -173,3 +173,120 @@ def test_an_interval_of_idle_readings_is_not_the_end_of_the_burn_in():
     assert section["drift"]["gpu0"]["temp_c"] == (70.0, 70.0)
     assert result.code == "BURN_IN_DRIFT" and result.evidence["diagnosis"]["cause"] == "defect"
     assert "clocks holding" in result.message
+
+
+# ---------------------------------------------------------------- the verdict in full, in process (issue 18 §5)
+
+def _three_gpus():
+    """gpu0: a wrong product, throttling, an XID, a counter and the bus lost; gpu1: its worker
+    crashed; gpu2: clean, rising slightly, with another process seen during the burn-in."""
+    from nodeqc.backends.base import GpuSample
+    from nodeqc.telemetry import GpuTelemetry
+    from nodeqc.workers import STATUS_CRASH
+
+    gpus = [GpuInfo(index=i, name="x", uuid=f"u{i}", bus_id=f"b{i}", slot=i) for i in range(3)]
+    rec = BurnInRecorder(gpus)
+    for n in range(20):
+        rec.add_window("gpu0", {"t_s": 30 * n, "tflops": 700.0 + n % 2,
+                                "sdc": {"count": 2, "dtype": "bf16"} if n in (4, 6) else None})
+        rec.add_window("gpu2", {"t_s": 30 * n, "tflops": 700.04 + 0.5 * n, "sdc": None})
+        for g in ("gpu0", "gpu2"):
+            tel = GpuTelemetry(0)
+            tel.add(0.0, GpuSample(util_pct=100, temp_c=60.04 + n, sm_clock_mhz=1980.4 - n, power_w=650.04 + n))
+            # a GPU the burn-in does not run, and one without samples, are passed over
+            rec.add_interval(30.0 * n + 0.04, {g: tel, "gpu9": tel, "gpu1": GpuTelemetry(1)})
+    t0 = GpuTelemetry(0)
+    t0.throttle_onsets.kept = [{"t_s": 110.0, "reasons": ["sw_power_cap"]},  # not a failing reason
+                               {"t_s": 150.0, "reasons": ["sw_power_cap", "hw_slowdown"]},
+                               {"t_s": 160.0, "reasons": ["hw_thermal"]}]
+    t0.xids.kept = [{"t_s": 400.0, "code": 79}, {"t_s": 390.0, "code": 13}]  # the first kept is the first seen
+    t0.counter_first_change = {"nvlink_active": 101.0, "ecc_sbe": 250.0}
+    t0.lost_at_s = 500.0
+    t2 = GpuTelemetry(2)
+    t2.other_processes = {7: {"pid": 7, "name": "old", "used_bytes": None, "last_t_s": 99.0},  # before: not blamed
+                          8: {"pid": 8, "name": "python3", "used_bytes": 2 ** 30, "last_t_s": 100.0}}
+    outcomes = {i: Outcome(Task("matmul_burn", i, {}, 600.0), STATUS_OK, elapsed_s=600.0) for i in (0, 2)}
+    outcomes[1] = Outcome(Task("matmul_burn", 1, {}, 600.0), STATUS_CRASH, detail="segfault\nat 0x0", elapsed_s=30.0)
+    return gpus, rec, outcomes, {0: t0, 2: t2}
+
+
+def test_burn_in_verdicts_and_first_failures_in_full():
+    gpus, rec, outcomes, telemetry = _three_gpus()
+    results, section = judge_burn_in(gpus, outcomes, rec, telemetry, load_profile("generic"), started_s=100.0,
+                                     time_scale=10.0)
+    r0, r1, r2 = results
+    assert (r0.name, r0.subject, r0.verdict, r0.code, r0.key) == ("burnin.stability", "gpu0", Verdict.FAIL,
+                                                                  "SDC_BURN_IN", "rate_fall_pct")
+    assert r0.message == "a known-answer product came back wrong 120 s into the burn-in (2 element(s))"
+    assert {k: (v.value, v.unit) for k, v in r0.values.items()} == {
+        "windows": (20, ""), "tflops_start": (700.5, "TFLOP/s"), "tflops_end": (700.5, "TFLOP/s"),
+        "rate_fall_pct": (0.0, "%"), "temp_start": (60.5, "C"), "temp_end": (78.5, "C")}
+    assert [t.name for t in r0.thresholds] == ["max_burnin_drift_pct"]
+    assert (r1.name, r1.subject, r1.verdict, r1.code, r1.message) == ("burnin.stability", "gpu1", Verdict.FAIL,
+                                                                      "WORKER_CRASH", "crashed: segfault")
+    assert (r2.subject, r2.verdict, r2.code) == ("gpu2", Verdict.PASS, None)
+    # means of the first and last tenth (two windows of twenty): 700.29 and 709.29, rounded as shown; a
+    # rate that rose is no fall
+    assert {k: v.value for k, v in r2.values.items()} == {
+        "windows": 20, "tflops_start": 700.3, "tflops_end": 709.3, "rate_fall_pct": 0.0, "temp_start": 60.5,
+        "temp_end": 78.5}
+    assert r2.message == ("20 windows: 700.3 -> 709.3 TFLOP/s, 60 -> 78 C, results exact; another process used "
+                          "this GPU during the burn-in: pid 8 (python3, 1.00 GiB)")
+    # every first failure on the run's clock, in time order (a tie in the GPUs' order)
+    assert section["first_failures"] == [
+        {"kind": "throttling", "t_s": 150.0, "subject": "gpu0", "detail": "sw_power_cap, hw_slowdown"},
+        {"kind": "silent data corruption", "t_s": 220.0, "subject": "gpu0", "detail": "2 wrong element(s)"},
+        {"kind": "ecc_sbe grew", "t_s": 250.0, "subject": "gpu0", "detail": "ecc_sbe"},
+        {"kind": "XID", "t_s": 400.0, "subject": "gpu0", "detail": "XID 79"},
+        {"kind": "worker crash", "t_s": 400.0, "subject": "gpu1", "detail": "segfault"},  # 100 + 30 s x 10
+        {"kind": "GPU lost", "t_s": 500.0, "subject": "gpu0", "detail": "fell off the bus"}]
+    drift = section["drift"]
+    assert {s: (d["tflops"], d["temp_c"], d["sm_clock_mhz"]) for s, d in drift.items()} == {
+        "gpu0": ((700.5, 700.5), (60.5, 78.5), (1979.5, 1961.5)),  # intervals keep 0.1 C and whole MHz
+        "gpu1": (None, None, None),
+        "gpu2": ((pytest.approx(700.29), pytest.approx(709.29)), (60.5, 78.5), (1979.5, 1961.5))}
+    assert drift["gpu0"]["windows"] is rec.gpus["gpu0"].windows and drift["gpu2"]["intervals"] is rec.gpus["gpu2"].intervals
+    assert rec.gpus["gpu0"].intervals[1] == {"t_s": 30.0, "temp_c": 61.0, "sm_clock_mhz": 1979, "power_w": 651.0,
+                                             "throttle_s": 0.0}
+
+
+def test_the_earliest_failure_of_a_kind_wins_across_gpus():
+    gpus, rec, outcomes, telemetry = _three_gpus()
+    rec.add_window("gpu2", {"t_s": 700, "tflops": 700.0, "sdc": {"count": 5}})  # later than gpu0's
+    outcomes[0] = Outcome(Task("matmul_burn", 0, {}, 600.0), "crash", detail="", elapsed_s=50.0)
+    results, section = judge_burn_in(gpus, outcomes, rec, telemetry, load_profile("generic"), started_s=100.0,
+                                     time_scale=10.0)
+    firsts = {f["kind"]: f for f in section["first_failures"]}
+    assert firsts["silent data corruption"]["subject"] == "gpu0"
+    assert firsts["worker crash"] == {"kind": "worker crash", "t_s": 400.0, "subject": "gpu1", "detail": "segfault"}
+    assert results[0].code == "WORKER_CRASH" and results[2].code == "SDC_BURN_IN"
+    assert results[2].message == "a known-answer product came back wrong 700 s into the burn-in (5 element(s))"
+
+
+def test_a_short_burn_in_is_too_short_to_judge_and_says_so():
+    gpu = GpuInfo(index=0, name="x", uuid="u", bus_id="b", slot=0)
+    rec = BurnInRecorder([gpu])
+    rec.add_window("gpu0", {"t_s": 0, "tflops": 700.0, "sdc": None})
+    done = Outcome(Task("matmul_burn", 0, {}, 60.0), STATUS_OK, elapsed_s=60.0)
+    [r], section = judge_burn_in([gpu], {0: done}, rec, {}, load_profile("generic"), 0.0, 1.0)
+    assert (r.verdict, r.code, r.message, r.key) == (Verdict.PASS, None, "too short to judge drift", "windows")
+    assert {k: v.value for k, v in r.values.items()} == {"windows": 1} and section["first_failures"] == []
+
+
+def test_snapshot_keeps_the_latest_of_each_gpu():
+    gpus, rec, _, _ = _three_gpus()
+    snap = rec.snapshot()
+    assert snap["gpu0"] == {"windows": 20, "last_window": {"t_s": 570, "tflops": 701.0, "sdc": None},
+                            "last_interval": {"t_s": 570.0, "temp_c": 79.0, "sm_clock_mhz": 1961, "power_w": 669.0,
+                                              "throttle_s": 0.0},
+                            "first_sdc": {"t_s": 120, "count": 2, "dtype": "bf16"}}
+    assert snap["gpu1"] == {"windows": 0, "last_window": None, "last_interval": None, "first_sdc": None}
+
+
+def test_merging_windows_averages_numbers_only_and_keeps_an_odd_last_one():
+    a = {"t_s": 0, "tflops": 1.0, "n": 1, "label": "x", "sdc": None}
+    b = {"t_s": 9, "tflops": 2.001, "n": 4, "label": "y", "sdc": {"count": 1}}
+    c = {"t_s": 20, "tflops": 5.0, "sdc": None}
+    assert merge_pairs([a, b, c]) == [{"t_s": 0, "tflops": 1.5, "n": 2.5, "sdc": {"count": 1}}, c]
+    assert merge_pairs([b, a]) == [{"t_s": 9, "tflops": 1.5, "n": 2.5, "sdc": {"count": 1}}]
+    assert merge_pairs([{"t_s": 0, "x": 1.0, "sdc": None}, {"t_s": 1, "sdc": None}]) == [{"t_s": 0, "sdc": None}]

@@ -340,3 +340,349 @@ def test_firmware_from_a_replayed_h100(tmp_path):
     older["gpu"]["gpu0"]["vbios"] = "96.00.74.00.01"
     [diff] = [r for r in compare(observed, older) if r.verdict is Verdict.FAIL]
     assert diff.code == "BASELINE_VBIOS" and "flash VBIOS 96.00.DA.00.0C" in diff.message
+
+
+# ---------------------------------------------------------------------- every field and edge, in full (issue 18 §5)
+# What compare says for each field of the baseline that differs, and at the edges (unreadable, missing
+# and extra devices, each ACS case, warn and ignore fields): the messages are what the technician reads.
+
+_NODE = ("driver", "cuda", "kernel", "bios_vendor", "bios_version", "bios_date", "board_vendor", "board_name",
+         "sys_vendor", "product_name", "iommu")
+_GPU = ("model", "vbios", "gsp_firmware", "inforom_image", "inforom_oem", "inforom_ecc", "inforom_power", "ecc",
+        "persistence", "mig_mode", "compute_mode", "app_sm_clock_mhz", "app_mem_clock_mhz", "power_limit_w",
+        "numa_node", "pcie_switch_peers")
+_NIC = ("driver", "driver_version", "firmware", "numa_node", "pcie_switch_peers")
+
+EVERY_FIELD_DIFFERS = (
+    [('baseline.firmware',
+      'node',
+      'FAIL',
+      'BASELINE_BIOS',
+      ['BIOS vendor N-bios_vendor, baseline B-bios_vendor: install the B-bios_vendor BIOS',
+       'BIOS version N-bios_version, baseline B-bios_version: flash BIOS B-bios_version',
+       'BIOS date N-bios_date, baseline B-bios_date: flash the BIOS release of B-bios_date',
+       "board vendor N-board_vendor, baseline B-board_vendor: this node is not the baseline's build (B-board_vendor)",
+       "board N-board_name, baseline B-board_name: this node is not the baseline's build (board B-board_name)",
+       "system vendor N-sys_vendor, baseline B-sys_vendor: this node is not the baseline's build (B-sys_vendor)",
+       "system model N-product_name, baseline B-product_name: this node is not the baseline's build (B-product_name)"]),
+     ('baseline.firmware',
+      'gpu3',
+      'FAIL',
+      'BASELINE_GPU_MODEL',
+      ["model N-model, baseline B-model: fit a B-model: this GPU is not the baseline's model",
+       "VBIOS N-vbios, baseline B-vbios: flash VBIOS B-vbios (the server vendor's GPU firmware package)",
+       'GSP firmware N-gsp_firmware, baseline B-gsp_firmware: GSP firmware comes with the driver: install driver '
+       'B-gsp_firmware',
+       "InfoROM image N-inforom_image, baseline B-inforom_image: update the GPU firmware bundle to the baseline's "
+       '(InfoROM image B-inforom_image)',
+       "InfoROM OEM object N-inforom_oem, baseline B-inforom_oem: update the GPU firmware bundle to the baseline's "
+       '(InfoROM OEM B-inforom_oem)',
+       "InfoROM ECC object N-inforom_ecc, baseline B-inforom_ecc: update the GPU firmware bundle to the baseline's "
+       '(InfoROM ECC B-inforom_ecc)',
+       "InfoROM power object N-inforom_power, baseline B-inforom_power: update the GPU firmware bundle to the baseline's "
+       '(InfoROM power B-inforom_power)']),
+     ('baseline.firmware',
+      'ibp1s0',
+      'FAIL',
+      'BASELINE_HCA_FIRMWARE',
+      ['ibp1s0: firmware N-firmware, baseline B-firmware: flash HCA firmware B-firmware (mlxfwmanager or flint, from the '
+       'NIC vendor)']),
+     ('baseline.software',
+      'node',
+      'FAIL',
+      'BASELINE_DRIVER',
+      ['NVIDIA driver N-driver, baseline B-driver: install NVIDIA driver B-driver',
+       'CUDA version of the driver N-cuda, baseline B-cuda: install the driver that supports CUDA B-cuda',
+       'kernel N-kernel, baseline B-kernel: boot kernel B-kernel']),
+     ('baseline.software',
+      'ibp1s0',
+      'FAIL',
+      'BASELINE_NIC_DRIVER',
+      ['ibp1s0: driver N-driver, baseline B-driver: load the B-driver driver for ibp1s0',
+       'ibp1s0: driver version N-driver_version, baseline B-driver_version: install the NIC driver version '
+       'B-driver_version (e.g. MLNX_OFED/DOCA B-driver_version)']),
+     ('baseline.settings',
+      'node',
+      'FAIL',
+      'BASELINE_IOMMU',
+      ['IOMMU mode N-iommu, baseline B-iommu: set the IOMMU to B-iommu as the baseline has it (kernel command line '
+       'iommu=, intel_iommu=, amd_iommu=)']),
+     ('baseline.settings',
+      'gpu3',
+      'FAIL',
+      'BASELINE_GPU_MODE',
+      ['ECC N-ecc, baseline B-ecc: nvidia-smi -i 3 -e 1, then reboot',
+       'persistence mode N-persistence, baseline B-persistence: nvidia-smi -i 3 -pm 1 (or nvidia-persistenced)',
+       'MIG mode N-mig_mode, baseline B-mig_mode: nvidia-smi -i 3 -mig 0, then reset the GPU',
+       'compute mode N-compute_mode, baseline B-compute_mode: nvidia-smi -i 3 -c B-COMPUTE_MODE',
+       'application SM clock (MHz) N-app_sm_clock_mhz, baseline B-app_sm_clock_mhz: set the application clocks as the '
+       'baseline (nvidia-smi -i 3 -ac MEM,B-app_sm_clock_mhz), or reset them (-rac)',
+       'application memory clock (MHz) N-app_mem_clock_mhz, baseline B-app_mem_clock_mhz: set the application clocks as '
+       'the baseline (nvidia-smi -i 3 -ac B-app_mem_clock_mhz,SM), or reset them (-rac)',
+       'power limit (W) N-power_limit_w, baseline B-power_limit_w: nvidia-smi -i 3 -pl B-power_limit_w (and check the '
+       "BMC's power capping)"]),
+     ('baseline.topology',
+      'gpu3',
+      'FAIL',
+      'BASELINE_NUMA',
+      ['NUMA node N-numa_node, baseline B-numa_node: the card belongs on NUMA node B-numa_node: check it is in the '
+       "baseline's slot and the BIOS NUMA setting (SNC/NPS) matches",
+       'devices on its PCIe switch N-pcie_switch_peers, baseline B-pcie_switch_peers: the baseline has gpu3 on one PCIe '
+       "switch with B-pcie_switch_peers: check the card's slot, risers and PCIe cabling"]),
+     ('baseline.topology',
+      'ibp1s0',
+      'FAIL',
+      'BASELINE_NUMA',
+      ['ibp1s0: NUMA node N-numa_node, baseline B-numa_node: the card belongs on NUMA node B-numa_node: check it is in '
+       "the baseline's slot and the BIOS NUMA setting (SNC/NPS) matches",
+       'ibp1s0: devices on its PCIe switch N-pcie_switch_peers, baseline B-pcie_switch_peers: the baseline has ibp1s0 on '
+       "one PCIe switch with B-pcie_switch_peers: check the card's slot, risers and PCIe cabling"])]
+)
+
+
+def test_every_field_that_differs_says_what_the_baseline_wants_and_what_to_do():
+    base = {"node": {k: f"B-{k}" for k in _NODE}, "gpu": {"gpu3": {**{k: f"B-{k}" for k in _GPU}, "bus_id": "0000:1b:00.0"}},
+            "nic": {"ibp1s0": {**{k: f"B-{k}" for k in _NIC}, "bus_id": "0000:2a:00.0"}}}
+    node = {"node": {k: f"N-{k}" for k in _NODE}, "gpu": {"gpu3": {k: f"N-{k}" for k in _GPU}},
+            "nic": {"ibp1s0": {k: f"N-{k}" for k in _NIC}}}
+    got = [(r.name, r.subject, r.verdict.name, r.code, [d["message"] for d in r.evidence["differences"]])
+           for r in compare(base, node)]
+    assert got == list(EVERY_FIELD_DIFFERS)
+    for r in compare(base, node):
+        assert r.message == "; ".join(d["message"] for d in r.evidence["differences"])
+        assert all(d["verdict"] == "fail" for d in r.evidence["differences"])
+
+
+_EDGE_BASE = {
+    "node": {"iommu": "off", "driver": "570.1", "kernel": "6.8"},
+    "gpu": {"gpu0": {"bus_id": "0000:1b:00.0", "ecc": False, "persistence": True, "mig_mode": "enabled",
+                     "power_limit_w": 700.0, "pcie_switch_peers": ["ibp1s0", "gpu1"], "vbios": "96.1"},
+            "gpu5": {"bus_id": "0000:9a:00.0"}, "gpu6": {}},
+    "nic": {"ibp1s0": {"numa_node": 0, "driver": "mlx5_core", "bus_id": "0000:1a:00.0"}},
+    "bridge": {"0000:17:01.0": {"above": ["gpu0", "ibp1s0"], "acs": "SrcValid+ ReqRedir- CmpltRedir-"},
+               "0000:18:01.0": {"above": [], "acs": "SrcValid+ ReqRedir+"},
+               "0000:19:01.0": {"above": ["gpu2"], "acs": "SrcValid+"},
+               "0000:20:01.0": {"above": ["gpu4"], "acs": "SrcValid+"},
+               "0000:21:01.0": {"above": ["gpu7"]}}}  # ACS not recorded: not compared
+_EDGE_NODE = {
+    "node": {"iommu": "identity", "driver": "570.1"},  # the kernel not readable
+    "gpu": {"gpu0": {"ecc": True, "persistence": False, "mig_mode": "disabled", "power_limit_w": 700.0000001,
+                     "pcie_switch_peers": ["gpu1", "ibp1s0"], "vbios": "96.1"},  # a list in another order is the same
+            "gpu9": {"bus_id": "0000:ff:00.0"}, "gpu8": {}},
+    "nic": {"ibp1s0": {"numa_node": 0, "driver": "mlx5_core"}},
+    "bridge": {"0000:17:01.0": {"acs": "SrcValid+ ReqRedir+ CmpltRedir+"}, "0000:18:01.0": {"acs": "SrcValid+ ReqRedir-"},
+               "0000:19:01.0": {}, "0000:21:01.0": {"acs": "x"}}}
+
+EDGES = [('baseline.firmware', 'gpu0', 'PASS', None, 'as the baseline (1 field)', {'vbios': '96.1'}),
+ ('baseline.software',
+  'node',
+  'WARN',
+  'BASELINE_UNREADABLE',
+  'kernel: not readable now (baseline 6.8); run as root, or check that the driver and tools are installed',
+  {'driver': '570.1', 'kernel': 'N/A'}),
+ ('baseline.software', 'ibp1s0', 'PASS', None, 'as the baseline (1 field)', {'driver': 'mlx5_core'}),
+ ('baseline.settings',
+  'node',
+  'FAIL',
+  'BASELINE_IOMMU',
+  'IOMMU mode identity, baseline off: disable the IOMMU as the baseline has it (BIOS VT-d/AMD-Vi, or '
+  'intel_iommu=off)',
+  {'iommu': 'identity'}),
+ ('baseline.settings',
+  'gpu0',
+  'FAIL',
+  'BASELINE_GPU_MODE',
+  'ECC on, baseline off: nvidia-smi -i 0 -e 0, then reboot; persistence mode off, baseline on: nvidia-smi -i 0 -pm 1 '
+  '(or nvidia-persistenced); MIG mode disabled, baseline enabled: nvidia-smi -i 0 -mig 1, then reset the GPU',
+  {'ecc': 'on', 'mig_mode': 'disabled', 'persistence': 'off', 'power_limit_w': '700.0000001'}),
+ ('baseline.topology',
+  'gpu0',
+  'FAIL',
+  'BASELINE_ACS',
+  'bridge 0000:17:01.0 (above gpu0, ibp1s0): ACS SrcValid+ ReqRedir+ CmpltRedir+, baseline SrcValid+ ReqRedir- '
+  'CmpltRedir-: disable ACS on bridge 0000:17:01.0 for GPUDirect (ReqRedir/CmpltRedir send peer-to-peer traffic '
+  "through the CPU): the BIOS's ACS option, or setpci -s 0000:17:01.0 ECAP_ACS+0x6.w=0000",
+  {'acs 0000:17:01.0': 'SrcValid+ ReqRedir+ CmpltRedir+', 'pcie_switch_peers': '[gpu1, ibp1s0]'}),
+ ('baseline.topology',
+  'gpu5',
+  'FAIL',
+  'BASELINE_DEVICE_MISSING',
+  'gpu5 (0000:9a:00.0) is in the baseline but not on this node',
+  {'present': 'missing'}),
+ ('baseline.topology',
+  'gpu6',
+  'FAIL',
+  'BASELINE_DEVICE_MISSING',
+  'gpu6 (?) is in the baseline but not on this node',
+  {'present': 'missing'}),
+ ('baseline.topology',
+  'bridge 0000:18:01.0',
+  'FAIL',
+  'BASELINE_ACS',
+  'bridge 0000:18:01.0 (above no device): ACS SrcValid+ ReqRedir-, baseline SrcValid+ ReqRedir+: set ACS on bridge '
+  '0000:18:01.0 as the baseline has it (BIOS ACS option, or setpci)',
+  {'acs 0000:18:01.0': 'SrcValid+ ReqRedir-'}),
+ ('baseline.topology',
+  'gpu4',
+  'FAIL',
+  'BASELINE_PCIE_SWITCH',
+  "bridge 0000:20:01.0 (above gpu4): in the baseline, but no GPU or NIC sits below it now: check the cards' slots "
+  'and risers',
+  {'acs 0000:20:01.0': 'missing'}),
+ ('baseline.topology',
+  'gpu9',
+  'WARN',
+  'BASELINE_DEVICE_EXTRA',
+  'gpu9 (0000:ff:00.0) is not in the baseline: record a new baseline if it belongs',
+  {'present': 'extra'}),
+ ('baseline.topology',
+  'gpu8',
+  'WARN',
+  'BASELINE_DEVICE_EXTRA',
+  'gpu8 (?) is not in the baseline: record a new baseline if it belongs',
+  {'present': 'extra'}),
+ ('baseline.topology',
+  'gpu2',
+  'WARN',
+  'BASELINE_UNREADABLE',
+  'bridge 0000:19:01.0 (above gpu2): ACS control not readable (the PCIe config space needs root)',
+  {'acs 0000:19:01.0': 'N/A'}),
+ ('baseline.topology', 'ibp1s0', 'PASS', None, 'as the baseline (1 field)', {'numa_node': '0'})]
+EDGES_WARNED = [('baseline.firmware', 'gpu0', 'PASS', None, 'as the baseline (1 field)', {'vbios': '96.1'}),
+ ('baseline.software',
+  'node',
+  'WARN',
+  'BASELINE_UNREADABLE',
+  'kernel: not readable now (baseline 6.8); run as root, or check that the driver and tools are installed',
+  {'driver': '570.1', 'kernel': 'N/A'}),
+ ('baseline.software', 'ibp1s0', 'PASS', None, 'as the baseline (1 field)', {'driver': 'mlx5_core'}),
+ ('baseline.settings',
+  'node',
+  'FAIL',
+  'BASELINE_IOMMU',
+  'IOMMU mode identity, baseline off: disable the IOMMU as the baseline has it (BIOS VT-d/AMD-Vi, or '
+  'intel_iommu=off)',
+  {'iommu': 'identity'}),
+ ('baseline.settings',
+  'gpu0',
+  'FAIL',
+  'BASELINE_GPU_MODE',
+  'persistence mode off, baseline on: nvidia-smi -i 0 -pm 1 (or nvidia-persistenced); ECC on, baseline off: '
+  'nvidia-smi -i 0 -e 0, then reboot; MIG mode disabled, baseline enabled: nvidia-smi -i 0 -mig 1, then reset the '
+  'GPU',
+  {'ecc': 'on', 'mig_mode': 'disabled', 'persistence': 'off', 'power_limit_w': '700.0000001'}),
+ ('baseline.topology',
+  'gpu0',
+  'WARN',
+  'BASELINE_ACS',
+  'bridge 0000:17:01.0 (above gpu0, ibp1s0): ACS SrcValid+ ReqRedir+ CmpltRedir+, baseline SrcValid+ ReqRedir- '
+  'CmpltRedir-: disable ACS on bridge 0000:17:01.0 for GPUDirect (ReqRedir/CmpltRedir send peer-to-peer traffic '
+  "through the CPU): the BIOS's ACS option, or setpci -s 0000:17:01.0 ECAP_ACS+0x6.w=0000",
+  {'acs 0000:17:01.0': 'SrcValid+ ReqRedir+ CmpltRedir+', 'pcie_switch_peers': '[gpu1, ibp1s0]'}),
+ ('baseline.topology',
+  'gpu5',
+  'WARN',
+  'BASELINE_DEVICE_MISSING',
+  'gpu5 (0000:9a:00.0) is in baseline.toml but not on this node',
+  {'present': 'missing'}),
+ ('baseline.topology',
+  'gpu6',
+  'WARN',
+  'BASELINE_DEVICE_MISSING',
+  'gpu6 (?) is in baseline.toml but not on this node',
+  {'present': 'missing'}),
+ ('baseline.topology',
+  'gpu9',
+  'WARN',
+  'BASELINE_DEVICE_EXTRA',
+  'gpu9 (0000:ff:00.0) is not in baseline.toml: record a new baseline if it belongs',
+  {'present': 'extra'}),
+ ('baseline.topology',
+  'gpu8',
+  'WARN',
+  'BASELINE_DEVICE_EXTRA',
+  'gpu8 (?) is not in baseline.toml: record a new baseline if it belongs',
+  {'present': 'extra'}),
+ ('baseline.topology',
+  'bridge 0000:18:01.0',
+  'WARN',
+  'BASELINE_ACS',
+  'bridge 0000:18:01.0 (above no device): ACS SrcValid+ ReqRedir-, baseline SrcValid+ ReqRedir+: set ACS on bridge '
+  '0000:18:01.0 as the baseline has it (BIOS ACS option, or setpci)',
+  {'acs 0000:18:01.0': 'SrcValid+ ReqRedir-'}),
+ ('baseline.topology',
+  'gpu2',
+  'WARN',
+  'BASELINE_UNREADABLE',
+  'bridge 0000:19:01.0 (above gpu2): ACS control not readable (the PCIe config space needs root)',
+  {'acs 0000:19:01.0': 'N/A'}),
+ ('baseline.topology',
+  'gpu4',
+  'WARN',
+  'BASELINE_PCIE_SWITCH',
+  "bridge 0000:20:01.0 (above gpu4): in the baseline, but no GPU or NIC sits below it now: check the cards' slots "
+  'and risers',
+  {'acs 0000:20:01.0': 'missing'}),
+ ('baseline.topology', 'ibp1s0', 'PASS', None, 'as the baseline (1 field)', {'numa_node': '0'})]
+EDGES_IGNORED = [('baseline.firmware', 'gpu0', 'PASS', None, 'as the baseline (1 field)', {'vbios': '96.1'}),
+ ('baseline.software', 'node', 'PASS', None, 'as the baseline (1 field)', {'driver': '570.1'}),
+ ('baseline.software', 'ibp1s0', 'PASS', None, 'as the baseline (1 field)', {'driver': 'mlx5_core'}),
+ ('baseline.settings', 'gpu0', 'PASS', None, 'as the baseline (1 field)', {'power_limit_w': '700.0000001'}),
+ ('baseline.topology', 'gpu0', 'PASS', None, 'as the baseline (1 field)', {'pcie_switch_peers': '[gpu1, ibp1s0]'}),
+ ('baseline.topology', 'ibp1s0', 'PASS', None, 'as the baseline (1 field)', {'numa_node': '0'})]
+
+
+def _rows(results):
+    return [(r.name, r.subject, r.verdict.name, r.code, r.message, {k: v.value for k, v in r.values.items()})
+            for r in results]
+
+
+def test_edges_in_full_differences_first():
+    assert _rows(compare(_EDGE_BASE, _EDGE_NODE)) == EDGES
+
+
+def test_edges_with_fields_warned_and_another_source():
+    assert _rows(compare(_EDGE_BASE, _EDGE_NODE, warn_fields=frozenset({"driver", "devices", "acs", "ecc"}),
+                         source="baseline.toml")) == EDGES_WARNED
+
+
+def test_edges_with_fields_ignored():
+    assert _rows(compare(_EDGE_BASE, _EDGE_NODE, ignore_fields=frozenset(
+        {"devices", "acs", "iommu", "ecc", "persistence", "mig_mode", "kernel"}))) == EDGES_IGNORED
+
+
+@pytest.mark.parametrize("want, have, says", [
+    ({"node": {"iommu": "identity"}}, {"node": {"iommu": "DMA"}},
+     "IOMMU mode DMA, baseline identity: set passthrough on the kernel command line (iommu=pt), as the baseline has it"),
+    ({"gpu": {"gpu0": {"mig_mode": "disabled"}}}, {"gpu": {"gpu0": {"mig_mode": "x"}}},
+     "MIG mode x, baseline disabled: nvidia-smi -i 0 -mig 0, then reset the GPU"),
+    ({"gpu": {"gpu0": {"ecc": True}}}, {"gpu": {"gpu0": {"ecc": False}}},
+     "ECC off, baseline on: nvidia-smi -i 0 -e 1, then reboot"),
+    ({"gpu": {"gpu0": {"pcie_switch_peers": []}}}, {"gpu": {"gpu0": {"pcie_switch_peers": ["a"]}}},
+     "devices on its PCIe switch [a], baseline none: the baseline has gpu0 on one PCIe switch with none: check the "
+     "card's slot, risers and PCIe cabling"),
+    ({"gpu": {"gpu0": {"numa_node": 1}}}, {"gpu": {"gpu0": {"numa_node": 1.5}}},
+     "NUMA node 1.5, baseline 1: the card belongs on NUMA node 1: check it is in the baseline's slot and the BIOS "
+     "NUMA setting (SNC/NPS) matches"),
+    ({"gpu": {"gpu0": {"power_limit_w": 700}}}, {"gpu": {"gpu0": {"power_limit_w": 700.001}}},
+     "power limit (W) 700.001, baseline 700: nvidia-smi -i 0 -pl 700 (and check the BMC's power capping)"),
+    ({"gpu": {"gpu0": {"numa_node": 0}}}, {"gpu": {"gpu0": {"numa_node": 0.0000009}}}, None),  # within 1e-6
+    ({"gpu": {"gpu0": {"ecc": True}}}, {"gpu": {"gpu0": {"ecc": 1.0}}}, None),
+    ({"gpu": {"gpu0": {"numa_node": True}}}, {"gpu": {"gpu0": {"numa_node": 1}}}, None),
+    ({"gpu": {"gpu0": {"persistence": 1}}}, {"gpu": {"gpu0": {"persistence": True}}}, None),
+])
+def test_one_field_at_its_edge(want, have, says):
+    [r] = compare(want, have)
+    if says is None:
+        assert r.verdict is Verdict.PASS and r.message == "as the baseline (1 field)"
+    else:
+        assert r.verdict is Verdict.FAIL and r.message == says
+
+
+def test_a_pass_counts_its_fields_and_the_checks_come_in_order():
+    results = compare({"node": {"driver": "1", "kernel": "2", "iommu": "DMA", "bios_version": "3"}},
+                      {"node": {"driver": "1", "kernel": "2", "iommu": "DMA", "bios_version": "3"}})
+    assert [(r.name, r.message) for r in results] == [("baseline.firmware", "as the baseline (1 field)"),
+                                                      ("baseline.software", "as the baseline (2 fields)"),
+                                                      ("baseline.settings", "as the baseline (1 field)")]
+    assert compare({}, {}) == [] and compare({"node": {"unknown": 1}}, {"node": {"unknown": 2}}) == []

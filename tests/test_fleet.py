@@ -302,3 +302,129 @@ def test_outliers_are_what_comparing_every_figure_with_its_median_finds(figures,
     expected.sort(key=lambda x: -x[1])
     found, _ = outliers(figures, pct, min_fleet)
     assert [(o.figure, o.off_pct) for o in found] == expected
+
+
+# ---------------------------------------------------------------- the rule at its edges (issue 18 §5: mutation survivors)
+
+def test_distribution_in_full():
+    figs = [Figure(f"n{i // 2}", f"gpu{i % 2}", MODEL, "stress.burn:bf16_tflops", v, "TFLOP/s")
+            for i, v in enumerate([10.0, 14.0, 11.0, 13.0, 12.0, 30.0])]
+    d = distributions(figs)[(MODEL, "stress.burn:bf16_tflops")]
+    assert (d.sku, d.measure, d.unit, d.count, d.nodes) == (MODEL, "stress.burn:bf16_tflops", "TFLOP/s", 6, 3)
+    assert d.values == (10.0, 11.0, 12.0, 13.0, 14.0, 30.0) and d.median == 12.5
+    assert d.mad == 1.5  # |v - 12.5|: 2.5 1.5 0.5 0.5 1.5 17.5
+    assert (d.p10, d.p90) == (10.5, 22.0)  # numpy.percentile(values, [10, 90]) (linear, "inclusive")
+    assert d.percentile(12.0) == 41.7 and d.percentile(9) == 0.0 and d.percentile(31) == 100.0
+    one = distributions([_fig("n0", 7.0)])[(MODEL, "stress.burn:bf16_tflops")]
+    assert (one.median, one.mad, one.p10, one.p90, one.count) == (7.0, 0.0, 7.0, 7.0, 1)
+
+
+def test_percentile_counts_ties_half():
+    d = distributions([_fig(f"n{i}", v) for i, v in enumerate([1, 2, 2, 3])])[(MODEL, "stress.burn:bf16_tflops")]
+    assert d.percentile(2) == 50.0 and d.percentile(1) == 12.5 and d.percentile(3) == 87.5
+    d = distributions([_fig(f"n{i}", v) for i, v in enumerate([1, 2, 3])])[(MODEL, "stress.burn:bf16_tflops")]
+    assert d.percentile(1) == 16.7  # rounded to one place
+
+
+def test_outlier_exactly_at_and_just_past_the_limit():
+    base = [_fig(f"n{i}", 100.0) for i in range(11)]
+    at = outliers(base + [_fig("at", 90.0)], outlier_pct=10, min_fleet=10)[0]
+    assert at == []  # exactly 10% below: not beyond it
+    past = outliers(base + [_fig("past", 89.99)], outlier_pct=10, min_fleet=10)[0]
+    assert [(o.figure.node, o.median, o.off_pct) for o in past] == [("past", 100.0, 10.01)]
+    # a fleet of exactly min_fleet nodes is judged; one fewer is not
+    assert [o.figure.node for o in outliers(base[:9] + [_fig("slow", 50.0)], 10, 10)[0]] == ["slow"]
+    assert outliers(base[:8] + [_fig("slow", 50.0)], 10, 10)[0] == []
+    # the defaults: 10% and 10 nodes
+    assert [o.figure.node for o in outliers(base[:9] + [_fig("slow", 89.9)])[0]] == ["slow"]
+    assert outliers(base[:8] + [_fig("slow", 50.0)])[0] == []
+    assert outliers(base + [_fig("at", 90.0)])[0] == []
+
+
+def test_outliers_on_either_end_worst_first_ties_in_order():
+    lat = lambda node, v: Figure(node, "gpu0", MODEL, "stress.p2p:latency_us", v, "us")  # noqa: E731
+    figs = [lat(f"n{i}", 2.0) for i in range(10)] + [lat("a", 2.5), lat("b", 3.0), lat("c", 2.5), lat("fast", 1.0)]
+    found, _ = outliers(figs, 10, 10)
+    assert [(o.figure.node, o.off_pct) for o in found] == [("b", 50.0), ("a", 25.0), ("c", 25.0)]
+    assert found[0].describe() == ("gpu0 latency_us 3 us is 50.0% above the fleet median 2 (percentile 96.4, "
+                                   f"{MODEL})")
+    # a rate with its one outlier at the low end only (the highest is on the good side)
+    rates = [_fig(f"n{i}", 100.0) for i in range(10)] + [_fig("fast", 200.0), _fig("slow", 80.0)]
+    found, _ = outliers(rates, 10, 10)
+    assert [o.figure.node for o in found] == ["slow"]
+    assert found[0].describe() == f"gpu0 bf16_tflops 80 TFLOP/s is 20.0% below the fleet median 100 (percentile 4.2, {MODEL})"
+
+
+def test_a_fleet_whose_median_is_zero_or_less_names_no_one():
+    assert outliers([_fig(f"n{i}", 0.0) for i in range(10)] + [_fig("x", -5.0)], 10, 10)[0] == []
+    own = [Figure("me", "gpu0", MODEL, "stress.burn:bf16_tflops", -5.0, "TFLOP/s")]
+    assert judge_run_of(own, [_fig(f"n{i}", 0.0) for i in range(12)]) == []
+
+
+def judge_run_of(own, fleet_figs, *args):
+    from nodeqc.checks.fleet import judge_run
+    return judge_run(own, fleet_figs, *args)
+
+
+def test_a_runs_warning_in_full_and_its_pass():
+    fleet_figs = [_fig(f"n{i}", 100.0) for i in range(10)]
+    own = [Figure("me", "gpu2", MODEL, "stress.burn:bf16_tflops", 85.0, "TFLOP/s"),
+           Figure("me", "gpu2", MODEL, "stress.burn:bf16_tflops", 70.0, "TFLOP/s"),
+           Figure("me", "gpu1", MODEL, "stress.burn:bf16_tflops", 90.0, "TFLOP/s"),  # exactly at 10%
+           Figure("me", "gpu5", MODEL, "stress.burn:bf16_tflops", 89.0, "TFLOP/s")]
+    results = judge_run_of(own, fleet_figs)  # the defaults: 10%, 10 nodes
+    assert [(r.name, r.subject, r.verdict, r.code, r.key) for r in results] == [
+        ("fleet.outlier", "gpu2", Verdict.WARN, "FLEET_OUTLIER", "below_median_pct"),
+        ("fleet.outlier", "gpu5", Verdict.WARN, "FLEET_OUTLIER", "below_median_pct")]
+    w = results[0]
+    assert w.message == (f"gpu2 bf16_tflops 70 TFLOP/s is 30.0% below the fleet median 100 (percentile 0, {MODEL}); "
+                         f"gpu2 bf16_tflops 85 TFLOP/s is 15.0% below the fleet median 100 (percentile 0, {MODEL}): "
+                         "it clears the floor but trails its fleet")
+    assert (w.values["below_median_pct"].value, w.values["below_median_pct"].unit, w.values["percentile"].value) == \
+        (30.0, "%", 0.0)
+    assert w.evidence == {"outliers": [
+        {"measure": "stress.burn:bf16_tflops", "value": 70.0, "median": 100.0, "off_pct": 30.0, "percentile": 0.0},
+        {"measure": "stress.burn:bf16_tflops", "value": 85.0, "median": 100.0, "off_pct": 15.0, "percentile": 0.0}],
+        "outlier_pct": 10.0}
+    [ok] = judge_run_of(own[2:3], fleet_figs + [_fig("n99", 100.0, "stress.x:y_gbps", "GB/s")])
+    assert (ok.name, ok.subject, ok.verdict, ok.code, ok.key) == ("fleet.outlier", "node", Verdict.PASS, None, "figures")
+    assert ok.message == "1 figure(s) within 10% of their fleet's median (up to 10 nodes)"
+    assert ok.values["figures"].value == 1
+    assert judge_run_of(own, fleet_figs[:9]) == []  # 9 nodes: below the default fleet size
+    assert len(judge_run_of(own, fleet_figs[:9], 10, 9)) == 2
+
+
+def test_a_runs_latency_is_judged_lower_better():
+    lat = lambda node, v: Figure(node, "gpu0", MODEL, "stress.p2p:latency_us", v, "us")  # noqa: E731
+    [w] = judge_run_of([lat("me", 2.5), lat("me", 1.0)], [lat(f"n{i}", 2.0) for i in range(10)])
+    assert w.verdict is Verdict.WARN and w.values["below_median_pct"].value == 25.0
+    assert "2.5 us is 25.0% above the fleet median 2" in w.message and "1 us" not in w.message
+
+
+def test_two_figures_have_their_own_deciles_and_a_measure_keeps_all_after_its_check():
+    d = distributions([_fig("a", 1.0), _fig("b", 3.0)])[(MODEL, "stress.burn:bf16_tflops")]
+    assert (d.p10, d.p90) == (pytest.approx(1.2), pytest.approx(2.8))  # numpy.percentile([1, 3], [10, 90])
+    figs = [_fig(f"n{i}", 100.0, "stress.x:a:b", "GB/s") for i in range(10)] + [_fig("slow", 50.0, "stress.x:a:b", "GB/s")]
+    [o] = outliers(figs, 10, 10)[0]
+    assert o.describe().startswith("gpu0 a:b 50 GB/s is 50.0% below")
+
+
+def test_outliers_equal_to_two_places_keep_the_figures_order():
+    base = [_fig(f"n{i}", 100.0) for i in range(10)]
+    found, _ = outliers(base + [_fig("first", 79.999), _fig("second", 79.996)], 10, 10)
+    assert [(o.figure.node, o.off_pct) for o in found] == [("first", 20.0), ("second", 20.0)]
+
+
+def test_a_run_against_its_fleet_counts_every_figure_and_rounds_as_shown():
+    fleet_figs = [_fig(f"n{i}", 100.0) for i in range(10)]
+    own = [Figure("me", "gpu0", "NVIDIA H200", "stress.burn:bf16_tflops", 1.0, "TFLOP/s"),  # no fleet: passed over
+           Figure("me", "gpu0", MODEL, "stress.burn:bf16_tflops", 99.0, "TFLOP/s"),
+           Figure("me", "gpu1", MODEL, "stress.burn:bf16_tflops", 98.0, "TFLOP/s")]
+    [ok] = judge_run_of(own, fleet_figs)
+    assert ok.message == "2 figure(s) within 10% of their fleet's median (up to 10 nodes)" and ok.values["figures"].value == 2
+    [w] = judge_run_of(own + [Figure("me", "gpu1", MODEL, "stress.burn:bf16_tflops", 87.6543, "TFLOP/s")], fleet_figs)
+    assert w.evidence["outliers"][0]["off_pct"] == 12.35 and w.values["below_median_pct"].value == 12.35
+    # a fleet whose median is small but positive is judged
+    small = [_fig(f"n{i}", 0.5, "stress.x:lat_gbps", "GB/s") for i in range(10)]
+    [w] = judge_run_of([Figure("me", "gpu0", MODEL, "stress.x:lat_gbps", 0.25, "GB/s")], small)
+    assert w.verdict is Verdict.WARN and w.values["below_median_pct"].value == 50.0
