@@ -366,17 +366,27 @@ def _locate(ref: str, beside: Path | None) -> Path:
     if _is_file_ref(ref):
         path = Path(ref) if beside is None or Path(ref).is_absolute() else beside / ref
         if not path.is_file():
-            raise UsageError(f"{ref}: profile file not found")
+            looked = f" (looked for {path})" if path != Path(ref) else ""
+            stem = Path(ref).name.removesuffix(".toml")
+            named = (f'; a profile nodeqc ships is named by its name alone: "{stem.lower()}"'
+                     if stem.lower() in _profile_names() else "")
+            raise UsageError(f"{ref}: profile file not found{looked}{named}")
         return path
     candidates = ([beside / f"{ref}.toml"] if beside else []) + [profiles_dir() / f"{ref}.toml"]
     for c in candidates:
         if c.is_file():
             return c
-    names = sorted({p.stem for p in profiles_dir().glob("*.toml")} | set(BY_KEY))
+    names = _profile_names()
     known = ", ".join(names)
-    hint = difflib.get_close_matches(ref, names, n=1)
-    extra = f" (did you mean {hint[0]}?)" if hint else ""
+    # Names are lower case: "H100" means h100, never the v100 a case-sensitive match would offer.
+    by_lower = {n.lower(): n for n in names}
+    hint = difflib.get_close_matches(ref.lower(), list(by_lower), n=1)
+    extra = f" (did you mean {by_lower[hint[0]]}?)" if hint else ""
     raise UsageError(f'no profile named "{ref}"{extra}; known: {known}')
+
+
+def _profile_names() -> list[str]:
+    return sorted({p.stem for p in profiles_dir().glob("*.toml")} | set(BY_KEY))
 
 
 def _resolve(path: Path, seen: list[Path], sku: str | None = None) -> tuple[dict[str, Any], list[str]]:

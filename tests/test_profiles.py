@@ -133,6 +133,28 @@ def test_missing_file():
         load_profile("nope.toml")
 
 
+def test_a_name_in_upper_case_is_offered_its_own_profile_not_a_neighbour():
+    # difflib alone, case-sensitive, offers v100 for "H100": the wrong GPU, one letter away.
+    with pytest.raises(UsageError, match=r'no profile named "H100" \(did you mean h100\?\)'):
+        load_profile("H100")
+
+
+@pytest.mark.parametrize("ref", ["h100.toml", "profiles/h100.toml", "H100.toml"])
+def test_extending_a_shipped_profile_by_its_file_name_says_where_it_looked_and_the_name_to_use(tmp_path, ref):
+    (tmp_path / "mine.toml").write_text(f'description = "m"\nextends = "{ref}"\n')
+    with pytest.raises(UsageError) as e:
+        load_profile(str(tmp_path / "mine.toml"))
+    assert str(e.value) == (f"{tmp_path / 'mine.toml'}: extends: {ref}: profile file not found (looked for "
+                            f'{tmp_path / ref}); a profile nodeqc ships is named by its name alone: "h100"')
+
+
+def test_a_missing_file_of_ones_own_gets_no_shipped_name(tmp_path):
+    (tmp_path / "mine.toml").write_text('description = "m"\nextends = "site.toml"\n')
+    with pytest.raises(UsageError) as e:
+        load_profile(str(tmp_path / "mine.toml"))
+    assert str(e.value).endswith(f"site.toml: profile file not found (looked for {tmp_path / 'site.toml'})")
+
+
 def test_schema_units_follow_key_names():
     p = load_profile("hgx-h100")
     units = {k: p.threshold("gpu", k).unit for k in SCHEMA["gpu"] if k.startswith(("min_", "max_")) and p.get("gpu", k) is not None}
