@@ -94,7 +94,10 @@ class RecordingNvml:
 
     def _record_device(self, name: str, real: Any, handle: Any, args: tuple[Any, ...]) -> Any:
         table = self.devices.setdefault(self._handles.get(id(handle), -1), {}).setdefault(name, {})
-        return self._record(table.setdefault(",".join(map(str, args)), []), real, (handle, *args))
+        # Another GPU's handle among the arguments (topology, P2P status) is recorded by its index,
+        # as ReplayNvml looks it up.
+        key = ",".join(str(self._handles[id(a)]) if id(a) in self._handles else str(a) for a in args)
+        return self._record(table.setdefault(key, []), real, (handle, *args))
 
     def _field_values(self, handle: Any, field_ids: list[int]) -> Any:
         values = self.nvml.nvmlDeviceGetFieldValues(handle, field_ids)

@@ -47,6 +47,12 @@ def h100_device(n: int = 0, **overrides: Any) -> dict[str, Any]:
         "nvmlDeviceGetRetiredPages": {"error": "NOT_SUPPORTED"},
         "nvmlDeviceGetRetiredPagesPendingStatus": {"error": "NOT_SUPPORTED"},
         "nvmlDeviceRegisterEvents": None,
+        # To each other GPU of an HGX board (by its index, as ReplayNvml keys handles): peer-to-peer
+        # over NVLink (NVML_P2P_CAPS_INDEX_NVLINK = 2, NVML_P2P_STATUS_OK = 0); the PCIe ancestor, a
+        # switch for the GPU beside it and the CPUs' link for the rest.
+        "nvmlDeviceGetP2PStatus": {"args": {f"{j},2": 0 for j in range(8) if j != n}},
+        "nvmlDeviceGetTopologyCommonAncestor": {"args": {str(j): 10 if j // 2 == n // 2 else 50
+                                                         for j in range(8) if j != n}},
     }
     d.update(overrides)
     return d

@@ -30,6 +30,24 @@ def test_inventory_of_a_healthy_h100():
     assert g.power_limit_w == 700.0 and g.max_sm_clock_mhz == 1980
 
 
+def test_each_gpu_says_how_it_reaches_the_others():
+    """NVLink where the driver reports peer-to-peer over it, else NVML's common PCIe ancestor, else
+    "unknown" (a driver without the function, a GPU it does not answer for); lost GPUs are left out."""
+    pcie = {"nvmlDeviceGetP2PStatus": {"error": "NOT_SUPPORTED"}}
+    b = backend([h100_device(0), h100_device(1), h100_device(2, **pcie), h100_device(3, **pcie),
+                 h100_device(4, lost=True)])
+    g = b.gpus()
+    assert g[0].peer_paths == {"1": "nvlink", "2": "nvlink", "3": "nvlink"}
+    assert g[2].peer_paths == {"0": "system", "1": "system", "3": "switch"}
+    assert g[4].lost and g[4].peer_paths == {}
+    levels = {"0": 0, "1": 10, "2": 20, "3": 30, "4": 40}
+    b = backend([h100_device(5, nvmlDeviceGetTopologyCommonAncestor={"args": levels}, **pcie),
+                 *[h100_device(i) for i in range(1, 5)]])
+    assert b.gpus()[0].peer_paths == {"1": "switch", "2": "switches", "3": "host_bridge", "4": "numa_node"}
+    quiet = {"nvmlDeviceGetTopologyCommonAncestor": {"error": "NOT_SUPPORTED"}, **pcie}
+    assert backend([h100_device(0, **quiet), h100_device(1)]).gpus()[0].peer_paths == {"1": "unknown"}
+
+
 def test_samples_convert_units_and_follow_the_series():
     b = backend([h100_device()])
     first, second = b.sample(0), b.sample(0)

@@ -103,6 +103,16 @@ def test_counter_faults_grow_with_load_and_remap_flags_are_states():
     assert mgmt.counters(0).ecc_dbe_volatile == 0
 
 
+def test_gpus_reach_each_other_over_nvlink_on_hgx_and_through_the_host_bridge_on_pcie_cards(tmp_path):
+    hgx = node("hgx-h100").management().gpus()
+    assert hgx[3].peer_paths == {str(i): "nvlink" for i in range(8) if i != 3}
+    p = tmp_path / "cards.toml"
+    p.write_text('description = "four L40S"\n[gpus]\nmodel = "l40s"\ncount = 4\n[host]\ncores = 32\nmemory_gib = 256\n')
+    cards = SimNode(load_scenario(str(p)), []).management().gpus()
+    assert cards[0].peer_paths == {str(i): "host_bridge" for i in range(1, 4)}
+    assert node("h100").management().gpus()[0].peer_paths == {}
+
+
 def test_pre_ampere_answers_retired_pages_not_remapping():
     n = node("v100")
     c = n.management().counters(0)

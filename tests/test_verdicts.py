@@ -589,7 +589,8 @@ P2P_VALUES = {"latency_us": (2.5, "us"), "p2p_bidir_gbps": (500.0, "GB/s"), "p2p
               "slowest_pair_gbps": (300.0, "GB/s")}
 P2P_SLOW = ("median one-way bandwidth to its peers 300 GB/s is below the limit 350 GB/s; median two-way bandwidth to its "
             "peers 500 GB/s is below the limit 600 GB/s; worst copy latency 2.5 us is above the limit 2 us")
-P2P_LIMITS = ["min_p2p_gbps", "min_p2p_bidir_gbps", "max_p2p_latency_us", "max_outlier_pct"]
+# One pair between two GPUs: nothing to compare either with, so no outlier limit is applied.
+P2P_LIMITS = ["min_p2p_gbps", "min_p2p_bidir_gbps", "max_p2p_latency_us"]
 BURN_EVIDENCE = ["dtypes", "node_median_tflops", "not_run"]
 
 
@@ -1216,6 +1217,78 @@ def test_p2p_slow_gpu_without_a_floor_is_an_outlier_at_the_profile_limits(factor
     r = by_subject(stress.judge_p2p(gpus(4), _p2p_with(4, {2: factor}), profile()))
     assert r["gpu2"].verdict is verdict and r["gpu2"].code == (None if verdict is Verdict.PASS else "P2P_OUTLIER")
     assert all(r[f"gpu{i}"].verdict is Verdict.PASS for i in (0, 1, 3))
+
+
+# An uneven PCIe tree, as NVML's topology names it: gpu0 and gpu1 share a switch, gpu2 hangs off a host
+# bridge of the same NUMA node, gpu3 sits across the link between the CPU sockets.
+UNEVEN = {(0, 1): ("switch", 400.0), (0, 2): ("numa_node", 300.0), (1, 2): ("numa_node", 300.0),
+          (0, 3): ("system", 200.0), (1, 3): ("system", 200.0), (2, 3): ("system", 200.0)}
+
+
+def _uneven(rate=None, paths=True):
+    """(GPUs with their peer paths, the copies: UNEVEN's speeds scaled by the slower end's factor)."""
+    rate = rate or {}
+    infos = gpus(4)
+    if paths:
+        for (a, b), (path, _) in UNEVEN.items():
+            infos[a].peer_paths[str(b)] = infos[b].peer_paths[str(a)] = path
+    pairs = [{**p, "gbps": UNEVEN[tuple(sorted((p["src"], p["dst"])))][1]
+              * min(rate.get(p["src"], 1.0), rate.get(p["dst"], 1.0))} for p in _pairs(4)]
+    return infos, ok({"access": [[i, j, True] for i in range(4) for j in range(4) if i != j], "pairs": pairs, "bidir": []})
+
+
+def test_p2p_a_healthy_gpu_across_the_sockets_is_compared_with_copies_that_cross_as_much():
+    """gpu3's fastest copy (200 GB/s, across the sockets) is half of gpu0's and gpu1's (400, one switch):
+    against the node's median of fastest copies (350) it would fail a healthy node. Over the same
+    path every GPU copies at 200: no outlier."""
+    infos, result = _uneven()
+    assert all(x.verdict is Verdict.PASS for x in stress.judge_p2p(infos, result, profile())), \
+        [x.message for x in stress.judge_p2p(infos, result, profile())]
+    # The same copies without the driver's topology: one kind of path, and gpu3 is (wrongly) the outlier.
+    blind, result = _uneven(paths=False)
+    r = by_subject(stress.judge_p2p(blind, result, profile()))
+    assert (r["gpu3"].verdict, r["gpu3"].code) == (Verdict.FAIL, "P2P_OUTLIER")
+
+
+@pytest.mark.parametrize("slow, over", [(0, "host bridges of one NUMA node"), (1, "host bridges of one NUMA node"),
+                                        (2, "the link between CPU sockets")])
+def test_p2p_a_slow_gpu_on_an_uneven_tree_is_still_the_outlier(slow, over):
+    """A GPU whose own link runs at half speed is slow over every path it takes, and the others' copies
+    without it are not: it stands below their median wherever it is compared; its switch partner
+    (whose only switch copy it drags down) and the others pass."""
+    infos, result = _uneven({slow: 0.5})
+    r = by_subject(stress.judge_p2p(infos, result, profile()))
+    assert (r[f"gpu{slow}"].verdict, r[f"gpu{slow}"].code) == (Verdict.FAIL, "P2P_OUTLIER")
+    assert f"fastest one-way copy to a peer over {over} " in r[f"gpu{slow}"].message
+    assert "is 50 % below the node median" in r[f"gpu{slow}"].message
+    assert all(r[f"gpu{i}"].verdict is Verdict.PASS for i in range(4) if i != slow), \
+        {k: v.message for k, v in r.items()}
+
+
+def test_p2p_the_one_gpu_across_the_sockets_has_no_copies_without_it_to_be_compared_with():
+    """Every copy across the sockets has gpu3 at one end: the others' copies over that path are its
+    own, and a slow gpu3 drags them all down alike. The outlier rule cannot judge it (its link width
+    and its host copies are judged by health.pcie_link and stress.pcie_bandwidth); it never makes the
+    healthy GPUs outliers."""
+    infos, result = _uneven({3: 0.5})
+    r = by_subject(stress.judge_p2p(infos, result, profile()))
+    assert all(x.verdict is Verdict.PASS for x in r.values())
+    assert r["gpu0"].thresholds[-1].name == "max_outlier_pct"  # the others were compared
+    assert not any(t is not None and t.name == "max_outlier_pct" for t in r["gpu3"].thresholds)
+
+
+def test_p2p_gpus_on_one_kind_of_path_are_not_told_the_path():
+    infos = gpus(4)
+    for g in infos:
+        g.peer_paths = {str(i): "nvlink" for i in range(4) if i != g.index}
+    r = by_subject(stress.judge_p2p(infos, _p2p_with(4, {1: 0.5}), profile()))
+    assert r["gpu1"].code == "P2P_OUTLIER" and "fastest one-way copy to a peer 200 GB/s is 50 % below" in r["gpu1"].message
+
+
+def test_p2p_two_gpus_have_no_median_to_be_an_outlier_of():
+    r = by_subject(stress.judge_p2p(gpus(2), _p2p_with(2, {1: 0.5}), profile()))
+    assert r["gpu1"].verdict is Verdict.PASS
+    assert not any(t.name == "max_outlier_pct" for t in r["gpu1"].thresholds if t is not None)
 
 
 def test_p2p_uneven_tree_is_no_outlier_and_a_floor_keeps_its_code():

@@ -49,6 +49,15 @@ def _dict(obj: Any) -> dict[str, Any]:
     return {k: or_none(v) for k, v in asdict(obj).items()}
 
 
+# The kinds of path between two GPUs, nearest first: NVLink, then NVML's PCIe topology levels
+# (nvmlGpuTopologyLevel_t: INTERNAL, SINGLE, MULTIPLE, HOSTBRIDGE, NODE, SYSTEM). "unknown" where
+# the driver does not say.
+PEER_PATHS = {"nvlink": "NVLink", "board": "the same board", "switch": "one PCIe switch",
+              "switches": "several PCIe switches", "host_bridge": "a PCIe host bridge",
+              "numa_node": "host bridges of one NUMA node", "system": "the link between CPU sockets",
+              "unknown": "a path the driver does not report"}
+
+
 @dataclass
 class GpuInfo:
     """What a GPU is: identity, capabilities and limits, read once."""
@@ -89,6 +98,10 @@ class GpuInfo:
     compute_mode: Any = NA  # "default" | "exclusive_process" | "prohibited"
     app_sm_clock_mhz: Any = NA  # application clocks (nvidia-smi -ac)
     app_mem_clock_mhz: Any = NA
+    # How this GPU reaches each other GPU, by the other's index (a string, as in JSON): PEER_PATHS'
+    # keys, from NVML's P2P status and common PCIe ancestor. GPU-to-GPU copies are compared only
+    # with copies over the same kind of path (nodeqc.checks.stress.judge_p2p).
+    peer_paths: dict[str, str] = field(default_factory=dict)
     lost: bool = False  # the driver lists it but it does not answer: it stays, saying so
     # Position among the NVIDIA GPUs on the PCI bus: a GPU the driver failed to bring up shifts the
     # driver's indices of those after it, never their slots. Reports name GPUs by slot.

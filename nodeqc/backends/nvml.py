@@ -128,7 +128,25 @@ class NvmlBackend(GpuManagement):
         return "N/A" if is_na(v) else f"{v // 1000}.{(v % 1000) // 10}"
 
     def gpus(self) -> list[GpuInfo]:
-        return [self._info(i) for i in range(len(self._handles))]
+        infos = [self._info(i) for i in range(len(self._handles))]
+        for info in infos:
+            if not info.lost:
+                info.peer_paths = {str(j.index): self._peer_path(info.index, j.index)
+                                   for j in infos if j.index != info.index and not j.lost}
+        return infos
+
+    def _peer_path(self, i: int, j: int) -> str:
+        """How GPU i reaches GPU j: NVLink where the driver reports peer-to-peer over it, else the
+        nearest common PCIe ancestor's level; "unknown" where the driver answers neither."""
+        n, hi, hj = self.n, self._handles[i], self._handles[j]
+        nvlink = self.query("nvmlDeviceGetP2PStatus", hi, hj, n.NVML_P2P_CAPS_INDEX_NVLINK, index=i)
+        if not is_na(nvlink) and nvlink == n.NVML_P2P_STATUS_OK:
+            return "nvlink"
+        level = self.query("nvmlDeviceGetTopologyCommonAncestor", hi, hj, index=i)
+        levels = {n.NVML_TOPOLOGY_INTERNAL: "board", n.NVML_TOPOLOGY_SINGLE: "switch",
+                  n.NVML_TOPOLOGY_MULTIPLE: "switches", n.NVML_TOPOLOGY_HOSTBRIDGE: "host_bridge",
+                  n.NVML_TOPOLOGY_NODE: "numa_node", n.NVML_TOPOLOGY_SYSTEM: "system"}
+        return "unknown" if is_na(level) else levels.get(level, "unknown")
 
     def _info(self, i: int) -> GpuInfo:
         n = self.n

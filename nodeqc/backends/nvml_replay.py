@@ -15,6 +15,7 @@ Description format (JSON-compatible)::
         "nvmlDeviceGetClockInfo": {"args": {"1": 1980, "2": 2619}},  # answers by argument
         "nvmlDeviceGetPowerUsage": {"series": [70000, 650000]},      # successive calls; the last repeats
         "nvmlDeviceGetSerial": {"error": "NOT_SUPPORTED"},           # raises NVMLError
+        "nvmlDeviceGetTopologyCommonAncestor": {"args": {"1": 10}},  # another GPU: by its index
      }]}
 
 A function a device description does not name raises FunctionNotFound, as the real binding does
@@ -113,13 +114,14 @@ class ReplayNvml:
         if name not in table:
             raise self.error("FUNCTION_NOT_FOUND")
         answer = table[name]
+        # Another GPU's handle among the arguments (topology, P2P status) is keyed by its index.
+        key = ",".join(str(a.index) if isinstance(a, _Handle) else str(a) for a in args)
         if isinstance(answer, dict) and "args" in answer:
-            key = ",".join(str(a) for a in args)
             if key not in answer["args"]:
                 raise self.error("NOT_SUPPORTED")
             answer = answer["args"][key]
         if isinstance(answer, dict) and "series" in answer:
-            call = (index, name, ",".join(map(str, args)))
+            call = (index, name, key)
             n = self._calls.get(call, 0)
             self._calls[call] = n + 1
             answer = answer["series"][min(n, len(answer["series"]) - 1)]

@@ -348,9 +348,15 @@ class SimManagement(GpuManagement):
                 temp_mem_max_c=m.mem_max_c, power_limit_w=self._limit(k), power_default_limit_w=m.tdp_w,
                 max_sm_clock_mhz=m.max_sm_mhz, max_mem_clock_mhz=m.mem_mhz,
                 nvlink_count=m.nvlink_links if m.nvlink_links else NA,
+                peer_paths={str(i): self._peer_path(k, other) for i, other in enumerate(self.node.visible) if i != j},
                 **sim_firmware(m, self.driver_version()),
             ))
         return out
+
+    def _peer_path(self, k: int, other: int) -> str:
+        """NVLink on NVSwitch and bridged nodes; a common host bridge on PCIe nodes, whose simulated
+        copies run at one rate between any two GPUs (sim_compute)."""
+        return "nvlink" if self.node.scenario.data["gpus"].get("topology", "pcie") != "pcie" else "host_bridge"
 
     # ------------------------------------------------------------------ physics
 

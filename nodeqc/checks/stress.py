@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from nodeqc.backends.base import COUNTED_REASONS, PLAIN_LOAD_DTYPE, GpuInfo
+from nodeqc.backends.base import COUNTED_REASONS, PEER_PATHS, PLAIN_LOAD_DTYPE, GpuInfo
 from nodeqc.checks.common import Finding, fmt, fold, judge, skip
 from nodeqc.checks.diagnosis import Expected, Observed, explain, explain_node
 from nodeqc.model import CheckResult, Threshold, Value, Verdict
@@ -513,13 +513,7 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
     floor, bidir_floor = profile.threshold("gpu", "min_p2p_gbps"), profile.threshold("gpu", "min_p2p_bidir_gbps")
     latency_limit = profile.threshold("gpu", "max_p2p_latency_us")
     blamed = p2p_corrupt_gpus(r["pairs"])
-    # Each GPU's fastest copy to any peer, against the node's median of those: a GPU whose own link is
-    # slow reaches no peer fast, while a healthy one keeps at least one fast pair (a peer behind the
-    # same switch or socket), so an uneven PCIe tree does not make it an outlier. Profiles without a
-    # P2P floor (every PCIe-card profile) catch a slow GPU this way only.
-    fastest = {g.index: max(p["gbps"] for p in r["pairs"] if g.index in (p["src"], p["dst"]))
-               for g in gpus if any(g.index in (p["src"], p["dst"]) for p in r["pairs"])}
-    fastest_median = _median(list(fastest.values()))
+    standing = _p2p_standing(r["pairs"], by_index)
     results = []
     for g in gpus:
         mine = [p for p in r["pairs"] if g.index in (p["src"], p["dst"])]
@@ -547,8 +541,12 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
             findings.append(judge(bidir_floor, values["p2p_bidir_gbps"].value, "P2P_SLOW",
                                   "median two-way bandwidth to its peers", "GB/s"))
         findings.append(judge(latency_limit, worst_latency, "P2P_LATENCY", "worst copy latency", "us"))
-        outlier = _outlier(profile, fastest[g.index], fastest_median, len(fastest), "P2P_OUTLIER",
-                           "fastest one-way copy to a peer", "GB/s")
+        outlier = None
+        if g.index in standing:
+            path, fastest, median, others = standing[g.index]
+            over = f" over {PEER_PATHS[path]}" if path else ""
+            outlier = _outlier(profile, fastest, median, others + 1, "P2P_OUTLIER",
+                               f"fastest one-way copy to a peer{over}", "GB/s")
         if outlier:
             findings.append(outlier)
         judged_by = [floor, bidir_floor, latency_limit] + ([profile.threshold("gpu", "max_outlier_pct")] if outlier else [])
@@ -560,6 +558,42 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
     results.append(explain_node(node, [Observed.of(g, windows.get(g.index)) for g in gpus], _node_expected(gpus),
                                 "the GPU-to-GPU copies"))
     return results
+
+
+def _p2p_standing(pairs: list[dict[str, Any]], by_index: dict[int, GpuInfo]
+                  ) -> dict[int, tuple[str | None, float, float, int]]:
+    """Each GPU's fastest copy to a peer against the other GPUs' fastest copies over the same kind of
+    path (NVLink, one PCIe switch, across the CPU sockets: GpuInfo.peer_paths), leaving out the copies
+    with the GPU itself: a GPU whose own link is slow reaches no peer fast over any path, while a
+    healthy GPU on an uneven PCIe tree (alone on a root port, or across the sockets from the rest) is
+    only compared with copies that cross as much. Profiles without a P2P floor (every PCIe-card
+    profile) catch a slow GPU this way only.
+
+    A path where fewer than two other GPUs copy without the GPU says nothing of it (gpu0 and gpu1
+    alone behind a switch; the one GPU across the sockets, in every copy that crosses): the GPU stands
+    where it does best among the paths that do, its fastest there as a share of the others' median.
+    GPU -> (the path, None where the node has one kind; its fastest GB/s; the others' median GB/s;
+    how many others). A GPU no path can judge is absent."""
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    for p in pairs:
+        src = by_index.get(p["src"])
+        path = (src.peer_paths.get(str(p["dst"])) if src is not None else None) or "unknown"
+        by_path.setdefault(path, []).append(p)
+    out: dict[int, tuple[str | None, float, float, int]] = {}
+    for path, copies in by_path.items():
+        for me in {g for p in copies for g in (p["src"], p["dst"])}:
+            mine = max(p["gbps"] for p in copies if me in (p["src"], p["dst"]))
+            others: dict[int, float] = {}
+            for p in copies:
+                if me not in (p["src"], p["dst"]):
+                    for g in (p["src"], p["dst"]):
+                        others[g] = max(others.get(g, 0.0), p["gbps"])
+            median = _median(list(others.values()))
+            if len(others) < 2 or not median:
+                continue
+            if me not in out or mine / median > out[me][1] / out[me][2]:
+                out[me] = (path if len(by_path) > 1 else None, mine, median, len(others))
+    return out
 
 
 def _peers(pairs: list[dict[str, Any]], me: int) -> set[int]:
