@@ -5,7 +5,9 @@ PASS to FAIL in two complete runs.
 
 Only results that completed in both reports are compared: a skipped check or one that could not run
 (error) judged nothing, and in an aborted run the checks that judge the whole run (health, burn-in,
-NIC counters) saw only part of it. Those are listed as not compared, never as a repair or regression.
+NIC counters) saw only part of it. Those are listed as not compared, never as a repair or regression;
+a check both reports skipped for the same reason (not applicable to the GPU, no NIC peer given) is
+left out of that list: nothing it judged before is missing now.
 """
 
 from __future__ import annotations
@@ -159,6 +161,12 @@ def _unfinished(check: dict[str, Any] | None, report: dict[str, Any], tag: str) 
     return None
 
 
+def _same_skip(old: dict[str, Any] | None, new: dict[str, Any] | None) -> bool:
+    """Both reports skipped the check for the same reason (its code)."""
+    return (old is not None and new is not None and old.get("verdict") == new.get("verdict") == "skip"
+            and old.get("code") == new.get("code"))
+
+
 def _checks(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(str(c.get("name")), str(c.get("subject"))): c for c in report.get("checks") or []
             if isinstance(c, dict)}
@@ -173,6 +181,8 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> Comparison:
     for key in list(new_checks) + [k for k in old_checks if k not in new_checks]:
         o, n = old_checks.get(key), new_checks.get(key)
         why = _unfinished(n, new, "NEW") or _unfinished(o, old, "OLD")
+        if why and _same_skip(o, n):
+            continue  # skipped alike in both (not applicable, no peer given): nothing was lost to say
         if why:
             not_compared.append((f"{key[0]} {key[1]}", why))
             continue

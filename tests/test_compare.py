@@ -141,6 +141,15 @@ def test_verdict_changes_and_figures():
     assert compare(old2, new2).changes == [] and not compare(old2, new2).regressed
     assert compare(new2, old2).changes == [] and not compare(new2, old2).regressed
     assert compare(old2, new2).not_compared == [("health.pcie_link gpu0", "skip in NEW")]
+    # Skipped in both for the same reason (not applicable, no peer given): nothing to say; for a
+    # different reason, or an error, it is still said.
+    old2["checks"][0].update(verdict="skip", code="PAGE_RETIREMENT_NA")
+    new2["checks"][0]["code"] = "PAGE_RETIREMENT_NA"
+    assert compare(old2, new2).not_compared == [] and compare(old2, new2).changes == []
+    new2["checks"][0]["code"] = "SKIPPED_EARLIER_FAILURE"
+    assert compare(old2, new2).not_compared == [("health.pcie_link gpu0", "skip in NEW")]
+    new2["checks"][0].update(verdict="error", code="PAGE_RETIREMENT_NA")
+    assert compare(old2, new2).not_compared == [("health.pcie_link gpu0", "error in NEW")]
 
 
 def test_a_partial_new_report_is_flagged(runs):
