@@ -189,6 +189,8 @@ REMEDIATION: dict[str, str] = {
     "SKIPPED_EARLIER_FAILURE": "Skipped because this GPU already failed in an earlier stress check; fix that first.",
     "NO_GPUS": "No GPUs were found, so GPU checks could not run.",
     "INTERNAL_ERROR": "nodeqc hit an internal error in this check: report it with the journal file.",
+    "HOST_NOT_HERE": "This host check reads or loads the machine nodeqc runs on, and this run has none of its own (a replay of a capture carries only the captured GPUs' NVML answers): run nodeqc on the node itself to judge its host.",
+    "HOST_UNREADABLE": "sysfs could not be read at the start of the run, so host errors (EDAC, PCIe AER, the kernel log) were not watched: run nodeqc as root on the node itself, and check that /sys is mounted; the warning at the start names the file.",
 }
 
 # What the driver's XID codes mean, for the evidence of the XID check. Those marked fatal are the ones
@@ -239,6 +241,8 @@ NOT_RUN: dict[str, str] = {
     "CUDA_UNAVAILABLE": "CuPy not installed",
     "NO_LOAD": "the GPU was never under load",
     "BMC_UNAVAILABLE": "no BMC readable (ipmitool)",
+    "HOST_NOT_HERE": "no live host (a replay)",
+    "HOST_UNREADABLE": "sysfs not readable",
 }
 
 

@@ -53,6 +53,10 @@ PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
 # grows by as much): a sampler slower than this is broken, not slow (nodeqc's choice).
 MAX_TELEMETRY_WAIT_S = 60.0
 NIC_CHECKS = CHECKS["nic"]
+# The host checks that read the live machine (sysfs, the kernel log) or load it: said not run, one
+# result each, where the run has no backend for them (a replay) or could not read them.
+HOST_HEALTH_CHECKS = ("host.edac", "host.aer", "host.kernel_log")
+HOST_STRESS_CHECKS = ("host.cpu_stress", "host.memory_bandwidth", "host.nvme", "host.optics")
 
 
 @dataclass
@@ -124,7 +128,7 @@ class Runner:
         self._live_gpus: list[GpuInfo] = []
         self._nic_plan: nic_checks.NicPlan | None = None
         self._nic_traffic: TrafficSession | None = None
-        self._platform = PlatformWatch(hardware.platform)
+        self._platform = PlatformWatch(hardware.platform, self._no_host_reason())
         self._baseline = options.baseline if options.baseline is not None else baseline_of_profile(self.profile)
         self._one_gpu_node = False  # one GPU on the node by every count: GPU-to-GPU checks do not apply
         self._bmc_thresholds: tuple[Any, str | None] | None = None  # read once a run (`ipmitool sensor` is slow)
@@ -243,10 +247,18 @@ class Runner:
             if not self.options.quick:
                 self._host_stress_phase()
 
+    def _no_host_reason(self) -> str:
+        """Why this run has no live host to read or stress (said for each host check it cannot run)."""
+        if (self.hw.simulation or {}).get("replay"):
+            return "a replay carries the captured GPUs' NVML answers, not the captured machine's host"
+        return "this run has no backend for the host"
+
     def _host_stress_phase(self) -> None:
         """Full runs only: every CPU on known answers, memory bandwidth, NVMe (fio), optical modules."""
         stress, sel = self.hw.host_stress, self.options.selection
         if stress is None:
+            self._publish([CheckResult(name, "node", Verdict.SKIP, f"not run: {self._no_host_reason()}",
+                                       code="HOST_NOT_HERE") for name in HOST_STRESS_CHECKS])
             return
         if not self._live_gpus:  # the node has already failed; minutes of host load would not change that
             self._publish([CheckResult("host.cpu_stress", "node", Verdict.SKIP, "host stress not run: no working "
@@ -617,8 +629,10 @@ class PlatformWatch:
     (for the baseline and the report). Without a platform backend every result says it was not
     watched; an error reading sysfs becomes a notice, never a failed run."""
 
-    def __init__(self, platform: Any):
+    def __init__(self, platform: Any, absent: str = "this run has no backend for the platform"):
         self.platform = platform
+        self._absent = absent  # why there is no platform to watch, said by each check it would judge
+        self._unreadable: str | None = None
         self.observed: dict[str, Any] | None = None
         self._bus_ids: list[str] = []
         self._names: dict[str, str] = {}
@@ -645,6 +659,7 @@ class PlatformWatch:
         except OSError as e:
             emit(Notice("warning", f"host health not watched: cannot read sysfs: {e}"))
             self._start = None
+            self._unreadable = f"cannot read sysfs: {e}"
 
     def observe(self, gpus: list[GpuInfo], driver: str, cuda: str, host: HostInfo, nics: list[NicInfo]) -> None:
         from nodeqc.baseline import observe
@@ -656,7 +671,10 @@ class PlatformWatch:
 
     def health_results(self, profile: Profile) -> list[CheckResult]:
         if self.platform is None or self._start is None:
-            return []
+            # Never silent: each check it would have judged says why it did not run.
+            code, why = (("HOST_NOT_HERE", self._absent) if self.platform is None else
+                         ("HOST_UNREADABLE", self._unreadable or "the platform was not read at the start"))
+            return [CheckResult(name, "node", Verdict.SKIP, f"not run: {why}", code=code) for name in HOST_HEALTH_CHECKS]
         end = self.platform.counters(self._bus_ids)
         records = self._log.new_records() if self._log is not None else []
         unreadable = getattr(self._log, "reason", None)

@@ -75,6 +75,9 @@ def test_a_replayed_healthy_gpu_qualifies_with_no_warning(tmp_path, name):
     pred = decode_statement(read_envelope(Path(p.stdout.strip().splitlines()[-1])))["predicate"]
     bad = [(c["name"], c["subject"], c["verdict"], c["message"]) for c in pred["checks"] if c["verdict"] not in ("pass", "skip")]
     assert bad == []
+    # The captured machine's host is not here: its sysfs checks say so, one by one.
+    assert sorted(c["name"] for c in pred["checks"] if c["code"] == "HOST_NOT_HERE") == [
+        "host.aer", "host.edac", "host.kernel_log"]
     assert pred["profile"]["sku"] == key and pred["profile"]["floors"]["min_bf16_tflops"]["fail"] > 590
     gpu = next(c for c in pred["checks"] if c["name"] == "inventory.gpu_model")
     assert gpu["message"] == f"{model} ({BY_KEY[key].name}, PCI device 0x{device_id:04x})"

@@ -112,3 +112,43 @@ def test_reports_never_overwrite_each_other(tmp_path, signer):
     a = runner(tmp_path, signer).run().report_path
     b = runner(tmp_path, signer).run().report_path
     assert a != b and a.is_file() and b.is_file()
+
+
+@pytest.mark.parametrize("replay", [True, False])
+def test_host_checks_without_a_host_to_read_each_say_they_did_not_run(tmp_path, signer, replay):
+    """A run with no platform or host-stress backend (a replay of a capture carries only NVML
+    answers) names every host check it could not run, never leaves them out silently."""
+    from nodeqc.selection import Selection
+
+    hw = simulated_hardware("h100", [], time_scale=40)
+    hw.platform, hw.host_stress = None, None
+    if replay:
+        hw.simulation = {"replay": "capture.json"}
+    options = RunOptions(load_profile("h100"), signer, out_dir=tmp_path / "out", quick=False,
+                         selection=Selection.parse(["host"], None))
+    outcome = Runner(options, hw).run()
+    skipped = {r.name: r for r in outcome.results if r.code == "HOST_NOT_HERE"}
+    assert sorted(skipped) == ["host.aer", "host.cpu_stress", "host.edac", "host.kernel_log", "host.memory_bandwidth",
+                               "host.nvme", "host.optics"]
+    assert all(r.verdict is Verdict.SKIP and r.subject == "node" for r in skipped.values())
+    why = ("a replay carries the captured GPUs' NVML answers, not the captured machine's host" if replay
+           else "this run has no backend for the host")
+    assert skipped["host.cpu_stress"].message == f"not run: {why}"
+    assert {r.name for r in outcome.results} == set(skipped) | {"host.cpu", "host.memory"}
+
+
+def test_host_health_says_why_when_sysfs_could_not_be_read():
+    from nodeqc.runner import PlatformWatch
+
+    class Broken:
+        def kernel_log(self):
+            raise OSError("Permission denied: '/sys/bus/pci/devices'")
+
+    watch, said = PlatformWatch(Broken()), []
+    watch.start([], [], said.append)
+    results = watch.health_results(load_profile("h100"))
+    assert [(r.name, r.verdict, r.code) for r in results] == [
+        ("host.edac", Verdict.SKIP, "HOST_UNREADABLE"), ("host.aer", Verdict.SKIP, "HOST_UNREADABLE"),
+        ("host.kernel_log", Verdict.SKIP, "HOST_UNREADABLE")]
+    assert results[0].message == "not run: cannot read sysfs: Permission denied: '/sys/bus/pci/devices'"
+    assert said[0].text.startswith("host health not watched: cannot read sysfs")
