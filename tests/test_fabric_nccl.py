@@ -68,8 +68,9 @@ def node_env(node: str, gpus: str = "2", fault: str = "", log: Path | None = Non
     return env
 
 
-def start(index: int, port: int, env: dict[str, str], start_s: float = START_S) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", NODE, str(index), "127.0.0.1", str(port), str(SECONDS),
+def start(index: int, port: int, env: dict[str, str], start_s: float = START_S,
+          host_a: str = "127.0.0.1") -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", NODE, str(index), host_a, str(port), str(SECONDS),
                              str(start_s), str(BYTES)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 
@@ -228,6 +229,17 @@ def test_a_peer_that_never_comes_is_bounded(index, missing):
     r = finish(start(index, port, node_env("ab"[index]), start_s=2))
     assert r["error"] == f"{missing} did not come to the NCCL rendezvous at 127.0.0.1:{port + 1} within 2 s"
     assert time.monotonic() - t0 < 2 + 10
+
+
+def test_a_node_name_that_is_loopback_here_is_named_as_the_likely_reason_the_peer_never_came():
+    """Debian and Ubuntu map a machine's own name to 127.0.1.1: given as node A's address, B waits
+    on itself. Where the peer never comes and A's name is a loopback address here, the error says
+    so; an address given as such (127.0.0.1 above, both ends on one machine) is taken as meant."""
+    port = free_port()
+    r = finish(start(1, port, node_env("b"), start_s=2, host_a="localhost"))
+    assert r["error"].startswith(f"a did not come to the NCCL rendezvous at localhost:{port + 1} within 2 s (localhost "
+                                 "is 127.0.0.1 on this node, a loopback address: each node meets only itself there; "
+                                 "give the nodes' addresses by IP")
 
 
 def test_no_gpu_or_no_cupy_on_either_end_skips_the_pair_saying_where():

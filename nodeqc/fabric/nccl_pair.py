@@ -23,6 +23,7 @@ around NCCL runs on this machine against tests/fake_cupy; NCCL itself on a GPU c
 from __future__ import annotations
 
 import errno
+import ipaddress
 import json
 import multiprocessing
 import os
@@ -205,6 +206,24 @@ def _agree(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str]) -> tupl
     return "go", a["gpus"] + b["gpus"]
 
 
+def _loopback_hint(host: str) -> str:
+    """Why two nodes may never meet at `host`: where it names a loopback address on this node (Debian
+    and Ubuntu map a machine's own name to 127.0.1.1 in /etc/hosts), each end waits on itself."""
+    try:
+        ipaddress.ip_address(host)
+        return ""  # given as an address: whoever wrote 127.0.0.1 meant it (both ends on one machine)
+    except ValueError:
+        pass
+    try:
+        address = socket.gethostbyname(host)
+    except OSError:
+        return ""
+    if not ipaddress.ip_address(address).is_loopback:
+        return ""
+    return (f" ({host} is {address} on this node, a loopback address: each node meets only itself there; give "
+            "the nodes' addresses by IP, or map their names to a routable address in /etc/hosts)")
+
+
 def _handshake(index: int, host_a: str, port: int, mine: dict[str, Any], names: tuple[str, str],
                deadline: float) -> tuple[str, str | int]:
     """A listens on port + HANDSHAKE_OFFSET, B connects (retrying while A is not there yet); B says
@@ -252,7 +271,8 @@ def _handshake(index: int, host_a: str, port: int, mine: dict[str, Any], names: 
         return _agree(peer, mine, names)
     except socket.timeout:
         other = names[1 - index]
-        return "error", f"{other} did not come to the NCCL rendezvous at {where} within {START_TIMEOUT_S:g} s"
+        return "error", (f"{other} did not come to the NCCL rendezvous at {where} within {START_TIMEOUT_S:g} s"
+                         + _loopback_hint(host_a))
     except OSError as e:
         return "error", f"the NCCL rendezvous at {where}: {e.strerror or e}"
     except ValueError as e:
