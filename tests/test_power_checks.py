@@ -519,3 +519,85 @@ def test_pulse_watched_only_by_the_drivers_counter_says_hw_slowdown_was_not_obse
     assert r.verdict is Verdict.PASS
     assert r.message == ("load swung at 20, 100, 1000 ms periods with no power brake "
                          "(HW slowdown not observed: no telemetry sample)")
+
+
+# ---------------------------------------------------------------- the pulse verdict, whole and at its edges
+
+def test_pulse_nothing_watched_in_full_and_one_sample_is_enough_to_watch():
+    assert whole(judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: GpuTelemetry(0)}, H100)[0]) == (
+        "stress.power_pulse", "gpu3", "error", "PULSE_NOT_OBSERVED",
+        "the load swung, but no telemetry sample and no driver throttle counter was read, so HW slowdown and power "
+        "brake were not observed; not judged", {"periods": (4, "")}, None, [], {})
+    r = judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: window([(11.0, sample())])}, H100)[0]
+    assert (r.verdict, r.message) == (Verdict.PASS, "load swung at 20, 100, 1000 ms periods with no HW slowdown or "
+                                                    "power brake")
+
+
+def test_whole_results_pulse_warning_by_the_counter():
+    tel = counted_window({0.02: 0.123456})
+    r = judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel}, H100)[0]
+    assert whole(r) == (
+        "stress.power_pulse", "gpu3", "warn", "POWER_PULSE_THROTTLE",
+        "brief clock cuts while the load swung: power brake for 0.123 ms at the 20 ms period (within the limit <= 1 ms, "
+        "warn above 0)",
+        {"periods": (4, ""), "power_min_w": (600, "W"), "power_max_w": (600, "W")}, "periods",
+        [("max_pulse_brake_ms", "max", 1.0, 0.0, "ms")],
+        {"periods": PULSED,
+         "attributed_by": {"hw_slowdown": "sampled onsets (NVML keeps no counter of it)",
+                           "power_brake": "driver counter, read at each period's start and end"},
+         # the driver's nanoseconds, shown in milliseconds to the microsecond
+         "counted_ms": {"power_brake": {"0": 0.0, "20": 0.123, "100": 0.0, "1000": 0.0}},
+         "counter_marks": tel.counter_marks, "throttle_onsets": []})
+
+
+@pytest.mark.parametrize("period", [0.02, 0.1, 1.0])
+def test_a_counted_brake_fails_in_whichever_period_it_came(period):
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: counted_window({period: 5.0})}, H100)[0]
+    assert (r.verdict, r.message) == (Verdict.FAIL, f"clocks cut while the load swung: power brake for 5 ms at the "
+                                                    f"{period * 1000:g} ms period")
+
+
+def test_a_count_is_judged_to_the_microsecond():
+    # 1.0004 ms is 1.000 ms, at the limit (warns); 1.0006 is 1.001, over it (fails).
+    for brake_ms, verdict in ((1.0004, Verdict.WARN), (1.0006, Verdict.FAIL)):
+        r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: counted_window({0.02: brake_ms})}, H100)[0]
+        assert r.verdict is verdict, brake_ms
+
+
+def test_without_a_steady_load_the_swings_brake_is_all_theirs_and_any_plan_of_periods_is_judged():
+    """A plan of periods without the steady control (or one whose steady load left no time between
+    the counter's reads) measures the swings' brake from zero; one without the 1 s period judges the
+    steady rate all the same."""
+    swings = [s for s in SPANS if s["period_s"] > 0]
+    tel = window([(11.0, sample())])
+    tel.counter_marks = marks({0.02: 3.0}, spans=swings)
+    r = judge_pulse([GPU], {0: ok({"periods": swings})}, {0: tel}, H100)[0]
+    assert r.message == "clocks cut while the load swung: power brake for 3 ms at the 20 ms period"
+    no_second = SPANS[:3]
+    tel.counter_marks = marks({0.0: 1.0, 0.02: 500.0}, spans=no_second)
+    r = judge_pulse([GPU], {0: ok({"periods": no_second})}, {0: tel}, H100)[0]
+    assert r.message == ("clocks cut while the load swung: power brake for 499.2 ms beyond the steady load's 0.4 ms a "
+                         "second at the 20 ms period")
+
+
+def test_without_a_profile_limit_any_brake_beyond_the_steady_loads_fails_and_none_passes():
+    from pathlib import Path
+
+    from nodeqc.profile import Profile
+
+    bare = Profile("t", Path("t.toml"), {"gpu": {}})
+    assert bare.threshold("gpu", "max_pulse_brake_ms") is None
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: counted_window({0.0: 250.0, 0.02: 200.0})}, bare)[0]
+    assert (r.verdict, r.thresholds) == (Verdict.PASS, [])  # exactly the steady rate (100 ms a second): nothing beyond
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: counted_window({0.02: 0.001})}, bare)[0]
+    assert (r.verdict, r.code) == (Verdict.FAIL, "POWER_PULSE_THROTTLE")
+
+
+def test_a_standing_brake_with_nothing_sampled_says_both_what_was_not_observed_and_what_stood():
+    tel = GpuTelemetry(0)
+    tel.counter_marks = marks({0.0: 2500.0, 0.02: 2000.0, 0.1: 2000.0, 1.0: 2000.0})
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: tel}, H100)[0]
+    assert (r.verdict, r.message) == (Verdict.PASS, "load swung at 20, 100, 1000 ms periods (HW slowdown not observed: "
+                                                    "no telemetry sample); power brake held 1000 ms of every second of "
+                                                    "the steady load, so the swings cannot show more (health.throttle "
+                                                    "judges it)")

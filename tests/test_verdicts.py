@@ -1291,6 +1291,54 @@ def test_p2p_two_gpus_have_no_median_to_be_an_outlier_of():
     assert not any(t.name == "max_outlier_pct" for t in r["gpu1"].thresholds if t is not None)
 
 
+def _paths(infos, path_of):
+    for g in infos:
+        g.peer_paths = {str(o.index): path_of(g.index, o.index) for o in infos if o.index != g.index}
+    return infos
+
+
+def test_p2p_a_gpu_stands_where_it_does_best_and_a_path_is_named_only_where_there_are_several():
+    """gpu0, gpu1 and gpu2 share a switch, gpu3 is across the sockets. gpu0's copies over the switch
+    run at half speed while its copy across the sockets runs as everyone's: the switch path is at
+    fault, not gpu0 (no outlier). A GPU slow over both paths is told where it stood best (the first
+    path it was compared over, the switch, at a tie)."""
+    switch = lambda a, b: "system" if 3 in (a, b) else "switch"  # noqa: E731
+    speed = {(0, 1): 200.0, (0, 2): 200.0, (1, 2): 400.0}
+    pairs = [{**p, "gbps": speed.get(tuple(sorted((p["src"], p["dst"]))), 400.0)} for p in _pairs(4)]
+    result = ok({"access": [[i, j, True] for i in range(4) for j in range(4) if i != j], "pairs": pairs, "bidir": []})
+    r = by_subject(stress.judge_p2p(_paths(gpus(4), switch), result, profile()))
+    assert all(x.verdict is Verdict.PASS for x in r.values()), {k: v.message for k, v in r.items()}
+    r = by_subject(stress.judge_p2p(_paths(gpus(4), switch), _p2p_with(4, {1: 0.5}), profile()))
+    assert r["gpu1"].message == ("fastest one-way copy to a peer over one PCIe switch 200 GB/s is 50 % below the node "
+                                 "median 400 GB/s (limit 10 %)")
+
+
+def test_p2p_the_others_fastest_copy_each_is_their_best_not_their_last():
+    """gpu2 at 0.6 and gpu3 at 0.8 of the others' speed: leaving gpu3 out, gpu0 and gpu1 still copy
+    at 400 between them, so gpu3's best (320) is 20 % below: it fails as gpu2 does."""
+    r = by_subject(stress.judge_p2p(gpus(4), _p2p_with(4, {2: 0.6, 3: 0.8}), profile()))
+    assert [r[f"gpu{i}"].verdict for i in range(4)] == [Verdict.PASS, Verdict.PASS, Verdict.FAIL, Verdict.FAIL]
+    assert "320 GB/s is 20 % below the node median 400 GB/s" in r["gpu3"].message
+
+
+def test_p2p_copies_below_one_gb_s_are_compared_as_any_others():
+    result = _p2p_with(4, {2: 0.5})
+    for p in result.result["pairs"]:
+        p["gbps"] /= 1000  # 0.4 GB/s and 0.2 for gpu2: a node whose every link is broken, gpu2 the worst
+    r = by_subject(stress.judge_p2p(gpus(4), result, profile()))
+    assert [r[f"gpu{i}"].code for i in range(4)] == [None, None, "P2P_OUTLIER", None]
+
+
+def test_p2p_a_path_the_driver_does_not_report_is_said_so_and_a_copy_with_an_unlisted_gpu_is_no_crash():
+    infos = _paths(gpus(4), lambda a, b: "switch" if {a, b} == {0, 1} else "")  # "" : the driver said nothing
+    r = by_subject(stress.judge_p2p(infos, _p2p_with(4, {2: 0.5}), profile()))
+    assert r["gpu2"].message.startswith("fastest one-way copy to a peer over a path the driver does not report 200 GB/s")
+    # A copy naming a GPU the judge was not given (one dropped from the run) counts over an unknown path.
+    result = _p2p_with(4, {})
+    result.result["pairs"].append({"src": 7, "dst": 0, "gbps": 400.0, "latency_us": 2.0, "verified": True})
+    assert all(x.verdict is Verdict.PASS for x in stress.judge_p2p(gpus(4), result, profile()))
+
+
 def test_p2p_uneven_tree_is_no_outlier_and_a_floor_keeps_its_code():
     """GPUs behind two switches, copies across them at half speed: each GPU still has a fast peer."""
     near = lambda a, b: a // 2 == b // 2  # noqa: E731

@@ -275,13 +275,14 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
             return CheckResult(name, g.subject, Verdict.ERROR, "the load swung, but no telemetry sample and no "
                                "driver throttle counter was read, so HW slowdown and power brake were not observed; "
                                "not judged", code="PULSE_NOT_OBSERVED", values=values)
+        assert window is not None  # neither counted nor sampled without a window: returned above
         unseen = [REASON_TEXT[x] for x in TRANSIENT_REASONS if x not in counted and not sampled]
         method = {reason: ("driver counter, read at each period's start and end" if reason in counted else
                            "sampled onsets (" + ("NVML keeps no counter of it" if reason not in COUNTED_REASONS
                                                  else "the driver's counter is not supported here") + ")")
                   for reason in TRANSIENT_REASONS}
         hits: dict[float, set[str]] = {}
-        for onset in (window.throttle_onsets.kept if window is not None else []):
+        for onset in window.throttle_onsets.kept:
             reasons = {x for x in onset["reasons"] if x in TRANSIENT_REASONS and x not in counted}
             span = next((p for p in spans if p["start_s"] <= onset["t_s"] <= p["end_s"]), None)
             if reasons and span is not None:
@@ -294,7 +295,9 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
             # What the steady load brought is the load's (health.throttle judges it): a period is
             # judged on the brake beyond the steady load's rate over as long a time, the time the
             # counter counted over (between its two reads, which include the gaps around a period).
-            steady_per_s = per_period.get(0.0, 0.0) / counted_s[0.0] if counted_s.get(0.0) else 0.0
+            # Each period has its count (else the reason is not counted at all) and its time between
+            # the marks; no steady load (0 s, or a plan without one) leaves the swings all theirs.
+            steady_per_s = per_period[0.0] / counted_s[0.0] if counted_s.get(0.0) else 0.0
             if steady_per_s >= STANDING_BRAKE_MS_PER_S:
                 standing[reason] = steady_per_s
                 continue
@@ -323,8 +326,7 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
         evidence = {"periods": swinging, "attributed_by": method,
                     "counted_ms": {reason: {f"{p * 1000:g}": round(ms, 3) for p, ms in sorted(per.items())}
                                    for reason, per in counted.items()},
-                    "counter_marks": window.counter_marks if window is not None else [],
-                    "throttle_onsets": window.throttle_onsets.kept if window is not None else []}
+                    "counter_marks": window.counter_marks, "throttle_onsets": window.throttle_onsets.kept}
         thresholds = [limit] if limit is not None and counted else []
         if findings:
             shown = said(findings)
@@ -588,10 +590,9 @@ def _p2p_standing(pairs: list[dict[str, Any]], by_index: dict[int, GpuInfo]
                 if me not in (p["src"], p["dst"]):
                     for g in (p["src"], p["dst"]):
                         others[g] = max(others.get(g, 0.0), p["gbps"])
+            # A copy that leaves this GPU out joins two others: there are none, or two and more.
             median = _median(list(others.values()))
-            if len(others) < 2 or not median:
-                continue
-            if me not in out or mine / median > out[me][1] / out[me][2]:
+            if median and (me not in out or mine / median > out[me][1] / out[me][2]):
                 out[me] = (path if len(by_path) > 1 else None, mine, median, len(others))
     return out
 
