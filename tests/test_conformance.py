@@ -670,6 +670,17 @@ def test_edges_with_fields_ignored():
     ({"gpu": {"gpu0": {"ecc": True}}}, {"gpu": {"gpu0": {"ecc": 1.0}}}, None),
     ({"gpu": {"gpu0": {"numa_node": True}}}, {"gpu": {"gpu0": {"numa_node": 1}}}, None),
     ({"gpu": {"gpu0": {"persistence": 1}}}, {"gpu": {"gpu0": {"persistence": True}}}, None),
+    # Just past the tolerance (1e-6 of the figure, at least of 1); a number against text, a list against
+    # one name: different, never a crash and never the same by accident.
+    ({"gpu": {"gpu0": {"numa_node": 1}}}, {"gpu": {"gpu0": {"numa_node": 1.0000015}}},
+     "NUMA node 1.0000015, baseline 1: the card belongs on NUMA node 1: check it is in the baseline's slot and the "
+     "BIOS NUMA setting (SNC/NPS) matches"),
+    ({"gpu": {"gpu0": {"numa_node": "one"}}}, {"gpu": {"gpu0": {"numa_node": 1}}},
+     "NUMA node 1, baseline one: the card belongs on NUMA node one: check it is in the baseline's slot and the BIOS "
+     "NUMA setting (SNC/NPS) matches"),
+    ({"gpu": {"gpu0": {"pcie_switch_peers": "a"}}}, {"gpu": {"gpu0": {"pcie_switch_peers": ["a"]}}},
+     "devices on its PCIe switch [a], baseline a: the baseline has gpu0 on one PCIe switch with a: check the card's "
+     "slot, risers and PCIe cabling"),
 ])
 def test_one_field_at_its_edge(want, have, says):
     [r] = compare(want, have)
