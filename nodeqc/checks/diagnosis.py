@@ -295,9 +295,14 @@ def explain(result: CheckResult, obs: Observed, expected: Expected, rate_share: 
     kind = PERFORMANCE_CODES.get(result.code or "")
     if result.verdict in (Verdict.WARN, Verdict.FAIL) and kind and _seen(obs):  # no telemetry: nothing to say
         return apply(result, diagnose(kind, obs, expected, rate_share, during))
-    if result.verdict is Verdict.PASS and obs.other_processes:
-        result.message += f"; another process used this GPU during {during}: {describe_processes(obs.other_processes)}"
-        result.evidence["other_processes"] = obs.other_processes
+    return _note_others(result, obs.other_processes, during)
+
+
+def _note_others(result: CheckResult, processes: list[dict[str, Any]], during: str) -> CheckResult:
+    """A passing result notes the other processes that used its GPUs meanwhile (and nothing else does)."""
+    if result.verdict is Verdict.PASS and processes:
+        result.message += f"; another process used this GPU during {during}: {describe_processes(processes)}"
+        result.evidence["other_processes"] = processes
     return result
 
 
@@ -308,22 +313,16 @@ def _seen(obs: Observed) -> bool:
 
 def explain_node(result: CheckResult, observations: list[Observed], expected: Expected, during: str) -> CheckResult:
     """A node-wide result (all-reduce, slow pairs): the first GPU whose telemetry explains it."""
-    if result.verdict not in (Verdict.WARN, Verdict.FAIL) or (result.code or "") not in PERFORMANCE_CODES \
+    if result.verdict not in (Verdict.WARN, Verdict.FAIL) or result.code not in PERFORMANCE_CODES \
             or not any(_seen(o) for o in observations):
-        return explain(result, _merged(observations), expected, None, during)
+        return _note_others(result, [p for o in observations for p in o.other_processes], during)
     for obs in observations:
         d = diagnose("p2p", obs, expected, None, during)
-        if d.cause not in ("unexplained", "defect"):
+        if d.cause != "unexplained":  # a GPU-to-GPU diagnosis is a cause on this GPU or "unexplained"
             return apply(result, Diagnosis(d.cause, f"{obs.subject}: {d.message}", d.code, d.error, d.readings))
     return apply(result, Diagnosis("unexplained", "no cause in any GPU's telemetry (no other process, lowered "
                                    "power limit, throttling or low clocks): the links between GPUs are the suspects",
                                    None, False, {"gpus": [asdict(o) for o in observations]}))
-
-
-def _merged(observations: list[Observed]) -> Observed:
-    """For a passing node-wide result: every other process seen on any GPU."""
-    others = [p for o in observations for p in o.other_processes]
-    return Observed("node", other_processes=others)
 
 
 def diagnose_drift(start: dict[str, Any], end: dict[str, Any], others: list[dict[str, Any]]) -> Diagnosis:
