@@ -644,6 +644,9 @@ HELD = "slow because clocks were held"
     (dict(throttle_s={"hw_thermal": 0.7, "sw_thermal": 0.6}),
      f"{HELD} near 1,100 MHz by HW thermal slowdown for 13% of the load: check cooling (fans, airflow, heatsink); it "
      "peaked at 68 C", "THROTTLE_THERMAL"),
+    (dict(throttle_s={"sw_thermal": 1.0}),  # exactly at the share, the other reason not asserted at all
+     f"{HELD} near 1,100 MHz by thermal slowdown for 10% of the load: check cooling (fans, airflow, heatsink); it "
+     "peaked at 68 C", "THROTTLE_THERMAL"),
     (dict(throttle_s={"hw_slowdown": 0.5, "power_brake": 0.5}),  # exactly at the share, a tie: the first named
      f"{HELD} near 1,100 MHz by HW slowdown for 10% of the load: check PSUs and power cables", "THROTTLE_HW_SLOWDOWN"),
     (dict(throttle_s={"power_brake": 12.0}, sm_clock_mhz=None),  # more than the load: all of it; no clock read
@@ -764,6 +767,7 @@ DEGRADING = "with clocks holding: the GPU is degrading under sustained load (RMA
     ({"sm_clock_mhz": 2000}, {"sm_clock_mhz": 1899, "temp_c": 90}, "clocks_low", NOT_THERMAL, "CLOCKS_LOW"),
     (START, {"tflops": 600}, "defect", f"the rate fell {DEGRADING}", None),  # no clock read at the end
     (START, {"sm_clock_mhz": NA}, "defect", f"the rate fell {DEGRADING}", None),
+    ({"temp_c": 60}, {"sm_clock_mhz": 1500, "temp_c": 90}, "defect", f"the rate fell {DEGRADING}", None),  # no start clock
 ])
 def test_burn_in_drift_whole_diagnosis(start, end, cause, message, code):
     assert diagnose_drift(start, end, []) == Diagnosis(cause, message, code, False,
@@ -924,3 +928,31 @@ def test_node_result_that_passed_notes_every_gpus_other_processes():
     assert explain_node(ok, gpus, Expected(), "the all-reduce") == CheckResult(
         "stress.nccl", "node", Verdict.PASS, "bus bandwidth 420 GB/s; another process used this GPU during the all-reduce: "
         "pid 4242 (python3, 1.05 GiB), pid 77 (name unknown)", evidence={"other_processes": [COTENANT, OTHER]})
+
+
+H100_HEALTHY = {"fp64": 60.1, "fp32": 51.5, "tf32": 358.3, "fp16": 732.1, "bf16": 747.1, "fp8": 1353.2, "hbm": 2843.0,
+                "h2d": 54.2, "d2h": 54.2}
+
+
+@pytest.mark.parametrize("gpu_info,dtypes,expected", [
+    (H100_SXM5, None, Expected("H100 SXM5 80GB", 1794, H100_HEALTHY)),
+    (H100_SXM5, [], Expected("H100 SXM5 80GB", 1794, H100_HEALTHY)),
+    (H100_SXM5, ["fp16", "bf16"], Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1331, "fp16, bf16")),
+    (H100_SXM5, ("fp64",), Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1794, "fp64")),
+    (GpuInfo(0, "NVIDIA Mystery", "GPU-x", "0000:1b:00.0"), ["fp16"], Expected()),  # an unknown SKU: nothing known
+])
+def test_expected_whole(gpu_info, dtypes, expected):
+    assert Expected.of(gpu_info, dtypes) == expected
+
+
+@pytest.mark.parametrize("expected,at_limit,held", [
+    (Expected("X", 1794, {}, 1331, "fp16"), True, (1331, "holds at its power limit under fp16")),
+    (Expected("X", 1794, {}, 1331, "fp16"), False, (1794, "sustains")),
+    (Expected("X", 1794, {}, 1794, "fp32"), True, (1794, "sustains")),  # the same clock: nothing held lower
+    (Expected("X", 1794, {}, 1900, "fp32"), True, (1794, "sustains")),
+    (Expected("X", 1794, {}, None, None), True, (1794, "sustains")),
+    (Expected("X", None, {}, 1331, "fp16"), True, (None, "sustains")),  # no SKU clock to say it is lower than
+    (Expected(), True, (None, "sustains")),
+])
+def test_the_clock_a_healthy_part_holds(expected, at_limit, held):
+    assert expected.full_clock(at_limit) == held

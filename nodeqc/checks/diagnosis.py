@@ -347,7 +347,7 @@ def diagnose_drift(start: dict[str, Any], end: dict[str, Any], others: list[dict
         return Diagnosis("clocks_low", f"the SM clock fell from {_mhz(c0)} to {_mhz(c1)} over the burn-in without a "
                          "matching rise in temperature: check PSUs and power cables, and for locked clocks", "CLOCKS_LOW",
                          False, readings)
-    steady = f" at a steady {_mhz(c1)}" if c1 else ""
+    steady = f" at a steady {_mhz(c1)}" if c0 and c1 else ""  # steady only where both ends were read
     return Diagnosis("defect", f"the rate fell{steady} with clocks holding: the GPU is degrading under sustained load (RMA)",
                      None, False, readings)
 
