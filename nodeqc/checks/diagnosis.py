@@ -316,13 +316,15 @@ def _seen(obs: Observed) -> bool:
 
 
 def explain_node(result: CheckResult, observations: list[Observed], expected: Expected, during: str) -> CheckResult:
-    """A node-wide result (all-reduce, slow pairs): the first GPU whose telemetry explains it."""
+    """A node-wide result (all-reduce, slow pairs): the first GPU whose telemetry explains it (one with
+    another process on it before any other)."""
     if result.verdict not in (Verdict.WARN, Verdict.FAIL) or result.code not in PERFORMANCE_CODES \
             or not any(_seen(o) for o in observations):
         return _note_others(result, [p for o in observations for p in o.other_processes], during)
     # A GPU-to-GPU diagnosis is a cause on that GPU or "unexplained". Another process on any GPU
     # outranks the others' causes, as it does on one GPU: the node's figures are not its own.
-    causes = [(obs, d) for obs in observations if (d := diagnose("p2p", obs, expected, None, during)).cause != "unexplained"]
+    diagnosed = [(obs, diagnose("p2p", obs, expected, None, during)) for obs in observations]
+    causes = [(obs, d) for obs, d in diagnosed if d.cause != "unexplained"]
     if causes:
         obs, d = min(causes, key=lambda found: not found[1].error)  # the first of the co-tenants, else the first
         return apply(result, Diagnosis(d.cause, f"{obs.subject}: {d.message}", d.code, d.error, d.readings))
