@@ -142,3 +142,96 @@ def test_full_run_on_the_simulated_node_stresses_the_host(tmp_path):
     assert "CPU 17 (3 of 10)" in p.stderr and "[HOST_CPU_WRONG]" in p.stderr
     assert "host.memory_bandwidth" in p.stderr and "host.nvme" in p.stderr
     assert "ibp79s0 module temperature 85 C" in p.stderr and "[OPTICS_ALARM]" in p.stderr
+
+
+# ------------------------------------------------------------------ whole results, field by field
+
+
+def whole(r):
+    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
+            r.key, [(t.name, t.kind, t.fail, t.warn, t.unit) for t in r.thresholds], r.evidence)
+
+
+def test_whole_results_cpu():
+    fine = [{"cpu": 0, "rounds": 50, "wrong": 0}, {"cpu": 1, "rounds": 48, "wrong": 0}]
+    assert whole(host_stress.cpu(fine, 2.5)) == (
+        "host.cpu_stress", "node", "pass", None, "2 CPUs computed 98 known answers in 2.5 s, all right",
+        {"cpus": (2, ""), "rounds": (98, ""), "wrong": (0, "")}, "rounds", [], {"per_cpu": fine})
+    # Every wrong core is named, in order; a core that also died is not what the verdict leads with.
+    wrong = [{"cpu": 0, "rounds": 50, "wrong": 0}, {"cpu": 3, "rounds": 50, "wrong": 2},
+             {"cpu": 7, "rounds": 49, "wrong": 1}, {"cpu": 9, "rounds": 0, "wrong": 0, "error": "BrokenProcessPool: killed"}]
+    assert whole(host_stress.cpu(wrong, 60.0)) == (
+        "host.cpu_stress", "node", "fail", "HOST_CPU_WRONG",
+        "wrong results on CPU 3 (2 of 50), CPU 7 (1 of 49): a core computes wrong answers silently",
+        {"cpus": (4, ""), "rounds": (149, ""), "wrong": (3, "")}, "wrong", [], {"per_cpu": wrong})
+    # A core that died, reported an error after some rounds, finished none, or returned no counts.
+    died = [{"cpu": 0, "rounds": 50, "wrong": 0}, {"cpu": 3, "rounds": 0, "wrong": 0, "error": "BrokenProcessPool: killed"},
+            {"cpu": 5, "rounds": 0, "wrong": 0}, {"cpu": 6, "rounds": 12, "wrong": 0, "error": "TimeoutError: no answer"},
+            {"cpu": 8}]
+    assert whole(host_stress.cpu(died, 60.0)) == (
+        "host.cpu_stress", "node", "fail", "HOST_CPU_WRONG",
+        "the stress work did not finish on CPU 3: BrokenProcessPool: killed, CPU 5: no result, "
+        "CPU 6: TimeoutError: no answer, CPU 8: no result",
+        {"cpus": (5, ""), "rounds": (62, ""), "wrong": (0, "")}, "wrong", [], {"per_cpu": died})
+
+
+MEM_FLOOR = [("min_mem_bw_gbps", "min", 400.0, 420.0, "GB/s")]  # the profile's default 5% warning band
+
+
+@pytest.mark.parametrize("gbps, verdict, code, message", [
+    (420.0, "pass", None, "host memory copy 420 GB/s, limit >= 400 GB/s, warn below 420"),
+    (419.9, "warn", "HOST_MEM_BANDWIDTH", "host memory copy 419.9 GB/s is below the warning level 420 GB/s"),
+    (400.0, "warn", "HOST_MEM_BANDWIDTH", "host memory copy 400 GB/s is below the warning level 420 GB/s"),
+    (399.9, "fail", "HOST_MEM_BANDWIDTH", "host memory copy 399.9 GB/s is below the limit 400 GB/s")])
+def test_whole_results_memory_bandwidth_at_its_floor(tmp_path, gbps, verdict, code, message):
+    assert whole(host_stress.memory_bandwidth(gbps, _profile(tmp_path, "min_mem_bw_gbps = 400"))) == (
+        "host.memory_bandwidth", "node", verdict, code, message, {"copy_gbps": (gbps, "GB/s")}, "copy_gbps", MEM_FLOOR, {})
+
+
+def test_whole_results_memory_bandwidth_without_a_floor():
+    assert whole(host_stress.memory_bandwidth(123.4, GENERIC)) == (
+        "host.memory_bandwidth", "node", "pass", None, "host memory copy 123.4 GB/s (no limit set)",
+        {"copy_gbps": (123.4, "GB/s")}, "copy_gbps", [], {})
+
+
+NVME_FLOOR = [("min_nvme_read_gbps", "min", 5.0, 5.25, "GB/s")]
+
+
+def test_whole_results_nvme_each_device_in_order(tmp_path):
+    prof = _profile(tmp_path, 'fio_targets = ["/dev/nvme0n1", "/dev/nvme1n1", "/dev/nvme2n1", "/dev/nvme3n1", '
+                              '"/dev/nvme4n1"]\nmin_nvme_read_gbps = 5')
+    cmd = [["fio", f"--filename=/dev/nvme{i}n1"] for i in range(5)]
+    results = [FioResult("/dev/nvme0n1", read_gbps=6.8, read_iops=6500.0, read_p99_us=900.0, command=cmd[0]),
+               FioResult("/dev/nvme1n1", error="fio job error 5", command=cmd[1]),
+               FioResult("/dev/nvme2n1", command=cmd[2]),  # fio ran and read nothing
+               FioResult("/dev/nvme3n1", read_gbps=5.0, read_iops=4800.0, command=cmd[3]),  # no percentiles
+               FioResult("/dev/nvme4n1", read_gbps=4.99, read_iops=4700.0, read_p99_us=2100.5, command=cmd[4])]
+    assert [whole(r) for r in host_stress.nvme(results, None, prof)] == [
+        ("host.nvme", "/dev/nvme0n1", "pass", None, "/dev/nvme0n1: sequential read 6.8 GB/s, limit >= 5 GB/s, warn below 5.25",
+         {"read_gbps": (6.8, "GB/s"), "read_iops": (6500.0, ""), "read_p99_us": (900.0, "us")}, "read_gbps", NVME_FLOOR,
+         {"command": cmd[0]}),
+        ("host.nvme", "/dev/nvme1n1", "fail", "NVME_FIO", "/dev/nvme1n1: fio failed: fio job error 5", {}, None, [],
+         {"command": cmd[1]}),
+        ("host.nvme", "/dev/nvme2n1", "fail", "NVME_FIO", "/dev/nvme2n1: fio read nothing", {}, None, [],
+         {"command": cmd[2]}),
+        ("host.nvme", "/dev/nvme3n1", "warn", "NVME_SLOW", "/dev/nvme3n1: sequential read 5 GB/s is below the warning "
+         "level 5.25 GB/s", {"read_gbps": (5.0, "GB/s"), "read_iops": (4800.0, ""), "read_p99_us": (None, "us")},
+         "read_gbps", NVME_FLOOR, {"command": cmd[3]}),
+        ("host.nvme", "/dev/nvme4n1", "fail", "NVME_SLOW", "/dev/nvme4n1: sequential read 4.99 GB/s is below the limit 5 GB/s",
+         {"read_gbps": (4.99, "GB/s"), "read_iops": (4700.0, ""), "read_p99_us": (2100.5, "us")}, "read_gbps", NVME_FLOOR,
+         {"command": cmd[4]})]
+
+
+def test_whole_results_nvme_scratch_file_missing_fio_and_nothing_named(tmp_path):
+    scratch = _profile(tmp_path, 'fio_scratch = "/scratch/nodeqc.fio"')  # a scratch file alone is something to test
+    [r] = host_stress.nvme([FioResult("/scratch/nodeqc.fio", read_gbps=2.0, read_iops=1900.0, read_p99_us=None)], None,
+                           scratch)
+    assert whole(r) == ("host.nvme", "/scratch/nodeqc.fio", "pass", None, "/scratch/nodeqc.fio: sequential read 2 GB/s "
+                        "(no limit set)", {"read_gbps": (2.0, "GB/s"), "read_iops": (1900.0, ""), "read_p99_us": (None, "us")},
+                        "read_gbps", [], {"command": []})
+    missing = "apt-get install fio (or dnf install fio)"
+    skipped = ("host.nvme", "node", "skip", "FIO_MISSING",
+               "fio is not installed, so local NVMe was not tested: apt-get install fio (or dnf install fio)", {}, None, [], {})
+    assert [whole(r) for r in host_stress.nvme([], missing, scratch)] == [skipped]
+    assert [whole(r) for r in host_stress.nvme([], missing, _profile(tmp_path, 'fio_targets = ["/dev/nvme0n1"]'))] == [skipped]
+    assert host_stress.nvme([], missing, GENERIC) == []  # nothing named: fio's absence does not matter
