@@ -465,3 +465,17 @@ def test_ber_above_the_floor_at_its_edges(errors, ber, above):
     (1e-13, 3, 2.5, "; link BER 1.0e-13 after FEC"), (1e-13, None, None, "; link BER 1.0e-13 after FEC")])
 def test_ber_summary(ber, errors, minutes, summary):
     assert host_stress._ber_summary(ber, errors, minutes) == summary
+
+
+def test_a_threshold_ethtool_prints_as_na_is_no_crash():
+    """Before, a missing alarm side raised KeyError and a missing warning side TypeError (formatting None)."""
+    text = (FIXTURES / "ethtool-m-qsfp28-mellanox.txt").read_text()
+    no_high_alarm = text.replace("Module temperature high alarm threshold   : 80.00 degrees C / 176.00 degrees F",
+                                 "Module temperature high alarm threshold   : N/A")
+    [r] = host_stress.optics({"eth0": ("eth0", parse_module(no_high_alarm))}, None)
+    assert r.verdict is Verdict.PASS and "temperature" not in r.values  # half a range: not judged
+    no_low_warning = text.replace("Module temperature low warning threshold  : 0.00 degrees C / 32.00 degrees F",
+                                  "Module temperature low warning threshold  : N/A").replace("30.56 degrees C", "75.00 degrees C")
+    [r] = host_stress.optics({"eth0": ("eth0", parse_module(no_low_warning))}, None)
+    assert (r.verdict, r.code, r.message) == (Verdict.WARN, "OPTICS_WARNING", "eth0 module temperature 75 C is outside the "
+                                                                             "module's warning range -10..70")
