@@ -48,7 +48,7 @@ PERFORMANCE_CODES: dict[str, str] = {
     "BURN_IN_DRIFT": "compute",
     "HBM_SLOW": "memory", "HBM_OUTLIER": "memory",
     "PCIE_BW_LOW": "pcie", "PCIE_BW_OUTLIER": "pcie",
-    "P2P_SLOW": "p2p", "P2P_PAIR_SLOW": "p2p", "NCCL_SLOW": "p2p", "NCCL_NET_SLOW": "p2p",
+    "P2P_SLOW": "p2p", "P2P_OUTLIER": "p2p", "P2P_PAIR_SLOW": "p2p", "NCCL_SLOW": "p2p", "NCCL_NET_SLOW": "p2p",
 }
 THROTTLE_CODES = {"hw_slowdown": "THROTTLE_HW_SLOWDOWN", "power_brake": "THROTTLE_POWER_BRAKE",
                   "hw_thermal": "THROTTLE_THERMAL", "sw_thermal": "THROTTLE_THERMAL"}
