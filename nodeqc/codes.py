@@ -64,6 +64,7 @@ REMEDIATION: dict[str, str] = {
     "BASELINE_NIC_DRIVER": "Install and load the NIC driver (and version) the baseline records, e.g. the same MLNX_OFED/DOCA release.",
     "BASELINE_DEVICE_MISSING": "A GPU or NIC the baseline has is not on this node: check it is seated and that its driver loaded (lspci, dmesg).",
     "BASELINE_DEVICE_EXTRA": "This node has a GPU or NIC the baseline lacks: if it belongs to the build, record a new baseline on a known-good node.",
+    "BASELINE_NOT_READ": "The node could not be read at all for its baseline (sysfs, DMI, the PCIe tree), so nothing was compared: run nodeqc as root on the node itself; the warning at the start of the run names what failed.",
     "BASELINE_UNREADABLE": "A value the baseline records could not be read on this node: run nodeqc as root (PCIe config space, DMI) and check the NVIDIA and NIC drivers are loaded.",
     # Host health over the run: memory errors, PCIe errors, the kernel log
     "EDAC_CE": "Corrected memory errors grew during the run: note the DIMM named, watch it; reseat or replace it if the count keeps rising (a DIMM with corrected errors is likelier to fail uncorrectably).",

@@ -290,6 +290,12 @@ class Runner:
         if self._baseline is None or self.aborted:
             return
         b = self._baseline
+        if self._platform.observed is None:
+            # Nothing read is not "every device missing": the comparison could not run (exit 2).
+            why = self._platform.unobserved or "the node's platform could not be read"
+            self._publish([CheckResult(f"baseline.{name}", "node", Verdict.ERROR, f"not compared with {b.path.name}: {why}",
+                                       code="BASELINE_NOT_READ") for name in CHECKS["baseline"]])
+            return
         self._publish(conformance.compare(b.data, self._platform.observed or {}, b.warn, b.ignore,
                                           source=f"the baseline ({b.path.name})"))
 
@@ -632,6 +638,7 @@ class PlatformWatch:
     def __init__(self, platform: Any, absent: str = "this run has no backend for the platform"):
         self.platform = platform
         self._absent = absent  # why there is no platform to watch, said by each check it would judge
+        self.unobserved: str | None = None  # why the node could not be observed for its baseline
         self._unreadable: str | None = None
         self.observed: dict[str, Any] | None = None
         self._bus_ids: list[str] = []
@@ -668,6 +675,7 @@ class PlatformWatch:
             self.observed = observe(gpus, driver, cuda, host, nics, self.platform)
         except OSError as e:
             self._emit(Notice("warning", f"the node's platform could not be read: {e}"))
+            self.unobserved = f"the node's platform could not be read: {e}"
 
     def health_results(self, profile: Profile) -> list[CheckResult]:
         if self.platform is None or self._start is None:

@@ -202,6 +202,21 @@ def test_burn_in_drift(end, cause, code):
     assert diagnose_drift({"sm_clock_mhz": 1794}, end, [COTENANT]).code == "GPU_IN_USE"
 
 
+@pytest.mark.parametrize("start,end", [({"tflops": 740}, {"tflops": 600}),
+                                       ({"tflops": 740, "sm_clock_mhz": 1794}, {"tflops": 600}),
+                                       ({"tflops": 740}, {"tflops": 600, "sm_clock_mhz": 1790})])
+def test_burn_in_drift_without_the_clock_at_both_ends_claims_no_cause(start, end):
+    """"With clocks holding" (an RMA) is said only where the clock was read at both ends: without it
+    the fall is unexplained, and the burn-in's own verdict stands."""
+    d = diagnose_drift(start, end, [])
+    assert (d.cause, d.code, d.error) == ("unexplained", None, False)
+    assert d.message == ("the rate fell, and the SM clock was not read at both ends of the burn-in, so the cause is "
+                         "not known: re-run the burn-in with telemetry working (NVML answering)")
+    held = diagnose_drift({"tflops": 740, "sm_clock_mhz": 1794}, {"tflops": 600, "sm_clock_mhz": 1790}, [])
+    assert held.message == "the rate fell at a steady 1,790 MHz with clocks holding: the GPU is degrading under " \
+                           "sustained load (RMA)"
+
+
 def test_observed_from_a_window_of_telemetry():
     tel = GpuTelemetry(0)
     sample = dict(util_pct=100, sm_clock_mhz=1100, mem_clock_mhz=2619, power_w=500, power_limit_w=700,
@@ -756,6 +771,8 @@ FELL = "the SM clock fell from 2,000 MHz to 1,899 MHz"
 NOT_THERMAL = (f"{FELL} over the burn-in without a matching rise in temperature: check PSUs and power cables, and for "
                "locked clocks")
 DEGRADING = "with clocks holding: the GPU is degrading under sustained load (RMA)"
+UNREAD = ("the rate fell, and the SM clock was not read at both ends of the burn-in, so the cause is not known: re-run "
+          "the burn-in with telemetry working (NVML answering)")
 
 
 @pytest.mark.parametrize("start,end,cause,message,code", [
@@ -765,9 +782,9 @@ DEGRADING = "with clocks holding: the GPU is degrading under sustained load (RMA
     (START, {"sm_clock_mhz": 1899, "temp_c": 64.9}, "clocks_low", NOT_THERMAL, "CLOCKS_LOW"),
     (START, {"sm_clock_mhz": 1899}, "clocks_low", NOT_THERMAL, "CLOCKS_LOW"),
     ({"sm_clock_mhz": 2000}, {"sm_clock_mhz": 1899, "temp_c": 90}, "clocks_low", NOT_THERMAL, "CLOCKS_LOW"),
-    (START, {"tflops": 600}, "defect", f"the rate fell {DEGRADING}", None),  # no clock read at the end
-    (START, {"sm_clock_mhz": NA}, "defect", f"the rate fell {DEGRADING}", None),
-    ({"temp_c": 60}, {"sm_clock_mhz": 1500, "temp_c": 90}, "defect", f"the rate fell {DEGRADING}", None),  # no start clock
+    (START, {"tflops": 600}, "unexplained", UNREAD, None),  # no clock read at the end
+    (START, {"sm_clock_mhz": NA}, "unexplained", UNREAD, None),
+    ({"temp_c": 60}, {"sm_clock_mhz": 1500, "temp_c": 90}, "unexplained", UNREAD, None),  # none at the start
 ])
 def test_burn_in_drift_whole_diagnosis(start, end, cause, message, code):
     assert diagnose_drift(start, end, []) == Diagnosis(cause, message, code, False,

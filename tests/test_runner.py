@@ -152,3 +152,35 @@ def test_host_health_says_why_when_sysfs_could_not_be_read():
         ("host.kernel_log", Verdict.SKIP, "HOST_UNREADABLE")]
     assert results[0].message == "not run: cannot read sysfs: Permission denied: '/sys/bus/pci/devices'"
     assert said[0].text.startswith("host health not watched: cannot read sysfs")
+
+
+def test_a_node_that_could_not_be_read_is_not_compared_with_its_baseline_never_all_missing(tmp_path, signer):
+    """The platform unreadable (DMI, the PCIe tree): comparing nothing with the baseline would call
+    every GPU, NIC and bridge missing, a false FAIL. Each baseline check is an ERROR saying why."""
+    from pathlib import Path
+
+    from nodeqc.baseline import Baseline
+    from nodeqc.selection import Selection
+
+    hw = simulated_hardware("h100", [], time_scale=40)
+    real = hw.platform
+
+    class Unreadable:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def dmi(self):
+            raise PermissionError(13, "Permission denied", "/sys/class/dmi/id/product_serial")
+
+    hw.platform = Unreadable()
+    golden = Baseline(Path("golden.toml"), {"node": {"kernel": "6.8"}, "gpu": {"gpu0": {"vbios": "96.00.99.00.01"}},
+                                            "bridge": {"0000:17:01.0": {"acs": "SrcValid+"}}}, "0" * 64)
+    options = RunOptions(load_profile("h100"), signer, out_dir=tmp_path / "out", quick=True, baseline=golden,
+                         selection=Selection.parse(["baseline"], None))
+    events = []
+    outcome = Runner(options, hw, events.append).run()
+    assert [(r.name, r.verdict, r.code) for r in outcome.results] == [
+        (f"baseline.{n}", Verdict.ERROR, "BASELINE_NOT_READ") for n in ("firmware", "software", "settings", "topology")]
+    assert outcome.results[0].message == ("not compared with golden.toml: the node's platform could not be read: "
+                                          "[Errno 13] Permission denied: '/sys/class/dmi/id/product_serial'")
+    assert outcome.exit_code == 2

@@ -1152,6 +1152,27 @@ def test_a_slow_all_reduce_is_explained_by_the_gpu_whose_telemetry_shows_why(jud
     assert (d["measure_code"], d["readings"]["sku"]) == (measure, "H100 SXM5 80GB")
 
 
+def test_slow_peer_copies_are_explained_by_the_gpu_and_for_the_node_with_its_sku():
+    """A GPU slow to every peer with another process on it, and a slow pair between two GPUs that
+    are each fine: both explained from the telemetry of the copies, with the GPU's SKU."""
+    hog = {5: {"pid": 5, "name": "hog", "used_bytes": None}}
+    windows = {i: _loaded_window(i, hog if i == 2 else None) for i in range(4)}
+    r = by_subject(stress.judge_p2p(gpus(4), _p2p_with(4, {2: 0.5}), profile(), windows))
+    assert (r["gpu2"].code, r["gpu2"].message) == (
+        "GPU_IN_USE", "another process used this GPU during the GPU-to-GPU copies: pid 5 (hog); the figures are not the "
+                      "GPU's own; fastest one-way copy to a peer 200 GB/s is 50 % below the node median 400 GB/s (limit 10 %)")
+    assert r["gpu2"].evidence["diagnosis"]["readings"]["sku"] == "H100 SXM5 80GB"
+    # Its figures are not its own: the run could not judge it (ERROR), never a FAIL sending it to RMA.
+    assert r["gpu2"].verdict is Verdict.ERROR
+    pairs = [{**p, "gbps": 100.0 if {p["src"], p["dst"]} == {0, 1} else 400.0} for p in _pairs(4)]
+    slow_pair = ok({"access": [[i, j, True] for i in range(4) for j in range(4) if i != j], "pairs": pairs, "bidir": []})
+    windows = {i: _loaded_window(i, hog if i == 3 else None) for i in range(4)}
+    node = by_subject(stress.judge_p2p(gpus(4), slow_pair, profile(min_p2p_gbps=300), windows))["node"]
+    assert node.code == "GPU_IN_USE" and node.message.startswith(
+        "gpu3: another process used this GPU during the GPU-to-GPU copies: pid 5 (hog)")
+    assert node.evidence["diagnosis"]["readings"]["sku"] == "H100 SXM5 80GB"
+
+
 def test_slow_pcie_copies_are_explained_with_the_share_of_a_healthy_gpu():
     limits = profile(min_h2d_gbps=45, min_d2h_gbps=45)
     outcomes = {0: ok(pcie_result(30.0, 40.0), 0), 1: ok(pcie_result(40.0, 30.0), 1)}

@@ -48,7 +48,7 @@ PERFORMANCE_CODES: dict[str, str] = {
     "BURN_IN_DRIFT": "compute",
     "HBM_SLOW": "memory", "HBM_OUTLIER": "memory",
     "PCIE_BW_LOW": "pcie", "PCIE_BW_OUTLIER": "pcie",
-    "P2P_SLOW": "p2p", "P2P_PAIR_SLOW": "p2p", "NCCL_SLOW": "p2p", "NCCL_NET_SLOW": "p2p",
+    "P2P_SLOW": "p2p", "P2P_OUTLIER": "p2p", "P2P_PAIR_SLOW": "p2p", "NCCL_SLOW": "p2p", "NCCL_NET_SLOW": "p2p",
 }
 THROTTLE_CODES = {"hw_slowdown": "THROTTLE_HW_SLOWDOWN", "power_brake": "THROTTLE_POWER_BRAKE",
                   "hw_thermal": "THROTTLE_THERMAL", "sw_thermal": "THROTTLE_THERMAL"}
@@ -349,9 +349,12 @@ def diagnose_drift(start: dict[str, Any], end: dict[str, Any], others: list[dict
         return Diagnosis("clocks_low", f"the SM clock fell from {_mhz(c0)} to {_mhz(c1)} over the burn-in without a "
                          "matching rise in temperature: check PSUs and power cables, and for locked clocks", "CLOCKS_LOW",
                          False, readings)
-    steady = f" at a steady {_mhz(c1)}" if c0 and c1 else ""  # steady only where both ends were read
-    return Diagnosis("defect", f"the rate fell{steady} with clocks holding: the GPU is degrading under sustained load (RMA)",
-                     None, False, readings)
+    if not (c0 and c1):  # "clocks holding" is a reading, never a guess
+        return Diagnosis("unexplained", "the rate fell, and the SM clock was not read at both ends of the burn-in, so "
+                         "the cause is not known: re-run the burn-in with telemetry working (NVML answering)", None,
+                         False, readings)
+    return Diagnosis("defect", f"the rate fell at a steady {_mhz(c1)} with clocks holding: the GPU is degrading under "
+                     "sustained load (RMA)", None, False, readings)
 
 
 # Burn-in drift: a clock that ends 5% below where it started, or a temperature 5 C up, is a change
