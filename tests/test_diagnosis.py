@@ -12,7 +12,8 @@ from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuProcess, GpuSample
 from nodeqc.backends.nvml import NvmlBackend
 from nodeqc.backends.nvml_replay import ReplayNvml
 from nodeqc.checks import diagnosis as dx
-from nodeqc.checks.diagnosis import Expected, Observed, diagnose, diagnose_drift, explain, explain_node
+from nodeqc.checks.diagnosis import (Diagnosis, Expected, Observed, describe_processes, diagnose, diagnose_drift, explain,
+                                     explain_node)
 from nodeqc.checks.processes import gpu_free
 from nodeqc.errors import GpuLostError
 from nodeqc.model import CheckResult, Verdict
@@ -563,3 +564,412 @@ def test_any_readings_give_a_diagnosis_with_a_known_code():
         assert d.error == (d.code == "GPU_IN_USE")
 
     check()
+
+
+# ------------------------------------------------------------------ whole diagnoses at every edge (issue 18 §5)
+# Each case names the whole Diagnosis (cause, message, code, error flag, readings), or the whole
+# CheckResult it makes, at the edges of each share and limit: exactly at, just inside, just outside.
+
+RMA_POWER = "a GPU that cannot draw its power (check its power cables and the PSUs; RMA if it persists)"
+OTHER = {"pid": 77, "name": None, "used_bytes": None}
+
+
+def readings(o: Observed, expected: Expected = H100, rate_share=None, healthy="sku") -> dict:
+    """What a diagnosis keeps: the observation less its subject, the SKU and the healthy clock it compared with."""
+    kept = {k: v for k, v in dataclasses.asdict(o).items() if k != "subject"}
+    kept.update(sku=expected.sku, healthy_sm_clock_mhz=expected.sm_clock_mhz if healthy == "sku" else healthy,
+                rate_share=rate_share)
+    return kept
+
+
+def test_the_readings_are_the_observation_less_its_subject_and_the_figures_compared_with():
+    assert diagnose("compute", obs(), H100, 0.123456).readings == {
+        "loaded_s": 10.0, "sm_clock_mhz": 1794.0, "mem_clock_mhz": 2619.0, "max_mem_clock_mhz": 2619, "power_w": 660.0,
+        "power_limit_w": 700.0, "default_power_limit_w": 700.0, "throttle_s": {"sw_power_cap": 4.0}, "temp_max_c": 68.0,
+        "pcie": (5, 16), "pcie_max": (5, 16), "other_processes": [], "sku": "H100 SXM5 80GB",
+        "healthy_sm_clock_mhz": 1794, "rate_share": 0.123}
+    assert diagnose("compute", obs(), Expected(), None).readings["sku"] is None
+
+
+def test_other_processes_are_listed_each_with_what_is_known():
+    assert describe_processes([COTENANT, OTHER, {"pid": 5, "name": "a.out", "used_bytes": 0}]) == \
+        "pid 4242 (python3, 1.05 GiB), pid 77 (name unknown), pid 5 (a.out)"
+    assert describe_processes([]) == ""
+    two = obs(other_processes=[COTENANT, OTHER])
+    assert diagnose("pcie", two, H100, 0.5, "the copies") == Diagnosis(
+        "cotenant", "another process used this GPU during the copies: pid 4242 (python3, 1.05 GiB), pid 77 (name unknown); "
+        "the figures are not the GPU's own", "GPU_IN_USE", True, readings(two, rate_share=0.5))
+
+
+LINK = "slow because the link ran at"
+FULL_LINK = "slow at the full link (Gen5 x16): look at the riser, retimer and the GPU's NUMA placement"
+NO_LINK = "no link reading under load to explain it"
+
+
+@pytest.mark.parametrize("pcie,pcie_max,cause,message,code", [
+    ((5, 8), (5, 16), "link", f"{LINK} Gen5 x8 under the copies (max Gen5 x16)", "PCIE_WIDTH"),
+    ((4, 16), (5, 16), "link", f"{LINK} Gen4 x16 under the copies (max Gen5 x16)", "PCIE_GEN"),
+    ((4, 8), (5, 16), "link", f"{LINK} Gen4 x8 under the copies (max Gen5 x16)", "PCIE_WIDTH"),  # width: the larger loss
+    ((5, 16), (5, 16), "defect", FULL_LINK, None),
+    (None, (5, 16), "unexplained", NO_LINK, None),
+    ((None, 16), (5, 16), "unexplained", NO_LINK, None),
+    ((5, None), (5, 16), "unexplained", NO_LINK, None),
+    ((5, 16), (5, None), "unexplained", NO_LINK, None),
+    ((5, 16), None, "unexplained", NO_LINK, None),
+])
+def test_pcie_copies_whole_diagnosis(pcie, pcie_max, cause, message, code):
+    # Throttling and a lowered, reached power limit do not slow host copies: the link is judged alone.
+    o = obs(pcie=pcie, pcie_max=pcie_max, power_limit_w=350.0, power_w=345.0, throttle_s={"hw_slowdown": 10.0})
+    assert diagnose("pcie", o, H100, 0.5) == Diagnosis(cause, message, code, False, readings(o, rate_share=0.5))
+
+
+HELD_MEM = ("slow because the memory clock averaged 2,488 MHz of its 2,619 MHz, with no throttle reason: "
+            "look for locked memory clocks (nvidia-smi -rmc resets them)")
+BLIND = "with no other process, power cap or throttling seen (no memory-clock reading under load): a memory defect is likely (RMA)"
+
+
+@pytest.mark.parametrize("mem,top,share,cause,message,code", [
+    (0.95 * 2619, 2619, 0.9, "defect",  # exactly at the share: full
+     "slow at full memory clock (2,488 MHz): the memory moves 0.90 of its SKU's bandwidth (memory defect; RMA)", None),
+    (2488.0, 2619, 0.9, "clocks_low", HELD_MEM, "CLOCKS_LOW"),  # just under it
+    (2488.0, 2619, None, "clocks_low", HELD_MEM, "CLOCKS_LOW"),
+    (2619.0, 2619, None, "defect", "slow at full memory clock (2,619 MHz): the memory moves less than its SKU "
+     "(memory defect; RMA)", None),
+    (None, 2619, 0.5, "defect", f"the memory moves 0.50 of its SKU's bandwidth {BLIND}", None),
+    (None, 2619, None, "defect", f"the memory moves less than its SKU {BLIND}", None),
+    (0.0, 2619, None, "defect", f"the memory moves less than its SKU {BLIND}", None),
+    (1000.0, None, 0.5, "defect", "the memory moves 0.50 of its SKU's bandwidth at a memory clock of 1,000 MHz (its "
+     "maximum unknown) with no other process, power cap or throttling seen: a memory defect is likely (RMA)", None),
+])
+def test_memory_whole_diagnosis(mem, top, share, cause, message, code):
+    o = obs(mem_clock_mhz=mem, max_mem_clock_mhz=top)
+    assert diagnose("memory", o, H100, share) == Diagnosis(cause, message, code, False, readings(o, rate_share=share))
+
+
+HELD = "slow because clocks were held"
+
+
+@pytest.mark.parametrize("kw,message,code", [
+    (dict(throttle_s={"sw_thermal": 9.0}, temp_max_c=None),  # no temperature: nothing said of it
+     f"{HELD} near 1,100 MHz by thermal slowdown for 90% of the load: check cooling (fans, airflow, heatsink)",
+     "THROTTLE_THERMAL"),
+    (dict(throttle_s={"hw_thermal": 0.5, "sw_thermal": 0.6}, temp_max_c=90.5),  # together past the share; the longer named
+     f"{HELD} near 1,100 MHz by thermal slowdown for 11% of the load: check cooling (fans, airflow, heatsink); it "
+     "peaked at 90.5 C", "THROTTLE_THERMAL"),
+    (dict(throttle_s={"hw_thermal": 0.7, "sw_thermal": 0.6}),
+     f"{HELD} near 1,100 MHz by HW thermal slowdown for 13% of the load: check cooling (fans, airflow, heatsink); it "
+     "peaked at 68 C", "THROTTLE_THERMAL"),
+    (dict(throttle_s={"sw_thermal": 1.0}),  # exactly at the share, the other reason not asserted at all
+     f"{HELD} near 1,100 MHz by thermal slowdown for 10% of the load: check cooling (fans, airflow, heatsink); it "
+     "peaked at 68 C", "THROTTLE_THERMAL"),
+    (dict(throttle_s={"hw_slowdown": 0.5, "power_brake": 0.5}),  # exactly at the share, a tie: the first named
+     f"{HELD} near 1,100 MHz by HW slowdown for 10% of the load: check PSUs and power cables", "THROTTLE_HW_SLOWDOWN"),
+    (dict(throttle_s={"power_brake": 12.0}, sm_clock_mhz=None),  # more than the load: all of it; no clock read
+     f"{HELD} down by power brake for 100% of the load: check PSUs and the node's power budget", "THROTTLE_POWER_BRAKE"),
+    (dict(throttle_s={"hw_slowdown": 5.0, "sw_thermal": 5.0}),  # power first
+     f"{HELD} near 1,100 MHz by HW slowdown for 50% of the load: check PSUs and power cables", "THROTTLE_HW_SLOWDOWN"),
+])
+@pytest.mark.parametrize("kind", ["compute", "power", "memory", "p2p"])
+def test_throttle_whole_diagnosis(kind, kw, message, code):
+    o = obs(**{"sm_clock_mhz": 1100.0, "power_w": 400.0, **kw})
+    assert diagnose(kind, o, H100, 0.6) == Diagnosis("throttle", message, code, False, readings(o, rate_share=0.6))
+
+
+def test_throttle_over_no_loaded_time_explains_nothing():
+    o = obs(loaded_s=0.0, throttle_s={"hw_slowdown": 5.0, "sw_thermal": 5.0, "sw_power_cap": 5.0})
+    assert diagnose("compute", o, H100, 0.5) == Diagnosis(
+        "defect", "slow at full clocks (1,794 MHz): the GPU computes 0.50 of its SKU's rate per clock (compute defect; RMA)",
+        None, False, readings(o, rate_share=0.5))
+
+
+LOWERED = ("power-capped at 350 W: the enforced limit is below the default 700 W (someone lowered it; restore it with "
+           "nvidia-smi -pl 700)")
+LOW_CLOCK = ("slow because the SM clock averaged 1,100 MHz, 0.61 of the 1,794 MHz a healthy H100 SXM5 80GB sustains, with "
+             "no throttle reason to explain it: look for locked clocks (nvidia-smi -rgc resets them)")
+
+
+@pytest.mark.parametrize("kw,cause,message,code", [
+    (dict(power_w=315.0), "power_limit", LOWERED, "POWER_LIMIT_LOWERED"),  # exactly 0.9 of the limit: at it
+    (dict(power_w=314.9), "clocks_low", LOW_CLOCK, "CLOCKS_LOW"),  # just under: not held by it
+    (dict(power_w=None, throttle_s={"sw_power_cap": 1.0}), "power_limit", LOWERED, "POWER_LIMIT_LOWERED"),  # no power read: the cap bit
+    (dict(power_w=None, throttle_s={"sw_power_cap": 0.99}), "clocks_low", LOW_CLOCK, "CLOCKS_LOW"),
+    (dict(default_power_limit_w=None), "power_bound",  # no default known: nothing to say it was lowered
+     "slow because the GPU reached its 350 W power limit at only 1,100 MHz, 0.61 of the 1,794 MHz a healthy H100 SXM5 80GB "
+     "sustains: it draws more power per clock than its SKU (check cooling and power delivery; RMA if it persists)",
+     "CLOCKS_LOW"),
+])
+def test_lowered_power_limit_whole_diagnosis(kw, cause, message, code):
+    o = obs(**{"power_limit_w": 350.0, "sm_clock_mhz": 1100.0, "throttle_s": {}, **kw})
+    assert diagnose("compute", o, H100, 0.5) == Diagnosis(cause, message, code, False, readings(o, rate_share=0.5))
+
+
+@pytest.mark.parametrize("o,expected,message", [
+    (obs(power_w=300.0, throttle_s={}), H100, "drew 300 W of the 700 W limit at full clocks (1,794 MHz), with no throttling"),
+    (obs(power_w=300.0, throttle_s={}), Expected(),  # an unknown SKU: nothing says the clock is full
+     "drew 300 W of the 700 W limit at 1,794 MHz, with no throttling"),
+    (obs(power_w=300.0, power_limit_w=None, throttle_s={}), H100, "drew 300 W at full clocks (1,794 MHz), with no throttling"),
+    (obs(power_w=None, sm_clock_mhz=None, throttle_s={}), H100, "drew little power, with no throttling"),
+])
+def test_power_low_whole_diagnosis(o, expected, message):
+    assert diagnose("power", o, expected, None, "the power test") == Diagnosis(
+        "power_low", f"{message}: {RMA_POWER}", None, False, readings(o, expected))
+
+
+@pytest.mark.parametrize("o,expected,share,cause,message", [
+    (obs(sm_clock_mhz=1900.0), H100, 0.5, "defect",  # above the healthy clock: no credit for it
+     "slow at full clocks (1,900 MHz): the GPU computes 0.50 of its SKU's rate per clock (compute defect; RMA)"),
+    (obs(), H100, None, "defect", "slow at 1,794 MHz with no throttling, lowered power limit or other process (SM clock "
+     "1,794 MHz, power 660 W of 700 W, no throttling): a compute defect is likely (RMA)"),
+    (obs(power_w=None), Expected(), 0.5, "defect", "slow at 1,794 MHz with no throttling, lowered power limit or other "
+     "process (SM clock 1,794 MHz, no throttling): a compute defect is likely (RMA)"),
+    (obs(power_limit_w=None), Expected(), 0.5, "defect", "slow at 1,794 MHz with no throttling, lowered power limit or "
+     "other process (SM clock 1,794 MHz, no throttling): a compute defect is likely (RMA)"),
+    (obs(sm_clock_mhz=None), H100, 0.5, "unexplained", "no telemetry under load to explain it"),
+])
+def test_compute_whole_diagnosis(o, expected, share, cause, message):
+    assert diagnose("compute", o, expected, share) == Diagnosis(cause, message, None, False, readings(o, expected, share))
+
+
+def test_gpu_to_gpu_copies_whole_diagnosis():
+    o = obs(sm_clock_mhz=None, power_w=None, throttle_s={})
+    assert diagnose("p2p", o, H100, None, "x") == Diagnosis(
+        "unexplained", "no cause on this GPU in telemetry (no throttling): the links between GPUs are the suspects", None,
+        False, readings(o))
+    capped = obs(power_limit_w=350.0, power_w=340.0)
+    assert diagnose("p2p", capped, H100, None) == Diagnosis("power_limit", LOWERED, "POWER_LIMIT_LOWERED", False,
+                                                            readings(capped))
+
+
+@pytest.mark.parametrize("measured,fallback,share", [
+    ({"bf16": 373.55}, {"bf16": 373.55}, 0.5),  # the SKU's figure, not the node's median
+    ({"bf16": 747.1, "fp32": 25.75, "hbm": 2843.0}, None, 0.5),  # the worst of them
+    ({"bf16": NA, "fp32": 25.75}, None, 0.5),  # a figure that is not a number is left out
+    ({"fp8": 100.0}, None, None),  # nothing to compare with
+    ({}, None, None),
+])
+def test_share_of_a_known_sku(measured, fallback, share):
+    assert H100.share(measured, fallback) == share
+
+
+@pytest.mark.parametrize("measured,fallback,share", [
+    ({"bf16": 300}, {"bf16": 600}, 0.5),
+    ({"x": 0.25}, {"x": 0.5}, 0.5),  # a reference under 1 is still a reference
+    ({"bf16": 300}, {"bf16": 0}, None),  # a zero median is never divided by
+    ({"bf16": 300, "fp32": 10}, {"bf16": 0, "fp32": 20}, 0.5),
+    ({"bf16": 300}, {"bf16": -5}, None),
+    ({"bf16": 300}, {"bf16": None}, None),
+    ({"bf16": 300}, None, None),
+])
+def test_share_of_an_unknown_sku_against_the_nodes_medians(measured, fallback, share):
+    assert Expected().share(measured, fallback) == share
+
+
+# ------------------------------------------------------------------ burn-in drift, whole
+
+START = {"tflops": 740, "sm_clock_mhz": 2000, "temp_c": 60}
+FELL = "the SM clock fell from 2,000 MHz to 1,899 MHz"
+NOT_THERMAL = (f"{FELL} over the burn-in without a matching rise in temperature: check PSUs and power cables, and for "
+               "locked clocks")
+DEGRADING = "with clocks holding: the GPU is degrading under sustained load (RMA)"
+UNREAD = ("the rate fell, and the SM clock was not read at both ends of the burn-in, so the cause is not known: re-run "
+          "the burn-in with telemetry working (NVML answering)")
+
+
+@pytest.mark.parametrize("start,end,cause,message,code", [
+    (START, {"sm_clock_mhz": 1900, "temp_c": 80}, "defect", f"the rate fell at a steady 1,900 MHz {DEGRADING}", None),
+    (START, {"sm_clock_mhz": 1899, "temp_c": 65}, "throttle",  # exactly the rise: thermal
+     f"{FELL} as the temperature rose from 60 to 65 C: check cooling (fans, airflow, heatsink)", "THROTTLE_THERMAL"),
+    (START, {"sm_clock_mhz": 1899, "temp_c": 64.9}, "clocks_low", NOT_THERMAL, "CLOCKS_LOW"),
+    (START, {"sm_clock_mhz": 1899}, "clocks_low", NOT_THERMAL, "CLOCKS_LOW"),
+    ({"sm_clock_mhz": 2000}, {"sm_clock_mhz": 1899, "temp_c": 90}, "clocks_low", NOT_THERMAL, "CLOCKS_LOW"),
+    (START, {"tflops": 600}, "unexplained", UNREAD, None),  # no clock read at the end
+    (START, {"sm_clock_mhz": NA}, "unexplained", UNREAD, None),
+    ({"temp_c": 60}, {"sm_clock_mhz": 1500, "temp_c": 90}, "unexplained", UNREAD, None),  # none at the start
+])
+def test_burn_in_drift_whole_diagnosis(start, end, cause, message, code):
+    assert diagnose_drift(start, end, []) == Diagnosis(cause, message, code, False,
+                                                       {"start": start, "end": end, "other_processes": []})
+
+
+def test_burn_in_drift_with_another_process_is_an_error_of_the_run():
+    end = {"sm_clock_mhz": 1000, "temp_c": 90}
+    assert diagnose_drift(START, end, [COTENANT, OTHER]) == Diagnosis(
+        "cotenant", "another process used this GPU during the burn-in: pid 4242 (python3, 1.05 GiB), pid 77 (name unknown); "
+        "the figures are not the GPU's own", "GPU_IN_USE", True,
+        {"start": START, "end": end, "other_processes": [COTENANT, OTHER]})
+
+
+# ------------------------------------------------------------------ readings from a window of telemetry, whole
+
+GPU_INFO = GpuInfo(0, "NVIDIA H100 80GB HBM3", "GPU-x", "0000:1b:00.0", pci_device_id=0x2330, power_limit_w=700,
+                   power_default_limit_w=700, max_mem_clock_mhz=2619, pcie_max_gen=5, pcie_max_width=16)
+
+
+def _window(**sample) -> GpuTelemetry:
+    tel = GpuTelemetry(0)
+    for t in range(5):
+        tel.add(float(t), GpuSample(**sample))
+    return tel
+
+
+def test_observed_whole_from_a_loaded_window():
+    tel = _window(util_pct=100, sm_clock_mhz=1100, mem_clock_mhz=2600, power_w=340, power_limit_w=350, temp_c=71,
+                  pcie_gen=4, pcie_width=8, reasons=REASON_BITS["hw_slowdown"])
+    tel.add_processes(2.0, [GpuProcess(4242, "python3", 2 ** 30)])
+    assert Observed.of(GPU_INFO, tel) == Observed(
+        "gpu0", loaded_s=4.0, sm_clock_mhz=1100.0, mem_clock_mhz=2600.0, max_mem_clock_mhz=2619, power_w=340.0,
+        power_limit_w=350, default_power_limit_w=700, throttle_s={"hw_slowdown": 4.0}, temp_max_c=71.0, pcie=(4.0, 8.0),
+        pcie_max=(5, 16), other_processes=[{"pid": 4242, "name": "python3", "used_bytes": 2 ** 30, "first_t_s": 2.0,
+                                            "last_t_s": 2.0}])
+
+
+def test_observed_whole_where_nothing_is_available():
+    """NA readings (NotSupported, a lost GPU) become None; the window's limit unread, the GPU's stands."""
+    tel = _window(util_pct=100)
+    assert Observed.of(GPU_INFO, tel) == Observed("gpu0", loaded_s=4.0, max_mem_clock_mhz=2619, power_limit_w=700,
+                                                  default_power_limit_w=700, pcie_max=(5, 16))
+    bare = GpuInfo(0, "NVIDIA H100 80GB HBM3", "GPU-x", "0000:1b:00.0")
+    assert Observed.of(bare, tel) == Observed("gpu0", loaded_s=4.0, pcie_max=(None, None))
+    idle = _window(util_pct=0, sm_clock_mhz=345, power_w=70, temp_c=30, pcie_gen=1, pcie_width=16)
+    assert Observed.of(bare, idle) == Observed("gpu0", temp_max_c=30.0, pcie_max=(None, None))
+    gen_unread = _window(util_pct=100, pcie_width=16)
+    assert Observed.of(bare, gen_unread).pcie == (None, 16.0)
+    assert Observed.of(GPU_INFO, None) == Observed("gpu0")
+    assert Observed.of(dataclasses.replace(GPU_INFO, slot=3), None) == Observed("gpu3")
+
+
+# ------------------------------------------------------------------ into a result, whole
+
+@pytest.mark.parametrize("o,cause", [
+    (Observed("gpu0"), None),  # nothing seen of the GPU: nothing to say
+    (Observed("gpu0", throttle_s={"hw_slowdown": 3.0}), None),  # reasons, but no loaded time
+    (Observed("gpu0", loaded_s=0.5), "unexplained"),  # any loaded time
+    (Observed("gpu0", sm_clock_mhz=1794.0), "defect"),
+    (Observed("gpu0", power_w=600.0), "unexplained"),
+    (Observed("gpu0", other_processes=[COTENANT]), "cotenant"),
+])
+def test_explain_only_what_telemetry_saw(o, cause):
+    r = explain(result(), o, H100, 0.5, "the burn")
+    if cause is None:
+        assert r == result()
+        return
+    d = diagnose("compute", o, H100, 0.5, "the burn")
+    assert d.cause == cause
+    assert r == CheckResult("stress.burn", "gpu0", Verdict.ERROR if cause == "cotenant" else Verdict.FAIL,
+                            f"{d.message}; {result().message}", code=d.code or "BURN_SLOW",
+                            evidence={"diagnosis": {**d.to_dict(), "measure_code": "BURN_SLOW"}})
+
+
+def test_explain_whole_result_of_a_throttled_gpu():
+    o = obs(sm_clock_mhz=1100.0, throttle_s={"hw_slowdown": 9.0})
+    message = f"{HELD} near 1,100 MHz by HW slowdown for 90% of the load: check PSUs and power cables"
+    assert explain(result(verdict=Verdict.WARN), o, H100, 0.6, "the burn") == CheckResult(
+        "stress.burn", "gpu0", Verdict.WARN, f"{message}; bf16 sustained 310.7 TFLOP/s is below the limit 600 TFLOP/s",
+        code="THROTTLE_HW_SLOWDOWN", evidence={"diagnosis": {
+            "cause": "throttle", "message": message, "code": "THROTTLE_HW_SLOWDOWN", "error": False,
+            "readings": readings(o, rate_share=0.6), "measure_code": "BURN_SLOW"}})
+
+
+@pytest.mark.parametrize("verdict,code", [
+    (Verdict.FAIL, "SDC_KNOWN_ANSWER"), (Verdict.FAIL, None), (Verdict.ERROR, "BURN_SLOW"), (Verdict.SKIP, "BURN_SLOW"),
+])
+def test_explain_leaves_what_is_not_a_shortfall_alone(verdict, code):
+    o = obs(other_processes=[COTENANT], throttle_s={"hw_slowdown": 10.0})
+    assert explain(result(verdict=verdict, code=code), o, H100, 0.4, "the burn") == result(verdict=verdict, code=code)
+
+
+def test_explain_notes_other_processes_on_a_pass_and_nothing_else():
+    ok = result(verdict=Verdict.PASS, code=None, message="sustained bf16 750 TFLOP/s")
+    assert explain(ok, obs(throttle_s={"hw_slowdown": 10.0}), H100, 1.0, "the burn") == ok
+    noted = explain(result(verdict=Verdict.PASS, code=None, message="sustained bf16 750 TFLOP/s"),
+                    obs(other_processes=[COTENANT, OTHER]), H100, 1.0, "the burn")
+    assert noted == CheckResult("stress.burn", "gpu0", Verdict.PASS, "sustained bf16 750 TFLOP/s; another process used "
+                                "this GPU during the burn: pid 4242 (python3, 1.05 GiB), pid 77 (name unknown)",
+                                evidence={"other_processes": [COTENANT, OTHER]})
+
+
+def node_result(verdict=Verdict.FAIL, code="NCCL_SLOW"):
+    return CheckResult("stress.nccl", "node", verdict, "bus bandwidth 200 GB/s is below the limit 400 GB/s", code=code)
+
+
+def _node_diagnosed(verdict, code, o, d):
+    return CheckResult("stress.nccl", "node", verdict, f"{o.subject}: {d.message}; {node_result().message}", code=code,
+                       evidence={"diagnosis": {**d.to_dict(), "message": f"{o.subject}: {d.message}",
+                                               "measure_code": "NCCL_SLOW"}})
+
+
+def test_node_result_names_the_first_gpu_with_a_cause():
+    slow_clock = obs(subject="gpu0", sm_clock_mhz=600.0, throttle_s={})  # not a cause of slow copies
+    capped = obs(subject="gpu1", power_limit_w=350.0, power_w=340.0)
+    throttled = obs(subject="gpu2", sm_clock_mhz=900.0, throttle_s={"hw_slowdown": 10.0})
+    r = explain_node(node_result(), [slow_clock, capped, throttled], H100, "the all-reduce")
+    assert r == _node_diagnosed(Verdict.FAIL, "POWER_LIMIT_LOWERED", capped, diagnose("p2p", capped, H100, None))
+    assert r.message.startswith(f"gpu1: {LOWERED}; ")
+
+
+def test_node_result_with_another_process_on_any_gpu_is_an_error_of_the_run():
+    throttled = obs(subject="gpu0", sm_clock_mhz=900.0, throttle_s={"hw_slowdown": 10.0})
+    shared, shared_too = obs(subject="gpu1", other_processes=[COTENANT]), obs(subject="gpu2", other_processes=[OTHER])
+    r = explain_node(node_result(), [throttled, shared, shared_too], H100, "the all-reduce")
+    d = diagnose("p2p", shared, H100, None, "the all-reduce")
+    assert r == _node_diagnosed(Verdict.ERROR, "GPU_IN_USE", shared, d)
+    assert r.message.startswith("gpu1: another process used this GPU during the all-reduce: pid 4242 (python3, 1.05 GiB); "
+                                "the figures are not the GPU's own; ")
+
+
+def test_node_result_no_gpu_explains():
+    gpus = [obs(subject="gpu0", sm_clock_mhz=600.0, throttle_s={}), obs(subject="gpu1", loaded_s=0.0, sm_clock_mhz=None)]
+    message = ("no cause in any GPU's telemetry (no other process, lowered power limit or throttling): the links between "
+               "GPUs are the suspects")
+    assert explain_node(node_result(verdict=Verdict.WARN), gpus, H100, "the all-reduce") == CheckResult(
+        "stress.nccl", "node", Verdict.WARN, f"{message}; bus bandwidth 200 GB/s is below the limit 400 GB/s", code="NCCL_SLOW",
+        evidence={"diagnosis": {"cause": "unexplained", "message": message, "code": None, "error": False,
+                                "readings": {"gpus": [dataclasses.asdict(o) for o in gpus]}, "measure_code": "NCCL_SLOW"}})
+
+
+@pytest.mark.parametrize("verdict,code,gpus", [
+    (Verdict.FAIL, "NCCL_HANG", [obs(subject="gpu0", throttle_s={"hw_slowdown": 10.0})]),  # not a performance code
+    (Verdict.FAIL, None, [obs(subject="gpu0", throttle_s={"hw_slowdown": 10.0})]),
+    (Verdict.ERROR, "NCCL_SLOW", [obs(subject="gpu0", throttle_s={"hw_slowdown": 10.0})]),
+    (Verdict.PASS, "NCCL_SLOW", [obs(subject="gpu0", throttle_s={"hw_slowdown": 10.0})]),
+    (Verdict.FAIL, "NCCL_SLOW", [Observed("gpu0"), Observed("gpu1")]),  # nothing seen
+    (Verdict.FAIL, "NCCL_SLOW", []),
+])
+def test_node_result_not_a_shortfall_or_unseen_is_left_alone(verdict, code, gpus):
+    assert explain_node(node_result(verdict, code), gpus, H100, "the all-reduce") == node_result(verdict, code)
+
+
+def test_node_result_that_passed_notes_every_gpus_other_processes():
+    gpus = [obs(subject="gpu0", other_processes=[COTENANT]), obs(subject="gpu1"), obs(subject="gpu2", other_processes=[OTHER])]
+    ok = CheckResult("stress.nccl", "node", Verdict.PASS, "bus bandwidth 420 GB/s")
+    assert explain_node(ok, gpus, Expected(), "the all-reduce") == CheckResult(
+        "stress.nccl", "node", Verdict.PASS, "bus bandwidth 420 GB/s; another process used this GPU during the all-reduce: "
+        "pid 4242 (python3, 1.05 GiB), pid 77 (name unknown)", evidence={"other_processes": [COTENANT, OTHER]})
+
+
+H100_HEALTHY = {"fp64": 60.1, "fp32": 51.5, "tf32": 358.3, "fp16": 732.1, "bf16": 747.1, "fp8": 1353.2, "hbm": 2843.0,
+                "h2d": 54.2, "d2h": 54.2}
+
+
+@pytest.mark.parametrize("gpu_info,dtypes,expected", [
+    (H100_SXM5, None, Expected("H100 SXM5 80GB", 1794, H100_HEALTHY)),
+    (H100_SXM5, [], Expected("H100 SXM5 80GB", 1794, H100_HEALTHY)),
+    (H100_SXM5, ["fp16", "bf16"], Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1331, "fp16, bf16")),
+    (H100_SXM5, ("fp64",), Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1794, "fp64")),
+    (GpuInfo(0, "NVIDIA Mystery", "GPU-x", "0000:1b:00.0"), ["fp16"], Expected()),  # an unknown SKU: nothing known
+])
+def test_expected_whole(gpu_info, dtypes, expected):
+    assert Expected.of(gpu_info, dtypes) == expected
+
+
+@pytest.mark.parametrize("expected,at_limit,held", [
+    (Expected("X", 1794, {}, 1331, "fp16"), True, (1331, "holds at its power limit under fp16")),
+    (Expected("X", 1794, {}, 1331, "fp16"), False, (1794, "sustains")),
+    (Expected("X", 1794, {}, 1794, "fp32"), True, (1794, "sustains")),  # the same clock: nothing held lower
+    (Expected("X", 1794, {}, 1900, "fp32"), True, (1794, "sustains")),
+    (Expected("X", 1794, {}, None, None), True, (1794, "sustains")),
+    (Expected("X", None, {}, 1331, "fp16"), True, (None, "sustains")),  # no SKU clock to say it is lower than
+    (Expected(), True, (None, "sustains")),
+])
+def test_the_clock_a_healthy_part_holds(expected, at_limit, held):
+    assert expected.full_clock(at_limit) == held

@@ -222,10 +222,11 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
         return found("clocks_low", f"slow because the SM clock averaged {low}, with no throttle reason to explain it: "
                      "look for locked clocks (nvidia-smi -rgc resets them)", "CLOCKS_LOW")
     if kind == "power":
-        drew = f"{obs.power_w:.0f} W of the {limit:g} W limit" if obs.power_w is not None and limit else "little power"
-        at = f" ({_mhz(clock)})" if clock else ""
+        drew = "little power" if obs.power_w is None else f"{obs.power_w:.0f} W" + (f" of the {limit:g} W limit" if limit else "")
+        # "Full" only where the SKU's clock says so (an unknown SKU, or no clock reading, claims nothing).
+        at = f" at full clocks ({_mhz(clock)})" if clock and healthy else f" at {_mhz(clock)}" if clock else ""
         rate = f", the rate {rate_share:.2f} of its SKU's" if rate_share is not None else ""
-        return found("power_low", f"drew {drew} at full clocks{at}{rate}, with no throttling: a GPU that cannot draw "
+        return found("power_low", f"drew {drew}{at}{rate}, with no throttling: a GPU that cannot draw "
                      "its power (check its power cables and the PSUs; RMA if it persists)", None)
     if clock and healthy and rate_share is not None:
         # The healthy clock is a floor (the lowest of the step's dtypes): a clock above it earns no
@@ -262,6 +263,9 @@ def _memory(obs: Observed, rate_share: float | None, found: Any) -> Diagnosis:
     if not mem:  # a step too short for a reading under load: say so, claim nothing about clocks
         return found("defect", f"the memory moves {share} with no other process, power cap or throttling seen "
                      "(no memory-clock reading under load): a memory defect is likely (RMA)", None)
+    if not top:  # no maximum to hold the clock against: say what it was, claim nothing about it
+        return found("defect", f"the memory moves {share} at a memory clock of {_mhz(mem)} (its maximum unknown) with "
+                     "no other process, power cap or throttling seen: a memory defect is likely (RMA)", None)
     return found("defect", f"slow at full memory clock ({_mhz(mem)}): the memory moves {share} (memory defect; RMA)", None)
 
 
@@ -295,9 +299,14 @@ def explain(result: CheckResult, obs: Observed, expected: Expected, rate_share: 
     kind = PERFORMANCE_CODES.get(result.code or "")
     if result.verdict in (Verdict.WARN, Verdict.FAIL) and kind and _seen(obs):  # no telemetry: nothing to say
         return apply(result, diagnose(kind, obs, expected, rate_share, during))
-    if result.verdict is Verdict.PASS and obs.other_processes:
-        result.message += f"; another process used this GPU during {during}: {describe_processes(obs.other_processes)}"
-        result.evidence["other_processes"] = obs.other_processes
+    return _note_others(result, obs.other_processes, during)
+
+
+def _note_others(result: CheckResult, processes: list[dict[str, Any]], during: str) -> CheckResult:
+    """A passing result notes the other processes that used its GPUs meanwhile (and nothing else does)."""
+    if result.verdict is Verdict.PASS and processes:
+        result.message += f"; another process used this GPU during {during}: {describe_processes(processes)}"
+        result.evidence["other_processes"] = processes
     return result
 
 
@@ -307,23 +316,22 @@ def _seen(obs: Observed) -> bool:
 
 
 def explain_node(result: CheckResult, observations: list[Observed], expected: Expected, during: str) -> CheckResult:
-    """A node-wide result (all-reduce, slow pairs): the first GPU whose telemetry explains it."""
-    if result.verdict not in (Verdict.WARN, Verdict.FAIL) or (result.code or "") not in PERFORMANCE_CODES \
+    """A node-wide result (all-reduce, slow pairs): the first GPU whose telemetry explains it (one with
+    another process on it before any other)."""
+    if result.verdict not in (Verdict.WARN, Verdict.FAIL) or result.code not in PERFORMANCE_CODES \
             or not any(_seen(o) for o in observations):
-        return explain(result, _merged(observations), expected, None, during)
-    for obs in observations:
-        d = diagnose("p2p", obs, expected, None, during)
-        if d.cause not in ("unexplained", "defect"):
-            return apply(result, Diagnosis(d.cause, f"{obs.subject}: {d.message}", d.code, d.error, d.readings))
+        return _note_others(result, [p for o in observations for p in o.other_processes], during)
+    # A GPU-to-GPU diagnosis is a cause on that GPU or "unexplained". Another process on any GPU
+    # outranks the others' causes, as it does on one GPU: the node's figures are not its own.
+    diagnosed = [(obs, diagnose("p2p", obs, expected, None, during)) for obs in observations]
+    causes = [(obs, d) for obs, d in diagnosed if d.cause != "unexplained"]
+    if causes:
+        obs, d = min(causes, key=lambda found: not found[1].error)  # the first of the co-tenants, else the first
+        return apply(result, Diagnosis(d.cause, f"{obs.subject}: {d.message}", d.code, d.error, d.readings))
+    # (The SM clock is not looked at: copies between GPUs ride the links.)
     return apply(result, Diagnosis("unexplained", "no cause in any GPU's telemetry (no other process, lowered "
-                                   "power limit, throttling or low clocks): the links between GPUs are the suspects",
+                                   "power limit or throttling): the links between GPUs are the suspects",
                                    None, False, {"gpus": [asdict(o) for o in observations]}))
-
-
-def _merged(observations: list[Observed]) -> Observed:
-    """For a passing node-wide result: every other process seen on any GPU."""
-    others = [p for o in observations for p in o.other_processes]
-    return Observed("node", other_processes=others)
 
 
 def diagnose_drift(start: dict[str, Any], end: dict[str, Any], others: list[dict[str, Any]]) -> Diagnosis:
