@@ -1,7 +1,7 @@
 """A real Slurm on this one host, for the fabric tests: Debian's slurmctld and several slurmd (one
 per simulated node, `slurmd -N NAME`, each on its own port; Debian builds Slurm with multiple-slurmd
 support), authenticated by a munged of our own. Everything lives in a temporary directory (its own
-munge key and socket, state, spool, logs, ports derived from our pid), nothing touches the host's
+munge key and socket, state, spool, logs, ports found free below the ephemeral range), nothing touches the host's
 Slurm or munge configuration, and every daemon we started is stopped by its pid file on exit.
 
 `.ci/run` installs the packages (slurmctld slurmd slurm-client munge) when it runs as root; without
@@ -10,10 +10,12 @@ them, or without root, the tests that need this skip, saying why.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -27,6 +29,25 @@ SBIN = ("/usr/sbin", "/usr/bin")
 
 def _which(tool: str) -> str | None:
     return shutil.which(tool) or next((f"{d}/{tool}" for d in SBIN if os.access(f"{d}/{tool}", os.X_OK)), None)
+
+
+UP_WITHIN_S = 30.0  # every slurmd registered idle (a few seconds on the 2-core CI machine)
+
+
+def _free_ports(count: int) -> int:
+    """The first of `count` consecutive TCP ports nobody listens on or holds now, below Linux's
+    ephemeral range (32768 and up), where outgoing connections of other tests would take them."""
+    start = 20000 + (os.getpid() % 700) * 16
+    for base in [*range(start, 31000, 16), *range(20000, start, 16)]:
+        try:
+            with contextlib.ExitStack() as held:
+                for port in range(base, base + count):
+                    sock = held.enter_context(socket.socket())
+                    sock.bind(("", port))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError(f"no {count} consecutive free ports between 20000 and 31000")
 
 
 @functools.lru_cache(maxsize=None)
@@ -44,7 +65,7 @@ class LocalSlurm:
         self.dir = directory
         self.nodes = nodes
         self.cpus = cpus
-        base = 20000 + (os.getpid() % 2000) * 16
+        base = _free_ports(2 + len(nodes))
         self.ctld_port, self.slurmd_port = base, base + 1
         self.node_ports = [base + 2 + i for i in range(len(nodes))]
         self.conf = directory / "slurm.conf"
@@ -93,14 +114,22 @@ class LocalSlurm:
         for n in self.nodes:
             self._pidfiles.append(d / f"slurmd-{n}.pid")
             self._run([_which("slurmd"), "-f", str(self.conf), "-N", n])
-        for _ in range(150):  # bounded: 15 s for every node to register idle
-            out = subprocess.run([_which("sinfo"), "-h", "-o", "%T %D"], capture_output=True, text=True,
-                                 env=self.env, timeout=10).stdout.split()
+        deadline = time.monotonic() + UP_WITHIN_S  # bounded in time, however long each sinfo waits
+        ctld_log = d / "log/slurmctld.log"
+        while time.monotonic() < deadline:
+            log = ctld_log.read_text(errors="replace") if ctld_log.exists() else ""
+            if "fatal:" in log:  # it will not come up (a port taken since we probed it): say so now
+                raise RuntimeError(f"the local slurmctld stopped: {log[log.index('fatal:'):][:300]}")
+            try:
+                out = subprocess.run([_which("sinfo"), "-h", "-o", "%T %D"], capture_output=True, text=True,
+                                     env=self.env, timeout=max(1.0, min(5.0, deadline - time.monotonic()))).stdout.split()
+            except subprocess.TimeoutExpired:
+                continue
             if out[:1] == ["idle"] and out[1:2] == [str(len(self.nodes))]:
                 return
             time.sleep(0.1)
-        log = (d / "log/slurmctld.log").read_text()[-800:] if (d / "log/slurmctld.log").exists() else ""
-        raise RuntimeError(f"the local Slurm did not come up within 15 s: {log}")
+        log = ctld_log.read_text(errors="replace")[-800:] if ctld_log.exists() else ""
+        raise RuntimeError(f"the local Slurm did not come up within {UP_WITHIN_S:g} s: {log}")
 
     def _run(self, cmd: list[str | None]) -> None:
         run_checked([str(c) for c in cmd], env=self.env, timeout=30)
