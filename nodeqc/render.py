@@ -125,7 +125,10 @@ def render_report(predicate: dict[str, Any], trust_line: str) -> str:
         return render_fabric_report(predicate, trust_line)
     node = predicate.get("node", {})
     prof = predicate.get("profile", {})
-    out = [f"nodeqc report: {line}" if i == 0 else line for i, line in enumerate(answer_lines(answer_of(predicate)))]
+    # A report that does not verify says so before its verdict: the first line is the one read.
+    head = ("nodeqc report: " if not trust_line.startswith("signature: NOT VERIFIED")
+            else "nodeqc report (NOT VERIFIED: do not rely on it): ")
+    out = [f"{head}{line}" if i == 0 else line for i, line in enumerate(answer_lines(answer_of(predicate)))]
     out += [
         "",
         trust_line,

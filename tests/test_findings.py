@@ -206,6 +206,14 @@ def test_subjects_of_several_kinds_are_said_in_runs_per_kind():
     assert subjects_text(["gpu0", "gpu2"]) == "gpu0,gpu2" and subjects_text(["node", "gpu1", "gpu2"]) == "node,gpu1,gpu2"
 
 
+def test_a_report_that_does_not_verify_says_so_before_its_verdict():
+    predicate = {"verdict": "PASS", "status": "complete", "checks": [
+        CheckResult("host.cpu", "node", Verdict.PASS, "ok").to_dict()]}
+    shown = render_report(predicate, "signature: NOT VERIFIED (bad signature): do not rely on this report")
+    assert shown.splitlines()[0] == "nodeqc report (NOT VERIFIED: do not rely on it): PASS: 1 passed"
+    assert render_report(predicate, "signature: verified (key 0123)").splitlines()[0] == "nodeqc report: PASS: 1 passed"
+
+
 def test_a_finding_is_split_at_top_level_semicolons_only():
     assert split_findings("link down (operstate down, carrier 0; mlx5_3/1 DOWN) (x); speed 0") == [
         "link down (operstate down, carrier 0; mlx5_3/1 DOWN) (x)", "speed 0"]
