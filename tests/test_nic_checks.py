@@ -564,3 +564,20 @@ def test_whole_result_inventory():
         WARN, "NIC_COUNT", "no NICs (match ib* drivers mlx5_core,x) found", "none")
     r = checks.inventory(checks.select([], profile()), profile({"count": 1}))
     assert r.message == "0 physical NICs, expected 1: none"
+
+
+def test_nics_sharing_a_peer_that_names_its_port_count_up_from_it():
+    # One iperf3 server serves one test at a time: three NICs sent to p:6000 at once would find the
+    # server busy for all but one (a false failure of two healthy NICs).
+    plan = plan_for(THREE, [Peer("p", 6000)])
+    assert jobs_of(plan) == [("nic0", "iperf3", "p", 6000), ("nic1", "iperf3", "p", 6001), ("nic2", "iperf3", "p", 6002),
+                             ("nic2", "ib_write_bw", "p", 18515)]  # the port is iperf3's: RDMA counts from its own
+
+
+def test_a_nic_keeps_its_own_peers_port_and_the_others_count_around_it():
+    plan = plan_for(THREE, [Peer("p"), Peer("p", 5202, nic="eth0"), Peer("q", 5201, nic="ib0")])
+    assert jobs_of(plan)[:3] == [("nic0", "iperf3", "p", 5202), ("nic1", "iperf3", "p", 5201), ("nic2", "iperf3", "q", 5201)]
+    plan = plan_for(THREE, [Peer("p", 5201), Peer("p", 5202, nic="eth1")])
+    assert jobs_of(plan)[:3] == [("nic0", "iperf3", "p", 5201), ("nic1", "iperf3", "p", 5202), ("nic2", "iperf3", "p", 5203)]
+    ports = [(j.peer, j.port) for j in plan.rounds[0]]
+    assert len(set(ports)) == len(ports)
