@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from nodeqc.backends.base import GpuInfo, GpuSample
@@ -451,6 +452,34 @@ def test_judge_says_the_thresholds_verdict_and_a_code_only_when_not_passing(kind
     f = judge(t, value, "CODE", "thing")
     assert f.verdict is t.judge(value)
     assert (f.code is None) == (f.verdict is Verdict.PASS)
+
+
+@PROPERTY
+@given(kind=st.sampled_from(["min", "max"]), fail=st.floats(0.001, 1e6), band=st.floats(0.0, 0.2),
+       value=st.floats(0.0, 2e6), decimals=st.integers(0, 4))
+def test_a_message_shows_a_value_on_the_side_of_the_limit_it_is_judged_on(kind, fail, band, value, decimals):
+    """'fp32 sustained 50.0 TFLOP/s is below the limit 50 TFLOP/s' (49.99 shown at one decimal) says
+    nothing: the numbers a failing or warning message shows are on the sides its verdict says. Values
+    rounded as the workloads round them (two decimals for TFLOP/s, one for GB/s)."""
+    value = round(value, decimals)
+    t = Threshold("x", kind, fail, fail * (1 + band) if kind == "min" else fail * (1 - band), "GB/s")
+    f = judge(t, value, "CODE", "copy bandwidth", "GB/s")
+    if f.verdict is Verdict.PASS:
+        return
+    said = re.fullmatch(r"copy bandwidth (\S+) GB/s is (below|above) the (limit|warning level) (\S+) GB/s", f.message)
+    assert said, f.message
+    shown, level = float(said.group(1)), float(said.group(4))
+    assert shown < level if kind == "min" else shown > level, f.message
+    assert level == pytest.approx(t.fail if said.group(3) == "limit" else t.warn, rel=1e-2)
+    assert shown == pytest.approx(value, rel=1e-2, abs=1e-3)
+
+
+def test_a_burn_rate_just_below_its_floor_reads_below_it():
+    """49.99 TFLOP/s (the burn's two decimals) against a floor of 50 was said '50.0 TFLOP/s is below
+    the limit 50 TFLOP/s' (one decimal above 10)."""
+    r = run_per_gpu("burn", [49.99], min_fp32_tflops=50)["gpu0"]
+    assert (r.verdict, r.code) == (Verdict.FAIL, "BURN_SLOW")
+    assert r.message.startswith("fp32 sustained 49.99 TFLOP/s is below the limit 50 TFLOP/s")
 
 
 # ---------------------------------------------------------------------- the worst verdict
