@@ -258,6 +258,8 @@ def test_gpus_that_disagree_without_a_majority_all_fail_and_none_is_the_culprit(
     for res in r.values():
         assert (res.verdict, res.code) == (Verdict.FAIL, "SDC_CROSS_GPU")
         assert "no majority to trust" in res.message and "which agree" not in res.message
+        # Told how many it differs from (a 2-2 tie: 2 of the other 3, not 'its peer').
+        assert ("than its peer (" if n == 2 else f"than {half} of the other {n - 1} GPUs (") in res.message
 
 
 @PROPERTY

@@ -145,11 +145,16 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             d = wrong_peers[0]
             majority = odd[d][0]
             # Counted among the GPUs that ran this dtype: one that could not run it agrees with nobody.
-            agree = sum(1 for x in ok.values() if d in x["dtypes"] and x["dtypes"][d]["fingerprint"] == majority)
+            prints = [x["dtypes"][d]["fingerprint"] for x in ok.values() if d in x["dtypes"]]
+            if majority:
+                than = f"the other {prints.count(majority)} GPU(s), which agree"
+            elif len(prints) == 2:
+                than = "its peer (no majority to trust)"
+            else:  # a tie, or all different: how many it differs from, none of them to be trusted either
+                differ = sum(1 for fp in prints if fp != r["dtypes"][d]["fingerprint"])
+                than = f"{differ} of the other {len(prints) - 1} GPUs (no majority to trust)"
             sdc.append(Finding(Verdict.FAIL, "SDC_CROSS_GPU",
-                               "identical work gave a different result than "
-                               + (f"the other {agree} GPU(s), which agree" if majority else "its peer (no majority to trust)")
-                               + f" ({', '.join(wrong_peers)})"))
+                               f"identical work gave a different result than {than} ({', '.join(wrong_peers)})"))
         power = _power_finding(windows.get(g.index), profile, values, thresholds)
         findings = sdc + rate + ([power] if power else [])
         if not findings:
