@@ -33,7 +33,8 @@ from nodeqc.checks.common import Finding, fold, judge
 from nodeqc.model import Threshold, Verdict
 from nodeqc.profile import Profile, make_threshold
 from nodeqc.telemetry import GpuTelemetry
-from nodeqc.verify import compare_exact, odd_ones_out, relative_deficit_pct
+from nodeqc.verify import (MAX_REPORTED, compare_exact, decode_memtest_errors, fingerprint, odd_ones_out,
+                           relative_deficit_pct)
 from nodeqc.workers import STATUS_HANG, STATUS_OK, Outcome, Task
 
 PROPERTY = settings(max_examples=40, deadline=None, derandomize=True,
@@ -403,6 +404,47 @@ def test_negative_zero_where_a_known_answer_is_zero_is_a_wrong_element(dtype, n,
     assert m is not None and m.count == 1 and m.first[0]["index"] == at and int(m.first[0]["xor"], 16) == sign
 
 
+WORDS = st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=300)
+
+
+@PROPERTY
+@given(words=WORDS, data=st.data())
+def test_a_fingerprint_sees_any_one_changed_word_and_any_swap(words, data):
+    """The plain sum changes by the change of one word (less than 2**32: never 0 mod 2**64); a swap of
+    two different words changes the weighted sum by (a - b)(j - i), non-zero mod 2**64 while both
+    factors stay below 2**32."""
+    w = np.array(words, dtype=np.uint32)
+    at = data.draw(st.integers(0, w.size - 1))
+    changed = w.copy()
+    changed[at] = data.draw(st.integers(0, 2**32 - 1).filter(lambda x: x != words[at]))
+    assert fingerprint(changed) != fingerprint(w)
+    i, j = data.draw(st.lists(st.integers(0, w.size - 1), min_size=2, max_size=2, unique=True))
+    assume(words[i] != words[j])
+    swapped = w.copy()
+    swapped[[i, j]] = swapped[[j, i]]
+    assert fingerprint(swapped) != fingerprint(w) and fingerprint(swapped)[:16] == fingerprint(w)[:16]
+
+
+@PROPERTY
+@given(median=FIGURE, value=st.floats(0.0, 2e5), more=st.floats(0.0, 1e5))
+def test_the_deficit_is_a_percentage_that_falls_as_the_figure_rises(median, value, more):
+    d = relative_deficit_pct(value, median)
+    assert 0.0 <= d <= 100.0
+    assert relative_deficit_pct(value + more, median) <= d
+    assert (d == 0.0) == (value >= median)
+
+
+@PROPERTY
+@given(records=st.lists(st.tuples(st.integers(0, 2**30), st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)),
+                        max_size=20, unique_by=lambda r: r[0]), base=st.integers(0, 2**47))
+def test_memtest_errors_are_reported_lowest_address_first_with_their_bits(records, base):
+    d = decode_memtest_errors(len(records), list(reversed(records)), base)
+    assert d["errors"] == len(records) and len(d["first"]) == min(len(records), MAX_REPORTED)
+    for e, (index, want, got) in zip(d["first"], sorted(records)):
+        assert int(e["address"], 16) == base + 8 * index
+        assert (int(e["expected"], 16), int(e["actual"], 16), int(e["xor"], 16)) == (want, got, want ^ got)
+
+
 # ---------------------------------------------------------------------- thresholds at their edges
 
 LIMIT = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinity=False)
@@ -530,15 +572,21 @@ def p2p_nodes(draw, n_min: int = 2):
     return n, groups, near, far, speed
 
 
-def p2p_judge(n, groups, near, far, speed, rate, relabel=None, **limits):
+WRONG_BYTE = {"count": 1, "first": [{"index": 9, "expected": 1.0, "actual": 3.0, "xor": "0x02"}]}
+
+
+def p2p_judge(n, groups, near, far, speed, rate, relabel=None, corrupt=(), latency=None, **limits):
     """judge_p2p on the node; relabel[i] is GPU i's index after relabelling (the results come back
-    by the original GPU, the pairs sorted by their new indices)."""
+    by the original GPU, the pairs sorted by their new indices); corrupt: the copies (i, j) that
+    came back wrong; latency: (i, j) -> us (2 elsewhere)."""
     relabel = relabel or list(range(n))
+    latency = latency or {}
     infos = gpus(n)
     for i in range(n):
         infos[relabel[i]].peer_paths = {str(relabel[j]): near if groups[i] == groups[j] else far
                                         for j in range(n) if j != i}
-    pairs = sorted(({"src": relabel[i], "dst": relabel[j], "latency_us": 2.0, "verified": True,
+    pairs = sorted(({"src": relabel[i], "dst": relabel[j], "latency_us": latency.get((i, j), 2.0),
+                     "verified": (i, j) not in corrupt, **({"mismatch": WRONG_BYTE} if (i, j) in corrupt else {}),
                      "gbps": speed[near if groups[i] == groups[j] else far] * min(rate.get(i, 1.0), rate.get(j, 1.0))}
                     for i in range(n) for j in range(n) if i != j), key=lambda p: (p["src"], p["dst"]))
     bidir = sorted(({"a": relabel[i], "b": relabel[j],
@@ -556,9 +604,12 @@ def test_p2p_relabelling_the_gpus_gives_each_the_same_verdict(node, data):
     rate = data.draw(st.dictionaries(st.integers(0, n - 1), st.floats(0.05, 1.0), max_size=n))
     relabel = data.draw(st.permutations(range(n)))
     floor = data.draw(st.sampled_from([None, 40.0, 150.0]))
-    limits = {"min_p2p_gbps": floor} if floor else {}
-    before, node_before = p2p_judge(*node, rate, **limits)
-    after, node_after = p2p_judge(*node, rate, relabel, **limits)
+    limits = {"min_p2p_gbps": floor, "max_p2p_latency_us": 5.0} if floor else {}
+    copies = [(i, j) for i in range(n) for j in range(n) if i != j]
+    corrupt = set(data.draw(st.lists(st.sampled_from(copies), max_size=4)))
+    latency = data.draw(st.dictionaries(st.sampled_from(copies), st.floats(0.5, 20.0), max_size=3))
+    before, node_before = p2p_judge(*node, rate, corrupt=corrupt, latency=latency, **limits)
+    after, node_after = p2p_judge(*node, rate, relabel, corrupt=corrupt, latency=latency, **limits)
     for i in range(n):
         a, b = before[i], after[i]
         assert (a.verdict, a.code, unnamed(a.message)) == (b.verdict, b.code, unnamed(b.message))
@@ -579,7 +630,7 @@ def test_p2p_healthy_gpus_on_any_tree_all_pass(node):
 def test_p2p_one_slow_gpu_never_fails_a_healthy_one(node, factor, data):
     """One GPU whose own link is slow (every copy it is in) among healthy ones, on any tree, with or
     without a floor the healthy copies meet: the healthy GPUs pass, as outliers and against the
-    floor, whatever the count (three GPUs: half a healthy GPU's peers... one of two is the slow one)."""
+    floor, whatever the count (with three GPUs, one of a healthy GPU's two peers is the slow one)."""
     n, groups, near, far, speed = node
     k = data.draw(st.integers(0, n - 1))
     floored = data.draw(st.booleans())
@@ -604,6 +655,22 @@ def test_p2p_a_gpu_whose_link_is_faster_is_never_judged_worse(node, data):
     before, _ = p2p_judge(*node, rate, **limits)
     after, _ = p2p_judge(*node, {**rate, k: raised}, **limits)
     assert not worse(after[k].verdict, before[k].verdict), (before[k].message, after[k].message)
+
+
+@PROPERTY
+@given(n=st.integers(2, 8), data=st.data())
+def test_p2p_a_slower_copy_is_never_better_for_either_end(n, data):
+    """Latency: a copy that took longer never makes either of its GPUs' verdicts better."""
+    node = (n, [0] * n, "nvlink", "nvlink", {"nvlink": 400.0})
+    copies = [(i, j) for i in range(n) for j in range(n) if i != j]
+    latency = data.draw(st.dictionaries(st.sampled_from(copies), st.floats(0.5, 20.0), max_size=4))
+    slower = data.draw(st.sampled_from(copies))
+    more = {**latency, slower: latency.get(slower, 2.0) + data.draw(st.floats(0.0, 10.0))}
+    limits = {"max_p2p_latency_us": {"fail": 5.0, "warn": 3.0}}
+    before, _ = p2p_judge(*node, {}, latency=latency, **limits)
+    after, _ = p2p_judge(*node, {}, latency=more, **limits)
+    for g in slower:
+        assert not worse(before[g].verdict, after[g].verdict), (before[g].message, after[g].message)
 
 
 @PROPERTY
