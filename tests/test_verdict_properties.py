@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from nodeqc.backends.base import GpuInfo, GpuSample
+from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuSample
 from nodeqc.checks import stress
 from nodeqc.checks.common import Finding, fold, judge
 from nodeqc.model import Threshold, Verdict
@@ -131,6 +131,35 @@ def test_relabelling_the_gpus_gives_each_the_same_burn_fingerprint_verdict(data)
                                             {}, profile()))
 
     before, after = run(prints), run([prints[k] for k in order])
+    for i, k in enumerate(order):
+        a, b = before[f"gpu{k}"], after[f"gpu{i}"]
+        assert (a.verdict, a.code, a.message) == (b.verdict, b.code, b.message)
+
+
+@st.composite
+def burn_gpu(draw) -> dict:
+    """One GPU's burn: fp32 always, bf16 and fp8 now and then (not run otherwise), each with a rate
+    and a fingerprint."""
+    result: dict = {"dtypes": {}, "not_run": {}}
+    for dtype in ("fp32", "bf16", "fp8"):
+        if dtype == "fp32" or draw(st.booleans()):
+            result["dtypes"][dtype] = {"tflops": draw(FIGURE), "fingerprint": draw(st.sampled_from("ab")),
+                                       "known_answer_mismatch": None, "repeat_mismatch": None}
+        else:
+            result["not_run"][dtype] = "not supported"
+    return result
+
+
+@PROPERTY
+@given(results=st.lists(burn_gpu(), min_size=1, max_size=8), data=st.data())
+def test_relabelling_the_gpus_gives_each_the_same_burn_verdict_over_several_dtypes(results, data):
+    order = data.draw(st.permutations(range(len(results))))
+    limits = profile(min_fp32_tflops=data.draw(st.sampled_from([0.0, 100.0])))
+
+    def run(rs):
+        return by_subject(stress.judge_burn(gpus(len(rs)), {i: ok(x, i) for i, x in enumerate(rs)}, {}, limits))
+
+    before, after = run(results), run([results[k] for k in order])
     for i, k in enumerate(order):
         a, b = before[f"gpu{k}"], after[f"gpu{i}"]
         assert (a.verdict, a.code, a.message) == (b.verdict, b.code, b.message)
@@ -814,3 +843,19 @@ def test_pulse_more_brake_within_a_swing_is_never_better(brake, period, more):
     # More brake under the steady load (the load's, not the swings') never makes the swings worse.
     c = stress.judge_pulse(g, outcome, {0: pulse_window({**brake, 0.0: brake[0.0] + more})}, limits)[0]
     assert not worse(c.verdict, a.verdict), (a.message, c.message)
+
+
+@pytest.mark.xfail(strict=True, reason="known false PASS, not fixed here: the pulse verdict attributes sampled "
+                   "HW slowdown by its onset only, and telemetry keeps no offsets (nodeqc/telemetry.py)")
+def test_pulse_hw_slowdown_that_began_between_the_steady_load_and_the_swings_and_held_through_them_fails():
+    """HW slowdown (no driver counter) first seen at 9.7 s, in the gap after the steady load (7-9.5 s)
+    and before the 20 ms period (10-12 s), and in every sample of all the swings after it: no onset
+    lands in a period, so the verdict was 'load swung ... with no HW slowdown or power brake'. The
+    same slowdown first seen at 10.05 s fails. Found while writing the pulse properties above."""
+    hw = REASON_BITS["hw_slowdown"]
+    tel = GpuTelemetry(0)
+    for t, reasons in [(9.0, 0), (9.7, hw)] + [(10 + 0.1 * k, hw) for k in range(70)]:
+        tel.add(t, GpuSample(temp_c=60, power_w=600.0, power_limit_w=700.0, sm_clock_mhz=1980, util_pct=100,
+                             reasons=reasons))
+    r = stress.judge_pulse(gpus(1), {0: ok({"periods": PULSE_SPANS})}, {0: tel}, profile())[0]
+    assert (r.verdict, r.code) == (Verdict.FAIL, "POWER_PULSE_THROTTLE"), r.message
