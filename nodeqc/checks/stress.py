@@ -620,12 +620,12 @@ def _p2p_standing(pairs: list[dict[str, Any]], by_index: dict[int, GpuInfo]
             median = _median(list(others.values()))
             if median is None or (median <= 0 and mine <= 0):  # nobody to compare with, or nothing moved
                 continue
-            if me not in out or _share(mine, median) > _share(out[me][1], out[me][2]):
+            if me not in out or _path_share(mine, median) > _path_share(out[me][1], out[me][2]):
                 out[me] = (path if len(by_path) > 1 else None, mine, median, len(others))
     return out
 
 
-def _share(fastest: float, median: float) -> float:
+def _path_share(fastest: float, median: float) -> float:
     """A GPU's fastest copy over a path as a share of the others' median there. Where the others'
     copies all moved nothing (each with a dead GPU) while this GPU's did, it stands above them: a
     healthy GPU alone on a switch with a dead one is judged by its copies over the other paths, not
