@@ -348,13 +348,21 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
                                f"brief clock cuts while the load swung: {shown} (within the limit "
                                f"{limit.describe()})", code="POWER_PULSE_THROTTLE", values=values,
                                evidence=evidence, thresholds=thresholds, key="periods")
+        # Sampled reasons the window saw that no swing brought (begun under the steady load, or between
+        # two periods, then perhaps held through the swings: telemetry keeps when a reason began, not
+        # when it ended): not this check's to fail, and never said absent. health.throttle judges their
+        # time (it fails HW slowdown and power brake over max_throttle_s wherever they happen).
+        outside = {x: window.throttle_s[x] for x in TRANSIENT_REASONS
+                   if x not in counted and window.throttle_s.get(x, 0.0) > 0}
         seen = " or ".join(REASON_TEXT[x] for x in TRANSIENT_REASONS
-                           if REASON_TEXT[x] not in unseen and x not in standing)
+                           if REASON_TEXT[x] not in unseen and x not in standing and x not in outside)
+        apart = "; ".join(f"{REASON_TEXT[x]} seen for {fmt(round(t, 2), 's')} of this test, not begun in a swing "
+                          "(health.throttle judges it)" for x, t in outside.items())
         held = "; ".join(f"{REASON_TEXT[x]} held {fmt(round(rate, 1), 'ms')} of every second of the steady load, so "
                          "the swings cannot show more (health.throttle judges it)" for x, rate in standing.items())
         message = f"load swung at {periods} ms periods" + (f" with no {seen}" if seen else "") + (
             f" ({' and '.join(unseen)} not observed: no telemetry sample)" if unseen else "") + (
-            f"; {held}" if held else "")
+            f"; {held}" if held else "") + (f"; {apart}" if apart else "")
         return CheckResult(name, g.subject, Verdict.PASS, message,
                            values=values, evidence=evidence, thresholds=thresholds, key="periods")
 
