@@ -892,3 +892,15 @@ def test_a_baseline_checked_on_a_replay_fails_only_what_it_read(tmp_path):
     run = cli("--headless", "--replay", str(CAPTURE), "--baseline", str(topology), "--quick", "--only", "baseline",
               "--out", str(tmp_path / "out"))
     assert run.returncode == 2 and "ERROR baseline.topology" in run.stderr
+
+
+def test_what_the_gpu_does_not_answer_is_the_drivers_not_roots():
+    # NVML answers any user: a VBIOS it cannot report now is the driver's or the GPU's matter; the
+    # NUMA node comes from sysfs, where root can help.
+    results = compare({"gpu": {"gpu0": {"vbios": "96.00.99.00.01", "numa_node": 0}}}, {"gpu": {"gpu0": {}}})
+    said = {r.name: (r.verdict, r.code, r.message) for r in results}
+    assert said["baseline.firmware"] == (Verdict.WARN, "BASELINE_UNREADABLE", (
+        "VBIOS: not readable now (baseline 96.00.99.00.01); the NVIDIA driver does not report it now (nvidia-smi -q "
+        "shows what it sees): check that the driver the baseline names is loaded and the GPU answers"))
+    assert said["baseline.topology"] == (Verdict.WARN, "BASELINE_UNREADABLE", (
+        "NUMA node: not readable now (baseline 0); run as root, or check that the driver and tools are installed"))

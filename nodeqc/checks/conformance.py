@@ -85,6 +85,12 @@ NIC_FIELDS: dict[str, Field] = {
     "pcie_switch_peers": GPU_FIELDS["pcie_switch_peers"],
 }
 
+# GPU fields NVML answers for any user: one it cannot answer now is not a matter of root (as the
+# PCIe tree's, DMI's and the NICs' are) but of the driver or the GPU.
+FROM_THE_DRIVER = frozenset(GPU_FIELDS) - {"numa_node", "pcie_switch_peers"}
+DRIVER_UNREADABLE = ("the NVIDIA driver does not report it now (nvidia-smi -q shows what it sees): check that the "
+                     "driver the baseline names is loaded and the GPU answers")
+
 CHECKS = (FW, SW, SET, TOPO)
 # Every field a profile may name in baseline_warn / baseline_ignore.
 ALL_FIELDS = sorted(set(NODE_FIELDS) | set(GPU_FIELDS) | set(NIC_FIELDS) | {"acs", "devices"})
@@ -135,9 +141,10 @@ def compare(baseline: dict[str, Any], observed: dict[str, Any], warn_fields: fro
             if actual is None and name in unread_here:
                 unread_note(spec.check, subject, spec.label, unread_here[name])
             elif actual is None:
+                advice = (DRIVER_UNREADABLE if table is GPU_FIELDS and name in FROM_THE_DRIVER else
+                          "run as root, or check that the driver and tools are installed")
                 note(spec.check, subject, name, Finding(Verdict.WARN, "BASELINE_UNREADABLE",
-                     f"{label}{spec.label}: not readable now (baseline {_v(expected)}); run as root, or "
-                     "check that the driver and tools are installed"), "N/A")
+                     f"{label}{spec.label}: not readable now (baseline {_v(expected)}); {advice}"), "N/A")
             elif _same(actual, expected):
                 note(spec.check, subject, name, None, actual)
             else:
