@@ -10,7 +10,8 @@ The file has a table per part: [node] (driver, CUDA, kernel, BIOS from DMI, IOMM
 on its PCIe switch), [nic.NAME] (driver and its version, HCA firmware, NUMA node, switch peers),
 ["bridge"."BUS"] (ACS control of each bridge between a GPU or NIC and its root port). A value the
 node could not report is left out, and what is left out is not compared. Delete a line to stop
-comparing it.
+comparing it. What a run has no backend to read (a replay: no sysfs, no NICs) the observation
+names under "unread", with the reason; it never reaches the file.
 """
 
 from __future__ import annotations
@@ -45,9 +46,30 @@ def _clean(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None and not is_na(v) and v != ""}
 
 
-def observe(gpus: list[GpuInfo], driver: str, cuda: str, host: HostInfo, nics: list[NicInfo],
-            platform: PlatformBackend | None) -> dict[str, Any]:
-    """This node, in the baseline's shape."""
+# What the platform backend (sysfs: DMI, the PCIe tree, /sys/class/infiniband, module versions) and
+# the NIC backend read, by table; "devices" is which parts there are at all. A run without one of
+# them (a replay of an NVML capture has neither) has not looked, which is not finding them absent:
+# the observation names them under "unread", and nodeqc.checks.conformance does not compare them.
+READ_BY_PLATFORM: dict[str, tuple[str, ...]] = {
+    "node": ("bios_vendor", "bios_version", "bios_date", "board_vendor", "board_name", "sys_vendor", "product_name",
+             "iommu"),
+    "gpu": ("numa_node", "pcie_switch_peers"),
+    "nic": ("driver_version", "firmware", "numa_node", "pcie_switch_peers"),
+    "bridge": ("devices",),  # the bridges above the GPUs and NICs, and so their ACS
+}
+READ_BY_NIC_BACKEND: dict[str, tuple[str, ...]] = {"nic": ("devices",)}  # the NICs, and so all about them
+
+
+def observe(gpus: list[GpuInfo], driver: str, cuda: str, host: HostInfo, nics: list[NicInfo] | None,
+            platform: PlatformBackend | None, absent: str = "this run has no backend for the host") -> dict[str, Any]:
+    """This node, in the baseline's shape. `nics` or `platform` None: this run has no backend for
+    them, for the reason `absent`; what they would have read is under "unread" ({table: {field or
+    "devices": why}}), never left out as if the node lacked it."""
+    unread: dict[str, dict[str, str]] = {}
+    for reads, missing in ((READ_BY_PLATFORM, platform is None), (READ_BY_NIC_BACKEND, nics is None)):
+        for kind, names in reads.items() if missing else ():
+            unread.setdefault(kind, {}).update(dict.fromkeys(names, absent))
+    nics = nics or []
     live = [g for g in gpus if not g.lost]
     functions = {}
     if platform is not None:
@@ -104,7 +126,8 @@ def observe(gpus: list[GpuInfo], driver: str, cuda: str, host: HostInfo, nics: l
         acs = platform.acs(bridge) if platform is not None else None
         if acs is not None and not is_na(acs):
             entry["acs"] = acs
-    return {"node": node, "gpu": gpu_table, "nic": nic_table, "bridge": dict(sorted(bridges.items()))}
+    return {"node": node, "gpu": gpu_table, "nic": nic_table, "bridge": dict(sorted(bridges.items())),
+            "unread": unread}
 
 
 def _natural(name: str) -> list[Any]:

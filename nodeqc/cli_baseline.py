@@ -63,7 +63,7 @@ def observe_node(hw: Any) -> tuple[dict[str, Any], Any]:
         gpus = hw.mgmt.gpus()
         assign_slots(gpus, host.nvidia_gpus_on_pci)
         observed = observe(gpus, hw.mgmt.driver_version(), hw.mgmt.cuda_version(), host,
-                           hw.nics.nics() if hw.nics else [], hw.platform)
+                           hw.nics.nics() if hw.nics else None, hw.platform, hw.no_host_reason())
     finally:
         hw.mgmt.close()
     return observed, host
@@ -96,6 +96,8 @@ def main(argv: list[str]) -> int:
         parts = f"{len(observed['gpu'])} GPU(s), {len(observed['nic'])} NIC(s), {len(observed['bridge'])} bridge(s)"
         sim = " (SIMULATED node: for trying nodeqc out, not a real baseline)" if hw.simulated else ""
         print(f"nodeqc: baseline of {host.hostname}: {parts}{sim}", file=sys.stderr)
+        for why, tables in _unread(observed).items():
+            print(f"nodeqc: not recorded, this run cannot read them ({why}): {tables}", file=sys.stderr)
         print(out)
         return 0
     profile = None
@@ -106,9 +108,30 @@ def main(argv: list[str]) -> int:
     baseline = Baseline.load(args.baseline, profile)
     observed, _ = observe_node(hw)
     results = compare(baseline.data, observed, baseline.warn, baseline.ignore, f"the baseline ({baseline.path.name})")
-    differ = [r for r in results if r.verdict is not Verdict.PASS]
-    for r in differ:
-        print(f"{r.verdict.value.upper():<5} {r.name:<18} {r.subject:<10} [{r.code}] {r.message}")
+    for r in results:
+        if r.verdict is not Verdict.PASS:
+            print(f"{r.verdict.value.upper():<5} {r.name:<18} {r.subject:<10} [{r.code}] {r.message}")
+    differ = sum(1 for r in results if r.verdict in (Verdict.FAIL, Verdict.WARN))
     matched = sum(1 for r in results if r.verdict is Verdict.PASS)
-    print(f"nodeqc: {len(differ)} difference(s) from {baseline.path}; {matched} part(s) match", file=sys.stderr)
-    return 1 if any(r.verdict.blocks_qualification for r in differ) else 0
+    unread = sum(1 for r in results if r.verdict in (Verdict.SKIP, Verdict.ERROR))
+    # As a run's: a difference that fails is 1; nothing comparable at all (an ERROR) is 2, could not run;
+    # what this run could not read (SKIP) leaves the verdict to the parts that were compared.
+    if any(r.verdict is Verdict.ERROR for r in results):
+        print(f"nodeqc: nothing of {baseline.path} could be compared: this run cannot read what it records",
+              file=sys.stderr)
+        return 2
+    partly = f"; {unread} check(s) not compared in full: this run cannot read all the baseline records"
+    print(f"nodeqc: {differ} difference(s) from {baseline.path}; {matched} part(s) match{partly if unread else ''}",
+          file=sys.stderr)
+    return 1 if any(r.verdict is Verdict.FAIL for r in results) else 0
+
+
+def _unread(observed: dict[str, Any]) -> dict[str, str]:
+    """What the observation could not read (nodeqc.baseline.observe), by reason: the tables and fields."""
+    by_why: dict[str, list[str]] = {}
+    for kind, names in observed.get("unread", {}).items():
+        for why in dict.fromkeys(names.values()):
+            fields = [n for n, w in names.items() if w == why]
+            table = "[node]" if kind == "node" else f"[{kind}.*]"
+            by_why.setdefault(why, []).append(f"{table} " + ("all" if "devices" in fields else ", ".join(fields)))
+    return {why: "; ".join(tables) for why, tables in by_why.items()}

@@ -66,6 +66,9 @@ REMEDIATION: dict[str, str] = {
     "BASELINE_DEVICE_EXTRA": "This node has a GPU or NIC the baseline lacks: if it belongs to the build, record a new baseline on a known-good node.",
     "BASELINE_NOT_READ": "The node could not be read at all for its baseline (sysfs, DMI, the PCIe tree), so nothing was compared: run nodeqc as root on the node itself; the warning at the start of the run names what failed.",
     "BASELINE_UNREADABLE": "A value the baseline records could not be read on this node: run nodeqc as root (PCIe config space, DMI) and check the NVIDIA and NIC drivers are loaded.",
+    # Conformance where this run has no backend for part of the node (a replay of an NVML capture has
+    # no platform and no NICs): what the baseline records there was not looked at, so not compared.
+    "BASELINE_NOT_HERE": "Part of the baseline (the PCIe tree and its bridges' ACS, NUMA nodes, switch peers, DMI/BIOS, the IOMMU, the NICs) is read from the machine nodeqc runs on, and this run has no backend for it (a replay of a capture carries only the captured GPUs' NVML answers): it was not compared, not found different. Run nodeqc baseline check, or the run with --baseline, on the node itself to compare it.",
     # Host health over the run: memory errors, PCIe errors, the kernel log
     "EDAC_CE": "Corrected memory errors grew during the run: note the DIMM named, watch it; reseat or replace it if the count keeps rising (a DIMM with corrected errors is likelier to fail uncorrectably).",
     "EDAC_UE": "Uncorrected memory errors during the run: replace the DIMM named (the BMC's event log confirms the slot), then re-run.",
@@ -244,6 +247,7 @@ NOT_RUN: dict[str, str] = {
     "BMC_UNAVAILABLE": "no BMC readable (ipmitool)",
     "HOST_NOT_HERE": "no live host (a replay)",
     "HOST_UNREADABLE": "sysfs not readable",
+    "BASELINE_NOT_HERE": "part of the baseline not readable here (a replay)",
 }
 
 

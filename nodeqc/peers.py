@@ -2,8 +2,9 @@
 NIC), from the command line or the profile's `[nic] peers`.
 
 A peer runs the servers: `iperf3 -s -p PORT` for TCP, `ib_write_bw -d DEVICE -p PORT` for RDMA.
-Every NIC sent to one peer host gets its own port, counting up from the default (one iperf3 server
-serves one test at a time), unless the peer names its port.
+Every NIC sent to one peer host gets its own port (one iperf3 server serves one test at a time):
+counting up from the tool's default, or from the port a peer for any NIC names; a peer for one NIC
+(`NIC=HOST:PORT`) gets exactly the port it names, so two of those may not name the same host and port.
 """
 
 from __future__ import annotations
@@ -75,4 +76,10 @@ def parse_peers(texts: list[str], where: str = "--nic-peer") -> list[Peer]:
     twice = sorted({n for n in named if named.count(n) > 1})
     if twice:
         raise UsageError(f"{where}: NIC {twice[0]} is given more than one peer")
+    fixed = [p for p in peers if p.nic and p.port]
+    for i, a in enumerate(fixed):
+        for b in fixed[i + 1:]:
+            if (a.host, a.port) == (b.host, b.port):
+                raise UsageError(f"{where}: {a} and {b}: one iperf3 server serves one test at a time; "
+                                 "give each NIC its own port")
     return peers

@@ -265,8 +265,10 @@ def make_threshold(key: str, raw: Any, band: float) -> Threshold:
 
 def _banded(kind: str, fail: float, band: float) -> float:
     # Rounded to 12 significant digits: 0.9 x 1.05 must be 0.945, not 0.9450000000000001, or a value
-    # exactly at the warning level would warn.
-    return float(f"{fail * (1 + band) if kind == 'min' else fail * (1 - band):.12g}")
+    # exactly at the warning level would warn. Never rounded past the limit itself (a limit of more
+    # than 12 digits with no band: 100000.6484375 became a warning level of 100000.648438 beyond it).
+    warn = float(f"{fail * (1 + band) if kind == 'min' else fail * (1 - band):.12g}")
+    return max(warn, fail) if kind == "min" else min(warn, fail)
 
 
 # ---------------------------------------------------------------- loading

@@ -249,9 +249,7 @@ class Runner:
 
     def _no_host_reason(self) -> str:
         """Why this run has no live host to read or stress (said for each host check it cannot run)."""
-        if (self.hw.simulation or {}).get("replay"):
-            return "a replay carries the captured GPUs' NVML answers, not the captured machine's host"
-        return "this run has no backend for the host"
+        return self.hw.no_host_reason()
 
     def _host_stress_phase(self) -> None:
         """Full runs only: every CPU on known answers, memory bandwidth, NVMe (fio), optical modules."""
@@ -286,7 +284,7 @@ class Runner:
 
     def _conformance_phase(self, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str) -> None:
         """The node against its golden baseline: firmware, software, settings, topology."""
-        self._platform.observe(gpus, driver, cuda, host, self._nics_start)
+        self._platform.observe(gpus, driver, cuda, host, self._nics_start if self.hw.nics is not None else None)
         if self._baseline is None or self.aborted:
             return
         b = self._baseline
@@ -668,11 +666,13 @@ class PlatformWatch:
             self._start = None
             self._unreadable = f"cannot read sysfs: {e}"
 
-    def observe(self, gpus: list[GpuInfo], driver: str, cuda: str, host: HostInfo, nics: list[NicInfo]) -> None:
+    def observe(self, gpus: list[GpuInfo], driver: str, cuda: str, host: HostInfo, nics: list[NicInfo] | None) -> None:
+        """`nics` None: this run has no NIC backend (what it would read is said unread, for the same
+        reason as the platform's absence)."""
         from nodeqc.baseline import observe
 
         try:
-            self.observed = observe(gpus, driver, cuda, host, nics, self.platform)
+            self.observed = observe(gpus, driver, cuda, host, nics, self.platform, self._absent)
         except OSError as e:
             self._emit(Notice("warning", f"the node's platform could not be read: {e}"))
             self.unobserved = f"the node's platform could not be read: {e}"

@@ -101,6 +101,26 @@ def test_a_falling_matmul_rate_is_judged_at_the_profiles_drift_limit(end_tflops,
     assert section["drift"]["gpu0"]["tflops"] == (1000.0, end_tflops)
 
 
+UNREAD_CLOCK = ("the rate fell, and the SM clock was not read at both ends of the burn-in, so the cause is not known: "
+                "re-run the burn-in with telemetry working (NVML answering); ")
+
+
+@pytest.mark.parametrize("windows, end_tflops, message", [
+    (10, 899.0, UNREAD_CLOCK + "matmul rate fell from start to end by 10.1 % is above the limit 10 %"),
+    (10, 949.0, UNREAD_CLOCK + "matmul rate fell from start to end by 5.1 % is above the warning level 5 %"),
+    (2, 899.0, UNREAD_CLOCK + "matmul rate fell from start to end by 10.1 % is above the limit 10 %"),  # two: judged
+])
+def test_a_drift_says_by_how_much_the_rate_fell_against_which_level(windows, end_tflops, message):
+    gpu = GpuInfo(index=0, name="x", uuid="u", bus_id="b", slot=0)
+    rec = BurnInRecorder([gpu])
+    for n in range(windows):
+        rec.add_window("gpu0", {"t_s": 60 * n, "tflops": 1000.0 if n < windows - 1 else end_tflops, "sdc": None})
+    done = Outcome(Task("matmul_burn", 0, {}, 600.0), STATUS_OK, elapsed_s=600.0)
+    [result], section = judge_burn_in([gpu], {0: done}, rec, {}, load_profile("generic"), started_s=0.0, time_scale=1.0)
+    assert (result.code, result.message) == ("BURN_IN_DRIFT", message)
+    assert section["drift"]["gpu0"]["tflops"] == (1000.0, end_tflops)
+
+
 @pytest.mark.parametrize("text", ["8x", "0m", "h", "-5"])
 def test_bad_burn_in_durations(text):
     p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--burn-in", text)

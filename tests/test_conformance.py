@@ -13,8 +13,8 @@ import pytest
 from nodeqc.backends import simulated_hardware
 from nodeqc.backends.platform import (LinuxPlatform, acs_flags, acs_from_config, acs_from_lspci, parse_aer,
                                       redirecting)
-from nodeqc.baseline import Baseline, load, render
-from nodeqc.checks.conformance import compare
+from nodeqc.baseline import READ_BY_NIC_BACKEND, READ_BY_PLATFORM, Baseline, load, observe, render
+from nodeqc.checks.conformance import NODE_FIELDS, compare
 from nodeqc.cli_baseline import observe_node
 from nodeqc.errors import UsageError
 from nodeqc.faults import parse_fault
@@ -697,3 +697,210 @@ def test_a_pass_counts_its_fields_and_the_checks_come_in_order():
                                                       ("baseline.software", "as the baseline (2 fields)"),
                                                       ("baseline.settings", "as the baseline (1 field)")]
     assert compare({}, {}) == [] and compare({"node": {"unknown": 1}}, {"node": {"unknown": 2}}) == []
+
+
+# ---------------------------------------------------------------------- a run that cannot read part of the node
+# A replay of an NVML capture has no platform backend (sysfs: the PCIe tree, NUMA, ACS, DMI, IOMMU) and
+# no NIC backend. Not looked at is not absent: no bridge or NIC is called missing, nobody is told to run
+# as root; each check says once what it did not compare and why. What was read still compares.
+
+WHY = "a replay carries the captured GPUs' NVML answers, not the captured machine's host"
+_FULL_BASE = {
+    "node": {"driver": "580.159.04", "kernel": "6.8", "bios_version": "2.1a", "iommu": "identity"},
+    "gpu": {"gpu0": {"bus_id": "0000:1b:00.0", "vbios": "96.00.DA.00.0C", "ecc": True, "numa_node": 0,
+                     "pcie_switch_peers": ["ibp24s0"]}},
+    "nic": {"ibp24s0": {"bus_id": "0000:18:00.0", "driver": "mlx5_core", "firmware": "28.39.1002", "numa_node": 0}},
+    "bridge": {"0000:17:01.0": {"above": ["gpu0", "ibp24s0"], "acs": "SrcValid+ ReqRedir- CmpltRedir-"},
+               "0000:16:00.0": {"above": ["gpu0", "ibp24s0"]}},
+}
+
+
+def _unread(*reads: dict) -> dict:
+    out: dict = {}
+    for r in reads:
+        for kind, names in r.items():
+            out.setdefault(kind, {}).update(dict.fromkeys(names, WHY))
+    return out
+
+
+def _replayed(**gpu0) -> dict:
+    """What observe() gives on a replay: NVML's answers only, the rest unread."""
+    return {"node": {"driver": "580.159.04", "kernel": "6.8"},
+            "gpu": {"gpu0": {"bus_id": "0000:1b:00.0", "vbios": "96.00.DA.00.0C", "ecc": True, **gpu0}},
+            "nic": {}, "bridge": {}, "unread": _unread(READ_BY_PLATFORM, READ_BY_NIC_BACKEND)}
+
+
+NOT_READ_ON_A_REPLAY = [
+    ('baseline.firmware', 'gpu0', 'PASS', None, 'as the baseline (1 field)', {'vbios': '96.00.DA.00.0C'}),
+    ('baseline.firmware', 'node', 'SKIP', 'BASELINE_NOT_HERE',
+     f'not compared: node (BIOS version), ibp24s0 (firmware) not read: {WHY}', {}),
+    ('baseline.software', 'node', 'SKIP', 'BASELINE_NOT_HERE',
+     f'not compared: ibp24s0 (driver) not read: {WHY}; the rest as the baseline (2 fields)',
+     {'driver': '580.159.04', 'kernel': '6.8'}),
+    ('baseline.settings', 'gpu0', 'PASS', None, 'as the baseline (1 field)', {'ecc': 'on'}),
+    ('baseline.settings', 'node', 'SKIP', 'BASELINE_NOT_HERE', f'not compared: node (IOMMU mode) not read: {WHY}', {}),
+    ('baseline.topology', 'node', 'SKIP', 'BASELINE_NOT_HERE',
+     'not run: gpu0 (NUMA node, devices on its PCIe switch), ibp24s0 (whether it is there, NUMA node), '
+     f'bridge 0000:17:01.0 (whether it is there, ACS), bridge 0000:16:00.0 (whether it is there) not read: {WHY}', {}),
+]
+
+
+def test_a_replay_calls_nothing_missing_and_says_once_per_check_what_it_did_not_compare():
+    results = compare(_FULL_BASE, _replayed())
+    assert _rows(results) == NOT_READ_ON_A_REPLAY
+    false_alarms = ("BASELINE_PCIE_SWITCH", "BASELINE_DEVICE_MISSING", "BASELINE_UNREADABLE")
+    assert not [r for r in results if r.code in false_alarms]
+    assert not any(r.verdict.blocks_qualification for r in results)
+    assert not any("root" in r.message for r in results)
+    from nodeqc.codes import NOT_RUN, REMEDIATION
+
+    assert "BASELINE_NOT_HERE" in REMEDIATION and "BASELINE_NOT_HERE" in NOT_RUN
+
+
+def test_what_a_replay_did_read_still_fails_on_a_difference():
+    results = compare(_FULL_BASE, _replayed(vbios="96.00.74.00.01"))
+    firmware = [(r.subject, r.verdict, r.code) for r in results if r.name == "baseline.firmware"]
+    assert firmware == [("gpu0", Verdict.FAIL, "BASELINE_VBIOS"), ("node", Verdict.SKIP, "BASELINE_NOT_HERE")]
+
+
+def test_the_node_compared_and_not_read_in_one_check_is_one_result():
+    """The node's own fields of one check, some read and some not: one result, the worse verdict."""
+    base = {"node": {"driver": "1", "kernel": "2"}}
+    have = {"node": {"driver": "1"}, "unread": {"node": {"kernel": WHY}}}
+    assert _rows(compare(base, have)) == [('baseline.software', 'node', 'SKIP', 'BASELINE_NOT_HERE',
+                                           f'not compared: node (kernel) not read: {WHY}; the rest as the baseline '
+                                           '(1 field)', {'driver': '1'})]
+    have["node"]["driver"] = "3"
+    [r] = compare(base, have)
+    assert (r.verdict, r.code) == (Verdict.FAIL, "BASELINE_DRIVER")
+    assert r.message == ("NVIDIA driver 3, baseline 1: install NVIDIA driver 1; "
+                         f"not compared: node (kernel) not read: {WHY}")
+
+
+def test_nothing_comparable_at_all_could_not_run():
+    """Only what this run cannot read: not a pass of nothing, not a failure; an ERROR (exit 2)."""
+    base = {"gpu": {"gpu0": {"numa_node": 0}}, "nic": {"ibp24s0": {"driver": "mlx5_core"}},
+            "bridge": {"0000:17:01.0": {"above": ["gpu0"]}}}
+    results = compare(base, {**_replayed(), "gpu": {"gpu0": {}}}, source="the baseline (golden.toml)")
+    assert _rows(results) == [
+        ('baseline.software', 'node', 'ERROR', 'BASELINE_NOT_HERE',
+         f'could not run, nothing of the baseline (golden.toml) compared: ibp24s0 (driver) not read: {WHY}', {}),
+        ('baseline.topology', 'node', 'ERROR', 'BASELINE_NOT_HERE',
+         'could not run, nothing of the baseline (golden.toml) compared: gpu0 (NUMA node), ibp24s0 (whether it is '
+         f'there), bridge 0000:17:01.0 (whether it is there) not read: {WHY}', {})]
+    assert compare({}, {"unread": _replayed()["unread"]}) == []  # nothing asked, nothing to say
+
+
+def test_ignored_fields_are_not_said_unread_either():
+    results = compare(_FULL_BASE, _replayed(), ignore_fields=frozenset({"devices", "acs", "numa_node", "iommu"}))
+    topology = [r for r in results if r.name == "baseline.topology"]
+    assert _rows(topology) == [('baseline.topology', 'node', 'SKIP', 'BASELINE_NOT_HERE',
+                                f'not run: gpu0 (devices on its PCIe switch) not read: {WHY}', {})]
+    assert not [r for r in results if r.name == "baseline.settings" and r.verdict is not Verdict.PASS]
+
+
+def test_read_and_absent_still_fails_where_the_platform_was_read():
+    """The NICs unread, the PCIe tree read: a bridge gone from the tree is still a FAIL; only the
+    NIC is not compared."""
+    have = {"node": {"driver": "580.159.04", "kernel": "6.8", "bios_version": "2.1a", "iommu": "identity"},
+            "gpu": {"gpu0": {"vbios": "96.00.DA.00.0C", "ecc": True, "numa_node": 0, "pcie_switch_peers": []}},
+            "bridge": {"0000:16:00.0": {"above": ["gpu0"]}}, "unread": _unread(READ_BY_NIC_BACKEND)}
+    bad = [(r.subject, r.verdict, r.code, r.message) for r in compare(_FULL_BASE, have)
+           if r.verdict is not Verdict.PASS]
+    assert bad == [
+        ("node", Verdict.SKIP, "BASELINE_NOT_HERE",
+         f"not compared: ibp24s0 (firmware) not read: {WHY}; the rest as the baseline (1 field)"),
+        ("node", Verdict.SKIP, "BASELINE_NOT_HERE",
+         f"not compared: ibp24s0 (driver) not read: {WHY}; the rest as the baseline (2 fields)"),
+        ("gpu0", Verdict.FAIL, "BASELINE_PCIE_SWITCH",
+         "devices on its PCIe switch none, baseline [ibp24s0]: the baseline has gpu0 on one PCIe switch with "
+         "[ibp24s0]: check the card's slot, risers and PCIe cabling; bridge 0000:17:01.0 (above gpu0, ibp24s0): in the "
+         "baseline, but no GPU or NIC sits below it now: check the cards' slots and risers"),
+        ("node", Verdict.SKIP, "BASELINE_NOT_HERE",
+         f"not compared: ibp24s0 (whether it is there, NUMA node) not read: {WHY}")]
+    # With both backends there and the NIC really gone, it is missing, as ever.
+    have["unread"] = {}
+    missing = [r for r in compare(_FULL_BASE, have) if r.code == "BASELINE_DEVICE_MISSING"]
+    assert [(r.subject, r.verdict) for r in missing] == [("ibp24s0", Verdict.FAIL)]
+
+
+def test_observe_says_what_a_missing_backend_left_unread():
+    hw = _sim()
+    full, _ = observe_node(hw)
+    assert full["unread"] == {} and full["bridge"] and full["nic"]
+    gpus, host = hw.mgmt.gpus(), hw.host.info()
+    no_platform = observe(gpus, "580.1", "13.0", host, hw.nics.nics(), None, WHY)
+    assert no_platform["unread"] == _unread(READ_BY_PLATFORM)
+    assert no_platform["nic"] and not no_platform["bridge"]  # the NICs read; their NUMA, firmware and switch not
+    assert "numa_node" not in no_platform["gpu"]["gpu0"] and "firmware" not in next(iter(no_platform["nic"].values()))
+    neither = observe(gpus, "580.1", "13.0", host, None, None, WHY)
+    assert neither["unread"] == _unread(READ_BY_PLATFORM, READ_BY_NIC_BACKEND) and neither["nic"] == {}
+    # A NIC backend that found none has looked: a baseline NIC is missing then, not unread.
+    none_found = observe(gpus, "580.1", "13.0", host, [], hw.platform, WHY)
+    assert none_found["unread"] == {} and none_found["nic"] == {}
+    assert set(READ_BY_PLATFORM["node"]) | {"driver", "cuda", "kernel"} == set(NODE_FIELDS)
+
+
+def test_the_unread_list_stays_out_of_the_baseline_file(tmp_path):
+    text = render(observe([], "580.1", "13.0", _sim().host.info(), None, None, WHY), "replay", True)
+    assert "unread" not in text and "devices" not in text
+    path = tmp_path / "b.toml"
+    path.write_text(text)
+    assert set(load(path)) == {"baseline", "node"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CAPTURE.is_file(), reason="the H100 capture (shared/measurements) is not here")
+def test_a_baseline_checked_on_a_replay_fails_only_what_it_read(tmp_path):
+    """The replayed H100 against a baseline with the topology a real node has (NUMA, switch peers, a
+    bridge with ACS, a NIC): both faces compare the NVML part, say once per check what they could not
+    read and why, and exit on what was compared: 0 alike, 1 a difference, 2 when nothing compared."""
+    base = tmp_path / "rep.toml"
+    made = cli("baseline", "create", "--replay", str(CAPTURE), str(base))
+    assert made.returncode == 0, made.stderr
+    text = base.read_text()
+    assert "power_limit_w = 700.0\n" in text and "[bridge" not in text and "[nic" not in text
+    with_topology = "power_limit_w = 700.0\nnuma_node = 0\npcie_switch_peers = []\n"
+    base.write_text(text.replace("power_limit_w = 700.0\n", with_topology)
+                    + '\n[nic.mlx5_0]\nbus_id = "0000:17:00.0"\ndriver = "mlx5_core"\nfirmware = "28.39.1002"\n'
+                      'numa_node = 0\n\n[bridge."0000:00:01.0"]\nabove = ["gpu0"]\n'
+                      'acs = "SrcValid+ ReqRedir- CmpltRedir-"\n')
+    check = cli("baseline", "check", "--replay", str(CAPTURE), str(base))
+    assert check.returncode == 0, check.stdout + check.stderr
+    lines = check.stdout.splitlines()
+    assert [line.split()[:3] for line in lines] == [["SKIP", f"baseline.{c}", "node"]
+                                                  for c in ("firmware", "software", "topology")]
+    assert all("[BASELINE_NOT_HERE]" in line and f"not read: {WHY}" in line for line in lines)
+    assert ("not run: gpu0 (NUMA node, devices on its PCIe switch), mlx5_0 (whether it is there, NUMA node), "
+            "bridge 0000:00:01.0 (whether it is there, ACS) not read") in lines[2]
+    assert "0 difference(s)" in check.stderr and "3 check(s) not compared in full" in check.stderr
+    assert f"not recorded, this run cannot read them ({WHY}): [node] bios_vendor" in made.stderr
+    older = tmp_path / "older.toml"
+    older.write_text(base.read_text().replace('vbios = "96.00.DA.00.0C"', 'vbios = "96.00.99.00.01"'))
+    differs = cli("baseline", "check", "--replay", str(CAPTURE), str(older))
+    assert differs.returncode == 1 and "FAIL  baseline.firmware  gpu0       [BASELINE_VBIOS]" in differs.stdout
+    topology = tmp_path / "topology.toml"
+    topology.write_text('[baseline]\nformat = 1\n\n[gpu.gpu0]\nnuma_node = 0\n\n'
+                        '[bridge."0000:00:01.0"]\nabove = ["gpu0"]\n')
+    nothing = cli("baseline", "check", "--replay", str(CAPTURE), str(topology))
+    assert nothing.returncode == 2 and "nothing of" in nothing.stderr and "ERROR baseline.topology" in nothing.stdout
+    # The headless run: the same verdicts, the not-compared parts counted among the checks not run.
+    run = cli("--headless", "--replay", str(CAPTURE), "--baseline", str(base), "--quick", "--only", "baseline",
+              "--out", str(tmp_path / "out"))
+    assert run.returncode == 0, run.stderr
+    assert "3 not run: part of the baseline not readable here (a replay)" in run.stderr and "FAIL" not in run.stderr
+    run = cli("--headless", "--replay", str(CAPTURE), "--baseline", str(topology), "--quick", "--only", "baseline",
+              "--out", str(tmp_path / "out"))
+    assert run.returncode == 2 and "ERROR baseline.topology" in run.stderr
+
+
+def test_what_the_gpu_does_not_answer_is_the_drivers_not_roots():
+    # NVML answers any user: a VBIOS it cannot report now is the driver's or the GPU's matter; the
+    # NUMA node comes from sysfs, where root can help.
+    results = compare({"gpu": {"gpu0": {"vbios": "96.00.99.00.01", "numa_node": 0}}}, {"gpu": {"gpu0": {}}})
+    said = {r.name: (r.verdict, r.code, r.message) for r in results}
+    assert said["baseline.firmware"] == (Verdict.WARN, "BASELINE_UNREADABLE", (
+        "VBIOS: not readable now (baseline 96.00.99.00.01); the NVIDIA driver does not report it now (nvidia-smi -q "
+        "shows what it sees): check that the driver the baseline names is loaded and the GPU answers"))
+    assert said["baseline.topology"] == (Verdict.WARN, "BASELINE_UNREADABLE", (
+        "NUMA node: not readable now (baseline 0); run as root, or check that the driver and tools are installed"))

@@ -682,6 +682,13 @@ def test_throttle_over_no_loaded_time_explains_nothing():
         None, False, readings(o, rate_share=0.5))
 
 
+def test_a_throttle_over_a_load_shorter_than_a_second_still_explains_it():
+    # A quick step's loaded time can be under a second of samples: the share is of that time.
+    o = obs(loaded_s=0.5, sm_clock_mhz=1100.0, throttle_s={"hw_slowdown": 0.5})
+    d = diagnose("compute", o, H100, 0.5)
+    assert (d.cause, d.code) == ("throttle", "THROTTLE_HW_SLOWDOWN") and "for 100% of the load" in d.message
+
+
 LOWERED = ("power-capped at 350 W: the enforced limit is below the default 700 W (someone lowered it; restore it with "
            "nvidia-smi -pl 700)")
 LOW_CLOCK = ("slow because the SM clock averaged 1,100 MHz, 0.61 of the 1,794 MHz a healthy H100 SXM5 80GB sustains, with "

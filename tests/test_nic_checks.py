@@ -564,3 +564,107 @@ def test_whole_result_inventory():
         WARN, "NIC_COUNT", "no NICs (match ib* drivers mlx5_core,x) found", "none")
     r = checks.inventory(checks.select([], profile()), profile({"count": 1}))
     assert r.message == "0 physical NICs, expected 1: none"
+
+
+def test_nics_sharing_a_peer_that_names_its_port_count_up_from_it():
+    # One iperf3 server serves one test at a time: three NICs sent to p:6000 at once would find the
+    # server busy for all but one (a false failure of two healthy NICs).
+    plan = plan_for(THREE, [Peer("p", 6000)])
+    assert jobs_of(plan) == [("nic0", "iperf3", "p", 6000), ("nic1", "iperf3", "p", 6001), ("nic2", "iperf3", "p", 6002),
+                             ("nic2", "ib_write_bw", "p", 18515)]  # the port is iperf3's: RDMA counts from its own
+
+
+def test_a_nic_keeps_its_own_peers_port_and_the_others_count_around_it():
+    plan = plan_for(THREE, [Peer("p"), Peer("p", 5202, nic="eth0"), Peer("q", 5201, nic="ib0")])
+    assert jobs_of(plan)[:3] == [("nic0", "iperf3", "p", 5202), ("nic1", "iperf3", "p", 5201), ("nic2", "iperf3", "q", 5201)]
+    plan = plan_for(THREE, [Peer("p", 5201), Peer("p", 5202, nic="eth1")])
+    assert jobs_of(plan)[:3] == [("nic0", "iperf3", "p", 5201), ("nic1", "iperf3", "p", 5202), ("nic2", "iperf3", "p", 5203)]
+    ports = [(j.peer, j.port) for j in plan.rounds[0]]
+    assert len(set(ports)) == len(ports)
+
+
+# ---------------------------------------------------------------------- the traffic plan in full (issue 18)
+
+
+def test_the_traffic_plan_says_how_long_and_on_which_nics_in_their_order():
+    assert checks.traffic_seconds(profile(), quick=True) == 5 and checks.traffic_seconds(profile(), quick=False) == 10
+    assert checks.traffic_summary(plan_for(THREE, [Peer("p")])) == \
+        "NIC traffic: iperf3 on nic0-2 for 5 s, then ib_write_bw on nic2 for 5 s"
+    assert checks.traffic_summary(plan_for([nic("ib0", kind="infiniband", ib_ports=[port()])], [])) == \
+        "NIC traffic: ib_write_bw in loopback on nic0 for 5 s"
+    # Two NICs named by number, not by text: nic2 before nic10.
+    many = [nic(f"eth{i}", addresses=["10.0.0.1"] if i in (2, 10) else []) for i in range(11)]
+    assert checks.traffic_summary(plan_for(many, [Peer("p")])) == "NIC traffic: iperf3 on nic2,nic10 for 5 s"
+
+
+def test_every_job_names_its_nic_and_rdma_port():
+    dual = nic("ib0", kind="infiniband", ib_ports=[port(state="DOWN"), port(port=2)])
+    plan = plan_for([nic("eth0"), dual], [Peer("p")])
+    assert [(j.nic, j.tool, j.ib_device, j.ib_port) for j in plan.jobs] == [
+        ("eth0", "iperf3", None, 1), ("ib0", "iperf3", None, 1), ("ib0", "ib_write_bw", "mlx5_0", 2)]
+
+
+def test_a_nic_whose_rdma_cannot_run_leaves_the_next_ones_planned():
+    down = nic("ib0", kind="infiniband", operstate="down", carrier=0, ib_ports=[port(state="DOWN")])
+    up = nic("ib1", kind="infiniband", bus_id="0000:0d:00.0", ib_ports=[port(device="mlx5_1")])
+    plan = plan_for([down, up], [Peer("p")])
+    assert [(r.name, r.subject, r.code) for r in plan.skips] == [("nic.tcp", "nic0", "NIC_LINK_DOWN"),
+                                                                 ("nic.rdma", "nic0", "NIC_LINK_DOWN")]
+    assert jobs_of(plan) == [("nic1", "iperf3", "p", 5201), ("nic1", "ib_write_bw", "p", 18515)]
+
+
+@pytest.mark.parametrize("reading, nic_profile, gpus, peers, skipped", [
+    ({"interface": False, "operstate": NA, "carrier": NA}, {}, [], [Peer("p")],
+     [("nic.tcp", None, "TCP not measured: no network interface on this RDMA device (load ib_ipoib for TCP)")]),
+    ({"addresses": []}, {}, [], [Peer("p")],
+     [("nic.tcp", "NIC_NO_ADDRESS", "TCP not measured: no IP address to send from: give the NIC one on the peer's network")]),
+    ({}, {"rdma_use_cuda": True}, [], [Peer("p")],
+     [("nic.rdma", "NO_GPUS", "RDMA not measured: GPUDirect RDMA is asked for ([nic] rdma_use_cuda) but there is no "
+                              "working GPU")]),
+    ({}, {}, [], [],
+     [("nic.tcp", "NIC_NO_PEER", "TCP not measured: no peer: pass --nic-peer HOST (a host running `iperf3 -s -p PORT`, "
+                                 "one per NIC on ports 5201 and up) or --nic-peer NIC=HOST, or set [nic] peers in the profile")]),
+    ({"operstate": "down", "carrier": 0, "ib_ports": [port(state="DOWN")]}, {}, [], [Peer("p")],
+     [("nic.tcp", "NIC_LINK_DOWN", "TCP not measured: the link is down (see nic.link)"),
+      ("nic.rdma", "NIC_LINK_DOWN", "RDMA not measured: the link is down (see nic.link)")]),
+])
+def test_each_skip_says_exactly_what_to_do(reading, nic_profile, gpus, peers, skipped):
+    one = replace(nic("ib0", kind="infiniband", ib_ports=[port()]), **reading)
+    plan = plan_for([one], peers, nic_profile, gpus=gpus)
+    assert [(r.name, r.code, r.message) for r in plan.skips] == skipped
+
+
+def test_gpudirect_takes_the_gpu_nearest_on_the_pci_bus_read_in_hex():
+    def gpus(*buses):
+        return [GpuInfo(i, "A100", f"GPU-{i}", f"00000000:{b}:00.0") for i, b in enumerate(buses)]
+
+    def nearest(bus, *gpu_buses):
+        plan = plan_for([nic("ib0", kind="infiniband", bus_id=bus, ib_ports=[port()])], [Peer("p")],
+                        {"rdma_use_cuda": True}, gpus=gpus(*gpu_buses))
+        return [j.cuda_device for j in plan.jobs if j.tool == "ib_write_bw"]
+
+    assert nearest("0000:80:00.0", "7A", "84") == [1]  # 0x84 is 4 away, 0x7a 6 (read in decimal: 2 against 4)
+    assert nearest("0000:19:00.0", "18", "1B") == [0]
+    assert nearest(NA, "84", "7A") == [0]  # no bus of its own: the first GPU
+
+
+def test_results_judge_each_nic_as_it_ended_and_only_the_traffic_it_had():
+    p = profile({"min_tcp_fraction": 0.5, "min_rdma_fraction": 0.9})
+    plan = plan_for(THREE, [Peer("p")])
+    tcp0, tcp1, tcp2, rdma2 = plan.jobs
+    after = [replace(THREE[0], carrier_changes=3, speed_mbps=25000),  # flapped; came back faster
+             replace(THREE[1], operstate="down", carrier=0, pcie_gen=3),  # down at the end, its link trained down
+             replace(THREE[2], ib_ports=[port(rate_gbit=400.0)])]
+    outcomes = [TrafficOutcome(tcp0, 9.0), TrafficOutcome(tcp2, 9.0), TrafficOutcome(rdma2, 190.0)]
+    got = {(r.name, r.subject): (r.verdict, r.code, r.message) for r in
+           checks.nic_results(plan, outcomes, {"eth0": [(3, 8)]}, after, p)}
+    assert set(got) == {("nic.inventory", "node")} | {(f"nic.{c}", f"nic{i}") for c in ("link", "pcie", "stability", "tcp")
+                                                       for i in range(3)} | {("nic.rdma", "nic2")}
+    assert got[("nic.stability", "nic0")][:2] == (FAIL, "NIC_LINK_FLAP")
+    assert got[("nic.tcp", "nic0")][:2] == (FAIL, "NIC_THROUGHPUT")  # 9 of the 25 Gb/s it ended at, not of 10
+    assert got[("nic.pcie", "nic0")][:2] == (FAIL, "NIC_PCIE_WIDTH")  # read under traffic: x8
+    assert got[("nic.link", "nic1")][:2] == (WARN, "NIC_LINK_DOWN")  # the profile names no NIC: not required
+    assert got[("nic.pcie", "nic1")][:2] == (FAIL, "NIC_PCIE_GEN")  # no traffic reading: as it ended, Gen3
+    assert got[("nic.tcp", "nic1")] == (SKIP, None, "eth1 (mlx5_core, 0000:02:00.0): the traffic did not run (stopped early)")
+    assert got[("nic.rdma", "nic2")][:2] == (FAIL, "RDMA_BANDWIDTH")  # 190 of the 400 Gb/s port it ended at
+    assert got[("nic.link", "nic2")][0] is PASS and got[("nic.tcp", "nic2")][0] is PASS

@@ -45,6 +45,15 @@ def test_a_nic_given_two_peers_is_an_error():
         parse_peers(["eth0=a", "eth0=b"])
 
 
+def test_two_nics_given_one_server_is_an_error_and_other_ports_are_not():
+    with pytest.raises(UsageError) as e:
+        parse_peers(["eth0=a:6000", "b", "eth1=a:6000"])
+    assert str(e.value) == ("--nic-peer: eth0=a:6000 and eth1=a:6000: one iperf3 server serves one test at a "
+                            "time; give each NIC its own port")
+    assert [str(p) for p in parse_peers(["eth0=a:6000", "eth1=a:6001", "eth2=b:6000", "a:6000", "eth3=a"])] == \
+        ["eth0=a:6000", "eth1=a:6001", "eth2=b:6000", "a:6000", "eth3=a"]
+
+
 def test_peers_in_a_profile_are_checked_when_it_loads(tmp_path):
     p = tmp_path / "p.toml"
     p.write_text('description = "x"\n[nic]\npeers = ["node7", "eth0=node8:99999"]\n')

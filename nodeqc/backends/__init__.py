@@ -28,6 +28,13 @@ class Hardware:
     def simulated(self) -> bool:
         return self.simulation is not None
 
+    def no_host_reason(self) -> str:
+        """Why this run has no backend for the node's own host, platform (sysfs) or NICs, in the words
+        each result says that could not read or judge them."""
+        if (self.simulation or {}).get("replay"):
+            return "a replay carries the captured GPUs' NVML answers, not the captured machine's host"
+        return "this run has no backend for the host"
+
     def watchdog(self, profile: Profile) -> Watchdog:
         if self.simulated:
             # Simulated work steps take milliseconds and workers start in a second or two; a few

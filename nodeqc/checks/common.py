@@ -28,7 +28,26 @@ def judge(threshold: Threshold | None, value: Any, code: str, what: str, unit: s
     side = "below" if threshold.kind == "min" else "above"
     level = threshold.fail if verdict is Verdict.FAIL else threshold.warn
     label = "limit" if verdict is Verdict.FAIL else "warning level"
-    return Finding(verdict, code, f"{shown} is {side} the {label} {fmt(level, threshold.unit)}")
+    value_text, level_text = _told_apart(value, level, threshold.kind)
+    return Finding(verdict, code, f"{what} {_with_unit(value_text, unit)} is {side} the {label} "
+                                  f"{_with_unit(level_text, threshold.unit)}")
+
+
+def _told_apart(value: Any, level: float, kind: str) -> tuple[str, str]:
+    """A value on the wrong side of a level and the level, as numbers a message shows: with the
+    digits it takes for the value to read as on its side (49.99 TFLOP/s against a floor of 50 reads
+    '50.0' at the usual one decimal: 'fp32 sustained 50.0 TFLOP/s is below the limit 50')."""
+    value_text, level_text = fmt(value), fmt(level)
+    digits = 3
+    while digits <= 17 and not (float(value_text) < float(level_text) if kind == "min"
+                                else float(value_text) > float(level_text)):
+        value_text, level_text = f"{float(value):.{digits}g}", f"{float(level):.{digits}g}"
+        digits += 1
+    return value_text, level_text
+
+
+def _with_unit(text: str, unit: str) -> str:
+    return f"{text} {unit}".strip()
 
 
 def fold(name: str, subject: str, findings: list[Finding], values: dict[str, Value],

@@ -4,6 +4,9 @@ Pure functions: the baseline and the node's observation are the same shape (node
 every field the baseline records must match. Each difference is a finding with a code and what to
 do, naming the value the baseline wants ("flash VBIOS 96.00.99.00.01"). A field the node cannot
 report now is a warning (not a silent pass); a device the baseline does not know is a warning too.
+What this run has no backend to read at all (the observation's "unread": a replay has no platform
+and no NICs) is neither missing nor unreadable: each check says once what it did not compare and
+why (SKIP, BASELINE_NOT_HERE), and with nothing compared at all the comparison could not run (ERROR).
 """
 
 from __future__ import annotations
@@ -82,6 +85,12 @@ NIC_FIELDS: dict[str, Field] = {
     "pcie_switch_peers": GPU_FIELDS["pcie_switch_peers"],
 }
 
+# GPU fields NVML answers for any user: one it cannot answer now is not a matter of root (as the
+# PCIe tree's, DMI's and the NICs' are) but of the driver or the GPU.
+FROM_THE_DRIVER = frozenset(GPU_FIELDS) - {"numa_node", "pcie_switch_peers"}
+DRIVER_UNREADABLE = ("the NVIDIA driver does not report it now (nvidia-smi -q shows what it sees): check that the "
+                     "driver the baseline names is loaded and the GPU answers")
+
 CHECKS = (FW, SW, SET, TOPO)
 # Every field a profile may name in baseline_warn / baseline_ignore.
 ALL_FIELDS = sorted(set(NODE_FIELDS) | set(GPU_FIELDS) | set(NIC_FIELDS) | {"acs", "devices"})
@@ -93,10 +102,23 @@ class _Subject:
     values: dict[str, dict[str, Value]]
 
 
+# What this run could not read (no backend for it), by check, then why, then part: the labels of
+# what the baseline records there. Said in one line per check, never as a difference.
+_NotRead = dict[str, dict[str, dict[str, list[str]]]]
+_PRESENT = "whether it is there"
+
+
 def compare(baseline: dict[str, Any], observed: dict[str, Any], warn_fields: frozenset[str] = frozenset(),
             ignore_fields: frozenset[str] = frozenset(), source: str = "the baseline") -> list[CheckResult]:
-    """The node (observed) against the baseline: results per check and subject, differences first."""
+    """The node (observed) against the baseline: results per check and subject, differences first.
+    What the observation lists under "unread" (nodeqc.baseline.observe: this run has no backend
+    that reads it) is not compared, and said so, with the reason, once per check."""
     subjects: dict[str, _Subject] = {}
+    unread: dict[str, dict[str, str]] = observed.get("unread") or {}
+    not_read: _NotRead = {}
+
+    def unread_note(check: str, subject: str, label: str, why: str) -> None:
+        not_read.setdefault(check, {}).setdefault(why, {}).setdefault(subject, []).append(label)
 
     def note(check: str, subject: str, field_name: str, finding: Finding | None, value: Any = None) -> None:
         s = subjects.setdefault(subject, _Subject({}, {}))
@@ -109,49 +131,72 @@ def compare(baseline: dict[str, Any], observed: dict[str, Any], warn_fields: fro
     def verdict(field_name: str) -> Verdict:
         return Verdict.WARN if field_name in warn_fields else Verdict.FAIL
 
-    def fields(table: dict[str, Field], subject: str, want: dict[str, Any], have: dict[str, Any], label: str) -> None:
+    def fields(table: dict[str, Field], subject: str, want: dict[str, Any], have: dict[str, Any], label: str,
+               unread_here: dict[str, str]) -> None:
         for name, expected in want.items():
             spec = table.get(name)
             if spec is None or name in ignore_fields:
                 continue
             actual = have.get(name)
-            if actual is None:
+            if actual is None and name in unread_here:
+                unread_note(spec.check, subject, spec.label, unread_here[name])
+            elif actual is None:
+                advice = (DRIVER_UNREADABLE if table is GPU_FIELDS and name in FROM_THE_DRIVER else
+                          "run as root, or check that the driver and tools are installed")
                 note(spec.check, subject, name, Finding(Verdict.WARN, "BASELINE_UNREADABLE",
-                     f"{label}{spec.label}: not readable now (baseline {_v(expected)}); run as root, or "
-                     "check that the driver and tools are installed"), "N/A")
+                     f"{label}{spec.label}: not readable now (baseline {_v(expected)}); {advice}"), "N/A")
             elif _same(actual, expected):
                 note(spec.check, subject, name, None, actual)
             else:
                 note(spec.check, subject, name, Finding(verdict(name), spec.code,
                      f"{label}{spec.label} {_v(actual)}, baseline {_v(expected)}: {spec.todo(subject, expected)}"), actual)
 
-    fields(NODE_FIELDS, "node", baseline.get("node", {}), observed.get("node", {}), "")
+    fields(NODE_FIELDS, "node", baseline.get("node", {}), observed.get("node", {}), "", unread.get("node", {}))
     for kind, table in (("gpu", GPU_FIELDS), ("nic", NIC_FIELDS)):
         want_all, have_all = baseline.get(kind, {}), observed.get(kind, {})
+        unread_here = unread.get(kind, {})
         for name, want in want_all.items():
             have = have_all.get(name)
+            if have is None and "devices" in unread_here:
+                # Nobody looked for it: not missing. Each check says what of it was not compared.
+                if "devices" not in ignore_fields:
+                    unread_note(TOPO, name, _PRESENT, unread_here["devices"])
+                for field_name in want:
+                    if field_name in table and field_name not in ignore_fields:
+                        unread_note(table[field_name].check, name, table[field_name].label, unread_here["devices"])
+                continue
             if have is None:
                 if "devices" not in ignore_fields:
                     note(TOPO, name, "present", Finding(verdict("devices"), "BASELINE_DEVICE_MISSING",
                          f"{name} ({want.get('bus_id', '?')}) is in {source} but not on this node"), "missing")
                 continue
             label = "" if kind == "gpu" else f"{name}: "
-            fields(table, name, want, have, label)
+            fields(table, name, want, have, label, unread_here)
         for name, have in have_all.items():
             if name not in want_all and "devices" not in ignore_fields:
                 note(TOPO, name, "present", Finding(Verdict.WARN, "BASELINE_DEVICE_EXTRA",
                      f"{name} ({have.get('bus_id', '?')}) is not in {source}: record a new baseline if it belongs"), "extra")
     if "acs" not in ignore_fields:
-        _acs(baseline.get("bridge", {}), observed.get("bridge", {}), note, verdict("acs"))
+        bridges_why = unread.get("bridge", {}).get("devices")
+        _acs(baseline.get("bridge", {}), observed.get("bridge", {}), note, verdict("acs"),
+             None if bridges_why is None else lambda subject, label: unread_note(TOPO, subject, label, bridges_why))
+    for check, finding in _not_compared(not_read, subjects, source):
+        note(check, "node", "not read", finding)
     return _results(subjects)
 
 
-def _acs(want_all: dict[str, Any], have_all: dict[str, Any], note: Callable[..., None], level: Verdict) -> None:
+def _acs(want_all: dict[str, Any], have_all: dict[str, Any], note: Callable[..., None], level: Verdict,
+         unread: Callable[[str, str], None] | None = None) -> None:
     for bridge, want in want_all.items():
         above = want.get("above") or []
         subject = above[0] if above else f"bridge {bridge}"
         where = f"bridge {bridge} (above {', '.join(above) or 'no device'})"
         have = have_all.get(bridge)
+        if have is None and unread is not None:  # the PCIe tree was not read: nothing known of the bridge
+            unread(f"bridge {bridge}", _PRESENT)
+            if want.get("acs") is not None:
+                unread(f"bridge {bridge}", "ACS")
+            continue
         if have is None:
             note(TOPO, subject, f"acs {bridge}", Finding(level, "BASELINE_PCIE_SWITCH",
                  f"{where}: in the baseline, but no GPU or NIC sits below it now: check the cards' slots and risers"), "missing")
@@ -173,12 +218,43 @@ def _acs(want_all: dict[str, Any], have_all: dict[str, Any], note: Callable[...,
                  f"{where}: ACS {actual}, baseline {expected}: {todo}"), actual)
 
 
+def _not_compared(not_read: _NotRead, subjects: dict[str, _Subject], source: str) -> list[tuple[str, Finding]]:
+    """What this run could not read, one finding per check (and reason), for the node.
+
+    Its verdict, chosen with care. Not FAIL: nothing was found different, nobody looked. Not WARN:
+    a warning asks the technician to act on the node, and nothing is known wrong with it. Not PASS:
+    a check that compared nothing would pass in silence. SKIP, as every check this run has no
+    backend for (HOST_NOT_HERE): it does not block qualification, the answer counts it among the
+    checks not run with its reason, and what was read keeps its own result and verdict (a node
+    result that also compared fields shows the worse: a difference over this). When nothing of the
+    baseline could be compared at all, the comparison itself could not run: ERROR, as when the node
+    could not be read (BASELINE_NOT_READ), because a run asked to conform to a baseline has not
+    shown it (exit 2, could not run), never a FAIL of the node (exit 1)."""
+    compared_any = bool(subjects)
+    out = []
+    for check in CHECKS:
+        compared = any(check in s.findings for s in subjects.values())
+        for why, parts in not_read.get(check, {}).items():
+            items = ", ".join(f"{part} ({', '.join(labels)})" for part, labels in parts.items())
+            if not compared_any:
+                out.append((check, Finding(Verdict.ERROR, "BASELINE_NOT_HERE",
+                                           f"could not run, nothing of {source} compared: {items} not read: {why}")))
+            else:
+                head = "not compared" if compared else "not run"
+                out.append((check, Finding(Verdict.SKIP, "BASELINE_NOT_HERE", f"{head}: {items} not read: {why}")))
+    return out
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
         return abs(float(a) - float(b)) <= 1e-6 * max(1.0, abs(float(b)))
     if isinstance(a, list) and isinstance(b, list):
         return sorted(map(str, a)) == sorted(map(str, b))
     return a == b
+
+
+def _fields(n: int) -> str:
+    return f"{n} {'field' if n == 1 else 'fields'}"
 
 
 def _results(subjects: dict[str, _Subject]) -> list[CheckResult]:
@@ -190,12 +266,13 @@ def _results(subjects: dict[str, _Subject]) -> list[CheckResult]:
             findings = s.findings[check]
             values = s.values.get(check, {})
             if not findings:
-                out.append(CheckResult(check, subject, Verdict.PASS,
-                                       f"as the baseline ({len(values)} {'field' if len(values) == 1 else 'fields'})",
+                out.append(CheckResult(check, subject, Verdict.PASS, f"as the baseline ({_fields(len(values))})",
                                        values=values))
                 continue
             worst = max(findings, key=lambda f: f.verdict.severity)
             rest = [f.message for f in findings if f is not worst]
+            if worst.verdict is Verdict.SKIP and values:  # not all read, and what was read matches: say both
+                rest.append(f"the rest as the baseline ({_fields(len(values))})")
             out.append(CheckResult(check, subject, worst.verdict, "; ".join([worst.message] + rest), code=worst.code,
                                    values=values, evidence={"differences": [
                                        {"code": f.code, "verdict": f.verdict.value, "message": f.message} for f in findings]}))

@@ -89,13 +89,18 @@ def plan_traffic(plan: NicPlan, peers: list[Peer], profile: Profile, seconds: fl
     Each round lasts `seconds`, or the rounds share `total_s` (burn-in: the burn's length)."""
     own = {p.nic: p for p in peers if p.nic}
     shared = [p for p in peers if not p.nic]
-    ports: dict[tuple[str, str], int] = {}
+    # One server serves one test at a time: no two jobs of a tool go to the same host and port. A
+    # peer for one NIC keeps the port it names; the others count up from theirs, or the tool's default.
+    taken = {("iperf3", p.host, p.port) for p in peers if p.nic and p.port}
 
     def port(tool: str, peer: Peer) -> int:
-        if tool == "iperf3" and peer.port:
+        if tool == "iperf3" and peer.port and peer.nic:
             return peer.port
-        n = ports[(tool, peer.host)] = ports.get((tool, peer.host), -1) + 1
-        return (IPERF3_PORT if tool == "iperf3" else IB_WRITE_BW_PORT) + n
+        n = peer.port if tool == "iperf3" and peer.port else IPERF3_PORT if tool == "iperf3" else IB_WRITE_BW_PORT
+        while (tool, peer.host, n) in taken:
+            n += 1
+        taken.add((tool, peer.host, n))
+        return n
 
     pending: list[tuple[str, dict[str, Any]]] = []  # (subject, TrafficJob fields but seconds)
     use_cuda = profile.get("nic", "rdma_use_cuda", False)

@@ -142,12 +142,19 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             sdc.append(Finding(Verdict.FAIL, "SDC_REPEAT",
                                f"the same product gave a different result on a repeat ({', '.join(wrong_repeat)})"))
         if wrong_peers:
-            majority = odd[wrong_peers[0]][0]
-            agree = len(ok) - len(odd[wrong_peers[0]][1])
+            d = wrong_peers[0]
+            majority = odd[d][0]
+            # Counted among the GPUs that ran this dtype: one that could not run it agrees with nobody.
+            prints = [x["dtypes"][d]["fingerprint"] for x in ok.values() if d in x["dtypes"]]
+            if majority:
+                than = f"the other {prints.count(majority)} GPU(s), which agree"
+            elif len(prints) == 2:
+                than = "its peer (no majority to trust)"
+            else:  # a tie, or all different: how many it differs from, none of them to be trusted either
+                differ = sum(1 for fp in prints if fp != r["dtypes"][d]["fingerprint"])
+                than = f"{differ} of the other {len(prints) - 1} GPUs (no majority to trust)"
             sdc.append(Finding(Verdict.FAIL, "SDC_CROSS_GPU",
-                               "identical work gave a different result than "
-                               + (f"the other {agree} GPU(s), which agree" if majority else "its peer (no majority to trust)")
-                               + f" ({', '.join(wrong_peers)})"))
+                               f"identical work gave a different result than {than} ({', '.join(wrong_peers)})"))
         power = _power_finding(windows.get(g.index), profile, values, thresholds)
         findings = sdc + rate + ([power] if power else [])
         if not findings:
@@ -341,13 +348,21 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
                                f"brief clock cuts while the load swung: {shown} (within the limit "
                                f"{limit.describe()})", code="POWER_PULSE_THROTTLE", values=values,
                                evidence=evidence, thresholds=thresholds, key="periods")
+        # Sampled reasons the window saw that no swing brought (begun under the steady load, or between
+        # two periods, then perhaps held through the swings: telemetry keeps when a reason began, not
+        # when it ended): not this check's to fail, and never said absent. health.throttle judges their
+        # time (it fails HW slowdown and power brake over max_throttle_s wherever they happen).
+        outside = {x: window.throttle_s[x] for x in TRANSIENT_REASONS
+                   if x not in counted and window.throttle_s.get(x, 0.0) > 0}
         seen = " or ".join(REASON_TEXT[x] for x in TRANSIENT_REASONS
-                           if REASON_TEXT[x] not in unseen and x not in standing)
+                           if REASON_TEXT[x] not in unseen and x not in standing and x not in outside)
+        apart = "; ".join(f"{REASON_TEXT[x]} seen for {fmt(round(t, 2), 's')} of this test, not begun in a swing "
+                          "(health.throttle judges it)" for x, t in outside.items())
         held = "; ".join(f"{REASON_TEXT[x]} held {fmt(round(rate, 1), 'ms')} of every second of the steady load, so "
                          "the swings cannot show more (health.throttle judges it)" for x, rate in standing.items())
         message = f"load swung at {periods} ms periods" + (f" with no {seen}" if seen else "") + (
             f" ({' and '.join(unseen)} not observed: no telemetry sample)" if unseen else "") + (
-            f"; {held}" if held else "")
+            f"; {held}" if held else "") + (f"; {apart}" if apart else "")
         return CheckResult(name, g.subject, Verdict.PASS, message,
                            values=values, evidence=evidence, thresholds=thresholds, key="periods")
 
@@ -523,9 +538,9 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
         if not mine:
             results.append(skip(name, g.subject, "no peer access to any other GPU"))
             continue
-        # The median over this GPU's pairs: one bad GPU drags all its pairs down, while a GPU that
-        # merely shares one pair with it keeps a healthy median.
-        uni = statistics.median(p["gbps"] for p in mine)
+        # What this GPU reaches with most of its peers: one bad GPU drags all its pairs down, while a
+        # GPU that merely shares a pair with it keeps a healthy figure (_peer_median).
+        uni = _peer_median(mine, g.index, "src", "dst")
         worst_latency = max(p["latency_us"] for p in mine)
         values = {"p2p_gbps": Value(uni, "GB/s"), "latency_us": Value(worst_latency, "us"),
                   "slowest_pair_gbps": Value(min(p["gbps"] for p in mine), "GB/s")}
@@ -539,7 +554,7 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
                                     + _wrong_data(p["mismatch"], "byte")))
         findings.append(judge(floor, uni, "P2P_SLOW", "median one-way bandwidth to its peers", "GB/s"))
         if both:
-            values["p2p_bidir_gbps"] = Value(statistics.median(p["gbps"] for p in both), "GB/s")
+            values["p2p_bidir_gbps"] = Value(_peer_median(both, g.index, "a", "b"), "GB/s")
             findings.append(judge(bidir_floor, values["p2p_bidir_gbps"].value, "P2P_SLOW",
                                   "median two-way bandwidth to its peers", "GB/s"))
         findings.append(judge(latency_limit, worst_latency, "P2P_LATENCY", "worst copy latency", "us"))
@@ -562,6 +577,20 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
     return results
 
 
+def _peer_median(copies: list[dict[str, Any]], me: int, one_end: str, other_end: str) -> float:
+    """A GPU's figure against the P2P floors: the slower of its copies with each peer (either way),
+    then the upper median over its peers, so that the GPU falls below a floor exactly when its copies
+    with more than half of its peers do, as p2p_corrupt_gpus blames wrong copies. The median of its
+    copies, as before, failed healthy GPUs of a three-GPU node beside one slow one: half of each
+    one's four copies are with the slow GPU, and the mean of the middle two (400 and 100 GB/s: 250)
+    fell below a 300 GB/s floor. With two GPUs, both still fall below (no telling which end is slow)."""
+    slower: dict[int, float] = {}
+    for p in copies:
+        peer = p[other_end] if p[one_end] == me else p[one_end]
+        slower[peer] = min(slower.get(peer, p["gbps"]), p["gbps"])
+    return statistics.median_high(slower.values())
+
+
 def _p2p_standing(pairs: list[dict[str, Any]], by_index: dict[int, GpuInfo]
                   ) -> dict[int, tuple[str | None, float, float, int]]:
     """Each GPU's fastest copy to a peer against the other GPUs' fastest copies over the same kind of
@@ -575,14 +604,19 @@ def _p2p_standing(pairs: list[dict[str, Any]], by_index: dict[int, GpuInfo]
     alone behind a switch; the one GPU across the sockets, in every copy that crosses): the GPU stands
     where it does best among the paths that do, its fastest there as a share of the others' median.
     GPU -> (the path, None where the node has one kind; its fastest GB/s; the others' median GB/s;
-    how many others). A GPU no path can judge is absent."""
+    how many others). A GPU no path can judge is absent. At a tie the nearer path (PEER_PATHS' order)
+    stands."""
     by_path: dict[str, list[dict[str, Any]]] = {}
     for p in pairs:
         src = by_index.get(p["src"])
         path = (src.peer_paths.get(str(p["dst"])) if src is not None else None) or "unknown"
         by_path.setdefault(path, []).append(p)
     out: dict[int, tuple[str | None, float, float, int]] = {}
-    for path, copies in by_path.items():
+    # Paths in PEER_PATHS' order (nearest first), not in the order the copies came: where a GPU stands
+    # as well over two paths, the nearer is named, whatever the GPUs are numbered.
+    order = list(PEER_PATHS)
+    for path in sorted(by_path, key=lambda x: (order.index(x) if x in order else len(order), x)):
+        copies = by_path[path]
         for me in {g for p in copies for g in (p["src"], p["dst"])}:
             mine = max(p["gbps"] for p in copies if me in (p["src"], p["dst"]))
             others: dict[int, float] = {}
@@ -592,9 +626,19 @@ def _p2p_standing(pairs: list[dict[str, Any]], by_index: dict[int, GpuInfo]
                         others[g] = max(others.get(g, 0.0), p["gbps"])
             # A copy that leaves this GPU out joins two others: there are none, or two and more.
             median = _median(list(others.values()))
-            if median and (me not in out or mine / median > out[me][1] / out[me][2]):
+            if median is None or (median <= 0 and mine <= 0):  # nobody to compare with, or nothing moved
+                continue
+            if me not in out or _path_share(mine, median) > _path_share(out[me][1], out[me][2]):
                 out[me] = (path if len(by_path) > 1 else None, mine, median, len(others))
     return out
+
+
+def _path_share(fastest: float, median: float) -> float:
+    """A GPU's fastest copy over a path as a share of the others' median there. Where the others'
+    copies all moved nothing (each with a dead GPU) while this GPU's did, it stands above them: a
+    healthy GPU alone on a switch with a dead one is judged by its copies over the other paths, not
+    failed over the switch (it was: the path of 0 GB/s was left out, the switch's 0 against 50 kept)."""
+    return fastest / median if median > 0 else float("inf")
 
 
 def _peers(pairs: list[dict[str, Any]], me: int) -> set[int]:
