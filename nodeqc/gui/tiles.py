@@ -158,7 +158,7 @@ class GpuTile(QFrame):
         failed = [r for r in self.results if r.verdict.blocks_qualification]
         if failed:
             first = failed[0]
-            more = f" +{len(failed) - 1} more" if len(failed) > 1 else ""
+            more = f" +{len(failed) - 1}" if len(failed) > 1 else ""  # short: beside the ECC and XID badges
             self.activity.setFullText(f"{first.code}{more}")  # checks and messages: the banner, the Checks tab
             self.activity.setToolTip("\n".join(f"{r.name}: {r.message}" for r in failed))
         elif self.current:

@@ -239,8 +239,8 @@ class MainWindow(QMainWindow):
         text.addWidget(self.banner_findings)
         text.addWidget(self.banner_report)
         text.addStretch(1)
-        # The text scrolls, never cut off silently, when it needs more than BANNER_MAX_SHARE of the
-        # window; _fit_banner makes it as tall as its wrapped lines otherwise.
+        # As tall as its wrapped lines (_fit_banner); it scrolls, never cut off silently, only when the
+        # rest of the window is at its smallest or the text needs more than BANNER_MAX_SHARE of it.
         self.banner_scroll = QScrollArea()
         self.banner_scroll.setObjectName("bannerScroll")
         self.banner_scroll.setWidget(inner)
