@@ -151,7 +151,7 @@ def not_run(results: list[CheckResult]) -> list[NotRun]:
     groups: dict[str, list[CheckResult]] = {}
     for r in results:
         if r.verdict is Verdict.SKIP and not not_applicable_reason(r.code):
-            reason = not_run_reason(r.code) or _without_identity(r.message, None)
+            reason = not_run_reason(r.code) or _reason_of(r.message)
             groups.setdefault(reason, []).append(r)
     entries = [NotRun(reason, len(rs), tuple(dict.fromkeys(r.name for r in rs))) for reason, rs in groups.items()]
     return sorted(entries, key=lambda e: -e.count)
@@ -161,6 +161,16 @@ def not_applicable(results: list[CheckResult]) -> list[str]:
     """What does not apply to this node's GPUs, each said once however many GPUs skipped it."""
     return list(dict.fromkeys(reason for r in results
                               if r.verdict is Verdict.SKIP and (reason := not_applicable_reason(r.code))))
+
+
+def _reason_of(message: str) -> str:
+    """A skip's reason from its message, where its code has no short text: the first finding, less a
+    leading 'not run: ' (the tally says that) and the details in brackets after its first words, so
+    that GPUs skipped for one reason count together ('never sampled under load (89 idle sample(s),
+    peak 31.1 C): ...' on each GPU, with its own figures, is one reason)."""
+    first = split_findings(message)[0].removeprefix("not run: ")
+    head, sep, _ = first.partition(" (")
+    return head if sep and len(head) >= 12 else first
 
 
 def split_findings(message: str) -> list[str]:
@@ -193,6 +203,9 @@ def _text(value: Any) -> str | None:
 # ---------------------------------------------------------------------- a report's answer
 
 
+TALLY_REASONS = 3  # reasons for checks not run named in the one-line tally; every check lists its own
+
+
 @dataclass
 class Answer:
     """All a face shows of a finished run, before the list of every check."""
@@ -216,9 +229,26 @@ class Answer:
         return [f for f in self.findings if f.verdict == "warn"]
 
     @property
+    def state(self) -> str:
+        """pass | fail | error | aborted: the word's colour in the faces. 'error' where checks could
+        not run and none failed (another process on a GPU, a missing tool): the run's exit status
+        is 2 and the node is not qualified, but nothing says its hardware is bad."""
+        if self.status == "aborted":
+            return "aborted"
+        if self.verdict == "PASS":
+            return "pass"
+        return "error" if self.counts.get("error") and not self.counts.get("fail") else "fail"
+
+    @property
+    def word(self) -> str:
+        """The verdict's word as a face shows it: PASS, FAIL, ERROR or ABORTED."""
+        return {"aborted": "ABORTED", "error": "ERROR"}.get(self.state, self.verdict)
+
+    @property
     def headline(self) -> str:
         """'FAIL: 187 passed, 3 failed; 25 not run: 17 no NIC peer given (pass --nic-peer), 8 ...'."""
-        word = "ABORTED (not qualified)" if self.status == "aborted" else self.verdict
+        word = {"aborted": "ABORTED (not qualified)",
+                "error": "ERROR (a check could not run: not qualified)"}.get(self.state, self.verdict)
         if self.partial and self.status != "aborted":
             word += " (PARTIAL: only some checks ran; not a qualification)"
         return f"{word}: {self.tally}"
@@ -232,8 +262,12 @@ class Answer:
         text = ", ".join(done)
         skipped = sum(e.count for e in self.not_run)
         if skipped:
-            reasons = (self.not_run[0].reason if len(self.not_run) == 1 else
-                       ", ".join(f"{e.count} {e.reason}" for e in self.not_run))
+            shown = self.not_run if len(self.not_run) <= TALLY_REASONS + 1 else self.not_run[:TALLY_REASONS]
+            reasons = (shown[0].reason if len(self.not_run) == 1 else
+                       ", ".join(f"{e.count} {e.reason}" for e in shown))
+            rest = self.not_run[len(shown):]
+            if rest:
+                reasons += f", {sum(e.count for e in rest)} for {len(rest)} other reason(s)"
             text += f"; {skipped} not run: {reasons}"
         return text
 

@@ -56,23 +56,28 @@ def passed_line(results: list[CheckResult], t: float | None = None) -> str:
         return result_line(results[0], t)
     stamp = f"[{t:8.1f}s] " if t is not None else ""
     first = results[0]
-    if first.verdict is Verdict.SKIP:  # the reason in short: the notice and the summary give it in full
-        reason = not_run_reason(first.code) or first.message
-        return clean(f"{stamp}{mark(first):<5} {first.name:<24} {subjects_text([r.subject for r in results])}: {reason}")
+    word = mark(first) if first.verdict is Verdict.SKIP else "PASS"
+    return clean(f"{stamp}{word:<5} {first.name:<24} {subjects_text([r.subject for r in results])}: "
+                 f"{shared_detail(results)}")
+
+
+def shared_detail(results: list[CheckResult]) -> str:
+    """What subjects that share a verdict have in common: the reason they did not run (in short:
+    the notice and the summary give it in full), or the range of their key figure."""
+    first = results[0]
+    if first.verdict is Verdict.SKIP:
+        return not_run_reason(first.code) or first.message
     figures = [r.values[r.key] for r in results if r.key and r.key in r.values]
     numbers = [v.value for v in figures if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
     if numbers and len(numbers) == len(figures):
         lo, hi = min(numbers), max(numbers)
         unit = f" {figures[0].unit}" if figures[0].unit else ""
         span = f"{_short(lo)}{unit}" if _short(lo) == _short(hi) else f"{_short(lo)}..{_short(hi)}{unit}"
-        detail = f"{first.key} {span}"
-    else:
-        distinct = sorted({str(v) for v in figures})
-        messages = {r.message for r in results}
-        detail = (", ".join(distinct) if 0 < len(distinct) <= 2 else
-                  first.message if len(messages) == 1 else "passed")
-    subjects = subjects_text([r.subject for r in results])
-    return clean(f"{stamp}{'PASS':<5} {first.name:<24} {subjects}: {detail}")
+        return f"{first.key} {span}"
+    distinct = sorted({str(v) for v in figures})
+    messages = {r.message for r in results}
+    return (", ".join(distinct) if 0 < len(distinct) <= 2 else
+            first.message if len(messages) == 1 else "passed")
 
 
 def _short(x: float) -> str:
@@ -80,12 +85,21 @@ def _short(x: float) -> str:
 
 
 def subjects_text(subjects: list[str]) -> str:
-    """'gpu0-2,4-7' for runs of numbered subjects of one kind; the names joined otherwise."""
-    kinds = {s.rstrip("0123456789") for s in subjects}
-    if len(subjects) <= 2 or len(kinds) != 1 or not all(s[len(next(iter(kinds))):].isdigit() for s in subjects):
+    """'gpu0-2,4-7' for runs of numbered subjects of one kind; with several kinds, each kind's in
+    the order it first comes ('gpu0-7,node'); names that are no run of three or more as they are."""
+    if len(subjects) <= 2:
         return ",".join(subjects)
-    kind = kinds.pop()
-    numbers = sorted(int(s[len(kind):]) for s in subjects)
+    by_kind: dict[str, list[str]] = {}
+    for s in subjects:
+        kind = s.rstrip("0123456789")
+        by_kind.setdefault(kind if kind != s else s, []).append(s)
+    return ",".join(_numbered_runs(kind, names) if len(names) > 2 and kind not in names else ",".join(names)
+                    for kind, names in by_kind.items())
+
+
+def _numbered_runs(kind: str, names: list[str]) -> str:
+    """'gpu0,2-7' for gpu0, gpu2, gpu3, ... gpu7, in any order."""
+    numbers = sorted(int(s[len(kind):]) for s in names)
     runs, start = [], numbers[0]
     for a, b in zip(numbers, numbers[1:] + [None]):
         if b != a + 1:
@@ -111,7 +125,10 @@ def render_report(predicate: dict[str, Any], trust_line: str) -> str:
         return render_fabric_report(predicate, trust_line)
     node = predicate.get("node", {})
     prof = predicate.get("profile", {})
-    out = [f"nodeqc report: {line}" if i == 0 else line for i, line in enumerate(answer_lines(answer_of(predicate)))]
+    # A report that does not verify says so before its verdict: the first line is the one read.
+    head = ("nodeqc report: " if not trust_line.startswith("signature: NOT VERIFIED")
+            else "nodeqc report (NOT VERIFIED: do not rely on it): ")
+    out = [f"{head}{line}" if i == 0 else line for i, line in enumerate(answer_lines(answer_of(predicate)))]
     out += [
         "",
         trust_line,
@@ -190,7 +207,13 @@ def run_length(predicate: dict[str, Any]) -> str:
 def grouped_lines(results: list[CheckResult]) -> list[str]:
     """Every result, in run order: a line for each that warned or failed, one line per check for
     the subjects that passed, and one per check and reason for those that did not run."""
-    out: list[str] = []
+    return [passed_line(group) for group in grouped(results)]
+
+
+def grouped(results: list[CheckResult]) -> list[list[CheckResult]]:
+    """The results in run order, by check: each that warned or failed alone, then the subjects that
+    passed together, then those that did not run, together per reason."""
+    out: list[list[CheckResult]] = []
     by_check: dict[str, list[CheckResult]] = {}
     for r in results:
         by_check.setdefault(r.name, []).append(r)
@@ -202,8 +225,8 @@ def grouped_lines(results: list[CheckResult]) -> list[str]:
             elif r.verdict is Verdict.SKIP:
                 groups.setdefault(("skip", not_run_reason(r.code) or r.message), []).append(r)
             else:
-                out.append(result_line(r))
-        out += [passed_line(group) for group in groups.values()]
+                out.append([r])
+        out += list(groups.values())
     return out
 
 

@@ -21,7 +21,7 @@ from nodeqc.findings import (FIXED, NEW, NOT_RETESTED, STILL_FAILING, Finding, P
 from nodeqc.keys import create_key, trusted_keys
 from nodeqc.model import CheckResult, Verdict
 from nodeqc.profile import load_profile
-from nodeqc.render import render_report
+from nodeqc.render import render_report, subjects_text
 from nodeqc.report import decode_statement, read_envelope, verify_file
 from nodeqc.runner import RunOptions, Runner
 from nodeqc.selection import Selection
@@ -151,6 +151,67 @@ def test_a_check_of_another_gpu_generation_is_said_once_and_never_counted_as_not
     volta = CheckResult("health.retired_pages", "gpu0", Verdict.SKIP, "page retirement not reported by NVML on this GPU")
     assert answer([volta], [], "PASS", "complete").headline == \
         "PASS: 0 passed; 1 not run: page retirement not reported by NVML on this GPU"
+
+
+def test_a_check_that_could_not_run_where_none_failed_is_an_error_not_a_fail():
+    """Another process on a GPU: exit 2, the node not qualified, but nothing says its hardware is bad.
+    The faces say ERROR (the signed verdict stays FAIL: not a PASS); a failure beside it is a FAIL."""
+    busy = CheckResult("stress.gpu_free", "gpu6", Verdict.ERROR, "1 other compute process(es) on this GPU before "
+                       "the stress: pid 48151 (python3, 0.98 GiB); it sits out the stress", code="GPU_IN_USE")
+    ok = CheckResult("host.cpu", "node", Verdict.PASS, "ok")
+    a = answer([ok, busy], [], "FAIL", "complete")
+    assert (a.state, a.word) == ("error", "ERROR")
+    assert a.headline == "ERROR (a check could not run: not qualified): 1 passed, 1 could not run"
+    assert answer_lines(a)[1] == "  ERROR GPU 6"
+    failed = answer([ok, busy, CheckResult("health.ecc", "gpu1", Verdict.FAIL, "dbe 2", code="ECC_DBE")], [], "FAIL",
+                    "complete")
+    assert (failed.state, failed.word) == ("fail", "FAIL") and failed.headline.startswith("FAIL: 1 passed, 1 failed")
+    aborted = answer([ok, busy], [], "FAIL", "aborted")
+    assert (aborted.state, aborted.word) == ("aborted", "ABORTED")
+    assert answer([ok], [], "PASS", "complete").word == "PASS"
+
+
+def test_checks_not_run_for_one_reason_count_together_whatever_their_figures():
+    """A GPU that sat out the stress leaves its checks not run, each GPU's message with its own
+    figures: one reason in the tally, without a second 'not run:', never the messages whole."""
+    idle = [CheckResult("health.temperature", f"gpu{i}", Verdict.SKIP,
+                        f"never sampled under load ({80 + i} idle sample(s), peak 3{i}.1 C): the temperature under "
+                        "load was not seen; sample more often (--sample-hz)") for i in range(3)]
+    busy = [CheckResult(name, "gpu6", Verdict.SKIP, "not run: another process is using this GPU", code="GPU_IN_USE")
+            for name in ("stress.burn", "stress.power")]
+    a = answer(idle + busy, [], "PASS", "complete")
+    assert [(e.reason, e.count) for e in a.not_run] == [("never sampled under load", 3),
+                                                        ("another process is using this GPU", 2)]
+    assert a.tally == "0 passed; 5 not run: 3 never sampled under load, 2 another process is using this GPU"
+
+
+def test_the_tally_names_three_reasons_for_checks_not_run_and_counts_the_rest():
+    def skips(n, why):
+        return [CheckResult(f"x.{why}", f"gpu{i}", Verdict.SKIP, why) for i in range(n)]
+
+    four = skips(5, "reason a") + skips(4, "reason b") + skips(3, "reason c") + skips(2, "reason d")
+    assert answer(four, [], "PASS", "complete").tally == \
+        "0 passed; 14 not run: 5 reason a, 4 reason b, 3 reason c, 2 reason d"  # a fourth: named, not counted
+    five = four + skips(1, "reason e")
+    assert answer(five, [], "PASS", "complete").tally == \
+        "0 passed; 15 not run: 5 reason a, 4 reason b, 3 reason c, 3 for 2 other reason(s)"
+
+
+def test_subjects_of_several_kinds_are_said_in_runs_per_kind():
+    gpus = [f"gpu{i}" for i in (0, 1, 2, 3, 4, 5, 7)]
+    assert subjects_text(gpus + ["node", "gpu6"]) == "gpu0-7,node"  # the order a step names them in
+    assert subjects_text([f"gpu{i}" for i in range(8)] + ["eno1", "ibp24s0", "ibp64s0"]) == \
+        "gpu0-7,eno1,ibp24s0,ibp64s0"
+    assert subjects_text(["gpu0", "gpu2", "gpu3", "gpu4"]) == "gpu0,2-4"
+    assert subjects_text(["gpu0", "gpu2"]) == "gpu0,gpu2" and subjects_text(["node", "gpu1", "gpu2"]) == "node,gpu1,gpu2"
+
+
+def test_a_report_that_does_not_verify_says_so_before_its_verdict():
+    predicate = {"verdict": "PASS", "status": "complete", "checks": [
+        CheckResult("host.cpu", "node", Verdict.PASS, "ok").to_dict()]}
+    shown = render_report(predicate, "signature: NOT VERIFIED (bad signature): do not rely on this report")
+    assert shown.splitlines()[0] == "nodeqc report (NOT VERIFIED: do not rely on it): PASS: 1 passed"
+    assert render_report(predicate, "signature: verified (key 0123)").splitlines()[0] == "nodeqc report: PASS: 1 passed"
 
 
 def test_a_finding_is_split_at_top_level_semicolons_only():

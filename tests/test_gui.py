@@ -32,7 +32,8 @@ from nodeqc.gui.bridge import RunThread  # noqa: E402
 from nodeqc.gui.checks import CheckList  # noqa: E402
 from nodeqc.gui.plots import SERIES, RunBuffer, TelemetryPlots, peak_decimate  # noqa: E402
 from nodeqc.model import CheckResult  # noqa: E402
-from nodeqc.gui.reports import ReportDialog, load_report, summary_html  # noqa: E402
+from nodeqc.gui.reports import LoadedReport, ReportDialog, load_report, summary_html  # noqa: E402
+from nodeqc.gui.style import COLOURS  # noqa: E402
 from nodeqc.gui.session import RunSetup, probe  # noqa: E402
 from nodeqc.gui.tiles import GpuTile  # noqa: E402
 from nodeqc.findings import answer as run_answer  # noqa: E402
@@ -41,7 +42,8 @@ from nodeqc.keys import load_signer, trusted_keys  # noqa: E402
 from nodeqc.model import Verdict  # noqa: E402
 from nodeqc.profile import load_profile  # noqa: E402
 from nodeqc.report import verify_file  # noqa: E402
-from nodeqc.runner import RunOptions, Runner  # noqa: E402
+from nodeqc.events import CheckFinished, CheckStarted  # noqa: E402
+from nodeqc.runner import RunOptions, RunOutcome, Runner  # noqa: E402
 
 RUN_TIMEOUT_MS = 90_000
 TIME_SCALE = 40  # simulated seconds per real second: a quick run takes about a second of burn
@@ -260,6 +262,116 @@ def test_the_banner_names_failing_gpus_and_nics_with_what_to_do():
     assert lines[2].startswith("GPU 6 (0000:06:00.0, serial S6): double-bit ECC errors 2 (limit 0)")
     assert lines[4] == "NIC ibp64s0 (0000:40:00.0): link down (nic.link)"
     assert lines[5].strip() == f"\u2192 What to do: {remediation('NIC_LINK_DOWN')}"
+
+
+# The failures of `--inject gpu2:transient_brake=100 --inject gpu5:p2p_bw=0.5` on hgx-h100, as the run said them.
+PULSE_AND_P2P = [
+    CheckResult("stress.power_pulse", "gpu2", Verdict.FAIL, "clocks cut while the load swung: power brake for 1999.8 "
+                "ms at the 20 ms period; power brake for 2001.3 ms at the 100 ms period", code="POWER_PULSE_THROTTLE"),
+    CheckResult("stress.p2p", "gpu5", Verdict.FAIL, "median one-way bandwidth to its peers 189 GB/s is below the "
+                "limit 335 GB/s; fastest one-way copy to a peer 189 GB/s is 50 % below the node median 378 GB/s "
+                "(limit 10 %)", code="P2P_SLOW"),
+    CheckResult("stress.nccl", "node", Verdict.FAIL, "all-reduce across 8 GPUs: bus bandwidth 179.5 GB/s is below the "
+                "limit 333 GB/s", code="NCCL_SLOW"),
+    CheckResult("health.throttle", "gpu2", Verdict.FAIL, "clocks cut (power_brake) for 4 s is above the limit 1 s",
+                code="THROTTLE_POWER_BRAKE")]
+
+
+def show_ended_run(qtbot, window, results, tmp_path):
+    """The window as a run with these results leaves it (its events, then its end), without the run."""
+    for r in results:
+        window.on_event(CheckStarted(r.name, [r.subject], 0.0))
+        window.on_event(CheckFinished(r, 0.0))
+    verdict = "FAIL" if any(r.verdict.blocks_qualification for r in results) else "PASS"
+    window.worker.done.emit(RunOutcome(verdict, "complete", tmp_path / "x.report.json", results))
+    qtbot.waitUntil(lambda: window.outcome is not None)
+    qtbot.wait(50)
+
+
+def in_view(tile, area) -> bool:
+    top = tile.mapTo(area.viewport(), tile.rect().topLeft()).y()
+    return 0 <= top and top + tile.height() <= area.viewport().height()
+
+
+@pytest.mark.parametrize("size", [(1366, 768), (1920, 1080)])
+def test_three_failing_parts_each_show_their_finding_and_what_to_do_without_scrolling(qtbot, tmp_path, size):
+    window = make_window(qtbot)
+    window.resize(*size)
+    show_ended_run(qtbot, window, PULSE_AND_P2P + [CheckResult("host.cpu", "node", Verdict.PASS, "112 cores")], tmp_path)
+    assert window.height() <= size[1] and window.minimumSizeHint().height() <= size[1]  # fits the screen
+    # The banner's text is whole on screen: as tall as its lines wrapped at its width, no scrollbar.
+    scroll = window.banner_scroll
+    assert scroll.height() >= scroll.widget().layout().totalHeightForWidth(scroll.viewport().width())
+    assert scroll.verticalScrollBar().maximum() == 0
+    lines = QTextDocumentFragment.fromHtml(window.banner_findings.text()).toPlainText().splitlines()
+    # Each way a part failed has its own finding and what to do: GPU 2's power brake in the swings
+    # and over the whole run, not one finding followed by two remedies.
+    for start, finding, code in (("node: ", "bus bandwidth 179.5 GB/s", "NCCL_SLOW"),
+                                 ("GPU 2 (0000:52:00.0, serial SIM-HGXH100-0001-G2): ", "power brake for 1999.8 ms",
+                                  "POWER_PULSE_THROTTLE"),
+                                 ("GPU 2 also: ", "clocks cut (power_brake) for 4 s", "THROTTLE_POWER_BRAKE"),
+                                 ("GPU 5 (0000:c3:00.0, serial SIM-HGXH100-0001-G5): ", "median one-way bandwidth",
+                                  "P2P_SLOW")):
+        at = next(i for i, line in enumerate(lines) if line.startswith(start))
+        assert finding in lines[at] and lines[at + 1].strip() == f"\u2192 What to do: {remediation(code)}"
+    assert len(lines) == 8
+    # The first failing GPU's tile is in view, though the tiles scroll on a small screen.
+    assert in_view(window.tiles["gpu2"], window.tile_area)
+
+
+def test_a_gpu_another_process_uses_reads_error_not_fail(qtbot, tmp_path):
+    """A co-tenant is an ERROR of the run (exit 2), not a hardware failure: the banner says ERROR in
+    the error colour, names the process and what to do, and its tile is brought into view."""
+    window = make_window(qtbot)
+    busy = CheckResult("stress.gpu_free", "gpu6", Verdict.ERROR, "1 other compute process(es) on this GPU before the "
+                       "stress: pid 48151 (python3, 0.98 GiB); it sits out the stress", code="GPU_IN_USE")
+    show_ended_run(qtbot, window, [CheckResult("host.cpu", "node", Verdict.PASS, "112 cores"), busy], tmp_path)
+    assert window.banner_word.text() == "ERROR" and window.banner.property("state") == "error"
+    assert window.exit_code == 2
+    text = QTextDocumentFragment.fromHtml(window.banner_findings.text()).toPlainText()
+    assert "GPU 6 (0000:d1:00.0, serial SIM-HGXH100-0001-G6): 1 other compute process(es) on this GPU before the " \
+           "stress: pid 48151 (python3, 0.98 GiB)" in text and remediation("GPU_IN_USE") in text
+    assert in_view(window.tiles["gpu6"], window.tile_area)
+
+
+def test_while_running_the_banner_names_the_failing_parts(qtbot):
+    window = make_window(qtbot, faults=["gpu6:cotenant"])
+    window.start()
+    qtbot.waitUntil(lambda: any(r.name == "stress.gpu_free" for r in window.results), timeout=RUN_TIMEOUT_MS)
+    window.redraw()
+    running = window.banner_text.text()
+    with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS):  # ended before any assertion
+        window.worker.abort()
+    assert re.search(r"\d+ results so far, 1 failing \(gpu6\)\.", running), running
+
+
+def test_the_printable_summary_says_what_failed_and_what_to_do_before_the_particulars(tmp_path):
+    gpus = probe(simulated_hardware("hgx-h100", [])).gpus
+    ecc = [CheckResult("health.ecc", f"gpu{i}", Verdict.PASS, "no ECC errors", {}, key="dbe") for i in range(8)]
+    predicate = {"verdict": "FAIL", "status": "complete", "simulated": True, "gpus": gpus,
+                 "checks": [c.to_dict() for c in PULSE_AND_P2P + ecc],
+                 "node": {"hostname": "sim-hgx-h100", "system_serial": "SIM-1", "driver_version": "570.124.06"},
+                 "profile": {"name": "hgx-h100"}}
+    text = QTextDocumentFragment.fromHtml(summary_html(
+        LoadedReport(tmp_path / "x.report.json", predicate, True, "signature: verified"))).toPlainText()
+    order = ["FAIL", "SIMULATED", "4 failed", "Node sim-hgx-h100 serial SIM-1",
+             "FAIL GPU 2 (0000:52:00.0, serial SIM-HGXH100-0001-G2)", "power brake for 1999.8 ms",
+             f"What to do: {remediation('POWER_PULSE_THROTTLE')}", "clocks cut (power_brake) for 4 s",
+             f"What to do: {remediation('THROTTLE_POWER_BRAKE')}", "FAIL GPU 5", f"What to do: {remediation('P2P_SLOW')}",
+             "The run", "570.124.06", "All checks (12 results)"]
+    assert [text.index(t) for t in order] == sorted(text.index(t) for t in order), text
+    # Every check, with the GPUs that passed one together: a row, not eight.
+    assert text.count("health.ecc") == 1 and "gpu0-7" in text
+
+
+def test_the_printable_summary_of_a_gpu_another_process_used_says_error(tmp_path):
+    busy = CheckResult("stress.gpu_free", "gpu6", Verdict.ERROR, "1 other compute process(es) on this GPU before the "
+                       "stress: pid 48151 (python3, 0.98 GiB)", code="GPU_IN_USE")
+    predicate = {"verdict": "FAIL", "status": "complete", "checks": [busy.to_dict()], "node": {}, "profile": {}}
+    html_text = summary_html(LoadedReport(tmp_path / "x.report.json", predicate, True, "signature: verified"))
+    text = QTextDocumentFragment.fromHtml(html_text).toPlainText()
+    assert text.index("ERROR") < text.index("nothing says its hardware is bad") < text.index("ERROR GPU 6")
+    assert "FAIL" not in text and COLOURS["error"][0] in html_text
 
 
 def test_a_clean_node_passes_and_a_retest_runs_again(qtbot):

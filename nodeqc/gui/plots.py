@@ -25,6 +25,7 @@ from nodeqc.telemetry import FAILING_REASONS
 
 HISTORY_ROWS = 36_000  # an hour at 10 Hz sample for sample; longer runs at coarser rows (RunBuffer)
 PLOT_TICK_MS = 125  # one plot redrawn per tick: each of the four twice a second
+PLOT_MIN_HEIGHT = 90  # title, axis and a band of curve: smaller when a failing run's banner needs the room
 UNSHOWN_PIXELS = 1000  # the width assumed for a plot not laid out yet
 MAX_MARKERS = 500  # throttle onsets kept on the plot
 FAILING_MASK = sum(REASON_BITS[r] for r in FAILING_REASONS)
@@ -129,7 +130,7 @@ class TelemetryPlots(QWidget):
         self.views: list[pg.GraphicsLayoutWidget] = []
         for n, (field, title, unit) in enumerate(SERIES):
             view = pg.GraphicsLayoutWidget()
-            view.setMinimumHeight(150)
+            view.setMinimumHeight(PLOT_MIN_HEIGHT)
             plot = view.addPlot(title=f"<b>{title}</b> ({unit})")
             plot.showGrid(x=True, y=True, alpha=0.25)
             plot.setMouseEnabled(x=False, y=False)

@@ -19,11 +19,12 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QPlainTextEdit
                                QWidget)
 
 from nodeqc.errors import UsageError
-from nodeqc.findings import answer_of, repair_lines
+from nodeqc.codes import not_applicable_reason
+from nodeqc.findings import SHOWN_ORDER, answer_of, repair_lines
 from nodeqc.gui.style import COLOURS, WORDS
 from nodeqc.keys import trusted_keys
 from nodeqc.model import CheckResult
-from nodeqc.render import render_report, run_length
+from nodeqc.render import grouped, render_report, run_length, shared_detail, subjects_text
 from nodeqc.report import VerificationError, decode_statement, read_envelope, verify_envelope
 from nodeqc.safefile import write_atomic
 
@@ -83,22 +84,51 @@ class ReportDialog(QDialog):
 
 
 def summary_html(report: LoadedReport) -> str:
-    """A printable summary: the verdict, what failed and what to do, and every check."""
+    """A printable summary, the answer first: the verdict, then each part that failed with what
+    failed and what to do, then the run's particulars, then every check (grouped as `nodeqc show`
+    groups them: one row per check for the subjects that passed)."""
     p = report.predicate
     node, prof = p.get("node", {}), p.get("profile", {})
-    background, text = COLOURS[report.state]
-    checks = [CheckResult.from_dict(c) for c in p.get("checks", [])]
-    bad = [c for c in checks if c.verdict.blocks_qualification]
+    the_answer = answer_of(p)  # the same answer as the run's summary, the banner and `nodeqc show`
+    background, text = COLOURS[the_answer.state]
     e = lambda v: html.escape(str(v))  # noqa: E731
     out = [
         "<h1>nodeqc qualification report</h1>",
         f"<table width='100%' cellpadding='10'><tr><td style='background:{background}; color:{text}'>"
-        f"<span style='font-size:28pt; font-weight:bold'>{e(report.word)}</span>"
+        f"<span style='font-size:28pt; font-weight:bold'>{e(the_answer.word)}</span>"
+        + ("<br><b>A check could not run: the node is not qualified; nothing says its hardware is bad.</b>"
+           if the_answer.state == "error" else "")
         + ("<br><b>SIMULATED: not a qualification of real hardware</b>" if p.get("simulated") else "")
         + "</td></tr></table>",
-        "<table cellpadding='2'>",
-        f"<tr><td>Node</td><td><b>{e(node.get('hostname'))}</b> serial {e(node.get('system_serial'))} "
-        f"({e(node.get('system_vendor'))} {e(node.get('system_model'))})</td></tr>",
+        f"<p style='font-size:11pt'>{e(the_answer.tally)}</p>",
+        f"<p>Node <b>{e(node.get('hostname'))}</b> serial <b>{e(node.get('system_serial'))}</b> "
+        f"({e(node.get('system_vendor'))} {e(node.get('system_model'))})</p>",
+    ]
+    if the_answer.partial:
+        out.append(f"<p><b>Partial run ({e(the_answer.partial)}): not a qualification.</b></p>")
+    if the_answer.findings:
+        parts = len({f.subject for f in the_answer.findings})
+        out.append(f"<h2>What failed and what to do ({parts} part{'s' * (parts != 1)})</h2>")
+        by_part: dict[str, list[Any]] = {}
+        for f in the_answer.findings:
+            by_part.setdefault(f.subject, []).append(f)
+        for group in by_part.values():
+            worst = min(group, key=lambda f: SHOWN_ORDER[f.verdict])
+            by_code: dict[Any, list[Any]] = {}
+            for f in group:
+                by_code.setdefault(f.code, []).append(f)
+            items = "".join(
+                f"<li>{e(same[0].finding)} [{e(same[0].code)}] <i>({e(', '.join(dict.fromkeys(f.check for f in same)))})</i>"
+                + (f" <b>{e(same[0].repair)}</b>" if same[0].repair else "")
+                + f"<br><b>What to do:</b> {e(' '.join(dict.fromkeys(f.remediation for f in same)))}</li>"
+                for same in by_code.values())
+            out.append(f"<p><b>{e(worst.verdict.upper())} {e(group[0].part.identity)}</b></p><ul>{items}</ul>")
+    if the_answer.not_applicable:
+        out.append(f"<p>Not applicable to these GPUs: {e('; '.join(the_answer.not_applicable))}</p>")
+    if the_answer.repair:
+        out.append("<h2>Repair</h2><pre>" + e("\n".join(repair_lines(the_answer.repair))) + "</pre>")
+    out += [
+        "<h2>The run</h2><table cellpadding='2'>",
         f"<tr><td>Driver</td><td>{e(node.get('driver_version'))}, CUDA {e(node.get('cuda_version'))}, "
         f"{len(p.get('gpus', []))} GPU(s)</td></tr>",
         f"<tr><td>Profile</td><td>{e(prof.get('name'))} (sha256 {e(str(prof.get('sha256'))[:16])})"
@@ -110,27 +140,24 @@ def summary_html(report: LoadedReport) -> str:
         f"<tr><td>Signature</td><td>{e(report.trust)}</td></tr>",
         "</table>",
     ]
-    the_answer = answer_of(p)  # the same answer as the run's summary, the banner and `nodeqc show`
-    out.insert(2, f"<p style='font-size:11pt'>{e(the_answer.tally)}</p>")
-    if the_answer.findings:
-        out.append(f"<h2>Failed ({len(bad)}) and warnings ({len(the_answer.warnings)})</h2>")
-        by_part: dict[str, list[Any]] = {}
-        for f in the_answer.findings:
-            by_part.setdefault(f.subject, []).append(f)
-        for group in by_part.values():
-            items = "".join(f"<li>{e(f.check)}: {e(f.finding)} [{e(f.code)}]"
-                            + (f" <b>{e(f.repair)}</b>" if f.repair else "") + "</li>" for f in group)
-            todo = " ".join(dict.fromkeys(f.remediation for f in group))
-            out.append(f"<p><b>{e(group[0].verdict.upper())} {e(group[0].part.identity)}</b></p>"
-                       f"<p><b>What to do:</b> {e(todo)}</p><ul>{items}</ul>")
-    if the_answer.repair:
-        out.append("<h2>Repair</h2><pre>" + e("\n".join(repair_lines(the_answer.repair))) + "</pre>")
-    rows = "".join(f"<tr><td>{e(c.name)}</td><td>{e(c.subject)}</td><td><b>{WORDS[c.verdict.value]}</b></td>"
-                   f"<td>{e(c.message)}</td></tr>" for c in checks)
-    out.append(f"<h2>All checks ({len(checks)})</h2><table width='100%' border='1' cellspacing='0' cellpadding='2' "
-               f"style='font-size:7pt'><tr><th>Check</th><th>Subject</th><th>Verdict</th><th>Message</th></tr>"
-               f"{rows}</table>")
+    checks = [CheckResult.from_dict(c) for c in p.get("checks", [])]
+    rows = "".join(_check_row(group) for group in grouped(checks))
+    out.append(f"<h2>All checks ({len(checks)} results)</h2><table width='100%' border='1' cellspacing='0' "
+               f"cellpadding='2' style='font-size:7pt'><tr><th>Check</th><th>Subject</th><th>Verdict</th>"
+               f"<th>Message</th></tr>{rows}</table>")
     return "".join(out)
+
+
+def _check_row(group: list[CheckResult]) -> str:
+    """One row: a result, or the subjects of a check that share a verdict, with what they share."""
+    first = group[0]
+    state = "n/a" if not_applicable_reason(first.code) else first.verdict.value
+    message = first.message if len(group) == 1 else shared_detail(group)
+    code = f" [{first.code}]" if first.code and first.verdict.blocks_qualification else ""
+    # A break allowed after each comma: a long list of subjects wraps instead of running off the cell.
+    subjects = html.escape(subjects_text([r.subject for r in group])).replace(",", ",&#8203;")
+    return (f"<tr><td>{html.escape(first.name)}</td><td>{subjects}</td>"
+            f"<td><b>{WORDS[state]}</b></td><td>{html.escape(message + code)}</td></tr>")
 
 
 def export_pdf(report: LoadedReport, pdf_path: Path) -> None:

@@ -49,10 +49,12 @@ QFrame#tile {{ border: 3px solid #b8bec6; border-radius: 8px; background: #fffff
 {"".join(f'QFrame#banner[state="{s}"] {{ background: {bg}; }} QFrame#banner[state="{s}"] QLabel {{ color: {fg}; }}'
          for s, (bg, fg) in COLOURS.items())}
 QFrame#banner {{ border-radius: 8px; }}
+QScrollArea#bannerScroll, QScrollArea#bannerScroll > QWidget > QWidget#bannerInner {{ background: transparent; }}
 QLabel#bannerWord {{ font-size: 34pt; font-weight: bold; }}
 QLabel#bannerText {{ font-size: 13pt; }}
 QLabel#bannerReport {{ font-size: 10pt; }}
 QFrame#banner QPushButton {{ min-height: 42px; font-size: 12pt; }}
+QPushButton#notices {{ min-height: 26px; font-size: 12pt; }}
 QLabel#simulated {{ background: #f2b705; color: black; font-weight: bold; padding: 4px 10px; border-radius: 4px; }}
 QLabel#fieldName {{ color: #444b55; padding-right: 2px; }}
 QLabel#fieldValue {{ font-weight: bold; font-size: 13pt; }}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from nodeqc.backends.base import GpuSample
@@ -158,7 +158,7 @@ class GpuTile(QFrame):
         failed = [r for r in self.results if r.verdict.blocks_qualification]
         if failed:
             first = failed[0]
-            more = f" +{len(failed) - 1} more" if len(failed) > 1 else ""
+            more = f" +{len(failed) - 1}" if len(failed) > 1 else ""  # short: beside the ECC and XID badges
             self.activity.setFullText(f"{first.code}{more}")  # checks and messages: the banner, the Checks tab
             self.activity.setToolTip("\n".join(f"{r.name}: {r.message}" for r in failed))
         elif self.current:
@@ -223,6 +223,7 @@ class TileArea(QScrollArea):
         self.tiles: dict[str, GpuTile] = {}
         self.columns = 2
         self.empty = ""
+        self.revealed: str | None = None  # the tile kept in view (the first that failed), if any
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -232,6 +233,7 @@ class TileArea(QScrollArea):
         """New tiles (the old ones go with the old grid); `empty` is said when there are none."""
         self.tiles = {g["subject"]: GpuTile(g) for g in gpus}
         self.empty = empty
+        self.revealed = None
         self._lay_out()
 
     def set_columns(self, columns: int) -> None:
@@ -253,6 +255,26 @@ class TileArea(QScrollArea):
             grid.addWidget(empty, 0, 0)
         grid.setRowStretch(grid.rowCount(), 1)
         self.setWidget(inner)  # deletes the previous grid widget, and any tile still in it
+        if self.revealed:
+            QTimer.singleShot(0, self._reveal)  # once the new grid has its size
+
+    def reveal(self, subject: str) -> None:
+        """Keep this GPU's tile in view: on a small screen the tiles scroll, and the one that failed
+        may be below the fold. It stays in view as the window or the grid's columns change."""
+        self.revealed = subject
+        self._reveal()
+        QTimer.singleShot(0, self._reveal)
+
+    def _reveal(self) -> None:
+        tile = self.tiles.get(self.revealed or "")
+        if tile is not None and self.widget() is tile.parentWidget():
+            self.widget().layout().activate()
+            self.ensureWidgetVisible(tile, 0, TILE_SPACING)
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        if self.revealed:
+            self._reveal()
 
     def width_for(self, columns: int) -> int:
         return columns * TILE_MIN_WIDTH + (columns - 1) * TILE_SPACING + self.verticalScrollBar().sizeHint().width() + 6

@@ -13,8 +13,8 @@ from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout,
-                               QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QSizePolicy,
-                               QTabWidget, QVBoxLayout, QWidget)
+                               QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QScrollArea,
+                               QSizePolicy, QTabWidget, QVBoxLayout, QWidget)
 
 from nodeqc.backends.base import GpuSample
 from nodeqc.errors import UsageError
@@ -37,6 +37,8 @@ from nodeqc.runner import RunOutcome, Runner
 
 REDRAW_MS = 500  # live readings and the banner are redrawn this often, however fast samples come
 BANNER_PARTS = 4  # failing (or warning) parts listed in the banner; the Checks tab has them all
+BANNER_MAX_SHARE = 60  # percent of the window's height the banner's text may take before it scrolls
+BANNER_MIN_HEIGHT = 40  # two lines of its text
 WIDE_COLUMNS = 4  # tiles per row when the window is wide enough to put them above the tabs
 WIDE_MIN_HEIGHT = 850  # and tall enough to leave the tabs room below them
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
@@ -88,7 +90,8 @@ class MainWindow(QMainWindow):
         layout = QVBoxLayout(central)
         layout.setContentsMargins(8, 6, 8, 6)
         layout.setSpacing(6)
-        layout.addWidget(self._node_panel())
+        self.node_panel = self._node_panel()
+        layout.addWidget(self.node_panel)
         layout.addWidget(self._banner())
         self.tile_area = TileArea()
         self.plots = TelemetryPlots()
@@ -108,6 +111,7 @@ class MainWindow(QMainWindow):
         self.status = ElidedLabel()  # the last notice or file written; every notice of the run in its tooltip
         self.statusBar().addWidget(self.status, 1)
         self.notices_button = QPushButton("Notices")  # every notice of the run, in full
+        self.notices_button.setObjectName("notices")
         self.notices_button.setFlat(True)
         self.notices_button.clicked.connect(self.show_notices)
         self.notices_button.setVisible(False)
@@ -215,29 +219,66 @@ class MainWindow(QMainWindow):
         self.pdf_button = QPushButton("Export PDF")
         self.pdf_button.clicked.connect(self.export_pdf)
         self.repair = QLineEdit()
-        self.repair.setPlaceholderText("what was repaired, e.g. reseated GPU 3 riser")
-        self.repair.setToolTip("Recorded in the re-test's signed report, with a link to this report")
+        self.repair.setPlaceholderText("what was repaired?")
+        self.repair.setToolTip("What was repaired, e.g. reseated GPU 3 riser: recorded in the re-test's signed "
+                               "report, with a link to this report")
         self.retest_button = QPushButton("Re-test")
         self.retest_button.clicked.connect(self.retest)
-        buttons = QGridLayout()
+        # One above the other: a narrow column leaves the banner's text the width it needs.
+        buttons = QVBoxLayout()
         buttons.setSpacing(4)
-        buttons.addWidget(self.open_button, 0, 0)
-        buttons.addWidget(self.pdf_button, 0, 1)
-        buttons.addWidget(self.repair, 1, 0, 1, 2)
-        buttons.addWidget(self.retest_button, 2, 0, 1, 2)
-        buttons.setRowStretch(3, 1)
-        text = QVBoxLayout()
+        for widget in (self.open_button, self.pdf_button, self.repair, self.retest_button):
+            buttons.addWidget(widget)
+        buttons.addStretch(1)
+        inner = QWidget()
+        inner.setObjectName("bannerInner")
+        text = QVBoxLayout(inner)
+        text.setContentsMargins(0, 0, 0, 0)
         text.setSpacing(2)
         text.addWidget(self.banner_text)
         text.addWidget(self.banner_findings)
         text.addWidget(self.banner_report)
         text.addStretch(1)
+        # As tall as its wrapped lines (_fit_banner); it scrolls, never cut off silently, only when the
+        # rest of the window is at its smallest or the text needs more than BANNER_MAX_SHARE of it.
+        self.banner_scroll = QScrollArea()
+        self.banner_scroll.setObjectName("bannerScroll")
+        self.banner_scroll.setWidget(inner)
+        self.banner_scroll.setWidgetResizable(True)
+        self.banner_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.banner_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.banner_scroll.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.banner_scroll.viewport().setAutoFillBackground(False)  # the banner's colour shows through
+        inner.setAutoFillBackground(False)
         layout = QHBoxLayout(self.banner)
         layout.setContentsMargins(12, 6, 12, 6)
         layout.addLayout(word)
-        layout.addLayout(text, 1)
+        layout.addWidget(self.banner_scroll, 1)
         layout.addLayout(buttons)
         return self.banner
+
+    def _fit_banner(self) -> None:
+        """The banner's text as tall as its lines wrapped at the width it has, up to BANNER_MAX_SHARE
+        of the window (then it scrolls): the parts that failed and what to do are all on screen."""
+        inner = self.banner_scroll.widget()
+        width = self.banner_scroll.viewport().width()
+        needed = inner.layout().totalHeightForWidth(width) if inner.layout().hasHeightForWidth() else \
+            inner.sizeHint().height()
+        room = min(self._room_for_banner(), self.height() * BANNER_MAX_SHARE // 100)
+        height = max(BANNER_MIN_HEIGHT, min(needed, room))
+        if self.banner_scroll.height() != height or self.banner_scroll.minimumHeight() != height:
+            self.banner_scroll.setFixedHeight(height)
+
+    def _room_for_banner(self) -> int:
+        """The window's height less the rest at its smallest (node panel, tiles and tabs, status bar,
+        margins), added up from the parts: the window's own minimum size is cached until its next
+        layout, and would count the banner's last height."""
+        central = self.centralWidget().layout()
+        margins, inside = central.contentsMargins(), self.banner.layout().contentsMargins()
+        others = (margins.top() + margins.bottom() + 2 * central.spacing() + inside.top() + inside.bottom()
+                  + self.node_panel.minimumSizeHint().height() + self.body.minimumSize().height()
+                  + self.statusBar().sizeHint().height())
+        return self.height() - others
 
     @staticmethod
     def _wrapping(name: str) -> QLabel:
@@ -269,6 +310,8 @@ class MainWindow(QMainWindow):
         for button in (self.open_button, self.pdf_button, self.retest_button):
             button.setVisible(finished)
         self.repair.setVisible(finished and repairable)
+        self._fit_banner()
+        QTimer.singleShot(0, self._fit_banner)  # again at the width the new buttons leave it
 
     @property
     def tiles(self) -> dict[str, GpuTile]:
@@ -285,6 +328,7 @@ class MainWindow(QMainWindow):
     def _arrange(self) -> None:
         """Narrow screens: two columns of tiles beside the tabs. Wide ones: rows of four tiles above
         the tabs, which then get the whole width."""
+        self._fit_banner()
         wide = self.width() >= self.tile_area.width_for(WIDE_COLUMNS) + 20 and self.height() >= WIDE_MIN_HEIGHT
         # Beside the check list the tiles take one column: its messages need the width more.
         narrow_columns = 1 if self.tabs.currentWidget() is self.checks else 2
@@ -444,9 +488,10 @@ class MainWindow(QMainWindow):
             check = self.checks.checks.get(self.current_check or "")
             doing = (f"{html.escape(check.item.text(0))} on {subjects_text(check.subjects)}: {check.fraction:.0%}"
                      if check else "reading the inventory")
+            failing = [r.subject for r in self.results if r.verdict.blocks_qualification]
+            where = f" ({html.escape(subjects_text(list(dict.fromkeys(failing))))})" if failing else ""
             self._set_banner("running", "RUNNING", f"{elapsed // 60}:{elapsed % 60:02d} elapsed. Now: {doing}."
-                             f"<br>{len(self.results)} results so far, "
-                             f"{sum(r.verdict.blocks_qualification for r in self.results)} failing.")
+                             f"<br>{len(self.results)} results so far, {len(failing)} failing{where}.")
 
     # ------------------------------------------------------------------ the end of a run
 
@@ -464,6 +509,9 @@ class MainWindow(QMainWindow):
         if any(r.verdict.blocks_qualification for r in outcome.results):
             self.tabs.setCurrentWidget(self.checks)
             self.checks.select_first_failure()
+            failing = next((s for s, t in self.tiles.items() if t.state in ("fail", "error")), None)
+            if failing is not None:
+                self.tile_area.reveal(failing)  # on a small screen the tiles scroll
         self.run_done.emit(outcome)
         if self.close_after_run:
             self.close()
@@ -491,9 +539,9 @@ class MainWindow(QMainWindow):
             self._set_banner("aborted", "ABORTED", f"The run was aborted: the node is <b>not qualified</b>. "
                              f"{len(outcome.results)} results were reached.", finished=True, report=report)
             return
-        failing = bool(the_answer.failing)
-        self._set_banner("fail" if failing else "pass", outcome.verdict, headline, finished=True, report=report,
-                         findings=banner_findings(the_answer.findings), repairable=failing)
+        # ERROR, not FAIL, where a check could not run and none failed: nothing says the hardware is bad.
+        self._set_banner(the_answer.state, the_answer.word, headline, finished=True, report=report,
+                         findings=banner_findings(the_answer.findings), repairable=bool(the_answer.failing))
 
     def retest(self) -> None:
         """Re-test after a repair: the same checks, the repair recorded, the report just written linked."""
@@ -570,15 +618,24 @@ def banner_findings(findings: list[Finding]) -> str:
 
 def _banner_entry(firsts: list[Finding], group: list[Finding]) -> str:
     """'GPU 3 (bus, serial): finding (checks) [status] / -> What to do: ...' for one part, or for
-    several parts that failed the same way ('GPU 0, GPU 1, GPU 2: ...')."""
-    first = group[0]
+    several parts that failed the same way ('GPU 0, GPU 1, GPU 2: ...'). A part that failed in
+    several ways (a firmware difference and a narrow link) gets a finding and what to do for each
+    code, 'GPU 3 also: ...', so no failure is said by its remedy alone."""
     if len(firsts) == 1:
-        name, _, details = first.part.identity.partition(" (")
+        name, _, details = group[0].part.identity.partition(" (")
         who = f"<b>{html.escape(name)}</b>" + (f" ({html.escape(details)}" if details else "")
+        again = f"<b>{html.escape(name)}</b> also"
     else:
-        who = "<b>" + html.escape(", ".join(f.part.identity.partition(" (")[0] for f in firsts)) + "</b>"
-    checks = ", ".join(dict.fromkeys(f.check for f in group))
-    status = f" <b>[{html.escape(first.repair)}]</b>" if first.repair else ""
-    todo = " ".join(dict.fromkeys(f.remediation for f in group))
-    return (f"{who}: {html.escape(first.finding)} <i>({html.escape(checks)})</i>{status}<br>"
-            f"&nbsp;&nbsp;&#8594; <b>What to do:</b> {html.escape(todo)}")
+        who = again = "<b>" + html.escape(", ".join(f.part.identity.partition(" (")[0] for f in firsts)) + "</b>"
+    by_code: dict[str | None, list[Finding]] = {}
+    for f in group:
+        by_code.setdefault(f.code, []).append(f)
+    entries = []
+    for n, same in enumerate(by_code.values()):
+        first = same[0]
+        checks = ", ".join(dict.fromkeys(f.check for f in same))
+        status = f" <b>[{html.escape(first.repair)}]</b>" if first.repair else ""
+        todo = " ".join(dict.fromkeys(f.remediation for f in same))
+        entries.append(f"{who if n == 0 else again}: {html.escape(first.finding)} <i>({html.escape(checks)})</i>"
+                       f"{status}<br>&nbsp;&nbsp;&#8594; <b>What to do:</b> {html.escape(todo)}")
+    return "<br>".join(entries)
