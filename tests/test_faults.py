@@ -102,6 +102,7 @@ def test_host_faults_need_no_index_and_gpus_do():
     ("gpu3:slow=1.5", "expected a number in (0, 1], got 1.5"),
     ("gpu3:throttle=hot", "expected one of hw_slowdown, sw_thermal, hw_thermal, power_brake, sw_power_cap"),
     ("nic0:bitflip", "unknown nic fault 'bitflip'"),
+    ("gpu2:transient_brake=5", "expected a number in [20, 2000], got 5"),  # under the pulse test's shortest period
 ])
 def test_invalid_faults(text, message):
     with pytest.raises(UsageError) as e:
@@ -116,3 +117,11 @@ def test_range_is_checked_against_the_node():
         check_range([parse_fault("gpu8:hang")], gpus=8, nics=0)
     with pytest.raises(UsageError, match=r"--inject nic0:down: the simulated node has no NICs"):
         check_range([parse_fault("nic0:down")], gpus=8, nics=0)
+
+
+def test_a_transient_brake_starts_at_the_pulse_tests_shortest_period():
+    # A brake that only periods under 20 ms would bring never shows: the fault would pass in silence.
+    from nodeqc.checks.stress import PULSE_PERIODS_S
+    parse_fault(f"gpu0:transient_brake={min(PULSE_PERIODS_S) * 1000:g}")
+    with pytest.raises(UsageError):
+        parse_fault(f"gpu0:transient_brake={min(PULSE_PERIODS_S) * 1000 - 1:g}")

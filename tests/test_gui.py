@@ -267,7 +267,7 @@ def test_the_banner_names_failing_gpus_and_nics_with_what_to_do():
 # The failures of `--inject gpu2:transient_brake=100 --inject gpu5:p2p_bw=0.5` on hgx-h100, as the run said them.
 PULSE_AND_P2P = [
     CheckResult("stress.power_pulse", "gpu2", Verdict.FAIL, "clocks cut while the load swung: power brake for 1999.8 "
-                "ms at the 20 ms period; power brake for 2001.3 ms at the 100 ms period", code="POWER_PULSE_THROTTLE"),
+                "ms at the 20 ms period, power brake for 2001.3 ms at the 100 ms period", code="POWER_PULSE_THROTTLE"),
     CheckResult("stress.p2p", "gpu5", Verdict.FAIL, "median one-way bandwidth to its peers 189 GB/s is below the "
                 "limit 335 GB/s; fastest one-way copy to a peer 189 GB/s is 50 % below the node median 378 GB/s "
                 "(limit 10 %)", code="P2P_SLOW"),

@@ -315,9 +315,9 @@ def test_memory_margin_to_its_own_maximum(mem_peak, verdict):
 
 def test_temperature_seen_only_at_idle_is_skipped_not_passed():
     r = health.temperature(gpu(), telemetry([idle(temp_c=40), idle(temp_c=41)]), H100)
-    assert whole(r) == ("health.temperature", "gpu0", "skip", None,
-                        "never sampled under load (2 idle sample(s), peak 41 C): the temperature under load was not "
-                        "seen; sample more often (--sample-hz)", {}, None, [], {})
+    assert whole(r) == ("health.temperature", "gpu0", "skip", "NO_LOAD",
+                        "the GPU was never seen under load, so its temperature under load was not judged (2 idle "
+                        "sample(s), peak 41 C)", {}, None, [], {})
     # A hot idle GPU is still judged: only a PASS needs a loaded sample.
     assert health.temperature(gpu(), telemetry([idle(temp_c=88)]), H100).verdict is Verdict.FAIL
     assert whole(health.temperature(gpu(), telemetry([loaded(temp_c=NA, mem_temp_c=NA)]), H100)) == (

@@ -111,7 +111,7 @@ def test_no_temperature_pass_from_idle_readings_alone():
     for t in range(3):
         idle_only.add(float(t), GpuSample(temp_c=31, util_pct=0))
     r = health.temperature(gpu, idle_only, load_profile("h100"))
-    assert r.verdict is Verdict.SKIP and "never sampled under load" in r.message
+    assert r.verdict is Verdict.SKIP and r.code == "NO_LOAD" and "never seen under load" in r.message
     hot_idle = GpuTelemetry(0)
     hot_idle.add(0.0, GpuSample(temp_c=95, util_pct=0))
     assert health.temperature(gpu, hot_idle, load_profile("h100")).verdict is Verdict.FAIL  # a finding stands

@@ -52,8 +52,10 @@ def temperature(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResul
     if result.verdict is Verdict.PASS and tel.loaded_samples == 0:
         # Idle readings say nothing of the temperature under load: no PASS from them (the driver's
         # thermal-slowdown counters, judged by health.throttle, still see heat between samples).
-        return skip(name, gpu.subject, f"never sampled under load ({tel.samples} idle sample(s), peak "
-                    f"{fmt(hottest, 'C')}): the temperature under load was not seen; sample more often (--sample-hz)")
+        # Either the GPU sat out the stress (another process on it, the stress not run) or no sample
+        # landed in its load: said as the PCIe link says it, the code's remedy covering both.
+        return skip(name, gpu.subject, f"the GPU was never seen under load, so its temperature under load was not "
+                    f"judged ({tel.samples} idle sample(s), peak {fmt(hottest, 'C')})", code="NO_LOAD")
     if result.verdict is Verdict.PASS:
         result.message = f"GPU temperature peaked at {fmt(hottest, 'C')}" + (
             f", {fmt(values['slowdown_margin'].value, 'C')} below its slowdown" if "slowdown_margin" in values else "")

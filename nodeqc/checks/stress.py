@@ -326,7 +326,9 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
                 findings.setdefault(period, {})[reason] = REASON_TEXT[reason]
 
         def said(by_period: dict[float, dict[str, str]]) -> str:
-            return "; ".join(f"{', '.join(texts[x] for x in sorted(texts))} at the {period * 1000:g} ms period"
+            # One finding, so never '; ' (the faces split a message there into findings, and showed
+            # only the first period).
+            return ", ".join(f"{' and '.join(texts[x] for x in sorted(texts))} at the {period * 1000:g} ms period"
                              for period, texts in sorted(by_period.items()))
 
         swinging = [p for p in spans if p["period_s"] > 0]
