@@ -603,3 +603,17 @@ def test_a_standing_brake_with_nothing_sampled_says_both_what_was_not_observed_a
                                                     "no telemetry sample); power brake held 1000 ms of every second of "
                                                     "the steady load, so the swings cannot show more (health.throttle "
                                                     "judges it)")
+
+
+def test_pulse_a_brief_clock_cut_no_swing_brought_is_said_with_its_time():
+    # HW slowdown sampled for half a second under the steady load (the load's, not the swings'), and a
+    # power brake for a quarter second between two periods: neither fails the pulse test, neither is
+    # said absent.
+    hw, brake = REASON_BITS["hw_slowdown"], REASON_BITS["power_brake"]
+    tel = window([(8.0, sample()), (8.5, sample(hw)), (9.0, sample()), (14.0, sample()), (14.25, sample(brake)),
+                  (14.5, sample()), (16.0, sample())])
+    r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: tel}, H100)[0]
+    assert (r.verdict, r.message) == (Verdict.PASS, (
+        "load swung at 20, 100, 1000 ms periods; HW slowdown seen for 0.5 s of this test, not begun in a swing "
+        "(health.throttle judges it); power brake seen for 0.25 s of this test, not begun in a swing "
+        "(health.throttle judges it)"))

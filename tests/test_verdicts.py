@@ -839,6 +839,10 @@ def test_the_plan_takes_its_figures_from_the_profile():
     bare = Profile("t", Path("t.toml"), {"run": {"quick_burn_s": 30, "burn_s": 600}})
     assert stress.burn_params(bare, True)["dtypes"] == ["fp32", "fp16"] and stress.memtest_params(bare, True)["fraction"] == 0.9
     assert stress.memtest_params(p, True) == {"fraction": 0.5, "full": False, "retention_s": 0.0}
+    # A full run adds bit fade: data left alone for the profile's retention time.
+    fade = Profile("t", Path("t.toml"), {"run": {"memtest_retention_s": 45}, "gpu": {"memtest_fraction": 0.5}})
+    assert stress.memtest_params(fade, False) == {"fraction": 0.5, "full": True, "retention_s": 45.0}
+    assert stress.memtest_params(fade, True)["retention_s"] == 0.0
     assert stress.hbm_params(p, True) == {"bytes": 1 << 30, "trials": 3, "iters": 10}
     assert stress.hbm_params(p, False) == {"bytes": 1 << 30, "trials": 5, "iters": 10}
     assert stress.pcie_params(p, True) == {"bytes": 256 << 20, "trials": 3, "iters": 8, "min_seconds": 3.0}
@@ -1370,3 +1374,30 @@ def test_p2p_uneven_tree_is_no_outlier_and_a_floor_keeps_its_code():
     assert all(x.verdict is Verdict.PASS for x in stress.judge_p2p(gpus(4), result, profile()))
     floored = by_subject(stress.judge_p2p(gpus(4), _p2p_with(4, {2: 0.3}), profile(min_p2p_gbps=300)))
     assert floored["gpu2"].code == "P2P_SLOW" and "below the node median" in floored["gpu2"].message
+
+
+def _standing(paths_and_rates):
+    """stress._p2p_standing over copies both ways between GPU pairs {(a, b): (path, GB/s)}."""
+    infos = gpus(4)
+    for (a, b), (path, _) in paths_and_rates.items():
+        infos[a].peer_paths[str(b)] = infos[b].peer_paths[str(a)] = path
+    pairs = [{"src": s, "dst": d, "gbps": rate} for (a, b), (_, rate) in paths_and_rates.items()
+             for s, d in ((a, b), (b, a))]
+    return stress._p2p_standing(pairs, {g.index: g for g in infos})
+
+
+def test_p2p_a_gpu_standing_alike_over_two_paths_is_named_by_the_nearer():
+    # PEER_PATHS' order (NVLink before the same board), not the names' (board before nvlink), nor the
+    # order the copies came in: the message names the same path however the GPUs are numbered.
+    got = _standing({(0, 2): ("board", 100.0), (1, 3): ("board", 100.0), (0, 1): ("nvlink", 100.0),
+                     (2, 3): ("nvlink", 100.0)})
+    assert {g: s[0] for g, s in got.items()} == {0: "nvlink", 1: "nvlink", 2: "nvlink", 3: "nvlink"}
+
+
+def test_p2p_a_path_where_nothing_moved_for_anyone_does_not_lift_a_gpu():
+    # Over the board nothing moved at all (0 GB/s, every GPU): no standing there, not an infinite one;
+    # gpu0, at half the others' speed over NVLink, stands there.
+    got = _standing({(0, 1): ("board", 0.0), (2, 3): ("board", 0.0), (0, 2): ("nvlink", 50.0),
+                     (0, 3): ("nvlink", 50.0), (1, 2): ("nvlink", 100.0), (1, 3): ("nvlink", 100.0)})
+    assert got[0] == ("nvlink", 50.0, 100.0, 3)
+    assert got[1][:3] == ("nvlink", 100.0, 50.0)  # the others over NVLink: gpu0 and its peers, at 50
