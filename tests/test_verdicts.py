@@ -1401,3 +1401,26 @@ def test_p2p_a_path_where_nothing_moved_for_anyone_does_not_lift_a_gpu():
                      (0, 3): ("nvlink", 50.0), (1, 2): ("nvlink", 100.0), (1, 3): ("nvlink", 100.0)})
     assert got[0] == ("nvlink", 50.0, 100.0, 3)
     assert got[1][:3] == ("nvlink", 100.0, 50.0)  # the others over NVLink: gpu0 and its peers, at 50
+
+
+def test_slow_hbm_is_explained_with_the_gpus_sku_or_the_nodes_median():
+    hog = {9: {"pid": 9, "name": "cp", "used_bytes": None}}
+    outcomes = {0: ok(hbm_result(1000.0), 0), 1: ok(hbm_result(1000.0), 1)}
+    r = by_subject(stress.judge_hbm(gpus(2), outcomes, {0: _loaded_window(0), 1: _loaded_window(1, hog)},
+                                    profile(min_hbm_gbps=2000)))
+    assert (r["gpu1"].verdict, r["gpu1"].code) == (Verdict.ERROR, "GPU_IN_USE")
+    assert r["gpu1"].message.startswith("another process used this GPU during the bandwidth test: pid 9 (cp);")
+    readings = r["gpu0"].evidence["diagnosis"]["readings"]
+    assert (readings["sku"], readings["rate_share"]) == ("H100 SXM5 80GB", round(1000 / 2843, 3))  # the SKU's healthy copy
+    assert r["gpu0"].message.startswith("the memory moves 0.35 of its SKU's bandwidth")
+    # A SKU nodeqc does not know: against the node's median (1000), said so; the GPU above it is no defect.
+    from dataclasses import replace
+    unknown = [replace(g, name="Some GPU") for g in gpus(2)]
+    outcomes = {0: ok(hbm_result(500.0), 0), 1: ok(hbm_result(1500.0), 1)}
+    r = by_subject(stress.judge_hbm(unknown, outcomes, {0: _loaded_window(0), 1: _loaded_window(1)},
+                                    profile(min_hbm_gbps=2000)))
+    assert r["gpu0"].evidence["diagnosis"]["readings"]["rate_share"] == 0.5
+    assert r["gpu0"].message.startswith("the memory moves 0.50 of the node's median bandwidth with no other process")
+    assert r["gpu1"].message.startswith("the memory moves 1.50 of the node's median bandwidth, no slower than that: "
+                                        "the profile's floor is above it (check the profile is this SKU's)")
+    assert r["gpu1"].evidence["diagnosis"]["cause"] == "unexplained"

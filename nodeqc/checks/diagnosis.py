@@ -208,7 +208,7 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
     if kind == "pcie":
         return _link(obs, found)
     if kind == "memory":
-        return _memory(obs, rate_share, found)
+        return _memory(obs, rate_share, found, "its SKU's" if expected.sku else "the node's median")
     if kind == "p2p":  # copies between GPUs ride the links, not the SM clock
         return found("unexplained", f"no cause on this GPU in telemetry ({_readings(obs)}): "
                      "the links between GPUs are the suspects", None)
@@ -254,12 +254,19 @@ def _readings(obs: Observed) -> str:
     return ", ".join(parts)
 
 
-def _memory(obs: Observed, rate_share: float | None, found: Any) -> Diagnosis:
+def _memory(obs: Observed, rate_share: float | None, found: Any, of: str = "its SKU's") -> Diagnosis:
+    """`of`: what rate_share is a share of (the SKU's healthy bandwidth, or the node's median where
+    nodeqc does not know the SKU)."""
     mem, top = obs.mem_clock_mhz, obs.max_mem_clock_mhz
     if mem and top and mem < FULL_MEM_CLOCK_SHARE * top:
         return found("clocks_low", f"slow because the memory clock averaged {_mhz(mem)} of its {_mhz(top)}, "
                      "with no throttle reason: look for locked memory clocks (nvidia-smi -rmc resets them)", "CLOCKS_LOW")
-    share = f"{rate_share:.2f} of its SKU's bandwidth" if rate_share is not None else "less than its SKU"
+    if rate_share is not None and rate_share >= 1:
+        # As fast as its reference: below the floor, but not slower than a healthy part (or the node's
+        # other GPUs). Nothing on this GPU to blame: never "a memory defect (RMA)".
+        return found("unexplained", f"the memory moves {rate_share:.2f} of {of} bandwidth, no slower than that: "
+                     "the profile's floor is above it (check the profile is this SKU's)", None)
+    share = f"{rate_share:.2f} of {of} bandwidth" if rate_share is not None else "less than its SKU"
     if not mem:  # a step too short for a reading under load: say so, claim nothing about clocks
         return found("defect", f"the memory moves {share} with no other process, power cap or throttling seen "
                      "(no memory-clock reading under load): a memory defect is likely (RMA)", None)
