@@ -58,26 +58,36 @@ READ_BY_PLATFORM: dict[str, tuple[str, ...]] = {
     "bridge": ("devices",),  # the bridges above the GPUs and NICs, and so their ACS
 }
 READ_BY_NIC_BACKEND: dict[str, tuple[str, ...]] = {"nic": ("devices",)}  # the NICs, and so all about them
+# A device the driver lists whose PCI function the platform backend cannot find (a container that
+# shows part of the host's sysfs): its NUMA node, its switch and the bridges above it are unknown.
+# The observation lists such devices under unread["pci"] ({device: why}).
+UNPLACED = "not found in /sys/bus/pci, so its place in the PCIe tree is unknown (a container without the host's sysfs?)"
 
 
 def observe(gpus: list[GpuInfo], driver: str, cuda: str, host: HostInfo, nics: list[NicInfo] | None,
             platform: PlatformBackend | None, absent: str = "this run has no backend for the host") -> dict[str, Any]:
     """This node, in the baseline's shape. `nics` or `platform` None: this run has no backend for
     them, for the reason `absent`; what they would have read is under "unread" ({table: {field or
-    "devices": why}}), never left out as if the node lacked it."""
+    "devices": why}}), never left out as if the node lacked it. A GPU or NIC whose PCI function the
+    platform cannot find is under unread["pci"] ({device: why})."""
     unread: dict[str, dict[str, str]] = {}
     for reads, missing in ((READ_BY_PLATFORM, platform is None), (READ_BY_NIC_BACKEND, nics is None)):
         for kind, names in reads.items() if missing else ():
             unread.setdefault(kind, {}).update(dict.fromkeys(names, absent))
     nics = nics or []
     live = [g for g in gpus if not g.lost]
+    names = {g.bus_id: g.subject for g in live} | {n.bus_id: n.name for n in nics if not is_na(n.bus_id)}
     functions = {}
+    unplaced: dict[str, str] = {}
     if platform is not None:
-        for bus in [g.bus_id for g in live] + [n.bus_id for n in nics if not is_na(n.bus_id)]:
+        for bus in names:
             fn = platform.pci(bus)
             if fn is not None:
                 functions[bus] = fn
-    names = {g.bus_id: g.subject for g in live} | {n.bus_id: n.name for n in nics if not is_na(n.bus_id)}
+            else:  # the driver sees it, sysfs does not: where it sits is unknown, not changed
+                unplaced[names[bus]] = UNPLACED
+    if unplaced:
+        unread["pci"] = unplaced
     by_switch: dict[str, list[str]] = {}
     for bus, fn in functions.items():
         if fn.switch:

@@ -904,3 +904,43 @@ def test_what_the_gpu_does_not_answer_is_the_drivers_not_roots():
         "shows what it sees): check that the driver the baseline names is loaded and the GPU answers"))
     assert said["baseline.topology"] == (Verdict.WARN, "BASELINE_UNREADABLE", (
         "NUMA node: not readable now (baseline 0); run as root, or check that the driver and tools are installed"))
+
+
+class _Unplaced:
+    """The simulated platform, less the PCI functions at `hidden` (a container showing part of sysfs)."""
+
+    def __init__(self, platform, hidden):
+        self._platform, self._hidden = platform, set(hidden)
+
+    def pci(self, bus_id):
+        return None if bus_id in self._hidden else self._platform.pci(bus_id)
+
+    def __getattr__(self, name):
+        return getattr(self._platform, name)
+
+
+def test_a_device_sysfs_cannot_place_is_not_compared_where_it_sits_and_never_failed():
+    """gpu0 listed by the driver but not found in /sys/bus/pci: its NUMA node, its switch and the
+    bridge above it alone are said not read (SKIP, with why), not missing (FAIL); its switch peer
+    ibp24s0, which is read, is compared without it, and the bridges it shares with gpu0 still are."""
+    from nodeqc.baseline import UNPLACED
+
+    hw = _sim()
+    golden, _ = observe_node(hw)
+    gpus, host, nics = hw.mgmt.gpus(), hw.host.info(), hw.nics.nics()
+    now = observe(gpus, "580.1", "13.0", host, nics, _Unplaced(hw.platform, [gpus[0].bus_id]), WHY)
+    assert now["unread"] == {"pci": {"gpu0": UNPLACED}}
+    now["node"] = golden["node"]  # the driver and CUDA given above are not this test's
+    results = compare(golden, now)
+    assert [(r.name, r.subject, r.verdict, r.code, r.message) for r in results if r.verdict is not Verdict.PASS] == [
+        ("baseline.topology", "node", Verdict.SKIP, "BASELINE_NOT_HERE",
+         f"not compared: gpu0 (NUMA node, devices on its PCIe switch), bridge 0000:17:01.0 (whether it is there, ACS) "
+         f"not read: {UNPLACED}")]
+    shared = {r.subject: r for r in results if r.name == "baseline.topology"}
+    assert shared["ibp24s0"].verdict is Verdict.PASS and shared["gpu0"].verdict is Verdict.PASS
+    # The same bridge gone from under a device that sysfs does place is a FAIL, as ever.
+    now = observe(gpus, "580.1", "13.0", host, nics, hw.platform, WHY)
+    now["node"] = golden["node"]
+    del now["bridge"]["0000:17:01.0"]
+    assert [(r.subject, r.verdict, r.code) for r in compare(golden, now) if r.verdict is not Verdict.PASS] == [
+        ("gpu0", Verdict.FAIL, "BASELINE_PCIE_SWITCH")]

@@ -85,9 +85,10 @@ NIC_FIELDS: dict[str, Field] = {
     "pcie_switch_peers": GPU_FIELDS["pcie_switch_peers"],
 }
 
+PLACEMENT = frozenset({"numa_node", "pcie_switch_peers"})  # where the device sits: sysfs's, not the driver's
 # GPU fields NVML answers for any user: one it cannot answer now is not a matter of root (as the
 # PCIe tree's, DMI's and the NICs' are) but of the driver or the GPU.
-FROM_THE_DRIVER = frozenset(GPU_FIELDS) - {"numa_node", "pcie_switch_peers"}
+FROM_THE_DRIVER = frozenset(GPU_FIELDS) - PLACEMENT
 DRIVER_UNREADABLE = ("the NVIDIA driver does not report it now (nvidia-smi -q shows what it sees): check that the "
                      "driver the baseline names is loaded and the GPU answers")
 
@@ -115,6 +116,7 @@ def compare(baseline: dict[str, Any], observed: dict[str, Any], warn_fields: fro
     that reads it) is not compared, and said so, with the reason, once per check."""
     subjects: dict[str, _Subject] = {}
     unread: dict[str, dict[str, str]] = observed.get("unread") or {}
+    unplaced: dict[str, str] = unread.get("pci", {})  # devices whose place in the PCIe tree was not read
     not_read: _NotRead = {}
 
     def unread_note(check: str, subject: str, label: str, why: str) -> None:
@@ -138,8 +140,13 @@ def compare(baseline: dict[str, Any], observed: dict[str, Any], warn_fields: fro
             if spec is None or name in ignore_fields:
                 continue
             actual = have.get(name)
+            if name == "pcie_switch_peers" and isinstance(expected, list):
+                # A peer whose place was not read cannot be seen on the switch: not compared.
+                expected = [p for p in expected if str(p) not in unplaced]
             if actual is None and name in unread_here:
                 unread_note(spec.check, subject, spec.label, unread_here[name])
+            elif actual is None and name in PLACEMENT and subject in unplaced:
+                unread_note(spec.check, subject, spec.label, unplaced[subject])
             elif actual is None:
                 advice = (DRIVER_UNREADABLE if table is GPU_FIELDS and name in FROM_THE_DRIVER else
                           "run as root, or check that the driver and tools are installed")
@@ -177,25 +184,29 @@ def compare(baseline: dict[str, Any], observed: dict[str, Any], warn_fields: fro
                 note(TOPO, name, "present", Finding(Verdict.WARN, "BASELINE_DEVICE_EXTRA",
                      f"{name} ({have.get('bus_id', '?')}) is not in {source}: record a new baseline if it belongs"), "extra")
     if "acs" not in ignore_fields:
-        bridges_why = unread.get("bridge", {}).get("devices")
         _acs(baseline.get("bridge", {}), observed.get("bridge", {}), note, verdict("acs"),
-             None if bridges_why is None else lambda subject, label: unread_note(TOPO, subject, label, bridges_why))
+             lambda bridge, label, why: unread_note(TOPO, f"bridge {bridge}", label, why),
+             unread.get("bridge", {}).get("devices"), unplaced)
     for check, finding in _not_compared(not_read, subjects, source):
         note(check, "node", "not read", finding)
     return _results(subjects)
 
 
 def _acs(want_all: dict[str, Any], have_all: dict[str, Any], note: Callable[..., None], level: Verdict,
-         unread: Callable[[str, str], None] | None = None) -> None:
+         unread: Callable[[str, str, str], None], tree_unread: str | None, unplaced: dict[str, str]) -> None:
+    """Each bridge of the baseline: still there, with its ACS as recorded. `tree_unread`: why the
+    PCIe tree was not read at all; `unplaced`: devices whose place in it was not read (a bridge
+    above one of them may be there still)."""
     for bridge, want in want_all.items():
         above = want.get("above") or []
         subject = above[0] if above else f"bridge {bridge}"
         where = f"bridge {bridge} (above {', '.join(above) or 'no device'})"
         have = have_all.get(bridge)
-        if have is None and unread is not None:  # the PCIe tree was not read: nothing known of the bridge
-            unread(f"bridge {bridge}", _PRESENT)
+        why = tree_unread or next((unplaced[d] for d in above if d in unplaced), None)
+        if have is None and why is not None:  # nothing known of the bridge
+            unread(bridge, _PRESENT, why)
             if want.get("acs") is not None:
-                unread(f"bridge {bridge}", "ACS")
+                unread(bridge, "ACS", why)
             continue
         if have is None:
             note(TOPO, subject, f"acs {bridge}", Finding(level, "BASELINE_PCIE_SWITCH",
