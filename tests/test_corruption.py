@@ -98,8 +98,9 @@ def test_bitflip_random_makes_repeats_differ_and_keeps_the_known_answer():
     """A GPU that errs under sustained load, a different element each time: the repeats differ
     (SDC_REPEAT), while the small known-answer product is right."""
     bad = SimDevice(spec("gpu4:bitflip_random"), 4)
-    # 4000 simulated seconds in 0.8 s: steps of 500 s, a few repeats per dtype
-    r = W.matmul_burn(bad, {"seconds": 4000, "dtypes": ["fp32", "bf16"], "seed": 1}, Quiet())["dtypes"]
+    # 8000 simulated seconds in 1.6 s: steps of 500 s, about eight repeats per dtype, so that a
+    # scheduling hiccup of a busy machine still leaves two or more
+    r = W.matmul_burn(bad, {"seconds": 8000, "dtypes": ["fp32", "bf16"], "seed": 1}, Quiet())["dtypes"]
     for dtype, d in r.items():
         assert d["repeat_mismatch"] is not None and d["known_answer_mismatch"] is None, dtype
         assert d["checks"] >= 2
