@@ -348,8 +348,15 @@ def cmd_show(argv: list[str]) -> int:
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
     p.add_argument("--unverified", action="store_true", help="show a report that does not verify anyway "
                    "(marked NOT VERIFIED); without it such a report is refused with exit 1")
+    p.add_argument("--pdf", metavar="FILE", help="also write the printable summary of a report here, as the "
+                   "app's Export PDF does (needs the GUI extra, PySide6; no display needed)")
     args = p.parse_args(argv)
     path = Path(args.report)
+    if args.pdf:
+        check_output_file(Path(args.pdf), "--pdf", (".pdf",))
+        if path.name.endswith((".csv.gz", ".jsonl")):
+            raise UsageError(f"--pdf: {path}: a printable summary is made of a report (.report.json), "
+                             "not of a journal or telemetry")
     if path.name.endswith(".csv.gz"):
         from nodeqc.telemetry import describe_series
 
@@ -373,8 +380,9 @@ def cmd_show(argv: list[str]) -> int:
         return 0
     try:
         verified = verify_file(path, trusted_keys(args.pubkey))
-        stmt, trust = verified.statement, (f"signature: verified (key {verified.keyid[:16]}, {verified.key_source}); "
-                                           f"evidence: {_evidence_text(verified)}")
+        is_verified, stmt = True, verified.statement
+        trust = (f"signature: verified (key {verified.keyid[:16]}, {verified.key_source}); "
+                 f"evidence: {_evidence_text(verified)}")
     except VerificationError as e:
         if not args.unverified:
             print(_clean(f"nodeqc show: {path}: NOT VERIFIED: {e} (--unverified shows it anyway)"), file=sys.stderr)
@@ -384,7 +392,7 @@ def cmd_show(argv: list[str]) -> int:
         except VerificationError as e2:
             print(_clean(f"nodeqc show: {path}: not a readable nodeqc report: {e2}"), file=sys.stderr)
             return 1
-        trust = f"signature: NOT VERIFIED ({e}): do not rely on this report"
+        is_verified, trust = False, f"signature: NOT VERIFIED ({e}): do not rely on this report"
     try:
         text = render_report(stmt["predicate"], trust)
     except (AttributeError, TypeError, KeyError, ValueError) as e:
@@ -392,6 +400,11 @@ def cmd_show(argv: list[str]) -> int:
               file=sys.stderr)
         return 1
     print(text)
+    if args.pdf:
+        from nodeqc.printable import LoadedReport, export_pdf
+
+        export_pdf(LoadedReport(path, stmt["predicate"], is_verified, trust), Path(args.pdf))
+        print(_clean(f"nodeqc show: printable summary written: {args.pdf}"), file=sys.stderr)
     return 0
 
 

@@ -16,6 +16,24 @@ from nodeqc.model import CheckResult, Verdict
 
 SHOWN_ORDER = {"fail": 0, "error": 0, "warn": 1}
 
+# Background and text colour per state (a verdict's, the answer's, the app's running/idle), one for
+# the app and the printed summary alike: strong, high-contrast, readable in a bright room, and always
+# beside the state's word, never colour alone.
+COLOURS: dict[str, tuple[str, str]] = {
+    "pass": ("#1b7f2a", "#ffffff"),
+    "warn": ("#f2b705", "#000000"),
+    "fail": ("#c4161c", "#ffffff"),
+    "error": ("#7a0a2e", "#ffffff"),
+    "skip": ("#8a8f98", "#ffffff"),
+    "n/a": ("#8a8f98", "#ffffff"),  # a check of another GPU generation (nodeqc.codes.NOT_APPLICABLE)
+    "running": ("#1558b0", "#ffffff"),
+    "aborted": ("#e06c00", "#000000"),
+    "idle": ("#dfe3e8", "#000000"),
+}
+
+WORDS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "error": "ERROR", "skip": "SKIP", "n/a": "N/A",
+         "running": "RUNNING", "aborted": "ABORTED", "idle": "WAITING"}
+
 
 @dataclass(frozen=True)
 class Part:

@@ -123,6 +123,67 @@ def test_verify_fails_a_tampered_report(tmp_path):
     assert show.returncode == 0 and "signature: NOT VERIFIED" in show.stdout
 
 
+def test_show_prints_the_summary_as_a_pdf_without_a_display(tmp_path):
+    """`nodeqc show REPORT --pdf FILE` on a provisioning host (no display): the app's printable
+    summary, the report shown as ever; bad --pdf names are one line and exit 2, before any work."""
+    p = cli("--headless", "--profile", "hgx-h100", "--simulate", "hgx-h100", "--inject", "gpu3:pcie_width=8",
+            "--quick", "--out", str(tmp_path))
+    report = p.stdout.strip().splitlines()[-1]
+    pdf = tmp_path / "summary.pdf"
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    show = subprocess.run([sys.executable, "-m", "nodeqc", "show", report, "--pdf", str(pdf)], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert show.returncode == 0, show.stderr
+    assert "reseat the GPU or riser" in show.stdout and f"printable summary written: {pdf}" in show.stderr
+    assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 5000
+    for args, message in ((["--pdf", str(tmp_path)], "is a directory"),
+                          (["--pdf", str(tmp_path / "summary.txt")], "expected a .pdf file"),
+                          (["--pdf", str(tmp_path / "no" / "s.pdf")], "no such directory")):
+        bad = cli("show", report, *args)
+        assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and message in bad.stderr, bad.stderr
+    bad = cli("show", str(tmp_path / "run.journal.jsonl"), "--pdf", str(pdf))
+    assert bad.returncode == 2 and "made of a report" in bad.stderr
+
+
+def test_a_pdf_of_a_report_that_does_not_verify_says_so_at_its_top(tmp_path, monkeypatch, capsys):
+    """--unverified --pdf: the printout carries NOT VERIFIED beside its verdict, not only in the
+    particulars further down, so a forged PASS cannot be printed as a clean one."""
+    import base64
+
+    from nodeqc import printable
+    from nodeqc.cli import main
+
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--out", str(tmp_path))
+    report = Path(p.stdout.strip().splitlines()[-1])
+    env = json.loads(report.read_text())
+    stmt = json.loads(base64.b64decode(env["payload"]))
+    stmt["predicate"]["simulated"] = False  # a forged claim of real hardware
+    env["payload"] = base64.b64encode(json.dumps(stmt).encode()).decode()
+    report.write_text(json.dumps(env))
+    printed = {}
+    monkeypatch.setattr(printable, "_print_pdf", lambda r, path: (printed.update(html=printable.summary_html(r)),
+                                                                  Path(path).write_bytes(b"%PDF-stand-in")))
+    assert main(["show", str(report), "--unverified", "--pdf", str(tmp_path / "s.pdf")]) == 0
+    top = printed["html"].split("<h2>")[0]
+    assert "PASS" in top and "NOT VERIFIED: do not rely on this report" in top
+    assert (tmp_path / "s.pdf").read_bytes() == b"%PDF-stand-in"
+    # Without --unverified nothing is printed at all.
+    (tmp_path / "s.pdf").unlink()
+    assert main(["show", str(report), "--pdf", str(tmp_path / "s.pdf")]) == 1
+    assert not (tmp_path / "s.pdf").exists() and "NOT VERIFIED" in capsys.readouterr().err
+
+
+def test_a_pdf_without_pyside6_is_one_line_naming_the_extra(tmp_path, monkeypatch):
+    from nodeqc import printable
+    from nodeqc.errors import UsageError
+
+    monkeypatch.setitem(sys.modules, "PySide6.QtPrintSupport", None)  # as if the GUI extra were not installed
+    loaded = printable.LoadedReport(tmp_path / "r.report.json", {"verdict": "PASS"}, True, "signature: verified")
+    with pytest.raises(UsageError, match=r"needs PySide6 \(pip install 'nodeqc\[gui\]'\)"):
+        printable.export_pdf(loaded, tmp_path / "s.pdf")
+    assert not (tmp_path / "s.pdf").exists()
+
+
 def test_verify_with_an_explicit_public_key(tmp_path):
     p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--out", str(tmp_path))
     report = p.stdout.strip().splitlines()[-1]

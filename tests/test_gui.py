@@ -32,7 +32,8 @@ from nodeqc.gui.bridge import RunThread  # noqa: E402
 from nodeqc.gui.checks import CheckList  # noqa: E402
 from nodeqc.gui.plots import SERIES, RunBuffer, TelemetryPlots, peak_decimate  # noqa: E402
 from nodeqc.model import CheckResult  # noqa: E402
-from nodeqc.gui.reports import LoadedReport, ReportDialog, load_report, summary_html  # noqa: E402
+from nodeqc.gui.reports import ReportDialog  # noqa: E402
+from nodeqc.printable import LoadedReport, load_report, summary_html  # noqa: E402
 from nodeqc.gui.style import COLOURS  # noqa: E402
 from nodeqc.gui.session import RunSetup, probe  # noqa: E402
 from nodeqc.gui.tiles import GpuTile  # noqa: E402

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QHeaderView, QProgressBar, QSplitter, QTextBrowse
 
 from nodeqc.codes import not_applicable_reason, remediation
 from nodeqc.findings import Part, nics_of, parts, split_findings
-from nodeqc.gui.style import COLOURS, WORDS
+from nodeqc.findings import COLOURS, WORDS
 from nodeqc.model import CheckResult, Verdict
 from nodeqc.render import subjects_text
 

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QHeaderView, QLabel, QTreeWidget, QTreeWidgetItem,
 
 from nodeqc.archive import Archive, Entry, Skipped
 from nodeqc.errors import UsageError
-from nodeqc.gui.style import COLOURS
+from nodeqc.findings import COLOURS
 
 COLUMNS = ("Finished", "Verdict", "Failed", "Profile", "Operator", "Ticket", "Signature")
 MAX_SHOWN = 50  # a node re-tested for years still opens at once (the index verified each file once)

@@ -3,23 +3,8 @@ colour per verdict, always shown next to the verdict's word (never colour alone)
 
 from __future__ import annotations
 
+from nodeqc.findings import COLOURS  # the app's colours are the printed summary's (nodeqc.printable)
 from nodeqc.model import Verdict
-
-# Background and text colour per state: strong, high-contrast, readable in a bright room.
-COLOURS: dict[str, tuple[str, str]] = {
-    "pass": ("#1b7f2a", "#ffffff"),
-    "warn": ("#f2b705", "#000000"),
-    "fail": ("#c4161c", "#ffffff"),
-    "error": ("#7a0a2e", "#ffffff"),
-    "skip": ("#8a8f98", "#ffffff"),
-    "n/a": ("#8a8f98", "#ffffff"),  # a check of another GPU generation (nodeqc.codes.NOT_APPLICABLE)
-    "running": ("#1558b0", "#ffffff"),
-    "aborted": ("#e06c00", "#000000"),
-    "idle": ("#dfe3e8", "#000000"),
-}
-
-WORDS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "error": "ERROR", "skip": "SKIP", "n/a": "N/A",
-         "running": "RUNNING", "aborted": "ABORTED", "idle": "WAITING"}
 
 BASE_POINT_SIZE = 11
 BUTTON_MIN_HEIGHT = 52  # big enough to hit with a gloved finger

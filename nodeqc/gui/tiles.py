@@ -8,7 +8,8 @@ from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from nodeqc.backends.base import GpuSample
-from nodeqc.gui.style import WORDS, badge_css
+from nodeqc.findings import WORDS
+from nodeqc.gui.style import badge_css
 from nodeqc.gui.widgets import ElidedLabel
 from nodeqc.model import CheckResult, Verdict
 from nodeqc.na import is_na

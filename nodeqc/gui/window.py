@@ -25,12 +25,13 @@ from nodeqc.gui.bridge import RunThread
 from nodeqc.gui.checks import CheckList
 from nodeqc.gui.history import HistoryList
 from nodeqc.gui.plots import TelemetryPlots
-from nodeqc.gui.reports import ReportDialog, export_pdf, load_report
+from nodeqc.gui.reports import ReportDialog
 from nodeqc.gui.session import NodeInfo, RunSetup
 from nodeqc.gui.style import STYLESHEET
 from nodeqc.gui.tiles import GpuTile, TileArea
 from nodeqc.gui.widgets import ElidedLabel
 from nodeqc.model import CheckResult
+from nodeqc.printable import export_pdf, load_report
 from nodeqc.profile import Profile, list_profiles, suggest_profile
 from nodeqc.render import subjects_text
 from nodeqc.runner import RunOutcome, Runner
