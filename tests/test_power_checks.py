@@ -242,7 +242,24 @@ def test_targeted_power_without_readings_says_so():
     # Under load, but NVML reports no power for this GPU (NotSupported): nothing to judge it by.
     no_power = window([(0.0, sample(power=None)), (1.0, sample(power=None))])
     r = judge_power([GPU], {0: ok({"seconds": 10})}, {0: no_power}, H100)[0]
-    assert r.verdict is Verdict.SKIP and r.message == "no power readings under load"
+    assert (r.name, r.subject, r.verdict, r.message) == ("stress.power", "gpu0", Verdict.SKIP,
+                                                         "no power readings under load")
+
+
+def test_a_gpu_short_of_a_strict_power_floor_at_its_limit_is_held_to_the_clock_of_the_power_tests_load():
+    """A profile asking for more than 0.9 of the limit (nodeqc's own ask 0.75): a GPU at its power
+    limit is compared with the clock a healthy part of its SKU holds there under the power test's
+    load (fp16: 1331 MHz on an H100 SXM5), not with its whole-burn clock (1794 MHz)."""
+    from pathlib import Path
+
+    from nodeqc.profile import Profile
+
+    strict = Profile("strict", Path("strict.toml"), {"gpu": {"min_power_fraction": {"fail": 0.95, "warn": 0.97}}})
+    at_limit = GpuSample(temp_c=60, power_w=650.0, power_limit_w=700.0, sm_clock_mhz=1100, util_pct=100, reasons=0)
+    r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: window([(0.0, at_limit), (1.0, at_limit)])}, strict)[0]
+    assert (r.verdict, r.code) == (Verdict.FAIL, "CLOCKS_LOW")
+    assert r.message.startswith("slow because the GPU reached its 700 W power limit at only 1,100 MHz, 0.83 of the "
+                                "1,331 MHz a healthy H100 SXM5 80GB holds at its power limit under fp16")
 
 
 class SlowNvml:

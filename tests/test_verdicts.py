@@ -492,6 +492,18 @@ def test_p2p_slow_gpu_and_slow_pair():
     assert (r["node"].verdict, r["node"].code) == (Verdict.FAIL, "P2P_PAIR_SLOW")
 
 
+@pytest.mark.parametrize("slow_first", [True, False])
+def test_p2p_a_pair_counts_at_its_slower_direction_whichever_was_copied_last(slow_first):
+    """gpu0 -> gpu1 at 100 GB/s, gpu1 -> gpu0 at 400: the pair's figure is 100 for both ends (below
+    a 300 floor), listed first or last."""
+    fast_slow = [{**p, "gbps": 100.0 if (p["src"], p["dst"]) == (0, 1) else 400.0} for p in _pairs(2)]
+    pairs = fast_slow if slow_first else fast_slow[::-1]
+    result = {"access": [[0, 1, True], [1, 0, True]], "pairs": pairs, "bidir": []}
+    r = by_subject(stress.judge_p2p(gpus(2), ok(result), profile(min_p2p_gbps=300)))
+    assert [(r[g].verdict, r[g].code, r[g].values["p2p_gbps"].value) for g in ("gpu0", "gpu1")] == \
+        [(Verdict.FAIL, "P2P_SLOW", 100.0)] * 2
+
+
 def _nccl(wrong, busbw=400.0):
     return ok({"busbw_gbps": busbw, "algbw_gbps": busbw * 8 / 14, "bytes": 1 << 30, "gpus": 8, "wrong": wrong})
 
