@@ -1141,6 +1141,18 @@ def test_step_tasks_carry_the_run_clock_and_every_gpu():
     node = steps["stress.p2p"].tasks(g, prof, quick=False)
     params = {**stress.p2p_params(prof, False), "bus_ids": {2: "0000:03:00.0", 5: "0000:06:00.0"}, "run_t0": 0.0}
     assert node == [Task("p2p", 2, params, 120, gpus=(2, 5))]
+    # A load that must last real time (stress.power under a compressed clock): the floor travels with
+    # the task, and the watchdog's expectation grows by it on the run's clock.
+    [floored] = steps["stress.power"].tasks(g[:1], prof, quick=True, min_wall_s=0.5, time_scale=900)
+    assert floored.params["min_wall_s"] == 0.5 and floored.expected_s == params_s(prof) + 60 + 450
+    [brief] = steps["stress.power"].tasks(g[:1], prof, quick=True, min_wall_s=1.0)
+    assert brief.expected_s == params_s(prof) + 60 + 1.0
+    [plain] = steps["stress.power"].tasks(g[:1], prof, quick=True, min_wall_s=0.0, time_scale=900)
+    assert "min_wall_s" not in plain.params and plain.expected_s == params_s(prof) + 60
+
+
+def params_s(prof: Profile) -> float:
+    return stress.power_params(prof, True)["seconds"]
 
 
 def _loaded_window(i: int, others: dict | None = None) -> "GpuTelemetry":
