@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodeqc.backends.base import describe_unrecorded
 from nodeqc.codes import not_applicable_reason, not_run_reason, remediation
 from nodeqc.findings import answer_lines, answer_of
 from nodeqc.model import CheckResult, Verdict
@@ -147,6 +148,8 @@ def render_report(predicate: dict[str, Any], trust_line: str) -> str:
     sim = predicate.get("simulation")
     if sim and sim.get("replay"):
         out.append(f"replayed  capture {sim['replay']} (captured {sim.get('captured_at')}), compute: {sim.get('compute')}")
+        if sim.get("unrecorded"):
+            out.append(f"          {describe_unrecorded(sim['unrecorded'])}")
     elif sim:
         out.append(f"simulated scenario {sim.get('scenario')}  faults {', '.join(sim.get('faults') or []) or 'none'}"
                    f"  time x{sim.get('time_scale')}")

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from nodeqc import __version__
 from nodeqc.archive import node_dir, node_key, safe_name
 from nodeqc.backends import Hardware
-from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession
+from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession, describe_unrecorded
 from nodeqc.backends.bmc import BmcWatch
 from nodeqc.checks import conformance, health, host as host_checks, host_health, inventory, nic as nic_checks, stress
 from nodeqc.checks import host_stress as host_stress_checks
@@ -583,11 +583,15 @@ class Runner:
         finished = RunFinished(verdict, status, str(paths.report), counts, failed, the_answer)
         assert self._journal is not None
         self._journal.append(finished.to_dict())
+        simulation = self.hw.simulation
+        if simulation and (unrecorded := self.hw.mgmt.unrecorded()):
+            simulation = {**simulation, "unrecorded": unrecorded}
+            self._emit(Notice("warning", describe_unrecorded(unrecorded)))
         predicate = {
             "verdict": verdict,
             "status": status,
             "simulated": self.hw.simulated,
-            "simulation": self.hw.simulation,
+            "simulation": simulation,
             "profile": self.profile.summary(),
             "quick": self.options.quick,
             "node": {**host.to_dict(), "driver_version": driver, "cuda_version": cuda},

@@ -64,6 +64,47 @@ def test_replay_run_exercises_every_check(tmp_path):
     report = p.stdout.strip().splitlines()[-1]
     show = cli("show", report)
     assert "SIMULATED" in show.stdout and "h100x2.capture.json" in show.stdout
+    # A capture made by this nodeqc holds every answer a run asks for.
+    assert "the capture holds no answer" not in p.stderr + show.stdout
+
+
+def test_a_replay_says_which_answers_its_capture_never_recorded(tmp_path):
+    """A capture made before nodeqc asked for the process list and on-chip ECC: the replay says so
+    (warning, and in the report), not only that they are "not available on this GPU"."""
+    data = capture(seconds=0.3, hz=20, load=False, host=LinuxHost().info(), nvml=ReplayNvml(node([h100_device(0)])))
+    for gone in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetMemoryErrorCounter"):
+        assert data["devices"][0].pop(gone, None) is not None, gone
+    fields = data["devices"][0]["nvmlDeviceGetFieldValues"]
+    fields.pop(str(pynvml.NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP))
+    path = tmp_path / "old.capture.json"
+    write_capture(path, data)
+    said = ("the capture holds no answer to nvmlDeviceGetComputeRunningProcesses, "
+            "nvmlDeviceGetFieldValues(NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP), nvmlDeviceGetMemoryErrorCounter "
+            "(made before nodeqc asked): checks reading them say not available here, which says nothing of the "
+            "captured GPU; a capture made now (nodeqc capture) records them")
+    p = cli("--headless", "--replay", str(path), "--profile", "h100", "--quick", "--out", str(tmp_path / "r"))
+    assert f"nodeqc: warning: {said}" in p.stderr, p.stderr
+    report = p.stdout.strip().splitlines()[-1]
+    assert json.loads(_payload(report))["predicate"]["simulation"]["unrecorded"] == [
+        "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetFieldValues(NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP)",
+        "nvmlDeviceGetMemoryErrorCounter"]
+    assert f"          {said}" in cli("show", report).stdout.splitlines()
+    # A description written by hand (tests' fake machines) is no capture: what it leaves out is the
+    # driver's lack, recorded nowhere.
+    description = node([h100_device(0)])
+    description["devices"][0].pop("nvmlDeviceGetComputeRunningProcesses", None)
+    fake = ReplayNvml(description)
+    backend = NvmlBackend(fake)
+    backend.open()
+    assert backend.processes(0) is NA
+    backend.close()
+    assert backend.unrecorded() == [] and fake.unrecorded == set()
+
+
+def _payload(report: str) -> bytes:
+    import base64
+
+    return base64.b64decode(json.loads(open(report).read())["payload"])
 
 
 def test_capture_without_a_driver_is_one_line_and_exit_2(tmp_path):

@@ -342,6 +342,19 @@ class Clock:
         return seconds / self.scale
 
 
+def describe_unrecorded(functions: list[str]) -> str:
+    """What a replay says of the NVML calls its capture never recorded (GpuManagement.unrecorded),
+    the fields of one call together: "nvmlDeviceGetFieldValues(A, B)"."""
+    calls: dict[str, list[str]] = {}
+    for f in map(str, functions):
+        call, _, arg = f.partition("(")
+        calls.setdefault(call, []).extend([arg.rstrip(")")] if arg else [])
+    said = ", ".join(f"{call}({', '.join(args)})" if args else call for call, args in calls.items())
+    return (f"the capture holds no answer to {said} (made before nodeqc asked): "
+            "checks reading them say not available here, which says nothing of the captured GPU; "
+            "a capture made now (nodeqc capture) records them")
+
+
 class GpuManagement(ABC):
     """GPU management: inventory, telemetry, counters, XID events (NVML and its stand-ins)."""
 
@@ -353,6 +366,12 @@ class GpuManagement(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional: most backends hold nothing to release
         """Release the backend."""
+
+    def unrecorded(self) -> list[str]:
+        """What this run asked of a replayed capture that the capture holds no answer to (it was made
+        by a nodeqc that did not ask): those readings say not available, which says nothing of the
+        captured GPU. Empty for a live backend, which answers for itself."""
+        return []
 
     @abstractmethod
     def driver_version(self) -> str: ...
@@ -385,13 +404,11 @@ class GpuManagement(ABC):
         backend cannot list them. Raises GpuLostError when the GPU stopped answering."""
         return NA
 
-
 class HostBackend(ABC):
     """The host: CPU, memory, DMI, PCI (psutil and sysfs, or a scenario's)."""
 
     @abstractmethod
     def info(self) -> HostInfo: ...
-
 
 class NicBackend(ABC):
     """The NICs: what sysfs shows of them, and traffic through them (iperf3, ib_write_bw)."""
@@ -412,7 +429,6 @@ class NicBackend(ABC):
     def start_traffic(self, rounds: list[list[TrafficJob]], watch: list[str]) -> "TrafficSession":
         """Run the rounds one after another in the background, each round's jobs all at once; read
         the PCIe links of the NICs named in `watch` while they run."""
-
 
 class TrafficSession(ABC):
     """NIC traffic running in the background, and the NICs' PCIe links read while it runs (links

@@ -33,6 +33,10 @@ class NvmlBackend(GpuManagement):
         self._lost: set[int] = set()
         self._events: Any = None
 
+    def unrecorded(self) -> list[str]:
+        # A ReplayNvml keeps them (and its record outlives close()); the real binding has none.
+        return sorted(getattr(self._nvml_module, "unrecorded", ()) or ())
+
     # ------------------------------------------------------------------ plumbing
 
     def query(self, fn_name: str, *args: Any, index: int | None = None) -> Any:

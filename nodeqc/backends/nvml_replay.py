@@ -19,7 +19,9 @@ Description format (JSON-compatible)::
      }]}
 
 A function a device description does not name raises FunctionNotFound, as the real binding does
-when the driver lacks it.
+when the driver lacks it. In a capture (`nodeqc_capture` set) it means the capture never asked: the
+names are kept in `unrecorded`, so a replay can say which readings the capture lacks rather than let
+them pass for ones the GPU lacks.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class ReplayNvml:
         self._devices = description.get("devices", [])
         self._calls: dict[tuple[int, str, str], int] = {}
         self._xids = list(description.get("xid_events", []))
+        self.unrecorded: set[str] = set()  # functions asked that the capture never recorded
 
     # Constants and exception classes are the real binding's, so error codes match exactly.
     def __getattr__(self, name: str) -> Any:
@@ -95,6 +98,8 @@ class ReplayNvml:
         table = self._devices[handle.index].get("nvmlDeviceGetFieldValues", {})
         out = []
         for fid in field_ids:
+            if str(fid) not in table and self.description.get("nodeqc_capture"):
+                self.unrecorded.add(f"nvmlDeviceGetFieldValues({_field_name(fid)})")
             rec = table.get(str(fid), {"nvmlReturn": pynvml.NVML_ERROR_NOT_SUPPORTED, "valueType": 0, "value": {}})
             out.append(SimpleNamespace(fieldId=fid, nvmlReturn=rec["nvmlReturn"], valueType=rec["valueType"],
                                        value=SimpleNamespace(**rec["value"])))
@@ -112,6 +117,8 @@ class ReplayNvml:
 
     def _answer(self, table: dict[str, Any], name: str, args: tuple[Any, ...], index: int) -> Any:
         if name not in table:
+            if self.description.get("nodeqc_capture"):
+                self.unrecorded.add(name)
             raise self.error("FUNCTION_NOT_FOUND")
         answer = table[name]
         # Another GPU's handle among the arguments (topology, P2P status) is keyed by its index.
@@ -136,3 +143,8 @@ def _objects(value: Any) -> Any:
     if isinstance(value, list):
         return [_objects(v) for v in value]
     return value
+
+
+def _field_name(field_id: int) -> str:
+    """NVML's name of a field id (NVML_FI_DEV_...), as nvidia-ml-py defines it; the number otherwise."""
+    return next((k for k in dir(pynvml) if k.startswith("NVML_FI_") and getattr(pynvml, k) == field_id), str(field_id))
