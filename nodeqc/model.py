@@ -82,7 +82,7 @@ class Value:
     def __str__(self) -> str:
         if is_na(self.value):
             return "N/A"
-        text = _num(self.value) if isinstance(self.value, (int, float)) else str(self.value)
+        text = _num(self.value)  # a number with its digits; anything else as it is
         return f"{text} {self.unit}".strip()
 
 

@@ -555,6 +555,15 @@ def test_a_burn_rate_just_below_its_floor_reads_below_it():
     assert r.message.startswith("fp32 sustained 49.99 TFLOP/s is below the limit 50 TFLOP/s")
 
 
+@pytest.mark.parametrize("kind, value, level, said", [
+    ("min", 49.991, 50, "x 49.99 GB/s is below the limit 50 GB/s"),  # the fewest digits that tell them apart
+    ("min", 9.9991, 10, "x 9.999 GB/s is below the limit 10 GB/s"),
+    ("max", 0.1 + 0.2, 0.3, "x 0.30000000000000004 GB/s is above the limit 0.3 GB/s"),  # all 17
+])
+def test_a_value_a_hair_past_its_limit_is_shown_with_just_the_digits_that_tell_them_apart(kind, value, level, said):
+    assert judge(Threshold("x", kind, level, None, "GB/s"), value, "CODE", "x", "GB/s").message == said
+
+
 # ---------------------------------------------------------------------- the worst verdict
 
 VERDICTS = st.lists(st.sampled_from(list(Verdict)), max_size=8)

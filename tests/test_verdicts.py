@@ -323,6 +323,7 @@ def test_burn_repeat_differs():
     (["a", "b"], {"gpu0", "gpu1"}, False),  # two GPUs that disagree: no majority, both fail
     (["a", "a", "b", "b"], {"gpu0", "gpu1", "gpu2", "gpu3"}, False),  # a tie
     (["a", "a", "a", "b"], {"gpu3"}, True),
+    (["a", "a", "b", "c"], {"gpu0", "gpu1", "gpu2", "gpu3"}, False),  # no majority: gpu2 differs from all 3
     (["a", "a", "a"], set(), True),
     (["a"], set(), True),  # one GPU: nothing to compare with
 ])

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeqc.model import CheckResult, Threshold, Value, Verdict
-from nodeqc.na import is_na
 
 
 @dataclass(frozen=True)
@@ -38,12 +37,20 @@ def _told_apart(value: Any, level: float, kind: str) -> tuple[str, str]:
     digits it takes for the value to read as on its side (49.99 TFLOP/s against a floor of 50 reads
     '50.0' at the usual one decimal: 'fp32 sustained 50.0 TFLOP/s is below the limit 50')."""
     value_text, level_text = fmt(value), fmt(level)
-    digits = 3
+    # fmt shows three significant digits at least (model._num), so more are tried from four; 17
+    # tell any two different doubles apart (a value is never judged past a level it equals).
+    digits = 4
     while digits <= 17 and not (float(value_text) < float(level_text) if kind == "min"
                                 else float(value_text) > float(level_text)):
-        value_text, level_text = f"{float(value):.{digits}g}", f"{float(level):.{digits}g}"
+        value_text, level_text = _at_most(value, digits), _at_most(level, digits)
         digits += 1
     return value_text, level_text
+
+
+def _at_most(x: Any, digits: int) -> str:
+    """x with `digits` significant digits, or fewer where they say it exactly (0.3, not 0.29999999999999999)."""
+    text, shortest = f"{float(x):.{digits}g}", repr(float(x))
+    return shortest if len(shortest) < len(text) else text
 
 
 def _with_unit(text: str, unit: str) -> str:
@@ -69,4 +76,4 @@ def skip(name: str, subject: str, message: str, code: str | None = None,
 
 
 def fmt(value: Any, unit: str = "") -> str:
-    return str(Value(value, unit)) if not is_na(value) else "N/A"
+    return str(Value(value, unit))  # N/A for a value not available (Value.__str__)

@@ -75,7 +75,7 @@ def _wrong_data(mismatch: dict[str, Any], unit: str = "element") -> str:
 
 
 def _outlier(profile: Profile, value: float, median: float | None, peers: int, code: str, what: str,
-             unit: str = "") -> Finding | None:
+             unit: str) -> Finding | None:
     """A figure well below the node's median; needs at least two GPUs to have a median worth the name.
     Said as one finding, numbers first: 'host-to-device 27.1 GB/s is 49.9 % below the node median
     54.2 GB/s (limit 10 %)'."""
