@@ -196,6 +196,22 @@ def test_the_steady_rate_is_taken_over_the_time_the_counter_counted_not_the_swin
     assert r.verdict is Verdict.FAIL and "power brake for 4 ms beyond the steady load's 400 ms a second" in r.message
 
 
+def test_the_time_a_count_covers_is_the_time_between_its_two_reads_however_short():
+    """Half a second between the steady load's two reads, 0.3 s around a 20 ms period's: each count
+    covers exactly that (a read out of order covers none), and the counts are the driver's
+    nanoseconds as milliseconds."""
+    spans = [{"period_s": 0.0}, {"period_s": 0.02}, {"period_s": 0.1}]
+
+    def mark(period, bound, t, ns):
+        return {"period_s": period, "bound": bound, "t_s": t, "throttle_ns": {"power_brake": ns}}
+
+    marks = [mark(0.0, "start", 1.0, 0), mark(0.0, "end", 1.5, 2_000_000), mark(0.02, "start", 1.6, 2_000_000),
+             mark(0.02, "end", 1.9, 9_500_000), mark(0.1, "start", 3.0, 9_500_000), mark(0.1, "end", 2.5, 9_500_000)]
+    counted, between = stress._counted_per_period(spans, marks)
+    assert between == pytest.approx({0.0: 0.5, 0.02: 0.3, 0.1: 0.0})
+    assert counted == {"power_brake": pytest.approx({0.0: 2.0, 0.02: 7.5, 0.1: 0.0})}
+
+
 def test_the_counter_decides_power_brake_where_counted_and_onsets_still_decide_hw_slowdown():
     """A sampled power-brake bit the counter does not bear out is not used (the counter is exact);
     HW slowdown, which NVML does not count, is still found by its sampled onset."""

@@ -1026,6 +1026,19 @@ def test_outcome_failure_says_what_happened_with_the_workers_evidence(status, me
 # ---------------------------------------------------------------------- the test gaps the first mutation run left
 # (benchmarks/RESULTS.md, "Mutation testing": each of these mutants survived the tests above.)
 
+def test_the_node_is_expected_to_do_what_its_first_gpus_sku_does():
+    from nodeqc.checks.diagnosis import Expected
+
+    assert stress._node_expected([]) == Expected()
+    assert stress._node_expected(gpus(1)).sku == "H100 SXM5 80GB"
+
+
+def test_the_all_reduce_through_the_nics_takes_the_all_reduces_sizes_with_p2p_and_shm_off():
+    p = Profile("t", Path("t.toml"), {})
+    for quick, size in ((True, {"bytes": 1 << 30, "iters": 5}), (False, {"bytes": 4 << 30, "iters": 20})):
+        assert stress.nccl_net_params(p, quick) == {**size, "env": {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}}
+
+
 def test_median_of_no_gpus_is_none_and_every_worker_failing_is_judged_one_by_one():
     assert stress._median([]) is None
     assert (stress._median([3.0, 1.0, 2.0]), stress._median([4.0, 1.0, 2.0, 3.0])) == (2.0, 2.5)
@@ -1426,6 +1439,32 @@ def test_p2p_a_path_where_nothing_moved_for_anyone_does_not_lift_a_gpu():
                      (0, 3): ("nvlink", 50.0), (1, 2): ("nvlink", 100.0), (1, 3): ("nvlink", 100.0)})
     assert got[0] == ("nvlink", 50.0, 100.0, 3)
     assert got[1][:3] == ("nvlink", 100.0, 50.0)  # the others over NVLink: gpu0 and its peers, at 50
+
+
+def _one_path(n, rate):
+    """stress._p2p_standing over n GPUs on one kind of path, copies both ways at rate(a, b)."""
+    pairs = [{"src": s, "dst": d, "gbps": rate(min(s, d), max(s, d))} for s in range(n) for d in range(n) if s != d]
+    return stress._p2p_standing(pairs, {g.index: g for g in gpus(n)})
+
+
+def test_p2p_nothing_moved_is_said_only_where_neither_the_gpu_nor_the_others_moved_anything():
+    # gpu0 moved nothing while the others moved half a GB/s: it stands at 0 of their median.
+    got = _one_path(4, lambda a, b: 0.0 if a == 0 else 0.5)
+    assert got[0] == (None, 0.0, 0.5, 3)
+    # gpu0 moved half a GB/s while the others moved nothing among themselves: it stands above them.
+    got = _one_path(4, lambda a, b: 0.5 if a == 0 else 0.0)
+    assert got[0] == (None, 0.5, 0.0, 3)
+    # gpu0-3 dead, gpu4 and gpu5 healthy: the dead ones have nothing to stand on, the live ones still do.
+    got = _one_path(6, lambda a, b: 50.0 if (a, b) == (4, 5) else 0.0)
+    assert sorted(got) == [4, 5] and got[4] == (None, 50.0, 0.0, 5)
+
+
+def test_p2p_a_gpu_that_moved_nothing_where_the_others_moved_under_one_gb_s_does_not_stand_there_best():
+    # Over the board the others moved 0.5 GB/s and gpu0 nothing (a share of 0); over NVLink gpu0
+    # copies at half the others' speed (0.5): it stands over NVLink, never "above" a sub-1 GB/s median.
+    got = _standing({(0, 1): ("board", 0.0), (2, 3): ("board", 0.5), (0, 2): ("nvlink", 50.0),
+                     (0, 3): ("nvlink", 50.0), (1, 2): ("nvlink", 100.0), (1, 3): ("nvlink", 100.0)})
+    assert got[0] == ("nvlink", 50.0, 100.0, 3)
 
 
 def test_slow_hbm_is_explained_with_the_gpus_sku_or_the_nodes_median():
