@@ -691,7 +691,8 @@ class PlatformWatch:
         records = self._log.new_records() if self._log is not None else []
         unreadable = getattr(self._log, "reason", None)
         return (host_health.edac(self._start, end, profile) + host_health.aer(self._start, end, self._names, profile)
-                + host_health.kernel_log(records, getattr(self._log, "source", ""), unreadable, self._names, profile))
+                + host_health.kernel_log(records, getattr(self._log, "source", ""), unreadable, self._names, profile,
+                                         lost=getattr(self._log, "lost", 0)))
 
     def close(self) -> None:
         if self._log is not None:

@@ -39,6 +39,24 @@ REAL_LINES = {
     "aer_detail": "pcieport 0000:00:1d.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, id=00e8(Receiver ID)",
 }
 
+# An uncorrected DRAM error a process consumed and the kernel recovered from, on a firmware-first
+# (APEI) Intel server with its EDAC driver unloaded (Tony Luck, LKML "Re: Machine check recovery
+# broken in v6.9-rc1", 2024-04-05, <ZhCQPwgMWo9w3LlO@agluck-desk3>): no EDAC or AER counter grows, and
+# the only line the old patterns knew was "Machine check events logged", taken for a corrected error.
+RECOVERED_UE = [
+    "mce: [Hardware Error]: Machine check events logged",
+    "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 0",
+    "{1}[Hardware Error]: event severity: recoverable",
+    "{1}[Hardware Error]:  Error 0, type: recoverable",
+    "{1}[Hardware Error]:  fru_text: Card02, ChnA, DIMM0",
+    "{1}[Hardware Error]:   section_type: memory error",
+    "{1}[Hardware Error]:   error_type: 14, scrub uncorrected error",
+    "{1}[Hardware Error]:   DIMM location: NODE 4 CPU1_DIMM_A1",
+    "mce: Uncorrected hardware memory error in user-access at 8a398a400",
+    "Memory failure: 0x8a398a: recovery action for dirty LRU page: Recovered",
+    "Memory failure: 0x8a398a: already hardware poisoned",
+]
+
 
 def _counters(edac=None, aer=None, present=True) -> HostCounters:
     return HostCounters(edac=edac or {}, aer=aer or {}, edac_present=present,
@@ -152,6 +170,90 @@ def test_kernel_lines_graded(line, kind, verdict):
                                   "nvme nvme0: 32/0/0 default/read/poll queues", "mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE"])
 def test_ordinary_lines_are_not_findings(line):
     assert host_health.classify(line) is None
+
+
+def test_an_uncorrected_memory_error_the_kernel_recovered_from_fails():
+    recs = [KernelRecord(3, i, i, t) for i, t in enumerate(RECOVERED_UE)]
+    [r] = host_health.kernel_log(recs, "/dev/kmsg", None, {}, GENERIC)
+    assert (r.subject, r.verdict, r.code) == ("node", Verdict.FAIL, "KERNEL_MCE")
+    assert "uncorrected memory error" in r.message and "hardware error reported by the firmware (recoverable)" in r.message
+
+
+@pytest.mark.parametrize("line, found", [
+    # the bank's status word: UC (bit 61) set though no exception was raised (a recoverable error)
+    ("mce: [Hardware Error]: CPU 3: Machine Check: 0 Bank 7: be00000000800400",
+     ("mce", Verdict.FAIL, "KERNEL_MCE", "machine check (uncorrected)")),
+    ("mce: [Hardware Error]: CPU 3: Machine Check: 0 Bank 7: 9c00004000010090",
+     ("mce", Verdict.WARN, "KERNEL_MCE", "machine check (corrected)")),
+    ("mce: Uncorrected hardware memory error in user-access at 8a398a400",
+     ("mce", Verdict.FAIL, "KERNEL_MCE", "machine check (uncorrected memory error)")),
+    ("Memory failure: 0x8a398a: recovery action for dirty LRU page: Recovered",
+     ("mce", Verdict.FAIL, "KERNEL_MCE", "machine check (uncorrected memory error)")),
+    ("{1}[Hardware Error]: event severity: fatal",
+     ("ghes", Verdict.FAIL, "KERNEL_HW_ERROR", "hardware error reported by the firmware (fatal)")),
+    ("{2}[Hardware Error]: event severity: corrected",
+     ("ghes", Verdict.WARN, "KERNEL_HW_ERROR", "hardware error reported by the firmware (corrected)")),
+])
+def test_machine_checks_and_firmware_first_errors_graded(line, found):
+    f = host_health.classify(line)
+    assert (f.kind, f.verdict, f.code, f.text) == found
+
+
+@pytest.mark.parametrize("line", [
+    # nvme core at every probe or reset of a healthy drive (seen at boot and at a hot-add)
+    "nvme nvme10: Shutdown timeout set to 10 seconds",
+    # mce-inject loading: reports no error
+    "Machine check injector initialized",
+    # a GHES record's other lines repeat the event its severity line already counted
+    "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 0",
+    "{1}[Hardware Error]: event severity: info",
+])
+def test_benign_hardware_lines_are_not_findings(line):
+    assert host_health.classify(line) is None
+
+
+def test_a_wrapped_ring_buffer_is_never_a_pass():
+    [r] = host_health.kernel_log([KernelRecord(6, 9, 9, "hello")], "/dev/kmsg", None, {}, GENERIC, lost=3)
+    assert (r.verdict, r.code) == (Verdict.WARN, "KERNEL_LOG_LOST")
+    assert r.message.startswith("at least 3 kernel log record(s) of the run were overwritten")
+    # with findings of its own, the node's result keeps them first and says what was lost
+    recs = [KernelRecord(2, 1, 1, RECOVERED_UE[-3])]
+    [r] = host_health.kernel_log(recs, "/dev/kmsg", None, {}, GENERIC, lost=2)
+    assert (r.verdict, r.code) == (Verdict.FAIL, "KERNEL_MCE") and "at least 2 kernel log record(s)" in r.message
+    # a GPU's finding stays the GPU's; the loss is the node's
+    by = {r.subject: r for r in host_health.kernel_log([KernelRecord(2, 1, 1, REAL_LINES["xid79"])], "/dev/kmsg", None,
+                                                       {"0000:44:00.0": "gpu2"}, GENERIC, lost=1)}
+    assert (by["gpu2"].code, by["node"].verdict, by["node"].code) == ("KERNEL_XID", Verdict.WARN, "KERNEL_LOG_LOST")
+
+
+def test_kmsg_counts_records_the_ring_buffer_overwrote(tmp_path, monkeypatch):
+    import errno as _errno
+
+    from nodeqc.backends import kernel_log as kl
+    path = tmp_path / "kmsg"
+    path.write_text("")
+    log = Kmsg(str(path))
+    reads = iter([b"6,100,1,-;one\n", BlockingIOError(), OSError(_errno.EPIPE, "Broken pipe"),
+                  b"6,150,2,-;two\n", b"6,151,3,-;three\n", BlockingIOError()])
+
+    def fake_read(fd, n):
+        item = next(reads)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+    monkeypatch.setattr(kl.os, "read", fake_read)
+    try:
+        assert [r.text for r in log.new_records()] == ["one"] and log.lost == 0
+        assert [r.text for r in log.new_records()] == ["two", "three"] and log.lost == 49  # 101..149
+    finally:
+        log.close()
+    # overwritten before the first read: at least one, how many is unknown
+    log = Kmsg(str(path))
+    reads = iter([OSError(_errno.EPIPE, "Broken pipe"), b"6,7,1,-;x\n", BlockingIOError()])
+    try:
+        assert [r.text for r in log.new_records()] == ["x"] and log.lost == 1
+    finally:
+        log.close()
 
 
 def test_kernel_log_results_name_devices_and_modes(tmp_path):

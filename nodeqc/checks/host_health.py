@@ -140,7 +140,7 @@ def _subject(bus: str, names: dict[str, str]) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class LogFinding:
-    kind: str  # xid | mce | aer | nvme
+    kind: str  # xid | mce | ghes | aer | nvme
     verdict: Verdict
     code: str
     device: str | None  # a PCI address or an NVMe controller
@@ -153,8 +153,31 @@ _FALLEN = re.compile(r"NVRM: The NVIDIA GPU (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2
 _AER = re.compile(r"AER: (?P<what>(?:Multiple )?(?:Corrected|Correctable|Uncorrected|Uncorrectable)[^:]*?)"
                   r"(?: error)?(?: message)? received(?: from)?:? "
                   r"(?:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])|id=(?P<id>[0-9a-fA-F]{4}))")
-_MCE = re.compile(r"mce: \[Hardware Error\]|Machine [Cc]heck")
+# "Machine check" followed by a colon: the machine check handler's own lines. Without the colon it
+# also matched "Machine check injector initialized" (mce-inject loading), which reports no error.
+_MCE = re.compile(r"mce: \[Hardware Error\]|Machine [Cc]heck(?: Exception)?:")
+# __print_mce (arch/x86/kernel/cpu/mce/core.c): "CPU n: Machine Check[ Exception]: MCGSTATUS Bank n:
+# STATUS". Bit 61 of the bank's status (UC) says the error was not corrected (Intel SDM vol. 3B
+# 16.3.2.2 IA32_MCi_STATUS; the same bit on AMD's MCA_STATUS). Recoverable uncorrected errors (a
+# patrol scrub's, one a process consumed) are printed without "Exception" and without a panic.
+_MCE_STATUS = re.compile(r"Machine Check(?: Exception)?: [0-9a-fA-F]+ Bank \d+: (?P<status>[0-9a-fA-F]{1,16})\b")
+MCI_STATUS_UC = 1 << 61
+# An uncorrected memory error the kernel recovered from by poisoning the page (and killing its
+# user): "mce: Uncorrected hardware memory error in user-access at ADDR" (mce/core.c kill_me_maybe)
+# and "Memory failure: PFN: recovery action for PAGE: RESULT" (mm/memory-failure.c action_result).
+# Neither says "Hardware Error"; with the first line the only other one is "Machine check events
+# logged", so they were taken for a corrected error.
+_MEMORY_FAILURE = re.compile(r"Uncorrected hardware memory error|Memory failure: 0x[0-9a-fA-F]+: recovery action")
+# Firmware-first platforms (APEI GHES) report memory, PCIe and CPU errors through the firmware;
+# the kernel prints each record as "{n}[Hardware Error]: event severity: SEV" (drivers/firmware/
+# efi/cper.c cper_estatus_print) with SEV one of recoverable, fatal, corrected, info (UEFI spec
+# N.2.1 Error Severity). There, no AER or EDAC counter grows: these lines are the only trace.
+_GHES = re.compile(r"\[Hardware Error\]: event severity: (?P<sev>recoverable|fatal|corrected)")
 _NVME = re.compile(r"nvme (?P<dev>nvme\d+): (?P<what>.*)")
+# An I/O the drive did not answer in time (drivers/nvme/host/pci.c nvme_timeout: "I/O N [...] QID N
+# timeout, aborting | reset controller | disable controller | completion polled"). Not "Shutdown
+# timeout set to N seconds": nvme core prints that at every probe and reset of a healthy drive.
+_NVME_TIMEOUT = re.compile(r"QID \d+ timeout")
 _NVME_RESET = re.compile(r"reset controller|resetting controller|controller is down|Removing after probe failure|"
                          r"Disabling device after reset failure|Device not ready")
 
@@ -163,7 +186,8 @@ def classify(line: str) -> LogFinding | None:
     """What one kernel log line says about the hardware, or None. Formats: NVRM Xid (nvidia.ko),
     AER (drivers/pci/pcie/aer.c: 'Corrected error received:' before Linux 6.8, 'Correctable error
     message received from' after), mce (arch/x86/kernel/cpu/mce: 'Machine Check Exception' when the
-    error was not corrected), nvme (drivers/nvme/host/core.c, pci.c)."""
+    error was not corrected; memory-failure's recovery from an uncorrected memory error), firmware-first
+    errors (APEI GHES 'event severity'), nvme (drivers/nvme/host/core.c, pci.c)."""
     m = _XID.search(line)
     if m:
         xid = int(m["xid"])
@@ -180,12 +204,21 @@ def classify(line: str) -> LogFinding | None:
         return LogFinding("aer", Verdict.WARN if corrected else Verdict.FAIL, "KERNEL_AER",
                           m["bus"].lower() if m["bus"] else None,
                           f"AER {'corrected' if corrected else 'uncorrected'} error")
+    m = _GHES.search(line)
+    if m:
+        corrected = m["sev"] == "corrected"
+        return LogFinding("ghes", Verdict.WARN if corrected else Verdict.FAIL, "KERNEL_HW_ERROR", None,
+                          f"hardware error reported by the firmware ({m['sev']})")
+    if _MEMORY_FAILURE.search(line):
+        return LogFinding("mce", Verdict.FAIL, "KERNEL_MCE", None, "machine check (uncorrected memory error)")
     if _MCE.search(line):
-        uncorrected = "Machine Check Exception" in line or re.search(r"\buncorrected\b|\bUC\b|[Ff]atal", line)
+        status = _MCE_STATUS.search(line)
+        uncorrected = ("Machine Check Exception" in line or re.search(r"\buncorrected\b|\bUC\b|[Ff]atal", line)
+                       or (status is not None and int(status["status"], 16) & MCI_STATUS_UC))
         return LogFinding("mce", Verdict.FAIL if uncorrected else Verdict.WARN, "KERNEL_MCE", None,
                           "machine check" + (" (uncorrected)" if uncorrected else " (corrected)"))
     m = _NVME.search(line)
-    if m and (_NVME_RESET.search(m["what"]) or "timeout" in m["what"]):
+    if m and (_NVME_RESET.search(m["what"]) or _NVME_TIMEOUT.search(m["what"])):
         reset = bool(_NVME_RESET.search(m["what"]))
         return LogFinding("nvme", Verdict.FAIL if reset else Verdict.WARN, "KERNEL_NVME_RESET", m["dev"],
                           "NVMe controller reset" if reset else "NVMe I/O timeout")
@@ -193,7 +226,8 @@ def classify(line: str) -> LogFinding | None:
 
 
 def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None, names: dict[str, str],
-               profile: Profile) -> list[CheckResult]:
+               profile: Profile, lost: int = 0) -> list[CheckResult]:
+    """lost: records of the run the kernel overwrote before they were read (KernelLog.lost)."""
     name = "host.kernel_log"
     mode = profile.get("host", "kernel_log", "fail")
     if mode == "off":
@@ -211,9 +245,17 @@ def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None,
             subject, _ = _subject(f.device, names)
         found.setdefault(subject, []).append((f, rec.text))
     values = {"lines": Value(len(records))}
+    # A ring buffer that wrapped hid part of the run: never a pass on what was left.
+    gap = Finding(Verdict.WARN, "KERNEL_LOG_LOST", f"at least {lost} kernel log record(s) of the run were overwritten "
+                  f"before they were read (the ring buffer wrapped): what they said was not judged") if lost else None
     if not found:
+        if gap:
+            return [CheckResult(name, "node", Verdict.WARN, f"{gap.message}; nothing of note in the {len(records)} "
+                                f"line(s) read ({source})", code=gap.code, values=values, key="lines")]
         return [CheckResult(name, "node", Verdict.PASS, f"nothing of note in {len(records)} kernel log line(s) "
                             f"during the run ({source})", values=values, key="lines")]
+    if gap:
+        found.setdefault("node", [])
     out = []
     for subject, items in found.items():
         findings = []
@@ -224,6 +266,8 @@ def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None,
             device = f" on {names.get(worst.device, worst.device)}" if worst.device else ""
             more = f" (+{len(same) - 1} more line(s))" if len(same) > 1 else ""
             findings.append(Finding(verdict, worst.code, f"{worst.text}{device}{more}: {same[0][1]}"))
+        if gap and subject == "node":
+            findings.append(gap)
         result = _fold(name, subject, findings, {"lines": Value(len(items))}, [], "lines")
         result.evidence = {"lines": [t for _, t in items[:EVIDENCE_LINES]], "source": source}
         out.append(result)
