@@ -82,6 +82,19 @@ def test_edac_growth(ce, ue, verdict, code):
     assert r.values["corrected"].value == ce
 
 
+def test_edac_limits_are_the_nodes_so_errors_spread_over_dimms_add_up():
+    # 60 + 60 corrected errors: each DIMM under the fail limit of 100, the node over it
+    start = _counters({"mc0": {"ce": 0, "ue": 0}, "mc0/dimm0": {"ce": 0, "ue": 0}, "mc0/dimm1": {"ce": 0, "ue": 0}})
+    end = _counters({"mc0": {"ce": 120, "ue": 0}, "mc0/dimm0": {"ce": 60, "ue": 0}, "mc0/dimm1": {"ce": 60, "ue": 0}})
+    [r] = host_health.edac(start, end, GENERIC)
+    assert (r.verdict, r.code) == (Verdict.FAIL, "EDAC_CE")
+    assert r.message.startswith("120 corrected memory error(s) during the run") and "mc0/dimm1 (DIMM_A1): 60" in r.message
+    # under the limit in all: the DIMMs' warnings, no node-wide line
+    end = _counters({"mc0": {"ce": 20, "ue": 0}, "mc0/dimm0": {"ce": 10, "ue": 0}, "mc0/dimm1": {"ce": 10, "ue": 0}})
+    [r] = host_health.edac(start, end, GENERIC)
+    assert r.verdict is Verdict.WARN and "memory controllers" not in r.message
+
+
 def test_edac_counts_before_the_run_do_not_count_and_profile_limits_apply(tmp_path):
     start = _counters({"mc0": {"ce": 900, "ue": 2}})
     assert host_health.edac(start, start, GENERIC)[0].verdict is Verdict.PASS
@@ -210,6 +223,14 @@ def test_machine_checks_and_firmware_first_errors_graded(line, found):
 ])
 def test_benign_hardware_lines_are_not_findings(line):
     assert host_health.classify(line) is None
+
+
+def test_the_fallen_off_the_bus_line_that_follows_an_xid_counts_alone():
+    # congphase/my-t450s troubleshoot_log.md (an nvidia-bug-report): printed after the Xid 79 line
+    f = host_health.classify("NVRM: GPU 0000:01:00.0: GPU has fallen off the bus.")
+    assert (f.kind, f.verdict, f.device) == ("xid", Verdict.FAIL, "0000:01:00.0")
+    # the GPU's identity line at every driver load is not a finding
+    assert host_health.classify("NVRM: GPU at PCI:0000:01:00: GPU-1f2e3d4c-0000-1111-2222-333344445555") is None
 
 
 def test_a_wrapped_ring_buffer_is_never_a_pass():

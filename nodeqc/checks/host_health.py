@@ -72,12 +72,14 @@ def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[Check
                                                      f"(now {now[kind]})"))
     total_ce = sum(v.value for k, v in values.items() if k.endswith("_ce"))
     total_ue = sum(v.value for k, v in values.items() if k.endswith("_ue"))
-    # A controller whose DIMMs are not listed still counts.
+    # A controller whose DIMMs are not listed still counts; and the limits are the node's over the run
+    # (profile.py: "that appear during the run"), so errors spread over DIMMs, each under the limit,
+    # are judged by their sum too.
     for total, t, code, what in ((total_ue, ue_t, "EDAC_UE", "uncorrected"), (total_ce, ce_t, "EDAC_CE", "corrected")):
-        if total and not any(f.code == code for f in findings):
-            v = _judge(t, total)
-            if v is not Verdict.PASS:
-                findings.append(Finding(v, code, f"{total} {what} memory error(s) during the run (memory controllers)"))
+        v = _judge(t, total) if total else Verdict.PASS
+        by_dimm = [f.verdict.severity for f in findings if f.code == code]
+        if v is not Verdict.PASS and (not by_dimm or v.severity > max(by_dimm)):
+            findings.append(Finding(v, code, f"{total} {what} memory error(s) during the run (memory controllers)"))
     values = {"corrected": Value(total_ce), "uncorrected": Value(total_ue)}
     if not findings:
         return [CheckResult(name, "node", Verdict.PASS, f"no memory errors during the run "
@@ -148,8 +150,11 @@ class LogFinding:
 
 
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (?P<xid>\d+)")
-_FALLEN = re.compile(r"NVRM: The NVIDIA GPU (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]).*fallen off the bus",
-                     re.S)
+# "NVRM: The NVIDIA GPU BUS (PCI ID: ...) installed in this system has fallen off the bus" (newer drivers,
+# NVIDIA/NVSentinel#155) and "NVRM: GPU BUS: GPU has fallen off the bus." (the line after the Xid 79 in an
+# nvidia-bug-report, congphase/my-t450s troubleshoot_log.md): either says it, with or without an Xid.
+_FALLEN = re.compile(r"NVRM: (?:The NVIDIA GPU|GPU) (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])"
+                     r"\b.*fallen off the bus", re.S)
 _AER = re.compile(r"AER: (?P<what>(?:Multiple )?(?:Corrected|Correctable|Uncorrected|Uncorrectable)[^:]*?)"
                   r"(?: error)?(?: message)? received(?: from)?:? "
                   r"(?:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])|id=(?P<id>[0-9a-fA-F]{4}))")
