@@ -520,3 +520,48 @@ def test_device_names():
     bridges = {"0000:17:01.0": ["gpu0", "ibp24s0"], "0000:18:00.0": ["x"]}
     assert host_health.device_names(gpus, nics, bridges) == {
         "0000:1b:00.0": "gpu0", "0000:18:00.0": "ibp24s0", "0000:17:01.0": "bridge 0000:17:01.0 above gpu0, ibp24s0"}
+
+
+def test_the_kernel_log_is_read_between_steps_so_a_small_ring_buffer_loses_nothing():
+    """A ring buffer of 3 records and a run that logs 5, an Xid first: read only at the end, the Xid
+    is lost; read after each step (as the runner does), every line is judged."""
+    from nodeqc.runner import PlatformWatch
+
+    class RingLog:
+        source = "/dev/kmsg"
+        lost = 0
+
+        def __init__(self):
+            self.ring: list[KernelRecord] = []
+            self.next = 0  # the next seq to hand out
+            self.printed = 0
+
+        def print(self, text):
+            self.ring = (self.ring + [KernelRecord(4, self.printed, self.printed, text)])[-3:]
+            self.printed += 1
+
+        def new_records(self):
+            if self.ring and self.ring[0].seq > self.next:
+                self.lost += self.ring[0].seq - self.next
+            out = [r for r in self.ring if r.seq >= self.next]
+            self.next = self.printed
+            return out
+
+    class Platform:
+        def counters(self, bus_ids):
+            return HostCounters()
+
+    lines = [REAL_LINES["xid79"]] + [f"usb 1-1: new device {i}" for i in range(4)]
+    for drain_between_steps in (False, True):
+        watch = PlatformWatch(Platform())
+        watch._start, watch._log, watch._names = HostCounters(), RingLog(), {"0000:44:00.0": "gpu2"}
+        for step in (lines[:2], lines[2:4], lines[4:]):
+            for text in step:
+                watch._log.print(text)
+            if drain_between_steps:
+                watch.drain_kernel_log()
+        [kernel] = [r for r in watch.health_results(GENERIC) if r.name == "host.kernel_log"]
+        if drain_between_steps:
+            assert (kernel.subject, kernel.verdict, kernel.code) == ("gpu2", Verdict.FAIL, "KERNEL_XID")
+        else:  # what the old reading at the end could do at best: say it lost lines, never pass
+            assert (kernel.subject, kernel.verdict, kernel.code) == ("node", Verdict.WARN, "KERNEL_LOG_LOST")
