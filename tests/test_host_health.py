@@ -212,6 +212,24 @@ def test_machine_checks_and_firmware_first_errors_graded(line, found):
     assert (f.kind, f.verdict, f.code, f.text) == found
 
 
+@pytest.mark.parametrize("line, device", [
+    # drivers/pci/pcie/dpc.c since Linux 5.0 (pci_info on the port, "DPC: " prefix)
+    ("pcieport 0000:00:03.1: DPC: containment event, status:0x1f01 source:0x0000", "0000:00:03.1"),
+    # before 5.0, on the port's service device
+    ("pcieport 0000:00:03.1:pcie010: DPC containment event, status:0x1f01 source:0x0000", "0000:00:03.1"),
+    # newer kernels name the device that sent the error
+    ("pcieport 0000:16:01.0: DPC: containment event, status:0x1f05, ERR_FATAL received from 0000:17:00.0", "0000:17:00.0"),
+])
+def test_downstream_port_containment_is_an_uncorrectable_pcie_error(line, device):
+    f = host_health.classify(line)
+    assert (f.kind, f.verdict, f.code, f.device) == ("aer", Verdict.FAIL, "KERNEL_AER", device)
+    by = {r.subject: r for r in host_health.kernel_log([KernelRecord(4, 1, 1, line)], "/dev/kmsg", None,
+                                                       {"0000:17:00.0": "gpu3", "0000:16:01.0": "bridge 0000:16:01.0 above gpu3"},
+                                                       GENERIC)}
+    if device == "0000:17:00.0":
+        assert by["gpu3"].verdict is Verdict.FAIL
+
+
 @pytest.mark.parametrize("line", [
     # nvme core at every probe or reset of a healthy drive (seen at boot and at a hot-add)
     "nvme nvme10: Shutdown timeout set to 10 seconds",
@@ -220,6 +238,8 @@ def test_machine_checks_and_firmware_first_errors_graded(line, found):
     # a GHES record's other lines repeat the event its severity line already counted
     "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 0",
     "{1}[Hardware Error]: event severity: info",
+    # the DPC service's probe at boot or hot-add
+    "pcieport 0000:00:03.1: DPC: error containment capabilities: Int Msg #0, RPExt+ PoisonedTLP+ SwTrigger+ RP PIO Log 4",
 ])
 def test_benign_hardware_lines_are_not_findings(line):
     assert host_health.classify(line) is None

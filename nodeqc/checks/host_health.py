@@ -160,6 +160,12 @@ _AER = re.compile(r"AER: (?P<what>(?:Multiple )?(?:Corrected|Correctable|Uncorre
                   r"(?:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])|id=(?P<id>[0-9a-fA-F]{4}))")
 # "Machine check" followed by a colon: the machine check handler's own lines. Without the colon it
 # also matched "Machine check injector initialized" (mce-inject loading), which reports no error.
+# Downstream Port Containment: the port took its link down on an uncorrectable error (PCIe Base Spec
+# 6.0 6.2.11). The kernel prints "DPC: containment event, status:S source:ID" (drivers/pci/pcie/dpc.c;
+# "DPC containment event" on a ":pcie010" service device before Linux 5.0, "..., ERR_FATAL received
+# from BUS" in newer ones) and no "error received" line, and the device below, reset, may count nothing.
+_BUS = r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
+_DPC = re.compile(rf"(?:(?P<port>{_BUS})\S*\s+)?DPC:? containment event(?:.*?received from (?P<src>{_BUS}))?")
 _MCE = re.compile(r"mce: \[Hardware Error\]|Machine [Cc]heck(?: Exception)?:")
 # __print_mce (arch/x86/kernel/cpu/mce/core.c): "CPU n: Machine Check[ Exception]: MCGSTATUS Bank n:
 # STATUS". Bit 61 of the bank's status (UC) says the error was not corrected (Intel SDM vol. 3B
@@ -202,6 +208,11 @@ def classify(line: str) -> LogFinding | None:
     m = _FALLEN.search(line)
     if m:  # newer drivers say this without an Xid line (NVIDIA/NVSentinel#155)
         return LogFinding("xid", Verdict.FAIL, "KERNEL_XID", m["bus"].lower(), f"Xid 79 ({xid_meaning(79)})")
+    m = _DPC.search(line)
+    if m:
+        device = m["src"] or m["port"]
+        return LogFinding("aer", Verdict.FAIL, "KERNEL_AER", device.lower() if device else None,
+                          "PCIe link contained (DPC) after an uncorrectable error")
     m = _AER.search(line)
     if m:
         corrected = m["what"].lower().removeprefix("multiple ").startswith("correct")
