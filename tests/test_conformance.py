@@ -944,3 +944,56 @@ def test_a_device_sysfs_cannot_place_is_not_compared_where_it_sits_and_never_fai
     del now["bridge"]["0000:17:01.0"]
     assert [(r.subject, r.verdict, r.code) for r in compare(golden, now) if r.verdict is not Verdict.PASS] == [
         ("gpu0", Verdict.FAIL, "BASELINE_PCIE_SWITCH")]
+
+
+# ---------------------------------------------------------------------- the eighth mutation pass's gaps
+
+def test_every_bridge_and_every_unread_nic_is_judged_past_one_that_says_nothing():
+    """A bridge gone, one the baseline records no ACS for, one whose ACS now redirects: each is judged
+    on its own (one that says nothing, or is gone, does not end the list); and every NIC of the
+    baseline a run could not read is named, not only the first."""
+    quiet = "SrcValid+ ReqRedir- CmpltRedir-"
+    base = {"bridge": {"0000:01:00.0": {"above": ["gpu0"], "acs": quiet}, "0000:02:00.0": {"above": ["gpu1"]},
+                       "0000:03:00.0": {"above": ["gpu2"], "acs": quiet}},
+            "nic": {"ibp1": {"driver": "mlx5_core"}, "ibp2": {"driver": "mlx5_core"}}}
+    have = {"bridge": {"0000:02:00.0": {"above": ["gpu1"]},
+                       "0000:03:00.0": {"above": ["gpu2"], "acs": "SrcValid+ ReqRedir+ CmpltRedir-"}},
+            "unread": _unread(READ_BY_NIC_BACKEND)}
+    got = [(r.name, r.subject, r.verdict, r.code, r.message) for r in compare(base, have) if r.verdict is not Verdict.PASS]
+    assert [g[:4] for g in got] == [("baseline.software", "node", Verdict.SKIP, "BASELINE_NOT_HERE"),
+                                    ("baseline.topology", "gpu0", Verdict.FAIL, "BASELINE_PCIE_SWITCH"),
+                                    ("baseline.topology", "gpu2", Verdict.FAIL, "BASELINE_ACS"),
+                                    ("baseline.topology", "node", Verdict.SKIP, "BASELINE_NOT_HERE")]
+    assert got[0][4] == f"not run: ibp1 (driver), ibp2 (driver) not read: {WHY}"
+    assert got[3][4] == f"not compared: ibp1 (whether it is there), ibp2 (whether it is there) not read: {WHY}"
+
+
+def test_acs_names_only_the_redirects_the_baseline_did_not_have():
+    base = {"bridge": {"0000:01:00.0": {"above": ["gpu0"], "acs": "SrcValid+ ReqRedir+ CmpltRedir-"}}}
+    have = {"bridge": {"0000:01:00.0": {"above": ["gpu0"], "acs": "SrcValid+ ReqRedir+ CmpltRedir+"}}}
+    [r] = [r for r in compare(base, have) if r.verdict is not Verdict.PASS]
+    assert r.code == "BASELINE_ACS" and "(CmpltRedir send peer-to-peer traffic through the CPU)" in r.message
+
+
+def test_an_observation_without_a_node_or_bridge_table_compares_as_nothing_read_there():
+    results = compare({"node": {"driver": "580.1"}, "bridge": {"0000:01:00.0": {"above": ["gpu0"]}}}, {})
+    assert [(r.subject, r.verdict, r.code) for r in results] == [
+        ("node", Verdict.WARN, "BASELINE_UNREADABLE"), ("gpu0", Verdict.FAIL, "BASELINE_PCIE_SWITCH")]
+
+
+def test_a_passing_topology_lists_what_it_compared_and_a_difference_its_code():
+    base = {"bridge": {"0000:01:00.0": {"above": ["gpu0"], "acs": "SrcValid+ ReqRedir- CmpltRedir-"}},
+            "node": {"kernel": "6.8"}}
+    [software, topology] = sorted(compare(base, {"bridge": base["bridge"], "node": {"kernel": "6.9"}}),
+                                  key=lambda r: r.name)
+    assert (topology.verdict, {k: v.value for k, v in topology.values.items()}) == (
+        Verdict.PASS, {"acs 0000:01:00.0": "as baseline"})
+    assert software.evidence == {"differences": [{"code": "BASELINE_KERNEL", "verdict": "fail",
+                                                  "message": software.message}]}
+
+
+@pytest.mark.parametrize("a, b, same", [(1_000_001, 1_000_000, True), (1_000_002, 1_000_000, False)])
+def test_numbers_within_a_millionth_are_the_same(a, b, same):
+    from nodeqc.checks.conformance import _same
+
+    assert _same(a, b) is same
