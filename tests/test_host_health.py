@@ -114,6 +114,21 @@ def test_no_edac_is_a_skip_that_says_what_to_load():
     assert r.verdict is Verdict.SKIP and r.code == "EDAC_MISSING"
 
 
+def test_edac_core_without_a_memory_controller_driver_is_a_skip_not_a_pass(tmp_path):
+    """The EDAC core (built into most distribution kernels) makes /sys/devices/system/edac/mc by
+    itself; with no memory controller's driver loaded it stays empty and nothing is watched."""
+    from nodeqc.backends.platform import LinuxPlatform
+
+    (tmp_path / "sys/devices/system/edac/mc/power").mkdir(parents=True)
+    counters = LinuxPlatform(tmp_path).counters([])
+    assert counters.edac_present is False
+    [r] = host_health.edac(counters, counters, GENERIC)
+    assert (r.verdict, r.code) == (Verdict.SKIP, "EDAC_MISSING")
+    # counters that say present but carry no controller (an older capture) are not a pass either
+    [r] = host_health.edac(_counters({}), _counters({}), GENERIC)
+    assert (r.verdict, r.code) == (Verdict.SKIP, "EDAC_MISSING")
+
+
 # ---------------------------------------------------------------------- AER
 
 

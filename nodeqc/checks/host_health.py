@@ -50,7 +50,7 @@ def _judge(t: Threshold, growth: int) -> Verdict:
 
 def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[CheckResult]:
     name = "host.edac"
-    if not end.edac_present:
+    if not end.edac_present or not any("/" not in k for k in end.edac):  # no controller read: nothing watched
         return [CheckResult(name, "node", Verdict.SKIP, "no EDAC memory controllers in sysfs "
                             "(/sys/devices/system/edac/mc): memory errors were not watched", code="EDAC_MISSING")]
     ce_t, ue_t = _limit(profile, "max_edac_ce"), _limit(profile, "max_edac_ue")
