@@ -236,6 +236,24 @@ def test_machine_checks_and_firmware_first_errors_graded(line, found):
     ("pcieport 0000:16:01.0: DPC: containment event, status:0x1f05, ERR_FATAL received from 0000:17:00.0", "0000:17:00.0"),
 ])
 def test_downstream_port_containment_is_an_uncorrectable_pcie_error(line, device):
+    _check_dpc(line, device)
+
+
+@pytest.mark.parametrize("line, found", [
+    # an HGX node's dmesg quoted in gpud's SXid document (leptonai/gpud, "NVIDIA GPU SXid errors"): the
+    # NVSwitch links of a GPU that fell off the bus went down
+    ("nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up",
+     ("sxid", Verdict.FAIL, "KERNEL_SXID", "nvswitch1", "fatal NVSwitch error SXid 20034")),
+    # non-fatal ones and the detail lines are not judged (see _SXID)
+    ("nvidia-nvswitch3: SXid (PCI:0000:08:00.0): 22013, Non-fatal, Link 60 Minion Link DLREQ interrupt", None),
+    ("nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Severity 1 Engine instance 63 Sub-engine instance 00", None),
+])
+def test_fatal_nvswitch_errors_fail(line, found):
+    f = host_health.classify(line)
+    assert (f if f is None else (f.kind, f.verdict, f.code, f.device, f.text)) == found
+
+
+def _check_dpc(line, device):
     f = host_health.classify(line)
     assert (f.kind, f.verdict, f.code, f.device) == ("aer", Verdict.FAIL, "KERNEL_AER", device)
     by = {r.subject: r for r in host_health.kernel_log([KernelRecord(4, 1, 1, line)], "/dev/kmsg", None,

@@ -160,6 +160,12 @@ _AER = re.compile(r"AER: (?P<what>(?:Multiple )?(?:Corrected|Correctable|Uncorre
                   r"(?:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])|id=(?P<id>[0-9a-fA-F]{4}))")
 # "Machine check" followed by a colon: the machine check handler's own lines. Without the colon it
 # also matched "Machine check injector initialized" (mce-inject loading), which reports no error.
+# An NVSwitch's own errors (HGX/DGX baseboards), printed by the nvswitch driver (open-gpu-kernel-modules,
+# NVSWITCH_PRINT_SXID: "nvidia-nvswitchN: SXid (PCI:BUS): CODE, Fatal|Non-fatal, ..."; the lines after
+# it, "CODE, Severity N Engine instance ...", repeat the event). The driver calls it fatal: the fabric
+# needs a reset. Non-fatal ones are left unjudged: NVSwitch link training logs them on healthy
+# baseboards, and no public source grades them.
+_SXID = re.compile(r"nvidia-(?P<sw>nvswitch\d+): SXid \(PCI:[^)]*\): (?P<sxid>\d+), Fatal\b")
 # Downstream Port Containment: the port took its link down on an uncorrectable error (PCIe Base Spec
 # 6.0 6.2.11). The kernel prints "DPC: containment event, status:S source:ID" (drivers/pci/pcie/dpc.c;
 # "DPC containment event" on a ":pcie010" service device before Linux 5.0, "..., ERR_FATAL received
@@ -208,6 +214,9 @@ def classify(line: str) -> LogFinding | None:
     m = _FALLEN.search(line)
     if m:  # newer drivers say this without an Xid line (NVIDIA/NVSentinel#155)
         return LogFinding("xid", Verdict.FAIL, "KERNEL_XID", m["bus"].lower(), f"Xid 79 ({xid_meaning(79)})")
+    m = _SXID.search(line)
+    if m:
+        return LogFinding("sxid", Verdict.FAIL, "KERNEL_SXID", m["sw"], f"fatal NVSwitch error SXid {int(m['sxid'])}")
     m = _DPC.search(line)
     if m:
         device = m["src"] or m["port"]
