@@ -81,6 +81,11 @@ REMEDIATION: dict[str, str] = {
     "KERNEL_AER": "The kernel logged a PCIe AER error for the device named: reseat the card or riser, check the slot; uncorrected errors recur on failing hardware.",
     "KERNEL_NVME_RESET": "An NVMe drive timed out or was reset during the run: check its SMART log (nvme smart-log), firmware and seating; replace it if it recurs.",
     "KERNEL_LOG_UNREADABLE": "The kernel log could not be read: run nodeqc as root (or with CAP_SYSLOG) so /dev/kmsg can be read, or allow journalctl -k.",
+    # Firmware-first hardware errors (APEI GHES records in the kernel log), fatal NVSwitch errors
+    # (SXid) and a kernel log that lost records before they were read.
+    "KERNEL_HW_ERROR": "The platform firmware reported a hardware error during the run (APEI GHES): the lines after 'event severity' name the section (memory, PCIe, processor) and the DIMM or device; read the BMC's event log (ipmitool sel elist) for the same event and replace the part it names; a corrected one alone: watch it and re-run.",
+    "KERNEL_SXID": "An NVSwitch reported a fatal error (SXid) during the run: look the code up in NVIDIA's NVSwitch SXid list (Fabric Manager user guide), reset the GPUs and NVSwitches (reboot the node) and re-run; if it recurs on the same switch or link, the baseboard needs service.",
+    "KERNEL_LOG_LOST": "The kernel's ring buffer wrapped before nodeqc read it, so some of the run's kernel messages were lost unread: read them in the journal (journalctl -k) for the run's window, find what flooded the log, and raise the buffer (boot parameter log_buf_len=16M) before re-running.",
     # Host stress (full runs): CPU known answers, memory bandwidth, NVMe (fio), optical modules
     "HOST_CPU_WRONG": "A CPU core computed wrong answers (or its stress work died): the core is faulty. Note the CPU number, check the BMC and mcelog/rasdaemon for machine checks, and replace the CPU; until then the node must not run jobs.",
     "HOST_MEM_BANDWIDTH": "Host memory bandwidth is below the profile's floor: check that every DIMM slot the build needs is populated and detected (dmidecode -t memory, the BIOS memory report), the memory speed, and NUMA settings.",

@@ -25,6 +25,7 @@ from nodeqc.archive import node_dir, node_key, safe_name
 from nodeqc.backends import Hardware
 from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession, describe_unrecorded
 from nodeqc.backends.bmc import BmcWatch
+from nodeqc.backends.kernel_log import MAX_RECORDS
 from nodeqc.checks import conformance, health, host as host_checks, host_health, inventory, nic as nic_checks, stress
 from nodeqc.checks import host_stress as host_stress_checks
 from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
@@ -473,6 +474,7 @@ class Runner:
                                      should_abort=lambda: self.aborted)
             finally:
                 windows = sampler.close_window(step.name)
+                self._platform.drain_kernel_log()
                 psu_run = psus.finish(after=not self.aborted) if psus is not None else None
             if step.per_gpu:
                 results = step.judge_per_gpu(live, {o.task.gpu: o for o in outcomes}, windows, self.profile)
@@ -524,6 +526,7 @@ class Runner:
 
         def checkpoint() -> None:
             closed = sampler.close_window(f"burnin-{state['window']}")
+            self._platform.drain_kernel_log()
             recorder.add_interval(state["at"] - started, {by_index[i].subject: t for i, t in closed.items()})
             state["window"] += 1
             state["at"] = self.now()
@@ -647,6 +650,7 @@ class PlatformWatch:
         self._names: dict[str, str] = {}
         self._start: Any = None
         self._log: Any = None
+        self._records: list[Any] = []  # the kernel log's records read so far
         self._emit: Callable[[Event], None] = lambda e: None
 
     def start(self, gpus: list[GpuInfo], nics: list[NicInfo], emit: Callable[[Event], None]) -> None:
@@ -681,6 +685,13 @@ class PlatformWatch:
             self._emit(Notice("warning", f"the node's platform could not be read: {e}"))
             self.unobserved = f"the node's platform could not be read: {e}"
 
+    def drain_kernel_log(self) -> None:
+        """Read what the kernel logged so far, between steps and burn-in windows: the ring buffer
+        holds about 1 MiB (a few thousand lines), so a run of hours read only at its end could lose
+        its first lines to it."""
+        if self._log is not None and len(self._records) < MAX_RECORDS:
+            self._records += self._log.new_records()
+
     def health_results(self, profile: Profile) -> list[CheckResult]:
         if self.platform is None or self._start is None:
             # Never silent: each check it would have judged says why it did not run.
@@ -688,10 +699,12 @@ class PlatformWatch:
                          ("HOST_UNREADABLE", self._unreadable or "the platform was not read at the start"))
             return [CheckResult(name, "node", Verdict.SKIP, f"not run: {why}", code=code) for name in HOST_HEALTH_CHECKS]
         end = self.platform.counters(self._bus_ids)
-        records = self._log.new_records() if self._log is not None else []
+        self.drain_kernel_log()
+        records = self._records
         unreadable = getattr(self._log, "reason", None)
         return (host_health.edac(self._start, end, profile) + host_health.aer(self._start, end, self._names, profile)
-                + host_health.kernel_log(records, getattr(self._log, "source", ""), unreadable, self._names, profile))
+                + host_health.kernel_log(records, getattr(self._log, "source", ""), unreadable, self._names, profile,
+                                         lost=getattr(self._log, "lost", 0)))
 
     def close(self) -> None:
         if self._log is not None:

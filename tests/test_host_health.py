@@ -39,6 +39,24 @@ REAL_LINES = {
     "aer_detail": "pcieport 0000:00:1d.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, id=00e8(Receiver ID)",
 }
 
+# An uncorrected DRAM error a process consumed and the kernel recovered from, on a firmware-first
+# (APEI) Intel server with its EDAC driver unloaded (Tony Luck, LKML "Re: Machine check recovery
+# broken in v6.9-rc1", 2024-04-05, <ZhCQPwgMWo9w3LlO@agluck-desk3>): no EDAC or AER counter grows, and
+# the only line the old patterns knew was "Machine check events logged", taken for a corrected error.
+RECOVERED_UE = [
+    "mce: [Hardware Error]: Machine check events logged",
+    "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 0",
+    "{1}[Hardware Error]: event severity: recoverable",
+    "{1}[Hardware Error]:  Error 0, type: recoverable",
+    "{1}[Hardware Error]:  fru_text: Card02, ChnA, DIMM0",
+    "{1}[Hardware Error]:   section_type: memory error",
+    "{1}[Hardware Error]:   error_type: 14, scrub uncorrected error",
+    "{1}[Hardware Error]:   DIMM location: NODE 4 CPU1_DIMM_A1",
+    "mce: Uncorrected hardware memory error in user-access at 8a398a400",
+    "Memory failure: 0x8a398a: recovery action for dirty LRU page: Recovered",
+    "Memory failure: 0x8a398a: already hardware poisoned",
+]
+
 
 def _counters(edac=None, aer=None, present=True) -> HostCounters:
     return HostCounters(edac=edac or {}, aer=aer or {}, edac_present=present,
@@ -64,6 +82,19 @@ def test_edac_growth(ce, ue, verdict, code):
     assert r.values["corrected"].value == ce
 
 
+def test_edac_limits_are_the_nodes_so_errors_spread_over_dimms_add_up():
+    # 60 + 60 corrected errors: each DIMM under the fail limit of 100, the node over it
+    start = _counters({"mc0": {"ce": 0, "ue": 0}, "mc0/dimm0": {"ce": 0, "ue": 0}, "mc0/dimm1": {"ce": 0, "ue": 0}})
+    end = _counters({"mc0": {"ce": 120, "ue": 0}, "mc0/dimm0": {"ce": 60, "ue": 0}, "mc0/dimm1": {"ce": 60, "ue": 0}})
+    [r] = host_health.edac(start, end, GENERIC)
+    assert (r.verdict, r.code) == (Verdict.FAIL, "EDAC_CE")
+    assert r.message.startswith("120 corrected memory error(s) during the run") and "mc0/dimm1 (DIMM_A1): 60" in r.message
+    # under the limit in all: the DIMMs' warnings, no node-wide line
+    end = _counters({"mc0": {"ce": 20, "ue": 0}, "mc0/dimm0": {"ce": 10, "ue": 0}, "mc0/dimm1": {"ce": 10, "ue": 0}})
+    [r] = host_health.edac(start, end, GENERIC)
+    assert r.verdict is Verdict.WARN and "memory controllers" not in r.message
+
+
 def test_edac_counts_before_the_run_do_not_count_and_profile_limits_apply(tmp_path):
     start = _counters({"mc0": {"ce": 900, "ue": 2}})
     assert host_health.edac(start, start, GENERIC)[0].verdict is Verdict.PASS
@@ -81,6 +112,21 @@ def test_edac_counts_before_the_run_do_not_count_and_profile_limits_apply(tmp_pa
 def test_no_edac_is_a_skip_that_says_what_to_load():
     [r] = host_health.edac(_counters(present=False), _counters(present=False), GENERIC)
     assert r.verdict is Verdict.SKIP and r.code == "EDAC_MISSING"
+
+
+def test_edac_core_without_a_memory_controller_driver_is_a_skip_not_a_pass(tmp_path):
+    """The EDAC core (built into most distribution kernels) makes /sys/devices/system/edac/mc by
+    itself; with no memory controller's driver loaded it stays empty and nothing is watched."""
+    from nodeqc.backends.platform import LinuxPlatform
+
+    (tmp_path / "sys/devices/system/edac/mc/power").mkdir(parents=True)
+    counters = LinuxPlatform(tmp_path).counters([])
+    assert counters.edac_present is False
+    [r] = host_health.edac(counters, counters, GENERIC)
+    assert (r.verdict, r.code) == (Verdict.SKIP, "EDAC_MISSING")
+    # counters that say present but carry no controller (an older capture) are not a pass either
+    [r] = host_health.edac(_counters({}), _counters({}), GENERIC)
+    assert (r.verdict, r.code) == (Verdict.SKIP, "EDAC_MISSING")
 
 
 # ---------------------------------------------------------------------- AER
@@ -152,6 +198,136 @@ def test_kernel_lines_graded(line, kind, verdict):
                                   "nvme nvme0: 32/0/0 default/read/poll queues", "mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE"])
 def test_ordinary_lines_are_not_findings(line):
     assert host_health.classify(line) is None
+
+
+def test_an_uncorrected_memory_error_the_kernel_recovered_from_fails():
+    recs = [KernelRecord(3, i, i, t) for i, t in enumerate(RECOVERED_UE)]
+    [r] = host_health.kernel_log(recs, "/dev/kmsg", None, {}, GENERIC)
+    assert (r.subject, r.verdict, r.code) == ("node", Verdict.FAIL, "KERNEL_MCE")
+    assert "uncorrected memory error" in r.message and "hardware error reported by the firmware (recoverable)" in r.message
+
+
+@pytest.mark.parametrize("line, found", [
+    # the bank's status word: UC (bit 61) set though no exception was raised (a recoverable error)
+    ("mce: [Hardware Error]: CPU 3: Machine Check: 0 Bank 7: be00000000800400",
+     ("mce", Verdict.FAIL, "KERNEL_MCE", "machine check (uncorrected)")),
+    ("mce: [Hardware Error]: CPU 3: Machine Check: 0 Bank 7: 9c00004000010090",
+     ("mce", Verdict.WARN, "KERNEL_MCE", "machine check (corrected)")),
+    ("mce: Uncorrected hardware memory error in user-access at 8a398a400",
+     ("mce", Verdict.FAIL, "KERNEL_MCE", "machine check (uncorrected memory error)")),
+    ("Memory failure: 0x8a398a: recovery action for dirty LRU page: Recovered",
+     ("mce", Verdict.FAIL, "KERNEL_MCE", "machine check (uncorrected memory error)")),
+    ("{1}[Hardware Error]: event severity: fatal",
+     ("ghes", Verdict.FAIL, "KERNEL_HW_ERROR", "hardware error reported by the firmware (fatal)")),
+    ("{2}[Hardware Error]: event severity: corrected",
+     ("ghes", Verdict.WARN, "KERNEL_HW_ERROR", "hardware error reported by the firmware (corrected)")),
+])
+def test_machine_checks_and_firmware_first_errors_graded(line, found):
+    f = host_health.classify(line)
+    assert (f.kind, f.verdict, f.code, f.text) == found
+
+
+@pytest.mark.parametrize("line, device", [
+    # drivers/pci/pcie/dpc.c since Linux 5.0 (pci_info on the port, "DPC: " prefix)
+    ("pcieport 0000:00:03.1: DPC: containment event, status:0x1f01 source:0x0000", "0000:00:03.1"),
+    # before 5.0, on the port's service device
+    ("pcieport 0000:00:03.1:pcie010: DPC containment event, status:0x1f01 source:0x0000", "0000:00:03.1"),
+    # newer kernels name the device that sent the error
+    ("pcieport 0000:16:01.0: DPC: containment event, status:0x1f05, ERR_FATAL received from 0000:17:00.0", "0000:17:00.0"),
+])
+def test_downstream_port_containment_is_an_uncorrectable_pcie_error(line, device):
+    _check_dpc(line, device)
+
+
+@pytest.mark.parametrize("line, found", [
+    # an HGX node's dmesg quoted in gpud's SXid document (leptonai/gpud, "NVIDIA GPU SXid errors"): the
+    # NVSwitch links of a GPU that fell off the bus went down
+    ("nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up",
+     ("sxid", Verdict.FAIL, "KERNEL_SXID", "nvswitch1", "fatal NVSwitch error SXid 20034")),
+    # non-fatal ones and the detail lines are not judged (see _SXID)
+    ("nvidia-nvswitch3: SXid (PCI:0000:08:00.0): 22013, Non-fatal, Link 60 Minion Link DLREQ interrupt", None),
+    ("nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Severity 1 Engine instance 63 Sub-engine instance 00", None),
+])
+def test_fatal_nvswitch_errors_fail(line, found):
+    f = host_health.classify(line)
+    assert (f if f is None else (f.kind, f.verdict, f.code, f.device, f.text)) == found
+
+
+def _check_dpc(line, device):
+    f = host_health.classify(line)
+    assert (f.kind, f.verdict, f.code, f.device) == ("aer", Verdict.FAIL, "KERNEL_AER", device)
+    by = {r.subject: r for r in host_health.kernel_log([KernelRecord(4, 1, 1, line)], "/dev/kmsg", None,
+                                                       {"0000:17:00.0": "gpu3", "0000:16:01.0": "bridge 0000:16:01.0 above gpu3"},
+                                                       GENERIC)}
+    if device == "0000:17:00.0":
+        assert by["gpu3"].verdict is Verdict.FAIL
+
+
+@pytest.mark.parametrize("line", [
+    # nvme core at every probe or reset of a healthy drive (seen at boot and at a hot-add)
+    "nvme nvme10: Shutdown timeout set to 10 seconds",
+    # mce-inject loading: reports no error
+    "Machine check injector initialized",
+    # a GHES record's other lines repeat the event its severity line already counted
+    "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 0",
+    "{1}[Hardware Error]: event severity: info",
+    # the DPC service's probe at boot or hot-add
+    "pcieport 0000:00:03.1: DPC: error containment capabilities: Int Msg #0, RPExt+ PoisonedTLP+ SwTrigger+ RP PIO Log 4",
+])
+def test_benign_hardware_lines_are_not_findings(line):
+    assert host_health.classify(line) is None
+
+
+def test_the_fallen_off_the_bus_line_that_follows_an_xid_counts_alone():
+    # congphase/my-t450s troubleshoot_log.md (an nvidia-bug-report): printed after the Xid 79 line
+    f = host_health.classify("NVRM: GPU 0000:01:00.0: GPU has fallen off the bus.")
+    assert (f.kind, f.verdict, f.device) == ("xid", Verdict.FAIL, "0000:01:00.0")
+    # the GPU's identity line at every driver load is not a finding
+    assert host_health.classify("NVRM: GPU at PCI:0000:01:00: GPU-1f2e3d4c-0000-1111-2222-333344445555") is None
+
+
+def test_a_wrapped_ring_buffer_is_never_a_pass():
+    [r] = host_health.kernel_log([KernelRecord(6, 9, 9, "hello")], "/dev/kmsg", None, {}, GENERIC, lost=3)
+    assert (r.verdict, r.code) == (Verdict.WARN, "KERNEL_LOG_LOST")
+    assert r.message.startswith("at least 3 kernel log record(s) of the run were overwritten")
+    # with findings of its own, the node's result keeps them first and says what was lost
+    recs = [KernelRecord(2, 1, 1, RECOVERED_UE[-3])]
+    [r] = host_health.kernel_log(recs, "/dev/kmsg", None, {}, GENERIC, lost=2)
+    assert (r.verdict, r.code) == (Verdict.FAIL, "KERNEL_MCE") and "at least 2 kernel log record(s)" in r.message
+    # a GPU's finding stays the GPU's; the loss is the node's
+    by = {r.subject: r for r in host_health.kernel_log([KernelRecord(2, 1, 1, REAL_LINES["xid79"])], "/dev/kmsg", None,
+                                                       {"0000:44:00.0": "gpu2"}, GENERIC, lost=1)}
+    assert (by["gpu2"].code, by["node"].verdict, by["node"].code) == ("KERNEL_XID", Verdict.WARN, "KERNEL_LOG_LOST")
+
+
+def test_kmsg_counts_records_the_ring_buffer_overwrote(tmp_path, monkeypatch):
+    import errno as _errno
+
+    from nodeqc.backends import kernel_log as kl
+    path = tmp_path / "kmsg"
+    path.write_text("")
+    log = Kmsg(str(path))
+    reads = iter([b"6,100,1,-;one\n", BlockingIOError(), OSError(_errno.EPIPE, "Broken pipe"),
+                  b"6,150,2,-;two\n", b"6,151,3,-;three\n", BlockingIOError()])
+
+    def fake_read(fd, n):
+        item = next(reads)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+    monkeypatch.setattr(kl.os, "read", fake_read)
+    try:
+        assert [r.text for r in log.new_records()] == ["one"] and log.lost == 0
+        assert [r.text for r in log.new_records()] == ["two", "three"] and log.lost == 49  # 101..149
+    finally:
+        log.close()
+    # overwritten before the first read: at least one, how many is unknown
+    log = Kmsg(str(path))
+    reads = iter([OSError(_errno.EPIPE, "Broken pipe"), b"6,7,1,-;x\n", BlockingIOError()])
+    try:
+        assert [r.text for r in log.new_records()] == ["x"] and log.lost == 1
+    finally:
+        log.close()
 
 
 def test_kernel_log_results_name_devices_and_modes(tmp_path):
@@ -397,3 +573,48 @@ def test_device_names():
     bridges = {"0000:17:01.0": ["gpu0", "ibp24s0"], "0000:18:00.0": ["x"]}
     assert host_health.device_names(gpus, nics, bridges) == {
         "0000:1b:00.0": "gpu0", "0000:18:00.0": "ibp24s0", "0000:17:01.0": "bridge 0000:17:01.0 above gpu0, ibp24s0"}
+
+
+def test_the_kernel_log_is_read_between_steps_so_a_small_ring_buffer_loses_nothing():
+    """A ring buffer of 3 records and a run that logs 5, an Xid first: read only at the end, the Xid
+    is lost; read after each step (as the runner does), every line is judged."""
+    from nodeqc.runner import PlatformWatch
+
+    class RingLog:
+        source = "/dev/kmsg"
+        lost = 0
+
+        def __init__(self):
+            self.ring: list[KernelRecord] = []
+            self.next = 0  # the next seq to hand out
+            self.printed = 0
+
+        def print(self, text):
+            self.ring = (self.ring + [KernelRecord(4, self.printed, self.printed, text)])[-3:]
+            self.printed += 1
+
+        def new_records(self):
+            if self.ring and self.ring[0].seq > self.next:
+                self.lost += self.ring[0].seq - self.next
+            out = [r for r in self.ring if r.seq >= self.next]
+            self.next = self.printed
+            return out
+
+    class Platform:
+        def counters(self, bus_ids):
+            return HostCounters()
+
+    lines = [REAL_LINES["xid79"]] + [f"usb 1-1: new device {i}" for i in range(4)]
+    for drain_between_steps in (False, True):
+        watch = PlatformWatch(Platform())
+        watch._start, watch._log, watch._names = HostCounters(), RingLog(), {"0000:44:00.0": "gpu2"}
+        for step in (lines[:2], lines[2:4], lines[4:]):
+            for text in step:
+                watch._log.print(text)
+            if drain_between_steps:
+                watch.drain_kernel_log()
+        [kernel] = [r for r in watch.health_results(GENERIC) if r.name == "host.kernel_log"]
+        if drain_between_steps:
+            assert (kernel.subject, kernel.verdict, kernel.code) == ("gpu2", Verdict.FAIL, "KERNEL_XID")
+        else:  # what the old reading at the end could do at best: say it lost lines, never pass
+            assert (kernel.subject, kernel.verdict, kernel.code) == ("node", Verdict.WARN, "KERNEL_LOG_LOST")

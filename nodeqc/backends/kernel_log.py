@@ -50,6 +50,9 @@ class KernelLog(ABC):
     """A window on the kernel log, opened at the start of a run."""
 
     source = ""
+    # Records of the run overwritten before they were read (at least this many): what they said is
+    # unknown, so the check cannot pass on what remains.
+    lost = 0
 
     @abstractmethod
     def new_records(self) -> list[KernelRecord]:
@@ -76,22 +79,34 @@ class Kmsg(KernelLog):
     def __init__(self, path: str = KMSG):
         self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         os.lseek(self.fd, 0, os.SEEK_END)  # only what comes after the start of the run
+        self.lost = 0
+        self._next_seq: int | None = None  # the sequence number the next record should carry
 
     def new_records(self) -> list[KernelRecord]:
         out: list[KernelRecord] = []
+        wrapped = False
         while len(out) < MAX_RECORDS:
             try:
                 data = os.read(self.fd, 8192)
             except BlockingIOError:
                 break
             except OSError as e:
-                if e.errno == errno.EPIPE:  # records were overwritten before we read them: go on
+                # The ring buffer wrapped past our position: the kernel moves us to its oldest record
+                # and says so once (EPIPE, Documentation/ABI/testing/dev-kmsg). Go on, and count the gap.
+                if e.errno == errno.EPIPE:
+                    wrapped = True
                     continue
                 raise
             if not data:
                 break
             rec = parse_kmsg(data)
             if rec is not None:
+                if self._next_seq is not None and rec.seq > self._next_seq:
+                    self.lost += rec.seq - self._next_seq
+                elif self._next_seq is None and wrapped:
+                    self.lost += 1  # lost before the first record read: how many is unknown, at least one
+                wrapped = False
+                self._next_seq = rec.seq + 1
                 out.append(rec)
         return out
 

@@ -235,10 +235,14 @@ class LinuxPlatform(PlatformBackend):
 
     def _edac(self, out: HostCounters) -> None:
         base = self.root / "sys/devices/system/edac/mc"
-        if not base.is_dir():
+        # The EDAC core makes .../edac/mc at its own start (drivers/edac/edac_mc_sysfs.c,
+        # edac_mc_sysfs_init), built into most distribution kernels; only a memory controller's driver
+        # (i10nm_edac, skx_edac, amd64_edac, ...) adds mcN. An empty mc watches nothing.
+        mcs = sorted(base.glob("mc[0-9]*"), key=lambda p: int(p.name[2:])) if base.is_dir() else []
+        if not mcs:
             return
         out.edac_present = True
-        for mc in sorted(base.glob("mc[0-9]*"), key=lambda p: int(p.name[2:])):
+        for mc in mcs:
             rel = f"sys/devices/system/edac/mc/{mc.name}"
             ce, ue = self._read(f"{rel}/ce_count"), self._read(f"{rel}/ue_count")
             if ce is not None and ue is not None:

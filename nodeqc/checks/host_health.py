@@ -50,7 +50,7 @@ def _judge(t: Threshold, growth: int) -> Verdict:
 
 def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[CheckResult]:
     name = "host.edac"
-    if not end.edac_present:
+    if not end.edac_present or not any("/" not in k for k in end.edac):  # no controller read: nothing watched
         return [CheckResult(name, "node", Verdict.SKIP, "no EDAC memory controllers in sysfs "
                             "(/sys/devices/system/edac/mc): memory errors were not watched", code="EDAC_MISSING")]
     ce_t, ue_t = _limit(profile, "max_edac_ce"), _limit(profile, "max_edac_ue")
@@ -72,12 +72,14 @@ def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[Check
                                                      f"(now {now[kind]})"))
     total_ce = sum(v.value for k, v in values.items() if k.endswith("_ce"))
     total_ue = sum(v.value for k, v in values.items() if k.endswith("_ue"))
-    # A controller whose DIMMs are not listed still counts.
+    # A controller whose DIMMs are not listed still counts; and the limits are the node's over the run
+    # (profile.py: "that appear during the run"), so errors spread over DIMMs, each under the limit,
+    # are judged by their sum too.
     for total, t, code, what in ((total_ue, ue_t, "EDAC_UE", "uncorrected"), (total_ce, ce_t, "EDAC_CE", "corrected")):
-        if total and not any(f.code == code for f in findings):
-            v = _judge(t, total)
-            if v is not Verdict.PASS:
-                findings.append(Finding(v, code, f"{total} {what} memory error(s) during the run (memory controllers)"))
+        v = _judge(t, total) if total else Verdict.PASS
+        by_dimm = [f.verdict.severity for f in findings if f.code == code]
+        if v is not Verdict.PASS and (not by_dimm or v.severity > max(by_dimm)):
+            findings.append(Finding(v, code, f"{total} {what} memory error(s) during the run (memory controllers)"))
     values = {"corrected": Value(total_ce), "uncorrected": Value(total_ue)}
     if not findings:
         return [CheckResult(name, "node", Verdict.PASS, f"no memory errors during the run "
@@ -140,7 +142,7 @@ def _subject(bus: str, names: dict[str, str]) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class LogFinding:
-    kind: str  # xid | mce | aer | nvme
+    kind: str  # xid | mce | ghes | aer | nvme
     verdict: Verdict
     code: str
     device: str | None  # a PCI address or an NVMe controller
@@ -148,13 +150,51 @@ class LogFinding:
 
 
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (?P<xid>\d+)")
-_FALLEN = re.compile(r"NVRM: The NVIDIA GPU (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]).*fallen off the bus",
-                     re.S)
+# "NVRM: The NVIDIA GPU BUS (PCI ID: ...) installed in this system has fallen off the bus" (newer drivers,
+# NVIDIA/NVSentinel#155) and "NVRM: GPU BUS: GPU has fallen off the bus." (the line after the Xid 79 in an
+# nvidia-bug-report, congphase/my-t450s troubleshoot_log.md): either says it, with or without an Xid.
+_FALLEN = re.compile(r"NVRM: (?:The NVIDIA GPU|GPU) (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])"
+                     r"\b.*fallen off the bus", re.S)
 _AER = re.compile(r"AER: (?P<what>(?:Multiple )?(?:Corrected|Correctable|Uncorrected|Uncorrectable)[^:]*?)"
                   r"(?: error)?(?: message)? received(?: from)?:? "
                   r"(?:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])|id=(?P<id>[0-9a-fA-F]{4}))")
-_MCE = re.compile(r"mce: \[Hardware Error\]|Machine [Cc]heck")
+# "Machine check" followed by a colon: the machine check handler's own lines. Without the colon it
+# also matched "Machine check injector initialized" (mce-inject loading), which reports no error.
+# An NVSwitch's own errors (HGX/DGX baseboards), printed by the nvswitch driver (open-gpu-kernel-modules,
+# NVSWITCH_PRINT_SXID: "nvidia-nvswitchN: SXid (PCI:BUS): CODE, Fatal|Non-fatal, ..."; the lines after
+# it, "CODE, Severity N Engine instance ...", repeat the event). The driver calls it fatal: the fabric
+# needs a reset. Non-fatal ones are left unjudged: NVSwitch link training logs them on healthy
+# baseboards, and no public source grades them.
+_SXID = re.compile(r"nvidia-(?P<sw>nvswitch\d+): SXid \(PCI:[^)]*\): (?P<sxid>\d+), Fatal\b")
+# Downstream Port Containment: the port took its link down on an uncorrectable error (PCIe Base Spec
+# 6.0 6.2.11). The kernel prints "DPC: containment event, status:S source:ID" (drivers/pci/pcie/dpc.c;
+# "DPC containment event" on a ":pcie010" service device before Linux 5.0, "..., ERR_FATAL received
+# from BUS" in newer ones) and no "error received" line, and the device below, reset, may count nothing.
+_BUS = r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
+_DPC = re.compile(rf"(?:(?P<port>{_BUS})\S*\s+)?DPC:? containment event(?:.*?received from (?P<src>{_BUS}))?")
+_MCE = re.compile(r"mce: \[Hardware Error\]|Machine [Cc]heck(?: Exception)?:")
+# __print_mce (arch/x86/kernel/cpu/mce/core.c): "CPU n: Machine Check[ Exception]: MCGSTATUS Bank n:
+# STATUS". Bit 61 of the bank's status (UC) says the error was not corrected (Intel SDM vol. 3B
+# 16.3.2.2 IA32_MCi_STATUS; the same bit on AMD's MCA_STATUS). Recoverable uncorrected errors (a
+# patrol scrub's, one a process consumed) are printed without "Exception" and without a panic.
+_MCE_STATUS = re.compile(r"Machine Check(?: Exception)?: [0-9a-fA-F]+ Bank \d+: (?P<status>[0-9a-fA-F]{1,16})\b")
+MCI_STATUS_UC = 1 << 61
+# An uncorrected memory error the kernel recovered from by poisoning the page (and killing its
+# user): "mce: Uncorrected hardware memory error in user-access at ADDR" (mce/core.c kill_me_maybe)
+# and "Memory failure: PFN: recovery action for PAGE: RESULT" (mm/memory-failure.c action_result).
+# Neither says "Hardware Error"; with the first line the only other one is "Machine check events
+# logged", so they were taken for a corrected error.
+_MEMORY_FAILURE = re.compile(r"Uncorrected hardware memory error|Memory failure: 0x[0-9a-fA-F]+: recovery action")
+# Firmware-first platforms (APEI GHES) report memory, PCIe and CPU errors through the firmware;
+# the kernel prints each record as "{n}[Hardware Error]: event severity: SEV" (drivers/firmware/
+# efi/cper.c cper_estatus_print) with SEV one of recoverable, fatal, corrected, info (UEFI spec
+# N.2.1 Error Severity). There, no AER or EDAC counter grows: these lines are the only trace.
+_GHES = re.compile(r"\[Hardware Error\]: event severity: (?P<sev>recoverable|fatal|corrected)")
 _NVME = re.compile(r"nvme (?P<dev>nvme\d+): (?P<what>.*)")
+# An I/O the drive did not answer in time (drivers/nvme/host/pci.c nvme_timeout: "I/O N [...] QID N
+# timeout, aborting | reset controller | disable controller | completion polled"). Not "Shutdown
+# timeout set to N seconds": nvme core prints that at every probe and reset of a healthy drive.
+_NVME_TIMEOUT = re.compile(r"QID \d+ timeout")
 _NVME_RESET = re.compile(r"reset controller|resetting controller|controller is down|Removing after probe failure|"
                          r"Disabling device after reset failure|Device not ready")
 
@@ -163,7 +203,8 @@ def classify(line: str) -> LogFinding | None:
     """What one kernel log line says about the hardware, or None. Formats: NVRM Xid (nvidia.ko),
     AER (drivers/pci/pcie/aer.c: 'Corrected error received:' before Linux 6.8, 'Correctable error
     message received from' after), mce (arch/x86/kernel/cpu/mce: 'Machine Check Exception' when the
-    error was not corrected), nvme (drivers/nvme/host/core.c, pci.c)."""
+    error was not corrected; memory-failure's recovery from an uncorrected memory error), firmware-first
+    errors (APEI GHES 'event severity'), nvme (drivers/nvme/host/core.c, pci.c)."""
     m = _XID.search(line)
     if m:
         xid = int(m["xid"])
@@ -173,6 +214,14 @@ def classify(line: str) -> LogFinding | None:
     m = _FALLEN.search(line)
     if m:  # newer drivers say this without an Xid line (NVIDIA/NVSentinel#155)
         return LogFinding("xid", Verdict.FAIL, "KERNEL_XID", m["bus"].lower(), f"Xid 79 ({xid_meaning(79)})")
+    m = _SXID.search(line)
+    if m:
+        return LogFinding("sxid", Verdict.FAIL, "KERNEL_SXID", m["sw"], f"fatal NVSwitch error SXid {int(m['sxid'])}")
+    m = _DPC.search(line)
+    if m:
+        device = m["src"] or m["port"]
+        return LogFinding("aer", Verdict.FAIL, "KERNEL_AER", device.lower() if device else None,
+                          "PCIe link contained (DPC) after an uncorrectable error")
     m = _AER.search(line)
     if m:
         corrected = m["what"].lower().removeprefix("multiple ").startswith("correct")
@@ -180,12 +229,21 @@ def classify(line: str) -> LogFinding | None:
         return LogFinding("aer", Verdict.WARN if corrected else Verdict.FAIL, "KERNEL_AER",
                           m["bus"].lower() if m["bus"] else None,
                           f"AER {'corrected' if corrected else 'uncorrected'} error")
+    m = _GHES.search(line)
+    if m:
+        corrected = m["sev"] == "corrected"
+        return LogFinding("ghes", Verdict.WARN if corrected else Verdict.FAIL, "KERNEL_HW_ERROR", None,
+                          f"hardware error reported by the firmware ({m['sev']})")
+    if _MEMORY_FAILURE.search(line):
+        return LogFinding("mce", Verdict.FAIL, "KERNEL_MCE", None, "machine check (uncorrected memory error)")
     if _MCE.search(line):
-        uncorrected = "Machine Check Exception" in line or re.search(r"\buncorrected\b|\bUC\b|[Ff]atal", line)
+        status = _MCE_STATUS.search(line)
+        uncorrected = ("Machine Check Exception" in line or re.search(r"\buncorrected\b|\bUC\b|[Ff]atal", line)
+                       or (status is not None and int(status["status"], 16) & MCI_STATUS_UC))
         return LogFinding("mce", Verdict.FAIL if uncorrected else Verdict.WARN, "KERNEL_MCE", None,
                           "machine check" + (" (uncorrected)" if uncorrected else " (corrected)"))
     m = _NVME.search(line)
-    if m and (_NVME_RESET.search(m["what"]) or "timeout" in m["what"]):
+    if m and (_NVME_RESET.search(m["what"]) or _NVME_TIMEOUT.search(m["what"])):
         reset = bool(_NVME_RESET.search(m["what"]))
         return LogFinding("nvme", Verdict.FAIL if reset else Verdict.WARN, "KERNEL_NVME_RESET", m["dev"],
                           "NVMe controller reset" if reset else "NVMe I/O timeout")
@@ -193,7 +251,8 @@ def classify(line: str) -> LogFinding | None:
 
 
 def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None, names: dict[str, str],
-               profile: Profile) -> list[CheckResult]:
+               profile: Profile, lost: int = 0) -> list[CheckResult]:
+    """lost: records of the run the kernel overwrote before they were read (KernelLog.lost)."""
     name = "host.kernel_log"
     mode = profile.get("host", "kernel_log", "fail")
     if mode == "off":
@@ -211,9 +270,17 @@ def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None,
             subject, _ = _subject(f.device, names)
         found.setdefault(subject, []).append((f, rec.text))
     values = {"lines": Value(len(records))}
+    # A ring buffer that wrapped hid part of the run: never a pass on what was left.
+    gap = Finding(Verdict.WARN, "KERNEL_LOG_LOST", f"at least {lost} kernel log record(s) of the run were overwritten "
+                  f"before they were read (the ring buffer wrapped): what they said was not judged") if lost else None
     if not found:
+        if gap:
+            return [CheckResult(name, "node", Verdict.WARN, f"{gap.message}; nothing of note in the {len(records)} "
+                                f"line(s) read ({source})", code=gap.code, values=values, key="lines")]
         return [CheckResult(name, "node", Verdict.PASS, f"nothing of note in {len(records)} kernel log line(s) "
                             f"during the run ({source})", values=values, key="lines")]
+    if gap:
+        found.setdefault("node", [])
     out = []
     for subject, items in found.items():
         findings = []
@@ -224,6 +291,8 @@ def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None,
             device = f" on {names.get(worst.device, worst.device)}" if worst.device else ""
             more = f" (+{len(same) - 1} more line(s))" if len(same) > 1 else ""
             findings.append(Finding(verdict, worst.code, f"{worst.text}{device}{more}: {same[0][1]}"))
+        if gap and subject == "node":
+            findings.append(gap)
         result = _fold(name, subject, findings, {"lines": Value(len(items))}, [], "lines")
         result.evidence = {"lines": [t for _, t in items[:EVIDENCE_LINES]], "source": source}
         out.append(result)
