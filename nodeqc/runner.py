@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import subprocess
 import threading
 import time
 import traceback
@@ -651,6 +652,7 @@ class PlatformWatch:
         self._start: Any = None
         self._log: Any = None
         self._records: list[Any] = []  # the kernel log's records read so far
+        self._log_stopped: str | None = None  # why reading it failed part way, if it did
         self._emit: Callable[[Event], None] = lambda e: None
 
     def start(self, gpus: list[GpuInfo], nics: list[NicInfo], emit: Callable[[Event], None]) -> None:
@@ -689,8 +691,11 @@ class PlatformWatch:
         """Read what the kernel logged so far, between steps and burn-in windows: the ring buffer
         holds about 1 MiB (a few thousand lines), so a run of hours read only at its end could lose
         its first lines to it."""
-        if self._log is not None and len(self._records) < MAX_RECORDS:
-            self._records += self._log.new_records()
+        if self._log is not None and self._log_stopped is None and len(self._records) < MAX_RECORDS:
+            try:
+                self._records += self._log.new_records()
+            except (OSError, subprocess.SubprocessError, ValueError) as e:  # a read error, journalctl hung
+                self._log_stopped = f"{type(e).__name__}: {e}"
 
     def health_results(self, profile: Profile) -> list[CheckResult]:
         if self.platform is None or self._start is None:
@@ -704,7 +709,7 @@ class PlatformWatch:
         unreadable = getattr(self._log, "reason", None)
         return (host_health.edac(self._start, end, profile) + host_health.aer(self._start, end, self._names, profile)
                 + host_health.kernel_log(records, getattr(self._log, "source", ""), unreadable, self._names, profile,
-                                         lost=getattr(self._log, "lost", 0)))
+                                         lost=getattr(self._log, "lost", 0), stopped=self._log_stopped))
 
     def close(self) -> None:
         if self._log is not None:

@@ -618,3 +618,42 @@ def test_the_kernel_log_is_read_between_steps_so_a_small_ring_buffer_loses_nothi
             assert (kernel.subject, kernel.verdict, kernel.code) == ("gpu2", Verdict.FAIL, "KERNEL_XID")
         else:  # what the old reading at the end could do at best: say it lost lines, never pass
             assert (kernel.subject, kernel.verdict, kernel.code) == ("node", Verdict.WARN, "KERNEL_LOG_LOST")
+
+
+def test_a_kernel_log_that_cannot_be_read_to_the_end_keeps_what_was_read_and_never_passes():
+    """journalctl hung (or /dev/kmsg failed) after the first step: the Xid read before still fails
+    its GPU, the node says the rest went unread (WARN), and the run goes on (the read is not retried)."""
+    import subprocess
+
+    from nodeqc.runner import PlatformWatch
+
+    class FailingLog:
+        source = "journalctl -k"
+        lost = 0
+
+        def __init__(self):
+            self.calls = 0
+
+        def new_records(self):
+            self.calls += 1
+            if self.calls > 1:
+                raise subprocess.TimeoutExpired(["journalctl", "-k"], 60)
+            return [KernelRecord(3, 0, 0, REAL_LINES["xid79"])]
+
+    class Platform:
+        def counters(self, bus_ids):
+            return HostCounters()
+
+    watch = PlatformWatch(Platform())
+    watch._start, watch._log, watch._names = HostCounters(), FailingLog(), {"0000:44:00.0": "gpu2"}
+    watch.drain_kernel_log()  # after the first step: the Xid
+    watch.drain_kernel_log()  # after the second: journalctl times out
+    results = [(r.subject, r.verdict, r.code, r.message) for r in watch.health_results(GENERIC)
+               if r.name == "host.kernel_log"]
+    assert [r[:3] for r in results] == [("gpu2", Verdict.FAIL, "KERNEL_XID"), ("node", Verdict.WARN, "KERNEL_LOG_LOST")]
+    assert results[1][3].startswith("the kernel log could not be read to the end of the run (TimeoutExpired: "
+                                    "Command '['journalctl', '-k']' timed out after 60 seconds)")
+    assert watch._log.calls == 2
+    # Nothing of note before it stopped: still a warning, never a pass.
+    quiet = host_health.kernel_log([], "journalctl -k", None, {}, GENERIC, stopped="OSError: [Errno 5] EIO")
+    assert [(r.verdict, r.code) for r in quiet] == [(Verdict.WARN, "KERNEL_LOG_LOST")]

@@ -251,8 +251,9 @@ def classify(line: str) -> LogFinding | None:
 
 
 def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None, names: dict[str, str],
-               profile: Profile, lost: int = 0) -> list[CheckResult]:
-    """lost: records of the run the kernel overwrote before they were read (KernelLog.lost)."""
+               profile: Profile, lost: int = 0, stopped: str | None = None) -> list[CheckResult]:
+    """lost: records of the run the kernel overwrote before they were read (KernelLog.lost);
+    stopped: why reading the log failed part way through the run (what was read is still judged)."""
     name = "host.kernel_log"
     mode = profile.get("host", "kernel_log", "fail")
     if mode == "off":
@@ -273,6 +274,9 @@ def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None,
     # A ring buffer that wrapped hid part of the run: never a pass on what was left.
     gap = Finding(Verdict.WARN, "KERNEL_LOG_LOST", f"at least {lost} kernel log record(s) of the run were overwritten "
                   f"before they were read (the ring buffer wrapped): what they said was not judged") if lost else None
+    if stopped:  # as a gap: what came after was not read, so never a pass on what was
+        gap = Finding(Verdict.WARN, "KERNEL_LOG_LOST", f"the kernel log could not be read to the end of the run "
+                      f"({stopped}): what it said after was not judged")
     if not found:
         if gap:
             return [CheckResult(name, "node", Verdict.WARN, f"{gap.message}; nothing of note in the {len(records)} "
