@@ -640,6 +640,8 @@ BLIND = "with no other process, power cap or throttling seen (no memory-clock re
     (0.0, 2619, None, "defect", f"the memory moves less than its SKU {BLIND}", None),
     (1000.0, None, 0.5, "defect", "the memory moves 0.50 of its SKU's bandwidth at a memory clock of 1,000 MHz (its "
      "maximum unknown) with no other process, power cap or throttling seen: a memory defect is likely (RMA)", None),
+    (2619.0, 2619, 1.0, "unexplained", "the memory moves 1.00 of its SKU's bandwidth, no slower than that: the "
+     "profile's floor is above it (check the profile is this SKU's)", None),  # exactly a healthy part's: no defect
 ])
 def test_memory_whole_diagnosis(mem, top, share, cause, message, code):
     o = obs(mem_clock_mhz=mem, max_mem_clock_mhz=top)

@@ -566,6 +566,22 @@ def test_no_nvlink_is_not_applicable_and_links_not_read_are_not_run(count, end, 
     assert whole(r) == ("health.nvlink", "gpu0", "skip", *said, {}, None, [], {})
 
 
+def test_a_profile_asking_for_nvlink_never_calls_a_gpu_without_it_not_applicable():
+    """hgx-h100 asks for 18 links: a GPU that reports none, its links unread, is a check not run (the
+    board's NVLink may be down), never 'not applicable' as on a PCIe card."""
+    hgx = load_profile("hgx-h100")
+    for count in (0, NA):
+        r = health.nvlink(gpu(nvlink_count=count), nvlink_telemetry(nvlink_counters(), GpuCounters()), hgx)
+        assert whole(r) == ("health.nvlink", "gpu0", "skip", *NVLINK_NOT_REPORTED, {}, None, [], {})
+
+
+def test_memory_repair_of_another_generation_names_its_check_and_gpu():
+    unanswered = telemetry([loaded()], (GpuCounters(), GpuCounters()))
+    for check, cc, code in ((health.retired_pages, "9.0", "PAGE_RETIREMENT_NA"), (health.row_remap, "7.0", "ROW_REMAP_NA")):
+        r = check(gpu(index=3, slot=3, compute_capability=cc), unanswered, H100)
+        assert (r.name, r.subject, r.verdict, r.code) == (f"health.{check.__name__}", "gpu3", Verdict.SKIP, code)
+
+
 def test_whole_results_presence():
     tel = telemetry([loaded()])
     assert whole(health.presence(gpu(), tel, H100)) == (

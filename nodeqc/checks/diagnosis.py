@@ -254,7 +254,7 @@ def _readings(obs: Observed) -> str:
     return ", ".join(parts)
 
 
-def _memory(obs: Observed, rate_share: float | None, found: Any, of: str = "its SKU's") -> Diagnosis:
+def _memory(obs: Observed, rate_share: float | None, found: Any, of: str) -> Diagnosis:
     """`of`: what rate_share is a share of (the SKU's healthy bandwidth, or the node's median where
     nodeqc does not know the SKU)."""
     mem, top = obs.mem_clock_mhz, obs.max_mem_clock_mhz
