@@ -657,3 +657,19 @@ def test_a_kernel_log_that_cannot_be_read_to_the_end_keeps_what_was_read_and_nev
     # Nothing of note before it stopped: still a warning, never a pass.
     quiet = host_health.kernel_log([], "journalctl -k", None, {}, GENERIC, stopped="OSError: [Errno 5] EIO")
     assert [(r.verdict, r.code) for r in quiet] == [(Verdict.WARN, "KERNEL_LOG_LOST")]
+
+
+def test_a_wrapped_ring_buffer_alone_in_full_and_a_dpc_line_as_it_is_said():
+    """The tenth mutation pass's gaps in this session's host-health code: the whole result of a log
+    that only lost records, and the finding a DPC line makes (its device in lower case, as the
+    names it is looked up in are)."""
+    [r] = host_health.kernel_log([KernelRecord(6, 9, 9, "hello")], "/dev/kmsg", None, {}, GENERIC, lost=3)
+    assert (r.name, r.subject, r.key, {k: v.value for k, v in r.values.items()}) == (
+        "host.kernel_log", "node", "lines", {"lines": 1})
+    assert r.message.endswith("; nothing of note in the 1 line(s) read (/dev/kmsg)")
+    f = host_health.classify("pcieport 0000:3A:01.0: DPC: containment event, status:0x1f01 source:0x0000")
+    assert (f.kind, f.verdict, f.code, f.device, f.text) == (
+        "aer", Verdict.FAIL, "KERNEL_AER", "0000:3a:01.0", "PCIe link contained (DPC) after an uncorrectable error")
+    # A line's fatal "Machine Check Exception" alone makes it uncorrected.
+    assert host_health.classify("mce: [Hardware Error]: CPU 3: Machine Check Exception: 5 Bank 4: 9000000000070005"
+                                ).verdict is Verdict.FAIL
