@@ -114,10 +114,18 @@ elif args[:1] == ["__kubelet"]:
         log.close()
         state = {"index": index, "node": node, "phase": "Succeeded" if code == 0 else "Failed", "exit": code,
                  "reason": "OOMKilled" if code == 137 else ("Error" if code else "Completed")}
-        with open(os.path.join(pods_dir, f"{job}-{index}.json"), "w") as f:
+        path = os.path.join(pods_dir, f"{job}-{index}.json")
+        with open(path + ".tmp", "w") as f:  # whole or absent: `wait` and `get pods` read it meanwhile
             json.dump(state, f)
+        os.replace(path + ".tmp", path)
 elif args[:1] == ["wait"]:
     condition = flag("--for").split("=", 1)[1]
+    errs = os.path.join(home, "wait-errors")  # FAKE_K8S_WAIT_ERRORS: this many waits for Complete err at once
+    done = int(open(errs).read()) if os.path.exists(errs) else 0
+    if condition == "complete" and done < int(os.environ.get("FAKE_K8S_WAIT_ERRORS", "0")):
+        with open(errs, "w") as f:
+            f.write(str(done + 1))
+        sys.exit("error: an error on the server (\"unknown\") has prevented the request from succeeding")
     job = next(a for a in args if a.startswith("job/"))[4:]
     give_up = time.monotonic() + float(flag("--timeout").rstrip("s"))
     while time.monotonic() < give_up:
@@ -242,6 +250,20 @@ def test_one_indexed_job_per_round_through_kubectl(k8s):
     journal = [json.loads(line) for line in path.with_name(path.name.replace(".report.json", ".journal.jsonl"))
                .read_text().splitlines()]
     assert [e["round"] for e in journal if e["type"] == "fabric_round"] == [1, 2, 3]
+
+
+@pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed (apt-get install iperf3)")
+def test_a_wait_that_errs_is_started_again_and_the_round_ends_when_the_job_does(k8s):
+    # The first two waits for Complete err at once (an API server's blip). Before: the round then sat
+    # on the wait for Failed until its timeout (the round's deadline, minutes) although the Job had ended.
+    p, calls, jobs = k8s("--min-tcp-gbps", "0.5", "--rounds", "1", "--seed", "2", env={"FAKE_K8S_WAIT_ERRORS": "2"})
+    assert p.returncode == 0, p.stderr
+    (name,) = jobs
+    waits = [c[1] for c in calls if c[0] == "wait"]
+    assert waits.count("--for=condition=complete") == 3 and waits.count("--for=condition=failed") == 1
+    # Each wait started again asks for the time left of the round's deadline, never more.
+    timeouts = [int(c[-1].removeprefix("--timeout=").removesuffix("s")) for c in calls if c[0] == "wait"]
+    assert all(t <= timeouts[0] for t in timeouts)
 
 
 def test_a_pod_that_dies_is_named_by_index_pod_and_node(k8s):

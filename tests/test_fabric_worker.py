@@ -2,6 +2,9 @@
 two ends' figures into a pair result (rails by identity, the floor from the slower end), the
 launchers' command lines, ib_write_bw output as perftest prints it (the Kubernetes manifest: test_fabric_k8s.py)."""
 
+import json
+import os
+
 import pytest
 
 from conftest import ROOT
@@ -10,6 +13,7 @@ from nodeqc.errors import UsageError
 from nodeqc.fabric import worker
 from nodeqc.fabric.launchers import HostLauncher, SlurmLauncher, Work, merge
 from nodeqc.fabric.scoring import Floors
+from nodeqc.fabric.worker import MARKER
 
 FLOORS = Floors(rdma_fraction=0.9, tcp_fraction=0.5)
 
@@ -218,3 +222,32 @@ def test_a_worker_finds_its_pair_its_ports_and_addresses_in_the_rounds_plan(monk
     assert args[:4] == ["fabric", "worker", "--pairs", "a,b c,d"]
     assert args[args.index("--addresses") + 1] == "a=10.0.0.1 c=10.0.0.3 d=10.0.0.4"
     assert args[args.index("--port") + 1] == "15201"
+
+
+def test_worker_results_are_found_glued_together_and_among_other_text():
+    from nodeqc.fabric.launchers import worker_results
+
+    a = {MARKER: 1, "node": "n1", "figures": [{"rail": "tcp", "value": 0.095}]}
+    b = {MARKER: 1, "node": "n3", "figures": []}
+    # Two ends sharing one output, each writing its text and newline apart (PYTHONUNBUFFERED=1):
+    # the CI log of stop 21, where this pair was "not tested" although both ends had reported.
+    glued = json.dumps(a) + json.dumps(b) + "\n\n"
+    assert worker_results(glued) == [a, b]
+    noisy = ("srun: job step 7 started\n0: " + json.dumps(a) + " trailing words\n"
+             + json.dumps({"not": "ours"}) + "\n" + json.dumps({MARKER: 2, "node": "x"}) + "\n"
+             + json.dumps(b)[:-5] + "\n")  # the last end killed mid-write: no result, not an error
+    assert worker_results(noisy) == [a]
+    assert worker_results("") == [] and worker_results('{"' + MARKER + '": 1') == []
+
+
+def test_a_worker_writes_its_line_and_newline_in_one_write(monkeypatch, tmp_path):
+    from nodeqc.fabric import worker
+
+    writes = []
+    real_write = os.write
+    monkeypatch.setattr(worker.os, "write", lambda fd, data: writes.append(data) or real_write(fd, data))
+    with open(tmp_path / "out", "w", buffering=1) as out:
+        monkeypatch.setattr(worker.sys, "stdout", out)
+        out.write("before ")  # text the stream still buffers goes out first
+        worker.write_line('{"x": 1}')
+    assert writes == [b'{"x": 1}\n'] and (tmp_path / "out").read_text() == 'before {"x": 1}\n'

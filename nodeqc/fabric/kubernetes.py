@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from nodeqc.errors import UsageError
-from nodeqc.fabric.launchers import Launcher, Work, merge, worker_line
+from nodeqc.fabric.launchers import Launcher, Work, merge, worker_results
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult
 
@@ -33,6 +33,8 @@ LABEL = "nodeqc.dev/fabric-round"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 START_S = 300  # scheduling and the image pull, on top of the round's own bound (a cold node pulls GBs)
 KUBECTL_S = 60  # one kubectl call that is not a wait
+WAIT_RESTARTS = 3  # a `kubectl wait` that errs early is started again this often in a round, at most
+WAIT_SLACK_S = 5  # ... unless its timeout is this close: then it timed out, as asked
 INSTALL = ("install kubectl (https://kubernetes.io/docs/tasks/tools/; Debian: apt-get install kubernetes-client) "
            "and point it at the cluster (KUBECONFIG)")
 
@@ -197,23 +199,37 @@ class KubernetesLauncher(Launcher):
 
     def _wait(self, job: str, deadline_s: int) -> bool:
         """`kubectl wait` for the Job's Complete and, at once, its Failed condition (one index that
-        failed makes the Job Failed once every index has finished): whichever comes first."""
-        ref = [f"job/{job}", "--namespace", self.namespace, f"--timeout={deadline_s}s"]
-        try:
-            self._waits = [subprocess.Popen([self.kubectl, "wait", f"--for=condition={c}", *ref],
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                           for c in ("complete", "failed")]
-        except OSError:
-            return False
+        failed makes the Job Failed once every index has finished): whichever comes first. A wait
+        that errs well before its timeout (the API server blinked, a watch was cut) is started again
+        for the time left, a few times at most: otherwise a Job that completes would be seen only
+        when the other condition's wait timed out, minutes later."""
         give_up = time.monotonic() + deadline_s + KUBECTL_S
+        ends = time.monotonic() + deadline_s
+        conditions = ("complete", "failed")
+
+        def start(condition: str) -> subprocess.Popen[bytes]:
+            left = max(1, int(ends - time.monotonic()))
+            return subprocess.Popen([self.kubectl, "wait", f"--for=condition={condition}", f"job/{job}",
+                                     "--namespace", self.namespace, f"--timeout={left}s"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        restarts = WAIT_RESTARTS
         try:
+            self._waits = [start(c) for c in conditions]
             while time.monotonic() < give_up and not self._aborted:
                 codes = [p.poll() for p in self._waits]
                 if 0 in codes:
                     return True
+                for i, code in enumerate(codes):
+                    if code is not None and restarts > 0 and ends - time.monotonic() > WAIT_SLACK_S:
+                        restarts -= 1
+                        self._waits[i] = start(conditions[i])
+                        codes[i] = None
                 if all(c is not None for c in codes):
                     return False  # both gave up (timed out, or the Job is gone)
                 time.sleep(0.2)
+            return False
+        except OSError:
             return False
         finally:
             for p in self._waits:
@@ -252,7 +268,7 @@ class KubernetesLauncher(Launcher):
                               f"--max-log-requests={max(5, min(pods, 64))}", timeout=KUBECTL_S + pods)
         except (OSError, subprocess.TimeoutExpired) as e:
             return [], f"kubectl logs: {e}"
-        lines = [x for x in (worker_line(t) for t in done.stdout.splitlines()) if x is not None]
+        lines = worker_results(done.stdout)
         error = None if done.returncode == 0 else (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         return lines, error
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -141,8 +142,7 @@ class ProcessLauncher(Launcher):
             out.seek(0)
             text = out.read().decode("utf-8", errors="replace")
             out.close()
-            lines = [worker_line(line) for line in text.splitlines()]
-            found = [x for x in lines if x is not None]
+            found = worker_results(text)
             if error is None and not found:
                 status = "killed (overran the round)" if proc is not None and proc.returncode in (-9, 137) else (
                     f"exit {proc.returncode}" if proc is not None else "not started")
@@ -161,16 +161,24 @@ class ProcessLauncher(Launcher):
         return results
 
 
-def worker_line(line: str) -> dict[str, Any] | None:
-    """A worker's result line (JSON carrying MARKER) among whatever else a log holds, or None."""
-    line = line.strip()
-    if not line.startswith("{") or MARKER not in line:
-        return None
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    return data if isinstance(data, dict) and data.get(MARKER) == 1 else None
+def worker_results(text: str) -> list[dict[str, Any]]:
+    """Every worker result (a JSON object carrying MARKER) in what a step or log printed, wherever it
+    sits: the two ends of a pair share one output, and a line of one end can land glued to the
+    other's (a Python started with PYTHONUNBUFFERED=1 writes a line and its newline separately;
+    a launcher or a log collector may prefix or join lines). Text around them is ignored."""
+    decoder = json.JSONDecoder()
+    found = []
+    for start in _RESULT_START.finditer(text):
+        try:
+            data, _ = decoder.raw_decode(text, start.start())
+        except json.JSONDecodeError:
+            continue  # cut short (the end was killed mid-write): not a result
+        if isinstance(data, dict) and data.get(MARKER) == 1:
+            found.append(data)
+    return found
+
+
+_RESULT_START = re.compile(r'\{\s*"' + re.escape(MARKER) + '"')
 
 
 def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: list[str], floors: Floors) -> PairResult:

@@ -318,6 +318,20 @@ def run(job: Job) -> dict[str, Any]:
     return out
 
 
+def write_line(text: str) -> None:
+    """TEXT and its newline to standard output in one write (see main)."""
+    data = (text + "\n").encode()
+    sys.stdout.flush()
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # stdout replaced in-process (a test's capture)
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+        return
+    while data:
+        data = data[os.write(fd, data):]
+
+
 def pair_in_plan(text: str, addresses_text: str | None, port: int) -> tuple[tuple[str, str], int, tuple[str, str]]:
     """--pairs 'A,B C,D ...' (a whole round): this node's pair, its ports, the pair's addresses."""
     pairs = [tuple(p.split(",")) for p in text.split()]
@@ -370,7 +384,10 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"--address {args.address}: expected two addresses, ADDR_A,ADDR_B")
     job = Job(pair, which_end(pair, args.index), tests, args.seconds, args.streams, args.port,  # type: ignore[arg-type]
               addresses, args.use_cuda, args.nccl_bytes)  # type: ignore[arg-type]
-    print(json.dumps(run(job)), flush=True)
+    # One write of the whole line: both ends of a pair often share one output (a Slurm step's, a
+    # pod log), and print() under PYTHONUNBUFFERED=1 writes the text and its newline apart, so the
+    # other end's line could land between them.
+    write_line(json.dumps(run(job)))
     return 0
 
 
