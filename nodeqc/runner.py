@@ -30,6 +30,7 @@ from nodeqc.backends.kernel_log import MAX_RECORDS
 from nodeqc.checks import conformance, health, host as host_checks, host_health, inventory, nic as nic_checks, stress
 from nodeqc.checks import host_stress as host_stress_checks
 from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
+from nodeqc.checks.common import as_replayed
 from nodeqc.checks.processes import gpu_free
 from nodeqc.checks.psu import judge_psu
 from nodeqc.errors import BackendUnavailable, GpuLostError, UsageError
@@ -166,6 +167,8 @@ class Runner:
                 self._finish(r)
 
     def _finish(self, result: CheckResult) -> None:
+        if (self.hw.simulation or {}).get("replay"):
+            result = as_replayed(result)
         self._results.append(result)
         self._emit(CheckFinished(result, self.now()))
 
@@ -696,6 +699,9 @@ class PlatformWatch:
                 self._records += self._log.new_records()
             except (OSError, subprocess.SubprocessError, ValueError) as e:  # a read error, journalctl hung
                 self._log_stopped = f"{type(e).__name__}: {e}"
+            if len(self._records) >= MAX_RECORDS and self._log_stopped is None:
+                # A flood: its first lines say what it was; what it hides after is said unjudged.
+                self._log_stopped = f"it logged {len(self._records)} lines, the most nodeqc reads in a run"
 
     def health_results(self, profile: Profile) -> list[CheckResult]:
         if self.platform is None or self._start is None:

@@ -659,6 +659,39 @@ def test_a_kernel_log_that_cannot_be_read_to_the_end_keeps_what_was_read_and_nev
     assert [(r.verdict, r.code) for r in quiet] == [(Verdict.WARN, "KERNEL_LOG_LOST")]
 
 
+def test_a_flood_past_the_most_read_is_said_unjudged_not_dropped_in_silence(monkeypatch):
+    """A kernel log flooding past MAX_RECORDS: reading stops there (the first lines say what the flood
+    was), and the node says the rest went unread (WARN), where it used to pass over them in silence."""
+    from nodeqc import runner
+    from nodeqc.runner import PlatformWatch
+
+    monkeypatch.setattr(runner, "MAX_RECORDS", 4)
+
+    class Flood:
+        source = "/dev/kmsg"
+        lost = 0
+        calls = 0
+
+        def new_records(self):
+            self.calls += 1
+            return [KernelRecord(6, i, i, f"usb 1-1: new device {i}") for i in range(3)]
+
+    class Platform:
+        def counters(self, bus_ids):
+            return HostCounters()
+
+    watch = PlatformWatch(Platform())
+    watch._start, watch._log, watch._names = HostCounters(), Flood(), {}
+    watch.drain_kernel_log()  # 3 lines: below the most
+    assert watch._log_stopped is None
+    watch.drain_kernel_log()  # 6: past it, reading stops
+    watch.drain_kernel_log()
+    [kernel] = [r for r in watch.health_results(GENERIC) if r.name == "host.kernel_log"]
+    assert watch._log.calls == 2 and len(watch._records) == 6
+    assert (kernel.verdict, kernel.code) == (Verdict.WARN, "KERNEL_LOG_LOST")
+    assert "(it logged 6 lines, the most nodeqc reads in a run)" in kernel.message
+
+
 def test_a_wrapped_ring_buffer_alone_in_full_and_a_dpc_line_as_it_is_said():
     """The tenth mutation pass's gaps in this session's host-health code: the whole result of a log
     that only lost records, and the finding a DPC line makes (its device in lower case, as the
