@@ -80,7 +80,7 @@ def test_a_replay_says_which_answers_its_capture_never_recorded(tmp_path):
     write_capture(path, data)
     said = ("the capture holds no answer to nvmlDeviceGetComputeRunningProcesses, "
             "nvmlDeviceGetFieldValues(NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP), nvmlDeviceGetMemoryErrorCounter "
-            "(made before nodeqc asked): checks reading them say not available here, which says nothing of the "
+            "(made before nodeqc asked): checks reading them say not in the replayed capture, which says nothing of the "
             "captured GPU; a capture made now (nodeqc capture) records them")
     p = cli("--headless", "--replay", str(path), "--profile", "h100", "--quick", "--out", str(tmp_path / "r"))
     assert f"nodeqc: warning: {said}" in p.stderr, p.stderr
@@ -89,6 +89,12 @@ def test_a_replay_says_which_answers_its_capture_never_recorded(tmp_path):
         "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetFieldValues(NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP)",
         "nvmlDeviceGetMemoryErrorCounter"]
     assert f"          {said}" in cli("show", report).stdout.splitlines()
+    # Each check that lacked an answer says the capture lacked it, not the GPU.
+    checks = {c["name"]: c for c in json.loads(_payload(report))["predicate"]["checks"] if c["subject"] == "gpu0"}
+    assert checks["health.sram_ecc"]["verdict"] == "skip"
+    assert checks["health.sram_ecc"]["message"] == ("on-chip (SRAM) ECC counters not available in the replayed "
+                                                    "capture (see the report's `replayed` line)")
+    assert not any(c["message"].endswith("on this GPU") for c in checks.values() if c["verdict"] == "skip")
     # A description written by hand (tests' fake machines) is no capture: what it leaves out is the
     # driver's lack, recorded nowhere.
     description = node([h100_device(0)])

@@ -5,7 +5,7 @@ import pytest
 
 from nodeqc.backends.base import REASON_BITS, GpuCounters, GpuInfo, GpuSample
 from nodeqc.checks import health
-from nodeqc.model import Verdict
+from nodeqc.model import CheckResult, Verdict
 from nodeqc.na import NA
 from nodeqc.profile import load_profile
 from nodeqc.telemetry import GpuTelemetry
@@ -616,3 +616,14 @@ def test_margins_are_judged_as_shown_to_a_tenth():
 def test_a_short_power_cap_is_still_reported():
     r = health.throttle(gpu(), throttled(REASON_BITS["sw_power_cap"], 2), H100)  # 0.5 s
     assert r.message == "no thermal, HW-slowdown or power-brake throttling; power-capped for 0.5 s (normal under full load, not a fault)"
+
+
+def test_a_replay_names_the_capture_only_in_a_skip_for_want_of_an_answer():
+    from nodeqc.checks.common import IN_THE_CAPTURE, as_replayed
+
+    lacking = CheckResult("health.ecc", "gpu0", Verdict.SKIP, "ECC counters not available on this GPU")
+    assert as_replayed(lacking).message == f"ECC counters not available {IN_THE_CAPTURE}"
+    assert as_replayed(lacking).verdict is Verdict.SKIP and lacking.message.endswith("on this GPU")  # a copy
+    kept = [CheckResult("gpu.processes", "gpu0", Verdict.PASS, "no other compute process on this GPU"),
+            CheckResult("health.ecc", "gpu0", Verdict.SKIP, "ECC is disabled, so memory errors are not counted")]
+    assert [as_replayed(r) for r in kept] == kept

@@ -351,7 +351,7 @@ def describe_unrecorded(functions: list[str]) -> str:
         calls.setdefault(call, []).extend([arg.rstrip(")")] if arg else [])
     said = ", ".join(f"{call}({', '.join(args)})" if args else call for call, args in calls.items())
     return (f"the capture holds no answer to {said} (made before nodeqc asked): "
-            "checks reading them say not available here, which says nothing of the captured GPU; "
+            "checks reading them say not in the replayed capture, which says nothing of the captured GPU; "
             "a capture made now (nodeqc capture) records them")
 
 

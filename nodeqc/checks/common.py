@@ -3,7 +3,7 @@ findings about one subject into one result."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from nodeqc.model import CheckResult, Threshold, Value, Verdict
@@ -67,6 +67,20 @@ def fold(name: str, subject: str, findings: list[Finding], values: dict[str, Val
     return CheckResult(name=name, subject=subject, verdict=worst.verdict, message=message,
                        code=worst.code, values=values, thresholds=[t for t in thresholds if t],
                        evidence=evidence or {}, key=key)
+
+
+# How a check says NVML gave it nothing to read, at the end of its SKIP message (checks/health.py).
+# A replay says it of its capture instead (as_replayed): "this GPU" would be the captured one, which
+# may well have answered, the capture being made by a nodeqc that did not ask.
+ON_THIS_GPU = "on this GPU"
+IN_THE_CAPTURE = "in the replayed capture (see the report's `replayed` line)"
+
+
+def as_replayed(result: CheckResult) -> CheckResult:
+    """RESULT as a replay says it: a SKIP for want of an NVML answer names the capture, not the GPU."""
+    if result.verdict is not Verdict.SKIP or not result.message.endswith(ON_THIS_GPU):
+        return result
+    return replace(result, message=result.message[:-len(ON_THIS_GPU)] + IN_THE_CAPTURE)
 
 
 def skip(name: str, subject: str, message: str, code: str | None = None,

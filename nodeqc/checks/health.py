@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from nodeqc.backends.base import GpuCounters, GpuInfo
-from nodeqc.checks.common import Finding, fmt, fold, judge, skip
+from nodeqc.checks.common import ON_THIS_GPU, Finding, fmt, fold, judge, skip
 from nodeqc.codes import FATAL_XIDS, xid_meaning
 from nodeqc.model import CheckResult, Threshold, Value, Verdict
 from nodeqc.na import is_na
@@ -127,7 +127,7 @@ def _counter_check(name: str, gpu: GpuInfo, tel: GpuTelemetry, profile: Profile,
                    limit_key: str, code: str, what: str) -> CheckResult:
     growth = _delta(tel.counters_start, tel.counters_end, field)
     if growth is None:
-        return skip(name, gpu.subject, f"{what} not available on this GPU")
+        return skip(name, gpu.subject, f"{what} not available {ON_THIS_GPU}")
     limit = profile.threshold("gpu", limit_key)
     return fold(name, gpu.subject, [judge(limit, growth, code, f"{what} grew by")],
                 {"growth": Value(growth), "end": Value(getattr(tel.counters_end, field))}, [limit], key="growth")
@@ -146,7 +146,7 @@ def ecc(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     if gpu.ecc_enabled is False:
         return skip(name, gpu.subject, "ECC is disabled, so memory errors are not counted (see inventory.ecc_mode)")
     if end is None or is_na(end.ecc_dbe_volatile):
-        return skip(name, gpu.subject, "ECC counters not available on this GPU")
+        return skip(name, gpu.subject, f"ECC counters not available {ON_THIS_GPU}")
     sbe_growth = _delta(tel.counters_start, end, "ecc_sbe_volatile")
     dbe_limit, sbe_limit = profile.threshold("gpu", "max_ecc_dbe"), profile.threshold("gpu", "max_ecc_sbe")
     findings = [judge(dbe_limit, end.ecc_dbe_volatile, "ECC_DBE", "uncorrectable ECC errors since the driver loaded:")]
@@ -165,7 +165,7 @@ def sram_ecc(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     if gpu.ecc_enabled is False:
         return skip(name, gpu.subject, "ECC is disabled, so on-chip memory errors are not counted")
     if end is None or is_na(end.onchip_ecc_uncorrected):
-        return skip(name, gpu.subject, "on-chip (SRAM) ECC counters not available on this GPU")
+        return skip(name, gpu.subject, f"on-chip (SRAM) ECC counters not available {ON_THIS_GPU}")
     dbe_limit = profile.threshold("gpu", "max_sram_ecc_dbe")
     sbe_limit = profile.threshold("gpu", "max_sram_ecc_sbe")
     growth_limit = profile.threshold("gpu", "max_sram_ecc_sbe_growth")
@@ -205,7 +205,7 @@ def row_remap(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
         if remaps_rows(gpu) is False:  # not applicable: said once, not a check left unrun
             return skip(name, gpu.subject, "not applicable: GPUs before Ampere retire pages instead of remapping rows",
                         code="ROW_REMAP_NA")
-        return skip(name, gpu.subject, "row remapping not reported by NVML on this GPU")
+        return skip(name, gpu.subject, f"row remapping not reported by NVML {ON_THIS_GPU}")
     limit = profile.threshold("gpu", "max_row_remaps")
     values = {"uncorrectable_remaps": Value(end.remap_uncorrectable), "correctable_remaps": Value(end.remap_correctable),
               "pending": Value(end.remap_pending), "failed": Value(end.remap_failure)}
@@ -224,7 +224,7 @@ def retired_pages(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckRes
         if remaps_rows(gpu):  # not applicable: said once, not a check left unrun
             return skip(name, gpu.subject, "not applicable: Ampere and newer GPUs remap rows instead of retiring pages",
                         code="PAGE_RETIREMENT_NA")
-        return skip(name, gpu.subject, "page retirement not reported by NVML on this GPU")
+        return skip(name, gpu.subject, f"page retirement not reported by NVML {ON_THIS_GPU}")
     total = end.retired_sbe + end.retired_dbe
     limit = profile.threshold("gpu", "max_retired_pages")
     values = {"retired": Value(total), "retired_sbe": Value(end.retired_sbe), "retired_dbe": Value(end.retired_dbe),
@@ -262,7 +262,7 @@ def nvlink(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
             # A PCIe card (or a GPU whose driver reports no links) under a profile that asks for none.
             return skip(name, gpu.subject, "not applicable: the GPU reports no NVLink and the profile asks for none",
                         code="NVLINK_NA")
-        return skip(name, gpu.subject, "NVLink links or counters not reported on this GPU")
+        return skip(name, gpu.subject, f"NVLink links or counters not reported {ON_THIS_GPU}")
     values = {"active": Value(end.nvlink_active), "expected": Value(expected)}
     findings = []
     if end.nvlink_active < expected:
