@@ -82,11 +82,6 @@ class Measurement:
             d["skipped"] = self.skipped
         return d
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Measurement":
-        return cls(str(d["rail"]), str(d["direction"]), d.get("value"), str(d.get("unit", "")), d.get("floor"),
-                   d.get("error"), d.get("skipped"))
-
 
 @dataclass
 class PairResult:
@@ -239,10 +234,10 @@ def score(nodes: list[str], results: list[PairResult]) -> Scores:
     for p in ports.values():
         if p.rail in bad_rails or p.named:
             continue
-        p.cleared = p.tests > 0 and p.fails * 2 < p.tests
+        p.cleared = p.fails * 2 < p.tests  # no test left: not cleared (0 < 0)
         if not p.cleared and p.raw_tests:
             why = (f"{p.rail}: {p.fails} of {p.tests} tests failed with peers not named bad "
-                   f"({', '.join(sorted(p.failing_peers)) or 'none'}): cannot tell this node from its peer"
+                   f"({', '.join(sorted(p.failing_peers))}): cannot tell this node from its peer"
                    if p.tests else f"{p.rail}: every peer it met was named bad: no test left to clear it")
             inconclusive.setdefault(p.node, why)
         elif not p.raw_tests and p.node not in inconclusive:
