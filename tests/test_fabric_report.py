@@ -6,10 +6,14 @@ statement. Each scenario's answer was worked out by hand (the comments) before i
 mutation run showed the end-to-end tests left these texts, values and codes unpinned."""
 
 import itertools
+import json
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from nodeqc.fabric.report import build_predicate, exit_code, fabric_checks, fabric_statement, node_digest, pair_rows
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import Measurement, PairResult, score
+from nodeqc.keys import Signer
 from nodeqc.model import Verdict
 
 NODES = ["a", "b", "c", "d", "e", "f"]
@@ -245,18 +249,17 @@ def test_pair_rows_keep_each_figure_its_error_or_why_it_was_skipped():
     assert rows[(3, "d", "f")] == {"round": 3, "a": "d", "b": "f", "error": "srun: Unable to allocate resources"}
 
 
+_SIGNER = Signer(Ed25519PrivateKey.generate(), None)
+
+
 def _predicate(results, nodes, status="complete"):
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    from nodeqc.keys import Signer
-
     s = score(nodes, results)
     return build_predicate(
         name="rack7", launcher="slurm", scores=s, rounds=[Round(1, (("a", "b"),), None)], results=results,
         identities={"a": {"hostname": "a.example", "machine_id": "m-a"}}, settings={"tests": ["tcp"]},
         profile={"name": "generic"}, simulated=False, simulation=None, status=status, started_at="2026-11-23T00:00:00Z",
-        finished_at="2026-11-23T00:01:00Z", duration_s=60.0004, operator="tech1", ticket="RMA-1",
-        signer=Signer(Ed25519PrivateKey.generate(), None), command=["nodeqc", "fabric"])
+        finished_at="2026-11-23T00:01:00Z", duration_s=60.0006, operator="tech1", ticket="RMA-1",
+        signer=_SIGNER, command=["nodeqc", "fabric"])
 
 
 def test_the_verdict_and_exit_code_of_a_fabric():
@@ -276,18 +279,138 @@ def test_the_verdict_and_exit_code_of_a_fabric():
     assert (unjudged["verdict"], exit_code(unjudged)) == ("FAIL", 2)
 
 
-def test_the_fabric_statement_names_every_node_by_what_it_said_of_itself():
+def test_the_fabric_predicate_and_statement_whole():
+    import platform
+
+    from nodeqc import __version__
+    from nodeqc.report import FABRIC_PREDICATE_TYPE, STATEMENT_TYPE
+
+    tcp = [Measurement("tcp", d, 9.0, "Gb/s", 5.0) for d in ("a>b", "b>a")]
+    results = [PairResult(1, "a", "b", tcp)]
+    p = _predicate(results, ["a", "b"])
+    checks = [c.to_dict() for c in fabric_checks(score(["a", "b"], results), results)]
+    assert p == {
+        "kind": "fabric", "verdict": "PASS", "status": "complete", "simulated": False, "simulation": None,
+        "profile": {"name": "generic"}, "node": {"hostname": "fabric-rack7", "system_serial": None}, "gpus": [],
+        "fabric": {"name": "rack7", "launcher": "slurm", "nodes": ["a", "b"], "rails": ["tcp"], "rounds": 1,
+                   "tests": ["tcp"], "schedule": [{"round": 1, "pairs": [["a", "b"]], "sitting_out": None}],
+                   "bad": {"nodes": [], "node_rails": [], "rails": [], "links": [], "inconclusive": []}},
+        "nodes": [{"name": "a", "verdict": "pass", "identity": {"hostname": "a.example", "machine_id": "m-a"}},
+                  {"name": "b", "verdict": "pass", "identity": {"hostname": "b"}}],  # none reported: its name
+        "checks": checks, "pairs": pair_rows(results),
+        "summary": {"counts": {"pass": 3, "warn": 0, "fail": 0, "error": 0, "skip": 0}, "failed": []},
+        "tool": {"name": "nodeqc", "version": __version__, "python": platform.python_version(),
+                 "command": ["nodeqc", "fabric"]},
+        "started_at": "2026-11-23T00:00:00Z", "finished_at": "2026-11-23T00:01:00Z", "duration_s": 60.001,
+        "operator": "tech1", "ticket": "RMA-1", "signer": {"keyid": p["signer"]["keyid"]}, "partial": False}
+    assert len(p["signer"]["keyid"]) == 64 and len(checks) == 3
+    st = fabric_statement(p)
+    assert st == {"_type": STATEMENT_TYPE, "predicateType": FABRIC_PREDICATE_TYPE, "predicate": p, "subject": [
+        {"name": "node:a", "digest": {"sha256": node_digest({"hostname": "a.example", "machine_id": "m-a"})}},
+        {"name": "node:b", "digest": {"sha256": node_digest({"hostname": "b"})}}]}
+    assert node_digest({"hostname": "b"}) != node_digest({"hostname": "a"}) and len(node_digest({})) == 64
+
+
+def test_a_fabric_report_written_verifies_with_its_key(tmp_path):
+    from nodeqc.fabric.report import write_report
+    from nodeqc.report import verify_file
+
     tcp = [Measurement("tcp", d, 9.0, "Gb/s", 5.0) for d in ("a>b", "b>a")]
     p = _predicate([PairResult(1, "a", "b", tcp)], ["a", "b"])
-    assert p["kind"] == "fabric" and p["node"] == {"hostname": "fabric-rack7", "system_serial": None}
-    assert p["nodes"] == [{"name": "a", "verdict": "pass", "identity": {"hostname": "a.example", "machine_id": "m-a"}},
-                          {"name": "b", "verdict": "pass", "identity": {"hostname": "b"}}]
-    assert p["fabric"]["schedule"] == [{"round": 1, "pairs": [["a", "b"]], "sitting_out": None}]
-    assert (p["fabric"]["name"], p["fabric"]["launcher"], p["fabric"]["rounds"], p["fabric"]["tests"]) == (
-        "rack7", "slurm", 1, ["tcp"])
-    assert (p["duration_s"], p["operator"], p["ticket"], p["partial"], p["gpus"]) == (60.0, "tech1", "RMA-1", False, [])
-    st = fabric_statement(p)
-    assert st["predicate"] is p and st["subject"] == [
-        {"name": "node:a", "digest": {"sha256": node_digest({"hostname": "a.example", "machine_id": "m-a"})}},
-        {"name": "node:b", "digest": {"sha256": node_digest({"hostname": "b"})}}]
-    assert node_digest({"hostname": "b"}) != node_digest({"hostname": "a"}) and len(node_digest({})) == 64
+    write_report(tmp_path / "f.report.json", p, _SIGNER)
+    v = verify_file(tmp_path / "f.report.json", {_SIGNER.keyid: (_SIGNER.public, "test key")})
+    assert v.statement == json.loads(json.dumps(fabric_statement(p))) and v.keyid == _SIGNER.keyid
+
+
+NODES10 = [f"m{i}" for i in range(10)]
+
+
+def _fourth_fabric():
+    """Four rails, ten nodes. m0 has no active port on r0 and r1 (two rails of four: its bad rails,
+    not a bad node); m1 fails r0 with everyone; m2-m3 fail r2 and r3 together (their link, on two
+    rails); iperf3 was missing on the pairs among exactly eight nodes (m2..m9)."""
+    results = []
+    for x, y in itertools.combinations(NODES10, 2):
+        figures = []
+        for d in ("a>b", "b>a"):
+            for rail in ("r0", "r1", "r2", "r3"):
+                if "m0" in (x, y) and rail in ("r0", "r1"):
+                    other = y if x == "m0" else x
+                    figures.append(Measurement(rail, d, None, "Gb/s", 360.0, error=f"no counterpart on m0: {other} has "
+                                               f"{rail} active, m0 has no active port on it"))
+                    continue
+                ok = not ("m1" in (x, y) and rail == "r0") and not ({x, y} == {"m2", "m3"} and rail in ("r2", "r3"))
+                figures.append(Measurement(rail, d, 390.0 if ok else 100.0, "Gb/s", 360.0))
+        if x in NODES10[2:] and y in NODES10[2:]:
+            figures.append(Measurement("tcp", "a>b", None, "Gb/s", None,
+                                       skipped="iperf3 is not installed (apt-get install iperf3)"))
+        results.append(PairResult(1, x, y, figures))
+    return results
+
+
+def test_bad_rails_of_nodes_a_link_on_two_rails_and_eight_nodes_not_measured():
+    results = _fourth_fabric()
+    s = score(NODES10, results)
+    checks = fabric_checks(s, results)
+    told = [((c.name, c.subject, c.verdict.value, c.code, c.message), {k: v.value for k, v in c.values.items()})
+            for c in checks if c.subject in ("m0", "m1", "m2", "r0", "r1", "r2", "m2-m3", "fabric")]
+    assert told == [
+        (("fabric.node", "m0", "fail", "FABRIC_NODE_RAIL", "r0, r1 failed with peers that passed on them with other "
+          "nodes; the node's other rails passed; no active port on r0, r1 here while its peers have one (link down, "
+          "or the HCA missing: ibstat)"), {"pass_ratio": 0.5, "tests": 36, "failed": 18, "peers": 9}),
+        (("fabric.node", "m1", "fail", "FABRIC_NODE_RAIL", "r0 failed with peers that passed on it with other nodes; "
+          "the node's other rails passed"), {"pass_ratio": 0.722, "tests": 36, "failed": 10, "peers": 9}),
+        (("fabric.node", "m2", "pass", None, "pass ratio 86% over 9 peers; its 5 failed rail test(s) are explained by "
+          "bad peers or links"), {"pass_ratio": 0.861, "tests": 36, "failed": 5, "peers": 9}),
+        (("fabric.rail", "r0", "pass", None, "28 of 45 pair tests passed; bad on m0, m1 only"),
+         {"tests": 45, "failed": 17, "pass_ratio": 0.622}),
+        (("fabric.rail", "r1", "pass", None, "36 of 45 pair tests passed; bad on m0 only"),
+         {"tests": 45, "failed": 9, "pass_ratio": 0.8}),
+        (("fabric.rail", "r2", "pass", None, "44 of 45 pair tests passed"), {"tests": 45, "failed": 1, "pass_ratio": 0.978}),
+        (("fabric.link", "m2-m3", "fail", "FABRIC_LINK", "m2 and m3 failed together on r2, r3 while each passed with "
+          "other peers: the path between them"), {"rails": "r2, r3"}),
+        (("fabric.tcp", "fabric", "skip", "IPERF3_MISSING", "not measured on pairs of m2, m3, m4, m5, m6, m7, m8, m9: "
+          "iperf3 is not installed (apt-get install iperf3)"), {})]
+    # The link's evidence: its four failed figures; the TCP test not measured on it is no evidence.
+    link = next(c for c in checks if c.name == "fabric.link")
+    assert [(f["rail"], f["direction"]) for f in link.evidence["failed"]] == [
+        ("r2", "a>b"), ("r3", "a>b"), ("r2", "b>a"), ("r3", "b>a")]
+
+
+def test_a_bad_node_on_its_only_rail_counts_the_peers_it_failed_with_not_all_it_met():
+    """a fails with b, c and d and passes with e: bad on tcp (its one rail, not "every rail (1)"),
+    failed with 3 distinct peers of the 4 it met. c's pass ratio is two in three, kept to a thousandth."""
+    ok = {("a", "e"), ("b", "c"), ("c", "d"), ("d", "e"), ("b", "e")}
+    results = [PairResult(1, x, y, [Measurement("tcp", d, 9.0 if (x, y) in ok else 1.0, "Gb/s", 5.0)
+                                    for d in ("a>b", "b>a")])
+               for x, y in [("a", "b"), ("a", "c"), ("a", "d"), *sorted(ok)]]
+    s = score(["a", "b", "c", "d", "e"], results)
+    by = {c.subject: c for c in fabric_checks(s, results)}
+    assert by["a"].message == ("failed its pair tests with 3 distinct peers that passed with others (pass ratio 25%); "
+                               "bad on tcp")
+    assert by["c"].values["pass_ratio"].value == 0.667 and by["c"].verdict is Verdict.PASS
+
+
+def test_inconclusive_and_fabric_rail_results_whole():
+    nodes = [f"n{i}" for i in range(4)]
+    results = [PairResult(1, x, y, [Measurement(rail, "a>b", 390.0 if rail == "r0" or (x, y) == ("n0", "n1") else 1.0,
+                                                "Gb/s", 360.0) for rail in ("r0", "r1")])
+               for x, y in itertools.combinations(nodes[:3], 2)]
+    s = score(nodes, results)
+    by = {c.subject: c.to_dict() for c in fabric_checks(s, results)}
+    for d in by.values():
+        d.pop("remediation")
+    assert by["n3"] == {"name": "fabric.node", "subject": "n3", "verdict": "error", "code": "FABRIC_INCONCLUSIVE",
+                        "message": "inconclusive: r0: never tested (no pair with results)",
+                        "values": {"pass_ratio": {"value": None, "unit": ""}, "tests": {"value": 0, "unit": ""},
+                                   "failed": {"value": 0, "unit": ""}, "peers": {"value": 0, "unit": ""}},
+                        "thresholds": [], "evidence": {"ports": {
+                            "r0": {"tests": 0, "failed": 0, "named_bad": False, "cleared": False},
+                            "r1": {"tests": 0, "failed": 0, "named_bad": False, "cleared": False}}, "peers": []},
+                        "key": "pass_ratio"}
+    assert by["r1"] == {"name": "fabric.rail", "subject": "r1", "verdict": "fail", "code": "FABRIC_RAIL",
+                        "message": "failed 2 of 3 pair tests across the fabric, where the same pairs passed on other "
+                                   "rails: the rail itself (its switches, a fabric setting)",
+                        "values": {"tests": {"value": 3, "unit": ""}, "failed": {"value": 2, "unit": ""},
+                                   "pass_ratio": {"value": 0.333, "unit": ""}},
+                        "thresholds": [], "evidence": {}, "key": "pass_ratio"}

@@ -280,10 +280,18 @@ def test_a_bad_links_evidence_is_each_figure_that_failed_as_measured():
     assert (check.subject, check.code) == ("a-d", "FABRIC_LINK")
     assert check.evidence == {"failed": [
         {"rail": "r0", "direction": "a>b", "value": 5.0, "unit": "Gb/s", "floor": 10.0},
-        {"rail": "r0", "direction": "b>a", "value": None, "unit": "Gb/s", "floor": 10.0, "error": "ib_write_bw: timeout"},
-        {"rail": "r1", "direction": "a>b", "value": None, "unit": "Gb/s", "floor": None, "skipped": "perftest missing"}]}
+        {"rail": "r0", "direction": "b>a", "value": None, "unit": "Gb/s", "floor": 10.0, "error": "ib_write_bw: timeout"}]}
+    # The figure not measured (r1's) is no evidence against the link: it is not listed.
 
 
 def test_floors_are_recorded_as_given():
     assert Floors(rdma_fraction=0.85, tcp_gbps=20.0).to_dict() == {"rdma_fraction": 0.85, "tcp_gbps": 20.0}
     assert Floors().to_dict() == {}
+
+
+def test_a_measurement_as_recorded():
+    assert Measurement("tcp", "a>b", None, "Gb/s", None, skipped="iperf3 is not installed").to_dict() == {
+        "rail": "tcp", "direction": "a>b", "value": None, "unit": "Gb/s", "floor": None,
+        "skipped": "iperf3 is not installed"}
+    assert Measurement("nccl", "both", 180.5, "GB/s", 150.0).to_dict() == {
+        "rail": "nccl", "direction": "both", "value": 180.5, "unit": "GB/s", "floor": 150.0}

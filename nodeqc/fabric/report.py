@@ -107,7 +107,9 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
         for r in results:
             by_pair.setdefault(frozenset((r.a, r.b)), []).append(r)
     for a, b, rails in scores.bad_links:
-        figures = [m.to_dict() for r in by_pair.get(frozenset((a, b)), []) for m in r.measurements if not m.passed]
+        # What failed on the link; a figure not measured (a tool missing) is no evidence of it.
+        figures = [m.to_dict() for r in by_pair.get(frozenset((a, b)), []) for m in r.measurements
+                   if not m.passed and not m.skipped]
         out.append(CheckResult("fabric.link", f"{a}-{b}", Verdict.FAIL,
                                f"{a} and {b} failed together on {', '.join(rails)} while each passed with other peers: "
                                "the path between them", "FABRIC_LINK", {"rails": Value(", ".join(rails))}, [],
