@@ -272,6 +272,7 @@ def test_the_verdict_and_exit_code_of_a_fabric():
     failed = _predicate(_first_fabric()[:-1], NODES)  # without the pair that could not be allocated
     assert (failed["verdict"], exit_code(failed)) == ("FAIL", 1)
     assert failed["summary"]["failed"] == ["fabric.node b", "fabric.node e", "fabric.link c-f"]
+    assert [n["verdict"] for n in failed["nodes"]] == ["pass", "fail", "pass", "pass", "fail", "pass"]
     assert failed["fabric"]["bad"] == {"nodes": ["b"], "node_rails": [["e", "mlx5_1"]], "rails": [],
                                        "links": [["c", "f"]], "inconclusive": []}
     # A pair not tested is something not judged: exit 2 even beside a failure (as for a node's ERROR).
@@ -414,3 +415,14 @@ def test_inconclusive_and_fabric_rail_results_whole():
                         "values": {"tests": {"value": 3, "unit": ""}, "failed": {"value": 2, "unit": ""},
                                    "pass_ratio": {"value": 0.333, "unit": ""}},
                         "thresholds": [], "evidence": {}, "key": "pass_ratio"}
+
+
+def test_a_bad_node_on_most_but_not_all_its_rails_names_them():
+    nodes = ["a", "b", "c", "d", "e"]
+    results = [PairResult(1, x, y, [Measurement(rail, "a>b", 100.0 if "a" in (x, y) and rail != "r3" else 390.0,
+                                                "Gb/s", 360.0) for rail in ("r0", "r1", "r2", "r3")])
+               for x, y in itertools.combinations(nodes, 2)]
+    s = score(nodes, results)
+    (bad,) = [c for c in fabric_checks(s, results) if c.verdict is Verdict.FAIL]
+    assert (bad.subject, bad.code, bad.message) == ("a", "FABRIC_NODE", "failed its pair tests with 4 distinct peers "
+                                                    "that passed with others (pass ratio 25%); bad on r0, r1, r2")
