@@ -38,6 +38,13 @@ def cli(*args: str, timeout: float = 120, cwd: Path | None = None, env: dict[str
     return proc
 
 
+def whole(r):
+    """A check result as a tuple of everything it says, to pin one whole (a mutation of any part of
+    its text, values, key, thresholds or evidence fails the test)."""
+    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
+            r.key, [(t.name, t.kind, t.fail, t.warn, t.unit) for t in r.thresholds], r.evidence)
+
+
 @pytest.fixture
 def run_cli():
     return cli

@@ -3,6 +3,7 @@ sampler would have accumulated it, so every verdict is exercised without hardwar
 
 import pytest
 
+from conftest import whole
 from nodeqc.backends.base import REASON_BITS, GpuCounters, GpuInfo, GpuSample
 from nodeqc.checks import health
 from nodeqc.model import CheckResult, Verdict
@@ -269,11 +270,6 @@ def test_a_lost_gpu_fails():
 # Name, subject, verdict, code, message, values, key figure, thresholds and evidence of each health
 # check, for a passing, a failing and a skipped GPU: what the report and the GUI show, not only the
 # verdict (issue 18: mutation testing found these fields unasserted).
-
-def whole(r):
-    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
-            r.key, [(t.name, t.kind, t.fail, t.warn, t.unit) for t in r.thresholds], r.evidence)
-
 
 TEMP_LIMITS = [("slowdown_margin_c", "min", 0, 5, "C"), ("max_temp_c", "max", 87, 82, "C"),
                ("max_mem_temp_c", "max", 95, 90, "C"), ("mem_max_margin_c", "min", 0, 5, "C")]

@@ -18,7 +18,7 @@ from nodeqc.faults import parse_fault
 from nodeqc.model import Verdict
 from nodeqc.profile import load_profile
 
-from conftest import cli
+from conftest import cli, whole
 
 GENERIC = load_profile("generic")
 
@@ -404,11 +404,6 @@ def test_run_finds_host_faults(tmp_path):
 
 
 # ---------------------------------------------------------------------- whole results, field by field (issue 18)
-
-def whole(r):
-    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
-            r.key, [(t.name, t.kind, t.fail, t.warn, t.unit) for t in r.thresholds], r.evidence)
-
 
 EDAC_LIMITS = [("max_edac_ce", "max", 100, 0, ""), ("max_edac_ue", "max", 0, 0, "")]
 AER_LIMITS = [("max_aer_correctable", "max", 100, 0, ""), ("max_aer_uncorrectable", "max", 0, 0, "")]

@@ -16,7 +16,7 @@ from nodeqc.checks import host_stress
 from nodeqc.model import Value, Verdict
 from nodeqc.profile import load_profile
 
-from conftest import cli
+from conftest import cli, whole
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GENERIC = load_profile("generic")
@@ -146,11 +146,6 @@ def test_full_run_on_the_simulated_node_stresses_the_host(tmp_path):
 
 
 # ------------------------------------------------------------------ whole results, field by field
-
-
-def whole(r):
-    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
-            r.key, [(t.name, t.kind, t.fail, t.warn, t.unit) for t in r.thresholds], r.evidence)
 
 
 def test_whole_results_cpu():

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import whole
 from nodeqc.backends.base import GpuInfo, IbPort, NicInfo, TrafficJob, TrafficOutcome
 from nodeqc.checks import nic as checks
 from nodeqc.checks.nic import Checked
@@ -372,11 +373,6 @@ def test_results_cover_every_checked_nic_and_say_when_traffic_did_not_run():
 
 
 # ---------------------------------------------------------------------- whole results, field by field (issue 18)
-
-def whole(r):
-    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
-            r.key, [(t.name, t.kind, t.fail, t.warn, t.unit) for t in r.thresholds], r.evidence)
-
 
 LINK_PROFILE = {"min_speed_mbit": {"fail": 10000, "warn": 25000}, "min_mtu": 4096, "min_ib_rate_gbit": {"fail": 200, "warn": 200}}
 LINK_LIMITS = [("min_speed_mbit", "min", 10000, 25000, "Mb/s"), ("min_mtu", "min", 4096, 4096 * 1.05, ""),

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from conftest import whole
 from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuSample
 from nodeqc.backends.sim_compute import SimDevice
 from nodeqc.backends.simulated import SimNode, load_scenario
@@ -443,11 +444,6 @@ def test_transient_brake_is_found_by_the_counters_where_no_sample_lands_in_the_p
 # ---------------------------------------------------------------- whole results, field by field (issue 18)
 
 from nodeqc.checks import stress  # noqa: E402
-
-
-def whole(r):
-    return (r.name, r.subject, r.verdict.value, r.code, r.message, {k: (v.value, v.unit) for k, v in r.values.items()},
-            r.key, [(t.name, t.kind, t.fail, t.warn, t.unit) for t in r.thresholds], r.evidence)
 
 
 GPU3 = GpuInfo(index=3, name="NVIDIA H100 80GB HBM3", uuid="GPU-x", bus_id="0000:1b:00.0", slot=3)

@@ -12,7 +12,8 @@ from nodeqc.checks import health
 from nodeqc.model import Verdict
 from nodeqc.na import NA
 
-from test_health_checks import H100, gpu, loaded, telemetry, whole
+from conftest import whole
+from test_health_checks import H100, gpu, loaded, telemetry
 
 
 def onchip(corrected=0, uncorrected=0, where="sram"):
