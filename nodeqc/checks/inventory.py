@@ -166,11 +166,25 @@ def homogeneity(gpus: list[GpuInfo]) -> CheckResult:
         if field in spread:
             groups = spread[field]
             common = Counter({k: len(v) for k, v in groups.items()}).most_common(1)[0][0]
-            odd = [f"{', '.join(v)}: {k}" for k, v in groups.items() if k != common]
-            findings.append(Finding(verdict, "GPU_MIXED", f"{field} differs from the others' {common} ({'; '.join(odd)})"))
+            shown = _memory_shown(groups) if field == "memory" else {k: k for k in groups}
+            odd = [f"{', '.join(v)}: {shown[k]}" for k, v in groups.items() if k != common]
+            findings.append(Finding(verdict, "GPU_MIXED",
+                                    f"{field} differs from the others' {shown[common]} ({'; '.join(odd)})"))
     if not findings:
         findings.append(Finding(Verdict.PASS, None, f"{len(live)} GPU(s) match in model, memory, VBIOS and power limit"))
     return fold("inventory.homogeneity", "node", findings, {"gpus": Value(len(live))}, [], evidence=spread)
+
+
+def _memory_shown(groups: dict[str, list[str]]) -> dict[str, str]:
+    """Memory sizes (bytes, as grouped) as a technician reads them, in GiB to two decimals; in bytes
+    where two sizes would read the same (sizes a few MiB apart: one GPU lost memory to retirement)."""
+    def gib(key: str) -> str:
+        return f"{round(int(key) / GIB, 2):g} GiB" if key.isdigit() else key
+
+    shown = {k: gib(k) for k in groups}
+    if len(set(shown.values())) < len(shown):
+        return {k: f"{v} ({k} bytes)" if k.isdigit() else v for k, v in shown.items()}
+    return shown
 
 
 def inventory_results(gpus: list[GpuInfo], on_pci: list[PciDevice], driver_version: str,
