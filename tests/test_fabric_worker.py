@@ -238,6 +238,8 @@ def test_worker_results_are_found_glued_together_and_among_other_text():
              + json.dumps(b)[:-5] + "\n")  # the last end killed mid-write: no result, not an error
     assert worker_results(noisy) == [a]
     assert worker_results("") == [] and worker_results('{"' + MARKER + '": 1') == []
+    # One end cut short, then the other's whole line: the whole one is still found.
+    assert worker_results(json.dumps(b)[:-5] + "\n" + json.dumps(a) + "\n") == [a]
 
 
 def test_a_worker_writes_its_line_and_newline_in_one_write(monkeypatch, tmp_path):
@@ -251,3 +253,101 @@ def test_a_worker_writes_its_line_and_newline_in_one_write(monkeypatch, tmp_path
         out.write("before ")  # text the stream still buffers goes out first
         worker.write_line('{"x": 1}')
     assert writes == [b'{"x": 1}\n'] and (tmp_path / "out").read_text() == 'before {"x": 1}\n'
+
+
+# ---------------------------------------------------------------------- merge, whole
+# Pinned whole after a mutation run of launchers.py (benchmarks/RESULTS.md, thirteenth measurement):
+# the floor taken from the first end's rate alone, a figure's error or unit dropped, and the
+# no-counterpart and NCCL paths' particulars all passed the tests above.
+
+
+def _measured(r):
+    return [m.to_dict() for m in r.measurements]
+
+
+def test_merge_takes_the_floor_from_the_slower_end_whichever_it_is():
+    floors = Floors(rdma_fraction=0.9, tcp_fraction=0.5)
+    a = _end("a", [{"rail": "tcp", "direction": "a>b", "value": 4.0, "unit": "Gb/s", "rate": 10.0},
+                   {"rail": "mlx5_0", "direction": "a>b", "value": 170.0, "unit": "Gb/s", "rate": 200.0}])
+    a["rails"] = _rails(("mlx5_0", 200.0, None))  # a is the slower end on both
+    b = _end("b", [{"rail": "tcp", "direction": "b>a", "value": None, "unit": "Gb/s", "rate": 25.0,
+                    "error": "iperf3: unable to connect"},
+                   {"rail": "mlx5_0", "direction": "b>a", "value": 185.0, "unit": "Gb/s", "rate": 400.0}])
+    b["rails"] = _rails(("mlx5_0", 400.0, None))
+    r = merge(7, "a", "b", [a, b], [], floors)
+    assert (r.round, r.a, r.b, r.error) == (7, "a", "b", None)
+    assert _measured(r) == [
+        {"rail": "tcp", "direction": "a>b", "value": 4.0, "unit": "Gb/s", "floor": 5.0},
+        {"rail": "mlx5_0", "direction": "a>b", "value": 170.0, "unit": "Gb/s", "floor": 180.0},
+        {"rail": "tcp", "direction": "b>a", "value": None, "unit": "Gb/s", "floor": 5.0,
+         "error": "iperf3: unable to connect"},
+        {"rail": "mlx5_0", "direction": "b>a", "value": 185.0, "unit": "Gb/s", "floor": 180.0}]
+    assert r.identities == {"a": {"hostname": "a", "system_serial": "S-a"}, "b": {"hostname": "b", "system_serial": "S-b"}}
+    # An end that says nothing of itself is known by its name.
+    del a["identity"]
+    assert merge(7, "a", "b", [a, b], [], floors).identities["a"] == {"hostname": "a"}
+
+
+def test_a_rail_with_no_counterpart_in_full():
+    a = _end("a", [])
+    b = _end("b", [{"rail": "mlx5_1", "direction": "b>a", "value": None, "unit": "Gb/s",
+                    "error": "ib_write_bw: Couldn't connect"},
+                   {"rail": "tcp", "direction": "b>a", "value": 9.0, "unit": "Gb/s", "rate": 10.0}])
+    a["rails"] = []  # no active port at all
+    b["rails"] = _rails(("mlx5_1", 400.0, None))
+    r = merge(2, "a", "b", [a, b], [], FLOORS)
+    why = "no counterpart on a: b has mlx5_1 active, a has no active port on that rail (none)"
+    # The connection error on the rail gives way to the finding; the figures after it are kept.
+    assert _measured(r) == [{"rail": "tcp", "direction": "b>a", "value": 9.0, "unit": "Gb/s", "floor": 5.0}] + [
+        {"rail": "mlx5_1", "direction": d, "value": None, "unit": "Gb/s", "floor": 360.0, "error": why}
+        for d in ("a>b", "b>a")]
+    # The same rail active on a only: its floor from a's rate.
+    r = merge(2, "b", "a", [a, b], [], Floors(rdma_fraction=0.5))
+    assert {m.floor for m in r.measurements if m.rail == "mlx5_1"} == {200.0}
+    a["rails"] = _rails(("mlx5_0", 400.0, None), ("mlx5_2", 400.0, None))
+    b["rails"] = _rails(("mlx5_0", 400.0, None), ("mlx5_1", 400.0, None), ("mlx5_2", 400.0, None))
+    errors = {m.error for m in merge(2, "a", "b", [a, b], [], FLOORS).measurements if m.rail == "mlx5_1"}
+    assert errors == {"no counterpart on a: b has mlx5_1 active, a has no active port on that rail (mlx5_0, mlx5_2)"}
+
+
+def test_no_floor_skips_a_figure_but_never_hides_its_error():
+    a = _end("a", [{"rail": "tcp", "direction": "a>b", "value": None, "unit": "Gb/s", "error": "iperf3: refused"}])
+    b = _end("b", [{"rail": "tcp", "direction": "b>a", "value": 9.0, "unit": "Gb/s"},
+                   {"rail": "tcp", "direction": "b>a", "value": None, "skipped": "iperf3 is not installed"}])
+    r = merge(1, "a", "b", [a, b], [], FLOORS)  # no rate from either end: no floor for tcp
+    assert _measured(r) == [
+        {"rail": "tcp", "direction": "a>b", "value": None, "unit": "Gb/s", "floor": None, "error": "iperf3: refused"},
+        {"rail": "tcp", "direction": "b>a", "value": 9.0, "unit": "Gb/s", "floor": None,
+         "skipped": "no floor: the link's rate is not reported and no absolute floor was given"},
+        {"rail": "tcp", "direction": "b>a", "value": None, "unit": "", "floor": None, "skipped": "iperf3 is not installed"}]
+
+
+def test_an_end_that_reports_no_figures_adds_none():
+    a, b = _end("a", []), _end("b", [{"rail": "tcp", "direction": "b>a", "value": 9.0, "unit": "Gb/s", "rate": 10.0}])
+    del a["figures"]
+    assert _measured(merge(1, "a", "b", [a, b], [], FLOORS)) == [
+        {"rail": "tcp", "direction": "b>a", "value": 9.0, "unit": "Gb/s", "floor": 5.0}]
+
+
+def test_a_missing_end_is_named_with_why():
+    assert merge(4, "a", "b", [], [], FLOORS).error == "a, b: worker gave no result: no output"
+    r = merge(4, "a", "b", [_end("b", [])], ["exit 1: srun: error", "killed"], FLOORS)
+    assert (r.round, r.a, r.b, r.measurements) == (4, "a", "b", [])
+    assert r.error == "a: worker gave no result: exit 1: srun: error; killed"
+
+
+def test_merge_makes_one_nccl_figure_of_both_ends_and_keeps_the_rest():
+    floors = Floors(tcp_gbps=5.0, nccl_busbw_gbps=150.0)
+    a = _end("a", [{"rail": "nccl", "direction": "both", "value": 181.0, "unit": "GB/s"},
+                   {"rail": "tcp", "direction": "a>b", "value": 9.0, "unit": "Gb/s"}])
+    b = _end("b", [{"rail": "nccl", "direction": "both", "value": 179.5, "unit": "GB/s"}])
+    r = merge(1, "a", "b", [a, b], [], floors)
+    assert _measured(r) == [{"rail": "tcp", "direction": "a>b", "value": 9.0, "unit": "Gb/s", "floor": 5.0},
+                            {"rail": "nccl", "direction": "both", "value": 179.5, "unit": "GB/s", "floor": 150.0}]
+    b["figures"][0] = {"rail": "nccl", "direction": "both", "value": None, "unit": "GB/s", "error": "rank 9: NaN"}
+    (nccl,) = [m for m in merge(1, "a", "b", [a, b], [], floors).measurements if m.rail == "nccl"]
+    assert (nccl.value, nccl.error, nccl.floor) == (None, "b: rank 9: NaN", 150.0)
+    a["figures"][0] = {"rail": "nccl", "direction": "both", "value": None, "skipped": "CuPy is not installed"}
+    b["figures"][0] = {"rail": "nccl", "direction": "both", "value": None, "skipped": "one GPU: nothing to reduce"}
+    (nccl,) = [m for m in merge(1, "a", "b", [a, b], [], floors).measurements if m.rail == "nccl"]
+    assert nccl.skipped == "CuPy is not installed; one GPU: nothing to reduce" and nccl.error is None
