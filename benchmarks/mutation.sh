@@ -5,7 +5,7 @@
 #
 # The modules mutated and the tests run are in pyproject.toml, [tool.mutmut]: the verdict modules
 # (nodeqc/verify.py, nodeqc/checks/{stress,common,health,nic,host_health,psu,fleet,burnin,host,conformance,
-# host_stress,diagnosis,inventory,processes}.py, nodeqc/model.py, nodeqc/fabric/{scoring,report}.py,
+# host_stress,diagnosis,inventory,processes}.py, nodeqc/model.py, nodeqc/fabric/{scoring,report,pairing}.py,
 # nodeqc/report.py) and the fast in-process tests that exercise them (tests marked slow left out). mutmut 3 copies the tree to mutants/ (git-ignored)
 # and runs there; results are cached, so a second run only tries what changed. Then the hand-made
 # mutations of issue 18, each against the test named to kill it. Score and survivors:

@@ -81,6 +81,35 @@ def test_small_clusters_report_the_confidence_they_reach():
     assert reached == pytest.approx(1 - 4 * pairing.miss_probability(3, 0.1))
 
 
+def test_pairing_at_its_boundaries():
+    """Pinned after a mutation run of pairing.py (benchmarks/RESULTS.md, thirteenth measurement)."""
+    # Two distinct peers are the fewest that can clear a node: q(2) is the chance both are bad or one is.
+    assert pairing.miss_probability(2, 0.1) == pytest.approx(0.1 ** 2 + 2 * 0.1 * 0.9)
+    assert pairing.miss_probability(1, 0.0) == 1.0
+    # Never fewer than MIN_ROUNDS, even when no node can be bad; never more than one tournament gives:
+    # n - 1 rounds for an even count, n for an odd one (each sits out once).
+    assert pairing.rounds_needed(100, 0.99, 0.0) == pairing.MIN_ROUNDS == 3
+    assert pairing.rounds_needed(5, 0.999999, 0.5) == 5 and pairing.rounds_needed(6, 0.999999, 0.5) == 5
+    # Exactly at the bound is enough: 8 nodes x q(6) = 8 x 7/64 = 0.875 = 1 - 0.125 (binary-exact figures).
+    assert pairing.rounds_needed(8, 0.125, 0.5) == 6
+    for confidence in (0, 1, 1.5):
+        with pytest.raises(ValueError, match="^confidence must be between 0 and 1$"):
+            pairing.rounds_needed(16, confidence)
+    with pytest.raises(ValueError, match="^bad fraction must be from 0 to below 1$"):
+        pairing.rounds_needed(16, 0.99, 1.0)
+    # Two nodes can be paired; rounds are numbered from 1, as many as asked.
+    rounds = pairing.schedule(["a", "b"], 4, seed=0)
+    assert [r.number for r in rounds] == [1, 2, 3, 4] and all(r.pairs == (("a", "b"),) or r.pairs == (("b", "a"),)
+                                                              for r in rounds)
+    with pytest.raises(ValueError, match="^pairing needs at least two nodes$"):
+        pairing.schedule(["a"], 3, seed=0)
+    with pytest.raises(ValueError, match="^a node is named twice$"):
+        pairing.schedule(["a", "b", "a"], 3, seed=0)
+    # A node that only sat out is counted, with no peer.
+    one = pairing.schedule(["a", "b", "c"], 1, seed=0)
+    assert pairing.distinct_peers(one)[one[0].sitting_out] == 0
+
+
 # ---------------------------------------------------------------------- scoring
 
 
