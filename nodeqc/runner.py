@@ -167,7 +167,7 @@ class Runner:
                 self._finish(r)
 
     def _finish(self, result: CheckResult) -> None:
-        if (self.hw.simulation or {}).get("replay"):
+        if self.hw.replayed:
             result = as_replayed(result)
         self._results.append(result)
         self._emit(CheckFinished(result, self.now()))

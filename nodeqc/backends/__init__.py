@@ -28,10 +28,15 @@ class Hardware:
     def simulated(self) -> bool:
         return self.simulation is not None
 
+    @property
+    def replayed(self) -> bool:
+        """A captured machine's NVML answers replayed (nodeqc capture), not a live node or a model."""
+        return bool((self.simulation or {}).get("replay"))
+
     def no_host_reason(self) -> str:
         """Why this run has no backend for the node's own host, platform (sysfs) or NICs, in the words
         each result says that could not read or judge them."""
-        if (self.simulation or {}).get("replay"):
+        if self.replayed:
             return "a replay carries the captured GPUs' NVML answers, not the captured machine's host"
         return "this run has no backend for the host"
 
