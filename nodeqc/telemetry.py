@@ -36,6 +36,10 @@ PROCESS_POLL_S = 1.0  # seconds on the run's clock between listings of the GPUs'
 # after it starts.
 UTIL_WINDOW_S = 1.0
 POLL_GAPS_KEPT = 8  # sample rounds whose spacing says how fast the sampler really goes
+# A step's window keeps its readings as they came (time and sample), so a judge can read a part of
+# the step apart (the pulse test's periods): at most this many per GPU, the first kept (a 600 s
+# step at the 50 Hz the sampler allows at most is 30,000).
+WINDOW_READINGS_KEPT = 30_000
 
 
 @dataclass
@@ -125,6 +129,8 @@ class GpuTelemetry:
     # Compute processes not nodeqc's own seen on the GPU, by pid (first MAX_EVENTS); None until a
     # listing was had, and stays None where the driver cannot list processes.
     other_processes: dict[int, dict[str, Any]] | None = None
+    # (t_s, sample) as they came; kept by a step's window (None for the whole run's summary).
+    readings: list[tuple[float, GpuSample]] | None = None
     _prev_t: float | None = None
     _prev_reasons: int = 0
 
@@ -132,6 +138,8 @@ class GpuTelemetry:
         dt = 0.0 if self._prev_t is None else max(0.0, t - self._prev_t)
         self._prev_t = t
         self.samples += 1
+        if self.readings is not None and len(self.readings) < WINDOW_READINGS_KEPT:
+            self.readings.append((t, s))
         for name, stat in self.stats.items():
             stat.add(getattr(s, name))
         if not is_na(s.power_limit_w):
@@ -183,6 +191,11 @@ class GpuTelemetry:
                 continue
             self.throttle_s[reason] = (end_ns - start_ns) / 1e9
             self.throttle_counted.append(reason)
+
+    def readings_between(self, start_s: float, end_s: float) -> list[GpuSample]:
+        """The samples this window took from start_s to end_s (run-clock seconds from the run's
+        start, as the workloads' spans are told); none where the window kept no readings."""
+        return [s for t, s in self.readings or [] if start_s <= t <= end_s]
 
     def failing_throttle_s(self) -> float:
         return sum(self.throttle_s.get(r, 0.0) for r in FAILING_REASONS)
@@ -284,7 +297,7 @@ class TelemetrySampler:
     def open_window(self, name: str) -> None:
         """Start collecting what telemetry sees during one step of the work, apart from the run."""
         with self._lock:
-            self._windows[name] = {i: GpuTelemetry(i) for i in self.indices}
+            self._windows[name] = {i: GpuTelemetry(i, readings=[]) for i in self.indices}
 
     def close_window(self, name: str) -> dict[int, GpuTelemetry]:
         with self._lock:

@@ -107,9 +107,10 @@ def open_device(spec: dict[str, Any], task: "Task") -> Any:
         return SimNodeDevices(spec, list(task.gpus)) if task.gpus else SimDevice(spec, task.gpu)
     from nodeqc.backends.cupy_compute import CupyDevice, CupyNodeDevices
 
+    origin = spec.get("clock", (1.0, None))[1]
     if task.gpus:
-        return CupyNodeDevices(list(task.gpus), bus_ids)
-    return CupyDevice(task.gpu, bus_ids.get(task.gpu))
+        return CupyNodeDevices(list(task.gpus), bus_ids, origin)
+    return CupyDevice(task.gpu, bus_ids.get(task.gpu), origin)
 
 
 def resolve_workload(name: str) -> Callable[..., dict[str, Any]]:

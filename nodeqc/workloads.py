@@ -91,6 +91,20 @@ def _step(device: Any) -> float:
     return max(STEP_S, 0.1 * device.clock.scale)
 
 
+# Work sized by time (the burn's steps, the pulse's bursts) is sized from a warm product: the first product after a set-up is cold
+# (handle creation, kernel selection, clocks ramping) and took hundreds of milliseconds on real
+# H100 and H200 (2026-11-26: a burst sized from it was one product, duty 0.006-0.084 instead of 0.5;
+# shared/measurements/2026-11-26/README.md). These many products, after the cold one, are timed.
+WARM_PRODUCTS = 4
+
+
+def warm_product_s(device: Any, products: int = WARM_PRODUCTS) -> float:
+    """Seconds one product takes once warm: the cold first product run and discarded, then `products`
+    timed together (their mean)."""
+    device.matmul_run(1)
+    return max(device.matmul_run(products) / products, 1e-6)
+
+
 def burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
     """Plain load for params['seconds'] (no measurement): keeps a GPU busy while others are tested.
     A load judged from telemetry alone (stress.power) also lasts params['min_wall_s'] real seconds,
@@ -127,7 +141,7 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
         for k, dtype in enumerate(dtypes):
             try:
                 flops = device.matmul_setup(dtype, seed)
-                warm = device.matmul_run(1)  # first product: kernel selection and clocks ramping; not timed
+                warm = warm_product_s(device)  # the cold first product, then a warm timing; not counted
             except DtypeUnavailable as e:  # found in the set-up (a library's plan): not run, never a failure
                 not_run[dtype] = str(e)
                 device.release()
@@ -161,25 +175,45 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
     return {"dtypes": results, "not_run": not_run, "seconds": round(clock.now() - start, 3)}
 
 
+def run_burst(device: Any, busy_s: float, deadline: float, one: float, chunk_s: float | None = None) -> tuple[float, int]:
+    """Products until the GPU has computed `busy_s` seconds (by its own timing), or the run's clock
+    passes `deadline`, whichever comes first: each chunk sized from the products just completed,
+    never from a count taken once (a burst sized from one cold product was one product on real
+    GPUs). The first chunk is three quarters of what is asked, so a product slower than `one`
+    (clocks ramping after an idle half) shows before the burst is spent; a chunk is at most
+    `chunk_s` of work. The GPU's own time is the measure, so a slow host (the simulated node's
+    compressed clock) shortens the idle half, not the load. Returns (seconds computed, products)."""
+    clock = device.clock
+    done, products, per = 0.0, 0, one
+    while done < busy_s - per / 2 and clock.now() < deadline:
+        want = (busy_s - done) * (0.75 if products == 0 else 1.0)
+        if chunk_s is not None:
+            want = min(want, chunk_s)
+        n = max(1, int(want / per))
+        took = device.matmul_run(n)
+        done, products, per = done + took, products + n, max(took / n, 1e-6)
+    return done, products
+
+
 def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
     """Full load and idle in turn, half a period each, at every period in params['periods_s'] for
-    params['seconds_per_period'] each: fast swings of the power drawn, the way DCGM's pulse test
+    params['seconds_per_period'] each (and at least params['min_wall_s'] real seconds, so telemetry
+    reads each period under its swings): fast swings of the power drawn, the way DCGM's pulse test
     stresses a node's power delivery. Bursts start on period boundaries of the run's clock, which
-    every worker shares, so the GPUs of a node swing together. Returns each period's span on the
-    run's clock (from params['run_t0']), for the verdict to match with what telemetry saw. Each
-    span's start and end is also reported as it happens (progress with `bound`), once the load
-    has changed, so the supervisor reads the driver's throttle counters and the BMC's sensors
-    there."""
+    every worker shares, so the GPUs of a node swing together, and each burst runs products until
+    its half period is over. Returns each period's span on the run's clock (from params['run_t0']),
+    with the duty the GPU achieved by its own timing (seconds computed over the span), for the
+    verdict to prove the load and match with what telemetry saw. Each span's start and end is also
+    reported as it happens (progress with `bound`), once the load has changed, so the supervisor
+    reads the driver's throttle counters and the BMC's sensors there."""
     periods = [float(p) for p in params["periods_s"]]
     per_period, t0 = float(params["seconds_per_period"]), float(params["run_t0"])
     clock = device.clock
+    span_s = max(per_period, float(params.get("min_wall_s", 0.0)) * clock.scale)
     device.matmul_setup(params.get("dtype", "fp16"), int(params["seed"]))
     device.set_load(1.0)
-    one = max(device.matmul_run(1), 1e-6)  # warm-up, and how long one product takes
+    one = warm_product_s(device)
     device.set_load(0.0)
-
-    def iters_for(seconds: float) -> int:
-        return max(1, int(seconds / one))
 
     def settle() -> None:
         """Idle between a bound's report and the next change of load: the supervisor's read of the
@@ -192,47 +226,81 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
         # so that telemetry's few samples a second see it under simulated compression too:
         # throttling seen here comes from the load itself (health.throttle's to judge), not from
         # its swings.
-        steady_s = max(per_period, clock.scale * 1.0)
+        steady_s = max(span_s, clock.scale * 1.0)
         start = clock.now()
         device.set_load(1.0)
         report.progress(0.0, bound="start", period_s=0.0)
-        while clock.now() - start < steady_s:
-            device.matmul_run(iters_for(min(_step(device), steady_s)))
+        busy_s, products = run_burst(device, steady_s, start + steady_s, one, chunk_s=_step(device))
         device.set_load(0.0)
         report.progress(0.0, bound="end", period_s=0.0)
         spans.append({"period_s": 0.0, "start_s": round(start - t0, 3), "end_s": round(clock.now() - t0, 3),
-                      "cycles": 0, "duty": 1.0})
+                      "cycles": 0, "products": products, "duty": round(busy_s / max(clock.now() - start, 1e-9), 3)})
         for n, period in enumerate(periods):
-            iters = iters_for(period / 2)
             # One pause serves the previous span's end, reported above, and this period's start.
             report.progress(n / len(periods), bound="start", period_s=period)
             settle()
             start = t0 + math.ceil((clock.now() - t0) / period) * period
             clock.sleep(start - clock.now())
             device.set_pulse(period)
-            cycles, busy_s = 0, 0.0
+            cycles, boundary, busy_s, products = 0, 0, 0.0, 0
             report_every = max(1, int(0.25 / period))
-            while clock.now() - start < per_period:
+            # Power read at the end of each burst and of each idle half, where the swings are widest.
+            read = period >= float(params.get("read_power_from_s", math.inf))
+            power: dict[str, list[float]] = {"high": [], "low": [], "high_instant": [], "low_instant": []}
+            while clock.now() - start < span_s:
                 device.set_load(1.0)
-                busy_s += device.matmul_run(iters)
+                # Half the period computing, and at most a period from the burst's own start: a host
+                # that started it late (busy elsewhere) overruns into the next period, which is then
+                # skipped, rather than cut the burst short.
+                s, k = run_burst(device, period / 2, clock.now() + period, one)
+                if read:
+                    _read_power(device, power, "high")
                 device.set_load(0.0)
+                busy_s, products = busy_s + s, products + k
                 cycles += 1
                 # The next boundary; one missed while the burst ran is skipped, so the phase holds.
-                boundary = max(cycles, math.ceil((clock.now() - start) / period))
+                boundary = max(boundary + 1, math.ceil((clock.now() - start) / period))
                 clock.sleep(start + boundary * period - clock.now())
+                if read:
+                    _read_power(device, power, "low")
                 if cycles % report_every == 0:
-                    report.progress(min(1.0, (n + (clock.now() - start) / per_period) / len(periods)),
+                    report.progress(min(1.0, (n + (clock.now() - start) / span_s) / len(periods)),
                                     period_ms=round(period * 1000))
             end = clock.now()
             device.set_pulse(0.0)
             report.progress((n + 1) / len(periods), bound="end", period_s=period)
+            # The duty is the share of each period with a burst that the GPU computed; a period whose
+            # boundary passed while the host was busy elsewhere has no burst (a host starved of CPU,
+            # as eight simulated GPUs on two cores are) and is counted apart, as skipped.
             spans.append({"period_s": period, "start_s": round(start - t0, 3), "end_s": round(end - t0, 3),
-                          "cycles": cycles, "duty": round(busy_s / max(end - start, 1e-9), 3)})
+                          "real_period_s": round(clock.wall(period), 6),
+                          "cycles": cycles, "skipped": max(0, boundary - cycles), "products": products,
+                          "duty": round(busy_s / max(cycles * period, 1e-9), 3),
+                          **({"power_read": _power_summary(power)} if read else {})})
     finally:
         device.set_load(0.0)
         device.set_pulse(0.0)
         device.release()
-    return {"periods": spans}
+    return {"periods": spans, "product_s": round(one, 6)}
+
+
+def _read_power(device: Any, into: dict[str, list[float]], phase: str) -> None:
+    power, instant = device.power_reading()
+    if power is not None:
+        into[phase].append(power)
+    if instant is not None:
+        into[f"{phase}_instant"].append(instant)
+
+
+def _power_summary(readings: dict[str, list[float]]) -> dict[str, Any]:
+    """The readings at the bursts' ends and the idle halves' ends: how many, their mean, lowest and
+    highest, in W (None where NVML gave none)."""
+    def summary(values: list[float]) -> dict[str, Any]:
+        if not values:
+            return {"n": 0, "mean": None, "min": None, "max": None}
+        return {"n": len(values), "mean": round(sum(values) / len(values), 1), "min": round(min(values), 1),
+                "max": round(max(values), 1)}
+    return {phase: summary(values) for phase, values in readings.items()}
 
 
 def hbm_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
@@ -418,7 +486,7 @@ def burn_in(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, 
     flops = device.matmul_setup(dtype, int(params["seed"]))
     per_copy = device.stream_setup(int(params["hbm_bytes"]))
     device.pcie_setup(int(params["pcie_bytes"]))
-    iters = max(1, int(min(_step(device), window_s) / max(device.matmul_run(1), 1e-6)))
+    iters = max(1, int(min(_step(device), window_s) / warm_product_s(device)))
     windows = 0
     device.set_load(1.0)
     start = clock.now()

@@ -52,6 +52,9 @@ VALID = {
     "nic3:optics_temp=85": Fault("nic", 3, "optics_temp", 85.0),
     "nic1:link_ber=1e-10": Fault("nic", 1, "link_ber", 1e-10),
     "host0:edac_ce=4": Fault("host", 0, "edac_ce", 4),
+    # the pulse test's load (issue 23)
+    "gpu0:cold_start=2": Fault("gpu", 0, "cold_start", 2.0),
+    "gpu0:no_pulse": Fault("gpu", 0, "no_pulse"),
     "host0:edac_ue=1": Fault("host", 0, "edac_ue", 1),
     "host0:mce": Fault("host", 0, "mce"),
     "host0:nvme_reset": Fault("host", 0, "nvme_reset"),

@@ -449,6 +449,11 @@ from nodeqc.checks import stress  # noqa: E402
 GPU3 = GpuInfo(index=3, name="NVIDIA H100 80GB HBM3", uuid="GPU-x", bus_id="0000:1b:00.0", slot=3)
 POWER_LIMIT = [("min_power_fraction", "min", 0.75, 0.8, "")]
 PULSED = SPANS[1:]  # the evidence lists the swings, not the steady control
+# ...and each one's proof of its load: its duty and bursts (these spans carry no in-phase power
+# readings and the window keeps no readings, so no swing is judged).
+LOAD = [{"period_ms": 20.0, "duty": 0.5, "products": None, "cycles": 100, "skipped": 0},
+        {"period_ms": 100.0, "duty": 0.5, "products": None, "cycles": 20, "skipped": 0, "swing_judged": False},
+        {"period_ms": 1000.0, "duty": 0.5, "products": None, "cycles": 2, "skipped": 0, "swing_judged": False}]
 SAMPLED = {"attributed_by": {"hw_slowdown": "sampled onsets (NVML keeps no counter of it)",
                              "power_brake": "sampled onsets (the driver's counter is not supported here)"},
            "counted_ms": {}, "counter_marks": []}  # no driver counter read: the sampled onsets attribute
@@ -492,13 +497,13 @@ def test_whole_results_pulse():
         "clocks cut while the load swung: power brake at the 20 ms period",
         {"periods": (4, ""), "power_min_w": (100, "W"), "power_max_w": (600, "W"), "fastest_failing_period_ms": (20, "ms")},
         "fastest_failing_period_ms", [],
-        {"periods": PULSED, **SAMPLED,
+        {"periods": PULSED, "load": LOAD, **SAMPLED,
          "throttle_onsets": [{"t_s": 11.0, "reasons": ["power_brake"], "temp_c": 60, "sm_clock_mhz": 1980}]})
     tel = window([(9.0, sample()), (11.5, sample(power=100.0, util=0))])
     assert whole(judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel}, H100)[0]) == (
         "stress.power_pulse", "gpu3", "pass", None, "load swung at 20, 100, 1000 ms periods with no HW slowdown or power brake",
         {"periods": (4, ""), "power_min_w": (100, "W"), "power_max_w": (600, "W")}, "periods", [],
-        {"periods": PULSED, **SAMPLED, "throttle_onsets": []})
+        {"periods": PULSED, "load": LOAD, **SAMPLED, "throttle_onsets": []})
 
 
 def test_pulse_throttle_at_a_swing_and_in_no_period_is_not_counted():
@@ -516,6 +521,7 @@ def test_power_and_pulse_parameters_from_the_profile():
     assert H100.get("run", "quick_power_s") != H100.get("run", "power_s")
     for quick, key in ((True, "quick_pulse_s"), (False, "pulse_s")):
         assert stress.pulse_params(H100, quick) == {"periods_s": [0.02, 0.1, 0.5, 1.0], "seed": stress.SEED, "dtype": "fp16",
+                                                    "read_power_from_s": 0.1,
                                                     "seconds_per_period": float(H100.get("run", key))}
     assert H100.get("run", "quick_pulse_s") != H100.get("run", "pulse_s")
     assert isinstance(stress.power_params(H100, True)["seconds"], float)
@@ -573,7 +579,7 @@ def test_whole_results_pulse_warning_by_the_counter():
         "warn above 0)",
         {"periods": (4, ""), "power_min_w": (600, "W"), "power_max_w": (600, "W")}, "periods",
         [("max_pulse_brake_ms", "max", 1.0, 0.0, "ms")],
-        {"periods": PULSED,
+        {"periods": PULSED, "load": LOAD,
          "attributed_by": {"hw_slowdown": "sampled onsets (NVML keeps no counter of it)",
                            "power_brake": "driver counter, read at each period's start and end"},
          # the driver's nanoseconds, shown in milliseconds to the microsecond

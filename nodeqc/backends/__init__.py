@@ -57,7 +57,13 @@ def real_hardware() -> Hardware:
     from nodeqc.backends.host_stress import LinuxHostStress
     from nodeqc.backends.platform import LinuxPlatform
 
-    return Hardware(NvmlBackend(), LinuxHost(), {"kind": "cupy"}, Clock(1.0), nics=LinuxNics(),
+    # The workers' devices count time from the run's own origin (CLOCK_MONOTONIC is one clock for every
+    # process): the pulse test's spans then meet telemetry's samples and the driver's counter marks,
+    # and the GPUs of a node start their bursts on the same boundaries. Each device counted from its
+    # own start before (2026-11-26, H200: the spans at 2-12 s, the marks at 47-59 s).
+    clock = Clock(1.0)
+    return Hardware(NvmlBackend(), LinuxHost(), {"kind": "cupy", "clock": (1.0, clock.origin)}, clock,
+                    nics=LinuxNics(),
                     platform=LinuxPlatform(), host_stress=LinuxHostStress(), bmc=IpmitoolBmc())
 
 

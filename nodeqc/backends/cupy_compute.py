@@ -44,10 +44,10 @@ class CupyDevice:
     simulated = False
     ka_size = 1024  # known-answer product: exact in every dtype, and cheap to check on the host
 
-    def __init__(self, index: int, bus_id: str | None = None):
+    def __init__(self, index: int, bus_id: str | None = None, clock_origin: float | None = None):
         cp = self.cp = import_cupy()
         self.index = index
-        self.clock = Clock(1.0)
+        self.clock = Clock(1.0, clock_origin)  # the run's clock (nodeqc.backends.real_hardware)
         try:
             # Open the GPU by its PCI address: CUDA's own numbering need not match NVML's.
             ordinal = cp.cuda.runtime.deviceGetByPCIBusId(bus_id) if bus_id else index
@@ -57,6 +57,8 @@ class CupyDevice:
         except cp.cuda.runtime.CUDARuntimeError as e:
             raise ComputeUnavailable(f"gpu{index}: CUDA cannot open the device: {e}") from None
         self.ordinal = ordinal
+        self.bus_id = bus_id
+        self._power: Any = None  # nodeqc.backends.nvml.PowerReader, opened on first use
         self._mm: dict[str, Any] = {}
         self._busy: tuple[Any, Any] | None = None
         self._fp8: Fp8Engine | DtypeUnavailable | None = None  # made on first use: the engine, or why not
@@ -74,6 +76,14 @@ class CupyDevice:
     def check_alive(self) -> None:
         """A lost real GPU shows as a CUDA error from the next call."""
 
+    def power_reading(self) -> tuple[float | None, float | None]:
+        """(power, instantaneous power) in W as NVML reads them now, from this worker (None: no answer)."""
+        if self._power is None:
+            from nodeqc.backends.nvml import PowerReader
+
+            self._power = PowerReader(self.bus_id, self.index)
+        return self._power.read()
+
     def release(self) -> None:
         """Free every buffer of the last operation, so the next one can take the memory."""
         self._close_fp8_plans()
@@ -85,6 +95,9 @@ class CupyDevice:
 
     def close(self) -> None:
         self.release()
+        if self._power is not None:
+            self._power.close()
+            self._power = None
         if isinstance(self._fp8, Fp8Engine):
             self._fp8.close()
         self._fp8 = None
@@ -445,10 +458,10 @@ class CupyNodeDevices:
 
     simulated = False
 
-    def __init__(self, indices: list[int], bus_ids: dict[int, str] | None = None):
+    def __init__(self, indices: list[int], bus_ids: dict[int, str] | None = None, clock_origin: float | None = None):
         self.cp = import_cupy()
-        self.devices = {i: CupyDevice(i, (bus_ids or {}).get(i)) for i in indices}
-        self.clock = Clock(1.0)
+        self.devices = {i: CupyDevice(i, (bus_ids or {}).get(i), clock_origin) for i in indices}
+        self.clock = Clock(1.0, clock_origin)
 
     def set_load(self, load: float) -> None:
         pass

@@ -22,6 +22,14 @@ def _load_pynvml() -> Any:
     return pynvml
 
 
+def field_value(v: Any) -> Any:
+    """The number an nvmlFieldValue_t holds, by its valueType; NA for a type nodeqc does not know."""
+    kind = v.valueType
+    return {0: lambda: v.value.dVal, 1: lambda: v.value.uiVal, 2: lambda: v.value.ulVal,
+            3: lambda: v.value.ullVal, 4: lambda: v.value.sllVal, 5: lambda: v.value.siVal}.get(
+        kind, lambda: NA)()
+
+
 class NvmlBackend(GpuManagement):
     def __init__(self, nvml: Any = None, local_names: bool | None = None):
         self._nvml_module = nvml
@@ -66,11 +74,7 @@ class NvmlBackend(GpuManagement):
         values = self.query("nvmlDeviceGetFieldValues", self._h(index), [field_id], index=index)
         if is_na(values) or not values or values[0].nvmlReturn != 0:
             return NA
-        v = values[0]
-        kind = v.valueType
-        return {0: lambda: v.value.dVal, 1: lambda: v.value.uiVal, 2: lambda: v.value.ulVal,
-                3: lambda: v.value.ullVal, 4: lambda: v.value.sllVal, 5: lambda: v.value.siVal}.get(
-            kind, lambda: NA)()
+        return field_value(values[0])
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -384,3 +388,48 @@ def _device_id(pci: Any) -> Any:
 
 def _text(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
+
+
+class PowerReader:
+    """One GPU's power, read from the worker process that loads it: the pulse test reads it at the
+    end of each burst and of each idle half, in phase with its swings (telemetry's sampler, at its
+    own steady rate, can land on the same phase of every period and see no swing at all). Answers
+    (power, instantaneous power) in watts, None where NVML does not give one; never raises."""
+
+    def __init__(self, bus_id: str | None, index: int):
+        self.n: Any = None
+        self.h: Any = None
+        try:
+            n = _load_pynvml()
+            n.nvmlInit()
+            self.h = n.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else n.nvmlDeviceGetHandleByIndex(index)
+            self.n = n
+        except Exception:  # noqa: BLE001 - no NVML in this process: the readings are None, said so by the verdict
+            self.n = None
+
+    def read(self) -> tuple[float | None, float | None]:
+        n = self.n
+        if n is None:
+            return None, None
+        try:
+            power = n.nvmlDeviceGetPowerUsage(self.h) / 1000.0
+        except Exception:  # noqa: BLE001 - NotSupported or a driver in trouble: no reading
+            power = None
+        instant = None
+        field = getattr(n, "NVML_FI_DEV_POWER_INSTANT", None)
+        if field is not None:
+            try:
+                v = n.nvmlDeviceGetFieldValues(self.h, [field])[0]
+                mw = field_value(v) if v.nvmlReturn == 0 else NA
+                instant = None if is_na(mw) else float(mw) / 1000.0  # milliwatts, as nvmlDeviceGetPowerUsage
+            except Exception:  # noqa: BLE001 - an older driver or binding without the field
+                instant = None
+        return power, instant
+
+    def close(self) -> None:
+        if self.n is not None:
+            try:
+                self.n.nvmlShutdown()
+            except Exception:  # noqa: BLE001 - shutting down what may already be gone
+                pass
+            self.n = None

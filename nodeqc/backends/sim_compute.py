@@ -20,6 +20,10 @@ nodeqc/workloads.py and nodeqc/verify.py must then find them:
 Every corruption planted is logged in `planted` (what, where, which bit), so tests can hold what the
 verification reports against what was done.
 - hang: work stops returning once it has started; lost: the GPU falls off the bus after some load.
+- cold_start=S: the first product after each set-up takes S seconds more than the twin's own cold
+  start (COLD_FIRST_PRODUCT_S, which every simulated GPU has, as every real one does);
+- no_pulse: while the load swings, products run NO_PULSE_SLOWDOWN times slower (a GPU whose clocks
+  collapse whenever its load swings): each burst overruns its period.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from nodeqc.backends.cublaslt import fp8_unsupported
 from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS
 from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
                                        SLOT_LOST, SLOT_PULSE_S, SLOT_SWUNG, SLOTS, transient_braking)
-from nodeqc.backends.simulated import COTENANT_SHARE, LOST_AFTER_S, cotenant_active, sim_clock
+from nodeqc.backends.simulated import COTENANT_SHARE, LOST_AFTER_S, cotenant_active, sim_clock, sim_power_w
 from nodeqc.errors import GpuLostError
 from nodeqc.verify import allreduce_contribution, copy_pattern, fingerprint, splitmix64
 
@@ -56,6 +60,13 @@ HANG_AFTER_STEPS = 3  # a `hang` GPU stops after the work has visibly started (p
 DTYPE_NUMPY = {"fp64": np.float64, "fp32": np.float32, "tf32": np.float32, "fp16": np.float16,
                "bf16": np.float32, "fp8": np.float16}
 ALL_ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+# The first product after a set-up is cold on a real GPU: handle creation, kernel selection, clocks
+# ramping. On the H100 SXM5 and H200 (2026-11-26, shared/measurements/2026-11-26/README.md) a pulse
+# burst sized from it at the 1 s period was one product: int(0.5 s / first) = 1, so the first
+# product took more than 0.25 s (and a product warm about 1.7 ms: duty 0.084 at 20 ms). The twin's
+# cold start is 0.3 s, an estimate just above that bound; `cold_start=S` adds S.
+COLD_FIRST_PRODUCT_S = 0.3
+NO_PULSE_SLOWDOWN = 4.0  # a burst sized for half a period takes one and a half periods or more
 
 
 def expected_words(kind: int, index: np.ndarray, value: int) -> np.ndarray:
@@ -118,6 +129,12 @@ class SimDevice:
         if was and not transient_braking(period_s, brake_ms):
             self.shared[self._slot(SLOT_BRAKE_S)] += max(0.0, now - self.shared[self._slot(SLOT_BRAKE_SINCE)])
 
+    def power_reading(self) -> tuple[float | None, float | None]:
+        """(power, instantaneous power) in W now, as the worker reads them (the twin's power follows its
+        load at once, so both are the same)."""
+        watts = sim_power_w(self.model, self.shared[self._slot(SLOT_LOAD)], self._fault_pairs)
+        return watts, watts
+
     def check_alive(self) -> None:
         if self.shared[self._slot(SLOT_LOST)] > 0:
             raise GpuLostError(self.index, "GPU has fallen off the bus")
@@ -174,7 +191,7 @@ class SimDevice:
         rng = np.random.default_rng(seed)
         a = rng.standard_normal((SIM_MATMUL_N, SIM_MATMUL_N)).astype(DTYPE_NUMPY[dtype])
         b = rng.standard_normal((SIM_MATMUL_N, SIM_MATMUL_N)).astype(DTYPE_NUMPY[dtype])
-        self._mm = {"dtype": dtype, "a": a, "b": b, "c": None}
+        self._mm = {"dtype": dtype, "a": a, "b": b, "c": None, "cold": True}
         self._computing(dtype)
         return 2 * NOMINAL_MATMUL_N ** 3
 
@@ -184,6 +201,10 @@ class SimDevice:
         clock_share, _ = sim_clock(self.model, self._fault_pairs)
         rate = self.model.tflops[mm["dtype"]] * self.faults.get("slow", 1.0) * clock_share * self._share() * 1e12
         seconds = iters * 2 * NOMINAL_MATMUL_N ** 3 / rate
+        if "no_pulse" in self.faults and self.shared[self._slot(SLOT_PULSE_S)] > 0:
+            seconds *= NO_PULSE_SLOWDOWN
+        if mm.pop("cold", False):
+            seconds += COLD_FIRST_PRODUCT_S + self.faults.get("cold_start", 0.0)
         self._work(seconds)
         mm["c"] = self._corrupt((mm["a"].astype(np.float64) @ mm["b"].astype(np.float64)).astype(np.float32),
                                 "matmul", mm["dtype"])

@@ -117,6 +117,15 @@ def sim_clock(model: SimGpuModel, faults: list[tuple[str, Any]]) -> tuple[float,
     return share, reasons
 
 
+def sim_power_w(model: SimGpuModel, load: float, faults: list[tuple[str, Any]]) -> float:
+    """What a simulated GPU draws at this load (no reading noise): its idle power plus the load's share
+    of FULL_LOAD_POWER x its limit, held under the enforced limit (`power_limit`) and what it can draw
+    (`power`)."""
+    values = dict(faults)
+    demand = model.idle_w + load * (FULL_LOAD_POWER * model.tdp_w - model.idle_w)
+    return min(demand, values.get("power", model.tdp_w), min(values.get("power_limit", model.tdp_w), model.tdp_w))
+
+
 def cotenant_active(faults: list[tuple[str, Any]], loaded_s: float) -> bool:
     """Whether another process is computing on the GPU now."""
     names = {name for name, _ in faults}

@@ -248,8 +248,111 @@ def judge_power(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
     return each_gpu(name, gpus, outcomes, one)
 
 
+# The pulse must pulse before its verdict means anything (2026-11-26: on a real H100 SXM5 and H200 each
+# burst was one product, duty 0.006-0.084, 125-184 W through the 100 ms-1 s periods, and the check
+# passed). Each swinging period proves its load from the worker's own timing: the share of the period
+# the GPU computed, between these bounds (issue 23; warmed, the same workload achieved 0.446-0.553 on
+# the H200: shared/measurements/2026-11-26/h200-pulse-warmed.jsonl).
+PULSE_DUTY = (0.35, 0.65)
+# A period whose boundary passed before its burst began has none (a host short of CPU: eight simulated
+# GPUs on two busy cores skipped up to four in five of the 20 ms periods): up to three periods in four
+# may go without, the swings still come at their period and each burst still fills half of its own
+# (nodeqc's choice); fewer bursts than that leave too few swings to call it a pulse.
+PULSE_MAX_SKIPPED_PER_BURST = 3
+# A period shorter than this in real time is not paced by any host: the duty and skipped periods are
+# judged only at periods at least this long in real seconds. On real hardware every period is (the
+# fastest is 20 ms, and a real H200 paced it at duty 0.446); only the simulated node, whose clock runs
+# 10-1000 times faster than real time, makes its 20 ms period 2 ms or less, which a Python worker
+# on a busy CPU cannot pace (nodeqc's choice: the shortest period the test runs on real GPUs).
+PULSE_MIN_REAL_PERIOD_S = 0.02
+# ...and, from this period up, a swing of the power NVML reads (faster swings are averaged away by
+# NVML's power reading, which changes about ten times a second): the highest reading in the period
+# less the lowest at least this share of the enforced limit. Warmed, the H200's readings swung 86 W
+# at 100 ms, 177 W at 500 ms and 181 W at 1 s against its 700 W limit (0.12-0.26 of it, polled fast);
+# a twentieth of the limit (35 W) is under half the smallest of those, for telemetry's sparser
+# samples (nodeqc's choice), and about five times a steady load's reading-to-reading noise.
+PULSE_SWING_MIN_PERIOD_S = 0.1
+PULSE_MIN_SWING_SHARE = 0.05
+# The worker reads NVML's power at the end of every burst and every idle half from this period up,
+# in phase with the swings, and the swing is the mean at the bursts' ends less the mean at the idle
+# halves' ends, of the averaged reading or of the instantaneous one (NVML_FI_DEV_POWER_INSTANT, which
+# swung 881-951 W at its peaks on the H100 SXM5: shared/measurements/README.md), whichever swung
+# more. At least this many of each are needed (a quick 1 s period gives two).
+PULSE_PHASE_READINGS = 2
+# Where the worker could not read NVML (an old result), telemetry's own readings inside the period
+# stand in: the highest less the lowest, from at least this many (fewer can all land in one half of
+# the swings: a quick period of 2 s at the default 4 Hz holds 8). With neither, the swing is not
+# judged and the evidence says so; the duty still is.
+PULSE_SWING_READINGS = 4
+
+
+def _phase_swing(read: dict[str, Any]) -> tuple[float | None, str]:
+    """The swing the worker's in-phase readings show (W), and how it is said; None: too few readings."""
+    best: tuple[float | None, str] = (None, "")
+    for kind, said in (("", "power"), ("_instant", "instantaneous power")):
+        high, low = read.get(f"high{kind}") or {}, read.get(f"low{kind}") or {}
+        if min(high.get("n", 0), low.get("n", 0)) < PULSE_PHASE_READINGS:
+            continue
+        swing = high["mean"] - low["mean"]
+        if best[0] is None or swing > best[0]:
+            best = (swing, f"the {said} NVML read swung {swing:.0f} W (mean {high['mean']:.0f} W at the bursts' "
+                           f"ends, {low['mean']:.0f} W at the idle halves' ends, {high['n']} of each)")
+    return best
+
+
+def pulse_load(spans: list[dict[str, Any]], window: GpuTelemetry | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each swinging period's proof of its load: (per period: its duty, bursts, skipped periods and
+    the power swing NVML saw, and whether that was judged; what fell short, as said)."""
+    limit = None if window is None or is_na(window.power_limit_w) else float(window.power_limit_w)
+    proof, short = [], []
+    for span in spans:
+        period = span["period_s"]
+        if period <= 0:
+            continue
+        ms = f"{period * 1000:g} ms"
+        entry: dict[str, Any] = {"period_ms": period * 1000, "duty": span.get("duty"), "products": span.get("products")}
+        duty = span.get("duty")
+        cycles, skipped = span.get("cycles", 0), span.get("skipped", 0)
+        entry["cycles"], entry["skipped"] = cycles, skipped
+        real = span.get("real_period_s", period)
+        paced = real >= PULSE_MIN_REAL_PERIOD_S - 1e-9
+        if not paced:
+            entry["pace_judged"] = False
+            entry["pace_not_judged"] = (f"the {ms} period ran in {real * 1000:g} ms of real time (a compressed "
+                                        f"simulated clock): no host paces under {PULSE_MIN_REAL_PERIOD_S * 1000:g} ms")
+        elif not isinstance(duty, (int, float)) or not PULSE_DUTY[0] <= duty <= PULSE_DUTY[1]:
+            shown = "no duty reported" if not isinstance(duty, (int, float)) else f"duty {duty:.3f}"
+            short.append(f"at the {ms} period the GPU computed {shown} of the time "
+                         f"(planned {PULSE_DUTY[0]:g}-{PULSE_DUTY[1]:g})")
+        if paced and skipped > PULSE_MAX_SKIPPED_PER_BURST * cycles:
+            short.append(f"at the {ms} period {skipped} of {cycles + skipped} periods had no burst "
+                         "(a burst overran into them, or the host started it late)")
+        if period >= PULSE_SWING_MIN_PERIOD_S:
+            swing, said = _phase_swing(span.get("power_read") or {})
+            if swing is None:
+                watts = [float(r.power_w) for r in (window.readings_between(span["start_s"], span["end_s"])
+                                                     if window is not None else []) if not is_na(r.power_w)]
+                if len(watts) >= PULSE_SWING_READINGS:
+                    swing = max(watts) - min(watts)
+                    said = (f"the power telemetry read swung {swing:.0f} W ({min(watts):.0f}-{max(watts):.0f} W "
+                            f"over {len(watts)} readings)")
+            judged = swing is not None and limit is not None and limit > 0
+            entry["swing_judged"] = judged
+            if swing is not None:
+                entry["swing_w"] = round(swing, 1)
+                entry["swing_said"] = said
+            if judged:
+                assert swing is not None and limit is not None
+                need = PULSE_MIN_SWING_SHARE * limit
+                if swing < need:
+                    short.append(f"at the {ms} period {said}: needs {need:.0f} W, "
+                                 f"{PULSE_MIN_SWING_SHARE:g} of the {limit:g} W limit")
+        proof.append(entry)
+    return proof, short
+
+
 def pulse_params(profile: Profile, quick: bool) -> dict[str, Any]:
-    return {"periods_s": list(PULSE_PERIODS_S), "seed": SEED, "dtype": "fp16",
+    return {"periods_s": list(PULSE_PERIODS_S), "seed": SEED, "dtype": "fp16", "read_power_from_s": PULSE_SWING_MIN_PERIOD_S,
             "seconds_per_period": float(profile.get("run", "quick_pulse_s" if quick else "pulse_s"))}
 
 
@@ -332,7 +435,8 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
                              for period, texts in sorted(by_period.items()))
 
         swinging = [p for p in spans if p["period_s"] > 0]
-        evidence = {"periods": swinging, "attributed_by": method,
+        proof, short = pulse_load(spans, window)
+        evidence = {"periods": swinging, "load": proof, "attributed_by": method,
                     "counted_ms": {reason: {f"{p * 1000:g}": round(ms, 3) for p, ms in sorted(per.items())}
                                    for reason, per in counted.items()},
                     "counter_marks": window.counter_marks, "throttle_onsets": window.throttle_onsets.kept}
@@ -343,6 +447,13 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
             return CheckResult(name, g.subject, Verdict.FAIL, f"clocks cut while the load swung: {shown}",
                                code="POWER_PULSE_THROTTLE", values=values, evidence=evidence,
                                thresholds=thresholds, key="fastest_failing_period_ms")
+        if short or not swinging:
+            # Not a pass: the swings this check is about did not happen as planned (a FAIL above
+            # stands: the clocks were cut under whatever swings there were).
+            said_short = "; ".join(short) if short else "no swinging period ran"
+            return CheckResult(name, g.subject, Verdict.ERROR, f"the load did not swing as planned: {said_short}; "
+                               "not judged", code="PULSE_LOAD_NOT_REACHED", values=values, evidence=evidence,
+                               thresholds=thresholds, key="periods")
         periods = ", ".join(f"{p['period_s'] * 1000:g}" for p in swinging)
         if warnings:
             shown = said(warnings)

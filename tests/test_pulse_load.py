@@ -1,0 +1,250 @@
+"""The pulse test proves its load before it may pass (issue 23).
+
+On a real H100 SXM5 and H200 (2026-11-26) the pulse did not pulse and passed: each burst was one
+product, sized from one cold first product (duty 0.006-0.084). These tests hold the verdict to the
+swings the worker achieved (its duty by its own timing, the power NVML read in phase with the swings),
+the workload to bursts paced by the clock after a warm-up, and the twin to a cold first product."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nodeqc.backends.base import GpuInfo, GpuSample
+from nodeqc.backends.sim_compute import COLD_FIRST_PRODUCT_S, SimDevice
+from nodeqc.backends.simulated import SimNode, load_scenario
+from nodeqc.checks.stress import (PULSE_DUTY, PULSE_MIN_SWING_SHARE, PULSE_PERIODS_S, judge_pulse, pulse_load,
+                                  pulse_params)
+from nodeqc.faults import parse_fault
+from nodeqc.model import Verdict
+from nodeqc.profile import load_profile
+from nodeqc.telemetry import GpuTelemetry
+from nodeqc.workers import Outcome, Task
+from nodeqc.workloads import power_pulse, warm_product_s
+
+H100 = load_profile("h100")
+GPU = GpuInfo(index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-x", bus_id="0000:1b:00.0", slot=0)
+REAL = Path(__file__).parent / "fixtures" / "real-2026-11-26"
+
+
+def ok(result):
+    return Outcome(Task("pulse", 0, {}, 1.0), "ok", result, elapsed_s=1.0)
+
+
+def read(high, low, n=4, instant=None):
+    """What the worker read at the bursts' ends (high) and the idle halves' ends (low)."""
+    def s(mean, count=n):
+        return {"n": count, "mean": mean, "min": mean, "max": mean} if mean is not None else \
+            {"n": 0, "mean": None, "min": None, "max": None}
+    out = {"high": s(high), "low": s(low), "high_instant": s(None), "low_instant": s(None)}
+    if instant:
+        out["high_instant"], out["low_instant"] = s(instant[0]), s(instant[1])
+    return out
+
+
+def spans(duty=0.5, swing=(650.0, 80.0), skipped=0, power_read=True):
+    out = [{"period_s": 0.0, "start_s": 7.0, "end_s": 9.5, "cycles": 0, "duty": 1.0}]
+    t = 10.0
+    for period in PULSE_PERIODS_S:
+        cycles = round(2.0 / period)
+        lost = skipped if period == 0.02 else 0  # periods the host skipped, at the fastest
+        span = {"period_s": period, "start_s": t, "end_s": t + 2.0, "cycles": cycles - lost, "skipped": lost,
+                "products": 100, "duty": duty}
+        if period >= 0.1 and power_read:
+            span["power_read"] = read(*swing)
+        out.append(span)
+        t += 2.1
+    return out
+
+
+def window(limit=700.0, readings=()):
+    tel = GpuTelemetry(0, readings=[])
+    tel.add(0.0, GpuSample(temp_c=40, power_w=80.0, power_limit_w=limit, sm_clock_mhz=1980, util_pct=0, reasons=0))
+    for t, watts in readings:
+        tel.add(t, GpuSample(temp_c=50, power_w=watts, power_limit_w=limit, sm_clock_mhz=1980, util_pct=100,
+                             reasons=0))
+    return tel
+
+
+def judged(periods, tel=None):
+    return judge_pulse([GPU], {0: ok({"periods": periods})}, {0: tel if tel is not None else window()}, H100)[0]
+
+
+# ---------------------------------------------------------------- the verdict
+
+def test_a_pulse_that_swung_as_planned_passes_and_keeps_its_proof():
+    r = judged(spans())
+    assert r.verdict is Verdict.PASS, r.message
+    load = r.evidence["load"]
+    assert [e["period_ms"] for e in load] == [20.0, 100.0, 500.0, 1000.0]
+    assert [e.get("swing_judged") for e in load] == [None, True, True, True]  # 20 ms: NVML averages it away
+    assert all(e["swing_w"] == 570.0 for e in load[1:])
+
+
+@pytest.mark.parametrize("duty, passes", [(PULSE_DUTY[0], True), (PULSE_DUTY[1], True), (0.349, False),
+                                          (0.651, False), (0.006, False), (0.084, False), (1.0, False)])
+def test_the_duty_must_lie_between_the_bounds(duty, passes):
+    r = judged(spans(duty=duty))
+    assert (r.verdict is Verdict.PASS) == passes, r.message
+    if not passes:
+        assert (r.verdict, r.code) == (Verdict.ERROR, "PULSE_LOAD_NOT_REACHED")
+        assert f"at the 20 ms period the GPU computed duty {duty:.3f} of the time (planned 0.35-0.65)" in r.message
+        assert r.message.endswith("; not judged")
+
+
+def test_a_swing_nvml_cannot_see_is_not_a_pass():
+    need = PULSE_MIN_SWING_SHARE * 700  # 35 W
+    r = judged(spans(swing=(400.0, 366.0)))
+    assert (r.verdict, r.code) == (Verdict.ERROR, "PULSE_LOAD_NOT_REACHED")
+    assert ("at the 100 ms period the power NVML read swung 34 W (mean 400 W at the bursts' ends, 366 W at the idle "
+            "halves' ends, 4 of each): needs 35 W, 0.05 of the 700 W limit") in r.message
+    assert "20 ms" not in r.message  # the fastest period is not asked for a swing
+    assert judged(spans(swing=(400.0, 400.0 - need))).verdict is Verdict.PASS  # exactly at the bound
+
+
+def test_the_instantaneous_reading_counts_where_it_swung_more():
+    periods = spans()
+    for span in periods[2:]:
+        span["power_read"] = read(420.0, 400.0, instant=(690.0, 120.0))
+    r = judged(periods)
+    assert r.verdict is Verdict.PASS
+    assert r.evidence["load"][1]["swing_said"].startswith("the instantaneous power NVML read swung 570 W")
+
+
+def test_without_the_workers_readings_telemetrys_readings_in_the_period_stand_in():
+    periods = spans(power_read=False)
+    # Four readings in each period of 100 ms and more, flat: no swing seen.
+    flat = [(span["start_s"] + 0.4 * k, 650.0) for span in periods[2:] for k in range(1, 5)]
+    r = judged(periods, window(readings=flat))
+    assert (r.verdict, r.code) == (Verdict.ERROR, "PULSE_LOAD_NOT_REACHED")
+    assert "the power telemetry read swung 0 W (650-650 W over 4 readings)" in r.message
+    swinging = [(t, 650.0 if k % 2 else 90.0) for k, (t, _) in enumerate(flat)]
+    assert judged(periods, window(readings=swinging)).verdict is Verdict.PASS
+    # Fewer than four readings: the swing is not judged (said so in the evidence), the duty still is.
+    r = judged(periods, window(readings=flat[:3]))
+    assert r.verdict is Verdict.PASS and r.evidence["load"][1]["swing_judged"] is False
+
+
+def test_periods_the_host_skipped_count_against_the_pulse_past_three_in_four():
+    assert judged(spans(skipped=75)).verdict is Verdict.PASS  # 75 of 100 at 20 ms, 25 bursts
+    r = judged(spans(skipped=76))
+    assert (r.verdict, r.code) == (Verdict.ERROR, "PULSE_LOAD_NOT_REACHED")
+    assert "at the 20 ms period 76 of 100 periods had no burst (a burst overran into them, or the host started it late)" in r.message
+
+
+def test_a_period_faster_than_any_host_paces_in_real_time_is_not_held_to_its_duty():
+    """Only the simulated node's compressed clock makes a period shorter than 20 ms of real time: its
+    duty and skipped periods are said, not judged; a real GPU's periods (real time) always are."""
+    periods = spans(duty=0.1, skipped=90)
+    for span in periods[1:]:
+        span["real_period_s"] = span["period_s"] / 10  # ten times compressed: 2 ms, 10 ms, 50 ms, 100 ms
+    r = judged(periods)
+    assert (r.verdict, r.code) == (Verdict.ERROR, "PULSE_LOAD_NOT_REACHED")
+    assert "20 ms" not in r.message and "100 ms" not in r.message  # faster than 20 ms of real time
+    assert "at the 500 ms period the GPU computed duty 0.100" in r.message
+    assert r.evidence["load"][0]["pace_not_judged"] == ("the 20 ms period ran in 2 ms of real time (a compressed "
+                                                        "simulated clock): no host paces under 20 ms")
+    assert "pace_judged" not in r.evidence["load"][2]
+    for span in periods[1:3]:
+        span["duty"] = 0.5
+    periods[3]["duty"] = periods[4]["duty"] = 0.5
+    assert judged(periods).verdict is Verdict.PASS
+
+
+def test_a_pulse_with_no_swinging_period_is_not_a_pass():
+    r = judged(spans()[:1])
+    assert (r.verdict, r.code) == (Verdict.ERROR, "PULSE_LOAD_NOT_REACHED")
+    assert "no swinging period ran" in r.message
+
+
+def test_clocks_cut_under_swings_fail_even_when_the_load_fell_short():
+    from nodeqc.backends.base import REASON_BITS
+
+    periods = spans(duty=0.2)
+    tel = window()
+    tel.add(11.0, GpuSample(temp_c=50, power_w=600.0, power_limit_w=700.0, sm_clock_mhz=900, util_pct=100,
+                            reasons=REASON_BITS["power_brake"]))
+    r = judged(periods, tel)
+    assert (r.verdict, r.code) == (Verdict.FAIL, "POWER_PULSE_THROTTLE")  # what was seen stands
+
+
+def test_the_real_gpus_pulse_of_2026_11_26_is_not_a_pass_today():
+    """The H100 SXM5's and H200's quick runs: their pulse passed with bursts of one product."""
+    for name in ("h100-sxm5-quick", "h200-sxm-quick"):
+        predicate = json.loads((REAL / f"{name}.predicate.json").read_text())
+        check = next(c for c in predicate["checks"] if c["name"] == "stress.power_pulse" and c["subject"] == "gpu0")
+        assert check["verdict"] == "pass"  # what the code of the day said
+        proof, short = pulse_load(check["evidence"]["periods"], None)
+        assert [e["duty"] for e in proof] == [p["duty"] for p in check["evidence"]["periods"]]
+        assert all(p["duty"] < 0.1 for p in check["evidence"]["periods"])
+        assert len(short) == 4 and all("(planned 0.35-0.65)" in s for s in short), short
+
+
+# ---------------------------------------------------------------- the workload and the twin
+
+class Progress:
+    def progress(self, fraction, **figures):
+        assert 0 <= fraction <= 1
+
+
+def _device(faults=()):
+    node = SimNode(load_scenario("h100"), [parse_fault(f) for f in faults], time_scale=1)
+    return node, SimDevice(node.compute_spec(), 0)
+
+
+def test_the_twins_first_product_after_each_set_up_is_cold():
+    _, dev = _device()
+    dev.matmul_setup("fp16", 1)
+    cold = dev.matmul_run(1)
+    warm = dev.matmul_run(1)
+    assert cold >= COLD_FIRST_PRODUCT_S > 100 * warm  # hundreds of ms against about 1.5 ms
+    dev.matmul_setup("bf16", 1)
+    assert dev.matmul_run(1) >= COLD_FIRST_PRODUCT_S  # after every set-up
+    _, slow = _device(["gpu0:cold_start=2"])
+    slow.matmul_setup("fp16", 1)
+    assert slow.matmul_run(1) >= 2 + COLD_FIRST_PRODUCT_S
+
+
+def test_the_warm_timing_leaves_the_cold_product_out():
+    _, dev = _device(["gpu0:cold_start=2"])
+    dev.matmul_setup("fp16", 1)
+    one = warm_product_s(dev)
+    assert one == pytest.approx(2 * 8192 ** 3 / (dev.model.tflops["fp16"] * 1e12))
+
+
+@pytest.mark.parametrize("faults", [(), ("gpu0:cold_start=1",)])
+def test_bursts_fill_half_of_each_period_whatever_the_first_product_took(faults):
+    node, dev = _device(list(faults))
+    t0 = dev.clock.now()
+    params = {**pulse_params(H100, True), "periods_s": [0.1, 0.5], "seconds_per_period": 1.0, "run_t0": t0}
+    r = power_pulse(dev, params, Progress())
+    for span in r["periods"][1:]:
+        assert PULSE_DUTY[0] <= span["duty"] <= PULSE_DUTY[1], span
+        # Every period of the span, with a burst or skipped (the last may end just past the span).
+        assert round(1.0 / span["period_s"]) <= span["cycles"] + span["skipped"] <= round(1.0 / span["period_s"]) + 1
+        high, low = span["power_read"]["high"], span["power_read"]["low"]
+        assert high["n"] == low["n"] == span["cycles"]
+        assert high["mean"] - low["mean"] > 0.5 * dev.model.tdp_w  # the twin's power follows its load
+    assert r["product_s"] == pytest.approx(2 * 8192 ** 3 / (dev.model.tflops["fp16"] * 1e12), rel=1e-3)
+
+
+def test_a_gpu_that_cannot_follow_the_swings_overruns_its_bursts():
+    _, dev = _device(["gpu0:no_pulse"])
+    params = {**pulse_params(H100, True), "periods_s": [0.02], "seconds_per_period": 0.5, "run_t0": dev.clock.now()}
+    r = power_pulse(dev, params, Progress())
+    assert r["periods"][1]["duty"] > PULSE_DUTY[1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault, verdict, code, exit_code", [
+    ("gpu0:cold_start=2", "pass", None, 0),
+    ("gpu0:no_pulse", "error", "PULSE_LOAD_NOT_REACHED", 2),
+])
+def test_end_to_end_on_the_simulated_node(tmp_path, run_cli, fault, verdict, code, exit_code):
+    p = run_cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--only", "stress.power_pulse",
+                "--inject", fault, "--out", str(tmp_path))
+    from test_power_checks import _checks
+
+    pulse = next(c for c in _checks(p) if c["name"] == "stress.power_pulse" and c["subject"] == "gpu0")
+    assert (pulse["verdict"], pulse["code"], p.returncode) == (verdict, code, exit_code), pulse["message"]
+    assert [e["period_ms"] for e in pulse["evidence"]["load"]] == [20.0, 100.0, 500.0, 1000.0]
