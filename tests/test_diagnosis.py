@@ -329,7 +329,7 @@ def test_replayed_h100_at_its_power_limit_is_slow_at_full_clocks_not_power_bound
     assert min(clocks) == 1260 and max(clocks) == 1440  # the capture's readings at 700 W
     assert r.verdict is Verdict.FAIL and r.code == "BURN_SLOW", r.message
     d = r.evidence["diagnosis"]
-    assert d["cause"] == "defect" and d["readings"]["healthy_sm_clock_mhz"] == 1331 and d["readings"]["power_w"] >= 630
+    assert d["cause"] == "defect" and d["readings"]["healthy_sm_clock_mhz"] == 1290 and d["readings"]["power_w"] >= 630
     assert re.match(r"slow at full clocks \(1,[23]\d\d MHz\): the GPU computes 0\.\d\d of its SKU's rate per clock",
                     r.message), r.message
 
@@ -338,7 +338,7 @@ def test_replayed_h100_whose_clock_falls_below_the_healthy_one_at_its_limit_is_p
     r, clocks = _replayed(tmp_path, clock_scale=0.85)  # 1071-1224 MHz at 700 W: under 0.9 of 1331 (1198)
     assert r.verdict is Verdict.FAIL and r.code == "CLOCKS_LOW", r.message
     assert r.evidence["diagnosis"]["cause"] == "power_bound" and r.evidence["diagnosis"]["measure_code"] == "BURN_SLOW"
-    assert re.match(r"slow because the GPU reached its 700 W power limit at only 1,\d{3} MHz, 0\.[78]\d of the 1,331 "
+    assert re.match(r"slow because the GPU reached its 700 W power limit at only 1,\d{3} MHz, 0\.[78]\d of the 1,290 "
                     r"MHz a healthy H100 SXM5 80GB holds at its power limit under fp64, fp32, tf32, fp16, bf16, fp8: it draws "
                     r"more power per clock than its SKU", r.message), r.message
 
@@ -956,7 +956,7 @@ def test_node_result_that_passed_notes_every_gpus_other_processes():
         "pid 4242 (python3, 1.05 GiB), pid 77 (name unknown)", evidence={"other_processes": [COTENANT, OTHER]})
 
 
-H100_HEALTHY = {"fp64": 60.1, "fp32": 51.5, "tf32": 358.3, "fp16": 732.1, "bf16": 747.1, "fp8": 1353.2, "hbm": 2843.0,
+H100_HEALTHY = {"fp64": 60.1, "fp32": 51.5, "tf32": 358.3, "fp16": 732.1, "bf16": 747.1, "fp8": 1237.1, "hbm": 2843.0,
                 "h2d": 54.2, "d2h": 54.2}
 
 
@@ -964,7 +964,7 @@ H100_HEALTHY = {"fp64": 60.1, "fp32": 51.5, "tf32": 358.3, "fp16": 732.1, "bf16"
     (H100_SXM5, None, Expected("H100 SXM5 80GB", 1794, H100_HEALTHY)),
     (H100_SXM5, [], Expected("H100 SXM5 80GB", 1794, H100_HEALTHY)),
     (H100_SXM5, ["fp16", "bf16"], Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1331, "fp16, bf16")),
-    (H100_SXM5, ("fp64",), Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1794, "fp64")),
+    (H100_SXM5, ("fp64",), Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1882, "fp64")),  # fp64 held the limit at 1882 MHz (skus._burn_clocks)
     (GpuInfo(0, "NVIDIA Mystery", "GPU-x", "0000:1b:00.0"), ["fp16"], Expected()),  # an unknown SKU: nothing known
 ])
 def test_expected_whole(gpu_info, dtypes, expected):
