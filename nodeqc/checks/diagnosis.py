@@ -41,6 +41,12 @@ THROTTLE_SHARE = 0.1
 LOWERED_LIMIT_SHARE = 0.95
 # Power within this share of the enforced limit means the GPU was running against it.
 AT_LIMIT_SHARE = 0.9
+# The cap bit asserted for at least this share of the loaded time, at a mean power of at least this
+# share of the limit, is the limit holding the clock though the mean power is under AT_LIMIT_SHARE
+# (a short span's mean takes in the ramp; see diagnose). Most of the time, near the limit: nodeqc's
+# choice, below the H200 fp8 span's 0.88 of its limit.
+CAP_BIT_SHARE = 0.5
+CAP_BIT_POWER_SHARE = 0.8
 # A rate per clock at or above this share of the SKU's is no defect: the calibration rule
 # (nodeqc/calibration.py, WARN_FRACTION) calls a healthy part's spread anything down to 90%, so a
 # rate that its clock explains to within that band is the clock's, not the part's compute.
@@ -216,6 +222,11 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
     # beside a mean power far below the limit is not the limit holding it.
     drawing = obs.power_w is not None and bool(limit)
     capped = (obs.power_w >= AT_LIMIT_SHARE * limit) if drawing else _share(obs, ("sw_power_cap",)) >= THROTTLE_SHARE
+    if drawing and not capped:
+        # A dtype's span is short, and its mean takes in the ramp up to the limit: the cap asserted
+        # for most of it, near the limit, is the limit holding it (shared/measurements/2026-11-26,
+        # H200 fp8: sw_power_cap in all 12 loaded samples, 616 W mean, 661 W median, 700 W limit).
+        capped = _share(obs, ("sw_power_cap",)) >= CAP_BIT_SHARE and obs.power_w >= CAP_BIT_POWER_SHARE * limit
     healthy, holds = expected.full_clock(capped)
     readings["healthy_sm_clock_mhz"] = healthy  # the one this diagnosis compared with
     if limit and default and limit < LOWERED_LIMIT_SHARE * default and capped and kind != "pcie":
