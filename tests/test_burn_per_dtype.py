@@ -245,3 +245,15 @@ def test_the_simulated_burn_records_each_dtypes_span_clock_and_power(tmp_path):
     # The simulated GPU sets no cap bit at its limit (the real one does: the H200's fp8 above), and
     # throttles nothing without a fault.
     assert fp64["throttle_s"] == {} and fp8["throttle_s"] == {}
+
+
+def test_profiles_say_which_healthy_figures_are_estimates(run_cli):
+    nvl = run_cli("profiles", "h200-nvl-141gb")
+    assert nvl.returncode == 0
+    assert "  healthy figures: estimates (datasheet-derived, not measured): fp64, fp32, tf32, fp16, bf16, fp8, hbm\n" \
+        in nvl.stdout
+    sxm = run_cli("profiles", "h200-sxm-141gb")
+    assert "  healthy figures: measured: fp64, fp32, tf32, fp16, bf16, fp8, hbm\n" in sxm.stdout
+    family = run_cli("profiles", "h100")
+    assert "    h100-sxm5-80gb healthy figures: measured: fp64, fp32, tf32, fp16, bf16, fp8, hbm\n" in family.stdout
+    assert "    h100-pcie-80gb healthy figures: estimates (datasheet-derived, not measured): " in family.stdout
