@@ -421,8 +421,13 @@ def cmd_profiles(argv: list[str]) -> int:
         sku = prof.sku
         if sku is not None:
             print(f"  sku {sku.key}: {sku.name}, PCI {', '.join(f'0x{i:04x}' for i in sku.pci_device_ids)} (floors: nodeqc/skus.py)")
+            print(f"  healthy figures: {_provenance(sku)}")
         elif prof.data.get("skus"):
             print(f"  skus {', '.join(prof.data['skus'])}: the floors of the slowest until the GPUs are known")
+            from nodeqc.skus import BY_KEY
+            for key in prof.data["skus"]:
+                if key in BY_KEY:
+                    print(f"    {key} healthy figures: {_provenance(BY_KEY[key])}")
         for section in ("gpu", "host", "nic", "run"):
             print(f"[{section}]")
             for key in SCHEMA[section]:
@@ -458,6 +463,20 @@ def _print_skus() -> None:
         print("  healthy " + ", ".join(f"{k} {v:g}" for k, v in figures.items()))
         print("  fail <  " + ", ".join(f"{k} {calibration.floor(v)['fail']:g}" for k, v in figures.items()))
         print(f"  source: {sku.source}")
+        if sku.estimated:
+            print(f"  {_provenance(sku)}")
+
+
+def _provenance(sku) -> str:
+    """Which of a SKU's healthy figures were measured (or published) and which are estimates: a floor
+    made of an estimate may be wrong by more than its warning band."""
+    figures = [*sku.healthy_tflops, "hbm"]
+    known = [f for f in figures if f not in sku.estimated]
+    guessed = [f for f in figures if f in sku.estimated]
+    parts = [f"{'measured' if sku.measured else 'published'}: {', '.join(known)}"] if known else []
+    if guessed:
+        parts.append(f"estimates (datasheet-derived, not measured): {', '.join(guessed)}")
+    return "; ".join(parts)
 
 
 def cmd_scenarios(argv: list[str]) -> int:

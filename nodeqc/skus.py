@@ -7,11 +7,14 @@ figures here (nodeqc/calibration.py states the rule), and the simulated GPU mode
 Healthy figures are sustained rates of nodeqc's own work (matmul burn TFLOP/s, STREAM copy GB/s read
 plus written, pinned H2D/D2H GB/s), taken at the LOW end of what healthy parts measured:
 - measured: H100 SXM5 and H200 SXM (shared/measurements/README.md, 2026-11-23, driver 580.159.04,
-  quick burn of about 6 s per dtype under the 700 W limit; three H100 SXM5 machines);
+  quick burn of about 6 s per dtype under the 700 W limit; three H100 SXM5 machines), fp8 and the
+  clock of each dtype at the power limit from the quick burns of shared/measurements/2026-11-26;
 - published measurements where there are some (gpu-fryer's per-GPU rates, nvbandwidth, in
   shared/REFERENCE.md);
 - otherwise an estimate: the datasheet peak times the fraction of its peak the H100 SXM5 sustained
-  in the same measure (`_estimate`), marked so in the SKU's `source`. Replace an estimate with a
+  in the same measure (`_estimate`), marked so in the SKU's `source` and, figure by figure, in its
+  `estimated` (`nodeqc profiles NAME` shows it; a rate below an estimated floor is never blamed on
+  the part alone). Replace an estimate with a
   measurement when a part can be measured.
 
 PCI device ids: pci.ids (pciutils/pciids, version 2026.08.22) and, for 0x2330 and 0x2335, the
@@ -30,8 +33,10 @@ NVIDIA_VENDOR_ID = 0x10DE
 # quick burn's sustained rates, STREAM copy and pinned copies. The datasheet peaks beside them
 # (shared/REFERENCE.md) give the fraction of peak nodeqc's work sustains, which `_estimate` applies
 # to SKUs nobody has measured yet.
-_H100_SXM5_MEASURED = {"fp64": 60.1, "fp32": 51.5, "tf32": 358.3, "fp16": 732.1, "bf16": 747.1}
-_H100_SXM5_PEAK = {"fp64": 67.0, "fp32": 67.0, "tf32": 495.0, "fp16": 989.0, "bf16": 989.0}
+# fp8: the quick burn of shared/measurements/2026-11-26 (1237.1 TFLOP/s, one machine) against
+# 1979 dense: 0.63 of peak, where fp16 sustains 0.74 (the 700 W limit holds fp8 at about 1290 MHz).
+_H100_SXM5_MEASURED = {"fp64": 60.1, "fp32": 51.5, "tf32": 358.3, "fp16": 732.1, "bf16": 747.1, "fp8": 1237.1}
+_H100_SXM5_PEAK = {"fp64": 67.0, "fp32": 67.0, "tf32": 495.0, "fp16": 989.0, "bf16": 989.0, "fp8": 1979.0}
 _H100_SXM5_HBM_MEASURED, _H100_SXM5_HBM_PEAK = 2843.0, 3350.0
 # Pinned copies: 54.2 GB/s (H2D, the low end over three machines) on Gen5 x16; Gen4 x16 moves 24-26
 # and Gen3 x16 12-13 (REFERENCE.md; nvbandwidth 25.1 on A100 SXM4 Gen4): the low ends.
@@ -40,9 +45,9 @@ LINK_GBPS = {5: 54.2, 4: 24.0, 3: 12.0}
 
 def _estimate(peaks: dict[str, float]) -> dict[str, float]:
     """Sustained rates of an unmeasured SKU: its datasheet peak (dense) times the fraction of peak
-    the H100 SXM5 sustained in that dtype. fp8 scales like fp16 (same tensor pipes, twice the rate)."""
+    the H100 SXM5 sustained in that dtype (fp8 too: its sustained burn, not fp16's fraction, which
+    put the H200 SXM's fp8 15% above what two healthy parts sustained)."""
     ratio = {d: _H100_SXM5_MEASURED[d] / _H100_SXM5_PEAK[d] for d in _H100_SXM5_MEASURED}
-    ratio["fp8"] = ratio["fp16"]
     return {d: round(p * ratio[d], 1) for d, p in peaks.items()}
 
 
@@ -73,6 +78,19 @@ class Sku:
     # not here runs at healthy_sm_mhz. Half precision on a Hopper holds the 700 W limit far below
     # the mean over a whole burn.
     loaded_sm_mhz: dict[str, float] = field(default_factory=dict, hash=False)
+    # Which healthy figures (dtypes of healthy_tflops, "hbm") are estimates: the datasheet peak
+    # times the H100 SXM5's measured fraction of peak (`_estimate`), not a rate any part of this
+    # SKU was seen to sustain. A floor made of one can be wrong by more than the calibration
+    # rule's 10% band, so a rate below it is never blamed on the part alone
+    # (nodeqc.checks.diagnosis).
+    estimated: frozenset[str] = field(default_factory=frozenset, hash=False)
+
+    def provenance(self, figure: str) -> str:
+        """How a healthy figure ("fp8", "hbm") was had: "estimate" (datasheet-derived), or "measured"
+        / "published" as the SKU's source says."""
+        if figure in self.estimated:
+            return "estimate"
+        return "measured" if self.measured else "published"
 
     def loaded_clock(self, dtypes: Iterable[str] | None = None) -> float:
         """The loaded SM clock below which a healthy part does not go under a load of these dtypes:
@@ -90,10 +108,15 @@ class Sku:
 def _sku(key: str, family: str, name: str, form: str, ids: tuple[int, ...], nvml: tuple[str, ...],
          memory_gib: float, power_w: float, tflops: dict[str, float], sm_mhz: float, hbm: float,
          pcie_gen: int, source: str, h2d: float | None = None, d2h: float | None = None,
-         measured: bool = False, loaded_mhz: dict[str, float] | None = None) -> Sku:
+         measured: bool = False, loaded_mhz: dict[str, float] | None = None,
+         estimated: Iterable[str] | None = None) -> Sku:
+    """`estimated`: the healthy figures that are estimates; None: all of them where the source says
+    "estimate", none otherwise."""
+    if estimated is None:
+        estimated = [*tflops, "hbm"] if source.startswith("estimate") else []
     return Sku(key, family, name, form, ids, nvml, memory_gib, power_w, tflops, sm_mhz, hbm,
                LINK_GBPS[pcie_gen] if h2d is None else h2d, LINK_GBPS[pcie_gen] if d2h is None else d2h,
-               pcie_gen, source, measured, dict(loaded_mhz or {}))
+               pcie_gen, source, measured, dict(loaded_mhz or {}), frozenset(estimated))
 
 
 def _half_precision(mhz: float) -> dict[str, float]:
@@ -104,29 +127,44 @@ def _half_precision(mhz: float) -> dict[str, float]:
     return {"fp16": mhz, "bf16": mhz}
 
 
+def _burn_clocks(fp64: float, tf32: float, fp8: float) -> dict[str, float]:
+    """The dtypes that held the 700 W limit (sw_power_cap asserted in every loaded sample) in the
+    quick burn of shared/measurements/2026-11-26 ("Clocks per dtype"), read from the runs'
+    telemetry (*-reports/*.telemetry.csv.gz, 4 Hz): the median SM clock of each phase's loaded
+    samples. The burn runs the profile's dtypes in order (fp64, fp32, tf32, fp16, bf16, fp8:
+    nodeqc.workloads.matmul_burn), one phase each; the phases' lengths match the evidence's
+    seconds per dtype (fp64 and fp32 about 4.5-4.7 s of products, tf32 4.9-5.1; fp16, bf16 and fp8
+    about 3 s, their products faster than the known-answer checks between them). fp32 did not
+    hold the limit (1980 MHz, the maximum) and fp16/bf16 keep the capture's plain-load clock, the
+    lower: a floor. fp8's mean is below its median on the H100 (1225 against 1290: two readings at
+    1035 and 1155 MHz among 11), inside the diagnosis' 0.9 of it."""
+    return {"fp64": fp64, "tf32": tf32, "fp8": fp8}
+
+
 # Datasheet dense peaks are in shared/REFERENCE.md unless the comment names another datasheet.
 # healthy_sm_mhz of an unmeasured SKU is its datasheet boost clock (an upper bound of the loaded clock).
 SKUS: tuple[Sku, ...] = (
     # ---- Hopper
     _sku("h100-sxm5-80gb", "h100", "H100 SXM5 80GB", "sxm", (0x2330,), ("NVIDIA H100 80GB HBM3",),
          79.6, 700,
-         # fp8: 8192^3 through nvmath-python's Matmul (cuBLASLt, the library and heuristic the burn's
-         # fp8 uses), 1353.2 on the first machine, the lower of the two libraries measured (PyTorch's
-         # _scaled_mm 1417.6). A short benchmark, not yet the burn's sustained low end: replace it
-         # with that once the fp8 burn has run on H100 SXM5s (benchmarks/bench_gpu.py).
-         {**_H100_SXM5_MEASURED, "fp8": 1353.2},
+         # fp8: the quick burn's sustained rate under the 700 W limit, 1237.1 TFLOP/s
+         # (shared/measurements/2026-11-26, h100-reports/vm-20261126T153634Z, one H100 SXM5). It
+         # replaces 1353.2, an 8192^3 product through nvmath-python's Matmul: a short peak the burn
+         # did not sustain, which left a healthy part 1.6% above the warning level.
+         dict(_H100_SXM5_MEASURED),
          # The mean over a whole burn was not read on the H100: the H200's (same GH100 die, clocks
          # and 700 W limit), 1794 MHz over the quick burn's five dtypes, stands for the dtypes whose
          # own clock was not read.
          1794, _H100_SXM5_HBM_MEASURED, 5,
          "measured on three H100 SXM5 (shared/measurements, 2026-11-23): quick burn low ends, "
          "copy 2843-2859, H2D 54.2-55.3, D2H 55.2 (one machine; H2D's low end used for both); "
-         "SM clock under fp16 1331 MHz (capture)",
+         "SM clock under fp16 1331 MHz (capture); fp8 1237.1 and the clocks per dtype from the quick burn of "
+         "2026-11-26",
          measured=True,
          # Half precision at the 700 W limit: capture-h100-sxm5-80gb.json, `nodeqc capture` under
          # half-precision products (the plain load, CupyDevice.busy_step), SW power cap asserted,
          # power 690-704 W: 34 readings under load, 1260-1455 MHz, mean 1331 (1290-1365 once steady).
-         loaded_mhz=_half_precision(1331)),
+         loaded_mhz={**_half_precision(1331), **_burn_clocks(fp64=1882, tf32=1410, fp8=1290)}),
     _sku("h100-pcie-80gb", "h100", "H100 PCIe 80GB", "pcie", (0x2331,), ("NVIDIA H100 PCIe",),
          79.6, 350,
          _estimate({"fp64": 51, "fp32": 51, "tf32": 378, "fp16": 756, "bf16": 756, "fp8": 1513}),
@@ -141,17 +179,19 @@ SKUS: tuple[Sku, ...] = (
          "estimate: datasheet peaks (H100 NVL) x the H100 SXM5's measured fraction of peak"),
     _sku("h200-sxm-141gb", "h200", "H200 SXM 141GB", "sxm", (0x2335,), ("NVIDIA H200",),
          140.4, 700,
-         # tf32: 349.1 on this H200 against 358-364 on the H100s; fp8 not measured (datasheet
-         # estimate).
-         {"fp64": 60.9, "fp32": 51.2, "tf32": 349.1, "fp16": 742.6, "bf16": 738.8,
-          "fp8": _estimate({"fp8": 1979})["fp8"]},
+         # tf32: 349.1 on this H200 against 358-364 on the H100s. fp8: the low end of the quick
+         # burn's sustained rates under the 700 W limit on two H200 SXM (shared/measurements/2026-11-26):
+         # 1231.6 (h200-reports/vm-20261126T154124Z), 1219.9 and 1223.0 (a second serial, twice). It
+         # replaces a datasheet estimate (1464.5) that warned on the healthy part.
+         {"fp64": 60.9, "fp32": 51.2, "tf32": 349.1, "fp16": 742.6, "bf16": 738.8, "fp8": 1219.9},
          1794, 3972, 5,
          "measured on one H200 SXM (shared/measurements, 2026-11-23): quick burn, copy 3972-3984, "
-         "H2D 55.5, D2H 55.3-55.4, SM clock 1794 MHz mean under the burn, 1400 MHz under fp16 (capture)",
+         "H2D 55.5, D2H 55.3-55.4, SM clock 1794 MHz mean under the burn, 1400 MHz under fp16 (capture); "
+         "fp8 1219.9 (two H200 SXM) and the clocks per dtype from the quick burns of 2026-11-26",
          h2d=55.5, d2h=55.3, measured=True,
          # Half precision at the 700 W limit: capture-h200-sxm-141gb.json, the same plain load, SW
          # power cap asserted, power 683-705 W: 35 readings under load, 1305-1440 MHz, mean 1400.
-         loaded_mhz=_half_precision(1400)),
+         loaded_mhz={**_half_precision(1400), **_burn_clocks(fp64=1875, tf32=1530, fp8=1380)}),
     # H200 NVL datasheet: FP64 tensor 60, FP32 60, TF32 835 / BF16 1671 / FP8 3341 with sparsity,
     # 141 GB HBM3e at 4.8 TB/s, up to 600 W, Gen5 x16.
     _sku("h200-nvl-141gb", "h200", "H200 NVL 141GB", "nvl", (0x233B,), ("NVIDIA H200 NVL",),
@@ -166,25 +206,26 @@ SKUS: tuple[Sku, ...] = (
          40.0, 400, {**_estimate({"fp64": 19.5, "fp32": 19.5}), "tf32": 130, "fp16": 270, "bf16": 270},
          1410, _estimate_hbm(1555), 4,
          "published: gpu-fryer A100-SXM4-80GB (tf32, bf16, fp16); fp64/fp32 and HBM estimated from "
-         "datasheet peaks x the H100 SXM5's measured fraction of peak"),
+         "datasheet peaks x the H100 SXM5's measured fraction of peak", estimated=("fp64", "fp32", "hbm")),
     _sku("a100-sxm4-80gb", "a100", "A100 SXM4 80GB", "sxm", (0x20B2,), ("NVIDIA A100-SXM4-80GB",),
          80.0, 400, {**_estimate({"fp64": 19.5, "fp32": 19.5}), "tf32": 130, "fp16": 270, "bf16": 270},
          1410, _estimate_hbm(2039), 4,
          "published: gpu-fryer A100-SXM4-80GB (tf32, bf16, fp16); fp64/fp32 and HBM estimated from "
-         "datasheet peaks x the H100 SXM5's measured fraction of peak"),
+         "datasheet peaks x the H100 SXM5's measured fraction of peak", estimated=("fp64", "fp32", "hbm")),
     # Two device ids carry the 40 GB PCIe card (pci.ids: 0x20b1 and 0x20f1 "A100 PCIe 40GB"). At 250 W
     # it sustains 224/270 of the SXM4's tensor rate (gpu-fryer); fp64/fp32 scaled the same way.
     _sku("a100-pcie-40gb", "a100", "A100 PCIe 40GB", "pcie", (0x20B1, 0x20F1), ("NVIDIA A100-PCIE-40GB",),
          40.0, 250, {**_estimate({"fp64": 19.5 * 224 / 270, "fp32": 19.5 * 224 / 270}),
                      "tf32": 106, "fp16": 224, "bf16": 224},
          1410, _estimate_hbm(1555), 4,
-         "published: gpu-fryer A100-PCIe-40GB (tf32, bf16, fp16); fp64/fp32 and HBM estimated"),
+         "published: gpu-fryer A100-PCIe-40GB (tf32, bf16, fp16); fp64/fp32 and HBM estimated",
+         estimated=("fp64", "fp32", "hbm")),
     _sku("a100-pcie-80gb", "a100", "A100 PCIe 80GB", "pcie", (0x20B5,), ("NVIDIA A100 80GB PCIe",),
          80.0, 300, {**_estimate({"fp64": 19.5 * 224 / 270, "fp32": 19.5 * 224 / 270}),
                      "tf32": 106, "fp16": 224, "bf16": 224},
          1410, _estimate_hbm(1935), 4,
          "published: gpu-fryer A100-PCIe-40GB (same chip and clocks; 300 W, so at least as fast); "
-         "fp64/fp32 and HBM estimated"),
+         "fp64/fp32 and HBM estimated", estimated=("fp64", "fp32", "hbm")),
     # ---- Ada, Turing, Volta
     _sku("l40s", "l40s", "L40S 48GB", "pcie", (0x26B9,), ("NVIDIA L40S",),
          45.0, 350, _estimate({"fp32": 91.6, "tf32": 183, "fp16": 362, "bf16": 362, "fp8": 733}),

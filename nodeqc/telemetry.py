@@ -36,10 +36,10 @@ PROCESS_POLL_S = 1.0  # seconds on the run's clock between listings of the GPUs'
 # after it starts.
 UTIL_WINDOW_S = 1.0
 POLL_GAPS_KEPT = 8  # sample rounds whose spacing says how fast the sampler really goes
-# A step's window keeps its readings as they came (time and sample), so a judge can read a part of
-# the step apart (the pulse test's periods): at most this many per GPU, the first kept (a 600 s
-# step at the 50 Hz the sampler allows at most is 30,000).
-WINDOW_READINGS_KEPT = 30_000
+# A step's window keeps its samples (not the run's whole telemetry) so that a judge can read a part of
+# the step apart (the burn's dtypes, each in its own span: `GpuTelemetry.between`). A full burn of
+# 600 s at 4 Hz is 2,400 per GPU; past this many a window keeps counting but no longer keeps them.
+WINDOW_SAMPLES_KEPT = 20_000
 
 
 @dataclass
@@ -126,11 +126,12 @@ class GpuTelemetry:
     # periods): {"t_s", "bound", "period_s", "throttle_ns": reason -> ns, None where not counted}.
     counter_marks: list[dict[str, Any]] = field(default_factory=list)
     lost_at_s: float | None = None
+    # The samples themselves, (t, sample), up to `keep_samples` (0: none; a step's window keeps them).
+    keep_samples: int = 0
+    kept_samples: list[tuple[float, GpuSample]] = field(default_factory=list)
     # Compute processes not nodeqc's own seen on the GPU, by pid (first MAX_EVENTS); None until a
     # listing was had, and stays None where the driver cannot list processes.
     other_processes: dict[int, dict[str, Any]] | None = None
-    # (t_s, sample) as they came; kept by a step's window (None for the whole run's summary).
-    readings: list[tuple[float, GpuSample]] | None = None
     _prev_t: float | None = None
     _prev_reasons: int = 0
 
@@ -138,8 +139,8 @@ class GpuTelemetry:
         dt = 0.0 if self._prev_t is None else max(0.0, t - self._prev_t)
         self._prev_t = t
         self.samples += 1
-        if self.readings is not None and len(self.readings) < WINDOW_READINGS_KEPT:
-            self.readings.append((t, s))
+        if len(self.kept_samples) < self.keep_samples:
+            self.kept_samples.append((t, s))
         for name, stat in self.stats.items():
             stat.add(getattr(s, name))
         if not is_na(s.power_limit_w):
@@ -192,10 +193,28 @@ class GpuTelemetry:
             self.throttle_s[reason] = (end_ns - start_ns) / 1e9
             self.throttle_counted.append(reason)
 
+    def between(self, start_s: float, end_s: float) -> "GpuTelemetry | None":
+        """What this window saw from start_s to end_s (the run's clock, as the samples' t): its kept
+        samples in that span summed anew, each counting its time since the one before it (the first
+        since start_s, so no time outside the span is counted). The power limit is the window's where
+        no sample in the span read one, and the other processes are the whole window's: another
+        process during the step makes none of its figures the GPU's own. None where the window kept
+        no samples (nothing to slice)."""
+        if not self.kept_samples:
+            return None
+        part = GpuTelemetry(self.index)
+        part._prev_t = start_s
+        for t, s in self.kept_samples:
+            if start_s <= t <= end_s:
+                part.add(t, s)
+        if is_na(part.power_limit_w):
+            part.power_limit_w = self.power_limit_w
+        part.other_processes = self.other_processes
+        return part
+
     def readings_between(self, start_s: float, end_s: float) -> list[GpuSample]:
-        """The samples this window took from start_s to end_s (run-clock seconds from the run's
-        start, as the workloads' spans are told); none where the window kept no readings."""
-        return [s for t, s in self.readings or [] if start_s <= t <= end_s]
+        """The samples this window kept from start_s to end_s (the run's clock); none where it kept none."""
+        return [s for t, s in self.kept_samples if start_s <= t <= end_s]
 
     def failing_throttle_s(self) -> float:
         return sum(self.throttle_s.get(r, 0.0) for r in FAILING_REASONS)
@@ -297,7 +316,7 @@ class TelemetrySampler:
     def open_window(self, name: str) -> None:
         """Start collecting what telemetry sees during one step of the work, apart from the run."""
         with self._lock:
-            self._windows[name] = {i: GpuTelemetry(i, readings=[]) for i in self.indices}
+            self._windows[name] = {i: GpuTelemetry(i, keep_samples=WINDOW_SAMPLES_KEPT) for i in self.indices}
 
     def close_window(self, name: str) -> dict[int, GpuTelemetry]:
         with self._lock:

@@ -127,8 +127,12 @@ def burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any
 def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
     """Matrix products in each dtype for params['seconds'] in all: the sustained rate of completed
     products, and silent data corruption caught three ways (known answer, repeats, and a
-    fingerprint of identical work that the verdict compares across GPUs)."""
+    fingerprint of identical work that the verdict compares across GPUs). Each dtype's span on the
+    run's clock (start_s, end_s from params['run_t0'], as power_pulse's periods), from its first timed
+    product to its last check: the verdict reads what telemetry saw of that dtype alone (a Hopper
+    holds its power limit at a clock of each dtype's own: shared/measurements/2026-11-26)."""
     seconds, seed = float(params["seconds"]), int(params["seed"])
+    t0 = params.get("run_t0")  # None (a caller outside a run): no spans, the verdict reads the whole step
     not_run = {d: why for d in params["dtypes"] if (why := device.supports(d))}
     dtypes = [d for d in params["dtypes"] if d not in not_run]
     a, b, expected = known_answer_inputs(device.ka_size)
@@ -150,6 +154,7 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
             done_flops = done_s = 0.0
             first = repeat_mismatch = wrong = None
             checks = 0
+            began = clock.now()
             until = start + seconds * (k + 1) / len(dtypes)
             while clock.now() < until or checks == 0:
                 done_s += device.matmul_run(iters)
@@ -169,6 +174,8 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
                               "seconds": round(done_s, 3), "fingerprint": first, "checks": checks,
                               "repeat_mismatch": repeat_mismatch, "known_answer_mismatch": wrong,
                               "known_answer_size": device.ka_size}
+            if t0 is not None:
+                results[dtype].update(start_s=round(began - float(t0), 3), end_s=round(clock.now() - float(t0), 3))
             device.release()
     finally:
         device.set_load(0.0)

@@ -291,7 +291,9 @@ def test_a_healthy_clock_at_the_limit_is_never_called_low_and_locked_clocks_stil
 def _replayed(tmp_path, clock_scale=1.0, faults=("gpu0:slow=0.5",)):
     """The real H100 SXM5 capture from its first reading at the power limit on (the replay's first
     samples would otherwise be its idle ones), its clocks scaled by `clock_scale`, behind a twin
-    whose compute is slowed: the burn's diagnosis through a real machine's telemetry."""
+    whose compute is slowed: the burn's diagnosis through a real machine's telemetry. The capture's
+    load is half precision (CupyDevice.busy_step), so the burn is too: each dtype is diagnosed
+    against its own clock, and the replayed clocks are half precision's."""
     import json
 
     from nodeqc.backends import replay_hardware
@@ -318,7 +320,9 @@ def _replayed(tmp_path, clock_scale=1.0, faults=("gpu0:slow=0.5",)):
     path = tmp_path / "capture.json"
     path.write_text(json.dumps(data))
     hw = replay_hardware(str(path), [parse_fault(f) for f in faults])
-    options = RunOptions(load_profile("h100-sxm5-80gb"), create_key(tmp_path / "k.pem"), out_dir=tmp_path / "out",
+    (tmp_path / "half.toml").write_text('description = "H100 SXM5, half precision"\nextends = "h100"\n'
+                                         '[gpu]\ndtypes = ["fp16", "bf16"]\n')
+    options = RunOptions(load_profile(str(tmp_path / "half.toml")), create_key(tmp_path / "k.pem"), out_dir=tmp_path / "out",
                          quick=True, selection=Selection(only=("stress.burn",)))
     outcome = Runner(options, hw).run()
     return next(r for r in outcome.results if r.name == "stress.burn"), clocks
@@ -339,7 +343,7 @@ def test_replayed_h100_whose_clock_falls_below_the_healthy_one_at_its_limit_is_p
     assert r.verdict is Verdict.FAIL and r.code == "CLOCKS_LOW", r.message
     assert r.evidence["diagnosis"]["cause"] == "power_bound" and r.evidence["diagnosis"]["measure_code"] == "BURN_SLOW"
     assert re.match(r"slow because the GPU reached its 700 W power limit at only 1,\d{3} MHz, 0\.[78]\d of the 1,331 "
-                    r"MHz a healthy H100 SXM5 80GB holds at its power limit under fp64, fp32, tf32, fp16, bf16, fp8: it draws "
+                    r"MHz a healthy H100 SXM5 80GB holds at its power limit under fp16: it draws "
                     r"more power per clock than its SKU", r.message), r.message
 
 
@@ -449,18 +453,24 @@ def diagnosed_run(tmp_path_factory):
 def test_end_to_end_slow_at_full_clocks(diagnosed_run):
     r = diagnosed_run[0]["stress.burn", "gpu0"]
     assert r.verdict is Verdict.FAIL and r.code == "BURN_SLOW"
-    # The simulated H100 runs each dtype at its clock (1331 MHz under half precision at its limit, the
-    # SKU's 1794 otherwise): the burn's mean falls between, as the samples fell; all full clocks.
-    m = re.match(r"slow at full clocks \(1,(\d{3}) MHz\): the GPU computes 0\.50 of its SKU's rate per clock", r.message)
-    assert m and 331 <= int(m.group(1)) <= 794, r.message
-    assert r.evidence["diagnosis"]["cause"] == "defect"
+    # The simulated H100 runs each dtype at its clock at the limit (skus: fp64 1882 MHz, half precision
+    # 1331, fp8 1290). Every dtype is half as fast: the first of them, fp64, is diagnosed in its own
+    # span where telemetry saw it under load (against 1882), else over the whole burn (against the
+    # lowest, 1290, at the limit; the SKU's 1794 where the mean power fell short of it); at 40x compression a span holds a sample or two, from either side of a change of
+    # dtype: the clock falls anywhere between. All full clocks.
+    m = re.match(r"slow at full clocks \(1,(\d{3}) MHz\): the GPU computes 0\.50 of its SKU's rate per clock "
+                 r"\(compute defect; RMA\)", r.message)
+    assert m and 290 <= int(m.group(1)) <= 882, r.message
+    d = r.evidence["diagnosis"]
+    assert d["cause"] == "defect" and d["readings"]["healthy_sm_clock_mhz"] in (1882, 1290, 1794)
 
 
 def test_end_to_end_throttled(diagnosed_run):
     r = diagnosed_run[0]["stress.burn", "gpu1"]
     assert r.verdict is Verdict.FAIL and r.code == "THROTTLE_HW_SLOWDOWN"
-    m = re.match(r"slow because clocks were held near (\d{3}) MHz by HW slowdown", r.message)  # half of 1331..1794
-    assert m and 665 <= int(m.group(1)) <= 897, r.message
+    # Half of the clock of the diagnosed span (fp64's 1882 MHz) or of the whole burn's (1290..1882).
+    m = re.match(r"slow because clocks were held near (\d{3}) MHz by HW slowdown", r.message)
+    assert m and 645 <= int(m.group(1)) <= 941, r.message
     assert "check PSUs and power cables" in r.message and r.evidence["diagnosis"]["measure_code"] == "BURN_SLOW"
 
 
@@ -956,7 +966,7 @@ def test_node_result_that_passed_notes_every_gpus_other_processes():
         "pid 4242 (python3, 1.05 GiB), pid 77 (name unknown)", evidence={"other_processes": [COTENANT, OTHER]})
 
 
-H100_HEALTHY = {"fp64": 60.1, "fp32": 51.5, "tf32": 358.3, "fp16": 732.1, "bf16": 747.1, "fp8": 1353.2, "hbm": 2843.0,
+H100_HEALTHY = {"fp64": 60.1, "fp32": 51.5, "tf32": 358.3, "fp16": 732.1, "bf16": 747.1, "fp8": 1237.1, "hbm": 2843.0,
                 "h2d": 54.2, "d2h": 54.2}
 
 
@@ -964,7 +974,7 @@ H100_HEALTHY = {"fp64": 60.1, "fp32": 51.5, "tf32": 358.3, "fp16": 732.1, "bf16"
     (H100_SXM5, None, Expected("H100 SXM5 80GB", 1794, H100_HEALTHY)),
     (H100_SXM5, [], Expected("H100 SXM5 80GB", 1794, H100_HEALTHY)),
     (H100_SXM5, ["fp16", "bf16"], Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1331, "fp16, bf16")),
-    (H100_SXM5, ("fp64",), Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1794, "fp64")),
+    (H100_SXM5, ("fp64",), Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1882, "fp64")),  # fp64 held the limit at 1882 MHz (skus._burn_clocks)
     (GpuInfo(0, "NVIDIA Mystery", "GPU-x", "0000:1b:00.0"), ["fp16"], Expected()),  # an unknown SKU: nothing known
 ])
 def test_expected_whole(gpu_info, dtypes, expected):

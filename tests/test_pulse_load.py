@@ -58,7 +58,7 @@ def spans(duty=0.5, swing=(650.0, 80.0), skipped=0, power_read=True):
 
 
 def window(limit=700.0, readings=()):
-    tel = GpuTelemetry(0, readings=[])
+    tel = GpuTelemetry(0, keep_samples=1000)
     tel.add(0.0, GpuSample(temp_c=40, power_w=80.0, power_limit_w=limit, sm_clock_mhz=1980, util_pct=0, reasons=0))
     for t, watts in readings:
         tel.add(t, GpuSample(temp_c=50, power_w=watts, power_limit_w=limit, sm_clock_mhz=1980, util_pct=100,

@@ -41,6 +41,19 @@ THROTTLE_SHARE = 0.1
 LOWERED_LIMIT_SHARE = 0.95
 # Power within this share of the enforced limit means the GPU was running against it.
 AT_LIMIT_SHARE = 0.9
+# The cap bit asserted for at least this share of the loaded time, at a mean power of at least this
+# share of the limit, is the limit holding the clock though the mean power is under AT_LIMIT_SHARE
+# (a short span's mean takes in the ramp; see diagnose). Most of the time, near the limit: nodeqc's
+# choice, below the H200 fp8 span's 0.88 of its limit.
+CAP_BIT_SHARE = 0.5
+CAP_BIT_POWER_SHARE = 0.8
+# A rate per clock at or above this share of the SKU's is no defect: the calibration rule
+# (nodeqc/calibration.py, WARN_FRACTION) calls a healthy part's spread anything down to 90%, so a
+# rate that its clock explains to within that band is the clock's, not the part's compute.
+PER_CLOCK_HEALTHY_SHARE = 0.9
+# What a WARN's diagnosis advises in place of an RMA: a warning is a rate in the band a healthy
+# part's spread reaches (nodeqc/calibration.py); one run of it is no proof of a defect.
+CONFIRM = "re-run to confirm"
 
 # The measures whose shortfall a diagnosis explains, and what the step was doing (for the message).
 PERFORMANCE_CODES: dict[str, str] = {
@@ -107,6 +120,9 @@ class Expected:
     # (Sku.loaded_clock): half precision holds the limit far below the whole burn's mean.
     capped_sm_clock_mhz: float | None = None
     load: str | None = None  # the step's dtypes ("fp16", "fp64, fp32, ..."), for the message
+    # The step's dtypes (and "hbm") whose healthy figure is an estimate (nodeqc.skus.Sku.estimated):
+    # a floor made of one may be wrong by more than its band, so nothing is blamed on the part.
+    estimated: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, gpu: GpuInfo, dtypes: Iterable[str] | None = None) -> "Expected":
@@ -119,7 +135,8 @@ class Expected:
         chosen = list(dtypes or [])
         return cls(sku.name, sku.healthy_sm_mhz, {**sku.healthy_tflops, "hbm": sku.healthy_hbm_gbps,
                                                   "h2d": sku.healthy_h2d_gbps, "d2h": sku.healthy_d2h_gbps},
-                   sku.loaded_clock(chosen) if chosen else None, ", ".join(chosen) or None)
+                   sku.loaded_clock(chosen) if chosen else None, ", ".join(chosen) or None,
+                   tuple(f for f in [*chosen, "hbm"] if f in sku.estimated))
 
     def full_clock(self, at_power_limit: bool) -> tuple[float | None, str]:
         """The loaded clock a healthy part of the SKU holds, and how to say where: at its power limit
@@ -141,7 +158,8 @@ class Expected:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    cause: str  # cotenant | power_limit | throttle | clocks_low | power_bound | power_low | link | defect | unexplained
+    # cotenant | power_limit | throttle | clocks_low | power_bound | clock_bound | power_low | link | defect | unexplained
+    cause: str
     message: str
     code: str | None  # the cause's code; None: the measure's own code stands
     error: bool = False  # the figures are not the GPU's own: an ERROR of the run, not a FAIL
@@ -171,16 +189,29 @@ def describe_processes(processes: list[dict[str, Any]]) -> str:
 
 
 def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | None,
-             during: str = "the burn") -> Diagnosis:
+             during: str = "the burn", warn: bool = False) -> Diagnosis:
     """Why a measure of `kind` (compute | power | memory | pcie | p2p) fell short. `rate_share`: the measure
-    as a share of what a healthy part of the SKU does (or of the node's median), None if unknown."""
+    as a share of what a healthy part of the SKU does (or of the node's median), None if unknown.
+    `warn`: the result only warns, and a warning never advises an RMA (it says "re-run to confirm");
+    nor does a shortfall against a floor that is an estimate (Expected.estimated), which says so."""
     readings = {k: v for k, v in asdict(obs).items() if k != "subject"}
+    estimated = [f for f in expected.estimated if (f == "hbm") == (kind == "memory")] \
+        if kind in ("compute", "power", "memory") else []
     readings.update({"sku": expected.sku, "healthy_sm_clock_mhz": expected.sm_clock_mhz,
                      "rate_share": None if rate_share is None else round(rate_share, 3)})
+    if estimated:
+        readings["estimated_floors"] = estimated
     clock = obs.sm_clock_mhz
+    no_rma = warn or bool(estimated)
+    guessed = (f"; the floor of {', '.join(estimated)} is an estimate (datasheet-derived, not measured on a healthy "
+               f"{expected.sku}), so the part is not to blame on it alone") if estimated else ""
+
+    def rma(fail_text: str) -> str:
+        """fail_text where an RMA may be advised; else what to do instead."""
+        return CONFIRM if no_rma else fail_text
 
     def found(cause: str, message: str, code: str | None, error: bool = False) -> Diagnosis:
-        return Diagnosis(cause, message, code, error, readings)
+        return Diagnosis(cause, message + guessed, code, error, readings)
 
     if obs.other_processes:
         return found("cotenant", f"another process used this GPU during {during}: "
@@ -191,6 +222,11 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
     # beside a mean power far below the limit is not the limit holding it.
     drawing = obs.power_w is not None and bool(limit)
     capped = (obs.power_w >= AT_LIMIT_SHARE * limit) if drawing else _share(obs, ("sw_power_cap",)) >= THROTTLE_SHARE
+    if drawing and not capped:
+        # A dtype's span is short, and its mean takes in the ramp up to the limit: the cap asserted
+        # for most of it, near the limit, is the limit holding it (shared/measurements/2026-11-26,
+        # H200 fp8: sw_power_cap in all 12 loaded samples, 616 W mean, 661 W median, 700 W limit).
+        capped = _share(obs, ("sw_power_cap",)) >= CAP_BIT_SHARE and obs.power_w >= CAP_BIT_POWER_SHARE * limit
     healthy, holds = expected.full_clock(capped)
     readings["healthy_sm_clock_mhz"] = healthy  # the one this diagnosis compared with
     if limit and default and limit < LOWERED_LIMIT_SHARE * default and capped and kind != "pcie":
@@ -208,7 +244,7 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
     if kind == "pcie":
         return _link(obs, found)
     if kind == "memory":
-        return _memory(obs, rate_share, found, "its SKU's" if expected.sku else "the node's median")
+        return _memory(obs, rate_share, found, "its SKU's" if expected.sku else "the node's median", no_rma)
     if kind == "p2p":  # copies between GPUs ride the links, not the SM clock
         return found("unexplained", f"no cause on this GPU in telemetry ({_readings(obs)}): "
                      "the links between GPUs are the suspects", None)
@@ -217,7 +253,7 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
         if capped:
             at_limit = f"its {limit:g} W power limit" if limit else "its power limit"
             return found("power_bound", f"slow because the GPU reached {at_limit} at only {low}: "
-                         "it draws more power per clock than its SKU (check cooling and power delivery; RMA if it persists)",
+                         f"it draws more power per clock than its SKU (check cooling and power delivery; {rma('RMA if it persists')})",
                          "CLOCKS_LOW")
         return found("clocks_low", f"slow because the SM clock averaged {low}, with no throttle reason to explain it: "
                      "look for locked clocks (nvidia-smi -rgc resets them)", "CLOCKS_LOW")
@@ -227,16 +263,25 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
         at = f" at full clocks ({_mhz(clock)})" if clock and healthy else f" at {_mhz(clock)}" if clock else ""
         rate = f", the rate {rate_share:.2f} of its SKU's" if rate_share is not None else ""
         return found("power_low", f"drew {drew}{at}{rate}, with no throttling: a GPU that cannot draw "
-                     "its power (check its power cables and the PSUs; RMA if it persists)", None)
+                     f"its power (check its power cables and the PSUs; {rma('RMA if it persists')})", None)
     if clock and healthy and rate_share is not None:
-        # The healthy clock is a floor (the lowest of the step's dtypes): a clock above it earns no
-        # credit, one a little under it explains that much of the shortfall.
+        # The healthy clock is a floor (the dtype's own at the power limit, or the lowest of the
+        # step's): a clock above it earns no credit, one a little under it explains that much of the
+        # shortfall.
         per_clock = rate_share / min(1.0, clock / healthy)
-        return found("defect", f"slow at full clocks ({_mhz(clock)}): the GPU computes {per_clock:.2f} of its SKU's "
-                     "rate per clock (compute defect; RMA)", None)
+        if rate_share >= PER_CLOCK_HEALTHY_SHARE:  # as fast as a healthy part's spread: the floor is not its SKU's
+            return found("unexplained", f"the GPU computes {rate_share:.2f} of its SKU's healthy rate at "
+                         f"{_mhz(clock)}, within a healthy part's spread: the profile's floor is above its SKU's "
+                         "(check the profile is this SKU's)", None)
+        if per_clock >= PER_CLOCK_HEALTHY_SHARE:  # its clock explains the rate: nothing per clock is missing
+            return found("clock_bound", f"slow at {_mhz(clock)}, {clock / healthy:.2f} of the {_mhz(healthy)} a healthy "
+                         f"{expected.sku} {holds}: per clock it computes {per_clock:.2f} of its SKU's rate, so its "
+                         f"clock explains the rate (check cooling and power delivery; {CONFIRM})", None)
+        return found("defect", f"slow at full clocks ({_mhz(clock)}): the GPU computes {per_clock:.2f} of its SKU's rate per clock ("
+                     + (f"a compute defect if it persists: {CONFIRM})" if no_rma else "compute defect; RMA)"), None)
     if clock:
         return found("defect", f"slow at {_mhz(clock)} with no throttling, lowered power limit or other process "
-                     f"({_readings(obs)}): a compute defect is likely (RMA)", None)
+                     f"({_readings(obs)}): a compute defect is likely ({rma('RMA')})", None)
     return found("unexplained", "no telemetry under load to explain it", None)
 
 
@@ -254,9 +299,10 @@ def _readings(obs: Observed) -> str:
     return ", ".join(parts)
 
 
-def _memory(obs: Observed, rate_share: float | None, found: Any, of: str) -> Diagnosis:
+def _memory(obs: Observed, rate_share: float | None, found: Any, of: str, no_rma: bool = False) -> Diagnosis:
     """`of`: what rate_share is a share of (the SKU's healthy bandwidth, or the node's median where
-    nodeqc does not know the SKU)."""
+    nodeqc does not know the SKU); `no_rma`: a warning, or an estimated floor, advises no RMA."""
+    rma = CONFIRM if no_rma else "RMA"
     mem, top = obs.mem_clock_mhz, obs.max_mem_clock_mhz
     if mem and top and mem < FULL_MEM_CLOCK_SHARE * top:
         return found("clocks_low", f"slow because the memory clock averaged {_mhz(mem)} of its {_mhz(top)}, "
@@ -269,11 +315,12 @@ def _memory(obs: Observed, rate_share: float | None, found: Any, of: str) -> Dia
     share = f"{rate_share:.2f} of {of} bandwidth" if rate_share is not None else "less than its SKU"
     if not mem:  # a step too short for a reading under load: say so, claim nothing about clocks
         return found("defect", f"the memory moves {share} with no other process, power cap or throttling seen "
-                     "(no memory-clock reading under load): a memory defect is likely (RMA)", None)
+                     f"(no memory-clock reading under load): a memory defect is likely ({rma})", None)
     if not top:  # no maximum to hold the clock against: say what it was, claim nothing about it
         return found("defect", f"the memory moves {share} at a memory clock of {_mhz(mem)} (its maximum unknown) with "
-                     "no other process, power cap or throttling seen: a memory defect is likely (RMA)", None)
-    return found("defect", f"slow at full memory clock ({_mhz(mem)}): the memory moves {share} (memory defect; RMA)", None)
+                     f"no other process, power cap or throttling seen: a memory defect is likely ({rma})", None)
+    return found("defect", f"slow at full memory clock ({_mhz(mem)}): the memory moves {share} "
+                 + (f"(a memory defect if it persists: {CONFIRM})" if no_rma else "(memory defect; RMA)"), None)
 
 
 def _link(obs: Observed, found: Any) -> Diagnosis:
@@ -305,7 +352,7 @@ def explain(result: CheckResult, obs: Observed, expected: Expected, rate_share: 
     another process that used the GPU meanwhile."""
     kind = PERFORMANCE_CODES.get(result.code or "")
     if result.verdict in (Verdict.WARN, Verdict.FAIL) and kind and _seen(obs):  # no telemetry: nothing to say
-        return apply(result, diagnose(kind, obs, expected, rate_share, during))
+        return apply(result, diagnose(kind, obs, expected, rate_share, during, result.verdict is Verdict.WARN))
     return _note_others(result, obs.other_processes, during)
 
 

@@ -9,7 +9,7 @@ that hung, crashed or lost its GPU is a failure of that GPU with the evidence.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from nodeqc.backends.base import COUNTED_REASONS, PEER_PATHS, PLAIN_LOAD_DTYPE, GpuInfo
@@ -115,7 +115,12 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
 
     def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
         rate, values, thresholds = [], {}, []
-        wrong_ka, wrong_repeat, wrong_peers = [], [], []
+        wrong_ka, wrong_repeat, wrong_peers, slow = [], [], [], []
+        window = windows.get(g.index)
+        # What telemetry saw of each dtype in its own span (a Hopper holds its power limit at a clock
+        # of each dtype's own); None for a result without spans (an older worker's) or a window
+        # without its samples: then only the whole step's telemetry speaks.
+        seen = {d: _dtype_seen(window, m) for d, m in r["dtypes"].items()}
         for d, m in r["dtypes"].items():
             values[f"{d}_tflops"] = Value(m["tflops"], "TFLOP/s")
             if m["known_answer_mismatch"]:
@@ -126,10 +131,13 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
                 wrong_peers.append(d)
             floor = profile.threshold("gpu", f"min_{d}_tflops")
             thresholds.append(floor)
-            rate.append(judge(floor, m["tflops"], "BURN_SLOW", f"{d} sustained", "TFLOP/s"))
+            mine = [judge(floor, m["tflops"], "BURN_SLOW", f"{d} sustained", "TFLOP/s")]
             outlier = _outlier(profile, m["tflops"], medians[d], len(ok), "BURN_OUTLIER", f"{d} rate", "TFLOP/s")
             if outlier:
-                rate.append(outlier)
+                mine.append(outlier)
+            rate += mine
+            if any(f.verdict is not Verdict.PASS for f in mine):
+                slow.append(d)
         sdc = []
         if wrong_ka:
             d = wrong_ka[0]
@@ -160,8 +168,9 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
         if not findings:
             findings = [Finding(Verdict.PASS, None, "no dtype ran")]
         key = next((f"{d}_tflops" for d in HEADLINE_DTYPES if d in r["dtypes"]), None)
+        dtypes_seen = {d: {**m, **_seen_readings(seen[d])} if seen[d] is not None else m for d, m in r["dtypes"].items()}
         result = fold(name, g.subject, findings, values, thresholds + [profile.threshold("gpu", "max_outlier_pct")],
-                      key=key, evidence={"dtypes": r["dtypes"], "not_run": r["not_run"],
+                      key=key, evidence={"dtypes": dtypes_seen, "not_run": r["not_run"],
                                          "node_median_tflops": medians})
         if result.verdict is Verdict.PASS and r["dtypes"]:
             result.message = "sustained " + ", ".join(f"{d} {m['tflops']:g}" for d, m in r["dtypes"].items()) + " TFLOP/s; results exact"
@@ -169,9 +178,39 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             result.message += "; not run: " + "; ".join(f"{d} ({why})" for d, why in r["not_run"].items())
         expected = Expected.of(g, r["dtypes"])
         share = expected.share({d: m["tflops"] for d, m in r["dtypes"].items()}, medians)
-        return explain(result, Observed.of(g, windows.get(g.index)), expected, share, "the burn")
+        observed = Observed.of(g, window)
+        if slow:
+            # The slow dtype furthest below what it should do is the one diagnosed: in its own span,
+            # against the clock a healthy part holds under it, where its span was seen under load.
+            reference = expected.healthy or medians
+            d = min(slow, key=lambda x: r["dtypes"][x]["tflops"] / reference[x] if reference.get(x) else 1.0)
+            part = seen[d]
+            if part is not None and part.loaded_samples:
+                expected = Expected.of(g, [d])
+                share = expected.share({d: r["dtypes"][d]["tflops"]}, medians)
+                observed = Observed.of(g, part)
+            else:  # the whole step's clocks; only this dtype's floor can be the estimate to blame
+                expected = replace(expected, estimated=tuple(f for f in expected.estimated if f == d))
+        return explain(result, observed, expected, share, "the burn")
 
     return each_gpu(name, gpus, outcomes, one)
+
+
+def _dtype_seen(window: GpuTelemetry | None, m: dict[str, Any]) -> GpuTelemetry | None:
+    """Telemetry of one dtype's span (matmul_burn's start_s/end_s on the run's clock), or None."""
+    if window is None or not isinstance(m.get("start_s"), (int, float)) or not isinstance(m.get("end_s"), (int, float)):
+        return None
+    return window.between(m["start_s"], m["end_s"])
+
+
+def _seen_readings(part: GpuTelemetry) -> dict[str, Any]:
+    """A dtype's evidence of its span: mean SM clock and power under load, and the clocks-event
+    reasons seen there with their seconds (idle and application clocks are no throttling)."""
+    clock, power = part.loaded_sm_clock_mhz.mean, part.loaded_power_w.mean
+    return {"sm_clock_mhz": None if is_na(clock) else round(clock),
+            "power_w": None if is_na(power) else round(power, 1),
+            "throttle_s": {k: round(v, 2) for k, v in sorted(part.throttle_s.items())
+                           if k not in ("gpu_idle", "applications_clocks") and v > 0}}
 
 
 def _power_finding(window: GpuTelemetry | None, profile: Profile, values: dict[str, Value],

@@ -1,0 +1,259 @@
+"""The burn judged per dtype: each dtype's span, its clock, power and throttling in the evidence, and
+the diagnosis of a slow dtype at its own clock at the power limit. Re-judges the real quick burns of
+an H100 SXM5 and an H200 SXM (shared/measurements/2026-11-26, copied into
+tests/fixtures/real-2026-11-26: the signed reports' predicates and their telemetry) with today's
+verdict code and floors."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import dataclasses
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from nodeqc.backends.base import GpuInfo, GpuSample
+from nodeqc.checks import stress
+from nodeqc.model import Verdict
+from nodeqc.na import NA
+from nodeqc.profile import load_profile
+from nodeqc.telemetry import WINDOW_SAMPLES_KEPT, GpuTelemetry
+from nodeqc.workers import STATUS_OK, Outcome, Task
+
+REAL = Path(__file__).parent / "fixtures" / "real-2026-11-26"
+# The burn step in each run's telemetry (t_s on the run's clock): from before its first loaded sample
+# to before stress.power's (the next step) first one: H100 load 4.055..34.055, stress.power from
+# 35.055; H200 4.558..35.058, stress.power from 36.558.
+BURN_STEP = {"h100-sxm5": (3.5, 34.8), "h200-sxm": (4.0, 36.2)}
+# Each dtype's phase in the H200's telemetry, in the burn's order (fp64, fp32, tf32, fp16, bf16, fp8),
+# as the README's "Clocks per dtype" reads them: steps in clock and power (the run recorded no spans).
+H200_PHASES = {"fp64": (4.4, 9.3), "fp32": (9.4, 14.3), "tf32": (14.4, 19.3), "fp16": (19.9, 24.3),
+               "bf16": (24.9, 29.3), "fp8": (31.4, 34.8)}
+
+
+def _report(which: str) -> dict:
+    return json.loads((REAL / f"{which}-quick.predicate.json").read_text())
+
+
+def _gpu(predicate: dict, **changes) -> GpuInfo:
+    fields = {f.name for f in dataclasses.fields(GpuInfo)}
+    entry = {k: v for k, v in predicate["gpus"][0].items() if k in fields}
+    return dataclasses.replace(GpuInfo(**entry), **changes)
+
+
+def _value(text: str):
+    if text == "":
+        return NA
+    number = float(text)
+    return int(number) if number.is_integer() else number
+
+
+def _window(which: str) -> GpuTelemetry:
+    """The burn step's window, rebuilt from the run's telemetry as the sampler built it (every sample
+    of the step, added in turn; a step's window keeps them)."""
+    start, end = BURN_STEP[which]
+    rows = csv.DictReader(io.StringIO(gzip.decompress((REAL / f"{which}-quick.telemetry.csv.gz").read_bytes()).decode()))
+    window = GpuTelemetry(0, keep_samples=WINDOW_SAMPLES_KEPT)
+    for row in rows:
+        t = float(row["t_s"])
+        if start <= t <= end and row["gpu"] == "0":
+            window.add(t, GpuSample(**{f: _value(row[f]) for f in GpuSample.FIELDS}))
+    return window
+
+
+def _burn(predicate: dict) -> dict:
+    [check] = [c for c in predicate["checks"] if c["name"] == "stress.burn"]
+    return check
+
+
+def _judge(which: str, dtypes: dict | None = None, gpu: GpuInfo | None = None, profile: str | None = None):
+    predicate = _report(which)
+    result = {"dtypes": dtypes if dtypes is not None else _burn(predicate)["evidence"]["dtypes"], "not_run": {}}
+    outcome = {0: Outcome(Task("matmul", 0, {}, 1.0), STATUS_OK, result)}
+    prof = load_profile(profile or predicate["profile"]["name"])
+    [r] = stress.judge_burn([gpu or _gpu(predicate)], outcome, {0: _window(which)}, prof)
+    return r
+
+
+def _with_spans(dtypes: dict, phases: dict) -> dict:
+    out = copy.deepcopy(dtypes)
+    for d, (start, end) in phases.items():
+        out[d].update(start_s=start, end_s=end)
+    return out
+
+
+# ------------------------------------------------------------------ the real burns, today's verdicts
+
+@pytest.mark.parametrize("which, profile, fp8, warn_floor", [
+    # The profile each report names; fp8 as the run measured it; the fp8 warning level the new
+    # healthy figures make (0.9 of 1237.1 and of 1219.9, rounded up to a tenth: 1113.39, 1097.91).
+    ("h100-sxm5", "h100-sxm5-80gb", 1237.11, 1113.4),
+    ("h200-sxm", "h200-sxm-141gb", 1231.59, 1098.0),
+])
+def test_the_real_quick_burns_pass_with_todays_floors(which, profile, fp8, warn_floor):
+    predicate = _report(which)
+    assert predicate["profile"]["name"] == profile and _burn(predicate)["evidence"]["dtypes"]["fp8"]["tflops"] == fp8
+    r = _judge(which)
+    assert (r.verdict, r.code) == (Verdict.PASS, None), r.message
+    assert "warning" not in r.message and "RMA" not in r.message and "diagnosis" not in r.evidence
+    assert f"fp8 {fp8:g}" in r.message
+    [floor] = [t for t in r.thresholds if t.name == "min_fp8_tflops"]
+    assert floor.warn == warn_floor and fp8 > floor.warn
+    # The run's own verdict on the H200 was a WARN (the old datasheet estimate, 1318.5): today's is not.
+    if which == "h200-sxm":
+        assert _burn(predicate)["verdict"] == "warn"
+
+
+def test_the_real_h200_with_fp8_15_percent_below_healthy_warns_without_advising_rma():
+    """The report's own fp8 figure, 15% below the H200 SXM's healthy 1219.9: inside the warning band.
+    The report has no spans (its worker recorded none): judged over the whole burn's telemetry."""
+    dtypes = copy.deepcopy(_burn(_report("h200-sxm"))["evidence"]["dtypes"])
+    dtypes["fp8"]["tflops"] = round(0.85 * 1219.9, 2)  # 1036.92: below the warning level 1098, above the limit 976
+    r = _judge("h200-sxm", dtypes)
+    assert (r.verdict, r.code) == (Verdict.WARN, "BURN_SLOW"), r.message
+    assert "RMA" not in r.message and "re-run to confirm" in r.message
+    assert r.message.endswith("; fp8 sustained 1036.9 TFLOP/s is below the warning level 1098 TFLOP/s")
+    # The whole burn's clock (1,755 MHz) against the lowest clock of its dtypes at the limit (fp8's 1380).
+    readings = r.evidence["diagnosis"]["readings"]
+    assert readings["healthy_sm_clock_mhz"] == 1380 and round(readings["sm_clock_mhz"]) == 1755
+    assert "sm_clock_mhz" not in r.evidence["dtypes"]["fp8"]  # no span: nothing said of fp8 alone
+
+
+def test_the_real_h200_fp8_span_is_diagnosed_at_fp8s_own_clock():
+    """With each dtype's span (the phases of the H200's telemetry), fp8's evidence is what telemetry saw
+    of fp8 alone: 1378 MHz mean, power-capped, against fp8's own 1380 MHz at the limit, not the 1,755
+    MHz of the whole burn that called the healthy part a compute defect."""
+    healthy = _judge("h200-sxm", _with_spans(_burn(_report("h200-sxm"))["evidence"]["dtypes"], H200_PHASES))
+    assert healthy.verdict is Verdict.PASS, healthy.message
+    seen = healthy.evidence["dtypes"]
+    # Means of the loaded samples (util >= 50%) in each phase, read from the csv by hand: fp8 12
+    # samples, 1378 MHz, 616 W; tf32 1543 MHz; fp32 at 1980 MHz, never capped.
+    assert (seen["fp8"]["sm_clock_mhz"], round(seen["fp8"]["power_w"])) == (1378, 616)
+    assert seen["fp8"]["throttle_s"].keys() == {"sw_power_cap"} and seen["fp8"]["throttle_s"]["sw_power_cap"] > 2.5
+    assert seen["tf32"]["sm_clock_mhz"] == 1543 and seen["fp32"]["sm_clock_mhz"] == 1980
+    assert "sw_power_cap" not in seen["fp32"]["throttle_s"]
+
+    slow = _with_spans(_burn(_report("h200-sxm"))["evidence"]["dtypes"], H200_PHASES)
+    slow["fp8"]["tflops"] = round(0.85 * 1219.9, 2)
+    r = _judge("h200-sxm", slow)
+    assert (r.verdict, r.code) == (Verdict.WARN, "BURN_SLOW"), r.message
+    d = r.evidence["diagnosis"]
+    assert d["cause"] == "defect" and d["readings"]["healthy_sm_clock_mhz"] == 1380
+    assert round(d["readings"]["sm_clock_mhz"]) == 1378
+    assert r.message.startswith("slow at full clocks (1,378 MHz): the GPU computes 0.85 of its SKU's rate per clock "
+                                "(a compute defect if it persists: re-run to confirm)"), r.message
+    assert "RMA" not in r.message
+
+
+def test_a_real_h200_fp8_that_fails_on_its_measured_floor_is_still_sent_to_rma():
+    """The other side: 30% slow at fp8's own full clock, against a measured floor, fails as a defect."""
+    slow = _with_spans(_burn(_report("h200-sxm"))["evidence"]["dtypes"], H200_PHASES)
+    slow["fp8"]["tflops"] = round(0.7 * 1219.9, 2)
+    r = _judge("h200-sxm", slow)
+    assert (r.verdict, r.code) == (Verdict.FAIL, "BURN_SLOW"), r.message
+    assert r.message.startswith("slow at full clocks (1,378 MHz): the GPU computes 0.70 of its SKU's rate per clock "
+                                "(compute defect; RMA)"), r.message
+
+
+def test_a_rate_its_clock_at_the_limit_explains_is_no_defect():
+    """fp8 at 0.92 of its clock at the limit and 0.86 of its rate: per clock 0.94 of its SKU's, in a
+    healthy part's spread. The clock explains it: never "compute defect" beside such a figure."""
+    slow = _with_spans(_burn(_report("h200-sxm"))["evidence"]["dtypes"], H200_PHASES)
+    slow["fp8"]["tflops"] = round(0.86 * 1219.9, 2)
+    from unittest import mock
+
+    from nodeqc.skus import BY_KEY
+    assert BY_KEY["h200-sxm-141gb"].loaded_sm_mhz["fp8"] == 1380
+    # The real span ran at 1378 MHz; against a SKU whose fp8 clock were 1500 (0.92 of it) the clock explains 0.86.
+    sku = dataclasses.replace(BY_KEY["h200-sxm-141gb"], loaded_sm_mhz={**BY_KEY["h200-sxm-141gb"].loaded_sm_mhz, "fp8": 1500})
+    with mock.patch("nodeqc.skus.BY_DEVICE_ID", {0x2335: sku}):
+        r = _judge("h200-sxm", slow)
+    assert r.verdict is Verdict.WARN and r.evidence["diagnosis"]["cause"] == "clock_bound", r.message
+    assert r.message.startswith("slow at 1,378 MHz, 0.92 of the 1,500 MHz a healthy H200 SXM 141GB holds at its power "
+                                "limit under fp8: per clock it computes 0.94 of its SKU's rate, so its clock explains "
+                                "the rate (check cooling and power delivery; re-run to confirm)"), r.message
+    assert "defect" not in r.message and "RMA" not in r.message
+
+
+def test_a_dtype_judged_against_an_estimated_floor_says_so_and_never_advises_rma():
+    """An H200 NVL (every figure a datasheet estimate) whose fp8 fails its floor: the message says the
+    floor is an estimate and sends nobody to RMA."""
+    nvl = _gpu(_report("h200-sxm"), pci_device_id=0x233B, name="NVIDIA H200 NVL")
+    from nodeqc.skus import BY_KEY
+    sku = BY_KEY["h200-nvl-141gb"]
+    assert "fp8" in sku.estimated and sku.provenance("fp8") == "estimate"
+    assert BY_KEY["h200-sxm-141gb"].provenance("fp8") == "measured"
+    dtypes = copy.deepcopy(_burn(_report("h200-sxm"))["evidence"]["dtypes"])
+    dtypes = {d: {**m, "tflops": round(0.7 * sku.healthy_tflops[d], 2)} for d, m in dtypes.items()}
+    r = _judge("h200-sxm", dtypes, nvl, "h200-nvl-141gb")
+    assert r.verdict is Verdict.FAIL and r.code == "BURN_SLOW", r.message
+    assert "is an estimate (datasheet-derived, not measured on a healthy H200 NVL 141GB)" in r.message
+    # The dtype diagnosed (the furthest below its figure, by rounding) is the estimate named.
+    [named] = r.evidence["diagnosis"]["readings"]["estimated_floors"]
+    assert named in sku.estimated and f"the floor of {named} is an estimate" in r.message
+    assert "RMA" not in r.message
+
+
+# ------------------------------------------------------------------ a window sliced by time
+
+def test_a_window_sliced_by_time_sums_its_own_samples_only():
+    tel = GpuTelemetry(0, keep_samples=100)
+    for t in range(10):
+        tel.add(float(t), GpuSample(power_w=100.0 * t, power_limit_w=700.0, sm_clock_mhz=1000 + t,
+                                    util_pct=100 if t != 4 else 0, reasons=4 if t >= 4 else 0))
+    part = tel.between(2.5, 6.0)
+    assert part.samples == 4 and part.loaded_samples == 3  # t = 3, 4 (idle), 5, 6
+    assert part.loaded_sm_clock_mhz.mean == pytest.approx((1003 + 1005 + 1006) / 3)
+    assert part.loaded_power_w.mean == pytest.approx(1400 / 3)
+    assert part.loaded_s == pytest.approx(0.5 + 1 + 1)  # from 2.5 to 3, then 4 to 5 and 5 to 6 (4 was idle)
+    assert part.throttle_s == {"sw_power_cap": pytest.approx(3.0)}  # 3 to 4, 4 to 5, 5 to 6
+    assert part.power_limit_w == 700.0
+    assert GpuTelemetry(0).between(0, 10) is None  # a window that kept nothing has nothing to slice
+    capped = GpuTelemetry(0, keep_samples=2)
+    for t in range(5):
+        capped.add(float(t), GpuSample(util_pct=100))
+    assert [t for t, _ in capped.kept_samples] == [0.0, 1.0] and capped.samples == 5
+
+
+# ------------------------------------------------------------------ the simulated node, end to end
+
+def test_the_simulated_burn_records_each_dtypes_span_clock_and_power(tmp_path):
+    """The simulated H100 SXM5 runs each dtype at its clock at the power limit (skus: fp64 1882 MHz,
+    fp8 1290): the burn's evidence gives each dtype's span on the run's clock and what telemetry saw
+    in it."""
+    from nodeqc.backends import simulated_hardware
+    from nodeqc.keys import create_key
+    from nodeqc.runner import RunOptions, Runner
+    from nodeqc.selection import Selection
+
+    (tmp_path / "two.toml").write_text('description = "H100 SXM5, fp64 and fp8"\nextends = "h100"\n'
+                                        '[gpu]\ndtypes = ["fp64", "fp8"]\n')
+    hw = simulated_hardware("h100", [], time_scale=4)
+    options = RunOptions(load_profile(str(tmp_path / "two.toml")), create_key(tmp_path / "k.pem"),
+                         out_dir=tmp_path / "out", quick=True, selection=Selection(only=("stress.burn",)))
+    outcome = Runner(options, hw).run()
+    r = next(r for r in outcome.results if r.name == "stress.burn" and r.subject == "gpu0")
+    assert r.verdict is Verdict.PASS, r.message
+    fp64, fp8 = r.evidence["dtypes"]["fp64"], r.evidence["dtypes"]["fp8"]
+    assert 0 < fp64["start_s"] < fp64["end_s"] <= fp8["start_s"] < fp8["end_s"]
+    assert (fp64["sm_clock_mhz"], fp8["sm_clock_mhz"]) == (1882, 1290)
+    assert fp64["power_w"] > 0.9 * 700 and fp8["power_w"] > 0.9 * 700
+    # The simulated GPU sets no cap bit at its limit (the real one does: the H200's fp8 above), and
+    # throttles nothing without a fault.
+    assert fp64["throttle_s"] == {} and fp8["throttle_s"] == {}
+
+
+def test_profiles_say_which_healthy_figures_are_estimates(run_cli):
+    nvl = run_cli("profiles", "h200-nvl-141gb")
+    assert nvl.returncode == 0
+    assert "  healthy figures: estimates (datasheet-derived, not measured): fp64, fp32, tf32, fp16, bf16, fp8, hbm\n" \
+        in nvl.stdout
+    sxm = run_cli("profiles", "h200-sxm-141gb")
+    assert "  healthy figures: measured: fp64, fp32, tf32, fp16, bf16, fp8, hbm\n" in sxm.stdout
+    family = run_cli("profiles", "h100")
+    assert "    h100-sxm5-80gb healthy figures: measured: fp64, fp32, tf32, fp16, bf16, fp8, hbm\n" in family.stdout
+    assert "    h100-pcie-80gb healthy figures: estimates (datasheet-derived, not measured): " in family.stdout
