@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# The real-hardware proof (issue 8) in one command, for a GPU machine with no network.
+# The real-hardware proof (issues 8 and 23) in one command, for a GPU machine with no network.
 #
 # Here (with network), from the project root, gather the wheels the GPU machine lacks:
 #     ../shared/device/wheels.sh
 # There, from the project root, with the wheels carried in .whl/:
-#     bash benchmarks/on_device.sh quick [PROFILE]   # quick run, GPU tests, capture, benchmark
+#     bash benchmarks/on_device.sh quick [PROFILE]   # quick run, co-tenant, GPU tests, capture, benchmark
 #     bash benchmarks/on_device.sh full  [PROFILE]   # the full (non-quick) profile, timed
 # PROFILE defaults to the profile nodeqc suggests for the GPUs found. Everything goes under $OUT
-# (or ./device-out): a log per step, the signed report, the capture and the benchmark's JSON; record
-# the figures in benchmarks/RESULTS.md and move the capture into tests/fixtures/.
+# (or ./device-out), at most eight files: a log per step, the capture, the benchmark's JSON lines and
+# the reports with their keys as one archive. Each part prints its figures to stdout as it completes
+# (so a run cut short loses only the part in flight): the quick run's verdicts, its burn per dtype
+# (rate, span, SM clock, power), its pulse per period (duty, bursts, the power swing NVML read) and
+# its memory test's rate; the co-tenant run's answer; the GPU tests' summary; the benchmark's parts.
+# Record the figures in benchmarks/RESULTS.md and move the capture into tests/fixtures/.
 # It never changes clocks, power limits or modes: it only reads them and loads the GPU.
 set -uo pipefail
 mode=${1:-quick}
@@ -29,31 +33,61 @@ else
 fi
 export PYTHONUNBUFFERED=1 XDG_DATA_HOME="$out/xdg" XDG_CONFIG_HOME="$out/xdg"
 
+say() { echo "on_device: $*" | tee -a "$out/summary.log"; }
+
 step() {  # step NAME COMMAND...: run, keep stdout+stderr in $out/NAME.log, say how it ended
     local name=$1; shift
     local t0=$SECONDS
     "$@" >"$out/$name.log" 2>&1
     local rc=$?
-    echo "on_device: $name exit $rc in $((SECONDS - t0)) s" | tee -a "$out/summary.log" >&2
+    say "$name exit $rc in $((SECONDS - t0)) s"
     return $rc
 }
+
+newest_report() { ls -t "$out/reports/$1"/*.report.json 2>/dev/null | head -n1; }
 
 { date -u +%FT%TZ; nvidia-smi; python3 -c 'import cupy, sys; print(sys.version); print("cupy", cupy.__version__,
   "cuda runtime", cupy.cuda.runtime.runtimeGetVersion(), "driver", cupy.cuda.runtime.driverGetVersion())'; } \
     >"$out/summary.log" 2>&1 || { echo "on_device: no GPU or no CuPy here (see summary.log)" >&2; exit 2; }
+say "$(nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv,noheader -i 0)"
 
 case "$mode" in
 quick)
-    step quick python3 -m nodeqc --headless --profile "$profile" --quick --out "$out/reports"
-    step gpu-tests python3 -m pytest -p no:cacheprovider tests/test_gpu_real.py tests/test_kernels.py
+    step quick python3 -m nodeqc --headless --profile "$profile" --quick --out "$out/reports/quick"
+    if report=$(newest_report quick) && [ -n "$report" ]; then
+        python3 benchmarks/device_summary.py "$report" | sed 's/^/on_device: quick | /' | tee -a "$out/summary.log"
+    fi
+    # A co-tenant on the GPU and a run of the burn alone: nothing judged is no pass (exit 2, issue 23).
+    python3 - >"$out/cotenant-load.log" 2>&1 <<'PY' &
+import time, torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+end = time.monotonic() + 40
+while time.monotonic() < end:
+    a @ a
+    torch.cuda.synchronize()
+PY
+    load=$!
+    sleep 8
+    step cotenant python3 -m nodeqc --headless --profile "$profile" --quick --only stress.burn --out "$out/reports/cotenant"
+    kill "$load" 2>/dev/null; wait "$load" 2>/dev/null
+    grep -E "RESULT|ERROR|SKIP" "$out/cotenant.log" | head -n 4 | sed 's/^/on_device: cotenant | /' | tee -a "$out/summary.log"
+    step gpu-tests python3 -m pytest -q -p no:cacheprovider tests/test_gpu_real.py tests/test_kernels.py
+    grep -E "passed|failed|^FAILED" "$out/gpu-tests.log" | tail -n 6 | sed 's/^/on_device: gpu-tests | /' | tee -a "$out/summary.log"
     model=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr -c 'A-Za-z0-9\n' '-' | tr A-Z a-z)
     step capture python3 -m nodeqc capture "$out/capture-${model}.json"
-    step bench python3 benchmarks/bench_gpu.py --gpu 0 --profile "$profile"
+    # The benchmark prints a JSON line a part as it completes: each one reaches stdout at once.
+    t0=$SECONDS
+    python3 benchmarks/bench_gpu.py --gpu 0 --profile "$profile" --no-quick 2>"$out/bench.log" \
+        | tee "$out/bench.jsonl" | sed 's/^/on_device: bench | /'
+    say "bench exit ${PIPESTATUS[0]} in $((SECONDS - t0)) s"
     ;;
 full)
-    step full python3 -m nodeqc --headless --profile "$profile" --out "$out/reports"
+    step full python3 -m nodeqc --headless --profile "$profile" --out "$out/reports/full"
+    if report=$(newest_report full) && [ -n "$report" ]; then
+        python3 benchmarks/device_summary.py "$report" | sed 's/^/on_device: full | /' | tee -a "$out/summary.log"
+    fi
     ;;
 esac
 # Few files come back from the device machine: the reports and the XDG keys travel as one archive.
-tar -C "$out" -czf "$out/reports.tgz" reports xdg 2>/dev/null && rm -rf "$out/reports" "$out/xdg"
-cat "$out/summary.log" >&2
+tar -C "$out" -czf "$out/reports.tgz" reports xdg cotenant-load.log 2>/dev/null && rm -rf "$out/reports" "$out/xdg" \
+    "$out/cotenant-load.log"
