@@ -303,7 +303,7 @@ def _replayed(tmp_path, clock_scale=1.0, faults=("gpu0:slow=0.5",)):
     from nodeqc.selection import Selection
     from tests.test_real_captures import FIXTURES
 
-    data = json.loads((FIXTURES / "capture-h100-sxm5-80gb.json").read_text())
+    data = json.loads((FIXTURES / "capture-h100-sxm5-80gb-2026-11-23.json").read_text())
     dev = data["devices"][0]
 
     def from_the_limit(answer):
