@@ -488,7 +488,8 @@ def cmd_scenarios(argv: list[str]) -> int:
     for name in list_scenarios():
         s = load_scenario(name)
         print(f"{name:<10} {s.gpu_count} x {s.gpu_model.name:<24} {s.data.get('description', '')}")
-    print("any SKU's key (nodeqc profiles): one GPU of that SKU in a cloud VM (16 cores, 125.9 GiB)")
+    print("any SKU's key (nodeqc profiles): one GPU of that SKU in a cloud VM (16 cores, 125.9 GiB); "
+          "h100-sxm5-80gb and h200-sxm-141gb as measured (no BMC, EDAC or AER)")
     print("\nfaults (--inject gpuN:FAULT[=VALUE] / nicN:FAULT[=VALUE] / host:FAULT[=VALUE]):")
     for target, vocab in (("gpu", GPU_FAULTS), ("nic", NIC_FAULTS), ("host", HOST_FAULTS)):
         for name, (parser, text) in vocab.items():

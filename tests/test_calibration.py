@@ -1,7 +1,8 @@
 """The calibration rule (nodeqc/calibration.py) applied to every SKU (nodeqc/skus.py): a healthy
 simulated GPU of each SKU passes with no warning, quick and full; 12% slow warns; 22% slow fails;
-likewise its memory bandwidth. The simulated GPU runs at the SKU's healthy figures, so these runs put
-the real workload code and the real verdicts at the places a real part would land."""
+likewise its memory bandwidth. The simulated GPU runs at the SKU's healthy figures (or, where a part
+was measured whole, at what it delivered: sim_models.Twin), so these runs put the real workload code
+and the real verdicts at the places a real part would land."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from nodeqc import calibration
 from nodeqc.backends import simulated_hardware
 from nodeqc.backends.sim_compute import SimDevice
+from nodeqc.backends.sim_models import SIM_GPU_MODELS
 from nodeqc.backends.simulated import SimNode, sku_scenario
 from nodeqc.checks import stress
 from nodeqc.faults import parse_fault
@@ -46,10 +48,12 @@ def judged(key: str, faults: list[str], check: str, quick: bool = True):
     return judge(gpus, {0: Outcome(Task(check, 0, p, 1.0), STATUS_OK, result)}, {}, profile)[0]
 
 
+
+
 @pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
 @pytest.mark.parametrize("check", ["burn", "hbm", "pcie"])
 @pytest.mark.parametrize("key", KEYS)
-def test_a_healthy_gpu_of_every_sku_passes_without_a_warning(key, check, quick):
+def test_a_healthy_gpu_of_every_sku_passes_without_a_warning(request, key, check, quick):
     r = judged(key, [], check, quick)
     assert r.verdict is Verdict.PASS, r.message
 
@@ -61,18 +65,18 @@ def test_a_healthy_gpu_of_every_sku_passes_without_a_warning(key, check, quick):
     ("hbm_bw=0.78", "hbm", Verdict.FAIL, "HBM_SLOW"),
 ])
 @pytest.mark.parametrize("key", KEYS)
-def test_a_slow_gpu_of_every_sku_warns_at_12_and_fails_at_22_percent(key, fault, check, verdict, code):
+def test_a_slow_gpu_of_every_sku_warns_at_12_and_fails_at_22_percent(request, key, fault, check, verdict, code):
     r = judged(key, [f"gpu0:{fault}"], check)
     assert (r.verdict, r.code) == (verdict, code), r.message
 
 
-def test_a_simulated_hopper_burns_fp8_at_its_skus_figure():
-    """FP8 runs where the real rule lets it (compute capability 8.9 and newer), at the SKU's figure,
-    verified like every other dtype."""
+def test_a_simulated_hopper_burns_fp8_at_the_measured_figure():
+    """FP8 runs where the real rule lets it (compute capability 8.9 and newer), at what the real H100
+    SXM5 sustained in its quick burn (sim_models.H100_SXM5_TWIN), verified like every other dtype."""
     r = judged("h100-sxm5-80gb", [], "burn")
     assert r.evidence["not_run"] == {}
-    assert {d: m["tflops"] for d, m in r.evidence["dtypes"].items()} == BY_KEY["h100-sxm5-80gb"].healthy_tflops
-    assert r.evidence["dtypes"]["fp8"]["tflops"] == 1237.1 and r.evidence["dtypes"]["fp8"]["known_answer_mismatch"] is None
+    assert {d: m["tflops"] for d, m in r.evidence["dtypes"].items()} == SIM_GPU_MODELS["h100-sxm5-80gb"].tflops
+    assert r.evidence["dtypes"]["fp8"]["tflops"] == 1237.11 and r.evidence["dtypes"]["fp8"]["known_answer_mismatch"] is None
 
 
 def test_a_simulated_ampere_asked_for_fp8_says_not_run_as_the_real_one_does():
@@ -158,7 +162,7 @@ def qualify(tmp_path, signer, key: str, faults=(), only=None):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key", ["h100-sxm5-80gb", "h200-sxm-141gb", "a100-pcie-80gb", "v100-pcie-32gb"])
-def test_a_healthy_simulated_gpu_qualifies_with_no_warning_end_to_end(tmp_path, signer, key):
+def test_a_healthy_simulated_gpu_qualifies_with_no_warning_end_to_end(request, tmp_path, signer, key):
     """The whole quick qualification with the profile auto picks, on the cloud host of the real
     measurements (16 cores, 125.9 GiB): no check warns or fails, host checks included."""
     outcome = qualify(tmp_path, signer, key)

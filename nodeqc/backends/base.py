@@ -130,9 +130,13 @@ class GpuSample:
     reasons: Any = NA  # clocks-event-reason bitmask
     pcie_gen: Any = NA
     pcie_width: Any = NA
+    # NVML_FI_DEV_POWER_INSTANT: the power now, where power_w is NVML's reading of the last update
+    # (about ten a second); under swinging load it peaks above the limit (881-951 W against 700 W on
+    # an H100 SXM5: shared/measurements/README.md). NA where the driver does not answer it.
+    power_instant_w: Any = NA
 
     FIELDS = ("temp_c", "mem_temp_c", "power_w", "power_limit_w", "sm_clock_mhz", "mem_clock_mhz",
-              "util_pct", "mem_util_pct", "reasons", "pcie_gen", "pcie_width")
+              "util_pct", "mem_util_pct", "reasons", "pcie_gen", "pcie_width", "power_instant_w")
 
     def to_dict(self) -> dict[str, Any]:
         return _dict(self)

@@ -249,7 +249,15 @@ class NvmlBackend(GpuManagement):
             reasons=q("nvmlDeviceGetCurrentClocksEventReasons"),
             pcie_gen=q("nvmlDeviceGetCurrPcieLinkGeneration"),
             pcie_width=q("nvmlDeviceGetCurrPcieLinkWidth"),
+            power_instant_w=self._power_instant(index),
         )
+
+    def _power_instant(self, index: int) -> Any:
+        """NVML_FI_DEV_POWER_INSTANT in W (the field answers mW); NA where this driver or binding
+        lacks it or answers NotSupported."""
+        field_id = getattr(self.n, "NVML_FI_DEV_POWER_INSTANT", None)
+        value = NA if field_id is None else self._field(index, field_id)
+        return NA if is_na(value) else value / 1000.0
 
     def counters(self, index: int) -> GpuCounters:
         n, h = self.n, self._h(index)

@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from nodeqc.backends.base import PLAIN_LOAD_DTYPE, Clock
+from nodeqc.backends.base import Clock
 from nodeqc.backends.cublaslt import fp8_unsupported
-from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS
+from nodeqc.backends.sim_models import MIB, PLAIN, SIM_GPU_MODELS
 from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
-                                       SLOT_LOST, SLOT_PULSE_S, SLOT_SWUNG, SLOTS, transient_braking)
+                                       SLOT_LOST, SLOT_POWER_W, SLOT_PULSE_S, SLOT_SWUNG, SLOTS, transient_braking)
 from nodeqc.backends.simulated import COTENANT_SHARE, LOST_AFTER_S, cotenant_active, sim_clock, sim_power_w
 from nodeqc.errors import GpuLostError
 from nodeqc.verify import allreduce_contribution, copy_pattern, fingerprint, splitmix64
@@ -153,12 +153,14 @@ class SimDevice:
         self.check_alive()
 
     def busy_step(self, seconds: float) -> None:
-        self._computing(PLAIN_LOAD_DTYPE)
+        self._computing(PLAIN)
         self._work(seconds)
 
     def _computing(self, dtype: str | None) -> None:
-        """The GPU's loaded clock follows what it computes in (nodeqc.skus.Sku.loaded_clock)."""
-        self.shared[self._slot(SLOT_CLOCK_MHZ)] = self.model.sku.loaded_clock([dtype]) if dtype else 0.0
+        """The GPU's loaded clock and power follow what it computes in (sim_models: the twin's
+        figures per dtype where the part was measured, else nodeqc.skus.Sku.loaded_clock)."""
+        self.shared[self._slot(SLOT_CLOCK_MHZ)] = self.model.loaded_clock(dtype)
+        self.shared[self._slot(SLOT_POWER_W)] = self.model.loaded_power_w(dtype)
 
     def _share(self) -> float:
         """The share of the GPU's time this work gets: all of it, unless a co-tenant computes too."""
@@ -252,7 +254,7 @@ class SimDevice:
     def stream_run(self, kind: str, iters: int) -> float:
         init, a = self._stream
         moved = (2 if kind == "copy" else 3) * self._stream_nominal * iters
-        seconds = moved / self._hbm_rate()
+        seconds = moved / (self._hbm_rate() * (1.0 if kind == "copy" else self.model.triad_share))
         self._work(seconds)
         a[:] = init if kind == "copy" else init + 2.0 * init
         return seconds
@@ -282,7 +284,7 @@ class SimDevice:
             self._mem[SIM_MEMTEST_WORDS // 3] |= np.uint64(1 << BADMEM_BIT)
 
     def _mem_time(self, passes: float) -> float:
-        seconds = passes * self._mem_nominal / (0.8 * self._hbm_rate())
+        seconds = passes * self._mem_nominal / (self.model.memtest_share * self._hbm_rate())
         self._work(seconds)
         return seconds
 
@@ -364,7 +366,7 @@ class SimDevice:
         rate = healthy * self.link_factor() * 1e9
         # Both directions at once share nothing on a full-duplex link, but each is a little slower.
         moved = self._pcie_nominal * iters
-        seconds = moved / (rate * (0.9 if direction == "bidir" else 1.0))
+        seconds = moved / (rate * (self.model.bidir_share if direction == "bidir" else 1.0))
         self._work(seconds)
         host, dev = self._pcie
         dev[:] = host

@@ -241,7 +241,7 @@ def write_tree(root: Path, node: "SimNode") -> None:
                 driver = "nvidia" if gpu else spec.get("driver", "mlx5_core")
                 _link(root, f"{rel}/driver", f"sys/bus/pci/drivers/{driver}")
             _put(root, f"{rel}/numa_node", str(f["numa"]))
-            for kind in AER_FILES:
+            for kind in AER_FILES if not in_vm(node) else ():  # a VM's guest sees no AER counters
                 _put(root, f"{rel}/{AER_FILES[kind][0]}", _aer_text(kind, 0))
             if iommu != "off":
                 _put(root, f"sys/kernel/iommu_groups/{group}/type", iommu)
@@ -258,7 +258,7 @@ def write_tree(root: Path, node: "SimNode") -> None:
             _put(root, f"{ib}/board_id", "MT_0000000838")
             _link(root, f"{ib}/device", target)
     sockets = sc.data.get("host", {}).get("sockets", 1)
-    for mc in range(sockets):
+    for mc in range(sockets if not in_vm(node) else 0):  # nor EDAC memory controllers
         base = f"sys/devices/system/edac/mc/mc{mc}"
         _put(root, f"{base}/ce_count", "0")
         _put(root, f"{base}/ue_count", "0")
@@ -268,9 +268,17 @@ def write_tree(root: Path, node: "SimNode") -> None:
             _put(root, f"{base}/dimm{d}/dimm_label", f"CPU_SrcID#{mc}_MC#0_Chan#{d}_DIMM#0")
 
 
+def in_vm(node: "SimNode") -> bool:
+    """The scenario's host is a VM (`[host] vm`), as the measured single-GPU machines were: no BMC
+    answers, and sysfs has no EDAC memory controllers and no PCIe AER counters."""
+    return bool(node.scenario.data.get("host", {}).get("vm", False))
+
+
 def grow_counters(root: Path, node: "SimNode") -> None:
     """The counters after load: AER on faulty GPU links (the device and its downstream port), EDAC
-    on the first DIMM."""
+    on the first DIMM (none in a VM: it has neither)."""
+    if in_vm(node):
+        return
     sc = node.scenario
     paths, _ = _layout(node)
     for f in node.faults:
@@ -437,7 +445,7 @@ class SimBmc(Bmc):
         return IPMITOOL_INSTALL if self._host("no_ipmitool") else None
 
     def _answer(self) -> None:
-        if self._host("no_bmc"):
+        if self._host("no_bmc") or in_vm(self.node):
             raise BmcError("no BMC answered (ipmitool sdr type: Could not open device at /dev/ipmi0 or /dev/ipmi/0 "
                            "or /dev/ipmidev/0: No such file or directory); on a bare-metal node load the in-band "
                            "driver (modprobe ipmi_devintf ipmi_si); a VM has no BMC")

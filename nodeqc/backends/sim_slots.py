@@ -13,7 +13,9 @@ SLOT_SWUNG = 6  # whether the load has swung at all (the pulse test ran): the PS
 # The loaded clock of the dtype the GPU computes in now (nodeqc.skus: half precision holds the power
 # limit at a lower clock); 0: the SKU's loaded clock.
 SLOT_CLOCK_MHZ = 7
-SLOTS = 8
+# The power a healthy part draws under full load of that dtype (sim_models.Twin); 0: not measured.
+SLOT_POWER_W = 8
+SLOTS = 9
 
 
 def transient_braking(pulse_s: float, brake_ms: float) -> bool:

@@ -26,10 +26,10 @@ from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounte
                                   GpuProcess, GpuSample, HostBackend, HostInfo, IbPort, NicBackend, NicInfo, PciDevice,
                                   TrafficJob, TrafficOutcome, TrafficSession, XidEvent, decode_reasons)
 from nodeqc.backends.nic import IB_COUNTERS
-from nodeqc.backends.sim_models import MIB, SIM_GPU_MODELS, SimGpuModel
+from nodeqc.backends.sim_models import INSTANT_OVERSHOOT, MIB, SIM_GPU_MODELS, SimGpuModel
 from nodeqc.backends.sim_platform import SimHostStress, SimPlatform
 from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
-                                       SLOT_LOST, SLOT_PULSE_S, SLOTS, transient_braking)
+                                       SLOT_LOST, SLOT_POWER_W, SLOT_PULSE_S, SLOTS, transient_braking)
 from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.faults import Fault, check_range
 from nodeqc.na import NA
@@ -63,6 +63,7 @@ SCENARIO_SCHEMA = {
         "kernel": Spec("str", "kernel release"),
         "fabric_manager": Spec("bool", "the NVSwitch fabric manager runs"),
         "gpudirect_rdma": Spec("bool", "the GPUDirect RDMA module is loaded"),
+        "vm": Spec("bool", "a virtual machine: no BMC answers, no EDAC or PCIe AER counters in sysfs"),
     },
     "gpus": {
         "model": Spec("choice", "GPU model", tuple(SIM_GPU_MODELS)),
@@ -91,6 +92,10 @@ XID_AFTER_S = 2.0  # an injected XID arrives after this much load
 LOST_AFTER_S = 3.0  # an injected `lost` GPU falls off the bus after this much load
 LOADED = 0.3  # above this load the GPU counts as busy (PCIe trains up, utilisation high)
 FULL_LOAD_POWER = 0.93  # a healthy GPU under full load draws this share of its limit (H200: 0.94, measured)
+# NVML's power reading (nvmlDeviceGetPowerUsage) changes about ten times a second however fast it is
+# polled, and holds between (about 45 distinct readings in 4 s on the H100 SXM5, driver 580.159.04:
+# shared/measurements/README.md); the instantaneous field (NVML_FI_DEV_POWER_INSTANT) moves with the load.
+NVML_POWER_PERIOD_S = 0.1
 # SM clock under load as a share of its sustained clock, per throttle reason (a HW slowdown halves it
 # or worse). The software power cap is how a healthy GPU reaches its sustained clock under full load
 # (the H200 ran at 0.94 of its limit and 1794 MHz: shared/measurements), so it costs nothing more.
@@ -174,14 +179,17 @@ def list_scenarios() -> list[str]:
 
 def sku_scenario(key: str) -> Scenario:
     """One GPU of a SKU in a cloud VM like those the real figures were measured on
-    (shared/measurements: 16 cores, 125.9 GiB, one virtio NIC): a single-GPU profile must pass it."""
+    (shared/measurements: 16 cores, 125.9 GiB, one virtio NIC): a single-GPU profile must pass it.
+    A SKU measured whole (its model has a twin: H100 SXM5, H200 SXM) is that VM as it was: no BMC,
+    no EDAC, no AER (shared/measurements/2026-11-26: those checks did not run)."""
     model = SIM_GPU_MODELS[key]
     return Scenario(key, scenarios_dir() / f"{key}.toml", {
         "description": f"one {model.sku.name} in a cloud VM", "hostname": f"sim-{key}", "time_scale": 10,
         "driver_version": "580.159.04", "cuda_version": "13.0",
         "system": {"vendor": "Simulated Cloud", "model": "SIM-VM", "serial": f"SIM-{key.upper()}"},
         "host": {"cpu_model": "Intel(R) Xeon(R) Processor", "sockets": 1, "cores": 16, "threads": 16,
-                 "memory_gib": 125.9, "numa_nodes": 1, "os": "Ubuntu 24.04.3 LTS", "kernel": "6.8.0-generic"},
+                 "memory_gib": 125.9, "numa_nodes": 1, "os": "Ubuntu 24.04.3 LTS", "kernel": "6.8.0-generic",
+                 "vm": model.twin is not None},
         "gpus": {"model": key, "count": 1, "bus_ids": ["0000:00:06.0"], "topology": "pcie"},
         "nics": [{"name": "eth0", "driver": "virtio_net", "kind": "ethernet", "speed_mbps": 10000,
                   "mtu": 1500, "pcie_gen": 3, "pcie_width": 1, "bus_id": "0000:00:03.0"}],
@@ -312,6 +320,8 @@ class _GpuState:
     # driver counts them: a fault is in these counters whether or not a telemetry sample lands in it.
     throttle_ns: dict[str, float] = field(default_factory=lambda: {r: 0.0 for r in COUNTED_REASONS})
     transient_brake_ns: float = 0.0  # the pulse test's brake (`transient_brake`), exact: see SLOT_BRAKE_S
+    power_tick: int = -1  # the NVML power update period the held reading belongs to (NVML_POWER_PERIOD_S)
+    power_held: float = 0.0
 
 
 class SimManagement(GpuManagement):
@@ -356,7 +366,7 @@ class SimManagement(GpuManagement):
                 temp_slowdown_c=m.slowdown_c, temp_shutdown_c=m.shutdown_c, temp_gpu_max_c=m.gpu_max_c,
                 temp_mem_max_c=m.mem_max_c, power_limit_w=self._limit(k), power_default_limit_w=m.tdp_w,
                 max_sm_clock_mhz=m.max_sm_mhz, max_mem_clock_mhz=m.mem_mhz,
-                nvlink_count=m.nvlink_links if m.nvlink_links else NA,
+                nvlink_count=self._links() or NA,
                 peer_paths={str(i): self._peer_path(k, other) for i, other in enumerate(self.node.visible) if i != j},
                 **sim_firmware(m, self.driver_version()),
             ))
@@ -423,7 +433,9 @@ class SimManagement(GpuManagement):
         load = self._load(k)
         busy = load > LOADED
         reasons = self._reasons(k, load, st.temp)
-        demand = m.idle_w + load * (FULL_LOAD_POWER * m.tdp_w - m.idle_w)
+        # Under full load a measured part draws what it drew computing this dtype (sim_models.Twin).
+        full_w = self.node.shared[k * SLOTS + SLOT_POWER_W] or FULL_LOAD_POWER * m.tdp_w
+        demand = m.idle_w + load * (full_w - m.idle_w)
         power = min(demand, self.node.value(k, "power", m.tdp_w), self._limit(k))
         # Under full load a healthy GPU runs at its SKU's sustained clock (below its maximum: the
         # power limit holds it there), which the SKU's healthy rates were measured at; at its limit,
@@ -439,10 +451,23 @@ class SimManagement(GpuManagement):
             clock *= 0.5
         gen = self.node.value(k, "pcie_gen", m.pcie_gen) if busy else 1  # links downtrain at idle
         width = self.node.value(k, "pcie_width", m.pcie_width)
+        temp_c = round(st.temp + rng.gauss(0, 0.4), 1)
+        mem_temp_c = round(st.temp + 4 + rng.gauss(0, 0.4), 1)
+        noise = rng.gauss(0, 0.01 * m.tdp_w)
+        instant = power
+        if busy and self.node.shared[k * SLOTS + SLOT_PULSE_S] > 0:
+            # Each swing up overshoots the limit for a moment, as far as the GPU can draw at all.
+            instant = min(max(power, self._limit(k) * INSTANT_OVERSHOOT), self.node.value(k, "power", math.inf))
+        with self._lock:
+            tick = math.floor(self.node.clock.now() / NVML_POWER_PERIOD_S)
+            if st.power_tick != tick:  # NVML's reading: updated about ten times a second, held between
+                st.power_tick, st.power_held = tick, round(max(0.0, power + noise), 1)
+            held = st.power_held
         return GpuSample(
-            temp_c=round(st.temp + rng.gauss(0, 0.4), 1),
-            mem_temp_c=round(st.temp + 4 + rng.gauss(0, 0.4), 1),
-            power_w=round(max(0.0, power + rng.gauss(0, 0.01 * m.tdp_w)), 1),
+            temp_c=temp_c,
+            mem_temp_c=mem_temp_c,
+            power_w=held,
+            power_instant_w=round(max(0.0, instant + noise), 1),
             power_limit_w=self._limit(k),
             sm_clock_mhz=int(clock),
             mem_clock_mhz=m.mem_mhz if busy else m.mem_mhz // 2,
@@ -505,8 +530,13 @@ class SimManagement(GpuManagement):
             onchip_ecc_locations="sram" if remaps else "l1,l2,register_file,texture",
         )
 
+    def _links(self) -> int:
+        """NVLink links NVML reports: none in a VM with one GPU and no NVLink peers (`[host] vm`, as
+        measured: shared/measurements/2026-11-26, "NVLink (none reported)")."""
+        return 0 if self.node.scenario.data.get("host", {}).get("vm", False) else self.model.nvlink_links
+
     def _nvlink(self, k: int) -> dict[str, Any]:
-        links = self.model.nvlink_links
+        links = self._links()
         if not links:
             return {}
         down = self.node.value(k, "nvlink_down", 0)

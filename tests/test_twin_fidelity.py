@@ -1,0 +1,261 @@
+"""Issue 23: the simulated twin against the real GPUs it stands for. The quick runs of a real H100
+SXM5 and H200 SXM (tests/fixtures/real-2026-11-26, from shared/measurements/2026-11-26) and the same
+quick runs of the simulated h100-sxm5-80gb and h200-sxm-141gb: every stress figure within 5% of the
+real one, the same verdicts the real runs should get (clean on these healthy GPUs, skipped where the
+VM had no BMC, EDAC or AER), and the twin's NVML as the real NVML answered (power updated about ten
+times a second with an instantaneous reading beside it, per-dtype clocks and power at the limit, a
+co-tenant listed)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import pytest
+
+from conftest import ROOT
+from nodeqc.backends import simulated_hardware
+from nodeqc.backends.base import REASON_BITS
+from nodeqc.backends.sim_compute import SimDevice
+from nodeqc.backends.sim_models import PLAIN, SIM_GPU_MODELS
+from nodeqc.backends.simulated import NVML_POWER_PERIOD_S, SimNode, sku_scenario
+from nodeqc.faults import parse_fault
+from nodeqc.keys import create_key
+from nodeqc.profile import load_for, suggest_profile
+from nodeqc.runner import RunOptions, Runner
+from nodeqc.selection import Selection
+
+REAL = ROOT / "tests" / "fixtures" / "real-2026-11-26"
+QUICK = {"h100-sxm5-80gb": "h100-sxm5-quick.predicate.json", "h200-sxm-141gb": "h200-sxm-quick.predicate.json"}
+TOLERANCE = 0.05
+
+# The figures each check reports that the twin must reproduce.
+FIGURES = {
+    "stress.burn": ("fp64_tflops", "fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops", "power_w"),
+    "stress.power": ("power_w",),
+    "stress.hbm_bandwidth": ("copy_gbps", "triad_gbps"),
+    "stress.pcie_bandwidth": ("h2d_gbps", "d2h_gbps", "bidir_gbps"),
+    "stress.memtest": ("gbps",),
+}
+# Figures the real run got wrong, and what is right instead. The quick memory test times its first
+# call, which pays the kernels' run-time compilation and first touch: 1217.7 GB/s on the H100, whose
+# second call in the same process ran at 2850.1 (2026-11-26/h100-memtest-and-copies.jsonl); the
+# H200's 1504.9 likewise, and no warm figure was taken on it that day: the benchmark's 3733 GB/s on
+# the H200 of 2026-11-23 (shared/measurements/README.md).
+RIGHT = {("h100-sxm5-80gb", "stress.memtest", "gbps"): 2850.1,
+         ("h200-sxm-141gb", "stress.memtest", "gbps"): 3733.0}
+# Verdicts the real run got wrong: the H200's fp8 warned against a datasheet estimate (README,
+# "What the verdicts got wrong" 2): the corrected code passes it.
+CORRECTED = {("h200-sxm-141gb", "stress.burn", "gpu0"): "pass"}
+# The simulated VM's NIC is not the real one (a virtio NIC without a PCIe capability, and no iperf3
+# there): the NIC checks are left out of the comparison.
+NOT_COMPARED = ("nic.",)
+
+
+def _real(name: str) -> dict:
+    return json.loads((REAL / name).read_text())
+
+
+def _run(tmp_path, key: str, faults=(), only=None, time_scale=10.0):
+    hw = simulated_hardware(key, [parse_fault(f) for f in faults], time_scale=time_scale)
+    hw.mgmt.open()
+    gpus = hw.mgmt.gpus()
+    hw.mgmt.close()
+    profile = load_for(suggest_profile(gpus), gpus)
+    assert profile.sku.key == key  # `--profile auto` picks the SKU, as it did on the real machine
+    options = RunOptions(profile, create_key(tmp_path / "k.pem"), out_dir=tmp_path, quick=True)
+    if only:
+        options.selection = Selection.parse([only], None)
+    return Runner(options, hw).run()
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory):
+    """Each twin's quick run, once for the module (about 15 s each at time scale 10)."""
+    out = {}
+    for key in QUICK:
+        outcome = _run(tmp_path_factory.mktemp(key), key)
+        out[key] = {(r.name, r.subject): r for r in outcome.results}
+    return out
+
+
+def _figure_cases():
+    for key, name in QUICK.items():
+        real = {(c["name"], c["subject"]): c for c in _real(name)["checks"]}
+        for check, figures in FIGURES.items():
+            for figure in figures:
+                value = RIGHT.get((key, check, figure), real[(check, "gpu0")]["values"][figure]["value"])
+                yield pytest.param(key, check, figure, value, id=f"{key}-{check}-{figure}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key, check, figure, real", list(_figure_cases()))
+def test_every_stress_figure_is_within_5_percent_of_the_real_one(simulated, key, check, figure, real):
+    got = simulated[key][(check, "gpu0")].values[figure].value
+    assert abs(got - real) <= TOLERANCE * real, f"{key} {check} {figure}: simulated {got}, real {real}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", QUICK)
+def test_the_twins_pulse_swings_as_the_warmed_real_one_did(simulated, key):
+    """The real runs' pulse did not pulse (duty 0.006-0.084, each burst one product sized from a cold
+    first product): no figure of a pulse to reproduce there. Warmed, the same workload computed
+    0.446-0.553 of each period on the H200 (h200-pulse-warmed.jsonl); the twin, with its cold first
+    product, computes within the check's 0.35-0.65 at every period it paces in real time, and its
+    power swings between its idle and its load at every period from 100 ms."""
+    got = simulated[key][("stress.power_pulse", "gpu0")]
+    assert got.verdict.value == "pass", got.message
+    for entry in got.evidence["load"]:
+        if entry.get("pace_judged", True):
+            assert 0.35 <= entry["duty"] <= 0.65, entry
+        if entry["period_ms"] >= 100:
+            assert entry["swing_judged"] and entry["swing_w"] > 0.05 * 700, entry
+
+
+def _verdict_cases():
+    for key, name in QUICK.items():
+        for c in _real(name)["checks"]:
+            if c["name"].startswith(NOT_COMPARED):
+                continue
+            want = CORRECTED.get((key, c["name"], c["subject"]), c["verdict"])
+            yield pytest.param(key, c["name"], c["subject"], want, c["code"] if c["verdict"] == "skip" else None,
+                               id=f"{key}-{c['name']}-{c['subject']}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key, name, subject, verdict, code", list(_verdict_cases()))
+def test_the_twin_gets_the_verdicts_the_real_gpu_should(simulated, key, name, subject, verdict, code):
+    """Clean on these healthy GPUs: PASS on the GPU's checks; SKIP where the VM had no BMC, EDAC or
+    AER, with the same code."""
+    got = simulated[key].get((name, subject))
+    assert got is not None, f"{key}: the twin's run has no {name} on {subject}"
+    assert got.verdict.value == verdict, got.message
+    if code:
+        assert got.code == code
+
+
+@pytest.mark.slow
+def test_the_twin_runs_no_check_the_real_run_did_not(simulated):
+    for key, name in QUICK.items():
+        real = {(c["name"], c["subject"]) for c in _real(name)["checks"]}
+        extra = {k for k in simulated[key] if k not in real and not k[0].startswith(NOT_COMPARED)}
+        assert extra == set(), key
+
+
+# ---------------------------------------------------------------------- a co-tenant, as measured
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key, real, only", [
+    ("h100-sxm5-80gb", "h100-sxm5-cotenant-burn.predicate.json", "stress.burn"),
+    ("h200-sxm-141gb", "h200-sxm-cotenant-gpu-free-burn.predicate.json", "stress.gpu_free,stress.burn"),
+])
+def test_a_cotenant_is_listed_and_judged_as_on_the_real_gpu(tmp_path, key, real, only):
+    """A bf16 PyTorch job beside nodeqc: NVML lists it, stress.gpu_free says ERROR GPU_IN_USE and
+    the burn does not run, as on the real H100 and H200."""
+    outcome = _run(tmp_path, key, ["gpu0:cotenant"], only)
+    got = {(r.name, r.subject): (r.verdict.value, r.code) for r in outcome.results}
+    want = {(c["name"], c["subject"]): (c["verdict"], c["code"]) for c in _real(real)["checks"]}
+    assert {k: got.get(k) for k in want} == want
+    gpu_free = next((r for r in outcome.results if r.name == "stress.gpu_free"), None)
+    if gpu_free is not None:
+        assert gpu_free.values["processes"].value == 1
+
+
+# ---------------------------------------------------------------------- the twin's NVML, as measured
+
+def _device(key: str, faults=(), scale=1000.0):
+    node = SimNode(sku_scenario(key), [parse_fault(f) for f in faults], time_scale=scale)
+    return node, node.management(), SimDevice(node.compute_spec(), 0)
+
+
+@pytest.mark.parametrize("key", QUICK)
+def test_each_dtype_runs_at_its_measured_clock_and_power_at_the_limit(key):
+    """The burn's phases in the real telemetry (median SM clock and power of each dtype's steady
+    samples): fp8 near 1290 MHz on the H100 and 1380 on the H200, about 500 MHz below the burn's mean."""
+    twin = SIM_GPU_MODELS[key].twin
+    node, mgmt, dev = _device(key)
+    dev.set_load(1.0)
+    for dtype in ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8"):
+        dev.matmul_setup(dtype, 1)
+        time.sleep(0.15)  # past the NVML power reading's next update
+        s = mgmt.sample(0)
+        assert s.sm_clock_mhz == int(twin.sm_mhz[dtype]), dtype
+        assert abs(s.power_w - twin.power_w[dtype]) <= TOLERANCE * twin.power_w[dtype], dtype
+        assert s.power_w <= 700 * 1.05
+    assert twin.sm_mhz["fp8"] == {"h100-sxm5-80gb": 1290, "h200-sxm-141gb": 1373}[key]
+    dev.busy_step(0.001)  # the plain load (stress.power) holds its own clock
+    assert mgmt.sample(0).sm_clock_mhz == int(twin.sm_mhz[PLAIN])
+    dev.close()
+
+
+def test_nvml_power_holds_between_updates_about_ten_times_a_second():
+    """nvmlDeviceGetPowerUsage gave about 45 distinct readings in 4 s however fast it was polled."""
+    node, mgmt, dev = _device("h100-sxm5-80gb", scale=1.0)
+    dev.set_load(1.0)
+    dev.matmul_setup("bf16", 1)
+    readings = []
+    t_end = time.monotonic() + 1.0
+    while time.monotonic() < t_end:
+        readings.append(mgmt.sample(0).power_w)
+        time.sleep(0.002)
+    distinct = sum(1 for a, b in zip(readings, readings[1:]) if a != b) + 1
+    assert len(readings) > 100 and 5 <= distinct <= 1.0 / NVML_POWER_PERIOD_S + 2, (len(readings), distinct)
+    dev.close()
+
+
+@pytest.mark.parametrize("key", QUICK)
+def test_the_instantaneous_power_peaks_above_the_limit_while_the_load_swings(key):
+    """NVML_FI_DEV_POWER_INSTANT reached 881-951 W against 700 W on the H100 SXM5 under pulsed
+    load (up to 795 W on the H200) while the averaged reading stayed at or below the limit."""
+    node, mgmt, dev = _device(key)
+    dev.set_load(1.0)
+    dev.matmul_setup("bf16", 1)
+    steady = mgmt.sample(0)
+    assert abs(steady.power_instant_w - steady.power_w) < 0.05 * 700
+    dev.set_pulse(0.1)
+    swinging = mgmt.sample(0)
+    assert 780 <= swinging.power_instant_w <= 960 and swinging.power_w <= 700 * 1.05
+    dev.set_pulse(0.0)
+    dev.close()
+
+
+def test_a_part_that_cannot_draw_does_not_overshoot():
+    node, mgmt, dev = _device("h100-sxm5-80gb", ["gpu0:power=300"])
+    dev.set_load(1.0)
+    dev.set_pulse(0.1)
+    assert mgmt.sample(0).power_instant_w <= 300 * 1.05
+    dev.set_pulse(0.0)
+    dev.close()
+
+
+def test_the_nvml_backend_reads_the_instantaneous_field_in_watts_or_none():
+    import pynvml
+
+    from nodeqc.backends.nvml import NvmlBackend
+    from nodeqc.backends.nvml_replay import ReplayNvml
+    from nodeqc.na import NA
+    from nvml_descriptions import h100_device, node
+
+    device = h100_device(0)
+    fields = dict(device.get("nvmlDeviceGetFieldValues", {}))
+    fields[str(pynvml.NVML_FI_DEV_POWER_INSTANT)] = {"nvmlReturn": 0, "valueType": 1, "value": {"uiVal": 951000}}
+    device["nvmlDeviceGetFieldValues"] = fields
+    backend = NvmlBackend(ReplayNvml(node([device, h100_device(1)])))
+    backend.open()
+    try:
+        assert backend.sample(0).power_instant_w == 951.0
+        assert backend.sample(1).power_instant_w is NA  # NotSupported: no reading
+    finally:
+        backend.close()
+
+
+def test_the_twin_is_a_vm_as_measured():
+    """No BMC answers, no EDAC or AER in sysfs, no NVLink reported; a co-tenant is listed by NVML."""
+    node, mgmt, dev = _device("h100-sxm5-80gb", ["gpu0:cotenant"])
+    assert sku_scenario("h100-sxm5-80gb").data["host"]["vm"] is True
+    assert sku_scenario("a100-pcie-80gb").data["host"]["vm"] is False  # a SKU not measured whole keeps its BMC
+    assert mgmt.gpus()[0].nvlink_count is None or not mgmt.gpus()[0].nvlink_count
+    assert [p.pid for p in mgmt.processes(0)] == [48151]
+    assert REASON_BITS["gpu_idle"] & mgmt.sample(0).reasons
+    assert not math.isnan(mgmt.sample(0).power_w)
