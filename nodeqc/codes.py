@@ -197,6 +197,7 @@ REMEDIATION: dict[str, str] = {
     "CUDA_UNAVAILABLE": "GPU stress needs CuPy: install nodeqc with the CUDA extra, e.g. `pip install 'nodeqc[cuda12]'`.",
     "SKIPPED_EARLIER_FAILURE": "Skipped because this GPU already failed in an earlier stress check; fix that first.",
     "NO_GPUS": "No GPUs were found, so GPU checks could not run.",
+    "NOTHING_JUDGED": "No selected check reached a verdict, so the run showed nothing about the node (the reasons each did not run are in the message and the evidence): fix what kept them from running (another process on a GPU, a missing tool, a peer not given) or select checks that apply to this node, then re-run.",
     "INTERNAL_ERROR": "nodeqc hit an internal error in this check: report it with the journal file.",
     "HOST_NOT_HERE": "This host check reads or loads the machine nodeqc runs on, and this run has none of its own (a replay of a capture carries only the captured GPUs' NVML answers): run nodeqc on the node itself to judge its host.",
     "HOST_UNREADABLE": "sysfs could not be read at the start of the run, so host errors (EDAC, PCIe AER, the kernel log) were not watched: run nodeqc as root on the node itself, and check that /sys is mounted; the warning at the start names the file.",
