@@ -36,7 +36,7 @@ from nodeqc.checks.psu import judge_psu
 from nodeqc.errors import BackendUnavailable, GpuLostError, UsageError
 from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
                            RunStarted, TelemetrySampled)
-from nodeqc.findings import answer, escalate, repair_outcome
+from nodeqc.findings import answer, escalate, not_applicable, not_run, repair_outcome
 from nodeqc.journal import Journal
 from nodeqc.keys import Signer
 from nodeqc.model import CheckResult, Verdict, node_verdict
@@ -574,6 +574,8 @@ class Runner:
     def _conclude(self, paths: RunPaths, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str,
                   summary: TelemetrySummary | None, started_at: str) -> RunOutcome:
         status = "aborted" if self.aborted else "complete"
+        if not self.aborted and (unjudged := nothing_judged(self._results)) is not None:
+            self._finish(unjudged)
         verdict = "FAIL" if self.aborted else node_verdict(self._results)
         counts = {v.value: sum(1 for r in self._results if r.verdict is v) for v in Verdict}
         failed = [f"{r.name} {r.subject}" for r in self._results if r.verdict.blocks_qualification]
@@ -720,6 +722,25 @@ class PlatformWatch:
     def close(self) -> None:
         if self._log is not None:
             self._log.close()
+
+
+def nothing_judged(results: list[CheckResult]) -> CheckResult | None:
+    """A run in which no check reached a verdict has shown nothing of the node: an ERROR (exit 2)
+    that says why each selected check did not run, never a pass. With `--only stress.burn` and
+    another process on the GPU the run once said "PASS: 0 passed" and exited 0
+    (shared/measurements/2026-11-26, item 4). A check that does not apply to this hardware
+    (nodeqc.codes.NOT_APPLICABLE) left nothing untested, but judged nothing either: a run of those
+    alone has shown nothing too. None where some check reached a verdict (PASS, WARN, FAIL, ERROR)."""
+    if any(r.verdict is not Verdict.SKIP for r in results):
+        return None
+    skipped, na = not_run(results), not_applicable(results)
+    said = [f"{e.count} not run: {e.reason} ({', '.join(e.checks)})" for e in skipped]
+    if na:
+        said.append(f"not applicable to this node: {'; '.join(na)}")
+    message = ("no selected check reached a verdict, so nothing was judged"
+               + (f": {'; '.join(said)}" if said else " (no check reported a result)"))
+    return CheckResult("nodeqc.nothing_judged", "node", Verdict.ERROR, message, code="NOTHING_JUDGED",
+                       evidence={"not_run": [e.to_dict() for e in skipped], "not_applicable": na})
 
 
 def baseline_of_profile(profile: Profile) -> Any:

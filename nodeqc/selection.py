@@ -30,7 +30,8 @@ CHECKS: dict[str, tuple[str, ...]] = {
     "burnin": ("stability",),
 }
 CHECK_NAMES = tuple(f"{family}.{name}" for family, names in CHECKS.items() for name in names)
-ALWAYS = ("nodeqc.internal",)  # an internal error is reported whatever was selected
+# Reported whatever was selected: an internal error, and a run in which no check reached a verdict.
+ALWAYS = ("nodeqc.internal", "nodeqc.nothing_judged")
 
 
 def family(name: str) -> str:

@@ -121,7 +121,8 @@ def burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any
             report.progress(min(1.0, (clock.now() - start) / seconds))
     finally:
         device.set_load(0.0)
-    return {"seconds": round(clock.now() - start, 3), "steps": steps}
+    # planned_s: the seconds asked for, so that the verdict can tell the load was held that long.
+    return {"seconds": round(clock.now() - start, 3), "steps": steps, "planned_s": seconds}
 
 
 def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
@@ -316,12 +317,15 @@ def hbm_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict
     per_copy = device.stream_setup(nbytes)  # bytes moved by one copy pass (read + write)
     per_pass = {"copy": per_copy, "triad": per_copy * 3 // 2}
     best: dict[str, float] = {}
+    passes = {"copy": 0, "triad": 0}  # timed passes of the buffer completed, for the verdict's proof of load
     device.set_load(1.0)
     try:
         for n, kind in enumerate(("copy", "triad")):
             device.stream_run(kind, 2)  # warm-up
             for t in range(trials):
-                gbps = per_pass[kind] * iters / device.stream_run(kind, iters) / 1e9
+                seconds = device.stream_run(kind, iters)
+                passes[kind] += iters
+                gbps = per_pass[kind] * iters / seconds / 1e9 if seconds > 0 else 0.0  # no time: nothing measured
                 best[kind] = max(best.get(kind, 0.0), gbps)
                 report.progress((n * trials + t + 1) / (2 * trials), kind=kind, gbps=round(gbps, 1))
         a = device.stream_result()
@@ -330,7 +334,9 @@ def hbm_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict
         device.set_load(0.0)
         device.release()
     return {"copy_gbps": round(best["copy"], 1), "triad_gbps": round(best["triad"], 1), "verified": wrong is None,
-            "mismatch": wrong.to_dict() if wrong else None, "bytes": nbytes}
+            "mismatch": wrong.to_dict() if wrong else None, "bytes": nbytes,
+            "passes": passes, "planned_passes": trials * iters,
+            "moved_bytes": {kind: per_pass[kind] * done for kind, done in passes.items()}}
 
 
 def memory_test(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
@@ -373,7 +379,9 @@ def memory_test(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
     finally:
         device.set_load(0.0)
         device.release()
-    return {"bytes": info["bytes"], "free_bytes": info["free_bytes"],
+    # fraction and patterns_planned: what was asked, for the verdict's proof of coverage.
+    return {"bytes": info["bytes"], "free_bytes": info["free_bytes"], "fraction": float(params["fraction"]),
+            "patterns_planned": len(program),
             "gbps": round(touched / seconds / 1e9, 1) if seconds else None, "passes": passes,
             "retention_s": retention_s if params.get("full") else 0,
             **decode_memtest_errors(total, records, info["base_address"])}
@@ -396,6 +404,7 @@ def pcie_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dic
     nbytes, trials, iters = int(params["bytes"]), int(params["trials"]), int(params["iters"])
     device.pcie_setup(nbytes)
     best: dict[str, float] = {}
+    moved_bytes = {"h2d": 0, "d2h": 0, "bidir": 0}  # bytes the timed copies moved, for the verdict's proof
     clock = device.clock
     device.set_load(0.6)
     start = clock.now()
@@ -404,13 +413,16 @@ def pcie_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dic
             device.pcie_run(direction, 1)  # warm-up
             moved = nbytes * iters * (2 if direction == "bidir" else 1)
             for t in range(trials):
-                gbps = moved / device.pcie_run(direction, iters) / 1e9
+                seconds = device.pcie_run(direction, iters)
+                moved_bytes[direction] += moved
+                gbps = moved / seconds / 1e9 if seconds > 0 else 0.0  # no time: nothing measured
                 best[direction] = max(best.get(direction, 0.0), gbps)
                 report.progress((n * trials + t + 1) / (3 * trials), direction=direction, gbps=round(gbps, 1))
         link = device.pcie_link_under_copy()
         while clock.now() - start < float(params["min_seconds"]):
             device.pcie_run("h2d", iters)
             report.progress(1.0)
+        copied_s = clock.now() - start
         sent, received = device.pcie_round_trip()
         wrong = compare_exact(received, sent)
     finally:
@@ -418,7 +430,8 @@ def pcie_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dic
         device.release()
     return {"h2d_gbps": round(best["h2d"], 1), "d2h_gbps": round(best["d2h"], 1),
             "bidir_gbps": round(best["bidir"], 1), "verified": wrong is None,
-            "mismatch": wrong.to_dict() if wrong else None, "bytes": nbytes, "link": link}
+            "mismatch": wrong.to_dict() if wrong else None, "bytes": nbytes, "link": link,
+            "moved_bytes": moved_bytes, "seconds": round(copied_s, 3), "min_seconds": float(params["min_seconds"])}
 
 
 def p2p(node: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:

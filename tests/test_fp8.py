@@ -359,3 +359,31 @@ def test_fp8_refused_in_the_set_up_is_not_run_and_the_burn_still_passes():
     assert result["not_run"] == {"fp8": why} and list(result["dtypes"]) == ["fp64", "fp32", "tf32", "fp16", "bf16"]
     r = stress.judge_burn(gpus, {0: Outcome(Task("burn", 0, params, 1.0), STATUS_OK, result)}, {}, profile)[0]
     assert r.verdict is Verdict.PASS and r.message.endswith(f"; not run: fp8 ({why})")
+
+
+# ---------------------------------------------------------------------- the bound a real FP8 product is held to
+
+
+def test_the_fp8_error_bound_passes_the_modelled_accumulation_and_real_gpus_and_fails_a_wrong_product():
+    """tests/test_gpu_real.py holds the GPU's FP8 product to fp8_bound.fp8_error_bound: a model of
+    Hopper's accumulation (13 fraction bits, truncated, once per 32-product MMA step) stays inside
+    it, and so does what real GPUs measured (5.1e-5 at K = 1024, an H200); a transposed operand or a
+    zeroed result does not, on most elements."""
+    from fp8_bound import FP8_MMA_K, fp8_error_bound, fp8_product_error, modelled_product, truncate
+
+    assert fp8_error_bound(1024) == 2.0 ** -8 and fp8_error_bound(256) == 2.0 ** -10
+    assert fp8_error_bound(1) == fp8_error_bound(FP8_MMA_K) == 2.0 ** -13
+    assert 5.1e-5 * 50 < fp8_error_bound(1024)  # the measured worst element, with a wide margin
+    assert truncate(np.array([1 + 2.0 ** -13 + 2.0 ** -14, -(1 + 2.0 ** -14)])).tolist() == [1 + 2.0 ** -13, -1.0]
+    n = 256
+    rng = np.random.default_rng(16)
+    a, bt = (e4m3_value(e4m3_bits(np, rng.standard_normal((n, n)).astype(np.float32))) for _ in range(2))
+    bound = fp8_error_bound(n)
+    error, scale = fp8_product_error(modelled_product(a, bt), a, bt)
+    assert 0 < (error / scale).max() <= bound
+    exact = a.astype(np.float64) @ bt.astype(np.float64).T
+    # The same error fails the tolerance the test held Hopper to before (fp32-exact accumulation).
+    assert not np.allclose(modelled_product(a, bt), exact, rtol=1e-4, atol=1e-3)
+    for wrong in (a.astype(np.float64) @ bt.astype(np.float64), np.zeros((n, n)), exact.T):
+        error, scale = fp8_product_error(wrong, a, bt)
+        assert (error / scale).max() > 10 * bound and (error / scale > bound).mean() > 0.8

@@ -184,3 +184,87 @@ def test_a_node_that_could_not_be_read_is_not_compared_with_its_baseline_never_a
     assert outcome.results[0].message == ("not compared with golden.toml: the node's platform could not be read: "
                                           "[Errno 13] Permission denied: '/sys/class/dmi/id/product_serial'")
     assert outcome.exit_code == 2
+
+
+# ---------------------------------------------------------------------- a run that judged nothing (issue 23)
+
+
+def _selected_run(tmp_path, signer, only, faults=()):
+    from nodeqc.faults import parse_fault
+    from nodeqc.selection import Selection
+
+    hw = simulated_hardware("h100", [parse_fault(f) for f in faults], time_scale=40)
+    options = RunOptions(load_profile("h100"), signer, out_dir=tmp_path / "out", quick=True,
+                         selection=Selection.parse([only], None))
+    return Runner(options, hw).run()
+
+
+def _predicate(outcome, signer):
+    return verify_file(outcome.report_path, {signer.keyid: (signer.public, "t")}).predicate
+
+
+def test_a_run_in_which_nothing_ran_is_an_error_not_a_pass(run_cli, tmp_path):
+    """On a real H100 with a co-tenant, `--quick --only stress.burn` said "PASS (PARTIAL...): 0
+    passed" and exited 0 (shared/measurements/2026-11-26, item 4)."""
+    p = run_cli("--headless", "--simulate", "h100", "--profile", "h100", "--quick", "--only", "stress.burn",
+                "--inject", "gpu0:cotenant", "--out", str(tmp_path))
+    assert p.returncode == 2, p.stderr
+    assert "SKIP  stress.burn              gpu0   not run: another process is using this GPU [GPU_IN_USE]" in p.stderr
+    headline = next(line for line in p.stderr.splitlines() if line.startswith("RESULT: "))
+    assert headline.startswith("RESULT: ERROR (a check could not run: not qualified) (PARTIAL"), headline
+    assert "0 passed, 1 could not run; 1 not run: another process is using this GPU" in headline
+    assert ("nodeqc.nothing_judged: no selected check reached a verdict, so nothing was judged: 1 not run: "
+            "another process is using this GPU (stress.burn) [NOTHING_JUDGED]") in p.stderr
+    from pathlib import Path
+
+    from nodeqc.report import decode_statement, read_envelope
+
+    pred = decode_statement(read_envelope(Path(p.stdout.strip().splitlines()[-1])))["predicate"]
+    assert pred["verdict"] == "FAIL" and pred["answer"]["headline"].startswith("ERROR")
+    nothing = [c for c in pred["checks"] if c["name"] == "nodeqc.nothing_judged"]
+    assert len(nothing) == 1 and nothing[0]["verdict"] == "error" and nothing[0]["code"] == "NOTHING_JUDGED"
+    assert nothing[0]["evidence"]["not_run"] == [{"reason": "another process is using this GPU", "count": 1,
+                                                  "checks": ["stress.burn"]}]
+    assert nothing[0]["remediation"] and "another process on a GPU" in nothing[0]["remediation"]
+
+
+def test_a_run_of_checks_that_do_not_apply_alone_judged_nothing(tmp_path, signer):
+    """One GPU: GPU-to-GPU copies do not apply. Nothing was left untested, but nothing was shown."""
+    outcome = _selected_run(tmp_path, signer, "stress.p2p")
+    assert [(r.name, r.verdict, r.code) for r in outcome.results] == [
+        ("stress.p2p", Verdict.SKIP, "ONE_GPU_NA"), ("nodeqc.nothing_judged", Verdict.ERROR, "NOTHING_JUDGED")]
+    assert outcome.exit_code == 2 and outcome.verdict == "FAIL"
+    err = outcome.results[-1]
+    assert err.message == ("no selected check reached a verdict, so nothing was judged: not applicable to this "
+                           "node: GPU-to-GPU copies and all-reduce (one GPU on this node)")
+    assert err.evidence == {"not_run": [], "not_applicable": ["GPU-to-GPU copies and all-reduce (one GPU on this node)"]}
+    answer = _predicate(outcome, signer)["answer"]
+    assert answer["headline"].startswith("ERROR (a check could not run: not qualified)")
+
+
+def test_one_check_that_passes_among_skips_still_passes(tmp_path, signer):
+    """The burn passes beside a check not run (no NIC peer given) and one that does not apply (one
+    GPU): the run judged something, and what it judged passed: PASS, exit 0."""
+    outcome = _selected_run(tmp_path, signer, "stress.burn,stress.p2p,nic.tcp")
+    assert [(r.name, r.verdict, r.code) for r in outcome.results] == [
+        ("stress.burn", Verdict.PASS, None), ("stress.p2p", Verdict.SKIP, "ONE_GPU_NA"),
+        ("nic.tcp", Verdict.SKIP, "NIC_NO_PEER")]
+    assert outcome.exit_code == 0 and outcome.verdict == "PASS"
+    assert _predicate(outcome, signer)["answer"]["headline"].startswith("PASS (PARTIAL")
+
+
+def test_nothing_judged_is_said_only_when_nothing_was():
+    from nodeqc.model import CheckResult
+    from nodeqc.runner import nothing_judged
+
+    skip = CheckResult("nic.tcp", "nic0", Verdict.SKIP, "not run: no peer", code="NIC_NO_PEER")
+    na = CheckResult("health.nvlink", "gpu0", Verdict.SKIP, "not applicable", code="NVLINK_NA")
+    for verdict in (Verdict.PASS, Verdict.WARN, Verdict.FAIL, Verdict.ERROR):
+        assert nothing_judged([skip, na, CheckResult("stress.burn", "gpu0", verdict, "x")]) is None
+    both = nothing_judged([skip, skip, na])
+    assert both.verdict is Verdict.ERROR and both.code == "NOTHING_JUDGED"
+    assert both.message == ("no selected check reached a verdict, so nothing was judged: 2 not run: no NIC peer "
+                            "given (pass --nic-peer) (nic.tcp); not applicable to this node: NVLink (none reported, "
+                            "none asked for)")
+    assert nothing_judged([]).message == ("no selected check reached a verdict, so nothing was judged (no check "
+                                          "reported a result)")

@@ -252,6 +252,28 @@ STANDING_BRAKE_MS_PER_S = 500.0
 # the H100 SXM5, shared/measurements/README.md). The load lasts as long as the sampler needs to take
 # them (nodeqc.telemetry.TelemetrySampler.wall_s_to_see), however slowly NVML answers.
 POWER_LOADED_SAMPLES = 4
+# The plain load ends only once it has run its planned seconds (workloads.burn), which its result
+# keeps to the millisecond: a load that ran short by more than that rounding stopped early (nodeqc's
+# choice of tolerance).
+HELD_TOLERANCE_S = 0.001
+
+
+def power_load_short(r: dict[str, Any], window: GpuTelemetry) -> str | None:
+    """Why the power test did not prove the load it claimed, from its own measurements: the plain
+    load ran its planned seconds in at least one step, and telemetry took POWER_LOADED_SAMPLES power
+    readings under it (the figure is their mean). None where it did, and for a result from before
+    the load was proven (no `planned_s`): judged as before."""
+    if "planned_s" not in r:
+        return None
+    planned, held, steps = float(r["planned_s"]), float(r["seconds"]), int(r.get("steps", 0))
+    said = []
+    if steps < 1 or held < planned - HELD_TOLERANCE_S:
+        said.append(f"the load ran {fmt(held, 's')} in {steps} step(s) of the {fmt(planned, 's')} planned")
+    read = window.loaded_power_w.count
+    if read < POWER_LOADED_SAMPLES:
+        said.append(f"telemetry took {read} power reading(s) under load, fewer than the {POWER_LOADED_SAMPLES} "
+                    "its figure is the mean of")
+    return " and ".join(said) + "; not judged" if said else None
 
 
 def power_params(profile: Profile, quick: bool) -> dict[str, Any]:
@@ -277,6 +299,13 @@ def judge_power(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
         finding = _power_finding(window, profile, values, thresholds, code="POWER_TARGET_LOW")
         if finding is None:  # NVML reports no power, no limit or no utilisation for this GPU
             return skip(name, g.subject, "no power readings under load")
+        short = power_load_short(r, window)
+        if short:  # a figure of a load not held is no figure: never a pass, nor a fail
+            return CheckResult(name, g.subject, Verdict.ERROR, short, code="POWER_LOAD_NOT_REACHED",
+                               values={**values, "held_s": Value(r["seconds"], "s"),
+                                       "loaded_readings": Value(window.loaded_power_w.count)},
+                               evidence={"load": {k: r.get(k) for k in ("planned_s", "seconds", "steps")},
+                                         "loaded_readings_needed": POWER_LOADED_SAMPLES}, key="power_fraction")
         values["temp_max"] = Value(window.stats["temp_c"].max, "C")
         result = fold(name, g.subject, [finding], values, thresholds, key="power_fraction")
         if result.verdict is Verdict.PASS:
@@ -559,6 +588,26 @@ def hbm_params(profile: Profile, quick: bool) -> dict[str, Any]:
     return {"bytes": GIB, "trials": 3 if quick else 5, "iters": 10}
 
 
+HBM_KINDS = ("copy", "triad")
+
+
+def hbm_load_short(r: dict[str, Any]) -> str | None:
+    """Why the bandwidth test did not prove the bytes it claimed to move: every one of its
+    trials x iters timed passes of the buffer done for both kinds (copy and triad), with bytes moved
+    and a rate above 0 GB/s measured for each. None where it did, and for a result from before the
+    load was proven (no `passes`): judged as before."""
+    if "passes" not in r:
+        return None
+    planned = int(r["planned_passes"])
+    said = []
+    for kind in HBM_KINDS:
+        done, moved = int(r["passes"].get(kind, 0)), int(r.get("moved_bytes", {}).get(kind, 0))
+        if done < planned or moved <= 0 or not r[f"{kind}_gbps"] > 0:
+            said.append(f"{kind} {done} of {planned} passes of the {fmt(round(r['bytes'] / GIB, 2), 'GiB')} buffer, "
+                        f"{fmt(round(moved / GIB, 2), 'GiB')} moved, {fmt(r[f'{kind}_gbps'], 'GB/s')}")
+    return "the bandwidth test did not move its load: " + ", ".join(said) + "; not judged" if said else None
+
+
 def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
               profile: Profile) -> list[CheckResult]:
     name = "stress.hbm_bandwidth"
@@ -567,6 +616,13 @@ def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[i
     floor = profile.threshold("gpu", "min_hbm_gbps")
 
     def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
+        short = hbm_load_short(r)
+        if short and r["verified"]:  # wrong data fails whatever load moved it; a rate needs its load
+            return CheckResult(name, g.subject, Verdict.ERROR, short, code="HBM_LOAD_NOT_REACHED",
+                               values={"copy_gbps": Value(r["copy_gbps"], "GB/s"),
+                                       "triad_gbps": Value(r["triad_gbps"], "GB/s")},
+                               evidence={k: r.get(k) for k in ("passes", "planned_passes", "moved_bytes", "bytes")},
+                               key="copy_gbps")
         findings = []
         if not r["verified"]:
             findings.append(Finding(Verdict.FAIL, "HBM_CORRUPT",
@@ -591,6 +647,33 @@ def memtest_params(profile: Profile, quick: bool) -> dict[str, Any]:
             "retention_s": 0.0 if quick else float(profile.get("run", "memtest_retention_s"))}
 
 
+# How far below the asked fraction of free memory the memory test's buffer may fall: the buffer is
+# the fraction of free memory rounded down to whole 8-byte words (backends/cupy_compute.py), which
+# loses under 8 bytes; half a percentage point leaves room for a backend that rounds to larger
+# blocks, and is still far less than any memory a failing run leaves untested (nodeqc's choice).
+MEMTEST_COVERAGE_TOLERANCE = 0.005
+
+
+def memtest_load_short(r: dict[str, Any]) -> str | None:
+    """Why the memory test did not prove the coverage it claimed: bytes tested against the fraction
+    of free memory asked, less MEMTEST_COVERAGE_TOLERANCE, and every pattern of its program run.
+    None where it did, and for a result from before the coverage was proven (no `fraction`)."""
+    if "fraction" not in r:
+        return None
+    asked, free = float(r["fraction"]), int(r["free_bytes"])
+    coverage = r["bytes"] / free if free > 0 else 0.0
+    said = []
+    if coverage < asked - MEMTEST_COVERAGE_TOLERANCE:
+        said.append(f"tested {fmt(round(r['bytes'] / GIB, 2), 'GiB')}, {fmt(round(100 * coverage, 1), '%')} of the "
+                    f"{fmt(round(free / GIB, 2), 'GiB')} free, short of the {fmt(round(100 * asked, 1), '%')} asked "
+                    f"(tolerance {fmt(100 * MEMTEST_COVERAGE_TOLERANCE, '%')})")
+    planned = int(r.get("patterns_planned", 0))
+    if len(r["passes"]) < planned:
+        said.append(f"{len(r['passes'])} of its {planned} patterns ran")
+    return "the memory test did not cover what it was asked to: " + " and ".join(said) + "; not judged" \
+        if said else None
+
+
 def judge_memtest(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
                   profile: Profile) -> list[CheckResult]:
     name = "stress.memtest"
@@ -607,6 +690,12 @@ def judge_memtest(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: di
                                f"{r['errors']} wrong word(s) in {', '.join(bad)}: first at {e['address']} "
                                f"expected {e['expected']} got {e['actual']} (xor {e['xor']})",
                                code="MEMTEST_ERRORS", values=values, evidence=evidence, key="errors")
+        short = memtest_load_short(r)
+        if short:  # no errors in less memory than asked is no clean bill: not judged
+            return CheckResult(name, g.subject, Verdict.ERROR, short, code="MEMTEST_LOAD_NOT_REACHED",
+                               values=values, evidence={**evidence, "fraction": r["fraction"],
+                                                        "patterns_planned": r.get("patterns_planned")},
+                               key="coverage_pct")
         return CheckResult(name, g.subject, Verdict.PASS,
                            f"{len(r['passes'])} patterns over {values['tested']} "
                            f"({values['coverage_pct']} of free memory): no errors",
@@ -621,6 +710,24 @@ def pcie_params(profile: Profile, quick: bool) -> dict[str, Any]:
     return {"bytes": 256 * MIB, "trials": 3, "iters": 8, "min_seconds": 3.0 if quick else 10.0}
 
 
+PCIE_DIRECTIONS = ("h2d", "d2h", "bidir")
+
+
+def pcie_load_short(r: dict[str, Any]) -> str | None:
+    """Why the host copies did not prove the traffic they claimed: bytes moved and a rate above
+    0 GB/s in each direction (to the GPU, from it, both at once), and copies lasting min_seconds,
+    the time telemetry needs to read the link under traffic. The result keeps its seconds to the
+    millisecond (HELD_TOLERANCE_S). None where they did, and for a result from before the load was
+    proven (no `moved_bytes`): judged as before."""
+    if "moved_bytes" not in r:
+        return None
+    said = [f"{d} moved {fmt(round(r['moved_bytes'].get(d, 0) / GIB, 2), 'GiB')} at {fmt(r[f'{d}_gbps'], 'GB/s')}"
+            for d in PCIE_DIRECTIONS if r["moved_bytes"].get(d, 0) <= 0 or not r[f"{d}_gbps"] > 0]
+    if float(r["seconds"]) < float(r["min_seconds"]) - HELD_TOLERANCE_S:
+        said.append(f"the copies lasted {fmt(r['seconds'], 's')} of the {fmt(r['min_seconds'], 's')} planned")
+    return "the host copies did not carry their load: " + ", ".join(said) + "; not judged" if said else None
+
+
 def judge_pcie(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
                profile: Profile) -> list[CheckResult]:
     name = "stress.pcie_bandwidth"
@@ -628,6 +735,12 @@ def judge_pcie(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
     medians = {k: _median([r[k] for r in ok.values()]) for k in ("h2d_gbps", "d2h_gbps")}
 
     def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
+        short = pcie_load_short(r)
+        if short and r["verified"]:  # wrong data fails whatever load carried it; a rate needs its load
+            return CheckResult(name, g.subject, Verdict.ERROR, short, code="PCIE_LOAD_NOT_REACHED",
+                               values={k: Value(r[k], "GB/s") for k in ("h2d_gbps", "d2h_gbps", "bidir_gbps")},
+                               evidence={k: r.get(k) for k in ("moved_bytes", "seconds", "min_seconds", "bytes")},
+                               key="h2d_gbps")
         findings, thresholds = [], []
         if not r["verified"]:
             findings.append(Finding(Verdict.FAIL, "PCIE_COPY_CORRUPT",
