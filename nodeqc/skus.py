@@ -33,9 +33,15 @@ NVIDIA_VENDOR_ID = 0x10DE
 # quick burn's sustained rates, STREAM copy and pinned copies. The datasheet peaks beside them
 # (shared/REFERENCE.md) give the fraction of peak nodeqc's work sustains, which `_estimate` applies
 # to SKUs nobody has measured yet.
-# fp8: the quick burn of shared/measurements/2026-11-26 (1237.1 TFLOP/s, one machine) against
-# 1979 dense: 0.63 of peak, where fp16 sustains 0.74 (the 700 W limit holds fp8 at about 1290 MHz).
-_H100_SXM5_MEASURED = {"fp64": 60.1, "fp32": 51.5, "tf32": 358.3, "fp16": 732.1, "bf16": 747.1, "fp8": 1237.1}
+# Since 2026-11-26 the burn sizes its steps from a warm product and keeps the GPU computing the whole
+# step; before, a step sized from the cold first product was a few products between checks, and the
+# GPU idled 15-30% of each half-precision phase (utilisation 70-87%), cooled, and ran its products at
+# 1600-1880 MHz instead of the 1291-1399 MHz its 700 W limit holds under a continuous load. The rates
+# are of the continuous burn (benchmarks/RESULTS.md, 2026-11-26, one H100 SXM5, quick run
+# vm-20261126T174004Z), the lower of it and the earlier figures (shared/measurements) per dtype:
+# fp64 59.04, fp32 51.46, tf32 356.25, fp16 651.86 (732.1 duty-cycled), bf16 677.38 (747.1), fp8 1223.38
+# (1237.1). fp8 against 1979 dense is 0.62 of peak, fp16 0.66.
+_H100_SXM5_MEASURED = {"fp64": 59.04, "fp32": 51.46, "tf32": 356.25, "fp16": 651.86, "bf16": 677.38, "fp8": 1223.38}
 _H100_SXM5_PEAK = {"fp64": 67.0, "fp32": 67.0, "tf32": 495.0, "fp16": 989.0, "bf16": 989.0, "fp8": 1979.0}
 _H100_SXM5_HBM_MEASURED, _H100_SXM5_HBM_PEAK = 2843.0, 3350.0
 # Pinned copies: 54.2 GB/s (H2D, the low end over three machines) on Gen5 x16; Gen4 x16 moves 24-26
@@ -147,8 +153,8 @@ SKUS: tuple[Sku, ...] = (
     # ---- Hopper
     _sku("h100-sxm5-80gb", "h100", "H100 SXM5 80GB", "sxm", (0x2330,), ("NVIDIA H100 80GB HBM3",),
          79.6, 700,
-         # fp8: the quick burn's sustained rate under the 700 W limit, 1237.1 TFLOP/s
-         # (shared/measurements/2026-11-26, h100-reports/vm-20261126T153634Z, one H100 SXM5). It
+         # fp8: the quick burn's sustained rate under the 700 W limit (1237.1 TFLOP/s duty-cycled,
+         # shared/measurements/2026-11-26, h100-reports/vm-20261126T153634Z; 1223.38 continuous). It
          # replaces 1353.2, an 8192^3 product through nvmath-python's Matmul: a short peak the burn
          # did not sustain, which left a healthy part 1.6% above the warning level.
          dict(_H100_SXM5_MEASURED),
@@ -158,13 +164,16 @@ SKUS: tuple[Sku, ...] = (
          1794, _H100_SXM5_HBM_MEASURED, 5,
          "measured on three H100 SXM5 (shared/measurements, 2026-11-23): quick burn low ends, "
          "copy 2843-2859, H2D 54.2-55.3, D2H 55.2 (one machine; H2D's low end used for both); "
-         "SM clock under fp16 1331 MHz (capture); fp8 1237.1 and the clocks per dtype from the quick burn of "
-         "2026-11-26",
+         "SM clock under fp16 1331 MHz (capture); the rates and clocks per dtype of the continuous quick burn of "
+         "2026-11-26 (benchmarks/RESULTS.md) where lower",
          measured=True,
          # Half precision at the 700 W limit: capture-h100-sxm5-80gb.json, `nodeqc capture` under
          # half-precision products (the plain load, CupyDevice.busy_step), SW power cap asserted,
          # power 690-704 W: 34 readings under load, 1260-1455 MHz, mean 1331 (1290-1365 once steady).
-         loaded_mhz={**_half_precision(1331), **_burn_clocks(fp64=1882, tf32=1410, fp8=1290)}),
+         # The continuous burn of 2026-11-26 (vm-20261126T174004Z, the evidence's mean per dtype) held
+         # fp16 at 1291 MHz, bf16 1369, fp64 1795, tf32 1412, fp8 1272: the lowest of those and of the
+         # earlier readings is each dtype's floor.
+         loaded_mhz={**_half_precision(1291), **_burn_clocks(fp64=1795, tf32=1410, fp8=1272)}),
     _sku("h100-pcie-80gb", "h100", "H100 PCIe 80GB", "pcie", (0x2331,), ("NVIDIA H100 PCIe",),
          79.6, 350,
          _estimate({"fp64": 51, "fp32": 51, "tf32": 378, "fp16": 756, "bf16": 756, "fp8": 1513}),
@@ -183,15 +192,21 @@ SKUS: tuple[Sku, ...] = (
          # burn's sustained rates under the 700 W limit on two H200 SXM (shared/measurements/2026-11-26):
          # 1231.6 (h200-reports/vm-20261126T154124Z), 1219.9 and 1223.0 (a second serial, twice). It
          # replaces a datasheet estimate (1464.5) that warned on the healthy part.
-         {"fp64": 60.9, "fp32": 51.2, "tf32": 349.1, "fp16": 742.6, "bf16": 738.8, "fp8": 1219.9},
+         # The continuous burn (benchmarks/RESULTS.md, 2026-11-26, quick run vm-20261126T174732Z): fp64
+         # 59.53, fp32 51.26, tf32 344.91, fp16 639.14 (742.6 duty-cycled), bf16 663.68 (738.8), fp8
+         # 1212.4; the lower of it and the earlier figures per dtype (fp32 51.05 on 2026-11-26).
+         {"fp64": 59.53, "fp32": 51.05, "tf32": 344.91, "fp16": 639.14, "bf16": 663.68, "fp8": 1212.4},
          1794, 3972, 5,
          "measured on one H200 SXM (shared/measurements, 2026-11-23): quick burn, copy 3972-3984, "
          "H2D 55.5, D2H 55.3-55.4, SM clock 1794 MHz mean under the burn, 1400 MHz under fp16 (capture); "
-         "fp8 1219.9 (two H200 SXM) and the clocks per dtype from the quick burns of 2026-11-26",
+         "the rates and clocks per dtype of the continuous quick burn of 2026-11-26 (benchmarks/RESULTS.md) where "
+         "lower",
          h2d=55.5, d2h=55.3, measured=True,
          # Half precision at the 700 W limit: capture-h200-sxm-141gb.json, the same plain load, SW
          # power cap asserted, power 683-705 W: 35 readings under load, 1305-1440 MHz, mean 1400.
-         loaded_mhz={**_half_precision(1400), **_burn_clocks(fp64=1875, tf32=1530, fp8=1380)}),
+         # The continuous burn of 2026-11-26 (vm-20261126T174732Z) held fp16 at 1399 MHz, bf16 1473,
+         # fp64 1801, tf32 1508, fp8 1390: the lowest of those and of the earlier readings.
+         loaded_mhz={**_half_precision(1399), **_burn_clocks(fp64=1801, tf32=1508, fp8=1380)}),
     # H200 NVL datasheet: FP64 tensor 60, FP32 60, TF32 835 / BF16 1671 / FP8 3341 with sparsity,
     # 141 GB HBM3e at 4.8 TB/s, up to 600 W, Gen5 x16.
     _sku("h200-nvl-141gb", "h200", "H200 NVL 141GB", "nvl", (0x233B,), ("NVIDIA H200 NVL",),

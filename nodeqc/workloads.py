@@ -174,7 +174,8 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
             results[dtype] = {"tflops": round(done_flops / done_s / 1e12, 2), "products": int(done_flops / flops),
                               "seconds": round(done_s, 3), "fingerprint": first, "checks": checks,
                               "repeat_mismatch": repeat_mismatch, "known_answer_mismatch": wrong,
-                              "known_answer_size": device.ka_size}
+                              "known_answer_size": device.ka_size,
+                              "planned_s": round(seconds / len(dtypes), 3)}
             if t0 is not None:
                 results[dtype].update(start_s=round(began - float(t0), 3), end_s=round(clock.now() - float(t0), 3))
             device.release()
@@ -238,11 +239,21 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
         start = clock.now()
         device.set_load(1.0)
         report.progress(0.0, bound="start", period_s=0.0)
-        busy_s, products = run_burst(device, steady_s, start + steady_s, one, chunk_s=_step(device))
+        steady_read = params.get("read_power_from_s") is not None
+        steady_power: dict[str, list[float]] = {"high": [], "high_instant": []}
+        # The steady load's own power, read in its second half (past the ramp: NVML's reading averages
+        # about the last second on an H100), is the level the swings' readings are compared with.
+        busy_s, products = run_burst(device, steady_s / 2, start + steady_s / 2, one, chunk_s=_step(device))
+        while clock.now() - start < steady_s:
+            s, k = run_burst(device, min(steady_s / 8, steady_s - (clock.now() - start)), start + steady_s, one)
+            busy_s, products = busy_s + s, products + k
+            if steady_read:
+                _read_power(device, steady_power, "high")
         device.set_load(0.0)
         report.progress(0.0, bound="end", period_s=0.0)
         spans.append({"period_s": 0.0, "start_s": round(start - t0, 3), "end_s": round(clock.now() - t0, 3),
-                      "cycles": 0, "products": products, "duty": round(busy_s / max(clock.now() - start, 1e-9), 3)})
+                      "cycles": 0, "products": products, "duty": round(busy_s / max(clock.now() - start, 1e-9), 3),
+                      **({"power_read": _power_summary(steady_power)} if steady_read else {})})
         for n, period in enumerate(periods):
             # One pause serves the previous span's end, reported above, and this period's start.
             report.progress(n / len(periods), bound="start", period_s=period)

@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from nodeqc import calibration
 from nodeqc.backends.base import GpuInfo, GpuSample
 from nodeqc.checks import stress
 from nodeqc.model import Verdict
 from nodeqc.na import NA
 from nodeqc.profile import load_profile
+from nodeqc.skus import BY_KEY
 from nodeqc.telemetry import WINDOW_SAMPLES_KEPT, GpuTelemetry
 from nodeqc.workers import STATUS_OK, Outcome, Task
 
@@ -33,6 +35,10 @@ BURN_STEP = {"h100-sxm5": (3.5, 34.8), "h200-sxm": (4.0, 36.2)}
 # as the README's "Clocks per dtype" reads them: steps in clock and power (the run recorded no spans).
 H200_PHASES = {"fp64": (4.4, 9.3), "fp32": (9.4, 14.3), "tf32": (14.4, 19.3), "fp16": (19.9, 24.3),
                "bf16": (24.9, 29.3), "fp8": (31.4, 34.8)}
+# The H200 SXM's healthy fp8 (nodeqc.skus: 1212.4 TFLOP/s, the continuous burn's) and its floors
+# (0.9 and 0.8 of it, rounded up to a tenth: warn 1091.2, fail 970).
+H200_FP8 = BY_KEY["h200-sxm-141gb"].healthy_tflops["fp8"]
+H200_FP8_FLOOR = calibration.floor(H200_FP8)
 
 
 def _report(which: str) -> dict:
@@ -90,10 +96,11 @@ def _with_spans(dtypes: dict, phases: dict) -> dict:
 # ------------------------------------------------------------------ the real burns, today's verdicts
 
 @pytest.mark.parametrize("which, profile, fp8, warn_floor", [
-    # The profile each report names; fp8 as the run measured it; the fp8 warning level the new
-    # healthy figures make (0.9 of 1237.1 and of 1219.9, rounded up to a tenth: 1113.39, 1097.91).
-    ("h100-sxm5", "h100-sxm5-80gb", 1237.11, 1113.4),
-    ("h200-sxm", "h200-sxm-141gb", 1231.59, 1098.0),
+    # The profile each report names; fp8 as the run (the duty-cycled burn) measured it; the fp8
+    # warning level today's healthy figures make (0.9 of 1223.38 and of 1212.4, the continuous
+    # burn's, rounded up to a tenth: 1101.04, 1091.16).
+    ("h100-sxm5", "h100-sxm5-80gb", 1237.11, 1101.1),
+    ("h200-sxm", "h200-sxm-141gb", 1231.59, 1091.2),
 ])
 def test_the_real_quick_burns_pass_with_todays_floors(which, profile, fp8, warn_floor):
     predicate = _report(which)
@@ -104,20 +111,23 @@ def test_the_real_quick_burns_pass_with_todays_floors(which, profile, fp8, warn_
     assert f"fp8 {fp8:g}" in r.message
     [floor] = [t for t in r.thresholds if t.name == "min_fp8_tflops"]
     assert floor.warn == warn_floor and fp8 > floor.warn
+    assert warn_floor == calibration.floor(BY_KEY[profile].healthy_tflops["fp8"])["warn"]
     # The run's own verdict on the H200 was a WARN (the old datasheet estimate, 1318.5): today's is not.
     if which == "h200-sxm":
         assert _burn(predicate)["verdict"] == "warn"
 
 
 def test_the_real_h200_with_fp8_15_percent_below_healthy_warns_without_advising_rma():
-    """The report's own fp8 figure, 15% below the H200 SXM's healthy 1219.9: inside the warning band.
+    """The report's own fp8 figure, 15% below the H200 SXM's healthy 1212.4: inside the warning band.
     The report has no spans (its worker recorded none): judged over the whole burn's telemetry."""
     dtypes = copy.deepcopy(_burn(_report("h200-sxm"))["evidence"]["dtypes"])
-    dtypes["fp8"]["tflops"] = round(0.85 * 1219.9, 2)  # 1036.92: below the warning level 1098, above the limit 976
+    dtypes["fp8"]["tflops"] = round(0.85 * H200_FP8, 2)  # 1030.54: below the warning level 1091.2, above the limit 970
+    assert H200_FP8_FLOOR["fail"] < dtypes["fp8"]["tflops"] < H200_FP8_FLOOR["warn"]
     r = _judge("h200-sxm", dtypes)
     assert (r.verdict, r.code) == (Verdict.WARN, "BURN_SLOW"), r.message
     assert "RMA" not in r.message and "re-run to confirm" in r.message
-    assert r.message.endswith("; fp8 sustained 1036.9 TFLOP/s is below the warning level 1098 TFLOP/s")
+    assert r.message.endswith(f"; fp8 sustained {dtypes['fp8']['tflops']:.1f} TFLOP/s is below the warning level "
+                              f"{H200_FP8_FLOOR['warn']:g} TFLOP/s")
     # The whole burn's clock (1,755 MHz) against the lowest clock of its dtypes at the limit (fp8's 1380).
     readings = r.evidence["diagnosis"]["readings"]
     assert readings["healthy_sm_clock_mhz"] == 1380 and round(readings["sm_clock_mhz"]) == 1755
@@ -139,7 +149,7 @@ def test_the_real_h200_fp8_span_is_diagnosed_at_fp8s_own_clock():
     assert "sw_power_cap" not in seen["fp32"]["throttle_s"]
 
     slow = _with_spans(_burn(_report("h200-sxm"))["evidence"]["dtypes"], H200_PHASES)
-    slow["fp8"]["tflops"] = round(0.85 * 1219.9, 2)
+    slow["fp8"]["tflops"] = round(0.85 * H200_FP8, 2)
     r = _judge("h200-sxm", slow)
     assert (r.verdict, r.code) == (Verdict.WARN, "BURN_SLOW"), r.message
     d = r.evidence["diagnosis"]
@@ -153,7 +163,8 @@ def test_the_real_h200_fp8_span_is_diagnosed_at_fp8s_own_clock():
 def test_a_real_h200_fp8_that_fails_on_its_measured_floor_is_still_sent_to_rma():
     """The other side: 30% slow at fp8's own full clock, against a measured floor, fails as a defect."""
     slow = _with_spans(_burn(_report("h200-sxm"))["evidence"]["dtypes"], H200_PHASES)
-    slow["fp8"]["tflops"] = round(0.7 * 1219.9, 2)
+    slow["fp8"]["tflops"] = round(0.7 * H200_FP8, 2)
+    assert slow["fp8"]["tflops"] < H200_FP8_FLOOR["fail"]
     r = _judge("h200-sxm", slow)
     assert (r.verdict, r.code) == (Verdict.FAIL, "BURN_SLOW"), r.message
     assert r.message.startswith("slow at full clocks (1,378 MHz): the GPU computes 0.70 of its SKU's rate per clock "
@@ -164,10 +175,9 @@ def test_a_rate_its_clock_at_the_limit_explains_is_no_defect():
     """fp8 at 0.92 of its clock at the limit and 0.86 of its rate: per clock 0.94 of its SKU's, in a
     healthy part's spread. The clock explains it: never "compute defect" beside such a figure."""
     slow = _with_spans(_burn(_report("h200-sxm"))["evidence"]["dtypes"], H200_PHASES)
-    slow["fp8"]["tflops"] = round(0.86 * 1219.9, 2)
+    slow["fp8"]["tflops"] = round(0.86 * H200_FP8, 2)
     from unittest import mock
 
-    from nodeqc.skus import BY_KEY
     assert BY_KEY["h200-sxm-141gb"].loaded_sm_mhz["fp8"] == 1380
     # The real span ran at 1378 MHz; against a SKU whose fp8 clock were 1500 (0.92 of it) the clock explains 0.86.
     sku = dataclasses.replace(BY_KEY["h200-sxm-141gb"], loaded_sm_mhz={**BY_KEY["h200-sxm-141gb"].loaded_sm_mhz, "fp8": 1500})
@@ -184,7 +194,6 @@ def test_a_dtype_judged_against_an_estimated_floor_says_so_and_never_advises_rma
     """An H200 NVL (every figure a datasheet estimate) whose fp8 fails its floor: the message says the
     floor is an estimate and sends nobody to RMA."""
     nvl = _gpu(_report("h200-sxm"), pci_device_id=0x233B, name="NVIDIA H200 NVL")
-    from nodeqc.skus import BY_KEY
     sku = BY_KEY["h200-nvl-141gb"]
     assert "fp8" in sku.estimated and sku.provenance("fp8") == "estimate"
     assert BY_KEY["h200-sxm-141gb"].provenance("fp8") == "measured"
@@ -223,10 +232,12 @@ def test_a_window_sliced_by_time_sums_its_own_samples_only():
 # ------------------------------------------------------------------ the simulated node, end to end
 
 def test_the_simulated_burn_records_each_dtypes_span_clock_and_power(tmp_path):
-    """The simulated H100 SXM5 runs each dtype at the clock the real one held at its power limit
-    (sim_models.H100_SXM5_TWIN: fp64 1860 MHz, fp8 1290): the burn's evidence gives each dtype's span on the run's clock and what telemetry saw
+    """The simulated H100 SXM5 runs each dtype at the clock and power the real one held at its power
+    limit in the continuous burn (sim_models.H100_SXM5_TWIN: fp64 1795 MHz and 663.4 W, fp8 1272 MHz
+    and 606.9 W): the burn's evidence gives each dtype's span on the run's clock and what telemetry saw
     in it."""
     from nodeqc.backends import simulated_hardware
+    from nodeqc.backends.sim_models import H100_SXM5_TWIN as twin
     from nodeqc.keys import create_key
     from nodeqc.runner import RunOptions, Runner
     from nodeqc.selection import Selection
@@ -241,8 +252,12 @@ def test_the_simulated_burn_records_each_dtypes_span_clock_and_power(tmp_path):
     assert r.verdict is Verdict.PASS, r.message
     fp64, fp8 = r.evidence["dtypes"]["fp64"], r.evidence["dtypes"]["fp8"]
     assert 0 < fp64["start_s"] < fp64["end_s"] <= fp8["start_s"] < fp8["end_s"]
-    assert (fp64["sm_clock_mhz"], fp8["sm_clock_mhz"]) == (1860, 1290)
-    assert fp64["power_w"] > 0.9 * 700 and fp8["power_w"] > 0.9 * 700
+    assert (fp64["sm_clock_mhz"], fp8["sm_clock_mhz"]) == (twin.sm_mhz["fp64"], twin.sm_mhz["fp8"]) == (1795, 1272)
+    # Each dtype's power is its own, the twin's within 5% (fp8 under fp64 as on the real part), not
+    # the node's general share of the limit.
+    assert fp64["power_w"] == pytest.approx(twin.power_w["fp64"], rel=0.05)
+    assert fp8["power_w"] == pytest.approx(twin.power_w["fp8"], rel=0.05)
+    assert fp8["power_w"] < fp64["power_w"]
     # The simulated GPU sets no cap bit at its limit (the real one does: the H200's fp8 above), and
     # throttles nothing without a fault.
     assert fp64["throttle_s"] == {} and fp8["throttle_s"] == {}

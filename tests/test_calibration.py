@@ -6,7 +6,11 @@ and the real verdicts at the places a real part would land."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+
+from conftest import ROOT
 
 from nodeqc import calibration
 from nodeqc.backends import simulated_hardware
@@ -24,6 +28,7 @@ from nodeqc.workers import STATUS_OK, Outcome, Task
 from nodeqc import workloads
 
 KEYS = [s.key for s in SKUS]
+REAL = ROOT / "tests" / "fixtures" / "real-2026-11-26"
 
 
 class _Quiet:
@@ -72,11 +77,15 @@ def test_a_slow_gpu_of_every_sku_warns_at_12_and_fails_at_22_percent(request, ke
 
 def test_a_simulated_hopper_burns_fp8_at_the_measured_figure():
     """FP8 runs where the real rule lets it (compute capability 8.9 and newer), at what the real H100
-    SXM5 sustained in its quick burn (sim_models.H100_SXM5_TWIN), verified like every other dtype."""
+    SXM5 sustained in its continuous quick burn of 2026-11-26 (sim_models.H100_SXM5_TWIN: 1223.38
+    TFLOP/s, tests/fixtures/real-2026-11-26/h100-sxm5-quick-pulsed), verified like every other dtype."""
+    real = json.loads((REAL / "h100-sxm5-quick-pulsed.predicate.json").read_text())
+    [real_burn] = [c for c in real["checks"] if c["name"] == "stress.burn"]
     r = judged("h100-sxm5-80gb", [], "burn")
     assert r.evidence["not_run"] == {}
     assert {d: m["tflops"] for d, m in r.evidence["dtypes"].items()} == SIM_GPU_MODELS["h100-sxm5-80gb"].tflops
-    assert r.evidence["dtypes"]["fp8"]["tflops"] == 1237.11 and r.evidence["dtypes"]["fp8"]["known_answer_mismatch"] is None
+    assert r.evidence["dtypes"]["fp8"]["tflops"] == real_burn["evidence"]["dtypes"]["fp8"]["tflops"] == 1223.38
+    assert r.evidence["dtypes"]["fp8"]["known_answer_mismatch"] is None
 
 
 def test_a_simulated_ampere_asked_for_fp8_says_not_run_as_the_real_one_does():

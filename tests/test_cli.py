@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cli
+from nodeqc import calibration
 from nodeqc.journal import read_journal
+from nodeqc.skus import BY_KEY
 
 FAST = ["--sample-hz", "8"]
 
@@ -203,8 +205,10 @@ def test_profiles_lists_every_profile_in_one_line_each():
     assert p.returncode == 0 and len(lines) >= 9
     assert any(line.startswith("hgx-h100") and "8 GPUs" in line for line in lines)
     detail = cli("profiles", "hgx-h100")
-    # The H100 SXM5's floors (nodeqc/skus.py: healthy bf16 747.1; fail below 80%, warn below 90%).
-    assert "min_bf16_tflops" in detail.stdout and ">= 597.7 TFLOP/s, warn below 672.4" in detail.stdout
+    # The H100 SXM5's floors (nodeqc/skus.py: healthy bf16 677.38; fail below 80%, warn below 90%:
+    # 542 and 609.7).
+    bf16 = calibration.floor(BY_KEY["h100-sxm5-80gb"].healthy_tflops["bf16"])
+    assert "min_bf16_tflops" in detail.stdout and f">= {bf16['fail']:g} TFLOP/s, warn below {bf16['warn']:g}" in detail.stdout
     assert "sku h100-sxm5-80gb: H100 SXM5 80GB, PCI 0x2330" in detail.stdout
 
 
@@ -215,11 +219,16 @@ def test_profiles_shows_the_sku_table():
     for key, ids in (("h100-sxm5-80gb", "0x2330"), ("h200-sxm-141gb", "0x2335"), ("a100-pcie-40gb", "0x20b1, 0x20f1"),
                      ("t4", "0x1eb8")):
         assert any(line.startswith(key) and f"PCI {ids}" in line for line in out.splitlines()), key
-    assert "healthy fp64 60.1, fp32 51.5, tf32 358.3, fp16 732.1, bf16 747.1" in out
-    assert "fail <  fp64 48.1, fp32 41.2, tf32 286.7, fp16 585.7, bf16 597.7" in out
+    # The H100 SXM5's healthy figures and fail floors, in the table's order (nodeqc/skus.py: fp64
+    # 59.04 ... bf16 677.38, fp8 1223.38; fail below 80%: 47.3 ... 542, 978.8).
+    h100 = BY_KEY["h100-sxm5-80gb"].healthy_tflops
+    assert list(h100) == ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8"]
+    assert "healthy " + ", ".join(f"{d} {v:g}" for d, v in h100.items()) + ", hbm 2843" in out
+    assert "fail <  " + ", ".join(f"{d} {calibration.floor(v)['fail']:g}" for d, v in h100.items()) + ", hbm 2274.4" in out
     assert "source: measured on three H100 SXM5" in out
     sku = cli("profiles", "h200-sxm-141gb").stdout
-    assert sku.startswith("h200-sxm-141gb: H200 SXM 141GB") and ">= 279.3 TFLOP/s, warn below 314.2" in sku
+    tf32 = calibration.floor(BY_KEY["h200-sxm-141gb"].healthy_tflops["tf32"])  # 344.91: 276, 310.5
+    assert sku.startswith("h200-sxm-141gb: H200 SXM 141GB") and f">= {tf32['fail']:g} TFLOP/s, warn below {tf32['warn']:g}" in sku
 
 
 def test_scenarios_lists_nodes_and_faults():

@@ -11,7 +11,7 @@ import pytest
 from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuProcess, GpuSample
 from nodeqc.backends.nvml import NvmlBackend
 from nodeqc.backends.nvml_replay import ReplayNvml
-from nodeqc.backends.sim_models import SIM_GPU_MODELS
+from nodeqc.backends.sim_models import PLAIN, SIM_GPU_MODELS
 from nodeqc.checks import diagnosis as dx
 from nodeqc.checks.diagnosis import (Diagnosis, Expected, Observed, describe_processes, diagnose, diagnose_drift, explain,
                                      explain_node)
@@ -19,9 +19,12 @@ from nodeqc.checks.processes import gpu_free
 from nodeqc.errors import GpuLostError
 from nodeqc.model import CheckResult, Verdict
 from nodeqc.na import NA
+from nodeqc.skus import BY_KEY
 from nodeqc.telemetry import GpuTelemetry
 from tests.nvml_descriptions import h100_device, node
 
+# A hand-built expectation for the pure function (the H100 SXM5's figures of 2026-11-23; nodeqc.skus
+# holds today's, which Expected.of reads: test_expected_whole).
 H100 = Expected("H100 SXM5 80GB", 1794, {"bf16": 747.1, "fp32": 51.5, "hbm": 2843.0, "h2d": 54.2, "d2h": 54.2})
 COTENANT = {"pid": 4242, "name": "python3", "used_bytes": 1_127_219_200, "first_t_s": 3.0, "last_t_s": 9.0}
 
@@ -244,37 +247,40 @@ BURN_DTYPES = ["fp64", "fp32", "tf32", "fp16", "bf16"]
 
 
 def test_a_healthy_part_holds_its_measured_clock_at_the_power_limit_by_dtype():
-    """shared/measurements: the H100 SXM5 holds 1331 MHz (mean under load) under half precision at
-    700 W, the H200 1400 MHz; over a whole burn the H200 averaged 1794 MHz."""
+    """The continuous burn of 2026-11-26 (nodeqc.skus): the H100 SXM5 holds 1291 MHz (mean under
+    load) under half precision at 700 W, the H200 1399 MHz; over a whole burn the H200 averaged
+    1794 MHz (shared/measurements)."""
     half = Expected.of(H100_SXM5, ["fp16"])
-    assert (half.sm_clock_mhz, half.capped_sm_clock_mhz) == (1794, 1331)
-    assert half.full_clock(True) == (1331, "holds at its power limit under fp16")
+    assert (half.sm_clock_mhz, half.capped_sm_clock_mhz) == (1794, 1291)
+    assert half.full_clock(True) == (1291, "holds at its power limit under fp16")
     assert half.full_clock(False) == (1794, "sustains")  # off the limit nothing holds the clock down
-    # A burn's telemetry mixes its dtypes in whatever share the samples fell: the lowest is the floor.
-    assert Expected.of(H100_SXM5, BURN_DTYPES).capped_sm_clock_mhz == 1331
-    assert Expected.of(H100_SXM5, ["bf16"]).capped_sm_clock_mhz == 1331  # the same tensor cores as fp16
+    # A burn's telemetry mixes its dtypes in whatever share the samples fell: the lowest is the floor
+    # (fp16's 1291 among fp64 1795, tf32 1410, bf16 1291; fp32 at the whole burn's 1794).
+    assert Expected.of(H100_SXM5, BURN_DTYPES).capped_sm_clock_mhz == 1291
+    assert Expected.of(H100_SXM5, ["bf16"]).capped_sm_clock_mhz == 1291  # the same tensor cores as fp16
+    assert Expected.of(H100_SXM5, ["fp64", "tf32"]).capped_sm_clock_mhz == 1410  # the lower of the two
     assert Expected.of(H100_SXM5, ["fp32"]).full_clock(True) == (1794, "sustains")  # not measured alone
     h200 = dataclasses.replace(H100_SXM5, name="NVIDIA H200", pci_device_id=0x2335)
-    assert Expected.of(h200, BURN_DTYPES).full_clock(True)[0] == 1400
+    assert Expected.of(h200, BURN_DTYPES).full_clock(True)[0] == 1399
 
 
-@pytest.mark.parametrize("clock,cause", [(0.9 * 1331, "defect"), (0.9 * 1331 - 1, "power_bound")])
+@pytest.mark.parametrize("clock,cause", [(0.9 * 1291, "defect"), (0.9 * 1291 - 1, "power_bound")])
 def test_a_power_capped_half_precision_burn_is_judged_against_its_own_clock(clock, cause):
     capped = obs(sm_clock_mhz=clock, power_w=695.0, throttle_s={"sw_power_cap": 10.0})
     d = diagnose("compute", capped, Expected.of(H100_SXM5, ["fp16", "bf16"]), 0.6)
-    assert d.cause == cause and d.readings["healthy_sm_clock_mhz"] == 1331
+    assert d.cause == cause and d.readings["healthy_sm_clock_mhz"] == 1291
     if cause == "power_bound":  # truly slow clocks at the limit: more power per clock than its SKU
         assert d.code == "CLOCKS_LOW" and d.message.startswith(
-            "slow because the GPU reached its 700 W power limit at only 1,197 MHz, 0.90 of the 1,331 MHz a healthy "
+            "slow because the GPU reached its 700 W power limit at only 1,161 MHz, 0.90 of the 1,291 MHz a healthy "
             "H100 SXM5 80GB holds at its power limit under fp16, bf16")
     else:
-        assert d.message.startswith("slow at full clocks (1,198 MHz): the GPU computes 0.67 of its SKU's rate per clock")
+        assert d.message.startswith("slow at full clocks (1,162 MHz): the GPU computes 0.67 of its SKU's rate per clock")
 
 
 def test_a_healthy_clock_at_the_limit_is_never_called_low_and_locked_clocks_still_are():
-    # The measured H100's steady half-precision clock at 700 W (1290-1365 MHz): the 1794 MHz of a
-    # whole burn would have called it power-bound.
-    for mhz in (1290, 1331, 1365):
+    # The measured H100's steady half-precision clock at 700 W (1290-1365 MHz in the capture, 1291
+    # the continuous burn's mean): the 1794 MHz of a whole burn would have called it power-bound.
+    for mhz in (1291, 1331, 1365):
         d = diagnose("compute", obs(sm_clock_mhz=mhz, power_w=696.0, throttle_s={"sw_power_cap": 10.0}),
                      Expected.of(H100_SXM5, BURN_DTYPES), 0.7)
         assert d.cause == "defect" and d.code is None, mhz
@@ -334,24 +340,25 @@ def test_replayed_h100_at_its_power_limit_is_slow_at_full_clocks_not_power_bound
     assert min(clocks) == 1260 and max(clocks) == 1440  # the capture's readings at 700 W
     assert r.verdict is Verdict.FAIL and r.code == "BURN_SLOW", r.message
     d = r.evidence["diagnosis"]
-    assert d["cause"] == "defect" and d["readings"]["healthy_sm_clock_mhz"] == 1331 and d["readings"]["power_w"] >= 630
+    assert d["cause"] == "defect" and d["readings"]["healthy_sm_clock_mhz"] == 1291 and d["readings"]["power_w"] >= 630
     assert re.match(r"slow at full clocks \(1,[23]\d\d MHz\): the GPU computes 0\.\d\d of its SKU's rate per clock",
                     r.message), r.message
 
 
 def test_replayed_h100_whose_clock_falls_below_the_healthy_one_at_its_limit_is_power_bound(tmp_path):
-    r, clocks = _replayed(tmp_path, clock_scale=0.85)  # 1071-1224 MHz at 700 W: under 0.9 of 1331 (1198)
+    r, clocks = _replayed(tmp_path, clock_scale=0.85)  # 1071-1224 MHz at 700 W, about 1118 mean: under 0.9 of 1291 (1162)
+    assert max(clocks) < 1291 and sum(clocks) / len(clocks) < 0.9 * 1291
     assert r.verdict is Verdict.FAIL and r.code == "CLOCKS_LOW", r.message
     assert r.evidence["diagnosis"]["cause"] == "power_bound" and r.evidence["diagnosis"]["measure_code"] == "BURN_SLOW"
-    assert re.match(r"slow because the GPU reached its 700 W power limit at only 1,\d{3} MHz, 0\.[78]\d of the 1,331 "
+    assert re.match(r"slow because the GPU reached its 700 W power limit at only 1,\d{3} MHz, 0\.[78]\d of the 1,291 "
                     r"MHz a healthy H100 SXM5 80GB holds at its power limit under (fp16|bf16): it draws "
                     r"more power per clock than its SKU", r.message), r.message
 
 
 def test_simulated_half_precision_burn_at_the_limit_is_slow_at_full_clocks(tmp_path):
-    """The simulated H100 SXM5 holds its measured half-precision burn clocks at its power limit (about
-    1600 MHz: sim_models.H100_SXM5_TWIN), above the SKU's healthy 1331: a slow one is slow at full
-    clocks (RMA), never power-bound."""
+    """The simulated H100 SXM5 holds its measured half-precision burn clocks at its power limit
+    (sim_models.H100_SXM5_TWIN: fp16 1291 MHz, bf16 1369, the continuous burn's), at or above the
+    SKU's healthy 1291: a slow one is slow at full clocks (RMA), never power-bound."""
     from nodeqc.backends import simulated_hardware
     from nodeqc.faults import parse_fault
     from nodeqc.keys import create_key
@@ -367,12 +374,15 @@ def test_simulated_half_precision_burn_at_the_limit_is_slow_at_full_clocks(tmp_p
     r = next(r for r in Runner(options, hw).run().results if r.name == "stress.burn")
     assert r.verdict is Verdict.FAIL and r.code == "BURN_SLOW", r.message
     readings = r.evidence["diagnosis"]["readings"]
-    assert readings["healthy_sm_clock_mhz"] == 1331 and readings["power_w"] >= 0.9 * 700
-    half = max(SIM_GPU_MODELS["h100-sxm5-80gb"].twin.sm_mhz[d] for d in ("fp16", "bf16"))
-    assert r.evidence["diagnosis"]["cause"] == "defect" and 1331 <= readings["sm_clock_mhz"] < 1.1 * half
-    # 0.49-0.50: the twin computes what the real part did (fp16 727.7, bf16 742.0), the SKU's rate is
-    # the low end over three machines (732.1, 747.1).
-    assert re.match(r"slow at full clocks \(1,[3-6]\d\d MHz\): the GPU computes 0\.(49|50) of its SKU's rate per clock",
+    sku, twin = BY_KEY["h100-sxm5-80gb"], SIM_GPU_MODELS["h100-sxm5-80gb"].twin
+    healthy = sku.loaded_clock(["fp16", "bf16"])
+    assert readings["healthy_sm_clock_mhz"] == healthy == 1291 and readings["power_w"] >= 0.9 * 700
+    half = [twin.sm_mhz[d] for d in ("fp16", "bf16")]
+    assert min(half) >= healthy  # the premise: the twin holds at least the SKU's clock at the limit
+    assert r.evidence["diagnosis"]["cause"] == "defect" and 0.9 * healthy <= readings["sm_clock_mhz"] < 1.1 * max(half)
+    # 0.49-0.51: the twin computes what the real part did in the continuous burn (fp16 651.86, bf16
+    # 677.38), which are the SKU's healthy rates too, halved.
+    assert re.match(r"slow at full clocks \(1,[2-4]\d\d MHz\): the GPU computes 0\.(49|50|51) of its SKU's rate per clock",
                     r.message), r.message
 
 
@@ -455,25 +465,29 @@ def diagnosed_run(tmp_path_factory):
     return {(r.name, r.subject): r for r in outcome.results}, outcome
 
 
+# The clocks the simulated H100 SXM5 holds under each dtype of its burn (its twin's, the plain load's aside).
+TWIN_BURN_MHZ = [mhz for d, mhz in SIM_GPU_MODELS["h100-sxm5-80gb"].twin.sm_mhz.items() if d != PLAIN]
+
+
 def test_end_to_end_slow_at_full_clocks(diagnosed_run):
     r = diagnosed_run[0]["stress.burn", "gpu0"]
     assert r.verdict is Verdict.FAIL and r.code == "BURN_SLOW"
     # The simulated H100 runs each dtype at the clock the real one held (sim_models.H100_SXM5_TWIN:
-    # 1290 MHz under fp8 to 1980 under fp32); every dtype is half as fast, and the one diagnosed is
+    # 1272 MHz under fp8 to 1975 under fp32); every dtype is half as fast, and the one diagnosed is
     # judged in its own span where telemetry saw it under load, else over the whole burn: at 40x
     # compression a span holds a sample or two, so the clock falls anywhere between. All full clocks.
     m = re.match(r"slow at full clocks \(1,(\d{3}) MHz\): the GPU computes 0\.(4[5-9]|50) of its SKU's rate per clock "
                  r"\(compute defect; RMA\)", r.message)
-    assert m and 290 <= int(m.group(1)) <= 980, r.message
+    assert m and min(TWIN_BURN_MHZ) <= 1000 + int(m.group(1)) <= max(TWIN_BURN_MHZ), r.message
     assert r.evidence["diagnosis"]["cause"] == "defect"
 
 
 def test_end_to_end_throttled(diagnosed_run):
     r = diagnosed_run[0]["stress.burn", "gpu1"]
     assert r.verdict is Verdict.FAIL and r.code == "THROTTLE_HW_SLOWDOWN"
-    # Half of the clock of the diagnosed span (fp64's 1882 MHz) or of the whole burn's (1290..1882).
+    # Half of the clock of the diagnosed span (fp64's 1795 MHz) or of the whole burn's (1272..1975).
     m = re.match(r"slow because clocks were held near (\d{3}) MHz by HW slowdown", r.message)
-    assert m and 645 <= int(m.group(1)) <= 941, r.message
+    assert m and min(TWIN_BURN_MHZ) / 2 <= int(m.group(1)) <= max(TWIN_BURN_MHZ) / 2, r.message
     assert "check PSUs and power cables" in r.message and r.evidence["diagnosis"]["measure_code"] == "BURN_SLOW"
 
 
@@ -969,15 +983,19 @@ def test_node_result_that_passed_notes_every_gpus_other_processes():
         "pid 4242 (python3, 1.05 GiB), pid 77 (name unknown)", evidence={"other_processes": [COTENANT, OTHER]})
 
 
-H100_HEALTHY = {"fp64": 60.1, "fp32": 51.5, "tf32": 358.3, "fp16": 732.1, "bf16": 747.1, "fp8": 1237.1, "hbm": 2843.0,
-                "h2d": 54.2, "d2h": 54.2}
+# The H100 SXM5's healthy figures as nodeqc.skus holds them (the continuous burn's rates: fp16
+# 651.86, bf16 677.38, fp8 1223.38, ...; copy 2843, pinned copies 54.2), each rate beside the copies.
+_H100_SKU = BY_KEY["h100-sxm5-80gb"]
+H100_HEALTHY = {**_H100_SKU.healthy_tflops, "hbm": _H100_SKU.healthy_hbm_gbps, "h2d": _H100_SKU.healthy_h2d_gbps,
+                "d2h": _H100_SKU.healthy_d2h_gbps}
+assert H100_HEALTHY.keys() == {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "hbm", "h2d", "d2h"}
 
 
 @pytest.mark.parametrize("gpu_info,dtypes,expected", [
     (H100_SXM5, None, Expected("H100 SXM5 80GB", 1794, H100_HEALTHY)),
     (H100_SXM5, [], Expected("H100 SXM5 80GB", 1794, H100_HEALTHY)),
-    (H100_SXM5, ["fp16", "bf16"], Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1331, "fp16, bf16")),
-    (H100_SXM5, ("fp64",), Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1882, "fp64")),  # fp64 held the limit at 1882 MHz (skus._burn_clocks)
+    (H100_SXM5, ["fp16", "bf16"], Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1291, "fp16, bf16")),
+    (H100_SXM5, ("fp64",), Expected("H100 SXM5 80GB", 1794, H100_HEALTHY, 1795, "fp64")),  # fp64 held the limit at 1795 MHz (skus._burn_clocks)
     (GpuInfo(0, "NVIDIA Mystery", "GPU-x", "0000:1b:00.0"), ["fp16"], Expected()),  # an unknown SKU: nothing known
 ])
 def test_expected_whole(gpu_info, dtypes, expected):

@@ -300,3 +300,43 @@ def test_a_healthy_simulated_run_of_the_four_checks_passes(tmp_path):
     for name in only:
         assert judged[name, "gpu0"].verdict is Verdict.PASS, judged[name, "gpu0"].message
     assert outcome.exit_code == 0
+
+
+# ---------------------------------------------------------------------- stress.burn
+
+
+def burn_result(seconds, planned=5.0, products=100):
+    m = {"tflops": 700.0, "products": products, "seconds": seconds, "fingerprint": "ab", "checks": 3,
+         "repeat_mismatch": None, "known_answer_mismatch": None, "known_answer_size": 1024}
+    if planned is not None:
+        m["planned_s"] = planned
+    return {"dtypes": {"fp16": m}, "not_run": {}, "seconds": 30.0}
+
+
+@pytest.mark.parametrize("seconds, verdict", [(1.25, Verdict.PASS), (1.249, Verdict.ERROR), (0.0015, Verdict.ERROR)])
+def test_the_burn_proves_each_dtype_computed_a_quarter_of_its_share(seconds, verdict):
+    """A healthy H200's fp8 computed 2.37 s of its 5 s (its plan's set-up comes out of it): a quarter
+    is half of that; one product (a GPU whose products return at once) is far below."""
+    r = stress.judge_burn([GPU], {0: ok(burn_result(seconds))}, {}, H100)[0]
+    if verdict is Verdict.ERROR:
+        assert (r.verdict, r.code) == (Verdict.ERROR, "BURN_LOAD_NOT_REACHED")
+        assert r.message == (f"the burn did not produce its load: fp16 computed {seconds:g} s of its 5 s (100 products; "
+                             "needs 0.25 of it); not judged")
+    else:
+        assert r.code != "BURN_LOAD_NOT_REACHED"
+
+
+def test_a_burn_result_without_its_plan_is_judged_as_before_and_wrong_results_still_fail():
+    assert stress.judge_burn([GPU], {0: ok(burn_result(0.001, planned=None))}, {}, H100)[0].code != "BURN_LOAD_NOT_REACHED"
+    wrong = burn_result(0.001)
+    wrong["dtypes"]["fp16"]["repeat_mismatch"] = {"check": 1, "first": "ab", "now": "cd"}
+    r = stress.judge_burn([GPU], {0: ok(wrong)}, {}, H100)[0]
+    assert (r.verdict, r.code) == (Verdict.FAIL, "SDC_REPEAT")
+
+
+def test_the_simulated_burn_records_its_plan_and_proves_its_load():
+    dev = SimDevice(SimNode(load_scenario("h100"), [], time_scale=100).compute_spec(), 0)
+    r = workloads.matmul_burn(dev, {"seconds": 30, "dtypes": ["fp64", "fp16"], "seed": 1}, _Quiet())
+    assert {d: m["planned_s"] for d, m in r["dtypes"].items()} == {"fp64": 15.0, "fp16": 15.0}
+    assert stress.burn_load_short(r["dtypes"]) == []
+    assert all(m["seconds"] >= 0.5 * m["planned_s"] for m in r["dtypes"].values())

@@ -266,7 +266,7 @@ def test_targeted_power_without_readings_says_so():
 def test_a_gpu_short_of_a_strict_power_floor_at_its_limit_is_held_to_the_clock_of_the_power_tests_load():
     """A profile asking for more than 0.9 of the limit (nodeqc's own ask 0.75): a GPU at its power
     limit is compared with the clock a healthy part of its SKU holds there under the power test's
-    load (fp16: 1331 MHz on an H100 SXM5), not with its whole-burn clock (1794 MHz)."""
+    load (fp16: 1291 MHz on an H100 SXM5, nodeqc.skus), not with its whole-burn clock (1794 MHz)."""
     from pathlib import Path
 
     from nodeqc.profile import Profile
@@ -275,8 +275,8 @@ def test_a_gpu_short_of_a_strict_power_floor_at_its_limit_is_held_to_the_clock_o
     at_limit = GpuSample(temp_c=60, power_w=650.0, power_limit_w=700.0, sm_clock_mhz=1100, util_pct=100, reasons=0)
     r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: window([(0.0, at_limit), (1.0, at_limit)])}, strict)[0]
     assert (r.verdict, r.code) == (Verdict.FAIL, "CLOCKS_LOW")
-    assert r.message.startswith("slow because the GPU reached its 700 W power limit at only 1,100 MHz, 0.83 of the "
-                                "1,331 MHz a healthy H100 SXM5 80GB holds at its power limit under fp16")
+    assert r.message.startswith("slow because the GPU reached its 700 W power limit at only 1,100 MHz, 0.85 of the "
+                                "1,291 MHz a healthy H100 SXM5 80GB holds at its power limit under fp16")
 
 
 class SlowNvml:
@@ -497,13 +497,13 @@ def test_whole_results_pulse():
         "clocks cut while the load swung: power brake at the 20 ms period",
         {"periods": (4, ""), "power_min_w": (100, "W"), "power_max_w": (600, "W"), "fastest_failing_period_ms": (20, "ms")},
         "fastest_failing_period_ms", [],
-        {"periods": PULSED, "load": LOAD, **SAMPLED,
+        {"periods": PULSED, "steady": SPANS[0], "load": LOAD, **SAMPLED,
          "throttle_onsets": [{"t_s": 11.0, "reasons": ["power_brake"], "temp_c": 60, "sm_clock_mhz": 1980}]})
     tel = window([(9.0, sample()), (11.5, sample(power=100.0, util=0))])
     assert whole(judge_pulse([GPU3], {3: ok({"periods": SPANS})}, {3: tel}, H100)[0]) == (
         "stress.power_pulse", "gpu3", "pass", None, "load swung at 20, 100, 1000 ms periods with no HW slowdown or power brake",
         {"periods": (4, ""), "power_min_w": (100, "W"), "power_max_w": (600, "W")}, "periods", [],
-        {"periods": PULSED, "load": LOAD, **SAMPLED, "throttle_onsets": []})
+        {"periods": PULSED, "steady": SPANS[0], "load": LOAD, **SAMPLED, "throttle_onsets": []})
 
 
 def test_pulse_throttle_at_a_swing_and_in_no_period_is_not_counted():
@@ -579,7 +579,7 @@ def test_whole_results_pulse_warning_by_the_counter():
         "warn above 0)",
         {"periods": (4, ""), "power_min_w": (600, "W"), "power_max_w": (600, "W")}, "periods",
         [("max_pulse_brake_ms", "max", 1.0, 0.0, "ms")],
-        {"periods": PULSED, "load": LOAD,
+        {"periods": PULSED, "steady": SPANS[0], "load": LOAD,
          "attributed_by": {"hw_slowdown": "sampled onsets (NVML keeps no counter of it)",
                            "power_brake": "driver counter, read at each period's start and end"},
          # the driver's nanoseconds, shown in milliseconds to the microsecond

@@ -5,10 +5,12 @@ from pathlib import Path
 
 import pytest
 
+from nodeqc import calibration
 from nodeqc.backends.base import GpuInfo
 from nodeqc.errors import UsageError
 from nodeqc.profile import SCHEMA, list_profiles, load_for, load_profile, suggest_profile
 from nodeqc.resources import profiles_dir
+from nodeqc.skus import BY_KEY
 
 REQUIRED = {"a100", "h100", "h200", "v100", "t4", "l40s", "dgx-a100", "hgx-h100", "generic"}
 
@@ -217,7 +219,9 @@ def test_a_family_profile_resolves_to_the_sku_of_the_gpus():
     assert p.floors() == load_profile("h100-sxm5-80gb").floors()
     assert p.notices == ["profile h100: the GPUs are H100 SXM5 80GB (PCI device 0x2330): the floors of "
                          "h100-sxm5-80gb apply"]
-    assert p.summary()["sku"] == "h100-sxm5-80gb" and p.summary()["floors"]["min_bf16_tflops"]["warn"] == 672.4
+    # The SKU's bf16 warning level: 0.9 of its healthy 677.38, rounded up to a tenth (609.7).
+    bf16_warn = calibration.floor(BY_KEY["h100-sxm5-80gb"].healthy_tflops["bf16"])["warn"]
+    assert p.summary()["sku"] == "h100-sxm5-80gb" and p.summary()["floors"]["min_bf16_tflops"]["warn"] == bf16_warn
     pcie = load_for("h100", _gpus(("NVIDIA H100 PCIe", 0x2331)))
     assert pcie.threshold("gpu", "min_bf16_tflops").fail < p.threshold("gpu", "min_bf16_tflops").fail
 

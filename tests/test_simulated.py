@@ -68,7 +68,7 @@ def test_telemetry_follows_load_and_links_downtrain_at_idle():
     assert busy.temp_c > idle.temp_c + 20 and busy.power_w > 5 * idle.power_w
     assert busy.sm_clock_mhz == 1794  # the H100 SXM5's sustained clock under load (nodeqc.skus), not its maximum
     dev.busy_step(1.0)  # the plain load computes in half precision: the clock a real H100 SXM5 held at its limit
-    assert mgmt.sample(0).sm_clock_mhz == 1320  # (sim_models.H100_SXM5_TWIN: stress.power, 2026-11-26)
+    assert mgmt.sample(0).sm_clock_mhz == 1332  # (sim_models.H100_SXM5_TWIN: stress.power, 2026-11-26)
     dev.release()
     assert mgmt.sample(0).sm_clock_mhz == 1794
     assert mgmt.sample(1).util_pct == 0  # the others stay idle

@@ -18,6 +18,7 @@ from nodeqc.backends.base import REASON_BITS, GpuInfo, decode_reasons
 from nodeqc.checks import stress
 from nodeqc.model import Verdict
 from nodeqc.profile import Profile
+from nodeqc.skus import BY_KEY
 from nodeqc.verify import (MAX_REPORTED, allreduce_expected, compare_exact, copy_pattern, decode_memtest_errors,
                            fingerprint, known_answer_inputs, odd_ones_out, relative_deficit_pct, splitmix64,
                            stream_expected)
@@ -1258,9 +1259,10 @@ def test_a_slow_burn_is_explained_with_the_share_of_a_healthy_gpu():
     assert (r["gpu1"].code, r["gpu1"].message) == (
         "GPU_IN_USE", "another process used this GPU during the burn: pid 9 (cp); the figures are not the GPU's own; "
                       "fp32 sustained 20 TFLOP/s is below the limit 40 TFLOP/s")
-    # 20 of the 51.5 TFLOP/s fp32 a healthy H100 SXM5 sustains (nodeqc.skus).
+    # 20 of the 51.46 TFLOP/s fp32 a healthy H100 SXM5 sustains (nodeqc.skus).
     readings = r["gpu0"].evidence["diagnosis"]["readings"]
-    assert (readings["sku"], readings["rate_share"]) == ("H100 SXM5 80GB", round(20 / 51.5, 3))
+    fp32 = BY_KEY["h100-sxm5-80gb"].healthy_tflops["fp32"]
+    assert (readings["sku"], readings["rate_share"]) == ("H100 SXM5 80GB", round(20 / fp32, 3))
     # A GPU nodeqc has no healthy figures for: the share is of the node's median (40).
     odd = [GpuInfo(i, "NVIDIA Unknown GPU", f"GPU-{i}", f"0000:{i + 1:02x}:00.0") for i in range(2)]
     r = by_subject(stress.judge_burn(odd, {0: ok(burn_result(20.0), 0), 1: ok(burn_result(60.0), 1)},

@@ -130,9 +130,11 @@ class SimDevice:
             self.shared[self._slot(SLOT_BRAKE_S)] += max(0.0, now - self.shared[self._slot(SLOT_BRAKE_SINCE)])
 
     def power_reading(self) -> tuple[float | None, float | None]:
-        """(power, instantaneous power) in W now, as the worker reads them (the twin's power follows its
-        load at once, so both are the same)."""
-        watts = sim_power_w(self.model, self.shared[self._slot(SLOT_LOAD)], self._fault_pairs)
+        """(power, instantaneous power) in W now, as the worker reads them: what the node's NVML reads
+        (nodeqc.backends.simulated.sim_power_w) without its reading noise or its hold between updates
+        (kept by the node, not this worker), so both are the same."""
+        watts = sim_power_w(self.model, self.shared[self._slot(SLOT_LOAD)], self.shared[self._slot(SLOT_POWER_W)],
+                            self._fault_pairs)
         return watts, watts
 
     def check_alive(self) -> None:

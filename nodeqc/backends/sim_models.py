@@ -42,27 +42,28 @@ class Twin:
 
 
 M26 = "shared/measurements/2026-11-26"
-# H100 SXM5 80GB (PCI 0x2330), 700 W, driver 580.159.04: the quick run h100-reports/
-# vm-20261126T153634Z (predicate: burn, copies, pinned copies; telemetry: the medians per phase:
-# fp64 5.0-8.6 s, fp32 9.8-13.6, tf32 14.3-18.8, fp16 20.3-23.6, bf16 25.3-28.6, fp8 31.3-33.9,
-# stress.power 36-45 s); the memory test's second call in one process, 2850.1 GB/s
-# (h100-memtest-and-copies.jsonl: the quick check's 1217.7 includes the kernels' compilation).
+# The burn keeps the GPU computing the whole of each step since 2026-11-26 (a warm product sizes its
+# steps): the figures a twin reproduces are of that burn, read on the same day with the same driver
+# (benchmarks/RESULTS.md, "2026-11-26, issue 23"). Per dtype: the burn's sustained rate, and the mean
+# SM clock and power over its span (the evidence's per-dtype readings); PLAIN: stress.power's held
+# power and clock; the copies and pinned copies of the quick run; the memory test's rate as the
+# benchmark's second call read it (its kernels compiled).
+# H100 SXM5 80GB (PCI 0x2330), 700 W, driver 580.159.04: quick run vm-20261126T174004Z
+# (tests/fixtures/real-2026-11-26/h100-sxm5-quick-pulsed.predicate.json).
 H100_SXM5_TWIN = Twin(
-    tflops={"fp64": 60.41, "fp32": 51.62, "tf32": 359.79, "fp16": 727.74, "bf16": 741.96, "fp8": 1237.11},
-    sm_mhz={"fp64": 1860, "fp32": 1980, "tf32": 1410, "fp16": 1598, "bf16": 1605, "fp8": 1290, PLAIN: 1320},
-    power_w={"fp64": 699.6, "fp32": 670.9, "tf32": 697.3, "fp16": 698.7, "bf16": 694.2, "fp8": 680.4, PLAIN: 697.0},
-    copy_gbps=2850.7, triad_gbps=2915.2, h2d_gbps=55.1, d2h_gbps=55.1, bidir_gbps=94.0, memtest_gbps=2850.1,
-    source=f"{M26}/h100-reports/vm-20261126T153634Z (quick run), h100-memtest-and-copies.jsonl (memtest)")
-# H200 SXM 141GB (PCI 0x2335), the same: h200-reports/vm-20261126T154124Z (phases: fp64 5.3-9.1 s,
-# fp32 10.3-14.1, tf32 14.5-19.1, fp16 20.5-24.0, bf16 25.8-28.9, fp8 32.3-34.6, stress.power
-# 37-46 s). No warm memory test on this H200 on 2026-11-26 (its quick check's 1504.9 GB/s includes
-# the compilation): the benchmark's 3733 GB/s on the H200 of 2026-11-23 (shared/measurements/README.md).
+    tflops={"fp64": 59.04, "fp32": 51.46, "tf32": 356.25, "fp16": 651.86, "bf16": 677.38, "fp8": 1223.38},
+    sm_mhz={"fp64": 1795, "fp32": 1975, "tf32": 1412, "fp16": 1291, "bf16": 1369, "fp8": 1272, PLAIN: 1332},
+    power_w={"fp64": 663.4, "fp32": 680.7, "tf32": 698.1, "fp16": 683.5, "bf16": 662.9, "fp8": 606.9, PLAIN: 676.7},
+    copy_gbps=2847.5, triad_gbps=2914.7, h2d_gbps=55.3, d2h_gbps=55.2, bidir_gbps=96.4, memtest_gbps=2872.6,
+    source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174004Z, bench_gpu memtest_second)")
+# H200 SXM 141GB (PCI 0x2335), the same: quick run vm-20261126T174732Z
+# (tests/fixtures/real-2026-11-26/h200-sxm-quick-pulsed.predicate.json).
 H200_SXM_TWIN = Twin(
-    tflops={"fp64": 60.89, "fp32": 51.05, "tf32": 354.08, "fp16": 746.01, "bf16": 771.07, "fp8": 1231.59},
-    sm_mhz={"fp64": 1860, "fp32": 1980, "tf32": 1530, "fp16": 1883, "bf16": 1785, "fp8": 1373, PLAIN: 1410},
-    power_w={"fp64": 694.2, "fp32": 659.5, "tf32": 690.0, "fp16": 621.7, "bf16": 657.0, "fp8": 664.4, PLAIN: 691.3},
-    copy_gbps=3978.5, triad_gbps=4192.6, h2d_gbps=54.9, d2h_gbps=55.3, bidir_gbps=92.9, memtest_gbps=3733.0,
-    source=f"{M26}/h200-reports/vm-20261126T154124Z (quick run), shared/measurements/README.md (memtest)")
+    tflops={"fp64": 59.53, "fp32": 51.26, "tf32": 344.91, "fp16": 639.14, "bf16": 663.68, "fp8": 1212.4},
+    sm_mhz={"fp64": 1801, "fp32": 1980, "tf32": 1508, "fp16": 1399, "bf16": 1473, "fp8": 1390, PLAIN: 1418},
+    power_w={"fp64": 664.1, "fp32": 675.9, "tf32": 692.0, "fp16": 665.9, "bf16": 600.1, "fp8": 594.7, PLAIN: 670.2},
+    copy_gbps=3988.2, triad_gbps=4158.4, h2d_gbps=55.4, d2h_gbps=55.3, bidir_gbps=101.4, memtest_gbps=3921.7,
+    source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174732Z, bench_gpu memtest_second)")
 # Power above the limit that NVML's instantaneous reading (NVML_FI_DEV_POWER_INSTANT) shows while
 # the load swings, as a share of the limit: 881, 861 and 951 W against 700 W on the H100 SXM5 under
 # pulsed bf16 (shared/measurements/README.md, 2026-11-23), up to 795 W on the H200

@@ -122,13 +122,20 @@ def sim_clock(model: SimGpuModel, faults: list[tuple[str, Any]]) -> tuple[float,
     return share, reasons
 
 
-def sim_power_w(model: SimGpuModel, load: float, faults: list[tuple[str, Any]]) -> float:
-    """What a simulated GPU draws at this load (no reading noise): its idle power plus the load's share
-    of FULL_LOAD_POWER x its limit, held under the enforced limit (`power_limit`) and what it can draw
-    (`power`)."""
+def sim_power_demand_w(model: SimGpuModel, load: float, full_w: float) -> float:
+    """What a simulated GPU's load asks for: its idle power plus the load's share of what it draws
+    under full load of its work now (`full_w`, SLOT_POWER_W: a measured twin's per dtype; 0 for
+    FULL_LOAD_POWER x its limit)."""
+    return model.idle_w + load * ((full_w or FULL_LOAD_POWER * model.tdp_w) - model.idle_w)
+
+
+def sim_power_w(model: SimGpuModel, load: float, full_w: float, faults: list[tuple[str, Any]]) -> float:
+    """What a simulated GPU draws at this load (no reading noise): its demand, held under the enforced
+    limit (`power_limit`) and what it can draw (`power`). The node's NVML readings and the pulse
+    worker's own read the same."""
     values = dict(faults)
-    demand = model.idle_w + load * (FULL_LOAD_POWER * model.tdp_w - model.idle_w)
-    return min(demand, values.get("power", model.tdp_w), min(values.get("power_limit", model.tdp_w), model.tdp_w))
+    return min(sim_power_demand_w(model, load, full_w), values.get("power", model.tdp_w),
+               min(values.get("power_limit", model.tdp_w), model.tdp_w))
 
 
 def cotenant_active(faults: list[tuple[str, Any]], loaded_s: float) -> bool:
@@ -434,9 +441,9 @@ class SimManagement(GpuManagement):
         busy = load > LOADED
         reasons = self._reasons(k, load, st.temp)
         # Under full load a measured part draws what it drew computing this dtype (sim_models.Twin).
-        full_w = self.node.shared[k * SLOTS + SLOT_POWER_W] or FULL_LOAD_POWER * m.tdp_w
-        demand = m.idle_w + load * (full_w - m.idle_w)
-        power = min(demand, self.node.value(k, "power", m.tdp_w), self._limit(k))
+        full_w = self.node.shared[k * SLOTS + SLOT_POWER_W]
+        demand = sim_power_demand_w(m, load, full_w)
+        power = sim_power_w(m, load, full_w, self._fault_pairs(k))
         # Under full load a healthy GPU runs at its SKU's sustained clock (below its maximum: the
         # power limit holds it there), which the SKU's healthy rates were measured at; at its limit,
         # the clock of the dtype it computes in (half precision holds it lower). A GPU that cannot

@@ -167,6 +167,11 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
         findings = sdc + rate + ([power] if power else [])
         if not findings:
             findings = [Finding(Verdict.PASS, None, "no dtype ran")]
+        short = burn_load_short(r["dtypes"])
+        if short and not sdc:  # wrong results stand whatever the load; a rate of too little work is none
+            return CheckResult(name, g.subject, Verdict.ERROR, f"the burn did not produce its load: {'; '.join(short)}; "
+                               "not judged", code="BURN_LOAD_NOT_REACHED", values=values,
+                               evidence={"dtypes": r["dtypes"], "not_run": r["not_run"]})
         key = next((f"{d}_tflops" for d in HEADLINE_DTYPES if d in r["dtypes"]), None)
         dtypes_seen = {d: {**m, **_seen_readings(seen[d])} if seen[d] is not None else m for d, m in r["dtypes"].items()}
         result = fold(name, g.subject, findings, values, thresholds + [profile.threshold("gpu", "max_outlier_pct")],
@@ -194,6 +199,26 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
         return explain(result, observed, expected, share, "the burn")
 
     return each_gpu(name, gpus, outcomes, one)
+
+
+# Each dtype must have computed at least this share of its planned part of the burn (its GPU time over
+# its share of the burn's seconds) for its rate to be a sustained one. The set-up and warm-up come out
+# of a dtype's share: fp8's (cuBLASLt's plan through nvmath-python) left it 2.37 s of GPU time in its
+# 5 s on a healthy H200 (0.47; benchmarks/RESULTS.md, 2026-11-26), the least of any dtype on either
+# GPU; a quarter is half of that (nodeqc's choice), far above a GPU whose products return at once.
+BURN_MIN_LOAD_SHARE = 0.25
+
+
+def burn_load_short(dtypes: dict[str, Any]) -> list[str]:
+    """The dtypes that computed less than BURN_MIN_LOAD_SHARE of their planned seconds, as said; none
+    for a result that carries no plan (made before the burn recorded it)."""
+    short = []
+    for d, m in dtypes.items():
+        planned = m.get("planned_s")
+        if isinstance(planned, (int, float)) and planned > 0 and m["seconds"] < BURN_MIN_LOAD_SHARE * planned:
+            short.append(f"{d} computed {m['seconds']:g} s of its {planned:g} s ({m['products']} products; "
+                         f"needs {BURN_MIN_LOAD_SHARE:g} of it)")
+    return short
 
 
 def _dtype_seen(window: GpuTelemetry | None, m: dict[str, Any]) -> GpuTelemetry | None:
@@ -342,10 +367,18 @@ PULSE_MIN_REAL_PERIOD_S = 0.02
 PULSE_SWING_MIN_PERIOD_S = 0.1
 PULSE_MIN_SWING_SHARE = 0.05
 # The worker reads NVML's power at the end of every burst and every idle half from this period up,
-# in phase with the swings, and the swing is the mean at the bursts' ends less the mean at the idle
-# halves' ends, of the averaged reading or of the instantaneous one (NVML_FI_DEV_POWER_INSTANT, which
-# swung 881-951 W at its peaks on the H100 SXM5: shared/measurements/README.md), whichever swung
-# more. At least this many of each are needed (a quick 1 s period gives two).
+# and in the second half of the steady load before the swings. NVML shows a swing two ways, and the
+# larger counts:
+# - in phase: the mean at the bursts' ends less the mean at the idle halves' ends, of the averaged
+#   reading or of the instantaneous one (NVML_FI_DEV_POWER_INSTANT). On a real H100 SXM5 (2026-11-26,
+#   benchmarks/RESULTS.md) the instantaneous reading swung 627 W at 500 ms and 642 W at 1 s; the
+#   averaged one, which averages about the last second there, 9 W at 500 ms;
+# - in level: the steady load's averaged reading less the mean of the period's readings (a GPU idle
+#   half the time draws less on average). At 100 ms NVML's readings, which change about ten times a
+#   second, land on the same phase of every period and show no swing in phase (0 W on the H100, its
+#   readings held from the end of a burst to the end of the idle half); the level fell 214 W (488 W
+#   under the swings against 702 W under the steady load).
+# At least this many readings of each are needed (a quick 1 s period gives two).
 PULSE_PHASE_READINGS = 2
 # Where the worker could not read NVML (an old result), telemetry's own readings inside the period
 # stand in: the highest less the lowest, from at least this many (fewer can all land in one half of
@@ -354,8 +387,8 @@ PULSE_PHASE_READINGS = 2
 PULSE_SWING_READINGS = 4
 
 
-def _phase_swing(read: dict[str, Any]) -> tuple[float | None, str]:
-    """The swing the worker's in-phase readings show (W), and how it is said; None: too few readings."""
+def _phase_swing(read: dict[str, Any], steady: dict[str, Any] | None) -> tuple[float | None, str]:
+    """The swing the worker's readings show (W), and how it is said; None: too few readings."""
     best: tuple[float | None, str] = (None, "")
     for kind, said in (("", "power"), ("_instant", "instantaneous power")):
         high, low = read.get(f"high{kind}") or {}, read.get(f"low{kind}") or {}
@@ -363,15 +396,38 @@ def _phase_swing(read: dict[str, Any]) -> tuple[float | None, str]:
             continue
         swing = high["mean"] - low["mean"]
         if best[0] is None or swing > best[0]:
-            best = (swing, f"the {said} NVML read swung {swing:.0f} W (mean {high['mean']:.0f} W at the bursts' "
-                           f"ends, {low['mean']:.0f} W at the idle halves' ends, {high['n']} of each)")
+            best = (swing, f"the {said} NVML read swung {swing:.0f} W in phase (mean {high['mean']:.0f} W at the "
+                           f"bursts' ends, {low['mean']:.0f} W at the idle halves' ends, {high['n']} of each)")
+    high, low = read.get("high") or {}, read.get("low") or {}
+    level = (steady or {}).get("high") or {}
+    if level.get("n", 0) >= PULSE_PHASE_READINGS and min(high.get("n", 0), low.get("n", 0)) >= PULSE_PHASE_READINGS:
+        mean = (high["mean"] * high["n"] + low["mean"] * low["n"]) / (high["n"] + low["n"])
+        drop = level["mean"] - mean
+        if best[0] is None or drop > best[0]:
+            best = (drop, f"the power NVML read fell {drop:.0f} W in level (mean {mean:.0f} W under the swings, "
+                          f"{level['mean']:.0f} W under the steady load)")
     return best
+
+
+def _steady_level(spans: list[dict[str, Any]], window: GpuTelemetry | None) -> dict[str, Any] | None:
+    """The steady load's power before the swings: the worker's readings in its second half, or (a
+    result without them) telemetry's readings there; None without either."""
+    span = next((s for s in spans if s["period_s"] == 0), None)
+    if span is None:
+        return None
+    if span.get("power_read"):
+        return span["power_read"]
+    middle = (span["start_s"] + span["end_s"]) / 2
+    watts = [float(r.power_w) for r in (window.readings_between(middle, span["end_s"]) if window is not None else [])
+             if not is_na(r.power_w)]
+    return {"high": {"n": len(watts), "mean": sum(watts) / len(watts)}} if watts else None
 
 
 def pulse_load(spans: list[dict[str, Any]], window: GpuTelemetry | None) -> tuple[list[dict[str, Any]], list[str]]:
     """Each swinging period's proof of its load: (per period: its duty, bursts, skipped periods and
     the power swing NVML saw, and whether that was judged; what fell short, as said)."""
     limit = None if window is None or is_na(window.power_limit_w) else float(window.power_limit_w)
+    steady = _steady_level(spans, window)
     proof, short = [], []
     for span in spans:
         period = span["period_s"]
@@ -396,7 +452,7 @@ def pulse_load(spans: list[dict[str, Any]], window: GpuTelemetry | None) -> tupl
             short.append(f"at the {ms} period {skipped} of {cycles + skipped} periods had no burst "
                          "(a burst overran into them, or the host started it late)")
         if period >= PULSE_SWING_MIN_PERIOD_S:
-            swing, said = _phase_swing(span.get("power_read") or {})
+            swing, said = _phase_swing(span.get("power_read") or {}, steady)
             if swing is None:
                 watts = [float(r.power_w) for r in (window.readings_between(span["start_s"], span["end_s"])
                                                      if window is not None else []) if not is_na(r.power_w)]
@@ -504,7 +560,8 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
 
         swinging = [p for p in spans if p["period_s"] > 0]
         proof, short = pulse_load(spans, window)
-        evidence = {"periods": swinging, "load": proof, "attributed_by": method,
+        steady_span = next((p for p in spans if p["period_s"] == 0), None)
+        evidence = {"periods": swinging, "steady": steady_span, "load": proof, "attributed_by": method,
                     "counted_ms": {reason: {f"{p * 1000:g}": round(ms, 3) for p, ms in sorted(per.items())}
                                    for reason, per in counted.items()},
                     "counter_marks": window.counter_marks, "throttle_onsets": window.throttle_onsets.kept}
