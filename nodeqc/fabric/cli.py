@@ -21,6 +21,7 @@ from typing import Any
 from nodeqc.cli_parser import Parser
 from nodeqc.errors import UsageError
 from nodeqc.fabric import pairing
+from nodeqc.names import check_host, check_name, check_nodelist
 from nodeqc.stamps import current_user, utc_now
 
 TESTS = ("tcp", "rdma", "nccl")
@@ -105,6 +106,7 @@ def _nodes(args: argparse.Namespace) -> tuple[list[str], Any, Any]:
         nodelist = args.slurm or os.environ.get("SLURM_JOB_NODELIST", "")
         if not nodelist:
             raise UsageError("--slurm: no node list given and $SLURM_JOB_NODELIST is not set")
+        check_nodelist(nodelist, "--slurm" if args.slurm else "$SLURM_JOB_NODELIST")
         return expand(nodelist), SlurmLauncher(), None
     if args.k8s is not None:
         from nodeqc.fabric.kubernetes import KubernetesLauncher
@@ -131,7 +133,8 @@ def _host_list(flag: str, given: str) -> list[str]:
             text = Path(text[1:]).read_text()
         except OSError as e:
             raise UsageError(f"{flag} {given}: cannot read: {e.strerror}") from None
-    return [h for h in text.replace(",", " ").split() if h]
+    # Each name is checked before anything runs: it becomes a word of a launcher's argv.
+    return [check_host(h, flag) for h in text.replace(",", " ").split() if h]
 
 
 def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
@@ -213,6 +216,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     reached = pairing.confidence_reached(pairing.distinct_peers(schedule), args.bad_fraction)
     name = args.name or (f"job{os.environ['SLURM_JOB_ID']}" if args.slurm is not None and os.environ.get("SLURM_JOB_ID")
                          else "simulated" if cluster is not None else "fabric")
+    # The name is part of the report's file name: it must not lead out of the output directory.
+    check_name(name, "--name" if args.name else "$SLURM_JOB_ID")
     out_dir = _out_dir(args, name)
     signer = load_signer(args.key)
     addresses = _addresses(args.address, nodes)

@@ -24,10 +24,11 @@ import tempfile
 import time
 from typing import Any
 
-from nodeqc.errors import UsageError
+from nodeqc.errors import UsageError, shown
 from nodeqc.fabric.launchers import Launcher, Work, merge, worker_results
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult
+from nodeqc.names import check_host, host_problem
 
 LABEL = "nodeqc.dev/fabric-round"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
@@ -131,6 +132,8 @@ class KubernetesLauncher(Launcher):
         known: dict[str, str | None] = {}
         for item in items:
             name = item.get("metadata", {}).get("name")
+            # Kubernetes allows only DNS names for nodes: any other is not a cluster's answer to trust.
+            check_host(name, "--k8s: kubectl get nodes gave node")
             ips = [a.get("address") for a in item.get("status", {}).get("addresses", []) if a.get("type") == "InternalIP"]
             known[name] = ips[0] if ips else None
         missing = [n for n in nodes if n not in known]
@@ -257,8 +260,14 @@ class KubernetesLauncher(Launcher):
                     if what in state and state[what].get("reason") not in (None, "Completed"):
                         reasons.append(f"{state[what].get('reason')}"
                                        + (f" (exit {state[what]['exitCode']})" if "exitCode" in state[what] else ""))
+            node = spec.get("nodeName")
+            if node and host_problem(node) is not None:
+                # Not a node name Kubernetes allows: its pod is not where any node of the round ran,
+                # so no line of its index is taken for one (run_round: astray).
+                reasons.append(f"its node name {shown(str(node))[:80]!r} is not a host name")
+                node = f"invalid:{index}"
             entry = {"index": index, "pod": meta.get("name"), "phase": status.get("phase"), "why": "; ".join(reasons)}
-            out[spec.get("nodeName") or f"unscheduled:{index}"] = entry
+            out[node or f"unscheduled:{index}"] = entry
         return out
 
     def _logs(self, job: str, pods: int) -> tuple[list[dict[str, Any]], str | None]:
@@ -275,7 +284,7 @@ class KubernetesLauncher(Launcher):
     def _why_not(self, node: str, pods: dict[str, dict[str, Any]], finished: bool, log_error: str | None) -> str:
         pod = pods.get(node)
         if pod is None:
-            pending = [p for k, p in pods.items() if k.startswith("unscheduled:")]
+            pending = [p for k, p in pods.items() if k.startswith(("unscheduled:", "invalid:"))]
             hint = f" ({pending[0]['why']})" if pending and pending[0]["why"] else ""
             return (f"no pod of Job {self._job} ran on {node}{hint}" if not self._aborted else "aborted")
         state = f"index {pod['index']}, pod {pod['pod']}: {pod['phase']}" + (f", {pod['why']}" if pod["why"] else "")

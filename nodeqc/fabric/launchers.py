@@ -31,6 +31,7 @@ from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import Floors, Measurement, PairResult
 from nodeqc.fabric.simulated import SimulatedCluster
 from nodeqc.fabric.worker import CONNECT_RETRY_S, MARGIN_S, MARKER, PORTS_PER_PAIR
+from nodeqc.names import substitute
 
 
 @dataclass
@@ -268,12 +269,18 @@ class HostLauncher(ProcessLauncher):
 
     def __init__(self, prefix: str):
         super().__init__()
-        if "{host}" not in prefix:
+        # Split first, substitute after (nodeqc.names.substitute): a host is then one word, or part
+        # of one, of argv, never text a shell or shlex reads again.
+        try:
+            self.words = shlex.split(prefix)
+        except ValueError as e:
+            raise ValueError(f"cannot be split into words: {e}") from None
+        if not any("{host}" in w for w in self.words):
             raise ValueError("the launch prefix must contain {host}")
         self.prefix = prefix
 
     def commands(self, a: str, b: str, args: list[str], work: Work) -> list[list[str]]:
-        return [[*shlex.split(self.prefix.replace("{host}", host)), *work.nodeqc, *args, "--index", str(i)]
+        return [[*substitute(self.words, host), *work.nodeqc, *args, "--index", str(i)]
                 for i, host in enumerate((a, b))]
 
 

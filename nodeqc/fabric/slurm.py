@@ -11,7 +11,8 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from nodeqc.errors import UsageError
+from nodeqc.errors import UsageError, shown
+from nodeqc.names import check_host
 
 REASON_PREFIX = "nodeqc:"
 # A fabric drain's reason starts so. nodeqc-retest leaves such a node drained: a node that passes
@@ -33,7 +34,8 @@ def expand(nodelist: str, scontrol: str = "scontrol") -> list[str]:
     names = done.stdout.split()
     if not names:
         raise UsageError(f"--slurm {nodelist}: no nodes in this list")
-    return names
+    # Slurm's answer is checked as a person's list is: each name becomes a word of srun's argv.
+    return [check_host(n, f"--slurm {shown(nodelist)}: scontrol show hostnames gave") for n in names]
 
 
 @dataclass
