@@ -338,7 +338,9 @@ def test_a_gpu_another_process_uses_reads_error_not_fail(qtbot, tmp_path):
 def test_while_running_the_banner_names_the_failing_parts(qtbot):
     window = make_window(qtbot, faults=["gpu6:cotenant"])
     window.start()
-    qtbot.waitUntil(lambda: any(r.name == "stress.gpu_free" for r in window.results), timeout=RUN_TIMEOUT_MS)
+    # The eight gpu_free results arrive one by one: wait for gpu6's, not the first one
+    qtbot.waitUntil(lambda: any(r.name == "stress.gpu_free" and r.subject == "gpu6" for r in window.results),
+                    timeout=RUN_TIMEOUT_MS)
     window.redraw()
     running = window.banner_text.text()
     with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS):  # ended before any assertion
