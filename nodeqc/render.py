@@ -34,6 +34,34 @@ def clean(text: Any) -> str:
     return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
 
 
+# What makes a spreadsheet read a cell as a formula (OWASP's CSV injection list): a host name set
+# to =HYPERLINK(...) would otherwise be a live link, or a command, in the operator's spreadsheet.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: a string that starts as a formula would gets a single
+    quote in front. Numbers (a negative figure) and everything not a string are left as they are:
+    they are data a program reads, and no spreadsheet runs them."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_writer(f: Any, fields: Any) -> Any:
+    """The one CSV writer of `fleet --csv` and `export --format csv`: rows of dicts, each cell
+    through csv_cell. Lines end in CRLF (RFC 4180): the csv module quotes a cell only for the
+    characters of its line end, so with a bare newline a cell holding a carriage return was written
+    unquoted, and every reader ended the row there (a forged row)."""
+    import csv
+
+    class Writer(csv.DictWriter):
+        def writerow(self, rowdict: Any) -> Any:
+            return super().writerow({k: csv_cell(v) for k, v in rowdict.items()})
+
+    return Writer(f, fields, lineterminator="\r\n")
+
+
 def clean_lines(text: str) -> str:
     """Several lines (joined by \\n) each made safe for a terminal."""
     return "\n".join(clean(line) for line in text.split("\n"))
