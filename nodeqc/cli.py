@@ -224,7 +224,11 @@ class ProgressPrinter:
         self._line(f"report: {event.report_path}")
 
     def _line(self, text: str) -> None:
-        print(text, file=self.stream, flush=True)
+        # Host, NIC and part names come from the node (a NIC's name is whatever its driver or udev
+        # made it): escaped here, once for every line, as `show` does.
+        from nodeqc.render import clean
+
+        print(clean(text), file=self.stream, flush=True)
 
 
 def headless(args: argparse.Namespace, argv: list[str]) -> int:
@@ -618,11 +622,10 @@ EXPORT_FIELDS = ("report", "report_sha256", "node", "hostname", "finished_at", "
 
 
 def cmd_export(argv: list[str]) -> int:
-    import csv
     import json
 
     from nodeqc.archive import NotVerified, iter_checks
-    from nodeqc.render import clean
+    from nodeqc.render import clean, csv_writer
 
     p = archive_parser("nodeqc export", "Write one row per report and check, for spreadsheets and pandas.")
     p.add_argument("--format", default="csv", type=str.lower, choices=("csv", "jsonl"), metavar="csv|jsonl",
@@ -634,7 +637,7 @@ def cmd_export(argv: list[str]) -> int:
     # A file is written whole at the end (nodeqc.safefile: never through a planted link).
     out = io.StringIO() if args.output else sys.stdout
     entries = query(args)
-    writer = csv.DictWriter(out, EXPORT_FIELDS, lineterminator="\n") if args.format == "csv" else None
+    writer = csv_writer(out, EXPORT_FIELDS) if args.format == "csv" else None
     if writer:
         writer.writeheader()
     to_terminal = out.isatty()  # a file or a pipe gets the data as it is; a terminal, escaped

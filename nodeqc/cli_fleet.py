@@ -4,7 +4,6 @@ SVG plots, no script, nothing fetched)."""
 
 from __future__ import annotations
 
-import csv
 import html
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 from nodeqc.cli_archive import archive_parser, query
 from nodeqc.cli_parser import Parser
 from nodeqc.errors import UsageError
+from nodeqc.render import clean, csv_writer
 
 CSV_FIELDS = ("node", "hostname", "sku", "result", "qualified", "finished_at", "age", "valid_until", "expired",
               "problems", "outliers", "failed", "report")
@@ -82,8 +82,10 @@ def _print(rows: list[dict[str, Any]], view: Any, pct: float) -> None:
     print(f"{'NODE':<18} {'HOST':<16} {'RESULT':<20} {'AGE':>5}  {'VALID UNTIL':<20} {'PROBLEMS':<28} WORST OUTLIER")
     for row, r in zip(rows, view.rows):
         worst = r.outliers[0].describe() if r.outliers else "-"
-        print(f"{row['node']:<18} {row['hostname']:<16} {row['result']:<20} {row['age']:>5}  "
-              f"{(row['valid_until'] or '-'):<20} {(row['problems'] or '-'):<28} {worst}")
+        # Every field comes from a report a node wrote: escaped, as `show` does, so a host name
+        # holding a line break or an escape sequence cannot forge a row or repaint the terminal.
+        print(clean(f"{row['node']:<18} {row['hostname']:<16} {row['result']:<20} {row['age']:>5}  "
+                    f"{(row['valid_until'] or '-'):<20} {(row['problems'] or '-'):<28} {worst}"))
     nodes = len(view.rows)
     bad = sum(1 for r in view.rows if r.problems(view.now))
     print(f"nodeqc: {nodes} node(s), {bad} with problems, {len(view.outliers)} outlier figure(s) "
@@ -102,7 +104,7 @@ def _write(path: Path, fill: Any) -> None:
 
 
 def _csv(f: Any, rows: list[dict[str, Any]]) -> None:
-    w = csv.DictWriter(f, CSV_FIELDS, lineterminator="\n")
+    w = csv_writer(f, CSV_FIELDS)
     w.writeheader()
     for row in rows:
         w.writerow({k: row[k] for k in CSV_FIELDS})

@@ -11,27 +11,47 @@ from typing import Any
 
 from nodeqc.backends.base import describe_unrecorded
 from nodeqc.codes import not_applicable_reason, not_run_reason, remediation
+from nodeqc.errors import shown
 from nodeqc.findings import answer_lines, answer_of
 from nodeqc.model import CheckResult, Verdict
 
 MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP", "error": "ERROR"}
-_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape(ch: str) -> str:
-    if ch in _NAMED_ESCAPES:
-        return _NAMED_ESCAPES[ch]
-    n = ord(ch)
-    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 
 def clean(text: Any) -> str:
     """One line of text safe for a terminal: control and format characters (C0, C1, DEL, bidi
-    overrides, line and paragraph separators, line breaks) shown as escapes."""
+    overrides, line and paragraph separators, line breaks) shown as escapes (errors.shown, the one
+    escaping of error lines and of everything shown)."""
     text = str(text)
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+    return text if text.isprintable() else shown(text)
+
+
+# What makes a spreadsheet read a cell as a formula (OWASP's CSV injection list): a host name set
+# to =HYPERLINK(...) would otherwise be a live link, or a command, in the operator's spreadsheet.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: a string that starts as a formula would gets a single
+    quote in front. Numbers (a negative figure) and everything not a string are left as they are:
+    they are data a program reads, and no spreadsheet runs them."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_writer(f: Any, fields: Any) -> Any:
+    """The one CSV writer of `fleet --csv` and `export --format csv`: rows of dicts, each cell
+    through csv_cell. Lines end in CRLF (RFC 4180): the csv module quotes a cell only for the
+    characters of its line end, so with a bare newline a cell holding a carriage return was written
+    unquoted, and every reader ended the row there (a forged row)."""
+    import csv
+
+    class Writer(csv.DictWriter):
+        def writerow(self, rowdict: Any) -> Any:
+            return super().writerow({k: csv_cell(v) for k, v in rowdict.items()})
+
+    return Writer(f, fields, lineterminator="\r\n")
 
 
 def clean_lines(text: str) -> str:

@@ -345,5 +345,8 @@ def _unique_stem(directory: Path, stem: str) -> str:
 
 
 def say(text: str) -> None:
-    """Progress and the summary go to stderr; stdout's last line is the report's path."""
-    print(text, file=sys.stderr, flush=True)
+    """Progress and the summary go to stderr; stdout's last line is the report's path. Escaped as
+    `show` does: the messages carry what the nodes' workers said."""
+    from nodeqc.render import clean
+
+    print(clean(text), file=sys.stderr, flush=True)
