@@ -258,9 +258,12 @@ def test_the_simulated_burn_records_each_dtypes_span_clock_and_power(tmp_path):
     assert fp64["power_w"] == pytest.approx(twin.power_w["fp64"], rel=0.05)
     assert fp8["power_w"] == pytest.approx(twin.power_w["fp8"], rel=0.05)
     assert fp8["power_w"] < fp64["power_w"]
-    # The simulated GPU sets no cap bit at its limit (the real one does: the H200's fp8 above), and
-    # throttles nothing without a fault.
-    assert fp64["throttle_s"] == {} and fp8["throttle_s"] == {}
+    # The power cap holds both below the maximum clock for nearly all of their spans, as it held the
+    # real H100's (0.96-0.99 of each dtype but fp32: tests/fixtures/real-2026-11-26), and nothing
+    # else throttles without a fault.
+    for m in (fp64, fp8):
+        assert set(m["throttle_s"]) == {"sw_power_cap"}
+        assert m["throttle_s"]["sw_power_cap"] >= 0.9 * (m["end_s"] - m["start_s"]), m
 
 
 def test_profiles_say_which_healthy_figures_are_estimates(run_cli):

@@ -432,7 +432,8 @@ def test_transient_brake_is_found_by_the_counters_where_no_sample_lands_in_the_p
     assert "power brake for" in pulse["message"] and "at the 20 ms period" in pulse["message"]
     assert pulse["evidence"]["attributed_by"]["power_brake"].startswith("driver counter")
     assert pulse["evidence"]["counted_ms"]["power_brake"]["100"] == 0
-    assert not pulse["evidence"]["throttle_onsets"]  # no sample saw it
+    # No sample saw the brake (the power cap's onsets are listed, as on the real H100: sim fidelity)
+    assert not [o for o in pulse["evidence"]["throttle_onsets"] if "power_brake" in o["reasons"]]
     p = run_cli("--headless", "--profile", "hgx-h100", "--simulate", "hgx-h100", "--quick", "--sample-hz", "20",
                 "--only", "stress.power_pulse", "--inject", "gpu2:transient_brake=20",
                 "--inject", "gpu2:no_throttle_counters", "--out", str(tmp_path / "b"))

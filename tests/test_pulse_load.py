@@ -243,7 +243,10 @@ def test_bursts_fill_half_of_each_period_whatever_the_first_product_took(faults)
         assert round(1.0 / span["period_s"]) <= span["cycles"] + span["skipped"] <= round(1.0 / span["period_s"]) + 1
         high, low = span["power_read"]["high"], span["power_read"]["low"]
         assert high["n"] == low["n"] == span["cycles"]
-        assert high["mean"] - low["mean"] > 0.5 * dev.model.tdp_w  # the twin's power follows its load
+        if span["period_s"] >= 0.5:  # the twin's power follows its load
+            assert high["mean"] - low["mean"] > 0.5 * dev.model.tdp_w
+        else:  # NVML's 100 ms window holds a period's mean, as the real H100's read 488 W at both ends
+            assert abs(high["mean"] - low["mean"]) < 0.1 * dev.model.tdp_w, span
     assert r["product_s"] == pytest.approx(2 * 8192 ** 3 / (dev.model.tflops["fp16"] * 1e12), rel=1e-3)
 
 

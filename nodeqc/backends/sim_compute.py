@@ -28,6 +28,7 @@ verification reports against what was done.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from typing import Any
@@ -37,9 +38,11 @@ import numpy as np
 from nodeqc.backends.base import Clock
 from nodeqc.backends.cublaslt import fp8_unsupported
 from nodeqc.backends.sim_models import MIB, PLAIN, SIM_GPU_MODELS
-from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
+from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
+                                       SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
                                        SLOT_LOST, SLOT_POWER_W, SLOT_PULSE_S, SLOT_SWUNG, SLOTS, transient_braking)
-from nodeqc.backends.simulated import COTENANT_SHARE, LOST_AFTER_S, cotenant_active, sim_clock, sim_power_w
+from nodeqc.backends.simulated import (COTENANT_SHARE, LOST_AFTER_S, NVML_POWER_PERIOD_S, cotenant_active,
+                                      held_by_limit, sim_clock, sim_power_w)
 from nodeqc.errors import GpuLostError
 from nodeqc.verify import allreduce_contribution, copy_pattern, fingerprint, splitmix64
 
@@ -106,6 +109,7 @@ class SimDevice:
         self._mm: dict[str, Any] = {}
         self._mem: np.ndarray | None = None
         self._stream: tuple[np.ndarray, np.ndarray] | None = None
+        self._power_trace: list[tuple[float, float]] = []  # (from t, W): what this GPU draws, as it changes
 
     # ------------------------------------------------------------------ life and load
 
@@ -114,6 +118,47 @@ class SimDevice:
 
     def set_load(self, load: float) -> None:
         self.shared[self._slot(SLOT_LOAD)] = load
+        self._trace_power()
+
+    def _trace_power(self) -> None:
+        """Note what the GPU draws from now on; the trace keeps what NVML's window needs."""
+        now = self.clock.now()
+        watts = sim_power_w(self.model, self.shared[self._slot(SLOT_LOAD)], self.shared[self._slot(SLOT_POWER_W)],
+                            self._fault_pairs)
+        self._time_power_cap(now)
+        trace = self._power_trace
+        trace.append((now, watts))
+        while len(trace) > 1 and trace[1][0] <= now - 2 * NVML_POWER_PERIOD_S:
+            trace.pop(0)
+
+    def _time_power_cap(self, now: float) -> None:
+        """Open or close the interval in which the power limit holds this GPU's clock (SLOT_CAP_S), as
+        what it computes changes. Written in the order that keeps a reader between two writes from
+        counting an interval twice or from a stale start."""
+        held = held_by_limit(self.model, self.shared[self._slot(SLOT_LOAD)], self.shared[self._slot(SLOT_CLOCK_MHZ)],
+                             self._fault_pairs)
+        was = self.shared[self._slot(SLOT_CAP_OPEN)] > 0
+        if held and not was:
+            self.shared[self._slot(SLOT_CAP_SINCE)] = now
+            self.shared[self._slot(SLOT_CAP_OPEN)] = 1.0
+        elif was and not held:
+            self.shared[self._slot(SLOT_CAP_OPEN)] = 0.0
+            self.shared[self._slot(SLOT_CAP_S)] += max(0.0, now - self.shared[self._slot(SLOT_CAP_SINCE)])
+
+    def _mean_power(self, end: float) -> float:
+        """The mean power over NVML's window ending at `end` (run clock)."""
+        trace = self._power_trace
+        start = end - NVML_POWER_PERIOD_S
+        energy = 0.0
+        for i, (t, watts) in enumerate(trace):
+            until = trace[i + 1][0] if i + 1 < len(trace) else end
+            lo, hi = max(t, start), min(until, end)
+            if hi > lo:
+                energy += watts * (hi - lo)
+        first = trace[0][0]
+        if first > start:  # before the trace began: what it began with
+            energy += trace[0][1] * (min(first, end) - start)
+        return energy / NVML_POWER_PERIOD_S
 
     def set_pulse(self, period_s: float) -> None:
         """The period the load swings with now (0: steady), which a `transient_brake` GPU reacts to;
@@ -130,12 +175,18 @@ class SimDevice:
             self.shared[self._slot(SLOT_BRAKE_S)] += max(0.0, now - self.shared[self._slot(SLOT_BRAKE_SINCE)])
 
     def power_reading(self) -> tuple[float | None, float | None]:
-        """(power, instantaneous power) in W now, as the worker reads them: what the node's NVML reads
-        (nodeqc.backends.simulated.sim_power_w) without its reading noise or its hold between updates
-        (kept by the node, not this worker), so both are the same."""
-        watts = sim_power_w(self.model, self.shared[self._slot(SLOT_LOAD)], self.shared[self._slot(SLOT_POWER_W)],
-                            self._fault_pairs)
-        return watts, watts
+        """(power, instantaneous power) in W now, as the worker reads them (without reading noise).
+        NVML averages what the GPU drew over about the last 100 ms: on a real H100 SXM5 pulsing at
+        100 ms both readings, taken at each burst's end and each idle half's end, gave the period's
+        mean (488 W at both), where at 500 ms and 1 s they swung 628-639 W
+        (tests/fixtures/real-2026-11-26/h100-sxm5-quick-pulsed: the pulse's power_read). The
+        instantaneous field is that mean now; the power reading is held from its last update, about
+        ten times a second (NVML_POWER_PERIOD_S)."""
+        if not self._power_trace:
+            self._trace_power()
+        now = self.clock.now()
+        held = math.floor(now / NVML_POWER_PERIOD_S) * NVML_POWER_PERIOD_S
+        return self._mean_power(held), self._mean_power(now)
 
     def check_alive(self) -> None:
         if self.shared[self._slot(SLOT_LOST)] > 0:
@@ -163,6 +214,7 @@ class SimDevice:
         figures per dtype where the part was measured, else nodeqc.skus.Sku.loaded_clock)."""
         self.shared[self._slot(SLOT_CLOCK_MHZ)] = self.model.loaded_clock(dtype)
         self.shared[self._slot(SLOT_POWER_W)] = self.model.loaded_power_w(dtype)
+        self._trace_power()
 
     def _share(self) -> float:
         """The share of the GPU's time this work gets: all of it, unless a co-tenant computes too."""

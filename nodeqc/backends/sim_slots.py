@@ -15,7 +15,11 @@ SLOT_SWUNG = 6  # whether the load has swung at all (the pulse test ran): the PS
 SLOT_CLOCK_MHZ = 7
 # The power a healthy part draws under full load of that dtype (sim_models.Twin); 0: not measured.
 SLOT_POWER_W = 8
-SLOTS = 9
+# The seconds the power limit has held the clock down (sw_power_cap: closed intervals), when the open
+# one began, and whether one is open: kept by the worker as it changes what the GPU computes, so the
+# driver's counter is exact however seldom it is read (the burn's dtypes change between readings).
+SLOT_CAP_S, SLOT_CAP_SINCE, SLOT_CAP_OPEN = 9, 10, 11
+SLOTS = 12
 
 
 def transient_braking(pulse_s: float, brake_ms: float) -> bool:

@@ -28,7 +28,8 @@ from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounte
 from nodeqc.backends.nic import IB_COUNTERS
 from nodeqc.backends.sim_models import INSTANT_OVERSHOOT, MIB, SIM_GPU_MODELS, SimGpuModel
 from nodeqc.backends.sim_platform import SimHostStress, SimPlatform
-from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
+from nodeqc.backends.sim_slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
+                                       SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
                                        SLOT_LOST, SLOT_POWER_W, SLOT_PULSE_S, SLOTS, transient_braking)
 from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.faults import Fault, check_range
@@ -120,6 +121,20 @@ def sim_clock(model: SimGpuModel, faults: list[tuple[str, Any]]) -> tuple[float,
             share *= max(0.2, (value - model.idle_w) / (FULL_LOAD_POWER * model.tdp_w - model.idle_w))
             reasons |= REASON_BITS["sw_power_cap"]
     return share, reasons
+
+
+def held_by_limit(model: SimGpuModel, load: float, dtype_clock: float, faults: list[tuple[str, Any]]) -> bool:
+    """Whether a healthy GPU's work under full load holds its clock below the maximum: the driver's
+    power cap does that, and NVML says so (sw_power_cap). The real H100 SXM5 and H200 spent 0.96-0.99
+    of each burn dtype, and all of stress.power, with it set at 1272-1801 MHz; fp32 at 1975-1980 MHz
+    (the maximum) 0.35 and 0.04 (tests/fixtures/real-2026-11-26/*-quick-pulsed: the burn's throttle_s
+    per dtype, the telemetry's reasons). A clock within 1% of the maximum is taken as not held; a GPU
+    that cannot draw up to its limit (a `power` fault) is not held by it. `dtype_clock` 0: the SKU's
+    loaded clock."""
+    values = dict(faults)
+    if load <= LOADED or values.get("power", math.inf) < min(values.get("power_limit", model.tdp_w), model.tdp_w):
+        return False
+    return (dtype_clock or model.sku.healthy_sm_mhz) < 0.99 * model.max_sm_mhz
 
 
 def sim_power_demand_w(model: SimGpuModel, load: float, full_w: float) -> float:
@@ -327,6 +342,7 @@ class _GpuState:
     # driver counts them: a fault is in these counters whether or not a telemetry sample lands in it.
     throttle_ns: dict[str, float] = field(default_factory=lambda: {r: 0.0 for r in COUNTED_REASONS})
     transient_brake_ns: float = 0.0  # the pulse test's brake (`transient_brake`), exact: see SLOT_BRAKE_S
+    power_cap_ns: float = 0.0  # the power limit holding a healthy load's clock, exact: see SLOT_CAP_S
     power_tick: int = -1  # the NVML power update period the held reading belongs to (NVML_POWER_PERIOD_S)
     power_held: float = 0.0
 
@@ -416,7 +432,7 @@ class SimManagement(GpuManagement):
         hot = self.node.value(k, "temp", self.model.load_temp_c)
         target = self.model.idle_temp_c + load * (hot - self.model.idle_temp_c)
         st.temp += (target - st.temp) * (1 - math.exp(-dt / THERMAL_TAU_S))
-        for reason in decode_reasons(self._reasons(k, load, st.temp, transient=False)):
+        for reason in decode_reasons(self._reasons(k, load, st.temp, sampled=False)):
             if reason in st.throttle_ns:
                 st.throttle_ns[reason] += dt * 1e9
         # The swings' brake, as the worker timed it; never less than a reading already given (a
@@ -425,6 +441,10 @@ class SimManagement(GpuManagement):
         if self._braking(k):
             brake_s += max(0.0, now - self.node.shared[k * SLOTS + SLOT_BRAKE_SINCE])
         st.transient_brake_ns = max(st.transient_brake_ns, brake_s * 1e9)
+        cap_s = self.node.shared[k * SLOTS + SLOT_CAP_S]
+        if self.node.shared[k * SLOTS + SLOT_CAP_OPEN] > 0:
+            cap_s += max(0.0, now - self.node.shared[k * SLOTS + SLOT_CAP_SINCE])
+        st.power_cap_ns = max(st.power_cap_ns, cap_s * 1e9)
         if st.xids_due and self._loaded_s(k) >= XID_AFTER_S:
             self._events += [XidEvent(self.node.visible.index(k), code, now) for code in st.xids_due]
             st.xids_due = []
@@ -485,15 +505,20 @@ class SimManagement(GpuManagement):
             pcie_width=width,
         )
 
-    def _reasons(self, k: int, load: float, temp: float, transient: bool = True) -> int:
+    def _reasons(self, k: int, load: float, temp: float, sampled: bool = True) -> int:
         """The clocks-event reasons of GPU k at this load and temperature: idle, an injected throttle
         under load, and the driver's own thermal slowdown, as a real GPU enters it: software
-        slowdown above its maximum operating temperature, hardware slowdown at its slowdown one."""
+        slowdown above its maximum operating temperature, hardware slowdown at its slowdown one; the
+        power limit holding a healthy load and the swings' brake where a sample shows them
+        (`sampled`): the workers time those two exactly for the counters (SLOT_CAP_S, SLOT_BRAKE_S)."""
         m = self.model
         reasons = REASON_BITS["gpu_idle"] if load < 0.05 else 0
         if load > LOADED:
             reasons |= sim_clock(m, self._fault_pairs(k))[1]  # injected throttles, a lowered power limit
-        if transient and self._braking(k):
+            if sampled and held_by_limit(m, load, self.node.shared[k * SLOTS + SLOT_CLOCK_MHZ],
+                                         self._fault_pairs(k)):
+                reasons |= REASON_BITS["sw_power_cap"]
+        if sampled and self._braking(k):
             reasons |= REASON_BITS["power_brake"]  # the chassis brakes while the swings last
         if temp >= m.gpu_max_c:
             reasons |= REASON_BITS["sw_thermal"]
@@ -511,6 +536,10 @@ class SimManagement(GpuManagement):
             st = self._advance(k)
             throttle_ns = {f"throttle_ns_{r}": int(ns + (st.transient_brake_ns if r == "power_brake" else 0))
                            for r, ns in st.throttle_ns.items()}
+            # A lowered limit caps all the loaded time, a superset of what holds a healthy load
+            cap = "throttle_ns_sw_power_cap"
+            if cap in throttle_ns:
+                throttle_ns[cap] = max(throttle_ns[cap], int(st.power_cap_ns))
         if self.node.has(k, "no_throttle_counters"):
             throttle_ns = {}  # NotSupported: the fields stay NA
         if self._lost(k):
