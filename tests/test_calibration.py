@@ -192,3 +192,50 @@ def test_a_slow_h100_sxm5_warns_or_fails_end_to_end(tmp_path, signer, fault, onl
     r = next(r for r in outcome.results if r.name == only)
     assert r.verdict is verdict and r.code in ("BURN_SLOW", "HBM_SLOW"), r.message
     assert outcome.exit_code == exit_code
+
+
+# ---------------------------------------------------------------------- one rule for both references
+
+# The intra-node performance floors the rule sets (the fabric's floors are published per-cluster
+# figures, judged across nodes: not these).
+RATE_FLOORS = ("min_fp64_tflops", "min_fp32_tflops", "min_tf32_tflops", "min_fp16_tflops", "min_bf16_tflops",
+               "min_fp8_tflops", "min_hbm_gbps", "min_h2d_gbps", "min_d2h_gbps", "min_p2p_gbps", "min_nccl_busbw_gbps")
+
+
+def _every_profile():
+    from nodeqc.profile import list_profiles
+    return list_profiles() + [load_profile(key) for key in KEYS]
+
+
+def test_one_rule_for_the_skus_figure_and_the_nodes_median():
+    """Below 90% warns, below 80% fails: against the SKU's healthy figure (every rate floor of every
+    profile: warn / fail = 90 / 80, at a tenth's resolution) and against the node's median
+    (max_outlier_pct), in every shipped profile and every SKU's."""
+    outlier = {"fail": round(100 * (1 - calibration.FAIL_FRACTION), 6), "warn": round(100 * (1 - calibration.WARN_FRACTION), 6)}
+    assert outlier == {"fail": 20, "warn": 10}
+    checked = 0
+    for profile in _every_profile():
+        t = profile.threshold("gpu", "max_outlier_pct")
+        assert (t.fail, t.warn) == (outlier["fail"], outlier["warn"]), profile.name
+        for key in RATE_FLOORS:
+            t = profile.threshold("gpu", key)
+            if t is None:
+                continue
+            healthy = t.warn / calibration.WARN_FRACTION
+            assert t.fail == pytest.approx(healthy * calibration.FAIL_FRACTION, abs=0.11), (profile.name, key, t)
+            checked += 1
+    assert checked > 100
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault, verdict, exit_code", [("gpu2:slow=0.88", Verdict.WARN, 0),
+                                                        ("gpu2:slow=0.78", Verdict.FAIL, 1)])
+def test_a_slow_gpu_among_eight_warns_at_88_and_fails_at_78_percent(tmp_path, signer, fault, verdict, exit_code):
+    """The README's rule on an 8x H100 SXM5 node: 88% of its SKU and of its siblings' median warns
+    (it failed BURN_OUTLIER at a 10% median limit), 78% fails; the seven others pass."""
+    outcome = qualify(tmp_path, signer, "hgx-h100", [fault], "stress.burn")
+    burns = {r.subject: r for r in outcome.results if r.name == "stress.burn"}
+    assert burns["gpu2"].verdict is verdict, burns["gpu2"].message
+    assert "below the node median" in burns["gpu2"].message
+    assert all(r.verdict is Verdict.PASS for s, r in burns.items() if s != "gpu2")
+    assert outcome.exit_code == exit_code
