@@ -6,6 +6,10 @@ first thing to try; the evidence in the result says why.
 
 from __future__ import annotations
 
+import math
+import re
+from typing import Any
+
 REMEDIATION: dict[str, str] = {
     # Inventory
     "NVML_UNAVAILABLE": "Install or load the NVIDIA driver so that `nvidia-smi` lists the GPUs, then re-run.",
@@ -194,7 +198,7 @@ REMEDIATION: dict[str, str] = {
     # Performance diagnosis: the cause telemetry found for a slow GPU (nodeqc/checks/diagnosis.py),
     # and a GPU another process was using.
     "GPU_IN_USE": "Another compute process used this GPU, so its figures are not the GPU's own: find it (`nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`, the pid is in the evidence), stop it or drain the node in the scheduler (`scontrol update nodename=NODE state=drain reason=nodeqc`), then re-run.",
-    "POWER_LIMIT_LOWERED": "The enforced power limit is below the GPU's default, so it cannot reach its rate: restore it (`nvidia-smi -i N -pl DEFAULT_W`, the default is in the evidence) and remove whatever lowers it (a boot script, a DCGM or scheduler power policy, BMC power capping), then re-run.",
+    "POWER_LIMIT_LOWERED": "The enforced power limit is below the GPU's default, so it cannot reach its rate: restore it (`nvidia-smi -i N -pl DEFAULT_W`) and remove whatever lowers it (a boot script, a DCGM or scheduler power policy, BMC power capping), then re-run.",
     "CLOCKS_LOW": "The SM clock stayed well below what this SKU sustains, with no throttle reason: look for locked or application clocks (`nvidia-smi -q -d CLOCK`; reset with `nvidia-smi -rgc` and `nvidia-smi -rac`), then re-run; if clocks stay low at default settings, reseat the GPU and RMA it.",
     # Stress workers
     "WORKER_HANG": "The stress work on this GPU stopped making progress and was killed: the GPU or its driver hung; reset the GPU, re-run, RMA if repeated.",
@@ -316,7 +320,48 @@ def not_applicable_reason(code: str | None) -> str | None:
 
 
 def remediation(code: str) -> str:
+    """The code's advice as written, its placeholders unfilled (`-i N`: the GPU's index, DEFAULT_W:
+    its default power limit); for one result, `advice`."""
     return REMEDIATION.get(code, "See the check's evidence.")
+
+
+_COMMAND = re.compile(r"`([^`]*)`")
+
+
+def advice(code: str, subject: str = "", evidence: Any = None) -> str:
+    """The code's advice for one result, with what the result knows put in place of the
+    placeholders: `-i N` becomes the GPU's own index (a `gpuN` subject), DEFAULT_W its default power
+    limit (the diagnosis' readings, or the evidence's `default_power_limit_w`). A node's result that
+    names several GPUs (evidence `per_gpu`: {index: {"default_power_limit_w": W}}) gets one command
+    for each. A placeholder stays only where the result does not know the value."""
+    text = remediation(code)
+    per_gpu = evidence.get("per_gpu") if isinstance(evidence, dict) else None
+    if isinstance(per_gpu, dict) and per_gpu:
+        def each(m: re.Match) -> str:
+            if "-i N" not in m.group(1):
+                return m.group(0)
+            return ", ".join(f"`{_fill(m.group(1), str(i), _default_w(e))}`" for i, e in per_gpu.items())
+        return _COMMAND.sub(each, text)
+    gpu = re.fullmatch(r"gpu(\d+)", subject or "")
+    return _fill(text, gpu.group(1) if gpu else None, _default_w(evidence))
+
+
+def _fill(text: str, index: str | None, default_w: float | None) -> str:
+    if index is not None:
+        text = re.sub(r"-i N\b", f"-i {index}", text)
+    if default_w is not None:
+        text = text.replace("DEFAULT_W", f"{default_w:g}")
+    return text
+
+
+def _default_w(evidence: Any) -> float | None:
+    if not isinstance(evidence, dict):
+        return None
+    readings = evidence.get("diagnosis", {}).get("readings", {}) if isinstance(evidence.get("diagnosis"), dict) else {}
+    for value in (evidence.get("default_power_limit_w"), readings.get("default_power_limit_w") if isinstance(readings, dict) else None):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+            return float(value)
+    return None
 
 
 def xid_meaning(code: int) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from nodeqc.codes import escalation, not_applicable_reason, not_run_reason, remediation
+from nodeqc.codes import advice, escalation, not_applicable_reason, not_run_reason
 from nodeqc.model import CheckResult, Verdict
 
 SHOWN_ORDER = {"fail": 0, "error": 0, "warn": 1}
@@ -142,7 +142,7 @@ def collect(results: list[CheckResult], gpus: list[dict[str, Any]]) -> list[Find
         part = known.get(r.subject) or _unlisted(r.subject)
         first, *more = split_findings(_without_identity(r.message, part))
         found.append(Finding(r.verdict.value, r.name, r.subject, part, first, r.code,
-                             remediation(r.code) if r.code else "See the check's evidence.", more))
+                             advice(r.code, r.subject, r.evidence) if r.code else "See the check's evidence.", more))
     return sorted(found, key=lambda f: (SHOWN_ORDER[f.verdict], _part_order(f.part)))
 
 

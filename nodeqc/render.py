@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodeqc.backends.base import describe_unrecorded
-from nodeqc.codes import not_applicable_reason, not_run_reason, remediation
+from nodeqc.codes import advice, not_applicable_reason, not_run_reason
 from nodeqc.errors import shown
 from nodeqc.findings import answer_lines, answer_of
 from nodeqc.model import CheckResult, Verdict
@@ -206,7 +206,7 @@ def render_fabric_report(predicate: dict[str, Any], trust_line: str) -> str:
         out += ["", f"FAILED ({len(failing)}):"]
         for c in failing:
             out += [f"  {c.subject:<12} {c.name}: {c.message} [{c.code}]",
-                    f"               -> {remediation(c.code or '')}"]
+                    f"               -> {advice(c.code or '', c.subject, c.evidence)}"]
     out += ["", "ALL CHECKS:"] + ["  " + result_line(c) for c in checks]
     return "\n".join(out)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeqc.codes import REMEDIATION, remediation
+from nodeqc.codes import REMEDIATION, advice, remediation
 
 PACKAGE = Path(__file__).resolve().parent.parent / "nodeqc"
 # The modules that build CheckResults; test_result_builders_are_known keeps this honest.
@@ -178,4 +178,38 @@ def test_a_report_carries_each_failures_remediation(scenario, fault, tmp_path):
     failing = [c for c in checks if c["verdict"] in ("fail", "warn", "error")]
     assert failing
     for c in failing:
-        assert c["code"] in REMEDIATION and c["remediation"] == REMEDIATION[c["code"]], c
+        # The code's own advice, its placeholders filled for this GPU (codes.advice)
+        assert c["code"] in REMEDIATION and c["remediation"] == advice(c["code"], c["subject"], c["evidence"]), c
+        assert "-i N" not in c["remediation"] or not c["subject"].startswith("gpu"), c
+
+
+# ---------------------------------------------------------------------- advice for one result
+
+PLACEHOLDERS = ("-i N", "DEFAULT_W")
+
+
+@pytest.mark.parametrize("code", sorted(c for c in REMEDIATION if any(p in REMEDIATION[c] for p in PLACEHOLDERS)))
+def test_no_advice_keeps_a_placeholder_where_the_value_is_known(code):
+    """Issue 24: `nvidia-smi -i N -pl DEFAULT_W` where the GPU and its default are known. For a GPU's
+    result with its default in the diagnosis, neither placeholder is left; for the node's, the
+    placeholders stay (no GPU is named), and a value the evidence does not hold is not invented."""
+    said = advice(code, "gpu5", {"diagnosis": {"readings": {"default_power_limit_w": 700.0}}})
+    assert not any(p in said for p in PLACEHOLDERS), said
+    assert "-i 5" in said
+    if "DEFAULT_W" in REMEDIATION[code]:
+        assert "-pl 700" in said
+        assert "DEFAULT_W" in advice(code, "gpu5", {"diagnosis": {"readings": {"default_power_limit_w": float("nan")}}})
+    assert advice(code, "node", {}) == remediation(code)
+
+
+@pytest.mark.slow
+def test_the_burn_says_which_gpu_to_restore_and_to_what(tmp_path, run_cli):
+    p = run_cli("--headless", "--profile", "hgx-h100", "--simulate", "hgx-h100", "--quick", "--only", "stress.burn",
+                "--inject", "gpu4:power_limit=500", "--out", str(tmp_path))
+    import base64
+    import json
+    envelope = json.loads(next(tmp_path.glob("*.report.json")).read_text())
+    checks = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["checks"]
+    burn = next(c for c in checks if c["name"] == "stress.burn" and c["subject"] == "gpu4")
+    assert burn["code"] == "POWER_LIMIT_LOWERED" and "restore it with nvidia-smi -i 4 -pl 700" in burn["message"]
+    assert "`nvidia-smi -i 4 -pl 700`" in burn["remediation"] and "`nvidia-smi -i 4 -pl 700`" in p.stderr

@@ -96,7 +96,7 @@ def test_power_capped_below_the_default_limit(limit, lowered):
     if lowered:
         assert d.code == "POWER_LIMIT_LOWERED"
         assert d.message == (f"power-capped at {limit:g} W: the enforced limit is below the default 700 W "
-                             "(someone lowered it; restore it with nvidia-smi -pl 700)")
+                             "(someone lowered it; restore it with nvidia-smi -i 0 -pl 700)")
 
 
 def test_a_lowered_limit_the_gpu_never_reached_is_not_the_cause():
@@ -719,7 +719,7 @@ def test_a_throttle_over_a_load_shorter_than_a_second_still_explains_it():
 
 
 LOWERED = ("power-capped at 350 W: the enforced limit is below the default 700 W (someone lowered it; restore it with "
-           "nvidia-smi -pl 700)")
+           "nvidia-smi -i 0 -pl 700)")
 LOW_CLOCK = ("slow because the SM clock averaged 1,100 MHz, 0.61 of the 1,794 MHz a healthy H100 SXM5 80GB sustains, with "
              "no throttle reason to explain it: look for locked clocks (nvidia-smi -rgc resets them)")
 
@@ -940,7 +940,7 @@ def test_node_result_names_the_first_gpu_with_a_cause():
     throttled = obs(subject="gpu2", sm_clock_mhz=900.0, throttle_s={"hw_slowdown": 10.0})
     r = explain_node(node_result(), [slow_clock, capped, throttled], H100, "the all-reduce")
     assert r == _node_diagnosed(Verdict.FAIL, "POWER_LIMIT_LOWERED", capped, diagnose("p2p", capped, H100, None))
-    assert r.message.startswith(f"gpu1: {LOWERED}; ")
+    assert r.message.startswith(f"gpu1: {LOWERED.replace('-i 0', '-i 1')}; ")
 
 
 def test_node_result_with_another_process_on_any_gpu_is_an_error_of_the_run():

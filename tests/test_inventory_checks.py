@@ -107,8 +107,33 @@ def test_homogeneity():
     assert (r.verdict, r.code) == (Verdict.WARN, "GPU_MIXED") and "gpu3: 96.00.30.00.01" in r.message
     r = inventory.homogeneity(same[:3] + [gpu(3, name="NVIDIA H100 PCIe")])
     assert r.verdict is Verdict.FAIL and "model differs" in r.message
+    # Without a default to compare with (NVML did not say), a differing limit is a mixed node
     r = inventory.homogeneity(same[:3] + [gpu(3, power_limit_w=500)])
-    assert r.verdict is Verdict.WARN and "power_limit_w" in r.message
+    assert (r.verdict, r.code) == (Verdict.WARN, "GPU_MIXED") and "power_limit_w" in r.message
+
+
+def test_a_lowered_power_limit_is_a_setting_to_restore_not_a_part_to_replace():
+    """Issue 24: `--inject gpu4:power_limit=500` advised flashing every VBIOS and replacing the odd
+    part; the advice is the command that restores it, with the GPU's index and its own default."""
+    same = [gpu(i, power_default_limit_w=700) for i in range(4)]
+    r = inventory.homogeneity(same[:2] + [gpu(2, power_limit_w=500, power_default_limit_w=700), same[3]])
+    assert (r.verdict, r.code) == (Verdict.WARN, "POWER_LIMIT_LOWERED")
+    assert r.message == "power limit below the GPU's default: gpu2 500 W (default 700 W)"
+    said = r.to_dict()["remediation"]
+    assert "`nvidia-smi -i 2 -pl 700`" in said and "VBIOS" not in said and "-i N" not in said and "DEFAULT_W" not in said
+    # Two lowered GPUs: a command for each
+    r = inventory.homogeneity([gpu(0, power_limit_w=450, power_default_limit_w=700), same[1], same[2],
+                               gpu(3, power_limit_w=600, power_default_limit_w=700)])
+    said = r.to_dict()["remediation"]
+    assert "`nvidia-smi -i 0 -pl 700`, `nvidia-smi -i 3 -pl 700`" in said
+    # Every GPU lowered alike: nothing differs, but each is still below its default
+    r = inventory.homogeneity([gpu(i, power_limit_w=500, power_default_limit_w=700) for i in range(4)])
+    assert r.code == "POWER_LIMIT_LOWERED" and "gpu3 500 W" in r.message
+
+
+def test_a_limit_at_its_default_is_not_lowered():
+    r = inventory.homogeneity([gpu(i, power_limit_w=699.6, power_default_limit_w=700) for i in range(4)])
+    assert r.verdict is Verdict.PASS
 
 
 def test_no_driver():

@@ -231,7 +231,8 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
     readings["healthy_sm_clock_mhz"] = healthy  # the one this diagnosis compared with
     if limit and default and limit < LOWERED_LIMIT_SHARE * default and capped and kind != "pcie":
         return found("power_limit", f"power-capped at {limit:g} W: the enforced limit is below the default "
-                     f"{default:g} W (someone lowered it; restore it with nvidia-smi -pl {default:g})",
+                     f"{default:g} W (someone lowered it; restore it with nvidia-smi -i {obs.subject.removeprefix('gpu')} "
+                     f"-pl {default:g})",
                      "POWER_LIMIT_LOWERED")
     for reasons in (("hw_slowdown", "power_brake"), ("hw_thermal", "sw_thermal")):
         if kind != "pcie" and _share(obs, reasons) >= THROTTLE_SHARE:

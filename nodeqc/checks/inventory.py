@@ -161,8 +161,16 @@ def homogeneity(gpus: list[GpuInfo]) -> CheckResult:
         if len(groups) > 1:
             spread[field] = groups
     findings = []
+    lowered = _lowered_limits(live)
+    if lowered:
+        # A limit someone set below the GPU's own default is a setting to restore, not a part to
+        # replace: the advice names each GPU and its default (codes.advice).
+        findings.append(Finding(Verdict.WARN, "POWER_LIMIT_LOWERED", "power limit below the GPU's default: " + "; ".join(
+            f"gpu{i} {e['power_limit_w']:g} W (default {e['default_power_limit_w']:g} W)" for i, e in lowered.items())))
     for field, verdict in (("model", Verdict.FAIL), ("memory", Verdict.FAIL), ("vbios", Verdict.WARN),
                            ("power_limit_w", Verdict.WARN)):
+        if field == "power_limit_w" and lowered:
+            continue  # said above, with what to do
         if field in spread:
             groups = spread[field]
             common = Counter({k: len(v) for k, v in groups.items()}).most_common(1)[0][0]
@@ -172,7 +180,23 @@ def homogeneity(gpus: list[GpuInfo]) -> CheckResult:
                                     f"{field} differs from the others' {shown[common]} ({'; '.join(odd)})"))
     if not findings:
         findings.append(Finding(Verdict.PASS, None, f"{len(live)} GPU(s) match in model, memory, VBIOS and power limit"))
-    return fold("inventory.homogeneity", "node", findings, {"gpus": Value(len(live))}, [], evidence=spread)
+    evidence: dict[str, Any] = dict(spread)
+    if lowered:
+        evidence["per_gpu"] = lowered
+    return fold("inventory.homogeneity", "node", findings, {"gpus": Value(len(live))}, [], evidence=evidence)
+
+
+def _lowered_limits(gpus: list[GpuInfo]) -> dict[str, dict[str, float]]:
+    """The GPUs whose enforced power limit is below their own default (NVML's
+    nvmlDeviceGetPowerManagementDefaultLimit), with both figures; GPUs that do not say are left out."""
+    out = {}
+    for g in gpus:
+        limit, default = g.power_limit_w, g.power_default_limit_w
+        if is_na(limit) or is_na(default) or not isinstance(limit, (int, float)) or not isinstance(default, (int, float)):
+            continue
+        if limit < default - 1:  # NVML reports whole watts (milliwatts rounded): 1 W of slack
+            out[str(g.index)] = {"power_limit_w": float(limit), "default_power_limit_w": float(default)}
+    return out
 
 
 def _memory_shown(groups: dict[str, list[str]]) -> dict[str, str]:

@@ -14,7 +14,7 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (QHeaderView, QProgressBar, QSplitter, QTextBrowser, QTreeWidget,
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from nodeqc.codes import not_applicable_reason, remediation
+from nodeqc.codes import advice, not_applicable_reason
 from nodeqc.findings import Part, nics_of, parts, split_findings
 from nodeqc.findings import COLOURS, WORDS
 from nodeqc.model import CheckResult, Verdict
@@ -241,7 +241,7 @@ def result_html(r: CheckResult, part: Part | None = None) -> str:
     out = [f'<h2><span style="background:{background}; color:{text}">&nbsp;{WORDS[r.verdict.value]}&nbsp;</span> '
            f"{html.escape(r.name)} &middot; {html.escape(who)}</h2>"]
     if r.code and r.verdict is not Verdict.PASS:
-        out.append(f"<p style='font-size:13pt'><b>What to do:</b> {html.escape(remediation(r.code))}</p>")
+        out.append(f"<p style='font-size:13pt'><b>What to do:</b> {html.escape(advice(r.code, r.subject, r.evidence))}</p>")
     findings = split_findings(r.message)
     out.append("".join(f"<p style='font-size:12pt'>{html.escape(f[:1].upper() + f[1:])}.</p>" for f in findings))
     if r.code and r.verdict is not Verdict.PASS:
