@@ -328,13 +328,35 @@ def remediation(code: str) -> str:
 _COMMAND = re.compile(r"`([^`]*)`")
 
 
-def advice(code: str, subject: str = "", evidence: Any = None) -> str:
+# What a warning says in place of an RMA: a warning is a figure in the band a healthy part can reach
+# on a bad day, or a count to watch; only a failure whose cause is the part calls for one.
+WARN_INSTEAD_OF_RMA = "A warning is no reason for an RMA: re-run to confirm."
+
+
+def for_a_warning(text: str) -> str:
+    """A code's advice for a WARN: its clauses (split at '; ') that advise an RMA left out, the first
+    one cut before its RMA, and a line saying a warning is no reason for one."""
+    if "RMA" not in text:
+        return text
+    clauses = text.rstrip(".").split("; ")
+    kept = [c for c in clauses[1:] if "RMA" not in c]
+    first = clauses[0]
+    if "RMA" in first:
+        head = first[:first.index("RMA")]
+        first = head[:head.rfind(": ")] if ": " in head else ""
+    return "; ".join([c for c in [first] + kept if c]).rstrip(",:; ") + ". " + WARN_INSTEAD_OF_RMA
+
+
+def advice(code: str, subject: str = "", evidence: Any = None, verdict: str | None = None) -> str:
     """The code's advice for one result, with what the result knows put in place of the
     placeholders: `-i N` becomes the GPU's own index (a `gpuN` subject), DEFAULT_W its default power
     limit (the diagnosis' readings, or the evidence's `default_power_limit_w`). A node's result that
     names several GPUs (evidence `per_gpu`: {index: {"default_power_limit_w": W}}) gets one command
-    for each. A placeholder stays only where the result does not know the value."""
+    for each. A placeholder stays only where the result does not know the value. A WARN (`verdict`
+    "warn") never advises an RMA (for_a_warning)."""
     text = remediation(code)
+    if verdict == "warn":
+        text = for_a_warning(text)
     per_gpu = evidence.get("per_gpu") if isinstance(evidence, dict) else None
     if isinstance(per_gpu, dict) and per_gpu:
         def each(m: re.Match) -> str:

@@ -142,7 +142,7 @@ def collect(results: list[CheckResult], gpus: list[dict[str, Any]]) -> list[Find
         part = known.get(r.subject) or _unlisted(r.subject)
         first, *more = split_findings(_without_identity(r.message, part))
         found.append(Finding(r.verdict.value, r.name, r.subject, part, first, r.code,
-                             advice(r.code, r.subject, r.evidence) if r.code else "See the check's evidence.", more))
+                             advice(r.code, r.subject, r.evidence, r.verdict.value) if r.code else "See the check's evidence.", more))
     return sorted(found, key=lambda f: (SHOWN_ORDER[f.verdict], _part_order(f.part)))
 
 

@@ -119,7 +119,7 @@ class CheckResult:
             "verdict": self.verdict.value,
             "code": self.code,
             "message": self.message,
-            "remediation": advice(self.code, self.subject, self.evidence) if self.code else None,
+            "remediation": advice(self.code, self.subject, self.evidence, self.verdict.value) if self.code else None,
             "values": {k: v.to_dict() for k, v in self.values.items()},
             "thresholds": [t.to_dict() for t in self.thresholds],
             "evidence": self.evidence,

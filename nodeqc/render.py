@@ -206,7 +206,7 @@ def render_fabric_report(predicate: dict[str, Any], trust_line: str) -> str:
         out += ["", f"FAILED ({len(failing)}):"]
         for c in failing:
             out += [f"  {c.subject:<12} {c.name}: {c.message} [{c.code}]",
-                    f"               -> {advice(c.code or '', c.subject, c.evidence)}"]
+                    f"               -> {advice(c.code or '', c.subject, c.evidence, c.verdict.value)}"]
     out += ["", "ALL CHECKS:"] + ["  " + result_line(c) for c in checks]
     return "\n".join(out)
 

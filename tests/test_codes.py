@@ -179,7 +179,7 @@ def test_a_report_carries_each_failures_remediation(scenario, fault, tmp_path):
     assert failing
     for c in failing:
         # The code's own advice, its placeholders filled for this GPU (codes.advice)
-        assert c["code"] in REMEDIATION and c["remediation"] == advice(c["code"], c["subject"], c["evidence"]), c
+        assert c["code"] in REMEDIATION and c["remediation"] == advice(c["code"], c["subject"], c["evidence"], c["verdict"]), c
         assert "-i N" not in c["remediation"] or not c["subject"].startswith("gpu"), c
 
 
@@ -213,3 +213,30 @@ def test_the_burn_says_which_gpu_to_restore_and_to_what(tmp_path, run_cli):
     burn = next(c for c in checks if c["name"] == "stress.burn" and c["subject"] == "gpu4")
     assert burn["code"] == "POWER_LIMIT_LOWERED" and "restore it with nvidia-smi -i 4 -pl 700" in burn["message"]
     assert "`nvidia-smi -i 4 -pl 700`" in burn["remediation"] and "`nvidia-smi -i 4 -pl 700`" in p.stderr
+
+
+@pytest.mark.parametrize("code", sorted(c for c in REMEDIATION if "RMA" in REMEDIATION[c]))
+def test_no_warning_advises_an_rma(code):
+    """Issue 24: a WARN's advice keeps what to check and do, never an RMA; a FAIL's is the code's own."""
+    from nodeqc.codes import WARN_INSTEAD_OF_RMA
+
+    said = advice(code, "gpu3", {}, "warn")
+    assert "RMA" not in said.replace(WARN_INSTEAD_OF_RMA, ""), said
+    assert said.endswith(WARN_INSTEAD_OF_RMA) and len(said) > len(WARN_INSTEAD_OF_RMA) + 20
+    assert "RMA" in advice(code, "gpu3", {}, "fail")
+
+
+@pytest.mark.slow
+def test_a_slow_gpus_warning_advises_no_rma_in_the_report_the_summary_and_the_findings(tmp_path, run_cli):
+    """`--inject gpu0:slow=0.88`: BURN_SLOW's own text ends in 'RMA it'; the warning says re-run."""
+    import base64
+    import json
+
+    p = run_cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--only", "stress.burn",
+                "--inject", "gpu0:slow=0.88", "--out", str(tmp_path))
+    envelope = json.loads(next(tmp_path.glob("*.report.json")).read_text())
+    burn = next(c for c in json.loads(base64.b64decode(envelope["payload"]))["predicate"]["checks"]
+                if c["name"] == "stress.burn")
+    assert burn["verdict"] == "warn" and burn["code"] in ("BURN_SLOW", "CLOCKS_LOW"), burn["message"]
+    assert "RMA" not in burn["message"] and "RMA" not in burn["remediation"].replace("A warning is no reason for an RMA", "")
+    assert "what to do:" in p.stderr and "RMA it" not in p.stderr

@@ -163,7 +163,7 @@ def judge_burn_in(gpus: list[GpuInfo], outcomes: dict[int, Outcome], recorder: B
         if result.code == "BURN_IN_DRIFT" and result.verdict in (Verdict.WARN, Verdict.FAIL) and rate:
             ends = [{k: round(v[i], 1) for k, v in (("tflops", rate), ("sm_clock_mhz", clock), ("temp_c", temp)) if v}
                     for i in (0, 1)]
-            apply(result, diagnose_drift(ends[0], ends[1], others))
+            apply(result, diagnose_drift(ends[0], ends[1], others, warn=result.verdict is Verdict.WARN))
         elif others and result.verdict is Verdict.PASS:
             result.message += f"; another process used this GPU during the burn-in: {describe_processes(others)}"
         results.append(result)

@@ -389,9 +389,10 @@ def explain_node(result: CheckResult, observations: list[Observed], expected: Ex
                                    None, False, {"gpus": [asdict(o) for o in observations]}))
 
 
-def diagnose_drift(start: dict[str, Any], end: dict[str, Any], others: list[dict[str, Any]]) -> Diagnosis:
+def diagnose_drift(start: dict[str, Any], end: dict[str, Any], others: list[dict[str, Any]],
+                   warn: bool = False) -> Diagnosis:
     """Why the burn-in's rate fell: `start` and `end` are the means of its first and last tenth
-    (tflops, sm_clock_mhz, temp_c)."""
+    (tflops, sm_clock_mhz, temp_c). `warn`: the result only warns, which never advises an RMA."""
     readings = {"start": start, "end": end, "other_processes": others}
     if others:
         return Diagnosis("cotenant", f"another process used this GPU during the burn-in: {describe_processes(others)}; "
@@ -408,8 +409,9 @@ def diagnose_drift(start: dict[str, Any], end: dict[str, Any], others: list[dict
         return Diagnosis("unexplained", "the rate fell, and the SM clock was not read at both ends of the burn-in, so "
                          "the cause is not known: re-run the burn-in with telemetry working (NVML answering)", None,
                          False, readings)
-    return Diagnosis("defect", f"the rate fell at a steady {_mhz(c1)} with clocks holding: the GPU is degrading under "
-                     "sustained load (RMA)", None, False, readings)
+    return Diagnosis("defect", f"the rate fell at a steady {_mhz(c1)} with clocks holding: "
+                     + (f"the GPU may be degrading under sustained load ({CONFIRM} with a longer burn-in)" if warn
+                        else "the GPU is degrading under sustained load (RMA)"), None, False, readings)
 
 
 # Burn-in drift: a clock that ends 5% below where it started, or a temperature 5 C up, is a change

@@ -241,7 +241,7 @@ def result_html(r: CheckResult, part: Part | None = None) -> str:
     out = [f'<h2><span style="background:{background}; color:{text}">&nbsp;{WORDS[r.verdict.value]}&nbsp;</span> '
            f"{html.escape(r.name)} &middot; {html.escape(who)}</h2>"]
     if r.code and r.verdict is not Verdict.PASS:
-        out.append(f"<p style='font-size:13pt'><b>What to do:</b> {html.escape(advice(r.code, r.subject, r.evidence))}</p>")
+        out.append(f"<p style='font-size:13pt'><b>What to do:</b> {html.escape(advice(r.code, r.subject, r.evidence, r.verdict.value))}</p>")
     findings = split_findings(r.message)
     out.append("".join(f"<p style='font-size:12pt'>{html.escape(f[:1].upper() + f[1:])}.</p>" for f in findings))
     if r.code and r.verdict is not Verdict.PASS:
