@@ -13,6 +13,7 @@ One parse error and one reader of numbers serve every parser:
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -21,7 +22,7 @@ from nodeqc.errors import shown
 
 # A number as tools print it: digits, a point, an exponent. Not what float() also takes ("nan",
 # "inf", "infinity", "1_000", full-width digits), none of which a tool prints as a measurement.
-NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")  # ASCII: re's \d takes any script's digits
 MAX_NUMBER_CHARS = 64  # a double has 17 significant digits; more than 64 characters is no tool's figure
 EXCERPT_LINES = 20  # the end of the output, where tools print their result and their errors
 EXCERPT_CHARS = 2000  # per excerpt: enough to read a result table, never a flood into the report
@@ -54,6 +55,22 @@ def figure(value: Any, what: str, *, low: float | None = None, high: float | Non
         bounds = f"[{'' if low is None else f'{low:g}'}, {'' if high is None else f'{high:g}'}]"
         raise ToolOutputError(f"{what} is {x:g}, outside {bounds}")
     return x
+
+
+def load_json(text: str, what: str, prefix: bool = False) -> Any:
+    """Tool output as JSON (`prefix`: the document at its start, text after it ignored).
+    json.JSONDecodeError when it is not JSON at all (the caller says what that means for its tool);
+    ToolOutputError when it is JSON no tool prints: nested past Python's recursion limit, or a number
+    of more digits than Python converts (4300: sys.get_int_max_str_digits), which json raises as a
+    bare ValueError."""
+    try:
+        return json.JSONDecoder().raw_decode(text)[0] if prefix else json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise ToolOutputError(f"{what} is nested deeper than any output of the tool") from None
+    except ValueError as e:
+        raise ToolOutputError(f"{what} cannot be read: {shown(str(e))[:120]}") from None
 
 
 def quoted(value: Any) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.errors import shown
-from nodeqc.tool_output import ToolOutputError, excerpt, figure, quoted
+from nodeqc.tool_output import ToolOutputError, excerpt, figure, load_json, quoted
 
 # The known answers: a SHA-256 chain (integer and bit-manipulation units) and a logistic-map sum
 # (floating point: IEEE doubles, exact and the same on every conforming CPU; CPython neither fuses
@@ -234,11 +234,9 @@ def _read_fio(text: str, target: str) -> FioResult:
     if start < 0:
         return FioResult(target, error="fio printed no JSON")
     try:
-        data, _ = json.JSONDecoder().raw_decode(text[start:])
+        data = load_json(text[start:], "fio's JSON", prefix=True)
     except json.JSONDecodeError as e:
         return FioResult(target, error=f"fio's JSON is unreadable: {e}")
-    except RecursionError:
-        raise ToolOutputError("fio's JSON is nested deeper than any fio result") from None
     jobs = _fio_object(data, "fio's JSON").get("jobs") or []
     if not isinstance(jobs, list):
         raise ToolOutputError(f"fio's jobs is {quoted(jobs)}, not a list")

@@ -19,6 +19,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
+from nodeqc.tool_output import ToolOutputError, load_json
+
 KMSG = "/dev/kmsg"
 MAX_RECORDS = 100_000  # a flood of messages is itself a finding; the first ones say what it was
 
@@ -142,11 +144,11 @@ def parse_journal_json(text: str, seen: set[str] | None = None) -> list[KernelRe
     out = []
     for line in text.splitlines():
         try:
-            entry = json.loads(line)
+            entry = load_json(line, "a journal line")
         except json.JSONDecodeError:
             continue
-        except RecursionError:
-            entry = None  # nested deeper than any journal entry: kept as its text
+        except ToolOutputError:
+            entry = None  # nested deeper, or a longer number, than any journal entry: kept as its text
         if not isinstance(entry, dict):
             seen.add(f"line:{len(seen)}")
             out.append(KernelRecord(6, len(seen), 0, line[:MAX_MESSAGE_CHARS]))
@@ -168,7 +170,7 @@ MAX_MESSAGE_CHARS = 16384  # the kernel's printk record holds at most 1 KiB of t
 def _journal_int(value: Any, most: int, default: int) -> int:
     """A journal field that holds a whole number as a string ("3"), within 0..most, else default."""
     text = value if isinstance(value, str) else str(value) if isinstance(value, int) and not isinstance(value, bool) else ""
-    if not re.fullmatch(r"\d{1,20}", text.strip()):
+    if not re.fullmatch(r"[0-9]{1,20}", text.strip()):
         return default
     n = int(text)
     return n if n <= most else default

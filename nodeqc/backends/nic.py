@@ -24,7 +24,7 @@ import psutil
 from nodeqc.backends.base import IbPort, NicBackend, NicInfo, TrafficJob, TrafficOutcome, TrafficSession
 from nodeqc.errors import shown
 from nodeqc.na import NA
-from nodeqc.tool_output import ToolOutputError, excerpt, figure, quoted
+from nodeqc.tool_output import ToolOutputError, excerpt, figure, load_json, quoted
 
 ARPHRD_INFINIBAND = 32
 ARPHRD_LOOPBACK = 772
@@ -270,11 +270,9 @@ def read_iperf3(text: str) -> tuple[Any, str | None, dict[str, Any]]:
     JSON out of iperf3's format (another type where a figure belongs, NaN, Infinity, a negative or
     400-digit rate) raises ToolOutputError naming the field."""
     try:
-        data = json.loads(text)
+        data = load_json(text, "iperf3's JSON")
     except json.JSONDecodeError:
         return NA, "iperf3 gave no JSON result", {}
-    except RecursionError:
-        raise ToolOutputError("iperf3's JSON is nested deeper than any iperf3 result") from None
     data = _object(data, "iperf3's JSON")
     end = _object(data.get("end", {}), "iperf3's end")
     summary = _object(end.get("sum_received", {}), "iperf3's end.sum_received")
@@ -328,7 +326,7 @@ def read_ib_write_bw(text: str) -> tuple[Any, str | None, dict[str, Any]]:
             fields = row.split()
             if len(fields) == len(header) and all(re.match(r"^[\d.]+$", f) for f in fields):
                 where = f"ib_write_bw's result row {quoted(row.strip())}"
-                if not re.fullmatch(r"\d{1,19}", fields[0]):  # a message size: bytes, a 64-bit count
+                if not re.fullmatch(r"[0-9]{1,19}", fields[0]):  # a message size: bytes, a 64-bit count
                     raise ToolOutputError(f"{where}: #bytes is not a whole number")
                 peak = header.index("BW peak[Gb/sec]") if "BW peak[Gb/sec]" in header else None
                 detail: dict[str, Any] = {"bytes": int(fields[0])}
