@@ -45,6 +45,9 @@ REMEDIATION: dict[str, str] = {
     "NIC_NO_PEER": "No traffic peer was given, so throughput was not measured: pass --nic-peer HOST (or NIC=HOST), with `iperf3 -s` (and `ib_write_bw -d DEVICE` for RDMA) running on the peer.",
     "NIC_NO_ADDRESS": "The NIC has no IP address, so TCP traffic could not be sent through it: give it an address on the peer's network.",
     "IPERF3_MISSING": "Install iperf3 on this node and the peer (apt-get install iperf3, or dnf install iperf3).",
+    # Tool output is untrusted input (issue 25): the node being qualified may be broken or compromised
+    "TOOL_OUTPUT_UNREADABLE": "The tool's output was not in its format (a wrong type, NaN or Infinity, a number beyond any measurement, a table that does not parse), so nothing was measured: the evidence holds the end of its output and the message names the field. Run the command in the evidence by hand, check the tool's version and where its binary comes from (`command -v TOOL`, the package's checksums: debsums or rpm -V); a node whose tools print such output may be broken or compromised.",
+    "FIGURE_IMPOSSIBLE": "The tool reported more than the link or device can carry (the message gives the figure and the limit): the measurement is suspect, not the node proven fast. Check the rate the driver reports (ethtool IFACE, ibstat), run the command in the evidence by hand, and check the tool's version and where its binary comes from (debsums or rpm -V); a node that reports impossible figures may be compromised.",
     "PERFTEST_MISSING": "Install perftest on this node and the peer (apt-get install perftest, or dnf install perftest) for ib_write_bw.",
     # Conformance with a golden baseline (nodeqc baseline create; --baseline FILE). The message names
     # the baseline's value and the command; these say where to look.

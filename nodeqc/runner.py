@@ -285,7 +285,7 @@ class Runner:
 
             read = read_optics(stress, [n for n in self._nics_start if not n.virtual and n.interface])
             self._publish(host_stress_checks.optics(read.modules, read.ethtool_missing, read.links, read.notes,
-                                                          read.unread))
+                                                          read.unread, read.unparsed))
 
     def _conformance_phase(self, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str) -> None:
         """The node against its golden baseline: firmware, software, settings, topology."""

@@ -178,7 +178,7 @@ def tcp_outcome(gbps, error=None):
 FRACTION = {"min_tcp_fraction": {"fail": 0.5, "warn": 0.7}}
 
 
-@pytest.mark.parametrize("gbps, verdict", [(4.999, FAIL), (5.0, WARN), (6.999, WARN), (7.0, PASS), (23.4, PASS)])
+@pytest.mark.parametrize("gbps, verdict", [(4.999, FAIL), (5.0, WARN), (6.999, WARN), (7.0, PASS), (10.5, PASS)])
 def test_tcp_fraction_of_link_speed_boundaries(gbps, verdict):
     r = checks.tcp(checked(), tcp_outcome(gbps), nic(speed_mbps=10000), profile(FRACTION))
     assert r.verdict is verdict and r.values["fraction"].value == pytest.approx(gbps / 10, abs=1e-3)
@@ -197,6 +197,40 @@ def test_tcp_tool_error_fails_with_the_error():
 def test_tcp_without_a_link_speed_reports_the_figure_but_does_not_judge():
     r = checks.tcp(checked(nic(speed_mbps=NA)), tcp_outcome(9.4), nic(speed_mbps=NA), profile(FRACTION))
     assert r.verdict is SKIP and r.values["throughput"].value == 9.4 and "not judged" in r.message
+
+
+@pytest.mark.parametrize("gbps, speed, verdict", [
+    (10.5, 10000, PASS),  # the link's rate and its 5% allowance: still possible
+    (10.51, 10000, FAIL), (94.0, 10000, FAIL),  # 94 Gb/s on a 10 Gb/s link passed as "940% of the link"
+    (1e300, 10000, FAIL), (1e300, NA, FAIL),  # a link whose rate is not reported still carries no more than any port
+])
+def test_tcp_above_what_the_link_can_carry_is_a_suspect_measurement(gbps, speed, verdict):
+    r = checks.tcp(checked(nic(speed_mbps=speed)), tcp_outcome(gbps), nic(speed_mbps=speed), profile(FRACTION))
+    assert r.verdict is verdict
+    if verdict is FAIL:
+        assert r.code == "FIGURE_IMPOSSIBLE" and "the measurement is suspect" in r.message
+        assert r.thresholds[0].kind == "max" and r.thresholds[0].fail == (10.5 if speed == 10000 else 1680.0)
+
+
+def test_rdma_above_the_port_rate_is_a_suspect_measurement_and_the_other_ports_are_still_judged():
+    two = nic(ib_ports=[port(), port(port=2)])
+    r = checks.rdma(checked(), [rdma_outcome(9e9), rdma_outcome(90.0, 2)], two, profile({"min_rdma_fraction": 0.9}))
+    assert (r.verdict, r.code) == (FAIL, "FIGURE_IMPOSSIBLE")
+    assert "RDMA mlx5_0/1 9000000000 Gb/s is more than the 200 Gb/s link can carry" in r.message
+    assert "mlx5_0/2 to peer:18515, GPU memory of gpu3: 90 Gb/s is below the limit 180 Gb/s" in r.message
+
+
+def test_unreadable_tool_output_is_the_checks_error_not_a_traffic_failure():
+    o = TrafficOutcome(TrafficJob("eth0", "iperf3", "10.0.0.2", 5201, 5, 4), NA,
+                       "iperf3's end.sum_received.bits_per_second is the string '9e9', not a number",
+                       {"output_tail": ["{...}"]}, unreadable=True)
+    r = checks.tcp(checked(), o, nic(), profile(FRACTION))
+    assert (r.verdict, r.code) == (Verdict.ERROR, "TOOL_OUTPUT_UNREADABLE")
+    assert "bits_per_second is the string '9e9'" in r.message and r.evidence["output_tail"] == ["{...}"]
+    r = checks.rdma(checked(), [TrafficOutcome(rdma_outcome(NA).job, NA, "bad table", {}, unreadable=True),
+                                rdma_outcome(196.0, 2)], nic(ib_ports=[port(), port(port=2)]),
+                    profile({"min_rdma_fraction": 0.9}))
+    assert (r.verdict, r.code) == (Verdict.ERROR, "TOOL_OUTPUT_UNREADABLE") and r.values["mlx5_0/2"].value == 196.0
 
 
 def rdma_outcome(gbps, port_n=1, error=None):

@@ -324,6 +324,7 @@ class TrafficOutcome:
     gbps: Any = NA  # received, in Gb/s (bits)
     error: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)  # retransmits, peak, the command
+    unreadable: bool = False  # the tool's output was not in its format (error says where): not a measurement
 
 
 class Clock:

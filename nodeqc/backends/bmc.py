@@ -13,7 +13,6 @@ Output that is not in ipmitool's format raises BmcUnreadable naming the line, ne
 
 from __future__ import annotations
 
-import math
 import queue
 import re
 import shutil
@@ -23,6 +22,8 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from nodeqc.tool_output import ToolOutputError, figure
 
 INSTALL = ("apt-get install ipmitool (or dnf install ipmitool), then load the in-band driver: "
            "modprobe ipmi_devintf ipmi_si")
@@ -113,8 +114,11 @@ def parse_sdr(text: str, kind: str, where: str = "ipmitool sdr type") -> list[Se
         for n, part in enumerate(p.strip() for p in last.split(",")):
             m = _READING.match(part)
             if n == 0 and m:
-                value = float(m.group(1))
-                reading, unit = (value if math.isfinite(value) else None), (m.group(2) or "").strip()
+                try:  # a reading of 400 digits is no sensor's (an IPMI reading is one byte, scaled)
+                    reading = figure(m.group(1), f"{where} line {number}: the reading", text=True)
+                except ToolOutputError as e:
+                    raise BmcUnreadable(f"{e}: {_shown(line)}") from None
+                unit = (m.group(2) or "").strip()
             elif part and part.lower() != "no reading":
                 events.append(part)
         sensors.append(Sensor(name, kind, status, reading, unit, tuple(events)))
@@ -137,13 +141,11 @@ def parse_sensor_thresholds(text: str, where: str = "ipmitool sensor") -> dict[s
         for key, cell in zip(THRESHOLDS, cells[4:]):
             if cell.lower() == "na":
                 continue
-            try:
-                value = float(cell)
-            except ValueError:
+            try:  # "nan" or "inf" is no threshold of ipmitool's, which prints "na" for none
+                limits[key] = figure(cell, f"threshold {key}", text=True)
+            except ToolOutputError:
                 raise BmcUnreadable(f"{where} line {number}: threshold {key} is {ascii(cell)}, expected a number "
                                     f"or na: {_shown(line)}") from None
-            if math.isfinite(value):
-                limits[key] = value
         out[cells[0]] = limits
     return out
 

@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nodeqc.errors import shown
+from nodeqc.tool_output import ToolOutputError, excerpt, figure, load_json, quoted
+
 # The known answers: a SHA-256 chain (integer and bit-manipulation units) and a logistic-map sum
 # (floating point: IEEE doubles, exact and the same on every conforming CPU; CPython neither fuses
 # nor reorders them). Computed once and fixed here, so a faulty core cannot set its own reference;
@@ -95,6 +98,8 @@ class FioResult:
     read_p99_us: Any = None
     error: str | None = None
     command: list[str] = field(default_factory=list)
+    unreadable: bool = False  # fio's JSON was not in its format (error says where): not a measurement
+    output_tail: list[str] = field(default_factory=list)  # the end of fio's output when it was unreadable
 
 
 @dataclass
@@ -215,34 +220,58 @@ def _run_tool(command: list[str]) -> tuple[str, str | None]:
 
 def parse_fio(text: str, target: str = "") -> FioResult:
     """fio's JSON (--output-format=json). Text around it (fio's own lines, `json,normal` output) is
-    skipped; the first job's read and write figures are taken, bw_bytes being bytes per second."""
+    skipped; the first job's read and write figures are taken, bw_bytes being bytes per second.
+    Never raises: JSON out of fio's format (another type, NaN, a 400-digit rate) gives a result
+    with `unreadable` set, its error naming the field and output_tail the end of the output."""
+    try:
+        return _read_fio(text, target)
+    except ToolOutputError as e:
+        return FioResult(target, error=str(e), unreadable=True, output_tail=excerpt(text))
+
+
+def _read_fio(text: str, target: str) -> FioResult:
     start = text.find("{")
     if start < 0:
         return FioResult(target, error="fio printed no JSON")
     try:
-        data, _ = json.JSONDecoder().raw_decode(text[start:])
+        data = load_json(text[start:], "fio's JSON", prefix=True)
     except json.JSONDecodeError as e:
         return FioResult(target, error=f"fio's JSON is unreadable: {e}")
-    jobs = data.get("jobs") or []
+    jobs = _fio_object(data, "fio's JSON").get("jobs") or []
+    if not isinstance(jobs, list):
+        raise ToolOutputError(f"fio's jobs is {quoted(jobs)}, not a list")
     if not jobs:
         return FioResult(target, error="fio's JSON has no jobs")
-    job = jobs[0]
-    result = FioResult(target or str(job.get("jobname", "")))
+    job = _fio_object(jobs[0], "fio's first job")
+    result = FioResult(target or shown(str(job.get("jobname", "")))[:100])
     if job.get("error"):
-        result.error = f"fio job error {job['error']}"
-    read, write = job.get("read") or {}, job.get("write") or {}
+        result.error = f"fio job error {quoted(job['error'])}"
+    read = _fio_object(job.get("read") or {}, "fio's read")
+    write = _fio_object(job.get("write") or {}, "fio's write")
 
-    def rate(side: dict[str, Any]) -> float:  # bw_bytes since fio 3.5; before, only bw in KiB/s
-        return round((side["bw_bytes"] if "bw_bytes" in side else side.get("bw", 0) * 1024) / 1e9, 6)
+    def number(side: dict[str, Any], key: str, name: str) -> float:
+        return figure(side.get(key, 0), f"fio's {name}.{key}", low=0)
 
-    if read.get("io_bytes"):
-        result.read_gbps = rate(read)
-        result.read_iops = round(float(read.get("iops", 0)), 1)
-        p99 = ((read.get("clat_ns") or {}).get("percentile") or {}).get("99.000000")
+    def rate(side: dict[str, Any], name: str) -> float:  # bw_bytes since fio 3.5; before, only bw in KiB/s
+        per_s = number(side, "bw_bytes", name) if "bw_bytes" in side else number(side, "bw", name) * 1024
+        return round(per_s / 1e9, 6)
+
+    if number(read, "io_bytes", "read"):
+        result.read_gbps = rate(read, "read")
+        result.read_iops = round(number(read, "iops", "read"), 1)
+        clat = _fio_object(read.get("clat_ns") or {}, "fio's read.clat_ns")
+        p99 = _fio_object(clat.get("percentile") or {}, "fio's read.clat_ns.percentile").get("99.000000")
+        p99 = None if p99 is None else figure(p99, "fio's read 99th percentile latency", low=0)
         result.read_p99_us = round(p99 / 1000, 1) if p99 else None
-    if write.get("io_bytes"):
-        result.write_gbps = rate(write)
+    if number(write, "io_bytes", "write"):
+        result.write_gbps = rate(write, "write")
     return result
+
+
+def _fio_object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ToolOutputError(f"{what} is {quoted(value)}, not an object")
+    return value
 
 
 _MEASURES = (  # (measure, pattern of the reading's label, pattern of the threshold's label)
@@ -252,13 +281,22 @@ _MEASURES = (  # (measure, pattern of the reading's label, pattern of the thresh
     ("tx_power", r"Laser output power|Transmit avg optical power", r"Laser output power"),
     ("rx_power", r"Receiver signal average optical power|Rcvr signal avg optical power", r"Laser rx power"),
 )
+# What a module's monitor can report at all, in ethtool's units, from its 16-bit fields (SFF-8472
+# section 9.2, the same encodings in SFF-8636 and CMIS): temperature a signed 1/256 C (-128 to 128 C),
+# voltage an unsigned 100 uV (0 to 6.5535 V), bias an unsigned 2 uA (0 to 131.072 mA; CMIS scales it by
+# up to 4, so 524.288 mA), optical power an unsigned 0.1 uW (0 to 6.5535 mW). A reading or a threshold
+# beyond them is not a module's: the output is refused, never judged (a threshold read as infinity
+# would pass every reading).
+MODULE_RANGES = {"temperature": (-128.0, 128.0), "voltage": (0.0, 6.5535), "bias": (0.0, 524.288),
+                 "tx_power": (0.0, 6.5535), "rx_power": (0.0, 6.5535)}
 
 
 def parse_module(text: str) -> ModuleReading:
     """`ethtool -m` text (SFF-8472 SFP and SFF-8636 QSFP layouts; CMIS modules print the same labels).
-    Optical power in mW (the first number), temperature in degrees C."""
+    Optical power in mW (the first number), temperature in degrees C. A reading or threshold that no
+    module can report (see MODULE_RANGES; NaN, a 400-digit number) raises ToolOutputError naming it."""
     m = ModuleReading()
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         key, sep, value = line.partition(":")
         if not sep:
             continue
@@ -269,16 +307,19 @@ def parse_module(text: str) -> ModuleReading:
             m.part = value
         elif key == "Identifier":
             m.identifier = value
-        number = re.match(r"-?\d+(?:\.\d+)?", value)
-        if number is None:
+        token = re.match(r"-?\d+(?:\.\d+)?", value)
+        if token is None:
             continue
-        x = float(number.group())
         for measure, reading, threshold in _MEASURES:
             t = re.fullmatch(rf"(?:{threshold}) (high|low) (alarm|warning) threshold", key)
+            r = None if t else re.fullmatch(rf"(?:{reading})\s*(?:\((?:Channel|Chan) \d+\))?", key)
+            if t is None and r is None:
+                continue
+            low, high = MODULE_RANGES[measure]
+            x = figure(token.group(), f"ethtool -m line {number} ({quoted(key)})", low=low, high=high, text=True)
             if t:
                 m.thresholds.setdefault(measure, {})[f"{t.group(1)}_{t.group(2)}"] = x
-                break
-            if re.fullmatch(rf"(?:{reading})\s*(?:\((?:Channel|Chan) \d+\))?", key):
+            else:
                 m.values.setdefault(measure, []).append(x)
-                break
+            break
     return m

@@ -11,12 +11,15 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
+
+from nodeqc.tool_output import ToolOutputError, load_json
 
 KMSG = "/dev/kmsg"
 MAX_RECORDS = 100_000  # a flood of messages is itself a finding; the first ones say what it was
@@ -133,28 +136,55 @@ class Journal(KernelLog):
 
 def parse_journal_json(text: str, seen: set[str] | None = None) -> list[KernelRecord]:
     """Lines of `journalctl -o json`: one JSON object each, MESSAGE and PRIORITY as strings (MESSAGE
-    may be a list of bytes when it was not valid UTF-8)."""
+    may be a list of bytes when it was not valid UTF-8). Never raises: the kernel log is judged by
+    its text, so a line out of the journal's format is kept as a record of its own text (an Xid in
+    it is still found), a PRIORITY that is not a syslog level (0-7) reads as info (6), and a
+    MESSAGE of another type as its JSON text. Lines that are not JSON are journalctl's own notes."""
     seen = set() if seen is None else seen
     out = []
     for line in text.splitlines():
         try:
-            entry = json.loads(line)
+            entry = load_json(line, "a journal line")
         except json.JSONDecodeError:
             continue
+        except ToolOutputError:
+            entry = None  # nested deeper, or a longer number, than any journal entry: kept as its text
+        if not isinstance(entry, dict):
+            seen.add(f"line:{len(seen)}")
+            out.append(KernelRecord(6, len(seen), 0, line[:MAX_MESSAGE_CHARS]))
+            continue
         cursor = entry.get("__CURSOR", "")
+        cursor = cursor if isinstance(cursor, str) else ""
         if cursor and cursor in seen:
             continue
         seen.add(cursor)
-        message: Any = entry.get("MESSAGE", "")
-        if isinstance(message, list):
-            message = bytes(message).decode("utf-8", errors="replace")
-        try:
-            level = int(entry.get("PRIORITY", 6))
-            usec = int(entry.get("__MONOTONIC_TIMESTAMP", 0))
-        except (TypeError, ValueError):
-            level, usec = 6, 0
-        out.append(KernelRecord(level, len(seen), usec, str(message)))
+        out.append(KernelRecord(_journal_int(entry.get("PRIORITY"), 7, 6), len(seen),
+                                _journal_int(entry.get("__MONOTONIC_TIMESTAMP"), 2**64 - 1, 0),
+                                _journal_text(entry.get("MESSAGE", ""))))
     return out
+
+
+MAX_MESSAGE_CHARS = 16384  # the kernel's printk record holds at most 1 KiB of text (PRINTKRNL_MAX_LINE); 16x that is not one
+
+
+def _journal_int(value: Any, most: int, default: int) -> int:
+    """A journal field that holds a whole number as a string ("3"), within 0..most, else default."""
+    text = value if isinstance(value, str) else str(value) if isinstance(value, int) and not isinstance(value, bool) else ""
+    if not re.fullmatch(r"[0-9]{1,20}", text.strip()):
+        return default
+    n = int(text)
+    return n if n <= most else default
+
+
+def _journal_text(message: Any) -> str:
+    if isinstance(message, list) and all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256 for b in message):
+        message = bytes(message).decode("utf-8", errors="replace")
+    elif not isinstance(message, str):
+        try:
+            message = json.dumps(message)
+        except (ValueError, RecursionError):
+            message = repr(message)
+    return message[:MAX_MESSAGE_CHARS]
 
 
 def open_kernel_log(path: str = KMSG) -> KernelLog:

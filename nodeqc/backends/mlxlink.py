@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodeqc.backends.host_stress import ModuleReading
+from nodeqc.tool_output import ToolOutputError, load_json
 
 # The drivers of the NICs mlxlink can read (ConnectX-4 onwards use mlx5_core; ConnectX-3, mlx4).
 MLXLINK_DRIVERS = ("mlx5_core", "mlx4_core", "mlx4_en")
@@ -128,8 +129,8 @@ def _sections(text: str) -> dict[str, dict[str, str]]:
 
 def _json_sections(text: str) -> dict[str, dict[str, str]]:
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
+        data = load_json(text, "mlxlink's JSON")
+    except (json.JSONDecodeError, ToolOutputError) as e:
         raise ValueError(f"mlxlink's JSON is unreadable: {e}") from None
     if not isinstance(data, dict):
         raise ValueError("mlxlink's JSON is not an object")

@@ -17,12 +17,14 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 import psutil
 
 from nodeqc.backends.base import IbPort, NicBackend, NicInfo, TrafficJob, TrafficOutcome, TrafficSession
+from nodeqc.errors import shown
 from nodeqc.na import NA
+from nodeqc.tool_output import ToolOutputError, excerpt, figure, load_json, quoted
 
 ARPHRD_INFINIBAND = 32
 ARPHRD_LOOPBACK = 772
@@ -54,7 +56,8 @@ class LinuxNics(NicBackend):
             value = int(text, 0) if text is not None else None
         except ValueError:
             return NA
-        return NA if value is None or value < 0 else value  # speed is -1 when unknown
+        # speed is -1 when unknown; sysfs prints kernel integers, 64 bits at most: more is not sysfs
+        return NA if value is None or value < 0 or value >= 2**64 else value
 
     def nics(self) -> list[NicInfo]:
         net = self.root / "sys/class/net"
@@ -119,7 +122,7 @@ class LinuxNics(NicBackend):
     def _link(self, pci: Path, which: str) -> tuple[Any, Any]:
         speed = self._read(pci / f"{which}_link_speed") or ""  # "16.0 GT/s PCIe"
         match = re.match(r"([\d.]+)\s*GT/s", speed)
-        gen = GT_S_TO_GEN.get(float(match.group(1)), NA) if match else NA
+        gen = GT_S_TO_GEN.get(_sysfs_number(match.group(1)), NA) if match else NA
         width = self._int(pci / f"{which}_link_width")
         return gen, (NA if width == 0 else width)
 
@@ -146,7 +149,7 @@ class LinuxNics(NicBackend):
                 device=dev.name, port=int(port.name) if port.name.isdigit() else 0,
                 state=_after_colon(self._read(port / "state")),
                 phys_state=_after_colon(self._read(port / "phys_state")),
-                rate_gbit=float(rate.group(1)) if rate else NA, link_layer=self._read(port / "link_layer") or NA,
+                rate_gbit=_sysfs_number(rate.group(1)) if rate else NA, link_layer=self._read(port / "link_layer") or NA,
                 counters={c: self._int(port / "counters" / c) for c in IB_COUNTERS},
             ))
         return out
@@ -166,6 +169,14 @@ class LinuxNics(NicBackend):
 
     def start_traffic(self, rounds: list[list[TrafficJob]], watch: list[str]) -> TrafficSession:
         return ProcessTraffic(self, rounds, watch)
+
+
+def _sysfs_number(text: str) -> Any:
+    """A rate sysfs prints ("200", "16.0"), NA when it is not a finite number ("1.2.3", 400 digits)."""
+    try:
+        return figure(text, "a sysfs rate", low=0, text=True)
+    except ToolOutputError:
+        return NA
 
 
 def _after_colon(text: str | None) -> Any:
@@ -248,44 +259,91 @@ def pin_prefix(ib_device: str | None, root: Path = Path("/")) -> list[str]:
 
 
 def parse_iperf3(text: str) -> tuple[Any, str | None, dict[str, Any]]:
-    """(Gb/s received, error, detail) from `iperf3 -J` output."""
+    """(Gb/s received, error, detail) from `iperf3 -J` output; never raises: output out of iperf3's
+    format is an error too, with detail["unreadable"] set (see read_iperf3)."""
+    return _never_raising(read_iperf3, text)
+
+
+def read_iperf3(text: str) -> tuple[Any, str | None, dict[str, Any]]:
+    """(Gb/s received, error, detail) from `iperf3 -J` output. `error` is what went wrong in the
+    test (no JSON at all: iperf3 failed before its result; its own "error"; nothing received).
+    JSON out of iperf3's format (another type where a figure belongs, NaN, Infinity, a negative or
+    400-digit rate) raises ToolOutputError naming the field."""
     try:
-        data = json.loads(text)
+        data = load_json(text, "iperf3's JSON")
     except json.JSONDecodeError:
         return NA, "iperf3 gave no JSON result", {}
-    end = data.get("end", {})
-    received = end.get("sum_received", {}).get("bits_per_second")
-    if data.get("error") and not received:
-        return NA, f"iperf3: {data['error']}", {}
+    data = _object(data, "iperf3's JSON")
+    end = _object(data.get("end", {}), "iperf3's end")
+    summary = _object(end.get("sum_received", {}), "iperf3's end.sum_received")
+    error = data.get("error")
+    error_text = shown(str(error))[:300] if error else None
+    raw = summary.get("bits_per_second")
+    received = None if raw is None else figure(raw, "iperf3's end.sum_received.bits_per_second", low=0)
+    if error_text and not received:
+        return NA, f"iperf3: {error_text}", {}
     if not received:
         return NA, "iperf3 reported no data received", {}
-    sent = end.get("sum_sent", {})
-    detail = {"sent_gbps": round(sent.get("bits_per_second", 0) / 1e9, 3), "retransmits": sent.get("retransmits"),
-              "streams": len(end.get("streams", [])), "seconds": round(end["sum_received"].get("seconds", 0), 2)}
-    if data.get("error"):
-        detail["error"] = data["error"]
+    sent = _object(end.get("sum_sent", {}), "iperf3's end.sum_sent")
+    streams = end.get("streams", [])
+    if not isinstance(streams, list):
+        raise ToolOutputError(f"iperf3's end.streams is {quoted(streams)}, not a list")
+    retransmits = sent.get("retransmits")
+    detail = {"sent_gbps": round(figure(sent.get("bits_per_second", 0), "iperf3's end.sum_sent.bits_per_second",
+                                        low=0) / 1e9, 3),
+              "retransmits": None if retransmits is None else int(figure(retransmits, "iperf3's retransmits", low=0)),
+              "streams": len(streams),
+              "seconds": round(figure(summary.get("seconds", 0), "iperf3's end.sum_received.seconds", low=0), 2)}
+    if error_text:
+        detail["error"] = error_text
     return received / 1e9, None, detail
 
 
+def _object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ToolOutputError(f"{what} is {quoted(value)}, not an object")
+    return value
+
+
 def parse_ib_write_bw(text: str) -> tuple[Any, str | None, dict[str, Any]]:
-    """(average Gb/s, error, detail) from ib_write_bw's table (run with --report_gbits)."""
+    """(average Gb/s, error, detail) from ib_write_bw's table; never raises: output out of its
+    format is an error too, with detail["unreadable"] set (see read_ib_write_bw)."""
+    return _never_raising(read_ib_write_bw, text)
+
+
+def read_ib_write_bw(text: str) -> tuple[Any, str | None, dict[str, Any]]:
+    """(average Gb/s, error, detail) from ib_write_bw's table (run with --report_gbits). A table
+    whose figures are not numbers (1.2.3, a 400-digit rate) raises ToolOutputError."""
     lines = text.splitlines()
     for n, line in enumerate(lines):
         if "BW average" not in line:
             continue
         header = [h.strip() for h in re.split(r"\s{2,}", line.strip())]
-        col = next(i for i, h in enumerate(header) if h.startswith("BW average"))
+        col = next((i for i, h in enumerate(header) if h.startswith("BW average")), None)
+        if col is None:
+            raise ToolOutputError(f"ib_write_bw's table header has no 'BW average' column: {quoted(line.strip())}")
         for row in lines[n + 1:]:
             fields = row.split()
             if len(fields) == len(header) and all(re.match(r"^[\d.]+$", f) for f in fields):
+                where = f"ib_write_bw's result row {quoted(row.strip())}"
+                if not re.fullmatch(r"[0-9]{1,19}", fields[0]):  # a message size: bytes, a 64-bit count
+                    raise ToolOutputError(f"{where}: #bytes is not a whole number")
                 peak = header.index("BW peak[Gb/sec]") if "BW peak[Gb/sec]" in header else None
-                detail = {"bytes": int(fields[0])}
+                detail: dict[str, Any] = {"bytes": int(fields[0])}
                 if peak is not None:
-                    detail["peak_gbps"] = float(fields[peak])
-                return float(fields[col]), None, detail
+                    detail["peak_gbps"] = figure(fields[peak], f"{where}: BW peak", low=0, text=True)
+                return figure(fields[col], f"{where}: BW average", low=0, text=True), None, detail
         break
     errors = [line.strip() for line in lines if re.search(r"(?i)error|fail|couldn't|unable", line)]
-    return NA, "ib_write_bw gave no result" + (f": {errors[-1]}" if errors else ""), {}
+    return NA, "ib_write_bw gave no result" + (f": {shown(errors[-1])[:300]}" if errors else ""), {}
+
+
+def _never_raising(read: Callable[[str], tuple[Any, str | None, dict[str, Any]]],
+                   text: str) -> tuple[Any, str | None, dict[str, Any]]:
+    try:
+        return read(text)
+    except ToolOutputError as e:
+        return NA, str(e), {"unreadable": True}
 
 
 class ProcessTraffic(TrafficSession):
@@ -340,12 +398,16 @@ class ProcessTraffic(TrafficSession):
             out.seek(0)
             text = out.read().decode("utf-8", errors="replace")
             out.close()
-            parse = parse_iperf3 if job.tool == "iperf3" else parse_ib_write_bw
-            gbps, problem, detail = parse(text) if error is None else (NA, error, {})
+            read = read_iperf3 if job.tool == "iperf3" else read_ib_write_bw
+            unreadable = False
+            try:
+                gbps, problem, detail = read(text) if error is None else (NA, error, {})
+            except ToolOutputError as e:  # the tool's output, not nodeqc: this NIC's ERROR, the run goes on
+                gbps, problem, detail, unreadable = NA, str(e), {}, True
             detail["command"] = " ".join(command(job))
             if problem and text.strip():
                 detail["exit_status"] = proc.returncode if proc is not None else None
-                detail["output_tail"] = text.strip().splitlines()[-5:]
-            outcomes.append(TrafficOutcome(job, gbps, problem, detail))
+                detail["output_tail"] = excerpt(text) if unreadable else excerpt(text)[-5:]
+            outcomes.append(TrafficOutcome(job, gbps, problem, detail, unreadable=unreadable))
         self._procs = []
         return outcomes

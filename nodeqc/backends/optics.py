@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from nodeqc.backends.base import NicInfo
 from nodeqc.backends.host_stress import HostStress, ModuleReading, parse_module
 from nodeqc.backends.mlxlink import LinkReading, is_mlxlink_nic, parse_mlxlink
+from nodeqc.tool_output import ToolOutputError, excerpt
 
 
 @dataclass
@@ -23,6 +24,8 @@ class OpticsReadings:
     links: dict[str, tuple[str, LinkReading | None]] = field(default_factory=dict)  # by mlxlink
     notes: dict[str, str] = field(default_factory=dict)  # NIC read by ethtool -m -> why not by mlxlink
     unread: dict[str, tuple[str, str]] = field(default_factory=dict)  # NIC -> (subject, why ethtool -m could not read it)
+    # NIC -> (subject, what in ethtool -m's output is out of its format, the output's end): not a reading
+    unparsed: dict[str, tuple[str, str, list[str]]] = field(default_factory=dict)
 
 
 def read_optics(stress: HostStress, nics: list[NicInfo]) -> OpticsReadings:
@@ -51,9 +54,14 @@ def read_optics(stress: HostStress, nics: list[NicInfo]) -> OpticsReadings:
         except OSError as e:
             out.unread[n.name] = (n.name, f"ethtool -m could not be run: {e.strerror or e}")
             continue
-        out.modules[n.name] = (n.name, parse_module(text) if text else None)
+        try:
+            out.modules[n.name] = (n.name, parse_module(text) if text else None)
+        except ToolOutputError as e:  # this port's ERROR; the other ports are still read
+            out.unparsed[n.name] = (n.name, str(e), excerpt(text or ""))
     for name, reading in failed.items():
-        if out.modules.get(name, (name, None))[1] is None:  # ethtool has nothing either: say what mlxlink said
+        if name in out.unparsed:
+            out.notes[name] = f"mlxlink could not read it ({reading.error})"
+        elif out.modules.get(name, (name, None))[1] is None:  # ethtool has nothing either: say what mlxlink said
             out.modules.pop(name, None)
             out.links[name] = (name, reading)
         else:

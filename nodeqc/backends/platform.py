@@ -280,7 +280,7 @@ def parse_aer(text: str) -> dict[str, int]:
     out = {}
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit():
+        if len(parts) == 2 and re.fullmatch(r"[0-9]{1,20}", parts[1]):  # a 64-bit count; not "²", which isdigit() takes
             out[parts[0]] = int(parts[1])
     return out
 

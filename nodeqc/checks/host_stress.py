@@ -10,9 +10,14 @@ from typing import Any
 from nodeqc.backends.host_stress import FioResult, ModuleReading
 from nodeqc.backends.mlxlink import LinkReading
 from nodeqc.checks.common import judge
-from nodeqc.model import CheckResult, Value, Verdict
+from nodeqc.model import CheckResult, Threshold, Value, Verdict
 from nodeqc.profile import Profile
 
+# More than a drive can carry: a PCIe Gen6 x16 slot carries 128 GB/s (64 GT/s x 16 lanes / 8 bits a
+# byte), and no NVMe drive has more than one; 4x that leaves room for a device striped over several
+# slots (an md RAID named as a target), an estimate. A read above it is no measurement.
+MAX_STORAGE_GBPS = 512.0
+STORAGE_CEILING = Threshold("max_storage_gbps", "max", MAX_STORAGE_GBPS, MAX_STORAGE_GBPS, "GB/s")
 UNITS = {"temperature": "C", "voltage": "V", "bias": "mA", "tx_power": "mW", "rx_power": "mW"}
 LABELS = {"temperature": "module temperature", "voltage": "module voltage", "bias": "laser bias current",
           "tx_power": "transmit power", "rx_power": "receive power"}
@@ -54,7 +59,12 @@ def nvme(results: list[FioResult], missing: str | None, profile: Profile) -> lis
     limit = profile.threshold("host", "min_nvme_read_gbps")
     out = []
     for r in results:
-        evidence = {"command": r.command}
+        evidence: dict[str, Any] = {"command": r.command}
+        if r.unreadable:  # fio printed JSON out of its format: no measurement, this drive's ERROR
+            evidence["output_tail"] = r.output_tail
+            out.append(CheckResult(name, r.target, Verdict.ERROR, f"{r.target}: fio's output could not be read: "
+                                   f"{r.error}", code="TOOL_OUTPUT_UNREADABLE", evidence=evidence))
+            continue
         if r.error:
             out.append(CheckResult(name, r.target, Verdict.FAIL, f"{r.target}: fio failed: {r.error}", code="NVME_FIO",
                                    evidence=evidence))
@@ -65,6 +75,12 @@ def nvme(results: list[FioResult], missing: str | None, profile: Profile) -> lis
             out.append(CheckResult(name, r.target, Verdict.FAIL, f"{r.target}: fio read nothing", code="NVME_FIO",
                                    evidence=evidence))
             continue
+        if r.read_gbps > MAX_STORAGE_GBPS:
+            out.append(CheckResult(name, r.target, Verdict.FAIL, f"{r.target}: sequential read {r.read_gbps:g} GB/s is "
+                                   f"more than any local drive can carry ({MAX_STORAGE_GBPS:g} GB/s): the measurement "
+                                   "is suspect", code="FIGURE_IMPOSSIBLE", values=values, evidence=evidence,
+                                   thresholds=[STORAGE_CEILING], key="read_gbps"))
+            continue
         f = judge(limit, r.read_gbps, "NVME_SLOW", f"{r.target}: sequential read", "GB/s")
         out.append(CheckResult(name, r.target, f.verdict, f.message, code=f.code, values=values,
                                thresholds=[limit] if limit else [], evidence=evidence, key="read_gbps"))
@@ -73,11 +89,13 @@ def nvme(results: list[FioResult], missing: str | None, profile: Profile) -> lis
 
 def optics(modules: dict[str, tuple[str, ModuleReading | None]], missing: str | None,
            links: dict[str, tuple[str, LinkReading | None]] | None = None,
-           notes: dict[str, str] | None = None, unread: dict[str, tuple[str, str]] | None = None) -> list[CheckResult]:
+           notes: dict[str, str] | None = None, unread: dict[str, tuple[str, str]] | None = None,
+           unparsed: dict[str, tuple[str, str, list[str]]] | None = None) -> list[CheckResult]:
     """modules: interface -> (subject, `ethtool -m` reading, or None when it has no readable
     module); links: the same for the ports mlxlink read; notes: for a port read with ethtool
     that mlxlink would have read, why it did not; unread: interface -> (subject, why `ethtool -m`
-    could not read it)."""
+    could not read it); unparsed: interface -> (subject, what in `ethtool -m`'s output is out of
+    its format, the output's end)."""
     name, notes = "host.optics", notes or {}
     out = []
     if missing:
@@ -95,6 +113,12 @@ def optics(modules: dict[str, tuple[str, ModuleReading | None]], missing: str | 
     for iface, (subject, why) in (unread or {}).items():
         out.append(CheckResult(name, subject, Verdict.SKIP, f"{iface}: {why}, so its module was not judged",
                                code="MODULE_UNREADABLE", evidence={"reader": "ethtool -m", "error": why}))
+    for iface, (subject, why, tail) in (unparsed or {}).items():
+        evidence = {"reader": "ethtool -m", "error": why, "output_tail": tail}
+        if iface in notes:
+            evidence["mlxlink"] = notes[iface]
+        out.append(CheckResult(name, subject, Verdict.ERROR, f"{iface}: ethtool -m's output could not be read, so its "
+                               f"module was not judged: {why}", code="TOOL_OUTPUT_UNREADABLE", evidence=evidence))
     for iface, (subject, link) in (links or {}).items():
         result = _link_result(name, iface, subject, link) if link is not None else None
         if result is not None:

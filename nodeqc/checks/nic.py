@@ -27,6 +27,13 @@ from nodeqc.profile import Profile
 from nodeqc.render import subjects_text
 
 NO_GROWTH = Threshold("max_link_counter_growth", "max", 0, 0)
+# A figure above what the link can carry is no measurement (a broken or tampered tool, a wrong rate
+# report): a link cannot carry more than its negotiated rate; 5% allowance for rate rounding (56 Gb/s
+# FDR reports 54.54), an estimate. iperf3 counts TCP payload and ib_write_bw RDMA payload, both below it.
+RATE_ALLOWANCE = 0.05
+# Where the driver reports no rate: no NIC port carries more than 1.6 Tb/s, the fastest Ethernet
+# defined (IEEE 802.3dj, 2025); InfiniBand XDR ports run at 800 Gb/s.
+MAX_PORT_GBIT = 1600.0
 LOOPBACK_PEER = Peer("localhost")  # the backend connects to this host's own name, as perftest's loopback does
 SERVERS = {"iperf3": f"`iperf3 -s -p PORT`, one per NIC on ports {IPERF3_PORT} and up",
            "ib_write_bw": f"`ib_write_bw -d DEVICE -p PORT`, one per NIC on ports {IB_WRITE_BW_PORT} and up"}
@@ -339,7 +346,28 @@ def stability(c: Checked, end: NicInfo | None) -> CheckResult:
 
 
 def _traffic_failure(o: TrafficOutcome) -> Finding:
+    if o.unreadable:  # not a measurement: the tool printed something out of its format
+        return Finding(Verdict.ERROR, "TOOL_OUTPUT_UNREADABLE",
+                       f"{o.job.tool} to {o.job.peer_text}: its output could not be read ({o.error}); see output_tail")
     return Finding(Verdict.FAIL, "NIC_TRAFFIC", f"{o.job.tool} to {o.job.peer_text} failed: {o.error}")
+
+
+def carry_limit(rate_gbit: Any) -> Threshold:
+    """The most a link of this rate can carry (the fastest port's where the rate is not reported)."""
+    rate = rate_gbit if not is_na(rate_gbit) and rate_gbit > 0 else MAX_PORT_GBIT
+    ceiling = rate * (1 + RATE_ALLOWANCE)
+    return Threshold(f"carried by a {rate:g} Gb/s link", "max", ceiling, ceiling, "Gb/s")
+
+
+def impossible(gbps: float, rate_gbit: Any, what: str) -> Finding | None:
+    """A figure above what the link can carry: the measurement is suspect, never a pass."""
+    limit = carry_limit(rate_gbit)
+    if gbps <= limit.fail:
+        return None
+    link = (f"the {fmt(rate_gbit, 'Gb/s')} link" if not is_na(rate_gbit) and rate_gbit > 0
+            else f"any link (its rate is not reported; no port carries over {MAX_PORT_GBIT:g} Gb/s)")
+    return Finding(Verdict.FAIL, "FIGURE_IMPOSSIBLE",
+                   f"{what} {fmt(gbps, 'Gb/s')} is more than {link} can carry: the measurement is suspect")
 
 
 def _share(fraction: Threshold | None, of_gbit: float) -> Threshold | None:
@@ -362,6 +390,11 @@ def tcp(c: Checked, outcome: TrafficOutcome, end: NicInfo | None, profile: Profi
     gbps = outcome.gbps
     values = {"throughput": Value(round(gbps, 3), "Gb/s"), "peer": Value(job.peer_text), "streams": Value(job.streams)}
     speed = nic.speed_mbps if not is_na(nic.speed_mbps) else c.nic.speed_mbps
+    link_rate = NA if is_na(speed) or speed == 0 else speed / 1000
+    suspect = impossible(gbps, link_rate, f"TCP to {job.peer_text}:")
+    if suspect:
+        return _named(fold(name, c.subject, [suspect], values, [carry_limit(link_rate)], key="throughput",
+                           evidence=evidence), nic)
     if is_na(speed) or speed == 0:
         message = f"{fmt(gbps, 'Gb/s')} to {job.peer_text}; link speed not reported, so not judged"
         return _named(skip(name, c.subject, message, values=values), nic)
@@ -390,6 +423,11 @@ def rdma(c: Checked, outcomes: list[TrafficOutcome], end: NicInfo | None, profil
         gbps, rate = o.gbps, rates.get(label, NA)
         values[label] = Value(round(gbps, 3), "Gb/s")
         values.setdefault("bandwidth", Value(round(gbps, 3), "Gb/s"))
+        suspect = impossible(gbps, rate, f"RDMA {label}")
+        if suspect:
+            findings.append(suspect)
+            limits.append(carry_limit(rate))
+            continue
         if is_na(rate) or rate == 0:
             findings.append(Finding(Verdict.WARN, "RDMA_BANDWIDTH",
                                     f"{label} {fmt(gbps, 'Gb/s')}; port rate not reported, so not judged"))
