@@ -196,7 +196,7 @@ REMEDIATION: dict[str, str] = {
     "ONE_GPU_NA": "Nothing to do: a node with one GPU has no GPU-to-GPU copies or all-reduce to test.",
     # NCCL
     "NCCL_SLOW": "All-reduce bus bandwidth is below the floor: check that the fabric manager runs (NVSwitch), every NVLink is up (health.nvlink) and stress.p2p passed; NCCL_DEBUG=INFO shows the transport NCCL chose (SHM through the host means peer access failed); fix those and re-run.",
-    "NCCL_WRONG_RESULT": "All-reduce returned a wrong sum (silent data corruption on a GPU or link): re-run; check NVLink errors and stress.p2p; keep the GPU named in the evidence out of service and RMA it if it recurs.",
+    "NCCL_WRONG_RESULT": "All-reduce returned a wrong sum on this GPU (silent data corruption on the GPU or its links): keep it out of service and re-run; check its NVLink errors (`nvidia-smi nvlink -e -i N`) and stress.p2p; RMA it if it recurs.",
     "NCCL_UNAVAILABLE": "NCCL could not run: install the CUDA extra that brings it (`pip install 'nodeqc[cuda12]'` or `'nodeqc[cuda13]'`, matching the driver), then re-run stress.nccl.",
     # Performance diagnosis: the cause telemetry found for a slow GPU (nodeqc/checks/diagnosis.py),
     # and a GPU another process was using.

@@ -450,7 +450,7 @@ class Runner:
                 else:
                     self._publish([CheckResult(step.name, "node", Verdict.SKIP, "needs two or more working GPUs")])
                 continue
-            subjects = [g.subject for g in live] if step.reports_gpus else []
+            subjects = [g.subject for g in live]
             self._emit(CheckStarted(step.name, subjects + ([] if step.per_gpu and not step.watch_psus else ["node"])
                                     + [r.subject for r in sitting_out], self.now()))
             by_index = {g.index: g for g in live}

@@ -89,8 +89,8 @@ RUN_D = {
     "gpu1:pcie_corrupt": {("stress.pcie_bandwidth", "gpu1", "PCIE_COPY_CORRUPT", "fail")},
     "gpu2:p2p_corrupt": {("stress.p2p", "gpu2", "P2P_CORRUPT", "fail")},
     # Both all-reduces, over NVLink and through the NICs, check every GPU's result the same way.
-    "gpu3:nccl_corrupt": {("stress.nccl", "node", "NCCL_WRONG_RESULT", "fail"),
-                          ("stress.nccl_net", "node", "NCCL_WRONG_RESULT", "fail")},
+    "gpu3:nccl_corrupt": {("stress.nccl", "gpu3", "NCCL_WRONG_RESULT", "fail"),
+                          ("stress.nccl_net", "gpu3", "NCCL_WRONG_RESULT", "fail")},
     "gpu4:bitflip_random": {("stress.burn", "gpu4", "SDC_REPEAT", "fail")},
 }
 LOST = {("stress.burn", "gpu2", "GPU_LOST", "fail"), ("health.gpu_lost", "gpu2", "GPU_LOST", "fail"),
@@ -197,7 +197,7 @@ def test_run_d_evidence_names_the_data_that_came_back_wrong(run_d):
     assert "the copied data came back wrong: 1 element(s) wrong, first at index" in result["stress.hbm_bandwidth", "gpu0"].message
     assert "came back wrong: 1 byte(s) wrong, first at index" in result["stress.pcie_bandwidth", "gpu1"].message
     assert result["stress.p2p", "gpu2"].message.startswith("copies with 7 of its 7 peers came back wrong")
-    assert result["stress.nccl", "node"].message.startswith("all-reduce result wrong on 1 GPU(s) (gpu3): gpu3 1 element(s)")
+    assert result["stress.nccl", "gpu3"].message.startswith("all-reduce result wrong on this GPU: 1 element(s), first at ")
     burn = result["stress.burn", "gpu4"]
     assert "different result on a repeat" in burn.message and "different result than the other 7 GPU(s)" in burn.message
     assert all(d["known_answer_mismatch"] is None for d in burn.evidence["dtypes"].values())

@@ -72,7 +72,7 @@ FAMILIES: dict[str, dict[str, set[tuple[str, str, str, str]]]] = {
         "gpu0:pcie_width=8": _gpu_pcie("gpu0", "PCIE_WIDTH"),
         "gpu0:hbm_bw=0.6": {("stress.hbm_bandwidth", "gpu0", "HBM_SLOW", "fail")},
         "gpu1:temp=95": HOT("gpu1"),  # L40S slows down at 90 C
-        "gpu1:nccl_corrupt": {("stress.nccl", "node", "NCCL_WRONG_RESULT", "fail")},
+        "gpu1:nccl_corrupt": {("stress.nccl", "gpu1", "NCCL_WRONG_RESULT", "fail")},
         # No P2P floor for PCIe cards: the slow GPU trails its siblings' fastest copies.
         "gpu2:p2p_bw=0.3": {("stress.p2p", "gpu2", "P2P_OUTLIER", "fail")},
         "gpu3:power=200": POWER_LOW("gpu3"),  # of a 350 W limit

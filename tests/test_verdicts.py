@@ -510,13 +510,26 @@ def _nccl(wrong, busbw=400.0):
     return ok({"busbw_gbps": busbw, "algbw_gbps": busbw * 8 / 14, "bytes": 1 << 30, "gpus": 8, "wrong": wrong})
 
 
-def test_nccl_wrong_result_names_the_gpu_element_and_bits():
+def test_nccl_wrong_result_is_the_gpus_own_finding_with_element_and_bits():
+    """Issue 24: the wrong sum is gpu3's finding (its index, bus id and serial in the report), not the
+    node's; the node's result judges the bandwidth and says where the result was wrong."""
     wrong = [{"gpu": 3, "count": 1, "index": 515, "expected": 36.0, "actual": 36.5, "xor": "0x00040000"}]
-    r = stress.judge_nccl(gpus(8), _nccl(wrong), profile(min_nccl_busbw_gbps=300))[0]
+    results = by_subject(stress.judge_nccl(gpus(8), _nccl(wrong), profile(min_nccl_busbw_gbps=300)))
+    r = results["gpu3"]
     assert (r.verdict, r.code) == (Verdict.FAIL, "NCCL_WRONG_RESULT")
-    assert r.message.startswith("all-reduce result wrong on 1 GPU(s) (gpu3): gpu3 1 element(s), first at 515 "
-                                "expected 36, got 36.5 (bits 0x00040000 flipped)")
-    assert r.evidence["wrong"] == wrong
+    assert r.message == ("all-reduce result wrong on this GPU: 1 element(s), first at 515 expected 36, got 36.5 "
+                         "(bits 0x00040000 flipped)")
+    assert r.evidence["wrong"] == wrong[0]
+    assert all(results[f"gpu{i}"].verdict is Verdict.PASS for i in range(8) if i != 3)
+    node = results["node"]
+    assert node.verdict is Verdict.PASS and node.message.endswith("; the result was wrong on gpu3 (judged on each GPU)")
+    assert node.evidence["wrong"] == wrong
+
+
+def test_a_wrong_result_on_a_gpu_not_judged_fails_the_node():
+    wrong = [{"gpu": 9, "count": 1, "index": 5, "expected": 36.0, "actual": 0.0, "xor": "0x1"}]
+    (node,) = stress.judge_nccl([], _nccl(wrong), profile(min_nccl_busbw_gbps=300))
+    assert (node.verdict, node.code) == (Verdict.FAIL, "NCCL_WRONG_RESULT") and "wrong on gpu9, not among" in node.message
 
 
 @pytest.mark.parametrize("busbw, verdict", [(333, Verdict.WARN), (332.9, Verdict.FAIL), (349.7, Verdict.PASS)])
@@ -677,12 +690,16 @@ def test_whole_results_p2p():
 
 def test_whole_results_nccl():
     wrong = [{"gpu": 1, "count": 2, "index": 5, "expected": 36.0, "actual": 0.0, "xor": "0x42100000"}]
-    assert [summary(x) for x in stress.judge_nccl(gpus(8), _nccl(wrong, 300), profile(min_nccl_busbw_gbps=333))] == [
-        ("stress.nccl", "node", "fail", "NCCL_WRONG_RESULT",
-         "all-reduce result wrong on 1 GPU(s) (gpu1): gpu1 2 element(s), first at 5 expected 36, got 0 (bits 0x42100000 flipped); "
-         "all-reduce across 8 GPUs: bus bandwidth 300 GB/s is below the limit 333 GB/s",
+    assert [summary(x) for x in stress.judge_nccl(gpus(8), _nccl(wrong, 300), profile(min_nccl_busbw_gbps=333))][:3] == [
+        ("stress.nccl", "node", "fail", "NCCL_SLOW",
+         "all-reduce across 8 GPUs: bus bandwidth 300 GB/s is below the limit 333 GB/s; the result was wrong on gpu1 "
+         "(judged on each GPU)",
          {"busbw_gbps": (300, "GB/s"), "algbw_gbps": (300 * 8 / 14, "GB/s"), "message_bytes": (1 << 30, "B")}, "busbw_gbps",
-         ["min_nccl_busbw_gbps"], ["wrong"])]
+         ["min_nccl_busbw_gbps"], ["wrong"]),
+        ("stress.nccl", "gpu0", "pass", None, "all-reduce result exact on this GPU", {}, None, [], []),
+        ("stress.nccl", "gpu1", "fail", "NCCL_WRONG_RESULT",
+         "all-reduce result wrong on this GPU: 2 element(s), first at 5 expected 36, got 0 (bits 0x42100000 flipped)",
+         {}, None, [], ["wrong"])]
 
 
 # ---------------------------------------------------------------------- the result model
@@ -1134,13 +1151,17 @@ def test_whole_results_nccl_through_the_nics():
     wrong = [{"gpu": 3, "count": 1, "index": 5, "expected": 36.0, "actual": 0.0, "xor": "0x1"},
              {"gpu": 1, "count": 2, "index": 6, "expected": 36.0, "actual": 1.5, "xor": "0x2"}]
     limits = Profile("t", Path("t.toml"), {"nic": {"min_nccl_loopback_busbw_gbps": {"fail": 40, "warn": 45}}})
-    assert [summary(x) for x in stress.judge_nccl_net(gpus(8), _nccl(wrong, 20.0), limits)] == [
-        ("stress.nccl_net", "node", "fail", "NCCL_WRONG_RESULT",
-         "all-reduce through the NICs (P2P and SHM off) result wrong on 2 GPU(s) (gpu1, gpu3): gpu3 1 element(s), first at 5 "
-         "expected 36, got 0 (bits 0x1 flipped); all-reduce across 8 GPUs through the NICs (P2P and SHM off): bus bandwidth "
-         "20 GB/s is below the limit 40 GB/s",
-         {"busbw_gbps": (20, "GB/s"), "algbw_gbps": (20 * 8 / 14, "GB/s"), "message_bytes": (1 << 30, "B")}, "busbw_gbps",
-         ["min_nccl_loopback_busbw_gbps"], ["env", "wrong"])]
+    got = [summary(x) for x in stress.judge_nccl_net(gpus(8), _nccl(wrong, 20.0), limits)]
+    assert got[0] == (
+        "stress.nccl_net", "node", "fail", "NCCL_NET_SLOW",
+        "all-reduce across 8 GPUs through the NICs (P2P and SHM off): bus bandwidth 20 GB/s is below the limit 40 GB/s; "
+        "the result was wrong on gpu1, gpu3 (judged on each GPU)",
+        {"busbw_gbps": (20, "GB/s"), "algbw_gbps": (20 * 8 / 14, "GB/s"), "message_bytes": (1 << 30, "B")}, "busbw_gbps",
+        ["min_nccl_loopback_busbw_gbps"], ["env", "wrong"])
+    assert {s[1]: (s[2], s[3]) for s in got[1:] if s[2] != "pass"} == {
+        "gpu1": ("fail", "NCCL_WRONG_RESULT"), "gpu3": ("fail", "NCCL_WRONG_RESULT")}
+    assert got[4][4] == ("all-reduce through the NICs (P2P and SHM off) result wrong on this GPU: 1 element(s), first at 5 "
+                         "expected 36, got 0 (bits 0x1 flipped)")
     assert stress.judge_nccl_net(gpus(8), _nccl([], 50.0), limits)[0].evidence == {
         "wrong": [], "env": {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}}
     assert stress.judge_nccl(gpus(8), _nccl([], 50.0), profile())[0].evidence == {"wrong": []}

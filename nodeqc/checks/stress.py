@@ -1037,23 +1037,33 @@ def _judge_allreduce(name: str, gpus: list[GpuInfo], outcome: Outcome, windows: 
     r = outcome.result
     if "unavailable" in r:
         return [skip(name, "node", f"not run: {r['unavailable']}", code="NCCL_UNAVAILABLE")]
-    findings = []
-    if r["wrong"]:
-        w = r["wrong"][0]
-        findings.append(Finding(Verdict.FAIL, "NCCL_WRONG_RESULT",
-                                f"all-reduce{route} result wrong on {len(r['wrong'])} GPU(s) "
-                                f"({', '.join(f'gpu{x}' for x in sorted(w['gpu'] for w in r['wrong']))}): "
-                                f"gpu{w['gpu']} {w['count']} element(s), first at {w['index']} "
-                                f"expected {w['expected']:g}, got {w['actual']:g} (bits {w['xor']} flipped)"))
-    findings.append(judge(floor, r["busbw_gbps"], slow_code,
-                          f"all-reduce across {r['gpus']} GPUs{route}: bus bandwidth", "GB/s"))
+    wrong = {w["gpu"]: w for w in r["wrong"]}
+    findings = [judge(floor, r["busbw_gbps"], slow_code, f"all-reduce across {r['gpus']} GPUs{route}: bus bandwidth",
+                      "GB/s")]
+    # A wrong result on a GPU the node's list does not hold is the node's finding: never lost.
+    findings += [Finding(Verdict.FAIL, "NCCL_WRONG_RESULT", f"all-reduce{route} result wrong on gpu{i}, not among "
+                         f"the GPUs judged: {_wrong_share(w)}") for i, w in sorted(wrong.items())
+                 if i not in {g.index for g in gpus}]
     evidence = {"wrong": r["wrong"], **({"env": env} if env else {})}
     result = fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
                                            "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
                                            "message_bytes": Value(r["bytes"], "B")}, [floor], key="busbw_gbps",
                   evidence=evidence)
+    judged_here = sorted(i for i in wrong if i in {g.index for g in gpus})
+    if judged_here:
+        result.message += f"; the result was wrong on {', '.join(f'gpu{i}' for i in judged_here)} (judged on each GPU)"
+    # Every GPU's own share of the result, checked: a wrong one is that GPU's finding, named as every
+    # other GPU finding is (its index, bus id and serial in the report), not the node's.
+    exact = [CheckResult(name, g.subject, Verdict.PASS, f"all-reduce{route} result exact on this GPU") if g.index not in wrong
+             else CheckResult(name, g.subject, Verdict.FAIL, f"all-reduce{route} result wrong on this GPU: "
+                              f"{_wrong_share(wrong[g.index])}", code="NCCL_WRONG_RESULT", evidence={"wrong": wrong[g.index]})
+             for g in gpus]
     return [explain_node(result, [Observed.of(g, windows.get(g.index)) for g in gpus], _node_expected(gpus),
-                         f"the all-reduce{route}")]
+                        f"the all-reduce{route}")] + exact
+
+
+def _wrong_share(w: dict[str, Any]) -> str:
+    return f"{w['count']} element(s), first at {w['index']} expected {w['expected']:g}, got {w['actual']:g} (bits {w['xor']} flipped)"
 
 
 # NCCL's own switches: peer-to-peer (NVLink, PCIe) and shared memory off, so the all-reduce between
@@ -1082,7 +1092,6 @@ class Step:
     params: Callable[[Profile, bool], dict[str, Any]]
     expected_s: Callable[[dict[str, Any]], float]  # a generous bound on the run's clock, for the watchdog
     per_gpu: bool = True  # one task per GPU; else one task across every GPU
-    reports_gpus: bool = True  # results name each GPU (a node-wide task may still judge them one by one)
     judge_per_gpu: Callable[..., list[CheckResult]] | None = None
     judge_node: Callable[..., list[CheckResult]] | None = None
     # Runs only where the profile sets this floor and the node has an RDMA port (else skipped, saying so).
@@ -1116,7 +1125,7 @@ PLAN: list[Step] = [
     Step("stress.memtest", "memtest", memtest_params, lambda p: 180 + 2 * p["retention_s"], judge_per_gpu=judge_memtest),
     Step("stress.pcie_bandwidth", "pcie", pcie_params, lambda p: p["min_seconds"] + 60, judge_per_gpu=judge_pcie),
     Step("stress.p2p", "p2p", p2p_params, lambda p: 120, per_gpu=False, judge_node=judge_p2p),
-    Step("stress.nccl", "nccl", nccl_params, lambda p: 120, per_gpu=False, reports_gpus=False, judge_node=judge_nccl),
-    Step("stress.nccl_net", "nccl", nccl_net_params, lambda p: 120, per_gpu=False, reports_gpus=False,
+    Step("stress.nccl", "nccl", nccl_params, lambda p: 120, per_gpu=False, judge_node=judge_nccl),
+    Step("stress.nccl_net", "nccl", nccl_net_params, lambda p: 120, per_gpu=False,
          judge_node=judge_nccl_net, needs_rdma_floor="min_nccl_loopback_busbw_gbps"),
 ]
