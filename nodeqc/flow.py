@@ -54,10 +54,13 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     _check_peer_nics(peers, hardware)
     profile_ref = args.profile or "auto"
     gpus = _gpus(hardware)
-    if profile_ref == "auto":
+    auto = profile_ref == "auto"
+    if auto:
         profile_ref = suggest_profile(gpus)
         print(f"nodeqc: profile auto: using '{profile_ref}'", file=sys.stderr)
     profile = load_for(profile_ref, gpus)
+    if auto:
+        profile = profile.chosen_by_auto()
     if args.gpus is not None:
         fixed = profile.get("gpu", "count")
         if profile.kind == "node" and fixed != args.gpus:

@@ -36,6 +36,9 @@ from nodeqc.schema import Spec, validate
 from nodeqc.skus import BY_KEY, Sku, identify
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
+# Host floors that say how the host was configured when bought, not whether it is healthy: a node
+# profile chosen by `--profile auto` leaves them out (Profile.chosen_by_auto).
+HOST_CONFIG_FLOORS = ("min_cpu_cores", "min_memory_gib")
 DEFAULT_WARN_BAND = 0.05  # AzNHC warns within 5% of a floor (shared/REFERENCE.md)
 
 
@@ -227,6 +230,24 @@ class Profile:
     def accepts_model(self, model: str) -> bool:
         patterns = self.get("gpu", "models", ["*"])
         return any(fnmatch.fnmatch(model.lower(), p.lower()) for p in patterns)
+
+    def chosen_by_auto(self) -> "Profile":
+        """The profile as `--profile auto` applies it: without the host floors that say how a buyer
+        configured the host (HOST_CONFIG_FLOORS: cores, memory), which the GPUs found cannot tell
+        (an 8x H100 SXM5 node with 64 cores and 1 TB is not a DGX H100 missing half of both), with a
+        notice naming what was left out. Named (`--profile NAME`), the profile applies them all."""
+        host = self.section("host")
+        left = {k: host[k] for k in HOST_CONFIG_FLOORS if k in host}
+        if not left:
+            return self
+        data = json.loads(json.dumps(self.data))
+        for k in left:
+            del data["host"][k]
+        said = ", ".join(f"{k} {make_threshold(k, v, 0).fail:g}" for k, v in left.items())
+        notice = (f"profile {self.name} (chosen by auto from the GPUs): its host floors ({said}) are left out, as the "
+                  f"host's cores and memory are how it was bought, not a fault; name the profile (--profile {self.name}) "
+                  "or a baseline to apply them")
+        return Profile(self.name, self.path, data, self.chain, self.notices + [notice])
 
     def with_gpu_count(self, count: int) -> "Profile":
         data = json.loads(json.dumps(self.data))

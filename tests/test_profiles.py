@@ -254,3 +254,50 @@ def test_a_profile_naming_skus_cannot_also_set_their_floors(tmp_path):
     # A profile that extends one naming skus may set its own floor: it wins.
     path.write_text('description = "x"\nextends = "h100"\n[gpu]\nmin_bf16_tflops = 1\n')
     assert load_for(str(path), _gpus(("NVIDIA H100 80GB HBM3", 0x2330))).threshold("gpu", "min_bf16_tflops").fail == 1
+
+
+# ---------------------------------------------------------------------- auto and the host floors
+
+def _bought_smaller(tmp_path) -> Path:
+    """The simulated 8x H100 SXM5 node on a host bought with 64 cores and 1 TB."""
+    from nodeqc.resources import scenarios_dir
+
+    text = (scenarios_dir() / "hgx-h100.toml").read_text()
+    text = text.replace("cores = 112", "cores = 64").replace("threads = 224", "threads = 128")
+    text = text.replace("memory_gib = 2015", "memory_gib = 1007")
+    path = tmp_path / "hgx-h100-64c.toml"
+    path.write_text(text)
+    return path
+
+
+def test_auto_leaves_out_the_host_floors_and_says_which(tmp_path, run_cli):
+    """Issue 24: `--profile auto` on 8x H100 SXM5 with 64 cores and 1 TB picked hgx-h100 and failed
+    host.cpu and host.memory ('reseat DIMMs'). Chosen by auto, the node profile judges the GPUs and
+    says which host floors it left out; named, it applies them."""
+    import base64
+    import json
+
+    scenario = _bought_smaller(tmp_path)
+    auto = run_cli("--headless", "--simulate", str(scenario), "--quick", "--only", "host.cpu,host.memory",
+                   "--out", str(tmp_path / "auto"))
+    assert auto.returncode == 0, auto.stderr
+    envelope = json.loads(next((tmp_path / "auto").glob("*.report.json")).read_text())
+    predicate = json.loads(base64.b64decode(envelope["payload"]))["predicate"]
+    assert predicate["profile"]["name"] == "hgx-h100"
+    assert {c["name"]: c["verdict"] for c in predicate["checks"]} == {"host.cpu": "pass", "host.memory": "pass"}
+    said = [n for n in predicate["profile"]["notices"] if "chosen by auto" in n]
+    assert said and "min_cpu_cores 112, min_memory_gib 1900" in said[0] and "--profile hgx-h100" in said[0]
+    assert "min_cpu_cores 112, min_memory_gib 1900" in auto.stderr
+    named = run_cli("--headless", "--simulate", str(scenario), "--profile", "hgx-h100", "--quick",
+                    "--only", "host.cpu,host.memory", "--out", str(tmp_path / "named"))
+    assert named.returncode == 1 and "[HOST_CPU]" in named.stderr and "[HOST_MEMORY]" in named.stderr
+
+
+def test_a_profile_without_host_floors_is_left_as_it_is():
+    gpus = [GpuInfo(index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-0", bus_id="0000:1b:00.0", pci_device_id=0x2330)]
+    profile = load_for("h100", gpus)
+    assert profile.chosen_by_auto() is profile
+    node = load_profile("hgx-h100").chosen_by_auto()
+    assert node.threshold("host", "min_cpu_cores") is None and node.threshold("host", "min_memory_gib") is None
+    assert node.get("host", "fabric_manager") is True  # what the node needs to work stays
+    assert load_profile("hgx-h100").threshold("host", "min_cpu_cores").fail == 112
