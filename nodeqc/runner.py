@@ -124,6 +124,9 @@ class Runner:
         self._aborted = threading.Event()
         self._journal: Journal | None = None
         self._results: list[CheckResult] = []
+        # GPU subject -> its model, for the GPUs the profile does not accept (judged not against
+        # another model's floors: inventory.not_judged_for_model)
+        self._wrong_models: dict[str, str] = {}
         self._progress_at: dict[str, float] = {}
         self._burn_in: dict[str, Any] | None = None
         self.t0 = 0.0
@@ -169,6 +172,11 @@ class Runner:
     def _finish(self, result: CheckResult) -> None:
         if self.hw.replayed:
             result = as_replayed(result)
+        models = self._wrong_models.get(result.subject) or (sorted(set(self._wrong_models.values()))
+                                                             if result.subject == "node" and self._wrong_models else None)
+        if models:
+            result = inventory.not_judged_for_model(result, [models] if isinstance(models, str) else models,
+                                                    self.profile.name)
         self._results.append(result)
         self._emit(CheckFinished(result, self.now()))
 
@@ -179,6 +187,8 @@ class Runner:
         started_at = utc_now()
         host = self.hw.host.info()
         gpus, driver, cuda, nvml_error = self._open_gpus(host)
+        self._wrong_models = {g.subject: str(g.name) for g in gpus
+                              if not g.lost and not self.profile.accepts_model(str(g.name))}
         paths = self._paths(host)
         self._journal = Journal(paths.journal)
         self._emit(RunStarted(

@@ -6,7 +6,7 @@ import pytest
 from conftest import whole
 from nodeqc.backends.base import GpuInfo, PciDevice
 from nodeqc.checks import inventory
-from nodeqc.model import Verdict
+from nodeqc.model import CheckResult, Verdict
 from nodeqc.na import NA
 from nodeqc.profile import load_profile
 
@@ -353,3 +353,41 @@ def test_gpu_free_whole():
         "2 other compute process(es) on this GPU before the stress: pid 4242 (python3, 1.05 GiB), pid 77 (name "
         "unknown); it sits out the stress", {"processes": (2, "")}, "processes", [],
         {"processes": [o.to_dict() for o in others]})
+
+
+# ---------------------------------------------------------------------- a GPU of another model
+
+def test_a_gpu_of_another_model_is_reported_not_judged_against_the_profiles_floors(tmp_path):
+    """Issue 24: `--profile h100` on an A100 failed GPU_MODEL and then judged every later check against
+    the H100's floors ('compute defect; RMA', 'expected Gen5'). The model's failure stands; the
+    figures the profile's model set floors for are reported, not judged, and nothing advises RMA."""
+    from nodeqc.backends import simulated_hardware
+    from nodeqc.keys import create_key
+    from nodeqc.profile import load_profile
+    from nodeqc.runner import RunOptions, Runner
+
+    options = RunOptions(load_profile("h100"), create_key(tmp_path / "k.pem"), out_dir=tmp_path, quick=True)
+    outcome = Runner(options, simulated_hardware("a100", [], time_scale=30)).run()
+    got = {(r.name, r.subject): r for r in outcome.results}
+    assert (got["inventory.gpu_model", "gpu0"].verdict, got["inventory.gpu_model", "gpu0"].code) == (Verdict.FAIL, "GPU_MODEL")
+    for key in (("stress.burn", "gpu0"), ("health.pcie_link", "gpu0")):
+        r = got[key]
+        assert (r.verdict, r.code) == (Verdict.SKIP, "MODEL_NOT_JUDGED"), (key, r.message)
+        assert r.message.startswith("not judged: NVIDIA A100-SXM4-80GB is not a model profile h100 accepts")
+        assert r.values and r.evidence["not_judged"]["verdict"] in ("warn", "fail")
+    assert got["stress.burn", "gpu0"].values["fp16_tflops"].value > 0  # the figures are kept
+    for r in outcome.results:
+        said = r.message + " " + (r.to_dict()["remediation"] or "")
+        assert "RMA" not in said and "expected Gen5" not in said, (r.name, said)
+    assert outcome.exit_code == 1
+
+
+def test_only_a_model_floors_verdict_is_left_unjudged():
+    r = CheckResult("stress.burn", "gpu0", Verdict.FAIL, "different result on a repeat", code="SDC_REPEAT")
+    assert inventory.not_judged_for_model(r, ["NVIDIA A100-SXM4-80GB"], "h100") is r
+    ok = CheckResult("stress.burn", "gpu0", Verdict.PASS, "fine")
+    assert inventory.not_judged_for_model(ok, ["x"], "h100") is ok
+    # A diagnosis that replaced the code still counts as the model's floor (CLOCKS_LOW over BURN_SLOW)
+    slow = CheckResult("stress.burn", "gpu0", Verdict.WARN, "slow", code="THROTTLE_THERMAL",
+                       evidence={"diagnosis": {"measure_code": "BURN_SLOW"}})
+    assert inventory.not_judged_for_model(slow, ["x"], "h100").verdict is Verdict.SKIP

@@ -84,6 +84,35 @@ def gpu_model(gpu: GpuInfo, profile: Profile) -> CheckResult:
                        code="GPU_MODEL", values=values, evidence={"accepted": patterns}, key="model")
 
 
+# Codes whose floor or expectation is the profile's model's (its rates, link, memory size, NVLink
+# count, clocks): on a GPU the profile does not accept they would hold it to another model's figures
+# ("expected Gen5" of an A100, "compute defect" of a part at 1.00 of its own rate). Checks of the
+# GPU's own health (errors, throttling, wrong results, its own limits) and its siblings' median
+# (*_OUTLIER) stay judged.
+MODEL_FLOOR_CODES = frozenset({"BURN_SLOW", "HBM_SLOW", "PCIE_BW_LOW", "P2P_SLOW", "P2P_PAIR_SLOW", "NCCL_SLOW",
+                               "NCCL_NET_SLOW", "PCIE_GEN", "PCIE_WIDTH", "GPU_MEMORY_SIZE", "NVLINK_DOWN", "CLOCKS_LOW"})
+
+
+def not_judged_for_model(result: CheckResult, models: list[str], profile_name: str) -> CheckResult:
+    """A WARN or FAIL that held a GPU of another model (`models`: those the profile does not accept)
+    to the profile's model's floors, made a SKIP (MODEL_NOT_JUDGED) that reports its figures; any
+    other result as it is. The diagnosis' code counts as the result's (evidence measure_code)."""
+    if result.verdict not in (Verdict.WARN, Verdict.FAIL):
+        return result
+    diagnosis = result.evidence.get("diagnosis")
+    measure = diagnosis.get("measure_code") if isinstance(diagnosis, dict) else None
+    if result.code not in MODEL_FLOOR_CODES and measure not in MODEL_FLOOR_CODES:
+        return result
+    figures = ", ".join(f"{k} {v}" for k, v in result.values.items())
+    evidence = {k: v for k, v in result.evidence.items() if k != "diagnosis"}
+    evidence["not_judged"] = {"verdict": result.verdict.value, "code": result.code, "models": models}
+    return CheckResult(result.name, result.subject, Verdict.SKIP,
+                       f"not judged: {' and '.join(models)} is not a model profile {profile_name} accepts "
+                       f"(inventory.gpu_model), so the figures are reported, not held to that model's floors"
+                       + (f": {figures}" if figures else ""), code="MODEL_NOT_JUDGED", values=result.values,
+                       evidence=evidence, key=result.key)
+
+
 def gpu_memory(gpu: GpuInfo, profile: Profile) -> CheckResult:
     t = profile.threshold("gpu", "min_memory_gib")
     gib = gpu.memory_total_bytes / GIB if not is_na(gpu.memory_total_bytes) else gpu.memory_total_bytes
