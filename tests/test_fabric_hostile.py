@@ -244,3 +244,85 @@ def test_scan_refuses_deep_nesting_and_never_raises():
                      (-0.5, "value is -0.5, below zero")):
         assert line_problem({"node": "a", "figures": [{"rail": "tcp", "direction": "a>b", "value": bad}]}) == \
             f"figure 1: {why}"
+
+
+# ---------------------------------------------------------------------- nodeqc-retest --fabric
+
+FAKE_SALLOC = r'''#!PYTHON
+# A fake salloc: the allocation's environment, the command run here (as salloc does); with
+# $FAKE_TAMPER, the report the command names is changed afterwards (by someone else).
+import json, os, subprocess, sys
+home = os.environ["FAKE_SLURM"]
+with open(os.path.join(home, "calls.jsonl"), "a") as log:
+    log.write(json.dumps(["salloc", *sys.argv[1:]]) + "\n")
+args, i = sys.argv[1:], 0
+while args[i].startswith("-"):
+    i += 2 if args[i] == "-N" else 1
+opts = dict(a[2:].split("=", 1) for a in args[:i] if a.startswith("--") and "=" in a)
+env = dict(os.environ, SLURM_JOB_ID="99", SLURM_JOB_NODELIST=opts["nodelist"])
+p = subprocess.run(args[i:], env=env, stdout=subprocess.PIPE, text=True)
+sys.stdout.write(p.stdout)
+report = (p.stdout.strip().splitlines() or [""])[-1]
+if os.environ.get("FAKE_TAMPER") and report.endswith(".report.json"):
+    envelope = json.load(open(report))
+    envelope["payload"] = envelope["payload"][:-8] + "AAAAAAA="
+    json.dump(envelope, open(report, "w"))
+sys.exit(p.returncode)
+'''
+
+NODEQC_ON_NODE = r"""#!/bin/sh
+# nodeqc on the login node; the stand-in worker (HOSTILE_WORKER) for `nodeqc fabric worker`.
+if [ "$1" = fabric ] && [ "$2" = worker ]; then exec "$(dirname "$0")/hostile-nodeqc" "$@"; fi
+exec PYTHON -m nodeqc "$@"
+"""
+
+FABRIC_DRAIN = "nodeqc: FAIL fabric FABRIC_NODE failed its pair tests; /r/old.report.json"
+
+
+@pytest.fixture
+def retest(tmp_path):
+    from test_slurm import SCRIPT
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("scontrol", FAKE_SCONTROL), ("srun", FAKE_SRUN), ("salloc", FAKE_SALLOC),
+                       ("hostile-nodeqc", HOSTILE_WORKER), ("nodeqc-on-node", NODEQC_ON_NODE)):
+        (bin_dir / name).write_text(text.replace("#!PYTHON", f"#!{sys.executable}").replace("PYTHON", sys.executable))
+        (bin_dir / name).chmod(0o755)
+
+    def run(mode: str = "", tamper: bool = False):
+        nodes = {n: {"state": "ALLOCATED", "reason": ""} for n in NODES}
+        nodes["n3"] = {"state": "IDLE+DRAIN", "reason": FABRIC_DRAIN}  # the node a fabric re-test may return
+        (tmp_path / "state.json").write_text(json.dumps(nodes))
+        (tmp_path / "calls.jsonl").write_text("")
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT),
+               "FAKE_SLURM": str(tmp_path), "FAKE_BAD": BAD, "FAKE_HOSTILE": mode, "FAKE_TAMPER": "1" if tamper else "",
+               "NODEQC": str(bin_dir / "nodeqc-on-node")}
+        env.pop("SLURM_JOB_ID", None)
+        p = subprocess.run(["bash", str(SCRIPT), "--fabric", "n[1-4]", "--", "--tests", "tcp", "--seconds", "1",
+                            "--min-tcp-gbps", "5", "--rounds", "3", "--seed", "1", "--out", str(tmp_path / "out")],
+                           env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+        return p, json.loads((tmp_path / "state.json").read_text())
+
+    return run
+
+
+def test_a_fabric_retest_returns_a_node_that_passed_in_a_complete_verified_run(retest):
+    p, state = retest()
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == [f"{n} pass" for n in NODES], p.stderr
+    assert state["n3"]["state"] == "IDLE" and state["n3"]["reason"] == ""
+
+
+@pytest.mark.parametrize("mode,tamper,why", [
+    ("NaN", False, "could not judge every node (exit 2): nothing resumed"),  # n2's pairs not tested: exit 2
+    ("", True, "NOT VERIFIED"),  # the report changed after the run
+])
+def test_a_fabric_retest_returns_none_from_a_partial_or_unverified_run(retest, mode, tamper, why):
+    # Before, the script read the run's stderr: n3 (never named FAIL or ERROR there) went back to
+    # service although the run ended in exit 2, or from a report that did not verify.
+    p, state = retest(mode, tamper)
+    assert p.returncode == 2, p.stderr
+    assert why in p.stderr
+    assert "n3 pass" not in p.stdout and "n3 error" in p.stdout.splitlines(), p.stdout
+    assert state["n3"]["state"] == "IDLE+DRAIN" and state["n3"]["reason"] == FABRIC_DRAIN
