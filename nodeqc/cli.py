@@ -311,6 +311,9 @@ def cmd_verify(argv: list[str]) -> int:
                    "default: your own key and those in the trusted-keys directory")
     p.add_argument("--report-only", action="store_true", help="verify the signed report alone, without "
                    "the journal and telemetry files it names (e.g. a report copied on its own)")
+    p.add_argument("--fabric-nodes", action="store_true", help="a fabric report: print each node's verdict "
+                   "('NODE pass|fail|error', one a line) once verified, and only from a complete run (exit 1 "
+                   "otherwise); nodeqc-retest --fabric returns nodes to service from these lines alone")
     args = p.parse_args(argv)
     try:
         verified = verify_file(Path(args.report), trusted_keys(args.pubkey))
@@ -321,6 +324,8 @@ def cmd_verify(argv: list[str]) -> int:
         print(_clean(f"nodeqc verify: {args.report}: NOT VERIFIED: {e}"), file=sys.stderr)
         return 1
     pred = verified.predicate
+    if args.fabric_nodes:
+        return _fabric_nodes(args.report, pred)
     try:
         node = pred.get("node") or {}
         line = (f"verified: {banner(pred)}  node {node.get('hostname')} (serial {node.get('system_serial')})  "
@@ -332,6 +337,27 @@ def cmd_verify(argv: list[str]) -> int:
         return 1
     print(_clean(line))
     print(_clean(f"evidence: {_evidence_text(verified)}"))
+    return 0
+
+
+def _fabric_nodes(report: str, pred: Any) -> int:
+    """`verify --fabric-nodes`: each node's verdict from a verified, complete fabric report. An
+    aborted run, or a fabric report that is not in the form nodeqc writes, gives none (exit 1)."""
+    why = None
+    if not isinstance(pred, dict) or pred.get("kind") != "fabric":
+        why = "not a fabric report"
+    elif pred.get("status") != "complete" or pred.get("partial"):
+        why = f"the fabric run is {pred.get('status')}, not complete: no node's verdict stands"
+    nodes = pred.get("nodes") if isinstance(pred, dict) else None
+    if why is None and not (isinstance(nodes, list) and nodes and all(
+            isinstance(n, dict) and isinstance(n.get("name"), str) and n.get("verdict") in ("pass", "fail", "error")
+            for n in nodes)):
+        why = "signed, but its nodes are not in the form nodeqc writes"
+    if why:
+        print(_clean(f"nodeqc verify: {report}: {why}"), file=sys.stderr)
+        return 1
+    for n in nodes:
+        print(_clean(f"{n['name']} {n['verdict']}"))
     return 0
 
 

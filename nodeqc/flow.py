@@ -143,6 +143,22 @@ def open_archive(directory: str | None) -> Any:
     return Archive(directory)
 
 
+def retest_mismatch(predicate: dict[str, Any], node: str) -> str | None:
+    """Why a verified report cannot be the one this node re-tests (None: it can): a fabric report
+    (its verdicts are of many nodes' pairs, not of this node's checks), or another node's (another
+    serial, else host name: the archive's key). Refused, not warned: the new signed report would
+    otherwise say FIXED of another node's failures."""
+    from nodeqc.archive import node_key
+
+    if predicate.get("kind") == "fabric":
+        return "a fabric report, not a node's"
+    old = predicate.get("node") if isinstance(predicate.get("node"), dict) else {}
+    theirs = node_key(old.get("system_serial"), old.get("hostname"))
+    if theirs != node:
+        return f"the report of node {theirs}, not of this node ({node})"
+    return None
+
+
 def previous_report(hardware: Any, archive: Any, retest: str | None) -> tuple[Path, dict[str, Any]] | None:
     """The report this run re-tests: the one named with --retest REPORT, else this node's newest in
     the archive (None if there is none; an error if --retest asked for one)."""
@@ -156,6 +172,10 @@ def previous_report(hardware: Any, archive: Any, retest: str | None) -> tuple[Pa
         except VerificationError as e:
             raise UsageError(f"--retest {path}: NOT VERIFIED: {e}") from None
         pred = verified.predicate
+        host = hardware.host.info()
+        why = retest_mismatch(pred, node_key(host.system_serial, host.hostname))
+        if why:
+            raise UsageError(_clean(f"--retest {path}: {why}: a re-test compares a node with its own earlier report"))
         return path, {"report": path.name, "sha256": verified.sha256, "verdict": pred.get("verdict"),
                       "finished_at": pred.get("finished_at")}
     host = hardware.host.info()

@@ -169,3 +169,29 @@ def test_retest_of_a_named_report(runs, tmp_path):
     assert _predicate(Path(p.stdout.strip().splitlines()[-1]))["previous"]["sha256"] == file_sha256(first)
     assert "compare:" in p.stderr and "NEW is partial" in p.stderr
     assert os.listdir(tmp_path) == ["SIM-H100-0001"]
+
+
+def test_retest_of_another_nodes_report_or_a_fabric_report_is_refused(runs, tmp_path):
+    """Issue 25: the signed report claimed FIXED for another node's failures, with only a warning on
+    stderr. Now one line, exit 2, nothing run, no report written."""
+    env = dict(runs["env"], NODEQC_ARCHIVE=str(tmp_path / "archive"))
+    (tmp_path / "archive").mkdir()
+    a100 = cli("--headless", "--profile", "a100", "--simulate", "a100", "--only", "host", *FAST,
+               "--out", str(tmp_path / "a100"), env=env)
+    assert a100.returncode in (0, 1), a100.stderr
+    other = Path(a100.stdout.strip().splitlines()[-1])  # another system serial: another node
+    fabric = cli("fabric", "--simulate", "4", "--rounds", "2", "--seed", "1", "--out", str(tmp_path / "fabric"), env=env)
+    assert fabric.returncode == 0, fabric.stderr
+    fabric_report = Path(fabric.stdout.strip().splitlines()[-1])
+    for report, why in ((other, "the report of node SIM-A100-0001, not of this node (SIM-H100-0001)"),
+                        (fabric_report, "a fabric report, not a node's")):
+        p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--only", "host", "--retest", str(report),
+                "--repair", "reseated", "--out", str(tmp_path / "new"), env=env)
+        assert p.returncode == 2, p.stderr
+        (line,) = p.stderr.strip().splitlines()
+        assert line == f"nodeqc: --retest {report}: {why}: a re-test compares a node with its own earlier report"
+        assert p.stdout == "" and not list((tmp_path / "new").glob("**/*.report.json"))
+    # Its own report is still re-tested.
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--only", "host", "--retest",
+            str(runs["first"][0]), "--out", str(tmp_path / "new"), env=env)
+    assert p.returncode == 0, p.stderr

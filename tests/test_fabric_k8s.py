@@ -154,7 +154,10 @@ elif args[:1] == ["logs"]:
     for p in pods_of(job):
         path = os.path.join(pods_dir, f"{job}-{p['index']}.log")
         if os.path.exists(path):
-            sys.stdout.write(open(path).read())
+            text = open(path).read()
+            if "--prefix" in args:  # as kubectl does: every line of a pod's log starts with its pod's name
+                text = "".join(f"[pod/{job}-{p['index']}-x7k2p/worker] {line}" for line in text.splitlines(True))
+            sys.stdout.write(text)
 elif args[:2] == ["delete", "job"]:
     print(f"job.batch \"{args[2]}\" deleted")
 else:
@@ -281,11 +284,18 @@ def test_a_pod_that_dies_is_named_by_index_pod_and_node(k8s):
 
 
 def test_a_pod_that_takes_itself_for_another_node_is_not_believed(k8s):
-    p, _, _ = k8s("--rounds", "1", "--seed", "3", env={"FAKE_K8S_LIE": "k8s-a=k8s-d"}, tests="rdma")
+    # The pod on k8s-a is told it is k8s-d (a broken manifest or image, or a lying node): its line
+    # is bound to k8s-a, where the API server says its pod ran, and refused; k8s-a is the suspect.
+    p, calls, _ = k8s("--rounds", "1", "--seed", "3", env={"FAKE_K8S_LIE": "k8s-a=k8s-d"}, tests="rdma")
     assert p.returncode == 2, p.stderr
+    assert all("--prefix" in c for c in calls if c[0] == "logs")
     predicate, _ = _report(p)
     (pair_error,) = [c for c in predicate["checks"] if c["name"] == "fabric.pair" and "k8s-a" in c["subject"]]
-    assert "but took itself for k8s-d" in pair_error["message"]
+    assert "ran on k8s-a but printed a result for k8s-d" in pair_error["message"]
+    (node,) = [c for c in predicate["checks"] if c["name"] == "fabric.node" and c["subject"] == "k8s-a"]
+    assert (node["verdict"], node["code"]) == ("fail", "FABRIC_WORKER_LIED")
+    # Nothing it said was taken for k8s-d: k8s-d's own pod is the only word on k8s-d.
+    assert not any(r.get("node") == "k8s-d" for c in predicate["checks"] for r in c.get("evidence", {}).get("refused", []))
 
 
 @pytest.mark.parametrize("env,path,message", [

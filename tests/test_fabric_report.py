@@ -274,7 +274,8 @@ def test_the_verdict_and_exit_code_of_a_fabric():
     assert failed["summary"]["failed"] == ["fabric.node b", "fabric.node e", "fabric.link c-f"]
     assert [n["verdict"] for n in failed["nodes"]] == ["pass", "fail", "pass", "pass", "fail", "pass"]
     assert failed["fabric"]["bad"] == {"nodes": ["b"], "node_rails": [["e", "mlx5_1"]], "rails": [],
-                                       "links": [["c", "f"]], "inconclusive": []}
+                                       "links": [["c", "f"]], "inconclusive": [],
+                                       "suspects": []}
     # A pair not tested is something not judged: exit 2 even beside a failure (as for a node's ERROR).
     unjudged = _predicate(_first_fabric(), NODES)
     assert (unjudged["verdict"], exit_code(unjudged)) == ("FAIL", 2)
@@ -295,7 +296,8 @@ def test_the_fabric_predicate_and_statement_whole():
         "profile": {"name": "generic"}, "node": {"hostname": "fabric-rack7", "system_serial": None}, "gpus": [],
         "fabric": {"name": "rack7", "launcher": "slurm", "nodes": ["a", "b"], "rails": ["tcp"], "rounds": 1,
                    "tests": ["tcp"], "schedule": [{"round": 1, "pairs": [["a", "b"]], "sitting_out": None}],
-                   "bad": {"nodes": [], "node_rails": [], "rails": [], "links": [], "inconclusive": []}},
+                   "bad": {"nodes": [], "node_rails": [], "rails": [], "links": [], "inconclusive": [],
+                           "suspects": []}},
         "nodes": [{"name": "a", "verdict": "pass", "identity": {"hostname": "a.example", "machine_id": "m-a"}},
                   {"name": "b", "verdict": "pass", "identity": {"hostname": "b"}}],  # none reported: its name
         "checks": checks, "pairs": pair_rows(results),

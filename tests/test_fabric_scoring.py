@@ -256,10 +256,13 @@ def test_a_skipped_figure_is_passed_over_and_the_rest_of_the_pair_still_counts()
 
 
 @pytest.mark.parametrize("floor", ["rdma", "tcp"])
-def test_a_floor_is_the_fraction_of_the_slower_end_to_a_thousandth(floor):
+def test_a_floor_is_the_fraction_of_the_faster_end_to_a_thousandth(floor):
     f = Floors(rdma_fraction=0.85, tcp_fraction=0.85)
     judge = getattr(f, floor)
-    assert judge(400.0, 97.0001) == 82.45  # 82.450085: three decimals, not four, not an integer
+    assert judge(97.0001, 50.0) == 82.45  # 82.450085: three decimals, not four, not an integer
+    # A port trained down to 100 Gb/s facing 400 does not lower its own pair's floor (issue 25:
+    # the floor was 85, so 90 passed): the faster end's rate sets it, whichever end it is.
+    assert judge(400.0, 100.0) == judge(100.0, 400.0) == 340.0
     assert judge(None, 0) is None  # no rate known: no floor (the figure is then skipped, never passed)
     assert getattr(Floors(), floor)(400.0) is None  # no fraction given
     assert getattr(Floors(rdma_gbps=300.0, tcp_gbps=20.0), floor)(400.0) == (300.0 if floor == "rdma" else 20.0)

@@ -1,13 +1,13 @@
 """`nodeqc fabric --slurm`, against a real Slurm and against a fake one.
 
 Real: Debian's slurmctld and one slurmd per node, all on this host (tests/slurm_local.py; `.ci/run`
-installs them when root): `salloc` an allocation, nodeqc starts one srun step per pair inside it,
-and the slurmds' logs show each step on exactly its two nodes; with each node's work in a network
+installs them when root): `salloc` an allocation, nodeqc starts one srun step per end of each pair
+inside it, and the slurmds' logs show each step on exactly its one node; with each node's work in a network
 namespace of its own and one namespace throttled with tc, the node is named and drained through the
 real scontrol. Skipped, saying why, without the packages or root.
 
 Fake (runs anywhere, no root): a `srun` on PATH that records its argv and does what srun does for a
-two-node step: one task per node of --nodelist with SLURMD_NODENAME and SLURM_PROCID set. It is here
+step: one task per node of --nodelist with SLURMD_NODENAME and SLURM_PROCID set. It is here
 so the step's command line is checked where no Slurm can run; the per-pair work it runs is the real
 `nodeqc fabric worker` with real iperf3 traffic (on 127.0.0.1, or in namespaces). The fake scontrol
 is test_slurm.py's (node states in a JSON file), used to test the drain rules (an operator's drain
@@ -78,21 +78,22 @@ def _steps(calls):
 
 
 @pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed (apt-get install iperf3)")
-def test_one_srun_step_per_pair_inside_the_allocation(slurm):
+def test_one_srun_step_per_end_inside_the_allocation(slurm):
     nodes = {f"gpu0{i}": {"state": "ALLOCATED", "reason": ""} for i in range(1, 5)}
     addresses = [a for n in nodes for a in ("--address", f"{n}=127.0.0.1")]
     p, calls, state = slurm(nodes, *addresses, "--min-tcp-gbps", "0.5", "--rounds", "3", "--seed", "2", "--drain")
     assert p.returncode == 0, p.stderr
     steps = _steps(calls)
-    assert len(steps) == 3 * 2  # 3 rounds of 2 pairs
+    assert len(steps) == 3 * 2 * 2  # 3 rounds of 2 pairs, one step per end: a step's output is its node's alone
     for s in steps:
-        assert s[1:9] == ["--nodes=2", "--ntasks=2", "--ntasks-per-node=1", s[4], "--exclusive",
-                          "--job-name=nodeqc-fabric", "--kill-on-bad-exit=1", s[8]]
-        assert s[4].startswith("--nodelist=gpu0") and s[8].startswith("--time=")
-        assert s[9:13] == [sys.executable, "-m", "nodeqc", "fabric"] and "worker" in s
-        assert "--index" not in s  # each task finds its end from SLURMD_NODENAME
-    pairs = {frozenset(s[4].split("=", 1)[1].split(",")) for s in steps}
-    assert len(pairs) == 6  # 4 nodes, 3 rounds: every pair once
+        assert s[1:7] == ["--nodes=1", "--ntasks=1", s[3], "--exclusive", "--job-name=nodeqc-fabric", s[6]]
+        assert s[3].startswith("--nodelist=gpu0") and "," not in s[3] and s[6].startswith("--time=")
+        assert s[7:11] == [sys.executable, "-m", "nodeqc", "fabric"] and "worker" in s
+        # Each step is told its end: the node it runs on is end --index of --pair.
+        pair = s[s.index("--pair") + 1].split(",")
+        assert pair[int(s[s.index("--index") + 1])] == s[3].split("=", 1)[1]
+    pairs = {s[s.index("--pair") + 1] for s in steps}
+    assert len({frozenset(x.split(",")) for x in pairs}) == 6  # 4 nodes, 3 rounds: every pair once
     assert "RESULT: PASS" in p.stderr and "job4242" in p.stdout
     # Nothing failed: nothing drained.
     assert not [c for c in calls if c[0] == "scontrol" and c[1] == "update"]
@@ -177,7 +178,7 @@ def _salloc(slurm, tmp_path, *fabric_args, nodeqc=None, timeout=300):
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed (apt-get install iperf3)")
-def test_real_slurm_runs_one_step_per_pair_inside_the_allocation(real_slurm, tmp_path):
+def test_real_slurm_runs_one_step_per_end_inside_the_allocation(real_slurm, tmp_path):
     # All four Slurm nodes are this host (one slurmd each): data traffic goes to 127.0.0.1, each
     # pair of a round on its own ports.
     addresses = [a for n in real_slurm.nodes for a in ("--address", f"{n}=127.0.0.1")]
@@ -186,9 +187,9 @@ def test_real_slurm_runs_one_step_per_pair_inside_the_allocation(real_slurm, tmp
     assert p.returncode == 0, p.stderr
     assert "RESULT: PASS" in p.stderr and "launcher slurm" in p.stderr
     steps = {k: v for k, v in real_slurm.steps().items() if k not in before}
-    # 3 rounds x 2 pairs, each a step of its own on exactly its two nodes, every pair once.
-    assert len(steps) == 6 and all(len(nodes) == 2 for nodes in steps.values()), steps
-    assert len({frozenset(v) for v in steps.values()}) == 6
+    # 3 rounds x 2 pairs, one step per end, each on exactly its one node: every node in 3 steps.
+    assert len(steps) == 12 and all(len(nodes) == 1 for nodes in steps.values()), steps
+    assert sorted(n for v in steps.values() for n in v) == sorted(real_slurm.nodes * 3)
 
 
 @pytest.mark.slow

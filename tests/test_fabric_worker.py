@@ -45,7 +45,7 @@ def _rails(*items):
     return [{"rail": r, "rate": rate, "subnet": subnet} for r, rate, subnet in items]
 
 
-def test_merge_matches_rails_by_identity_and_takes_the_slower_ends_rate():
+def test_merge_matches_rails_by_identity_and_takes_the_faster_ends_rate():
     a = _end("a", [{"rail": "mlx5_0", "direction": "a>b", "value": 390.0, "unit": "Gb/s", "rate": 400.0},
                    {"rail": "mlx5_3", "direction": "a>b", "value": 150.0, "unit": "Gb/s", "rate": 400.0}])
     a["rails"] = _rails(("mlx5_0", 400.0, "fe80:0000:0000:0000"), ("mlx5_3", 400.0, "fe80:0000:0000:0000"))
@@ -55,11 +55,12 @@ def test_merge_matches_rails_by_identity_and_takes_the_slower_ends_rate():
     b["rails"] = _rails(("mlx5_0", 200.0, "fe80:0000:0000:0000"), ("mlx5_3", 400.0, "fe80:0000:0000:0000"))
     r = merge(3, "a", "b", [a, b], [], FLOORS)
     got = {(m.rail, m.direction): (m.value, m.floor, m.passed) for m in r.measurements}
-    assert got[("mlx5_0", "a>b")] == (390.0, 180.0, True)  # b's mlx5_0 trained at 200: the floor is 0.9 x 200
-    assert got[("mlx5_0", "b>a")] == (190.0, 180.0, True)
+    # b's mlx5_0 trained at 200: it does not lower its own pair's floor (0.9 x 400, the faster end)
+    assert got[("mlx5_0", "a>b")] == (390.0, 360.0, True)
+    assert got[("mlx5_0", "b>a")] == (190.0, 360.0, False)
     assert got[("mlx5_3", "a>b")] == (150.0, 360.0, False)
     assert got[("tcp", "b>a")] == (9.0, 5.0, True)
-    assert r.rails() == {"mlx5_0": True, "mlx5_3": False, "tcp": True}
+    assert r.rails() == {"mlx5_0": False, "mlx5_3": False, "tcp": True}
     assert r.identities["a"]["system_serial"] == "S-a"
 
 
@@ -111,10 +112,11 @@ def test_launcher_command_lines():
     args = work.worker_args("a", "b", slot=2)
     assert args[:4] == ["fabric", "worker", "--pair", "a,b"] and "--port" in args
     assert args[args.index("--port") + 1] == str(15201 + 2 * 4) and args[args.index("--address") + 1] == "10.0.0.1,b"
+    # One srun step per end: a step's output is its one node's (lines.bind), never a shared one.
     slurm = SlurmLauncher().commands("a", "b", args, work)
-    assert len(slurm) == 1 and slurm[0][:8] == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1",
-                                               "--nodelist=a,b", "--exclusive", "--job-name=nodeqc-fabric",
-                                               "--kill-on-bad-exit=1"]
+    assert [c[:6] for c in slurm] == [["srun", "--nodes=1", "--ntasks=1", f"--nodelist={n}", "--exclusive",
+                                       "--job-name=nodeqc-fabric"] for n in ("a", "b")]
+    assert [c[-2:] for c in slurm] == [["--index", "0"], ["--index", "1"]]
     hosts = HostLauncher("ip netns exec {host}").commands("a", "b", args, work)
     assert [c[:5] for c in hosts] == [["ip", "netns", "exec", "a", "nodeqc"], ["ip", "netns", "exec", "b", "nodeqc"]]
     assert [c[-2:] for c in hosts] == [["--index", "0"], ["--index", "1"]]
@@ -265,23 +267,32 @@ def _measured(r):
     return [m.to_dict() for m in r.measurements]
 
 
-def test_merge_takes_the_floor_from_the_slower_end_whichever_it_is():
+def test_merge_takes_the_floor_from_the_faster_end_whichever_it_is():
+    # A port that trained down must not lower its own pair's floor (issue 25: 400 and 100 Gb/s
+    # ends made the floor 85, so 90 passed): the floor is the profile's fraction of the faster end.
     floors = Floors(rdma_fraction=0.9, tcp_fraction=0.5)
-    a = _end("a", [{"rail": "tcp", "direction": "a>b", "value": 4.0, "unit": "Gb/s", "rate": 10.0},
-                   {"rail": "mlx5_0", "direction": "a>b", "value": 170.0, "unit": "Gb/s", "rate": 200.0}])
-    a["rails"] = _rails(("mlx5_0", 200.0, None))  # a is the slower end on both
-    b = _end("b", [{"rail": "tcp", "direction": "b>a", "value": None, "unit": "Gb/s", "rate": 25.0,
+    a = _end("a", [{"rail": "mlx5_0", "direction": "a>b", "value": 370.0, "unit": "Gb/s", "rate": 400.0}])
+    a["rails"] = _rails(("mlx5_0", 400.0, None))  # a is the faster end
+    b = _end("b", [{"rail": "tcp", "direction": "a>b", "value": 4.0, "unit": "Gb/s", "rate": 10.0},
+                   {"rail": "tcp", "direction": "b>a", "value": None, "unit": "Gb/s", "rate": 10.0,
                     "error": "iperf3: unable to connect"},
-                   {"rail": "mlx5_0", "direction": "b>a", "value": 185.0, "unit": "Gb/s", "rate": 400.0}])
-    b["rails"] = _rails(("mlx5_0", 400.0, None))
+                   {"rail": "mlx5_0", "direction": "b>a", "value": 90.0, "unit": "Gb/s", "rate": 100.0}])
+    b["rails"] = _rails(("mlx5_0", 100.0, None))
+    b["index"] = 1
     r = merge(7, "a", "b", [a, b], [], floors)
     assert (r.round, r.a, r.b, r.error) == (7, "a", "b", None)
     assert _measured(r) == [
+        {"rail": "mlx5_0", "direction": "a>b", "value": 370.0, "unit": "Gb/s", "floor": 360.0},
         {"rail": "tcp", "direction": "a>b", "value": 4.0, "unit": "Gb/s", "floor": 5.0},
-        {"rail": "mlx5_0", "direction": "a>b", "value": 170.0, "unit": "Gb/s", "floor": 180.0},
         {"rail": "tcp", "direction": "b>a", "value": None, "unit": "Gb/s", "floor": 5.0,
          "error": "iperf3: unable to connect"},
-        {"rail": "mlx5_0", "direction": "b>a", "value": 185.0, "unit": "Gb/s", "floor": 180.0}]
+        {"rail": "mlx5_0", "direction": "b>a", "value": 90.0, "unit": "Gb/s", "floor": 360.0}]
+    assert r.rails() == {"mlx5_0": False, "tcp": False}
+    # The same with the ends the other way round: the faster end still sets the floor.
+    a["rails"], b["rails"] = _rails(("mlx5_0", 100.0, None)), _rails(("mlx5_0", 400.0, None))
+    a["figures"][0]["value"], b["figures"][2]["value"] = 90.0, 370.0
+    got = {(m.rail, m.direction): (m.value, m.floor) for m in merge(7, "a", "b", [a, b], [], floors).measurements}
+    assert got[("mlx5_0", "a>b")] == (90.0, 360.0) and got[("mlx5_0", "b>a")] == (370.0, 360.0)
     assert r.identities == {"a": {"hostname": "a", "system_serial": "S-a"}, "b": {"hostname": "b", "system_serial": "S-b"}}
     # An end that says nothing of itself is known by its name.
     del a["identity"]
@@ -302,6 +313,7 @@ def test_a_rail_with_no_counterpart_in_full():
         {"rail": "mlx5_1", "direction": d, "value": None, "unit": "Gb/s", "floor": 360.0, "error": why}
         for d in ("a>b", "b>a")]
     # The same rail active on a only: its floor from a's rate.
+    b["figures"] = []  # its figures were end B's; here it is end A
     r = merge(2, "b", "a", [a, b], [], Floors(rdma_fraction=0.5))
     assert {m.floor for m in r.measurements if m.rail == "mlx5_1"} == {200.0}
     a["rails"] = _rails(("mlx5_0", 400.0, None), ("mlx5_2", 400.0, None))
@@ -311,15 +323,15 @@ def test_a_rail_with_no_counterpart_in_full():
 
 
 def test_no_floor_skips_a_figure_but_never_hides_its_error():
-    a = _end("a", [{"rail": "tcp", "direction": "a>b", "value": None, "unit": "Gb/s", "error": "iperf3: refused"}])
-    b = _end("b", [{"rail": "tcp", "direction": "b>a", "value": 9.0, "unit": "Gb/s"},
-                   {"rail": "tcp", "direction": "b>a", "value": None, "skipped": "iperf3 is not installed"}])
+    a = _end("a", [{"rail": "rdma", "direction": "a>b", "value": None, "skipped": "ib_write_bw is not installed"}])
+    b = _end("b", [{"rail": "tcp", "direction": "a>b", "value": None, "unit": "Gb/s", "error": "iperf3: refused"},
+                   {"rail": "tcp", "direction": "b>a", "value": 9.0, "unit": "Gb/s"}])
     r = merge(1, "a", "b", [a, b], [], FLOORS)  # no rate from either end: no floor for tcp
     assert _measured(r) == [
+        {"rail": "rdma", "direction": "a>b", "value": None, "unit": "", "floor": None, "skipped": "ib_write_bw is not installed"},
         {"rail": "tcp", "direction": "a>b", "value": None, "unit": "Gb/s", "floor": None, "error": "iperf3: refused"},
         {"rail": "tcp", "direction": "b>a", "value": 9.0, "unit": "Gb/s", "floor": None,
-         "skipped": "no floor: the link's rate is not reported and no absolute floor was given"},
-        {"rail": "tcp", "direction": "b>a", "value": None, "unit": "", "floor": None, "skipped": "iperf3 is not installed"}]
+         "skipped": "no floor: the link's rate is not reported and no absolute floor was given"}]
 
 
 def test_an_end_that_reports_no_figures_adds_none():
@@ -338,9 +350,9 @@ def test_a_missing_end_is_named_with_why():
 
 def test_merge_makes_one_nccl_figure_of_both_ends_and_keeps_the_rest():
     floors = Floors(tcp_gbps=5.0, nccl_busbw_gbps=150.0)
-    a = _end("a", [{"rail": "nccl", "direction": "both", "value": 181.0, "unit": "GB/s"},
+    a = _end("a", [{"rail": "nccl", "direction": "both", "value": 181.0, "unit": "GB/s"}])
+    b = _end("b", [{"rail": "nccl", "direction": "both", "value": 179.5, "unit": "GB/s"},
                    {"rail": "tcp", "direction": "a>b", "value": 9.0, "unit": "Gb/s"}])
-    b = _end("b", [{"rail": "nccl", "direction": "both", "value": 179.5, "unit": "GB/s"}])
     r = merge(1, "a", "b", [a, b], [], floors)
     assert _measured(r) == [{"rail": "tcp", "direction": "a>b", "value": 9.0, "unit": "Gb/s", "floor": 5.0},
                             {"rail": "nccl", "direction": "both", "value": 179.5, "unit": "GB/s", "floor": 150.0}]

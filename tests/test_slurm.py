@@ -50,8 +50,8 @@ with open(os.path.join(home, "state.json"), "r+") as f:
         elif opts.get("State") == "DRAIN":
             n["state"], n["reason"] = "IDLE+DRAIN", opts["Reason"]
     elif args[:2] == ["create", "reservation"]:
-        n = nodes[opts["Nodes"]]
-        n["reservation"] = opts["ReservationName"]
+        for name in opts["Nodes"].split(","):
+            nodes[name]["reservation"] = opts["ReservationName"]
     elif args[:1] == ["delete"]:
         for n in nodes.values():
             if n.get("reservation") == opts["ReservationName"]:

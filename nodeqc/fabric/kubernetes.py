@@ -4,9 +4,10 @@ A round of P pairs is one Job (`completionMode: Indexed`, completions = parallel
 per node of the round (node affinity to exactly those nodes, pod anti-affinity on the host name, so
 no node gets two), host network and the RDMA devices, running `nodeqc fabric worker --pairs ...`.
 The scheduler places the pods, so a pod finds its pair and its end from the node it landed on
-(NODEQC_NODE, from spec.nodeName), as an srun task does from SLURMD_NODENAME. The pod's completion
-index (JOB_COMPLETION_INDEX, from the Job's annotation) is printed in its result line: the launcher
-collects the round's results per index and names the index, pod and node of each that gave none.
+(NODEQC_NODE, from spec.nodeName). The launcher reads every pod's log with its pod's name
+(`kubectl logs --prefix`) and binds each line to the node the API server says that pod ran on,
+never to the node the line names (nodeqc.fabric.lines): a pod that prints another node's result
+is refused and named. An index that gave none is named by its index, pod and node.
 
 Per round: `kubectl apply -f MANIFEST`, `kubectl wait` for the Job's Complete or Failed condition
 (bounded by the round's timeout plus the pods' start), then `kubectl get pods` (each index's pod,
@@ -18,6 +19,7 @@ is not retried (half a pair alone measures nothing) and does not stop the other 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import subprocess
 import tempfile
@@ -25,7 +27,8 @@ import time
 from typing import Any
 
 from nodeqc.errors import UsageError, shown
-from nodeqc.fabric.launchers import Launcher, Work, merge, worker_results
+from nodeqc.fabric.launchers import Launcher, Work, merge
+from nodeqc.fabric.lines import Refused, bind, scan
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult
 from nodeqc.names import check_host, host_problem
@@ -36,6 +39,8 @@ START_S = 300  # scheduling and the image pull, on top of the round's own bound 
 KUBECTL_S = 60  # one kubectl call that is not a wait
 WAIT_RESTARTS = 3  # a `kubectl wait` that errs early is started again this often in a round, at most
 WAIT_SLACK_S = 5  # ... unless its timeout is this close: then it timed out, as asked
+# kubectl logs --prefix: "[pod/NAME/CONTAINER] " before each line; pod names are DNS labels.
+POD_PREFIX = re.compile(r"\[pod/([a-z0-9][a-z0-9.-]{0,252})/[a-z0-9-]{1,63}\] ")
 INSTALL = ("install kubectl (https://kubernetes.io/docs/tasks/tools/; Debian: apt-get install kubernetes-client) "
            "and point it at the cluster (KUBECONFIG)")
 
@@ -180,24 +185,32 @@ class KubernetesLauncher(Launcher):
             return [PairResult(rnd.number, a, b, error=f"kubectl apply of Job {job}: {failure}") for a, b in rnd.pairs]
         finished = self._wait(job, deadline_s)
         pods = self._pods(job)
-        lines, log_error = self._logs(job, manifest["spec"]["completions"])
+        texts, log_error = self._logs(job, manifest["spec"]["completions"])
         if not finished or self._aborted:
             self._delete(job)  # stop what still runs or waits for a node
-        # Each index's line, where its pod really ran: a worker that took itself for another node
-        # (its line names a node its index's pod did not run on) measured the wrong pair.
-        ran_on = {p["index"]: node for node, p in pods.items() if not node.startswith("unscheduled:")}
-        by_node, astray = {}, {}
-        for line in lines:
-            claimed, where = str(line.get("node")), ran_on.get(str(line.get("job_index")))
-            if where is not None and where != claimed:
-                astray[where] = f"index {line.get('job_index')} ran on {where} but took itself for {claimed}"
-            else:
-                by_node[claimed] = line
+        # Each pod's lines are its node's (kubectl logs --prefix names the pod of every line; the API
+        # server, not the worker, says where the pod ran): whatever node a line names, it is bound to
+        # the pod's node, and a line for another node is refused naming the pod's node (lines.bind).
+        where = {p["pod"]: node for node, p in pods.items() if not node.startswith(("unscheduled:", "invalid:"))}
+        end_of = {n: (slot, i) for slot, pair in enumerate(rnd.pairs) for i, n in enumerate(pair)}
+        outputs: dict[int, list[dict[str, Any]]] = {}
+        refused: dict[int, list[Refused]] = {}
+        for pod, text in texts.items():
+            node = where.get(pod)
+            if node not in end_of:
+                continue  # not a pod of this round's nodes (it ran nowhere, or on an invalid node name)
+            slot, end = end_of[node]
+            found, unreadable = scan(text)
+            mine, bad = bind(node, end, found, unreadable, f"index {pods[node]['index']} (pod {pod})")
+            refused.setdefault(slot, []).extend(bad)
+            if mine is not None:
+                outputs.setdefault(slot, []).append(mine)
         results = []
-        for a, b in rnd.pairs:
-            outputs = [by_node[n] for n in (a, b) if n in by_node]
-            errors = [astray.get(n) or self._why_not(n, pods, finished, log_error) for n in (a, b) if n not in by_node]
-            results.append(merge(rnd.number, a, b, outputs, errors, work.floors))
+        for slot, (a, b) in enumerate(rnd.pairs):
+            said = {o["node"] for o in outputs.get(slot, [])}
+            errors = [self._why_not(n, pods, finished, log_error) for n in (a, b) if n not in said]
+            results.append(merge(rnd.number, a, b, outputs.get(slot, []), errors, work.floors, refused.get(slot, []),
+                                 work.tests))
         return results
 
     def _wait(self, job: str, deadline_s: int) -> bool:
@@ -263,23 +276,29 @@ class KubernetesLauncher(Launcher):
             node = spec.get("nodeName")
             if node and host_problem(node) is not None:
                 # Not a node name Kubernetes allows: its pod is not where any node of the round ran,
-                # so no line of its index is taken for one (run_round: astray).
+                # so no line of its pod is taken for one (run_round binds lines to a round's node only).
                 reasons.append(f"its node name {shown(str(node))[:80]!r} is not a host name")
                 node = f"invalid:{index}"
             entry = {"index": index, "pod": meta.get("name"), "phase": status.get("phase"), "why": "; ".join(reasons)}
             out[node or f"unscheduled:{index}"] = entry
         return out
 
-    def _logs(self, job: str, pods: int) -> tuple[list[dict[str, Any]], str | None]:
-        """The worker lines of every pod of the Job (each carries its pod's completion index)."""
+    def _logs(self, job: str, pods: int) -> tuple[dict[str, str], str | None]:
+        """What each pod of the Job printed, by pod name: `kubectl logs --prefix` starts every line
+        with [pod/NAME/CONTAINER], and a worker cannot write before its own line's start (what it
+        prints after a newline gets its own pod's prefix). A line without one is no pod's."""
         try:
-            done = self._call("logs", "--namespace", self.namespace, "-l", f"{LABEL}={job}", "--tail=-1",
+            done = self._call("logs", "--namespace", self.namespace, "-l", f"{LABEL}={job}", "--tail=-1", "--prefix",
                               f"--max-log-requests={max(5, min(pods, 64))}", timeout=KUBECTL_S + pods)
         except (OSError, subprocess.TimeoutExpired) as e:
-            return [], f"kubectl logs: {e}"
-        lines = worker_results(done.stdout)
+            return {}, f"kubectl logs: {e}"
+        texts: dict[str, list[str]] = {}
+        for line in done.stdout.splitlines():
+            m = POD_PREFIX.match(line)
+            if m:
+                texts.setdefault(m.group(1), []).append(line[m.end():])
         error = None if done.returncode == 0 else (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        return lines, error
+        return {pod: "\n".join(lines) for pod, lines in texts.items()}, error
 
     def _why_not(self, node: str, pods: dict[str, dict[str, Any]], finished: bool, log_error: str | None) -> str:
         pod = pods.get(node)

@@ -1,23 +1,25 @@
 """How a round's pair tests reach the nodes. Every pair of a round runs at once, so a fabric's wall
 time grows with the number of rounds, not of nodes.
 
-- `SlurmLauncher`: Slurm is the engine. One job step per pair, inside the job's allocation:
-  `srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=A,B --exclusive ... nodeqc
-  fabric worker --pair A,B ...`; each task finds its end of the pair from SLURMD_NODENAME. No ssh.
+- `SlurmLauncher`: Slurm is the engine. One job step per end of each pair, inside the job's
+  allocation: `srun --nodes=1 --ntasks=1 --nodelist=A --exclusive ... nodeqc fabric worker --pair
+  A,B --index 0 ...` and the same on B. No ssh.
 - `HostLauncher`: a plain host list and a command prefix that runs a command on a host
   (`ip netns exec {host}` for network namespaces, `pdsh -w {host}`, a site's own wrapper); one
   process per end of each pair.
 - `SimulatedLauncher`: the simulated cluster (no process, no packet).
 
-Each end prints one JSON line; `merge` turns the two into the pair's result, with each figure's
-floor from the slower end's rate.
+Each end prints one JSON line. Its process's output is that end's alone (one launch, one step, one
+pod): the line is bound to the node the process ran on, never to the node the line names, and
+checked against the worker's schema (nodeqc.fabric.lines); what is refused names the node that
+printed it. `merge` turns the two ends into the pair's result, each figure's floor from the
+profile or the faster end's rate.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import subprocess
 import tempfile
@@ -27,10 +29,11 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from nodeqc.fabric import nccl_pair
+from nodeqc.fabric.lines import RATE_SLACK, Refused, bind, excerpt, line_problem, scan
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import Floors, Measurement, PairResult
 from nodeqc.fabric.simulated import SimulatedCluster
-from nodeqc.fabric.worker import CONNECT_RETRY_S, MARGIN_S, MARKER, PORTS_PER_PAIR
+from nodeqc.fabric.worker import CONNECT_RETRY_S, MARGIN_S, PORTS_PER_PAIR
 from nodeqc.names import substitute
 
 
@@ -118,18 +121,20 @@ class ProcessLauncher(Launcher):
                 p.kill()
 
     def run_round(self, rnd: Round, work: Work) -> list[PairResult]:
-        started: list[tuple[int, subprocess.Popen[bytes] | None, IO[bytes], str | None, list[str]]] = []
+        # Each process runs one end of one pair (commands() gives end A's, then end B's): what it
+        # prints is that end's, whatever node its lines name (lines.bind).
+        started: list[tuple[int, int, subprocess.Popen[bytes] | None, IO[bytes], str | None, list[str]]] = []
         for slot, (a, b) in enumerate(rnd.pairs):
-            for cmd in self.commands(a, b, work.worker_args(a, b, slot), work):
+            for end, cmd in enumerate(self.commands(a, b, work.worker_args(a, b, slot), work)):
                 out = tempfile.TemporaryFile()
                 try:
                     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
                     self._procs.append(proc)
-                    started.append((slot, proc, out, None, cmd))
+                    started.append((slot, end, proc, out, None, cmd))
                 except OSError as e:
-                    started.append((slot, None, out, f"{cmd[0]} could not start: {e.strerror}", cmd))
+                    started.append((slot, end, None, out, f"{cmd[0]} could not start: {e.strerror}", cmd))
         deadline = time.monotonic() + work.round_timeout_s
-        for _, proc, _, _, _ in started:
+        for _, _, proc, _, _, _ in started:
             if proc is None:
                 continue
             try:
@@ -138,56 +143,76 @@ class ProcessLauncher(Launcher):
                 proc.kill()
                 proc.wait(timeout=10)
         self._procs = []
-        by_slot: dict[int, list[tuple[dict[str, Any] | None, str]]] = {}
-        for slot, proc, out, error, cmd in started:
+        outputs: dict[int, list[dict[str, Any]]] = {}
+        errors: dict[int, list[str]] = {}
+        refused: dict[int, list[Refused]] = {}
+        for slot, end, proc, out, error, cmd in started:
+            node = rnd.pairs[slot][end]
             out.seek(0)
-            text = out.read().decode("utf-8", errors="replace")
+            text = out.read(OUTPUT_BYTES).decode("utf-8", errors="replace")
             out.close()
-            found = worker_results(text)
-            if error is None and not found:
+            found, unreadable = scan(text)
+            mine, bad = bind(node, end, found, unreadable, f"the {self.name} launch of {node}")
+            refused.setdefault(slot, []).extend(bad)
+            if mine is not None:
+                outputs.setdefault(slot, []).append(mine)
+                continue
+            if error is None:
                 status = "killed (overran the round)" if proc is not None and proc.returncode in (-9, 137) else (
                     f"exit {proc.returncode}" if proc is not None else "not started")
                 if self._aborted.is_set():
                     status = "aborted"
-                tail = " | ".join(t.strip() for t in text.strip().splitlines()[-3:])
+                tail = " | ".join(t.strip() for t in text.strip().splitlines()[-3:])[:500]
                 error = f"`{shlex.join(cmd[:6])} ...` gave no result ({status}){': ' + tail if tail else ''}"
-            by_slot.setdefault(slot, [])
-            by_slot[slot] += [(x, "") for x in found] or [(None, error or "no output")]
-        results = []
-        for slot, (a, b) in enumerate(rnd.pairs):
-            ends = by_slot.get(slot, [])
-            outputs = [x for x, _ in ends if x is not None]
-            errors = [e for x, e in ends if x is None]
-            results.append(merge(rnd.number, a, b, outputs, errors, work.floors))
-        return results
+            errors.setdefault(slot, []).append(error)
+        return [merge(rnd.number, a, b, outputs.get(slot, []), errors.get(slot, []), work.floors,
+                      refused.get(slot, []), work.tests) for slot, (a, b) in enumerate(rnd.pairs)]
+
+
+OUTPUT_BYTES = 16 * 1024 * 1024  # of one end's output: a worker prints one line of a few kB (lines.MAX_LINE_CHARS)
 
 
 def worker_results(text: str) -> list[dict[str, Any]]:
     """Every worker result (a JSON object carrying MARKER) in what a step or log printed, wherever it
-    sits: the two ends of a pair share one output, and a line of one end can land glued to the
-    other's (a Python started with PYTHONUNBUFFERED=1 writes a line and its newline separately;
-    a launcher or a log collector may prefix or join lines). Text around them is ignored."""
-    decoder = json.JSONDecoder()
-    found = []
-    for start in _RESULT_START.finditer(text):
-        try:
-            data, _ = decoder.raw_decode(text, start.start())
-        except json.JSONDecodeError:
-            continue  # cut short (the end was killed mid-write): not a result
-        if isinstance(data, dict) and data.get(MARKER) == 1:
-            found.append(data)
-    return found
+    sits: a line can land glued to another's (a Python started with PYTHONUNBUFFERED=1 writes a
+    line and its newline separately; a launcher or a log collector may prefix or join lines). Text
+    around them is ignored; lines.scan also returns the ones that could not be read."""
+    return scan(text)[0]
 
 
-_RESULT_START = re.compile(r'\{\s*"' + re.escape(MARKER) + '"')
+def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: list[str], floors: Floors,
+          refused: list[Refused] | tuple[Refused, ...] = (), tests: list[str] | None = None) -> PairResult:
+    """The pair's result from what its two ends printed, each output already bound to the end whose
+    process printed it (lines.bind; `refused`: what was not). Rails are matched by identity (the
+    HCA's name and port, worker.rail_id), as both ends name them; a rail active on one end only is a
+    finding of its own (no counterpart on the peer), not a connection error and never a silent
+    drop, and a rail whose two ports sit on different subnets is one too (cabled to another rail).
 
-
-def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: list[str], floors: Floors) -> PairResult:
-    """The pair's result from what its two ends printed. Rails are matched by identity (the HCA's
-    name and port, worker.rail_id), as both ends name them; a rail active on one end only is a
-    finding of its own (no counterpart on the peer), not a connection error and never a silent drop,
-    and a rail whose two ports sit on different subnets is one too (cabled to another rail)."""
-    ends = {o.get("node"): o for o in outputs}
+    Every output is checked first (lines.line_problem, then `figure_claims`: each figure from the
+    end that measures it, once, on a rail that end has, within its own port's rate). Anything
+    refused makes the pair not tested, naming the node that printed it: refused data never makes
+    a pair pass, and never lowers a floor."""
+    refused = list(refused)
+    ends: dict[str, dict[str, Any]] = {}
+    for o in outputs:
+        node = o.get("node") if isinstance(o, dict) else None
+        who = node if node in (a, b) else f"{a}/{b}"
+        why = line_problem(o)
+        if why:
+            refused.append(Refused(who, f"a malformed result: {why}", excerpt(o)))
+        elif node not in (a, b):
+            refused.append(Refused(who, f"a result for {node}, not of this pair", excerpt(o), lie=True))
+        elif node in ends:
+            refused.append(Refused(node, f"a second result for {node}", excerpt(o), lie=True))
+        else:
+            ends[node] = o
+    if len(ends) == 2:
+        refused += figure_claims(a, b, ends, tests)
+    if refused:
+        named = list(dict.fromkeys(r.node for r in refused))
+        return PairResult(round_no, a, b, error="; ".join(f"{n}: {r.why}" for n in named for r in refused
+                                                          if r.node == n)[:2000] + " (refused: not tested)",
+                          refused=[r.to_dict() for r in refused])
     if set(ends) != {a, b}:
         missing = [n for n in (a, b) if n not in ends]
         why = "; ".join(errors) or "no output"
@@ -197,11 +222,11 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
     figures = []
     for node, o in ends.items():
         if isinstance(o.get("rails"), list):
-            active[node] = {str(r.get("rail")): r for r in o["rails"] if isinstance(r, dict)}
+            active[node] = {r["rail"]: r for r in o["rails"]}
             for rail, r in active[node].items():
                 rates[(node, rail)] = r.get("rate")
         for f in o.get("figures", []):
-            rail = str(f.get("rail"))
+            rail = f["rail"]
             rates.setdefault((node, rail), f.get("rate"))
             figures.append((node, rail, f))
     mismatched: dict[str, str] = {}
@@ -236,6 +261,56 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
         floor = floors.rdma(rates.get((a, rail)), rates.get((b, rail)))
         out += [Measurement(rail, d, None, "Gb/s", floor, why) for d in ("a>b", "b>a")]
     return PairResult(round_no, a, b, out, identities={n: o.get("identity") or {"hostname": n} for n, o in ends.items()})
+
+
+def writer(rail: str, direction: str, a: str, b: str) -> tuple[str, ...]:
+    """The end(s) that measure a figure (worker.py): iperf3's client, end B, reports TCP both ways;
+    each RDMA direction is reported by its writer (a>b by A); each end reports its NCCL ranks."""
+    if rail == "nccl":
+        return (a, b) if direction == "both" else ()
+    if rail == "tcp":
+        return (b,) if direction in ("a>b", "b>a") else ()
+    return {"a>b": (a,), "b>a": (b,)}.get(direction, ())
+
+
+def figure_claims(a: str, b: str, ends: dict[str, dict[str, Any]], tests: list[str] | None) -> list[Refused]:
+    """The figures an end could not have measured: another end's figure, one twice, one on a rail
+    it does not list as active, a test that was not run, a value beyond its own port's rate. Each
+    names the end that printed it (the suspect); a value beyond the rate is a suspect measurement."""
+    out: list[Refused] = []
+    seen: set[tuple[str, str, str]] = set()
+    for node in (a, b):
+        o = ends[node]
+        listed = {r["rail"]: r for r in o.get("rails") or []}
+        for f in o.get("figures", []):
+            rail, direction = f["rail"], f["direction"]
+            kind = rail if rail in ("tcp", "nccl") else "rdma"
+            if tests is not None and kind not in tests:
+                out.append(Refused(node, f"a {kind} figure ({rail} {direction}), a test this run did not ask for",
+                                   excerpt(f), lie=True))
+            elif node not in writer(rail, direction, a, b):
+                out.append(Refused(node, f"a figure it does not measure ({rail} {direction}: "
+                                         f"{' and '.join(writer(rail, direction, a, b)) or 'no end'} does)",
+                                   excerpt(f), lie=True))
+            elif (node, rail, direction) in seen:
+                out.append(Refused(node, f"{rail} {direction} reported twice", excerpt(f), lie=True))
+            elif kind == "rdma" and rail != "rdma" and rail not in listed:
+                out.append(Refused(node, f"a figure on rail {rail}, which it does not list as active "
+                                         f"({', '.join(sorted(listed)) or 'none'})", excerpt(f), lie=True))
+            elif rail == "rdma" and not f.get("skipped"):
+                out.append(Refused(node, "an RDMA figure on no rail (only a skip may say 'rdma')", excerpt(f),
+                                   lie=True))
+            else:
+                seen.add((node, rail, direction))
+                # RDMA only: a port's rate (ibstat) is its signalling rate, a hard cap. TCP's is the
+                # route's interface speed, nominal on a veth, bridge or VLAN (10 Gb/s while 25 flow):
+                # a TCP figure is bounded by lines.MAX_RATE_GBPS alone.
+                own = listed.get(rail, {}).get("rate") or f.get("rate")
+                value = f.get("value")
+                if value is not None and own and kind == "rdma" and value > own * RATE_SLACK:
+                    out.append(Refused(node, f"{rail} {direction} {value:g} Gb/s, beyond its own port's rate "
+                                             f"({own:g} Gb/s): suspect the measurement", excerpt(f)))
+    return out
 
 
 def one_nccl_figure(a: str, b: str, figures: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
@@ -285,7 +360,10 @@ class HostLauncher(ProcessLauncher):
 
 
 class SlurmLauncher(ProcessLauncher):
-    """One srun step per pair, inside the job's allocation (srun refuses nodes outside it)."""
+    """One srun step per end of each pair, inside the job's allocation (srun refuses nodes outside
+    it): `srun --nodes=1 --ntasks=1 --nodelist=A ... --index 0` and the same for B. A step's output
+    is its one task's, so what it prints is bound to that node (lines.bind) by construction: no
+    label to parse, no task order to trust, and a node cannot speak for its peer."""
 
     name = "slurm"
 
@@ -296,9 +374,9 @@ class SlurmLauncher(ProcessLauncher):
 
     def commands(self, a: str, b: str, args: list[str], work: Work) -> list[list[str]]:
         minutes = max(1, int(work.round_timeout_s // 60) + 1)
-        return [[self.srun, "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", f"--nodelist={a},{b}", "--exclusive",
-                 "--job-name=nodeqc-fabric", "--kill-on-bad-exit=1", f"--time={minutes}", *self.extra,
-                 *work.nodeqc, *args]]
+        return [[self.srun, "--nodes=1", "--ntasks=1", f"--nodelist={node}", "--exclusive",
+                 "--job-name=nodeqc-fabric", f"--time={minutes}", *self.extra, *work.nodeqc, *args, "--index", str(i)]
+                for i, node in enumerate((a, b))]
 
 
 def in_allocation() -> bool:

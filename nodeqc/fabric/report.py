@@ -63,7 +63,14 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
         evidence = {"ports": {p.rail: {"tests": p.raw_tests, "failed": p.raw_fails, "named_bad": p.named,
                                        "cleared": p.cleared} for p in own},
                     "peers": sorted(met[node])}
-        if node in scores.bad_nodes:
+        if node in scores.suspects:
+            lies = scores.suspects[node]
+            msg = (f"its worker printed {len(lies)} result(s) it could not have measured, refused "
+                   f"(round {lies[0]['round']}, pair {lies[0]['pair']}: {lies[0]['why']}): a broken or compromised "
+                   "node; none of its refused figures counted for any pair")
+            out.append(CheckResult("fabric.node", node, Verdict.FAIL, msg, "FABRIC_WORKER_LIED", values, [],
+                                   {**evidence, "refused": lies[:20]}, "pass_ratio"))
+        elif node in scores.bad_nodes:
             named = [p.rail for p in own if p.named]
             failing = sorted(failing_peers.get(node, set()))
             where = f"every rail ({len(named)})" if len(named) == len(own) and len(own) > 1 else ", ".join(named)
@@ -125,8 +132,13 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
         shown = ", ".join(sorted(nodes)[:8]) + (f" +{len(nodes) - 8} more" if len(nodes) > 8 else "")
         out.append(CheckResult(f"fabric.{kind}", "fabric", Verdict.SKIP, f"not measured on pairs of {shown}: {why}", code))
     for r in scores.errors:
-        out.append(CheckResult("fabric.pair", f"{r.a}-{r.b}", Verdict.ERROR, f"round {r.round}: not tested: {r.error}",
-                               "FABRIC_PAIR_ERROR"))
+        if r.refused:
+            out.append(CheckResult("fabric.pair", f"{r.a}-{r.b}", Verdict.ERROR,
+                                   f"round {r.round}: not tested: {r.error}", "FABRIC_LINE_REFUSED", {}, [],
+                                   {"refused": r.refused[:20]}))
+        else:
+            out.append(CheckResult("fabric.pair", f"{r.a}-{r.b}", Verdict.ERROR, f"round {r.round}: not tested: {r.error}",
+                                   "FABRIC_PAIR_ERROR"))
     return out
 
 
@@ -148,6 +160,8 @@ def pair_rows(results: list[PairResult]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"round": r.round, "a": r.a, "b": r.b}
         if r.error:
             row["error"] = r.error
+            if r.refused:
+                row["refused"] = r.refused[:20]
         else:
             rails: dict[str, dict[str, Any]] = {}
             for m in r.measurements:
@@ -184,6 +198,7 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
                                  "sitting_out": r.sitting_out} for r in rounds],
                    "bad": {"nodes": scores.bad_nodes, "node_rails": [list(p) for p in scores.bad_ports],
                            "rails": scores.bad_rails, "links": [[a, b] for a, b, _ in scores.bad_links],
+                           "suspects": sorted(scores.suspects),
                            "inconclusive": sorted(scores.inconclusive)}},
         "nodes": [{"name": n, "verdict": scores.node_verdict(n), "identity": identities.get(n, {"hostname": n})}
                   for n in scores.nodes],

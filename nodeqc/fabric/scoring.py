@@ -31,8 +31,10 @@ from typing import Any
 @dataclass(frozen=True)
 class Floors:
     """What a pair test must reach. Fractions (the profile's [nic] min_rdma_fraction and
-    min_tcp_fraction) are of the slower end's port rate or link speed; an absolute floor in Gb/s
-    (--min-rdma-gbps, --min-tcp-gbps) replaces them. NCCL: bus bandwidth in GB/s."""
+    min_tcp_fraction) are of the faster end's port rate or link speed: a port that trained down
+    (100 Gb/s facing 400) must not lower its own pair's floor (0.85 x 100 would let 90 pass); an
+    absolute floor in Gb/s (--min-rdma-gbps, --min-tcp-gbps) replaces them. NCCL: bus bandwidth
+    in GB/s."""
 
     rdma_fraction: float | None = None
     tcp_fraction: float | None = None
@@ -44,13 +46,13 @@ class Floors:
         if self.rdma_gbps is not None:
             return self.rdma_gbps
         known = [r for r in rates if r]
-        return round(self.rdma_fraction * min(known), 3) if known and self.rdma_fraction is not None else None
+        return round(self.rdma_fraction * max(known), 3) if known and self.rdma_fraction is not None else None
 
     def tcp(self, *speeds: float | None) -> float | None:
         if self.tcp_gbps is not None:
             return self.tcp_gbps
         known = [s for s in speeds if s]
-        return round(self.tcp_fraction * min(known), 3) if known and self.tcp_fraction is not None else None
+        return round(self.tcp_fraction * max(known), 3) if known and self.tcp_fraction is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -91,6 +93,7 @@ class PairResult:
     measurements: list[Measurement] = field(default_factory=list)
     error: str | None = None  # the pair could not be tested at all
     identities: dict[str, dict[str, Any]] = field(default_factory=dict)  # what each end said it is
+    refused: list[dict[str, Any]] = field(default_factory=list)  # lines.Refused.to_dict(): lines not used
 
     def rails(self) -> dict[str, bool]:
         """rail -> passed, over the rails with evidence."""
@@ -130,6 +133,9 @@ class Scores:
     bad_links: list[tuple[str, str, list[str]]]  # (a, b, rails) between cleared ports
     inconclusive: dict[str, str]  # node -> why
     errors: list[PairResult]
+    # node -> the lines its worker printed that it could not have measured (another node's result,
+    # a second one, a figure of its peer's): the node is the suspect, whatever its pairs say
+    suspects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def ports_of(self, node: str) -> list[Port]:
         """The node's ports (indexed once: thousands of nodes times their rails)."""
@@ -141,7 +147,7 @@ class Scores:
         return self._by_node.get(node, [])
 
     def node_verdict(self, node: str) -> str:
-        if node in self.bad_nodes or any(n == node for n, _ in self.bad_ports):
+        if node in self.suspects or node in self.bad_nodes or any(n == node for n, _ in self.bad_ports):
             return "fail"
         if node in self.inconclusive:
             return "error"
@@ -155,7 +161,7 @@ class Scores:
 
     @property
     def failed(self) -> bool:
-        return bool(self.bad_rails or self.bad_nodes or self.bad_ports or self.bad_links)
+        return bool(self.bad_rails or self.bad_nodes or self.bad_ports or self.bad_links or self.suspects)
 
 
 def score(nodes: list[str], results: list[PairResult]) -> Scores:
@@ -269,6 +275,22 @@ def score(nodes: list[str], results: list[PairResult]) -> Scores:
         inconclusive.pop(node, None)
     for node, _ in bad_ports:
         inconclusive.pop(node, None)
-    return Scores(nodes=list(nodes), rails=rails, ports=ports, bad_rails=bad_rails, bad_nodes=bad_nodes,
+    suspects: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        for refused in r.refused:
+            if refused.get("claim") and refused.get("node") in nodes:
+                suspects.setdefault(refused["node"], []).append({"round": r.round, "pair": f"{r.a}-{r.b}", **refused})
+    for node in suspects:
+        inconclusive.pop(node, None)
+    # A node whose line was refused as malformed passes on nothing it said: it is not judged.
+    # (Said before any other reason: it is why the node has no evidence.)
+    named = set(bad_nodes) | {n for n, _ in bad_ports} | set(suspects)
+    for r in reversed(results):
+        for refused in reversed(r.refused):
+            node = refused.get("node")
+            if node in nodes and node not in named:
+                inconclusive[node] = (f"round {r.round}, pair {r.a}-{r.b}: its worker's result was refused: "
+                                      f"{refused.get('why')}")
+    return Scores(nodes=list(nodes), rails=rails, suspects=suspects, ports=ports, bad_rails=bad_rails, bad_nodes=bad_nodes,
                   bad_ports=sorted(bad_ports), bad_links=sorted((a, b, sorted(set(r))) for (a, b), r in links.items()),
                   inconclusive=inconclusive, errors=errors)
