@@ -28,7 +28,6 @@ import socket
 import sqlite3
 import stat
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ import platformdirs
 from nodeqc.errors import UsageError
 from nodeqc.na import is_na
 from nodeqc.report import VerificationError
+from nodeqc.safefile import OutputError, link_new
 
 ARCHIVE_ENV = "NODEQC_ARCHIVE"
 SCHEMA_VERSION = 3  # 3: a fabric report's members and their verdicts
@@ -185,17 +185,8 @@ def index_secret() -> bytes | None:
         except FileNotFoundError:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".index-secret.")  # mode 0600
-                try:
-                    os.write(fd, os.urandom(32))
-                    os.fsync(fd)
-                    os.close(fd)
-                    os.link(tmp, path)  # whole when it appears; loses to an earlier one
-                except FileExistsError:
-                    pass
-                finally:
-                    os.unlink(tmp)
-            except OSError:
+                link_new(path, os.urandom(32), 0o600)  # whole when it appears; loses to an earlier one
+            except (OSError, OutputError):
                 return None
             continue
         except OSError:
