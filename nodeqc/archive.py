@@ -200,6 +200,17 @@ def index_secret() -> bytes | None:
     return None
 
 
+def row_mac(secret: bytes, values: tuple[Any, ...]) -> str:
+    """HMAC-SHA256 of a row of a cache this user keeps (the index, the fleet's figures) under the
+    index secret: strings and None, where repr() is unambiguous, and fast."""
+    return hmac.digest(secret, repr(values).encode(), "sha256").hex()
+
+
+def row_mac_ok(secret: bytes, values: tuple[Any, ...], mac: Any) -> bool:
+    """Whether `mac` is the row's: an edited row (or one made under another secret) is not."""
+    return isinstance(mac, str) and hmac.compare_digest(row_mac(secret, values), mac)
+
+
 class Archive:
     """A report archive and this reader's index of it. `trusted` is keyid -> (key, source), as
     keys.trusted_keys(): the same keys `nodeqc verify` trusts. `warn` gets one line per problem
@@ -234,12 +245,12 @@ class Archive:
         return ",".join(sorted(self.trusted))
 
     def _mac(self, values: tuple[Any, ...]) -> str:
-        """HMAC-SHA256 of a row (strings and None: repr() is unambiguous, and fast)."""
         assert self._secret is not None
-        return hmac.digest(self._secret, repr(values).encode(), "sha256").hex()
+        return row_mac(self._secret, values)
 
     def _mac_ok(self, row: tuple[Any, ...]) -> bool:
-        return hmac.compare_digest(self._mac(tuple(row[:-1])), row[-1] or "")  # row: _ROW values, then mac
+        assert self._secret is not None
+        return row_mac_ok(self._secret, tuple(row[:-1]), row[-1])  # row: _ROW values, then mac
 
     def _open(self, path: str | Path) -> sqlite3.Connection:
         db = sqlite3.connect(path, timeout=30, isolation_level=None)
