@@ -28,7 +28,6 @@ import socket
 import sqlite3
 import stat
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ import platformdirs
 from nodeqc.errors import UsageError
 from nodeqc.na import is_na
 from nodeqc.report import VerificationError
+from nodeqc.safefile import OutputError, link_new
 
 ARCHIVE_ENV = "NODEQC_ARCHIVE"
 SCHEMA_VERSION = 3  # 3: a fabric report's members and their verdicts
@@ -185,17 +185,8 @@ def index_secret() -> bytes | None:
         except FileNotFoundError:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".index-secret.")  # mode 0600
-                try:
-                    os.write(fd, os.urandom(32))
-                    os.fsync(fd)
-                    os.close(fd)
-                    os.link(tmp, path)  # whole when it appears; loses to an earlier one
-                except FileExistsError:
-                    pass
-                finally:
-                    os.unlink(tmp)
-            except OSError:
+                link_new(path, os.urandom(32), 0o600)  # whole when it appears; loses to an earlier one
+            except (OSError, OutputError):
                 return None
             continue
         except OSError:
@@ -207,6 +198,17 @@ def index_secret() -> bytes | None:
             return data
         return None
     return None
+
+
+def row_mac(secret: bytes, values: tuple[Any, ...]) -> str:
+    """HMAC-SHA256 of a row of a cache this user keeps (the index, the fleet's figures) under the
+    index secret: strings and None, where repr() is unambiguous, and fast."""
+    return hmac.digest(secret, repr(values).encode(), "sha256").hex()
+
+
+def row_mac_ok(secret: bytes, values: tuple[Any, ...], mac: Any) -> bool:
+    """Whether `mac` is the row's: an edited row (or one made under another secret) is not."""
+    return isinstance(mac, str) and hmac.compare_digest(row_mac(secret, values), mac)
 
 
 class Archive:
@@ -243,12 +245,12 @@ class Archive:
         return ",".join(sorted(self.trusted))
 
     def _mac(self, values: tuple[Any, ...]) -> str:
-        """HMAC-SHA256 of a row (strings and None: repr() is unambiguous, and fast)."""
         assert self._secret is not None
-        return hmac.digest(self._secret, repr(values).encode(), "sha256").hex()
+        return row_mac(self._secret, values)
 
     def _mac_ok(self, row: tuple[Any, ...]) -> bool:
-        return hmac.compare_digest(self._mac(tuple(row[:-1])), row[-1] or "")  # row: _ROW values, then mac
+        assert self._secret is not None
+        return row_mac_ok(self._secret, tuple(row[:-1]), row[-1])  # row: _ROW values, then mac
 
     def _open(self, path: str | Path) -> sqlite3.Connection:
         db = sqlite3.connect(path, timeout=30, isolation_level=None)

@@ -32,6 +32,8 @@ from nodeqc.backends.platform import PlatformBackend
 from nodeqc.checks.conformance import ALL_FIELDS, GPU_FIELDS, NIC_FIELDS, NODE_FIELDS
 from nodeqc.errors import UsageError
 from nodeqc.na import is_na
+from nodeqc.safefile import NotAFile, read_bounded
+from nodeqc.schema import Spec, show, type_problem
 
 FORMAT = 1
 HEADER = """\
@@ -186,46 +188,84 @@ def _pairs(table: dict[str, Any]) -> list[str]:
     return [f"{_key(k)} = {_value(v)}" for k, v in table.items()]
 
 
-_TYPES = (str, int, float, bool, list)
+MAX_BASELINE_BYTES = 4 << 20  # a baseline of 64 GPUs and NICs is some 30 kB; anything far larger is not one
+
+
+def _spec(kind: str, help: str = "", low: float | None = None) -> Spec:
+    return Spec(kind, help, low=low)
+
+
+_TEXT = _spec("str")
+_PEERS = _spec("names")
+# Each key's type, as a profile's (nodeqc.profile.SCHEMA): a wrong one is refused by name, so a
+# hand-edited `power_limit_w = inf` or `numa_node = false` can never match a node's 700 W or node 0.
+TABLES: dict[str, dict[str, Spec]] = {
+    "baseline": {"format": _spec("int"), "created_at": _TEXT, "hostname": _TEXT, "nodeqc": _TEXT,
+                 "simulated": _spec("bool")},
+    "node": dict.fromkeys(NODE_FIELDS, _TEXT),
+    "gpu": {**dict.fromkeys(GPU_FIELDS, _TEXT), "bus_id": _TEXT, "ecc": _spec("bool"), "persistence": _spec("bool"),
+            "app_sm_clock_mhz": _spec("number", low=0), "app_mem_clock_mhz": _spec("number", low=0),
+            "power_limit_w": _spec("number", low=0), "numa_node": _spec("int", low=0), "pcie_switch_peers": _PEERS},
+    "nic": {**dict.fromkeys(NIC_FIELDS, _TEXT), "bus_id": _TEXT, "numa_node": _spec("int", low=0),
+            "pcie_switch_peers": _PEERS},
+    "bridge": {"above": _spec("strlist"), "acs": _TEXT},
+}
+PARTS = ("gpu", "nic", "bridge")  # tables of tables: [gpu.NAME]
 
 
 def load(path: str | Path) -> dict[str, Any]:
     """Read and check a baseline file; a bad one is a UsageError naming the file and the key."""
-    path = Path(path)
+    return _read(Path(path))[0]
+
+
+def _read(path: Path) -> tuple[dict[str, Any], str]:
+    """The baseline's tables and the sha256 of the bytes they came from, read once: a regular file
+    of a baseline's size (never a FIFO, which would hang, nor a device such as /dev/zero), TOML,
+    every key of the type it must be, and something recorded."""
     where = f"baseline {path}"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = read_bounded(path, MAX_BASELINE_BYTES)
+        data = tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise UsageError(f"{where}: no such file (make one with: nodeqc baseline create {path})") from None
+    except NotAFile as e:
+        raise UsageError(f"{where}: {str(e).replace('any such file', 'any baseline')}: not a baseline") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"{where}: cannot read it: {getattr(e, 'strerror', None) or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{where}: invalid TOML: {e}") from None
+    except RecursionError:
+        raise UsageError(f"{where}: invalid TOML: arrays or tables nested too deeply") from None
     meta = data.get("baseline")
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or isinstance(meta.get("format"), bool):
         raise UsageError(f"{where}: [baseline] format = {FORMAT} missing: not a nodeqc baseline")
-    unknown = set(data) - {"baseline", "node", "gpu", "nic", "bridge"}
+    unknown = set(data) - set(TABLES)
     if unknown:
         raise UsageError(f"{where}: unknown table [{sorted(unknown)[0]}] (known: baseline, node, gpu, nic, bridge)")
-    _check_table(where, "node", data.get("node", {}), set(NODE_FIELDS))
-    for kind, known in (("gpu", set(GPU_FIELDS) | {"bus_id"}), ("nic", set(NIC_FIELDS) | {"bus_id"}),
-                        ("bridge", {"above", "acs"})):
+    _check_table(where, "baseline", meta, TABLES["baseline"])
+    _check_table(where, "node", data.get("node", {}), TABLES["node"])
+    for kind in PARTS:
         parts = data.get(kind, {})
         if not isinstance(parts, dict):
             raise UsageError(f"{where}: [{kind}]: expected tables like [{kind}.NAME]")
         for name, table in parts.items():
-            _check_table(where, f"{kind}.{name}", table, known)
-    return data
+            _check_table(where, f"{kind}.{name}", table, TABLES[kind])
+    if not data.get("node") and not any(data.get(kind) for kind in PARTS):
+        raise UsageError(f"{where}: records nothing (no [node] field, no [gpu.*], [nic.*] or [bridge.*]): it "
+                         f"would pass any node; make one on a known-good node with: nodeqc baseline create {path}")
+    return data, hashlib.sha256(raw).hexdigest()
 
 
-def _check_table(where: str, name: str, table: Any, known: set[str]) -> None:
+def _check_table(where: str, name: str, table: Any, specs: dict[str, Spec]) -> None:
     if not isinstance(table, dict):
-        raise UsageError(f"{where}: [{name}]: expected a table")
+        raise UsageError(f"{where}: [{name}]: expected a table, got {show(table)}")
     for key, value in table.items():
-        if key not in known:
-            raise UsageError(f"{where}: [{name}] {key}: unknown key (known: {', '.join(sorted(known))})")
-        if not isinstance(value, _TYPES) or isinstance(value, dict):
-            raise UsageError(f"{where}: [{name}] {key}: expected a string, number, true/false or list")
+        spec = specs.get(key)
+        if spec is None:
+            raise UsageError(f"{where}: [{name}] {key}: unknown key (known: {', '.join(sorted(specs))})")
+        problem = type_problem(spec, key, value)
+        if problem:
+            raise UsageError(f"{where}: [{name}] {key}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -241,14 +281,14 @@ class Baseline:
     @classmethod
     def load(cls, path: str | Path, profile: Any = None) -> "Baseline":
         path = Path(path)
-        data = load(path)
+        data, digest = _read(path)
         warn = frozenset(profile.data.get("baseline_warn", [])) if profile is not None else frozenset()
         ignore = frozenset(profile.data.get("baseline_ignore", [])) if profile is not None else frozenset()
         for name in sorted(warn | ignore):
             if name not in ALL_FIELDS:
                 raise UsageError(f"profile {profile.name}: baseline_warn/baseline_ignore: unknown field {name!r} "
                                  f"(known: {', '.join(ALL_FIELDS)})")
-        return cls(path, data, hashlib.sha256(path.read_bytes()).hexdigest(), warn, ignore)
+        return cls(path, data, digest, warn, ignore)
 
     def summary(self) -> dict[str, Any]:
         meta = self.data.get("baseline", {})

@@ -6,7 +6,6 @@ Exit codes as everywhere: 0 done / matches, 1 the node differs (check), 2 could 
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -73,6 +72,7 @@ def main(argv: list[str]) -> int:
     from nodeqc.baseline import Baseline, render
     from nodeqc.checks.conformance import compare
     from nodeqc.model import Verdict
+    from nodeqc.safefile import write_atomic
 
     args = _parser().parse_args(argv)
     if args.action is None:
@@ -86,13 +86,7 @@ def main(argv: list[str]) -> int:
         if not observed["gpu"]:
             raise UsageError("baseline create: no GPUs answered: a baseline of a node without its GPUs is no baseline")
         text = render(observed, host.hostname, hw.simulated)
-        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, out)
-        except OSError as e:
-            tmp.unlink(missing_ok=True)
-            raise UsageError(f"{out}: cannot write: {e.strerror}") from None
+        write_atomic(out, text.encode("utf-8"))  # never through a link planted at its name or a temporary one
         parts = f"{len(observed['gpu'])} GPU(s), {len(observed['nic'])} NIC(s), {len(observed['bridge'])} bridge(s)"
         sim = " (SIMULATED node: for trying nodeqc out, not a real baseline)" if hw.simulated else ""
         print(f"nodeqc: baseline of {host.hostname}: {parts}{sim}", file=sys.stderr)

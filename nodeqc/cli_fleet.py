@@ -5,6 +5,7 @@ SVG plots, no script, nothing fetched)."""
 from __future__ import annotations
 
 import html
+import io
 import sys
 from pathlib import Path
 from typing import Any
@@ -93,14 +94,13 @@ def _print(rows: list[dict[str, Any]], view: Any, pct: float) -> None:
 
 
 def _write(path: Path, fill: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as f:
-            fill(f)
-        tmp.replace(path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"{path}: cannot write: {e.strerror}") from None
+    """The whole file at once through nodeqc.safefile: never through a link planted at its name or
+    at a temporary one, and the old file stays whole if the write fails."""
+    from nodeqc.safefile import write_atomic
+
+    text = io.StringIO(newline="")
+    fill(text)
+    write_atomic(path, text.getvalue().encode("utf-8"))
 
 
 def _csv(f: Any, rows: list[dict[str, Any]]) -> None:

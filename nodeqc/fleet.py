@@ -3,13 +3,16 @@ outliers against the fleet (nodeqc.checks.fleet), and when each qualification ex
 
 The archive's index (nodeqc.archive) says which reports are verified; this module reads only the
 newest report of each node, and keeps what it took from each in a per-user cache keyed by the
-report's sha256 (a digest names its content, so the cache can never describe another file). The
-cache is only a cache: delete it and it is rebuilt from the reports.
+report's sha256 (a digest names its content, so the cache can never describe another file). Each
+row carries an HMAC under the user's index secret, as the archive's index rows do: a row edited in
+the cache (a later valid_until, a better figure) is not trusted but taken from the report again.
+The cache is only a cache: delete it and it is rebuilt from the reports.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -21,7 +24,7 @@ import platformdirs
 from nodeqc.checks.fleet import HIGHER_BETTER_UNITS, LOWER_BETTER_UNITS, Figure, Outlier
 from nodeqc.checks.fleet import outliers as find_outliers
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: each row with its HMAC
 UNITS = HIGHER_BETTER_UNITS + LOWER_BETTER_UNITS
 
 
@@ -46,45 +49,68 @@ def extract(predicate: dict[str, Any]) -> dict[str, Any]:
 
 
 class FigureCache:
-    """sha256 of a report -> what extract() took from it, in the user's cache directory."""
+    """sha256 of a report -> what extract() took from it, in the user's cache directory, each row
+    with its HMAC (nodeqc.archive.row_mac). Without an index secret to be had, kept in memory only."""
 
-    def __init__(self, path: Path | None = None):
+    def __init__(self, path: Path | None = None, secret: bytes | None = None):
         self.path = path or platformdirs.user_cache_path("nodeqc") / "fleet-figures.sqlite3"
+        self._secret = secret
         self._db: sqlite3.Connection | None = None
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
+            if self._secret is None:
+                from nodeqc.archive import index_secret
+
+                self._secret = index_secret()
+            if self._secret is None:  # nothing to sign rows with: nothing lasting to trust
+                self._secret, self._db = os.urandom(32), self._open(":memory:")
+                return self._db
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                self._db = self._open()
+                self._db = self._open(self.path)
             except sqlite3.DatabaseError:
                 self.path.unlink(missing_ok=True)  # a damaged cache is rebuilt, never trusted
-                self._db = self._open()
+                self._db = self._open(self.path)
         return self._db
 
-    def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30)
+    def _open(self, path: Path | str) -> sqlite3.Connection:
+        db = sqlite3.connect(path, timeout=30)
         if db.execute("PRAGMA user_version").fetchone()[0] not in (0, CACHE_VERSION):
             db.execute("DROP TABLE IF EXISTS figures")
-        db.execute("CREATE TABLE IF NOT EXISTS figures (sha256 TEXT PRIMARY KEY, data TEXT NOT NULL)")
+        db.execute("CREATE TABLE IF NOT EXISTS figures (sha256 TEXT PRIMARY KEY, data TEXT NOT NULL, mac TEXT NOT NULL)")
         db.execute(f"PRAGMA user_version = {CACHE_VERSION}")
         return db
 
+    def _row(self, digest: str, data: str) -> tuple[Any, ...]:
+        return ("fleet figures", digest, data)  # tagged: never a row of the index's
+
     def get_many(self, digests: list[str]) -> dict[str, dict[str, Any]]:
+        """The rows of these reports whose HMAC holds; an edited row is left out (read again)."""
+        from nodeqc.archive import row_mac_ok
+
         db, out = self._connect(), {}
+        assert self._secret is not None
         for i in range(0, len(digests), 500):
             chunk = digests[i:i + 500]
-            rows = db.execute(f"SELECT sha256, data FROM figures WHERE sha256 IN ({','.join('?' * len(chunk))})", chunk)
-            out.update({d: json.loads(data) for d, data in rows})
+            rows = db.execute(f"SELECT sha256, data, mac FROM figures WHERE sha256 IN ({','.join('?' * len(chunk))})",
+                              chunk)
+            for d, data, mac in rows:
+                if row_mac_ok(self._secret, self._row(d, data), mac):
+                    out[d] = json.loads(data)
         return out
 
     def put_many(self, items: dict[str, dict[str, Any]]) -> None:
+        from nodeqc.archive import row_mac
+
         if not items:
             return
         db = self._connect()
+        assert self._secret is not None
+        texts = {d: json.dumps(v, separators=(",", ":")) for d, v in items.items()}
         with db:
-            db.executemany("INSERT OR REPLACE INTO figures VALUES (?, ?)",
-                           [(d, json.dumps(v, separators=(",", ":"))) for d, v in items.items()])
+            db.executemany("INSERT OR REPLACE INTO figures VALUES (?, ?, ?)",
+                           [(d, t, row_mac(self._secret, self._row(d, t))) for d, t in texts.items()])
 
     def close(self) -> None:
         if self._db is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.na import or_none
-from nodeqc.safefile import OutputError, describe, write_all
+from nodeqc.safefile import OutputError, describe, open_append, write_all
 
 
 def dumps(obj: Any) -> str:
@@ -29,7 +29,7 @@ class Journal:
     def __init__(self, path: Path):
         self.path = path
         # Never through a link: the runner claimed this name with O_EXCL (nodeqc.safefile).
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+        self._fd = open_append(path)
 
     def append(self, record: dict[str, Any]) -> None:
         """One record, whole and synced; OutputError (one line, "no space left on DIR") when the

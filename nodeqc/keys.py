@@ -11,7 +11,6 @@ import errno
 import hashlib
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from nodeqc.errors import UsageError
-from nodeqc.safefile import OutputError, describe, write_atomic
+from nodeqc.safefile import OutputError, link_new, write_atomic
 
 
 def config_dir() -> Path:
@@ -170,24 +169,11 @@ def create_key(key_path: Path) -> Signer:
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                             serialization.NoEncryption())
-    directory = key_path.parent
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{key_path.name}.", suffix=".tmp", dir=directory)  # mode 0600
-    except OSError as e:
-        raise UsageError(f"{directory}: cannot create the signing key there: {e.strerror}") from None
-    try:
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(pem)
-                f.flush()
-                os.fsync(f.fileno())
-            os.link(tmp, key_path)
-        except FileExistsError:
+        if not link_new(key_path, pem, 0o600):
             return load_signer(key_path)  # another process was first: its key is the one
-        except OSError as e:
-            raise UsageError(f"{key_path}: cannot write the signing key: {describe(e, key_path)}") from None
-    finally:
-        os.unlink(tmp)
+    except OutputError as e:
+        raise UsageError(f"{key_path}: cannot write the signing key: {e}") from None
     try:
         write_atomic(public_path(key_path), public_pem(key.public_key()))
     except OutputError as e:

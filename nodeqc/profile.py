@@ -32,6 +32,7 @@ from nodeqc.errors import UsageError
 from nodeqc.model import Threshold
 from nodeqc.peers import parse_peers
 from nodeqc.resources import profiles_dir
+from nodeqc.safefile import NotAFile, read_bounded
 from nodeqc.schema import Spec, validate
 from nodeqc.skus import BY_KEY, Sku, identify
 
@@ -447,15 +448,24 @@ def _sku_layer(accepted: list[str], sku: str | None) -> dict[str, Any]:
     return calibration.conservative_floors(BY_KEY[k] for k in accepted)
 
 
+MAX_PROFILE_BYTES = 1 << 20  # the largest shipped profile is some 3 kB
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
+    """A profile file read once through safefile.read_bounded: a FIFO or a device is refused, not
+    read forever."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, MAX_PROFILE_BYTES).decode("utf-8")
+    except NotAFile as e:
+        raise UsageError(f"{_shown(path)}: {str(e).replace('any such file', 'any profile')}: not a profile") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"{_shown(path)}: cannot read profile: {getattr(e, 'strerror', None) or e}") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{_shown(path)}: invalid TOML: {e}") from None
+    except RecursionError:
+        raise UsageError(f"{_shown(path)}: invalid TOML: arrays or tables nested too deeply") from None
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

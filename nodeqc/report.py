@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import hashlib
 import json
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from nodeqc.errors import UsageError
 from nodeqc.journal import dumps
 from nodeqc.keys import Signer
-from nodeqc.safefile import write_atomic
+from nodeqc.safefile import NotAFile, open_regular, read_bounded, write_atomic
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://nodeqc.dev/qualification/v1"
@@ -105,31 +105,13 @@ def read_report_bytes(path: Path, limit: int = MAX_REPORT_BYTES) -> bytes:
     (opened non-blocking, so a FIFO with no writer cannot hang us), as is a file over `limit`.
     UsageError when the file cannot be opened at all; VerificationError when it is no report file."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        return read_bounded(path, limit)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such report") from None
+    except NotAFile as e:
+        raise VerificationError(str(e).replace("any such file", "any report")) from None
     except OSError as e:
         raise UsageError(f"{path}: cannot read report: {e.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise VerificationError("not a regular file")
-        if st.st_size > limit:
-            raise VerificationError(f"file of {st.st_size} bytes, more than any report ({limit} bytes)")
-        chunks, total = [], 0
-        while total <= limit:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > limit:
-            raise VerificationError(f"file grew past {limit} bytes while read")
-        return b"".join(chunks)
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read report: {e.strerror}") from None
-    finally:
-        os.close(fd)
 
 
 def _json(data: bytes | str, what: str) -> Any:
@@ -246,17 +228,17 @@ def check_evidence(verified: Verified, directory: Path) -> None:
         if Path(name).name != name or name == "..":  # a path, "." (whose name is ""), or the parent
             raise VerificationError(f"{what} file name {name!r} is not a plain file name")
         path = directory / name
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        try:  # the file itself, never a link to another file: evidence is what lies beside the report
+            fd = open_regular(path, follow=False)
         except FileNotFoundError:
             verified.missing.append(f"{what} {name}")
             continue
+        except NotAFile:
+            raise VerificationError(f"{what} {name} is not a regular file") from None
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise VerificationError(f"{what} {name} is a symbolic link, not the evidence file itself") from None
             raise VerificationError(f"{what} {name} cannot be read: {e.strerror}") from None
-        # Before fdopen, which refuses a directory with IsADirectoryError (a traceback, not a verdict).
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise VerificationError(f"{what} {name} is not a regular file")
         with os.fdopen(fd, "rb") as f:
             actual = hashlib.file_digest(f, "sha256").hexdigest()
         if actual != digest:

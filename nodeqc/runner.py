@@ -44,7 +44,7 @@ from nodeqc.na import is_na
 from nodeqc.peers import Peer, parse_peers
 from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
-from nodeqc.safefile import NEW_FILE_FLAGS, OutputError
+from nodeqc.safefile import OutputError, claim
 from nodeqc.selection import CHECKS, Selection
 from nodeqc.stamps import current_user, utc_now
 from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
@@ -402,15 +402,11 @@ class Runner:
         n = 1
         while True:
             paths = RunPaths(directory, base if n == 1 else f"{base}-{n}")
-            try:
-                # Claim the name by creating the journal: two runs starting in the same second cannot
-                # both get it, as they could with a look first and a create after.
-                if not paths.report.exists():
-                    # O_NOFOLLOW too: a link planted under the name is taken as "the name is used".
-                    os.close(os.open(paths.journal, NEW_FILE_FLAGS, 0o644))
-                    return paths
-            except FileExistsError:
-                pass
+            # Claim the name by creating the journal: two runs starting in the same second cannot
+            # both get it, as they could with a look first and a create after. O_NOFOLLOW too: a
+            # link planted under the name is taken as "the name is used".
+            if not paths.report.exists() and claim(paths.journal):
+                return paths
             n += 1
 
     def _stress_and_watch(self, gpus: list[GpuInfo], paths: RunPaths, in_use: set[int]) -> TelemetrySummary:

@@ -14,7 +14,7 @@ from nodeqc.errors import UsageError
 
 @dataclass(frozen=True)
 class Spec:
-    kind: str  # str | int | number | bool | strlist | choice | version | threshold
+    kind: str  # str | int | number | bool | strlist | names | choice | version | threshold
     help: str
     choices: tuple[Any, ...] = ()
     low: float | None = None
@@ -100,6 +100,10 @@ def type_problem(spec: Spec, key: str, value: Any) -> str | None:
             bad = [v for v in value if v not in spec.choices]
             if bad:
                 return f"unknown entry {show(bad[0])} (known: {', '.join(spec.choices)})"
+        return None
+    if kind == "names":  # a list of strings that may be empty (a baseline's switch peers: none)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return f"expected a list of strings, got {show(value)}"
         return None
     if kind == "version":
         if not isinstance(value, str) or not value or not all(p.isdigit() for p in value.split(".")):

@@ -23,7 +23,7 @@ from nodeqc.backends.base import (Clock, GpuCounters, GpuInfo, GpuManagement, Gp
                                   decode_reasons)
 from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.na import NA, is_na
-from nodeqc.safefile import OutputError, create_new, write_all
+from nodeqc.safefile import NotAFile, OutputError, create_new, open_regular, write_all
 
 LOADED_UTIL_PCT = 50  # a GPU at or above this utilisation counts as under load
 MAX_EVENTS = 200  # per GPU and kind; more are counted, not kept
@@ -523,52 +523,116 @@ class SeriesWriter:
             self._fd = -1
 
 
-def read_series(path: Path) -> list[list[str]]:
-    """The rows of a time-series file, header first: every gzip member in turn; of a member cut
-    short by a kill, what it holds up to the cut (a row torn mid-way is dropped)."""
-    data = path.read_bytes()
-    text = b""
-    while data:
-        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+# What `show` and read_series read of a time-series file, decompressed: a week at the default 4 Hz on
+# 8 GPUs is some 300 MB. A gzip of 16 MB can hold 3 GB (it ran `show` out of memory): refused past this.
+MAX_SERIES_BYTES = 1 << 30
+MAX_ROW_BYTES = 64 << 10  # a row is some 100 bytes; a "row" far longer is no telemetry
+_CHUNK = 1 << 20
+
+
+class _Inflated:
+    """A time-series file decompressed in chunks of at most _CHUNK bytes, every gzip member in
+    turn: stops at damage or at a member cut short (`whole` then False), and raises UsageError,
+    naming the file, before more than `limit` bytes come out."""
+
+    def __init__(self, path: Path, limit: int):
+        self.path, self.limit, self.whole, self.size = path, limit, False, 0
+
+    def __iter__(self) -> Any:
         try:
-            text += inflate.decompress(data)
-        except zlib.error:
-            break  # damaged beyond this point: keep what came before
-        if not inflate.eof:
-            break  # the last member, cut short
-        data = inflate.unused_data
-    decoded = text.decode(errors="replace")
-    lines = decoded.splitlines()
-    if decoded and not decoded.endswith("\n"):
-        lines = lines[:-1]  # a row torn by the kill
-    return [line.split(",") for line in lines]
+            fd = open_regular(self.path)
+        except NotAFile as e:
+            raise UsageError(f"{self.path}: {e}: not a telemetry file") from None
+        except OSError as e:
+            raise UsageError(f"{self.path}: cannot read telemetry: {e.strerror}") from None
+        with os.fdopen(fd, "rb") as f:
+            data, inflate, need_input = b"", None, True
+            while True:
+                if need_input:
+                    more = f.read(_CHUNK)
+                    if not more:
+                        self.whole = inflate is None  # not in the middle of a member
+                        return
+                    data += more
+                if inflate is None:
+                    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                try:
+                    out = inflate.decompress(data, _CHUNK)
+                except zlib.error:
+                    return  # damaged beyond this point: keep what came before
+                self.size += len(out)
+                if self.size > self.limit:
+                    raise UsageError(f"{self.path}: holds more than {self.limit >> 20} MiB once decompressed, more "
+                                     f"than any run's telemetry (a decompression bomb?): not read")
+                if out:
+                    yield out
+                if inflate.eof:
+                    data, inflate = inflate.unused_data, None
+                    need_input = not data
+                else:
+                    data = inflate.unconsumed_tail
+                    need_input = not out and not data
 
 
-def describe_series(path: Path) -> str:
+def _rows(path: Path, chunks: Any) -> Any:
+    """The rows in decompressed chunks; a row torn by a kill (no newline after it) is dropped."""
+    rest = b""
+    for chunk in chunks:
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        if len(rest) > MAX_ROW_BYTES:
+            raise UsageError(f"{path}: a row of more than {MAX_ROW_BYTES} bytes: not a nodeqc telemetry file")
+        for line in lines:
+            yield line.decode(errors="replace").split(",")
+
+
+def read_series(path: Path, limit: int = MAX_SERIES_BYTES) -> list[list[str]]:
+    """The rows of a time-series file, header first: every gzip member in turn; of a member cut
+    short by a kill, what it holds up to the cut (a row torn mid-way is dropped). UsageError, naming
+    the file, when it is no regular file or holds more than `limit` bytes decompressed."""
+    return list(_rows(path, _Inflated(path, limit)))
+
+
+def describe_series(path: Path, limit: int = MAX_SERIES_BYTES) -> str:
     """A time-series file for a person (`nodeqc show X.telemetry.csv.gz`): its span and, per GPU, the
-    extremes of what was sampled. Also a file cut short by a kill, up to its last flush."""
-    try:
-        rows = read_series(path)
-        gzip.decompress(path.read_bytes())
-        whole = True
-    except (OSError, EOFError, zlib.error):
-        whole = False
-    if not rows or rows[0][:2] != ["t_s", "gpu"]:
+    extremes of what was sampled. Also a file cut short by a kill, up to its last flush. Read twice
+    in chunks, never whole: first only decompressed, so a bomb is refused before any row is parsed,
+    then row by row; memory stays flat however long the run."""
+    measured = _Inflated(path, limit)
+    for _ in measured:
+        pass
+    rows = _rows(path, _Inflated(path, limit))
+    header = next(rows, None)
+    if not header or header[:2] != ["t_s", "gpu"]:
         raise UsageError(f"{path}: not a nodeqc telemetry file (no header t_s,gpu,...)")
-    header, data = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
     col = {name: n for n, name in enumerate(header)}
-    times = [float(r[0]) for r in data]
-    out = [f"nodeqc telemetry: {path.name}" + ("" if whole else
+    shown = ("temp_c", "power_w", "sm_clock_mhz", "util_pct")
+    count, first, last = 0, None, None
+    per_gpu: dict[str, list[Any]] = {}  # gpu -> [samples, {column: (min, max)}]
+    for r in rows:
+        if len(r) != len(header):
+            continue
+        count += 1
+        if _is_float(r[0]):
+            t = float(r[0])
+            first, last = min(t, first if first is not None else t), max(t, last if last is not None else t)
+        if not (r[1].isdigit() and len(r[1]) <= 3):  # a GPU index: anything else is counted, not listed
+            continue
+        entry = per_gpu.setdefault(r[1], [0, {}])
+        entry[0] += 1
+        for name in shown:
+            if name in col and _is_float(r[col[name]]):
+                v = float(r[col[name]])
+                lo, hi = entry[1].get(name, (v, v))
+                entry[1][name] = (min(lo, v), max(hi, v))
+    units = {"temp_c": "C", "power_w": "W", "sm_clock_mhz": "MHz", "util_pct": "%"}
+    out = [f"nodeqc telemetry: {path.name}" + ("" if measured.whole else
            "  (cut short, as by a killed run: every row up to its last flush)"),
-           f"{len(data)} rows" + (f", t = {min(times):.1f} s to {max(times):.1f} s" if times else "")]
-    for gpu in sorted({r[1] for r in data}, key=lambda g: int(g) if g.isdigit() else 0):
-        mine = [r for r in data if r[1] == gpu]
-
-        def span(name: str, unit: str) -> str:
-            values = [float(r[col[name]]) for r in mine if name in col and _is_float(r[col[name]])]
-            return f"{name} {min(values):g}..{max(values):g} {unit}" if values else f"{name} N/A"
-        out.append(f"  gpu{gpu}: {len(mine)} samples, {span('temp_c', 'C')}, {span('power_w', 'W')}, "
-                   f"{span('sm_clock_mhz', 'MHz')}, {span('util_pct', '%')}")
+           f"{count} rows" + (f", t = {first:.1f} s to {last:.1f} s" if first is not None else "")]
+    for gpu in sorted(per_gpu, key=int):
+        samples, spans = per_gpu[gpu]
+        said = [f"{n} {spans[n][0]:g}..{spans[n][1]:g} {units[n]}" if n in spans else f"{n} N/A" for n in shown]
+        out.append(f"  gpu{gpu}: {samples} samples, {', '.join(said)}")
     return "\n".join(out)
 
 

@@ -257,11 +257,14 @@ BAD_BASELINES = [
     ("not = [toml", 'baseline = "golden.toml"', "baseline {d}/golden.toml: invalid TOML"),
     ("[gpu]\n", 'baseline = "golden.toml"', "[baseline] format = 1 missing: not a nodeqc baseline"),
     ("[baseline]\nformat = 1\n[gpu.gpu0]\nvbois = 'x'\n", 'baseline = "golden.toml"', "[gpu.gpu0] vbois: unknown key"),
-    ("[baseline]\nformat = 1\n", 'baseline = "golden.toml"\nbaseline_ignore = ["kernal"]', "unknown field 'kernal'"),
+    ("[baseline]\nformat = 1\n[node]\nkernel = '6.8'\n", 'baseline = "golden.toml"\nbaseline_ignore = ["kernal"]',
+     "unknown field 'kernal'"),
+    ("[baseline]\nformat = 1\n", 'baseline = "golden.toml"', "golden.toml: records nothing"),
 ]
 
 
-@pytest.mark.parametrize("baseline, line, message", BAD_BASELINES, ids=["absent", "toml", "format", "key", "ignore"])
+@pytest.mark.parametrize("baseline, line, message", BAD_BASELINES,
+                         ids=["absent", "toml", "format", "key", "ignore", "nothing"])
 def test_a_bad_profile_baseline_stops_before_anything_runs(tmp_path, baseline, line, message):
     if baseline is not None:
         (tmp_path / "golden.toml").write_text(baseline)
@@ -992,8 +995,83 @@ def test_a_passing_topology_lists_what_it_compared_and_a_difference_its_code():
                                                   "message": software.message}]}
 
 
-@pytest.mark.parametrize("a, b, same", [(1_000_001, 1_000_000, True), (1_000_002, 1_000_000, False)])
+@pytest.mark.parametrize("a, b, same", [(1_000_001, 1_000_000, True), (1_000_002, 1_000_000, False),
+                                        (700.0, float("inf"), False), (float("inf"), float("inf"), False),
+                                        (700.0, float("nan"), False), (float("-inf"), -1e308, False)])
 def test_numbers_within_a_millionth_are_the_same(a, b, same):
     from nodeqc.checks.conformance import _same
 
     assert _same(a, b) is same
+
+
+# ---------------------------------------------------------------------- hostile baseline files (issue 25)
+
+GOOD_GPU = "[baseline]\nformat = 1\n[gpu.gpu0]\nmodel = 'NVIDIA H100 80GB HBM3'\n"
+
+
+@pytest.mark.parametrize("text, error", [
+    (GOOD_GPU + "power_limit_w = inf\n", "[gpu.gpu0] power_limit_w: expected a finite number, got inf"),
+    (GOOD_GPU + "power_limit_w = nan\n", "[gpu.gpu0] power_limit_w: expected a finite number, got nan"),
+    (GOOD_GPU + "power_limit_w = '700'\n", '[gpu.gpu0] power_limit_w: expected a number, got "700"'),
+    (GOOD_GPU + "power_limit_w = -700\n", "[gpu.gpu0] power_limit_w: expected at least 0, got -700"),
+    (GOOD_GPU + "numa_node = false\n", "[gpu.gpu0] numa_node: expected an integer, got false"),
+    (GOOD_GPU + "numa_node = 0.5\n", "[gpu.gpu0] numa_node: expected an integer, got 0.5"),
+    (GOOD_GPU + "ecc = 1\n", "[gpu.gpu0] ecc: expected true or false, got 1"),
+    (GOOD_GPU + "vbios = 96\n", "[gpu.gpu0] vbios: expected a string, got 96"),
+    (GOOD_GPU + "pcie_switch_peers = [[]]\n", "[gpu.gpu0] pcie_switch_peers: expected a list of strings"),
+    ("[baseline]\nformat = 1\n[bridge.'0000:00:01.0']\nabove = [1]\n",
+     "[bridge.0000:00:01.0] above: expected a list of strings, got a list"),
+    ("[baseline]\nformat = 1\n[bridge.b]\nabove = []\n", "[bridge.b] above: expected at least one entry"),
+    ("[baseline]\nformat = 1\n[nic.ib0]\nnuma_node = inf\n", "[nic.ib0] numa_node: expected a finite number"),
+    ("[baseline]\nformat = 1\n[node]\nkernel = ['6.8']\n", "[node] kernel: expected a string, got a list"),
+    ("[baseline]\nformat = 1\n", "records nothing (no [node] field"),
+    ("[baseline]\nformat = 1\n[node]\n[gpu]\n[nic]\n", "records nothing"),
+    ("[baseline]\nformat = true\n[node]\nkernel = '6.8'\n", "[baseline] format = 1 missing"),
+    ("[baseline]\nformat = 1.0\n[node]\nkernel = '6.8'\n", "[baseline] format: expected an integer, got 1.0"),
+    ("[baseline]\nformat = 1\nsigned = true\n[node]\nkernel = '6.8'\n", "[baseline] signed: unknown key"),
+    ("[baseline]\nformat = 1\ngpu = 1\n", "[baseline] gpu: unknown key"),
+    ("baseline = 1\n", "[baseline] format = 1 missing"),
+    ("[baseline]\nformat = 1\n[gpu]\ngpu0 = 1\n", "[gpu.gpu0]: expected a table, got 1"),
+    ("[baseline]\nformat = 1\n[node]\nkernel = " + "[" * 5000 + "]" * 5000 + "\n",
+     "invalid TOML: arrays or tables nested too deeply"),
+    ("[baseline]\nformat = 1\n[node]\nkernel = " + "{a=" * 3000 + "1" + "}" * 3000 + "\n",
+     "invalid TOML: arrays or tables nested too deeply"),
+    (b"[baseline]\nformat = 1\n[node]\nkernel = '\xff'\n", "cannot read it"),
+    ("# " + "x" * (4 << 20) + "\n", "more than any baseline (4194304 bytes): not a baseline"),
+], ids=lambda v: None)
+def test_a_hostile_baseline_is_one_clear_error_naming_the_key(tmp_path, text, error):
+    path = tmp_path / "b.toml"
+    (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
+    with pytest.raises(UsageError) as raised:
+        Baseline.load(path)
+    assert str(raised.value).startswith(f"baseline {path}: ") and error in str(raised.value), raised.value
+    assert "\n" not in str(raised.value)
+
+
+def test_a_baseline_that_is_a_fifo_or_a_device_is_refused_at_once_by_the_command(tmp_path):
+    """`baseline check` of a FIFO hung (no writer, read forever); of /dev/zero it ran out of memory.
+    Both are refused, without reading, in one line and exit 2; the timeout fails a regression."""
+    fifo = tmp_path / "golden.toml"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a FIFO"), (Path("/dev/zero"), "a character device")):
+        p = cli("baseline", "check", str(path), "--simulate", "h100", timeout=60)
+        assert p.returncode == 2 and p.stdout == "", (p.stdout, p.stderr)
+        assert p.stderr.splitlines() == [f"nodeqc: baseline {path}: not a regular file ({kind}): not a baseline"]
+
+
+def test_an_infinite_figure_never_matches_in_the_comparison_either():
+    """The file refuses inf; the comparison, also handed observations, never takes inf for 700 W
+    (inf - 700 is inf, within a millionth of inf)."""
+    results = compare({"gpu": {"gpu0": {"power_limit_w": float("inf")}}}, {"gpu": {"gpu0": {"power_limit_w": 700.0}}})
+    assert [(r.name, r.verdict, r.code) for r in results] == [("baseline.settings", Verdict.FAIL,
+                                                               "BASELINE_POWER_LIMIT")]
+
+
+def test_a_baseline_is_read_once_and_its_digest_is_of_the_bytes_checked(tmp_path, golden):
+    import hashlib
+
+    path = tmp_path / "golden.toml"
+    path.write_text(render(golden, "x", True))
+    base = Baseline.load(path)
+    assert base.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert base.data == load(path) and base.data["gpu"]["gpu0"]["numa_node"] in (0, 1)

@@ -428,3 +428,52 @@ def test_a_run_against_its_fleet_counts_every_figure_and_rounds_as_shown():
     small = [_fig(f"n{i}", 0.5, "stress.x:lat_gbps", "GB/s") for i in range(10)]
     [w] = judge_run_of([Figure("me", "gpu0", MODEL, "stress.x:lat_gbps", 0.25, "GB/s")], small)
     assert w.verdict is Verdict.WARN and w.values["below_median_pct"].value == 50.0
+
+
+# ---------------------------------------------------------------------- the figure cache is signed (issue 25)
+
+
+def test_an_edited_figure_cache_row_is_not_trusted(tmp_path):
+    """The fleet's figure cache carried no HMAC: a valid_until edited into it was believed, and an
+    expired qualification listed as valid. Each row carries an HMAC under the index secret now; an
+    edited row is read again from its report (and rewritten)."""
+    import sqlite3
+
+    signer = load_signer(None)
+    root = tmp_path / "archive"
+    past = fleet_predicate(1, random.Random(1), datetime(2026, 1, 1, tzinfo=timezone.utc))  # valid until April
+    file_report(root, past, signer)
+    entries = Archive(root).reports()
+    cache_path = tmp_path / "figures.sqlite3"
+    assert [e.node for e in expired_entries(entries, now=NOW, cache=FigureCache(cache_path))] == ["SN00001"]
+    with sqlite3.connect(cache_path) as db:
+        [(digest, data, mac)] = db.execute("SELECT sha256, data, mac FROM figures").fetchall()
+        forged = json.loads(data)
+        assert forged["valid_until"] == past["valid_until"]
+        forged["valid_until"] = "2099-01-01T00:00:00Z"
+        forged["figures"] = [f[:3] + [9999.0] + f[4:] for f in forged["figures"]]
+        db.execute("UPDATE figures SET data = ?", (json.dumps(forged, separators=(",", ":")),))
+    assert [e.node for e in expired_entries(entries, now=NOW, cache=FigureCache(cache_path))] == ["SN00001"]
+    view = fleet(entries, 10, 10, now=NOW, cache=FigureCache(cache_path))
+    assert view.rows[0].valid_until == past["valid_until"] and "expired" in view.rows[0].problems(NOW)
+    with sqlite3.connect(cache_path) as db:  # the row is the report's again, with a MAC that holds
+        assert db.execute("SELECT data, mac FROM figures").fetchall() == [(data, mac)]
+    # A row with its MAC removed, or made under another user's secret, is not trusted either.
+    with sqlite3.connect(cache_path) as db:
+        db.execute("UPDATE figures SET data = ?, mac = ''", (json.dumps(forged, separators=(",", ":")),))
+    assert FigureCache(cache_path).get_many([digest]) == {}
+    assert FigureCache(cache_path, secret=b"another user's secret" * 2).get_many([digest]) == {}
+    assert FigureCache(cache_path).get_many([digest]) == {}
+    fleet(entries, 10, 10, now=NOW, cache=FigureCache(cache_path))
+    assert FigureCache(cache_path).get_many([digest])[digest]["valid_until"] == past["valid_until"]
+
+
+def test_a_figure_cache_of_the_old_format_is_dropped_not_trusted(tmp_path):
+    import sqlite3
+
+    cache_path = tmp_path / "figures.sqlite3"
+    with sqlite3.connect(cache_path) as db:
+        db.execute("CREATE TABLE figures (sha256 TEXT PRIMARY KEY, data TEXT NOT NULL)")
+        db.execute("INSERT INTO figures VALUES ('ab', '{\"valid_until\": \"2099-01-01T00:00:00Z\"}')")
+        db.execute("PRAGMA user_version = 1")
+    assert FigureCache(cache_path).get_many(["ab"]) == {}

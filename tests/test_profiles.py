@@ -96,6 +96,9 @@ BROKEN = [
     ('description = "x"\nextends = "zzz"\n', 'extends: no profile named "zzz"'),
     ('description = "x\n', "invalid TOML: "),
     ('description = "x"\n[gpu]\n[gpu]\n', "invalid TOML: "),
+    ('description = "x"\n[gpu]\nmodels = ' + "[" * 5000 + "]" * 5000 + "\n",
+     "invalid TOML: arrays or tables nested too deeply"),
+    ("# " + "x" * (1 << 20) + "\n", "more than any profile (1048576 bytes): not a profile"),
 ]
 
 

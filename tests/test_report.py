@@ -273,11 +273,11 @@ def test_read_report_bytes_refuses_what_is_no_report_file(tmp_path):
     (tmp_path / "f").write_text("x")
     with pytest.raises(UsageError, match=r"/f/child: cannot read report: Not a directory$"):
         read_report_bytes(tmp_path / "f" / "child")
-    with pytest.raises(VerificationError, match="^not a regular file$"):
+    with pytest.raises(VerificationError, match="^not a regular file \\(a directory\\)$"):
         read_report_bytes(tmp_path)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    with pytest.raises(VerificationError, match="^not a regular file$"):
+    with pytest.raises(VerificationError, match="^not a regular file \\(a FIFO\\)$"):
         read_report_bytes(fifo)  # returns at once: no writer is waited for
 
 

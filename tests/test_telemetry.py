@@ -4,7 +4,11 @@ series that can be read back, also after a kill."""
 import csv
 import gzip
 import io
+import os
 import time
+from pathlib import Path
+
+import pytest
 
 from nodeqc.backends.base import Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample, XidEvent, REASON_BITS
 from nodeqc.errors import GpuLostError
@@ -105,3 +109,79 @@ def test_loaded_and_idle_pcie_readings_are_kept_apart():
     tel.add(3, GpuSample(util_pct=10, pcie_gen=2, pcie_width=16))
     assert (tel.pcie_loaded_gen.min, tel.pcie_loaded_gen.max) == (4, 5)
     assert (tel.pcie_idle_gen, tel.loaded_samples, tel.loaded_s) == (2, 2, 2.0)
+
+
+# ---------------------------------------------------------------------- a hostile series file (issue 25)
+
+
+def _bomb(path, gigabytes: float = 3.0) -> int:
+    """A telemetry file whose gzip members hold `gigabytes` of well-formed rows: 16 MiB of rows
+    compressed once, that member repeated (RFC 1952 allows any number). Made in a moment."""
+    header = gzip.compress(",".join(SERIES_COLUMNS).encode() + b"\n")
+    row = b"0.000,0," + b",".join([b"40"] * (len(SERIES_COLUMNS) - 2)) + b"\n"
+    member = gzip.compress(row * ((16 << 20) // len(row)), compresslevel=9)
+    repeats = int(gigabytes * 1024 / 16)
+    with open(path, "wb") as f:
+        f.write(header)
+        for _ in range(repeats):
+            f.write(member)
+    return repeats * 16 << 20
+
+
+def test_show_of_a_decompression_bomb_is_one_line_and_quick(tmp_path):
+    """`show X.telemetry.csv.gz` of a 16 MB gzip holding 3 GB ran out of memory: refused, naming
+    the file, without parsing a row (the timeout fails a regression instead of hanging)."""
+    from conftest import cli
+
+    bomb = tmp_path / "r.telemetry.csv.gz"
+    held = _bomb(bomb)
+    assert bomb.stat().st_size < 16 << 20 and held > 3 * 10**9
+    started = time.monotonic()
+    show = cli("show", str(bomb), timeout=90)
+    assert show.returncode == 2 and show.stdout == ""
+    assert show.stderr.splitlines() == [f"nodeqc: {bomb}: holds more than 1024 MiB once decompressed, more than "
+                                        "any run's telemetry (a decompression bomb?): not read"]
+    assert time.monotonic() - started < 60
+
+
+def test_read_series_stops_at_its_limit_and_takes_a_file_at_it(tmp_path):
+    from nodeqc.errors import UsageError
+
+    path = tmp_path / "t.csv.gz"
+    text = b"t_s,gpu,temp_c\n" + b"0.5,0,41\n" * 1000
+    path.write_bytes(gzip.compress(text[:5000]) + gzip.compress(text[5000:]))
+    assert len(read_series(path, limit=len(text))) == 1001
+    with pytest.raises(UsageError, match=rf"^{path}: holds more than 0 MiB once decompressed"):
+        read_series(path, limit=len(text) - 1)
+
+
+def test_a_series_that_is_a_fifo_a_device_or_one_endless_row_is_refused(tmp_path):
+    from nodeqc.errors import UsageError
+    from nodeqc.telemetry import describe_series
+
+    fifo = tmp_path / "f.telemetry.csv.gz"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match=r"not a regular file \(a FIFO\): not a telemetry file$"):
+        describe_series(fifo)  # at once: no writer is waited for
+    with pytest.raises(UsageError, match=r"^/dev/zero: not a regular file \(a character device\)"):
+        read_series(Path("/dev/zero"))
+    endless = tmp_path / "e.telemetry.csv.gz"
+    endless.write_bytes(gzip.compress(b"t_s,gpu," + b"9" * (1 << 20)))
+    with pytest.raises(UsageError, match=r"a row of more than 65536 bytes: not a nodeqc telemetry file$"):
+        describe_series(endless)
+
+
+def test_describe_series_counts_every_row_and_lists_only_gpu_indices(tmp_path):
+    from nodeqc.telemetry import describe_series
+
+    path = tmp_path / "r.telemetry.csv.gz"
+    rows = [",".join(SERIES_COLUMNS)]
+    blank = [""] * (len(SERIES_COLUMNS) - 4)
+    rows += [",".join([f"{t}.0", "0", "40", "700"] + blank) for t in range(3)]
+    rows += [",".join(["x", "gpu0", "1", "2"] + blank), ",".join(["1.5", "1", "55", "650"] + blank), "short,row"]
+    path.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
+    text = describe_series(path)
+    lines = text.splitlines()
+    assert lines[1] == "5 rows, t = 0.0 s to 2.0 s"
+    assert [ln.split(":")[0].strip() for ln in lines[2:]] == ["gpu0", "gpu1"]
+    assert "gpu0: 3 samples" in lines[2] and "cut short" not in text

@@ -330,16 +330,12 @@ def _out_dir(args: argparse.Namespace, name: str) -> Path:
 def _unique_stem(directory: Path, stem: str) -> str:
     """A file stem no report or journal in the directory has yet, its journal claimed with O_EXCL
     (nodeqc.safefile): two runs started together never share one, and nothing is overwritten."""
-    from nodeqc.safefile import NEW_FILE_FLAGS
+    from nodeqc.safefile import claim
 
     n, chosen = 1, stem
     while True:
-        if not (directory / f"{chosen}.report.json").exists():
-            try:
-                os.close(os.open(directory / f"{chosen}.journal.jsonl", NEW_FILE_FLAGS, 0o644))
-                return chosen
-            except FileExistsError:
-                pass
+        if not (directory / f"{chosen}.report.json").exists() and claim(directory / f"{chosen}.journal.jsonl"):
+            return chosen
         n += 1
         chosen = f"{stem}-{n}"
 
