@@ -486,6 +486,8 @@ class Archive:
             wanted.append(lambda r: (own_verdict(r), r["status"], r["partial"], r["simulated"]) == ("PASS", "complete", "0", "0"))
         elif verdict == "fail":
             wanted.append(lambda r: own_verdict(r) == "FAIL")
+        elif verdict == "error":
+            wanted.append(lambda r: own_verdict(r) == "ERROR")
         elif verdict == "partial":
             wanted.append(lambda r: r["partial"] == "1")
         elif verdict is not None:

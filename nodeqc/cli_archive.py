@@ -16,8 +16,9 @@ from nodeqc.errors import UsageError
 def archive_parser(prog: str, description: str) -> Parser:
     p = Parser(prog=prog, description=description)
     p.add_argument("--node", metavar="SERIAL", help="only this node (system serial or host name)")
-    p.add_argument("--verdict", type=str.lower, choices=("pass", "fail", "partial"), metavar="pass|fail|partial",
+    p.add_argument("--verdict", type=str.lower, choices=("pass", "fail", "error", "partial"), metavar="pass|fail|error|partial",
                    help="pass: qualifications that passed (complete, not partial); fail: runs that failed; "
+                   "error: runs that could not judge (exit 2); "
                    "partial: runs with --only/--skip")
     p.add_argument("--since", metavar="DATE", help="finished at or after DATE (2026-11-01, 2026-11-01T08:00Z) "
                    "or within an age (7d, 12h)")

@@ -171,7 +171,8 @@ class NodeRow:
     def problems(self, now: datetime) -> list[str]:
         out = []
         if not self.qualified:
-            out.append(self.result if self.failed or self.result.startswith(("FAIL", "ABORTED")) else "not qualified")
+            out.append(self.result if self.failed or self.result.startswith(("FAIL", "ERROR", "ABORTED"))
+                       else "not qualified")
         if self.expired(now):
             out.append("expired")
         if self.outliers:

@@ -138,8 +138,12 @@ class CheckResult:
 
 
 def node_verdict(results: list[CheckResult]) -> str:
-    """PASS unless some check failed or could not run; warnings are allowed."""
-    return "FAIL" if any(r.verdict.blocks_qualification for r in results) else "PASS"
+    """FAIL where a check failed; else ERROR where a check could not run or judge (exit 2: not
+    qualified, but nothing says the hardware is bad, so a fleet view must not count it a failure);
+    else PASS (warnings allowed). The one word every face and file uses."""
+    if any(r.verdict is Verdict.FAIL for r in results):
+        return "FAIL"
+    return "ERROR" if any(r.verdict.blocks_qualification for r in results) else "PASS"
 
 
 def _num(x: Any) -> str:

@@ -37,7 +37,7 @@ class LoadedReport:
         """The colour key: aborted, or the verdict."""
         if self.predicate.get("status") == "aborted":
             return "aborted"
-        return "pass" if self.predicate.get("verdict") == "PASS" else "fail"
+        return {"PASS": "pass", "ERROR": "error"}.get(str(self.predicate.get("verdict")), "fail")
 
     @property
     def word(self) -> str:

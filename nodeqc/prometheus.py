@@ -50,6 +50,7 @@ def render(predicate: dict[str, Any], report_path: Path | str) -> str:
     finished = _timestamp(p.get("finished_at"))
     info = _labels(serial=node.get("system_serial"), hostname=node.get("hostname"),
                    profile=(p.get("profile") or {}).get("name"), version=(p.get("tool") or {}).get("version"),
+                   verdict="ABORTED" if p.get("status") == "aborted" else p.get("verdict"),
                    status=p.get("status"), simulated=str(bool(p.get("simulated"))).lower(), report=report_path)
     figures = [(c, c["values"][c["key"]]) for c in checks
                if c.get("key") in (c.get("values") or {}) and _number(c["values"][c["key"]].get("value"))]

@@ -220,7 +220,7 @@ def test_a_run_in_which_nothing_ran_is_an_error_not_a_pass(run_cli, tmp_path):
     from nodeqc.report import decode_statement, read_envelope
 
     pred = decode_statement(read_envelope(Path(p.stdout.strip().splitlines()[-1])))["predicate"]
-    assert pred["verdict"] == "FAIL" and pred["answer"]["headline"].startswith("ERROR")
+    assert pred["verdict"] == "ERROR" and pred["answer"]["headline"].startswith("ERROR")
     nothing = [c for c in pred["checks"] if c["name"] == "nodeqc.nothing_judged"]
     assert len(nothing) == 1 and nothing[0]["verdict"] == "error" and nothing[0]["code"] == "NOTHING_JUDGED"
     assert nothing[0]["evidence"]["not_run"] == [{"reason": "another process is using this GPU", "count": 1,
@@ -233,7 +233,7 @@ def test_a_run_of_checks_that_do_not_apply_alone_judged_nothing(tmp_path, signer
     outcome = _selected_run(tmp_path, signer, "stress.p2p")
     assert [(r.name, r.verdict, r.code) for r in outcome.results] == [
         ("stress.p2p", Verdict.SKIP, "ONE_GPU_NA"), ("nodeqc.nothing_judged", Verdict.ERROR, "NOTHING_JUDGED")]
-    assert outcome.exit_code == 2 and outcome.verdict == "FAIL"
+    assert outcome.exit_code == 2 and outcome.verdict == "ERROR"
     err = outcome.results[-1]
     assert err.message == ("no selected check reached a verdict, so nothing was judged: not applicable to this "
                            "node: GPU-to-GPU copies and all-reduce (one GPU on this node)")
@@ -268,3 +268,33 @@ def test_nothing_judged_is_said_only_when_nothing_was():
                             "none asked for)")
     assert nothing_judged([]).message == ("no selected check reached a verdict, so nothing was judged (no check "
                                           "reported a result)")
+
+
+@pytest.mark.slow
+def test_a_run_that_could_not_judge_reads_error_everywhere(run_cli, tmp_path):
+    """Issue 24: a run that could not judge (ERROR, exit 2) read FAIL outside the banner, so fleet
+    views counted a healthy node as a hardware failure. One word in the signed report, verify,
+    history (and --verdict error), export, fleet, the Prometheus textfile and the printable state."""
+    from pathlib import Path
+
+    from nodeqc.printable import LoadedReport
+    from nodeqc.report import decode_statement, read_envelope
+
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    prom = tmp_path / "node.prom"
+    p = run_cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--only", "stress.gpu_free,stress.burn",
+                "--inject", "gpu0:cotenant", "--archive", str(archive), "--prometheus-textfile", str(prom))
+    assert p.returncode == 2
+    report = Path(p.stdout.strip().splitlines()[-1])
+    pred = decode_statement(read_envelope(report))["predicate"]
+    assert pred["verdict"] == "ERROR"
+    assert run_cli("verify", str(report)).stdout.startswith("verified: ERROR")
+    for args, listed in ((("--verdict", "error"), True), (("--verdict", "fail"), False), ((), True)):
+        h = run_cli("history", "--archive", str(archive), *args)
+        assert (" ERROR (partial) SIM " in h.stdout) is listed, (args, h.stdout, h.stderr)
+    assert ",ERROR,complete," in run_cli("export", "--archive", str(archive)).stdout
+    fleet = run_cli("fleet", "--archive", str(archive)).stdout
+    assert "ERROR (partial) SIM" in fleet and "FAIL" not in fleet
+    assert 'verdict="ERROR"' in prom.read_text() and "nodeqc_passed 0" in prom.read_text()
+    assert LoadedReport(report, pred, True, "").state == "error"
