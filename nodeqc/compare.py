@@ -104,6 +104,9 @@ class Comparison:
                        f"NEW is serial {new_node.get('system_serial')}")
         for tag, p, label in (("OLD", self.old, old_label), ("NEW", self.new, new_label)):
             out.append(f"  {tag}  {p.get('finished_at')}  {_result(p):<20} {label}")
+        if _later(self.old, self.new):
+            out.append("  warning: OLD finished after NEW: the reports may be given in the wrong order "
+                       "(nodeqc compare OLD NEW); FIXED and REGRESSED below read from OLD to NEW as given")
         for subject, a, b in self.swapped:
             out.append(f"  {subject} serial changed: {a} -> {b} (part swapped)")
         out += [f"  {s} is in OLD but not in NEW" for s in self.gpus_gone]
@@ -133,6 +136,12 @@ class Comparison:
             fixed = sum(c.kind == "FIXED" for c in self.changes)
             out.append(f"no regression: {fixed} result(s) better ({verdicts})")
         return [clean(line) for line in out]  # report fields may hold control characters
+
+
+def _later(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether OLD finished after NEW (ISO 8601 UTC stamps compare as text); False where either lacks one."""
+    a, b = old.get("finished_at"), new.get("finished_at")
+    return isinstance(a, str) and isinstance(b, str) and a > b
 
 
 def _result(p: dict[str, Any]) -> str:

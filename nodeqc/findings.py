@@ -79,7 +79,7 @@ class Finding:
     remediation: str
     more: list[str] = field(default_factory=list)  # the result's other findings, one sentence each
     escalation: int = 0  # 0: first time; 1, 2: this part failed this way before, after a repair
-    repair: str | None = None  # on a re-test: FIXED, STILL FAILING or NEW
+    repair: str | None = None  # on a re-test: STILL FAILING, CHANGED or NEW
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -377,7 +377,8 @@ def repair_lines(repair: dict[str, Any]) -> list[str]:
     for subject, group in by_subject.items():
         checks = ", ".join(f"{o.get('check')} {o.get('status')}" if o.get("status") != statuses[subject]
                            else str(o.get("check")) for o in group)
-        out.append(f"    {statuses[subject]:<13} {group[0].get('identity') or subject}: {checks} [{group[0].get('code')}]")
+        code = str(group[0].get("code")) + (f" -> {group[0]['code_now']}" if group[0].get("code_now") else "")
+        out.append(f"    {statuses[subject]:<13} {group[0].get('identity') or subject}: {checks} [{code}]")
     if not by_subject:
         out.append("    (the re-tested report had no failures)")
     return out
@@ -386,6 +387,7 @@ def repair_lines(repair: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------- the repair loop
 
 FIXED, STILL_FAILING, NOT_RETESTED, NEW = "FIXED", "STILL FAILING", "NOT RE-TESTED", "NEW"
+CHANGED = "CHANGED"  # the same check on the same part fails again, with another code
 
 
 def failures_of(predicate: dict[str, Any]) -> list[dict[str, Any]]:
@@ -396,9 +398,11 @@ def failures_of(predicate: dict[str, Any]) -> list[dict[str, Any]]:
 
 def repair_outcome(previous: dict[str, Any], action: str | None, results: list[CheckResult],
                    findings: list[Finding]) -> dict[str, Any]:
-    """What became of each failure of the re-tested report: FIXED (it passes now), STILL FAILING,
-    or NOT RE-TESTED (the check did not run); failures it did not have are marked NEW. A part is
-    followed by its identity (a swapped GPU is another part, even in the same slot)."""
+    """What became of each failure of the re-tested report: FIXED (it passes now), STILL FAILING
+    (with the same code), CHANGED (it fails with another code: another fault, or the first one
+    moved) or NOT RE-TESTED (the check did not run); failures it did not have are marked NEW, also
+    after a report that passed. A part is followed by its identity (a swapped GPU is another part,
+    even in the same slot)."""
     now = {(r.name, r.subject): r for r in results}
     outcomes = []
     for old in previous.get("failures") or []:
@@ -406,24 +410,25 @@ def repair_outcome(previous: dict[str, Any], action: str | None, results: list[C
         if r is None or r.verdict is Verdict.SKIP:
             status = NOT_RETESTED
         elif r.verdict.blocks_qualification:
-            status = STILL_FAILING
+            status = STILL_FAILING if r.code == old.get("code") else CHANGED
         else:
             status = FIXED
-        outcomes.append({**old, "status": status})
-    failed_before = {(o.get("check"), o.get("subject")) for o in outcomes}
+        outcomes.append({**old, "status": status, **({"code_now": r.code} if status == CHANGED and r else {})})
+    codes_before = {(o.get("check"), o.get("subject")): o.get("code") for o in outcomes}
     for f in findings:
         if f.verdict in ("fail", "error"):
-            f.repair = STILL_FAILING if (f.check, f.subject) in failed_before else NEW
+            before = codes_before.get((f.check, f.subject), NEW)
+            f.repair = NEW if before == NEW else STILL_FAILING if before == f.code else CHANGED
     return {"action": action, "previous": {k: previous.get(k) for k in ("report", "path", "sha256", "verdict",
                                                                           "finished_at")},
             "outcomes": outcomes}
 
 
 def subject_status(repair: dict[str, Any]) -> dict[str, str]:
-    """Per subject: STILL FAILING if any of its failures is, else FIXED if one was fixed, else NOT
-    RE-TESTED."""
+    """Per subject: STILL FAILING if any of its failures is, else CHANGED if one fails with another
+    code, else FIXED if one was fixed, else NOT RE-TESTED."""
     out: dict[str, str] = {}
-    rank = {STILL_FAILING: 2, FIXED: 1, NOT_RETESTED: 0}
+    rank = {STILL_FAILING: 3, CHANGED: 2, FIXED: 1, NOT_RETESTED: 0}
     for o in repair.get("outcomes", []):
         s = o.get("subject")
         if s not in out or rank.get(o["status"], 0) > rank.get(out[s], 0):

@@ -590,8 +590,9 @@ class Runner:
         the_answer = answer(self._results, described, verdict, status,
                             selection.describe() if selection.partial else None, self.hw.simulated)
         previous = self.options.previous
-        if previous is not None and (self.options.repair or previous.get("failures")):
-            # A re-test after a failure or a repair: what became of each earlier failure.
+        if previous is not None:
+            # A re-test: what became of each earlier failure, and which failures are new (also
+            # after a report that passed).
             the_answer.repair = repair_outcome(self.options.previous, self.options.repair, self._results,
                                                the_answer.findings)
         escalate(the_answer.findings, self.options.prior_repairs, the_answer.repair)

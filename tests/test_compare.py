@@ -195,3 +195,13 @@ def test_retest_of_another_nodes_report_or_a_fabric_report_is_refused(runs, tmp_
     p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--only", "host", "--retest",
             str(runs["first"][0]), "--out", str(tmp_path / "new"), env=env)
     assert p.returncode == 0, p.stderr
+
+
+def test_compare_in_the_wrong_order_says_so():
+    """Issue 24: `compare NEW OLD` printed 'FIXED' for what had broken, without a word."""
+    earlier = predicate("N", "PASS", finished_at="2026-11-01T10:00:00Z")
+    later = predicate("N", "FAIL", finished_at="2026-11-02T10:00:00Z")
+    wrong = compare(later, earlier).lines("a", "b")
+    assert any(line.startswith("  warning: OLD finished after NEW") for line in wrong), wrong
+    right = compare(earlier, later).lines("a", "b")
+    assert not any("OLD finished after NEW" in line for line in right)

@@ -244,6 +244,34 @@ def test_repair_outcome_says_fixed_still_failing_not_retested_and_new():
     assert repair["action"] == "reseated GPU 3 riser" and repair["previous"]["sha256"] == "ab"
 
 
+def test_a_failure_with_another_code_on_the_same_part_is_changed():
+    """Issue 24: the same check on the same part failing with another code is not 'STILL FAILING'
+    (the repair may have moved the fault): CHANGED, with both codes said."""
+    from nodeqc.findings import CHANGED, repair_lines
+
+    previous = {"report": "a.report.json", "sha256": "ab", "verdict": "FAIL", "failures": [
+        {"check": "health.pcie_link", "subject": "gpu3", "code": "PCIE_WIDTH", "part": "gpu:S3", "identity": "GPU 3"}]}
+    results = [CheckResult("health.pcie_link", "gpu3", Verdict.FAIL, "Gen4", code="PCIE_GEN")]
+    findings = [_finding(code="PCIE_GEN")]
+    repair = repair_outcome(previous, None, results, findings)
+    assert [(o["status"], o["code_now"]) for o in repair["outcomes"]] == [(CHANGED, "PCIE_GEN")]
+    assert findings[0].repair == CHANGED
+    lines = repair_lines(repair)
+    assert not any(line.strip().startswith("repair:") for line in lines)  # no repair was recorded
+    assert "    CHANGED       GPU 3: health.pcie_link [PCIE_WIDTH -> PCIE_GEN]" in lines
+
+
+def test_after_a_report_that_passed_every_failure_is_new():
+    from nodeqc.findings import repair_lines
+
+    previous = {"report": "a.report.json", "sha256": "ab", "verdict": "PASS", "failures": []}
+    findings = [_finding()]
+    repair = repair_outcome(previous, None, [CheckResult("health.pcie_link", "gpu3", Verdict.FAIL, "x8",
+                                                         code="PCIE_WIDTH")], findings)
+    assert repair["outcomes"] == [] and findings[0].repair == NEW
+    assert "    (the re-tested report had no failures)" in repair_lines(repair)
+
+
 def test_a_failure_that_comes_back_on_the_same_part_escalates():
     first = [_finding()]
     escalate(first, {}, None)
@@ -311,3 +339,15 @@ def test_repair_without_a_report_to_retest_is_one_line(tmp_path):
     env = {"NODEQC_ARCHIVE": str(tmp_path)}
     p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--repair", "reseated", env=env)
     assert p.returncode == 2 and p.stderr.strip().splitlines()[-1].startswith("nodeqc: --repair: there is no earlier")
+
+
+def test_a_retest_of_a_report_that_passed_marks_the_new_failure_new(tmp_path, run_cli):
+    """The re-test of a passing report once said nothing of the failure that appeared since."""
+    common = ["--headless", "--profile", "h100", "--simulate", "h100", *FAST, "--only", "health.pcie_link,stress.burn",
+              "--archive", str(tmp_path)]
+    first = run_cli(*common)
+    assert first.returncode == 0, first.stderr
+    passed = first.stdout.strip().splitlines()[-1]
+    again = run_cli(*common, "--inject", "gpu0:pcie_width=8", "--retest", passed)
+    assert again.returncode == 1
+    assert "[NEW]" in again.stderr and "(the re-tested report had no failures)" in again.stderr
