@@ -45,7 +45,7 @@ from nodeqc.peers import Peer, parse_peers
 from nodeqc.profile import Profile
 from nodeqc.report import sign, statement, write_envelope
 from nodeqc.safefile import OutputError, claim
-from nodeqc.selection import CHECKS, Selection
+from nodeqc.selection import CHECK_NAMES, CHECKS, Selection
 from nodeqc.stamps import current_user, utc_now
 from nodeqc.telemetry import TelemetrySampler, TelemetrySummary
 from nodeqc.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, own_pids, run_tasks
@@ -575,11 +575,25 @@ class Runner:
         self._progress_at[subject] = now
         self._emit(CheckProgress(name, subject, fraction, figures))
 
+    def _never_ran(self) -> list[CheckResult]:
+        """A row for each selected check that an aborted run never reached (RUN_ABORTED), so the report
+        lists what was left untested rather than leaving it out. Checks the run would not have had
+        (a burn-in not asked for, a baseline not given, the fleet's and the NIC loop-back's own
+        conditions) are not listed."""
+        done = {r.name for r in self._results}
+        wanted = [n for n in CHECK_NAMES if self.options.selection.includes(n) and n not in done]
+        conditions = {"burnin.stability": self.burn_in_s > 0, "fleet.outlier": False,
+                      "stress.nccl_net": self.profile.threshold("nic", "min_nccl_loopback_busbw_gbps") is not None}
+        return [CheckResult(n, "node", Verdict.SKIP, "not run: the run was aborted before it", code="RUN_ABORTED")
+                for n in wanted if conditions.get(n, True) and not (n.startswith("baseline.") and self._baseline is None)]
+
     # ------------------------------------------------------------------ the report
 
     def _conclude(self, paths: RunPaths, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str,
                   summary: TelemetrySummary | None, started_at: str) -> RunOutcome:
         status = "aborted" if self.aborted else "complete"
+        if self.aborted:
+            self._publish(self._never_ran())
         if not self.aborted and (unjudged := nothing_judged(self._results)) is not None:
             self._finish(unjudged)
         verdict = "FAIL" if self.aborted else node_verdict(self._results)

@@ -581,7 +581,10 @@ def test_memory_repair_of_another_generation_names_its_check_and_gpu():
 def test_whole_results_presence():
     tel = telemetry([loaded()])
     assert whole(health.presence(gpu(), tel, H100)) == (
-        "health.gpu_lost", "gpu0", "pass", None, "answered for the whole run", {}, None, [], {})
+        "health.gpu_lost", "gpu0", "pass", None, f"answered all {tel.samples} readings", {}, None, [], {})
+    # What was watched, never "the whole run" (issue 24: a run cut short claimed it)
+    tel.counters_start_t, tel.counters_end_t = 0.5, 12.0
+    assert health.presence(gpu(), tel, H100).message == f"answered all {tel.samples} readings from 0.5 s to 12 s into the run"
     tel.lost_at_s = 42.5
     assert whole(health.presence(gpu(), tel, H100)) == (
         "health.gpu_lost", "gpu0", "fail", "GPU_LOST", "stopped answering 42.5 s into the run (fell off the bus)",

@@ -76,6 +76,14 @@ def test_abort_during_the_work_writes_an_aborted_report(tmp_path, signer):
     assert burn.verdict is Verdict.SKIP and "aborted" in burn.message
     pred = verify_file(outcome.report_path, {signer.keyid: (signer.public, "t")}).predicate
     assert pred["status"] == "aborted"
+    # Every check the run never reached has its row (issue 24: they had none), and only those
+    never = {c["name"] for c in pred["checks"] if c["code"] == "RUN_ABORTED"}
+    assert {"stress.hbm_bandwidth", "stress.memtest", "nic.link"} <= never
+    assert "stress.burn" not in never and "inventory.gpu_model" not in never
+    assert "burnin.stability" not in never and not any(n.startswith("baseline.") for n in never)
+    assert all(c["verdict"] == "skip" and c["message"] == "not run: the run was aborted before it"
+               for c in pred["checks"] if c["code"] == "RUN_ABORTED")
+    assert not any("whole run" in c["message"] for c in pred["checks"])
 
 
 def test_an_internal_error_is_an_error_result_and_exit_2(tmp_path, signer, monkeypatch):

@@ -285,7 +285,10 @@ def nvlink(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
 def presence(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     name = "health.gpu_lost"
     if tel.lost_at_s is None:
-        return CheckResult(name, gpu.subject, Verdict.PASS, "answered for the whole run")
+        # What was watched, not "the whole run": a run cut short was not watched to its planned end.
+        span = (f" from {tel.counters_start_t:g} s to {tel.counters_end_t:g} s into the run"
+                if tel.counters_end_t > tel.counters_start_t else "")
+        return CheckResult(name, gpu.subject, Verdict.PASS, f"answered all {tel.samples} readings{span}")
     return CheckResult(name, gpu.subject, Verdict.FAIL,
                        f"stopped answering {tel.lost_at_s:g} s into the run (fell off the bus)",
                        code="GPU_LOST", values={"lost_at": Value(tel.lost_at_s, "s")}, key="lost_at")
