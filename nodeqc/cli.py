@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nodeqc: {_clean(e)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        # Quitting now: a further Ctrl-C must not interrupt the exit's own clean-up (a traceback from
+        # an atexit callback, and an exit status other than 2).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("nodeqc: interrupted", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `nodeqc history | head`: the reader has gone, which is no error of ours
@@ -271,6 +274,8 @@ class _graceful_abort:
     def __exit__(self, *exc: Any) -> None:
         for s, h in self.saved.items():
             signal.signal(s, h)
+        if self.count:  # asked to stop: what is left is writing out and exiting, which a press more must not cut
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 SCREENSHOT_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")  # formats Qt writes without plugins

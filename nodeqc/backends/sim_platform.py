@@ -44,6 +44,14 @@ SIM_BIOS = {"bios_vendor": "American Megatrends International, LLC.", "bios_vers
 DIMMS_PER_MC = 8
 
 
+def _remove_quietly(root: Path) -> None:
+    """The simulated tree's removal at exit, which an impatient Ctrl-C must not turn into a traceback."""
+    try:
+        shutil.rmtree(root, True)
+    except KeyboardInterrupt:
+        pass
+
+
 class SimPlatform(LinuxPlatform):
     """LinuxPlatform on the simulated node's tree; counters grow with the node's faults once the
     GPUs have been under load."""
@@ -51,7 +59,7 @@ class SimPlatform(LinuxPlatform):
     def __init__(self, node: "SimNode"):
         self.node = node
         root = Path(tempfile.mkdtemp(prefix="nodeqc-sim-sysfs-"))
-        atexit.register(shutil.rmtree, root, True)
+        atexit.register(_remove_quietly, root)
         write_tree(root, node)
         super().__init__(root)
         self._grown = False
