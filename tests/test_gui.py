@@ -487,7 +487,7 @@ def test_a_profile_whose_baseline_went_bad_says_so_and_does_not_start(qtbot, tmp
     window = make_window(qtbot, scenario="h100", profile=str(prof))
     qtbot.mouseClick(window.start_button, Qt.MouseButton.LeftButton)
     assert shown == [("Cannot start", f"profile fleet: baseline {tmp_path}/golden.toml: [node] driver: expected a "
-                                      "string, number, true/false or list")]
+                                      "string, got a table")]
     assert not window.running and window.start_button.isEnabled() and window.outcome is None
     assert window.checks.checks == {}  # nothing ran
     # Bad from the outset: `nodeqc gui` says so in one line before any window opens.
