@@ -172,3 +172,31 @@ def test_capture_numbers_are_checked(tmp_path):
 def test_export_output_in_a_missing_directory_is_refused_before_reading_the_archive(tmp_path):
     p = cli("export", "--archive", str(tmp_path), "--output", str(tmp_path / "no" / "rows.csv"))
     assert p.returncode == 2 and "no such directory" in p.stderr
+
+
+# ------------------------------------------------------------------ files that are not files (issue 25)
+
+@pytest.mark.parametrize("option, made", [("--replay", "fifo"), ("--replay", "/dev/zero"), ("--replay", "big"),
+                                          ("--simulate", "big")])
+def test_a_capture_or_scenario_that_is_no_file_of_its_kind_is_one_line(tmp_path, option, made):
+    """Every reader bounded: a FIFO hung the reader, /dev/zero or a huge file filled the memory."""
+    import os
+
+    if made == "fifo":
+        path = tmp_path / "capture.json"
+        os.mkfifo(path)
+    elif made == "big":
+        path = tmp_path / "big.toml"
+        path.write_bytes(b"#" * (17 << 20))
+    else:
+        path = Path(made)
+    start = time.monotonic()
+    p = cli("--headless", option, str(path), "--quick", "--out", str(tmp_path / "out"), timeout=60)
+    assert time.monotonic() - start < 50
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert str(path) in p.stderr and ("not a regular file" in p.stderr or "bytes" in p.stderr), p.stderr
+
+
+def test_a_host_list_file_that_is_no_file_is_one_line(tmp_path):
+    p = cli("fabric", "--hosts", "@/dev/zero", "--launch", "ssh {host}", timeout=60)
+    assert p.returncode == 2 and p.stderr.strip() == "nodeqc: --hosts @/dev/zero: not a regular file (a character device)"

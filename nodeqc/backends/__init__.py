@@ -49,6 +49,9 @@ class Hardware:
                         stall_s=profile.get("run", "stall_timeout_s"), time_scale=1.0)
 
 
+MAX_CAPTURE_BYTES = 16 << 20  # a capture of 8 GPUs is under 100 kB (shared/measurements: 8 kB for one)
+
+
 def real_hardware() -> Hardware:
     from nodeqc.backends.host import LinuxHost
     from nodeqc.backends.nic import LinuxNics
@@ -92,12 +95,18 @@ def replay_hardware(path: str, twin_faults: list[Any] | None = None) -> Hardware
     from nodeqc.backends.simulated import Scenario, SimNode
     from nodeqc.errors import UsageError
 
+    from nodeqc.safefile import NotAFile, read_bounded
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        # Read once from a regular file of a capture's size: a FIFO or /dev/zero given as a capture
+        # must not hang or fill the memory (a capture of 8 GPUs is under 100 kB).
+        data = json.loads(read_bounded(Path(path), MAX_CAPTURE_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise UsageError(f"--replay {path}: no such capture") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UsageError(f"--replay {path}: not a readable capture ({e})") from None
+    except NotAFile as e:
+        raise UsageError(f"--replay {path}: {e}") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise UsageError(f"--replay {path}: not a readable capture ({type(e).__name__}: {e})") from None
     if not isinstance(data, dict) or data.get("nodeqc_capture") != 1 or "devices" not in data:
         raise UsageError(f"--replay {path}: not a nodeqc capture (make one with: nodeqc capture OUT.json)")
     host_data = dict(data.get("host") or {"hostname": "replay"})

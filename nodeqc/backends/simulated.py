@@ -35,6 +35,7 @@ from nodeqc.errors import GpuLostError, UsageError
 from nodeqc.faults import Fault, check_range
 from nodeqc.na import NA
 from nodeqc.resources import scenarios_dir
+from nodeqc.safefile import NotAFile, read_bounded
 from nodeqc.schema import Spec, validate
 
 GIB = 1024 ** 3
@@ -88,6 +89,7 @@ SCENARIO_SCHEMA = {
 
 # Behaviour of the simulated physics, in simulated seconds.
 THERMAL_TAU_S = 8.0  # how fast temperature follows load
+MAX_SCENARIO_BYTES = 1 << 20  # the built-in scenarios are about 2 kB
 RAMP_S = 5.0  # faulty counters grow over the first seconds of load
 XID_AFTER_S = 2.0  # an injected XID arrives after this much load
 LOST_AFTER_S = 3.0  # an injected `lost` GPU falls off the bus after this much load
@@ -232,11 +234,13 @@ def load_scenario(ref: str) -> Scenario:
                              " (or give a scenario file PATH.toml, or a GPU SKU: nodeqc profiles)")
     where = str(path) if path.parent != scenarios_dir() else f"scenario {path.stem}"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_bounded(path, MAX_SCENARIO_BYTES).decode("utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{where}: invalid TOML: {e}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{where}: cannot read scenario: {e}") from None
+    except NotAFile as e:
+        raise UsageError(f"{where}: {e}") from None
+    except (OSError, UnicodeDecodeError, RecursionError) as e:
+        raise UsageError(f"{where}: cannot read scenario: {type(e).__name__}: {e}") from None
     validate(where, SCENARIO_SCHEMA, data, arrays=("nics",), required={"nics": ("name",)})
     names = [nic["name"] for nic in data.get("nics", [])]
     for name in names:

@@ -22,6 +22,7 @@ from nodeqc.cli_parser import Parser
 from nodeqc.errors import UsageError
 from nodeqc.fabric import pairing
 from nodeqc.names import check_host, check_name, check_nodelist
+from nodeqc.safefile import NotAFile, read_bounded
 from nodeqc.stamps import current_user, utc_now
 
 TESTS = ("tcp", "rdma", "nccl")
@@ -125,12 +126,19 @@ def _nodes(args: argparse.Namespace) -> tuple[list[str], Any, Any]:
     return nodes, launcher, None
 
 
+MAX_HOST_LIST_BYTES = 4 << 20  # 100,000 names of 40 characters
+
+
 def _host_list(flag: str, given: str) -> list[str]:
     """H1,H2,.. or @FILE (names separated by commas, spaces or lines)."""
     text = given
     if text.startswith("@"):
         try:
-            text = Path(text[1:]).read_text()
+            text = read_bounded(Path(text[1:]), MAX_HOST_LIST_BYTES).decode("utf-8")
+        except NotAFile as e:
+            raise UsageError(f"{flag} {given}: {e}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"{flag} {given}: not text (UTF-8)") from None
         except OSError as e:
             raise UsageError(f"{flag} {given}: cannot read: {e.strerror}") from None
     # Each name is checked before anything runs: it becomes a word of a launcher's argv.
