@@ -212,6 +212,16 @@ def test_tcp_above_what_the_link_can_carry_is_a_suspect_measurement(gbps, speed,
         assert r.thresholds[0].kind == "max" and r.thresholds[0].fail == (10.5 if speed == 10000 else 1680.0)
 
 
+def test_a_virtual_interfaces_speed_caps_nothing():
+    """A veth reports 10 Gb/s and carried 14.1 Gb/s in CI's namespace test: not a suspect figure.
+    Only the fastest port's rate bounds a virtual interface."""
+    veth = nic(speed_mbps=10000, virtual=True)
+    r = checks.tcp(checked(veth), tcp_outcome(14.1), veth, profile(FRACTION))
+    assert r.verdict is PASS, r.message
+    r = checks.tcp(checked(veth), tcp_outcome(1e300), veth, profile(FRACTION))
+    assert (r.verdict, r.code) == (FAIL, "FIGURE_IMPOSSIBLE") and r.thresholds[0].fail == 1680.0
+
+
 def test_rdma_above_the_port_rate_is_a_suspect_measurement_and_the_other_ports_are_still_judged():
     two = nic(ib_ports=[port(), port(port=2)])
     r = checks.rdma(checked(), [rdma_outcome(9e9), rdma_outcome(90.0, 2)], two, profile({"min_rdma_fraction": 0.9}))
