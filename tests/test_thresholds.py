@@ -69,7 +69,9 @@ def _r(verdict):
 @pytest.mark.parametrize("verdicts, expected", [
     ([Verdict.PASS, Verdict.WARN, Verdict.SKIP], "PASS"),
     ([Verdict.PASS, Verdict.FAIL], "FAIL"),
-    ([Verdict.PASS, Verdict.ERROR], "FAIL"),  # a check that could not run has not shown the node is good
+    # A check that could not run has not shown the node is good, nor that it is bad (issue 24)
+    ([Verdict.PASS, Verdict.ERROR], "ERROR"),
+    ([Verdict.ERROR, Verdict.FAIL], "FAIL"),
     ([], "PASS"),
 ])
 def test_node_verdict(verdicts, expected):
