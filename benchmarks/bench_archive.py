@@ -6,7 +6,7 @@ Targets (issue 7): history answers in under a second; the index rebuild takes un
 `nodeqc fleet` (issue 17) is held to the same budget: under a second with its figure cache, under a
 minute without.
 The reports are real signed reports of realistic size: one simulated 8-GPU qualification is run,
-and its predicate is re-stamped (node, verdict, time) and signed 10,000 times with nodeqc.report.
+and its predicate is re-stamped (node, verdict, time) and signed 10,000 times with nodeqc.report.envelope.
 Run:
     python benchmarks/bench_archive.py [--reports 10000] [--nodes 500] [--work DIR]
 Prints one JSON line with the figures; record them in benchmarks/RESULTS.md.
@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nodeqc.archive import Archive, safe_name  # noqa: E402
-from nodeqc.keys import load_signer  # noqa: E402
-from nodeqc.report import sign, statement  # noqa: E402
+from nodeqc.archive.store import Archive, safe_name  # noqa: E402
+from nodeqc.report.envelope import sign, statement  # noqa: E402
+from nodeqc.report.keys import load_signer  # noqa: E402
 
 
 def template(env: dict[str, str], work: Path) -> dict:

@@ -28,7 +28,7 @@ from nodeqc.fabric import pairing  # noqa: E402
 from nodeqc.fabric.report import build_predicate, write_report  # noqa: E402
 from nodeqc.fabric.scoring import Floors, score  # noqa: E402
 from nodeqc.fabric.simulated import SimulatedCluster  # noqa: E402
-from nodeqc.keys import create_key  # noqa: E402
+from nodeqc.report.keys import create_key  # noqa: E402
 
 RAILS = 8
 FLOORS = Floors(rdma_fraction=0.9375, tcp_fraction=0.5)  # hgx-h100: Azure's 375 of 400 Gb/s

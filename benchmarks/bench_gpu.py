@@ -46,11 +46,11 @@ class _Quiet:
 
 def check() -> int:
     """Correctness of the measuring code, on the simulated device."""
-    from nodeqc import workloads as W
-    from nodeqc.backends.sim_compute import SimDevice
-    from nodeqc.backends.simulated import SimNode, load_scenario
-    from nodeqc.faults import parse_fault
-    from nodeqc.verify import compare_exact, known_answer_inputs
+    from nodeqc.backends.sim.compute import SimDevice
+    from nodeqc.backends.sim.faults import parse_fault
+    from nodeqc.backends.sim.node import SimNode, load_scenario
+    from nodeqc.core.known_answer import compare_exact, known_answer_inputs
+    from nodeqc.work import workloads as W
 
     problems = []
     node = SimNode(load_scenario("hgx-h100"), [parse_fault("gpu1:badmem"), parse_fault("gpu2:bitflip")], time_scale=5000)
@@ -183,11 +183,11 @@ def _pulse(dev: Any, gpu: int) -> dict[str, Any]:
 
     import pynvml
 
-    from nodeqc import workloads as W
     from nodeqc.backends.base import REASON_BITS
     from nodeqc.checks.stress import pulse_load, pulse_params
-    from nodeqc.profile import load_profile
-    from nodeqc.telemetry import GpuTelemetry
+    from nodeqc.spec.profile import load_profile
+    from nodeqc.work import workloads as W
+    from nodeqc.work.telemetry import GpuTelemetry
 
     pynvml.nvmlInit()
     h = pynvml.nvmlDeviceGetHandleByIndex(gpu)
@@ -296,8 +296,8 @@ def measure(gpu: int, profile: str, quick_run: bool = True) -> Iterator[tuple[st
     yielded as it completes, so a run cut short keeps what it measured."""
     import cupy as cp
 
-    from nodeqc import workloads as W
     from nodeqc.backends.cupy_compute import CupyDevice
+    from nodeqc.work import workloads as W
 
     dev = CupyDevice(gpu)
     props = cp.cuda.runtime.getDeviceProperties(dev.ordinal)

@@ -59,14 +59,14 @@ def main() -> int:
 
     from nodeqc.backends import simulated_hardware
     from nodeqc.backends.base import REASON_BITS, GpuSample
-    from nodeqc.events import RunStarted, TelemetrySampled
-    from nodeqc.faults import parse_fault
+    from nodeqc.backends.sim.faults import parse_fault
     from nodeqc.gui.app import make_app
     from nodeqc.gui.session import RunSetup, probe
     from nodeqc.gui.window import MainWindow
-    from nodeqc.keys import load_signer
-    from nodeqc.profile import load_profile
-    from nodeqc.runner import RunOptions
+    from nodeqc.report.keys import load_signer
+    from nodeqc.run.events import RunStarted, TelemetrySampled
+    from nodeqc.run.runner import RunOptions
+    from nodeqc.spec.profile import load_profile
 
     profile_path = Path(home, "burn-in.toml")
     profile_path.write_text('description = "24 h burn-in"\nextends = "hgx-h100"\n[run]\nburn_s = 86400\n')

@@ -20,17 +20,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # (name, file, original text, mutated text, tests that must fail)
 MUTATIONS = [
-    ("compare_exact skips the last element", "nodeqc/verify.py",
+    ("compare_exact skips the last element", "nodeqc/core/known_answer.py",
      "        bad = xp.flatnonzero(a_bits != w_bits)\n",
      "        bad = xp.flatnonzero(a_bits != w_bits)\n        bad = bad[bad < a_bits.size - 1]\n",
      ["tests/test_verdicts.py::test_compare_exact_finds_one_wrong_element_anywhere"]),
     ("memtest verdict ignores a single bad word", "nodeqc/checks/stress.py",
      '        if r["errors"]:\n', '        if r["errors"] > 1:\n',
      ["tests/test_verdicts.py::test_memtest_one_bad_word_fails"]),
-    ("cross-GPU majority off by one (a tie is a majority)", "nodeqc/verify.py",
+    ("cross-GPU majority off by one (a tie is a majority)", "nodeqc/core/known_answer.py",
      "    if n * 2 <= len(fingerprints):\n", "    if n * 2 < len(fingerprints):\n",
      ["tests/test_verdicts.py::test_odd_ones_out", "tests/test_verdicts.py::test_burn_cross_gpu"]),
-    ("cross-GPU majority off by one (2 of 3 is no majority)", "nodeqc/verify.py",
+    ("cross-GPU majority off by one (2 of 3 is no majority)", "nodeqc/core/known_answer.py",
      "    if n * 2 <= len(fingerprints):\n", "    if n * 2 <= len(fingerprints) + 1:\n",
      ["tests/test_verdicts.py::test_odd_ones_out", "tests/test_verdicts.py::test_burn_cross_gpu"]),
     ("node-median outlier rule switched off", "nodeqc/checks/stress.py",

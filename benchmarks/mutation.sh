@@ -1,12 +1,12 @@
 #!/bin/sh
 # Mutation testing of the verdict code with mutmut (slow: not part of every CI run).
 #
-#   benchmarks/mutation.sh [MUTANT-GLOB...]     e.g. benchmarks/mutation.sh 'nodeqc.verify*'
+#   benchmarks/mutation.sh [MUTANT-GLOB...]     e.g. benchmarks/mutation.sh 'nodeqc.core.known_answer*'
 #
 # The modules mutated and the tests run are in pyproject.toml, [tool.mutmut]: the verdict modules
-# (nodeqc/verify.py, nodeqc/checks/{stress,common,health,nic,host_health,psu,fleet,burnin,host,conformance,
-# host_stress,diagnosis,inventory,processes}.py, nodeqc/model.py, nodeqc/fabric/{scoring,report,pairing}.py,
-# nodeqc/report.py) and the fast in-process tests that exercise them (tests marked slow left out). mutmut 3 copies the tree to mutants/ (git-ignored)
+# (nodeqc/core/known_answer.py, nodeqc/checks/{stress,common,health,nic,host_health,psu,fleet,burnin,host,conformance,
+# host_stress,diagnosis,inventory,processes}.py, nodeqc/core/model.py, nodeqc/fabric/{scoring,report,pairing}.py,
+# nodeqc/report/envelope.py) and the fast in-process tests that exercise them (tests marked slow left out). mutmut 3 copies the tree to mutants/ (git-ignored)
 # and runs there; results are cached, so a second run only tries what changed. Then the hand-made
 # mutations of issue 18, each against the test named to kill it. Score and survivors:
 # benchmarks/RESULTS.md, "Mutation testing".

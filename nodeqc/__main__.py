@@ -1,4 +1,4 @@
-from nodeqc.cli import main
+from nodeqc.cli.main import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

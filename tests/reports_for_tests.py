@@ -1,14 +1,14 @@
 """Signed reports made without a run, for archive tests that need many reports with chosen nodes,
-verdicts and dates. They are real signed reports (nodeqc.report), only their predicate is small."""
+verdicts and dates. They are real signed reports (nodeqc.report.envelope), only their predicate is small."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from nodeqc.archive import safe_name
-from nodeqc.keys import Signer, load_signer
-from nodeqc.report import sign, statement, write_envelope
+from nodeqc.archive.store import safe_name
+from nodeqc.report.envelope import sign, statement, write_envelope
+from nodeqc.report.keys import Signer, load_signer
 
 
 def predicate(serial: str, verdict: str = "PASS", finished_at: str = "2026-11-01T10:00:00Z",

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cli
-from nodeqc.archive import Archive, file_sha256
-from nodeqc.keys import load_signer
-from nodeqc.report import verify_file
+from nodeqc.archive.store import Archive, file_sha256
+from nodeqc.report.envelope import verify_file
+from nodeqc.report.keys import load_signer
 from reports_for_tests import file_report, predicate
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from nodeqc.backends.simulated import load_scenario
-from nodeqc.cli import _duration
-from nodeqc.errors import UsageError
-from nodeqc.faults import parse_fault
-from nodeqc.profile import load_profile
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.backends.sim.node import load_scenario
+from nodeqc.cli.main import _duration
+from nodeqc.core.errors import UsageError
+from nodeqc.spec.profile import load_profile
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from nodeqc.backends.bmc import (INSTALL, Bmc, BmcError, BmcReading, BmcRun, BmcUnreadable, BmcWatch, IpmitoolBmc,
                                  Sensor, parse_sdr, parse_sensor_thresholds)
 from nodeqc.checks.psu import judge_psu
-from nodeqc.codes import REMEDIATION
-from nodeqc.model import Verdict
+from nodeqc.core.codes import REMEDIATION
+from nodeqc.core.model import Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -330,10 +330,11 @@ def test_simulated_psu_faults_fail_the_pulse_test_for_the_node(tmp_path, run_cli
 @pytest.mark.parametrize("fault, says", [("host:no_ipmitool", "ipmitool is not installed (apt-get install ipmitool"),
                                          ("host:no_bmc", "no BMC answered (ipmitool sdr type: Could not open device")])
 def test_the_simulated_bmc_without_ipmitool_or_bmc(fault, says):
-    from nodeqc.backends.simulated import SimNode, load_scenario
-    from nodeqc.faults import parse_fault
+    from nodeqc.backends.sim.faults import parse_fault
+    from nodeqc.backends.sim.node import SimNode, load_scenario
+    from nodeqc.backends.sim.platform import SimBmc
 
-    watch = BmcWatch(SimNode(load_scenario("hgx-h100"), [parse_fault(fault)]).bmc(), time.monotonic)
+    watch = BmcWatch(SimBmc(SimNode(load_scenario("hgx-h100"), [parse_fault(fault)])), time.monotonic)
     watch.start()
     watch.mark("at the end of the 20 ms period", 0.02)
     r = judge_psu("stress.power_pulse", watch.finish())

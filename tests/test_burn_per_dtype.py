@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from nodeqc import calibration
 from nodeqc.backends.base import GpuInfo, GpuSample
 from nodeqc.checks import stress
-from nodeqc.model import Verdict
-from nodeqc.na import NA
-from nodeqc.profile import load_profile
-from nodeqc.skus import BY_KEY
-from nodeqc.telemetry import WINDOW_SAMPLES_KEPT, GpuTelemetry
-from nodeqc.workers import STATUS_OK, Outcome, Task
+from nodeqc.core.model import Verdict
+from nodeqc.core.na import NA
+from nodeqc.core.skus import BY_KEY
+from nodeqc.spec import calibration
+from nodeqc.spec.profile import load_profile
+from nodeqc.work.telemetry import WINDOW_SAMPLES_KEPT, GpuTelemetry
+from nodeqc.work.workers import STATUS_OK, Outcome, Task
 
 REAL = Path(__file__).parent / "fixtures" / "real-2026-11-26"
 # The burn step in each run's telemetry (t_s on the run's clock): from before its first loaded sample
@@ -35,7 +35,7 @@ BURN_STEP = {"h100-sxm5": (3.5, 34.8), "h200-sxm": (4.0, 36.2)}
 # as the README's "Clocks per dtype" reads them: steps in clock and power (the run recorded no spans).
 H200_PHASES = {"fp64": (4.4, 9.3), "fp32": (9.4, 14.3), "tf32": (14.4, 19.3), "fp16": (19.9, 24.3),
                "bf16": (24.9, 29.3), "fp8": (31.4, 34.8)}
-# The H200 SXM's healthy fp8 (nodeqc.skus: 1212.4 TFLOP/s, the continuous burn's) and its floors
+# The H200 SXM's healthy fp8 (nodeqc.core.skus: 1212.4 TFLOP/s, the continuous burn's) and its floors
 # (0.9 and 0.8 of it, rounded up to a tenth: warn 1091.2, fail 970).
 H200_FP8 = BY_KEY["h200-sxm-141gb"].healthy_tflops["fp8"]
 H200_FP8_FLOOR = calibration.floor(H200_FP8)
@@ -181,7 +181,7 @@ def test_a_rate_its_clock_at_the_limit_explains_is_no_defect():
     assert BY_KEY["h200-sxm-141gb"].loaded_sm_mhz["fp8"] == 1380
     # The real span ran at 1378 MHz; against a SKU whose fp8 clock were 1500 (0.92 of it) the clock explains 0.86.
     sku = dataclasses.replace(BY_KEY["h200-sxm-141gb"], loaded_sm_mhz={**BY_KEY["h200-sxm-141gb"].loaded_sm_mhz, "fp8": 1500})
-    with mock.patch("nodeqc.skus.BY_DEVICE_ID", {0x2335: sku}):
+    with mock.patch("nodeqc.core.skus.BY_DEVICE_ID", {0x2335: sku}):
         r = _judge("h200-sxm", slow)
     assert r.verdict is Verdict.WARN and r.evidence["diagnosis"]["cause"] == "clock_bound", r.message
     assert r.message.startswith("slow at 1,378 MHz, 0.92 of the 1,500 MHz a healthy H200 SXM 141GB holds at its power "
@@ -237,10 +237,10 @@ def test_the_simulated_burn_records_each_dtypes_span_clock_and_power(tmp_path):
     and 606.9 W): the burn's evidence gives each dtype's span on the run's clock and what telemetry saw
     in it."""
     from nodeqc.backends import simulated_hardware
-    from nodeqc.backends.sim_models import H100_SXM5_TWIN as twin
-    from nodeqc.keys import create_key
-    from nodeqc.runner import RunOptions, Runner
-    from nodeqc.selection import Selection
+    from nodeqc.backends.sim.models import H100_SXM5_TWIN as twin
+    from nodeqc.report.keys import create_key
+    from nodeqc.run.runner import RunOptions, Runner
+    from nodeqc.spec.selection import Selection
 
     (tmp_path / "two.toml").write_text('description = "H100 SXM5, fp64 and fp8"\nextends = "h100"\n'
                                         '[gpu]\ndtypes = ["fp64", "fp8"]\n')

@@ -4,17 +4,17 @@ records drift, checkpoints the journal, and keeps its records bounded."""
 import pytest
 
 from nodeqc.backends import simulated_hardware
-from nodeqc.checks.burnin import MAX_WINDOWS, BurnInRecorder, judge_burn_in, merge_pairs
 from nodeqc.backends.base import GpuInfo
-from nodeqc.backends.sim_models import SIM_GPU_MODELS
-from nodeqc.faults import parse_fault
-from nodeqc.journal import read_journal
-from nodeqc.keys import create_key
-from nodeqc.model import Verdict
-from nodeqc.profile import load_profile
-from nodeqc.report import verify_file
-from nodeqc.runner import RunOptions, Runner
-from nodeqc.workers import STATUS_OK, Outcome, Task
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.backends.sim.models import SIM_GPU_MODELS
+from nodeqc.checks.burnin import MAX_WINDOWS, BurnInRecorder, judge_burn_in, merge_pairs
+from nodeqc.core.model import Verdict
+from nodeqc.report.envelope import verify_file
+from nodeqc.report.journal import read_journal
+from nodeqc.report.keys import create_key
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec.profile import load_profile
+from nodeqc.work.workers import STATUS_OK, Outcome, Task
 from conftest import cli
 
 
@@ -57,7 +57,7 @@ def test_drift_is_recorded_from_start_to_end(burned):
     assert d["temp_c"] == [pytest.approx(sum(temps[:tenth]) / tenth), pytest.approx(sum(temps[-tenth:]) / tenth)]
     model = SIM_GPU_MODELS["h100-sxm5-80gb"]
     assert min(d["temp_c"]) > (model.idle_temp_c + model.load_temp_c) / 2  # read under load, not at idle
-    assert d["tflops"] == [model.tflops["bf16"]] * 2  # the H100 SXM5's healthy bf16 (nodeqc/skus.py)
+    assert d["tflops"] == [model.tflops["bf16"]] * 2  # the H100 SXM5's healthy bf16 (nodeqc/core/skus.py)
     assert 0 < len(d["windows"]) <= MAX_WINDOWS and len(d["intervals"]) > 5
 
 
@@ -130,7 +130,7 @@ def test_bad_burn_in_durations(text):
 def _drifting(clock_end: float, temp_end: float, others: list | None = None):
     """Ten windows whose rate falls 20%, with telemetry intervals from 1794 MHz / 61 C to the end values."""
     from nodeqc.backends.base import GpuProcess, GpuSample
-    from nodeqc.telemetry import GpuTelemetry
+    from nodeqc.work.telemetry import GpuTelemetry
 
     gpu = GpuInfo(index=0, name="x", uuid="u", bus_id="b", slot=0)
     rec = BurnInRecorder([gpu])
@@ -169,7 +169,7 @@ def test_an_interval_of_idle_readings_is_not_the_end_of_the_burn_in():
     idle readings, on a real node as in a compressed run. Those are not how the burn-in ended: a
     healthy GPU whose rate fell would otherwise be told its clock fell (CLOCKS_LOW) and cooled."""
     from nodeqc.backends.base import GpuSample
-    from nodeqc.telemetry import GpuTelemetry
+    from nodeqc.work.telemetry import GpuTelemetry
 
     gpu = GpuInfo(index=0, name="x", uuid="u", bus_id="b", slot=0)
     rec = BurnInRecorder([gpu])
@@ -201,8 +201,8 @@ def _three_gpus():
     """gpu0: a wrong product, throttling, an XID, a counter and the bus lost; gpu1: its worker
     crashed; gpu2: clean, rising slightly, with another process seen during the burn-in."""
     from nodeqc.backends.base import GpuSample
-    from nodeqc.telemetry import GpuTelemetry
-    from nodeqc.workers import STATUS_CRASH
+    from nodeqc.work.telemetry import GpuTelemetry
+    from nodeqc.work.workers import STATUS_CRASH
 
     gpus = [GpuInfo(index=i, name="x", uuid=f"u{i}", bus_id=f"b{i}", slot=i) for i in range(3)]
     rec = BurnInRecorder(gpus)

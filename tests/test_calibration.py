@@ -1,4 +1,4 @@
-"""The calibration rule (nodeqc/calibration.py) applied to every SKU (nodeqc/skus.py): a healthy
+"""The calibration rule (nodeqc/spec/calibration.py) applied to every SKU (nodeqc/core/skus.py): a healthy
 simulated GPU of each SKU passes with no warning, quick and full; 12% slow warns; 22% slow fails;
 likewise its memory bandwidth. The simulated GPU runs at the SKU's healthy figures (or, where a part
 was measured whole, at what it delivered: sim_models.Twin), so these runs put the real workload code
@@ -12,20 +12,20 @@ import pytest
 
 from conftest import ROOT
 
-from nodeqc import calibration
 from nodeqc.backends import simulated_hardware
-from nodeqc.backends.sim_compute import SimDevice
-from nodeqc.backends.sim_models import SIM_GPU_MODELS
-from nodeqc.backends.simulated import SimNode, sku_scenario
+from nodeqc.backends.sim.compute import SimDevice
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.backends.sim.models import SIM_GPU_MODELS
+from nodeqc.backends.sim.node import SimNode, sku_scenario
 from nodeqc.checks import stress
-from nodeqc.faults import parse_fault
-from nodeqc.keys import create_key
-from nodeqc.model import Verdict
-from nodeqc.profile import load_for, load_profile, suggest_profile
-from nodeqc.runner import RunOptions, Runner
-from nodeqc.skus import BY_KEY, SKUS
-from nodeqc.workers import STATUS_OK, Outcome, Task
-from nodeqc import workloads
+from nodeqc.core.model import Verdict
+from nodeqc.core.skus import BY_KEY, SKUS
+from nodeqc.report.keys import create_key
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec import calibration
+from nodeqc.spec.profile import load_for, load_profile, suggest_profile
+from nodeqc.work import workloads
+from nodeqc.work.workers import STATUS_OK, Outcome, Task
 
 KEYS = [s.key for s in SKUS]
 REAL = ROOT / "tests" / "fixtures" / "real-2026-11-26"
@@ -156,7 +156,7 @@ def signer(tmp_path_factory):
 
 
 def qualify(tmp_path, signer, key: str, faults=(), only=None):
-    from nodeqc.selection import Selection
+    from nodeqc.spec.selection import Selection
 
     hw = simulated_hardware(key, [parse_fault(f) for f in faults], time_scale=60)
     hw.mgmt.open()
@@ -203,7 +203,7 @@ RATE_FLOORS = ("min_fp64_tflops", "min_fp32_tflops", "min_tf32_tflops", "min_fp1
 
 
 def _every_profile():
-    from nodeqc.profile import list_profiles
+    from nodeqc.spec.profile import list_profiles
     return list_profiles() + [load_profile(key) for key in KEYS]
 
 

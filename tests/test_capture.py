@@ -10,9 +10,10 @@ import pytest
 from conftest import cli
 from nodeqc.backends.host import LinuxHost
 from nodeqc.backends.nvml import NvmlBackend
+from nodeqc.backends.nvml_capture import _plain
 from nodeqc.backends.nvml_replay import ReplayNvml
-from nodeqc.capture import _plain, capture, write_capture
-from nodeqc.na import NA
+from nodeqc.core.na import NA
+from nodeqc.run.capture import capture, write_capture
 
 from nvml_descriptions import QUIRKS, h100_device, node
 

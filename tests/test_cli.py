@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cli
-from nodeqc import calibration
-from nodeqc.journal import read_journal
-from nodeqc.skus import BY_KEY
+from nodeqc.core.skus import BY_KEY
+from nodeqc.report.journal import read_journal
+from nodeqc.spec import calibration
 
 FAST = ["--sample-hz", "8"]
 
@@ -152,8 +152,8 @@ def test_a_pdf_of_a_report_that_does_not_verify_says_so_at_its_top(tmp_path, mon
     particulars further down, so a forged PASS cannot be printed as a clean one."""
     import base64
 
-    from nodeqc import printable
-    from nodeqc.cli import main
+    from nodeqc.cli.main import main
+    from nodeqc.report import printable
 
     p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--out", str(tmp_path))
     report = Path(p.stdout.strip().splitlines()[-1])
@@ -176,8 +176,8 @@ def test_a_pdf_of_a_report_that_does_not_verify_says_so_at_its_top(tmp_path, mon
 
 
 def test_a_pdf_without_pyside6_is_one_line_naming_the_extra(tmp_path, monkeypatch):
-    from nodeqc import printable
-    from nodeqc.errors import UsageError
+    from nodeqc.core.errors import UsageError
+    from nodeqc.report import printable
 
     monkeypatch.setitem(sys.modules, "PySide6.QtPrintSupport", None)  # as if the GUI extra were not installed
     loaded = printable.LoadedReport(tmp_path / "r.report.json", {"verdict": "PASS"}, True, "signature: verified")
@@ -205,7 +205,7 @@ def test_profiles_lists_every_profile_in_one_line_each():
     assert p.returncode == 0 and len(lines) >= 9
     assert any(line.startswith("hgx-h100") and "8 GPUs" in line for line in lines)
     detail = cli("profiles", "hgx-h100")
-    # The H100 SXM5's floors (nodeqc/skus.py: healthy bf16 677.38; fail below 80%, warn below 90%:
+    # The H100 SXM5's floors (nodeqc/core/skus.py: healthy bf16 677.38; fail below 80%, warn below 90%:
     # 542 and 609.7).
     bf16 = calibration.floor(BY_KEY["h100-sxm5-80gb"].healthy_tflops["bf16"])
     assert "min_bf16_tflops" in detail.stdout and f">= {bf16['fail']:g} TFLOP/s, warn below {bf16['warn']:g}" in detail.stdout
@@ -219,7 +219,7 @@ def test_profiles_shows_the_sku_table():
     for key, ids in (("h100-sxm5-80gb", "0x2330"), ("h200-sxm-141gb", "0x2335"), ("a100-pcie-40gb", "0x20b1, 0x20f1"),
                      ("t4", "0x1eb8")):
         assert any(line.startswith(key) and f"PCI {ids}" in line for line in out.splitlines()), key
-    # The H100 SXM5's healthy figures and fail floors, in the table's order (nodeqc/skus.py: fp64
+    # The H100 SXM5's healthy figures and fail floors, in the table's order (nodeqc/core/skus.py: fp64
     # 59.04 ... bf16 677.38, fp8 1223.38; fail below 80%: 47.3 ... 542, 978.8).
     h100 = BY_KEY["h100-sxm5-80gb"].healthy_tflops
     assert list(h100) == ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8"]
@@ -268,7 +268,7 @@ def test_sigkill_leaves_a_readable_journal(tmp_path):
     show = cli("show", str(journal))
     assert show.returncode == 0 and "INCOMPLETE" in show.stdout and "inventory.gpu_count" in show.stdout
     series = list(tmp_path.glob("*.telemetry.csv.gz"))
-    from nodeqc.telemetry import read_series
+    from nodeqc.work.telemetry import read_series
 
     assert len(read_series(series[0])) >= 1  # the header at least; flushed rows too
 

@@ -1,6 +1,6 @@
 """Every code a check can emit has its own remediation.
 
-The registry is nodeqc.codes.REMEDIATION. The codes the checks can emit are found in the source,
+The registry is nodeqc.core.codes.REMEDIATION. The codes the checks can emit are found in the source,
 not listed by hand: an AST scan of nodeqc/ collects every string that reaches a code position (a
 `code=` keyword, an assignment to `code`, or a positional argument whose parameter is named `code`
 in a function or dataclass of nodeqc), and every UPPER_SNAKE string in the modules that build
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from nodeqc.codes import REMEDIATION, advice, remediation
+from nodeqc.core.codes import REMEDIATION, advice, remediation
 
 PACKAGE = Path(__file__).resolve().parent.parent / "nodeqc"
 # The modules that build CheckResults; test_result_builders_are_known keeps this honest.
-EMITTERS = ("checks", "runner.py", "fabric/report.py")
+EMITTERS = ("checks", "run/runner.py", "fabric/report.py")
 UPPER_SNAKE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 RESULT_BUILDERS = {"CheckResult", "Finding", "skip", "judge", "fold"}
 
@@ -128,12 +128,12 @@ def test_the_scan_finds_the_codes_of_every_family():
 
 def test_every_emitted_code_has_a_remediation():
     missing = {code: sorted(where) for code, where in emitted_codes().items() if code not in REMEDIATION}
-    assert not missing, f"codes without a remediation in nodeqc/codes.py: {missing}"
+    assert not missing, f"codes without a remediation in nodeqc/core/codes.py: {missing}"
 
 
 def test_every_declared_code_is_emitted_somewhere():
     dead = sorted(set(REMEDIATION) - set(emitted_codes()))
-    assert not dead, f"declared in nodeqc/codes.py but emitted nowhere (or the scan misses how): {dead}"
+    assert not dead, f"declared in nodeqc/core/codes.py but emitted nowhere (or the scan misses how): {dead}"
 
 
 def test_each_code_has_its_own_concrete_remediation():
@@ -151,7 +151,7 @@ def test_result_builders_are_known():
     outside = set()
     for path, tree in _modules().items():
         rel = path.relative_to(PACKAGE).as_posix()
-        if _is_emitter(path) or rel in ("model.py", "checks/common.py"):
+        if _is_emitter(path) or rel in ("core/model.py", "checks/common.py"):
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in RESULT_BUILDERS \
@@ -218,7 +218,7 @@ def test_the_burn_says_which_gpu_to_restore_and_to_what(tmp_path, run_cli):
 @pytest.mark.parametrize("code", sorted(c for c in REMEDIATION if "RMA" in REMEDIATION[c]))
 def test_no_warning_advises_an_rma(code):
     """Issue 24: a WARN's advice keeps what to check and do, never an RMA; a FAIL's is the code's own."""
-    from nodeqc.codes import WARN_INSTEAD_OF_RMA
+    from nodeqc.core.codes import WARN_INSTEAD_OF_RMA
 
     said = advice(code, "gpu3", {}, "warn")
     assert "RMA" not in said.replace(WARN_INSTEAD_OF_RMA, ""), said

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from nodeqc.archive import file_sha256
-from nodeqc.compare import Figure, compare
-from nodeqc.report import decode_statement, read_envelope
+from nodeqc.archive.store import file_sha256
+from nodeqc.report.compare import Figure, compare
+from nodeqc.report.envelope import decode_statement, read_envelope
 from reports_for_tests import predicate
 
 FAST = ["--quick", "--sample-hz", "8"]
@@ -26,7 +26,7 @@ def runs(tmp_path_factory):
     home = tmp_path_factory.mktemp("node")
     env = {"XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
            "NODEQC_ARCHIVE": str(home / "archive")}
-    scenario = (Path(__file__).parent.parent / "nodeqc" / "scenarios" / "h100.toml").read_text()
+    scenario = (Path(__file__).parent.parent / "nodeqc" / "backends" / "sim" / "scenarios" / "h100.toml").read_text()
     swapped = home / "h100-swapped.toml"
     swapped.write_text(scenario.replace('topology = "pcie"', 'topology = "pcie"\nserials = ["SPARE-0042"]'))
     out = {"env": env}

@@ -13,14 +13,14 @@ import pytest
 from nodeqc.backends import simulated_hardware
 from nodeqc.backends.platform import (LinuxPlatform, acs_flags, acs_from_config, acs_from_lspci, parse_aer,
                                       redirecting)
-from nodeqc.baseline import READ_BY_NIC_BACKEND, READ_BY_PLATFORM, Baseline, load, observe, render
+from nodeqc.backends.sim.faults import parse_fault
 from nodeqc.checks.conformance import NODE_FIELDS, compare
-from nodeqc.cli_baseline import observe_node
-from nodeqc.errors import UsageError
-from nodeqc.faults import parse_fault
-from nodeqc.model import Verdict
-from nodeqc.na import NA, is_na
-from nodeqc.profile import load_profile
+from nodeqc.cli.baseline import observe_node
+from nodeqc.core.errors import UsageError
+from nodeqc.core.model import Verdict
+from nodeqc.core.na import NA, is_na
+from nodeqc.spec.baseline import READ_BY_NIC_BACKEND, READ_BY_PLATFORM, Baseline, load, observe, render
+from nodeqc.spec.profile import load_profile
 
 from conftest import cli
 
@@ -182,7 +182,7 @@ def test_each_difference_is_found_with_code_and_what_to_do(golden, fault, check,
     hit = [r for r in bad if (r.name, r.subject, r.code) == (check, subject, code)]
     assert hit, [(r.name, r.subject, r.code, r.message) for r in bad]
     assert hit[0].verdict is Verdict.FAIL and wanted in hit[0].message
-    from nodeqc.codes import REMEDIATION
+    from nodeqc.core.codes import REMEDIATION
 
     assert all(r.code in REMEDIATION for r in bad)
 
@@ -247,7 +247,7 @@ def test_profile_baseline_fields_are_checked(tmp_path, golden):
     prof = tmp_path / "p.toml"
     prof.write_text('description = "x"\nextends = "hgx-h100"\nbaseline = "golden.toml"\nbaseline_warn = ["kernal"]\n')
     with pytest.raises(UsageError, match="unknown field 'kernal'"):
-        from nodeqc.runner import baseline_of_profile
+        from nodeqc.run.runner import baseline_of_profile
 
         baseline_of_profile(load_profile(str(prof)))
 
@@ -755,7 +755,7 @@ def test_a_replay_calls_nothing_missing_and_says_once_per_check_what_it_did_not_
     assert not [r for r in results if r.code in false_alarms]
     assert not any(r.verdict.blocks_qualification for r in results)
     assert not any("root" in r.message for r in results)
-    from nodeqc.codes import NOT_RUN, REMEDIATION
+    from nodeqc.core.codes import NOT_RUN, REMEDIATION
 
     assert "BASELINE_NOT_HERE" in REMEDIATION and "BASELINE_NOT_HERE" in NOT_RUN
 
@@ -926,7 +926,7 @@ def test_a_device_sysfs_cannot_place_is_not_compared_where_it_sits_and_never_fai
     """gpu0 listed by the driver but not found in /sys/bus/pci: its NUMA node, its switch and the
     bridge above it alone are said not read (SKIP, with why), not missing (FAIL); its switch peer
     ibp24s0, which is read, is compared without it, and the bridges it shares with gpu0 still are."""
-    from nodeqc.baseline import UNPLACED
+    from nodeqc.spec.baseline import UNPLACED
 
     hw = _sim()
     golden, _ = observe_node(hw)
@@ -1075,3 +1075,14 @@ def test_a_baseline_is_read_once_and_its_digest_is_of_the_bytes_checked(tmp_path
     base = Baseline.load(path)
     assert base.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert base.data == load(path) and base.data["gpu"]["gpu0"]["numa_node"] in (0, 1)
+
+
+def test_the_baseline_holds_every_field_the_check_judges_and_no_other():
+    """The baseline (spec layer) names its fields; the check (above it) judges each with a code and a
+    remediation. Two lists in two layers, held equal here."""
+    from nodeqc.checks import conformance
+    from nodeqc.spec import baseline
+
+    assert tuple(conformance.NODE_FIELDS) == baseline.NODE_FIELDS
+    assert tuple(conformance.GPU_FIELDS) == baseline.GPU_FIELDS
+    assert tuple(conformance.NIC_FIELDS) == baseline.NIC_FIELDS

@@ -1,5 +1,5 @@
 """Corruption planted by the simulated GPU is found by the verification the real GPUs use
-(nodeqc/workloads.py with nodeqc/verify.py): the right GPU, the right data, the exact element and
+(nodeqc/work/workloads.py with nodeqc/core/known_answer.py): the right GPU, the right data, the exact element and
 bit. The simulator logs what it planted (`planted`); the workloads never see that log."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import copy
 
 import pytest
 
-from nodeqc import workloads as W
-from nodeqc.backends.sim_compute import SimDevice, SimNodeDevices
-from nodeqc.backends.simulated import SimNode, load_scenario
-from nodeqc.faults import parse_fault
+from nodeqc.backends.sim.compute import SimDevice, SimNodeDevices
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.backends.sim.node import SimNode, load_scenario
+from nodeqc.work import workloads as W
 
 
 class Quiet:

@@ -11,19 +11,19 @@ import pytest
 from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuProcess, GpuSample
 from nodeqc.backends.nvml import NvmlBackend
 from nodeqc.backends.nvml_replay import ReplayNvml
-from nodeqc.backends.sim_models import PLAIN, SIM_GPU_MODELS
+from nodeqc.backends.sim.models import PLAIN, SIM_GPU_MODELS
 from nodeqc.checks import diagnosis as dx
 from nodeqc.checks.diagnosis import (Diagnosis, Expected, Observed, describe_processes, diagnose, diagnose_drift, explain,
                                      explain_node)
 from nodeqc.checks.processes import gpu_free
-from nodeqc.errors import GpuLostError
-from nodeqc.model import CheckResult, Verdict
-from nodeqc.na import NA
-from nodeqc.skus import BY_KEY
-from nodeqc.telemetry import GpuTelemetry
+from nodeqc.core.errors import GpuLostError
+from nodeqc.core.model import CheckResult, Verdict
+from nodeqc.core.na import NA
+from nodeqc.core.skus import BY_KEY
+from nodeqc.work.telemetry import GpuTelemetry
 from tests.nvml_descriptions import h100_device, node
 
-# A hand-built expectation for the pure function (the H100 SXM5's figures of 2026-11-23; nodeqc.skus
+# A hand-built expectation for the pure function (the H100 SXM5's figures of 2026-11-23; nodeqc.core.skus
 # holds today's, which Expected.of reads: test_expected_whole).
 H100 = Expected("H100 SXM5 80GB", 1794, {"bf16": 747.1, "fp32": 51.5, "hbm": 2843.0, "h2d": 54.2, "d2h": 54.2})
 COTENANT = {"pid": 4242, "name": "python3", "used_bytes": 1_127_219_200, "first_t_s": 3.0, "last_t_s": 9.0}
@@ -247,7 +247,7 @@ BURN_DTYPES = ["fp64", "fp32", "tf32", "fp16", "bf16"]
 
 
 def test_a_healthy_part_holds_its_measured_clock_at_the_power_limit_by_dtype():
-    """The continuous burn of 2026-11-26 (nodeqc.skus): the H100 SXM5 holds 1291 MHz (mean under
+    """The continuous burn of 2026-11-26 (nodeqc.core.skus): the H100 SXM5 holds 1291 MHz (mean under
     load) under half precision at 700 W, the H200 1399 MHz; over a whole burn the H200 averaged
     1794 MHz (shared/measurements)."""
     half = Expected.of(H100_SXM5, ["fp16"])
@@ -304,11 +304,11 @@ def _replayed(tmp_path, clock_scale=1.0, faults=("gpu0:slow=0.5",)):
     import json
 
     from nodeqc.backends import replay_hardware
-    from nodeqc.faults import parse_fault
-    from nodeqc.keys import create_key
-    from nodeqc.profile import load_profile
-    from nodeqc.runner import RunOptions, Runner
-    from nodeqc.selection import Selection
+    from nodeqc.backends.sim.faults import parse_fault
+    from nodeqc.report.keys import create_key
+    from nodeqc.run.runner import RunOptions, Runner
+    from nodeqc.spec.profile import load_profile
+    from nodeqc.spec.selection import Selection
     from tests.test_real_captures import FIXTURES
 
     data = json.loads((FIXTURES / "capture-h100-sxm5-80gb-2026-11-23.json").read_text())
@@ -360,11 +360,11 @@ def test_simulated_half_precision_burn_at_the_limit_is_slow_at_full_clocks(tmp_p
     (sim_models.H100_SXM5_TWIN: fp16 1291 MHz, bf16 1369, the continuous burn's), at or above the
     SKU's healthy 1291: a slow one is slow at full clocks (RMA), never power-bound."""
     from nodeqc.backends import simulated_hardware
-    from nodeqc.faults import parse_fault
-    from nodeqc.keys import create_key
-    from nodeqc.profile import load_profile
-    from nodeqc.runner import RunOptions, Runner
-    from nodeqc.selection import Selection
+    from nodeqc.backends.sim.faults import parse_fault
+    from nodeqc.report.keys import create_key
+    from nodeqc.run.runner import RunOptions, Runner
+    from nodeqc.spec.profile import load_profile
+    from nodeqc.spec.selection import Selection
 
     (tmp_path / "half.toml").write_text('description = "H100 SXM5, half precision"\nextends = "h100"\n'
                                          '[gpu]\ndtypes = ["fp16", "bf16"]\n')
@@ -421,7 +421,7 @@ def test_nvml_lists_processes_names_them_and_says_when_it_cannot():
 
 def test_the_sampler_leaves_nodeqcs_own_processes_out():
     from nodeqc.backends.base import Clock, GpuManagement
-    from nodeqc.telemetry import TelemetrySampler
+    from nodeqc.work.telemetry import TelemetrySampler
 
     class Two(GpuManagement):
         def open(self): pass
@@ -449,11 +449,11 @@ def test_the_sampler_leaves_nodeqcs_own_processes_out():
 def diagnosed_run(tmp_path_factory):
     """One 8-GPU run, one case per GPU: the burn's verdicts with their diagnoses."""
     from nodeqc.backends import simulated_hardware
-    from nodeqc.faults import parse_fault
-    from nodeqc.keys import create_key
-    from nodeqc.profile import load_profile
-    from nodeqc.runner import RunOptions, Runner
-    from nodeqc.selection import Selection
+    from nodeqc.backends.sim.faults import parse_fault
+    from nodeqc.report.keys import create_key
+    from nodeqc.run.runner import RunOptions, Runner
+    from nodeqc.spec.profile import load_profile
+    from nodeqc.spec.selection import Selection
 
     faults = ["gpu0:slow=0.5", "gpu1:throttle=hw_slowdown", "gpu2:power_limit=350", "gpu3:cotenant_late",
               "gpu4:cotenant", "gpu5:hbm_bw=0.5"]
@@ -542,9 +542,9 @@ def test_cli_names_the_cotenant_and_exits_2(run_cli, tmp_path):
 def test_simulated_cotenants_and_a_lowered_power_limit():
     import time
 
-    from nodeqc.backends.sim_compute import SimDevice
-    from nodeqc.backends.simulated import COTENANT_AFTER_S, SimNode, load_scenario
-    from nodeqc.faults import parse_fault
+    from nodeqc.backends.sim.compute import SimDevice
+    from nodeqc.backends.sim.faults import parse_fault
+    from nodeqc.backends.sim.node import COTENANT_AFTER_S, SimNode, load_scenario
 
     n = SimNode(load_scenario("hgx-h100"), [parse_fault(f) for f in ("gpu0:cotenant", "gpu1:cotenant_late",
                                                                      "gpu2:power_limit=350")], time_scale=1000)
@@ -567,7 +567,7 @@ def test_any_readings_give_a_diagnosis_with_a_known_code():
     """Telemetry may lack any reading (NotSupported, a step too short): the diagnosis never fails."""
     from hypothesis import given, settings, strategies as st
 
-    from nodeqc.codes import REMEDIATION
+    from nodeqc.core.codes import REMEDIATION
 
     maybe = lambda low, high: st.none() | st.floats(low, high)  # noqa: E731
     readings = st.builds(
@@ -983,7 +983,7 @@ def test_node_result_that_passed_notes_every_gpus_other_processes():
         "pid 4242 (python3, 1.05 GiB), pid 77 (name unknown)", evidence={"other_processes": [COTENANT, OTHER]})
 
 
-# The H100 SXM5's healthy figures as nodeqc.skus holds them (the continuous burn's rates: fp16
+# The H100 SXM5's healthy figures as nodeqc.core.skus holds them (the continuous burn's rates: fp16
 # 651.86, bf16 677.38, fp8 1223.38, ...; copy 2843, pinned copies 54.2), each rate beside the copies.
 _H100_SKU = BY_KEY["h100-sxm5-80gb"]
 H100_HEALTHY = {**_H100_SKU.healthy_tflops, "hbm": _H100_SKU.healthy_hbm_gbps, "h2d": _H100_SKU.healthy_h2d_gbps,

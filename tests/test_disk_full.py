@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from nodeqc import cli as nodeqc_cli
-from nodeqc.journal import read_journal
+from nodeqc.cli import main as nodeqc_cli
+from nodeqc.report.journal import read_journal
 
 FREE_LEFT = 12 * 1024  # enough for the last journal records, not for the report (~26 KB for one GPU)
 
@@ -78,9 +78,9 @@ def test_a_disk_that_fills_during_the_run_stops_the_telemetry_file_not_the_sampl
     import threading
     import time
 
-    import nodeqc.telemetry as telemetry
+    import nodeqc.work.telemetry as telemetry
     from nodeqc.backends.base import Clock
-    from nodeqc.telemetry import TelemetrySampler, read_series
+    from nodeqc.work.telemetry import TelemetrySampler, read_series
     from test_telemetry import Scripted, gpus
 
     crashed = []

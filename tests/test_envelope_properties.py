@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nodeqc import cli
-from nodeqc.keys import load_signer
-from nodeqc.report import PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE, sign
+from nodeqc.cli import main as cli
+from nodeqc.report.envelope import PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE, sign
+from nodeqc.report.keys import load_signer
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20)
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | TEXT,
@@ -121,7 +121,7 @@ def test_canonical_base64_is_decided_as_by_a_full_re_encoding(text):
     re-encoded for every report read); it must answer exactly as the full re-encoding does."""
     import binascii
 
-    from nodeqc.report import _canonical_b64
+    from nodeqc.report.envelope import _canonical_b64
 
     try:
         raw = base64.b64decode(text, validate=True)
@@ -131,7 +131,7 @@ def test_canonical_base64_is_decided_as_by_a_full_re_encoding(text):
 
 
 def test_a_non_canonical_last_group_is_refused():
-    from nodeqc.report import _canonical_b64
+    from nodeqc.report.envelope import _canonical_b64
 
     assert _canonical_b64(b"ab", "YWI=") and not _canonical_b64(b"ab", "YWJ=")  # 'J' sets a spare bit
     assert _canonical_b64(b"a", "YQ==") and not _canonical_b64(b"a", "YR==")

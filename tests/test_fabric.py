@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from nodeqc.errors import UsageError
+from nodeqc.core.errors import UsageError
 from nodeqc.fabric import pairing
 from nodeqc.fabric.scoring import Floors, Measurement, PairResult, score
 from nodeqc.fabric.simulated import SimulatedCluster
@@ -329,7 +329,7 @@ def test_a_nodes_history_lists_the_fabric_runs_it_took_part_in():
 
 
 def test_a_fabric_member_is_found_by_its_name_host_name_or_serial():
-    from nodeqc.archive import Entry, _fabric_members
+    from nodeqc.archive.store import Entry, _fabric_members
 
     predicate = {"kind": "fabric", "nodes": [
         {"name": "gpu17", "verdict": "fail", "identity": {"hostname": "gpu17.dc1", "system_serial": "SN-17"}},

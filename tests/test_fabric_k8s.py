@@ -195,7 +195,7 @@ def k8s(tmp_path):
 
 def _report(p):
     path = Path(p.stdout.strip().splitlines()[-1])
-    from nodeqc.report import read_report_bytes
+    from nodeqc.report.envelope import read_report_bytes
     import base64
 
     envelope = json.loads(read_report_bytes(path))

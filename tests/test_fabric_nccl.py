@@ -26,10 +26,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cli
+from nodeqc.core.known_answer import allreduce_expected
 from nodeqc.fabric import nccl_pair
 from nodeqc.fabric.launchers import Work, merge, one_nccl_figure
 from nodeqc.fabric.scoring import Floors
-from nodeqc.verify import allreduce_expected
 
 FAKE = Path(__file__).resolve().parent / "fake_cupy"
 START_S = 30.0  # START_TIMEOUT_S where nothing hangs: only a bound (a loaded 2-core machine spawns slowly)

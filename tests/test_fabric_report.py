@@ -10,11 +10,11 @@ import json
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from nodeqc.fabric.report import build_predicate, exit_code, fabric_checks, fabric_statement, node_digest, pair_rows
+from nodeqc.core.model import Verdict
 from nodeqc.fabric.pairing import Round
+from nodeqc.fabric.report import build_predicate, exit_code, fabric_checks, fabric_statement, node_digest, pair_rows
 from nodeqc.fabric.scoring import Measurement, PairResult, score
-from nodeqc.keys import Signer
-from nodeqc.model import Verdict
+from nodeqc.report.keys import Signer
 
 NODES = ["a", "b", "c", "d", "e", "f"]
 
@@ -285,7 +285,7 @@ def test_the_fabric_predicate_and_statement_whole():
     import platform
 
     from nodeqc import __version__
-    from nodeqc.report import FABRIC_PREDICATE_TYPE, STATEMENT_TYPE
+    from nodeqc.report.envelope import FABRIC_PREDICATE_TYPE, STATEMENT_TYPE
 
     tcp = [Measurement("tcp", d, 9.0, "Gb/s", 5.0) for d in ("a>b", "b>a")]
     results = [PairResult(1, "a", "b", tcp)]
@@ -316,7 +316,7 @@ def test_the_fabric_predicate_and_statement_whole():
 
 def test_a_fabric_report_written_verifies_with_its_key(tmp_path):
     from nodeqc.fabric.report import write_report
-    from nodeqc.report import verify_file
+    from nodeqc.report.envelope import verify_file
 
     tcp = [Measurement("tcp", d, 9.0, "Gb/s", 5.0) for d in ("a>b", "b>a")]
     p = _predicate([PairResult(1, "a", "b", tcp)], ["a", "b"])

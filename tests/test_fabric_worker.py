@@ -9,7 +9,7 @@ import pytest
 
 from conftest import ROOT
 from nodeqc.backends.nic import parse_ib_write_bw
-from nodeqc.errors import UsageError
+from nodeqc.core.errors import UsageError
 from nodeqc.fabric import worker
 from nodeqc.fabric.launchers import HostLauncher, SlurmLauncher, Work, merge
 from nodeqc.fabric.scoring import Floors

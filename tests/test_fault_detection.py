@@ -7,16 +7,16 @@ Several faults share one 8-GPU run: attribution without cross-talk is part of wh
 import pytest
 
 from nodeqc.backends import Hardware, simulated_hardware
+from nodeqc.backends.base import Clock
 from nodeqc.backends.host import LinuxHost
 from nodeqc.backends.nvml import NvmlBackend
 from nodeqc.backends.nvml_replay import ReplayNvml
-from nodeqc.backends.base import Clock
-from nodeqc.faults import parse_fault
-from nodeqc.keys import create_key
-from nodeqc.model import Verdict
-from nodeqc.profile import load_profile
-from nodeqc.report import verify_file
-from nodeqc.runner import RunOptions, Runner
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.core.model import Verdict
+from nodeqc.report.envelope import verify_file
+from nodeqc.report.keys import create_key
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec.profile import load_profile
 
 SCALE = 40  # simulated seconds per real second
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import pytest
 
 from nodeqc.backends import simulated_hardware
-from nodeqc.backends.simulated import SimNode, load_scenario
-from nodeqc.errors import UsageError
-from nodeqc.faults import parse_fault
-from nodeqc.keys import create_key
-from nodeqc.model import Verdict
-from nodeqc.profile import load_for, suggest_profile
-from nodeqc.runner import RunOptions, Runner
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.backends.sim.node import SimNode, load_scenario
+from nodeqc.core.errors import UsageError
+from nodeqc.core.model import Verdict
+from nodeqc.report.keys import create_key
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec.profile import load_for, suggest_profile
 
 SCALE = 40  # simulated seconds per real second, as test_fault_detection
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from nodeqc.errors import UsageError
-from nodeqc.faults import GPU_FAULTS, HOST_FAULTS, NIC_FAULTS, Fault, check_range, parse_fault
+from nodeqc.backends.sim.faults import GPU_FAULTS, HOST_FAULTS, NIC_FAULTS, Fault, check_range, parse_fault
+from nodeqc.core.errors import UsageError
 
 VALID = {
     "gpu0:missing": Fault("gpu", 0, "missing"),
@@ -42,7 +42,7 @@ VALID = {
     "nic0:down": Fault("nic", 0, "down"),
     "nic1:speed=25000": Fault("nic", 1, "speed", 25000),
     "nic1:pcie_width=8": Fault("nic", 1, "pcie_width", 8),
-    # conformance and host health (nodeqc.backends.sim_platform)
+    # conformance and host health (nodeqc.backends.sim.platform)
     "gpu2:vbios=96.00.74.00.01": Fault("gpu", 2, "vbios", "96.00.74.00.01"),
     "gpu5:numa=0": Fault("gpu", 5, "numa", 0),
     "gpu3:acs": Fault("gpu", 3, "acs"),
@@ -61,7 +61,7 @@ VALID = {
     "host0:iommu=DMA": Fault("host", 0, "iommu", "DMA"),
     "host0:bios=1.0": Fault("host", 0, "bios", "1.0"),
     "host0:cpu_wrong=17": Fault("host", 0, "cpu_wrong", 17),
-    # the BMC's PSU sensors (nodeqc.backends.sim_platform.SimBmc)
+    # the BMC's PSU sensors (nodeqc.backends.sim.platform.SimBmc)
     "host0:psu_fault=2": Fault("host", 0, "psu_fault", 2),
     "host0:psu_undervolt": Fault("host", 0, "psu_undervolt"),
     "host0:no_bmc": Fault("host", 0, "no_bmc"),

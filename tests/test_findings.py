@@ -1,4 +1,4 @@
-"""The answer a person needs, computed once (nodeqc.findings) and rendered alike by the headless
+"""The answer a person needs, computed once (nodeqc.report.answer) and rendered alike by the headless
 summary, `nodeqc show` and the report: which part failed (GPU index, bus id, serial; NIC name and
 PCI address), the finding with its numbers, what to do; the checks that did not run, counted once
 per reason; and the repair loop (FIXED / STILL FAILING, escalation of a failure that comes back)."""
@@ -13,18 +13,19 @@ import pytest
 
 from conftest import cli
 from nodeqc.backends import simulated_hardware
-from nodeqc.cli import ProgressPrinter
-from nodeqc.codes import escalation, remediation
-from nodeqc.faults import parse_fault
-from nodeqc.findings import (FIXED, NEW, NOT_RETESTED, STILL_FAILING, Finding, Part, answer, answer_of,
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.cli.main import ProgressPrinter
+from nodeqc.core.codes import escalation, remediation
+from nodeqc.report.answer import (FIXED, NEW, NOT_RETESTED, STILL_FAILING, Finding, Part, answer, answer_of,
                              answer_lines, escalate, finding_lines, repair_outcome, split_findings)
-from nodeqc.keys import create_key, trusted_keys
-from nodeqc.model import CheckResult, Verdict
-from nodeqc.profile import load_profile
-from nodeqc.render import render_report, subjects_text
-from nodeqc.report import decode_statement, read_envelope, verify_file
-from nodeqc.runner import RunOptions, Runner
-from nodeqc.selection import Selection
+from nodeqc.core.model import CheckResult, Verdict
+from nodeqc.core.text import subjects_text
+from nodeqc.report.envelope import decode_statement, read_envelope, verify_file
+from nodeqc.report.keys import create_key, trusted_keys
+from nodeqc.report.render import render_report
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec.profile import load_profile
+from nodeqc.spec.selection import Selection
 
 FAULTS = ["gpu3:pcie_width=8", "gpu5:hbm_bw=0.6", "nic2:down"]
 
@@ -247,7 +248,7 @@ def test_repair_outcome_says_fixed_still_failing_not_retested_and_new():
 def test_a_failure_with_another_code_on_the_same_part_is_changed():
     """Issue 24: the same check on the same part failing with another code is not 'STILL FAILING'
     (the repair may have moved the fault): CHANGED, with both codes said."""
-    from nodeqc.findings import CHANGED, repair_lines
+    from nodeqc.report.answer import CHANGED, repair_lines
 
     previous = {"report": "a.report.json", "sha256": "ab", "verdict": "FAIL", "failures": [
         {"check": "health.pcie_link", "subject": "gpu3", "code": "PCIE_WIDTH", "part": "gpu:S3", "identity": "GPU 3"}]}
@@ -262,7 +263,7 @@ def test_a_failure_with_another_code_on_the_same_part_is_changed():
 
 
 def test_after_a_report_that_passed_every_failure_is_new():
-    from nodeqc.findings import repair_lines
+    from nodeqc.report.answer import repair_lines
 
     previous = {"report": "a.report.json", "sha256": "ab", "verdict": "PASS", "failures": []}
     findings = [_finding()]

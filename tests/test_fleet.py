@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodeqc.archive import Archive
+from nodeqc.archive.fleet import FigureCache, expired_entries, extract, fleet
+from nodeqc.archive.store import Archive
 from nodeqc.checks.fleet import Figure, distributions, outliers
-from nodeqc.fleet import FigureCache, expired_entries, extract, fleet
-from nodeqc.keys import load_signer
-from nodeqc.model import Verdict
+from nodeqc.core.model import Verdict
+from nodeqc.report.keys import load_signer
 
 from conftest import cli
 from reports_for_tests import file_report, predicate

@@ -16,8 +16,8 @@ import pytest
 from nodeqc.backends import cublaslt
 from nodeqc.backends.cublaslt import (E4M3_MAX, Fp8Engine, LtNames, Operation, e4m3_bits, e4m3_value,
                                       fp8_unsupported)
-from nodeqc.errors import DtypeUnavailable
-from nodeqc.verify import KNOWN_ANSWER_VALUES, compare_exact, known_answer_inputs
+from nodeqc.core.errors import DtypeUnavailable
+from nodeqc.core.known_answer import KNOWN_ANSWER_VALUES, compare_exact, known_answer_inputs
 
 ALL_BITS = np.arange(256, dtype=np.uint8)
 FINITE_BITS = ALL_BITS[(ALL_BITS & 0x7F) != 0x7F]
@@ -334,13 +334,13 @@ class _Quiet:
 def test_fp8_refused_in_the_set_up_is_not_run_and_the_burn_still_passes():
     """A device whose fp8 plan fails (as the CuPy device raises it from cuBLASLt) keeps burning the
     other dtypes; the verdict passes and says fp8 was not run, and why."""
-    from nodeqc.backends.sim_compute import SimDevice
-    from nodeqc.backends.simulated import SimNode, sku_scenario
+    from nodeqc.backends.sim.compute import SimDevice
+    from nodeqc.backends.sim.node import SimNode, sku_scenario
     from nodeqc.checks import stress
-    from nodeqc.model import Verdict
-    from nodeqc.profile import load_for, suggest_profile
-    from nodeqc.workers import STATUS_OK, Outcome, Task
-    from nodeqc.workloads import matmul_burn
+    from nodeqc.core.model import Verdict
+    from nodeqc.spec.profile import load_for, suggest_profile
+    from nodeqc.work.workers import STATUS_OK, Outcome, Task
+    from nodeqc.work.workloads import matmul_burn
 
     why = "cuBLASLt offers no algorithm for an fp8 product of 8192x8192 on this GPU"
 

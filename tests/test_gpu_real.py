@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nodeqc.verify import (allreduce_expected, compare_exact, copy_pattern, fingerprint, known_answer_inputs,
+from nodeqc.core.known_answer import (allreduce_expected, compare_exact, copy_pattern, fingerprint, known_answer_inputs,
                            splitmix64, stream_expected)
 
 
@@ -96,7 +96,7 @@ def test_memtest_finds_a_word_planted_on_the_device(device):
 
 
 def test_workloads_run_clean(device):
-    from nodeqc import workloads as W
+    from nodeqc.work import workloads as W
 
     r = W.matmul_burn(device, {"seconds": 4, "dtypes": ["fp32", "bf16"], "seed": 1}, Progress())
     for dtype, d in r["dtypes"].items():
@@ -144,7 +144,7 @@ def test_fp8_product_of_random_e4m3_matches_numpy(device):
 
 def test_fp8_burn_runs_verified(device):
     _needs_fp8(device)
-    from nodeqc import workloads as W
+    from nodeqc.work import workloads as W
 
     r = W.matmul_burn(device, {"seconds": 4, "dtypes": ["fp8", "bf16"], "seed": 1}, Progress())
     assert r["not_run"] == {} and list(r["dtypes"]) == ["fp8", "bf16"]
@@ -159,7 +159,7 @@ def test_fp8_burn_catches_flips_planted_on_the_device(device, monkeypatch):
     _needs_fp8(device)
     import cupy
 
-    from nodeqc import workloads as W
+    from nodeqc.work import workloads as W
 
     real_run, real_known = device.matmul_run, device.known_answer
     runs = []
@@ -187,7 +187,7 @@ def test_fp8_burn_catches_flips_planted_on_the_device(device, monkeypatch):
 def test_fp8_on_a_gpu_older_than_ada_is_not_run(device):
     if device.compute_capability >= 8.9:
         pytest.skip(f"this GPU ({device.compute_capability}) runs fp8")
-    from nodeqc import workloads as W
+    from nodeqc.work import workloads as W
 
     assert "compute capability 8.9" in device.supports("fp8")
     r = W.matmul_burn(device, {"seconds": 2, "dtypes": ["fp8", "fp32"], "seed": 1}, Progress())
@@ -196,8 +196,8 @@ def test_fp8_on_a_gpu_older_than_ada_is_not_run(device):
 
 @pytest.mark.skipif(GPUS < 2, reason="GPU-to-GPU tests need two or more GPUs")
 def test_p2p_and_nccl():
-    from nodeqc import workloads as W
     from nodeqc.backends.cupy_compute import CupyNodeDevices
+    from nodeqc.work import workloads as W
 
     node = CupyNodeDevices(list(range(GPUS)))
     r = W.p2p(node, {"bytes": 64 << 20, "iters": 2}, Progress())
@@ -233,7 +233,7 @@ def test_known_answer_flip_found_first_last_and_random(device, dtype):
 
 def _memtest_ops():
     """Every checking operation of the memory test program, quick and full: (pattern, step)."""
-    from nodeqc.workloads import memtest_program
+    from nodeqc.work.workloads import memtest_program
 
     for name, ops in memtest_program(1 << 20, full=True):
         for step, (op, kind, value, descending) in enumerate(ops):
@@ -248,8 +248,8 @@ def test_memtest_kernel_finds_a_word_planted_before_each_check(device, pattern, 
     device. The kernel must report exactly that word, with the expected value the host twin computes."""
     import cupy
 
-    from nodeqc.backends.sim_compute import expected_words
-    from nodeqc.workloads import memtest_program
+    from nodeqc.backends.sim.compute import expected_words
+    from nodeqc.work.workloads import memtest_program
 
     info = device.memtest_setup(0.005)
     ops = dict(memtest_program(info["words"], full=True))[pattern]
@@ -280,7 +280,7 @@ def test_memtest_kernel_finds_a_word_planted_before_each_check(device, pattern, 
 
 @pytest.mark.parametrize("kind", [0, 1, 2, 3])
 def test_memtest_written_pattern_matches_the_host_twin(device, kind):
-    from nodeqc.backends.sim_compute import expected_words
+    from nodeqc.backends.sim.compute import expected_words
 
     device.memtest_setup(0.005)
     try:
@@ -337,8 +337,8 @@ def test_allreduce_result_checked_on_the_device_finds_a_planted_flip():
     after the all-reduce is reported by the workload with that GPU, element and bit."""
     import cupy
 
-    from nodeqc import workloads as W
     from nodeqc.backends.cupy_compute import CupyNodeDevices
+    from nodeqc.work import workloads as W
 
     node = CupyNodeDevices(list(range(GPUS)))
     if node.nccl_unavailable():
@@ -363,8 +363,8 @@ def test_allreduce_result_checked_on_the_device_finds_a_planted_flip():
 def test_peer_copy_checked_on_the_receiving_gpu_finds_a_planted_flip():
     import cupy
 
-    from nodeqc import workloads as W
     from nodeqc.backends.cupy_compute import CupyNodeDevices
+    from nodeqc.work import workloads as W
 
     node = CupyNodeDevices([0, 1])
     node.p2p_setup(8 << 20)
@@ -381,7 +381,7 @@ def test_peer_copy_checked_on_the_receiving_gpu_finds_a_planted_flip():
 @pytest.mark.parametrize("kind", [4 | (0 << 8), 4 | (19 << 8), 5 | (10 << 8), 5 | (20 << 8)])
 def test_memtest_full_mode_patterns_match_the_host_twin(device, kind):
     """Modulo-20 (two offsets) and block patterns written by the kernel equal the simulator's twin."""
-    from nodeqc.backends.sim_compute import expected_words
+    from nodeqc.backends.sim.compute import expected_words
 
     device.memtest_setup(0.01)
     device.memtest_write(kind, 0x5A5A_5A5A_A5A5_A5A5)
@@ -407,7 +407,7 @@ def test_memtest_block_move_keeps_the_pattern_and_carries_a_planted_fault(device
 
 
 def test_full_memory_test_runs_clean_with_a_short_bit_fade(device):
-    from nodeqc import workloads as W
+    from nodeqc.work import workloads as W
 
     m = W.memory_test(device, {"fraction": 0.1, "full": True, "retention_s": 2}, Progress())
     assert m["errors"] == 0 and [p["pattern"] for p in m["passes"]][-1] == "bit fade"
@@ -423,7 +423,7 @@ def test_nvml_names_a_cotenant_and_not_nodeqcs_own_workers(device, tmp_path):
     import time
 
     from nodeqc.backends.nvml import NvmlBackend
-    from nodeqc.workers import own_pids
+    from nodeqc.work.workers import own_pids
 
     ready = tmp_path / "ready"
     code = ("import cupy, pathlib, sys; a = cupy.ones((4096, 4096), dtype=cupy.float32); a @ a; "

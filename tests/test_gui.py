@@ -25,26 +25,26 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox  # noqa: E402
 from conftest import ROOT, cli  # noqa: E402
 from nodeqc.backends import simulated_hardware  # noqa: E402
 from nodeqc.backends.base import REASON_BITS, GpuSample  # noqa: E402
-from nodeqc.codes import remediation  # noqa: E402
-from nodeqc.faults import parse_fault  # noqa: E402
-from nodeqc.gui.checks import CHECK, RESULT_ROLE, VERDICT  # noqa: E402
+from nodeqc.backends.sim.faults import parse_fault  # noqa: E402
+from nodeqc.core.codes import remediation  # noqa: E402
+from nodeqc.core.model import CheckResult  # noqa: E402
+from nodeqc.core.model import Verdict  # noqa: E402
 from nodeqc.gui.bridge import RunThread  # noqa: E402
+from nodeqc.gui.checks import CHECK, RESULT_ROLE, VERDICT  # noqa: E402
 from nodeqc.gui.checks import CheckList  # noqa: E402
 from nodeqc.gui.plots import SERIES, RunBuffer, TelemetryPlots, peak_decimate  # noqa: E402
-from nodeqc.model import CheckResult  # noqa: E402
 from nodeqc.gui.reports import ReportDialog  # noqa: E402
-from nodeqc.printable import LoadedReport, load_report, summary_html  # noqa: E402
-from nodeqc.gui.style import COLOURS  # noqa: E402
 from nodeqc.gui.session import RunSetup, probe  # noqa: E402
+from nodeqc.gui.style import COLOURS  # noqa: E402
 from nodeqc.gui.tiles import GpuTile  # noqa: E402
-from nodeqc.findings import answer as run_answer  # noqa: E402
 from nodeqc.gui.window import MainWindow, banner_findings  # noqa: E402
-from nodeqc.keys import load_signer, trusted_keys  # noqa: E402
-from nodeqc.model import Verdict  # noqa: E402
-from nodeqc.profile import load_profile  # noqa: E402
-from nodeqc.report import verify_file  # noqa: E402
-from nodeqc.events import CheckFinished, CheckStarted  # noqa: E402
-from nodeqc.runner import RunOptions, RunOutcome, Runner  # noqa: E402
+from nodeqc.report.answer import answer as run_answer  # noqa: E402
+from nodeqc.report.envelope import verify_file  # noqa: E402
+from nodeqc.report.keys import load_signer, trusted_keys  # noqa: E402
+from nodeqc.report.printable import LoadedReport, load_report, summary_html  # noqa: E402
+from nodeqc.run.events import CheckFinished, CheckStarted  # noqa: E402
+from nodeqc.run.runner import RunOptions, RunOutcome, Runner  # noqa: E402
+from nodeqc.spec.profile import load_profile  # noqa: E402
 
 RUN_TIMEOUT_MS = 90_000
 TIME_SCALE = 40  # simulated seconds per real second: a quick run takes about a second of burn
@@ -173,12 +173,12 @@ def test_a_fault_turns_its_tile_and_check_red_and_the_banner_says_why(qtbot, tmp
 
 
 def flow_window(qtbot, tmp_path, *args, size=(1366, 768)):
-    """The window as `nodeqc gui ARGS` opens it (nodeqc.flow), on a simulated node with time compressed."""
-    from nodeqc.cli import _run_parser
-    from nodeqc.flow import RunFlow
+    """The window as `nodeqc gui ARGS` opens it (nodeqc.run.flow), on a simulated node with time compressed."""
+    from nodeqc.cli.main import _run_parser
+    from nodeqc.run.flow import RunFlow
 
     scenario = tmp_path / "fast-hgx.toml"
-    text = (ROOT / "nodeqc" / "scenarios" / "hgx-h100.toml").read_text()
+    text = (ROOT / "nodeqc" / "backends" / "sim" / "scenarios" / "hgx-h100.toml").read_text()
     scenario.write_text(text.replace("time_scale = 10", f"time_scale = {TIME_SCALE}"))
     (tmp_path / "archive").mkdir(exist_ok=True)
     argv = ["--simulate", str(scenario), "--profile", "hgx-h100", "--quick", "--archive", str(tmp_path / "archive"),
@@ -524,8 +524,8 @@ def test_history_shows_only_verified_reports_and_marks_forged_ones(qtbot, tmp_pa
 
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from nodeqc.keys import Signer
-    from nodeqc.report import decode_statement, read_envelope, sign, write_envelope
+    from nodeqc.report.envelope import decode_statement, read_envelope, sign, write_envelope
+    from nodeqc.report.keys import Signer
 
     hardware = lambda: simulated_hardware("h100", [], time_scale=TIME_SCALE)  # noqa: E731
     real = Runner(RunOptions(load_profile("h100"), load_signer(None), quick=True, operator="tech"), hardware()).run()
@@ -704,7 +704,7 @@ def test_a_tile_shows_the_pcie_link_only_as_seen_under_load(qtbot):
 
 def test_screenshot_of_a_finished_run_from_the_command_line(tmp_path):
     scenario = tmp_path / "fast-hgx.toml"  # the built-in node, with time compressed further
-    text = (ROOT / "nodeqc" / "scenarios" / "hgx-h100.toml").read_text()
+    text = (ROOT / "nodeqc" / "backends" / "sim" / "scenarios" / "hgx-h100.toml").read_text()
     scenario.write_text(text.replace("time_scale = 10", f"time_scale = {TIME_SCALE}"))
     shot, archive, textfile = tmp_path / "shot.png", tmp_path / "archive", tmp_path / "node.prom"
     archive.mkdir()
@@ -722,7 +722,7 @@ def test_screenshot_of_a_finished_run_from_the_command_line(tmp_path):
 
 
 def test_without_pyside6_nodeqc_says_how_to_install_the_gui(tmp_path):
-    code = "import sys; sys.modules['PySide6'] = None; from nodeqc.cli import main; sys.exit(main([]))"
+    code = "import sys; sys.modules['PySide6'] = None; from nodeqc.cli.main import main; sys.exit(main([]))"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
@@ -731,7 +731,7 @@ def test_without_pyside6_nodeqc_says_how_to_install_the_gui(tmp_path):
 
 def test_with_qt_unable_to_load_nodeqc_names_the_missing_library_not_the_extra():
     # As on a server without libEGL: PySide6 is installed, its QtGui module cannot load.
-    code = "import sys; sys.modules['PySide6.QtGui'] = None; from nodeqc.cli import main; sys.exit(main([]))"
+    code = "import sys; sys.modules['PySide6.QtGui'] = None; from nodeqc.cli.main import main; sys.exit(main([]))"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
@@ -763,7 +763,7 @@ def test_bad_input_to_the_gui_is_one_line_and_exit_2(args, message):
 def test_the_engine_never_imports_the_gui():
     engine = [".".join(p.relative_to(ROOT).with_suffix("").parts) for p in (ROOT / "nodeqc").rglob("*.py")
               if "gui" not in p.parts and p.name != "__main__.py"]
-    assert "nodeqc.runner" in engine and "nodeqc.backends.simulated" in engine
+    assert "nodeqc.run.runner" in engine and "nodeqc.backends.sim.node" in engine
     code = (f"import importlib, sys\nfor name in {engine!r}:\n    importlib.import_module(name)\n"
             "bad = [m for m in sys.modules\n"
             "       if m.split('.')[0] in ('PySide6', 'pyqtgraph') or m.startswith('nodeqc.gui')]\n"

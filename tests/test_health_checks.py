@@ -6,10 +6,10 @@ import pytest
 from conftest import whole
 from nodeqc.backends.base import REASON_BITS, GpuCounters, GpuInfo, GpuSample
 from nodeqc.checks import health
-from nodeqc.model import CheckResult, Verdict
-from nodeqc.na import NA
-from nodeqc.profile import load_profile
-from nodeqc.telemetry import GpuTelemetry
+from nodeqc.core.model import CheckResult, Verdict
+from nodeqc.core.na import NA
+from nodeqc.spec.profile import load_profile
+from nodeqc.work.telemetry import GpuTelemetry
 
 H100 = load_profile("h100")
 GENERIC = load_profile("generic")
@@ -541,7 +541,7 @@ def test_whole_results_nvlink():
 def test_nvlink_expected_links_from_the_profile_over_the_gpu():
     from pathlib import Path
 
-    from nodeqc.profile import Profile
+    from nodeqc.spec.profile import Profile
     profile = Profile("t", Path("t.toml"), {"gpu": {"nvlink_links": 18, "max_nvlink_errors": {"fail": 0, "warn": 0}}})
     r = health.nvlink(gpu(nvlink_count=12), nvlink_telemetry(nvlink_counters(), nvlink_counters(nvlink_active=12)), profile)
     assert (r.verdict, r.code, r.message) == (Verdict.FAIL, "NVLINK_DOWN", "12 of 18 NVLink links are up")

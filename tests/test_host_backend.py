@@ -7,9 +7,9 @@ import psutil
 
 from nodeqc.backends.host import LinuxHost
 from nodeqc.checks import host as host_checks
-from nodeqc.model import Verdict
-from nodeqc.na import NA
-from nodeqc.profile import load_profile
+from nodeqc.core.model import Verdict
+from nodeqc.core.na import NA
+from nodeqc.spec.profile import load_profile
 
 
 def test_this_machine():

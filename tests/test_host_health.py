@@ -13,10 +13,10 @@ import pytest
 from nodeqc.backends import simulated_hardware
 from nodeqc.backends.kernel_log import Kmsg, KernelRecord, open_kernel_log, parse_journal_json, parse_kmsg
 from nodeqc.backends.platform import HostCounters
+from nodeqc.backends.sim.faults import parse_fault
 from nodeqc.checks import host_health
-from nodeqc.faults import parse_fault
-from nodeqc.model import Verdict
-from nodeqc.profile import load_profile
+from nodeqc.core.model import Verdict
+from nodeqc.spec.profile import load_profile
 
 from conftest import cli, whole
 
@@ -381,7 +381,7 @@ def test_simulated_counters_grow_only_after_load():
     buses = ["0000:43:00.0"]
     before = p.counters(buses)
     assert before.aer["0000:43:00.0"]["correctable"] == 0 and before.edac["mc0"]["ce"] == 0
-    from nodeqc.backends.simulated import SLOT_LOADED_S, SLOTS
+    from nodeqc.backends.sim.node import SLOT_LOADED_S, SLOTS
 
     hw_node_shared = p.node.shared
     hw_node_shared[1 * SLOTS + SLOT_LOADED_S] = 5.0
@@ -573,7 +573,7 @@ def test_device_names():
 def test_the_kernel_log_is_read_between_steps_so_a_small_ring_buffer_loses_nothing():
     """A ring buffer of 3 records and a run that logs 5, an Xid first: read only at the end, the Xid
     is lost; read after each step (as the runner does), every line is judged."""
-    from nodeqc.runner import PlatformWatch
+    from nodeqc.run.runner import PlatformWatch
 
     class RingLog:
         source = "/dev/kmsg"
@@ -620,7 +620,7 @@ def test_a_kernel_log_that_cannot_be_read_to_the_end_keeps_what_was_read_and_nev
     its GPU, the node says the rest went unread (WARN), and the run goes on (the read is not retried)."""
     import subprocess
 
-    from nodeqc.runner import PlatformWatch
+    from nodeqc.run.runner import PlatformWatch
 
     class FailingLog:
         source = "journalctl -k"
@@ -657,8 +657,8 @@ def test_a_kernel_log_that_cannot_be_read_to_the_end_keeps_what_was_read_and_nev
 def test_a_flood_past_the_most_read_is_said_unjudged_not_dropped_in_silence(monkeypatch):
     """A kernel log flooding past MAX_RECORDS: reading stops there (the first lines say what the flood
     was), and the node says the rest went unread (WARN), where it used to pass over them in silence."""
-    from nodeqc import runner
-    from nodeqc.runner import PlatformWatch
+    from nodeqc.run import runner
+    from nodeqc.run.runner import PlatformWatch
 
     monkeypatch.setattr(runner, "MAX_RECORDS", 4)
 

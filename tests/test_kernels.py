@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from nodeqc.kernels import KERNELS, source
-from nodeqc.profile import list_profiles
-from nodeqc.resources import kernels_dir
+from nodeqc.backends.kernels import KERNELS, source
+from nodeqc.core.resources import kernels_dir
+from nodeqc.spec.profile import list_profiles
 
 NVCC = shutil.which("nvcc")
 ARCHS = sorted({p.get("gpu", "compute_capability").replace(".", "") for p in list_profiles()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from nodeqc.errors import UsageError
-from nodeqc.keys import config_dir, create_key, default_key_path, load_signer, public_path
+from nodeqc.core.errors import UsageError
+from nodeqc.report.keys import config_dir, create_key, default_key_path, load_signer, public_path
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 OTHER_UID = 54321

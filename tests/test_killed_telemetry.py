@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import ROOT, cli
-from nodeqc.telemetry import FLUSH_EVERY_S, SERIES_COLUMNS, read_series
+from nodeqc.work.telemetry import FLUSH_EVERY_S, SERIES_COLUMNS, read_series
 
 
 @pytest.mark.slow

@@ -14,17 +14,17 @@ import pytest
 
 from conftest import whole
 from nodeqc.backends.base import GpuInfo, GpuSample
-from nodeqc.backends.sim_compute import SimDevice
-from nodeqc.backends.simulated import SimNode, load_scenario
+from nodeqc.backends.sim.compute import SimDevice
+from nodeqc.backends.sim.node import SimNode, load_scenario
 from nodeqc.checks import stress
 from nodeqc.checks.stress import (MEMTEST_COVERAGE_TOLERANCE, POWER_LOADED_SAMPLES, judge_hbm, judge_memtest,
                                   judge_pcie, judge_power)
-from nodeqc.codes import REMEDIATION
-from nodeqc.model import Verdict
-from nodeqc.profile import load_profile
-from nodeqc.telemetry import GpuTelemetry
-from nodeqc.workers import STATUS_OK, Outcome, Task
-from nodeqc import workloads
+from nodeqc.core.codes import REMEDIATION
+from nodeqc.core.model import Verdict
+from nodeqc.spec.profile import load_profile
+from nodeqc.work import workloads
+from nodeqc.work.telemetry import GpuTelemetry
+from nodeqc.work.workers import STATUS_OK, Outcome, Task
 
 H100 = load_profile("h100")
 GPU = GpuInfo(index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-x", bus_id="0000:1b:00.0", slot=0)
@@ -287,9 +287,9 @@ def test_the_simulated_workloads_prove_their_load_and_pass(device, quick):
 
 def test_a_healthy_simulated_run_of_the_four_checks_passes(tmp_path):
     from nodeqc.backends import simulated_hardware
-    from nodeqc.keys import create_key
-    from nodeqc.runner import RunOptions, Runner
-    from nodeqc.selection import Selection
+    from nodeqc.report.keys import create_key
+    from nodeqc.run.runner import RunOptions, Runner
+    from nodeqc.spec.selection import Selection
 
     hw = simulated_hardware("h100", [], time_scale=40)
     only = ("stress.power", "stress.hbm_bandwidth", "stress.memtest", "stress.pcie_bandwidth")

@@ -5,15 +5,15 @@ the faults each one exists to find, caught by the real verification code and att
 import numpy as np
 import pytest
 
-from nodeqc.backends.sim_compute import SIM_BASE_ADDRESS, SIM_MEMTEST_WORDS, SimDevice, expected_words
-from nodeqc.backends.simulated import SimNode, load_scenario
-from nodeqc.faults import parse_fault
-from nodeqc.keys import create_key
-from nodeqc.model import Verdict
-from nodeqc.profile import load_profile
-from nodeqc.runner import RunOptions, Runner
-from nodeqc.selection import Selection
-from nodeqc.workloads import ALL_ONES, MEMTEST_QUICK, memory_test, memtest_program
+from nodeqc.backends.sim.compute import SIM_BASE_ADDRESS, SIM_MEMTEST_WORDS, SimDevice, expected_words
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.backends.sim.node import SimNode, load_scenario
+from nodeqc.core.model import Verdict
+from nodeqc.report.keys import create_key
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec.profile import load_profile
+from nodeqc.spec.selection import Selection
+from nodeqc.work.workloads import ALL_ONES, MEMTEST_QUICK, memory_test, memtest_program
 
 FULL_ONLY = ["walking ones and zeros, 8-bit", "walking ones and zeros, 32-bit", "modulo-20",
              "random sequence", "block move", "bit fade"]
@@ -150,7 +150,7 @@ def test_block_move_catches_a_copy_that_lands_wrong(monkeypatch):
 
 
 def test_the_wait_reports_progress_so_the_watchdog_sees_a_live_worker():
-    from nodeqc.workloads import _step
+    from nodeqc.work.workloads import _step
 
     n = SimNode(load_scenario("hgx-h100"), [], time_scale=100)
     dev = SimDevice(n.compute_spec(), 0)

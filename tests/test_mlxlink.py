@@ -21,7 +21,7 @@ from nodeqc.backends.mlxlink import LinkReading, parse_mlxlink
 from nodeqc.backends.optics import read_optics
 from nodeqc.checks import host_stress
 from nodeqc.checks.host_stress import MAX_LINK_BER
-from nodeqc.model import Verdict
+from nodeqc.core.model import Verdict
 
 from conftest import cli
 

@@ -15,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, cli
-from nodeqc.errors import UsageError
+from nodeqc.core.errors import UsageError
+from nodeqc.core.names import MAX_HOST, check_host, check_name, substitute
 from nodeqc.fabric.kubernetes import KubernetesLauncher
 from nodeqc.fabric.launchers import HostLauncher, Work
 from nodeqc.fabric.scoring import Floors
 from nodeqc.fabric.slurm import expand
-from nodeqc.names import MAX_HOST, check_host, check_name, substitute
 
 # An ssh that does what the real one does with -oProxyCommand=CMD: runs CMD through a shell, on
 # this machine. Every call is logged, so a test sees that none was made.

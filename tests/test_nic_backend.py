@@ -11,7 +11,7 @@ import pytest
 from nodeqc.backends import nic as backend
 from nodeqc.backends.base import TrafficJob
 from nodeqc.backends.nic import LinuxNics, command, parse_ib_write_bw, parse_iperf3
-from nodeqc.na import NA
+from nodeqc.core.na import NA
 
 
 def _write(root: Path, rel: str, text: str) -> None:

@@ -10,10 +10,10 @@ from conftest import whole
 from nodeqc.backends.base import GpuInfo, IbPort, NicInfo, TrafficJob, TrafficOutcome
 from nodeqc.checks import nic as checks
 from nodeqc.checks.nic import Checked
-from nodeqc.model import Verdict
-from nodeqc.na import NA
-from nodeqc.peers import Peer
-from nodeqc.profile import Profile
+from nodeqc.core.model import Verdict
+from nodeqc.core.na import NA
+from nodeqc.spec.peers import Peer
+from nodeqc.spec.profile import Profile
 
 PASS, WARN, FAIL, SKIP = Verdict.PASS, Verdict.WARN, Verdict.FAIL, Verdict.SKIP
 

@@ -14,7 +14,7 @@ import pytest
 from netns import A_ADDR, A_DEV, B_ADDR, VethPair, unavailable
 from nodeqc.checks import nic as nic_checks
 from nodeqc.checks.nic import Checked
-from nodeqc.model import Verdict
+from nodeqc.core.model import Verdict
 
 pytestmark = pytest.mark.netns
 

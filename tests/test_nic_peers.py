@@ -3,9 +3,9 @@ line that never reaches a tool's command line."""
 
 import pytest
 
-from nodeqc.errors import UsageError
-from nodeqc.peers import Peer, parse_peer, parse_peers
-from nodeqc.profile import load_profile
+from nodeqc.core.errors import UsageError
+from nodeqc.spec.peers import Peer, parse_peer, parse_peers
+from nodeqc.spec.profile import load_profile
 
 
 @pytest.mark.parametrize("text, peer", [

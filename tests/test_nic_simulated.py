@@ -8,13 +8,13 @@ import pytest
 
 from conftest import cli
 from nodeqc.backends import simulated_hardware
-from nodeqc.backends.simulated import SimNode, load_scenario
-from nodeqc.faults import parse_fault
-from nodeqc.keys import create_key
-from nodeqc.model import Verdict
-from nodeqc.peers import Peer
-from nodeqc.profile import load_profile
-from nodeqc.runner import RunOptions, Runner
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.backends.sim.node import SimNode, load_scenario
+from nodeqc.core.model import Verdict
+from nodeqc.report.keys import create_key
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec.peers import Peer
+from nodeqc.spec.profile import load_profile
 
 SCALE = 40
 
@@ -152,7 +152,7 @@ def test_an_ethernet_nic_below_the_profiles_speed(tmp_path_factory, signer, tmp_
 
 
 def test_every_scenario_has_nics():
-    from nodeqc.backends.simulated import list_scenarios
+    from nodeqc.backends.sim.node import list_scenarios
 
     for name in list_scenarios():
         nics = SimNode(load_scenario(name), []).nics().nics()
@@ -182,7 +182,7 @@ def test_profiles_shows_the_nic_settings():
 
 def test_every_node_profile_names_its_compute_nics():
     """A node profile states its fabric: which NICs (name patterns or drivers), how many, at what rate."""
-    from nodeqc.profile import list_profiles
+    from nodeqc.spec.profile import list_profiles
 
     nodes = [p for p in list_profiles() if p.kind == "node"]
     assert {p.name for p in nodes} >= {"dgx-a100", "hgx-h100"}
@@ -200,7 +200,7 @@ def test_every_node_profile_names_its_compute_nics():
     ("dgx-a100", ["nic0:down"], {("nic.link", "nic0", "NIC_LINK_DOWN", "fail")}),
 ])
 def test_a_node_profile_fails_a_down_or_slow_compute_nic(tmp_path, signer, node, faults, found):
-    from nodeqc.selection import Selection
+    from nodeqc.spec.selection import Selection
 
     hw = simulated_hardware(node, [parse_fault(f) for f in faults], time_scale=SCALE)
     options = RunOptions(load_profile(node), signer, out_dir=tmp_path, quick=True,
@@ -213,8 +213,8 @@ def test_a_node_profile_fails_a_down_or_slow_compute_nic(tmp_path, signer, node,
 
 
 def test_hgx_h100_fails_a_missing_compute_nic(tmp_path, signer):
-    from nodeqc.resources import scenarios_dir
-    from nodeqc.selection import Selection
+    from nodeqc.core.resources import scenarios_dir
+    from nodeqc.spec.selection import Selection
 
     text = (scenarios_dir() / "hgx-h100.toml").read_text()
     seven = tmp_path / "hgx-7nics.toml"
@@ -242,7 +242,7 @@ def test_nccl_through_the_nics_runs_where_the_profile_has_a_floor(tmp_path_facto
 
 
 def test_nccl_through_the_nics_is_skipped_without_an_rdma_nic_or_a_floor(tmp_path_factory, signer, tmp_path):
-    from nodeqc.resources import scenarios_dir
+    from nodeqc.core.resources import scenarios_dir
 
     text = (scenarios_dir() / "a100.toml").read_text()
     text = text.replace('count = 1\nbus_ids = ["0000:01:00.0"]', 'count = 2\nbus_ids = ["0000:01:00.0", "0000:02:00.0"]')
@@ -268,7 +268,7 @@ def test_nccl_through_the_nics_is_skipped_without_an_rdma_nic_or_a_floor(tmp_pat
 ])
 def test_nccl_through_the_nics_verdict(result, verdict, code):
     from nodeqc.checks.stress import judge_nccl_net
-    from nodeqc.workers import Outcome, Task
+    from nodeqc.work.workers import Outcome, Task
 
     outcome = Outcome(Task("nccl", 0, {}, 120, gpus=tuple(range(8))), "ok", result)
     (r,) = judge_nccl_net([], outcome, load_profile("hgx-h100"))

@@ -9,15 +9,15 @@ import pytest
 
 from nodeqc.backends import simulated_hardware
 from nodeqc.backends.base import GpuCounters, GpuInfo
+from nodeqc.backends.sim.faults import parse_fault
 from nodeqc.checks import health
-from nodeqc.faults import parse_fault
-from nodeqc.keys import create_key
-from nodeqc.model import Verdict
-from nodeqc.na import NA
-from nodeqc.profile import load_profile
-from nodeqc.runner import RunOptions, Runner
-from nodeqc.selection import Selection
-from nodeqc.telemetry import GpuTelemetry
+from nodeqc.core.model import Verdict
+from nodeqc.core.na import NA
+from nodeqc.report.keys import create_key
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec.profile import load_profile
+from nodeqc.spec.selection import Selection
+from nodeqc.work.telemetry import GpuTelemetry
 
 
 def _gpu(nvlink_count) -> GpuInfo:

@@ -6,8 +6,8 @@ import pytest
 from nodeqc.backends.base import Clock
 from nodeqc.backends.nvml import NvmlBackend
 from nodeqc.backends.nvml_replay import ReplayNvml
-from nodeqc.errors import BackendUnavailable, GpuLostError
-from nodeqc.na import NA, is_na
+from nodeqc.core.errors import BackendUnavailable, GpuLostError
+from nodeqc.core.na import NA, is_na
 
 from nvml_descriptions import QUIRKS, h100_device, node
 

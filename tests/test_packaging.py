@@ -27,9 +27,9 @@ def test_wheel_carries_the_data(wheel):
     shipped_profiles = {p.name for p in (ROOT / "profiles").glob("*.toml")}
     assert {n.rsplit("/", 1)[1] for n in names if n.startswith("nodeqc/_data/profiles/")} == shipped_profiles
     assert any(n.startswith("nodeqc/_data/kernels/") for n in names)
-    assert "nodeqc/scenarios/hgx-h100.toml" in names
+    assert "nodeqc/backends/sim/scenarios/hgx-h100.toml" in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "nodeqc = nodeqc.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "nodeqc = nodeqc.cli.main:main" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
 @pytest.mark.slow
@@ -42,7 +42,7 @@ def test_installed_wheel_runs_from_anywhere(wheel, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(target)}
     run = lambda *a: subprocess.run([sys.executable, "-m", "nodeqc", *a], cwd=elsewhere, env=env,  # noqa: E731
                                     capture_output=True, text=True, timeout=120)
-    probe = subprocess.run([sys.executable, "-c", "import nodeqc.resources as r; print(r.profiles_dir())"],
+    probe = subprocess.run([sys.executable, "-c", "import nodeqc.core.resources as r; print(r.profiles_dir())"],
                            cwd=elsewhere, env=env, capture_output=True, text=True)
     assert probe.stdout.strip().startswith(str(target))  # the wheel's own copy, not the checkout
     assert "hgx-h100" in run("profiles").stdout

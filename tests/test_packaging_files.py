@@ -16,7 +16,7 @@ import yaml
 from dockerfile_parse import DockerfileParser
 
 from conftest import ROOT
-from nodeqc.cli import COMMANDS
+from nodeqc.cli.main import COMMANDS
 
 PACKAGING = ROOT / "packaging"
 

@@ -29,8 +29,8 @@ from nodeqc.backends.kernel_log import KernelRecord, parse_journal_json, parse_k
 from nodeqc.backends.mlxlink import parse_mlxlink
 from nodeqc.backends.nic import (LinuxNics, parse_ib_write_bw, parse_iperf3, read_ib_write_bw, read_iperf3)
 from nodeqc.backends.platform import acs_from_config, acs_from_lspci, parse_aer
-from nodeqc.na import NA, is_na
-from nodeqc.tool_output import ToolOutputError, excerpt, figure
+from nodeqc.core.na import NA, is_na
+from nodeqc.core.tool_output import ToolOutputError, excerpt, figure
 from test_nic_backend import IB_WRITE_BW_OK, IPERF3_OK
 
 FIXTURES = Path(__file__).parent / "fixtures"

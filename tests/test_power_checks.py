@@ -9,15 +9,15 @@ import pytest
 
 from conftest import whole
 from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuSample
-from nodeqc.backends.sim_compute import SimDevice
-from nodeqc.backends.simulated import SimNode, load_scenario
+from nodeqc.backends.sim.compute import SimDevice
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.backends.sim.node import SimNode, load_scenario
 from nodeqc.checks.stress import POWER_LOADED_SAMPLES, PULSE_PERIODS_S, judge_power, judge_pulse
-from nodeqc.faults import parse_fault
-from nodeqc.model import Verdict
-from nodeqc.profile import load_profile
-from nodeqc.telemetry import GpuTelemetry
-from nodeqc.workers import Outcome, Task
-from nodeqc.workloads import power_pulse
+from nodeqc.core.model import Verdict
+from nodeqc.spec.profile import load_profile
+from nodeqc.work.telemetry import GpuTelemetry
+from nodeqc.work.workers import Outcome, Task
+from nodeqc.work.workloads import power_pulse
 
 H100 = load_profile("h100")
 GPU = GpuInfo(index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-x", bus_id="0000:1b:00.0", slot=0)
@@ -67,7 +67,7 @@ def test_pulse_names_every_failing_period_and_the_fastest_as_the_key_figure():
     r = judge_pulse([GPU], {0: ok({"periods": SPANS})}, {0: tel}, H100)[0]
     assert r.message == ("clocks cut while the load swung: power brake at the 100 ms period, "
                          "HW slowdown and power brake at the 1000 ms period")
-    from nodeqc.findings import split_findings
+    from nodeqc.report.answer import split_findings
     assert split_findings(r.message) == [r.message]  # one finding: the faces show every period
     assert r.values["fastest_failing_period_ms"].value == 100
 
@@ -266,10 +266,10 @@ def test_targeted_power_without_readings_says_so():
 def test_a_gpu_short_of_a_strict_power_floor_at_its_limit_is_held_to_the_clock_of_the_power_tests_load():
     """A profile asking for more than 0.9 of the limit (nodeqc's own ask 0.75): a GPU at its power
     limit is compared with the clock a healthy part of its SKU holds there under the power test's
-    load (fp16: 1291 MHz on an H100 SXM5, nodeqc.skus), not with its whole-burn clock (1794 MHz)."""
+    load (fp16: 1291 MHz on an H100 SXM5, nodeqc.core.skus), not with its whole-burn clock (1794 MHz)."""
     from pathlib import Path
 
-    from nodeqc.profile import Profile
+    from nodeqc.spec.profile import Profile
 
     strict = Profile("strict", Path("strict.toml"), {"gpu": {"min_power_fraction": {"fail": 0.95, "warn": 0.97}}})
     at_limit = GpuSample(temp_c=60, power_w=650.0, power_limit_w=700.0, sm_clock_mhz=1100, util_pct=100, reasons=0)
@@ -302,9 +302,9 @@ def _power_run(tmp_path, monkeypatch, loaded_samples):
 
     from nodeqc.backends import simulated_hardware
     from nodeqc.checks import stress
-    from nodeqc.keys import create_key
-    from nodeqc.runner import RunOptions, Runner
-    from nodeqc.selection import Selection
+    from nodeqc.report.keys import create_key
+    from nodeqc.run.runner import RunOptions, Runner
+    from nodeqc.spec.selection import Selection
 
     plan = [dataclasses.replace(s, loaded_samples=loaded_samples) if s.name == "stress.power" else s
             for s in stress.PLAN]
@@ -334,7 +334,7 @@ def test_the_sampler_knows_the_pace_it_really_keeps():
     import time
 
     from nodeqc.backends import simulated_hardware
-    from nodeqc.telemetry import UTIL_WINDOW_S, TelemetrySampler
+    from nodeqc.work.telemetry import UTIL_WINDOW_S, TelemetrySampler
 
     hw = simulated_hardware("h100", [], time_scale=1)
     gpus = hw.mgmt.gpus()
@@ -353,7 +353,7 @@ def test_the_sampler_knows_the_pace_it_really_keeps():
 def test_the_plain_load_lasts_its_real_time_floor_however_compressed_the_clock():
     import time
 
-    from nodeqc.workloads import burn
+    from nodeqc.work.workloads import burn
 
     n = SimNode(load_scenario("h100"), [], time_scale=900)
     dev = SimDevice(n.compute_spec(), 0)
@@ -486,7 +486,7 @@ def test_whole_results_targeted_power():
 
 
 def test_targeted_power_without_a_power_limit_reading_is_skipped():
-    from nodeqc.na import NA
+    from nodeqc.core.na import NA
     tel = window([(0.0, sample(power=650.0, limit=NA))])
     assert judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0].verdict is Verdict.SKIP
 
@@ -621,7 +621,7 @@ def test_without_a_steady_load_the_swings_brake_is_all_theirs_and_any_plan_of_pe
 def test_without_a_profile_limit_any_brake_beyond_the_steady_loads_fails_and_none_passes():
     from pathlib import Path
 
-    from nodeqc.profile import Profile
+    from nodeqc.spec.profile import Profile
 
     bare = Profile("t", Path("t.toml"), {"gpu": {}})
     assert bare.threshold("gpu", "max_pulse_brake_ms") is None

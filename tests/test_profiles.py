@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from nodeqc import calibration
 from nodeqc.backends.base import GpuInfo
-from nodeqc.errors import UsageError
-from nodeqc.profile import SCHEMA, list_profiles, load_for, load_profile, suggest_profile
-from nodeqc.resources import profiles_dir
-from nodeqc.skus import BY_KEY
+from nodeqc.core.errors import UsageError
+from nodeqc.core.resources import profiles_dir
+from nodeqc.core.skus import BY_KEY
+from nodeqc.spec import calibration
+from nodeqc.spec.profile import SCHEMA, list_profiles, load_for, load_profile, suggest_profile
 
 REQUIRED = {"a100", "h100", "h200", "v100", "t4", "l40s", "dgx-a100", "hgx-h100", "generic"}
 
@@ -51,7 +51,7 @@ def test_extends_merges_key_by_key():
     assert dgx.chain == ["dgx-a100", "a100", "generic"]
     assert dgx.get("gpu", "pcie_gen") == 4  # from a100
     assert dgx.threshold("gpu", "max_pcie_replays").fail == 80  # from generic
-    # From its SKUs (A100 SXM4 40/80 GB, nodeqc/skus.py), above a100's, which serve the PCIe 40GB too.
+    # From its SKUs (A100 SXM4 40/80 GB, nodeqc/core/skus.py), above a100's, which serve the PCIe 40GB too.
     assert dgx.threshold("gpu", "min_bf16_tflops").fail == 216 > load_profile("a100").threshold("gpu", "min_bf16_tflops").fail
     assert dgx.get("run", "quick_burn_s") == 30  # default
 
@@ -197,7 +197,7 @@ def test_single_gpu_profiles_pass_a_healthy_cloud_host():
     configured a host is no fault of its GPU, so only node profiles, from their datasheet, judge it."""
     from nodeqc.backends.base import HostInfo
     from nodeqc.checks import host as host_checks
-    from nodeqc.model import Verdict
+    from nodeqc.core.model import Verdict
 
     cloud = HostInfo(hostname="vm", cores=16, threads=16, memory_bytes=135148564480, fabric_manager=False,
                      peer_memory_module="")
@@ -263,7 +263,7 @@ def test_a_profile_naming_skus_cannot_also_set_their_floors(tmp_path):
 
 def _bought_smaller(tmp_path) -> Path:
     """The simulated 8x H100 SXM5 node on a host bought with 64 cores and 1 TB."""
-    from nodeqc.resources import scenarios_dir
+    from nodeqc.core.resources import scenarios_dir
 
     text = (scenarios_dir() / "hgx-h100.toml").read_text()
     text = text.replace("cores = 112", "cores = 64").replace("threads = 224", "threads = 128")

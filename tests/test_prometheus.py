@@ -6,7 +6,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import cli
-from nodeqc.prometheus import render, write_textfile
+from nodeqc.report.prometheus import render, write_textfile
 from reports_for_tests import predicate
 
 

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from nodeqc import cli
 from nodeqc.backends import simulated_hardware
-from nodeqc.backends.simulated import SCENARIO_SCHEMA, load_scenario
-from nodeqc.errors import UsageError
-from nodeqc.faults import GPU_FAULTS, NIC_FAULTS, parse_fault
-from nodeqc.profile import SCHEMA, load_profile
+from nodeqc.backends.sim.faults import GPU_FAULTS, NIC_FAULTS, parse_fault
+from nodeqc.backends.sim.node import SCENARIO_SCHEMA, load_scenario
+from nodeqc.cli import main as cli
+from nodeqc.core.errors import UsageError
+from nodeqc.spec.profile import SCHEMA, load_profile
 
 PROPERTY = settings(max_examples=60, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

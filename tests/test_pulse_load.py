@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from nodeqc.backends.base import GpuInfo, GpuSample
-from nodeqc.backends.sim_compute import COLD_FIRST_PRODUCT_S, SimDevice
-from nodeqc.backends.simulated import SimNode, load_scenario
+from nodeqc.backends.sim.compute import COLD_FIRST_PRODUCT_S, SimDevice
+from nodeqc.backends.sim.node import SimNode, load_scenario
 from nodeqc.checks.stress import (PULSE_DUTY, PULSE_MIN_SWING_SHARE, PULSE_PERIODS_S, judge_pulse, pulse_load,
                                   pulse_params)
-from nodeqc.faults import parse_fault
-from nodeqc.model import Verdict
-from nodeqc.profile import load_profile
-from nodeqc.telemetry import GpuTelemetry
-from nodeqc.workers import Outcome, Task
-from nodeqc.workloads import power_pulse, warm_product_s
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.core.model import Verdict
+from nodeqc.spec.profile import load_profile
+from nodeqc.work.telemetry import GpuTelemetry
+from nodeqc.work.workers import Outcome, Task
+from nodeqc.work.workloads import power_pulse, warm_product_s
 
 H100 = load_profile("h100")
 GPU = GpuInfo(index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-x", bus_id="0000:1b:00.0", slot=0)
@@ -278,7 +278,7 @@ def _telemetry_window(name: str, start: float, end: float) -> GpuTelemetry:
     import gzip
     import io
 
-    from nodeqc.na import NA
+    from nodeqc.core.na import NA
 
     def value(text):
         return NA if text in ("", "N/A") else float(text)

@@ -55,7 +55,7 @@ def test_the_frozen_build_qualifies_the_simulated_node(tmp_path):
     internal = "_internal/nodeqc"
     assert {p.name for p in (app / internal / "_data" / "profiles").glob("*.toml")} == \
         {p.name for p in (ROOT / "profiles").glob("*.toml")}
-    assert (app / internal / "_data" / "kernels").is_dir() and (app / internal / "scenarios" / "h100.toml").is_file()
+    assert (app / internal / "_data" / "kernels").is_dir() and (app / internal / "backends" / "sim" / "scenarios" / "h100.toml").is_file()
     if importlib.util.find_spec("PySide6") is not None:
         assert any(f.endswith("platforms/libqxcb.so") for f in files), "the GUI's Qt platform plugin is missing"
     assert not [f for f in files if _driver_libs().is_driver_library(f)]

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cli
-from nodeqc import calibration
 from nodeqc.backends import replay_hardware
-from nodeqc.backends.sim_models import SIM_GPU_MODELS
-from nodeqc.profile import load_for, suggest_profile
-from nodeqc.report import decode_statement, read_envelope
-from nodeqc.skus import BY_KEY, family_skus
+from nodeqc.backends.sim.models import SIM_GPU_MODELS
+from nodeqc.core.skus import BY_KEY, family_skus
+from nodeqc.report.envelope import decode_statement, read_envelope
+from nodeqc.spec import calibration
+from nodeqc.spec.profile import load_for, suggest_profile
 
 FIXTURES = ROOT / "tests" / "fixtures"
 CAPTURES = {

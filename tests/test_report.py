@@ -12,9 +12,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from nodeqc.errors import UsageError
-from nodeqc.keys import Signer, create_key, default_key_path, keyid, load_public, load_signer, public_path, trusted_keys
-from nodeqc.report import (PAYLOAD_TYPE, STATEMENT_TYPE, VerificationError, inventory_digest, pae, sign, statement,
+from nodeqc.core.errors import UsageError
+from nodeqc.report.keys import Signer, create_key, default_key_path, keyid, load_public, load_signer, public_path, trusted_keys
+from nodeqc.report.envelope import (PAYLOAD_TYPE, STATEMENT_TYPE, VerificationError, inventory_digest, pae, sign, statement,
                            verify_envelope, verify_file, write_envelope)
 
 
@@ -199,11 +199,11 @@ def test_keyid_is_sha256_of_the_raw_public_key():
 
 # ------------------------------------------------------------------ the bytes signed, exactly
 # Expected bytes and digests are written out by hand or computed with hashlib/base64 here, not by
-# the code under test (issue 18: mutation testing of nodeqc/report.py).
+# the code under test (issue 18: mutation testing of nodeqc/report/envelope.py).
 
 import hashlib  # noqa: E402
 
-from nodeqc.report import (FABRIC_PREDICATE_TYPE, MAX_REPORT_BYTES, PREDICATE_TYPE, Verified,  # noqa: E402
+from nodeqc.report.envelope import (FABRIC_PREDICATE_TYPE, MAX_REPORT_BYTES, PREDICATE_TYPE, Verified,  # noqa: E402
                            canonical, check_evidence, decode_statement, evidence_files, parse_envelope,
                            read_envelope, read_report_bytes, verify_bytes)
 
@@ -294,7 +294,7 @@ def test_a_file_that_grows_past_the_limit_while_read_is_refused():
 def test_an_error_while_reading_says_which_file(tmp_path, monkeypatch):
     import errno
 
-    from nodeqc import report
+    from nodeqc.report import envelope as report
 
     path = tmp_path / "r.json"
     path.write_bytes(b"{}")

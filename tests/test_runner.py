@@ -7,12 +7,12 @@ import pytest
 
 from nodeqc.backends import simulated_hardware
 from nodeqc.checks import health
-from nodeqc.journal import read_journal
-from nodeqc.keys import create_key
-from nodeqc.model import Verdict
-from nodeqc.profile import load_profile
-from nodeqc.report import verify_file
-from nodeqc.runner import RunOptions, Runner
+from nodeqc.core.model import Verdict
+from nodeqc.report.envelope import verify_file
+from nodeqc.report.journal import read_journal
+from nodeqc.report.keys import create_key
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec.profile import load_profile
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def signer(tmp_path):
 
 
 def runner(tmp_path, signer, events=None, scenario="h100", faults=(), scale=40, quick=True):
-    from nodeqc.faults import parse_fault
+    from nodeqc.backends.sim.faults import parse_fault
 
     hw = simulated_hardware(scenario, [parse_fault(f) for f in faults], time_scale=scale)
     sink = events.append if events is not None else None
@@ -126,7 +126,7 @@ def test_reports_never_overwrite_each_other(tmp_path, signer):
 def test_host_checks_without_a_host_to_read_each_say_they_did_not_run(tmp_path, signer, replay):
     """A run with no platform or host-stress backend (a replay of a capture carries only NVML
     answers) names every host check it could not run, never leaves them out silently."""
-    from nodeqc.selection import Selection
+    from nodeqc.spec.selection import Selection
 
     hw = simulated_hardware("h100", [], time_scale=40)
     hw.platform, hw.host_stress = None, None
@@ -146,7 +146,7 @@ def test_host_checks_without_a_host_to_read_each_say_they_did_not_run(tmp_path, 
 
 
 def test_host_health_says_why_when_sysfs_could_not_be_read():
-    from nodeqc.runner import PlatformWatch
+    from nodeqc.run.runner import PlatformWatch
 
     class Broken:
         def kernel_log(self):
@@ -167,8 +167,8 @@ def test_a_node_that_could_not_be_read_is_not_compared_with_its_baseline_never_a
     every GPU, NIC and bridge missing, a false FAIL. Each baseline check is an ERROR saying why."""
     from pathlib import Path
 
-    from nodeqc.baseline import Baseline
-    from nodeqc.selection import Selection
+    from nodeqc.spec.baseline import Baseline
+    from nodeqc.spec.selection import Selection
 
     hw = simulated_hardware("h100", [], time_scale=40)
     real = hw.platform
@@ -198,8 +198,8 @@ def test_a_node_that_could_not_be_read_is_not_compared_with_its_baseline_never_a
 
 
 def _selected_run(tmp_path, signer, only, faults=()):
-    from nodeqc.faults import parse_fault
-    from nodeqc.selection import Selection
+    from nodeqc.backends.sim.faults import parse_fault
+    from nodeqc.spec.selection import Selection
 
     hw = simulated_hardware("h100", [parse_fault(f) for f in faults], time_scale=40)
     options = RunOptions(load_profile("h100"), signer, out_dir=tmp_path / "out", quick=True,
@@ -225,7 +225,7 @@ def test_a_run_in_which_nothing_ran_is_an_error_not_a_pass(run_cli, tmp_path):
             "another process is using this GPU (stress.burn) [NOTHING_JUDGED]") in p.stderr
     from pathlib import Path
 
-    from nodeqc.report import decode_statement, read_envelope
+    from nodeqc.report.envelope import decode_statement, read_envelope
 
     pred = decode_statement(read_envelope(Path(p.stdout.strip().splitlines()[-1])))["predicate"]
     assert pred["verdict"] == "ERROR" and pred["answer"]["headline"].startswith("ERROR")
@@ -262,8 +262,8 @@ def test_one_check_that_passes_among_skips_still_passes(tmp_path, signer):
 
 
 def test_nothing_judged_is_said_only_when_nothing_was():
-    from nodeqc.model import CheckResult
-    from nodeqc.runner import nothing_judged
+    from nodeqc.core.model import CheckResult
+    from nodeqc.run.runner import nothing_judged
 
     skip = CheckResult("nic.tcp", "nic0", Verdict.SKIP, "not run: no peer", code="NIC_NO_PEER")
     na = CheckResult("health.nvlink", "gpu0", Verdict.SKIP, "not applicable", code="NVLINK_NA")
@@ -285,8 +285,8 @@ def test_a_run_that_could_not_judge_reads_error_everywhere(run_cli, tmp_path):
     history (and --verdict error), export, fleet, the Prometheus textfile and the printable state."""
     from pathlib import Path
 
-    from nodeqc.printable import LoadedReport
-    from nodeqc.report import decode_statement, read_envelope
+    from nodeqc.report.envelope import decode_statement, read_envelope
+    from nodeqc.report.printable import LoadedReport
 
     archive = tmp_path / "archive"
     archive.mkdir()

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from nodeqc.errors import UsageError
-from nodeqc.journal import Journal
-from nodeqc.keys import default_key_path, load_signer, public_path
-from nodeqc.report import sign, statement, write_envelope
-from nodeqc.safefile import OutputError, create_new, write_atomic
+from nodeqc.core.errors import UsageError
+from nodeqc.core.safefile import OutputError, create_new, write_atomic
+from nodeqc.report.envelope import sign, statement, write_envelope
+from nodeqc.report.journal import Journal
+from nodeqc.report.keys import default_key_path, load_signer, public_path
 
 VICTIM_TEXT = b"another user's file: must stay as it is\n"
 
@@ -70,7 +70,7 @@ def test_create_new_refuses_an_existing_name_even_a_dangling_link(tmp_path):
 def test_the_report_is_not_written_through_a_link_at_its_old_temporary_name(tmp_path, victim):
     """The report used to go to NAME.tmp, opened with open("w"): a link planted there took the
     signed report (and could have swapped in another)."""
-    from nodeqc.keys import create_key
+    from nodeqc.report.keys import create_key
     from test_report import predicate
 
     signer = create_key(tmp_path / "k.pem")
@@ -90,7 +90,7 @@ def test_the_journal_is_not_appended_through_a_link(tmp_path, victim):
 
 def test_the_telemetry_file_is_not_written_through_a_link(tmp_path, victim):
     from nodeqc.backends.base import Clock
-    from nodeqc.telemetry import TelemetrySampler
+    from nodeqc.work.telemetry import TelemetrySampler
     from test_telemetry import Scripted, gpus
 
     link = plant(tmp_path / "run.telemetry.csv.gz", victim)
@@ -109,7 +109,7 @@ def test_the_public_key_is_not_written_through_a_link(victim):
 
 
 def test_the_prometheus_textfile_is_not_written_through_a_link_at_its_temporary_name(tmp_path, victim):
-    from nodeqc.prometheus import write_textfile
+    from nodeqc.report.prometheus import write_textfile
 
     plant(tmp_path / f".node.prom.{os.getpid()}.tmp", victim)  # the name it used to use
     write_textfile(tmp_path / "node.prom", "nodeqc_up 1\n")
@@ -118,7 +118,7 @@ def test_the_prometheus_textfile_is_not_written_through_a_link_at_its_temporary_
 
 
 def test_a_capture_replaces_a_planted_link(tmp_path, victim):
-    from nodeqc.capture import write_capture
+    from nodeqc.run.capture import write_capture
 
     out = plant(tmp_path / "capture.json", victim)
     write_capture(out, {"devices": []})
@@ -197,7 +197,7 @@ def test_baseline_create_is_not_written_through_links_at_its_name_or_old_tempora
 
 
 def test_claim_takes_a_free_name_once_and_never_one_a_link_holds(tmp_path, victim):
-    from nodeqc.safefile import claim
+    from nodeqc.core.safefile import claim
 
     assert claim(tmp_path / "a.journal.jsonl") is True
     assert claim(tmp_path / "a.journal.jsonl") is False
@@ -207,7 +207,7 @@ def test_claim_takes_a_free_name_once_and_never_one_a_link_holds(tmp_path, victi
 
 
 def test_link_new_makes_a_file_whole_once_and_the_first_one_stays(tmp_path, victim):
-    from nodeqc.safefile import link_new
+    from nodeqc.core.safefile import link_new
 
     target = tmp_path / "secret"
     assert link_new(target, b"first", 0o600) is True
@@ -226,7 +226,7 @@ import re  # noqa: E402
 import nodeqc  # noqa: E402
 
 PACKAGE = Path(nodeqc.__file__).parent
-# Every way Python code can create or change a file by name. nodeqc.safefile is the one place for them.
+# Every way Python code can create or change a file by name. nodeqc.core.safefile is the one place for them.
 WRITE_PATTERNS = {
     "open to write": re.compile(r"""(?<![\w.])open\([^)]*?['"]\w*[wax+]\w*['"]"""),
     "Path.write_text/write_bytes": re.compile(r"\.write_(text|bytes)\("),
@@ -243,17 +243,17 @@ WRITE_PATTERNS = {
 # What must stay, and why (file, pattern name): short, and each entry a reason.
 ALLOWED = {
     # The simulated node's sysfs: files in the private directory mkdtemp made for it (mode 0700).
-    ("backends/sim_platform.py", "Path.write_text/write_bytes"),
-    ("backends/sim_platform.py", "rename/replace/link"),
+    ("backends/sim/platform.py", "Path.write_text/write_bytes"),
+    ("backends/sim/platform.py", "rename/replace/link"),
     # A worker's log: mkstemp (O_EXCL, an unguessable name), then that same file opened by its
     # worker to append, never created there.
-    ("workers.py", "a named temporary file"),
-    ("workers.py", "os.open to write"),
+    ("work/workers.py", "a named temporary file"),
+    ("work/workers.py", "os.open to write"),
     # The job manifest kubectl reads: NamedTemporaryFile is mkstemp (O_EXCL, unguessable name).
     ("fabric/kubernetes.py", "a named temporary file"),
     # The per-user index and figure cache: SQLite databases in the user's own cache directory.
-    ("archive.py", "SQLite database"),
-    ("fleet.py", "SQLite database"),
+    ("archive/store.py", "SQLite database"),
+    ("archive/fleet.py", "SQLite database"),
 }
 
 
@@ -261,7 +261,7 @@ def _write_sites() -> set[tuple[str, str, int, str]]:
     found = set()
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel == "safefile.py":
+        if rel == "core/safefile.py":
             continue
         source = path.read_text(encoding="utf-8")
         # Calls only, one logical line each (a call over several lines is joined), comments and
@@ -280,7 +280,7 @@ def _write_sites() -> set[tuple[str, str, int, str]]:
 
 def test_every_file_is_written_through_safefile():
     """A planted link made root overwrite another user's file twice (fleet's .NAME.tmp, baseline's
-    .NAME.PID.tmp), each a write that did not go through nodeqc.safefile. Any new one fails here."""
+    .NAME.PID.tmp), each a write that did not go through nodeqc.core.safefile. Any new one fails here."""
     assert sorted(_write_sites()) == []
 
 
@@ -305,7 +305,7 @@ def test_evidence_is_read_as_the_file_itself_never_through_a_link_nor_a_fifo(tmp
     the report to a file with the signed bytes is not that evidence, and a FIFO cannot hang verify."""
     import hashlib
 
-    from nodeqc.report import VerificationError, Verified, check_evidence
+    from nodeqc.report.envelope import VerificationError, Verified, check_evidence
 
     real = tmp_path / "elsewhere.jsonl"
     real.write_bytes(b"journal")
@@ -331,7 +331,7 @@ def test_evidence_is_read_as_the_file_itself_never_through_a_link_nor_a_fifo(tmp
 
 
 def test_read_bounded_refuses_a_fifo_a_device_and_a_file_over_its_limit(tmp_path):
-    from nodeqc.safefile import NotAFile, read_bounded
+    from nodeqc.core.safefile import NotAFile, read_bounded
 
     os.mkfifo(tmp_path / "fifo")
     with pytest.raises(NotAFile, match=r"^not a regular file \(a FIFO\)$"):

@@ -15,13 +15,13 @@ import pytest
 
 from nodeqc.backends import simulated_hardware
 from nodeqc.backends.base import GpuCounters, GpuSample, REASON_BITS
-from nodeqc.backends.simulated import SLOT_LOAD, SLOTS
-from nodeqc.faults import parse_fault
-from nodeqc.keys import create_key
-from nodeqc.model import Verdict
-from nodeqc.profile import load_profile
-from nodeqc.runner import RunOptions, Runner
-from nodeqc.telemetry import GpuTelemetry
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.backends.sim.node import SLOT_LOAD, SLOTS
+from nodeqc.core.model import Verdict
+from nodeqc.report.keys import create_key
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec.profile import load_profile
+from nodeqc.work.telemetry import GpuTelemetry
 
 SLOWEST_HZ = 0.1  # the lowest rate the CLI and the profiles accept
 
@@ -85,7 +85,7 @@ def test_the_nvml_backend_reads_the_drivers_throttle_counters():
 
     from nodeqc.backends.nvml import NvmlBackend
     from nodeqc.backends.nvml_replay import ReplayNvml
-    from nodeqc.na import NA
+    from nodeqc.core.na import NA
     from nvml_descriptions import h100_device, node
 
     device = h100_device(0)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cli
-from nodeqc.errors import UsageError
-from nodeqc.report import decode_statement, read_envelope
-from nodeqc.selection import CHECK_NAMES, Selection
+from nodeqc.core.errors import UsageError
+from nodeqc.report.envelope import decode_statement, read_envelope
+from nodeqc.spec.selection import CHECK_NAMES, Selection
 
 FAST = ["--quick", "--sample-hz", "8"]
 
@@ -21,7 +21,7 @@ def _report(p):
 
 
 def test_the_catalogue_names_every_check_the_code_reports():
-    sources = "".join(f.read_text() for f in [*(ROOT / "nodeqc" / "checks").glob("*.py"), ROOT / "nodeqc" / "runner.py"])
+    sources = "".join(f.read_text() for f in [*(ROOT / "nodeqc" / "checks").glob("*.py"), ROOT / "nodeqc" / "run" / "runner.py"])
     in_code = set(re.findall(r"\"((?:inventory|stress|health|host|nic|burnin|baseline|fleet)\.[a-z0-9_]+)\"", sources))
     assert in_code == set(CHECK_NAMES)
 

@@ -7,10 +7,10 @@ import time
 import pytest
 
 from nodeqc.backends.base import REASON_BITS
-from nodeqc.backends.sim_compute import SimDevice
-from nodeqc.backends.simulated import LOST_AFTER_S, SimNode, list_scenarios, load_scenario
-from nodeqc.errors import GpuLostError, UsageError
-from nodeqc.faults import parse_fault
+from nodeqc.backends.sim.compute import SimDevice
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.backends.sim.node import LOST_AFTER_S, SimNode, list_scenarios, load_scenario
+from nodeqc.core.errors import GpuLostError, UsageError
 
 
 def node(name="hgx-h100", faults=(), scale=1000.0):
@@ -66,7 +66,7 @@ def test_telemetry_follows_load_and_links_downtrain_at_idle():
     busy = mgmt.sample(0)
     assert busy.pcie_gen == 5 and busy.pcie_width == 16 and busy.util_pct == 100
     assert busy.temp_c > idle.temp_c + 20 and busy.power_w > 5 * idle.power_w
-    assert busy.sm_clock_mhz == 1794  # the H100 SXM5's sustained clock under load (nodeqc.skus), not its maximum
+    assert busy.sm_clock_mhz == 1794  # the H100 SXM5's sustained clock under load (nodeqc.core.skus), not its maximum
     dev.busy_step(1.0)  # the plain load computes in half precision: the clock a real H100 SXM5 held at its limit
     assert mgmt.sample(0).sm_clock_mhz == 1332  # (sim_models.H100_SXM5_TWIN: stress.power, 2026-11-26)
     dev.release()
@@ -142,7 +142,7 @@ def test_injected_xid_arrives_under_load():
 
 
 def test_hang_blocks_once_the_work_has_started():
-    from nodeqc.backends.sim_compute import HANG_AFTER_STEPS
+    from nodeqc.backends.sim.compute import HANG_AFTER_STEPS
 
     n = node(faults=["gpu0:hang"])
     dev = SimDevice(n.compute_spec(), 0)

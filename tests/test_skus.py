@@ -1,4 +1,4 @@
-"""SKU identification (nodeqc.skus): by PCI device id first, by NVML name, memory and default power
+"""SKU identification (nodeqc.core.skus): by PCI device id first, by NVML name, memory and default power
 limit where the id is missing."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from nodeqc.backends.base import GpuInfo
-from nodeqc.backends.sim_models import H100_SXM5_TWIN, H200_SXM_TWIN
-from nodeqc.na import NA
-from nodeqc.skus import BY_KEY, SKUS, device_id_from_nvml, identify
+from nodeqc.backends.sim.models import H100_SXM5_TWIN, H200_SXM_TWIN
+from nodeqc.core.na import NA
+from nodeqc.core.skus import BY_KEY, SKUS, device_id_from_nvml, identify
 
 GIB = 1024 ** 3
 
@@ -62,7 +62,7 @@ def test_memory_breaks_a_tie_of_names_and_power_a_tie_of_memory(monkeypatch):
     # Two SKUs of one name differing in memory: only the memory can tell them apart.
     import dataclasses
 
-    import nodeqc.skus as skus
+    import nodeqc.core.skus as skus
 
     a = dataclasses.replace(BY_KEY["v100-sxm2-16gb"], nvml_names=("Tesla V100",))
     b = dataclasses.replace(BY_KEY["v100-sxm2-32gb"], nvml_names=("Tesla V100",))

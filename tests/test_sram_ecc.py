@@ -9,8 +9,8 @@ from nodeqc.backends.base import GpuCounters
 from nodeqc.backends.nvml import NvmlBackend
 from nodeqc.backends.nvml_replay import ReplayNvml
 from nodeqc.checks import health
-from nodeqc.model import Verdict
-from nodeqc.na import NA
+from nodeqc.core.model import Verdict
+from nodeqc.core.na import NA
 
 from conftest import whole
 from test_health_checks import H100, gpu, loaded, telemetry

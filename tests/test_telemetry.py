@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from nodeqc.backends.base import Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample, XidEvent, REASON_BITS
-from nodeqc.errors import GpuLostError
-from nodeqc.telemetry import MAX_EVENTS, SERIES_COLUMNS, GpuTelemetry, TelemetrySampler, read_series
+from nodeqc.core.errors import GpuLostError
+from nodeqc.work.telemetry import MAX_EVENTS, SERIES_COLUMNS, GpuTelemetry, TelemetrySampler, read_series
 
 
 class Scripted(GpuManagement):
@@ -76,7 +76,7 @@ def test_sampler_runs_and_writes_a_readable_series(tmp_path):
 
 
 def test_a_killed_run_keeps_its_flushed_series(tmp_path, monkeypatch):
-    import nodeqc.telemetry as t
+    import nodeqc.work.telemetry as t
 
     monkeypatch.setattr(t, "FLUSH_EVERY_S", 0.0)
     path = tmp_path / "t.csv.gz"
@@ -145,7 +145,7 @@ def test_show_of_a_decompression_bomb_is_one_line_and_quick(tmp_path):
 
 
 def test_read_series_stops_at_its_limit_and_takes_a_file_at_it(tmp_path):
-    from nodeqc.errors import UsageError
+    from nodeqc.core.errors import UsageError
 
     path = tmp_path / "t.csv.gz"
     text = b"t_s,gpu,temp_c\n" + b"0.5,0,41\n" * 1000
@@ -156,8 +156,8 @@ def test_read_series_stops_at_its_limit_and_takes_a_file_at_it(tmp_path):
 
 
 def test_a_series_that_is_a_fifo_a_device_or_one_endless_row_is_refused(tmp_path):
-    from nodeqc.errors import UsageError
-    from nodeqc.telemetry import describe_series
+    from nodeqc.core.errors import UsageError
+    from nodeqc.work.telemetry import describe_series
 
     fifo = tmp_path / "f.telemetry.csv.gz"
     os.mkfifo(fifo)
@@ -172,7 +172,7 @@ def test_a_series_that_is_a_fifo_a_device_or_one_endless_row_is_refused(tmp_path
 
 
 def test_describe_series_counts_every_row_and_lists_only_gpu_indices(tmp_path):
-    from nodeqc.telemetry import describe_series
+    from nodeqc.work.telemetry import describe_series
 
     path = tmp_path / "r.telemetry.csv.gz"
     rows = [",".join(SERIES_COLUMNS)]

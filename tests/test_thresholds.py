@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from nodeqc.model import Threshold, Verdict, node_verdict, CheckResult
-from nodeqc.na import NA
-from nodeqc.profile import make_threshold
+from nodeqc.core.model import Threshold, Verdict, node_verdict, CheckResult
+from nodeqc.core.na import NA
+from nodeqc.spec.profile import make_threshold
 
 FLOOR = Threshold("min_x", "min", fail=100, warn=105)
 CEIL = Threshold("max_y", "max", fail=85, warn=80)

@@ -21,15 +21,15 @@ from nodeqc.backends.host_stress import FioResult, HostStress, ModuleReading, pa
 from nodeqc.backends.kernel_log import parse_journal_json
 from nodeqc.backends.nic import ProcessTraffic, parse_iperf3, read_ib_write_bw, read_iperf3
 from nodeqc.backends.optics import read_optics
-from nodeqc.backends.simulated import SimNics
+from nodeqc.backends.sim.node import SimNics
 from nodeqc.checks import host_stress as host_stress_checks
-from nodeqc.keys import create_key
-from nodeqc.model import Verdict
-from nodeqc.na import NA
-from nodeqc.peers import Peer
-from nodeqc.profile import load_profile
-from nodeqc.runner import RunOptions, Runner
-from nodeqc.tool_output import ToolOutputError
+from nodeqc.core.model import Verdict
+from nodeqc.core.na import NA
+from nodeqc.core.tool_output import ToolOutputError
+from nodeqc.report.keys import create_key
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec.peers import Peer
+from nodeqc.spec.profile import load_profile
 from test_nic_backend import IB_WRITE_BW_OK
 from test_nic_checks import nic
 

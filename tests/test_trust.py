@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from nodeqc.archive import Archive
-from nodeqc.compare import compare
-from nodeqc.report import verify_file
+from nodeqc.archive.store import Archive
+from nodeqc.report.compare import compare
+from nodeqc.report.envelope import verify_file
 from reports_for_tests import file_report, predicate
 
 
@@ -86,7 +86,7 @@ def test_a_report_edited_in_place_is_re_verified_and_never_exported(node_a):
 def test_export_rereads_only_the_content_that_was_verified(node_a, monkeypatch):
     """A file changed between the listing and the reading of its checks is not exported."""
     root, old, failed = node_a
-    from nodeqc import archive as archive_mod
+    from nodeqc.archive import store as archive_mod
 
     a = Archive(root)
     entries = a.reports()
@@ -97,10 +97,10 @@ def test_export_rereads_only_the_content_that_was_verified(node_a, monkeypatch):
 
 
 def test_the_prometheus_textfile_is_written_from_a_verified_report(tmp_path):
-    from nodeqc import flow
-    from nodeqc.errors import UsageError
-    from nodeqc.keys import load_signer
-    from nodeqc.selection import Selection
+    from nodeqc.core.errors import UsageError
+    from nodeqc.report.keys import load_signer
+    from nodeqc.run import flow
+    from nodeqc.spec.selection import Selection
 
     signer = load_signer(None)
     report = file_report(tmp_path / "a", predicate("NODE-P", "FAIL"), signer)
@@ -113,9 +113,9 @@ def test_the_prometheus_textfile_is_written_from_a_verified_report(tmp_path):
 
 
 def test_a_previous_report_changed_after_the_lookup_is_not_compared(node_a, capsys):
-    from nodeqc import flow
-    from nodeqc.keys import load_signer
-    from nodeqc.selection import Selection
+    from nodeqc.report.keys import load_signer
+    from nodeqc.run import flow
+    from nodeqc.spec.selection import Selection
 
     root, old, failed = node_a
     signer = load_signer(None)
@@ -289,7 +289,7 @@ def test_verify_says_which_evidence_is_missing(tmp_path):
 
 
 def _trusted():
-    from nodeqc.keys import trusted_keys
+    from nodeqc.report.keys import trusted_keys
 
     return trusted_keys()
 

@@ -19,14 +19,14 @@ import pytest
 from conftest import ROOT
 from nodeqc.backends import simulated_hardware
 from nodeqc.backends.base import REASON_BITS
-from nodeqc.backends.sim_compute import SimDevice
-from nodeqc.backends.sim_models import PLAIN, SIM_GPU_MODELS
-from nodeqc.backends.simulated import NVML_POWER_PERIOD_S, SimNode, sku_scenario
-from nodeqc.faults import parse_fault
-from nodeqc.keys import create_key
-from nodeqc.profile import load_for, suggest_profile
-from nodeqc.runner import RunOptions, Runner
-from nodeqc.selection import Selection
+from nodeqc.backends.sim.compute import SimDevice
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.backends.sim.models import PLAIN, SIM_GPU_MODELS
+from nodeqc.backends.sim.node import NVML_POWER_PERIOD_S, SimNode, sku_scenario
+from nodeqc.report.keys import create_key
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec.profile import load_for, suggest_profile
+from nodeqc.spec.selection import Selection
 
 REAL = ROOT / "tests" / "fixtures" / "real-2026-11-26"
 QUICK = {"h100-sxm5-80gb": "h100-sxm5-quick-pulsed.predicate.json",
@@ -305,7 +305,7 @@ def test_the_nvml_backend_reads_the_instantaneous_field_in_watts_or_none():
 
     from nodeqc.backends.nvml import NvmlBackend
     from nodeqc.backends.nvml_replay import ReplayNvml
-    from nodeqc.na import NA
+    from nodeqc.core.na import NA
     from nvml_descriptions import h100_device, node
 
     device = h100_device(0)

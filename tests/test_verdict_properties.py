@@ -30,12 +30,12 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuSample
 from nodeqc.checks import stress
 from nodeqc.checks.common import Finding, fold, judge
-from nodeqc.model import Threshold, Verdict
-from nodeqc.profile import Profile, make_threshold
-from nodeqc.telemetry import GpuTelemetry
-from nodeqc.verify import (MAX_REPORTED, compare_exact, decode_memtest_errors, fingerprint, odd_ones_out,
+from nodeqc.core.model import Threshold, Verdict
+from nodeqc.spec.profile import Profile, make_threshold
+from nodeqc.work.telemetry import GpuTelemetry
+from nodeqc.core.known_answer import (MAX_REPORTED, compare_exact, decode_memtest_errors, fingerprint, odd_ones_out,
                            relative_deficit_pct)
-from nodeqc.workers import STATUS_HANG, STATUS_OK, Outcome, Task
+from nodeqc.work.workers import STATUS_HANG, STATUS_OK, Outcome, Task
 
 PROPERTY = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -874,6 +874,6 @@ def test_pulse_hw_slowdown_that_began_between_the_steady_load_and_the_swings_is_
                                       "HW slowdown seen for 7.9 s of this test, not begun in a swing "
                                       "(health.throttle judges it)")
     from nodeqc.checks import health
-    from nodeqc.profile import load_profile
+    from nodeqc.spec.profile import load_profile
     assert health.throttle(gpus(1)[0], tel, load_profile("h100")).code == "THROTTLE_HW_SLOWDOWN"
     assert health.throttle(gpus(1)[0], tel, load_profile("h100")).verdict is Verdict.FAIL

@@ -16,13 +16,13 @@ import pytest
 
 from nodeqc.backends.base import REASON_BITS, GpuInfo, decode_reasons
 from nodeqc.checks import stress
-from nodeqc.model import Verdict
-from nodeqc.profile import Profile
-from nodeqc.skus import BY_KEY
-from nodeqc.verify import (MAX_REPORTED, allreduce_expected, compare_exact, copy_pattern, decode_memtest_errors,
+from nodeqc.core.model import Verdict
+from nodeqc.core.skus import BY_KEY
+from nodeqc.spec.profile import Profile
+from nodeqc.core.known_answer import (MAX_REPORTED, allreduce_expected, compare_exact, copy_pattern, decode_memtest_errors,
                            fingerprint, known_answer_inputs, odd_ones_out, relative_deficit_pct, splitmix64,
                            stream_expected)
-from nodeqc.workers import (STATUS_ABORTED, STATUS_CRASH, STATUS_ERROR, STATUS_HANG, STATUS_LOST, STATUS_OK,
+from nodeqc.work.workers import (STATUS_ABORTED, STATUS_CRASH, STATUS_ERROR, STATUS_HANG, STATUS_LOST, STATUS_OK,
                             STATUS_UNAVAILABLE, Outcome, Task)
 
 RNG = np.random.default_rng(20261123)
@@ -717,7 +717,7 @@ def test_only_fail_and_error_block_qualification():
 
 
 def test_a_result_survives_its_dict_form():
-    from nodeqc.model import CheckResult, Threshold, Value
+    from nodeqc.core.model import CheckResult, Threshold, Value
 
     r = CheckResult("stress.hbm_bandwidth", "gpu1", Verdict.FAIL, "m", code="HBM_CORRUPT",
                     values={"copy_gbps": Value(880.5, "GB/s"), "n": Value(None)},
@@ -799,7 +799,7 @@ def fake_cupy(monkeypatch):
 
 
 def test_device_data_is_compared_on_its_gpu_and_only_the_first_few_come_back(fake_cupy):
-    from nodeqc.verify import array_module, on_device_of
+    from nodeqc.core.known_answer import array_module, on_device_of
 
     actual = np.full(100_000, 36.0, dtype=np.float32).view(_DeviceArray)
     actual[[7, 99_999]] = 35.0
@@ -816,7 +816,7 @@ def test_device_data_is_compared_on_its_gpu_and_only_the_first_few_come_back(fak
 def test_without_cupy_loaded_every_array_is_a_host_array(monkeypatch):
     import sys
 
-    from nodeqc.verify import array_module
+    from nodeqc.core.known_answer import array_module
 
     monkeypatch.delitem(sys.modules, "cupy", raising=False)
     assert array_module(np.zeros(3)) is np
@@ -829,14 +829,14 @@ def test_without_cupy_loaded_every_array_is_a_host_array(monkeypatch):
 ])
 def test_value_shown(value, unit, shown):
     from nodeqc.checks.common import fmt
-    from nodeqc.model import Value
+    from nodeqc.core.model import Value
 
     assert str(Value(value, unit)) == shown
     assert fmt(value, unit) == shown
 
 
 def test_a_limit_without_a_warning_band_says_so_once():
-    from nodeqc.model import Threshold
+    from nodeqc.core.model import Threshold
 
     assert Threshold("min_x", "min", 5, 5, "GB/s").describe() == ">= 5 GB/s"
     assert Threshold("max_x", "max", 0, 0).describe() == "<= 0"
@@ -845,15 +845,15 @@ def test_a_limit_without_a_warning_band_says_so_once():
 
 
 def test_remediation_is_the_codes_own():
-    from nodeqc.codes import REMEDIATION
-    from nodeqc.model import CheckResult
+    from nodeqc.core.codes import REMEDIATION
+    from nodeqc.core.model import CheckResult
 
     d = CheckResult("stress.pcie_bandwidth", "gpu0", Verdict.FAIL, "m", code="PCIE_WIDTH").to_dict()
     assert d["remediation"] == REMEDIATION["PCIE_WIDTH"]
 
 
 def test_a_result_from_a_sparse_dict_gets_empty_defaults():
-    from nodeqc.model import CheckResult
+    from nodeqc.core.model import CheckResult
 
     r = CheckResult.from_dict({"name": "x", "subject": "node", "verdict": "pass", "message": "m",
                                "values": {"a": {"value": 1}}})
@@ -912,7 +912,7 @@ def test_p2p_a_gpu_without_peers_is_skipped_and_the_others_judged():
 
 def _window(power_w, n=4, limit=700.0, reasons=0):
     from nodeqc.backends.base import GpuSample
-    from nodeqc.telemetry import GpuTelemetry
+    from nodeqc.work.telemetry import GpuTelemetry
 
     tel = GpuTelemetry(0)
     for k in range(n):
@@ -1079,7 +1079,7 @@ def test_burn_cross_gpu_names_every_dtype_that_differs():
 
 def _burn_window(*samples) -> "GpuTelemetry":
     from nodeqc.backends.base import GpuSample
-    from nodeqc.telemetry import GpuTelemetry
+    from nodeqc.work.telemetry import GpuTelemetry
     tel = GpuTelemetry(0)
     for t, (watts, mhz, util) in enumerate(samples):
         tel.add(float(t), GpuSample(temp_c=60, power_w=watts, power_limit_w=700.0, sm_clock_mhz=mhz, util_pct=util))
@@ -1193,7 +1193,7 @@ def params_s(prof: Profile) -> float:
 
 def _loaded_window(i: int, others: dict | None = None) -> "GpuTelemetry":
     from nodeqc.backends.base import GpuSample
-    from nodeqc.telemetry import GpuTelemetry
+    from nodeqc.work.telemetry import GpuTelemetry
     tel = GpuTelemetry(i)
     for t in range(3):
         tel.add(float(t), GpuSample(temp_c=60, power_w=600.0, power_limit_w=700.0, sm_clock_mhz=1980, util_pct=100))
@@ -1251,7 +1251,7 @@ def test_slow_pcie_copies_are_explained_with_the_share_of_a_healthy_gpu():
     assert r["gpu1"].message.startswith("another process used this GPU during the copies: pid 9 (cp); the figures are not "
                                         "the GPU's own; host-to-device 40 GB/s is below the limit 45 GB/s")
     # The worse direction (host-to-device on gpu0, device-to-host on gpu1) as a share of what a healthy
-    # H100 SXM5 moves (54.2 GB/s each way: nodeqc.skus).
+    # H100 SXM5 moves (54.2 GB/s each way: nodeqc.core.skus).
     for s in ("gpu0", "gpu1"):
         readings = r[s].evidence["diagnosis"]["readings"]
         assert (readings["sku"], readings["rate_share"]) == ("H100 SXM5 80GB", round(30 / 54.2, 3))
@@ -1280,7 +1280,7 @@ def test_a_slow_burn_is_explained_with_the_share_of_a_healthy_gpu():
     assert (r["gpu1"].code, r["gpu1"].message) == (
         "GPU_IN_USE", "another process used this GPU during the burn: pid 9 (cp); the figures are not the GPU's own; "
                       "fp32 sustained 20 TFLOP/s is below the limit 40 TFLOP/s")
-    # 20 of the 51.46 TFLOP/s fp32 a healthy H100 SXM5 sustains (nodeqc.skus).
+    # 20 of the 51.46 TFLOP/s fp32 a healthy H100 SXM5 sustains (nodeqc.core.skus).
     readings = r["gpu0"].evidence["diagnosis"]["readings"]
     fp32 = BY_KEY["h100-sxm5-80gb"].healthy_tflops["fp32"]
     assert (readings["sku"], readings["rate_share"]) == ("H100 SXM5 80GB", round(20 / fp32, 3))

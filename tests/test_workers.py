@@ -7,8 +7,8 @@ import pytest
 
 from nodeqc.backends import simulated_hardware
 from nodeqc.checks.stress import outcome_failure
-from nodeqc.model import Verdict
-from nodeqc.workers import Task, Watchdog, run_tasks
+from nodeqc.core.model import Verdict
+from nodeqc.work.workers import Task, Watchdog, run_tasks
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,7 @@ from typing import Any
 
 from nodeqc.backends.base import Clock, GpuManagement, HostBackend, NicBackend
 from nodeqc.backends.platform import PlatformBackend
-from nodeqc.faults import Fault
-from nodeqc.profile import Profile
-from nodeqc.workers import Watchdog
+from nodeqc.backends.sim.faults import Fault
 
 
 @dataclass
@@ -40,24 +38,16 @@ class Hardware:
             return "a replay carries the captured GPUs' NVML answers, not the captured machine's host"
         return "this run has no backend for the host"
 
-    def watchdog(self, profile: Profile) -> Watchdog:
-        if self.simulated:
-            # Simulated work steps take milliseconds and workers start in a second or two; a few
-            # silent seconds is a hang.
-            return Watchdog(startup_s=20, stall_s=5, time_scale=self.clock.scale)
-        return Watchdog(startup_s=profile.get("run", "startup_timeout_s"),
-                        stall_s=profile.get("run", "stall_timeout_s"), time_scale=1.0)
-
 
 MAX_CAPTURE_BYTES = 16 << 20  # a capture of 8 GPUs is under 100 kB (shared/measurements: 8 kB for one)
 
 
 def real_hardware() -> Hardware:
+    from nodeqc.backends.bmc import IpmitoolBmc
     from nodeqc.backends.host import LinuxHost
+    from nodeqc.backends.host_stress import LinuxHostStress
     from nodeqc.backends.nic import LinuxNics
     from nodeqc.backends.nvml import NvmlBackend
-    from nodeqc.backends.bmc import IpmitoolBmc
-    from nodeqc.backends.host_stress import LinuxHostStress
     from nodeqc.backends.platform import LinuxPlatform
 
     # The workers' devices count time from the run's own origin (CLOCK_MONOTONIC is one clock for every
@@ -71,19 +61,20 @@ def real_hardware() -> Hardware:
 
 
 def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float | None = None) -> Hardware:
-    from nodeqc.backends.simulated import SimNode, load_scenario
+    from nodeqc.backends.sim.node import SimNode, load_scenario
+    from nodeqc.backends.sim.platform import SimBmc, SimHostStress, SimPlatform
 
     node = SimNode(load_scenario(scenario_ref), faults, time_scale)
     return Hardware(node.management(), node.host(), node.compute_spec(), node.clock,
                     simulation={"scenario": node.scenario.name, "faults": [str(f) for f in faults],
-                                "time_scale": node.clock.scale}, nics=node.nics(), platform=node.platform(),
-                    host_stress=node.host_stress(), bmc=node.bmc())
+                                "time_scale": node.clock.scale}, nics=node.nics(), platform=SimPlatform(node),
+                    host_stress=SimHostStress(node), bmc=SimBmc(node))
 
 
 def replay_hardware(path: str, twin_faults: list[Any] | None = None) -> Hardware:
     """A captured machine: its NVML answers and host replayed (nodeqc capture), with a simulated
     compute twin of the captured GPU model so the stress checks run too. Reports say simulated.
-    `twin_faults` (nodeqc.faults) are planted in the twin's compute, never in the replayed answers:
+    `twin_faults` (nodeqc.backends.sim.faults) are planted in the twin's compute, never in the replayed answers:
     a slow GPU seen through a real machine's telemetry."""
     import json
     from pathlib import Path
@@ -91,11 +82,11 @@ def replay_hardware(path: str, twin_faults: list[Any] | None = None) -> Hardware
     from nodeqc.backends.base import HostInfo, PciDevice
     from nodeqc.backends.nvml import NvmlBackend
     from nodeqc.backends.nvml_replay import ReplayNvml
-    from nodeqc.backends.sim_models import SIM_GPU_MODELS
-    from nodeqc.backends.simulated import Scenario, SimNode
-    from nodeqc.errors import UsageError
+    from nodeqc.backends.sim.models import SIM_GPU_MODELS
+    from nodeqc.backends.sim.node import Scenario, SimNode
+    from nodeqc.core.errors import UsageError
 
-    from nodeqc.safefile import NotAFile, read_bounded
+    from nodeqc.core.safefile import NotAFile, read_bounded
 
     try:
         # Read once from a regular file of a capture's size: a FIFO or /dev/zero given as a capture
@@ -128,11 +119,11 @@ def replay_hardware(path: str, twin_faults: list[Any] | None = None) -> Hardware
 
 
 def _captured_skus(data: dict[str, Any]) -> set[Any]:
-    """The SKUs (nodeqc.skus) of a capture's GPUs, as the replayed NVML backend reads them."""
+    """The SKUs (nodeqc.core.skus) of a capture's GPUs, as the replayed NVML backend reads them."""
     from nodeqc.backends.nvml import NvmlBackend
     from nodeqc.backends.nvml_replay import ReplayNvml
-    from nodeqc.errors import BackendUnavailable
-    from nodeqc.skus import identify
+    from nodeqc.core.errors import BackendUnavailable
+    from nodeqc.core.skus import identify
 
     probe = NvmlBackend(ReplayNvml(data))  # its own replay: the run's series of answers stay unread
     try:

@@ -1,6 +1,6 @@
 """The narrow interfaces between nodeqc and hardware, and the plain records they return.
 
-Checks and the runner see only these. A reading the hardware cannot give is NA (nodeqc.na), a GPU
+Checks and the runner see only these. A reading the hardware cannot give is NA (nodeqc.core.na), a GPU
 that stops answering raises GpuLostError, a backend that cannot start raises BackendUnavailable.
 """
 
@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from nodeqc.na import NA, or_none
+from nodeqc.core.na import NA, or_none
 
 # NVML clocks-event-reason bits (nvmlDeviceGetCurrentClocksEventReasons).
 REASON_BITS: dict[str, int] = {
@@ -29,7 +29,7 @@ REASON_BITS: dict[str, int] = {
 
 
 # What a device's plain load (busy_step: stress.power, the capture's load) computes in: half-precision
-# products, the dtype whose loaded clock at the power limit was measured (nodeqc.skus).
+# products, the dtype whose loaded clock at the power limit was measured (nodeqc.core.skus).
 PLAIN_LOAD_DTYPE = "fp16"
 
 
@@ -70,7 +70,7 @@ class GpuInfo:
     memory_total_bytes: Any = NA
     vbios: Any = NA
     board_part: Any = NA
-    pci_device_id: Any = NA  # the PCI device id (0x2330: H100 SXM5), which names the SKU (nodeqc.skus)
+    pci_device_id: Any = NA  # the PCI device id (0x2330: H100 SXM5), which names the SKU (nodeqc.core.skus)
     compute_capability: Any = NA
     ecc_enabled: Any = NA
     ecc_pending: Any = NA

@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from nodeqc.tool_output import ToolOutputError, figure
+from nodeqc.core.tool_output import ToolOutputError, figure
 
 INSTALL = ("apt-get install ipmitool (or dnf install ipmitool), then load the in-band driver: "
            "modprobe ipmi_devintf ipmi_si")

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from nodeqc.errors import DtypeUnavailable
+from nodeqc.core.errors import DtypeUnavailable
 
 FP8_MIN_CC = (8, 9)  # Ada and Hopper and later (cuBLAS documentation, §3.1.4)
 E4M3_MAX = 448.0  # the largest finite e4m3 ("fn": no infinity; 0x7F/0xFF are NaN)

@@ -1,8 +1,8 @@
 """GPU compute through CuPy, used inside worker processes only.
 
 CuPy is imported here and nowhere else, lazily: nodeqc imports and runs its simulated and host
-checks on machines without CUDA. The operations mirror nodeqc/backends/sim_compute.py one for one;
-the workloads in nodeqc/workloads.py drive either.
+checks on machines without CUDA. The operations mirror nodeqc/backends/sim/compute.py one for one;
+the workloads in nodeqc/work/workloads.py drive either.
 
 Matrix products go through cuBLAS `gemmEx`, which names the input, output and compute types
 explicitly: true FP32 (no silent TF32), TF32, FP16 and BF16 (CuPy has no bfloat16 dtype, so BF16
@@ -13,6 +13,7 @@ on CuPy buffers of e4m3 bit patterns, and where that cannot run it is reported a
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -20,9 +21,9 @@ import numpy as np
 
 from nodeqc.backends.base import Clock
 from nodeqc.backends.cublaslt import Fp8Engine, e4m3_bits
-from nodeqc.errors import ComputeUnavailable, DtypeUnavailable
-from nodeqc.kernels import function
-from nodeqc.verify import allreduce_contribution, copy_pattern
+from nodeqc.backends.kernels import function
+from nodeqc.core.errors import ComputeUnavailable, DtypeUnavailable
+from nodeqc.core.known_answer import allreduce_contribution, copy_pattern
 
 MATMUL_N = 8192  # big enough to keep every SM busy on an H100; 128-512 MiB per operand
 MEMTEST_MAX_RECORDS = 64
@@ -303,7 +304,7 @@ class CupyDevice:
 
     def stream_result(self) -> Any:
         """Buffer `a` after copy (b = a) then triad (a = b + 2c), a, b, c all starting as arange;
-        nodeqc.verify.stream_expected says what it must hold."""
+        nodeqc.core.known_answer.stream_expected says what it must hold."""
         return self._stream[0]
 
     # ------------------------------------------------------------------ memory pattern test
@@ -542,11 +543,15 @@ class CupyNodeDevices:
             return "NCCL is not available to CuPy: pip install nvidia-nccl-cu12 (or -cu13)"
         return None
 
-    def nccl_allreduce(self, nbytes: int, iters: int) -> tuple[float, dict[int, Any]]:
+    def nccl_allreduce(self, nbytes: int, iters: int, env: dict[str, str] | None = None) -> tuple[float, dict[int, Any]]:
         """All-reduce (sum) of `nbytes` per GPU, `iters` times after a warm-up; returns seconds per
-        all-reduce and each GPU's result (on that GPU), for the workload to check."""
+        all-reduce and each GPU's result (on that GPU), for the workload to check. `env`: NCCL's
+        switches (NCCL_P2P_DISABLE, ...), read from the environment when this (fresh) worker process
+        makes its first communicator."""
         cp = self.cp
         from cupy.cuda import nccl
+
+        os.environ.update(env or {})
 
         order = list(self.devices)
         count = nbytes // 4

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 
 from nodeqc.backends.base import HostBackend, HostInfo, PciDevice, normalise_bus_id
-from nodeqc.na import NA
+from nodeqc.core.na import NA
 
 NVIDIA_VENDOR = "0x10de"
 # PCI classes of NVIDIA GPUs: VGA controller (0x0300) and 3D controller (0x0302). NVSwitches and

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodeqc.errors import shown
-from nodeqc.tool_output import ToolOutputError, excerpt, figure, load_json, quoted
+from nodeqc.core.errors import shown
+from nodeqc.core.tool_output import ToolOutputError, excerpt, figure, load_json, quoted
 
 # The known answers: a SHA-256 chain (integer and bit-manipulation units) and a logistic-map sum
 # (floating point: IEEE doubles, exact and the same on every conforming CPU; CPython neither fuses

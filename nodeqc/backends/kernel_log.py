@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from nodeqc.tool_output import ToolOutputError, load_json
+from nodeqc.core.tool_output import ToolOutputError, load_json
 
 KMSG = "/dev/kmsg"
 MAX_RECORDS = 100_000  # a flood of messages is itself a finding; the first ones say what it was

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodeqc.backends.host_stress import ModuleReading
-from nodeqc.tool_output import ToolOutputError, load_json
+from nodeqc.core.tool_output import ToolOutputError, load_json
 
 # The drivers of the NICs mlxlink can read (ConnectX-4 onwards use mlx5_core; ConnectX-3, mlx4).
 MLXLINK_DRIVERS = ("mlx5_core", "mlx4_core", "mlx4_en")

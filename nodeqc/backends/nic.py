@@ -22,9 +22,9 @@ from typing import IO, Any, Callable
 import psutil
 
 from nodeqc.backends.base import IbPort, NicBackend, NicInfo, TrafficJob, TrafficOutcome, TrafficSession
-from nodeqc.errors import shown
-from nodeqc.na import NA
-from nodeqc.tool_output import ToolOutputError, excerpt, figure, load_json, quoted
+from nodeqc.core.errors import shown
+from nodeqc.core.na import NA
+from nodeqc.core.tool_output import ToolOutputError, excerpt, figure, load_json, quoted
 
 ARPHRD_INFINIBAND = 32
 ARPHRD_LOOPBACK = 772

@@ -11,9 +11,9 @@ from typing import Any, Callable
 
 from nodeqc.backends.base import (COUNTED_REASONS, Clock, GpuCounters, GpuInfo, GpuManagement, GpuProcess, GpuSample,
                                   XidEvent, normalise_bus_id)
-from nodeqc.errors import BackendUnavailable, GpuLostError
-from nodeqc.na import NA, is_na
-from nodeqc.skus import device_id_from_nvml
+from nodeqc.core.errors import BackendUnavailable, GpuLostError
+from nodeqc.core.na import NA, is_na
+from nodeqc.core.skus import device_id_from_nvml
 
 
 def _load_pynvml() -> Any:

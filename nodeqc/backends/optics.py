@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from nodeqc.backends.base import NicInfo
 from nodeqc.backends.host_stress import HostStress, ModuleReading, parse_module
 from nodeqc.backends.mlxlink import LinkReading, is_mlxlink_nic, parse_mlxlink
-from nodeqc.tool_output import ToolOutputError, excerpt
+from nodeqc.core.tool_output import ToolOutputError, excerpt
 
 
 @dataclass

@@ -3,7 +3,7 @@
 firmware, NIC drivers, and the host's error counters (EDAC memory errors, PCIe AER).
 
 `root` prefixes every path, so tests and the simulated node point it at a prepared tree; on a real
-node it is `/`. Nothing here judges: the readings go to nodeqc.baseline and nodeqc.checks.
+node it is `/`. Nothing here judges: the readings go to nodeqc.spec.baseline and nodeqc.checks.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nodeqc.backends.base import normalise_bus_id
-from nodeqc.na import NA
+from nodeqc.core.na import NA
 
 if TYPE_CHECKING:
     from nodeqc.backends.kernel_log import KernelLog

@@ -12,12 +12,12 @@ from nodeqc.backends.base import GpuInfo
 from nodeqc.checks.common import Finding, fold, judge
 from nodeqc.checks.diagnosis import apply, describe_processes, diagnose_drift
 from nodeqc.checks.stress import outcome_failure
-from nodeqc.model import CheckResult, Value, Verdict
-from nodeqc.na import is_na
-from nodeqc.profile import Profile
-from nodeqc.telemetry import FAILING_REASONS, GpuTelemetry
-from nodeqc.verify import relative_deficit_pct
-from nodeqc.workers import Outcome
+from nodeqc.core.known_answer import relative_deficit_pct
+from nodeqc.core.model import CheckResult, Value, Verdict
+from nodeqc.core.na import is_na
+from nodeqc.spec.profile import Profile
+from nodeqc.work.telemetry import FAILING_REASONS, GpuTelemetry
+from nodeqc.work.workers import Outcome
 
 MAX_WINDOWS = 128
 

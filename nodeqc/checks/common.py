@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from nodeqc.model import CheckResult, Threshold, Value, Verdict
+from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Conformance: a node against a golden baseline (`nodeqc baseline create` on a known-good node).
 
-Pure functions: the baseline and the node's observation are the same shape (nodeqc.baseline), and
+Pure functions: the baseline and the node's observation are the same shape (nodeqc.spec.baseline), and
 every field the baseline records must match. Each difference is a finding with a code and what to
 do, naming the value the baseline wants ("flash VBIOS 96.00.99.00.01"). A field the node cannot
 report now is a warning (not a silent pass); a device the baseline does not know is a warning too.
@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from nodeqc.backends.platform import redirecting
 from nodeqc.checks.common import Finding
-from nodeqc.model import CheckResult, Value, Verdict
+from nodeqc.core.model import CheckResult, Value, Verdict
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,6 @@ DRIVER_UNREADABLE = ("the NVIDIA driver does not report it now (nvidia-smi -q sh
                      "driver the baseline names is loaded and the GPU answers")
 
 CHECKS = (FW, SW, SET, TOPO)
-# Every field a profile may name in baseline_warn / baseline_ignore.
-ALL_FIELDS = sorted(set(NODE_FIELDS) | set(GPU_FIELDS) | set(NIC_FIELDS) | {"acs", "devices"})
 
 
 @dataclass
@@ -113,7 +111,7 @@ _PRESENT = "whether it is there"
 def compare(baseline: dict[str, Any], observed: dict[str, Any], warn_fields: frozenset[str] = frozenset(),
             ignore_fields: frozenset[str] = frozenset(), source: str = "the baseline") -> list[CheckResult]:
     """The node (observed) against the baseline: results per check and subject, differences first.
-    What the observation lists under "unread" (nodeqc.baseline.observe: this run has no backend
+    What the observation lists under "unread" (nodeqc.spec.baseline.observe: this run has no backend
     that reads it) is not compared, and said so, with the reason, once per check."""
     subjects: dict[str, _Subject] = {}
     unread: dict[str, dict[str, str]] = observed.get("unread") or {}

@@ -12,7 +12,7 @@ which it is, and each answer sends the technician somewhere else:
   its SKU: a defect of the part (RMA).
 
 `diagnose` is a pure function of plain readings (`Observed`, from a step's telemetry window), the
-SKU's healthy figures (nodeqc.skus) and how far the measure fell short; `apply` puts its answer into
+SKU's healthy figures (nodeqc.core.skus) and how far the measure fell short; `apply` puts its answer into
 a check's result: the message leads with it, the code becomes the cause's (whose remediation fits),
 and evidence["diagnosis"] holds the readings it was drawn from.
 """
@@ -23,12 +23,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from nodeqc.backends.base import GpuInfo
-from nodeqc.model import CheckResult, Verdict
-from nodeqc.na import is_na
-from nodeqc.telemetry import GpuTelemetry
+from nodeqc.core.model import CheckResult, Verdict
+from nodeqc.core.na import is_na
+from nodeqc.work.telemetry import GpuTelemetry
 
 # A loaded SM clock at or above this share of the SKU's healthy loaded clock is "full": the
-# calibration rule (nodeqc/calibration.py) warns about 10% below healthy, so a clock 10% low alone
+# calibration rule (nodeqc/spec/calibration.py) warns about 10% below healthy, so a clock 10% low alone
 # would explain a warning (nodeqc's choice, in step with that band).
 FULL_CLOCK_SHARE = 0.9
 # The memory clock does not boost: under load it sits at its maximum unless something holds it.
@@ -48,11 +48,11 @@ AT_LIMIT_SHARE = 0.9
 CAP_BIT_SHARE = 0.5
 CAP_BIT_POWER_SHARE = 0.8
 # A rate per clock at or above this share of the SKU's is no defect: the calibration rule
-# (nodeqc/calibration.py, WARN_FRACTION) calls a healthy part's spread anything down to 90%, so a
+# (nodeqc/spec/calibration.py, WARN_FRACTION) calls a healthy part's spread anything down to 90%, so a
 # rate that its clock explains to within that band is the clock's, not the part's compute.
 PER_CLOCK_HEALTHY_SHARE = 0.9
 # What a WARN's diagnosis advises in place of an RMA: a warning is a rate in the band a healthy
-# part's spread reaches (nodeqc/calibration.py); one run of it is no proof of a defect.
+# part's spread reaches (nodeqc/spec/calibration.py); one run of it is no proof of a defect.
 CONFIRM = "re-run to confirm"
 
 # The measures whose shortfall a diagnosis explains, and what the step was doing (for the message).
@@ -111,7 +111,7 @@ class Observed:
 
 @dataclass(frozen=True)
 class Expected:
-    """What a healthy GPU of this SKU does (nodeqc.skus); None where nodeqc does not know the SKU."""
+    """What a healthy GPU of this SKU does (nodeqc.core.skus); None where nodeqc does not know the SKU."""
 
     sku: str | None = None
     sm_clock_mhz: float | None = None  # the SKU's loaded clock over a whole burn
@@ -120,14 +120,14 @@ class Expected:
     # (Sku.loaded_clock): half precision holds the limit far below the whole burn's mean.
     capped_sm_clock_mhz: float | None = None
     load: str | None = None  # the step's dtypes ("fp16", "fp64, fp32, ..."), for the message
-    # The step's dtypes (and "hbm") whose healthy figure is an estimate (nodeqc.skus.Sku.estimated):
+    # The step's dtypes (and "hbm") whose healthy figure is an estimate (nodeqc.core.skus.Sku.estimated):
     # a floor made of one may be wrong by more than its band, so nothing is blamed on the part.
     estimated: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, gpu: GpuInfo, dtypes: Iterable[str] | None = None) -> "Expected":
         """`dtypes`: what the step computed in (the clock a healthy part holds depends on it)."""
-        from nodeqc.skus import identify
+        from nodeqc.core.skus import identify
 
         sku = identify(gpu)
         if sku is None:

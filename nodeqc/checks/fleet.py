@@ -1,7 +1,7 @@
 """Fleet outliers: a GPU or node more than a set distance below its fleet's median for its SKU and
 measure is an outlier (a warning, with its percentile), even when it clears the profile's floor.
 
-Pure functions of figures taken from each node's newest report (nodeqc.fleet gathers them). The
+Pure functions of figures taken from each node's newest report (nodeqc.archive.fleet gathers them). The
 median and the median absolute deviation describe the fleet: both ignore the few bad parts they
 are meant to find, where a mean and a standard deviation would be dragged towards them.
 """
@@ -127,7 +127,7 @@ def judge_run(own: list[Figure], fleet: list[Figure], outlier_pct: float = DEFAU
     """This run's figures against the fleet's (other nodes' newest reports): a warning per GPU or
     node with figures more than outlier_pct on the bad side of the fleet median, with percentiles.
     Nothing when no SKU and measure of this run has a fleet of min_fleet nodes."""
-    from nodeqc.model import CheckResult, Value, Verdict
+    from nodeqc.core.model import CheckResult, Value, Verdict
 
     dists = distributions(fleet)
     judged, found = 0, {}

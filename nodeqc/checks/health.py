@@ -9,11 +9,11 @@ from typing import Any, Callable
 
 from nodeqc.backends.base import GpuCounters, GpuInfo
 from nodeqc.checks.common import ON_THIS_GPU, Finding, fmt, fold, judge, skip
-from nodeqc.codes import FATAL_XIDS, xid_meaning
-from nodeqc.model import CheckResult, Threshold, Value, Verdict
-from nodeqc.na import is_na
-from nodeqc.profile import Profile
-from nodeqc.telemetry import FAILING_REASONS, GpuTelemetry
+from nodeqc.core.codes import FATAL_XIDS, xid_meaning
+from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
+from nodeqc.core.na import is_na
+from nodeqc.spec.profile import Profile
+from nodeqc.work.telemetry import FAILING_REASONS, GpuTelemetry
 
 # Thermal margin to the GPU's own slowdown temperature: below 0 the GPU is throttling for heat; within
 # 5 C of it there is no headroom for a warmer day (nodeqc's choice).

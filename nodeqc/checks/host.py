@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from nodeqc.backends.base import HostInfo
 from nodeqc.checks.common import fold, judge, skip
-from nodeqc.model import CheckResult, Value, Verdict
-from nodeqc.na import is_na
-from nodeqc.profile import Profile
+from nodeqc.core.model import CheckResult, Value, Verdict
+from nodeqc.core.na import is_na
+from nodeqc.spec.profile import Profile
 
 GIB = 1024 ** 3
 

@@ -14,9 +14,9 @@ from typing import Any
 from nodeqc.backends.kernel_log import KernelRecord
 from nodeqc.backends.platform import HostCounters
 from nodeqc.checks.common import Finding
-from nodeqc.codes import FATAL_XIDS, xid_meaning
-from nodeqc.model import CheckResult, Threshold, Value, Verdict
-from nodeqc.profile import Profile
+from nodeqc.core.codes import FATAL_XIDS, xid_meaning
+from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
+from nodeqc.spec.profile import Profile
 
 # Limits when a profile sets none. Corrected memory errors: any growth warns, because a DIMM that
 # logs corrected errors is far likelier to log uncorrected ones later (Schroeder, Pinheiro, Weber,

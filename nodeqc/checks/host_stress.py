@@ -10,8 +10,8 @@ from typing import Any
 from nodeqc.backends.host_stress import FioResult, ModuleReading
 from nodeqc.backends.mlxlink import LinkReading
 from nodeqc.checks.common import judge
-from nodeqc.model import CheckResult, Threshold, Value, Verdict
-from nodeqc.profile import Profile
+from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
+from nodeqc.spec.profile import Profile
 
 # More than a drive can carry: a PCIe Gen6 x16 slot carries 128 GB/s (64 GT/s x 16 lanes / 8 bits a
 # byte), and no NVMe drive has more than one; 4x that leaves room for a device striped over several

@@ -7,10 +7,10 @@ from typing import Any
 
 from nodeqc.backends.base import GpuInfo, PciDevice
 from nodeqc.checks.common import Finding, fold, judge
-from nodeqc.model import CheckResult, Value, Verdict
-from nodeqc.na import is_na
-from nodeqc.profile import Profile, version_tuple
-from nodeqc.skus import identify
+from nodeqc.core.model import CheckResult, Value, Verdict
+from nodeqc.core.na import is_na
+from nodeqc.core.skus import identify
+from nodeqc.spec.profile import Profile, version_tuple
 
 GIB = 1024 ** 3
 

@@ -20,11 +20,11 @@ from typing import Any, Callable
 
 from nodeqc.backends.base import GpuInfo, IbPort, NicInfo, TrafficJob, TrafficOutcome, normalise_bus_id
 from nodeqc.checks.common import Finding, fmt, fold, judge, skip
-from nodeqc.model import CheckResult, Threshold, Value, Verdict
-from nodeqc.na import NA, is_na
-from nodeqc.peers import IB_WRITE_BW_PORT, IPERF3_PORT, Peer
-from nodeqc.profile import Profile
-from nodeqc.render import subjects_text
+from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
+from nodeqc.core.na import NA, is_na
+from nodeqc.core.text import subjects_text
+from nodeqc.spec.peers import IB_WRITE_BW_PORT, IPERF3_PORT, Peer
+from nodeqc.spec.profile import Profile
 
 NO_GROWTH = Threshold("max_link_counter_growth", "max", 0, 0)
 # A figure above what the link can carry is no measurement (a broken or tampered tool, a wrong rate

@@ -9,8 +9,8 @@ from typing import Any
 
 from nodeqc.backends.base import GpuInfo, GpuProcess
 from nodeqc.checks.common import skip
-from nodeqc.model import CheckResult, Value, Verdict
-from nodeqc.na import is_na
+from nodeqc.core.model import CheckResult, Value, Verdict
+from nodeqc.core.na import is_na
 
 NAME = "stress.gpu_free"
 

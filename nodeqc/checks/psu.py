@@ -16,7 +16,7 @@ from typing import Any
 
 from nodeqc.backends.bmc import BmcRun, BmcReading, Sensor
 from nodeqc.checks.common import Finding, fold, skip
-from nodeqc.model import CheckResult, Value, Verdict
+from nodeqc.core.model import CheckResult, Value, Verdict
 
 # The states of IPMI's Power Supply sensor type (08h) and of its redundancy sensors (event type
 # 0Bh), as ipmitool names them (ipmi_sel.c), lower-cased; matched as substrings of each state.

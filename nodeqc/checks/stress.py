@@ -1,6 +1,6 @@
 """Stress checks: the plan of work the GPUs do in worker processes, and the verdicts on what came back.
 
-Each step names its workload (nodeqc/workloads.py), makes its tasks, and judges the outcomes together
+Each step names its workload (nodeqc/work/workloads.py), makes its tasks, and judges the outcomes together
 with what telemetry saw during the step. Figures are judged against the profile's floor and against
 the node's own median (a GPU well below its identical siblings fails even above the floor). A worker
 that hung, crashed or lost its GPU is a failure of that GPU with the evidence.
@@ -15,12 +15,12 @@ from typing import Any, Callable
 from nodeqc.backends.base import COUNTED_REASONS, PEER_PATHS, PLAIN_LOAD_DTYPE, GpuInfo
 from nodeqc.checks.common import Finding, fmt, fold, judge, skip
 from nodeqc.checks.diagnosis import Expected, Observed, explain, explain_node
-from nodeqc.model import CheckResult, Threshold, Value, Verdict
-from nodeqc.na import is_na
-from nodeqc.profile import Profile
-from nodeqc.telemetry import GpuTelemetry
-from nodeqc.verify import odd_ones_out, relative_deficit_pct
-from nodeqc.workers import (STATUS_ABORTED, STATUS_CRASH, STATUS_ERROR, STATUS_HANG, STATUS_LOST,
+from nodeqc.core.known_answer import odd_ones_out, relative_deficit_pct
+from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
+from nodeqc.core.na import is_na
+from nodeqc.spec.profile import Profile
+from nodeqc.work.telemetry import GpuTelemetry
+from nodeqc.work.workers import (STATUS_ABORTED, STATUS_CRASH, STATUS_ERROR, STATUS_HANG, STATUS_LOST,
                             STATUS_UNAVAILABLE, Outcome, Task)
 
 GIB = 1024 ** 3
@@ -275,7 +275,7 @@ STANDING_BRAKE_MS_PER_S = 500.0
 # The power test's figure is the mean of the power readings under load: a handful of them at least
 # (nodeqc's choice: a mean, not one reading; NVML's power reading changes about 10 times a second on
 # the H100 SXM5, shared/measurements/README.md). The load lasts as long as the sampler needs to take
-# them (nodeqc.telemetry.TelemetrySampler.wall_s_to_see), however slowly NVML answers.
+# them (nodeqc.work.telemetry.TelemetrySampler.wall_s_to_see), however slowly NVML answers.
 POWER_LOADED_SAMPLES = 4
 # The plain load ends only once it has run its planned seconds (workloads.burn), which its result
 # keeps to the millisecond: a load that ran short by more than that rounding stopped early (nodeqc's

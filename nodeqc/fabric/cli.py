@@ -18,12 +18,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nodeqc.cli_parser import Parser
-from nodeqc.errors import UsageError
+from nodeqc.core.arguments import Parser
+from nodeqc.core.errors import UsageError
+from nodeqc.core.names import check_host, check_name, check_nodelist
+from nodeqc.core.safefile import NotAFile, read_bounded
+from nodeqc.core.stamps import current_user, utc_now
 from nodeqc.fabric import pairing
-from nodeqc.names import check_host, check_name, check_nodelist
-from nodeqc.safefile import NotAFile, read_bounded
-from nodeqc.stamps import current_user, utc_now
 
 TESTS = ("tcp", "rdma", "nccl")
 
@@ -187,13 +187,13 @@ def _addresses(texts: list[str], nodes: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
-    from nodeqc.flow import ensure_writable
     from nodeqc.fabric.launchers import Work
     from nodeqc.fabric.report import exit_code, pair_rows, write_report
-    from nodeqc.journal import Journal
     from nodeqc.fabric.scoring import Floors, score
-    from nodeqc.keys import load_signer
-    from nodeqc.profile import load_profile
+    from nodeqc.report.journal import Journal
+    from nodeqc.report.keys import load_signer
+    from nodeqc.run.flow import ensure_writable
+    from nodeqc.spec.profile import load_profile
 
     nodes, launcher, cluster = _nodes(args)
     tests = _validate(args, nodes)
@@ -328,7 +328,7 @@ def _short(items: list[str], most: int = 6) -> str:
 def _out_dir(args: argparse.Namespace, name: str) -> Path:
     if args.out:
         return Path(args.out)
-    from nodeqc.archive import archive_root, node_dir
+    from nodeqc.archive.store import archive_root, node_dir
 
     if args.archive and not Path(args.archive).is_dir():
         raise UsageError(f"--archive {args.archive}: no such directory")
@@ -337,8 +337,8 @@ def _out_dir(args: argparse.Namespace, name: str) -> Path:
 
 def _unique_stem(directory: Path, stem: str) -> str:
     """A file stem no report or journal in the directory has yet, its journal claimed with O_EXCL
-    (nodeqc.safefile): two runs started together never share one, and nothing is overwritten."""
-    from nodeqc.safefile import claim
+    (nodeqc.core.safefile): two runs started together never share one, and nothing is overwritten."""
+    from nodeqc.core.safefile import claim
 
     n, chosen = 1, stem
     while True:
@@ -351,6 +351,6 @@ def _unique_stem(directory: Path, stem: str) -> str:
 def say(text: str) -> None:
     """Progress and the summary go to stderr; stdout's last line is the report's path. Escaped as
     `show` does: the messages carry what the nodes' workers said."""
-    from nodeqc.render import clean
+    from nodeqc.core.text import clean
 
     print(clean(text), file=sys.stderr, flush=True)

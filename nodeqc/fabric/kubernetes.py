@@ -26,12 +26,12 @@ import tempfile
 import time
 from typing import Any
 
-from nodeqc.errors import UsageError, shown
+from nodeqc.core.errors import UsageError, shown
+from nodeqc.core.names import check_host, host_problem
 from nodeqc.fabric.launchers import Launcher, Work, merge
 from nodeqc.fabric.lines import Refused, bind, scan
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult
-from nodeqc.names import check_host, host_problem
 
 LABEL = "nodeqc.dev/fabric-round"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"

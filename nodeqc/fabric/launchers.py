@@ -28,13 +28,13 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from nodeqc.core.names import substitute
 from nodeqc.fabric import nccl_pair
 from nodeqc.fabric.lines import RATE_SLACK, Refused, bind, excerpt, line_problem, scan
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import Floors, Measurement, PairResult
 from nodeqc.fabric.simulated import SimulatedCluster
 from nodeqc.fabric.worker import CONNECT_RETRY_S, MARGIN_S, PORTS_PER_PAIR
-from nodeqc.names import substitute
 
 
 @dataclass
@@ -344,7 +344,7 @@ class HostLauncher(ProcessLauncher):
 
     def __init__(self, prefix: str):
         super().__init__()
-        # Split first, substitute after (nodeqc.names.substitute): a host is then one word, or part
+        # Split first, substitute after (nodeqc.core.names.substitute): a host is then one word, or part
         # of one, of argv, never text a shell or shlex reads again.
         try:
             self.words = shlex.split(prefix)

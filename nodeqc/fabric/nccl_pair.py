@@ -33,7 +33,7 @@ import socket
 import time
 from typing import Any
 
-from nodeqc.verify import allreduce_contribution, allreduce_expected
+from nodeqc.core.known_answer import allreduce_contribution, allreduce_expected
 
 BUFFER_BYTES = 1 << 30  # 1 GiB: bandwidth-bound (the published floors average nccl-tests over 1-16 GB)
 START_TIMEOUT_S = 120.0  # the peer's arrival, the TCP store and NCCL's set-up of 2x8 ranks: well under this

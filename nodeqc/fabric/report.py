@@ -1,5 +1,5 @@
 """The fabric report: one in-toto Statement with every node as a subject, signed as node reports are
-(nodeqc.report: canonical JSON, DSSE, Ed25519); nodeqc.render renders it for `nodeqc show`.
+(nodeqc.report.envelope: canonical JSON, DSSE, Ed25519); nodeqc.report.render renders it for `nodeqc show`.
 
 The predicate carries the same top-level facts a node report does (verdict, status, profile,
 `node` as the archive's key, checks, summary, times), so the archive, `verify`, `history` and
@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc import __version__
+from nodeqc.core.model import CheckResult, Value, Verdict
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult, Scores
-from nodeqc.keys import Signer
-from nodeqc.model import CheckResult, Value, Verdict
-from nodeqc.report import FABRIC_PREDICATE_TYPE, STATEMENT_TYPE, canonical, sign, write_envelope
+from nodeqc.report.envelope import FABRIC_PREDICATE_TYPE, STATEMENT_TYPE, canonical, sign, write_envelope
+from nodeqc.report.keys import Signer
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
 

@@ -23,7 +23,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
-from nodeqc.errors import UsageError
+from nodeqc.core.errors import UsageError
 from nodeqc.fabric.scoring import Floors, Measurement, PairResult
 
 PORT_RATE_GBIT = 400.0  # NDR InfiniBand

@@ -11,8 +11,8 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from nodeqc.errors import UsageError, shown
-from nodeqc.names import check_host
+from nodeqc.core.errors import UsageError, shown
+from nodeqc.core.names import check_host
 
 REASON_PREFIX = "nodeqc:"
 # A fabric drain's reason starts so. nodeqc-retest leaves such a node drained: a node that passes

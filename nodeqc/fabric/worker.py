@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.backends.nic import iperf3_options, parse_ib_write_bw, parse_iperf3
-from nodeqc.cli_parser import Parser
-from nodeqc.errors import UsageError
+from nodeqc.core.arguments import Parser
+from nodeqc.core.errors import UsageError
 
 MARKER = "nodeqc-fabric-worker"
 CONNECT_RETRY_S = 20.0  # the peer's server may start a little after us (srun starts tasks unevenly)

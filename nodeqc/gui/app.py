@@ -11,11 +11,11 @@ from typing import Any
 from PySide6.QtCore import QBuffer, QIODevice, QSize, QtMsgType, QTimer, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
-from nodeqc.errors import UsageError
-from nodeqc.flow import RunFlow, prepare
+from nodeqc.core.errors import UsageError
+from nodeqc.core.safefile import OutputError, write_atomic
 from nodeqc.gui.session import RunSetup, probe
 from nodeqc.gui.window import MainWindow
-from nodeqc.safefile import OutputError, write_atomic
+from nodeqc.run.flow import RunFlow, prepare
 
 SETTLE_MS = 300  # let the last layout and paint happen before the screenshot
 

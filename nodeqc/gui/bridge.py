@@ -14,9 +14,9 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from nodeqc.errors import UsageError
-from nodeqc.events import Notice
-from nodeqc.runner import RunOutcome, Runner
+from nodeqc.core.errors import UsageError
+from nodeqc.run.events import Notice
+from nodeqc.run.runner import RunOutcome, Runner
 
 
 class RunThread(QObject):

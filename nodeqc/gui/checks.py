@@ -14,11 +14,11 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (QHeaderView, QProgressBar, QSplitter, QTextBrowser, QTreeWidget,
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from nodeqc.codes import advice, not_applicable_reason
-from nodeqc.findings import Part, nics_of, parts, split_findings
-from nodeqc.findings import COLOURS, WORDS
-from nodeqc.model import CheckResult, Verdict
-from nodeqc.render import subjects_text
+from nodeqc.core.codes import advice, not_applicable_reason
+from nodeqc.core.model import CheckResult, Verdict
+from nodeqc.core.text import subjects_text
+from nodeqc.report.answer import COLOURS, WORDS
+from nodeqc.report.answer import Part, nics_of, parts, split_findings
 
 COLUMNS = ("Check", "Verdict", "Key figure", "Message")
 CHECK, VERDICT, FIGURE, MESSAGE = range(len(COLUMNS))

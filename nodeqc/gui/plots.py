@@ -19,9 +19,9 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 
 from nodeqc.backends.base import REASON_BITS, GpuSample
-from nodeqc.na import is_na
-from nodeqc.profile import Profile
-from nodeqc.telemetry import FAILING_REASONS
+from nodeqc.core.na import is_na
+from nodeqc.spec.profile import Profile
+from nodeqc.work.telemetry import FAILING_REASONS
 
 HISTORY_ROWS = 36_000  # an hour at 10 Hz sample for sample; longer runs at coarser rows (RunBuffer)
 PLOT_TICK_MS = 125  # one plot redrawn per tick: each of the four twice a second

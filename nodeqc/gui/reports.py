@@ -1,5 +1,5 @@
 """Signed reports for a person in the app: shown whole as `nodeqc show` shows them (the printable
-summary, nodeqc.printable, is the Export PDF button's)."""
+summary, nodeqc.report.printable, is the Export PDF button's)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QVBoxLayout,
                                QWidget)
 
-from nodeqc.printable import LoadedReport
-from nodeqc.render import render_report
+from nodeqc.report.printable import LoadedReport
+from nodeqc.report.render import render_report
 
 
 class ReportDialog(QDialog):

@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from nodeqc.archive import node_key
+from nodeqc.archive.store import node_key
 from nodeqc.backends import Hardware
 from nodeqc.checks import inventory
-from nodeqc.errors import BackendUnavailable
-from nodeqc.keys import Signer
-from nodeqc.profile import Profile
-from nodeqc.runner import RunOptions
+from nodeqc.core.errors import BackendUnavailable
+from nodeqc.report.keys import Signer
+from nodeqc.run.runner import RunOptions
+from nodeqc.spec.profile import Profile
 
 # (hardware, profile, signer, operator, ticket, repair=, retest=) -> the run's options; repair: what
 # the technician did, retest: the report the run re-tests (both None for a first run)

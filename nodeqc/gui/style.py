@@ -3,8 +3,8 @@ colour per verdict, always shown next to the verdict's word (never colour alone)
 
 from __future__ import annotations
 
-from nodeqc.findings import COLOURS  # the app's colours are the printed summary's (nodeqc.printable)
-from nodeqc.model import Verdict
+from nodeqc.report.answer import COLOURS  # the app's colours are the printed summary's (nodeqc.report.printable)
+from nodeqc.core.model import Verdict
 
 BASE_POINT_SIZE = 11
 BUTTON_MIN_HEIGHT = 52  # big enough to hit with a gloved finger

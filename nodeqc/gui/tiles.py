@@ -8,12 +8,12 @@ from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from nodeqc.backends.base import GpuSample
-from nodeqc.findings import WORDS
+from nodeqc.core.model import CheckResult, Verdict
+from nodeqc.core.na import is_na
 from nodeqc.gui.style import badge_css
 from nodeqc.gui.widgets import ElidedLabel
-from nodeqc.model import CheckResult, Verdict
-from nodeqc.na import is_na
-from nodeqc.telemetry import LOADED_UTIL_PCT
+from nodeqc.report.answer import WORDS
+from nodeqc.work.telemetry import LOADED_UTIL_PCT
 
 
 def _badge(label: QLabel, state: str, size: int = 10) -> None:

@@ -17,10 +17,12 @@ from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFileDialog, QFrame, QGrid
                                QSizePolicy, QTabWidget, QVBoxLayout, QWidget)
 
 from nodeqc.backends.base import GpuSample
-from nodeqc.errors import UsageError
-from nodeqc.findings import Finding, answer
-from nodeqc.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
+from nodeqc.core.errors import UsageError
+from nodeqc.report.answer import Finding, answer
+from nodeqc.run.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
                            RunStarted, TelemetrySampled)
+from nodeqc.core.model import CheckResult
+from nodeqc.core.text import subjects_text
 from nodeqc.gui.bridge import RunThread
 from nodeqc.gui.checks import CheckList
 from nodeqc.gui.history import HistoryList
@@ -30,11 +32,9 @@ from nodeqc.gui.session import NodeInfo, RunSetup
 from nodeqc.gui.style import STYLESHEET
 from nodeqc.gui.tiles import GpuTile, TileArea
 from nodeqc.gui.widgets import ElidedLabel
-from nodeqc.model import CheckResult
-from nodeqc.printable import export_pdf, load_report
-from nodeqc.profile import Profile, list_profiles, suggest_profile
-from nodeqc.render import subjects_text
-from nodeqc.runner import RunOutcome, Runner
+from nodeqc.report.printable import export_pdf, load_report
+from nodeqc.run.runner import RunOutcome, Runner
+from nodeqc.spec.profile import Profile, list_profiles, suggest_profile
 
 REDRAW_MS = 500  # live readings and the banner are redrawn this often, however fast samples come
 BANNER_PARTS = 4  # failing (or warning) parts listed in the banner; the Checks tab has them all
@@ -185,7 +185,7 @@ class MainWindow(QMainWindow):
         names = [p.name for p in list_profiles()]
         wanted = self.setup.profile if self.setup.profile != "auto" else suggested
         if suggested not in names:
-            names.append(suggested)  # a SKU's profile (nodeqc/skus.py)
+            names.append(suggested)  # a SKU's profile (nodeqc/core/skus.py)
         if wanted not in names:
             names.append(wanted)  # a profile file given with --profile
         for name in names:
@@ -528,7 +528,7 @@ class MainWindow(QMainWindow):
             self.close()
 
     def _show_verdict(self, outcome: RunOutcome) -> None:
-        """The engine's answer (nodeqc.findings), as the headless summary and `show` give it."""
+        """The engine's answer (nodeqc.report.answer), as the headless summary and `show` give it."""
         finished = self.finished
         the_answer = finished.answer if finished is not None and finished.answer is not None else answer(
             outcome.results, self.node.gpus, outcome.verdict, outcome.status, self.setup.partial, self.node.simulated)

@@ -3,7 +3,7 @@
 import multiprocessing
 import sys
 
-from nodeqc.cli import main
+from nodeqc.cli.main import main
 
 if __name__ == "__main__":
     # The stress workers are spawned processes: in a frozen build they re-run this executable,

@@ -1,0 +1,247 @@
+"""The fleet, from the archive: each node's newest verified report, its figures by SKU and measure,
+outliers against the fleet (nodeqc.checks.fleet), and when each qualification expires.
+
+The archive's index (nodeqc.archive.store) says which reports are verified; this module reads only the
+newest report of each node, and keeps what it took from each in a per-user cache keyed by the
+report's sha256 (a digest names its content, so the cache can never describe another file). Each
+row carries an HMAC under the user's index secret, as the archive's index rows do: a row edited in
+the cache (a later valid_until, a better figure) is not trusted but taken from the report again.
+The cache is only a cache: delete it and it is rebuilt from the reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+import platformdirs
+
+from nodeqc.checks.fleet import HIGHER_BETTER_UNITS, LOWER_BETTER_UNITS, Figure, Outlier
+from nodeqc.checks.fleet import outliers as find_outliers
+
+CACHE_VERSION = 2  # 2: each row with its HMAC
+UNITS = HIGHER_BETTER_UNITS + LOWER_BETTER_UNITS
+
+
+def extract(predicate: dict[str, Any]) -> dict[str, Any]:
+    """What the fleet needs of one report: its SKU(s), figures and expiry."""
+    gpus = {g.get("subject"): g.get("name") for g in predicate.get("gpus") or [] if g.get("subject")}
+    models = sorted({m for m in gpus.values() if m and m != "unavailable"})
+    node_sku = f"{len(gpus)}x {models[0]}" if len(models) == 1 else " + ".join(models) or "unknown"
+    figures = []
+    for c in predicate.get("checks") or []:
+        if c.get("verdict") not in ("pass", "warn", "fail"):
+            continue
+        subject = c.get("subject", "")
+        sku = gpus.get(subject) if subject.startswith("gpu") else node_sku if subject == "node" else None
+        if not sku:
+            continue
+        for name, v in (c.get("values") or {}).items():
+            value, unit = v.get("value"), v.get("unit")
+            if unit in UNITS and isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+                figures.append([subject, sku, f"{c['name']}:{name}", float(value), unit])
+    return {"valid_until": predicate.get("valid_until"), "node_sku": node_sku, "figures": figures}
+
+
+class FigureCache:
+    """sha256 of a report -> what extract() took from it, in the user's cache directory, each row
+    with its HMAC (nodeqc.archive.store.row_mac). Without an index secret to be had, kept in memory only."""
+
+    def __init__(self, path: Path | None = None, secret: bytes | None = None):
+        self.path = path or platformdirs.user_cache_path("nodeqc") / "fleet-figures.sqlite3"
+        self._secret = secret
+        self._db: sqlite3.Connection | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is None:
+            if self._secret is None:
+                from nodeqc.archive.store import index_secret
+
+                self._secret = index_secret()
+            if self._secret is None:  # nothing to sign rows with: nothing lasting to trust
+                self._secret, self._db = os.urandom(32), self._open(":memory:")
+                return self._db
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self._db = self._open(self.path)
+            except sqlite3.DatabaseError:
+                self.path.unlink(missing_ok=True)  # a damaged cache is rebuilt, never trusted
+                self._db = self._open(self.path)
+        return self._db
+
+    def _open(self, path: Path | str) -> sqlite3.Connection:
+        db = sqlite3.connect(path, timeout=30)
+        if db.execute("PRAGMA user_version").fetchone()[0] not in (0, CACHE_VERSION):
+            db.execute("DROP TABLE IF EXISTS figures")
+        db.execute("CREATE TABLE IF NOT EXISTS figures (sha256 TEXT PRIMARY KEY, data TEXT NOT NULL, mac TEXT NOT NULL)")
+        db.execute(f"PRAGMA user_version = {CACHE_VERSION}")
+        return db
+
+    def _row(self, digest: str, data: str) -> tuple[Any, ...]:
+        return ("fleet figures", digest, data)  # tagged: never a row of the index's
+
+    def get_many(self, digests: list[str]) -> dict[str, dict[str, Any]]:
+        """The rows of these reports whose HMAC holds; an edited row is left out (read again)."""
+        from nodeqc.archive.store import row_mac_ok
+
+        db, out = self._connect(), {}
+        assert self._secret is not None
+        for i in range(0, len(digests), 500):
+            chunk = digests[i:i + 500]
+            rows = db.execute(f"SELECT sha256, data, mac FROM figures WHERE sha256 IN ({','.join('?' * len(chunk))})",
+                              chunk)
+            for d, data, mac in rows:
+                if row_mac_ok(self._secret, self._row(d, data), mac):
+                    out[d] = json.loads(data)
+        return out
+
+    def put_many(self, items: dict[str, dict[str, Any]]) -> None:
+        from nodeqc.archive.store import row_mac
+
+        if not items:
+            return
+        db = self._connect()
+        assert self._secret is not None
+        texts = {d: json.dumps(v, separators=(",", ":")) for d, v in items.items()}
+        with db:
+            db.executemany("INSERT OR REPLACE INTO figures VALUES (?, ?, ?)",
+                           [(d, t, row_mac(self._secret, self._row(d, t))) for d, t in texts.items()])
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+def read_extracts(entries: Iterable[Any], cache: FigureCache | None = None) -> dict[str, dict[str, Any]]:
+    """sha256 -> extract for these archive entries: from the cache, else from the report file
+    (already verified by the archive's index), then cached."""
+    import hashlib
+
+    from nodeqc.report.envelope import decode_statement, parse_envelope, read_report_bytes
+
+    cache = cache or FigureCache()
+    entries = list(entries)
+    known = cache.get_many([e.sha256 for e in entries])
+    new = {}
+    for e in entries:
+        if e.sha256 in known or e.sha256 in new:
+            continue
+        try:
+            data = read_report_bytes(e.path)
+            # Only the bytes the index verified: a file changed since is not read for this digest.
+            if hashlib.sha256(data).hexdigest() != e.sha256:
+                raise ValueError("changed since it was indexed")
+            new[e.sha256] = extract(decode_statement(parse_envelope(data))["predicate"])
+        except Exception:  # noqa: BLE001 - unreadable or changed: no figures, the node is listed anyway
+            new[e.sha256] = {"valid_until": None, "node_sku": "unknown", "figures": [], "unreadable": True}
+    cache.put_many({d: v for d, v in new.items() if not v.get("unreadable")})
+    return {**known, **new}
+
+
+@dataclass
+class NodeRow:
+    node: str
+    hostname: str
+    result: str  # PASS, FAIL, ABORTED, + (partial) / SIM
+    qualified: bool
+    finished_at: str
+    valid_until: str | None
+    sku: str
+    report: Path
+    failed: list[str]
+    outliers: list[Outlier] = field(default_factory=list)
+
+    def expired(self, now: datetime) -> bool:
+        return bool(self.valid_until) and _parse(self.valid_until) <= now
+
+    def age(self, now: datetime) -> str:
+        seconds = max(0.0, (now - _parse(self.finished_at)).total_seconds())
+        if seconds < 3600:
+            return f"{int(seconds // 60)}m"
+        if seconds < 86400 * 2:
+            return f"{int(seconds // 3600)}h"
+        return f"{int(seconds // 86400)}d"
+
+    def problems(self, now: datetime) -> list[str]:
+        out = []
+        if not self.qualified:
+            out.append(self.result if self.failed or self.result.startswith(("FAIL", "ERROR", "ABORTED"))
+                       else "not qualified")
+        if self.expired(now):
+            out.append("expired")
+        if self.outliers:
+            out.append(f"{len(self.outliers)} outlier(s)")
+        return out
+
+
+@dataclass
+class FleetView:
+    rows: list[NodeRow]
+    outliers: list[Outlier]
+    distributions: dict[tuple[str, str], Any]
+    now: datetime
+
+
+def fleet(entries: list[Any], outlier_pct: float, min_fleet: int, now: datetime | None = None,
+          cache: FigureCache | None = None) -> FleetView:
+    """The fleet from archive entries (newest first, as Archive.reports gives them): each node's
+    newest report, the outliers, and the rows ordered newest problems first."""
+    now = now or datetime.now(timezone.utc)
+    newest: dict[str, Any] = {}
+    for e in entries:
+        if e.node not in newest:
+            newest[e.node] = e
+    extracts = read_extracts(newest.values(), cache)
+    figures = [Figure(e.node, s, sku, m, v, u) for e in newest.values()
+               for s, sku, m, v, u in extracts[e.sha256]["figures"]]
+    found, dists = find_outliers(figures, outlier_pct, min_fleet)
+    by_node: dict[str, list[Outlier]] = {}
+    for o in found:
+        by_node.setdefault(o.figure.node, []).append(o)
+    rows = [NodeRow(e.node, e.hostname, e.result, e.qualified, e.finished_at, extracts[e.sha256].get("valid_until"),
+                    extracts[e.sha256].get("node_sku", "unknown"), e.path, list(e.failed), by_node.get(e.node, []))
+            for e in newest.values()]
+    rows.sort(key=lambda r: r.finished_at, reverse=True)
+    rows.sort(key=lambda r: 0 if r.problems(now) else 1)  # stable: newest first within each
+    return FleetView(rows, found, dists, now)
+
+
+def expired_entries(entries: list[Any], now: datetime | None = None, cache: FigureCache | None = None) -> list[Any]:
+    """Each node's newest qualification (a complete, full run that passed) whose valid_until has
+    passed; newest first. A qualification without valid_until (its profile set no valid_days)
+    never expires."""
+    now = now or datetime.now(timezone.utc)
+    newest_pass: dict[str, Any] = {}
+    for e in entries:
+        if e.qualified and e.node not in newest_pass:
+            newest_pass[e.node] = e
+    extracts = read_extracts(newest_pass.values(), cache)
+    return [e for e in newest_pass.values()
+            if extracts[e.sha256].get("valid_until") and _parse(extracts[e.sha256]["valid_until"]) <= now]
+
+
+def _parse(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def fleet_figures(entries: list[Any], exclude_node: str, simulated: bool,
+                  cache: FigureCache | None = None) -> list[Figure]:
+    """The figures of every other node's newest report, real and simulated kept apart."""
+    newest: dict[str, Any] = {}
+    for e in entries:
+        if e.node != exclude_node and e.simulated == simulated and e.node not in newest:
+            newest[e.node] = e
+    extracts = read_extracts(newest.values(), cache)
+    return [Figure(e.node, s, sku, m, v, u) for e in newest.values()
+            for s, sku, m, v, u in extracts[e.sha256]["figures"]]
+
+
+def own_figures(node: str, gpus: list[dict[str, Any]], checks: list[dict[str, Any]]) -> list[Figure]:
+    got = extract({"gpus": gpus, "checks": checks})
+    return [Figure(node, s, sku, m, v, u) for s, sku, m, v, u in got["figures"]]

@@ -1,0 +1,536 @@
+"""The simulated GPU as worker processes drive it: the same operations as the CuPy device
+(nodeqc/backends/cupy_compute.py), done with NumPy on small buffers, timed by the GPU model's rates.
+
+Faults change what the operations do or how long they take; the real verification code in
+nodeqc/work/workloads.py and nodeqc/core/known_answer.py must then find them:
+- slow=F, hbm_bw=F, p2p_bw=F, nvlink_down=K, pcie_width/pcie_gen: rates are scaled;
+- throttle=REASON, power_limit=W: compute slows with the SM clock telemetry shows;
+- cotenant, cotenant_late: another process takes its share of the GPU's time (compute and memory);
+- bitflip: every matmul result has the same bit of the same element flipped (a GPU that is wrong the
+  same way every time: comparing repeats alone would miss it);
+- bitflip_random: each timed matmul product has one bit flipped at an element and bit drawn from a
+  seeded generator, a different one every product, while the small known-answer product stays
+  right (a GPU that errs under sustained load: only comparing repeats and peers catches it);
+- badmem: one bit of device memory is stuck at 1;
+- retention: a few cells lose their charge (a 1 reads back as 0) when memory is left alone;
+- transient_brake=MS: power brake while the load swings with a period up to MS milliseconds;
+- hbm_corrupt, pcie_corrupt, p2p_corrupt, nccl_corrupt: the data of a device-memory copy, a host
+  round trip, a copy this GPU receives from a peer, or this GPU's all-reduce result comes back with
+  one bit flipped at a seeded random element. The workloads' own checks must find it.
+Every corruption planted is logged in `planted` (what, where, which bit), so tests can hold what the
+verification reports against what was done.
+- hang: work stops returning once it has started; lost: the GPU falls off the bus after some load.
+- cold_start=S: the first product after each set-up takes S seconds more than the twin's own cold
+  start (COLD_FIRST_PRODUCT_S, which every simulated GPU has, as every real one does);
+- no_pulse: while the load swings, products run NO_PULSE_SLOWDOWN times slower (a GPU whose clocks
+  collapse whenever its load swings): each burst overruns its period.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from nodeqc.backends.base import Clock
+from nodeqc.backends.cublaslt import fp8_unsupported
+from nodeqc.backends.sim.models import MIB, PLAIN, SIM_GPU_MODELS
+from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
+                                       SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
+                                       SLOT_LOST, SLOT_POWER_W, SLOT_PULSE_S, SLOT_SWUNG, SLOTS, transient_braking)
+from nodeqc.backends.sim.node import (COTENANT_SHARE, LOST_AFTER_S, NVML_POWER_PERIOD_S, cotenant_active,
+                                      held_by_limit, sim_clock, sim_power_w)
+from nodeqc.core.errors import GpuLostError
+from nodeqc.core.known_answer import allreduce_contribution, copy_pattern, fingerprint, splitmix64
+
+NIC_PATH_BUSBW_GBS = 45.0  # all-reduce with NCCL_P2P_DISABLE and NCCL_SHM_DISABLE: see nccl_allreduce
+
+NOMINAL_MATMUL_N = 8192  # the size a real GPU multiplies; the simulator computes a small stand-in
+SIM_MATMUL_N = 64
+SIM_MEMTEST_WORDS = 1 << 18  # 2 MiB of simulated device memory actually patterned
+MEMTEST_MAX_RECORDS = 64
+BITFLIP_AT = (7, 11)  # row, column of the element a `bitflip` GPU gets wrong
+BITFLIP_BIT = 20
+BADMEM_BIT = 13
+SIM_BASE_ADDRESS = 0x7F3A_0000_0000
+MEMTEST_MODULO = 20  # kernels/memtest.cu's MODULO
+RETENTION_WEAK_CELLS = 3  # cells of a `retention` GPU that lose their charge during an idle wait
+RETENTION_SEED = 0x5EED_FADE
+HANG_AFTER_STEPS = 3  # a `hang` GPU stops after the work has visibly started (past its first progress)
+DTYPE_NUMPY = {"fp64": np.float64, "fp32": np.float32, "tf32": np.float32, "fp16": np.float16,
+               "bf16": np.float32, "fp8": np.float16}
+ALL_ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+# The first product after a set-up is cold on a real GPU: handle creation, kernel selection, clocks
+# ramping. On the H100 SXM5 and H200 (2026-11-26, shared/measurements/2026-11-26/README.md) a pulse
+# burst sized from it at the 1 s period was one product: int(0.5 s / first) = 1, so the first
+# product took more than 0.25 s (and a product warm about 1.7 ms: duty 0.084 at 20 ms). The twin's
+# cold start is 0.3 s, an estimate just above that bound; `cold_start=S` adds S.
+COLD_FIRST_PRODUCT_S = 0.3
+NO_PULSE_SLOWDOWN = 4.0  # a burst sized for half a period takes one and a half periods or more
+
+
+def expected_words(kind: int, index: np.ndarray, value: int) -> np.ndarray:
+    """What kernels/memtest.cu's expected_word gives, for every index at once."""
+    v = np.uint64(value)
+    base = kind & 0xFF
+    if base == 0:
+        return np.full(index.shape, v, dtype=np.uint64)
+    if base == 1:
+        return index ^ v
+    if base == 4:
+        return np.where(index % np.uint64(MEMTEST_MODULO) == np.uint64((kind >> 8) & 0xFF), v, ~v)
+    if base == 5:
+        return splitmix64((index & np.uint64((1 << ((kind >> 8) & 0x3F)) - 1)) ^ v)
+    r = splitmix64(index ^ v)
+    return r if base == 2 else ~r
+
+
+class SimDevice:
+    simulated = True
+    ka_size = 64  # known-answer product size the simulator computes for real
+
+    def __init__(self, spec: dict[str, Any], index: int):
+        self.index = index
+        self.k = spec["visible"][index]
+        self.shared = spec["shared"]
+        scale, origin = spec["clock"]
+        self.clock = Clock(scale, origin)
+        mine = [f for f in spec["faults"] if f.target == "gpu" and f.index == self.k]
+        self.faults = {f.name: f.value for f in mine}
+        self._fault_pairs = [(f.name, f.value) for f in mine]
+        self.model = SIM_GPU_MODELS[spec["scenario"]["gpus"]["model"]]
+        # Where corruption strikes: random, but the same for the same scenario seed and GPU.
+        self._rng = np.random.default_rng([spec["scenario"].get("seed", 0), self.k])
+        self.planted: list[dict[str, Any]] = []
+        self._steps = 0
+        self._mm: dict[str, Any] = {}
+        self._mem: np.ndarray | None = None
+        self._stream: tuple[np.ndarray, np.ndarray] | None = None
+        self._power_trace: list[tuple[float, float]] = []  # (from t, W): what this GPU draws, as it changes
+
+    # ------------------------------------------------------------------ life and load
+
+    def _slot(self, slot: int) -> int:
+        return self.k * SLOTS + slot
+
+    def set_load(self, load: float) -> None:
+        self.shared[self._slot(SLOT_LOAD)] = load
+        self._trace_power()
+
+    def _trace_power(self) -> None:
+        """Note what the GPU draws from now on; the trace keeps what NVML's window needs."""
+        now = self.clock.now()
+        watts = sim_power_w(self.model, self.shared[self._slot(SLOT_LOAD)], self.shared[self._slot(SLOT_POWER_W)],
+                            self._fault_pairs)
+        self._time_power_cap(now)
+        trace = self._power_trace
+        trace.append((now, watts))
+        while len(trace) > 1 and trace[1][0] <= now - 2 * NVML_POWER_PERIOD_S:
+            trace.pop(0)
+
+    def _time_power_cap(self, now: float) -> None:
+        """Open or close the interval in which the power limit holds this GPU's clock (SLOT_CAP_S), as
+        what it computes changes. Written in the order that keeps a reader between two writes from
+        counting an interval twice or from a stale start."""
+        held = held_by_limit(self.model, self.shared[self._slot(SLOT_LOAD)], self.shared[self._slot(SLOT_CLOCK_MHZ)],
+                             self._fault_pairs)
+        was = self.shared[self._slot(SLOT_CAP_OPEN)] > 0
+        if held and not was:
+            self.shared[self._slot(SLOT_CAP_SINCE)] = now
+            self.shared[self._slot(SLOT_CAP_OPEN)] = 1.0
+        elif was and not held:
+            self.shared[self._slot(SLOT_CAP_OPEN)] = 0.0
+            self.shared[self._slot(SLOT_CAP_S)] += max(0.0, now - self.shared[self._slot(SLOT_CAP_SINCE)])
+
+    def _mean_power(self, end: float) -> float:
+        """The mean power over NVML's window ending at `end` (run clock)."""
+        trace = self._power_trace
+        start = end - NVML_POWER_PERIOD_S
+        energy = 0.0
+        for i, (t, watts) in enumerate(trace):
+            until = trace[i + 1][0] if i + 1 < len(trace) else end
+            lo, hi = max(t, start), min(until, end)
+            if hi > lo:
+                energy += watts * (hi - lo)
+        first = trace[0][0]
+        if first > start:  # before the trace began: what it began with
+            energy += trace[0][1] * (min(first, end) - start)
+        return energy / NVML_POWER_PERIOD_S
+
+    def set_pulse(self, period_s: float) -> None:
+        """The period the load swings with now (0: steady), which a `transient_brake` GPU reacts to;
+        the brake it causes is timed here, where the swings change (see SLOT_BRAKE_S)."""
+        brake_ms = self.faults.get("transient_brake", 0)
+        was = transient_braking(self.shared[self._slot(SLOT_PULSE_S)], brake_ms)
+        now = self.clock.now()
+        if transient_braking(period_s, brake_ms) and not was:
+            self.shared[self._slot(SLOT_BRAKE_SINCE)] = now  # before the period: a reader never sees a stale start
+        self.shared[self._slot(SLOT_PULSE_S)] = period_s
+        if period_s > 0:
+            self.shared[self._slot(SLOT_SWUNG)] = 1.0
+        if was and not transient_braking(period_s, brake_ms):
+            self.shared[self._slot(SLOT_BRAKE_S)] += max(0.0, now - self.shared[self._slot(SLOT_BRAKE_SINCE)])
+
+    def power_reading(self) -> tuple[float | None, float | None]:
+        """(power, instantaneous power) in W now, as the worker reads them (without reading noise).
+        NVML averages what the GPU drew over about the last 100 ms: on a real H100 SXM5 pulsing at
+        100 ms both readings, taken at each burst's end and each idle half's end, gave the period's
+        mean (488 W at both), where at 500 ms and 1 s they swung 628-639 W
+        (tests/fixtures/real-2026-11-26/h100-sxm5-quick-pulsed: the pulse's power_read). The
+        instantaneous field is that mean now; the power reading is held from its last update, about
+        ten times a second (NVML_POWER_PERIOD_S)."""
+        if not self._power_trace:
+            self._trace_power()
+        now = self.clock.now()
+        held = math.floor(now / NVML_POWER_PERIOD_S) * NVML_POWER_PERIOD_S
+        return self._mean_power(held), self._mean_power(now)
+
+    def check_alive(self) -> None:
+        if self.shared[self._slot(SLOT_LOST)] > 0:
+            raise GpuLostError(self.index, "GPU has fallen off the bus")
+
+    def _work(self, seconds: float) -> None:
+        """Spend `seconds` of the run's clock on device work; faults strike here."""
+        self.check_alive()
+        self._steps += 1
+        if "hang" in self.faults and self._steps > HANG_AFTER_STEPS:
+            while True:  # a kernel that never completes: only the watchdog ends this
+                time.sleep(3600)
+        self.clock.sleep(seconds)
+        self.shared[self._slot(SLOT_LOADED_S)] += seconds * max(self.shared[self._slot(SLOT_LOAD)], 0.0)
+        if "lost" in self.faults and self.shared[self._slot(SLOT_LOADED_S)] >= LOST_AFTER_S:
+            self.shared[self._slot(SLOT_LOST)] = 1.0
+        self.check_alive()
+
+    def busy_step(self, seconds: float) -> None:
+        self._computing(PLAIN)
+        self._work(seconds)
+
+    def _computing(self, dtype: str | None) -> None:
+        """The GPU's loaded clock and power follow what it computes in (sim_models: the twin's
+        figures per dtype where the part was measured, else nodeqc.core.skus.Sku.loaded_clock)."""
+        self.shared[self._slot(SLOT_CLOCK_MHZ)] = self.model.loaded_clock(dtype)
+        self.shared[self._slot(SLOT_POWER_W)] = self.model.loaded_power_w(dtype)
+        self._trace_power()
+
+    def _share(self) -> float:
+        """The share of the GPU's time this work gets: all of it, unless a co-tenant computes too."""
+        return COTENANT_SHARE if cotenant_active(self._fault_pairs, self.shared[self._slot(SLOT_LOADED_S)]) else 1.0
+
+    def close(self) -> None:
+        self.set_load(0.0)
+
+    def release(self) -> None:
+        self._mm, self._mem, self._stream = {}, None, None
+        self._computing(None)
+
+    @property
+    def compute_capability(self) -> float:
+        return float(self.model.compute_capability)
+
+    def supports(self, dtype: str) -> str | None:
+        """None when this GPU can run the dtype, else why not (as the real device would say: FP8 by
+        the compute capability the real one checks; the simulated node needs no nvmath-python)."""
+        if dtype == "fp8" and (why := fp8_unsupported(self.compute_capability)):
+            return why
+        if dtype not in self.model.tflops:
+            return f"{self.model.name} has no {dtype} matrix units"
+        return None
+
+    # ------------------------------------------------------------------ matmul
+
+    def matmul_setup(self, dtype: str, seed: int) -> int:
+        """Random operands, identical on every GPU for the same seed; returns flops per product."""
+        rng = np.random.default_rng(seed)
+        a = rng.standard_normal((SIM_MATMUL_N, SIM_MATMUL_N)).astype(DTYPE_NUMPY[dtype])
+        b = rng.standard_normal((SIM_MATMUL_N, SIM_MATMUL_N)).astype(DTYPE_NUMPY[dtype])
+        self._mm = {"dtype": dtype, "a": a, "b": b, "c": None, "cold": True}
+        self._computing(dtype)
+        return 2 * NOMINAL_MATMUL_N ** 3
+
+    def matmul_run(self, iters: int) -> float:
+        """`iters` products, timed as the GPU model would take them at its sustained rate."""
+        mm = self._mm
+        clock_share, _ = sim_clock(self.model, self._fault_pairs)
+        rate = self.model.tflops[mm["dtype"]] * self.faults.get("slow", 1.0) * clock_share * self._share() * 1e12
+        seconds = iters * 2 * NOMINAL_MATMUL_N ** 3 / rate
+        if "no_pulse" in self.faults and self.shared[self._slot(SLOT_PULSE_S)] > 0:
+            seconds *= NO_PULSE_SLOWDOWN
+        if mm.pop("cold", False):
+            seconds += COLD_FIRST_PRODUCT_S + self.faults.get("cold_start", 0.0)
+        self._work(seconds)
+        mm["c"] = self._corrupt((mm["a"].astype(np.float64) @ mm["b"].astype(np.float64)).astype(np.float32),
+                                "matmul", mm["dtype"])
+        return seconds
+
+    def matmul_fingerprint(self) -> str:
+        return fingerprint(self._mm["c"])
+
+    def known_answer(self, dtype: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = np.float64 if dtype == "fp64" else np.float32
+        return self._corrupt((a.astype(np.float64) @ b.astype(np.float64)).astype(out), "known_answer", dtype)
+
+    def _corrupt(self, c: np.ndarray, what: str, dtype: str) -> np.ndarray:
+        if "bitflip" in self.faults:
+            bits = c.view(np.uint64 if c.dtype == np.float64 else np.uint32)
+            bits[BITFLIP_AT] ^= bits.dtype.type(1 << BITFLIP_BIT)
+        if "bitflip_random" in self.faults and what == "matmul":
+            self.flip_random_bit(c, what, dtype=dtype)
+        return c
+
+    def flip_random_bit(self, x: np.ndarray, what: str, **where: Any) -> None:
+        """Flip one bit of `x` in place, at an element and bit drawn from this GPU's generator."""
+        uint = np.dtype(f"u{x.dtype.itemsize}")
+        flat = x.reshape(-1).view(uint)
+        index = int(self._rng.integers(flat.size))
+        bit = int(self._rng.integers(8 * x.dtype.itemsize))
+        flat[index] ^= uint.type(1 << bit)
+        self.planted.append({"what": what, **where, "index": index, "bit": bit})
+
+    @staticmethod
+    def to_host(x: np.ndarray) -> np.ndarray:
+        return x
+
+    # ------------------------------------------------------------------ memory bandwidth
+
+    def _hbm_rate(self) -> float:
+        return self.model.hbm_gbps * self.faults.get("hbm_bw", 1.0) * self._share() * 1e9
+
+    def stream_setup(self, nbytes: int) -> int:
+        """Two buffers for copy and triad; returns the bytes one pass of either moves (read + write)."""
+        self._stream = (np.arange(1 << 16, dtype=np.float32), np.arange(1 << 16, dtype=np.float32))
+        self._stream_nominal = nbytes
+        return 2 * nbytes
+
+    def stream_run(self, kind: str, iters: int) -> float:
+        init, a = self._stream
+        moved = (2 if kind == "copy" else 3) * self._stream_nominal * iters
+        seconds = moved / (self._hbm_rate() * (1.0 if kind == "copy" else self.model.triad_share))
+        self._work(seconds)
+        a[:] = init if kind == "copy" else init + 2.0 * init
+        return seconds
+
+    def stream_result(self) -> np.ndarray:
+        """Buffer `a` after copy then triad over buffers that all start as 0, 1, 2, ... (a copy, so a
+        corruption planted here stays out of the next pass)."""
+        a = self._stream[1].copy()
+        if "hbm_corrupt" in self.faults:
+            self.flip_random_bit(a, "hbm")
+        return a
+
+    # ------------------------------------------------------------------ memory pattern test
+
+    def memtest_setup(self, fraction: float) -> dict[str, Any]:
+        """Take `fraction` of the free memory (simulated: the model's memory, minus what the driver
+        keeps); returns the bytes covered and the base address of the buffer."""
+        free = int(self.model.memory_mib * MIB * 0.985)
+        self._mem_nominal = int(free * fraction) // 8 * 8
+        self._mem = np.zeros(SIM_MEMTEST_WORDS, dtype=np.uint64)
+        self._index = np.arange(SIM_MEMTEST_WORDS, dtype=np.uint64)
+        return {"bytes": self._mem_nominal, "free_bytes": free, "base_address": SIM_BASE_ADDRESS,
+                "words": SIM_MEMTEST_WORDS}  # the words actually patterned
+
+    def _stuck(self) -> None:
+        if "badmem" in self.faults:
+            self._mem[SIM_MEMTEST_WORDS // 3] |= np.uint64(1 << BADMEM_BIT)
+
+    def _mem_time(self, passes: float) -> float:
+        seconds = passes * self._mem_nominal / (self.model.memtest_share * self._hbm_rate())
+        self._work(seconds)
+        return seconds
+
+    def _log(self, want: np.ndarray, got: np.ndarray) -> tuple[int, list[tuple[int, int, int]]]:
+        bad = np.flatnonzero(want != got)
+        records = [(int(i), int(want[i]), int(got[i])) for i in bad[:MEMTEST_MAX_RECORDS]]
+        return int(bad.size), records
+
+    def memtest_write(self, kind: int, value: int) -> float:
+        self._mem[:] = expected_words(kind, self._index, value)
+        self._stuck()
+        return self._mem_time(1)
+
+    def memtest_check(self, kind: int, value: int) -> tuple[int, list[tuple[int, int, int]], float]:
+        count, records = self._log(expected_words(kind, self._index, value), self._mem)
+        return count, records, self._mem_time(1)
+
+    def memtest_invert(self, kind: int, value: int, descending: bool) -> tuple[int, list[tuple[int, int, int]], float]:
+        want = expected_words(kind, self._index, value)
+        count, records = self._log(want, self._mem)
+        self._mem[:] = ~want
+        self._stuck()
+        return count, records, self._mem_time(2)
+
+    def memtest_move(self, half: int, upward: bool) -> float:
+        """Copy words [0, half) onto [half, 2 half) (upward), or back."""
+        if upward:
+            self._mem[half:2 * half] = self._mem[:half]
+        else:
+            self._mem[:half] = self._mem[half:2 * half]
+        self._stuck()
+        return self._mem_time(1)
+
+    def memtest_wait(self, seconds: float) -> None:
+        """Leave the memory alone, the GPU idle, for `seconds`. A `retention` GPU's weak cells lose
+        their charge meanwhile: a stored 1 reads back as 0."""
+        self.set_load(0.0)
+        self._work(seconds)
+        if "retention" in self.faults:
+            rng = np.random.default_rng(RETENTION_SEED + self.k)
+            words = rng.choice(SIM_MEMTEST_WORDS, RETENTION_WEAK_CELLS, replace=False)
+            bits = rng.integers(0, 64, RETENTION_WEAK_CELLS)
+            for w, b in zip(words, bits):
+                self._mem[w] &= ~np.uint64(1 << int(b))
+
+    def memtest_address_lines(self) -> tuple[int, list[tuple[int, int, int]], float]:
+        """Walking ones on the address lines: a word at each power-of-two index must not alias another."""
+        lines = [0] + [1 << b for b in range(SIM_MEMTEST_WORDS.bit_length() - 1)]
+        a, b = np.uint64(0x5555_5555_5555_5555), np.uint64(0xAAAA_AAAA_AAAA_AAAA)
+        self._mem[lines] = a
+        self._stuck()
+        count, records = 0, []
+        for line in lines[1:]:
+            self._mem[line] = b
+            self._stuck()
+            others = [x for x in lines if x != line]
+            c, r = self._log(np.full(len(others), a, dtype=np.uint64), self._mem[others])
+            count += c
+            records += [(others[i], w, g) for i, w, g in r]
+            self._mem[line] = a
+            self._stuck()
+        return count, records[:MEMTEST_MAX_RECORDS], self._mem_time(0.01)
+
+    # ------------------------------------------------------------------ host <-> device
+
+    def link_factor(self) -> float:
+        """How much of its maximum the PCIe link carries as trained (width, and 2x per generation)."""
+        m = self.model
+        width = self.faults.get("pcie_width", m.pcie_width)
+        gen = self.faults.get("pcie_gen", m.pcie_gen)
+        return width / m.pcie_width * 2.0 ** (gen - m.pcie_gen)
+
+    def pcie_setup(self, nbytes: int) -> None:
+        self._pcie = (np.arange(1 << 16, dtype=np.uint64).astype(np.uint8), np.zeros(1 << 16, dtype=np.uint8))
+        self._pcie_nominal = nbytes
+
+    def pcie_run(self, direction: str, iters: int) -> float:
+        healthy = self.model.d2h_gbps if direction == "d2h" else self.model.h2d_gbps
+        rate = healthy * self.link_factor() * 1e9
+        # Both directions at once share nothing on a full-duplex link, but each is a little slower.
+        moved = self._pcie_nominal * iters
+        seconds = moved / (rate * (self.model.bidir_share if direction == "bidir" else 1.0))
+        self._work(seconds)
+        host, dev = self._pcie
+        dev[:] = host
+        return seconds
+
+    def pcie_link_under_copy(self) -> dict[str, Any]:
+        m = self.model
+        self._work(0.01)
+        return {"gen": self.faults.get("pcie_gen", m.pcie_gen), "width": self.faults.get("pcie_width", m.pcie_width),
+                "max_gen": m.pcie_gen, "max_width": m.pcie_width}
+
+    def pcie_round_trip(self) -> tuple[np.ndarray, np.ndarray]:
+        """A pattern copied host -> device -> host: what was sent, and what came back."""
+        host, dev = self._pcie
+        back = dev.copy()
+        if "pcie_corrupt" in self.faults:
+            self.flip_random_bit(back, "pcie")
+        return host, back
+
+
+class SimNodeDevices:
+    """All simulated GPUs of the node from one worker: GPU-to-GPU copies and NCCL."""
+
+    simulated = True
+
+    def __init__(self, spec: dict[str, Any], indices: list[int]):
+        self.devices = {i: SimDevice(spec, i) for i in indices}
+        self.topology = spec["scenario"]["gpus"].get("topology", "pcie")
+        any_dev = next(iter(self.devices.values()))
+        self.clock = any_dev.clock
+        self.model = any_dev.model
+
+    def set_load(self, load: float) -> None:
+        for d in self.devices.values():
+            d.set_load(load)
+
+    def close(self) -> None:
+        for d in self.devices.values():
+            d.close()
+
+    def _work(self, seconds: float, involved: list[int]) -> None:
+        for i in involved[1:]:
+            self.devices[i].check_alive()
+        self.devices[involved[0]]._work(seconds)
+
+    def _link_fraction(self, i: int) -> float:
+        d = self.devices[i]
+        links = self.model.nvlink_links
+        if not links or self.topology == "pcie":
+            return 1.0
+        return max(0.0, (links - d.faults.get("nvlink_down", 0)) / links)
+
+    def peer_access(self) -> dict[tuple[int, int], bool]:
+        return {(i, j): True for i in self.devices for j in self.devices if i != j}
+
+    def _pair_rate(self, src: int, dst: int) -> float:
+        f = min(self._link_fraction(src), self._link_fraction(dst))
+        bw = min(self.devices[src].faults.get("p2p_bw", 1.0), self.devices[dst].faults.get("p2p_bw", 1.0))
+        return self.model.p2p_gbps * f * bw * 1e9
+
+    def p2p_setup(self, nbytes: int) -> None:
+        self._p2p_nominal = nbytes
+        self._buffers = {i: copy_pattern(np, 1 << 14, i) for i in self.devices}
+        self._received: dict[tuple[int, int], np.ndarray] = {}
+
+    def p2p_copy(self, src: int, dst: int, iters: int, bidir: bool = False) -> float:
+        seconds = self._p2p_nominal * iters / self._pair_rate(src, dst)
+        self._work(seconds, [src, dst])
+        self._receive(src, dst)
+        if bidir:
+            self._receive(dst, src)
+        return seconds
+
+    def _receive(self, src: int, dst: int) -> None:
+        got = self._buffers[src].copy()
+        if "p2p_corrupt" in self.devices[dst].faults:
+            self.devices[dst].flip_random_bit(got, "p2p", src=src, dst=dst)
+        self._received[(src, dst)] = got
+
+    def p2p_received(self, src: int, dst: int) -> np.ndarray:
+        """What `dst` holds after the last copy from `src`."""
+        return self._received[(src, dst)]
+
+    def p2p_latency(self, src: int, dst: int, iters: int) -> float:
+        per_copy = (2.2e-6 if self.topology != "pcie" else 11e-6) / max(self._link_fraction(src), 0.05)
+        self._work(per_copy * iters, [src, dst])
+        return per_copy
+
+    def nccl_unavailable(self) -> str | None:
+        return None
+
+    def nccl_allreduce(self, nbytes: int, iters: int,
+                       env: dict[str, str] | None = None) -> tuple[float, dict[int, np.ndarray]]:
+        """All-reduce (sum) of `nbytes` per GPU, `iters` times; returns seconds per all-reduce and
+        each GPU's result, for the workload to check. `env`: NCCL's switches, as the real one reads them."""
+        env = env or {}
+        n = len(self.devices)
+        rate = min(self._pair_rate(i, j) for i in self.devices for j in self.devices if i != j)
+        busbw = rate * (0.95 if self.topology != "pcie" else 0.5)
+        if env.get("NCCL_P2P_DISABLE") == "1" and env.get("NCCL_SHM_DISABLE") == "1":
+            # NCCL's own switches send every byte through the NICs: one 400 Gb/s NDR NIC per GPU
+            # (50 GB/s) at NCCL's ~90% (a model: no published healthy figure; Azure's floor is 40).
+            busbw = NIC_PATH_BUSBW_GBS * 1e9  # NVLink is not used: its faults do not show here
+        algbw = busbw * n / (2 * (n - 1))
+        per = nbytes / algbw
+        self._work(per * iters, list(self.devices))
+        contributions = [np.full(1024, allreduce_contribution(rank), dtype=np.float32) for rank in range(n)]
+        total = np.sum(contributions, axis=0, dtype=np.float32)
+        results = {}
+        for i, d in self.devices.items():
+            results[i] = total.copy()
+            if "nccl_corrupt" in d.faults:
+                d.flip_random_bit(results[i], "nccl")
+        return per, results

@@ -1,0 +1,210 @@
+"""GPU models the simulated node can be built from: one per SKU of nodeqc.core.skus, whose identity and
+healthy figures (sustained TFLOP/s, STREAM copy, pinned copies, memory, power limit) they take as
+they are, so a clean simulated GPU performs exactly as a healthy part measured, the profiles'
+floors derived from the same figures pass it, and an injected `slow=0.88` lands where a real part
+12% slow would. What is here is the rest of the simulated physics: temperatures, clocks, NVLink.
+
+Where a SKU was measured whole on a real part, its model carries a twin (`Twin`): the figures that
+part delivered in nodeqc's own quick run, per dtype its rate, clock and power at the 700 W limit,
+and the copies and memory test, so the simulated GPU reproduces what the real one showed (issue 23),
+not what nodeqc's table says a healthy part delivers at the least."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodeqc.backends.base import PLAIN_LOAD_DTYPE
+from nodeqc.core.skus import BY_KEY, Sku
+
+MIB = 1024 * 1024
+PLAIN = "plain"  # the plain load (SimDevice.busy_step): the Twin's loaded clock and power under it
+
+
+@dataclass(frozen=True)
+class Twin:
+    """What one real part delivered, figure by figure, for the simulated GPU to reproduce.
+
+    tflops: the quick burn's sustained rate per dtype; sm_mhz and power_w: the median SM clock and
+    power over each dtype's steady telemetry samples in that burn (the burn runs fp64, fp32, tf32,
+    fp16, bf16, fp8 in turn), and under the plain load (PLAIN: stress.power's busy steps);
+    copy/triad: the STREAM kernels; memtest: the memory test's rate once its kernels are compiled."""
+
+    tflops: dict[str, float]
+    sm_mhz: dict[str, float]
+    power_w: dict[str, float]
+    copy_gbps: float
+    triad_gbps: float
+    h2d_gbps: float
+    d2h_gbps: float
+    bidir_gbps: float
+    memtest_gbps: float
+    source: str
+
+
+M26 = "shared/measurements/2026-11-26"
+# The burn keeps the GPU computing the whole of each step since 2026-11-26 (a warm product sizes its
+# steps): the figures a twin reproduces are of that burn, read on the same day with the same driver
+# (benchmarks/RESULTS.md, "2026-11-26, issue 23"). Per dtype: the burn's sustained rate, and the mean
+# SM clock and power over its span (the evidence's per-dtype readings); PLAIN: stress.power's held
+# power and clock; the copies and pinned copies of the quick run; the memory test's rate as the
+# benchmark's second call read it (its kernels compiled).
+# H100 SXM5 80GB (PCI 0x2330), 700 W, driver 580.159.04: quick run vm-20261126T174004Z
+# (tests/fixtures/real-2026-11-26/h100-sxm5-quick-pulsed.predicate.json).
+H100_SXM5_TWIN = Twin(
+    tflops={"fp64": 59.04, "fp32": 51.46, "tf32": 356.25, "fp16": 651.86, "bf16": 677.38, "fp8": 1223.38},
+    sm_mhz={"fp64": 1795, "fp32": 1975, "tf32": 1412, "fp16": 1291, "bf16": 1369, "fp8": 1272, PLAIN: 1332},
+    power_w={"fp64": 663.4, "fp32": 680.7, "tf32": 698.1, "fp16": 683.5, "bf16": 662.9, "fp8": 606.9, PLAIN: 676.7},
+    copy_gbps=2847.5, triad_gbps=2914.7, h2d_gbps=55.3, d2h_gbps=55.2, bidir_gbps=96.4, memtest_gbps=2872.6,
+    source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174004Z, bench_gpu memtest_second)")
+# H200 SXM 141GB (PCI 0x2335), the same: quick run vm-20261126T174732Z
+# (tests/fixtures/real-2026-11-26/h200-sxm-quick-pulsed.predicate.json).
+H200_SXM_TWIN = Twin(
+    tflops={"fp64": 59.53, "fp32": 51.26, "tf32": 344.91, "fp16": 639.14, "bf16": 663.68, "fp8": 1212.4},
+    sm_mhz={"fp64": 1801, "fp32": 1980, "tf32": 1508, "fp16": 1399, "bf16": 1473, "fp8": 1390, PLAIN: 1418},
+    power_w={"fp64": 664.1, "fp32": 675.9, "tf32": 692.0, "fp16": 665.9, "bf16": 600.1, "fp8": 594.7, PLAIN: 670.2},
+    copy_gbps=3988.2, triad_gbps=4158.4, h2d_gbps=55.4, d2h_gbps=55.3, bidir_gbps=101.4, memtest_gbps=3921.7,
+    source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174732Z, bench_gpu memtest_second)")
+# Power above the limit that NVML's instantaneous reading (NVML_FI_DEV_POWER_INSTANT) shows while
+# the load swings, as a share of the limit: 881, 861 and 951 W against 700 W on the H100 SXM5 under
+# pulsed bf16 (shared/measurements/README.md, 2026-11-23), up to 795 W on the H200
+# (2026-11-26/README.md, h200-pulse-warmed.jsonl): 1.14-1.36; the middle of it.
+INSTANT_OVERSHOOT = 1.25
+
+
+@dataclass(frozen=True)
+class SimGpuModel:
+    sku_key: str
+    compute_capability: str
+    pcie_width: int
+    idle_w: float
+    idle_temp_c: float
+    load_temp_c: float
+    slowdown_c: float
+    shutdown_c: float
+    gpu_max_c: float
+    mem_max_c: float
+    idle_sm_mhz: int
+    max_sm_mhz: int
+    mem_mhz: int
+    nvlink_links: int
+    vbios: str
+    board_part: str
+    p2p_gbps: float = 0.0
+    twin: Twin | None = None
+
+    @property
+    def sku(self) -> Sku:
+        return BY_KEY[self.sku_key]
+
+    @property
+    def name(self) -> str:
+        return self.sku.nvml_names[0]
+
+    @property
+    def pci_device_id(self) -> int:
+        return self.sku.pci_device_ids[0]
+
+    @property
+    def memory_mib(self) -> int:
+        return int(self.sku.memory_gib * 1024)
+
+    @property
+    def tdp_w(self) -> float:
+        return self.sku.default_power_w
+
+    @property
+    def pcie_gen(self) -> int:
+        return self.sku.pcie_gen
+
+    @property
+    def tflops(self) -> dict[str, float]:
+        return self.twin.tflops if self.twin else self.sku.healthy_tflops
+
+    @property
+    def hbm_gbps(self) -> float:
+        return self.twin.copy_gbps if self.twin else self.sku.healthy_hbm_gbps
+
+    @property
+    def h2d_gbps(self) -> float:
+        return self.twin.h2d_gbps if self.twin else self.sku.healthy_h2d_gbps
+
+    @property
+    def d2h_gbps(self) -> float:
+        return self.twin.d2h_gbps if self.twin else self.sku.healthy_d2h_gbps
+
+    @property
+    def triad_share(self) -> float:
+        """STREAM triad's rate over copy's (1 where the part was not measured)."""
+        return self.twin.triad_gbps / self.twin.copy_gbps if self.twin else 1.0
+
+    @property
+    def bidir_share(self) -> float:
+        """Each direction's rate in a bidirectional pinned copy, over H2D's alone."""
+        return self.twin.bidir_gbps / (2 * self.twin.h2d_gbps) if self.twin else 0.9
+
+    @property
+    def memtest_share(self) -> float:
+        """The memory test's rate over the STREAM copy's."""
+        return self.twin.memtest_gbps / self.twin.copy_gbps if self.twin else 0.8
+
+    def loaded_clock(self, dtype: str | None) -> float:
+        """The SM clock under full load of `dtype` (PLAIN: the plain load) at the power limit; 0 for
+        no load. Without a twin: the SKU's loaded clock of the dtype (the plain load is fp16)."""
+        if not dtype:
+            return 0.0
+        if self.twin and dtype in self.twin.sm_mhz:
+            return self.twin.sm_mhz[dtype]
+        return self.sku.loaded_clock([PLAIN_LOAD_DTYPE if dtype == PLAIN else dtype])
+
+    def loaded_power_w(self, dtype: str | None) -> float:
+        """The power a healthy part draws under full load of `dtype`; 0: not measured (the node's
+        general share of the limit applies)."""
+        return self.twin.power_w.get(dtype, 0.0) if self.twin and dtype else 0.0
+
+    @property
+    def has_row_remapping(self) -> bool:
+        """Ampere and newer remap rows; older GPUs retire pages instead (NVML answers NotSupported)."""
+        return float(self.compute_capability) >= 8.0
+
+
+def _models(*models: SimGpuModel) -> dict[str, SimGpuModel]:
+    return {m.sku_key: m for m in models}
+
+
+# p2p_gbps: one-way GPU-to-GPU copy a healthy pair reaches (p2pBandwidthLatencyTest, REFERENCE.md:
+# H100 SXM 376-380, A100 274; V100 SXM2 6 NVLink 2 links about 140; PCIe cards through the host).
+SIM_GPU_MODELS: dict[str, SimGpuModel] = _models(
+    SimGpuModel("a100-sxm4-40gb", "8.0", 16, 55, 33, 62, 89, 92, 87, 95, 210, 1410, 1215, 12,
+                "92.00.19.00.10", "692-2G506-0200-002", 274),
+    SimGpuModel("a100-sxm4-80gb", "8.0", 16, 62, 33, 62, 89, 92, 87, 95, 210, 1410, 1593, 12,
+                "92.00.36.00.02", "692-2G506-0210-002", 274),
+    SimGpuModel("a100-pcie-40gb", "8.0", 16, 35, 31, 66, 88, 92, 85, 95, 210, 1410, 1215, 0,
+                "92.00.25.00.08", "900-21001-0000-000", 24),
+    SimGpuModel("a100-pcie-80gb", "8.0", 16, 40, 31, 66, 88, 92, 85, 95, 210, 1410, 1512, 0,
+                "92.00.90.00.04", "900-21001-0020-100", 24),
+    SimGpuModel("h100-sxm5-80gb", "9.0", 16, 72, 30, 64, 90, 92, 87, 95, 345, 1980, 2619, 18,
+                "96.00.99.00.01", "692-2G520-0200-000", 378, H100_SXM5_TWIN),
+    SimGpuModel("h100-pcie-80gb", "9.0", 16, 48, 32, 70, 90, 92, 87, 95, 345, 1755, 1593, 0,
+                "96.00.30.00.01", "900-21010-0000-000", 52),
+    SimGpuModel("h100-nvl-94gb", "9.0", 16, 60, 32, 68, 90, 92, 87, 95, 345, 1785, 2619, 0,
+                "96.00.74.00.01", "900-21010-0020-000", 52),
+    SimGpuModel("h200-sxm-141gb", "9.0", 16, 78, 30, 63, 90, 92, 87, 95, 345, 1980, 3201, 18,
+                "96.00.A5.00.01", "692-2G520-0280-000", 390, H200_SXM_TWIN),
+    SimGpuModel("h200-nvl-141gb", "9.0", 16, 70, 31, 66, 90, 92, 87, 95, 345, 1785, 3201, 0,
+                "96.00.AF.00.01", "900-21010-0040-000", 52),
+    SimGpuModel("l40s", "8.9", 16, 36, 30, 68, 90, 93, 87, 95, 210, 2520, 9001, 0,
+                "95.02.66.00.02", "900-2G133-0080-000", 23),
+    SimGpuModel("t4", "7.5", 16, 10, 35, 68, 93, 96, 85, 95, 300, 1590, 5001, 0,
+                "90.04.96.00.02", "900-2G183-0000-001", 11),
+    SimGpuModel("v100-sxm2-16gb", "7.0", 16, 42, 34, 65, 87, 90, 83, 95, 135, 1530, 877, 6,
+                "88.00.4F.00.09", "900-2G503-0000-000", 140),
+    SimGpuModel("v100-sxm2-32gb", "7.0", 16, 42, 34, 65, 87, 90, 83, 95, 135, 1530, 877, 6,
+                "88.00.80.00.01", "900-2G503-0030-000", 140),
+    SimGpuModel("v100-pcie-16gb", "7.0", 16, 30, 33, 66, 87, 90, 83, 95, 135, 1380, 877, 0,
+                "88.00.41.00.0A", "900-2G500-0000-000", 11),
+    SimGpuModel("v100-pcie-32gb", "7.0", 16, 30, 33, 66, 87, 90, 83, 95, 135, 1380, 877, 0,
+                "88.00.80.00.02", "900-2G500-0010-000", 11),
+)
+# The names scenarios used before the models followed the SKU table.
+SIM_GPU_MODELS.update({"h100-sxm5": SIM_GPU_MODELS["h100-sxm5-80gb"], "h100-pcie": SIM_GPU_MODELS["h100-pcie-80gb"],
+                       "h200-sxm": SIM_GPU_MODELS["h200-sxm-141gb"]})

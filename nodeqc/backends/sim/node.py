@@ -1,0 +1,703 @@
+"""The simulated node: N GPUs with a topology, telemetry that responds to load, and injectable faults.
+
+It implements the same interfaces as the real backends, so every check runs unmodified against it.
+The simulator makes faults happen (a link that trains narrow, a counter that grows); it never decides
+a verdict. Its reports are marked simulated.
+
+Worker processes (the stress work) and the telemetry in the main process share one small array per
+node: a worker writes how loaded its GPU is, telemetry reads it, so temperature, power, clocks and
+PCIe link state follow the real work schedule. Time is compressed by the scenario's `time_scale`.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import random
+import threading
+import time
+import tomllib
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounters, GpuInfo, GpuManagement,
+                                  GpuProcess, GpuSample, HostBackend, HostInfo, IbPort, NicBackend, NicInfo, PciDevice,
+                                  TrafficJob, TrafficOutcome, TrafficSession, XidEvent, decode_reasons)
+from nodeqc.backends.nic import IB_COUNTERS
+from nodeqc.backends.sim.models import INSTANT_OVERSHOOT, MIB, SIM_GPU_MODELS, SimGpuModel
+from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
+                                       SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
+                                       SLOT_LOST, SLOT_POWER_W, SLOT_PULSE_S, SLOTS, transient_braking)
+from nodeqc.backends.sim.faults import Fault, check_range
+from nodeqc.core.errors import GpuLostError, UsageError
+from nodeqc.core.na import NA
+from nodeqc.core.resources import scenarios_dir
+from nodeqc.core.safefile import NotAFile, read_bounded
+from nodeqc.core.schema import Spec, validate
+
+GIB = 1024 ** 3
+
+SCENARIO_SCHEMA = {
+    "": {
+        "description": Spec("str", "what this simulated node is"),
+        "hostname": Spec("str", "host name the node reports"),
+        "time_scale": Spec("number", "simulated seconds per real second", low=0.1, high=1e6),
+        "driver_version": Spec("version", "NVIDIA driver version reported"),
+        "cuda_version": Spec("version", "CUDA version the driver reports"),
+        "seed": Spec("int", "seed of the telemetry noise", low=0),
+    },
+    "system": {
+        "vendor": Spec("str", "DMI system vendor"),
+        "model": Spec("str", "DMI product name"),
+        "serial": Spec("str", "DMI product serial"),
+    },
+    "host": {
+        "cpu_model": Spec("str", "CPU model name"),
+        "sockets": Spec("int", "CPU sockets", low=1),
+        "cores": Spec("int", "physical cores", low=1),
+        "threads": Spec("int", "hardware threads", low=1),
+        "memory_gib": Spec("number", "memory", low=0.5, high=1 << 20),  # up to 1 PiB
+        "numa_nodes": Spec("int", "NUMA nodes", low=1),
+        "os": Spec("str", "operating system"),
+        "kernel": Spec("str", "kernel release"),
+        "fabric_manager": Spec("bool", "the NVSwitch fabric manager runs"),
+        "gpudirect_rdma": Spec("bool", "the GPUDirect RDMA module is loaded"),
+        "vm": Spec("bool", "a virtual machine: no BMC answers, no EDAC or PCIe AER counters in sysfs"),
+    },
+    "gpus": {
+        "model": Spec("choice", "GPU model", tuple(SIM_GPU_MODELS)),
+        "count": Spec("int", "number of GPUs", low=1, high=64),
+        "bus_ids": Spec("strlist", "PCI addresses of the GPUs"),
+        "serials": Spec("strlist", "GPU serial numbers (default: the system serial and -G<slot>)"),
+        "topology": Spec("choice", "how the GPUs connect", ("nvswitch", "pcie", "nvlink-bridge")),
+    },
+    "nics": {
+        "name": Spec("str", "interface name"),
+        "driver": Spec("str", "kernel driver"),
+        "kind": Spec("choice", "link layer", ("ethernet", "infiniband")),
+        "speed_mbps": Spec("int", "link speed", low=1),
+        "mtu": Spec("int", "MTU", low=68),
+        "pcie_gen": Spec("int", "PCIe generation", low=1, high=6),
+        "pcie_width": Spec("choice", "PCIe lanes", (1, 2, 4, 8, 16)),
+        "bus_id": Spec("str", "PCI address"),
+        "ib_device": Spec("str", "its RDMA device (InfiniBand, or RoCE on Ethernet), e.g. mlx5_0"),
+    },
+}
+
+# Behaviour of the simulated physics, in simulated seconds.
+THERMAL_TAU_S = 8.0  # how fast temperature follows load
+MAX_SCENARIO_BYTES = 1 << 20  # the built-in scenarios are about 2 kB
+RAMP_S = 5.0  # faulty counters grow over the first seconds of load
+XID_AFTER_S = 2.0  # an injected XID arrives after this much load
+LOST_AFTER_S = 3.0  # an injected `lost` GPU falls off the bus after this much load
+LOADED = 0.3  # above this load the GPU counts as busy (PCIe trains up, utilisation high)
+FULL_LOAD_POWER = 0.93  # a healthy GPU under full load draws this share of its limit (H200: 0.94, measured)
+# NVML's power reading (nvmlDeviceGetPowerUsage) changes about ten times a second however fast it is
+# polled, and holds between (about 45 distinct readings in 4 s on the H100 SXM5, driver 580.159.04:
+# shared/measurements/README.md); the instantaneous field (NVML_FI_DEV_POWER_INSTANT) moves with the load.
+NVML_POWER_PERIOD_S = 0.1
+# SM clock under load as a share of its sustained clock, per throttle reason (a HW slowdown halves it
+# or worse). The software power cap is how a healthy GPU reaches its sustained clock under full load
+# (the H200 ran at 0.94 of its limit and 1794 MHz: shared/measurements), so it costs nothing more.
+THROTTLE_CLOCK = {"sw_power_cap": 1.0, "sw_thermal": 0.8, "hw_thermal": 0.7, "hw_slowdown": 0.5, "power_brake": 0.5}
+# A co-tenant: a bf16 PyTorch job beside the burn on a real H100 SXM5 left the burn 0.40-0.44 of its
+# rate in every dtype (bf16 310.7 of 747.1, fp32 20.9 of 51.6: shared/measurements, cotenant log).
+COTENANT_SHARE = 0.42
+COTENANT_AFTER_S = 2.0  # a `cotenant_late` process starts after this much load
+COTENANT = GpuProcess(48151, "python3", 1_050_000_000)  # pid, name and memory as a PyTorch job showed
+
+
+def sim_clock(model: SimGpuModel, faults: list[tuple[str, Any]]) -> tuple[float, int]:
+    """A loaded GPU's SM clock as a share of its full-load clock, and the clock-event reason bits
+    that say why; the simulated compute runs slower by the same share."""
+    share, reasons = 1.0, 0
+    for name, value in faults:
+        if name == "throttle":
+            share *= THROTTLE_CLOCK[value]
+            reasons |= REASON_BITS[value]
+        elif name == "power_limit" and value < FULL_LOAD_POWER * model.tdp_w:
+            # Clocks fall until the power fits under the limit (taken as linear above idle power).
+            share *= max(0.2, (value - model.idle_w) / (FULL_LOAD_POWER * model.tdp_w - model.idle_w))
+            reasons |= REASON_BITS["sw_power_cap"]
+    return share, reasons
+
+
+def held_by_limit(model: SimGpuModel, load: float, dtype_clock: float, faults: list[tuple[str, Any]]) -> bool:
+    """Whether a healthy GPU's work under full load holds its clock below the maximum: the driver's
+    power cap does that, and NVML says so (sw_power_cap). The real H100 SXM5 and H200 spent 0.96-0.99
+    of each burn dtype, and all of stress.power, with it set at 1272-1801 MHz; fp32 at 1975-1980 MHz
+    (the maximum) 0.35 and 0.04 (tests/fixtures/real-2026-11-26/*-quick-pulsed: the burn's throttle_s
+    per dtype, the telemetry's reasons). A clock within 1% of the maximum is taken as not held; a GPU
+    that cannot draw up to its limit (a `power` fault) is not held by it. `dtype_clock` 0: the SKU's
+    loaded clock."""
+    values = dict(faults)
+    if load <= LOADED or values.get("power", math.inf) < min(values.get("power_limit", model.tdp_w), model.tdp_w):
+        return False
+    return (dtype_clock or model.sku.healthy_sm_mhz) < 0.99 * model.max_sm_mhz
+
+
+def sim_power_demand_w(model: SimGpuModel, load: float, full_w: float) -> float:
+    """What a simulated GPU's load asks for: its idle power plus the load's share of what it draws
+    under full load of its work now (`full_w`, SLOT_POWER_W: a measured twin's per dtype; 0 for
+    FULL_LOAD_POWER x its limit)."""
+    return model.idle_w + load * ((full_w or FULL_LOAD_POWER * model.tdp_w) - model.idle_w)
+
+
+def sim_power_w(model: SimGpuModel, load: float, full_w: float, faults: list[tuple[str, Any]]) -> float:
+    """What a simulated GPU draws at this load (no reading noise): its demand, held under the enforced
+    limit (`power_limit`) and what it can draw (`power`). The node's NVML readings and the pulse
+    worker's own read the same."""
+    values = dict(faults)
+    return min(sim_power_demand_w(model, load, full_w), values.get("power", model.tdp_w),
+               min(values.get("power_limit", model.tdp_w), model.tdp_w))
+
+
+def cotenant_active(faults: list[tuple[str, Any]], loaded_s: float) -> bool:
+    """Whether another process is computing on the GPU now."""
+    names = {name for name, _ in faults}
+    return "cotenant" in names or ("cotenant_late" in names and loaded_s >= COTENANT_AFTER_S)
+
+# Simulated traffic: what a healthy link carries, as a fraction of its speed. TCP over Ethernet at
+# 1500 MTU carries at most 94% of the line rate (headers); IPoIB pushes TCP through the CPU and
+# reaches a fraction of an InfiniBand link; ib_write_bw comes close to the port rate. PCIe caps it:
+# Gb/s per lane after encoding, times 0.85 for packet overhead.
+TCP_EFFICIENCY = {"ethernet": 0.94, "infiniband": 0.2}
+RDMA_EFFICIENCY = 0.97
+PCIE_LANE_GBIT = {1: 2.0, 2: 4.0, 3: 7.88, 4: 15.75, 5: 31.5, 6: 63.0}
+
+
+@dataclass
+class Scenario:
+    name: str
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def gpu_model(self) -> SimGpuModel:
+        return SIM_GPU_MODELS[self.data["gpus"]["model"]]
+
+    @property
+    def gpu_count(self) -> int:
+        return self.data["gpus"]["count"]
+
+    @property
+    def nics(self) -> list[dict[str, Any]]:
+        return self.data.get("nics", [])
+
+    def gpu_serial(self, k: int) -> str:
+        serials = self.data["gpus"].get("serials")
+        return serials[k] if serials else f"{self.data.get('system', {}).get('serial', 'SIM')}-G{k}"
+
+    def bus_id(self, k: int) -> str:
+        ids = self.data["gpus"].get("bus_ids")
+        return ids[k] if ids else f"0000:{0x10 + 0x10 * k:02x}:00.0"
+
+
+def list_scenarios() -> list[str]:
+    """The built-in scenario files; every SKU's key (nodeqc/core/skus.py) is a scenario too (sku_scenario)."""
+    return sorted(p.stem for p in scenarios_dir().glob("*.toml"))
+
+
+def sku_scenario(key: str) -> Scenario:
+    """One GPU of a SKU in a cloud VM like those the real figures were measured on
+    (shared/measurements: 16 cores, 125.9 GiB, one virtio NIC): a single-GPU profile must pass it.
+    A SKU measured whole (its model has a twin: H100 SXM5, H200 SXM) is that VM as it was: no BMC,
+    no EDAC, no AER (shared/measurements/2026-11-26: those checks did not run)."""
+    model = SIM_GPU_MODELS[key]
+    return Scenario(key, scenarios_dir() / f"{key}.toml", {
+        "description": f"one {model.sku.name} in a cloud VM", "hostname": f"sim-{key}", "time_scale": 10,
+        "driver_version": "580.159.04", "cuda_version": "13.0",
+        "system": {"vendor": "Simulated Cloud", "model": "SIM-VM", "serial": f"SIM-{key.upper()}"},
+        "host": {"cpu_model": "Intel(R) Xeon(R) Processor", "sockets": 1, "cores": 16, "threads": 16,
+                 "memory_gib": 125.9, "numa_nodes": 1, "os": "Ubuntu 24.04.3 LTS", "kernel": "6.8.0-generic",
+                 "vm": model.twin is not None},
+        "gpus": {"model": key, "count": 1, "bus_ids": ["0000:00:06.0"], "topology": "pcie"},
+        "nics": [{"name": "eth0", "driver": "virtio_net", "kind": "ethernet", "speed_mbps": 10000,
+                  "mtu": 1500, "pcie_gen": 3, "pcie_width": 1, "bus_id": "0000:00:03.0"}],
+    })
+
+
+def load_scenario(ref: str) -> Scenario:
+    if ref in SIM_GPU_MODELS and ref == SIM_GPU_MODELS[ref].sku_key and not (scenarios_dir() / f"{ref}.toml").is_file():
+        return sku_scenario(ref)
+    if ref.endswith(".toml") or "/" in ref:
+        path = Path(ref)
+        if not path.is_file():
+            raise UsageError(f"{ref}: scenario file not found")
+    else:
+        path = scenarios_dir() / f"{ref}.toml"
+        if not path.is_file():
+            raise UsageError(f'--simulate: no built-in scenario "{ref}"; known: {", ".join(list_scenarios())}'
+                             " (or give a scenario file PATH.toml, or a GPU SKU: nodeqc profiles)")
+    where = str(path) if path.parent != scenarios_dir() else f"scenario {path.stem}"
+    try:
+        data = tomllib.loads(read_bounded(path, MAX_SCENARIO_BYTES).decode("utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{where}: invalid TOML: {e}") from None
+    except NotAFile as e:
+        raise UsageError(f"{where}: {e}") from None
+    except (OSError, UnicodeDecodeError, RecursionError) as e:
+        raise UsageError(f"{where}: cannot read scenario: {type(e).__name__}: {e}") from None
+    validate(where, SCENARIO_SCHEMA, data, arrays=("nics",), required={"nics": ("name",)})
+    names = [nic["name"] for nic in data.get("nics", [])]
+    for name in names:
+        if names.count(name) > 1:
+            raise UsageError(f"{where}: [[nics]] name: {name!r} appears {names.count(name)} times; each NIC needs its own")
+    for table, key in (("gpus", "model"), ("gpus", "count"), ("host", "cores"), ("host", "memory_gib")):
+        if key not in data.get(table, {}):
+            raise UsageError(f"{where}: [{table}] {key}: missing")
+    for key in ("bus_ids", "serials"):
+        ids = data["gpus"].get(key)
+        if ids is not None and len(ids) != data["gpus"]["count"]:
+            raise UsageError(f"{where}: [gpus] {key}: {len(ids)} {'addresses' if key == 'bus_ids' else 'serials'} for {data['gpus']['count']} GPUs")
+    return Scenario(path.stem, path, data)
+
+
+def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int) -> None:
+    """A GPU fault the simulated GPU could not have is a usage error, not a fault that silently does
+    nothing (a node that then passes would look like a fault the checks missed): NVLink faults on a
+    GPU without NVLink, row remapping before Ampere, a link generation above the GPU's, a power cap
+    at or above its limit, peer faults on a node without peers."""
+    sku = model.sku.name
+    for f in faults:
+        if f.target != "gpu":
+            continue
+        why = None
+        if f.name == "nvlink_down" and f.value > model.nvlink_links:
+            why = (f"the simulated {sku} has no NVLink" if not model.nvlink_links
+                   else f"the simulated {sku} has {model.nvlink_links} NVLink links")
+        elif f.name in ("row_remap_pending", "row_remap_failed") and not model.has_row_remapping:
+            why = f"the simulated {sku} retires pages instead of remapping rows (GPUs before Ampere)"
+        elif f.name == "pcie_gen" and f.value > model.pcie_gen:
+            why = f"the simulated {sku} links at PCIe Gen{model.pcie_gen} at most"
+        elif f.name in ("power", "power_limit") and f.value >= model.tdp_w:
+            why = f"the simulated {sku}'s power limit is {model.tdp_w:g} W: give fewer watts"
+        elif f.name in ("p2p_bw", "p2p_corrupt", "nccl_corrupt") and gpu_count < 2:
+            why = "needs two or more GPUs (the simulated node has one)"
+        if why:
+            raise UsageError(f"--inject {f}: {why}")
+
+
+class SimNode:
+    """One simulated node: its scenario, its faults, its clock and the state shared with workers."""
+
+    def __init__(self, scenario: Scenario, faults: list[Fault], time_scale: float | None = None):
+        check_range(faults, scenario.gpu_count, len(scenario.nics))
+        check_applies(faults, scenario.gpu_model, scenario.gpu_count)
+        self.scenario = scenario
+        self.faults = faults
+        self.clock = Clock(time_scale or scenario.data.get("time_scale", 10.0))
+        ctx = multiprocessing.get_context("spawn")
+        self.shared = ctx.Array("d", scenario.gpu_count * SLOTS, lock=False)
+        # NVML lists the GPUs the driver brought up, in bus order; a `missing` one is on PCI only.
+        self.visible = [k for k in range(scenario.gpu_count) if not self.has(k, "missing")]
+
+    def gpu_faults(self, k: int) -> list[Fault]:
+        return [f for f in self.faults if f.target == "gpu" and f.index == k]
+
+    def has(self, k: int, name: str) -> bool:
+        return any(f.name == name for f in self.gpu_faults(k))
+
+    def value(self, k: int, name: str, default: Any = None) -> Any:
+        return next((f.value for f in self.gpu_faults(k) if f.name == name), default)
+
+    def management(self) -> "SimManagement":
+        return SimManagement(self)
+
+    def host(self) -> "SimHost":
+        return SimHost(self)
+
+    def nics(self) -> "SimNics":
+        return SimNics(self)
+
+    def nic_value(self, k: int, name: str, default: Any = None) -> Any:
+        return next((f.value if f.value is not None else True for f in self.faults
+                     if f.target == "nic" and f.index == k and f.name == name), default)
+
+    def compute_spec(self) -> dict[str, Any]:
+        """What a worker process needs to drive a simulated GPU (picklable for spawn)."""
+        return {"kind": "sim", "scenario": self.scenario.data, "faults": self.faults,
+                "visible": self.visible, "shared": self.shared,
+                "clock": (self.clock.scale, self.clock.origin)}
+
+
+@dataclass
+class _GpuState:
+    temp: float
+    last_t: float
+    xids_due: list[int] | None = None
+    lost_reported: bool = False
+    # The driver's clocks-event durations (ns), integrated as simulated time passes, as a real
+    # driver counts them: a fault is in these counters whether or not a telemetry sample lands in it.
+    throttle_ns: dict[str, float] = field(default_factory=lambda: {r: 0.0 for r in COUNTED_REASONS})
+    transient_brake_ns: float = 0.0  # the pulse test's brake (`transient_brake`), exact: see SLOT_BRAKE_S
+    power_cap_ns: float = 0.0  # the power limit holding a healthy load's clock, exact: see SLOT_CAP_S
+    power_tick: int = -1  # the NVML power update period the held reading belongs to (NVML_POWER_PERIOD_S)
+    power_held: float = 0.0
+
+
+class SimManagement(GpuManagement):
+    simulated = True
+
+    def __init__(self, node: SimNode):
+        self.node = node
+        self.model = node.scenario.gpu_model
+        self._lock = threading.Lock()
+        seed = node.scenario.data.get("seed", 0)
+        self._rng = [random.Random(seed * 1000 + k) for k in range(node.scenario.gpu_count)]
+        now = node.clock.now()
+        self._state = [_GpuState(temp=self.model.idle_temp_c, last_t=now,
+                                 xids_due=[f.value for f in node.gpu_faults(k) if f.name == "xid"])
+                       for k in range(node.scenario.gpu_count)]
+        self._events: list[XidEvent] = []
+
+    def open(self) -> None:
+        pass
+
+    def driver_version(self) -> str:
+        return self.node.scenario.data.get("driver_version", "570.124.06")
+
+    def cuda_version(self) -> str:
+        return self.node.scenario.data.get("cuda_version", "12.8")
+
+    def _physical(self, index: int) -> int:
+        return self.node.visible[index]
+
+    def gpus(self) -> list[GpuInfo]:
+        m, sc = self.model, self.node.scenario
+        out = []
+        for j, k in enumerate(self.node.visible):
+            serial = sc.gpu_serial(k)
+            out.append(GpuInfo(
+                index=j, name=m.name, uuid=f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, serial)}",
+                bus_id=sc.bus_id(k), serial=serial, memory_total_bytes=m.memory_mib * MIB,
+                vbios=self.node.value(k, "vbios", m.vbios), board_part=m.board_part, pci_device_id=m.pci_device_id,
+                compute_capability=m.compute_capability,
+                ecc_enabled=True, ecc_pending=True, persistence=True,
+                pcie_max_gen=m.pcie_gen, pcie_max_width=m.pcie_width, pcie_gpu_max_gen=m.pcie_gen,
+                temp_slowdown_c=m.slowdown_c, temp_shutdown_c=m.shutdown_c, temp_gpu_max_c=m.gpu_max_c,
+                temp_mem_max_c=m.mem_max_c, power_limit_w=self._limit(k), power_default_limit_w=m.tdp_w,
+                max_sm_clock_mhz=m.max_sm_mhz, max_mem_clock_mhz=m.mem_mhz,
+                nvlink_count=self._links() or NA,
+                peer_paths={str(i): self._peer_path(k, other) for i, other in enumerate(self.node.visible) if i != j},
+                **sim_firmware(m, self.driver_version()),
+            ))
+        return out
+
+    def _peer_path(self, k: int, other: int) -> str:
+        """NVLink on NVSwitch and bridged nodes; a common host bridge on PCIe nodes, whose simulated
+        copies run at one rate between any two GPUs (sim_compute)."""
+        return "nvlink" if self.node.scenario.data["gpus"].get("topology", "pcie") != "pcie" else "host_bridge"
+
+    # ------------------------------------------------------------------ physics
+
+    def _limit(self, k: int) -> float:
+        return min(self.node.value(k, "power_limit", self.model.tdp_w), self.model.tdp_w)
+
+    def _fault_pairs(self, k: int) -> list[tuple[str, Any]]:
+        return [(f.name, f.value) for f in self.node.gpu_faults(k)]
+
+    def _load(self, k: int) -> float:
+        return self.node.shared[k * SLOTS + SLOT_LOAD]
+
+    def _lost(self, k: int) -> bool:
+        return self.node.shared[k * SLOTS + SLOT_LOST] > 0
+
+    def _loaded_s(self, k: int) -> float:
+        return self.node.shared[k * SLOTS + SLOT_LOADED_S]
+
+    def _advance(self, k: int) -> _GpuState:
+        """Bring GPU k's state up to now: temperature follows load, faults fire after load."""
+        st = self._state[k]
+        now = self.node.clock.now()
+        dt = max(0.0, now - st.last_t)
+        st.last_t = now
+        if self._lost(k):
+            if not st.lost_reported:
+                st.lost_reported = True
+                self._events.append(XidEvent(self.node.visible.index(k), 79, now))  # fallen off the bus
+            return st
+        load = self._load(k)
+        hot = self.node.value(k, "temp", self.model.load_temp_c)
+        target = self.model.idle_temp_c + load * (hot - self.model.idle_temp_c)
+        st.temp += (target - st.temp) * (1 - math.exp(-dt / THERMAL_TAU_S))
+        for reason in decode_reasons(self._reasons(k, load, st.temp, sampled=False)):
+            if reason in st.throttle_ns:
+                st.throttle_ns[reason] += dt * 1e9
+        # The swings' brake, as the worker timed it; never less than a reading already given (a
+        # reading between the worker's two writes at the end of a brake sees the closed total only).
+        brake_s = self.node.shared[k * SLOTS + SLOT_BRAKE_S]
+        if self._braking(k):
+            brake_s += max(0.0, now - self.node.shared[k * SLOTS + SLOT_BRAKE_SINCE])
+        st.transient_brake_ns = max(st.transient_brake_ns, brake_s * 1e9)
+        cap_s = self.node.shared[k * SLOTS + SLOT_CAP_S]
+        if self.node.shared[k * SLOTS + SLOT_CAP_OPEN] > 0:
+            cap_s += max(0.0, now - self.node.shared[k * SLOTS + SLOT_CAP_SINCE])
+        st.power_cap_ns = max(st.power_cap_ns, cap_s * 1e9)
+        if st.xids_due and self._loaded_s(k) >= XID_AFTER_S:
+            self._events += [XidEvent(self.node.visible.index(k), code, now) for code in st.xids_due]
+            st.xids_due = []
+        return st
+
+    def sample(self, index: int) -> GpuSample:
+        k = self._physical(index)
+        with self._lock:
+            st = self._advance(k)
+        if self._lost(k):
+            raise GpuLostError(index)
+        m, rng = self.model, self._rng[k]
+        load = self._load(k)
+        busy = load > LOADED
+        reasons = self._reasons(k, load, st.temp)
+        # Under full load a measured part draws what it drew computing this dtype (sim_models.Twin).
+        full_w = self.node.shared[k * SLOTS + SLOT_POWER_W]
+        demand = sim_power_demand_w(m, load, full_w)
+        power = sim_power_w(m, load, full_w, self._fault_pairs(k))
+        # Under full load a healthy GPU runs at its SKU's sustained clock (below its maximum: the
+        # power limit holds it there), which the SKU's healthy rates were measured at; at its limit,
+        # the clock of the dtype it computes in (half precision holds it lower). A GPU that cannot
+        # draw what its load asks (a `power` fault) is not held by its limit.
+        dtype_clock = self.node.shared[k * SLOTS + SLOT_CLOCK_MHZ]
+        at_limit = power >= min(demand, self._limit(k))
+        full = dtype_clock if dtype_clock and at_limit else m.sku.healthy_sm_mhz
+        clock = m.idle_sm_mhz + load * (min(full, m.max_sm_mhz) - m.idle_sm_mhz)
+        if busy:
+            clock *= sim_clock(m, self._fault_pairs(k))[0]
+        if self._braking(k):
+            clock *= 0.5
+        gen = self.node.value(k, "pcie_gen", m.pcie_gen) if busy else 1  # links downtrain at idle
+        width = self.node.value(k, "pcie_width", m.pcie_width)
+        temp_c = round(st.temp + rng.gauss(0, 0.4), 1)
+        mem_temp_c = round(st.temp + 4 + rng.gauss(0, 0.4), 1)
+        noise = rng.gauss(0, 0.01 * m.tdp_w)
+        instant = power
+        if busy and self.node.shared[k * SLOTS + SLOT_PULSE_S] > 0:
+            # Each swing up overshoots the limit for a moment, as far as the GPU can draw at all.
+            instant = min(max(power, self._limit(k) * INSTANT_OVERSHOOT), self.node.value(k, "power", math.inf))
+        with self._lock:
+            tick = math.floor(self.node.clock.now() / NVML_POWER_PERIOD_S)
+            if st.power_tick != tick:  # NVML's reading: updated about ten times a second, held between
+                st.power_tick, st.power_held = tick, round(max(0.0, power + noise), 1)
+            held = st.power_held
+        return GpuSample(
+            temp_c=temp_c,
+            mem_temp_c=mem_temp_c,
+            power_w=held,
+            power_instant_w=round(max(0.0, instant + noise), 1),
+            power_limit_w=self._limit(k),
+            sm_clock_mhz=int(clock),
+            mem_clock_mhz=m.mem_mhz if busy else m.mem_mhz // 2,
+            util_pct=min(100, int(round(load * 100))) if load > 0 else 0,
+            mem_util_pct=min(100, int(round(load * 60))),
+            reasons=reasons,
+            pcie_gen=gen,
+            pcie_width=width,
+        )
+
+    def _reasons(self, k: int, load: float, temp: float, sampled: bool = True) -> int:
+        """The clocks-event reasons of GPU k at this load and temperature: idle, an injected throttle
+        under load, and the driver's own thermal slowdown, as a real GPU enters it: software
+        slowdown above its maximum operating temperature, hardware slowdown at its slowdown one; the
+        power limit holding a healthy load and the swings' brake where a sample shows them
+        (`sampled`): the workers time those two exactly for the counters (SLOT_CAP_S, SLOT_BRAKE_S)."""
+        m = self.model
+        reasons = REASON_BITS["gpu_idle"] if load < 0.05 else 0
+        if load > LOADED:
+            reasons |= sim_clock(m, self._fault_pairs(k))[1]  # injected throttles, a lowered power limit
+            if sampled and held_by_limit(m, load, self.node.shared[k * SLOTS + SLOT_CLOCK_MHZ],
+                                         self._fault_pairs(k)):
+                reasons |= REASON_BITS["sw_power_cap"]
+        if sampled and self._braking(k):
+            reasons |= REASON_BITS["power_brake"]  # the chassis brakes while the swings last
+        if temp >= m.gpu_max_c:
+            reasons |= REASON_BITS["sw_thermal"]
+        if temp >= m.slowdown_c:
+            reasons |= REASON_BITS["hw_thermal"]
+        return reasons
+
+    def _braking(self, k: int) -> bool:
+        """A `transient_brake` GPU under load swings at or below the brake's period."""
+        return transient_braking(self.node.shared[k * SLOTS + SLOT_PULSE_S], self.node.value(k, "transient_brake", 0))
+
+    def counters(self, index: int) -> GpuCounters:
+        k = self._physical(index)
+        with self._lock:
+            st = self._advance(k)
+            throttle_ns = {f"throttle_ns_{r}": int(ns + (st.transient_brake_ns if r == "power_brake" else 0))
+                           for r, ns in st.throttle_ns.items()}
+            # A lowered limit caps all the loaded time, a superset of what holds a healthy load
+            cap = "throttle_ns_sw_power_cap"
+            if cap in throttle_ns:
+                throttle_ns[cap] = max(throttle_ns[cap], int(st.power_cap_ns))
+        if self.node.has(k, "no_throttle_counters"):
+            throttle_ns = {}  # NotSupported: the fields stay NA
+        if self._lost(k):
+            raise GpuLostError(index)
+        ramp = min(self._loaded_s(k) / RAMP_S, 1.0)
+        grow = lambda name: int(round(self.node.value(k, name, 0) * ramp))  # noqa: E731
+        remaps = self.model.has_row_remapping
+        return GpuCounters(
+            ecc_sbe_volatile=grow("ecc_sbe"),
+            ecc_dbe_volatile=grow("ecc_dbe"),
+            pcie_replay=grow("pcie_replay"),
+            remap_correctable=0 if remaps else NA,
+            remap_uncorrectable=0 if remaps else NA,
+            remap_pending=self.node.has(k, "row_remap_pending") if remaps else NA,
+            remap_failure=self.node.has(k, "row_remap_failed") if remaps else NA,
+            retired_sbe=NA if remaps else 0,
+            retired_dbe=NA if remaps else 0,
+            retired_pending=NA if remaps else False,
+            **self._nvlink(k),
+            **throttle_ns,
+            # Ampere and newer count on-chip errors under SRAM; older GPUs per cache and register file.
+            onchip_ecc_corrected=grow("sram_sbe"),
+            onchip_ecc_uncorrected=grow("sram_dbe"),
+            onchip_ecc_locations="sram" if remaps else "l1,l2,register_file,texture",
+        )
+
+    def _links(self) -> int:
+        """NVLink links NVML reports: none in a VM with one GPU and no NVLink peers (`[host] vm`, as
+        measured: shared/measurements/2026-11-26, "NVLink (none reported)")."""
+        return 0 if self.node.scenario.data.get("host", {}).get("vm", False) else self.model.nvlink_links
+
+    def _nvlink(self, k: int) -> dict[str, Any]:
+        links = self._links()
+        if not links:
+            return {}
+        down = self.node.value(k, "nvlink_down", 0)
+        return {"nvlink_active": max(0, links - down), "nvlink_replay": 0, "nvlink_recovery": 0, "nvlink_crc": 0}
+
+    def processes(self, index: int) -> list[GpuProcess]:
+        """Only the injected co-tenant: the workers that stress a simulated GPU compute on no GPU."""
+        k = self._physical(index)
+        if self._lost(k):
+            raise GpuLostError(index)
+        return [COTENANT] if cotenant_active(self._fault_pairs(k), self._loaded_s(k)) else []
+
+    def wait_xids(self, timeout_s: float, clock: Clock) -> list[XidEvent]:
+        time.sleep(min(timeout_s, 0.1))
+        with self._lock:
+            for k in self.node.visible:
+                self._advance(k)
+            events, self._events = self._events, []
+        return events
+
+
+def sim_firmware(m: SimGpuModel, driver: str) -> dict[str, Any]:
+    """Firmware and modes of a simulated GPU. The InfoROM image follows the board part number, as on
+    the measured H100 SXM5 (board 695-2G520-0200-000, image G520.0200.00.05; OEM 2.1, ECC 7.16,
+    shared/measurements/README.md); GSP firmware ships with the driver and carries its version."""
+    part = m.board_part.split("-")
+    image = f"G{part[1][-3:]}.{part[2]}.00.05" if len(part) >= 3 and len(part[1]) >= 3 else NA
+    hopper = float(m.compute_capability) >= 8.0
+    return {"gsp_firmware": driver if hopper else NA, "inforom_image": image,
+            "inforom_oem": "2.1", "inforom_ecc": "7.16", "inforom_power": NA,
+            "mig_mode": "disabled" if m.name.startswith(("NVIDIA A100", "NVIDIA H")) else NA,
+            "compute_mode": "default", "app_sm_clock_mhz": m.max_sm_mhz, "app_mem_clock_mhz": m.mem_mhz}
+
+
+class SimHost(HostBackend):
+    def __init__(self, node: SimNode):
+        self.node = node
+
+    def info(self) -> HostInfo:
+        d = self.node.scenario.data
+        host, system = d.get("host", {}), d.get("system", {})
+        cores = host["cores"]
+        return HostInfo(
+            hostname=d.get("hostname", f"sim-{self.node.scenario.name}"),
+            system_vendor=system.get("vendor", NA), system_model=system.get("model", NA),
+            system_serial=system.get("serial", NA), board_serial=NA, bios_version="SIM",
+            cpu_model=host.get("cpu_model", NA), sockets=host.get("sockets", 1), cores=cores,
+            threads=host.get("threads", cores), memory_bytes=int(host["memory_gib"] * GIB),
+            numa_nodes=host.get("numa_nodes", 1), os=host.get("os", NA), kernel=host.get("kernel", NA),
+            nvidia_gpus_on_pci=[
+                PciDevice(self.node.scenario.bus_id(k), "0x10de", f"0x{self.node.scenario.gpu_model.pci_device_id:04x}", "0x0302")
+                for k in range(self.node.scenario.gpu_count)],
+            fabric_manager=host.get("fabric_manager", False),
+            peer_memory_module="nvidia_peermem" if host.get("gpudirect_rdma", False) else "",
+        )
+
+
+class SimNics(NicBackend):
+    """The scenario's [[nics]], with their faults: `down` (no carrier, ports DOWN/Polling), `speed`
+    (the link and its port run at that speed), `pcie_width` (the NIC's PCIe link trains that narrow)."""
+
+    def __init__(self, node: SimNode):
+        self.node = node
+
+    def _spec(self, name: str) -> tuple[int, dict[str, Any]] | None:
+        return next(((k, s) for k, s in enumerate(self.node.scenario.nics) if s["name"] == name), None)
+
+    def nics(self) -> list[NicInfo]:
+        return [self._nic(k, spec) for k, spec in enumerate(self.node.scenario.nics)]
+
+    def _nic(self, k: int, spec: dict[str, Any]) -> NicInfo:
+        down = bool(self.node.nic_value(k, "down", False))
+        speed = self.node.nic_value(k, "speed", spec.get("speed_mbps", 100_000))
+        kind = spec.get("kind", "ethernet")
+        gen, width = self.pcie_link(spec["name"])
+        ports = [IbPort(spec["ib_device"], 1, state="DOWN" if down else "ACTIVE",
+                        phys_state="Polling" if down else "LinkUp", rate_gbit=speed / 1000,
+                        link_layer="InfiniBand" if kind == "infiniband" else "Ethernet",
+                        counters={c: 0 for c in IB_COUNTERS})] if "ib_device" in spec else []
+        return NicInfo(
+            name=spec["name"], kind=kind, driver=spec.get("driver", NA), mac=f"02:00:5e:00:{k // 256:02x}:{k % 256:02x}",
+            operstate="down" if down else "up", carrier=0 if down else 1, speed_mbps=NA if down else speed,
+            mtu=spec.get("mtu", 4092 if kind == "infiniband" else 1500),
+            bus_id=spec.get("bus_id", f"0000:{0xa0 + k:02x}:00.0"), pcie_gen=gen, pcie_width=width,
+            pcie_max_gen=spec.get("pcie_gen", 4), pcie_max_width=spec.get("pcie_width", 16),
+            carrier_changes=1, addresses=[f"10.10.{k}.1"], ib_ports=ports,  # never used: no packet is sent
+        )
+
+    def pcie_link(self, name: str) -> tuple[Any, Any]:
+        found = self._spec(name)
+        if found is None:
+            return NA, NA
+        k, spec = found
+        return spec.get("pcie_gen", 4), self.node.nic_value(k, "pcie_width", spec.get("pcie_width", 16))
+
+    def missing_tool(self, tool: str) -> str | None:
+        return None  # the simulated node has every tool
+
+    def start_traffic(self, rounds: list[list[TrafficJob]], watch: list[str]) -> TrafficSession:
+        return SimTraffic(self, rounds, watch)
+
+
+class SimTraffic(TrafficSession):
+    """Traffic on the simulated node's clock: what each link carries follows its speed, its state
+    and its PCIe link; no packet leaves the machine."""
+
+    def __init__(self, backend: SimNics, rounds: list[list[TrafficJob]], watch: list[str]):
+        self.sim = backend
+        self._end = 0.0
+        super().__init__(backend, rounds, watch)
+
+    def _wall(self, seconds: float) -> float:
+        return self.sim.node.clock.wall(seconds)
+
+    def _start(self, jobs: list[TrafficJob]) -> None:
+        self._end = self.sim.node.clock.now() + max(j.seconds for j in jobs)
+
+    def _running(self) -> bool:
+        return self.sim.node.clock.now() < self._end
+
+    def _collect(self, jobs: list[TrafficJob], overdue: str | None) -> list[TrafficOutcome]:
+        early = self._running()
+        nics = {n.name: n for n in self.sim.nics()}
+        out = []
+        for job in jobs:
+            nic = nics[job.nic]
+            up = nic.carrier == 1 and all(p.state == "ACTIVE" for p in nic.ib_ports)
+            if early or not up:
+                out.append(TrafficOutcome(job, NA, f"{job.tool} {overdue}" if early else "no route to the peer"))
+                continue
+            pcie = PCIE_LANE_GBIT[nic.pcie_gen] * nic.pcie_width * 0.85
+            if job.tool == "iperf3":
+                gbps = min(nic.speed_mbps / 1000 * TCP_EFFICIENCY[nic.kind], pcie)
+            else:
+                gbps = min(nic.ib_ports[0].rate_gbit * RDMA_EFFICIENCY, pcie)
+            out.append(TrafficOutcome(job, round(gbps, 3), None, {"simulated": True}))
+        return out

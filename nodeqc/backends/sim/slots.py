@@ -1,0 +1,27 @@
+"""The state a simulated node shares with the worker processes that load its GPUs: one array of
+doubles (multiprocessing, no lock: each slot has one writer), SLOTS per GPU, GPU k's at k * SLOTS.
+A module of its own, below the node (nodeqc.backends.sim.node), its workers (sim_compute) and its
+platform (sim_platform), which all read or write it."""
+
+# Slots per GPU in the shared array: the load a worker puts on it now, whether it fell off the bus,
+# and the seconds of load it has had (written by the worker that makes the load); the period the
+# load swings with, and for a `transient_brake` GPU the seconds of brake the swings have caused
+# (closed intervals) and when the open one began, kept by the worker as it changes the swings, so
+# the driver's brake counter is exact at any reading, as a real driver's is.
+SLOT_LOAD, SLOT_LOST, SLOT_LOADED_S, SLOT_PULSE_S, SLOT_BRAKE_S, SLOT_BRAKE_SINCE = 0, 1, 2, 3, 4, 5
+SLOT_SWUNG = 6  # whether the load has swung at all (the pulse test ran): the PSU faults follow it
+# The loaded clock of the dtype the GPU computes in now (nodeqc.core.skus: half precision holds the power
+# limit at a lower clock); 0: the SKU's loaded clock.
+SLOT_CLOCK_MHZ = 7
+# The power a healthy part draws under full load of that dtype (sim_models.Twin); 0: not measured.
+SLOT_POWER_W = 8
+# The seconds the power limit has held the clock down (sw_power_cap: closed intervals), when the open
+# one began, and whether one is open: kept by the worker as it changes what the GPU computes, so the
+# driver's counter is exact however seldom it is read (the burn's dtypes change between readings).
+SLOT_CAP_S, SLOT_CAP_SINCE, SLOT_CAP_OPEN = 9, 10, 11
+SLOTS = 12
+
+
+def transient_braking(pulse_s: float, brake_ms: float) -> bool:
+    """A `transient_brake=brake_ms` GPU brakes while its load swings with a period up to brake_ms."""
+    return 0 < pulse_s <= brake_ms / 1000

@@ -1,0 +1,25 @@
+"""The argument parser of every nodeqc command (`nodeqc`, its report tools, `baseline`, `fleet`,
+`fabric` and `fabric worker`): argparse, but a usage mistake is one line and exit 2, not a usage
+dump. A module of its own so that each command's module takes it from here, not from another's."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+from nodeqc.core.errors import UsageError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line and exit 2, not a usage dump."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        # A value starting with a minus and a digit is a value (`--burn-in -1h`, `--limit -3`), to be
+        # refused by its own check, not an unknown option ("expected one argument"). Our options all
+        # start with letters, so nothing is lost.
+        self._negative_number_matcher = re.compile(r"^-\d")
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see {self.prog} --help)")

@@ -1,0 +1,78 @@
+"""Text from outside nodeqc made safe to show, and lists of subjects made short.
+
+Text from a report, a host or a tool (a host name, a message, a serial) reaches a terminal only
+through clean(): a field holding escape sequences or a line break could otherwise repaint the screen
+or forge a line such as "signature: verified". A CSV cell reaches a spreadsheet only through
+csv_cell().
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodeqc.core.errors import shown
+
+
+def clean(text: Any) -> str:
+    """One line of text safe for a terminal: control and format characters (C0, C1, DEL, bidi
+    overrides, line and paragraph separators, line breaks) shown as escapes (errors.shown, the one
+    escaping of error lines and of everything shown)."""
+    text = str(text)
+    return text if text.isprintable() else shown(text)
+
+
+# What makes a spreadsheet read a cell as a formula (OWASP's CSV injection list): a host name set
+# to =HYPERLINK(...) would otherwise be a live link, or a command, in the operator's spreadsheet.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: a string that starts as a formula would gets a single
+    quote in front. Numbers (a negative figure) and everything not a string are left as they are:
+    they are data a program reads, and no spreadsheet runs them."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_writer(f: Any, fields: Any) -> Any:
+    """The one CSV writer of `fleet --csv` and `export --format csv`: rows of dicts, each cell
+    through csv_cell. Lines end in CRLF (RFC 4180): the csv module quotes a cell only for the
+    characters of its line end, so with a bare newline a cell holding a carriage return was written
+    unquoted, and every reader ended the row there (a forged row)."""
+    import csv
+
+    class Writer(csv.DictWriter):
+        def writerow(self, rowdict: Any) -> Any:
+            return super().writerow({k: csv_cell(v) for k, v in rowdict.items()})
+
+    return Writer(f, fields, lineterminator="\r\n")
+
+
+def clean_lines(text: str) -> str:
+    """Several lines (joined by \\n) each made safe for a terminal."""
+    return "\n".join(clean(line) for line in text.split("\n"))
+
+
+def subjects_text(subjects: list[str]) -> str:
+    """'gpu0-2,4-7' for runs of numbered subjects of one kind; with several kinds, each kind's in
+    the order it first comes ('gpu0-7,node'); names that are no run of three or more as they are."""
+    if len(subjects) <= 2:
+        return ",".join(subjects)
+    by_kind: dict[str, list[str]] = {}
+    for s in subjects:
+        kind = s.rstrip("0123456789")
+        by_kind.setdefault(kind if kind != s else s, []).append(s)
+    return ",".join(_numbered_runs(kind, names) if len(names) > 2 and kind not in names else ",".join(names)
+                    for kind, names in by_kind.items())
+
+
+def _numbered_runs(kind: str, names: list[str]) -> str:
+    """'gpu0,2-7' for gpu0, gpu2, gpu3, ... gpu7, in any order."""
+    numbers = sorted(int(s[len(kind):]) for s in names)
+    runs, start = [], numbers[0]
+    for a, b in zip(numbers, numbers[1:] + [None]):
+        if b != a + 1:
+            runs.append(f"{start}" if start == a else f"{start}-{a}")
+            start = b
+    return f"{kind}{','.join(runs)}"

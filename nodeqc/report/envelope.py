@@ -1,0 +1,255 @@
+"""The signed report: an in-toto Statement v1 in a DSSE envelope, signed with Ed25519.
+
+The statement's subject is the node, named by host and identified by the sha256 of its canonical
+hardware inventory (system serial, GPU serials and UUIDs), so reports of the same hardware can be
+found and compared, and a swapped part shows. The predicate is the qualification report.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import errno
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from nodeqc.core.errors import UsageError
+from nodeqc.core.safefile import NotAFile, open_regular, read_bounded, write_atomic
+from nodeqc.report.journal import dumps
+from nodeqc.report.keys import Signer
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://nodeqc.dev/qualification/v1"
+FABRIC_PREDICATE_TYPE = "https://nodeqc.dev/fabric/v1"  # many nodes qualified together (nodeqc.fabric)
+PREDICATE_TYPES = (PREDICATE_TYPE, FABRIC_PREDICATE_TYPE)
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+
+
+def canonical(obj: Any) -> bytes:
+    """Sorted keys, no spaces, UTF-8: the same content always gives the same bytes."""
+    return json.dumps(json.loads(dumps(obj)), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def inventory_digest(node: dict[str, Any], gpus: list[dict[str, Any]]) -> str:
+    identity = {
+        "system": {k: node.get(k) for k in ("system_vendor", "system_model", "system_serial", "board_serial")},
+        "gpus": sorted(({k: g.get(k) for k in ("uuid", "serial", "bus_id")} for g in gpus),
+                       key=lambda g: str(g["bus_id"])),
+    }
+    return hashlib.sha256(canonical(identity)).hexdigest()
+
+
+def statement(predicate: dict[str, Any]) -> dict[str, Any]:
+    node = predicate["node"]
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": f"node:{node['hostname']}",
+                     "digest": {"sha256": inventory_digest(node, predicate["gpus"])}}],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": predicate,
+    }
+
+
+def pae(payload_type: str, payload: bytes) -> bytes:
+    """DSSE v1 pre-authentication encoding: what the signature covers."""
+    t = payload_type.encode()
+    return b"DSSEv1 %d %s %d %s" % (len(t), t, len(payload), payload)
+
+
+def sign(stmt: dict[str, Any], signer: Signer) -> dict[str, Any]:
+    payload = canonical(stmt)
+    sig = signer.sign(pae(PAYLOAD_TYPE, payload))
+    return {"payloadType": PAYLOAD_TYPE,
+            "payload": base64.b64encode(payload).decode(),
+            "signatures": [{"keyid": signer.keyid, "sig": base64.b64encode(sig).decode()}]}
+
+
+def write_envelope(path: Path, envelope: dict[str, Any]) -> None:
+    """Write then rename (nodeqc.core.safefile): a report file on disk is always whole, and no planted link
+    redirects it. OutputError (one line, e.g. "no space left on DIR") when it cannot be written."""
+    write_atomic(path, (json.dumps(envelope, indent=2) + "\n").encode())
+
+
+class VerificationError(Exception):
+    """The report is not intact, or not signed by a trusted key."""
+
+
+# The largest report file read: a 24-hour burn-in of 8 GPUs is well under 1 MiB; reading stops here,
+# so /dev/zero or a planted giant file cannot fill memory.
+MAX_REPORT_BYTES = 64 * 2**20
+
+
+@dataclass
+class Verified:
+    statement: dict[str, Any]
+    keyid: str
+    key_source: str
+    sha256: str = ""  # of the report file's bytes that were verified
+    missing: list[str] = field(default_factory=list)  # evidence the report names that is not beside it
+    checked: list[str] = field(default_factory=list)  # evidence beside it whose digest matched
+
+    @property
+    def predicate(self) -> dict[str, Any]:
+        return self.statement["predicate"]
+
+
+def read_report_bytes(path: Path, limit: int = MAX_REPORT_BYTES) -> bytes:
+    """A report file's bytes, read once. A FIFO, device or directory is refused without reading it
+    (opened non-blocking, so a FIFO with no writer cannot hang us), as is a file over `limit`.
+    UsageError when the file cannot be opened at all; VerificationError when it is no report file."""
+    try:
+        return read_bounded(path, limit)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such report") from None
+    except NotAFile as e:
+        raise VerificationError(str(e).replace("any such file", "any report")) from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read report: {e.strerror}") from None
+
+
+def _json(data: bytes | str, what: str) -> Any:
+    """JSON, or VerificationError saying `what` is wrong and why (never a RecursionError)."""
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError as e:
+        raise VerificationError(f"{what} (damaged? {e.msg} at line {e.lineno})") from None
+    except UnicodeDecodeError:
+        raise VerificationError(f"{what} (damaged? not UTF-8 text)") from None
+    except RecursionError:
+        raise VerificationError(f"{what} (nested too deeply for a nodeqc report)") from None
+
+
+def parse_envelope(data: bytes) -> dict[str, Any]:
+    envelope = _json(data, "not a JSON report")
+    if not isinstance(envelope, dict):
+        raise VerificationError("not a nodeqc report envelope")
+    return envelope
+
+
+def read_envelope(path: Path) -> dict[str, Any]:
+    """The envelope as JSON; UsageError when the file cannot be read at all."""
+    return parse_envelope(read_report_bytes(path))
+
+
+def _b64(text: Any, what: str) -> bytes:
+    if not isinstance(text, str):
+        raise VerificationError(f"{what} is missing")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise VerificationError(f"{what} is not valid base64 (altered?)") from None
+    if not _canonical_b64(raw, text):  # non-canonical padding bits hide edits
+        raise VerificationError(f"{what} is not canonical base64 (altered?)")
+    return raw
+
+
+def _canonical_b64(raw: bytes, text: str) -> bool:
+    """Whether `text` is the one base64 spelling of `raw`. Only the last four characters can differ:
+    b64decode(validate=True) has already refused any character outside the alphabet and any '='
+    before the end, and every full four-character group carries exactly three bytes, with no spare
+    bits; the last group's spare bits (before '=' padding) are where an edit could hide. So the
+    length and the last group's encoding decide, without re-encoding a whole report's payload."""
+    if len(text) != 4 * -(-len(raw) // 3):
+        return False
+    tail = base64.b64encode(raw[(len(raw) - 1) // 3 * 3:]).decode() if raw else ""
+    return text.endswith(tail)
+
+
+def decode_statement(envelope: dict[str, Any]) -> dict[str, Any]:
+    """The statement inside an envelope, without checking the signature (for `show` of an
+    untrusted report, which says so)."""
+    return _statement(_b64(envelope.get("payload"), "payload"))
+
+
+def _statement(payload: bytes) -> dict[str, Any]:
+    """A decoded payload as a nodeqc statement, or VerificationError."""
+    stmt = _json(payload, "payload is not JSON")
+    if not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") not in PREDICATE_TYPES:
+        raise VerificationError("payload is not a nodeqc qualification statement")
+    return stmt
+
+
+def verify_envelope(envelope: dict[str, Any], trusted: dict[str, tuple[Ed25519PublicKey, str]]) -> Verified:
+    if envelope.get("payloadType") != PAYLOAD_TYPE:
+        raise VerificationError(f"payloadType is {envelope.get('payloadType')!r}, expected {PAYLOAD_TYPE}")
+    payload = _b64(envelope.get("payload"), "payload")
+    signatures = envelope.get("signatures")
+    if not isinstance(signatures, list) or not signatures:
+        raise VerificationError("the report is not signed")
+    if not trusted:
+        raise VerificationError("no trusted public key: pass --pubkey PEM")
+    message = pae(PAYLOAD_TYPE, payload)
+    reasons = []
+    for s in signatures:
+        kid = s.get("keyid") if isinstance(s, dict) else None
+        sig = _b64(s.get("sig") if isinstance(s, dict) else None, "signature")
+        if not isinstance(kid, str) or kid not in trusted:
+            reasons.append(f"signed by key {str(kid)[:16]}…, which is not trusted")
+            continue
+        key, source = trusted[kid]
+        try:
+            key.verify(sig, message)
+        except InvalidSignature:
+            reasons.append("signature does not match the content (altered)")
+            continue
+        return Verified(_statement(payload), kid, source)  # the payload that was verified, decoded once
+    raise VerificationError("; ".join(reasons))
+
+
+def verify_bytes(data: bytes, trusted: dict[str, tuple[Ed25519PublicKey, str]], sha256: str | None = None) -> Verified:
+    """A report file's bytes verified: the envelope's signature by a trusted key (evidence aside).
+    `sha256`: the bytes' digest when the caller has already taken it."""
+    verified = verify_envelope(parse_envelope(data), trusted)
+    verified.sha256 = sha256 or hashlib.sha256(data).hexdigest()
+    return verified
+
+
+def evidence_files(predicate: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The evidence files a report names, as (what, file name, signed sha256)."""
+    telemetry = predicate.get("telemetry")
+    named = [("journal", predicate.get("journal")),
+             ("telemetry", telemetry.get("series") if isinstance(telemetry, dict) else None)]
+    return [(what, str(d["file"]), str(d.get("sha256"))) for what, d in named
+            if isinstance(d, dict) and d.get("file")]
+
+
+def check_evidence(verified: Verified, directory: Path) -> None:
+    """The journal and telemetry files the report names, when they are beside it, must have the
+    signed digests (VerificationError naming the one that differs); those that are not there are
+    listed in verified.missing."""
+    for what, name, digest in evidence_files(verified.predicate):
+        if Path(name).name != name or name == "..":  # a path, "." (whose name is ""), or the parent
+            raise VerificationError(f"{what} file name {name!r} is not a plain file name")
+        path = directory / name
+        try:  # the file itself, never a link to another file: evidence is what lies beside the report
+            fd = open_regular(path, follow=False)
+        except FileNotFoundError:
+            verified.missing.append(f"{what} {name}")
+            continue
+        except NotAFile:
+            raise VerificationError(f"{what} {name} is not a regular file") from None
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise VerificationError(f"{what} {name} is a symbolic link, not the evidence file itself") from None
+            raise VerificationError(f"{what} {name} cannot be read: {e.strerror}") from None
+        with os.fdopen(fd, "rb") as f:
+            actual = hashlib.file_digest(f, "sha256").hexdigest()
+        if actual != digest:
+            raise VerificationError(f"{what} {name} does not match the signed digest (altered evidence)")
+        verified.checked.append(f"{what} {name}")
+
+
+def verify_file(path: Path, trusted: dict[str, tuple[Ed25519PublicKey, str]], evidence: bool = True) -> Verified:
+    """A report file verified: read once (refusing what is not a regular file of a report's size),
+    signed by a trusted key, and its evidence files checked when they are beside it."""
+    verified = verify_bytes(read_report_bytes(path), trusted)
+    if evidence:
+        check_evidence(verified, path.parent)
+    return verified

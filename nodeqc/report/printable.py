@@ -1,0 +1,171 @@
+"""The printable summary of a signed report: read and verified, laid out the answer first, and printed
+as a PDF with Qt's own printing. The app's Export PDF and `nodeqc show REPORT --pdf FILE` make the
+same document. Printing needs PySide6 (the GUI extra) but no window or display; everything else
+here is plain Python.
+
+Everything here reads the report file, so what is printed is what was signed.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nodeqc.core.codes import not_applicable_reason
+from nodeqc.core.errors import UsageError
+from nodeqc.core.model import CheckResult
+from nodeqc.core.safefile import write_atomic
+from nodeqc.core.text import subjects_text
+from nodeqc.report.answer import COLOURS, SHOWN_ORDER, WORDS, answer_of, repair_lines
+from nodeqc.report.envelope import VerificationError, decode_statement, read_envelope, verify_envelope
+from nodeqc.report.keys import trusted_keys
+from nodeqc.report.render import grouped, run_length, shared_detail
+
+
+@dataclass
+class LoadedReport:
+    path: Path
+    predicate: dict[str, Any]
+    verified: bool
+    trust: str  # one line: verified by which key, or why not
+
+    @property
+    def state(self) -> str:
+        """The colour key: aborted, or the verdict."""
+        if self.predicate.get("status") == "aborted":
+            return "aborted"
+        return {"PASS": "pass", "ERROR": "error"}.get(str(self.predicate.get("verdict")), "fail")
+
+    @property
+    def word(self) -> str:
+        return "ABORTED" if self.state == "aborted" else str(self.predicate.get("verdict", "?"))
+
+
+def load_report(path: Path) -> LoadedReport:
+    """Read and verify a report; UsageError if it is not a readable nodeqc report."""
+    try:
+        envelope = read_envelope(path)
+        predicate = decode_statement(envelope)["predicate"]
+    except VerificationError as e:
+        raise UsageError(f"{path}: not a readable nodeqc report: {e}") from None
+    try:
+        v = verify_envelope(envelope, trusted_keys())
+        return LoadedReport(path, predicate, True, f"signature: verified (key {v.keyid[:16]}, {v.key_source})")
+    except VerificationError as e:
+        return LoadedReport(path, predicate, False, f"signature: NOT VERIFIED ({e}): do not rely on this report")
+
+
+def summary_html(report: LoadedReport) -> str:
+    """A printable summary, the answer first: the verdict, then each part that failed with what
+    failed and what to do, then the run's particulars, then every check (grouped as `nodeqc show`
+    groups them: one row per check for the subjects that passed)."""
+    p = report.predicate
+    node, prof = p.get("node", {}), p.get("profile", {})
+    the_answer = answer_of(p)  # the same answer as the run's summary, the banner and `nodeqc show`
+    background, text = COLOURS[the_answer.state]
+    e = lambda v: html.escape(str(v))  # noqa: E731
+    out = [
+        "<h1>nodeqc qualification report</h1>",
+        f"<table width='100%' cellpadding='10'><tr><td style='background:{background}; color:{text}'>"
+        f"<span style='font-size:28pt; font-weight:bold'>{e(the_answer.word)}</span>"
+        + ("<br><b>A check could not run: the node is not qualified; nothing says its hardware is bad.</b>"
+           if the_answer.state == "error" else "")
+        + ("<br><b>SIMULATED: not a qualification of real hardware</b>" if p.get("simulated") else "")
+        + ("" if report.verified else f"<br><b>NOT VERIFIED: do not rely on this report</b> ({e(report.trust)})")
+        + "</td></tr></table>",
+        f"<p style='font-size:11pt'>{e(the_answer.tally)}</p>",
+        f"<p>Node <b>{e(node.get('hostname'))}</b> serial <b>{e(node.get('system_serial'))}</b> "
+        f"({e(node.get('system_vendor'))} {e(node.get('system_model'))})</p>",
+    ]
+    if the_answer.partial:
+        out.append(f"<p><b>Partial run ({e(the_answer.partial)}): not a qualification.</b></p>")
+    if the_answer.findings:
+        parts = len({f.subject for f in the_answer.findings})
+        out.append(f"<h2>What failed and what to do ({parts} part{'s' * (parts != 1)})</h2>")
+        by_part: dict[str, list[Any]] = {}
+        for f in the_answer.findings:
+            by_part.setdefault(f.subject, []).append(f)
+        for group in by_part.values():
+            worst = min(group, key=lambda f: SHOWN_ORDER[f.verdict])
+            by_code: dict[Any, list[Any]] = {}
+            for f in group:
+                by_code.setdefault(f.code, []).append(f)
+            items = "".join(
+                f"<li>{e(same[0].finding)} [{e(same[0].code)}] <i>({e(', '.join(dict.fromkeys(f.check for f in same)))})</i>"
+                + (f" <b>{e(same[0].repair)}</b>" if same[0].repair else "")
+                + f"<br><b>What to do:</b> {e(' '.join(dict.fromkeys(f.remediation for f in same)))}</li>"
+                for same in by_code.values())
+            out.append(f"<p><b>{e(worst.verdict.upper())} {e(group[0].part.identity)}</b></p><ul>{items}</ul>")
+    if the_answer.not_applicable:
+        out.append(f"<p>Not applicable to these GPUs: {e('; '.join(the_answer.not_applicable))}</p>")
+    if the_answer.repair:
+        out.append("<h2>Repair</h2><pre>" + e("\n".join(repair_lines(the_answer.repair))) + "</pre>")
+    out += [
+        "<h2>The run</h2><table cellpadding='2'>",
+        f"<tr><td>Driver</td><td>{e(node.get('driver_version'))}, CUDA {e(node.get('cuda_version'))}, "
+        f"{len(p.get('gpus', []))} GPU(s)</td></tr>",
+        f"<tr><td>Profile</td><td>{e(prof.get('name'))} (sha256 {e(str(prof.get('sha256'))[:16])})"
+        f"{' quick' if p.get('quick') else ''}</td></tr>",
+        f"<tr><td>Run</td><td>{e(p.get('started_at'))} to {e(p.get('finished_at'))} ({e(run_length(p))})</td></tr>",
+        f"<tr><td>Operator</td><td>{e(p.get('operator'))}"
+        + (f", ticket {e(p['ticket'])}" if p.get("ticket") else "") + "</td></tr>",
+        f"<tr><td>Report</td><td>{e(report.path)}</td></tr>",
+        f"<tr><td>Signature</td><td>{e(report.trust)}</td></tr>",
+        "</table>",
+    ]
+    checks = [CheckResult.from_dict(c) for c in p.get("checks", [])]
+    rows = "".join(_check_row(group) for group in grouped(checks))
+    out.append(f"<h2>All checks ({len(checks)} results)</h2><table width='100%' border='1' cellspacing='0' "
+               f"cellpadding='2' style='font-size:7pt'><tr><th>Check</th><th>Subject</th><th>Verdict</th>"
+               f"<th>Message</th></tr>{rows}</table>")
+    return "".join(out)
+
+
+def _check_row(group: list[CheckResult]) -> str:
+    """One row: a result, or the subjects of a check that share a verdict, with what they share."""
+    first = group[0]
+    state = "n/a" if not_applicable_reason(first.code) else first.verdict.value
+    message = first.message if len(group) == 1 else shared_detail(group)
+    code = f" [{first.code}]" if first.code and first.verdict.blocks_qualification else ""
+    # A break allowed after each comma: a long list of subjects wraps instead of running off the cell.
+    subjects = html.escape(subjects_text([r.subject for r in group])).replace(",", ",&#8203;")
+    return (f"<tr><td>{html.escape(first.name)}</td><td>{subjects}</td>"
+            f"<td><b>{WORDS[state]}</b></td><td>{html.escape(message + code)}</td></tr>")
+
+
+def export_pdf(report: LoadedReport, pdf_path: Path) -> None:
+    """Print the summary to pdf_path; UsageError, one line, if PySide6 is missing or Qt wrote nothing."""
+    # Qt prints into a private directory of ours; the file then goes in place as every output does
+    # (nodeqc.core.safefile), so a link planted at the name cannot redirect it.
+    with tempfile.TemporaryDirectory(prefix="nodeqc-pdf-") as private:
+        printed = Path(private) / "summary.pdf"
+        _print_pdf(report, printed)
+        if not printed.is_file():
+            raise UsageError(f"{pdf_path}: could not write the PDF")
+        write_atomic(pdf_path, printed.read_bytes())
+
+
+def _print_pdf(report: LoadedReport, pdf_path: Path) -> None:
+    try:
+        from PySide6.QtGui import QFont, QGuiApplication, QPageLayout, QPageSize, QTextDocument
+        from PySide6.QtPrintSupport import QPrinter
+    except ImportError as e:
+        raise UsageError(f"{pdf_path}: printing a PDF needs PySide6 (pip install 'nodeqc[gui]'): {e}") from None
+    app = QGuiApplication.instance()
+    if app is None:  # `nodeqc show --pdf` on a provisioning host: no app running, often no display
+        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        app = QGuiApplication(["nodeqc"])
+    printer = QPrinter(QPrinter.PrinterMode.HighResolution)
+    printer.setOutputFormat(QPrinter.OutputFormat.PdfFormat)
+    printer.setOutputFileName(str(pdf_path))
+    printer.setPageLayout(QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
+                                      printer.pageLayout().margins()))
+    doc = QTextDocument()
+    doc.setDefaultFont(QFont("Sans Serif", 9))
+    doc.setHtml(summary_html(report))
+    doc.print_(printer)

@@ -1,0 +1,97 @@
+"""The run's verdict and key figures in the Prometheus text format, for node_exporter's textfile
+collector (`--collector.textfile.directory`). The file is written then renamed, so the collector
+never reads half of it."""
+
+from __future__ import annotations
+
+import calendar
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from nodeqc.core.errors import UsageError
+from nodeqc.core.safefile import OutputError, write_atomic
+
+
+def check_path(path: Path) -> None:
+    """Before the run: the collector reads only *.prom files, and the directory must be writable."""
+    if path.suffix != ".prom":
+        raise UsageError(f"--prometheus-textfile {path}: the name must end in .prom "
+                         "(node_exporter's textfile collector reads only *.prom files)")
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
+        raise UsageError(f"--prometheus-textfile {path}: {path.parent} is not a writable directory")
+
+
+def _label(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(**labels: Any) -> str:
+    return "{" + ",".join(f'{k}="{_label(v)}"' for k, v in labels.items()) + "}" if labels else ""
+
+
+def _timestamp(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(iso, "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return None
+
+
+def render(predicate: dict[str, Any], report_path: Path | str) -> str:
+    p = predicate
+    node, checks = p.get("node", {}), p.get("checks", [])
+    passed = p.get("verdict") == "PASS"
+    qualified = passed and p.get("status") == "complete" and not p.get("partial") and not p.get("simulated")
+    counts = (p.get("summary") or {}).get("counts", {})
+    finished = _timestamp(p.get("finished_at"))
+    info = _labels(serial=node.get("system_serial"), hostname=node.get("hostname"),
+                   profile=(p.get("profile") or {}).get("name"), version=(p.get("tool") or {}).get("version"),
+                   verdict="ABORTED" if p.get("status") == "aborted" else p.get("verdict"),
+                   status=p.get("status"), simulated=str(bool(p.get("simulated"))).lower(), report=report_path)
+    figures = [(c, c["values"][c["key"]]) for c in checks
+               if c.get("key") in (c.get("values") or {}) and _number(c["values"][c["key"]].get("value"))]
+    families: list[tuple[str, str, list[str]]] = [
+        ("nodeqc_info", "The last nodeqc run on this node (value 1).", [f"nodeqc_info{info} 1"]),
+        ("nodeqc_passed", "1 if the last run passed (warnings allowed), else 0.", [f"nodeqc_passed {int(passed)}"]),
+        ("nodeqc_qualified", "1 if the last run is a qualification that passed: complete, not partial, "
+         "not simulated.", [f"nodeqc_qualified {int(qualified)}"]),
+        ("nodeqc_partial", "1 if the last run left checks out (--only/--skip).",
+         [f"nodeqc_partial {int(bool(p.get('partial')))}"]),
+        ("nodeqc_last_run_timestamp_seconds", "When the last run finished (Unix time).",
+         [f"nodeqc_last_run_timestamp_seconds {finished}"] if finished is not None else []),
+        ("nodeqc_valid_until_timestamp_seconds", "When the last run's qualification expires (Unix time; the "
+         "profile's valid_days). Alert on time() > this.",
+         [f"nodeqc_valid_until_timestamp_seconds {until}"] if (until := _timestamp(p.get("valid_until"))) is not None else []),
+        ("nodeqc_run_duration_seconds", "How long the last run took.",
+         [f"nodeqc_run_duration_seconds {float(p.get('duration_s') or 0)}"]),
+        ("nodeqc_checks", "Check results of the last run by verdict.",
+         [f"nodeqc_checks{_labels(verdict=v)} {counts.get(v, 0)}" for v in ("pass", "warn", "fail", "skip", "error")]),
+        ("nodeqc_check_failed", "1 for each check result that failed or could not run.",
+         [f"nodeqc_check_failed{_labels(check=c['name'], subject=c['subject'], code=c.get('code'))} 1"
+          for c in checks if c.get("verdict") in ("fail", "error")]),
+        ("nodeqc_check_value", "The key figure of each check result (its unit in the label).",
+         [f"nodeqc_check_value{_labels(check=c['name'], subject=c['subject'], figure=c['key'], unit=v.get('unit') or '')} "
+          f"{float(v['value'])}" for c, v in figures]),
+    ]
+    out = []
+    for name, help_text, samples in families:
+        if samples:
+            out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", *samples]
+    return "\n".join(out) + "\n"
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == x
+
+
+def write_textfile(path: Path, text: str) -> None:
+    """Write then rename, in the same directory: the collector sees the old file or the new one."""
+    # The temporary name starts with a dot and ends in .tmp, not .prom: never collected half-written.
+    try:
+        write_atomic(path, text.encode())
+    except OutputError as e:
+        raise UsageError(f"--prometheus-textfile {path}: {e}") from None

@@ -1,0 +1,303 @@
+"""The flow around a run, shared by the headless run and the desktop app: hardware, profile and key
+from the arguments; the archive and the report a run re-tests; the run's options; and what follows
+the report (the partial note, the comparison with the re-tested report, the Prometheus textfile).
+
+The faces (nodeqc.cli.main, nodeqc.gui) call this; it imports neither.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from nodeqc.core.errors import UsageError
+from nodeqc.core.text import clean
+
+
+def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """Resolve hardware, profile and key from the arguments, or raise UsageError. Shared by the
+    headless run and the GUI."""
+    from nodeqc.backends import real_hardware, replay_hardware, simulated_hardware
+    from nodeqc.backends.sim.faults import parse_fault
+    from nodeqc.report.keys import load_signer
+    from nodeqc.spec.peers import parse_peers
+    from nodeqc.spec.profile import load_for, suggest_profile
+
+    faults = [parse_fault(f) for f in args.inject]
+    peers = parse_peers(getattr(args, "nic_peer", []))
+    if faults and not args.simulate:
+        raise UsageError("--inject needs --simulate: faults are injected into a simulated node only")
+    if args.gpus is not None and args.gpus < 1:
+        raise UsageError(f"--gpus {args.gpus}: expected a positive number of GPUs")
+    if args.sample_hz is not None and not 0.1 <= args.sample_hz <= 50:
+        raise UsageError(f"--sample-hz {args.sample_hz:g}: expected 0.1 to 50 samples per second")
+    if args.out:
+        ensure_writable(Path(args.out))
+    simulate = args.simulate
+    if simulate == "auto":
+        simulate = None if _nvidia_gpu_present() else "hgx-h100"
+        if simulate:
+            print(f"nodeqc: no NVIDIA GPU found: running the simulated node '{simulate}'", file=sys.stderr)
+    if args.replay and simulate:
+        raise UsageError("--replay and --simulate exclude each other")
+    if args.replay:
+        hardware = replay_hardware(args.replay)
+    elif simulate:
+        # A simulated burn-in of any length takes about a minute: time runs that much faster.
+        scale = args.burn_in / 60 if getattr(args, "burn_in", None) and args.burn_in / 60 > 10 else None
+        hardware = simulated_hardware(simulate, faults, time_scale=scale)
+    else:
+        hardware = real_hardware()
+    _check_peer_nics(peers, hardware)
+    profile_ref = args.profile or "auto"
+    gpus = _gpus(hardware)
+    auto = profile_ref == "auto"
+    if auto:
+        profile_ref = suggest_profile(gpus)
+        print(f"nodeqc: profile auto: using '{profile_ref}'", file=sys.stderr)
+    profile = load_for(profile_ref, gpus)
+    if auto:
+        profile = profile.chosen_by_auto()
+    if args.gpus is not None:
+        fixed = profile.get("gpu", "count")
+        if profile.kind == "node" and fixed != args.gpus:
+            raise UsageError(f"--gpus {args.gpus}: profile {profile.name} fixes the GPU count at {fixed}")
+        profile = profile.with_gpu_count(args.gpus)
+    signer = load_signer(args.key)
+    return hardware, profile, signer
+
+
+def _check_peer_nics(peers: list[Any], hardware: Any) -> None:
+    """A --nic-peer NIC=HOST must name a NIC this node has."""
+    named = [p for p in peers if p.nic]
+    if not named or hardware.nics is None:
+        return
+    have = [n.name for n in hardware.nics.nics()]
+    for p in named:
+        if p.nic not in have:
+            raise UsageError(f"--nic-peer {p}: this node has no NIC {p.nic} (it has: {', '.join(have) or 'none'})")
+
+
+def _nvidia_gpu_present() -> bool:
+    from nodeqc.backends.nvml import NvmlBackend
+    from nodeqc.core.errors import BackendUnavailable
+
+    nvml = NvmlBackend()
+    try:
+        nvml.open()
+        return len(nvml.gpus()) > 0
+    except BackendUnavailable:
+        return False
+    finally:
+        nvml.close()
+
+
+def _gpus(hardware: Any) -> list[Any]:
+    """The GPUs as the management backend finds them (none when it cannot start)."""
+    from nodeqc.core.errors import BackendUnavailable
+
+    try:
+        hardware.mgmt.open()
+        return hardware.mgmt.gpus()
+    except BackendUnavailable:
+        return []
+    finally:
+        hardware.mgmt.close()
+
+
+def ensure_writable(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as e:
+        raise UsageError(f"{directory}: cannot write reports there: {e.strerror}") from None
+
+
+def baseline_of(path: str | None, profile: Any) -> Any:
+    from nodeqc.spec.baseline import Baseline
+
+    return Baseline.load(path, profile) if path else None
+
+
+def signer_trust(signer: Any) -> dict[str, Any]:
+    """The run's own signing key, as the one that must have signed the report it just wrote."""
+    return {signer.keyid: (signer.public, f"this run's signing key {signer.path}")}
+
+
+def open_archive(directory: str | None) -> Any:
+    from nodeqc.archive.store import Archive
+
+    if directory and not Path(directory).is_dir():
+        raise UsageError(f"--archive {directory}: no such directory")
+    return Archive(directory)
+
+
+def retest_mismatch(predicate: dict[str, Any], node: str) -> str | None:
+    """Why a verified report cannot be the one this node re-tests (None: it can): a fabric report
+    (its verdicts are of many nodes' pairs, not of this node's checks), or another node's (another
+    serial, else host name: the archive's key). Refused, not warned: the new signed report would
+    otherwise say FIXED of another node's failures."""
+    from nodeqc.archive.store import node_key
+
+    if predicate.get("kind") == "fabric":
+        return "a fabric report, not a node's"
+    old = predicate.get("node") if isinstance(predicate.get("node"), dict) else {}
+    theirs = node_key(old.get("system_serial"), old.get("hostname"))
+    if theirs != node:
+        return f"the report of node {theirs}, not of this node ({node})"
+    return None
+
+
+def previous_report(hardware: Any, archive: Any, retest: str | None) -> tuple[Path, dict[str, Any]] | None:
+    """The report this run re-tests: the one named with --retest REPORT, else this node's newest in
+    the archive (None if there is none; an error if --retest asked for one)."""
+    from nodeqc.archive.store import node_key, read_verified, safe_name
+    from nodeqc.report.envelope import VerificationError
+
+    if retest:
+        path = Path(retest)
+        try:
+            verified = read_verified(path, archive.trusted)  # read once: the digest is of what was verified
+        except VerificationError as e:
+            raise UsageError(f"--retest {path}: NOT VERIFIED: {e}") from None
+        pred = verified.predicate
+        host = hardware.host.info()
+        why = retest_mismatch(pred, node_key(host.system_serial, host.hostname))
+        if why:
+            raise UsageError(clean(f"--retest {path}: {why}: a re-test compares a node with its own earlier report"))
+        return path, {"report": path.name, "sha256": verified.sha256, "verdict": pred.get("verdict"),
+                      "finished_at": pred.get("finished_at")}
+    host = hardware.host.info()
+    node = node_key(host.system_serial, host.hostname)
+    entry = archive.latest(node)
+    for skipped in archive.skipped():
+        if skipped.path.parent.name == safe_name(node):
+            print(f"nodeqc: warning: archive: NOT VERIFIED: {clean(skipped.path)}: {clean(skipped.reason)}",
+                  file=sys.stderr)
+    if entry is None:
+        if retest is not None:
+            raise UsageError(f"--retest: the archive {archive.root} holds no verified report of node {node}; "
+                             "name one with --retest REPORT")
+        return None
+    print(clean(f"nodeqc: re-test of node {node}: previous report {entry.path} ({entry.result}, "
+                 f"{entry.finished_at})"), file=sys.stderr)
+    return entry.path, {"report": entry.path.name, "sha256": entry.sha256, "verdict": entry.verdict,
+                        "finished_at": entry.finished_at}
+
+
+def after_run(report: Path, selection: Any, previous: tuple[Path, dict[str, Any]] | None,
+              textfile: Path | None, trusted: dict[str, Any] | None = None) -> None:
+    """What follows the report: the partial note, the comparison with the re-tested report, the
+    Prometheus textfile; each from the files as verified (the report just written by `trusted`, the
+    run's own key; the re-tested one by the digest it was looked up with), never from what a file
+    says after someone changed it."""
+    from nodeqc.archive.store import read_verified
+    from nodeqc.report.envelope import VerificationError
+    from nodeqc.report.keys import trusted_keys
+
+    try:
+        predicate = read_verified(report, trusted_keys() if trusted is None else trusted).predicate
+    except VerificationError as e:
+        raise UsageError(f"{report}: the report just written is NOT VERIFIED: {e}") from None
+    if selection.partial:
+        print(f"nodeqc: partial run ({selection.describe()}): this report is not a qualification",
+              file=sys.stderr)
+    if previous:
+        from nodeqc.archive.store import read_by_digest
+        from nodeqc.report.compare import compare
+
+        try:
+            old = read_by_digest(previous[0], previous[1]["sha256"])
+        except (VerificationError, UsageError) as e:
+            print(clean(f"nodeqc: warning: previous report {previous[0]}: NOT VERIFIED: {e}; not compared"),
+                  file=sys.stderr)
+        else:
+            for line in compare(old, predicate).lines(str(previous[0]), str(report)):
+                print(line, file=sys.stderr)
+    if textfile:
+        from nodeqc.report.prometheus import render, write_textfile
+
+        write_textfile(textfile, render(predicate, report))
+
+
+class RunFlow:
+    """The command line's choices for every run it starts (the headless run, and each run of the
+    window): the same options, re-test and archive, the same notes and Prometheus textfile after
+    each report. Bad arguments raise UsageError here, before any run or window."""
+
+    def __init__(self, args: argparse.Namespace, argv: list[str]):
+        from nodeqc.report.prometheus import check_path
+        from nodeqc.spec.selection import Selection
+
+        self.args = args
+        self.command = ["nodeqc", *argv]
+        self.selection = Selection.parse(args.only, args.skip)
+        self.textfile = Path(args.prometheus_textfile) if args.prometheus_textfile else None
+        if self.textfile:
+            check_path(self.textfile)
+        self.archive = open_archive(args.archive)
+        self.previous: tuple[Path, dict[str, Any]] | None = None  # the report the current run re-tests
+        self.trusted: dict[str, Any] | None = None  # the key the current run's report must be signed with
+
+    def prepare(self, profile_ref: str | None) -> tuple[Any, Any, Any]:
+        """Fresh hardware, profile and key for one run, with this profile (name, path or 'auto')."""
+        run_args = copy.copy(self.args)
+        run_args.profile = profile_ref
+        return prepare(run_args)
+
+    def options(self, hardware: Any, profile: Any, signer: Any, operator: str | None, ticket: str | None,
+                repair: str | None = None, retest: Path | None = None) -> Any:
+        """The run's options. After a repair: `repair` (or --repair) says what was done, and the run
+        re-tests `retest` (or --retest REPORT, or the node's newest report): the new report links it
+        and says FIXED / STILL FAILING for each of its failures."""
+        from nodeqc.run.runner import RunOptions
+        from nodeqc.spec.peers import parse_peers
+
+        a = self.args
+        repair = repair or getattr(a, "repair", None)
+        # A fresh look at the archive for each run: the window's runs are on threads of their own (an
+        # index connection is its thread's), and the first run may have created the signing key.
+        self.archive = open_archive(a.archive)
+        self.previous = previous_report(hardware, self.archive, str(retest) if retest else a.retest)
+        if repair and self.previous is None:
+            raise UsageError("--repair: there is no earlier report of this node to re-test; name it with --retest REPORT")
+        self.trusted = signer_trust(signer)
+        previous = self.previous[1] if self.previous else None
+        prior: dict[str, int] = {}
+        if previous is not None:
+            previous = {**previous, **self._failures(self.previous[0])}
+            prior = self._prior_repairs(hardware)
+        return RunOptions(profile=profile, signer=signer, out_dir=Path(a.out) if a.out else None, quick=a.quick,
+                          operator=operator, ticket=ticket, sample_hz=a.sample_hz, burn_in_s=a.burn_in,
+                          command=self.command, archive=self.archive.root, selection=self.selection,
+                          previous=previous, nic_peers=parse_peers(a.nic_peer), repair=repair, prior_repairs=prior,
+                          baseline=baseline_of(getattr(a, "baseline", None), profile))
+
+    def _failures(self, path: Path) -> dict[str, Any]:
+        """The re-tested report's path and failures, for FIXED / STILL FAILING."""
+        from nodeqc.report.answer import failures_of
+        from nodeqc.report.envelope import VerificationError, verify_file
+
+        try:
+            predicate = verify_file(path, self.archive.trusted).predicate
+        except VerificationError as e:
+            raise UsageError(f"{path}: NOT VERIFIED: {e}") from None
+        return {"path": str(path), "failures": failures_of(predicate)}
+
+    def _prior_repairs(self, hardware: Any) -> dict[str, int]:
+        from nodeqc.archive.parts import prior_repairs
+        from nodeqc.archive.store import node_dir, node_key
+
+        host = hardware.host.info()
+        node = node_key(host.system_serial, host.hostname)
+        if not node_dir(node, self.archive.root).is_dir():  # no history here: leave the archive untouched
+            return {}
+        return prior_repairs(self.archive, node)
+
+    def after_run(self, report: Path) -> None:
+        after_run(report, self.selection, self.previous, self.textfile, trusted=self.trusted)

@@ -1,0 +1,786 @@
+"""The runner: one qualification run from inventory to signed report, as one stream of events.
+
+Order: inventory, then the stress work on every GPU while telemetry samples in the background, then
+the health verdicts on what telemetry saw, then the host and the NICs. Every result is journaled to disk as it
+is reached. Abort (Ctrl-C, the GUI's button) stops the work, and the report is still written,
+marked aborted. An exception inside nodeqc becomes an ERROR result with its traceback, not a crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+import threading
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from nodeqc import __version__
+from nodeqc.archive.store import node_dir, node_key, safe_name
+from nodeqc.backends import Hardware
+from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession, describe_unrecorded
+from nodeqc.backends.bmc import BmcWatch
+from nodeqc.backends.kernel_log import MAX_RECORDS
+from nodeqc.checks import conformance, health, host as host_checks, host_health, inventory, nic as nic_checks, stress
+from nodeqc.checks import host_stress as host_stress_checks
+from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
+from nodeqc.checks.common import as_replayed
+from nodeqc.checks.processes import gpu_free
+from nodeqc.checks.psu import judge_psu
+from nodeqc.core.errors import BackendUnavailable, GpuLostError, UsageError
+from nodeqc.run.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
+                           RunStarted, TelemetrySampled)
+from nodeqc.core.model import CheckResult, Verdict, node_verdict
+from nodeqc.core.na import is_na
+from nodeqc.core.safefile import OutputError, claim
+from nodeqc.core.stamps import current_user, utc_now
+from nodeqc.report.answer import answer, escalate, not_applicable, not_run, repair_outcome
+from nodeqc.report.envelope import sign, statement, write_envelope
+from nodeqc.report.journal import Journal
+from nodeqc.report.keys import Signer
+from nodeqc.run.watchdog import watchdog_for
+from nodeqc.spec.peers import Peer, parse_peers
+from nodeqc.spec.profile import Profile
+from nodeqc.spec.selection import CHECK_NAMES, CHECKS, Selection
+from nodeqc.work.telemetry import TelemetrySampler, TelemetrySummary
+from nodeqc.work.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, own_pids, run_tasks
+
+EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
+PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
+# The longest a step's load waits on a slow telemetry sampler (real seconds; the watchdog's bound
+# grows by as much): a sampler slower than this is broken, not slow (nodeqc's choice).
+MAX_TELEMETRY_WAIT_S = 60.0
+NIC_CHECKS = CHECKS["nic"]
+# The host checks that read the live machine (sysfs, the kernel log) or load it: said not run, one
+# result each, where the run has no backend for them (a replay) or could not read them.
+HOST_HEALTH_CHECKS = ("host.edac", "host.aer", "host.kernel_log")
+HOST_STRESS_CHECKS = ("host.cpu_stress", "host.memory_bandwidth", "host.nvme", "host.optics")
+
+
+@dataclass
+class RunOptions:
+    profile: Profile
+    signer: Signer
+    out_dir: Path | None = None  # None: the archive, filed by node
+    quick: bool = False
+    operator: str | None = None
+    ticket: str | None = None
+    sample_hz: float | None = None
+    burn_in_s: float | None = None  # None: the profile's [run] burn_in_s
+    command: list[str] = field(default_factory=list)
+    archive: Path | None = None  # None: archive_root() (NODEQC_ARCHIVE or the per-user one)
+    selection: Selection = field(default_factory=Selection)  # --only/--skip; a partial run is no qualification
+    previous: dict[str, Any] | None = None  # the earlier report this run re-tests: file, sha256, ...
+    nic_peers: list[Peer] = field(default_factory=list)  # empty: the profile's [nic] peers
+    repair: str | None = None  # what the technician did since the `previous` report (--repair)
+    prior_repairs: dict[str, int] = field(default_factory=dict)  # 'part|code' -> earlier repairs (archive)
+    baseline: Any = None  # nodeqc.spec.baseline.Baseline to conform to; None: the profile's `baseline`, if any
+
+
+@dataclass
+class RunOutcome:
+    verdict: str
+    status: str
+    report_path: Path
+    results: list[CheckResult]
+
+    @property
+    def exit_code(self) -> int:
+        """0 passed; 1 failed qualification; 2 could not do the job (aborted, or a check could not run)."""
+        if self.status == "aborted" or any(r.verdict is Verdict.ERROR for r in self.results):
+            return EXIT_CANNOT_RUN
+        return EXIT_FAIL if self.verdict == "FAIL" else EXIT_PASS
+
+
+@dataclass
+class RunPaths:
+    directory: Path
+    stem: str
+
+    @property
+    def report(self) -> Path:
+        return self.directory / f"{self.stem}.report.json"
+
+    @property
+    def journal(self) -> Path:
+        return self.directory / f"{self.stem}.journal.jsonl"
+
+    @property
+    def telemetry(self) -> Path:
+        return self.directory / f"{self.stem}.telemetry.csv.gz"
+
+
+class Runner:
+    def __init__(self, options: RunOptions, hardware: Hardware, emit: Callable[[Event], None] | None = None):
+        self.options = options
+        self.hw = hardware
+        self.profile = options.profile
+        self._listener = emit or (lambda event: None)
+        self._aborted = threading.Event()
+        self._journal: Journal | None = None
+        self._results: list[CheckResult] = []
+        # GPU subject -> its model, for the GPUs the profile does not accept (judged not against
+        # another model's floors: inventory.not_judged_for_model)
+        self._wrong_models: dict[str, str] = {}
+        self._progress_at: dict[str, float] = {}
+        self._burn_in: dict[str, Any] | None = None
+        self.t0 = 0.0
+        self._nics_start: list[NicInfo] = []  # read first: link counters must not grow during the run
+        self._live_gpus: list[GpuInfo] = []
+        self._nic_plan: nic_checks.NicPlan | None = None
+        self._nic_traffic: TrafficSession | None = None
+        self._platform = PlatformWatch(hardware.platform, self._no_host_reason())
+        self._baseline = options.baseline if options.baseline is not None else baseline_of_profile(self.profile)
+        self._one_gpu_node = False  # one GPU on the node by every count: GPU-to-GPU checks do not apply
+        self._bmc_thresholds: tuple[Any, str | None] | None = None  # read once a run (`ipmitool sensor` is slow)
+
+    # ------------------------------------------------------------------ control
+
+    def abort(self) -> None:
+        """Stop at the next safe point; the report is still written, marked aborted."""
+        self._aborted.set()
+
+    @property
+    def aborted(self) -> bool:
+        return self._aborted.is_set()
+
+    def now(self) -> float:
+        return round(self.hw.clock.now() - self.t0, 3)
+
+    # ------------------------------------------------------------------ events
+
+    def _emit(self, event: Event) -> None:
+        if self._journal is not None and not isinstance(event, (CheckProgress, TelemetrySampled)):
+            self._journal.append(event.to_dict())
+        self._listener(event)
+
+    def _publish(self, results: list[CheckResult]) -> None:
+        """Start and finish each check of a batch that was judged at once."""
+        results = [r for r in results if self.options.selection.includes(r.name)]
+        names = list(dict.fromkeys(r.name for r in results))
+        for name in names:
+            batch = [r for r in results if r.name == name]
+            self._emit(CheckStarted(name, [r.subject for r in batch], self.now()))
+            for r in batch:
+                self._finish(r)
+
+    def _finish(self, result: CheckResult) -> None:
+        if self.hw.replayed:
+            result = as_replayed(result)
+        models = self._wrong_models.get(result.subject) or (sorted(set(self._wrong_models.values()))
+                                                             if result.subject == "node" and self._wrong_models else None)
+        if models:
+            result = inventory.not_judged_for_model(result, [models] if isinstance(models, str) else models,
+                                                    self.profile.name)
+        self._results.append(result)
+        self._emit(CheckFinished(result, self.now()))
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> RunOutcome:
+        self.t0 = self.hw.clock.now()
+        started_at = utc_now()
+        host = self.hw.host.info()
+        gpus, driver, cuda, nvml_error = self._open_gpus(host)
+        self._wrong_models = {g.subject: str(g.name) for g in gpus
+                              if not g.lost and not self.profile.accepts_model(str(g.name))}
+        paths = self._paths(host)
+        self._journal = Journal(paths.journal)
+        self._emit(RunStarted(
+            run_id=str(uuid.uuid4()), started_at=started_at, profile=self.profile.summary(),
+            simulated=self.hw.simulated, node=host.to_dict(), gpus=inventory.describe_gpus(gpus),
+            files={"report": str(paths.report), "journal": str(paths.journal),
+                   "telemetry": str(paths.telemetry)}))
+        summary: TelemetrySummary | None = None
+        self._live_gpus = [g for g in gpus if not g.lost]
+        self._one_gpu_node = (len(gpus) == 1 and len(host.nvidia_gpus_on_pci) <= 1
+                              and self.profile.get("gpu", "count", 1) == 1)
+        try:
+            self._nics_start = self.hw.nics.nics() if self.hw.nics else []
+            self._platform.start(self._live_gpus, self._nics_start, self._emit)
+            self._inventory_phase(host, gpus, driver, cuda, nvml_error)
+            self._conformance_phase(host, gpus, driver, cuda)
+            summary = self._gpu_phase(self._live_gpus, paths)
+            self._host_phase(host)
+            self._nic_phase()
+            self._fleet_phase(host, gpus)
+        except Exception as e:  # noqa: BLE001 - an internal error must still produce a report
+            self._emit(Notice("error", f"internal error: {type(e).__name__}: {e}"))
+            self._finish(CheckResult("nodeqc.internal", "node", Verdict.ERROR,
+                                     f"nodeqc failed: {type(e).__name__}: {e}", code="INTERNAL_ERROR",
+                                     evidence={"traceback": traceback.format_exc().splitlines()[-20:]}))
+        finally:
+            self._kill_nic_traffic()
+            self._platform.close()
+            self.hw.mgmt.close()
+        return self._conclude(paths, host, gpus, driver, cuda, summary, started_at)
+
+    # ------------------------------------------------------------------ phases
+
+    def _inventory_phase(self, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str,
+                         nvml_error: str | None) -> None:
+        self._publish([inventory.nvml_result(nvml_error, driver, len(gpus))])
+        if nvml_error is None:
+            self._publish(inventory.inventory_results(gpus, host.nvidia_gpus_on_pci, driver, cuda, self.profile))
+
+    def _gpu_phase(self, live: list[GpuInfo], paths: "RunPaths") -> TelemetrySummary | None:
+        """Stress every working GPU while telemetry watches, then judge what telemetry saw."""
+        if not live:
+            self._publish([CheckResult("stress.burn", "node", Verdict.SKIP, "no working GPUs to load", code="NO_GPUS")])
+            return None
+        selection = self.options.selection
+        burn_in = self.burn_in_s > 0 and selection.includes("burnin.stability")
+        if self.aborted or not (selection.needs_gpu_phase or burn_in):
+            return None
+        in_use = self._gpus_in_use(live)
+        summary = self._stress_and_watch(live, paths, in_use)
+        self._publish(health.health_results(live, summary.gpus, self.profile))
+        return summary
+
+    def _gpus_in_use(self, live: list[GpuInfo]) -> set[int]:
+        """Before any load: the GPUs another process computes on (they sit out the stress)."""
+        own = own_pids()
+        results = []
+        for g in live:
+            try:
+                listed = self.hw.mgmt.processes(g.index)
+            except GpuLostError:
+                continue  # health.gpu_lost reports it
+            results.append((g.index, gpu_free(g, listed if is_na(listed) else [p for p in listed if p.pid not in own])))
+        self._publish([r for _, r in results])
+        return {i for i, r in results if r.verdict is Verdict.ERROR}
+
+    def _host_phase(self, host: HostInfo) -> None:
+        if not self.aborted:
+            self._publish(host_checks.host_results(host, self.profile))
+            self._publish(self._platform.health_results(self.profile))
+            if not self.options.quick:
+                self._host_stress_phase()
+
+    def _no_host_reason(self) -> str:
+        """Why this run has no live host to read or stress (said for each host check it cannot run)."""
+        return self.hw.no_host_reason()
+
+    def _host_stress_phase(self) -> None:
+        """Full runs only: every CPU on known answers, memory bandwidth, NVMe (fio), optical modules."""
+        stress, sel = self.hw.host_stress, self.options.selection
+        if stress is None:
+            self._publish([CheckResult(name, "node", Verdict.SKIP, f"not run: {self._no_host_reason()}",
+                                       code="HOST_NOT_HERE") for name in HOST_STRESS_CHECKS])
+            return
+        if not self._live_gpus:  # the node has already failed; minutes of host load would not change that
+            self._publish([CheckResult("host.cpu_stress", "node", Verdict.SKIP, "host stress not run: no working "
+                                       "GPUs, so the node has failed already", code="NO_GPUS")])
+            return
+        if sel.includes("host.cpu_stress") and not self.aborted:
+            seconds = float(self.profile.get("host", "stress_s", 60))
+            self._emit(Notice("info", f"host stress: every CPU on known answers for {seconds:g} s"))
+            self._publish([host_stress_checks.cpu(stress.cpu(seconds), seconds)])
+        if sel.includes("host.memory_bandwidth") and not self.aborted:
+            self._publish([host_stress_checks.memory_bandwidth(stress.memory_bandwidth(), self.profile)])
+        if sel.includes("host.nvme") and not self.aborted:
+            missing = stress.missing_tool("fio")
+            runs = [] if missing else (
+                [stress.fio(t, 30, scratch=False) for t in self.profile.get("host", "fio_targets", [])]
+                + ([stress.fio(self.profile.get("host", "fio_scratch"), 30, scratch=True)]
+                   if self.profile.get("host", "fio_scratch") else []))
+            self._publish(host_stress_checks.nvme(runs, missing, self.profile))
+        if sel.includes("host.optics") and not self.aborted and self.profile.get("host", "optics", True):
+            from nodeqc.backends.optics import read_optics
+
+            read = read_optics(stress, [n for n in self._nics_start if not n.virtual and n.interface])
+            self._publish(host_stress_checks.optics(read.modules, read.ethtool_missing, read.links, read.notes,
+                                                          read.unread, read.unparsed))
+
+    def _conformance_phase(self, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str) -> None:
+        """The node against its golden baseline: firmware, software, settings, topology."""
+        self._platform.observe(gpus, driver, cuda, host, self._nics_start if self.hw.nics is not None else None)
+        if self._baseline is None or self.aborted:
+            return
+        b = self._baseline
+        if self._platform.observed is None:
+            # Nothing read is not "every device missing": the comparison could not run (exit 2).
+            why = self._platform.unobserved or "the node's platform could not be read"
+            self._publish([CheckResult(f"baseline.{name}", "node", Verdict.ERROR, f"not compared with {b.path.name}: {why}",
+                                       code="BASELINE_NOT_READ") for name in CHECKS["baseline"]])
+            return
+        self._publish(conformance.compare(b.data, self._platform.observed or {}, b.warn, b.ignore,
+                                          source=f"the baseline ({b.path.name})"))
+
+    def _fleet_phase(self, host: HostInfo, gpus: list[GpuInfo]) -> None:
+        """This run's figures against the fleet's in the archive (other nodes' newest reports of the
+        same SKU): a GPU or node far below its fleet's median warns, with its percentile."""
+        from nodeqc.archive.fleet import fleet_figures, own_figures
+        from nodeqc.archive.store import Archive, node_key
+        from nodeqc.checks.fleet import DEFAULT_MIN_FLEET, DEFAULT_OUTLIER_PCT, judge_run
+
+        if self.aborted or not self.options.selection.includes("fleet.outlier"):
+            return
+        node = node_key(host.system_serial, host.hostname)
+        archive = Archive(self.options.archive)
+        try:
+            fleet = fleet_figures(archive.reports(), node, self.hw.simulated)
+        except Exception as e:  # noqa: BLE001 - an unreadable archive is no verdict on this node
+            self._emit(Notice("warning", f"fleet outliers not judged: the archive {archive.root} could not be "
+                                         f"read ({type(e).__name__}: {e})"))
+            return
+        finally:
+            archive.close()
+        own = own_figures(node, inventory.describe_gpus(gpus), [r.to_dict() for r in self._results])
+        self._publish(judge_run(own, fleet, self.profile.get("fleet", "outlier_pct", DEFAULT_OUTLIER_PCT),
+                                self.profile.get("fleet", "min_fleet", DEFAULT_MIN_FLEET)))
+
+    def start_nic_traffic(self, total_s: float | None = None) -> None:
+        """The burn-in hook: start NIC traffic in the background. A TCP round (iperf3 on every NIC at
+        once), then an RDMA round (ib_write_bw on every RDMA port at once), the NICs' PCIe links read
+        meanwhile. Burn-in calls this just before the GPU burn with total_s = the burn's length, so
+        network and GPUs load the node together; `_nic_phase` afterwards waits for the traffic and
+        judges it. Without total_s each round lasts the profile's traffic_s. Does nothing when the
+        hardware has no NICs or traffic was started already."""
+        if self.hw.nics is None or self._nic_plan is not None:
+            return
+        peers = self.options.nic_peers or parse_peers(self.profile.get("nic", "peers", []))
+        plan = nic_checks.select(self._nics_start, self.profile, {p.nic for p in peers if p.nic})
+        seconds = nic_checks.traffic_seconds(self.profile, self.options.quick)
+        plan = nic_checks.plan_traffic(plan, peers, self.profile, seconds, self.hw.nics.missing_tool,
+                                       self._live_gpus, total_s)
+        for line in nic_checks.skip_warnings(plan):
+            if self.options.selection.includes(line.partition(" ")[0]):  # unselected checks say nothing
+                self._emit(Notice("warning", line))
+        self._nic_plan = plan
+        if plan.rounds:
+            self._emit(Notice("info", nic_checks.traffic_summary(plan)))
+            self._nic_traffic = self.hw.nics.start_traffic(plan.rounds, sorted({j.nic for j in plan.jobs}))
+
+    def _nic_phase(self) -> None:
+        """Judge the NICs: traffic (started now unless burn-in started it), then their state at the end
+        of the run against the start."""
+        if self.hw.nics is None or self.aborted or not any(self.options.selection.includes(f"nic.{name}")
+                                                            for name in NIC_CHECKS):
+            return
+        self.start_nic_traffic()
+        assert self._nic_plan is not None
+        outcomes, links = [], {}
+        if self._nic_traffic is not None:
+            self._nic_traffic.wait(lambda: self.aborted)
+            if self.aborted:
+                return  # the finally of run() ends the traffic
+            traffic, self._nic_traffic = self._nic_traffic, None
+            outcomes, links = traffic.stop(), traffic.links
+        self._publish(nic_checks.nic_results(self._nic_plan, outcomes, links, self.hw.nics.nics(), self.profile))
+
+    def _kill_nic_traffic(self) -> None:
+        """No traffic tool outlives the run (abort, or an error elsewhere)."""
+        traffic, self._nic_traffic = self._nic_traffic, None
+        if traffic is not None:
+            try:
+                traffic.stop(kill=True)
+            except Exception:  # noqa: BLE001 - the run's own outcome is what gets reported
+                pass
+
+    def _open_gpus(self, host: HostInfo) -> tuple[list[GpuInfo], str, str, str | None]:
+        try:
+            self.hw.mgmt.open()
+        except BackendUnavailable as e:
+            return [], "N/A", "N/A", str(e)
+        gpus = self.hw.mgmt.gpus()
+        inventory.assign_slots(gpus, host.nvidia_gpus_on_pci)
+        return gpus, self.hw.mgmt.driver_version(), self.hw.mgmt.cuda_version(), None
+
+    def _paths(self, host: HostInfo) -> RunPaths:
+        directory = self.options.out_dir or node_dir(node_key(host.system_serial, host.hostname), self.options.archive)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"{directory}: cannot create the report directory: {e.strerror}") from None
+        base = f"{safe_name(host.hostname)}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
+        n = 1
+        while True:
+            paths = RunPaths(directory, base if n == 1 else f"{base}-{n}")
+            # Claim the name by creating the journal: two runs starting in the same second cannot
+            # both get it, as they could with a look first and a create after. O_NOFOLLOW too: a
+            # link planted under the name is taken as "the name is used".
+            if not paths.report.exists() and claim(paths.journal):
+                return paths
+            n += 1
+
+    def _stress_and_watch(self, gpus: list[GpuInfo], paths: RunPaths, in_use: set[int]) -> TelemetrySummary:
+        by_index = {g.index: g for g in gpus}
+
+        def on_sample(t: float, readings: dict[int, GpuSample | None]) -> None:
+            self._listener(TelemetrySampled(t, {by_index[i].subject: s for i, s in readings.items()}))
+
+        hz = self.options.sample_hz or self.profile.get("run", "sample_hz")
+        sampler = TelemetrySampler(self.hw.mgmt, gpus, self.hw.clock, self.t0, hz, paths.telemetry, on_sample,
+                                   own_pids=own_pids)
+        sampler.start()
+        try:
+            self.hw.clock.sleep(2.0)  # idle readings first: the baseline the load is compared with
+            failed = self._stress(gpus, sampler, in_use)
+            self._burn_in_phase([g for g in gpus if g.index not in failed], sampler)
+        finally:
+            summary = sampler.stop()
+        return summary
+
+    def _stress(self, gpus: list[GpuInfo], sampler: TelemetrySampler, in_use: set[int]) -> dict[int, str]:
+        """Each step of the stress plan on every GPU still standing; a GPU whose worker hung, crashed
+        or lost its GPU sits out the later steps (it has already failed, with the evidence), and so
+        does a GPU another process was using. Returns those GPUs, with the check each failed in."""
+        failed: dict[int, str] = {i: "stress.gpu_free" for i in in_use}
+        watchdog = watchdog_for(self.hw, self.profile)
+        for step in stress.PLAN:
+            if self.aborted:
+                return failed
+            if not self.options.selection.includes(step.name):
+                continue
+            if step.needs_rdma_floor and self.profile.threshold("nic", step.needs_rdma_floor) is None:
+                continue  # the profile does not ask for it (no published floor for this node)
+            if step.needs_rdma_floor and not any(n.ib_ports for n in self._nics_start):
+                self._publish([CheckResult(step.name, "node", Verdict.SKIP, "not run: no RDMA NIC on this node "
+                                           "(NCCL through the NICs needs InfiniBand or RoCE)", code="NCCL_UNAVAILABLE")])
+                continue
+            live = [g for g in gpus if g.index not in failed]
+            sitting_out = [CheckResult(step.name, g.subject, Verdict.SKIP, "not run: another process is using this GPU",
+                                       code="GPU_IN_USE") if g.index in in_use else
+                           CheckResult(step.name, g.subject, Verdict.SKIP, f"not run: this GPU failed {failed[g.index]}",
+                                       code="SKIPPED_EARLIER_FAILURE") for g in gpus if g.index in failed]
+            if not step.per_gpu and len(live) < 2:
+                if self._one_gpu_node:  # nothing to pair it with: not a check left unrun
+                    self._publish([CheckResult(step.name, "node", Verdict.SKIP, "not applicable: one GPU on this node",
+                                               code="ONE_GPU_NA")])
+                else:
+                    self._publish([CheckResult(step.name, "node", Verdict.SKIP, "needs two or more working GPUs")])
+                continue
+            subjects = [g.subject for g in live]
+            self._emit(CheckStarted(step.name, subjects + ([] if step.per_gpu and not step.watch_psus else ["node"])
+                                    + [r.subject for r in sitting_out], self.now()))
+            by_index = {g.index: g for g in live}
+            psus = self._watch_psus() if step.watch_psus else None
+            sampler.open_window(step.name)
+
+            def on_progress(task: Task, fraction: float, figures: dict[str, Any], name: str = step.name) -> None:
+                if "bound" in figures:  # a phase of the step starts or ends: read the counters there
+                    bound, period = figures.pop("bound"), figures.pop("period_s", None)
+                    sampler.mark_counters(task.gpu, {"bound": bound, "period_s": period})
+                    if psus is not None:
+                        psus.mark(f"at the {bound} of the " + ("steady load" if not period else
+                                                               f"{period * 1000:g} ms period"), period)
+                elif psus is not None:
+                    psus.poll(f"during the {figures['period_ms']:g} ms period" if "period_ms" in figures
+                              else "during the test")
+                self._progress(name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures)
+            try:
+                # A step judged from telemetry alone holds its load until the sampler, at the pace it
+                # really keeps, has read it (bounded by MAX_TELEMETRY_WAIT_S).
+                min_wall_s = min(MAX_TELEMETRY_WAIT_S, sampler.wall_s_to_see(step.loaded_samples)) \
+                    if step.loaded_samples else 0.0
+                tasks = step.tasks(live, self.profile, self.options.quick, self.t0, min_wall_s, self.hw.clock.scale)
+                outcomes = run_tasks(tasks, self.hw.compute_spec, watchdog, on_progress=on_progress,
+                                     should_abort=lambda: self.aborted)
+            finally:
+                windows = sampler.close_window(step.name)
+                self._platform.drain_kernel_log()
+                psu_run = psus.finish(after=not self.aborted) if psus is not None else None
+            if step.per_gpu:
+                results = step.judge_per_gpu(live, {o.task.gpu: o for o in outcomes}, windows, self.profile)
+                for o in outcomes:
+                    if o.status in (STATUS_HANG, STATUS_CRASH, STATUS_LOST):
+                        failed[o.task.gpu] = step.name
+            else:
+                results = step.judge_node(live, outcomes[0], self.profile, windows)
+            if psu_run is not None and not self.aborted:
+                results.append(judge_psu(step.name, psu_run))
+            for r in results + sitting_out:
+                self._finish(r)
+        return failed
+
+    def _watch_psus(self) -> BmcWatch:
+        """The BMC read before a power test (and, once a run, each sensor's thresholds); the
+        thread that reads it at the test's marks runs until finish()."""
+        watch = BmcWatch(self.hw.bmc, self.now)
+        watch.start(self._bmc_thresholds)
+        if watch.run.thresholds is not None or watch.run.thresholds_error:
+            self._bmc_thresholds = (watch.run.thresholds, watch.run.thresholds_error)
+        return watch
+
+    @property
+    def burn_in_s(self) -> float:
+        chosen = self.options.burn_in_s
+        return float(self.profile.get("run", "burn_in_s", 0) if chosen is None else chosen)
+
+    def _burn_in_phase(self, gpus: list[GpuInfo], sampler: TelemetrySampler) -> None:
+        """Every GPU under matmul, memory and host-link traffic for the burn-in's duration, journal
+        checkpoints as it goes, telemetry watching throughout."""
+        seconds = self.burn_in_s
+        if seconds <= 0 or not gpus or self.aborted or not self.options.selection.includes("burnin.stability"):
+            return
+        name = "burnin.stability"
+        window_s = max(60.0, seconds / 200)
+        checkpoint_s = max(60.0, seconds / 50)
+        dtypes = self.profile.get("gpu", "dtypes", ["fp32"])
+        dtype = next((d for d in ("bf16", "fp16", "fp32") if d in dtypes), dtypes[0])
+        params = {"seconds": seconds, "window_s": window_s, "dtype": dtype, "seed": stress.SEED,
+                  "hbm_bytes": 256 * stress.MIB, "pcie_bytes": 64 * stress.MIB,
+                  "bus_ids": {g.index: g.bus_id for g in gpus}}
+        by_index = {g.index: g for g in gpus}
+        recorder = BurnInRecorder(gpus)
+        started = self.now()
+        state = {"window": 0, "at": started}
+        self._emit(CheckStarted(name, [g.subject for g in gpus], started))
+        sampler.open_window("burnin-0")
+
+        def checkpoint() -> None:
+            closed = sampler.close_window(f"burnin-{state['window']}")
+            self._platform.drain_kernel_log()
+            recorder.add_interval(state["at"] - started, {by_index[i].subject: t for i, t in closed.items()})
+            state["window"] += 1
+            state["at"] = self.now()
+            sampler.open_window(f"burnin-{state['window']}")
+            assert self._journal is not None
+            self._journal.append({"type": "checkpoint", "t": self.now(), "burn_in": recorder.snapshot()})
+
+        def on_progress(task: Task, fraction: float, figures: dict[str, Any]) -> None:
+            subject = by_index[task.gpu].subject
+            if "window" in figures:
+                recorder.add_window(subject, figures["window"])
+            if self.now() - state["at"] >= checkpoint_s:
+                checkpoint()
+            self._progress(name, subject, fraction, {k: v for k, v in figures.items() if k != "window"})
+
+        tasks = [Task("burn_in", g.index, params, seconds) for g in gpus]
+        # Network traffic at the same time as the GPUs burn: power and heat at their worst together.
+        if self.options.selection.includes("nic.tcp") or self.options.selection.includes("nic.rdma"):
+            self.start_nic_traffic(total_s=seconds)
+        try:
+            outcomes = run_tasks(tasks, self.hw.compute_spec, watchdog_for(self.hw, self.profile),
+                                 on_progress=on_progress, should_abort=lambda: self.aborted)
+        finally:
+            closed = sampler.close_window(f"burnin-{state['window']}")
+            recorder.add_interval(state["at"] - started, {by_index[i].subject: t for i, t in closed.items()})
+        results, self._burn_in = judge_burn_in(gpus, {o.task.gpu: o for o in outcomes}, recorder, sampler.watch,
+                                               self.profile, started, self.hw.clock.scale)
+        self._burn_in.update({"seconds": seconds, "window_s": window_s, "dtype": dtype})
+        for r in results:
+            self._finish(r)
+
+    def _progress(self, name: str, subject: str, fraction: float, figures: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if fraction < 1.0 and now - self._progress_at.get(subject, 0.0) < PROGRESS_EVERY_S:
+            return
+        self._progress_at[subject] = now
+        self._emit(CheckProgress(name, subject, fraction, figures))
+
+    def _never_ran(self) -> list[CheckResult]:
+        """A row for each selected check that an aborted run never reached (RUN_ABORTED), so the report
+        lists what was left untested rather than leaving it out. Checks the run would not have had
+        (a burn-in not asked for, a baseline not given, the fleet's and the NIC loop-back's own
+        conditions) are not listed."""
+        done = {r.name for r in self._results}
+        wanted = [n for n in CHECK_NAMES if self.options.selection.includes(n) and n not in done]
+        conditions = {"burnin.stability": self.burn_in_s > 0, "fleet.outlier": False,
+                      "stress.nccl_net": self.profile.threshold("nic", "min_nccl_loopback_busbw_gbps") is not None}
+        return [CheckResult(n, "node", Verdict.SKIP, "not run: the run was aborted before it", code="RUN_ABORTED")
+                for n in wanted if conditions.get(n, True) and not (n.startswith("baseline.") and self._baseline is None)]
+
+    # ------------------------------------------------------------------ the report
+
+    def _conclude(self, paths: RunPaths, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str,
+                  summary: TelemetrySummary | None, started_at: str) -> RunOutcome:
+        status = "aborted" if self.aborted else "complete"
+        if self.aborted:
+            self._publish(self._never_ran())
+        if not self.aborted and (unjudged := nothing_judged(self._results)) is not None:
+            self._finish(unjudged)
+        verdict = "FAIL" if self.aborted else node_verdict(self._results)
+        counts = {v.value: sum(1 for r in self._results if r.verdict is v) for v in Verdict}
+        failed = [f"{r.name} {r.subject}" for r in self._results if r.verdict.blocks_qualification]
+        described = inventory.describe_gpus(gpus)
+        selection = self.options.selection
+        the_answer = answer(self._results, described, verdict, status,
+                            selection.describe() if selection.partial else None, self.hw.simulated)
+        previous = self.options.previous
+        if previous is not None:
+            # A re-test: what became of each earlier failure, and which failures are new (also
+            # after a report that passed).
+            the_answer.repair = repair_outcome(self.options.previous, self.options.repair, self._results,
+                                               the_answer.findings)
+        escalate(the_answer.findings, self.options.prior_repairs, the_answer.repair)
+        finished = RunFinished(verdict, status, str(paths.report), counts, failed, the_answer)
+        assert self._journal is not None
+        self._journal.append(finished.to_dict())
+        simulation = self.hw.simulation
+        if simulation and (unrecorded := self.hw.mgmt.unrecorded()):
+            simulation = {**simulation, "unrecorded": unrecorded}
+            self._emit(Notice("warning", describe_unrecorded(unrecorded)))
+        predicate = {
+            "verdict": verdict,
+            "status": status,
+            "simulated": self.hw.simulated,
+            "simulation": simulation,
+            "profile": self.profile.summary(),
+            "quick": self.options.quick,
+            "node": {**host.to_dict(), "driver_version": driver, "cuda_version": cuda},
+            "gpus": described,
+            "checks": [r.to_dict() for r in self._results],
+            "summary": {"counts": counts, "failed": failed},
+            "answer": the_answer.to_dict(),
+            "telemetry": summary.to_dict() if summary else None,
+            "burn_in": self._burn_in,
+            "journal": {"file": paths.journal.name, "sha256": hashlib.sha256(paths.journal.read_bytes()).hexdigest()},
+            "tool": {"name": "nodeqc", "version": __version__, "python": platform.python_version(),
+                     "command": self.options.command},
+            "started_at": started_at,
+            "finished_at": utc_now(),
+            "duration_s": self.now(),
+            "operator": self.options.operator or current_user(),
+            "ticket": self.options.ticket,
+            "signer": {"keyid": self.options.signer.keyid},
+            "partial": self.options.selection.to_dict(),
+            "previous": self.options.previous,
+            "repair": the_answer.repair,
+            "platform": self._platform.observed,
+            "baseline": self._baseline.summary() if self._baseline is not None else None,
+            "valid_until": valid_until(self.profile, status, self.options.selection.partial),
+        }
+        try:
+            write_envelope(paths.report, sign(statement(predicate), self.options.signer))
+        except OutputError as e:
+            # The journal must not end on "finished: PASS" with no report on disk (disk full).
+            try:
+                self._journal.append({"type": "report_not_written", "t": self.now(), "reason": str(e)})
+            except OutputError:
+                pass
+            raise
+        finally:
+            self._journal.close()
+        self._listener(finished)
+        return RunOutcome(verdict, status, paths.report, list(self._results))
+
+
+class PlatformWatch:
+    """The platform over a run: its error counters and kernel log from the start, its observation
+    (for the baseline and the report). Without a platform backend every result says it was not
+    watched; an error reading sysfs becomes a notice, never a failed run."""
+
+    def __init__(self, platform: Any, absent: str = "this run has no backend for the platform"):
+        self.platform = platform
+        self._absent = absent  # why there is no platform to watch, said by each check it would judge
+        self.unobserved: str | None = None  # why the node could not be observed for its baseline
+        self._unreadable: str | None = None
+        self.observed: dict[str, Any] | None = None
+        self._bus_ids: list[str] = []
+        self._names: dict[str, str] = {}
+        self._start: Any = None
+        self._log: Any = None
+        self._records: list[Any] = []  # the kernel log's records read so far
+        self._log_stopped: str | None = None  # why reading it failed part way, if it did
+        self._emit: Callable[[Event], None] = lambda e: None
+
+    def start(self, gpus: list[GpuInfo], nics: list[NicInfo], emit: Callable[[Event], None]) -> None:
+        self._emit = emit
+        if self.platform is None:
+            return
+        self._bus_ids = [g.bus_id for g in gpus if isinstance(g.bus_id, str)] + \
+            [n.bus_id for n in nics if isinstance(n.bus_id, str) and not n.virtual]
+        try:
+            self._log = self.platform.kernel_log()
+            self._start = self.platform.counters(self._bus_ids)
+            bridges: dict[str, list[str]] = {}
+            names = host_health.device_names(gpus, nics, {})
+            for bus in self._bus_ids:
+                fn = self.platform.pci(bus)
+                for b in fn.bridges if fn else []:
+                    bridges.setdefault(b, []).append(names.get(bus, bus))
+            self._names = host_health.device_names(gpus, nics, bridges)
+        except OSError as e:
+            emit(Notice("warning", f"host health not watched: cannot read sysfs: {e}"))
+            self._start = None
+            self._unreadable = f"cannot read sysfs: {e}"
+
+    def observe(self, gpus: list[GpuInfo], driver: str, cuda: str, host: HostInfo, nics: list[NicInfo] | None) -> None:
+        """`nics` None: this run has no NIC backend (what it would read is said unread, for the same
+        reason as the platform's absence)."""
+        from nodeqc.spec.baseline import observe
+
+        try:
+            self.observed = observe(gpus, driver, cuda, host, nics, self.platform, self._absent)
+        except OSError as e:
+            self._emit(Notice("warning", f"the node's platform could not be read: {e}"))
+            self.unobserved = f"the node's platform could not be read: {e}"
+
+    def drain_kernel_log(self) -> None:
+        """Read what the kernel logged so far, between steps and burn-in windows: the ring buffer
+        holds about 1 MiB (a few thousand lines), so a run of hours read only at its end could lose
+        its first lines to it."""
+        if self._log is not None and self._log_stopped is None and len(self._records) < MAX_RECORDS:
+            try:
+                self._records += self._log.new_records()
+            except (OSError, subprocess.SubprocessError, ValueError) as e:  # a read error, journalctl hung
+                self._log_stopped = f"{type(e).__name__}: {e}"
+            if len(self._records) >= MAX_RECORDS and self._log_stopped is None:
+                # A flood: its first lines say what it was; what it hides after is said unjudged.
+                self._log_stopped = f"it logged {len(self._records)} lines, the most nodeqc reads in a run"
+
+    def health_results(self, profile: Profile) -> list[CheckResult]:
+        if self.platform is None or self._start is None:
+            # Never silent: each check it would have judged says why it did not run.
+            code, why = (("HOST_NOT_HERE", self._absent) if self.platform is None else
+                         ("HOST_UNREADABLE", self._unreadable or "the platform was not read at the start"))
+            return [CheckResult(name, "node", Verdict.SKIP, f"not run: {why}", code=code) for name in HOST_HEALTH_CHECKS]
+        end = self.platform.counters(self._bus_ids)
+        self.drain_kernel_log()
+        records = self._records
+        unreadable = getattr(self._log, "reason", None)
+        return (host_health.edac(self._start, end, profile) + host_health.aer(self._start, end, self._names, profile)
+                + host_health.kernel_log(records, getattr(self._log, "source", ""), unreadable, self._names, profile,
+                                         lost=getattr(self._log, "lost", 0), stopped=self._log_stopped))
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+
+
+def nothing_judged(results: list[CheckResult]) -> CheckResult | None:
+    """A run in which no check reached a verdict has shown nothing of the node: an ERROR (exit 2)
+    that says why each selected check did not run, never a pass. With `--only stress.burn` and
+    another process on the GPU the run once said "PASS: 0 passed" and exited 0
+    (shared/measurements/2026-11-26, item 4). A check that does not apply to this hardware
+    (nodeqc.core.codes.NOT_APPLICABLE) left nothing untested, but judged nothing either: a run of those
+    alone has shown nothing too. None where some check reached a verdict (PASS, WARN, FAIL, ERROR)."""
+    if any(r.verdict is not Verdict.SKIP for r in results):
+        return None
+    skipped, na = not_run(results), not_applicable(results)
+    said = [f"{e.count} not run: {e.reason} ({', '.join(e.checks)})" for e in skipped]
+    if na:
+        said.append(f"not applicable to this node: {'; '.join(na)}")
+    message = ("no selected check reached a verdict, so nothing was judged"
+               + (f": {'; '.join(said)}" if said else " (no check reported a result)"))
+    return CheckResult("nodeqc.nothing_judged", "node", Verdict.ERROR, message, code="NOTHING_JUDGED",
+                       evidence={"not_run": [e.to_dict() for e in skipped], "not_applicable": na})
+
+
+def baseline_of_profile(profile: Profile) -> Any:
+    """The profile's `baseline = FILE` (relative to the profile's file), loaded; None without one."""
+    from nodeqc.spec.baseline import Baseline
+
+    path = profile.baseline_path
+    return Baseline.load(path, profile) if path is not None else None
+
+
+def valid_until(profile: Profile, status: str, partial: bool) -> str | None:
+    """When this qualification expires: the profile's valid_days after now. Only a complete, full
+    run qualifies, so only it has one."""
+    from datetime import timedelta
+
+    days = profile.data.get("valid_days")
+    if not days or status != "complete" or partial:
+        return None
+    return (datetime.now(timezone.utc) + timedelta(days=days)).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+

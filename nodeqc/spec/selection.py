@@ -1,0 +1,106 @@
+"""--only / --skip: run some checks, for troubleshooting a repair. A run that leaves any check out is
+partial, and a partial report never counts as a qualification.
+
+The health checks judge the telemetry recorded under the stress load, so the two go together:
+selecting a health check runs the load too (and records stress.burn), and skipping the stress skips
+the health checks.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any
+
+from nodeqc.core.errors import UsageError
+
+# Every check a run can report, by family. tests/test_selection.py keeps this in step with the checks.
+CHECKS: dict[str, tuple[str, ...]] = {
+    "inventory": ("nvml", "gpu_count", "gpu_present", "driver", "cuda", "homogeneity", "gpu_model",
+                  "gpu_memory", "ecc_mode", "persistence"),
+    "stress": ("gpu_free", "burn", "power", "power_pulse", "hbm_bandwidth", "memtest", "pcie_bandwidth", "p2p", "nccl",
+               "nccl_net"),
+    "health": ("gpu_lost", "temperature", "throttle", "pcie_link", "pcie_replay", "ecc", "sram_ecc", "row_remap",
+               "retired_pages", "xid", "nvlink"),
+    "host": ("cpu", "memory", "fabric_manager", "gpudirect_rdma", "edac", "aer", "kernel_log",
+             "cpu_stress", "memory_bandwidth", "nvme", "optics"),
+    "baseline": ("firmware", "software", "settings", "topology"),
+    "fleet": ("outlier",),
+    "nic": ("inventory", "link", "pcie", "stability", "tcp", "rdma"),
+    "burnin": ("stability",),
+}
+CHECK_NAMES = tuple(f"{family}.{name}" for family, names in CHECKS.items() for name in names)
+# Reported whatever was selected: an internal error, and a run in which no check reached a verdict.
+ALWAYS = ("nodeqc.internal", "nodeqc.nothing_judged")
+
+
+def family(name: str) -> str:
+    return name.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class Selection:
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, only: list[str] | None, skip: list[str] | None) -> "Selection":
+        """From repeatable, comma-separated option values; UsageError for a name that is no check
+        or family, and for a selection that leaves no check."""
+        sel = cls(_names("--only", only), _names("--skip", skip))
+        if not any(sel.includes(n) for n in CHECK_NAMES):
+            raise UsageError("--only/--skip: this selection leaves no check to run")
+        return sel
+
+    @property
+    def partial(self) -> bool:
+        return not all(self.includes(n) for n in CHECK_NAMES)
+
+    def _named(self, names: tuple[str, ...], name: str) -> bool:
+        return name in names or family(name) in names
+
+    def includes(self, name: str) -> bool:
+        if name in ALWAYS:
+            return True
+        chosen = not self.only or self._named(self.only, name)
+        if name == "stress.burn" and any(family(n) == "health" for n in self.only):
+            chosen = True  # the load the health checks judge
+        dropped = self._named(self.skip, name)
+        if family(name) == "health" and self._named(self.skip, "stress.burn"):
+            dropped = True  # no load, nothing for them to judge
+        return chosen and not dropped
+
+    @property
+    def needs_load(self) -> bool:
+        return self.includes("stress.burn")
+
+    @property
+    def needs_gpu_phase(self) -> bool:
+        """Any stress or health check: they run in, or judge, the GPU phase (so does a burn-in, when
+        one is asked for). Asking for `stress.memtest` alone once ran nothing and passed."""
+        return any(self.includes(n) for n in CHECK_NAMES if family(n) in ("stress", "health"))
+
+    def to_dict(self) -> dict[str, Any] | None:
+        """What the report records: None for a full run."""
+        if not self.partial:
+            return None
+        return {"only": list(self.only), "skip": list(self.skip),
+                "checks": [n for n in CHECK_NAMES if self.includes(n)]}
+
+    def describe(self) -> str:
+        parts = ([f"only {','.join(self.only)}"] if self.only else []) + \
+                ([f"skip {','.join(self.skip)}"] if self.skip else [])
+        return "; ".join(parts)
+
+
+def _names(option: str, values: list[str] | None) -> tuple[str, ...]:
+    known = set(CHECK_NAMES) | set(CHECKS)
+    out: list[str] = []
+    for value in values or []:
+        for name in filter(None, (v.strip() for v in value.split(","))):
+            if name not in known:
+                near = difflib.get_close_matches(name, sorted(known), n=1)
+                hint = f"did you mean {near[0]}?" if near else f"families: {', '.join(CHECKS)}"
+                raise UsageError(f"{option} {name}: no check or family of that name; {hint}")
+            out.append(name)
+    return tuple(dict.fromkeys(out))

@@ -1,0 +1,648 @@
+"""Telemetry for the whole run: every GPU sampled in the background at a steady rate.
+
+Memory stays bounded however long the run: per-GPU running summaries (min/mean/max), a capped list
+of events (throttle onsets with their reasons, XIDs, loss of a GPU), error counters read at the start
+and the end. The full time series goes to a gzip-compressed CSV beside the report, flushed as it
+grows (one gzip member per flush) so a killed run keeps what it sampled; the report references it by sha256.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import threading
+import time
+import zlib
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from nodeqc.backends.base import (Clock, GpuCounters, GpuInfo, GpuManagement, GpuProcess, GpuSample,
+                                  decode_reasons)
+from nodeqc.core.errors import GpuLostError, UsageError
+from nodeqc.core.na import NA, is_na
+from nodeqc.core.safefile import NotAFile, OutputError, create_new, open_regular, write_all
+
+LOADED_UTIL_PCT = 50  # a GPU at or above this utilisation counts as under load
+MAX_EVENTS = 200  # per GPU and kind; more are counted, not kept
+FAILING_REASONS = ("sw_thermal", "hw_thermal", "hw_slowdown", "power_brake")
+SERIES_COLUMNS = ("t_s", "gpu") + GpuSample.FIELDS
+FLUSH_EVERY_S = 2.0
+PROCESS_POLL_S = 1.0  # seconds on the run's clock between listings of the GPUs' compute processes
+# NVML's utilisation is the share of time a kernel ran over its last sample period, between 1/6 s
+# and 1 s depending on the product (nvmlDeviceGetUtilizationRates): a load reads as one up to 1 s
+# after it starts.
+UTIL_WINDOW_S = 1.0
+POLL_GAPS_KEPT = 8  # sample rounds whose spacing says how fast the sampler really goes
+# A step's window keeps its samples (not the run's whole telemetry) so that a judge can read a part of
+# the step apart (the burn's dtypes, each in its own span: `GpuTelemetry.between`). A full burn of
+# 600 s at 4 Hz is 2,400 per GPU; past this many a window keeps counting but no longer keeps them.
+WINDOW_SAMPLES_KEPT = 20_000
+
+
+@dataclass
+class Stat:
+    """Running min/mean/max of a reading, skipping samples that are not available."""
+
+    count: int = 0
+    total: float = 0.0
+    low: float = float("inf")
+    high: float = float("-inf")
+
+    def add(self, value: Any) -> None:
+        if is_na(value):
+            return
+        v = float(value)
+        self.count += 1
+        self.total += v
+        self.low = min(self.low, v)
+        self.high = max(self.high, v)
+
+    @property
+    def mean(self) -> Any:
+        return self.total / self.count if self.count else NA
+
+    @property
+    def min(self) -> Any:
+        return self.low if self.count else NA
+
+    @property
+    def max(self) -> Any:
+        return self.high if self.count else NA
+
+    def to_dict(self) -> dict[str, Any]:
+        r = lambda v: None if is_na(v) else round(v, 2)  # noqa: E731
+        return {"min": r(self.min), "mean": r(self.mean), "max": r(self.max), "samples": self.count}
+
+
+@dataclass
+class Events:
+    """A capped list: the first MAX_EVENTS are kept, the rest counted."""
+
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    dropped: int = 0
+
+    def add(self, event: dict[str, Any]) -> None:
+        if len(self.kept) < MAX_EVENTS:
+            self.kept.append(event)
+        else:
+            self.dropped += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"events": self.kept, "not_kept": self.dropped}
+
+
+@dataclass
+class GpuTelemetry:
+    """What the run saw of one GPU; the health checks judge from this alone."""
+
+    index: int
+    samples: int = 0
+    loaded_samples: int = 0
+    loaded_s: float = 0.0
+    stats: dict[str, Stat] = field(default_factory=lambda: {
+        k: Stat() for k in ("temp_c", "mem_temp_c", "power_w", "sm_clock_mhz", "mem_clock_mhz", "util_pct")})
+    loaded_power_w: Stat = field(default_factory=Stat)
+    loaded_sm_clock_mhz: Stat = field(default_factory=Stat)
+    loaded_mem_clock_mhz: Stat = field(default_factory=Stat)
+    loaded_temp_c: Stat = field(default_factory=Stat)
+    power_limit_w: Any = NA
+    pcie_loaded_gen: Stat = field(default_factory=Stat)
+    pcie_loaded_width: Stat = field(default_factory=Stat)
+    pcie_idle_gen: Any = NA
+    pcie_idle_width: Any = NA
+    throttle_s: dict[str, float] = field(default_factory=dict)
+    throttle_counted: list[str] = field(default_factory=list)  # reasons timed by the driver's counters
+    throttle_onsets: Events = field(default_factory=Events)
+    xids: Events = field(default_factory=Events)
+    counters_start: GpuCounters | None = None
+    counters_end: GpuCounters | None = None
+    counters_start_t: float = 0.0
+    counters_end_t: float = 0.0
+    counter_first_change: dict[str, float] = field(default_factory=dict)  # when each counter first moved
+    # The driver's throttle counters read at the bounds of a step's phases (the pulse test's
+    # periods): {"t_s", "bound", "period_s", "throttle_ns": reason -> ns, None where not counted}.
+    counter_marks: list[dict[str, Any]] = field(default_factory=list)
+    lost_at_s: float | None = None
+    # The samples themselves, (t, sample), up to `keep_samples` (0: none; a step's window keeps them).
+    keep_samples: int = 0
+    kept_samples: list[tuple[float, GpuSample]] = field(default_factory=list)
+    # Compute processes not nodeqc's own seen on the GPU, by pid (first MAX_EVENTS); None until a
+    # listing was had, and stays None where the driver cannot list processes.
+    other_processes: dict[int, dict[str, Any]] | None = None
+    _prev_t: float | None = None
+    _prev_reasons: int = 0
+
+    def add(self, t: float, s: GpuSample) -> None:
+        dt = 0.0 if self._prev_t is None else max(0.0, t - self._prev_t)
+        self._prev_t = t
+        self.samples += 1
+        if len(self.kept_samples) < self.keep_samples:
+            self.kept_samples.append((t, s))
+        for name, stat in self.stats.items():
+            stat.add(getattr(s, name))
+        if not is_na(s.power_limit_w):
+            self.power_limit_w = s.power_limit_w
+        loaded = not is_na(s.util_pct) and s.util_pct >= LOADED_UTIL_PCT
+        if loaded:
+            self.loaded_samples += 1
+            self.loaded_s += dt
+            self.loaded_power_w.add(s.power_w)
+            self.loaded_sm_clock_mhz.add(s.sm_clock_mhz)
+            self.loaded_mem_clock_mhz.add(s.mem_clock_mhz)
+            self.loaded_temp_c.add(s.temp_c)
+            self.pcie_loaded_gen.add(s.pcie_gen)
+            self.pcie_loaded_width.add(s.pcie_width)
+        else:
+            self.pcie_idle_gen, self.pcie_idle_width = s.pcie_gen, s.pcie_width
+        if not is_na(s.reasons):
+            reasons = int(s.reasons)
+            for name in decode_reasons(reasons):
+                self.throttle_s[name] = self.throttle_s.get(name, 0.0) + dt
+            new = reasons & ~self._prev_reasons
+            interesting = [r for r in decode_reasons(new) if r not in ("gpu_idle", "applications_clocks")]
+            if interesting:
+                self.throttle_onsets.add({"t_s": round(t, 2), "reasons": interesting,
+                                          "temp_c": _json(s.temp_c), "sm_clock_mhz": _json(s.sm_clock_mhz)})
+            self._prev_reasons = reasons
+
+    def add_processes(self, t: float, others: list[GpuProcess]) -> None:
+        """A listing of the GPU's compute processes, nodeqc's own already left out."""
+        seen = self.other_processes if self.other_processes is not None else {}
+        for p in others:
+            if p.pid in seen:
+                seen[p.pid]["last_t_s"] = round(t, 2)
+                if not is_na(p.used_bytes):
+                    seen[p.pid]["used_bytes"] = max(seen[p.pid]["used_bytes"] or 0, p.used_bytes)
+            elif len(seen) < MAX_EVENTS:
+                seen[p.pid] = {**p.to_dict(), "first_t_s": round(t, 2), "last_t_s": round(t, 2)}
+        self.other_processes = seen
+
+    def count_throttle_from_counters(self) -> None:
+        """Where the driver timed a reason itself (start and end counters), its count replaces the
+        sampled estimate: exact, and it holds a throttle that no sample landed in."""
+        if self.counters_start is None or self.counters_end is None:
+            return
+        start = self.counters_start.throttle_ns()
+        for reason, end_ns in self.counters_end.throttle_ns().items():
+            start_ns = start[reason]
+            if is_na(end_ns) or is_na(start_ns) or end_ns < start_ns:
+                continue
+            self.throttle_s[reason] = (end_ns - start_ns) / 1e9
+            self.throttle_counted.append(reason)
+
+    def between(self, start_s: float, end_s: float) -> "GpuTelemetry | None":
+        """What this window saw from start_s to end_s (the run's clock, as the samples' t): its kept
+        samples in that span summed anew, each counting its time since the one before it (the first
+        since start_s, so no time outside the span is counted). The power limit is the window's where
+        no sample in the span read one, and the other processes are the whole window's: another
+        process during the step makes none of its figures the GPU's own. None where the window kept
+        no samples (nothing to slice)."""
+        if not self.kept_samples:
+            return None
+        part = GpuTelemetry(self.index)
+        part._prev_t = start_s
+        for t, s in self.kept_samples:
+            if start_s <= t <= end_s:
+                part.add(t, s)
+        if is_na(part.power_limit_w):
+            part.power_limit_w = self.power_limit_w
+        part.other_processes = self.other_processes
+        return part
+
+    def readings_between(self, start_s: float, end_s: float) -> list[GpuSample]:
+        """The samples this window kept from start_s to end_s (the run's clock); none where it kept none."""
+        return [s for t, s in self.kept_samples if start_s <= t <= end_s]
+
+    def failing_throttle_s(self) -> float:
+        return sum(self.throttle_s.get(r, 0.0) for r in FAILING_REASONS)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "samples": self.samples,
+            "loaded_samples": self.loaded_samples,
+            "loaded_s": round(self.loaded_s, 2),
+            **{k: v.to_dict() for k, v in self.stats.items()},
+            "loaded_power_w": self.loaded_power_w.to_dict(),
+            "loaded_sm_clock_mhz": self.loaded_sm_clock_mhz.to_dict(),
+            "loaded_mem_clock_mhz": self.loaded_mem_clock_mhz.to_dict(),
+            "loaded_temp_c": self.loaded_temp_c.to_dict(),
+            "power_limit_w": _json(self.power_limit_w),
+            "pcie_under_load": {"gen": self.pcie_loaded_gen.to_dict(), "width": self.pcie_loaded_width.to_dict()},
+            "pcie_at_idle": {"gen": _json(self.pcie_idle_gen), "width": _json(self.pcie_idle_width)},
+            "throttle_s": {k: round(v, 2) for k, v in sorted(self.throttle_s.items())},
+            "throttle_counted_by_driver": sorted(self.throttle_counted),
+            "throttle_onsets": self.throttle_onsets.to_dict(),
+            "xids": self.xids.to_dict(),
+            "counters_start": self.counters_start.to_dict() if self.counters_start else None,
+            "counters_end": self.counters_end.to_dict() if self.counters_end else None,
+            "lost_at_s": self.lost_at_s,
+            "counter_first_change_s": self.counter_first_change,
+            "other_processes": None if self.other_processes is None else list(self.other_processes.values()),
+        }
+
+
+@dataclass
+class TelemetrySummary:
+    gpus: dict[int, GpuTelemetry]
+    duration_s: float
+    sample_hz: float
+    series_file: str | None = None
+    series_sha256: str | None = None
+    series_rows: int = 0
+    series_error: str | None = None  # why the file holds fewer rows than were sampled (disk full)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "duration_s": round(self.duration_s, 2),
+            "sample_hz": self.sample_hz,
+            "series": {"file": self.series_file, "sha256": self.series_sha256, "rows": self.series_rows,
+                       "columns": list(SERIES_COLUMNS),
+                       **({"incomplete": self.series_error} if self.series_error else {})} if self.series_file else None,
+            "gpus": {f"gpu{i}": g.to_dict() for i, g in sorted(self.gpus.items())},
+        }
+
+
+SampleFn = Callable[[float, dict[int, GpuSample | None]], None]
+
+
+class TelemetrySampler:
+    """Samples every GPU at `hz` (real time) on a background thread, and waits for XIDs on another."""
+
+    def __init__(self, mgmt: GpuManagement, gpus: list[GpuInfo], clock: Clock, t0: float, hz: float,
+                 series_path: Path | None, on_sample: SampleFn | None = None,
+                 own_pids: Callable[[], set[int]] | None = None):
+        self.mgmt = mgmt
+        self.indices = [g.index for g in gpus if not g.lost]
+        self.clock = clock
+        self.t0 = t0
+        self.hz = hz
+        self.series_path = series_path
+        self.on_sample = on_sample
+        self.own_pids = own_pids or (lambda: set())
+        self._processes_at = float("-inf")
+        self.watch = {g.index: GpuTelemetry(g.index) for g in gpus}
+        for g in gpus:
+            if g.lost:
+                self.watch[g.index].lost_at_s = 0.0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._series: Any = None
+        self._last_flush = 0.0
+        self._last_counters: dict[int, GpuCounters] = {}
+        self._windows: dict[str, dict[int, GpuTelemetry]] = {}
+        self._round_starts: deque[float] = deque(maxlen=POLL_GAPS_KEPT + 1)  # time.monotonic()
+
+    def now(self) -> float:
+        return self.clock.now() - self.t0
+
+    def poll_period_s(self) -> float:
+        """Real seconds between sample rounds as the sampler achieves them: 1/hz, or longer where NVML
+        answers slowly (many GPUs, a driver in trouble) or the CPU starves the thread. The longest
+        of the last few gaps, the round under way included."""
+        starts = list(self._round_starts)
+        gaps = [b - a for a, b in zip(starts, starts[1:])]
+        if starts:
+            gaps.append(time.monotonic() - starts[-1])
+        return max([1.0 / self.hz] + gaps)
+
+    def wall_s_to_see(self, samples: int) -> float:
+        """Real seconds a load must last for telemetry to take `samples` readings of it under load."""
+        return UTIL_WINDOW_S + samples * self.poll_period_s()
+
+    def open_window(self, name: str) -> None:
+        """Start collecting what telemetry sees during one step of the work, apart from the run."""
+        with self._lock:
+            self._windows[name] = {i: GpuTelemetry(i, keep_samples=WINDOW_SAMPLES_KEPT) for i in self.indices}
+
+    def close_window(self, name: str) -> dict[int, GpuTelemetry]:
+        with self._lock:
+            return self._windows.pop(name, {})
+
+    def mark_counters(self, i: int, mark: dict[str, Any]) -> None:
+        """Read GPU i's throttle counters now and keep the reading, with `mark` (where in the step
+        it was taken), in every open window: time the driver counted between two marks belongs to
+        what the GPU did between them, however short and whatever the sample rate."""
+        if i not in self.watch or self.watch[i].lost_at_s is not None:
+            return
+        try:
+            counted = self.mgmt.throttle_counters(i)
+        except GpuLostError:
+            self._mark_lost(i)
+            return
+        reading = {"t_s": round(self.now(), 3), **mark,
+                   "throttle_ns": {r: None if is_na(ns) else int(ns) for r, ns in counted.items()}}
+        with self._lock:
+            for window in self._windows.values():
+                if i in window:
+                    window[i].counter_marks.append(reading)
+
+    def start(self) -> None:
+        for i in self.indices:
+            self.watch[i].counters_start = self._read_counters(i)
+            self.watch[i].counters_start_t = self.now()
+        if self.series_path is not None:
+            self._series = SeriesWriter(self.series_path)
+            self._series.write_line(",".join(SERIES_COLUMNS))
+        self._threads = [threading.Thread(target=self._sample_loop, name="nodeqc-telemetry", daemon=True),
+                         threading.Thread(target=self._xid_loop, name="nodeqc-xid", daemon=True)]
+        for t in self._threads:
+            t.start()
+
+    def stop(self) -> TelemetrySummary:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=10)
+        for i in self.indices:
+            end = self._read_counters(i)
+            self.watch[i].counters_end = end or self._last_counters.get(i)
+            if end is not None:
+                self.watch[i].counters_end_t = self.now()
+            self.watch[i].count_throttle_from_counters()
+        digest, rows, error = None, 0, None
+        if self._series is not None:
+            with self._lock:
+                self._series.close()
+            digest = hashlib.sha256(self.series_path.read_bytes()).hexdigest()
+            rows, error = max(0, self._series.lines_written - 1), self._series.error  # less the header
+        return TelemetrySummary(
+            gpus=self.watch, duration_s=self.now(), sample_hz=self.hz,
+            series_file=self.series_path.name if self.series_path else None,
+            series_sha256=digest, series_rows=rows, series_error=error)
+
+    def _read_counters(self, i: int) -> GpuCounters | None:
+        try:
+            counters = self.mgmt.counters(i)
+        except GpuLostError:
+            self._mark_lost(i)
+            return None
+        self._last_counters[i] = counters
+        start = self.watch[i].counters_start
+        if start is not None:
+            for name, value in counters.to_dict().items():
+                if value != getattr(start, name) and not is_na(value) and name not in self.watch[i].counter_first_change:
+                    self.watch[i].counter_first_change[name] = round(self.now(), 2)
+        return counters
+
+    def _mark_lost(self, i: int) -> None:
+        with self._lock:
+            w = self.watch[i]
+            if w.lost_at_s is None:
+                w.lost_at_s = round(self.now(), 2)
+
+    def sample_once(self) -> dict[int, GpuSample | None]:
+        t = self.now()
+        readings: dict[int, GpuSample | None] = {}
+        for i in self.indices:
+            if self.watch[i].lost_at_s is not None:
+                readings[i] = None
+                continue
+            try:
+                readings[i] = self.mgmt.sample(i)
+            except GpuLostError:
+                self._mark_lost(i)
+                readings[i] = None
+        others = self._other_processes(readings)
+        with self._lock:
+            for i, s in readings.items():
+                if s is not None:
+                    self.watch[i].add(t, s)
+                    for window in self._windows.values():
+                        window[i].add(t, s)
+                    self._write_row(t, i, s)
+            for i, procs in others.items():
+                self.watch[i].add_processes(t, procs)
+                for window in self._windows.values():
+                    window[i].add_processes(t, procs)
+        if self.on_sample:
+            self.on_sample(t, readings)
+        return readings
+
+    def _other_processes(self, readings: dict[int, GpuSample | None]) -> dict[int, list[GpuProcess]]:
+        """Every PROCESS_POLL_S: each answering GPU's compute processes that are not nodeqc's own."""
+        now = self.clock.now()  # the run's clock: a compressed simulated run lists them as often per step
+        if now - self._processes_at < PROCESS_POLL_S:
+            return {}
+        self._processes_at = now
+        own: set[int] | None = None  # asked only when some GPU lists a process: a scan of /proc
+        out = {}
+        for i, s in readings.items():
+            if s is None:
+                continue
+            try:
+                listed = self.mgmt.processes(i)
+            except GpuLostError:
+                self._mark_lost(i)
+                continue
+            if is_na(listed):
+                continue
+            if listed and own is None:
+                own = self.own_pids()
+            out[i] = [p for p in listed if p.pid not in (own or set())]
+        return out
+
+    def _sample_loop(self) -> None:
+        period = 1.0 / self.hz
+        next_at = time.monotonic()
+        counters_every = max(1, int(self.hz * 5))  # re-read counters every ~5 s: a GPU lost later keeps them
+        n = 0
+        while not self._stop.is_set():
+            self._round_starts.append(time.monotonic())
+            self.sample_once()
+            n += 1
+            if n % counters_every == 0:
+                for i in self.indices:
+                    if self.watch[i].lost_at_s is None:
+                        self._read_counters(i)
+            next_at += period
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def _xid_loop(self) -> None:
+        while not self._stop.is_set():
+            for event in self.mgmt.wait_xids(0.5, self.clock):
+                if event.gpu in self.watch:
+                    with self._lock:
+                        self.watch[event.gpu].xids.add({"t_s": round(event.t - self.t0, 2), "code": event.code})
+
+    def _write_row(self, t: float, i: int, s: GpuSample) -> None:
+        if self._series is None:
+            return
+        values = [f"{t:.3f}", str(i)] + ["" if is_na(v := getattr(s, f)) else str(v) for f in GpuSample.FIELDS]
+        self._series.write_line(",".join(values))
+        now = time.monotonic()
+        if now - self._last_flush > FLUSH_EVERY_S:
+            self._series.flush()
+            self._last_flush = now
+
+
+class SeriesWriter:
+    """The time-series file: gzip, one complete gzip member per flush (RFC 1952 allows any number,
+    one after the other; gzip, zcat, Python's gzip and pandas read them as one stream). A run killed
+    with SIGKILL leaves whole members up to its last flush, which every reader takes, and at most one
+    member cut short, which only `read_series` recovers. A single gzip stream flushed mid-way has no
+    trailer after a kill, and gzip and pandas refuse the whole file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd = create_new(path)  # O_EXCL|O_NOFOLLOW: never through a planted link
+        self._pending: list[bytes] = []
+        self.lines_written = 0
+        # Why the file stopped growing (a full disk): sampling goes on in memory, the checks still
+        # judge every sample, and the report says the file holds only the rows before this.
+        self.error: str | None = None
+
+    def write_line(self, line: str) -> None:
+        if self.error is None:
+            self._pending.append((line + "\n").encode())
+
+    def flush(self) -> None:
+        if self._pending and self._fd >= 0 and self.error is None:
+            lines, self._pending = self._pending, []
+            whole = os.lseek(self._fd, 0, os.SEEK_CUR)
+            try:
+                write_all(self._fd, gzip.compress(b"".join(lines), compresslevel=6, mtime=0), self.path)
+            except OutputError as e:
+                self.error = str(e)
+                try:
+                    os.ftruncate(self._fd, whole)  # no member cut short: every reader takes the file
+                except OSError:
+                    pass
+                return
+            self.lines_written += len(lines)
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        try:
+            self.flush()
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+
+# What `show` and read_series read of a time-series file, decompressed: a week at the default 4 Hz on
+# 8 GPUs is some 300 MB. A gzip of 16 MB can hold 3 GB (it ran `show` out of memory): refused past this.
+MAX_SERIES_BYTES = 1 << 30
+MAX_ROW_BYTES = 64 << 10  # a row is some 100 bytes; a "row" far longer is no telemetry
+_CHUNK = 1 << 20
+
+
+class _Inflated:
+    """A time-series file decompressed in chunks of at most _CHUNK bytes, every gzip member in
+    turn: stops at damage or at a member cut short (`whole` then False), and raises UsageError,
+    naming the file, before more than `limit` bytes come out."""
+
+    def __init__(self, path: Path, limit: int):
+        self.path, self.limit, self.whole, self.size = path, limit, False, 0
+
+    def __iter__(self) -> Any:
+        try:
+            fd = open_regular(self.path)
+        except NotAFile as e:
+            raise UsageError(f"{self.path}: {e}: not a telemetry file") from None
+        except OSError as e:
+            raise UsageError(f"{self.path}: cannot read telemetry: {e.strerror}") from None
+        with os.fdopen(fd, "rb") as f:
+            data, inflate, need_input = b"", None, True
+            while True:
+                if need_input:
+                    more = f.read(_CHUNK)
+                    if not more:
+                        self.whole = inflate is None  # not in the middle of a member
+                        return
+                    data += more
+                if inflate is None:
+                    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                try:
+                    out = inflate.decompress(data, _CHUNK)
+                except zlib.error:
+                    return  # damaged beyond this point: keep what came before
+                self.size += len(out)
+                if self.size > self.limit:
+                    raise UsageError(f"{self.path}: holds more than {self.limit >> 20} MiB once decompressed, more "
+                                     f"than any run's telemetry (a decompression bomb?): not read")
+                if out:
+                    yield out
+                if inflate.eof:
+                    data, inflate = inflate.unused_data, None
+                    need_input = not data
+                else:
+                    data = inflate.unconsumed_tail
+                    need_input = not out and not data
+
+
+def _rows(path: Path, chunks: Any) -> Any:
+    """The rows in decompressed chunks; a row torn by a kill (no newline after it) is dropped."""
+    rest = b""
+    for chunk in chunks:
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        if len(rest) > MAX_ROW_BYTES:
+            raise UsageError(f"{path}: a row of more than {MAX_ROW_BYTES} bytes: not a nodeqc telemetry file")
+        for line in lines:
+            yield line.decode(errors="replace").split(",")
+
+
+def read_series(path: Path, limit: int = MAX_SERIES_BYTES) -> list[list[str]]:
+    """The rows of a time-series file, header first: every gzip member in turn; of a member cut
+    short by a kill, what it holds up to the cut (a row torn mid-way is dropped). UsageError, naming
+    the file, when it is no regular file or holds more than `limit` bytes decompressed."""
+    return list(_rows(path, _Inflated(path, limit)))
+
+
+def describe_series(path: Path, limit: int = MAX_SERIES_BYTES) -> str:
+    """A time-series file for a person (`nodeqc show X.telemetry.csv.gz`): its span and, per GPU, the
+    extremes of what was sampled. Also a file cut short by a kill, up to its last flush. Read twice
+    in chunks, never whole: first only decompressed, so a bomb is refused before any row is parsed,
+    then row by row; memory stays flat however long the run."""
+    measured = _Inflated(path, limit)
+    for _ in measured:
+        pass
+    rows = _rows(path, _Inflated(path, limit))
+    header = next(rows, None)
+    if not header or header[:2] != ["t_s", "gpu"]:
+        raise UsageError(f"{path}: not a nodeqc telemetry file (no header t_s,gpu,...)")
+    col = {name: n for n, name in enumerate(header)}
+    shown = ("temp_c", "power_w", "sm_clock_mhz", "util_pct")
+    count, first, last = 0, None, None
+    per_gpu: dict[str, list[Any]] = {}  # gpu -> [samples, {column: (min, max)}]
+    for r in rows:
+        if len(r) != len(header):
+            continue
+        count += 1
+        if _is_float(r[0]):
+            t = float(r[0])
+            first, last = min(t, first if first is not None else t), max(t, last if last is not None else t)
+        if not (r[1].isdigit() and len(r[1]) <= 3):  # a GPU index: anything else is counted, not listed
+            continue
+        entry = per_gpu.setdefault(r[1], [0, {}])
+        entry[0] += 1
+        for name in shown:
+            if name in col and _is_float(r[col[name]]):
+                v = float(r[col[name]])
+                lo, hi = entry[1].get(name, (v, v))
+                entry[1][name] = (min(lo, v), max(hi, v))
+    units = {"temp_c": "C", "power_w": "W", "sm_clock_mhz": "MHz", "util_pct": "%"}
+    out = [f"nodeqc telemetry: {path.name}" + ("" if measured.whole else
+           "  (cut short, as by a killed run: every row up to its last flush)"),
+           f"{count} rows" + (f", t = {first:.1f} s to {last:.1f} s" if first is not None else "")]
+    for gpu in sorted(per_gpu, key=int):
+        samples, spans = per_gpu[gpu]
+        said = [f"{n} {spans[n][0]:g}..{spans[n][1]:g} {units[n]}" if n in spans else f"{n} N/A" for n in shown]
+        out.append(f"  gpu{gpu}: {samples} samples, {', '.join(said)}")
+    return "\n".join(out)
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _json(v: Any) -> Any:
+    return None if is_na(v) else v

@@ -1,0 +1,556 @@
+"""The work that runs inside worker processes, written once against the device interface
+(nodeqc/backends/cupy_compute.py for real GPUs, nodeqc/backends/sim/compute.py for the simulated
+node). Each reports progress after every bounded step, which is what the watchdog watches, and
+returns plain data; the verdicts are made in nodeqc/checks/stress.py.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Protocol
+
+from nodeqc.core.errors import DtypeUnavailable
+from nodeqc.core.known_answer import (allreduce_expected, array_module, compare_exact, copy_pattern, decode_memtest_errors,
+                           known_answer_inputs, on_device_of, stream_expected)
+
+
+
+class Reporter(Protocol):
+    """Where a workload says how far it is (nodeqc.work.workers.Reporter in a worker process)."""
+
+    def progress(self, fraction: float, **figures: Any) -> None: ...
+
+STEP_S = 1.0  # seconds of work between progress reports, on the run's clock
+# Real seconds the pulse test idles before each period, after reporting the previous span's end and
+# this period's start: the supervisor reads the driver's counters there within milliseconds (one
+# NVML call per GPU); a tenth of a second leaves room for a busy host, 0.4 s over a pulse test.
+PULSE_SETTLE_S = 0.1
+ALL_ONES = 0xFFFF_FFFF_FFFF_FFFF
+MEMTEST_SEED = 0x6E6F_6465_7163  # "nodeqc"
+
+# The memory pattern test: (name, [(operation, kind, value, flag)]). Kinds as in kernels/memtest.cu:
+# 0 constant, 1 own address ^ value, 2 random, 3 random complemented, 4 modulo-20 (offset in bits
+# 8-15), 5 block pattern (block of 2^k words, k in bits 8-15). `flag` is the descending order of an
+# invert and the direction of a move (True: the lower half onto the upper).
+MemtestOp = tuple[str, int, int, bool]
+MEMTEST_QUICK: list[tuple[str, list[MemtestOp]]] = [
+    ("walking ones on the address lines", [("address_lines", 0, 0, False)]),
+    ("own address", [("write", 1, 0, False), ("check", 1, 0, False)]),
+    ("own address, inverted", [("write", 1, ALL_ONES, False), ("check", 1, ALL_ONES, False)]),
+    ("moving inversions, zeros and ones", [("write", 0, 0, False), ("invert", 0, 0, False),
+                                           ("invert", 0, ALL_ONES, True), ("check", 0, 0, False)]),
+    ("moving inversions, random", [("write", 2, MEMTEST_SEED, False), ("invert", 2, MEMTEST_SEED, False),
+                                   ("invert", 3, MEMTEST_SEED, True), ("check", 2, MEMTEST_SEED, False)]),
+]
+MEMTEST_SEED_2 = 0x7365_7175_656E  # a second random sequence for full mode
+MODULO_PATTERN = 0x5A5A_5A5A_A5A5_A5A5
+
+
+def _moving_inversions(value: int) -> list[MemtestOp]:
+    """Write `value`; check it and write its complement ascending; check that and restore descending."""
+    return [("write", 0, value, False), ("invert", 0, value, False),
+            ("invert", 0, value ^ ALL_ONES, True), ("check", 0, value, False)]
+
+
+def _walking(width: int) -> list[MemtestOp]:
+    """A one walking through every bit of each `width`-bit lane (its complement, the walking zero,
+    comes from the inversions)."""
+    lane = sum(1 << k for k in range(0, 64, width))  # the lowest bit of every lane
+    return [op for bit in range(width) for op in _moving_inversions(lane << bit)]
+
+
+def memtest_program(words: int, full: bool) -> list[tuple[str, list[MemtestOp]]]:
+    """Quick mode: address lines, own address and moving inversions (constant and random). Full mode
+    adds the patterns cuda_memtest and DCGM's memtest run beyond those: 8- and 32-bit walking
+    patterns, modulo-20, a second random sequence, block move, and bit fade (written, left alone for
+    the retention time with the GPU idle, read back; ones, then zeros)."""
+    if not full:
+        return MEMTEST_QUICK
+    k = max(1, (words // 2).bit_length() - 1)  # the largest power-of-two block two of which fit
+    block = 5 | (k << 8)
+    return MEMTEST_QUICK + [
+        ("walking ones and zeros, 8-bit", _walking(8)),
+        ("walking ones and zeros, 32-bit", _walking(32)),
+        ("modulo-20", [op for offset in range(20) for op in
+                       (("write", 4 | (offset << 8), MODULO_PATTERN, False),
+                        ("check", 4 | (offset << 8), MODULO_PATTERN, False))]),
+        ("random sequence", [("write", 2, MEMTEST_SEED_2, False), ("check", 2, MEMTEST_SEED_2, False),
+                             ("write", 3, MEMTEST_SEED_2, False), ("check", 3, MEMTEST_SEED_2, False)]),
+        ("block move", [("write", block, MEMTEST_SEED, False), ("move", block, 1 << k, True),
+                        ("check", block, MEMTEST_SEED, False), ("move", block, 1 << k, False),
+                        ("check", block, MEMTEST_SEED, False)]),
+        ("bit fade", [("write", 0, ALL_ONES, False), ("wait", 0, 0, False), ("check", 0, ALL_ONES, False),
+                      ("write", 0, 0, False), ("wait", 0, 0, False), ("check", 0, 0, False)]),
+    ]
+
+
+# Bytes each operation touches, in units of the buffer size.
+_TOUCHES = {"write": 1, "check": 1, "invert": 2, "address_lines": 0, "move": 1, "wait": 0}
+
+
+def _step(device: Any) -> float:
+    """Run-clock seconds per step: about STEP_S of real time even when simulated time is compressed."""
+    return max(STEP_S, 0.1 * device.clock.scale)
+
+
+# Work sized by time (the burn's steps, the pulse's bursts) is sized from a warm product: the first product after a set-up is cold
+# (handle creation, kernel selection, clocks ramping) and took hundreds of milliseconds on real
+# H100 and H200 (2026-11-26: a burst sized from it was one product, duty 0.006-0.084 instead of 0.5;
+# shared/measurements/2026-11-26/README.md). These many products, after the cold one, are timed.
+WARM_PRODUCTS = 4
+
+
+def warm_product_s(device: Any, products: int = WARM_PRODUCTS) -> float:
+    """Seconds one product takes once warm: the cold first product run and discarded, then `products`
+    timed together (their mean)."""
+    device.matmul_run(1)
+    return max(device.matmul_run(products) / products, 1e-6)
+
+
+def burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
+    """Plain load for params['seconds'] (no measurement): keeps a GPU busy while others are tested.
+    A load judged from telemetry alone (stress.power) also lasts params['min_wall_s'] real seconds,
+    so the sampler reads it under load however slowly it goes or however compressed the run's clock."""
+    seconds, min_wall_s = float(params["seconds"]), float(params.get("min_wall_s", 0.0))
+    clock = device.clock
+    device.set_load(1.0)
+    start, wall_start = clock.now(), time.monotonic()
+    steps = 0
+    try:
+        while (elapsed := clock.now() - start) < seconds or time.monotonic() - wall_start < min_wall_s:
+            device.busy_step(min(_step(device), seconds - elapsed) if elapsed < seconds else _step(device))
+            steps += 1
+            report.progress(min(1.0, (clock.now() - start) / seconds))
+    finally:
+        device.set_load(0.0)
+    # planned_s: the seconds asked for, so that the verdict can tell the load was held that long.
+    return {"seconds": round(clock.now() - start, 3), "steps": steps, "planned_s": seconds}
+
+
+def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
+    """Matrix products in each dtype for params['seconds'] in all: the sustained rate of completed
+    products, and silent data corruption caught three ways (known answer, repeats, and a
+    fingerprint of identical work that the verdict compares across GPUs). Each dtype's span on the
+    run's clock (start_s, end_s from params['run_t0'], as power_pulse's periods), from its first timed
+    product to its last check: the verdict reads what telemetry saw of that dtype alone (a Hopper
+    holds its power limit at a clock of each dtype's own: shared/measurements/2026-11-26)."""
+    seconds, seed = float(params["seconds"]), int(params["seed"])
+    t0 = params.get("run_t0")  # None (a caller outside a run): no spans, the verdict reads the whole step
+    not_run = {d: why for d in params["dtypes"] if (why := device.supports(d))}
+    dtypes = [d for d in params["dtypes"] if d not in not_run]
+    a, b, expected = known_answer_inputs(device.ka_size)
+    clock = device.clock
+    step = min(_step(device), seconds / max(1, len(dtypes)))  # under heavy time compression too
+    results: dict[str, Any] = {}
+    device.set_load(1.0)
+    start = clock.now()
+    try:
+        for k, dtype in enumerate(dtypes):
+            try:
+                flops = device.matmul_setup(dtype, seed)
+                warm = warm_product_s(device)  # the cold first product, then a warm timing; not counted
+            except DtypeUnavailable as e:  # found in the set-up (a library's plan): not run, never a failure
+                not_run[dtype] = str(e)
+                device.release()
+                continue
+            iters = max(1, int(step / max(warm, 1e-6)))
+            done_flops = done_s = 0.0
+            first = repeat_mismatch = wrong = None
+            checks = 0
+            began = clock.now()
+            until = start + seconds * (k + 1) / len(dtypes)
+            while clock.now() < until or checks == 0:
+                done_s += device.matmul_run(iters)
+                done_flops += flops * iters
+                fp = device.matmul_fingerprint()
+                if first is None:
+                    first = fp
+                elif fp != first and repeat_mismatch is None:
+                    repeat_mismatch = {"check": checks, "first": first, "now": fp}
+                if wrong is None:
+                    mismatch = compare_exact(device.to_host(device.known_answer(dtype, a, b)), expected)
+                    wrong = mismatch.to_dict() if mismatch else None
+                checks += 1
+                tflops = done_flops / done_s / 1e12
+                report.progress(min(1.0, (clock.now() - start) / seconds), dtype=dtype, tflops=round(tflops, 1))
+            results[dtype] = {"tflops": round(done_flops / done_s / 1e12, 2), "products": int(done_flops / flops),
+                              "seconds": round(done_s, 3), "fingerprint": first, "checks": checks,
+                              "repeat_mismatch": repeat_mismatch, "known_answer_mismatch": wrong,
+                              "known_answer_size": device.ka_size,
+                              "planned_s": round(seconds / len(dtypes), 3)}
+            if t0 is not None:
+                results[dtype].update(start_s=round(began - float(t0), 3), end_s=round(clock.now() - float(t0), 3))
+            device.release()
+    finally:
+        device.set_load(0.0)
+    return {"dtypes": results, "not_run": not_run, "seconds": round(clock.now() - start, 3)}
+
+
+def run_burst(device: Any, busy_s: float, deadline: float, one: float, chunk_s: float | None = None) -> tuple[float, int]:
+    """Products until the GPU has computed `busy_s` seconds (by its own timing), or the run's clock
+    passes `deadline`, whichever comes first: each chunk sized from the products just completed,
+    never from a count taken once (a burst sized from one cold product was one product on real
+    GPUs). The first chunk is three quarters of what is asked, so a product slower than `one`
+    (clocks ramping after an idle half) shows before the burst is spent; a chunk is at most
+    `chunk_s` of work. The GPU's own time is the measure, so a slow host (the simulated node's
+    compressed clock) shortens the idle half, not the load. Returns (seconds computed, products)."""
+    clock = device.clock
+    done, products, per = 0.0, 0, one
+    while done < busy_s - per / 2 and clock.now() < deadline:
+        want = (busy_s - done) * (0.75 if products == 0 else 1.0)
+        if chunk_s is not None:
+            want = min(want, chunk_s)
+        n = max(1, int(want / per))
+        took = device.matmul_run(n)
+        done, products, per = done + took, products + n, max(took / n, 1e-6)
+    return done, products
+
+
+def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
+    """Full load and idle in turn, half a period each, at every period in params['periods_s'] for
+    params['seconds_per_period'] each (and at least params['min_wall_s'] real seconds, so telemetry
+    reads each period under its swings): fast swings of the power drawn, the way DCGM's pulse test
+    stresses a node's power delivery. Bursts start on period boundaries of the run's clock, which
+    every worker shares, so the GPUs of a node swing together, and each burst runs products until
+    its half period is over. Returns each period's span on the run's clock (from params['run_t0']),
+    with the duty the GPU achieved by its own timing (seconds computed over the span), for the
+    verdict to prove the load and match with what telemetry saw. Each span's start and end is also
+    reported as it happens (progress with `bound`), once the load has changed, so the supervisor
+    reads the driver's throttle counters and the BMC's sensors there."""
+    periods = [float(p) for p in params["periods_s"]]
+    per_period, t0 = float(params["seconds_per_period"]), float(params["run_t0"])
+    clock = device.clock
+    span_s = max(per_period, float(params.get("min_wall_s", 0.0)) * clock.scale)
+    device.matmul_setup(params.get("dtype", "fp16"), int(params["seed"]))
+    device.set_load(1.0)
+    one = warm_product_s(device)
+    device.set_load(0.0)
+
+    def settle() -> None:
+        """Idle between a bound's report and the next change of load: the supervisor's read of the
+        counters at that bound lands between the periods, not in the swings."""
+        clock.sleep(clock.scale * PULSE_SETTLE_S)
+
+    spans = []
+    try:
+        # First a steady full load as long as one period's test, and at least a second of real time
+        # so that telemetry's few samples a second see it under simulated compression too:
+        # throttling seen here comes from the load itself (health.throttle's to judge), not from
+        # its swings.
+        steady_s = max(span_s, clock.scale * 1.0)
+        start = clock.now()
+        device.set_load(1.0)
+        report.progress(0.0, bound="start", period_s=0.0)
+        steady_read = params.get("read_power_from_s") is not None
+        steady_power: dict[str, list[float]] = {"high": [], "high_instant": []}
+        # The steady load's own power, read in its second half (past the ramp: NVML's reading averages
+        # about the last second on an H100), is the level the swings' readings are compared with.
+        busy_s, products = run_burst(device, steady_s / 2, start + steady_s / 2, one, chunk_s=_step(device))
+        while clock.now() - start < steady_s:
+            s, k = run_burst(device, min(steady_s / 8, steady_s - (clock.now() - start)), start + steady_s, one)
+            busy_s, products = busy_s + s, products + k
+            if steady_read:
+                _read_power(device, steady_power, "high")
+        device.set_load(0.0)
+        report.progress(0.0, bound="end", period_s=0.0)
+        spans.append({"period_s": 0.0, "start_s": round(start - t0, 3), "end_s": round(clock.now() - t0, 3),
+                      "cycles": 0, "products": products, "duty": round(busy_s / max(clock.now() - start, 1e-9), 3),
+                      **({"power_read": _power_summary(steady_power)} if steady_read else {})})
+        for n, period in enumerate(periods):
+            # One pause serves the previous span's end, reported above, and this period's start.
+            report.progress(n / len(periods), bound="start", period_s=period)
+            settle()
+            start = t0 + math.ceil((clock.now() - t0) / period) * period
+            clock.sleep(start - clock.now())
+            device.set_pulse(period)
+            cycles, boundary, busy_s, products = 0, 0, 0.0, 0
+            report_every = max(1, int(0.25 / period))
+            # Power read at the end of each burst and of each idle half, where the swings are widest.
+            read = period >= float(params.get("read_power_from_s", math.inf))
+            power: dict[str, list[float]] = {"high": [], "low": [], "high_instant": [], "low_instant": []}
+            while clock.now() - start < span_s:
+                device.set_load(1.0)
+                # Half the period computing, and at most a period from the burst's own start: a host
+                # that started it late (busy elsewhere) overruns into the next period, which is then
+                # skipped, rather than cut the burst short.
+                s, k = run_burst(device, period / 2, clock.now() + period, one)
+                if read:
+                    _read_power(device, power, "high")
+                device.set_load(0.0)
+                busy_s, products = busy_s + s, products + k
+                cycles += 1
+                # The next boundary; one missed while the burst ran is skipped, so the phase holds.
+                boundary = max(boundary + 1, math.ceil((clock.now() - start) / period))
+                clock.sleep(start + boundary * period - clock.now())
+                if read:
+                    _read_power(device, power, "low")
+                if cycles % report_every == 0:
+                    report.progress(min(1.0, (n + (clock.now() - start) / span_s) / len(periods)),
+                                    period_ms=round(period * 1000))
+            end = clock.now()
+            device.set_pulse(0.0)
+            report.progress((n + 1) / len(periods), bound="end", period_s=period)
+            # The duty is the share of each period with a burst that the GPU computed; a period whose
+            # boundary passed while the host was busy elsewhere has no burst (a host starved of CPU,
+            # as eight simulated GPUs on two cores are) and is counted apart, as skipped.
+            spans.append({"period_s": period, "start_s": round(start - t0, 3), "end_s": round(end - t0, 3),
+                          "real_period_s": round(clock.wall(period), 6),
+                          "cycles": cycles, "skipped": max(0, boundary - cycles), "products": products,
+                          "duty": round(busy_s / max(cycles * period, 1e-9), 3),
+                          **({"power_read": _power_summary(power)} if read else {})})
+    finally:
+        device.set_load(0.0)
+        device.set_pulse(0.0)
+        device.release()
+    return {"periods": spans, "product_s": round(one, 6)}
+
+
+def _read_power(device: Any, into: dict[str, list[float]], phase: str) -> None:
+    power, instant = device.power_reading()
+    if power is not None:
+        into[phase].append(power)
+    if instant is not None:
+        into[f"{phase}_instant"].append(instant)
+
+
+def _power_summary(readings: dict[str, list[float]]) -> dict[str, Any]:
+    """The readings at the bursts' ends and the idle halves' ends: how many, their mean, lowest and
+    highest, in W (None where NVML gave none)."""
+    def summary(values: list[float]) -> dict[str, Any]:
+        if not values:
+            return {"n": 0, "mean": None, "min": None, "max": None}
+        return {"n": len(values), "mean": round(sum(values) / len(values), 1), "min": round(min(values), 1),
+                "max": round(max(values), 1)}
+    return {phase: summary(values) for phase, values in readings.items()}
+
+
+def hbm_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
+    """STREAM copy and triad, best of several timed repeats after a warm-up; bytes read plus written."""
+    nbytes, trials, iters = int(params["bytes"]), int(params["trials"]), int(params["iters"])
+    per_copy = device.stream_setup(nbytes)  # bytes moved by one copy pass (read + write)
+    per_pass = {"copy": per_copy, "triad": per_copy * 3 // 2}
+    best: dict[str, float] = {}
+    passes = {"copy": 0, "triad": 0}  # timed passes of the buffer completed, for the verdict's proof of load
+    device.set_load(1.0)
+    try:
+        for n, kind in enumerate(("copy", "triad")):
+            device.stream_run(kind, 2)  # warm-up
+            for t in range(trials):
+                seconds = device.stream_run(kind, iters)
+                passes[kind] += iters
+                gbps = per_pass[kind] * iters / seconds / 1e9 if seconds > 0 else 0.0  # no time: nothing measured
+                best[kind] = max(best.get(kind, 0.0), gbps)
+                report.progress((n * trials + t + 1) / (2 * trials), kind=kind, gbps=round(gbps, 1))
+        a = device.stream_result()
+        wrong = compare_exact(a, stream_expected(array_module(a), a.size))
+    finally:
+        device.set_load(0.0)
+        device.release()
+    return {"copy_gbps": round(best["copy"], 1), "triad_gbps": round(best["triad"], 1), "verified": wrong is None,
+            "mismatch": wrong.to_dict() if wrong else None, "bytes": nbytes,
+            "passes": passes, "planned_passes": trials * iters,
+            "moved_bytes": {kind: per_pass[kind] * done for kind, done in passes.items()}}
+
+
+def memory_test(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
+    """The pattern program over params['fraction'] of free device memory; every error is logged.
+    params['full'] adds the full-mode patterns, params['retention_s'] is the bit fade's wait."""
+    info = device.memtest_setup(float(params["fraction"]))
+    program = memtest_program(info["words"], bool(params.get("full")))
+    retention_s = float(params.get("retention_s", 0))
+    total, records, seconds, touched = 0, [], 0.0, 0.0
+    passes = []
+    steps = sum(len(ops) for _, ops in program)
+    done = 0
+    device.set_load(0.8)
+    try:
+        for name, ops in program:
+            found = 0
+            for op, kind, value, flag in ops:
+                count, recs, s = 0, [], 0.0
+                if op == "write":
+                    s = device.memtest_write(kind, value)
+                elif op == "check":
+                    count, recs, s = device.memtest_check(kind, value)
+                elif op == "invert":
+                    count, recs, s = device.memtest_invert(kind, value, flag)
+                elif op == "move":
+                    s = device.memtest_move(value, flag)
+                elif op == "wait":
+                    _idle(device, retention_s, lambda: report.progress(done / steps, errors=total + found))
+                    device.set_load(0.8)
+                else:
+                    count, recs, s = device.memtest_address_lines()
+                found += count
+                records += recs
+                seconds += s
+                touched += _TOUCHES[op] * info["bytes"]
+                done += 1
+                report.progress(done / steps, errors=total + found)
+            total += found
+            passes.append({"pattern": name, "errors": found})
+    finally:
+        device.set_load(0.0)
+        device.release()
+    # fraction and patterns_planned: what was asked, for the verdict's proof of coverage.
+    return {"bytes": info["bytes"], "free_bytes": info["free_bytes"], "fraction": float(params["fraction"]),
+            "patterns_planned": len(program),
+            "gbps": round(touched / seconds / 1e9, 1) if seconds else None, "passes": passes,
+            "retention_s": retention_s if params.get("full") else 0,
+            **decode_memtest_errors(total, records, info["base_address"])}
+
+
+def _idle(device: Any, seconds: float, progress: Callable[[], None]) -> None:
+    """Leave the memory alone for `seconds` of the run's clock, reporting progress every step so the
+    watchdog sees a live worker."""
+    device.set_load(0.0)
+    clock = device.clock
+    start = clock.now()
+    while (left := seconds - (clock.now() - start)) > 0:
+        device.memtest_wait(min(_step(device), left))
+        progress()
+
+
+def pcie_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
+    """Pinned host<->device copies: H2D, D2H and both at once, best of several; the copies go on for
+    at least params['min_seconds'] so telemetry reads the link while it carries traffic."""
+    nbytes, trials, iters = int(params["bytes"]), int(params["trials"]), int(params["iters"])
+    device.pcie_setup(nbytes)
+    best: dict[str, float] = {}
+    moved_bytes = {"h2d": 0, "d2h": 0, "bidir": 0}  # bytes the timed copies moved, for the verdict's proof
+    clock = device.clock
+    device.set_load(0.6)
+    start = clock.now()
+    try:
+        for n, direction in enumerate(("h2d", "d2h", "bidir")):
+            device.pcie_run(direction, 1)  # warm-up
+            moved = nbytes * iters * (2 if direction == "bidir" else 1)
+            for t in range(trials):
+                seconds = device.pcie_run(direction, iters)
+                moved_bytes[direction] += moved
+                gbps = moved / seconds / 1e9 if seconds > 0 else 0.0  # no time: nothing measured
+                best[direction] = max(best.get(direction, 0.0), gbps)
+                report.progress((n * trials + t + 1) / (3 * trials), direction=direction, gbps=round(gbps, 1))
+        link = device.pcie_link_under_copy()
+        while clock.now() - start < float(params["min_seconds"]):
+            device.pcie_run("h2d", iters)
+            report.progress(1.0)
+        copied_s = clock.now() - start
+        sent, received = device.pcie_round_trip()
+        wrong = compare_exact(received, sent)
+    finally:
+        device.set_load(0.0)
+        device.release()
+    return {"h2d_gbps": round(best["h2d"], 1), "d2h_gbps": round(best["d2h"], 1),
+            "bidir_gbps": round(best["bidir"], 1), "verified": wrong is None,
+            "mismatch": wrong.to_dict() if wrong else None, "bytes": nbytes, "link": link,
+            "moved_bytes": moved_bytes, "seconds": round(copied_s, 3), "min_seconds": float(params["min_seconds"])}
+
+
+def p2p(node: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
+    """Peer access between every pair of GPUs; one-way and two-way bandwidth and latency per pair,
+    each copy verified."""
+    nbytes, iters = int(params["bytes"]), int(params["iters"])
+    access = node.peer_access()
+    node.p2p_setup(nbytes)
+    pairs = [p for p, ok in sorted(access.items()) if ok]
+    out_pairs, out_bidir = [], []
+    node.set_load(0.5)
+    try:
+        for n, (src, dst) in enumerate(pairs):
+            node.p2p_copy(src, dst, 1)  # warm-up
+            gbps = nbytes * iters / node.p2p_copy(src, dst, iters) / 1e9
+            wrong = check_peer_copy(node.p2p_received(src, dst), src)
+            out_pairs.append({"src": src, "dst": dst, "gbps": round(gbps, 1), "verified": wrong is None,
+                              "latency_us": round(node.p2p_latency(src, dst, 100) * 1e6, 2)})
+            if wrong:
+                out_pairs[-1]["mismatch"] = wrong.to_dict()
+            if src < dst:
+                both = 2 * nbytes * iters / node.p2p_copy(src, dst, iters, bidir=True) / 1e9
+                out_bidir.append({"a": src, "b": dst, "gbps": round(both, 1)})
+            report.progress((n + 1) / len(pairs), pair=f"{src}->{dst}", gbps=round(gbps, 1))
+    finally:
+        node.set_load(0.0)
+    return {"access": [[i, j, ok] for (i, j), ok in sorted(access.items())], "pairs": out_pairs,
+            "bidir": out_bidir, "bytes": nbytes}
+
+
+def check_peer_copy(received: Any, src: int) -> Any:
+    """What a GPU received from peer `src`, against the pattern `src` sent (on the receiving GPU)."""
+    with on_device_of(received):
+        return compare_exact(received, copy_pattern(array_module(received), received.size, src))
+
+
+def nccl_allreduce(node: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
+    """All-reduce (sum) across every GPU; bus bandwidth = algorithm bandwidth x 2(n-1)/n; every GPU's
+    result is checked, element by element, on that GPU."""
+    why = node.nccl_unavailable()
+    if why:
+        return {"unavailable": why}
+    nbytes, iters, n = int(params["bytes"]), int(params["iters"]), len(node.devices)
+    node.set_load(0.7)
+    try:
+        per, results = node.nccl_allreduce(nbytes, iters, params.get("env", {}))
+        expected = allreduce_expected(n)
+        wrong = []
+        for gpu, result in results.items():
+            mismatch = compare_exact(result, expected)
+            if mismatch:
+                e = mismatch.first[0]
+                wrong.append({"gpu": gpu, "count": mismatch.count, "index": e["index"], "expected": e["expected"],
+                              "actual": e["actual"], "xor": e["xor"]})
+    finally:
+        node.set_load(0.0)
+    report.progress(1.0)
+    algbw = nbytes / per / 1e9
+    return {"bytes": nbytes, "iters": iters, "gpus": n, "algbw_gbps": round(algbw, 1),
+            "busbw_gbps": round(algbw * 2 * (n - 1) / n, 1), "wrong": wrong}
+
+
+def burn_in(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
+    """Hours of matmul, device-memory and host-link traffic in turn, window after window. Each window
+    reports its figures as progress (so they survive a hang later on): the matmul rate, a known-answer
+    check, the copy bandwidth and the host-to-device bandwidth."""
+    seconds, window_s, dtype = float(params["seconds"]), float(params["window_s"]), params["dtype"]
+    a, b, expected = known_answer_inputs(device.ka_size)
+    clock = device.clock
+    flops = device.matmul_setup(dtype, int(params["seed"]))
+    per_copy = device.stream_setup(int(params["hbm_bytes"]))
+    device.pcie_setup(int(params["pcie_bytes"]))
+    iters = max(1, int(min(_step(device), window_s) / warm_product_s(device)))
+    windows = 0
+    device.set_load(1.0)
+    start = clock.now()
+    try:
+        while clock.now() - start < seconds:
+            w_start, done_flops, done_s = clock.now(), 0.0, 0.0
+            while clock.now() - w_start < 0.8 * window_s:
+                done_s += device.matmul_run(iters)
+                done_flops += flops * iters
+                report.progress(min(1.0, (clock.now() - start) / seconds))
+            wrong = compare_exact(device.to_host(device.known_answer(dtype, a, b)), expected)
+            hbm = per_copy * 4 / device.stream_run("copy", 4) / 1e9
+            h2d = int(params["pcie_bytes"]) * 4 / device.pcie_run("h2d", 4) / 1e9
+            windows += 1
+            report.progress(min(1.0, (clock.now() - start) / seconds), window={
+                "t_s": round(w_start - start, 1), "tflops": round(done_flops / done_s / 1e12, 2),
+                "hbm_gbps": round(hbm, 1), "h2d_gbps": round(h2d, 1),
+                "sdc": wrong.to_dict() if wrong else None})
+    finally:
+        device.set_load(0.0)
+        device.release()
+    return {"seconds": round(clock.now() - start, 1), "windows": windows, "dtype": dtype}
+
+
+WORKLOADS: dict[str, Callable[[Any, dict[str, Any], Reporter], dict[str, Any]]] = {
+    "burn": burn,
+    "matmul": matmul_burn,
+    "pulse": power_pulse,
+    "hbm": hbm_bandwidth,
+    "memtest": memory_test,
+    "pcie": pcie_bandwidth,
+    "p2p": p2p,
+    "nccl": nccl_allreduce,
+    "burn_in": burn_in,
+}
