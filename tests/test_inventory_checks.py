@@ -5,6 +5,7 @@ import pytest
 
 from conftest import whole
 from nodeqc.backends.base import GpuInfo, PciDevice
+from nodeqc.backends.gpus import assign_slots
 from nodeqc.checks import inventory
 from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.core.na import NA
@@ -43,13 +44,13 @@ def test_a_gpu_on_pci_that_the_driver_did_not_bring_up_is_named_by_its_slot():
     verdicts = {r.subject: (r.verdict, r.code) for r in results}
     assert verdicts == {"gpu0": (Verdict.PASS, None), "gpu1": (Verdict.PASS, None),
                         "gpu2": (Verdict.FAIL, "GPU_MISSING"), "gpu3": (Verdict.PASS, None)}
-    inventory.assign_slots(gpus, pci(BUSES))
+    assign_slots(gpus, pci(BUSES))
     assert [g.subject for g in gpus] == ["gpu0", "gpu1", "gpu3"]  # the one after keeps its slot's name
 
 
 def test_without_a_pci_listing_slots_are_driver_indices():
     gpus = [gpu(0), gpu(1)]
-    inventory.assign_slots(gpus, [])
+    assign_slots(gpus, [])
     assert [g.subject for g in gpus] == ["gpu0", "gpu1"]
 
 
@@ -320,13 +321,13 @@ def test_inventory_results_in_order_and_a_lost_gpu_said():
 
 def test_slots_follow_the_bus_unless_it_cannot_place_every_gpu():
     gpus = [gpu(0, bus_id=BUSES[3]), gpu(1, bus_id=BUSES[1])]
-    inventory.assign_slots(gpus, pci(BUSES))
+    assign_slots(gpus, pci(BUSES))
     assert [g.slot for g in gpus] == [3, 1]
     gpus = [gpu(0, bus_id=BUSES[3]), gpu(1, bus_id=BUSES[1], lost=True)]
-    inventory.assign_slots(gpus, pci(BUSES))
+    assign_slots(gpus, pci(BUSES))
     assert [g.slot for g in gpus] == [0, 1]  # a lost GPU: the driver's indices
     gpus = [gpu(0, bus_id="0000:99:00.0"), gpu(1, bus_id=BUSES[1])]
-    inventory.assign_slots(gpus, pci(BUSES))
+    assign_slots(gpus, pci(BUSES))
     assert [g.slot for g in gpus] == [0, 1]  # one the listing lacks: the driver's indices
 
 

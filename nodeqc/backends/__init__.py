@@ -42,6 +42,26 @@ class Hardware:
 MAX_CAPTURE_BYTES = 16 << 20  # a capture of 8 GPUs is under 100 kB (shared/measurements: 8 kB for one)
 
 
+def hardware_for(simulate: str | None, replay: str | None, inject: list[str],
+                 time_scale: float | None = None) -> Hardware:
+    """The hardware a command names: a captured machine (--replay), a simulated node (--simulate,
+    with --inject's faults), or this machine's. The one place every command builds it, so each
+    refuses the same mistakes with the same words (nodeqc.core.errors.UsageError)."""
+    from nodeqc.backends.sim.faults import parse_fault
+    from nodeqc.core.errors import UsageError
+
+    faults = [parse_fault(f) for f in inject]
+    if faults and not simulate:
+        raise UsageError("--inject needs --simulate: faults are injected into a simulated node only")
+    if replay and simulate:
+        raise UsageError("--replay and --simulate exclude each other")
+    if replay:
+        return replay_hardware(replay)
+    if simulate:
+        return simulated_hardware(simulate, faults, time_scale=time_scale)
+    return real_hardware()
+
+
 def real_hardware() -> Hardware:
     from nodeqc.backends.bmc import IpmitoolBmc
     from nodeqc.backends.host import LinuxHost

@@ -13,7 +13,7 @@ from typing import Any
 
 from nodeqc.backends.kernel_log import KernelRecord
 from nodeqc.backends.platform import HostCounters
-from nodeqc.checks.common import Finding
+from nodeqc.checks.common import Finding, fold
 from nodeqc.core.codes import FATAL_XIDS, xid_meaning
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
 from nodeqc.spec.profile import Profile
@@ -85,7 +85,7 @@ def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[Check
         return [CheckResult(name, "node", Verdict.PASS, f"no memory errors during the run "
                             f"({sum(1 for k in end.edac if '/' not in k)} memory controllers)",
                             values=values, thresholds=[ce_t, ue_t], key="corrected")]
-    return [_fold(name, "node", findings, values, [ce_t, ue_t], "corrected")]
+    return [fold(name, "node", findings, values, [ce_t, ue_t], "corrected")]
 
 
 # ---------------------------------------------------------------------- AER
@@ -120,7 +120,7 @@ def aer(start: HostCounters, end: HostCounters, names: dict[str, str], profile: 
     for subject, t in totals.items():
         values = {"correctable": Value(t["correctable"]), "uncorrectable": Value(t["uncorrectable"])}
         if subject in by_subject:
-            out.append(_fold(name, subject, by_subject[subject], values, [cor_t, unc_t], "correctable"))
+            out.append(fold(name, subject, by_subject[subject], values, [cor_t, unc_t], "correctable"))
         else:
             out.append(CheckResult(name, subject, Verdict.PASS, "no PCIe errors during the run (AER)",
                                    values=values, thresholds=[cor_t, unc_t], key="correctable"))
@@ -297,18 +297,10 @@ def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None,
             findings.append(Finding(verdict, worst.code, f"{worst.text}{device}{more}: {same[0][1]}"))
         if gap and subject == "node":
             findings.append(gap)
-        result = _fold(name, subject, findings, {"lines": Value(len(items))}, [], "lines")
+        result = fold(name, subject, findings, {"lines": Value(len(items))}, [], "lines")
         result.evidence = {"lines": [t for _, t in items[:EVIDENCE_LINES]], "source": source}
         out.append(result)
     return out
-
-
-def _fold(name: str, subject: str, findings: list[Finding], values: dict[str, Value],
-          thresholds: list[Threshold], key: str) -> CheckResult:
-    worst = max(findings, key=lambda f: f.verdict.severity)
-    rest = [f.message for f in findings if f is not worst]
-    return CheckResult(name, subject, worst.verdict, "; ".join([worst.message] + rest), code=worst.code,
-                       values=values, thresholds=thresholds, key=key)
 
 
 def device_names(gpus: list[Any], nics: list[Any], bridges: dict[str, list[str]]) -> dict[str, str]:

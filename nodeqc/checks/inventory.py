@@ -15,18 +15,6 @@ from nodeqc.spec.profile import Profile, version_tuple
 GIB = 1024 ** 3
 
 
-def assign_slots(gpus: list[GpuInfo], on_pci: list[PciDevice]) -> None:
-    """Number GPUs by their place on the PCI bus, so a GPU the driver failed to bring up does not
-    rename the others. Without a usable PCI listing, slots are the driver's indices."""
-    order = sorted(p.bus_id for p in on_pci)
-    if all(g.bus_id in order for g in gpus if not g.lost) and not any(g.lost for g in gpus):
-        for g in gpus:
-            g.slot = order.index(g.bus_id)
-    else:
-        for g in gpus:
-            g.slot = g.index
-
-
 def nvml_result(error: str | None, driver: str, count: int) -> CheckResult:
     if error:
         return CheckResult("inventory.nvml", "node", Verdict.FAIL, error, code="NVML_UNAVAILABLE")

@@ -32,36 +32,25 @@ def _parser() -> Parser:
 
 
 def _hardware(args: Any) -> Any:
-    from nodeqc.backends import real_hardware, replay_hardware, simulated_hardware
-    from nodeqc.backends.sim.faults import parse_fault
+    from nodeqc.backends import hardware_for
 
-    faults = [parse_fault(f) for f in args.inject]
-    if faults and not args.simulate:
-        raise UsageError("--inject needs --simulate: faults are injected into a simulated node only")
-    if args.replay and args.simulate:
-        raise UsageError("--replay and --simulate exclude each other")
-    if args.replay:
-        return replay_hardware(args.replay)
-    if args.simulate:
-        return simulated_hardware(args.simulate, faults)
-    return real_hardware()
+    return hardware_for(args.simulate, args.replay, args.inject)
 
 
 def observe_node(hw: Any) -> tuple[dict[str, Any], Any]:
     """This node in the baseline's shape, and its host record."""
-    from nodeqc.checks.inventory import assign_slots
+    from nodeqc.backends.gpus import open_gpus
     from nodeqc.core.errors import BackendUnavailable
     from nodeqc.spec.baseline import observe
 
     host = hw.host.info()
     try:
-        hw.mgmt.open()
+        found = open_gpus(hw, host)
     except BackendUnavailable as e:
+        hw.mgmt.close()
         raise UsageError(f"baseline: {e}") from None
     try:
-        gpus = hw.mgmt.gpus()
-        assign_slots(gpus, host.nvidia_gpus_on_pci)
-        observed = observe(gpus, hw.mgmt.driver_version(), hw.mgmt.cuda_version(), host,
+        observed = observe(found.gpus, found.driver, found.cuda, host,
                            hw.nics.nics() if hw.nics else None, hw.platform, hw.no_host_reason())
     finally:
         hw.mgmt.close()

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from nodeqc.archive.store import node_key
 from nodeqc.backends import Hardware
+from nodeqc.backends.gpus import open_gpus
 from nodeqc.checks import inventory
 from nodeqc.core.errors import BackendUnavailable
 from nodeqc.report.keys import Signer
@@ -66,12 +67,10 @@ def probe(hardware: Hardware) -> NodeInfo:
     host = hardware.host.info()
     node = NodeInfo(host=host.to_dict(), gpus=[], simulated=hardware.simulated)
     try:
-        hardware.mgmt.open()
-        gpus = hardware.mgmt.gpus()
-        inventory.assign_slots(gpus, host.nvidia_gpus_on_pci)
-        node.gpus = inventory.describe_gpus(gpus)
-        node.found = gpus
-        node.driver, node.cuda = hardware.mgmt.driver_version(), hardware.mgmt.cuda_version()
+        found = open_gpus(hardware, host)
+        node.gpus = inventory.describe_gpus(found.gpus)
+        node.found = found.gpus
+        node.driver, node.cuda = found.driver, found.cuda
     except BackendUnavailable as e:
         node.error = str(e)
     finally:

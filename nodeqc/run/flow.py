@@ -21,16 +21,12 @@ from nodeqc.core.text import clean
 def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """Resolve hardware, profile and key from the arguments, or raise UsageError. Shared by the
     headless run and the GUI."""
-    from nodeqc.backends import real_hardware, replay_hardware, simulated_hardware
-    from nodeqc.backends.sim.faults import parse_fault
+    from nodeqc.backends import hardware_for
     from nodeqc.report.keys import load_signer
     from nodeqc.spec.peers import parse_peers
     from nodeqc.spec.profile import load_for, suggest_profile
 
-    faults = [parse_fault(f) for f in args.inject]
     peers = parse_peers(getattr(args, "nic_peer", []))
-    if faults and not args.simulate:
-        raise UsageError("--inject needs --simulate: faults are injected into a simulated node only")
     if args.gpus is not None and args.gpus < 1:
         raise UsageError(f"--gpus {args.gpus}: expected a positive number of GPUs")
     if args.sample_hz is not None and not 0.1 <= args.sample_hz <= 50:
@@ -42,16 +38,9 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         simulate = None if _nvidia_gpu_present() else "hgx-h100"
         if simulate:
             print(f"nodeqc: no NVIDIA GPU found: running the simulated node '{simulate}'", file=sys.stderr)
-    if args.replay and simulate:
-        raise UsageError("--replay and --simulate exclude each other")
-    if args.replay:
-        hardware = replay_hardware(args.replay)
-    elif simulate:
-        # A simulated burn-in of any length takes about a minute: time runs that much faster.
-        scale = args.burn_in / 60 if getattr(args, "burn_in", None) and args.burn_in / 60 > 10 else None
-        hardware = simulated_hardware(simulate, faults, time_scale=scale)
-    else:
-        hardware = real_hardware()
+    # A simulated burn-in of any length takes about a minute: time runs that much faster.
+    scale = args.burn_in / 60 if getattr(args, "burn_in", None) and args.burn_in / 60 > 10 else None
+    hardware = hardware_for(simulate, args.replay, args.inject, time_scale=scale)
     _check_peer_nics(peers, hardware)
     profile_ref = args.profile or "auto"
     gpus = _gpus(hardware)
@@ -98,11 +87,11 @@ def _nvidia_gpu_present() -> bool:
 
 def _gpus(hardware: Any) -> list[Any]:
     """The GPUs as the management backend finds them (none when it cannot start)."""
+    from nodeqc.backends.gpus import open_gpus
     from nodeqc.core.errors import BackendUnavailable
 
     try:
-        hardware.mgmt.open()
-        return hardware.mgmt.gpus()
+        return open_gpus(hardware, hardware.host.info()).gpus
     except BackendUnavailable:
         return []
     finally:

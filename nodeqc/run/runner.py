@@ -26,6 +26,7 @@ from nodeqc.archive.store import node_dir, node_key, safe_name
 from nodeqc.backends import Hardware
 from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession, describe_unrecorded
 from nodeqc.backends.bmc import BmcWatch
+from nodeqc.backends.gpus import open_gpus
 from nodeqc.backends.kernel_log import MAX_RECORDS
 from nodeqc.checks import conformance, health, host as host_checks, host_health, inventory, nic as nic_checks, stress
 from nodeqc.checks import host_stress as host_stress_checks
@@ -386,12 +387,10 @@ class Runner:
 
     def _open_gpus(self, host: HostInfo) -> tuple[list[GpuInfo], str, str, str | None]:
         try:
-            self.hw.mgmt.open()
+            found = open_gpus(self.hw, host)
         except BackendUnavailable as e:
             return [], "N/A", "N/A", str(e)
-        gpus = self.hw.mgmt.gpus()
-        inventory.assign_slots(gpus, host.nvidia_gpus_on_pci)
-        return gpus, self.hw.mgmt.driver_version(), self.hw.mgmt.cuda_version(), None
+        return found.gpus, found.driver, found.cuda, None
 
     def _paths(self, host: HostInfo) -> RunPaths:
         directory = self.options.out_dir or node_dir(node_key(host.system_serial, host.hostname), self.options.archive)
