@@ -4,9 +4,10 @@ The registry is nodeqc.core.codes.REMEDIATION. The codes the checks can emit are
 not listed by hand: an AST scan of nodeqc/ collects every string that reaches a code position (a
 `code=` keyword, an assignment to `code`, or a positional argument whose parameter is named `code`
 in a function or dataclass of nodeqc), and every UPPER_SNAKE string in the modules that build
-results (nodeqc/checks/, the runner), which also catches codes carried in tuples. Both directions
-are checked: an emitted code must be declared, and a declared code must be emitted somewhere (the
-scan would otherwise miss a way codes travel, and a dead code would pass unnoticed).
+results (nodeqc/checks/, the runner and its platform watch, the report's predicate), which also
+catches codes carried in tuples. Both directions are checked: an emitted code must be declared,
+and a declared code must be emitted somewhere (the scan would otherwise miss a way codes travel,
+and a dead code would pass unnoticed).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from nodeqc.core.codes import REMEDIATION, advice, remediation
 
 PACKAGE = Path(__file__).resolve().parent.parent / "nodeqc"
 # The modules that build CheckResults; test_result_builders_are_known keeps this honest.
-EMITTERS = ("checks", "run/runner.py", "fabric/report.py")
+EMITTERS = ("checks", "run/runner.py", "run/platform_watch.py", "report/predicate.py", "fabric/report.py")
 UPPER_SNAKE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 RESULT_BUILDERS = {"CheckResult", "Finding", "skip", "judge", "fold"}
 

@@ -247,7 +247,7 @@ def test_profile_baseline_fields_are_checked(tmp_path, golden):
     prof = tmp_path / "p.toml"
     prof.write_text('description = "x"\nextends = "hgx-h100"\nbaseline = "golden.toml"\nbaseline_warn = ["kernal"]\n')
     with pytest.raises(UsageError, match="unknown field 'kernal'"):
-        from nodeqc.run.runner import baseline_of_profile
+        from nodeqc.spec.baseline import baseline_of_profile
 
         baseline_of_profile(load_profile(str(prof)))
 

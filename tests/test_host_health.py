@@ -573,7 +573,7 @@ def test_device_names():
 def test_the_kernel_log_is_read_between_steps_so_a_small_ring_buffer_loses_nothing():
     """A ring buffer of 3 records and a run that logs 5, an Xid first: read only at the end, the Xid
     is lost; read after each step (as the runner does), every line is judged."""
-    from nodeqc.run.runner import PlatformWatch
+    from nodeqc.run.platform_watch import PlatformWatch
 
     class RingLog:
         source = "/dev/kmsg"
@@ -620,7 +620,7 @@ def test_a_kernel_log_that_cannot_be_read_to_the_end_keeps_what_was_read_and_nev
     its GPU, the node says the rest went unread (WARN), and the run goes on (the read is not retried)."""
     import subprocess
 
-    from nodeqc.run.runner import PlatformWatch
+    from nodeqc.run.platform_watch import PlatformWatch
 
     class FailingLog:
         source = "journalctl -k"
@@ -657,10 +657,10 @@ def test_a_kernel_log_that_cannot_be_read_to_the_end_keeps_what_was_read_and_nev
 def test_a_flood_past_the_most_read_is_said_unjudged_not_dropped_in_silence(monkeypatch):
     """A kernel log flooding past MAX_RECORDS: reading stops there (the first lines say what the flood
     was), and the node says the rest went unread (WARN), where it used to pass over them in silence."""
-    from nodeqc.run import runner
-    from nodeqc.run.runner import PlatformWatch
+    from nodeqc.run import platform_watch
+    from nodeqc.run.platform_watch import PlatformWatch
 
-    monkeypatch.setattr(runner, "MAX_RECORDS", 4)
+    monkeypatch.setattr(platform_watch, "MAX_RECORDS", 4)
 
     class Flood:
         source = "/dev/kmsg"

@@ -146,7 +146,7 @@ def test_host_checks_without_a_host_to_read_each_say_they_did_not_run(tmp_path, 
 
 
 def test_host_health_says_why_when_sysfs_could_not_be_read():
-    from nodeqc.run.runner import PlatformWatch
+    from nodeqc.run.platform_watch import PlatformWatch
 
     class Broken:
         def kernel_log(self):
@@ -263,7 +263,7 @@ def test_one_check_that_passes_among_skips_still_passes(tmp_path, signer):
 
 def test_nothing_judged_is_said_only_when_nothing_was():
     from nodeqc.core.model import CheckResult
-    from nodeqc.run.runner import nothing_judged
+    from nodeqc.report.predicate import nothing_judged
 
     skip = CheckResult("nic.tcp", "nic0", Verdict.SKIP, "not run: no peer", code="NIC_NO_PEER")
     na = CheckResult("health.nvlink", "gpu0", Verdict.SKIP, "not applicable", code="NVLINK_NA")

@@ -44,7 +44,7 @@ ARCHIVE_ENV = "NODEQC_ARCHIVE"
 SCHEMA_VERSION = 3  # 3: a fabric report's members and their verdicts
 REPORT_GLOB = "*.report.json"
 REPORT_SUFFIX = ".report.json"
-EVIDENCE_SUFFIXES = (".journal.jsonl", ".telemetry.csv.gz")  # beside a report, by its stem (runner.RunPaths)
+EVIDENCE_SUFFIXES = (".journal.jsonl", ".telemetry.csv.gz")  # beside a report, by its stem (nodeqc.run.paths.RunPaths)
 
 
 def archive_root(override: str | Path | None = None) -> Path:

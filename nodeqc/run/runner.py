@@ -8,43 +8,38 @@ marked aborted. An exception inside nodeqc becomes an ERROR result with its trac
 
 from __future__ import annotations
 
-import hashlib
-import os
-import platform
-import subprocess
 import threading
 import time
 import traceback
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from nodeqc import __version__
-from nodeqc.archive.store import node_dir, node_key, safe_name
 from nodeqc.backends import Hardware
 from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession, describe_unrecorded
 from nodeqc.backends.bmc import BmcWatch
 from nodeqc.backends.gpus import open_gpus
-from nodeqc.backends.kernel_log import MAX_RECORDS
-from nodeqc.checks import conformance, health, host as host_checks, host_health, inventory, nic as nic_checks, stress
+from nodeqc.checks import conformance, health, host as host_checks, inventory, nic as nic_checks, stress
 from nodeqc.checks import host_stress as host_stress_checks
 from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
 from nodeqc.checks.common import as_replayed
 from nodeqc.checks.processes import gpu_free
 from nodeqc.checks.psu import judge_psu
-from nodeqc.core.errors import BackendUnavailable, GpuLostError, UsageError
+from nodeqc.core.errors import BackendUnavailable, GpuLostError
 from nodeqc.run.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
                            RunStarted, TelemetrySampled)
 from nodeqc.core.model import CheckResult, Verdict, node_verdict
 from nodeqc.core.na import is_na
-from nodeqc.core.safefile import OutputError, claim
+from nodeqc.core.safefile import OutputError
 from nodeqc.core.stamps import current_user, utc_now
-from nodeqc.report.answer import answer, escalate, not_applicable, not_run, repair_outcome
+from nodeqc.report.answer import answer, escalate, repair_outcome
 from nodeqc.report.envelope import sign, statement, write_envelope
 from nodeqc.report.journal import Journal
 from nodeqc.report.keys import Signer
+from nodeqc.report.predicate import build_predicate, nothing_judged, tally
+from nodeqc.run.paths import RunPaths, claim_paths
+from nodeqc.run.platform_watch import PlatformWatch
 from nodeqc.run.watchdog import watchdog_for
 from nodeqc.spec.peers import Peer, parse_peers
 from nodeqc.spec.profile import Profile
@@ -58,9 +53,8 @@ PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
 # grows by as much): a sampler slower than this is broken, not slow (nodeqc's choice).
 MAX_TELEMETRY_WAIT_S = 60.0
 NIC_CHECKS = CHECKS["nic"]
-# The host checks that read the live machine (sysfs, the kernel log) or load it: said not run, one
-# result each, where the run has no backend for them (a replay) or could not read them.
-HOST_HEALTH_CHECKS = ("host.edac", "host.aer", "host.kernel_log")
+# The host checks that load the live machine: said not run, one result each, where the run has no
+# backend for them (a replay). Those that read it: nodeqc.run.platform_watch.HOST_HEALTH_CHECKS.
 HOST_STRESS_CHECKS = ("host.cpu_stress", "host.memory_bandwidth", "host.nvme", "host.optics")
 
 
@@ -99,26 +93,10 @@ class RunOutcome:
         return EXIT_FAIL if self.verdict == "FAIL" else EXIT_PASS
 
 
-@dataclass
-class RunPaths:
-    directory: Path
-    stem: str
-
-    @property
-    def report(self) -> Path:
-        return self.directory / f"{self.stem}.report.json"
-
-    @property
-    def journal(self) -> Path:
-        return self.directory / f"{self.stem}.journal.jsonl"
-
-    @property
-    def telemetry(self) -> Path:
-        return self.directory / f"{self.stem}.telemetry.csv.gz"
-
-
 class Runner:
     def __init__(self, options: RunOptions, hardware: Hardware, emit: Callable[[Event], None] | None = None):
+        from nodeqc.spec.baseline import baseline_of_profile
+
         self.options = options
         self.hw = hardware
         self.profile = options.profile
@@ -136,7 +114,7 @@ class Runner:
         self._live_gpus: list[GpuInfo] = []
         self._nic_plan: nic_checks.NicPlan | None = None
         self._nic_traffic: TrafficSession | None = None
-        self._platform = PlatformWatch(hardware.platform, self._no_host_reason())
+        self._platform = PlatformWatch(hardware.platform, hardware.no_host_reason())
         self._baseline = options.baseline if options.baseline is not None else baseline_of_profile(self.profile)
         self._one_gpu_node = False  # one GPU on the node by every count: GPU-to-GPU checks do not apply
         self._bmc_thresholds: tuple[Any, str | None] | None = None  # read once a run (`ipmitool sensor` is slow)
@@ -191,7 +169,7 @@ class Runner:
         gpus, driver, cuda, nvml_error = self._open_gpus(host)
         self._wrong_models = {g.subject: str(g.name) for g in gpus
                               if not g.lost and not self.profile.accepts_model(str(g.name))}
-        paths = self._paths(host)
+        paths = claim_paths(host, self.options.out_dir, self.options.archive)
         self._journal = Journal(paths.journal)
         self._emit(RunStarted(
             run_id=str(uuid.uuid4()), started_at=started_at, profile=self.profile.summary(),
@@ -264,15 +242,11 @@ class Runner:
             if not self.options.quick:
                 self._host_stress_phase()
 
-    def _no_host_reason(self) -> str:
-        """Why this run has no live host to read or stress (said for each host check it cannot run)."""
-        return self.hw.no_host_reason()
-
     def _host_stress_phase(self) -> None:
         """Full runs only: every CPU on known answers, memory bandwidth, NVMe (fio), optical modules."""
         stress, sel = self.hw.host_stress, self.options.selection
         if stress is None:
-            self._publish([CheckResult(name, "node", Verdict.SKIP, f"not run: {self._no_host_reason()}",
+            self._publish([CheckResult(name, "node", Verdict.SKIP, f"not run: {self.hw.no_host_reason()}",
                                        code="HOST_NOT_HERE") for name in HOST_STRESS_CHECKS])
             return
         if not self._live_gpus:  # the node has already failed; minutes of host load would not change that
@@ -391,23 +365,6 @@ class Runner:
         except BackendUnavailable as e:
             return [], "N/A", "N/A", str(e)
         return found.gpus, found.driver, found.cuda, None
-
-    def _paths(self, host: HostInfo) -> RunPaths:
-        directory = self.options.out_dir or node_dir(node_key(host.system_serial, host.hostname), self.options.archive)
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UsageError(f"{directory}: cannot create the report directory: {e.strerror}") from None
-        base = f"{safe_name(host.hostname)}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
-        n = 1
-        while True:
-            paths = RunPaths(directory, base if n == 1 else f"{base}-{n}")
-            # Claim the name by creating the journal: two runs starting in the same second cannot
-            # both get it, as they could with a look first and a create after. O_NOFOLLOW too: a
-            # link planted under the name is taken as "the name is used".
-            if not paths.report.exists() and claim(paths.journal):
-                return paths
-            n += 1
 
     def _stress_and_watch(self, gpus: list[GpuInfo], paths: RunPaths, in_use: set[int]) -> TelemetrySummary:
         by_index = {g.index: g for g in gpus}
@@ -597,8 +554,7 @@ class Runner:
         if not self.aborted and (unjudged := nothing_judged(self._results)) is not None:
             self._finish(unjudged)
         verdict = "FAIL" if self.aborted else node_verdict(self._results)
-        counts = {v.value: sum(1 for r in self._results if r.verdict is v) for v in Verdict}
-        failed = [f"{r.name} {r.subject}" for r in self._results if r.verdict.blocks_qualification]
+        counts, failed = tally(self._results)
         described = inventory.describe_gpus(gpus)
         selection = self.options.selection
         the_answer = answer(self._results, described, verdict, status,
@@ -617,36 +573,14 @@ class Runner:
         if simulation and (unrecorded := self.hw.mgmt.unrecorded()):
             simulation = {**simulation, "unrecorded": unrecorded}
             self._emit(Notice("warning", describe_unrecorded(unrecorded)))
-        predicate = {
-            "verdict": verdict,
-            "status": status,
-            "simulated": self.hw.simulated,
-            "simulation": simulation,
-            "profile": self.profile.summary(),
-            "quick": self.options.quick,
-            "node": {**host.to_dict(), "driver_version": driver, "cuda_version": cuda},
-            "gpus": described,
-            "checks": [r.to_dict() for r in self._results],
-            "summary": {"counts": counts, "failed": failed},
-            "answer": the_answer.to_dict(),
-            "telemetry": summary.to_dict() if summary else None,
-            "burn_in": self._burn_in,
-            "journal": {"file": paths.journal.name, "sha256": hashlib.sha256(paths.journal.read_bytes()).hexdigest()},
-            "tool": {"name": "nodeqc", "version": __version__, "python": platform.python_version(),
-                     "command": self.options.command},
-            "started_at": started_at,
-            "finished_at": utc_now(),
-            "duration_s": self.now(),
-            "operator": self.options.operator or current_user(),
-            "ticket": self.options.ticket,
-            "signer": {"keyid": self.options.signer.keyid},
-            "partial": self.options.selection.to_dict(),
-            "previous": self.options.previous,
-            "repair": the_answer.repair,
-            "platform": self._platform.observed,
-            "baseline": self._baseline.summary() if self._baseline is not None else None,
-            "valid_until": valid_until(self.profile, status, self.options.selection.partial),
-        }
+        predicate = build_predicate(
+            verdict=verdict, status=status, results=self._results, the_answer=the_answer, profile=self.profile,
+            selection=selection, quick=self.options.quick, host=host, driver=driver, cuda=cuda, gpus=described,
+            simulated=self.hw.simulated, simulation=simulation, telemetry=summary, burn_in=self._burn_in,
+            observed=self._platform.observed, baseline=self._baseline, journal=paths.journal,
+            command=self.options.command, started_at=started_at, finished_at=utc_now(), duration_s=self.now(),
+            operator=self.options.operator or current_user(), ticket=self.options.ticket,
+            keyid=self.options.signer.keyid, previous=previous)
         try:
             write_envelope(paths.report, sign(statement(predicate), self.options.signer))
         except OutputError as e:
@@ -660,126 +594,3 @@ class Runner:
             self._journal.close()
         self._listener(finished)
         return RunOutcome(verdict, status, paths.report, list(self._results))
-
-
-class PlatformWatch:
-    """The platform over a run: its error counters and kernel log from the start, its observation
-    (for the baseline and the report). Without a platform backend every result says it was not
-    watched; an error reading sysfs becomes a notice, never a failed run."""
-
-    def __init__(self, platform: Any, absent: str = "this run has no backend for the platform"):
-        self.platform = platform
-        self._absent = absent  # why there is no platform to watch, said by each check it would judge
-        self.unobserved: str | None = None  # why the node could not be observed for its baseline
-        self._unreadable: str | None = None
-        self.observed: dict[str, Any] | None = None
-        self._bus_ids: list[str] = []
-        self._names: dict[str, str] = {}
-        self._start: Any = None
-        self._log: Any = None
-        self._records: list[Any] = []  # the kernel log's records read so far
-        self._log_stopped: str | None = None  # why reading it failed part way, if it did
-        self._emit: Callable[[Event], None] = lambda e: None
-
-    def start(self, gpus: list[GpuInfo], nics: list[NicInfo], emit: Callable[[Event], None]) -> None:
-        self._emit = emit
-        if self.platform is None:
-            return
-        self._bus_ids = [g.bus_id for g in gpus if isinstance(g.bus_id, str)] + \
-            [n.bus_id for n in nics if isinstance(n.bus_id, str) and not n.virtual]
-        try:
-            self._log = self.platform.kernel_log()
-            self._start = self.platform.counters(self._bus_ids)
-            bridges: dict[str, list[str]] = {}
-            names = host_health.device_names(gpus, nics, {})
-            for bus in self._bus_ids:
-                fn = self.platform.pci(bus)
-                for b in fn.bridges if fn else []:
-                    bridges.setdefault(b, []).append(names.get(bus, bus))
-            self._names = host_health.device_names(gpus, nics, bridges)
-        except OSError as e:
-            emit(Notice("warning", f"host health not watched: cannot read sysfs: {e}"))
-            self._start = None
-            self._unreadable = f"cannot read sysfs: {e}"
-
-    def observe(self, gpus: list[GpuInfo], driver: str, cuda: str, host: HostInfo, nics: list[NicInfo] | None) -> None:
-        """`nics` None: this run has no NIC backend (what it would read is said unread, for the same
-        reason as the platform's absence)."""
-        from nodeqc.spec.baseline import observe
-
-        try:
-            self.observed = observe(gpus, driver, cuda, host, nics, self.platform, self._absent)
-        except OSError as e:
-            self._emit(Notice("warning", f"the node's platform could not be read: {e}"))
-            self.unobserved = f"the node's platform could not be read: {e}"
-
-    def drain_kernel_log(self) -> None:
-        """Read what the kernel logged so far, between steps and burn-in windows: the ring buffer
-        holds about 1 MiB (a few thousand lines), so a run of hours read only at its end could lose
-        its first lines to it."""
-        if self._log is not None and self._log_stopped is None and len(self._records) < MAX_RECORDS:
-            try:
-                self._records += self._log.new_records()
-            except (OSError, subprocess.SubprocessError, ValueError) as e:  # a read error, journalctl hung
-                self._log_stopped = f"{type(e).__name__}: {e}"
-            if len(self._records) >= MAX_RECORDS and self._log_stopped is None:
-                # A flood: its first lines say what it was; what it hides after is said unjudged.
-                self._log_stopped = f"it logged {len(self._records)} lines, the most nodeqc reads in a run"
-
-    def health_results(self, profile: Profile) -> list[CheckResult]:
-        if self.platform is None or self._start is None:
-            # Never silent: each check it would have judged says why it did not run.
-            code, why = (("HOST_NOT_HERE", self._absent) if self.platform is None else
-                         ("HOST_UNREADABLE", self._unreadable or "the platform was not read at the start"))
-            return [CheckResult(name, "node", Verdict.SKIP, f"not run: {why}", code=code) for name in HOST_HEALTH_CHECKS]
-        end = self.platform.counters(self._bus_ids)
-        self.drain_kernel_log()
-        records = self._records
-        unreadable = getattr(self._log, "reason", None)
-        return (host_health.edac(self._start, end, profile) + host_health.aer(self._start, end, self._names, profile)
-                + host_health.kernel_log(records, getattr(self._log, "source", ""), unreadable, self._names, profile,
-                                         lost=getattr(self._log, "lost", 0), stopped=self._log_stopped))
-
-    def close(self) -> None:
-        if self._log is not None:
-            self._log.close()
-
-
-def nothing_judged(results: list[CheckResult]) -> CheckResult | None:
-    """A run in which no check reached a verdict has shown nothing of the node: an ERROR (exit 2)
-    that says why each selected check did not run, never a pass. With `--only stress.burn` and
-    another process on the GPU the run once said "PASS: 0 passed" and exited 0
-    (shared/measurements/2026-11-26, item 4). A check that does not apply to this hardware
-    (nodeqc.core.codes.NOT_APPLICABLE) left nothing untested, but judged nothing either: a run of those
-    alone has shown nothing too. None where some check reached a verdict (PASS, WARN, FAIL, ERROR)."""
-    if any(r.verdict is not Verdict.SKIP for r in results):
-        return None
-    skipped, na = not_run(results), not_applicable(results)
-    said = [f"{e.count} not run: {e.reason} ({', '.join(e.checks)})" for e in skipped]
-    if na:
-        said.append(f"not applicable to this node: {'; '.join(na)}")
-    message = ("no selected check reached a verdict, so nothing was judged"
-               + (f": {'; '.join(said)}" if said else " (no check reported a result)"))
-    return CheckResult("nodeqc.nothing_judged", "node", Verdict.ERROR, message, code="NOTHING_JUDGED",
-                       evidence={"not_run": [e.to_dict() for e in skipped], "not_applicable": na})
-
-
-def baseline_of_profile(profile: Profile) -> Any:
-    """The profile's `baseline = FILE` (relative to the profile's file), loaded; None without one."""
-    from nodeqc.spec.baseline import Baseline
-
-    path = profile.baseline_path
-    return Baseline.load(path, profile) if path is not None else None
-
-
-def valid_until(profile: Profile, status: str, partial: bool) -> str | None:
-    """When this qualification expires: the profile's valid_days after now. Only a complete, full
-    run qualifies, so only it has one."""
-    from datetime import timedelta
-
-    days = profile.data.get("valid_days")
-    if not days or status != "complete" or partial:
-        return None
-    return (datetime.now(timezone.utc) + timedelta(days=days)).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-

@@ -305,3 +305,9 @@ class Baseline:
         meta = self.data.get("baseline", {})
         return {"file": self.path.name, "sha256": self.sha256, "created_at": meta.get("created_at"),
                 "hostname": meta.get("hostname"), "warn": sorted(self.warn), "ignore": sorted(self.ignore)}
+
+
+def baseline_of_profile(profile: Any) -> Baseline | None:
+    """The profile's `baseline = FILE` (relative to the profile's file), loaded; None without one."""
+    path = profile.baseline_path
+    return Baseline.load(path, profile) if path is not None else None
