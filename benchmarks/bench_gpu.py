@@ -89,7 +89,7 @@ def check() -> int:
     if [p["period_s"] for p in pulse] != [0.0, 0.02, 1.0] or any(p["cycles"] < 1 for p in pulse[1:]):
         problems.append(f"pulse test did not swing at each period: {pulse}")
     # Its 1 s period is 100 ms of real time here, which a host paces: half of each period computing.
-    from nodeqc.checks.stress import PULSE_DUTY
+    from nodeqc.checks.stress.pulse import PULSE_DUTY
     if not PULSE_DUTY[0] <= pulse[2]["duty"] <= PULSE_DUTY[1]:
         problems.append(f"pulse test's 1 s period did not compute half the time: {pulse[2]}")
     print(json.dumps({"benchmark": "gpu", "mode": "check", "ok": not problems, "problems": problems}))
@@ -184,7 +184,7 @@ def _pulse(dev: Any, gpu: int) -> dict[str, Any]:
     import pynvml
 
     from nodeqc.backends.base import REASON_BITS
-    from nodeqc.checks.stress import pulse_load, pulse_params
+    from nodeqc.checks.stress.pulse import pulse_load, pulse_params
     from nodeqc.spec.profile import load_profile
     from nodeqc.work import workloads as W
     from nodeqc.work.telemetry import GpuTelemetry

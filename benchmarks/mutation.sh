@@ -4,7 +4,7 @@
 #   benchmarks/mutation.sh [MUTANT-GLOB...]     e.g. benchmarks/mutation.sh 'nodeqc.core.known_answer*'
 #
 # The modules mutated and the tests run are in pyproject.toml, [tool.mutmut]: the verdict modules
-# (nodeqc/core/known_answer.py, nodeqc/checks/{stress,common,health,nic,host_health,psu,fleet,burnin,host,conformance,
+# (nodeqc/core/known_answer.py, nodeqc/checks/stress/*.py, nodeqc/checks/{common,health,nic,host_health,psu,fleet,burnin,host,conformance,
 # host_stress,diagnosis,inventory,processes}.py, nodeqc/core/model.py, nodeqc/fabric/{scoring,report,pairing}.py,
 # nodeqc/report/envelope.py) and the fast in-process tests that exercise them (tests marked slow left out). mutmut 3 copies the tree to mutants/ (git-ignored)
 # and runs there; results are cached, so a second run only tries what changed. Then the hand-made

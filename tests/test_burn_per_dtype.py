@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from nodeqc.backends.base import GpuInfo, GpuSample
-from nodeqc.checks import stress
+from nodeqc.checks.stress.burn import judge_burn
 from nodeqc.core.model import Verdict
 from nodeqc.core.na import NA
 from nodeqc.core.skus import BY_KEY
@@ -82,7 +82,7 @@ def _judge(which: str, dtypes: dict | None = None, gpu: GpuInfo | None = None, p
     result = {"dtypes": dtypes if dtypes is not None else _burn(predicate)["evidence"]["dtypes"], "not_run": {}}
     outcome = {0: Outcome(Task("matmul", 0, {}, 1.0), STATUS_OK, result)}
     prof = load_profile(profile or predicate["profile"]["name"])
-    [r] = stress.judge_burn([gpu or _gpu(predicate)], outcome, {0: _window(which)}, prof)
+    [r] = judge_burn([gpu or _gpu(predicate)], outcome, {0: _window(which)}, prof)
     return r
 
 

@@ -17,7 +17,9 @@ from nodeqc.backends.sim.compute import SimDevice
 from nodeqc.backends.sim.faults import parse_fault
 from nodeqc.backends.sim.models import SIM_GPU_MODELS
 from nodeqc.backends.sim.node import SimNode, sku_scenario
-from nodeqc.checks import stress
+from nodeqc.checks.stress.burn import burn_params, judge_burn
+from nodeqc.checks.stress.memory import hbm_params, judge_hbm
+from nodeqc.checks.stress.pcie import judge_pcie, pcie_params
 from nodeqc.core.model import Verdict
 from nodeqc.core.skus import BY_KEY, SKUS
 from nodeqc.report.keys import create_key
@@ -44,9 +46,9 @@ def judged(key: str, faults: list[str], check: str, quick: bool = True):
     profile = load_for(suggest_profile(gpus), gpus)
     assert profile.sku is BY_KEY[key]
     work, params, judge = {
-        "burn": (workloads.matmul_burn, stress.burn_params, stress.judge_burn),
-        "hbm": (workloads.hbm_bandwidth, stress.hbm_params, stress.judge_hbm),
-        "pcie": (workloads.pcie_bandwidth, stress.pcie_params, stress.judge_pcie),
+        "burn": (workloads.matmul_burn, burn_params, judge_burn),
+        "hbm": (workloads.hbm_bandwidth, hbm_params, judge_hbm),
+        "pcie": (workloads.pcie_bandwidth, pcie_params, judge_pcie),
     }[check]
     p = params(profile, quick)
     result = work(SimDevice(node.compute_spec(), 0), p, _Quiet())

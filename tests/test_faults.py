@@ -124,7 +124,7 @@ def test_range_is_checked_against_the_node():
 
 def test_a_transient_brake_starts_at_the_pulse_tests_shortest_period():
     # A brake that only periods under 20 ms would bring never shows: the fault would pass in silence.
-    from nodeqc.checks.stress import PULSE_PERIODS_S
+    from nodeqc.checks.stress.pulse import PULSE_PERIODS_S
     parse_fault(f"gpu0:transient_brake={min(PULSE_PERIODS_S) * 1000:g}")
     with pytest.raises(UsageError):
         parse_fault(f"gpu0:transient_brake={min(PULSE_PERIODS_S) * 1000 - 1:g}")

@@ -336,7 +336,7 @@ def test_fp8_refused_in_the_set_up_is_not_run_and_the_burn_still_passes():
     other dtypes; the verdict passes and says fp8 was not run, and why."""
     from nodeqc.backends.sim.compute import SimDevice
     from nodeqc.backends.sim.node import SimNode, sku_scenario
-    from nodeqc.checks import stress
+    from nodeqc.checks.stress.burn import burn_params, judge_burn
     from nodeqc.core.model import Verdict
     from nodeqc.spec.profile import load_for, suggest_profile
     from nodeqc.work.workers import STATUS_OK, Outcome, Task
@@ -353,11 +353,11 @@ def test_fp8_refused_in_the_set_up_is_not_run_and_the_burn_still_passes():
     node = SimNode(sku_scenario("h100-sxm5-80gb"), [], time_scale=1e6)
     gpus = node.management().gpus()
     profile = load_for(suggest_profile(gpus), gpus)
-    params = stress.burn_params(profile, True)
+    params = burn_params(profile, True)
     assert "fp8" in params["dtypes"]
     result = matmul_burn(NoFp8Plan(node.compute_spec(), 0), params, _Quiet())
     assert result["not_run"] == {"fp8": why} and list(result["dtypes"]) == ["fp64", "fp32", "tf32", "fp16", "bf16"]
-    r = stress.judge_burn(gpus, {0: Outcome(Task("burn", 0, params, 1.0), STATUS_OK, result)}, {}, profile)[0]
+    r = judge_burn(gpus, {0: Outcome(Task("burn", 0, params, 1.0), STATUS_OK, result)}, {}, profile)[0]
     assert r.verdict is Verdict.PASS and r.message.endswith(f"; not run: fp8 ({why})")
 
 

@@ -16,9 +16,11 @@ from conftest import whole
 from nodeqc.backends.base import GpuInfo, GpuSample
 from nodeqc.backends.sim.compute import SimDevice
 from nodeqc.backends.sim.node import SimNode, load_scenario
-from nodeqc.checks import stress
-from nodeqc.checks.stress import (MEMTEST_COVERAGE_TOLERANCE, POWER_LOADED_SAMPLES, judge_hbm, judge_memtest,
-                                  judge_pcie, judge_power)
+from nodeqc.checks.stress.burn import burn_load_short, judge_burn
+from nodeqc.checks.stress.memory import (MEMTEST_COVERAGE_TOLERANCE, hbm_load_short, hbm_params, judge_hbm,
+                                         judge_memtest, memtest_load_short, memtest_params)
+from nodeqc.checks.stress.pcie import judge_pcie, pcie_load_short, pcie_params
+from nodeqc.checks.stress.power import POWER_LOADED_SAMPLES, judge_power, power_load_short, power_params
 from nodeqc.core.codes import REMEDIATION
 from nodeqc.core.model import Verdict
 from nodeqc.spec.profile import load_profile
@@ -260,28 +262,28 @@ def device():
 
 @pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
 def test_the_simulated_workloads_prove_their_load_and_pass(device, quick):
-    p = stress.hbm_params(H100, quick)
+    p = hbm_params(H100, quick)
     r = workloads.hbm_bandwidth(device, p, _Quiet())
     assert r["passes"] == {"copy": p["trials"] * p["iters"], "triad": p["trials"] * p["iters"]}
     assert r["planned_passes"] == p["trials"] * p["iters"] and min(r["moved_bytes"].values()) > 0
-    assert stress.hbm_load_short(r) is None and judge_one_hbm(r).verdict is Verdict.PASS
+    assert hbm_load_short(r) is None and judge_one_hbm(r).verdict is Verdict.PASS
 
-    p = {**stress.memtest_params(H100, quick), "retention_s": 0.0}
+    p = {**memtest_params(H100, quick), "retention_s": 0.0}
     r = workloads.memory_test(device, p, _Quiet())
     assert r["fraction"] == 0.9 and r["patterns_planned"] == len(r["passes"]) == (5 if quick else 11)
     assert abs(r["bytes"] / r["free_bytes"] - 0.9) < 1e-6
-    assert stress.memtest_load_short(r) is None and judge_one_memtest(r).verdict is Verdict.PASS
+    assert memtest_load_short(r) is None and judge_one_memtest(r).verdict is Verdict.PASS
 
-    p = stress.pcie_params(H100, quick)
+    p = pcie_params(H100, quick)
     r = workloads.pcie_bandwidth(device, p, _Quiet())
     assert r["seconds"] >= p["min_seconds"] and r["min_seconds"] == p["min_seconds"]
     assert min(r["moved_bytes"].values()) > 0
-    assert stress.pcie_load_short(r) is None and judge_one_pcie(r).verdict is Verdict.PASS
+    assert pcie_load_short(r) is None and judge_one_pcie(r).verdict is Verdict.PASS
 
-    p = stress.power_params(H100, quick)
+    p = power_params(H100, quick)
     r = workloads.burn(device, p, _Quiet())
     assert r["planned_s"] == p["seconds"] and r["seconds"] >= p["seconds"] and r["steps"] >= 1
-    assert stress.power_load_short(r, window(POWER_LOADED_SAMPLES)) is None
+    assert power_load_short(r, window(POWER_LOADED_SAMPLES)) is None
     assert power(r).verdict is Verdict.PASS
 
 
@@ -317,7 +319,7 @@ def burn_result(seconds, planned=5.0, products=100):
 def test_the_burn_proves_each_dtype_computed_a_quarter_of_its_share(seconds, verdict):
     """A healthy H200's fp8 computed 2.37 s of its 5 s (its plan's set-up comes out of it): a quarter
     is half of that; one product (a GPU whose products return at once) is far below."""
-    r = stress.judge_burn([GPU], {0: ok(burn_result(seconds))}, {}, H100)[0]
+    r = judge_burn([GPU], {0: ok(burn_result(seconds))}, {}, H100)[0]
     if verdict is Verdict.ERROR:
         assert (r.verdict, r.code) == (Verdict.ERROR, "BURN_LOAD_NOT_REACHED")
         assert r.message == (f"the burn did not produce its load: fp16 computed {seconds:g} s of its 5 s (100 products; "
@@ -327,10 +329,10 @@ def test_the_burn_proves_each_dtype_computed_a_quarter_of_its_share(seconds, ver
 
 
 def test_a_burn_result_without_its_plan_is_judged_as_before_and_wrong_results_still_fail():
-    assert stress.judge_burn([GPU], {0: ok(burn_result(0.001, planned=None))}, {}, H100)[0].code != "BURN_LOAD_NOT_REACHED"
+    assert judge_burn([GPU], {0: ok(burn_result(0.001, planned=None))}, {}, H100)[0].code != "BURN_LOAD_NOT_REACHED"
     wrong = burn_result(0.001)
     wrong["dtypes"]["fp16"]["repeat_mismatch"] = {"check": 1, "first": "ab", "now": "cd"}
-    r = stress.judge_burn([GPU], {0: ok(wrong)}, {}, H100)[0]
+    r = judge_burn([GPU], {0: ok(wrong)}, {}, H100)[0]
     assert (r.verdict, r.code) == (Verdict.FAIL, "SDC_REPEAT")
 
 
@@ -338,5 +340,5 @@ def test_the_simulated_burn_records_its_plan_and_proves_its_load():
     dev = SimDevice(SimNode(load_scenario("h100"), [], time_scale=100).compute_spec(), 0)
     r = workloads.matmul_burn(dev, {"seconds": 30, "dtypes": ["fp64", "fp16"], "seed": 1}, _Quiet())
     assert {d: m["planned_s"] for d, m in r["dtypes"].items()} == {"fp64": 15.0, "fp16": 15.0}
-    assert stress.burn_load_short(r["dtypes"]) == []
+    assert burn_load_short(r["dtypes"]) == []
     assert all(m["seconds"] >= 0.5 * m["planned_s"] for m in r["dtypes"].values())

@@ -267,7 +267,7 @@ def test_nccl_through_the_nics_is_skipped_without_an_rdma_nic_or_a_floor(tmp_pat
     ({"unavailable": "NCCL is not available to CuPy"}, Verdict.SKIP, "NCCL_UNAVAILABLE"),
 ])
 def test_nccl_through_the_nics_verdict(result, verdict, code):
-    from nodeqc.checks.stress import judge_nccl_net
+    from nodeqc.checks.stress.nccl import judge_nccl_net
     from nodeqc.work.workers import Outcome, Task
 
     outcome = Outcome(Task("nccl", 0, {}, 120, gpus=tuple(range(8))), "ok", result)

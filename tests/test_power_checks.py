@@ -12,7 +12,9 @@ from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuSample
 from nodeqc.backends.sim.compute import SimDevice
 from nodeqc.backends.sim.faults import parse_fault
 from nodeqc.backends.sim.node import SimNode, load_scenario
-from nodeqc.checks.stress import POWER_LOADED_SAMPLES, PULSE_PERIODS_S, judge_power, judge_pulse
+from nodeqc.checks.stress.outcomes import SEED
+from nodeqc.checks.stress.power import POWER_LOADED_SAMPLES, judge_power, power_params
+from nodeqc.checks.stress.pulse import PULSE_PERIODS_S, _counted_per_period, judge_pulse, pulse_params
 from nodeqc.core.model import Verdict
 from nodeqc.spec.profile import load_profile
 from nodeqc.work.telemetry import GpuTelemetry
@@ -208,7 +210,7 @@ def test_the_time_a_count_covers_is_the_time_between_its_two_reads_however_short
 
     marks = [mark(0.0, "start", 1.0, 0), mark(0.0, "end", 1.5, 2_000_000), mark(0.02, "start", 1.6, 2_000_000),
              mark(0.02, "end", 1.9, 9_500_000), mark(0.1, "start", 3.0, 9_500_000), mark(0.1, "end", 2.5, 9_500_000)]
-    counted, between = stress._counted_per_period(spans, marks)
+    counted, between = _counted_per_period(spans, marks)
     assert between == pytest.approx({0.0: 0.5, 0.02: 0.3, 0.1: 0.0})
     assert counted == {"power_brake": pytest.approx({0.0: 2.0, 0.02: 7.5, 0.1: 0.0})}
 
@@ -301,14 +303,14 @@ def _power_run(tmp_path, monkeypatch, loaded_samples):
     import dataclasses
 
     from nodeqc.backends import simulated_hardware
-    from nodeqc.checks import stress
+    from nodeqc.checks.stress import plan as stress_plan
     from nodeqc.report.keys import create_key
     from nodeqc.run.runner import RunOptions, Runner
     from nodeqc.spec.selection import Selection
 
     plan = [dataclasses.replace(s, loaded_samples=loaded_samples) if s.name == "stress.power" else s
-            for s in stress.PLAN]
-    monkeypatch.setattr(stress, "PLAN", plan)
+            for s in stress_plan.PLAN]
+    monkeypatch.setattr(stress_plan, "PLAN", plan)
     hw = simulated_hardware("h100", [], time_scale=900)
     hw = dataclasses.replace(hw, mgmt=SlowNvml(hw.mgmt, 0.4))
     options = RunOptions(load_profile("h100"), create_key(tmp_path / "k.pem"), out_dir=tmp_path / "out", quick=True,
@@ -444,9 +446,6 @@ def test_transient_brake_is_found_by_the_counters_where_no_sample_lands_in_the_p
 
 # ---------------------------------------------------------------- whole results, field by field (issue 18)
 
-from nodeqc.checks import stress  # noqa: E402
-
-
 GPU3 = GpuInfo(index=3, name="NVIDIA H100 80GB HBM3", uuid="GPU-x", bus_id="0000:1b:00.0", slot=3)
 POWER_LIMIT = [("min_power_fraction", "min", 0.75, 0.8, "")]
 PULSED = SPANS[1:]  # the evidence lists the swings, not the steady control
@@ -517,15 +516,15 @@ def test_pulse_throttle_at_a_swing_and_in_no_period_is_not_counted():
 
 
 def test_power_and_pulse_parameters_from_the_profile():
-    assert stress.power_params(H100, quick=True) == {"seconds": float(H100.get("run", "quick_power_s"))}
-    assert stress.power_params(H100, quick=False) == {"seconds": float(H100.get("run", "power_s"))}
+    assert power_params(H100, quick=True) == {"seconds": float(H100.get("run", "quick_power_s"))}
+    assert power_params(H100, quick=False) == {"seconds": float(H100.get("run", "power_s"))}
     assert H100.get("run", "quick_power_s") != H100.get("run", "power_s")
     for quick, key in ((True, "quick_pulse_s"), (False, "pulse_s")):
-        assert stress.pulse_params(H100, quick) == {"periods_s": [0.02, 0.1, 0.5, 1.0], "seed": stress.SEED, "dtype": "fp16",
-                                                    "read_power_from_s": 0.1,
-                                                    "seconds_per_period": float(H100.get("run", key))}
+        assert pulse_params(H100, quick) == {"periods_s": [0.02, 0.1, 0.5, 1.0], "seed": SEED, "dtype": "fp16",
+                                             "read_power_from_s": 0.1,
+                                             "seconds_per_period": float(H100.get("run", key))}
     assert H100.get("run", "quick_pulse_s") != H100.get("run", "pulse_s")
-    assert isinstance(stress.power_params(H100, True)["seconds"], float)
+    assert isinstance(power_params(H100, True)["seconds"], float)
 
 
 def test_targeted_power_names_another_process_and_explains_with_the_gpus_sku():

@@ -22,7 +22,7 @@ def _report(p):
 
 def test_the_catalogue_names_every_check_the_code_reports():
     run = ROOT / "nodeqc" / "run"
-    sources = "".join(f.read_text() for f in [*(ROOT / "nodeqc" / "checks").glob("*.py"), run / "runner.py",
+    sources = "".join(f.read_text() for f in [*(ROOT / "nodeqc" / "checks").rglob("*.py"), run / "runner.py",
                                               run / "platform_watch.py"])
     in_code = set(re.findall(r"\"((?:inventory|stress|health|host|nic|burnin|baseline|fleet)\.[a-z0-9_]+)\"", sources))
     assert in_code == set(CHECK_NAMES)

@@ -28,8 +28,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuSample
-from nodeqc.checks import stress
 from nodeqc.checks.common import Finding, fold, judge
+from nodeqc.checks.stress.burn import judge_burn
+from nodeqc.checks.stress.memory import judge_hbm, judge_memtest
+from nodeqc.checks.stress.nccl import judge_nccl
+from nodeqc.checks.stress.p2p import judge_p2p, p2p_corrupt_gpus
+from nodeqc.checks.stress.pcie import judge_pcie
+from nodeqc.checks.stress.power import judge_power
+from nodeqc.checks.stress.pulse import judge_pulse
 from nodeqc.core.model import Threshold, Verdict
 from nodeqc.spec.profile import Profile, make_threshold
 from nodeqc.work.telemetry import GpuTelemetry
@@ -90,9 +96,9 @@ def pcie_result(h2d: float, d2h: float | None = None) -> dict:
 
 # Each per-GPU judge with the figure that feeds its floor and the node-median outlier rule.
 PER_GPU = {
-    "burn": (stress.judge_burn, burn_result, {"min_fp32_tflops": 1.0}),
-    "hbm": (stress.judge_hbm, hbm_result, {"min_hbm_gbps": 1.0}),
-    "pcie": (stress.judge_pcie, pcie_result, {"min_h2d_gbps": 1.0, "min_d2h_gbps": 1.0}),
+    "burn": (judge_burn, burn_result, {"min_fp32_tflops": 1.0}),
+    "hbm": (judge_hbm, hbm_result, {"min_hbm_gbps": 1.0}),
+    "pcie": (judge_pcie, pcie_result, {"min_h2d_gbps": 1.0, "min_d2h_gbps": 1.0}),
 }
 
 
@@ -127,8 +133,8 @@ def test_relabelling_the_gpus_gives_each_the_same_burn_fingerprint_verdict(data)
     order = data.draw(st.permutations(range(n)))
 
     def run(fps):
-        return by_subject(stress.judge_burn(gpus(n), {i: ok(burn_result(100.0, fp), i) for i, fp in enumerate(fps)},
-                                            {}, profile()))
+        return by_subject(judge_burn(gpus(n), {i: ok(burn_result(100.0, fp), i) for i, fp in enumerate(fps)},
+                                     {}, profile()))
 
     before, after = run(prints), run([prints[k] for k in order])
     for i, k in enumerate(order):
@@ -157,7 +163,7 @@ def test_relabelling_the_gpus_gives_each_the_same_burn_verdict_over_several_dtyp
     limits = profile(min_fp32_tflops=data.draw(st.sampled_from([0.0, 100.0])))
 
     def run(rs):
-        return by_subject(stress.judge_burn(gpus(len(rs)), {i: ok(x, i) for i, x in enumerate(rs)}, {}, limits))
+        return by_subject(judge_burn(gpus(len(rs)), {i: ok(x, i) for i, x in enumerate(rs)}, {}, limits))
 
     before, after = run(results), run([results[k] for k in order])
     for i, k in enumerate(order):
@@ -269,8 +275,8 @@ def test_one_gpu_that_differs_among_three_or_more_is_the_one_blamed(n, data):
     k = data.draw(st.integers(0, n - 1))
     prints = ["good"] * n
     prints[k] = data.draw(st.sampled_from(["bad", "Good", "good "]))
-    r = by_subject(stress.judge_burn(gpus(n), {i: ok(burn_result(100.0, fp), i) for i, fp in enumerate(prints)},
-                                     {}, profile()))
+    r = by_subject(judge_burn(gpus(n), {i: ok(burn_result(100.0, fp), i) for i, fp in enumerate(prints)},
+                              {}, profile()))
     assert (r[f"gpu{k}"].verdict, r[f"gpu{k}"].code) == (Verdict.FAIL, "SDC_CROSS_GPU")
     assert f"than the other {n - 1} GPU(s), which agree (fp32)" in r[f"gpu{k}"].message
     assert all(r[f"gpu{j}"].verdict is Verdict.PASS for j in range(n) if j != k)
@@ -283,8 +289,8 @@ def test_gpus_that_disagree_without_a_majority_all_fail_and_none_is_the_culprit(
     (every GPU fails), and no GPU is said to differ from agreeing others."""
     n = 2 * half
     prints = ["a"] * half + ["b"] * half
-    r = by_subject(stress.judge_burn(gpus(n), {i: ok(burn_result(100.0, fp), i) for i, fp in enumerate(prints)},
-                                     {}, profile()))
+    r = by_subject(judge_burn(gpus(n), {i: ok(burn_result(100.0, fp), i) for i, fp in enumerate(prints)},
+                              {}, profile()))
     for res in r.values():
         assert (res.verdict, res.code) == (Verdict.FAIL, "SDC_CROSS_GPU")
         assert "no majority to trust" in res.message and "which agree" not in res.message
@@ -306,7 +312,7 @@ def test_a_gpu_that_differs_is_told_how_many_gpus_agree_among_those_that_ran_the
         else:
             x["dtypes"]["fp8"] = {"tflops": 1000.0, "fingerprint": fp, "known_answer_mismatch": None,
                                   "repeat_mismatch": None}
-    r = by_subject(stress.judge_burn(gpus(n), {i: ok(x, i) for i, x in enumerate(results)}, {}, profile()))
+    r = by_subject(judge_burn(gpus(n), {i: ok(x, i) for i, x in enumerate(results)}, {}, profile()))
     for i in range(n):
         said = re.search(r"than the other (\d+) GPU\(s\), which agree \((\w+)", r[f"gpu{i}"].message)
         if said:
@@ -326,7 +332,7 @@ def test_the_gpus_that_agree_are_counted_among_those_that_ran_the_dtype():
         results[i]["dtypes"]["fp8"] = {"tflops": 1000.0, "fingerprint": fp, "known_answer_mismatch": None,
                                        "repeat_mismatch": None}
     results[3]["not_run"] = {"fp8": "not supported"}
-    r = by_subject(stress.judge_burn(gpus(4), {i: ok(x, i) for i, x in enumerate(results)}, {}, profile()))
+    r = by_subject(judge_burn(gpus(4), {i: ok(x, i) for i, x in enumerate(results)}, {}, profile()))
     assert (r["gpu2"].verdict, r["gpu2"].code) == (Verdict.FAIL, "SDC_CROSS_GPU")
     assert "than the other 2 GPU(s), which agree (fp8)" in r["gpu2"].message
     assert all(r[f"gpu{i}"].verdict is Verdict.PASS for i in (0, 1, 3))
@@ -343,7 +349,7 @@ def test_a_wrong_known_answer_fails_its_gpu_whatever_the_rates(figures, data):
     results = [burn_result(f) for f in figures]
     results[k]["dtypes"]["fp32"]["known_answer_mismatch"] = {
         "count": 1, "first": [{"row": row, "col": col, "expected": 12.0, "actual": 13.0, "xor": "0x00200000"}]}
-    r = by_subject(stress.judge_burn(gpus(n), {i: ok(x, i) for i, x in enumerate(results)}, {}, profile()))
+    r = by_subject(judge_burn(gpus(n), {i: ok(x, i) for i, x in enumerate(results)}, {}, profile()))
     assert (r[f"gpu{k}"].verdict, r[f"gpu{k}"].code) == (Verdict.FAIL, "SDC_KNOWN_ANSWER")
     assert f"first at [{row}, {col}] expected 12, got 13" in r[f"gpu{k}"].message
     assert all(x.code != "SDC_KNOWN_ANSWER" for s_, x in r.items() if s_ != f"gpu{k}")
@@ -631,7 +637,7 @@ def p2p_judge(n, groups, near, far, speed, rate, relabel=None, corrupt=(), laten
                      "gbps": 2 * speed[near if groups[i] == groups[j] else far] * min(rate.get(i, 1.0), rate.get(j, 1.0))}
                     for i in range(n) for j in range(i + 1, n)), key=lambda p: (p["a"], p["b"]))
     result = {"access": [[p["src"], p["dst"], True] for p in pairs], "pairs": pairs, "bidir": bidir}
-    r = by_subject(stress.judge_p2p(infos, ok(result), profile(**limits)))
+    r = by_subject(judge_p2p(infos, ok(result), profile(**limits)))
     return {i: r[f"gpu{relabel[i]}"] for i in range(n)}, r["node"]
 
 
@@ -725,15 +731,15 @@ def test_p2p_wrong_copies_blame_the_same_gpus_whatever_their_numbers(n, data):
         return [{"src": names[i], "dst": names[j], "gbps": 400.0, "latency_us": 2.0, "verified": (i, j) not in wrong}
                 for i, j in all_pairs]
 
-    blamed = stress.p2p_corrupt_gpus(pairs(corrupt, list(range(n))))
-    assert stress.p2p_corrupt_gpus(pairs(corrupt, relabel)) == {relabel[g] for g in blamed}
+    blamed = p2p_corrupt_gpus(pairs(corrupt, list(range(n))))
+    assert p2p_corrupt_gpus(pairs(corrupt, relabel)) == {relabel[g] for g in blamed}
     for g in range(n):
         peers_wrong = {j if i == g else i for i, j in corrupt if g in (i, j)}
         assert (g in blamed) == (2 * len(peers_wrong) > n - 1)
     k = data.draw(st.integers(0, n - 1))
     if n >= 3:
         own = {p for p in all_pairs if k in p}
-        assert stress.p2p_corrupt_gpus(pairs(own, list(range(n)))) == {k}
+        assert p2p_corrupt_gpus(pairs(own, list(range(n)))) == {k}
 
 
 def test_p2p_three_gpus_one_slow_the_two_healthy_pass_the_floor():
@@ -775,11 +781,11 @@ def nccl(busbw: float, wrong: list | None = None) -> Outcome:
 def test_nccl_more_bandwidth_is_never_worse_and_a_wrong_result_always_fails(busbw, more, floor, wrong):
     bad = [{"gpu": 1, "count": 1, "index": 0, "expected": 36.0, "actual": 37.0, "xor": "0x1"}] if wrong else []
     limits = profile(min_nccl_busbw_gbps=floor)
-    a = stress.judge_nccl(gpus(8), nccl(busbw, bad), limits)[0]
-    b = stress.judge_nccl(gpus(8), nccl(busbw + more, bad), limits)[0]
+    a = judge_nccl(gpus(8), nccl(busbw, bad), limits)[0]
+    b = judge_nccl(gpus(8), nccl(busbw + more, bad), limits)[0]
     assert not worse(b.verdict, a.verdict)
     if wrong:  # the GPU whose share was wrong fails, whatever the bandwidth
-        for r in (stress.judge_nccl(gpus(8), nccl(x, bad), limits) for x in (busbw, busbw + more)):
+        for r in (judge_nccl(gpus(8), nccl(x, bad), limits) for x in (busbw, busbw + more)):
             (gpu1,) = [x for x in r if x.subject == "gpu1"]
             assert (gpu1.verdict, gpu1.code) == (Verdict.FAIL, "NCCL_WRONG_RESULT")
 
@@ -792,7 +798,7 @@ def test_memtest_fails_exactly_the_gpus_with_a_wrong_word(n, errors):
         return {"errors": e, "bytes": 70 << 30, "free_bytes": 78 << 30, "gbps": 2500.0,
                 "passes": [{"pattern": "own address", "errors": e}], "first": first}
 
-    r = by_subject(stress.judge_memtest(gpus(n), {i: ok(result(errors[i]), i) for i in range(n)}, {}, profile()))
+    r = by_subject(judge_memtest(gpus(n), {i: ok(result(errors[i]), i) for i in range(n)}, {}, profile()))
     assert {s for s, x in r.items() if x.verdict is Verdict.FAIL} == {f"gpu{i}" for i in range(n) if errors[i]}
 
 
@@ -810,8 +816,8 @@ def test_power_more_watts_under_load_is_never_worse(power, more, fail, band):
     limits = profile(min_power_fraction={"fail": fail, "warn": fail + band})
     g = gpus(1)
     outcome = {0: ok({"seconds": 60.0})}
-    a = stress.judge_power(g, outcome, {0: power_window(power)}, limits)[0]
-    b = stress.judge_power(g, outcome, {0: power_window(power + more)}, limits)[0]
+    a = judge_power(g, outcome, {0: power_window(power)}, limits)[0]
+    b = judge_power(g, outcome, {0: power_window(power + more)}, limits)[0]
     assert not worse(b.verdict, a.verdict), (a.message, b.message)
     # The documented rule, on the fraction as shown (three decimals).
     assert a.verdict is Threshold("f", "min", fail, fail + band).judge(round(power / 700.0, 3))
@@ -848,11 +854,11 @@ def test_pulse_more_brake_within_a_swing_is_never_better(brake, period, more):
     limits = profile(max_pulse_brake_ms={"fail": 1.0, "warn": 0})
     g = gpus(1)
     outcome = {0: ok({"periods": PULSE_SPANS})}
-    a = stress.judge_pulse(g, outcome, {0: pulse_window(brake)}, limits)[0]
-    b = stress.judge_pulse(g, outcome, {0: pulse_window({**brake, period: brake[period] + more})}, limits)[0]
+    a = judge_pulse(g, outcome, {0: pulse_window(brake)}, limits)[0]
+    b = judge_pulse(g, outcome, {0: pulse_window({**brake, period: brake[period] + more})}, limits)[0]
     assert not worse(a.verdict, b.verdict), (a.message, b.message)
     # More brake under the steady load (the load's, not the swings') never makes the swings worse.
-    c = stress.judge_pulse(g, outcome, {0: pulse_window({**brake, 0.0: brake[0.0] + more})}, limits)[0]
+    c = judge_pulse(g, outcome, {0: pulse_window({**brake, 0.0: brake[0.0] + more})}, limits)[0]
     assert not worse(c.verdict, a.verdict), (a.message, c.message)
 
 
@@ -866,7 +872,7 @@ def test_pulse_hw_slowdown_that_began_between_the_steady_load_and_the_swings_is_
     for t, reasons in [(9.0, 0), (9.7, hw)] + [(10 + 0.1 * k, hw) for k in range(70)]:
         tel.add(t, GpuSample(temp_c=60, power_w=600.0, power_limit_w=700.0, sm_clock_mhz=1980, util_pct=100,
                              reasons=reasons))
-    r = stress.judge_pulse(gpus(1), {0: ok({"periods": PULSE_SPANS})}, {0: tel}, profile())[0]
+    r = judge_pulse(gpus(1), {0: ok({"periods": PULSE_SPANS})}, {0: tel}, profile())[0]
     # Telemetry keeps when a reason began, not when it ended, so the swings cannot be blamed for it
     # (an onset between periods is not theirs); but the check no longer says there was none:
     # health.throttle fails its time (max_throttle_s).

@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 from nodeqc.backends.base import REASON_BITS, GpuInfo, decode_reasons
-from nodeqc.checks import stress
+from nodeqc.checks.stress import (burn as stress_burn, memory as stress_memory, nccl as stress_nccl,
+                                  outcomes as stress_outcomes, p2p as stress_p2p, pcie as stress_pcie,
+                                  plan as stress_plan, power as stress_power)
 from nodeqc.core.model import Verdict
 from nodeqc.core.skus import BY_KEY
 from nodeqc.spec.profile import Profile
@@ -55,7 +57,7 @@ def burn_result(tflops=100.0, fp="f0", ka=None, repeat=None, dtype="fp32"):
 
 def judge_burn(results: list[dict], **limits):
     g = gpus(len(results))
-    return by_subject(stress.judge_burn(g, {i: ok(r, i) for i, r in enumerate(results)}, {}, profile(**limits)))
+    return by_subject(stress_burn.judge_burn(g, {i: ok(r, i) for i, r in enumerate(results)}, {}, profile(**limits)))
 
 
 def hbm_result(gbps=3000.0, verified=True, mismatch=None):
@@ -64,7 +66,7 @@ def hbm_result(gbps=3000.0, verified=True, mismatch=None):
 
 def judge_hbm(results: list[dict], **limits):
     g = gpus(len(results))
-    return by_subject(stress.judge_hbm(g, {i: ok(r, i) for i, r in enumerate(results)}, {}, profile(**limits)))
+    return by_subject(stress_memory.judge_hbm(g, {i: ok(r, i) for i, r in enumerate(results)}, {}, profile(**limits)))
 
 
 def pcie_result(h2d=55.0, d2h=None, verified=True, link=None, mismatch=None):
@@ -74,7 +76,7 @@ def pcie_result(h2d=55.0, d2h=None, verified=True, link=None, mismatch=None):
 
 def judge_pcie(results: list[dict], **limits):
     g = gpus(len(results))
-    return by_subject(stress.judge_pcie(g, {i: ok(r, i) for i, r in enumerate(results)}, {}, profile(**limits)))
+    return by_subject(stress_pcie.judge_pcie(g, {i: ok(r, i) for i, r in enumerate(results)}, {}, profile(**limits)))
 
 
 def memtest_result(errors: int, first=None):
@@ -259,7 +261,7 @@ def test_memtest_one_bad_word_fails():
     """A single wrong word is a failure (a verdict that ignored one bad word, `errors > 1`, passes it)."""
     first = [{"address": "0x7f3a00000a28", "expected": "0x0000000000000000", "actual": "0x0000000000002000",
               "xor": "0x0000000000002000"}]
-    r = stress.judge_memtest(gpus(1), {0: ok(memtest_result(1, first))}, {}, profile())[0]
+    r = stress_memory.judge_memtest(gpus(1), {0: ok(memtest_result(1, first))}, {}, profile())[0]
     assert (r.verdict, r.code) == (Verdict.FAIL, "MEMTEST_ERRORS")
     assert r.message == ("1 wrong word(s) in own address: first at 0x7f3a00000a28 expected 0x0000000000000000 "
                          "got 0x0000000000002000 (xor 0x0000000000002000)")
@@ -271,12 +273,12 @@ def test_memtest_names_every_pattern_that_found_errors():
     r["passes"] = [{"pattern": "own address", "errors": 1}, {"pattern": "walking ones", "errors": 0},
                    {"pattern": "moving inversions, random", "errors": 2}]
     r["bytes"] = int(70.123 * (1 << 30))
-    res = stress.judge_memtest(gpus(1), {0: ok(r)}, {}, profile())[0]
+    res = stress_memory.judge_memtest(gpus(1), {0: ok(r)}, {}, profile())[0]
     assert res.message.startswith("3 wrong word(s) in own address, moving inversions, random: first at 0x7f3a00000a28")
     assert res.values["tested"].value == 70.12
 
 
-@pytest.mark.parametrize("judge_node", [stress.judge_nccl, stress.judge_p2p])
+@pytest.mark.parametrize("judge_node", [stress_nccl.judge_nccl, stress_p2p.judge_p2p])
 def test_a_node_wide_worker_that_hung_fails_the_node(judge_node):
     hung = Outcome(Task("x", 0, {}, 1.0, gpus=(0, 1)), STATUS_HANG, None, "silent for 120 s")
     [r] = judge_node(gpus(2), hung, profile())
@@ -284,10 +286,10 @@ def test_a_node_wide_worker_that_hung_fails_the_node(judge_node):
                                                       Verdict.FAIL, "WORKER_HANG")
 
 
-@pytest.mark.parametrize("judge_each", [stress.judge_memtest, stress.judge_hbm, stress.judge_pcie, stress.judge_burn])
+@pytest.mark.parametrize("judge_each", [stress_memory.judge_memtest, stress_memory.judge_hbm, stress_pcie.judge_pcie, stress_burn.judge_burn])
 def test_a_gpu_whose_worker_hung_fails_alone(judge_each):
-    good = {stress.judge_memtest: memtest_result(0), stress.judge_hbm: hbm_result(), stress.judge_pcie: pcie_result(),
-            stress.judge_burn: burn_result()}[judge_each]
+    good = {stress_memory.judge_memtest: memtest_result(0), stress_memory.judge_hbm: hbm_result(), stress_pcie.judge_pcie: pcie_result(),
+            stress_burn.judge_burn: burn_result()}[judge_each]
     outcomes = {0: ok(good), 1: Outcome(Task("x", 1, {}, 1.0), STATUS_HANG, None, "silent for 60 s")}
     r = by_subject(judge_each(gpus(2), outcomes, {}, profile()))
     assert (r["gpu1"].verdict, r["gpu1"].code, r["gpu1"].subject) == (Verdict.FAIL, "WORKER_HANG", "gpu1")
@@ -295,7 +297,7 @@ def test_a_gpu_whose_worker_hung_fails_alone(judge_each):
 
 
 def test_memtest_no_errors_passes_with_coverage():
-    r = stress.judge_memtest(gpus(1), {0: ok(memtest_result(0))}, {}, profile())[0]
+    r = stress_memory.judge_memtest(gpus(1), {0: ok(memtest_result(0))}, {}, profile())[0]
     assert r.verdict is Verdict.PASS and r.code is None
     assert r.values["coverage_pct"].value == pytest.approx(89.7) and "2 patterns" in r.message
 
@@ -392,8 +394,8 @@ def test_outlier_needs_two_gpus_and_a_limit():
     assert (two["gpu1"].verdict, two["gpu1"].code) == (Verdict.FAIL, "HBM_OUTLIER") and two["gpu0"].verdict is Verdict.PASS
     one = judge_hbm([hbm_result(800)], min_hbm_gbps=100)
     assert one["gpu0"].verdict is Verdict.PASS
-    no_limit = by_subject(stress.judge_hbm(gpus(2), {0: ok(hbm_result(1000)), 1: ok(hbm_result(500), 1)}, {},
-                                           Profile("t", Path("t.toml"), {"gpu": {"min_hbm_gbps": 100}})))
+    no_limit = by_subject(stress_memory.judge_hbm(gpus(2), {0: ok(hbm_result(1000)), 1: ok(hbm_result(500), 1)}, {},
+                                                  Profile("t", Path("t.toml"), {"gpu": {"min_hbm_gbps": 100}})))
     assert no_limit["gpu1"].verdict is Verdict.PASS
 
 
@@ -401,7 +403,7 @@ def test_the_median_counts_only_gpus_that_came_back():
     """A GPU whose worker hung has no figure: the median is over the others."""
     g = gpus(3)
     outcomes = {0: ok(hbm_result(1000)), 1: ok(hbm_result(880), 1), 2: Outcome(Task("x", 2, {}, 1.0), STATUS_HANG, None, "silent")}
-    r = by_subject(stress.judge_hbm(g, outcomes, {}, profile(min_hbm_gbps=100)))
+    r = by_subject(stress_memory.judge_hbm(g, outcomes, {}, profile(min_hbm_gbps=100)))
     assert r["gpu1"].code == "HBM_OUTLIER" and r["gpu1"].verdict is Verdict.WARN  # median 940: 6.4%
     assert r["gpu2"].code == "WORKER_HANG"
 
@@ -455,7 +457,7 @@ def _pairs(n, corrupt=(), gbps=400.0):
 def judge_p2p(n, corrupt=(), **limits):
     result = {"access": [[i, j, True] for i in range(n) for j in range(n) if i != j], "pairs": _pairs(n, corrupt),
               "bidir": []}
-    return by_subject(stress.judge_p2p(gpus(n), ok(result), profile(**limits)))
+    return by_subject(stress_p2p.judge_p2p(gpus(n), ok(result), profile(**limits)))
 
 
 @pytest.mark.parametrize("n, corrupt, blamed", [
@@ -468,7 +470,7 @@ def judge_p2p(n, corrupt=(), **limits):
     (4, set(), set()),
 ])
 def test_p2p_corrupt_blames_the_gpu_every_pair_shares(n, corrupt, blamed):
-    assert stress.p2p_corrupt_gpus(_pairs(n, corrupt)) == blamed
+    assert stress_p2p.p2p_corrupt_gpus(_pairs(n, corrupt)) == blamed
     r = judge_p2p(n, corrupt)
     assert {s for s, res in r.items() if res.code == "P2P_CORRUPT" and s != "node"} == {f"gpu{i}" for i in blamed}
     unexplained = [p for p in corrupt if not set(p) & blamed]
@@ -489,7 +491,7 @@ def test_p2p_slow_gpu_and_slow_pair():
     result = {"access": [[i, j, True] for i in range(3) for j in range(3) if i != j],
               "pairs": [{**p, "gbps": 100.0 if (p["src"], p["dst"]) == (0, 1) else 400.0} for p in _pairs(3)],
               "bidir": []}
-    r = by_subject(stress.judge_p2p(gpus(3), ok(result), profile(min_p2p_gbps=300)))
+    r = by_subject(stress_p2p.judge_p2p(gpus(3), ok(result), profile(min_p2p_gbps=300)))
     assert all(r[f"gpu{i}"].verdict is Verdict.PASS for i in range(3))  # each GPU's median is fine
     assert (r["node"].verdict, r["node"].code) == (Verdict.FAIL, "P2P_PAIR_SLOW")
 
@@ -501,7 +503,7 @@ def test_p2p_a_pair_counts_at_its_slower_direction_whichever_was_copied_last(slo
     fast_slow = [{**p, "gbps": 100.0 if (p["src"], p["dst"]) == (0, 1) else 400.0} for p in _pairs(2)]
     pairs = fast_slow if slow_first else fast_slow[::-1]
     result = {"access": [[0, 1, True], [1, 0, True]], "pairs": pairs, "bidir": []}
-    r = by_subject(stress.judge_p2p(gpus(2), ok(result), profile(min_p2p_gbps=300)))
+    r = by_subject(stress_p2p.judge_p2p(gpus(2), ok(result), profile(min_p2p_gbps=300)))
     assert [(r[g].verdict, r[g].code, r[g].values["p2p_gbps"].value) for g in ("gpu0", "gpu1")] == \
         [(Verdict.FAIL, "P2P_SLOW", 100.0)] * 2
 
@@ -514,7 +516,7 @@ def test_nccl_wrong_result_is_the_gpus_own_finding_with_element_and_bits():
     """Issue 24: the wrong sum is gpu3's finding (its index, bus id and serial in the report), not the
     node's; the node's result judges the bandwidth and says where the result was wrong."""
     wrong = [{"gpu": 3, "count": 1, "index": 515, "expected": 36.0, "actual": 36.5, "xor": "0x00040000"}]
-    results = by_subject(stress.judge_nccl(gpus(8), _nccl(wrong), profile(min_nccl_busbw_gbps=300)))
+    results = by_subject(stress_nccl.judge_nccl(gpus(8), _nccl(wrong), profile(min_nccl_busbw_gbps=300)))
     r = results["gpu3"]
     assert (r.verdict, r.code) == (Verdict.FAIL, "NCCL_WRONG_RESULT")
     assert r.message == ("all-reduce result wrong on this GPU: 1 element(s), first at 515 expected 36, got 36.5 "
@@ -528,18 +530,18 @@ def test_nccl_wrong_result_is_the_gpus_own_finding_with_element_and_bits():
 
 def test_a_wrong_result_on_a_gpu_not_judged_fails_the_node():
     wrong = [{"gpu": 9, "count": 1, "index": 5, "expected": 36.0, "actual": 0.0, "xor": "0x1"}]
-    (node,) = stress.judge_nccl([], _nccl(wrong), profile(min_nccl_busbw_gbps=300))
+    (node,) = stress_nccl.judge_nccl([], _nccl(wrong), profile(min_nccl_busbw_gbps=300))
     assert (node.verdict, node.code) == (Verdict.FAIL, "NCCL_WRONG_RESULT") and "wrong on gpu9, not among" in node.message
 
 
 @pytest.mark.parametrize("busbw, verdict", [(333, Verdict.WARN), (332.9, Verdict.FAIL), (349.7, Verdict.PASS)])
 def test_nccl_busbw_floor(busbw, verdict):
-    r = stress.judge_nccl(gpus(8), _nccl([], busbw), profile(min_nccl_busbw_gbps=333))[0]
+    r = stress_nccl.judge_nccl(gpus(8), _nccl([], busbw), profile(min_nccl_busbw_gbps=333))[0]
     assert r.verdict is verdict and r.code == (None if verdict is Verdict.PASS else "NCCL_SLOW")
 
 
 def test_nccl_unavailable_is_a_skip():
-    r = stress.judge_nccl(gpus(2), ok({"unavailable": "no NCCL"}), profile())[0]
+    r = stress_nccl.judge_nccl(gpus(2), ok({"unavailable": "no NCCL"}), profile())[0]
     assert (r.verdict, r.code, r.message) == (Verdict.SKIP, "NCCL_UNAVAILABLE", "not run: no NCCL")
     assert r.values == {} and r.subject == "node" and r.name == "stress.nccl"
 
@@ -556,7 +558,7 @@ def test_nccl_unavailable_is_a_skip():
     (STATUS_ABORTED, "", Verdict.SKIP, None),
 ])
 def test_outcome_failure(status, detail, verdict, code):
-    r = stress.outcome_failure("stress.burn", "gpu0", Outcome(Task("x", 0, {}, 1.0), status, None, detail))
+    r = stress_outcomes.outcome_failure("stress.burn", "gpu0", Outcome(Task("x", 0, {}, 1.0), status, None, detail))
     assert (r.verdict, r.code) == (verdict, code)
     assert r.evidence["worker"]["status"] == status
     if detail:
@@ -564,7 +566,7 @@ def test_outcome_failure(status, detail, verdict, code):
 
 
 def test_outcome_ok_is_no_failure():
-    assert stress.outcome_failure("stress.burn", "gpu0", ok({})) is None
+    assert stress_outcomes.outcome_failure("stress.burn", "gpu0", ok({})) is None
 
 
 # ---------------------------------------------------------------------- throttle reasons pinned to NVML
@@ -625,7 +627,7 @@ BURN_EVIDENCE = ["dtypes", "node_median_tflops", "not_run"]
 
 def test_whole_results_memtest():
     outcomes = {0: ok(memtest_result(1, MEM_FIRST)), 1: ok(memtest_result(0), 1)}
-    assert [summary(r) for r in stress.judge_memtest(gpus(2), outcomes, {}, profile())] == [
+    assert [summary(r) for r in stress_memory.judge_memtest(gpus(2), outcomes, {}, profile())] == [
         ("stress.memtest", "gpu0", "fail", "MEMTEST_ERRORS",
          "1 wrong word(s) in own address: first at 0x7f3a00000a28 expected 0x0 got 0x2000 (xor 0x2000)",
          {"errors": (1, ""), **MEM_VALUES}, "errors", [], ["first_errors", "passes"]),
@@ -680,7 +682,7 @@ def test_whole_results_p2p():
     r = {"access": [[0, 1, True], [1, 0, False]], "bidir": [{"a": 0, "b": 1, "gbps": 500.0}],
          "pairs": [{"src": 0, "dst": 1, "gbps": 300.0, "latency_us": 2.5, "verified": True}]}
     limits = profile(min_p2p_gbps=350, min_p2p_bidir_gbps=600, max_p2p_latency_us=2, nvlink_links=18)
-    assert [summary(x) for x in stress.judge_p2p(gpus(3), ok(r), limits)] == [
+    assert [summary(x) for x in stress_p2p.judge_p2p(gpus(3), ok(r), limits)] == [
         ("stress.p2p", "gpu0", "fail", "P2P_SLOW", P2P_SLOW, P2P_VALUES, "p2p_gbps", P2P_LIMITS, ["pairs"]),
         ("stress.p2p", "gpu1", "fail", "P2P_SLOW", P2P_SLOW, P2P_VALUES, "p2p_gbps", P2P_LIMITS, ["pairs"]),
         ("stress.p2p", "gpu2", "skip", None, "no peer access to any other GPU", {}, None, [], []),
@@ -690,7 +692,7 @@ def test_whole_results_p2p():
 
 def test_whole_results_nccl():
     wrong = [{"gpu": 1, "count": 2, "index": 5, "expected": 36.0, "actual": 0.0, "xor": "0x42100000"}]
-    assert [summary(x) for x in stress.judge_nccl(gpus(8), _nccl(wrong, 300), profile(min_nccl_busbw_gbps=333))][:3] == [
+    assert [summary(x) for x in stress_nccl.judge_nccl(gpus(8), _nccl(wrong, 300), profile(min_nccl_busbw_gbps=333))][:3] == [
         ("stress.nccl", "node", "fail", "NCCL_SLOW",
          "all-reduce across 8 GPUs: bus bandwidth 300 GB/s is below the limit 333 GB/s; the result was wrong on gpu1 "
          "(judged on each GPU)",
@@ -865,34 +867,34 @@ def test_a_result_from_a_sparse_dict_gets_empty_defaults():
 
 def test_the_plan_takes_its_figures_from_the_profile():
     p = Profile("t", Path("t.toml"), {"run": {"quick_burn_s": 30, "burn_s": 600}, "gpu": {"dtypes": ["bf16"], "memtest_fraction": 0.5}})
-    assert stress.burn_params(p, True) == {"seconds": 30.0, "dtypes": ["bf16"], "seed": stress.SEED}
-    assert stress.burn_params(p, False)["seconds"] == 600.0
+    assert stress_burn.burn_params(p, True) == {"seconds": 30.0, "dtypes": ["bf16"], "seed": stress_outcomes.SEED}
+    assert stress_burn.burn_params(p, False)["seconds"] == 600.0
     bare = Profile("t", Path("t.toml"), {"run": {"quick_burn_s": 30, "burn_s": 600}})
-    assert stress.burn_params(bare, True)["dtypes"] == ["fp32", "fp16"] and stress.memtest_params(bare, True)["fraction"] == 0.9
-    assert stress.memtest_params(p, True) == {"fraction": 0.5, "full": False, "retention_s": 0.0}
+    assert stress_burn.burn_params(bare, True)["dtypes"] == ["fp32", "fp16"] and stress_memory.memtest_params(bare, True)["fraction"] == 0.9
+    assert stress_memory.memtest_params(p, True) == {"fraction": 0.5, "full": False, "retention_s": 0.0}
     # A full run adds bit fade: data left alone for the profile's retention time.
     fade = Profile("t", Path("t.toml"), {"run": {"memtest_retention_s": 45}, "gpu": {"memtest_fraction": 0.5}})
-    assert stress.memtest_params(fade, False) == {"fraction": 0.5, "full": True, "retention_s": 45.0}
-    assert stress.memtest_params(fade, True)["retention_s"] == 0.0
-    assert stress.hbm_params(p, True) == {"bytes": 1 << 30, "trials": 3, "iters": 10}
-    assert stress.hbm_params(p, False) == {"bytes": 1 << 30, "trials": 5, "iters": 10}
-    assert stress.pcie_params(p, True) == {"bytes": 256 << 20, "trials": 3, "iters": 8, "min_seconds": 3.0}
-    assert stress.pcie_params(p, False)["min_seconds"] == 10.0
-    assert stress.p2p_params(p, True) == {"bytes": 256 << 20, "iters": 4} and stress.p2p_params(p, False)["iters"] == 10
-    assert stress.nccl_params(p, True) == {"bytes": 1 << 30, "iters": 5}
-    assert stress.nccl_params(p, False) == {"bytes": 4 << 30, "iters": 20}
+    assert stress_memory.memtest_params(fade, False) == {"fraction": 0.5, "full": True, "retention_s": 45.0}
+    assert stress_memory.memtest_params(fade, True)["retention_s"] == 0.0
+    assert stress_memory.hbm_params(p, True) == {"bytes": 1 << 30, "trials": 3, "iters": 10}
+    assert stress_memory.hbm_params(p, False) == {"bytes": 1 << 30, "trials": 5, "iters": 10}
+    assert stress_pcie.pcie_params(p, True) == {"bytes": 256 << 20, "trials": 3, "iters": 8, "min_seconds": 3.0}
+    assert stress_pcie.pcie_params(p, False)["min_seconds"] == 10.0
+    assert stress_p2p.p2p_params(p, True) == {"bytes": 256 << 20, "iters": 4} and stress_p2p.p2p_params(p, False)["iters"] == 10
+    assert stress_nccl.nccl_params(p, True) == {"bytes": 1 << 30, "iters": 5}
+    assert stress_nccl.nccl_params(p, False) == {"bytes": 4 << 30, "iters": 20}
 
 
 def test_the_plan_makes_one_task_per_gpu_or_one_for_the_node():
     p = Profile("t", Path("t.toml"), {"run": {"quick_burn_s": 30, "burn_s": 600}})
-    steps = {s.name: s for s in stress.PLAN}
+    steps = {s.name: s for s in stress_plan.PLAN}
     g = gpus(3)
     burn = steps["stress.burn"].tasks(g, p, True)
     assert [(t.workload, t.gpu, t.gpus, t.expected_s) for t in burn] == [("matmul", i, (), 90.0) for i in range(3)]
     assert burn[0].params["bus_ids"] == {0: "0000:01:00.0", 1: "0000:02:00.0", 2: "0000:03:00.0"}
     [nccl] = steps["stress.nccl"].tasks(g, p, True)
     assert (nccl.workload, nccl.gpu, nccl.gpus, nccl.expected_s) == ("nccl", 0, (0, 1, 2), 120)
-    names = [s.name for s in stress.PLAN]
+    names = [s.name for s in stress_plan.PLAN]
     assert names[0] == "stress.burn" and names.index("stress.memtest") < names.index("stress.p2p") < names.index("stress.nccl")
     assert nccl.params["run_t0"] == 0.0 and steps["stress.p2p"].tasks(g, p, True, run_t0=12.5)[0].params["run_t0"] == 12.5
 
@@ -901,7 +903,7 @@ def test_p2p_a_gpu_without_peers_is_skipped_and_the_others_judged():
     r = {"access": [[0, 1, False], [0, 2, False], [1, 2, True], [2, 1, True]], "bidir": [{"a": 1, "b": 2, "gbps": 500.0}],
          "pairs": [{"src": 1, "dst": 2, "gbps": 400.0, "latency_us": 1.0, "verified": True},
                    {"src": 2, "dst": 1, "gbps": 400.0, "latency_us": 1.0, "verified": True}]}
-    res = by_subject(stress.judge_p2p(gpus(3), ok(r), profile(min_p2p_gbps=350, min_p2p_bidir_gbps=600)))
+    res = by_subject(stress_p2p.judge_p2p(gpus(3), ok(r), profile(min_p2p_gbps=350, min_p2p_bidir_gbps=600)))
     assert res["gpu0"].verdict is Verdict.SKIP and res["gpu0"].message == "no peer access to any other GPU"
     for s in ("gpu1", "gpu2"):  # one-way is fine, two-way is not
         assert (res[s].verdict, res[s].code) == (Verdict.FAIL, "P2P_SLOW")
@@ -931,7 +933,7 @@ def test_burn_power_reached_against_the_limit(power_w, verdict):
     from nodeqc.backends.base import REASON_BITS
 
     windows = {0: _window(power_w, reasons=REASON_BITS["hw_slowdown"])}
-    [r] = stress.judge_burn(gpus(1), {0: ok(burn_result())}, windows, profile(min_power_fraction={"fail": 0.75, "warn": 0.80}))
+    [r] = stress_burn.judge_burn(gpus(1), {0: ok(burn_result())}, windows, profile(min_power_fraction={"fail": 0.75, "warn": 0.80}))
     # HW slowdown held the whole window: the diagnosis gives the cause's code (issue 12), the measure's stays in evidence.
     assert r.verdict is verdict and r.code == (None if verdict is Verdict.PASS else "THROTTLE_HW_SLOWDOWN")
     if verdict is not Verdict.PASS:
@@ -948,11 +950,11 @@ def test_burn_power_reached_against_the_limit(power_w, verdict):
 
 def test_burn_power_not_judged_without_readings_or_limit():
     no_limit = {0: _window(100.0, limit=float("nan"))}
-    [r] = stress.judge_burn(gpus(1), {0: ok(burn_result())}, no_limit, profile(min_power_fraction=0.75))
+    [r] = stress_burn.judge_burn(gpus(1), {0: ok(burn_result())}, no_limit, profile(min_power_fraction=0.75))
     assert r.verdict is Verdict.PASS and "power_fraction" not in r.values
-    [r] = stress.judge_burn(gpus(1), {0: ok(burn_result())}, {0: _window(100.0, n=0)}, profile(min_power_fraction=0.75))
+    [r] = stress_burn.judge_burn(gpus(1), {0: ok(burn_result())}, {0: _window(100.0, n=0)}, profile(min_power_fraction=0.75))
     assert "power_fraction" not in r.values
-    [r] = stress.judge_burn(gpus(1), {0: ok(burn_result())}, {0: _window(100.0)}, profile())  # no floor in the profile
+    [r] = stress_burn.judge_burn(gpus(1), {0: ok(burn_result())}, {0: _window(100.0)}, profile())  # no floor in the profile
     assert r.verdict is Verdict.PASS and r.values["power_fraction"].value == 0.143
 
 
@@ -993,33 +995,33 @@ def test_p2p_node_view():
         return ok({"access": access, "pairs": pairs, "bidir": []})
 
     nvlink = profile(min_p2p_gbps=300, nvlink_links=18, max_p2p_latency_us=2)
-    clean = by_subject(stress.judge_p2p(gpus(3), result(3), nvlink))
+    clean = by_subject(stress_p2p.judge_p2p(gpus(3), result(3), nvlink))
     assert clean["node"].message == "6 peer pairs, every copy verified" and clean["node"].verdict is Verdict.PASS
     # Slow pairs between GPUs that are each fine: the pairs are named, six at most.
     many = {(i, j) for i in range(8) for j in range(8) if i < j and j - i == 1}
-    node = by_subject(stress.judge_p2p(gpus(8), result(8, slow=many), nvlink))["node"]
+    node = by_subject(stress_p2p.judge_p2p(gpus(8), result(8, slow=many), nvlink))["node"]
     assert node.code == "P2P_PAIR_SLOW" and node.message == (
         "7 slow pair(s) between healthy GPUs: gpu0->gpu1 100 GB/s, gpu1->gpu2 100 GB/s, gpu2->gpu3 100 GB/s, "
         "gpu3->gpu4 100 GB/s, gpu4->gpu5 100 GB/s, gpu5->gpu6 100 GB/s")
-    at_floor = by_subject(stress.judge_p2p(gpus(3), ok({"access": [], "bidir": [], "pairs": [
+    at_floor = by_subject(stress_p2p.judge_p2p(gpus(3), ok({"access": [], "bidir": [], "pairs": [
         {**p, "gbps": 300.0} for p in _pairs(3)]}), nvlink))["node"]
     assert at_floor.verdict is Verdict.PASS  # exactly at the floor is not slow
     # A slow pair with a GPU that failed on its own is that GPU's fault, not the link's.
     bad_gpu0 = {(0, j) for j in (1, 2)} | {(j, 0) for j in (1, 2)}
-    r = by_subject(stress.judge_p2p(gpus(3), result(3, slow=bad_gpu0), nvlink))
+    r = by_subject(stress_p2p.judge_p2p(gpus(3), result(3, slow=bad_gpu0), nvlink))
     assert r["gpu0"].code == "P2P_SLOW" and r["node"].verdict is Verdict.PASS
     # Missing peer access fails only where the fabric promises it (NVLink); named, six at most.
     missing = {(0, j) for j in range(1, 8)}
-    node = by_subject(stress.judge_p2p(gpus(8), result(8, missing=missing), nvlink))["node"]
+    node = by_subject(stress_p2p.judge_p2p(gpus(8), result(8, missing=missing), nvlink))["node"]
     assert node.code == "P2P_NO_PEER_ACCESS" and node.message == (
         "no peer access for 7 pair(s): gpu0->gpu1, gpu0->gpu2, gpu0->gpu3, gpu0->gpu4, gpu0->gpu5, gpu0->gpu6")
-    pcie_only = by_subject(stress.judge_p2p(gpus(8), result(8, missing=missing), profile(min_p2p_gbps=300)))["node"]
+    pcie_only = by_subject(stress_p2p.judge_p2p(gpus(8), result(8, missing=missing), profile(min_p2p_gbps=300)))["node"]
     assert pcie_only.verdict is Verdict.PASS and pcie_only.values["no_access"].value == 7
 
 
 def test_p2p_latency_code():
     r = {"access": [], "bidir": [], "pairs": [{**p, "latency_us": 2.5} for p in _pairs(2)]}
-    res = by_subject(stress.judge_p2p(gpus(2), ok(r), profile(max_p2p_latency_us=2)))
+    res = by_subject(stress_p2p.judge_p2p(gpus(2), ok(r), profile(max_p2p_latency_us=2)))
     assert (res["gpu0"].verdict, res["gpu0"].code) == (Verdict.FAIL, "P2P_LATENCY")
 
 
@@ -1033,11 +1035,11 @@ def test_p2p_latency_code():
 ])
 def test_outcome_failure_says_what_happened_with_the_workers_evidence(status, message):
     o = Outcome(Task("x", 0, {}, 1.0), status, None, "silent for 60 s\nlast line", {"last_progress": 0.4}, 61.234)
-    r = stress.outcome_failure("stress.memtest", "gpu5", o)
+    r = stress_outcomes.outcome_failure("stress.memtest", "gpu5", o)
     assert (r.name, r.subject, r.message) == ("stress.memtest", "gpu5", message)
     assert r.evidence == {"worker": {"status": status, "detail": "silent for 60 s\nlast line", "elapsed_s": 61.23,
                                      "last_progress": 0.4}}
-    empty = stress.outcome_failure("stress.memtest", "gpu5", Outcome(Task("x", 0, {}, 1.0), STATUS_HANG))
+    empty = stress_outcomes.outcome_failure("stress.memtest", "gpu5", Outcome(Task("x", 0, {}, 1.0), STATUS_HANG))
     assert empty.message == "hung: hang"
 
 
@@ -1047,21 +1049,21 @@ def test_outcome_failure_says_what_happened_with_the_workers_evidence(status, me
 def test_the_node_is_expected_to_do_what_its_first_gpus_sku_does():
     from nodeqc.checks.diagnosis import Expected
 
-    assert stress._node_expected([]) == Expected()
-    assert stress._node_expected(gpus(1)).sku == "H100 SXM5 80GB"
+    assert stress_outcomes.node_expected([]) == Expected()
+    assert stress_outcomes.node_expected(gpus(1)).sku == "H100 SXM5 80GB"
 
 
 def test_the_all_reduce_through_the_nics_takes_the_all_reduces_sizes_with_p2p_and_shm_off():
     p = Profile("t", Path("t.toml"), {})
     for quick, size in ((True, {"bytes": 1 << 30, "iters": 5}), (False, {"bytes": 4 << 30, "iters": 20})):
-        assert stress.nccl_net_params(p, quick) == {**size, "env": {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}}
+        assert stress_nccl.nccl_net_params(p, quick) == {**size, "env": {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}}
 
 
 def test_median_of_no_gpus_is_none_and_every_worker_failing_is_judged_one_by_one():
-    assert stress._median([]) is None
-    assert (stress._median([3.0, 1.0, 2.0]), stress._median([4.0, 1.0, 2.0, 3.0])) == (2.0, 2.5)
+    assert stress_outcomes.median_or_none([]) is None
+    assert (stress_outcomes.median_or_none([3.0, 1.0, 2.0]), stress_outcomes.median_or_none([4.0, 1.0, 2.0, 3.0])) == (2.0, 2.5)
     crashed = {i: Outcome(Task("x", i, {}, 1.0), STATUS_CRASH, None, "exit -11") for i in range(2)}
-    for judge_each in (stress.judge_pcie, stress.judge_hbm, stress.judge_burn):
+    for judge_each in (stress_pcie.judge_pcie, stress_memory.judge_hbm, stress_burn.judge_burn):
         results = judge_each(gpus(2), crashed, {}, profile())
         assert [(r.subject, r.verdict, r.code) for r in results] == [("gpu0", Verdict.FAIL, "WORKER_CRASH"),
                                                                      ("gpu1", Verdict.FAIL, "WORKER_CRASH")]
@@ -1090,13 +1092,13 @@ def test_burn_power_from_one_loaded_sample_rounded():
     # One loaded sample (an idle one beside it is left out): 600.26 W of 700 W, 0.858 of the limit, clocks to the MHz.
     tel = _burn_window((120.0, 400.0, 0), (600.26, 1980.4, 100))
     p = profile(min_power_fraction={"fail": 0.9, "warn": 0.95})
-    r = stress.judge_burn(gpus(1), {0: ok(burn_result(100))}, {0: tel}, p)[0]
+    r = stress_burn.judge_burn(gpus(1), {0: ok(burn_result(100))}, {0: tel}, p)[0]
     assert {k: (v.value, v.unit) for k, v in r.values.items() if k != "fp32_tflops"} == {
         "power_fraction": (0.858, ""), "power_w": (600.3, "W"), "sm_clock_mhz": (1980, "MHz"), "throttle_s": (0, "s")}
     assert (r.verdict, r.code) == (Verdict.FAIL, "BURN_POWER_LOW")
     assert "power under load 600 W of the 700 W limit, a fraction of 0.858 is below the limit 0.9" in r.message
     # No loaded sample at all: no power finding, no power figures.
-    r = stress.judge_burn(gpus(1), {0: ok(burn_result(100))}, {0: _burn_window((120.0, 400.0, 0))}, p)[0]
+    r = stress_burn.judge_burn(gpus(1), {0: ok(burn_result(100))}, {0: _burn_window((120.0, 400.0, 0))}, p)[0]
     assert (r.verdict, sorted(r.values)) == (Verdict.PASS, ["fp32_tflops"])
 
 
@@ -1119,7 +1121,7 @@ def test_p2p_node_view_names_at_most_six_pairs():
     slow = {(1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 1), (1, 3)}  # each GPU's median stays healthy
     pairs = [{**p, "gbps": 100.0 if (p["src"], p["dst"]) in slow else 400.0} for p in _pairs(8)]
     access = [[i, j, True] for i in range(8) for j in range(8) if i != j]
-    r = by_subject(stress.judge_p2p(gpus(8), ok({"access": access, "pairs": pairs, "bidir": []}), profile(min_p2p_gbps=300)))
+    r = by_subject(stress_p2p.judge_p2p(gpus(8), ok({"access": access, "pairs": pairs, "bidir": []}), profile(min_p2p_gbps=300)))
     assert all(r[f"gpu{i}"].verdict is Verdict.PASS for i in range(8))
     assert (r["node"].code, r["node"].message) == (
         "P2P_PAIR_SLOW", "7 slow pair(s) between healthy GPUs: gpu1->gpu2 100 GB/s, gpu1->gpu3 100 GB/s, gpu2->gpu3 100 GB/s, "
@@ -1127,21 +1129,21 @@ def test_p2p_node_view_names_at_most_six_pairs():
     # A pair exactly at the floor is not slow.
     at_floor = [{**p, "gbps": 300.0 if (p["src"], p["dst"]) == (1, 2) else 400.0} for p in _pairs(3)]
     access3 = [[i, j, True] for i in range(3) for j in range(3) if i != j]
-    node = stress.judge_p2p(gpus(3), ok({"access": access3, "pairs": at_floor, "bidir": []}), profile(min_p2p_gbps=300))[-1]
+    node = stress_p2p.judge_p2p(gpus(3), ok({"access": access3, "pairs": at_floor, "bidir": []}), profile(min_p2p_gbps=300))[-1]
     assert (node.verdict, node.message) == (Verdict.PASS, "6 peer pairs, every copy verified")
     no_access = [[i, j, not (i == 7 or (j == 7 and i < 2))] for i in range(8) for j in range(8) if i != j]
-    r = by_subject(stress.judge_p2p(gpus(8), ok({"access": no_access, "pairs": _pairs(8), "bidir": []}),
-                                    profile(min_p2p_gbps=300, nvlink_links=18)))
+    r = by_subject(stress_p2p.judge_p2p(gpus(8), ok({"access": no_access, "pairs": _pairs(8), "bidir": []}),
+                                        profile(min_p2p_gbps=300, nvlink_links=18)))
     assert (r["node"].code, r["node"].message) == (
         "P2P_NO_PEER_ACCESS", "no peer access for 9 pair(s): gpu0->gpu7, gpu1->gpu7, gpu7->gpu0, gpu7->gpu1, gpu7->gpu2, gpu7->gpu3")
     assert {k: v.value for k, v in r["node"].values.items()} == {"pairs": 56, "no_access": 9}
     # Without NVLink in the profile, PCIe peer access is not promised: no finding.
-    r = stress.judge_p2p(gpus(8), ok({"access": no_access, "pairs": _pairs(8), "bidir": []}), profile(min_p2p_gbps=300))
+    r = stress_p2p.judge_p2p(gpus(8), ok({"access": no_access, "pairs": _pairs(8), "bidir": []}), profile(min_p2p_gbps=300))
     assert r[-1].verdict is Verdict.PASS
     # A corrupt path with a slow pair beside it: both named, the corruption first.
     pairs = [{**p, "gbps": 100.0 if (p["src"], p["dst"]) == (2, 3) else 400.0} for p in _pairs(4, {(0, 1)})]
     access4 = [[i, j, True] for i in range(4) for j in range(4) if i != j]
-    node = stress.judge_p2p(gpus(4), ok({"access": access4, "pairs": pairs, "bidir": []}), profile(min_p2p_gbps=300))[-1]
+    node = stress_p2p.judge_p2p(gpus(4), ok({"access": access4, "pairs": pairs, "bidir": []}), profile(min_p2p_gbps=300))[-1]
     assert (node.code, node.message) == (
         "P2P_CORRUPT", "1 copy path(s) between GPUs not otherwise at fault came back wrong; gpu0->gpu1: 1 byte(s) wrong, "
         "first at index 9 expected 1, got 3 (bits 0x02 flipped); 1 slow pair(s) between healthy GPUs: gpu2->gpu3 100 GB/s")
@@ -1151,7 +1153,7 @@ def test_whole_results_nccl_through_the_nics():
     wrong = [{"gpu": 3, "count": 1, "index": 5, "expected": 36.0, "actual": 0.0, "xor": "0x1"},
              {"gpu": 1, "count": 2, "index": 6, "expected": 36.0, "actual": 1.5, "xor": "0x2"}]
     limits = Profile("t", Path("t.toml"), {"nic": {"min_nccl_loopback_busbw_gbps": {"fail": 40, "warn": 45}}})
-    got = [summary(x) for x in stress.judge_nccl_net(gpus(8), _nccl(wrong, 20.0), limits)]
+    got = [summary(x) for x in stress_nccl.judge_nccl_net(gpus(8), _nccl(wrong, 20.0), limits)]
     assert got[0] == (
         "stress.nccl_net", "node", "fail", "NCCL_NET_SLOW",
         "all-reduce across 8 GPUs through the NICs (P2P and SHM off): bus bandwidth 20 GB/s is below the limit 40 GB/s; "
@@ -1162,20 +1164,20 @@ def test_whole_results_nccl_through_the_nics():
         "gpu1": ("fail", "NCCL_WRONG_RESULT"), "gpu3": ("fail", "NCCL_WRONG_RESULT")}
     assert got[4][4] == ("all-reduce through the NICs (P2P and SHM off) result wrong on this GPU: 1 element(s), first at 5 "
                          "expected 36, got 0 (bits 0x1 flipped)")
-    assert stress.judge_nccl_net(gpus(8), _nccl([], 50.0), limits)[0].evidence == {
+    assert stress_nccl.judge_nccl_net(gpus(8), _nccl([], 50.0), limits)[0].evidence == {
         "wrong": [], "env": {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}}
-    assert stress.judge_nccl(gpus(8), _nccl([], 50.0), profile())[0].evidence == {"wrong": []}
+    assert stress_nccl.judge_nccl(gpus(8), _nccl([], 50.0), profile())[0].evidence == {"wrong": []}
 
 
 def test_step_tasks_carry_the_run_clock_and_every_gpu():
     g = [GpuInfo(i, "NVIDIA H100 80GB HBM3", f"GPU-{i}", f"0000:{i + 1:02x}:00.0") for i in (2, 5)]
     prof = Profile("t", Path("t.toml"), {"run": {"quick_power_s": 10}})
-    steps = {s.name: s for s in stress.PLAN}
+    steps = {s.name: s for s in stress_plan.PLAN}
     per_gpu = steps["stress.power"].tasks(g, prof, quick=True, run_t0=12.5)
-    params = {**stress.power_params(prof, True), "bus_ids": {2: "0000:03:00.0", 5: "0000:06:00.0"}, "run_t0": 12.5}
+    params = {**stress_power.power_params(prof, True), "bus_ids": {2: "0000:03:00.0", 5: "0000:06:00.0"}, "run_t0": 12.5}
     assert per_gpu == [Task("burn", 2, params, params["seconds"] + 60), Task("burn", 5, params, params["seconds"] + 60)]
     node = steps["stress.p2p"].tasks(g, prof, quick=False)
-    params = {**stress.p2p_params(prof, False), "bus_ids": {2: "0000:03:00.0", 5: "0000:06:00.0"}, "run_t0": 0.0}
+    params = {**stress_p2p.p2p_params(prof, False), "bus_ids": {2: "0000:03:00.0", 5: "0000:06:00.0"}, "run_t0": 0.0}
     assert node == [Task("p2p", 2, params, 120, gpus=(2, 5))]
     # A load that must last real time (stress.power under a compressed clock): the floor travels with
     # the task, and the watchdog's expectation grows by it on the run's clock.
@@ -1188,7 +1190,7 @@ def test_step_tasks_carry_the_run_clock_and_every_gpu():
 
 
 def params_s(prof: Profile) -> float:
-    return stress.power_params(prof, True)["seconds"]
+    return stress_power.power_params(prof, True)["seconds"]
 
 
 def _loaded_window(i: int, others: dict | None = None) -> "GpuTelemetry":
@@ -1202,8 +1204,8 @@ def _loaded_window(i: int, others: dict | None = None) -> "GpuTelemetry":
 
 
 @pytest.mark.parametrize("judge_node, route, floor, measure", [
-    (stress.judge_nccl, "", 300, "NCCL_SLOW"),
-    (stress.judge_nccl_net, " through the NICs (P2P and SHM off)", 40, "NCCL_NET_SLOW")])
+    (stress_nccl.judge_nccl, "", 300, "NCCL_SLOW"),
+    (stress_nccl.judge_nccl_net, " through the NICs (P2P and SHM off)", 40, "NCCL_NET_SLOW")])
 def test_a_slow_all_reduce_is_explained_by_the_gpu_whose_telemetry_shows_why(judge_node, route, floor, measure):
     limits = Profile("t", Path("t.toml"), {"nic": {"min_nccl_loopback_busbw_gbps": {"fail": 40, "warn": 45}},
                                            "gpu": {"min_nccl_busbw_gbps": 300}})
@@ -1223,7 +1225,7 @@ def test_slow_peer_copies_are_explained_by_the_gpu_and_for_the_node_with_its_sku
     are each fine: both explained from the telemetry of the copies, with the GPU's SKU."""
     hog = {5: {"pid": 5, "name": "hog", "used_bytes": None}}
     windows = {i: _loaded_window(i, hog if i == 2 else None) for i in range(4)}
-    r = by_subject(stress.judge_p2p(gpus(4), _p2p_with(4, {2: 0.5}), profile(), windows))
+    r = by_subject(stress_p2p.judge_p2p(gpus(4), _p2p_with(4, {2: 0.5}), profile(), windows))
     assert (r["gpu2"].code, r["gpu2"].message) == (
         "GPU_IN_USE", "another process used this GPU during the GPU-to-GPU copies: pid 5 (hog); the figures are not the "
                       "GPU's own; fastest one-way copy to a peer 200 GB/s is 50 % below the node median 400 GB/s (limit 10 %)")
@@ -1233,7 +1235,7 @@ def test_slow_peer_copies_are_explained_by_the_gpu_and_for_the_node_with_its_sku
     pairs = [{**p, "gbps": 100.0 if {p["src"], p["dst"]} == {0, 1} else 400.0} for p in _pairs(4)]
     slow_pair = ok({"access": [[i, j, True] for i in range(4) for j in range(4) if i != j], "pairs": pairs, "bidir": []})
     windows = {i: _loaded_window(i, hog if i == 3 else None) for i in range(4)}
-    node = by_subject(stress.judge_p2p(gpus(4), slow_pair, profile(min_p2p_gbps=300), windows))["node"]
+    node = by_subject(stress_p2p.judge_p2p(gpus(4), slow_pair, profile(min_p2p_gbps=300), windows))["node"]
     assert node.code == "GPU_IN_USE" and node.message.startswith(
         "gpu3: another process used this GPU during the GPU-to-GPU copies: pid 5 (hog)")
     assert node.evidence["diagnosis"]["readings"]["sku"] == "H100 SXM5 80GB"
@@ -1243,7 +1245,7 @@ def test_slow_pcie_copies_are_explained_with_the_share_of_a_healthy_gpu():
     limits = profile(min_h2d_gbps=45, min_d2h_gbps=45)
     outcomes = {0: ok(pcie_result(30.0, 40.0), 0), 1: ok(pcie_result(40.0, 30.0), 1)}
     windows = {0: _loaded_window(0), 1: _loaded_window(1, {9: {"pid": 9, "name": "cp", "used_bytes": None}})}
-    r = by_subject(stress.judge_pcie(gpus(2), outcomes, windows, limits))
+    r = by_subject(stress_pcie.judge_pcie(gpus(2), outcomes, windows, limits))
     slow = "host-to-device {} GB/s is below the limit 45 GB/s; device-to-host {} GB/s is below the limit 45 GB/s"
     assert r["gpu0"].code == "PCIE_BW_LOW"
     assert r["gpu0"].message.startswith("no link reading under load to explain it; host-to-device 30 GB/s is below the limit")
@@ -1257,26 +1259,26 @@ def test_slow_pcie_copies_are_explained_with_the_share_of_a_healthy_gpu():
         assert (readings["sku"], readings["rate_share"]) == ("H100 SXM5 80GB", round(30 / 54.2, 3))
     # A GPU nodeqc has no healthy figures for: the share is of the node's medians (35 each way).
     odd = [GpuInfo(i, "NVIDIA Unknown GPU", f"GPU-{i}", f"0000:{i + 1:02x}:00.0") for i in range(2)]
-    r = by_subject(stress.judge_pcie(odd, outcomes, {0: _loaded_window(0), 1: _loaded_window(1)}, limits))
+    r = by_subject(stress_pcie.judge_pcie(odd, outcomes, {0: _loaded_window(0), 1: _loaded_window(1)}, limits))
     assert [r[s].evidence["diagnosis"]["readings"]["rate_share"] for s in ("gpu0", "gpu1")] == [round(30 / 35, 3)] * 2
     # Without telemetry nothing is explained: the measure's own code and message.
-    r = by_subject(stress.judge_pcie(gpus(1), {0: ok(pcie_result(30.0, 40.0), 0)}, {}, limits))
+    r = by_subject(stress_pcie.judge_pcie(gpus(1), {0: ok(pcie_result(30.0, 40.0), 0)}, {}, limits))
     assert (r["gpu0"].code, r["gpu0"].message, r["gpu0"].evidence) == ("PCIE_BW_LOW", slow.format(30, 40), {})
 
 
 def test_pcie_result_without_a_link_reading_and_a_corrupt_copy_message():
     result = {k: v for k, v in pcie_result(50.0).items() if k != "link"}
-    r = stress.judge_pcie(gpus(1), {0: ok(result)}, {}, profile(min_h2d_gbps=45, min_d2h_gbps=45))[0]
+    r = stress_pcie.judge_pcie(gpus(1), {0: ok(result)}, {}, profile(min_h2d_gbps=45, min_d2h_gbps=45))[0]
     assert (r.verdict, "link_during_copy" in r.values) == (Verdict.PASS, False)
     m = {"count": 1, "first": [{"index": 7, "expected": 7.0, "actual": 135.0, "xor": "0x80"}]}
-    r = stress.judge_pcie(gpus(1), {0: ok(pcie_result(verified=False, mismatch=m))}, {}, profile())[0]
+    r = stress_pcie.judge_pcie(gpus(1), {0: ok(pcie_result(verified=False, mismatch=m))}, {}, profile())[0]
     assert r.message.startswith("data copied to the GPU and back came back wrong: 1 byte(s) wrong, first at index 7")
 
 
 def test_a_slow_burn_is_explained_with_the_share_of_a_healthy_gpu():
     limits = profile(min_fp32_tflops=40)
     windows = {0: _loaded_window(0), 1: _loaded_window(1, {9: {"pid": 9, "name": "cp", "used_bytes": None}})}
-    r = by_subject(stress.judge_burn(gpus(2), {0: ok(burn_result(20.0), 0), 1: ok(burn_result(20.0), 1)}, windows, limits))
+    r = by_subject(stress_burn.judge_burn(gpus(2), {0: ok(burn_result(20.0), 0), 1: ok(burn_result(20.0), 1)}, windows, limits))
     assert (r["gpu1"].code, r["gpu1"].message) == (
         "GPU_IN_USE", "another process used this GPU during the burn: pid 9 (cp); the figures are not the GPU's own; "
                       "fp32 sustained 20 TFLOP/s is below the limit 40 TFLOP/s")
@@ -1286,8 +1288,8 @@ def test_a_slow_burn_is_explained_with_the_share_of_a_healthy_gpu():
     assert (readings["sku"], readings["rate_share"]) == ("H100 SXM5 80GB", round(20 / fp32, 3))
     # A GPU nodeqc has no healthy figures for: the share is of the node's median (40).
     odd = [GpuInfo(i, "NVIDIA Unknown GPU", f"GPU-{i}", f"0000:{i + 1:02x}:00.0") for i in range(2)]
-    r = by_subject(stress.judge_burn(odd, {0: ok(burn_result(20.0), 0), 1: ok(burn_result(60.0), 1)},
-                                     {0: _loaded_window(0), 1: _loaded_window(1)}, limits))
+    r = by_subject(stress_burn.judge_burn(odd, {0: ok(burn_result(20.0), 0), 1: ok(burn_result(60.0), 1)},
+                                          {0: _loaded_window(0), 1: _loaded_window(1)}, limits))
     assert r["gpu0"].evidence["diagnosis"]["readings"]["rate_share"] == 0.5
 
 
@@ -1302,7 +1304,7 @@ def _p2p_with(n, rate):
 def test_p2p_slow_gpu_without_a_floor_is_an_outlier_at_the_profile_limits(factor, verdict):
     """A profile of PCIe cards has no P2P floor: a GPU whose every peer copy is slow fails on the node's
     median of fastest copies (10 % below fails, 5 % warns); its peers, each with fast pairs, pass."""
-    r = by_subject(stress.judge_p2p(gpus(4), _p2p_with(4, {2: factor}), profile()))
+    r = by_subject(stress_p2p.judge_p2p(gpus(4), _p2p_with(4, {2: factor}), profile()))
     assert r["gpu2"].verdict is verdict and r["gpu2"].code == (None if verdict is Verdict.PASS else "P2P_OUTLIER")
     assert all(r[f"gpu{i}"].verdict is Verdict.PASS for i in (0, 1, 3))
 
@@ -1330,11 +1332,11 @@ def test_p2p_a_healthy_gpu_across_the_sockets_is_compared_with_copies_that_cross
     against the node's median of fastest copies (350) it would fail a healthy node. Over the same
     path every GPU copies at 200: no outlier."""
     infos, result = _uneven()
-    assert all(x.verdict is Verdict.PASS for x in stress.judge_p2p(infos, result, profile())), \
-        [x.message for x in stress.judge_p2p(infos, result, profile())]
+    assert all(x.verdict is Verdict.PASS for x in stress_p2p.judge_p2p(infos, result, profile())), \
+        [x.message for x in stress_p2p.judge_p2p(infos, result, profile())]
     # The same copies without the driver's topology: one kind of path, and gpu3 is (wrongly) the outlier.
     blind, result = _uneven(paths=False)
-    r = by_subject(stress.judge_p2p(blind, result, profile()))
+    r = by_subject(stress_p2p.judge_p2p(blind, result, profile()))
     assert (r["gpu3"].verdict, r["gpu3"].code) == (Verdict.FAIL, "P2P_OUTLIER")
 
 
@@ -1345,7 +1347,7 @@ def test_p2p_a_slow_gpu_on_an_uneven_tree_is_still_the_outlier(slow, over):
     without it are not: it stands below their median wherever it is compared; its switch partner
     (whose only switch copy it drags down) and the others pass."""
     infos, result = _uneven({slow: 0.5})
-    r = by_subject(stress.judge_p2p(infos, result, profile()))
+    r = by_subject(stress_p2p.judge_p2p(infos, result, profile()))
     assert (r[f"gpu{slow}"].verdict, r[f"gpu{slow}"].code) == (Verdict.FAIL, "P2P_OUTLIER")
     assert f"fastest one-way copy to a peer over {over} " in r[f"gpu{slow}"].message
     assert "is 50 % below the node median" in r[f"gpu{slow}"].message
@@ -1359,7 +1361,7 @@ def test_p2p_the_one_gpu_across_the_sockets_has_no_copies_without_it_to_be_compa
     and its host copies are judged by health.pcie_link and stress.pcie_bandwidth); it never makes the
     healthy GPUs outliers."""
     infos, result = _uneven({3: 0.5})
-    r = by_subject(stress.judge_p2p(infos, result, profile()))
+    r = by_subject(stress_p2p.judge_p2p(infos, result, profile()))
     assert all(x.verdict is Verdict.PASS for x in r.values())
     assert r["gpu0"].thresholds[-1].name == "max_outlier_pct"  # the others were compared
     assert not any(t is not None and t.name == "max_outlier_pct" for t in r["gpu3"].thresholds)
@@ -1369,12 +1371,12 @@ def test_p2p_gpus_on_one_kind_of_path_are_not_told_the_path():
     infos = gpus(4)
     for g in infos:
         g.peer_paths = {str(i): "nvlink" for i in range(4) if i != g.index}
-    r = by_subject(stress.judge_p2p(infos, _p2p_with(4, {1: 0.5}), profile()))
+    r = by_subject(stress_p2p.judge_p2p(infos, _p2p_with(4, {1: 0.5}), profile()))
     assert r["gpu1"].code == "P2P_OUTLIER" and "fastest one-way copy to a peer 200 GB/s is 50 % below" in r["gpu1"].message
 
 
 def test_p2p_two_gpus_have_no_median_to_be_an_outlier_of():
-    r = by_subject(stress.judge_p2p(gpus(2), _p2p_with(2, {1: 0.5}), profile()))
+    r = by_subject(stress_p2p.judge_p2p(gpus(2), _p2p_with(2, {1: 0.5}), profile()))
     assert r["gpu1"].verdict is Verdict.PASS
     assert not any(t.name == "max_outlier_pct" for t in r["gpu1"].thresholds if t is not None)
 
@@ -1394,9 +1396,9 @@ def test_p2p_a_gpu_stands_where_it_does_best_and_a_path_is_named_only_where_ther
     speed = {(0, 1): 200.0, (0, 2): 200.0, (1, 2): 400.0}
     pairs = [{**p, "gbps": speed.get(tuple(sorted((p["src"], p["dst"]))), 400.0)} for p in _pairs(4)]
     result = ok({"access": [[i, j, True] for i in range(4) for j in range(4) if i != j], "pairs": pairs, "bidir": []})
-    r = by_subject(stress.judge_p2p(_paths(gpus(4), switch), result, profile()))
+    r = by_subject(stress_p2p.judge_p2p(_paths(gpus(4), switch), result, profile()))
     assert all(x.verdict is Verdict.PASS for x in r.values()), {k: v.message for k, v in r.items()}
-    r = by_subject(stress.judge_p2p(_paths(gpus(4), switch), _p2p_with(4, {1: 0.5}), profile()))
+    r = by_subject(stress_p2p.judge_p2p(_paths(gpus(4), switch), _p2p_with(4, {1: 0.5}), profile()))
     assert r["gpu1"].message == ("fastest one-way copy to a peer over one PCIe switch 200 GB/s is 50 % below the node "
                                  "median 400 GB/s (limit 10 %)")
 
@@ -1404,7 +1406,7 @@ def test_p2p_a_gpu_stands_where_it_does_best_and_a_path_is_named_only_where_ther
 def test_p2p_the_others_fastest_copy_each_is_their_best_not_their_last():
     """gpu2 at 0.6 and gpu3 at 0.8 of the others' speed: leaving gpu3 out, gpu0 and gpu1 still copy
     at 400 between them, so gpu3's best (320) is 20 % below: it fails as gpu2 does."""
-    r = by_subject(stress.judge_p2p(gpus(4), _p2p_with(4, {2: 0.6, 3: 0.8}), profile()))
+    r = by_subject(stress_p2p.judge_p2p(gpus(4), _p2p_with(4, {2: 0.6, 3: 0.8}), profile()))
     assert [r[f"gpu{i}"].verdict for i in range(4)] == [Verdict.PASS, Verdict.PASS, Verdict.FAIL, Verdict.FAIL]
     assert "320 GB/s is 20 % below the node median 400 GB/s" in r["gpu3"].message
 
@@ -1413,18 +1415,18 @@ def test_p2p_copies_below_one_gb_s_are_compared_as_any_others():
     result = _p2p_with(4, {2: 0.5})
     for p in result.result["pairs"]:
         p["gbps"] /= 1000  # 0.4 GB/s and 0.2 for gpu2: a node whose every link is broken, gpu2 the worst
-    r = by_subject(stress.judge_p2p(gpus(4), result, profile()))
+    r = by_subject(stress_p2p.judge_p2p(gpus(4), result, profile()))
     assert [r[f"gpu{i}"].code for i in range(4)] == [None, None, "P2P_OUTLIER", None]
 
 
 def test_p2p_a_path_the_driver_does_not_report_is_said_so_and_a_copy_with_an_unlisted_gpu_is_no_crash():
     infos = _paths(gpus(4), lambda a, b: "switch" if {a, b} == {0, 1} else "")  # "" : the driver said nothing
-    r = by_subject(stress.judge_p2p(infos, _p2p_with(4, {2: 0.5}), profile()))
+    r = by_subject(stress_p2p.judge_p2p(infos, _p2p_with(4, {2: 0.5}), profile()))
     assert r["gpu2"].message.startswith("fastest one-way copy to a peer over a path the driver does not report 200 GB/s")
     # A copy naming a GPU the judge was not given (one dropped from the run) counts over an unknown path.
     result = _p2p_with(4, {})
     result.result["pairs"].append({"src": 7, "dst": 0, "gbps": 400.0, "latency_us": 2.0, "verified": True})
-    assert all(x.verdict is Verdict.PASS for x in stress.judge_p2p(gpus(4), result, profile()))
+    assert all(x.verdict is Verdict.PASS for x in stress_p2p.judge_p2p(gpus(4), result, profile()))
 
 
 def test_p2p_uneven_tree_is_no_outlier_and_a_floor_keeps_its_code():
@@ -1432,8 +1434,8 @@ def test_p2p_uneven_tree_is_no_outlier_and_a_floor_keeps_its_code():
     near = lambda a, b: a // 2 == b // 2  # noqa: E731
     pairs = [{**p, "gbps": 400.0 if near(p["src"], p["dst"]) else 200.0} for p in _pairs(4)]
     result = ok({"access": [[i, j, True] for i in range(4) for j in range(4) if i != j], "pairs": pairs, "bidir": []})
-    assert all(x.verdict is Verdict.PASS for x in stress.judge_p2p(gpus(4), result, profile()))
-    floored = by_subject(stress.judge_p2p(gpus(4), _p2p_with(4, {2: 0.3}), profile(min_p2p_gbps=300)))
+    assert all(x.verdict is Verdict.PASS for x in stress_p2p.judge_p2p(gpus(4), result, profile()))
+    floored = by_subject(stress_p2p.judge_p2p(gpus(4), _p2p_with(4, {2: 0.3}), profile(min_p2p_gbps=300)))
     assert floored["gpu2"].code == "P2P_SLOW" and "below the node median" in floored["gpu2"].message
 
 
@@ -1444,7 +1446,7 @@ def _standing(paths_and_rates):
         infos[a].peer_paths[str(b)] = infos[b].peer_paths[str(a)] = path
     pairs = [{"src": s, "dst": d, "gbps": rate} for (a, b), (_, rate) in paths_and_rates.items()
              for s, d in ((a, b), (b, a))]
-    return stress._p2p_standing(pairs, {g.index: g for g in infos})
+    return stress_p2p._p2p_standing(pairs, {g.index: g for g in infos})
 
 
 def test_p2p_a_gpu_standing_alike_over_two_paths_is_named_by_the_nearer():
@@ -1467,7 +1469,7 @@ def test_p2p_a_path_where_nothing_moved_for_anyone_does_not_lift_a_gpu():
 def _one_path(n, rate):
     """stress._p2p_standing over n GPUs on one kind of path, copies both ways at rate(a, b)."""
     pairs = [{"src": s, "dst": d, "gbps": rate(min(s, d), max(s, d))} for s in range(n) for d in range(n) if s != d]
-    return stress._p2p_standing(pairs, {g.index: g for g in gpus(n)})
+    return stress_p2p._p2p_standing(pairs, {g.index: g for g in gpus(n)})
 
 
 def test_p2p_nothing_moved_is_said_only_where_neither_the_gpu_nor_the_others_moved_anything():
@@ -1493,8 +1495,8 @@ def test_p2p_a_gpu_that_moved_nothing_where_the_others_moved_under_one_gb_s_does
 def test_slow_hbm_is_explained_with_the_gpus_sku_or_the_nodes_median():
     hog = {9: {"pid": 9, "name": "cp", "used_bytes": None}}
     outcomes = {0: ok(hbm_result(1000.0), 0), 1: ok(hbm_result(1000.0), 1)}
-    r = by_subject(stress.judge_hbm(gpus(2), outcomes, {0: _loaded_window(0), 1: _loaded_window(1, hog)},
-                                    profile(min_hbm_gbps=2000)))
+    r = by_subject(stress_memory.judge_hbm(gpus(2), outcomes, {0: _loaded_window(0), 1: _loaded_window(1, hog)},
+                                           profile(min_hbm_gbps=2000)))
     assert (r["gpu1"].verdict, r["gpu1"].code) == (Verdict.ERROR, "GPU_IN_USE")
     assert r["gpu1"].message.startswith("another process used this GPU during the bandwidth test: pid 9 (cp);")
     readings = r["gpu0"].evidence["diagnosis"]["readings"]
@@ -1504,8 +1506,8 @@ def test_slow_hbm_is_explained_with_the_gpus_sku_or_the_nodes_median():
     from dataclasses import replace
     unknown = [replace(g, name="Some GPU") for g in gpus(2)]
     outcomes = {0: ok(hbm_result(500.0), 0), 1: ok(hbm_result(1500.0), 1)}
-    r = by_subject(stress.judge_hbm(unknown, outcomes, {0: _loaded_window(0), 1: _loaded_window(1)},
-                                    profile(min_hbm_gbps=2000)))
+    r = by_subject(stress_memory.judge_hbm(unknown, outcomes, {0: _loaded_window(0), 1: _loaded_window(1)},
+                                           profile(min_hbm_gbps=2000)))
     assert r["gpu0"].evidence["diagnosis"]["readings"]["rate_share"] == 0.5
     assert r["gpu0"].message.startswith("the memory moves 0.50 of the node's median bandwidth with no other process")
     assert r["gpu1"].message.startswith("the memory moves 1.50 of the node's median bandwidth, no slower than that: "

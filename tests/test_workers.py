@@ -6,7 +6,7 @@ import time
 import pytest
 
 from nodeqc.backends import simulated_hardware
-from nodeqc.checks.stress import outcome_failure
+from nodeqc.checks.stress.outcomes import outcome_failure
 from nodeqc.core.model import Verdict
 from nodeqc.work.workers import Task, Watchdog, run_tasks
 

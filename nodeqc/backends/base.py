@@ -100,7 +100,7 @@ class GpuInfo:
     app_mem_clock_mhz: Any = NA
     # How this GPU reaches each other GPU, by the other's index (a string, as in JSON): PEER_PATHS'
     # keys, from NVML's P2P status and common PCIe ancestor. GPU-to-GPU copies are compared only
-    # with copies over the same kind of path (nodeqc.checks.stress.judge_p2p).
+    # with copies over the same kind of path (nodeqc.checks.stress.p2p.judge_p2p).
     peer_paths: dict[str, str] = field(default_factory=dict)
     lost: bool = False  # the driver lists it but it does not answer: it stays, saying so
     # Position among the NVIDIA GPUs on the PCI bus: a GPU the driver failed to bring up shifts the

@@ -11,7 +11,7 @@ from typing import Any
 from nodeqc.backends.base import GpuInfo
 from nodeqc.checks.common import Finding, fold, judge
 from nodeqc.checks.diagnosis import apply, describe_processes, diagnose_drift
-from nodeqc.checks.stress import outcome_failure
+from nodeqc.checks.stress.outcomes import outcome_failure
 from nodeqc.core.known_answer import relative_deficit_pct
 from nodeqc.core.model import CheckResult, Value, Verdict
 from nodeqc.core.na import is_na

@@ -184,7 +184,7 @@ REMEDIATION: dict[str, str] = {
     "PCIE_LOAD_NOT_REACHED": "The host copies moved no data in some direction, or ended before the time telemetry needs to read the link under traffic, so their figures are no measurement: check that pinned host memory can be allocated (free host memory, `ulimit -l`) and nothing else uses the GPU, then re-run; if they fall short again, report it with the journal file.",
     # GPU to GPU
     "P2P_SLOW": "GPU-to-GPU bandwidth is below the floor: check that every NVLink is up (`nvidia-smi nvlink -s`, health.nvlink), that the fabric manager runs on NVSwitch nodes, and for PCIe peers that ACS and the IOMMU do not route peer traffic through the CPU; reseat the GPU, RMA it if its links stay slow.",
-    # A GPU whose fastest peer copy trails the node's (nodeqc/checks/stress.py, judge_p2p): the only
+    # A GPU whose fastest peer copy trails the node's (nodeqc/checks/stress/p2p.py, judge_p2p): the only
     # P2P judgement where the profile has no floor, as on nodes of PCIe cards.
     "P2P_OUTLIER": "This GPU's fastest copy to a peer is much slower than the other GPUs' copies over the same kind of path (NVLink, one PCIe switch, across the CPU sockets, as NVML reports the topology): check its PCIe or NVLink link under load (health.pcie_link, health.nvlink), that ACS and the IOMMU do not route its peer traffic through the CPU, reseat it; RMA it if it stays the slow one.",
     "P2P_PAIR_SLOW": "Two GPUs that are each fine copy slowly between them: a bad path between this pair (NVLink, NVSwitch or PCIe switch); compare `nvidia-smi topo -m` and `nvidia-smi nvlink -s` on both, reseat them; escalate the baseboard to the vendor if it persists.",

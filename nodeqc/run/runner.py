@@ -20,12 +20,14 @@ from nodeqc.backends import Hardware
 from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession, describe_unrecorded
 from nodeqc.backends.bmc import BmcWatch
 from nodeqc.backends.gpus import open_gpus
-from nodeqc.checks import conformance, health, host as host_checks, inventory, nic as nic_checks, stress
+from nodeqc.checks import conformance, health, host as host_checks, inventory, nic as nic_checks
 from nodeqc.checks import host_stress as host_stress_checks
 from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
 from nodeqc.checks.common import as_replayed
 from nodeqc.checks.processes import gpu_free
 from nodeqc.checks.psu import judge_psu
+from nodeqc.checks.stress import plan as stress_plan
+from nodeqc.checks.stress.outcomes import MIB, SEED
 from nodeqc.core.errors import BackendUnavailable, GpuLostError
 from nodeqc.run.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
                            RunStarted, TelemetrySampled)
@@ -390,7 +392,7 @@ class Runner:
         does a GPU another process was using. Returns those GPUs, with the check each failed in."""
         failed: dict[int, str] = {i: "stress.gpu_free" for i in in_use}
         watchdog = watchdog_for(self.hw, self.profile)
-        for step in stress.PLAN:
+        for step in stress_plan.PLAN:
             if self.aborted:
                 return failed
             if not self.options.selection.includes(step.name):
@@ -481,8 +483,8 @@ class Runner:
         checkpoint_s = max(60.0, seconds / 50)
         dtypes = self.profile.get("gpu", "dtypes", ["fp32"])
         dtype = next((d for d in ("bf16", "fp16", "fp32") if d in dtypes), dtypes[0])
-        params = {"seconds": seconds, "window_s": window_s, "dtype": dtype, "seed": stress.SEED,
-                  "hbm_bytes": 256 * stress.MIB, "pcie_bytes": 64 * stress.MIB,
+        params = {"seconds": seconds, "window_s": window_s, "dtype": dtype, "seed": SEED,
+                  "hbm_bytes": 256 * MIB, "pcie_bytes": 64 * MIB,
                   "bus_ids": {g.index: g.bus_id for g in gpus}}
         by_index = {g.index: g for g in gpus}
         recorder = BurnInRecorder(gpus)

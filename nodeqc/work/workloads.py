@@ -1,7 +1,7 @@
 """The work that runs inside worker processes, written once against the device interface
 (nodeqc/backends/cupy_compute.py for real GPUs, nodeqc/backends/sim/compute.py for the simulated
 node). Each reports progress after every bounded step, which is what the watchdog watches, and
-returns plain data; the verdicts are made in nodeqc/checks/stress.py.
+returns plain data; the verdicts are made in nodeqc/checks/stress/.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "p2p_bw": (_number(0, 1, open_low=True), "GPU-to-GPU bandwidth is this fraction of normal"),
     "hang": (None, "a kernel never returns"),
     "power": (_number(1, 2000), "the GPU cannot draw more than this many watts"),
-    # From 20 ms: the pulse test's shortest period (checks.stress.PULSE_PERIODS_S). A fault under it
+    # From 20 ms: the pulse test's shortest period (checks.stress.pulse.PULSE_PERIODS_S). A fault under it
     # would never brake, and a simulated node that ignores its fault passes in silence.
     "transient_brake": (_number(20, 2000), "power brake is asserted while the load swings with a period up "
                         "to this many ms, 20 or more (the pulse test finds it)"),

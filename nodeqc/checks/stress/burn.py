@@ -1,0 +1,166 @@
+"""stress.burn: matrix products in every dtype the profile names, on every GPU at once; each dtype's
+sustained rate against its floor and the node's median, the products exact (known answers, repeats,
+the same work on every GPU), and the power the GPU reached under them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from nodeqc.backends.base import GpuInfo
+from nodeqc.checks.common import Finding, fold, judge
+from nodeqc.checks.diagnosis import Expected, Observed, explain
+from nodeqc.checks.stress.outcomes import SEED, each_gpu, median_or_none, node_outlier
+from nodeqc.checks.stress.power import power_finding
+from nodeqc.core.known_answer import odd_ones_out
+from nodeqc.core.model import CheckResult, Value, Verdict
+from nodeqc.core.na import is_na
+from nodeqc.spec.profile import Profile
+from nodeqc.work.telemetry import GpuTelemetry
+from nodeqc.work.workers import Outcome
+
+HEADLINE_DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp64", "fp8")
+
+
+def burn_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    return {"seconds": burn_seconds(profile, quick), "dtypes": profile.get("gpu", "dtypes", ["fp32", "fp16"]),
+            "seed": SEED}
+
+
+def burn_seconds(profile: Profile, quick: bool) -> float:
+    return float(profile.get("run", "quick_burn_s" if quick else "burn_s"))
+
+
+def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
+               profile: Profile) -> list[CheckResult]:
+    name = "stress.burn"
+    ok = {i: o.result for i, o in outcomes.items() if o.ok}
+    subject = {g.index: g.subject for g in gpus}
+    dtypes = sorted({d for r in ok.values() for d in r["dtypes"]}, key=HEADLINE_DTYPES.index)
+    medians = {d: median_or_none([r["dtypes"][d]["tflops"] for r in ok.values() if d in r["dtypes"]]) for d in dtypes}
+    odd = {d: odd_ones_out({subject[i]: r["dtypes"][d]["fingerprint"] for i, r in ok.items() if d in r["dtypes"]})
+           for d in dtypes}
+
+    def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
+        rate, values, thresholds = [], {}, []
+        wrong_ka, wrong_repeat, wrong_peers, slow = [], [], [], []
+        window = windows.get(g.index)
+        # What telemetry saw of each dtype in its own span (a Hopper holds its power limit at a clock
+        # of each dtype's own); None for a result without spans (an older worker's) or a window
+        # without its samples: then only the whole step's telemetry speaks.
+        seen = {d: _dtype_seen(window, m) for d, m in r["dtypes"].items()}
+        for d, m in r["dtypes"].items():
+            values[f"{d}_tflops"] = Value(m["tflops"], "TFLOP/s")
+            if m["known_answer_mismatch"]:
+                wrong_ka.append(d)
+            if m["repeat_mismatch"]:
+                wrong_repeat.append(d)
+            if g.subject in odd[d][1]:
+                wrong_peers.append(d)
+            floor = profile.threshold("gpu", f"min_{d}_tflops")
+            thresholds.append(floor)
+            mine = [judge(floor, m["tflops"], "BURN_SLOW", f"{d} sustained", "TFLOP/s")]
+            outlier = node_outlier(profile, m["tflops"], medians[d], len(ok), "BURN_OUTLIER", f"{d} rate", "TFLOP/s")
+            if outlier:
+                mine.append(outlier)
+            rate += mine
+            if any(f.verdict is not Verdict.PASS for f in mine):
+                slow.append(d)
+        sdc = []
+        if wrong_ka:
+            d = wrong_ka[0]
+            w = r["dtypes"][d]["known_answer_mismatch"]
+            e = w["first"][0]
+            sdc.append(Finding(Verdict.FAIL, "SDC_KNOWN_ANSWER",
+                               f"known-answer products wrong ({', '.join(wrong_ka)}): in {d}, {w['count']} element(s), first at "
+                               f"[{e['row']}, {e['col']}] expected {e['expected']:.10g}, got {e['actual']:.10g} (bits {e['xor']} flipped)"))
+        if wrong_repeat:
+            sdc.append(Finding(Verdict.FAIL, "SDC_REPEAT",
+                               f"the same product gave a different result on a repeat ({', '.join(wrong_repeat)})"))
+        if wrong_peers:
+            d = wrong_peers[0]
+            majority = odd[d][0]
+            # Counted among the GPUs that ran this dtype: one that could not run it agrees with nobody.
+            prints = [x["dtypes"][d]["fingerprint"] for x in ok.values() if d in x["dtypes"]]
+            if majority:
+                than = f"the other {prints.count(majority)} GPU(s), which agree"
+            elif len(prints) == 2:
+                than = "its peer (no majority to trust)"
+            else:  # a tie, or all different: how many it differs from, none of them to be trusted either
+                differ = sum(1 for fp in prints if fp != r["dtypes"][d]["fingerprint"])
+                than = f"{differ} of the other {len(prints) - 1} GPUs (no majority to trust)"
+            sdc.append(Finding(Verdict.FAIL, "SDC_CROSS_GPU",
+                               f"identical work gave a different result than {than} ({', '.join(wrong_peers)})"))
+        power = power_finding(windows.get(g.index), profile, values, thresholds)
+        findings = sdc + rate + ([power] if power else [])
+        if not findings:
+            findings = [Finding(Verdict.PASS, None, "no dtype ran")]
+        short = burn_load_short(r["dtypes"])
+        if short and not sdc:  # wrong results stand whatever the load; a rate of too little work is none
+            return CheckResult(name, g.subject, Verdict.ERROR, f"the burn did not produce its load: {'; '.join(short)}; "
+                               "not judged", code="BURN_LOAD_NOT_REACHED", values=values,
+                               evidence={"dtypes": r["dtypes"], "not_run": r["not_run"]})
+        key = next((f"{d}_tflops" for d in HEADLINE_DTYPES if d in r["dtypes"]), None)
+        dtypes_seen = {d: {**m, **_seen_readings(seen[d])} if seen[d] is not None else m for d, m in r["dtypes"].items()}
+        result = fold(name, g.subject, findings, values, thresholds + [profile.threshold("gpu", "max_outlier_pct")],
+                      key=key, evidence={"dtypes": dtypes_seen, "not_run": r["not_run"],
+                                         "node_median_tflops": medians})
+        if result.verdict is Verdict.PASS and r["dtypes"]:
+            result.message = "sustained " + ", ".join(f"{d} {m['tflops']:g}" for d, m in r["dtypes"].items()) + " TFLOP/s; results exact"
+        if r["not_run"]:
+            result.message += "; not run: " + "; ".join(f"{d} ({why})" for d, why in r["not_run"].items())
+        expected = Expected.of(g, r["dtypes"])
+        share = expected.share({d: m["tflops"] for d, m in r["dtypes"].items()}, medians)
+        observed = Observed.of(g, window)
+        if slow:
+            # The slow dtype furthest below what it should do is the one diagnosed: in its own span,
+            # against the clock a healthy part holds under it, where its span was seen under load.
+            reference = expected.healthy or medians
+            d = min(slow, key=lambda x: r["dtypes"][x]["tflops"] / reference[x] if reference.get(x) else 1.0)
+            part = seen[d]
+            if part is not None and part.loaded_samples:
+                expected = Expected.of(g, [d])
+                share = expected.share({d: r["dtypes"][d]["tflops"]}, medians)
+                observed = Observed.of(g, part)
+            else:  # the whole step's clocks; only this dtype's floor can be the estimate to blame
+                expected = replace(expected, estimated=tuple(f for f in expected.estimated if f == d))
+        return explain(result, observed, expected, share, "the burn")
+
+    return each_gpu(name, gpus, outcomes, one)
+
+
+# Each dtype must have computed at least this share of its planned part of the burn (its GPU time over
+# its share of the burn's seconds) for its rate to be a sustained one. The set-up and warm-up come out
+# of a dtype's share: fp8's (cuBLASLt's plan through nvmath-python) left it 2.37 s of GPU time in its
+# 5 s on a healthy H200 (0.47; benchmarks/RESULTS.md, 2026-11-26), the least of any dtype on either
+# GPU; a quarter is half of that (nodeqc's choice), far above a GPU whose products return at once.
+BURN_MIN_LOAD_SHARE = 0.25
+
+
+def burn_load_short(dtypes: dict[str, Any]) -> list[str]:
+    """The dtypes that computed less than BURN_MIN_LOAD_SHARE of their planned seconds, as said; none
+    for a result that carries no plan (made before the burn recorded it)."""
+    short = []
+    for d, m in dtypes.items():
+        planned = m.get("planned_s")
+        if isinstance(planned, (int, float)) and planned > 0 and m["seconds"] < BURN_MIN_LOAD_SHARE * planned:
+            short.append(f"{d} computed {m['seconds']:g} s of its {planned:g} s ({m['products']} products; "
+                         f"needs {BURN_MIN_LOAD_SHARE:g} of it)")
+    return short
+
+
+def _dtype_seen(window: GpuTelemetry | None, m: dict[str, Any]) -> GpuTelemetry | None:
+    """Telemetry of one dtype's span (matmul_burn's start_s/end_s on the run's clock), or None."""
+    if window is None or not isinstance(m.get("start_s"), (int, float)) or not isinstance(m.get("end_s"), (int, float)):
+        return None
+    return window.between(m["start_s"], m["end_s"])
+
+
+def _seen_readings(part: GpuTelemetry) -> dict[str, Any]:
+    """A dtype's evidence of its span: mean SM clock and power under load, and the clocks-event
+    reasons seen there with their seconds (idle and application clocks are no throttling)."""
+    clock, power = part.loaded_sm_clock_mhz.mean, part.loaded_power_w.mean
+    return {"sm_clock_mhz": None if is_na(clock) else round(clock),
+            "power_w": None if is_na(power) else round(power, 1),
+            "throttle_s": {k: round(v, 2) for k, v in sorted(part.throttle_s.items())
+                           if k not in ("gpu_idle", "applications_clocks") and v > 0}}

@@ -1,0 +1,136 @@
+"""The device memory: stress.hbm_bandwidth (copy and triad bandwidth, the data verified) and
+stress.memtest (patterns over most of the free memory, every word checked)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodeqc.backends.base import GpuInfo
+from nodeqc.checks.common import Finding, fmt, fold, judge
+from nodeqc.checks.diagnosis import Expected, Observed, explain
+from nodeqc.checks.stress.outcomes import GIB, each_gpu, median_or_none, node_outlier, wrong_data
+from nodeqc.core.model import CheckResult, Value, Verdict
+from nodeqc.spec.profile import Profile
+from nodeqc.work.telemetry import GpuTelemetry
+from nodeqc.work.workers import Outcome
+
+
+def hbm_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    # 1 GiB per buffer is far beyond any L2 cache (50 MB on H100), so the figure is DRAM's.
+    return {"bytes": GIB, "trials": 3 if quick else 5, "iters": 10}
+
+
+HBM_KINDS = ("copy", "triad")
+
+
+def hbm_load_short(r: dict[str, Any]) -> str | None:
+    """Why the bandwidth test did not prove the bytes it claimed to move: every one of its
+    trials x iters timed passes of the buffer done for both kinds (copy and triad), with bytes moved
+    and a rate above 0 GB/s measured for each. None where it did, and for a result from before the
+    load was proven (no `passes`): judged as before."""
+    if "passes" not in r:
+        return None
+    planned = int(r["planned_passes"])
+    said = []
+    for kind in HBM_KINDS:
+        done, moved = int(r["passes"].get(kind, 0)), int(r.get("moved_bytes", {}).get(kind, 0))
+        if done < planned or moved <= 0 or not r[f"{kind}_gbps"] > 0:
+            said.append(f"{kind} {done} of {planned} passes of the {fmt(round(r['bytes'] / GIB, 2), 'GiB')} buffer, "
+                        f"{fmt(round(moved / GIB, 2), 'GiB')} moved, {fmt(r[f'{kind}_gbps'], 'GB/s')}")
+    return "the bandwidth test did not move its load: " + ", ".join(said) + "; not judged" if said else None
+
+
+def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
+              profile: Profile) -> list[CheckResult]:
+    name = "stress.hbm_bandwidth"
+    ok = {i: o.result for i, o in outcomes.items() if o.ok}
+    median = median_or_none([r["copy_gbps"] for r in ok.values()])
+    floor = profile.threshold("gpu", "min_hbm_gbps")
+
+    def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
+        short = hbm_load_short(r)
+        if short and r["verified"]:  # wrong data fails whatever load moved it; a rate needs its load
+            return CheckResult(name, g.subject, Verdict.ERROR, short, code="HBM_LOAD_NOT_REACHED",
+                               values={"copy_gbps": Value(r["copy_gbps"], "GB/s"),
+                                       "triad_gbps": Value(r["triad_gbps"], "GB/s")},
+                               evidence={k: r.get(k) for k in ("passes", "planned_passes", "moved_bytes", "bytes")},
+                               key="copy_gbps")
+        findings = []
+        if not r["verified"]:
+            findings.append(Finding(Verdict.FAIL, "HBM_CORRUPT",
+                                    "the copied data came back wrong" + wrong_data(r["mismatch"])))
+        findings.append(judge(floor, r["copy_gbps"], "HBM_SLOW", "copy bandwidth", "GB/s"))
+        outlier = node_outlier(profile, r["copy_gbps"], median, len(ok), "HBM_OUTLIER", "copy bandwidth", "GB/s")
+        if outlier:
+            findings.append(outlier)
+        result = fold(name, g.subject, findings,
+                      {"copy_gbps": Value(r["copy_gbps"], "GB/s"), "triad_gbps": Value(r["triad_gbps"], "GB/s")},
+                      [floor, profile.threshold("gpu", "max_outlier_pct")], key="copy_gbps")
+        expected = Expected.of(g)
+        share = expected.share({"hbm": r["copy_gbps"]}, {"hbm": median} if median else None)
+        return explain(result, Observed.of(g, windows.get(g.index)), expected, share, "the bandwidth test")
+
+    return each_gpu(name, gpus, outcomes, one)
+
+
+def memtest_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    """Quick mode runs the short pattern set; a full run adds the full-mode patterns and bit fade."""
+    return {"fraction": profile.get("gpu", "memtest_fraction", 0.9), "full": not quick,
+            "retention_s": 0.0 if quick else float(profile.get("run", "memtest_retention_s"))}
+
+
+# How far below the asked fraction of free memory the memory test's buffer may fall: the buffer is
+# the fraction of free memory rounded down to whole 8-byte words (backends/cupy_compute.py), which
+# loses under 8 bytes; half a percentage point leaves room for a backend that rounds to larger
+# blocks, and is still far less than any memory a failing run leaves untested (nodeqc's choice).
+MEMTEST_COVERAGE_TOLERANCE = 0.005
+
+
+def memtest_load_short(r: dict[str, Any]) -> str | None:
+    """Why the memory test did not prove the coverage it claimed: bytes tested against the fraction
+    of free memory asked, less MEMTEST_COVERAGE_TOLERANCE, and every pattern of its program run.
+    None where it did, and for a result from before the coverage was proven (no `fraction`)."""
+    if "fraction" not in r:
+        return None
+    asked, free = float(r["fraction"]), int(r["free_bytes"])
+    coverage = r["bytes"] / free if free > 0 else 0.0
+    said = []
+    if coverage < asked - MEMTEST_COVERAGE_TOLERANCE:
+        said.append(f"tested {fmt(round(r['bytes'] / GIB, 2), 'GiB')}, {fmt(round(100 * coverage, 1), '%')} of the "
+                    f"{fmt(round(free / GIB, 2), 'GiB')} free, short of the {fmt(round(100 * asked, 1), '%')} asked "
+                    f"(tolerance {fmt(100 * MEMTEST_COVERAGE_TOLERANCE, '%')})")
+    planned = int(r.get("patterns_planned", 0))
+    if len(r["passes"]) < planned:
+        said.append(f"{len(r['passes'])} of its {planned} patterns ran")
+    return "the memory test did not cover what it was asked to: " + " and ".join(said) + "; not judged" \
+        if said else None
+
+
+def judge_memtest(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
+                  profile: Profile) -> list[CheckResult]:
+    name = "stress.memtest"
+
+    def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
+        values = {"errors": Value(r["errors"]), "tested": Value(round(r["bytes"] / GIB, 2), "GiB"),
+                  "coverage_pct": Value(round(100 * r["bytes"] / r["free_bytes"], 1), "%"),
+                  "gbps": Value(r["gbps"], "GB/s")}
+        evidence = {"passes": r["passes"], "first_errors": r["first"]}
+        if r["errors"]:
+            e = r["first"][0]
+            bad = [p["pattern"] for p in r["passes"] if p["errors"]]
+            return CheckResult(name, g.subject, Verdict.FAIL,
+                               f"{r['errors']} wrong word(s) in {', '.join(bad)}: first at {e['address']} "
+                               f"expected {e['expected']} got {e['actual']} (xor {e['xor']})",
+                               code="MEMTEST_ERRORS", values=values, evidence=evidence, key="errors")
+        short = memtest_load_short(r)
+        if short:  # no errors in less memory than asked is no clean bill: not judged
+            return CheckResult(name, g.subject, Verdict.ERROR, short, code="MEMTEST_LOAD_NOT_REACHED",
+                               values=values, evidence={**evidence, "fraction": r["fraction"],
+                                                        "patterns_planned": r.get("patterns_planned")},
+                               key="coverage_pct")
+        return CheckResult(name, g.subject, Verdict.PASS,
+                           f"{len(r['passes'])} patterns over {values['tested']} "
+                           f"({values['coverage_pct']} of free memory): no errors",
+                           values=values, evidence=evidence, key="errors")
+
+    return each_gpu(name, gpus, outcomes, one)

@@ -1,0 +1,84 @@
+"""stress.nccl and stress.nccl_net: an all-reduce across the node's GPUs, its result checked on every
+GPU and its bus bandwidth against the floor; nccl_net with NCCL's peer-to-peer and shared memory off,
+so that the bytes go through the NICs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodeqc.backends.base import GpuInfo
+from nodeqc.checks.common import Finding, fold, judge, skip
+from nodeqc.checks.diagnosis import Observed, explain_node
+from nodeqc.checks.stress.outcomes import GIB, node_expected, outcome_failure
+from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
+from nodeqc.spec.profile import Profile
+from nodeqc.work.telemetry import GpuTelemetry
+from nodeqc.work.workers import Outcome
+
+
+def nccl_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    # Bus bandwidth only saturates with large messages (nccl-tests: 8-16 GB; 1-4 GiB gets close).
+    return {"bytes": GIB if quick else 4 * GIB, "iters": 5 if quick else 20}
+
+
+def judge_nccl(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
+               windows: dict[int, GpuTelemetry] | None = None) -> list[CheckResult]:
+    return _judge_allreduce("stress.nccl", gpus, outcome, windows, profile.threshold("gpu", "min_nccl_busbw_gbps"),
+                            "NCCL_SLOW", "", {})
+
+
+def _judge_allreduce(name: str, gpus: list[GpuInfo], outcome: Outcome, windows: dict[int, GpuTelemetry] | None,
+                     floor: Threshold | None, slow_code: str, route: str, env: dict[str, str]) -> list[CheckResult]:
+    """An all-reduce across the node's GPUs: every GPU's result exact, bus bandwidth against the floor.
+    `route` says how the bytes went (through the NICs for stress.nccl_net), `env` the NCCL settings."""
+    windows = windows or {}
+    failure = outcome_failure(name, "node", outcome)
+    if failure:
+        return [failure]
+    r = outcome.result
+    if "unavailable" in r:
+        return [skip(name, "node", f"not run: {r['unavailable']}", code="NCCL_UNAVAILABLE")]
+    wrong = {w["gpu"]: w for w in r["wrong"]}
+    findings = [judge(floor, r["busbw_gbps"], slow_code, f"all-reduce across {r['gpus']} GPUs{route}: bus bandwidth",
+                      "GB/s")]
+    # A wrong result on a GPU the node's list does not hold is the node's finding: never lost.
+    findings += [Finding(Verdict.FAIL, "NCCL_WRONG_RESULT", f"all-reduce{route} result wrong on gpu{i}, not among "
+                         f"the GPUs judged: {_wrong_share(w)}") for i, w in sorted(wrong.items())
+                 if i not in {g.index for g in gpus}]
+    evidence = {"wrong": r["wrong"], **({"env": env} if env else {})}
+    result = fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
+                                           "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
+                                           "message_bytes": Value(r["bytes"], "B")}, [floor], key="busbw_gbps",
+                  evidence=evidence)
+    judged_here = sorted(i for i in wrong if i in {g.index for g in gpus})
+    if judged_here:
+        result.message += f"; the result was wrong on {', '.join(f'gpu{i}' for i in judged_here)} (judged on each GPU)"
+    # Every GPU's own share of the result, checked: a wrong one is that GPU's finding, named as every
+    # other GPU finding is (its index, bus id and serial in the report), not the node's.
+    exact = [CheckResult(name, g.subject, Verdict.PASS, f"all-reduce{route} result exact on this GPU") if g.index not in wrong
+             else CheckResult(name, g.subject, Verdict.FAIL, f"all-reduce{route} result wrong on this GPU: "
+                              f"{_wrong_share(wrong[g.index])}", code="NCCL_WRONG_RESULT", evidence={"wrong": wrong[g.index]})
+             for g in gpus]
+    return [explain_node(result, [Observed.of(g, windows.get(g.index)) for g in gpus], node_expected(gpus),
+                        f"the all-reduce{route}")] + exact
+
+
+def _wrong_share(w: dict[str, Any]) -> str:
+    return f"{w['count']} element(s), first at {w['index']} expected {w['expected']:g}, got {w['actual']:g} (bits {w['xor']} flipped)"
+
+
+# NCCL's own switches: peer-to-peer (NVLink, PCIe) and shared memory off, so the all-reduce between
+# the node's GPUs goes through the network plugin and the NICs, a peer-less test of every NIC's
+# GPUDirect path (Azure's HPC health checks and Meta's gcm run NCCL this way; issue 15).
+NCCL_THROUGH_NICS = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
+
+
+def nccl_net_params(profile: Profile, quick: bool) -> dict[str, Any]:
+    return {**nccl_params(profile, quick), "env": NCCL_THROUGH_NICS}
+
+
+def judge_nccl_net(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
+                   windows: dict[int, GpuTelemetry] | None = None) -> list[CheckResult]:
+    return _judge_allreduce("stress.nccl_net", gpus, outcome, windows,
+                            profile.threshold("nic", "min_nccl_loopback_busbw_gbps"), "NCCL_NET_SLOW",
+                            " through the NICs (P2P and SHM off)", NCCL_THROUGH_NICS)

@@ -1,0 +1,65 @@
+"""The stress plan: each step names its workload (nodeqc/work/workloads.py), the params it runs with,
+how long it may take, and the judge of what came back, in the order the steps run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from nodeqc.backends.base import GpuInfo
+from nodeqc.checks.stress.burn import burn_params, judge_burn
+from nodeqc.checks.stress.memory import hbm_params, judge_hbm, judge_memtest, memtest_params
+from nodeqc.checks.stress.nccl import judge_nccl, judge_nccl_net, nccl_net_params, nccl_params
+from nodeqc.checks.stress.p2p import judge_p2p, p2p_params
+from nodeqc.checks.stress.pcie import judge_pcie, pcie_params
+from nodeqc.checks.stress.power import POWER_LOADED_SAMPLES, judge_power, power_params
+from nodeqc.checks.stress.pulse import judge_pulse, pulse_params
+from nodeqc.core.model import CheckResult
+from nodeqc.spec.profile import Profile
+from nodeqc.work.workers import Task
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    workload: str
+    params: Callable[[Profile, bool], dict[str, Any]]
+    expected_s: Callable[[dict[str, Any]], float]  # a generous bound on the run's clock, for the watchdog
+    per_gpu: bool = True  # one task per GPU; else one task across every GPU
+    judge_per_gpu: Callable[..., list[CheckResult]] | None = None
+    judge_node: Callable[..., list[CheckResult]] | None = None
+    # Runs only where the profile sets this floor and the node has an RDMA port (else skipped, saying so).
+    needs_rdma_floor: str | None = None
+    # Judged from telemetry alone: the load lasts long enough (in real time) for this many readings.
+    loaded_samples: int = 0
+    # The node's PSUs are read from its BMC before, during and after the step (nodeqc.checks.psu).
+    watch_psus: bool = False
+
+    def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool, run_t0: float = 0.0,
+              min_wall_s: float = 0.0, time_scale: float = 1.0) -> list[Task]:
+        """run_t0: the run clock's reading at the run's start, which telemetry counts time from;
+        min_wall_s: real seconds the load must last at least (run-clock seconds = real x time_scale)."""
+        params = {**self.params(profile, quick), "bus_ids": {g.index: g.bus_id for g in gpus}, "run_t0": run_t0}
+        if min_wall_s > 0:
+            params["min_wall_s"] = min_wall_s
+        expected = self.expected_s(params) + min_wall_s * time_scale
+        if self.per_gpu:
+            return [Task(self.workload, g.index, params, expected) for g in gpus]
+        return [Task(self.workload, gpus[0].index, params, expected, gpus=tuple(g.index for g in gpus))]
+
+
+PLAN: list[Step] = [
+    Step("stress.burn", "matmul", burn_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_burn),
+    Step("stress.power", "burn", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power,
+         loaded_samples=POWER_LOADED_SAMPLES, watch_psus=True),
+    Step("stress.power_pulse", "pulse", pulse_params,
+         lambda p: (len(p["periods_s"]) + 1) * (p["seconds_per_period"] + 2) + 60, judge_per_gpu=judge_pulse,
+         watch_psus=True),
+    Step("stress.hbm_bandwidth", "hbm", hbm_params, lambda p: 60, judge_per_gpu=judge_hbm),
+    Step("stress.memtest", "memtest", memtest_params, lambda p: 180 + 2 * p["retention_s"], judge_per_gpu=judge_memtest),
+    Step("stress.pcie_bandwidth", "pcie", pcie_params, lambda p: p["min_seconds"] + 60, judge_per_gpu=judge_pcie),
+    Step("stress.p2p", "p2p", p2p_params, lambda p: 120, per_gpu=False, judge_node=judge_p2p),
+    Step("stress.nccl", "nccl", nccl_params, lambda p: 120, per_gpu=False, judge_node=judge_nccl),
+    Step("stress.nccl_net", "nccl", nccl_net_params, lambda p: 120, per_gpu=False,
+         judge_node=judge_nccl_net, needs_rdma_floor="min_nccl_loopback_busbw_gbps"),
+]
