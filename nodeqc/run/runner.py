@@ -25,7 +25,6 @@ from nodeqc.checks import host_stress as host_stress_checks
 from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
 from nodeqc.checks.common import as_replayed
 from nodeqc.checks.processes import gpu_free
-from nodeqc.checks.psu import judge_psu
 from nodeqc.checks.stress import plan as stress_plan
 from nodeqc.checks.stress.outcomes import MIB, SEED
 from nodeqc.core.errors import BackendUnavailable, GpuLostError
@@ -422,17 +421,9 @@ class Runner:
             psus = self._watch_psus() if step.watch_psus else None
             sampler.open_window(step.name)
 
-            def on_progress(task: Task, fraction: float, figures: dict[str, Any], name: str = step.name) -> None:
-                if "bound" in figures:  # a phase of the step starts or ends: read the counters there
-                    bound, period = figures.pop("bound"), figures.pop("period_s", None)
-                    sampler.mark_counters(task.gpu, {"bound": bound, "period_s": period})
-                    if psus is not None:
-                        psus.mark(f"at the {bound} of the " + ("steady load" if not period else
-                                                               f"{period * 1000:g} ms period"), period)
-                elif psus is not None:
-                    psus.poll(f"during the {figures['period_ms']:g} ms period" if "period_ms" in figures
-                              else "during the test")
-                self._progress(name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures)
+            def on_progress(task: Task, fraction: float, figures: dict[str, Any], step: Any = step) -> None:
+                step.on_progress(task.gpu, figures, sampler, psus)
+                self._progress(step.name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures)
             try:
                 # A step judged from telemetry alone holds its load until the sampler, at the pace it
                 # really keeps, has read it (bounded by MAX_TELEMETRY_WAIT_S).
@@ -445,15 +436,11 @@ class Runner:
                 windows = sampler.close_window(step.name)
                 self._platform.drain_kernel_log()
                 psu_run = psus.finish(after=not self.aborted) if psus is not None else None
+            results = step.judge(live, outcomes, windows, self.profile, None if self.aborted else psu_run)
             if step.per_gpu:
-                results = step.judge_per_gpu(live, {o.task.gpu: o for o in outcomes}, windows, self.profile)
                 for o in outcomes:
                     if o.status in (STATUS_HANG, STATUS_CRASH, STATUS_LOST):
                         failed[o.task.gpu] = step.name
-            else:
-                results = step.judge_node(live, outcomes[0], self.profile, windows)
-            if psu_run is not None and not self.aborted:
-                results.append(judge_psu(step.name, psu_run))
             for r in results + sitting_out:
                 self._finish(r)
         return failed

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from nodeqc.backends.base import GpuInfo
+from nodeqc.checks.psu import judge_psu
 from nodeqc.checks.stress.burn import burn_params, judge_burn
 from nodeqc.checks.stress.memory import hbm_params, judge_hbm, judge_memtest, memtest_params
 from nodeqc.checks.stress.nccl import judge_nccl, judge_nccl_net, nccl_net_params, nccl_params
@@ -16,7 +17,7 @@ from nodeqc.checks.stress.power import POWER_LOADED_SAMPLES, judge_power, power_
 from nodeqc.checks.stress.pulse import judge_pulse, pulse_params
 from nodeqc.core.model import CheckResult
 from nodeqc.spec.profile import Profile
-from nodeqc.work.workers import Task
+from nodeqc.work.workers import Outcome, Task
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,33 @@ class Step:
         if self.per_gpu:
             return [Task(self.workload, g.index, params, expected) for g in gpus]
         return [Task(self.workload, gpus[0].index, params, expected, gpus=tuple(g.index for g in gpus))]
+
+    def on_progress(self, gpu: int, figures: dict[str, Any], telemetry: Any, psus: Any | None) -> None:
+        """The step's own protocol, as its workload reports progress. A figure `bound` says a phase
+        starts or ends (the pulse test's steady load and each period): the driver's counters are read
+        there (telemetry.mark_counters), and the PSUs when they are watched. Any other progress of a
+        watched step is a chance to poll the PSUs. `bound` and `period_s` are taken out of `figures`:
+        what is left is progress for the people watching."""
+        if "bound" in figures:
+            bound, period = figures.pop("bound"), figures.pop("period_s", None)
+            telemetry.mark_counters(gpu, {"bound": bound, "period_s": period})
+            if psus is not None:
+                psus.mark(f"at the {bound} of the " + ("steady load" if not period else f"{period * 1000:g} ms period"),
+                          period)
+        elif psus is not None:
+            psus.poll(f"during the {figures['period_ms']:g} ms period" if "period_ms" in figures else "during the test")
+
+    def judge(self, gpus: list[GpuInfo], outcomes: list[Outcome], windows: dict[int, Any], profile: Profile,
+              psu_run: Any | None = None) -> list[CheckResult]:
+        """The step's verdicts on what its tasks returned and telemetry saw; with `psu_run`, what the
+        BMC read of the PSUs during the step (nodeqc.checks.psu)."""
+        if self.per_gpu:
+            results = self.judge_per_gpu(gpus, {o.task.gpu: o for o in outcomes}, windows, profile)
+        else:
+            results = self.judge_node(gpus, outcomes[0], profile, windows)
+        if psu_run is not None:
+            results.append(judge_psu(self.name, psu_run))
+        return results
 
 
 PLAN: list[Step] = [
