@@ -80,7 +80,7 @@ def _burn(predicate: dict) -> dict:
 def _judge(which: str, dtypes: dict | None = None, gpu: GpuInfo | None = None, profile: str | None = None):
     predicate = _report(which)
     result = {"dtypes": dtypes if dtypes is not None else _burn(predicate)["evidence"]["dtypes"], "not_run": {}}
-    outcome = {0: Outcome(Task("matmul", 0, {}, 1.0), STATUS_OK, result)}
+    outcome = {0: Outcome(Task("matmul_burn", 0, {}, 1.0), STATUS_OK, result)}
     prof = load_profile(profile or predicate["profile"]["name"])
     [r] = judge_burn([gpu or _gpu(predicate)], outcome, {0: _window(which)}, prof)
     return r

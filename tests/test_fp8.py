@@ -357,7 +357,7 @@ def test_fp8_refused_in_the_set_up_is_not_run_and_the_burn_still_passes():
     assert "fp8" in params["dtypes"]
     result = matmul_burn(NoFp8Plan(node.compute_spec(), 0), params, _Quiet())
     assert result["not_run"] == {"fp8": why} and list(result["dtypes"]) == ["fp64", "fp32", "tf32", "fp16", "bf16"]
-    r = judge_burn(gpus, {0: Outcome(Task("burn", 0, params, 1.0), STATUS_OK, result)}, {}, profile)[0]
+    r = judge_burn(gpus, {0: Outcome(Task("matmul_burn", 0, params, 1.0), STATUS_OK, result)}, {}, profile)[0]
     assert r.verdict is Verdict.PASS and r.message.endswith(f"; not run: fp8 ({why})")
 
 

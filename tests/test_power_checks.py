@@ -355,15 +355,15 @@ def test_the_sampler_knows_the_pace_it_really_keeps():
 def test_the_plain_load_lasts_its_real_time_floor_however_compressed_the_clock():
     import time
 
-    from nodeqc.work.workloads import burn
+    from nodeqc.work.workloads import plain_load
 
     n = SimNode(load_scenario("h100"), [], time_scale=900)
     dev = SimDevice(n.compute_spec(), 0)
     start = time.monotonic()
-    r = burn(dev, {"seconds": 10, "min_wall_s": 0.5}, Progress())
+    r = plain_load(dev, {"seconds": 10, "min_wall_s": 0.5}, Progress())
     assert time.monotonic() - start >= 0.5 and r["seconds"] >= 10
     start = time.monotonic()
-    burn(dev, {"seconds": 10}, Progress())  # no floor: 10 s of the run's clock, about 11 ms of real time
+    plain_load(dev, {"seconds": 10}, Progress())  # no floor: 10 s of the run's clock, about 11 ms of real time
     assert time.monotonic() - start < 0.5
 
 

@@ -890,7 +890,7 @@ def test_the_plan_makes_one_task_per_gpu_or_one_for_the_node():
     steps = {s.name: s for s in stress_plan.PLAN}
     g = gpus(3)
     burn = steps["stress.burn"].tasks(g, p, True)
-    assert [(t.workload, t.gpu, t.gpus, t.expected_s) for t in burn] == [("matmul", i, (), 90.0) for i in range(3)]
+    assert [(t.workload, t.gpu, t.gpus, t.expected_s) for t in burn] == [("matmul_burn", i, (), 90.0) for i in range(3)]
     assert burn[0].params["bus_ids"] == {0: "0000:01:00.0", 1: "0000:02:00.0", 2: "0000:03:00.0"}
     [nccl] = steps["stress.nccl"].tasks(g, p, True)
     assert (nccl.workload, nccl.gpu, nccl.gpus, nccl.expected_s) == ("nccl", 0, (0, 1, 2), 120)
@@ -1175,7 +1175,7 @@ def test_step_tasks_carry_the_run_clock_and_every_gpu():
     steps = {s.name: s for s in stress_plan.PLAN}
     per_gpu = steps["stress.power"].tasks(g, prof, quick=True, run_t0=12.5)
     params = {**stress_power.power_params(prof, True), "bus_ids": {2: "0000:03:00.0", 5: "0000:06:00.0"}, "run_t0": 12.5}
-    assert per_gpu == [Task("burn", 2, params, params["seconds"] + 60), Task("burn", 5, params, params["seconds"] + 60)]
+    assert per_gpu == [Task("plain_load", 2, params, params["seconds"] + 60), Task("plain_load", 5, params, params["seconds"] + 60)]
     node = steps["stress.p2p"].tasks(g, prof, quick=False)
     params = {**stress_p2p.p2p_params(prof, False), "bus_ids": {2: "0000:03:00.0", 5: "0000:06:00.0"}, "run_t0": 0.0}
     assert node == [Task("p2p", 2, params, 120, gpus=(2, 5))]

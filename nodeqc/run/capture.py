@@ -65,7 +65,7 @@ def _start_load(gpus: list[Any], seconds: float) -> Any:
         import cupy  # noqa: F401
     except ImportError:
         return None
-    tasks = [Task("burn", g.index, {"seconds": seconds, "bus_ids": {g.index: g.bus_id}}, seconds) for g in gpus]
+    tasks = [Task("plain_load", g.index, {"seconds": seconds, "bus_ids": {g.index: g.bus_id}}, seconds) for g in gpus]
     box: dict[str, Any] = {}
     thread = threading.Thread(target=lambda: box.setdefault("outcomes", run_tasks(
         tasks, {"kind": "cupy"}, Watchdog(startup_s=120, stall_s=60))), daemon=True)

@@ -108,7 +108,7 @@ def warm_product_s(device: Any, products: int = WARM_PRODUCTS) -> float:
     return max(device.matmul_run(products) / products, 1e-6)
 
 
-def burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
+def plain_load(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
     """Plain load for params['seconds'] (no measurement): keeps a GPU busy while others are tested.
     A load judged from telemetry alone (stress.power) also lasts params['min_wall_s'] real seconds,
     so the sampler reads it under load however slowly it goes or however compressed the run's clock."""
@@ -544,8 +544,8 @@ def burn_in(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, 
 
 
 WORKLOADS: dict[str, Callable[[Any, dict[str, Any], Reporter], dict[str, Any]]] = {
-    "burn": burn,
-    "matmul": matmul_burn,
+    "plain_load": plain_load,
+    "matmul_burn": matmul_burn,
     "pulse": power_pulse,
     "hbm": hbm_bandwidth,
     "memtest": memory_test,

@@ -20,7 +20,7 @@ from nodeqc.work.workers import (STATUS_ABORTED, STATUS_CRASH, STATUS_ERROR, STA
 GIB = 1024 ** 3
 MIB = 1024 ** 2
 SEED = 20261122  # the same operands on every GPU: identical work, comparable results
-# The plain load ends only once it has run its planned seconds (workloads.burn), which its result
+# The plain load ends only once it has run its planned seconds (workloads.plain_load), which its result
 # keeps to the millisecond: a load that ran short by more than that rounding stopped early (nodeqc's
 # choice of tolerance). The host copies' minimum seconds are held to it too (pcie_load_short).
 HELD_TOLERANCE_S = 0.001

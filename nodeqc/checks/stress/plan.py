@@ -77,8 +77,8 @@ class Step:
 
 
 PLAN: list[Step] = [
-    Step("stress.burn", "matmul", burn_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_burn),
-    Step("stress.power", "burn", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power,
+    Step("stress.burn", "matmul_burn", burn_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_burn),
+    Step("stress.power", "plain_load", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power,
          loaded_samples=POWER_LOADED_SAMPLES, watch_psus=True),
     Step("stress.power_pulse", "pulse", pulse_params,
          lambda p: (len(p["periods_s"]) + 1) * (p["seconds_per_period"] + 2) + 60, judge_per_gpu=judge_pulse,
