@@ -25,7 +25,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "nodeqc"
 # The modules that build CheckResults; test_result_builders_are_known keeps this honest.
 EMITTERS = ("checks", "run/runner.py", "run/platform_watch.py", "report/predicate.py", "fabric/report.py")
 UPPER_SNAKE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
-RESULT_BUILDERS = {"CheckResult", "Finding", "skip", "judge", "fold"}
+RESULT_BUILDERS = {"CheckResult", "Judgement", "skip", "judge", "fold"}
 
 
 def _modules() -> dict[Path, ast.Module]:
@@ -120,7 +120,7 @@ def emitted_codes() -> dict[str, set[str]]:
 
 def test_the_scan_finds_the_codes_of_every_family():
     found = emitted_codes()
-    # One code per way a code travels: keyword, positional Finding/judge argument, conditional
+    # One code per way a code travels: keyword, positional Judgement/judge argument, conditional
     # assignment, for-loop tuple, a tuple handed on (NIC skips), the runner's own.
     for code in ("GPU_COUNT", "BURN_SLOW", "SDC_KNOWN_ANSWER", "THROTTLE_POWER_BRAKE", "PCIE_WIDTH",
                  "NIC_NO_ADDRESS", "IPERF3_MISSING", "SKIPPED_EARLIER_FAILURE", "XID", "NVLINK_DOWN"):

@@ -14,7 +14,7 @@ from nodeqc.backends import simulated_hardware
 from nodeqc.backends.platform import (LinuxPlatform, acs_flags, acs_from_config, acs_from_lspci, parse_aer,
                                       redirecting)
 from nodeqc.backends.sim.faults import parse_fault
-from nodeqc.checks.conformance import NODE_FIELDS, compare
+from nodeqc.checks.conformance import NODE_FIELDS, judge_conformance
 from nodeqc.cli.baseline import observe_node
 from nodeqc.core.errors import UsageError
 from nodeqc.core.model import Verdict
@@ -153,7 +153,7 @@ def test_a_node_matches_its_own_baseline(golden, tmp_path):
     path = tmp_path / "golden.toml"
     path.write_text(render(golden, "sim-hgx-h100", True))
     base = Baseline.load(path)
-    results = compare(base.data, observe_node(_sim())[0])
+    results = judge_conformance(base.data, observe_node(_sim())[0])
     assert results and all(r.verdict is Verdict.PASS for r in results)
     assert {r.name for r in results} == {"baseline.firmware", "baseline.software", "baseline.settings", "baseline.topology"}
 
@@ -177,7 +177,7 @@ def test_the_file_is_plain_toml_that_round_trips(golden, tmp_path):
     ("gpu6:missing", "baseline.topology", "ibp206s0", "BASELINE_PCIE_SWITCH", "on one PCIe switch with [gpu6]"),
 ])
 def test_each_difference_is_found_with_code_and_what_to_do(golden, fault, check, subject, code, wanted):
-    results = compare(golden, observe_node(_sim(fault))[0])
+    results = judge_conformance(golden, observe_node(_sim(fault))[0])
     bad = [r for r in results if r.verdict is not Verdict.PASS]
     hit = [r for r in bad if (r.name, r.subject, r.code) == (check, subject, code)]
     assert hit, [(r.name, r.subject, r.code, r.message) for r in bad]
@@ -189,7 +189,7 @@ def test_each_difference_is_found_with_code_and_what_to_do(golden, fault, check,
 
 def test_missing_gpu_moves_the_others_and_is_named(golden):
     """gpu6 not brought up: its slot is gone from the node, the baseline's gpu6 is missing."""
-    results = compare(golden, observe_node(_sim("gpu6:missing"))[0])
+    results = judge_conformance(golden, observe_node(_sim("gpu6:missing"))[0])
     missing = [r for r in results if r.code == "BASELINE_DEVICE_MISSING"]
     assert [r.subject for r in missing] == ["gpu6"] and missing[0].verdict is Verdict.FAIL
 
@@ -199,7 +199,7 @@ def test_other_driver_changes_driver_gsp_and_bridges_unaffected(golden):
     observed["node"]["driver"] = "580.159.04"
     for g in observed["gpu"].values():
         g["gsp_firmware"] = "580.159.04"
-    codes = {r.code for r in compare(golden, observed) if r.verdict is Verdict.FAIL}
+    codes = {r.code for r in judge_conformance(golden, observed) if r.verdict is Verdict.FAIL}
     assert codes == {"BASELINE_DRIVER", "BASELINE_GSP_FIRMWARE"}
 
 
@@ -209,19 +209,19 @@ def test_unreadable_value_warns_and_profile_fields_warn_or_are_ignored(golden):
     observed["node"]["kernel"] = "6.8.0-45-generic"
     for b in observed["bridge"].values():
         b.pop("acs", None)  # not root: the config space cannot be read
-    results = compare(golden, observed, warn_fields=frozenset({"kernel"}))
+    results = judge_conformance(golden, observed, warn_fields=frozenset({"kernel"}))
     by_code = {r.code: r for r in results if r.verdict is not Verdict.PASS}
     assert by_code["BASELINE_KERNEL"].verdict is Verdict.WARN
     assert by_code["BASELINE_UNREADABLE"].verdict is Verdict.WARN
     assert not any(r.verdict is Verdict.FAIL for r in results)
-    quiet = compare(golden, observed, ignore_fields=frozenset({"kernel", "inforom_image", "acs"}))
+    quiet = judge_conformance(golden, observed, ignore_fields=frozenset({"kernel", "inforom_image", "acs"}))
     assert all(r.verdict is Verdict.PASS for r in quiet)
 
 
 def test_extra_device_warns(golden):
     observed = observe_node(_sim())[0]
     observed["nic"]["ibp300s0"] = {"bus_id": "0000:e8:00.0", "driver": "mlx5_core"}
-    extra = [r for r in compare(golden, observed) if r.code == "BASELINE_DEVICE_EXTRA"]
+    extra = [r for r in judge_conformance(golden, observed) if r.code == "BASELINE_DEVICE_EXTRA"]
     assert [(r.subject, r.verdict) for r in extra] == [("ibp300s0", Verdict.WARN)]
 
 
@@ -341,7 +341,7 @@ def test_firmware_from_a_replayed_h100(tmp_path):
     # A node with older GPU firmware against this baseline:
     older = json.loads(json.dumps(observed))
     older["gpu"]["gpu0"]["vbios"] = "96.00.74.00.01"
-    [diff] = [r for r in compare(observed, older) if r.verdict is Verdict.FAIL]
+    [diff] = [r for r in judge_conformance(observed, older) if r.verdict is Verdict.FAIL]
     assert diff.code == "BASELINE_VBIOS" and "flash VBIOS 96.00.DA.00.0C" in diff.message
 
 
@@ -449,9 +449,9 @@ def test_every_field_that_differs_says_what_the_baseline_wants_and_what_to_do():
     node = {"node": {k: f"N-{k}" for k in _NODE}, "gpu": {"gpu3": {k: f"N-{k}" for k in _GPU}},
             "nic": {"ibp1s0": {k: f"N-{k}" for k in _NIC}}}
     got = [(r.name, r.subject, r.verdict.name, r.code, [d["message"] for d in r.evidence["differences"]])
-           for r in compare(base, node)]
+           for r in judge_conformance(base, node)]
     assert got == list(EVERY_FIELD_DIFFERS)
-    for r in compare(base, node):
+    for r in judge_conformance(base, node):
         assert r.message == "; ".join(d["message"] for d in r.evidence["differences"])
         assert all(d["verdict"] == "fail" for d in r.evidence["differences"])
 
@@ -641,16 +641,16 @@ def _rows(results):
 
 
 def test_edges_in_full_differences_first():
-    assert _rows(compare(_EDGE_BASE, _EDGE_NODE)) == EDGES
+    assert _rows(judge_conformance(_EDGE_BASE, _EDGE_NODE)) == EDGES
 
 
 def test_edges_with_fields_warned_and_another_source():
-    assert _rows(compare(_EDGE_BASE, _EDGE_NODE, warn_fields=frozenset({"driver", "devices", "acs", "ecc"}),
+    assert _rows(judge_conformance(_EDGE_BASE, _EDGE_NODE, warn_fields=frozenset({"driver", "devices", "acs", "ecc"}),
                          source="baseline.toml")) == EDGES_WARNED
 
 
 def test_edges_with_fields_ignored():
-    assert _rows(compare(_EDGE_BASE, _EDGE_NODE, ignore_fields=frozenset(
+    assert _rows(judge_conformance(_EDGE_BASE, _EDGE_NODE, ignore_fields=frozenset(
         {"devices", "acs", "iommu", "ecc", "persistence", "mig_mode", "kernel"}))) == EDGES_IGNORED
 
 
@@ -686,7 +686,7 @@ def test_edges_with_fields_ignored():
      "slot, risers and PCIe cabling"),
 ])
 def test_one_field_at_its_edge(want, have, says):
-    [r] = compare(want, have)
+    [r] = judge_conformance(want, have)
     if says is None:
         assert r.verdict is Verdict.PASS and r.message == "as the baseline (1 field)"
     else:
@@ -694,12 +694,12 @@ def test_one_field_at_its_edge(want, have, says):
 
 
 def test_a_pass_counts_its_fields_and_the_checks_come_in_order():
-    results = compare({"node": {"driver": "1", "kernel": "2", "iommu": "DMA", "bios_version": "3"}},
+    results = judge_conformance({"node": {"driver": "1", "kernel": "2", "iommu": "DMA", "bios_version": "3"}},
                       {"node": {"driver": "1", "kernel": "2", "iommu": "DMA", "bios_version": "3"}})
     assert [(r.name, r.message) for r in results] == [("baseline.firmware", "as the baseline (1 field)"),
                                                       ("baseline.software", "as the baseline (2 fields)"),
                                                       ("baseline.settings", "as the baseline (1 field)")]
-    assert compare({}, {}) == [] and compare({"node": {"unknown": 1}}, {"node": {"unknown": 2}}) == []
+    assert judge_conformance({}, {}) == [] and judge_conformance({"node": {"unknown": 1}}, {"node": {"unknown": 2}}) == []
 
 
 # ---------------------------------------------------------------------- a run that cannot read part of the node
@@ -749,7 +749,7 @@ NOT_READ_ON_A_REPLAY = [
 
 
 def test_a_replay_calls_nothing_missing_and_says_once_per_check_what_it_did_not_compare():
-    results = compare(_FULL_BASE, _replayed())
+    results = judge_conformance(_FULL_BASE, _replayed())
     assert _rows(results) == NOT_READ_ON_A_REPLAY
     false_alarms = ("BASELINE_PCIE_SWITCH", "BASELINE_DEVICE_MISSING", "BASELINE_UNREADABLE")
     assert not [r for r in results if r.code in false_alarms]
@@ -761,7 +761,7 @@ def test_a_replay_calls_nothing_missing_and_says_once_per_check_what_it_did_not_
 
 
 def test_what_a_replay_did_read_still_fails_on_a_difference():
-    results = compare(_FULL_BASE, _replayed(vbios="96.00.74.00.01"))
+    results = judge_conformance(_FULL_BASE, _replayed(vbios="96.00.74.00.01"))
     firmware = [(r.subject, r.verdict, r.code) for r in results if r.name == "baseline.firmware"]
     assert firmware == [("gpu0", Verdict.FAIL, "BASELINE_VBIOS"), ("node", Verdict.SKIP, "BASELINE_NOT_HERE")]
 
@@ -770,11 +770,11 @@ def test_the_node_compared_and_not_read_in_one_check_is_one_result():
     """The node's own fields of one check, some read and some not: one result, the worse verdict."""
     base = {"node": {"driver": "1", "kernel": "2"}}
     have = {"node": {"driver": "1"}, "unread": {"node": {"kernel": WHY}}}
-    assert _rows(compare(base, have)) == [('baseline.software', 'node', 'SKIP', 'BASELINE_NOT_HERE',
+    assert _rows(judge_conformance(base, have)) == [('baseline.software', 'node', 'SKIP', 'BASELINE_NOT_HERE',
                                            f'not compared: node (kernel) not read: {WHY}; the rest as the baseline '
                                            '(1 field)', {'driver': '1'})]
     have["node"]["driver"] = "3"
-    [r] = compare(base, have)
+    [r] = judge_conformance(base, have)
     assert (r.verdict, r.code) == (Verdict.FAIL, "BASELINE_DRIVER")
     assert r.message == ("NVIDIA driver 3, baseline 1: install NVIDIA driver 1; "
                          f"not compared: node (kernel) not read: {WHY}")
@@ -784,18 +784,18 @@ def test_nothing_comparable_at_all_could_not_run():
     """Only what this run cannot read: not a pass of nothing, not a failure; an ERROR (exit 2)."""
     base = {"gpu": {"gpu0": {"numa_node": 0}}, "nic": {"ibp24s0": {"driver": "mlx5_core"}},
             "bridge": {"0000:17:01.0": {"above": ["gpu0"]}}}
-    results = compare(base, {**_replayed(), "gpu": {"gpu0": {}}}, source="the baseline (golden.toml)")
+    results = judge_conformance(base, {**_replayed(), "gpu": {"gpu0": {}}}, source="the baseline (golden.toml)")
     assert _rows(results) == [
         ('baseline.software', 'node', 'ERROR', 'BASELINE_NOT_HERE',
          f'could not run, nothing of the baseline (golden.toml) compared: ibp24s0 (driver) not read: {WHY}', {}),
         ('baseline.topology', 'node', 'ERROR', 'BASELINE_NOT_HERE',
          'could not run, nothing of the baseline (golden.toml) compared: gpu0 (NUMA node), ibp24s0 (whether it is '
          f'there), bridge 0000:17:01.0 (whether it is there) not read: {WHY}', {})]
-    assert compare({}, {"unread": _replayed()["unread"]}) == []  # nothing asked, nothing to say
+    assert judge_conformance({}, {"unread": _replayed()["unread"]}) == []  # nothing asked, nothing to say
 
 
 def test_ignored_fields_are_not_said_unread_either():
-    results = compare(_FULL_BASE, _replayed(), ignore_fields=frozenset({"devices", "acs", "numa_node", "iommu"}))
+    results = judge_conformance(_FULL_BASE, _replayed(), ignore_fields=frozenset({"devices", "acs", "numa_node", "iommu"}))
     topology = [r for r in results if r.name == "baseline.topology"]
     assert _rows(topology) == [('baseline.topology', 'node', 'SKIP', 'BASELINE_NOT_HERE',
                                 f'not run: gpu0 (devices on its PCIe switch) not read: {WHY}', {})]
@@ -808,7 +808,7 @@ def test_read_and_absent_still_fails_where_the_platform_was_read():
     have = {"node": {"driver": "580.159.04", "kernel": "6.8", "bios_version": "2.1a", "iommu": "identity"},
             "gpu": {"gpu0": {"vbios": "96.00.DA.00.0C", "ecc": True, "numa_node": 0, "pcie_switch_peers": []}},
             "bridge": {"0000:16:00.0": {"above": ["gpu0"]}}, "unread": _unread(READ_BY_NIC_BACKEND)}
-    bad = [(r.subject, r.verdict, r.code, r.message) for r in compare(_FULL_BASE, have)
+    bad = [(r.subject, r.verdict, r.code, r.message) for r in judge_conformance(_FULL_BASE, have)
            if r.verdict is not Verdict.PASS]
     assert bad == [
         ("node", Verdict.SKIP, "BASELINE_NOT_HERE",
@@ -823,7 +823,7 @@ def test_read_and_absent_still_fails_where_the_platform_was_read():
          f"not compared: ibp24s0 (whether it is there, NUMA node) not read: {WHY}")]
     # With both backends there and the NIC really gone, it is missing, as ever.
     have["unread"] = {}
-    missing = [r for r in compare(_FULL_BASE, have) if r.code == "BASELINE_DEVICE_MISSING"]
+    missing = [r for r in judge_conformance(_FULL_BASE, have) if r.code == "BASELINE_DEVICE_MISSING"]
     assert [(r.subject, r.verdict) for r in missing] == [("ibp24s0", Verdict.FAIL)]
 
 
@@ -900,7 +900,7 @@ def test_a_baseline_checked_on_a_replay_fails_only_what_it_read(tmp_path):
 def test_what_the_gpu_does_not_answer_is_the_drivers_not_roots():
     # NVML answers any user: a VBIOS it cannot report now is the driver's or the GPU's matter; the
     # NUMA node comes from sysfs, where root can help.
-    results = compare({"gpu": {"gpu0": {"vbios": "96.00.99.00.01", "numa_node": 0}}}, {"gpu": {"gpu0": {}}})
+    results = judge_conformance({"gpu": {"gpu0": {"vbios": "96.00.99.00.01", "numa_node": 0}}}, {"gpu": {"gpu0": {}}})
     said = {r.name: (r.verdict, r.code, r.message) for r in results}
     assert said["baseline.firmware"] == (Verdict.WARN, "BASELINE_UNREADABLE", (
         "VBIOS: not readable now (baseline 96.00.99.00.01); the NVIDIA driver does not report it now (nvidia-smi -q "
@@ -934,7 +934,7 @@ def test_a_device_sysfs_cannot_place_is_not_compared_where_it_sits_and_never_fai
     now = observe(gpus, "580.1", "13.0", host, nics, _Unplaced(hw.platform, [gpus[0].bus_id]), WHY)
     assert now["unread"] == {"pci": {"gpu0": UNPLACED}}
     now["node"] = golden["node"]  # the driver and CUDA given above are not this test's
-    results = compare(golden, now)
+    results = judge_conformance(golden, now)
     assert [(r.name, r.subject, r.verdict, r.code, r.message) for r in results if r.verdict is not Verdict.PASS] == [
         ("baseline.topology", "node", Verdict.SKIP, "BASELINE_NOT_HERE",
          f"not compared: gpu0 (NUMA node, devices on its PCIe switch), bridge 0000:17:01.0 (whether it is there, ACS) "
@@ -945,7 +945,7 @@ def test_a_device_sysfs_cannot_place_is_not_compared_where_it_sits_and_never_fai
     now = observe(gpus, "580.1", "13.0", host, nics, hw.platform, WHY)
     now["node"] = golden["node"]
     del now["bridge"]["0000:17:01.0"]
-    assert [(r.subject, r.verdict, r.code) for r in compare(golden, now) if r.verdict is not Verdict.PASS] == [
+    assert [(r.subject, r.verdict, r.code) for r in judge_conformance(golden, now) if r.verdict is not Verdict.PASS] == [
         ("gpu0", Verdict.FAIL, "BASELINE_PCIE_SWITCH")]
 
 
@@ -962,7 +962,7 @@ def test_every_bridge_and_every_unread_nic_is_judged_past_one_that_says_nothing(
     have = {"bridge": {"0000:02:00.0": {"above": ["gpu1"]},
                        "0000:03:00.0": {"above": ["gpu2"], "acs": "SrcValid+ ReqRedir+ CmpltRedir-"}},
             "unread": _unread(READ_BY_NIC_BACKEND)}
-    got = [(r.name, r.subject, r.verdict, r.code, r.message) for r in compare(base, have) if r.verdict is not Verdict.PASS]
+    got = [(r.name, r.subject, r.verdict, r.code, r.message) for r in judge_conformance(base, have) if r.verdict is not Verdict.PASS]
     assert [g[:4] for g in got] == [("baseline.software", "node", Verdict.SKIP, "BASELINE_NOT_HERE"),
                                     ("baseline.topology", "gpu0", Verdict.FAIL, "BASELINE_PCIE_SWITCH"),
                                     ("baseline.topology", "gpu2", Verdict.FAIL, "BASELINE_ACS"),
@@ -974,12 +974,12 @@ def test_every_bridge_and_every_unread_nic_is_judged_past_one_that_says_nothing(
 def test_acs_names_only_the_redirects_the_baseline_did_not_have():
     base = {"bridge": {"0000:01:00.0": {"above": ["gpu0"], "acs": "SrcValid+ ReqRedir+ CmpltRedir-"}}}
     have = {"bridge": {"0000:01:00.0": {"above": ["gpu0"], "acs": "SrcValid+ ReqRedir+ CmpltRedir+"}}}
-    [r] = [r for r in compare(base, have) if r.verdict is not Verdict.PASS]
+    [r] = [r for r in judge_conformance(base, have) if r.verdict is not Verdict.PASS]
     assert r.code == "BASELINE_ACS" and "(CmpltRedir send peer-to-peer traffic through the CPU)" in r.message
 
 
 def test_an_observation_without_a_node_or_bridge_table_compares_as_nothing_read_there():
-    results = compare({"node": {"driver": "580.1"}, "bridge": {"0000:01:00.0": {"above": ["gpu0"]}}}, {})
+    results = judge_conformance({"node": {"driver": "580.1"}, "bridge": {"0000:01:00.0": {"above": ["gpu0"]}}}, {})
     assert [(r.subject, r.verdict, r.code) for r in results] == [
         ("node", Verdict.WARN, "BASELINE_UNREADABLE"), ("gpu0", Verdict.FAIL, "BASELINE_PCIE_SWITCH")]
 
@@ -987,7 +987,7 @@ def test_an_observation_without_a_node_or_bridge_table_compares_as_nothing_read_
 def test_a_passing_topology_lists_what_it_compared_and_a_difference_its_code():
     base = {"bridge": {"0000:01:00.0": {"above": ["gpu0"], "acs": "SrcValid+ ReqRedir- CmpltRedir-"}},
             "node": {"kernel": "6.8"}}
-    [software, topology] = sorted(compare(base, {"bridge": base["bridge"], "node": {"kernel": "6.9"}}),
+    [software, topology] = sorted(judge_conformance(base, {"bridge": base["bridge"], "node": {"kernel": "6.9"}}),
                                   key=lambda r: r.name)
     assert (topology.verdict, {k: v.value for k, v in topology.values.items()}) == (
         Verdict.PASS, {"acs 0000:01:00.0": "as baseline"})
@@ -1062,7 +1062,7 @@ def test_a_baseline_that_is_a_fifo_or_a_device_is_refused_at_once_by_the_command
 def test_an_infinite_figure_never_matches_in_the_comparison_either():
     """The file refuses inf; the comparison, also handed observations, never takes inf for 700 W
     (inf - 700 is inf, within a millionth of inf)."""
-    results = compare({"gpu": {"gpu0": {"power_limit_w": float("inf")}}}, {"gpu": {"gpu0": {"power_limit_w": 700.0}}})
+    results = judge_conformance({"gpu": {"gpu0": {"power_limit_w": float("inf")}}}, {"gpu": {"gpu0": {"power_limit_w": 700.0}}})
     assert [(r.name, r.verdict, r.code) for r in results] == [("baseline.settings", Verdict.FAIL,
                                                                "BASELINE_POWER_LIMIT")]
 

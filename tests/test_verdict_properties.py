@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuSample
-from nodeqc.checks.common import Finding, fold, judge
+from nodeqc.checks.common import Judgement, fold, judge
 from nodeqc.checks.stress.burn import judge_burn
 from nodeqc.checks.stress.memory import judge_hbm, judge_memtest
 from nodeqc.checks.stress.nccl import judge_nccl
@@ -590,7 +590,7 @@ def test_the_worst_verdict_does_not_depend_on_order_or_grouping(verdicts, data):
 @PROPERTY
 @given(verdicts=VERDICTS.filter(bool), data=st.data())
 def test_a_folded_result_has_the_worst_verdict_whatever_the_order_of_findings(verdicts, data):
-    findings = [Finding(v, None if v is Verdict.PASS else f"C{i}", f"m{i}") for i, v in enumerate(verdicts)]
+    findings = [Judgement(v, None if v is Verdict.PASS else f"C{i}", f"m{i}") for i, v in enumerate(verdicts)]
     shuffled = data.draw(st.permutations(findings))
     a, b = fold("x", "gpu0", findings, {}, []), fold("x", "gpu0", shuffled, {}, [])
     assert a.verdict is b.verdict is Verdict.worst(verdicts)

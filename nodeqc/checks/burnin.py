@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodeqc.backends.base import GpuInfo
-from nodeqc.checks.common import Finding, fold, judge
+from nodeqc.checks.common import Judgement, fold, judge
 from nodeqc.checks.diagnosis import apply, describe_processes, diagnose_drift
 from nodeqc.checks.stress.outcomes import outcome_failure
 from nodeqc.core.known_answer import relative_deficit_pct
@@ -141,7 +141,7 @@ def judge_burn_in(gpus: list[GpuInfo], outcomes: dict[int, Outcome], recorder: B
             continue
         findings = []
         if rec.first_sdc:
-            findings.append(Finding(Verdict.FAIL, "SDC_BURN_IN",
+            findings.append(Judgement(Verdict.FAIL, "SDC_BURN_IN",
                                     f"a known-answer product came back wrong {rec.first_sdc['t_s']:g} s into the burn-in "
                                     f"({rec.first_sdc['count']} element(s))"))
         values = {"windows": Value(len(rec.windows))}
@@ -153,7 +153,7 @@ def judge_burn_in(gpus: list[GpuInfo], outcomes: dict[int, Outcome], recorder: B
         if temp:
             values["temp_start"], values["temp_end"] = Value(round(temp[0], 1), "C"), Value(round(temp[1], 1), "C")
         if not findings:
-            findings.append(Finding(Verdict.PASS, None, "too short to judge drift"))
+            findings.append(Judgement(Verdict.PASS, None, "too short to judge drift"))
         result = fold(name, g.subject, findings, values, [limit], key="rate_fall_pct" if rate else "windows")
         if result.verdict is Verdict.PASS and rate:
             result.message = (f"{len(rec.windows)} windows: {rate[0]:.1f} -> {rate[1]:.1f} TFLOP/s"

@@ -10,25 +10,28 @@ from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
 
 
 @dataclass(frozen=True)
-class Finding:
+class Judgement:
+    """One judgement within a check: a verdict, its code, its message. fold() makes one result of
+    several. (What a person reads after a run, one per failing part, is nodeqc.report.answer.Finding.)"""
+
     verdict: Verdict
     code: str | None
     message: str
 
 
-def judge(threshold: Threshold | None, value: Any, code: str, what: str, unit: str = "") -> Finding:
+def judge(threshold: Threshold | None, value: Any, code: str, what: str, unit: str = "") -> Judgement:
     """One value against one limit. No limit in the profile: the value is reported, not judged."""
     shown = f"{what} {fmt(value, unit)}"
     if threshold is None:
-        return Finding(Verdict.PASS, None, f"{shown} (no limit set)")
+        return Judgement(Verdict.PASS, None, f"{shown} (no limit set)")
     verdict = threshold.judge(value)
     if verdict is Verdict.PASS:
-        return Finding(verdict, None, f"{shown}, limit {threshold.describe()}")
+        return Judgement(verdict, None, f"{shown}, limit {threshold.describe()}")
     side = "below" if threshold.kind == "min" else "above"
     level = threshold.fail if verdict is Verdict.FAIL else threshold.warn
     label = "limit" if verdict is Verdict.FAIL else "warning level"
     value_text, level_text = _told_apart(value, level, threshold.kind)
-    return Finding(verdict, code, f"{what} {_with_unit(value_text, unit)} is {side} the {label} "
+    return Judgement(verdict, code, f"{what} {_with_unit(value_text, unit)} is {side} the {label} "
                                   f"{_with_unit(level_text, threshold.unit)}")
 
 
@@ -57,7 +60,7 @@ def _with_unit(text: str, unit: str) -> str:
     return f"{text} {unit}".strip()
 
 
-def fold(name: str, subject: str, findings: list[Finding], values: dict[str, Value],
+def fold(name: str, subject: str, findings: list[Judgement], values: dict[str, Value],
          thresholds: list[Threshold | None], key: str | None = None,
          evidence: dict[str, Any] | None = None) -> CheckResult:
     """One result from several findings: the worst verdict wins, and its code and message lead."""

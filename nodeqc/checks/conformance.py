@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from nodeqc.backends.platform import redirecting
-from nodeqc.checks.common import Finding
+from nodeqc.checks.common import Judgement
 from nodeqc.core.model import CheckResult, Value, Verdict
 
 
@@ -98,7 +98,7 @@ CHECKS = (FW, SW, SET, TOPO)
 
 @dataclass
 class _Subject:
-    findings: dict[str, list[Finding]]
+    findings: dict[str, list[Judgement]]
     values: dict[str, dict[str, Value]]
 
 
@@ -108,7 +108,7 @@ _NotRead = dict[str, dict[str, dict[str, list[str]]]]
 _PRESENT = "whether it is there"
 
 
-def compare(baseline: dict[str, Any], observed: dict[str, Any], warn_fields: frozenset[str] = frozenset(),
+def judge_conformance(baseline: dict[str, Any], observed: dict[str, Any], warn_fields: frozenset[str] = frozenset(),
             ignore_fields: frozenset[str] = frozenset(), source: str = "the baseline") -> list[CheckResult]:
     """The node (observed) against the baseline: results per check and subject, differences first.
     What the observation lists under "unread" (nodeqc.spec.baseline.observe: this run has no backend
@@ -121,7 +121,7 @@ def compare(baseline: dict[str, Any], observed: dict[str, Any], warn_fields: fro
     def unread_note(check: str, subject: str, label: str, why: str) -> None:
         not_read.setdefault(check, {}).setdefault(why, {}).setdefault(subject, []).append(label)
 
-    def note(check: str, subject: str, field_name: str, finding: Finding | None, value: Any = None) -> None:
+    def note(check: str, subject: str, field_name: str, finding: Judgement | None, value: Any = None) -> None:
         s = subjects.setdefault(subject, _Subject({}, {}))
         s.findings.setdefault(check, [])
         if finding is not None:
@@ -149,12 +149,12 @@ def compare(baseline: dict[str, Any], observed: dict[str, Any], warn_fields: fro
             elif actual is None:
                 advice = (DRIVER_UNREADABLE if table is GPU_FIELDS and name in FROM_THE_DRIVER else
                           "run as root, or check that the driver and tools are installed")
-                note(spec.check, subject, name, Finding(Verdict.WARN, "BASELINE_UNREADABLE",
+                note(spec.check, subject, name, Judgement(Verdict.WARN, "BASELINE_UNREADABLE",
                      f"{label}{spec.label}: not readable now (baseline {_v(expected)}); {advice}"), "N/A")
             elif _same(actual, expected):
                 note(spec.check, subject, name, None, actual)
             else:
-                note(spec.check, subject, name, Finding(verdict(name), spec.code,
+                note(spec.check, subject, name, Judgement(verdict(name), spec.code,
                      f"{label}{spec.label} {_v(actual)}, baseline {_v(expected)}: {spec.todo(subject, expected)}"), actual)
 
     fields(NODE_FIELDS, "node", baseline.get("node", {}), observed.get("node", {}), "", unread.get("node", {}))
@@ -173,14 +173,14 @@ def compare(baseline: dict[str, Any], observed: dict[str, Any], warn_fields: fro
                 continue
             if have is None:
                 if "devices" not in ignore_fields:
-                    note(TOPO, name, "present", Finding(verdict("devices"), "BASELINE_DEVICE_MISSING",
+                    note(TOPO, name, "present", Judgement(verdict("devices"), "BASELINE_DEVICE_MISSING",
                          f"{name} ({want.get('bus_id', '?')}) is in {source} but not on this node"), "missing")
                 continue
             label = "" if kind == "gpu" else f"{name}: "
             fields(table, name, want, have, label, unread_here)
         for name, have in have_all.items():
             if name not in want_all and "devices" not in ignore_fields:
-                note(TOPO, name, "present", Finding(Verdict.WARN, "BASELINE_DEVICE_EXTRA",
+                note(TOPO, name, "present", Judgement(Verdict.WARN, "BASELINE_DEVICE_EXTRA",
                      f"{name} ({have.get('bus_id', '?')}) is not in {source}: record a new baseline if it belongs"), "extra")
     if "acs" not in ignore_fields:
         _acs(baseline.get("bridge", {}), observed.get("bridge", {}), note, verdict("acs"),
@@ -208,14 +208,14 @@ def _acs(want_all: dict[str, Any], have_all: dict[str, Any], note: Callable[...,
                 unread(bridge, "ACS", why)
             continue
         if have is None:
-            note(TOPO, subject, f"acs {bridge}", Finding(level, "BASELINE_PCIE_SWITCH",
+            note(TOPO, subject, f"acs {bridge}", Judgement(level, "BASELINE_PCIE_SWITCH",
                  f"{where}: in the baseline, but no GPU or NIC sits below it now: check the cards' slots and risers"), "missing")
             continue
         expected, actual = want.get("acs"), have.get("acs")
         if expected is None:
             continue
         if actual is None:
-            note(TOPO, subject, f"acs {bridge}", Finding(Verdict.WARN, "BASELINE_UNREADABLE",
+            note(TOPO, subject, f"acs {bridge}", Judgement(Verdict.WARN, "BASELINE_UNREADABLE",
                  f"{where}: ACS control not readable (the PCIe config space needs root)"), "N/A")
         elif _same(actual, expected):
             note(TOPO, subject, f"acs {bridge}", None, "as baseline")
@@ -224,11 +224,11 @@ def _acs(want_all: dict[str, Any], have_all: dict[str, Any], note: Callable[...,
             todo = (f"disable ACS on bridge {bridge} for GPUDirect ({'/'.join(added)} send peer-to-peer traffic "
                     f"through the CPU): the BIOS's ACS option, or setpci -s {bridge} ECAP_ACS+0x6.w=0000"
                     if added else f"set ACS on bridge {bridge} as the baseline has it (BIOS ACS option, or setpci)")
-            note(TOPO, subject, f"acs {bridge}", Finding(level, "BASELINE_ACS",
+            note(TOPO, subject, f"acs {bridge}", Judgement(level, "BASELINE_ACS",
                  f"{where}: ACS {actual}, baseline {expected}: {todo}"), actual)
 
 
-def _not_compared(not_read: _NotRead, subjects: dict[str, _Subject], source: str) -> list[tuple[str, Finding]]:
+def _not_compared(not_read: _NotRead, subjects: dict[str, _Subject], source: str) -> list[tuple[str, Judgement]]:
     """What this run could not read, one finding per check (and reason), for the node.
 
     Its verdict, chosen with care. Not FAIL: nothing was found different, nobody looked. Not WARN:
@@ -247,11 +247,11 @@ def _not_compared(not_read: _NotRead, subjects: dict[str, _Subject], source: str
         for why, parts in not_read.get(check, {}).items():
             items = ", ".join(f"{part} ({', '.join(labels)})" for part, labels in parts.items())
             if not compared_any:
-                out.append((check, Finding(Verdict.ERROR, "BASELINE_NOT_HERE",
+                out.append((check, Judgement(Verdict.ERROR, "BASELINE_NOT_HERE",
                                            f"could not run, nothing of {source} compared: {items} not read: {why}")))
             else:
                 head = "not compared" if compared else "not run"
-                out.append((check, Finding(Verdict.SKIP, "BASELINE_NOT_HERE", f"{head}: {items} not read: {why}")))
+                out.append((check, Judgement(Verdict.SKIP, "BASELINE_NOT_HERE", f"{head}: {items} not read: {why}")))
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from nodeqc.backends.base import GpuCounters, GpuInfo
-from nodeqc.checks.common import ON_THIS_GPU, Finding, fmt, fold, judge, skip
+from nodeqc.checks.common import ON_THIS_GPU, Judgement, fmt, fold, judge, skip
 from nodeqc.core.codes import FATAL_XIDS, xid_meaning
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
 from nodeqc.core.na import is_na
@@ -80,7 +80,7 @@ def throttle(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     if seen:
         finding = judge(limit, bad_s, code, f"clocks cut ({', '.join(seen)}) for", "s")
     else:
-        finding = Finding(Verdict.PASS, None, "no thermal, HW-slowdown or power-brake throttling")
+        finding = Judgement(Verdict.PASS, None, "no thermal, HW-slowdown or power-brake throttling")
     notes = f"; power-capped for {cap_s:g} s (normal under full load, not a fault)" if cap_s > 0 else ""
     result = fold(name, gpu.subject, [finding], values, [limit], key="throttle_s",
                   evidence={"onsets": tel.throttle_onsets.to_dict()})
@@ -110,9 +110,9 @@ def pcie_link(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
         t = Threshold(key, "min", fail=want, warn=want)
         thresholds.append(t)
         if t.judge(have) is Verdict.FAIL:
-            findings.append(Finding(Verdict.FAIL, code, f"link Gen{gen} x{width} under load, expected {shown}"))
+            findings.append(Judgement(Verdict.FAIL, code, f"link Gen{gen} x{width} under load, expected {shown}"))
     if not findings:
-        findings.append(Finding(Verdict.PASS, None, f"Gen{gen} x{width} under load (at idle: {idle})"))
+        findings.append(Judgement(Verdict.PASS, None, f"Gen{gen} x{width} under load (at idle: {idle})"))
     return fold(name, gpu.subject, findings, values, thresholds, key="link")
 
 
@@ -211,9 +211,9 @@ def row_remap(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
               "pending": Value(end.remap_pending), "failed": Value(end.remap_failure)}
     findings = [judge(limit, end.remap_uncorrectable, "ROW_REMAP_COUNT", "rows remapped for uncorrectable errors:")]
     if end.remap_pending:
-        findings.append(Finding(Verdict.FAIL, "ROW_REMAP_PENDING", "row remaps are pending (a GPU reset applies them)"))
+        findings.append(Judgement(Verdict.FAIL, "ROW_REMAP_PENDING", "row remaps are pending (a GPU reset applies them)"))
     if end.remap_failure:
-        findings.append(Finding(Verdict.FAIL, "ROW_REMAP_FAILED", "a row remap failed"))
+        findings.append(Judgement(Verdict.FAIL, "ROW_REMAP_FAILED", "a row remap failed"))
     return fold(name, gpu.subject, findings, values, [limit], key="uncorrectable_remaps")
 
 
@@ -231,7 +231,7 @@ def retired_pages(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckRes
               "pending": Value(end.retired_pending)}
     findings = [judge(limit, total, "RETIRED_PAGES", "retired pages:")]
     if end.retired_pending:
-        findings.append(Finding(Verdict.FAIL, "RETIRED_PAGES_PENDING", "page retirement is pending (needs a reboot)"))
+        findings.append(Judgement(Verdict.FAIL, "RETIRED_PAGES_PENDING", "page retirement is pending (needs a reboot)"))
     return fold(name, gpu.subject, findings, values, [limit], key="retired")
 
 
@@ -266,7 +266,7 @@ def nvlink(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     values = {"active": Value(end.nvlink_active), "expected": Value(expected)}
     findings = []
     if end.nvlink_active < expected:
-        findings.append(Finding(Verdict.FAIL, "NVLINK_DOWN", f"{end.nvlink_active} of {expected} NVLink links are up"))
+        findings.append(Judgement(Verdict.FAIL, "NVLINK_DOWN", f"{end.nvlink_active} of {expected} NVLink links are up"))
     errors = _delta(tel.counters_start, end, "nvlink_replay"), _delta(tel.counters_start, end, "nvlink_recovery")
     limit, crc_limit = profile.threshold("gpu", "max_nvlink_errors"), profile.threshold("gpu", "max_nvlink_crc_per_s")
     if None not in errors:
@@ -278,7 +278,7 @@ def nvlink(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
         values["crc_per_s"] = Value(round(crc / span, 2), "/s")
         findings.append(judge(crc_limit, round(crc / span, 2), "NVLINK_ERRORS", "NVLink CRC errors per second:"))
     if all(f.verdict is Verdict.PASS for f in findings):  # also when nothing but the link count was judged
-        findings.insert(0, Finding(Verdict.PASS, None, f"{end.nvlink_active} of {expected} links up, no link errors"))
+        findings.insert(0, Judgement(Verdict.PASS, None, f"{end.nvlink_active} of {expected} links up, no link errors"))
     return fold(name, gpu.subject, findings, values, [limit, crc_limit], key="active")
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from nodeqc.backends.kernel_log import KernelRecord
 from nodeqc.backends.platform import HostCounters
-from nodeqc.checks.common import Finding, fold
+from nodeqc.checks.common import Judgement, fold
 from nodeqc.core.codes import FATAL_XIDS, xid_meaning
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
 from nodeqc.spec.profile import Profile
@@ -68,7 +68,7 @@ def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[Check
             if grown[kind]:
                 v = _judge(t, grown[kind])
                 if v is not Verdict.PASS:
-                    findings.append(Finding(v, code, f"{where}: {grown[kind]} {what} memory error(s) during the run "
+                    findings.append(Judgement(v, code, f"{where}: {grown[kind]} {what} memory error(s) during the run "
                                                      f"(now {now[kind]})"))
     total_ce = sum(v.value for k, v in values.items() if k.endswith("_ce"))
     total_ue = sum(v.value for k, v in values.items() if k.endswith("_ue"))
@@ -79,7 +79,7 @@ def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[Check
         v = _judge(t, total) if total else Verdict.PASS
         by_dimm = [f.verdict.severity for f in findings if f.code == code]
         if v is not Verdict.PASS and (not by_dimm or v.severity > max(by_dimm)):
-            findings.append(Finding(v, code, f"{total} {what} memory error(s) during the run (memory controllers)"))
+            findings.append(Judgement(v, code, f"{total} {what} memory error(s) during the run (memory controllers)"))
     values = {"corrected": Value(total_ce), "uncorrected": Value(total_ue)}
     if not findings:
         return [CheckResult(name, "node", Verdict.PASS, f"no memory errors during the run "
@@ -98,7 +98,7 @@ def aer(start: HostCounters, end: HostCounters, names: dict[str, str], profile: 
         return [CheckResult(name, "node", Verdict.SKIP, "no PCIe AER counters in sysfs (aer_dev_correctable): "
                             "the kernel lacks AER statistics or the platform handles AER in firmware", code="AER_MISSING")]
     cor_t, unc_t = _limit(profile, "max_aer_correctable"), _limit(profile, "max_aer_uncorrectable")
-    by_subject: dict[str, list[Finding]] = {}
+    by_subject: dict[str, list[Judgement]] = {}
     totals: dict[str, dict[str, int]] = {}
     for bus, now in end.aer.items():
         was = start.aer.get(bus, now)
@@ -111,10 +111,10 @@ def aer(start: HostCounters, end: HostCounters, names: dict[str, str], profile: 
         t["uncorrectable"] += unc
         if _judge(unc_t, unc) is not Verdict.PASS:
             kind = "fatal" if grown.get("fatal") else "non-fatal"
-            by_subject.setdefault(subject, []).append(Finding(_judge(unc_t, unc), "AER_UNCORRECTABLE",
+            by_subject.setdefault(subject, []).append(Judgement(_judge(unc_t, unc), "AER_UNCORRECTABLE",
                 f"{label}: {unc} uncorrectable ({kind}) PCIe error(s) during the run"))
         if _judge(cor_t, cor) is not Verdict.PASS:
-            by_subject.setdefault(subject, []).append(Finding(_judge(cor_t, cor), "AER_CORRECTABLE",
+            by_subject.setdefault(subject, []).append(Judgement(_judge(cor_t, cor), "AER_CORRECTABLE",
                 f"{label}: {cor} correctable PCIe error(s) during the run"))
     out = []
     for subject, t in totals.items():
@@ -272,10 +272,10 @@ def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None,
         found.setdefault(subject, []).append((f, rec.text))
     values = {"lines": Value(len(records))}
     # A ring buffer that wrapped hid part of the run: never a pass on what was left.
-    gap = Finding(Verdict.WARN, "KERNEL_LOG_LOST", f"at least {lost} kernel log record(s) of the run were overwritten "
+    gap = Judgement(Verdict.WARN, "KERNEL_LOG_LOST", f"at least {lost} kernel log record(s) of the run were overwritten "
                   f"before they were read (the ring buffer wrapped): what they said was not judged") if lost else None
     if stopped:  # as a gap: what came after was not read, so never a pass on what was
-        gap = Finding(Verdict.WARN, "KERNEL_LOG_LOST", f"the kernel log could not be read to the end of the run "
+        gap = Judgement(Verdict.WARN, "KERNEL_LOG_LOST", f"the kernel log could not be read to the end of the run "
                       f"({stopped}): what it said after was not judged")
     if not found:
         if gap:
@@ -294,7 +294,7 @@ def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None,
             verdict = Verdict.WARN if mode == "warn" and worst.verdict is Verdict.FAIL else worst.verdict
             device = f" on {names.get(worst.device, worst.device)}" if worst.device else ""
             more = f" (+{len(same) - 1} more line(s))" if len(same) > 1 else ""
-            findings.append(Finding(verdict, worst.code, f"{worst.text}{device}{more}: {same[0][1]}"))
+            findings.append(Judgement(verdict, worst.code, f"{worst.text}{device}{more}: {same[0][1]}"))
         if gap and subject == "node":
             findings.append(gap)
         result = fold(name, subject, findings, {"lines": Value(len(items))}, [], "lines")

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from nodeqc.backends.base import GpuInfo, PciDevice
-from nodeqc.checks.common import Finding, fold, judge
+from nodeqc.checks.common import Judgement, fold, judge
 from nodeqc.core.model import CheckResult, Value, Verdict
 from nodeqc.core.na import is_na
 from nodeqc.core.skus import identify
@@ -122,12 +122,12 @@ def ecc_mode(gpu: GpuInfo, profile: Profile) -> CheckResult:
                            code="ECC_DISABLED" if required else None, values=values)
     findings = []
     if not gpu.ecc_enabled:
-        findings.append(Finding(Verdict.FAIL if required else Verdict.WARN, "ECC_DISABLED", "ECC is disabled"))
+        findings.append(Judgement(Verdict.FAIL if required else Verdict.WARN, "ECC_DISABLED", "ECC is disabled"))
     if not is_na(gpu.ecc_pending) and gpu.ecc_pending != gpu.ecc_enabled:
         state = "on" if gpu.ecc_pending else "off"
-        findings.append(Finding(Verdict.WARN, "ECC_PENDING_CHANGE", f"ECC turns {state} at the next reboot"))
+        findings.append(Judgement(Verdict.WARN, "ECC_PENDING_CHANGE", f"ECC turns {state} at the next reboot"))
     if not findings:
-        findings.append(Finding(Verdict.PASS, None, "ECC is enabled"))
+        findings.append(Judgement(Verdict.PASS, None, "ECC is enabled"))
     return fold(name, gpu.subject, findings, values, [])
 
 
@@ -182,7 +182,7 @@ def homogeneity(gpus: list[GpuInfo]) -> CheckResult:
     if lowered:
         # A limit someone set below the GPU's own default is a setting to restore, not a part to
         # replace: the advice names each GPU and its default (codes.advice).
-        findings.append(Finding(Verdict.WARN, "POWER_LIMIT_LOWERED", "power limit below the GPU's default: " + "; ".join(
+        findings.append(Judgement(Verdict.WARN, "POWER_LIMIT_LOWERED", "power limit below the GPU's default: " + "; ".join(
             f"gpu{i} {e['power_limit_w']:g} W (default {e['default_power_limit_w']:g} W)" for i, e in lowered.items())))
     for field, verdict in (("model", Verdict.FAIL), ("memory", Verdict.FAIL), ("vbios", Verdict.WARN),
                            ("power_limit_w", Verdict.WARN)):
@@ -193,10 +193,10 @@ def homogeneity(gpus: list[GpuInfo]) -> CheckResult:
             common = Counter({k: len(v) for k, v in groups.items()}).most_common(1)[0][0]
             shown = _memory_shown(groups) if field == "memory" else {k: k for k in groups}
             odd = [f"{', '.join(v)}: {shown[k]}" for k, v in groups.items() if k != common]
-            findings.append(Finding(verdict, "GPU_MIXED",
+            findings.append(Judgement(verdict, "GPU_MIXED",
                                     f"{field} differs from the others' {shown[common]} ({'; '.join(odd)})"))
     if not findings:
-        findings.append(Finding(Verdict.PASS, None, f"{len(live)} GPU(s) match in model, memory, VBIOS and power limit"))
+        findings.append(Judgement(Verdict.PASS, None, f"{len(live)} GPU(s) match in model, memory, VBIOS and power limit"))
     evidence: dict[str, Any] = dict(spread)
     if lowered:
         evidence["per_gpu"] = lowered

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from nodeqc.backends.base import GpuInfo, IbPort, NicInfo, TrafficJob, TrafficOutcome, normalise_bus_id
-from nodeqc.checks.common import Finding, fmt, fold, judge, skip
+from nodeqc.checks.common import Judgement, fmt, fold, judge, skip
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
 from nodeqc.core.na import NA, is_na
 from nodeqc.core.text import subjects_text
@@ -231,12 +231,12 @@ def inventory(plan: NicPlan, profile: Profile) -> CheckResult:
     values = {"count": Value(len(names)), "names": Value(", ".join(names) or "none")}
     thresholds = [Threshold("nic_count", "min", want, want)] if want is not None else []
     if want is not None and len(names) != want:
-        finding = Finding(Verdict.FAIL, "NIC_COUNT",
+        finding = Judgement(Verdict.FAIL, "NIC_COUNT",
                           f"{len(names)} {which}, expected {want}: {', '.join(names) or 'none'}")
     elif not names:
-        finding = Finding(Verdict.WARN, "NIC_COUNT", f"no {which} found")
+        finding = Judgement(Verdict.WARN, "NIC_COUNT", f"no {which} found")
     else:
-        finding = Finding(Verdict.PASS, None, f"{len(names)} {which}: {', '.join(names)}")
+        finding = Judgement(Verdict.PASS, None, f"{len(names)} {which}: {', '.join(names)}")
     evidence = {"nics": [{"subject": s, **n.to_dict()} for s, n in plan.listed]}
     return fold(name, "node", [finding], values, thresholds, key="count", evidence=evidence)
 
@@ -256,7 +256,7 @@ def link(c: Checked, end: NicInfo | None, profile: Profile) -> CheckResult:
         detail = f"operstate {fmt(end.operstate)}, carrier {fmt(end.carrier)}" + (f"; {ports}" if ports else "")
         verdict = Verdict.FAIL if c.required else Verdict.WARN
         note = "" if c.required else " (the profile does not require this NIC)"
-        finding = Finding(verdict, "NIC_LINK_DOWN", f"link down ({detail}){note}")
+        finding = Judgement(verdict, "NIC_LINK_DOWN", f"link down ({detail}){note}")
         return _named(fold(name, c.subject, [finding], values, [], key="state"), end)
     speed, mtu = profile.threshold("nic", "min_speed_mbit"), profile.threshold("nic", "min_mtu")
     rate = profile.threshold("nic", "min_ib_rate_gbit")
@@ -264,21 +264,21 @@ def link(c: Checked, end: NicInfo | None, profile: Profile) -> CheckResult:
                 _judge_reading(mtu, end.mtu, "NIC_MTU", "MTU")]
     for p in end.ib_ports:
         if p.state != "ACTIVE" or p.phys_state != "LinkUp":
-            findings.append(Finding(Verdict.FAIL if c.required else Verdict.WARN, "IB_PORT_DOWN",
+            findings.append(Judgement(Verdict.FAIL if c.required else Verdict.WARN, "IB_PORT_DOWN",
                                     f"port {p.label} is {fmt(p.state)}/{fmt(p.phys_state)}, not ACTIVE/LinkUp"))
         else:
             findings.append(_judge_reading(rate, p.rate_gbit, "IB_RATE", f"port {p.label} rate", "Gb/s"))
     summary = f"up, {fmt(end.speed_mbps, 'Mb/s')}, MTU {fmt(end.mtu)}" + (f"; {ports}" if ports else "")
-    shown = [f for f in findings if f.verdict is not Verdict.PASS] or [Finding(Verdict.PASS, None, summary)]
+    shown = [f for f in findings if f.verdict is not Verdict.PASS] or [Judgement(Verdict.PASS, None, summary)]
     return _named(fold(name, c.subject, shown, values, [speed, mtu, rate], key="speed"), end)
 
 
-def _judge_reading(limit: Threshold | None, value: Any, code: str, what: str, unit: str = "") -> Finding:
+def _judge_reading(limit: Threshold | None, value: Any, code: str, what: str, unit: str = "") -> Judgement:
     if limit is not None and is_na(value):
-        return Finding(Verdict.WARN, code,
+        return Judgement(Verdict.WARN, code,
                        f"{what} not reported by the driver, so not judged against {limit.describe()}")
     if limit is None:
-        return Finding(Verdict.PASS, None, "")
+        return Judgement(Verdict.PASS, None, "")
     return judge(limit, value, code, what, unit)
 
 
@@ -310,9 +310,9 @@ def pcie(c: Checked, readings: list[tuple[Any, Any]], end: NicInfo | None, profi
         t = Threshold(f"pcie_{'width' if what == 'width' else 'gen'}", "min", fail=want, warn=want)
         thresholds.append(t)
         if t.judge(have) is Verdict.FAIL:
-            findings.append(Finding(Verdict.FAIL, code,
+            findings.append(Judgement(Verdict.FAIL, code,
                                     f"PCIe link at Gen{gen} x{width} {when}; expected {what} {mark}{want}"))
-    findings = findings or [Finding(Verdict.PASS, None, f"PCIe Gen{gen} x{width} {when}")]
+    findings = findings or [Judgement(Verdict.PASS, None, f"PCIe Gen{gen} x{width} {when}")]
     return _named(fold(name, c.subject, findings, values, thresholds, key="link"), nic)
 
 
@@ -335,21 +335,21 @@ def stability(c: Checked, end: NicInfo | None) -> CheckResult:
             continue
         values[what.replace(" ", ":")] = Value(b - a)
         if b > a:
-            findings.append(Finding(Verdict.FAIL, code, f"{what} grew by {b - a} ({a} -> {b})"))
+            findings.append(Judgement(Verdict.FAIL, code, f"{what} grew by {b - a} ({a} -> {b})"))
         elif b < a:
-            findings.append(Finding(Verdict.FAIL, code, f"{what} went from {a} to {b}: reset during the run"))
+            findings.append(Judgement(Verdict.FAIL, code, f"{what} went from {a} to {b}: reset during the run"))
     if not values:
         return _named(skip(name, c.subject, "no link counters to compare"), end)
-    findings = findings or [Finding(Verdict.PASS, None, f"no growth in {', '.join(values)}")]
+    findings = findings or [Judgement(Verdict.PASS, None, f"no growth in {', '.join(values)}")]
     values["growth"] = Value(sum(abs(v.value) for v in values.values()))
     return _named(fold(name, c.subject, findings, values, [NO_GROWTH], key="growth"), end)
 
 
-def _traffic_failure(o: TrafficOutcome) -> Finding:
+def _traffic_failure(o: TrafficOutcome) -> Judgement:
     if o.unreadable:  # not a measurement: the tool printed something out of its format
-        return Finding(Verdict.ERROR, "TOOL_OUTPUT_UNREADABLE",
+        return Judgement(Verdict.ERROR, "TOOL_OUTPUT_UNREADABLE",
                        f"{o.job.tool} to {o.job.peer_text}: its output could not be read ({o.error}); see output_tail")
-    return Finding(Verdict.FAIL, "NIC_TRAFFIC", f"{o.job.tool} to {o.job.peer_text} failed: {o.error}")
+    return Judgement(Verdict.FAIL, "NIC_TRAFFIC", f"{o.job.tool} to {o.job.peer_text} failed: {o.error}")
 
 
 def carry_limit(rate_gbit: Any) -> Threshold:
@@ -359,14 +359,14 @@ def carry_limit(rate_gbit: Any) -> Threshold:
     return Threshold(f"carried by a {rate:g} Gb/s link", "max", ceiling, ceiling, "Gb/s")
 
 
-def impossible(gbps: float, rate_gbit: Any, what: str) -> Finding | None:
+def impossible(gbps: float, rate_gbit: Any, what: str) -> Judgement | None:
     """A figure above what the link can carry: the measurement is suspect, never a pass."""
     limit = carry_limit(rate_gbit)
     if gbps <= limit.fail:
         return None
     link = (f"the {fmt(rate_gbit, 'Gb/s')} link" if not is_na(rate_gbit) and rate_gbit > 0
             else f"any link (its rate is not reported; no port carries over {MAX_PORT_GBIT:g} Gb/s)")
-    return Finding(Verdict.FAIL, "FIGURE_IMPOSSIBLE",
+    return Judgement(Verdict.FAIL, "FIGURE_IMPOSSIBLE",
                    f"{what} {fmt(gbps, 'Gb/s')} is more than {link} can carry: the measurement is suspect")
 
 
@@ -407,7 +407,7 @@ def tcp(c: Checked, outcome: TrafficOutcome, end: NicInfo | None, profile: Profi
     limit = _share(profile.threshold("nic", "min_tcp_fraction"), link_gbit)
     finding = judge(limit, gbps, "NIC_THROUGHPUT", f"TCP to {job.peer_text} ({job.streams} streams):", "Gb/s")
     share = f"{gbps / link_gbit:.0%} of the {fmt(link_gbit, 'Gb/s')} link"
-    finding = Finding(finding.verdict, finding.code, f"{finding.message}; {share}")
+    finding = Judgement(finding.verdict, finding.code, f"{finding.message}; {share}")
     return _named(fold(name, c.subject, [finding], values, [limit], key="throughput", evidence=evidence), nic)
 
 
@@ -433,7 +433,7 @@ def rdma(c: Checked, outcomes: list[TrafficOutcome], end: NicInfo | None, profil
             limits.append(carry_limit(rate))
             continue
         if is_na(rate) or rate == 0:
-            findings.append(Finding(Verdict.WARN, "RDMA_BANDWIDTH",
+            findings.append(Judgement(Verdict.WARN, "RDMA_BANDWIDTH",
                                     f"{label} {fmt(gbps, 'Gb/s')}; port rate not reported, so not judged"))
             continue
         limit = _share(fraction, rate)
@@ -441,7 +441,7 @@ def rdma(c: Checked, outcomes: list[TrafficOutcome], end: NicInfo | None, profil
         cuda = f", GPU memory of gpu{o.job.cuda_device}" if o.job.cuda_device is not None else ""
         where = "in loopback (server and client on this HCA port)" if o.job.loopback else f"to {o.job.peer_text}"
         f = judge(limit, gbps, "RDMA_BANDWIDTH", f"RDMA {label} {where}{cuda}:", "Gb/s")
-        findings.append(Finding(f.verdict, f.code, f"{f.message}; {gbps / rate:.0%} of the {fmt(rate, 'Gb/s')} port"))
+        findings.append(Judgement(f.verdict, f.code, f"{f.message}; {gbps / rate:.0%} of the {fmt(rate, 'Gb/s')} port"))
     return _named(fold(name, c.subject, findings, values, limits, key="bandwidth", evidence=evidence), nic)
 
 

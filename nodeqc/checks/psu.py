@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodeqc.backends.bmc import BmcRun, BmcReading, Sensor
-from nodeqc.checks.common import Finding, fold, skip
+from nodeqc.checks.common import Judgement, fold, skip
 from nodeqc.core.model import CheckResult, Value, Verdict
 
 # The states of IPMI's Power Supply sensor type (08h) and of its redundancy sensors (event type
@@ -108,17 +108,17 @@ def judge_psu(name: str, run: BmcRun) -> CheckResult:
     findings = []
     for code, verdict, text, reading in first_seen.values():
         if reading is before and code == "PSU_SENSOR_CRITICAL":
-            findings.append(Finding(Verdict.WARN, code, f"{text} already before the test (not the test's doing; "
+            findings.append(Judgement(Verdict.WARN, code, f"{text} already before the test (not the test's doing; "
                                                         "see the BMC)"))
         else:
             when = "already before the test" if reading is before else reading.label
-            findings.append(Finding(verdict, code, f"{text} {when}"))
+            findings.append(Judgement(verdict, code, f"{text} {when}"))
     values = {"psus": Value(kinds["psu"]), "voltage_sensors": Value(kinds["voltage"]),
               "current_sensors": Value(kinds["current"]), "readings": Value(len(good))}
     points = ("before the test, at each period's start and end, and after it"
               if any(r.period_s is not None for r in good) else "before, during and after the test")
     if not findings:
-        findings = [Finding(Verdict.PASS, None,
+        findings = [Judgement(Verdict.PASS, None,
                             f"{kinds['psu']} PSU, {kinds['voltage']} voltage and {kinds['current']} current sensor(s) "
                             f"read {len(good)} times ({points}): no PSU failure, input loss or redundancy loss, no "
                             "voltage or current beyond its thresholds")]

@@ -58,7 +58,7 @@ def observe_node(hw: Any) -> tuple[dict[str, Any], Any]:
 
 
 def main(argv: list[str]) -> int:
-    from nodeqc.checks.conformance import compare
+    from nodeqc.checks.conformance import judge_conformance
     from nodeqc.core.model import Verdict
     from nodeqc.core.safefile import write_atomic
     from nodeqc.spec.baseline import Baseline, render
@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
         profile = load_profile(args.profile)
     baseline = Baseline.load(args.baseline, profile)
     observed, _ = observe_node(hw)
-    results = compare(baseline.data, observed, baseline.warn, baseline.ignore, f"the baseline ({baseline.path.name})")
+    results = judge_conformance(baseline.data, observed, baseline.warn, baseline.ignore, f"the baseline ({baseline.path.name})")
     for r in results:
         if r.verdict is not Verdict.PASS:
             print(f"{r.verdict.value.upper():<5} {r.name:<18} {r.subject:<10} [{r.code}] {r.message}")

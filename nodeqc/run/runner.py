@@ -286,7 +286,7 @@ class Runner:
             self._publish([CheckResult(f"baseline.{name}", "node", Verdict.ERROR, f"not compared with {b.path.name}: {why}",
                                        code="BASELINE_NOT_READ") for name in CHECKS["baseline"]])
             return
-        self._publish(conformance.compare(b.data, self._platform.observed or {}, b.warn, b.ignore,
+        self._publish(conformance.judge_conformance(b.data, self._platform.observed or {}, b.warn, b.ignore,
                                           source=f"the baseline ({b.path.name})"))
 
     def _fleet_phase(self, host: HostInfo, gpus: list[GpuInfo]) -> None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from nodeqc.backends.base import GpuInfo
-from nodeqc.checks.common import Finding, fold, judge
+from nodeqc.checks.common import Judgement, fold, judge
 from nodeqc.checks.diagnosis import Expected, Observed, explain
 from nodeqc.checks.stress.outcomes import SEED, each_gpu, median_or_none, node_outlier
 from nodeqc.checks.stress.power import power_finding
@@ -71,11 +71,11 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             d = wrong_ka[0]
             w = r["dtypes"][d]["known_answer_mismatch"]
             e = w["first"][0]
-            sdc.append(Finding(Verdict.FAIL, "SDC_KNOWN_ANSWER",
+            sdc.append(Judgement(Verdict.FAIL, "SDC_KNOWN_ANSWER",
                                f"known-answer products wrong ({', '.join(wrong_ka)}): in {d}, {w['count']} element(s), first at "
                                f"[{e['row']}, {e['col']}] expected {e['expected']:.10g}, got {e['actual']:.10g} (bits {e['xor']} flipped)"))
         if wrong_repeat:
-            sdc.append(Finding(Verdict.FAIL, "SDC_REPEAT",
+            sdc.append(Judgement(Verdict.FAIL, "SDC_REPEAT",
                                f"the same product gave a different result on a repeat ({', '.join(wrong_repeat)})"))
         if wrong_peers:
             d = wrong_peers[0]
@@ -89,12 +89,12 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             else:  # a tie, or all different: how many it differs from, none of them to be trusted either
                 differ = sum(1 for fp in prints if fp != r["dtypes"][d]["fingerprint"])
                 than = f"{differ} of the other {len(prints) - 1} GPUs (no majority to trust)"
-            sdc.append(Finding(Verdict.FAIL, "SDC_CROSS_GPU",
+            sdc.append(Judgement(Verdict.FAIL, "SDC_CROSS_GPU",
                                f"identical work gave a different result than {than} ({', '.join(wrong_peers)})"))
         power = power_finding(windows.get(g.index), profile, values, thresholds)
         findings = sdc + rate + ([power] if power else [])
         if not findings:
-            findings = [Finding(Verdict.PASS, None, "no dtype ran")]
+            findings = [Judgement(Verdict.PASS, None, "no dtype ran")]
         short = burn_load_short(r["dtypes"])
         if short and not sdc:  # wrong results stand whatever the load; a rate of too little work is none
             return CheckResult(name, g.subject, Verdict.ERROR, f"the burn did not produce its load: {'; '.join(short)}; "

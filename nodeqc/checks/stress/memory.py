@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodeqc.backends.base import GpuInfo
-from nodeqc.checks.common import Finding, fmt, fold, judge
+from nodeqc.checks.common import Judgement, fmt, fold, judge
 from nodeqc.checks.diagnosis import Expected, Observed, explain
 from nodeqc.checks.stress.outcomes import GIB, each_gpu, median_or_none, node_outlier, wrong_data
 from nodeqc.core.model import CheckResult, Value, Verdict
@@ -57,7 +57,7 @@ def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[i
                                key="copy_gbps")
         findings = []
         if not r["verified"]:
-            findings.append(Finding(Verdict.FAIL, "HBM_CORRUPT",
+            findings.append(Judgement(Verdict.FAIL, "HBM_CORRUPT",
                                     "the copied data came back wrong" + wrong_data(r["mismatch"])))
         findings.append(judge(floor, r["copy_gbps"], "HBM_SLOW", "copy bandwidth", "GB/s"))
         outlier = node_outlier(profile, r["copy_gbps"], median, len(ok), "HBM_OUTLIER", "copy bandwidth", "GB/s")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodeqc.backends.base import GpuInfo
-from nodeqc.checks.common import Finding, fold, judge, skip
+from nodeqc.checks.common import Judgement, fold, judge, skip
 from nodeqc.checks.diagnosis import Observed, explain_node
 from nodeqc.checks.stress.outcomes import GIB, node_expected, outcome_failure
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
@@ -42,7 +42,7 @@ def _judge_allreduce(name: str, gpus: list[GpuInfo], outcome: Outcome, windows: 
     findings = [judge(floor, r["busbw_gbps"], slow_code, f"all-reduce across {r['gpus']} GPUs{route}: bus bandwidth",
                       "GB/s")]
     # A wrong result on a GPU the node's list does not hold is the node's finding: never lost.
-    findings += [Finding(Verdict.FAIL, "NCCL_WRONG_RESULT", f"all-reduce{route} result wrong on gpu{i}, not among "
+    findings += [Judgement(Verdict.FAIL, "NCCL_WRONG_RESULT", f"all-reduce{route} result wrong on gpu{i}, not among "
                          f"the GPUs judged: {_wrong_share(w)}") for i, w in sorted(wrong.items())
                  if i not in {g.index for g in gpus}]
     evidence = {"wrong": r["wrong"], **({"env": env} if env else {})}

@@ -9,7 +9,7 @@ import statistics
 from typing import Any, Callable
 
 from nodeqc.backends.base import GpuInfo
-from nodeqc.checks.common import Finding, fmt, judge
+from nodeqc.checks.common import Judgement, fmt, judge
 from nodeqc.checks.diagnosis import Expected
 from nodeqc.core.known_answer import relative_deficit_pct
 from nodeqc.core.model import CheckResult, Verdict
@@ -72,7 +72,7 @@ def wrong_data(mismatch: dict[str, Any], unit: str = "element") -> str:
 
 
 def node_outlier(profile: Profile, value: float, median: float | None, peers: int, code: str, what: str,
-                 unit: str) -> Finding | None:
+                 unit: str) -> Judgement | None:
     """A figure well below the node's median; needs at least two GPUs to have a median worth the name.
     Said as one finding, numbers first: 'host-to-device 27.1 GB/s is 49.9 % below the node median
     54.2 GB/s (limit 10 %)'."""
@@ -85,7 +85,7 @@ def node_outlier(profile: Profile, value: float, median: float | None, peers: in
         return verdict
     level = limit.fail if verdict.verdict is Verdict.FAIL else limit.warn
     label = "limit" if verdict.verdict is Verdict.FAIL else "warning level"
-    return Finding(verdict.verdict, code, f"{what} {fmt(value, unit)} is {fmt(deficit, '%')} below the node median "
+    return Judgement(verdict.verdict, code, f"{what} {fmt(value, unit)} is {fmt(deficit, '%')} below the node median "
                                           f"{fmt(median, unit)} ({label} {fmt(level, '%')})")
 
 

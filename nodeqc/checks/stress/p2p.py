@@ -9,7 +9,7 @@ import statistics
 from typing import Any
 
 from nodeqc.backends.base import PEER_PATHS, GpuInfo
-from nodeqc.checks.common import Finding, fold, judge, skip
+from nodeqc.checks.common import Judgement, fold, judge, skip
 from nodeqc.checks.diagnosis import Expected, Observed, explain, explain_node
 from nodeqc.checks.stress.outcomes import MIB, median_or_none, node_expected, node_outlier, outcome_failure, wrong_data
 from nodeqc.core.model import CheckResult, Value, Verdict
@@ -52,7 +52,7 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
         corrupt = [p for p in mine if not p["verified"]]
         if g.index in blamed:
             p = corrupt[0]
-            findings.append(Finding(Verdict.FAIL, "P2P_CORRUPT",
+            findings.append(Judgement(Verdict.FAIL, "P2P_CORRUPT",
                                     f"copies with {len(_peers(corrupt, g.index))} of its {len(_peers(mine, g.index))} "
                                     f"peers came back wrong; first gpu{p['src']}->gpu{p['dst']}"
                                     + wrong_data(p["mismatch"], "byte")))
@@ -174,13 +174,13 @@ def _p2p_node(r: dict[str, Any], by_index: dict[int, GpuInfo], per_gpu: list[Che
     path_corrupt = [p for p in r["pairs"] if not p["verified"] and not {p["src"], p["dst"]} & blamed]
     if path_corrupt:
         p = path_corrupt[0]
-        findings.append(Finding(Verdict.FAIL, "P2P_CORRUPT",
+        findings.append(Judgement(Verdict.FAIL, "P2P_CORRUPT",
                                 f"{len(path_corrupt)} copy path(s) between GPUs not otherwise at fault came back wrong; "
                                 f"{by_index[p['src']].subject}->{by_index[p['dst']].subject}"
                                 + wrong_data(p["mismatch"], "byte")))
     if missing and profile.get("gpu", "nvlink_links"):
         shown = ", ".join(f"gpu{i}->gpu{j}" for i, j in missing[:6])
-        findings.append(Finding(Verdict.FAIL, "P2P_NO_PEER_ACCESS", f"no peer access for {len(missing)} pair(s): {shown}"))
+        findings.append(Judgement(Verdict.FAIL, "P2P_NO_PEER_ACCESS", f"no peer access for {len(missing)} pair(s): {shown}"))
     passing = {res.subject for res in per_gpu if res.verdict in (Verdict.PASS, Verdict.WARN)}
     floor = profile.threshold("gpu", "min_p2p_gbps")
     if floor is not None:
@@ -188,10 +188,10 @@ def _p2p_node(r: dict[str, Any], by_index: dict[int, GpuInfo], per_gpu: list[Che
                 and by_index[p["src"]].subject in passing and by_index[p["dst"]].subject in passing]
         if slow:
             shown = ", ".join(f"{by_index[p['src']].subject}->{by_index[p['dst']].subject} {p['gbps']:g} GB/s" for p in slow[:6])
-            findings.append(Finding(Verdict.FAIL, "P2P_PAIR_SLOW", f"{len(slow)} slow pair(s) between healthy GPUs: {shown}"))
+            findings.append(Judgement(Verdict.FAIL, "P2P_PAIR_SLOW", f"{len(slow)} slow pair(s) between healthy GPUs: {shown}"))
     if not findings:
         wrong = sum(1 for p in r["pairs"] if not p["verified"])
-        findings.append(Finding(Verdict.PASS, None, f"{len(r['pairs'])} peer pairs, " + (
+        findings.append(Judgement(Verdict.PASS, None, f"{len(r['pairs'])} peer pairs, " + (
             f"{wrong} wrong copies, each with a GPU failed for it" if wrong else "every copy verified")))
     return fold(name, "node", findings, {"pairs": Value(len(r["pairs"])), "no_access": Value(len(missing))}, [floor],
                 key="pairs", evidence={"access": r["access"], "bidir": r["bidir"]})

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodeqc.backends.base import GpuInfo
-from nodeqc.checks.common import Finding, fmt, fold, judge
+from nodeqc.checks.common import Judgement, fmt, fold, judge
 from nodeqc.checks.diagnosis import Expected, Observed, explain
 from nodeqc.checks.stress.outcomes import (GIB, HELD_TOLERANCE_S, MIB, each_gpu, median_or_none, node_outlier,
                                            wrong_data)
@@ -54,7 +54,7 @@ def judge_pcie(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
                                key="h2d_gbps")
         findings, thresholds = [], []
         if not r["verified"]:
-            findings.append(Finding(Verdict.FAIL, "PCIE_COPY_CORRUPT",
+            findings.append(Judgement(Verdict.FAIL, "PCIE_COPY_CORRUPT",
                                     "data copied to the GPU and back came back wrong" + wrong_data(r["mismatch"], "byte")))
         values = {k: Value(r[k], "GB/s") for k in ("h2d_gbps", "d2h_gbps", "bidir_gbps")}
         link = r.get("link", {})
@@ -64,9 +64,9 @@ def judge_pcie(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             want_gen = profile.get("gpu", "pcie_gen", link["max_gen"])
             want_width = profile.get("gpu", "pcie_width", link["max_width"])
             if width < want_width:
-                findings.append(Finding(Verdict.FAIL, "PCIE_WIDTH", f"link at x{width} during the copies, expected x{want_width}"))
+                findings.append(Judgement(Verdict.FAIL, "PCIE_WIDTH", f"link at x{width} during the copies, expected x{want_width}"))
             if gen < want_gen:
-                findings.append(Finding(Verdict.FAIL, "PCIE_GEN", f"link at Gen{gen} during the copies, expected Gen{want_gen}"))
+                findings.append(Judgement(Verdict.FAIL, "PCIE_GEN", f"link at Gen{gen} during the copies, expected Gen{want_gen}"))
         for key, what in (("h2d_gbps", "host-to-device"), ("d2h_gbps", "device-to-host")):
             floor = profile.threshold("gpu", f"min_{key}")
             thresholds.append(floor)

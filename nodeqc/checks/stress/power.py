@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodeqc.backends.base import PLAIN_LOAD_DTYPE, GpuInfo
-from nodeqc.checks.common import Finding, fmt, fold, judge, skip
+from nodeqc.checks.common import Judgement, fmt, fold, judge, skip
 from nodeqc.checks.diagnosis import Expected, Observed, explain
 from nodeqc.checks.stress.outcomes import HELD_TOLERANCE_S, each_gpu
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
@@ -23,7 +23,7 @@ POWER_LOADED_SAMPLES = 4
 
 
 def power_finding(window: GpuTelemetry | None, profile: Profile, values: dict[str, Value],
-                  thresholds: list[Threshold | None], code: str = "BURN_POWER_LOW") -> Finding | None:
+                  thresholds: list[Threshold | None], code: str = "BURN_POWER_LOW") -> Judgement | None:
     """Clocks, power and throttling while the products ran; power must reach its share of the limit."""
     if window is None or window.loaded_power_w.count == 0 or is_na(window.power_limit_w):
         return None
