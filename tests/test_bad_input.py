@@ -14,7 +14,7 @@ import pytest
 from conftest import cli
 from nodeqc.backends.sim.faults import parse_fault
 from nodeqc.backends.sim.node import load_scenario
-from nodeqc.cli.main import _duration
+from nodeqc.cli.common import duration
 from nodeqc.core.errors import UsageError
 from nodeqc.spec.profile import load_profile
 
@@ -119,14 +119,14 @@ def test_a_bad_scenario_is_one_line_from_the_command_line(tmp_path):
 @pytest.mark.parametrize("text,seconds", [("90s", 90), ("15m", 900), ("1h30m", 5400), ("2h", 7200),
                                           ("1h30m15s", 5415), ("1d", 86400), ("1.5h", 5400), (" 8H ", 28800)])
 def test_durations_that_say_their_units(text, seconds):
-    assert _duration(text) == seconds
+    assert duration(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["1h30", "90", "30m1h", "1h 30m", "h", "1x", "-1h", "0s", "1e3s", "nan", "infh",
                                   "31d", "", "1hh", "1h-30m"])
 def test_durations_without_a_unit_for_every_number_are_refused(text):
     with pytest.raises(argparse.ArgumentTypeError, match="expected a duration"):
-        _duration(text)
+        duration(text)
 
 
 @pytest.mark.parametrize("text,said", [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from nodeqc.cli import main as nodeqc_cli
+from nodeqc.cli import main as nodeqc_cli, run as cli_run
 from nodeqc.report.journal import read_journal
 
 FREE_LEFT = 12 * 1024  # enough for the last journal records, not for the report (~26 KB for one GPU)
@@ -44,7 +44,7 @@ def fill(directory: Path, leave: int) -> None:
 def test_a_full_disk_while_writing_the_report_is_one_line_and_exit_2(small_disk, monkeypatch, capsys):
     out = small_disk / "reports"
 
-    class FillsTheDiskLate(nodeqc_cli.ProgressPrinter):
+    class FillsTheDiskLate(cli_run.ProgressPrinter):
         """Fills the disk when the host checks start: the GPU work and its journal are on disk by then."""
 
         filled = False
@@ -55,7 +55,7 @@ def test_a_full_disk_while_writing_the_report_is_one_line_and_exit_2(small_disk,
                 type(self).filled = True
             super().__call__(event)
 
-    monkeypatch.setattr(nodeqc_cli, "ProgressPrinter", FillsTheDiskLate)
+    monkeypatch.setattr(cli_run, "ProgressPrinter", FillsTheDiskLate)
     code = nodeqc_cli.main(["--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--sample-hz", "8",
                             "--out", str(out)])
     captured = capsys.readouterr()

@@ -14,7 +14,7 @@ import pytest
 from conftest import cli
 from nodeqc.backends import simulated_hardware
 from nodeqc.backends.sim.faults import parse_fault
-from nodeqc.cli.main import ProgressPrinter
+from nodeqc.cli.run import ProgressPrinter
 from nodeqc.core.codes import escalation, remediation
 from nodeqc.report.answer import (FIXED, NEW, NOT_RETESTED, STILL_FAILING, Finding, Part, answer, answer_of,
                              answer_lines, escalate, finding_lines, repair_outcome, split_findings)

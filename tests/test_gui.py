@@ -29,6 +29,7 @@ from nodeqc.backends.sim.faults import parse_fault  # noqa: E402
 from nodeqc.core.codes import remediation  # noqa: E402
 from nodeqc.core.model import CheckResult  # noqa: E402
 from nodeqc.core.model import Verdict  # noqa: E402
+from nodeqc.gui.banner import banner_findings  # noqa: E402
 from nodeqc.gui.bridge import RunThread  # noqa: E402
 from nodeqc.gui.checks import CHECK, RESULT_ROLE, VERDICT  # noqa: E402
 from nodeqc.gui.checks import CheckList  # noqa: E402
@@ -37,7 +38,7 @@ from nodeqc.gui.reports import ReportDialog  # noqa: E402
 from nodeqc.gui.session import RunSetup, probe  # noqa: E402
 from nodeqc.gui.style import COLOURS  # noqa: E402
 from nodeqc.gui.tiles import GpuTile  # noqa: E402
-from nodeqc.gui.window import MainWindow, banner_findings  # noqa: E402
+from nodeqc.gui.window import MainWindow  # noqa: E402
 from nodeqc.report.answer import answer as run_answer  # noqa: E402
 from nodeqc.report.envelope import verify_file  # noqa: E402
 from nodeqc.report.keys import load_signer, trusted_keys  # noqa: E402

@@ -110,11 +110,11 @@ def test_the_headless_summary_escapes_a_nics_name(tmp_path):
 
 
 def test_clean_and_csv_cell_are_the_one_place():
-    # `show`, fleet, the headless progress and the fabric's all escape through render.clean.
+    # `show`, fleet, the headless progress and the fabric's all escape through nodeqc.core.text.clean.
     assert clean("a\x1b[0mb\n") == "a\\x1b[0mb\\n" and csv_cell("=1") == "'=1" and csv_cell(-1.5) == -1.5
-    for module in ("cli_fleet", "fabric/cli"):
+    for module in ("cli/fleet", "cli/reports", "cli/run", "fabric/cli"):
         source = (Path(__file__).parent.parent / "nodeqc" / f"{module}.py").read_text()
-        assert re.search(r"from nodeqc\.render import .*clean", source), module
+        assert re.search(r"from nodeqc\.core\.text import .*clean", source), module
 
 
 def test_the_fabric_summary_escapes_what_the_workers_said(capsys):

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from nodeqc.backends import simulated_hardware
 from nodeqc.backends.sim.faults import GPU_FAULTS, NIC_FAULTS, parse_fault
 from nodeqc.backends.sim.node import SCENARIO_SCHEMA, load_scenario
-from nodeqc.cli import main as cli
+from nodeqc.cli import common as cli_common, main as cli
 from nodeqc.core.errors import UsageError
 from nodeqc.spec.profile import SCHEMA, load_profile
 
@@ -260,11 +260,11 @@ def test_any_duration_is_a_positive_bounded_number_of_seconds_or_refused(text):
     import argparse
 
     try:
-        seconds = cli._duration(text)
+        seconds = cli_common.duration(text)
     except argparse.ArgumentTypeError as e:
         assert "\n" not in str(e) and "expected a duration" in str(e)
         return
-    assert math.isfinite(seconds) and 0 < seconds <= cli.MAX_DURATION_S
+    assert math.isfinite(seconds) and 0 < seconds <= cli_common.MAX_DURATION_S
     # Every number carries its unit: the accepted text is digits and units only.
     assert set(text.strip().lower()) <= set(string.digits + ".dhms")
     assert text.strip()[-1].lower() in "dhms"

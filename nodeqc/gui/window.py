@@ -13,16 +13,17 @@ from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout,
-                               QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QScrollArea,
-                               QSizePolicy, QTabWidget, QVBoxLayout, QWidget)
+                               QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QTabWidget,
+                               QVBoxLayout, QWidget)
 
 from nodeqc.backends.base import GpuSample
 from nodeqc.core.errors import UsageError
-from nodeqc.report.answer import Finding, answer
+from nodeqc.report.answer import answer
 from nodeqc.run.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
                            RunStarted, TelemetrySampled)
 from nodeqc.core.model import CheckResult
 from nodeqc.core.text import subjects_text
+from nodeqc.gui.banner import Banner, banner_findings
 from nodeqc.gui.bridge import RunThread
 from nodeqc.gui.checks import CheckList
 from nodeqc.gui.history import HistoryList
@@ -37,9 +38,6 @@ from nodeqc.run.runner import RunOutcome, Runner
 from nodeqc.spec.profile import Profile, list_profiles, suggest_profile
 
 REDRAW_MS = 500  # live readings and the banner are redrawn this often, however fast samples come
-BANNER_PARTS = 4  # failing (or warning) parts listed in the banner; the Checks tab has them all
-BANNER_MAX_SHARE = 60  # percent of the window's height the banner's text may take before it scrolls
-BANNER_MIN_HEIGHT = 40  # two lines of its text
 WIDE_COLUMNS = 4  # tiles per row when the window is wide enough to put them above the tabs
 WIDE_MIN_HEIGHT = 850  # and tall enough to leave the tabs room below them
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
@@ -93,7 +91,16 @@ class MainWindow(QMainWindow):
         layout.setSpacing(6)
         self.node_panel = self._node_panel()
         layout.addWidget(self.node_panel)
-        layout.addWidget(self._banner())
+        self.banner = Banner(node.simulated)
+        b = self.banner  # its parts, by the names the window has always given them
+        self.banner_word, self.banner_sim, self.banner_text = b.word, b.sim, b.headline
+        self.banner_findings, self.banner_report, self.banner_scroll = b.findings, b.report, b.scroll_area
+        self.repair = b.repair
+        self.open_button, self.pdf_button, self.retest_button = b.open_button, b.pdf_button, b.retest_button
+        self.open_button.clicked.connect(lambda: self.show_report(Path(self.finished.report_path)))
+        self.pdf_button.clicked.connect(self.export_pdf)
+        self.retest_button.clicked.connect(self.retest)
+        layout.addWidget(self.banner)
         self.tile_area = TileArea()
         self.plots = TelemetryPlots()
         self.checks = CheckList()
@@ -192,83 +199,9 @@ class MainWindow(QMainWindow):
             self.profile_box.addItem(f"{name}  (suggested)" if name == suggested else name, name)
         self.profile_box.setCurrentIndex(names.index(wanted))
 
-    def _banner(self) -> QWidget:
-        """The answer: the verdict's word (and SIMULATED under it), the headline, each failing part
-        with what to do, and the report. Every line wraps: nothing of the action is cut off."""
-        self.banner = QFrame()
-        self.banner.setObjectName("banner")
-        self.banner_word = QLabel()
-        self.banner_word.setObjectName("bannerWord")
-        self.banner_word.setMinimumWidth(200)
-        self.banner_word.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.banner_sim = QLabel("SIMULATED")
-        self.banner_sim.setObjectName("simulated")
-        self.banner_sim.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.banner_sim.setToolTip("A simulated node: its reports are never a qualification of real hardware.")
-        self.banner_sim.setVisible(self.node.simulated)
-        word = QVBoxLayout()
-        word.setSpacing(2)
-        word.addWidget(self.banner_word)
-        word.addWidget(self.banner_sim)
-        word.addStretch(1)
-        self.banner_text = self._wrapping("bannerText")
-        self.banner_findings = self._wrapping("bannerFindings")
-        self.banner_report = ElidedLabel(mode=Qt.TextElideMode.ElideMiddle)
-        self.banner_report.setObjectName("bannerReport")
-        self.open_button = QPushButton("Open report")
-        self.open_button.clicked.connect(lambda: self.show_report(Path(self.finished.report_path)))
-        self.pdf_button = QPushButton("Export PDF")
-        self.pdf_button.clicked.connect(self.export_pdf)
-        self.repair = QLineEdit()
-        self.repair.setPlaceholderText("what was repaired?")
-        self.repair.setToolTip("What was repaired, e.g. reseated GPU 3 riser: recorded in the re-test's signed "
-                               "report, with a link to this report")
-        self.retest_button = QPushButton("Re-test")
-        self.retest_button.clicked.connect(self.retest)
-        # One above the other: a narrow column leaves the banner's text the width it needs.
-        buttons = QVBoxLayout()
-        buttons.setSpacing(4)
-        for widget in (self.open_button, self.pdf_button, self.repair, self.retest_button):
-            buttons.addWidget(widget)
-        buttons.addStretch(1)
-        inner = QWidget()
-        inner.setObjectName("bannerInner")
-        text = QVBoxLayout(inner)
-        text.setContentsMargins(0, 0, 0, 0)
-        text.setSpacing(2)
-        text.addWidget(self.banner_text)
-        text.addWidget(self.banner_findings)
-        text.addWidget(self.banner_report)
-        text.addStretch(1)
-        # As tall as its wrapped lines (_fit_banner); it scrolls, never cut off silently, only when the
-        # rest of the window is at its smallest or the text needs more than BANNER_MAX_SHARE of it.
-        self.banner_scroll = QScrollArea()
-        self.banner_scroll.setObjectName("bannerScroll")
-        self.banner_scroll.setWidget(inner)
-        self.banner_scroll.setWidgetResizable(True)
-        self.banner_scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.banner_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.banner_scroll.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self.banner_scroll.viewport().setAutoFillBackground(False)  # the banner's colour shows through
-        inner.setAutoFillBackground(False)
-        layout = QHBoxLayout(self.banner)
-        layout.setContentsMargins(12, 6, 12, 6)
-        layout.addLayout(word)
-        layout.addWidget(self.banner_scroll, 1)
-        layout.addLayout(buttons)
-        return self.banner
-
     def _fit_banner(self) -> None:
-        """The banner's text as tall as its lines wrapped at the width it has, up to BANNER_MAX_SHARE
-        of the window (then it scrolls): the parts that failed and what to do are all on screen."""
-        inner = self.banner_scroll.widget()
-        width = self.banner_scroll.viewport().width()
-        needed = inner.layout().totalHeightForWidth(width) if inner.layout().hasHeightForWidth() else \
-            inner.sizeHint().height()
-        room = min(self._room_for_banner(), self.height() * BANNER_MAX_SHARE // 100)
-        height = max(BANNER_MIN_HEIGHT, min(needed, room))
-        if self.banner_scroll.height() != height or self.banner_scroll.minimumHeight() != height:
-            self.banner_scroll.setFixedHeight(height)
+        """The banner's text as tall as its lines wrapped at the width it has (nodeqc.gui.banner)."""
+        self.banner.fit(self._room_for_banner(), self.height())
 
     def _room_for_banner(self) -> int:
         """The window's height less the rest at its smallest (node panel, tiles and tabs, status bar,
@@ -281,36 +214,9 @@ class MainWindow(QMainWindow):
                   + self.statusBar().sizeHint().height())
         return self.height() - others
 
-    @staticmethod
-    def _wrapping(name: str) -> QLabel:
-        label = QLabel()
-        label.setObjectName(name)
-        label.setWordWrap(True)
-        label.setTextFormat(Qt.TextFormat.RichText)
-        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        # As wide as the banner gives, as tall as the wrapped text needs at that width. A minimum
-        # height of its own keeps Qt from sizing the window for the text wrapped at its narrowest
-        # (the window would outgrow a 768 px screen).
-        label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
-        label.setMinimumHeight(1)
-        return label
-
     def _set_banner(self, state: str, word: str, text: str, finished: bool = False, report: str = "",
                     findings: str = "", repairable: bool = False) -> None:
-        if self.banner.property("state") != state:  # restyle only on a change: it is costly
-            self.banner.setProperty("state", state)
-            for widget in [self.banner, *self.banner.findChildren(QLabel)]:
-                widget.style().unpolish(widget)
-                widget.style().polish(widget)
-        self.banner_word.setText(word)
-        self.banner_text.setText(text)
-        self.banner_findings.setText(findings)
-        self.banner_findings.setVisible(bool(findings))
-        self.banner_report.setFullText(report)
-        self.banner_report.setVisible(bool(report))
-        for button in (self.open_button, self.pdf_button, self.retest_button):
-            button.setVisible(finished)
-        self.repair.setVisible(finished and repairable)
+        self.banner.set_answer(state, word, text, finished, report, findings, repairable)
         self._fit_banner()
         QTimer.singleShot(0, self._fit_banner)  # again at the width the new buttons leave it
 
@@ -596,47 +502,3 @@ class MainWindow(QMainWindow):
         box.setObjectName("notices")
         box.show()
 
-
-def banner_findings(findings: list[Finding]) -> str:
-    """Each failing part (then each warning one): who it is, the finding, what to do. When more parts
-    fail than the banner has room for, parts that failed the same way share one entry."""
-    by_part: dict[str, list[Finding]] = {}
-    for f in findings:
-        by_part.setdefault(f.subject, []).append(f)
-    groups = list(by_part.values())
-    if len(groups) > BANNER_PARTS:  # e.g. every GPU hung: one entry naming them all
-        by_way: dict[tuple[Any, ...], list[list[Finding]]] = {}
-        for group in groups:
-            by_way.setdefault(tuple((f.check, f.code) for f in group), []).append(group)
-        entries = [_banner_entry([g[0] for g in same], same[0]) for same in by_way.values()]
-    else:
-        entries = [_banner_entry([group[0]], group) for group in groups]
-    shown = entries[:BANNER_PARTS - 1] if len(entries) > BANNER_PARTS else entries
-    if len(entries) > len(shown):
-        shown.append(f"... and {len(entries) - len(shown)} more (the Checks tab has them all)")
-    return "<br>".join(shown)
-
-
-def _banner_entry(firsts: list[Finding], group: list[Finding]) -> str:
-    """'GPU 3 (bus, serial): finding (checks) [status] / -> What to do: ...' for one part, or for
-    several parts that failed the same way ('GPU 0, GPU 1, GPU 2: ...'). A part that failed in
-    several ways (a firmware difference and a narrow link) gets a finding and what to do for each
-    code, 'GPU 3 also: ...', so no failure is said by its remedy alone."""
-    if len(firsts) == 1:
-        name, _, details = group[0].part.identity.partition(" (")
-        who = f"<b>{html.escape(name)}</b>" + (f" ({html.escape(details)}" if details else "")
-        again = f"<b>{html.escape(name)}</b> also"
-    else:
-        who = again = "<b>" + html.escape(", ".join(f.part.identity.partition(" (")[0] for f in firsts)) + "</b>"
-    by_code: dict[str | None, list[Finding]] = {}
-    for f in group:
-        by_code.setdefault(f.code, []).append(f)
-    entries = []
-    for n, same in enumerate(by_code.values()):
-        first = same[0]
-        checks = ", ".join(dict.fromkeys(f.check for f in same))
-        status = f" <b>[{html.escape(first.repair)}]</b>" if first.repair else ""
-        todo = " ".join(dict.fromkeys(f.remediation for f in same))
-        entries.append(f"{who if n == 0 else again}: {html.escape(first.finding)} <i>({html.escape(checks)})</i>"
-                       f"{status}<br>&nbsp;&nbsp;&#8594; <b>What to do:</b> {html.escape(todo)}")
-    return "<br>".join(entries)

@@ -2,7 +2,7 @@
 from the arguments; the archive and the report a run re-tests; the run's options; and what follows
 the report (the partial note, the comparison with the re-tested report, the Prometheus textfile).
 
-The faces (nodeqc.cli.main, nodeqc.gui) call this; it imports neither.
+The faces (nodeqc.cli.run, nodeqc.gui) call this; it imports neither.
 """
 
 from __future__ import annotations

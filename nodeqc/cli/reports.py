@@ -1,0 +1,294 @@
+"""The report tools: `nodeqc verify` and `show` (one report), `history`, `compare` and `export`
+(the archive's reports, or two of them)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from pathlib import Path
+from typing import Any
+
+from nodeqc.cli.archive import archive_parser, query
+from nodeqc.cli.common import check_output_file, positive_int
+from nodeqc.core.arguments import Parser
+from nodeqc.core.errors import UsageError
+from nodeqc.core.text import clean
+
+
+def cmd_verify(argv: list[str]) -> int:
+    from nodeqc.report.envelope import VerificationError, verify_file
+    from nodeqc.report.keys import trusted_keys
+    from nodeqc.report.render import banner
+
+    p = Parser(prog="nodeqc verify", description="Check a report's signature; exit 0 only if it is "
+               "intact and signed by a trusted key.")
+    p.add_argument("report", help="the .report.json file")
+    p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable); "
+                   "default: your own key and those in the trusted-keys directory")
+    p.add_argument("--report-only", action="store_true", help="verify the signed report alone, without "
+                   "the journal and telemetry files it names (e.g. a report copied on its own)")
+    p.add_argument("--fabric-nodes", action="store_true", help="a fabric report: print each node's verdict "
+                   "('NODE pass|fail|error', one a line) once verified, and only from a complete run (exit 1 "
+                   "otherwise); nodeqc-retest --fabric returns nodes to service from these lines alone")
+    args = p.parse_args(argv)
+    try:
+        verified = verify_file(Path(args.report), trusted_keys(args.pubkey))
+        if verified.missing and not args.report_only:
+            raise VerificationError(f"evidence missing: {', '.join(f'{m} is missing' for m in verified.missing)} "
+                                    "(not beside the report; --report-only verifies the report alone)")
+    except VerificationError as e:
+        print(clean(f"nodeqc verify: {args.report}: NOT VERIFIED: {e}"), file=sys.stderr)
+        return 1
+    pred = verified.predicate
+    if args.fabric_nodes:
+        return _fabric_nodes(args.report, pred)
+    try:
+        node = pred.get("node") or {}
+        line = (f"verified: {banner(pred)}  node {node.get('hostname')} (serial {node.get('system_serial')})  "
+                f"profile {(pred.get('profile') or {}).get('name')}  finished {pred.get('finished_at')}  "
+                f"key {verified.keyid[:16]} ({verified.key_source})")
+    except (AttributeError, TypeError) as e:
+        print(clean(f"nodeqc verify: {args.report}: signed, but not in the form nodeqc writes ({e})"),
+              file=sys.stderr)
+        return 1
+    print(clean(line))
+    print(clean(f"evidence: {_evidence_text(verified)}"))
+    return 0
+
+
+def _fabric_nodes(report: str, pred: Any) -> int:
+    """`verify --fabric-nodes`: each node's verdict from a verified, complete fabric report. An
+    aborted run, or a fabric report that is not in the form nodeqc writes, gives none (exit 1)."""
+    why = None
+    if not isinstance(pred, dict) or pred.get("kind") != "fabric":
+        why = "not a fabric report"
+    elif pred.get("status") != "complete" or pred.get("partial"):
+        why = f"the fabric run is {pred.get('status')}, not complete: no node's verdict stands"
+    nodes = pred.get("nodes") if isinstance(pred, dict) else None
+    if why is None and not (isinstance(nodes, list) and nodes and all(
+            isinstance(n, dict) and isinstance(n.get("name"), str) and n.get("verdict") in ("pass", "fail", "error")
+            for n in nodes)):
+        why = "signed, but its nodes are not in the form nodeqc writes"
+    if why:
+        print(clean(f"nodeqc verify: {report}: {why}"), file=sys.stderr)
+        return 1
+    for n in nodes:
+        print(clean(f"{n['name']} {n['verdict']}"))
+    return 0
+
+
+def _evidence_text(verified: Any) -> str:
+    """What `verify` and `show` say about the journal and telemetry files the report names."""
+    said = [f"{c.split()[0]} ok" for c in verified.checked] + [f"{m} missing" for m in verified.missing]
+    return ", ".join(said) or "none named by the report"
+
+
+def cmd_show(argv: list[str]) -> int:
+    from nodeqc.report.envelope import VerificationError, decode_statement, read_envelope, read_report_bytes, verify_file
+    from nodeqc.report.journal import MAX_JOURNAL_BYTES, parse_journal
+    from nodeqc.report.keys import trusted_keys
+    from nodeqc.report.render import render_journal, render_report
+
+    p = Parser(prog="nodeqc show", description="Show a report (or the journal or telemetry of a run that did not finish).")
+    p.add_argument("report", help="a .report.json file, a .journal.jsonl file, or a .telemetry.csv.gz file")
+    p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
+    p.add_argument("--unverified", action="store_true", help="show a report that does not verify anyway "
+                   "(marked NOT VERIFIED); without it such a report is refused with exit 1")
+    p.add_argument("--pdf", metavar="FILE", help="also write the printable summary of a report here, as the "
+                   "app's Export PDF does (needs the GUI extra, PySide6; no display needed)")
+    args = p.parse_args(argv)
+    path = Path(args.report)
+    if args.pdf:
+        check_output_file(Path(args.pdf), "--pdf", (".pdf",))
+        if path.name.endswith((".csv.gz", ".jsonl")):
+            raise UsageError(f"--pdf: {path}: a printable summary is made of a report (.report.json), "
+                             "not of a journal or telemetry")
+    if path.name.endswith(".csv.gz"):
+        from nodeqc.work.telemetry import describe_series
+
+        if not path.is_file():
+            raise UsageError(f"{path}: no such telemetry file")
+        from nodeqc.core.text import clean_lines
+
+        print(clean_lines(describe_series(path)))
+        return 0
+    if path.name.endswith(".jsonl"):
+        try:
+            records = parse_journal(read_report_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8", errors="replace"))
+        except VerificationError as e:
+            print(clean(f"nodeqc show: {path}: not a readable journal: {e}"), file=sys.stderr)
+            return 1
+        try:
+            print(render_journal(records))
+        except (AttributeError, TypeError, KeyError, ValueError) as e:
+            print(clean(f"nodeqc show: {path}: not a journal nodeqc writes ({type(e).__name__}: {e})"), file=sys.stderr)
+            return 1
+        return 0
+    try:
+        verified = verify_file(path, trusted_keys(args.pubkey))
+        is_verified, stmt = True, verified.statement
+        trust = (f"signature: verified (key {verified.keyid[:16]}, {verified.key_source}); "
+                 f"evidence: {_evidence_text(verified)}")
+    except VerificationError as e:
+        if not args.unverified:
+            print(clean(f"nodeqc show: {path}: NOT VERIFIED: {e} (--unverified shows it anyway)"), file=sys.stderr)
+            return 1
+        try:
+            stmt = decode_statement(read_envelope(path))
+        except VerificationError as e2:
+            print(clean(f"nodeqc show: {path}: not a readable nodeqc report: {e2}"), file=sys.stderr)
+            return 1
+        is_verified, trust = False, f"signature: NOT VERIFIED ({e}): do not rely on this report"
+    try:
+        text = render_report(stmt["predicate"], trust)
+    except (AttributeError, TypeError, KeyError, ValueError) as e:
+        print(clean(f"nodeqc show: {path}: not in the form nodeqc writes ({type(e).__name__}: {e})"),
+              file=sys.stderr)
+        return 1
+    print(text)
+    if args.pdf:
+        from nodeqc.report.printable import LoadedReport, export_pdf
+
+        export_pdf(LoadedReport(path, stmt["predicate"], is_verified, trust), Path(args.pdf))
+        print(clean(f"nodeqc show: printable summary written: {args.pdf}"), file=sys.stderr)
+    return 0
+
+
+def cmd_history(argv: list[str]) -> int:
+    p = archive_parser("nodeqc history", "List the verified reports in the archive, newest first. Only a "
+                        "complete, full run that passed is a qualification; partial runs say so.")
+    p.add_argument("--limit", type=positive_int, metavar="N", help="at most N reports")
+    p.add_argument("--expired", action="store_true", help="only each node's newest qualification whose "
+                   "valid_until (the profile's valid_days) has passed")
+    p.add_argument("--part", metavar="SERIAL", help="one part's story instead: a GPU by its serial, a NIC by its "
+                   "MAC or PCI address; each report that saw it, what failed, what was repaired and whether it held")
+    args = p.parse_args(argv)
+    if args.part:
+        return _part_history(args)
+    limit = args.limit
+    if args.expired:  # expiry is judged on each node's newest qualification: limit after that
+        args.limit = None
+    args.fabrics = not args.expired  # a node's history includes the fabric runs it took part in
+    entries = query(args)
+    if args.expired:
+        from nodeqc.archive.fleet import expired_entries
+
+        entries = expired_entries(entries)[:limit] if limit else expired_entries(entries)
+    if entries:
+        print(f"{'FINISHED':<20}  {'NODE':<18} {'HOST':<16} {'RESULT':<20} {'PROFILE':<10} {'FAILED':<28} REPORT")
+    for e in entries:
+        failed = (e.failed[0] + (f" +{len(e.failed) - 1}" if len(e.failed) > 1 else "")) if e.failed else "-"
+        host, result = e.hostname, e.result
+        if e.fabric:  # many nodes qualified together: with --node, that node's own verdict there
+            host, result = f"fabric of {len(e.members)}", f"FABRIC {e.result}"
+            found = e.member(args.node) if args.node else None
+            if found:
+                name, facts = found
+                aborted = " (aborted)" if e.status == "aborted" else ""
+                result = f"FABRIC {str(facts.get('verdict')).upper()}{aborted}" + (" SIM" if e.simulated else "")
+                failed = f"{facts.get('code')} as {name}" if facts.get("code") else f"as {name}"
+        print(clean(f"{e.finished_at:<20}  {e.node:<18} {host:<16} {result:<20} {e.profile:<10} "
+                     f"{failed:<28} {e.path}"))
+    return 0
+
+
+def _part_history(args: argparse.Namespace) -> int:
+    from nodeqc.archive.parts import story
+    from nodeqc.archive.store import Archive
+    from nodeqc.report.keys import trusted_keys
+
+    if args.archive and not Path(args.archive).is_dir():
+        raise UsageError(f"--archive {args.archive}: no such directory")
+    archive = Archive(args.archive, trusted_keys(args.pubkey))
+    chapters = story(archive, args.part)
+    archive.close()
+    if not chapters:
+        print(clean(f"nodeqc: no verified report in {archive.root} saw a part {args.part}"), file=sys.stderr)
+        return 0
+    print(clean(f"part {chapters[-1].identity}: {len(chapters)} report(s), oldest first"))
+    for c in chapters:
+        print(clean("  " + c.line()))
+    return 0
+
+
+def cmd_compare(argv: list[str]) -> int:
+    from nodeqc.report.compare import compare
+    from nodeqc.report.envelope import VerificationError, decode_statement, read_envelope, verify_file
+    from nodeqc.report.keys import trusted_keys
+
+    p = Parser(prog="nodeqc compare", description="Compare two reports of a node, check by check and GPU by "
+               "GPU; exit 1 when NEW regressed, 0 when it did not.")
+    p.add_argument("old", help="the earlier .report.json")
+    p.add_argument("new", help="the later .report.json")
+    p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
+    p.add_argument("--unverified", action="store_true", help="compare reports that do not verify anyway "
+                   "(with a warning); without it such a report is refused with exit 2")
+    args = p.parse_args(argv)
+    trusted = trusted_keys(args.pubkey)
+    predicates = []
+    for path in (Path(args.old), Path(args.new)):
+        try:
+            predicates.append(verify_file(path, trusted).predicate)
+            continue
+        except VerificationError as e:
+            if not args.unverified:
+                raise UsageError(f"{path}: NOT VERIFIED: {e} (--unverified compares it anyway)") from None
+            print(clean(f"nodeqc: warning: {path}: NOT VERIFIED ({e}); compared anyway"), file=sys.stderr)
+        try:
+            predicates.append(decode_statement(read_envelope(path))["predicate"])
+        except VerificationError as e:
+            raise UsageError(f"{path}: not a readable nodeqc report: {e}") from None
+    result = compare(*predicates)
+    print("\n".join(result.lines(args.old, args.new)))
+    return 1 if result.regressed else 0
+
+
+EXPORT_FIELDS = ("report", "report_sha256", "node", "hostname", "finished_at", "report_verdict", "status",
+                 "partial", "simulated", "profile", "check", "subject", "verdict", "code", "key", "value",
+                 "unit", "message")
+
+
+def cmd_export(argv: list[str]) -> int:
+    import json
+
+    from nodeqc.archive.store import NotVerified, iter_checks
+    from nodeqc.core.text import clean, csv_writer
+
+    p = archive_parser("nodeqc export", "Write one row per report and check, for spreadsheets and pandas.")
+    p.add_argument("--format", default="csv", type=str.lower, choices=("csv", "jsonl"), metavar="csv|jsonl",
+                   help="csv (default) or jsonl (one JSON object a line)")
+    p.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
+    args = p.parse_args(argv)
+    if args.output:
+        check_output_file(Path(args.output), "--output")
+    # A file is written whole at the end (nodeqc.core.safefile: never through a planted link).
+    out = io.StringIO() if args.output else sys.stdout
+    entries = query(args)
+    writer = csv_writer(out, EXPORT_FIELDS) if args.format == "csv" else None
+    if writer:
+        writer.writeheader()
+    to_terminal = out.isatty()  # a file or a pipe gets the data as it is; a terminal, escaped
+    for e in entries:
+        try:
+            checks = list(iter_checks(e))
+        except NotVerified as error:
+            print(clean(f"nodeqc: warning: NOT VERIFIED: {e.path}: {error} (not exported)"), file=sys.stderr)
+            continue
+        base = {"report": str(e.path), "report_sha256": e.sha256, "node": e.node, "hostname": e.hostname,
+                "finished_at": e.finished_at, "report_verdict": e.verdict, "status": e.status,
+                "partial": e.partial, "simulated": e.simulated, "profile": e.profile}
+        for c in checks or [{}]:  # a report without results still has its row
+            figure = (c.get("values") or {}).get(c.get("key") or "", {})
+            row = {**base, "check": c.get("name"), "subject": c.get("subject"), "verdict": c.get("verdict"),
+                   "code": c.get("code"), "key": c.get("key"), "value": figure.get("value"),
+                   "unit": figure.get("unit"), "message": c.get("message")}
+            if writer:
+                writer.writerow({k: clean(v) if to_terminal and isinstance(v, str) else v for k, v in row.items()})
+            else:  # ASCII JSON: the data intact, and nothing a terminal would act on
+                out.write(json.dumps(row) + "\n")
+    if out is not sys.stdout:
+        from nodeqc.core.safefile import write_atomic
+
+        write_atomic(Path(args.output), out.getvalue().encode())
+    return 0
