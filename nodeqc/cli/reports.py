@@ -17,7 +17,7 @@ from nodeqc.core.text import clean
 
 
 def cmd_verify(argv: list[str]) -> int:
-    from nodeqc.report.envelope import VerificationError, verify_file
+    from nodeqc.report.envelope import VerificationError, evidence_text, verify_file
     from nodeqc.report.keys import trusted_keys
     from nodeqc.report.render import banner
 
@@ -53,7 +53,7 @@ def cmd_verify(argv: list[str]) -> int:
               file=sys.stderr)
         return 1
     print(clean(line))
-    print(clean(f"evidence: {_evidence_text(verified)}"))
+    print(clean(f"evidence: {evidence_text(verified)}"))
     return 0
 
 
@@ -78,14 +78,8 @@ def _fabric_nodes(report: str, pred: Any) -> int:
     return 0
 
 
-def _evidence_text(verified: Any) -> str:
-    """What `verify` and `show` say about the journal and telemetry files the report names."""
-    said = [f"{c.split()[0]} ok" for c in verified.checked] + [f"{m} missing" for m in verified.missing]
-    return ", ".join(said) or "none named by the report"
-
-
 def cmd_show(argv: list[str]) -> int:
-    from nodeqc.report.envelope import VerificationError, decode_statement, read_envelope, read_report_bytes, verify_file
+    from nodeqc.report.envelope import VerificationError, load, read_report_bytes
     from nodeqc.report.journal import MAX_JOURNAL_BYTES, parse_journal
     from nodeqc.report.keys import trusted_keys
     from nodeqc.report.render import render_journal, render_report
@@ -125,21 +119,14 @@ def cmd_show(argv: list[str]) -> int:
             print(clean(f"nodeqc show: {path}: not a journal nodeqc writes ({type(e).__name__}: {e})"), file=sys.stderr)
             return 1
         return 0
-    try:
-        verified = verify_file(path, trusted_keys(args.pubkey))
-        is_verified, stmt = True, verified.statement
-        trust = (f"signature: verified (key {verified.keyid[:16]}, {verified.key_source}); "
-                 f"evidence: {_evidence_text(verified)}")
-    except VerificationError as e:
-        if not args.unverified:
-            print(clean(f"nodeqc show: {path}: NOT VERIFIED: {e} (--unverified shows it anyway)"), file=sys.stderr)
-            return 1
-        try:
-            stmt = decode_statement(read_envelope(path))
-        except VerificationError as e2:
-            print(clean(f"nodeqc show: {path}: not a readable nodeqc report: {e2}"), file=sys.stderr)
-            return 1
-        is_verified, trust = False, f"signature: NOT VERIFIED ({e}): do not rely on this report"
+    loaded = load(path, trusted_keys(args.pubkey))
+    if loaded.verified is None and not args.unverified:
+        print(clean(f"nodeqc show: {path}: NOT VERIFIED: {loaded.problem} (--unverified shows it anyway)"), file=sys.stderr)
+        return 1
+    if loaded.statement is None:
+        print(clean(f"nodeqc show: {path}: not a readable nodeqc report: {loaded.unreadable}"), file=sys.stderr)
+        return 1
+    stmt, is_verified, trust = loaded.statement, loaded.verified is not None, loaded.trust
     try:
         text = render_report(stmt["predicate"], trust)
     except (AttributeError, TypeError, KeyError, ValueError) as e:
@@ -214,7 +201,7 @@ def _part_history(args: argparse.Namespace) -> int:
 
 def cmd_compare(argv: list[str]) -> int:
     from nodeqc.report.compare import compare
-    from nodeqc.report.envelope import VerificationError, decode_statement, read_envelope, verify_file
+    from nodeqc.report.envelope import load
     from nodeqc.report.keys import trusted_keys
 
     p = Parser(prog="nodeqc compare", description="Compare two reports of a node, check by check and GPU by "
@@ -228,17 +215,14 @@ def cmd_compare(argv: list[str]) -> int:
     trusted = trusted_keys(args.pubkey)
     predicates = []
     for path in (Path(args.old), Path(args.new)):
-        try:
-            predicates.append(verify_file(path, trusted).predicate)
-            continue
-        except VerificationError as e:
+        loaded = load(path, trusted)
+        if loaded.verified is None:
             if not args.unverified:
-                raise UsageError(f"{path}: NOT VERIFIED: {e} (--unverified compares it anyway)") from None
-            print(clean(f"nodeqc: warning: {path}: NOT VERIFIED ({e}); compared anyway"), file=sys.stderr)
-        try:
-            predicates.append(decode_statement(read_envelope(path))["predicate"])
-        except VerificationError as e:
-            raise UsageError(f"{path}: not a readable nodeqc report: {e}") from None
+                raise UsageError(f"{path}: NOT VERIFIED: {loaded.problem} (--unverified compares it anyway)")
+            print(clean(f"nodeqc: warning: {path}: NOT VERIFIED ({loaded.problem}); compared anyway"), file=sys.stderr)
+        if loaded.statement is None:
+            raise UsageError(f"{path}: not a readable nodeqc report: {loaded.unreadable}")
+        predicates.append(loaded.statement["predicate"])
     result = compare(*predicates)
     print("\n".join(result.lines(args.old, args.new)))
     return 1 if result.regressed else 0

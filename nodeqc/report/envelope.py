@@ -253,3 +253,51 @@ def verify_file(path: Path, trusted: dict[str, tuple[Ed25519PublicKey, str]], ev
     if evidence:
         check_evidence(verified, path.parent)
     return verified
+
+
+def evidence_text(verified: Verified) -> str:
+    """What `verify`, `show` and the printable summary say about the journal and telemetry files the
+    report names."""
+    said = [f"{c.split()[0]} ok" for c in verified.checked] + [f"{m} missing" for m in verified.missing]
+    return ", ".join(said) or "none named by the report"
+
+
+@dataclass
+class Loaded:
+    """A report file as every face shows it: read once, verified (signature and evidence) or, when it
+    does not verify, why not, with its statement still decoded if it is a readable report at all."""
+
+    path: Path
+    statement: dict[str, Any] | None  # None: not a readable nodeqc report (see `problem`)
+    verified: Verified | None  # None: it does not verify (see `problem`)
+    problem: str | None = None  # why it does not verify
+    unreadable: str | None = None  # why it is not a readable report at all
+
+    @property
+    def trust(self) -> str:
+        """One line: verified by which key, with its evidence; or why not, and not to rely on it."""
+        if self.verified is not None:
+            v = self.verified
+            return f"signature: verified (key {v.keyid[:16]}, {v.key_source}); evidence: {evidence_text(v)}"
+        return f"signature: NOT VERIFIED ({self.problem}): do not rely on this report"
+
+
+def load(path: Path, trusted: dict[str, tuple[Ed25519PublicKey, str]]) -> Loaded:
+    """The one way a face reads a report to show it (`show`, `compare`, the app's report view and
+    PDF): the same checks everywhere, the evidence files included. A file that is not a regular
+    file raises UsageError as read_report_bytes does; one too large to be a report is unreadable."""
+    try:
+        data = read_report_bytes(path)
+    except VerificationError as e:
+        return Loaded(path, None, None, str(e), str(e))
+    try:
+        verified = verify_bytes(data, trusted)
+        check_evidence(verified, path.parent)
+        return Loaded(path, verified.statement, verified)
+    except VerificationError as e:
+        problem = str(e)
+    try:
+        return Loaded(path, decode_statement(parse_envelope(data)), None, problem)
+    except VerificationError as e:
+        return Loaded(path, None, None, problem, str(e))
+

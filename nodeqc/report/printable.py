@@ -21,7 +21,7 @@ from nodeqc.core.model import CheckResult
 from nodeqc.core.safefile import write_atomic
 from nodeqc.core.text import subjects_text
 from nodeqc.report.answer import COLOURS, SHOWN_ORDER, WORDS, answer_of, repair_lines
-from nodeqc.report.envelope import VerificationError, decode_statement, read_envelope, verify_envelope
+from nodeqc.report.envelope import load
 from nodeqc.report.keys import trusted_keys
 from nodeqc.report.render import grouped, run_length, shared_detail
 
@@ -46,17 +46,12 @@ class LoadedReport:
 
 
 def load_report(path: Path) -> LoadedReport:
-    """Read and verify a report; UsageError if it is not a readable nodeqc report."""
-    try:
-        envelope = read_envelope(path)
-        predicate = decode_statement(envelope)["predicate"]
-    except VerificationError as e:
-        raise UsageError(f"{path}: not a readable nodeqc report: {e}") from None
-    try:
-        v = verify_envelope(envelope, trusted_keys())
-        return LoadedReport(path, predicate, True, f"signature: verified (key {v.keyid[:16]}, {v.key_source})")
-    except VerificationError as e:
-        return LoadedReport(path, predicate, False, f"signature: NOT VERIFIED ({e}): do not rely on this report")
+    """Read and verify a report as `nodeqc show` does (nodeqc.report.envelope.load: signature and
+    evidence); UsageError if it is not a readable nodeqc report."""
+    loaded = load(path, trusted_keys())
+    if loaded.statement is None:
+        raise UsageError(f"{path}: not a readable nodeqc report: {loaded.unreadable}")
+    return LoadedReport(path, loaded.statement["predicate"], loaded.verified is not None, loaded.trust)
 
 
 def summary_html(report: LoadedReport) -> str:
