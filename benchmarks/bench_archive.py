@@ -30,7 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nodeqc.archive.store import Archive, safe_name  # noqa: E402
+from nodeqc.archive.filing import safe_name  # noqa: E402
+from nodeqc.archive.index import Archive  # noqa: E402
 from nodeqc.report.envelope import sign, statement  # noqa: E402
 from nodeqc.report.keys import load_signer  # noqa: E402
 

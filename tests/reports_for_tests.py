@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nodeqc.archive.store import safe_name
+from nodeqc.archive.filing import safe_name
 from nodeqc.report.envelope import sign, statement, write_envelope
 from nodeqc.report.keys import Signer, load_signer
 

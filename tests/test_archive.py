@@ -16,7 +16,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from conftest import cli
-from nodeqc.archive.store import Archive, file_sha256, node_reports
+from nodeqc.archive.filing import file_sha256, node_reports
+from nodeqc.archive.index import Archive
 from nodeqc.report.keys import Signer, public_pem
 from reports_for_tests import file_report, predicate
 
@@ -213,7 +214,7 @@ def test_many_files_are_verified_by_forked_workers_with_the_same_answers(archive
     every row must be what verifying in order gives, the forged and the foreign included."""
     import concurrent.futures
 
-    import nodeqc.archive.store as archive_module
+    import nodeqc.archive.index as archive_module
 
     node = archive / "NODE-A"
     (node / "torn.report.json").write_text('{"payloadType": "application/vnd.in-toto+json", "payl')

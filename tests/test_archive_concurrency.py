@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cli
-from nodeqc.archive.store import Archive, file_sha256
+from nodeqc.archive.filing import file_sha256
+from nodeqc.archive.index import Archive
 from nodeqc.report.envelope import verify_file
 from nodeqc.report.keys import load_signer
 from reports_for_tests import file_report, predicate

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from nodeqc.archive.store import file_sha256
+from nodeqc.archive.filing import file_sha256
 from nodeqc.report.compare import Figure, compare
 from nodeqc.report.envelope import decode_statement, read_envelope
 from reports_for_tests import predicate

@@ -329,7 +329,7 @@ def test_a_nodes_history_lists_the_fabric_runs_it_took_part_in():
 
 
 def test_a_fabric_member_is_found_by_its_name_host_name_or_serial():
-    from nodeqc.archive.store import Entry, _fabric_members
+    from nodeqc.archive.verified import Entry, _fabric_members
 
     predicate = {"kind": "fabric", "nodes": [
         {"name": "gpu17", "verdict": "fail", "identity": {"hostname": "gpu17.dc1", "system_serial": "SN-17"}},

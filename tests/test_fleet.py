@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nodeqc.archive.fleet import FigureCache, expired_entries, extract, fleet
-from nodeqc.archive.store import Archive
+from nodeqc.archive.index import Archive
 from nodeqc.checks.fleet import Figure, distributions, outliers
 from nodeqc.core.model import Verdict
 from nodeqc.report.keys import load_signer

@@ -252,7 +252,7 @@ ALLOWED = {
     # The job manifest kubectl reads: NamedTemporaryFile is mkstemp (O_EXCL, unguessable name).
     ("fabric/kubernetes.py", "a named temporary file"),
     # The per-user index and figure cache: SQLite databases in the user's own cache directory.
-    ("archive/store.py", "SQLite database"),
+    ("archive/index.py", "SQLite database"),
     ("archive/fleet.py", "SQLite database"),
 }
 

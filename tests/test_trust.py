@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from nodeqc.archive.store import Archive
+from nodeqc.archive.index import Archive
 from nodeqc.report.compare import compare
 from nodeqc.report.envelope import verify_file
 from reports_for_tests import file_report, predicate
@@ -86,7 +86,7 @@ def test_a_report_edited_in_place_is_re_verified_and_never_exported(node_a):
 def test_export_rereads_only_the_content_that_was_verified(node_a, monkeypatch):
     """A file changed between the listing and the reading of its checks is not exported."""
     root, old, failed = node_a
-    from nodeqc.archive import store as archive_mod
+    from nodeqc.archive import verified as archive_mod
 
     a = Archive(root)
     entries = a.reports()

@@ -1,7 +1,7 @@
 """The fleet, from the archive: each node's newest verified report, its figures by SKU and measure,
 outliers against the fleet (nodeqc.checks.fleet), and when each qualification expires.
 
-The archive's index (nodeqc.archive.store) says which reports are verified; this module reads only the
+The archive's index (nodeqc.archive.index) says which reports are verified; this module reads only the
 newest report of each node, and keeps what it took from each in a per-user cache keyed by the
 report's sha256 (a digest names its content, so the cache can never describe another file). Each
 row carries an HMAC under the user's index secret, as the archive's index rows do: a row edited in
@@ -50,7 +50,7 @@ def extract(predicate: dict[str, Any]) -> dict[str, Any]:
 
 class FigureCache:
     """sha256 of a report -> what extract() took from it, in the user's cache directory, each row
-    with its HMAC (nodeqc.archive.store.row_mac). Without an index secret to be had, kept in memory only."""
+    with its HMAC (nodeqc.archive.secret.row_mac). Without an index secret to be had, kept in memory only."""
 
     def __init__(self, path: Path | None = None, secret: bytes | None = None):
         self.path = path or platformdirs.user_cache_path("nodeqc") / "fleet-figures.sqlite3"
@@ -60,7 +60,7 @@ class FigureCache:
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
             if self._secret is None:
-                from nodeqc.archive.store import index_secret
+                from nodeqc.archive.secret import index_secret
 
                 self._secret = index_secret()
             if self._secret is None:  # nothing to sign rows with: nothing lasting to trust
@@ -87,7 +87,7 @@ class FigureCache:
 
     def get_many(self, digests: list[str]) -> dict[str, dict[str, Any]]:
         """The rows of these reports whose HMAC holds; an edited row is left out (read again)."""
-        from nodeqc.archive.store import row_mac_ok
+        from nodeqc.archive.secret import row_mac_ok
 
         db, out = self._connect(), {}
         assert self._secret is not None
@@ -101,7 +101,7 @@ class FigureCache:
         return out
 
     def put_many(self, items: dict[str, dict[str, Any]]) -> None:
-        from nodeqc.archive.store import row_mac
+        from nodeqc.archive.secret import row_mac
 
         if not items:
             return

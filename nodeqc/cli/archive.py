@@ -50,7 +50,7 @@ def parse_since(text: str) -> str:
 
 def query(args: argparse.Namespace) -> list[Any]:
     """The reports the filters select, newest first; skipped files are warned about on stderr."""
-    from nodeqc.archive.store import Archive  # here, not at the top: `nodeqc --help` need not load them
+    from nodeqc.archive.index import Archive  # here, not at the top: `nodeqc --help` need not load them
     from nodeqc.core.text import clean
     from nodeqc.report.keys import trusted_keys
 

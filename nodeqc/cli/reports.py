@@ -182,7 +182,7 @@ def cmd_history(argv: list[str]) -> int:
 
 def _part_history(args: argparse.Namespace) -> int:
     from nodeqc.archive.parts import story
-    from nodeqc.archive.store import Archive
+    from nodeqc.archive.index import Archive
     from nodeqc.report.keys import trusted_keys
 
     if args.archive and not Path(args.archive).is_dir():
@@ -236,7 +236,7 @@ EXPORT_FIELDS = ("report", "report_sha256", "node", "hostname", "finished_at", "
 def cmd_export(argv: list[str]) -> int:
     import json
 
-    from nodeqc.archive.store import NotVerified, iter_checks
+    from nodeqc.archive.verified import NotVerified, iter_checks
     from nodeqc.core.text import clean, csv_writer
 
     p = archive_parser("nodeqc export", "Write one row per report and check, for spreadsheets and pandas.")

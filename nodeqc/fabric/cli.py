@@ -328,7 +328,7 @@ def _short(items: list[str], most: int = 6) -> str:
 def _out_dir(args: argparse.Namespace, name: str) -> Path:
     if args.out:
         return Path(args.out)
-    from nodeqc.archive.store import archive_root, node_dir
+    from nodeqc.archive.filing import archive_root, node_dir
 
     if args.archive and not Path(args.archive).is_dir():
         raise UsageError(f"--archive {args.archive}: no such directory")

@@ -1,5 +1,5 @@
 """Earlier reports of this node from the archive, newest first, as `nodeqc history` lists them: through
-the archive's index (nodeqc.archive.store), so each is verified (its signature by a trusted key, its
+the archive's index (nodeqc.archive.index), so each is verified (its signature by a trusted key, its
 journal and telemetry beside it) before it is shown. A file in the node's directory that does not
 verify (forged, altered, signed by a key not trusted) is shown as NOT VERIFIED with the reason,
 never with the verdict it claims."""
@@ -12,7 +12,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QHeaderView, QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from nodeqc.archive.store import Archive, Entry, Skipped
+from nodeqc.archive.index import Archive
+from nodeqc.archive.verified import Entry, Skipped
 from nodeqc.core.errors import UsageError
 from nodeqc.report.answer import COLOURS
 

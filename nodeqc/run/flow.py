@@ -119,7 +119,7 @@ def signer_trust(signer: Any) -> dict[str, Any]:
 
 
 def open_archive(directory: str | None) -> Any:
-    from nodeqc.archive.store import Archive
+    from nodeqc.archive.index import Archive
 
     if directory and not Path(directory).is_dir():
         raise UsageError(f"--archive {directory}: no such directory")
@@ -131,7 +131,7 @@ def retest_mismatch(predicate: dict[str, Any], node: str) -> str | None:
     (its verdicts are of many nodes' pairs, not of this node's checks), or another node's (another
     serial, else host name: the archive's key). Refused, not warned: the new signed report would
     otherwise say FIXED of another node's failures."""
-    from nodeqc.archive.store import node_key
+    from nodeqc.archive.filing import node_key
 
     if predicate.get("kind") == "fabric":
         return "a fabric report, not a node's"
@@ -145,7 +145,8 @@ def retest_mismatch(predicate: dict[str, Any], node: str) -> str | None:
 def previous_report(hardware: Any, archive: Any, retest: str | None) -> tuple[Path, dict[str, Any]] | None:
     """The report this run re-tests: the one named with --retest REPORT, else this node's newest in
     the archive (None if there is none; an error if --retest asked for one)."""
-    from nodeqc.archive.store import node_key, read_verified, safe_name
+    from nodeqc.archive.filing import node_key, safe_name
+    from nodeqc.archive.verified import read_verified
     from nodeqc.report.envelope import VerificationError
 
     if retest:
@@ -185,7 +186,7 @@ def after_run(report: Path, selection: Any, previous: tuple[Path, dict[str, Any]
     Prometheus textfile; each from the files as verified (the report just written by `trusted`, the
     run's own key; the re-tested one by the digest it was looked up with), never from what a file
     says after someone changed it."""
-    from nodeqc.archive.store import read_verified
+    from nodeqc.archive.verified import read_verified
     from nodeqc.report.envelope import VerificationError
     from nodeqc.report.keys import trusted_keys
 
@@ -197,7 +198,7 @@ def after_run(report: Path, selection: Any, previous: tuple[Path, dict[str, Any]
         print(f"nodeqc: partial run ({selection.describe()}): this report is not a qualification",
               file=sys.stderr)
     if previous:
-        from nodeqc.archive.store import read_by_digest
+        from nodeqc.archive.verified import read_by_digest
         from nodeqc.report.compare import compare
 
         try:
@@ -280,7 +281,7 @@ class RunFlow:
 
     def _prior_repairs(self, hardware: Any) -> dict[str, int]:
         from nodeqc.archive.parts import prior_repairs
-        from nodeqc.archive.store import node_dir, node_key
+        from nodeqc.archive.filing import node_dir, node_key
 
         host = hardware.host.info()
         node = node_key(host.system_serial, host.hostname)

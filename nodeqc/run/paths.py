@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from nodeqc.archive.store import node_dir, node_key, safe_name
+from nodeqc.archive.filing import node_dir, node_key, safe_name
 from nodeqc.backends.base import HostInfo
 from nodeqc.core.errors import UsageError
 from nodeqc.core.safefile import claim

@@ -1,162 +1,47 @@
-"""Where reports live: a per-user archive (XDG data dir), or a shared one named by NODEQC_ARCHIVE
-(or --archive DIR), filed by node so nothing is ever overwritten.
+"""The archive's index: each reader's SQLite index of the report files (nodeqc.archive.filing), and
+the listings answered from it.
 
 The signed report files are the truth; writers write only files (hundreds of nodes may write one
 shared archive directory at once, over NFS). Each reader keeps its own SQLite index of the archive in
 its own cache directory, one per host and archive, so no SQLite file is ever written by several hosts
-(SQLite's locking is not reliable over NFS). The index is a cache of **verified facts**: each row
-holds the digest of the report bytes that were verified and what they said, and carries an HMAC
-under a secret of this user, so a row edited in the index is noticed and its file verified again.
-Every listing first brings the index up to date with the files (a report whose size, mtime, ctime or
-inode changed, or whose journal or telemetry beside it did, is read and verified again); a file that
-does not verify is NOT VERIFIED, with the reason, and never listed as a report nor counted as a pass.
-A damaged index is rebuilt from the files; one that cannot be used at all is replaced by one in
-memory: a listing or a run never fails because of the index.
+(SQLite's locking is not reliable over NFS). The index is a cache of **verified facts**
+(nodeqc.archive.verified): each row holds the digest of the report bytes that were verified and what
+they said, and carries an HMAC under a secret of this user (nodeqc.archive.secret), so a row edited
+in the index is noticed and its file verified again. Every listing first brings the index up to date
+with the files (a report whose size, mtime, ctime or inode changed, or whose journal or telemetry
+beside it did, is read and verified again); a file that does not verify is NOT VERIFIED, with the
+reason, and never listed as a report nor counted as a pass. A damaged index is rebuilt from the
+files; one that cannot be used at all is replaced by one in memory: a listing or a run never fails
+because of the index.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import functools
 import hashlib
 import hmac
 import json
 import multiprocessing
 import os
-import re
 import socket
 import sqlite3
-import stat
 import sys
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import platformdirs
 
+from nodeqc.archive.filing import EVIDENCE_SUFFIXES, REPORT_SUFFIX, archive_root, safe_name
+from nodeqc.archive.secret import index_secret, row_mac, row_mac_ok
+from nodeqc.archive.verified import COLUMNS, Entry, Skipped, fabric_member, verified_facts
 from nodeqc.core.errors import UsageError
-from nodeqc.core.na import is_na
-from nodeqc.core.safefile import OutputError, link_new
-from nodeqc.report.envelope import VerificationError
 
-ARCHIVE_ENV = "NODEQC_ARCHIVE"
 SCHEMA_VERSION = 3  # 3: a fabric report's members and their verdicts
-REPORT_GLOB = "*.report.json"
-REPORT_SUFFIX = ".report.json"
-EVIDENCE_SUFFIXES = (".journal.jsonl", ".telemetry.csv.gz")  # beside a report, by its stem (nodeqc.run.paths.RunPaths)
 
-
-def archive_root(override: str | Path | None = None) -> Path:
-    if override:
-        return Path(override)
-    return Path(os.environ.get(ARCHIVE_ENV) or platformdirs.user_data_path("nodeqc") / "reports")
-
-
-def safe_name(text: str) -> str:
-    """A file-name-safe rendering of a serial or host name."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "unknown"
-
-
-def node_key(serial: Any, hostname: Any) -> str:
-    """What identifies a node in the archive: its system serial, else its host name."""
-    return str(hostname) if is_na(serial) or serial == "" else str(serial)
-
-
-def node_dir(node_id: str, root: str | Path | None = None) -> Path:
-    """Where the reports of one node (by system serial, else host name) are filed."""
-    return archive_root(root) / safe_name(node_id)
-
-
-def node_reports(node_id: str, root: str | Path | None = None) -> list[Path]:
-    """The reports of one node in the archive, newest first."""
-    directory = node_dir(node_id, root)
-    if not directory.is_dir():
-        return []
-    return sorted(directory.glob(REPORT_GLOB), key=lambda p: p.stat().st_mtime, reverse=True)
-
-
-def file_sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-
-# ---------------------------------------------------------------------- the index
-
-
-class NotVerified(VerificationError):
-    """A report file is not (or no longer) the content that was verified."""
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One verified report, as the index knows it: the file `rel` (NODE/NAME.report.json) under the
-    archive `root`."""
-
-    rel: str
-    sha256: str
-    node: str
-    hostname: str
-    verdict: str  # PASS | FAIL
-    status: str  # complete | aborted
-    partial: bool
-    simulated: bool
-    profile: str
-    started_at: str
-    finished_at: str
-    operator: str | None
-    ticket: str | None
-    keyid: str
-    previous: str | None  # sha256 of the report this one re-tested
-    failed: list[str]
-    root: Path
-    # A fabric report (many nodes qualified together): each node's name -> its verdict there
-    # (pass, fail, error), host name, node key and failure code. Empty for a node's own report.
-    members: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    @property
-    def fabric(self) -> bool:
-        return bool(self.members)
-
-    def member(self, node: str) -> tuple[str, dict[str, Any]] | None:
-        """The fabric member a node's name there, host name or node key (system serial) stands for:
-        (its name, its facts), or None."""
-        if node in self.members:
-            return node, self.members[node]
-        found = [(n, m) for n, m in self.members.items() if node in (m.get("hostname"), m.get("key"))]
-        return found[0] if found else None
-
-    @functools.cached_property
-    def path(self) -> Path:
-        # Made when asked for: a listing of a fleet's archive makes 10,000 entries and shows a few,
-        # and building a Path is most of an entry's cost.
-        return self.root / self.rel
-
-    @property
-    def qualified(self) -> bool:
-        """Only a complete, full run of real hardware that passed counts as a qualification."""
-        return self.verdict == "PASS" and self.status == "complete" and not self.partial and not self.simulated
-
-    @property
-    def result(self) -> str:
-        text = "ABORTED" if self.status == "aborted" else self.verdict
-        return text + (" (partial)" if self.partial else "") + (" SIM" if self.simulated else "")
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A file in the archive that did not verify, and why: NOT VERIFIED, never listed."""
-
-    path: Path
-    reason: str
-
-
-_COLUMNS = ("path", "sha256", "node", "hostname", "verdict", "status", "partial", "simulated", "profile",
-            "started_at", "finished_at", "operator", "ticket", "keyid", "previous", "failed", "members")
 # stamp: what the file (and its evidence beside it) looked like when verified; trust: 'verified' or
 # 'not verified' (then reason says why, and keyset which trusted keys it was tried with).
-_ROW = ("path", "stamp", "sha256", "trust", "reason", "keyset", *_COLUMNS[2:])
+_ROW = ("path", "stamp", "sha256", "trust", "reason", "keyset", *COLUMNS[2:])
 _SELECT = ", ".join(_ROW) + ", mac"
 
 _SCHEMA = f"""
@@ -170,45 +55,6 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 
 def _warn_stderr(text: str) -> None:
     print(f"nodeqc: warning: {text}", file=sys.stderr, flush=True)
-
-
-def index_secret() -> bytes | None:
-    """This user's secret for the index rows' HMACs: 32 random bytes in the config directory, made
-    on first use (atomically: concurrent first users all end up with the same one), readable only by
-    the user. None when there is none to be had (the index is then kept in memory only)."""
-    from nodeqc.report.keys import config_dir
-
-    path = config_dir() / "index-secret"
-    for _ in range(3):
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except FileNotFoundError:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                link_new(path, os.urandom(32), 0o600)  # whole when it appears; loses to an earlier one
-            except (OSError, OutputError):
-                return None
-            continue
-        except OSError:
-            return None
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            data = f.read(33)
-        if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077 and len(data) == 32:
-            return data
-        return None
-    return None
-
-
-def row_mac(secret: bytes, values: tuple[Any, ...]) -> str:
-    """HMAC-SHA256 of a row of a cache this user keeps (the index, the fleet's figures) under the
-    index secret: strings and None, where repr() is unambiguous, and fast."""
-    return hmac.digest(secret, repr(values).encode(), "sha256").hex()
-
-
-def row_mac_ok(secret: bytes, values: tuple[Any, ...], mac: Any) -> bool:
-    """Whether `mac` is the row's: an edited row (or one made under another secret) is not."""
-    return isinstance(mac, str) and hmac.compare_digest(row_mac(secret, values), mac)
 
 
 class Archive:
@@ -433,7 +279,7 @@ class Archive:
 
     def _read(self, rel: str, stamp: str, keyset: str) -> tuple[Any, ...]:
         """One report file as an index row (with its HMAC): verified, or why not."""
-        return self._row(_row_values(rel, stamp, keyset, _verified_facts(self.root / rel, self.trusted)))
+        return self._row(_row_values(rel, stamp, keyset, verified_facts(self.root / rel, self.trusted)))
 
     def _row(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
         """(rel, stamp, sha, trust, reason, keyset, *facts) with its HMAC."""
@@ -442,23 +288,20 @@ class Archive:
     def _read_many(self, todo: list[str], on_disk: dict[str, str], keyset: str) -> list[tuple[Any, ...]]:
         """Index rows for many report files. Reading and verifying them is CPU-bound (JSON, base64,
         Ed25519: about 5 ms a report), so a large batch (an index built from nothing over a fleet's
-        archive) is spread over this host's cores by forked workers that inherit the trusted keys;
-        the rows are MAC'd here, so the index secret never leaves this process. Forking is done
+        archive) is spread over this host's cores by forked workers, each given the trusted keys
+        when it starts (the pool's initializer); the rows are MAC'd here, so the index secret never leaves this process. Forking is done
         only from a single-threaded process (the command line): a process with other threads (the
         desktop app) verifies in order, as a small batch always does."""
         workers = min(_usable_cpus(), 8, len(todo) // _FILES_PER_WORKER)
         if workers < 2 or threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods():
             return [self._read(p, on_disk[p], keyset) for p in todo]
-        global _pool_trusted
-        _pool_trusted = self.trusted
         paths = [str(self.root / p) for p in todo]
         try:
-            with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                                        initializer=_trust_in_worker, initargs=(self.trusted,)) as pool:
                 facts = list(pool.map(_verified_facts_in_worker, paths, chunksize=32))
         except (OSError, concurrent.futures.process.BrokenProcessPool):  # no processes to be had: in order
             return [self._read(p, on_disk[p], keyset) for p in todo]
-        finally:
-            _pool_trusted = None
         return [self._row(_row_values(p, on_disk[p], keyset, f)) for p, f in zip(todo, facts)]
 
     # ------------------------------------------------------------------ queries
@@ -473,7 +316,7 @@ class Archive:
 
         def member(r: dict[str, Any]) -> dict[str, Any] | None:
             """The node's facts in a fabric report it took part in (when fabrics are asked for)."""
-            return _member(r["members"], node) if node and fabrics and r["node"] != node and r["hostname"] != node else None
+            return fabric_member(r["members"], node) if node and fabrics and r["node"] != node and r["hostname"] != node else None
 
         def own_verdict(r: dict[str, Any]) -> str:
             """The report's verdict; in a fabric report the node took part in, the node's own there."""
@@ -506,7 +349,7 @@ class Archive:
         """Checked rows of verified reports as entries, newest first."""
         rows = [r for r in rows if r["trust"] == "verified" and r["keyid"] in self.trusted]
         rows.sort(key=lambda r: (r["finished_at"] or "", r["path"]), reverse=True)
-        return [Entry(**{c: r[c] for c in _COLUMNS if c not in ("path", "partial", "simulated", "failed", "members")},
+        return [Entry(**{c: r[c] for c in COLUMNS if c not in ("path", "partial", "simulated", "failed", "members")},
                       rel=r["path"], root=self.root, partial=r["partial"] == "1", simulated=r["simulated"] == "1",
                       failed=[] if r["failed"] == "[]" else json.loads(r["failed"]),
                       members={} if r["members"] in (None, "{}") else json.loads(r["members"])) for r in rows[:limit]]
@@ -549,33 +392,21 @@ class Archive:
         return [Skipped(self.root / r["path"], r["reason"]) for r in rows]
 
 
-def _fabric_members(predicate: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """A fabric report's nodes: name -> verdict there, host name, failure code (nodeqc.fabric.report)."""
-    if predicate.get("kind") != "fabric":
-        return {}
-    codes = {c.get("subject"): c.get("code") for c in predicate.get("checks") or []
-             if isinstance(c, dict) and c.get("name") == "fabric.node"}
-    out = {}
-    for n in predicate.get("nodes") or []:
-        if isinstance(n, dict) and isinstance(n.get("name"), str):
-            identity = n.get("identity") if isinstance(n.get("identity"), dict) else {}
-            hostname = _text(identity.get("hostname"))
-            out[n["name"]] = {"verdict": str(n.get("verdict")), "hostname": hostname,
-                              "key": node_key(identity.get("system_serial"), hostname or n["name"]),
-                              "code": _text(codes.get(n["name"]))}
-    return out
-
-
-def _member(members: str | None, node: str) -> dict[str, Any] | None:
-    """A node's facts in a fabric report's members (index column), by its name there or host name."""
-    if not members or members == "{}":
-        return None
-    found = json.loads(members)
-    return found.get(node) or next((m for m in found.values() if node in (m.get("hostname"), m.get("key"))), None)
-
-
 _FILES_PER_WORKER = 250  # a worker costs a fork and its share of the pool's start: worth it past a few hundred files
-_pool_trusted: dict[str, Any] | None = None  # the trusted keys, inherited by forked verifying workers
+# The trusted keys in a forked verifying worker, set there (and only there) by the pool's initializer,
+# which the parent hands them to: nothing in the parent process is written for its workers.
+_worker_trusted: dict[str, Any] | None = None
+
+
+def _trust_in_worker(trusted: dict[str, Any]) -> None:
+    """The pool's initializer: runs in each forked worker as it starts."""
+    global _worker_trusted
+    _worker_trusted = trusted
+
+
+def _verified_facts_in_worker(path: str) -> tuple[Any, ...]:
+    assert _worker_trusted is not None
+    return verified_facts(Path(path), _worker_trusted)
 
 
 def _usable_cpus() -> int:
@@ -586,57 +417,13 @@ def _usable_cpus() -> int:
 
 
 def _row_values(rel: str, stamp: str, keyset: str, verified: tuple[Any, ...]) -> tuple[Any, ...]:
-    """An index row's values in _ROW's order, from _verified_facts' answer."""
+    """An index row's values in _ROW's order, from verified_facts' answer."""
     sha, trust, reason, *facts = verified
     return (rel, stamp, sha, trust, reason, keyset, *facts)
 
 
-def _verified_facts_in_worker(path: str) -> tuple[Any, ...]:
-    assert _pool_trusted is not None
-    return _verified_facts(Path(path), _pool_trusted)
-
-
-def _verified_facts(path: Path, trusted: dict[str, Any]) -> tuple[Any, ...]:
-    """What the index keeps of one report file, less its path, stamp and keyset: (sha256, trust,
-    reason, *facts), verified by a trusted key with its evidence beside it, or why not."""
-    from nodeqc.report.envelope import check_evidence, read_report_bytes, verify_bytes
-
-    facts: tuple[Any, ...] = (None,) * (len(_COLUMNS) - 2)
-    sha = None
-    try:
-        data = read_report_bytes(path)
-        sha = hashlib.sha256(data).hexdigest()
-        verified = verify_bytes(data, trusted, sha256=sha)
-        check_evidence(verified, path.parent)
-        p = verified.predicate
-        node = p["node"]
-        previous = p.get("previous") or {}
-        facts = (node_key(node.get("system_serial"), node.get("hostname")), str(node.get("hostname")),
-                 str(p["verdict"]), str(p["status"]), "1" if p.get("partial") else "0",
-                 "1" if p.get("simulated") else "0", str((p.get("profile") or {}).get("name")),
-                 _text(p.get("started_at")), _text(p.get("finished_at")), _text(p.get("operator")),
-                 _text(p.get("ticket")), verified.keyid,
-                 _text(previous.get("sha256") if isinstance(previous, dict) else None),
-                 json.dumps([str(f) for f in (p.get("summary") or {}).get("failed") or []]),
-                 json.dumps(_fabric_members(p)))
-        trust, reason = "verified", ""
-    except VerificationError as e:
-        trust, reason = "not verified", str(e)
-    except UsageError as e:
-        trust, reason = "not verified", str(e).removeprefix(f"{path}: ")
-    except Exception as e:  # noqa: BLE001 - one odd file must never break a listing
-        trust, reason = "not verified", f"not a nodeqc report ({type(e).__name__}: {e})"
-    if trust != "verified":
-        facts = (None,) * (len(_COLUMNS) - 2)
-    return (sha, trust, reason, *facts)
-
-
 def _stamp(st: os.stat_result) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 class _transaction:
@@ -651,33 +438,3 @@ class _transaction:
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
         self.db.execute("ROLLBACK" if exc_type else "COMMIT")
-
-
-def read_verified(path: Path, trusted: dict[str, Any], sha256: str | None = None) -> Any:
-    """A report read once and verified (report.Verified); with `sha256`, it must also still be the
-    content of that digest (the one that was looked up, recorded or compared)."""
-    from nodeqc.report.envelope import read_report_bytes, verify_bytes
-
-    verified = verify_bytes(read_report_bytes(path), trusted)
-    if sha256 is not None and verified.sha256 != sha256:
-        raise NotVerified(f"changed since it was verified (sha256 {verified.sha256[:16]}…, "
-                          f"expected {sha256[:16]}…)")
-    return verified
-
-
-def read_by_digest(path: Path, sha256: str) -> dict[str, Any]:
-    """The predicate of a report that was verified as the content of digest `sha256` (an index
-    entry, a re-test's previous report): read again, and only if it is still that content
-    (NotVerified otherwise)."""
-    from nodeqc.report.envelope import decode_statement, parse_envelope, read_report_bytes
-
-    data = read_report_bytes(path)
-    if hashlib.sha256(data).hexdigest() != sha256:
-        raise NotVerified("changed since it was verified")
-    return decode_statement(parse_envelope(data))["predicate"]
-
-
-def iter_checks(entry: Entry) -> Iterator[dict[str, Any]]:
-    """The check results of an indexed report, read again (NotVerified when the file is no longer
-    the content that was verified)."""
-    yield from read_by_digest(entry.path, entry.sha256).get("checks", [])

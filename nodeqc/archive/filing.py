@@ -1,0 +1,54 @@
+"""Where reports are filed: a per-user archive (XDG data dir), or a shared one named by NODEQC_ARCHIVE
+(or --archive DIR), one directory per node (by its node key: system serial, else host name), so
+nothing is ever overwritten. The archive's index of these files is nodeqc.archive.index."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from nodeqc.core.na import is_na
+
+ARCHIVE_ENV = "NODEQC_ARCHIVE"
+REPORT_GLOB = "*.report.json"
+REPORT_SUFFIX = ".report.json"
+EVIDENCE_SUFFIXES = (".journal.jsonl", ".telemetry.csv.gz")  # beside a report, by its stem (nodeqc.run.paths.RunPaths)
+
+
+def archive_root(override: str | Path | None = None) -> Path:
+    if override:
+        return Path(override)
+    return Path(os.environ.get(ARCHIVE_ENV) or platformdirs.user_data_path("nodeqc") / "reports")
+
+
+def safe_name(text: str) -> str:
+    """A file-name-safe rendering of a serial or host name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "unknown"
+
+
+def node_key(serial: Any, hostname: Any) -> str:
+    """What identifies a node in the archive: its system serial, else its host name."""
+    return str(hostname) if is_na(serial) or serial == "" else str(serial)
+
+
+def node_dir(node_id: str, root: str | Path | None = None) -> Path:
+    """Where the reports of one node (by system serial, else host name) are filed."""
+    return archive_root(root) / safe_name(node_id)
+
+
+def node_reports(node_id: str, root: str | Path | None = None) -> list[Path]:
+    """The reports of one node in the archive, newest first."""
+    directory = node_dir(node_id, root)
+    if not directory.is_dir():
+        return []
+    return sorted(directory.glob(REPORT_GLOB), key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def file_sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
