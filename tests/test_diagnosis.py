@@ -421,7 +421,7 @@ def test_nvml_lists_processes_names_them_and_says_when_it_cannot():
 
 def test_the_sampler_leaves_nodeqcs_own_processes_out():
     from nodeqc.backends.base import Clock, GpuManagement
-    from nodeqc.work.telemetry import TelemetrySampler
+    from nodeqc.work.sampler import TelemetrySampler
 
     class Two(GpuManagement):
         def open(self): pass

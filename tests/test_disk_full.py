@@ -78,14 +78,15 @@ def test_a_disk_that_fills_during_the_run_stops_the_telemetry_file_not_the_sampl
     import threading
     import time
 
-    import nodeqc.work.telemetry as telemetry
+    import nodeqc.work.sampler as sampler_module
     from nodeqc.backends.base import Clock
-    from nodeqc.work.telemetry import TelemetrySampler, read_series
+    from nodeqc.work.sampler import TelemetrySampler
+    from nodeqc.work.telemetry import read_series
     from test_telemetry import Scripted, gpus
 
     crashed = []
     monkeypatch.setattr(threading, "excepthook", lambda args: crashed.append(args.exc_value))
-    monkeypatch.setattr(telemetry, "FLUSH_EVERY_S", 0.0)
+    monkeypatch.setattr(sampler_module, "FLUSH_EVERY_S", 0.0)
     path = small_disk / "run.telemetry.csv.gz"
     sampler = TelemetrySampler(Scripted(lose_after=10**9), gpus(), Clock(), 0.0, hz=50, series_path=path)
     sampler.start()

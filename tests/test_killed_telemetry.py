@@ -12,7 +12,8 @@ import time
 import pytest
 
 from conftest import ROOT, cli
-from nodeqc.work.telemetry import FLUSH_EVERY_S, SERIES_COLUMNS, read_series
+from nodeqc.work.sampler import FLUSH_EVERY_S
+from nodeqc.work.telemetry import SERIES_COLUMNS, read_series
 
 
 @pytest.mark.slow

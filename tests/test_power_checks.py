@@ -336,7 +336,7 @@ def test_the_sampler_knows_the_pace_it_really_keeps():
     import time
 
     from nodeqc.backends import simulated_hardware
-    from nodeqc.work.telemetry import UTIL_WINDOW_S, TelemetrySampler
+    from nodeqc.work.sampler import UTIL_WINDOW_S, TelemetrySampler
 
     hw = simulated_hardware("h100", [], time_scale=1)
     gpus = hw.mgmt.gpus()

@@ -90,7 +90,7 @@ def test_the_journal_is_not_appended_through_a_link(tmp_path, victim):
 
 def test_the_telemetry_file_is_not_written_through_a_link(tmp_path, victim):
     from nodeqc.backends.base import Clock
-    from nodeqc.work.telemetry import TelemetrySampler
+    from nodeqc.work.sampler import TelemetrySampler
     from test_telemetry import Scripted, gpus
 
     link = plant(tmp_path / "run.telemetry.csv.gz", victim)

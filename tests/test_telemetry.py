@@ -12,7 +12,8 @@ import pytest
 
 from nodeqc.backends.base import Clock, GpuCounters, GpuInfo, GpuManagement, GpuSample, XidEvent, REASON_BITS
 from nodeqc.core.errors import GpuLostError
-from nodeqc.work.telemetry import MAX_EVENTS, SERIES_COLUMNS, GpuTelemetry, TelemetrySampler, read_series
+from nodeqc.work.sampler import TelemetrySampler
+from nodeqc.work.telemetry import MAX_EVENTS, SERIES_COLUMNS, GpuTelemetry, read_series
 
 
 class Scripted(GpuManagement):
@@ -76,7 +77,7 @@ def test_sampler_runs_and_writes_a_readable_series(tmp_path):
 
 
 def test_a_killed_run_keeps_its_flushed_series(tmp_path, monkeypatch):
-    import nodeqc.work.telemetry as t
+    import nodeqc.work.sampler as t
 
     monkeypatch.setattr(t, "FLUSH_EVERY_S", 0.0)
     path = tmp_path / "t.csv.gz"

@@ -45,7 +45,7 @@ from nodeqc.run.watchdog import watchdog_for
 from nodeqc.spec.peers import Peer, parse_peers
 from nodeqc.spec.profile import Profile
 from nodeqc.spec.selection import CHECK_NAMES, CHECKS, Selection
-from nodeqc.work.telemetry import TelemetrySampler, TelemetrySummary
+from nodeqc.work.sampler import TelemetrySampler, TelemetrySummary
 from nodeqc.work.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, own_pids, run_tasks
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
