@@ -48,7 +48,8 @@ def check() -> int:
     """Correctness of the measuring code, on the simulated device."""
     from nodeqc.backends.sim.compute import SimDevice
     from nodeqc.backends.sim.faults import parse_fault
-    from nodeqc.backends.sim.node import SimNode, load_scenario
+    from nodeqc.backends.sim.node import SimNode
+    from nodeqc.backends.sim.scenario import load_scenario
     from nodeqc.core.known_answer import compare_exact, known_answer_inputs
     from nodeqc.work import workloads as W
 

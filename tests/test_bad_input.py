@@ -13,7 +13,7 @@ import pytest
 
 from conftest import cli
 from nodeqc.backends.sim.faults import parse_fault
-from nodeqc.backends.sim.node import load_scenario
+from nodeqc.backends.sim.scenario import load_scenario
 from nodeqc.cli.common import duration
 from nodeqc.core.errors import UsageError
 from nodeqc.spec.profile import load_profile

@@ -331,8 +331,9 @@ def test_simulated_psu_faults_fail_the_pulse_test_for_the_node(tmp_path, run_cli
                                          ("host:no_bmc", "no BMC answered (ipmitool sdr type: Could not open device")])
 def test_the_simulated_bmc_without_ipmitool_or_bmc(fault, says):
     from nodeqc.backends.sim.faults import parse_fault
-    from nodeqc.backends.sim.node import SimNode, load_scenario
+    from nodeqc.backends.sim.node import SimNode
     from nodeqc.backends.sim.platform import SimBmc
+    from nodeqc.backends.sim.scenario import load_scenario
 
     watch = BmcWatch(SimBmc(SimNode(load_scenario("hgx-h100"), [parse_fault(fault)])), time.monotonic)
     watch.start()

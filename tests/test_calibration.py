@@ -16,7 +16,8 @@ from nodeqc.backends import simulated_hardware
 from nodeqc.backends.sim.compute import SimDevice
 from nodeqc.backends.sim.faults import parse_fault
 from nodeqc.backends.sim.models import SIM_GPU_MODELS
-from nodeqc.backends.sim.node import SimNode, sku_scenario
+from nodeqc.backends.sim.node import SimNode
+from nodeqc.backends.sim.scenario import sku_scenario
 from nodeqc.checks.stress.burn import burn_params, judge_burn
 from nodeqc.checks.stress.memory import hbm_params, judge_hbm
 from nodeqc.checks.stress.pcie import judge_pcie, pcie_params

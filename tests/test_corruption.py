@@ -10,7 +10,8 @@ import pytest
 
 from nodeqc.backends.sim.compute import SimDevice, SimNodeDevices
 from nodeqc.backends.sim.faults import parse_fault
-from nodeqc.backends.sim.node import SimNode, load_scenario
+from nodeqc.backends.sim.node import SimNode
+from nodeqc.backends.sim.scenario import load_scenario
 from nodeqc.work import workloads as W
 
 

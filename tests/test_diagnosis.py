@@ -544,7 +544,9 @@ def test_simulated_cotenants_and_a_lowered_power_limit():
 
     from nodeqc.backends.sim.compute import SimDevice
     from nodeqc.backends.sim.faults import parse_fault
-    from nodeqc.backends.sim.node import COTENANT_AFTER_S, SimNode, load_scenario
+    from nodeqc.backends.sim.node import SimNode
+    from nodeqc.backends.sim.physics import COTENANT_AFTER_S
+    from nodeqc.backends.sim.scenario import load_scenario
 
     n = SimNode(load_scenario("hgx-h100"), [parse_fault(f) for f in ("gpu0:cotenant", "gpu1:cotenant_late",
                                                                      "gpu2:power_limit=350")], time_scale=1000)

@@ -13,7 +13,8 @@ import pytest
 
 from nodeqc.backends import simulated_hardware
 from nodeqc.backends.sim.faults import parse_fault
-from nodeqc.backends.sim.node import SimNode, load_scenario
+from nodeqc.backends.sim.node import SimNode
+from nodeqc.backends.sim.scenario import load_scenario
 from nodeqc.core.errors import UsageError
 from nodeqc.core.model import Verdict
 from nodeqc.report.keys import create_key

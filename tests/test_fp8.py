@@ -335,7 +335,8 @@ def test_fp8_refused_in_the_set_up_is_not_run_and_the_burn_still_passes():
     """A device whose fp8 plan fails (as the CuPy device raises it from cuBLASLt) keeps burning the
     other dtypes; the verdict passes and says fp8 was not run, and why."""
     from nodeqc.backends.sim.compute import SimDevice
-    from nodeqc.backends.sim.node import SimNode, sku_scenario
+    from nodeqc.backends.sim.node import SimNode
+    from nodeqc.backends.sim.scenario import sku_scenario
     from nodeqc.checks.stress.burn import burn_params, judge_burn
     from nodeqc.core.model import Verdict
     from nodeqc.spec.profile import load_for, suggest_profile

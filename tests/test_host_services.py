@@ -8,7 +8,8 @@ import pytest
 
 from nodeqc.backends.base import HostInfo
 from nodeqc.backends.host import LinuxHost
-from nodeqc.backends.sim.node import SimNode, load_scenario
+from nodeqc.backends.sim.node import SimNode
+from nodeqc.backends.sim.scenario import load_scenario
 from nodeqc.checks import host as host_checks
 from nodeqc.core.model import Verdict
 from nodeqc.core.na import NA

@@ -15,7 +15,8 @@ import pytest
 from conftest import whole
 from nodeqc.backends.base import GpuInfo, GpuSample
 from nodeqc.backends.sim.compute import SimDevice
-from nodeqc.backends.sim.node import SimNode, load_scenario
+from nodeqc.backends.sim.node import SimNode
+from nodeqc.backends.sim.scenario import load_scenario
 from nodeqc.checks.stress.burn import burn_load_short, judge_burn
 from nodeqc.checks.stress.memory import (MEMTEST_COVERAGE_TOLERANCE, hbm_load_short, hbm_params, judge_hbm,
                                          judge_memtest, memtest_load_short, memtest_params)

@@ -7,7 +7,8 @@ import pytest
 
 from nodeqc.backends.sim.compute import SIM_BASE_ADDRESS, SIM_MEMTEST_WORDS, SimDevice, expected_words
 from nodeqc.backends.sim.faults import parse_fault
-from nodeqc.backends.sim.node import SimNode, load_scenario
+from nodeqc.backends.sim.node import SimNode
+from nodeqc.backends.sim.scenario import load_scenario
 from nodeqc.core.model import Verdict
 from nodeqc.report.keys import create_key
 from nodeqc.run.runner import RunOptions, Runner

@@ -9,7 +9,8 @@ import pytest
 from conftest import cli
 from nodeqc.backends import simulated_hardware
 from nodeqc.backends.sim.faults import parse_fault
-from nodeqc.backends.sim.node import SimNode, load_scenario
+from nodeqc.backends.sim.node import SimNode
+from nodeqc.backends.sim.scenario import load_scenario
 from nodeqc.core.model import Verdict
 from nodeqc.report.keys import create_key
 from nodeqc.run.runner import RunOptions, Runner
@@ -152,7 +153,7 @@ def test_an_ethernet_nic_below_the_profiles_speed(tmp_path_factory, signer, tmp_
 
 
 def test_every_scenario_has_nics():
-    from nodeqc.backends.sim.node import list_scenarios
+    from nodeqc.backends.sim.scenario import list_scenarios
 
     for name in list_scenarios():
         nics = SimNode(load_scenario(name), []).nics().nics()

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from nodeqc.backends import simulated_hardware
 from nodeqc.backends.sim.faults import GPU_FAULTS, NIC_FAULTS, parse_fault
-from nodeqc.backends.sim.node import SCENARIO_SCHEMA, load_scenario
+from nodeqc.backends.sim.scenario import SCENARIO_SCHEMA, load_scenario
 from nodeqc.cli import common as cli_common, main as cli
 from nodeqc.core.errors import UsageError
 from nodeqc.spec.profile import SCHEMA, load_profile

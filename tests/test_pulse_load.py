@@ -12,7 +12,8 @@ import pytest
 
 from nodeqc.backends.base import GpuInfo, GpuSample
 from nodeqc.backends.sim.compute import COLD_FIRST_PRODUCT_S, SimDevice
-from nodeqc.backends.sim.node import SimNode, load_scenario
+from nodeqc.backends.sim.node import SimNode
+from nodeqc.backends.sim.scenario import load_scenario
 from nodeqc.checks.stress.pulse import (PULSE_DUTY, PULSE_MIN_SWING_SHARE, PULSE_PERIODS_S, judge_pulse, pulse_load,
                                         pulse_params)
 from nodeqc.backends.sim.faults import parse_fault

@@ -9,7 +9,9 @@ import pytest
 from nodeqc.backends.base import REASON_BITS
 from nodeqc.backends.sim.compute import SimDevice
 from nodeqc.backends.sim.faults import parse_fault
-from nodeqc.backends.sim.node import LOST_AFTER_S, SimNode, list_scenarios, load_scenario
+from nodeqc.backends.sim.node import SimNode
+from nodeqc.backends.sim.physics import LOST_AFTER_S
+from nodeqc.backends.sim.scenario import list_scenarios, load_scenario
 from nodeqc.core.errors import GpuLostError, UsageError
 
 

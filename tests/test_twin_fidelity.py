@@ -22,7 +22,9 @@ from nodeqc.backends.base import REASON_BITS
 from nodeqc.backends.sim.compute import SimDevice
 from nodeqc.backends.sim.faults import parse_fault
 from nodeqc.backends.sim.models import PLAIN, SIM_GPU_MODELS
-from nodeqc.backends.sim.node import NVML_POWER_PERIOD_S, SimNode, sku_scenario
+from nodeqc.backends.sim.node import SimNode
+from nodeqc.backends.sim.physics import NVML_POWER_PERIOD_S
+from nodeqc.backends.sim.scenario import sku_scenario
 from nodeqc.report.keys import create_key
 from nodeqc.run.runner import RunOptions, Runner
 from nodeqc.spec.profile import load_for, suggest_profile

@@ -81,8 +81,9 @@ def real_hardware() -> Hardware:
 
 
 def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float | None = None) -> Hardware:
-    from nodeqc.backends.sim.node import SimNode, load_scenario
+    from nodeqc.backends.sim.node import SimNode
     from nodeqc.backends.sim.platform import SimBmc, SimHostStress, SimPlatform
+    from nodeqc.backends.sim.scenario import load_scenario
 
     node = SimNode(load_scenario(scenario_ref), faults, time_scale)
     return Hardware(node.management(), node.host(), node.compute_spec(), node.clock,
@@ -103,7 +104,8 @@ def replay_hardware(path: str, twin_faults: list[Any] | None = None) -> Hardware
     from nodeqc.backends.nvml import NvmlBackend
     from nodeqc.backends.nvml_replay import ReplayNvml
     from nodeqc.backends.sim.models import SIM_GPU_MODELS
-    from nodeqc.backends.sim.node import Scenario, SimNode
+    from nodeqc.backends.sim.node import SimNode
+    from nodeqc.backends.sim.scenario import Scenario
     from nodeqc.core.errors import UsageError
 
     from nodeqc.core.safefile import NotAFile, read_bounded

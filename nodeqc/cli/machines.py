@@ -85,7 +85,7 @@ def _provenance(sku) -> str:
 
 def cmd_scenarios(argv: list[str]) -> int:
     from nodeqc.backends.sim.faults import GPU_FAULTS, HOST_FAULTS, NIC_FAULTS
-    from nodeqc.backends.sim.node import list_scenarios, load_scenario
+    from nodeqc.backends.sim.scenario import list_scenarios, load_scenario
 
     p = Parser(prog="nodeqc scenarios", description="List the built-in simulated nodes and the faults they take.")
     p.parse_args(argv)

@@ -181,8 +181,8 @@ def cmd_history(argv: list[str]) -> int:
 
 
 def _part_history(args: argparse.Namespace) -> int:
-    from nodeqc.archive.parts import story
     from nodeqc.archive.index import Archive
+    from nodeqc.archive.parts import story
     from nodeqc.report.keys import trusted_keys
 
     if args.archive and not Path(args.archive).is_dir():

@@ -280,8 +280,8 @@ class RunFlow:
         return {"path": str(path), "failures": failures_of(predicate)}
 
     def _prior_repairs(self, hardware: Any) -> dict[str, int]:
-        from nodeqc.archive.parts import prior_repairs
         from nodeqc.archive.filing import node_dir, node_key
+        from nodeqc.archive.parts import prior_repairs
 
         host = hardware.host.info()
         node = node_key(host.system_serial, host.hostname)

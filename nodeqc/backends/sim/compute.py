@@ -40,8 +40,8 @@ from nodeqc.backends.sim.models import MIB, PLAIN, SIM_GPU_MODELS
 from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
                                        SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
                                        SLOT_LOST, SLOT_POWER_W, SLOT_PULSE_S, SLOT_SWUNG, SLOTS, transient_braking)
-from nodeqc.backends.sim.node import (COTENANT_SHARE, LOST_AFTER_S, NVML_POWER_PERIOD_S, cotenant_active,
-                                      held_by_limit, sim_clock, sim_power_w)
+from nodeqc.backends.sim.physics import (COTENANT_SHARE, LOST_AFTER_S, NVML_POWER_PERIOD_S, cotenant_active,
+                                         held_by_limit, sim_clock, sim_power_w)
 from nodeqc.core.errors import GpuLostError
 from nodeqc.core.known_answer import allreduce_contribution, copy_pattern, fingerprint, splitmix64
 

@@ -7,6 +7,9 @@ a verdict. Its reports are marked simulated.
 Worker processes (the stress work) and the telemetry in the main process share one small array per
 node: a worker writes how loaded its GPU is, telemetry reads it, so temperature, power, clocks and
 PCIe link state follow the real work schedule. Time is compressed by the scenario's `time_scale`.
+
+The node is built from its scenario (nodeqc.backends.sim.scenario); how its GPUs behave under load
+is nodeqc.backends.sim.physics, which its workers (nodeqc.backends.sim.compute) share.
 """
 
 from __future__ import annotations
@@ -16,148 +19,26 @@ import multiprocessing
 import random
 import threading
 import time
-import tomllib
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounters, GpuInfo, GpuManagement,
                                   GpuProcess, GpuSample, HostBackend, HostInfo, IbPort, NicBackend, NicInfo, PciDevice,
                                   TrafficJob, TrafficOutcome, TrafficSession, XidEvent, decode_reasons)
 from nodeqc.backends.nic import IB_COUNTERS
-from nodeqc.backends.sim.models import INSTANT_OVERSHOOT, MIB, SIM_GPU_MODELS, SimGpuModel
+from nodeqc.backends.sim.models import INSTANT_OVERSHOOT, MIB, SimGpuModel
+from nodeqc.backends.sim.physics import (COTENANT, LOADED, NVML_POWER_PERIOD_S, RAMP_S, THERMAL_TAU_S, XID_AFTER_S,
+                                         cotenant_active, held_by_limit, sim_clock, sim_power_demand_w, sim_power_w)
+from nodeqc.backends.sim.scenario import Scenario
 from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
                                        SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
                                        SLOT_LOST, SLOT_POWER_W, SLOT_PULSE_S, SLOTS, transient_braking)
 from nodeqc.backends.sim.faults import Fault, check_range
 from nodeqc.core.errors import GpuLostError, UsageError
 from nodeqc.core.na import NA
-from nodeqc.core.resources import scenarios_dir
-from nodeqc.core.safefile import NotAFile, read_bounded
-from nodeqc.core.schema import Spec, validate
 
 GIB = 1024 ** 3
-
-SCENARIO_SCHEMA = {
-    "": {
-        "description": Spec("str", "what this simulated node is"),
-        "hostname": Spec("str", "host name the node reports"),
-        "time_scale": Spec("number", "simulated seconds per real second", low=0.1, high=1e6),
-        "driver_version": Spec("version", "NVIDIA driver version reported"),
-        "cuda_version": Spec("version", "CUDA version the driver reports"),
-        "seed": Spec("int", "seed of the telemetry noise", low=0),
-    },
-    "system": {
-        "vendor": Spec("str", "DMI system vendor"),
-        "model": Spec("str", "DMI product name"),
-        "serial": Spec("str", "DMI product serial"),
-    },
-    "host": {
-        "cpu_model": Spec("str", "CPU model name"),
-        "sockets": Spec("int", "CPU sockets", low=1),
-        "cores": Spec("int", "physical cores", low=1),
-        "threads": Spec("int", "hardware threads", low=1),
-        "memory_gib": Spec("number", "memory", low=0.5, high=1 << 20),  # up to 1 PiB
-        "numa_nodes": Spec("int", "NUMA nodes", low=1),
-        "os": Spec("str", "operating system"),
-        "kernel": Spec("str", "kernel release"),
-        "fabric_manager": Spec("bool", "the NVSwitch fabric manager runs"),
-        "gpudirect_rdma": Spec("bool", "the GPUDirect RDMA module is loaded"),
-        "vm": Spec("bool", "a virtual machine: no BMC answers, no EDAC or PCIe AER counters in sysfs"),
-    },
-    "gpus": {
-        "model": Spec("choice", "GPU model", tuple(SIM_GPU_MODELS)),
-        "count": Spec("int", "number of GPUs", low=1, high=64),
-        "bus_ids": Spec("strlist", "PCI addresses of the GPUs"),
-        "serials": Spec("strlist", "GPU serial numbers (default: the system serial and -G<slot>)"),
-        "topology": Spec("choice", "how the GPUs connect", ("nvswitch", "pcie", "nvlink-bridge")),
-    },
-    "nics": {
-        "name": Spec("str", "interface name"),
-        "driver": Spec("str", "kernel driver"),
-        "kind": Spec("choice", "link layer", ("ethernet", "infiniband")),
-        "speed_mbps": Spec("int", "link speed", low=1),
-        "mtu": Spec("int", "MTU", low=68),
-        "pcie_gen": Spec("int", "PCIe generation", low=1, high=6),
-        "pcie_width": Spec("choice", "PCIe lanes", (1, 2, 4, 8, 16)),
-        "bus_id": Spec("str", "PCI address"),
-        "ib_device": Spec("str", "its RDMA device (InfiniBand, or RoCE on Ethernet), e.g. mlx5_0"),
-    },
-}
-
-# Behaviour of the simulated physics, in simulated seconds.
-THERMAL_TAU_S = 8.0  # how fast temperature follows load
-MAX_SCENARIO_BYTES = 1 << 20  # the built-in scenarios are about 2 kB
-RAMP_S = 5.0  # faulty counters grow over the first seconds of load
-XID_AFTER_S = 2.0  # an injected XID arrives after this much load
-LOST_AFTER_S = 3.0  # an injected `lost` GPU falls off the bus after this much load
-LOADED = 0.3  # above this load the GPU counts as busy (PCIe trains up, utilisation high)
-FULL_LOAD_POWER = 0.93  # a healthy GPU under full load draws this share of its limit (H200: 0.94, measured)
-# NVML's power reading (nvmlDeviceGetPowerUsage) changes about ten times a second however fast it is
-# polled, and holds between (about 45 distinct readings in 4 s on the H100 SXM5, driver 580.159.04:
-# shared/measurements/README.md); the instantaneous field (NVML_FI_DEV_POWER_INSTANT) moves with the load.
-NVML_POWER_PERIOD_S = 0.1
-# SM clock under load as a share of its sustained clock, per throttle reason (a HW slowdown halves it
-# or worse). The software power cap is how a healthy GPU reaches its sustained clock under full load
-# (the H200 ran at 0.94 of its limit and 1794 MHz: shared/measurements), so it costs nothing more.
-THROTTLE_CLOCK = {"sw_power_cap": 1.0, "sw_thermal": 0.8, "hw_thermal": 0.7, "hw_slowdown": 0.5, "power_brake": 0.5}
-# A co-tenant: a bf16 PyTorch job beside the burn on a real H100 SXM5 left the burn 0.40-0.44 of its
-# rate in every dtype (bf16 310.7 of 747.1, fp32 20.9 of 51.6: shared/measurements, cotenant log).
-COTENANT_SHARE = 0.42
-COTENANT_AFTER_S = 2.0  # a `cotenant_late` process starts after this much load
-COTENANT = GpuProcess(48151, "python3", 1_050_000_000)  # pid, name and memory as a PyTorch job showed
-
-
-def sim_clock(model: SimGpuModel, faults: list[tuple[str, Any]]) -> tuple[float, int]:
-    """A loaded GPU's SM clock as a share of its full-load clock, and the clock-event reason bits
-    that say why; the simulated compute runs slower by the same share."""
-    share, reasons = 1.0, 0
-    for name, value in faults:
-        if name == "throttle":
-            share *= THROTTLE_CLOCK[value]
-            reasons |= REASON_BITS[value]
-        elif name == "power_limit" and value < FULL_LOAD_POWER * model.tdp_w:
-            # Clocks fall until the power fits under the limit (taken as linear above idle power).
-            share *= max(0.2, (value - model.idle_w) / (FULL_LOAD_POWER * model.tdp_w - model.idle_w))
-            reasons |= REASON_BITS["sw_power_cap"]
-    return share, reasons
-
-
-def held_by_limit(model: SimGpuModel, load: float, dtype_clock: float, faults: list[tuple[str, Any]]) -> bool:
-    """Whether a healthy GPU's work under full load holds its clock below the maximum: the driver's
-    power cap does that, and NVML says so (sw_power_cap). The real H100 SXM5 and H200 spent 0.96-0.99
-    of each burn dtype, and all of stress.power, with it set at 1272-1801 MHz; fp32 at 1975-1980 MHz
-    (the maximum) 0.35 and 0.04 (tests/fixtures/real-2026-11-26/*-quick-pulsed: the burn's throttle_s
-    per dtype, the telemetry's reasons). A clock within 1% of the maximum is taken as not held; a GPU
-    that cannot draw up to its limit (a `power` fault) is not held by it. `dtype_clock` 0: the SKU's
-    loaded clock."""
-    values = dict(faults)
-    if load <= LOADED or values.get("power", math.inf) < min(values.get("power_limit", model.tdp_w), model.tdp_w):
-        return False
-    return (dtype_clock or model.sku.healthy_sm_mhz) < 0.99 * model.max_sm_mhz
-
-
-def sim_power_demand_w(model: SimGpuModel, load: float, full_w: float) -> float:
-    """What a simulated GPU's load asks for: its idle power plus the load's share of what it draws
-    under full load of its work now (`full_w`, SLOT_POWER_W: a measured twin's per dtype; 0 for
-    FULL_LOAD_POWER x its limit)."""
-    return model.idle_w + load * ((full_w or FULL_LOAD_POWER * model.tdp_w) - model.idle_w)
-
-
-def sim_power_w(model: SimGpuModel, load: float, full_w: float, faults: list[tuple[str, Any]]) -> float:
-    """What a simulated GPU draws at this load (no reading noise): its demand, held under the enforced
-    limit (`power_limit`) and what it can draw (`power`). The node's NVML readings and the pulse
-    worker's own read the same."""
-    values = dict(faults)
-    return min(sim_power_demand_w(model, load, full_w), values.get("power", model.tdp_w),
-               min(values.get("power_limit", model.tdp_w), model.tdp_w))
-
-
-def cotenant_active(faults: list[tuple[str, Any]], loaded_s: float) -> bool:
-    """Whether another process is computing on the GPU now."""
-    names = {name for name, _ in faults}
-    return "cotenant" in names or ("cotenant_late" in names and loaded_s >= COTENANT_AFTER_S)
 
 # Simulated traffic: what a healthy link carries, as a fraction of its speed. TCP over Ethernet at
 # 1500 MTU carries at most 94% of the line rate (headers); IPoIB pushes TCP through the CPU and
@@ -166,93 +47,6 @@ def cotenant_active(faults: list[tuple[str, Any]], loaded_s: float) -> bool:
 TCP_EFFICIENCY = {"ethernet": 0.94, "infiniband": 0.2}
 RDMA_EFFICIENCY = 0.97
 PCIE_LANE_GBIT = {1: 2.0, 2: 4.0, 3: 7.88, 4: 15.75, 5: 31.5, 6: 63.0}
-
-
-@dataclass
-class Scenario:
-    name: str
-    path: Path
-    data: dict[str, Any]
-
-    @property
-    def gpu_model(self) -> SimGpuModel:
-        return SIM_GPU_MODELS[self.data["gpus"]["model"]]
-
-    @property
-    def gpu_count(self) -> int:
-        return self.data["gpus"]["count"]
-
-    @property
-    def nics(self) -> list[dict[str, Any]]:
-        return self.data.get("nics", [])
-
-    def gpu_serial(self, k: int) -> str:
-        serials = self.data["gpus"].get("serials")
-        return serials[k] if serials else f"{self.data.get('system', {}).get('serial', 'SIM')}-G{k}"
-
-    def bus_id(self, k: int) -> str:
-        ids = self.data["gpus"].get("bus_ids")
-        return ids[k] if ids else f"0000:{0x10 + 0x10 * k:02x}:00.0"
-
-
-def list_scenarios() -> list[str]:
-    """The built-in scenario files; every SKU's key (nodeqc/core/skus.py) is a scenario too (sku_scenario)."""
-    return sorted(p.stem for p in scenarios_dir().glob("*.toml"))
-
-
-def sku_scenario(key: str) -> Scenario:
-    """One GPU of a SKU in a cloud VM like those the real figures were measured on
-    (shared/measurements: 16 cores, 125.9 GiB, one virtio NIC): a single-GPU profile must pass it.
-    A SKU measured whole (its model has a twin: H100 SXM5, H200 SXM) is that VM as it was: no BMC,
-    no EDAC, no AER (shared/measurements/2026-11-26: those checks did not run)."""
-    model = SIM_GPU_MODELS[key]
-    return Scenario(key, scenarios_dir() / f"{key}.toml", {
-        "description": f"one {model.sku.name} in a cloud VM", "hostname": f"sim-{key}", "time_scale": 10,
-        "driver_version": "580.159.04", "cuda_version": "13.0",
-        "system": {"vendor": "Simulated Cloud", "model": "SIM-VM", "serial": f"SIM-{key.upper()}"},
-        "host": {"cpu_model": "Intel(R) Xeon(R) Processor", "sockets": 1, "cores": 16, "threads": 16,
-                 "memory_gib": 125.9, "numa_nodes": 1, "os": "Ubuntu 24.04.3 LTS", "kernel": "6.8.0-generic",
-                 "vm": model.twin is not None},
-        "gpus": {"model": key, "count": 1, "bus_ids": ["0000:00:06.0"], "topology": "pcie"},
-        "nics": [{"name": "eth0", "driver": "virtio_net", "kind": "ethernet", "speed_mbps": 10000,
-                  "mtu": 1500, "pcie_gen": 3, "pcie_width": 1, "bus_id": "0000:00:03.0"}],
-    })
-
-
-def load_scenario(ref: str) -> Scenario:
-    if ref in SIM_GPU_MODELS and ref == SIM_GPU_MODELS[ref].sku_key and not (scenarios_dir() / f"{ref}.toml").is_file():
-        return sku_scenario(ref)
-    if ref.endswith(".toml") or "/" in ref:
-        path = Path(ref)
-        if not path.is_file():
-            raise UsageError(f"{ref}: scenario file not found")
-    else:
-        path = scenarios_dir() / f"{ref}.toml"
-        if not path.is_file():
-            raise UsageError(f'--simulate: no built-in scenario "{ref}"; known: {", ".join(list_scenarios())}'
-                             " (or give a scenario file PATH.toml, or a GPU SKU: nodeqc profiles)")
-    where = str(path) if path.parent != scenarios_dir() else f"scenario {path.stem}"
-    try:
-        data = tomllib.loads(read_bounded(path, MAX_SCENARIO_BYTES).decode("utf-8"))
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{where}: invalid TOML: {e}") from None
-    except NotAFile as e:
-        raise UsageError(f"{where}: {e}") from None
-    except (OSError, UnicodeDecodeError, RecursionError) as e:
-        raise UsageError(f"{where}: cannot read scenario: {type(e).__name__}: {e}") from None
-    validate(where, SCENARIO_SCHEMA, data, arrays=("nics",), required={"nics": ("name",)})
-    names = [nic["name"] for nic in data.get("nics", [])]
-    for name in names:
-        if names.count(name) > 1:
-            raise UsageError(f"{where}: [[nics]] name: {name!r} appears {names.count(name)} times; each NIC needs its own")
-    for table, key in (("gpus", "model"), ("gpus", "count"), ("host", "cores"), ("host", "memory_gib")):
-        if key not in data.get(table, {}):
-            raise UsageError(f"{where}: [{table}] {key}: missing")
-    for key in ("bus_ids", "serials"):
-        ids = data["gpus"].get(key)
-        if ids is not None and len(ids) != data["gpus"]["count"]:
-            raise UsageError(f"{where}: [gpus] {key}: {len(ids)} {'addresses' if key == 'bus_ids' else 'serials'} for {data['gpus']['count']} GPUs")
-    return Scenario(path.stem, path, data)
 
 
 def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int) -> None:

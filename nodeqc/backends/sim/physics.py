@@ -1,0 +1,83 @@
+"""How a simulated GPU behaves under load, shared by the node's NVML (nodeqc.backends.sim.node) and
+the worker processes that load it (nodeqc.backends.sim.compute): when its faults fire, what it
+draws, where its clock is held and why, and when a co-tenant computes beside the work."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from nodeqc.backends.base import REASON_BITS, GpuProcess
+from nodeqc.backends.sim.models import SimGpuModel
+
+# Behaviour of the simulated physics, in simulated seconds.
+THERMAL_TAU_S = 8.0  # how fast temperature follows load
+RAMP_S = 5.0  # faulty counters grow over the first seconds of load
+XID_AFTER_S = 2.0  # an injected XID arrives after this much load
+LOST_AFTER_S = 3.0  # an injected `lost` GPU falls off the bus after this much load
+LOADED = 0.3  # above this load the GPU counts as busy (PCIe trains up, utilisation high)
+FULL_LOAD_POWER = 0.93  # a healthy GPU under full load draws this share of its limit (H200: 0.94, measured)
+# NVML's power reading (nvmlDeviceGetPowerUsage) changes about ten times a second however fast it is
+# polled, and holds between (about 45 distinct readings in 4 s on the H100 SXM5, driver 580.159.04:
+# shared/measurements/README.md); the instantaneous field (NVML_FI_DEV_POWER_INSTANT) moves with the load.
+NVML_POWER_PERIOD_S = 0.1
+# SM clock under load as a share of its sustained clock, per throttle reason (a HW slowdown halves it
+# or worse). The software power cap is how a healthy GPU reaches its sustained clock under full load
+# (the H200 ran at 0.94 of its limit and 1794 MHz: shared/measurements), so it costs nothing more.
+THROTTLE_CLOCK = {"sw_power_cap": 1.0, "sw_thermal": 0.8, "hw_thermal": 0.7, "hw_slowdown": 0.5, "power_brake": 0.5}
+# A co-tenant: a bf16 PyTorch job beside the burn on a real H100 SXM5 left the burn 0.40-0.44 of its
+# rate in every dtype (bf16 310.7 of 747.1, fp32 20.9 of 51.6: shared/measurements, cotenant log).
+COTENANT_SHARE = 0.42
+COTENANT_AFTER_S = 2.0  # a `cotenant_late` process starts after this much load
+COTENANT = GpuProcess(48151, "python3", 1_050_000_000)  # pid, name and memory as a PyTorch job showed
+
+
+def sim_clock(model: SimGpuModel, faults: list[tuple[str, Any]]) -> tuple[float, int]:
+    """A loaded GPU's SM clock as a share of its full-load clock, and the clock-event reason bits
+    that say why; the simulated compute runs slower by the same share."""
+    share, reasons = 1.0, 0
+    for name, value in faults:
+        if name == "throttle":
+            share *= THROTTLE_CLOCK[value]
+            reasons |= REASON_BITS[value]
+        elif name == "power_limit" and value < FULL_LOAD_POWER * model.tdp_w:
+            # Clocks fall until the power fits under the limit (taken as linear above idle power).
+            share *= max(0.2, (value - model.idle_w) / (FULL_LOAD_POWER * model.tdp_w - model.idle_w))
+            reasons |= REASON_BITS["sw_power_cap"]
+    return share, reasons
+
+
+def held_by_limit(model: SimGpuModel, load: float, dtype_clock: float, faults: list[tuple[str, Any]]) -> bool:
+    """Whether a healthy GPU's work under full load holds its clock below the maximum: the driver's
+    power cap does that, and NVML says so (sw_power_cap). The real H100 SXM5 and H200 spent 0.96-0.99
+    of each burn dtype, and all of stress.power, with it set at 1272-1801 MHz; fp32 at 1975-1980 MHz
+    (the maximum) 0.35 and 0.04 (tests/fixtures/real-2026-11-26/*-quick-pulsed: the burn's throttle_s
+    per dtype, the telemetry's reasons). A clock within 1% of the maximum is taken as not held; a GPU
+    that cannot draw up to its limit (a `power` fault) is not held by it. `dtype_clock` 0: the SKU's
+    loaded clock."""
+    values = dict(faults)
+    if load <= LOADED or values.get("power", math.inf) < min(values.get("power_limit", model.tdp_w), model.tdp_w):
+        return False
+    return (dtype_clock or model.sku.healthy_sm_mhz) < 0.99 * model.max_sm_mhz
+
+
+def sim_power_demand_w(model: SimGpuModel, load: float, full_w: float) -> float:
+    """What a simulated GPU's load asks for: its idle power plus the load's share of what it draws
+    under full load of its work now (`full_w`, SLOT_POWER_W: a measured twin's per dtype; 0 for
+    FULL_LOAD_POWER x its limit)."""
+    return model.idle_w + load * ((full_w or FULL_LOAD_POWER * model.tdp_w) - model.idle_w)
+
+
+def sim_power_w(model: SimGpuModel, load: float, full_w: float, faults: list[tuple[str, Any]]) -> float:
+    """What a simulated GPU draws at this load (no reading noise): its demand, held under the enforced
+    limit (`power_limit`) and what it can draw (`power`). The node's NVML readings and the pulse
+    worker's own read the same."""
+    values = dict(faults)
+    return min(sim_power_demand_w(model, load, full_w), values.get("power", model.tdp_w),
+               min(values.get("power_limit", model.tdp_w), model.tdp_w))
+
+
+def cotenant_active(faults: list[tuple[str, Any]], loaded_s: float) -> bool:
+    """Whether another process is computing on the GPU now."""
+    names = {name for name, _ in faults}
+    return "cotenant" in names or ("cotenant_late" in names and loaded_s >= COTENANT_AFTER_S)

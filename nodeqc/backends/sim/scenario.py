@@ -1,0 +1,152 @@
+"""What a simulated node is made of: its scenario, a built-in one (nodeqc/backends/sim/scenarios),
+a file given with --simulate PATH.toml, or one GPU of a SKU in a cloud VM; read bounded, and
+validated against SCENARIO_SCHEMA before the node (nodeqc.backends.sim.node) is built from it."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nodeqc.backends.sim.models import SIM_GPU_MODELS, SimGpuModel
+from nodeqc.core.errors import UsageError
+from nodeqc.core.resources import scenarios_dir
+from nodeqc.core.safefile import NotAFile, read_bounded
+from nodeqc.core.schema import Spec, validate
+
+MAX_SCENARIO_BYTES = 1 << 20  # the built-in scenarios are about 2 kB
+
+SCENARIO_SCHEMA = {
+    "": {
+        "description": Spec("str", "what this simulated node is"),
+        "hostname": Spec("str", "host name the node reports"),
+        "time_scale": Spec("number", "simulated seconds per real second", low=0.1, high=1e6),
+        "driver_version": Spec("version", "NVIDIA driver version reported"),
+        "cuda_version": Spec("version", "CUDA version the driver reports"),
+        "seed": Spec("int", "seed of the telemetry noise", low=0),
+    },
+    "system": {
+        "vendor": Spec("str", "DMI system vendor"),
+        "model": Spec("str", "DMI product name"),
+        "serial": Spec("str", "DMI product serial"),
+    },
+    "host": {
+        "cpu_model": Spec("str", "CPU model name"),
+        "sockets": Spec("int", "CPU sockets", low=1),
+        "cores": Spec("int", "physical cores", low=1),
+        "threads": Spec("int", "hardware threads", low=1),
+        "memory_gib": Spec("number", "memory", low=0.5, high=1 << 20),  # up to 1 PiB
+        "numa_nodes": Spec("int", "NUMA nodes", low=1),
+        "os": Spec("str", "operating system"),
+        "kernel": Spec("str", "kernel release"),
+        "fabric_manager": Spec("bool", "the NVSwitch fabric manager runs"),
+        "gpudirect_rdma": Spec("bool", "the GPUDirect RDMA module is loaded"),
+        "vm": Spec("bool", "a virtual machine: no BMC answers, no EDAC or PCIe AER counters in sysfs"),
+    },
+    "gpus": {
+        "model": Spec("choice", "GPU model", tuple(SIM_GPU_MODELS)),
+        "count": Spec("int", "number of GPUs", low=1, high=64),
+        "bus_ids": Spec("strlist", "PCI addresses of the GPUs"),
+        "serials": Spec("strlist", "GPU serial numbers (default: the system serial and -G<slot>)"),
+        "topology": Spec("choice", "how the GPUs connect", ("nvswitch", "pcie", "nvlink-bridge")),
+    },
+    "nics": {
+        "name": Spec("str", "interface name"),
+        "driver": Spec("str", "kernel driver"),
+        "kind": Spec("choice", "link layer", ("ethernet", "infiniband")),
+        "speed_mbps": Spec("int", "link speed", low=1),
+        "mtu": Spec("int", "MTU", low=68),
+        "pcie_gen": Spec("int", "PCIe generation", low=1, high=6),
+        "pcie_width": Spec("choice", "PCIe lanes", (1, 2, 4, 8, 16)),
+        "bus_id": Spec("str", "PCI address"),
+        "ib_device": Spec("str", "its RDMA device (InfiniBand, or RoCE on Ethernet), e.g. mlx5_0"),
+    },
+}
+
+
+@dataclass
+class Scenario:
+    name: str
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def gpu_model(self) -> SimGpuModel:
+        return SIM_GPU_MODELS[self.data["gpus"]["model"]]
+
+    @property
+    def gpu_count(self) -> int:
+        return self.data["gpus"]["count"]
+
+    @property
+    def nics(self) -> list[dict[str, Any]]:
+        return self.data.get("nics", [])
+
+    def gpu_serial(self, k: int) -> str:
+        serials = self.data["gpus"].get("serials")
+        return serials[k] if serials else f"{self.data.get('system', {}).get('serial', 'SIM')}-G{k}"
+
+    def bus_id(self, k: int) -> str:
+        ids = self.data["gpus"].get("bus_ids")
+        return ids[k] if ids else f"0000:{0x10 + 0x10 * k:02x}:00.0"
+
+
+def list_scenarios() -> list[str]:
+    """The built-in scenario files; every SKU's key (nodeqc/core/skus.py) is a scenario too (sku_scenario)."""
+    return sorted(p.stem for p in scenarios_dir().glob("*.toml"))
+
+
+def sku_scenario(key: str) -> Scenario:
+    """One GPU of a SKU in a cloud VM like those the real figures were measured on
+    (shared/measurements: 16 cores, 125.9 GiB, one virtio NIC): a single-GPU profile must pass it.
+    A SKU measured whole (its model has a twin: H100 SXM5, H200 SXM) is that VM as it was: no BMC,
+    no EDAC, no AER (shared/measurements/2026-11-26: those checks did not run)."""
+    model = SIM_GPU_MODELS[key]
+    return Scenario(key, scenarios_dir() / f"{key}.toml", {
+        "description": f"one {model.sku.name} in a cloud VM", "hostname": f"sim-{key}", "time_scale": 10,
+        "driver_version": "580.159.04", "cuda_version": "13.0",
+        "system": {"vendor": "Simulated Cloud", "model": "SIM-VM", "serial": f"SIM-{key.upper()}"},
+        "host": {"cpu_model": "Intel(R) Xeon(R) Processor", "sockets": 1, "cores": 16, "threads": 16,
+                 "memory_gib": 125.9, "numa_nodes": 1, "os": "Ubuntu 24.04.3 LTS", "kernel": "6.8.0-generic",
+                 "vm": model.twin is not None},
+        "gpus": {"model": key, "count": 1, "bus_ids": ["0000:00:06.0"], "topology": "pcie"},
+        "nics": [{"name": "eth0", "driver": "virtio_net", "kind": "ethernet", "speed_mbps": 10000,
+                  "mtu": 1500, "pcie_gen": 3, "pcie_width": 1, "bus_id": "0000:00:03.0"}],
+    })
+
+
+def load_scenario(ref: str) -> Scenario:
+    if ref in SIM_GPU_MODELS and ref == SIM_GPU_MODELS[ref].sku_key and not (scenarios_dir() / f"{ref}.toml").is_file():
+        return sku_scenario(ref)
+    if ref.endswith(".toml") or "/" in ref:
+        path = Path(ref)
+        if not path.is_file():
+            raise UsageError(f"{ref}: scenario file not found")
+    else:
+        path = scenarios_dir() / f"{ref}.toml"
+        if not path.is_file():
+            raise UsageError(f'--simulate: no built-in scenario "{ref}"; known: {", ".join(list_scenarios())}'
+                             " (or give a scenario file PATH.toml, or a GPU SKU: nodeqc profiles)")
+    where = str(path) if path.parent != scenarios_dir() else f"scenario {path.stem}"
+    try:
+        data = tomllib.loads(read_bounded(path, MAX_SCENARIO_BYTES).decode("utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{where}: invalid TOML: {e}") from None
+    except NotAFile as e:
+        raise UsageError(f"{where}: {e}") from None
+    except (OSError, UnicodeDecodeError, RecursionError) as e:
+        raise UsageError(f"{where}: cannot read scenario: {type(e).__name__}: {e}") from None
+    validate(where, SCENARIO_SCHEMA, data, arrays=("nics",), required={"nics": ("name",)})
+    names = [nic["name"] for nic in data.get("nics", [])]
+    for name in names:
+        if names.count(name) > 1:
+            raise UsageError(f"{where}: [[nics]] name: {name!r} appears {names.count(name)} times; each NIC needs its own")
+    for table, key in (("gpus", "model"), ("gpus", "count"), ("host", "cores"), ("host", "memory_gib")):
+        if key not in data.get(table, {}):
+            raise UsageError(f"{where}: [{table}] {key}: missing")
+    for key in ("bus_ids", "serials"):
+        ids = data["gpus"].get(key)
+        if ids is not None and len(ids) != data["gpus"]["count"]:
+            raise UsageError(f"{where}: [gpus] {key}: {len(ids)} {'addresses' if key == 'bus_ids' else 'serials'} for {data['gpus']['count']} GPUs")
+    return Scenario(path.stem, path, data)
