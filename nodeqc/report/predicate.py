@@ -17,7 +17,7 @@ from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.report.answer import Answer, not_applicable, not_run
 from nodeqc.spec.profile import Profile
 from nodeqc.spec.selection import Selection
-from nodeqc.work.telemetry import TelemetrySummary
+from nodeqc.work.sampler import TelemetrySummary
 
 if TYPE_CHECKING:
     from nodeqc.spec.baseline import Baseline

@@ -18,7 +18,7 @@ from nodeqc.work.workers import Outcome
 # The power test's figure is the mean of the power readings under load: a handful of them at least
 # (nodeqc's choice: a mean, not one reading; NVML's power reading changes about 10 times a second on
 # the H100 SXM5, shared/measurements/README.md). The load lasts as long as the sampler needs to take
-# them (nodeqc.work.telemetry.TelemetrySampler.wall_s_to_see), however slowly NVML answers.
+# them (nodeqc.work.sampler.TelemetrySampler.wall_s_to_see), however slowly NVML answers.
 POWER_LOADED_SAMPLES = 4
 
 
