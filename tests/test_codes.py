@@ -241,3 +241,68 @@ def test_a_slow_gpus_warning_advises_no_rma_in_the_report_the_summary_and_the_fi
     assert burn["verdict"] == "warn" and burn["code"] in ("BURN_SLOW", "CLOCKS_LOW"), burn["message"]
     assert "RMA" not in burn["message"] and "RMA" not in burn["remediation"].replace("A warning is no reason for an RMA", "")
     assert "what to do:" in p.stderr and "RMA it" not in p.stderr
+
+
+# ---------------------------------------------------------------------- the catalogue: one list of checks and codes
+
+# Which family's codes each module that builds results may emit (nodeqc.core.catalogue).
+MODULE_FAMILIES = {
+    "checks/inventory.py": ("inventory",), "checks/health.py": ("health",), "checks/fleet.py": ("fleet",),
+    "checks/host.py": ("host",), "checks/host_health.py": ("host",), "checks/host_stress.py": ("host",),
+    "checks/nic.py": ("nic",), "checks/conformance.py": ("baseline",), "checks/burnin.py": ("burnin",),
+    "checks/processes.py": ("stress",), "checks/psu.py": ("stress",), "checks/diagnosis.py": ("stress",),
+    "checks/stress": ("stress",), "run/platform_watch.py": ("host",), "report/predicate.py": ("nodeqc",),
+    "fabric/report.py": ("fabric",),
+    "run/runner.py": ("stress", "host", "nic", "baseline", "nodeqc"),  # it skips what it cannot run, per family
+}
+
+
+def test_the_code_registry_is_the_catalogues_codes():
+    """Every code the catalogue declares has its remediation, and the registry has no other."""
+    from nodeqc.core.catalogue import declared_codes
+
+    assert set(REMEDIATION) - declared_codes() == set(), "codes no check declares (add them to a family)"
+    assert declared_codes() - set(REMEDIATION) == set(), "declared codes without a remediation"
+
+
+def test_each_familys_modules_emit_only_its_codes():
+    from nodeqc.checks.inventory import MODEL_FLOOR_CODES
+    from nodeqc.core.catalogue import ANY_CHECK, FABRIC, FAMILIES, RUN
+
+    families = {f.name: f for f in (*FAMILIES, RUN, FABRIC)}
+    wrong = []
+    for code, files in emitted_codes().items():
+        for rel in files:
+            owners = next((fams for prefix, fams in MODULE_FAMILIES.items()
+                           if rel == prefix or rel.startswith(prefix + "/")), None)
+            if owners is None or code in ANY_CHECK:
+                continue
+            if rel == "checks/inventory.py" and code in MODEL_FLOOR_CODES:
+                continue  # codes of other checks it reads, to say when another model's floors did not judge
+            if not any(code in families[f].codes for f in owners):
+                wrong.append(f"{rel}: {code} is not a code of {', '.join(owners)}")
+    assert not wrong, "\n".join(wrong)
+    assert set(MODULE_FAMILIES) >= {rel for files in emitted_codes().values() for rel in files
+                                    if rel.startswith("checks/") and not rel.startswith("checks/stress/")}
+
+
+def test_every_result_of_a_faulty_run_carries_a_code_its_family_declares(tmp_path):
+    """End to end, the check (bite): a quick run of a simulated node with faults in every family, each
+    result's code among its family's (or a code any check may carry)."""
+    import base64
+    import json
+
+    from nodeqc.core.catalogue import ANY_CHECK, family_of
+    from tests.conftest import cli
+
+    faults = ["gpu0:slow=0.5", "gpu1:bitflip", "gpu2:badmem", "gpu3:xid=79", "gpu4:pcie_width=8", "gpu5:temp=95",
+              "gpu6:ecc_sbe=3", "gpu7:power_limit=500", "gpu4:aer=2", "host:edac_ce=4", "host:mce", "nic0:down"]
+    proc = cli("--headless", "--simulate", "hgx-h100", "--quick", "--out", str(tmp_path),
+               *[a for f in faults for a in ("--inject", f)])
+    report = Path(proc.stdout.strip().splitlines()[-1])
+    checks = json.loads(base64.b64decode(json.loads(report.read_text())["payload"]))["predicate"]["checks"]
+    coded = [c for c in checks if c["code"]]
+    assert {c["name"].split(".")[0] for c in coded} >= {"stress", "health", "host", "inventory"}, proc.stderr[-2000:]
+    wrong = [f"{c['name']} {c['subject']}: {c['code']}" for c in coded
+             if c["code"] not in family_of(c["name"]).codes and c["code"] not in ANY_CHECK]
+    assert not wrong, wrong

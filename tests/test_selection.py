@@ -104,3 +104,14 @@ def test_only_the_memory_test_runs_it_and_finds_a_bad_cell(tmp_path):
     _, pred = _report(p)
     assert p.returncode == 1
     assert {(c["name"], c["code"]) for c in pred["checks"]} == {("stress.memtest", "MEMTEST_ERRORS")}
+
+
+def test_the_stress_plan_is_the_catalogues_stress_checks_in_its_order():
+    """The plan is derived from the one list of checks (nodeqc.core.catalogue): every stress check
+    but gpu_free (asked of NVML before any work) has its step, in the catalogue's order, and no step
+    names a check the catalogue does not have."""
+    from nodeqc.checks.stress.plan import PLAN, STEPS
+
+    stress = [n for n in CHECK_NAMES if n.startswith("stress.") and n != "stress.gpu_free"]
+    assert [s.name for s in PLAN] == stress
+    assert sorted(s.name for s in STEPS) == sorted(stress)

@@ -1,7 +1,8 @@
 """Stable failure codes and what a technician should do about each.
 
 A code never changes meaning once released: scripts and dashboards key on it. The text is the
-first thing to try; the evidence in the result says why.
+first thing to try; the evidence in the result says why. Which checks may give each code is the
+catalogue's (nodeqc.core.catalogue); tests/test_codes.py holds this table to it, both ways.
 """
 
 from __future__ import annotations

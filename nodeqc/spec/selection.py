@@ -12,26 +12,14 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
+from nodeqc.core.catalogue import FAMILIES, RUN
 from nodeqc.core.errors import UsageError
 
-# Every check a run can report, by family. tests/test_selection.py keeps this in step with the checks.
-CHECKS: dict[str, tuple[str, ...]] = {
-    "inventory": ("nvml", "gpu_count", "gpu_present", "driver", "cuda", "homogeneity", "gpu_model",
-                  "gpu_memory", "ecc_mode", "persistence"),
-    "stress": ("gpu_free", "burn", "power", "power_pulse", "hbm_bandwidth", "memtest", "pcie_bandwidth", "p2p", "nccl",
-               "nccl_net"),
-    "health": ("gpu_lost", "temperature", "throttle", "pcie_link", "pcie_replay", "ecc", "sram_ecc", "row_remap",
-               "retired_pages", "xid", "nvlink"),
-    "host": ("cpu", "memory", "fabric_manager", "gpudirect_rdma", "edac", "aer", "kernel_log",
-             "cpu_stress", "memory_bandwidth", "nvme", "optics"),
-    "baseline": ("firmware", "software", "settings", "topology"),
-    "fleet": ("outlier",),
-    "nic": ("inventory", "link", "pcie", "stability", "tcp", "rdma"),
-    "burnin": ("stability",),
-}
-CHECK_NAMES = tuple(f"{family}.{name}" for family, names in CHECKS.items() for name in names)
+# Every check a run can report, by family, as the catalogue lists them (nodeqc.core.catalogue).
+CHECKS: dict[str, tuple[str, ...]] = {f.name: f.checks for f in FAMILIES}
+CHECK_NAMES = tuple(name for f in FAMILIES for name in f.names)
 # Reported whatever was selected: an internal error, and a run in which no check reached a verdict.
-ALWAYS = ("nodeqc.internal", "nodeqc.nothing_judged")
+ALWAYS = RUN.names
 
 
 def family(name: str) -> str:

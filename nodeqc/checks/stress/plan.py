@@ -15,9 +15,13 @@ from nodeqc.checks.stress.p2p import judge_p2p, p2p_params
 from nodeqc.checks.stress.pcie import judge_pcie, pcie_params
 from nodeqc.checks.stress.power import POWER_LOADED_SAMPLES, judge_power, power_params
 from nodeqc.checks.stress.pulse import judge_pulse, pulse_params
+from nodeqc.core.catalogue import FAMILIES
 from nodeqc.core.model import CheckResult
 from nodeqc.spec.profile import Profile
 from nodeqc.work.workers import Outcome, Task
+
+
+STRESS = next(f for f in FAMILIES if f.name == "stress")
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,9 @@ class Step:
         return results
 
 
-PLAN: list[Step] = [
+# The work of each stress check but stress.gpu_free (which asks NVML, before any work, whether
+# another process is on the GPU: nodeqc.checks.processes).
+STEPS: tuple[Step, ...] = (
     Step("stress.burn", "matmul_burn", burn_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_burn),
     Step("stress.power", "plain_load", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power,
          loaded_samples=POWER_LOADED_SAMPLES, watch_psus=True),
@@ -90,4 +96,7 @@ PLAN: list[Step] = [
     Step("stress.nccl", "nccl", nccl_params, lambda p: 120, per_gpu=False, judge_node=judge_nccl),
     Step("stress.nccl_net", "nccl", nccl_net_params, lambda p: 120, per_gpu=False,
          judge_node=judge_nccl_net, needs_rdma_floor="min_nccl_loopback_busbw_gbps"),
-]
+)
+# In the catalogue's order (nodeqc.core.catalogue), the one list of checks; tests/test_selection.py
+# holds that every stress check but gpu_free has its step and no step is outside the catalogue.
+PLAN: list[Step] = [step for name in STRESS.names for step in STEPS if step.name == name]
