@@ -2,6 +2,7 @@
 last line of stdout, one clear line (never a traceback) for bad input."""
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -127,7 +128,8 @@ def test_verify_fails_a_tampered_report(tmp_path):
 
 def test_show_prints_the_summary_as_a_pdf_without_a_display(tmp_path):
     """`nodeqc show REPORT --pdf FILE` on a provisioning host (no display): the app's printable
-    summary, the report shown as ever; bad --pdf names are one line and exit 2, before any work."""
+    summary written, and nothing else printed (the text report is what show prints without --pdf);
+    bad --pdf names are one line and exit 2, before any work."""
     p = cli("--headless", "--profile", "hgx-h100", "--simulate", "hgx-h100", "--inject", "gpu3:pcie_width=8",
             "--quick", "--out", str(tmp_path))
     report = p.stdout.strip().splitlines()[-1]
@@ -136,7 +138,7 @@ def test_show_prints_the_summary_as_a_pdf_without_a_display(tmp_path):
     show = subprocess.run([sys.executable, "-m", "nodeqc", "show", report, "--pdf", str(pdf)], capture_output=True,
                           text=True, timeout=120, env=env)
     assert show.returncode == 0, show.stderr
-    assert "reseat the GPU or riser" in show.stdout and f"printable summary written: {pdf}" in show.stderr
+    assert show.stdout == "" and f"printable summary written: {pdf}" in show.stderr
     assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 5000
     for args, message in ((["--pdf", str(tmp_path)], "is a directory"),
                           (["--pdf", str(tmp_path / "summary.txt")], "expected a .pdf file"),
@@ -306,3 +308,44 @@ def test_an_impatient_ctrl_c_never_prints_a_traceback_and_exits_2(tmp_path):
         assert proc.returncode == 2, err
         assert "Traceback" not in err and "Exception ignored" not in err, err
         assert list(out.glob("*.journal.jsonl"))
+
+
+def test_help_lists_every_command():
+    """`nodeqc --help` names every command with what it does (fabric and capture were missing)."""
+    from nodeqc.cli.main import COMMANDS, SUMMARIES
+
+    assert list(SUMMARIES) and set(SUMMARIES) == set(COMMANDS)
+    shown = cli("--help").stdout
+    for name in COMMANDS:
+        assert re.search(rf"^  {name} +\S", shown, re.M), name
+
+
+def test_show_json_is_the_verified_predicate_for_scripts(tmp_path):
+    """`nodeqc show --json REPORT`: one JSON document with the signed predicate and whether it
+    verified, so a script needs no DSSE unwrapping; a report that does not verify is refused as the
+    text is, and shown marked unverified with --unverified."""
+    import base64
+
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--inject", "gpu0:pcie_width=8", "--quick",
+            "--out", str(tmp_path))
+    report = Path(p.stdout.strip().splitlines()[-1])
+    shown = cli("show", "--json", str(report))
+    assert shown.returncode == 0, shown.stderr
+    doc = json.loads(shown.stdout)
+    stmt = json.loads(base64.b64decode(json.loads(report.read_text())["payload"]))
+    assert doc["verified"] is True and doc["predicate"] == stmt["predicate"] and doc["keyid"]
+    assert doc["predicate"]["verdict"] == "FAIL" and doc["report"] == str(report)
+    from nodeqc.report.envelope import evidence_files
+
+    named = evidence_files(stmt["predicate"])
+    assert len(named) == 2 and sorted(doc["evidence"]["checked"]) == sorted(f"{what} {name}" for what, name, _ in named)
+    env = json.loads(report.read_text())
+    stmt["predicate"]["verdict"] = "PASS"
+    env["payload"] = base64.b64encode(json.dumps(stmt).encode()).decode()
+    report.write_text(json.dumps(env))
+    refused = cli("show", "--json", str(report))
+    assert refused.returncode == 1 and refused.stdout == "" and "NOT VERIFIED" in refused.stderr
+    doc = json.loads(cli("show", "--json", "--unverified", str(report)).stdout)
+    assert doc["verified"] is False and doc["keyid"] is None and "NOT VERIFIED" in doc["trust"]
+    bad = cli("show", "--json", str(tmp_path / "run.journal.jsonl"))
+    assert bad.returncode == 2 and "--json" in bad.stderr and bad.stderr.count("\n") == 1

@@ -11,6 +11,7 @@ of stdout is the path of the signed report.
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
@@ -29,9 +30,30 @@ from nodeqc.core.text import clean
 EXIT_USAGE = 2
 
 
+# Every command besides the run, with what it does in a line: `nodeqc --help` lists them all, and
+# tests/test_cli.py holds this list to COMMANDS.
+SUMMARIES = {
+    "verify": "check a report's signature and evidence (exit 0 only if it verifies)",
+    "show": "show a report, or the journal or telemetry of a run that did not finish (--json, --pdf)",
+    "history": "the verified reports of the archive, newest first (--part: one GPU's or NIC's story)",
+    "compare": "two reports of a node side by side (exit 1 when the newer regressed)",
+    "export": "the archive's checks as CSV or JSON lines",
+    "baseline": "record a known-good node as a golden baseline, or check a node against one",
+    "fleet": "every node's newest report and the fleet's outliers, as a table, CSV or an HTML page",
+    "fabric": "qualify many nodes together by pair tests (Slurm, Kubernetes, or a host list)",
+    "capture": "record this machine's NVML answers, for --replay without the machine",
+    "profiles": "list the profiles, or show one resolved",
+    "scenarios": "list the simulated nodes and the faults they take",
+    "gui": "the desktop app (the same as nodeqc without --headless)",
+}
+
+
 def _run_parser() -> Parser:
-    p = Parser(prog="nodeqc", description="GPU node qualification and burn-in.",
-               epilog="Other commands: nodeqc verify|show|history|compare|export|baseline|fleet|profiles|scenarios|gui --help")
+    width = max(map(len, SUMMARIES))
+    epilog = "commands (nodeqc COMMAND --help):\n" + "\n".join(
+        f"  {name:<{width}}  {what}" for name, what in SUMMARIES.items())
+    p = Parser(prog="nodeqc", description="GPU node qualification and burn-in.", epilog=epilog,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"nodeqc {__version__}")
     p.add_argument("--headless", action="store_true", help="run without the GUI (for scripts)")
     p.add_argument("--profile", metavar="NAME|PATH", help="profile name, profile file, or 'auto' (chosen from the GPUs found)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -89,10 +90,14 @@ def cmd_show(argv: list[str]) -> int:
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
     p.add_argument("--unverified", action="store_true", help="show a report that does not verify anyway "
                    "(marked NOT VERIFIED); without it such a report is refused with exit 1")
-    p.add_argument("--pdf", metavar="FILE", help="also write the printable summary of a report here, as the "
-                   "app's Export PDF does (needs the GUI extra, PySide6; no display needed)")
+    p.add_argument("--pdf", metavar="FILE", help="write the printable summary of a report here instead of "
+                   "showing it, as the app's Export PDF does (needs the GUI extra, PySide6; no display needed)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON document (whether and by "
+                   "whom it is verified, and the signed predicate) for scripts, instead of the text")
     args = p.parse_args(argv)
     path = Path(args.report)
+    if args.json and path.name.endswith((".csv.gz", ".jsonl")):
+        raise UsageError(f"--json: {path}: shows a report (.report.json); a journal is JSON lines already")
     if args.pdf:
         check_output_file(Path(args.pdf), "--pdf", (".pdf",))
         if path.name.endswith((".csv.gz", ".jsonl")):
@@ -127,19 +132,32 @@ def cmd_show(argv: list[str]) -> int:
         print(clean(f"nodeqc show: {path}: not a readable nodeqc report: {loaded.unreadable}"), file=sys.stderr)
         return 1
     stmt, is_verified, trust = loaded.statement, loaded.verified is not None, loaded.trust
-    try:
-        text = render_report(stmt["predicate"], trust)
-    except (AttributeError, TypeError, KeyError, ValueError) as e:
-        print(clean(f"nodeqc show: {path}: not in the form nodeqc writes ({type(e).__name__}: {e})"),
-              file=sys.stderr)
-        return 1
-    print(text)
+    if args.json:
+        print(json.dumps(shown_as_json(loaded), sort_keys=True))  # ASCII: every control character escaped
+    elif not args.pdf:
+        try:
+            text = render_report(stmt["predicate"], trust)
+        except (AttributeError, TypeError, KeyError, ValueError) as e:
+            print(clean(f"nodeqc show: {path}: not in the form nodeqc writes ({type(e).__name__}: {e})"),
+                  file=sys.stderr)
+            return 1
+        print(text)
     if args.pdf:
         from nodeqc.report.printable import LoadedReport, export_pdf
 
         export_pdf(LoadedReport(path, stmt["predicate"], is_verified, trust), Path(args.pdf))
         print(clean(f"nodeqc show: printable summary written: {args.pdf}"), file=sys.stderr)
     return 0
+
+
+def shown_as_json(loaded: Any) -> dict[str, Any]:
+    """`show --json`: the report as a script needs it without unwrapping DSSE: the signed predicate,
+    whether it verified, by which key, and what was found of its evidence files."""
+    v = loaded.verified
+    return {"report": str(loaded.path), "verified": v is not None, "trust": loaded.trust,
+            "problem": loaded.problem, "keyid": v.keyid if v else None, "key_source": v.key_source if v else None,
+            "evidence": {"checked": v.checked, "missing": v.missing} if v else None,
+            "sha256": v.sha256 if v else None, "predicate": loaded.statement["predicate"]}
 
 
 def cmd_history(argv: list[str]) -> int:
