@@ -349,3 +349,21 @@ def test_show_json_is_the_verified_predicate_for_scripts(tmp_path):
     assert doc["verified"] is False and doc["keyid"] is None and "NOT VERIFIED" in doc["trust"]
     bad = cli("show", "--json", str(tmp_path / "run.journal.jsonl"))
     assert bad.returncode == 2 and "--json" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_headless_stdout_is_one_line_and_json_gives_the_summary(tmp_path):
+    """stdout is the report's path alone, so `report=$(nodeqc --headless ...); rc=$?` keeps the exit
+    code; --json makes that one line a summary a pipeline reads without the signed report."""
+    plain = cli("--headless", "--profile", "h100", "--simulate", "h100", "--inject", "gpu0:pcie_width=8",
+                "--quick", "--out", str(tmp_path / "a"))
+    assert plain.returncode == 1 and plain.stdout.count("\n") == 1 and plain.stdout.strip().endswith(".report.json")
+    p = cli("--headless", "--json", "--profile", "h100", "--simulate", "h100", "--inject", "gpu0:pcie_width=8",
+            "--quick", "--out", str(tmp_path / "b"))
+    assert p.returncode == 1 and p.stdout.count("\n") == 1, p.stderr[-2000:]
+    summary = json.loads(p.stdout)
+    assert summary["exit_code"] == 1 and summary["verdict"] == "FAIL" and summary["status"] == "complete"
+    assert summary["simulated"] is True and summary["partial"] is False and Path(summary["report"]).is_file()
+    assert {"check": "health.pcie_link", "subject": "gpu0", "verdict": "fail", "code": "PCIE_WIDTH"} in summary["problems"]
+    assert summary["counts"]["fail"] == sum(1 for q in summary["problems"] if q["verdict"] == "fail")
+    bad = cli("--json", "--simulate", "h100")
+    assert bad.returncode == 2 and "--headless" in bad.stderr and bad.stderr.count("\n") == 1

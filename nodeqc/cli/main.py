@@ -91,6 +91,9 @@ def _run_parser() -> Parser:
     p.add_argument("--baseline", metavar="FILE", help="golden baseline (nodeqc baseline create) the node must "
                    "match: firmware, drivers, settings, PCIe/NUMA topology, ACS (replaces the profile's baseline)")
     p.add_argument("--start", action="store_true", help="GUI: start the run at once")
+    p.add_argument("--json", action="store_true", help="with --headless: stdout's one line is a JSON summary "
+                   "(report, verdict, status, exit code, partial, counts, each failing part's check and code) "
+                   "instead of the report's path")
     p.add_argument("--screenshot", metavar="PNG", help="GUI: save a picture of the window when the run ends, then exit")
     return p
 
@@ -103,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         args = _run_parser().parse_args(argv)
         if args.headless:
             return headless(args, argv)
+        if args.json:
+            raise UsageError("--json: the JSON summary is the headless run's (--headless); the app shows its own")
         return gui(args, argv)
     except UsageError as e:
         print(f"nodeqc: {clean(e)}", file=sys.stderr)

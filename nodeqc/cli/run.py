@@ -4,6 +4,7 @@ Ctrl-C (or SIGTERM) that aborts it with a report. The report's path is the last 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 from pathlib import Path
@@ -90,8 +91,25 @@ def headless(args: argparse.Namespace, argv: list[str]) -> int:
     with _graceful_abort(runner.abort):
         outcome = runner.run()
     flow.after_run(outcome.report_path)
-    print(outcome.report_path, flush=True)
+    if args.json:
+        print(json.dumps(run_summary(outcome, options.selection.partial, hardware.simulated), sort_keys=True),
+              flush=True)
+    else:
+        print(outcome.report_path, flush=True)
     return outcome.exit_code
+
+
+def run_summary(outcome: Any, partial: bool, simulated: bool) -> dict[str, Any]:
+    """`--headless --json`: the run in one line for a pipeline, with the exit code it ends with, so a
+    script reading stdout has the verdict and what failed without unwrapping the signed report."""
+    counts: dict[str, int] = {}
+    for r in outcome.results:
+        counts[r.verdict.value] = counts.get(r.verdict.value, 0) + 1
+    problems = [{"check": r.name, "subject": r.subject, "verdict": r.verdict.value, "code": r.code}
+                for r in outcome.results if r.verdict.value in ("fail", "error", "warn")]
+    return {"report": str(outcome.report_path), "verdict": outcome.verdict, "status": outcome.status,
+            "exit_code": outcome.exit_code, "partial": partial, "simulated": simulated, "counts": counts,
+            "problems": problems}
 
 
 class _graceful_abort:
