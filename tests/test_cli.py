@@ -27,6 +27,10 @@ def test_clean_simulated_node_passes(tmp_path):
     report = Path(p.stdout.strip().splitlines()[-1])
     assert report.is_file() and report.parent == tmp_path
     assert "PASS" in p.stderr and "inventory.gpu_count" in p.stderr and "RESULT: PASS" in p.stderr
+    # A simulated run's clock is not the wall's: its progress stamps say whose seconds they are.
+    stamped = [line for line in p.stderr.splitlines() if line.startswith("[")]
+    assert stamped and all(re.match(r"\[ *\d+\.\d sim s\] ", line) for line in stamped), stamped[:3]
+    assert "times in simulated seconds" in p.stderr.splitlines()[0]
     v = cli("verify", str(report))
     assert v.returncode == 0 and "SIMULATED" in v.stdout and "PASS" in v.stdout
     show = cli("show", str(report))

@@ -23,6 +23,10 @@ class ProgressPrinter:
         self.stream = stream or sys.stderr
         self.pending: dict[str, list[str]] = {}
         self.held: dict[str, dict[tuple[str, str], list[Any]]] = {}  # check -> (verdict, message) -> results
+        self.unit = "s"  # a simulated run's clock runs faster than the wall's: its seconds say so
+
+    def _stamp(self, t: float) -> str:
+        return f"[{t:8.1f}{self.unit}] "
 
     def __call__(self, event: Any) -> None:
         from nodeqc.core.text import subjects_text
@@ -31,7 +35,8 @@ class ProgressPrinter:
         kind = event.type
         if kind == "run_started":
             p = event.profile
-            sim = "  ** SIMULATED **" if event.simulated else ""
+            sim = "  ** SIMULATED ** (times in simulated seconds)" if event.simulated else ""
+            self.unit = " sim s" if event.simulated else "s"
             sku = f" (SKU {p['sku']})" if p.get("sku") else ""
             self._line(f"nodeqc {__version__}: node {event.node.get('hostname')}, profile {p['name']}{sku}, "
                        f"{len(event.gpus)} GPU(s){sim}")
@@ -41,7 +46,7 @@ class ProgressPrinter:
         elif kind == "check_started":
             self.pending[event.name] = list(event.subjects)
             self.held[event.name] = {}
-            self._line(f"[{event.t:8.1f}s] ..    {event.name:<24} {subjects_text(event.subjects)}")
+            self._line(f"{self._stamp(event.t)}..    {event.name:<24} {subjects_text(event.subjects)}")
         elif kind == "check_finished":
             r = event.result
             waiting = self.pending.get(r.name, [])
@@ -52,10 +57,10 @@ class ProgressPrinter:
                 group = ("pass", r.key or "") if r.verdict.value == "pass" else ("skip", r.message)
                 held.setdefault(group, []).append(r)
             else:
-                self._line(result_line(r, event.t))
+                self._line(self._stamp(event.t) + result_line(r))
             if not waiting and held:
                 for group in self.held.pop(r.name).values():
-                    self._line(passed_line(group, event.t))
+                    self._line(self._stamp(event.t) + passed_line(group))
         elif kind == "notice":
             self._line(f"nodeqc: {event.level}: {event.text}")
         elif kind == "run_finished":
