@@ -24,8 +24,11 @@ def burned(tmp_path_factory):
     faults = [parse_fault(f) for f in ("gpu1:bitflip", "gpu2:ecc_sbe=3", "gpu3:throttle=hw_thermal")]
     hw = simulated_hardware("hgx-h100", faults, time_scale=900)
     out = tmp_path_factory.mktemp("out")
-    outcome = Runner(RunOptions(load_profile("hgx-h100"), signer, out_dir=out, quick=True, burn_in_s=4 * 3600), hw).run()
+    events = []
+    outcome = Runner(RunOptions(load_profile("hgx-h100"), signer, out_dir=out, quick=True, burn_in_s=4 * 3600), hw,
+                     events.append).run()
     pred = verify_file(outcome.report_path, {signer.keyid: (signer.public, "t")}).predicate
+    outcome.events = events
     return outcome, pred
 
 
@@ -310,3 +313,28 @@ def test_merging_windows_averages_numbers_only_and_keeps_an_odd_last_one():
     assert merge_pairs([a, b, c]) == [{"t_s": 0, "tflops": 1.5, "n": 2.5, "sdc": {"count": 1}}, c]
     assert merge_pairs([b, a]) == [{"t_s": 9, "tflops": 1.5, "n": 2.5, "sdc": {"count": 1}}]
     assert merge_pairs([{"t_s": 0, "x": 1.0, "sdc": None}, {"t_s": 1, "sdc": None}]) == [{"t_s": 0, "sdc": None}]
+
+
+def test_a_burn_in_says_how_it_stands_at_a_steady_interval(burned):
+    """A 4-hour burn-in is not silent until its end: at each checkpoint (at most 5 minutes of its
+    clock apart) a status line with elapsed and left, every GPU's rate, temperature and power, and
+    the GPUs that returned wrong results so far."""
+    outcome, _ = burned
+    lines = [e.text for e in outcome.events if getattr(e, "level", None) == "progress"]
+    assert len(lines) >= 40, len(lines)  # 4 h in checkpoints of 4h/50 = 4.8 min
+    first, last = lines[0], lines[-1]
+    assert first.startswith("burn-in ") and " of 4h00m (" in first and " left): gpu0 " in first
+    assert all(f"gpu{i} " in last for i in range(8)) and " TFLOP/s " in last and " C " in last and " W" in last
+    assert last.endswith("wrong results so far: gpu1")  # the planted bit flip, named as soon as it is seen
+    import re
+
+    def minutes(text):
+        h, m = re.fullmatch(r"(?:(\d+)h)?(\d+)m", text).groups()
+        return int(h or 0) * 60 + int(m)
+
+    elapsed = [minutes(line.split()[1]) for line in lines]
+    gaps = sorted(b - a for a, b in zip(elapsed, elapsed[1:]))
+    # Checkpoints come with the workers' progress (10 a second of real time); at 900x compression a
+    # second's stall of a loaded machine is 15 minutes of the burn-in's clock, so only the typical
+    # gap is held to the interval.
+    assert elapsed == sorted(elapsed) and gaps[len(gaps) // 2] <= 6, gaps

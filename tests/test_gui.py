@@ -103,6 +103,8 @@ def test_a_fault_turns_its_tile_and_check_red_and_the_banner_says_why(qtbot, tmp
     assert sorted(window.tiles) == [f"gpu{i}" for i in range(8)]  # from the inventory, before any run
     outcome = run(qtbot, window)
     assert outcome.exit_code == 1 and window.exit_code == 1
+    # The status bar ends on the run's end, not on a stale step of it.
+    assert window.status.full == f"Run finished: FAIL; report {outcome.report_path}"
 
     # Tiles: one per GPU; gpu3 says FAIL and why, in words and in red; the others pass.
     assert sorted(window.tiles) == [f"gpu{i}" for i in range(8)]
@@ -771,3 +773,16 @@ def test_the_engine_never_imports_the_gui():
             "assert not bad, bad\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert p.returncode == 0, p.stderr
+
+
+def test_a_burn_ins_status_shows_in_the_status_bar_and_is_not_kept_as_a_notice(qtbot):
+    """A burn-in's steady status line (Notice level "progress") replaces the status bar's text as it
+    comes; the run's notices, kept for the Notices button, stay the warnings and information."""
+    from nodeqc.run.events import Notice
+
+    window = make_window(qtbot)
+    window.on_event(Notice("warning", "something to keep"))
+    window.on_event(Notice("progress", "burn-in 5m of 8h00m (7h55m left): gpu0 612 TFLOP/s 70 C 690 W"))
+    assert window.notices == ["warning: something to keep"]
+    assert window.status.toolTip() == "warning: something to keep"
+    assert "burn-in 5m of 8h00m" in window.status.full

@@ -82,6 +82,27 @@ class BurnInRecorder:
                 for s, g in self.gpus.items()}
 
 
+def _duration(seconds: float) -> str:
+    h, m = divmod(int(round(seconds / 60)), 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m"
+
+
+def status_line(recorder: BurnInRecorder, elapsed_s: float, total_s: float) -> str:
+    """How a burn-in stands, for the people waiting on it (as gpu-burn prints its own): elapsed and
+    left, each GPU's latest rate, temperature and power, and the wrong results found so far."""
+    parts = []
+    for subject, g in recorder.gpus.items():
+        window = g.windows[-1] if g.windows else {}
+        interval = g.intervals[-1] if g.intervals else {}
+        said = [f"{window['tflops']:g} TFLOP/s" if isinstance(window.get("tflops"), (int, float)) else "no window yet"]
+        said += [f"{interval[k]:.0f} {unit}" for k, unit in (("temp_c", "C"), ("power_w", "W"))
+                 if isinstance(interval.get(k), (int, float))]
+        parts.append(f"{subject} {' '.join(said)}")
+    wrong = [s for s, g in recorder.gpus.items() if g.first_sdc is not None]
+    return (f"burn-in {_duration(elapsed_s)} of {_duration(total_s)} ({_duration(max(0.0, total_s - elapsed_s))} "
+            f"left): {'; '.join(parts)}; wrong results so far: {', '.join(wrong) if wrong else 'none'}")
+
+
 def _rounded(x: Any, digits: int | None) -> Any:
     """A mean for the report; None where NVML never answered that reading (NotSupported)."""
     return None if is_na(x) else round(x, digits)

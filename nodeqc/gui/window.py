@@ -354,6 +354,8 @@ class MainWindow(QMainWindow):
                 self.tiles[event.result.subject].check_finished(event.result)
         elif isinstance(event, RunStarted):
             self._run_started(event)
+        elif isinstance(event, Notice) and event.level == "progress":
+            self._say(event.text)  # how a long step stands: the status line, not a notice to keep
         elif isinstance(event, Notice):
             self.notices.append(f"{event.level}: {event.text}")
             self._say(self.notices[-1])
@@ -412,6 +414,9 @@ class MainWindow(QMainWindow):
         self.exit_code = outcome.exit_code
         self._set_inputs(running=False)
         self._show_verdict(outcome)
+        # The status bar ends on the run's end, not on whatever the run said last (a stale step).
+        self._say(f"Run {'aborted' if outcome.status == 'aborted' else 'finished'}: {outcome.verdict}; "
+                  f"report {outcome.report_path}")
         self.history.load(self.node.node_id, self.setup.archive)
         if any(r.verdict.blocks_qualification for r in outcome.results):
             self.tabs.setCurrentWidget(self.checks)

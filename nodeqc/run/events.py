@@ -71,7 +71,7 @@ class TelemetrySampled:
 
 @dataclass
 class Notice:
-    level: str  # info | warning | error
+    level: str  # info | warning | error | progress (how a long step stands: shown as it comes, not kept)
     text: str
     type: str = "notice"
 

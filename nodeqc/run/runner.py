@@ -22,7 +22,7 @@ from nodeqc.backends.bmc import BmcWatch
 from nodeqc.backends.gpus import open_gpus
 from nodeqc.checks import conformance, health, host as host_checks, inventory, nic as nic_checks
 from nodeqc.checks import host_stress as host_stress_checks
-from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in
+from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in, status_line
 from nodeqc.checks.common import as_replayed
 from nodeqc.checks.processes import gpu_free
 from nodeqc.checks.stress import plan as stress_plan
@@ -468,7 +468,9 @@ class Runner:
             return
         name = "burnin.stability"
         window_s = max(60.0, seconds / 200)
-        checkpoint_s = max(60.0, seconds / 50)
+        # A checkpoint (journal record, status line) at least every 5 minutes of an 8-hour burn-in: a
+        # burn-in must not be silent for hours (gpu-burn prints every few seconds).
+        checkpoint_s = max(60.0, min(300.0, seconds / 50))
         dtypes = self.profile.get("gpu", "dtypes", ["fp32"])
         dtype = next((d for d in ("bf16", "fp16", "fp32") if d in dtypes), dtypes[0])
         params = {"seconds": seconds, "window_s": window_s, "dtype": dtype, "seed": SEED,
@@ -490,6 +492,7 @@ class Runner:
             sampler.open_window(f"burnin-{state['window']}")
             assert self._journal is not None
             self._journal.append({"type": "checkpoint", "t": self.now(), "burn_in": recorder.snapshot()})
+            self._emit(Notice("progress", status_line(recorder, self.now() - started, seconds)))
 
         def on_progress(task: Task, fraction: float, figures: dict[str, Any]) -> None:
             subject = by_index[task.gpu].subject
