@@ -115,3 +115,30 @@ def test_the_stress_plan_is_the_catalogues_stress_checks_in_its_order():
     stress = [n for n in CHECK_NAMES if n.startswith("stress.") and n != "stress.gpu_free"]
     assert [s.name for s in PLAN] == stress
     assert sorted(s.name for s in STEPS) == sorted(stress)
+
+
+def test_gpu_tests_only_the_gpus_named_and_the_report_says_which(tmp_path):
+    """--gpu 1,3 (as `dcgmi diag -i` and `gpu_burn -i` test a subset): only gpu1 and gpu3 do the GPU
+    work and are judged by the stress and health checks; the node's inventory still counts every GPU;
+    the report is partial and names the GPUs it covers, so it is never a qualification."""
+    p = cli("--headless", "--profile", "hgx-h100", "--simulate", "hgx-h100", "--inject", "gpu0:pcie_width=8",
+            "--gpu", "1,3", "--quick", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr[-3000:]
+    _, pred = _report(p)
+    assert pred["partial"]["gpus"] == ["gpu1", "gpu3"]
+    gpu_work = {c["subject"] for c in pred["checks"] if c["name"].split(".")[0] in ("stress", "health")
+                and c["subject"].startswith("gpu")}
+    assert gpu_work == {"gpu1", "gpu3"}
+    count = next(c for c in pred["checks"] if c["name"] == "inventory.gpu_count")
+    assert count["values"]["gpus"]["value"] == 8
+    assert "GPUs gpu1,gpu3 only" in p.stderr and "not a qualification" in p.stderr
+    shown = cli("show", p.stdout.strip()).stdout
+    assert "GPUs gpu1,gpu3 only" in shown
+
+
+@pytest.mark.parametrize("value,message", [("9", "gpu9: no such GPU on this node (it has gpu0-7)"),
+                                           ("1,x", "expected GPU numbers and ranges"),
+                                           ("3-1", "expected GPU numbers and ranges")])
+def test_a_bad_gpu_list_is_one_line_and_exit_2(value, message):
+    p = cli("--headless", "--simulate", "hgx-h100", "--quick", "--gpu", value)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr, p.stderr

@@ -67,6 +67,9 @@ def _run_parser() -> Parser:
     p.add_argument("--burn-in", metavar="DURATION", type=duration, help="after the checks, burn in for this long "
                    "(e.g. 8h, 90m, 1h30m; each number with its unit): matmul, memory and host-link traffic while every health check watches")
     p.add_argument("--gpus", type=int, metavar="N", help="expected GPU count (single-model profiles)")
+    p.add_argument("--gpu", metavar="LIST", action="append", help="test only these GPUs, as nodeqc numbers "
+                   "them (gpu3): e.g. 3 or 0,2-3 (repeatable); the report is partial and names them: not a "
+                   "qualification")
     p.add_argument("--out", metavar="DIR", help="write the report here instead of the archive")
     p.add_argument("--operator", metavar="NAME", help="who ran the qualification (recorded)")
     p.add_argument("--ticket", metavar="ID", help="work ticket (recorded)")

@@ -13,6 +13,7 @@ from typing import Any, Iterable
 
 from nodeqc.core.codes import advice, escalation, not_applicable_reason, not_run_reason
 from nodeqc.core.model import CheckResult, Verdict
+from nodeqc.spec.selection import describe_partial
 
 SHOWN_ORDER = {"fail": 0, "error": 0, "warn": 1}
 
@@ -305,10 +306,7 @@ def answer_of(predicate: dict[str, Any]) -> Answer:
     """The answer a report carries; computed from its checks for a report written before it did."""
     checks = [CheckResult.from_dict(c) for c in predicate.get("checks", [])]
     partial = predicate.get("partial")
-    partial_text = None
-    if isinstance(partial, dict):
-        partial_text = "; ".join([f"only {','.join(partial['only'])}"] * bool(partial.get("only"))
-                                 + [f"skip {','.join(partial['skip'])}"] * bool(partial.get("skip"))) or "partial"
+    partial_text = describe_partial(partial) if isinstance(partial, dict) else None
     got = answer(checks, predicate.get("gpus", []), str(predicate.get("verdict", "?")),
                  str(predicate.get("status", "complete")), partial_text, bool(predicate.get("simulated")))
     stored = predicate.get("answer")

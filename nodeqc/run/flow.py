@@ -44,6 +44,7 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     _check_peer_nics(peers, hardware)
     profile_ref = args.profile or "auto"
     gpus = _gpus(hardware)
+    _check_gpu_selection(getattr(args, "gpu", None), gpus)
     auto = profile_ref == "auto"
     if auto:
         profile_ref = suggest_profile(gpus)
@@ -58,6 +59,19 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         profile = profile.with_gpu_count(args.gpus)
     signer = load_signer(args.key)
     return hardware, profile, signer
+
+
+def _check_gpu_selection(values: list[str] | None, gpus: list[Any]) -> None:
+    """--gpu must name GPUs this node has (as nodeqc numbers them), before any work."""
+    from nodeqc.core.text import subjects_text
+    from nodeqc.spec.selection import parse_gpu_list
+
+    wanted = parse_gpu_list(values)
+    have = {g.slot for g in gpus if g.slot is not None}
+    absent = [f"gpu{i}" for i in wanted if i not in have]
+    if absent:
+        found = subjects_text([f"gpu{i}" for i in sorted(have)]) if have else "none"
+        raise UsageError(f"--gpu: {', '.join(absent)}: no such GPU on this node (it has {found})")
 
 
 def _check_peer_nics(peers: list[Any], hardware: Any) -> None:
@@ -226,7 +240,7 @@ class RunFlow:
 
         self.args = args
         self.command = ["nodeqc", *argv]
-        self.selection = Selection.parse(args.only, args.skip)
+        self.selection = Selection.parse(args.only, args.skip, getattr(args, "gpu", None))
         self.textfile = Path(args.prometheus_textfile) if args.prometheus_textfile else None
         if self.textfile:
             check_path(self.textfile)

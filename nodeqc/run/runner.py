@@ -178,7 +178,7 @@ class Runner:
             files={"report": str(paths.report), "journal": str(paths.journal),
                    "telemetry": str(paths.telemetry)}))
         summary: TelemetrySummary | None = None
-        self._live_gpus = [g for g in gpus if not g.lost]
+        self._live_gpus = [g for g in gpus if not g.lost and self.options.selection.covers(g.slot)]
         self._one_gpu_node = (len(gpus) == 1 and len(host.nvidia_gpus_on_pci) <= 1
                               and self.profile.get("gpu", "count", 1) == 1)
         try:

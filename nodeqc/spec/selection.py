@@ -9,6 +9,7 @@ the health checks.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,19 +31,26 @@ def family(name: str) -> str:
 class Selection:
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
+    # --gpu: only these GPUs (by slot, as nodeqc names them: gpu3) do GPU work and are judged by the
+    # stress and health checks, as `dcgmi diag -i` and `gpu_burn -i` test a subset; empty: every GPU.
+    gpus: tuple[int, ...] = ()
 
     @classmethod
-    def parse(cls, only: list[str] | None, skip: list[str] | None) -> "Selection":
+    def parse(cls, only: list[str] | None, skip: list[str] | None, gpus: list[str] | None = None) -> "Selection":
         """From repeatable, comma-separated option values; UsageError for a name that is no check
-        or family, and for a selection that leaves no check."""
-        sel = cls(_names("--only", only), _names("--skip", skip))
+        or family, for a GPU list that is not one, and for a selection that leaves no check."""
+        sel = cls(_names("--only", only), _names("--skip", skip), parse_gpu_list(gpus))
         if not any(sel.includes(n) for n in CHECK_NAMES):
             raise UsageError("--only/--skip: this selection leaves no check to run")
         return sel
 
     @property
     def partial(self) -> bool:
-        return not all(self.includes(n) for n in CHECK_NAMES)
+        return bool(self.gpus) or not all(self.includes(n) for n in CHECK_NAMES)
+
+    def covers(self, slot: int) -> bool:
+        """Whether this GPU (by slot) does the run's GPU work."""
+        return not self.gpus or slot in self.gpus
 
     def _named(self, names: tuple[str, ...], name: str) -> bool:
         return name in names or family(name) in names
@@ -72,13 +80,36 @@ class Selection:
         """What the report records: None for a full run."""
         if not self.partial:
             return None
-        return {"only": list(self.only), "skip": list(self.skip),
-                "checks": [n for n in CHECK_NAMES if self.includes(n)]}
+        recorded: dict[str, Any] = {"only": list(self.only), "skip": list(self.skip),
+                                    "checks": [n for n in CHECK_NAMES if self.includes(n)]}
+        if self.gpus:
+            recorded["gpus"] = [f"gpu{i}" for i in self.gpus]
+        return recorded
 
     def describe(self) -> str:
-        parts = ([f"only {','.join(self.only)}"] if self.only else []) + \
-                ([f"skip {','.join(self.skip)}"] if self.skip else [])
-        return "; ".join(parts)
+        return describe_partial(self.to_dict() or {})
+
+
+def describe_partial(partial: dict[str, Any]) -> str:
+    """What a partial run left out, in a few words, from what its report records (to_dict)."""
+    parts = ([f"only {','.join(partial['only'])}"] if partial.get("only") else []) + \
+            ([f"skip {','.join(partial['skip'])}"] if partial.get("skip") else []) + \
+            ([f"GPUs {','.join(partial['gpus'])} only"] if partial.get("gpus") else [])
+    return "; ".join(parts) or "partial"
+
+
+def parse_gpu_list(values: list[str] | None) -> tuple[int, ...]:
+    """--gpu 3, --gpu 0,2-3 (repeatable): GPU slots, sorted, each once; UsageError naming a part that
+    is not a number or a rising range of numbers."""
+    out: set[int] = set()
+    for value in values or []:
+        for part in (p.strip() for p in value.split(",")):
+            m = re.fullmatch(r"(\d{1,4})(?:-(\d{1,4}))?", part)
+            if not m or (m[2] is not None and int(m[2]) < int(m[1])):
+                raise UsageError(f"--gpu {value}: expected GPU numbers and ranges as nodeqc names the GPUs, "
+                                 f"e.g. 3 or 0,2-3 (not {part!r})")
+            out.update(range(int(m[1]), int(m[2] or m[1]) + 1))
+    return tuple(sorted(out))
 
 
 def _names(option: str, values: list[str] | None) -> tuple[str, ...]:
