@@ -786,3 +786,30 @@ def test_a_burn_ins_status_shows_in_the_status_bar_and_is_not_kept_as_a_notice(q
     assert window.notices == ["warning: something to keep"]
     assert window.status.toolTip() == "warning: something to keep"
     assert "burn-in 5m of 8h00m" in window.status.full
+
+
+@pytest.mark.parametrize("action,title", [(None, "Re-test"), ("reseated GPU 3", "Repair")])
+def test_the_printable_re_test_wraps_at_the_margin_and_is_titled_for_what_it_was(qtbot, tmp_path, action, title):
+    """The PDF's re-test section was a <pre> block: a report path and [ROW_REMAP_PENDING] ran off the
+    right margin; and an automatic re-test (no --repair) was titled "Repair". Laid out on A4 now,
+    every line fits the page's width, long paths break at their slashes, and the title says which."""
+    from PySide6.QtCore import QSizeF
+    from PySide6.QtGui import QFont, QTextDocument
+
+    long_path = "/srv/archive/" + "a-very-long-directory-name/" * 6 + "node-20261127T002427Z.report.json"
+    repair = {"previous": {"path": long_path, "sha256": "8b24d926a1d9eac1" * 4, "verdict": "FAIL"},
+              "outcomes": [{"subject": "gpu3", "check": "health.row_remap", "code": "ROW_REMAP_PENDING",
+                            "status": "STILL FAILING", "identity": "GPU 3 (0000:61:00.0, serial SIM-HGXH100-0001-G3)"}]}
+    if action:
+        repair["action"] = action
+    predicate = {"verdict": "FAIL", "status": "complete", "checks": [], "node": {}, "profile": {}, "repair": repair}
+    html_text = summary_html(LoadedReport(tmp_path / "x.report.json", predicate, True, "signature: verified"))
+    assert f"<h2>{title}</h2>" in html_text and "<pre>" not in html_text
+    doc = QTextDocument()
+    doc.setDefaultFont(QFont("Sans Serif", 9))
+    doc.setHtml(html_text)
+    width = 595 - 72  # A4 in points, less the margins
+    doc.setPageSize(QSizeF(width, 842 - 72))
+    assert doc.idealWidth() <= width + 1, doc.idealWidth()
+    text = QTextDocumentFragment.fromHtml(html_text).toPlainText().replace("\u200b", "")
+    assert long_path in text and "[ROW_REMAP_PENDING]" in text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +63,7 @@ def summary_html(report: LoadedReport) -> str:
     node, prof = p.get("node", {}), p.get("profile", {})
     the_answer = answer_of(p)  # the same answer as the run's summary, the banner and `nodeqc show`
     background, text = COLOURS[the_answer.state]
-    e = lambda v: html.escape(str(v))  # noqa: E731
+    e = lambda v: breakable(html.escape(str(v)))  # noqa: E731
     out = [
         "<h1>nodeqc qualification report</h1>",
         f"<table width='100%' cellpadding='10'><tr><td style='background:{background}; color:{text}'>"
@@ -98,7 +99,12 @@ def summary_html(report: LoadedReport) -> str:
     if the_answer.not_applicable:
         out.append(f"<p>Not applicable to these GPUs: {e('; '.join(the_answer.not_applicable))}</p>")
     if the_answer.repair:
-        out.append("<h2>Repair</h2><pre>" + e("\n".join(repair_lines(the_answer.repair))) + "</pre>")
+        # "Repair" where the technician said what was repaired (--repair); a re-test without it, such
+        # as the automatic one of a node with an earlier report, is a re-test.
+        title = "Repair" if the_answer.repair.get("action") else "Re-test"
+        lines = "".join(f"<p style='margin:0; white-space:pre-wrap'>{e(line)}</p>"
+                        for line in repair_lines(the_answer.repair))
+        out.append(f"<h2>{title}</h2>{lines}")
     out += [
         "<h2>The run</h2><table cellpadding='2'>",
         f"<tr><td>Driver</td><td>{e(node.get('driver_version'))}, CUDA {e(node.get('cuda_version'))}, "
@@ -118,6 +124,21 @@ def summary_html(report: LoadedReport) -> str:
                f"cellpadding='2' style='font-size:7pt'><tr><th>Check</th><th>Subject</th><th>Verdict</th>"
                f"<th>Message</th></tr>{rows}</table>")
     return "".join(out)
+
+
+LONG_WORD = 24  # characters: a longer run without a space (a path, a code) gets places to break
+
+
+def breakable(text: str) -> str:
+    """Escaped HTML whose long words may break (after / _ . , : = -) instead of running off the page:
+    a report path or [ROW_REMAP_PENDING] at a line's end was cut at the right margin. Short words are
+    left whole, so the PDF's text searches as it reads."""
+    import re
+
+    def soften(m: re.Match[str]) -> str:
+        return re.sub(r"([/_.,:=-])", "\\1&#8203;", m.group(0))
+
+    return re.sub(rf"[^\s<>&;]{{{LONG_WORD},}}", soften, text)
 
 
 def _check_row(group: list[CheckResult]) -> str:
