@@ -209,6 +209,23 @@ def test_export_csv_and_jsonl_one_row_per_report_and_check(archive, tmp_path):
     assert memory["value"] == 503.0 and memory["unit"] == "GiB"
 
 
+def test_export_names_the_gpu_of_each_gpu_row_by_serial_and_bus_id(archive, tmp_path):
+    """DCGM's and NHC's users find a GPU by its serial or bus id: a GPU subject's rows carry both,
+    as the report lists the GPU; other subjects' are empty."""
+    p = cli("export", "--archive", str(archive), "--format", "csv", "--node", "NODE-A")
+    assert p.returncode == 0, p.stderr
+    header, *_ = p.stdout.splitlines()
+    assert header.endswith(",message,gpu_serial,pci_bus_id")  # added last: earlier columns keep their place
+    rows = list(csv.DictReader(io.StringIO(p.stdout)))
+    gpu = [r for r in rows if r["subject"] == "gpu0"]
+    assert len(gpu) == 2 and {(r["gpu_serial"], r["pci_bus_id"]) for r in gpu} == {("NODE-A-G0", "0000:01:00.0")}
+    assert {(r["gpu_serial"], r["pci_bus_id"]) for r in rows if r["subject"] == "node"} == {("", "")}
+    p = cli("export", "--archive", str(archive), "--format", "jsonl", "--node", "NODE-A")
+    records = [json.loads(line) for line in p.stdout.splitlines()]
+    assert {(r["subject"], r["gpu_serial"], r["pci_bus_id"]) for r in records} == {
+        ("gpu0", "NODE-A-G0", "0000:01:00.0"), ("node", None, None)}
+
+
 def test_many_files_are_verified_by_forked_workers_with_the_same_answers(archive, tmp_path, monkeypatch):
     """An index built from nothing over many files is verified by forked workers (archive._read_many):
     every row must be what verifying in order gives, the forged and the foreign included."""

@@ -477,3 +477,35 @@ def test_a_figure_cache_of_the_old_format_is_dropped_not_trusted(tmp_path):
         db.execute("INSERT INTO figures VALUES ('ab', '{\"valid_until\": \"2099-01-01T00:00:00Z\"}')")
         db.execute("PRAGMA user_version = 1")
     assert FigureCache(cache_path).get_many(["ab"]) == {}
+
+
+def test_fleet_table_names_failed_and_warned_checks_with_their_part_as_the_csv_does(tmp_path):
+    """PROBLEMS said only FAIL: it names each failed check with its part, and the warned ones
+    marked (warn), from the one function the CSV's problems column uses too."""
+    root = tmp_path / "archive"
+    warn = {"name": "health.temperature", "subject": "gpu1", "verdict": "warn", "code": "GPU_HOT", "message": "hot",
+            "key": None, "values": {}, "thresholds": [], "evidence": {}}
+    failing = predicate("SN-F", "FAIL", finished_at="2026-11-02T10:00:00Z")
+    failing["checks"].append(warn)
+    warned = predicate("SN-W", "PASS", finished_at="2026-11-03T10:00:00Z")
+    warned["checks"].append(warn)
+    for pred in (failing, warned, predicate("SN-P", "PASS", finished_at="2026-11-04T10:00:00Z")):
+        file_report(root, pred)
+    out_csv, out_html = tmp_path / "fleet.csv", tmp_path / "fleet.html"
+    p = cli("fleet", "--archive", str(root), "--csv", str(out_csv), "--html", str(out_html))
+    assert p.returncode == 0, p.stderr
+    table = {ln.split()[0]: ln for ln in p.stdout.splitlines()[1:]}
+    assert "FAIL: health.pcie_link gpu0, health.temperature gpu1 (warn)" in table["SN-F"]
+    assert "health.temperature gpu1 (warn)" in table["SN-W"] and "FAIL" not in table["SN-W"]
+    assert " - " in table["SN-P"]  # nothing to say
+    # Warnings are named, but a qualification with warnings is not a node with problems.
+    assert "3 node(s), 1 with problems" in p.stderr
+    assert list(table) == ["SN-F", "SN-P", "SN-W"]  # the failed node first, then newest first
+    rows = {r["node"]: r for r in csv.DictReader(io.StringIO(out_csv.read_text()))}
+    assert rows["SN-P"]["problems"] == ""
+    for node in ("SN-F", "SN-W"):
+        assert rows[node]["problems"] in table[node]  # the table's words, from the same function
+    assert rows["SN-F"]["failed"] == "health.pcie_link gpu0" and rows["SN-F"]["warned"] == "health.temperature gpu1"
+    assert rows["SN-W"]["failed"] == "" and rows["SN-W"]["warned"] == "health.temperature gpu1"
+    page = out_html.read_text()
+    assert page.count('<tr class="bad">') == 1 and "health.temperature gpu1 (warn)" in page

@@ -54,6 +54,7 @@ def test_export_csv_cells_are_never_formulas(tmp_path):
     assert _formula_cells([list(r.values()) for r in rows]) == []
     assert {r["hostname"] for r in rows} == {"'" + LINK, ESC}  # a file gets the data, only neutralised
     assert "'-2+3" in {r["message"] for r in rows} and "'@SUM(1+1)" in {r["node"] for r in rows}
+    assert "'@SUM(1+1)-G0" in {r["gpu_serial"] for r in rows}  # the GPU's serial column too
     # To stdout (a pipe here) the same.
     piped = cli("export", "--archive", str(root), "--format", "csv")
     assert _formula_cells(list(csv.reader(io.StringIO(piped.stdout)))) == []

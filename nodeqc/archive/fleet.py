@@ -23,18 +23,23 @@ import platformdirs
 
 from nodeqc.checks.fleet import HIGHER_BETTER_UNITS, LOWER_BETTER_UNITS, Figure, Outlier
 from nodeqc.checks.fleet import outliers as find_outliers
+from nodeqc.core.model import check_label
 
-CACHE_VERSION = 2  # 2: each row with its HMAC
+CACHE_VERSION = 3  # 2: each row with its HMAC; 3: with the checks that warned
+WARNED = " (warn)"  # how a warned check is marked among the failed ones
 UNITS = HIGHER_BETTER_UNITS + LOWER_BETTER_UNITS
 
 
 def extract(predicate: dict[str, Any]) -> dict[str, Any]:
-    """What the fleet needs of one report: its SKU(s), figures and expiry."""
+    """What the fleet needs of one report: its SKU(s), figures, expiry and the checks that warned
+    (named as summary.failed names the failed ones: nodeqc.core.model.check_label)."""
     gpus = {g.get("subject"): g.get("name") for g in predicate.get("gpus") or [] if g.get("subject")}
     models = sorted({m for m in gpus.values() if m and m != "unavailable"})
     node_sku = f"{len(gpus)}x {models[0]}" if len(models) == 1 else " + ".join(models) or "unknown"
-    figures = []
+    figures, warned = [], []
     for c in predicate.get("checks") or []:
+        if c.get("verdict") == "warn":
+            warned.append(check_label(str(c.get("name")), str(c.get("subject"))))
         if c.get("verdict") not in ("pass", "warn", "fail"):
             continue
         subject = c.get("subject", "")
@@ -45,7 +50,7 @@ def extract(predicate: dict[str, Any]) -> dict[str, Any]:
             value, unit = v.get("value"), v.get("unit")
             if unit in UNITS and isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
                 figures.append([subject, sku, f"{c['name']}:{name}", float(value), unit])
-    return {"valid_until": predicate.get("valid_until"), "node_sku": node_sku, "figures": figures}
+    return {"valid_until": predicate.get("valid_until"), "node_sku": node_sku, "figures": figures, "warned": warned}
 
 
 class FigureCache:
@@ -139,7 +144,8 @@ def read_extracts(entries: Iterable[Any], cache: FigureCache | None = None) -> d
                 raise ValueError("changed since it was indexed")
             new[e.sha256] = extract(decode_statement(parse_envelope(data))["predicate"])
         except Exception:  # noqa: BLE001 - unreadable or changed: no figures, the node is listed anyway
-            new[e.sha256] = {"valid_until": None, "node_sku": "unknown", "figures": [], "unreadable": True}
+            new[e.sha256] = {"valid_until": None, "node_sku": "unknown", "figures": [], "warned": [],
+                             "unreadable": True}
     cache.put_many({d: v for d, v in new.items() if not v.get("unreadable")})
     return {**known, **new}
 
@@ -154,8 +160,9 @@ class NodeRow:
     valid_until: str | None
     sku: str
     report: Path
-    failed: list[str]
+    failed: list[str]  # 'check subject' of each result that failed or could not run (summary.failed)
     outliers: list[Outlier] = field(default_factory=list)
+    warned: list[str] = field(default_factory=list)  # 'check subject' of each result that warned
 
     def expired(self, now: datetime) -> bool:
         return bool(self.valid_until) and _parse(self.valid_until) <= now
@@ -168,16 +175,37 @@ class NodeRow:
             return f"{int(seconds // 3600)}h"
         return f"{int(seconds // 86400)}d"
 
+    @property
+    def checks(self) -> list[str]:
+        return named_checks(self.failed, self.warned)
+
+    def has_problems(self, now: datetime) -> bool:
+        """Not qualified, expired or with outliers: such a node is listed first and counted. A
+        qualification with warnings is not one (warnings are allowed), though problems() names them."""
+        return not self.qualified or self.expired(now) or bool(self.outliers)
+
     def problems(self, now: datetime) -> list[str]:
+        """What the fleet's table, CSV and page say of the node: 'FAIL: health.pcie_link gpu3,
+        health.temperature gpu1 (warn)', 'expired', '2 outlier(s)'."""
         out = []
+        named = ", ".join(self.checks)
         if not self.qualified:
-            out.append(self.result if self.failed or self.result.startswith(("FAIL", "ERROR", "ABORTED"))
-                       else "not qualified")
+            word = (self.result if self.failed or self.result.startswith(("FAIL", "ERROR", "ABORTED"))
+                    else "not qualified")
+            out.append(f"{word}: {named}" if named else word)
+        elif named:
+            out.append(named)
         if self.expired(now):
             out.append("expired")
         if self.outliers:
             out.append(f"{len(self.outliers)} outlier(s)")
         return out
+
+
+def named_checks(failed: list[str], warned: list[str]) -> list[str]:
+    """The checks a node's report failed (or could not run), then those it warned on marked as such,
+    each with its part: ['health.pcie_link gpu3', 'health.temperature gpu1 (warn)']."""
+    return [*failed, *(w + WARNED for w in warned)]
 
 
 @dataclass
@@ -205,10 +233,11 @@ def fleet(entries: list[Any], outlier_pct: float, min_fleet: int, now: datetime 
     for o in found:
         by_node.setdefault(o.figure.node, []).append(o)
     rows = [NodeRow(e.node, e.hostname, e.result, e.qualified, e.finished_at, extracts[e.sha256].get("valid_until"),
-                    extracts[e.sha256].get("node_sku", "unknown"), e.path, list(e.failed), by_node.get(e.node, []))
+                    extracts[e.sha256].get("node_sku", "unknown"), e.path, list(e.failed), by_node.get(e.node, []),
+                    list(extracts[e.sha256].get("warned") or []))
             for e in newest.values()]
     rows.sort(key=lambda r: r.finished_at, reverse=True)
-    rows.sort(key=lambda r: 0 if r.problems(now) else 1)  # stable: newest first within each
+    rows.sort(key=lambda r: 0 if r.has_problems(now) else 1)  # stable: newest first within each
     return FleetView(rows, found, dists, now)
 
 

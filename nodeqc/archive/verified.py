@@ -1,7 +1,7 @@
 """What the archive knows of a report it verified: the facts read from it (verified_facts, kept in
 the index: nodeqc.archive.index), an entry of a listing (Entry) or a file that did not verify and
 why (Skipped), and a report read again only while it is still the content that was verified
-(read_verified, read_by_digest, iter_checks)."""
+(read_verified, read_by_digest, iter_checks, read_checks)."""
 
 from __future__ import annotations
 
@@ -180,4 +180,12 @@ def read_by_digest(path: Path, sha256: str) -> dict[str, Any]:
 def iter_checks(entry: Entry) -> Iterator[dict[str, Any]]:
     """The check results of an indexed report, read again (NotVerified when the file is no longer
     the content that was verified)."""
-    yield from read_by_digest(entry.path, entry.sha256).get("checks", [])
+    yield from read_checks(entry)[0]
+
+
+def read_checks(entry: Entry) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The check results of an indexed report and the GPUs it lists (subject, serial, bus id...),
+    read again (NotVerified when the file is no longer the content that was verified)."""
+    predicate = read_by_digest(entry.path, entry.sha256)
+    return (list(predicate.get("checks") or []),
+            [g for g in predicate.get("gpus") or [] if isinstance(g, dict)])

@@ -16,7 +16,7 @@ from nodeqc.core.errors import UsageError
 from nodeqc.core.text import clean, csv_writer
 
 CSV_FIELDS = ("node", "hostname", "sku", "result", "qualified", "finished_at", "age", "valid_until", "expired",
-              "problems", "outliers", "failed", "report")
+              "problems", "outliers", "failed", "report", "warned")
 MAX_PLOTS = 24
 
 
@@ -74,7 +74,7 @@ def _row(r: Any, now: Any) -> dict[str, Any]:
             "finished_at": r.finished_at, "age": r.age(now), "valid_until": r.valid_until or "",
             "expired": r.expired(now), "problems": "; ".join(r.problems(now)),
             "outliers": "; ".join(o.describe() for o in r.outliers), "failed": "; ".join(r.failed),
-            "report": str(r.report)}
+            "report": str(r.report), "warned": "; ".join(r.warned), "bad": r.has_problems(now)}
 
 
 def _print(rows: list[dict[str, Any]], view: Any, pct: float) -> None:
@@ -88,7 +88,7 @@ def _print(rows: list[dict[str, Any]], view: Any, pct: float) -> None:
         print(clean(f"{row['node']:<18} {row['hostname']:<16} {row['result']:<20} {row['age']:>5}  "
                     f"{(row['valid_until'] or '-'):<20} {(row['problems'] or '-'):<28} {worst}"))
     nodes = len(view.rows)
-    bad = sum(1 for r in view.rows if r.problems(view.now))
+    bad = sum(1 for r in view.rows if r.has_problems(view.now))
     print(f"nodeqc: {nodes} node(s), {bad} with problems, {len(view.outliers)} outlier figure(s) "
           f"(more than {pct:g}% from their fleet median)", file=sys.stderr)
 
@@ -123,7 +123,7 @@ def render_html(view: Any, rows: list[dict[str, Any]], pct: float, min_fleet: in
     head = ("<tr>" + "".join(f"<th>{e(h)}</th>" for h in ("node", "host", "result", "age", "valid until",
                                                           "problems", "outliers")) + "</tr>")
     body = "".join(
-        f"<tr class=\"{'bad' if row['problems'] else ''}\"><td>{e(row['node'])}</td><td>{e(row['hostname'])}</td>"
+        f"<tr class=\"{'bad' if row['bad'] else ''}\"><td>{e(row['node'])}</td><td>{e(row['hostname'])}</td>"
         f"<td>{e(row['result'])}</td><td>{e(row['age'])}</td><td>{e(row['valid_until'] or '-')}</td>"
         f"<td>{e(row['problems'] or '-')}</td><td>{e(row['outliers'] or '-')}</td></tr>" for row in rows)
     return f"""<!DOCTYPE html>
@@ -137,7 +137,7 @@ tr.bad td {{ background: #fde8e8; }}
 figure {{ margin: 0; }} figcaption {{ font-size: 12px; }}
 </style></head><body>
 <h1>nodeqc fleet</h1>
-<p>{len(view.rows)} node(s) at {e(view.now.strftime('%Y-%m-%d %H:%M UTC'))}; {sum(1 for r in view.rows if r.problems(view.now))}
+<p>{len(view.rows)} node(s) at {e(view.now.strftime('%Y-%m-%d %H:%M UTC'))}; {sum(1 for r in view.rows if r.has_problems(view.now))}
 with problems; {len(view.outliers)} outlier figure(s): more than {pct:g}% on the bad side of the median of their SKU and
 measure (fleets of {min_fleet} nodes or more). Each plot shows every figure of one SKU and measure: the median as a
 line, the outlier limit dashed, outliers in red.</p>

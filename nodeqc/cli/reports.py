@@ -248,14 +248,15 @@ def cmd_compare(argv: list[str]) -> int:
 
 EXPORT_FIELDS = ("report", "report_sha256", "node", "hostname", "finished_at", "report_verdict", "status",
                  "partial", "simulated", "profile", "check", "subject", "verdict", "code", "key", "value",
-                 "unit", "message")
+                 "unit", "message", "gpu_serial", "pci_bus_id")
 
 
 def cmd_export(argv: list[str]) -> int:
     import json
 
-    from nodeqc.archive.verified import NotVerified, iter_checks
+    from nodeqc.archive.verified import NotVerified, read_checks
     from nodeqc.core.text import clean, csv_writer
+    from nodeqc.report.answer import parts
 
     p = archive_parser("nodeqc export", "Write one row per report and check, for spreadsheets and pandas.")
     p.add_argument("--format", default="csv", type=str.lower, choices=("csv", "jsonl"), metavar="csv|jsonl",
@@ -273,18 +274,22 @@ def cmd_export(argv: list[str]) -> int:
     to_terminal = out.isatty()  # a file or a pipe gets the data as it is; a terminal, escaped
     for e in entries:
         try:
-            checks = list(iter_checks(e))
+            checks, gpus = read_checks(e)
         except NotVerified as error:
             print(clean(f"nodeqc: warning: NOT VERIFIED: {e.path}: {error} (not exported)"), file=sys.stderr)
             continue
         base = {"report": str(e.path), "report_sha256": e.sha256, "node": e.node, "hostname": e.hostname,
                 "finished_at": e.finished_at, "report_verdict": e.verdict, "status": e.status,
                 "partial": e.partial, "simulated": e.simulated, "profile": e.profile}
+        known = parts(gpus, [])  # a GPU subject's serial and bus id, as `show` and the textfile name it
         for c in checks or [{}]:  # a report without results still has its row
             figure = (c.get("values") or {}).get(c.get("key") or "", {})
+            part = known.get(c.get("subject"))
+            gpu = part if part is not None and part.kind == "gpu" else None
             row = {**base, "check": c.get("name"), "subject": c.get("subject"), "verdict": c.get("verdict"),
                    "code": c.get("code"), "key": c.get("key"), "value": figure.get("value"),
-                   "unit": figure.get("unit"), "message": c.get("message")}
+                   "unit": figure.get("unit"), "message": c.get("message"),
+                   "gpu_serial": gpu.serial if gpu else None, "pci_bus_id": gpu.bus_id if gpu else None}
             if writer:
                 writer.writerow({k: clean(v) if to_terminal and isinstance(v, str) else v for k, v in row.items()})
             else:  # ASCII JSON: the data intact, and nothing a terminal would act on

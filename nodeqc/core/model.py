@@ -137,6 +137,12 @@ class CheckResult:
         )
 
 
+def check_label(name: str, subject: str) -> str:
+    """How a report's summary names one result, the check with its part: 'health.pcie_link gpu3'
+    (summary.failed, the archive's and the fleet's lists of failed and warned checks)."""
+    return f"{name} {subject}"
+
+
 def node_verdict(results: list[CheckResult]) -> str:
     """FAIL where a check failed; else ERROR where a check could not run or judge (exit 2: not
     qualified, but nothing says the hardware is bad, so a fleet view must not count it a failure);

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc import __version__
-from nodeqc.core.model import CheckResult, Value, Verdict
+from nodeqc.core.model import CheckResult, Value, Verdict, check_label
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult, Scores
 from nodeqc.report.envelope import FABRIC_PREDICATE_TYPE, STATEMENT_TYPE, canonical, sign, write_envelope
@@ -181,7 +181,7 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
                     signer: Signer, command: list[str]) -> dict[str, Any]:
     checks = fabric_checks(scores, results)
     counts = {v.value: sum(1 for c in checks if c.verdict is v) for v in Verdict}
-    failed = [f"{c.name} {c.subject}" for c in checks if c.verdict.blocks_qualification]
+    failed = [check_label(c.name, c.subject) for c in checks if c.verdict.blocks_qualification]
     verdict = "FAIL" if failed or status == "aborted" else "PASS"
     return {
         "kind": "fabric",

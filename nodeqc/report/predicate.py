@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from nodeqc import __version__
 from nodeqc.backends.base import HostInfo
-from nodeqc.core.model import CheckResult, Verdict
+from nodeqc.core.model import CheckResult, Verdict, check_label
 from nodeqc.report.answer import Answer, not_applicable, not_run
 from nodeqc.spec.profile import Profile
 from nodeqc.spec.selection import Selection
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def tally(results: list[CheckResult]) -> tuple[dict[str, int], list[str]]:
     """The results counted by verdict, and the `name subject` of each that blocks qualification."""
     counts = {v.value: sum(1 for r in results if r.verdict is v) for v in Verdict}
-    failed = [f"{r.name} {r.subject}" for r in results if r.verdict.blocks_qualification]
+    failed = [check_label(r.name, r.subject) for r in results if r.verdict.blocks_qualification]
     return counts, failed
 
 

@@ -10,8 +10,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from nodeqc.core.codes import not_applicable_reason
 from nodeqc.core.errors import UsageError
 from nodeqc.core.safefile import OutputError, write_atomic
+from nodeqc.report.answer import parts
+
+# nodeqc_checks{verdict}: the report's verdicts, with "n/a" (a check that does not apply to this
+# node's hardware: nodeqc.core.codes.NOT_APPLICABLE) counted apart from the skips, as the answer does.
+VERDICTS = ("pass", "warn", "fail", "skip", "n/a", "error")
 
 
 def check_path(path: Path) -> None:
@@ -41,13 +47,45 @@ def _timestamp(iso: str | None) -> float | None:
         return None
 
 
+def _counts(predicate: dict[str, Any]) -> dict[str, int]:
+    """The results by verdict, the summary's counts with the checks that do not apply taken out of
+    the skips into "n/a"."""
+    counts = dict((predicate.get("summary") or {}).get("counts") or {})
+    na = sum(1 for c in predicate.get("checks") or []
+             if c.get("verdict") == "skip" and not_applicable_reason(c.get("code")))
+    counts["skip"] = max(0, int(counts.get("skip", 0)) - na)
+    counts["n/a"] = na
+    return counts
+
+
+def wall_seconds(predicate: dict[str, Any]) -> float | None:
+    """How long the run took by the wall clock: from started_at to finished_at (UTC stamps, to the
+    second). duration_s is on the run's clock, which a simulated node compresses, so it is the wall
+    time only of a run on real hardware; it stands in where a report lacks a stamp."""
+    start, end = _timestamp(predicate.get("started_at")), _timestamp(predicate.get("finished_at"))
+    if start is not None and end is not None and end >= start:
+        return end - start
+    duration = predicate.get("duration_s")
+    return float(duration) if _number(duration) and not predicate.get("simulated") else None
+
+
+def _gpu_labels(subject: str, known: dict[str, Any]) -> dict[str, Any]:
+    """A GPU subject's serial and PCI bus id, as the report lists the GPU; nothing for other subjects."""
+    part = known.get(subject)
+    if part is None or part.kind != "gpu":
+        return {}
+    return {"gpu_serial": part.serial or "", "pci_bus_id": part.bus_id or ""}
+
+
 def render(predicate: dict[str, Any], report_path: Path | str) -> str:
     p = predicate
     node, checks = p.get("node", {}), p.get("checks", [])
     passed = p.get("verdict") == "PASS"
     qualified = passed and p.get("status") == "complete" and not p.get("partial") and not p.get("simulated")
-    counts = (p.get("summary") or {}).get("counts", {})
+    counts = _counts(p)
     finished = _timestamp(p.get("finished_at"))
+    wall = wall_seconds(p)
+    gpus = parts([g for g in p.get("gpus") or [] if isinstance(g, dict)], [])
     info = _labels(serial=node.get("system_serial"), hostname=node.get("hostname"),
                    profile=(p.get("profile") or {}).get("name"), version=(p.get("tool") or {}).get("version"),
                    verdict="ABORTED" if p.get("status") == "aborted" else p.get("verdict"),
@@ -66,13 +104,15 @@ def render(predicate: dict[str, Any], report_path: Path | str) -> str:
         ("nodeqc_valid_until_timestamp_seconds", "When the last run's qualification expires (Unix time; the "
          "profile's valid_days). Alert on time() > this.",
          [f"nodeqc_valid_until_timestamp_seconds {until}"] if (until := _timestamp(p.get("valid_until"))) is not None else []),
-        ("nodeqc_run_duration_seconds", "How long the last run took.",
-         [f"nodeqc_run_duration_seconds {float(p.get('duration_s') or 0)}"]),
-        ("nodeqc_checks", "Check results of the last run by verdict.",
-         [f"nodeqc_checks{_labels(verdict=v)} {counts.get(v, 0)}" for v in ("pass", "warn", "fail", "skip", "error")]),
-        ("nodeqc_check_failed", "1 for each check result that failed or could not run.",
-         [f"nodeqc_check_failed{_labels(check=c['name'], subject=c['subject'], code=c.get('code'))} 1"
-          for c in checks if c.get("verdict") in ("fail", "error")]),
+        ("nodeqc_run_duration_seconds", "How long the last run took by the wall clock (also when simulated).",
+         [f"nodeqc_run_duration_seconds {wall}"] if wall is not None else []),
+        ("nodeqc_checks", "Check results of the last run by verdict; n/a: checks that do not apply to this "
+         "node's hardware, not among the skips.",
+         [f"nodeqc_checks{_labels(verdict=v)} {counts.get(v, 0)}" for v in VERDICTS]),
+        ("nodeqc_check_failed", "1 for each check result that failed or could not run (a GPU's with its serial "
+         "and PCI bus id).",
+         [f"nodeqc_check_failed{_labels(check=c['name'], subject=c['subject'], code=c.get('code'), **gpu)} 1"
+          for c in checks if c.get("verdict") in ("fail", "error") for gpu in [_gpu_labels(c["subject"], gpus)]]),
         ("nodeqc_check_value", "The key figure of each check result (its unit in the label).",
          [f"nodeqc_check_value{_labels(check=c['name'], subject=c['subject'], figure=c['key'], unit=v.get('unit') or '')} "
           f"{float(v['value'])}" for c, v in figures]),
