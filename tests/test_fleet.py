@@ -160,7 +160,9 @@ def test_fleet_command_csv_and_html(archive_1000, tmp_path):
     assert len(rows) == 1000 and rows[0]["problems"].startswith("1 outlier")
     page = out_html.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "SN00444" in page
-    assert not re.search(r"<script|src=\"http|href=\"http|@import", page)  # self-contained, no network
+    # Self-contained, no network: one inline script, nothing with a src, nothing fetched.
+    assert page.count("<script") == 1 and not re.search(r"src=|href=\"http|@import|url\(", page)
+    assert len(page.encode()) < 1_500_000  # 1,000 nodes, 8,000 GPUs: dots one per pixel
     strict = cli("fleet", "--archive", str(archive_1000), "--outlier-pct", "5", env=env)
     assert "SN00100" in strict.stdout  # the 7% one at a 5% distance
     bad = cli("fleet", "--archive", str(archive_1000), "--outlier-pct", "0", env=env)
@@ -508,4 +510,192 @@ def test_fleet_table_names_failed_and_warned_checks_with_their_part_as_the_csv_d
     assert rows["SN-F"]["failed"] == "health.pcie_link gpu0" and rows["SN-F"]["warned"] == "health.temperature gpu1"
     assert rows["SN-W"]["failed"] == "" and rows["SN-W"]["warned"] == "health.temperature gpu1"
     page = out_html.read_text()
-    assert page.count('<tr class="bad">') == 1 and "health.temperature gpu1 (warn)" in page
+    assert page.count('<tr class="s0">') == 1 and "health.temperature gpu1 (warn)" in page
+    assert page.index('<tr class="s0">') < page.index('<tr class="s2">') < page.index('<tr class="s3">')
+
+
+# ---------------------------------------------------------------------- the page, as operators read it
+
+HOSTILE = '<script>alert(1)</script>"onmouseover=alert(2) x=\''
+
+
+def small_fleet(root: Path, signer=None) -> None:
+    """Ten 8-GPU H100 nodes (a fleet just big enough to judge) with one failed, one warned, one
+    outlier and one with a hostile host name and message; and three A100 nodes (too few to judge)."""
+    rng = random.Random(3)
+    warn = {"name": "health.temperature", "subject": "gpu1", "verdict": "warn", "code": "GPU_HOT",
+            "message": "hot <b>", "key": None, "values": {}, "thresholds": [], "evidence": {}}
+    for n in range(10):
+        when = NOW - timedelta(hours=1, minutes=n)
+        pred = fleet_predicate(n, rng, when)
+        if n == 2:  # the outlier: gpu5 at 80%
+            pred["checks"][10]["values"]["bf16_tflops"]["value"] = 600.0
+        if n == 4:
+            pred["verdict"] = "FAIL"
+            pred["checks"][0]["verdict"] = "fail"
+            pred["summary"]["failed"] = ["stress.burn gpu0"]
+        if n == 6:
+            pred["checks"].append(warn)
+        if n == 8:
+            pred["node"]["hostname"] = HOSTILE
+            pred["checks"].append({**warn, "name": "health.xid", "subject": "gpu2", "message": HOSTILE})
+        file_report(root, pred, signer, name=f"report-{n}.report.json")
+    for n in range(3):
+        pred = fleet_predicate(100 + n, rng, NOW - timedelta(hours=2, minutes=n))
+        for g in pred["gpus"]:
+            g["name"] = "NVIDIA A100-SXM4-80GB"
+        file_report(root, pred, signer)
+
+
+class _Page(__import__("html.parser").parser.HTMLParser):
+    """The page's structure: where the table and the first plot start, each body row's class, cells
+    and link, the scripts and the text of each figure's caption."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.events, self.rows, self.scripts, self.captions, self.texts = [], [], [], [], []
+        self._row = self._cell = self._cap = None
+        self._in = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.events.append((tag, a))
+        if tag == "tr" and a.get("class", "").startswith("s"):
+            self._row = {"class": a["class"], "cells": [], "href": None}
+            self.rows.append(self._row)
+        elif tag == "td" and self._row is not None:
+            self._cell = []
+        elif tag == "a" and self._row is not None:
+            self._row["href"] = a.get("href")
+        elif tag == "figcaption":
+            self._cap = []
+        elif tag in ("script", "text", "title"):
+            self._in = tag
+            self.scripts.append("") if tag == "script" else self.texts.append("")
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._cell is not None:
+            self._row["cells"].append("".join(self._cell))
+            self._cell = None
+        elif tag == "tr":
+            self._row = None
+        elif tag == "figcaption":
+            self.captions.append("".join(self._cap))
+            self._cap = None
+        elif tag == self._in:
+            self._in = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._cap is not None:
+            self._cap.append(data)
+        if self._in == "script":
+            self.scripts[-1] += data
+        elif self._in:
+            self.texts[-1] += data
+
+
+def _page(tmp_path: Path) -> tuple[str, Path, Path]:
+    root = tmp_path / "archive"
+    small_fleet(root)
+    out = root / "fleet.html"  # in the archive: its links are relative
+    p = cli("fleet", "--archive", str(root), "--html", str(out))
+    assert p.returncode == 0, p.stderr
+    return out.read_text(), out, root
+
+
+def test_the_page_puts_the_nodes_first_problems_first_linked_and_escaped(tmp_path):
+    import base64
+    import hashlib
+    import urllib.parse
+
+    text, out, root = _page(tmp_path)
+    page = _Page()
+    page.feed(text)
+    tags = [t for t, _ in page.events]
+    assert tags.index("table") < tags.index("svg")  # the table before the first plot
+    assert len(page.rows) == 13
+    classes = [r["class"] for r in page.rows]
+    assert classes == sorted(classes)  # failed, then other problems, then warned, then the rest
+    by_node = {r["cells"][1]: r for r in page.rows}
+    assert page.rows[0]["cells"][1] == "SN00004" and page.rows[0]["cells"][0] == "fail"
+    assert "stress.burn gpu0" in page.rows[0]["cells"][7]  # the problem names its check and part
+    assert page.rows[1]["cells"][1] == "SN00002" and "1 outlier(s)" in page.rows[1]["cells"][7]
+    assert {r["cells"][1] for r in page.rows[2:4]} == {"SN00006", "SN00008"}
+    assert by_node["SN00006"]["cells"][7] == "health.temperature gpu1 (warn)"
+    # Each node links to its own report, relative to the page, which is in the archive.
+    for r in page.rows:
+        href = r["href"]
+        assert href and not href.startswith(("/", "http", "javascript")), href
+        target = (out.parent / urllib.parse.unquote(href)).resolve()
+        assert target.is_file() and target.suffixes[-2:] == [".report", ".json"]
+        assert r["cells"][1] in target.parent.name
+    # Hostile text from a report is text: parsed back it is the very string, and nothing of it is markup.
+    assert by_node["SN00008"]["cells"][2] == HOSTILE
+    assert "<script>alert" not in text and '"onmouseover' not in text and "&lt;script&gt;alert(1)" in text
+    assert not any("onmouseover" in k or "alert" in str(v) for _, a in page.events for k, v in a.items())
+    assert len(page.scripts) == 1 and "alert" not in page.scripts[0]
+    # Self-contained: nothing fetched; the policy allows exactly the page's own script and style.
+    assert not re.search(r"src=|href=\"http|@import|url\(", text)
+    csp = next(a["content"] for t, a in page.events if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
+    digest = base64.b64encode(hashlib.sha256(page.scripts[0].encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in csp and "default-src 'none'" in csp
+    style = re.search(r"<style>(.*?)</style>", text, re.S).group(1)
+    assert base64.b64encode(hashlib.sha256(style.encode()).digest()).decode() in csp
+
+
+def test_each_plot_has_a_scale_names_its_outliers_and_says_when_it_is_too_small(tmp_path):
+    text, _, _ = _page(tmp_path)
+    page = _Page()
+    page.feed(text)
+    bf16 = next(c for c in page.captions if c.startswith(f"{MODEL}: stress.burn:bf16_tflops"))
+    assert "1 outlier(s): SN00002 gpu5 600 TFLOP/s" in bf16
+    assert "SN00002 gpu5 600" in page.texts  # named in the plot too
+    assert "bf16_tflops (TFLOP/s)" in page.texts and "copy_gbps (GB/s)" in page.texts  # axis with unit
+    ticks = [float(t) for t in page.texts if re.fullmatch(r"-?[0-9.]+", t)]
+    assert len(ticks) >= 6 and any(600 <= t <= 700 for t in ticks)  # a scale, not two ends
+    small = [c for c in page.captions if c.startswith("NVIDIA A100")]
+    assert small and all("too small to judge: 3 node(s) of this SKU, fewer than min_fleet 10" in c for c in small)
+    assert not any("0 outlier(s)" in c for c in page.captions)
+    assert any(c.endswith("no outliers") for c in page.captions)
+
+
+def _chromium() -> str | None:
+    import shutil
+
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def _dom(browser: str, url: str, tmp_path: Path) -> str:
+    import subprocess
+
+    p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}",
+                        "--virtual-time-budget=3000", "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_chromium() is None, reason="no chromium to load the page in (apt-get install chromium)")
+def test_the_page_in_a_headless_browser_runs_its_script_under_its_policy(tmp_path):
+    text, out, _ = _page(tmp_path)
+    browser = _chromium()
+    dom = _dom(browser, out.as_uri(), tmp_path)
+    # The script ran (the policy let it): the filter box is shown and counts the rows.
+    assert "13 of 13 node(s) shown" in dom and re.search(r'<input id="q"(?![^>]*hidden)', dom)
+    # The hostile host name is still text in the DOM the browser built, never an element.
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and "<script>alert" not in dom
+    for words, rows in (("health.temperature", {"SN00006"}), ("(warn)%20gpu", {"SN00006", "SN00008"}),
+                        ("A100", {"SN00100", "SN00101", "SN00102"})):
+        filtered = _dom(browser, out.as_uri() + "#filter=" + words, tmp_path)
+        assert f"{len(rows)} of 13 node(s) shown" in filtered
+        shown = re.findall(r'<tr class="s\d"([^>]*)>.*?<a [^>]*>([^<]*)</a>', filtered)
+        assert len(shown) == 13 and {node for attrs, node in shown if "hidden" not in attrs} == rows
+    # Sorted by a column, as a click on its header sorts: by node, then by age (oldest last).
+    nodes = re.findall(r'<tr class="s\d"[^>]*>.*?<a [^>]*>([^<]*)</a>', _dom(browser, out.as_uri() + "#sort=node", tmp_path))
+    assert nodes == sorted(nodes) and len(nodes) == 13
+    dom = _dom(browser, out.as_uri() + "#sort=age", tmp_path)
+    aged = re.findall(r'<tr class="s\d"[^>]*>.*?<a [^>]*>([^<]*)</a>', dom)
+    assert aged[:3] == ["SN00000", "SN00001", "SN00002"] and aged[-1] == "SN00102"
+    assert 'aria-sort="ascending"><button type="button">age' in dom

@@ -184,6 +184,15 @@ class NodeRow:
         qualification with warnings is not one (warnings are allowed), though problems() names them."""
         return not self.qualified or self.expired(now) or bool(self.outliers)
 
+    def severity(self, now: datetime) -> int:
+        """Where the node goes on the fleet page: 0 not qualified (failed, aborted, could not run),
+        1 another problem (expired, outliers), 2 qualified with warnings, 3 nothing to say."""
+        if not self.qualified:
+            return 0
+        if self.has_problems(now):
+            return 1
+        return 2 if self.warned else 3
+
     def problems(self, now: datetime) -> list[str]:
         """What the fleet's table, CSV and page say of the node: 'FAIL: health.pcie_link gpu3,
         health.temperature gpu1 (warn)', 'expired', '2 outlier(s)'."""
