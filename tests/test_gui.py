@@ -323,6 +323,77 @@ def test_three_failing_parts_each_show_their_finding_and_what_to_do_without_scro
     assert in_view(window.tiles["gpu2"], window.tile_area)
 
 
+# The failures of `--inject gpu1:pcie_width=8 --inject gpu3:ecc_dbe=1 --inject gpu6:slow=0.5` on hgx-h100.
+THREE_GPUS = [
+    CheckResult("health.pcie_link", "gpu1", Verdict.FAIL, "link Gen5 x8 under load, expected x16", code="PCIE_WIDTH"),
+    CheckResult("health.ecc", "gpu3", Verdict.FAIL, "uncorrectable ECC errors since the driver loaded: 1 is above "
+                "the limit 0", code="ECC_DBE"),
+    CheckResult("stress.burn", "gpu6", Verdict.FAIL, "slow at full clocks (1,412 MHz): the GPU computes 0.50 of its "
+                "SKU's rate per clock (compute defect; RMA)", code="BURN_SLOW"),
+    CheckResult("host.cpu", "node", Verdict.PASS, "112 cores")]
+
+
+def inside(widget, window) -> bool:
+    """The widget is shown whole within the window (not cut off at its edge or hidden)."""
+    rect = widget.rect().translated(widget.mapTo(window, widget.rect().topLeft()))
+    return widget.isVisible() and window.rect().contains(rect)
+
+
+@pytest.mark.parametrize("scenario", ["hgx-h100", "h100"])
+def test_the_window_fits_a_1024_pixel_crash_cart(qtbot, scenario):
+    window = make_window(qtbot, scenario=scenario, profile=scenario)
+    assert window.minimumSizeHint().width() <= 1024
+    for size in ((1024, 600), (1024, 768)):
+        window.resize(*size)
+        qtbot.wait(20)
+        assert (window.width(), window.height()) == size
+        # The node panel's values shorten themselves with "…" (whole in their tooltips) rather than widen it.
+        assert window.hostname.toolTip() == window.hostname.full and inside(window.start_button, window)
+
+
+def test_at_1024x600_three_failing_gpus_each_show_their_finding_what_to_do_and_the_report(qtbot, tmp_path):
+    window = make_window(qtbot)
+    window.resize(1024, 600)
+    assert all(remediation(r.code) for r in THREE_GPUS if r.code)
+    show_ended_run(qtbot, window, THREE_GPUS, tmp_path)
+    assert (window.width(), window.height()) == (1024, 600)
+    # The answer is whole on screen: the banner's text as tall as its wrapped lines, no scrollbar.
+    scroll = window.banner_scroll
+    assert scroll.verticalScrollBar().maximum() == 0
+    assert scroll.height() >= scroll.widget().layout().totalHeightForWidth(scroll.viewport().width())
+    for label in (window.banner_word, window.banner_text, window.banner_findings, window.banner_report):
+        assert inside(label, window) and inside(label, scroll if label is not window.banner_word else window), \
+            label.objectName()
+    for label in (window.banner_text, window.banner_findings):
+        assert label.height() >= label.heightForWidth(label.width()), label.objectName()
+    text = QTextDocumentFragment.fromHtml(window.banner_findings.text()).toPlainText()
+    for subject, result in zip(("GPU 1 (", "GPU 3 (", "GPU 6 ("), THREE_GPUS, strict=False):
+        at = text.index(subject)
+        assert result.message in text[at:] and f"What to do: {remediation(result.code)}" in text[at:]
+    # The report's path and the key it is signed with: both lines, whole.
+    report = window.banner_report
+    assert report.full == f"Report {tmp_path / 'x.report.json'}\nSigned with key {window.keyid}"
+    assert report.text() == report.full and report.height() >= 2 * report.fontMetrics().lineSpacing()
+    for button in (window.open_button, window.pdf_button, window.retest_button):
+        assert inside(button, window)
+    assert window.banner.geometry().bottom() < window.body.geometry().top()
+
+
+def test_at_1024x600_one_gpu_leaves_the_tabs_and_plot_titles_whole(qtbot):
+    window = make_window(qtbot, scenario="h100", profile="h100")
+    window.resize(1024, 600)
+    qtbot.wait(50)
+    assert window.tile_area.columns == 1  # one GPU: one column of tiles, the rest for the tabs
+    bar = window.tabs.tabBar()
+    for i in range(bar.count()):  # every tab's title whole, none behind the tab bar's scroll buttons
+        rect = bar.tabRect(i)
+        assert rect.right() < bar.width() and rect.width() >= bar.fontMetrics().horizontalAdvance(bar.tabText(i))
+    for view, plot in zip(window.plots.views, window.plots.plots.values(), strict=True):
+        title = plot.titleLabel.item.boundingRect().width()
+        assert 0 < title <= plot.titleLabel.width() and plot.titleLabel.width() <= view.width(), title
+        assert inside(view, window) or not view.isVisible()
+
+
 def test_a_gpu_another_process_uses_reads_error_not_fail(qtbot, tmp_path):
     """A co-tenant is an ERROR of the run (exit 2), not a hardware failure: the banner says ERROR in
     the error colour, names the process and what to do, and its tile is brought into view."""

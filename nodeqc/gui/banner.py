@@ -11,12 +11,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea, QSizePolicy,
                                QVBoxLayout, QWidget)
 
-from nodeqc.gui.widgets import ElidedLabel
+from nodeqc.gui.widgets import ElidedLabel, repolish
 from nodeqc.report.answer import Finding
 
 BANNER_PARTS = 4  # failing (or warning) parts listed in the banner; the Checks tab has them all
 BANNER_MAX_SHARE = 60  # percent of the window's height the banner's text may take before it scrolls
 BANNER_MIN_HEIGHT = 40  # two lines of its text
+WORD_WIDTH, COMPACT_WORD_WIDTH = 200, 150  # the verdict's column; narrower on a 1024-pixel screen
 
 
 class Banner(QFrame):
@@ -29,7 +30,7 @@ class Banner(QFrame):
         self.setObjectName("banner")
         self.word = QLabel()
         self.word.setObjectName("bannerWord")
-        self.word.setMinimumWidth(200)
+        self.word.setMinimumWidth(WORD_WIDTH)
         self.word.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.sim = QLabel("SIMULATED")
         self.sim.setObjectName("simulated")
@@ -101,6 +102,12 @@ class Banner(QFrame):
         for button in (self.open_button, self.pdf_button, self.retest_button):
             button.setVisible(finished)
         self.repair.setVisible(finished and repairable)
+
+    def set_compact(self, compact: bool) -> None:
+        """Smaller type and a narrower verdict column on a crash cart's screen (the window's
+        `compact` property, which the style sheet's rules select on)."""
+        self.word.setMinimumWidth(COMPACT_WORD_WIDTH if compact else WORD_WIDTH)
+        repolish([self, *self.findChildren(QLabel), *self.findChildren(QPushButton)])
 
     def fit(self, room: int, window_height: int) -> None:
         """The banner's text as tall as its lines wrapped at the width it has, up to the room the rest

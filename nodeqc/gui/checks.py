@@ -23,6 +23,7 @@ from nodeqc.report.answer import Part, nics_of, parts, split_findings
 COLUMNS = ("Check", "Verdict", "Key figure", "Message")
 CHECK, VERDICT, FIGURE, MESSAGE = range(len(COLUMNS))
 RESULT_ROLE = Qt.ItemDataRole.UserRole
+CHECKS_MIN_PART_HEIGHT = 56
 
 
 @dataclass
@@ -96,6 +97,10 @@ class CheckList(QWidget):
         splitter.addWidget(self.detail)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
+        # A header and a row each, at least: on a 600-pixel screen a failing run's banner (the
+        # answer) has the room first, and the list and the detail scroll.
+        for part in (self.tree, self.detail):
+            part.setMinimumHeight(CHECKS_MIN_PART_HEIGHT)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from nodeqc.backends.base import REASON_BITS, GpuSample
 from nodeqc.core.na import is_na
@@ -124,8 +124,18 @@ class TelemetryPlots(QWidget):
         self.legend = QLabel()
         self.legend.setWordWrap(True)
         layout.addWidget(self.legend)
-        grid = QGridLayout()
-        layout.addLayout(grid, 1)
+        # The plots scroll (they are not the answer) rather than hold the window taller than a
+        # 600-pixel screen when a failing run's banner needs the room; otherwise they fill the tab.
+        inner = QWidget()
+        grid = QGridLayout(inner)
+        grid.setContentsMargins(0, 0, 0, 0)
+        self.scroll = QScrollArea()
+        self.scroll.setWidget(inner)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setMinimumHeight(PLOT_MIN_HEIGHT)
+        layout.addWidget(self.scroll, 1)
         self.plots: dict[str, pg.PlotItem] = {}
         self.views: list[pg.GraphicsLayoutWidget] = []
         for n, (field, title, unit) in enumerate(SERIES):

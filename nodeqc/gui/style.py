@@ -8,6 +8,10 @@ from nodeqc.core.model import Verdict
 
 BASE_POINT_SIZE = 11
 BUTTON_MIN_HEIGHT = 52  # big enough to hit with a gloved finger
+# A crash cart's screen (1024x768, 1024x600): the window is "compact" below these, and its node
+# panel and banner take smaller type (the rules with [compact="true"]) so the answer fits unscrolled.
+COMPACT_BELOW_WIDTH = 1200
+COMPACT_BELOW_HEIGHT = 700
 
 
 def state_of(verdict: Verdict | None) -> str:
@@ -43,4 +47,9 @@ QPushButton#notices {{ min-height: 26px; font-size: 12pt; }}
 QLabel#simulated {{ background: #f2b705; color: black; font-weight: bold; padding: 4px 10px; border-radius: 4px; }}
 QLabel#fieldName {{ color: #444b55; padding-right: 2px; }}
 QLabel#fieldValue {{ font-weight: bold; font-size: 13pt; }}
+QMainWindow[compact="true"] QLabel#fieldValue {{ font-size: 11pt; }}
+QMainWindow[compact="true"] QLabel#bannerWord {{ font-size: 26pt; }}
+QMainWindow[compact="true"] QLabel#bannerText {{ font-size: 11pt; }}
+QMainWindow[compact="true"] QLabel#bannerFindings {{ font-size: 10pt; }}
+QMainWindow[compact="true"] QFrame#banner QPushButton {{ font-size: 11pt; padding: 0 10px; }}
 """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QSizePolicy
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 
 class ElidedLabel(QLabel):
@@ -31,3 +31,34 @@ class ElidedLabel(QLabel):
     def _elide(self) -> None:
         width = max(self.width(), 40)
         self.setText("\n".join(self.fontMetrics().elidedText(line, self.mode, width) for line in self.full.split("\n")))
+
+
+class FittingLabel(ElidedLabel):
+    """An ElidedLabel that asks for its whole text's width and gives way down to `least` pixels when
+    the window is narrower (a 1024-pixel crash cart): the row shortens it rather than widen the window."""
+
+    def __init__(self, text: str = "", least: int = 60, mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight):
+        super().__init__(text, mode)
+        self.least = least
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+
+    def setFullText(self, text: str) -> None:  # noqa: N802 - Qt's naming
+        super().setFullText(text)
+        self.updateGeometry()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        metrics = self.fontMetrics()
+        margins = self.contentsMargins()
+        width = max((metrics.horizontalAdvance(line) for line in self.full.split("\n")), default=0)
+        return QSize(width + margins.left() + margins.right() + 2, super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        return QSize(min(self.least, self.sizeHint().width()), super().minimumSizeHint().height())
+
+
+def repolish(widgets: list[QWidget]) -> None:
+    """Apply the style sheet again to these widgets, after a property its rules select on changed."""
+    for widget in widgets:
+        widget.style().unpolish(widget)
+        widget.style().polish(widget)
+        widget.updateGeometry()

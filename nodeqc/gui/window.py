@@ -30,9 +30,9 @@ from nodeqc.gui.history import HistoryList
 from nodeqc.gui.plots import TelemetryPlots
 from nodeqc.gui.reports import ReportDialog
 from nodeqc.gui.session import NodeInfo, RunSetup
-from nodeqc.gui.style import STYLESHEET
+from nodeqc.gui.style import COMPACT_BELOW_HEIGHT, COMPACT_BELOW_WIDTH, STYLESHEET
 from nodeqc.gui.tiles import GpuTile, TileArea
-from nodeqc.gui.widgets import ElidedLabel
+from nodeqc.gui.widgets import ElidedLabel, FittingLabel, repolish
 from nodeqc.report.printable import export_pdf, load_report
 from nodeqc.run.runner import RunOutcome, Runner
 from nodeqc.spec.profile import Profile, list_profiles, suggest_profile
@@ -40,6 +40,7 @@ from nodeqc.spec.profile import Profile, list_profiles, suggest_profile
 REDRAW_MS = 500  # live readings and the banner are redrawn this often, however fast samples come
 WIDE_COLUMNS = 4  # tiles per row when the window is wide enough to put them above the tabs
 WIDE_MIN_HEIGHT = 850  # and tall enough to leave the tabs room below them
+TABS_MIN_WIDTH = 620  # the tabs' width beside two columns of tiles; less, and the tiles take one
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
 
 
@@ -49,8 +50,10 @@ def _field(name: str) -> QLabel:
     return label
 
 
-def _value(text: str = "") -> QLabel:
-    label = QLabel(text)
+def _value(text: str = "", least: int = 60) -> FittingLabel:
+    """A value of the node panel: whole where the window has room, shortened with "…" (whole in its
+    tooltip) on a narrow screen."""
+    label = FittingLabel(text, least)
     label.setObjectName("fieldValue")
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     return label
@@ -138,23 +141,24 @@ class MainWindow(QMainWindow):
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setHorizontalSpacing(10)
         host = self.node.host
-        self.hostname = _value(str(host.get("hostname")))
-        self.serial = _value(str(host.get("system_serial") or "N/A"))
+        self.hostname = _value(str(host.get("hostname")), least=120)
+        self.serial = _value(str(host.get("system_serial") or "N/A"), least=120)
         self.versions = _value(f"{self.node.driver} / {self.node.cuda}")
         system = " ".join(str(host.get(k)) for k in ("system_vendor", "system_model") if host.get(k))
         self.gpu_summary = _value(self._gpu_summary(self.node.gpus) if not self.node.error else self.node.error)
         if self.node.error:
             self.gpu_summary.setStyleSheet("color: #c4161c;")
-        self.gpu_summary.setToolTip(system)
+        self.system = system
+        self.gpu_summary.setToolTip(f"{self.gpu_summary.full}\n{system}".strip())
         row = QHBoxLayout()
         for name, value in (("Host", self.hostname), ("Serial", self.serial), ("Driver / CUDA", self.versions),
                             ("GPUs", self.gpu_summary)):
             row.addWidget(_field(name))
             row.addWidget(value)
-            row.addSpacing(14)
+            row.addSpacing(10)
         row.addStretch(1)
         if self.node.simulated:
-            sim = QLabel("SIMULATED NODE")
+            sim = QLabel("SIMULATED")
             sim.setObjectName("simulated")
             sim.setToolTip("A simulated node: its reports are never a qualification of real hardware.")
             row.addWidget(sim)
@@ -234,11 +238,18 @@ class MainWindow(QMainWindow):
 
     def _arrange(self) -> None:
         """Narrow screens: two columns of tiles beside the tabs. Wide ones: rows of four tiles above
-        the tabs, which then get the whole width."""
+        the tabs, which then get the whole width. A crash cart's screen: smaller type."""
+        compact = self.width() < COMPACT_BELOW_WIDTH or self.height() < COMPACT_BELOW_HEIGHT
+        if self.property("compact") != compact:
+            self.setProperty("compact", compact)
+            repolish(self.node_panel.findChildren(QLabel))
+            self.banner.set_compact(compact)
         self._fit_banner()
         wide = self.width() >= self.tile_area.width_for(WIDE_COLUMNS) + 20 and self.height() >= WIDE_MIN_HEIGHT
-        # Beside the check list the tiles take one column: its messages need the width more.
-        narrow_columns = 1 if self.tabs.currentWidget() is self.checks else 2
+        # Beside the check list, or on a narrow screen (1024 pixels), the tiles take one column: the
+        # tabs need the width more. Never more columns than GPUs.
+        two = self.tabs.currentWidget() is not self.checks and self.width() >= self.tile_area.width_for(2) + TABS_MIN_WIDTH
+        narrow_columns = max(1, min(2 if two else 1, len(self.tiles)))
         self.tile_area.set_columns(WIDE_COLUMNS if wide else narrow_columns)
         area = self.tile_area
         if wide:
@@ -364,9 +375,10 @@ class MainWindow(QMainWindow):
 
     def _run_started(self, event: RunStarted) -> None:
         node = event.node
-        self.hostname.setText(str(node.get("hostname")))
-        self.serial.setText(str(node.get("system_serial") or "N/A"))
-        self.gpu_summary.setText(self._gpu_summary(event.gpus))
+        self.hostname.setFullText(str(node.get("hostname")))
+        self.serial.setFullText(str(node.get("system_serial") or "N/A"))
+        self.gpu_summary.setFullText(self._gpu_summary(event.gpus))
+        self.gpu_summary.setToolTip(f"{self.gpu_summary.full}\n{self.system}".strip())
         self._fresh_view(event.gpus, f"journal: {event.files.get('journal')}")
         self.checks.set_gpus(event.gpus)
         for tile in self.tiles.values():
