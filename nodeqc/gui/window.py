@@ -248,7 +248,8 @@ class MainWindow(QMainWindow):
         wide = self.width() >= self.tile_area.width_for(WIDE_COLUMNS) + 20 and self.height() >= WIDE_MIN_HEIGHT
         # Beside the check list, or on a narrow screen (1024 pixels), the tiles take one column: the
         # tabs need the width more. Never more columns than GPUs.
-        two = self.tabs.currentWidget() is not self.checks and self.width() >= self.tile_area.width_for(2) + TABS_MIN_WIDTH
+        roomy = self.width() >= self.tile_area.width_for(2) + TABS_MIN_WIDTH
+        two = roomy and self.tabs.currentWidget() is not self.checks
         narrow_columns = max(1, min(2 if two else 1, len(self.tiles)))
         self.tile_area.set_columns(WIDE_COLUMNS if wide else narrow_columns)
         area = self.tile_area
