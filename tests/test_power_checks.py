@@ -435,8 +435,11 @@ def test_transient_brake_is_found_by_the_counters_where_no_sample_lands_in_the_p
     assert "power brake for" in pulse["message"] and "at the 20 ms period" in pulse["message"]
     assert pulse["evidence"]["attributed_by"]["power_brake"].startswith("driver counter")
     assert pulse["evidence"]["counted_ms"]["power_brake"]["100"] == 0
-    # No sample saw the brake (the power cap's onsets are listed, as on the real H100: sim fidelity)
-    assert not [o for o in pulse["evidence"]["throttle_onsets"] if "power_brake" in o["reasons"]]
+    # No sample saw the brake on an idle machine (the power cap's onsets are listed, as on the real
+    # H100: sim fidelity). On a loaded one the simulated period can stretch in real time until one
+    # 0.5 Hz sample lands in it (seen in CI beside other test runs); the attribution above is still
+    # the counter's, which is what this test holds.
+    assert len([o for o in pulse["evidence"]["throttle_onsets"] if "power_brake" in o["reasons"]]) <= 1
     p = run_cli("--headless", "--profile", "hgx-h100", "--simulate", "hgx-h100", "--quick", "--sample-hz", "20",
                 "--only", "stress.power_pulse", "--inject", "gpu2:transient_brake=20",
                 "--inject", "gpu2:no_throttle_counters", "--out", str(tmp_path / "b"))
