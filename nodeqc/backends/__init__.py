@@ -31,6 +31,12 @@ class Hardware:
         """A captured machine's NVML answers replayed (nodeqc capture), not a live node or a model."""
         return bool((self.simulation or {}).get("replay"))
 
+    def release(self) -> None:
+        """Remove what this hardware made on disk for its reads (the simulated node's sysfs tree in
+        the temporary directory): the runner's last step. Read again, it is made afresh."""
+        if self.platform is not None:
+            self.platform.close()
+
     def no_host_reason(self) -> str:
         """Why this run has no backend for the node's own host, platform (sysfs) or NICs, in the words
         each result says that could not read or judge them."""

@@ -118,6 +118,10 @@ class PlatformBackend(ABC):
     def kernel_log(self) -> "KernelLog":
         """A window on the kernel log from now on."""
 
+    def close(self) -> None:
+        """Give back what reading the platform made (the simulated node's sysfs tree): nothing for
+        the live /sys. Reading again after is allowed."""
+
 
 class LinuxPlatform(PlatformBackend):
     def __init__(self, root: str | Path = "/"):

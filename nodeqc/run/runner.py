@@ -199,6 +199,7 @@ class Runner:
             self._kill_nic_traffic()
             self._platform.close()
             self.hw.mgmt.close()
+            self.hw.release()  # the simulated node's sysfs tree: nothing of a run stays in the temporary directory
         return self._conclude(paths, host, gpus, driver, cuda, summary, started_at)
 
     # ------------------------------------------------------------------ phases

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable
 
+from nodeqc.core import scratch
 from nodeqc.core.errors import ComputeUnavailable, GpuLostError
 
 STATUS_OK = "ok"
@@ -163,13 +164,21 @@ class _Running:
 def run_tasks(tasks: list[Task], compute_spec: dict[str, Any], watchdog: Watchdog,
               on_progress: ProgressFn | None = None,
               should_abort: Callable[[], bool] = lambda: False) -> list[Outcome]:
-    """Run tasks concurrently, one process each; return one outcome per task, in order."""
+    """Run tasks concurrently, one process each; return one outcome per task, in order.
+
+    Each worker's stdout and stderr go to a log in the temporary directory (named by
+    nodeqc.core.scratch). A worker that hangs or crashes has the log's last lines copied into its
+    outcome's evidence when it is found out; every log is removed here once the workers have ended,
+    however this ends (a raise, Ctrl-C). Those of a supervisor killed outright go at the next sweep."""
     ctx = multiprocessing.get_context("spawn")
     running: list[_Running] = []
+    logs: list[str] = []
     try:
+        scratch.sweep()
         for task in tasks:
-            fd, log_path = tempfile.mkstemp(prefix=f"nodeqc-gpu{task.gpu}-", suffix=".log")
+            fd, log_path = tempfile.mkstemp(prefix=scratch.prefix(f"gpu{task.gpu}"), suffix=".log")
             os.close(fd)
+            logs.append(log_path)
             parent, child = ctx.Pipe(duplex=False)
             proc = ctx.Process(target=_worker_main, args=(child, compute_spec, task, log_path),
                                name=f"nodeqc-{task.workload}-gpu{task.gpu}", daemon=True)
@@ -182,10 +191,8 @@ def run_tasks(tasks: list[Task], compute_spec: dict[str, Any], watchdog: Watchdo
             if r.process.is_alive():
                 _kill(r.process)
             r.conn.close()
-            try:
-                os.unlink(r.log_path)
-            except OSError:
-                pass
+        for log_path in logs:  # also the log of a worker that failed to start
+            scratch.remove(log_path)
     return [r.outcome for r in running]  # type: ignore[misc]
 
 

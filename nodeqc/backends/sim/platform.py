@@ -17,9 +17,9 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import shutil
 import struct
 import tempfile
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from nodeqc.backends.host_stress import INSTALL, FioResult, HostStress
 from nodeqc.backends.kernel_log import KernelLog, KernelRecord
 from nodeqc.backends.platform import ACS_BITS, ACS_CAP_ID, AER_FILES, HostCounters, LinuxPlatform
 from nodeqc.backends.sim.slots import SLOT_LOAD, SLOT_LOADED_S, SLOT_SWUNG, SLOTS
+from nodeqc.core import scratch
 
 if TYPE_CHECKING:
     from nodeqc.backends.sim.node import SimNode
@@ -44,31 +45,88 @@ SIM_BIOS = {"bios_vendor": "American Megatrends International, LLC.", "bios_vers
 DIMMS_PER_MC = 8
 
 
-def _remove_quietly(root: Path) -> None:
-    """The simulated tree's removal at exit, which an impatient Ctrl-C must not turn into a traceback."""
+# Trees made and not yet removed, with the pid that made each: removed at exit by that process
+# only (a forked child that exits normally runs its parent's atexit callbacks too).
+_TREES: dict[Path, int] = {}
+_TREES_LOCK = threading.Lock()
+
+
+@atexit.register
+def _remove_left_trees() -> None:
+    """At exit, the trees of platforms never closed (a run that did not get to its end), which an
+    impatient Ctrl-C must not turn into a traceback."""
     try:
-        shutil.rmtree(root, True)
+        with _TREES_LOCK:
+            mine = [root for root, pid in _TREES.items() if pid == os.getpid()]
+        for root in mine:
+            remove_tree(root)
     except KeyboardInterrupt:
         pass
 
 
+def make_tree(node: "SimNode", grown: bool = False) -> Path:
+    """A fresh tree for the node in the temporary directory (nodeqc.core.scratch names it), its
+    counters grown if the GPUs have been loaded already. What dead runs left there goes first."""
+    scratch.sweep()
+    root = Path(tempfile.mkdtemp(prefix=scratch.prefix("sim-sysfs")))
+    with _TREES_LOCK:
+        _TREES[root] = os.getpid()
+    try:
+        write_tree(root, node)
+        if grown:
+            grow_counters(root, node)
+    except BaseException:
+        remove_tree(root)
+        raise
+    return root
+
+
+def remove_tree(root: Path) -> None:
+    scratch.remove(root)
+    with _TREES_LOCK:
+        _TREES.pop(root, None)
+
+
 class SimPlatform(LinuxPlatform):
     """LinuxPlatform on the simulated node's tree; counters grow with the node's faults once the
-    GPUs have been under load."""
+    GPUs have been under load.
 
-    def __init__(self, node: "SimNode"):
+    The tree is made on the first read (a probe of the node that reads no sysfs makes none) and
+    removed by `close` (the runner closes it at the run's end) or at exit; read again after `close`,
+    it is made afresh, in the state the closed one was in."""
+
+    def __init__(self, node: "SimNode"):  # no LinuxPlatform.__init__: `root` is the tree, made when read
         self.node = node
-        root = Path(tempfile.mkdtemp(prefix="nodeqc-sim-sysfs-"))
-        atexit.register(_remove_quietly, root)
-        write_tree(root, node)
-        super().__init__(root)
         self._grown = False
+        self._tree: Path | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def root(self) -> Path:  # type: ignore[override]
+        with self._lock:
+            if self._tree is None:
+                self._tree = make_tree(self.node, self._grown)
+            return self._tree
+
+    def close(self) -> None:
+        with self._lock:
+            tree, self._tree = self._tree, None
+        if tree is not None:
+            remove_tree(tree)
 
     def counters(self, bus_ids: list[str]) -> HostCounters:
         if not self._grown and self._loaded():
-            self._grown = True
-            grow_counters(self.root, self.node)
+            self._grow()
         return super().counters(bus_ids)
+
+    def _grow(self) -> None:
+        """Once: the counters of the tree there is now; a tree made later is made grown."""
+        with self._lock:
+            if self._grown:
+                return
+            self._grown = True
+            if self._tree is not None:
+                grow_counters(self._tree, self.node)
 
     def _loaded(self) -> bool:
         return any(self.node.shared[k * SLOTS + SLOT_LOADED_S] > 0 for k in range(self.node.scenario.gpu_count))
