@@ -262,8 +262,55 @@ def test_the_simulated_burn_records_each_dtypes_span_clock_and_power(tmp_path):
     # real H100's (0.96-0.99 of each dtype but fp32: tests/fixtures/real-2026-11-26), and nothing
     # else throttles without a fault.
     for m in (fp64, fp8):
-        assert set(m["throttle_s"]) == {"sw_power_cap"}
+        assert set(m["throttle_s"]) == {"sw_power_cap"} and "sw_power_cap" in m["throttle_counted_by_driver"]
         assert m["throttle_s"]["sw_power_cap"] >= 0.9 * (m["end_s"] - m["start_s"]), m
+
+
+def _marks(dtype: str, at: tuple[float, float], cap_ns: tuple[int, int | None]) -> list[dict]:
+    """The counter marks the supervisor reads at a dtype's bounds (matmul_burn's progress)."""
+    reads = [{"hw_thermal": 0, "power_brake": 0, "sw_power_cap": ns, "sw_thermal": 0} for ns in cap_ns]
+    return [{"t_s": t, "bound": bound, "period_s": None, "dtype": dtype, "throttle_ns": read}
+            for t, bound, read in zip(at, ("start", "end"), reads)]
+
+
+def test_a_dtypes_throttling_is_the_drivers_count_between_its_bounds_whatever_the_sample_rate():
+    """A sampler that stalled through fp8's span (one sample in its 3.4 s, a loaded host's, read as
+    the clock came off the limit) says fp8 was never held; the driver's counters read at fp8's two
+    bounds say 3.3 s (the real H200's counter advanced with the time at its limit, 2.2 s in a 2.2 s
+    pulse period: h200-sxm-quick-pulsed), and their count is fp8's. A dtype without both marks keeps
+    its sampled estimate."""
+    predicate = _report("h200-sxm")
+    dtypes = _with_spans(_burn(predicate)["evidence"]["dtypes"], H200_PHASES)
+    start, end = H200_PHASES["fp8"]
+
+    def judged(marks):
+        window = _window("h200-sxm")
+        inside = [(t, x) for t, x in window.kept_samples if start <= t <= end]
+        stalled = GpuTelemetry(0, keep_samples=WINDOW_SAMPLES_KEPT)
+        for t, x in window.kept_samples:
+            if not (start <= t <= end):
+                stalled.add(t, x)
+            elif (t, x) == inside[-1]:
+                stalled.add(t, dataclasses.replace(x, reasons=0))
+        stalled.counter_marks = marks
+        outcome = {0: Outcome(Task("matmul_burn", 0, {}, 1.0), STATUS_OK, {"dtypes": dtypes, "not_run": {}})}
+        [r] = judge_burn([_gpu(predicate)], outcome, {0: stalled}, load_profile(predicate["profile"]["name"]))
+        return r.evidence["dtypes"]
+
+    sampled = judged([])
+    assert sampled["fp8"]["throttle_s"] == {} and sampled["fp8"]["throttle_counted_by_driver"] == []
+    counted = judged(_marks("fp8", (start, end), (30_000_000_000, 33_300_000_000)))
+    assert counted["fp8"]["throttle_s"] == {"sw_power_cap": 3.3}
+    assert counted["fp8"]["throttle_counted_by_driver"] == ["hw_thermal", "power_brake", "sw_power_cap", "sw_thermal"]
+    assert counted["tf32"] == sampled["tf32"] and counted["tf32"]["throttle_counted_by_driver"] == []
+    # Only a reason read at both bounds counts, another dtype's marks are not fp8's, and a counter
+    # that ran backwards (a driver reload) is no count.
+    assert judged(_marks("fp8", (start, end), (30_000_000_000, None)))["fp8"]["throttle_s"] == sampled["fp8"]["throttle_s"]
+    assert judged(_marks("fp8", (start, end), (30_000_000_000, None)))["fp8"]["throttle_counted_by_driver"] == \
+        ["hw_thermal", "power_brake", "sw_thermal"]
+    assert judged(_marks("bf16", (start, end), (0, 3_300_000_000)))["fp8"] == sampled["fp8"]
+    assert judged(_marks("fp8", (start, end), (33_300_000_000, 0)))["fp8"]["throttle_s"] == sampled["fp8"]["throttle_s"]
+    assert judged(_marks("fp8", (start, end), (0, 3_300_000_000))[:1])["fp8"] == sampled["fp8"]
 
 
 def test_profiles_say_which_healthy_figures_are_estimates(run_cli):

@@ -202,6 +202,18 @@ class GpuTelemetry:
         part.other_processes = self.other_processes
         return part
 
+    def counted_between_marks(self, **where: Any) -> dict[str, float]:
+        """Seconds the driver counted for each reason between this window's start and end counter
+        marks that carry `where` (e.g. dtype="fp8"): exact whatever the sample rate. Only reasons read
+        at both marks, and not run backwards; none where the two marks were not both read."""
+        at = {m["bound"]: m["throttle_ns"] for m in self.counter_marks
+              if all(m.get(k) == v for k, v in where.items())}
+        start, end = at.get("start"), at.get("end")
+        if start is None or end is None:
+            return {}
+        return {r: (end[r] - start[r]) / 1e9 for r in end
+                if end[r] is not None and start.get(r) is not None and end[r] >= start[r]}
+
     def readings_between(self, start_s: float, end_s: float) -> list[GpuSample]:
         """The samples this window kept from start_s to end_s (the run's clock); none where it kept none."""
         return [s for t, s in self.kept_samples if start_s <= t <= end_s]

@@ -158,6 +158,9 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
             done_flops = done_s = 0.0
             first = repeat_mismatch = wrong = None
             checks = 0
+            # The supervisor reads the driver's throttle counters at each dtype's bounds (as at
+            # the pulse's periods): what a dtype's span was held by, exact at any sample rate.
+            report.progress(min(1.0, (clock.now() - start) / seconds), bound="start", dtype=dtype)
             began = clock.now()
             until = start + seconds * (k + 1) / len(dtypes)
             while clock.now() < until or checks == 0:
@@ -174,13 +177,15 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
                 checks += 1
                 tflops = done_flops / done_s / 1e12
                 report.progress(min(1.0, (clock.now() - start) / seconds), dtype=dtype, tflops=round(tflops, 1))
+            ended = clock.now()
+            report.progress(min(1.0, (ended - start) / seconds), bound="end", dtype=dtype)
             results[dtype] = {"tflops": round(done_flops / done_s / 1e12, 2), "products": int(done_flops / flops),
                               "seconds": round(done_s, 3), "fingerprint": first, "checks": checks,
                               "repeat_mismatch": repeat_mismatch, "known_answer_mismatch": wrong,
                               "known_answer_size": device.ka_size,
                               "planned_s": round(seconds / len(dtypes), 3)}
             if t0 is not None:
-                results[dtype].update(start_s=round(began - float(t0), 3), end_s=round(clock.now() - float(t0), 3))
+                results[dtype].update(start_s=round(began - float(t0), 3), end_s=round(ended - float(t0), 3))
             device.release()
     finally:
         device.set_load(0.0)

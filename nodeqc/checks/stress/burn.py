@@ -48,7 +48,7 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
         # What telemetry saw of each dtype in its own span (a Hopper holds its power limit at a clock
         # of each dtype's own); None for a result without spans (an older worker's) or a window
         # without its samples: then only the whole step's telemetry speaks.
-        seen = {d: _dtype_seen(window, m) for d, m in r["dtypes"].items()}
+        seen = {d: _dtype_seen(window, d, m) for d, m in r["dtypes"].items()}
         for d, m in r["dtypes"].items():
             values[f"{d}_tflops"] = Value(m["tflops"], "TFLOP/s")
             if m["known_answer_mismatch"]:
@@ -149,11 +149,18 @@ def burn_load_short(dtypes: dict[str, Any]) -> list[str]:
     return short
 
 
-def _dtype_seen(window: GpuTelemetry | None, m: dict[str, Any]) -> GpuTelemetry | None:
-    """Telemetry of one dtype's span (matmul_burn's start_s/end_s on the run's clock), or None."""
+def _dtype_seen(window: GpuTelemetry | None, dtype: str, m: dict[str, Any]) -> GpuTelemetry | None:
+    """Telemetry of one dtype's span (matmul_burn's start_s/end_s on the run's clock), or None. What
+    the driver counted between the dtype's two counter marks replaces the sampled estimate of each
+    reason it counts: a span of two seconds holds a handful of samples, a slow sampler fewer."""
     if window is None or not isinstance(m.get("start_s"), (int, float)) or not isinstance(m.get("end_s"), (int, float)):
         return None
-    return window.between(m["start_s"], m["end_s"])
+    part = window.between(m["start_s"], m["end_s"])
+    if part is not None:
+        counted = window.counted_between_marks(dtype=dtype)
+        part.throttle_s.update(counted)
+        part.throttle_counted = sorted(counted)
+    return part
 
 
 def _seen_readings(part: GpuTelemetry) -> dict[str, Any]:
@@ -163,4 +170,5 @@ def _seen_readings(part: GpuTelemetry) -> dict[str, Any]:
     return {"sm_clock_mhz": None if is_na(clock) else round(clock),
             "power_w": None if is_na(power) else round(power, 1),
             "throttle_s": {k: round(v, 2) for k, v in sorted(part.throttle_s.items())
-                           if k not in ("gpu_idle", "applications_clocks") and v > 0}}
+                           if k not in ("gpu_idle", "applications_clocks") and v > 0},
+            "throttle_counted_by_driver": part.throttle_counted}

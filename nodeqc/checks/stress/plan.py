@@ -54,13 +54,16 @@ class Step:
 
     def on_progress(self, gpu: int, figures: dict[str, Any], telemetry: Any, psus: Any | None) -> None:
         """The step's own protocol, as its workload reports progress. A figure `bound` says a phase
-        starts or ends (the pulse test's steady load and each period): the driver's counters are read
+        starts or ends (the pulse test's steady load and each period, the burn's dtypes): the driver's counters are read
         there (telemetry.mark_counters), and the PSUs when they are watched. Any other progress of a
         watched step is a chance to poll the PSUs. `bound` and `period_s` are taken out of `figures`:
         what is left is progress for the people watching."""
         if "bound" in figures:
             bound, period = figures.pop("bound"), figures.pop("period_s", None)
-            telemetry.mark_counters(gpu, {"bound": bound, "period_s": period})
+            mark = {"bound": bound, "period_s": period}
+            if "dtype" in figures:  # the burn's dtypes, each a phase of its own
+                mark["dtype"] = figures["dtype"]
+            telemetry.mark_counters(gpu, mark)
             if psus is not None:
                 psus.mark(f"at the {bound} of the " + ("steady load" if not period else f"{period * 1000:g} ms period"),
                           period)
