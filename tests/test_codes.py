@@ -251,6 +251,7 @@ MODULE_FAMILIES = {
     "checks/host.py": ("host",), "checks/host_health.py": ("host",), "checks/host_stress.py": ("host",),
     "checks/nic.py": ("nic",), "checks/conformance.py": ("baseline",), "checks/burnin.py": ("burnin",),
     "checks/processes.py": ("stress",), "checks/psu.py": ("stress",), "checks/diagnosis.py": ("stress",),
+    "checks/dcgm.py": ("dcgm",), "checks/dcgm_codes.py": ("dcgm",),
     "checks/stress": ("stress",), "run/platform_watch.py": ("host",), "report/predicate.py": ("nodeqc",),
     "fabric/report.py": ("fabric",),
     "run/runner.py": ("stress", "host", "nic", "baseline", "nodeqc"),  # it skips what it cannot run, per family

@@ -24,7 +24,7 @@ def test_the_catalogue_names_every_check_the_code_reports():
     run = ROOT / "nodeqc" / "run"
     sources = "".join(f.read_text() for f in [*(ROOT / "nodeqc" / "checks").rglob("*.py"), run / "runner.py",
                                               run / "platform_watch.py"])
-    in_code = set(re.findall(r"\"((?:inventory|stress|health|host|nic|burnin|baseline|fleet)\.[a-z0-9_]+)\"", sources))
+    in_code = set(re.findall(r"\"((?:inventory|stress|health|host|nic|burnin|baseline|fleet|dcgm)\.[a-z0-9_]+)\"", sources))
     assert in_code == set(CHECK_NAMES)
 
 
@@ -68,7 +68,7 @@ def test_skip_stress_runs_no_load_and_history_never_counts_it(isolated_dirs):
     path, pred = _report(p)
     assert p.returncode == 0
     families = {c["name"].split(".")[0] for c in pred["checks"]}
-    assert families == {"inventory", "host", "nic"} and pred["telemetry"] is None
+    assert families == {"inventory", "host", "nic", "dcgm"} and pred["telemetry"] is None
     assert pred["partial"]["skip"] == ["stress"]
     h = cli("history")
     assert "PASS (partial) SIM" in h.stdout

@@ -43,6 +43,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def dcgm_level(text: str) -> str:
+    """--dcgm: 'off' or a DCGM diagnostic level 1 to 4."""
+    from nodeqc.run.dcgm import parse_level
+
+    try:
+        return parse_level(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a DCGM diagnostic level 1, 2, 3 or 4, or 'off', got {text!r}") from None
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

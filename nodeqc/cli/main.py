@@ -19,7 +19,7 @@ import traceback
 from typing import Callable
 
 from nodeqc import __version__
-from nodeqc.cli.common import duration, positive_float
+from nodeqc.cli.common import dcgm_level, duration, positive_float
 from nodeqc.cli.machines import cmd_capture, cmd_profiles, cmd_scenarios
 from nodeqc.cli.reports import cmd_compare, cmd_export, cmd_history, cmd_show, cmd_verify
 from nodeqc.cli.run import gui, headless
@@ -93,6 +93,9 @@ def _run_parser() -> Parser:
                         "NIC=HOST for one NIC (repeatable; replaces the profile's [nic] peers)")
     p.add_argument("--baseline", metavar="FILE", help="golden baseline (nodeqc baseline create) the node must "
                    "match: firmware, drivers, settings, PCIe/NUMA topology, ACS (replaces the profile's baseline)")
+    p.add_argument("--dcgm", metavar="LEVEL", type=dcgm_level, help="NVIDIA DCGM diagnostic where dcgmi is "
+                   "installed: dcgmi diag -r LEVEL (1 to 4; default: the profile's [dcgm] level, 2, or quick_level, "
+                   "1, with --quick), or 'off'")
     p.add_argument("--start", action="store_true", help="GUI: start the run at once")
     p.add_argument("--json", action="store_true", help="with --headless: stdout's one line is a JSON summary "
                    "(report, verdict, status, exit code, partial, counts, each failing part's check and code) "

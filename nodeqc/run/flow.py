@@ -280,7 +280,7 @@ class RunFlow:
                           operator=operator, ticket=ticket, sample_hz=a.sample_hz, burn_in_s=a.burn_in,
                           command=self.command, archive=self.archive.root, selection=self.selection,
                           previous=previous, nic_peers=parse_peers(a.nic_peer), repair=repair, prior_repairs=prior,
-                          baseline=baseline_of(getattr(a, "baseline", None), profile))
+                          baseline=baseline_of(getattr(a, "baseline", None), profile), dcgm=getattr(a, "dcgm", None))
 
     def _failures(self, path: Path) -> dict[str, Any]:
         """The re-tested report's path and failures, for FIXED / STILL FAILING."""

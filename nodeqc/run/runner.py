@@ -39,6 +39,7 @@ from nodeqc.report.envelope import sign, statement, write_envelope
 from nodeqc.report.journal import Journal
 from nodeqc.report.keys import Signer
 from nodeqc.report.predicate import build_predicate, nothing_judged, tally
+from nodeqc.run.dcgm import dcgm_results
 from nodeqc.run.paths import RunPaths, claim_paths
 from nodeqc.run.platform_watch import PlatformWatch
 from nodeqc.run.watchdog import watchdog_for
@@ -77,6 +78,7 @@ class RunOptions:
     repair: str | None = None  # what the technician did since the `previous` report (--repair)
     prior_repairs: dict[str, int] = field(default_factory=dict)  # 'part|code' -> earlier repairs (archive)
     baseline: Any = None  # nodeqc.spec.baseline.Baseline to conform to; None: the profile's `baseline`, if any
+    dcgm: str | None = None  # --dcgm: "off" or a level "1".."4"; None: the profile's (nodeqc.run.dcgm)
 
 
 @dataclass
@@ -186,6 +188,7 @@ class Runner:
             self._platform.start(self._live_gpus, self._nics_start, self._emit)
             self._inventory_phase(host, gpus, driver, cuda, nvml_error)
             self._conformance_phase(host, gpus, driver, cuda)
+            self._publish([] if self.aborted else dcgm_results(self.hw, self.options, gpus, self._emit))
             summary = self._gpu_phase(self._live_gpus, paths)
             self._host_phase(host)
             self._nic_phase()

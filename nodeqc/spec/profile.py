@@ -120,6 +120,14 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "kernel_log": Spec("choice", "kernel log findings during the run: fail (as graded), warn (never "
                            "more than a warning) or off", ("fail", "warn", "off")),
     },
+    "dcgm": {
+        "level": Spec("int", "NVIDIA DCGM diagnostic level of a full run, where dcgmi is installed (dcgmi diag "
+                      "-r LEVEL: 1 seconds, 2 about 2 minutes, 3 about 30, 4 one to two hours; 0: not run; default 2)",
+                      low=0, high=4),
+        "quick_level": Spec("int", "DCGM diagnostic level of a --quick run (default 1; 0: not run)", low=0, high=4),
+        "timeout_s": Spec("number", "longest dcgmi diag may take before it is killed and its check is an ERROR "
+                          "(default by level: 300, 900, 3600, 14400 s)", low=1, high=86400),
+    },
     "fleet": {
         "outlier_pct": Spec("number", "a GPU or node this many percent below its fleet's median is a fleet "
                             "outlier (a warning)", low=0.1, high=90),
