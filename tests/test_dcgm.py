@@ -151,6 +151,19 @@ def test_a_failed_dcgmi_without_output_gives_its_own_last_line():
     assert "Unable to connect to host engine" in r.message and "systemctl status nvidia-dcgm" in r.message
 
 
+def test_the_raw_json_in_the_evidence_is_safe_to_show_and_bounded():
+    doc = json.loads((FIXTURES / "dcgm-4x-pass-r2.json").read_text())
+    doc["metadata"]["version"] = "4.2.3\x1b[2J"
+    run = DiagRun(["dcgmi"], 0, stdout=json.dumps(doc), stdout_bytes=1)
+    raw = checks.judge_run(run, 2, 900, GPUS)[0].evidence["raw"]
+    assert raw["metadata"]["version"] == "4.2.3\\x1b[2J" and raw["DCGM Diagnostic"] == doc["DCGM Diagnostic"]
+    doc["metadata"]["padding"] = "x" * checks.RAW_EVIDENCE_CHARS
+    run = DiagRun(["dcgmi"], 0, stdout=json.dumps(doc), stdout_bytes=1)
+    evidence = checks.judge_run(run, 2, 900, GPUS)[0].evidence
+    assert "raw" not in evidence and len(evidence["raw_start"]) == checks.RAW_EVIDENCE_CHARS
+    assert evidence["raw_chars"] == len(json.dumps(doc))
+
+
 def test_the_failure_code_table_is_dcgms_numbering():
     # Spot checks against dcgm_errors.h (DCGM 4.6.0)
     assert (FR_NUMBERS["DCGM_FR_XID_ERROR"], FR_NUMBERS["DCGM_FR_NVLINK_DOWN"],
@@ -264,6 +277,16 @@ def test_a_hanging_dcgmi_is_killed_with_its_process_group_and_is_that_checks_err
     [r] = checks.judge_run(run, 2, 1.0, GPUS)
     assert (r.verdict, r.code) == (Verdict.ERROR, "DCGM_HANG")
     assert r.message.endswith("did not finish within 1 s; it was killed")
+
+
+def test_the_runs_abort_ends_a_running_dcgmi_at_once(fake_dcgmi, monkeypatch):
+    monkeypatch.setenv("FAKE_DCGM_SLEEP", "300")
+    start = time.monotonic()
+    run = backend.run_diag(backend.which_dcgmi(), 3, 3600, should_abort=lambda: time.monotonic() - start > 1,
+                           term_grace_s=0.5, kill_wait_s=2)
+    assert time.monotonic() - start < 10 and run.aborted and not run.timed_out
+    [r] = checks.judge_run(run, 3, 3600, GPUS)
+    assert (r.verdict, r.code) == (Verdict.SKIP, "RUN_ABORTED")
 
 
 def test_output_past_the_bound_is_counted_not_kept(fake_dcgmi, monkeypatch):

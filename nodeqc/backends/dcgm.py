@@ -20,11 +20,13 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 # A level-4 run on 8 GPUs prints about 60 kB of JSON (its tests x GPUs x a few hundred bytes each,
 # an estimate from DCGM's JSON builder, dcgmi/Diag.cpp); 4 MiB is far past any real output.
 MAX_OUTPUT_BYTES = 4 << 20
 TERM_GRACE_S = 5.0  # after SIGTERM, before SIGKILL (nodeqc's choice: nvvs cleans up its GPU state)
+POLL_S = 0.5  # how often a run's abort is looked at while dcgmi runs
 KILL_WAIT_S = 5.0  # after SIGKILL: a process that still lives is stuck in the kernel
 INSTALL = ("install DCGM: the datacenter-gpu-manager package (CUDA repository: apt-get install "
            "datacenter-gpu-manager-4-cuda12, or dnf install datacenter-gpu-manager-4-cuda12; DCGM 3.x: "
@@ -41,6 +43,7 @@ class DiagRun:
     stderr: str = ""
     seconds: float = 0.0
     timed_out: bool = False
+    aborted: bool = False  # ended by the run's abort
     start_error: str | None = None  # it could not be started at all (OSError)
     stdout_bytes: int = 0  # everything it printed on stdout, kept or not
     unkillable: bool = False  # still alive after SIGKILL (stuck in the kernel)
@@ -64,8 +67,10 @@ def diag_command(dcgmi: str, level: int, gpu_ids: list[int] | None = None) -> li
 
 
 def run_diag(dcgmi: str, level: int, timeout_s: float, gpu_ids: list[int] | None = None, *,
-             term_grace_s: float = TERM_GRACE_S, kill_wait_s: float = KILL_WAIT_S) -> DiagRun:
-    """Run `dcgmi diag -r LEVEL -j [-i IDS]` for at most timeout_s seconds, then end its process group."""
+             should_abort: Callable[[], bool] = lambda: False, term_grace_s: float = TERM_GRACE_S,
+             kill_wait_s: float = KILL_WAIT_S) -> DiagRun:
+    """Run `dcgmi diag -r LEVEL -j [-i IDS]` for at most timeout_s seconds, then end its process group;
+    also when should_abort() says so (the run's abort: checked every POLL_S)."""
     cmd = diag_command(dcgmi, level, gpu_ids)
     run = DiagRun(cmd, None)
     start = time.monotonic()
@@ -76,11 +81,16 @@ def run_diag(dcgmi: str, level: int, timeout_s: float, gpu_ids: list[int] | None
         run.start_error = f"{type(e).__name__}: {e.strerror or e}"
         return run
     out, err = _Drain(proc.stdout), _Drain(proc.stderr)
-    try:
-        run.returncode = proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        run.timed_out = True
-        run.unkillable = not _end_group(proc, term_grace_s, kill_wait_s)
+    deadline = start + timeout_s
+    while run.returncode is None:
+        try:
+            run.returncode = proc.wait(timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            aborted = should_abort()
+            if aborted or time.monotonic() >= deadline:
+                run.aborted, run.timed_out = aborted, not aborted
+                run.unkillable = not _end_group(proc, term_grace_s, kill_wait_s)
+                break
     run.seconds = round(time.monotonic() - start, 3)
     # A grandchild that left the group may hold the pipes open: the readers are not waited on for long.
     for drain in (out, err):

@@ -267,6 +267,9 @@ def judge_run(run: DiagRun, level: int, timeout_s: float, gpus: list[Any]) -> li
     if run.start_error is not None:
         return [CheckResult("dcgm.run", "node", Verdict.ERROR, f"`{command}` could not be started: {run.start_error}",
                             code="DCGM_RUNTIME_ERROR", evidence=evidence)]
+    if run.aborted:
+        return [CheckResult("dcgm.run", "node", Verdict.SKIP, f"`{command}` stopped: the run was aborted",
+                            code="RUN_ABORTED", evidence=evidence)]
     if run.timed_out:
         evidence["output_end"] = excerpt(run.stdout + "\n" + run.stderr)
         stuck = " and is stuck in the kernel (a wedged GPU or driver: reboot)" if run.unkillable else "; it was killed"
@@ -308,10 +311,21 @@ def _raw(stdout: str) -> dict[str, Any]:
     text = stdout.strip()
     if len(text) <= RAW_EVIDENCE_CHARS:
         try:
-            return {"raw": json.loads(text)}
+            return {"raw": _shown_strings(json.loads(text))}
         except (ValueError, RecursionError):
             pass
     return {"raw_start": shown(text[:RAW_EVIDENCE_CHARS]), "raw_chars": len(text)}
+
+
+def _shown_strings(value: Any) -> Any:
+    """JSON with every string, keys too, safe to show on a terminal (control characters escaped)."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, list):
+        return [_shown_strings(v) for v in value]
+    if isinstance(value, dict):
+        return {shown(k): _shown_strings(v) for k, v in value.items()}
+    return value
 
 
 def _categories(diag: Diag, gpus: list[Any]) -> list[CheckResult]:

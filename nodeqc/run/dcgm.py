@@ -38,7 +38,8 @@ def level_of(chosen: str | None, profile: Any, quick: bool) -> int:
     return int(profile.get("dcgm", "level", DEFAULT_LEVEL))
 
 
-def dcgm_results(hw: Any, options: Any, gpus: list[Any], emit: Callable[[Any], None]) -> list[CheckResult]:
+def dcgm_results(hw: Any, options: Any, gpus: list[Any], emit: Callable[[Any], None],
+                 should_abort: Callable[[], bool]) -> list[CheckResult]:
     """The dcgm family's results for this run (none when no dcgm check is selected). `gpus`: every
     GPU the run found, to name DCGM's GPUs as the report does (by serial, else by index); with --gpu,
     DCGM is given the selected GPUs' indexes (-i), which are DCGM's GPU ids on a node where DCGM sees
@@ -63,5 +64,5 @@ def dcgm_results(hw: Any, options: Any, gpus: list[Any], emit: Callable[[Any], N
     ids = sorted(g.index for g in gpus if selection.covers(g.slot) and not g.lost) if selection.gpus else None
     emit(Notice("info", f"DCGM diagnostic: {' '.join(backend.diag_command(dcgmi, level, ids))} "
                         f"(at most {timeout_s:g} s)"))
-    run = backend.run_diag(dcgmi, level, timeout_s, ids)
+    run = backend.run_diag(dcgmi, level, timeout_s, ids, should_abort=should_abort)
     return checks.judge_run(run, level, timeout_s, gpus)

@@ -188,7 +188,8 @@ class Runner:
             self._platform.start(self._live_gpus, self._nics_start, self._emit)
             self._inventory_phase(host, gpus, driver, cuda, nvml_error)
             self._conformance_phase(host, gpus, driver, cuda)
-            self._publish([] if self.aborted else dcgm_results(self.hw, self.options, gpus, self._emit))
+            self._publish([] if self.aborted else dcgm_results(self.hw, self.options, gpus, self._emit,
+                                                               lambda: self.aborted))
             summary = self._gpu_phase(self._live_gpus, paths)
             self._host_phase(host)
             self._nic_phase()
