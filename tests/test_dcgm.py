@@ -176,14 +176,23 @@ def test_the_failure_code_table_is_dcgms_numbering():
 
 # ---------------------------------------------------------------------- untrusted input never raises
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-                    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=12), kids, max_size=4),
-                    max_leaves=30)
 KEYS = st.sampled_from(["DCGM Diagnostic", "DCGM GPU Diagnostic", "test_categories", "tests", "results", "status",
                         "warnings", "warning", "error_id", "entity_id", "gpu_id", "category", "name", "info",
                         "runtime_error", "metadata", "entity_groups", "test_summary"])
+
+
+def _any_json(kids):
+    return st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=12), kids, max_size=4)
+
+
+def _dcgm_shaped(kids):
+    return st.lists(kids, max_size=3) | st.dictionaries(KEYS, kids, max_size=5)
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20), _any_json,
+                    max_leaves=30)
 SHAPED = st.recursive(st.none() | st.integers(-5, 200) | st.sampled_from(["Pass", "Fail", "Skip", "Warn", "GPU", "0"]),
-                      lambda kids: st.lists(kids, max_size=3) | st.dictionaries(KEYS, kids, max_size=5), max_leaves=40)
+                      _dcgm_shaped, max_leaves=40)
 
 
 def _never_raises(text: str) -> None:

@@ -292,6 +292,10 @@ NOT_RUN: dict[str, str] = {
     "HOST_NOT_HERE": "no live host (a replay)",
     "HOST_UNREADABLE": "sysfs not readable",
     "BASELINE_NOT_HERE": "part of the baseline not readable here (a replay)",
+    "DCGM_MISSING": "DCGM not installed (dcgmi)",
+    "DCGM_NOT_HERE": "no DCGM on a simulated or replayed node",
+    "DCGM_OFF": "DCGM diagnostic switched off",
+    "DCGM_TEST_SKIPPED": "DCGM skipped the test",
 }
 
 
