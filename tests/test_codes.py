@@ -123,7 +123,7 @@ def test_the_scan_finds_the_codes_of_every_family():
     # One code per way a code travels: keyword, positional Judgement/judge argument, conditional
     # assignment, for-loop tuple, a tuple handed on (NIC skips), the runner's own.
     for code in ("GPU_COUNT", "BURN_SLOW", "SDC_KNOWN_ANSWER", "THROTTLE_POWER_BRAKE", "PCIE_WIDTH",
-                 "NIC_NO_ADDRESS", "IPERF3_MISSING", "SKIPPED_EARLIER_FAILURE", "XID", "NVLINK_DOWN"):
+                 "NIC_NO_ADDRESS", "IPERF3_MISSING", "SKIPPED_EARLIER_FAILURE", "XID_RESET_GPU", "XID_APP_FAULT", "NVLINK_DOWN"):
         assert code in found, code
 
 

@@ -56,7 +56,7 @@ RUN_A = {
                                   ("stress.burn", "gpu4", "THROTTLE_HW_SLOWDOWN", "fail")},
     "gpu5:ecc_dbe=2": {("health.ecc", "gpu5", "ECC_DBE", "fail")},
     # NVML's event and the driver's line in the kernel log (the simulated node prints it too)
-    "gpu6:xid=48": {("health.xid", "gpu6", "XID", "fail"), ("host.kernel_log", "gpu6", "KERNEL_XID", "fail")},
+    "gpu6:xid=48": {("health.xid", "gpu6", "XID_RESET_GPU", "fail"), ("host.kernel_log", "gpu6", "KERNEL_XID", "fail")},
     "gpu7:row_remap_pending": {("health.row_remap", "gpu7", "ROW_REMAP_PENDING", "fail")},
 }
 RUN_B = {
@@ -94,7 +94,7 @@ RUN_D = {
     "gpu4:bitflip_random": {("stress.burn", "gpu4", "SDC_REPEAT", "fail")},
 }
 LOST = {("stress.burn", "gpu2", "GPU_LOST", "fail"), ("health.gpu_lost", "gpu2", "GPU_LOST", "fail"),
-        ("health.xid", "gpu2", "XID", "fail")}
+        ("health.xid", "gpu2", "XID_REBOOT", "fail")}
 
 
 def _all(run):

@@ -33,7 +33,7 @@ HOT = lambda gpu: {("health.temperature", gpu, "TEMP_SLOWDOWN", "fail"),  # noqa
                    ("health.throttle", gpu, "THROTTLE_THERMAL", "fail")}
 POWER_LOW = lambda gpu: {("stress.burn", gpu, "BURN_POWER_LOW", "fail"),  # noqa: E731
                          ("stress.power", gpu, "POWER_TARGET_LOW", "fail")}
-XID_48 = lambda gpu: {("health.xid", gpu, "XID", "fail"), ("host.kernel_log", gpu, "KERNEL_XID", "fail")}  # noqa: E731
+XID_48 = lambda gpu: {("health.xid", gpu, "XID_RESET_GPU", "fail"), ("host.kernel_log", gpu, "KERNEL_XID", "fail")}  # noqa: E731
 
 # scenario -> fault -> what the checks must find: (check, subject, code, verdict); "node" holds what
 # the node as a whole must show besides.

@@ -247,15 +247,18 @@ def test_memory_repair_of_another_generation_is_not_applicable(cc, pages, rows):
         "RETIRED_PAGES"
 
 
-def test_any_xid_fails_and_names_its_meaning():
+def test_an_xid_is_judged_by_the_catalogue_and_names_its_meaning_and_action():
     tel = telemetry([loaded()])
     assert health.xid(gpu(), tel, H100).verdict is Verdict.PASS
     tel.xids.add({"t_s": 12.5, "code": 79})
     tel.xids.add({"t_s": 13.0, "code": 13})
     r = health.xid(gpu(), tel, H100)
-    assert (r.verdict, r.code) == (Verdict.FAIL, "XID")
-    assert r.message == "XID 79 (GPU has fallen off the bus) at 12.5 s and 1 more"
+    assert (r.verdict, r.code) == (Verdict.FAIL, "XID_REBOOT")  # the fatal one leads
+    assert r.message == ("XID 79 (GPU has fallen off the bus) at 12.5 s: fatal, action: reboot; "
+                         "XID 13 (graphics engine exception) at 13.0 s: an application's XID during nodeqc's "
+                         "known-good work")
     assert [e["fatal"] for e in r.evidence["xids"]] == [True, False]
+    assert [e["action"] for e in r.evidence["xids"]] == ["reboot", "restart_app"]
 
 
 def test_a_lost_gpu_fails():
@@ -458,15 +461,18 @@ def test_whole_results_xid():
         "health.xid", "gpu0", "pass", None, "no XID events", {"xids": (0, "")}, "xids", [], {})
     tel.xids.add({"t_s": 12.5, "code": 48})
     assert whole(health.xid(gpu(), tel, H100)) == (
-        "health.xid", "gpu0", "fail", "XID", "XID 48 (double-bit ECC error) at 12.5 s",
+        "health.xid", "gpu0", "fail", "XID_RESET_GPU", "XID 48 (double-bit ECC error) at 12.5 s: fatal, action: reset gpu",
         {"xids": (1, "")}, "xids", [],
-        {"xids": [{"t_s": 12.5, "code": 48, "meaning": "double-bit ECC error", "fatal": True}],
-         "not_kept": 0})
-    # Events past the kept list are counted in the total and in "more".
+        {"xids": [{"t_s": 12.5, "code": 48, "meaning": "double-bit ECC error", "severity": "fatal", "fatal": True,
+                   "action": "reset_gpu", "category": "memory", "hardware": True, "nvidia": "WORKFLOW_XID_48"}],
+         "not_kept": 0, "catalogue": {"source": "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html",
+                                      "read": "2026-11-27"}})
+    # Events past the kept list are counted in the total and said not judged.
     tel.xids.dropped = 4
     r = health.xid(gpu(), tel, H100)
     assert (r.values["xids"].value, r.message, r.evidence["not_kept"]) == (
-        5, "XID 48 (double-bit ECC error) at 12.5 s and 4 more", 4)
+        5, "XID 48 (double-bit ECC error) at 12.5 s: fatal, action: reset gpu; 4 more XID event(s) not kept, "
+        "so not judged", 4)
 
 
 NVLINK_LIMITS = [("max_nvlink_errors", "max", 0, 0, ""), ("max_nvlink_crc_per_s", "max", 100, 10, "per s")]

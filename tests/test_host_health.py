@@ -335,7 +335,7 @@ def test_kernel_log_results_name_devices_and_modes(tmp_path):
     recs = [KernelRecord(4, i, i, REAL_LINES[k]) for i, k in enumerate(("xid79", "aer_multi", "aer_detail"))]
     by = {r.subject: r for r in host_health.kernel_log(recs, "/dev/kmsg", None, names, GENERIC)}
     assert by["gpu2"].verdict is Verdict.FAIL and by["gpu2"].code == "KERNEL_XID"
-    assert "Xid 79 (GPU has fallen off the bus) on gpu2" in by["gpu2"].message
+    assert "Xid 79 (GPU has fallen off the bus, action: reboot) on gpu2" in by["gpu2"].message
     assert by["ibp24s0"].verdict is Verdict.WARN and by["ibp24s0"].evidence["lines"] == [REAL_LINES["aer_multi"]]
     [clean] = host_health.kernel_log([KernelRecord(6, 1, 1, "hello")], "/dev/kmsg", None, names, GENERIC)
     assert clean.verdict is Verdict.PASS and clean.values["lines"].value == 1
@@ -506,7 +506,7 @@ def test_kernel_log_whole_results():
     names = {"0000:44:00.0": "gpu2", "0000:03:00.0": "ibp24s0"}
     assert [whole(r) for r in host_health.kernel_log(recs, "/dev/kmsg", None, names, GENERIC)] == [
         ("host.kernel_log", "gpu2", "fail", "KERNEL_XID",
-         "Xid 79 (GPU has fallen off the bus) on gpu2 (+1 more line(s)): NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus.",
+         "Xid 79 (GPU has fallen off the bus, action: reboot) on gpu2 (+1 more line(s)): NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus.",
          {"lines": (2, "")}, "lines", [],
          {"lines": [REAL_LINES["xid79"], "NVRM: Xid (PCI:0000:44:00): 13, pid=7, Graphics Exception"], "source": "/dev/kmsg"}),
         ("host.kernel_log", "ibp24s0", "warn", "KERNEL_AER", f"AER corrected error on ibp24s0: {REAL_LINES['aer_multi']}",
@@ -536,11 +536,11 @@ def test_kernel_log_keeps_the_first_lines_as_evidence_and_machine_checks_are_the
 
 
 @pytest.mark.parametrize("line, found", [
-    ("NVRM: Xid (PCI:0000:1B:00): 48, pid=7, DBE", ("xid", Verdict.FAIL, "KERNEL_XID", "0000:1b:00.0", "Xid 48 (double-bit ECC error)")),
+    ("NVRM: Xid (PCI:0000:1B:00): 48, pid=7, DBE", ("xid", Verdict.FAIL, "KERNEL_XID", "0000:1b:00.0", "Xid 48 (double-bit ECC error, action: reset gpu)")),
     ("NVRM: Xid (PCI:0000:1b:00.0): 31, pid=7, MMU fault", ("xid", Verdict.WARN, "KERNEL_XID", "0000:1b:00.0",
-                                                            "Xid 31 (GPU memory page fault)")),
+                                                            "Xid 31 (GPU memory page fault, action: restart app)")),
     ("NVRM: The NVIDIA GPU 0000:B3:00.0 (PCI ID: 10de:26b5) has fallen off the bus", (
-        "xid", Verdict.FAIL, "KERNEL_XID", "0000:b3:00.0", "Xid 79 (GPU has fallen off the bus)")),
+        "xid", Verdict.FAIL, "KERNEL_XID", "0000:b3:00.0", "Xid 79 (GPU has fallen off the bus, action: reboot)")),
     ("pcieport 0000:00:03.1: AER: Uncorrected (Fatal) error received: 0000:01:00.0",
      ("aer", Verdict.FAIL, "KERNEL_AER", "0000:01:00.0", "AER uncorrected error")),
     ("pcieport 0000:00:03.1: AER: Multiple Uncorrectable error message received from 0000:AB:00.1",

@@ -9,9 +9,9 @@ from typing import Any, Callable
 
 from nodeqc.backends.base import GpuCounters, GpuInfo
 from nodeqc.checks.common import ON_THIS_GPU, Judgement, fmt, fold, judge, skip
-from nodeqc.core.codes import FATAL_XIDS, xid_meaning
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
 from nodeqc.core.na import is_na
+from nodeqc.core.xids import XID_READ, XID_SOURCE, lookup
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import FAILING_REASONS, GpuTelemetry
 
@@ -235,20 +235,85 @@ def retired_pages(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckRes
     return fold(name, gpu.subject, findings, values, [limit], key="retired")
 
 
+# The same XID this many times in one run needs the hardware inspected, whatever its own grade: gpud
+# escalates an XID to hardware inspection once it returns after its default of 2 recoveries
+# (leptonai/gpud xid/threshold.go DefaultRebootThreshold); within a run the driver recovers after each
+# non-fatal XID, so the third sighting is the second return after a recovery.
+XID_REPEAT_LIMIT = 3
+# The code of a FAIL, by the catalogue's action (nodeqc.core.xids.ACTIONS): the remediation is the action.
+_FATAL_CODE = {"reset_gpu": "XID_RESET_GPU", "reboot": "XID_REBOOT", "check_power": "XID_CHECK_POWER",
+               "contact_support": "XID_CONTACT_SUPPORT"}
+# The code of a WARN, by the action.
+_WARN_CODE = {"unknown": "XID_UNKNOWN", "contact_support": "XID_CONTACT_SUPPORT"}
+
+
+def judge_xid(code: int, times: int = 1) -> Judgement:
+    """One XID code seen `times` times during nodeqc's known-good work, judged by the catalogue:
+    - fatal (the GPU needs a reset, the node a reboot, its power a look): FAIL, the action its code;
+    - an application's XID (NVIDIA: restart the application; or the application class): FAIL too. In a
+      node's service such an XID is most often the application's own bug, so NVIDIA's first step is
+      to restart it; here the application is nodeqc's known-good work, alone on the GPU (stress.gpu_free
+      checks nobody else uses it), so the usual cause is ruled out and the GPU, its memory or the
+      driver remain (NVIDIA's follow-up for most of them is to contact support). This keeps what
+      nodeqc did before the catalogue: an XID during known-good work fails. A co-tenant that started
+      on the GPU mid-run and crashed would fail it as well; the stress diagnosis names one (another
+      process used this GPU). DCGM's diagnostic fails on any XID, for the same reason.
+    - warning (NVIDIA: ignore but follow up, contact support for a code unused on this generation, an
+      action not published or a code not in the catalogue): WARN;
+    - ignorable (a report that points at another XID, judged by itself, or a test message): PASS,
+      the event listed in the evidence.
+    The same XID XID_REPEAT_LIMIT times or more FAILs whatever its grade (XID_REPEATED), ignorable
+    ones aside."""
+    e = lookup(code)
+    if e.severity == "fatal":
+        return Judgement(Verdict.FAIL, _FATAL_CODE.get(e.action, "XID_RESET_GPU"), "fatal")
+    if e.severity == "ignorable":
+        return Judgement(Verdict.PASS, None, "ignorable")
+    if times >= XID_REPEAT_LIMIT:
+        return Judgement(Verdict.FAIL, "XID_REPEATED", f"repeated {times} times in one run")
+    if e.action == "restart_app" or e.category == "application":
+        return Judgement(Verdict.FAIL, "XID_APP_FAULT", "an application's XID during nodeqc's known-good work")
+    return Judgement(Verdict.WARN, _WARN_CODE.get(e.action, "XID_WARNING"),
+                     "action unknown" if e.action == "unknown" else "warning")
+
+
 def xid(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
-    """Any XID during a run of known-good work is a failure (DCGM fails on any XID too)."""
+    """Each XID seen during the run judged by NVIDIA's catalogue (nodeqc.core.xids; judge_xid says
+    how, and why an application's XID still fails during known-good work). Before the catalogue any
+    XID failed; now a warning-grade XID (a high corrected-error rate, a code unused on this
+    generation, one with no published action) warns, and an ignorable one (it only points at another
+    XID) passes with the event listed: the XID it points at is judged itself."""
     name = "health.xid"
     events = tel.xids.kept
-    described = [{**e, "meaning": xid_meaning(e["code"]), "fatal": e["code"] in FATAL_XIDS} for e in events]
-    values = {"xids": Value(len(events) + tel.xids.dropped)}
+    described = [{**e, **_described(e["code"])} for e in events]
+    total = len(events) + tel.xids.dropped
+    values = {"xids": Value(total)}
+    evidence = {"xids": described, "not_kept": tel.xids.dropped, "catalogue": {"source": XID_SOURCE, "read": XID_READ}}
     if not events:
         return CheckResult(name, gpu.subject, Verdict.PASS, "no XID events", values=values, key="xids")
-    first = described[0]
-    more = f" and {len(events) + tel.xids.dropped - 1} more" if len(events) + tel.xids.dropped > 1 else ""
-    return CheckResult(name, gpu.subject, Verdict.FAIL,
-                       f"XID {first['code']} ({first['meaning']}) at {first['t_s']} s{more}",
-                       code="XID", values=values, evidence={"xids": described, "not_kept": tel.xids.dropped},
-                       key="xids")
+    by_code: dict[int, list[dict[str, Any]]] = {}
+    for e in events:  # a code that is not a whole number (a replayed capture's) is judged as unknown
+        code = e.get("code")
+        by_code.setdefault(code if isinstance(code, int) and not isinstance(code, bool) else -1, []).append(e)
+    findings = []
+    for code, seen in by_code.items():
+        j, e = judge_xid(code, len(seen)), lookup(code)
+        times = f" ({len(seen)} times)" if len(seen) > 1 else ""
+        # The catalogue's action where it is the one to take (an application's or a repeated XID has its own).
+        own = j.code in ("XID_APP_FAULT", "XID_REPEATED") or e.action in ("ignore", "unknown")
+        action = "" if own else f", action: {e.action.replace('_', ' ')}"
+        findings.append(Judgement(j.verdict, j.code, f"XID {code} ({e.meaning}) at {seen[0]['t_s']} s{times}: "
+                                  f"{j.message}{action}"))
+    if tel.xids.dropped:  # not kept, so not judged: never a pass on them
+        findings.append(Judgement(Verdict.WARN, "XID_WARNING", f"{tel.xids.dropped} more XID event(s) not kept, "
+                                  "so not judged"))
+    return fold(name, gpu.subject, findings, values, [], key="xids", evidence=evidence)
+
+
+def _described(code: int) -> dict[str, Any]:
+    e = lookup(code)
+    return {"meaning": e.meaning, "severity": e.severity, "fatal": e.severity == "fatal", "action": e.action,
+            "category": e.category, "hardware": e.hardware, "nvidia": e.nvidia}
 
 
 def nvlink(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:

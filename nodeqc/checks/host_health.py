@@ -14,8 +14,9 @@ from typing import Any
 from nodeqc.backends.kernel_log import KernelRecord
 from nodeqc.backends.platform import HostCounters
 from nodeqc.checks.common import Judgement, fold
-from nodeqc.core.codes import FATAL_XIDS, xid_meaning
+from nodeqc.core.codes import xid_meaning
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
+from nodeqc.core.xids import lookup as lookup_xid
 from nodeqc.spec.profile import Profile
 
 # Limits when a profile sets none. Corrected memory errors: any growth warns, because a DIMM that
@@ -207,13 +208,18 @@ def classify(line: str) -> LogFinding | None:
     errors (APEI GHES 'event severity'), nvme (drivers/nvme/host/core.c, pci.c)."""
     m = _XID.search(line)
     if m:
-        xid = int(m["xid"])
-        fatal = xid in FATAL_XIDS
-        return LogFinding("xid", Verdict.FAIL if fatal else Verdict.WARN, "KERNEL_XID", f"{m['bus'].lower()}.0",
-                          f"Xid {xid} ({xid_meaning(xid)})")
+        # Judged by NVIDIA's catalogue (nodeqc.core.xids): fatal fails, an ignorable one (it points at
+        # another Xid, judged itself) is not of note, the others warn. The log holds every process's
+        # Xids, not only nodeqc's work's (health.xid judges those, from NVML).
+        e = lookup_xid(int(m["xid"]))
+        if e.severity == "ignorable":
+            return None
+        action = "" if e.action in ("ignore", "unknown") else f", action: {e.action.replace('_', ' ')}"
+        return LogFinding("xid", Verdict.FAIL if e.severity == "fatal" else Verdict.WARN, "KERNEL_XID",
+                          f"{m['bus'].lower()}.0", f"Xid {e.code} ({e.meaning}{action})")
     m = _FALLEN.search(line)
     if m:  # newer drivers say this without an Xid line (NVIDIA/NVSentinel#155)
-        return LogFinding("xid", Verdict.FAIL, "KERNEL_XID", m["bus"].lower(), f"Xid 79 ({xid_meaning(79)})")
+        return LogFinding("xid", Verdict.FAIL, "KERNEL_XID", m["bus"].lower(), f"Xid 79 ({xid_meaning(79)}, action: {lookup_xid(79).action})")
     m = _SXID.search(line)
     if m:
         return LogFinding("sxid", Verdict.FAIL, "KERNEL_SXID", m["sw"], f"fatal NVSwitch error SXid {int(m['sxid'])}")

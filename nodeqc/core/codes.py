@@ -11,6 +11,9 @@ import math
 import re
 from typing import Any
 
+from nodeqc.core.xids import XIDS
+from nodeqc.core.xids import lookup as lookup_xid
+
 REMEDIATION: dict[str, str] = {
     # Inventory
     "NVML_UNAVAILABLE": "Install or load the NVIDIA driver so that `nvidia-smi` lists the GPUs, then re-run.",
@@ -175,7 +178,16 @@ REMEDIATION: dict[str, str] = {
     # Memory repair a GPU's generation does not use (NOT_APPLICABLE below): nothing was left untested.
     "PAGE_RETIREMENT_NA": "Nothing to do: Ampere and newer GPUs remap rows instead of retiring pages; health.row_remap judges their memory repairs.",
     "ROW_REMAP_NA": "Nothing to do: GPUs before Ampere retire pages instead of remapping rows; health.retired_pages judges their memory repairs.",
-    "XID": "The driver reported an XID error: see the XID code's meaning in the evidence; read dmesg around the time given.",
+    # XIDs judged by NVIDIA's catalogue (nodeqc.core.xids; the message names the code, its meaning and
+    # NVIDIA's immediate action; the evidence each event's grade): one code per action.
+    "XID_RESET_GPU": "The driver reported an XID that needs the GPU reset (the message names it): stop the GPU's work, reset it (`nvidia-smi -r -i N`; a GPU on NVLink/NVSwitch may need the node rebooted) and re-run; if the same XID returns after the reset, the GPU needs hardware inspection: RMA it.",
+    "XID_REBOOT": "The driver reported an XID that needs the node rebooted (the message names it, e.g. the GPU fell off the bus): reboot the node, check the GPU's seating, power cables and riser, read dmesg and the BMC's event log from the time given, then re-run; if it returns after the reboot, RMA the GPU (or the riser or baseboard it sits on).",
+    "XID_CHECK_POWER": "The GPU reports its auxiliary power is not connected (XID 54): power the node off, connect and seat the GPU's power cables, check the PSUs, then re-run; if the cables are good, RMA the GPU.",
+    "XID_CONTACT_SUPPORT": "The driver reported an XID NVIDIA's catalogue answers with 'contact support' (the message names it; codes unused on this GPU generation are among them): collect `nvidia-bug-report.sh` and the run's report, open a case with NVIDIA or the server vendor, and re-run after a GPU reset (`nvidia-smi -r -i N`).",
+    "XID_APP_FAULT": "An XID that would usually blame the application came during nodeqc's own known-good work, alone on the GPU, so the GPU, its memory or the driver is the likelier cause: check that nothing else ran on the GPU (the stress checks name a co-tenant), reset the GPU (`nvidia-smi -r -i N`) and re-run; if the same XID returns, RMA the GPU.",
+    "XID_REPEATED": "The same XID came again and again in one run (the message gives the count): a recurring error the driver's recovery does not clear needs the hardware inspected: reset the GPU (`nvidia-smi -r -i N`) and re-run once; if it recurs, RMA the GPU.",
+    "XID_WARNING": "The driver reported a non-fatal XID (the message names it and the evidence gives NVIDIA's grade): note it, make sure the driver and firmware are current, and re-run; an XID that returns run after run needs the hardware inspected.",
+    "XID_UNKNOWN": "The driver reported an XID whose action NVIDIA's catalogue (as nodeqc read it) does not give: look the code up in NVIDIA's current XID catalogue (docs.nvidia.com/deploy/xid-errors), read dmesg around the time given, and re-run.",
     "GPU_LOST": "The GPU fell off the bus: reseat it, check its power cables and the riser; RMA if it happens again.",
     # Matmul burn and burn-in. A slow GPU's diagnosis (nodeqc/checks/diagnosis.py) replaces these
     # codes with the cause's own (GPU_IN_USE, POWER_LIMIT_LOWERED, THROTTLE_*, CLOCKS_LOW) when
@@ -239,40 +251,9 @@ REMEDIATION: dict[str, str] = {
     "HOST_UNREADABLE": "sysfs could not be read at the start of the run, so host errors (EDAC, PCIe AER, the kernel log) were not watched: run nodeqc as root on the node itself, and check that /sys is mounted; the warning at the start names the file.",
 }
 
-# What the driver's XID codes mean, for the evidence of the XID check. Those marked fatal are the ones
-# cloud node agents take a node out of service for (see shared/REFERENCE.md).
-XID_MEANING: dict[int, str] = {
-    13: "graphics engine exception",
-    31: "GPU memory page fault",
-    43: "GPU stopped processing",
-    45: "preemptive cleanup after an earlier error",
-    46: "GPU stopped processing (fatal)",
-    48: "double-bit ECC error",
-    54: "auxiliary power is not connected",
-    61: "internal micro-controller breakpoint/warning",
-    62: "internal micro-controller halt",
-    63: "ECC page retirement or row remapping recorded",
-    64: "ECC page retirement or row remapper failure",
-    74: "NVLink error",
-    79: "GPU has fallen off the bus",
-    92: "high single-bit ECC error rate",
-    94: "contained ECC error",
-    95: "uncontained ECC error",
-    109: "context switch timeout",
-    110: "security fault",
-    119: "GSP RPC timeout",
-    120: "GSP error",
-    136: "link training failed",
-    140: "unrecovered ECC error",
-    142: "page retirement failure",
-    143: "GPU initialisation failure",
-    151: "key rotation error",
-    155: "NVLink link down",
-    156: "resource retirement event",
-    158: "GPU fatal timeout",
-}
-FATAL_XIDS = frozenset({46, 48, 54, 62, 63, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 142,
-                        143, 151, 155, 156, 158})
+# What the driver's XID codes mean and which are fatal: NVIDIA's catalogue (nodeqc.core.xids).
+XID_MEANING: dict[int, str] = {code: e.meaning for code, e in XIDS.items()}
+FATAL_XIDS = frozenset(code for code, e in XIDS.items() if e.severity == "fatal")
 
 
 # Why a check did not run, in a few words, for the one-line count of checks not run
@@ -419,4 +400,4 @@ def _default_w(evidence: Any) -> float | None:
 
 
 def xid_meaning(code: int) -> str:
-    return XID_MEANING.get(code, "see NVIDIA's XID catalogue")
+    return lookup_xid(code).meaning

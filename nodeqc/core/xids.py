@@ -1,0 +1,251 @@
+"""NVIDIA's XID catalogue as data: what each XID the driver reports means, whether it can be the
+hardware, and what to do at once; and a small catalogue of NVSwitch SXIDs.
+
+Source: NVIDIA, "Analyzing Xid Errors with the Xid Catalog" (XID_SOURCE, the catalogue for Ampere
+and newer GPUs, PCIe cards included), read through gpud's copy of its spreadsheet
+(leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go, generated 2025-10-29) on
+XID_READ (the date below). The meanings are nodeqc's own words; `nvidia` keeps NVIDIA's immediate
+resolution bucket as NVIDIA names it (a fact, for the evidence). Codes 162-173 have no published
+action in that catalogue: they carry ours, and `basis` says where it comes from (gpud's suggestion,
+or an analogy with a catalogued code), or the action is "unknown" and the code is judged a warning.
+
+How the catalogue becomes a severity (nodeqc's rule, one line each):
+- fatal: NVIDIA's immediate action resets the GPU (RESET_GPU, the DBE and NVLink workflows),
+  reboots the machine (RESTART_BM, RESTART_VM) or checks its power cabling (CHECK_MECHANICALS);
+  and the codes cloud node agents take a node out of service for (shared/REFERENCE.md: 63 and 142
+  are fatal only by that list) -- so no code nodeqc failed before is judged more mildly now.
+- warning: the others NVIDIA gives an action for (restart the application, ignore with a follow-up,
+  contact support), every code unused on Ampere and newer (NVIDIA: contact support if seen), and
+  every code whose action is unknown (162-166, 168, 170, any code not in the catalogue).
+- ignorable: reports that only point at another XID or are test messages (14, 45, 106, 107, 154).
+  No code gpud marks critical is ignorable.
+`hardware` says whether the cause can be the hardware: True where NVIDIA's investigatory action is
+to contact support or inspect the link, or the category is memory, bus, power or NVLink hardware;
+False where it points at the application or the software; None where unknown.
+How a run judges an XID (the context: nodeqc's own known-good work) is nodeqc.checks.health.xid's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+XID_SOURCE = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
+XID_READ = "2026-11-27"  # when nodeqc's catalogue was read from XID_SOURCE (gpud's 2025-10-29 copy)
+
+SEVERITIES = ("fatal", "warning", "ignorable")
+# What to do at once, in a small set (NVIDIA's buckets folded): nothing; restart the application;
+# reset the GPU; reboot the node; check the board's power cabling; check the driver and software
+# stack (UPDATE_SWFW, CHECK_UVM); contact NVIDIA support; not published.
+ACTIONS = ("ignore", "restart_app", "reset_gpu", "reboot", "check_power", "check_software", "contact_support",
+           "unknown")
+CATEGORIES = ("application", "engine", "driver", "firmware", "memory", "nvlink", "bus", "power", "hardware",
+              "security", "virtualization", "informational", "unused", "unknown")
+
+
+@dataclass(frozen=True)
+class Xid:
+    code: int
+    meaning: str  # nodeqc's words
+    category: str
+    severity: str  # fatal | warning | ignorable
+    action: str  # one of ACTIONS
+    hardware: bool | None  # can the cause be the hardware
+    nvidia: str  # NVIDIA's immediate resolution bucket ("" where none is published)
+    basis: str = ""  # where the action comes from when not from NVIDIA's catalogue
+
+    @property
+    def known(self) -> bool:
+        return self.category != "unknown"
+
+
+def _unused(code: int, older: str = "") -> Xid:
+    meaning = "not used on Ampere and newer GPUs" + (f" (on older GPUs: {older})" if older else "")
+    return Xid(code, meaning, "unused", "warning", "contact_support", None, "CONTACT_SUPPORT")
+
+
+def _x(code: int, meaning: str, category: str, severity: str, action: str, hardware: bool | None, nvidia: str,
+       basis: str = "") -> Xid:
+    return Xid(code, meaning, category, severity, action, hardware, nvidia, basis)
+
+
+_CE = "copy engine {} error"
+_NVDEC = "video decoder (NVDEC{}) error"
+_NVJPG = "JPEG decoder (NVJPG{}) error"
+_NVL5 = ("NVLink error in the {} unit (NVIDIA grades it by sub-status, from ignore to reset; nodeqc "
+         "does not decode the sub-status and takes the worst)")
+
+_ENTRIES: list[Xid] = [
+    *(_unused(c) for c in (1, 2, 3, 4, 5, 6, 7)),
+    _x(8, "a GPU engine stopped processing its work (idle timeout)", "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _unused(9, "driver error programming the GPU"),
+    _unused(10),
+    _x(11, "invalid or corrupted command stream sent to the GPU", "application", "warning", "restart_app", False, "RESTART_APP"),
+    _unused(12, "driver error handling a GPU exception"),
+    _x(13, "graphics engine exception", "application", "warning", "restart_app", True, "RESTART_APP"),
+    _x(14, "a deliberately injected test error (not used)", "unused", "ignorable", "ignore", False, "IGNORE"),
+    *(_unused(c) for c in (15, 16, 17, 18, 19, 20, 21, 22, 23, 24)),
+    _x(25, "invalid or illegal command stream sent to the GPU", "application", "warning", "restart_app", False, "RESTART_APP"),
+    *(_unused(c) for c in (26, 27, 28, 29, 30)),
+    _x(31, "GPU memory page fault", "application", "warning", "restart_app", True, "RESTART_APP"),
+    _x(32, "corrupted command stream seen by the push-buffer DMA engine", "application", "warning", "restart_app", False,
+       "RESTART_APP"),
+    *(_unused(c) for c in (33, 34, 35, 36)),
+    _x(37, "driver firmware error (a firmware method not implemented)", "driver", "warning", "ignore", False, "IGNORE"),
+    _x(38, "driver firmware watchdog timeout", "firmware", "warning", "ignore", True, "IGNORE"),
+    _x(39, _CE.format(0), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(40, _CE.format(1), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(41, _CE.format(2), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _unused(42),
+    _x(43, "GPU stopped processing a channel after an application fault", "application", "warning", "ignore", True, "IGNORE"),
+    _x(44, "graphics engine fault during a context switch", "engine", "warning", "ignore", True, "IGNORE"),
+    _x(45, "channels cleaned up after an earlier error (it follows another XID, which is judged itself)",
+       "informational", "ignorable", "ignore", False, "WORKFLOW_XID_45"),
+    _x(46, "GPU stopped processing (timeout)", "engine", "fatal", "reset_gpu", True, "RESET_GPU"),
+    _unused(47),
+    _x(48, "double-bit ECC error", "memory", "fatal", "reset_gpu", True, "WORKFLOW_XID_48"),
+    *(_unused(c) for c in (49, 50, 51, 52, 53)),
+    _x(54, "auxiliary power is not connected", "power", "fatal", "check_power", True, "CHECK_MECHANICALS"),
+    *(_unused(c) for c in (55, 56, 57, 58, 59)),
+    _x(60, "video processor (SEC2) exception", "engine", "warning", "restart_app", False, "RESTART_APP"),
+    _unused(61, "internal micro-controller breakpoint/warning"),
+    _x(62, "internal micro-controller halt", "firmware", "fatal", "reset_gpu", True, "RESET_GPU"),
+    _x(63, "ECC page retirement or row remapping recorded (it takes effect after a GPU reset)", "memory", "fatal",
+       "reset_gpu", True, "IGNORE", "fatal and a reset by the cloud node agents' list (shared/REFERENCE.md): the "
+       "remap is pending until the GPU is reset"),
+    _x(64, "ECC page retirement or row remapper failure", "memory", "fatal", "reset_gpu", True, "RESET_GPU"),
+    _unused(65),
+    _x(66, "illegal register access by the driver", "driver", "warning", "ignore", False, "IGNORE"),
+    _x(67, "illegal access by the driver (verification)", "driver", "warning", "ignore", True, "IGNORE"),
+    _x(68, _NVDEC.format(0), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(69, "graphics engine class error", "application", "warning", "restart_app", False, "RESTART_APP"),
+    _x(70, _CE.format(3), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(71, _CE.format(4), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(72, _CE.format(5), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _unused(73),
+    _x(74, "NVLink error", "nvlink", "fatal", "reset_gpu", True, "WORKFLOW_NVLINK_ERR"),
+    _x(75, _CE.format(6), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(76, _CE.format(7), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(77, _CE.format(8), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(78, "virtual GPU failed to start", "virtualization", "warning", "check_software", False, "UPDATE_SWFW"),
+    _x(79, "GPU has fallen off the bus", "bus", "fatal", "reboot", True, "RESTART_BM"),
+    _x(80, "corrupted data sent to the GPU (command buffer checksum mismatch)", "application", "warning", "restart_app",
+       False, "RESTART_APP"),
+    _unused(81),
+    _x(82, _NVJPG.format(0), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(83, _NVDEC.format(1), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(84, _NVDEC.format(2), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(85, _CE.format(9), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(86, "optical flow accelerator (OFA0) error", "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _unused(87),
+    _x(88, _NVDEC.format(3), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(89, _NVDEC.format(4), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _unused(90),
+    _unused(91),
+    _x(92, "high single-bit ECC error rate", "memory", "warning", "ignore", True, "IGNORE"),
+    _x(93, "InfoROM wear limit exceeded (not fatal)", "firmware", "warning", "ignore", True, "IGNORE"),
+    _x(94, "contained ECC error (the application using the memory was stopped)", "memory", "warning", "restart_app",
+       True, "RESTART_APP"),
+    _x(95, "uncontained ECC error", "memory", "fatal", "reset_gpu", True, "RESET_GPU"),
+    _x(96, _NVDEC.format(5), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(97, _NVDEC.format(6), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(98, _NVDEC.format(7), "engine", "warning", "restart_app", True, "RESTART_APP"),
+    *(_x(c, _NVJPG.format(c - 98), "engine", "warning", "restart_app", True, "RESTART_APP") for c in range(99, 106)),
+    _x(106, "out-of-band management (SMBPBI) test message", "informational", "ignorable", "ignore", False, "IGNORE"),
+    _x(107, "out-of-band management (SMBPBI) test message, silent", "informational", "ignorable", "ignore", False,
+       "IGNORE"),
+    _x(108, "NVLink remote translation error (not used)", "nvlink", "warning", "ignore", None, "IGNORE"),
+    _x(109, "context switch timeout", "engine", "fatal", "reset_gpu", True, "RESET_GPU"),
+    _x(110, "security fault", "security", "fatal", "reset_gpu", False, "RESET_GPU"),
+    *(_unused(c) for c in range(111, 119)),
+    _x(119, "GSP RPC timeout", "firmware", "fatal", "reset_gpu", False, "RESET_GPU"),
+    _x(120, "GSP error", "firmware", "fatal", "reset_gpu", False, "RESET_GPU"),
+    _x(121, "chip-to-chip (C2C) link error", "bus", "warning", "ignore", True, "IGNORE"),
+    *(_unused(c) for c in (122, 123, 124, 125)),
+    *(_x(c, _CE.format(c - 116), "engine", "warning", "restart_app", True, "RESTART_APP") for c in range(126, 136)),
+    _x(136, "link training failed", "nvlink", "fatal", "reset_gpu", True, "RESET_GPU"),
+    _x(137, "NVLink privilege error", "nvlink", "warning", "ignore", None, "IGNORE"),
+    _unused(138),
+    _x(139, "optical flow accelerator (OFA1) error", "engine", "warning", "restart_app", True, "RESTART_APP"),
+    _x(140, "unrecovered ECC error (escaped containment)", "memory", "fatal", "reset_gpu", True, "RESET_GPU"),
+    _x(141, "CUDA fast path error", "driver", "warning", "ignore", True, "IGNORE"),
+    _x(142, "video encoder (NVENC3) error", "engine", "fatal", "contact_support", True, "CONTACT_SUPPORT",
+       "fatal by the cloud node agents' list (shared/REFERENCE.md)"),
+    _x(143, "GPU initialisation error", "hardware", "fatal", "reset_gpu", True, "RESET_GPU"),
+    _x(144, _NVL5.format("SAW"), "nvlink", "fatal", "reset_gpu", True, "WORKFLOW_NVLINK5_ERR"),
+    _x(145, _NVL5.format("RLW"), "nvlink", "fatal", "reset_gpu", True, "WORKFLOW_NVLINK5_ERR"),
+    _x(146, _NVL5.format("TLW"), "nvlink", "fatal", "reset_gpu", True, "WORKFLOW_NVLINK5_ERR"),
+    _x(147, "NVLink error in the TREX unit (NVIDIA lists only non-fatal sub-statuses)", "nvlink", "warning", "ignore",
+       None, "WORKFLOW_NVLINK5_ERR"),
+    _x(148, "NVLink error in the NVLPW control unit (NVIDIA lists only non-fatal sub-statuses)", "nvlink", "warning",
+       "ignore", None, "WORKFLOW_NVLINK5_ERR"),
+    _x(149, _NVL5.format("NETIR"), "nvlink", "fatal", "reset_gpu", True, "WORKFLOW_NVLINK5_ERR"),
+    _x(150, "NVLink management (MSE) watchdog error", "nvlink", "fatal", "reset_gpu", True, "WORKFLOW_NVLINK5_ERR"),
+    _x(151, "key rotation error (confidential computing)", "security", "fatal", "reboot", False, "RESTART_VM"),
+    _x(152, "deep learning accelerator (DLA) memory management error", "engine", "warning", "ignore", True, "IGNORE"),
+    _x(153, "deep learning accelerator (DLA) timeout", "engine", "warning", "ignore", True, "IGNORE"),
+    _x(154, "the recovery action another XID needs has changed (it names the action; the other XID is judged itself)",
+       "informational", "ignorable", "ignore", False, "XID_154"),
+    _x(155, "NVLink software-defined error (link down)", "nvlink", "fatal", "reset_gpu", False, "RESET_GPU"),
+    _x(156, "resource retirement event", "memory", "fatal", "reset_gpu", True, "RESET_GPU"),
+    _x(157, "resource retirement failure", "memory", "warning", "ignore", True, "IGNORE"),
+    _x(158, "GPU fatal timeout", "hardware", "fatal", "reset_gpu", True, "RESET_GPU"),
+    _x(159, "coherent interconnect (CHI) non-data error", "bus", "warning", "check_software", None, "CHECK_UVM"),
+    _x(160, "channel retirement event", "driver", "warning", "ignore", False, "IGNORE"),
+    _x(161, "channel retirement failure", "driver", "warning", "ignore", False, "IGNORE"),
+    _x(162, "power-smoothing circuitry re-engaged", "power", "warning", "unknown", None, ""),
+    _x(163, "power-smoothing circuitry disengaged", "power", "warning", "unknown", None, ""),
+    _x(164, "power-smoothing circuitry near the end of its lifetime", "power", "warning", "unknown", True, ""),
+    _x(165, "power-smoothing circuitry lifetime exhausted", "power", "warning", "unknown", True, ""),
+    _x(166, "encrypted NVLink traffic before the link was set up for it (confidential computing)", "security",
+       "warning", "unknown", None, ""),
+    _x(167, "PCIe fatal timeout", "bus", "fatal", "reboot", True, "",
+       "gpud suggests a reboot; by analogy with XID 79 (the GPU lost on its bus)"),
+    _x(168, "reduced GPU memory capacity (errors in the write-protected region)", "memory", "warning", "unknown", True, ""),
+    _x(169, "internal micro-controller (SEC2) halt", "firmware", "fatal", "reset_gpu", True, "",
+       "by analogy with XID 62 (internal micro-controller halt: reset the GPU)"),
+    _x(170, "interrupt seen in confidential-computing mode", "security", "warning", "unknown", None, ""),
+    _x(171, "uncorrectable DRAM error (a detail of XID 48)", "memory", "fatal", "reset_gpu", True, "",
+       "by analogy with XID 48 (double-bit ECC error), which it details"),
+    _x(172, "uncorrectable SRAM error (a detail of XID 48)", "memory", "fatal", "reset_gpu", True, "",
+       "by analogy with XID 48 (double-bit ECC error), which it details"),
+    _x(173, "chip-to-chip (C2C) fatal link failure", "bus", "fatal", "reboot", True, "",
+       "gpud suggests a reboot; a fatal link failure between the GPU and its CPU"),
+]
+
+XIDS: dict[int, Xid] = {e.code: e for e in _ENTRIES}
+
+
+def lookup(code: int) -> Xid:
+    """The catalogue's entry for any integer code; a code it does not hold gets an entry that says
+    so: action unknown, judged a warning (never passed silently)."""
+    if isinstance(code, int) and not isinstance(code, bool) and code in XIDS:
+        return XIDS[code]
+    return Xid(code, "not in NVIDIA's XID catalogue as nodeqc read it", "unknown", "warning", "unknown", None, "")
+
+
+# ---------------------------------------------------------------------- NVSwitch SXIDs
+# NVIDIA Fabric Manager user guide, appendix D (the SXid tables), read through gpud's copy
+# (leptonai/gpud components/accelerator/nvidia/sxid/sxid.go) on SXID_READ. "always fatal": the whole
+# fabric must be reset (reboot the host); "fatal": the NVSwitch port's traffic stopped, reset the
+# GPUs and switches on it; the driver's own line says Fatal or Non-fatal too, and nodeqc takes the
+# graver of the two. Codes not listed take the line's word.
+SXID_SOURCE = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
+SXID_READ = "2026-11-27"
+SXID_ALWAYS_FATAL = frozenset({12020, 22003, 22011, *range(23001, 23018)})
+SXID_FATAL = frozenset({11001, 11004, 11009, 11013, 11018, 11019, 11020, 12001, 12002, 12022, 12024, 12025, 12026,
+                        12027, 12028, 12030, 12031, 12032, 14017, 15001, 15006, 15009, 15010, 15012, 15013, 19047,
+                        19048, 19054, 19056, 19058, 19060, 19061, 19063, 19064, 19066, 19067, 19069, 19070, 19084,
+                        20034, 24004, 24005, 24006, 24007})
+# Non-fatal ones NVIDIA lists: corrected (single-bit) ECC errors in the switch's memories, a replay,
+# link events. Their action is to watch them.
+SXID_NON_FATAL = frozenset({11012, 11021, 11022, 11023, 12021, 12023, 15008, 15011, 19049, 19055, 19057, 19059,
+                            19062, 19065, 19068, 19071, 20001, 20009, 20012, 22013, 24001, 24002, 24003})
+
+
+def sxid_grade(code: int, line_says_fatal: bool) -> str:
+    """'always_fatal', 'fatal' or 'non_fatal' for an SXid: the catalogue's grade or the line's, the graver."""
+    if code in SXID_ALWAYS_FATAL:
+        return "always_fatal"
+    if code in SXID_FATAL or line_says_fatal:
+        return "fatal"
+    return "non_fatal"
