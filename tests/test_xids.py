@@ -1,0 +1,198 @@
+"""NVIDIA's XID catalogue as nodeqc carries it (nodeqc.core.xids), the verdicts health.xid gives by
+it, the escalation of a repeated XID, and a simulated run with XIDs injected."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodeqc.backends import simulated_hardware
+from nodeqc.backends.base import GpuInfo
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.checks import health
+from nodeqc.checks.health import XID_REPEAT_LIMIT, judge_xid
+from nodeqc.core.codes import FATAL_XIDS, REMEDIATION, advice
+from nodeqc.core.model import Verdict
+from nodeqc.core.xids import ACTIONS, CATEGORIES, SEVERITIES, XID_READ, XID_SOURCE, XIDS, lookup
+from nodeqc.report.keys import create_key
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec.profile import load_profile
+from nodeqc.spec.selection import Selection
+from nodeqc.work.telemetry import GpuTelemetry
+
+# What every XID nodeqc judges as fatal today must stay fatal (shared/REFERENCE.md: the XIDs cloud
+# node agents take a node out of service for); before the catalogue these were FATAL_XIDS.
+CLOUD_FATAL = {46, 48, 54, 62, 63, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 142, 143, 151, 155, 156, 158}
+# Codes gpud marks critical (its event type Fatal: leptonai/gpud xid/xid.go) among those used on Ampere
+# and newer: none of them may be ignorable.
+GPUD_CRITICAL = {38, 44, 46, 48, 62, 63, 64, 68, 69, 74, 79, 94, 95, 110, 119, 120, 121, 140, 143}
+
+
+# ---------------------------------------------------------------------- the catalogue's shape
+
+
+def test_the_catalogue_names_its_source_and_the_date_it_was_read():
+    assert XID_SOURCE.startswith("https://docs.nvidia.com/deploy/xid-errors/")
+    assert re.fullmatch(r"20\d\d-\d\d-\d\d", XID_READ)
+
+
+def test_every_published_code_is_there_once_and_complete():
+    assert sorted(XIDS) == list(range(1, 174))  # NVIDIA's catalogue runs 1..173 as read
+    for code, e in XIDS.items():
+        assert e.code == code
+        assert e.meaning and e.meaning == e.meaning.strip() and len(e.meaning) < 200, code
+        assert e.category in CATEGORIES and e.severity in SEVERITIES and e.action in ACTIONS, code
+        assert e.hardware in (True, False, None), code
+        # Where NVIDIA publishes no action, ours says where it comes from or it is unknown.
+        assert e.nvidia or e.basis or e.action == "unknown", code
+        # Never silently: an unknown action is at least a warning.
+        if e.action == "unknown":
+            assert e.severity == "warning", code
+
+
+def test_the_fatal_codes_of_before_stay_fatal_and_gpuds_critical_are_never_ignorable():
+    assert CLOUD_FATAL <= FATAL_XIDS
+    assert all(XIDS[c].severity == "fatal" for c in CLOUD_FATAL)
+    assert not [c for c in GPUD_CRITICAL if XIDS[c].severity == "ignorable"]
+
+
+def test_the_codes_the_issue_names_are_catalogued_with_an_action():
+    named = {13, 31, 43, 45, 48, *range(61, 65), 68, 69, 74, 79, 92, 94, 95, 119, 120, 121, *range(136, 156)}
+    missing = [c for c in named if c not in XIDS or XIDS[c].action == "unknown"]
+    assert not missing
+
+
+def test_each_action_that_fails_has_a_code_with_a_remediation():
+    for code in XIDS:
+        j = judge_xid(code)
+        assert j.verdict in (Verdict.FAIL, Verdict.WARN, Verdict.PASS)
+        if j.verdict is not Verdict.PASS:
+            assert j.code in REMEDIATION, code
+
+
+# ---------------------------------------------------------------------- any code gets a judgement
+
+
+@given(st.integers(min_value=-2**63, max_value=2**64))
+def test_any_integer_xid_gets_a_defined_judgement(code):
+    j = judge_xid(code)
+    assert j.verdict in (Verdict.FAIL, Verdict.WARN, Verdict.PASS)
+    assert (j.verdict is Verdict.PASS) == (j.code is None)
+    if code not in XIDS:  # not catalogued: a warning that says the action is unknown, never a pass
+        assert (j.verdict, j.code) == (Verdict.WARN, "XID_UNKNOWN")
+    tel = telemetry((code,))
+    r = health.xid(gpu(), tel, None)
+    assert r.verdict is j.verdict and r.code == j.code and f"XID {code} (" in r.message
+    assert r.evidence["xids"][0]["severity"] in SEVERITIES
+
+
+# ---------------------------------------------------------------------- verdicts
+
+
+def gpu():
+    return GpuInfo(index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-0", bus_id="0000:18:00.0", serial="1650000000000")
+
+
+def telemetry(codes, t0=10.0):
+    tel = GpuTelemetry(0)
+    for i, code in enumerate(codes):
+        tel.xids.add({"t_s": t0 + i, "code": code})
+    return tel
+
+
+@pytest.mark.parametrize("code, verdict, result_code, action", [
+    (48, Verdict.FAIL, "XID_RESET_GPU", "nvidia-smi -r -i 0"),  # fatal: double-bit ECC error
+    (79, Verdict.FAIL, "XID_REBOOT", "reboot the node"),  # fatal: fallen off the bus
+    (54, Verdict.FAIL, "XID_CHECK_POWER", "power cables"),  # fatal: auxiliary power
+    (31, Verdict.FAIL, "XID_APP_FAULT", "known-good work"),  # an application's XID, during nodeqc's own work
+    (92, Verdict.WARN, "XID_WARNING", "non-fatal XID"),  # warning: high single-bit ECC rate
+    (5, Verdict.WARN, "XID_CONTACT_SUPPORT", "contact support"),  # unused on Ampere and newer
+    (165, Verdict.WARN, "XID_UNKNOWN", "does not give"),  # published, no action published
+    (999, Verdict.WARN, "XID_UNKNOWN", "does not give"),  # not catalogued
+    (45, Verdict.PASS, None, None),  # ignorable: it follows another XID
+    (154, Verdict.PASS, None, None),  # ignorable: it names another XID's recovery action
+])
+def test_each_grade_gives_its_verdict_and_its_action_as_the_remediation(code, verdict, result_code, action):
+    r = health.xid(gpu(), telemetry((code,)), None)
+    assert (r.verdict, r.code) == (verdict, result_code)
+    assert r.evidence["xids"][0]["code"] == code  # listed, whatever the verdict
+    assert r.evidence["catalogue"] == {"source": XID_SOURCE, "read": XID_READ}
+    if action:
+        assert action in advice(r.code, r.subject, r.evidence, r.verdict.value)
+    if verdict is Verdict.PASS:
+        assert r.message == f"XID {code} ({XIDS[code].meaning}) at 10.0 s: ignorable"
+
+
+def test_a_fatal_xid_leads_an_ignorable_one_and_the_message_gives_its_action():
+    r = health.xid(gpu(), telemetry((154, 119)), None)
+    assert (r.verdict, r.code) == (Verdict.FAIL, "XID_RESET_GPU")
+    assert r.message == "XID 119 (GSP RPC timeout) at 11.0 s: fatal, action: reset gpu"
+    assert [e["code"] for e in r.evidence["xids"]] == [154, 119]
+
+
+def test_the_remediation_of_a_warning_xid_advises_no_rma():
+    for code in ("XID_WARNING", "XID_UNKNOWN", "XID_CONTACT_SUPPORT"):
+        assert "RMA" not in advice(code, "gpu0", {}, "warn")
+
+
+# ---------------------------------------------------------------------- escalation within a run
+
+
+def test_a_warning_xid_repeated_in_one_run_fails_for_hardware_inspection():
+    below = health.xid(gpu(), telemetry((92,) * (XID_REPEAT_LIMIT - 1)), None)
+    assert (below.verdict, below.code) == (Verdict.WARN, "XID_WARNING")
+    assert f"({XID_REPEAT_LIMIT - 1} times)" in below.message
+    at = health.xid(gpu(), telemetry((92,) * XID_REPEAT_LIMIT), None)
+    assert (at.verdict, at.code) == (Verdict.FAIL, "XID_REPEATED")
+    assert f"repeated {XID_REPEAT_LIMIT} times in one run" in at.message
+    assert "RMA" in advice(at.code, "gpu0", at.evidence, "fail")
+    # The same count spread over different codes is not a repeat.
+    mixed = health.xid(gpu(), telemetry((92, 93, 92, 93)), None)
+    assert mixed.verdict is Verdict.WARN
+    # Ignorable ones stay ignorable however often they come (each points at an XID judged itself).
+    assert health.xid(gpu(), telemetry((45,) * 5), None).verdict is Verdict.PASS
+    # A fatal one keeps its own code, its count said.
+    fatal = health.xid(gpu(), telemetry((48,) * 4), None)
+    assert (fatal.verdict, fatal.code) == (Verdict.FAIL, "XID_RESET_GPU") and "(4 times)" in fatal.message
+
+
+def test_events_not_kept_are_never_passed():
+    tel = telemetry((45,))
+    tel.xids.dropped = 3
+    r = health.xid(gpu(), tel, None)
+    assert (r.verdict, r.code) == (Verdict.WARN, "XID_WARNING") and "3 more XID event(s) not kept" in r.message
+
+
+def test_a_code_that_is_not_a_whole_number_is_judged_unknown():
+    tel = GpuTelemetry(0)
+    tel.xids.add({"t_s": 1.0, "code": "79"})
+    r = health.xid(gpu(), tel, None)
+    assert (r.verdict, r.code) == (Verdict.WARN, "XID_UNKNOWN")
+    assert lookup("79").category == "unknown" and lookup(True).category == "unknown"
+
+
+# ---------------------------------------------------------------------- a simulated run
+
+
+def test_a_simulated_run_judges_each_injected_xid_by_the_catalogue(tmp_path):
+    """The simulated node's driver reports each injected XID under load (NVML event and kernel log line)."""
+    faults = ["gpu0:xid=48", "gpu1:xid=45", "gpu2:xid=92", "gpu3:xid=999", "gpu4:xid=13"]
+    hw = simulated_hardware("hgx-h100", [parse_fault(f) for f in faults], time_scale=40)
+    signer = create_key(tmp_path / "k.pem")
+    selection = Selection(only=("stress.gpu_free", "stress.burn", "health.xid", "host.kernel_log"))
+    outcome = Runner(RunOptions(load_profile("hgx-h100"), signer, out_dir=tmp_path / "out", quick=True,
+                                selection=selection), hw).run()
+    xid = {r.subject: (r.verdict, r.code) for r in outcome.results if r.name == "health.xid"}
+    assert xid == {"gpu0": (Verdict.FAIL, "XID_RESET_GPU"), "gpu1": (Verdict.PASS, None),
+                   "gpu2": (Verdict.WARN, "XID_WARNING"), "gpu3": (Verdict.WARN, "XID_UNKNOWN"),
+                   "gpu4": (Verdict.FAIL, "XID_APP_FAULT"), "gpu5": (Verdict.PASS, None),
+                   "gpu6": (Verdict.PASS, None), "gpu7": (Verdict.PASS, None)}
+    listed = {r.subject: [e["code"] for e in r.evidence.get("xids", [])] for r in outcome.results
+              if r.name == "health.xid"}
+    assert listed["gpu1"] == [45]  # passed, the event listed
+    log = {r.subject: (r.verdict, r.code) for r in outcome.results if r.name == "host.kernel_log"}
+    assert log["gpu0"] == (Verdict.FAIL, "KERNEL_XID") and log["gpu2"] == (Verdict.WARN, "KERNEL_XID")
+    assert "gpu1" not in log  # the ignorable line is not of note
