@@ -177,6 +177,7 @@ def test_a_code_that_is_not_a_whole_number_is_judged_unknown():
 # ---------------------------------------------------------------------- a simulated run
 
 
+@pytest.mark.slow
 def test_a_simulated_run_judges_each_injected_xid_by_the_catalogue(tmp_path):
     """The simulated node's driver reports each injected XID under load (NVML event and kernel log line)."""
     faults = ["gpu0:xid=48", "gpu1:xid=45", "gpu2:xid=92", "gpu3:xid=999", "gpu4:xid=13"]
@@ -196,3 +197,60 @@ def test_a_simulated_run_judges_each_injected_xid_by_the_catalogue(tmp_path):
     log = {r.subject: (r.verdict, r.code) for r in outcome.results if r.name == "host.kernel_log"}
     assert log["gpu0"] == (Verdict.FAIL, "KERNEL_XID") and log["gpu2"] == (Verdict.WARN, "KERNEL_XID")
     assert "gpu1" not in log  # the ignorable line is not of note
+
+
+# ---------------------------------------------------------------------- escalation across runs
+
+
+def _run(tmp_path, signer, faults, previous=None):
+    from nodeqc.report.envelope import verify_file
+
+    hw = simulated_hardware("hgx-h100", [parse_fault(f) for f in faults], time_scale=40)
+    selection = Selection(only=("stress.gpu_free", "stress.burn", "health.xid"))
+    out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
+    outcome = Runner(RunOptions(load_profile("hgx-h100"), signer, out_dir=out, quick=True, selection=selection,
+                                previous=previous), hw).run()
+    return verify_file(outcome.report_path, {signer.keyid: (signer.public, "test")}).predicate
+
+
+def test_xids_of_a_report_are_keyed_by_the_gpus_serial_and_bounded():
+    from nodeqc.report.answer import xids_of
+
+    pred = {"gpus": [{"subject": "gpu0", "serial": "S0"}, {"subject": "gpu1"}],  # gpu1: no serial, not followed
+            "checks": [{"name": "health.xid", "subject": "gpu0",
+                        "evidence": {"xids": [{"code": 48}, {"code": 48}, {"code": "79"}, "junk", {"code": 92}]}},
+                       {"name": "health.xid", "subject": "gpu1", "evidence": {"xids": [{"code": 13}]}},
+                       {"name": "health.xid", "subject": "gpu9", "evidence": {"xids": [{"code": 13}]}},
+                       {"name": "health.ecc", "subject": "gpu0", "evidence": {"xids": [{"code": 13}]}},
+                       {"name": "health.xid", "subject": "gpu0", "evidence": "not a dict"}]}
+    assert xids_of(pred) == {"gpu:S0": [48, 92]}
+    assert xids_of({}) == {} and xids_of({"checks": "x", "gpus": None}) == {}
+
+
+@pytest.mark.slow
+def test_an_xid_that_returns_in_the_next_run_needs_hardware_inspection(tmp_path):
+    """gpud's rule across runs: the previous report asked for a reset; the same XID on the same GPU
+    (by serial) in the next run means the reset did not clear it. Another XID, or the same XID on
+    another GPU, is not a return."""
+    from nodeqc.report.answer import xids_of
+
+    signer = create_key(tmp_path / "k.pem")
+    first = _run(tmp_path, signer, ["gpu0:xid=48", "gpu1:xid=92"])
+    before = {f["subject"]: f for f in first["answer"]["findings"]}
+    assert before["gpu0"]["escalation"] == 0 and "came back" not in before["gpu0"]["remediation"]
+    previous = {"report": "first.report.json", "failures": [], "xids": xids_of(first)}
+    assert sorted(previous["xids"].values()) == [[48], [92]]
+    second = _run(tmp_path, signer, ["gpu0:xid=48", "gpu1:xid=92", "gpu2:xid=48", "gpu3:xid=79"], previous)
+    after = {f["subject"]: f for f in second["answer"]["findings"]}
+    serial0 = next(g["serial"] for g in second["gpus"] if g["subject"] == "gpu0")
+    assert after["gpu0"]["escalation"] == 1
+    assert after["gpu0"]["remediation"].startswith("XID 48 came back on ")
+    assert serial0 in after["gpu0"]["remediation"] and "first.report.json" in after["gpu0"]["remediation"]
+    assert after["gpu0"]["remediation"].endswith("hardware inspection: RMA it.")
+    # A warning that returns: inspected, never an RMA for a warning.
+    assert after["gpu1"]["verdict"] == "warn" and "came back" in after["gpu1"]["remediation"]
+    assert "RMA" not in after["gpu1"]["remediation"]
+    # The same code on a GPU that had none before, and a new code: their own remediation.
+    assert after["gpu2"]["escalation"] == 0 and "came back" not in after["gpu2"]["remediation"]
+    assert after["gpu3"]["escalation"] == 0 and after["gpu3"]["code"] == "XID_REBOOT"
+    assert second["previous"]["xids"] == previous["xids"]  # the report records what it was compared with

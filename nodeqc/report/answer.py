@@ -454,3 +454,44 @@ def escalate(findings: list[Finding], prior: dict[str, int], repair: dict[str, A
         if times:
             f.escalation = min(times, 2)
             f.remediation = escalation(f.code, f.escalation, f.part)
+
+
+def xids_of(predicate: dict[str, Any]) -> dict[str, list[int]]:
+    """part key -> the XID codes a report's health.xid saw on that GPU (whatever their verdict), for
+    the next run of the node to tell an XID that returned."""
+    known = parts(predicate.get("gpus") or [], [])
+    out: dict[str, list[int]] = {}
+    for r in predicate.get("checks") or []:
+        if not isinstance(r, dict) or r.get("name") != "health.xid" or not isinstance(r.get("evidence"), dict):
+            continue
+        part = known.get(r.get("subject"))
+        events = r["evidence"].get("xids")
+        codes = sorted({e["code"] for e in events if isinstance(e, dict) and type(e.get("code")) is int}
+                       if isinstance(events, list) else ())
+        if part and part.key and codes:
+            out[part.key] = codes[:200]  # bounded: the report's own list is
+    return out
+
+
+def xids_returned(findings: list[Finding], results: list[CheckResult], previous: dict[str, Any] | None) -> None:
+    """An XID that comes back on the same GPU (by serial) in the node's next run came back after the
+    reset or reboot the earlier report asked for: gpud's rule, hardware inspection. Its finding says
+    so; the verdict stays this run's own (the XID is judged by the catalogue, nodeqc.checks.health.xid)."""
+    before = (previous or {}).get("xids")
+    if not isinstance(before, dict):
+        return
+    now = {(r.subject, r.name): r for r in results}
+    for f in findings:
+        r = now.get((f.subject, f.check))
+        if f.check != "health.xid" or r is None or not f.part.key or not isinstance(before.get(f.part.key), list):
+            continue
+        again = sorted({e.get("code") for e in r.evidence.get("xids", [])} & set(before[f.part.key]))
+        if not again:
+            continue
+        codes = ", ".join(f"XID {c}" for c in again)
+        f.escalation = max(f.escalation, 1)
+        inspect = ("RMA it" if f.verdict in ("fail", "error") else
+                   "have it inspected (reseat it, check its power and cooling) and re-run")
+        f.remediation = (f"{codes} came back on {f.part.identity} after the previous run "
+                         f"({previous.get('report') or previous.get('path')}): the reset or reboot did not clear it, "
+                         f"so the GPU needs hardware inspection: {inspect}.")

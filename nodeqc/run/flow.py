@@ -284,14 +284,14 @@ class RunFlow:
 
     def _failures(self, path: Path) -> dict[str, Any]:
         """The re-tested report's path and failures, for FIXED / STILL FAILING."""
-        from nodeqc.report.answer import failures_of
+        from nodeqc.report.answer import failures_of, xids_of
         from nodeqc.report.envelope import VerificationError, verify_file
 
         try:
             predicate = verify_file(path, self.archive.trusted).predicate
         except VerificationError as e:
             raise UsageError(f"{path}: NOT VERIFIED: {e}") from None
-        return {"path": str(path), "failures": failures_of(predicate)}
+        return {"path": str(path), "failures": failures_of(predicate), "xids": xids_of(predicate)}
 
     def _prior_repairs(self, hardware: Any) -> dict[str, int]:
         from nodeqc.archive.filing import node_dir, node_key

@@ -34,7 +34,7 @@ from nodeqc.core.model import CheckResult, Verdict, node_verdict
 from nodeqc.core.na import is_na
 from nodeqc.core.safefile import OutputError
 from nodeqc.core.stamps import current_user, utc_now
-from nodeqc.report.answer import answer, escalate, repair_outcome
+from nodeqc.report.answer import answer, escalate, repair_outcome, xids_returned
 from nodeqc.report.envelope import sign, statement, write_envelope
 from nodeqc.report.journal import Journal
 from nodeqc.report.keys import Signer
@@ -564,6 +564,7 @@ class Runner:
             the_answer.repair = repair_outcome(self.options.previous, self.options.repair, self._results,
                                                the_answer.findings)
         escalate(the_answer.findings, self.options.prior_repairs, the_answer.repair)
+        xids_returned(the_answer.findings, self._results, previous)  # an XID back after a reset: inspect
         finished = RunFinished(verdict, status, str(paths.report), counts, failed, the_answer)
         assert self._journal is not None
         self._journal.append(finished.to_dict())
