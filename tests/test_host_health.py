@@ -243,7 +243,20 @@ def test_downstream_port_containment_is_an_uncorrectable_pcie_error(line, device
     # an HGX node's dmesg quoted in gpud's SXid document (leptonai/gpud, "NVIDIA GPU SXid errors"): the
     # NVSwitch links of a GPU that fell off the bus went down
     ("nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up",
-     ("sxid", Verdict.FAIL, "KERNEL_SXID", "nvswitch1", "fatal NVSwitch error SXid 20034")),
+     ("sxid", Verdict.FAIL, "KERNEL_SXID", "nvswitch1", "fatal NVSwitch error SXid 20034 (link training (LTSSM) fault)")),
+    # NVIDIA's always-fatal SXids (Fabric Manager user guide, appendix D) need the whole fabric reset,
+    # whatever the line says; a code the tables do not hold takes the line's word.
+    ("nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 23001, Fatal, ingress SRC-VC buffer overflow",
+     ("sxid", Verdict.FAIL, "KERNEL_SXID", "nvswitch2", "always-fatal NVSwitch error (the whole NVLink fabric must be "
+      "reset: reboot the host) SXid 23001 (ingress or egress buffer, credit or packet error in the switch fabric)")),
+    ("nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 22003, Non-fatal, Minion halt",
+     ("sxid", Verdict.FAIL, "KERNEL_SXID", "nvswitch2", "always-fatal NVSwitch error (the whole NVLink fabric must be "
+      "reset: reboot the host) SXid 22003 (link controller (Minion) halt)")),
+    ("nvidia-nvswitch5: SXid (PCI:0000:0b:00.0): 99999, Fatal, something new",
+     ("sxid", Verdict.FAIL, "KERNEL_SXID", "nvswitch5", "fatal NVSwitch error SXid 99999 (not in NVIDIA's SXid tables "
+      "as nodeqc read them)")),
+    # a real HGX dmesg line (a public dataset of labelled kernel lines): non-fatal, not judged
+    ("nvidia-nvswitch4: SXid (PCI:0000:c6:00.0): 19084, Non-fatal, Link 29 AN1 Heartbeat Timeout Error (First)", None),
     # non-fatal ones and the detail lines are not judged (see _SXID)
     ("nvidia-nvswitch3: SXid (PCI:0000:08:00.0): 22013, Non-fatal, Link 60 Minion Link DLREQ interrupt", None),
     ("nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Severity 1 Engine instance 63 Sub-engine instance 00", None),

@@ -16,7 +16,7 @@ from nodeqc.backends.platform import HostCounters
 from nodeqc.checks.common import Judgement, fold
 from nodeqc.core.codes import xid_meaning
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
-from nodeqc.core.xids import lookup as lookup_xid
+from nodeqc.core.xids import lookup as lookup_xid, sxid_grade, sxid_meaning
 from nodeqc.spec.profile import Profile
 
 # Limits when a profile sets none. Corrected memory errors: any growth warns, because a DIMM that
@@ -163,10 +163,11 @@ _AER = re.compile(r"AER: (?P<what>(?:Multiple )?(?:Corrected|Correctable|Uncorre
 # also matched "Machine check injector initialized" (mce-inject loading), which reports no error.
 # An NVSwitch's own errors (HGX/DGX baseboards), printed by the nvswitch driver (open-gpu-kernel-modules,
 # NVSWITCH_PRINT_SXID: "nvidia-nvswitchN: SXid (PCI:BUS): CODE, Fatal|Non-fatal, ..."; the lines after
-# it, "CODE, Severity N Engine instance ...", repeat the event). The driver calls it fatal: the fabric
-# needs a reset. Non-fatal ones are left unjudged: NVSwitch link training logs them on healthy
-# baseboards, and no public source grades them.
-_SXID = re.compile(r"nvidia-(?P<sw>nvswitch\d+): SXid \(PCI:[^)]*\): (?P<sxid>\d+), Fatal\b")
+# it, "CODE, Severity N Engine instance ...", repeat the event). Graded by the line and NVIDIA's SXid
+# tables (nodeqc.core.xids.sxid_grade): fatal and always-fatal ones fail. Non-fatal ones are left
+# unjudged: NVSwitch link training logs them on healthy baseboards (NVIDIA's tables list corrected
+# ECC errors, replays and heartbeat timeouts among them, to watch, not to act on).
+_SXID = re.compile(r"nvidia-(?P<sw>nvswitch\d+): SXid \(PCI:[^)]*\): (?P<sxid>\d{1,6}), (?P<sev>Fatal|Non-fatal)\b")
 # Downstream Port Containment: the port took its link down on an uncorrectable error (PCIe Base Spec
 # 6.0 6.2.11). The kernel prints "DPC: containment event, status:S source:ID" (drivers/pci/pcie/dpc.c;
 # "DPC containment event" on a ":pcie010" service device before Linux 5.0, "..., ERR_FATAL received
@@ -222,7 +223,13 @@ def classify(line: str) -> LogFinding | None:
         return LogFinding("xid", Verdict.FAIL, "KERNEL_XID", m["bus"].lower(), f"Xid 79 ({xid_meaning(79)}, action: {lookup_xid(79).action})")
     m = _SXID.search(line)
     if m:
-        return LogFinding("sxid", Verdict.FAIL, "KERNEL_SXID", m["sw"], f"fatal NVSwitch error SXid {int(m['sxid'])}")
+        code = int(m["sxid"])
+        grade = sxid_grade(code, m["sev"] == "Fatal")
+        if grade == "non_fatal":
+            return None
+        what = ("always-fatal NVSwitch error (the whole NVLink fabric must be reset: reboot the host)"
+                if grade == "always_fatal" else "fatal NVSwitch error")
+        return LogFinding("sxid", Verdict.FAIL, "KERNEL_SXID", m["sw"], f"{what} SXid {code} ({sxid_meaning(code)})")
     m = _DPC.search(line)
     if m:
         device = m["src"] or m["port"]

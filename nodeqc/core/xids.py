@@ -224,28 +224,55 @@ def lookup(code: int) -> Xid:
 
 
 # ---------------------------------------------------------------------- NVSwitch SXIDs
-# NVIDIA Fabric Manager user guide, appendix D (the SXid tables), read through gpud's copy
-# (leptonai/gpud components/accelerator/nvidia/sxid/sxid.go) on SXID_READ. "always fatal": the whole
-# fabric must be reset (reboot the host); "fatal": the NVSwitch port's traffic stopped, reset the
-# GPUs and switches on it; the driver's own line says Fatal or Non-fatal too, and nodeqc takes the
-# graver of the two. Codes not listed take the line's word.
+# NVIDIA Fabric Manager user guide, appendix D (the NVSwitch SXid tables: non-fatal, fatal, always
+# fatal), read through gpud's copy (leptonai/gpud components/accelerator/nvidia/sxid/sxid.go) on
+# SXID_READ. "fatal": the traffic through that NVSwitch port stopped; the GPUs and switches on it need
+# a reset (the fatal ones propagate to the GPUs as XID 74). "always fatal": the whole NVLink fabric
+# must be reset, which means rebooting the host. The driver's own line says Fatal or Non-fatal for each
+# event; nodeqc takes its word, except that an always-fatal code is always fatal. Names in short.
 SXID_SOURCE = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
 SXID_READ = "2026-11-27"
-SXID_ALWAYS_FATAL = frozenset({12020, 22003, 22011, *range(23001, 23018)})
-SXID_FATAL = frozenset({11001, 11004, 11009, 11013, 11018, 11019, 11020, 12001, 12002, 12022, 12024, 12025, 12026,
-                        12027, 12028, 12030, 12031, 12032, 14017, 15001, 15006, 15009, 15010, 15012, 15013, 19047,
-                        19048, 19054, 19056, 19058, 19060, 19061, 19063, 19064, 19066, 19067, 19069, 19070, 19084,
-                        20034, 24004, 24005, 24006, 24007})
-# Non-fatal ones NVIDIA lists: corrected (single-bit) ECC errors in the switch's memories, a replay,
-# link events. Their action is to watch them.
-SXID_NON_FATAL = frozenset({11012, 11021, 11022, 11023, 12021, 12023, 15008, 15011, 19049, 19055, 19057, 19059,
-                            19062, 19065, 19068, 19071, 20001, 20009, 20012, 22013, 24001, 24002, 24003})
+_SBE = "corrected (single-bit) ECC error in a switch memory"
+_DBE = "uncorrectable (double-bit) ECC error in a switch memory"
+SXIDS: dict[int, tuple[str, str]] = {
+    **{c: (_SBE, "non_fatal") for c in (11012, 11021, 11022, 11023, 12021, 12023, 15008, 15011, 19049, 19055, 19057,
+                                         19059, 19062, 19065, 19068, 19071, 24001, 24002, 24003)},
+    11004: ("ingress access-control violation (a partition misconfiguration)", "non_fatal"),
+    12028: ("egress non-posted privilege error", "non_fatal"),
+    19084: ("link heartbeat timeout", "non_fatal"),
+    20001: ("link transmit replay", "non_fatal"),
+    20009: ("link receive short error rate", "non_fatal"),
+    20012: ("broken or inconsistent link connection", "non_fatal"),
+    22013: ("link controller (Minion) request interrupt", "non_fatal"),
+    10001: ("host privilege error", "non_fatal"), 10002: ("host privilege timeout", "non_fatal"),
+    10003: ("host unhandled interrupt", "non_fatal"), 10004: ("switch thermal event started", "non_fatal"),
+    10005: ("switch thermal event ended", "non_fatal"),
+    11001: ("ingress invalid command", "fatal"), 11009: ("ingress invalid virtual-channel set", "fatal"),
+    11020: ("ingress control parity error", "fatal"), 12001: ("egress crossbar overflow", "fatal"),
+    12002: ("egress packet route error", "fatal"), 12025: ("egress credit overflow", "fatal"),
+    12026: ("egress destination request ID error", "fatal"), 12027: ("egress destination response ID error", "fatal"),
+    12030: ("egress control parity error", "fatal"), 12031: ("egress credit parity error", "fatal"),
+    12032: ("egress flit type mismatch", "fatal"), 14017: ("transaction timeout", "fatal"),
+    15001: ("route buffer over- or underflow", "fatal"), 15006: ("route completion over- or underflow", "fatal"),
+    15010: ("route parity error", "fatal"), 15013: ("route credit parity error", "fatal"),
+    20034: ("link training (LTSSM) fault", "fatal"), 24007: ("source-tracking timeout", "fatal"),
+    **{c: (_DBE, "fatal") for c in (11013, 11018, 11019, 12022, 12024, 15009, 15012, 19047, 19048, 19054, 19056,
+                                     19058, 19060, 19061, 19063, 19064, 19066, 19067, 19069, 19070, 24004, 24005,
+                                     24006)},
+    12020: ("egress sequence ID error", "always_fatal"), 22003: ("link controller (Minion) halt", "always_fatal"),
+    22011: ("link controller (Minion) external error", "always_fatal"),
+    **{c: ("ingress or egress buffer, credit or packet error in the switch fabric", "always_fatal")
+       for c in range(23001, 23018)},
+}
 
 
 def sxid_grade(code: int, line_says_fatal: bool) -> str:
-    """'always_fatal', 'fatal' or 'non_fatal' for an SXid: the catalogue's grade or the line's, the graver."""
-    if code in SXID_ALWAYS_FATAL:
+    """'always_fatal', 'fatal' or 'non_fatal' for one SXid event: the line's word, except that an
+    always-fatal code is always fatal."""
+    if SXIDS.get(code, ("", ""))[1] == "always_fatal":
         return "always_fatal"
-    if code in SXID_FATAL or line_says_fatal:
-        return "fatal"
-    return "non_fatal"
+    return "fatal" if line_says_fatal else "non_fatal"
+
+
+def sxid_meaning(code: int) -> str:
+    return SXIDS.get(code, ("not in NVIDIA's SXid tables as nodeqc read them", ""))[0]
