@@ -14,7 +14,6 @@ from typing import Any
 from nodeqc.backends.kernel_log import KernelRecord
 from nodeqc.backends.platform import HostCounters
 from nodeqc.checks.common import Judgement, fold
-from nodeqc.core.codes import xid_meaning
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
 from nodeqc.core.xids import lookup as lookup_xid, sxid_grade, sxid_meaning
 from nodeqc.spec.profile import Profile
@@ -220,7 +219,8 @@ def classify(line: str) -> LogFinding | None:
                           f"{m['bus'].lower()}.0", f"Xid {e.code} ({e.meaning}{action})")
     m = _FALLEN.search(line)
     if m:  # newer drivers say this without an Xid line (NVIDIA/NVSentinel#155)
-        return LogFinding("xid", Verdict.FAIL, "KERNEL_XID", m["bus"].lower(), f"Xid 79 ({xid_meaning(79)}, action: {lookup_xid(79).action})")
+        lost = lookup_xid(79)
+        return LogFinding("xid", Verdict.FAIL, "KERNEL_XID", m["bus"].lower(), f"Xid 79 ({lost.meaning}, action: {lost.action})")
     m = _SXID.search(line)
     if m:
         code = int(m["sxid"])

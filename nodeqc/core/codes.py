@@ -11,9 +11,6 @@ import math
 import re
 from typing import Any
 
-from nodeqc.core.xids import XIDS
-from nodeqc.core.xids import lookup as lookup_xid
-
 REMEDIATION: dict[str, str] = {
     # Inventory
     "NVML_UNAVAILABLE": "Install or load the NVIDIA driver so that `nvidia-smi` lists the GPUs, then re-run.",
@@ -250,10 +247,7 @@ REMEDIATION: dict[str, str] = {
     "HOST_NOT_HERE": "This host check reads or loads the machine nodeqc runs on, and this run has none of its own (a replay of a capture carries only the captured GPUs' NVML answers): run nodeqc on the node itself to judge its host.",
     "HOST_UNREADABLE": "sysfs could not be read at the start of the run, so host errors (EDAC, PCIe AER, the kernel log) were not watched: run nodeqc as root on the node itself, and check that /sys is mounted; the warning at the start names the file.",
 }
-
-# What the driver's XID codes mean and which are fatal: NVIDIA's catalogue (nodeqc.core.xids).
-XID_MEANING: dict[int, str] = {code: e.meaning for code, e in XIDS.items()}
-FATAL_XIDS = frozenset(code for code, e in XIDS.items() if e.severity == "fatal")
+# What XIDs mean, which are fatal and what to do about each: NVIDIA's catalogue (nodeqc.core.xids).
 
 
 # Why a check did not run, in a few words, for the one-line count of checks not run
@@ -397,7 +391,3 @@ def _default_w(evidence: Any) -> float | None:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
             return float(value)
     return None
-
-
-def xid_meaning(code: int) -> str:
-    return lookup_xid(code).meaning
