@@ -255,6 +255,9 @@ def test_downstream_port_containment_is_an_uncorrectable_pcie_error(line, device
     ("nvidia-nvswitch5: SXid (PCI:0000:0b:00.0): 99999, Fatal, something new",
      ("sxid", Verdict.FAIL, "KERNEL_SXID", "nvswitch5", "fatal NVSwitch error SXid 99999 (not in NVIDIA's SXid tables "
       "as nodeqc read them)")),
+    # digits without end are no Xid; 45 points at another Xid (judged itself): not of note
+    ("NVRM: Xid (PCI:0000:1b:00): " + "9" * 5000, None),
+    ("NVRM: Xid (PCI:0000:1b:00): 45, pid=7, Ch 00000010", None),
     # a real HGX dmesg line (a public dataset of labelled kernel lines): non-fatal, not judged
     ("nvidia-nvswitch4: SXid (PCI:0000:c6:00.0): 19084, Non-fatal, Link 29 AN1 Heartbeat Timeout Error (First)", None),
     # non-fatal ones and the detail lines are not judged (see _SXID)
@@ -549,6 +552,9 @@ def test_kernel_log_keeps_the_first_lines_as_evidence_and_machine_checks_are_the
 
 
 @pytest.mark.parametrize("line, found", [
+    # A number past any XID is judged as a code the catalogue does not hold.
+    ("NVRM: Xid (PCI:0000:1b:00): 4000000000, pid=7, ?", ("xid", Verdict.WARN, "KERNEL_XID", "0000:1b:00.0",
+                                                         "Xid 4000000000 (not in NVIDIA's XID catalogue as nodeqc read it)")),
     ("NVRM: Xid (PCI:0000:1B:00): 48, pid=7, DBE", ("xid", Verdict.FAIL, "KERNEL_XID", "0000:1b:00.0", "Xid 48 (double-bit ECC error, action: reset gpu)")),
     ("NVRM: Xid (PCI:0000:1b:00.0): 31, pid=7, MMU fault", ("xid", Verdict.WARN, "KERNEL_XID", "0000:1b:00.0",
                                                             "Xid 31 (GPU memory page fault, action: restart app)")),

@@ -149,7 +149,7 @@ class LogFinding:
     text: str
 
 
-_XID = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (?P<xid>\d+)")
+_XID = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (?P<xid>\d{1,10})\b")
 # "NVRM: The NVIDIA GPU BUS (PCI ID: ...) installed in this system has fallen off the bus" (newer drivers,
 # NVIDIA/NVSentinel#155) and "NVRM: GPU BUS: GPU has fallen off the bus." (the line after the Xid 79 in an
 # nvidia-bug-report, congphase/my-t450s troubleshoot_log.md): either says it, with or without an Xid.
@@ -220,7 +220,8 @@ def classify(line: str) -> LogFinding | None:
     m = _FALLEN.search(line)
     if m:  # newer drivers say this without an Xid line (NVIDIA/NVSentinel#155)
         lost = lookup_xid(79)
-        return LogFinding("xid", Verdict.FAIL, "KERNEL_XID", m["bus"].lower(), f"Xid 79 ({lost.meaning}, action: {lost.action})")
+        return LogFinding("xid", Verdict.FAIL, "KERNEL_XID", m["bus"].lower(),
+                          f"Xid 79 ({lost.meaning}, action: {lost.action})")
     m = _SXID.search(line)
     if m:
         code = int(m["sxid"])
