@@ -4,6 +4,7 @@ it, the escalation of a repeated XID, and a simulated run with XIDs injected."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -253,3 +254,31 @@ def test_an_xid_that_returns_in_the_next_run_needs_hardware_inspection(tmp_path)
     assert after["gpu2"]["escalation"] == 0 and "came back" not in after["gpu2"]["remediation"]
     assert after["gpu3"]["escalation"] == 0 and after["gpu3"]["code"] == "XID_REBOOT"
     assert second["previous"]["xids"] == previous["xids"]  # the report records what it was compared with
+
+
+@pytest.mark.slow
+def test_the_cli_tells_an_xid_that_came_back_from_the_archive(tmp_path):
+    """`nodeqc` as a user runs it twice on one node with an archive: the second run reads the first
+    report's XIDs from the archive (no --retest needed) and says XID 48 came back on gpu0."""
+    import base64
+    import json
+
+    from conftest import cli
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_DATA_HOME": str(tmp_path / "data"),
+           "NODEQC_ARCHIVE": str(tmp_path / "archive")}
+    args = ["--headless", "--profile", "h100", "--quick", "--sample-hz", "8", "--simulate", "h100",
+            "--inject", "gpu0:xid=48", "--only", "stress.gpu_free,stress.burn,health.xid"]
+    reports = []
+    for _ in range(2):
+        p = cli(*args, env=env)
+        assert p.returncode == 1, p.stderr
+        envelope = json.loads(Path(p.stdout.strip().splitlines()[-1]).read_text())
+        reports.append((json.loads(base64.b64decode(envelope["payload"]))["predicate"], p))
+    (first, _), (second, p) = reports
+    assert first["previous"] is None
+    assert list(second["previous"]["xids"].values()) == [[48]]
+    finding = next(f for f in second["answer"]["findings"] if f["check"] == "health.xid")
+    assert finding["code"] == "XID_RESET_GPU" and finding["escalation"] == 1
+    assert finding["remediation"].startswith("XID 48 came back on ") and "RMA it" in finding["remediation"]
+    assert "XID 48 came back on " in p.stderr  # the end-of-run summary says it too
