@@ -20,8 +20,9 @@ How the catalogue becomes a severity (nodeqc's rule, one line each):
 - ignorable: reports that only point at another XID or are test messages (14, 45, 106, 107, 154).
   No code gpud marks critical is ignorable.
 `hardware` says whether the cause can be the hardware: True where NVIDIA's investigatory action is
-to contact support or inspect the link, or the category is memory, bus, power or NVLink hardware;
-False where it points at the application or the software; None where unknown.
+to contact support or inspect the link, where its workflow for the code includes the hardware (13,
+31), or where the code reports memory, bus or power hardware; False where NVIDIA points at the
+application or the software (CHECK_APP/CUDA, INVESTIGATE_SW, UPDATE_SWFW); None where nobody says.
 How a run judges an XID (the context: nodeqc's own known-good work) is nodeqc.checks.health.xid's.
 """
 
