@@ -49,10 +49,11 @@ MAX_CAPTURE_BYTES = 16 << 20  # a capture of 8 GPUs is under 100 kB (shared/meas
 
 
 def hardware_for(simulate: str | None, replay: str | None, inject: list[str],
-                 time_scale: float | None = None) -> Hardware:
+                 time_scale: float | None = None, in_service: bool = False) -> Hardware:
     """The hardware a command names: a captured machine (--replay), a simulated node (--simulate,
     with --inject's faults), or this machine's. The one place every command builds it, so each
-    refuses the same mistakes with the same words (nodeqc.core.errors.UsageError)."""
+    refuses the same mistakes with the same words (nodeqc.core.errors.UsageError). in_service: a
+    simulated node as found between qualifications (SimNode.in_service), for nodeqc watch."""
     from nodeqc.backends.sim.faults import parse_fault
     from nodeqc.core.errors import UsageError
 
@@ -64,7 +65,7 @@ def hardware_for(simulate: str | None, replay: str | None, inject: list[str],
     if replay:
         return replay_hardware(replay)
     if simulate:
-        return simulated_hardware(simulate, faults, time_scale=time_scale)
+        return simulated_hardware(simulate, faults, time_scale=time_scale, in_service=in_service)
     return real_hardware()
 
 
@@ -86,12 +87,15 @@ def real_hardware() -> Hardware:
                     platform=LinuxPlatform(), host_stress=LinuxHostStress(), bmc=IpmitoolBmc())
 
 
-def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float | None = None) -> Hardware:
+def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float | None = None,
+                       in_service: bool = False) -> Hardware:
     from nodeqc.backends.sim.node import SimNode
     from nodeqc.backends.sim.platform import SimBmc, SimHostStress, SimPlatform
     from nodeqc.backends.sim.scenario import load_scenario
 
     node = SimNode(load_scenario(scenario_ref), faults, time_scale)
+    if in_service:
+        node.in_service()
     return Hardware(node.management(), node.host(), node.compute_spec(), node.clock,
                     simulation={"scenario": node.scenario.name, "faults": [str(f) for f in faults],
                                 "time_scale": node.clock.scale}, nics=node.nics(), platform=SimPlatform(node),

@@ -79,10 +79,18 @@ class Unreadable(KernelLog):
 class Kmsg(KernelLog):
     source = KMSG
 
-    def __init__(self, path: str = KMSG):
+    def __init__(self, path: str = KMSG, after_seq: int | None = None):
+        """after_seq None: only what comes after now (the start of a run). A number (nodeqc watch,
+        between two of its passes): the records after that one the ring buffer still holds, from
+        its oldest; -1 for all of them (since boot, if the buffer kept that much)."""
         self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        os.lseek(self.fd, 0, os.SEEK_END)  # only what comes after the start of the run
+        if after_seq is None:
+            os.lseek(self.fd, 0, os.SEEK_END)  # only what comes after the start of the run
+        else:
+            os.lseek(self.fd, 0, os.SEEK_SET)  # the oldest record the buffer holds
+        self._after = after_seq
         self.lost = 0
+        self.last_seq: int | None = None  # the newest record's sequence number read so far
         self._next_seq: int | None = None  # the sequence number the next record should carry
 
     def new_records(self) -> list[KernelRecord]:
@@ -103,7 +111,14 @@ class Kmsg(KernelLog):
             if not data:
                 break
             rec = parse_kmsg(data)
+            if rec is not None and self._after is not None:
+                if rec.seq <= self._after:
+                    continue  # read by an earlier pass
+                if self._next_seq is None and self._after >= 0 and rec.seq > self._after + 1:
+                    self.lost += rec.seq - self._after - 1  # overwritten since the earlier pass read
+                self._after = None
             if rec is not None:
+                self.last_seq = rec.seq
                 if self._next_seq is not None and rec.seq > self._next_seq:
                     self.lost += rec.seq - self._next_seq
                 elif self._next_seq is None and wrapped:
@@ -187,17 +202,18 @@ def _journal_text(message: Any) -> str:
     return message[:MAX_MESSAGE_CHARS]
 
 
-def open_kernel_log(path: str = KMSG) -> KernelLog:
-    """/dev/kmsg, else the journal, else a log that says why it cannot be read."""
+def open_kernel_log(path: str = KMSG, after_seq: int | None = None, since: float | None = None) -> KernelLog:
+    """/dev/kmsg, else the journal, else a log that says why it cannot be read. after_seq (Kmsg) and
+    since (the journal, Unix time): where an earlier pass of nodeqc watch stopped reading."""
     try:
-        return Kmsg(path)
+        return Kmsg(path, after_seq)
     except OSError as e:
         reason = f"{path}: {e.strerror}"
     if shutil.which("journalctl"):
         probe = subprocess.run(["journalctl", "-k", "-n", "1", "-o", "json", "--no-pager"],
                                capture_output=True, text=True, timeout=30)
         if probe.returncode == 0 and probe.stdout.strip():
-            return Journal()
+            return Journal(since)
         reason += "; journalctl -k shows nothing (run as root, or in the systemd-journal/adm group)"
     else:
         reason += "; no journalctl"

@@ -115,8 +115,9 @@ class PlatformBackend(ABC):
         """EDAC counts, and AER counts of these functions and every bridge above them."""
 
     @abstractmethod
-    def kernel_log(self) -> "KernelLog":
-        """A window on the kernel log from now on."""
+    def kernel_log(self, after_seq: int | None = None, since: float | None = None) -> "KernelLog":
+        """A window on the kernel log from now on; or, for nodeqc watch, from where its earlier pass
+        stopped (after_seq: /dev/kmsg's sequence number; since: Unix time, for the journal)."""
 
     def close(self) -> None:
         """Give back what reading the platform made (the simulated node's sysfs tree): nothing for
@@ -151,10 +152,10 @@ class LinuxPlatform(PlatformBackend):
     def module_version(self, module: str) -> Any:
         return self._read(f"sys/module/{module}/version") or NA
 
-    def kernel_log(self) -> "KernelLog":
+    def kernel_log(self, after_seq: int | None = None, since: float | None = None) -> "KernelLog":
         from nodeqc.backends.kernel_log import open_kernel_log
 
-        return open_kernel_log(str(self.root / "dev/kmsg"))
+        return open_kernel_log(str(self.root / "dev/kmsg"), after_seq, since)
 
     def iommu_enabled(self) -> Any:
         base = self.root / "sys/class/iommu"

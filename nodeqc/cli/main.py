@@ -39,6 +39,8 @@ SUMMARIES = {
     "compare": "two reports of a node side by side (exit 1 when the newer regressed)",
     "export": "the archive's checks as CSV or JSON lines",
     "baseline": "record a known-good node as a golden baseline, or check a node against one",
+    "watch": "watch the node between qualifications: its health as a Prometheus textfile and an exit code "
+             "for Slurm's HealthCheckProgram",
     "fleet": "every node's newest report and the fleet's outliers, as a table, CSV or an HTML page",
     "fabric": "qualify many nodes together by pair tests (Slurm, Kubernetes, or a host list)",
     "capture": "record this machine's NVML answers, for --replay without the machine",
@@ -147,6 +149,12 @@ def cmd_fleet(argv: list[str]) -> int:
     return fleet_main(argv)
 
 
+def cmd_watch(argv: list[str]) -> int:
+    from nodeqc.cli.watch import main as watch_main
+
+    return watch_main(argv)
+
+
 def cmd_fabric(argv: list[str]) -> int:
     from nodeqc.fabric.cli import main as fabric_main  # many nodes together: its own parser and module
 
@@ -168,6 +176,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "export": cmd_export,
     "baseline": cmd_baseline,
     "fleet": cmd_fleet,
+    "watch": cmd_watch,
     "gui": cmd_gui,
     "fabric": cmd_fabric,
 }

@@ -135,3 +135,50 @@ def write_textfile(path: Path, text: str) -> None:
         write_atomic(path, text.encode())
     except OutputError as e:
         raise UsageError(f"--prometheus-textfile {path}: {e}") from None
+
+
+def render_watch(watch: dict[str, Any], findings: list[dict[str, Any]]) -> str:
+    """A `nodeqc watch` pass (nodeqc.run.watch) in the text format, for the same collector: `watch`
+    holds node, hostname, simulated, profile, judged (bool), error, exit_code, healthy, requalify,
+    gpus, pass_timestamp, duration_s, qualified_at (or None); each finding check, subject, code,
+    verdict, sticky, first_seen, clears_at (None for a sticky one)."""
+    info = _labels(node=watch.get("node"), hostname=watch.get("hostname"), profile=watch.get("profile"),
+                   simulated=str(bool(watch.get("simulated"))).lower(), error=watch.get("error") or "")
+
+    def keyed(f: dict[str, Any]) -> str:
+        return _labels(check=f["check"], subject=f["subject"], code=f["code"], severity=f["verdict"],
+                       sticky=str(bool(f["sticky"])).lower())
+
+    qualified = watch.get("qualified_at")
+    families: list[tuple[str, str, list[str]]] = [
+        ("nodeqc_watch_info", "The last nodeqc watch pass on this node (value 1); error: why it could not judge.",
+         [f"nodeqc_watch_info{info} 1"]),
+        ("nodeqc_watch_judged", "1 if the last pass read and judged the node, 0 if it could not (NVML missing or "
+         "not answering within the deadline).", [f"nodeqc_watch_judged {int(bool(watch.get('judged')))}"]),
+        ("nodeqc_watch_healthy", "1 if no failing finding stands (warnings allowed), else 0.",
+         [f"nodeqc_watch_healthy {int(bool(watch.get('healthy')))}"]),
+        ("nodeqc_watch_needs_requalification", "1 if a sticky finding stands: the node's qualification has "
+         "ended until a qualification passes again.",
+         [f"nodeqc_watch_needs_requalification {int(bool(watch.get('requalify')))}"]),
+        ("nodeqc_watch_exit_code", "The last pass's exit code: 0 healthy, 1 needs attention, 2 could not judge.",
+         [f"nodeqc_watch_exit_code {int(watch.get('exit_code', 2))}"]),
+        ("nodeqc_watch_gpus", "GPUs the driver listed in the last pass.", [f"nodeqc_watch_gpus {int(watch.get('gpus') or 0)}"]),
+        ("nodeqc_watch_last_pass_timestamp_seconds", "When the last pass ran (Unix time).",
+         [f"nodeqc_watch_last_pass_timestamp_seconds {float(watch['pass_timestamp'])}"] if _number(watch.get("pass_timestamp")) else []),
+        ("nodeqc_watch_pass_duration_seconds", "How long the last pass took.",
+         [f"nodeqc_watch_pass_duration_seconds {round(float(watch['duration_s']), 3)}"] if _number(watch.get("duration_s")) else []),
+        ("nodeqc_watch_qualified_timestamp_seconds", "When the node's newest passing qualification finished.",
+         [f"nodeqc_watch_qualified_timestamp_seconds {float(qualified)}"] if _number(qualified) else []),
+        ("nodeqc_watch_finding", "1 for each finding that stands (severity fail or warn; sticky: until a "
+         "qualification passes, else until it clears).", [f"nodeqc_watch_finding{keyed(f)} 1" for f in findings]),
+        ("nodeqc_watch_finding_first_seen_timestamp_seconds", "When each standing finding was first seen.",
+         [f"nodeqc_watch_finding_first_seen_timestamp_seconds{keyed(f)} {float(f['first_seen'])}" for f in findings]),
+        ("nodeqc_watch_finding_clears_timestamp_seconds", "When each clearing finding clears unless seen again.",
+         [f"nodeqc_watch_finding_clears_timestamp_seconds{keyed(f)} {float(f['clears_at'])}"
+          for f in findings if _number(f.get("clears_at"))]),
+    ]
+    out = []
+    for name, help_text, samples in families:
+        if samples:
+            out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", *samples]
+    return "\n".join(out) + "\n"

@@ -39,6 +39,9 @@ from nodeqc.core.errors import GpuLostError, UsageError
 from nodeqc.core.na import NA
 
 GIB = 1024 ** 3
+# Users' work a watched node has done (SimNode.in_service): past every fault's onset under load
+# (XID_AFTER_S, LOST_AFTER_S, RAMP_S in nodeqc.backends.sim.physics: a few seconds).
+IN_SERVICE_S = 60.0
 
 # Simulated traffic: what a healthy link carries, as a fraction of its speed. TCP over Ethernet at
 # 1500 MTU carries at most 94% of the line rate (headers); IPoIB pushes TCP through the CPU and
@@ -87,6 +90,15 @@ class SimNode:
         self.shared = ctx.Array("d", scenario.gpu_count * SLOTS, lock=False)
         # NVML lists the GPUs the driver brought up, in bus order; a `missing` one is on PCI only.
         self.visible = [k for k in range(scenario.gpu_count) if not self.has(k, "missing")]
+
+    def in_service(self, loaded_s: float = IN_SERVICE_S) -> None:
+        """The node as `nodeqc watch` finds it between qualifications: its GPUs have run users' work
+        for `loaded_s` seconds and are idle now, so every fault that happens under load has happened
+        (its XIDs logged, its counters grown, a `lost` GPU off the bus). The watch puts no load."""
+        for k in range(self.scenario.gpu_count):
+            self.shared[k * SLOTS + SLOT_LOADED_S] = max(self.shared[k * SLOTS + SLOT_LOADED_S], loaded_s)
+            if self.has(k, "lost"):
+                self.shared[k * SLOTS + SLOT_LOST] = 1.0
 
     def gpu_faults(self, k: int) -> list[Fault]:
         return [f for f in self.faults if f.target == "gpu" and f.index == k]

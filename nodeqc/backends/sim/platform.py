@@ -131,7 +131,8 @@ class SimPlatform(LinuxPlatform):
     def _loaded(self) -> bool:
         return any(self.node.shared[k * SLOTS + SLOT_LOADED_S] > 0 for k in range(self.node.scenario.gpu_count))
 
-    def kernel_log(self) -> KernelLog:
+    def kernel_log(self, after_seq: int | None = None, since: float | None = None) -> KernelLog:
+        # A simulated node lives for one process: its log holds its faults' lines once, whatever the cursor.
         return SimKernelLog(self.node, self._loaded)
 
 

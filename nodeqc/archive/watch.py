@@ -1,0 +1,227 @@
+"""What `nodeqc watch` found on a node between qualifications, kept in the archive beside the node's
+reports (NODE/watch-state.json), and what it does to the node's qualification.
+
+A finding is one check result that failed or warned while the node was watched (a check, its
+subject, its code). It is either:
+
+- **sticky**: hardware that must be looked at and the node qualified again: a fatal XID (79, fallen
+  off the bus, and the others the catalogue calls fatal), uncorrectable ECC, a failed or pending row
+  remap, retired pages, a lost GPU, an NVLink down, uncorrected memory errors, link flaps. It stands
+  until a qualification that passed (nodeqc.archive.verified.Entry.qualified; for a simulated node,
+  a complete passing simulated run) finished after it was first seen; while it stands, the node's
+  latest qualification is no longer valid: its `valid_until` effectively ends when the finding was
+  first seen (`effective_valid_until`), and `nodeqc fleet` and `nodeqc history` say why.
+- **clearing**: a state the node recovers from by itself: a thermal or power event, a burst of
+  corrected ECC or PCIe errors, a non-fatal XID. It stands for CLEARING_WINDOW_S after it was last
+  seen, then clears; it never ends a qualification's validity.
+
+The file is plain JSON, not signed: it can only take validity away, never extend it, and whoever can
+write the archive can already remove reports; `nodeqc verify` still vouches for every report. It is
+written whole through nodeqc.core.safefile (temporary file renamed), read once as a regular file of
+bounded size, and a file that is not the watch's (unreadable, another shape) is refused in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nodeqc.archive.filing import node_dir
+from nodeqc.core.errors import UsageError
+from nodeqc.core.safefile import NotAFile, OutputError, read_bounded, write_atomic
+
+STATE_NAME = "watch-state.json"  # beside the reports; the index reads *.report.json only
+STATE_VERSION = 1
+MAX_STATE_BYTES = 4 << 20  # a node's state is a few kB: its findings, its counters at the last pass
+MAX_FINDINGS = 500  # more findings than any node's parts and checks make: a flood is not kept whole
+
+# How long a clearing state stands after it was last seen: 30 minutes (nodeqc's choice, an
+# estimate to calibrate on a fleet). Long enough to be seen: Slurm's health check runs every
+# HealthCheckInterval (commonly 300 s), Prometheus scrapes node_exporter every 15-60 s, so the state
+# is there for about six health checks and thirty scrapes; gpud's users reported states that cleared
+# before anyone saw them. Short enough that a node drained for a thermal excursion or a burst of
+# corrected errors comes back by itself within the hour, where a sticky state kept nodes drained
+# for good (also reported of gpud).
+CLEARING_WINDOW_S = 1800.0
+
+# Codes that mean hardware to inspect and a qualification to pass again (see the module's docstring).
+# XIDs are sticky when fatal (the finding says so: `fatal_xid`), clearing otherwise.
+STICKY_CODES = frozenset({
+    "GPU_LOST", "ECC_DBE", "SRAM_ECC_UNCORRECTABLE", "ROW_REMAP_FAILED", "ROW_REMAP_PENDING", "ROW_REMAP_COUNT",
+    "RETIRED_PAGES", "RETIRED_PAGES_PENDING", "NVLINK_DOWN", "EDAC_UE", "AER_UNCORRECTABLE", "KERNEL_SXID",
+    "KERNEL_MCE", "NIC_LINK_FLAP", "IB_LINK_ERRORS", "NIC_LOST",
+})
+XID_CODES = frozenset({"XID", "KERNEL_XID"})
+
+
+@dataclass
+class Finding:
+    check: str
+    subject: str
+    code: str
+    verdict: str  # fail | warn
+    message: str
+    sticky: bool
+    first_seen: float  # Unix time
+    last_seen: float
+
+    @property
+    def key(self) -> str:
+        return f"{self.check}|{self.subject}|{self.code}"
+
+    def stands(self, now: float, qualified_at: float | None) -> bool:
+        """Whether the finding still holds at `now`, given when the node last passed a qualification."""
+        if self.sticky:
+            return qualified_at is None or qualified_at <= self.first_seen
+        return now < self.last_seen + CLEARING_WINDOW_S
+
+    def clears_at(self) -> float | None:
+        return None if self.sticky else self.last_seen + CLEARING_WINDOW_S
+
+    def describe(self) -> str:
+        return f"{self.check} {self.subject} {self.code}: {self.message}"
+
+
+@dataclass
+class WatchState:
+    node: str
+    hostname: str = ""
+    simulated: bool = False
+    updated_at: float = 0.0
+    findings: list[Finding] = field(default_factory=list)
+    # What the last pass read, so the next judges growth from there: GPU counters by serial, the
+    # host's EDAC/AER counters, each NIC's link counters by name, the GPUs seen (serial -> bus id),
+    # and where the kernel log was read to (boot id, /dev/kmsg sequence number).
+    readings: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        data = {"nodeqc_watch": STATE_VERSION, **asdict(self)}
+        return json.dumps(data, indent=1, sort_keys=True, default=str) + "\n"
+
+
+def state_path(node: str, root: str | Path | None = None) -> Path:
+    return node_dir(node, root) / STATE_NAME
+
+
+def load_state(node: str, root: str | Path | None = None) -> WatchState | None:
+    """The node's watch state, or None when it was never watched. A file that is not one is refused."""
+    path = state_path(node, root)
+    try:
+        raw = read_bounded(path, MAX_STATE_BYTES)
+    except FileNotFoundError:
+        return None
+    except NotAFile as e:
+        raise UsageError(f"{path}: {e}") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read the watch state: {e.strerror or e}") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        return _state(data)
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError) as e:
+        raise UsageError(f"{path}: not a nodeqc watch state ({type(e).__name__}: {e}); "
+                         "remove it to start watching afresh") from None
+
+
+def _state(data: Any) -> WatchState:
+    if not isinstance(data, dict) or data.get("nodeqc_watch") != STATE_VERSION:
+        raise ValueError(f"expected nodeqc_watch: {STATE_VERSION}")
+    findings = []
+    for f in data.get("findings") or []:
+        if not isinstance(f, dict):
+            raise TypeError("a finding is not an object")
+        findings.append(Finding(str(f["check"]), str(f["subject"]), str(f["code"]), str(f["verdict"]),
+                                str(f["message"])[:2000], bool(f["sticky"]), _time(f["first_seen"]),
+                                _time(f["last_seen"])))
+    readings = data.get("readings") or {}
+    if not isinstance(readings, dict):
+        raise TypeError("readings is not an object")
+    return WatchState(str(data["node"]), str(data.get("hostname") or ""), bool(data.get("simulated")),
+                      _time(data.get("updated_at") or 0.0), findings[:MAX_FINDINGS], readings)
+
+
+def _time(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e11:
+        raise ValueError(f"{value!r} is not a time")
+    return float(value)
+
+
+def save_state(state: WatchState, root: str | Path | None = None) -> Path:
+    path = state_path(state.node, root)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, state.to_json().encode("utf-8"))
+    except (OutputError, OSError) as e:
+        raise UsageError(f"{path}: cannot write the watch state: {getattr(e, 'strerror', None) or e}") from None
+    return path
+
+
+def merge(state: WatchState, seen: list[Finding], now: float, qualified_at: float | None) -> WatchState:
+    """The state after a pass at `now` that saw `seen`: a finding seen again keeps when it was first
+    seen (and becomes sticky if it now is); findings that no longer stand are dropped."""
+    by_key = {f.key: f for f in state.findings}
+    for f in seen:
+        old = by_key.get(f.key)
+        if old is not None and old.stands(now, qualified_at):
+            old.last_seen, old.message, old.verdict = now, f.message, _worse(old.verdict, f.verdict)
+            old.sticky = old.sticky or f.sticky
+        else:
+            by_key[f.key] = f
+    state.findings = [f for f in by_key.values() if f.stands(now, qualified_at)][:MAX_FINDINGS]
+    state.updated_at = now
+    return state
+
+
+def _worse(a: str, b: str) -> str:
+    return "fail" if "fail" in (a, b) else a
+
+
+def needs_requalification(state: WatchState | None, qualified_at: float | None, now: float) -> list[Finding]:
+    """The sticky findings that stand: each ends the node's latest qualification."""
+    if state is None:
+        return []
+    return [f for f in state.findings if f.sticky and f.stands(now, qualified_at)]
+
+
+def effective_valid_until(valid_until: str | None, finished_at: str | None, state: WatchState | None,
+                          now: float | None = None) -> tuple[str | None, list[Finding]]:
+    """A report's valid_until as the watch leaves it: ended when a sticky finding that stands was
+    first seen (never later than the report's own), with those findings. The report's finished_at
+    is when it qualified the node: a finding first seen before it was there for the report to judge."""
+    now = time.time() if now is None else now
+    done = parse_stamp(finished_at)
+    standing = needs_requalification(state, done, now)
+    if not standing:
+        return valid_until, []
+    ended = min(f.first_seen for f in standing)
+    ended_stamp = stamp(ended)
+    if valid_until and valid_until <= ended_stamp:
+        return valid_until, standing
+    return ended_stamp, standing
+
+
+def stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def parse_stamp(text: str | None) -> float | None:
+    import calendar
+
+    if not text:
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
+    except (ValueError, TypeError):
+        return None
+
+
+def why(findings: list[Finding], most: int = 2) -> str:
+    """'watch: health.xid gpu3 XID since 2026-11-27T02:00:00Z (+1 more)': the reason a row shows."""
+    if not findings:
+        return ""
+    first = sorted(findings, key=lambda f: f.first_seen)
+    shown = ", ".join(f"{f.check} {f.subject} {f.code} since {stamp(f.first_seen)}" for f in first[:most])
+    more = f" (+{len(first) - most} more)" if len(first) > most else ""
+    return f"needs re-qualification (watch: {shown}{more})"

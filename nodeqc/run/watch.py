@@ -1,0 +1,445 @@
+"""`nodeqc watch`: the node watched between qualifications. A light, passive pass (no load of its
+own) reads what the run's health checks read (NVML's counters, a sample and the XIDs the driver
+reports; the kernel log; EDAC and AER counters; the NICs' links and their counters), judges it with
+the same pure functions (nodeqc.checks.health, host_health, nic), and keeps what it found in the
+node's watch state in the archive (nodeqc.archive.watch: which findings are sticky, which clear and
+when). Growth (corrected ECC, PCIe replays, NVLink, EDAC, AER, link counters) is judged from the
+previous pass's reading, kept in the state; the first pass records the reading and judges what is
+absolute (uncorrectable ECC since the driver loaded, row remaps, retired pages, links down, a lost
+GPU, what the kernel logged).
+
+Every read of the node runs on a thread of its own under a deadline: NVML or a tool that does not
+answer is cut off and reported (could not judge: exit 2), never a hang. A pass's exit code is the
+one Slurm's HealthCheckProgram wrapper acts on: 0 healthy, 1 needs attention (a failing finding
+stands), 2 could not judge.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from nodeqc.archive.watch import (STICKY_CODES, XID_CODES, Finding, WatchState, load_state, merge,
+                                  needs_requalification, parse_stamp, save_state)
+from nodeqc.backends.base import GpuCounters, GpuInfo, GpuSample, HostInfo, IbPort, NicInfo, XidEvent
+from nodeqc.backends.platform import HostCounters
+from nodeqc.checks import health, host_health, nic as nic_checks
+from nodeqc.core.errors import BackendUnavailable, GpuLostError, UsageError
+from nodeqc.core.model import CheckResult, Verdict
+from nodeqc.core.na import NA, is_na
+from nodeqc.work.telemetry import GpuTelemetry
+
+EXIT_HEALTHY, EXIT_ATTENTION, EXIT_UNJUDGED = 0, 1, 2
+# Slurm kills a HealthCheckProgram after 60 s (slurmd's health check timeout); a pass is cut at
+# this deadline by default, leaving the wrapper time to drain the node and the textfile to be written.
+DEFAULT_DEADLINE_S = 20.0
+MAX_DEADLINE_S = 300.0
+XID_WAIT_S = 0.2  # how long a pass waits for XID events the driver has queued (NVML's event set)
+# The health checks a passive pass can judge: pcie_link needs the GPU under load (skipped at idle).
+WATCH_GPU_CHECKS = (health.presence, health.temperature, health.throttle, health.pcie_replay, health.ecc,
+                    health.sram_ecc, health.row_remap, health.retired_pages, health.xid, health.nvlink)
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+class Unjudged(Exception):
+    """The pass could not judge the node (NVML missing, a read that hung): one line says why."""
+
+
+@dataclass
+class Observation:
+    """What one pass read of the node."""
+
+    host: HostInfo | None = None
+    gpus: list[GpuInfo] = field(default_factory=list)
+    state: WatchState | None = None  # the node's watch state as the pass found it
+    counters: dict[int, GpuCounters | None] = field(default_factory=dict)  # None: the GPU is lost
+    samples: dict[int, GpuSample | None] = field(default_factory=dict)
+    xids: list[XidEvent] = field(default_factory=list)
+    host_counters: HostCounters | None = None
+    host_unread: str | None = None
+    names: dict[str, str] = field(default_factory=dict)
+    log: Any = None
+    records: list[Any] = field(default_factory=list)
+    log_stopped: str | None = None
+    boot_id: str = ""
+    nics: list[NicInfo] | None = None
+    qualified_at: float | None = None  # when the node last passed a qualification (the archive)
+
+
+@dataclass
+class PassResult:
+    exit_code: int
+    node: str = ""
+    hostname: str = ""
+    simulated: bool = False
+    profile: str = ""
+    started: float = 0.0
+    duration_s: float = 0.0
+    gpus: int = 0
+    results: list[CheckResult] = field(default_factory=list)
+    seen: list[Finding] = field(default_factory=list)
+    standing: list[Finding] = field(default_factory=list)
+    requalify: list[Finding] = field(default_factory=list)
+    qualified_at: float | None = None
+    error: str | None = None  # why the node could not be judged
+
+    def line(self) -> str:
+        """The pass in one line, for stderr and Slurm's log."""
+        if self.error:
+            return f"nodeqc watch: could not judge: {self.error}"
+        if self.exit_code == EXIT_HEALTHY:
+            warned = [f for f in self.standing if f.verdict == "warn"]
+            return f"nodeqc watch: healthy: {self.gpus} GPU(s)" + (f", {len(warned)} warning(s)" if warned else "")
+        failing = [f for f in self.standing if f.verdict == "fail"]
+        first = failing[0]
+        more = f" (+{len(failing) - 1} more)" if len(failing) > 1 else ""
+        what = "needs re-qualification" if self.requalify else "needs attention"
+        return f"nodeqc watch: {what}: {first.describe()}{more}"
+
+
+def bounded(work: Callable[[Callable[[str], None]], Any], deadline_s: float) -> Any:
+    """work(step) on a thread of its own, cut off after deadline_s: Unjudged names the step it was in.
+    The thread is a daemon: one stuck in NVML or a tool is left behind, never waited for."""
+    box: dict[str, Any] = {}
+    step = ["starting"]
+
+    def target() -> None:
+        try:
+            box["value"] = work(lambda s: step.__setitem__(0, s))
+        except BaseException as e:  # noqa: BLE001 - carried to the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="nodeqc-watch-pass", daemon=True)
+    t.start()
+    t.join(deadline_s)
+    if t.is_alive():
+        raise Unjudged(f"no answer within the {deadline_s:g} s deadline ({step[0]})")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+class Watcher:
+    """One node watched: its hardware (opened once), its profile and its archive. `clock` gives Unix
+    time (a test's fake clock)."""
+
+    def __init__(self, hardware: Any, profile_ref: str = "auto", archive: str | None = None,
+                 deadline_s: float = DEFAULT_DEADLINE_S, clock: Callable[[], float] = time.time):
+        self.hw = hardware
+        self.profile_ref = profile_ref
+        self.profile: Any = None
+        self.archive = archive
+        self.deadline_s = deadline_s
+        self.clock = clock
+        self._opened = False
+        self.hung = False  # a pass was cut off at its deadline: its reads may still be stuck
+
+    # ------------------------------------------------------------------ reading the node
+
+    def _observe(self, step: Callable[[str], None], obs: Observation) -> Observation:
+        hw = self.hw
+        step("reading the host")
+        obs.host = hw.host.info()
+        state = load_state(node_of(obs.host), self.archive)
+        obs.state = state
+        prev = state.readings if state else {}
+        step("reading the archive")
+        obs.qualified_at = self._qualified_at(node_of(obs.host), hw.simulated)
+        if not self._opened:
+            step("opening NVML")
+            hw.mgmt.open()
+            self._opened = True
+        step("listing the GPUs (NVML)")
+        obs.gpus = hw.mgmt.gpus()
+        if self.profile is None:
+            step("resolving the profile")
+            self.profile = _profile(self.profile_ref, obs.gpus)
+        for g in obs.gpus:
+            step(f"reading {g.subject}'s counters (NVML)")
+            try:
+                obs.counters[g.index] = None if g.lost else hw.mgmt.counters(g.index)
+                obs.samples[g.index] = None if g.lost else hw.mgmt.sample(g.index)
+            except GpuLostError:
+                obs.counters[g.index] = obs.samples[g.index] = None
+        step("waiting for XID events (NVML)")
+        obs.xids = list(hw.mgmt.wait_xids(XID_WAIT_S, hw.clock))
+        if hw.platform is not None:
+            self._observe_platform(step, obs, prev.get("kernel_log") or {})
+        else:
+            obs.host_unread = hw.no_host_reason()
+        if hw.nics is not None:
+            step("reading the NICs (sysfs)")
+            obs.nics = hw.nics.nics()
+        return obs
+
+    def _observe_platform(self, step: Callable[[str], None], obs: Observation, cursor: dict[str, Any]) -> None:
+        step("reading EDAC and AER counters (sysfs)")
+        bus_ids = [g.bus_id for g in obs.gpus if isinstance(g.bus_id, str)]
+        try:
+            obs.host_counters = self.hw.platform.counters(bus_ids)
+            bridges: dict[str, list[str]] = {}
+            names = host_health.device_names(obs.gpus, [], {})
+            for bus in bus_ids:
+                fn = self.hw.platform.pci(bus)
+                for b in fn.bridges if fn else []:
+                    bridges.setdefault(b, []).append(names.get(bus, bus))
+            obs.names = host_health.device_names(obs.gpus, [], bridges)
+        except OSError as e:
+            obs.host_unread = f"cannot read sysfs: {e}"
+        step("reading the kernel log")
+        obs.boot_id = "simulated" if self.hw.simulated else _boot_id()
+        same_boot = cursor.get("boot_id") == obs.boot_id and isinstance(cursor.get("seq"), int)
+        after = cursor["seq"] if same_boot else -1
+        since = cursor.get("t") if same_boot and isinstance(cursor.get("t"), (int, float)) else None
+        try:
+            obs.log = self.hw.platform.kernel_log(after_seq=after, since=since)
+            obs.records = obs.log.new_records()
+        except (OSError, ValueError) as e:
+            obs.log_stopped = f"{type(e).__name__}: {e}"
+        if not same_boot and not self.hw.simulated and obs.records:
+            obs.records = _after_qualification(obs.records, obs.qualified_at)
+
+    def _qualified_at(self, node: str, simulated: bool) -> float | None:
+        """When the node's newest passing qualification finished (for a simulated node, its newest
+        complete passing simulated run: the only qualification such a node has)."""
+        from nodeqc.archive.index import Archive
+
+        archive = Archive(self.archive, warn=lambda line: None)
+        try:
+            entries, _ = archive.history(node)
+        finally:
+            archive.close()
+        for e in entries:
+            if e.qualified or (simulated and e.simulated and e.verdict == "PASS" and e.status == "complete"
+                               and not e.partial):
+                return parse_stamp(e.finished_at)
+        return None
+
+    # ------------------------------------------------------------------ a pass
+
+    def run_pass(self) -> PassResult:
+        started = self.clock()
+        t0 = time.monotonic()
+        obs = Observation()
+        try:
+            bounded(lambda step: self._observe(step, obs), self.deadline_s)
+        except (BackendUnavailable, Unjudged) as e:
+            self.hung = isinstance(e, Unjudged)
+            return self._unjudged(str(e), started, t0, obs)
+        assert obs.host is not None
+        state = obs.state or WatchState(node_of(obs.host))
+        prev = state.readings
+        now = self.clock()
+        results = judge(obs, prev, self.profile, now)
+        seen = [finding(r, now) for r in results if r.verdict in (Verdict.FAIL, Verdict.WARN)]
+        state.hostname, state.simulated = obs.host.hostname, self.hw.simulated
+        merge(state, seen, now, obs.qualified_at)
+        state.readings = readings(obs, prev, now)
+        save_state(state, self.archive)
+        standing = list(state.findings)
+        requalify = needs_requalification(state, obs.qualified_at, now)
+        code = EXIT_ATTENTION if any(f.verdict == "fail" for f in standing) else EXIT_HEALTHY
+        return PassResult(code, state.node, obs.host.hostname, self.hw.simulated, getattr(self.profile, "name", ""),
+                          started, time.monotonic() - t0, len(obs.gpus), results, seen, standing, requalify,
+                          obs.qualified_at)
+
+    def _unjudged(self, why: str, started: float, t0: float, obs: Observation) -> PassResult:
+        """The findings that stood before still stand (and are exported); nothing new is recorded."""
+        state = obs.state
+        standing = list(state.findings) if state else []
+        return PassResult(EXIT_UNJUDGED, state.node if state else "", state.hostname if state else "",
+                          self.hw.simulated, getattr(self.profile, "name", ""), started, time.monotonic() - t0,
+                          0, standing=standing, requalify=[f for f in standing if f.sticky], error=why)
+
+    def close(self) -> None:
+        """Release what reading the node made (the simulated node's sysfs tree); not after a pass that
+        hung, whose thread may still be reading it."""
+        if not self.hung:
+            self.hw.release()
+
+
+# ---------------------------------------------------------------------- judging
+
+
+def judge(obs: Observation, prev: dict[str, Any], profile: Any, now: float) -> list[CheckResult]:
+    """The pass judged by the run's own checks, growth from the previous pass's readings `prev`."""
+    results: list[CheckResult] = []
+    before = prev.get("gpus") or {}
+    for g in obs.gpus:
+        tel = GpuTelemetry(g.index)
+        was = before.get(str(g.serial)) or {}
+        tel.counters_start = _counters(was.get("counters"))
+        t = was.get("t")  # the previous pass's time: rates (NVLink CRC errors per second) over the gap
+        tel.counters_end_t = max(0.0, now - t) if isinstance(t, (int, float)) and tel.counters_start else 0.0
+        tel.counters_end = obs.counters.get(g.index)
+        sample = obs.samples.get(g.index)
+        if sample is not None:
+            tel.add(tel.counters_end_t, sample)
+        if obs.counters.get(g.index) is None:
+            tel.lost_at_s = 0.0
+            tel.counters_end = None
+        tel.count_throttle_from_counters()
+        for e in obs.xids:
+            if e.gpu == g.index:
+                tel.xids.add({"t_s": 0.0, "code": e.code})
+        for check in WATCH_GPU_CHECKS:
+            results.append(check(g, tel, profile))
+    listed = {str(g.serial) for g in obs.gpus}
+    for serial, was in sorted(before.items()):
+        if serial not in listed:  # seen by an earlier pass, gone now: fallen off the bus, or removed
+            results.append(CheckResult("health.gpu_lost", str(was.get("subject") or "gpu?"), Verdict.FAIL,
+                                       f"GPU serial {serial} (bus {was.get('bus_id')}), seen by an earlier watch, "
+                                       "is no longer listed by the driver", code="GPU_LOST"))
+    results += _host_results(obs, prev, profile)
+    results += _nic_results(obs, prev, profile)
+    return results
+
+
+def _host_results(obs: Observation, prev: dict[str, Any], profile: Any) -> list[CheckResult]:
+    out: list[CheckResult] = []
+    start = _host_counters(prev.get("host"))
+    if obs.host_counters is not None and start is not None:  # growth since the last pass
+        out += host_health.edac(start, obs.host_counters, profile)
+        out += host_health.aer(start, obs.host_counters, obs.names, profile)
+    if obs.log is not None or obs.log_stopped:
+        out += host_health.kernel_log(obs.records, getattr(obs.log, "source", ""), getattr(obs.log, "reason", None),
+                                      obs.names, profile, lost=getattr(obs.log, "lost", 0), stopped=obs.log_stopped)
+    return out
+
+
+def _nic_results(obs: Observation, prev: dict[str, Any], profile: Any) -> list[CheckResult]:
+    if obs.nics is None:
+        return []
+    before = prev.get("nics") or {}
+    out = []
+    for c in nic_checks.select(obs.nics, profile).checked:
+        out.append(nic_checks.link(c, c.nic, profile))
+        was = before.get(c.nic.name)
+        if isinstance(was, dict):
+            out.append(nic_checks.stability(replace(c, nic=_nic_as_was(c.nic, was)), c.nic))
+    return out
+
+
+def finding(r: CheckResult, now: float) -> Finding:
+    return Finding(r.name, r.subject, r.code or "", "fail" if r.verdict is Verdict.FAIL else "warn", r.message,
+                   sticky(r), now, now)
+
+
+def sticky(r: CheckResult) -> bool:
+    """Whether a result's state must stand until a qualification passes (nodeqc.archive.watch)."""
+    if r.verdict is not Verdict.FAIL:
+        return False
+    if r.code in XID_CODES:
+        if r.code == "KERNEL_XID":
+            return True  # the kernel log's check fails only the XIDs the catalogue calls fatal
+        events = r.evidence.get("xids") if isinstance(r.evidence, dict) else None
+        if not isinstance(events, list) or not events:
+            return True  # not known to be harmless: held until a qualification says otherwise
+        return any(isinstance(e, dict) and (e.get("fatal") is True or str(e.get("severity", "")).lower() == "fatal")
+                   for e in events)
+    return r.code in STICKY_CODES
+
+
+# ---------------------------------------------------------------------- the readings kept
+
+
+def readings(obs: Observation, prev: dict[str, Any], now: float) -> dict[str, Any]:
+    """What the next pass judges growth from. A GPU that did not answer keeps its last reading."""
+    gpus = dict(prev.get("gpus") or {})
+    for g in obs.gpus:
+        counters = obs.counters.get(g.index)
+        if counters is not None:
+            gpus[str(g.serial)] = {"subject": g.subject, "bus_id": g.bus_id, "counters": counters.to_dict(), "t": now}
+    out: dict[str, Any] = {"gpus": gpus}
+    if obs.host_counters is not None:
+        out["host"] = obs.host_counters.to_dict()
+    elif prev.get("host"):
+        out["host"] = prev["host"]
+    if obs.nics is not None:
+        out["nics"] = {n.name: {"carrier_changes": None if is_na(n.carrier_changes) else n.carrier_changes,
+                                "ports": {p.label: {k: None if is_na(v) else v for k, v in p.counters.items()}
+                                          for p in n.ib_ports}} for n in obs.nics}
+    seq = getattr(obs.log, "last_seq", None)
+    cursor = dict(prev.get("kernel_log") or {})
+    if obs.boot_id and cursor.get("boot_id") != obs.boot_id:
+        cursor = {"boot_id": obs.boot_id, "seq": -1}
+    if isinstance(seq, int):
+        cursor["seq"] = max(seq, cursor.get("seq", -1))
+    cursor["t"] = now
+    out["kernel_log"] = cursor
+    return out
+
+
+def _counters(data: Any) -> GpuCounters | None:
+    if not isinstance(data, dict):
+        return None
+    fields = GpuCounters.__dataclass_fields__
+    return GpuCounters(**{k: NA if v is None else v for k, v in data.items()
+                          if k in fields and (v is None or isinstance(v, (int, float, str, bool)))})
+
+
+def _host_counters(data: Any) -> HostCounters | None:
+    if not isinstance(data, dict):
+        return None
+    try:
+        edac = {str(k): {str(a): int(b) for a, b in v.items()} for k, v in (data.get("edac") or {}).items()}
+        aer = {str(k): {str(a): int(b) for a, b in v.items()} for k, v in (data.get("aer") or {}).items()}
+        labels = {str(k): str(v) for k, v in (data.get("edac_labels") or {}).items()}
+    except (AttributeError, TypeError, ValueError):
+        return None  # not the watch's reading: growth is judged from this pass on
+    return HostCounters(edac, labels, aer, bool(data.get("edac_present")))
+
+
+def _nic_as_was(now: NicInfo, was: dict[str, Any]) -> NicInfo:
+    """The NIC with the counters the previous pass read, for nic.stability to compare."""
+    ports = was.get("ports") if isinstance(was.get("ports"), dict) else {}
+    cc = was.get("carrier_changes")
+    return replace(now, carrier_changes=cc if isinstance(cc, int) and not isinstance(cc, bool) else NA,
+                   ib_ports=[IbPort(p.device, p.port, p.state, p.phys_state, p.rate_gbit, p.link_layer,
+                                    {k: v for k, v in (ports.get(p.label) or {}).items()
+                                     if isinstance(v, int) and not isinstance(v, bool)})
+                             for p in now.ib_ports if isinstance(ports.get(p.label), dict)])
+
+
+# ---------------------------------------------------------------------- small things
+
+
+def node_of(host: HostInfo) -> str:
+    from nodeqc.archive.filing import node_key
+
+    return node_key(host.system_serial, host.hostname)
+
+
+def _profile(ref: str, gpus: list[GpuInfo]) -> Any:
+    from nodeqc.spec.profile import load_for, suggest_profile
+
+    if ref == "auto":
+        return load_for(suggest_profile(gpus), gpus).chosen_by_auto()
+    return load_for(ref, gpus)
+
+
+def _boot_id() -> str:
+    try:
+        with open(BOOT_ID) as f:
+            return f.read(64).strip()
+    except OSError:
+        return ""
+
+
+def _after_qualification(records: list[Any], qualified_at: float | None) -> list[Any]:
+    """On a pass with no cursor into this boot's log: the records since the last qualification only
+    (the log's times are since boot, CLOCK_MONOTONIC; the wall time of boot is now less that)."""
+    if qualified_at is None:
+        return records
+    boot = time.time() - time.monotonic()
+    return [r for r in records if boot + r.usec / 1e6 > qualified_at]
+
+
+def check_deadline(value: float) -> float:
+    if not 0 < value <= MAX_DEADLINE_S:
+        raise UsageError(f"--deadline {value:g}: expected more than 0 and at most {MAX_DEADLINE_S:g} seconds "
+                         "(Slurm gives a health check 60 s)")
+    return value
+
