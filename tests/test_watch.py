@@ -1,0 +1,180 @@
+"""`nodeqc watch`: the node watched between qualifications. A healthy simulated node exits 0 and writes a
+textfile Prometheus parses; an injected XID 79, lost GPU or uncorrectable ECC exits 1 and stays so
+across further passes until a passing qualification is archived; a clearing state (a non-fatal XID,
+a corrected-ECC burst) clears after CLEARING_WINDOW_S on a fake clock, a sticky one does not; a
+hanging backend is cut at the deadline (exit 2, one line); bad options are one line, exit 2."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from nodeqc.archive.watch import CLEARING_WINDOW_S, load_state, stamp
+from nodeqc.backends import hardware_for
+from nodeqc.cli.main import main
+from nodeqc.run.watch import Watcher
+
+from reports_for_tests import file_report, predicate
+
+NODE, HOST = "SIM-HGXH100-0001", "sim-hgx-h100"  # the simulated hgx-h100's system serial and host name
+
+
+def watch(archive: Path, *args: str) -> int:
+    return main(["watch", "--once", "--simulate", "hgx-h100", "--archive", str(archive), *args])
+
+
+def metrics(path: Path) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for family in text_string_to_metric_families(path.read_text()):
+        for s in family.samples:
+            out.setdefault(s.name, []).append(s)
+    return out
+
+
+def archive_passing_qualification(archive: Path) -> None:
+    """A complete passing run of the simulated node, finished after what the watch has seen so far."""
+    pred = predicate(NODE, finished_at=stamp(math.ceil(time.time()) + 1), hostname=HOST)
+    pred["simulated"] = True
+    file_report(archive, pred)
+
+
+def test_once_on_a_healthy_simulated_node_exits_0_quickly_with_a_textfile_prometheus_parses(tmp_path, capsys):
+    prom = tmp_path / "nodeqc_watch.prom"
+    started = time.monotonic()
+    assert watch(tmp_path, "--textfile", str(prom)) == 0
+    assert time.monotonic() - started < 20  # well under Slurm's 60 s for a health check
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["nodeqc watch: healthy: 8 GPU(s)"]
+    m = metrics(prom)
+    assert m["nodeqc_watch_healthy"][0].value == 1 and m["nodeqc_watch_judged"][0].value == 1
+    assert m["nodeqc_watch_needs_requalification"][0].value == 0 and m["nodeqc_watch_gpus"][0].value == 8
+    assert m["nodeqc_watch_info"][0].labels["node"] == NODE and m["nodeqc_watch_info"][0].labels["simulated"] == "true"
+    assert "nodeqc_watch_finding" not in m
+    assert not list(tmp_path.glob(".*.tmp"))  # written whole, then renamed
+    assert (tmp_path / NODE / "watch-state.json").is_file()
+
+
+@pytest.mark.parametrize("fault, code", [("gpu3:xid=79", "XID"), ("gpu2:lost", "GPU_LOST"),
+                                         ("gpu1:ecc_dbe=2", "ECC_DBE")])
+def test_a_hardware_fault_exits_1_and_stays_until_a_qualification_passes(tmp_path, capsys, fault, code):
+    prom = tmp_path / "w.prom"
+    assert watch(tmp_path, "--inject", fault, "--textfile", str(prom)) == 1
+    assert "needs re-qualification" in capsys.readouterr().err
+    m = metrics(prom)
+    assert m["nodeqc_watch_healthy"][0].value == 0 and m["nodeqc_watch_needs_requalification"][0].value == 1
+    found = [s.labels for s in m["nodeqc_watch_finding"]]
+    assert any(f["code"] == code and f["sticky"] == "true" and f["severity"] == "fail" for f in found), found
+    # The fault is no longer there to read (the node as found later), and the state stands.
+    for _ in range(2):
+        assert watch(tmp_path, "--textfile", str(prom)) == 1
+        assert metrics(prom)["nodeqc_watch_needs_requalification"][0].value == 1
+    archive_passing_qualification(tmp_path)
+    assert watch(tmp_path, "--textfile", str(prom)) == 0
+    m = metrics(prom)
+    assert m["nodeqc_watch_needs_requalification"][0].value == 0 and "nodeqc_watch_finding" not in m
+    assert load_state(NODE, tmp_path).findings == []
+
+
+class FakeClock:
+    def __init__(self, t: float):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def watched(archive: Path, clock: FakeClock, *faults: str):
+    w = Watcher(hardware_for("hgx-h100", None, list(faults), in_service=True), archive=str(archive), clock=clock)
+    try:
+        return w.run_pass()
+    finally:
+        w.close()
+
+
+def test_a_clearing_state_clears_after_its_window_and_not_before(tmp_path):
+    clock = FakeClock(2_000_000_000.0)
+    first = watched(tmp_path, clock, "gpu0:xid=13")  # a non-fatal XID: the application's error
+    assert first.exit_code == 1 and not first.requalify
+    assert {(f.code, f.sticky) for f in first.standing} >= {("XID", False)}
+    clock.t += CLEARING_WINDOW_S - 1  # seen by health checks and scrapes for the whole window
+    later = watched(tmp_path, clock)
+    assert later.exit_code == 1 and any(f.code == "XID" for f in later.standing)
+    clock.t += 2
+    assert watched(tmp_path, clock).exit_code == 0
+    assert load_state(NODE, tmp_path).findings == []
+
+
+def test_a_corrected_ecc_burst_clears_after_its_window(tmp_path):
+    clock = FakeClock(2_000_000_000.0)
+    assert watched(tmp_path, clock).exit_code == 0  # the first pass records the counters
+    clock.t += 60
+    burst = watched(tmp_path, clock, "gpu4:ecc_sbe=500")  # 500 corrected errors since the last pass
+    assert burst.exit_code == 1
+    assert [(f.subject, f.code, f.sticky) for f in burst.standing] == [("gpu4", "ECC_SBE", False)]
+    clock.t += CLEARING_WINDOW_S / 2
+    assert watched(tmp_path, clock).exit_code == 1
+    clock.t += CLEARING_WINDOW_S / 2 + 1
+    assert watched(tmp_path, clock).exit_code == 0
+
+
+def test_a_sticky_state_does_not_clear_with_time(tmp_path):
+    clock = FakeClock(2_000_000_000.0)
+    assert watched(tmp_path, clock, "gpu5:row_remap_failed").exit_code == 1
+    clock.t += 30 * 86400  # a month later, the fault no longer read
+    later = watched(tmp_path, clock)
+    assert later.exit_code == 1 and [f.code for f in later.requalify] == ["ROW_REMAP_FAILED"]
+
+
+def test_a_hanging_nvml_is_cut_at_the_deadline_exit_2_in_one_line(tmp_path, capsys, monkeypatch):
+    import nodeqc.backends
+
+    release = threading.Event()
+
+    def hanging(*args, **kwargs):
+        hw = hardware_for(*args, **kwargs)
+        hw.mgmt.gpus = lambda: release.wait(60) and []  # NVML that never answers
+        return hw
+
+    monkeypatch.setattr(nodeqc.backends, "hardware_for", hanging)
+    prom = tmp_path / "w.prom"
+    started = time.monotonic()
+    try:
+        assert watch(tmp_path, "--deadline", "1", "--textfile", str(prom)) == 2
+    finally:
+        release.set()
+    assert time.monotonic() - started < 5
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["nodeqc watch: could not judge: no answer within the 1 s deadline (listing the GPUs (NVML))"]
+    m = metrics(prom)
+    assert m["nodeqc_watch_judged"][0].value == 0 and m["nodeqc_watch_exit_code"][0].value == 2
+    assert "listing the GPUs" in m["nodeqc_watch_info"][0].labels["error"]
+
+
+def test_without_a_driver_it_could_not_judge_exit_2(tmp_path, capsys):
+    assert main(["watch", "--once", "--archive", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("nodeqc watch: could not judge: NVML not available")
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--once", "--interval", "5"], "--interval: a watch with --once makes one pass"),
+    (["--interval", "0.5"], "--interval 0.5: expected at least 1 second"),
+    (["--deadline", "0"], "argument --deadline: expected a finite number above zero"),
+    (["--deadline", "900"], "--deadline 900: expected more than 0 and at most 300 seconds"),
+    (["--textfile", "/tmp/x.txt"], "--textfile /tmp/x.txt: the name must end in .prom"),
+    (["--textfile", "/no/such/dir/x.prom"], "--textfile /no/such/dir/x.prom: /no/such/dir is not a writable directory"),
+    (["--simulate", "auto"], "--simulate auto: a watch watches this node"),
+    (["--inject", "gpu0:xid=79"], "--inject needs --simulate"),
+    (["--simulate", "nosuch"], "nosuch"),
+    (["--archive", "/no/such/archive"], "--archive /no/such/archive: no such directory"),
+    (["--frequency", "3"], "unrecognized arguments: --frequency 3"),
+])
+def test_bad_options_are_one_line_and_exit_2(capsys, args, says):
+    assert main(["watch", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("nodeqc: ") and says in err[0], err
