@@ -178,3 +178,72 @@ def test_bad_options_are_one_line_and_exit_2(capsys, args, says):
     assert main(["watch", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("nodeqc: ") and says in err[0], err
+
+
+def test_fleet_and_history_say_why_the_watch_ended_a_qualification(tmp_path, capsys):
+    import csv
+
+    def qualification(finished: float) -> Path:
+        pred = predicate(NODE, finished_at=stamp(finished), hostname=HOST)
+        pred["valid_until"] = "2099-01-01T00:00:00Z"
+        return file_report(tmp_path, pred)
+
+    def fleet_row() -> dict:
+        out = tmp_path / "fleet.csv"
+        assert main(["fleet", "--archive", str(tmp_path), "--csv", str(out)]) == 0
+        rows = list(csv.DictReader(out.open()))
+        assert len(rows) == 1
+        return rows[0]
+
+    first = qualification(time.time() - 3600)
+    assert fleet_row()["problems"] == "" and fleet_row()["valid_until"] == "2099-01-01T00:00:00Z"
+    before = time.time()
+    assert watch(tmp_path, "--inject", "gpu3:xid=79") == 1
+    capsys.readouterr()
+    row = fleet_row()
+    assert row["problems"].startswith("needs re-qualification (watch: ") and "gpu3 XID since " in row["problems"]
+    assert stamp(before - 1) <= row["valid_until"] <= stamp(time.time() + 1)  # ended when the XID was seen
+    assert main(["history", "--archive", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert str(first) in out.out
+    assert f"nodeqc: {NODE}: needs re-qualification (watch: " in out.err
+    assert main(["history", "--archive", str(tmp_path), "--expired"]) == 0
+    assert str(first) in capsys.readouterr().out  # its qualification ended, though valid_until is in 2099
+    second = qualification(math.ceil(time.time()) + 1)  # re-qualified after the XID
+    assert fleet_row()["problems"] == ""
+    assert main(["history", "--archive", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert str(second) in out.out and "needs re-qualification" not in out.err
+    assert main(["history", "--archive", str(tmp_path), "--expired"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+HEALTHCHECK = Path(__file__).resolve().parent.parent / "contrib" / "slurm" / "nodeqc-healthcheck"
+
+
+@pytest.mark.parametrize("rc, reason, expect", [
+    (1, "", "update nodename=n1 state=drain reason=nodeqc: needs re-qualification: health.xid gpu3 XID: XID 79"),
+    (2, "", "update nodename=n1 state=drain reason=nodeqc: could not judge: no answer within the 20 s deadline"),
+    (0, "   Reason=nodeqc: needs attention: x [root@2026-11-27T02:00:00]", "update nodename=n1 state=resume"),
+    (0, "   Reason=swapped PSU, do not use [admin@2026-11-27T02:00:00]", None),  # an operator's drain stays
+    (0, "", None),
+])
+def test_the_slurm_wrapper_drains_on_1_and_2_and_resumes_only_its_own_drain(tmp_path, rc, reason, expect):
+    import subprocess
+
+    said = {1: "nodeqc watch: needs re-qualification: health.xid gpu3 XID: XID 79",
+            2: "nodeqc watch: could not judge: no answer within the 20 s deadline", 0: "nodeqc watch: healthy: 8 GPU(s)"}
+    fake = tmp_path / "nodeqc"
+    fake.write_text(f"#!/bin/sh\necho '{said[rc]}' >&2\nexit {rc}\n")
+    log = tmp_path / "scontrol.log"
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text(f"#!/bin/sh\nif [ \"$1\" = show ]; then printf '%s\\n' 'NodeName=n1' '{reason}'; "
+                        f"else echo \"$*\" >> {log}; fi\n")
+    for f in (fake, scontrol):
+        f.chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "NODEQC": str(fake), "SLURMD_NODENAME": "n1",
+           "NODEQC_TEXTFILE": str(tmp_path / "w.prom")}
+    p = subprocess.run(["sh", str(HEALTHCHECK)], env=env, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr  # slurmd registers the node (drained) rather than waiting
+    calls = log.read_text().splitlines() if log.exists() else []
+    assert calls == ([expect] if expect else []), calls

@@ -22,6 +22,7 @@ from typing import Any, Iterable
 import platformdirs
 
 from nodeqc.checks.fleet import HIGHER_BETTER_UNITS, LOWER_BETTER_UNITS, Figure, Outlier
+from nodeqc.archive.watch import last_cleared, validity
 from nodeqc.checks.fleet import outliers as find_outliers
 from nodeqc.core.model import check_label
 
@@ -163,6 +164,8 @@ class NodeRow:
     failed: list[str]  # 'check subject' of each result that failed or could not run (summary.failed)
     outliers: list[Outlier] = field(default_factory=list)
     warned: list[str] = field(default_factory=list)  # 'check subject' of each result that warned
+    # Why `nodeqc watch` ended the qualification since (valid_until is then when it did), or ''.
+    watch: str = ""
 
     def expired(self, now: datetime) -> bool:
         return bool(self.valid_until) and _parse(self.valid_until) <= now
@@ -182,12 +185,12 @@ class NodeRow:
     def has_problems(self, now: datetime) -> bool:
         """Not qualified, expired or with outliers: such a node is listed first and counted. A
         qualification with warnings is not one (warnings are allowed), though problems() names them."""
-        return not self.qualified or self.expired(now) or bool(self.outliers)
+        return not self.qualified or self.expired(now) or bool(self.outliers) or bool(self.watch)
 
     def severity(self, now: datetime) -> int:
         """Where the node goes on the fleet page: 0 not qualified (failed, aborted, could not run),
         1 another problem (expired, outliers), 2 qualified with warnings, 3 nothing to say."""
-        if not self.qualified:
+        if not self.qualified or self.watch:
             return 0
         if self.has_problems(now):
             return 1
@@ -204,7 +207,9 @@ class NodeRow:
             out.append(f"{word}: {named}" if named else word)
         elif named:
             out.append(named)
-        if self.expired(now):
+        if self.watch:
+            out.append(self.watch)
+        elif self.expired(now):
             out.append("expired")
         if self.outliers:
             out.append(f"{len(self.outliers)} outlier(s)")
@@ -241,10 +246,14 @@ def fleet(entries: list[Any], outlier_pct: float, min_fleet: int, now: datetime 
     by_node: dict[str, list[Outlier]] = {}
     for o in found:
         by_node.setdefault(o.figure.node, []).append(o)
-    rows = [NodeRow(e.node, e.hostname, e.result, e.qualified, e.finished_at, extracts[e.sha256].get("valid_until"),
-                    extracts[e.sha256].get("node_sku", "unknown"), e.path, list(e.failed), by_node.get(e.node, []),
-                    list(extracts[e.sha256].get("warned") or []))
-            for e in newest.values()]
+    rows = []
+    cleared = last_cleared(entries)
+    for e in newest.values():
+        until, watched = validity(e.node, e.root, extracts[e.sha256].get("valid_until"), cleared.get(e.node),
+                                  now.timestamp())
+        rows.append(NodeRow(e.node, e.hostname, e.result, e.qualified, e.finished_at, until,
+                            extracts[e.sha256].get("node_sku", "unknown"), e.path, list(e.failed),
+                            by_node.get(e.node, []), list(extracts[e.sha256].get("warned") or []), watched))
     rows.sort(key=lambda r: r.finished_at, reverse=True)
     rows.sort(key=lambda r: 0 if r.has_problems(now) else 1)  # stable: newest first within each
     return FleetView(rows, found, dists, now)
@@ -252,16 +261,18 @@ def fleet(entries: list[Any], outlier_pct: float, min_fleet: int, now: datetime 
 
 def expired_entries(entries: list[Any], now: datetime | None = None, cache: FigureCache | None = None) -> list[Any]:
     """Each node's newest qualification (a complete, full run that passed) whose valid_until has
-    passed; newest first. A qualification without valid_until (its profile set no valid_days)
-    never expires."""
+    passed, or that `nodeqc watch` ended (a sticky finding since: nodeqc.archive.watch); newest
+    first. A qualification without valid_until (its profile set no valid_days) never expires by age."""
     now = now or datetime.now(timezone.utc)
     newest_pass: dict[str, Any] = {}
     for e in entries:
         if e.qualified and e.node not in newest_pass:
             newest_pass[e.node] = e
     extracts = read_extracts(newest_pass.values(), cache)
-    return [e for e in newest_pass.values()
-            if extracts[e.sha256].get("valid_until") and _parse(extracts[e.sha256]["valid_until"]) <= now]
+    cleared = last_cleared(entries)
+    ended = {e.sha256: validity(e.node, e.root, extracts[e.sha256].get("valid_until"), cleared.get(e.node),
+                                now.timestamp())[0] for e in newest_pass.values()}
+    return [e for e in newest_pass.values() if ended[e.sha256] and _parse(ended[e.sha256]) <= now]
 
 
 def _parse(stamp: str) -> datetime:

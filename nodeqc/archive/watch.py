@@ -225,3 +225,33 @@ def why(findings: list[Finding], most: int = 2) -> str:
     shown = ", ".join(f"{f.check} {f.subject} {f.code} since {stamp(f.first_seen)}" for f in first[:most])
     more = f" (+{len(first) - most} more)" if len(first) > most else ""
     return f"needs re-qualification (watch: {shown}{more})"
+
+
+def clears(entry: Any) -> bool:
+    """Whether an archived report (nodeqc.archive.verified.Entry) clears the sticky findings before
+    it: a qualification that passed; for a simulated node, a complete passing simulated run (the
+    only qualification such a node has; a real node's never is)."""
+    return bool(entry.qualified or (entry.simulated and entry.verdict == "PASS" and entry.status == "complete"
+                                    and not entry.partial and not entry.fabric))
+
+
+def last_cleared(entries: list[Any]) -> dict[str, str]:
+    """Each node's newest report that clears (see clears), by node: its finished_at."""
+    out: dict[str, str] = {}
+    for e in entries:
+        if clears(e) and (e.node not in out or e.finished_at > out[e.node]):
+            out[e.node] = e.finished_at
+    return out
+
+
+def validity(node: str, root: str | Path | None, valid_until: str | None, finished_at: str | None,
+             now: float | None = None) -> tuple[str | None, str]:
+    """A node's valid_until as the watch leaves it, and why ('' when the watch has nothing to say),
+    for `nodeqc fleet` and `nodeqc history`; finished_at: when the node's newest qualification
+    (see clears) finished. A state file that cannot be read is said, never taken for a healthy node."""
+    try:
+        state = load_state(node, root)
+    except UsageError as e:
+        return valid_until, f"watch state unreadable: {e}"
+    until, standing = effective_valid_until(valid_until, finished_at, state, now)
+    return until, why(standing)

@@ -195,7 +195,24 @@ def cmd_history(argv: list[str]) -> int:
                 failed = f"{facts.get('code')} as {name}" if facts.get("code") else f"as {name}"
         print(clean(f"{e.finished_at:<20}  {e.node:<18} {host:<16} {result:<20} {e.profile:<10} "
                      f"{failed:<28} {e.path}"))
+    _watched(entries)
     return 0
+
+
+def _watched(entries: list[Any]) -> None:
+    """What `nodeqc watch` says of each node listed (its newest report's qualification ended, and
+    why), one line each on stderr under the table."""
+    from nodeqc.archive.watch import last_cleared, validity
+
+    seen: set[str] = set()
+    cleared = last_cleared(entries)
+    for e in entries:  # newest first: each node's newest report
+        if e.fabric or e.node in seen:
+            continue
+        seen.add(e.node)
+        until, why = validity(e.node, e.root, None, cleared.get(e.node))
+        if why:
+            print(clean(f"nodeqc: {e.node}: {why}" + (f"; valid until {until}" if until else "")), file=sys.stderr)
 
 
 def _part_history(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from nodeqc.archive.watch import (STICKY_CODES, XID_CODES, Finding, WatchState, load_state, merge,
+from nodeqc.archive.watch import (STICKY_CODES, XID_CODES, Finding, WatchState, last_cleared, load_state, merge,
                                   needs_requalification, parse_stamp, save_state)
 from nodeqc.backends.base import GpuCounters, GpuInfo, GpuSample, HostInfo, IbPort, NicInfo, XidEvent
 from nodeqc.backends.platform import HostCounters
@@ -146,7 +146,7 @@ class Watcher:
         obs.state = state
         prev = state.readings if state else {}
         step("reading the archive")
-        obs.qualified_at = self._qualified_at(node_of(obs.host), hw.simulated)
+        obs.qualified_at = self._qualified_at(node_of(obs.host))
         if not self._opened:
             step("opening NVML")
             hw.mgmt.open()
@@ -201,7 +201,7 @@ class Watcher:
         if not same_boot and not self.hw.simulated and obs.records:
             obs.records = _after_qualification(obs.records, obs.qualified_at)
 
-    def _qualified_at(self, node: str, simulated: bool) -> float | None:
+    def _qualified_at(self, node: str) -> float | None:
         """When the node's newest passing qualification finished (for a simulated node, its newest
         complete passing simulated run: the only qualification such a node has)."""
         from nodeqc.archive.index import Archive
@@ -211,11 +211,7 @@ class Watcher:
             entries, _ = archive.history(node)
         finally:
             archive.close()
-        for e in entries:
-            if e.qualified or (simulated and e.simulated and e.verdict == "PASS" and e.status == "complete"
-                               and not e.partial):
-                return parse_stamp(e.finished_at)
-        return None
+        return parse_stamp(last_cleared(entries).get(node))
 
     # ------------------------------------------------------------------ a pass
 
