@@ -218,14 +218,18 @@ def test_fleet_and_history_say_why_the_watch_ended_a_qualification(tmp_path, cap
     assert capsys.readouterr().out == ""
 
 
-HEALTHCHECK = Path(__file__).resolve().parent.parent / "contrib" / "slurm" / "nodeqc-healthcheck"
+HEALTHCHECK = Path(__file__).resolve().parent.parent / "packaging" / "slurm" / "nodeqc-healthcheck"
 
 
 @pytest.mark.parametrize("rc, reason, expect", [
-    (1, "", "update nodename=n1 state=drain reason=nodeqc: needs re-qualification: health.xid gpu3 XID: XID 79"),
-    (2, "", "update nodename=n1 state=drain reason=nodeqc: could not judge: no answer within the 20 s deadline"),
-    (0, "   Reason=nodeqc: needs attention: x [root@2026-11-27T02:00:00]", "update nodename=n1 state=resume"),
+    (1, "", "update nodename=n1 state=drain reason=nodeqc watch: needs re-qualification: health.xid gpu3 XID: XID 79"),
+    (2, "", "update nodename=n1 state=drain reason=nodeqc watch: could not judge: no answer within the 20 s deadline"),
+    (1, "   Reason=nodeqc watch: needs attention: x [root@2026-11-27T02:00:00]",
+     "update nodename=n1 state=drain reason=nodeqc watch: needs re-qualification: health.xid gpu3 XID: XID 79"),
+    (1, "   Reason=swapped PSU, do not use [admin@2026-11-27T02:00:00]", None),  # an operator's reason stays
+    (0, "   Reason=nodeqc watch: needs attention: x [root@2026-11-27T02:00:00]", "update nodename=n1 state=resume"),
     (0, "   Reason=swapped PSU, do not use [admin@2026-11-27T02:00:00]", None),  # an operator's drain stays
+    (0, "   Reason=nodeqc: FAIL health.pcie_link GPU 3; /r.json [slurm@2026-11-27T02:00:00]", None),  # nodeqc-retest's
     (0, "", None),
 ])
 def test_the_slurm_wrapper_drains_on_1_and_2_and_resumes_only_its_own_drain(tmp_path, rc, reason, expect):
@@ -247,3 +251,31 @@ def test_the_slurm_wrapper_drains_on_1_and_2_and_resumes_only_its_own_drain(tmp_
     assert p.returncode == 0, p.stderr  # slurmd registers the node (drained) rather than waiting
     calls = log.read_text().splitlines() if log.exists() else []
     assert calls == ([expect] if expect else []), calls
+
+
+def test_the_systemd_units_run_a_watch_the_parser_accepts_within_their_timeout():
+    import configparser
+    import shlex
+
+    from nodeqc.cli.watch import _parser
+
+    units = Path(__file__).resolve().parent.parent / "packaging" / "systemd"
+    services = sorted(units.glob("*.service"))
+    assert [s.name for s in services] == ["nodeqc-watch-daemon.service", "nodeqc-watch.service"]
+    for service in services:
+        unit = configparser.ConfigParser(strict=False, interpolation=None)
+        unit.optionxform = str  # systemd's keys are case-sensitive
+        unit.read(service)
+        argv = shlex.split(unit["Service"]["ExecStart"])
+        assert argv[0].endswith("/nodeqc") and argv[1] == "watch", argv
+        args = _parser().parse_args(argv[2:])
+        assert args.textfile.endswith(".prom") and args.deadline
+        if args.once:  # the timer's one-shot pass: its answers (1, 2) are not failures of the unit
+            assert unit["Service"]["Type"] == "oneshot" and unit["Service"]["SuccessExitStatus"].split() == ["1", "2"]
+            assert float(unit["Service"]["TimeoutStartSec"]) > args.deadline + 10
+        else:
+            assert unit["Service"]["Restart"] == "always"
+    timer = configparser.ConfigParser(strict=False, interpolation=None)
+    timer.optionxform = str
+    timer.read(units / "nodeqc-watch.timer")
+    assert timer["Timer"]["OnUnitActiveSec"] and timer["Install"]["WantedBy"] == "timers.target"
