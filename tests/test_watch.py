@@ -279,3 +279,82 @@ def test_the_systemd_units_run_a_watch_the_parser_accepts_within_their_timeout()
     timer.optionxform = str
     timer.read(units / "nodeqc-watch.timer")
     assert timer["Timer"]["OnUnitActiveSec"] and timer["Install"]["WantedBy"] == "timers.target"
+
+
+def test_kmsg_read_from_a_cursor_skips_what_an_earlier_pass_read_and_counts_what_was_overwritten(tmp_path,
+                                                                                                  monkeypatch):
+    from nodeqc.backends import kernel_log as kl
+
+    path = tmp_path / "kmsg"
+    path.write_text("")
+
+    def serve(*items):
+        reads = iter(items)
+
+        def fake_read(fd, n):
+            item = next(reads)
+            if isinstance(item, BaseException):
+                raise item
+            return item
+        monkeypatch.setattr(kl.os, "read", fake_read)
+
+    # The buffer still holds 10..12; the earlier pass read up to 11: only 12 is new.
+    serve(b"6,10,1,-;old\n", b"6,11,2,-;seen\n", b"6,12,3,-;new\n", BlockingIOError())
+    log = kl.Kmsg(str(path), after_seq=11)
+    try:
+        assert [r.text for r in log.new_records()] == ["new"] and log.lost == 0 and log.last_seq == 12
+    finally:
+        log.close()
+    # The earlier pass read up to 11, the buffer's oldest is now 20: 12..19 were overwritten unread.
+    serve(b"6,20,1,-;a\n", b"6,21,2,-;b\n", BlockingIOError())
+    log = kl.Kmsg(str(path), after_seq=11)
+    try:
+        assert [r.text for r in log.new_records()] == ["a", "b"] and log.lost == 8
+    finally:
+        log.close()
+    # No cursor in this boot (-1): everything the buffer holds, nothing counted lost.
+    serve(b"6,5,1,-;x\n", BlockingIOError())
+    log = kl.Kmsg(str(path), after_seq=-1)
+    try:
+        assert [r.text for r in log.new_records()] == ["x"] and log.lost == 0
+    finally:
+        log.close()
+
+
+def test_a_later_pass_reads_the_kernel_log_from_where_the_last_one_stopped(tmp_path):
+    """The cursor kept in the state: the boot id and the newest sequence number read; a new boot starts over."""
+    from nodeqc.run.watch import Observation, readings
+
+    class Log:
+        last_seq = 41
+
+    obs = Observation(boot_id="boot-a", log=Log())
+    cursor = readings(obs, {}, 100.0)["kernel_log"]
+    assert cursor == {"boot_id": "boot-a", "seq": 41, "t": 100.0}
+    Log.last_seq = None  # nothing new logged since
+    assert readings(Observation(boot_id="boot-a", log=Log()), {"kernel_log": cursor}, 160.0)["kernel_log"] == \
+        {"boot_id": "boot-a", "seq": 41, "t": 160.0}
+    assert readings(Observation(boot_id="boot-b", log=Log()), {"kernel_log": cursor}, 220.0)["kernel_log"] == \
+        {"boot_id": "boot-b", "seq": -1, "t": 220.0}
+
+
+@pytest.mark.parametrize("content", ['{"nodeqc_watch": 1, "node": "x", "findings": [{"check": 1}]}', "not json",
+                                     '{"nodeqc_watch": 1, "node": "x", "updated_at": 1e300}', "[]", "fifo"])
+def test_a_state_file_that_is_not_the_watchs_is_one_line_and_exit_2_and_fleet_says_so(tmp_path, capsys, content):
+    import csv
+    import os
+
+    state = tmp_path / NODE / "watch-state.json"
+    state.parent.mkdir()
+    if content == "fifo":
+        os.mkfifo(state)  # would block a reader that opened it blindly
+    else:
+        state.write_text(content)
+    assert watch(tmp_path) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"nodeqc: {state}: ") and "Traceback" not in err[0], err
+    file_report(tmp_path, predicate(NODE, hostname=HOST))
+    out = tmp_path / "fleet.csv"
+    assert main(["fleet", "--archive", str(tmp_path), "--csv", str(out)]) == 0
+    [row] = list(csv.DictReader(out.open()))
+    assert "watch state unreadable" in row["problems"]
