@@ -358,3 +358,14 @@ def test_a_state_file_that_is_not_the_watchs_is_one_line_and_exit_2_and_fleet_sa
     assert main(["fleet", "--archive", str(tmp_path), "--csv", str(out)]) == 0
     [row] = list(csv.DictReader(out.open()))
     assert "watch state unreadable" in row["problems"]
+
+
+def test_a_gpu_an_earlier_pass_saw_that_the_driver_no_longer_lists_is_lost(tmp_path):
+    clock = FakeClock(2_000_000_000.0)
+    assert watched(tmp_path, clock).gpus == 8
+    clock.t += 60
+    later = watched(tmp_path, clock, "gpu2:missing")  # on the PCI bus, not brought up by the driver
+    assert later.exit_code == 1 and later.gpus == 7
+    [lost] = later.requalify
+    assert (lost.check, lost.subject, lost.code) == ("health.gpu_lost", "gpu2", "GPU_LOST")
+    assert "is no longer listed by the driver" in lost.message

@@ -243,8 +243,8 @@ class Watcher:
 
     def _unjudged(self, why: str, started: float, t0: float, obs: Observation) -> PassResult:
         """The findings that stood before still stand (and are exported); nothing new is recorded."""
-        state = obs.state
-        standing = list(state.findings) if state else []
+        state, now = obs.state, self.clock()
+        standing = [f for f in state.findings if f.stands(now, obs.qualified_at)] if state else []
         return PassResult(EXIT_UNJUDGED, state.node if state else "", state.hostname if state else "",
                           self.hw.simulated, getattr(self.profile, "name", ""), started, time.monotonic() - t0,
                           0, standing=standing, requalify=[f for f in standing if f.sticky], error=why)
@@ -281,7 +281,10 @@ def judge(obs: Observation, prev: dict[str, Any], profile: Any, now: float) -> l
             if e.gpu == g.index:
                 tel.xids.add({"t_s": 0.0, "code": e.code})
         for check in WATCH_GPU_CHECKS:
-            results.append(check(g, tel, profile))
+            r = check(g, tel, profile)
+            if r.code == "GPU_LOST":  # the run's words count from its start; a watch has no run
+                r = replace(r, message="stopped answering NVML (fell off the bus)", values={}, key=None)
+            results.append(r)
     listed = {str(g.serial) for g in obs.gpus}
     for serial, was in sorted(before.items()):
         if serial not in listed:  # seen by an earlier pass, gone now: fallen off the bus, or removed
