@@ -369,3 +369,36 @@ def test_a_gpu_an_earlier_pass_saw_that_the_driver_no_longer_lists_is_lost(tmp_p
     [lost] = later.requalify
     assert (lost.check, lost.subject, lost.code) == ("health.gpu_lost", "gpu2", "GPU_LOST")
     assert "is no longer listed by the driver" in lost.message
+
+
+def test_the_gui_shows_the_watched_nodes_live_health_beside_its_last_qualification(tmp_path, qtbot):
+    pytest.importorskip("PySide6")
+    from nodeqc.gui.history import WATCH_REFRESH_S, HistoryList
+
+    history = HistoryList()
+    qtbot.addWidget(history)
+    history.load(NODE, tmp_path)
+    assert history.watch.text().startswith("Watch: not watched") and "no qualification in the archive" in history.watch.text()
+    assert history._timer.isActive() and history._timer.interval() == WATCH_REFRESH_S * 1000
+    pred = predicate(NODE, finished_at=stamp(time.time() - 3600), hostname=HOST)
+    pred["simulated"] = True
+    file_report(tmp_path, pred)
+    clock = FakeClock(time.time())
+    watched(tmp_path, clock, "gpu3:xid=79")
+    history.load(NODE, tmp_path)
+    text = history.watch.text()
+    assert text.startswith(f"Watch: NEEDS RE-QUALIFICATION since {stamp(clock.t)}") and "health.xid gpu3 XID" in text
+    assert f"last qualification {pred['finished_at']}, no longer valid" in text
+    assert "#c4161c" in history.watch.styleSheet()
+    # Re-qualified, then watched again: the line follows without reloading the list (the timer's refresh).
+    archive_passing_qualification(tmp_path)
+    history.load(NODE, tmp_path)
+    clock.t = time.time() + 5
+    watched(tmp_path, clock)
+    history.refresh_watch()
+    assert history.watch.text().startswith("Watch: healthy (last pass ") and "#1b7f2a" in history.watch.styleSheet()
+    # A clearing state: needs attention, with when it clears.
+    clock.t += 60
+    watched(tmp_path, clock, "gpu0:xid=13")
+    history.refresh_watch(now=clock.t)
+    assert history.watch.text().startswith("Watch: needs attention") and f"clears {stamp(clock.t + CLEARING_WINDOW_S)}" in history.watch.text()

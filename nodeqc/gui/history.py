@@ -2,24 +2,32 @@
 the archive's index (nodeqc.archive.index), so each is verified (its signature by a trusted key, its
 journal and telemetry beside it) before it is shown. A file in the node's directory that does not
 verify (forged, altered, signed by a key not trusted) is shown as NOT VERIFIED with the reason,
-never with the verdict it claims."""
+never with the verdict it claims.
+
+Above the list, the node's live health from `nodeqc watch` (its state beside the reports,
+nodeqc.archive.watch) beside its last qualification, read again every WATCH_REFRESH_S: healthy,
+needs attention, or needs re-qualification since when and why."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QHeaderView, QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from nodeqc.archive.index import Archive
 from nodeqc.archive.verified import Entry, Skipped
+from nodeqc.archive.watch import last_cleared, load_state, needs_requalification, parse_stamp, stamp
 from nodeqc.core.errors import UsageError
 from nodeqc.report.answer import COLOURS
 
 COLUMNS = ("Finished", "Verdict", "Failed", "Profile", "Operator", "Ticket", "Signature")
 MAX_SHOWN = 50  # a node re-tested for years still opens at once (the index verified each file once)
 PATH_ROLE = Qt.ItemDataRole.UserRole
+# How often the watch's line is read again: the watch writes its state once a pass (a minute under the
+# packaged timer); reading a small file this often costs nothing and the line is never staler than that.
+WATCH_REFRESH_S = 15
 
 
 class HistoryList(QWidget):
@@ -37,8 +45,16 @@ class HistoryList(QWidget):
         self.tree.setStyleSheet("QTreeView::item { min-height: 30px; }")
         self.tree.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.tree.itemActivated.connect(lambda item, _col: self.open_report.emit(item.data(0, PATH_ROLE)))
+        self.watch = QLabel()  # the live health from nodeqc watch, beside the last qualification
+        self.watch.setWordWrap(True)
+        self.watch.setTextFormat(Qt.TextFormat.PlainText)  # findings quote the node's kernel log: never markup
+        self._watched: tuple[str, Path | None, str | None] | None = None
+        self._timer = QTimer(self)
+        self._timer.timeout.connect(self.refresh_watch)
+        self._timer.start(WATCH_REFRESH_S * 1000)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.watch)
         layout.addWidget(self.caption)
         layout.addWidget(self.tree, 1)
 
@@ -46,6 +62,8 @@ class HistoryList(QWidget):
         self.tree.clear()
         if not node_id:
             self.caption.setText("No node: no history.")
+            self._watched = None
+            self.watch.setText("")
             return
         index_problems: list[str] = []  # the index's own (rebuilt from the files), said under the list
         index = Archive(archive, warn=index_problems.append)
@@ -62,10 +80,54 @@ class HistoryList(QWidget):
                                 "trusted): listed last, never counted" if unverified else "")
                              + ". Double-click one to open it."
                              + "".join(f"\nIndex: {line}" for line in index_problems))
+        self._watched = (node_id, archive, last_cleared(entries).get(node_id))
+        self.refresh_watch()
         for entry in entries[:MAX_SHOWN]:
             self.tree.addTopLevelItem(self._row(entry))
         for skipped in unverified:
             self.tree.addTopLevelItem(self._unverified_row(skipped))
+
+    def refresh_watch(self, now: float | None = None) -> None:
+        """The watch's line: its last pass and what stands, beside the last qualification."""
+        import time
+
+        if self._watched is None:
+            return
+        node, archive, qualified = self._watched
+        since = f"last qualification {qualified}" if qualified else "no qualification in the archive"
+        try:
+            state = load_state(node, archive)
+        except UsageError as e:
+            self._show_watch(f"Watch: its state could not be read: {e}", "error")
+            return
+        if state is None:
+            self._show_watch(f"Watch: not watched (nodeqc watch keeps no state for this node); {since}.", None)
+            return
+        now = time.time() if now is None else now
+        standing = [f for f in state.findings if f.stands(now, parse_stamp(qualified))]
+        ended = needs_requalification(state, parse_stamp(qualified), now)
+        when = f"last pass {stamp(state.updated_at)}"
+        failing = [f for f in standing if f.verdict == "fail"]
+        if ended:
+            first = min(ended, key=lambda f: f.first_seen)
+            text = (f"Watch: NEEDS RE-QUALIFICATION since {stamp(first.first_seen)} ({when}; {since}, no longer "
+                    f"valid): " + "; ".join(f.describe() for f in ended[:3]) + (f" (+{len(ended) - 3} more)" if len(ended) > 3 else ""))
+            self._show_watch(text, "fail")
+        elif failing:
+            text = f"Watch: needs attention ({when}; {since}): " + "; ".join(
+                f"{f.describe()} (clears {stamp(f.clears_at() or now)} unless seen again)" for f in failing[:3])
+            self._show_watch(text, "warn")
+        else:
+            warned = f", {len(standing)} warning(s)" if standing else ""
+            self._show_watch(f"Watch: healthy{warned} ({when}; {since}).", "pass")
+
+    def _show_watch(self, text: str, verdict: str | None) -> None:
+        self.watch.setText(text)
+        if verdict is None:
+            self.watch.setStyleSheet("")
+        else:
+            background, colour = COLOURS[verdict]
+            self.watch.setStyleSheet(f"QLabel {{ background: {background}; color: {colour}; padding: 4px; }}")
 
     def _row(self, entry: Entry) -> QTreeWidgetItem:
         word = "ABORTED" if entry.status == "aborted" else entry.verdict
