@@ -173,6 +173,7 @@ def test_without_a_driver_it_could_not_judge_exit_2(tmp_path, capsys):
     (["--simulate", "nosuch"], "nosuch"),
     (["--archive", "/no/such/archive"], "--archive /no/such/archive: no such directory"),
     (["--frequency", "3"], "unrecognized arguments: --frequency 3"),
+    (["--once", "--simulate", "h100", "--profile", "nosuch"], "nosuch"),
 ])
 def test_bad_options_are_one_line_and_exit_2(capsys, args, says):
     assert main(["watch", *args]) == 2
@@ -402,3 +403,22 @@ def test_the_gui_shows_the_watched_nodes_live_health_beside_its_last_qualificati
     watched(tmp_path, clock, "gpu0:xid=13")
     history.refresh_watch(now=clock.t)
     assert history.watch.text().startswith("Watch: needs attention") and f"clears {stamp(clock.t + CLEARING_WINDOW_S)}" in history.watch.text()
+
+
+def test_without_once_a_pass_every_interval_until_interrupted(tmp_path, capsys, monkeypatch):
+    import nodeqc.cli.watch as cli_watch
+
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        if len(slept) == 2:
+            raise KeyboardInterrupt  # Ctrl-C, or systemd stopping the service, during the third wait
+
+    monkeypatch.setattr(cli_watch, "sleep", sleep)
+    prom = tmp_path / "w.prom"
+    rc = main(["watch", "--simulate", "hgx-h100", "--inject", "gpu1:ecc_dbe=1", "--interval", "5",
+               "--archive", str(tmp_path), "--textfile", str(prom)])
+    assert rc == 1 and slept == [5.0, 5.0]  # the last pass's answer
+    assert capsys.readouterr().err.count("nodeqc watch: needs re-qualification: health.ecc gpu1 ECC_DBE") == 2
+    assert metrics(prom)["nodeqc_watch_needs_requalification"][0].value == 1

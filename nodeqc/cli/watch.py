@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
+from time import sleep
 from typing import Any
 
 from nodeqc.cli.common import positive_float
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
             if args.once or watcher.hung:
                 # A read that hung is left on its thread: the next pass would wait on the same NVML.
                 return code
-            time.sleep(interval)
+            sleep(interval)
     except KeyboardInterrupt:
         return code
     finally:

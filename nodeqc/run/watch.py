@@ -253,6 +253,9 @@ class Watcher:
         """Release what reading the node made (the simulated node's sysfs tree); not after a pass that
         hung, whose thread may still be reading it."""
         if not self.hung:
+            if self._opened:
+                self.hw.mgmt.close()
+                self._opened = False
             self.hw.release()
 
 
