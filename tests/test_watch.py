@@ -422,3 +422,30 @@ def test_without_once_a_pass_every_interval_until_interrupted(tmp_path, capsys, 
     assert rc == 1 and slept == [5.0, 5.0]  # the last pass's answer
     assert capsys.readouterr().err.count("nodeqc watch: needs re-qualification: health.ecc gpu1 ECC_DBE") == 2
     assert metrics(prom)["nodeqc_watch_needs_requalification"][0].value == 1
+
+
+@pytest.mark.parametrize("name, verdict, code, evidence, expect", [
+    ("health.xid", "FAIL", "XID", {"xids": [{"code": 79, "fatal": True}]}, True),
+    ("health.xid", "FAIL", "XID", {"xids": [{"code": 13, "fatal": False}]}, False),
+    ("health.xid", "FAIL", "XID", {"xids": [{"code": 13, "severity": "fatal"}]}, True),
+    ("health.xid", "FAIL", "XID", {}, True),  # not known to be harmless: held
+    ("host.kernel_log", "FAIL", "KERNEL_XID", {}, True),  # the log's check fails only fatal XIDs
+    ("host.kernel_log", "WARN", "KERNEL_XID", {}, False),
+    ("host.kernel_log", "FAIL", "KERNEL_AER", {}, True),
+    ("host.kernel_log", "WARN", "KERNEL_AER", {}, False),  # a corrected error
+    ("health.ecc", "FAIL", "ECC_DBE", {}, True),
+    ("health.ecc", "FAIL", "ECC_SBE", {}, False),
+    ("health.throttle", "FAIL", "THROTTLE_THERMAL", {}, False),
+    ("health.temperature", "FAIL", "TEMP_HIGH", {}, False),
+    ("health.row_remap", "FAIL", "ROW_REMAP_FAILED", {}, True),
+    ("health.gpu_lost", "FAIL", "GPU_LOST", {}, True),
+    ("nic.stability", "FAIL", "NIC_LINK_FLAP", {}, True),
+    ("nic.link", "FAIL", "NIC_LINK_DOWN", {}, False),
+    ("host.edac", "WARN", "EDAC_CE", {}, False),
+    ("host.edac", "FAIL", "EDAC_UE", {}, True),
+])
+def test_which_findings_are_sticky(name, verdict, code, evidence, expect):
+    from nodeqc.core.model import CheckResult, Verdict
+    from nodeqc.run.watch import sticky
+
+    assert sticky(CheckResult(name, "gpu0", Verdict[verdict], "m", code=code, evidence=evidence)) is expect

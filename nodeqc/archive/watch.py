@@ -52,8 +52,10 @@ CLEARING_WINDOW_S = 1800.0
 STICKY_CODES = frozenset({
     "GPU_LOST", "ECC_DBE", "SRAM_ECC_UNCORRECTABLE", "ROW_REMAP_FAILED", "ROW_REMAP_PENDING", "ROW_REMAP_COUNT",
     "RETIRED_PAGES", "RETIRED_PAGES_PENDING", "NVLINK_DOWN", "EDAC_UE", "AER_UNCORRECTABLE", "KERNEL_SXID",
-    "KERNEL_MCE", "NIC_LINK_FLAP", "IB_LINK_ERRORS", "NIC_LOST",
+    "KERNEL_MCE", "KERNEL_AER", "KERNEL_HW_ERROR", "NIC_LINK_FLAP", "IB_LINK_ERRORS", "NIC_LOST",
 })
+# Only a failing result is sticky: the kernel log's checks warn on the corrected kind of the same
+# code (a corrected machine check, a corrected AER error, a firmware-first corrected error), which clears.
 XID_CODES = frozenset({"XID", "KERNEL_XID"})
 
 

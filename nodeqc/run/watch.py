@@ -16,6 +16,7 @@ stands), 2 could not judge.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -287,6 +288,8 @@ def judge(obs: Observation, prev: dict[str, Any], profile: Any, now: float) -> l
             r = check(g, tel, profile)
             if r.code == "GPU_LOST":  # the run's words count from its start; a watch has no run
                 r = replace(r, message="stopped answering NVML (fell off the bus)", values={}, key=None)
+            elif r.code == "XID":  # nor a time into it: the event was read in this pass
+                r = replace(r, message=re.sub(r" at 0(?:\.0+)? s\b", "", r.message))
             results.append(r)
     listed = {str(g.serial) for g in obs.gpus}
     for serial, was in sorted(before.items()):
