@@ -472,3 +472,29 @@ def test_any_read_that_hangs_is_cut_at_the_deadline_and_named(tmp_path, part, me
     assert time.monotonic() - started < 8
     assert result.exit_code == 2 and result.error == f"no answer within the 4 s deadline ({step})"
     assert w.hung and load_state(NODE, tmp_path) is None  # nothing half-read is recorded
+
+
+def test_two_watches_at_once_keep_what_each_found(tmp_path):
+    """A Slurm health check beside a systemd timer: each merges into the state as it is on disk when
+    it writes, under the state's lock, so neither overwrites the other's finding."""
+    from nodeqc.archive.watch import state_lock
+
+    clock = FakeClock(2_000_000_000.0)
+    slow = Watcher(hardware_for("hgx-h100", None, ["gpu3:xid=79"], in_service=True), archive=str(tmp_path),
+                   clock=clock)
+    original = slow._observe
+
+    def observe_then_let_the_other_write(step, obs):
+        result = original(step, obs)
+        assert watched(tmp_path, clock, "gpu5:row_remap_failed").exit_code == 1  # the other watch, meanwhile
+        return result
+
+    slow._observe = observe_then_let_the_other_write
+    try:
+        assert slow.run_pass().exit_code == 1
+    finally:
+        slow.close()
+    codes = {(f.subject, f.code) for f in load_state(NODE, tmp_path).findings}
+    assert {("gpu3", "XID"), ("gpu5", "ROW_REMAP_FAILED")} <= codes
+    with state_lock(NODE, tmp_path):  # the lock is taken and given back
+        pass

@@ -23,17 +23,22 @@ bounded size, and a file that is not the watch's (unreadable, another shape) is 
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nodeqc.archive.filing import node_dir
 from nodeqc.core.errors import UsageError
-from nodeqc.core.safefile import NotAFile, OutputError, read_bounded, write_atomic
+from nodeqc.core.safefile import NotAFile, OutputError, open_append, read_bounded, write_atomic
 
 STATE_NAME = "watch-state.json"  # beside the reports; the index reads *.report.json only
+LOCK_NAME = ".watch-state.lock"
+LOCK_WAIT_S = 5.0  # another watch holds the state only while it reads and writes it: milliseconds
 STATE_VERSION = 1
 MAX_STATE_BYTES = 4 << 20  # a node's state is a few kB: its findings, its counters at the last pass
 MAX_FINDINGS = 500  # more findings than any node's parts and checks make: a flood is not kept whole
@@ -158,6 +163,32 @@ def save_state(state: WatchState, root: str | Path | None = None) -> Path:
     except (OutputError, OSError) as e:
         raise UsageError(f"{path}: cannot write the watch state: {getattr(e, 'strerror', None) or e}") from None
     return path
+
+
+@contextmanager
+def state_lock(node: str, root: str | Path | None = None) -> Any:
+    """Two watches of one node at once (a Slurm health check beside a systemd timer) take turns
+    between reading the state and writing it whole, so neither drops what the other found."""
+    path = node_dir(node, root) / LOCK_NAME
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = open_append(path)  # never through a link planted at its name
+    except OSError as e:
+        raise UsageError(f"{path}: cannot lock the watch state: {e.strerror or e}") from None
+    try:
+        waited = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > waited:
+                    raise UsageError(f"{path}: another nodeqc watch has held the watch state for "
+                                     f"{LOCK_WAIT_S:g} s") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)
 
 
 def merge(state: WatchState, seen: list[Finding], now: float, qualified_at: float | None) -> WatchState:

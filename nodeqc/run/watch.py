@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from nodeqc.archive.watch import (STICKY_CODES, XID_CODES, Finding, WatchState, last_cleared, load_state, merge,
-                                  needs_requalification, parse_stamp, save_state)
+                                  needs_requalification, parse_stamp, save_state, state_lock)
 from nodeqc.backends.base import GpuCounters, GpuInfo, GpuSample, HostInfo, IbPort, NicInfo, XidEvent
 from nodeqc.backends.platform import HostCounters
 from nodeqc.checks import health, host_health, nic as nic_checks
@@ -226,15 +226,18 @@ class Watcher:
             self.hung = isinstance(e, Unjudged)
             return self._unjudged(str(e), started, t0, obs)
         assert obs.host is not None
-        state = obs.state or WatchState(node_of(obs.host))
-        prev = state.readings
+        node = node_of(obs.host)
+        prev = obs.state.readings if obs.state else {}
         now = self.clock()
         results = judge(obs, prev, self.profile, now)
         seen = [finding(r, now) for r in results if r.verdict in (Verdict.FAIL, Verdict.WARN)]
-        state.hostname, state.simulated = obs.host.hostname, self.hw.simulated
-        merge(state, seen, now, obs.qualified_at)
-        state.readings = readings(obs, prev, now)
-        save_state(state, self.archive)
+        with state_lock(node, self.archive):
+            # What is on disk now: another watch of this node may have written since this pass read it.
+            state = load_state(node, self.archive) or WatchState(node)
+            state.hostname, state.simulated = obs.host.hostname, self.hw.simulated
+            merge(state, seen, now, obs.qualified_at)
+            state.readings = readings(obs, prev, now)
+            save_state(state, self.archive)
         standing = list(state.findings)
         requalify = needs_requalification(state, obs.qualified_at, now)
         code = EXIT_ATTENTION if any(f.verdict == "fail" for f in standing) else EXIT_HEALTHY
