@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.archive.filing import node_dir
+from nodeqc.core.codes import REMEDIATION
 from nodeqc.core.errors import UsageError
 from nodeqc.core.safefile import NotAFile, OutputError, open_append, read_bounded, write_atomic
 
@@ -61,7 +62,9 @@ STICKY_CODES = frozenset({
 })
 # Only a failing result is sticky: the kernel log's checks warn on the corrected kind of the same
 # code (a corrected machine check, a corrected AER error, a firmware-first corrected error), which clears.
-XID_CODES = frozenset({"XID", "KERNEL_XID"})
+# health.xid's codes (one per action of NVIDIA's catalogue since nodeqc.core.xids; "XID" before it)
+# and the kernel log's.
+XID_CODES = frozenset({"XID", "KERNEL_XID"} | {code for code in REMEDIATION if code.startswith("XID_")})
 
 
 @dataclass

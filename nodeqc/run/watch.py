@@ -291,8 +291,15 @@ def judge(obs: Observation, prev: dict[str, Any], profile: Any, now: float) -> l
             r = check(g, tel, profile)
             if r.code == "GPU_LOST":  # the run's words count from its start; a watch has no run
                 r = replace(r, message="stopped answering NVML (fell off the bus)", values={}, key=None)
-            elif r.code == "XID":  # nor a time into it: the event was read in this pass
+            elif r.code in XID_CODES:  # nor a time into it: the event was read in this pass
                 r = replace(r, message=re.sub(r" at 0(?:\.0+)? s\b", "", r.message))
+                if r.code == "XID_APP_FAULT":
+                    # A run's own known-good work makes an application's XID the GPU's; in service
+                    # the GPU runs the users' work, and the application is the likelier cause (as
+                    # NVIDIA's catalogue and gpud take it): a warning that clears, unless it repeats.
+                    r = replace(r, verdict=Verdict.WARN, code="XID_WARNING", message=r.message.replace(
+                        "an application's XID during nodeqc's known-good work",
+                        "an application's XID (the users' work on this GPU is the likelier cause)"))
             results.append(r)
     listed = {str(g.serial) for g in obs.gpus}
     for serial, was in sorted(before.items()):
