@@ -12,7 +12,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from nodeqc.core.model import Verdict
 from nodeqc.fabric.pairing import Round
-from nodeqc.fabric.report import build_predicate, exit_code, fabric_checks, fabric_statement, node_digest, pair_rows
+from nodeqc.fabric.coverage import coverage
+from nodeqc.fabric.report import build_predicate, coverage_checks, exit_code, fabric_checks, fabric_statement, node_digest, pair_rows
 from nodeqc.fabric.scoring import Measurement, PairResult, score
 from nodeqc.report.keys import Signer
 
@@ -266,7 +267,8 @@ def test_the_verdict_and_exit_code_of_a_fabric():
     tcp = [Measurement("tcp", d, 9.0, "Gb/s", 5.0) for d in ("a>b", "b>a")]
     passed = _predicate([PairResult(1, "a", "b", tcp)], ["a", "b"])
     assert (passed["verdict"], exit_code(passed)) == ("PASS", 0)
-    assert passed["summary"] == {"counts": {"pass": 3, "warn": 0, "fail": 0, "error": 0, "skip": 0}, "failed": []}
+    # a, b, tcp and the coverage: the one pair there is was tested
+    assert passed["summary"] == {"counts": {"pass": 4, "warn": 0, "fail": 0, "error": 0, "skip": 0}, "failed": []}
     aborted = _predicate([PairResult(1, "a", "b", tcp)], ["a", "b"], status="aborted")
     assert (aborted["verdict"], aborted["status"], exit_code(aborted)) == ("FAIL", "aborted", 2)
     failed = _predicate(_first_fabric()[:-1], NODES)  # without the pair that could not be allocated
@@ -291,22 +293,27 @@ def test_the_fabric_predicate_and_statement_whole():
     results = [PairResult(1, "a", "b", tcp)]
     p = _predicate(results, ["a", "b"])
     checks = [c.to_dict() for c in fabric_checks(score(["a", "b"], results), results)]
+    (covered,) = [c.to_dict() for c in coverage_checks(coverage(["a", "b"], [], results))]
+    assert (covered["name"], covered["verdict"], covered["message"]) == ("fabric.coverage", "pass", "all 1 node pairs tested")
+    checks.append(covered)
     assert p == {
         "kind": "fabric", "verdict": "PASS", "status": "complete", "simulated": False, "simulation": None,
         "profile": {"name": "generic"}, "node": {"hostname": "fabric-rack7", "system_serial": None}, "gpus": [],
         "fabric": {"name": "rack7", "launcher": "slurm", "nodes": ["a", "b"], "rails": ["tcp"], "rounds": 1,
                    "tests": ["tcp"], "schedule": [{"round": 1, "pairs": [["a", "b"]], "sitting_out": None}],
                    "bad": {"nodes": [], "node_rails": [], "rails": [], "links": [], "inconclusive": [],
-                           "suspects": []}},
+                           "suspects": []},
+                   "coverage": {"pairs": {"total": 1, "tested": 1, "untested": 0, "listed": []}, "rails_untested": [],
+                                "ports_untested": [], "uplinks": 0, "uplinks_untested": []}},
         "nodes": [{"name": "a", "verdict": "pass", "identity": {"hostname": "a.example", "machine_id": "m-a"}},
                   {"name": "b", "verdict": "pass", "identity": {"hostname": "b"}}],  # none reported: its name
         "checks": checks, "pairs": pair_rows(results),
-        "summary": {"counts": {"pass": 3, "warn": 0, "fail": 0, "error": 0, "skip": 0}, "failed": []},
+        "summary": {"counts": {"pass": 4, "warn": 0, "fail": 0, "error": 0, "skip": 0}, "failed": []},
         "tool": {"name": "nodeqc", "version": __version__, "python": platform.python_version(),
                  "command": ["nodeqc", "fabric"]},
         "started_at": "2026-11-23T00:00:00Z", "finished_at": "2026-11-23T00:01:00Z", "duration_s": 60.001,
         "operator": "tech1", "ticket": "RMA-1", "signer": {"keyid": p["signer"]["keyid"]}, "partial": False}
-    assert len(p["signer"]["keyid"]) == 64 and len(checks) == 3
+    assert len(p["signer"]["keyid"]) == 64 and len(checks) == 4
     st = fabric_statement(p)
     assert st == {"_type": STATEMENT_TYPE, "predicateType": FABRIC_PREDICATE_TYPE, "predicate": p, "subject": [
         {"name": "node:a", "digest": {"sha256": node_digest({"hostname": "a.example", "machine_id": "m-a"})}},

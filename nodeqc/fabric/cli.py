@@ -275,26 +275,33 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         for s, h in saved.items():
             signal.signal(s, h)
     scores = score(nodes, results)
+    from nodeqc.fabric.coverage import coverage
     from nodeqc.fabric.report import build_predicate
+
+    covered = coverage(nodes, list(cluster.rails) if cluster is not None else scores.rails, results)
 
     identities = {n: i for r in results for n, i in r.identities.items()}
     settings = {"seed": seed, "tests": tests, "seconds": seconds, "confidence": args.confidence,
                 "bad_fraction": args.bad_fraction, "confidence_reached": round(reached, 6), "rounds_reason": reason,
                 "floors": floors.to_dict()}
-    simulation = ({"nodes": len(cluster.nodes), "rails": len(cluster.rails), "faults": list(args.inject)}
+    simulation = ({"nodes": len(cluster.nodes), "rails": len(cluster.rails), "faults": list(args.inject),
+                   "planted": cluster.outcomes(scores, covered)}
                   if cluster is not None else None)
     predicate = build_predicate(
         name=name, launcher=launcher.name, scores=scores, rounds=schedule,
         results=results, identities=identities, settings=settings, profile=profile.summary(),
         simulated=cluster is not None, simulation=simulation, status="aborted" if aborted["flag"] else "complete",
         started_at=started_at, finished_at=utc_now(), duration_s=time.monotonic() - t0,
-        operator=args.operator or current_user(), ticket=args.ticket, signer=signer, command=["nodeqc", "fabric", *argv])
+        operator=args.operator or current_user(), ticket=args.ticket, signer=signer, command=["nodeqc", "fabric", *argv],
+        covered=covered)
     journal.append({"type": "run_finished", "verdict": predicate["verdict"], "status": predicate["status"]})
     journal.close()
     predicate["journal"] = {"file": journal.path.name, "sha256": hashlib.sha256(journal.path.read_bytes()).hexdigest()}
     path = out_dir / f"{stem}.report.json"
     write_report(path, predicate, signer)
     _summary(predicate)
+    for planted in (simulation or {}).get("planted", []):
+        say(f"  simulated fault {planted['fault']}: {planted['outcome']}: {planted['why']}")
     if args.drain and scores.failed:
         _drain(predicate, str(path))
     say(f"report: {path}")

@@ -4,8 +4,10 @@
 The predicate carries the same top-level facts a node report does (verdict, status, profile,
 `node` as the archive's key, checks, summary, times), so the archive, `verify`, `history` and
 `export` take it unchanged: its `node` is the fabric (`fabric-NAME`), its checks are
-`fabric.node` per node, `fabric.rail` per rail, `fabric.link` per bad link and `fabric.pair` per
-pair that could not be tested. The per-pair figures are in `pairs`.
+`fabric.node` per node, `fabric.rail` per rail, `fabric.link` per bad link, `fabric.pair` per
+pair that could not be tested and `fabric.coverage` for what no test crossed (nodeqc.fabric.coverage:
+the node pairs never tested, a stated gap; a rail or switch uplink never tested, could not judge).
+The per-pair figures are in `pairs`, what was covered in `fabric.coverage`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from nodeqc import __version__
 from nodeqc.core.model import CheckResult, Value, Verdict, check_label
+from nodeqc.fabric.coverage import Coverage, coverage
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult, Scores
 from nodeqc.report.envelope import FABRIC_PREDICATE_TYPE, STATEMENT_TYPE, canonical, sign, write_envelope
@@ -142,6 +145,34 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
     return out
 
 
+def coverage_checks(cov: Coverage) -> list[CheckResult]:
+    """`fabric.coverage`: the node pairs never tested (SKIP: a stated gap), and each rail or switch
+    uplink no test crossed (ERROR: nothing judged it); nodeqc.fabric.coverage says why they differ."""
+    out: list[CheckResult] = []
+    total, untested = cov.pairs_total, cov.pairs_untested
+    values = {"pairs": Value(total), "tested": Value(total - untested), "untested": Value(untested)}
+    if untested:
+        listed = [f"{a}-{b}" for a, b in cov.untested_pairs(8)]
+        more = f" +{untested - len(listed)} more" if untested > len(listed) else ""
+        hint = (f"; --rounds {len(cov.nodes) - 1 + len(cov.nodes) % 2} tests every pair"
+                if len(cov.nodes) <= 64 else "")
+        out.append(CheckResult("fabric.coverage", "pairs", Verdict.SKIP,
+                               f"{untested} of {total} node pairs never tested ({', '.join(listed)}{more}): a fault on "
+                               f"the path that only such a pair takes would go unseen{hint}", "FABRIC_UNTESTED",
+                               values, [], {"untested": [f"{a}-{b}" for a, b in cov.untested_pairs()]}, "untested"))
+    else:
+        out.append(CheckResult("fabric.coverage", "pairs", Verdict.PASS, f"all {total} node pairs tested",
+                               None, values, [], {}, "untested"))
+    for rail in cov.untested_rails:
+        out.append(CheckResult("fabric.coverage", rail, Verdict.ERROR,
+                               "no pair test gave a result on this rail: nothing judged it", "FABRIC_UNTESTED"))
+    for switch, rail in cov.untested_uplinks:
+        out.append(CheckResult("fabric.coverage", f"{switch} uplink", Verdict.ERROR,
+                               f"no pair test crossed {switch}'s uplink on {rail}: nothing judged it", "FABRIC_UNTESTED",
+                               {"rail": Value(rail)}, [], {}, "rail"))
+    return out
+
+
 def _portless(rails: set[str]) -> str:
     if not rails:
         return ""
@@ -178,8 +209,9 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
                     identities: dict[str, dict[str, Any]], settings: dict[str, Any], profile: dict[str, Any],
                     simulated: bool, simulation: dict[str, Any] | None, status: str, started_at: str,
                     finished_at: str, duration_s: float, operator: str | None, ticket: str | None,
-                    signer: Signer, command: list[str]) -> dict[str, Any]:
-    checks = fabric_checks(scores, results)
+                    signer: Signer, command: list[str], covered: Coverage | None = None) -> dict[str, Any]:
+    covered = covered or coverage(scores.nodes, scores.rails, results)
+    checks = fabric_checks(scores, results) + coverage_checks(covered)
     counts = {v.value: sum(1 for c in checks if c.verdict is v) for v in Verdict}
     failed = [check_label(c.name, c.subject) for c in checks if c.verdict.blocks_qualification]
     verdict = "FAIL" if failed or status == "aborted" else "PASS"
@@ -199,7 +231,8 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
                    "bad": {"nodes": scores.bad_nodes, "node_rails": [list(p) for p in scores.bad_ports],
                            "rails": scores.bad_rails, "links": [[a, b] for a, b, _ in scores.bad_links],
                            "suspects": sorted(scores.suspects),
-                           "inconclusive": sorted(scores.inconclusive)}},
+                           "inconclusive": sorted(scores.inconclusive)},
+                   "coverage": covered.to_dict()},
         "nodes": [{"name": n, "verdict": scores.node_verdict(n), "identity": identities.get(n, {"hostname": n})}
                   for n in scores.nodes],
         "checks": [c.to_dict() for c in checks],

@@ -24,7 +24,8 @@ import re
 from dataclasses import dataclass, field
 
 from nodeqc.core.errors import UsageError
-from nodeqc.fabric.scoring import Floors, Measurement, PairResult
+from nodeqc.fabric.coverage import Coverage
+from nodeqc.fabric.scoring import Floors, Measurement, PairResult, Scores
 
 PORT_RATE_GBIT = 400.0  # NDR InfiniBand
 TCP_LINK_GBIT = 100.0
@@ -55,6 +56,7 @@ class SimulatedCluster:
     rails: list[str]  # empty: TCP only
     faults: Faults
     seed: int = 0
+    injected: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)  # (text, kind, where)
 
     @classmethod
     def build(cls, count: int, rails: int, injected: list[str], seed: int = 0) -> "SimulatedCluster":
@@ -95,16 +97,23 @@ class SimulatedCluster:
         if g["node"] is not None:
             n = node(g["node"])
             if g["nrail"] is not None:
-                self.faults.port[(n, rail(g["nrail"]))] = fraction(g["nrf"])
+                r = rail(g["nrail"])
+                self.faults.port[(n, r)] = fraction(g["nrf"])
+                self.injected.append((text, "port", (n, r)))
             else:
                 self.faults.node[n] = fraction(g["slow"])
+                self.injected.append((text, "node", (n,)))
         elif g["rail"] is not None:
-            self.faults.rail[rail(g["rail"])] = fraction(g["rf"])
+            r = rail(g["rail"])
+            self.faults.rail[r] = fraction(g["rf"])
+            self.injected.append((text, "rail", (r,)))
         else:
             a, b = node(g["la"]), node(g["lb"])
             if a == b:
                 raise UsageError(f"--inject {text}: a link joins two different nodes")
-            self.faults.link[tuple(sorted((a, b)))] = fraction(g["lf"])  # type: ignore[index]
+            key = tuple(sorted((a, b)))
+            self.faults.link[key] = fraction(g["lf"])  # type: ignore[index]
+            self.injected.append((text, "link", key))
 
     def _noise(self, *key: object) -> float:
         digest = hashlib.sha256(repr((self.seed, *key)).encode()).digest()
@@ -140,6 +149,44 @@ class SimulatedCluster:
                 out.append(Measurement(name, direction, round(min(value, rate), 3), unit, floor))
         return PairResult(round_no, a, b, out)
 
+    def outcomes(self, scores: Scores, covered: Coverage) -> list[dict[str, str]]:
+        """Each planted fault: `found` (named as planted, or masked by a fault that was: a port on
+        a bad rail or of a bad node), `untested` (no test crossed it: the report lists it so),
+        `inconclusive` (a node it touches could not be judged: exit 2), `blamed elsewhere` (the run
+        fails a node on its path instead: too few nodes to tell, e.g. a rail of a two-node fabric) or
+        `missed` (none of these: a silent pass, which tests/test_fabric_coverage.py holds never
+        happens)."""
+        bad_links = {(a, b) for a, b, _ in scores.bad_links}
+        out = []
+        for text, kind, where in self.injected:
+            if kind == "node":
+                found, untested = where[0] in scores.bad_nodes, not any(
+                    (where[0], rl) not in covered.untested_ports for rl in covered.rails)
+            elif kind == "port":
+                found = where in scores.bad_ports or where[0] in scores.bad_nodes or where[1] in scores.bad_rails
+                untested = where in covered.untested_ports or where[1] in covered.untested_rails
+            elif kind == "rail":
+                found, untested = where[0] in scores.bad_rails, where[0] in covered.untested_rails
+            else:
+                found, untested = where in bad_links, not covered.pair_tested(*where)
+            touched = where if kind == "link" else where[:1] if kind in ("node", "port") else tuple(self.nodes)
+            unjudged = [n for n in touched if n in scores.inconclusive]
+            blamed = [n for n in touched if scores.node_verdict(n) == "fail"]
+            state = ("found" if found else "untested" if untested else "inconclusive" if unjudged
+                     else "blamed elsewhere" if blamed else "missed")
+            if kind == "link" and state == "untested":
+                why = f"the pair {where[0]}-{where[1]} was never tested (listed in the report's untested pairs)"
+            elif state == "found":
+                why = "named in the report"
+            elif state == "inconclusive":
+                why = f"{_few(unjudged)} could not be judged (the tests cannot tell the fault's place)"
+            elif state == "blamed elsewhere":
+                why = f"the run fails {_few(blamed)}, on its path, not the fault itself"
+            else:
+                why = "no test crossed it" if untested else "NOT FOUND, and tested"
+            out.append({"fault": text, "outcome": state, "why": why})
+        return out
+
     def planted(self) -> dict[str, set]:
         """What was injected, in the scoring's terms (for tests and the benchmark)."""
         down_nodes = set(self.faults.node)
@@ -152,3 +199,7 @@ class SimulatedCluster:
                 down_nodes.add(n)
                 ports -= set(own)
         return {"nodes": down_nodes, "ports": ports, "rails": set(self.faults.rail), "links": set(self.faults.link)}
+
+
+def _few(names: list[str], most: int = 4) -> str:
+    return ", ".join(names[:most]) + (f" +{len(names) - most} more" if len(names) > most else "")

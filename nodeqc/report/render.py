@@ -134,6 +134,20 @@ def render_fabric_report(predicate: dict[str, Any], trust_line: str) -> str:
              ("bad rails (fabric-wide)", bad.get("rails")), ("bad links", [f"{a}-{b}" for a, b in bad.get("links", [])]),
              ("inconclusive", bad.get("inconclusive"))]
     out += [""] + [f"{what:<24} {', '.join(items)}" for what, items in named if items]
+    cov = fab.get("coverage") or {}
+    pairs = cov.get("pairs") or {}
+    if pairs:
+        listed = list(pairs.get("listed") or [])
+        more = (pairs.get("untested") or 0) - len(listed[:12])
+        out.append(f"{'pairs tested':<24} {pairs.get('tested')} of {pairs.get('total')}"
+                   + (f"; never tested: {', '.join(listed[:12])}" + (f" +{more} more" if more > 0 else "")
+                      if pairs.get("untested") else ""))
+    for what, key in (("rails never tested", "rails_untested"), ("ports never tested", "ports_untested"),
+                      ("uplinks never tested", "uplinks_untested")):
+        if cov.get(key):
+            out.append(f"{what:<24} {', '.join(cov[key][:24])}" + (f" +{len(cov[key]) - 24} more" if len(cov[key]) > 24 else ""))
+    for planted in (sim or {}).get("planted") or []:
+        out.append(f"{'simulated fault':<24} {planted.get('fault')}: {planted.get('outcome')}: {planted.get('why')}")
     failing = [c for c in checks if c.verdict in (Verdict.FAIL, Verdict.ERROR)]
     if failing:
         out += ["", f"FAILED ({len(failing)}):"]
