@@ -45,10 +45,19 @@ def _parser() -> Parser:
     p.add_argument("--image", help="--k8s: the container image with nodeqc, perftest and iperf3")
     p.add_argument("--namespace", default="nodeqc", help="--k8s: where the Jobs run (default nodeqc; "
                    "packaging/k8s/rbac.yaml)")
+    p.add_argument("--topology", metavar="slurm|k8s|FILE", help="where the switches are: `scontrol show topology`, "
+                   "the Kubernetes nodes' labels, or a file in topology.conf's syntax (SwitchName=X Nodes=.. "
+                   "Switches=..); pairs are then chosen within a leaf, across leaves and across spines, and a bad "
+                   "switch uplink is named as such")
+    p.add_argument("--topology-label", default="", metavar="leaf=L,spine=S,zone=Z,nvlink=D",
+                   help="--topology k8s: the node labels of each level (default: topograph's "
+                   "network.topology.nvidia.com/block and /spine, topology.kubernetes.io/zone, nvidia.com/gpu.clique)")
+    p.add_argument("--leaves", type=int, default=0, help="--simulate: leaf switches (L0..), the nodes spread over them")
+    p.add_argument("--spines", type=int, default=0, help="--simulate: spine switches (S0..) above the leaves")
     p.add_argument("--rails", type=int, default=8, help="--simulate: RDMA rails per node (0: TCP only; default 8)")
     p.add_argument("--inject", metavar="FAULT", action="append", default=[],
                    help="--simulate: nodeN:slow=F, nodeN:down, nodeN:railR=F, nodeN:railR:down, railR=F, "
-                        "link:nodeA-nodeB=F, ... (repeatable)")
+                        "link:nodeA-nodeB=F, leaf:L3:slow=F, spine:S1:down, ... (repeatable)")
     p.add_argument("--tests", default="tcp,rdma", metavar="tcp,rdma,nccl", help="what each pair runs "
                    "(default tcp,rdma; RDMA is skipped, saying so, where a node has no RDMA port)")
     p.add_argument("--profile", default="generic", metavar="NAME|PATH", help="floors from its [nic] "
@@ -88,13 +97,29 @@ def main(argv: list[str]) -> int:
     return run(args, argv)
 
 
-def _nodes(args: argparse.Namespace) -> tuple[list[str], Any, Any]:
+def _topology(args: argparse.Namespace) -> Any:
+    """The topology --topology names (before the nodes: a simulated cluster takes it too), or None."""
+    from nodeqc.fabric.topology import read
+
+    if args.topology_label and args.topology != "k8s":
+        raise UsageError("--topology-label names Kubernetes node labels: it needs --topology k8s")
+    if (args.leaves or args.spines) and args.simulate is None:
+        raise UsageError("--leaves and --spines shape the simulated cluster: they need --simulate")
+    if args.topology is None:
+        return None
+    if args.topology in ("slurm", "k8s") and args.simulate is not None:
+        raise UsageError(f"--topology {args.topology}: a simulated cluster takes --leaves/--spines or --topology FILE")
+    return read(args.topology, args.topology_label)
+
+
+def _nodes(args: argparse.Namespace, topology: Any = None) -> tuple[list[str], Any, Any]:
     """(nodes, launcher, simulated cluster or None)."""
     from nodeqc.fabric.launchers import HostLauncher, SimulatedLauncher, SlurmLauncher, in_allocation
     from nodeqc.fabric.simulated import SimulatedCluster
 
     if args.simulate is not None:
-        cluster = SimulatedCluster.build(args.simulate, args.rails, args.inject, seed=args.seed or 0)
+        cluster = SimulatedCluster.build(args.simulate, args.rails, args.inject, seed=args.seed or 0,
+                                         leaves=args.leaves, spines=args.spines, topology=topology)
         return cluster.nodes, SimulatedLauncher(cluster), cluster
     if args.inject:
         raise UsageError("--inject needs --simulate: faults are planted in a simulated cluster only")
@@ -195,8 +220,13 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     from nodeqc.run.flow import ensure_writable
     from nodeqc.spec.profile import load_profile
 
-    nodes, launcher, cluster = _nodes(args)
+    topology = _topology(args)
+    nodes, launcher, cluster = _nodes(args, topology)
     tests = _validate(args, nodes)
+    if cluster is not None:
+        topology = cluster.topology
+    elif topology is not None:
+        topology = topology.restrict(nodes, args.topology)
     if cluster is not None:
         simulated = ["rdma"] if cluster.rails else ["tcp"]
         if args.tests != "tcp,rdma" and tests != simulated:
@@ -220,7 +250,15 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     else:
         rounds_n = pairing.rounds_needed(len(nodes), args.confidence, args.bad_fraction)
         reason = f"the fewest for {args.confidence:g} confidence with at most {args.bad_fraction:.0%} of nodes bad"
-    schedule = pairing.schedule(nodes, rounds_n, seed)
+    if topology is not None:
+        schedule = pairing.topology_schedule(nodes, topology, rounds_n, seed)
+        if len(schedule) > rounds_n:
+            reason += f"; {len(schedule)} to test each level of the topology twice"
+        rounds_n = len(schedule)
+        leaves = len(set(topology.leaf_of.values()))
+        reason += f"; within and across {leaves} leaves ({topology.source})"
+    else:
+        schedule = pairing.schedule(nodes, rounds_n, seed)
     reached = pairing.confidence_reached(pairing.distinct_peers(schedule), args.bad_fraction)
     name = args.name or (f"job{os.environ['SLURM_JOB_ID']}" if args.slurm is not None and os.environ.get("SLURM_JOB_ID")
                          else "simulated" if cluster is not None else "fabric")
@@ -274,11 +312,11 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     finally:
         for s, h in saved.items():
             signal.signal(s, h)
-    scores = score(nodes, results)
+    scores = score(nodes, results, topology)
     from nodeqc.fabric.coverage import coverage
     from nodeqc.fabric.report import build_predicate
 
-    covered = coverage(nodes, list(cluster.rails) if cluster is not None else scores.rails, results)
+    covered = coverage(nodes, list(cluster.rails) if cluster is not None else scores.rails, results, topology)
 
     identities = {n: i for r in results for n, i in r.identities.items()}
     settings = {"seed": seed, "tests": tests, "seconds": seconds, "confidence": args.confidence,
@@ -293,7 +331,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         simulated=cluster is not None, simulation=simulation, status="aborted" if aborted["flag"] else "complete",
         started_at=started_at, finished_at=utc_now(), duration_s=time.monotonic() - t0,
         operator=args.operator or current_user(), ticket=args.ticket, signer=signer, command=["nodeqc", "fabric", *argv],
-        covered=covered)
+        covered=covered, topology=topology)
     journal.append({"type": "run_finished", "verdict": predicate["verdict"], "status": predicate["status"]})
     journal.close()
     predicate["journal"] = {"file": journal.path.name, "sha256": hashlib.sha256(journal.path.read_bytes()).hexdigest()}

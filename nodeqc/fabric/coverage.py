@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodeqc.fabric.scoring import PairResult
+from nodeqc.fabric.topology import Topology
 
 LISTED = 200  # untested pairs listed by name in the report; the count is always whole
 ENUMERATE = 1 << 16  # a fleet with more pairs than this has its untested pairs counted, not listed
@@ -76,7 +77,7 @@ class Coverage:
                 "uplinks_untested": [f"{s}:{r}" for s, r in self.untested_uplinks]}
 
 
-def coverage(nodes: list[str], rails: list[str], results: list[PairResult]) -> Coverage:
+def coverage(nodes: list[str], rails: list[str], results: list[PairResult], topology: Topology | None = None) -> Coverage:
     """What the results tested. `rails`: every rail the fleet has (those the results name are
     added); a rail or a port counts as tested when one measurement on it gave evidence (a figure or
     the tool's error: a link down is tested, and failed)."""
@@ -93,7 +94,19 @@ def coverage(nodes: list[str], rails: list[str], results: list[PairResult]) -> C
             ports.add((r.a, rail))
             ports.add((r.b, rail))
     rails_hit = {rl for _, rl in ports}
+    uplinks: list[tuple[str, str]] = []
+    crossed: set[tuple[str, str]] = set()
+    if topology is not None:
+        everyone = set(nodes)
+        # every switch some pair of these nodes crosses: all but one at the top over them all
+        uplinks = [(s, rl) for s in topology.switches() if topology.below(s) & everyone != everyone
+                   and topology.below(s) & everyone for rl in all_rails]
+        for r in results:
+            if r.error is None:
+                for rail in {m.rail for m in r.measurements if not m.skipped}:
+                    crossed.update((s, rail) for s in topology.crossed(r.a, r.b))
     return Coverage(nodes=list(nodes), rails=all_rails, tested=tested,
                     untested_rails=[rl for rl in all_rails if rl not in rails_hit],
                     untested_ports=[(n, rl) for n in nodes for rl in all_rails
-                                    if rl in rails_hit and (n, rl) not in ports])
+                                    if rl in rails_hit and (n, rl) not in ports],
+                    untested_uplinks=[u for u in uplinks if u not in crossed], uplinks=len(uplinks))

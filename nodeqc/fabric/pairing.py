@@ -36,6 +36,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nodeqc.fabric.topology import Topology
 
 MIN_ROUNDS = 3  # fewer cannot separate a bad node from a bad peer (it needs two good peers)
 MAX_ROUNDS = 200
@@ -129,3 +133,101 @@ def distinct_peers(rounds: list[Round]) -> dict[str, int]:
             met.setdefault(r.sitting_out, set())
     return {n: len(p) for n, p in met.items()}
 
+
+
+def topology_schedule(nodes: list[str], topology: "Topology", rounds: int, seed: int) -> list[Round]:
+    """Rounds that pair within a leaf, across leaves under one switch and across the switches above,
+    so each switch's uplink is crossed by many tests and each node has peers on its own leaf (which
+    clear it when its leaf's uplink is bad: `uplinks.py`). The kinds alternate: a round within the
+    leaves, then one of each level above in turn, and so on; at least two rounds of each kind the
+    topology has (two good peers tell a node from a peer, as for random pairs). Within a leaf the
+    rounds are its round-robin tournament (no pair twice); across, a seeded random matching of nodes
+    under different children, the one with the fewest repeated pairs of a few drawn. Nodes a kind
+    leaves without a partner (an odd leaf, a child larger than the rest) are paired among
+    themselves, so every round still tests (nearly) every node."""
+    if len(nodes) < 2:
+        raise ValueError("pairing needs at least two nodes")
+    if len(set(nodes)) != len(nodes):
+        raise ValueError("a node is named twice")
+    rng = random.Random(seed)
+    chains = {n: [n, *topology.up(topology.leaf_of[n]), "*"] for n in nodes}
+    depth = max(len(c) for c in chains.values())
+    for c in chains.values():  # an unbalanced tree: the top stands in for the missing levels
+        c[-1:] = ["*"] * (depth - len(c) + 1)
+    kinds = [d for d in range(1, depth) if _splits(nodes, chains, d)]
+    if not kinds:
+        return schedule(nodes, rounds, seed)
+    # within the leaves, across level 1, within, across level 2, ...: every other round within the leaves
+    cycle = [x for k in kinds[1:] for x in (kinds[0], k)] or [kinds[0]]
+    total = max(rounds, 2 * len(cycle)) if len(kinds) > 1 else rounds
+    met: set[frozenset[str]] = set()
+    out: list[Round] = []
+    seen_kind: dict[int, int] = {}
+    for i in range(total):
+        d = cycle[i % len(cycle)]
+        k = seen_kind.get(d, 0)
+        seen_kind[d] = k + 1
+        best = None
+        for _ in range(1 if d == kinds[0] else 8):
+            pairs, left = _kind_round(nodes, chains, d, k, rng, within=(d == kinds[0]))
+            repeats = sum(frozenset(p) in met for p in pairs)
+            if best is None or repeats < best[0]:
+                best = (repeats, pairs, left)
+            if repeats == 0:
+                break
+        _, pairs, left = best  # type: ignore[misc]
+        rng.shuffle(left)
+        pairs += [(left[j], left[j + 1]) for j in range(0, len(left) - 1, 2)]
+        met.update(frozenset(p) for p in pairs)
+        out.append(Round(i + 1, tuple(pairs), left[-1] if len(left) % 2 else None))
+    return out
+
+
+def _splits(nodes: list[str], chains: dict[str, list[str]], d: int) -> bool:
+    """Some switch at height d has nodes under two different children."""
+    kids: dict[str, set[str]] = {}
+    for n in nodes:
+        kids.setdefault(chains[n][d], set()).add(chains[n][d - 1])
+    return any(len(k) > 1 for k in kids.values())
+
+
+def _kind_round(nodes: list[str], chains: dict[str, list[str]], d: int, k: int, rng: random.Random,
+                within: bool) -> tuple[list[tuple[str, str]], list[str]]:
+    """One round's pairs at height d (group: the switch at d; partners under different children of
+    it), and the nodes left without a partner."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for n in nodes:
+        groups.setdefault(chains[n][d], {}).setdefault(chains[n][d - 1], []).append(n)
+    pairs: list[tuple[str, str]] = []
+    left: list[str] = []
+    for g in sorted(groups):
+        kids = groups[g]
+        if within:  # d is the leaf level: children are nodes; the leaf's own tournament, round k
+            members = sorted(n for ns in kids.values() for n in ns)
+            random.Random(f"{g}").shuffle(members)
+            if len(members) < 2:
+                left += members
+                continue
+            slots: list[str | None] = members + ([None] if len(members) % 2 else [])
+            rp, out = _circle_round(slots, k % (len(slots) - 1))
+            pairs += list(rp)
+            left += [out] if out else []
+            continue
+        buckets = [list(ns) for _, ns in sorted(kids.items())]
+        for b in buckets:
+            rng.shuffle(b)
+        rng.shuffle(buckets)
+        buckets.sort(key=len, reverse=True)
+        flat = [n for b in buckets for n in b]
+        half = len(flat) // 2
+        # Largest child first: pairing i with i + half crosses children whenever no child holds
+        # more than half the group; the excess of one that does is left over.
+        for i in range(half):
+            a, b = flat[i], flat[i + half]
+            if chains[a][d - 1] != chains[b][d - 1]:
+                pairs.append((a, b))
+            else:
+                left += [a, b]
+        if len(flat) % 2:
+            left.append(flat[-1])
+    return pairs, left

@@ -22,6 +22,7 @@ from nodeqc.core.model import CheckResult, Value, Verdict, check_label
 from nodeqc.fabric.coverage import Coverage, coverage
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult, Scores
+from nodeqc.fabric.topology import Topology
 from nodeqc.report.envelope import FABRIC_PREDICATE_TYPE, STATEMENT_TYPE, canonical, sign, write_envelope
 from nodeqc.report.keys import Signer
 
@@ -124,6 +125,7 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
                                f"{a} and {b} failed together on {', '.join(rails)} while each passed with other peers: "
                                "the path between them", "FABRIC_LINK", {"rails": Value(", ".join(rails))}, [],
                                {"failed": figures}, "rails"))
+    out += uplink_checks(scores)
     skipped: dict[tuple[str, str], set[str]] = {}
     for r in results:
         for m in r.measurements:
@@ -142,6 +144,29 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
         else:
             out.append(CheckResult("fabric.pair", f"{r.a}-{r.b}", Verdict.ERROR, f"round {r.round}: not tested: {r.error}",
                                    "FABRIC_PAIR_ERROR"))
+    return out
+
+
+def uplink_checks(scores: Scores) -> list[CheckResult]:
+    """`fabric.uplink`: each switch uplink named bad (nodeqc.fabric.uplinks), its rails together."""
+    by_switch: dict[str, list[Any]] = {}
+    for u in scores.bad_uplinks:
+        by_switch.setdefault(u.switch, []).append(u)
+    out = []
+    for switch, ups in by_switch.items():
+        rails = [u.rail for u in ups]
+        fails, tests = sum(u.fails for u in ups), sum(u.tests for u in ups)
+        inside, passed = sum(u.inside for u in ups), sum(u.inside_passed for u in ups)
+        where = f"every rail ({len(rails)})" if len(rails) == len(scores.rails) and len(rails) > 1 else ", ".join(rails)
+        alt = {u.alternative for u in ups if u.alternative}
+        same = sorted({s for u in ups for s in u.same})
+        msg = (f"{fails} of {tests} pair tests across {switch}'s uplink failed on {where}, while {passed} of {inside} "
+               f"tests between nodes under it passed: the uplink (its cables, ports or the switch above), not its nodes"
+               + (f"; or {', '.join(same)}'s above it, which holds only its nodes: the same tests cross it" if same else "")
+               + (f"; or {', '.join(sorted(alt))}'s: every test across it went there" if alt else ""))
+        out.append(CheckResult("fabric.uplink", f"{switch} uplink", Verdict.FAIL, msg, "FABRIC_UPLINK",
+                               {"rails": Value(", ".join(rails)), "failed": Value(fails), "tests": Value(tests)}, [],
+                               {"rails": rails, "alternative": sorted(alt), "same": same}, "failed"))
     return out
 
 
@@ -209,8 +234,9 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
                     identities: dict[str, dict[str, Any]], settings: dict[str, Any], profile: dict[str, Any],
                     simulated: bool, simulation: dict[str, Any] | None, status: str, started_at: str,
                     finished_at: str, duration_s: float, operator: str | None, ticket: str | None,
-                    signer: Signer, command: list[str], covered: Coverage | None = None) -> dict[str, Any]:
-    covered = covered or coverage(scores.nodes, scores.rails, results)
+                    signer: Signer, command: list[str], covered: Coverage | None = None,
+                    topology: Topology | None = None) -> dict[str, Any]:
+    covered = covered or coverage(scores.nodes, scores.rails, results, topology)
     checks = fabric_checks(scores, results) + coverage_checks(covered)
     counts = {v.value: sum(1 for c in checks if c.verdict is v) for v in Verdict}
     failed = [check_label(c.name, c.subject) for c in checks if c.verdict.blocks_qualification]
@@ -231,8 +257,10 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
                    "bad": {"nodes": scores.bad_nodes, "node_rails": [list(p) for p in scores.bad_ports],
                            "rails": scores.bad_rails, "links": [[a, b] for a, b, _ in scores.bad_links],
                            "suspects": sorted(scores.suspects),
-                           "inconclusive": sorted(scores.inconclusive)},
-                   "coverage": covered.to_dict()},
+                           "inconclusive": sorted(scores.inconclusive),
+                           **({"uplinks": sorted({u.switch for u in scores.bad_uplinks})} if topology else {})},
+                   "coverage": covered.to_dict(),
+                   **({"topology": topology.to_dict()} if topology is not None else {})},
         "nodes": [{"name": n, "verdict": scores.node_verdict(n), "identity": identities.get(n, {"hostname": n})}
                   for n in scores.nodes],
         "checks": [c.to_dict() for c in checks],

@@ -25,7 +25,11 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nodeqc.fabric.topology import Topology
+    from nodeqc.fabric.uplinks import Uplink
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,8 @@ class Scores:
     # node -> the lines its worker printed that it could not have measured (another node's result,
     # a second one, a figure of its peer's): the node is the suspect, whatever its pairs say
     suspects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # switch uplinks named bad (nodeqc.fabric.uplinks), where the topology is known
+    bad_uplinks: list["Uplink"] = field(default_factory=list)
 
     def ports_of(self, node: str) -> list[Port]:
         """The node's ports (indexed once: thousands of nodes times their rails)."""
@@ -161,10 +167,11 @@ class Scores:
 
     @property
     def failed(self) -> bool:
-        return bool(self.bad_rails or self.bad_nodes or self.bad_ports or self.bad_links or self.suspects)
+        return bool(self.bad_rails or self.bad_nodes or self.bad_ports or self.bad_links or self.suspects
+                    or self.bad_uplinks)
 
 
-def score(nodes: list[str], results: list[PairResult]) -> Scores:
+def score(nodes: list[str], results: list[PairResult], topology: "Topology | None" = None) -> Scores:
     rails = sorted({m.rail for r in results for m in r.measurements if not m.skipped})
     tested = [r for r in results if r.error is None]
     errors = [r for r in results if r.error is not None]
@@ -188,6 +195,14 @@ def score(nodes: list[str], results: list[PairResult]) -> Scores:
     bad_rails = sorted(rl for rl, oks in per_rail.items()
                        if len(failing_nodes.get(rl, ())) >= 3 and oks.count(False) > share * len(oks))
 
+    # 1b. Switch uplinks, where the topology is known: their crossing tests leave the tallies.
+    uplinks: list[Uplink] = []
+    explained: set[int] = set()
+    if topology is not None:
+        from nodeqc.fabric.uplinks import name_uplinks
+
+        uplinks, explained = name_uplinks(tests, {i for i, t in enumerate(tests) if t[2] in bad_rails}, topology)
+
     ports: dict[tuple[str, str], Port] = {(n, rl): Port(n, rl) for n in nodes for rl in rails}
     by_port: dict[tuple[str, str], list[int]] = {}
     for i, (a, b, rail, ok) in enumerate(tests):
@@ -195,7 +210,7 @@ def score(nodes: list[str], results: list[PairResult]) -> Scores:
             p = ports.setdefault((me, rail), Port(me, rail))
             p.raw_tests += 1
             p.raw_fails += not ok
-            if rail in bad_rails:
+            if rail in bad_rails or i in explained:
                 continue
             p.tests += 1
             if not ok:
@@ -250,7 +265,7 @@ def score(nodes: list[str], results: list[PairResult]) -> Scores:
             inconclusive[p.node] = f"{p.rail}: never tested (no pair with results)"
     links: dict[tuple[str, str], list[str]] = {}
     for i, (a, b, rail, ok) in enumerate(tests):
-        if ok or i in removed or rail in bad_rails:
+        if ok or i in removed or rail in bad_rails or i in explained:
             continue
         if ports[(a, rail)].cleared and ports[(b, rail)].cleared:
             links.setdefault(tuple(sorted((a, b))), []).append(rail)  # type: ignore[arg-type]
@@ -293,4 +308,4 @@ def score(nodes: list[str], results: list[PairResult]) -> Scores:
                                       f"{refused.get('why')}")
     return Scores(nodes=list(nodes), rails=rails, suspects=suspects, ports=ports, bad_rails=bad_rails, bad_nodes=bad_nodes,
                   bad_ports=sorted(bad_ports), bad_links=sorted((a, b, sorted(set(r))) for (a, b), r in links.items()),
-                  inconclusive=inconclusive, errors=errors)
+                  inconclusive=inconclusive, errors=errors, bad_uplinks=uplinks)

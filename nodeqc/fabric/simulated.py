@@ -10,6 +10,10 @@ Faults (`--inject`, repeatable; F is the fraction of the healthy bandwidth left,
     railR=F | railR:down  one rail across the fabric (its leaf switches, a fabric setting)
     link:nodeA-nodeB=F | link:nodeA-nodeB:down
                           the path between two nodes on every rail (a bad route between good nodes)
+    leaf:NAME:slow=F | leaf:NAME:down | spine:NAME:slow=F | spine:NAME:down
+                          a switch's uplink on every rail (with a topology: --leaves K [--spines S],
+                          whose switches are L0.. and S0.., or --topology FILE): every test whose
+                          path crosses it (topology.Topology.crossed)
 
 The figures: a healthy NDR port gives ib_write_bw 97.5% of its 400 Gb/s (perftest's usual share of
 the line rate; generic profile note), a healthy TCP link 90% of its 100 Gb/s, each with 0.5%
@@ -26,6 +30,7 @@ from dataclasses import dataclass, field
 from nodeqc.core.errors import UsageError
 from nodeqc.fabric.coverage import Coverage
 from nodeqc.fabric.scoring import Floors, Measurement, PairResult, Scores
+from nodeqc.fabric.topology import Topology
 
 PORT_RATE_GBIT = 400.0  # NDR InfiniBand
 TCP_LINK_GBIT = 100.0
@@ -37,9 +42,11 @@ _FRACTION = r"(0(?:\.\d+)?|1(?:\.0+)?|0?\.\d+)"
 _FAULT = re.compile(
     rf"^(?:node(?P<node>\d+):(?:slow=(?P<slow>{_FRACTION})|(?P<down>down)|rail(?P<nrail>\d+)(?:=(?P<nrf>{_FRACTION})|:(?P<nrdown>down))))$"
     rf"|^(?:rail(?P<rail>\d+)(?:=(?P<rf>{_FRACTION})|:(?P<rdown>down)))$"
-    rf"|^(?:link:node(?P<la>\d+)-node(?P<lb>\d+)(?:=(?P<lf>{_FRACTION})|:(?P<ldown>down)))$")
+    rf"|^(?:link:node(?P<la>\d+)-node(?P<lb>\d+)(?:=(?P<lf>{_FRACTION})|:(?P<ldown>down)))$"
+    rf"|^(?:(?P<lvl>leaf|spine):(?P<sw>[A-Za-z0-9._-]{{1,253}}?)(?::slow=(?P<uf>{_FRACTION})|:(?P<udown>down)))$")
 VOCABULARY = "nodeN:slow=F, nodeN:down, nodeN:railR=F, nodeN:railR:down, railR=F, railR:down, " \
-             "link:nodeA-nodeB=F, link:nodeA-nodeB:down (F: the fraction of bandwidth left, 0 < F < 1)"
+             "link:nodeA-nodeB=F, link:nodeA-nodeB:down, leaf:NAME:slow=F, leaf:NAME:down, spine:NAME:slow=F, " \
+             "spine:NAME:down (F: the fraction of bandwidth left, 0 < F < 1)"
 
 
 @dataclass
@@ -48,6 +55,7 @@ class Faults:
     port: dict[tuple[str, str], float] = field(default_factory=dict)
     rail: dict[str, float] = field(default_factory=dict)
     link: dict[tuple[str, str], float] = field(default_factory=dict)
+    uplink: dict[str, float] = field(default_factory=dict)  # switch -> its uplink's share left
 
 
 @dataclass
@@ -57,14 +65,29 @@ class SimulatedCluster:
     faults: Faults
     seed: int = 0
     injected: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)  # (text, kind, where)
+    topology: Topology | None = None
 
     @classmethod
-    def build(cls, count: int, rails: int, injected: list[str], seed: int = 0) -> "SimulatedCluster":
+    def build(cls, count: int, rails: int, injected: list[str], seed: int = 0, leaves: int = 0, spines: int = 0,
+              topology: Topology | None = None) -> "SimulatedCluster":
         if count < 2:
             raise UsageError(f"--simulate {count}: a fabric needs at least two nodes")
         if not 0 <= rails <= 32:
             raise UsageError(f"--rails {rails}: expected 0 (TCP only) to 32")
-        cluster = cls([f"node{i}" for i in range(count)], [f"rail{r}" for r in range(rails)], Faults(), seed)
+        nodes = [f"node{i}" for i in range(count)]
+        if leaves or spines:
+            if topology is not None:
+                raise UsageError("--leaves/--spines build the simulated topology: not with --topology FILE")
+            if not 1 <= leaves <= count:
+                raise UsageError(f"--leaves {leaves}: expected 1 to the node count ({count})")
+            if not 0 <= spines <= leaves:
+                raise UsageError(f"--spines {spines}: expected 0 (leaves only) to the leaf count ({leaves})")
+            parent = {f"L{j}": f"S{j * spines // leaves}" for j in range(leaves)} if spines else {}
+            topology = Topology(f"simulated: {leaves} leaves" + (f", {spines} spines" if spines else ""),
+                                {n: f"L{i * leaves // count}" for i, n in enumerate(nodes)}, parent)
+        elif topology is not None:
+            topology = topology.restrict(nodes, topology.source)
+        cluster = cls(nodes, [f"rail{r}" for r in range(rails)], Faults(), seed, topology=topology)
         for text in injected:
             cluster.inject(text)
         return cluster
@@ -103,6 +126,19 @@ class SimulatedCluster:
             else:
                 self.faults.node[n] = fraction(g["slow"])
                 self.injected.append((text, "node", (n,)))
+        elif g["lvl"] is not None:
+            sw = g["sw"]
+            have = self.topology.switches() if self.topology is not None else []
+            leaves = [x for x in have if self.topology is not None and self.topology.level(x) == 0]
+            known = leaves if g["lvl"] == "leaf" else [x for x in have if x not in leaves]
+            if sw not in known:
+                raise UsageError(f"--inject {text}: no {g['lvl']} {sw} in the topology "
+                                 f"({'leaves' if g['lvl'] == 'leaf' else 'spines'}: "
+                                 f"{_few(known, 8) or 'none: give --leaves K [--spines S] or --topology FILE'})")
+            if self.topology is not None and self.topology.below(sw) >= set(self.nodes):
+                raise UsageError(f"--inject {text}: {g['lvl']} {sw} is above every node: no pair test can cross its uplink")
+            self.faults.uplink[sw] = fraction(g["uf"])
+            self.injected.append((text, "uplink", (sw,)))
         elif g["rail"] is not None:
             r = rail(g["rail"])
             self.faults.rail[r] = fraction(g["rf"])
@@ -122,6 +158,8 @@ class SimulatedCluster:
     def _factor(self, a: str, b: str, rail: str | None) -> float:
         f = min(self.faults.node.get(a, 1.0), self.faults.node.get(b, 1.0),
                 self.faults.link.get(tuple(sorted((a, b))), 1.0))  # type: ignore[arg-type]
+        if self.faults.uplink and self.topology is not None:
+            f = min([f, *(self.faults.uplink.get(s, 1.0) for s in self.topology.crossed(a, b))])
         if rail is not None:
             f = min(f, self.faults.rail.get(rail, 1.0), self.faults.port.get((a, rail), 1.0),
                     self.faults.port.get((b, rail), 1.0))
@@ -167,9 +205,18 @@ class SimulatedCluster:
                 untested = where in covered.untested_ports or where[1] in covered.untested_rails
             elif kind == "rail":
                 found, untested = where[0] in scores.bad_rails, where[0] in covered.untested_rails
+            elif kind == "uplink":
+                # with two subtrees only, either uplink fails the same tests: named as one "or" the other
+                # and a switch that holds only one below it is crossed by the same tests (uplinks.Uplink.same)
+                found = any(where[0] in (u.switch, u.alternative, *u.same) or (u.alternative and self.topology
+                            and self.topology.below(u.alternative) == self.topology.below(where[0]))
+                            for u in scores.bad_uplinks)
+                untested = all((where[0], rl) in covered.untested_uplinks for rl in covered.rails)
             else:
                 found, untested = where in bad_links, not covered.pair_tested(*where)
-            touched = where if kind == "link" else where[:1] if kind in ("node", "port") else tuple(self.nodes)
+            touched = (where if kind == "link" else where[:1] if kind in ("node", "port")
+                       else tuple(sorted(self.topology.below(where[0]))) if kind == "uplink" and self.topology
+                       else tuple(self.nodes))
             unjudged = [n for n in touched if n in scores.inconclusive]
             blamed = [n for n in touched if scores.node_verdict(n) == "fail"]
             state = ("found" if found else "untested" if untested else "inconclusive" if unjudged
@@ -198,7 +245,8 @@ class SimulatedCluster:
             if self.rails and len(own) * 2 > len(self.rails):
                 down_nodes.add(n)
                 ports -= set(own)
-        return {"nodes": down_nodes, "ports": ports, "rails": set(self.faults.rail), "links": set(self.faults.link)}
+        return {"nodes": down_nodes, "ports": ports, "rails": set(self.faults.rail), "links": set(self.faults.link),
+                "uplinks": set(self.faults.uplink)}
 
 
 def _few(names: list[str], most: int = 4) -> str:

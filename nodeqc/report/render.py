@@ -132,8 +132,13 @@ def render_fabric_report(predicate: dict[str, Any], trust_line: str) -> str:
         out.append(f"simulated {sim.get('nodes')} nodes, {sim.get('rails')} rails  faults {', '.join(sim.get('faults') or []) or 'none'}")
     named = [("bad nodes", bad.get("nodes")), ("bad rails of one node", [f"{n}:{r}" for n, r in bad.get("node_rails", [])]),
              ("bad rails (fabric-wide)", bad.get("rails")), ("bad links", [f"{a}-{b}" for a, b in bad.get("links", [])]),
+             ("bad switch uplinks", [f"{u} uplink" for u in bad.get("uplinks") or []]),
              ("inconclusive", bad.get("inconclusive"))]
     out += [""] + [f"{what:<24} {', '.join(items)}" for what, items in named if items]
+    topo = fab.get("topology") or {}
+    if topo:
+        out.append(f"{'topology':<24} {topo.get('source')}: {len(topo.get('leaves') or {})} leaves, "
+                   f"{len(set((topo.get('parents') or {}).values()))} switches above them")
     cov = fab.get("coverage") or {}
     pairs = cov.get("pairs") or {}
     if pairs:

@@ -1,0 +1,122 @@
+"""A bad switch uplink, named as such: one leaf's uplink at half rate fails every test that leaves
+the leaf, so without the topology its eight nodes look bad; with it, the failures line up on the
+uplink they all cross while the same nodes pass among themselves.
+
+For each switch S and rail, from the pair tests not already explained (a fabric-wide bad rail):
+`crossing` are the tests whose path crosses S's uplink (topology.Topology.crossed), `inside` those
+between two nodes under S that do not. S's uplink on the rail is named bad when
+
+- most of its remaining crossing tests failed,
+- most of what hangs off S (its nodes, for a leaf; its switches, above) fail most of the crossing
+  tests through them, at least two of them, and the failures reach at least two peers outside (a
+  few bad nodes under a leaf, or one bad leaf under a spine, are theirs, named in their turn), and
+- most of its inside tests passed, leaving out those of a node that fails most of its own (a bad
+  node; a subtree of bad nodes fails inside too, and has no inside test left).
+
+Switches are taken from the top down (a spine's uplink explains its leaves' crossing failures, not
+the other way round), worst first within a level, and naming one takes its crossing tests off every
+tally: the nodes behind it are then judged on the tests within it, and a failure it explains is not
+held against the peers outside. With two subtrees only, a fault on either uplink fails exactly the
+same tests: the one named is then told as "or" the other (`alternative`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodeqc.fabric.topology import Topology
+
+
+@dataclass
+class Uplink:
+    switch: str
+    rail: str
+    tests: int  # crossing tests left when it was named
+    fails: int
+    inside: int  # tests within it, and how many passed
+    inside_passed: int
+    alternative: str | None = None  # the one other subtree every crossing test went to
+    same: tuple[str, ...] = ()  # switches above it that hold only its nodes: the same tests cross them
+
+
+def name_uplinks(tests: list[tuple[str, str, str, bool]], skip: set[int], topology: Topology) -> tuple[list[Uplink], set[int]]:
+    """(the bad uplinks, the indices of the tests they explain)."""
+    crossed: dict[tuple[str, str], list[str]] = {}
+    under: dict[str, set[str]] = {}
+    by_switch: dict[tuple[str, str], list[int]] = {}
+    inside: dict[tuple[str, str], list[int]] = {}
+    for i, (a, b, rail, _) in enumerate(tests):
+        if i in skip or a not in topology.leaf_of or b not in topology.leaf_of:
+            continue
+        key = (a, b) if a < b else (b, a)
+        if key not in crossed:
+            crossed[key] = topology.crossed(a, b)
+        path = crossed[key]
+        for s in path:
+            by_switch.setdefault((s, rail), []).append(i)
+        for s in set(topology.up(topology.leaf_of[a])) & set(topology.up(topology.leaf_of[b])):
+            inside.setdefault((s, rail), []).append(i)
+    for s in {s for s, _ in by_switch}:
+        under[s] = topology.below(s)
+    levels = sorted({topology.level(s) for s, _ in by_switch}, reverse=True)
+    explained: set[int] = set()
+    named: list[Uplink] = []
+    for level in levels:
+        keys = [k for k in by_switch if topology.level(k[0]) == level]
+        while True:
+            best = None
+            for k in keys:
+                if any(u.switch == k[0] and u.rail == k[1] for u in named):
+                    continue
+                left = [i for i in by_switch[k] if i not in explained]
+                failed = [i for i in left if not tests[i][3]]
+                if not left or len(failed) * 2 <= len(left):
+                    continue
+                mine = under[k[0]]
+                ends_out = {n for i in failed for n in tests[i][:2] if n not in mine}
+                # Per child of the switch (a node, for a leaf): does most of what crosses through it fail?
+                per_child: dict[str, list[bool]] = {}
+                for i in left:
+                    for n in tests[i][:2]:
+                        if n in mine:
+                            per_child.setdefault(_child_below(topology, n, k[0]), []).append(tests[i][3])
+                bad_children = sum(1 for oks in per_child.values() if oks.count(False) * 2 > len(oks))
+                ends_in = range(bad_children if bad_children * 2 > len(per_child) else 0)
+                within = [i for i in inside.get(k, []) if i not in explained]
+                # A node that fails most of its tests inside is a bad node (scoring names it): the
+                # inside tests that speak for the uplink are those between the others.
+                tally: dict[str, list[bool]] = {}
+                for i in within:
+                    for n in tests[i][:2]:
+                        tally.setdefault(n, []).append(tests[i][3])
+                worse = {n for n, oks in tally.items() if oks.count(False) * 2 > len(oks)}
+                within = [i for i in within if not set(tests[i][:2]) & worse]
+                passed = sum(1 for i in within if tests[i][3])
+                if len(ends_in) < 2 or len(ends_out) < 2 or not within or passed * 2 <= len(within):
+                    continue
+                rank = (len(failed) / len(left), len(failed), k)
+                if best is None or rank[:2] > best[0][:2] or (rank[:2] == best[0][:2] and k < best[0][2]):
+                    best = (rank, k, left, failed, within, passed, ends_out)
+            if best is None:
+                break
+            _, k, left, failed, within, passed, ends_out = best
+            others = {_child_toward(topology, n, k[0]) for n in ends_out}
+            alternative = next(iter(others)) if len(others) == 1 else None
+            same = tuple(s for s in topology.up(k[0])[1:] if under.get(s, topology.below(s)) == under[k[0]])
+            named.append(Uplink(k[0], k[1], len(left), len(failed), len(within), passed, alternative, same))
+            explained.update(left)
+    return named, explained
+
+
+def _child_below(topology: Topology, node: str, switch: str) -> str:
+    """What hangs off `switch` on the node's way up: the node itself under a leaf, else a switch."""
+    chain = [node, *topology.up(topology.leaf_of[node])]
+    return chain[chain.index(switch) - 1]
+
+
+def _child_toward(topology: Topology, node: str, switch: str) -> str:
+    """The switch at `switch`'s level on the node's way up (its counterpart across the fabric)."""
+    chain = topology.up(topology.leaf_of[node])
+    level = topology.level(switch)
+    same = [s for s in chain if topology.level(s) == level]
+    return same[0] if same else chain[-1]
