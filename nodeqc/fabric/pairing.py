@@ -169,7 +169,7 @@ def topology_schedule(nodes: list[str], topology: "Topology", rounds: int, seed:
         seen_kind[d] = k + 1
         best = None
         for _ in range(1 if d == kinds[0] else 8):
-            pairs, left = _kind_round(nodes, chains, d, k, rng, within=(d == kinds[0]))
+            pairs, left = _kind_round(nodes, chains, d, k, rng, within=(d == kinds[0]), seed=seed)
             repeats = sum(frozenset(p) in met for p in pairs)
             if best is None or repeats < best[0]:
                 best = (repeats, pairs, left)
@@ -192,7 +192,7 @@ def _splits(nodes: list[str], chains: dict[str, list[str]], d: int) -> bool:
 
 
 def _kind_round(nodes: list[str], chains: dict[str, list[str]], d: int, k: int, rng: random.Random,
-                within: bool) -> tuple[list[tuple[str, str]], list[str]]:
+                within: bool, seed: int) -> tuple[list[tuple[str, str]], list[str]]:
     """One round's pairs at height d (group: the switch at d; partners under different children of
     it), and the nodes left without a partner."""
     groups: dict[str, dict[str, list[str]]] = {}
@@ -204,7 +204,7 @@ def _kind_round(nodes: list[str], chains: dict[str, list[str]], d: int, k: int, 
         kids = groups[g]
         if within:  # d is the leaf level: children are nodes; the leaf's own tournament, round k
             members = sorted(n for ns in kids.values() for n in ns)
-            random.Random(f"{g}").shuffle(members)
+            random.Random(f"{seed}:{g}").shuffle(members)  # the same order each round: one tournament
             if len(members) < 2:
                 left += members
                 continue
@@ -213,21 +213,24 @@ def _kind_round(nodes: list[str], chains: dict[str, list[str]], d: int, k: int, 
             pairs += list(rp)
             left += [out] if out else []
             continue
-        buckets = [list(ns) for _, ns in sorted(kids.items())]
-        for b in buckets:
-            rng.shuffle(b)
-        rng.shuffle(buckets)
-        buckets.sort(key=len, reverse=True)
-        flat = [n for b in buckets for n in b]
-        half = len(flat) // 2
-        # Largest child first: pairing i with i + half crosses children whenever no child holds
-        # more than half the group; the excess of one that does is left over.
-        for i in range(half):
-            a, b = flat[i], flat[i + half]
-            if chains[a][d - 1] != chains[b][d - 1]:
-                pairs.append((a, b))
-            else:
-                left += [a, b]
-        if len(flat) % 2:
-            left.append(flat[-1])
+        # A random matching across children: each node, those of the largest child first (the
+        # one that could be left over), takes the next node of another child in a random order,
+        # so a leaf's nodes meet nodes of many leaves, not one leaf's block.
+        members = sorted(n for ns in kids.values() for n in ns)
+        rng.shuffle(members)
+        size = {c: len(ns) for c, ns in kids.items()}
+        order = sorted(members, key=lambda n: -size[chains[n][d - 1]])
+        taken: set[str] = set()
+        for a in order:
+            if a in taken:
+                continue
+            mine = chains[a][d - 1]
+            b = next((m for m in members if m not in taken and m != a and chains[m][d - 1] != mine), None)
+            if b is None:
+                left.append(a)
+                taken.add(a)
+                continue
+            taken |= {a, b}
+            pairs.append((a, b))
+            members = [m for m in members if m not in taken] if len(taken) % 64 == 0 else members
     return pairs, left
