@@ -69,6 +69,8 @@ def _parser() -> Parser:
     p.add_argument("--nccl-bytes", type=int, metavar="BYTES", help="bytes each GPU all-reduces in the NCCL test "
                    "(default 1 GiB: bandwidth-bound)")
     p.add_argument("--rounds", type=int, help="rounds of pairs (default: as many as --confidence needs)")
+    p.add_argument("--adaptive", action="store_true", help="one round pairing every node, then only the suspects, "
+                   "each against known-good partners until two agree (fewer tests and rounds; nodeqc/fabric/adaptive.py)")
     p.add_argument("--confidence", type=float, default=pairing.DEFAULT_CONFIDENCE,
                    help=f"chance that no node is misattributed (default {pairing.DEFAULT_CONFIDENCE})")
     p.add_argument("--bad-fraction", type=float, default=pairing.DEFAULT_BAD_FRACTION,
@@ -250,7 +252,15 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     else:
         rounds_n = pairing.rounds_needed(len(nodes), args.confidence, args.bad_fraction)
         reason = f"the fewest for {args.confidence:g} confidence with at most {args.bad_fraction:.0%} of nodes bad"
-    if topology is not None:
+    if args.adaptive:
+        if args.rounds:
+            raise UsageError("--adaptive chooses its rounds: not with --rounds")
+        if topology is not None:
+            raise UsageError("--adaptive does not take a topology yet: a suspect's known-good partner would cross "
+                             "uplinks; use --topology without --adaptive")
+        schedule, reason = [], "adaptive: every node once, then each suspect against known-good partners"
+        rounds_n = 0
+    elif topology is not None:
         schedule = pairing.topology_schedule(nodes, topology, rounds_n, seed)
         if len(schedule) > rounds_n:
             reason += f"; {len(schedule)} to test each level of the topology twice"
@@ -281,8 +291,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     journal.append({"type": "run_started", "node": {"hostname": f"fabric-{name}"}, "profile": {"name": profile.name},
                     "started_at": utc_now(), "simulated": cluster is not None,
                     "fabric": {"nodes": nodes, "rounds": rounds_n, "seed": seed, "tests": tests}})
-    say(f"nodeqc fabric: {len(nodes)} nodes, {rounds_n} rounds (seed {seed}; {reason}; confidence reached "
-        f"{reached:.4g}), tests {','.join(tests)}, launcher {launcher.name}"
+    say(f"nodeqc fabric: {len(nodes)} nodes, "
+        + (f"adaptive rounds (seed {seed}; {reason})" if args.adaptive else
+           f"{rounds_n} rounds (seed {seed}; {reason}; confidence reached {reached:.4g})")
+        + f", tests {','.join(tests)}, launcher {launcher.name}"
         + ("  ** SIMULATED **" if cluster is not None else ""))
     started_at, t0 = utc_now(), time.monotonic()
     results: list[Any] = []
@@ -296,19 +308,41 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             "(Ctrl-C again to quit at once)")
         launcher.abort()
 
+    def play(rnd: Any) -> list[Any]:
+        if aborted["flag"]:
+            raise _Stopped
+        done = launcher.run_round(rnd, work)
+        results.extend(done)
+        journal.append({"type": "fabric_round", "round": rnd.number, "pairs": pair_rows(done)})
+        failed = [f"{r.a}-{r.b}" for r in done if r.error is None and not all(r.rails().values())]
+        errors = [f"{r.a}-{r.b}" for r in done if r.error is not None]
+        say(f"[{time.monotonic() - t0:8.1f}s] round {rnd.number}/{'..' if args.adaptive else rounds_n}: {len(done)} pairs"
+            + (f", {rnd.sitting_out} sat out" if rnd.sitting_out else "")
+            + (f"; failed: {_short(failed)}" if failed else "") + (f"; not tested: {_short(errors)}" if errors else ""))
+        return done
+
     saved = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        for rnd in schedule:
-            if aborted["flag"]:
-                break
-            done = launcher.run_round(rnd, work)
-            results += done
-            journal.append({"type": "fabric_round", "round": rnd.number, "pairs": pair_rows(done)})
-            failed = [f"{r.a}-{r.b}" for r in done if r.error is None and not all(r.rails().values())]
-            errors = [f"{r.a}-{r.b}" for r in done if r.error is not None]
-            say(f"[{time.monotonic() - t0:8.1f}s] round {rnd.number}/{rounds_n}: {len(done)} pairs"
-                + (f", {rnd.sitting_out} sat out" if rnd.sitting_out else "")
-                + (f"; failed: {_short(failed)}" if failed else "") + (f"; not tested: {_short(errors)}" if errors else ""))
+        if args.adaptive:
+            from nodeqc.fabric.adaptive import isolate
+
+            played: list[Any] = []
+
+            def track(rnd: Any) -> list[Any]:
+                played.append(rnd)
+                return play(rnd)
+
+            try:
+                isolate(nodes, track, seed)
+            except _Stopped:
+                played.pop()
+            schedule = played
+        else:
+            for rnd in schedule:
+                try:
+                    play(rnd)
+                except _Stopped:
+                    break
     finally:
         for s, h in saved.items():
             signal.signal(s, h)
@@ -320,7 +354,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
     identities = {n: i for r in results for n, i in r.identities.items()}
     settings = {"seed": seed, "tests": tests, "seconds": seconds, "confidence": args.confidence,
-                "bad_fraction": args.bad_fraction, "confidence_reached": round(reached, 6), "rounds_reason": reason,
+                "bad_fraction": args.bad_fraction, "rounds_reason": reason,
+                "confidence_reached": None if args.adaptive else round(reached, 6),  # adaptive: another math
                 "floors": floors.to_dict()}
     simulation = ({"nodes": len(cluster.nodes), "rails": len(cluster.rails), "faults": list(args.inject),
                    "planted": cluster.outcomes(scores, covered)}
@@ -345,6 +380,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     say(f"report: {path}")
     print(path, flush=True)
     return exit_code(predicate)
+
+
+class _Stopped(Exception):
+    """Ctrl-C or SIGTERM: no further round."""
 
 
 def _summary(predicate: dict[str, Any]) -> None:

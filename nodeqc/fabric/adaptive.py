@@ -1,0 +1,108 @@
+"""Adaptive isolation: test everyone once, then only the suspects, each against known-good partners,
+after the manner of NVIDIA's cluster readiness engine (ADR-055: test groups, split the failing
+ones, confirm each suspect against a known-good partner). Here a group is a pair, the smallest
+group a pair test has.
+
+1. One round pairs every node (a seeded random matching, as `pairing.schedule`'s first round).
+2. A rail that fails in most of that round's pairs which passed on another rail is the fabric's
+   (scoring names it); it is left out of what makes a node a suspect.
+3. A node is a suspect when a test of it failed (or could not run); a node whose every test passed is
+   known good. Each further round pairs each suspect with a known-good partner it has not met, every
+   node in at most one pair a round, until the suspect has two tests with known-good partners that
+   agree (both failed: it is bad; both passed: the failure was its peer's or their link's), or four.
+4. All the results go to the same scoring as random pairs (`scoring.score`): a bad node then failed
+   with three distinct peers, two of them good; a good node behind a bad peer passed with two; two
+   good nodes that failed only together are their link.
+
+With a fraction f of bad nodes this is N/2 tests in the first round and about 2 x 2fN after, in
+three rounds, against `rounds_needed(N)` x N/2 for random pairs (9 x N/2 at 4,096 nodes):
+`benchmarks/bench_adaptive.py` measures both at equal precision and recall. What it gives up: a
+node that passed its one first-round test is cleared on that one peer, which holds for the hard
+faults this scoring is built for (a slow or dead port fails every test, scoring.py) but is less
+evidence against an intermittent one; and it tests N/2 node pairs, not 9N/2, so fewer pair-only
+paths (bad links) are crossed; the coverage report says which (coverage.py).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Callable
+
+from nodeqc.fabric.pairing import Round, schedule
+from nodeqc.fabric.scoring import PairResult
+
+CONFIRM = 2  # tests against known-good partners that agree settle a suspect
+MOST = 4  # ... and no suspect gets more than this many
+MAX_ROUNDS = 12
+
+
+def isolate(nodes: list[str], run_round: Callable[[Round], list[PairResult]], seed: int,
+            max_rounds: int = MAX_ROUNDS) -> tuple[list[Round], list[PairResult]]:
+    """Run the rounds through `run_round` (a launcher's); (the rounds, every result)."""
+    rng = random.Random(seed)
+    first = schedule(nodes, 1, seed)[0]
+    rounds, results = [first], list(run_round(first))
+    ignored = _fabric_rails(results)
+    failed: set[str] = set()
+    met: dict[str, set[str]] = {n: set() for n in nodes}
+    for r in results:
+        met[r.a].add(r.b)
+        met[r.b].add(r.a)
+        if not _passed(r, ignored):
+            failed |= {r.a, r.b}
+    tested = {n for r in results for n in (r.a, r.b)}
+    good = sorted(n for n in tested if n not in failed)
+    checks: dict[str, list[bool]] = {n: [] for n in sorted(failed | (set(nodes) - tested))}
+    while len(rounds) < max_rounds:
+        open_ = sorted(n for n, oks in checks.items() if _unsettled(oks))
+        if not open_ or not good:
+            break
+        rng.shuffle(open_)
+        free = list(good)
+        rng.shuffle(free)
+        used: set[str] = set()
+        pairs = []
+        for s in open_:
+            partner = next((g for g in free if g not in used and g not in met[s]), None)
+            if partner is None:
+                continue
+            used.add(partner)
+            pairs.append((s, partner))
+        if not pairs:
+            break
+        rnd = Round(len(rounds) + 1, tuple(pairs), None)
+        done = run_round(rnd)
+        rounds.append(rnd)
+        results += done
+        for r in done:
+            met[r.a].add(r.b)
+            met[r.b].add(r.a)
+            s = r.a if r.a in checks else r.b
+            if r.error is None:
+                checks[s].append(_passed(r, ignored))
+    return rounds, results
+
+
+def _unsettled(oks: list[bool]) -> bool:
+    if len(oks) >= MOST:
+        return False
+    return len(oks) < CONFIRM or len(set(oks[-CONFIRM:])) > 1
+
+
+def _passed(r: PairResult, ignored: set[str]) -> bool:
+    if r.error is not None:
+        return False
+    return all(ok for rail, ok in r.rails().items() if rail not in ignored)
+
+
+def _fabric_rails(results: list[PairResult]) -> set[str]:
+    """Rails that fail in most pairs that passed on another rail (as scoring's step 1)."""
+    votes: dict[str, list[bool]] = {}
+    for r in results:
+        if r.error is not None:
+            continue
+        rails = r.rails()
+        for rail, ok in rails.items():
+            if any(v for other, v in rails.items() if other != rail):
+                votes.setdefault(rail, []).append(ok)
+    return {rail for rail, oks in votes.items() if len(oks) >= 3 and oks.count(False) * 2 > len(oks)}

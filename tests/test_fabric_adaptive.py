@@ -1,0 +1,80 @@
+"""Adaptive isolation (nodeqc/fabric/adaptive.py): every node tested once, then each suspect against
+known-good partners; it names the planted faults as random pairs do, in fewer tests and rounds."""
+
+import base64
+import json
+
+import pytest
+
+from conftest import cli
+from nodeqc.fabric import pairing
+from nodeqc.fabric.adaptive import isolate
+from nodeqc.fabric.scoring import Floors, score
+from nodeqc.fabric.simulated import SimulatedCluster
+
+FLOORS = Floors(rdma_fraction=0.85, tcp_fraction=0.5)
+
+
+def _isolate(c, seed):
+    return isolate(c.nodes, lambda rd: [c.run_pair(rd.number, a, b, FLOORS) for a, b in rd.pairs], seed)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_every_fault_is_named_in_fewer_tests_and_rounds_than_random_pairs(seed):
+    n = 512
+    first = pairing.schedule([f"node{i}" for i in range(n)], 1, seed)[0]
+    a, b = first.pairs[7]  # a bad link the first round tests
+    faults = ["node3:slow=0.5", "node40:down", "node77:rail2:down", "node150:rail5=0.5", "rail6=0.6",
+              f"link:{a}-{b}=0.3"]
+    faults = [f for f in faults if not any(x in f for x in (f"{a}:", f"{b}:"))]
+    c = SimulatedCluster.build(n, 8, faults, seed=seed)
+    rounds, results = _isolate(c, seed)
+    s = score(c.nodes, results)
+    planted = c.planted()
+    assert set(s.bad_nodes) == planted["nodes"] and set(s.bad_ports) == planted["ports"]
+    assert set(s.bad_rails) == planted["rails"] and {(x, y) for x, y, _ in s.bad_links} == planted["links"]
+    assert not s.inconclusive
+    random_rounds = pairing.rounds_needed(n)
+    assert len(rounds) <= 4 < random_rounds and len(results) < random_rounds * n // 2 // 3
+    # each suspect met known-good partners it had not met: no pair twice
+    assert len({frozenset((r.a, r.b)) for r in results}) == len(results)
+
+
+def test_a_clean_fleet_takes_one_round():
+    c = SimulatedCluster.build(64, 2, [], seed=4)
+    rounds, results = _isolate(c, 4)
+    assert len(rounds) == 1 and len(results) == 32 and not score(c.nodes, results).failed
+
+
+def test_a_good_node_behind_a_bad_peer_is_cleared_and_the_peer_named():
+    c = SimulatedCluster.build(16, 0, ["node5:down"], seed=2)
+    rounds, results = _isolate(c, 2)
+    s = score(c.nodes, results)
+    assert s.bad_nodes == ["node5"] and not s.inconclusive and not s.bad_links
+    peer = next(r.b if r.a == "node5" else r.a for r in results if r.round == 1 and "node5" in (r.a, r.b))
+    assert s.node_verdict(peer) == "pass" and len(rounds) == 3
+
+
+def _predicate(path):
+    env = json.loads(open(path).read())
+    return json.loads(base64.b64decode(env["payload"]))["predicate"]
+
+
+def test_the_command_runs_adaptively(tmp_path):
+    p = cli("fabric", "--simulate", "64", "--adaptive", "--seed", "2", "--inject", "node3:slow=0.5",
+            "--inject", "node9:rail2:down", "--out", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    assert "adaptive rounds" in p.stderr and "round 1/..: 32 pairs" in p.stderr
+    assert "FAIL  fabric.node node3" in p.stderr and "FAIL  fabric.node node9" in p.stderr
+    pred = _predicate(p.stdout.strip().splitlines()[-1])
+    assert pred["fabric"]["rounds"] == len(pred["fabric"]["schedule"]) <= 4
+    assert pred["fabric"]["confidence_reached"] is None
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--simulate", "8", "--adaptive", "--rounds", "3"], "--adaptive chooses its rounds"),
+    (["--simulate", "8", "--adaptive", "--leaves", "2"], "--adaptive does not take a topology yet"),
+])
+def test_adaptive_usage_errors(args, message):
+    p = cli("fabric", *args)
+    assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
