@@ -21,6 +21,12 @@ def hbm_params(profile: Profile, quick: bool) -> dict[str, Any]:
 
 
 HBM_KINDS = ("copy", "triad")
+# Readings under the bandwidth test's load that a slow result's diagnosis needs (the memory clock
+# under load; nodeqc's choice: two, not one that may straddle the load's start): the test lasts as
+# long as the sampler takes to read them (nodeqc.work.sampler.TelemetrySampler.wall_s_to_see), a
+# second and a bit on a real GPU's 10 Hz telemetry (an estimate: 1 s of NVML's utilisation window
+# and two polls).
+HBM_LOADED_SAMPLES = 2
 
 
 def hbm_load_short(r: dict[str, Any]) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any, Callable
 from nodeqc.backends.base import GpuInfo
 from nodeqc.checks.psu import judge_psu
 from nodeqc.checks.stress.burn import burn_params, judge_burn
-from nodeqc.checks.stress.memory import hbm_params, judge_hbm, judge_memtest, memtest_params
+from nodeqc.checks.stress.memory import HBM_LOADED_SAMPLES, hbm_params, judge_hbm, judge_memtest, memtest_params
 from nodeqc.checks.stress.nccl import judge_nccl, judge_nccl_net, nccl_net_params, nccl_params
 from nodeqc.checks.stress.p2p import judge_p2p, p2p_params
 from nodeqc.checks.stress.pcie import judge_pcie, pcie_params
@@ -92,7 +92,8 @@ STEPS: tuple[Step, ...] = (
     Step("stress.power_pulse", "pulse", pulse_params,
          lambda p: (len(p["periods_s"]) + 1) * (p["seconds_per_period"] + 2) + 60, judge_per_gpu=judge_pulse,
          watch_psus=True),
-    Step("stress.hbm_bandwidth", "hbm", hbm_params, lambda p: 60, judge_per_gpu=judge_hbm),
+    Step("stress.hbm_bandwidth", "hbm", hbm_params, lambda p: 60, judge_per_gpu=judge_hbm,
+         loaded_samples=HBM_LOADED_SAMPLES),
     Step("stress.memtest", "memtest", memtest_params, lambda p: 180 + 2 * p["retention_s"], judge_per_gpu=judge_memtest),
     Step("stress.pcie_bandwidth", "pcie", pcie_params, lambda p: p["min_seconds"] + 60, judge_per_gpu=judge_pcie),
     Step("stress.p2p", "p2p", p2p_params, lambda p: 120, per_gpu=False, judge_node=judge_p2p),
