@@ -21,6 +21,9 @@ DEVICE_IDS = [
     (0x26B9, "l40s"), (0x1EB8, "t4"),
     (0x1DB1, "v100-sxm2-16gb"), (0x1DF5, "v100-sxm2-16gb"), (0x1DB5, "v100-sxm2-32gb"),
     (0x1DB4, "v100-pcie-16gb"), (0x1DB6, "v100-pcie-32gb"),
+    # Blackwell, pci.ids 2026.08.22.
+    (0x2901, "b200-sxm-180gb"), (0x2941, "gb200-186gb"), (0x3182, "b300-sxm6-270gb"), (0x31C2, "gb300-279gb"),
+    (0x31C3, "gb300-279gb"), (0x2BB5, "rtx-pro-6000-server"),
 ]
 
 
@@ -77,7 +80,10 @@ def test_memory_breaks_a_tie_of_names_and_power_a_tie_of_memory(monkeypatch):
 
 def test_unknown_gpus_are_none():
     assert identify(gpu("NVIDIA GeForce RTX 4090")) is None
-    assert identify(gpu("NVIDIA B200", 0x2901)) is None
+    # pci.ids 0x29bc GB102 [B100]: a Blackwell nodeqc has no SKU for (0x2901 is the B200 now).
+    assert identify(gpu("NVIDIA B100", 0x29BC)) is None
+    # 0x2909 [HGX B200 168GB]: another memory size of the B200, no SKU of its own: unknown by its id.
+    assert identify(gpu("NVIDIA B200", 0x2909)) is None
 
 
 def test_nvml_pci_device_id_unpacks_device_above_vendor():

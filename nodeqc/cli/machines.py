@@ -42,10 +42,12 @@ def cmd_profiles(argv: list[str]) -> int:
                 shown = t.describe() if t else prof.get(section, key)
                 print(f"  {key:<22} {shown}")
         return 0
-    for prof in list_profiles():
+    profiles = list_profiles()
+    width = max(10, *(len(p.name) for p in profiles))
+    for prof in profiles:
         count = prof.get("gpu", "count")
         gpus = f"{count} GPUs" if count else "any count"
-        print(f"{prof.name:<10} {prof.kind:<4} {gpus:<10} {prof.description}")
+        print(f"{prof.name:<{width}} {prof.kind:<4} {gpus:<10} {prof.description}")
     _print_skus()
     return 0
 
@@ -60,7 +62,7 @@ def _print_skus() -> None:
           f"{calibration.FAIL_FRACTION:.0%} of the healthy figure (TFLOP/s, GB/s):")
     for sku in SKUS:
         ids = ", ".join(f"0x{i:04x}" for i in sku.pci_device_ids)
-        print(f"{sku.key:<16} PCI {ids:<14} {sku.name}, {sku.memory_gib:g} GiB, {sku.default_power_w:g} W"
+        print(f"{sku.key:<19} PCI {ids:<14} {sku.name}, {sku.memory_gib:g} GiB, {sku.default_power_w:g} W"
               f" ({'measured' if sku.measured else 'not measured'})")
         figures = {**sku.healthy_tflops, "hbm": sku.healthy_hbm_gbps, "h2d": sku.healthy_h2d_gbps,
                    "d2h": sku.healthy_d2h_gbps}
@@ -80,6 +82,9 @@ def _provenance(sku) -> str:
     parts = [f"{'measured' if sku.measured else 'published'}: {', '.join(known)}"] if known else []
     if guessed:
         parts.append(f"estimates (datasheet-derived, not measured): {', '.join(guessed)}")
+    if sku.not_burned:
+        from nodeqc.core.skus import NOT_BURNED_REASON
+        parts.append(f"not burned: {', '.join(sku.not_burned)} ({NOT_BURNED_REASON})")
     return "; ".join(parts)
 
 
@@ -89,9 +94,11 @@ def cmd_scenarios(argv: list[str]) -> int:
 
     p = Parser(prog="nodeqc scenarios", description="List the built-in simulated nodes and the faults they take.")
     p.parse_args(argv)
-    for name in list_scenarios():
+    names = list_scenarios()
+    width = max(10, *(len(n) for n in names))
+    for name in names:
         s = load_scenario(name)
-        print(f"{name:<10} {s.gpu_count} x {s.gpu_model.name:<24} {s.data.get('description', '')}")
+        print(f"{name:<{width}} {s.gpu_count} x {s.gpu_model.name:<24} {s.data.get('description', '')}")
     print("any SKU's key (nodeqc profiles): one GPU of that SKU in a cloud VM (16 cores, 125.9 GiB); "
           "h100-sxm5-80gb and h200-sxm-141gb as measured (no BMC, EDAC or AER)")
     print("\nfaults (--inject gpuN:FAULT[=VALUE] / nicN:FAULT[=VALUE] / host:FAULT[=VALUE]):")

@@ -19,6 +19,13 @@ plus written, pinned H2D/D2H GB/s), taken at the LOW end of what healthy parts m
 
 PCI device ids: pci.ids (pciutils/pciids, version 2026.08.22) and, for 0x2330 and 0x2335, the
 captures in shared/measurements.
+
+Blackwell (B200, B300, GB200, GB300, RTX PRO 6000 Blackwell Server Edition): no part was measured;
+every healthy figure is an estimate, and each SKU names the published reference points it was
+checked against (DCGM's per-SKU diagnostic config, NVIDIA/DCGM nvvs/diag-skus.yaml.in at commit
+72fa3feaa67d716a75323a8f47c34ff3ee73f824: targeted power and the HBM floor, 0.75 of what
+dcgmproftester measured). Their fp4 and fp6 tensor cores are listed in `not_burned`: nodeqc's burn
+has no fp4/fp6 product yet, and stress.burn says so as "not run" on every such GPU.
 """
 
 from __future__ import annotations
@@ -61,6 +68,19 @@ def _estimate_hbm(peak_gbps: float) -> float:
     return round(peak_gbps * _H100_SXM5_HBM_MEASURED / _H100_SXM5_HBM_PEAK)
 
 
+# DCGM's memory-bandwidth floors are 0.75 of what its own kernel (dcgmproftester -t 1005) measured on
+# a healthy part, and its comments give that measurement (NVIDIA/DCGM nvvs/diag-skus.yaml.in): on the
+# H100 SXM5 (0x2330) ~2,540,000 MB/s, where nodeqc's STREAM copy measured 2843 GB/s. A SKU DCGM
+# measured and nodeqc did not gets that measurement scaled by the same ratio: closer to a part's
+# copy rate than its datasheet peak (`_estimate_hbm` puts a B200 at 6789 GB/s; DCGM's measurement
+# scales to 6078), but still an estimate.
+_H100_SXM5_DCGM_HBM_MBPS = 2_540_000
+
+
+def _from_dcgm_hbm(measured_mbps: float) -> float:
+    return round(measured_mbps / 1000 * _H100_SXM5_HBM_MEASURED / (_H100_SXM5_DCGM_HBM_MBPS / 1000))
+
+
 @dataclass(frozen=True)
 class Sku:
     key: str  # "h100-sxm5-80gb": the name of its profile
@@ -90,6 +110,9 @@ class Sku:
     # rule's 10% band, so a rate below it is never blamed on the part alone
     # (nodeqc.checks.diagnosis).
     estimated: frozenset[str] = field(default_factory=frozenset, hash=False)
+    # Tensor dtypes the GPU has that nodeqc's burn cannot run yet (Blackwell's fp6 and fp4): named,
+    # so stress.burn reports them "not run" instead of leaving a silent gap.
+    not_burned: tuple[str, ...] = ()
 
     def provenance(self, figure: str) -> str:
         """How a healthy figure ("fp8", "hbm") was had: "estimate" (datasheet-derived), or "measured"
@@ -115,14 +138,14 @@ def _sku(key: str, family: str, name: str, form: str, ids: tuple[int, ...], nvml
          memory_gib: float, power_w: float, tflops: dict[str, float], sm_mhz: float, hbm: float,
          pcie_gen: int, source: str, h2d: float | None = None, d2h: float | None = None,
          measured: bool = False, loaded_mhz: dict[str, float] | None = None,
-         estimated: Iterable[str] | None = None) -> Sku:
+         estimated: Iterable[str] | None = None, not_burned: tuple[str, ...] = ()) -> Sku:
     """`estimated`: the healthy figures that are estimates; None: all of them where the source says
     "estimate", none otherwise."""
     if estimated is None:
         estimated = [*tflops, "hbm"] if source.startswith("estimate") else []
     return Sku(key, family, name, form, ids, nvml, memory_gib, power_w, tflops, sm_mhz, hbm,
                LINK_GBPS[pcie_gen] if h2d is None else h2d, LINK_GBPS[pcie_gen] if d2h is None else d2h,
-               pcie_gen, source, measured, dict(loaded_mhz or {}), frozenset(estimated))
+               pcie_gen, source, measured, dict(loaded_mhz or {}), frozenset(estimated), not_burned)
 
 
 def _half_precision(mhz: float) -> dict[str, float]:
@@ -214,6 +237,77 @@ SKUS: tuple[Sku, ...] = (
          _estimate({"fp64": 60, "fp32": 60, "tf32": 417.5, "fp16": 835.5, "bf16": 835.5, "fp8": 1670.5}),
          1785, _estimate_hbm(4800), 5,
          "estimate: datasheet peaks (H200 NVL) x the H100 SXM5's measured fraction of peak"),
+    # ---- Blackwell. No part measured: every healthy figure is `_estimate` of the dense datasheet peak
+    # per GPU (the HGX B200 / HGX B300 and GB200 NVL72 / GB300 NVL72 datasheets give system figures
+    # with sparsity: divided by the GPU count, and by 2 for dense; the RTX PRO 6000 Blackwell Server
+    # Edition datasheet per card). The datasheet figures are as nodeqc read them, not checked against
+    # a part: confirm on the first measurement. Memory: what nvidia-smi reports on such parts in
+    # public logs (B200 183359 MiB, B300 SXM6 AC 275040 MiB, GB200 189471 MiB, GB300 284208 MiB, RTX
+    # PRO 6000 Server 97887 MiB). NVML names: the same logs. pci.ids 2026.08.22: 0x2901 GB100 [B200],
+    # 0x2941 GB100 [HGX GB200], 0x3182 GB110 [B300 SXM6 AC], 0x31c2 and 0x31c3 GB110 [GB300], 0x2bb5
+    # GB202GL [RTX PRO 6000 Blackwell Server Edition]. 0x2909 [HGX B200 168GB] is another memory size
+    # and no SKU here (an unknown B200: the family's floors with a notice).
+    # Default power limits: DCGM's targeted power targets one watt under the part's limit where the
+    # limit is round (diag-skus.yaml.in: B200 0x2901 1000.00, B300 0x3182 1099.00, 0x2941 1199.00,
+    # GB300 NVL 0x31c2 1399.00, 0x2bb5 "PG153 SKU 210" 600.00).
+    # HBM: DCGM's measurement scaled to nodeqc's copy (`_from_dcgm_hbm`): B200 0x2901 floor 4,072,500
+    # MB/s from ~5,430,000 measured; B300 0x3182 4,623,360 from 6,164,480; GB300 NVL 0x31c2 4,522,500
+    # from 6,030,000; RTX PRO 6000 Server 0x2bb5 1,110,000 from 1,480,000. GB200: DCGM's 0x2941 entry
+    # ("B200 DevId 10DE", 3,470,000 measured, sm_stress at 0.4 of the B200's) reads as an early
+    # board; the B200's figure stands for it (the same GB100 die and 8 TB/s of HBM3e, datasheets).
+    # Pinned host copies: B200 and B300 sit on PCIe Gen5 hosts (a Gen5 link's figure). GB200 and
+    # GB300 reach Grace over NVLink-C2C, far faster than PCIe; nodeqc keeps the Gen5 figure as a
+    # conservative floor until measured (Azure's GB200 check keeps 48 GB/s: azurehpc-health-checks
+    # conf/nd128isr_ndr_gb200_v6.conf, check_gpu_bw 48 335).
+    # HGX B200 datasheet per GPU: FP64 37, FP32 75, TF32 1100, FP16/BF16 2250, FP8 4500, FP6 4500,
+    # FP4 9000 TFLOP/s dense; 1000 W.
+    _sku("b200-sxm-180gb", "b200", "B200 SXM 180GB", "sxm", (0x2901,), ("NVIDIA B200",),
+         179.06, 1000,
+         _estimate({"fp64": 37, "fp32": 75, "tf32": 1100, "fp16": 2250, "bf16": 2250, "fp8": 4500}),
+         1965, _from_dcgm_hbm(5_430_000), 5,
+         "estimate: HGX B200 datasheet peaks x the H100 SXM5's measured fraction of peak; DCGM "
+         "(diag-skus.yaml.in, B200 0x2901): targeted power 1000 W, HBM floor 4,072,500 MB/s",
+         not_burned=("fp6", "fp4")),
+    # GB200 NVL72 datasheet per GPU (72): FP64 45, TF32 1250, FP16/BF16 2500, FP8/FP6 5000, FP4 10000
+    # dense; FP32 taken as the B200's 75 (not given per GPU). 1200 W (DCGM 0x2941: 1199.00).
+    _sku("gb200-186gb", "b200", "GB200 (Grace Blackwell superchip GPU) 186GB", "sxm", (0x2941,), ("NVIDIA GB200",),
+         185.03, 1200,
+         _estimate({"fp64": 45, "fp32": 75, "tf32": 1250, "fp16": 2500, "bf16": 2500, "fp8": 5000}),
+         1965, _from_dcgm_hbm(5_430_000), 5,
+         "estimate: GB200 NVL72 datasheet peaks per GPU x the H100 SXM5's measured fraction of peak; "
+         "power limit 1200 W (DCGM diag-skus.yaml.in 0x2941 targets 1199 W); H2D/D2H a Gen5 floor "
+         "(NVLink-C2C to Grace is faster)",
+         not_burned=("fp6", "fp4")),
+    # HGX B300 datasheet per GPU: FP64 1.25, FP32 75, TF32 1100, FP16/BF16 2250, FP8/FP6 4500, FP4
+    # 13500 dense (Blackwell Ultra trades fp64 for fp4). 1100 W (DCGM 0x3182: 1099.00).
+    _sku("b300-sxm6-270gb", "b300", "B300 SXM6 AC 270GB", "sxm", (0x3182,), ("NVIDIA B300 SXM6 AC", "NVIDIA B300*"),
+         268.59, 1100,
+         _estimate({"fp64": 1.25, "fp32": 75, "tf32": 1100, "fp16": 2250, "bf16": 2250, "fp8": 4500}),
+         2032, _from_dcgm_hbm(6_164_480), 5,
+         "estimate: HGX B300 datasheet peaks x the H100 SXM5's measured fraction of peak; DCGM "
+         "(diag-skus.yaml.in, B300 0x3182): targeted power 1099 W, HBM floor 4,623,360 MB/s",
+         not_burned=("fp6", "fp4")),
+    # GB300 NVL72 datasheet per GPU (72): FP64 1.39, TF32 1250, FP16/BF16 2500, FP8/FP6 5000, FP4 15000
+    # dense; FP32 taken as the B300's 75. 1400 W (DCGM 0x31c2 "GB300 NVL Bianca": 1399.00).
+    _sku("gb300-279gb", "b300", "GB300 (Grace Blackwell Ultra superchip GPU) 279GB", "sxm", (0x31C2, 0x31C3),
+         ("NVIDIA GB300",),
+         277.55, 1400,
+         _estimate({"fp64": 1.39, "fp32": 75, "tf32": 1250, "fp16": 2500, "bf16": 2500, "fp8": 5000}),
+         2032, _from_dcgm_hbm(6_030_000), 5,
+         "estimate: GB300 NVL72 datasheet peaks per GPU x the H100 SXM5's measured fraction of peak; "
+         "DCGM (diag-skus.yaml.in, GB300 NVL 0x31c2): targeted power 1399 W, HBM floor 4,522,500 MB/s; "
+         "H2D/D2H a Gen5 floor (NVLink-C2C to Grace is faster)",
+         not_burned=("fp6", "fp4")),
+    # RTX PRO 6000 Blackwell Server Edition datasheet: FP32 120, tensor (dense) TF32 250, FP16/BF16
+    # 500, FP8 1000, FP4 2000 TFLOP/s; fp64 at 1/64 of fp32 (no fp64 tensor cores: not burned, as
+    # on the L40S); 96 GB GDDR7 at 1792 GB/s; up to 600 W (DCGM 0x2bb5: 600.00); PCIe Gen5 x16.
+    _sku("rtx-pro-6000-server", "rtx-pro-6000", "RTX PRO 6000 Blackwell Server Edition 96GB", "pcie", (0x2BB5,),
+         ("NVIDIA RTX PRO 6000 Blackwell Server Edition",),
+         95.59, 600, _estimate({"fp32": 120, "tf32": 250, "fp16": 500, "bf16": 500, "fp8": 1000}),
+         2617, _from_dcgm_hbm(1_480_000), 5,
+         "estimate: RTX PRO 6000 Blackwell Server Edition datasheet peaks x the H100 SXM5's measured "
+         "fraction of peak; DCGM (diag-skus.yaml.in 0x2bb5): targeted power 600 W, memory floor 1,110,000 MB/s",
+         not_burned=("fp6", "fp4")),
     # ---- Ampere: gpu-fryer measured TF32 / BF16 130 / 270 on A100-SXM4-80GB and 106 / 224 on
     # A100-PCIe-40GB (REFERENCE.md); the 40 GB SXM4 and 80 GB PCIe parts share the chip, clocks and
     # power of their form. fp16 runs on the same tensor pipes as bf16 (datasheet: 312 both).
@@ -269,6 +363,9 @@ SKUS: tuple[Sku, ...] = (
          32.0, 250, _estimate({"fp64": 7.0, "fp32": 14.0, "fp16": 112}), 1380, _estimate_hbm(900), 3,
          "estimate: datasheet peaks (V100 PCIe) x the H100 SXM5's measured fraction of peak"),
 )
+
+# Why the burn leaves a dtype of `not_burned` out (stress.burn's "not run").
+NOT_BURNED_REASON = "nodeqc's burn has no fp4/fp6 matrix product yet"
 
 BY_KEY: dict[str, Sku] = {s.key: s for s in SKUS}
 BY_DEVICE_ID: dict[int, Sku] = {i: s for s in SKUS for i in s.pci_device_ids}

@@ -192,6 +192,20 @@ SIM_GPU_MODELS: dict[str, SimGpuModel] = _models(
                 "96.00.A5.00.01", "692-2G520-0280-000", 390, H200_SXM_TWIN),
     SimGpuModel("h200-nvl-141gb", "9.0", 16, 70, 31, 66, 90, 92, 87, 95, 345, 1785, 3201, 0,
                 "96.00.AF.00.01", "900-21010-0040-000", 52),
+    # Blackwell: no part measured. Clocks: the maximum SM and memory clocks nvidia-smi shows on such
+    # parts in public logs (B200 1965/3996 MHz, B300 2032); the rest follows the Hopper SXM models.
+    # NVLink 5: 18 links per GPU, 1.8 TB/s both ways (datasheets); p2p_gbps is an estimate, the H100
+    # SXM's measured share of its NVLink (378 of 450 GB/s one way) of 900 GB/s.
+    SimGpuModel("b200-sxm-180gb", "10.0", 16, 140, 30, 64, 90, 92, 87, 95, 345, 1965, 3996, 18,
+                "97.00.4B.00.01", "692-2G525-0200-000", 756),
+    SimGpuModel("gb200-186gb", "10.0", 16, 150, 30, 64, 90, 92, 87, 95, 345, 1965, 3996, 18,
+                "97.00.6D.00.01", "699-2G548-0200-000", 756),
+    SimGpuModel("b300-sxm6-270gb", "10.3", 16, 160, 30, 64, 90, 92, 87, 95, 345, 2032, 3996, 18,
+                "97.10.1A.00.01", "692-2G530-0200-000", 756),
+    SimGpuModel("gb300-279gb", "10.3", 16, 170, 30, 64, 90, 92, 87, 95, 345, 2032, 3996, 18,
+                "97.10.2C.00.01", "699-2G558-0200-000", 756),
+    SimGpuModel("rtx-pro-6000-server", "12.0", 16, 60, 30, 70, 90, 93, 87, 95, 210, 2617, 13801, 0,
+                "98.02.1F.00.01", "900-2G153-0010-000", 52),
     SimGpuModel("l40s", "8.9", 16, 36, 30, 68, 90, 93, 87, 95, 210, 2520, 9001, 0,
                 "95.02.66.00.02", "900-2G133-0080-000", 23),
     SimGpuModel("t4", "7.5", 16, 10, 35, 68, 93, 96, 85, 95, 300, 1590, 5001, 0,

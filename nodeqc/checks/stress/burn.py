@@ -15,6 +15,7 @@ from nodeqc.checks.stress.power import power_finding
 from nodeqc.core.known_answer import odd_ones_out
 from nodeqc.core.model import CheckResult, Value, Verdict
 from nodeqc.core.na import is_na
+from nodeqc.core.skus import NOT_BURNED_REASON, identify
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import GpuTelemetry
 from nodeqc.work.workers import Outcome
@@ -42,6 +43,9 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
            for d in dtypes}
 
     def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
+        # The GPU's dtypes the burn cannot run yet (Blackwell's fp6 and fp4): said, never a silent gap.
+        sku = identify(g)
+        r = {**r, "not_run": {**r["not_run"], **{d: NOT_BURNED_REASON for d in (sku.not_burned if sku else ())}}}
         rate, values, thresholds = [], {}, []
         wrong_ka, wrong_repeat, wrong_peers, slow = [], [], [], []
         window = windows.get(g.index)
@@ -108,7 +112,10 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
         if result.verdict is Verdict.PASS and r["dtypes"]:
             result.message = "sustained " + ", ".join(f"{d} {m['tflops']:g}" for d, m in r["dtypes"].items()) + " TFLOP/s; results exact"
         if r["not_run"]:
-            result.message += "; not run: " + "; ".join(f"{d} ({why})" for d, why in r["not_run"].items())
+            by_reason: dict[str, list[str]] = {}
+            for d, why in r["not_run"].items():
+                by_reason.setdefault(why, []).append(d)
+            result.message += "; not run: " + "; ".join(f"{', '.join(ds)} ({why})" for why, ds in by_reason.items())
         expected = Expected.of(g, r["dtypes"])
         share = expected.share({d: m["tflops"] for d, m in r["dtypes"].items()}, medians)
         observed = Observed.of(g, window)
