@@ -247,7 +247,8 @@ def test_a_slow_gpus_warning_advises_no_rma_in_the_report_the_summary_and_the_fi
 
 # Which family's codes each module that builds results may emit (nodeqc.core.catalogue).
 MODULE_FAMILIES = {
-    "checks/inventory.py": ("inventory",), "checks/health.py": ("health",), "checks/fleet.py": ("fleet",),
+    "checks/inventory.py": ("inventory",), "checks/fabric_state.py": ("inventory",), "checks/health.py": ("health",),
+    "checks/fleet.py": ("fleet",),
     "checks/host.py": ("host",), "checks/host_health.py": ("host",), "checks/host_stress.py": ("host",),
     "checks/nic.py": ("nic",), "checks/conformance.py": ("baseline",), "checks/burnin.py": ("burnin",),
     "checks/processes.py": ("stress",), "checks/psu.py": ("stress",), "checks/diagnosis.py": ("stress",),

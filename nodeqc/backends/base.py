@@ -87,6 +87,9 @@ class GpuInfo:
     max_sm_clock_mhz: Any = NA
     max_mem_clock_mhz: Any = NA
     nvlink_count: Any = NA
+    # The NVLink fabric registration NVML reports (nodeqc.core.fabric: state, status, cluster_uuid,
+    # clique_id, health_mask); NA where the GPU or driver does not answer.
+    fabric: Any = NA
     # Firmware and settings a golden baseline pins (nodeqc baseline): what two nodes of one fleet
     # must share to behave alike.
     gsp_firmware: Any = NA  # GSP firmware version; NA where the GPU has no GSP or runs without it

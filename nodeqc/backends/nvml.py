@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from nodeqc.backends.base import (COUNTED_REASONS, Clock, GpuCounters, GpuInfo, GpuManagement, GpuProcess, GpuSample,
                                   XidEvent, normalise_bus_id)
+from nodeqc.core import fabric
 from nodeqc.core.errors import BackendUnavailable, GpuLostError
 from nodeqc.core.na import NA, is_na
 from nodeqc.core.skus import device_id_from_nvml
@@ -197,6 +198,7 @@ class NvmlBackend(GpuManagement):
                 max_sm_clock_mhz=q("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_SM),
                 max_mem_clock_mhz=q("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_MEM),
                 nvlink_count=self._nvlink_count(i),
+                fabric=self._fabric(i),
                 **self._firmware_and_modes(i),
             )
         except GpuLostError:
@@ -224,6 +226,23 @@ class NvmlBackend(GpuManagement):
             "app_sm_clock_mhz": q("nvmlDeviceGetApplicationsClock", n.NVML_CLOCK_SM),
             "app_mem_clock_mhz": q("nvmlDeviceGetApplicationsClock", n.NVML_CLOCK_MEM),
         }
+
+    def _fabric(self, i: int) -> Any:
+        """NVML's GPU fabric info (nodeqc.core.fabric): the versioned call with the health mask where
+        the driver has it, else the first version; NA where neither answers."""
+        n, h = self.n, self._handles[i]
+        for fn, struct, has_mask in (("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfo_v2_t", True),
+                                     ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t", False)):
+            make = getattr(n, struct, None)
+            if make is None:
+                continue
+            info = make()
+            if is_na(self.query(fn, h, info, index=i)):
+                continue
+            return {"state": fabric.state_name(int(info.state)), "status": int(info.status),
+                    "cluster_uuid": fabric.uuid_text(info.clusterUuid), "clique_id": int(info.cliqueId),
+                    "health_mask": int(info.healthMask) if has_mask else None}
+        return NA
 
     def _nvlink_count(self, i: int) -> Any:
         count = self._field(i, self.n.NVML_FI_DEV_NVLINK_LINK_COUNT)

@@ -7,6 +7,7 @@ from typing import Any
 
 from nodeqc.backends.base import GpuInfo, PciDevice
 from nodeqc.checks.common import Judgement, fold, judge
+from nodeqc.checks.fabric_state import nvlink_fabric
 from nodeqc.core.model import CheckResult, Value, Verdict
 from nodeqc.core.na import is_na
 from nodeqc.core.skus import identify
@@ -239,7 +240,7 @@ def inventory_results(gpus: list[GpuInfo], on_pci: list[PciDevice], driver_versi
                                        "the driver lists this GPU but it does not answer", code="GPU_LOST"))
             continue
         results += [gpu_model(g, profile), gpu_memory(g, profile), ecc_mode(g, profile), persistence(g, profile)]
-    return results
+    return results + nvlink_fabric(gpus, profile)
 
 
 def describe_gpus(gpus: list[GpuInfo]) -> list[dict[str, Any]]:

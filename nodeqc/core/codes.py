@@ -23,6 +23,9 @@ REMEDIATION: dict[str, str] = {
     "CUDA_VERSION": "The driver supports too old a CUDA version: install a newer NVIDIA driver.",
     "ECC_DISABLED": "Enable ECC (`nvidia-smi -e 1`, then reboot): a datacenter GPU must run with ECC.",
     "ECC_PENDING_CHANGE": "An ECC mode change is pending: reboot the node so it takes effect, then re-run.",
+    "FABRIC_NOT_REGISTERED": "The GPU is not registered with the NVLink fabric (`nvidia-smi -q`, Fabric: State/Status): check that the NVSwitch trays' fabric manager (NMX) runs and sees this tray, that all 18 NVLinks of the GPU are up (`nvidia-smi nvlink -s`), and the tray's cabling to the NVLink spine; reboot the tray once the fabric is up, and RMA the GPU if it still does not register.",
+    "FABRIC_DEGRADED": "The NVLink fabric reports this GPU degraded (bandwidth, route recovery, access timeouts or a configuration error, as the message says): check the NVSwitch trays' and the fabric manager's logs for this GPU's links, reseat the tray's NVLink cartridges, re-run; RMA the GPU or tray if it stays degraded.",
+    "FABRIC_CLIQUE_MISMATCH": "The GPU is in another NVLink cluster or clique (partition) than its tray siblings: check the fabric manager's partition configuration for this rack, and that the tray is cabled to the right NVLink domain; re-run after the partition is fixed.",
     "PERSISTENCE_OFF": "Enable persistence mode (start nvidia-persistenced) so the driver stays loaded between jobs.",
     "HOST_CPU": "The node has fewer CPU cores than the profile requires: check the CPU SKU and that SMT/cores are enabled in the BIOS.",
     "HOST_MEMORY": "The node has less memory than the profile requires: reseat DIMMs and check the BIOS memory report for failed channels.",
@@ -224,6 +227,7 @@ REMEDIATION: dict[str, str] = {
     "NVLINK_DOWN": "NVLink links are down: check `nvidia-smi nvlink -s` and that the fabric manager runs on NVSwitch nodes, reseat the GPU on its baseboard (or its NVLink bridge); RMA the GPU or baseboard if links stay down.",
     "NVLINK_ERRORS": "NVLink error counters grew (replays, recoveries or CRC errors): a marginal link; reseat the GPU or bridge, re-run and watch `nvidia-smi nvlink -e`; RMA the GPU or baseboard if the counts keep rising.",
     # Checks a node's make-up does not call for (NOT_APPLICABLE below): nothing was left untested.
+    "FABRIC_NA": "Nothing to do: the GPUs report no NVLink fabric registration (not a rack-scale NVLink system, or a driver without the call) and the profile asks for none.",
     "NVLINK_NA": "Nothing to do: the GPU reports no NVLink (a PCIe card, or an SXM GPU alone in a VM) and the profile asks for none; stress.p2p judges its peer copies, if it has peers.",
     "ONE_GPU_NA": "Nothing to do: a node with one GPU has no GPU-to-GPU copies or all-reduce to test.",
     # NCCL
@@ -285,6 +289,7 @@ NOT_APPLICABLE: dict[str, str] = {
     "PAGE_RETIREMENT_NA": "page retirement (Ampere and newer GPUs remap rows instead)",
     "ROW_REMAP_NA": "row remapping (GPUs before Ampere retire pages instead)",
     "NVLINK_NA": "NVLink (none reported, none asked for)",
+    "FABRIC_NA": "NVLink fabric registration (not a fabric-attached system, none asked for)",
     "ONE_GPU_NA": "GPU-to-GPU copies and all-reduce (one GPU on this node)",
 }
 

@@ -70,6 +70,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "pcie_width": Spec("choice", "PCIe lanes the link must train to under load", (1, 2, 4, 8, 16, 32)),
         "nvlink_links": Spec("int", "active NVLink links expected per GPU", low=0, high=32),
         "require_ecc": Spec("bool", "ECC must be enabled"),
+        "require_fabric": Spec("bool", "every GPU must be registered with the NVLink fabric (rack-scale NVLink)"),
         "require_persistence": Spec("bool", "persistence mode must be on (otherwise a warning)"),
         "min_driver": Spec("version", "oldest acceptable NVIDIA driver"),
         "min_cuda": Spec("version", "oldest CUDA version the driver must support"),

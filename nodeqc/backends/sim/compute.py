@@ -45,7 +45,7 @@ from nodeqc.backends.sim.physics import (COTENANT_SHARE, LOST_AFTER_S, NVML_POWE
 from nodeqc.core.errors import GpuLostError
 from nodeqc.core.known_answer import allreduce_contribution, copy_pattern, fingerprint, splitmix64
 
-NIC_PATH_BUSBW_GBS = 45.0  # all-reduce with NCCL_P2P_DISABLE and NCCL_SHM_DISABLE: see nccl_allreduce
+NIC_PATH_BUSBW_GBS = 48.5  # all-reduce with NCCL_P2P_DISABLE and NCCL_SHM_DISABLE: see nccl_allreduce
 
 NOMINAL_MATMUL_N = 8192  # the size a real GPU multiplies; the simulator computes a small stand-in
 SIM_MATMUL_N = 64
@@ -521,7 +521,8 @@ class SimNodeDevices:
         busbw = rate * (0.95 if self.topology != "pcie" else 0.5)
         if env.get("NCCL_P2P_DISABLE") == "1" and env.get("NCCL_SHM_DISABLE") == "1":
             # NCCL's own switches send every byte through the NICs: one 400 Gb/s NDR NIC per GPU
-            # (50 GB/s) at NCCL's ~90% (a model: no published healthy figure; Azure's floor is 40).
+            # (50 GB/s) at 97% (a model: Azure's floor on an ND GB200 v6, whose 4 NICs are the same NDR
+            # ConnectX-7, is 48 GB/s, so a healthy node reaches at least that; on ND H100 v5 it is 40).
             busbw = NIC_PATH_BUSBW_GBS * 1e9  # NVLink is not used: its faults do not show here
         algbw = busbw * n / (2 * (n - 1))
         per = nbytes / algbw

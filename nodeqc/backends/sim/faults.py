@@ -94,6 +94,11 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "p2p_corrupt": (None, "copies this GPU receives from its peers come back with one flipped bit"),
     "nccl_corrupt": (None, "this GPU's all-reduce result comes back with one flipped bit"),
     "nvlink_down": (_int(1, 18), "this many NVLink links are down"),
+    # The NVLink fabric registration (nodeqc.core.fabric), on a scenario whose GPUs are on a fabric.
+    "fabric_unregistered": (_choice("not_started", "in_progress"), "the GPU's NVLink fabric registration is "
+                            "stuck in this state (not_started or in_progress)"),
+    "fabric_degraded": (None, "the NVLink fabric reports the GPU's bandwidth degraded (its health mask)"),
+    "fabric_clique": (_int(0, 2 ** 32 - 1), "the GPU is registered in this NVLink clique, not its tray's"),
     "p2p_bw": (_number(0, 1, open_low=True), "GPU-to-GPU bandwidth is this fraction of normal"),
     "hang": (None, "a kernel never returns"),
     "power": (_number(1, 2000), "the GPU cannot draw more than this many watts"),

@@ -35,6 +35,7 @@ from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_
                                        SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
                                        SLOT_LOST, SLOT_POWER_W, SLOT_PULSE_S, SLOTS, transient_braking)
 from nodeqc.backends.sim.faults import Fault, check_range
+from nodeqc.core import fabric
 from nodeqc.core.errors import GpuLostError, UsageError
 from nodeqc.core.na import NA
 
@@ -52,7 +53,7 @@ RDMA_EFFICIENCY = 0.97
 PCIE_LANE_GBIT = {1: 2.0, 2: 4.0, 3: 7.88, 4: 15.75, 5: 31.5, 6: 63.0}
 
 
-def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int) -> None:
+def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int, fabric_attached: bool = False) -> None:
     """A GPU fault the simulated GPU could not have is a usage error, not a fault that silently does
     nothing (a node that then passes would look like a fault the checks missed): NVLink faults on a
     GPU without NVLink, row remapping before Ampere, a link generation above the GPU's, a power cap
@@ -71,6 +72,8 @@ def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int) -> No
             why = f"the simulated {sku} links at PCIe Gen{model.pcie_gen} at most"
         elif f.name in ("power", "power_limit") and f.value >= model.tdp_w:
             why = f"the simulated {sku}'s power limit is {model.tdp_w:g} W: give fewer watts"
+        elif f.name.startswith("fabric_") and not fabric_attached:
+            why = "the scenario's GPUs are on no NVLink fabric (give [gpus] fabric_cluster, as gb200-nvl72-tray does)"
         elif f.name in ("p2p_bw", "p2p_corrupt", "nccl_corrupt") and gpu_count < 2:
             why = "needs two or more GPUs (the simulated node has one)"
         if why:
@@ -82,7 +85,7 @@ class SimNode:
 
     def __init__(self, scenario: Scenario, faults: list[Fault], time_scale: float | None = None):
         check_range(faults, scenario.gpu_count, len(scenario.nics))
-        check_applies(faults, scenario.gpu_model, scenario.gpu_count)
+        check_applies(faults, scenario.gpu_model, scenario.gpu_count, "fabric_cluster" in scenario.data["gpus"])
         self.scenario = scenario
         self.faults = faults
         self.clock = Clock(time_scale or scenario.data.get("time_scale", 10.0))
@@ -187,10 +190,22 @@ class SimManagement(GpuManagement):
                 temp_mem_max_c=m.mem_max_c, power_limit_w=self._limit(k), power_default_limit_w=m.tdp_w,
                 max_sm_clock_mhz=m.max_sm_mhz, max_mem_clock_mhz=m.mem_mhz,
                 nvlink_count=self._links() or NA,
+                fabric=self._fabric(k),
                 peer_paths={str(i): self._peer_path(k, other) for i, other in enumerate(self.node.visible) if i != j},
                 **sim_firmware(m, self.driver_version()),
             ))
         return out
+
+    def _fabric(self, k: int) -> Any:
+        """NVML's GPU fabric info (nodeqc.core.fabric) where the scenario puts the GPUs on a fabric,
+        with the GPU's fabric faults; NA (NotSupported) elsewhere."""
+        gpus = self.node.scenario.data["gpus"]
+        if "fabric_cluster" not in gpus:
+            return NA
+        state = self.node.value(k, "fabric_unregistered", "completed")
+        return {"state": state, "status": 0, "cluster_uuid": gpus["fabric_cluster"],
+                "clique_id": self.node.value(k, "fabric_clique", gpus.get("fabric_clique", 0)),
+                "health_mask": fabric.DEGRADED_BANDWIDTH_MASK if self.node.has(k, "fabric_degraded") else fabric.HEALTHY_MASK}
 
     def _peer_path(self, k: int, other: int) -> str:
         """NVLink on NVSwitch and bridged nodes; a common host bridge on PCIe nodes, whose simulated

@@ -50,6 +50,9 @@ SCENARIO_SCHEMA = {
         "bus_ids": Spec("strlist", "PCI addresses of the GPUs"),
         "serials": Spec("strlist", "GPU serial numbers (default: the system serial and -G<slot>)"),
         "topology": Spec("choice", "how the GPUs connect", ("nvswitch", "pcie", "nvlink-bridge")),
+        "fabric_cluster": Spec("str", "NVLink fabric cluster UUID the GPUs register in (rack-scale NVLink); "
+                               "none: NVML answers NotSupported"),
+        "fabric_clique": Spec("int", "NVLink fabric clique id the GPUs register in", low=0, high=2 ** 32 - 1),
     },
     "nics": {
         "name": Spec("str", "interface name"),

@@ -1,0 +1,73 @@
+"""inventory.nvlink_fabric: each GPU's registration with the NVLink fabric as NVML reports it
+(nodeqc.core.fabric). On a rack-scale NVLink system (GB200/GB300 NVL72) every GPU of a compute
+tray must be registered (state completed, status success), healthy (no degraded bandwidth, route
+recovery or bad configuration in its health mask), and in the same cluster and clique as its tray
+siblings: a GPU the fabric has not taken, or took into another partition, cannot reach its peers'
+memory over NVLink, and a job spanning the rack fails or crawls.
+
+A GPU that does not answer (PCIe cards, drivers before the call, a capture that never asked) is not
+judged unless the profile says `require_fabric = true`, which makes that a failure.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from nodeqc.backends.base import GpuInfo
+from nodeqc.checks.common import skip
+from nodeqc.core.fabric import health_problems
+from nodeqc.core.model import CheckResult, Value, Verdict
+from nodeqc.core.na import is_na
+from nodeqc.spec.profile import Profile
+
+NAME = "inventory.nvlink_fabric"
+
+
+def nvlink_fabric(gpus: list[GpuInfo], profile: Profile) -> list[CheckResult]:
+    required = bool(profile.get("gpu", "require_fabric", False))
+    live = [g for g in gpus if not g.lost]
+    answered = [g for g in live if isinstance(g.fabric, dict) and g.fabric.get("state") != "not_supported"]
+    if not answered and not required:
+        return [skip(NAME, "node", "no GPU reports NVLink fabric registration (not a fabric-attached "
+                     "system, or the driver does not answer) and the profile asks for none", code="FABRIC_NA")]
+    # The tray's own cluster and clique: those most of its registered GPUs report.
+    registered = [g for g in answered if g.fabric.get("state") == "completed" and g.fabric.get("status") == 0]
+    majority = Counter((g.fabric.get("cluster_uuid"), g.fabric.get("clique_id")) for g in registered).most_common()
+    tie = len(majority) > 1 and majority[0][1] == majority[1][1]
+    home = majority[0][0] if majority and not tie else None
+    return [_one(g, home, tie, required) for g in live]
+
+
+def _one(g: GpuInfo, home: tuple[Any, Any] | None, tie: bool, required: bool) -> CheckResult:
+    f = g.fabric
+    if not isinstance(f, dict) or is_na(f) or f.get("state") == "not_supported":
+        verdict = Verdict.FAIL if required else Verdict.SKIP
+        return CheckResult(NAME, g.subject, verdict, "the GPU reports no NVLink fabric registration"
+                           + (": the profile requires one" if required else ""),
+                           code="FABRIC_NOT_REGISTERED" if required else "FABRIC_NA")
+    values = {"state": Value(f.get("state")), "status": Value(f.get("status")),
+              "cluster_uuid": Value(f.get("cluster_uuid")), "clique_id": Value(f.get("clique_id")),
+              "health_mask": Value(f.get("health_mask"))}
+    evidence = {"fabric": dict(f)}
+    if f.get("state") != "completed" or f.get("status") != 0:
+        return CheckResult(NAME, g.subject, Verdict.FAIL, f"not registered with the NVLink fabric: state "
+                           f"{f.get('state')}, status {f.get('status')}", code="FABRIC_NOT_REGISTERED",
+                           values=values, evidence=evidence)
+    problems = health_problems(f.get("health_mask"))
+    if problems:
+        return CheckResult(NAME, g.subject, Verdict.FAIL, "NVLink fabric health: " + "; ".join(problems)
+                           + f" (health mask {f.get('health_mask'):#x})", code="FABRIC_DEGRADED",
+                           values=values, evidence=evidence)
+    mine = (f.get("cluster_uuid"), f.get("clique_id"))
+    if tie:
+        return CheckResult(NAME, g.subject, Verdict.FAIL, f"the tray's GPUs split evenly between fabric "
+                           f"partitions; this one is in cluster {mine[0]}, clique {mine[1]}",
+                           code="FABRIC_CLIQUE_MISMATCH", values=values, evidence=evidence)
+    if home is not None and mine != home:
+        what = "cluster" if mine[0] != home[0] else "clique"
+        return CheckResult(NAME, g.subject, Verdict.FAIL, f"in another NVLink {what} than its tray siblings: "
+                           f"cluster {mine[0]}, clique {mine[1]} (the others: cluster {home[0]}, clique {home[1]})",
+                           code="FABRIC_CLIQUE_MISMATCH", values=values, evidence=evidence)
+    return CheckResult(NAME, g.subject, Verdict.PASS, f"registered with the NVLink fabric: cluster {mine[0]}, "
+                       f"clique {mine[1]}, healthy", values=values, evidence=evidence)

@@ -1,0 +1,211 @@
+"""Blackwell and rack-scale NVLink (issue 27): the Blackwell SKUs (estimated floors, DCGM's
+reference points, fp4/fp6 said not run), the HGX B200 node and the GB200 NVL72 compute tray as
+profiles and simulated nodes, and the NVLink fabric registration NVML reports per GPU, read by the
+real backend, answered by the twin with its faults, and judged by inventory.nvlink_fabric."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodeqc.backends import simulated_hardware
+from nodeqc.backends.base import GpuInfo
+from nodeqc.backends.nvml import NvmlBackend
+from nodeqc.backends.nvml_replay import ReplayNvml
+from nodeqc.backends.sim.faults import parse_fault
+from nodeqc.checks.fabric_state import nvlink_fabric
+from nodeqc.core import fabric
+from nodeqc.core.errors import UsageError
+from nodeqc.core.model import Verdict
+from nodeqc.core.na import NA
+from nodeqc.core.skus import BY_KEY, NOT_BURNED_REASON
+from nodeqc.report.keys import create_key
+from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.spec import calibration
+from nodeqc.spec.profile import load_for, load_profile, suggest_profile
+
+from nvml_descriptions import h100_device, node
+
+BLACKWELL = ("b200-sxm-180gb", "gb200-186gb", "b300-sxm6-270gb", "gb300-279gb", "rtx-pro-6000-server")
+SCALE = 200  # simulated seconds per real second: a quick run of a whole node in seconds
+
+
+# ---------------------------------------------------------------- SKUs
+
+
+@pytest.mark.parametrize("key", BLACKWELL)
+def test_blackwell_skus_are_estimates_that_say_so_and_name_fp4_fp6_not_burned(key):
+    sku = BY_KEY[key]
+    assert not sku.measured and sku.source.startswith("estimate")
+    assert sku.estimated == frozenset([*sku.healthy_tflops, "hbm"])
+    assert sku.not_burned == ("fp6", "fp4")
+    assert "DCGM" in sku.source  # each names the published reference point it was held against
+
+
+def test_dcgm_reference_points_and_the_calibration_rule():
+    """DCGM's per-SKU entries (diag-skus.yaml.in): B200 targets 1000 W and floors HBM at 4,072,500
+    MB/s (0.75 of 5,430,000 measured); B300 1099 W and 4,623,360 (of 6,164,480). nodeqc's healthy
+    copy figure is that measurement scaled by the H100 SXM5's nodeqc/DCGM ratio (2843 / 2540)."""
+    b200, b300 = BY_KEY["b200-sxm-180gb"], BY_KEY["b300-sxm6-270gb"]
+    assert (b200.default_power_w, b300.default_power_w) == (1000, 1100)
+    assert b200.healthy_hbm_gbps == round(5430 * 2843 / 2540) == 6078
+    assert b300.healthy_hbm_gbps == round(6164.48 * 2843 / 2540) == 6900
+    # The rule: warn below 90%, fail below 80% of healthy; DCGM's own floor (0.75 of its
+    # measurement, scaled the same way) sits below nodeqc's failure level.
+    floor = calibration.floor(b200.healthy_hbm_gbps)
+    assert floor == {"fail": 4862.4, "warn": 5470.2}
+    assert 4072.5 * 2843 / 2540 < floor["fail"]
+    # Blackwell Ultra has almost no fp64: its floor is tiny, from the datasheet, not a typo.
+    assert b300.healthy_tflops["fp64"] < 2 < b200.healthy_tflops["fp64"]
+
+
+# ---------------------------------------------------------------- profiles, scenarios, runs
+
+
+def test_profiles_and_scenarios_list_the_blackwell_nodes(run_cli):
+    profiles = run_cli("profiles")
+    assert profiles.returncode == 0
+    for name in ("b200", "b300", "rtx-pro-6000", "hgx-b200", "gb200-nvl72-tray", *BLACKWELL):
+        assert f"\n{name} " in "\n" + profiles.stdout, name
+    assert "not burned: fp6, fp4" in profiles.stdout
+    scenarios = run_cli("scenarios")
+    assert "\nhgx-b200 " in scenarios.stdout and "8 x NVIDIA B200" in scenarios.stdout
+    assert "\ngb200-nvl72-tray " in scenarios.stdout and "4 x NVIDIA GB200" in scenarios.stdout
+    assert "gpuN:fabric_degraded" in scenarios.stdout
+    tray = load_profile("gb200-nvl72-tray")
+    assert tray.get("gpu", "count") == 4 and tray.get("gpu", "nvlink_links") == 18
+    assert tray.get("gpu", "require_fabric") is True and tray.get("host", "min_cpu_cores") is not None
+
+
+@pytest.fixture(scope="module")
+def signer(tmp_path_factory):
+    return create_key(tmp_path_factory.mktemp("key") / "k.pem")
+
+
+def _run(scenario: str, faults: list[str], tmp_path_factory, signer, profile_name: str | None = None):
+    parsed = [parse_fault(f) for f in faults]
+    probe = simulated_hardware(scenario, parsed, time_scale=SCALE)
+    probe.mgmt.open()
+    gpus = probe.mgmt.gpus()
+    probe.mgmt.close()
+    profile = load_for(profile_name or suggest_profile(gpus), gpus)
+    hw = simulated_hardware(scenario, parsed, time_scale=SCALE)
+    return profile, Runner(RunOptions(profile, signer, out_dir=tmp_path_factory.mktemp("out"), quick=True), hw).run()
+
+
+def _problems(outcome):
+    return {(r.name, r.subject, r.code, r.verdict.value) for r in outcome.results
+            if r.verdict not in (Verdict.PASS, Verdict.SKIP)}
+
+
+@pytest.mark.parametrize("scenario", ["hgx-b200", "gb200-nvl72-tray"])
+def test_a_clean_blackwell_node_passes_its_own_profile(scenario, tmp_path_factory, signer):
+    """`--profile auto` picks the node profile, and the healthy simulated node passes it whole, the
+    fp4/fp6 burn said not run on every GPU (never a silent gap)."""
+    profile, outcome = _run(scenario, [], tmp_path_factory, signer)
+    assert profile.name == scenario
+    assert _problems(outcome) == set()
+    burns = [r for r in outcome.results if r.name == "stress.burn"]
+    assert len(burns) == {"hgx-b200": 8, "gb200-nvl72-tray": 4}[scenario]
+    for r in burns:
+        assert r.evidence["not_run"] == {"fp6": NOT_BURNED_REASON, "fp4": NOT_BURNED_REASON}
+        assert f"not run: fp6, fp4 ({NOT_BURNED_REASON})" in r.message
+    fabric_results = {r.subject: (r.verdict, r.code) for r in outcome.results if r.name == "inventory.nvlink_fabric"}
+    if scenario == "gb200-nvl72-tray":
+        assert fabric_results == {f"gpu{i}": (Verdict.PASS, None) for i in range(4)}
+    else:  # an HGX B200 registers with no multi-node fabric here: not applicable, said once
+        assert fabric_results == {"node": (Verdict.SKIP, "FABRIC_NA")}
+
+
+def test_the_tray_s_fabric_faults_are_found_on_their_gpus(tmp_path_factory, signer):
+    faults = ["gpu1:fabric_clique=7", "gpu2:fabric_degraded", "gpu3:fabric_unregistered=in_progress"]
+    _, outcome = _run("gb200-nvl72-tray", faults, tmp_path_factory, signer)
+    assert {p for p in _problems(outcome) if p[0] == "inventory.nvlink_fabric"} == {
+        ("inventory.nvlink_fabric", "gpu1", "FABRIC_CLIQUE_MISMATCH", "fail"),
+        ("inventory.nvlink_fabric", "gpu2", "FABRIC_DEGRADED", "fail"),
+        ("inventory.nvlink_fabric", "gpu3", "FABRIC_NOT_REGISTERED", "fail"),
+    }
+    gpu0 = next(r for r in outcome.results if r.name == "inventory.nvlink_fabric" and r.subject == "gpu0")
+    assert gpu0.verdict is Verdict.PASS and "clique 32766" in gpu0.message
+
+
+@pytest.mark.parametrize("fault", ["gpu0:fabric_degraded", "gpu0:fabric_clique=3", "gpu0:fabric_unregistered=not_started"])
+def test_a_fabric_fault_on_a_node_without_a_fabric_is_refused(fault):
+    with pytest.raises(UsageError, match="no NVLink fabric"):
+        simulated_hardware("hgx-h100", [parse_fault(fault)], time_scale=SCALE)
+
+
+# ---------------------------------------------------------------- the check itself
+
+
+def _gpu(i: int, state: str = "completed", status: int = 0, cluster: str = "c-1", clique: int = 5,
+         mask: object = fabric.HEALTHY_MASK, answered: bool = True) -> GpuInfo:
+    info = {"state": state, "status": status, "cluster_uuid": cluster, "clique_id": clique, "health_mask": mask}
+    return GpuInfo(index=i, name="NVIDIA GB200", uuid=f"GPU-{i}", bus_id=f"0000:0{i}:00.0",
+                   fabric=info if answered else NA)
+
+
+def _verdicts(gpus, required=True):
+    profile = load_profile("gb200-nvl72-tray" if required else "b200")
+    return {r.subject: (r.verdict, r.code) for r in nvlink_fabric(gpus, profile)}
+
+
+def test_the_fabric_check_names_each_way_a_gpu_is_out_of_its_tray_s_fabric():
+    gpus = [_gpu(0), _gpu(1, cluster="c-2"), _gpu(2, clique=9), _gpu(3, status=3), _gpu(4, state="not_started"),
+            _gpu(5, mask=fabric.DEGRADED_BANDWIDTH_MASK), _gpu(6), _gpu(7)]
+    assert _verdicts(gpus) == {
+        "gpu0": (Verdict.PASS, None), "gpu1": (Verdict.FAIL, "FABRIC_CLIQUE_MISMATCH"),
+        "gpu2": (Verdict.FAIL, "FABRIC_CLIQUE_MISMATCH"), "gpu3": (Verdict.FAIL, "FABRIC_NOT_REGISTERED"),
+        "gpu4": (Verdict.FAIL, "FABRIC_NOT_REGISTERED"), "gpu5": (Verdict.FAIL, "FABRIC_DEGRADED"),
+        "gpu6": (Verdict.PASS, None), "gpu7": (Verdict.PASS, None)}
+    other = next(r for r in nvlink_fabric(gpus, load_profile("gb200-nvl72-tray")) if r.subject == "gpu1")
+    assert "another NVLink cluster" in other.message and "cluster c-2" in other.message
+
+
+def test_an_even_split_names_no_tray_home_and_fails_every_gpu():
+    gpus = [_gpu(0), _gpu(1), _gpu(2, clique=9), _gpu(3, clique=9)]
+    assert set(_verdicts(gpus).values()) == {(Verdict.FAIL, "FABRIC_CLIQUE_MISMATCH")}
+
+
+def test_every_unhealthy_field_of_the_health_mask_is_a_finding_and_a_healthy_mask_none():
+    assert fabric.health_problems(fabric.HEALTHY_MASK) == [] and fabric.health_problems(0) == []
+    assert fabric.health_problems(None) == [] and fabric.health_problems(True) == []
+    route = (fabric.HEALTHY_MASK & ~(0x3 << 2)) | (1 << 2)
+    config = (fabric.HEALTHY_MASK & ~(0xF << 8)) | (5 << 8)
+    gfm = (fabric.HEALTHY_MASK & ~(0x3 << 14)) | (2 << 14)
+    assert fabric.health_problems(route) == ["a route recovery is in progress"]
+    assert fabric.health_problems(config) == ["incorrect configuration: too few NVLinks"]
+    assert fabric.health_problems(gfm) == ["the global fabric manager is disconnected"]
+
+
+def test_a_gpu_without_an_answer_fails_only_where_the_profile_requires_a_fabric():
+    gpus = [_gpu(0, answered=False), _gpu(1, state="not_supported")]
+    assert _verdicts(gpus, required=True) == {"gpu0": (Verdict.FAIL, "FABRIC_NOT_REGISTERED"),
+                                              "gpu1": (Verdict.FAIL, "FABRIC_NOT_REGISTERED")}
+    assert _verdicts(gpus, required=False) == {"node": (Verdict.SKIP, "FABRIC_NA")}
+
+
+# ---------------------------------------------------------------- the real backend
+
+
+def test_the_nvml_backend_reads_the_versioned_fabric_info_and_na_where_not_supported():
+    import pynvml
+
+    b = NvmlBackend(ReplayNvml(node([h100_device(0), h100_device(1)])))
+    b.open()
+    assert b.gpus()[0].fabric is NA  # a driver without the call: not available, never a crash
+
+    def answer(handle, info):
+        if handle is b._handles[1]:
+            raise b.n.NVMLError(b.n.NVML_ERROR_NOT_SUPPORTED)
+        info.state, info.status, info.cliqueId = pynvml.NVML_GPU_FABRIC_STATE_COMPLETED, 0, 32766
+        info.healthMask = fabric.DEGRADED_BANDWIDTH_MASK
+        for k, byte in enumerate(bytes.fromhex("5f3a9c2e7b414d8e9a062c1e8b7d4f10")):
+            info.clusterUuid[k] = byte
+        return pynvml.NVML_SUCCESS
+
+    b.n.c_nvmlGpuFabricInfo_v2_t = pynvml.c_nvmlGpuFabricInfo_v2_t
+    b.n.nvmlDeviceGetGpuFabricInfoV = answer
+    first, second = b.gpus()[:2]
+    assert first.fabric == {"state": "completed", "status": 0, "cluster_uuid": "5f3a9c2e-7b41-4d8e-9a06-2c1e8b7d4f10",
+                            "clique_id": 32766, "health_mask": fabric.DEGRADED_BANDWIDTH_MASK}
+    assert second.fabric is NA
