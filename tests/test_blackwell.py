@@ -22,6 +22,7 @@ from nodeqc.report.keys import create_key
 from nodeqc.run.runner import RunOptions, Runner
 from nodeqc.spec import calibration
 from nodeqc.spec.profile import load_for, load_profile, suggest_profile
+from nodeqc.spec.selection import Selection
 
 from nvml_descriptions import h100_device, node
 
@@ -81,7 +82,8 @@ def signer(tmp_path_factory):
     return create_key(tmp_path_factory.mktemp("key") / "k.pem")
 
 
-def _run(scenario: str, faults: list[str], tmp_path_factory, signer, profile_name: str | None = None):
+def _run(scenario: str, faults: list[str], tmp_path_factory, signer, profile_name: str | None = None,
+         selection: Selection | None = None):
     parsed = [parse_fault(f) for f in faults]
     probe = simulated_hardware(scenario, parsed, time_scale=SCALE)
     probe.mgmt.open()
@@ -89,7 +91,9 @@ def _run(scenario: str, faults: list[str], tmp_path_factory, signer, profile_nam
     probe.mgmt.close()
     profile = load_for(profile_name or suggest_profile(gpus), gpus)
     hw = simulated_hardware(scenario, parsed, time_scale=SCALE)
-    return profile, Runner(RunOptions(profile, signer, out_dir=tmp_path_factory.mktemp("out"), quick=True), hw).run()
+    options = RunOptions(profile, signer, out_dir=tmp_path_factory.mktemp("out"), quick=True,
+                         selection=selection or Selection())
+    return profile, Runner(options, hw).run()
 
 
 def _problems(outcome):
@@ -112,8 +116,8 @@ def test_a_clean_blackwell_node_passes_its_own_profile(scenario, tmp_path_factor
     fabric_results = {r.subject: (r.verdict, r.code) for r in outcome.results if r.name == "inventory.nvlink_fabric"}
     if scenario == "gb200-nvl72-tray":
         assert fabric_results == {f"gpu{i}": (Verdict.PASS, None) for i in range(4)}
-    else:  # an HGX B200 registers with no multi-node fabric here: not applicable, said once
-        assert fabric_results == {"node": (Verdict.SKIP, "FABRIC_NA")}
+    else:  # an HGX B200 registers with no multi-node fabric here: nothing to judge, no row
+        assert fabric_results == {}
 
 
 def test_the_tray_s_fabric_faults_are_found_on_their_gpus(tmp_path_factory, signer):
@@ -132,6 +136,31 @@ def test_the_tray_s_fabric_faults_are_found_on_their_gpus(tmp_path_factory, sign
 def test_a_fabric_fault_on_a_node_without_a_fabric_is_refused(fault):
     with pytest.raises(UsageError, match="no NVLink fabric"):
         simulated_hardware("hgx-h100", [parse_fault(fault)], time_scale=SCALE)
+
+
+# ---------------------------------------------------------------- NCCL with NVLink SHARP
+
+
+@pytest.mark.parametrize("scenario, ring_fail, nvls_fail", [("hgx-b200", 592, 768), ("hgx-h100", 296, 384)])
+def test_a_node_whose_nvls_failed_passes_the_ring_floor_and_fails_the_nvls_floor(scenario, ring_fail, nvls_fail,
+                                                                                   tmp_path_factory, signer):
+    """NCCL falls back to its ring in silence when NVLink SHARP fails: the ring's floor passes such a
+    node, the NVLS floor (Azure's 460 GB/s on H100 assumes NVLS) fails it, naming NVLS."""
+    only = Selection(only=("inventory", "stress.nccl"))
+    _, clean = _run(scenario, [], tmp_path_factory, signer, scenario, only)
+    _, broken = _run(scenario, ["gpu3:nvls_down"], tmp_path_factory, signer, scenario, only)
+    ok = next(r for r in clean.results if r.name == "stress.nccl" and r.subject == "node")
+    bad = next(r for r in broken.results if r.name == "stress.nccl" and r.subject == "node")
+    assert ok.verdict is Verdict.PASS and ok.values["busbw_gbps"].value > nvls_fail
+    assert [(t.name, t.fail) for t in ok.thresholds] == [("min_nccl_busbw_gbps", ring_fail),
+                                                         ("min_nccl_nvls_busbw_gbps", nvls_fail)]
+    assert ring_fail < bad.values["busbw_gbps"].value < nvls_fail
+    assert (bad.verdict, bad.code) == (Verdict.FAIL, "NCCL_NVLS_SLOW") and "NVLS off or failed" in bad.message
+
+
+def test_nvls_down_is_refused_where_there_is_no_nvlink_sharp():
+    with pytest.raises(UsageError, match="NVLink SHARP needs Hopper or newer GPUs on NVSwitch"):
+        simulated_hardware("dgx-a100", [parse_fault("gpu0:nvls_down")], time_scale=SCALE)
 
 
 # ---------------------------------------------------------------- the check itself
@@ -181,7 +210,10 @@ def test_a_gpu_without_an_answer_fails_only_where_the_profile_requires_a_fabric(
     gpus = [_gpu(0, answered=False), _gpu(1, state="not_supported")]
     assert _verdicts(gpus, required=True) == {"gpu0": (Verdict.FAIL, "FABRIC_NOT_REGISTERED"),
                                               "gpu1": (Verdict.FAIL, "FABRIC_NOT_REGISTERED")}
-    assert _verdicts(gpus, required=False) == {"node": (Verdict.SKIP, "FABRIC_NA")}
+    assert _verdicts(gpus, required=False) == {}
+    # Where its siblings answer, a GPU that does not is out of the fabric, required or not.
+    assert _verdicts([_gpu(0), _gpu(1, answered=False)], required=False) == {
+        "gpu0": (Verdict.PASS, None), "gpu1": (Verdict.FAIL, "FABRIC_NOT_REGISTERED")}
 
 
 # ---------------------------------------------------------------- the real backend

@@ -202,7 +202,8 @@ def test_a_slow_h100_sxm5_warns_or_fails_end_to_end(tmp_path, signer, fault, onl
 # The intra-node performance floors the rule sets (the fabric's floors are published per-cluster
 # figures, judged across nodes: not these).
 RATE_FLOORS = ("min_fp64_tflops", "min_fp32_tflops", "min_tf32_tflops", "min_fp16_tflops", "min_bf16_tflops",
-               "min_fp8_tflops", "min_hbm_gbps", "min_h2d_gbps", "min_d2h_gbps", "min_p2p_gbps", "min_nccl_busbw_gbps")
+               "min_fp8_tflops", "min_hbm_gbps", "min_h2d_gbps", "min_d2h_gbps", "min_p2p_gbps", "min_nccl_busbw_gbps",
+               "min_nccl_nvls_busbw_gbps")
 
 
 def _every_profile():

@@ -5,8 +5,9 @@ recovery or bad configuration in its health mask), and in the same cluster and c
 siblings: a GPU the fabric has not taken, or took into another partition, cannot reach its peers'
 memory over NVLink, and a job spanning the rack fails or crawls.
 
-A GPU that does not answer (PCIe cards, drivers before the call, a capture that never asked) is not
-judged unless the profile says `require_fabric = true`, which makes that a failure.
+Where no GPU answers (PCIe cards, drivers before the call, a capture that never asked) the check
+gives no result unless the profile says `require_fabric = true`, which makes each such GPU a
+failure; where some GPUs answer, one that does not is out of the fabric and fails.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from collections import Counter
 from typing import Any
 
 from nodeqc.backends.base import GpuInfo
-from nodeqc.checks.common import skip
 from nodeqc.core.fabric import health_problems
 from nodeqc.core.model import CheckResult, Value, Verdict
 from nodeqc.core.na import is_na
@@ -29,8 +29,10 @@ def nvlink_fabric(gpus: list[GpuInfo], profile: Profile) -> list[CheckResult]:
     live = [g for g in gpus if not g.lost]
     answered = [g for g in live if isinstance(g.fabric, dict) and g.fabric.get("state") != "not_supported"]
     if not answered and not required:
-        return [skip(NAME, "node", "no GPU reports NVLink fabric registration (not a fabric-attached "
-                     "system, or the driver does not answer) and the profile asks for none", code="FABRIC_NA")]
+        # Not a fabric-attached node (PCIe cards, an HGX whose GPUs join no multi-node fabric, a driver
+        # without the call): nothing to judge and nothing left untested, so no row in every report
+        # (each GPU's answer, NA, is in the report's inventory).
+        return []
     # The tray's own cluster and clique: those most of its registered GPUs report.
     registered = [g for g in answered if g.fabric.get("state") == "completed" and g.fabric.get("status") == 0]
     majority = Counter((g.fabric.get("cluster_uuid"), g.fabric.get("clique_id")) for g in registered).most_common()
@@ -42,10 +44,10 @@ def nvlink_fabric(gpus: list[GpuInfo], profile: Profile) -> list[CheckResult]:
 def _one(g: GpuInfo, home: tuple[Any, Any] | None, tie: bool, required: bool) -> CheckResult:
     f = g.fabric
     if not isinstance(f, dict) or is_na(f) or f.get("state") == "not_supported":
-        verdict = Verdict.FAIL if required else Verdict.SKIP
-        return CheckResult(NAME, g.subject, verdict, "the GPU reports no NVLink fabric registration"
-                           + (": the profile requires one" if required else ""),
-                           code="FABRIC_NOT_REGISTERED" if required else "FABRIC_NA")
+        # Reached only where the profile requires a fabric or another GPU of the node answered.
+        why = "the profile requires one" if required else "other GPUs of this node report one"
+        return CheckResult(NAME, g.subject, Verdict.FAIL, f"the GPU reports no NVLink fabric registration: {why}",
+                           code="FABRIC_NOT_REGISTERED")
     values = {"state": Value(f.get("state")), "status": Value(f.get("status")),
               "cluster_uuid": Value(f.get("cluster_uuid")), "clique_id": Value(f.get("clique_id")),
               "health_mask": Value(f.get("health_mask"))}

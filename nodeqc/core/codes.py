@@ -227,10 +227,10 @@ REMEDIATION: dict[str, str] = {
     "NVLINK_DOWN": "NVLink links are down: check `nvidia-smi nvlink -s` and that the fabric manager runs on NVSwitch nodes, reseat the GPU on its baseboard (or its NVLink bridge); RMA the GPU or baseboard if links stay down.",
     "NVLINK_ERRORS": "NVLink error counters grew (replays, recoveries or CRC errors): a marginal link; reseat the GPU or bridge, re-run and watch `nvidia-smi nvlink -e`; RMA the GPU or baseboard if the counts keep rising.",
     # Checks a node's make-up does not call for (NOT_APPLICABLE below): nothing was left untested.
-    "FABRIC_NA": "Nothing to do: the GPUs report no NVLink fabric registration (not a rack-scale NVLink system, or a driver without the call) and the profile asks for none.",
     "NVLINK_NA": "Nothing to do: the GPU reports no NVLink (a PCIe card, or an SXM GPU alone in a VM) and the profile asks for none; stress.p2p judges its peer copies, if it has peers.",
     "ONE_GPU_NA": "Nothing to do: a node with one GPU has no GPU-to-GPU copies or all-reduce to test.",
     # NCCL
+    "NCCL_NVLS_SLOW": "The all-reduce ran at a ring algorithm's rate, not NVLink SHARP's: NCCL falls back to its ring in silence when NVLS fails. Check that NVLS is not turned off (NCCL_NVLS_ENABLE), that NCCL (2.17 or newer) reports NVLS with NCCL_DEBUG=INFO, that the fabric manager runs and NVSwitch multicast works (its log; `nvidia-smi -q`, Fabric), and the NVSwitch firmware; re-run.",
     "NCCL_SLOW": "All-reduce bus bandwidth is below the floor: check that the fabric manager runs (NVSwitch), every NVLink is up (health.nvlink) and stress.p2p passed; NCCL_DEBUG=INFO shows the transport NCCL chose (SHM through the host means peer access failed); fix those and re-run.",
     "NCCL_WRONG_RESULT": "All-reduce returned a wrong sum on this GPU (silent data corruption on the GPU or its links): keep it out of service and re-run; check its NVLink errors (`nvidia-smi nvlink -e -i N`) and stress.p2p; RMA it if it recurs.",
     "NCCL_UNAVAILABLE": "NCCL could not run: install the CUDA extra that brings it (`pip install 'nodeqc[cuda12]'` or `'nodeqc[cuda13]'`, matching the driver), then re-run stress.nccl.",
@@ -289,7 +289,6 @@ NOT_APPLICABLE: dict[str, str] = {
     "PAGE_RETIREMENT_NA": "page retirement (Ampere and newer GPUs remap rows instead)",
     "ROW_REMAP_NA": "row remapping (GPUs before Ampere retire pages instead)",
     "NVLINK_NA": "NVLink (none reported, none asked for)",
-    "FABRIC_NA": "NVLink fabric registration (not a fabric-attached system, none asked for)",
     "ONE_GPU_NA": "GPU-to-GPU copies and all-reduce (one GPU on this node)",
 }
 

@@ -99,6 +99,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "min_p2p_bidir_gbps": _t("bidirectional GPU-to-GPU bandwidth per pair"),
         "max_p2p_latency_us": _t("GPU-to-GPU copy latency"),
         "min_nccl_busbw_gbps": _t("NCCL all-reduce bus bandwidth across the node's GPUs"),
+        "min_nccl_nvls_busbw_gbps": _t("NCCL all-reduce bus bandwidth with NVLink SHARP (NVLS): catches NVLS off or failed"),
         "min_power_fraction": _t("fraction of the enforced power limit reached during the burn"),
         "max_outlier_pct": _t("how far below the node's median one GPU may fall, in percent"),
         "max_burnin_drift_pct": _t("how far a GPU's matmul rate may fall from the start to the end of a burn-in"),

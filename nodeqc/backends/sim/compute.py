@@ -45,6 +45,11 @@ from nodeqc.backends.sim.physics import (COTENANT_SHARE, LOST_AFTER_S, NVML_POWE
 from nodeqc.core.errors import GpuLostError
 from nodeqc.core.known_answer import allreduce_contribution, copy_pattern, fingerprint, splitmix64
 
+# All-reduce bus bandwidth with NVLink SHARP over the one-way peer copy rate: about 480 GB/s on 8x
+# H100 SXM (hgx-h100's figure; NVIDIA's cluster readiness engine measured 487.9 two-node, REFERENCE.md)
+# over the 378 GB/s a healthy H100 pair copies one way; the ring's 0.95 of it is about 360 (nccl-tests
+# report about 370).
+NVLS_SHARE = 480 / 378
 NIC_PATH_BUSBW_GBS = 48.5  # all-reduce with NCCL_P2P_DISABLE and NCCL_SHM_DISABLE: see nccl_allreduce
 
 NOMINAL_MATMUL_N = 8192  # the size a real GPU multiplies; the simulator computes a small stand-in
@@ -511,6 +516,13 @@ class SimNodeDevices:
     def nccl_unavailable(self) -> str | None:
         return None
 
+    def nvls_available(self) -> bool:
+        """NVLink SHARP: NVSwitch nodes of Hopper and newer (third-generation NVSwitch and later),
+        unless a GPU's multicast is down (the nvls_down fault), as NCCL sees it."""
+        first = next(iter(self.devices.values()))
+        return (self.topology == "nvswitch" and float(first.model.compute_capability) >= 9.0
+                and not any("nvls_down" in d.faults for d in self.devices.values()))
+
     def nccl_allreduce(self, nbytes: int, iters: int,
                        env: dict[str, str] | None = None) -> tuple[float, dict[int, np.ndarray]]:
         """All-reduce (sum) of `nbytes` per GPU, `iters` times; returns seconds per all-reduce and
@@ -519,6 +531,8 @@ class SimNodeDevices:
         n = len(self.devices)
         rate = min(self._pair_rate(i, j) for i in self.devices for j in self.devices if i != j)
         busbw = rate * (0.95 if self.topology != "pcie" else 0.5)
+        if self.nvls_available():
+            busbw = rate * NVLS_SHARE  # NCCL picks NVLink SHARP on its own where the switches offer it
         if env.get("NCCL_P2P_DISABLE") == "1" and env.get("NCCL_SHM_DISABLE") == "1":
             # NCCL's own switches send every byte through the NICs: one 400 Gb/s NDR NIC per GPU
             # (50 GB/s) at 97% (a model: Azure's floor on an ND GB200 v6, whose 4 NICs are the same NDR

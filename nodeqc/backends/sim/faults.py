@@ -100,6 +100,7 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "fabric_degraded": (None, "the NVLink fabric reports the GPU's bandwidth degraded (its health mask)"),
     "fabric_clique": (_int(0, 2 ** 32 - 1), "the GPU is registered in this NVLink clique, not its tray's"),
     "p2p_bw": (_number(0, 1, open_low=True), "GPU-to-GPU bandwidth is this fraction of normal"),
+    "nvls_down": (None, "NVLink SHARP (NVSwitch multicast) fails on this GPU: NCCL falls back to its ring algorithm"),
     "hang": (None, "a kernel never returns"),
     "power": (_number(1, 2000), "the GPU cannot draw more than this many watts"),
     # From 20 ms: the pulse test's shortest period (checks.stress.pulse.PULSE_PERIODS_S). A fault under it

@@ -53,7 +53,8 @@ RDMA_EFFICIENCY = 0.97
 PCIE_LANE_GBIT = {1: 2.0, 2: 4.0, 3: 7.88, 4: 15.75, 5: 31.5, 6: 63.0}
 
 
-def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int, fabric_attached: bool = False) -> None:
+def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int, fabric_attached: bool = False,
+                  topology: str = "pcie") -> None:
     """A GPU fault the simulated GPU could not have is a usage error, not a fault that silently does
     nothing (a node that then passes would look like a fault the checks missed): NVLink faults on a
     GPU without NVLink, row remapping before Ampere, a link generation above the GPU's, a power cap
@@ -72,6 +73,8 @@ def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int, fabri
             why = f"the simulated {sku} links at PCIe Gen{model.pcie_gen} at most"
         elif f.name in ("power", "power_limit") and f.value >= model.tdp_w:
             why = f"the simulated {sku}'s power limit is {model.tdp_w:g} W: give fewer watts"
+        elif f.name == "nvls_down" and not (topology == "nvswitch" and float(model.compute_capability) >= 9.0):
+            why = f"NVLink SHARP needs Hopper or newer GPUs on NVSwitch; the simulated {sku} node has none"
         elif f.name.startswith("fabric_") and not fabric_attached:
             why = "the scenario's GPUs are on no NVLink fabric (give [gpus] fabric_cluster, as gb200-nvl72-tray does)"
         elif f.name in ("p2p_bw", "p2p_corrupt", "nccl_corrupt") and gpu_count < 2:
@@ -85,7 +88,8 @@ class SimNode:
 
     def __init__(self, scenario: Scenario, faults: list[Fault], time_scale: float | None = None):
         check_range(faults, scenario.gpu_count, len(scenario.nics))
-        check_applies(faults, scenario.gpu_model, scenario.gpu_count, "fabric_cluster" in scenario.data["gpus"])
+        check_applies(faults, scenario.gpu_model, scenario.gpu_count, "fabric_cluster" in scenario.data["gpus"],
+                      scenario.data["gpus"].get("topology", "pcie"))
         self.scenario = scenario
         self.faults = faults
         self.clock = Clock(time_scale or scenario.data.get("time_scale", 10.0))

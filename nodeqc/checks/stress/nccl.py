@@ -24,13 +24,17 @@ def nccl_params(profile: Profile, quick: bool) -> dict[str, Any]:
 def judge_nccl(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
                windows: dict[int, GpuTelemetry] | None = None) -> list[CheckResult]:
     return _judge_allreduce("stress.nccl", gpus, outcome, windows, profile.threshold("gpu", "min_nccl_busbw_gbps"),
-                            "NCCL_SLOW", "", {})
+                            "NCCL_SLOW", "", {}, profile.threshold("gpu", "min_nccl_nvls_busbw_gbps"))
 
 
 def _judge_allreduce(name: str, gpus: list[GpuInfo], outcome: Outcome, windows: dict[int, GpuTelemetry] | None,
-                     floor: Threshold | None, slow_code: str, route: str, env: dict[str, str]) -> list[CheckResult]:
+                     floor: Threshold | None, slow_code: str, route: str, env: dict[str, str],
+                     nvls: Threshold | None = None) -> list[CheckResult]:
     """An all-reduce across the node's GPUs: every GPU's result exact, bus bandwidth against the floor.
-    `route` says how the bytes went (through the NICs for stress.nccl_net), `env` the NCCL settings."""
+    `route` says how the bytes went (through the NICs for stress.nccl_net), `env` the NCCL settings.
+    `nvls`: the floor of NVLink SHARP where the profile sets one (NCCL picks NVLS on its own where the
+    NVSwitches offer it, and falls back to its ring in silence where NVLS fails): a rate that clears
+    the ring's floor but not this one is NVLS off or failed (NCCL_NVLS_SLOW)."""
     windows = windows or {}
     failure = outcome_failure(name, "node", outcome)
     if failure:
@@ -41,6 +45,9 @@ def _judge_allreduce(name: str, gpus: list[GpuInfo], outcome: Outcome, windows: 
     wrong = {w["gpu"]: w for w in r["wrong"]}
     findings = [judge(floor, r["busbw_gbps"], slow_code, f"all-reduce across {r['gpus']} GPUs{route}: bus bandwidth",
                       "GB/s")]
+    if nvls is not None and findings[0].verdict is not Verdict.FAIL:
+        findings.append(judge(nvls, r["busbw_gbps"], "NCCL_NVLS_SLOW", "against NVLink SHARP's floor (a ring's rate: "
+                              "NVLS off or failed?), bus bandwidth", "GB/s"))
     # A wrong result on a GPU the node's list does not hold is the node's finding: never lost.
     findings += [Judgement(Verdict.FAIL, "NCCL_WRONG_RESULT", f"all-reduce{route} result wrong on gpu{i}, not among "
                          f"the GPUs judged: {_wrong_share(w)}") for i, w in sorted(wrong.items())
@@ -48,7 +55,8 @@ def _judge_allreduce(name: str, gpus: list[GpuInfo], outcome: Outcome, windows: 
     evidence = {"wrong": r["wrong"], **({"env": env} if env else {})}
     result = fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
                                            "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
-                                           "message_bytes": Value(r["bytes"], "B")}, [floor], key="busbw_gbps",
+                                           "message_bytes": Value(r["bytes"], "B")}, [floor, *([nvls] if nvls else [])],
+                  key="busbw_gbps",
                   evidence=evidence)
     judged_here = sorted(i for i in wrong if i in {g.index for g in gpus})
     if judged_here:
