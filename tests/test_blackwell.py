@@ -241,3 +241,50 @@ def test_the_nvml_backend_reads_the_versioned_fabric_info_and_na_where_not_suppo
     assert first.fabric == {"state": "completed", "status": 0, "cluster_uuid": "5f3a9c2e-7b41-4d8e-9a06-2c1e8b7d4f10",
                             "clique_id": 32766, "health_mask": fabric.DEGRADED_BANDWIDTH_MASK}
     assert second.fabric is NA
+
+
+# ---------------------------------------------------------------- IMEX
+
+
+def test_the_host_backend_reads_imex_from_the_process_list_devices_and_nodes_config(tmp_path):
+    from nodeqc.backends.host import LinuxHost
+
+    (tmp_path / "proc/1").mkdir(parents=True)
+    (tmp_path / "proc/1/comm").write_text("systemd\n")
+    host = LinuxHost(tmp_path)
+    assert host._imex() == {"running": False, "channels": None, "nodes": None}
+    (tmp_path / "proc/4242").mkdir()
+    (tmp_path / "proc/4242/comm").write_text("nvidia-imex\n")
+    (tmp_path / "dev/nvidia-caps-imex-channels").mkdir(parents=True)
+    (tmp_path / "dev/nvidia-caps-imex-channels/channel0").write_text("")
+    (tmp_path / "etc/nvidia-imex").mkdir(parents=True)
+    # Comments and blank lines are no nodes; a hostile file is bounded (64 KiB, 1024 lines of 255).
+    (tmp_path / "etc/nvidia-imex/nodes_config.cfg").write_text("# the rack\n10.0.0.1\n\n10.0.0.2  # tray 2\n"
+                                                              + "x" * 300 + "\n" + "y\n" * 100_000)
+    state = host._imex()
+    assert state["running"] is True and state["channels"] == 1
+    assert state["nodes"][:3] == ["10.0.0.1", "10.0.0.2", "x" * 255] and len(state["nodes"]) == 1024
+    assert LinuxHost(tmp_path / "nowhere")._imex() is NA
+
+
+@pytest.mark.parametrize("faults, codes", [
+    ([], set()),
+    (["host:imex_down"], {"IMEX_NOT_RUNNING"}),
+    (["host:imex_no_channels", "host:imex_nodes=16"], {"IMEX_NO_CHANNELS"}),
+])
+def test_imex_on_the_tray_and_its_faults(faults, codes, tmp_path_factory, signer):
+    _, outcome = _run("gb200-nvl72-tray", faults, tmp_path_factory, signer, "gb200-nvl72-tray",
+                      Selection(only=("host.imex",)))
+    (r,) = [r for r in outcome.results if r.name == "host.imex"]
+    assert ({r.code} - {None}) == codes and r.values["nodes_expected"].value == 18
+    if "host:imex_nodes=16" in faults:
+        assert "lists 16 node(s) of the domain's 18" in r.message and r.values["nodes_listed"].value == 16
+    if not faults:
+        assert r.verdict is Verdict.PASS and "lists the domain's 18 nodes" in r.message
+
+
+def test_imex_faults_need_a_host_with_imex():
+    with pytest.raises(UsageError, match="runs no IMEX"):
+        simulated_hardware("hgx-b200", [parse_fault("host:imex_down")], time_scale=SCALE)
+    with pytest.raises(UsageError, match="lists 18: give fewer"):
+        simulated_hardware("gb200-nvl72-tray", [parse_fault("host:imex_nodes=18")], time_scale=SCALE)

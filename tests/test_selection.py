@@ -43,7 +43,7 @@ def test_selection_rules():
     assert no_stress.includes("inventory.gpu_count") and not no_stress.needs_load
     mixed = Selection.parse(["host,inventory"], ["host.cpu"])
     assert [n for n in CHECK_NAMES if mixed.includes(n) and not n.startswith("inventory.")] == [
-        "host.memory", "host.fabric_manager", "host.gpudirect_rdma", "host.edac", "host.aer", "host.kernel_log",
+        "host.memory", "host.fabric_manager", "host.gpudirect_rdma", "host.imex", "host.edac", "host.aer", "host.kernel_log",
         "host.cpu_stress", "host.memory_bandwidth", "host.nvme", "host.optics"]
     assert Selection.parse(None, None).partial is False and Selection.parse(None, None).to_dict() is None
     assert mixed.includes("nodeqc.internal")  # an internal error is always reported
@@ -79,7 +79,7 @@ def test_skip_stress_runs_no_load_and_history_never_counts_it(isolated_dirs):
 @pytest.mark.parametrize("args, message", [
     (["--only", "health.pcie_lnik"], "--only health.pcie_lnik: no check or family of that name; did you mean health.pcie_link?"),
     (["--skip", "gpu"], "--skip gpu: no check or family of that name"),
-    (["--only", "host", "--skip", "host.cpu,host.memory", "--skip", "host.fabric_manager,host.gpudirect_rdma",
+    (["--only", "host", "--skip", "host.cpu,host.memory", "--skip", "host.fabric_manager,host.gpudirect_rdma,host.imex",
       "--skip", "host.edac,host.aer,host.kernel_log,host.cpu_stress,host.memory_bandwidth,host.nvme,host.optics"],
      "this selection leaves no check to run"),
 ])

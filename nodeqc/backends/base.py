@@ -245,6 +245,10 @@ class HostInfo:
     nvidia_gpus_on_pci: list[PciDevice] = field(default_factory=list)
     fabric_manager: Any = NA  # the NVSwitch fabric manager daemon runs (True/False)
     peer_memory_module: Any = NA  # the GPUDirect RDMA module loaded ("nvidia_peermem"), "" if none
+    # NVIDIA IMEX (multi-node NVLink memory export): {"running": bool, "channels": int (entries of
+    # /dev/nvidia-caps-imex-channels; None where the directory is absent), "nodes": [addresses in its
+    # nodes config] (None where the file is absent)}; NA where the process list could not be read.
+    imex: Any = NA
 
     def to_dict(self) -> dict[str, Any]:
         d = _dict(self)

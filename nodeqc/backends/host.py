@@ -24,6 +24,12 @@ FABRIC_MANAGER_COMM = "nv-fabricmanage"
 # GPUDirect RDMA: nvidia_peermem ships with the driver (R470 and later); nv_peer_mem is the older
 # Mellanox module.
 PEER_MEMORY_MODULES = ("nvidia_peermem", "nv_peer_mem")
+# NVIDIA IMEX (nvidia-imex package): the daemon's process name, the channel devices it serves, and the
+# default nodes config (NODE_CONFIG_FILE_NAME in /etc/nvidia-imex/config.cfg): one address a line.
+IMEX_COMM = "nvidia-imex"
+IMEX_CHANNELS = "dev/nvidia-caps-imex-channels"
+IMEX_NODES_CONFIG = "etc/nvidia-imex/nodes_config.cfg"
+IMEX_NODES_MAX_BYTES, IMEX_NODES_MAX = 64 * 1024, 1024
 
 
 class LinuxHost(HostBackend):
@@ -63,7 +69,29 @@ class LinuxHost(HostBackend):
             nvidia_gpus_on_pci=self.nvidia_gpus_on_pci(),
             fabric_manager=self._fabric_manager(),
             peer_memory_module=self._peer_memory_module(),
+            imex=self._imex(),
         )
+
+    def _imex(self):
+        """IMEX as a node of an NVLink domain needs it: the daemon's process, its channel devices and
+        the nodes its config lists (bounded: the file is the node's, read as untrusted text)."""
+        proc = self.root / "proc"
+        if not proc.is_dir():
+            return NA
+        running = any(entry.name.isdigit() and (self._read(f"proc/{entry.name}/comm") or "") == IMEX_COMM
+                      for entry in proc.iterdir())
+        channels_dir = self.root / IMEX_CHANNELS
+        channels = sum(1 for _ in channels_dir.iterdir()) if channels_dir.is_dir() else None
+        return {"running": running, "channels": channels, "nodes": self._imex_nodes()}
+
+    def _imex_nodes(self):
+        try:
+            with open(self.root / IMEX_NODES_CONFIG, "rb") as f:
+                text = f.read(IMEX_NODES_MAX_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+        lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
+        return [line[:255] for line in lines if line][:IMEX_NODES_MAX]
 
     def _fabric_manager(self):
         """Whether the fabric manager daemon runs: its process, which is there with or without systemd."""

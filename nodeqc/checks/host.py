@@ -4,7 +4,7 @@ GPUDirect RDMA module where the profile asks for them."""
 from __future__ import annotations
 
 from nodeqc.backends.base import HostInfo
-from nodeqc.checks.common import fold, judge, skip
+from nodeqc.checks.common import Judgement, fold, judge, skip
 from nodeqc.core.model import CheckResult, Value, Verdict
 from nodeqc.core.na import is_na
 from nodeqc.spec.profile import Profile
@@ -58,10 +58,39 @@ def gpudirect_rdma(host: HostInfo) -> CheckResult:
                        values={"module": Value("none")}, key="module")
 
 
+def imex(host: HostInfo, nodes: int) -> CheckResult:
+    """A node of a multi-node NVLink domain (GB200/GB300 NVL72) shares GPU memory across the domain
+    through IMEX: its daemon must run, its channels must exist, and its nodes config must list every
+    node of the domain (`[host] imex_nodes`)."""
+    name = "host.imex"
+    state = host.imex
+    if is_na(state) or not isinstance(state, dict):
+        return skip(name, "node", "the process list could not be read, so IMEX was not checked")
+    listed = state.get("nodes")
+    values = {"running": Value(state.get("running")), "channels": Value(state.get("channels")),
+              "nodes_listed": Value(None if listed is None else len(set(listed))), "nodes_expected": Value(nodes)}
+    findings = []
+    if not state.get("running"):
+        findings.append(Judgement(Verdict.FAIL, "IMEX_NOT_RUNNING", "the IMEX daemon (nvidia-imex) is not running"))
+    if not state.get("channels"):
+        findings.append(Judgement(Verdict.FAIL, "IMEX_NO_CHANNELS", "no IMEX channel under /dev/nvidia-caps-imex-channels"))
+    if listed is None:
+        findings.append(Judgement(Verdict.FAIL, "IMEX_NODES_MISSING", "no IMEX nodes config (/etc/nvidia-imex/nodes_config.cfg)"))
+    elif len(set(listed)) < nodes:
+        findings.append(Judgement(Verdict.FAIL, "IMEX_NODES_MISSING", f"the IMEX nodes config lists {len(set(listed))} "
+                                  f"node(s) of the domain's {nodes}"))
+    if not findings:
+        findings.append(Judgement(Verdict.PASS, None, f"nvidia-imex is running with {state['channels']} channel(s); its "
+                                  f"nodes config lists the domain's {len(set(listed))} nodes"))
+    return fold(name, "node", findings, values, [], evidence={"imex": {**state, "nodes": (listed or [])[:64]}})
+
+
 def host_results(host: HostInfo, profile: Profile) -> list[CheckResult]:
     results = [cpu(host, profile), memory(host, profile)]
     if profile.get("host", "fabric_manager"):
         results.append(fabric_manager(host))
     if profile.get("host", "gpudirect_rdma"):
         results.append(gpudirect_rdma(host))
+    if profile.get("host", "imex_nodes"):
+        results.append(imex(host, int(profile.get("host", "imex_nodes"))))
     return results

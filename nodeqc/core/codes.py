@@ -29,6 +29,9 @@ REMEDIATION: dict[str, str] = {
     "PERSISTENCE_OFF": "Enable persistence mode (start nvidia-persistenced) so the driver stays loaded between jobs.",
     "HOST_CPU": "The node has fewer CPU cores than the profile requires: check the CPU SKU and that SMT/cores are enabled in the BIOS.",
     "HOST_MEMORY": "The node has less memory than the profile requires: reseat DIMMs and check the BIOS memory report for failed channels.",
+    "IMEX_NOT_RUNNING": "The IMEX daemon is not running, so GPU memory cannot be shared across the NVLink domain: install nvidia-imex of the driver's version and start it (`systemctl enable --now nvidia-imex`); read /var/log/nvidia-imex.log if it exits.",
+    "IMEX_NO_CHANNELS": "No IMEX channel device exists: create one (`mknod /dev/nvidia-caps-imex-channels/channel0 c $(grep nvidia-caps-imex-channels /proc/devices | cut -d' ' -f1) 0`, or load the driver with NVreg_CreateImexChannel0=1) and re-run.",
+    "IMEX_NODES_MISSING": "The IMEX nodes config (/etc/nvidia-imex/nodes_config.cfg) does not list every node of the NVLink domain: list each compute tray's address, one a line, the same file on every node, then restart nvidia-imex everywhere.",
     "FABRIC_MANAGER": "The NVIDIA fabric manager is not running, so GPUs on NVSwitch cannot reach each other: install nvidia-fabricmanager of the same version as the driver and start it (`systemctl enable --now nvidia-fabricmanager`); read `journalctl -u nvidia-fabricmanager` if it exits.",
     "PEERMEM_MISSING": "The GPUDirect RDMA module is not loaded, so NICs cannot read GPU memory directly: `modprobe nvidia-peermem` (it ships with the NVIDIA driver; older stacks use nv_peer_mem), and list it in /etc/modules-load.d so it loads at boot.",
     # NICs

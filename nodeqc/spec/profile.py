@@ -109,6 +109,8 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "min_memory_gib": _t("host memory"),
         "fabric_manager": Spec("bool", "the NVSwitch fabric manager service must be running"),
         "gpudirect_rdma": Spec("bool", "the GPUDirect RDMA peer-memory module must be loaded"),
+        "imex_nodes": Spec("int", "nodes of the multi-node NVLink (IMEX) domain: nvidia-imex must run, with its "
+                           "channels, and its nodes config must list this many nodes", low=1, high=1024),
         "max_edac_ce": _t("corrected memory errors (EDAC) that appear during the run"),
         "max_edac_ue": _t("uncorrected memory errors (EDAC) that appear during the run"),
         "max_aer_correctable": _t("correctable PCIe errors (AER) per device during the run"),

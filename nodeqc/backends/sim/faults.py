@@ -144,6 +144,9 @@ HOST_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "psu_undervolt": (None, "the 12 V rail reads below its lower critical threshold once the GPUs' load has swung"),
     "no_bmc": (None, "ipmitool is installed but no BMC answers (as in a VM)"),
     "no_ipmitool": (None, "ipmitool is not installed"),
+    "imex_down": (None, "the IMEX daemon (nvidia-imex) is not running"),
+    "imex_no_channels": (None, "no IMEX channel device exists"),
+    "imex_nodes": (_int(0, 1024), "the IMEX nodes config lists only this many nodes"),
     "no_mlxlink": (None, "NVIDIA MFT (mlxlink) is not installed: optical modules are read with ethtool -m"),
 }
 TARGETS = {"gpu": GPU_FAULTS, "nic": NIC_FAULTS, "host": HOST_FAULTS}

@@ -83,6 +83,18 @@ def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int, fabri
             raise UsageError(f"--inject {f}: {why}")
 
 
+def _check_imex_faults(faults: list[Fault], imex_nodes: int | None) -> None:
+    """IMEX faults need a host that runs IMEX, and a shorter list than the one it has."""
+    for f in faults:
+        if f.target != "host" or not f.name.startswith("imex"):
+            continue
+        if imex_nodes is None:
+            raise UsageError(f"--inject {f}: the scenario's host runs no IMEX (give [host] imex_nodes, as "
+                             "gb200-nvl72-tray does)")
+        if f.name == "imex_nodes" and f.value >= imex_nodes:
+            raise UsageError(f"--inject {f}: the scenario's IMEX nodes config lists {imex_nodes}: give fewer")
+
+
 class SimNode:
     """One simulated node: its scenario, its faults, its clock and the state shared with workers."""
 
@@ -90,6 +102,7 @@ class SimNode:
         check_range(faults, scenario.gpu_count, len(scenario.nics))
         check_applies(faults, scenario.gpu_model, scenario.gpu_count, "fabric_cluster" in scenario.data["gpus"],
                       scenario.data["gpus"].get("topology", "pcie"))
+        _check_imex_faults(faults, scenario.data.get("host", {}).get("imex_nodes"))
         self.scenario = scenario
         self.faults = faults
         self.clock = Clock(time_scale or scenario.data.get("time_scale", 10.0))
@@ -443,7 +456,17 @@ class SimHost(HostBackend):
                 for k in range(self.node.scenario.gpu_count)],
             fabric_manager=host.get("fabric_manager", False),
             peer_memory_module="nvidia_peermem" if host.get("gpudirect_rdma", False) else "",
+            imex=self._imex(host),
         )
+
+    def _imex(self, host: dict[str, Any]) -> Any:
+        """IMEX where the scenario has it, with the host's IMEX faults; not installed elsewhere."""
+        faults = {f.name: f.value for f in self.node.faults if f.target == "host"}
+        if "imex_nodes" not in host:
+            return {"running": False, "channels": None, "nodes": None}
+        listed = min(host["imex_nodes"], faults.get("imex_nodes", host["imex_nodes"]))
+        return {"running": "imex_down" not in faults, "channels": 0 if "imex_no_channels" in faults else 1,
+                "nodes": [f"10.0.0.{i + 1}" for i in range(listed)]}
 
 
 class SimNics(NicBackend):

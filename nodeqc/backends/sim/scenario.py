@@ -42,6 +42,8 @@ SCENARIO_SCHEMA = {
         "kernel": Spec("str", "kernel release"),
         "fabric_manager": Spec("bool", "the NVSwitch fabric manager runs"),
         "gpudirect_rdma": Spec("bool", "the GPUDirect RDMA module is loaded"),
+        "imex_nodes": Spec("int", "nvidia-imex runs with one channel, its nodes config listing this many nodes "
+                           "(none: IMEX is not installed)", low=1, high=1024),
         "vm": Spec("bool", "a virtual machine: no BMC answers, no EDAC or PCIe AER counters in sysfs"),
     },
     "gpus": {
