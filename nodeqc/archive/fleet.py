@@ -22,11 +22,12 @@ from typing import Any, Iterable
 import platformdirs
 
 from nodeqc.checks.fleet import HIGHER_BETTER_UNITS, LOWER_BETTER_UNITS, Figure, Outlier
+from nodeqc.archive.standing import judged, open_labels, walked
 from nodeqc.archive.watch import last_cleared, validity
 from nodeqc.checks.fleet import outliers as find_outliers
 from nodeqc.core.model import check_label
 
-CACHE_VERSION = 3  # 2: each row with its HMAC; 3: with the checks that warned
+CACHE_VERSION = 4  # 2: each row with its HMAC; 3: with the checks that warned; 4: with the checks judged
 WARNED = " (warn)"  # how a warned check is marked among the failed ones
 UNITS = HIGHER_BETTER_UNITS + LOWER_BETTER_UNITS
 
@@ -51,7 +52,8 @@ def extract(predicate: dict[str, Any]) -> dict[str, Any]:
             value, unit = v.get("value"), v.get("unit")
             if unit in UNITS and isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
                 figures.append([subject, sku, f"{c['name']}:{name}", float(value), unit])
-    return {"valid_until": predicate.get("valid_until"), "node_sku": node_sku, "figures": figures, "warned": warned}
+    return {"valid_until": predicate.get("valid_until"), "node_sku": node_sku, "figures": figures, "warned": warned,
+            "judged": judged(predicate)}
 
 
 class FigureCache:
@@ -166,6 +168,9 @@ class NodeRow:
     warned: list[str] = field(default_factory=list)  # 'check subject' of each result that warned
     # Why `nodeqc watch` ended the qualification since (valid_until is then when it did), or ''.
     watch: str = ""
+    # Failures still open from older reports that the newer ones did not re-run (nodeqc.archive.standing):
+    # 'check subject' -> the file name of the report that judged it.
+    carried: dict[str, str] = field(default_factory=dict)
 
     def expired(self, now: datetime) -> bool:
         return bool(self.valid_until) and _parse(self.valid_until) <= now
@@ -201,12 +206,17 @@ class NodeRow:
         health.temperature gpu1 (warn)', 'expired', '2 outlier(s)'."""
         out = []
         named = ", ".join(self.checks)
+        by_report: dict[str, list[str]] = {}
+        for label, report in self.carried.items():
+            by_report.setdefault(report, []).append(label)
+        carried = [f"FAIL: {', '.join(labels)} (open since {report})" for report, labels in by_report.items()]
         if not self.qualified:
             word = (self.result if self.failed or self.result.startswith(("FAIL", "ERROR", "ABORTED"))
                     else "not qualified")
             out.append(f"{word}: {named}" if named else word)
         elif named:
             out.append(named)
+        out += carried  # a failure stays open until a report re-runs that check on that part
         if self.watch:
             out.append(self.watch)
         elif self.expired(now):
@@ -228,6 +238,9 @@ class FleetView:
     outliers: list[Outlier]
     distributions: dict[tuple[str, str], Any]
     now: datetime
+    # Fabric runs (many nodes' pairs, not a node): each fabric's newest report, newest first, kept
+    # out of the node rows and counts.
+    fabrics: list[Any] = field(default_factory=list)
 
 
 def fleet(entries: list[Any], outlier_pct: float, min_fleet: int, now: datetime | None = None,
@@ -236,27 +249,45 @@ def fleet(entries: list[Any], outlier_pct: float, min_fleet: int, now: datetime 
     newest report, the outliers, and the rows ordered newest problems first."""
     now = now or datetime.now(timezone.utc)
     newest: dict[str, Any] = {}
+    fabrics: dict[str, Any] = {}
+    by_node: dict[str, list[Any]] = {}
     for e in entries:
+        if e.fabric:  # a fabric run is not a node: listed apart (FleetView.fabrics)
+            fabrics.setdefault(e.node, e)
+            continue
+        by_node.setdefault(e.node, []).append(e)
         if e.node not in newest:
             newest[e.node] = e
-    extracts = read_extracts(newest.values(), cache)
+    # Each node's reports down to its newest complete, full run: its open failures (nodeqc.archive.standing).
+    walks = {node: walked(es) for node, es in by_node.items()}
+    extracts = read_extracts([e for w in walks.values() for e in w], cache)
     figures = [Figure(e.node, s, sku, m, v, u) for e in newest.values()
                for s, sku, m, v, u in extracts[e.sha256]["figures"]]
     found, dists = find_outliers(figures, outlier_pct, min_fleet)
-    by_node: dict[str, list[Outlier]] = {}
+    outliers_of: dict[str, list[Outlier]] = {}
     for o in found:
-        by_node.setdefault(o.figure.node, []).append(o)
+        outliers_of.setdefault(o.figure.node, []).append(o)
     rows = []
     cleared = last_cleared(entries)
     for e in newest.values():
         until, watched = validity(e.node, e.root, extracts[e.sha256].get("valid_until"), cleared.get(e.node),
                                   now.timestamp())
+        carried = {label: old.path.name for label, old in
+                   open_labels(walks[e.node], lambda x: list(extracts[x.sha256].get("judged") or []))
+                   if old is not e}
         rows.append(NodeRow(e.node, e.hostname, e.result, e.qualified, e.finished_at, until,
                             extracts[e.sha256].get("node_sku", "unknown"), e.path, list(e.failed),
-                            by_node.get(e.node, []), list(extracts[e.sha256].get("warned") or []), watched))
+                            outliers_of.get(e.node, []), list(extracts[e.sha256].get("warned") or []), watched,
+                            carried))
     rows.sort(key=lambda r: r.finished_at, reverse=True)
     rows.sort(key=lambda r: 0 if r.has_problems(now) else 1)  # stable: newest first within each
-    return FleetView(rows, found, dists, now)
+    return FleetView(rows, found, dists, now, list(fabrics.values()))
+
+
+def fabric_failed(entry: Any) -> str:
+    """The nodes a fabric run did not pass, by their names there: 'node3 (fail), node7 (error)'."""
+    return ", ".join(f"{name} ({m.get('verdict')})" for name, m in sorted(entry.members.items())
+                     if m.get("verdict") != "pass")
 
 
 def expired_entries(entries: list[Any], now: datetime | None = None, cache: FigureCache | None = None) -> list[Any]:

@@ -367,7 +367,7 @@ def repair_lines(repair: dict[str, Any]) -> list[str]:
     prev = repair.get("previous") or {}
     out = [f"  repair: {repair['action']}"] if repair.get("action") else []
     out.append(f"  re-test of {prev.get('path') or prev.get('report')} (sha256 {str(prev.get('sha256'))[:16]}, "
-               f"{prev.get('verdict')})")
+               f"{'ABORTED' if prev.get('status') == 'aborted' else prev.get('verdict')})")
     statuses = subject_status(repair)
     by_subject: dict[str, list[dict[str, Any]]] = {}
     for o in repair.get("outcomes", []):
@@ -376,7 +376,9 @@ def repair_lines(repair: dict[str, Any]) -> list[str]:
         checks = ", ".join(f"{o.get('check')} {o.get('status')}" if o.get("status") != statuses[subject]
                            else str(o.get("check")) for o in group)
         code = str(group[0].get("code")) + (f" -> {group[0]['code_now']}" if group[0].get("code_now") else "")
-        out.append(f"    {statuses[subject]:<13} {group[0].get('identity') or subject}: {checks} [{code}]")
+        since = sorted({str(o["report"]) for o in group if o.get("report") and o["report"] != prev.get("report")})
+        where = f" (open since {', '.join(since)})" if since else ""
+        out.append(f"    {statuses[subject]:<13} {group[0].get('identity') or subject}: {checks} [{code}]{where}")
     if not by_subject:
         out.append("    (the re-tested report had no failures)")
     return out

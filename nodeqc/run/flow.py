@@ -158,7 +158,14 @@ def retest_mismatch(predicate: dict[str, Any], node: str) -> str | None:
 
 def previous_report(hardware: Any, archive: Any, retest: str | None) -> tuple[Path, dict[str, Any]] | None:
     """The report this run re-tests: the one named with --retest REPORT, else this node's newest in
-    the archive (None if there is none; an error if --retest asked for one)."""
+    the archive that ran to its end (None if there is none; an error if --retest asked for one).
+
+    The rule for the automatic re-test (nodeqc.archive.standing): a failure stays open until a report
+    that actually re-ran that check on that part judges it. An aborted or partial (--only, --skip,
+    --gpu) report judged only what it ran, so the failures of the reports before it that it did not
+    judge are carried forward: the re-test says what became of each of the node's open failures, each
+    with the report that judged it, never "no failures" because the newest report ran too little. An
+    aborted report is linked as the previous one only when the node has no report that ran to its end."""
     from nodeqc.archive.filing import node_key, safe_name
     from nodeqc.archive.verified import read_verified
     from nodeqc.report.envelope import VerificationError
@@ -175,10 +182,10 @@ def previous_report(hardware: Any, archive: Any, retest: str | None) -> tuple[Pa
         if why:
             raise UsageError(clean(f"--retest {path}: {why}: a re-test compares a node with its own earlier report"))
         return path, {"report": path.name, "sha256": verified.sha256, "verdict": pred.get("verdict"),
-                      "finished_at": pred.get("finished_at")}
+                      "status": pred.get("status"), "finished_at": pred.get("finished_at")}
     host = hardware.host.info()
     node = node_key(host.system_serial, host.hostname)
-    entry = archive.latest(node)
+    entry, carried = _newest_with_open_failures(archive, node)
     for skipped in archive.skipped():
         if skipped.path.parent.name == safe_name(node):
             print(f"nodeqc: warning: archive: NOT VERIFIED: {clean(skipped.path)}: {clean(skipped.reason)}",
@@ -190,8 +197,34 @@ def previous_report(hardware: Any, archive: Any, retest: str | None) -> tuple[Pa
         return None
     print(clean(f"nodeqc: re-test of node {node}: previous report {entry.path} ({entry.result}, "
                  f"{entry.finished_at})"), file=sys.stderr)
-    return entry.path, {"report": entry.path.name, "sha256": entry.sha256, "verdict": entry.verdict,
-                        "finished_at": entry.finished_at}
+    others = sorted({f["report"] for f in carried or [] if f.get("report") != entry.path.name})
+    if others:
+        print(clean(f"nodeqc: re-test: also open, failures judged by earlier reports the newer ones did not "
+                    f"re-run: {', '.join(others)}"), file=sys.stderr)
+    found = {"report": entry.path.name, "sha256": entry.sha256, "verdict": entry.verdict, "status": entry.status,
+             "finished_at": entry.finished_at}
+    if carried is not None:
+        found["failures"] = carried
+    return entry.path, found
+
+
+def _newest_with_open_failures(archive: Any, node: str) -> tuple[Any, list[dict[str, Any]] | None]:
+    """The node's newest report that ran to its end (else its newest), and the node's open failures
+    (None where the reports could not be read again: the linked report's own are used)."""
+    from nodeqc.archive.standing import open_failures, walked
+    from nodeqc.archive.verified import read_by_digest
+    from nodeqc.report.envelope import VerificationError
+
+    newest = archive.latest(node)  # brings the node's directory up to date, and warns if it cannot
+    if newest is None:
+        return None, None
+    entries = [e for e in archive.history(node)[0] if not e.fabric]
+    entry = next((e for e in entries if e.status != "aborted"), newest)
+    try:
+        carried = open_failures([(e, read_by_digest(e.path, e.sha256)) for e in walked(entries)])
+    except (OSError, VerificationError, UsageError, ValueError, KeyError):
+        carried = None
+    return entry, carried
 
 
 def after_run(report: Path, selection: Any, previous: tuple[Path, dict[str, Any]] | None,
@@ -274,7 +307,8 @@ class RunFlow:
         previous = self.previous[1] if self.previous else None
         prior: dict[str, int] = {}
         if previous is not None:
-            previous = {**previous, **self._failures(self.previous[0])}
+            # The node's open failures where the archive gave them (previous_report), else the named report's.
+            previous = {**self._failures(self.previous[0]), **previous}
             prior = self._prior_repairs(hardware)
         return RunOptions(profile=profile, signer=signer, out_dir=Path(a.out) if a.out else None, quick=a.quick,
                           operator=operator, ticket=ticket, sample_hz=a.sample_hz, burn_in_s=a.burn_in,
