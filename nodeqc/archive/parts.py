@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodeqc.report.answer import Part, answer_of, nics_of, parts, repairs_of, subject_status
+from nodeqc.report.answer import Part, answer_of, nics_of, parts, repaired_subjects, repairs_of, subject_status
 
 
 @dataclass
@@ -72,7 +72,8 @@ def story(archive: Any, wanted: str) -> list[Chapter]:
             if pred.get("status") == "aborted":
                 result = "ABORTED " + result
             repair = pred.get("repair") if isinstance(pred.get("repair"), dict) else None
-            status = subject_status(repair).get(subject) if repair else None
+            # Only a repair of this part is in its story: one that named another part is not.
+            status = subject_status(repair).get(subject) if repair and subject in repaired_subjects(repair) else None
             chapters.append(Chapter(str(pred.get("finished_at")), entry.path, subject, part.identity, result,
                                     repair.get("action") if repair and status else None, status,
                                     bool(pred.get("simulated")), [(f.check, f.code) for f in mine]))

@@ -83,7 +83,10 @@ def _run_parser() -> Parser:
                    "done anyway when the archive holds an earlier report of this node")
     p.add_argument("--repair", metavar="TEXT", help="what was repaired since the re-tested report (see --retest), "
                    "e.g. \"reseated GPU 3 riser\": recorded in the signed report, which says FIXED or STILL "
-                   "FAILING for each earlier failure")
+                   "FAILING for each earlier failure; it is a repair of the parts it names (GPU 3, gpu3, a serial, "
+                   "bus id, NIC name or MAC), or of every failing part when it names none")
+    p.add_argument("--repair-part", metavar="PART", action="append", help="the part --repair was of, when the note "
+                   "does not name it: gpu3 or 3, a GPU serial or bus id, a NIC name or MAC (repeatable)")
     p.add_argument("--only", metavar="CHECKS", action="append", help="run only these checks or families, e.g. "
                    "health.pcie_link,host (the report is partial: not a qualification)")
     p.add_argument("--skip", metavar="CHECKS", action="append", help="leave out these checks or families, e.g. "

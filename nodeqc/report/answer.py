@@ -8,6 +8,8 @@ detail pane, `nodeqc show` and the PDF all render it and decide nothing themselv
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
@@ -366,6 +368,11 @@ def answer_lines(a: Answer, limit: int | None = None) -> list[str]:
 def repair_lines(repair: dict[str, Any]) -> list[str]:
     prev = repair.get("previous") or {}
     out = [f"  repair: {repair['action']}"] if repair.get("action") else []
+    if repair.get("action") and repair.get("named") is False:
+        out[0] += " (names no part: counted as a repair of every failing part)"
+    elif repair.get("action") and repair.get("named"):
+        out[0] += f" (of {', '.join(map(str, repair.get('parts') or []))})" if repair.get("parts") else \
+            " (of no part that failed in the re-tested report)"
     out.append(f"  re-test of {prev.get('path') or prev.get('report')} (sha256 {str(prev.get('sha256'))[:16]}, "
                f"{'ABORTED' if prev.get('status') == 'aborted' else prev.get('verdict')})")
     statuses = subject_status(repair)
@@ -397,7 +404,7 @@ def failures_of(predicate: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def repair_outcome(previous: dict[str, Any], action: str | None, results: list[CheckResult],
-                   findings: list[Finding]) -> dict[str, Any]:
+                   findings: list[Finding], repair_parts: Iterable[str] = ()) -> dict[str, Any]:
     """What became of each failure of the re-tested report: FIXED (it passes now), STILL FAILING
     (with the same code), CHANGED (it fails with another code: another fault, or the first one
     moved) or NOT RE-TESTED (the check did not run); failures it did not have are marked NEW, also
@@ -414,14 +421,69 @@ def repair_outcome(previous: dict[str, Any], action: str | None, results: list[C
         else:
             status = FIXED
         outcomes.append({**old, "status": status, **({"code_now": r.code} if status == CHANGED and r else {})})
+    named, names_a_part = repair_targets(action, list(repair_parts), outcomes) if action else (set(), False)
+    for o in outcomes:  # what the repair was of: the parts it names, else (it names none) every one
+        if action:
+            o["repaired"] = not names_a_part or o.get("subject") in named
     codes_before = {(o.get("check"), o.get("subject")): o.get("code") for o in outcomes}
     for f in findings:
         if f.verdict in ("fail", "error"):
             before = codes_before.get((f.check, f.subject), NEW)
             f.repair = NEW if before == NEW else STILL_FAILING if before == f.code else CHANGED
-    return {"action": action, "previous": {k: previous.get(k) for k in ("report", "path", "sha256", "verdict",
-                                                                          "finished_at")},
+    return {"action": action, **({"parts": sorted(named), "named": names_a_part} if action else {}),
+            "previous": {k: previous.get(k) for k in ("report", "path", "sha256", "verdict",
+                                                                          "status", "finished_at")
+                                           if k != "status" or previous.get(k)},
             "outcomes": outcomes}
+
+
+_BUS_ID = re.compile(r"\b[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\b")
+
+
+def _part_words(o: dict[str, Any]) -> list[str]:
+    """How a repair note or --repair-part may name the part of one failure: its subject (gpu3, nic1),
+    'GPU 3' by its index, its serial, bus id, NIC name or MAC."""
+    subject = str(o.get("subject") or "")
+    identity = str(o.get("identity") or "")
+    words = [subject]
+    head = re.match(r"(GPU|NIC) (\S+)", identity)
+    if head:
+        words.append(f"{head.group(1)} {head.group(2)}")
+        if head.group(1) == "NIC":
+            words.append(head.group(2))  # its interface or RDMA device name
+    words += _BUS_ID.findall(identity.lower())
+    key = str(o.get("part") or "")
+    if ":" in key:
+        words.append(key.split(":", 1)[1])  # a GPU's serial, a NIC's MAC or PCI address
+    return [w for w in words if w and w != "node"]
+
+
+def _names(text: str, word: str) -> bool:
+    """Does the note name this word as a whole ('GPU 3' or 'gpu3', not 'GPU 30')?"""
+    parts = re.split(r"\s+", word.strip().lower())
+    kind_number = re.fullmatch(r"(gpu|nic)\s*#?(\d+)", word.strip().lower())
+    pattern = (rf"{kind_number.group(1)}\s*#?\s*{kind_number.group(2)}" if kind_number
+               else r"\s+".join(re.escape(p) for p in parts))
+    return re.search(rf"(?<![\w:.-]){pattern}(?![\w:-]|\.\w)", text.lower()) is not None
+
+
+# A part named in a note, failing or not: 'GPU 3', 'gpu3', 'NIC 1', a PCI bus id.
+_ANY_PART = re.compile(r"(?<![\w-])(?:gpu|nic)\s*#?\s*\d+(?!\w)|" + _BUS_ID.pattern, re.IGNORECASE)
+
+
+def repair_targets(action: str, repair_parts: list[str], outcomes: list[dict[str, Any]]) -> tuple[set[str], bool]:
+    """The subjects of the re-tested failures a repair was of, and whether it names a part at all:
+    the parts named with --repair-part (gpu3, 3, a serial, a bus id, a NIC name or MAC), else those
+    the note names the same ways ('reseated GPU 3 riser', 'swapped gpu3', a serial). A note that
+    names a part of the node that did not fail ('GPU 3' when only GPU 5 failed) is a repair of none
+    of the failures. A note that names no part ('reseated the risers'; a serial of a part that did
+    not fail is not recognised) counts for every failing part, and its record says so (named false)."""
+    wanted = [f"gpu{w.strip()}" if w.strip().isdigit() else w for w in repair_parts]
+    texts = wanted or [action]
+    found = {str(o.get("subject")) for o in outcomes
+             if any(_names(t, w) if not wanted else t.strip().lower() == w.lower()
+                    for t in texts for w in _part_words(o))}
+    return found, bool(wanted or found or _ANY_PART.search(action))
 
 
 def subject_status(repair: dict[str, Any]) -> dict[str, str]:
@@ -441,7 +503,15 @@ def repairs_of(predicate: dict[str, Any]) -> list[tuple[str, str]]:
     repair = predicate.get("repair")
     if not isinstance(repair, dict) or not repair.get("action"):
         return []
-    return [(o["part"], o["code"]) for o in repair.get("outcomes", []) if o.get("part") and o.get("code")]
+    return [(o["part"], o["code"]) for o in repair.get("outcomes", [])
+            if o.get("part") and o.get("code") and o.get("repaired", True) is not False]
+
+
+def repaired_subjects(repair: dict[str, Any] | None) -> set[str]:
+    """The subjects of a report's re-tested failures its repair was of (older reports: all)."""
+    if not isinstance(repair, dict) or not repair.get("action"):
+        return set()
+    return {str(o.get("subject")) for o in repair.get("outcomes", []) if o.get("repaired", True) is not False}
 
 
 def escalate(findings: list[Finding], prior: dict[str, int], repair: dict[str, Any] | None) -> None:
@@ -452,10 +522,14 @@ def escalate(findings: list[Finding], prior: dict[str, int], repair: dict[str, A
     for f in findings:
         if f.verdict not in ("fail", "error") or not f.part.key or not f.code:
             continue
-        times = prior.get(f"{f.part.key}|{f.code}", 0) + ((f.part.key, f.code) in this_run)
+        now = (f.part.key, f.code) in this_run
+        times = prior.get(f"{f.part.key}|{f.code}", 0) + now
         if times:
             f.escalation = min(times, 2)
             f.remediation = escalation(f.code, f.escalation, f.part)
+            if now and repair is not None and repair.get("named") is False:
+                f.remediation += (f" (The repair \"{repair.get('action')}\" named no part, so it counts for every "
+                                  "part still failing; name the part in the note or with --repair-part.)")
 
 
 def xids_of(predicate: dict[str, Any]) -> dict[str, list[int]]:

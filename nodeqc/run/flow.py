@@ -301,6 +301,9 @@ class RunFlow:
         # index connection is its thread's), and the first run may have created the signing key.
         self.archive = open_archive(a.archive)
         self.previous = previous_report(hardware, self.archive, str(retest) if retest else a.retest)
+        repair_parts = list(getattr(a, "repair_part", None) or [])
+        if repair_parts and not repair:
+            raise UsageError("--repair-part: names the part a --repair was of; give --repair \"WHAT WAS DONE\" too")
         if repair and self.previous is None:
             raise UsageError("--repair: there is no earlier report of this node to re-test; name it with --retest REPORT")
         self.trusted = signer_trust(signer)
@@ -314,6 +317,7 @@ class RunFlow:
                           operator=operator, ticket=ticket, sample_hz=a.sample_hz, burn_in_s=a.burn_in,
                           command=self.command, archive=self.archive.root, selection=self.selection,
                           previous=previous, nic_peers=parse_peers(a.nic_peer), repair=repair, prior_repairs=prior,
+                          repair_parts=repair_parts,
                           baseline=baseline_of(getattr(a, "baseline", None), profile), dcgm=getattr(a, "dcgm", None))
 
     def _failures(self, path: Path) -> dict[str, Any]:

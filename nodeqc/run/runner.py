@@ -76,6 +76,7 @@ class RunOptions:
     previous: dict[str, Any] | None = None  # the earlier report this run re-tests: file, sha256, ...
     nic_peers: list[Peer] = field(default_factory=list)  # empty: the profile's [nic] peers
     repair: str | None = None  # what the technician did since the `previous` report (--repair)
+    repair_parts: list[str] = field(default_factory=list)  # the parts the repair was of (--repair-part)
     prior_repairs: dict[str, int] = field(default_factory=dict)  # 'part|code' -> earlier repairs (archive)
     baseline: Any = None  # nodeqc.spec.baseline.Baseline to conform to; None: the profile's `baseline`, if any
     dcgm: str | None = None  # --dcgm: "off" or a level "1".."4"; None: the profile's (nodeqc.run.dcgm)
@@ -562,7 +563,7 @@ class Runner:
             # A re-test: what became of each earlier failure, and which failures are new (also
             # after a report that passed).
             the_answer.repair = repair_outcome(self.options.previous, self.options.repair, self._results,
-                                               the_answer.findings)
+                                               the_answer.findings, self.options.repair_parts)
         escalate(the_answer.findings, self.options.prior_repairs, the_answer.repair)
         xids_returned(the_answer.findings, self._results, previous)  # an XID back after a reset: inspect
         finished = RunFinished(verdict, status, str(paths.report), counts, failed, the_answer)
