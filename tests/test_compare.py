@@ -205,3 +205,28 @@ def test_compare_in_the_wrong_order_says_so():
     assert any(line.startswith("  warning: OLD finished after NEW") for line in wrong), wrong
     right = compare(earlier, later).lines("a", "b")
     assert not any("OLD finished after NEW" in line for line in right)
+
+
+def test_compare_refuses_two_nodes_or_a_fabric_report_in_one_line(tmp_path):
+    """compare once exited 1 on two nodes' reports, claiming 'serial changed (part swapped)', and 0 on
+    a fabric report against a node's ('OLD is serial None')."""
+    from reports_for_tests import file_report, predicate
+
+    root = tmp_path / "archive"
+    a = file_report(root, predicate("SN-A", "PASS"))
+    b = file_report(root, predicate("SN-B", "FAIL", finished_at="2026-11-02T10:00:00Z"))
+    fabric_pred = predicate("fabric-simulated", "PASS")
+    fabric_pred["kind"] = "fabric"
+    fabric = file_report(root, fabric_pred)
+    p = cli("compare", str(a), str(b))
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip() == ("nodeqc: compare: OLD is the report of node SN-A, NEW of node SN-B: compare "
+                                "compares two reports of one node (--any-node compares them anyway)")
+    for old, new, tag in ((fabric, a, "OLD"), (a, fabric, "NEW")):
+        p = cli("compare", str(old), str(new))
+        assert p.returncode == 2 and p.stdout == ""
+        assert p.stderr.strip() == (f"nodeqc: compare: {tag} is a fabric report, not a node's: compare compares "
+                                    "two reports of one node")
+    anyway = cli("compare", "--any-node", str(a), str(b))
+    assert anyway.returncode == 1 and "warning: different nodes" in anyway.stdout
+    assert "part swapped" not in anyway.stdout and "gpu0 serial SN-A-G0 -> SN-B-G0" in anyway.stdout

@@ -254,6 +254,8 @@ def cmd_compare(argv: list[str]) -> int:
         if loaded.verified is None:
             if not args.unverified:
                 raise UsageError(f"{path}: NOT VERIFIED: {loaded.problem} (--unverified compares it anyway)")
+    p.add_argument("--any-node", action="store_true", help="compare reports of two different nodes anyway (e.g. "
+                   "two nodes of one SKU), with a warning; without it they are refused with exit 2")
             print(clean(f"nodeqc: warning: {path}: NOT VERIFIED ({loaded.problem}); compared anyway"), file=sys.stderr)
         if loaded.statement is None:
             raise UsageError(f"{path}: not a readable nodeqc report: {loaded.unreadable}")
@@ -266,10 +268,32 @@ def cmd_compare(argv: list[str]) -> int:
 EXPORT_FIELDS = ("report", "report_sha256", "node", "hostname", "finished_at", "report_verdict", "status",
                  "partial", "simulated", "profile", "check", "subject", "verdict", "code", "key", "value",
                  "unit", "message", "gpu_serial", "pci_bus_id")
+    why = _not_comparable(*predicates, any_node=args.any_node)
+    if why:
+        raise UsageError(clean(why))
 
 
 def cmd_export(argv: list[str]) -> int:
     import json
+
+def _not_comparable(old: dict[str, Any], new: dict[str, Any], any_node: bool) -> str | None:
+    """Why two reports cannot be compared (None: they can): a fabric report (its verdicts are of many
+    nodes' pairs), or reports of two nodes (by the archive's node key: system serial, else host
+    name), whose GPUs' serials differ without any part being swapped; --any-node allows the latter."""
+    from nodeqc.archive.filing import node_key
+
+    for tag, pred in (("OLD", old), ("NEW", new)):
+        if pred.get("kind") == "fabric":
+            return f"compare: {tag} is a fabric report, not a node's: compare compares two reports of one node"
+    keys = []
+    for pred in (old, new):
+        node = pred.get("node") if isinstance(pred.get("node"), dict) else {}
+        keys.append(node_key(node.get("system_serial"), node.get("hostname")))
+    if keys[0] != keys[1] and not any_node:
+        return (f"compare: OLD is the report of node {keys[0]}, NEW of node {keys[1]}: compare compares two "
+                "reports of one node (--any-node compares them anyway)")
+    return None
+
 
     from nodeqc.archive.verified import NotVerified, read_checks
     from nodeqc.core.text import clean, csv_writer

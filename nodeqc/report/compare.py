@@ -99,16 +99,19 @@ class Comparison:
         old_node, new_node = self.old.get("node", {}), self.new.get("node", {})
         out = [f"compare: node {new_node.get('system_serial')} ({new_node.get('hostname')}), "
                f"profile {self.new.get('profile', {}).get('name')}"]
-        if old_node.get("system_serial") != new_node.get("system_serial"):
+        other_node = old_node.get("system_serial") != new_node.get("system_serial")
+        if other_node:  # only with `nodeqc compare --any-node`: a node is compared with its own reports
             out.append(f"  warning: different nodes: OLD is serial {old_node.get('system_serial')}, "
-                       f"NEW is serial {new_node.get('system_serial')}")
+                       f"NEW is serial {new_node.get('system_serial')}: a GPU's serial differs because the node "
+                       "does, not because a part was swapped")
         for tag, p, label in (("OLD", self.old, old_label), ("NEW", self.new, new_label)):
             out.append(f"  {tag}  {p.get('finished_at')}  {_result(p):<20} {label}")
         if _later(self.old, self.new):
             out.append("  warning: OLD finished after NEW: the reports may be given in the wrong order "
                        "(nodeqc compare OLD NEW); FIXED and REGRESSED below read from OLD to NEW as given")
         for subject, a, b in self.swapped:
-            out.append(f"  {subject} serial changed: {a} -> {b} (part swapped)")
+            out.append(f"  {subject} serial {a} -> {b}" if other_node else
+                       f"  {subject} serial changed: {a} -> {b} (part swapped)")
         out += [f"  {s} is in OLD but not in NEW" for s in self.gpus_gone]
         out += [f"  {s} is new in NEW" for s in self.gpus_added]
         out += [f"  {c}" for c in self.changes]
