@@ -1,6 +1,7 @@
 """A failure stays open until a report that re-ran that check on that part judges it
 (nodeqc.archive.standing): a partial or aborted run after a failing one must not hide the failure,
-in the fleet or in the automatic re-test."""
+in the fleet or in the automatic re-test. And the fleet lists fabric runs apart from nodes, and its
+columns stay aligned whatever the text."""
 
 from __future__ import annotations
 
@@ -96,6 +97,73 @@ def test_the_retest_lines_say_aborted_and_where_a_failure_is_open_since():
                                         "status": "NOT RE-TESTED", "report": "a.json"}]})
     assert "(sha256 0000000000000000, ABORTED)" in lines[0]
     assert lines[1].endswith("[HBM_BW_LOW] (open since a.json)")
+
+
+def _fabric(serial: str) -> dict:
+    pred = predicate(serial, "FAIL", finished_at="2026-11-02T10:00:00Z")
+    pred["kind"] = "fabric"
+    pred["simulated"] = True
+    pred["nodes"] = [{"name": "node1", "verdict": "pass", "identity": {"hostname": "node1"}},
+                     {"name": "node3", "verdict": "fail", "identity": {"hostname": "node3"}}]
+    pred["checks"] = [{"name": "fabric.node", "subject": "node3", "verdict": "fail", "code": "FABRIC_NODE_RAIL",
+                       "message": "", "key": None, "values": {}, "thresholds": [], "evidence": {}}]
+    pred["summary"]["failed"] = ["fabric.node node3"]
+    return pred
+
+
+def test_fabric_runs_are_listed_apart_not_as_nodes(tmp_path):
+    root = tmp_path / "archive"
+    file_report(root, predicate("SN-P", "PASS"))
+    file_report(root, _fabric("fabric-simulated"))
+    out_csv, out_html = tmp_path / "f.csv", tmp_path / "f.html"
+    p = cli("fleet", "--archive", str(root), "--csv", str(out_csv), "--html", str(out_html))
+    assert p.returncode == 0, p.stderr
+    nodes, _, fabrics = p.stdout.partition("fabric runs")
+    assert "fabric-simulated" not in nodes and "SN-P" in nodes
+    assert "fabric-simulated" in fabrics and "FAIL SIM" in fabrics and "node3 (fail)" in fabrics
+    assert "1 node(s), 0 with problems" in p.stderr and "1 fabric run(s) listed apart" in p.stderr
+    assert [r["node"] for r in csv.DictReader(io.StringIO(out_csv.read_text()))] == ["SN-P"]
+    page = out_html.read_text()
+    assert "1 node(s)" in page and page.index('id="nodes"') < page.index("<h2>Fabric runs</h2>")
+    assert "fabric-simulated" not in page[:page.index("<h2>Fabric runs</h2>")]
+
+
+def _aligned(lines: list[str], headers: list[str]) -> None:
+    """Each column starts where its header does, in every line."""
+    starts = [lines[0].index(h) for h in headers]
+    for line in lines[1:]:
+        for s in starts[1:]:
+            assert line[s - 2:s] == "  " and line[s] != " ", (line, s)
+
+
+def test_fleet_columns_stay_aligned_with_long_problems(tmp_path):
+    root = tmp_path / "archive"
+    long = predicate("SN-LONG-SERIAL-NUMBER-0000000001", "FAIL", hostname="a-very-long-host-name.example.com")
+    long["summary"]["failed"] = [f"stress.hbm_bandwidth gpu{k}" for k in range(8)]
+    file_report(root, long)
+    file_report(root, predicate("SN-P", "PASS", finished_at="2026-11-03T10:00:00Z"))
+    p = cli("fleet", "--archive", str(root))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    _aligned(lines[:3], ["NODE", "HOST", "RESULT", "AGE", "VALID UNTIL", "PROBLEMS", "WORST OUTLIER"])
+    assert "…" in lines[1]  # cut, not run into the next column
+
+
+def test_history_columns_stay_aligned_with_long_failures(tmp_path):
+    root = tmp_path / "archive"
+    long = predicate("SN-LONG-SERIAL-NUMBER-0000000001", "FAIL", hostname="a-very-long-host-name.example.com")
+    long["summary"]["failed"] = [f"stress.hbm_bandwidth gpu{k}" for k in range(8)]
+    file_report(root, long)
+    file_report(root, predicate("SN-P", "PASS", finished_at="2026-11-03T10:00:00Z"))
+    p = cli("history", "--archive", str(root))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    headers = lines[0].split()
+    assert len(lines) == 3
+    starts = [lines[0].index(h) for h in headers]
+    for line in lines[1:]:
+        for s in starts[1:]:
+            assert line[s - 2:s] == "  " and line[s] != " ", (line, s)
 
 
 @pytest.mark.slow

@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
     entries = query(args)
     view = fleet(entries, pct, min_fleet)
     rows = [_row(r, view.now) for r in view.rows]
-    _print(rows[: args.rows] if args.rows else rows, view, pct)
+    _print(rows[: args.rows] if args.rows else rows, view, pct)  # fabric runs apart: not nodes
     if args.csv:
         _write(Path(args.csv), lambda f: _csv(f, rows))
     if args.html:
@@ -80,20 +80,36 @@ def _row(r: Any, now: Any) -> dict[str, Any]:
             "report": str(r.report), "warned": "; ".join(r.warned), "bad": r.has_problems(now)}
 
 
+# The widest each column of the fleet's table may be (a longer cell is cut with '…': the CSV and the
+# page hold it whole): NODE, HOST, RESULT, AGE, VALID UNTIL, PROBLEMS, WORST OUTLIER.
+CAPS = [24, 20, 20, 5, 20, 60, 60]
+
+
 def _print(rows: list[dict[str, Any]], view: Any, pct: float) -> None:
-    if not rows:
-        return
-    print(f"{'NODE':<18} {'HOST':<16} {'RESULT':<20} {'AGE':>5}  {'VALID UNTIL':<20} {'PROBLEMS':<28} WORST OUTLIER")
-    for row, r in zip(rows, view.rows):
-        worst = r.outliers[0].describe() if r.outliers else "-"
-        # Every field comes from a report a node wrote: escaped, as `show` does, so a host name
-        # holding a line break or an escape sequence cannot forge a row or repaint the terminal.
-        print(clean(f"{row['node']:<18} {row['hostname']:<16} {row['result']:<20} {row['age']:>5}  "
-                    f"{(row['valid_until'] or '-'):<20} {(row['problems'] or '-'):<28} {worst}"))
+    from nodeqc.archive.fleet import fabric_failed
+    from nodeqc.core.text import table
+
+    if rows:
+        body = [[row["node"], row["hostname"], row["result"], row["age"], row["valid_until"] or "-",
+                 row["problems"] or "-", r.outliers[0].describe() if r.outliers else "-"]
+                for row, r in zip(rows, view.rows)]
+        # Every field comes from a report a node wrote: table() escapes it, as `show` does, so a host
+        # name holding a line break or an escape sequence cannot forge a row or repaint the terminal.
+        for line in table(["NODE", "HOST", "RESULT", "AGE", "VALID UNTIL", "PROBLEMS", "WORST OUTLIER"], body,
+                          CAPS, right=frozenset({3})):
+            print(line)
+    if view.fabrics:
+        print()
+        print("fabric runs (many nodes' pairs, not nodes; `nodeqc history --node NODE` lists a node's):")
+        for line in table(["FABRIC", "RESULT", "FINISHED", "FAILED NODES", "REPORT"],
+                          [[f.node, f.result, f.finished_at or "-", fabric_failed(f) or "-", f.path.name]
+                           for f in view.fabrics], [24, 20, 20, 40, 80]):
+            print(line)
     nodes = len(view.rows)
     bad = sum(1 for r in view.rows if r.has_problems(view.now))
+    fabric = f", {len(view.fabrics)} fabric run(s) listed apart" if view.fabrics else ""
     print(f"nodeqc: {nodes} node(s), {bad} with problems, {len(view.outliers)} outlier figure(s) "
-          f"(more than {pct:g}% from their fleet median)", file=sys.stderr)
+          f"(more than {pct:g}% from their fleet median){fabric}", file=sys.stderr)
 
 
 def _write(path: Path, fill: Any) -> None:

@@ -148,7 +148,7 @@ expired or with outliers, {counts[2]} qualified with warnings, {counts[3]} with 
 <p><input id="q" type="search" placeholder="filter: host, check, part..." aria-label="filter the nodes" hidden>
 <span id="shown">{len(rows)} node(s)</span></p>
 <table id="nodes"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
-<h2>Figures by SKU and measure</h2>
+{_fabrics(view.fabrics, page_dir)}<h2>Figures by SKU and measure</h2>
 <p>An outlier is a figure more than {pct:g}% on the bad side of the median of its SKU and measure, judged
 only where {min_fleet} nodes or more of the SKU have the figure. Each plot shows every figure of one SKU
 and measure (dots, and their histogram), its scale in the measure's unit, the median (solid line), the
@@ -157,6 +157,21 @@ outlier limit (dashed) and the outliers in red, each named.</p>
 <script>{SCRIPT}</script>
 </body></html>
 """
+
+
+def _fabrics(fabrics: list[Any], page_dir: Path | None) -> str:
+    """The fabric runs, apart from the nodes: many nodes' pairs, not a node (nodeqc.archive.fleet)."""
+    from nodeqc.archive.fleet import fabric_failed
+
+    if not fabrics:
+        return ""
+    e = html.escape
+    rows = "".join(f'<tr><td><a href="{e(report_link(str(f.path), page_dir))}">{e(f.node)}</a></td>'
+                   f'<td>{e(f.result)}</td><td>{e(f.finished_at or "-")}</td><td>{e(fabric_failed(f) or "-")}</td></tr>'
+                   for f in fabrics)
+    return (f'<h2>Fabric runs</h2>\n<p>{len(fabrics)} fabric run(s): many nodes tested in pairs, not nodes, so '
+            f'not counted above.</p>\n<table id="fabrics"><thead><tr><th>fabric</th><th>result</th>'
+            f'<th>finished</th><th>nodes not passed</th></tr></thead><tbody>{rows}</tbody></table>\n')
 
 
 def _table_row(row: dict[str, Any], severity: int, now: datetime, page_dir: Path | None) -> str:

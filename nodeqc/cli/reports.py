@@ -14,7 +14,7 @@ from nodeqc.cli.archive import archive_parser, query
 from nodeqc.cli.common import check_output_file, positive_int
 from nodeqc.core.arguments import Parser
 from nodeqc.core.errors import UsageError
-from nodeqc.core.text import clean
+from nodeqc.core.text import clean, table
 
 
 def cmd_verify(argv: list[str]) -> int:
@@ -160,6 +160,10 @@ def shown_as_json(loaded: Any) -> dict[str, Any]:
             "sha256": v.sha256 if v else None, "predicate": loaded.statement["predicate"]}
 
 
+# The widest each column of `history` may be: FINISHED, NODE, HOST, RESULT, PROFILE, FAILED, REPORT.
+HISTORY_CAPS = [20, 24, 20, 24, 16, 40, 4096]
+
+
 def cmd_history(argv: list[str]) -> int:
     p = archive_parser("nodeqc history", "List the verified reports in the archive, newest first. Only a "
                         "complete, full run that passed is a qualification; partial runs say so.")
@@ -180,8 +184,7 @@ def cmd_history(argv: list[str]) -> int:
         from nodeqc.archive.fleet import expired_entries
 
         entries = expired_entries(entries)[:limit] if limit else expired_entries(entries)
-    if entries:
-        print(f"{'FINISHED':<20}  {'NODE':<18} {'HOST':<16} {'RESULT':<20} {'PROFILE':<10} {'FAILED':<28} REPORT")
+    rows = []
     for e in entries:
         failed = (e.failed[0] + (f" +{len(e.failed) - 1}" if len(e.failed) > 1 else "")) if e.failed else "-"
         host, result = e.hostname, e.result
@@ -193,8 +196,13 @@ def cmd_history(argv: list[str]) -> int:
                 aborted = " (aborted)" if e.status == "aborted" else ""
                 result = f"FABRIC {str(facts.get('verdict')).upper()}{aborted}" + (" SIM" if e.simulated else "")
                 failed = f"{facts.get('code')} as {name}" if facts.get("code") else f"as {name}"
-        print(clean(f"{e.finished_at:<20}  {e.node:<18} {host:<16} {result:<20} {e.profile:<10} "
-                     f"{failed:<28} {e.path}"))
+        rows.append([e.finished_at, e.node, host, result, e.profile, failed, e.path])
+    if rows:
+        # Columns as wide as their content up to a cap (a longer cell cut with '…'); the report's path
+        # whole, last. table() escapes every cell, as `show` does.
+        for line in table(["FINISHED", "NODE", "HOST", "RESULT", "PROFILE", "FAILED", "REPORT"], rows,
+                          HISTORY_CAPS):
+            print(line)
     _watched(entries)
     return 0
 
@@ -246,6 +254,8 @@ def cmd_compare(argv: list[str]) -> int:
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
     p.add_argument("--unverified", action="store_true", help="compare reports that do not verify anyway "
                    "(with a warning); without it such a report is refused with exit 2")
+    p.add_argument("--any-node", action="store_true", help="compare reports of two different nodes anyway (e.g. "
+                   "two nodes of one SKU), with a warning; without it they are refused with exit 2")
     args = p.parse_args(argv)
     trusted = trusted_keys(args.pubkey)
     predicates = []
@@ -254,27 +264,17 @@ def cmd_compare(argv: list[str]) -> int:
         if loaded.verified is None:
             if not args.unverified:
                 raise UsageError(f"{path}: NOT VERIFIED: {loaded.problem} (--unverified compares it anyway)")
-    p.add_argument("--any-node", action="store_true", help="compare reports of two different nodes anyway (e.g. "
-                   "two nodes of one SKU), with a warning; without it they are refused with exit 2")
             print(clean(f"nodeqc: warning: {path}: NOT VERIFIED ({loaded.problem}); compared anyway"), file=sys.stderr)
         if loaded.statement is None:
             raise UsageError(f"{path}: not a readable nodeqc report: {loaded.unreadable}")
         predicates.append(loaded.statement["predicate"])
+    why = _not_comparable(*predicates, any_node=args.any_node)
+    if why:
+        raise UsageError(clean(why))
     result = compare(*predicates)
     print("\n".join(result.lines(args.old, args.new)))
     return 1 if result.regressed else 0
 
-
-EXPORT_FIELDS = ("report", "report_sha256", "node", "hostname", "finished_at", "report_verdict", "status",
-                 "partial", "simulated", "profile", "check", "subject", "verdict", "code", "key", "value",
-                 "unit", "message", "gpu_serial", "pci_bus_id")
-    why = _not_comparable(*predicates, any_node=args.any_node)
-    if why:
-        raise UsageError(clean(why))
-
-
-def cmd_export(argv: list[str]) -> int:
-    import json
 
 def _not_comparable(old: dict[str, Any], new: dict[str, Any], any_node: bool) -> str | None:
     """Why two reports cannot be compared (None: they can): a fabric report (its verdicts are of many
@@ -294,6 +294,14 @@ def _not_comparable(old: dict[str, Any], new: dict[str, Any], any_node: bool) ->
                 "reports of one node (--any-node compares them anyway)")
     return None
 
+
+EXPORT_FIELDS = ("report", "report_sha256", "node", "hostname", "finished_at", "report_verdict", "status",
+                 "partial", "simulated", "profile", "check", "subject", "verdict", "code", "key", "value",
+                 "unit", "message", "gpu_serial", "pci_bus_id")
+
+
+def cmd_export(argv: list[str]) -> int:
+    import json
 
     from nodeqc.archive.verified import NotVerified, read_checks
     from nodeqc.core.text import clean, csv_writer

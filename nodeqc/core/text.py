@@ -76,3 +76,23 @@ def _numbered_runs(kind: str, names: list[str]) -> str:
             runs.append(f"{start}" if start == a else f"{start}-{a}")
             start = b
     return f"{kind}{','.join(runs)}"
+
+
+def fit(text: Any, width: int) -> str:
+    """One cell of a table: made safe to show (clean), then cut to `width` characters with '…'."""
+    shown = clean(text)
+    return shown if len(shown) <= width else shown[: max(0, width - 1)] + "…"
+
+
+def table(headers: list[str], rows: list[list[Any]], caps: list[int], right: frozenset[int] = frozenset()) -> list[str]:
+    """Lines of a text table whose columns stay aligned: each column as wide as its widest cell up to
+    its cap (a longer cell is cut with '…'), two spaces between columns; the last column is not
+    padded. `right`: the columns aligned right. Every cell is made safe to show (clean)."""
+    cells = [[fit(c, cap) for c, cap in zip(row, caps)] for row in [headers, *rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    out = []
+    for r in cells:
+        parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        parts[-1] = r[-1].rjust(widths[-1]) if len(headers) - 1 in right else r[-1]
+        out.append("  ".join(parts))
+    return out
