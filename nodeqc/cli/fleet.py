@@ -82,7 +82,7 @@ def _row(r: Any, now: Any) -> dict[str, Any]:
 
 # The widest each column of the fleet's table may be (a longer cell is cut with '…': the CSV and the
 # page hold it whole): NODE, HOST, RESULT, AGE, VALID UNTIL, PROBLEMS, WORST OUTLIER.
-CAPS = [24, 20, 20, 5, 20, 60, 60]
+CAPS = [24, 20, 20, 5, 20, 100, 60]
 
 
 def _print(rows: list[dict[str, Any]], view: Any, pct: float) -> None:
