@@ -187,8 +187,10 @@ def test_a_pdf_without_pyside6_is_one_line_naming_the_extra(tmp_path, monkeypatc
 
     monkeypatch.setitem(sys.modules, "PySide6.QtPrintSupport", None)  # as if the GUI extra were not installed
     loaded = printable.LoadedReport(tmp_path / "r.report.json", {"verdict": "PASS"}, True, "signature: verified")
-    with pytest.raises(UsageError, match=r"needs PySide6 \(pip install 'nodeqc\[gui\]'\)"):
+    with pytest.raises(UsageError, match=r"needs PySide6 \(pip install 'nodeqc\[gui\]'\)") as e:
         printable.export_pdf(loaded, tmp_path / "s.pdf")
+    # It names the file the user asked for, not the private file Qt would have printed into.
+    assert str(e.value).startswith(f"{tmp_path / 's.pdf'}: ") and "nodeqc-pdf-" not in str(e.value)
     assert not (tmp_path / "s.pdf").exists()
 
 

@@ -159,10 +159,17 @@ def export_pdf(report: LoadedReport, pdf_path: Path) -> None:
     # (nodeqc.core.safefile), so a link planted at the name cannot redirect it.
     with tempfile.TemporaryDirectory(prefix="nodeqc-pdf-") as private:
         printed = Path(private) / "summary.pdf"
-        _print_pdf(report, printed)
+        try:
+            _print_pdf(report, printed)
+        except _NeedsQt as e:  # named for the file the user asked for, not our private one
+            raise UsageError(f"{pdf_path}: {e}") from None
         if not printed.is_file():
             raise UsageError(f"{pdf_path}: could not write the PDF")
         write_atomic(pdf_path, printed.read_bytes())
+
+
+class _NeedsQt(Exception):
+    """PySide6 cannot be imported; export_pdf says so naming the user's file."""
 
 
 def _print_pdf(report: LoadedReport, pdf_path: Path) -> None:
@@ -170,7 +177,7 @@ def _print_pdf(report: LoadedReport, pdf_path: Path) -> None:
         from PySide6.QtGui import QFont, QGuiApplication, QPageLayout, QPageSize, QTextDocument
         from PySide6.QtPrintSupport import QPrinter
     except ImportError as e:
-        raise UsageError(f"{pdf_path}: printing a PDF needs PySide6 (pip install 'nodeqc[gui]'): {e}") from None
+        raise _NeedsQt(f"printing a PDF needs PySide6 (pip install 'nodeqc[gui]'): {e}") from None
     app = QGuiApplication.instance()
     if app is None:  # `nodeqc show --pdf` on a provisioning host: no app running, often no display
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
