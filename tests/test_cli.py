@@ -373,3 +373,18 @@ def test_headless_stdout_is_one_line_and_json_gives_the_summary(tmp_path):
     assert summary["counts"]["fail"] == sum(1 for q in summary["problems"] if q["verdict"] == "fail")
     bad = cli("--json", "--simulate", "h100")
     assert bad.returncode == 2 and "--headless" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_json_counts_agree_with_the_text_and_prometheus(tmp_path):
+    """--json counted a check that does not apply to the node (page retirement on an H100) among the
+    skips, where the text's tally and the Prometheus textfile count it as n/a."""
+    prom = tmp_path / "n.prom"
+    p = cli("--headless", "--json", "--profile", "h100", "--simulate", "h100", "--quick", "--out", str(tmp_path),
+            "--prometheus-textfile", str(prom))
+    assert p.returncode == 0, p.stderr[-2000:]
+    counts = json.loads(p.stdout)["counts"]
+    samples = dict(re.findall(r'^nodeqc_checks\{verdict="([^"]+)"\} (\d+)$', prom.read_text(), re.M))
+    assert counts["n/a"] > 0 and {v: str(n) for v, n in counts.items()} == samples
+    shown = cli("show", json.loads(p.stdout)["report"])
+    assert f"{counts['pass']} passed" in shown.stdout
+    assert (f"{counts['skip']} not run" in shown.stdout) if counts["skip"] else "not run" not in shown.stdout

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from nodeqc import __version__
 from nodeqc.cli.common import check_output_file
+from nodeqc.core.codes import verdict_counts
 from nodeqc.core.errors import UsageError
 
 
@@ -107,9 +108,11 @@ def headless(args: argparse.Namespace, argv: list[str]) -> int:
 def run_summary(outcome: Any, partial: bool, simulated: bool) -> dict[str, Any]:
     """`--headless --json`: the run in one line for a pipeline, with the exit code it ends with, so a
     script reading stdout has the verdict and what failed without unwrapping the signed report."""
-    counts: dict[str, int] = {}
+    # n/a apart from the skips, as the text's tally and the Prometheus textfile count them.
+    by_verdict: dict[str, int] = {}
     for r in outcome.results:
-        counts[r.verdict.value] = counts.get(r.verdict.value, 0) + 1
+        by_verdict[r.verdict.value] = by_verdict.get(r.verdict.value, 0) + 1
+    counts = verdict_counts(by_verdict, [r.code for r in outcome.results if r.verdict.value == "skip"])
     problems = [{"check": r.name, "subject": r.subject, "verdict": r.verdict.value, "code": r.code}
                 for r in outcome.results if r.verdict.value in ("fail", "error", "warn")]
     return {"report": str(outcome.report_path), "verdict": outcome.verdict, "status": outcome.status,

@@ -335,6 +335,23 @@ def not_applicable_reason(code: str | None) -> str | None:
     return NOT_APPLICABLE.get(code) if code else None
 
 
+# The verdicts as counted for a person or a pipeline: "n/a" (a check that does not apply to this node's
+# hardware, NOT_APPLICABLE) apart from "skip" (a check left unrun), as the answer's tally, the
+# Prometheus textfile and `--headless --json` all count them.
+COUNTED = ("pass", "warn", "fail", "skip", "n/a", "error")
+
+
+def verdict_counts(counts: dict[str, Any], skipped_codes: Any) -> dict[str, int]:
+    """counts by verdict (as the report's summary keeps them, n/a among the skips) with the skips whose
+    code is not applicable (skipped_codes: the codes of the SKIP results) taken out into "n/a"; every
+    verdict of COUNTED present, 0 where none."""
+    na = sum(1 for code in skipped_codes if not_applicable_reason(code))
+    out = {v: int(counts.get(v) or 0) for v in COUNTED if v != "n/a"}
+    out["skip"] = max(0, out["skip"] - na)
+    out["n/a"] = na
+    return {v: out[v] for v in COUNTED}
+
+
 def remediation(code: str) -> str:
     """The code's advice as written, its placeholders unfilled (`-i N`: the GPU's index, DEFAULT_W:
     its default power limit); for one result, `advice`."""

@@ -10,14 +10,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nodeqc.core.codes import not_applicable_reason
+from nodeqc.core.codes import COUNTED, verdict_counts
 from nodeqc.core.errors import UsageError
 from nodeqc.core.safefile import OutputError, write_atomic
 from nodeqc.report.answer import parts
 
 # nodeqc_checks{verdict}: the report's verdicts, with "n/a" (a check that does not apply to this
 # node's hardware: nodeqc.core.codes.NOT_APPLICABLE) counted apart from the skips, as the answer does.
-VERDICTS = ("pass", "warn", "fail", "skip", "n/a", "error")
+VERDICTS = COUNTED
 
 
 def check_path(path: Path) -> None:
@@ -50,12 +50,8 @@ def _timestamp(iso: str | None) -> float | None:
 def _counts(predicate: dict[str, Any]) -> dict[str, int]:
     """The results by verdict, the summary's counts with the checks that do not apply taken out of
     the skips into "n/a"."""
-    counts = dict((predicate.get("summary") or {}).get("counts") or {})
-    na = sum(1 for c in predicate.get("checks") or []
-             if c.get("verdict") == "skip" and not_applicable_reason(c.get("code")))
-    counts["skip"] = max(0, int(counts.get("skip", 0)) - na)
-    counts["n/a"] = na
-    return counts
+    return verdict_counts((predicate.get("summary") or {}).get("counts") or {},
+                          [c.get("code") for c in predicate.get("checks") or [] if c.get("verdict") == "skip"])
 
 
 def wall_seconds(predicate: dict[str, Any]) -> float | None:
