@@ -399,3 +399,21 @@ def test_sigterm_stops_the_rounds_and_the_report_says_aborted(tmp_path):
     _, pred = _predicate(out.strip().splitlines()[-1])
     assert pred["status"] == "aborted" and pred["verdict"] == "FAIL"
     assert all("error" in r for r in pred["pairs"]) and len(pred["pairs"]) == 2  # the first round only
+
+
+def test_the_headline_matches_the_exit_when_nothing_failed_but_nodes_could_not_be_judged():
+    """Two nodes, one slow: neither can be told from its only peer. Nothing failed, so the headline
+    is ERROR (exit 2), as a node's run says it, not FAIL."""
+    p = cli("fabric", "--simulate", "2", "--seed", "3", "--inject", "node1:slow=0.5")
+    assert p.returncode == 2, p.stderr
+    assert "RESULT: ERROR (could not judge: not qualified)  (" in p.stderr and "RESULT: FAIL" not in p.stderr
+
+
+@pytest.mark.parametrize("nodes, distinct", [(2, "only 1 distinct round is possible with 2 nodes"),
+                                             (4, "only 3 distinct rounds are possible with 4 nodes")])
+def test_too_few_nodes_for_the_confidence_says_so(nodes, distinct):
+    p = cli("fabric", "--simulate", str(nodes), "--seed", "3")
+    assert p.returncode == 0, p.stderr
+    assert f"0.999 confidence is out of reach: {distinct}" in p.stderr and "the fewest for" not in p.stderr
+    # Enough nodes: the target is met and said as before.
+    assert "the fewest for 0.999 confidence" in cli("fabric", "--simulate", "16", "--seed", "3").stderr

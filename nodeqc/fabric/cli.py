@@ -270,6 +270,13 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     else:
         schedule = pairing.schedule(nodes, rounds_n, seed)
     reached = pairing.confidence_reached(pairing.distinct_peers(schedule), args.bad_fraction)
+    if not args.rounds and not args.adaptive and topology is None and reached < args.confidence:
+        # Too few nodes for the target: say so, not "the fewest for 0.999" beside a lower figure.
+        distinct = pairing.distinct_rounds(len(nodes))
+        reason = (f"{args.confidence:g} confidence is out of reach: only {distinct} distinct "
+                  f"round{'s are' if distinct != 1 else ' is'} possible with {len(nodes)} nodes"
+                  if rounds_n >= distinct else
+                  f"the most nodeqc plans, short of {args.confidence:g} confidence")
     name = args.name or (f"job{os.environ['SLURM_JOB_ID']}" if args.slurm is not None and os.environ.get("SLURM_JOB_ID")
                          else "simulated" if cluster is not None else "fabric")
     # The name is part of the report's file name: it must not lead out of the output directory.
@@ -388,7 +395,10 @@ class _Stopped(Exception):
 
 def _summary(predicate: dict[str, Any]) -> None:
     c = predicate["summary"]["counts"]
-    state = "ABORTED (not qualified)" if predicate["status"] == "aborted" else predicate["verdict"]
+    # As a node's run says it: ERROR where nothing failed but something could not be judged (exit 2).
+    state = ("ABORTED (not qualified)" if predicate["status"] == "aborted" else
+             "ERROR (could not judge: not qualified)" if c.get("error") and not c.get("fail") else
+             predicate["verdict"])
     say(f"RESULT: {state}  ({c['pass']} pass, {c['fail']} fail, {c['error']} could not be judged, "
         f"{c['skip']} not measured)")
     for check in predicate["checks"]:

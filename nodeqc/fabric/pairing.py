@@ -83,6 +83,11 @@ def confidence_reached(distinct_peers: dict[str, int], bad_fraction: float) -> f
     return max(0.0, 1.0 - total)
 
 
+def distinct_rounds(n: int) -> int:
+    """How many rounds of n nodes differ at all (one round-robin tournament): with 4 nodes 3, with 2 one."""
+    return _tournament_rounds(n)
+
+
 def _tournament_rounds(n: int) -> int:
     return n - 1 if n % 2 == 0 else n
 
