@@ -388,3 +388,17 @@ def test_json_counts_agree_with_the_text_and_prometheus(tmp_path):
     shown = cli("show", json.loads(p.stdout)["report"])
     assert f"{counts['pass']} passed" in shown.stdout
     assert (f"{counts['skip']} not run" in shown.stdout) if counts["skip"] else "not run" not in shown.stdout
+
+
+@pytest.mark.parametrize("option", ["--headless", "--json"])
+def test_gui_refuses_the_headless_runs_options_in_one_line(option):
+    """`nodeqc gui --headless ...` ignored --headless and started the app (offscreen: a hang)."""
+    p = cli("gui", option, "--simulate", "h100", "--quick", timeout=60, env={"QT_QPA_PLATFORM": "offscreen"})
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and f"gui {option}:" in p.stderr, p.stderr
+
+
+def test_gui_help_names_the_gui_command():
+    p = cli("gui", "--help")
+    assert p.returncode == 0 and p.stdout.startswith("usage: nodeqc gui ")
+    assert "not for it" in p.stdout and "commands (nodeqc COMMAND --help)" not in p.stdout
+    assert cli("--help").stdout.startswith("usage: nodeqc [")

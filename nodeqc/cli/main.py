@@ -50,11 +50,14 @@ SUMMARIES = {
 }
 
 
-def _run_parser() -> Parser:
+def _run_parser(prog: str = "nodeqc") -> Parser:
+    """The run's options: `nodeqc`'s, and `nodeqc gui`'s (prog), which refuses the headless-only ones."""
     width = max(map(len, SUMMARIES))
     epilog = "commands (nodeqc COMMAND --help):\n" + "\n".join(
         f"  {name:<{width}}  {what}" for name, what in SUMMARIES.items())
-    p = Parser(prog="nodeqc", description="GPU node qualification and burn-in.", epilog=epilog,
+    gui_only = prog != "nodeqc"
+    p = Parser(prog=prog, description=SUMMARIES["gui"] + "; --headless and --json are not for it"
+               if gui_only else "GPU node qualification and burn-in.", epilog=None if gui_only else epilog,
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"nodeqc {__version__}")
     p.add_argument("--headless", action="store_true", help="run without the GUI (for scripts)")
@@ -117,8 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         args = _run_parser().parse_args(argv)
         if args.headless:
             return headless(args, argv)
-        if args.json:
-            raise UsageError("--json: the JSON summary is the headless run's (--headless); the app shows its own")
+        _refuse_headless_only(args, "")
         return gui(args, argv)
     except UsageError as e:
         print(f"nodeqc: {clean(e)}", file=sys.stderr)
@@ -164,8 +166,20 @@ def cmd_fabric(argv: list[str]) -> int:
     return fabric_main(argv)
 
 
+def _refuse_headless_only(args: argparse.Namespace, command: str) -> None:
+    """The app takes the run's options but not the headless run's own: said in one line (exit 2),
+    never ignored while the app starts (offscreen, that was a hang)."""
+    if args.json:
+        raise UsageError(f"{command}--json: the JSON summary is the headless run's (--headless); the app shows its own")
+    if command and args.headless:
+        raise UsageError(f"{command}--headless: `nodeqc gui` is the desktop app; for a run without it: "
+                         "nodeqc --headless ...")
+
+
 def cmd_gui(argv: list[str]) -> int:
-    return gui(_run_parser().parse_args(argv), ["gui", *argv])
+    args = _run_parser("nodeqc gui").parse_args(argv)
+    _refuse_headless_only(args, "gui ")
+    return gui(args, ["gui", *argv])
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
