@@ -122,3 +122,29 @@ def test_failed_gpu_labels_are_escaped_and_only_for_gpus():
     assert failed["gpu0"]["gpu_serial"] == 'odd "serial"\\x\nline' and failed["gpu0"]["pci_bus_id"] == "0000:01:00.0"
     assert "gpu_serial" not in failed["node"] and "pci_bus_id" not in failed["node"]
     assert "gpu_serial" not in failed["gpu7"]
+
+
+def test_a_textfile_in_an_unwritable_directory_fails_before_the_run_with_its_path_once(tmp_path, monkeypatch):
+    """As root, os.access says /proc is writable: the pre-check passed, the whole run went by, then
+    the write failed with the path said twice. The pre-check now creates a file there, as the write will."""
+    import os
+
+    from nodeqc.core.errors import UsageError
+    from nodeqc.report.prometheus import check_path
+
+    target = Path("/proc/nodeqc-test.prom")
+    monkeypatch.setattr(os, "access", lambda *a, **k: True)  # what root is told
+    with pytest.raises(UsageError, match=r"^--prometheus-textfile /proc/nodeqc-test\.prom: cannot write in /proc"):
+        check_path(target)
+    with pytest.raises(UsageError) as e:
+        write_textfile(target, "x 1\n")
+    assert str(e.value).count(str(target)) == 1, e.value
+    # A writable directory passes and is left as it was.
+    check_path(tmp_path / "n.prom")
+    assert list(tmp_path.iterdir()) == []
+    # End to end: refused at once (no run), one line.
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--prometheus-textfile", str(target),
+            "--out", str(tmp_path / "out"))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "cannot write in /proc" in p.stderr or "is not a writable directory" in p.stderr  # root or not
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -84,6 +84,23 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
                 pass
 
 
+def probe_directory(path: Path) -> None:
+    """Before any work: create (then remove) a temporary file beside `path` as write_atomic will;
+    OutputError if it cannot be. Tried, not asked: os.access says yes to root in /proc or on a
+    read-only mount, and the run then failed only at its end."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise OutputError(f"cannot write in {directory}: {e.strerror or e}") from None
+    os.close(fd)
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
 def create_new(path: Path, mode: int = 0o644) -> int:
     """A new file for writing, as a file descriptor: it must not exist, not even as a link."""
     try:

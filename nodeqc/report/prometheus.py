@@ -12,7 +12,7 @@ from typing import Any
 
 from nodeqc.core.codes import COUNTED, verdict_counts
 from nodeqc.core.errors import UsageError
-from nodeqc.core.safefile import OutputError, write_atomic
+from nodeqc.core.safefile import OutputError, probe_directory, write_atomic
 from nodeqc.report.answer import parts
 
 # nodeqc_checks{verdict}: the report's verdicts, with "n/a" (a check that does not apply to this
@@ -27,6 +27,10 @@ def check_path(path: Path) -> None:
                          "(node_exporter's textfile collector reads only *.prom files)")
     if not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
         raise UsageError(f"--prometheus-textfile {path}: {path.parent} is not a writable directory")
+    try:  # as the write at the end will: root passes os.access in /proc, and failed only after the run
+        probe_directory(path)
+    except OutputError as e:
+        raise UsageError(f"--prometheus-textfile {path}: {e}") from None
 
 
 def _label(value: Any) -> str:
@@ -129,8 +133,8 @@ def write_textfile(path: Path, text: str) -> None:
     # The temporary name starts with a dot and ends in .tmp, not .prom: never collected half-written.
     try:
         write_atomic(path, text.encode())
-    except OutputError as e:
-        raise UsageError(f"--prometheus-textfile {path}: {e}") from None
+    except OutputError as e:  # its message may name the path already: said once
+        raise UsageError(f"--prometheus-textfile {path}: {str(e).removeprefix(f'{path}: ')}") from None
 
 
 def render_watch(watch: dict[str, Any], findings: list[dict[str, Any]]) -> str:
