@@ -125,7 +125,7 @@ def test_verify_fails_a_tampered_report(tmp_path):
     v = cli("verify", str(report))
     assert v.returncode == 1 and "NOT VERIFIED" in v.stderr
     show = cli("show", str(report))
-    assert show.returncode == 1 and "NOT VERIFIED" in show.stderr and show.stdout == ""
+    assert show.returncode == 2 and "NOT VERIFIED" in show.stderr and show.stdout == ""  # as compare refuses it
     show = cli("show", "--unverified", str(report))
     assert show.returncode == 0 and "signature: NOT VERIFIED" in show.stdout
 
@@ -177,7 +177,7 @@ def test_a_pdf_of_a_report_that_does_not_verify_says_so_at_its_top(tmp_path, mon
     assert (tmp_path / "s.pdf").read_bytes() == b"%PDF-stand-in"
     # Without --unverified nothing is printed at all.
     (tmp_path / "s.pdf").unlink()
-    assert main(["show", str(report), "--pdf", str(tmp_path / "s.pdf")]) == 1
+    assert main(["show", str(report), "--pdf", str(tmp_path / "s.pdf")]) == 2
     assert not (tmp_path / "s.pdf").exists() and "NOT VERIFIED" in capsys.readouterr().err
 
 
@@ -350,7 +350,7 @@ def test_show_json_is_the_verified_predicate_for_scripts(tmp_path):
     env["payload"] = base64.b64encode(json.dumps(stmt).encode()).decode()
     report.write_text(json.dumps(env))
     refused = cli("show", "--json", str(report))
-    assert refused.returncode == 1 and refused.stdout == "" and "NOT VERIFIED" in refused.stderr
+    assert refused.returncode == 2 and refused.stdout == "" and "NOT VERIFIED" in refused.stderr
     doc = json.loads(cli("show", "--json", "--unverified", str(report)).stdout)
     assert doc["verified"] is False and doc["keyid"] is None and "NOT VERIFIED" in doc["trust"]
     bad = cli("show", "--json", str(tmp_path / "run.journal.jsonl"))
@@ -402,3 +402,22 @@ def test_gui_help_names_the_gui_command():
     assert p.returncode == 0 and p.stdout.startswith("usage: nodeqc gui ")
     assert "not for it" in p.stdout and "commands (nodeqc COMMAND --help)" not in p.stdout
     assert cli("--help").stdout.startswith("usage: nodeqc [")
+
+
+def test_show_of_a_file_that_is_no_report_does_not_suggest_unverified(tmp_path):
+    """`nodeqc show /etc/passwd` suggested --unverified, which then said it is no readable report."""
+    other = tmp_path / "passwd"
+    other.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    for args in ([], ["--unverified"]):
+        p = cli("show", *args, str(other))
+        assert p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1, p.stderr
+        assert "not a readable nodeqc report" in p.stderr and "--unverified" not in p.stderr
+
+
+def test_show_without_a_trusted_key_names_the_reports_key(tmp_path):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--out", str(tmp_path))
+    report = p.stdout.strip().splitlines()[-1]
+    keyid = json.loads(Path(report).read_text())["signatures"][0]["keyid"]
+    # No key of ours (a fresh config), none given: the report's signer is named, so the right PEM can be found.
+    shown = cli("show", report, env={"XDG_CONFIG_HOME": str(tmp_path / "elsewhere")})
+    assert shown.returncode == 2 and f"signed by key {keyid[:16]}" in shown.stderr, shown.stderr

@@ -311,8 +311,10 @@ def test_an_error_while_reading_says_which_file(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("data, message", [
-    (b"", r"^not a JSON report \(damaged\? Expecting value at line 1\)$"),
-    (b'{"a": 1,\n', r"^not a JSON report \(damaged\? Expecting property name enclosed in double quotes at line 2\)$"),
+    (b"", r"^not a JSON report \(damaged\? Expecting value: line 1 column 1\)$"),
+    (b'{"a": 1,\n', r"^not a JSON report \(damaged\? Expecting property name enclosed in double quotes: line 2 column 1\)$"),
+    # A truncated report: json's message ends in "at"; it read "starting at at line 3".
+    (b'{\n "a": 1,\n "b": "trunc', r"^not a JSON report \(damaged\? Unterminated string starting at: line 3 column 7\)$"),
     (b"\xff\xfe\xff", r"^not a JSON report \(damaged\? not UTF-8 text\)$"),
     (b"[" * 100000, r"^not a JSON report \(nested too deeply for a nodeqc report\)$"),
     (b"[]", "^not a nodeqc report envelope$"),
@@ -333,7 +335,7 @@ def test_parse_envelope_returns_the_object():
     ("not base64!", r"^payload is not valid base64 \(altered\?\)$"),
     ("QQ==!", r"^payload is not valid base64 \(altered\?\)$"),  # a character outside the alphabet is refused, not skipped
     ("QR==", r"^payload is not canonical base64 \(altered\?\)$"),  # "QQ==" with other padding bits
-    (base64.b64encode(b"[1, 2").decode(), r"^payload is not JSON \(damaged\? .* at line 1\)$"),
+    (base64.b64encode(b"[1, 2").decode(), r"^payload is not JSON \(damaged\? .*: line 1 column \d+\)$"),
     (base64.b64encode(b"[]").decode(), "^payload is not a nodeqc qualification statement$"),
     (base64.b64encode(b'{"_type": "x", "predicateType": "https://nodeqc.dev/qualification/v1"}').decode(),
      "^payload is not a nodeqc qualification statement$"),
@@ -363,7 +365,8 @@ def test_envelope_refusals_say_why(signer):
     for sigs in (None, {"keyid": signer.keyid}, []):
         with pytest.raises(VerificationError, match="^the report is not signed$"):
             verify_envelope({**env, "signatures": sigs}, trusted(signer))
-    with pytest.raises(VerificationError, match=r"^no trusted public key: pass --pubkey PEM$"):
+    with pytest.raises(VerificationError, match=rf"^no trusted public key: the report is signed by key "
+                                                rf"{signer.keyid[:16]}…; pass its public key with --pubkey PEM$"):
         verify_envelope(env, {})
     with pytest.raises(VerificationError, match="^signature is missing$"):
         verify_envelope({**env, "signatures": ["not a dict"]}, trusted(signer))

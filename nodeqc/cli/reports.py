@@ -89,7 +89,7 @@ def cmd_show(argv: list[str]) -> int:
     p.add_argument("report", help="a .report.json file, a .journal.jsonl file, or a .telemetry.csv.gz file")
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable)")
     p.add_argument("--unverified", action="store_true", help="show a report that does not verify anyway "
-                   "(marked NOT VERIFIED); without it such a report is refused with exit 1")
+                   "(marked NOT VERIFIED); without it such a report is refused with exit 2")
     p.add_argument("--pdf", metavar="FILE", help="write the printable summary of a report here instead of "
                    "showing it, as the app's Export PDF does (needs the GUI extra, PySide6; no display needed)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON document (whether and by "
@@ -125,12 +125,13 @@ def cmd_show(argv: list[str]) -> int:
             return 1
         return 0
     loaded = load(path, trusted_keys(args.pubkey))
+    # Exit 2 (could not judge), as `compare` refuses the same report: what it says cannot be relied on.
+    if loaded.statement is None:  # not a report at all: --unverified would not show it either
+        print(clean(f"nodeqc show: {path}: not a readable nodeqc report: {loaded.unreadable}"), file=sys.stderr)
+        return 2
     if loaded.verified is None and not args.unverified:
         print(clean(f"nodeqc show: {path}: NOT VERIFIED: {loaded.problem} (--unverified shows it anyway)"), file=sys.stderr)
-        return 1
-    if loaded.statement is None:
-        print(clean(f"nodeqc show: {path}: not a readable nodeqc report: {loaded.unreadable}"), file=sys.stderr)
-        return 1
+        return 2
     stmt, is_verified, trust = loaded.statement, loaded.verified is not None, loaded.trust
     if args.json:
         print(json.dumps(shown_as_json(loaded), sort_keys=True))  # ASCII: every control character escaped

@@ -119,7 +119,9 @@ def _json(data: bytes | str, what: str) -> Any:
     try:
         return json.loads(data)
     except json.JSONDecodeError as e:
-        raise VerificationError(f"{what} (damaged? {e.msg} at line {e.lineno})") from None
+        # "line N column M" after a colon: json's own messages may end in "at" ("Unterminated string
+        # starting at"), and "... at at line 3" read as a typo.
+        raise VerificationError(f"{what} (damaged? {e.msg}: line {e.lineno} column {e.colno})") from None
     except UnicodeDecodeError:
         raise VerificationError(f"{what} (damaged? not UTF-8 text)") from None
     except RecursionError:
@@ -184,7 +186,9 @@ def verify_envelope(envelope: dict[str, Any], trusted: dict[str, tuple[Ed25519Pu
     if not isinstance(signatures, list) or not signatures:
         raise VerificationError("the report is not signed")
     if not trusted:
-        raise VerificationError("no trusted public key: pass --pubkey PEM")
+        kids = [str(s.get("keyid"))[:16] + "…" for s in signatures if isinstance(s, dict) and s.get("keyid")]
+        raise VerificationError("no trusted public key: " + (f"the report is signed by key {', '.join(kids[:3])}; "
+                                                             if kids else "") + "pass its public key with --pubkey PEM")
     message = pae(PAYLOAD_TYPE, payload)
     reasons = []
     for s in signatures:
