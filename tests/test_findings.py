@@ -352,3 +352,19 @@ def test_a_retest_of_a_report_that_passed_marks_the_new_failure_new(tmp_path, ru
     again = run_cli(*common, "--inject", "gpu0:pcie_width=8", "--retest", passed)
     assert again.returncode == 1
     assert "[NEW]" in again.stderr and "(the re-tested report had no failures)" in again.stderr
+
+
+def test_an_aborted_runs_checks_not_run_are_one_reason():
+    """Checks the abort never reached (RUN_ABORTED) and a stress step it interrupted were counted as
+    two reasons: '31 not run: 23 the run was aborted before it, 8 the run was aborted'."""
+    from nodeqc.checks.stress.outcomes import outcome_failure
+    from nodeqc.core.model import CheckResult, Verdict
+    from nodeqc.report.answer import answer
+    from nodeqc.work.workers import STATUS_ABORTED, Outcome, Task
+
+    never = [CheckResult(n, "node", Verdict.SKIP, "not run: the run was aborted before it", code="RUN_ABORTED")
+             for n in ("nic.link", "stress.memtest", "stress.hbm_bandwidth")]
+    cut = [outcome_failure("stress.burn", f"gpu{i}", Outcome(Task("x", i, {}, 1.0), STATUS_ABORTED)) for i in range(2)]
+    passed = [CheckResult("inventory.gpu_count", "node", Verdict.PASS, "8 GPUs")]
+    a = answer(passed + never + cut, [], "FAIL", "aborted")
+    assert a.tally == "1 passed; 5 not run: the run was aborted", a.tally

@@ -268,7 +268,9 @@ NOT_RUN: dict[str, str] = {
     "PERFTEST_MISSING": "perftest (ib_write_bw) not installed",
     "SKIPPED_EARLIER_FAILURE": "the GPU failed an earlier stress check",
     "MODEL_NOT_JUDGED": "the GPU is not the profile's model",
-    "RUN_ABORTED": "the run was aborted before it",
+    # Said as a check interrupted by the abort says it (nodeqc.checks.stress.outcomes): one reason in
+    # the tally, not "23 the run was aborted before it, 8 the run was aborted".
+    "RUN_ABORTED": "the run was aborted",
     "NO_GPUS": "no working GPUs",
     "CUDA_UNAVAILABLE": "CuPy not installed",
     "NO_LOAD": "the GPU was never under load",
