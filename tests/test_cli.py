@@ -421,3 +421,11 @@ def test_show_without_a_trusted_key_names_the_reports_key(tmp_path):
     # No key of ours (a fresh config), none given: the report's signer is named, so the right PEM can be found.
     shown = cli("show", report, env={"XDG_CONFIG_HOME": str(tmp_path / "elsewhere")})
     assert shown.returncode == 2 and f"signed by key {keyid[:16]}" in shown.stderr, shown.stderr
+
+
+@pytest.mark.parametrize("name, extends", [("h100", "  extends generic"), ("hgx-h100", "  extends h100 -> generic"),
+                                           ("generic", "  extends nothing (a base profile)")])
+def test_profiles_extends_names_the_parents_not_the_profile_itself(name, extends):
+    """`nodeqc profiles h100` said `extends h100 -> generic`: the profile as its own parent."""
+    lines = cli("profiles", name).stdout.splitlines()
+    assert extends in lines, lines[:4]

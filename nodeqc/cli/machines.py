@@ -20,8 +20,10 @@ def cmd_profiles(argv: list[str]) -> int:
     args = p.parse_args(argv)
     if args.name:
         prof = load_profile(args.name)
-        print(f"{prof.name}: {prof.description}\n  file {prof.path}\n  extends {' -> '.join(prof.chain)}\n"
-              f"  sha256 {prof.digest}")
+        # The chain starts with the profile itself: "extends" names only what it inherits from.
+        parents = prof.chain[1:]
+        print(f"{prof.name}: {prof.description}\n  file {prof.path}\n"
+              f"  extends {' -> '.join(parents) if parents else 'nothing (a base profile)'}\n  sha256 {prof.digest}")
         sku = prof.sku
         if sku is not None:
             print(f"  sku {sku.key}: {sku.name}, PCI {', '.join(f'0x{i:04x}' for i in sku.pci_device_ids)} (floors: nodeqc/core/skus.py)")
