@@ -417,3 +417,12 @@ def test_too_few_nodes_for_the_confidence_says_so(nodes, distinct):
     assert f"0.999 confidence is out of reach: {distinct}" in p.stderr and "the fewest for" not in p.stderr
     # Enough nodes: the target is met and said as before.
     assert "the fewest for 0.999 confidence" in cli("fabric", "--simulate", "16", "--seed", "3").stderr
+
+
+def test_show_of_a_fabric_report_names_a_ticket_only_when_given(tmp_path):
+    """It printed `ticket None` for a run without --ticket."""
+    for extra, said in (([], None), (["--ticket", "T-9"], "ticket T-9")):
+        p = cli("fabric", "--simulate", "4", "--seed", "3", "--out", str(tmp_path / (said or "none")), *extra)
+        shown = cli("show", p.stdout.strip().splitlines()[-1]).stdout
+        operator = next(line for line in shown.splitlines() if line.startswith("operator  "))
+        assert "None" not in operator and (said in operator if said else "ticket" not in operator), operator

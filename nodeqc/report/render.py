@@ -126,7 +126,8 @@ def render_fabric_report(predicate: dict[str, Any], trust_line: str) -> str:
            f"rounds    {fab.get('rounds')} (seed {fab.get('seed')}); {fab.get('rounds_reason', '')}",
            f"profile   {predicate.get('profile', {}).get('name')}  tests {', '.join(fab.get('tests', []))}",
            f"run       {predicate.get('started_at')} .. {predicate.get('finished_at')}  {predicate.get('duration_s')} s",
-           f"operator  {predicate.get('operator')}  ticket {predicate.get('ticket')}"]
+           # As a node's report: the ticket only where one was given ("ticket None" read as a ticket's name).
+           f"operator  {predicate.get('operator')}" + (f"  ticket {predicate['ticket']}" if predicate.get("ticket") else "")]
     sim = predicate.get("simulation")
     if sim:
         out.append(f"simulated {sim.get('nodes')} nodes, {sim.get('rails')} rails  faults {', '.join(sim.get('faults') or []) or 'none'}")
