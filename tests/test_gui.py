@@ -213,10 +213,12 @@ def test_two_faults_show_without_scrolling_which_gpus_what_to_do_and_the_report(
         assert label.height() >= label.heightForWidth(label.width()), label.objectName()
     assert window.banner.geometry().bottom() < window.body.geometry().top()
     assert str(outcome.report_path) in window.banner_report.full and window.banner_report.isVisible()
-    # The NIC checks without a peer are the only checks not run; page retirement, which the H100s do
-    # not use (they remap rows), is not one of them.
+    # The NIC checks without a peer and DCGM's diagnostic (a simulated node runs it only when --dcgm
+    # asks) are the only checks not run; page retirement, which the H100s do not use (they remap
+    # rows), is not one of them.
     counts = window.banner_text.text()
-    assert re.search(r"; \d+ not run: no NIC peer given \(pass --nic-peer\)$", counts), counts
+    assert re.search(r"; \d+ not run: \d+ no NIC peer given \(pass --nic-peer\), 1 no DCGM on a simulated or "
+                     r"replayed node$", counts), counts
     assert "Every check passed" not in window.banner_text.text()
     # The check list, beside one column of tiles, has no horizontal scrollbar.
     assert window.tabs.currentWidget() is window.checks
