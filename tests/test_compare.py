@@ -207,6 +207,15 @@ def test_compare_in_the_wrong_order_says_so():
     assert not any("OLD finished after NEW" in line for line in right)
 
 
+def test_an_aborted_new_report_is_no_clean_bill():
+    """A review found 'no regression: 0 result(s) better (FAIL SIM -> ABORTED SIM)': an aborted run
+    judged only what it completed, and the last line says so."""
+    old, new = predicate("N", "FAIL"), predicate("N", "PASS", status="aborted")
+    last = compare(old, new).lines("a", "b")[-1]
+    assert last.startswith("no regression in what NEW completed: "), last
+    assert compare(old, predicate("N", "PASS")).lines("a", "b")[-1].startswith("no regression: ")
+
+
 def test_compare_refuses_two_nodes_or_a_fabric_report_in_one_line(tmp_path):
     """compare once exited 1 on two nodes' reports, claiming 'serial changed (part swapped)', and 0 on
     a fabric report against a node's ('OLD is serial None')."""

@@ -195,7 +195,7 @@ def test_the_tally_names_three_reasons_for_checks_not_run_and_counts_the_rest():
         "0 passed; 14 not run: 5 reason a, 4 reason b, 3 reason c, 2 reason d"  # a fourth: named, not counted
     five = four + skips(1, "reason e")
     assert answer(five, [], "PASS", "complete").tally == \
-        "0 passed; 15 not run: 5 reason a, 4 reason b, 3 reason c, 3 for 2 other reason(s)"
+        "0 passed; 15 not run: 5 reason a, 4 reason b, 3 reason c, 3 more for 2 other reasons"
 
 
 def test_subjects_of_several_kinds_are_said_in_runs_per_kind():

@@ -288,7 +288,7 @@ class Answer:
                        ", ".join(f"{e.count} {e.reason}" for e in shown))
             rest = self.not_run[len(shown):]
             if rest:
-                reasons += f", {sum(e.count for e in rest)} for {len(rest)} other reason(s)"
+                reasons += f", {sum(e.count for e in rest)} more for {len(rest)} other reasons"  # 2 and more
             text += f"; {skipped} not run: {reasons}"
         return text
 

@@ -137,7 +137,9 @@ class Comparison:
             out.append(f"REGRESSED: {worse} result(s) worse, {len(self.gpus_gone)} GPU(s) gone ({verdicts})")
         else:
             fixed = sum(c.kind == "FIXED" for c in self.changes)
-            out.append(f"no regression: {fixed} result(s) better ({verdicts})")
+            # An aborted NEW judged only what it completed: no regression there is not a clean bill.
+            scope = " in what NEW completed" if self.new.get("status") == "aborted" else ""
+            out.append(f"no regression{scope}: {fixed} result(s) better ({verdicts})")
         return [clean(line) for line in out]  # report fields may hold control characters
 
 
