@@ -7,6 +7,10 @@ from nodeqc.core.errors import UsageError
 
 VALID = {
     "gpu0:missing": Fault("gpu", 0, "missing"),
+    "gpu1:fabric_unregistered=in_progress": Fault("gpu", 1, "fabric_unregistered", "in_progress"),
+    "gpu2:fabric_degraded": Fault("gpu", 2, "fabric_degraded"),
+    "gpu3:fabric_clique=7": Fault("gpu", 3, "fabric_clique", 7),
+    "gpu4:nvls_down": Fault("gpu", 4, "nvls_down"),
     "gpu3:pcie_width=8": Fault("gpu", 3, "pcie_width", 8),
     "gpu1:pcie_gen=3": Fault("gpu", 1, "pcie_gen", 3),
     "gpu2:pcie_replay=100": Fault("gpu", 2, "pcie_replay", 100),
@@ -57,6 +61,9 @@ VALID = {
     "gpu0:no_pulse": Fault("gpu", 0, "no_pulse"),
     "host0:edac_ue=1": Fault("host", 0, "edac_ue", 1),
     "host0:mce": Fault("host", 0, "mce"),
+    "host0:imex_down": Fault("host", 0, "imex_down"),
+    "host0:imex_no_channels": Fault("host", 0, "imex_no_channels"),
+    "host0:imex_nodes=17": Fault("host", 0, "imex_nodes", 17),
     "host0:nvme_reset": Fault("host", 0, "nvme_reset"),
     "host0:iommu=DMA": Fault("host", 0, "iommu", "DMA"),
     "host0:bios=1.0": Fault("host", 0, "bios", "1.0"),

@@ -42,7 +42,8 @@ def test_fleet_csv_cells_are_never_formulas_and_its_rows_are_escaped(tmp_path):
     # The terminal: no escape sequence, no forged line.
     assert "\x1b" not in p.stdout and "\x07" not in p.stdout
     assert not any(line.startswith("RESULT") for line in p.stdout.splitlines())
-    assert len(p.stdout.splitlines()) == 3 and "gpu\\x1b[2J\\x1b]0;owned\\x07\\nRESULT: PASS" in p.stdout
+    # The host name's control characters shown escaped (the column cuts a long cell with …).
+    assert len(p.stdout.splitlines()) == 3 and "gpu\\x1b[2J\\x1b]0;ow…" in p.stdout
 
 
 def test_export_csv_cells_are_never_formulas(tmp_path):

@@ -46,8 +46,9 @@ def test_bad_scenario_files(tmp_path, text, message):
 
 
 def test_unknown_scenario_lists_the_known_ones():
-    with pytest.raises(UsageError, match=r'no built-in scenario "hgx-b200"; known: a100, dgx-a100'):
-        load_scenario("hgx-b200")
+    with pytest.raises(UsageError, match=r'no built-in scenario "hgx-b900"; known: a100, dgx-a100, gb200-nvl72-tray, '
+                                         r'h100, h200, hgx-b200, hgx-h100'):
+        load_scenario("hgx-b900")
 
 
 def test_a_scenario_file_with_its_own_node(tmp_path):
