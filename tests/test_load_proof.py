@@ -357,3 +357,26 @@ def test_the_simulated_burn_records_its_plan_and_proves_its_load():
     assert {d: m["planned_s"] for d, m in r["dtypes"].items()} == {"fp64": 15.0, "fp16": 15.0}
     assert burn_load_short(r["dtypes"]) == []
     assert all(m["seconds"] >= 0.5 * m["planned_s"] for m in r["dtypes"].values())
+
+
+def test_a_slow_set_up_cannot_squeeze_the_next_dtype_below_its_proof():
+    """Each dtype computes for at least half its share from its own start: a set-up that eats most
+    of a share (cold_start: 4 s of each dtype's 5 s) no longer leaves every dtype one step, which
+    the verdict called a burn that did not produce its load. The burn runs over its plan instead,
+    by about the set-ups' time, and a healthy fast set-up keeps to the schedule."""
+    from nodeqc.backends.sim.faults import parse_fault
+
+    params = {"seconds": 30, "dtypes": ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8"], "seed": 1, "run_t0": 0.0}
+    # Time scale 10: a step of 1 s, as the quick runs (a larger scale makes steps of a whole share).
+    slow = SimDevice(SimNode(load_scenario("h100"), [parse_fault("gpu0:cold_start=4")], time_scale=10).compute_spec(), 0)
+    r = workloads.matmul_burn(slow, params, _Quiet())
+    assert burn_load_short(r["dtypes"]) == []
+    for m in r["dtypes"].values():
+        assert m["end_s"] - m["start_s"] >= workloads.BURN_MIN_WINDOW_SHARE * m["planned_s"] - 1e-3, m
+    assert r["seconds"] > 36  # over its plan (44 s as this was written; without the minimum window
+    # every dtype computed 1 s, and the verdict was BURN_LOAD_NOT_REACHED)
+    healthy = SimDevice(SimNode(load_scenario("h100"), [], time_scale=10).compute_spec(), 0)
+    r = workloads.matmul_burn(healthy, params, _Quiet())
+    # The schedule holds, give or take the cold products and a last step (32.8 s with and without
+    # the minimum window, measured as this was written).
+    assert 30 <= r["seconds"] <= 30 + 6 * 1.0, r["seconds"]

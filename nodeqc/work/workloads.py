@@ -100,6 +100,15 @@ def _step(device: Any) -> float:
 # shared/measurements/2026-11-26/README.md). These many products, after the cold one, are timed.
 WARM_PRODUCTS = 4
 
+# Each burn dtype computes for at least this share of its part of the burn, counted from its own
+# start (after its set-up and warm-up): a dtype's end is the burn's schedule (start + its cumulative
+# share) or this, whichever is later. One slow set-up, or a dtype that ran over, then cannot squeeze
+# the next below the verdict's proof of load (BURN_MIN_LOAD_SHARE, a quarter: nodeqc.checks.stress.burn).
+# On a real GPU it changes little: fp8's set-up left it 2.37 s of GPU time in its 5 s on a healthy
+# H200 (benchmarks/RESULTS.md, 2026-11-26), about what a half gives. The simulated node's host stalls,
+# magnified by its time scale, had left a dtype one step (1 s of its 5) behind one that ran over.
+BURN_MIN_WINDOW_SHARE = 0.5
+
 
 def warm_product_s(device: Any, products: int = WARM_PRODUCTS) -> float:
     """Seconds one product takes once warm: the cold first product run and discarded, then `products`
@@ -162,7 +171,7 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
             # the pulse's periods): what a dtype's span was held by, exact at any sample rate.
             report.progress(min(1.0, (clock.now() - start) / seconds), bound="start", dtype=dtype)
             began = clock.now()
-            until = start + seconds * (k + 1) / len(dtypes)
+            until = max(start + seconds * (k + 1) / len(dtypes), began + BURN_MIN_WINDOW_SHARE * seconds / len(dtypes))
             while clock.now() < until or checks == 0:
                 done_s += device.matmul_run(iters)
                 done_flops += flops * iters
