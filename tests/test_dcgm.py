@@ -130,7 +130,7 @@ def test_dcgm_that_could_not_run_says_so_as_an_error():
 
 @pytest.mark.parametrize("name,says", [
     ("dcgm-4x-truncated.json", "dcgmi diag -j output is not JSON (cut short: it ends inside the document)"),
-    ("dcgm-4x-malformed-status.json", "test_categories[1].tests[0].results[0].status is the int 3, not a string"),
+    ("dcgm-4x-malformed-status.json", "test_categories[1].tests[0].results[0].status is an int 3, not a string"),
     ("dcgm-not-json.txt", "dcgmi diag -j output is not JSON: Expecting value at line 1 column 1"),
 ])
 def test_malformed_or_truncated_output_is_one_clear_error_line(name, says):

@@ -36,7 +36,7 @@ from nodeqc.backends.dcgm import INSTALL, DiagRun
 from nodeqc.checks import dcgm_codes
 from nodeqc.core.errors import shown
 from nodeqc.core.model import CheckResult, Value, Verdict
-from nodeqc.core.tool_output import ToolOutputError, excerpt, load_json, quoted
+from nodeqc.core.tool_output import ToolOutputError, excerpt, kind_of, load_json, quoted
 
 CATEGORY_CHECKS = {"deployment": "dcgm.deployment", "integration": "dcgm.integration",
                    "hardware": "dcgm.hardware", "stress": "dcgm.stress"}
@@ -107,7 +107,7 @@ def parse_diag(text: str) -> Diag:
         raise ToolOutputError(f"dcgmi diag -j output is not JSON{' (cut short: it ends inside the document)' if cut else ''}: "
                               f"{e.msg} at line {e.lineno} column {e.colno}") from None
     if not isinstance(doc, dict):
-        raise ToolOutputError(f"dcgmi diag -j output is {_kind(doc)}, not a JSON object")
+        raise ToolOutputError(f"dcgmi diag -j output is {kind_of(doc)}, not a JSON object")
     if "DCGM Diagnostic" in doc:
         fmt, body = "DCGM 4.x", doc["DCGM Diagnostic"]
         meta = _obj(doc.get("metadata", {}), "metadata")
@@ -199,13 +199,13 @@ def _serials(doc: dict[str, Any], fmt: str) -> dict[int, str]:
 
 def _obj(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ToolOutputError(f"dcgmi diag -j: {where} is {_kind(value)}, not an object")
+        raise ToolOutputError(f"dcgmi diag -j: {where} is {kind_of(value)}, not an object")
     return value
 
 
 def _list(value: Any, where: str) -> list[Any]:
     if not isinstance(value, list):
-        raise ToolOutputError(f"dcgmi diag -j: {where} is {_kind(value)}, not a list")
+        raise ToolOutputError(f"dcgmi diag -j: {where} is {kind_of(value)}, not a list")
     if len(value) > MAX_ITEMS:
         raise ToolOutputError(f"dcgmi diag -j: {where} has {len(value)} entries, more than any node's diagnostic")
     return value
@@ -215,7 +215,7 @@ def _text(value: Any, where: str, optional: bool = False) -> str:
     if value is None and optional:
         return None  # type: ignore[return-value]
     if not isinstance(value, str):
-        raise ToolOutputError(f"dcgmi diag -j: {where} is {_kind(value)}, not a string")
+        raise ToolOutputError(f"dcgmi diag -j: {where} is {kind_of(value)}, not a string")
     text = shown(value.strip())
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"... ({len(text)} characters)"
 
@@ -224,20 +224,8 @@ def _int(value: Any, where: str, high: int, text: bool = False) -> int:
     if text and isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
         value = int(value.strip())
     if type(value) is not int or not 0 <= value <= high:
-        raise ToolOutputError(f"dcgmi diag -j: {where} is {_kind(value)}, not a whole number from 0 to {high}")
+        raise ToolOutputError(f"dcgmi diag -j: {where} is {kind_of(value)}, not a whole number from 0 to {high}")
     return value
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "missing (null)"
-    if isinstance(value, str):
-        return f"the string {quoted(value)}"
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, (dict, list)):
-        return "an object" if isinstance(value, dict) else "a list"
-    return f"the {type(value).__name__} {quoted(value)}"
 
 
 # ---------------------------------------------------------------------- the verdicts

@@ -44,7 +44,7 @@ def figure(value: Any, what: str, *, low: float | None = None, high: float | Non
             raise ToolOutputError(f"{what} is {quoted(value)}, not a number")
         value = token
     elif isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ToolOutputError(f"{what} is {_kind(value)}, not a number")
+        raise ToolOutputError(f"{what} is {kind_of(value)}, not a number")
     try:
         x = float(value)
     except (OverflowError, ValueError):  # an int of hundreds of digits
@@ -81,7 +81,8 @@ def quoted(value: Any) -> str:
     return repr(shown(text)) if isinstance(value, str) else shown(text)
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
+    """What a parsed value is, for a message: 'the string \'x\'', 'a list [1, 2]', 'missing (null)'."""
     if value is None:
         return "missing (null)"
     if isinstance(value, str):
