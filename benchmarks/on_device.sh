@@ -31,7 +31,7 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 else
     export PYTHONPATH="$root"
 fi
-export PYTHONUNBUFFERED=1 XDG_DATA_HOME="$out/xdg" XDG_CONFIG_HOME="$out/xdg"
+export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 XDG_DATA_HOME="$out/xdg" XDG_CONFIG_HOME="$out/xdg"
 
 say() { echo "on_device: $*" | tee -a "$out/summary.log"; }
 

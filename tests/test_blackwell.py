@@ -10,7 +10,7 @@ import pytest
 from nodeqc.backends import simulated_hardware
 from nodeqc.backends.base import GpuInfo
 from nodeqc.backends.nvml import NvmlBackend
-from nodeqc.backends.nvml_replay import ReplayNvml
+from nodeqc.backends.nvml_replay import ReplayNvml, out_structure
 from nodeqc.backends.sim.faults import parse_fault
 from nodeqc.checks.fabric_state import nvlink_fabric
 from nodeqc.core import fabric
@@ -226,7 +226,11 @@ def test_the_nvml_backend_reads_the_versioned_fabric_info_and_na_where_not_suppo
     b.open()
     assert b.gpus()[0].fabric is NA  # a driver without the call: not available, never a crash
 
-    def answer(handle, info):
+    def answer(handle, pointer):
+        # As the real binding: the structure comes by pointer with its version set (by value, the
+        # driver read its bytes as the pointer and the process died on the real H100).
+        info = out_structure(pointer)
+        assert info is not None and info.version == pynvml.nvmlGpuFabricInfo_v2
         if handle is b._handles[1]:
             raise b.n.NVMLError(b.n.NVML_ERROR_NOT_SUPPORTED)
         info.state, info.status, info.cliqueId = pynvml.NVML_GPU_FABRIC_STATE_COMPLETED, 0, 32766
@@ -241,6 +245,33 @@ def test_the_nvml_backend_reads_the_versioned_fabric_info_and_na_where_not_suppo
     assert first.fabric == {"state": "completed", "status": 0, "cluster_uuid": "5f3a9c2e-7b41-4d8e-9a06-2c1e8b7d4f10",
                             "clique_id": 32766, "health_mask": fabric.DEGRADED_BANDWIDTH_MASK}
     assert second.fabric is NA
+
+
+def test_a_recorded_fabric_answer_replays_into_the_callers_structure_and_a_structure_by_value_is_refused():
+    import ctypes
+
+    import pynvml
+
+    from nodeqc.backends.nvml_capture import RecordingNvml
+
+    described = {"state": pynvml.NVML_GPU_FABRIC_STATE_COMPLETED, "status": 0, "cliqueId": 7,
+                 "clusterUuid": list(range(16)), "healthMask": 0, "version": 99}
+    replay = ReplayNvml({"devices": [{"nvmlDeviceGetGpuFabricInfoV": {"fills": described}}]})
+    handle = replay.nvmlDeviceGetHandleByIndex(0)
+    info = pynvml.c_nvmlGpuFabricInfo_v2_t()
+    info.version = pynvml.nvmlGpuFabricInfo_v2
+    assert replay.nvmlDeviceGetGpuFabricInfoV(handle, ctypes.byref(info)) == pynvml.NVML_SUCCESS
+    assert (info.cliqueId, list(info.clusterUuid)[:3], info.version) == (7, [0, 1, 2], pynvml.nvmlGpuFabricInfo_v2)
+    with pytest.raises(TypeError, match="pointer"):
+        replay.nvmlDeviceGetGpuFabricInfoV(handle, pynvml.c_nvmlGpuFabricInfo_v2_t())
+
+    # Recorded again: the filled structure is the answer, keyed without the pointer's address.
+    recorder = RecordingNvml(replay)
+    h = recorder.nvmlDeviceGetHandleByIndex(0)
+    again = pynvml.c_nvmlGpuFabricInfo_v2_t()
+    recorder.nvmlDeviceGetGpuFabricInfoV(h, ctypes.byref(again))
+    fills = recorder.description()["devices"][0]["nvmlDeviceGetGpuFabricInfoV"]["fills"]
+    assert fills["cliqueId"] == 7 and fills["clusterUuid"] == list(range(16))
 
 
 # ---------------------------------------------------------------- IMEX

@@ -346,8 +346,8 @@ def test_allreduce_result_checked_on_the_device_finds_a_planted_flip():
     real = node.nccl_allreduce
     victim = GPUS - 1
 
-    def flipped(nbytes, iters):
-        per, results = real(nbytes, iters)
+    def flipped(nbytes, iters, env=None):
+        per, results = real(nbytes, iters, env)
         with results[victim].device:
             assert compare_exact(results[victim], allreduce_expected(GPUS)) is None
             results[victim].view(cupy.uint32)[4097] ^= cupy.uint32(1 << 30)
@@ -448,3 +448,39 @@ def test_nvml_names_a_cotenant_and_not_nodeqcs_own_workers(device, tmp_path):
         assert any(p.pid == os.getpid() for p in listed)  # the fixture's context: ours, left out above
     finally:
         os.kill(pid, signal.SIGKILL)
+
+
+def test_the_nvml_backend_reads_every_gpu_on_the_real_driver_and_its_capture_replays_the_same():
+    """Every NVML call the inventory, the telemetry and the counters make, against the real driver,
+    in a child process: a call that hands the driver a wrong argument kills the process (the fabric
+    structure passed by value segfaulted `nodeqc --headless` on the real H100, 2026-11-27, while
+    every test here passed), and the child's death is this test's named failure. The recorded
+    answers replay to the same inventory."""
+    import json
+    import subprocess
+    import sys
+
+    code = """
+import dataclasses, json, sys
+from nodeqc.backends.nvml import NvmlBackend
+from nodeqc.backends.nvml_capture import RecordingNvml
+from nodeqc.backends.nvml_replay import ReplayNvml
+import pynvml
+rec = RecordingNvml(pynvml)
+b = NvmlBackend(rec)
+b.open()
+gpus = [dataclasses.asdict(g) for g in b.gpus()]
+for i in range(len(gpus)):
+    b.sample(i); b.counters(i); b.throttle_counters(i); b.processes(i)
+b.close()
+again = NvmlBackend(ReplayNvml(json.loads(json.dumps(rec.description()))))
+again.open()
+replayed = [dataclasses.asdict(g) for g in again.gpus()]
+print(json.dumps({"gpus": gpus, "replayed": replayed}, default=str))
+"""
+    done = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-3000:]}"
+    answer = json.loads(done.stdout.splitlines()[-1])
+    assert len(answer["gpus"]) == GPUS and all(g["uuid"].startswith("GPU-") for g in answer["gpus"])
+    assert answer["replayed"] == answer["gpus"]

@@ -6,6 +6,7 @@ raises GpuLostError. The module is injectable, so tests drive the same code with
 
 from __future__ import annotations
 
+import ctypes
 import time
 from typing import Any, Callable
 
@@ -231,17 +232,22 @@ class NvmlBackend(GpuManagement):
         """NVML's GPU fabric info (nodeqc.core.fabric): the versioned call with the health mask where
         the driver has it, else the first version; NA where neither answers."""
         n, h = self.n, self._handles[i]
-        for fn, struct, has_mask in (("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfo_v2_t", True),
-                                     ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t", False)):
+        for fn, struct, version in (("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfo_v2_t", "nvmlGpuFabricInfo_v2"),
+                                    ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t", None)):
             make = getattr(n, struct, None)
-            if make is None:
+            if make is None or (version is not None and getattr(n, version, None) is None):
                 continue
             info = make()
-            if is_na(self.query(fn, h, info, index=i)):
+            if version is not None:
+                info.version = getattr(n, version)  # the versioned call refuses a structure without it
+            # nvidia-ml-py hands these structures to the driver as they are given: by value, the driver
+            # reads the structure's first bytes as its pointer and the process dies (a segfault on the
+            # real H100, 2026-11-27, before the run printed a line). The pointer is what NVML takes.
+            if is_na(self.query(fn, h, ctypes.byref(info), index=i)):
                 continue
             return {"state": fabric.state_name(int(info.state)), "status": int(info.status),
                     "cluster_uuid": fabric.uuid_text(info.clusterUuid), "clique_id": int(info.cliqueId),
-                    "health_mask": int(info.healthMask) if has_mask else None}
+                    "health_mask": int(info.healthMask) if version is not None else None}
         return NA
 
     def _nvlink_count(self, i: int) -> Any:

@@ -15,6 +15,8 @@ from typing import Any
 
 import pynvml
 
+from nodeqc.backends.nvml_replay import out_structure
+
 
 _ERROR_NAMES = {getattr(pynvml, n): n.removeprefix("NVML_ERROR_") for n in dir(pynvml) if n.startswith("NVML_ERROR_")}
 # Calls that take no device handle, or whose answers are not the device's to replay.
@@ -86,9 +88,16 @@ class RecordingNvml:
     def _record_device(self, name: str, real: Any, handle: Any, args: tuple[Any, ...]) -> Any:
         table = self.devices.setdefault(self._handles.get(id(handle), -1), {}).setdefault(name, {})
         # Another GPU's handle among the arguments (topology, P2P status) is recorded by its index,
-        # as ReplayNvml looks it up.
-        key = ",".join(str(self._handles[id(a)]) if id(a) in self._handles else str(a) for a in args)
-        return self._record(table.setdefault(key, []), real, (handle, *args))
+        # as ReplayNvml looks it up. A structure NVML fills (passed by pointer) is no part of the key:
+        # what it was filled with is the answer.
+        filled = out_structure(args[-1]) if args else None
+        keyed = args[:-1] if filled is not None else args
+        key = ",".join(str(self._handles[id(a)]) if id(a) in self._handles else str(a) for a in keyed)
+        answers = table.setdefault(key, [])
+        value = self._record(answers, real, (handle, *args))
+        if filled is not None:
+            answers[-1] = {"fills": _plain(filled)}
+        return value
 
     def _field_values(self, handle: Any, field_ids: list[int]) -> Any:
         values = self.nvml.nvmlDeviceGetFieldValues(handle, field_ids)

@@ -26,6 +26,7 @@ them pass for ones the GPU lacks.
 
 from __future__ import annotations
 
+import ctypes
 from types import SimpleNamespace
 from typing import Any
 
@@ -35,6 +36,13 @@ import pynvml
 class _Handle:
     def __init__(self, index: int):
         self.index = index
+
+
+def out_structure(arg: Any) -> ctypes.Structure | None:
+    """The structure behind `ctypes.byref(structure)`, the way NVML's calls that fill a structure
+    take it; None for any other argument."""
+    inner = getattr(arg, "_obj", None)
+    return inner if type(arg).__name__ == "CArgObject" and isinstance(inner, ctypes.Structure) else None
 
 
 class ReplayNvml:
@@ -121,6 +129,13 @@ class ReplayNvml:
                 self.unrecorded.add(name)
             raise self.error("FUNCTION_NOT_FOUND")
         answer = table[name]
+        # As the real binding does, a structure for NVML to fill must come by pointer: passed by
+        # value, the driver reads its bytes as the pointer (a segfault on the real H100).
+        if any(isinstance(a, ctypes.Structure) for a in args):
+            raise TypeError(f"{name}: NVML fills a structure through a pointer (ctypes.byref), not by value")
+        filled = out_structure(args[-1]) if args else None
+        if filled is not None:
+            args = args[:-1]
         # Another GPU's handle among the arguments (topology, P2P status) is keyed by its index.
         key = ",".join(str(a.index) if isinstance(a, _Handle) else str(a) for a in args)
         if isinstance(answer, dict) and "args" in answer:
@@ -134,7 +149,27 @@ class ReplayNvml:
             answer = answer["series"][min(n, len(answer["series"]) - 1)]
         if isinstance(answer, dict) and "error" in answer:
             raise self.error(answer["error"])
+        if isinstance(answer, dict) and "fills" in answer:
+            if filled is None:
+                raise TypeError(f"{name}: NVML fills a structure here; pass one by ctypes.byref")
+            _fill(filled, answer["fills"])
+            return pynvml.NVML_SUCCESS
         return _objects(answer)
+
+
+def _fill(structure: ctypes.Structure, fields: dict[str, Any]) -> None:
+    """Write recorded fields into the caller's structure; the caller's version field stays its own,
+    and a field this structure lacks (another version's) is left out."""
+    for name, _ in structure._fields_:
+        if name == "version" or name not in fields:
+            continue
+        value = fields[name]
+        if isinstance(value, list):
+            target = getattr(structure, name)
+            for k, v in enumerate(value[:len(target)]):
+                target[k] = v
+        else:
+            setattr(structure, name, value)
 
 
 def _objects(value: Any) -> Any:
