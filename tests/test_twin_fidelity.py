@@ -31,9 +31,19 @@ from nodeqc.spec.profile import load_for, suggest_profile
 from nodeqc.spec.selection import Selection
 
 REAL = ROOT / "tests" / "fixtures" / "real-2026-11-26"
-QUICK = {"h100-sxm5-80gb": "h100-sxm5-quick-pulsed.predicate.json",
-         "h200-sxm-141gb": "h200-sxm-quick-pulsed.predicate.json"}
+LATER = ROOT / "tests" / "fixtures" / "real-2026-11-27"
+# The runs the twins were calibrated on (their per-dtype figures are these runs' evidence).
+QUICK = {"h100-sxm5-80gb": REAL / "h100-sxm5-quick-pulsed.predicate.json",
+         "h200-sxm-141gb": REAL / "h200-sxm-quick-pulsed.predicate.json"}
+# Every real quick run the twin is held to: the calibration runs, and a later run of the same code's
+# successor on another H100 SXM5 (benchmarks/RESULTS.md, 2026-11-27), which the twin never saw.
+RUNS = [*QUICK.items(), ("h100-sxm5-80gb", LATER / "h100-sxm5-quick.predicate.json")]
 TOLERANCE = 0.05
+# Figures that healthy real runs spread wider than that: both directions' PCIe copies at once read
+# 92.9 and 101.4 GB/s on the same H200 the same day, 94.0 and 96.4 on one H100, 88.7 on another.
+WIDER = {"bidir_gbps": 0.10}
+# nvidia-smi clocks.max.sm on both parts (shared/measurements/2026-11-26).
+MAX_SM_MHZ = 1980
 
 # The figures each check reports that the twin must reproduce.
 FIGURES = {
@@ -47,14 +57,19 @@ FIGURES = {
 # run-time compilation with their first call: 1030.1 GB/s on the H100 and 1589.5 on the H200, whose
 # second calls in one process (the benchmark's memtest_second, the same day) ran at 2872.6 and 3921.7.
 # (CupyDevice._launch compiles before the clock starts since.)
-RIGHT = {("h100-sxm5-80gb", "stress.memtest", "gbps"): 2872.6,
-         ("h200-sxm-141gb", "stress.memtest", "gbps"): 3921.7}
+# On 2026-11-27 the quick memtest read 1472.7 GB/s on the H100: the address-line pass, in the rate's
+# time, paid CuPy's kernel compilation in the fresh worker (0.568 s); its sweeps ran at 2860.6
+# (benchmarks/memtest_ops.py, the same day; the rate has been the sweeps' alone since).
+RIGHT = {("real-2026-11-26", "h100-sxm5-80gb", "stress.memtest", "gbps"): 2872.6,
+         ("real-2026-11-26", "h200-sxm-141gb", "stress.memtest", "gbps"): 3921.7,
+         ("real-2026-11-27", "h100-sxm5-80gb", "stress.memtest", "gbps"): 2860.6}
 # Verdicts the real run got wrong, that the corrected code gives right: both burns warned on fp16 or
 # bf16 against floors taken from the earlier, duty-cycled burn (skus.py: the continuous burn's figures
 # since); the H100's pulse swung at 100 ms, which that run's code judged in phase only (0 W: NVML's
 # readings held through each period) where its level fell 214 W (tests/test_pulse_load.py).
-CORRECTED = {("h200-sxm-141gb", "stress.burn", "gpu0"): "pass", ("h100-sxm5-80gb", "stress.burn", "gpu0"): "pass",
-             ("h100-sxm5-80gb", "stress.power_pulse", "gpu0"): "pass"}
+CORRECTED = {("real-2026-11-26", "h200-sxm-141gb", "stress.burn", "gpu0"): "pass",
+             ("real-2026-11-26", "h100-sxm5-80gb", "stress.burn", "gpu0"): "pass",
+             ("real-2026-11-26", "h100-sxm5-80gb", "stress.power_pulse", "gpu0"): "pass"}
 # The simulated VM's NIC is not the real one (a virtio NIC without a PCIe capability, and no iperf3
 # there): the NIC checks are left out of the comparison.
 # DCGM's diagnostic came after the real runs (issue 28): the twin, without --dcgm, skips it as a
@@ -62,8 +77,8 @@ CORRECTED = {("h200-sxm-141gb", "stress.burn", "gpu0"): "pass", ("h100-sxm5-80gb
 NOT_COMPARED = ("nic.", "dcgm.")
 
 
-def _real(name: str) -> dict:
-    return json.loads((REAL / name).read_text())
+def _real(path) -> dict:
+    return json.loads(path.read_text())
 
 
 def _run(tmp_path, key: str, faults=(), only=None, time_scale=10.0):
@@ -90,19 +105,20 @@ def simulated(tmp_path_factory):
 
 
 def _figure_cases():
-    for key, name in QUICK.items():
-        real = {(c["name"], c["subject"]): c for c in _real(name)["checks"]}
+    for key, path in RUNS:
+        real = {(c["name"], c["subject"]): c for c in _real(path)["checks"]}
+        day = path.parent.name
         for check, figures in FIGURES.items():
             for figure in figures:
-                value = RIGHT.get((key, check, figure), real[(check, "gpu0")]["values"][figure]["value"])
-                yield pytest.param(key, check, figure, value, id=f"{key}-{check}-{figure}")
+                value = RIGHT.get((day, key, check, figure), real[(check, "gpu0")]["values"][figure]["value"])
+                yield pytest.param(key, check, figure, value, id=f"{day}-{key}-{check}-{figure}")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key, check, figure, real", list(_figure_cases()))
 def test_every_stress_figure_is_within_5_percent_of_the_real_one(simulated, key, check, figure, real):
     got = simulated[key][(check, "gpu0")].values[figure].value
-    assert abs(got - real) <= TOLERANCE * real, f"{key} {check} {figure}: simulated {got}, real {real}"
+    assert abs(got - real) <= WIDER.get(figure, TOLERANCE) * real, f"{key} {check} {figure}: simulated {got}, real {real}"
 
 
 @pytest.mark.slow
@@ -123,31 +139,38 @@ def test_the_twins_pulse_swings_as_the_warmed_real_one_did(simulated, key):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("key", QUICK)
-def test_the_power_cap_holds_the_same_dtypes_as_on_the_real_gpu(simulated, key):
-    """NVML said sw_power_cap for 0.96-0.99 of every burn dtype but fp32 (0.35 on the H100, 0.04 on
-    the H200: at 1975-1980 MHz, the maximum, the limit did not hold it). The twin's NVML says the
-    same: a dtype the limit held for most of its span is held for most of it in the twin."""
-    burn = next(c for c in _real(QUICK[key])["checks"] if (c["name"], c["subject"]) == ("stress.burn", "gpu0"))
+@pytest.mark.parametrize("key, path", RUNS, ids=lambda v: getattr(v, "parent", None) and v.parent.name)
+def test_the_power_cap_holds_the_same_dtypes_as_on_the_real_gpu(simulated, key, path):
+    """NVML said sw_power_cap for 0.91-1.0 of every burn dtype that ran well below the maximum clock,
+    on both H100s and the H200; the twin's NVML says the same. fp32 ran at the maximum clock, where
+    the 700 W limit is at its edge and cards differ: capped for 0.35 of its span on one H100 (1975
+    MHz), 0.75 on another (1949 MHz, 2026-11-27), 0.04 on the H200. There the twin is held to the
+    clock, not to a side of the edge."""
+    burn = next(c for c in _real(path)["checks"] if (c["name"], c["subject"]) == ("stress.burn", "gpu0"))
     got = simulated[key][("stress.burn", "gpu0")].evidence["dtypes"]
 
     def held(m):
         return m["throttle_s"].get("sw_power_cap", 0.0) / (m["end_s"] - m["start_s"]) >= 0.5
 
-    want = {d: held(m) for d, m in burn["evidence"]["dtypes"].items()}
-    assert want == {"fp64": True, "fp32": False, "tf32": True, "fp16": True, "bf16": True, "fp8": True}
-    assert {d: held(m) for d, m in got.items()} == want
+    real = burn["evidence"]["dtypes"]
+    below = {d for d, m in real.items() if m["sm_clock_mhz"] < 0.95 * MAX_SM_MHZ}
+    assert below == {"fp64", "tf32", "fp16", "bf16", "fp8"}
+    assert all(held(real[d]) for d in below)
+    assert all(held(got[d]) for d in below)
+    for d in set(real) - below:  # at the edge: the twin at the maximum clock too
+        assert got[d]["sm_clock_mhz"] >= 0.95 * MAX_SM_MHZ, (d, got[d])
     assert all(set(m["throttle_s"]) <= {"sw_power_cap"} for m in got.values())
 
 
 def _verdict_cases():
-    for key, name in QUICK.items():
-        for c in _real(name)["checks"]:
+    for key, path in RUNS:
+        day = path.parent.name
+        for c in _real(path)["checks"]:
             if c["name"].startswith(NOT_COMPARED):
                 continue
-            want = CORRECTED.get((key, c["name"], c["subject"]), c["verdict"])
+            want = CORRECTED.get((day, key, c["name"], c["subject"]), c["verdict"])
             yield pytest.param(key, c["name"], c["subject"], want, c["code"] if c["verdict"] == "skip" else None,
-                               id=f"{key}-{c['name']}-{c['subject']}")
+                               id=f"{day}-{key}-{c['name']}-{c['subject']}")
 
 
 @pytest.mark.slow
@@ -164,8 +187,8 @@ def test_the_twin_gets_the_verdicts_the_real_gpu_should(simulated, key, name, su
 
 @pytest.mark.slow
 def test_the_twin_runs_no_check_the_real_run_did_not(simulated):
-    for key, name in QUICK.items():
-        real = {(c["name"], c["subject"]) for c in _real(name)["checks"]}
+    for key, path in RUNS:
+        real = {(c["name"], c["subject"]) for c in _real(path)["checks"]}
         extra = {k for k in simulated[key] if k not in real and not k[0].startswith(NOT_COMPARED)}
         assert extra == set(), key
 
@@ -176,13 +199,14 @@ def test_the_twin_runs_no_check_the_real_run_did_not(simulated):
 @pytest.mark.parametrize("key, real, only", [
     ("h100-sxm5-80gb", "h100-sxm5-cotenant-burn.predicate.json", "stress.burn"),
     ("h200-sxm-141gb", "h200-sxm-cotenant-gpu-free-burn.predicate.json", "stress.gpu_free,stress.burn"),
+    ("h100-sxm5-80gb", "../real-2026-11-27/h100-sxm5-cotenant-burn-only.predicate.json", "stress.burn"),
 ])
 def test_a_cotenant_is_listed_and_judged_as_on_the_real_gpu(tmp_path, key, real, only):
     """A bf16 PyTorch job beside nodeqc: NVML lists it, stress.gpu_free says ERROR GPU_IN_USE and
     the burn does not run, as on the real H100 and H200."""
     outcome = _run(tmp_path, key, ["gpu0:cotenant"], only)
     got = {(r.name, r.subject): (r.verdict.value, r.code) for r in outcome.results}
-    want = {(c["name"], c["subject"]): (c["verdict"], c["code"]) for c in _real(real)["checks"]}
+    want = {(c["name"], c["subject"]): (c["verdict"], c["code"]) for c in _real(REAL / real)["checks"]}
     assert {k: got.get(k) for k in want} == want
     gpu_free = next((r for r in outcome.results if r.name == "stress.gpu_free"), None)
     if gpu_free is not None:
