@@ -25,6 +25,7 @@ CAPTURES = {
     "capture-h200-sxm-141gb.json": ("h200-sxm-141gb", 0x2335, "NVIDIA H200"),
     # 2026-11-27: the first with the NVLink fabric structure NVML filled (by pointer).
     "capture-h100-sxm5-80gb-2026-11-27.json": ("h100-sxm5-80gb", 0x2330, "NVIDIA H100 80GB HBM3"),
+    "capture-h200-sxm-141gb-2026-11-27.json": ("h200-sxm-141gb", 0x2335, "NVIDIA H200"),
     # 2026-11-23: the first captures (test_diagnosis replays the H100's readings at its limit).
     "capture-h100-sxm5-80gb-2026-11-23.json": ("h100-sxm5-80gb", 0x2330, "NVIDIA H100 80GB HBM3"),
     "capture-h200-sxm-141gb-2026-11-23.json": ("h200-sxm-141gb", 0x2335, "NVIDIA H200"),
