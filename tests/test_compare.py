@@ -9,7 +9,7 @@ import pytest
 
 from conftest import cli
 from nodeqc.archive.filing import file_sha256
-from nodeqc.report.compare import Figure, compare
+from nodeqc.report.compare import FigureChange, compare
 from nodeqc.report.envelope import decode_statement, read_envelope
 from reports_for_tests import predicate
 
@@ -130,8 +130,8 @@ def test_verdict_changes_and_figures():
     new["checks"][1]["values"]["memory"]["value"] = 400.0  # a big move of a key figure is shown
     (change,) = compare(old, new).changes
     assert change.kind == "CHANGED" and str(change.figures[0]) == "memory 503 -> 400 GiB (-103, -20.5%)"
-    assert Figure("x", 0, 3).pct is None and str(Figure("x", 0, 3)) == "x 0 -> 3 (+3)"
-    assert str(Figure("link", "Gen5 x8", "Gen5 x16")) == "link Gen5 x8 -> Gen5 x16"
+    assert FigureChange("x", 0, 3).pct is None and str(FigureChange("x", 0, 3)) == "x 0 -> 3 (+3)"
+    assert str(FigureChange("link", "Gen5 x8", "Gen5 x16")) == "link Gen5 x8 -> Gen5 x16"
     # A GPU gone is a regression even when every result that remains passed.
     del new["gpus"][0]
     assert compare(old, new).regressed and compare(old, new).gpus_gone == ["gpu0"]

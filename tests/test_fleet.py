@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from nodeqc.archive.fleet import FigureCache, expired_entries, extract, fleet
 from nodeqc.archive.index import Archive
-from nodeqc.checks.fleet import Figure, distributions, outliers
+from nodeqc.checks.fleet import FleetFigure, distributions, outliers
 from nodeqc.core.model import Verdict
 from nodeqc.report.keys import load_signer
 
@@ -89,8 +89,8 @@ def archive_1000(tmp_path_factory) -> Path:
                 os.environ[k] = v
 
 
-def _fig(node: str, value: float, measure: str = "stress.burn:bf16_tflops", unit: str = "TFLOP/s") -> Figure:
-    return Figure(node, "gpu0", MODEL, measure, value, unit)
+def _fig(node: str, value: float, measure: str = "stress.burn:bf16_tflops", unit: str = "TFLOP/s") -> FleetFigure:
+    return FleetFigure(node, "gpu0", MODEL, measure, value, unit)
 
 
 def test_rule_on_small_fleets():
@@ -236,9 +236,9 @@ def test_a_run_is_judged_against_its_fleet():
     from nodeqc.checks.fleet import judge_run
 
     fleet_figs = [_fig(f"n{i}", 760 + i % 5) for i in range(12)]
-    own = [Figure("me", "gpu0", MODEL, "stress.burn:bf16_tflops", 761, "TFLOP/s"),
-           Figure("me", "gpu3", MODEL, "stress.burn:bf16_tflops", 700, "TFLOP/s"),
-           Figure("me", "gpu3", "NVIDIA H200", "stress.burn:bf16_tflops", 10, "TFLOP/s")]  # no fleet of its SKU
+    own = [FleetFigure("me", "gpu0", MODEL, "stress.burn:bf16_tflops", 761, "TFLOP/s"),
+           FleetFigure("me", "gpu3", MODEL, "stress.burn:bf16_tflops", 700, "TFLOP/s"),
+           FleetFigure("me", "gpu3", "NVIDIA H200", "stress.burn:bf16_tflops", 10, "TFLOP/s")]  # no fleet of its SKU
     results = judge_run(own, fleet_figs, outlier_pct=5, min_fleet=10)
     [warn] = results
     assert (warn.name, warn.subject, warn.verdict, warn.code) == ("fleet.outlier", "gpu3", Verdict.WARN, "FLEET_OUTLIER")
@@ -273,14 +273,14 @@ def test_run_warns_as_a_fleet_outlier(tmp_path):
 def _figure_sets(draw):
     """Figures of a few SKUs and measures (a measure keeps one unit), values near a common level with
     a few far off either way, some equal."""
-    from nodeqc.checks.fleet import Figure
+    from nodeqc.checks.fleet import FleetFigure
 
     units = {"stress.burn:bf16_tflops": "TFLOP/s", "stress.hbm_bandwidth:copy_gbps": "GB/s", "stress.p2p:latency_us": "us"}
     out = []
     for n in range(draw(st.integers(0, 30))):
         measure = draw(st.sampled_from(sorted(units)))
         value = draw(st.sampled_from([100.0, 100.0, 99.0, 101.5, 88.0, 89.9, 90.0, 112.0, 0.0]) | st.floats(0, 200))
-        out.append(Figure(f"n{draw(st.integers(0, 14))}", f"gpu{n % 8}", draw(st.sampled_from(["H100", "H200"])),
+        out.append(FleetFigure(f"n{draw(st.integers(0, 14))}", f"gpu{n % 8}", draw(st.sampled_from(["H100", "H200"])),
                           measure, value, units[measure]))
     return out
 
@@ -309,7 +309,7 @@ def test_outliers_are_what_comparing_every_figure_with_its_median_finds(figures,
 # ---------------------------------------------------------------- the rule at its edges (issue 18 §5: mutation survivors)
 
 def test_distribution_in_full():
-    figs = [Figure(f"n{i // 2}", f"gpu{i % 2}", MODEL, "stress.burn:bf16_tflops", v, "TFLOP/s")
+    figs = [FleetFigure(f"n{i // 2}", f"gpu{i % 2}", MODEL, "stress.burn:bf16_tflops", v, "TFLOP/s")
             for i, v in enumerate([10.0, 14.0, 11.0, 13.0, 12.0, 30.0])]
     d = distributions(figs)[(MODEL, "stress.burn:bf16_tflops")]
     assert (d.sku, d.measure, d.unit, d.count, d.nodes) == (MODEL, "stress.burn:bf16_tflops", "TFLOP/s", 6, 3)
@@ -344,7 +344,7 @@ def test_outlier_exactly_at_and_just_past_the_limit():
 
 
 def test_outliers_on_either_end_worst_first_ties_in_order():
-    lat = lambda node, v: Figure(node, "gpu0", MODEL, "stress.p2p:latency_us", v, "us")  # noqa: E731
+    lat = lambda node, v: FleetFigure(node, "gpu0", MODEL, "stress.p2p:latency_us", v, "us")  # noqa: E731
     figs = [lat(f"n{i}", 2.0) for i in range(10)] + [lat("a", 2.5), lat("b", 3.0), lat("c", 2.5), lat("fast", 1.0)]
     found, _ = outliers(figs, 10, 10)
     assert [(o.figure.node, o.off_pct) for o in found] == [("b", 50.0), ("a", 25.0), ("c", 25.0)]
@@ -359,7 +359,7 @@ def test_outliers_on_either_end_worst_first_ties_in_order():
 
 def test_a_fleet_whose_median_is_zero_or_less_names_no_one():
     assert outliers([_fig(f"n{i}", 0.0) for i in range(10)] + [_fig("x", -5.0)], 10, 10)[0] == []
-    own = [Figure("me", "gpu0", MODEL, "stress.burn:bf16_tflops", -5.0, "TFLOP/s")]
+    own = [FleetFigure("me", "gpu0", MODEL, "stress.burn:bf16_tflops", -5.0, "TFLOP/s")]
     assert judge_run_of(own, [_fig(f"n{i}", 0.0) for i in range(12)]) == []
 
 
@@ -370,10 +370,10 @@ def judge_run_of(own, fleet_figs, *args):
 
 def test_a_runs_warning_in_full_and_its_pass():
     fleet_figs = [_fig(f"n{i}", 100.0) for i in range(10)]
-    own = [Figure("me", "gpu2", MODEL, "stress.burn:bf16_tflops", 85.0, "TFLOP/s"),
-           Figure("me", "gpu2", MODEL, "stress.burn:bf16_tflops", 70.0, "TFLOP/s"),
-           Figure("me", "gpu1", MODEL, "stress.burn:bf16_tflops", 90.0, "TFLOP/s"),  # exactly at 10%
-           Figure("me", "gpu5", MODEL, "stress.burn:bf16_tflops", 89.0, "TFLOP/s")]
+    own = [FleetFigure("me", "gpu2", MODEL, "stress.burn:bf16_tflops", 85.0, "TFLOP/s"),
+           FleetFigure("me", "gpu2", MODEL, "stress.burn:bf16_tflops", 70.0, "TFLOP/s"),
+           FleetFigure("me", "gpu1", MODEL, "stress.burn:bf16_tflops", 90.0, "TFLOP/s"),  # exactly at 10%
+           FleetFigure("me", "gpu5", MODEL, "stress.burn:bf16_tflops", 89.0, "TFLOP/s")]
     results = judge_run_of(own, fleet_figs)  # the defaults: 10%, 10 nodes
     assert [(r.name, r.subject, r.verdict, r.code, r.key) for r in results] == [
         ("fleet.outlier", "gpu2", Verdict.WARN, "FLEET_OUTLIER", "below_median_pct"),
@@ -397,7 +397,7 @@ def test_a_runs_warning_in_full_and_its_pass():
 
 
 def test_a_runs_latency_is_judged_lower_better():
-    lat = lambda node, v: Figure(node, "gpu0", MODEL, "stress.p2p:latency_us", v, "us")  # noqa: E731
+    lat = lambda node, v: FleetFigure(node, "gpu0", MODEL, "stress.p2p:latency_us", v, "us")  # noqa: E731
     [w] = judge_run_of([lat("me", 2.5), lat("me", 1.0)], [lat(f"n{i}", 2.0) for i in range(10)])
     assert w.verdict is Verdict.WARN and w.values["below_median_pct"].value == 25.0
     assert "2.5 us is 25.0% above the fleet median 2" in w.message and "1 us" not in w.message
@@ -419,16 +419,16 @@ def test_outliers_equal_to_two_places_keep_the_figures_order():
 
 def test_a_run_against_its_fleet_counts_every_figure_and_rounds_as_shown():
     fleet_figs = [_fig(f"n{i}", 100.0) for i in range(10)]
-    own = [Figure("me", "gpu0", "NVIDIA H200", "stress.burn:bf16_tflops", 1.0, "TFLOP/s"),  # no fleet: passed over
-           Figure("me", "gpu0", MODEL, "stress.burn:bf16_tflops", 99.0, "TFLOP/s"),
-           Figure("me", "gpu1", MODEL, "stress.burn:bf16_tflops", 98.0, "TFLOP/s")]
+    own = [FleetFigure("me", "gpu0", "NVIDIA H200", "stress.burn:bf16_tflops", 1.0, "TFLOP/s"),  # no fleet: passed over
+           FleetFigure("me", "gpu0", MODEL, "stress.burn:bf16_tflops", 99.0, "TFLOP/s"),
+           FleetFigure("me", "gpu1", MODEL, "stress.burn:bf16_tflops", 98.0, "TFLOP/s")]
     [ok] = judge_run_of(own, fleet_figs)
     assert ok.message == "2 figure(s) within 10% of their fleet's median (up to 10 nodes)" and ok.values["figures"].value == 2
-    [w] = judge_run_of(own + [Figure("me", "gpu1", MODEL, "stress.burn:bf16_tflops", 87.6543, "TFLOP/s")], fleet_figs)
+    [w] = judge_run_of(own + [FleetFigure("me", "gpu1", MODEL, "stress.burn:bf16_tflops", 87.6543, "TFLOP/s")], fleet_figs)
     assert w.evidence["outliers"][0]["off_pct"] == 12.35 and w.values["below_median_pct"].value == 12.35
     # a fleet whose median is small but positive is judged
     small = [_fig(f"n{i}", 0.5, "stress.x:lat_gbps", "GB/s") for i in range(10)]
-    [w] = judge_run_of([Figure("me", "gpu0", MODEL, "stress.x:lat_gbps", 0.25, "GB/s")], small)
+    [w] = judge_run_of([FleetFigure("me", "gpu0", MODEL, "stress.x:lat_gbps", 0.25, "GB/s")], small)
     assert w.verdict is Verdict.WARN and w.values["below_median_pct"].value == 50.0
 
 

@@ -152,6 +152,23 @@ def test_no_module_passes_the_line_limit(module):
     assert lines <= MAX_LINES, f"{MODULES[module].relative_to(PACKAGE.parent)} has {lines} lines (at most {MAX_LINES})"
 
 
+def _public_classes(paths) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                found.setdefault(node.name, []).append(str(path))
+    return found
+
+
+def test_no_two_public_classes_share_a_name():
+    """One name, one thing: two Finding classes (a check's judgement and a person's finding), two
+    Figures, two Journals and a Reporter protocol beside its pipe had each been read as the other."""
+    shared = {name: where for name, where in _public_classes(sorted(MODULES.values())).items() if len(where) > 1}
+    assert not shared, "classes of one name in several modules: " + "; ".join(
+        f"{name} in {', '.join(where)}" for name, where in sorted(shared.items())).replace(f"{PACKAGE.parent}/", "")
+
+
 def test_the_structure_test_sees_the_violations_it_names():
     """The test bites: a made-up upward import, circle and private import are each found."""
     fake = {"nodeqc.core.a": [(3, "nodeqc.run.b", [])], "nodeqc.run.b": [(5, "nodeqc.core.a", ["_x"])]}
@@ -168,3 +185,11 @@ def test_the_structure_test_sees_the_violations_it_names():
             test_no_module_imports_its_importer()
     finally:
         GRAPH, MODULES = saved
+
+
+def test_a_class_name_in_two_modules_is_found(tmp_path):
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("class Finding:\n    pass\n\nclass _Own:\n    pass\n")
+    (tmp_path / "c.py").write_text("class _Own:\n    pass\n")
+    found = {k: len(v) for k, v in _public_classes([tmp_path / n for n in ("a.py", "b.py", "c.py")]).items()}
+    assert found == {"Finding": 2}

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 import platformdirs
 
-from nodeqc.checks.fleet import HIGHER_BETTER_UNITS, LOWER_BETTER_UNITS, Figure, Outlier
+from nodeqc.checks.fleet import HIGHER_BETTER_UNITS, LOWER_BETTER_UNITS, FleetFigure, Outlier
 from nodeqc.archive.standing import judged, open_labels, walked
 from nodeqc.archive.watch import last_cleared, validity
 from nodeqc.checks.fleet import outliers as find_outliers
@@ -261,7 +261,7 @@ def fleet(entries: list[Any], outlier_pct: float, min_fleet: int, now: datetime 
     # Each node's reports down to its newest complete, full run: its open failures (nodeqc.archive.standing).
     walks = {node: walked(es) for node, es in by_node.items()}
     extracts = read_extracts([e for w in walks.values() for e in w], cache)
-    figures = [Figure(e.node, s, sku, m, v, u) for e in newest.values()
+    figures = [FleetFigure(e.node, s, sku, m, v, u) for e in newest.values()
                for s, sku, m, v, u in extracts[e.sha256]["figures"]]
     found, dists = find_outliers(figures, outlier_pct, min_fleet)
     outliers_of: dict[str, list[Outlier]] = {}
@@ -311,17 +311,17 @@ def _parse(stamp: str) -> datetime:
 
 
 def fleet_figures(entries: list[Any], exclude_node: str, simulated: bool,
-                  cache: FigureCache | None = None) -> list[Figure]:
+                  cache: FigureCache | None = None) -> list[FleetFigure]:
     """The figures of every other node's newest report, real and simulated kept apart."""
     newest: dict[str, Any] = {}
     for e in entries:
         if e.node != exclude_node and e.simulated == simulated and e.node not in newest:
             newest[e.node] = e
     extracts = read_extracts(newest.values(), cache)
-    return [Figure(e.node, s, sku, m, v, u) for e in newest.values()
+    return [FleetFigure(e.node, s, sku, m, v, u) for e in newest.values()
             for s, sku, m, v, u in extracts[e.sha256]["figures"]]
 
 
-def own_figures(node: str, gpus: list[dict[str, Any]], checks: list[dict[str, Any]]) -> list[Figure]:
+def own_figures(node: str, gpus: list[dict[str, Any]], checks: list[dict[str, Any]]) -> list[FleetFigure]:
     got = extract({"gpus": gpus, "checks": checks})
-    return [Figure(node, s, sku, m, v, u) for s, sku, m, v, u in got["figures"]]
+    return [FleetFigure(node, s, sku, m, v, u) for s, sku, m, v, u in got["figures"]]

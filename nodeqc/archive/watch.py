@@ -68,7 +68,7 @@ XID_CODES = frozenset({"XID", "KERNEL_XID"} | {code for code in REMEDIATION if c
 
 
 @dataclass
-class Finding:
+class WatchFinding:
     check: str
     subject: str
     code: str
@@ -101,7 +101,7 @@ class WatchState:
     hostname: str = ""
     simulated: bool = False
     updated_at: float = 0.0
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[WatchFinding] = field(default_factory=list)
     # What the last pass read, so the next judges growth from there: GPU counters by serial, the
     # host's EDAC/AER counters, each NIC's link counters by name, the GPUs seen (serial -> bus id),
     # and where the kernel log was read to (boot id, /dev/kmsg sequence number).
@@ -142,7 +142,7 @@ def _state(data: Any) -> WatchState:
     for f in data.get("findings") or []:
         if not isinstance(f, dict):
             raise TypeError("a finding is not an object")
-        findings.append(Finding(str(f["check"]), str(f["subject"]), str(f["code"]), str(f["verdict"]),
+        findings.append(WatchFinding(str(f["check"]), str(f["subject"]), str(f["code"]), str(f["verdict"]),
                                 str(f["message"])[:2000], bool(f["sticky"]), _time(f["first_seen"]),
                                 _time(f["last_seen"])))
     readings = data.get("readings") or {}
@@ -194,7 +194,7 @@ def state_lock(node: str, root: str | Path | None = None) -> Any:
         os.close(fd)
 
 
-def merge(state: WatchState, seen: list[Finding], now: float, qualified_at: float | None) -> WatchState:
+def merge(state: WatchState, seen: list[WatchFinding], now: float, qualified_at: float | None) -> WatchState:
     """The state after a pass at `now` that saw `seen`: a finding seen again keeps when it was first
     seen (and becomes sticky if it now is); findings that no longer stand are dropped."""
     by_key = {f.key: f for f in state.findings}
@@ -214,7 +214,7 @@ def _worse(a: str, b: str) -> str:
     return "fail" if "fail" in (a, b) else a
 
 
-def needs_requalification(state: WatchState | None, qualified_at: float | None, now: float) -> list[Finding]:
+def needs_requalification(state: WatchState | None, qualified_at: float | None, now: float) -> list[WatchFinding]:
     """The sticky findings that stand: each ends the node's latest qualification."""
     if state is None:
         return []
@@ -222,7 +222,7 @@ def needs_requalification(state: WatchState | None, qualified_at: float | None, 
 
 
 def effective_valid_until(valid_until: str | None, finished_at: str | None, state: WatchState | None,
-                          now: float | None = None) -> tuple[str | None, list[Finding]]:
+                          now: float | None = None) -> tuple[str | None, list[WatchFinding]]:
     """A report's valid_until as the watch leaves it: ended when a sticky finding that stands was
     first seen (never later than the report's own), with those findings. The report's finished_at
     is when it qualified the node: a finding first seen before it was there for the report to judge."""
@@ -253,7 +253,7 @@ def parse_stamp(text: str | None) -> float | None:
         return None
 
 
-def why(findings: list[Finding], most: int = 2) -> str:
+def why(findings: list[WatchFinding], most: int = 2) -> str:
     """'watch: health.xid gpu3 XID since 2026-11-27T02:00:00Z (+1 more)': the reason a row shows."""
     if not findings:
         return ""

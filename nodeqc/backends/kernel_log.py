@@ -134,7 +134,7 @@ class Kmsg(KernelLog):
             self.fd = -1
 
 
-class Journal(KernelLog):
+class JournalctlLog(KernelLog):
     """`journalctl -k -o json --since @EPOCH`: the kernel's messages the journal kept."""
 
     source = "journalctl -k"
@@ -213,7 +213,7 @@ def open_kernel_log(path: str = KMSG, after_seq: int | None = None, since: float
         probe = subprocess.run(["journalctl", "-k", "-n", "1", "-o", "json", "--no-pager"],
                                capture_output=True, text=True, timeout=30)
         if probe.returncode == 0 and probe.stdout.strip():
-            return Journal(since)
+            return JournalctlLog(since)
         reason += "; journalctl -k shows nothing (run as root, or in the systemd-journal/adm group)"
     else:
         reason += "; no journalctl"

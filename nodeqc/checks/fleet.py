@@ -24,7 +24,7 @@ DEFAULT_MIN_FLEET = 10
 
 
 @dataclass(frozen=True)
-class Figure:
+class FleetFigure:
     node: str
     subject: str  # gpu3 or node
     sku: str  # the GPU model, or "8x MODEL" for node figures
@@ -59,7 +59,7 @@ class Distribution:
 
 @dataclass(frozen=True)
 class Outlier:
-    figure: Figure
+    figure: FleetFigure
     median: float
     off_pct: float  # how far on the bad side of the median, in percent
     percentile: float
@@ -71,15 +71,15 @@ class Outlier:
                 f"fleet median {self.median:g} (percentile {self.percentile:g}, {f.sku})")
 
 
-def _groups(figures: list[Figure]) -> dict[tuple[str, str], list[tuple[int, Figure]]]:
+def _groups(figures: list[FleetFigure]) -> dict[tuple[str, str], list[tuple[int, FleetFigure]]]:
     """The figures by SKU and measure, each with its place in `figures`."""
-    groups: dict[tuple[str, str], list[tuple[int, Figure]]] = {}
+    groups: dict[tuple[str, str], list[tuple[int, FleetFigure]]] = {}
     for i, f in enumerate(figures):
         groups.setdefault((f.sku, f.measure), []).append((i, f))
     return groups
 
 
-def _distribution(sku: str, measure: str, fs: list[tuple[int, Figure]]) -> Distribution:
+def _distribution(sku: str, measure: str, fs: list[tuple[int, FleetFigure]]) -> Distribution:
     values = sorted(f.value for _, f in fs)
     median = statistics.median(values)
     mad = statistics.median(abs(v - median) for v in values)
@@ -88,7 +88,7 @@ def _distribution(sku: str, measure: str, fs: list[tuple[int, Figure]]) -> Distr
                         median, mad, q[0], q[-1], tuple(values))
 
 
-def distributions(figures: list[Figure]) -> dict[tuple[str, str], Distribution]:
+def distributions(figures: list[FleetFigure]) -> dict[tuple[str, str], Distribution]:
     return {key: _distribution(*key, fs) for key, fs in _groups(figures).items()}
 
 
@@ -97,7 +97,7 @@ def _off_pct(value: float, higher_better: bool, median: float) -> float:
     return (median - value) / median * 100 if higher_better else (value - median) / median * 100
 
 
-def outliers(figures: list[Figure], outlier_pct: float = DEFAULT_OUTLIER_PCT,
+def outliers(figures: list[FleetFigure], outlier_pct: float = DEFAULT_OUTLIER_PCT,
              min_fleet: int = DEFAULT_MIN_FLEET) -> tuple[list[Outlier], dict[tuple[str, str], Distribution]]:
     """Every figure more than outlier_pct on the bad side of its SKU's and measure's median, where
     that fleet has at least min_fleet nodes; worst first (ties in the figures' order)."""
@@ -122,7 +122,7 @@ def outliers(figures: list[Figure], outlier_pct: float = DEFAULT_OUTLIER_PCT,
     return [o for _, _, o in found], dists
 
 
-def judge_run(own: list[Figure], fleet: list[Figure], outlier_pct: float = DEFAULT_OUTLIER_PCT,
+def judge_run(own: list[FleetFigure], fleet: list[FleetFigure], outlier_pct: float = DEFAULT_OUTLIER_PCT,
               min_fleet: int = DEFAULT_MIN_FLEET) -> list[Any]:
     """This run's figures against the fleet's (other nodes' newest reports): a warning per GPU or
     node with figures more than outlier_pct on the bad side of the fleet median, with percentiles.

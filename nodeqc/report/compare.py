@@ -31,7 +31,7 @@ def _is_number(x: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class Figure:
+class FigureChange:
     name: str
     old: Any
     new: Any
@@ -68,7 +68,7 @@ class Change:
     subject: str
     old: str | None  # verdict, None when the check is not in that report
     new: str | None
-    figures: list[Figure] = field(default_factory=list)
+    figures: list[FigureChange] = field(default_factory=list)
 
     def __str__(self) -> str:
         verdicts = (f"{(self.old or 'not run').upper()} -> {(self.new or 'not run').upper()}"
@@ -154,12 +154,12 @@ def _result(p: dict[str, Any]) -> str:
     return text + (" (partial)" if p.get("partial") else "") + (" SIM" if p.get("simulated") else "")
 
 
-def _figures(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Figure]:
+def _figures(old: dict[str, Any], new: dict[str, Any]) -> dict[str, FigureChange]:
     """Every value of a check that both reports have, old -> new."""
     ov, nv = old.get("values") or {}, new.get("values") or {}
     key = new.get("key")
     names = ([key] if key in nv else []) + [k for k in nv if k != key]  # the key figure first
-    return {k: Figure(k, ov[k].get("value"), nv[k].get("value"), nv[k].get("unit") or "")
+    return {k: FigureChange(k, ov[k].get("value"), nv[k].get("value"), nv[k].get("unit") or "")
             for k in names if k in ov}
 
 

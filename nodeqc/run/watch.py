@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from nodeqc.archive.watch import (STICKY_CODES, XID_CODES, Finding, WatchState, last_cleared, load_state, merge,
+from nodeqc.archive.watch import (STICKY_CODES, XID_CODES, WatchFinding, WatchState, last_cleared, load_state, merge,
                                   needs_requalification, parse_stamp, save_state, state_lock)
 from nodeqc.backends.base import GpuCounters, GpuInfo, GpuSample, HostInfo, IbPort, NicInfo, XidEvent
 from nodeqc.backends.platform import HostCounters
@@ -80,9 +80,9 @@ class PassResult:
     duration_s: float = 0.0
     gpus: int = 0
     results: list[CheckResult] = field(default_factory=list)
-    seen: list[Finding] = field(default_factory=list)
-    standing: list[Finding] = field(default_factory=list)
-    requalify: list[Finding] = field(default_factory=list)
+    seen: list[WatchFinding] = field(default_factory=list)
+    standing: list[WatchFinding] = field(default_factory=list)
+    requalify: list[WatchFinding] = field(default_factory=list)
     qualified_at: float | None = None
     error: str | None = None  # why the node could not be judged
 
@@ -337,8 +337,8 @@ def _nic_results(obs: Observation, prev: dict[str, Any], profile: Any) -> list[C
     return out
 
 
-def finding(r: CheckResult, now: float) -> Finding:
-    return Finding(r.name, r.subject, r.code or "", "fail" if r.verdict is Verdict.FAIL else "warn", r.message,
+def finding(r: CheckResult, now: float) -> WatchFinding:
+    return WatchFinding(r.name, r.subject, r.code or "", "fail" if r.verdict is Verdict.FAIL else "warn", r.message,
                    sticky(r), now, now)
 
 

@@ -67,7 +67,7 @@ class Outcome:
 ProgressFn = Callable[[Task, float, dict[str, Any]], None]
 
 
-class Reporter:
+class PipeReporter:
     """The worker's side of the pipe: progress after each step of work, at most ~10 a second."""
 
     def __init__(self, conn: Connection):
@@ -132,7 +132,7 @@ def _worker_main(conn: Connection, spec: dict[str, Any], task: Task, log_path: s
     try:
         workload = resolve_workload(task.workload)
         device = open_device(spec, task)
-        result = workload(device, task.params, Reporter(conn))
+        result = workload(device, task.params, PipeReporter(conn))
         conn.send(("result", result))
     except GpuLostError as e:
         conn.send((STATUS_LOST, str(e)))

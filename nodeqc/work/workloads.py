@@ -17,7 +17,7 @@ from nodeqc.core.known_answer import (allreduce_expected, array_module, compare_
 
 
 class Reporter(Protocol):
-    """Where a workload says how far it is (nodeqc.work.workers.Reporter in a worker process)."""
+    """Where a workload says how far it is (nodeqc.work.workers.PipeReporter in a worker process)."""
 
     def progress(self, fraction: float, **figures: Any) -> None: ...
 
