@@ -380,3 +380,18 @@ def test_a_slow_set_up_cannot_squeeze_the_next_dtype_below_its_proof():
     # The schedule holds, give or take the cold products and a last step (32.8 s with and without
     # the minimum window, measured as this was written).
     assert 30 <= r["seconds"] <= 30 + 6 * 1.0, r["seconds"]
+
+
+def test_every_dtype_repeats_its_product_at_least_once_so_a_random_flip_is_caught_by_the_repeat():
+    """The burn's repeat comparison needs two results of the same product. A dtype whose one step
+    filled its whole window (a loaded host under time compression: run D of test_fault_detection
+    attributed gpu4's random flips to the peers alone, SDC_CROSS_GPU, for want of a repeat) had one,
+    and its repeat check did no work. Each dtype now checks at least twice."""
+    from nodeqc.backends.sim.faults import parse_fault
+
+    params = {"seconds": 30, "dtypes": ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8"], "seed": 1, "run_t0": 0.0}
+    # Time scale 1000: a step of the run's clock is a whole dtype's share.
+    flips = SimDevice(SimNode(load_scenario("h100"), [parse_fault("gpu0:bitflip_random")], time_scale=1000).compute_spec(), 0)
+    r = workloads.matmul_burn(flips, params, _Quiet())
+    assert all(m["checks"] >= 2 for m in r["dtypes"].values()), {d: m["checks"] for d, m in r["dtypes"].items()}
+    assert all(m["repeat_mismatch"] for m in r["dtypes"].values())

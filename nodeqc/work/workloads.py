@@ -22,6 +22,7 @@ class Reporter(Protocol):
     def progress(self, fraction: float, **figures: Any) -> None: ...
 
 STEP_S = 1.0  # seconds of work between progress reports, on the run's clock
+BURN_MIN_CHECKS = 2  # results of each dtype's product compared: a repeat needs a first
 # Real seconds the pulse test idles before each period, after reporting the previous span's end and
 # this period's start: the supervisor reads the driver's counters there within milliseconds (one
 # NVML call per GPU); a tenth of a second leaves room for a busy host, 0.4 s over a pulse test.
@@ -172,7 +173,9 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
             report.progress(min(1.0, (clock.now() - start) / seconds), bound="start", dtype=dtype)
             began = clock.now()
             until = max(start + seconds * (k + 1) / len(dtypes), began + BURN_MIN_WINDOW_SHARE * seconds / len(dtypes))
-            while clock.now() < until or checks == 0:
+            # Two checks at least: the repeat comparison needs two results of the same product (one
+            # step that filled the window, on a loaded host, left it nothing to compare).
+            while clock.now() < until or checks < BURN_MIN_CHECKS:
                 done_s += device.matmul_run(iters)
                 done_flops += flops * iters
                 fp = device.matmul_fingerprint()
