@@ -316,6 +316,27 @@ def test_an_impatient_ctrl_c_never_prints_a_traceback_and_exits_2(tmp_path):
         assert list(out.glob("*.journal.jsonl"))
 
 
+def test_ignoring_ctrl_c_survives_the_presses_pending_when_it_is_asked(monkeypatch):
+    """CPython runs a pending Ctrl-C's handler inside `signal.signal` before changing it: the call
+    that was to ignore Ctrl-C raised KeyboardInterrupt, uncaught, and the process ended -2 (the
+    torture test above, once under load). Each such press is taken and the call made again."""
+    import signal as sig
+
+    from nodeqc.cli import run as run_cli
+
+    calls = []
+
+    def pending_twice(signum, handler):
+        calls.append((signum, handler))
+        if len(calls) <= 2:
+            raise KeyboardInterrupt
+        return sig.SIG_DFL
+
+    monkeypatch.setattr(run_cli.signal, "signal", pending_twice)
+    run_cli.ignore_interrupts()
+    assert calls == [(sig.SIGINT, sig.SIG_IGN)] * 3
+
+
 def test_help_lists_every_command():
     """`nodeqc --help` names every command with what it does (fabric and capture were missing)."""
     from nodeqc.cli.main import COMMANDS, SUMMARIES

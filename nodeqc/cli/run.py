@@ -120,6 +120,21 @@ def run_summary(outcome: Any, partial: bool, simulated: bool) -> dict[str, Any]:
             "problems": problems}
 
 
+def ignore_interrupts() -> None:
+    """Ctrl-C ignored from here on, whatever is pending. `signal.signal` first runs the handler of a
+    Ctrl-C already received (CPython checks pending signals before it changes a handler), so a press
+    that lands just then raises KeyboardInterrupt out of the very call that was to ignore it; left
+    uncaught there, Python re-raised SIGINT and the process ended -2 after saying it was
+    interrupted (tests/test_cli.py, under load). Each retry takes one pending press; new ones stay
+    pending at most one at a time, so this ends."""
+    while True:
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            return
+        except KeyboardInterrupt:
+            continue
+
+
 class _graceful_abort:
     """First Ctrl-C (or SIGTERM, as Slurm sends) aborts the run cleanly, with a report; a second
     Ctrl-C quits at once."""
@@ -143,10 +158,13 @@ class _graceful_abort:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        # Asked to stop: what is left is writing out and exiting, which a press more must not cut.
+        # Ctrl-C goes straight from this handler to ignored, never back to Python's default between.
         for s, h in self.saved.items():
-            signal.signal(s, h)
-        if self.count:  # asked to stop: what is left is writing out and exiting, which a press more must not cut
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            if not (self.count and s == signal.SIGINT):
+                signal.signal(s, h)
+        if self.count:
+            ignore_interrupts()
 
 
 SCREENSHOT_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")  # formats Qt writes without plugins
