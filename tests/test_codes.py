@@ -308,3 +308,16 @@ def test_every_result_of_a_faulty_run_carries_a_code_its_family_declares(tmp_pat
     wrong = [f"{c['name']} {c['subject']}: {c['code']}" for c in coded
              if c["code"] not in family_of(c["name"]).codes and c["code"] not in ANY_CHECK]
     assert not wrong, wrong
+
+
+def test_advice_follows_the_diagnosis_where_it_ruled_out_the_codes_first_step():
+    from nodeqc.core.codes import DIAGNOSED_REMEDIATION, REMEDIATION, advice
+
+    at_full_clock = {"diagnosis": {"cause": "defect"}}
+    assert advice("HBM_SLOW", "gpu1", at_full_clock, "fail") == DIAGNOSED_REMEDIATION[("HBM_SLOW", "defect")]
+    # A warning of the same never advises an RMA; another cause keeps the code's own advice.
+    warned = advice("HBM_SLOW", "gpu1", at_full_clock, "warn")
+    assert "RMA the GPU" not in warned and "full clock" in warned
+    assert advice("HBM_SLOW", "gpu1", {"diagnosis": {"cause": "clocks_low"}}, "fail") == REMEDIATION["HBM_SLOW"]
+    assert advice("HBM_SLOW", "gpu1", None, "fail") == REMEDIATION["HBM_SLOW"]
+    assert all(code in REMEDIATION for code, _ in DIAGNOSED_REMEDIATION)

@@ -157,6 +157,16 @@ def test_run_c_finds_nothing_else(run_c):
     assert findings(run_c) == _all(RUN_C) | RUN_C_NODE
 
 
+def test_slow_hbm_at_full_memory_clock_is_advised_as_the_diagnosis_found_it(run_c):
+    """HBM_SLOW's own advice starts with checking the memory clock; once the diagnosis has found it
+    at its maximum (a new user's review, issue 29), the advice says so and goes on to the RMA."""
+    hbm = next(r for r in run_c.results if r.name == "stress.hbm_bandwidth" and r.subject == "gpu1")
+    assert hbm.code == "HBM_SLOW" and hbm.evidence["diagnosis"]["cause"] == "defect", hbm.message
+    advice = hbm.to_dict()["remediation"]
+    assert "full clock" in advice and "RMA the GPU" in advice
+    assert "nvidia-smi -q -d CLOCK" not in advice and "check that the memory clock" not in advice
+
+
 def test_bitflip_evidence_names_the_element_and_is_consistent(run_c):
     """The simulated GPU is wrong the same way every time: comparing repeats alone (gpu-burn's way)
     would pass it; the known answer and the other GPUs catch it."""

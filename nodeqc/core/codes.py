@@ -354,6 +354,20 @@ def verdict_counts(counts: dict[str, Any], skipped_codes: Any) -> dict[str, int]
     return {v: out[v] for v in COUNTED}
 
 
+# Advice for a code once the diagnosis (nodeqc.checks.diagnosis, evidence["diagnosis"]["cause"]) has
+# ruled out what the code's own advice asks to check first: HBM_SLOW's first step is the memory
+# clock, which a "defect" diagnosis found at its maximum.
+DIAGNOSED_REMEDIATION: dict[tuple[str, str], str] = {
+    ("HBM_SLOW", "defect"): "The memory ran at its full clock with no other process, power cap or throttling "
+                            "(see the diagnosis), so neither a clock nor another job explains the bandwidth: re-run "
+                            "once to confirm; if it stays below the floor the HBM or its controller is degraded: "
+                            "RMA the GPU.",
+    ("HBM_OUTLIER", "defect"): "This GPU's memory was at its full clock and still well below its siblings' "
+                               "bandwidth (see the diagnosis): re-run once to confirm; RMA the GPU if it stays "
+                               "the slow one.",
+}
+
+
 def remediation(code: str) -> str:
     """The code's advice as written, its placeholders unfilled (`-i N`: the GPU's index, DEFAULT_W:
     its default power limit); for one result, `advice`."""
@@ -390,6 +404,9 @@ def advice(code: str, subject: str = "", evidence: Any = None, verdict: str | No
     for each. A placeholder stays only where the result does not know the value. A WARN (`verdict`
     "warn") never advises an RMA (for_a_warning)."""
     text = remediation(code)
+    diagnosis = evidence.get("diagnosis") if isinstance(evidence, dict) else None
+    if isinstance(diagnosis, dict) and (code, diagnosis.get("cause")) in DIAGNOSED_REMEDIATION:
+        text = DIAGNOSED_REMEDIATION[(code, diagnosis["cause"])]
     if verdict == "warn":
         text = for_a_warning(text)
     per_gpu = evidence.get("per_gpu") if isinstance(evidence, dict) else None
