@@ -450,3 +450,16 @@ def test_profiles_extends_names_the_parents_not_the_profile_itself(name, extends
     """`nodeqc profiles h100` said `extends h100 -> generic`: the profile as its own parent."""
     lines = cli("profiles", name).stdout.splitlines()
     assert extends in lines, lines[:4]
+
+
+def test_out_is_made_where_missing_and_says_so_while_a_missing_archive_is_refused(tmp_path):
+    """--out is this run's destination: made, and said (a new user found it made silently while
+    --archive refused). --archive is a store that must exist: a mistyped one is refused."""
+    out = tmp_path / "a" / "b"
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--only", "inventory", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert f"--out {out}: created" in p.stderr and list(out.glob("*.report.json"))
+    again = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--only", "inventory", "--out", str(out))
+    assert "created" not in again.stderr
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--archive", str(tmp_path / "nowhere"))
+    assert p.returncode == 2 and "no such directory" in p.stderr and not (tmp_path / "nowhere").exists()

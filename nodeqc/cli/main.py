@@ -74,12 +74,13 @@ def _run_parser(prog: str = "nodeqc") -> Parser:
     p.add_argument("--gpu", metavar="LIST", action="append", help="test only these GPUs, as nodeqc numbers "
                    "them (gpu3): e.g. 3 or 0,2-3 (repeatable); the report is partial and names them: not a "
                    "qualification")
-    p.add_argument("--out", metavar="DIR", help="write the report here instead of the archive")
+    p.add_argument("--out", metavar="DIR", help="write the report here instead of the archive (made if missing)")
     p.add_argument("--operator", metavar="NAME", help="who ran the qualification (recorded)")
     p.add_argument("--ticket", metavar="ID", help="work ticket (recorded)")
     p.add_argument("--key", metavar="PEM", help="Ed25519 private key (PKCS#8 PEM) to sign with")
     p.add_argument("--sample-hz", type=positive_float, metavar="HZ", help="telemetry samples per second")
-    p.add_argument("--archive", metavar="DIR", help="the report archive (default: $NODEQC_ARCHIVE or the per-user one)")
+    p.add_argument("--archive", metavar="DIR", help="the report archive, an existing directory (default: "
+                   "$NODEQC_ARCHIVE or the per-user one)")
     p.add_argument("--retest", metavar="REPORT", nargs="?", const="", help="re-test after a repair: record the "
                    "previous report (REPORT, else this node's newest in the archive) and compare at the end; "
                    "done anyway when the archive holds an earlier report of this node")

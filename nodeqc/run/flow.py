@@ -113,8 +113,12 @@ def _gpus(hardware: Any) -> list[Any]:
 
 
 def ensure_writable(directory: Path) -> None:
+    """--out: made where missing, and said so (a destination for this run's files, unlike --archive,
+    a store that must exist: a mistyped archive would file reports where nobody looks)."""
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        if not directory.is_dir():
+            directory.mkdir(parents=True, exist_ok=True)
+            print(f"nodeqc: --out {directory}: created", file=sys.stderr)
         with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as e:
