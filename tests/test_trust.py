@@ -284,8 +284,19 @@ def test_verify_says_which_evidence_is_missing(tmp_path):
     p = cli("verify", str(report))
     assert p.returncode == 1 and "telemetry run.telemetry.csv.gz is missing" in p.stderr, p.stderr
     p = cli("verify", "--report-only", str(report))
-    assert p.returncode == 0 and "telemetry run.telemetry.csv.gz missing" in p.stdout, p.stdout
+    assert p.returncode == 0 and "evidence: not checked (--report-only)" in p.stdout, p.stdout
     assert verify_file(report, _trusted()).missing == ["telemetry run.telemetry.csv.gz"]
+
+
+def test_verify_report_only_reads_no_evidence_file_even_one_beside_it(tmp_path):
+    """--report-only verifies the report alone (issue 29: it read the journal beside it, so an
+    altered journal failed a check that was asked not to look at it)."""
+    report = _with_evidence(tmp_path)
+    with open(report.with_name("run.journal.jsonl"), "a") as f:
+        f.write('{"type":"check_finished"}\n')
+    assert cli("verify", str(report)).returncode == 1
+    p = cli("verify", "--report-only", str(report))
+    assert p.returncode == 0 and "evidence: not checked (--report-only)" in p.stdout, p.stdout + p.stderr
 
 
 def _trusted():

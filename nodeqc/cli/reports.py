@@ -34,7 +34,8 @@ def cmd_verify(argv: list[str]) -> int:
                    "otherwise); nodeqc-retest --fabric returns nodes to service from these lines alone")
     args = p.parse_args(argv)
     try:
-        verified = verify_file(Path(args.report), trusted_keys(args.pubkey))
+        # --report-only: the report alone; its evidence files are not read even where they lie beside it.
+        verified = verify_file(Path(args.report), trusted_keys(args.pubkey), evidence=not args.report_only)
         if verified.missing and not args.report_only:
             raise VerificationError(f"evidence missing: {', '.join(f'{m} is missing' for m in verified.missing)} "
                                     "(not beside the report; --report-only verifies the report alone)")
@@ -54,7 +55,7 @@ def cmd_verify(argv: list[str]) -> int:
               file=sys.stderr)
         return 1
     print(clean(line))
-    print(clean(f"evidence: {evidence_text(verified)}"))
+    print(clean("evidence: not checked (--report-only)" if args.report_only else f"evidence: {evidence_text(verified)}"))
     return 0
 
 
