@@ -129,7 +129,7 @@ def test_verdict_changes_and_figures():
     assert not c.regressed and c.changes == [] and c.quiet == 1
     new["checks"][1]["values"]["memory"]["value"] = 400.0  # a big move of a key figure is shown
     (change,) = compare(old, new).changes
-    assert change.kind == "CHANGED" and str(change.figures[0]) == "memory 503 -> 400 GiB (-103, -20.5%)"
+    assert change.kind == "CHANGED" and str(change.figures[0]) == "host memory 503 -> 400 GiB (-103, -20.5%)"
     assert FigureChange("x", 0, 3).pct is None and str(FigureChange("x", 0, 3)) == "x 0 -> 3 (+3)"
     assert str(FigureChange("link", "Gen5 x8", "Gen5 x16")) == "link Gen5 x8 -> Gen5 x16"
     # A GPU gone is a regression even when every result that remains passed.

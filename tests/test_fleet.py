@@ -265,7 +265,7 @@ def test_run_warns_as_a_fleet_outlier(tmp_path):
     p = cli("--headless", "--profile", str(prof), "--simulate", "hgx-h100", "--quick", "--sample-hz", "8",
             "--inject", "gpu3:slow=0.92", "--archive", str(root), "--only", "stress.burn,fleet")
     assert p.returncode == 0, p.stderr  # a warning, not a failure
-    assert re.search(r"WARN\s+fleet\.outlier\s+gpu3 .*bf16_tflops .* below the fleet median 761", p.stderr), p.stderr
+    assert re.search(r"WARN\s+fleet\.outlier\s+gpu3 .*bf16 rate .* below the fleet median 761", p.stderr), p.stderr
     assert "[FLEET_OUTLIER]" in p.stderr
 
 
@@ -348,13 +348,13 @@ def test_outliers_on_either_end_worst_first_ties_in_order():
     figs = [lat(f"n{i}", 2.0) for i in range(10)] + [lat("a", 2.5), lat("b", 3.0), lat("c", 2.5), lat("fast", 1.0)]
     found, _ = outliers(figs, 10, 10)
     assert [(o.figure.node, o.off_pct) for o in found] == [("b", 50.0), ("a", 25.0), ("c", 25.0)]
-    assert found[0].describe() == ("gpu0 latency_us 3 us is 50.0% above the fleet median 2 (percentile 96.4, "
+    assert found[0].describe() == ("gpu0 GPU-to-GPU latency 3 us is 50.0% above the fleet median 2 (percentile 96.4, "
                                    f"{MODEL})")
     # a rate with its one outlier at the low end only (the highest is on the good side)
     rates = [_fig(f"n{i}", 100.0) for i in range(10)] + [_fig("fast", 200.0), _fig("slow", 80.0)]
     found, _ = outliers(rates, 10, 10)
     assert [o.figure.node for o in found] == ["slow"]
-    assert found[0].describe() == f"gpu0 bf16_tflops 80 TFLOP/s is 20.0% below the fleet median 100 (percentile 4.2, {MODEL})"
+    assert found[0].describe() == f"gpu0 bf16 rate 80 TFLOP/s is 20.0% below the fleet median 100 (percentile 4.2, {MODEL})"
 
 
 def test_a_fleet_whose_median_is_zero_or_less_names_no_one():
@@ -379,8 +379,8 @@ def test_a_runs_warning_in_full_and_its_pass():
         ("fleet.outlier", "gpu2", Verdict.WARN, "FLEET_OUTLIER", "below_median_pct"),
         ("fleet.outlier", "gpu5", Verdict.WARN, "FLEET_OUTLIER", "below_median_pct")]
     w = results[0]
-    assert w.message == (f"gpu2 bf16_tflops 70 TFLOP/s is 30.0% below the fleet median 100 (percentile 0, {MODEL}); "
-                         f"gpu2 bf16_tflops 85 TFLOP/s is 15.0% below the fleet median 100 (percentile 0, {MODEL}): "
+    assert w.message == (f"gpu2 bf16 rate 70 TFLOP/s is 30.0% below the fleet median 100 (percentile 0, {MODEL}); "
+                         f"gpu2 bf16 rate 85 TFLOP/s is 15.0% below the fleet median 100 (percentile 0, {MODEL}): "
                          "it clears the floor but trails its fleet")
     assert (w.values["below_median_pct"].value, w.values["below_median_pct"].unit, w.values["percentile"].value) == \
         (30.0, "%", 0.0)
@@ -649,10 +649,10 @@ def test_each_plot_has_a_scale_names_its_outliers_and_says_when_it_is_too_small(
     text, _, _ = _page(tmp_path)
     page = _Page()
     page.feed(text)
-    bf16 = next(c for c in page.captions if c.startswith(f"{MODEL}: stress.burn:bf16_tflops"))
+    bf16 = next(c for c in page.captions if c.startswith(f"{MODEL}: bf16 rate (stress.burn), TFLOP/s"))
     assert "1 outlier(s): SN00002 gpu5 600 TFLOP/s" in bf16
     assert "SN00002 gpu5 600" in page.texts  # named in the plot too
-    assert "bf16_tflops (TFLOP/s)" in page.texts and "copy_gbps (GB/s)" in page.texts  # axis with unit
+    assert "bf16 rate (TFLOP/s)" in page.texts and "copy bandwidth (GB/s)" in page.texts  # axis with unit
     ticks = [float(t) for t in page.texts if re.fullmatch(r"-?[0-9.]+", t)]
     assert len(ticks) >= 6 and any(600 <= t <= 700 for t in ticks)  # a scale, not two ends
     small = [c for c in page.captions if c.startswith("NVIDIA A100")]

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from nodeqc.core.figures import label, measure_label
+
 MAX_PLOTS = 24
 NAMED_OUTLIERS = 4  # named in a plot; the caption names them all
 WORDS = {0: "fail", 1: "warn", 2: "warn", 3: "ok"}
@@ -241,7 +243,7 @@ def _strip(d: Any, outs: list[Any], pct: float, min_fleet: int) -> str:
         axis.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="112" y2="116" stroke="#555"/>'
                     f'<text x="{x(t):.1f}" y="127" font-size="10" text-anchor="middle">{t:g}</text>')
     axis.append(f'<text x="{width / 2:.0f}" y="141" font-size="10" text-anchor="middle">'
-                f'{e(d.measure.split(":", 1)[-1])} ({e(d.unit)})</text>')
+                f'{e(label(d.measure.split(":", 1)[-1], d.measure.split(":", 1)[0]))} ({e(d.unit)})</text>')
     marks = [f'<line x1="{x(d.median):.1f}" x2="{x(d.median):.1f}" y1="15" y2="112" stroke="#000"/>'
              f'<text x="{x(d.median):.1f}" y="11" font-size="10" text-anchor="middle">median {d.median:g}</text>']
     if judged:
@@ -259,7 +261,7 @@ def _strip(d: Any, outs: list[Any], pct: float, min_fleet: int) -> str:
             marks.append(f'<text x="{cx + (-5 if right else 5):.1f}" y="{62 + 11 * k}" font-size="10" fill="#c00" '
                          f'text-anchor="{"end" if right else "start"}" stroke="#fff" stroke-width="3" '
                          f'paint-order="stroke">{e(name)} {f.value:g}</text>')
-    title = f"{d.sku}: {d.measure} ({d.unit})"
+    title = f"{d.sku}: {measure_label(d.measure)}, {d.unit}"
     if not judged:
         why = (f"too small to judge: {d.nodes} node(s) of this SKU, fewer than min_fleet {min_fleet}"
                if d.nodes < min_fleet else "not judged: the median is not above zero")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodeqc.core.figures import label
 from nodeqc.core.model import Value
 from nodeqc.core.text import clean
 
@@ -36,6 +37,7 @@ class FigureChange:
     old: Any
     new: Any
     unit: str = ""
+    check: str | None = None  # the check whose figure it is: a key shared by checks is named by it
 
     @property
     def delta(self) -> float | None:
@@ -54,7 +56,7 @@ class FigureChange:
         return pct is None or abs(pct) >= NOTABLE_PCT
 
     def __str__(self) -> str:
-        text = f"{self.name} {Value(self.old)} -> {Value(self.new, self.unit)}"
+        text = f"{label(self.name, self.check)} {Value(self.old)} -> {Value(self.new, self.unit)}"
         if self.delta is not None:
             extra = [f"{self.delta:+.4g}"] + ([f"{self.pct:+.1f}%"] if self.pct is not None else [])
             text += f" ({', '.join(extra)})"
@@ -159,7 +161,8 @@ def _figures(old: dict[str, Any], new: dict[str, Any]) -> dict[str, FigureChange
     ov, nv = old.get("values") or {}, new.get("values") or {}
     key = new.get("key")
     names = ([key] if key in nv else []) + [k for k in nv if k != key]  # the key figure first
-    return {k: FigureChange(k, ov[k].get("value"), nv[k].get("value"), nv[k].get("unit") or "")
+    check = str(new.get("name")) if new.get("name") else None
+    return {k: FigureChange(k, ov[k].get("value"), nv[k].get("value"), nv[k].get("unit") or "", check)
             for k in names if k in ov}
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from nodeqc.backends.base import describe_unrecorded
 from nodeqc.core.codes import advice, not_applicable_reason, not_run_reason
+from nodeqc.core.figures import label
 from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.core.text import clean, subjects_text
 from nodeqc.report.answer import answer_lines, answer_of
@@ -51,7 +52,7 @@ def shared_detail(results: list[CheckResult]) -> str:
         lo, hi = min(numbers), max(numbers)
         unit = f" {figures[0].unit}" if figures[0].unit else ""
         span = f"{_short(lo)}{unit}" if _short(lo) == _short(hi) else f"{_short(lo)}..{_short(hi)}{unit}"
-        return f"{first.key} {span}"
+        return f"{label(first.key, first.name)} {span}"
     distinct = sorted({str(v) for v in figures})
     messages = {r.message for r in results}
     return (", ".join(distinct) if 0 < len(distinct) <= 2 else

@@ -113,12 +113,10 @@ def _gpus(hardware: Any) -> list[Any]:
 
 
 def ensure_writable(directory: Path) -> None:
-    """--out: made where missing, and said so (a destination for this run's files, unlike --archive,
-    a store that must exist: a mistyped archive would file reports where nobody looks)."""
+    """--out: made where missing, as its help says (a destination for this run's files, unlike
+    --archive, a store that must exist: a mistyped archive would file reports where nobody looks)."""
     try:
-        if not directory.is_dir():
-            directory.mkdir(parents=True, exist_ok=True)
-            print(f"nodeqc: --out {directory}: created", file=sys.stderr)
+        directory.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as e:
