@@ -13,7 +13,7 @@
 #
 # Needs mutmut (3.8) beside the project's dependencies, in a venv of its own:
 #   python3 -m venv /tmp/mutvenv && /tmp/mutvenv/bin/pip install mutmut numpy nvidia-ml-py cryptography \
-#       psutil platformdirs pytest pytest-timeout hypothesis
+#       psutil platformdirs pytest pytest-timeout pytest-xdist hypothesis
 set -eu
 cd "$(dirname "$0")/.."
 MUTMUT=${MUTMUT:-/tmp/mutvenv/bin/mutmut}

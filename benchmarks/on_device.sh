@@ -71,7 +71,8 @@ PY
     step cotenant python3 -m nodeqc --headless --profile "$profile" --quick --only stress.burn --out "$out/reports/cotenant"
     kill "$load" 2>/dev/null; wait "$load" 2>/dev/null
     grep -E "RESULT|ERROR|SKIP" "$out/cotenant.log" | head -n 4 | sed 's/^/on_device: cotenant | /' | tee -a "$out/summary.log"
-    step gpu-tests python3 -m pytest -q -p no:cacheprovider tests/test_gpu_real.py tests/test_kernels.py
+    # One process, without the suite's xdist options: the GPU machine's image has no pytest-xdist.
+    step gpu-tests python3 -m pytest -q -p no:cacheprovider -o addopts="-ra --strict-markers" tests/test_gpu_real.py tests/test_kernels.py
     grep -E "passed|failed|^FAILED" "$out/gpu-tests.log" | tail -n 6 | sed 's/^/on_device: gpu-tests | /' | tee -a "$out/summary.log"
     model=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr -c 'A-Za-z0-9\n' '-' | tr A-Z a-z)
     step capture python3 -m nodeqc capture "$out/capture-${model}.json"
