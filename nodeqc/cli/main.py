@@ -21,7 +21,7 @@ from nodeqc import __version__
 from nodeqc.cli.common import dcgm_level, duration, positive_float
 from nodeqc.cli.machines import cmd_capture, cmd_profiles, cmd_scenarios
 from nodeqc.cli.reports import cmd_compare, cmd_export, cmd_history, cmd_show, cmd_verify
-from nodeqc.cli.run import gui, headless, ignore_interrupts
+from nodeqc.cli.run import forget_interrupt, gui, headless, ignore_interrupts
 from nodeqc.core.arguments import Parser
 from nodeqc.core.errors import UsageError
 from nodeqc.core.text import clean
@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         # Quitting now: a further Ctrl-C must not interrupt the exit's own clean-up (a traceback from
         # an atexit callback, and an exit status other than 2).
         ignore_interrupts()
+        forget_interrupt()
         print("nodeqc: interrupted", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `nodeqc history | head`: the reader has gone, which is no error of ours

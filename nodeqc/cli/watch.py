@@ -78,6 +78,9 @@ def main(argv: list[str]) -> int:
                 return code
             sleep(interval)
     except KeyboardInterrupt:
+        from nodeqc.cli.run import forget_interrupt
+
+        forget_interrupt()  # the last pass's exit code, not a death by SIGINT under `python -m`
         return code
     finally:
         watcher.close()
