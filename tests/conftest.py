@@ -12,6 +12,9 @@ import pytest
 from hypothesis import Phase, settings
 
 ROOT = Path(__file__).resolve().parent.parent
+# Qt without a display, for every module that starts the app (tests/test_gui.py set it for itself
+# only: tests/test_watch.py's GUI test crashed its worker when run without it).
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 # Mutation testing (benchmarks/mutation.sh; pyproject's [tool.mutmut] passes --hypothesis-profile=mutation):
 # a property that fails a mutant only needs to fail. Shrinking its counterexample took 10-20 s a mutant.
