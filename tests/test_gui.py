@@ -828,6 +828,8 @@ def test_without_a_display_the_gui_says_so_in_one_line():
     (["gui", "--profile", "nope", "--simulate", "h100"], 'no profile named "nope"'),
     (["gui", "--simulate", "h100", "--screenshot", "/nonexistent/dir/x.png"], "no such directory"),
     (["--simulate", "h100", "--inject", "gpu9:lost"], "the simulated node has gpu0-gpu0"),
+    # offscreen, a screenshot taken when a run ends that never starts was a hang (2026-11-27)
+    (["--simulate", "h100", "--quick", "--screenshot", "shot.png"], "add --start to start it"),
 ])
 def test_bad_input_to_the_gui_is_one_line_and_exit_2(args, message):
     p = cli(*args, env={"QT_QPA_PLATFORM": "offscreen"})

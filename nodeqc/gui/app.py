@@ -49,6 +49,8 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
     size = window_size()
     if args.screenshot:
         shot = Path(args.screenshot)
+        if not args.start:  # the picture is taken when the run ends: without --start it never would (a hang)
+            raise UsageError(f"--screenshot {shot}: the window is saved when its run ends; add --start to start it")
         if not shot.parent.is_dir():
             raise UsageError(f"--screenshot {shot}: no such directory {shot.parent}")
     runs = RunFlow(args, argv)  # bad arguments end here, before any window opens
