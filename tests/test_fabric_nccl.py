@@ -296,6 +296,18 @@ def test_fabric_runs_the_all_reduce_through_its_workers_and_reports_it(tmp_path)
                                                             "elements wrong (element 0: 11, want 10)")
 
 
+def test_the_end_that_found_a_wrong_result_leads_the_pairs_error():
+    """The other end's lost store is the consequence of a rank that checked its result and left
+    (ConnectionError first, the wrong result after it, in a whole-suite run, 2026-11-27): the
+    finding leads, whichever end it came from."""
+    lost = {"value": None, "error": "rank 0: ConnectionError: the store closed the connection"}
+    wrong = {"value": None, "error": "rank 3: wrong all-reduce result: 1 of 1024 elements wrong (element 0: 11, "
+                                     "want 10) in 5 of 5 results; rank 2: ConnectionError: the store closed the connection"}
+    both = one_nccl_figure("a", "b", [("a", lost), ("b", wrong)])["error"]
+    assert both.startswith("b: rank 3: wrong all-reduce result") and "; a: rank 0: ConnectionError" in both
+    assert one_nccl_figure("a", "b", [("a", wrong), ("b", lost)])["error"].startswith("a: rank 3: wrong")
+
+
 def _gone(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] in ("Z", "X")

@@ -325,8 +325,10 @@ def one_nccl_figure(a: str, b: str, figures: list[tuple[str, dict[str, Any]]]) -
     out: dict[str, Any] = {"rail": "nccl", "direction": "both", "unit": "GB/s", "value": None}
     if errors:
         texts = list(dict.fromkeys(errors.values()))
+        # The end that found a wrong result first: the other end's errors may be its consequence.
+        ordered = sorted(errors.items(), key=lambda ne: not nccl_pair.leads_with_wrong_result(ne[1]))
         out["error"] = texts[0] if len(texts) == 1 and len(errors) == 2 else "; ".join(
-            f"{n}: {e}" for n, e in errors.items())
+            f"{n}: {e}" for n, e in ordered)
         return out
     skipped = list(dict.fromkeys(f["skipped"] for f in by_node.values() if f.get("skipped")))
     if skipped:

@@ -40,6 +40,12 @@ START_TIMEOUT_S = 120.0  # the peer's arrival, the TCP store and NCCL's set-up o
 MIN_ITERS = 5
 KILL_S = 10.0  # after the deadline: killing what hung and reaping it
 HANDSHAKE_OFFSET = 1  # the ends' agreement is on the store's port + 1
+WRONG_RESULT = "wrong all-reduce result"
+
+
+def leads_with_wrong_result(error: str) -> bool:
+    """An end's error whose first entry is a rank's wrong result (see run: it comes first)."""
+    return f": {WRONG_RESULT}: " in error.split("; ", 1)[0]
 
 
 def time_bound_s(seconds: float) -> float:
@@ -344,18 +350,19 @@ def run(index: int, host_a: str, port: int, seconds: float, *, names: tuple[str,
         _kill(p)  # what is left of its group (a store process whose rank is gone)
         p.join(timeout=1)
     reaper.done()
+    # A wrong result first: it is the finding, where the others may be its consequence (a rank that
+    # has checked its result and left closes the store its peers still use: their ConnectionError).
+    for rank in sorted(results):
+        r = results[rank]
+        if "error" not in r and r["wrong"]:
+            i, got = r["first"]
+            errors.append(f"rank {rank}: {WRONG_RESULT}: {r['wrong']} of {r['elements']} elements wrong "
+                          f"(element {i}: {got:g}, want {r['want']:g}) in {r['wrong_results']} of {r['iters']} results")
+    errors += [f"rank {rank}: {results[rank]['error']}" for rank in sorted(results) if "error" in results[rank]]
     for rank, code in crashed:
         errors.append(f"rank {rank} exited (code {code}) without a result")
     if hung:
         errors.append(f"{_ranks(hung)} gave no result within {START_TIMEOUT_S + seconds:g} s (hung; killed)")
-    for rank in sorted(results):
-        r = results[rank]
-        if "error" in r:
-            errors.append(f"rank {rank}: {r['error']}")
-        elif r["wrong"]:
-            i, got = r["first"]
-            errors.append(f"rank {rank}: wrong all-reduce result: {r['wrong']} of {r['elements']} elements wrong "
-                          f"(element {i}: {got:g}, want {r['want']:g}) in {r['wrong_results']} of {r['iters']} results")
     if errors:
         return {"value": None, "unit": "GB/s", "error": "; ".join(errors), "gpus": world}
     busbw = min(r["busbw"] for r in results.values())
