@@ -113,7 +113,9 @@ def test_a_fault_turns_its_tile_and_check_red_and_the_banner_says_why(qtbot, tmp
         assert tile.badge.text() == expected, subject
         assert ("DOWNTRAINED" in tile.pcie.text()) == (subject == "gpu3"), tile.pcie.text()
     gpu3 = window.tiles["gpu3"]
-    assert "Gen5 x8" in gpu3.pcie.text() and "PCIE_WIDTH" in gpu3.activity.full
+    # in words, the count first (the label elides its end), the code last (a bare code read as nothing)
+    assert "Gen5 x8" in gpu3.pcie.text() and gpu3.activity.full.startswith("2 failed: link at x8")
+    assert gpu3.activity.full.endswith("[PCIE_WIDTH]")
     border = QColor(gpu3.grab().toImage().pixel(1, gpu3.height() // 2))
     assert border.red() > 150 and border.green() < 80 and border.blue() < 80, border.name()
     healthy = QColor(window.tiles["gpu0"].grab().toImage().pixel(1, window.tiles["gpu0"].height() // 2))

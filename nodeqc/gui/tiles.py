@@ -159,8 +159,10 @@ class GpuTile(QFrame):
         failed = [r for r in self.results if r.verdict.blocks_qualification]
         if failed:
             first = failed[0]
-            more = f" +{len(failed) - 1}" if len(failed) > 1 else ""  # short: beside the ECC and XID badges
-            self.activity.setFullText(f"{first.code}{more}")  # checks and messages: the banner, the Checks tab
+            # Words, not a bare code ("PCIE_WIDTH +1" read as nothing at the rack): the first finding's
+            # message, the count in front where the label's elision cannot cut it; all in the tooltip.
+            count = f"{len(failed)} failed: " if len(failed) > 1 else ""
+            self.activity.setFullText(f"{count}{first.message} [{first.code}]")
             self.activity.setToolTip("\n".join(f"{r.name}: {r.message}" for r in failed))
         elif self.current:
             progress = f" {self.fraction:.0%}" if self.fraction is not None else ""
