@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
 
-from nodeqc.core.figures import label
+from nodeqc.core.figures import measure_label
 
 # Figures whose unit says which way is better: rates (higher) and latencies (lower).
 HIGHER_BETTER_UNITS = ("TFLOP/s", "GB/s", "Gb/s")
@@ -69,7 +69,7 @@ class Outlier:
     def describe(self) -> str:
         f = self.figure
         side = "below" if f.higher_better else "above"
-        return (f"{f.subject} {label(f.measure.split(':', 1)[1], f.measure.split(':', 1)[0])} {f.value:g} {f.unit} is {self.off_pct:.1f}% {side} the "
+        return (f"{f.subject} {measure_label(f.measure, with_check=False)} {f.value:g} {f.unit} is {self.off_pct:.1f}% {side} the "
                 f"fleet median {self.median:g} (percentile {self.percentile:g}, {f.sku})")
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from nodeqc.core.figures import label, measure_label
+from nodeqc.core.figures import measure_label
 
 MAX_PLOTS = 24
 NAMED_OUTLIERS = 4  # named in a plot; the caption names them all
@@ -243,7 +243,7 @@ def _strip(d: Any, outs: list[Any], pct: float, min_fleet: int) -> str:
         axis.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="112" y2="116" stroke="#555"/>'
                     f'<text x="{x(t):.1f}" y="127" font-size="10" text-anchor="middle">{t:g}</text>')
     axis.append(f'<text x="{width / 2:.0f}" y="141" font-size="10" text-anchor="middle">'
-                f'{e(label(d.measure.split(":", 1)[-1], d.measure.split(":", 1)[0]))} ({e(d.unit)})</text>')
+                f'{e(measure_label(d.measure, with_check=False))} ({e(d.unit)})</text>')
     marks = [f'<line x1="{x(d.median):.1f}" x2="{x(d.median):.1f}" y1="15" y2="112" stroke="#000"/>'
              f'<text x="{x(d.median):.1f}" y="11" font-size="10" text-anchor="middle">median {d.median:g}</text>']
     if judged:

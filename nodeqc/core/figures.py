@@ -91,8 +91,10 @@ def label(key: str, check: str | None = None) -> str:
     return key
 
 
-def measure_label(measure: str) -> str:
+def measure_label(measure: str, with_check: bool = True) -> str:
     """A fleet measure ("stress.burn:bf16_tflops", the check and its figure) as a person reads it:
-    the figure's label, its check after it ("bf16 rate (stress.burn)")."""
+    the figure's label, its check after it ("bf16 rate (stress.burn)") unless `with_check` is off."""
     check, _, key = measure.partition(":")
-    return f"{label(key, check)} ({check})" if key else measure
+    if not key:
+        return measure
+    return f"{label(key, check)} ({check})" if with_check else label(key, check)
