@@ -14,8 +14,8 @@ from nodeqc.backends.base import GpuInfo, GpuSample
 from nodeqc.backends.sim.compute import COLD_FIRST_PRODUCT_S, SimDevice
 from nodeqc.backends.sim.node import SimNode
 from nodeqc.backends.sim.scenario import load_scenario
-from nodeqc.checks.stress.pulse import (PULSE_DUTY, PULSE_MIN_SWING_SHARE, PULSE_PERIODS_S, judge_pulse, pulse_load,
-                                        pulse_params)
+from nodeqc.checks.stress.pulse import (PULSE_COMPRESSED_STALL_S, PULSE_DUTY, PULSE_MIN_SWING_SHARE,
+                                        PULSE_PERIODS_S, judge_pulse, pulse_load, pulse_params)
 from nodeqc.backends.sim.faults import parse_fault
 from nodeqc.core.model import Verdict
 from nodeqc.spec.profile import load_profile
@@ -169,6 +169,31 @@ def test_a_period_faster_than_any_host_paces_in_real_time_is_not_held_to_its_dut
         span["duty"] = 0.5
     periods[3]["duty"] = periods[4]["duty"] = 0.5
     assert judged(periods).verdict is Verdict.PASS
+
+
+def test_a_host_stall_a_compressed_clock_magnifies_is_said_and_not_judged():
+    """The flake of issue 30: a replayed H200 at ten times compression, its host stalled 0.7 s under
+    `pytest -n 4`: 7 of the 8 one-second periods had no burst. A real GPU's clock never compresses a
+    stall, so the same count there is judged."""
+    periods = spans()
+    one_s = periods[-1]
+    one_s.update(cycles=1, skipped=7, real_period_s=0.1)
+    r = judged(periods)
+    assert r.verdict is Verdict.PASS, r.message
+    assert r.evidence["load"][-1]["skips_not_judged"] == (
+        "7 of 8 periods at 1000 ms had no burst, 700 ms of real time on a compressed simulated clock: a stall "
+        f"of the host running it, under {PULSE_COMPRESSED_STALL_S:g} s")
+    # As long a stall as the allowance, even compressed, is judged.
+    one_s.update(cycles=5, skipped=20, real_period_s=PULSE_COMPRESSED_STALL_S / 20)
+    r = judged(periods)
+    assert (r.verdict, r.code) == (Verdict.ERROR, "PULSE_LOAD_NOT_REACHED")
+    assert "at the 1000 ms period 20 of 25 periods had no burst" in r.message
+    # The same 7 of 8 on a real clock (real period = period) is judged.
+    one_s.update(cycles=1, skipped=7, real_period_s=1.0)
+    r = judged(periods)
+    assert (r.verdict, r.code) == (Verdict.ERROR, "PULSE_LOAD_NOT_REACHED")
+    assert "at the 1000 ms period 7 of 8 periods had no burst" in r.message
+    assert "skips_not_judged" not in r.evidence["load"][-1]
 
 
 def test_a_pulse_with_no_swinging_period_is_not_a_pass():

@@ -48,6 +48,13 @@ PULSE_MAX_SKIPPED_PER_BURST = 3
 # 10-1000 times faster than real time, makes its 20 ms period 2 ms or less, which a Python worker
 # on a busy CPU cannot pace (nodeqc's choice: the shortest period the test runs on real GPUs).
 PULSE_MIN_REAL_PERIOD_S = 0.02
+# A compressed clock also magnifies the host's stalls: a test host that stalls a worker 0.7 s (four
+# test processes on two cores, 2026-11-27: a replayed H200 under `pytest -n 4`) skips 7 of the 8
+# one-second periods at ten times compression, where a real GPU at 1 s skipped none (real H100 and
+# H200 runs, tests/fixtures/real-2026-11-2*). Under compression, periods skipped for less than this
+# many real seconds in all are the test host's, said and not judged; on a real GPU's clock (real
+# time) every skipped period is judged (nodeqc's choice: three times the longest stall seen).
+PULSE_COMPRESSED_STALL_S = 2.0
 # ...and, from this period up, a swing of the power NVML reads (faster swings are averaged away by
 # NVML's power reading, which changes about ten times a second): the highest reading in the period
 # less the lowest at least this share of the enforced limit. Warmed, the H200's readings swung 86 W
@@ -139,8 +146,15 @@ def pulse_load(spans: list[dict[str, Any]], window: GpuTelemetry | None) -> tupl
             short.append(f"at the {ms} period the GPU computed {shown} of the time "
                          f"(planned {PULSE_DUTY[0]:g}-{PULSE_DUTY[1]:g})")
         if paced and skipped > PULSE_MAX_SKIPPED_PER_BURST * cycles:
-            short.append(f"at the {ms} period {skipped} of {cycles + skipped} periods had no burst "
-                         "(a burst overran into them, or the host started it late)")
+            stalled = skipped * real
+            if real < period - 1e-9 and stalled < PULSE_COMPRESSED_STALL_S:
+                entry["skips_not_judged"] = (
+                    f"{skipped} of {cycles + skipped} periods at {ms} had no burst, {stalled * 1000:.0f} ms of "
+                    f"real time on a compressed simulated clock: a stall of the host running it, under "
+                    f"{PULSE_COMPRESSED_STALL_S:g} s")
+            else:
+                short.append(f"at the {ms} period {skipped} of {cycles + skipped} periods had no burst "
+                             "(a burst overran into them, or the host started it late)")
         if period >= PULSE_SWING_MIN_PERIOD_S:
             swing, said = _phase_swing(span.get("power_read") or {}, steady)
             if swing is None:
