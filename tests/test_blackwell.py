@@ -283,7 +283,7 @@ def test_the_host_backend_reads_imex_from_the_process_list_devices_and_nodes_con
     (tmp_path / "proc/1").mkdir(parents=True)
     (tmp_path / "proc/1/comm").write_text("systemd\n")
     host = LinuxHost(tmp_path)
-    assert host._imex() == {"running": False, "channels": None, "nodes": None}
+    assert host._imex() == {"running": False, "channels": None, "nodes": None, "own": None}  # not the live host
     (tmp_path / "proc/4242").mkdir()
     (tmp_path / "proc/4242/comm").write_text("nvidia-imex\n")
     (tmp_path / "dev/nvidia-caps-imex-channels").mkdir(parents=True)
@@ -298,10 +298,31 @@ def test_the_host_backend_reads_imex_from_the_process_list_devices_and_nodes_con
     assert LinuxHost(tmp_path / "nowhere")._imex() is NA
 
 
+def test_the_live_host_names_itself_by_its_host_name_and_addresses():
+    import socket
+
+    from nodeqc.backends.host import LinuxHost
+
+    own = LinuxHost()._own_names()
+    assert socket.gethostname() in own and "127.0.0.1" in own
+    assert not [n for n in own if n.startswith("fe80")]  # link-local: no address of the domain's network
+
+
+def test_a_nodes_config_must_name_this_node():
+    from nodeqc.checks.host import imex_member
+
+    assert imex_member(["10.0.0.1", "10.0.0.2"], ["10.0.0.2", "tray2"]) is True
+    assert imex_member(["Tray2.rack7 "], ["10.0.0.9", "tray2.rack7"]) is True  # a host name, any case
+    assert imex_member(["10.0.0.1", "10.0.0.3"], ["10.0.0.2", "tray2"]) is False
+    assert imex_member(["10.0.0.1"], None) is None and imex_member(None, ["10.0.0.1"]) is None
+    assert imex_member([], ["10.0.0.1"]) is None
+
+
 @pytest.mark.parametrize("faults, codes", [
     ([], set()),
     (["host:imex_down"], {"IMEX_NOT_RUNNING"}),
     (["host:imex_no_channels", "host:imex_nodes=16"], {"IMEX_NO_CHANNELS"}),
+    (["host:imex_not_listed"], {"IMEX_SELF_MISSING"}),
 ])
 def test_imex_on_the_tray_and_its_faults(faults, codes, tmp_path_factory, signer):
     _, outcome = _run("gb200-nvl72-tray", faults, tmp_path_factory, signer, "gb200-nvl72-tray",
@@ -312,6 +333,11 @@ def test_imex_on_the_tray_and_its_faults(faults, codes, tmp_path_factory, signer
         assert "lists 16 node(s) of the domain's 18" in r.message and r.values["nodes_listed"].value == 16
     if not faults:
         assert r.verdict is Verdict.PASS and "lists the domain's 18 nodes" in r.message
+        assert r.values["self_listed"].value is True and "not checked" not in r.message
+    if faults == ["host:imex_not_listed"]:
+        # Eighteen listed, as the domain has: the count alone would have passed it.
+        assert r.verdict is Verdict.FAIL and r.values["nodes_listed"].value == 18
+        assert r.message.startswith("this node (10.0.0.1, sim-") and "is not among the 18 node(s)" in r.message
 
 
 def test_imex_faults_need_a_host_with_imex():

@@ -64,6 +64,7 @@ VALID = {
     "host0:imex_down": Fault("host", 0, "imex_down"),
     "host0:imex_no_channels": Fault("host", 0, "imex_no_channels"),
     "host0:imex_nodes=17": Fault("host", 0, "imex_nodes", 17),
+    "host0:imex_not_listed": Fault("host", 0, "imex_not_listed"),
     "host0:nvme_reset": Fault("host", 0, "nvme_reset"),
     "host0:iommu=DMA": Fault("host", 0, "iommu", "DMA"),
     "host0:bios=1.0": Fault("host", 0, "bios", "1.0"),

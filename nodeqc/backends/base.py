@@ -247,7 +247,8 @@ class HostInfo:
     peer_memory_module: Any = NA  # the GPUDirect RDMA module loaded ("nvidia_peermem"), "" if none
     # NVIDIA IMEX (multi-node NVLink memory export): {"running": bool, "channels": int (entries of
     # /dev/nvidia-caps-imex-channels; None where the directory is absent), "nodes": [addresses in its
-    # nodes config] (None where the file is absent)}; NA where the process list could not be read.
+    # nodes config] (None where the file is absent), "own": [this node's addresses and host names]
+    # (None where not read)}; NA where the process list could not be read.
     imex: Any = NA
 
     def to_dict(self) -> dict[str, Any]:

@@ -82,7 +82,18 @@ class LinuxHost(HostBackend):
                       for entry in proc.iterdir())
         channels_dir = self.root / IMEX_CHANNELS
         channels = sum(1 for _ in channels_dir.iterdir()) if channels_dir.is_dir() else None
-        return {"running": running, "channels": channels, "nodes": self._imex_nodes()}
+        return {"running": running, "channels": channels, "nodes": self._imex_nodes(), "own": self._own_names()}
+
+    def _own_names(self):
+        """What names this node in an IMEX nodes config: its IP addresses (link-local IPv6 aside) and
+        host names; None off the live host (psutil and the resolver see only the machine it runs on)."""
+        if self.root != Path("/"):
+            return None
+        names = {socket.gethostname(), socket.getfqdn()}
+        for addrs in psutil.net_if_addrs().values():
+            names.update(a.address.split("%")[0] for a in addrs if a.family in (socket.AF_INET, socket.AF_INET6)
+                         and not a.address.startswith("fe80"))
+        return sorted(n for n in names if n)
 
     def _imex_nodes(self):
         try:

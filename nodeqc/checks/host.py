@@ -58,6 +58,17 @@ def gpudirect_rdma(host: HostInfo) -> CheckResult:
                        values={"module": Value("none")}, key="module")
 
 
+def imex_member(listed: list[str] | None, own: list[str] | None) -> bool | None:
+    """Whether the nodes config names this node by one of its addresses or host names (host names
+    compared without case); None where either is unknown. A node missing from its own domain's list is
+    refused by its peers' daemons: the count of nodes alone passes a list with another address in
+    its place."""
+    if not listed or not own:
+        return None
+    mine = {str(n).lower() for n in own}
+    return any(str(n).strip().lower() in mine for n in listed)
+
+
 def imex(host: HostInfo, nodes: int) -> CheckResult:
     """A node of a multi-node NVLink domain (GB200/GB300 NVL72) shares GPU memory across the domain
     through IMEX: its daemon must run, its channels must exist, and its nodes config must list every
@@ -79,9 +90,17 @@ def imex(host: HostInfo, nodes: int) -> CheckResult:
     elif len(set(listed)) < nodes:
         findings.append(Judgement(Verdict.FAIL, "IMEX_NODES_MISSING", f"the IMEX nodes config lists {len(set(listed))} "
                                   f"node(s) of the domain's {nodes}"))
+    own = state.get("own")
+    member = imex_member(listed, own)
+    values["self_listed"] = Value(member)
+    if member is False:
+        shown = ", ".join(own[:4]) + (f" and {len(own) - 4} more" if len(own) > 4 else "")
+        findings.append(Judgement(Verdict.FAIL, "IMEX_SELF_MISSING", f"this node ({shown}) is not among the "
+                                  f"{len(set(listed))} node(s) the IMEX nodes config lists"))
     if not findings:
+        said = "" if member else "; whether it lists this node was not checked (its addresses were not read)"
         findings.append(Judgement(Verdict.PASS, None, f"nvidia-imex is running with {state['channels']} channel(s); its "
-                                  f"nodes config lists the domain's {len(set(listed))} nodes"))
+                                  f"nodes config lists the domain's {len(set(listed))} nodes{said}"))
     return fold(name, "node", findings, values, [], evidence={"imex": {**state, "nodes": (listed or [])[:64]}})
 
 

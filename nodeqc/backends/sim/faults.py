@@ -147,6 +147,8 @@ HOST_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "imex_down": (None, "the IMEX daemon (nvidia-imex) is not running"),
     "imex_no_channels": (None, "no IMEX channel device exists"),
     "imex_nodes": (_int(0, 1024), "the IMEX nodes config lists only this many nodes"),
+    "imex_not_listed": (None, "the IMEX nodes config lists the domain's other nodes and another address in "
+                              "place of this node's"),
     "no_mlxlink": (None, "NVIDIA MFT (mlxlink) is not installed: optical modules are read with ethtool -m"),
 }
 TARGETS = {"gpu": GPU_FAULTS, "nic": NIC_FAULTS, "host": HOST_FAULTS}

@@ -465,8 +465,11 @@ class SimHost(HostBackend):
         if "imex_nodes" not in host:
             return {"running": False, "channels": None, "nodes": None}
         listed = min(host["imex_nodes"], faults.get("imex_nodes", host["imex_nodes"]))
+        # This node is the domain's first address; not listed, the list starts at the second.
+        first = 2 if "imex_not_listed" in faults else 1
         return {"running": "imex_down" not in faults, "channels": 0 if "imex_no_channels" in faults else 1,
-                "nodes": [f"10.0.0.{i + 1}" for i in range(listed)]}
+                "nodes": [f"10.0.0.{i + first}" for i in range(listed)],
+                "own": ["10.0.0.1", self.node.scenario.data.get("hostname", f"sim-{self.node.scenario.name}")]}
 
 
 class SimNics(NicBackend):
