@@ -313,7 +313,9 @@ def measure(gpu: int, profile: str, quick_run: bool = True) -> Iterator[tuple[st
     d2d = _device_copy_gbps(cp, 2 << 30)
     dev.release()
     yield "hbm", {"ours_copy_gbps": h["copy_gbps"], "ours_triad_gbps": h["triad_gbps"], "d2d_copy_gbps": round(d2d, 1),
-                  "ratio": round(h["copy_gbps"] / d2d, 3), "target": 0.90}
+                  "ratio": round(h["copy_gbps"] / d2d, 3), "target": 0.90,
+                  # issue 30's target is 0.98; each copy kernel's rate, the best one's figure above
+                  "issue_target": 0.98, "copy_kernel": h.get("copy_kernel")}
 
     p = W.pcie_bandwidth(dev, {"bytes": 256 << 20, "trials": 5, "iters": 8, "min_seconds": 0}, _Quiet())
     h2d, d2h = _plain_copy_gbps(cp, 256 << 20)

@@ -314,6 +314,28 @@ def test_stream_kernels_then_a_planted_flip_is_found(device, where):
         device.release()
 
 
+def test_every_stream_copy_kernel_copies_every_vector_and_the_fastest_is_kept(device):
+    """Issue 30's copies with several loads in flight: a buffer whose length is no multiple of their
+    chunk (the tail's bounds), each kernel alone; then the kernel kept is the fastest measured."""
+    import cupy
+
+    from nodeqc.backends.cupy_compute import STREAM_COPIES
+
+    device.stream_setup((64 << 20) + 3 * 16)
+    try:
+        choice = device.stream_copy_choice()
+        assert set(choice["rates_gbps"]) == set(STREAM_COPIES) and all(v > 0 for v in choice["rates_gbps"].values())
+        assert choice["rates_gbps"][choice["kernel"]] == max(choice["rates_gbps"].values())
+        a, b, _ = device._stream
+        for kernel in STREAM_COPIES:
+            device._copy_kernel = kernel
+            b.fill(-1.0)
+            device.stream_run("copy", 1)
+            assert bool(cupy.array_equal(a, b)), kernel
+    finally:
+        device.release()
+
+
 def test_checksum_kernel_sees_a_planted_flip(device):
     import cupy
 

@@ -9,7 +9,7 @@ from typing import Any
 from nodeqc.core.resources import kernels_dir
 
 KERNELS = {
-    "stream": ("stream_copy", "stream_triad"),
+    "stream": ("stream_copy", "stream_copy_x4", "stream_copy_x8", "stream_triad"),
     "memtest": ("mt_write", "mt_check", "mt_invert"),
     "checksum": ("checksum_words",),
 }

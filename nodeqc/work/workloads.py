@@ -350,6 +350,7 @@ def hbm_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict
     nbytes, trials, iters = int(params["bytes"]), int(params["trials"]), int(params["iters"])
     min_wall_s, wall_start = float(params.get("min_wall_s", 0.0)), time.monotonic()
     per_copy = device.stream_setup(nbytes)  # bytes moved by one copy pass (read + write)
+    choice = device.stream_copy_choice()  # the copy kernel measured fastest here (None: one kernel)
     per_pass = {"copy": per_copy, "triad": per_copy * 3 // 2}
     best: dict[str, float] = {}
     passes = {"copy": 0, "triad": 0}  # timed passes of the buffer completed, for the verdict's proof of load
@@ -373,7 +374,8 @@ def hbm_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict
     return {"copy_gbps": round(best["copy"], 1), "triad_gbps": round(best["triad"], 1), "verified": wrong is None,
             "mismatch": wrong.to_dict() if wrong else None, "bytes": nbytes,
             "passes": passes, "planned_passes": trials * iters,
-            "moved_bytes": {kind: per_pass[kind] * done for kind, done in passes.items()}}
+            "moved_bytes": {kind: per_pass[kind] * done for kind, done in passes.items()},
+            **({"copy_kernel": choice} if choice else {})}
 
 
 def memory_test(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:

@@ -309,6 +309,10 @@ class SimDevice:
         self._stream_nominal = nbytes
         return 2 * nbytes
 
+    def stream_copy_choice(self) -> dict[str, Any] | None:
+        """None: the twin has one copy rate (its model's), no kernels to choose between."""
+        return None
+
     def stream_run(self, kind: str, iters: int) -> float:
         init, a = self._stream
         moved = (2 if kind == "copy" else 3) * self._stream_nominal * iters
