@@ -416,6 +416,15 @@ def test_hbm_floor(value, verdict):
     assert r["gpu0"].verdict is verdict and r["gpu0"].code == (None if verdict is Verdict.PASS else "HBM_SLOW")
 
 
+def test_the_copy_kernel_that_gave_the_figure_is_in_the_evidence():
+    """A real GPU's run measures its copy kernels and keeps the fastest (issue 30): the report says
+    which, with each one's rate; the twin, with one rate, says nothing of kernels."""
+    choice = {"kernel": "stream_copy_x4", "rates_gbps": {"stream_copy": 2840.0, "stream_copy_x4": 2995.5}}
+    r = judge_hbm([{**hbm_result(), "copy_kernel": choice}], min_hbm_gbps=100)
+    assert r["gpu0"].verdict is Verdict.PASS and r["gpu0"].evidence["copy_kernel"] == choice
+    assert "copy_kernel" not in (judge_hbm([hbm_result()], min_hbm_gbps=100)["gpu0"].evidence or {})
+
+
 # ---------------------------------------------------------------------- copies that came back wrong
 
 def test_hbm_corrupt_names_the_element():

@@ -71,7 +71,9 @@ def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[i
             findings.append(outlier)
         result = fold(name, g.subject, findings,
                       {"copy_gbps": Value(r["copy_gbps"], "GB/s"), "triad_gbps": Value(r["triad_gbps"], "GB/s")},
-                      [floor, profile.threshold("gpu", "max_outlier_pct")], key="copy_gbps")
+                      [floor, profile.threshold("gpu", "max_outlier_pct")], key="copy_gbps",
+                      # which copy kernel gave the figure, and each one's rate (a real GPU's run)
+                      evidence={"copy_kernel": r["copy_kernel"]} if r.get("copy_kernel") else None)
         expected = Expected.of(g)
         share = expected.share({"hbm": r["copy_gbps"]}, {"hbm": median} if median else None)
         return explain(result, Observed.of(g, windows.get(g.index)), expected, share, "the bandwidth test")
