@@ -195,3 +195,39 @@ def test_the_rate_is_the_sweeps_and_not_the_address_lines_round_trips(monkeypatc
     monkeypatch.setattr(slow_lines, "memtest_address_lines", lambda: (*real()[:2], 100.0))
     slow = memory_test(slow_lines, {"fraction": 0.9}, Progress())
     assert slow["gbps"] == plain["gbps"] and plain["gbps"] > 0
+
+
+# ---------------------------------------------------------------- a longer memory test ([run] quick_memtest_s)
+
+def test_the_program_repeats_whole_until_the_time_asked_and_sums_each_patterns_errors():
+    once = memory_test(device(["gpu0:badmem"], scale=100), {"fraction": 0.9}, Progress())
+    assert once["rounds"] == 1 and once["min_s"] == 0
+    dev = device(["gpu0:badmem"], scale=100)
+    start = dev.clock.now()
+    longer = memory_test(dev, {"fraction": 0.9, "min_s": 30.0}, Progress())
+    assert dev.clock.now() - start >= 30.0 and longer["rounds"] > 1
+    assert [p["pattern"] for p in longer["passes"]] == [p["pattern"] for p in once["passes"]]  # one entry a pattern
+    per_round = {p["pattern"]: p["errors"] for p in once["passes"]}
+    assert {p["pattern"]: p["errors"] for p in longer["passes"]} == {
+        k: v * longer["rounds"] for k, v in per_round.items()}  # a stuck bit found again every round
+    assert longer["errors"] == once["errors"] * longer["rounds"]
+
+
+def test_a_profile_lengthens_the_quick_memory_test_and_the_verdict_says_so():
+    from pathlib import Path
+
+    from nodeqc.backends.base import GpuInfo
+    from nodeqc.checks.stress.memory import judge_memtest, memtest_params
+    from nodeqc.spec.profile import Profile
+    from nodeqc.work.workers import STATUS_OK, Outcome, Task
+
+    h100 = load_profile("h100")
+    assert memtest_params(h100, quick=True)["min_s"] == 0 == memtest_params(h100, quick=False)["min_s"]  # once over
+    longer = Profile("t", Path("t.toml"), {**h100.data, "run": {**h100.data["run"], "quick_memtest_s": 120,
+                                                                "memtest_s": 600}})
+    assert memtest_params(longer, quick=True)["min_s"] == 120 and memtest_params(longer, quick=False)["min_s"] == 600
+    r = memory_test(device(scale=100), {"fraction": 0.9, "min_s": 20.0}, Progress())
+    gpu = GpuInfo(0, "NVIDIA H100 80GB HBM3", "GPU-0", "0000:01:00.0")
+    (v,) = judge_memtest([gpu], {0: Outcome(Task("memtest", 0, {}, 1.0), STATUS_OK, r)}, {}, h100)
+    assert v.verdict is Verdict.PASS and v.values["rounds"].value == r["rounds"] > 1
+    assert v.message.endswith(f", each {r['rounds']} times (20 s asked): no errors"), v.message

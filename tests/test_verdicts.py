@@ -624,7 +624,7 @@ def summary(r):
 
 
 MEM_FIRST = [{"address": "0x7f3a00000a28", "expected": "0x0", "actual": "0x2000", "xor": "0x2000"}]
-MEM_VALUES = {"coverage_pct": (89.7, "%"), "gbps": (2500.0, "GB/s"), "tested": (70.0, "GiB")}
+MEM_VALUES = {"coverage_pct": (89.7, "%"), "gbps": (2500.0, "GB/s"), "tested": (70.0, "GiB"), "rounds": (1, "")}
 P2P_VALUES = {"latency_us": (2.5, "us"), "p2p_bidir_gbps": (500.0, "GB/s"), "p2p_gbps": (300.0, "GB/s"),
               "slowest_pair_gbps": (300.0, "GB/s")}
 P2P_SLOW = ("median one-way bandwidth to its peers 300 GB/s is below the limit 350 GB/s; median two-way bandwidth to its "
@@ -880,10 +880,10 @@ def test_the_plan_takes_its_figures_from_the_profile():
     assert stress_burn.burn_params(p, False)["seconds"] == 600.0
     bare = Profile("t", Path("t.toml"), {"run": {"quick_burn_s": 30, "burn_s": 600}})
     assert stress_burn.burn_params(bare, True)["dtypes"] == ["fp32", "fp16"] and stress_memory.memtest_params(bare, True)["fraction"] == 0.9
-    assert stress_memory.memtest_params(p, True) == {"fraction": 0.5, "full": False, "retention_s": 0.0}
+    assert stress_memory.memtest_params(p, True) == {"fraction": 0.5, "full": False, "retention_s": 0.0, "min_s": 0.0}
     # A full run adds bit fade: data left alone for the profile's retention time.
     fade = Profile("t", Path("t.toml"), {"run": {"memtest_retention_s": 45}, "gpu": {"memtest_fraction": 0.5}})
-    assert stress_memory.memtest_params(fade, False) == {"fraction": 0.5, "full": True, "retention_s": 45.0}
+    assert stress_memory.memtest_params(fade, False) == {"fraction": 0.5, "full": True, "retention_s": 45.0, "min_s": 0.0}
     assert stress_memory.memtest_params(fade, True)["retention_s"] == 0.0
     assert stress_memory.hbm_params(p, True) == {"bytes": 1 << 30, "trials": 3, "iters": 10}
     assert stress_memory.hbm_params(p, False) == {"bytes": 1 << 30, "trials": 5, "iters": 10}

@@ -174,6 +174,10 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "quick_pulse_s": Spec("number", "seconds of the pulse test at each period with --quick", low=0.5),
         "memtest_retention_s": Spec("number", "seconds the full memory test leaves each bit-fade pattern "
                                     "alone before reading it back", low=0, high=86400),
+        "memtest_s": Spec("number", "the full memory test repeats its patterns until it has run this long "
+                          "(0: once)", low=0, high=86400),
+        "quick_memtest_s": Spec("number", "the quick memory test repeats its patterns until it has run this "
+                                "long (0: once)", low=0, high=86400),
     },
 }
 
@@ -189,7 +193,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
             "startup_timeout_s": 180, "memtest_retention_s": 60,
             # DCGM's targeted power runs 120 s by default; the pulse test 10 s per period (2 s with
             # --quick: 100 swings at 20 ms, 2 at 1 s).
-            "power_s": 120, "quick_power_s": 10, "pulse_s": 10, "quick_pulse_s": 2},
+            "power_s": 120, "quick_power_s": 10, "pulse_s": 10, "quick_pulse_s": 2,
+            # The memory test's patterns once over (0), by default: on an H100 the quick ones sweep
+            # 70 GiB five times in under 2 s (2026-11-26), where DCGM's memtest and cuda_memtest run
+            # minutes; a profile that wants their length asks for it here.
+            "memtest_s": 0, "quick_memtest_s": 0},
     "nic": {"streams": 4, "traffic_s": 10, "quick_traffic_s": 5},
 }
 

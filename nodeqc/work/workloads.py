@@ -378,56 +378,74 @@ def hbm_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dict
             **({"copy_kernel": choice} if choice else {})}
 
 
+# Wrong words kept with their addresses over every round (the count is exact): a stuck bit
+# repeats each round, and the first of them say where it is.
+MEMTEST_RECORDS_KEPT = 1024
+
+
 def memory_test(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
     """The pattern program over params['fraction'] of free device memory; every error is logged.
-    params['full'] adds the full-mode patterns, params['retention_s'] is the bit fade's wait."""
+    params['full'] adds the full-mode patterns, params['retention_s'] is the bit fade's wait. The
+    program runs once, then again whole until params['min_s'] run-clock seconds have passed (a
+    profile's longer memory test); each pattern's errors are summed over its rounds."""
     info = device.memtest_setup(float(params["fraction"]))
     program = memtest_program(info["words"], bool(params.get("full")))
-    retention_s = float(params.get("retention_s", 0))
+    retention_s, min_s = float(params.get("retention_s", 0)), float(params.get("min_s", 0))
     total, records, seconds, touched = 0, [], 0.0, 0.0
-    passes = []
+    errors = [0] * len(program)
     steps = sum(len(ops) for _, ops in program)
-    done = 0
+    clock = device.clock
+    done, rounds, start = 0, 0, clock.now()
+
+    def progress(found: int) -> None:
+        # The first round by its operations; the rounds after it by the time asked for.
+        share = done / steps if rounds == 0 else (clock.now() - start) / min_s
+        report.progress(min(1.0, share), errors=total + found, rounds=rounds + 1)
+
     device.set_load(0.8)
     try:
-        for name, ops in program:
-            found = 0
-            for op, kind, value, flag in ops:
-                count, recs, s = 0, [], 0.0
-                if op == "write":
-                    s = device.memtest_write(kind, value)
-                elif op == "check":
-                    count, recs, s = device.memtest_check(kind, value)
-                elif op == "invert":
-                    count, recs, s = device.memtest_invert(kind, value, flag)
-                elif op == "move":
-                    s = device.memtest_move(value, flag)
-                elif op == "wait":
-                    _idle(device, retention_s, lambda: report.progress(done / steps, errors=total + found))
-                    device.set_load(0.8)
-                else:
-                    count, recs, s = device.memtest_address_lines()
-                found += count
-                records += recs
-                if _TOUCHES[op]:
-                    # The rate is of the passes that sweep the buffer. The address lines' few words
-                    # cost host round trips and, in a fresh process, CuPy's indexing kernels' first
-                    # compilation: 0.568 s of a first call's 1.69 s on a real H100, which halved the
-                    # reported rate (1234.6 GB/s; 2860.6 from the same call's sweeps; 2026-11-27,
-                    # benchmarks/memtest_ops.py).
-                    seconds += s
-                touched += _TOUCHES[op] * info["bytes"]
-                done += 1
-                report.progress(done / steps, errors=total + found)
-            total += found
-            passes.append({"pattern": name, "errors": found})
+        while rounds == 0 or clock.now() - start < min_s:
+            done = 0
+            for k, (_, ops) in enumerate(program):
+                found = 0
+                for op, kind, value, flag in ops:
+                    count, recs, s = 0, [], 0.0
+                    if op == "write":
+                        s = device.memtest_write(kind, value)
+                    elif op == "check":
+                        count, recs, s = device.memtest_check(kind, value)
+                    elif op == "invert":
+                        count, recs, s = device.memtest_invert(kind, value, flag)
+                    elif op == "move":
+                        s = device.memtest_move(value, flag)
+                    elif op == "wait":
+                        _idle(device, retention_s, lambda: progress(found))
+                        device.set_load(0.8)
+                    else:
+                        count, recs, s = device.memtest_address_lines()
+                    found += count
+                    records += recs[:max(0, MEMTEST_RECORDS_KEPT - len(records))]  # the first ones tell
+                    if _TOUCHES[op]:
+                        # The rate is of the passes that sweep the buffer. The address lines' few words
+                        # cost host round trips and, in a fresh process, CuPy's indexing kernels' first
+                        # compilation: 0.568 s of a first call's 1.69 s on a real H100, which halved the
+                        # reported rate (1234.6 GB/s; 2860.6 from the same call's sweeps; 2026-11-27,
+                        # benchmarks/memtest_ops.py).
+                        seconds += s
+                    touched += _TOUCHES[op] * info["bytes"]
+                    done += 1
+                    progress(found)
+                total += found
+                errors[k] += found
+            rounds += 1
     finally:
         device.set_load(0.0)
         device.release()
     # fraction and patterns_planned: what was asked, for the verdict's proof of coverage.
     return {"bytes": info["bytes"], "free_bytes": info["free_bytes"], "fraction": float(params["fraction"]),
-            "patterns_planned": len(program),
-            "gbps": round(touched / seconds / 1e9, 1) if seconds else None, "passes": passes,
+            "patterns_planned": len(program), "rounds": rounds, "min_s": min_s,
+            "gbps": round(touched / seconds / 1e9, 1) if seconds else None,
+            "passes": [{"pattern": name, "errors": n} for (name, _), n in zip(program, errors)],
             "retention_s": retention_s if params.get("full") else 0,
             **decode_memtest_errors(total, records, info["base_address"])}
 

@@ -84,7 +84,8 @@ def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[i
 def memtest_params(profile: Profile, quick: bool) -> dict[str, Any]:
     """Quick mode runs the short pattern set; a full run adds the full-mode patterns and bit fade."""
     return {"fraction": profile.get("gpu", "memtest_fraction", 0.9), "full": not quick,
-            "retention_s": 0.0 if quick else float(profile.get("run", "memtest_retention_s"))}
+            "retention_s": 0.0 if quick else float(profile.get("run", "memtest_retention_s")),
+            "min_s": float(profile.get("run", "quick_memtest_s" if quick else "memtest_s", 0))}
 
 
 # How far below the asked fraction of free memory the memory test's buffer may fall: the buffer is
@@ -121,7 +122,7 @@ def judge_memtest(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: di
     def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
         values = {"errors": Value(r["errors"]), "tested": Value(round(r["bytes"] / GIB, 2), "GiB"),
                   "coverage_pct": Value(round(100 * r["bytes"] / r["free_bytes"], 1), "%"),
-                  "gbps": Value(r["gbps"], "GB/s")}
+                  "gbps": Value(r["gbps"], "GB/s"), "rounds": Value(int(r.get("rounds", 1)))}
         evidence = {"passes": r["passes"], "first_errors": r["first"]}
         if r["errors"]:
             e = r["first"][0]
@@ -136,9 +137,11 @@ def judge_memtest(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: di
                                values=values, evidence={**evidence, "fraction": r["fraction"],
                                                         "patterns_planned": r.get("patterns_planned")},
                                key="coverage_pct")
+        rounds = int(r.get("rounds", 1))
+        repeated = f", each {rounds} times ({fmt(r.get('min_s'), 's')} asked)" if rounds > 1 else ""
         return CheckResult(name, g.subject, Verdict.PASS,
                            f"{len(r['passes'])} patterns over {values['tested']} "
-                           f"({values['coverage_pct']} of free memory): no errors",
+                           f"({values['coverage_pct']} of free memory){repeated}: no errors",
                            values=values, evidence=evidence, key="errors")
 
     return each_gpu(name, gpus, outcomes, one)
