@@ -42,17 +42,23 @@ def _listed(root, *args):
     return [line.split()[0] + " " + line.split()[1] for line in p.stdout.splitlines()[1:]], p
 
 
-def test_real_runs_are_filed_by_serial_never_overwritten_and_listed(isolated_dirs):
+def test_runs_are_filed_by_serial_never_overwritten_and_listed(isolated_dirs):
+    """By default a simulated node's runs file in the per-user archive of simulated runs, apart from
+    the real nodes' (issue 29: the README's demo filed into the user's real archive)."""
     paths = []
     for extra in ([], ["--inject", "gpu0:pcie_width=8"]):
         p = cli("--headless", "--profile", "h100", "--simulate", "h100", *FAST, *extra)
         assert p.returncode in (0, 1), p.stderr
         paths.append(Path(p.stdout.strip().splitlines()[-1]))
-    root = isolated_dirs / "data" / "nodeqc" / "reports"
+    root = isolated_dirs / "data" / "nodeqc" / "simulated"
     assert {p.parent for p in paths} == {root / "SIM-H100-0001"} and paths[0] != paths[1]
     assert all(p.is_file() for p in paths)
-    assert node_reports("SIM-H100-0001") == [paths[1], paths[0]]  # the GUI's call, newest first
-    h = cli("history")
+    assert node_reports("SIM-H100-0001", root) == [paths[1], paths[0]]  # the GUI's call, newest first
+    assert not (isolated_dirs / "data" / "nodeqc" / "reports").exists()
+    real = cli("history")
+    assert real.returncode == 0 and real.stdout == "", real.stdout  # the real nodes' archive: none
+    assert "no reports in" in real.stderr and str(isolated_dirs / "data" / "nodeqc" / "reports") in real.stderr
+    h = cli("history", "--simulated")
     lines = h.stdout.splitlines()
     assert h.returncode == 0 and len(lines) == 3, h.stdout
     assert "FAIL SIM" in lines[1] and re.search(r"\.pcie_\w+ gpu0", lines[1]) and str(paths[1]) in lines[1]

@@ -49,10 +49,11 @@ def test_injected_fault_fails_with_exit_1(tmp_path):
 
 
 def test_report_goes_to_the_archive_by_default(isolated_dirs):
+    """A simulated node's: to the per-user archive of simulated runs, never among the real nodes'."""
     p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick")
     assert p.returncode == 0
     report = Path(p.stdout.strip().splitlines()[-1])
-    assert report.is_relative_to(isolated_dirs / "data" / "nodeqc" / "reports" / "SIM-H100-0001")
+    assert report.is_relative_to(isolated_dirs / "data" / "nodeqc" / "simulated" / "SIM-H100-0001")
     assert report.with_name(report.name.replace(".report.json", ".telemetry.csv.gz")).is_file()
 
 

@@ -20,10 +20,17 @@ REPORT_SUFFIX = ".report.json"
 EVIDENCE_SUFFIXES = (".journal.jsonl", ".telemetry.csv.gz")  # beside a report, by its stem (nodeqc.run.paths.RunPaths)
 
 
-def archive_root(override: str | Path | None = None) -> Path:
+def archive_root(override: str | Path | None = None, simulated: bool = False) -> Path:
+    """The archive: `override` (--archive), else $NODEQC_ARCHIVE, else the per-user one. A simulated
+    or replayed node's runs default to a per-user archive of their own ("simulated" beside "reports"):
+    a demo or a training run never lands among the real nodes that `history`, `fleet` and the
+    automatic re-test read (a twin's serial is the same on every run: its reports are one node's).
+    --archive or $NODEQC_ARCHIVE, named on purpose, hold both; simulated reports say so there."""
     if override:
         return Path(override)
-    return Path(os.environ.get(ARCHIVE_ENV) or platformdirs.user_data_path("nodeqc") / "reports")
+    if os.environ.get(ARCHIVE_ENV):
+        return Path(os.environ[ARCHIVE_ENV])
+    return platformdirs.user_data_path("nodeqc") / ("simulated" if simulated else "reports")
 
 
 def safe_name(text: str) -> str:

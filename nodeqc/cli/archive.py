@@ -23,6 +23,8 @@ def archive_parser(prog: str, description: str) -> Parser:
     p.add_argument("--since", metavar="DATE", help="finished at or after DATE (2026-11-01, 2026-11-01T08:00Z) "
                    "or within an age (7d, 12h)")
     p.add_argument("--archive", metavar="DIR", help="the report archive (default: $NODEQC_ARCHIVE or the per-user one)")
+    p.add_argument("--simulated", action="store_true", help="the per-user archive of simulated and replayed runs "
+                   "(--simulate, --replay file there by default, apart from the real nodes)")
     p.add_argument("--pubkey", metavar="PEM", action="append", help="trusted public key (repeatable); "
                    "default: your own key and those in the trusted-keys directory")
     return p
@@ -48,6 +50,15 @@ def parse_since(text: str) -> str:
     return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def chosen_archive(args: argparse.Namespace) -> Path:
+    """--archive, else the default: the real nodes' archive, or with --simulated the simulated runs'."""
+    from nodeqc.archive.filing import archive_root
+
+    if args.archive and not Path(args.archive).is_dir():
+        raise UsageError(f"--archive {args.archive}: no such directory")
+    return archive_root(args.archive, simulated=getattr(args, "simulated", False))
+
+
 def query(args: argparse.Namespace) -> list[Any]:
     """The reports the filters select, newest first; skipped files are warned about on stderr."""
     from nodeqc.archive.index import Archive  # here, not at the top: `nodeqc --help` need not load them
@@ -55,9 +66,7 @@ def query(args: argparse.Namespace) -> list[Any]:
     from nodeqc.report.keys import trusted_keys
 
     since = parse_since(args.since) if args.since else None
-    if args.archive and not Path(args.archive).is_dir():
-        raise UsageError(f"--archive {args.archive}: no such directory")
-    archive = Archive(args.archive, trusted_keys(args.pubkey))
+    archive = Archive(chosen_archive(args), trusted_keys(args.pubkey))
     entries = archive.reports(node=args.node, verdict=args.verdict, since=since, limit=getattr(args, "limit", None),
                               fabrics=getattr(args, "fabrics", False))
     for skipped in archive.skipped():

@@ -80,7 +80,8 @@ def _run_parser(prog: str = "nodeqc") -> Parser:
     p.add_argument("--key", metavar="PEM", help="Ed25519 private key (PKCS#8 PEM) to sign with")
     p.add_argument("--sample-hz", type=positive_float, metavar="HZ", help="telemetry samples per second")
     p.add_argument("--archive", metavar="DIR", help="the report archive, an existing directory (default: "
-                   "$NODEQC_ARCHIVE or the per-user one)")
+                   "$NODEQC_ARCHIVE or the per-user one; a simulated or replayed node's runs: the per-user "
+                   "archive of simulated runs, `nodeqc history --simulated` lists them)")
     p.add_argument("--retest", metavar="REPORT", nargs="?", const="", help="re-test after a repair: record the "
                    "previous report (REPORT, else this node's newest in the archive) and compare at the end; "
                    "done anyway when the archive holds an earlier report of this node")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nodeqc.cli.archive import archive_parser, query
+from nodeqc.cli.archive import archive_parser, chosen_archive, query
 from nodeqc.cli.common import check_output_file, positive_int
 from nodeqc.core.arguments import Parser
 from nodeqc.core.errors import UsageError
@@ -230,9 +230,7 @@ def _part_history(args: argparse.Namespace) -> int:
     from nodeqc.archive.parts import story
     from nodeqc.report.keys import trusted_keys
 
-    if args.archive and not Path(args.archive).is_dir():
-        raise UsageError(f"--archive {args.archive}: no such directory")
-    archive = Archive(args.archive, trusted_keys(args.pubkey))
+    archive = Archive(chosen_archive(args), trusted_keys(args.pubkey))
     chapters = story(archive, args.part)
     archive.close()
     if not chapters:

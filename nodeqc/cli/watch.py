@@ -37,7 +37,8 @@ def _parser() -> Parser:
     p.add_argument("--profile", metavar="NAME|PATH", default="auto", help="the limits to judge by (default: "
                    "auto, chosen from the GPUs found)")
     p.add_argument("--archive", metavar="DIR", help="the report archive, where the watch keeps its state beside "
-                   "the node's reports (default: $NODEQC_ARCHIVE or the per-user one)")
+                   "the node's reports (default: $NODEQC_ARCHIVE or the per-user one; with --simulate, the per-user "
+                   "archive of simulated runs)")
     p.add_argument("--simulate", metavar="NAME|PATH", help="watch a simulated node (nodeqc scenarios), as "
                    "found between qualifications: its injected faults have happened")
     p.add_argument("--inject", metavar="FAULT", action="append", default=[],
@@ -64,8 +65,11 @@ def main(argv: list[str]) -> int:
     textfile = Path(args.textfile) if args.textfile else None
     if textfile is not None:
         _check_textfile(textfile)
+    from nodeqc.archive.filing import archive_root
+
     hardware = hardware_for(args.simulate, None, args.inject, in_service=True)
-    watcher = Watcher(hardware, args.profile, args.archive, deadline)
+    watcher = Watcher(hardware, args.profile, str(archive_root(args.archive, simulated=args.simulate is not None)),
+                      deadline)
     interval = args.interval or DEFAULT_INTERVAL_S
     code = 2
     try:

@@ -83,7 +83,8 @@ def _parser() -> Parser:
     p.add_argument("--nodeqc", default="nodeqc", metavar="CMD", help="the command that runs nodeqc on the nodes")
     p.add_argument("--drain", action="store_true", help="--slurm: drain the nodes that fail, reason 'nodeqc: ...'")
     p.add_argument("--out", metavar="DIR", help="write the report here instead of the archive")
-    p.add_argument("--archive", metavar="DIR", help="the report archive (default: $NODEQC_ARCHIVE or the per-user one)")
+    p.add_argument("--archive", metavar="DIR", help="the report archive (default: $NODEQC_ARCHIVE or the per-user "
+                   "one; with --simulate, the per-user archive of simulated runs)")
     p.add_argument("--key", metavar="PEM", help="Ed25519 private key to sign with")
     p.add_argument("--operator", metavar="NAME")
     p.add_argument("--ticket", metavar="ID")
@@ -426,7 +427,7 @@ def _out_dir(args: argparse.Namespace, name: str) -> Path:
 
     if args.archive and not Path(args.archive).is_dir():
         raise UsageError(f"--archive {args.archive}: no such directory")
-    return node_dir(f"fabric-{name}", archive_root(args.archive))
+    return node_dir(f"fabric-{name}", archive_root(args.archive, simulated=args.simulate is not None))
 
 
 def _unique_stem(directory: Path, stem: str) -> str:

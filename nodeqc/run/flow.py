@@ -134,12 +134,19 @@ def signer_trust(signer: Any) -> dict[str, Any]:
     return {signer.keyid: (signer.public, f"this run's signing key {signer.path}")}
 
 
-def open_archive(directory: str | None) -> Any:
+def open_archive(directory: str | None, simulated: bool = False) -> Any:
+    """--archive, else the default archive (a simulated or replayed node's own: filing.archive_root)."""
+    from nodeqc.archive.filing import archive_root
     from nodeqc.archive.index import Archive
 
     if directory and not Path(directory).is_dir():
         raise UsageError(f"--archive {directory}: no such directory")
-    return Archive(directory)
+    return Archive(archive_root(directory, simulated))
+
+
+def is_simulated(args: argparse.Namespace) -> bool:
+    """Whether the arguments name a simulated or replayed node (its runs' default archive is its own)."""
+    return bool(getattr(args, "simulate", None) or getattr(args, "replay", None))
 
 
 def retest_mismatch(predicate: dict[str, Any], node: str) -> str | None:
@@ -279,7 +286,7 @@ class RunFlow:
         self.textfile = Path(args.prometheus_textfile) if args.prometheus_textfile else None
         if self.textfile:
             check_path(self.textfile)
-        self.archive = open_archive(args.archive)
+        self.archive = open_archive(args.archive, is_simulated(args))
         self.previous: tuple[Path, dict[str, Any]] | None = None  # the report the current run re-tests
         self.trusted: dict[str, Any] | None = None  # the key the current run's report must be signed with
 
@@ -301,7 +308,7 @@ class RunFlow:
         repair = repair or getattr(a, "repair", None)
         # A fresh look at the archive for each run: the window's runs are on threads of their own (an
         # index connection is its thread's), and the first run may have created the signing key.
-        self.archive = open_archive(a.archive)
+        self.archive = open_archive(a.archive, is_simulated(a))
         self.previous = previous_report(hardware, self.archive, str(retest) if retest else a.retest)
         repair_parts = list(getattr(a, "repair_part", None) or [])
         if repair_parts and not repair:
