@@ -196,7 +196,7 @@ def test_fp8_on_a_gpu_older_than_ada_is_not_run(device):
 
 @pytest.mark.skipif(GPUS < 2, reason="GPU-to-GPU tests need two or more GPUs")
 def test_p2p_and_nccl():
-    from nodeqc.backends.cupy_compute import CupyNodeDevices
+    from nodeqc.backends.cupy_node import CupyNodeDevices
     from nodeqc.work import workloads as W
 
     node = CupyNodeDevices(list(range(GPUS)))
@@ -233,7 +233,7 @@ def test_known_answer_flip_found_first_last_and_random(device, dtype):
 
 def _memtest_ops():
     """Every checking operation of the memory test program, quick and full: (pattern, step)."""
-    from nodeqc.work.workloads import memtest_program
+    from nodeqc.work.memtest import memtest_program
 
     for name, ops in memtest_program(1 << 20, full=True):
         for step, (op, kind, value, descending) in enumerate(ops):
@@ -249,7 +249,7 @@ def test_memtest_kernel_finds_a_word_planted_before_each_check(device, pattern, 
     import cupy
 
     from nodeqc.backends.sim.compute import expected_words
-    from nodeqc.work.workloads import memtest_program
+    from nodeqc.work.memtest import memtest_program
 
     info = device.memtest_setup(0.005)
     ops = dict(memtest_program(info["words"], full=True))[pattern]
@@ -359,7 +359,7 @@ def test_allreduce_result_checked_on_the_device_finds_a_planted_flip():
     after the all-reduce is reported by the workload with that GPU, element and bit."""
     import cupy
 
-    from nodeqc.backends.cupy_compute import CupyNodeDevices
+    from nodeqc.backends.cupy_node import CupyNodeDevices
     from nodeqc.work import workloads as W
 
     node = CupyNodeDevices(list(range(GPUS)))
@@ -385,7 +385,7 @@ def test_allreduce_result_checked_on_the_device_finds_a_planted_flip():
 def test_peer_copy_checked_on_the_receiving_gpu_finds_a_planted_flip():
     import cupy
 
-    from nodeqc.backends.cupy_compute import CupyNodeDevices
+    from nodeqc.backends.cupy_node import CupyNodeDevices
     from nodeqc.work import workloads as W
 
     node = CupyNodeDevices([0, 1])

@@ -180,7 +180,8 @@ def test_a_memory_test_short_of_its_coverage_is_not_judged():
         "stress.memtest", "gpu0", "error", "MEMTEST_LOAD_NOT_REACHED",
         "the memory test did not cover what it was asked to: tested 40 GiB, 50 % of the 80 GiB free, short of "
         "the 90 % asked (tolerance 0.5 %); not judged",
-        {"errors": (0, ""), "tested": (40, "GiB"), "coverage_pct": (50, "%"), "gbps": (2500.0, "GB/s")},
+        {"errors": (0, ""), "tested": (40, "GiB"), "coverage_pct": (50, "%"), "gbps": (2500.0, "GB/s"),
+         "rounds": (1, "")},
         "coverage_pct", [],
         {"passes": [{"pattern": f"p{k}", "errors": 0} for k in range(5)], "first_errors": [], "fraction": 0.9,
          "patterns_planned": 5})

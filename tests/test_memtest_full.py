@@ -14,7 +14,7 @@ from nodeqc.report.keys import create_key
 from nodeqc.run.runner import RunOptions, Runner
 from nodeqc.spec.profile import load_profile
 from nodeqc.spec.selection import Selection
-from nodeqc.work.workloads import ALL_ONES, MEMTEST_QUICK, memory_test, memtest_program
+from nodeqc.work.memtest import ALL_ONES, MEMTEST_QUICK, memory_test, memtest_program
 
 FULL_ONLY = ["walking ones and zeros, 8-bit", "walking ones and zeros, 32-bit", "modulo-20",
              "random sequence", "block move", "bit fade"]
@@ -151,7 +151,7 @@ def test_block_move_catches_a_copy_that_lands_wrong(monkeypatch):
 
 
 def test_the_wait_reports_progress_so_the_watchdog_sees_a_live_worker():
-    from nodeqc.work.workloads import _step
+    from nodeqc.work.steps import step_s as _step
 
     n = SimNode(load_scenario("hgx-h100"), [], time_scale=100)
     dev = SimDevice(n.compute_spec(), 0)

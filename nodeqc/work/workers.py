@@ -106,7 +106,8 @@ def open_device(spec: dict[str, Any], task: "Task") -> Any:
         from nodeqc.backends.sim.compute import SimDevice, SimNodeDevices
 
         return SimNodeDevices(spec, list(task.gpus)) if task.gpus else SimDevice(spec, task.gpu)
-    from nodeqc.backends.cupy_compute import CupyDevice, CupyNodeDevices
+    from nodeqc.backends.cupy_compute import CupyDevice
+    from nodeqc.backends.cupy_node import CupyNodeDevices
 
     origin = spec.get("clock", (1.0, None))[1]
     if task.gpus:
