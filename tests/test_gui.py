@@ -890,3 +890,46 @@ def test_the_printable_re_test_wraps_at_the_margin_and_is_titled_for_what_it_was
     assert doc.idealWidth() <= width + 1, doc.idealWidth()
     text = QTextDocumentFragment.fromHtml(html_text).toPlainText().replace("\u200b", "")
     assert long_path in text and "[ROW_REMAP_PENDING]" in text
+
+
+def test_the_printable_repair_lines_up_its_labels_and_values_as_the_run_does(qtbot, tmp_path):
+    """The PDF's repair block was the terminal's lines, padded for monospace: in the PDF's type the
+    statuses' padding did not line up and wrapped lines went back to the margin. Its rows are now
+    the run's kind of table: labels in one column, every value starting at one left edge."""
+    from PySide6.QtCore import QSizeF
+    from PySide6.QtGui import QFont, QTextDocument
+
+    from nodeqc.report.answer import repair_rows
+    from nodeqc.report.printable import field_table
+
+    repair = {"action": "reseated GPU 3 riser", "named": True, "parts": ["gpu3"],
+              "previous": {"path": "/srv/archive/node-20261127T002427Z.report.json", "sha256": "8b24d926a1d9eac1" * 4,
+                           "verdict": "FAIL"},
+              "outcomes": [{"subject": "gpu3", "check": "health.pcie_link", "code": "PCIE_WIDTH", "status": "FIXED",
+                            "identity": "GPU 3 (0000:61:00.0, serial SIM-HGXH100-0001-G3)"},
+                           {"subject": "gpu5", "check": "stress.hbm_bandwidth", "code": "HBM_SLOW",
+                            "status": "STILL FAILING", "identity": "GPU 5 (0000:c3:00.0, serial SIM-HGXH100-0001-G5)"}]}
+    predicate = {"verdict": "FAIL", "status": "complete", "checks": [], "node": {}, "profile": {}, "repair": repair}
+    html_text = summary_html(LoadedReport(tmp_path / "x.report.json", predicate, True, "signature: verified"))
+    rows = repair_rows(repair)
+    assert [label for label, _ in rows] == ["Repair", "Re-test of", "FIXED", "STILL FAILING"]
+    # The same structure as the run's block: one table of label and value cells.
+    block = html_text[html_text.index("<h2>Repair</h2>") + len("<h2>Repair</h2>"):html_text.index("<h2>The run</h2>")]
+    assert block.startswith("<table cellpadding='2'>") and block.count("<tr>") == len(rows)
+    assert block.count("<td nowrap>") == len(rows) and "white-space" not in block
+    run_block = html_text[html_text.index("<h2>The run</h2>") + len("<h2>The run</h2>"):html_text.index("<h2>All checks")]
+    assert run_block.startswith(field_table([])[:-len("</table>")])
+    # Laid out as the PDF is: the labels where the run's are, the values at one left edge right of them.
+    doc = QTextDocument()
+    doc.setDefaultFont(QFont("Sans Serif", 9))
+    doc.setHtml(html_text)
+    doc.setPageSize(QSizeF(595 - 72, 842 - 72))
+    where: dict[str, float] = {}
+    block_ = doc.begin()
+    while block_.isValid():
+        where.setdefault(block_.text().replace("\u200b", ""), doc.documentLayout().blockBoundingRect(block_).x())
+        block_ = block_.next()
+    labels = {where[label] for label, _ in rows[1:]} | {where["Driver"], where["Signature"]}
+    values = {where[text] for _, text in rows}
+    assert len(labels) == 1 and len(values) == 1 and values.pop() > labels.pop(), (labels, values)
+    assert doc.idealWidth() <= 595 - 72 + 1, doc.idealWidth()

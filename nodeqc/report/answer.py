@@ -366,15 +366,29 @@ def answer_lines(a: Answer, limit: int | None = None) -> list[str]:
 
 
 def repair_lines(repair: dict[str, Any]) -> list[str]:
+    """The repair block in the terminal's monospace: the action and the re-tested report, then each
+    part's status padded to one column (repair_rows says the same rows, for a table)."""
+    rows = repair_rows(repair)
+    heads = 2 if repair.get("action") else 1
+    return ([f"  repair: {text}" if label == REPAIR else f"  re-test of {text}" for label, text in rows[:heads]]
+            + [f"    {label:<13} {text}" if label else f"    {text}" for label, text in rows[heads:]])
+
+
+REPAIR, RETEST_OF = "Repair", "Re-test of"  # the labels of repair_rows' first rows
+
+
+def repair_rows(repair: dict[str, Any]) -> list[tuple[str, str]]:
+    """The repair block as (label, text) rows: what was repaired (REPAIR, when said), the re-tested
+    report (RETEST_OF), then each part's status (FIXED, STILL FAILING, ...) with what it was."""
     prev = repair.get("previous") or {}
-    out = [f"  repair: {repair['action']}"] if repair.get("action") else []
+    out = [(REPAIR, str(repair["action"]))] if repair.get("action") else []
     if repair.get("action") and repair.get("named") is False:
-        out[0] += " (names no part: counted as a repair of every failing part)"
+        out[0] = (REPAIR, out[0][1] + " (names no part: counted as a repair of every failing part)")
     elif repair.get("action") and repair.get("named"):
-        out[0] += f" (of {', '.join(map(str, repair.get('parts') or []))})" if repair.get("parts") else \
-            " (of no part that failed in the re-tested report)"
-    out.append(f"  re-test of {prev.get('path') or prev.get('report')} (sha256 {str(prev.get('sha256'))[:16]}, "
-               f"{'ABORTED' if prev.get('status') == 'aborted' else prev.get('verdict')})")
+        out[0] = (REPAIR, out[0][1] + (f" (of {', '.join(map(str, repair.get('parts') or []))})" if repair.get("parts")
+                                       else " (of no part that failed in the re-tested report)"))
+    out.append((RETEST_OF, f"{prev.get('path') or prev.get('report')} (sha256 {str(prev.get('sha256'))[:16]}, "
+                           f"{'ABORTED' if prev.get('status') == 'aborted' else prev.get('verdict')})"))
     statuses = subject_status(repair)
     by_subject: dict[str, list[dict[str, Any]]] = {}
     for o in repair.get("outcomes", []):
@@ -385,9 +399,9 @@ def repair_lines(repair: dict[str, Any]) -> list[str]:
         code = str(group[0].get("code")) + (f" -> {group[0]['code_now']}" if group[0].get("code_now") else "")
         since = sorted({str(o["report"]) for o in group if o.get("report") and o["report"] != prev.get("report")})
         where = f" (open since {', '.join(since)})" if since else ""
-        out.append(f"    {statuses[subject]:<13} {group[0].get('identity') or subject}: {checks} [{code}]{where}")
+        out.append((statuses[subject], f"{group[0].get('identity') or subject}: {checks} [{code}]{where}"))
     if not by_subject:
-        out.append("    (the re-tested report had no failures)")
+        out.append(("", "(the re-tested report had no failures)"))
     return out
 
 

@@ -21,7 +21,7 @@ from nodeqc.core.errors import UsageError
 from nodeqc.core.model import CheckResult
 from nodeqc.core.safefile import write_atomic
 from nodeqc.core.text import subjects_text
-from nodeqc.report.answer import COLOURS, SHOWN_ORDER, WORDS, answer_of, repair_lines
+from nodeqc.report.answer import COLOURS, REPAIR, RETEST_OF, SHOWN_ORDER, WORDS, answer_of, repair_rows
 from nodeqc.report.envelope import load
 from nodeqc.report.keys import trusted_keys
 from nodeqc.report.render import grouped, run_length, shared_detail
@@ -100,23 +100,23 @@ def summary_html(report: LoadedReport) -> str:
         out.append(f"<p>Not applicable to these GPUs: {e('; '.join(the_answer.not_applicable))}</p>")
     if the_answer.repair:
         # "Repair" where the technician said what was repaired (--repair); a re-test without it, such
-        # as the automatic one of a node with an earlier report, is a re-test.
+        # as the automatic one of a node with an earlier report, is a re-test. Its rows are a table
+        # like the run's: the terminal's padded lines did not line up in the PDF's proportional type.
         title = "Repair" if the_answer.repair.get("action") else "Re-test"
-        lines = "".join(f"<p style='margin:0; white-space:pre-wrap'>{e(line)}</p>"
-                        for line in repair_lines(the_answer.repair))
-        out.append(f"<h2>{title}</h2>{lines}")
+        rows = [(e(label) if label in (REPAIR, RETEST_OF) else f"<b>{e(label)}</b>", e(text))
+                for label, text in repair_rows(the_answer.repair)]
+        out.append(f"<h2>{title}</h2>{field_table(rows)}")
     out += [
-        "<h2>The run</h2><table cellpadding='2'>",
-        f"<tr><td>Driver</td><td>{e(node.get('driver_version'))}, CUDA {e(node.get('cuda_version'))}, "
-        f"{len(p.get('gpus', []))} GPU(s)</td></tr>",
-        f"<tr><td>Profile</td><td>{e(prof.get('name'))} (sha256 {e(str(prof.get('sha256'))[:16])})"
-        f"{' quick' if p.get('quick') else ''}</td></tr>",
-        f"<tr><td>Run</td><td>{e(p.get('started_at'))} to {e(p.get('finished_at'))} ({e(run_length(p))})</td></tr>",
-        f"<tr><td>Operator</td><td>{e(p.get('operator'))}"
-        + (f", ticket {e(p['ticket'])}" if p.get("ticket") else "") + "</td></tr>",
-        f"<tr><td>Report</td><td>{e(report.path)}</td></tr>",
-        f"<tr><td>Signature</td><td>{e(report.trust)}</td></tr>",
-        "</table>",
+        "<h2>The run</h2>",
+        field_table([
+            ("Driver", f"{e(node.get('driver_version'))}, CUDA {e(node.get('cuda_version'))}, "
+                       f"{len(p.get('gpus', []))} GPU(s)"),
+            ("Profile", f"{e(prof.get('name'))} (sha256 {e(str(prof.get('sha256'))[:16])})"
+                        f"{' quick' if p.get('quick') else ''}"),
+            ("Run", f"{e(p.get('started_at'))} to {e(p.get('finished_at'))} ({e(run_length(p))})"),
+            ("Operator", e(p.get("operator")) + (f", ticket {e(p['ticket'])}" if p.get("ticket") else "")),
+            ("Report", e(report.path)),
+            ("Signature", e(report.trust))]),
     ]
     checks = [CheckResult.from_dict(c) for c in p.get("checks", [])]
     rows = "".join(_check_row(group) for group in grouped(checks))
@@ -124,6 +124,13 @@ def summary_html(report: LoadedReport) -> str:
                f"cellpadding='2' style='font-size:7pt'><tr><th>Check</th><th>Subject</th><th>Verdict</th>"
                f"<th>Message</th></tr>{rows}</table>")
     return "".join(out)
+
+
+def field_table(rows: list[tuple[str, str]]) -> str:
+    """A block of labelled fields (the run, the repair), as HTML: a label column that does not wrap
+    and a value column beside it, so every value starts at one left edge and wraps within it."""
+    return ("<table cellpadding='2'>"
+            + "".join(f"<tr><td nowrap>{label}</td><td>{value}</td></tr>" for label, value in rows) + "</table>")
 
 
 LONG_WORD = 24  # characters: a longer run without a space (a path, a code) gets places to break
