@@ -370,10 +370,14 @@ def test_at_1024x600_three_failing_gpus_each_show_their_finding_what_to_do_and_t
             label.objectName()
     for label in (window.banner_text, window.banner_findings):
         assert label.height() >= label.heightForWidth(label.width()), label.objectName()
+    # Each GPU on two lines cut at the banner's width (issue 29: whole, they took half the window):
+    # its finding and what to do begin on screen, and are whole in the tooltip and the Checks tab.
     text = QTextDocumentFragment.fromHtml(window.banner_findings.text()).toPlainText()
+    tip = window.banner_findings.toolTip()
     for subject, result in zip(("GPU 1 (", "GPU 3 (", "GPU 6 ("), THREE_GPUS, strict=False):
-        at = text.index(subject)
-        assert result.message in text[at:] and f"What to do: {remediation(result.code)}" in text[at:]
+        at, whole = text.index(subject), tip.index(subject)
+        assert result.message[:10] in text[at:] and "What to do: " in text[at:]
+        assert result.message in tip[whole:] and f"What to do: {remediation(result.code)}" in tip[whole:]
     # The report's path and the key it is signed with: both lines, whole.
     report = window.banner_report
     assert report.full == f"Report {tmp_path / 'x.report.json'}\nSigned with key {window.keyid}"
@@ -381,6 +385,73 @@ def test_at_1024x600_three_failing_gpus_each_show_their_finding_what_to_do_and_t
     for button in (window.open_button, window.pdf_button, window.retest_button):
         assert inside(button, window)
     assert window.banner.geometry().bottom() < window.body.geometry().top()
+
+
+# Eight GPUs failing eight ways (none share a line), as a crash cart's technician met them.
+EIGHT_GPUS = [CheckResult(check, f"gpu{i}", Verdict.FAIL, message, code=code) for i, (check, message, code) in
+              enumerate([("health.pcie_link", "link Gen5 x8 under load, expected x16", "PCIE_WIDTH"),
+                         ("health.ecc", "uncorrectable ECC errors since the driver loaded: 1 is above the limit 0",
+                          "ECC_DBE"),
+                         ("stress.burn", "slow at full clocks (1,412 MHz): the GPU computes 0.50 of its SKU's rate "
+                          "per clock (compute defect; RMA)", "BURN_SLOW"),
+                         ("stress.hbm_bandwidth", "slow at full memory clock (2,619 MHz): the memory moves 0.60 of "
+                          "its SKU's bandwidth (memory defect; RMA)", "HBM_SLOW"),
+                         ("health.pcie_gen", "link Gen3 x16 under load, expected Gen5", "PCIE_GEN"),
+                         ("health.xid", "XID 79 (fell off the bus)", "XID_RESET_GPU"),
+                         ("health.row_remap", "a row remap failed", "ROW_REMAP_FAILED"),
+                         ("stress.hbm_stream", "device-memory copies came back with 1 flipped bit",
+                          "HBM_CORRUPT")])]
+
+
+@pytest.mark.parametrize("size", [(1024, 600), (1024, 768), (1366, 768), (1920, 1080)])
+def test_the_header_shows_the_serial_and_the_verdict_whole(qtbot, tmp_path, size):
+    """At 1024x600 the header cut the node's serial ("SIM-HGXH100-0...", issue 29): the serial is
+    what the technician checks against the chassis, so the driver and the GPUs give way first."""
+    window = make_window(qtbot)
+    window.resize(*size)
+    show_ended_run(qtbot, window, THREE_GPUS, tmp_path)
+    serial = window.serial
+    assert serial.full == "SIM-HGXH100-0001" and serial.text() == serial.full
+    assert serial.width() >= serial.sizeHint().width() and inside(serial, window)
+    word = window.banner_word
+    assert word.text() == "FAIL" and word.width() >= word.sizeHint().width() and inside(word, window)
+
+
+@pytest.mark.parametrize("failing", [1, 2, 3, 8])
+def test_at_1024x600_the_banner_stays_within_a_third_of_the_window(qtbot, tmp_path, failing):
+    """Two failing GPUs made the banner half of a 1024x600 window (issue 29): each part is now two
+    lines, its finding and what to do cut at the banner's width, and past three parts a link to the
+    Checks tab says how many more; the buttons sit two by two."""
+    window = make_window(qtbot)
+    window.resize(1024, 600)
+    show_ended_run(qtbot, window, EIGHT_GPUS[:failing], tmp_path)
+    assert window.banner.height() <= 600 // 3, window.banner.height()
+    scroll = window.banner_scroll
+    assert scroll.verticalScrollBar().maximum() == 0
+    assert scroll.height() >= scroll.widget().layout().totalHeightForWidth(scroll.viewport().width())
+    label = window.banner_findings
+    assert label.height() >= label.heightForWidth(label.width())
+    lines = QTextDocumentFragment.fromHtml(label.text()).toPlainText().splitlines()
+    shown = failing if failing <= 3 else 2
+    assert len(lines) == 2 * shown + (failing > 3)
+    for i in range(shown):  # one line a part: its identity and finding, then what to do
+        gpu = f"GPU {i} ({window.tiles[f'gpu{i}'].gpu['bus_id']}, serial SIM-HGXH100-0001-G{i})"
+        assert lines[2 * i].startswith(f"{gpu}: ") and lines[2 * i + 1].strip().startswith("\u2192 What to do: ")
+        # No line wraps: each fits the label's width as laid out.
+        assert label.fontMetrics().horizontalAdvance(lines[2 * i + 1]) <= label.width()
+    assert label.heightForWidth(label.width()) <= (len(lines) + 1) * label.fontMetrics().lineSpacing()
+    # The key action shows, not the sentence before it that says what happened.
+    assert lines[1].strip().startswith("\u2192 What to do: Reseat the GPU or riser, check the slot and cable")
+    tip = label.toolTip()  # whole, as a wide screen's banner has them (four parts at most, then the Checks tab)
+    for r in EIGHT_GPUS[:failing if failing <= 4 else 3]:
+        assert r.message in tip and remediation(r.code) in tip
+    for button in (window.open_button, window.pdf_button, window.retest_button, window.repair):
+        assert inside(button, window)
+    if failing > 3:
+        assert lines[-1] == f"... and {failing - 2} more parts: the Checks tab has them all"
+        window.tabs.setCurrentWidget(window.plots)
+        label.linkActivated.emit("checks")
+        assert window.tabs.currentWidget() is window.checks
 
 
 def test_at_1024x600_one_gpu_leaves_the_tabs_and_plot_titles_whole(qtbot):

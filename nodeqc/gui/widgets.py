@@ -35,9 +35,11 @@ class ElidedLabel(QLabel):
 
 class FittingLabel(ElidedLabel):
     """An ElidedLabel that asks for its whole text's width and gives way down to `least` pixels when
-    the window is narrower (a 1024-pixel crash cart): the row shortens it rather than widen the window."""
+    the window is narrower (a 1024-pixel crash cart): the row shortens it rather than widen the window.
+    With `least` None it never gives way (the node's serial: the others in its row are cut first)."""
 
-    def __init__(self, text: str = "", least: int = 60, mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight):
+    def __init__(self, text: str = "", least: int | None = 60,
+                 mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight):
         super().__init__(text, mode)
         self.least = least
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
@@ -53,7 +55,8 @@ class FittingLabel(ElidedLabel):
         return QSize(width + margins.left() + margins.right() + 2, super().sizeHint().height())
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
-        return QSize(min(self.least, self.sizeHint().width()), super().minimumSizeHint().height())
+        whole = self.sizeHint().width()
+        return QSize(whole if self.least is None else min(self.least, whole), super().minimumSizeHint().height())
 
 
 def repolish(widgets: list[QWidget]) -> None:

@@ -23,7 +23,7 @@ from nodeqc.run.events import (CheckFinished, CheckProgress, CheckStarted, Event
                            RunStarted, TelemetrySampled)
 from nodeqc.core.model import CheckResult
 from nodeqc.core.text import subjects_text
-from nodeqc.gui.banner import Banner, banner_findings
+from nodeqc.gui.banner import Banner, banner_findings, compact_findings
 from nodeqc.gui.bridge import RunThread
 from nodeqc.gui.checks import CheckList
 from nodeqc.gui.history import HistoryList
@@ -50,9 +50,9 @@ def _field(name: str) -> QLabel:
     return label
 
 
-def _value(text: str = "", least: int = 60) -> FittingLabel:
+def _value(text: str = "", least: int | None = 60) -> FittingLabel:
     """A value of the node panel: whole where the window has room, shortened with "…" (whole in its
-    tooltip) on a narrow screen."""
+    tooltip) on a narrow screen; never shortened with `least` None."""
     label = FittingLabel(text, least)
     label.setObjectName("fieldValue")
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -103,6 +103,7 @@ class MainWindow(QMainWindow):
         self.open_button.clicked.connect(lambda: self.show_report(Path(self.finished.report_path)))
         self.pdf_button.clicked.connect(self.export_pdf)
         self.retest_button.clicked.connect(self.retest)
+        self.banner.more_wanted.connect(lambda: self.tabs.setCurrentWidget(self.checks))
         layout.addWidget(self.banner)
         self.tile_area = TileArea()
         self.plots = TelemetryPlots()
@@ -142,7 +143,8 @@ class MainWindow(QMainWindow):
         grid.setHorizontalSpacing(10)
         host = self.node.host
         self.hostname = _value(str(host.get("hostname")), least=120)
-        self.serial = _value(str(host.get("system_serial") or "N/A"), least=120)
+        # The serial whole at any width: it is what the technician checks against the chassis' label.
+        self.serial = _value(str(host.get("system_serial") or "N/A"), least=None)
         self.versions = _value(f"{self.node.driver} / {self.node.cuda}")
         system = " ".join(str(host.get(k)) for k in ("system_vendor", "system_model") if host.get(k))
         self.gpu_summary = _value(self._gpu_summary(self.node.gpus) if not self.node.error else self.node.error)
@@ -219,8 +221,8 @@ class MainWindow(QMainWindow):
         return self.height() - others
 
     def _set_banner(self, state: str, word: str, text: str, finished: bool = False, report: str = "",
-                    findings: str = "", repairable: bool = False) -> None:
-        self.banner.set_answer(state, word, text, finished, report, findings, repairable)
+                    findings: str = "", repairable: bool = False, compact: tuple[list[Any], int] = ([], 0)) -> None:
+        self.banner.set_answer(state, word, text, finished, report, findings, repairable, *compact)
         self._fit_banner()
         QTimer.singleShot(0, self._fit_banner)  # again at the width the new buttons leave it
 
@@ -466,7 +468,8 @@ class MainWindow(QMainWindow):
             return
         # ERROR, not FAIL, where a check could not run and none failed: nothing says the hardware is bad.
         self._set_banner(the_answer.state, the_answer.word, headline, finished=True, report=report,
-                         findings=banner_findings(the_answer.findings), repairable=bool(the_answer.failing))
+                         findings=banner_findings(the_answer.findings), repairable=bool(the_answer.failing),
+                         compact=compact_findings(the_answer.findings))
 
     def retest(self) -> None:
         """Re-test after a repair: the same checks, the repair recorded, the report just written linked."""
