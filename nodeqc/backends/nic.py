@@ -1,6 +1,6 @@
 """The real NICs: what sysfs shows of them (/sys/class/net, /sys/class/infiniband), and traffic
 through them with the standard tools, iperf3 (TCP, its JSON output parsed) and ib_write_bw from
-perftest (RDMA).
+perftest (RDMA; ib_write_lat for the latency tail of the fabric's pair tests).
 
 `root` prefixes every sysfs path, so tests can point it at a prepared tree as well as at the real /.
 """
@@ -336,6 +336,62 @@ def read_ib_write_bw(text: str) -> tuple[Any, str | None, dict[str, Any]]:
         break
     errors = [line.strip() for line in lines if re.search(r"(?i)error|fail|couldn't|unable", line)]
     return NA, "ib_write_bw gave no result" + (f": {shown(errors[-1])[:300]}" if errors else ""), {}
+
+
+def parse_ib_write_lat(text: str) -> tuple[Any, str | None, dict[str, Any]]:
+    """(99th percentile in usec, error, detail) from ib_write_lat's table; never raises: output out
+    of its format is an error too, with detail["unreadable"] set (see read_ib_write_lat)."""
+    return _never_raising(read_ib_write_lat, text)
+
+
+# ib_write_lat's columns (perftest 4.x, latency in usec): t_typical is the median of the samples.
+LAT_COLUMNS = {"t_min[usec]": "min_us", "t_max[usec]": "max_us", "t_typical[usec]": "p50_us",
+               "t_avg[usec]": "avg_us", "t_stdev[usec]": "stdev_us", "99% percentile[usec]": "p99_us",
+               "99.9% percentile[usec]": "p999_us"}
+MAX_LATENCY_US = 60e6  # a minute per write: no fabric's; a bigger figure is a broken tool
+
+
+def read_ib_write_lat(text: str) -> tuple[Any, str | None, dict[str, Any]]:
+    """(99th percentile in usec, error, detail) from ib_write_lat's table: detail has the message
+    size, iterations and every column (LAT_COLUMNS' names). A table whose figures are not numbers,
+    are out of order (a median below the minimum, a percentile beyond the maximum) or run together
+    (perftest prints fixed-width columns, and a stdev of 2465.90 meets the next figure:
+    "2465.901216.65") raises ToolOutputError; a perftest without percentile columns (before 3.x)
+    too: its tail cannot be judged."""
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
+        if "t_typical" not in line:
+            continue
+        header = [h.strip() for h in re.split(r"\s{2,}", line.strip())]
+        missing = [c for c in ("#bytes #iterations", *LAT_COLUMNS) if c not in header]
+        if missing or header[0] != "#bytes #iterations":
+            raise ToolOutputError(f"ib_write_lat's table header has no {(missing or header)[0]!r} column where "
+                                  f"perftest 4.x prints it: {quoted(line.strip())}")
+        width = len(header) + 1  # "#bytes #iterations" is one header cell and two columns
+        for row in lines[n + 1:]:
+            fields = row.split()
+            if not fields or fields[0].startswith("-"):
+                continue
+            where = f"ib_write_lat's result row {quoted(row.strip())}"
+            if len(fields) != width:
+                raise ToolOutputError(f"{where}: {len(fields)} figures where the header has {width}")
+            if not re.fullmatch(r"[0-9]{1,19}", fields[0]) or not re.fullmatch(r"[0-9]{1,19}", fields[1]):
+                raise ToolOutputError(f"{where}: #bytes and #iterations are not whole numbers")
+            detail: dict[str, Any] = {"bytes": int(fields[0]), "iterations": int(fields[1])}
+            for name, value in zip(header[1:], fields[2:]):
+                if name in LAT_COLUMNS:
+                    detail[LAT_COLUMNS[name]] = figure(value, f"{where}: {name}", low=0, high=MAX_LATENCY_US,
+                                                       text=True)
+            order = [detail["min_us"], detail["p50_us"], detail["p99_us"], detail["p999_us"], detail["max_us"]]
+            if order != sorted(order):
+                raise ToolOutputError(f"{where}: t_min <= t_typical <= 99% <= 99.9% <= t_max does not hold")
+            if detail["iterations"] < 100:
+                return NA, (f"ib_write_lat ran {detail['iterations']} iterations: too few for a 99th "
+                            "percentile"), detail
+            return detail["p99_us"], None, detail
+        break
+    errors = [line.strip() for line in lines if re.search(r"(?i)error|fail|couldn't|unable", line)]
+    return NA, "ib_write_lat gave no result" + (f": {shown(errors[-1])[:300]}" if errors else ""), {}
 
 
 def _never_raising(read: Callable[[str], tuple[Any, str | None, dict[str, Any]]],
