@@ -5,7 +5,8 @@ The predicate carries the same top-level facts a node report does (verdict, stat
 `node` as the archive's key, checks, summary, times), so the archive, `verify`, `history` and
 `export` take it unchanged: its `node` is the fabric (`fabric-NAME`), its checks are
 `fabric.node` per node, `fabric.rail` per rail, `fabric.link` per bad link, `fabric.pair` per
-pair that could not be tested and `fabric.coverage` for what no test crossed (nodeqc.fabric.coverage:
+pair that could not be tested, `fabric.tail` for the latency tail (nodeqc.fabric.tails: a
+straggler, a high tail) and `fabric.coverage` for what no test crossed (nodeqc.fabric.coverage:
 the node pairs never tested, a stated gap; a rail or switch uplink never tested, could not judge).
 The per-pair figures are in `pairs`, what was covered in `fabric.coverage`.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import platform
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from nodeqc import __version__
@@ -22,6 +24,7 @@ from nodeqc.core.model import CheckResult, Value, Verdict, check_label
 from nodeqc.fabric.coverage import Coverage, coverage
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult, Scores
+from nodeqc.fabric.tails import NCCL_STEP_TAIL_MS, Latency, Tails
 from nodeqc.fabric.topology import Topology
 from nodeqc.report.envelope import FABRIC_PREDICATE_TYPE, STATEMENT_TYPE, canonical, sign, write_envelope
 from nodeqc.report.keys import Signer
@@ -126,6 +129,7 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
                                "the path between them", "FABRIC_LINK", {"rails": Value(", ".join(rails))}, [],
                                {"failed": figures}, "rails"))
     out += uplink_checks(scores)
+    out += tail_checks(scores.tails)
     skipped: dict[tuple[str, str], set[str]] = {}
     for r in results:
         for m in r.measurements:
@@ -167,6 +171,68 @@ def uplink_checks(scores: Scores) -> list[CheckResult]:
         out.append(CheckResult("fabric.uplink", f"{switch} uplink", Verdict.FAIL, msg, "FABRIC_UPLINK",
                                {"rails": Value(", ".join(rails)), "failed": Value(fails), "tests": Value(tests)}, [],
                                {"rails": rails, "alternative": sorted(alt), "same": same}, "failed"))
+    return out
+
+
+def _latency(lat: Latency) -> str:
+    return f"{lat.rail} p50 {lat.p50:g} / p99 {lat.p99:g} {lat.unit} (floor {lat.floor:g})"
+
+
+def tail_checks(tails: Tails | None) -> list[CheckResult]:
+    """`fabric.tail`: each straggler (by node), a high tail left to its pair, or the whole fabric's;
+    a figure not measured (ERROR), a tool missing (SKIP); one PASS when every tail was normal."""
+    if tails is None or not (tails.judged or tails.unmeasured or tails.skipped):
+        return []
+    out: list[CheckResult] = []
+    for node, s in tails.stragglers.items():
+        unit = s["unit"]
+        values = {"pairs": Value(s["pairs"]), "high": Value(s["high"]), "p50": Value(s["p50"], unit),
+                  "p99": Value(s["p99"], unit)}
+        lead = (f"its 99th percentile latency was above the floor ({s['floor']:g} {unit}) in {s['high']} of its "
+                f"{s['pairs']} pair tests, with {len(s['peers'])} peers whose tails were normal with others "
+                f"({', '.join(s['peers'][:6])}); median p99 {s['p99']:g} {unit}")
+        if s["median_high"]:
+            msg = f"{lead}, median p50 {s['p50']:g} {unit} above its floor ({s['median_floor']:g}): slow throughout"
+            code = "FABRIC_NODE_LATENCY"
+        else:
+            msg = f"{lead} while the median stayed normal (p50 {s['p50']:g} {unit}): a straggler, slow only at the tail"
+            code = "FABRIC_STRAGGLER"
+        out.append(CheckResult("fabric.tail", node, Verdict.FAIL, msg, code, values, [], {"peers": s["peers"]}, "p99"))
+    if tails.fabric_wide:
+        high, total = tails.left
+        out.append(CheckResult("fabric.tail", "fabric", Verdict.FAIL,
+                               f"{high} of {total} pairs' 99th percentile latency was above the floor, across the "
+                               "fabric: no one node explains it (its switches' buffering, congestion control, a "
+                               "fabric-wide setting)", "FABRIC_TAIL", {"high": Value(high), "pairs": Value(total)},
+                               [], {}, "high"))
+    for t in tails.pairs_high:
+        shown = "; ".join(_latency(x) for x in t.high[:4])
+        out.append(CheckResult("fabric.tail", f"{t.a}-{t.b}", Verdict.FAIL,
+                               f"round {t.round}: 99th percentile latency above the floor ({shown}), where neither "
+                               "node is high with most of its peers: the path between them, or either node",
+                               "FABRIC_TAIL", {"p99": Value(t.high[0].p99, t.high[0].unit)}, [],
+                               {"figures": [x.to_dict() for x in t.high]}, "p99"))
+    for rnd, a, b, lat in tails.unmeasured:
+        out.append(CheckResult("fabric.tail", f"{a}-{b}", Verdict.ERROR,
+                               f"round {rnd}: {lat.rail} latency not measured, while its bandwidth passed: "
+                               f"{lat.error or 'no figure'}", "FABRIC_NOT_MEASURED"))
+    for why, nodes in sorted(tails.skipped.items()):
+        shown_nodes = ", ".join(sorted(nodes)[:8]) + (f" +{len(nodes) - 8} more" if len(nodes) > 8 else "")
+        code = "PERFTEST_MISSING" if "ib_write_lat is not installed" in why else "FABRIC_NOT_MEASURED"
+        out.append(CheckResult("fabric.tail", "fabric", Verdict.SKIP, f"not measured on pairs of {shown_nodes}: {why}",
+                               code))
+    if not tails.failed and tails.judged:
+        said = []
+        for unit, what in (("us", "RDMA write"), ("ms", "NCCL step")):
+            mine = [x for t in tails.judged for x in t.figures if x.unit == unit]
+            if mine:
+                floors = sorted({x.floor for x in mine if x.floor is not None})
+                floor = f"floor {floors[0]:g} {unit}" if len(floors) == 1 else f"median step + {NCCL_STEP_TAIL_MS:g} ms"
+                said.append(f"{what} p50 median {median(x.p50 for x in mine if x.p50 is not None):g} {unit}, "
+                            f"p99 median {median(x.p99 for x in mine):g} {unit} ({floor})")
+        out.append(CheckResult("fabric.tail", "fabric", Verdict.PASS,
+                               f"every tail of {len(tails.judged)} pair tests within its floor: {'; '.join(said)}",
+                               None, {"pairs": Value(len(tails.judged))}, [], {}, "pairs"))
     return out
 
 
@@ -226,6 +292,8 @@ def pair_rows(results: list[PairResult]) -> list[dict[str, Any]]:
                 rails[m.rail]["floor"] = m.floor
             row["rails"] = rails
             row["failed"] = sorted(rl for rl, ok in r.rails().items() if not ok)
+            if r.latencies:
+                row["tails"] = {lat.rail: lat.to_dict() for lat in r.latencies}
         rows.append(row)
     return rows
 
@@ -257,6 +325,7 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
                    "bad": {"nodes": scores.bad_nodes, "node_rails": [list(p) for p in scores.bad_ports],
                            "rails": scores.bad_rails, "links": [[a, b] for a, b, _ in scores.bad_links],
                            "suspects": sorted(scores.suspects),
+                           **({"stragglers": sorted(scores.tails.stragglers)} if scores.tails is not None else {}),
                            "inconclusive": sorted(scores.inconclusive),
                            **({"uplinks": sorted({u.switch for u in scores.bad_uplinks})} if topology else {})},
                    "coverage": covered.to_dict(),

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from nodeqc.fabric.tails import Latency, Tails
     from nodeqc.fabric.topology import Topology
     from nodeqc.fabric.uplinks import Uplink
 
@@ -38,13 +39,14 @@ class Floors:
     min_tcp_fraction) are of the faster end's port rate or link speed: a port that trained down
     (100 Gb/s facing 400) must not lower its own pair's floor (0.85 x 100 would let 90 pass); an
     absolute floor in Gb/s (--min-rdma-gbps, --min-tcp-gbps) replaces them. NCCL: bus bandwidth
-    in GB/s."""
+    in GB/s. Latency tails: nodeqc.fabric.tails."""
 
     rdma_fraction: float | None = None
     tcp_fraction: float | None = None
     rdma_gbps: float | None = None
     tcp_gbps: float | None = None
     nccl_busbw_gbps: float | None = None
+    lat_p99_us: float | None = None  # ib_write_lat's p99 floor (None: nodeqc.fabric.tails.LAT_P99_US)
 
     def rdma(self, *rates: float | None) -> float | None:
         if self.rdma_gbps is not None:
@@ -98,6 +100,7 @@ class PairResult:
     error: str | None = None  # the pair could not be tested at all
     identities: dict[str, dict[str, Any]] = field(default_factory=dict)  # what each end said it is
     refused: list[dict[str, Any]] = field(default_factory=list)  # lines.Refused.to_dict(): lines not used
+    latencies: list["Latency"] = field(default_factory=list)  # the tail figures (nodeqc.fabric.tails)
 
     def rails(self) -> dict[str, bool]:
         """rail -> passed, over the rails with evidence."""
@@ -142,6 +145,8 @@ class Scores:
     suspects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # switch uplinks named bad (nodeqc.fabric.uplinks), where the topology is known
     bad_uplinks: list["Uplink"] = field(default_factory=list)
+    # the latency tail: stragglers, high tails (nodeqc.fabric.tails); None where no figure was measured
+    tails: "Tails | None" = None
 
     def ports_of(self, node: str) -> list[Port]:
         """The node's ports (indexed once: thousands of nodes times their rails)."""
@@ -153,7 +158,8 @@ class Scores:
         return self._by_node.get(node, [])
 
     def node_verdict(self, node: str) -> str:
-        if node in self.suspects or node in self.bad_nodes or any(n == node for n, _ in self.bad_ports):
+        if (node in self.suspects or node in self.bad_nodes or any(n == node for n, _ in self.bad_ports)
+                or (self.tails is not None and node in self.tails.stragglers)):
             return "fail"
         if node in self.inconclusive:
             return "error"
@@ -168,7 +174,7 @@ class Scores:
     @property
     def failed(self) -> bool:
         return bool(self.bad_rails or self.bad_nodes or self.bad_ports or self.bad_links or self.suspects
-                    or self.bad_uplinks)
+                    or self.bad_uplinks or (self.tails is not None and self.tails.failed))
 
 
 def score(nodes: list[str], results: list[PairResult], topology: "Topology | None" = None) -> Scores:
@@ -306,6 +312,9 @@ def score(nodes: list[str], results: list[PairResult], topology: "Topology | Non
             if node in nodes and node not in named:
                 inconclusive[node] = (f"round {r.round}, pair {r.a}-{r.b}: its worker's result was refused: "
                                       f"{refused.get('why')}")
+    from nodeqc.fabric.tails import judge
+
+    tails = judge(list(nodes), results) if any(r.latencies for r in results) else None
     return Scores(nodes=list(nodes), rails=rails, suspects=suspects, ports=ports, bad_rails=bad_rails, bad_nodes=bad_nodes,
                   bad_ports=sorted(bad_ports), bad_links=sorted((a, b, sorted(set(r))) for (a, b), r in links.items()),
-                  inconclusive=inconclusive, errors=errors, bad_uplinks=uplinks)
+                  inconclusive=inconclusive, errors=errors, bad_uplinks=uplinks, tails=tails)
