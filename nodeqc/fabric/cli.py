@@ -25,7 +25,7 @@ from nodeqc.core.safefile import NotAFile, read_bounded
 from nodeqc.core.stamps import current_user, utc_now
 from nodeqc.fabric import pairing
 
-TESTS = ("tcp", "rdma", "nccl")
+TESTS = ("tcp", "rdma", "nccl", "lat")
 
 
 def _parser() -> Parser:
@@ -58,13 +58,16 @@ def _parser() -> Parser:
     p.add_argument("--inject", metavar="FAULT", action="append", default=[],
                    help="--simulate: nodeN:slow=F, nodeN:down, nodeN:railR=F, nodeN:railR:down, railR=F, "
                         "link:nodeA-nodeB=F, leaf:L3:slow=F, spine:S1:down, ... (repeatable)")
-    p.add_argument("--tests", default="tcp,rdma", metavar="tcp,rdma,nccl", help="what each pair runs "
-                   "(default tcp,rdma; RDMA is skipped, saying so, where a node has no RDMA port)")
+    p.add_argument("--tests", default="tcp,rdma", metavar="tcp,rdma,nccl,lat", help="what each pair runs "
+                   "(default tcp,rdma; RDMA is skipped, saying so, where a node has no RDMA port; lat: ib_write_lat "
+                   "per rail, its tail judged, a straggler named; --simulate: rdma,lat)")
     p.add_argument("--profile", default="generic", metavar="NAME|PATH", help="floors from its [nic] "
                    "min_rdma_fraction and min_tcp_fraction (default: generic)")
     p.add_argument("--min-tcp-gbps", type=float, metavar="GBPS", help="absolute TCP floor per direction (replaces the fraction)")
     p.add_argument("--min-rdma-gbps", type=float, metavar="GBPS", help="absolute RDMA floor per rail and direction")
     p.add_argument("--min-nccl-busbw", type=float, metavar="GBPS", help="two-node NCCL all-reduce bus bandwidth floor, GB/s")
+    p.add_argument("--max-lat-p99-us", type=float, metavar="USEC", help="ib_write_lat's 99th percentile floor per "
+                   "pair and rail (default 20 usec: nodeqc/fabric/tails.py says why)")
     p.add_argument("--seconds", type=float, help="seconds of each traffic test (default: the profile's traffic_s)")
     p.add_argument("--nccl-bytes", type=int, metavar="BYTES", help="bytes each GPU all-reduces in the NCCL test "
                    "(default 1 GiB: bandwidth-bound)")
@@ -189,7 +192,7 @@ def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
         raise UsageError(f"--confidence {args.confidence:g}: expected a probability between 0 and 1, e.g. 0.999")
     if not 0 <= args.bad_fraction < 1:
         raise UsageError(f"--bad-fraction {args.bad_fraction:g}: expected 0 to below 1, e.g. 0.1")
-    for flag in ("min_tcp_gbps", "min_rdma_gbps", "min_nccl_busbw", "seconds"):
+    for flag in ("min_tcp_gbps", "min_rdma_gbps", "min_nccl_busbw", "max_lat_p99_us", "seconds"):
         v = getattr(args, flag)
         if v is not None and not (v > 0 and v < float("inf")):
             raise UsageError(f"--{flag.replace('_', '-')} {v:g}: expected a number above zero")
@@ -231,18 +234,18 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     elif topology is not None:
         topology = topology.restrict(nodes, args.topology)
     if cluster is not None:
-        simulated = ["rdma"] if cluster.rails else ["tcp"]
-        if args.tests != "tcp,rdma" and tests != simulated:
-            raise UsageError(f"--tests {args.tests}: the simulated cluster runs {simulated[0]} "
-                             f"({'RDMA per rail; --rails 0 for TCP' if cluster.rails else 'TCP: no rails'})")
-        tests = simulated
+        simulated = ["rdma", "lat"] if cluster.rails else ["tcp"]
+        if args.tests != "tcp,rdma" and not set(tests) <= set(simulated):
+            raise UsageError(f"--tests {args.tests}: the simulated cluster runs {','.join(simulated)} "
+                             f"({'RDMA and its latency per rail; --rails 0 for TCP' if cluster.rails else 'TCP: no rails'})")
+        tests = [t for t in simulated if args.tests == "tcp,rdma" or t in tests]
     profile = load_profile(args.profile)
     frac = profile.threshold("nic", "min_rdma_fraction")
     tfrac = profile.threshold("nic", "min_tcp_fraction")
     nccl = profile.threshold("nic", "min_fabric_nccl_busbw_gbps")
     floors = Floors(rdma_fraction=frac.fail if frac else None, tcp_fraction=tfrac.fail if tfrac else None,
                     rdma_gbps=args.min_rdma_gbps, tcp_gbps=args.min_tcp_gbps,
-                    nccl_busbw_gbps=args.min_nccl_busbw or (nccl.fail if nccl else None))
+                    nccl_busbw_gbps=args.min_nccl_busbw or (nccl.fail if nccl else None), lat_p99_us=args.max_lat_p99_us)
     if "nccl" in tests and floors.nccl_busbw_gbps is None:
         raise UsageError(f"--tests nccl needs a floor: profile {profile.name} sets no [nic] min_fabric_nccl_busbw_gbps; "
                          "give --min-nccl-busbw GBPS (hgx-h100 and dgx-a100 carry OCI's published figures)")

@@ -34,6 +34,7 @@ from nodeqc.fabric.lines import RATE_SLACK, Refused, bind, excerpt, line_problem
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import Floors, Measurement, PairResult
 from nodeqc.fabric.simulated import SimulatedCluster
+from nodeqc.fabric.tails import LAT_P50_US, MIN_SAMPLES, Latency, lat_floor, nccl_step_floor
 from nodeqc.fabric.worker import CONNECT_RETRY_S, MARGIN_S, PORTS_PER_PAIR
 
 
@@ -55,7 +56,7 @@ class Work:
     def round_timeout_s(self) -> float:
         """Every tool of a pair is bounded; a round is bounded by their sum."""
         per_test = {"tcp": 2 * (self.seconds + CONNECT_RETRY_S), "rdma": 2 * (self.seconds + CONNECT_RETRY_S),
-                    "nccl": nccl_pair.time_bound_s(self.seconds)}
+                    "nccl": nccl_pair.time_bound_s(self.seconds), "lat": CONNECT_RETRY_S + MARGIN_S}
         return sum(per_test[t] for t in self.tests) + 2 * MARGIN_S + 60
 
     def worker_args(self, a: str, b: str, slot: int) -> list[str]:
@@ -101,7 +102,7 @@ class SimulatedLauncher(Launcher):
         self.cluster = cluster
 
     def run_round(self, rnd: Round, work: Work) -> list[PairResult]:
-        return [self.cluster.run_pair(rnd.number, a, b, work.floors) for a, b in rnd.pairs]
+        return [self.cluster.run_pair(rnd.number, a, b, work.floors, work.tests) for a, b in rnd.pairs]
 
 
 class ProcessLauncher(Launcher):
@@ -243,8 +244,9 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
     if nccl:
         figures = [x for x in figures if x[1] != "nccl"] + [(a, "nccl", one_nccl_figure(a, b, nccl))]
     out = []
+    latencies = [latency(f, floors) for _, rail, f in figures if f.get("test") == "lat" and rail not in mismatched]
     for node, rail, f in figures:
-        if rail in mismatched:
+        if rail in mismatched or f.get("test") == "lat":
             continue  # the clients' connection errors on it say less than the finding below
         if rail == "nccl":
             floor = floors.nccl_busbw_gbps
@@ -257,15 +259,46 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
             skipped = "no floor: the link's rate is not reported and no absolute floor was given"
         out.append(Measurement(rail, str(f.get("direction")), f.get("value"), str(f.get("unit", "")), floor,
                                f.get("error"), skipped))
+        if rail == "nccl" and f.get("steps") is not None:
+            latencies.append(nccl_steps(f))
     for rail, why in sorted(mismatched.items()):
         floor = floors.rdma(rates.get((a, rail)), rates.get((b, rail)))
         out += [Measurement(rail, d, None, "Gb/s", floor, why) for d in ("a>b", "b>a")]
-    return PairResult(round_no, a, b, out, identities={n: o.get("identity") or {"hostname": n} for n, o in ends.items()})
+    return PairResult(round_no, a, b, out, identities={n: o.get("identity") or {"hostname": n} for n, o in ends.items()},
+                      latencies=latencies)
 
 
-def writer(rail: str, direction: str, a: str, b: str) -> tuple[str, ...]:
+def latency(f: dict[str, Any], floors: Floors) -> Latency:
+    """A rail's ib_write_lat figure (its 99th percentile in `value`), checked for sense: a median
+    missing or above the 99th percentile is no figure to judge a tail by (an error, never a pass)."""
+    floor = lat_floor(floors.lat_p99_us)
+    rail, p50, p99 = str(f["rail"]), f.get("p50"), f.get("value")
+    if f.get("skipped"):
+        return Latency(rail, None, None, "us", floor, LAT_P50_US, skipped=str(f["skipped"]))
+    error = f.get("error") or (None if p99 is not None and p50 is not None else "ib_write_lat gave no median and 99th "
+                               "percentile") or (f"median {p50:g} usec above its 99th percentile {p99:g}: no such "
+                                                 "table" if p50 > p99 else None)
+    if error:
+        return Latency(rail, None, None, "us", floor, LAT_P50_US, error=str(error))
+    return Latency(rail, p50, p99, "us", floor, LAT_P50_US, p999=f.get("p999"))
+
+
+def nccl_steps(f: dict[str, Any]) -> Latency:
+    """The all-reduce's step times as a tail figure (ms): too few steps for a 99th percentile is a skip."""
+    steps, p50, p99 = f.get("steps"), f.get("step_p50_ms"), f.get("step_p99_ms")
+    if steps < MIN_SAMPLES or p50 is None or p99 is None or p50 > p99:
+        why = (f"{steps} all-reduce steps, too few for a 99th percentile (at least {MIN_SAMPLES}: a longer "
+               "--seconds or smaller --nccl-bytes)" if steps < MIN_SAMPLES else "no step times to judge")
+        return Latency("nccl", None, None, "ms", None, skipped=why)
+    return Latency("nccl", p50, p99, "ms", nccl_step_floor(p50))
+
+
+def writer(rail: str, direction: str, a: str, b: str, test: str | None = None) -> tuple[str, ...]:
     """The end(s) that measure a figure (worker.py): iperf3's client, end B, reports TCP both ways;
-    each RDMA direction is reported by its writer (a>b by A); each end reports its NCCL ranks."""
+    each RDMA direction is reported by its writer (a>b by A); each end reports its NCCL ranks;
+    ib_write_lat's client, end B, reports each rail's latency."""
+    if test == "lat":
+        return (b,) if direction == "b>a" else ()
     if rail == "nccl":
         return (a, b) if direction == "both" else ()
     if rail == "tcp":
@@ -283,25 +316,25 @@ def figure_claims(a: str, b: str, ends: dict[str, dict[str, Any]], tests: list[s
         o = ends[node]
         listed = {r["rail"]: r for r in o.get("rails") or []}
         for f in o.get("figures", []):
-            rail, direction = f["rail"], f["direction"]
-            kind = rail if rail in ("tcp", "nccl") else "rdma"
+            rail, direction, test = f["rail"], f["direction"], f.get("test")
+            kind = "lat" if test == "lat" else rail if rail in ("tcp", "nccl") else "rdma"
             if tests is not None and kind not in tests:
                 out.append(Refused(node, f"a {kind} figure ({rail} {direction}), a test this run did not ask for",
                                    excerpt(f), lie=True))
-            elif node not in writer(rail, direction, a, b):
-                out.append(Refused(node, f"a figure it does not measure ({rail} {direction}: "
-                                         f"{' and '.join(writer(rail, direction, a, b)) or 'no end'} does)",
+            elif node not in writer(rail, direction, a, b, test):
+                out.append(Refused(node, f"a figure it does not measure ({kind} {rail} {direction}: "
+                                         f"{' and '.join(writer(rail, direction, a, b, test)) or 'no end'} does)",
                                    excerpt(f), lie=True))
-            elif (node, rail, direction) in seen:
-                out.append(Refused(node, f"{rail} {direction} reported twice", excerpt(f), lie=True))
-            elif kind == "rdma" and rail != "rdma" and rail not in listed:
+            elif (node, kind, rail, direction) in seen:
+                out.append(Refused(node, f"{kind} {rail} {direction} reported twice", excerpt(f), lie=True))
+            elif kind in ("rdma", "lat") and rail != "rdma" and rail not in listed:
                 out.append(Refused(node, f"a figure on rail {rail}, which it does not list as active "
                                          f"({', '.join(sorted(listed)) or 'none'})", excerpt(f), lie=True))
             elif rail == "rdma" and not f.get("skipped"):
                 out.append(Refused(node, "an RDMA figure on no rail (only a skip may say 'rdma')", excerpt(f),
                                    lie=True))
             else:
-                seen.add((node, rail, direction))
+                seen.add((node, kind, rail, direction))
                 # RDMA only: a port's rate (ibstat) is its signalling rate, a hard cap. TCP's is the
                 # route's interface speed, nominal on a veth, bridge or VLAN (10 Gb/s while 25 flow):
                 # a TCP figure is bounded by lines.MAX_RATE_GBPS alone.
@@ -335,6 +368,12 @@ def one_nccl_figure(a: str, b: str, figures: list[tuple[str, dict[str, Any]]]) -
         out["skipped"] = "; ".join(skipped)
         return out
     out["value"] = min(float(f["value"]) for f in by_node.values())
+    # The step tail: the end with the worse 99th percentile (the whole all-reduce waits for it).
+    timed = [f for f in by_node.values() if f.get("step_p99_ms") is not None and f.get("steps") is not None]
+    if len(timed) == len(by_node):
+        worst = max(timed, key=lambda f: f["step_p99_ms"])
+        out.update(steps=min(int(f["steps"]) for f in timed), step_p50_ms=worst.get("step_p50_ms"),
+                   step_p99_ms=worst["step_p99_ms"])
     return out
 
 

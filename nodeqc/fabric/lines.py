@@ -42,7 +42,10 @@ MAX_NCCL_GBPS = 1800.0
 # BW peak and average of one timed run); more is a broken or lying tool.
 RATE_SLACK = 1.05
 DIRECTIONS = ("a>b", "b>a", "both")
-UNITS = ("Gb/s", "GB/s", "")
+UNITS = ("Gb/s", "GB/s", "us", "")
+# A latency (usec) or an NCCL step (ms) beyond a minute is no fabric's: a broken or lying tool.
+MAX_LATENCY_US = 60e6
+MAX_STEP_MS = 60e3
 RAIL_NAME = re.compile(r"[A-Za-z0-9_.:/-]{1,64}")
 SHOWN_CHARS = 300  # of a refused line, in the report
 
@@ -227,9 +230,17 @@ def figure_problem(f: Any) -> str | None:
     if f.get("direction") not in DIRECTIONS:
         return f"direction {excerpt(f.get('direction'))!r} is none of {', '.join(DIRECTIONS)}"
     if f.get("unit", "") not in UNITS:
-        return f"unit {excerpt(f.get('unit'))!r} is none of Gb/s, GB/s"
-    most = MAX_NCCL_GBPS if f["rail"] == "nccl" else MAX_RATE_GBPS
+        return f"unit {excerpt(f.get('unit'))!r} is none of Gb/s, GB/s, us"
+    if f.get("test") not in (None, "lat"):
+        return f"test {excerpt(f.get('test'))!r} is not lat"
+    if (f.get("test") == "lat") != (f.get("unit") == "us") and f.get("value") is not None:
+        return "a latency figure is in usec, and only a latency figure"
+    most = MAX_LATENCY_US if f.get("test") == "lat" else MAX_NCCL_GBPS if f["rail"] == "nccl" else MAX_RATE_GBPS
     return (number_problem(f.get("value"), "value", most) or number_problem(f.get("rate"), "rate", MAX_RATE_GBPS)
+            or number_problem(f.get("p50"), "p50", MAX_LATENCY_US) or number_problem(f.get("p999"), "p999", MAX_LATENCY_US)
+            or number_problem(f.get("step_p50_ms"), "step_p50_ms", MAX_STEP_MS)
+            or number_problem(f.get("step_p99_ms"), "step_p99_ms", MAX_STEP_MS)
+            or number_problem(f.get("steps"), "steps")
             or text_problem(f.get("error"), "error") or text_problem(f.get("skipped"), "skipped")
             or text_problem(f.get("command"), "command")
             or number_problem(f.get("retransmits"), "retransmits"))

@@ -13,6 +13,9 @@ talk to whatever holds the port). Everything is bounded by one deadline; a rank 
 killed with its process group (rank 0's group holds CuPy's store process), and if this process is
 itself killed, its ranks and that store go with it (PR_SET_PDEATHSIG, and a forked watcher).
 
+Each step (one all-reduce, launch to synchronised) is timed on the CPU side; the end reports its
+worst rank's median and 99th percentile step (nodeqc.fabric.tails judges the tail).
+
 Both ends report: each checks its own ranks' results (a fault local to one GPU shows on its node
 only) and the launcher's merge makes one figure of the two.
 
@@ -61,6 +64,12 @@ def bus_bandwidth(nbytes: int, seconds_per_op: float, ranks: int) -> float:
     return algbw * 2 * (ranks - 1) / ranks
 
 
+def percentile(samples: list[float], q: float) -> float:
+    """The nearest-rank q-th percentile (q in 0..100] of samples (not empty): a value that was seen."""
+    ordered = sorted(samples)
+    return ordered[max(0, min(len(ordered) - 1, -(-len(ordered) * q // 100) - 1))]  # ceil(n q / 100) - 1
+
+
 def unavailable() -> str | None:
     try:
         import cupy
@@ -106,12 +115,15 @@ def _rank(rank: int, local: int, world: int, host: str, port: int, seconds: floa
         cupy.cuda.Device().synchronize()
         vote, votes = cupy.zeros(1, dtype=cupy.float32), cupy.zeros(1, dtype=cupy.float32)
         iters, busy, wrong_results, most_wrong, first = 0, 0.0, 0, 0, None
+        steps: list[float] = []  # each all-reduce's wall time (launch to synchronised), for the tail
         while True:
             recv.fill(0)  # a collective that wrote nothing must not pass on the last one's result
             start = time.perf_counter()
             comm.all_reduce(send, recv, "sum")
             cupy.cuda.Device().synchronize()
-            busy += time.perf_counter() - start
+            step = time.perf_counter() - start
+            busy += step
+            steps.append(step)
             iters += 1
             bad = recv != want  # every element of every result, outside the timed part
             wrong = int(cupy.count_nonzero(bad))
@@ -130,6 +142,7 @@ def _rank(rank: int, local: int, world: int, host: str, port: int, seconds: floa
             if float(votes[0]) > 0:
                 break
         out.put({"rank": rank, "busbw": bus_bandwidth(n * 4, busy / iters, world), "iters": iters,
+                 "step_p50_ms": percentile(steps, 50) * 1e3, "step_p99_ms": percentile(steps, 99) * 1e3,
                  "elements": n, "want": want, "wrong": most_wrong, "wrong_results": wrong_results, "first": first})
     except Exception as e:  # noqa: BLE001 - reported as the pair's error, never lost
         out.put({"rank": rank, "error": f"{type(e).__name__}: {e}"})
@@ -366,4 +379,9 @@ def run(index: int, host_a: str, port: int, seconds: float, *, names: tuple[str,
     if errors:
         return {"value": None, "unit": "GB/s", "error": "; ".join(errors), "gpus": world}
     busbw = min(r["busbw"] for r in results.values())
-    return {"value": float(f"{busbw:.4g}"), "unit": "GB/s", "error": None, "gpus": world}
+    # The tail: every rank waits for the slowest at each step, so the rank with the worst 99th
+    # percentile speaks for this end (its median with it).
+    worst = max(results.values(), key=lambda r: r["step_p99_ms"])
+    return {"value": float(f"{busbw:.4g}"), "unit": "GB/s", "error": None, "gpus": world,
+            "steps": min(r["iters"] for r in results.values()), "step_p50_ms": round(worst["step_p50_ms"], 3),
+            "step_p99_ms": round(worst["step_p99_ms"], 3)}

@@ -5,6 +5,8 @@ Faults (`--inject`, repeatable; F is the fraction of the healthy bandwidth left,
 
     nodeN:slow=F          every rail of the node (a host problem: PCIe, NUMA, CPU)
     nodeN:down            the node answers no test (its tools fail to connect)
+    nodeN:straggler       the node stalls now and then: its bandwidth and median latency stay
+                          normal, its 99th percentile latency is high (nodeqc.fabric.tails)
     nodeN:railR=F         one rail of one node (a NIC, cable or transceiver)
     nodeN:railR:down      that rail's link is down
     railR=F | railR:down  one rail across the fabric (its leaf switches, a fabric setting)
@@ -17,7 +19,11 @@ Faults (`--inject`, repeatable; F is the fraction of the healthy bandwidth left,
 
 The figures: a healthy NDR port gives ib_write_bw 97.5% of its 400 Gb/s (perftest's usual share of
 the line rate; generic profile note), a healthy TCP link 90% of its 100 Gb/s, each with 0.5%
-seeded noise.
+seeded noise. With rails, each pair also gives ib_write_lat's figures per rail (the `lat` test),
+estimates, not measurements: a median of 2 usec one way (2-byte RDMA writes through a switch or
+two on InfiniBand or RoCE: about 1 usec back to back, plus a few hundred ns a hop) and a 99th
+percentile 0.6 usec above it; a straggler's 99th percentile is 60 usec (stalls of tens of usec:
+an interrupt storm, a C-state exit, a PCIe link leaving a power state), its median unchanged.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from dataclasses import dataclass, field
 from nodeqc.core.errors import UsageError
 from nodeqc.fabric.coverage import Coverage
 from nodeqc.fabric.scoring import Floors, Measurement, PairResult, Scores
+from nodeqc.fabric.tails import LAT_P50_US as LAT_P50_FLOOR_US
+from nodeqc.fabric.tails import Latency, lat_floor
 from nodeqc.fabric.topology import Topology
 
 PORT_RATE_GBIT = 400.0  # NDR InfiniBand
@@ -37,14 +45,18 @@ TCP_LINK_GBIT = 100.0
 HEALTHY_RDMA_SHARE = 0.975
 HEALTHY_TCP_SHARE = 0.90
 NOISE = 0.005
+LAT_P50_US = 2.0  # estimates (see above)
+LAT_TAIL_US = 0.6
+LAT_P999_US = 4.0
+STRAGGLER_P99_US = 60.0
 
 _FRACTION = r"(0(?:\.\d+)?|1(?:\.0+)?|0?\.\d+)"
 _FAULT = re.compile(
-    rf"^(?:node(?P<node>\d+):(?:slow=(?P<slow>{_FRACTION})|(?P<down>down)|rail(?P<nrail>\d+)(?:=(?P<nrf>{_FRACTION})|:(?P<nrdown>down))))$"
+    rf"^(?:node(?P<node>\d+):(?:slow=(?P<slow>{_FRACTION})|(?P<down>down)|(?P<straggler>straggler)|rail(?P<nrail>\d+)(?:=(?P<nrf>{_FRACTION})|:(?P<nrdown>down))))$"
     rf"|^(?:rail(?P<rail>\d+)(?:=(?P<rf>{_FRACTION})|:(?P<rdown>down)))$"
     rf"|^(?:link:node(?P<la>\d+)-node(?P<lb>\d+)(?:=(?P<lf>{_FRACTION})|:(?P<ldown>down)))$"
     rf"|^(?:(?P<lvl>leaf|spine):(?P<sw>[A-Za-z0-9._-]{{1,253}}?)(?::slow=(?P<uf>{_FRACTION})|:(?P<udown>down)))$")
-VOCABULARY = "nodeN:slow=F, nodeN:down, nodeN:railR=F, nodeN:railR:down, railR=F, railR:down, " \
+VOCABULARY = "nodeN:slow=F, nodeN:down, nodeN:straggler, nodeN:railR=F, nodeN:railR:down, railR=F, railR:down, " \
              "link:nodeA-nodeB=F, link:nodeA-nodeB:down, leaf:NAME:slow=F, leaf:NAME:down, spine:NAME:slow=F, " \
              "spine:NAME:down (F: the fraction of bandwidth left, 0 < F < 1)"
 
@@ -56,6 +68,7 @@ class Faults:
     rail: dict[str, float] = field(default_factory=dict)
     link: dict[tuple[str, str], float] = field(default_factory=dict)
     uplink: dict[str, float] = field(default_factory=dict)  # switch -> its uplink's share left
+    straggler: set[str] = field(default_factory=set)  # nodes slow only at the latency tail
 
 
 @dataclass
@@ -119,7 +132,13 @@ class SimulatedCluster:
 
         if g["node"] is not None:
             n = node(g["node"])
-            if g["nrail"] is not None:
+            if g["straggler"]:
+                if not self.rails:
+                    raise UsageError(f"--inject {text}: a straggler shows in ib_write_lat's tail, on RDMA rails: "
+                                     "not with --rails 0")
+                self.faults.straggler.add(n)
+                self.injected.append((text, "straggler", (n,)))
+            elif g["nrail"] is not None:
                 r = rail(g["nrail"])
                 self.faults.port[(n, r)] = fraction(g["nrf"])
                 self.injected.append((text, "port", (n, r)))
@@ -165,9 +184,9 @@ class SimulatedCluster:
                     self.faults.port.get((b, rail), 1.0))
         return f
 
-    def run_pair(self, round_no: int, a: str, b: str, floors: Floors) -> PairResult:
+    def run_pair(self, round_no: int, a: str, b: str, floors: Floors, tests: list[str] | None = None) -> PairResult:
         """The pair test the worker runs on real nodes: RDMA per rail in both directions, or TCP
-        both ways without rails."""
+        both ways without rails; with rails and the `lat` test (the default here), ib_write_lat per rail."""
         out = []
         rails = self.rails or [None]
         for rail in rails:
@@ -185,7 +204,19 @@ class SimulatedCluster:
                     continue
                 value = rate * share * factor * self._noise(round_no, a, b, name, direction)
                 out.append(Measurement(name, direction, round(min(value, rate), 3), unit, floor))
-        return PairResult(round_no, a, b, out)
+        lat = [self._latency(round_no, a, b, rail, floors) for rail in self.rails] if tests is None or "lat" in tests else []
+        return PairResult(round_no, a, b, out, latencies=lat)
+
+    def _latency(self, round_no: int, a: str, b: str, rail: str, floors: Floors) -> Latency:
+        floor = lat_floor(floors.lat_p99_us)
+        if self._factor(a, b, rail) == 0.0:
+            return Latency(rail, None, None, "us", floor, LAT_P50_FLOOR_US,
+                           error="ib_write_lat: could not connect to the peer (simulated link down)")
+        p50 = round(LAT_P50_US * self._noise(round_no, a, b, rail, "lat"), 3)
+        p99 = p50 + LAT_TAIL_US * self._noise(round_no, a, b, rail, "tail")
+        if a in self.faults.straggler or b in self.faults.straggler:
+            p99 = STRAGGLER_P99_US * self._noise(round_no, a, b, rail, "stall")
+        return Latency(rail, p50, round(p99, 3), "us", floor, LAT_P50_FLOOR_US, p999=round(max(p99, LAT_P999_US), 3))
 
     def outcomes(self, scores: Scores, covered: Coverage) -> list[dict[str, str]]:
         """Each planted fault: `found` (named as planted, or masked by a fault that was: a port on
@@ -197,7 +228,10 @@ class SimulatedCluster:
         bad_links = {(a, b) for a, b, _ in scores.bad_links}
         out = []
         for text, kind, where in self.injected:
-            if kind == "node":
+            if kind == "straggler":
+                found = scores.tails is not None and where[0] in scores.tails.stragglers
+                untested = not any(where[0] in (t.a, t.b) for t in (scores.tails.judged if scores.tails else []))
+            elif kind == "node":
                 found, untested = where[0] in scores.bad_nodes, not any(
                     (where[0], rl) not in covered.untested_ports for rl in covered.rails)
             elif kind == "port":
@@ -214,7 +248,7 @@ class SimulatedCluster:
                 untested = all((where[0], rl) in covered.untested_uplinks for rl in covered.rails)
             else:
                 found, untested = where in bad_links, not covered.pair_tested(*where)
-            touched = (where if kind == "link" else where[:1] if kind in ("node", "port")
+            touched = (where if kind == "link" else where[:1] if kind in ("node", "port", "straggler")
                        else tuple(sorted(self.topology.below(where[0]))) if kind == "uplink" and self.topology
                        else tuple(self.nodes))
             unjudged = [n for n in touched if n in scores.inconclusive]
@@ -246,7 +280,7 @@ class SimulatedCluster:
                 down_nodes.add(n)
                 ports -= set(own)
         return {"nodes": down_nodes, "ports": ports, "rails": set(self.faults.rail), "links": set(self.faults.link),
-                "uplinks": set(self.faults.uplink)}
+                "uplinks": set(self.faults.uplink), "stragglers": set(self.faults.straggler)}
 
 
 def _few(names: list[str], most: int = 4) -> str:

@@ -11,6 +11,9 @@ the host name) in `--pair A,B`, else SLURM_PROCID. End A serves first:
   one node would shift): A serves every rail at once and B writes (B>A), then B serves and A writes
   (A>B). Each writer reports its direction; each end lists its active rails, so a rail with no
   counterpart on the peer is named as such.
+- Latency (`lat`, ib_write_lat per rail, matched as RDMA's): A serves every rail at once, B writes
+  (ping-pong: one direction is both), LAT_ITERS writes; B reports each rail's median and
+  percentiles (nodeqc.fabric.tails judges them).
 - NCCL: an all-reduce across every GPU of both nodes, bootstrapped with cupyx.distributed (CuPy's
   own NCCL process group, its TCP store on A). Both ends report; the merge makes one figure.
   GPU-only: without CuPy or GPUs on either end it is skipped, saying what to install.
@@ -35,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nodeqc.backends.nic import iperf3_options, parse_ib_write_bw, parse_iperf3
+from nodeqc.backends.nic import iperf3_options, parse_ib_write_bw, parse_ib_write_lat, parse_iperf3
 from nodeqc.core.arguments import Parser
 from nodeqc.core.errors import UsageError
 
@@ -44,7 +47,9 @@ CONNECT_RETRY_S = 20.0  # the peer's server may start a little after us (srun st
 MARGIN_S = 30.0
 PORTS_PER_PAIR = 4  # the pairs of one round get their own ports, so several may share a host (tests)
 TOOL_INSTALL = {"iperf3": "install iperf3 on every node (apt-get install iperf3, or dnf install iperf3)",
-                "ib_write_bw": "install perftest on every node (apt-get install perftest, or dnf install perftest)"}
+                "ib_write_bw": "install perftest on every node (apt-get install perftest, or dnf install perftest)",
+                "ib_write_lat": "install perftest on every node (apt-get install perftest, or dnf install perftest)"}
+LAT_ITERS = 10_000  # 2-byte writes: ~20-50 ms of ping-pong, 100 samples above the 99th percentile
 
 
 @dataclass
@@ -269,6 +274,49 @@ def rdma(job: Job) -> list[dict[str, Any]]:
     return out
 
 
+LAT_PORT_OFFSET = 3000  # past ib_write_bw's two phases (1000 + 2 x RAIL_PORTS) and NCCL's (2000, 2001)
+
+
+def lat(job: Job) -> list[dict[str, Any]]:
+    """ib_write_lat per rail: A serves, B writes and reports (its line carries the figures)."""
+    if not tool_path("ib_write_lat"):
+        return [{"test": "lat", "rail": "rdma", "direction": "b>a",
+                 "skipped": f"ib_write_lat is not installed: {TOOL_INSTALL['ib_write_lat']}"}] if job.index == 1 else []
+    ports = rdma_ports()
+    if not ports:
+        return [{"test": "lat", "rail": "rdma", "direction": "b>a",
+                 "skipped": "no active RDMA port on this node (ibstat shows the ports)"}] if job.index == 1 else []
+    base = job.port + LAT_PORT_OFFSET
+    offsets = [rail_port_offset(rail_id(dev, port)) for dev, port, _, _ in ports]
+    procs, out = [], []
+    for (dev, port, _, roce), offset in zip(ports, offsets):
+        rail = rail_id(dev, port)
+        if offset is None or offsets.count(offset) > 1:
+            if job.index == 1:
+                out.append({"test": "lat", "rail": rail, "direction": "b>a", "unit": "us",
+                            "error": f"cannot give rail {rail} a port of its own from its name"})
+            continue
+        cmd = ["ib_write_lat", "-d", dev, "-i", str(port), "-p", str(base + offset), "-n", str(LAT_ITERS), "-F"]
+        if roce:
+            cmd.append("-R")
+        if job.index == 1:
+            cmd.append(job.peer_address)
+        procs.append((rail, cmd))
+    if job.index == 0:
+        _run_all([c for _, c in procs], CONNECT_RETRY_S + MARGIN_S)
+        return out
+    if procs:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=len(procs)) as pool:
+            done = list(pool.map(lambda p: _retrying(p[1], parse_ib_write_lat, 1), procs))
+        for (rail, cmd), (p99, error, detail) in zip(procs, done):
+            out.append({"test": "lat", "rail": rail, "direction": "b>a", "unit": "us",
+                        "value": None if error else p99, "p50": None if error else detail.get("p50_us"),
+                        "p999": None if error else detail.get("p999_us"), "error": error, "command": " ".join(cmd)})
+    return out
+
+
 def _run_all(cmds: list[list[str]], timeout: float) -> None:
     procs = []
     for cmd in cmds:
@@ -307,9 +355,9 @@ def nccl(job: Job) -> list[dict[str, Any]]:
 def run(job: Job) -> dict[str, Any]:
     figures: list[dict[str, Any]] = []
     for test in job.tests:
-        figures += {"tcp": tcp, "rdma": rdma, "nccl": nccl}[test](job)
+        figures += {"tcp": tcp, "rdma": rdma, "nccl": nccl, "lat": lat}[test](job)
     out = {MARKER: 1, "node": job.me, "index": job.index, "identity": identity(), "figures": figures}
-    if "rdma" in job.tests:
+    if "rdma" in job.tests or "lat" in job.tests:
         # Every active rail, so the launcher can say which has no counterpart on the peer.
         out["rails"] = [{"rail": rail_id(dev, port), "rate": rate, "subnet": gid_prefix(dev, port)}
                         for dev, port, rate, _ in rdma_ports()]
@@ -358,7 +406,7 @@ def main(argv: list[str]) -> int:
     which.add_argument("--pairs", metavar="'A,B C,D ...'", help="every pair of the round: this node's is found "
                        "from its name (NODEQC_NODE, SLURMD_NODENAME, the host name); its ports from the pair's place")
     p.add_argument("--index", type=int, choices=(0, 1), help="which end this is (default: from the host name)")
-    p.add_argument("--tests", default="tcp", metavar="tcp,rdma,nccl")
+    p.add_argument("--tests", default="tcp", metavar="tcp,rdma,nccl,lat")
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--streams", type=int, default=4)
     p.add_argument("--port", type=int, default=5201)
@@ -376,9 +424,9 @@ def main(argv: list[str]) -> int:
     if len(pair) != 2 or not all(pair) or pair[0] == pair[1]:
         raise UsageError(f"--pair {args.pair}: expected two different node names, A,B")
     tests = [t for t in args.tests.split(",") if t]
-    unknown = [t for t in tests if t not in ("tcp", "rdma", "nccl")]
+    unknown = [t for t in tests if t not in ("tcp", "rdma", "nccl", "lat")]
     if unknown or not tests:
-        raise UsageError(f"--tests {args.tests}: expected tcp, rdma and/or nccl")
+        raise UsageError(f"--tests {args.tests}: expected tcp, rdma and/or nccl (lat: ib_write_lat's latency tail)")
     addresses = tuple(args.address.split(",")) if args.address else pair
     if len(addresses) != 2:
         raise UsageError(f"--address {args.address}: expected two addresses, ADDR_A,ADDR_B")
