@@ -27,10 +27,12 @@ from nodeqc.backends.bmc import BmcUnreadable, parse_sdr, parse_sensor_threshold
 from nodeqc.backends.host_stress import MODULE_RANGES, parse_fio, parse_module
 from nodeqc.backends.kernel_log import KernelRecord, parse_journal_json, parse_kmsg
 from nodeqc.backends.mlxlink import parse_mlxlink
-from nodeqc.backends.nic import (LinuxNics, parse_ib_write_bw, parse_iperf3, read_ib_write_bw, read_iperf3)
+from nodeqc.backends.nic import (LinuxNics, parse_ib_write_bw, parse_ib_write_lat, parse_iperf3, read_ib_write_bw,
+                                 read_ib_write_lat, read_iperf3)
 from nodeqc.backends.platform import acs_from_config, acs_from_lspci, parse_aer
 from nodeqc.core.na import NA, is_na
 from nodeqc.core.tool_output import ToolOutputError, excerpt, figure
+from test_fabric_tails import IB_WRITE_LAT, ROW as IB_WRITE_LAT_ROW
 from test_nic_backend import IB_WRITE_BW_OK, IPERF3_OK
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -176,6 +178,26 @@ def test_ib_write_bw_output_reads_or_is_refused(text):
     except ToolOutputError as e:
         assert "ib_write_bw" in str(e) and "\n" not in str(e)
     _traffic_result_is_sound(parse_ib_write_bw(text))
+
+
+# ib_write_lat's row likewise: digits and points, and sometimes one figure fewer or more (perftest's
+# fixed-width columns run together when a figure outgrows them).
+lat_table = st.lists(digits_and_points, min_size=8, max_size=10).map(
+    lambda row: IB_WRITE_LAT.replace(IB_WRITE_LAT_ROW, " " + "   ".join(row)))
+
+
+@FUZZ
+@given(st.one_of(mutated(IB_WRITE_LAT), lat_table))
+def test_ib_write_lat_output_reads_or_is_refused(text):
+    try:
+        p99, error, detail = read_ib_write_lat(text)
+    except ToolOutputError as e:
+        assert "ib_write_lat" in str(e) and "\n" not in str(e)
+    else:
+        if error is None:  # a figure only from a table in order: min <= median <= p99 <= p99.9 <= max
+            assert finite(p99) and detail["min_us"] <= detail["p50_us"] <= p99 <= detail["p999_us"] <= detail["max_us"]
+    p99, error, detail = parse_ib_write_lat(text)  # the fabric worker's: never raises
+    assert (error is None and finite(p99) and p99 >= 0) or (is_na(p99) and "\n" not in error)
 
 
 # ---------------------------------------------------------------------- host stress: fio, ethtool -m

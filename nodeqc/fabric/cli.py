@@ -413,8 +413,12 @@ def _summary(predicate: dict[str, Any]) -> None:
 def _drain(predicate: dict[str, Any], report: str) -> None:
     from nodeqc.fabric.slurm import drain
 
-    failures = {c["subject"]: f"{c['code']} {c['message'][:80]}" for c in predicate["checks"]
-                if c["name"] == "fabric.node" and c["verdict"] == "fail"}
+    # A node's own failures: its fabric.node check, or its tail (a straggler: fabric.tail NODE).
+    nodes = {n["name"] for n in predicate["nodes"]}
+    failures: dict[str, str] = {}
+    for c in predicate["checks"]:
+        if c["name"] in ("fabric.node", "fabric.tail") and c["verdict"] == "fail" and c["subject"] in nodes:
+            failures.setdefault(c["subject"], f"{c['code']} {c['message'][:80]}")
     for d in drain(failures, report):
         say(f"nodeqc fabric: {d.node}: {d.action}: {d.detail}")
 
