@@ -2,6 +2,7 @@
 input, the NCCL all-reduce's step times, the straggler named (slow only at the tail), a uniformly
 slow fabric blamed on no node, and the simulated `nodeN:straggler` end to end."""
 
+import base64
 import json
 
 import pytest
@@ -207,8 +208,8 @@ def simulated(tmp_path_factory):
     runs = {}
     for name, extra in (("clean", []), ("straggler", ["--inject", "node5:straggler"])):
         p = cli("fabric", "--simulate", "8", "--seed", "3", "--out", str(out / name), *extra)
-        report = json.loads(__import__("base64").b64decode(json.loads(
-            open(p.stdout.strip().splitlines()[-1]).read())["payload"]))["predicate"]
+        envelope = json.loads(open(p.stdout.strip().splitlines()[-1]).read())
+        report = json.loads(base64.b64decode(envelope["payload"]))["predicate"]
         runs[name] = (p, report)
     return runs
 
@@ -224,3 +225,13 @@ def test_simulated_straggler_is_named_and_a_clean_fabric_passes(simulated):
     p, report = simulated["clean"]
     assert p.returncode == 0, p.stderr
     assert [c["verdict"] for c in report["checks"] if c["name"] == "fabric.tail"] == ["pass"]
+
+
+def test_drain_takes_a_straggler_as_a_failed_node(simulated, monkeypatch):
+    from nodeqc.fabric import cli as fabric_cli
+    from nodeqc.fabric import slurm as fabric_slurm
+
+    asked = {}
+    monkeypatch.setattr(fabric_slurm, "drain", lambda failures, report: asked.update(failures) or [])
+    fabric_cli._drain(simulated["straggler"][1], "r.json")
+    assert list(asked) == ["node5"] and asked["node5"].startswith("FABRIC_STRAGGLER ")
