@@ -127,6 +127,11 @@ def test_a_healthy_pair_lays_ranks_out_across_both_nodes_and_both_ends_report(tm
     assert {(j["host"], j["port"]) for j in joined.values()} == {("127.0.0.1", port)}
     assert merged(ra, rb)["value"] == min(ra["value"], rb["value"])
     assert port_is_free(port) and port_is_free(port + 1)  # CuPy's store process is gone with its rank
+    # Each step timed (issue 27): each end's worst rank's median and 99th percentile step, the
+    # pair's the worse end's.
+    for r in (ra, rb):
+        assert r["steps"] >= nccl_pair.MIN_ITERS and 0 < r["step_p50_ms"] <= r["step_p99_ms"], r
+    assert merged(ra, rb)["step_p99_ms"] == max(ra["step_p99_ms"], rb["step_p99_ms"])
 
 
 def test_bus_bandwidth_is_nccl_tests_allreduce_figure():
