@@ -235,3 +235,34 @@ def test_drain_takes_a_straggler_as_a_failed_node(simulated, monkeypatch):
     monkeypatch.setattr(fabric_slurm, "drain", lambda failures, report: asked.update(failures) or [])
     fabric_cli._drain(simulated["straggler"][1], "r.json")
     assert list(asked) == ["node5"] and asked["node5"].startswith("FABRIC_STRAGGLER ")
+
+
+def test_the_workers_lat_test_runs_ib_write_lat_per_rail_and_its_output_becomes_the_pairs_tail(monkeypatch):
+    import subprocess
+
+    from nodeqc.fabric import worker
+
+    outputs = {"mlx5_0": IB_WRITE_LAT, "mlx5_1": IB_WRITE_LAT.replace("0.09            1.33", "2465.901216.65")}
+    ran = []
+
+    def run(cmd, **kw):
+        ran.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, outputs[cmd[cmd.index("-d") + 1]], "")
+
+    monkeypatch.setattr(worker, "tool_path", lambda tool: f"/usr/bin/{tool}")
+    monkeypatch.setattr(worker, "rdma_ports", lambda: [("mlx5_0", 1, 400.0, False), ("mlx5_1", 1, 400.0, True)])
+    monkeypatch.setattr(worker.subprocess, "run", run)
+    job = worker.Job(("a", "b"), 1, ["lat"], 5.0, 4, 15201, ("10.0.0.1", "10.0.0.2"))
+    figures = worker.lat(job)
+    assert [c[:2] + c[-2:] for c in ran] == [["ib_write_lat", "-d", "-F", "10.0.0.1"],
+                                             ["ib_write_lat", "-d", "-R", "10.0.0.1"]]  # RoCE: -R
+    assert all(c[c.index("-n") + 1] == str(worker.LAT_ITERS) for c in ran)
+    good, garbled = figures
+    assert (good["value"], good["p50"], good["p999"], good["error"]) == (1.33, 1.06, 4.49, None)
+    assert garbled["value"] is None and "8 figures where the header has 9" in garbled["error"]
+    ends = [_end("a", 0, [], ("mlx5_0", "mlx5_1")), _end("b", 1, figures, ("mlx5_0", "mlx5_1"))]
+    r = merge(1, "a", "b", ends, [], FLOORS, tests=["lat"])
+    assert r.error is None and [x.measured for x in r.latencies] == [True, False]
+    monkeypatch.setattr(worker, "tool_path", lambda tool: None)
+    assert "install perftest" in worker.lat(job)[0]["skipped"]
+    assert worker.lat(worker.Job(("a", "b"), 0, ["lat"], 5.0, 4, 15201, ("a", "b"))) == []  # the server says nothing
