@@ -9,7 +9,8 @@ recall of what each named. Precision and recall count every planted node, node r
 and the bad links whose pair the method tested; the links it never tested are counted beside
 (declared untested in its report's coverage, never a silent pass).
 
-Table 2, topology-aware pairs (pairing.topology_schedule with uplinks.py) against random pairs on a
+Table 2, adaptive isolation over the topology and topology-aware pairs (pairing.topology_schedule
+with uplinks.py) against random pairs on a
 fleet of leaves of 32 nodes under spines of 4 leaves: two bad leaf uplinks, one bad spine uplink and
 1% bad nodes; precision and recall of the uplinks and the nodes named, and how many good nodes each
 blamed. An uplink named "or" another (two subtrees only fail the same tests) counts as found when
@@ -86,11 +87,15 @@ def uplinks(n: int, seed: int) -> dict:
     want_nodes = c.planted()["nodes"]
     rounds = pairing.rounds_needed(n)
     out = {}
-    for how in ("topology", "random"):
-        sched = (pairing.topology_schedule(c.nodes, c.topology, rounds, seed) if how == "topology"
-                 else pairing.schedule(c.nodes, rounds, seed))
-        results = [c.run_pair(rd.number, a, b, FLOORS) for rd in sched for a, b in rd.pairs]
-        s = score(c.nodes, results, c.topology if how == "topology" else None)
+    for how in ("adaptive", "topology", "random"):
+        if how == "adaptive":  # over the topology (adaptive.py's steps 1', 3', 5)
+            sched, results = isolate(c.nodes, lambda rd: [c.run_pair(rd.number, a, b, FLOORS) for a, b in rd.pairs],
+                                     seed, topology=c.topology)
+        else:
+            sched = (pairing.topology_schedule(c.nodes, c.topology, rounds, seed) if how == "topology"
+                     else pairing.schedule(c.nodes, rounds, seed))
+            results = [c.run_pair(rd.number, a, b, FLOORS) for rd in sched for a, b in rd.pairs]
+        s = score(c.nodes, results, None if how == "random" else c.topology)
         # with two spines only, either uplink fails the same tests: the one named says "or" the other
         ups = {next((x for x in (u.switch, u.alternative, *u.same) if x in want_up), u.switch) for u in s.bad_uplinks}
         blamed = len(set(s.bad_nodes) - want_nodes) + len({n for n, _ in s.bad_ports} - want_nodes)
@@ -118,9 +123,9 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         rows = [uplinks(n, seed) for seed in range(1, args.seeds + 1)]
-        for how in ("topology", "random"):
+        for how in ("adaptive", "topology", "random"):
             v = [r[how] for r in rows]
-            print(f"| {n} | {how} | {v[0][0]} | {v[0][1]} | {min(x[2] for x in v):.2f}/{min(x[3] for x in v):.2f} "
+            print(f"| {n} | {how} | {sum(x[0] for x in v) / len(v):.1f} | {sum(x[1] for x in v) / len(v):.0f} | {min(x[2] for x in v):.2f}/{min(x[3] for x in v):.2f} "
                   f"| {min(x[4] for x in v):.2f}/{min(x[5] for x in v):.2f} | {sum(x[6] for x in v) / len(v):.1f} "
                   f"| {sum(x[7] for x in v) / len(v):.1f} |", flush=True)
     return 0

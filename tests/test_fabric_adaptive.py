@@ -71,9 +71,55 @@ def test_the_command_runs_adaptively(tmp_path):
     assert pred["fabric"]["confidence_reached"] is None
 
 
+# ---------------------------------------------------------------- with a topology
+
+def _isolate_over(c, seed):
+    return isolate(c.nodes, lambda rd: [c.run_pair(rd.number, a, b, FLOORS) for a, b in rd.pairs], seed,
+                   topology=c.topology)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_over_a_topology_bad_uplinks_and_nodes_are_named_in_fewer_tests_and_rounds(seed):
+    """256 nodes, 8 leaves of 32 under 2 spines: a leaf's uplink at half rate, a spine's down, two
+    bad nodes elsewhere. Each is named, as topology-aware pairs name them, and no good node is blamed
+    for its leaf's uplink, in fewer rounds and tests than topology_schedule's."""
+    n, leaves, spines = 256, 8, 2
+    bare = SimulatedCluster.build(n, 2, [], seed=seed, leaves=leaves, spines=spines)
+    leaf_of = bare.topology.leaf_of
+    others = [x for x in bare.nodes if leaf_of[x] not in ("L1", "L6")]
+    faults = ["leaf:L1:slow=0.5", "spine:S1:down", f"{others[3]}:slow=0.4", f"{others[40]}:down"]
+    c = SimulatedCluster.build(n, 2, faults, seed=seed, leaves=leaves, spines=spines)
+    rounds, results = _isolate_over(c, seed)
+    s = score(c.nodes, results, c.topology)
+    named = {x for u in s.bad_uplinks for x in (u.switch, u.alternative, *u.same) if x}
+    assert set(c.faults.uplink) <= named, s.bad_uplinks
+    assert set(s.bad_nodes) == c.planted()["nodes"] and not s.bad_ports and not s.inconclusive
+    # The first round never leaves a leaf (with leaves of an even size): a bad uplink cannot make a suspect.
+    assert all(leaf_of[a] == leaf_of[b] for a, b in rounds[0].pairs)
+    planned = pairing.topology_schedule(c.nodes, c.topology, pairing.rounds_needed(n), seed)
+    assert len(rounds) < len(planned) and len(results) < sum(len(r.pairs) for r in planned)
+    assert len({frozenset((r.a, r.b)) for r in results}) == len(results)  # no pair twice
+
+
+def test_a_suspects_partner_is_a_known_good_node_of_its_own_leaf_where_there_is_one():
+    c = SimulatedCluster.build(64, 0, ["node5:down"], seed=3, leaves=4, spines=2)
+    rounds, results = _isolate_over(c, 3)
+    leaf = c.topology.leaf_of
+    confirming = [r for r in results if r.round > 1 and "node5" in (r.a, r.b)]
+    assert len(confirming) >= 2 and all(leaf[r.a] == leaf[r.b] for r in confirming)
+    assert score(c.nodes, results, c.topology).bad_nodes == ["node5"]
+
+
+def test_the_command_runs_adaptively_over_a_topology(tmp_path):
+    p = cli("fabric", "--simulate", "64", "--leaves", "4", "--spines", "2", "--adaptive", "--seed", "2",
+            "--inject", "leaf:L2:slow=0.5", "--out", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    assert "adaptive over the topology" in p.stderr and "FAIL  fabric.uplink" in p.stderr
+    assert "FAIL  fabric.node" not in p.stderr  # the leaf's nodes are not blamed for its uplink
+
+
 @pytest.mark.parametrize("args,message", [
     (["--simulate", "8", "--adaptive", "--rounds", "3"], "--adaptive chooses its rounds"),
-    (["--simulate", "8", "--adaptive", "--leaves", "2"], "--adaptive does not take a topology yet"),
 ])
 def test_adaptive_usage_errors(args, message):
     p = cli("fabric", *args)

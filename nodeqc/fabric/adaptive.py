@@ -21,6 +21,18 @@ node that passed its one first-round test is cleared on that one peer, which hol
 faults this scoring is built for (a slow or dead port fails every test, scoring.py) but is less
 evidence against an intermittent one; and it tests N/2 node pairs, not 9N/2, so fewer pair-only
 paths (bad links) are crossed; the coverage report says which (coverage.py).
+
+With a topology (leaves under switches, topology.py) the same steps keep a switch's uplink out of a
+node's judgement and test the uplinks apart:
+
+1'. The first round pairs within the leaves (topology_schedule's first round), where no test crosses
+   an uplink: a node fails there for its own fault, never for its leaf's uplink.
+3'. A suspect's known-good partner is taken from its own leaf where one is free, else from as near
+   as the topology has (the fewest uplinks between them).
+5. The crossing rounds of topology_schedule (two across each level above the leaves) test the
+   uplinks, between nodes known good only: their pairs join the confirmation rounds wherever both
+   nodes are free, so the uplinks cost rounds only where they outlast the suspects. The scoring then
+   names a bad uplink from those tests and the leaves' own (uplinks.py).
 """
 
 from __future__ import annotations
@@ -28,8 +40,9 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from nodeqc.fabric.pairing import Round, schedule
+from nodeqc.fabric.pairing import Round, schedule, topology_schedule
 from nodeqc.fabric.scoring import PairResult
+from nodeqc.fabric.topology import Topology
 
 CONFIRM = 2  # tests against known-good partners that agree settle a suspect
 MOST = 4  # ... and no suspect gets more than this many
@@ -37,10 +50,18 @@ MAX_ROUNDS = 12
 
 
 def isolate(nodes: list[str], run_round: Callable[[Round], list[PairResult]], seed: int,
-            max_rounds: int = MAX_ROUNDS) -> tuple[list[Round], list[PairResult]]:
+            max_rounds: int = MAX_ROUNDS, topology: Topology | None = None) -> tuple[list[Round], list[PairResult]]:
     """Run the rounds through `run_round` (a launcher's); (the rounds, every result)."""
     rng = random.Random(seed)
-    first = schedule(nodes, 1, seed)[0]
+    crossing: list[tuple[str, str]] = []  # the uplinks' tests still to run (with a topology)
+    if topology is None:
+        first = schedule(nodes, 1, seed)[0]
+    else:
+        # Within the leaves, then (where the topology has levels above them) a crossing round of
+        # each level in turn, twice over: the first is this round, the crossing ones the uplinks'.
+        planned = topology_schedule(nodes, topology, 1, seed)
+        first = planned[0]
+        crossing = [p for rnd in planned[1::2] for p in rnd.pairs]
     rounds, results = [first], list(run_round(first))
     ignored = _fabric_rails(results)
     failed: set[str] = set()
@@ -53,21 +74,38 @@ def isolate(nodes: list[str], run_round: Callable[[Round], list[PairResult]], se
     tested = {n for r in results for n in (r.a, r.b)}
     good = sorted(n for n in tested if n not in failed)
     checks: dict[str, list[bool]] = {n: [] for n in sorted(failed | (set(nodes) - tested))}
+    known_good = set(good)
     while len(rounds) < max_rounds:
         open_ = sorted(n for n, oks in checks.items() if _unsettled(oks))
-        if not open_ or not good:
+        if (not open_ or not good) and not crossing:
             break
         rng.shuffle(open_)
         free = list(good)
         rng.shuffle(free)
+        if topology is not None:
+            free_by_leaf: dict[str, list[str]] = {}
+            for g in free:
+                free_by_leaf.setdefault(topology.leaf_of.get(g, ""), []).append(g)
         used: set[str] = set()
         pairs = []
-        for s in open_:
-            partner = next((g for g in free if g not in used and g not in met[s]), None)
+        for s in open_ if good else []:
+            options = free if topology is None else _nearest_first(s, free, free_by_leaf, topology)
+            partner = next((g for g in options if g not in used and g not in met[s]), None)
             if partner is None:
                 continue
-            used.add(partner)
+            used.update((s, partner))
             pairs.append((s, partner))
+        # The uplinks' tests between nodes known good, wherever both are free this round.
+        waiting = []
+        for a, b in crossing:
+            if b in met[a]:
+                continue  # tested already (a pair round 1 had left over, or a confirmation)
+            if a in known_good and b in known_good and a not in used and b not in used:
+                used.update((a, b))
+                pairs.append((a, b))
+            elif a in known_good and b in known_good:
+                waiting.append((a, b))
+        crossing = waiting
         if not pairs:
             break
         rnd = Round(len(rounds) + 1, tuple(pairs), None)
@@ -77,10 +115,26 @@ def isolate(nodes: list[str], run_round: Callable[[Round], list[PairResult]], se
         for r in done:
             met[r.a].add(r.b)
             met[r.b].add(r.a)
+            if r.a not in checks and r.b not in checks:
+                continue  # an uplink's test: the scoring judges it
             s = r.a if r.a in checks else r.b
             if r.error is None:
                 checks[s].append(_passed(r, ignored))
     return rounds, results
+
+
+def _nearest_first(node: str, free: list[str], by_leaf: dict[str, list[str]], topology: Topology) -> list[str]:
+    """Free known-good partners for `node`: its own leaf's first, then the rest by how many switches
+    up their paths meet (the fewest uplinks crossed)."""
+    mine = topology.leaf_of.get(node, "")
+    chain = [mine, *topology.up(mine)] if mine else []
+
+    def distance(g: str) -> int:
+        theirs = topology.leaf_of.get(g, "")
+        up = {x for x in ([theirs, *topology.up(theirs)] if theirs else [])}
+        return next((k for k, x in enumerate(chain) if x in up), len(chain))
+
+    return by_leaf.get(mine, []) + sorted((g for g in free if topology.leaf_of.get(g, "") != mine), key=distance)
 
 
 def _unsettled(oks: list[bool]) -> bool:

@@ -259,10 +259,12 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     if args.adaptive:
         if args.rounds:
             raise UsageError("--adaptive chooses its rounds: not with --rounds")
-        if topology is not None:
-            raise UsageError("--adaptive does not take a topology yet: a suspect's known-good partner would cross "
-                             "uplinks; use --topology without --adaptive")
         schedule, reason = [], "adaptive: every node once, then each suspect against known-good partners"
+        if topology is not None:
+            leaves = len(set(topology.leaf_of.values()))
+            reason = (f"adaptive over the topology: every node once within its leaf, then each suspect against "
+                      f"known-good partners nearest it, and the uplinks between known-good nodes "
+                      f"({leaves} leaves, {topology.source})")
         rounds_n = 0
     elif topology is not None:
         schedule = pairing.topology_schedule(nodes, topology, rounds_n, seed)
@@ -344,7 +346,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                 return play(rnd)
 
             try:
-                isolate(nodes, track, seed)
+                isolate(nodes, track, seed, topology=topology)
             except _Stopped:
                 played.pop()
             schedule = played
