@@ -301,12 +301,12 @@ def test_fabric_report_signed_with_every_node_as_subject(tmp_path):
 
 
 def test_clean_fabric_passes_and_the_archive_indexes_it():
-    p = cli("fabric", "--simulate", "16", "--seed", "9", "--name", "rack7")
+    p = cli("fabric", "--simulate", "16", "--seed", "9", "--name", "rack7")  # files among the simulated runs
     assert p.returncode == 0, p.stderr
     assert "/fabric-rack7/fabric-rack7-" in p.stdout.strip() and "RESULT: PASS" in p.stderr
-    h = cli("history")
+    h = cli("history", "--simulated")
     assert h.returncode == 0 and "fabric-rack7" in h.stdout and "PASS SIM" in h.stdout
-    e = cli("export", "--format", "jsonl")
+    e = cli("export", "--simulated", "--format", "jsonl")
     rows = [json.loads(line) for line in e.stdout.splitlines()]
     # 16 nodes in 6 rounds test 48 of 120 pairs: the coverage row says so (not measured, not a failure);
     # the latency tail (the simulated cluster runs rdma,lat) is one row for the fabric.
@@ -318,17 +318,17 @@ def test_clean_fabric_passes_and_the_archive_indexes_it():
 def test_a_nodes_history_lists_the_fabric_runs_it_took_part_in():
     p = cli("fabric", "--simulate", "8", "--rails", "2", "--seed", "3", "--name", "rack9", "--inject", "node3:slow=0.4")
     assert p.returncode == 1, p.stderr
-    bad = cli("history", "--node", "node3")
+    bad = cli("history", "--simulated", "--node", "node3")
     (row,) = bad.stdout.splitlines()[1:]
     assert "fabric-rack9" in row and "fabric of 8" in row and "FABRIC FAIL SIM" in row and "FABRIC_NODE as node3" in row
-    good = cli("history", "--node", "node1")
+    good = cli("history", "--simulated", "--node", "node1")
     (row,) = good.stdout.splitlines()[1:]
     assert "FABRIC PASS SIM" in row and "as node1" in row
     # --verdict is the node's own verdict in that fabric, not the fabric's.
-    assert len(cli("history", "--node", "node3", "--verdict", "fail").stdout.splitlines()) == 2
-    assert cli("history", "--node", "node1", "--verdict", "fail").stdout == ""
-    assert cli("history", "--node", "node42").stdout == ""  # not a member
-    everything = cli("history")
+    assert len(cli("history", "--simulated", "--node", "node3", "--verdict", "fail").stdout.splitlines()) == 2
+    assert cli("history", "--simulated", "--node", "node1", "--verdict", "fail").stdout == ""
+    assert cli("history", "--simulated", "--node", "node42").stdout == ""  # not a member
+    everything = cli("history", "--simulated")
     assert "FABRIC FAIL SIM" in everything.stdout and "fabric of 8" in everything.stdout
 
 

@@ -70,10 +70,10 @@ def test_skip_stress_runs_no_load_and_history_never_counts_it(isolated_dirs):
     families = {c["name"].split(".")[0] for c in pred["checks"]}
     assert families == {"inventory", "host", "nic", "dcgm"} and pred["telemetry"] is None
     assert pred["partial"]["skip"] == ["stress"]
-    h = cli("history")
+    h = cli("history", "--simulated")  # a simulated node's runs: their own archive
     assert "PASS (partial) SIM" in h.stdout
-    assert cli("history", "--verdict", "pass").stdout == ""  # a partial pass is no qualification
-    assert str(path) in cli("history", "--verdict", "partial").stdout
+    assert cli("history", "--simulated", "--verdict", "pass").stdout == ""  # a partial pass is no qualification
+    assert str(path) in cli("history", "--simulated", "--verdict", "partial").stdout
 
 
 @pytest.mark.parametrize("args, message", [

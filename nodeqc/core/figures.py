@@ -51,7 +51,7 @@ LABELS: dict[str, str] = {
     "ecc_enabled": "ECC", "ecc_pending": "ECC after reboot", "persistence": "persistence mode", "version": "version",
     "required": "required", "cores": "cores", "threads": "threads", "sockets": "sockets", "numa_nodes": "NUMA nodes",
     "cpus": "CPUs", "running": "running", "module": "module", "channels": "IMEX channels",
-    "nodes_listed": "nodes listed", "nodes_expected": "nodes expected", "state": "state", "status": "status",
+    "nodes_listed": "nodes listed", "self_listed": "this node listed", "nodes_expected": "nodes expected", "state": "state", "status": "status",
     "cluster_uuid": "cluster", "clique_id": "clique", "health_mask": "health mask", "processes": "other processes",
     "read_gbps": "read bandwidth", "read_iops": "read operations per second", "read_p99_us": "read latency, p99",
     # NICs
@@ -61,6 +61,7 @@ LABELS: dict[str, str] = {
     # the fabric
     "pass_ratio": "pairs passed", "peers": "peers", "tests": "tests", "untested": "pairs untested", "rail": "rail",
     "rails": "rails", "rounds": "rounds", "figures": "figures", "wrong": "wrong results",
+    "p50": "latency, median", "p99": "latency, p99", "high": "pairs with a high tail",
 }
 # Keys one check uses in another sense than the table's.
 BY_CHECK: dict[tuple[str, str], str] = {
