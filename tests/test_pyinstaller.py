@@ -72,5 +72,5 @@ def test_the_frozen_build_qualifies_the_simulated_node(tmp_path):
     assert report.is_relative_to(tmp_path / "data")
     verify = cli("verify", str(report))  # the checkout's nodeqc trusts the frozen build's signature
     assert verify.returncode == 0 and "PASS" in verify.stdout, verify.stderr
-    history = subprocess.run([str(app / "nodeqc"), "history"], cwd=elsewhere, env=env, capture_output=True, text=True)
+    history = subprocess.run([str(app / "nodeqc"), "history", "--simulated"], cwd=elsewhere, env=env, capture_output=True, text=True)
     assert history.returncode == 0 and str(report) in history.stdout
