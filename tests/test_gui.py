@@ -1004,3 +1004,30 @@ def test_the_printable_repair_lines_up_its_labels_and_values_as_the_run_does(qtb
     values = {where[text] for _, text in rows}
     assert len(labels) == 1 and len(values) == 1 and values.pop() > labels.pop(), (labels, values)
     assert doc.idealWidth() <= 595 - 72 + 1, doc.idealWidth()
+
+
+def _limit_labels(plot):
+    return [item.label for item in plot.items if isinstance(item, pg.InfiniteLine) and getattr(item, "label", None) is not None]
+
+
+@pytest.mark.parametrize("size", [(1024, 600), (1366, 768)])
+def test_the_plots_limit_labels_are_whole_at_a_crash_carts_size(qtbot, size):
+    """At 1024x600 a plot is about 50 pixels tall: a fixed headroom above the highest limit left
+    its label ("limit 87 °C, warn 82") cut off by the top of the plot."""
+    window = make_window(qtbot, scenario="h100", profile="h100")
+    window.resize(*size)
+    gpus = [{"subject": "gpu0", "power_limit_w": 700, "max_sm_clock_mhz": 1980}]
+    window.plots.configure(gpus, load_profile("h100"))
+    for i in range(200):
+        window.plots.add(i * 0.5, {"gpu0": GpuSample(temp_c=60, power_w=690, sm_clock_mhz=1980, util_pct=100)})
+    qtbot.wait(50)
+    window.plots.refresh()
+    qtbot.wait(50)
+    for field, plot in window.plots.plots.items():
+        box = plot.getViewBox().sceneBoundingRect()
+        labels = _limit_labels(plot)
+        assert labels or field == "util_pct"
+        for label in labels:
+            rect = label.sceneBoundingRect()
+            assert box.top() <= rect.top() and rect.bottom() <= box.bottom(), (field, label.toPlainText(), size)
+

@@ -27,6 +27,7 @@ HISTORY_ROWS = 36_000  # an hour at 10 Hz sample for sample; longer runs at coar
 PLOT_TICK_MS = 125  # one plot redrawn per tick: each of the four twice a second
 PLOT_MIN_HEIGHT = 90  # title, axis and a band of curve: smaller when a failing run's banner needs the room
 UNSHOWN_PIXELS = 1000  # the width assumed for a plot not laid out yet
+LABEL_PIXELS = 24  # a limit line's label, above its line: the headroom a plot keeps for it
 MAX_MARKERS = 500  # throttle onsets kept on the plot
 FAILING_MASK = sum(REASON_BITS[r] for r in FAILING_REASONS)
 
@@ -154,6 +155,7 @@ class TelemetryPlots(QWidget):
         self.throttle = pg.ScatterPlotItem(symbol="x", size=14, pen=pg.mkPen("#c4161c", width=3),
                                            brush=None, hoverable=True, tip=lambda x, y, data: data)
         self._y_floor: dict[str, float] = {}
+        self._ceiling: dict[str, float] = {}  # the highest limit labelled above its line, per plot
 
     # ------------------------------------------------------------------ set up for a run
 
@@ -179,6 +181,7 @@ class TelemetryPlots(QWidget):
         self.legend.setText("  ".join(f'<span style="color:{c.name()}; font-size:16pt">&#9632;</span>&nbsp;<b>{s}</b>'
                                       for s, c in zip(self.subjects, colours, strict=True)))
         self._y_floor = {"temp_c": 100.0, "power_w": 100.0, "sm_clock_mhz": 500.0, "util_pct": 105.0}
+        self._ceiling = {}
         temp = profile.threshold("gpu", "max_temp_c") if profile else None
         if temp:
             warn = f", warn {temp.warn:g}" if temp.warn != temp.fail else ""
@@ -205,6 +208,17 @@ class TelemetryPlots(QWidget):
                                                               "anchors": [anchor, anchor]})
         self.plots[field].addItem(line)
         self._y_floor[field] = max(self._y_floor[field], value * 1.22)
+        if text and above:
+            self._ceiling[field] = max(self._ceiling.get(field, 0.0), value)
+
+    def _headroom(self, field: str, plot: pg.PlotItem) -> float:
+        """The top of the y range that leaves the label above the highest limit whole: a fixed share
+        of the range cut it off on a 600-pixel screen, where a plot is some 60 pixels tall."""
+        ceiling = self._ceiling.get(field)
+        pixels = plot.getViewBox().height()
+        if not ceiling or pixels <= 0:
+            return 0.0
+        return ceiling * pixels / max(pixels - LABEL_PIXELS, pixels / 3)
 
     # ------------------------------------------------------------------ data
 
@@ -237,6 +251,10 @@ class TelemetryPlots(QWidget):
         super().showEvent(event)
         self._stale = list(self.plots)  # redrawn for the size they are shown at
 
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self._stale = list(self.plots)  # the headroom for the limits' labels depends on the height
+
     def refresh(self, fields: list[str] | None = None) -> None:
         """Redraw these plots (all by default) from the buffer now."""
         t, low, high = self.buffer.window()
@@ -255,7 +273,8 @@ class TelemetryPlots(QWidget):
             for k, subject in enumerate(self.subjects):
                 self.curves[(field, subject)].setData(x, rows[k])
             top = float(np.fmax.reduce(rows, axis=None)) if rows.size else math.nan
-            plot.setYRange(0, max(self._y_floor.get(field, 1.0), 0 if math.isnan(top) else top * 1.08), padding=0)
+            plot.setYRange(0, max(self._y_floor.get(field, 1.0), self._headroom(field, plot),
+                                  0 if math.isnan(top) else top * 1.08), padding=0)
             if len(t):
                 plot.setXRange(t[0], max(t[-1], t[0] + 10), padding=0.01)
             if field == "sm_clock_mhz":
