@@ -699,3 +699,26 @@ def test_the_page_in_a_headless_browser_runs_its_script_under_its_policy(tmp_pat
     aged = re.findall(r'<tr class="s\d"[^>]*>.*?<a [^>]*>([^<]*)</a>', dom)
     assert aged[:3] == ["SN00000", "SN00001", "SN00002"] and aged[-1] == "SN00102"
     assert 'aria-sort="ascending"><button type="button">age' in dom
+
+
+def test_a_failed_node_comes_before_nodes_that_are_only_unqualified_as_simulated(tmp_path):
+    """Every node of a demo (or a replayed) archive is "not qualified", passing or not: within those
+    the newest came first, so a simulated FAIL sank below the PASS SIM runs filed after it."""
+    root = tmp_path / "archive"
+    rng = random.Random(5)
+    for n in range(4):
+        pred = fleet_predicate(n, rng, NOW - timedelta(minutes=10 - n))  # SN00000 the oldest
+        pred["simulated"] = True
+        if n == 0:
+            pred["verdict"] = "FAIL"
+            pred["checks"][0]["verdict"] = "fail"
+            pred["summary"]["failed"] = ["stress.burn gpu0"]
+        file_report(root, pred)
+    table = cli("fleet", "--archive", str(root), "--html", str(root / "fleet.html"))
+    assert table.returncode == 0, table.stderr
+    rows = [line for line in table.stdout.splitlines() if line.startswith("SN")]
+    assert rows[0].startswith("SN00000") and "stress.burn gpu0" in rows[0], table.stdout
+    page = _Page()
+    page.feed((root / "fleet.html").read_text())
+    assert page.rows[0]["cells"][1] == "SN00000", [r["cells"][1] for r in page.rows]
+    assert [r["cells"][1] for r in page.rows[1:]] == ["SN00003", "SN00002", "SN00001"]  # then newest first

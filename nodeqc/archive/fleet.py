@@ -192,6 +192,13 @@ class NodeRow:
         qualification with warnings is not one (warnings are allowed), though problems() names them."""
         return not self.qualified or self.expired(now) or bool(self.outliers) or bool(self.watch)
 
+    @property
+    def failing(self) -> bool:
+        """Something on the node failed or could not run, not only unqualified: a simulated,
+        replayed or partial PASS is not qualified either, and in a demo archive every node is that."""
+        return (bool(self.failed or self.carried or self.watch)
+                or self.result.startswith(("FAIL", "ERROR", "ABORTED")))
+
     def severity(self, now: datetime) -> int:
         """Where the node goes on the fleet page: 0 not qualified (failed, aborted, could not run),
         1 another problem (expired, outliers), 2 qualified with warnings, 3 nothing to say."""
@@ -280,7 +287,8 @@ def fleet(entries: list[Any], outlier_pct: float, min_fleet: int, now: datetime 
                             outliers_of.get(e.node, []), list(extracts[e.sha256].get("warned") or []), watched,
                             carried))
     rows.sort(key=lambda r: r.finished_at, reverse=True)
-    rows.sort(key=lambda r: 0 if r.has_problems(now) else 1)  # stable: newest first within each
+    # Stable: newest first within each; among the problems a failure before an unqualified pass.
+    rows.sort(key=lambda r: (0 if r.has_problems(now) else 1, 0 if r.failing else 1))
     return FleetView(rows, found, dists, now, list(fabrics.values()))
 
 

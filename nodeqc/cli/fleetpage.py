@@ -122,7 +122,8 @@ def render_html(view: Any, rows: list[dict[str, Any]], pct: float, min_fleet: in
                 page_dir: Path | None = None) -> str:
     e = html.escape
     now = view.now
-    order = sorted(range(len(rows)), key=lambda i: view.rows[i].severity(now))  # stable: newest first within
+    # Stable: newest first within each severity, a failure before a pass only unqualified (simulated).
+    order = sorted(range(len(rows)), key=lambda i: (view.rows[i].severity(now), 0 if view.rows[i].failing else 1))
     counts = [0, 0, 0, 0]
     for r in view.rows:
         counts[r.severity(now)] += 1
