@@ -1031,3 +1031,30 @@ def test_the_plots_limit_labels_are_whole_at_a_crash_carts_size(qtbot, size):
             rect = label.sceneBoundingRect()
             assert box.top() <= rect.top() and rect.bottom() <= box.bottom(), (field, label.toPlainText(), size)
 
+
+def test_on_a_simulated_node_the_plots_and_the_running_banner_say_which_clock_they_show(qtbot):
+    """The plots' time axis is the run's clock, which on a simulated node runs TIME_SCALE times the
+    wall's: an axis reading 250 s beside a banner reading 0:25 elapsed looked like a lag or a bug."""
+    window = make_window(qtbot, scenario="h100", profile="h100")
+    window.start()
+    qtbot.waitUntil(lambda: window.plots.sample_count() > 5 and window.current_check is not None,
+                    timeout=RUN_TIMEOUT_MS)
+    window.redraw()
+    running = QTextDocumentFragment.fromHtml(window.banner_text.text()).toPlainText()
+    axis = window.plots.plots["temp_c"].getAxis("bottom").labelText
+    with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS):
+        window.worker.abort()
+    assert "simulated" in axis, axis
+    assert re.search(r"\d+:\d\d elapsed \(\d+:\d\d simulated\)", running), running
+
+
+def test_the_running_banners_now_line_follows_a_check_as_it_starts_not_on_the_next_redraw(qtbot):
+    window = make_window(qtbot)
+    window.active = True
+    window.started_at = 0.0
+    window.on_event(CheckStarted("health.pcie_link", ["gpu0", "gpu1"], 12.0))
+    first = window.banner_text.text()
+    window.on_event(CheckStarted("stress.burn", ["gpu0", "gpu1"], 13.0))  # no timer tick between
+    window.active = False
+    assert "pcie_link" in first or "PCIe" in first, first
+    assert "burn" in window.banner_text.text(), window.banner_text.text()

@@ -155,13 +155,18 @@ class TelemetryPlots(QWidget):
         self.throttle = pg.ScatterPlotItem(symbol="x", size=14, pen=pg.mkPen("#c4161c", width=3),
                                            brush=None, hoverable=True, tip=lambda x, y, data: data)
         self._y_floor: dict[str, float] = {}
+        self.unit = "s"  # of the run's clock, in the throttle markers' tips
         self._ceiling: dict[str, float] = {}  # the highest limit labelled above its line, per plot
 
     # ------------------------------------------------------------------ set up for a run
 
-    def configure(self, gpus: list[dict[str, Any]], profile: Profile | None) -> None:
-        """New run: one curve per GPU, limit lines from the profile and the GPUs' own limits."""
+    def configure(self, gpus: list[dict[str, Any]], profile: Profile | None, simulated: bool = False) -> None:
+        """New run: one curve per GPU, limit lines from the profile and the GPUs' own limits. A simulated
+        node's clock runs faster than the wall's (the banner's elapsed time): the axis says which it is."""
         self.subjects = [g["subject"] for g in gpus]
+        self.unit = "sim s" if simulated else "s"
+        for plot in self.plots.values():
+            plot.setLabel("bottom", "simulated run time" if simulated else "run time", units="s")
         self.buffer = RunBuffer(self.capacity, len(SERIES) * len(self.subjects))
         self.markers.clear()
         self._shown_markers = []
@@ -238,7 +243,7 @@ class TelemetryPlots(QWidget):
                 onset = reasons & FAILING_MASK & ~self._reasons.get(subject, 0)
                 if onset:
                     names = ", ".join(r for r in FAILING_REASONS if onset & REASON_BITS[r])
-                    self.markers.append((t, _number(sample.sm_clock_mhz), f"{subject}: {names} at {t:.0f} s"))
+                    self.markers.append((t, _number(sample.sm_clock_mhz), f"{subject}: {names} at {t:.0f} {self.unit}"))
                 self._reasons[subject] = reasons
         self.buffer.append(t, row)
         self._stale += [f for f in self.plots if f not in self._stale]

@@ -76,6 +76,8 @@ class MainWindow(QMainWindow):
         self.active = False  # a run is under way, as this thread knows it: from start() to its end shown
         self.started_at = 0.0
         self.current_check: str | None = None
+        self.run_clock = 0.0  # the run's own clock: on a simulated node faster than the wall's
+        self.banner_shown = ""
         self.latest: dict[str, GpuSample | None] = {}
         self.setWindowTitle(f"nodeqc: {node.host.get('hostname')}")
         self.setStyleSheet(STYLESHEET)
@@ -223,6 +225,7 @@ class MainWindow(QMainWindow):
     def _set_banner(self, state: str, word: str, text: str, finished: bool = False, report: str = "",
                     findings: str = "", repairable: bool = False, compact: tuple[list[Any], int] = ([], 0)) -> None:
         self.banner.set_answer(state, word, text, finished, report, findings, repairable, *compact)
+        self.banner_shown = text
         self._fit_banner()
         QTimer.singleShot(0, self._fit_banner)  # again at the width the new buttons leave it
 
@@ -298,7 +301,8 @@ class MainWindow(QMainWindow):
         self.checks.clear()
         # Nothing of the last run stays on screen while this one reads the inventory (seconds on a
         # real node) or if it cannot start at all.
-        self._fresh_view(self.node.gpus, "")
+        self.run_clock = 0.0
+        self._fresh_view(self.node.gpus, "", self.node.simulated)
         self.tabs.setCurrentWidget(self.plots)
         self._set_inputs(running=True)
         # Only a re-test after a repair passes these: a first run's options are the command line's.
@@ -348,6 +352,8 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ the event stream
 
     def on_event(self, event: Event) -> None:
+        if isinstance(event, (TelemetrySampled, CheckStarted, CheckFinished)):
+            self.run_clock = max(self.run_clock, event.t)
         if isinstance(event, TelemetrySampled):
             self.plots.add(event.t, event.samples)
             self.latest.update(event.samples)
@@ -361,11 +367,13 @@ class MainWindow(QMainWindow):
             for subject in event.subjects:
                 if subject in self.tiles:
                     self.tiles[subject].check_started(event.name)
+            self._show_running()  # the banner's "Now:" as the tiles say it, not half a second later
         elif isinstance(event, CheckFinished):
             self.results.append(event.result)
             self.checks.check_finished(event.result)
             if event.result.subject in self.tiles:
                 self.tiles[event.result.subject].check_finished(event.result)
+            self._show_running()
         elif isinstance(event, RunStarted):
             self._run_started(event)
         elif isinstance(event, Notice) and event.level == "progress":
@@ -382,16 +390,16 @@ class MainWindow(QMainWindow):
         self.serial.setFullText(str(node.get("system_serial") or "N/A"))
         self.gpu_summary.setFullText(self._gpu_summary(event.gpus))
         self.gpu_summary.setToolTip(f"{self.gpu_summary.full}\n{self.system}".strip())
-        self._fresh_view(event.gpus, f"journal: {event.files.get('journal')}")
+        self._fresh_view(event.gpus, f"journal: {event.files.get('journal')}", event.simulated)
         self.checks.set_gpus(event.gpus)
         for tile in self.tiles.values():
             tile.set_running(True)
 
-    def _fresh_view(self, gpus: list[dict[str, Any]], status: str) -> None:
+    def _fresh_view(self, gpus: list[dict[str, Any]], status: str, simulated: bool) -> None:
         """New tiles and empty plots for these GPUs; no notices yet."""
         self.latest.clear()
         self._build_tiles(gpus)
-        self.plots.configure(gpus, self.profile)
+        self.plots.configure(gpus, self.profile, simulated)
         self.notices = []
         self._say(status)
 
@@ -407,15 +415,24 @@ class MainWindow(QMainWindow):
                 tile.show_sample(sample)
         self.latest.clear()
         self._arrange()  # tiles grow a little as their markers fill in
+        self._show_running()
+
+    def _show_running(self) -> None:
+        """The running banner: time, the check under way and how far it is, the failures so far. On a
+        simulated node also the run's own clock, the one the plots' time axis and the journal use."""
         if self.running and not self.worker.aborting:
             elapsed = int(time.monotonic() - self.started_at)
+            clock = int(self.run_clock)
+            simulated = f" ({clock // 60}:{clock % 60:02d} simulated)" if self.plots.unit == "sim s" else ""
             check = self.checks.checks.get(self.current_check or "")
             doing = (f"{html.escape(check.item.text(0))} on {subjects_text(check.subjects)}: {check.fraction:.0%}"
                      if check else "reading the inventory")
             failing = [r.subject for r in self.results if r.verdict.blocks_qualification]
             where = f" ({html.escape(subjects_text(list(dict.fromkeys(failing))))})" if failing else ""
-            self._set_banner("running", "RUNNING", f"{elapsed // 60}:{elapsed % 60:02d} elapsed. Now: {doing}."
-                             f"<br>{len(self.results)} results so far, {len(failing)} failing{where}.")
+            text = (f"{elapsed // 60}:{elapsed % 60:02d} elapsed{simulated}. Now: {doing}."
+                    f"<br>{len(self.results)} results so far, {len(failing)} failing{where}.")
+            if text != self.banner_shown:  # called at every check's start and end: only a change costs a layout
+                self._set_banner("running", "RUNNING", text)
 
     # ------------------------------------------------------------------ the end of a run
 
