@@ -29,7 +29,7 @@ from nodeqc.backends.sim.faults import parse_fault  # noqa: E402
 from nodeqc.core.codes import remediation  # noqa: E402
 from nodeqc.core.model import CheckResult  # noqa: E402
 from nodeqc.core.model import Verdict  # noqa: E402
-from nodeqc.gui.banner import banner_findings  # noqa: E402
+from nodeqc.gui.banner import COMPACT_PARTS, banner_findings, key_action  # noqa: E402
 from nodeqc.gui.bridge import RunThread  # noqa: E402
 from nodeqc.gui.checks import CHECK, RESULT_ROLE, VERDICT  # noqa: E402
 from nodeqc.gui.checks import CheckList  # noqa: E402
@@ -417,6 +417,15 @@ def test_the_header_shows_the_serial_and_the_verdict_whole(qtbot, tmp_path, size
     assert word.text() == "FAIL" and word.width() >= word.sizeHint().width() and inside(word, window)
 
 
+def test_the_key_action_drops_what_happened_and_keeps_a_text_that_starts_with_the_action():
+    """Cut to a line or two, what to do must show the action (issue 29's audit: "...the HBM or its
+    controll..." was all a technician saw of HBM_SLOW's advice)."""
+    assert key_action(remediation("HBM_SLOW")).startswith("Check that the memory clock")
+    assert key_action(remediation("PCIE_WIDTH")).startswith("Reseat the GPU or riser")
+    assert key_action(remediation("ECC_DISABLED")) == remediation("ECC_DISABLED")  # "Enable ECC (...): ..."
+    assert key_action("no colon here") == "no colon here"
+
+
 @pytest.mark.parametrize("failing", [1, 2, 3, 8])
 def test_at_1024x600_the_banner_stays_within_a_third_of_the_window(qtbot, tmp_path, failing):
     """Two failing GPUs made the banner half of a 1024x600 window (issue 29): each part is now two
@@ -433,12 +442,24 @@ def test_at_1024x600_the_banner_stays_within_a_third_of_the_window(qtbot, tmp_pa
     assert label.height() >= label.heightForWidth(label.width())
     lines = QTextDocumentFragment.fromHtml(label.text()).toPlainText().splitlines()
     shown = failing if failing <= 3 else 2
-    assert len(lines) == 2 * shown + (failing > 3)
-    for i in range(shown):  # one line a part: its identity and finding, then what to do
+    # As many lines as three parts take at most: fewer parts give the rest to what to do.
+    assert len(lines) <= 2 * COMPACT_PARTS
+    starts = [k for k, line in enumerate(lines) if line.startswith("GPU ")]
+    assert len(starts) == shown
+    for i, at in enumerate(starts):  # a part: its identity and finding, then what to do
         gpu = f"GPU {i} ({window.tiles[f'gpu{i}'].gpu['bus_id']}, serial SIM-HGXH100-0001-G{i})"
-        assert lines[2 * i].startswith(f"{gpu}: ") and lines[2 * i + 1].strip().startswith("\u2192 What to do: ")
-        # No line wraps: each fits the label's width as laid out.
-        assert label.fontMetrics().horizontalAdvance(lines[2 * i + 1]) <= label.width()
+        assert lines[at].startswith(f"{gpu}: ") and lines[at + 1].strip().startswith("\u2192 What to do: ")
+        end = starts[i + 1] if i + 1 < len(starts) else len(lines) - (failing > 3)
+        todo = " ".join(line.strip() for line in lines[at + 1:end]).removeprefix("\u2192 What to do: ")
+        action = key_action(remediation(EIGHT_GPUS[i].code))
+        # The action from its start, cut only at the end; the lines a shorter list has free carry more of it.
+        assert action.startswith(todo.removesuffix("\u2026")), (todo, action)
+        assert (end - at - 1 == 1) if failing == 3 else (end - at - 1 >= 1)
+        for line in lines[at:end]:  # no line wraps: each fits the label's width as laid out
+            assert label.fontMetrics().horizontalAdvance(line) <= label.width()
+    if failing == 1:  # one part: the lines three parts would take carry its whole action, which one line cut
+        todo = " ".join(line.strip() for line in lines[1:]).removeprefix("\u2192 What to do: ")
+        assert len(lines) > 2 and todo == key_action(remediation("PCIE_WIDTH")), lines
     assert label.heightForWidth(label.width()) <= (len(lines) + 1) * label.fontMetrics().lineSpacing()
     # The key action shows, not the sentence before it that says what happened.
     assert lines[1].strip().startswith("\u2192 What to do: Reseat the GPU or riser, check the slot and cable")

@@ -275,12 +275,19 @@ def compact_findings(findings: list[Finding]) -> tuple[list[CompactEntry], int]:
     return shown, len(entries) - len(shown)
 
 
+# The remediation texts (nodeqc.core.codes) say what happened, a colon, then what to do; the few
+# that start with the action start with one of these verbs.
+IMPERATIVES = frozenset({"Enable", "Set", "Check", "Run", "Re-run", "Reseat", "Replace", "Install", "Reset", "Reboot",
+                         "Update", "Flash", "Load", "Start", "Keep", "Fix", "Read", "Compare", "Watch", "Create"})
+
+
 def key_action(todo: str) -> str:
     """What to do less the clause before it that says what happened ("The PCIe link trained narrower
-    than its maximum under load: reseat the GPU or riser, ..."): on a line cut at the banner's width
-    the action is what has to show. A text that starts with the action is left whole."""
+    than its maximum under load: reseat the GPU or riser, ..."; "Device-memory bandwidth is below the
+    floor ...: check that the memory clock ..."): on lines cut at the banner's width the action is
+    what has to show. A text that starts with the action ("Enable ECC (...): ...") is left whole."""
     said, colon, action = todo.partition(": ")
-    if colon and action and said.startswith(("The ", "This ")):
+    if colon and action and said.split(" ", 1)[0] not in IMPERATIVES:
         return action[0].upper() + action[1:]
     return todo
 
@@ -293,15 +300,45 @@ def compose_compact(entries: list[CompactEntry], hidden: int, font: QFont, width
     bold = QFontMetrics(bold_font)
     slack = 4  # rich text lays out a little wider than the metrics add up
     arrow, what = "\u00a0\u00a0\u2192 ", "What to do: "
+    # Lines a full list of COMPACT_PARTS parts takes; a shorter list gives the rest to what to do
+    # (one part: its action on up to four lines), so the banner is never taller than the full list's.
+    spare = 2 * COMPACT_PARTS - 2 * len(entries) - (1 if hidden else 0)
     lines = []
-    for e in entries:
+    for k, e in enumerate(entries):
         room = width - slack - bold.horizontalAdvance(e.name) - metrics.horizontalAdvance(f"{e.details}: ")
         finding = metrics.elidedText(e.finding, Qt.TextElideMode.ElideRight, max(room, 0))
         lines.append(f"<b>{html.escape(e.name)}</b>{html.escape(e.details)}: {html.escape(finding)}")
-        room = width - slack - metrics.horizontalAdvance(arrow) - bold.horizontalAdvance(what)
-        todo = metrics.elidedText(e.todo, Qt.TextElideMode.ElideRight, max(room, 0))
-        lines.append(f"{arrow}<b>{what}</b>{html.escape(todo)}")
+        extra = spare // len(entries) + (1 if k < spare % len(entries) else 0) if spare > 0 else 0
+        indent = metrics.horizontalAdvance(arrow)
+        first = width - slack - indent - bold.horizontalAdvance(what)
+        todo = wrapped(e.todo, metrics, max(first, 0), max(width - slack - indent, 0), 1 + extra)
+        lines.append(f"{arrow}<b>{what}</b>{html.escape(todo[0])}")
+        lines += [f"{arrow.replace(chr(0x2192), chr(0xa0))}{html.escape(more)}" for more in todo[1:]]
     if hidden:
         lines.append(f"<a href='{MORE_LINK}' style='color:{colour}'>... and {hidden} more part{'s' * (hidden != 1)}: "
                      f"the Checks tab has them all</a>")
     return "<br>".join(lines)
+
+
+def wrapped(text: str, metrics: QFontMetrics, first: int, room: int, most: int) -> list[str]:
+    """`text` broken at spaces into at most `most` lines, the first `first` pixels wide and the rest
+    `room`; the last line cut with "..." where the text goes on."""
+    lines: list[str] = []
+    rest = text
+    while rest and len(lines) < most - 1:
+        width = first if not lines else room
+        if metrics.horizontalAdvance(rest) <= width:
+            break
+        words, line = rest.split(" "), ""
+        for word in words:
+            trial = f"{line} {word}" if line else word
+            if metrics.horizontalAdvance(trial) > width:
+                break
+            line = trial
+        if not line:  # one word wider than the line: cut it there
+            break
+        lines.append(line)
+        rest = rest[len(line):].lstrip(" ")
+    if rest:
+        lines.append(metrics.elidedText(rest, Qt.TextElideMode.ElideRight, first if not lines else room))
+    return lines
