@@ -63,7 +63,7 @@ def run(name: str, path: str, old: str, new: str, tests: list[str]) -> dict:
         target.write_text(text.replace(old, new))
         killed_by = []
         for test in tests:
-            p = subprocess.run([sys.executable, "-m", "pytest", test, "-q", "-x", "-p", "no:cacheprovider"],
+            p = subprocess.run([sys.executable, "-m", "pytest", test, "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist"],
                                cwd=tree, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
                                capture_output=True, text=True, timeout=600)
             if p.returncode == 1:  # tests ran and failed (2-5: could not run, which kills nothing)
