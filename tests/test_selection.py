@@ -132,8 +132,22 @@ def test_gpu_tests_only_the_gpus_named_and_the_report_says_which(tmp_path):
     count = next(c for c in pred["checks"] if c["name"] == "inventory.gpu_count")
     assert count["values"]["gpus"]["value"] == 8
     assert "GPUs gpu1,gpu3 only" in p.stderr and "not a qualification" in p.stderr
+    # Every check ran, on two GPUs: the headline says which was partial (it said "only some checks ran").
+    assert "RESULT: PASS (PARTIAL: only some GPUs were tested; not a qualification)" in p.stderr
     shown = cli("show", p.stdout.strip()).stdout
     assert "GPUs gpu1,gpu3 only" in shown
+    assert shown.splitlines()[0].startswith("nodeqc report: PASS (PARTIAL: only some GPUs were tested; not a qualification)")
+
+
+def test_a_partial_runs_headline_says_what_it_left_out():
+    from nodeqc.spec.selection import Selection, partial_words
+
+    def words(only=None, skip=None, gpus=None):
+        return partial_words(Selection.parse(only, skip, gpus).describe())
+
+    assert words(only=["health"]) == words(skip=["stress"]) == "only some checks ran"
+    assert words(gpus=["3"]) == "only some GPUs were tested"
+    assert words(only=["stress.burn"], gpus=["0,2-3"]) == "only some checks ran, on some GPUs"
 
 
 @pytest.mark.parametrize("value,message", [("9", "gpu9: no such GPU on this node (it has gpu0-7)"),

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from nodeqc.core.codes import advice, escalation, not_applicable_reason, not_run_reason
 from nodeqc.core.model import CheckResult, Verdict
-from nodeqc.spec.selection import describe_partial
+from nodeqc.spec.selection import describe_partial, partial_words
 
 SHOWN_ORDER = {"fail": 0, "error": 0, "warn": 1}
 
@@ -271,7 +271,7 @@ class Answer:
         word = {"aborted": "ABORTED (not qualified)",
                 "error": "ERROR (a check could not run: not qualified)"}.get(self.state, self.verdict)
         if self.partial and self.status != "aborted":
-            word += " (PARTIAL: only some checks ran; not a qualification)"
+            word += f" (PARTIAL: {partial_words(self.partial)}; not a qualification)"
         return f"{word}: {self.tally}"
 
     @property

@@ -13,6 +13,7 @@ from nodeqc.core.figures import label
 from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.core.text import clean, subjects_text
 from nodeqc.report.answer import answer_lines, answer_of
+from nodeqc.spec.selection import describe_partial, partial_words
 
 MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP", "error": "ERROR"}
 
@@ -68,7 +69,8 @@ def banner(predicate: dict[str, Any]) -> str:
     if predicate.get("status") == "aborted":
         verdict = "ABORTED (not qualified)"
     elif predicate.get("partial"):
-        verdict = f"{verdict} (PARTIAL: only some checks ran; not a qualification)"
+        left = describe_partial(predicate["partial"]) if isinstance(predicate["partial"], dict) else ""
+        verdict = f"{verdict} (PARTIAL: {partial_words(left)}; not a qualification)"
     sim = "  ** SIMULATED: not a qualification of real hardware **" if predicate.get("simulated") else ""
     return f"{verdict}{sim}"
 

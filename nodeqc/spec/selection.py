@@ -100,6 +100,17 @@ def describe_partial(partial: dict[str, Any]) -> str:
     return "; ".join(parts) or "partial"
 
 
+def partial_words(described: str) -> str:
+    """What a partial run's headline says it left out, from describe_partial's words: some checks,
+    some GPUs, or both (`--gpu 3` ran every check, on one GPU: "only some checks ran" misled)."""
+    parts = described.split("; ")
+    checks = any(p.startswith(("only ", "skip ")) for p in parts)
+    gpus = any(p.startswith("GPUs ") for p in parts)
+    if gpus and not checks:
+        return "only some GPUs were tested"
+    return "only some checks ran, on some GPUs" if gpus else "only some checks ran"
+
+
 def parse_gpu_list(values: list[str] | None) -> tuple[int, ...]:
     """--gpu 3, --gpu 0,2-3 (repeatable): GPU slots, sorted, each once; UsageError naming a part that
     is not a number or a rising range of numbers."""
