@@ -722,3 +722,5 @@ def test_a_failed_node_comes_before_nodes_that_are_only_unqualified_as_simulated
     page.feed((root / "fleet.html").read_text())
     assert page.rows[0]["cells"][1] == "SN00000", [r["cells"][1] for r in page.rows]
     assert [r["cells"][1] for r in page.rows[1:]] == ["SN00003", "SN00002", "SN00001"]  # then newest first
+    # Its status says which failed: the passes are unqualified (simulated), not failed.
+    assert [r["cells"][0] for r in page.rows] == ["fail", "unqualified", "unqualified", "unqualified"]

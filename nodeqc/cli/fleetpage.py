@@ -29,6 +29,8 @@ from nodeqc.core.figures import measure_label
 MAX_PLOTS = 24
 NAMED_OUTLIERS = 4  # named in a plot; the caption names them all
 WORDS = {0: "fail", 1: "warn", 2: "warn", 3: "ok"}
+# Not qualified with nothing failed (a simulated, replayed or partial PASS): not a "fail".
+UNQUALIFIED = "unqualified"
 
 STYLE = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }
@@ -129,7 +131,8 @@ def render_html(view: Any, rows: list[dict[str, Any]], pct: float, min_fleet: in
         counts[r.severity(now)] += 1
     head = "".join(f"<th{' data-num' if num else ''}><button type=\"button\">{e(h)}</button></th>"
                    for h, num in COLUMNS)
-    body = "".join(_table_row(rows[i], view.rows[i].severity(now), now, page_dir) for i in order)
+    body = "".join(_table_row(rows[i], view.rows[i].severity(now), now, page_dir, view.rows[i].failing)
+                   for i in order)
     marked = {(o.figure.sku, o.figure.measure) for o in view.outliers}
     # Plots: the measures with outliers first, then the largest fleets.
     dists = sorted(view.distributions.values(), key=lambda d: ((d.sku, d.measure) not in marked, -d.count, d.measure))
@@ -177,14 +180,15 @@ def _fabrics(fabrics: list[Any], page_dir: Path | None) -> str:
             f'<th>finished</th><th>nodes not passed</th></tr></thead><tbody>{rows}</tbody></table>\n')
 
 
-def _table_row(row: dict[str, Any], severity: int, now: datetime, page_dir: Path | None) -> str:
+def _table_row(row: dict[str, Any], severity: int, now: datetime, page_dir: Path | None, failing: bool = True) -> str:
     e = html.escape
     try:
         seconds = max(0.0, (now - datetime.fromisoformat(row["finished_at"].replace("Z", "+00:00"))).total_seconds())
     except (ValueError, TypeError, AttributeError):
         seconds = math.inf
     href = report_link(row["report"], page_dir)
-    return (f'<tr class="s{severity}"><td class="st" data-sort="{severity}">{WORDS[severity]}</td>'
+    word = UNQUALIFIED if severity == 0 and not failing else WORDS[severity]
+    return (f'<tr class="s{severity}"><td class="st" data-sort="{severity}">{word}</td>'
             f'<td><a href="{e(href)}" title="{e(row["report"])}">{e(row["node"])}</a></td>'
             f'<td>{e(row["hostname"])}</td><td>{e(row["sku"])}</td><td>{e(row["result"])}</td>'
             f'<td data-sort="{seconds:.0f}">{e(row["age"])}</td><td>{e(row["valid_until"] or "-")}</td>'
