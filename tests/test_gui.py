@@ -1086,3 +1086,25 @@ def test_the_running_banners_now_line_follows_a_check_as_it_starts_not_on_the_ne
     window.active = False
     assert "pcie_link" in first or "PCIe" in first, first
     assert "burn" in window.banner_text.text(), window.banner_text.text()
+
+
+def test_at_1024x600_the_failing_check_selected_is_in_view_in_the_checks_list(qtbot, tmp_path):
+    """The Checks tab opens on the first failure, scrolled to it: at 1024x600 the list is a few rows
+    high and gpu5's failing row sat below them (issue 29's audit), the detail pane naming a row not shown."""
+    window = make_window(qtbot)
+    window.resize(1024, 600)
+    results = [CheckResult(name, f"gpu{i}", Verdict.PASS, "fine") for name in ("stress.burn", "stress.power")
+               for i in range(8)]
+    results += [CheckResult("stress.hbm_bandwidth", f"gpu{i}", Verdict.FAIL if i == 5 else Verdict.PASS,
+                            "slow at full memory clock" if i == 5 else "fine", code="HBM_SLOW" if i == 5 else None)
+                for i in range(8)]
+    show_ended_run(qtbot, window, results, tmp_path)
+    tree = window.checks.tree
+    item = tree.currentItem()
+    assert item is not None and item.text(0).strip() == "gpu5"
+
+    def shown() -> bool:
+        rect = tree.visualItemRect(item)
+        return rect.isValid() and tree.viewport().rect().contains(rect)
+
+    qtbot.waitUntil(shown, timeout=2000)

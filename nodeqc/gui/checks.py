@@ -9,9 +9,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import (QHeaderView, QProgressBar, QSplitter, QTextBrowser, QTreeWidget,
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QProgressBar, QSplitter, QTextBrowser, QTreeWidget,
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from nodeqc.core.codes import advice, not_applicable_reason
@@ -220,8 +220,16 @@ class CheckList(QWidget):
                 if child.data(CHECK, RESULT_ROLE).verdict.blocks_qualification:
                     check.item.setExpanded(True)
                     self.tree.setCurrentItem(child)
-                    self.tree.scrollToItem(child)
+                    self.tree.scrollToItem(child, QAbstractItemView.ScrollHint.PositionAtCenter)
+                    # Again once the window has laid out the run's end (the banner grows, the list
+                    # shrinks): at 1024x600 the row scrolled to now sat below the list's few rows.
+                    QTimer.singleShot(0, lambda: self._scroll_to_current(child))
                     return
+
+    def _scroll_to_current(self, item: QTreeWidgetItem) -> None:
+        """Scroll to `item` if it is still the one selected (a new run may have cleared the list)."""
+        if self.tree.currentItem() is item:
+            self.tree.scrollToItem(item, QAbstractItemView.ScrollHint.PositionAtCenter)
 
     def _show_detail(self, item: QTreeWidgetItem | None, _previous: QTreeWidgetItem | None = None) -> None:
         if item is None:
