@@ -98,13 +98,13 @@ def isolate(nodes: list[str], run_round: Callable[[Round], list[PairResult]], se
         # The uplinks' tests between nodes known good, wherever both are free this round.
         waiting = []
         for a, b in crossing:
-            if b in met[a]:
-                continue  # tested already (a pair round 1 had left over, or a confirmation)
-            if a in known_good and b in known_good and a not in used and b not in used:
-                used.update((a, b))
-                pairs.append((a, b))
-            elif a in known_good and b in known_good:
+            if b in met[a] or a not in known_good or b not in known_good:
+                continue  # tested already (a pair round 1 had left over), or not between known-good nodes
+            if a in used or b in used:
                 waiting.append((a, b))
+                continue
+            used.update((a, b))
+            pairs.append((a, b))
         crossing = waiting
         if not pairs:
             break
@@ -127,11 +127,11 @@ def _nearest_first(node: str, free: list[str], by_leaf: dict[str, list[str]], to
     """Free known-good partners for `node`: its own leaf's first, then the rest by how many switches
     up their paths meet (the fewest uplinks crossed)."""
     mine = topology.leaf_of.get(node, "")
-    chain = [mine, *topology.up(mine)] if mine else []
+    chain = topology.up(mine) if mine else []  # its leaf and the switches above it, lowest first
 
     def distance(g: str) -> int:
         theirs = topology.leaf_of.get(g, "")
-        up = {x for x in ([theirs, *topology.up(theirs)] if theirs else [])}
+        up = set(topology.up(theirs)) if theirs else set()
         return next((k for k, x in enumerate(chain) if x in up), len(chain))
 
     return by_leaf.get(mine, []) + sorted((g for g in free if topology.leaf_of.get(g, "") != mine), key=distance)
