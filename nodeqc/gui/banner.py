@@ -19,7 +19,8 @@ from nodeqc.report.answer import Finding
 BANNER_PARTS = 4  # failing (or warning) parts listed in the banner; the Checks tab has them all
 # On a crash cart's screen (compact) each part takes two lines, its finding and what to do, each cut
 # with "…" at the banner's width (whole in the tooltip and the Checks tab): three parts, or two and a
-# link to the rest, keep the banner within a third of a 600-pixel window.
+# link to the rest, keep the banner within a third of a 600-pixel window; fewer parts give the lines
+# they leave to what to do (compose_compact).
 COMPACT_PARTS = 3
 MORE_LINK = "checks"  # the "... and N more" link's target: the window opens the Checks tab
 BANNER_MAX_SHARE = 60  # percent of the window's height the banner's text may take before it scrolls
