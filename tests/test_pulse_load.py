@@ -276,6 +276,29 @@ def test_bursts_fill_half_of_each_period_whatever_the_first_product_took(faults)
     assert r["product_s"] == pytest.approx(2 * 8192 ** 3 / (dev.model.tflops["fp16"] * 1e12), rel=1e-3)
 
 
+def test_a_host_stalled_past_a_periods_whole_span_still_bursts_and_counts_the_skipped_periods():
+    """The flake of this stop's last CI run: at ten times compression a quick period's span is 0.2 s of
+    real time; the host stalled past it before the first burst, the period ran none and said duty 0.000.
+    A period always bursts at least once; the stall shows as skipped periods (which a compressed clock
+    says and does not judge, a real one judges)."""
+    _, dev = _device()
+    sleep = dev.clock.sleep
+    stalled = {"done": False}
+
+    def stall_once(seconds):
+        sleep(seconds)
+        if not stalled["done"] and dev.clock.now() > 3.0:  # the wait for the 1 s period's first boundary
+            stalled["done"] = True
+            sleep(2.5)  # past the whole 2 s span
+
+    dev.clock.sleep = stall_once
+    params = {**pulse_params(H100, True), "periods_s": [1.0], "seconds_per_period": 2.0, "run_t0": dev.clock.now()}
+    r = power_pulse(dev, params, Progress())
+    span = r["periods"][1]
+    assert stalled["done"] and span["cycles"] >= 1 and span["skipped"] >= 2, span
+    assert PULSE_DUTY[0] <= span["duty"] <= PULSE_DUTY[1], span
+
+
 def test_a_gpu_that_cannot_follow_the_swings_overruns_its_bursts():
     _, dev = _device(["gpu0:no_pulse"])
     params = {**pulse_params(H100, True), "periods_s": [0.02], "seconds_per_period": 0.5, "run_t0": dev.clock.now()}

@@ -214,7 +214,10 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
             # Power read at the end of each burst and of each idle half, where the swings are widest.
             read = period >= float(params.get("read_power_from_s", math.inf))
             power: dict[str, list[float]] = {"high": [], "low": [], "high_instant": [], "low_instant": []}
-            while clock.now() - start < span_s:
+            # At least one burst a period: a host stalled past the whole span (0.2 s of real time
+            # is a quick period's 2 s at ten times compression) left a period with none, duty 0,
+            # where the stall is the skipped periods' to say.
+            while cycles == 0 or clock.now() - start < span_s:
                 device.set_load(1.0)
                 # Half the period computing, and at most a period from the burst's own start: a host
                 # that started it late (busy elsewhere) overruns into the next period, which is then
