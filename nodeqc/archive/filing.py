@@ -12,6 +12,7 @@ from typing import Any
 
 import platformdirs
 
+from nodeqc.core.errors import UsageError
 from nodeqc.core.na import is_na
 
 ARCHIVE_ENV = "NODEQC_ARCHIVE"
@@ -31,6 +32,14 @@ def archive_root(override: str | Path | None = None, simulated: bool = False) ->
     if os.environ.get(ARCHIVE_ENV):
         return Path(os.environ[ARCHIVE_ENV])
     return platformdirs.user_data_path("nodeqc") / ("simulated" if simulated else "reports")
+
+
+def chosen_archive(option: str | None, simulated: bool = False) -> Path:
+    """The archive a command uses: --archive OPTION, which must be an existing directory (a mistyped
+    one would file or look where nobody does), else archive_root's default."""
+    if option and not Path(option).is_dir():
+        raise UsageError(f"--archive {option}: no such directory")
+    return archive_root(option, simulated)
 
 
 def safe_name(text: str) -> str:

@@ -52,11 +52,9 @@ def parse_since(text: str) -> str:
 
 def chosen_archive(args: argparse.Namespace) -> Path:
     """--archive, else the default: the real nodes' archive, or with --simulated the simulated runs'."""
-    from nodeqc.archive.filing import archive_root
+    from nodeqc.archive import filing
 
-    if args.archive and not Path(args.archive).is_dir():
-        raise UsageError(f"--archive {args.archive}: no such directory")
-    return archive_root(args.archive, simulated=getattr(args, "simulated", False))
+    return filing.chosen_archive(args.archive, simulated=getattr(args, "simulated", False))
 
 
 def query(args: argparse.Namespace) -> list[Any]:

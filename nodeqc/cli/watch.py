@@ -60,16 +60,14 @@ def main(argv: list[str]) -> int:
     if args.simulate == "auto":
         raise UsageError("--simulate auto: a watch watches this node, or the simulated node it names "
                          "(nodeqc scenarios); never one in place of a node whose driver is missing")
-    if args.archive and not Path(args.archive).is_dir():
-        raise UsageError(f"--archive {args.archive}: no such directory")
+    from nodeqc.archive.filing import chosen_archive
+
+    archive = chosen_archive(args.archive, simulated=args.simulate is not None)
     textfile = Path(args.textfile) if args.textfile else None
     if textfile is not None:
         _check_textfile(textfile)
-    from nodeqc.archive.filing import archive_root
-
     hardware = hardware_for(args.simulate, None, args.inject, in_service=True)
-    watcher = Watcher(hardware, args.profile, str(archive_root(args.archive, simulated=args.simulate is not None)),
-                      deadline)
+    watcher = Watcher(hardware, args.profile, str(archive), deadline)
     interval = args.interval or DEFAULT_INTERVAL_S
     code = 2
     try:

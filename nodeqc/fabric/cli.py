@@ -432,11 +432,9 @@ def _short(items: list[str], most: int = 6) -> str:
 def _out_dir(args: argparse.Namespace, name: str) -> Path:
     if args.out:
         return Path(args.out)
-    from nodeqc.archive.filing import archive_root, node_dir
+    from nodeqc.archive.filing import chosen_archive, node_dir
 
-    if args.archive and not Path(args.archive).is_dir():
-        raise UsageError(f"--archive {args.archive}: no such directory")
-    return node_dir(f"fabric-{name}", archive_root(args.archive, simulated=args.simulate is not None))
+    return node_dir(f"fabric-{name}", chosen_archive(args.archive, simulated=args.simulate is not None))
 
 
 def _unique_stem(directory: Path, stem: str) -> str:

@@ -136,12 +136,10 @@ def signer_trust(signer: Any) -> dict[str, Any]:
 
 def open_archive(directory: str | None, simulated: bool = False) -> Any:
     """--archive, else the default archive (a simulated or replayed node's own: filing.archive_root)."""
-    from nodeqc.archive.filing import archive_root
+    from nodeqc.archive.filing import chosen_archive
     from nodeqc.archive.index import Archive
 
-    if directory and not Path(directory).is_dir():
-        raise UsageError(f"--archive {directory}: no such directory")
-    return Archive(archive_root(directory, simulated))
+    return Archive(chosen_archive(directory, simulated))
 
 
 def is_simulated(args: argparse.Namespace) -> bool:
