@@ -121,10 +121,13 @@ elif args[:1] == ["__kubelet"]:
 elif args[:1] == ["wait"]:
     condition = flag("--for").split("=", 1)[1]
     errs = os.path.join(home, "wait-errors")  # FAKE_K8S_WAIT_ERRORS: this many waits for Complete err at once
-    done = int(open(errs).read()) if os.path.exists(errs) else 0
+    # Read by the waits for Complete alone, and written whole: a wait for Failed that read the count
+    # while one for Complete rewrote it read "" and died, and was counted as a wait started again.
+    done = int(open(errs).read()) if condition == "complete" and os.path.exists(errs) else 0
     if condition == "complete" and done < int(os.environ.get("FAKE_K8S_WAIT_ERRORS", "0")):
-        with open(errs, "w") as f:
+        with open(errs + ".tmp", "w") as f:
             f.write(str(done + 1))
+        os.replace(errs + ".tmp", errs)
         sys.exit("error: an error on the server (\"unknown\") has prevented the request from succeeding")
     job = next(a for a in args if a.startswith("job/"))[4:]
     give_up = time.monotonic() + float(flag("--timeout").rstrip("s"))
