@@ -35,6 +35,19 @@ THREADS = 256
 STREAM_COPIES = ("stream_copy", "stream_copy_x4", "stream_copy_x8")
 
 
+def byte_ramp(nbytes: int) -> np.ndarray:
+    """Bytes 0, 1, ..., 255, 0, 1, ... (byte i is i mod 256): the PCIe round trip's pattern, so a
+    shifted, dropped or repeated chunk changes the data. Built by repeating one 256-byte row, not by
+    narrowing a 64-bit ramp: that made a 2 GiB temporary for a 256 MiB buffer, 21 s on this 2-core
+    CI machine against 0.1 s now (2026-11-27); on a GPU node it is an estimated second or two of the
+    quick PCIe check's 5 s, unmeasured there (issue 30)."""
+    out = np.empty(nbytes, dtype=np.uint8)
+    whole = nbytes - nbytes % 256
+    out[:whole].reshape(-1, 256)[:] = np.arange(256, dtype=np.uint8)
+    out[whole:] = np.arange(nbytes - whole, dtype=np.uint8)
+    return out
+
+
 def import_cupy() -> Any:
     try:
         import cupy
@@ -440,7 +453,7 @@ class CupyDevice:
         cp = self.cp
         self._pinned = [cp.cuda.alloc_pinned_memory(nbytes) for _ in range(2)]
         self._host = [np.frombuffer(p, dtype=np.uint8, count=nbytes) for p in self._pinned]
-        self._host[0][:] = np.arange(nbytes, dtype=np.uint64).astype(np.uint8)
+        self._host[0][:] = byte_ramp(nbytes)
         self._dev = [cp.empty(nbytes, dtype=cp.uint8) for _ in range(2)]
         self._streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
         self._pcie_n = nbytes
