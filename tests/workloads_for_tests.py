@@ -47,3 +47,16 @@ def chatty_forever(device, params, report):
     while True:
         time.sleep(0.02)
         report.progress(0.5)
+
+
+def pid(device, params, report):
+    """Which process ran the task (a kept worker serves several), after what it printed."""
+    print(params.get("say", "nothing to say"), flush=True)
+    report.progress(1.0)
+    return {"pid": os.getpid()}
+
+
+def prints_then_segfaults(device, params, report):
+    report.progress(0.1)
+    print("this task's last words", flush=True)
+    os.kill(os.getpid(), signal.SIGSEGV)

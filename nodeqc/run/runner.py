@@ -47,7 +47,8 @@ from nodeqc.spec.peers import Peer, parse_peers
 from nodeqc.spec.profile import Profile
 from nodeqc.spec.selection import CHECK_NAMES, CHECKS, Selection
 from nodeqc.work.sampler import TelemetrySampler, TelemetrySummary
-from nodeqc.work.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, own_pids, run_tasks
+from nodeqc.work.workers import (STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, WorkerPool, own_pids,
+                                 run_tasks)
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
 PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
@@ -385,14 +386,19 @@ class Runner:
                                    own_pids=own_pids)
         sampler.start()
         try:
-            self.hw.clock.sleep(2.0)  # idle readings first: the baseline the load is compared with
-            failed = self._stress(gpus, sampler, in_use)
-            self._burn_in_phase([g for g in gpus if g.index not in failed], sampler)
+            # One worker process per GPU for every step (start-up paid once: issue 30), started now
+            # so its imports overlap the idle readings; no GPU is touched until the first task.
+            with WorkerPool(self.hw.compute_spec) as pool:
+                pool.start([(g.index,) for g in gpus if g.index not in in_use])
+                self.hw.clock.sleep(2.0)  # idle readings first: the baseline the load is compared with
+                failed = self._stress(gpus, sampler, in_use, pool)
+                self._burn_in_phase([g for g in gpus if g.index not in failed], sampler, pool)
         finally:
             summary = sampler.stop()
         return summary
 
-    def _stress(self, gpus: list[GpuInfo], sampler: TelemetrySampler, in_use: set[int]) -> dict[int, str]:
+    def _stress(self, gpus: list[GpuInfo], sampler: TelemetrySampler, in_use: set[int],
+                pool: WorkerPool) -> dict[int, str]:
         """Each step of the stress plan on every GPU still standing; a GPU whose worker hung, crashed
         or lost its GPU sits out the later steps (it has already failed, with the evidence), and so
         does a GPU another process was using. Returns those GPUs, with the check each failed in."""
@@ -438,7 +444,7 @@ class Runner:
                     if step.loaded_samples else 0.0
                 tasks = step.tasks(live, self.profile, self.options.quick, self.t0, min_wall_s, self.hw.clock.scale)
                 outcomes = run_tasks(tasks, self.hw.compute_spec, watchdog, on_progress=on_progress,
-                                     should_abort=lambda: self.aborted)
+                                     should_abort=lambda: self.aborted, pool=pool)
             finally:
                 windows = sampler.close_window(step.name)
                 self._platform.drain_kernel_log()
@@ -466,7 +472,7 @@ class Runner:
         chosen = self.options.burn_in_s
         return float(self.profile.get("run", "burn_in_s", 0) if chosen is None else chosen)
 
-    def _burn_in_phase(self, gpus: list[GpuInfo], sampler: TelemetrySampler) -> None:
+    def _burn_in_phase(self, gpus: list[GpuInfo], sampler: TelemetrySampler, pool: WorkerPool) -> None:
         """Every GPU under matmul, memory and host-link traffic for the burn-in's duration, journal
         checkpoints as it goes, telemetry watching throughout."""
         seconds = self.burn_in_s
@@ -514,7 +520,7 @@ class Runner:
             self.start_nic_traffic(total_s=seconds)
         try:
             outcomes = run_tasks(tasks, self.hw.compute_spec, watchdog_for(self.hw, self.profile),
-                                 on_progress=on_progress, should_abort=lambda: self.aborted)
+                                 on_progress=on_progress, should_abort=lambda: self.aborted, pool=pool)
         finally:
             closed = sampler.close_window(f"burnin-{state['window']}")
             recorder.add_interval(state["at"] - started, {by_index[i].subject: t for i, t in closed.items()})

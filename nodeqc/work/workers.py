@@ -1,9 +1,14 @@
 """Stress work in worker processes, under a watchdog.
 
-Each task runs in its own spawned process (CUDA contexts do not survive fork, and a process is the
-unit the OS lets us kill). A worker reports progress over a pipe after every bounded step of work;
-the supervisor kills a worker that stays silent too long (hung kernel), notices one that dies
-(crashed context) and turns both into outcomes with evidence, never into a hang of nodeqc.
+Tasks run in spawned processes (CUDA contexts do not survive fork, and a process is the unit the OS
+lets us kill). A worker reports progress over a pipe after every bounded step of work; the
+supervisor kills a worker that stays silent too long (hung kernel), notices one that dies (crashed
+context) and turns both into outcomes with evidence, never into a hang of nodeqc.
+
+A run keeps its workers from one step to the next (WorkerPool): one process per GPU pays the
+start-up (interpreter, NumPy and CuPy imports, CUDA context, compiled kernels) once, not once a
+step (issue 30). Only a worker whose task ended well is kept; every task opens and closes its own
+device, so no buffer outlives its task.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import importlib
 import multiprocessing
 import os
 import signal
+import sys
 import tempfile
 import time
 import traceback
@@ -124,76 +130,250 @@ def resolve_workload(name: str) -> Callable[..., dict[str, Any]]:
     return WORKLOADS[name]
 
 
-def _worker_main(conn: Connection, spec: dict[str, Any], task: Task, log_path: str) -> None:
+def _prepare(spec: dict[str, Any]) -> None:
+    """What every task of a kept worker needs, imported before its first task arrives (a run starts
+    its first workers while telemetry takes its idle readings): the workloads and the device's
+    module, CuPy included. Nothing here touches a GPU: no CUDA context is made until a task opens
+    its device. A failed import is the first task's to report."""
+    try:
+        import nodeqc.work.workloads  # noqa: F401
+
+        if spec["kind"] == "sim":
+            import nodeqc.backends.sim.compute  # noqa: F401
+        elif spec["kind"] != "none":
+            import nodeqc.backends.cupy_node  # noqa: F401
+            from nodeqc.backends.cupy_compute import import_cupy
+
+            import_cupy()
+    except Exception:  # noqa: BLE001 - the task that needs it says why
+        pass
+
+
+def _run_one(conn: Connection, spec: dict[str, Any], task: Task) -> bool:
+    """One task: its result (or why there is none) sent; True when the result went."""
+    device = None
+    message: tuple[str, Any]
+    try:
+        workload = resolve_workload(task.workload)
+        device = open_device(spec, task)
+        message = ("result", workload(device, task.params, PipeReporter(conn)))
+    except GpuLostError as e:
+        message = (STATUS_LOST, str(e))
+    except ComputeUnavailable as e:
+        message = (STATUS_UNAVAILABLE, str(e))
+    except BaseException as e:  # noqa: BLE001 - everything a workload raises is evidence
+        message = (STATUS_ERROR, f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
+    # The device is closed before the result goes: a process that dies or hangs while freeing its
+    # GPU does so inside its own task, not inside the next one it would be given.
+    if device is not None:
+        try:
+            device.close()
+        except Exception:  # noqa: BLE001 - a failure to free is not the task's verdict
+            pass
+    conn.send(message)
+    return message[0] == "result"
+
+
+def _worker_main(conn: Connection, spec: dict[str, Any], task: Task | None, log_path: str,
+                 tasks: Connection | None = None) -> None:
+    """A worker: `task`, then (kept by a pool) each task that arrives on `tasks` until None, the
+    pipe's end (the supervisor gone, even killed) or a task that did not end well."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
-    device = None
     try:
-        workload = resolve_workload(task.workload)
-        device = open_device(spec, task)
-        result = workload(device, task.params, PipeReporter(conn))
-        conn.send(("result", result))
-    except GpuLostError as e:
-        conn.send((STATUS_LOST, str(e)))
-    except ComputeUnavailable as e:
-        conn.send((STATUS_UNAVAILABLE, str(e)))
-    except BaseException as e:  # noqa: BLE001 - everything a workload raises is evidence
-        conn.send((STATUS_ERROR, f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
+        if task is None:
+            _prepare(spec)
+        while True:
+            if task is None:
+                try:
+                    task = tasks.recv() if tasks is not None else None
+                except (EOFError, OSError):
+                    return
+                if task is None:
+                    return
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.ftruncate(1, 0)  # the log's tail, when it is evidence, is this task's alone
+            if not _run_one(conn, spec, task) or tasks is None:
+                return
+            task = None
     finally:
-        if device is not None:
-            try:
-                device.close()
-            except Exception:  # noqa: BLE001 - the result is already sent
-                pass
         conn.close()
+
+
+def task_gpus(task: Task) -> tuple[int, ...]:
+    """The GPUs a task's process opens: the key a kept worker serves."""
+    return tuple(task.gpus) if task.gpus else (task.gpu,)
+
+
+@dataclass
+class _Worker:
+    gpus: tuple[int, ...]
+    process: Any
+    conn: Connection  # worker -> supervisor: progress and the result
+    tasks: Connection | None  # supervisor -> worker: the next task (None: one task, then it exits)
+    log_path: str
+    done: int = 0  # tasks it has ended well
+
+
+class WorkerPool:
+    """The worker processes of one run. With keep=True a worker whose task ended well waits for the
+    next task on the same GPUs; one that hung, crashed, raised, lost its GPU or was aborted is
+    killed, and the next task gets a fresh process. At most one kept worker holds a GPU: a task on
+    another set of GPUs (a GPU-to-GPU step after the per-GPU ones) retires the idle workers holding
+    any of its GPUs, each of which keeps a CUDA context and its memory there. With keep=False each
+    task has a process of its own (run_tasks without a pool).
+
+    Each worker's stdout and stderr go to a log in the temporary directory (named by
+    nodeqc.core.scratch), removed when its worker ends or the pool closes; those of a supervisor
+    killed outright go at the next sweep. The spec is given to each process at its start (the
+    simulated node's shared memory cannot travel down a pipe), so a pool serves one spec."""
+
+    def __init__(self, spec: dict[str, Any], keep: bool = True):
+        self.spec = spec
+        self.keep = keep
+        self.started = 0  # processes started, all told
+        self._ctx = multiprocessing.get_context("spawn")
+        self._idle: dict[tuple[int, ...], _Worker] = {}
+        scratch.sweep()
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _spawn(self, gpus: tuple[int, ...], task: Task | None) -> _Worker:
+        fd, log_path = tempfile.mkstemp(prefix=scratch.prefix(f"gpu{gpus[0]}"), suffix=".log")
+        os.close(fd)
+        parent, child = self._ctx.Pipe(duplex=False)
+        take, give = self._ctx.Pipe(duplex=False) if self.keep else (None, None)
+        name = f"nodeqc-{task.workload if task else 'worker'}-gpu{gpus[0]}"
+        try:
+            proc = self._ctx.Process(target=_worker_main, args=(child, self.spec, task, log_path, take),
+                                     name=name, daemon=True)
+            proc.start()
+        except BaseException:
+            scratch.remove(log_path)
+            raise
+        finally:
+            child.close()
+            if take is not None:
+                take.close()
+        self.started += 1
+        return _Worker(gpus, proc, parent, give, log_path)
+
+    def start(self, gpu_sets: list[tuple[int, ...]]) -> None:
+        """Workers for these GPUs started ahead of their first task (they import while the run does
+        other things, such as telemetry's idle readings); nothing when workers are not kept."""
+        for gpus in gpu_sets:
+            if self.keep and gpus not in self._idle:
+                self._retire_overlapping(gpus)
+                self._idle[gpus] = self._spawn(gpus, None)
+
+    def _retire_overlapping(self, gpus: tuple[int, ...]) -> None:
+        for key in [k for k in self._idle if k != gpus and set(k) & set(gpus)]:
+            self._end(self._idle.pop(key))
+
+    def assign(self, task: Task) -> _Worker:
+        """A process running `task`: a kept one for its GPUs, else a new one."""
+        gpus = task_gpus(task)
+        if not self.keep:
+            return self._spawn(gpus, task)
+        self._retire_overlapping(gpus)
+        worker = self._idle.pop(gpus, None)
+        if worker is not None and worker.process.is_alive():
+            assert worker.tasks is not None
+            try:
+                worker.tasks.send(task)
+                return worker
+            except (OSError, ValueError):  # it ended since: a fresh one
+                pass
+        if worker is not None:
+            self._end(worker)
+        worker = self._spawn(gpus, None)
+        assert worker.tasks is not None
+        worker.tasks.send(task)
+        return worker
+
+    def finished(self, worker: _Worker, outcome: Outcome | None) -> None:
+        """A task's end: its worker kept for the next task when it ended well, else ended."""
+        if self.keep and outcome is not None and outcome.ok and worker.process.is_alive() \
+                and worker.gpus not in self._idle:
+            worker.done += 1
+            self._idle[worker.gpus] = worker
+        else:
+            self._end(worker)
+
+    def _end(self, worker: _Worker) -> None:
+        try:
+            if worker.process.is_alive() and worker.tasks is not None:
+                try:
+                    worker.tasks.send(None)  # done: it exits on its own
+                except (OSError, ValueError):
+                    pass
+                worker.process.join(timeout=2)
+            if worker.process.is_alive():
+                _kill(worker.process)
+        finally:
+            worker.conn.close()
+            if worker.tasks is not None:
+                worker.tasks.close()
+            scratch.remove(worker.log_path)
+
+    def close(self) -> None:
+        """Every kept worker told to end (killed if it does not) and its log removed."""
+        while self._idle:
+            self._end(self._idle.popitem()[1])
 
 
 @dataclass
 class _Running:
     task: Task
-    process: Any
-    conn: Connection
-    log_path: str
+    worker: _Worker
     started: float
     last_message: float | None = None
     last_progress: dict[str, Any] = field(default_factory=dict)
     outcome: Outcome | None = None
 
+    @property
+    def process(self) -> Any:
+        return self.worker.process
+
+    @property
+    def conn(self) -> Connection:
+        return self.worker.conn
+
+    @property
+    def log_path(self) -> str:
+        return self.worker.log_path
+
 
 def run_tasks(tasks: list[Task], compute_spec: dict[str, Any], watchdog: Watchdog,
               on_progress: ProgressFn | None = None,
-              should_abort: Callable[[], bool] = lambda: False) -> list[Outcome]:
-    """Run tasks concurrently, one process each; return one outcome per task, in order.
+              should_abort: Callable[[], bool] = lambda: False, pool: WorkerPool | None = None) -> list[Outcome]:
+    """Run tasks concurrently, one process each (a pool's kept ones where it has them); return one
+    outcome per task, in order.
 
-    Each worker's stdout and stderr go to a log in the temporary directory (named by
-    nodeqc.core.scratch). A worker that hangs or crashes has the log's last lines copied into its
-    outcome's evidence when it is found out; every log is removed here once the workers have ended,
-    however this ends (a raise, Ctrl-C). Those of a supervisor killed outright go at the next sweep."""
-    ctx = multiprocessing.get_context("spawn")
+    A worker that hangs or crashes has its log's last lines copied into its outcome's evidence
+    when it is found out; the workers that are not kept end here, however this ends (a raise,
+    Ctrl-C), their logs with them."""
+    if pool is not None and pool.spec is not compute_spec:
+        raise ValueError("run_tasks: the pool serves another compute spec")
+    own = pool is None
+    pool = pool if pool is not None else WorkerPool(compute_spec, keep=False)
     running: list[_Running] = []
-    logs: list[str] = []
     try:
-        scratch.sweep()
         for task in tasks:
-            fd, log_path = tempfile.mkstemp(prefix=scratch.prefix(f"gpu{task.gpu}"), suffix=".log")
-            os.close(fd)
-            logs.append(log_path)
-            parent, child = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_worker_main, args=(child, compute_spec, task, log_path),
-                               name=f"nodeqc-{task.workload}-gpu{task.gpu}", daemon=True)
-            proc.start()
-            child.close()
-            running.append(_Running(task, proc, parent, log_path, time.monotonic()))
+            running.append(_Running(task, pool.assign(task), time.monotonic()))
         _supervise(running, watchdog, on_progress, should_abort)
     finally:
         for r in running:
-            if r.process.is_alive():
-                _kill(r.process)
-            r.conn.close()
-        for log_path in logs:  # also the log of a worker that failed to start
-            scratch.remove(log_path)
+            pool.finished(r.worker, r.outcome)
+        if own:
+            pool.close()
     return [r.outcome for r in running]  # type: ignore[misc]
 
 
