@@ -360,3 +360,30 @@ def test_the_real_h100s_pulse_after_the_fix_swings_and_passes():
     assert all(e["swing_judged"] and e["swing_w"] > 150 for e in proof[1:]), proof
     assert proof[1]["swing_said"].startswith("the power NVML read fell")
     assert proof[3]["swing_said"].startswith("the instantaneous power NVML read swung 639 W in phase")
+
+
+def test_too_few_readings_from_a_compressed_clocks_stall_are_said_and_not_judged_from_sparse_telemetry():
+    """The flake of 2026-11-27 (test_compare's re-test under six xdist workers): at ten times
+    compression the host stalled through one of the two 1 s periods, so the worker read NVML once
+    at a burst's end and once at an idle half's end, too few, and the stalled sampler's five readings
+    in the span were all idle (61-78 W): PULSE_LOAD_NOT_REACHED. On a real clock the same readings
+    are judged."""
+    periods = spans()
+    one_s = periods[-1]
+    one_s.update(cycles=1, skipped=1, real_period_s=0.1, power_read=read(650.0, 80.0, n=1))
+    idle = window(readings=[(one_s["start_s"] + 0.4 * k, 61.0 + 4 * k) for k in range(5)])
+    r = judged(periods, idle)
+    assert r.verdict is Verdict.PASS, r.message
+    entry = r.evidence["load"][-1]
+    assert entry["swing_judged"] is False and "swing_w" not in entry
+    assert entry["swing_not_judged"] == ("1 of 2 periods at 1000 ms had no burst on a compressed simulated clock "
+                                         "(100 ms of real time): too few power readings in phase")
+    # On a real clock the periods' readings are the GPU's: the sparse telemetry is judged.
+    one_s.update(real_period_s=1.0)
+    r = judged(periods, idle)
+    assert (r.verdict, r.code) == (Verdict.ERROR, "PULSE_LOAD_NOT_REACHED")
+    assert "at the 1000 ms period the power telemetry read swung 16 W (61-77 W over 5 readings)" in r.message
+    # A stall as long as the allowance, even compressed, is judged too.
+    one_s.update(real_period_s=PULSE_COMPRESSED_STALL_S)
+    r = judged(periods, idle)
+    assert "swing_not_judged" not in r.evidence["load"][-1]
