@@ -47,8 +47,7 @@ from nodeqc.spec.peers import Peer, parse_peers
 from nodeqc.spec.profile import Profile
 from nodeqc.spec.selection import CHECK_NAMES, CHECKS, Selection
 from nodeqc.work.sampler import TelemetrySampler, TelemetrySummary
-from nodeqc.work.workers import (STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, WorkerPool, own_pids,
-                                 run_tasks)
+from nodeqc.work.workers import STATUS_CRASH, STATUS_HANG, STATUS_LOST, Task, WorkerPool, own_pids, run_tasks
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
 PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
@@ -386,8 +385,8 @@ class Runner:
                                    own_pids=own_pids)
         sampler.start()
         try:
-            # One worker process per GPU for every step (start-up paid once: issue 30), started now
-            # so its imports overlap the idle readings; no GPU is touched until the first task.
+            # One worker process per GPU for every step (start-up paid once), started now so its
+            # imports overlap the idle readings; no GPU is touched until the first task.
             with WorkerPool(self.hw.compute_spec) as pool:
                 pool.start([(g.index,) for g in gpus if g.index not in in_use])
                 self.hw.clock.sleep(2.0)  # idle readings first: the baseline the load is compared with
@@ -397,8 +396,7 @@ class Runner:
             summary = sampler.stop()
         return summary
 
-    def _stress(self, gpus: list[GpuInfo], sampler: TelemetrySampler, in_use: set[int],
-                pool: WorkerPool) -> dict[int, str]:
+    def _stress(self, gpus: list[GpuInfo], sampler: TelemetrySampler, in_use: set[int], pool: WorkerPool) -> dict[int, str]:
         """Each step of the stress plan on every GPU still standing; a GPU whose worker hung, crashed
         or lost its GPU sits out the later steps (it has already failed, with the evidence), and so
         does a GPU another process was using. Returns those GPUs, with the check each failed in."""
