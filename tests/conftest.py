@@ -16,6 +16,14 @@ ROOT = Path(__file__).resolve().parent.parent
 # only: tests/test_watch.py's GUI test crashed its worker when run without it).
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+# Fabric runs on localhost (the host, Slurm and Kubernetes launchers' tests): each xdist worker's take
+# ports of their own (nodeqc fabric --port). Two workers' iperf3 servers on one port refused each
+# other's clients: TCP pairs failed in the Slurm and Kubernetes tests whenever their files ran at once.
+# 2200 apart: a run takes its base plus 4 a pair, and NCCL 2000 above it (below 32768 for 8 workers).
+# Set, not defaulted: the workers inherit the environment of the controller, which read this file too.
+if os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw"):
+    os.environ["NODEQC_FABRIC_PORT"] = str(15201 + 2200 * int(os.environ["PYTEST_XDIST_WORKER"][2:]))
+
 # Mutation testing (benchmarks/mutation.sh; pyproject's [tool.mutmut] passes --hypothesis-profile=mutation):
 # a property that fails a mutant only needs to fail. Shrinking its counterexample took 10-20 s a mutant.
 settings.register_profile("mutation", phases=[Phase.explicit, Phase.reuse, Phase.generate])

@@ -372,11 +372,29 @@ def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     (["--hosts", "@/no/such/file", "--launch", "env H={host}"], "--hosts @/no/such/file: cannot read"),
     ([], "one of the arguments --slurm --hosts --k8s --simulate is required"),
     (["--hosts", "a,b", "--launch", "env H={host}", "--tests", "nccl"], "--min-nccl-busbw"),
+    (["--hosts", "a,b", "--launch", "env H={host}", "--port", "80"], "--port 80: expected 1024 to 63527"),
+    (["--hosts", "a,b", "--launch", "env H={host}", "--port", "65000"], "--port 65000: expected 1024 to"),
 ])
 def test_usage_errors_are_one_line(args, message):
     env = {"SLURM_JOB_ID": ""}
     p = cli("fabric", *args, env=env)
     assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+@pytest.mark.parametrize("given, env, port", [(["--port", "23001"], {}, "23001"), ([], {"NODEQC_FABRIC_PORT": "24001"}, "24001"),
+                                              ([], {"NODEQC_FABRIC_PORT": ""}, "15201")])
+def test_the_pair_tests_ports_start_at_port(tmp_path, given, env, port):
+    """--port (else $NODEQC_FABRIC_PORT, else 15201) is the first port of a round's first pair: two
+    fabric runs sharing hosts (two test workers on one machine, two jobs on shared login nodes) keep
+    apart. The 'nodes' here only write down how they were started."""
+    log = tmp_path / "started"
+    p = cli("fabric", "--hosts", "a,b", "--launch", "env H={host}", "--nodeqc", f"sh -c 'echo \"$*\" >> {log}' worker",
+            "--tests", "tcp", "--min-tcp-gbps", "1", "--rounds", "1", "--out", str(tmp_path), *given, env=env)
+    assert p.returncode == 2, p.stderr  # the 'nodes' printed no result: not judged
+    started = log.read_text().splitlines()
+    assert len(started) == 2 and all(f"--port {port} " in f"{line} " for line in started), started
+    p = cli("fabric", "--hosts", "a,b", "--launch", "env H={host}", env={"NODEQC_FABRIC_PORT": "15k"})
+    assert p.returncode == 2 and p.stderr.strip() == "nodeqc: $NODEQC_FABRIC_PORT '15k': expected a port number"
 
 
 def test_sigterm_stops_the_rounds_and_the_report_says_aborted(tmp_path):

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cli
-from nodeqc.core.known_answer import allreduce_expected
+from nodeqc.core.known_answer import allgather_chunk, allreduce_expected, alltoall_chunk
 from nodeqc.fabric import nccl_pair
 from nodeqc.fabric.launchers import Work, merge, one_nccl_figure
 from nodeqc.fabric.scoring import Floors
@@ -41,7 +41,7 @@ import json, sys
 from nodeqc.fabric import nccl_pair
 nccl_pair.START_TIMEOUT_S = float(sys.argv[5])
 print(json.dumps(nccl_pair.run(int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]),
-                               names=("a", "b"), buffer_bytes=int(sys.argv[6]))))
+                               names=("a", "b"), buffer_bytes=int(sys.argv[6]), op=sys.argv[7])))
 """
 
 
@@ -69,9 +69,9 @@ def node_env(node: str, gpus: str = "2", fault: str = "", log: Path | None = Non
 
 
 def start(index: int, port: int, env: dict[str, str], start_s: float = START_S,
-          host_a: str = "127.0.0.1") -> subprocess.Popen[str]:
+          host_a: str = "127.0.0.1", op: str = "all_reduce") -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-c", NODE, str(index), host_a, str(port), str(SECONDS),
-                             str(start_s), str(BYTES)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             str(start_s), str(BYTES), op], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 
 
@@ -82,12 +82,12 @@ def finish(p: subprocess.Popen[str]) -> dict:
 
 
 def pair(gpus: str = "2", fault: str = "", log: Path | None = None, start_s: float = START_S,
-         cupy_b: bool = True) -> tuple[dict, dict, float, int]:
+         cupy_b: bool = True, op: str = "all_reduce") -> tuple[dict, dict, float, int]:
     """Both ends at once; their figures, the wall time and the store's port."""
     port = free_port()
     t0 = time.monotonic()
-    a = start(0, port, node_env("a", gpus, fault, log), start_s)
-    b = start(1, port, node_env("b", gpus, fault, log, cupy=cupy_b), start_s)
+    a = start(0, port, node_env("a", gpus, fault, log), start_s, op=op)
+    b = start(1, port, node_env("b", gpus, fault, log, cupy=cupy_b), start_s, op=op)
     ra, rb = finish(a), finish(b)
     return ra, rb, time.monotonic() - t0, port
 
@@ -139,6 +139,56 @@ def test_bus_bandwidth_is_nccl_tests_allreduce_figure():
     # 100 GB/s, busbw 187.5 GB/s; over 2 ranks busbw equals algbw.
     assert nccl_pair.bus_bandwidth(10**9, 0.01, 16) == pytest.approx(187.5)
     assert nccl_pair.bus_bandwidth(10**9, 0.01, 2) == pytest.approx(100.0)
+
+
+def test_bus_bandwidth_of_the_all_gather_and_all_to_all_is_nccl_tests_figure():
+    # nccl-tests doc/PERFORMANCE.md: busbw = algbw * (n-1)/n for AllGather and AllToAll.
+    for op in ("all_gather", "all_to_all"):
+        assert nccl_pair.bus_bandwidth(10**9, 0.01, 16, op) == pytest.approx(93.75)
+        assert nccl_pair.bus_bandwidth(10**9, 0.01, 2, op) == pytest.approx(50.0)
+
+
+@pytest.mark.parametrize("op", ["all_gather", "all_to_all"])
+def test_a_healthy_pair_runs_the_all_gather_and_the_all_to_all_and_checks_every_element(op):
+    ra, rb, _, port = pair(op=op)
+    for r in (ra, rb):
+        assert r["error"] is None and r["value"] > 0 and r["gpus"] == 4 and r["steps"] >= nccl_pair.MIN_ITERS, r
+    assert merged(ra, rb)["value"] == min(ra["value"], rb["value"])
+    assert port_is_free(port) and port_is_free(port + 1)
+
+
+def test_an_unknown_collective_is_refused_before_anything_starts():
+    with pytest.raises(ValueError, match="no collective 'all_sum'"):
+        nccl_pair.run(0, "127.0.0.1", free_port(), 0.01, op="all_sum")
+
+
+def test_one_wrong_element_in_one_ranks_all_gather_chunk_shows_at_that_chunk_on_every_rank():
+    """All-gather: rank 3's chunk (the last of four, 256 elements each) lands in every rank's result
+    at elements 768-1023; one wrong element there is wrong everywhere, at that offset."""
+    chunk = BYTES // 4 // 4
+    ra, rb, _, _ = pair(fault="corrupt-send:3:first", op="all_gather")
+    for r, ranks in ((ra, (0, 1)), (rb, (2, 3))):
+        assert r["value"] is None, r
+        for rank in ranks:
+            assert (f"rank {rank}: wrong all-gather result: 1 of {BYTES // 4} elements wrong (element {3 * chunk}: "
+                    f"{allgather_chunk(3) + 1:g}, want {allgather_chunk(3):g})") in r["error"]
+    assert nccl_pair.leads_with_wrong_result(ra["error"])
+
+
+def test_a_wrong_element_in_the_chunk_rank_3_sends_rank_0_shows_on_rank_0_alone():
+    """All-to-all: each rank sends every other a chunk of its own; rank 3's first row goes to rank
+    0, which finds it at row 3 of its result. Only node A (rank 0) sees the fault; B's ranks got
+    theirs right. The values differ per sender and receiver, so a chunk sent to the wrong rank
+    would be wrong by more than one."""
+    chunk = BYTES // 4 // 4
+    ra, rb, _, _ = pair(fault="corrupt-send:3:first", op="all_to_all")
+    assert ra["value"] is None and ra["error"] == (
+        f"rank 0: wrong all-to-all result: 1 of {BYTES // 4} elements wrong (element {3 * chunk}: "
+        f"{alltoall_chunk(3, 0, 4) + 1:g}, want {alltoall_chunk(3, 0, 4):g}) in {ra['error'].split(' in ')[1]}")
+    assert rb["error"] is None and rb["value"] > 0
+    m = merged(ra, rb)
+    assert m["value"] is None and m["error"] == f"a: {ra['error']}"
+    assert len({alltoall_chunk(i, j, 4) for i in range(4) for j in range(4)}) == 16
 
 
 # ---------------------------------------------------------------------- wrong results
@@ -353,3 +403,65 @@ def test_nccl_bytes_below_one_float_is_a_usage_error():
     p = cli("fabric", "--hosts", "a,b", "--launch", "env H={host}", "--tests", "nccl", "--min-nccl-busbw", "1",
             "--nccl-bytes", "2")
     assert p.returncode == 2 and p.stderr.strip() == "nodeqc: --nccl-bytes 2: expected at least 4 (one float32 per GPU)"
+
+
+# ---------------------------------------------------------------------- all-gather and all-to-all (issue 27)
+
+
+def test_each_collective_is_its_own_figure_judged_against_its_own_floor():
+    ok = {"value": 300.0, "unit": "GB/s", "error": None}
+    end = {"nodeqc-fabric-worker": 1, "identity": {}}
+    figures = [{"rail": "nccl", "direction": "both", **ok}, {"rail": "allgather", "direction": "both", **ok},
+               {"rail": "alltoall", "direction": "both", **ok, "value": 50.0}]
+    floors = Floors(nccl_busbw_gbps=365.0, allgather_busbw_gbps=250.0, alltoall_busbw_gbps=59.0)
+    r = merge(1, "a", "b", [{**end, "node": "a", "figures": figures}, {**end, "node": "b", "figures": figures}], [],
+              floors)
+    assert sorted((m.rail, m.value, m.floor, m.passed) for m in r.measurements) == [
+        ("allgather", 300.0, 250.0, True), ("alltoall", 50.0, 59.0, False), ("nccl", 300.0, 365.0, False)]
+    assert one_nccl_figure("a", "b", [("a", ok)], "alltoall")["error"] == "b: no all-to-all figure"
+    # An end that prints a collective the run did not ask for is refused, as for any test.
+    r = merge(1, "a", "b", [{**end, "node": "a", "figures": figures[:1]},
+                            {**end, "node": "b", "figures": figures[:2]}], [], floors, tests=["nccl"])
+    assert r.error and [(x["node"], x["why"]) for x in r.refused] == [
+        ("b", "a allgather figure (allgather both), a test this run did not ask for")]
+
+
+def test_a_collective_without_a_floor_is_a_usage_error_naming_the_profiles_that_carry_one():
+    p = cli("fabric", "--hosts", "a,b", "--launch", "env H={host}", "--tests", "alltoall", "--profile", "hgx-b200")
+    assert p.returncode == 2 and p.stderr.strip() == (
+        "nodeqc: --tests alltoall needs a floor: profile hgx-b200 sets no [nic] min_fabric_alltoall_busbw_gbps; give "
+        "--min-alltoall-busbw GBPS (hgx-h100 carries one from NVIDIA's measured two-node figure)")
+    p = cli("fabric", "--hosts", "a,b", "--launch", "env H={host}", "--tests", "allgather", "--min-allgather-busbw", "0")
+    assert p.returncode == 2 and p.stderr.strip() == "nodeqc: --min-allgather-busbw 0: expected a number above zero"
+
+
+def test_fabric_runs_the_all_gather_and_all_to_all_through_its_workers_and_names_a_misdelivered_chunk(tmp_path):
+    """nodeqc fabric -> host launcher -> `nodeqc fabric worker` on each "node" -> nccl_pair.run for
+    each collective in turn on the same ports. Healthy: both pass their floors (the hgx-h100
+    profile's, the fake's rates replaced by tiny floors). With one element of the chunk rank 3 sends
+    rank 0 wrong (the fake plants it in what rank 3 sends to every collective): the all-gather is
+    wrong on every rank, at rank 3's chunk; the all-to-all only on rank 0, on the pair's first end."""
+    args = ["fabric", "--hosts", "a,b", "--launch", "env FAKE_CUPY_NODE={host}", "--nodeqc", f"{sys.executable} -m nodeqc",
+            "--tests", "allgather,alltoall", "--min-allgather-busbw", "0.000001", "--min-alltoall-busbw", "0.000001",
+            "--seconds", str(SECONDS), "--nccl-bytes", str(BYTES), "--rounds", "1", "--seed", "1",
+            "--address", "a=127.0.0.1", "--address", "b=127.0.0.1", "--out", str(tmp_path)]
+    env = {"PYTHONPATH": os.pathsep.join([str(FAKE), str(ROOT)]), "FAKE_CUPY_GPUS": "2"}
+    good = cli(*args, env={**env, "FAKE_NCCL_FAULT": ""}, timeout=180)
+    assert good.returncode == 0, good.stderr
+    import base64
+
+    def row_of(p):
+        pred = json.loads(base64.b64decode(json.loads(Path(p.stdout.strip().splitlines()[-1]).read_text())["payload"]))
+        return pred["predicate"]["pairs"][0]
+
+    row = row_of(good)
+    assert set(row["rails"]) == {"allgather", "alltoall"} and not row.get("failed")
+    bad = cli(*args, env={**env, "FAKE_NCCL_FAULT": "corrupt-send:3:first"}, timeout=180)
+    assert bad.returncode == 2 and "inconclusive: allgather: 1 of 1 tests failed" in bad.stderr, bad.stderr
+    row = row_of(bad)
+    assert sorted(row["failed"]) == ["allgather", "alltoall"], row
+    gather, scatter = row["rails"]["allgather"]["both"]["error"], row["rails"]["alltoall"]["both"]["error"]
+    assert gather.startswith(f"{row['a']}: rank 0: wrong all-gather result: 1 of 1024 elements wrong (element 768: 5, "
+                             "want 4)") and f"; {row['b']}: rank 2: wrong all-gather result" in gather, gather
+    assert scatter.startswith(f"{row['a']}: rank 0: wrong all-to-all result: 1 of 1024 elements wrong (element 768: "
+                              "14, want 13)") and f"; {row['b']}: " not in scatter, scatter

@@ -136,7 +136,7 @@ def test_worker_usage_errors():
 
     for args, message in ((["--pair", "a"], "expected two different node names"),
                           (["--pair", "a,a"], "expected two different node names"),
-                          (["--pair", "a,b", "--tests", "udp"], "expected tcp, rdma and/or nccl"),
+                          (["--pair", "a,b", "--tests", "udp"], "expected some of tcp, rdma, nccl, allgather, alltoall"),
                           (["--pair", "a,b", "--address", "x"], "expected two addresses")):
         p = cli("fabric", "worker", *args)
         assert p.returncode == 2 and message in p.stderr, p.stderr

@@ -113,6 +113,19 @@ def allreduce_expected(ranks: int) -> float:
     return float(sum(allreduce_contribution(r) for r in range(ranks)))
 
 
+def allgather_chunk(rank: int) -> float:
+    """Every element of rank `rank`'s chunk in an all-gather test: the result is every rank's
+    chunk in rank order, so a chunk landing at the wrong offset shows."""
+    return float(rank + 1)
+
+
+def alltoall_chunk(sender: int, receiver: int, ranks: int) -> float:
+    """Every element of the chunk `sender` sends `receiver` in an all-to-all test: distinct for
+    every pair, so a chunk delivered to the wrong rank, or from the wrong one, shows (exact in
+    float32 up to 4096 ranks: at most 4096^2 < 2^24)."""
+    return float(sender * ranks + receiver + 1)
+
+
 def odd_ones_out(fingerprints: dict[str, str]) -> tuple[str | None, list[str]]:
     """The fingerprint most subjects share, and the subjects that differ from it. With no strict
     majority (two GPUs that disagree, say) nobody can be blamed alone: everyone differs."""

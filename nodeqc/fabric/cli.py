@@ -24,8 +24,19 @@ from nodeqc.core.names import check_host, check_name, check_nodelist
 from nodeqc.core.safefile import NotAFile, read_bounded
 from nodeqc.core.stamps import current_user, utc_now
 from nodeqc.fabric import pairing
+from nodeqc.fabric.worker import NCCL_PORT_OFFSET, PORTS_PER_PAIR
 
-TESTS = ("tcp", "rdma", "nccl", "lat")
+TESTS = ("tcp", "rdma", "nccl", "allgather", "alltoall", "lat")
+PORT_ENV = "NODEQC_FABRIC_PORT"  # the --port default: one fabric run's ports apart from another's on shared hosts
+DEFAULT_PORT = 15201
+# Each NCCL collective's floor: the profile's [nic] key and the flag that replaces it, and which
+# profiles carry a published figure.
+COLLECTIVE_FLOORS = {"nccl": ("min_fabric_nccl_busbw_gbps", "min_nccl_busbw"),
+                     "allgather": ("min_fabric_allgather_busbw_gbps", "min_allgather_busbw"),
+                     "alltoall": ("min_fabric_alltoall_busbw_gbps", "min_alltoall_busbw")}
+COLLECTIVE_SOURCES = {"nccl": "hgx-h100 and dgx-a100 carry OCI's published figures",
+                      "allgather": "hgx-h100, hgx-b200 and gb200-nvl72-tray carry Google cluster-health-scanner's",
+                      "alltoall": "hgx-h100 carries one from NVIDIA's measured two-node figure"}
 
 
 def _parser() -> Parser:
@@ -58,19 +69,25 @@ def _parser() -> Parser:
     p.add_argument("--inject", metavar="FAULT", action="append", default=[],
                    help="--simulate: nodeN:slow=F, nodeN:down, nodeN:railR=F, nodeN:railR:down, railR=F, "
                         "link:nodeA-nodeB=F, leaf:L3:slow=F, spine:S1:down, ... (repeatable)")
-    p.add_argument("--tests", default="tcp,rdma", metavar="tcp,rdma,nccl,lat", help="what each pair runs "
-                   "(default tcp,rdma; RDMA is skipped, saying so, where a node has no RDMA port; lat: ib_write_lat "
-                   "per rail, its tail judged, a straggler named; --simulate: rdma,lat)")
+    p.add_argument("--tests", default="tcp,rdma", metavar="tcp,rdma,nccl,allgather,alltoall,lat", help="what each "
+                   "pair runs (default tcp,rdma; RDMA is skipped, saying so, where a node has no RDMA port; nccl, "
+                   "allgather, alltoall: NCCL's all-reduce, all-gather and all-to-all over both nodes' GPUs; lat: "
+                   "ib_write_lat per rail, its tail judged, a straggler named; --simulate: rdma,lat)")
     p.add_argument("--profile", default="generic", metavar="NAME|PATH", help="floors from its [nic] "
                    "min_rdma_fraction and min_tcp_fraction (default: generic)")
     p.add_argument("--min-tcp-gbps", type=float, metavar="GBPS", help="absolute TCP floor per direction (replaces the fraction)")
     p.add_argument("--min-rdma-gbps", type=float, metavar="GBPS", help="absolute RDMA floor per rail and direction")
     p.add_argument("--min-nccl-busbw", type=float, metavar="GBPS", help="two-node NCCL all-reduce bus bandwidth floor, GB/s")
+    p.add_argument("--min-allgather-busbw", type=float, metavar="GBPS", help="two-node NCCL all-gather bus bandwidth floor, GB/s")
+    p.add_argument("--min-alltoall-busbw", type=float, metavar="GBPS", help="two-node NCCL all-to-all bus bandwidth floor, GB/s")
     p.add_argument("--max-lat-p99-us", type=float, metavar="USEC", help="ib_write_lat's 99th percentile floor per "
                    "pair and rail (default 20 usec: nodeqc/fabric/tails.py says why)")
     p.add_argument("--seconds", type=float, help="seconds of each traffic test (default: the profile's traffic_s)")
-    p.add_argument("--nccl-bytes", type=int, metavar="BYTES", help="bytes each GPU all-reduces in the NCCL test "
-                   "(default 1 GiB: bandwidth-bound)")
+    p.add_argument("--port", type=int, metavar="PORT", help=f"the first port the pair tests use: pair k of a round takes "
+                   f"PORT+{PORTS_PER_PAIR}k and up (iperf3, perftest), and PORT+{NCCL_PORT_OFFSET}+{PORTS_PER_PAIR}k and "
+                   f"the next for NCCL (default ${PORT_ENV}, else {DEFAULT_PORT})")
+    p.add_argument("--nccl-bytes", type=int, metavar="BYTES", help="each GPU's buffer in the NCCL tests: what it "
+                   "all-reduces, gathers in all, sends in all to the others (default 1 GiB: bandwidth-bound)")
     p.add_argument("--rounds", type=int, help="rounds of pairs (default: as many as --confidence needs)")
     p.add_argument("--adaptive", action="store_true", help="one round pairing every node, then only the suspects, "
                    "each against known-good partners until two agree (fewer tests and rounds; nodeqc/fabric/adaptive.py)")
@@ -192,10 +209,19 @@ def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
         raise UsageError(f"--confidence {args.confidence:g}: expected a probability between 0 and 1, e.g. 0.999")
     if not 0 <= args.bad_fraction < 1:
         raise UsageError(f"--bad-fraction {args.bad_fraction:g}: expected 0 to below 1, e.g. 0.1")
-    for flag in ("min_tcp_gbps", "min_rdma_gbps", "min_nccl_busbw", "max_lat_p99_us", "seconds"):
+    for flag in ("min_tcp_gbps", "min_rdma_gbps", "min_nccl_busbw", "min_allgather_busbw", "min_alltoall_busbw",
+                 "max_lat_p99_us", "seconds"):
         v = getattr(args, flag)
         if v is not None and not (v > 0 and v < float("inf")):
             raise UsageError(f"--{flag.replace('_', '-')} {v:g}: expected a number above zero")
+    if args.port is None:
+        text = os.environ.get(PORT_ENV, "") or str(DEFAULT_PORT)
+        if not text.isdigit():
+            raise UsageError(f"${PORT_ENV} {text!r}: expected a port number")
+        args.port = int(text)
+    if not 1024 <= args.port <= 65535 - NCCL_PORT_OFFSET - PORTS_PER_PAIR * len(nodes):
+        raise UsageError(f"--port {args.port}: expected 1024 to {65535 - NCCL_PORT_OFFSET - PORTS_PER_PAIR * len(nodes)} "
+                         f"(each pair of a round takes {PORTS_PER_PAIR} ports from it, and NCCL {NCCL_PORT_OFFSET} above)")
     if args.nccl_bytes is not None and args.nccl_bytes < 4:
         raise UsageError(f"--nccl-bytes {args.nccl_bytes}: expected at least 4 (one float32 per GPU)")
     if args.drain and args.slurm is None:
@@ -242,13 +268,17 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     profile = load_profile(args.profile)
     frac = profile.threshold("nic", "min_rdma_fraction")
     tfrac = profile.threshold("nic", "min_tcp_fraction")
-    nccl = profile.threshold("nic", "min_fabric_nccl_busbw_gbps")
+    busbw: dict[str, float | None] = {}
+    for test, (key, flag) in COLLECTIVE_FLOORS.items():
+        given = profile.threshold("nic", key)
+        busbw[test] = getattr(args, flag) or (given.fail if given else None)
+        if test in tests and busbw[test] is None:
+            raise UsageError(f"--tests {test} needs a floor: profile {profile.name} sets no [nic] {key}; give "
+                             f"--{flag.replace('_', '-')} GBPS ({COLLECTIVE_SOURCES[test]})")
     floors = Floors(rdma_fraction=frac.fail if frac else None, tcp_fraction=tfrac.fail if tfrac else None,
-                    rdma_gbps=args.min_rdma_gbps, tcp_gbps=args.min_tcp_gbps,
-                    nccl_busbw_gbps=args.min_nccl_busbw or (nccl.fail if nccl else None), lat_p99_us=args.max_lat_p99_us)
-    if "nccl" in tests and floors.nccl_busbw_gbps is None:
-        raise UsageError(f"--tests nccl needs a floor: profile {profile.name} sets no [nic] min_fabric_nccl_busbw_gbps; "
-                         "give --min-nccl-busbw GBPS (hgx-h100 and dgx-a100 carry OCI's published figures)")
+                    rdma_gbps=args.min_rdma_gbps, tcp_gbps=args.min_tcp_gbps, nccl_busbw_gbps=busbw["nccl"],
+                    allgather_busbw_gbps=busbw["allgather"], alltoall_busbw_gbps=busbw["alltoall"],
+                    lat_p99_us=args.max_lat_p99_us)
     seconds = args.seconds or float(profile.get("nic", "traffic_s", 10))
     seed = args.seed if args.seed is not None else int(time.time())
     if args.rounds:
@@ -294,7 +324,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         # kubectl, the cluster, the nodes, the right to create Jobs; the GPUs a pod asks for (NCCL)
         launcher.preflight(nodes, addresses, profile.get("gpu", "count"))
     work = Work(tests=tests, seconds=seconds, floors=floors, streams=int(profile.get("nic", "streams", 4)),
-                use_cuda=args.use_cuda, nodeqc=shlex.split(args.nodeqc), addresses=addresses, nccl_bytes=args.nccl_bytes)
+                use_cuda=args.use_cuda, nodeqc=shlex.split(args.nodeqc), addresses=addresses, nccl_bytes=args.nccl_bytes,
+                port_base=args.port)
 
     # The journal: every round's pair results appended and synced as they come, so a fabric run
     # that is killed leaves what it had measured (the report records the journal's sha256).

@@ -30,6 +30,7 @@ from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.names import check_host, host_problem
 from nodeqc.fabric.launchers import Launcher, Work, merge
 from nodeqc.fabric.lines import Refused, bind, scan
+from nodeqc.fabric.nccl_pair import COLLECTIVES
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult
 
@@ -61,7 +62,7 @@ def round_manifest(job: str, namespace: str, image: str, pairs: tuple[tuple[str,
     }
     if "rdma" in work.tests:  # the RDMA shared device plugin's resource (NVIDIA Network Operator)
         container["resources"] = {"limits": {"rdma/hca_shared_devices_a": 1}}
-    if "nccl" in work.tests and gpus:  # without GPUs the worker skips NCCL, saying so
+    if set(work.tests) & set(COLLECTIVES) and gpus:  # without GPUs the worker skips NCCL, saying so
         container.setdefault("resources", {}).setdefault("limits", {})["nvidia.com/gpu"] = gpus
     return {
         "apiVersion": "batch/v1",

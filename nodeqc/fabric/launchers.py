@@ -42,11 +42,11 @@ from nodeqc.fabric.worker import CONNECT_RETRY_S, MARGIN_S, PORTS_PER_PAIR
 class Work:
     """What each pair runs."""
 
-    tests: list[str]  # tcp, rdma, nccl
+    tests: list[str]  # tcp, rdma, nccl, allgather, alltoall, lat
     seconds: float
     floors: Floors
     streams: int = 4
-    port_base: int = 15201
+    port_base: int = 15201  # nodeqc fabric --port
     use_cuda: bool = False
     nodeqc: list[str] = field(default_factory=lambda: ["nodeqc"])  # the command that runs nodeqc on a node
     addresses: dict[str, str] = field(default_factory=dict)  # node -> data address (default: its name)
@@ -56,7 +56,8 @@ class Work:
     def round_timeout_s(self) -> float:
         """Every tool of a pair is bounded; a round is bounded by their sum."""
         per_test = {"tcp": 2 * (self.seconds + CONNECT_RETRY_S), "rdma": 2 * (self.seconds + CONNECT_RETRY_S),
-                    "nccl": nccl_pair.time_bound_s(self.seconds), "lat": CONNECT_RETRY_S + MARGIN_S}
+                    "nccl": nccl_pair.time_bound_s(self.seconds), "allgather": nccl_pair.time_bound_s(self.seconds),
+                    "alltoall": nccl_pair.time_bound_s(self.seconds), "lat": CONNECT_RETRY_S + MARGIN_S}
         return sum(per_test[t] for t in self.tests) + 2 * MARGIN_S + 60
 
     def worker_args(self, a: str, b: str, slot: int) -> list[str]:
@@ -240,16 +241,18 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
             sa, sb = active[a][rail].get("subnet"), active[b][rail].get("subnet")
             if sa and sb and sa != sb:
                 mismatched[rail] = f"{rail} is on subnet {sa} at {a} but {sb} at {b}: cabled to another rail?"
-    nccl = [(node, f) for node, rail, f in figures if rail == "nccl"]
-    if nccl:
-        figures = [x for x in figures if x[1] != "nccl"] + [(a, "nccl", one_nccl_figure(a, b, nccl))]
+    for collective in nccl_pair.COLLECTIVES:
+        both = [(node, f) for node, rail, f in figures if rail == collective]
+        if both:
+            figures = [x for x in figures if x[1] != collective] + [(a, collective,
+                                                                      one_nccl_figure(a, b, both, collective))]
     out = []
     latencies = [latency(f, floors) for _, rail, f in figures if f.get("test") == "lat" and rail not in mismatched]
     for node, rail, f in figures:
         if rail in mismatched or f.get("test") == "lat":
             continue  # the clients' connection errors on it say less than the finding below
-        if rail == "nccl":
-            floor = floors.nccl_busbw_gbps
+        if rail in nccl_pair.COLLECTIVES:
+            floor = floors.busbw(rail)
         elif rail == "tcp":
             floor = floors.tcp(rates.get((a, rail)), rates.get((b, rail)))
         else:
@@ -299,7 +302,7 @@ def writer(rail: str, direction: str, a: str, b: str, test: str | None = None) -
     ib_write_lat's client, end B, reports each rail's latency."""
     if test == "lat":
         return (b,) if direction == "b>a" else ()
-    if rail == "nccl":
+    if rail in nccl_pair.COLLECTIVES:
         return (a, b) if direction == "both" else ()
     if rail == "tcp":
         return (b,) if direction in ("a>b", "b>a") else ()
@@ -317,7 +320,7 @@ def figure_claims(a: str, b: str, ends: dict[str, dict[str, Any]], tests: list[s
         listed = {r["rail"]: r for r in o.get("rails") or []}
         for f in o.get("figures", []):
             rail, direction, test = f["rail"], f["direction"], f.get("test")
-            kind = "lat" if test == "lat" else rail if rail in ("tcp", "nccl") else "rdma"
+            kind = "lat" if test == "lat" else rail if rail == "tcp" or rail in nccl_pair.COLLECTIVES else "rdma"
             if tests is not None and kind not in tests:
                 out.append(Refused(node, f"a {kind} figure ({rail} {direction}), a test this run did not ask for",
                                    excerpt(f), lie=True))
@@ -346,16 +349,18 @@ def figure_claims(a: str, b: str, ends: dict[str, dict[str, Any]], tests: list[s
     return out
 
 
-def one_nccl_figure(a: str, b: str, figures: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    """The pair's all-reduce from both ends' figures: each end checked its own ranks, so an error at
-    either is the pair's (named by its node where the two ends differ); the bandwidth is the
-    slower end's; an end that said nothing is an error, never a silent pass."""
+def one_nccl_figure(a: str, b: str, figures: list[tuple[str, dict[str, Any]]], rail: str = "nccl") -> dict[str, Any]:
+    """The pair's collective (the rail: nccl for the all-reduce, allgather, alltoall) from both
+    ends' figures: each end checked its own ranks, so an error at either is the pair's (named by its
+    node where the two ends differ); the bandwidth is the slower end's; an end that said nothing is
+    an error, never a silent pass."""
+    missing = f"no {nccl_pair.SAID[nccl_pair.COLLECTIVES[rail]]} figure"
     by_node = {node: f for node, f in figures}
     said = {n: by_node[n].get("error") or (None if by_node[n].get("skipped") or by_node[n].get("value") is not None
-                                             else "no all-reduce figure") for n in by_node}
-    said.update({n: "no all-reduce figure" for n in (a, b) if n not in by_node})
+                                             else missing) for n in by_node}
+    said.update({n: missing for n in (a, b) if n not in by_node})
     errors = {n: e for n, e in said.items() if e}
-    out: dict[str, Any] = {"rail": "nccl", "direction": "both", "unit": "GB/s", "value": None}
+    out: dict[str, Any] = {"rail": rail, "direction": "both", "unit": "GB/s", "value": None}
     if errors:
         texts = list(dict.fromkeys(errors.values()))
         # The end that found a wrong result first: the other end's errors may be its consequence.

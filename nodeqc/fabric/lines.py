@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from nodeqc.fabric.nccl_pair import COLLECTIVES
 from nodeqc.fabric.worker import MARKER
 
 # A worker's line is a flat record: result -> figures/rails/identity -> a figure's fields. Deeper
@@ -35,7 +36,7 @@ MAX_TEXT = 4000  # an error or skip reason; longer text is shortened, not refuse
 # The fastest port on sale is 1.6 Tb/s (IEEE 802.3dj, 2025); twice that is no port's rate.
 MAX_RATE_GBPS = 3200.0
 # NCCL bus bandwidth in GB/s: NVLink 5 gives a GPU 1,800 GB/s (NVIDIA Blackwell datasheet); a
-# two-node all-reduce goes through the NICs and cannot beat one GPU's own link.
+# two-node collective goes through the NICs and cannot beat one GPU's own link.
 MAX_NCCL_GBPS = 1800.0
 # A figure above its own port's rate is no measurement: iperf3 and ib_write_bw time their own
 # intervals, and a few per cent over the signalling rate is that timer's error (perftest reports
@@ -235,7 +236,7 @@ def figure_problem(f: Any) -> str | None:
         return f"test {excerpt(f.get('test'))!r} is not lat"
     if (f.get("test") == "lat") != (f.get("unit") == "us") and f.get("value") is not None:
         return "a latency figure is in usec, and only a latency figure"
-    most = MAX_LATENCY_US if f.get("test") == "lat" else MAX_NCCL_GBPS if f["rail"] == "nccl" else MAX_RATE_GBPS
+    most = MAX_LATENCY_US if f.get("test") == "lat" else MAX_NCCL_GBPS if f["rail"] in COLLECTIVES else MAX_RATE_GBPS
     return (number_problem(f.get("value"), "value", most) or number_problem(f.get("rate"), "rate", MAX_RATE_GBPS)
             or number_problem(f.get("p50"), "p50", MAX_LATENCY_US) or number_problem(f.get("p999"), "p999", MAX_LATENCY_US)
             or number_problem(f.get("step_p50_ms"), "step_p50_ms", MAX_STEP_MS)

@@ -1,10 +1,14 @@
-"""A two-node NCCL all-reduce across every GPU of both nodes, bootstrapped with CuPy's own
-distributed module (`cupyx.distributed.init_process_group`: rank 0 hosts a TCP store on node A).
+"""A two-node NCCL collective across every GPU of both nodes, bootstrapped with CuPy's own
+distributed module (`cupyx.distributed.init_process_group`: rank 0 hosts a TCP store on node A):
+the all-reduce (`--tests nccl`), and the all-gather and all-to-all (`--tests allgather,alltoall`),
+whose traffic crosses the fabric differently (every rank's whole buffer to every other rank; a
+different chunk to each), as the cluster acceptance tools of Google and NVIDIA measure them.
 
 One process per GPU (NCCL takes one device per communicator rank); ranks 0..G-1 on A, G..2G-1 on
-B. Every rank fills its buffer with its contribution (verify.allreduce_contribution), so the sum is
-known exactly (small integers are exact in float32) and every element of every result is checked,
-as the in-node NCCL check does. The bus bandwidth is nccl-tests' all-reduce figure.
+B. Every rank fills its buffer with known values (nodeqc.core.known_answer: its all-reduce
+contribution; its all-gather chunk; one all-to-all chunk per destination), so the result is known
+exactly (small integers are exact in float32) and every element of every result is checked, as the
+in-node NCCL check does. The bus bandwidth is nccl-tests' figure for the collective.
 
 Before NCCL starts, the two ends meet on a port of their own (the store's + 1) and agree: both
 have CuPy and GPUs, the same number of GPUs (else the world sizes disagree and CuPy's store barrier
@@ -34,21 +38,27 @@ import queue
 import signal
 import socket
 import time
-from typing import Any
-
-from nodeqc.core.known_answer import allreduce_contribution, allreduce_expected
+from typing import Any, Callable
 
 BUFFER_BYTES = 1 << 30  # 1 GiB: bandwidth-bound (the published floors average nccl-tests over 1-16 GB)
 START_TIMEOUT_S = 120.0  # the peer's arrival, the TCP store and NCCL's set-up of 2x8 ranks: well under this
 MIN_ITERS = 5
 KILL_S = 10.0  # after the deadline: killing what hung and reaping it
 HANDSHAKE_OFFSET = 1  # the ends' agreement is on the store's port + 1
-WRONG_RESULT = "wrong all-reduce result"
+# The collectives, by the fabric test that runs each (its figure's rail has the same name), and
+# how they are said.
+COLLECTIVES = {"nccl": "all_reduce", "allgather": "all_gather", "alltoall": "all_to_all"}
+SAID = {"all_reduce": "all-reduce", "all_gather": "all-gather", "all_to_all": "all-to-all"}
+
+
+def wrong_result(op: str) -> str:
+    return f"wrong {SAID[op]} result"
 
 
 def leads_with_wrong_result(error: str) -> bool:
     """An end's error whose first entry is a rank's wrong result (see run: it comes first)."""
-    return f": {WRONG_RESULT}: " in error.split("; ", 1)[0]
+    first = error.split("; ", 1)[0]
+    return any(f": {wrong_result(op)}: " in first for op in SAID)
 
 
 def time_bound_s(seconds: float) -> float:
@@ -56,12 +66,14 @@ def time_bound_s(seconds: float) -> float:
     return START_TIMEOUT_S + seconds + KILL_S
 
 
-def bus_bandwidth(nbytes: int, seconds_per_op: float, ranks: int) -> float:
-    """nccl-tests' all-reduce bus bandwidth, GB/s: algbw = bytes / time, busbw = algbw * 2(n-1)/n
-    (nccl-tests doc/PERFORMANCE.md, "AllReduce": each rank sends and receives 2(n-1)/n of the data,
-    so busbw is comparable with the hardware's link bandwidth whatever the rank count)."""
+def bus_bandwidth(nbytes: int, seconds_per_op: float, ranks: int, op: str = "all_reduce") -> float:
+    """nccl-tests' bus bandwidth, GB/s (doc/PERFORMANCE.md), so it compares with the hardware's link
+    bandwidth whatever the rank count: algbw = bytes / time, where bytes is each rank's buffer (the
+    all-reduce's, the all-gather's whole result, the all-to-all's whole send buffer), and busbw =
+    algbw * 2(n-1)/n for the all-reduce (each rank sends and receives 2(n-1)/n of the data), algbw *
+    (n-1)/n for the all-gather and the all-to-all (each rank receives the (n-1)/n that is not its own)."""
     algbw = nbytes / seconds_per_op / 1e9
-    return algbw * 2 * (ranks - 1) / ranks
+    return algbw * (2 if op == "all_reduce" else 1) * (ranks - 1) / ranks
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -95,7 +107,37 @@ def _die_with_parent() -> None:
         pass
 
 
-def _rank(rank: int, local: int, world: int, host: str, port: int, seconds: float, nbytes: int, out: Any) -> None:
+def _buffers(cupy: Any, comm: Any, op: str, rank: int, world: int, nbytes: int) -> tuple[Any, Any, Any, Callable[[], None]]:
+    """(what this rank sends, where its result lands, the result it must be, the collective): each
+    rank's buffer nbytes, as nccl-tests sizes it (the all-gather's result, the all-to-all's send).
+    The known answers are imported here, in the rank's process: the module stays light (NumPy-free)
+    for the fabric worker and the launcher's line checks, which only need its names."""
+    from nodeqc.core.known_answer import allgather_chunk, allreduce_contribution, allreduce_expected, alltoall_chunk
+
+    n = max(1, nbytes // 4 // world) * world  # whole chunks: one a rank
+    chunk = n // world
+    if op == "all_gather":
+        send = cupy.full(chunk, allgather_chunk(rank), dtype=cupy.float32)
+        want = cupy.repeat(cupy.asarray([allgather_chunk(r) for r in range(world)], dtype=cupy.float32), chunk)
+        recv = cupy.zeros(n, dtype=cupy.float32)
+        return send, recv, want, lambda: comm.all_gather(send, recv, chunk)
+    if op == "all_to_all":
+        # Row j goes to rank j; row i of the result came from rank i.
+        send = cupy.repeat(cupy.asarray([alltoall_chunk(rank, j, world) for j in range(world)],
+                                        dtype=cupy.float32), chunk).reshape(world, chunk)
+        want = cupy.repeat(cupy.asarray([alltoall_chunk(i, rank, world) for i in range(world)],
+                                        dtype=cupy.float32), chunk).reshape(world, chunk)
+        recv = cupy.zeros((world, chunk), dtype=cupy.float32)
+        return send, recv, want, lambda: comm.all_to_all(send, recv)
+    n = nbytes // 4
+    send = cupy.full(n, allreduce_contribution(rank), dtype=cupy.float32)
+    recv = cupy.zeros(n, dtype=cupy.float32)
+    return send, recv, cupy.full(n, allreduce_expected(world), dtype=cupy.float32), \
+        lambda: comm.all_reduce(send, recv, "sum")
+
+
+def _rank(rank: int, local: int, world: int, host: str, port: int, seconds: float, nbytes: int, out: Any,
+          op: str = "all_reduce") -> None:
     comm = None
     try:
         # Its own process group: CuPy's TCP store (a child of rank 0) joins it, so a rank killed
@@ -107,32 +149,29 @@ def _rank(rank: int, local: int, world: int, host: str, port: int, seconds: floa
 
         cupy.cuda.Device(local).use()  # CuPy: the device is the caller's to set, before the group
         comm = cupyx.distributed.init_process_group(world, rank, host=host, port=port)
-        n = nbytes // 4
-        want = allreduce_expected(world)
-        send = cupy.full(n, allreduce_contribution(rank), dtype=cupy.float32)
-        recv = cupy.zeros(n, dtype=cupy.float32)
-        comm.all_reduce(send, recv, "sum")  # warm-up: connections set up here (current stream)
+        send, recv, want, collective = _buffers(cupy, comm, op, rank, world, nbytes)
+        collective()  # warm-up: connections set up here (current stream)
         cupy.cuda.Device().synchronize()
         vote, votes = cupy.zeros(1, dtype=cupy.float32), cupy.zeros(1, dtype=cupy.float32)
         iters, busy, wrong_results, most_wrong, first = 0, 0.0, 0, 0, None
-        steps: list[float] = []  # each all-reduce's wall time (launch to synchronised), for the tail
+        steps: list[float] = []  # each collective's wall time (launch to synchronised), for the tail
         while True:
             recv.fill(0)  # a collective that wrote nothing must not pass on the last one's result
             start = time.perf_counter()
-            comm.all_reduce(send, recv, "sum")
+            collective()
             cupy.cuda.Device().synchronize()
             step = time.perf_counter() - start
             busy += step
             steps.append(step)
             iters += 1
-            bad = recv != want  # every element of every result, outside the timed part
+            bad = (recv != want).ravel()  # every element of every result, outside the timed part
             wrong = int(cupy.count_nonzero(bad))
             if wrong:
                 wrong_results += 1
                 most_wrong = max(most_wrong, wrong)
                 if first is None:
                     i = int(cupy.flatnonzero(bad)[0])
-                    first = (i, float(recv[i]))
+                    first = (i, float(recv.ravel()[i]), float(want.ravel()[i]))
             # Every rank must run the same number of all-reduces (one more on any rank waits forever
             # for the others), so they stop together: a rank that has had its time votes to stop,
             # and the votes are summed by a one-element all-reduce outside the timed part.
@@ -141,9 +180,11 @@ def _rank(rank: int, local: int, world: int, host: str, port: int, seconds: floa
             cupy.cuda.Device().synchronize()
             if float(votes[0]) > 0:
                 break
-        out.put({"rank": rank, "busbw": bus_bandwidth(n * 4, busy / iters, world), "iters": iters,
+        size = int(recv.size if op == "all_gather" else send.size) * 4
+        out.put({"rank": rank, "busbw": bus_bandwidth(size, busy / iters, world, op), "iters": iters,
                  "step_p50_ms": percentile(steps, 50) * 1e3, "step_p99_ms": percentile(steps, 99) * 1e3,
-                 "elements": n, "want": want, "wrong": most_wrong, "wrong_results": wrong_results, "first": first})
+                 "elements": int(recv.size), "wrong": most_wrong, "wrong_results": wrong_results,
+                 "first": first})
     except Exception as e:  # noqa: BLE001 - reported as the pair's error, never lost
         out.put({"rank": rank, "error": f"{type(e).__name__}: {e}"})
     finally:
@@ -303,9 +344,12 @@ def _ranks(ranks: list[int]) -> str:
 
 
 def run(index: int, host_a: str, port: int, seconds: float, *, names: tuple[str, str] = ("A", "B"),
-        buffer_bytes: int = BUFFER_BYTES) -> dict[str, Any]:
-    """This end's part of the all-reduce; both ends call it at once. Returns this end's figure:
-    {"value": GB/s, "unit", "error", "gpus"} or {"skipped": why}. Never longer than time_bound_s."""
+        buffer_bytes: int = BUFFER_BYTES, op: str = "all_reduce") -> dict[str, Any]:
+    """This end's part of the collective `op` (COLLECTIVES' values); both ends call it at once.
+    Returns this end's figure: {"value": GB/s, "unit", "error", "gpus"} or {"skipped": why}. Never
+    longer than time_bound_s."""
+    if op not in SAID:
+        raise ValueError(f"nccl_pair.run: no collective {op!r} (expected one of {', '.join(SAID)})")
     t0 = time.monotonic()
     deadline = t0 + START_TIMEOUT_S + seconds
     why = unavailable()
@@ -324,7 +368,7 @@ def run(index: int, host_a: str, port: int, seconds: float, *, names: tuple[str,
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     procs = {index * gpus + g: ctx.Process(target=_rank, args=(index * gpus + g, g, world, host_a, port, seconds,
-                                                               buffer_bytes, out)) for g in range(gpus)}
+                                                               buffer_bytes, out, op)) for g in range(gpus)}
     try:
         for p in procs.values():
             p.start()
@@ -368,9 +412,9 @@ def run(index: int, host_a: str, port: int, seconds: float, *, names: tuple[str,
     for rank in sorted(results):
         r = results[rank]
         if "error" not in r and r["wrong"]:
-            i, got = r["first"]
-            errors.append(f"rank {rank}: {WRONG_RESULT}: {r['wrong']} of {r['elements']} elements wrong "
-                          f"(element {i}: {got:g}, want {r['want']:g}) in {r['wrong_results']} of {r['iters']} results")
+            i, got, want = r["first"]
+            errors.append(f"rank {rank}: {wrong_result(op)}: {r['wrong']} of {r['elements']} elements wrong "
+                          f"(element {i}: {got:g}, want {want:g}) in {r['wrong_results']} of {r['iters']} results")
     errors += [f"rank {rank}: {results[rank]['error']}" for rank in sorted(results) if "error" in results[rank]]
     for rank, code in crashed:
         errors.append(f"rank {rank} exited (code {code}) without a result")

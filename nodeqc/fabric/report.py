@@ -22,6 +22,7 @@ from typing import Any
 from nodeqc import __version__
 from nodeqc.core.model import CheckResult, Value, Verdict, check_label
 from nodeqc.fabric.coverage import Coverage, coverage
+from nodeqc.fabric.nccl_pair import COLLECTIVES
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult, Scores
 from nodeqc.fabric.tails import NCCL_STEP_TAIL_MS, Latency, Tails
@@ -272,7 +273,7 @@ def _portless(rails: set[str]) -> str:
 
 
 def _kind(rail: str) -> str:
-    return rail if rail in ("tcp", "nccl") else "rdma"
+    return rail if rail == "tcp" or rail in COLLECTIVES else "rdma"
 
 
 def pair_rows(results: list[PairResult]) -> list[dict[str, Any]]:

@@ -38,15 +38,23 @@ class Floors:
     """What a pair test must reach. Fractions (the profile's [nic] min_rdma_fraction and
     min_tcp_fraction) are of the faster end's port rate or link speed: a port that trained down
     (100 Gb/s facing 400) must not lower its own pair's floor (0.85 x 100 would let 90 pass); an
-    absolute floor in Gb/s (--min-rdma-gbps, --min-tcp-gbps) replaces them. NCCL: bus bandwidth
-    in GB/s. Latency tails: nodeqc.fabric.tails."""
+    absolute floor in Gb/s (--min-rdma-gbps, --min-tcp-gbps) replaces them. NCCL's collectives
+    (all-reduce, all-gather, all-to-all): bus bandwidth in GB/s. Latency tails: nodeqc.fabric.tails."""
 
     rdma_fraction: float | None = None
     tcp_fraction: float | None = None
     rdma_gbps: float | None = None
     tcp_gbps: float | None = None
     nccl_busbw_gbps: float | None = None
+    allgather_busbw_gbps: float | None = None
+    alltoall_busbw_gbps: float | None = None
     lat_p99_us: float | None = None  # ib_write_lat's p99 floor (None: nodeqc.fabric.tails.LAT_P99_US)
+
+    def busbw(self, rail: str) -> float | None:
+        """The bus bandwidth floor (GB/s) of a collective's rail: nccl (the all-reduce), allgather,
+        alltoall."""
+        return {"nccl": self.nccl_busbw_gbps, "allgather": self.allgather_busbw_gbps,
+                "alltoall": self.alltoall_busbw_gbps}[rail]
 
     def rdma(self, *rates: float | None) -> float | None:
         if self.rdma_gbps is not None:
@@ -68,7 +76,7 @@ class Floors:
 class Measurement:
     """One figure of a pair test: a rail in one direction (or both, for NCCL)."""
 
-    rail: str  # an RDMA device name (mlx5_0), "tcp", or "nccl"
+    rail: str  # an RDMA device name (mlx5_0), "tcp", or a collective: "nccl" (all-reduce), "allgather", "alltoall"
     direction: str  # "a>b", "b>a" or "both"
     value: float | None  # Gb/s (RDMA, TCP) or GB/s bus bandwidth (NCCL)
     unit: str

@@ -41,6 +41,7 @@ from typing import Any
 from nodeqc.backends.nic import iperf3_options, parse_ib_write_bw, parse_ib_write_lat, parse_iperf3
 from nodeqc.core.arguments import Parser
 from nodeqc.core.errors import UsageError
+from nodeqc.fabric.nccl_pair import COLLECTIVES
 
 MARKER = "nodeqc-fabric-worker"
 CONNECT_RETRY_S = 20.0  # the peer's server may start a little after us (srun starts tasks unevenly)
@@ -339,14 +340,16 @@ def _run_all(cmds: list[list[str]], timeout: float) -> None:
 NCCL_PORT_OFFSET = 2000  # CuPy's TCP store on A (and nccl_pair's agreement on the next port)
 
 
-def nccl(job: Job) -> list[dict[str, Any]]:
-    """A two-node all-reduce over every GPU of both nodes. Both ends report (each checks its own
-    ranks' results; a missing CuPy or GPU on either end is said by both); merge makes one figure."""
+def nccl(job: Job, test: str = "nccl") -> list[dict[str, Any]]:
+    """A two-node collective over every GPU of both nodes: the all-reduce (test nccl), all-gather
+    or all-to-all, one after another on the same ports (each stops its store before the next).
+    Both ends report (each checks its own ranks' results; a missing CuPy or GPU on either end is
+    said by both); merge makes one figure."""
     from nodeqc.fabric import nccl_pair
 
     result = nccl_pair.run(job.index, job.addresses[0], job.port + NCCL_PORT_OFFSET, job.seconds, names=job.pair,
-                           **({"buffer_bytes": job.nccl_bytes} if job.nccl_bytes else {}))
-    return [{"rail": "nccl", "direction": "both", **result}]
+                           op=nccl_pair.COLLECTIVES[test], **({"buffer_bytes": job.nccl_bytes} if job.nccl_bytes else {}))
+    return [{"rail": test, "direction": "both", **result}]
 
 
 # ---------------------------------------------------------------------- entry
@@ -355,7 +358,7 @@ def nccl(job: Job) -> list[dict[str, Any]]:
 def run(job: Job) -> dict[str, Any]:
     figures: list[dict[str, Any]] = []
     for test in job.tests:
-        figures += {"tcp": tcp, "rdma": rdma, "nccl": nccl, "lat": lat}[test](job)
+        figures += (nccl(job, test) if test in COLLECTIVES else {"tcp": tcp, "rdma": rdma, "lat": lat}[test](job))
     out = {MARKER: 1, "node": job.me, "index": job.index, "identity": identity(), "figures": figures}
     if "rdma" in job.tests or "lat" in job.tests:
         # Every active rail, so the launcher can say which has no counterpart on the peer.
@@ -406,7 +409,7 @@ def main(argv: list[str]) -> int:
     which.add_argument("--pairs", metavar="'A,B C,D ...'", help="every pair of the round: this node's is found "
                        "from its name (NODEQC_NODE, SLURMD_NODENAME, the host name); its ports from the pair's place")
     p.add_argument("--index", type=int, choices=(0, 1), help="which end this is (default: from the host name)")
-    p.add_argument("--tests", default="tcp", metavar="tcp,rdma,nccl,lat")
+    p.add_argument("--tests", default="tcp", metavar="tcp,rdma,nccl,allgather,alltoall,lat")
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--streams", type=int, default=4)
     p.add_argument("--port", type=int, default=5201)
@@ -415,7 +418,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--addresses", metavar="'NODE=ADDR ...'", help="with --pairs: where nodes are reached for "
                    "data traffic (default: their names)")
     p.add_argument("--use-cuda", action="store_true", help="ib_write_bw --use_cuda (GPUDirect RDMA)")
-    p.add_argument("--nccl-bytes", type=int, help="bytes each GPU all-reduces (default 1 GiB)")
+    p.add_argument("--nccl-bytes", type=int, help="each GPU's buffer in the NCCL collectives (default 1 GiB)")
     args = p.parse_args(argv)
     if args.pairs:
         pair, args.port, addresses = pair_in_plan(args.pairs, args.addresses, args.port)
@@ -424,9 +427,10 @@ def main(argv: list[str]) -> int:
     if len(pair) != 2 or not all(pair) or pair[0] == pair[1]:
         raise UsageError(f"--pair {args.pair}: expected two different node names, A,B")
     tests = [t for t in args.tests.split(",") if t]
-    unknown = [t for t in tests if t not in ("tcp", "rdma", "nccl", "lat")]
+    unknown = [t for t in tests if t not in ("tcp", "rdma", "lat", *COLLECTIVES)]
     if unknown or not tests:
-        raise UsageError(f"--tests {args.tests}: expected tcp, rdma and/or nccl (lat: ib_write_lat's latency tail)")
+        raise UsageError(f"--tests {args.tests}: expected some of tcp, rdma, nccl, allgather, alltoall (NCCL's "
+                         "all-reduce, all-gather, all-to-all) and lat (ib_write_lat's latency tail)")
     addresses = tuple(args.address.split(",")) if args.address else pair
     if len(addresses) != 2:
         raise UsageError(f"--address {args.address}: expected two addresses, ADDR_A,ADDR_B")

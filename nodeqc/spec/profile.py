@@ -160,6 +160,10 @@ SCHEMA: dict[str, dict[str, Spec]] = {
                                            "byte through the NICs (runs when set and the node has RDMA NICs)"),
         "min_fabric_nccl_busbw_gbps": _t("two-node NCCL all-reduce bus bandwidth across both nodes' GPUs "
                                          "(nodeqc fabric --tests nccl)"),
+        "min_fabric_allgather_busbw_gbps": _t("two-node NCCL all-gather bus bandwidth across both nodes' GPUs "
+                                              "(nodeqc fabric --tests allgather)"),
+        "min_fabric_alltoall_busbw_gbps": _t("two-node NCCL all-to-all bus bandwidth across both nodes' GPUs "
+                                             "(nodeqc fabric --tests alltoall)"),
     },
     "run": {
         "sample_hz": Spec("number", "telemetry samples per second", low=0.1, high=50),

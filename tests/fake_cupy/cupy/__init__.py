@@ -11,6 +11,8 @@ empty_like = _np.empty_like
 zeros = _np.zeros
 count_nonzero = _np.count_nonzero
 flatnonzero = _np.flatnonzero
+asarray = _np.asarray
+repeat = _np.repeat
 
 
 def asnumpy(a):

@@ -1,5 +1,6 @@
 """Fake cupyx.distributed (see tests/fake_cupy/README.md): CuPy's signatures and TCP-store
-rendezvous, with the all-reduce done by summing numpy buffers through rank 0's server."""
+rendezvous, with the all-reduce, all-gather and all-to-all done on numpy buffers through rank 0's
+server (summed, joined in rank order, or each rank's row from every rank)."""
 
 from __future__ import annotations
 
@@ -106,10 +107,19 @@ class _Store:
                 if len(sizes) > 1:
                     slot["error"] = f"NCCL_ERROR_INVALID_USAGE: counts differ across ranks: {sorted(sizes)}"
                 else:
-                    total = numpy.zeros_like(arr)
-                    for r in sorted(slot["parts"]):
-                        total += slot["parts"][r]
-                    slot["result"] = total
+                    parts = [slot["parts"][r] for r in sorted(slot["parts"])]
+                    how = header.get("how", "sum")
+                    if how == "gather":
+                        slot["result"] = numpy.concatenate(parts)
+                    elif how == "alltoall":  # rank r receives row r of every rank's send, in rank order
+                        rows = [p.reshape(self.world, -1) for p in parts]
+                        slot["result"] = {r: numpy.concatenate([rows[i][r] for i in range(self.world)])
+                                          for r in range(self.world)}
+                    else:
+                        total = numpy.zeros_like(arr)
+                        for part in parts:
+                            total += part
+                        slot["result"] = total
                 self.cond.notify_all()
             while slot["result"] is None and slot["error"] is None:
                 self.cond.wait()  # a collective: nobody leaves before every rank came (no timeout)
@@ -119,7 +129,8 @@ class _Store:
         if slot["error"]:
             _send(conn, {"ok": False, "error": slot["error"]})
         else:
-            _send(conn, {"ok": True}, slot["result"].tobytes())
+            result = slot["result"][rank] if isinstance(slot["result"], dict) else slot["result"]
+            _send(conn, {"ok": True}, result.tobytes())
 
 
 def _server_loop(world: int, host: str, port: int, run) -> None:
@@ -203,6 +214,21 @@ class NCCLBackend:
             raise RuntimeError(f"Unknown op {op} for NCCL")
         if op != "sum":
             raise NotImplementedError("the fake all-reduce sums only")
+        self._collective("sum", in_array, out_array)
+
+    def all_gather(self, in_array, out_array, count, stream=None):
+        if in_array.size != count or out_array.size != count * self._n_devices:
+            raise RuntimeError(f"all_gather: count {count} against {in_array.size} sent and {out_array.size} "
+                               f"received over {self._n_devices} ranks")
+        self._collective("gather", in_array, out_array)
+
+    def all_to_all(self, in_array, out_array, stream=None):
+        if in_array.shape[0] != self._n_devices or out_array.shape[0] != self._n_devices:
+            raise RuntimeError(f"all_to_all requires {self._n_devices} elements in the first dimension, found "
+                               f"{in_array.shape} and {out_array.shape}")
+        self._collective("alltoall", in_array, out_array)
+
+    def _collective(self, how, in_array, out_array):
         kind, where = _fault(self.rank) if in_array.size > 1 else ("", "")  # the data, not a 1-element vote
         if kind == "hang":
             while True:
@@ -213,8 +239,8 @@ class NCCLBackend:
             os._exit(3)
         send = _corrupt(in_array, where) if kind == "corrupt-send" else in_array
         self._seq += 1
-        _, data = self._proxy.call({"op": "reduce", "seq": self._seq, "rank": self.rank, "dtype": send.dtype.str},
-                                   numpy.ascontiguousarray(send).tobytes())
+        _, data = self._proxy.call({"op": "reduce", "how": how, "seq": self._seq, "rank": self.rank,
+                                    "dtype": send.dtype.str}, numpy.ascontiguousarray(send).tobytes())
         result = numpy.frombuffer(data, dtype=send.dtype).reshape(out_array.shape)
         out_array[...] = _corrupt(result, where) if kind == "corrupt-recv" else result
 
