@@ -506,3 +506,22 @@ print(json.dumps({"gpus": gpus, "replayed": replayed}, default=str))
     answer = json.loads(done.stdout.splitlines()[-1])
     assert len(answer["gpus"]) == GPUS and all(g["uuid"].startswith("GPU-") for g in answer["gpus"])
     assert answer["replayed"] == answer["gpus"]
+
+
+def test_a_kept_worker_gives_the_next_task_its_gpu_memory_back():
+    """Issue 30: a run keeps one worker process per GPU from step to step (nodeqc.work.workers
+    .WorkerPool). On a real GPU the second task runs in the same process, with the CUDA context it
+    already has, and finds the memory the first task took free again (the memtest sizes itself
+    from free memory). To confirm on the next lent GPU."""
+    from nodeqc.work.workers import Task, Watchdog, WorkerPool, run_tasks
+
+    spec = {"kind": "cupy", "clock": (1.0, None)}
+    task = Task("workloads_for_tests:gpu_memory", 0, {"gib": 4}, 10.0)
+    with WorkerPool(spec) as pool:
+        first, second, third = (run_tasks([task], spec, Watchdog(120, 60), pool=pool)[0] for _ in range(3))
+        assert [o.status for o in (first, second, third)] == ["ok"] * 3, [o.detail for o in (first, second, third)]
+        assert first.result["pid"] == second.result["pid"] == third.result["pid"] and pool.started == 1
+        # 4 GiB was taken and left in CuPy's pool each time: all of it is back for the next task
+        # (within 256 MiB of what the second task found: the context's own allocations settle).
+        assert third.result["free"] >= second.result["free"] - (256 << 20)
+        assert second.result["free"] >= first.result["free"] - (256 << 20)

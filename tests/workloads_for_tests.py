@@ -60,3 +60,17 @@ def prints_then_segfaults(device, params, report):
     report.progress(0.1)
     print("this task's last words", flush=True)
     os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def gpu_memory(device, params, report):
+    """On a real GPU: the free memory at the task's start, then a buffer of params['gib'] GiB left
+    in CuPy's pool for the device's close to free (a kept worker must hand the next task its GPU's
+    memory back)."""
+    import cupy
+
+    free = cupy.cuda.runtime.memGetInfo()[0]
+    held = cupy.ones(int(params.get("gib", 0)) << 28, dtype=cupy.float32)  # 2^28 float32: 1 GiB
+    cupy.cuda.Device().synchronize()
+    del held  # back to CuPy's pool, not to the driver: only the device's release frees it
+    report.progress(1.0)
+    return {"pid": os.getpid(), "free": int(free)}
