@@ -189,6 +189,26 @@ def test_nccl_step_tail_is_the_worse_ends_and_too_few_steps_are_a_skip():
     assert percentile(list(range(1, 201)), 99) == 198 and percentile([5.0], 99) == 5.0
 
 
+def test_every_collectives_step_tail_is_judged_on_its_own_rail():
+    """A straggler stalls every collective it joins: the all-gather's and the all-to-all's steps are
+    tail figures of their own rails, as the all-reduce's are (issue 27)."""
+    def end(node, index, p99):
+        return _end(node, index, [{"rail": rail, "direction": "both", "value": 300.0, "steps": 200,
+                                   "step_p50_ms": 20.0, "step_p99_ms": p99} for rail in ("allgather", "alltoall")], ())
+
+    r = merge(1, "a", "b", [end("a", 0, 21.0), end("b", 1, 35.0)], [],
+              Floors(allgather_busbw_gbps=250.0, alltoall_busbw_gbps=59.0), tests=["allgather", "alltoall"])
+    assert sorted(r.latencies, key=lambda x: x.rail) == [Latency("allgather", 20.0, 35.0, "ms", 28.0),
+                                                         Latency("alltoall", 20.0, 35.0, "ms", 28.0)]
+    assert all(x.high for x in r.latencies)  # 35 > 20 + 8 ms
+    few = merge(1, "a", "b", [_end("a", 0, [{"rail": "alltoall", "direction": "both", "value": 300.0, "steps": 12,
+                                             "step_p50_ms": 20.0, "step_p99_ms": 21.0}], ()),
+                              _end("b", 1, [{"rail": "alltoall", "direction": "both", "value": 300.0, "steps": 12,
+                                             "step_p50_ms": 20.0, "step_p99_ms": 21.0}], ())],
+                [], Floors(alltoall_busbw_gbps=59.0), tests=["alltoall"])
+    assert few.latencies[0].rail == "alltoall" and "12 all-to-all steps, too few" in few.latencies[0].skipped
+
+
 # ---------------------------------------------------------------------- the simulated fabric
 
 

@@ -262,8 +262,8 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
             skipped = "no floor: the link's rate is not reported and no absolute floor was given"
         out.append(Measurement(rail, str(f.get("direction")), f.get("value"), str(f.get("unit", "")), floor,
                                f.get("error"), skipped))
-        if rail == "nccl" and f.get("steps") is not None:
-            latencies.append(nccl_steps(f))
+        if rail in nccl_pair.COLLECTIVES and f.get("steps") is not None:
+            latencies.append(nccl_steps(f, rail))
     for rail, why in sorted(mismatched.items()):
         floor = floors.rdma(rates.get((a, rail)), rates.get((b, rail)))
         out += [Measurement(rail, d, None, "Gb/s", floor, why) for d in ("a>b", "b>a")]
@@ -286,14 +286,17 @@ def latency(f: dict[str, Any], floors: Floors) -> Latency:
     return Latency(rail, p50, p99, "us", floor, LAT_P50_US, p999=f.get("p999"))
 
 
-def nccl_steps(f: dict[str, Any]) -> Latency:
-    """The all-reduce's step times as a tail figure (ms): too few steps for a 99th percentile is a skip."""
+def nccl_steps(f: dict[str, Any], rail: str = "nccl") -> Latency:
+    """A collective's step times (the rail: nccl for the all-reduce, allgather, alltoall) as a tail
+    figure (ms): every collective waits for its slowest rank, so a straggler shows in each. Too few
+    steps for a 99th percentile is a skip."""
     steps, p50, p99 = f.get("steps"), f.get("step_p50_ms"), f.get("step_p99_ms")
     if steps < MIN_SAMPLES or p50 is None or p99 is None or p50 > p99:
-        why = (f"{steps} all-reduce steps, too few for a 99th percentile (at least {MIN_SAMPLES}: a longer "
+        said = nccl_pair.SAID[nccl_pair.COLLECTIVES[rail]]
+        why = (f"{steps} {said} steps, too few for a 99th percentile (at least {MIN_SAMPLES}: a longer "
                "--seconds or smaller --nccl-bytes)" if steps < MIN_SAMPLES else "no step times to judge")
-        return Latency("nccl", None, None, "ms", None, skipped=why)
-    return Latency("nccl", p50, p99, "ms", nccl_step_floor(p50))
+        return Latency(rail, None, None, "ms", None, skipped=why)
+    return Latency(rail, p50, p99, "ms", nccl_step_floor(p50))
 
 
 def writer(rail: str, direction: str, a: str, b: str, test: str | None = None) -> tuple[str, ...]:

@@ -7,7 +7,8 @@ latency figure where one is measured:
 
 - RDMA (`--tests ...,lat`): ib_write_lat per rail (2-byte writes, 10,000 of them, ping-pong; the
   one-way latency in usec): its median (perftest's t_typical) and its 99th percentile.
-- NCCL: the two-node all-reduce's step times (nccl_pair): the median and the 99th percentile step.
+- NCCL: each two-node collective's step times (nccl_pair: all-reduce, all-gather, all-to-all): the
+  median and the 99th percentile step.
 
 Each figure carries its `floor`, the 99th percentile above which the tail is high (set where the
 figure is made, as bandwidth floors are: launchers.merge, simulated.run_pair). Judging, as scoring
@@ -54,9 +55,9 @@ MIN_SAMPLES = 100  # fewer steps or writes give no 99th percentile worth the nam
 
 @dataclass(frozen=True)
 class Latency:
-    """One latency figure of a pair test: a rail's ib_write_lat, or the NCCL all-reduce's steps."""
+    """One latency figure of a pair test: a rail's ib_write_lat, or an NCCL collective's steps."""
 
-    rail: str  # an RDMA rail, or "nccl"
+    rail: str  # an RDMA rail, or a collective's: "nccl" (the all-reduce), "allgather", "alltoall"
     p50: float | None
     p99: float | None
     unit: str  # "us" (ib_write_lat) or "ms" (NCCL steps)
