@@ -58,6 +58,26 @@ def lines(p: dict[str, Any]) -> list[str]:
     return out
 
 
+def step_walls(journal: str) -> str | None:
+    """Each stress step's wall on the run's clock, from its start to its last result (the journal
+    beside the report): what a step took beyond its planned load is its set-up (issue 30: before a
+    run kept its workers, each step paid a new process, CuPy and a CUDA context)."""
+    try:
+        events = [json.loads(line) for line in open(journal, encoding="utf-8") if line.strip()]
+    except OSError:
+        return None
+    started: dict[str, float] = {}
+    ended: dict[str, float] = {}
+    for e in events:
+        if e.get("type") == "check_started" and str(e.get("name", "")).startswith("stress."):
+            started.setdefault(e["name"], float(e["t"]))
+        elif e.get("type") == "check_finished" and str(e.get("result", {}).get("name", "")).startswith("stress."):
+            ended[e["result"]["name"]] = float(e["t"])
+    shown = [f"{n} {ended[n] - t:.1f}" for n, t in started.items() if n in ended]
+    return ("steps, s from start to last result (first stress step at "
+            f"{min(started.values()):.1f} s): " + ", ".join(shown)) if shown else None
+
+
 def main() -> int:
     if len(sys.argv) != 2:
         print("usage: device_summary.py REPORT.report.json", file=sys.stderr)
@@ -65,6 +85,9 @@ def main() -> int:
     try:
         for line in lines(predicate(sys.argv[1])):
             print(line, flush=True)
+        walls = step_walls(sys.argv[1].replace(".report.json", ".journal.jsonl"))
+        if walls:
+            print(walls, flush=True)
     except (OSError, ValueError, KeyError) as e:
         print(f"device_summary: {sys.argv[1]}: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
