@@ -64,6 +64,18 @@ def test_a_worker_whose_task_did_not_end_well_is_not_given_another(spec, bad, st
         assert gone(before.result["pid"])
 
 
+def test_a_worker_that_could_not_free_its_gpu_keeps_its_result_but_takes_no_other_task(spec):
+    """Its result stands (the work was done and verified), but a process whose device did not close
+    may still hold the GPU's memory: the next task gets a fresh process, and is not handed to one
+    that is about to end (a task sent there would come back as a crash that was not its own)."""
+    with WorkerPool(spec) as pool:
+        (freed_not,) = run_tasks([task("cannot_free", 0)], spec, DOG, pool=pool)
+        assert (0,) not in pool._idle  # not kept, whether or not it has ended yet
+        (after,) = run_tasks([task("pid", 0)], spec, DOG, pool=pool)
+        assert freed_not.status == "ok" and after.status == "ok"
+        assert after.result["pid"] != freed_not.result["pid"] and pool.started == 2
+
+
 def test_a_kept_workers_crash_shows_its_own_tasks_log_not_the_last_tasks(spec):
     with WorkerPool(spec) as pool:
         (said,) = run_tasks([task("pid", 0, say="an earlier step's chatter")], spec, DOG, pool=pool)

@@ -74,3 +74,15 @@ def gpu_memory(device, params, report):
     del held  # back to CuPy's pool, not to the driver: only the device's release frees it
     report.progress(1.0)
     return {"pid": os.getpid(), "free": int(free)}
+
+
+class _Unfreeable:
+    def close(self):
+        raise RuntimeError("cudaErrorIllegalAddress while freeing")
+
+
+def cannot_free(device, params, report):
+    """A result, then a device that fails to close: the process must not be given another task."""
+    device.close = _Unfreeable().close
+    report.progress(1.0)
+    return {"pid": os.getpid()}

@@ -150,7 +150,9 @@ def _prepare(spec: dict[str, Any]) -> None:
 
 
 def _run_one(conn: Connection, spec: dict[str, Any], task: Task) -> bool:
-    """One task: its result (or why there is none) sent; True when the result went."""
+    """One task: its result (or why there is none) sent; True when the result went and the device
+    was freed, so this process may take another task. The result says which (its third part), so
+    the supervisor never gives a task to a process that is about to end."""
     device = None
     message: tuple[str, Any]
     try:
@@ -165,13 +167,15 @@ def _run_one(conn: Connection, spec: dict[str, Any], task: Task) -> bool:
         message = (STATUS_ERROR, f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
     # The device is closed before the result goes: a process that dies or hangs while freeing its
     # GPU does so inside its own task, not inside the next one it would be given.
+    freed = True
     if device is not None:
         try:
             device.close()
-        except Exception:  # noqa: BLE001 - a failure to free is not the task's verdict
-            pass
-    conn.send(message)
-    return message[0] == "result"
+        except Exception:  # noqa: BLE001 - a failure to free is not the task's verdict, but ends the process
+            freed = False
+    reusable = message[0] == "result" and freed
+    conn.send((*message, reusable) if message[0] == "result" else message)
+    return reusable
 
 
 def _worker_main(conn: Connection, spec: dict[str, Any], task: Task | None, log_path: str,
@@ -299,7 +303,8 @@ class WorkerPool:
         return worker
 
     def finished(self, worker: _Worker, outcome: Outcome | None) -> None:
-        """A task's end: its worker kept for the next task when it ended well, else ended."""
+        """A task's end: its worker kept for the next task when it ended well (None: it did not end,
+        or its worker cannot take another), else ended."""
         if self.keep and outcome is not None and outcome.ok and worker.process.is_alive() \
                 and worker.gpus not in self._idle:
             worker.done += 1
@@ -337,6 +342,7 @@ class _Running:
     last_message: float | None = None
     last_progress: dict[str, Any] = field(default_factory=dict)
     outcome: Outcome | None = None
+    reusable: bool = False  # the worker said it may take another task (its result's third part)
 
     @property
     def process(self) -> Any:
@@ -371,7 +377,7 @@ def run_tasks(tasks: list[Task], compute_spec: dict[str, Any], watchdog: Watchdo
         _supervise(running, watchdog, on_progress, should_abort)
     finally:
         for r in running:
-            pool.finished(r.worker, r.outcome)
+            pool.finished(r.worker, r.outcome if r.reusable else None)
         if own:
             pool.close()
     return [r.outcome for r in running]  # type: ignore[misc]
@@ -418,6 +424,7 @@ def _drain(r: _Running, now: float, on_progress: ProgressFn | None) -> None:
                 on_progress(r.task, fraction, figures)
         elif kind == "result":
             r.outcome = Outcome(r.task, STATUS_OK, result=message[1], elapsed_s=now - r.started)
+            r.reusable = bool(message[2]) if len(message) > 2 else False
         else:
             r.outcome = Outcome(r.task, kind, detail=str(message[1]).strip(),
                                 evidence={"last_progress": r.last_progress}, elapsed_s=now - r.started)
