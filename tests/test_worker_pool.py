@@ -37,7 +37,7 @@ def gone(pid, within_s=10.0):
 
 def test_one_process_per_gpu_serves_every_step(spec):
     with WorkerPool(spec) as pool:
-        pool.start([(0,), (1,)])
+        pool.start([0, 1])
         first = run_tasks([task("pid", 0), task("pid", 1)], spec, DOG, pool=pool)
         second = run_tasks([task("pid", 0), task("pid", 1)], spec, DOG, pool=pool)
         assert [o.status for o in first + second] == ["ok"] * 4
@@ -96,6 +96,22 @@ def test_a_task_on_several_gpus_retires_the_idle_workers_holding_them(spec):
         assert psutil.pid_exists(per_gpu[2].result["pid"]) and not gone(per_gpu[2].result["pid"], 0.2)
         (again,) = run_tasks([task("pid", 0)], spec, DOG, pool=pool)
         assert gone(both.result["pid"]) and again.result["pid"] not in {o.result["pid"] for o in per_gpu}
+
+
+def test_gpu_to_gpu_tasks_and_tasks_with_their_own_environment_get_a_fresh_process_each():
+    """NCCL reads NCCL_P2P_DISABLE once a process, at its first communicator, and peer access once
+    enabled stays: the in-node all-reduce and the one through the NICs (P2P and SHM off) in one
+    process would run the second over NVLink and pass it without its work. So a GPU-to-GPU task is
+    never given a kept process, nor is a task that sets its environment, which must not leak into
+    the next task either."""
+    spec = simulated_hardware("hgx-h100", []).compute_spec
+    with WorkerPool(spec) as pool:
+        first, second = (run_tasks([task("pid", 0, gpus=(0, 1))], spec, DOG, pool=pool)[0] for _ in range(2))
+        assert first.result["pid"] != second.result["pid"] and pool._idle == {}
+        (own,) = run_tasks([task("sets_env", 0, env={"NCCL_P2P_DISABLE": "1"})], spec, DOG, pool=pool)
+        (after,) = run_tasks([task("sets_env", 0)], spec, DOG, pool=pool)
+        assert own.result["seen"] == "1" and after.result["seen"] is None
+        assert own.result["pid"] != after.result["pid"] and pool.started == 4
 
 
 def test_a_kept_worker_ends_when_its_supervisor_is_gone(spec):

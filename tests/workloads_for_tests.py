@@ -86,3 +86,11 @@ def cannot_free(device, params, report):
     device.close = _Unfreeable().close
     report.progress(1.0)
     return {"pid": os.getpid()}
+
+
+def sets_env(device, params, report):
+    """As the in-node NCCL workload does: its environment applied to this process (NCCL reads it at
+    its first communicator); what NCCL_P2P_DISABLE then is."""
+    os.environ.update(params.get("env", {}))
+    report.progress(1.0)
+    return {"pid": os.getpid(), "seen": os.environ.get("NCCL_P2P_DISABLE")}

@@ -388,7 +388,7 @@ class Runner:
             # One worker process per GPU for every step (start-up paid once), started now so its
             # imports overlap the idle readings; no GPU is touched until the first task.
             with WorkerPool(self.hw.compute_spec) as pool:
-                pool.start([(g.index,) for g in gpus if g.index not in in_use])
+                pool.start([g.index for g in gpus if g.index not in in_use])
                 self.hw.clock.sleep(2.0)  # idle readings first: the baseline the load is compared with
                 failed = self._stress(gpus, sampler, in_use, pool)
                 self._burn_in_phase([g for g in gpus if g.index not in failed], sampler, pool)

@@ -223,12 +223,15 @@ class _Worker:
 
 
 class WorkerPool:
-    """The worker processes of one run. With keep=True a worker whose task ended well waits for the
-    next task on the same GPUs; one that hung, crashed, raised, lost its GPU or was aborted is
-    killed, and the next task gets a fresh process. At most one kept worker holds a GPU: a task on
-    another set of GPUs (a GPU-to-GPU step after the per-GPU ones) retires the idle workers holding
-    any of its GPUs, each of which keeps a CUDA context and its memory there. With keep=False each
-    task has a process of its own (run_tasks without a pool).
+    """The worker processes of one run. With keep=True a one-GPU task's worker, once the task ended
+    well, waits for the next task on that GPU; one that hung, crashed, raised, lost its GPU or was
+    aborted is killed, and the next task gets a fresh process. With keep=False, and always for a
+    GPU-to-GPU task or one that sets its own environment (`env` in its params), each task has a
+    process of its own: NCCL reads its switches (NCCL_P2P_DISABLE for the check through the NICs)
+    once a process, when it makes its first communicator, and peer access once enabled stays so; a
+    reused process would run the check through the NICs over NVLink and pass it without its work.
+    A task's process never sits beside an idle kept worker on its GPUs: those are retired first
+    (each holds a CUDA context and its memory there).
 
     Each worker's stdout and stderr go to a log in the temporary directory (named by
     nodeqc.core.scratch), removed when its worker ends or the pool closes; those of a supervisor
@@ -249,11 +252,16 @@ class WorkerPool:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def kept(self, task: Task) -> bool:
+        """Whether `task` runs in a worker kept from one task to the next (see the class)."""
+        return self.keep and not task.gpus and not task.params.get("env")
+
     def _spawn(self, gpus: tuple[int, ...], task: Task | None) -> _Worker:
+        """A worker for `task` alone (task given), or a kept one that waits for its tasks (None)."""
         fd, log_path = tempfile.mkstemp(prefix=scratch.prefix(f"gpu{gpus[0]}"), suffix=".log")
         os.close(fd)
         parent, child = self._ctx.Pipe(duplex=False)
-        take, give = self._ctx.Pipe(duplex=False) if self.keep else (None, None)
+        take, give = self._ctx.Pipe(duplex=False) if task is None else (None, None)
         name = f"nodeqc-{task.workload if task else 'worker'}-gpu{gpus[0]}"
         try:
             proc = self._ctx.Process(target=_worker_main, args=(child, self.spec, task, log_path, take),
@@ -269,24 +277,20 @@ class WorkerPool:
         self.started += 1
         return _Worker(gpus, proc, parent, give, log_path)
 
-    def start(self, gpu_sets: list[tuple[int, ...]]) -> None:
-        """Workers for these GPUs started ahead of their first task (they import while the run does
-        other things, such as telemetry's idle readings); nothing when workers are not kept."""
-        for gpus in gpu_sets:
-            if self.keep and gpus not in self._idle:
-                self._retire_overlapping(gpus)
-                self._idle[gpus] = self._spawn(gpus, None)
-
-    def _retire_overlapping(self, gpus: tuple[int, ...]) -> None:
-        for key in [k for k in self._idle if k != gpus and set(k) & set(gpus)]:
-            self._end(self._idle.pop(key))
+    def start(self, gpus: list[int]) -> None:
+        """A kept worker for each of these GPUs started ahead of its first task (it imports while the
+        run does other things, such as telemetry's idle readings); nothing when workers are not kept."""
+        for gpu in gpus:
+            if self.keep and (gpu,) not in self._idle:
+                self._idle[(gpu,)] = self._spawn((gpu,), None)
 
     def assign(self, task: Task) -> _Worker:
-        """A process running `task`: a kept one for its GPUs, else a new one."""
+        """A process running `task`: a kept one for its GPU, else a new one."""
         gpus = task_gpus(task)
-        if not self.keep:
+        if not self.kept(task):
+            for key in [k for k in self._idle if set(k) & set(gpus)]:
+                self._end(self._idle.pop(key))
             return self._spawn(gpus, task)
-        self._retire_overlapping(gpus)
         worker = self._idle.pop(gpus, None)
         if worker is not None and worker.process.is_alive():
             assert worker.tasks is not None
@@ -305,7 +309,7 @@ class WorkerPool:
     def finished(self, worker: _Worker, outcome: Outcome | None) -> None:
         """A task's end: its worker kept for the next task when it ended well (None: it did not end,
         or its worker cannot take another), else ended."""
-        if self.keep and outcome is not None and outcome.ok and worker.process.is_alive() \
+        if worker.tasks is not None and outcome is not None and outcome.ok and worker.process.is_alive() \
                 and worker.gpus not in self._idle:
             worker.done += 1
             self._idle[worker.gpus] = worker
