@@ -18,15 +18,16 @@ from nodeqc.core.model import Verdict
 
 pytestmark = pytest.mark.netns
 
-# A veth reports 10000 Mb/s. The profile asks for 30% of it, 3 Gb/s: a healthy veth carries more
-# than the whole 10 Gb/s (11 Gb/s at the least on a busy 2-core machine), a link capped at 1 Gb/s
-# gives a tenth.
+# A veth reports 10000 Mb/s. The profile asks for 15% of it, 1.5 Gb/s: a healthy veth carries
+# more than the whole 10 Gb/s alone, but its rate is the CPU's, and under the whole suite's six
+# workers on 2 cores it gave 2.79 Gb/s once (2026-11-27); a link capped at 500 Mb/s gives a third of
+# the floor.
 PROFILE = """description = "the veth pair of the NIC tests"
 extends = "generic"
 [nic]
 match = ["nqv*"]
 count = 1
-min_tcp_fraction = { fail = 0.3, warn = 0.3 }
+min_tcp_fraction = { fail = 0.15, warn = 0.15 }
 streams = 4
 traffic_s = 2
 quick_traffic_s = 2
@@ -79,7 +80,7 @@ def test_throughput_passes_on_a_healthy_link(pair, profile, tmp_path):
     results, _ = qualify(pair, profile, tmp_path, "--nic-peer", B_ADDR)
     tcp = results[("nic.tcp", "nic0")]
     assert tcp["verdict"] == "pass", tcp["message"]
-    assert tcp["values"]["throughput"]["value"] > 3  # Gb/s: more than 30% of the veth's 10 Gb/s
+    assert tcp["values"]["throughput"]["value"] > 1.5  # Gb/s: more than 15% of the veth's 10 Gb/s
     assert f"-B {A_ADDR}" in tcp["evidence"]["command"] and tcp["evidence"]["streams"] == 4
     assert results[("nic.link", "nic0")]["verdict"] == "pass"
     assert results[("nic.inventory", "node")]["verdict"] == "pass"
@@ -87,15 +88,15 @@ def test_throughput_passes_on_a_healthy_link(pair, profile, tmp_path):
 
 
 def test_throughput_fails_when_the_profile_demands_more_than_the_link_gives(pair, profile, tmp_path):
-    pair.shape("1gbit")  # the link now gives 1 Gb/s; the profile demands 3
+    pair.shape("500mbit")  # the link now gives 0.5 Gb/s; the profile demands 1.5
     try:
         results, stderr = qualify(pair, profile, tmp_path, "--nic-peer", B_ADDR)
     finally:
         pair.shape(None)
     tcp = results[("nic.tcp", "nic0")]
     assert (tcp["verdict"], tcp["code"]) == ("fail", "NIC_THROUGHPUT"), tcp["message"]
-    assert tcp["values"]["throughput"]["value"] < 1.5
-    assert "is below the limit 3 Gb/s" in tcp["message"] and "FAIL  nic.tcp" in stderr
+    assert tcp["values"]["throughput"]["value"] < 0.75
+    assert "is below the limit 1.5 Gb/s" in tcp["message"] and "FAIL  nic.tcp" in stderr
 
 
 def test_link_check_fails_when_the_interface_is_set_down(pair, profile, tmp_path):

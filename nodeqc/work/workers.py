@@ -219,7 +219,6 @@ class _Worker:
     conn: Connection  # worker -> supervisor: progress and the result
     tasks: Connection | None  # supervisor -> worker: the next task (None: one task, then it exits)
     log_path: str
-    done: int = 0  # tasks it has ended well
 
 
 class WorkerPool:
@@ -311,7 +310,6 @@ class WorkerPool:
         or its worker cannot take another), else ended."""
         if worker.tasks is not None and outcome is not None and outcome.ok and worker.process.is_alive() \
                 and worker.gpus not in self._idle:
-            worker.done += 1
             self._idle[worker.gpus] = worker
         else:
             self._end(worker)
