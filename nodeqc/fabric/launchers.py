@@ -56,8 +56,8 @@ class Work:
     def round_timeout_s(self) -> float:
         """Every tool of a pair is bounded; a round is bounded by their sum."""
         per_test = {"tcp": 2 * (self.seconds + CONNECT_RETRY_S), "rdma": 2 * (self.seconds + CONNECT_RETRY_S),
-                    "nccl": nccl_pair.time_bound_s(self.seconds), "allgather": nccl_pair.time_bound_s(self.seconds),
-                    "alltoall": nccl_pair.time_bound_s(self.seconds), "lat": CONNECT_RETRY_S + MARGIN_S}
+                    "lat": CONNECT_RETRY_S + MARGIN_S,
+                    **{test: nccl_pair.time_bound_s(self.seconds) for test in nccl_pair.COLLECTIVES}}
         return sum(per_test[t] for t in self.tests) + 2 * MARGIN_S + 60
 
     def worker_args(self, a: str, b: str, slot: int) -> list[str]:
