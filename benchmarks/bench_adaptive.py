@@ -4,9 +4,10 @@ rails a node), in one run.
 Table 1, adaptive (nodeqc/fabric/adaptive.py) against random pairs (pairing.schedule, the rounds
 `rounds_needed` asks): the same planted faults as benchmarks/bench_fabric.py (about 2% bad nodes,
 2% nodes with one bad rail, a fabric-wide bad rail from 64 nodes, 1% bad links on tested pairs and as
-many between random nodes); the tests (pair tests) and rounds each needed, and the precision and
-recall of what each named. Precision and recall count every planted node, node rail and fabric rail,
-and the bad links whose pair the method tested; the links it never tested are counted beside
+many between random nodes), and 0.5% stragglers (at least one: slow only at the latency tail,
+nodeqc.fabric.tails); the tests (pair tests) and rounds each needed, and the precision and
+recall of what each named. Precision and recall count every planted node, node rail, fabric rail and
+straggler, and the bad links whose pair the method tested; the links it never tested are counted beside
 (declared untested in its report's coverage, never a silent pass).
 
 Table 2, adaptive isolation over the topology and topology-aware pairs (pairing.topology_schedule
@@ -42,10 +43,12 @@ from nodeqc.fabric.simulated import SimulatedCluster  # noqa: E402
 def named(s, planted, met) -> tuple[float, float, int]:
     """(precision, recall) over every kind of fault, links only where tested; links never tested."""
     found = ({("node", n) for n in s.bad_nodes} | {("port", p) for p in s.bad_ports}
-             | {("rail", r) for r in s.bad_rails} | {("link", (a, b)) for a, b, _ in s.bad_links})
+             | {("rail", r) for r in s.bad_rails} | {("link", (a, b)) for a, b, _ in s.bad_links}
+             | {("straggler", n) for n in (s.tails.stragglers if s.tails else {})})
     links = {lk for lk in planted["links"] if frozenset(lk) in met}
     want = ({("node", n) for n in planted["nodes"]} | {("port", p) for p in planted["ports"]}
-            | {("rail", r) for r in planted["rails"]} | {("link", lk) for lk in links})
+            | {("rail", r) for r in planted["rails"]} | {("link", lk) for lk in links}
+            | {("straggler", n) for n in planted["stragglers"]})
     p, r = pr(found, want)
     return p, r, len(planted["links"]) - len(links)
 
@@ -57,6 +60,10 @@ def compare(n: int, seed: int) -> dict:
     sched = pairing.schedule(nodes, rounds, seed)
     first = pairing.schedule(nodes, 1, seed)[0]  # adaptive's first round (isolate takes the same)
     faults = plant(n, rng, [p for r in sched for p in r.pairs] + list(first.pairs))
+    touched = {f.split(":")[0] for f in faults} | {x for f in faults if f.startswith("link:")
+                                                   for x in f.split(":")[1].split("=")[0].split("-")}
+    clean = sorted(set(nodes) - touched)
+    faults += [f"{x}:straggler" for x in rng.sample(clean, max(1, n // 200))]
     c = SimulatedCluster.build(n, RAILS, faults, seed=seed)
     out = {}
     t = time.perf_counter()

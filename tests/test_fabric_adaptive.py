@@ -55,6 +55,50 @@ def test_a_good_node_behind_a_bad_peer_is_cleared_and_the_peer_named():
     assert s.node_verdict(peer) == "pass" and len(rounds) == 3
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_straggler_is_a_suspect_and_named_after_its_known_good_partners(seed):
+    # Its bandwidth passes everywhere: only its tail says it. One high pair alone names nobody
+    # (tails.judge wants two peers), so the adaptive rounds must test it again, and clear its peer.
+    c = SimulatedCluster.build(64, 2, ["node11:straggler", "node40:slow=0.5"], seed=seed)
+    rounds, results = _isolate(c, seed)
+    s = score(c.nodes, results)
+    assert list(s.tails.stragglers) == ["node11"] and s.bad_nodes == ["node40"]
+    assert not s.tails.pairs_high and not s.tails.fabric_wide and not s.inconclusive
+    mine = [r for r in results if "node11" in (r.a, r.b)]
+    assert len(mine) == 3 and len(rounds) <= 4
+    peer = next(r.b if r.a == "node11" else r.a for r in mine if r.round == 1)
+    assert s.node_verdict(peer) == "pass"
+
+
+def test_a_fabric_wide_high_tail_makes_no_node_a_suspect():
+    # Three pairs in four with a high tail: the fabric's, not a node's (tails.judge says so); testing
+    # each of their nodes against the few "known good" ones would blame nobody, in rounds.
+    from dataclasses import replace
+
+    c = SimulatedCluster.build(32, 2, [], seed=5)
+
+    def run_round(rd):
+        out = []
+        for i, (a, b) in enumerate(rd.pairs):
+            r = c.run_pair(rd.number, a, b, FLOORS)
+            if i % 4:
+                r.latencies = [replace(lat, p99=lat.floor * 3) for lat in r.latencies]
+            out.append(r)
+        return out
+
+    rounds, results = isolate(c.nodes, run_round, 5)
+    s = score(c.nodes, results)
+    assert len(rounds) == 1 and s.tails.fabric_wide and not s.tails.stragglers and not s.bad_nodes
+
+
+def test_the_command_names_a_straggler_adaptively(tmp_path):
+    p = cli("fabric", "--simulate", "32", "--rails", "2", "--adaptive", "--seed", "3", "--inject", "node3:straggler",
+            "--out", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    assert "FAIL  fabric.tail node3:" in p.stderr and "FABRIC_STRAGGLER" in p.stderr
+    assert "node3:straggler: found" in p.stderr
+
+
 def _predicate(path):
     env = json.loads(open(path).read())
     return json.loads(base64.b64decode(env["payload"]))["predicate"]

@@ -5,9 +5,11 @@ group a pair test has.
 
 1. One round pairs every node (a seeded random matching, as `pairing.schedule`'s first round).
 2. A rail that fails in most of that round's pairs which passed on another rail is the fabric's
-   (scoring names it); it is left out of what makes a node a suspect.
-3. A node is a suspect when a test of it failed (or could not run); a node whose every test passed is
-   known good. Each further round pairs each suspect with a known-good partner it has not met, every
+   (scoring names it); it is left out of what makes a node a suspect. So is the tail where most of
+   the round's pairs are high (the whole fabric's tail, as tails.judge says: no node's).
+3. A node is a suspect when a test of it failed (or could not run) or its latency tail was high (a
+   straggler moves its bytes at the floor's rate and stalls now and then: nodeqc.fabric.tails, which
+   names one only from two peers or more); a node whose every test passed is known good. Each further round pairs each suspect with a known-good partner it has not met, every
    node in at most one pair a round, until the suspect has two tests with known-good partners that
    agree (both failed: it is bad; both passed: the failure was its peer's or their link's), or four.
 4. All the results go to the same scoring as random pairs (`scoring.score`): a bad node then failed
@@ -63,7 +65,7 @@ def isolate(nodes: list[str], run_round: Callable[[Round], list[PairResult]], se
         first = planned[0]
         crossing = [p for rnd in planned[1::2] for p in rnd.pairs]
     rounds, results = [first], list(run_round(first))
-    ignored = _fabric_rails(results)
+    ignored = _fabric_rails(results) | _fabric_tail(results)
     failed: set[str] = set()
     met: dict[str, set[str]] = {n: set() for n in nodes}
     for r in results:
@@ -143,10 +145,28 @@ def _unsettled(oks: list[bool]) -> bool:
     return len(oks) < CONFIRM or len(set(oks[-CONFIRM:])) > 1
 
 
+TAIL = "tail"  # in `ignored`: the fabric's tail is high, so no pair's high tail makes a suspect
+
+
 def _passed(r: PairResult, ignored: set[str]) -> bool:
     if r.error is not None:
         return False
+    if TAIL not in ignored and _tail_high(r, ignored):
+        return False
     return all(ok for rail, ok in r.rails().items() if rail not in ignored)
+
+
+def _tail_high(r: PairResult, ignored: set[str]) -> bool:
+    return any(lat.high for lat in r.latencies if lat.rail not in ignored)
+
+
+def _fabric_tail(results: list[PairResult]) -> set[str]:
+    """{TAIL} where most of the pairs with a measured tail are high, among three nodes or more (as
+    tails.judge's fabric-wide tail): then every pair would make suspects of its nodes for nobody's fault."""
+    judged = [r for r in results if r.error is None and any(lat.measured for lat in r.latencies)]
+    high = [r for r in judged if _tail_high(r, set())]
+    among = {n for r in high for n in (r.a, r.b)}
+    return {TAIL} if len(among) >= 3 and len(high) * 2 > len(judged) else set()
 
 
 def _fabric_rails(results: list[PairResult]) -> set[str]:
