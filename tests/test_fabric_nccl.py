@@ -1,4 +1,4 @@
-"""The two-node NCCL all-reduce (nodeqc/fabric/nccl_pair.py) without GPUs: everything nodeqc does
+"""The two-node NCCL all-reduce (nodeqc/fabric/nccl_group.py) without GPUs: everything nodeqc does
 around NCCL, run for real on localhost.
 
 What is faked, and why: CuPy and NCCL (no GPU here). tests/fake_cupy stands in with CuPy's own
@@ -27,7 +27,7 @@ import pytest
 
 from conftest import ROOT, cli
 from nodeqc.core.known_answer import allgather_chunk, allreduce_expected, alltoall_chunk
-from nodeqc.fabric import nccl_pair
+from nodeqc.fabric import nccl_group
 from nodeqc.fabric.launchers import Work, merge, one_nccl_figure
 from nodeqc.fabric.scoring import Floors
 
@@ -38,9 +38,9 @@ SECONDS = 0.01  # of all-reduces per rank: MIN_ITERS of them (each a few TCP rou
 BYTES = 4096  # 1024 float32 per GPU
 NODE = """
 import json, sys
-from nodeqc.fabric import nccl_pair
-nccl_pair.START_TIMEOUT_S = float(sys.argv[5])
-print(json.dumps(nccl_pair.run(int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]),
+from nodeqc.fabric import nccl_group
+nccl_group.START_TIMEOUT_S = float(sys.argv[5])
+print(json.dumps(nccl_group.run(int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]),
                                names=("a", "b"), buffer_bytes=int(sys.argv[6]), op=sys.argv[7])))
 """
 
@@ -76,7 +76,7 @@ def start(index: int, port: int, env: dict[str, str], start_s: float = START_S,
 
 
 def finish(p: subprocess.Popen[str]) -> dict:
-    out, err = p.communicate(timeout=nccl_pair.KILL_S + START_S + 60)
+    out, err = p.communicate(timeout=nccl_group.KILL_S + START_S + 60)
     assert p.returncode == 0 and "Traceback" not in err, err
     return json.loads(out.strip().splitlines()[-1])
 
@@ -130,36 +130,36 @@ def test_a_healthy_pair_lays_ranks_out_across_both_nodes_and_both_ends_report(tm
     # Each step timed (issue 27): each end's worst rank's median and 99th percentile step, the
     # pair's the worse end's.
     for r in (ra, rb):
-        assert r["steps"] >= nccl_pair.MIN_ITERS and 0 < r["step_p50_ms"] <= r["step_p99_ms"], r
+        assert r["steps"] >= nccl_group.MIN_ITERS and 0 < r["step_p50_ms"] <= r["step_p99_ms"], r
     assert merged(ra, rb)["step_p99_ms"] == max(ra["step_p99_ms"], rb["step_p99_ms"])
 
 
 def test_bus_bandwidth_is_nccl_tests_allreduce_figure():
     # nccl-tests doc/PERFORMANCE.md: busbw = algbw * 2(n-1)/n. 1 GB in 10 ms over 16 ranks: algbw
     # 100 GB/s, busbw 187.5 GB/s; over 2 ranks busbw equals algbw.
-    assert nccl_pair.bus_bandwidth(10**9, 0.01, 16) == pytest.approx(187.5)
-    assert nccl_pair.bus_bandwidth(10**9, 0.01, 2) == pytest.approx(100.0)
+    assert nccl_group.bus_bandwidth(10**9, 0.01, 16) == pytest.approx(187.5)
+    assert nccl_group.bus_bandwidth(10**9, 0.01, 2) == pytest.approx(100.0)
 
 
 def test_bus_bandwidth_of_the_all_gather_and_all_to_all_is_nccl_tests_figure():
     # nccl-tests doc/PERFORMANCE.md: busbw = algbw * (n-1)/n for AllGather and AllToAll.
     for op in ("all_gather", "all_to_all"):
-        assert nccl_pair.bus_bandwidth(10**9, 0.01, 16, op) == pytest.approx(93.75)
-        assert nccl_pair.bus_bandwidth(10**9, 0.01, 2, op) == pytest.approx(50.0)
+        assert nccl_group.bus_bandwidth(10**9, 0.01, 16, op) == pytest.approx(93.75)
+        assert nccl_group.bus_bandwidth(10**9, 0.01, 2, op) == pytest.approx(50.0)
 
 
 @pytest.mark.parametrize("op", ["all_gather", "all_to_all"])
 def test_a_healthy_pair_runs_the_all_gather_and_the_all_to_all_and_checks_every_element(op):
     ra, rb, _, port = pair(op=op)
     for r in (ra, rb):
-        assert r["error"] is None and r["value"] > 0 and r["gpus"] == 4 and r["steps"] >= nccl_pair.MIN_ITERS, r
+        assert r["error"] is None and r["value"] > 0 and r["gpus"] == 4 and r["steps"] >= nccl_group.MIN_ITERS, r
     assert merged(ra, rb)["value"] == min(ra["value"], rb["value"])
     assert port_is_free(port) and port_is_free(port + 1)
 
 
 def test_an_unknown_collective_is_refused_before_anything_starts():
     with pytest.raises(ValueError, match="no collective 'all_sum'"):
-        nccl_pair.run(0, "127.0.0.1", free_port(), 0.01, op="all_sum")
+        nccl_group.run(0, "127.0.0.1", free_port(), 0.01, op="all_sum")
 
 
 def test_one_wrong_element_in_one_ranks_all_gather_chunk_shows_at_that_chunk_on_every_rank():
@@ -172,7 +172,7 @@ def test_one_wrong_element_in_one_ranks_all_gather_chunk_shows_at_that_chunk_on_
         for rank in ranks:
             assert (f"rank {rank}: wrong all-gather result: 1 of {BYTES // 4} elements wrong (element {3 * chunk}: "
                     f"{allgather_chunk(3) + 1:g}, want {allgather_chunk(3):g})") in r["error"]
-    assert nccl_pair.leads_with_wrong_result(ra["error"])
+    assert nccl_group.leads_with_wrong_result(ra["error"])
 
 
 def test_a_wrong_element_in_the_chunk_rank_3_sends_rank_0_shows_on_rank_0_alone():
@@ -229,7 +229,7 @@ def test_a_hung_rank_is_bounded_at_both_ends_and_killed_with_its_store():
     assert ra["error"] == f"ranks 0, 1 gave no result within {HANG_S + SECONDS:g} s (hung; killed)", ra
     # B's ranks hang too, or see CuPy's store go when A kills its rank 0: named either way.
     assert rb["value"] is None and named(rb["error"], 2) and named(rb["error"], 3), rb
-    assert wall < HANG_S + SECONDS + nccl_pair.KILL_S + 10
+    assert wall < HANG_S + SECONDS + nccl_group.KILL_S + 10
     assert port_is_free(port)  # rank 0 was killed with its group: no store left holding the port
 
 
@@ -323,13 +323,13 @@ def test_the_pairs_figure_is_the_slower_ends_and_an_end_that_said_nothing_fails_
 
 def test_the_round_allows_the_all_reduce_its_whole_bound():
     w = Work(tests=["nccl"], seconds=10, floors=Floors(nccl_busbw_gbps=1))
-    assert w.round_timeout_s > nccl_pair.time_bound_s(10)
+    assert w.round_timeout_s > nccl_group.time_bound_s(10)
     assert Work(tests=["nccl"], seconds=1, floors=Floors(), nccl_bytes=4096).worker_args("a", "b", 0)[-2:] == [
         "--nccl-bytes", "4096"]
 
 
 def test_fabric_runs_the_all_reduce_through_its_workers_and_reports_it(tmp_path):
-    # nodeqc fabric -> host launcher -> `nodeqc fabric worker` on each "node" -> nccl_pair.run, with
+    # nodeqc fabric -> host launcher -> `nodeqc fabric worker` on each "node" -> nccl_group.run, with
     # one wrong element planted in B's rank 3's result: the pair fails NCCL, saying where.
     args = ["fabric", "--hosts", "a,b", "--launch", "env FAKE_CUPY_NODE={host}", "--nodeqc", f"{sys.executable} -m nodeqc",
             "--tests", "nccl", "--min-nccl-busbw", "0.000001", "--seconds", str(SECONDS), "--nccl-bytes", str(BYTES),
@@ -436,7 +436,7 @@ def test_a_collective_without_a_floor_is_a_usage_error_naming_the_profiles_that_
 
 
 def test_fabric_runs_the_all_gather_and_all_to_all_through_its_workers_and_names_a_misdelivered_chunk(tmp_path):
-    """nodeqc fabric -> host launcher -> `nodeqc fabric worker` on each "node" -> nccl_pair.run for
+    """nodeqc fabric -> host launcher -> `nodeqc fabric worker` on each "node" -> nccl_group.run for
     each collective in turn on the same ports. Healthy: both pass their floors (the hgx-h100
     profile's, the fake's rates replaced by tiny floors). With one element of the chunk rank 3 sends
     rank 0 wrong (the fake plants it in what rank 3 sends to every collective): the all-gather is

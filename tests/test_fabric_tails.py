@@ -14,7 +14,7 @@ from nodeqc.core.tool_output import ToolOutputError
 from nodeqc.fabric import pairing
 from nodeqc.fabric.launchers import merge, one_nccl_figure
 from nodeqc.fabric.lines import line_problem
-from nodeqc.fabric.nccl_pair import percentile
+from nodeqc.fabric.nccl_group import percentile
 from nodeqc.fabric.report import fabric_checks
 from nodeqc.fabric.scoring import Floors, Measurement, PairResult, score
 from nodeqc.fabric.simulated import SimulatedCluster

@@ -30,7 +30,7 @@ from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.names import check_host, host_problem
 from nodeqc.fabric.launchers import Launcher, Work, merge
 from nodeqc.fabric.lines import Refused, bind, scan
-from nodeqc.fabric.nccl_pair import COLLECTIVES
+from nodeqc.fabric.nccl_group import COLLECTIVES
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from nodeqc.core.names import substitute
-from nodeqc.fabric import nccl_pair
+from nodeqc.fabric import nccl_group
 from nodeqc.fabric.lines import RATE_SLACK, Refused, bind, excerpt, line_problem, scan
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import Floors, Measurement, PairResult
@@ -50,14 +50,14 @@ class Work:
     use_cuda: bool = False
     nodeqc: list[str] = field(default_factory=lambda: ["nodeqc"])  # the command that runs nodeqc on a node
     addresses: dict[str, str] = field(default_factory=dict)  # node -> data address (default: its name)
-    nccl_bytes: int | None = None  # per GPU in the NCCL test (default: nccl_pair.BUFFER_BYTES)
+    nccl_bytes: int | None = None  # per GPU in the NCCL test (default: nccl_group.BUFFER_BYTES)
 
     @property
     def round_timeout_s(self) -> float:
         """Every tool of a pair is bounded; a round is bounded by their sum."""
         per_test = {"tcp": 2 * (self.seconds + CONNECT_RETRY_S), "rdma": 2 * (self.seconds + CONNECT_RETRY_S),
                     "lat": CONNECT_RETRY_S + MARGIN_S,
-                    **{test: nccl_pair.time_bound_s(self.seconds) for test in nccl_pair.COLLECTIVES}}
+                    **{test: nccl_group.time_bound_s(self.seconds) for test in nccl_group.COLLECTIVES}}
         return sum(per_test[t] for t in self.tests) + 2 * MARGIN_S + 60
 
     def worker_args(self, a: str, b: str, slot: int) -> list[str]:
@@ -241,7 +241,7 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
             sa, sb = active[a][rail].get("subnet"), active[b][rail].get("subnet")
             if sa and sb and sa != sb:
                 mismatched[rail] = f"{rail} is on subnet {sa} at {a} but {sb} at {b}: cabled to another rail?"
-    for collective in nccl_pair.COLLECTIVES:
+    for collective in nccl_group.COLLECTIVES:
         both = [(node, f) for node, rail, f in figures if rail == collective]
         if both:
             figures = [x for x in figures if x[1] != collective] + [(a, collective,
@@ -251,7 +251,7 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
     for node, rail, f in figures:
         if rail in mismatched or f.get("test") == "lat":
             continue  # the clients' connection errors on it say less than the finding below
-        if rail in nccl_pair.COLLECTIVES:
+        if rail in nccl_group.COLLECTIVES:
             floor = floors.busbw(rail)
         elif rail == "tcp":
             floor = floors.tcp(rates.get((a, rail)), rates.get((b, rail)))
@@ -262,7 +262,7 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
             skipped = "no floor: the link's rate is not reported and no absolute floor was given"
         out.append(Measurement(rail, str(f.get("direction")), f.get("value"), str(f.get("unit", "")), floor,
                                f.get("error"), skipped))
-        if rail in nccl_pair.COLLECTIVES and f.get("steps") is not None:
+        if rail in nccl_group.COLLECTIVES and f.get("steps") is not None:
             latencies.append(nccl_steps(f, rail))
     for rail, why in sorted(mismatched.items()):
         floor = floors.rdma(rates.get((a, rail)), rates.get((b, rail)))
@@ -292,7 +292,7 @@ def nccl_steps(f: dict[str, Any], rail: str = "nccl") -> Latency:
     steps for a 99th percentile is a skip."""
     steps, p50, p99 = f.get("steps"), f.get("step_p50_ms"), f.get("step_p99_ms")
     if steps < MIN_SAMPLES or p50 is None or p99 is None or p50 > p99:
-        said = nccl_pair.SAID[nccl_pair.COLLECTIVES[rail]]
+        said = nccl_group.SAID[nccl_group.COLLECTIVES[rail]]
         why = (f"{steps} {said} steps, too few for a 99th percentile (at least {MIN_SAMPLES}: a longer "
                "--seconds or smaller --nccl-bytes)" if steps < MIN_SAMPLES else "no step times to judge")
         return Latency(rail, None, None, "ms", None, skipped=why)
@@ -305,7 +305,7 @@ def writer(rail: str, direction: str, a: str, b: str, test: str | None = None) -
     ib_write_lat's client, end B, reports each rail's latency."""
     if test == "lat":
         return (b,) if direction == "b>a" else ()
-    if rail in nccl_pair.COLLECTIVES:
+    if rail in nccl_group.COLLECTIVES:
         return (a, b) if direction == "both" else ()
     if rail == "tcp":
         return (b,) if direction in ("a>b", "b>a") else ()
@@ -323,7 +323,7 @@ def figure_claims(a: str, b: str, ends: dict[str, dict[str, Any]], tests: list[s
         listed = {r["rail"]: r for r in o.get("rails") or []}
         for f in o.get("figures", []):
             rail, direction, test = f["rail"], f["direction"], f.get("test")
-            kind = "lat" if test == "lat" else rail if rail == "tcp" or rail in nccl_pair.COLLECTIVES else "rdma"
+            kind = "lat" if test == "lat" else rail if rail == "tcp" or rail in nccl_group.COLLECTIVES else "rdma"
             if tests is not None and kind not in tests:
                 out.append(Refused(node, f"a {kind} figure ({rail} {direction}), a test this run did not ask for",
                                    excerpt(f), lie=True))
@@ -357,7 +357,7 @@ def one_nccl_figure(a: str, b: str, figures: list[tuple[str, dict[str, Any]]], r
     ends' figures: each end checked its own ranks, so an error at either is the pair's (named by its
     node where the two ends differ); the bandwidth is the slower end's; an end that said nothing is
     an error, never a silent pass."""
-    missing = f"no {nccl_pair.SAID[nccl_pair.COLLECTIVES[rail]]} figure"
+    missing = f"no {nccl_group.SAID[nccl_group.COLLECTIVES[rail]]} figure"
     by_node = {node: f for node, f in figures}
     said = {n: by_node[n].get("error") or (None if by_node[n].get("skipped") or by_node[n].get("value") is not None
                                              else missing) for n in by_node}
@@ -367,7 +367,7 @@ def one_nccl_figure(a: str, b: str, figures: list[tuple[str, dict[str, Any]]], r
     if errors:
         texts = list(dict.fromkeys(errors.values()))
         # The end that found a wrong result first: the other end's errors may be its consequence.
-        ordered = sorted(errors.items(), key=lambda ne: not nccl_pair.leads_with_wrong_result(ne[1]))
+        ordered = sorted(errors.items(), key=lambda ne: not nccl_group.leads_with_wrong_result(ne[1]))
         out["error"] = texts[0] if len(texts) == 1 and len(errors) == 2 else "; ".join(
             f"{n}: {e}" for n, e in ordered)
         return out

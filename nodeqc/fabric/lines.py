@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from nodeqc.fabric.nccl_pair import COLLECTIVES
+from nodeqc.fabric.nccl_group import COLLECTIVES
 from nodeqc.fabric.worker import MARKER
 
 # A worker's line is a flat record: result -> figures/rails/identity -> a figure's fields. Deeper

@@ -22,7 +22,7 @@ from typing import Any
 from nodeqc import __version__
 from nodeqc.core.model import CheckResult, Value, Verdict, check_label
 from nodeqc.fabric.coverage import Coverage, coverage
-from nodeqc.fabric.nccl_pair import COLLECTIVES
+from nodeqc.fabric.nccl_group import COLLECTIVES
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult, Scores
 from nodeqc.fabric.tails import NCCL_STEP_TAIL_MS, Latency, Tails

@@ -7,7 +7,7 @@ latency figure where one is measured:
 
 - RDMA (`--tests ...,lat`): ib_write_lat per rail (2-byte writes, 10,000 of them, ping-pong; the
   one-way latency in usec): its median (perftest's t_typical) and its 99th percentile.
-- NCCL: each two-node collective's step times (nccl_pair: all-reduce, all-gather, all-to-all): the
+- NCCL: each two-node collective's step times (nccl_group: all-reduce, all-gather, all-to-all): the
   median and the 99th percentile step.
 
 Each figure carries its `floor`, the 99th percentile above which the tail is high (set where the

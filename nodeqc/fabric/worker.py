@@ -41,7 +41,7 @@ from typing import Any
 from nodeqc.backends.nic import iperf3_options, parse_ib_write_bw, parse_ib_write_lat, parse_iperf3
 from nodeqc.core.arguments import Parser
 from nodeqc.core.errors import UsageError
-from nodeqc.fabric.nccl_pair import COLLECTIVES
+from nodeqc.fabric.nccl_group import COLLECTIVES
 
 MARKER = "nodeqc-fabric-worker"
 CONNECT_RETRY_S = 20.0  # the peer's server may start a little after us (srun starts tasks unevenly)
@@ -337,7 +337,7 @@ def _run_all(cmds: list[list[str]], timeout: float) -> None:
 # ---------------------------------------------------------------------- NCCL
 
 
-NCCL_PORT_OFFSET = 2000  # CuPy's TCP store on A (and nccl_pair's agreement on the next port)
+NCCL_PORT_OFFSET = 2000  # CuPy's TCP store on A (and nccl_group's agreement on the next port)
 
 
 def nccl(job: Job, test: str = "nccl") -> list[dict[str, Any]]:
@@ -345,10 +345,10 @@ def nccl(job: Job, test: str = "nccl") -> list[dict[str, Any]]:
     or all-to-all, one after another on the same ports (each stops its store before the next).
     Both ends report (each checks its own ranks' results; a missing CuPy or GPU on either end is
     said by both); merge makes one figure."""
-    from nodeqc.fabric import nccl_pair
+    from nodeqc.fabric import nccl_group
 
-    result = nccl_pair.run(job.index, job.addresses[0], job.port + NCCL_PORT_OFFSET, job.seconds, names=job.pair,
-                           op=nccl_pair.COLLECTIVES[test], **({"buffer_bytes": job.nccl_bytes} if job.nccl_bytes else {}))
+    result = nccl_group.run(job.index, job.addresses[0], job.port + NCCL_PORT_OFFSET, job.seconds, names=job.pair,
+                           op=nccl_group.COLLECTIVES[test], **({"buffer_bytes": job.nccl_bytes} if job.nccl_bytes else {}))
     return [{"rail": test, "direction": "both", **result}]
 
 

@@ -349,7 +349,7 @@ def run(index: int, host_a: str, port: int, seconds: float, *, names: tuple[str,
     Returns this end's figure: {"value": GB/s, "unit", "error", "gpus"} or {"skipped": why}. Never
     longer than time_bound_s."""
     if op not in SAID:
-        raise ValueError(f"nccl_pair.run: no collective {op!r} (expected one of {', '.join(SAID)})")
+        raise ValueError(f"nccl_group.run: no collective {op!r} (expected one of {', '.join(SAID)})")
     t0 = time.monotonic()
     deadline = t0 + START_TIMEOUT_S + seconds
     why = unavailable()
