@@ -41,7 +41,7 @@ import json, sys
 from nodeqc.fabric import nccl_group
 nccl_group.START_TIMEOUT_S = float(sys.argv[5])
 print(json.dumps(nccl_group.run(int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]),
-                               names=("a", "b"), buffer_bytes=int(sys.argv[6]), op=sys.argv[7])))
+                               names=tuple(sys.argv[8].split(",")), buffer_bytes=int(sys.argv[6]), op=sys.argv[7])))
 """
 
 
@@ -69,9 +69,9 @@ def node_env(node: str, gpus: str = "2", fault: str = "", log: Path | None = Non
 
 
 def start(index: int, port: int, env: dict[str, str], start_s: float = START_S,
-          host_a: str = "127.0.0.1", op: str = "all_reduce") -> subprocess.Popen[str]:
+          host_a: str = "127.0.0.1", op: str = "all_reduce", names: str = "a,b") -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-c", NODE, str(index), host_a, str(port), str(SECONDS),
-                             str(start_s), str(BYTES), op], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             str(start_s), str(BYTES), op, names], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 
 
@@ -304,6 +304,79 @@ def test_no_gpu_or_no_cupy_on_either_end_skips_the_pair_saying_where():
     assert ra == rb and ra["skipped"].startswith("on b: CuPy is not installed")
     assert merged(ra, rb) == {"rail": "nccl", "direction": "both", "unit": "GB/s", "value": None,
                               "skipped": ra["skipped"]}
+
+
+# ---------------------------------------------------------------------- groups of more than two nodes
+
+
+def group(k: int, gpus: str = "2", fault: str = "", log: Path | None = None, op: str = "all_reduce",
+          present: tuple[int, ...] | None = None, start_s: float = START_S) -> list[dict]:
+    """k ends at once (nodes n0..n{k-1}), or only those `present`; their figures, in end order."""
+    port, names = free_port(), ",".join(f"n{i}" for i in range(k))
+    ends = [start(i, port, node_env(f"n{i}", gpus, fault, log), start_s, op=op, names=names)
+            for i in (range(k) if present is None else present)]
+    return [finish(e) for e in ends]
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "all_to_all"])
+def test_a_group_of_three_nodes_lays_ranks_out_across_all_three_and_every_end_checks_its_own(tmp_path, op):
+    results = group(3, log=tmp_path, op=op)
+    for r in results:
+        assert r["error"] is None and r["value"] > 0 and r["gpus"] == 6, r
+    joined = {p.name: json.loads(p.read_text()) for p in tmp_path.iterdir() if p.name.startswith("rank")}
+    assert {r: (j["node"], j["device"], j["world"]) for r, j in joined.items()} == {
+        f"rank{2 * i + g}": (f"n{i}", g, 6) for i in range(3) for g in range(2)}
+
+
+def test_a_wrong_chunk_in_a_group_of_four_names_its_rank_where_it_lands():
+    # Rank 5 (node n2's second GPU) sends rank 0 a wrong element: only n0 sees it, naming rank 0.
+    results = group(4, fault="corrupt-send:5:first", op="all_to_all")
+    assert [r["error"] is not None for r in results] == [True, False, False, False], results
+    assert named(results[0]["error"], 0) and "wrong all-to-all result" in results[0]["error"]
+
+
+def test_an_end_that_never_comes_is_named_by_the_host_which_tells_the_ends_that_came():
+    t0 = time.monotonic()
+    results = group(3, present=(0, 1), start_s=2)
+    want = "n2 did not come to the NCCL rendezvous at 127.0.0.1:"
+    assert all(r["error"].startswith(want) for r in results), results
+    assert time.monotonic() - t0 < 2 + 15
+
+
+def test_different_gpu_counts_across_a_group_are_said_node_by_node(tmp_path):
+    results = group(3, gpus="n0=2,n1=2,n2=1", log=tmp_path)
+    want = "GPU counts differ: n0 has 2, n1 has 2, n2 has 1"
+    assert all(r["error"].startswith(want) for r in results) and not list(tmp_path.iterdir())
+
+
+def test_a_stranger_at_the_rendezvous_is_ignored_and_an_end_said_twice_is_an_error():
+    port, names = free_port(), "n0,n1,n2"
+    host = start(0, port, node_env("n0"), start_s=4, names=names)
+    deadline = time.monotonic() + 20
+    while True:  # garbage, then an end out of range, then end 1 twice
+        try:
+            with socket.create_connection(("127.0.0.1", port + 1), timeout=2) as c:
+                c.sendall(b"not json\n")
+            break
+        except ConnectionRefusedError:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    with socket.create_connection(("127.0.0.1", port + 1), timeout=2) as c:
+        c.sendall(json.dumps({"end": 7, "gpus": 2}).encode() + b"\n")
+    first = socket.create_connection(("127.0.0.1", port + 1), timeout=2)
+    first.sendall(json.dumps({"end": 1, "gpus": 2, "unavailable": None}).encode() + b"\n")
+    with socket.create_connection(("127.0.0.1", port + 1), timeout=2) as c:
+        c.sendall(json.dumps({"end": 1, "gpus": 2}).encode() + b"\n")
+    r = finish(host)
+    assert r["error"].startswith("end 1 (n1) came twice to the NCCL rendezvous"), r
+    assert json.loads(first.makefile("rb").readline())["error"] == r["error"]  # told, not left waiting
+    first.close()
+
+
+@pytest.mark.parametrize("gpus", [0, -1, "8", 2.0, None, 10**9, True])
+def test_an_ends_gpu_count_that_is_no_count_is_an_error_not_a_world(gpus):
+    what, why = nccl_group._agree([{"gpus": 2}, {"gpus": gpus}], ("a", "b"))
+    assert what == "error" and why.startswith("b said it has"), why
 
 
 # ---------------------------------------------------------------------- the merge and the report

@@ -1,27 +1,29 @@
-"""A two-node NCCL collective across every GPU of both nodes, bootstrapped with CuPy's own
-distributed module (`cupyx.distributed.init_process_group`: rank 0 hosts a TCP store on node A):
-the all-reduce (`--tests nccl`), and the all-gather and all-to-all (`--tests allgather,alltoall`),
-whose traffic crosses the fabric differently (every rank's whole buffer to every other rank; a
-different chunk to each), as the cluster acceptance tools of Google and NVIDIA measure them.
+"""An NCCL collective across every GPU of a group of nodes (two: a pair; more: `nodeqc fabric
+--group-size K`), bootstrapped with CuPy's own distributed module
+(`cupyx.distributed.init_process_group`: rank 0 hosts a TCP store on the group's first node): the
+all-reduce (`--tests nccl`), and the all-gather and all-to-all (`--tests allgather,alltoall`), whose
+traffic crosses the fabric differently (every rank's whole buffer to every other rank; a different
+chunk to each), as the cluster acceptance tools of Google and NVIDIA measure them.
 
-One process per GPU (NCCL takes one device per communicator rank); ranks 0..G-1 on A, G..2G-1 on
-B. Every rank fills its buffer with known values (nodeqc.core.known_answer: its all-reduce
-contribution; its all-gather chunk; one all-to-all chunk per destination), so the result is known
-exactly (small integers are exact in float32) and every element of every result is checked, as the
-in-node NCCL check does. The bus bandwidth is nccl-tests' figure for the collective.
+One process per GPU (NCCL takes one device per communicator rank); on a group of k nodes of G GPUs,
+ranks 0..G-1 on the first, G..2G-1 on the second, and so on to kG-1. Every rank fills its buffer with
+known values (nodeqc.core.known_answer: its all-reduce contribution; its all-gather chunk; one
+all-to-all chunk per destination), so the result is known exactly (small integers are exact in
+float32) and every element of every result is checked, as the in-node NCCL check does. The bus
+bandwidth is nccl-tests' figure for the collective.
 
-Before NCCL starts, the two ends meet on a port of their own (the store's + 1) and agree: both
-have CuPy and GPUs, the same number of GPUs (else the world sizes disagree and CuPy's store barrier
-waits forever), and A's store port is free (else CuPy's store process dies silently and the ranks
-talk to whatever holds the port). Everything is bounded by one deadline; a rank that hangs is
+Before NCCL starts, the ends meet on a port of their own (the store's + 1) and agree: every end has
+CuPy and GPUs, the same number of GPUs (else the world sizes disagree and CuPy's store barrier waits
+forever), and the first end's store port is free (else CuPy's store process dies silently and the
+ranks talk to whatever holds the port). Everything is bounded by one deadline; a rank that hangs is
 killed with its process group (rank 0's group holds CuPy's store process), and if this process is
 itself killed, its ranks and that store go with it (PR_SET_PDEATHSIG, and a forked watcher).
 
-Each step (one all-reduce, launch to synchronised) is timed on the CPU side; the end reports its
+Each step (one collective, launch to synchronised) is timed on the CPU side; each end reports its
 worst rank's median and 99th percentile step (nodeqc.fabric.tails judges the tail).
 
-Both ends report: each checks its own ranks' results (a fault local to one GPU shows on its node
-only) and the launcher's merge makes one figure of the two.
+Every end reports: each checks its own ranks' results (a fault local to one GPU shows on its node
+only) and the launcher's merge makes one figure of them all.
 
 GPU-only: where CuPy or GPUs are missing this is skipped with what to install (the code path
 around NCCL runs on this machine against tests/fake_cupy; NCCL itself on a GPU cluster).
@@ -252,18 +254,30 @@ def _kill_group(pid: int) -> None:
             pass
 
 
-def _agree(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str]) -> tuple[str, str | int]:
-    """What both ends do, from what each said: ("skip", why), ("error", why) or ("go", world)."""
-    for name, info in zip(names, (a, b)):
-        if info.get("unavailable"):
-            return "skip", info["unavailable"] if a.get("unavailable") == b.get("unavailable") else (
-                f"on {name}: {info['unavailable']}")
-    if a.get("error"):
-        return "error", a["error"]
-    if a["gpus"] != b["gpus"]:
-        return "error", (f"GPU counts differ: {names[0]} has {a['gpus']}, {names[1]} has {b['gpus']} (the all-reduce "
-                         "takes every GPU of both nodes: a GPU is missing on one; its node report shows which)")
-    return "go", a["gpus"] + b["gpus"]
+MAX_GPUS = 1024  # a node's GPU count as an end says it: beyond any node built (a lie or garbage otherwise)
+
+
+def _agree(infos: list[dict[str, Any]], names: tuple[str, ...]) -> tuple[str, str | int]:
+    """What every end does, from what each said (in end order; the host's first): ("skip", why),
+    ("error", why) or ("go", world). Each end decides alone from the same list, so all decide alike."""
+    missing = [(name, info["unavailable"]) for name, info in zip(names, infos) if info.get("unavailable")]
+    if missing:
+        reasons = {str(why) for _, why in missing}
+        if len(missing) == len(infos) and len(reasons) == 1:
+            return "skip", reasons.pop()
+        return "skip", "; ".join(f"on {name}: {why}" for name, why in missing)
+    if infos[0].get("error"):
+        return "error", str(infos[0]["error"])
+    for name, info in zip(names, infos):
+        gpus = info.get("gpus")
+        if type(gpus) is not int or not 0 < gpus <= MAX_GPUS:
+            return "error", f"{name} said it has {str(gpus)[:40]!r} GPUs: not a GPU count"
+    counts = [info["gpus"] for info in infos]
+    if len(set(counts)) > 1:
+        said = ", ".join(f"{name} has {n}" for name, n in zip(names, counts))
+        return "error", (f"GPU counts differ: {said} (the collective takes every GPU of every node: a GPU is "
+                         "missing on one; its node report shows which)")
+    return "go", sum(counts)
 
 
 def _loopback_hint(host: str) -> str:
@@ -284,36 +298,17 @@ def _loopback_hint(host: str) -> str:
             "the nodes' addresses by IP, or map their names to a routable address in /etc/hosts)")
 
 
-def _handshake(index: int, host_a: str, port: int, mine: dict[str, Any], names: tuple[str, str],
+def _handshake(index: int, host_a: str, port: int, mine: dict[str, Any], names: tuple[str, ...],
                deadline: float) -> tuple[str, str | int]:
-    """A listens on port + HANDSHAKE_OFFSET, B connects (retrying while A is not there yet); B says
-    what it has, A answers with its own; both then decide the same with _agree."""
+    """The host (end 0) listens on port + HANDSHAKE_OFFSET; every other end connects (retrying while
+    the host is not there yet) and says its end and what it has; once all have come, the host answers
+    each with the whole list (its own first), and every end decides the same with _agree. An end
+    that never comes is named by the host, which tells those that came."""
     where = f"{host_a}:{port + HANDSHAKE_OFFSET}"
     try:
         if index == 0:
-            try:  # CuPy's store binds here later, in a child whose failure nobody hears of: try it now
-                with socket.socket() as probe:
-                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as CuPy's store does
-                    probe.bind((host_a, port))
-            except OSError as e:
-                hint = ("another process listens there (a store left by an earlier run?)"
-                        if e.errno == errno.EADDRINUSE else f"is {host_a} an address of {names[0]}?")
-                mine = {**mine, "error": f"cannot host the NCCL rendezvous (CuPy's TCP store) on {names[0]} at "
-                                         f"{host_a}:{port}: {e.strerror}: {hint}"}
-            with socket.socket() as s:
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                s.bind((host_a, port + HANDSHAKE_OFFSET))
-                s.listen(1)
-                s.settimeout(max(0.1, deadline - time.monotonic()))
-                conn, _ = s.accept()
-                with conn:
-                    conn.settimeout(max(0.1, deadline - time.monotonic()))
-                    peer = json.loads(conn.makefile("rb").readline() or b"null")
-                    conn.sendall(json.dumps(mine).encode() + b"\n")
-            if not isinstance(peer, dict):
-                return "error", f"{names[1]} closed the NCCL rendezvous at {where} without a word"
-            return _agree(mine, peer, names)
-        while True:  # A may not be listening yet: retry until the deadline
+            return _host(host_a, port, mine, names, deadline, where)
+        while True:  # the host may not be listening yet: retry until the deadline
             try:
                 conn = socket.create_connection((host_a, port + HANDSHAKE_OFFSET),
                                                 timeout=max(0.1, min(5.0, deadline - time.monotonic())))
@@ -323,15 +318,20 @@ def _handshake(index: int, host_a: str, port: int, mine: dict[str, Any], names: 
                     raise socket.timeout from None
                 time.sleep(0.2)
         with conn:
-            conn.settimeout(max(0.1, deadline - time.monotonic()))
-            conn.sendall(json.dumps(mine).encode() + b"\n")
-            peer = json.loads(conn.makefile("rb").readline() or b"null")
-        if not isinstance(peer, dict):
+            # The host answers at its own deadline at the latest (naming who did not come).
+            conn.settimeout(max(0.1, deadline - time.monotonic()) + ANSWER_GRACE_S)
+            conn.sendall(json.dumps({**mine, "end": index}).encode() + b"\n")
+            answer = json.loads(conn.makefile("rb").readline(MAX_ANSWER) or b"null")
+        if not isinstance(answer, dict):
             return "error", f"{names[0]} closed the NCCL rendezvous at {where} without a word"
-        return _agree(peer, mine, names)
+        if answer.get("error"):
+            return "error", str(answer["error"])[:2000]
+        infos = answer.get("ends")
+        if not isinstance(infos, list) or len(infos) != len(names) or not all(isinstance(i, dict) for i in infos):
+            return "error", f"the NCCL rendezvous at {where}: {names[0]} answered with no list of {len(names)} ends"
+        return _agree(infos, names)
     except socket.timeout:
-        other = names[1 - index]
-        return "error", (f"{other} did not come to the NCCL rendezvous at {where} within {START_TIMEOUT_S:g} s"
+        return "error", (f"{names[0]} did not come to the NCCL rendezvous at {where} within {START_TIMEOUT_S:g} s"
                          + _loopback_hint(host_a))
     except OSError as e:
         return "error", f"the NCCL rendezvous at {where}: {e.strerror or e}"
@@ -339,13 +339,76 @@ def _handshake(index: int, host_a: str, port: int, mine: dict[str, Any], names: 
         return "error", f"the NCCL rendezvous at {where}: unreadable answer ({e})"
 
 
+ANSWER_GRACE_S = 5.0  # an end waits this long past its deadline for the host's answer (sent at the host's)
+MAX_ANSWER = 1 << 20  # bytes of one rendezvous line: a few hundred per end
+
+
+def _host(host_a: str, port: int, mine: dict[str, Any], names: tuple[str, ...], deadline: float,
+          where: str) -> tuple[str, str | int]:
+    """End 0's side of the rendezvous: every other end's word, then one answer to each."""
+    try:  # CuPy's store binds here later, in a child whose failure nobody hears of: try it now
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as CuPy's store does
+            probe.bind((host_a, port))
+    except OSError as e:
+        hint = ("another process listens there (a store left by an earlier run?)"
+                if e.errno == errno.EADDRINUSE else f"is {host_a} an address of {names[0]}?")
+        mine = {**mine, "error": f"cannot host the NCCL rendezvous (CuPy's TCP store) on {names[0]} at "
+                                 f"{host_a}:{port}: {e.strerror}: {hint}"}
+    came: dict[int, tuple[socket.socket, dict[str, Any]]] = {}
+    problem = None
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host_a, port + HANDSHAKE_OFFSET))
+        s.listen(len(names))
+        try:
+            while len(came) < len(names) - 1 and problem is None:
+                s.settimeout(max(0.1, deadline - time.monotonic()))
+                try:
+                    conn, _ = s.accept()
+                except socket.timeout:
+                    absent = [names[i] for i in range(1, len(names)) if i not in came]
+                    problem = (f"{', '.join(absent)} did not come to the NCCL rendezvous at {where} within "
+                               f"{START_TIMEOUT_S:g} s" + _loopback_hint(host_a))
+                    break
+                conn.settimeout(max(0.1, deadline - time.monotonic()))
+                try:
+                    said = json.loads(conn.makefile("rb").readline(MAX_ANSWER) or b"null")
+                except (OSError, ValueError):
+                    said = None
+                end = said.get("end") if isinstance(said, dict) else None
+                if type(end) is not int or not 0 < end < len(names) or end in came:
+                    conn.close()  # not one of ours, or an end twice: nothing it says is used
+                    if isinstance(said, dict) and end in came:
+                        problem = f"end {end} ({names[end]}) came twice to the NCCL rendezvous at {where}"
+                    continue
+                came[end] = (conn, said)
+            if problem is None:
+                infos = [mine] + [came[i][1] for i in range(1, len(names))]
+                answer: dict[str, Any] = {"ends": infos}
+            else:
+                answer = {"error": problem}
+            for conn, _ in came.values():
+                try:
+                    conn.sendall(json.dumps(answer).encode() + b"\n")
+                except OSError:
+                    pass
+        finally:
+            for conn, _ in came.values():
+                conn.close()
+    if problem is not None:
+        return "error", problem
+    return _agree(infos, names)
+
+
 def _ranks(ranks: list[int]) -> str:
     return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
 
 
-def run(index: int, host_a: str, port: int, seconds: float, *, names: tuple[str, str] = ("A", "B"),
+def run(index: int, host_a: str, port: int, seconds: float, *, names: tuple[str, ...] = ("A", "B"),
         buffer_bytes: int = BUFFER_BYTES, op: str = "all_reduce") -> dict[str, Any]:
-    """This end's part of the collective `op` (COLLECTIVES' values); both ends call it at once.
+    """This end's part of the collective `op` (COLLECTIVES' values) across the nodes `names` (this
+    one is names[index]); every end calls it at once.
     Returns this end's figure: {"value": GB/s, "unit", "error", "gpus"} or {"skipped": why}. Never
     longer than time_bound_s."""
     if op not in SAID:
