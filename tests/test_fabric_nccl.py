@@ -93,7 +93,7 @@ def pair(gpus: str = "2", fault: str = "", log: Path | None = None, start_s: flo
 
 
 def merged(ra: dict, rb: dict) -> dict:
-    return one_nccl_figure("a", "b", [("a", ra), ("b", rb)])
+    return one_nccl_figure(("a", "b"), [("a", ra), ("b", rb)])
 
 
 def named(error: str, rank: int) -> bool:
@@ -385,7 +385,7 @@ def test_an_ends_gpu_count_that_is_no_count_is_an_error_not_a_world(gpus):
 def test_the_pairs_figure_is_the_slower_ends_and_an_end_that_said_nothing_fails_it():
     ok = {"value": 40.0, "unit": "GB/s", "error": None}
     assert merged(ok, {**ok, "value": 35.5})["value"] == 35.5
-    assert one_nccl_figure("a", "b", [("a", ok)])["error"] == "b: no all-reduce figure"
+    assert one_nccl_figure(("a", "b"), [("a", ok)])["error"] == "b: no all-reduce figure"
     assert merged(ok, {"value": None, "error": None})["error"] == "b: no all-reduce figure"
     end = {"nodeqc-fabric-worker": 1, "identity": {}}
     r = merge(1, "a", "b", [{**end, "node": "a", "figures": [{"rail": "nccl", "direction": "both", **ok}]},
@@ -397,7 +397,7 @@ def test_the_pairs_figure_is_the_slower_ends_and_an_end_that_said_nothing_fails_
 def test_the_round_allows_the_all_reduce_its_whole_bound():
     w = Work(tests=["nccl"], seconds=10, floors=Floors(nccl_busbw_gbps=1))
     assert w.round_timeout_s > nccl_group.time_bound_s(10)
-    assert Work(tests=["nccl"], seconds=1, floors=Floors(), nccl_bytes=4096).worker_args("a", "b", 0)[-2:] == [
+    assert Work(tests=["nccl"], seconds=1, floors=Floors(), nccl_bytes=4096).worker_args(("a", "b"), 0)[-2:] == [
         "--nccl-bytes", "4096"]
 
 
@@ -431,9 +431,9 @@ def test_the_end_that_found_a_wrong_result_leads_the_pairs_error():
     lost = {"value": None, "error": "rank 0: ConnectionError: the store closed the connection"}
     wrong = {"value": None, "error": "rank 3: wrong all-reduce result: 1 of 1024 elements wrong (element 0: 11, "
                                      "want 10) in 5 of 5 results; rank 2: ConnectionError: the store closed the connection"}
-    both = one_nccl_figure("a", "b", [("a", lost), ("b", wrong)])["error"]
+    both = one_nccl_figure(("a", "b"), [("a", lost), ("b", wrong)])["error"]
     assert both.startswith("b: rank 3: wrong all-reduce result") and "; a: rank 0: ConnectionError" in both
-    assert one_nccl_figure("a", "b", [("a", wrong), ("b", lost)])["error"].startswith("a: rank 3: wrong")
+    assert one_nccl_figure(("a", "b"), [("a", wrong), ("b", lost)])["error"].startswith("a: rank 3: wrong")
 
 
 def _gone(pid: int) -> bool:
@@ -491,7 +491,7 @@ def test_each_collective_is_its_own_figure_judged_against_its_own_floor():
               floors)
     assert sorted((m.rail, m.value, m.floor, m.passed) for m in r.measurements) == [
         ("allgather", 300.0, 250.0, True), ("alltoall", 50.0, 59.0, False), ("nccl", 300.0, 365.0, False)]
-    assert one_nccl_figure("a", "b", [("a", ok)], "alltoall")["error"] == "b: no all-to-all figure"
+    assert one_nccl_figure(("a", "b"), [("a", ok)], "alltoall")["error"] == "b: no all-to-all figure"
     # An end that prints a collective the run did not ask for is refused, as for any test.
     r = merge(1, "a", "b", [{**end, "node": "a", "figures": figures[:1]},
                             {**end, "node": "b", "figures": figures[:2]}], [], floors, tests=["nccl"])

@@ -177,7 +177,7 @@ def test_nccl_step_tail_is_the_worse_ends_and_too_few_steps_are_a_skip():
                    "step_p99_ms": 47.0}),
             ("b", {"rail": "nccl", "direction": "both", "value": 41.0, "steps": 201, "step_p50_ms": 45.5,
                    "step_p99_ms": 70.0})]
-    one = one_nccl_figure("a", "b", ends)
+    one = one_nccl_figure(("a", "b"), ends)
     assert one["value"] == 40.0 and (one["steps"], one["step_p50_ms"], one["step_p99_ms"]) == (200, 45.5, 70.0)
     r = merge(1, "a", "b", [_end("a", 0, [ends[0][1]], ()), _end("b", 1, [ends[1][1]], ())], [],
               Floors(nccl_busbw_gbps=30.0), tests=["nccl"])

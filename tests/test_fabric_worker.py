@@ -109,15 +109,15 @@ def test_merge_without_a_floor_skips_and_a_missing_end_is_an_error():
 
 def test_launcher_command_lines():
     work = Work(["tcp", "rdma"], 10, FLOORS, nodeqc=["nodeqc"], addresses={"a": "10.0.0.1"})
-    args = work.worker_args("a", "b", slot=2)
+    args = work.worker_args(("a", "b"), slot=2)
     assert args[:4] == ["fabric", "worker", "--pair", "a,b"] and "--port" in args
     assert args[args.index("--port") + 1] == str(15201 + 2 * 4) and args[args.index("--address") + 1] == "10.0.0.1,b"
     # One srun step per end: a step's output is its one node's (lines.bind), never a shared one.
-    slurm = SlurmLauncher().commands("a", "b", args, work)
+    slurm = SlurmLauncher().commands(("a", "b"), args, work)
     assert [c[:6] for c in slurm] == [["srun", "--nodes=1", "--ntasks=1", f"--nodelist={n}", "--exclusive",
                                        "--job-name=nodeqc-fabric"] for n in ("a", "b")]
     assert [c[-2:] for c in slurm] == [["--index", "0"], ["--index", "1"]]
-    hosts = HostLauncher("ip netns exec {host}").commands("a", "b", args, work)
+    hosts = HostLauncher("ip netns exec {host}").commands(("a", "b"), args, work)
     assert [c[:5] for c in hosts] == [["ip", "netns", "exec", "a", "nodeqc"], ["ip", "netns", "exec", "b", "nodeqc"]]
     assert [c[-2:] for c in hosts] == [["--index", "0"], ["--index", "1"]]
 
@@ -137,7 +137,13 @@ def test_worker_usage_errors():
     for args, message in ((["--pair", "a"], "expected two different node names"),
                           (["--pair", "a,a"], "expected two different node names"),
                           (["--pair", "a,b", "--tests", "udp"], "expected some of tcp, rdma, nccl, allgather, alltoall"),
-                          (["--pair", "a,b", "--address", "x"], "expected two addresses")):
+                          (["--pair", "a,b", "--address", "x"], "expected 2 addresses, one an end"),
+                          (["--group", "a,b,c", "--tests", "nccl", "--address", "x,y"], "expected 3 addresses, one an end"),
+                          (["--group", "a,b,a"], "expected 2 to 1024 different node names"),
+                          (["--group", "a"], "expected 2 to 1024 different node names"),
+                          (["--group", "a,b,c", "--tests", "nccl,tcp"], "a group test runs NCCL's collectives only"),
+                          (["--group", "a,b,c", "--tests", "nccl", "--index", "3"], "--index 3: expected 0 to 2"),
+                          (["--pair", "a,b", "--index", "-1"], "--index -1: expected 0 to 1")):
         p = cli("fabric", "worker", *args)
         assert p.returncode == 2 and message in p.stderr, p.stderr
 

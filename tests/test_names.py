@@ -113,14 +113,14 @@ def test_a_bad_launch_template_is_a_usage_error_not_an_internal_one():
 def test_the_template_is_split_before_the_host_is_put_in():
     work = Work(tests=["tcp"], seconds=1, floors=Floors(tcp_gbps=1))
     launcher = HostLauncher("sh -c 'echo {host} > out' x {host}")
-    cmd = launcher.commands("n1", "n2", ["w"], work)[1]
+    cmd = launcher.commands(("n1", "n2"), ["w"], work)[1]
     assert cmd[:5] == ["sh", "-c", "echo n2 > out", "x", "n2"] and cmd[-2:] == ["--index", "1"]
 
 
 def test_the_launcher_refuses_a_bad_host_whoever_calls_it():
     work = Work(tests=["tcp"], seconds=1, floors=Floors(tcp_gbps=1))
     with pytest.raises(UsageError, match="starts with '-'"):
-        HostLauncher("ssh {host}").commands("n1", "-oProxyCommand=id", ["w"], work)
+        HostLauncher("ssh {host}").commands(("n1", "-oProxyCommand=id"), ["w"], work)
 
 
 @settings(max_examples=400, deadline=None)

@@ -32,7 +32,7 @@ from nodeqc.core.names import substitute
 from nodeqc.fabric import nccl_group
 from nodeqc.fabric.lines import RATE_SLACK, Refused, bind, excerpt, line_problem, scan
 from nodeqc.fabric.pairing import Round
-from nodeqc.fabric.scoring import Floors, Measurement, PairResult
+from nodeqc.fabric.scoring import Floors, GroupResult, Measurement, PairResult
 from nodeqc.fabric.simulated import SimulatedCluster
 from nodeqc.fabric.tails import LAT_P50_US, MIN_SAMPLES, Latency, lat_floor, nccl_step_floor
 from nodeqc.fabric.worker import CONNECT_RETRY_S, MARGIN_S, PORTS_PER_PAIR
@@ -51,6 +51,7 @@ class Work:
     nodeqc: list[str] = field(default_factory=lambda: ["nodeqc"])  # the command that runs nodeqc on a node
     addresses: dict[str, str] = field(default_factory=dict)  # node -> data address (default: its name)
     nccl_bytes: int | None = None  # per GPU in the NCCL test (default: nccl_group.BUFFER_BYTES)
+    group: bool = False  # group tests (nodeqc.fabric.groups): `tests` are collectives, run across each group
 
     @property
     def round_timeout_s(self) -> float:
@@ -60,11 +61,13 @@ class Work:
                     **{test: nccl_group.time_bound_s(self.seconds) for test in nccl_group.COLLECTIVES}}
         return sum(per_test[t] for t in self.tests) + 2 * MARGIN_S + 60
 
-    def worker_args(self, a: str, b: str, slot: int) -> list[str]:
-        args = ["fabric", "worker", "--pair", f"{a},{b}", "--tests", ",".join(self.tests), "--seconds", f"{self.seconds:g}",
+    def worker_args(self, nodes: tuple[str, ...], slot: int) -> list[str]:
+        """A pair's worker (--pair A,B), or a group's (--group A,B,C,..., NCCL's collectives only)."""
+        args = ["fabric", "worker", "--group" if self.group else "--pair", ",".join(nodes),
+                "--tests", ",".join(self.tests), "--seconds", f"{self.seconds:g}",
                 "--streams", str(self.streams), "--port", str(self.port_base + slot * PORTS_PER_PAIR)]
         if self.addresses:
-            args += ["--address", f"{self.addresses.get(a, a)},{self.addresses.get(b, b)}"]
+            args += ["--address", ",".join(self.addresses.get(n, n) for n in nodes)]
         if self.use_cuda:
             args.append("--use-cuda")
         if self.nccl_bytes:
@@ -88,8 +91,13 @@ class Work:
 
 class Launcher:
     name = "?"
+    groups = False  # whether it runs group tests (run_groups)
 
     def run_round(self, rnd: Round, work: Work) -> list[PairResult]:
+        raise NotImplementedError
+
+    def run_groups(self, number: int, groups: list[tuple[str, ...]], work: Work) -> list[GroupResult]:
+        """One round of group tests (nodeqc.fabric.groups): every group at once."""
         raise NotImplementedError
 
     def abort(self) -> None:
@@ -109,11 +117,14 @@ class SimulatedLauncher(Launcher):
 class ProcessLauncher(Launcher):
     """Starts every process of a round at once, waits for all (bounded), reads each end's line."""
 
+    groups = True
+
     def __init__(self) -> None:
         self._procs: list[subprocess.Popen[bytes]] = []
         self._aborted = threading.Event()
 
-    def commands(self, a: str, b: str, args: list[str], work: Work) -> list[list[str]]:
+    def commands(self, nodes: tuple[str, ...], args: list[str], work: Work) -> list[list[str]]:
+        """One command an end, in end order."""
         raise NotImplementedError
 
     def abort(self) -> None:
@@ -123,11 +134,25 @@ class ProcessLauncher(Launcher):
                 p.kill()
 
     def run_round(self, rnd: Round, work: Work) -> list[PairResult]:
-        # Each process runs one end of one pair (commands() gives end A's, then end B's): what it
-        # prints is that end's, whatever node its lines name (lines.bind).
+        got = self._launch([(a, b) for a, b in rnd.pairs], [work.worker_args((a, b), slot)
+                                                           for slot, (a, b) in enumerate(rnd.pairs)], work)
+        return [merge(rnd.number, a, b, outputs, errors, work.floors, refused, work.tests)
+                for (a, b), (outputs, errors, refused) in zip(rnd.pairs, got)]
+
+    def run_groups(self, number: int, groups: list[tuple[str, ...]], work: Work) -> list[GroupResult]:
+        got = self._launch(groups, [work.worker_args(g, slot) for slot, g in enumerate(groups)], work)
+        return [merge_group(number, g, outputs, errors, work.floors, refused, work.tests)
+                for g, (outputs, errors, refused) in zip(groups, got)]
+
+    def _launch(self, units: list[tuple[str, ...]], args: list[list[str]],
+                work: Work) -> list[tuple[list[dict[str, Any]], list[str], list[Refused]]]:
+        """Every end of every unit (a pair or a group) at once; for each unit, (the outputs bound to
+        their ends, the errors of ends that gave none, what was refused). Each process runs one end
+        (commands() gives them in end order): what it prints is that end's, whatever node its lines
+        name (lines.bind)."""
         started: list[tuple[int, int, subprocess.Popen[bytes] | None, IO[bytes], str | None, list[str]]] = []
-        for slot, (a, b) in enumerate(rnd.pairs):
-            for end, cmd in enumerate(self.commands(a, b, work.worker_args(a, b, slot), work)):
+        for slot, nodes in enumerate(units):
+            for end, cmd in enumerate(self.commands(nodes, args[slot], work)):
                 out = tempfile.TemporaryFile()
                 try:
                     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -145,19 +170,17 @@ class ProcessLauncher(Launcher):
                 proc.kill()
                 proc.wait(timeout=10)
         self._procs = []
-        outputs: dict[int, list[dict[str, Any]]] = {}
-        errors: dict[int, list[str]] = {}
-        refused: dict[int, list[Refused]] = {}
+        got: list[tuple[list[dict[str, Any]], list[str], list[Refused]]] = [([], [], []) for _ in units]
         for slot, end, proc, out, error, cmd in started:
-            node = rnd.pairs[slot][end]
+            node = units[slot][end]
             out.seek(0)
             text = out.read(OUTPUT_BYTES).decode("utf-8", errors="replace")
             out.close()
             found, unreadable = scan(text)
             mine, bad = bind(node, end, found, unreadable, f"the {self.name} launch of {node}")
-            refused.setdefault(slot, []).extend(bad)
+            got[slot][2].extend(bad)
             if mine is not None:
-                outputs.setdefault(slot, []).append(mine)
+                got[slot][0].append(mine)
                 continue
             if error is None:
                 status = "killed (overran the round)" if proc is not None and proc.returncode in (-9, 137) else (
@@ -166,9 +189,8 @@ class ProcessLauncher(Launcher):
                     status = "aborted"
                 tail = " | ".join(t.strip() for t in text.strip().splitlines()[-3:])[:500]
                 error = f"`{shlex.join(cmd[:6])} ...` gave no result ({status}){': ' + tail if tail else ''}"
-            errors.setdefault(slot, []).append(error)
-        return [merge(rnd.number, a, b, outputs.get(slot, []), errors.get(slot, []), work.floors,
-                      refused.get(slot, []), work.tests) for slot, (a, b) in enumerate(rnd.pairs)]
+            got[slot][1].append(error)
+        return got
 
 
 OUTPUT_BYTES = 16 * 1024 * 1024  # of one end's output: a worker prints one line of a few kB (lines.MAX_LINE_CHARS)
@@ -245,7 +267,7 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
         both = [(node, f) for node, rail, f in figures if rail == collective]
         if both:
             figures = [x for x in figures if x[1] != collective] + [(a, collective,
-                                                                      one_nccl_figure(a, b, both, collective))]
+                                                                      one_nccl_figure((a, b), both, collective))]
     out = []
     latencies = [latency(f, floors) for _, rail, f in figures if f.get("test") == "lat" and rail not in mismatched]
     for node, rail, f in figures:
@@ -269,6 +291,68 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
         out += [Measurement(rail, d, None, "Gb/s", floor, why) for d in ("a>b", "b>a")]
     return PairResult(round_no, a, b, out, identities={n: o.get("identity") or {"hostname": n} for n, o in ends.items()},
                       latencies=latencies)
+
+
+def merge_group(round_no: int, nodes: tuple[str, ...], outputs: list[dict[str, Any]], errors: list[str],
+                floors: Floors, refused: list[Refused] | tuple[Refused, ...] = (),
+                tests: list[str] | None = None) -> GroupResult:
+    """A group test's result from what its ends printed (each bound to its end, lines.bind), checked
+    as merge checks a pair's: a malformed line, a line for another node or a second one, a figure
+    that is no collective this run asked for, or one said twice, makes the group not tested, naming
+    who printed it. Each collective is one figure of every end's (one_nccl_figure), its floor the
+    profile's for that many nodes (Floors.busbw), and its step tail a latency figure."""
+    refused = list(refused)
+    ends: dict[str, dict[str, Any]] = {}
+    for o in outputs:
+        node = o.get("node") if isinstance(o, dict) else None
+        who = node if node in nodes else "/".join(nodes)
+        why = line_problem(o)
+        if why:
+            refused.append(Refused(who, f"a malformed result: {why}", excerpt(o)))
+        elif node not in nodes:
+            refused.append(Refused(who, f"a result for {node}, not of this group", excerpt(o), lie=True))
+        elif node in ends:
+            refused.append(Refused(node, f"a second result for {node}", excerpt(o), lie=True))
+        else:
+            ends[node] = o
+    for node, o in ends.items():
+        seen: set[str] = set()
+        for f in o.get("figures", []):
+            rail = f["rail"]
+            if rail not in nccl_group.COLLECTIVES or (tests is not None and rail not in tests):
+                refused.append(Refused(node, f"a {rail} figure, a test this group did not run", excerpt(f), lie=True))
+            elif f["direction"] != "both" or rail in seen:
+                refused.append(Refused(node, f"{rail} {f['direction']} said twice or in no direction a collective has",
+                                       excerpt(f), lie=True))
+            seen.add(rail)
+    if refused:
+        named = list(dict.fromkeys(r.node for r in refused))
+        return GroupResult(round_no, nodes, error="; ".join(f"{n}: {r.why}" for n in named for r in refused
+                                                            if r.node == n)[:2000] + " (refused: not tested)",
+                           refused=[r.to_dict() for r in refused])
+    if set(ends) != set(nodes):
+        missing = [n for n in nodes if n not in ends]
+        return GroupResult(round_no, nodes, error=f"{_few(missing)}: worker gave no result: "
+                                                  f"{'; '.join(errors)[:1500] or 'no output'}")
+    out, latencies = [], []
+    for rail in nccl_group.COLLECTIVES:
+        said = [(node, f) for node, o in ends.items() for f in o.get("figures", []) if f["rail"] == rail]
+        if not said:
+            continue
+        f = one_nccl_figure(nodes, said, rail)
+        worlds = {x.get("gpus") for _, x in said}
+        world = worlds.pop() if len(worlds) == 1 else None
+        gpus = world // len(nodes) if type(world) is int and world > 0 and world % len(nodes) == 0 else None
+        out.append(Measurement(rail, "both", f.get("value"), "GB/s", floors.busbw(rail, len(nodes), gpus),
+                               f.get("error"), f.get("skipped")))
+        if f.get("steps") is not None:
+            latencies.append(nccl_steps(f, rail))
+    return GroupResult(round_no, nodes, out, identities={n: o.get("identity") or {"hostname": n} for n, o in ends.items()},
+                       latencies=latencies)
+
+
+def _few(names: list[str], most: int = 4) -> str:
+    return ", ".join(names[:most]) + (f" +{len(names) - most} more" if len(names) > most else "")
 
 
 def latency(f: dict[str, Any], floors: Floors) -> Latency:
@@ -352,23 +436,23 @@ def figure_claims(a: str, b: str, ends: dict[str, dict[str, Any]], tests: list[s
     return out
 
 
-def one_nccl_figure(a: str, b: str, figures: list[tuple[str, dict[str, Any]]], rail: str = "nccl") -> dict[str, Any]:
-    """The pair's collective (the rail: nccl for the all-reduce, allgather, alltoall) from both
-    ends' figures: each end checked its own ranks, so an error at either is the pair's (named by its
-    node where the two ends differ); the bandwidth is the slower end's; an end that said nothing is
-    an error, never a silent pass."""
+def one_nccl_figure(nodes: tuple[str, ...], figures: list[tuple[str, dict[str, Any]]], rail: str = "nccl") -> dict[str, Any]:
+    """The pair's or group's collective (the rail: nccl for the all-reduce, allgather, alltoall)
+    from every end's figure: each end checked its own ranks, so an error at any is the whole test's
+    (named by its node where the ends differ); the bandwidth is the slowest end's; an end that said
+    nothing is an error, never a silent pass."""
     missing = f"no {nccl_group.SAID[nccl_group.COLLECTIVES[rail]]} figure"
     by_node = {node: f for node, f in figures}
     said = {n: by_node[n].get("error") or (None if by_node[n].get("skipped") or by_node[n].get("value") is not None
                                              else missing) for n in by_node}
-    said.update({n: missing for n in (a, b) if n not in by_node})
+    said.update({n: missing for n in nodes if n not in by_node})
     errors = {n: e for n, e in said.items() if e}
     out: dict[str, Any] = {"rail": rail, "direction": "both", "unit": "GB/s", "value": None}
     if errors:
         texts = list(dict.fromkeys(errors.values()))
         # The end that found a wrong result first: the other end's errors may be its consequence.
         ordered = sorted(errors.items(), key=lambda ne: not nccl_group.leads_with_wrong_result(ne[1]))
-        out["error"] = texts[0] if len(texts) == 1 and len(errors) == 2 else "; ".join(
+        out["error"] = texts[0] if len(texts) == 1 and len(errors) == len(nodes) else "; ".join(
             f"{n}: {e}" for n, e in ordered)
         return out
     skipped = list(dict.fromkeys(f["skipped"] for f in by_node.values() if f.get("skipped")))
@@ -403,9 +487,9 @@ class HostLauncher(ProcessLauncher):
             raise ValueError("the launch prefix must contain {host}")
         self.prefix = prefix
 
-    def commands(self, a: str, b: str, args: list[str], work: Work) -> list[list[str]]:
+    def commands(self, nodes: tuple[str, ...], args: list[str], work: Work) -> list[list[str]]:
         return [[*substitute(self.words, host), *work.nodeqc, *args, "--index", str(i)]
-                for i, host in enumerate((a, b))]
+                for i, host in enumerate(nodes)]
 
 
 class SlurmLauncher(ProcessLauncher):
@@ -421,11 +505,11 @@ class SlurmLauncher(ProcessLauncher):
         self.srun = srun
         self.extra = extra or []
 
-    def commands(self, a: str, b: str, args: list[str], work: Work) -> list[list[str]]:
+    def commands(self, nodes: tuple[str, ...], args: list[str], work: Work) -> list[list[str]]:
         minutes = max(1, int(work.round_timeout_s // 60) + 1)
         return [[self.srun, "--nodes=1", "--ntasks=1", f"--nodelist={node}", "--exclusive",
                  "--job-name=nodeqc-fabric", f"--time={minutes}", *self.extra, *work.nodeqc, *args, "--index", str(i)]
-                for i, node in enumerate((a, b))]
+                for i, node in enumerate(nodes)]
 
 
 def in_allocation() -> bool:

@@ -50,11 +50,20 @@ class Floors:
     alltoall_busbw_gbps: float | None = None
     lat_p99_us: float | None = None  # ib_write_lat's p99 floor (None: nodeqc.fabric.tails.LAT_P99_US)
 
-    def busbw(self, rail: str) -> float | None:
-        """The bus bandwidth floor (GB/s) of a collective's rail: nccl (the all-reduce), allgather,
-        alltoall."""
-        return {"nccl": self.nccl_busbw_gbps, "allgather": self.allgather_busbw_gbps,
-                "alltoall": self.alltoall_busbw_gbps}[rail]
+    def busbw(self, rail: str, nodes: int = 2, gpus: int | None = None) -> float | None:
+        """The bus bandwidth floor (GB/s) of a collective's rail (nccl: the all-reduce, allgather,
+        alltoall) across `nodes` nodes of `gpus` GPUs each. The floors are two-node figures. The
+        all-reduce's and all-gather's bus bandwidth does not depend on the node count (nccl-tests
+        defines it so: a ring moves the same bytes per rank whatever the rank count). The all-to-all's
+        does, once the NICs are the bottleneck: of each rank's data the share (k-1)/k leaves its node
+        (1/2 across two), against a bus factor of (n-1)/n for n = k x G ranks, so its floor is scaled
+        by that ratio against two nodes' (an estimate, from the NIC-bound model: 0.69 of the two-node
+        floor across four nodes of 8 GPUs, 0.55 across sixteen)."""
+        floor = {"nccl": self.nccl_busbw_gbps, "allgather": self.allgather_busbw_gbps,
+                 "alltoall": self.alltoall_busbw_gbps}[rail]
+        if floor is None or rail != "alltoall" or nodes == 2 or not gpus:
+            return floor
+        return round(floor * alltoall_bus_factor(nodes, gpus) / alltoall_bus_factor(2, gpus), 3)
 
     def rdma(self, *rates: float | None) -> float | None:
         if self.rdma_gbps is not None:
@@ -70,6 +79,13 @@ class Floors:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+def alltoall_bus_factor(nodes: int, gpus: int) -> float:
+    """The NIC-bound all-to-all's bus bandwidth per unit of a node's NIC rate: busbw = algbw (n-1)/n
+    with algbw = NIC / ((k-1)/k), the share of each rank's bytes that leaves its node (Floors.busbw)."""
+    ranks = nodes * gpus
+    return ((ranks - 1) / ranks) / ((nodes - 1) / nodes)
 
 
 @dataclass(frozen=True)
@@ -118,6 +134,35 @@ class PairResult:
                 continue
             out[m.rail] = out.get(m.rail, True) and m.passed
         return out
+
+
+@dataclass
+class GroupResult:
+    """One group test (nodeqc.fabric.groups): NCCL's collectives across every GPU of a group of
+    nodes, each collective one figure ("both": every end checks its own ranks)."""
+
+    round: int
+    nodes: tuple[str, ...]
+    measurements: list[Measurement] = field(default_factory=list)
+    error: str | None = None  # the group could not be tested at all
+    identities: dict[str, dict[str, Any]] = field(default_factory=dict)
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    latencies: list["Latency"] = field(default_factory=list)  # each collective's step tail
+
+    @property
+    def outcome(self) -> str:
+        """pass, fail, or not judged (not tested, or every figure skipped: no evidence)."""
+        if self.error is not None:
+            return "not judged"
+        if not any(not m.skipped for m in self.measurements):
+            return "not judged"
+        return "fail" if self.failed() else "pass"
+
+    def failed(self) -> list[str]:
+        """What failed: a collective below its floor or in error, or its step tail high (every step
+        waits for the group's slowest rank: a straggler among them, nodeqc.fabric.tails)."""
+        return ([m.rail for m in self.measurements if not m.skipped and not m.passed]
+                + [f"{lat.rail} tail" for lat in self.latencies if lat.high])
 
 
 @dataclass

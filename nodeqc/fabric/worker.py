@@ -1,5 +1,7 @@
 """The per-node work of one pair test, run on each of the two nodes at once
-(`nodeqc fabric worker`), by srun, a command prefix (`ip netns exec NS`), or a Kubernetes pod.
+(`nodeqc fabric worker`), by srun, a command prefix (`ip netns exec NS`), or a Kubernetes pod; or of
+one group test (`--group A,B,C,...`: NCCL's collectives across every GPU of a group of nodes,
+`nodeqc fabric --group-size K`), run on each node of the group at once.
 
 Which end it is: `--index`, else the position of this host (SLURMD_NODENAME, NODEQC_NODE, then
 the host name) in `--pair A,B`, else SLURM_PROCID. End A serves first:
@@ -50,12 +52,13 @@ PORTS_PER_PAIR = 4  # the pairs of one round get their own ports, so several may
 TOOL_INSTALL = {"iperf3": "install iperf3 on every node (apt-get install iperf3, or dnf install iperf3)",
                 "ib_write_bw": "install perftest on every node (apt-get install perftest, or dnf install perftest)",
                 "ib_write_lat": "install perftest on every node (apt-get install perftest, or dnf install perftest)"}
+MAX_GROUP = 1024  # nodes in one group test: a rack-scale NVLink domain is 72 GPUs; a group is a few nodes
 LAT_ITERS = 10_000  # 2-byte writes: ~20-50 ms of ping-pong, 100 samples above the 99th percentile
 
 
 @dataclass
 class Job:
-    pair: tuple[str, str]
+    pair: tuple[str, ...]  # the pair's two nodes, or a group's (collectives only)
     index: int
     tests: list[str]
     seconds: float
@@ -84,16 +87,18 @@ def _my_names() -> list[str]:
                         socket.gethostname().split(".")[0]) if n]
 
 
-def which_end(pair: tuple[str, str], index: int | None) -> int:
+def which_end(pair: tuple[str, ...], index: int | None) -> int:
     if index is not None:
+        if not 0 <= index < len(pair):
+            raise UsageError(f"--index {index}: expected 0 to {len(pair) - 1}, an end of {','.join(pair)}")
         return index
     for name in _my_names():
         if name in pair:
             return pair.index(name)
     procid = os.environ.get("SLURM_PROCID")
-    if procid in ("0", "1"):
+    if procid is not None and procid.isdigit() and int(procid) < len(pair):
         return int(procid)
-    raise UsageError(f"fabric worker: cannot tell which end of {pair[0]},{pair[1]} this host is: pass --index")
+    raise UsageError(f"fabric worker: cannot tell which end of {','.join(pair)} this host is: pass --index")
 
 
 def identity() -> dict[str, Any]:
@@ -406,14 +411,15 @@ def main(argv: list[str]) -> int:
                "(started by nodeqc fabric on both nodes of the pair; not for use by hand).")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--pair", metavar="A,B")
+    which.add_argument("--group", metavar="A,B,C,...", help="the nodes of one group test (collectives only)")
     which.add_argument("--pairs", metavar="'A,B C,D ...'", help="every pair of the round: this node's is found "
                        "from its name (NODEQC_NODE, SLURMD_NODENAME, the host name); its ports from the pair's place")
-    p.add_argument("--index", type=int, choices=(0, 1), help="which end this is (default: from the host name)")
+    p.add_argument("--index", type=int, help="which end this is, from 0 (default: from the host name)")
     p.add_argument("--tests", default="tcp", metavar="tcp,rdma,nccl,allgather,alltoall,lat")
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--streams", type=int, default=4)
     p.add_argument("--port", type=int, default=5201)
-    p.add_argument("--address", metavar="ADDR_A,ADDR_B", help="where each end is reached for data traffic "
+    p.add_argument("--address", metavar="ADDR_A,ADDR_B,...", help="where each end is reached for data traffic "
                    "(default: the node names)")
     p.add_argument("--addresses", metavar="'NODE=ADDR ...'", help="with --pairs: where nodes are reached for "
                    "data traffic (default: their names)")
@@ -423,17 +429,25 @@ def main(argv: list[str]) -> int:
     if args.pairs:
         pair, args.port, addresses = pair_in_plan(args.pairs, args.addresses, args.port)
         args.pair, args.address = ",".join(pair), ",".join(addresses)
-    pair = tuple(args.pair.split(","))
-    if len(pair) != 2 or not all(pair) or pair[0] == pair[1]:
-        raise UsageError(f"--pair {args.pair}: expected two different node names, A,B")
+    if args.group is not None:
+        pair = tuple(args.group.split(","))
+        if len(pair) < 2 or len(pair) > MAX_GROUP or not all(pair) or len(set(pair)) != len(pair):
+            raise UsageError(f"--group {args.group[:200]}: expected 2 to {MAX_GROUP} different node names, A,B,C,...")
+    else:
+        pair = tuple(args.pair.split(","))
+        if len(pair) != 2 or not all(pair) or pair[0] == pair[1]:
+            raise UsageError(f"--pair {args.pair}: expected two different node names, A,B")
     tests = [t for t in args.tests.split(",") if t]
     unknown = [t for t in tests if t not in ("tcp", "rdma", "lat", *COLLECTIVES)]
     if unknown or not tests:
         raise UsageError(f"--tests {args.tests}: expected some of tcp, rdma, nccl, allgather, alltoall (NCCL's "
                          "all-reduce, all-gather, all-to-all) and lat (ib_write_lat's latency tail)")
+    if args.group is not None and not set(tests) <= set(COLLECTIVES):
+        raise UsageError(f"--tests {args.tests}: a group test runs NCCL's collectives only "
+                         f"({', '.join(COLLECTIVES)}); tcp, rdma and lat are pair tests")
     addresses = tuple(args.address.split(",")) if args.address else pair
-    if len(addresses) != 2:
-        raise UsageError(f"--address {args.address}: expected two addresses, ADDR_A,ADDR_B")
+    if len(addresses) != len(pair):
+        raise UsageError(f"--address {args.address[:200]}: expected {len(pair)} addresses, one an end")
     job = Job(pair, which_end(pair, args.index), tests, args.seconds, args.streams, args.port,  # type: ignore[arg-type]
               addresses, args.use_cuda, args.nccl_bytes)  # type: ignore[arg-type]
     # One write of the whole line: both ends of a pair often share one output (a Slurm step's, a
