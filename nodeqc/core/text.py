@@ -96,3 +96,8 @@ def table(headers: list[str], rows: list[list[Any]], caps: list[int], right: fro
         parts[-1] = r[-1].rjust(widths[-1]) if len(headers) - 1 in right else r[-1]
         out.append("  ".join(parts))
     return out
+
+
+def few(names: list[str], most: int = 4) -> str:
+    """The first `most` names, and how many more: a list said in one line however long it is."""
+    return ", ".join(names[:most]) + (f" +{len(names) - most} more" if len(names) > most else "")

@@ -14,6 +14,7 @@ import shlex
 import signal
 import sys
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from nodeqc.core.errors import UsageError
 from nodeqc.core.names import check_host, check_name, check_nodelist
 from nodeqc.core.safefile import NotAFile, read_bounded
 from nodeqc.core.stamps import current_user, utc_now
+from nodeqc.core.text import few
 from nodeqc.fabric import pairing
+from nodeqc.fabric.nccl_group import COLLECTIVES
 from nodeqc.fabric.worker import NCCL_PORT_OFFSET, PORTS_PER_PAIR
 
 TESTS = ("tcp", "rdma", "nccl", "allgather", "alltoall", "lat")
@@ -88,6 +91,10 @@ def _parser() -> Parser:
                    f"the next for NCCL (default ${PORT_ENV}, else {DEFAULT_PORT})")
     p.add_argument("--nccl-bytes", type=int, metavar="BYTES", help="each GPU's buffer in the NCCL tests: what it "
                    "all-reduces, gathers in all, sends in all to the others (default 1 GiB: bandwidth-bound)")
+    p.add_argument("--group-size", metavar="K|auto", help="run the collectives of --tests (nccl, allgather, "
+                   "alltoall) across groups of K nodes at once instead of pairs, after the pair rounds; a failing "
+                   "group is split in halves and each suspect confirmed against a known-good partner (NVIDIA's "
+                   "ADR-055; nodeqc/fabric/groups.py); auto: about the square root of the node count")
     p.add_argument("--rounds", type=int, help="rounds of pairs (default: as many as --confidence needs)")
     p.add_argument("--adaptive", action="store_true", help="one round pairing every node, then only the suspects, "
                    "each against known-good partners until two agree (fewer tests and rounds; nodeqc/fabric/adaptive.py)")
@@ -224,6 +231,17 @@ def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
                          f"(each pair of a round takes {PORTS_PER_PAIR} ports from it, and NCCL {NCCL_PORT_OFFSET} above)")
     if args.nccl_bytes is not None and args.nccl_bytes < 4:
         raise UsageError(f"--nccl-bytes {args.nccl_bytes}: expected at least 4 (one float32 per GPU)")
+    if args.group_size is not None:
+        from nodeqc.fabric.groups import auto_size
+
+        given = args.group_size
+        args.group_size = auto_size(len(nodes)) if given == "auto" else int(given) if given.isdigit() else 0
+        if not 3 <= args.group_size <= len(nodes):
+            raise UsageError(f"--group-size {given}: expected 3 to the node count ({len(nodes)}), or auto (two is "
+                             "a pair: without --group-size the collectives run in the pair rounds)")
+        if not any(t in COLLECTIVES for t in tests):
+            raise UsageError(f"--group-size: --tests {args.tests} has no collective to run in groups "
+                             f"({', '.join(COLLECTIVES)})")
     if args.drain and args.slurm is None:
         raise UsageError("--drain drains Slurm nodes: it needs --slurm")
     if args.image and args.k8s is None:
@@ -259,12 +277,18 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         topology = cluster.topology
     elif topology is not None:
         topology = topology.restrict(nodes, args.topology)
+    grouped = [t for t in tests if t in COLLECTIVES] if args.group_size else []
     if cluster is not None:
         simulated = ["rdma", "lat"] if cluster.rails else ["tcp"]
-        if args.tests != "tcp,rdma" and not set(tests) <= set(simulated):
+        if args.tests != "tcp,rdma" and not set(tests) <= set(simulated + grouped):
             raise UsageError(f"--tests {args.tests}: the simulated cluster runs {','.join(simulated)} "
-                             f"({'RDMA and its latency per rail; --rails 0 for TCP' if cluster.rails else 'TCP: no rails'})")
-        tests = [t for t in simulated if args.tests == "tcp,rdma" or t in tests]
+                             f"({'RDMA and its latency per rail; --rails 0 for TCP' if cluster.rails else 'TCP: no rails'})"
+                             ", and the collectives in groups (--group-size)")
+        tests = [t for t in simulated if args.tests == "tcp,rdma" or t in tests] + grouped
+    if grouped and not launcher.groups:
+        raise UsageError(f"--group-size: the {launcher.name} launcher runs pairs only; group tests run through "
+                         "--slurm or --hosts")
+    pair_tests = [t for t in tests if t not in grouped]
     profile = load_profile(args.profile)
     frac = profile.threshold("nic", "min_rdma_fraction")
     tfrac = profile.threshold("nic", "min_tcp_fraction")
@@ -305,8 +329,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         reason += f"; within and across {leaves} leaves ({topology.source})"
     else:
         schedule = pairing.schedule(nodes, rounds_n, seed)
+    if not pair_tests:  # every test a collective, run in groups: no pair round
+        schedule, rounds_n, reason = [], 0, "no pair test: the collectives run in groups"
     reached = pairing.confidence_reached(pairing.distinct_peers(schedule), args.bad_fraction)
-    if not args.rounds and not args.adaptive and topology is None and reached < args.confidence:
+    if pair_tests and not args.rounds and not args.adaptive and topology is None and reached < args.confidence:
         # Too few nodes for the target: say so, not "the fewest for 0.999" beside a lower figure.
         distinct = pairing.distinct_rounds(len(nodes))
         reason = (f"{args.confidence:g} confidence is out of reach: only {distinct} distinct "
@@ -323,7 +349,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     if launcher.name == "kubernetes":
         # kubectl, the cluster, the nodes, the right to create Jobs; the GPUs a pod asks for (NCCL)
         launcher.preflight(nodes, addresses, profile.get("gpu", "count"))
-    work = Work(tests=tests, seconds=seconds, floors=floors, streams=int(profile.get("nic", "streams", 4)),
+    work = Work(tests=pair_tests, seconds=seconds, floors=floors, streams=int(profile.get("nic", "streams", 4)),
                 use_cuda=args.use_cuda, nodeqc=shlex.split(args.nodeqc), addresses=addresses, nccl_bytes=args.nccl_bytes,
                 port_base=args.port)
 
@@ -336,12 +362,15 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                     "started_at": utc_now(), "simulated": cluster is not None,
                     "fabric": {"nodes": nodes, "rounds": rounds_n, "seed": seed, "tests": tests}})
     say(f"nodeqc fabric: {len(nodes)} nodes, "
-        + (f"adaptive rounds (seed {seed}; {reason})" if args.adaptive else
-           f"{rounds_n} rounds (seed {seed}; {reason}; confidence reached {reached:.4g})")
-        + f", tests {','.join(tests)}, launcher {launcher.name}"
+        + (f"adaptive rounds (seed {seed}; {reason})" if args.adaptive and pair_tests else
+           f"{rounds_n} rounds (seed {seed}; {reason}; confidence reached {reached:.4g})" if pair_tests else
+           f"no pair rounds (seed {seed}; {reason})")
+        + f", tests {','.join(pair_tests) or 'none in pairs'}, launcher {launcher.name}"
+        + (f"; then {','.join(grouped)} in groups of {args.group_size}" if grouped else "")
         + ("  ** SIMULATED **" if cluster is not None else ""))
     started_at, t0 = utc_now(), time.monotonic()
     results: list[Any] = []
+    groups = None
     aborted = {"flag": False}
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -362,12 +391,12 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         errors = [f"{r.a}-{r.b}" for r in done if r.error is not None]
         say(f"[{time.monotonic() - t0:8.1f}s] round {rnd.number}/{'..' if args.adaptive else rounds_n}: {len(done)} pairs"
             + (f", {rnd.sitting_out} sat out" if rnd.sitting_out else "")
-            + (f"; failed: {_short(failed)}" if failed else "") + (f"; not tested: {_short(errors)}" if errors else ""))
+            + (f"; failed: {few(failed, 6)}" if failed else "") + (f"; not tested: {few(errors, 6)}" if errors else ""))
         return done
 
     saved = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        if args.adaptive:
+        if args.adaptive and pair_tests:
             from nodeqc.fabric.adaptive import isolate
 
             played: list[Any] = []
@@ -387,6 +416,9 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                     play(rnd)
                 except _Stopped:
                     break
+        if grouped:
+            groups = _groups(args, nodes, seed, topology, launcher, replace(work, tests=grouped, group=True),
+                             len(schedule), journal, t0, aborted)
     finally:
         for s, h in saved.items():
             signal.signal(s, h)
@@ -396,13 +428,14 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
     covered = coverage(nodes, list(cluster.rails) if cluster is not None else scores.rails, results, topology)
 
-    identities = {n: i for r in results for n, i in r.identities.items()}
+    identities = {n: i for r in [*results, *(groups.results if groups else [])] for n, i in r.identities.items()}
     settings = {"seed": seed, "tests": tests, "seconds": seconds, "confidence": args.confidence,
+                **({"group_size": args.group_size, "group_tests": grouped} if grouped else {}),
                 "bad_fraction": args.bad_fraction, "rounds_reason": reason,
                 "confidence_reached": None if args.adaptive else round(reached, 6),  # adaptive: another math
                 "floors": floors.to_dict()}
     simulation = ({"nodes": len(cluster.nodes), "rails": len(cluster.rails), "faults": list(args.inject),
-                   "planted": cluster.outcomes(scores, covered)}
+                   "planted": cluster.outcomes(scores, covered, groups)}
                   if cluster is not None else None)
     predicate = build_predicate(
         name=name, launcher=launcher.name, scores=scores, rounds=schedule,
@@ -410,7 +443,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         simulated=cluster is not None, simulation=simulation, status="aborted" if aborted["flag"] else "complete",
         started_at=started_at, finished_at=utc_now(), duration_s=time.monotonic() - t0,
         operator=args.operator or current_user(), ticket=args.ticket, signer=signer, command=["nodeqc", "fabric", *argv],
-        covered=covered, topology=topology)
+        covered=covered, topology=topology, groups=groups, pair_tests=bool(pair_tests))
     journal.append({"type": "run_finished", "verdict": predicate["verdict"], "status": predicate["status"]})
     journal.close()
     predicate["journal"] = {"file": journal.path.name, "sha256": hashlib.sha256(journal.path.read_bytes()).hexdigest()}
@@ -419,11 +452,29 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     _summary(predicate)
     for planted in (simulation or {}).get("planted", []):
         say(f"  simulated fault {planted['fault']}: {planted['outcome']}: {planted['why']}")
-    if args.drain and scores.failed:
+    if args.drain and (scores.failed or (groups is not None and groups.failed)):
         _drain(predicate, str(path))
     say(f"report: {path}")
     print(path, flush=True)
     return exit_code(predicate)
+
+
+def _groups(args: argparse.Namespace, nodes: list[str], seed: int, topology: Any, launcher: Any, work: Any,
+            after: int, journal: Any, t0: float, aborted: dict[str, bool]) -> Any:
+    """The group tests (nodeqc.fabric.groups), their rounds numbered after the pair rounds."""
+    from nodeqc.fabric.groups import isolate
+
+    def run_groups(number: int, units: list[tuple[str, ...]]) -> list[Any]:
+        done = launcher.run_groups(after + number, units, work)
+        journal.append({"type": "fabric_group_round", "round": after + number,
+                        "groups": [{"nodes": list(r.nodes), "outcome": r.outcome, "failed": r.failed(),
+                                    **({"error": r.error} if r.error else {})} for r in done]})
+        failed = ["-".join(r.nodes) for r in done if r.outcome != "pass"]
+        say(f"[{time.monotonic() - t0:8.1f}s] group round {number}: {len(done)} group tests of "
+            f"{'/'.join(sorted({str(len(u)) for u in units}))} nodes" + (f"; not passed: {few(failed, 4)}" if failed else ""))
+        return done
+
+    return isolate(nodes, args.group_size, run_groups, seed, topology, stopped=lambda: aborted["flag"])
 
 
 class _Stopped(Exception):
@@ -450,14 +501,11 @@ def _drain(predicate: dict[str, Any], report: str) -> None:
     nodes = {n["name"] for n in predicate["nodes"]}
     failures: dict[str, str] = {}
     for c in predicate["checks"]:
-        if c["name"] in ("fabric.node", "fabric.tail") and c["verdict"] == "fail" and c["subject"] in nodes:
+        if c["name"] in ("fabric.node", "fabric.tail", "fabric.group") and c["verdict"] == "fail" and c["subject"] in nodes:
             failures.setdefault(c["subject"], f"{c['code']} {c['message'][:80]}")
     for d in drain(failures, report):
         say(f"nodeqc fabric: {d.node}: {d.action}: {d.detail}")
 
-
-def _short(items: list[str], most: int = 6) -> str:
-    return ", ".join(items[:most]) + (f" +{len(items) - most} more" if len(items) > most else "")
 
 
 def _out_dir(args: argparse.Namespace, name: str) -> Path:

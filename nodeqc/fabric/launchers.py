@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from nodeqc.core.names import substitute
+from nodeqc.core.text import few
 from nodeqc.fabric import nccl_group
 from nodeqc.fabric.lines import RATE_SLACK, Refused, bind, excerpt, line_problem, scan
 from nodeqc.fabric.pairing import Round
@@ -110,8 +111,13 @@ class SimulatedLauncher(Launcher):
     def __init__(self, cluster: SimulatedCluster):
         self.cluster = cluster
 
+    groups = True
+
     def run_round(self, rnd: Round, work: Work) -> list[PairResult]:
         return [self.cluster.run_pair(rnd.number, a, b, work.floors, work.tests) for a, b in rnd.pairs]
+
+    def run_groups(self, number: int, groups: list[tuple[str, ...]], work: Work) -> list[GroupResult]:
+        return [self.cluster.run_group(number, g, work.floors, work.tests) for g in groups]
 
 
 class ProcessLauncher(Launcher):
@@ -332,7 +338,7 @@ def merge_group(round_no: int, nodes: tuple[str, ...], outputs: list[dict[str, A
                            refused=[r.to_dict() for r in refused])
     if set(ends) != set(nodes):
         missing = [n for n in nodes if n not in ends]
-        return GroupResult(round_no, nodes, error=f"{_few(missing)}: worker gave no result: "
+        return GroupResult(round_no, nodes, error=f"{few(missing)}: worker gave no result: "
                                                   f"{'; '.join(errors)[:1500] or 'no output'}")
     out, latencies = [], []
     for rail in nccl_group.COLLECTIVES:
@@ -350,9 +356,6 @@ def merge_group(round_no: int, nodes: tuple[str, ...], outputs: list[dict[str, A
     return GroupResult(round_no, nodes, out, identities={n: o.get("identity") or {"hostname": n} for n, o in ends.items()},
                        latencies=latencies)
 
-
-def _few(names: list[str], most: int = 4) -> str:
-    return ", ".join(names[:most]) + (f" +{len(names) - most} more" if len(names) > most else "")
 
 
 def latency(f: dict[str, Any], floors: Floors) -> Latency:

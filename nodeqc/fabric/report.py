@@ -22,6 +22,9 @@ from typing import Any
 from nodeqc import __version__
 from nodeqc.core.model import CheckResult, Value, Verdict, check_label
 from nodeqc.fabric.coverage import Coverage, coverage
+from nodeqc.fabric.groups import GroupScores
+from nodeqc.fabric.groups import row as group_row
+from nodeqc.fabric.groups import rows as group_rows
 from nodeqc.fabric.nccl_group import COLLECTIVES
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult, Scores
@@ -237,6 +240,54 @@ def tail_checks(tails: Tails | None) -> list[CheckResult]:
     return out
 
 
+def group_checks(groups: GroupScores, pair_tests: bool) -> list[CheckResult]:
+    """The group tests' verdicts (nodeqc.fabric.groups): each finding; each node not judged; where no
+    pair test ran, each node's verdict from its groups (fabric.node), else one line for the passes."""
+    out: list[CheckResult] = []
+    tests = groups.results
+    values = {"group_size": Value(groups.size), "tests": Value(len(tests)), "rounds": Value(len(groups.rounds))}
+    for f in groups.findings:
+        code = {"node": "FABRIC_GROUP_NODE", "together": "FABRIC_GROUP_TOGETHER", "fabric": "FABRIC_GROUP_WIDE"}[f.kind]
+        subject = f.nodes[0] if f.kind == "node" else "fabric" if f.kind == "fabric" else "-".join(f.nodes)
+        evidence = {"test": group_row(groups, f.unit)} if f.unit is not None else {}
+        out.append(CheckResult("fabric.group", subject, Verdict.FAIL, f.why, code, values, [], evidence))
+    judged = {n for f in groups.findings if f.kind == "node" for n in f.nodes}
+    for node, why in sorted(groups.not_judged.items()):
+        if node not in judged:
+            out.append(CheckResult("fabric.group" if pair_tests else "fabric.node", node, Verdict.ERROR,
+                                   f"not judged by the group tests: {why}", "FABRIC_GROUP_NOT_JUDGED", values))
+    skipped = sorted({m.skipped for r in tests for m in r.measurements if m.skipped})
+    if skipped:
+        out.append(CheckResult("fabric.group", "fabric", Verdict.SKIP, f"not measured: {'; '.join(skipped)[:500]}",
+                               "CUDA_UNAVAILABLE" if any("CuPy" in w or "GPU" in w for w in skipped) else
+                               "FABRIC_NOT_MEASURED"))
+    passed = [r for r in tests if r.outcome == "pass"]
+    if not pair_tests:
+        # With no pair round, the groups are all that crossed the paths between nodes.
+        total, listed = groups.apart(8)
+        if total:
+            how = ("each all-to-all crossed the path between every two nodes of its group" if any(
+                m.rail == "alltoall" for r in tests for m in r.measurements) else "an all-reduce or all-gather "
+                "crosses only the paths NCCL's rings and trees take: add alltoall to cross every pair of a group")
+            shown = ", ".join(f"{a}-{b}" for a, b in listed) + (f" +{total - len(listed)} more" if total > len(listed) else "")
+            out.append(CheckResult("fabric.coverage", "pairs", Verdict.SKIP, f"{total} node pairs were never in one "
+                                   f"group test ({shown}): a fault on a path only such a pair takes would go unseen; "
+                                   f"{how}", "FABRIC_UNTESTED", {"untested_pairs": Value(total)}))
+        for node in groups.nodes:
+            verdict = groups.node_verdict(node)
+            if verdict == "pass" and node not in groups.not_judged:
+                mine = [r for r in tests if node in r.nodes]
+                ok = sum(r.outcome == "pass" for r in mine)
+                out.append(CheckResult("fabric.node", node, Verdict.PASS, f"{ok} of its {len(mine)} group tests "
+                                       "passed; any failure it was in is explained by another node or path", None,
+                                       {"tests": Value(len(mine)), "passed": Value(ok)}))
+    elif passed:
+        out.append(CheckResult("fabric.group", "groups", Verdict.PASS, f"{len(passed)} of {len(tests)} group tests "
+                               f"passed (groups of {groups.size} or {groups.size - 1}, {len(groups.rounds)} rounds)",
+                               None, values))
+    return out
+
+
 def coverage_checks(cov: Coverage) -> list[CheckResult]:
     """`fabric.coverage`: the node pairs never tested (SKIP: a stated gap), and each rail or switch
     uplink no test crossed (ERROR: nothing judged it); nodeqc.fabric.coverage says why they differ."""
@@ -304,9 +355,12 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
                     simulated: bool, simulation: dict[str, Any] | None, status: str, started_at: str,
                     finished_at: str, duration_s: float, operator: str | None, ticket: str | None,
                     signer: Signer, command: list[str], covered: Coverage | None = None,
-                    topology: Topology | None = None) -> dict[str, Any]:
+                    topology: Topology | None = None, groups: GroupScores | None = None,
+                    pair_tests: bool = True) -> dict[str, Any]:
     covered = covered or coverage(scores.nodes, scores.rails, results, topology)
-    checks = fabric_checks(scores, results) + coverage_checks(covered)
+    checks = fabric_checks(scores, results) + coverage_checks(covered) if pair_tests else []
+    if groups is not None:
+        checks += group_checks(groups, pair_tests)
     counts = {v.value: sum(1 for c in checks if c.verdict is v) for v in Verdict}
     failed = [check_label(c.name, c.subject) for c in checks if c.verdict.blocks_qualification]
     verdict = "FAIL" if failed or status == "aborted" else "PASS"
@@ -329,12 +383,18 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
                            **({"stragglers": sorted(scores.tails.stragglers)} if scores.tails is not None else {}),
                            "inconclusive": sorted(scores.inconclusive),
                            **({"uplinks": sorted({u.switch for u in scores.bad_uplinks})} if topology else {})},
-                   "coverage": covered.to_dict(),
+                   "coverage": covered.to_dict() if pair_tests else None,
+                   **({"groups": {"size": groups.size, "rounds": len(groups.rounds),
+                                  "bad_nodes": groups.bad_nodes,
+                                  "together": [list(f.nodes) for f in groups.findings if f.kind == "together"],
+                                  "fabric_wide": any(f.kind == "fabric" for f in groups.findings),
+                                  "not_judged": sorted(groups.not_judged)}} if groups is not None else {}),
                    **({"topology": topology.to_dict()} if topology is not None else {})},
-        "nodes": [{"name": n, "verdict": scores.node_verdict(n), "identity": identities.get(n, {"hostname": n})}
-                  for n in scores.nodes],
+        "nodes": [{"name": n, "verdict": _node_verdict(n, scores, groups, pair_tests),
+                   "identity": identities.get(n, {"hostname": n})} for n in scores.nodes],
         "checks": [c.to_dict() for c in checks],
         "pairs": pair_rows(results),
+        **({"groups": group_rows(groups)} if groups is not None else {}),
         "summary": {"counts": counts, "failed": failed},
         "tool": {"name": "nodeqc", "version": __version__, "python": platform.python_version(), "command": command},
         "started_at": started_at,
@@ -345,6 +405,14 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
         "signer": {"keyid": signer.keyid},
         "partial": False,
     }
+
+
+def _node_verdict(node: str, scores: Scores, groups: GroupScores | None, pair_tests: bool) -> str:
+    """The node's verdict over the pair tests and the group tests: the worse of the two."""
+    said = [scores.node_verdict(node)] if pair_tests else []
+    if groups is not None:
+        said.append(groups.node_verdict(node))
+    return next((v for v in ("fail", "error", "pass", "skip") if v in said), "error")
 
 
 def exit_code(predicate: dict[str, Any]) -> int:

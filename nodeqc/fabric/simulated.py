@@ -7,6 +7,10 @@ Faults (`--inject`, repeatable; F is the fraction of the healthy bandwidth left,
     nodeN:down            the node answers no test (its tools fail to connect)
     nodeN:straggler       the node stalls now and then: its bandwidth and median latency stay
                           normal, its 99th percentile latency is high (nodeqc.fabric.tails)
+    nodeN:nccl=F          NCCL's collectives through the node at F of healthy, its NICs healthy (its
+                          GPUs, NVLink or PCIe path: what a job loads and ib_write_bw does not);
+                          seen by group tests (--group-size) only
+    nodeN:nccl:wrong      one wrong element in every collective result on the node's ranks
     nodeN:railR=F         one rail of one node (a NIC, cable or transceiver)
     nodeN:railR:down      that rail's link is down
     railR=F | railR:down  one rail across the fabric (its leaf switches, a fabric setting)
@@ -32,13 +36,19 @@ import hashlib
 import random
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nodeqc.core.errors import UsageError
+from nodeqc.core.text import few
 from nodeqc.fabric.coverage import Coverage
-from nodeqc.fabric.scoring import Floors, Measurement, PairResult, Scores
+from nodeqc.fabric.nccl_group import BUFFER_BYTES, COLLECTIVES, wrong_result
+from nodeqc.fabric.scoring import Floors, GroupResult, Measurement, PairResult, Scores, alltoall_bus_factor
 from nodeqc.fabric.tails import LAT_P50_US as LAT_P50_FLOOR_US
-from nodeqc.fabric.tails import Latency, lat_floor
+from nodeqc.fabric.tails import Latency, lat_floor, nccl_step_floor
 from nodeqc.fabric.topology import Topology
+
+if TYPE_CHECKING:
+    from nodeqc.fabric.groups import GroupScores
 
 PORT_RATE_GBIT = 400.0  # NDR InfiniBand
 TCP_LINK_GBIT = 100.0
@@ -49,14 +59,20 @@ LAT_P50_US = 2.0  # estimates (see above)
 LAT_TAIL_US = 0.6
 LAT_P999_US = 4.0
 STRAGGLER_P99_US = 60.0
+# Group tests: NVIDIA's two-node H100 nccl-tests figures at 16 GB (cluster readiness engine, ADR-055;
+# shared/REFERENCE.md), GB/s bus bandwidth; 8 GPUs a node (an HGX). A straggler's 99th percentile
+# step: a stall of 12 ms, above cluster-health-scanner's 8 ms (nodeqc.fabric.tails), an estimate.
+HEALTHY_BUSBW = {"nccl": 487.9, "allgather": 338.6, "alltoall": 79.1}
+GROUP_GPUS = 8
+STRAGGLER_STALL_MS = 12.0
 
 _FRACTION = r"(0(?:\.\d+)?|1(?:\.0+)?|0?\.\d+)"
 _FAULT = re.compile(
-    rf"^(?:node(?P<node>\d+):(?:slow=(?P<slow>{_FRACTION})|(?P<down>down)|(?P<straggler>straggler)|rail(?P<nrail>\d+)(?:=(?P<nrf>{_FRACTION})|:(?P<nrdown>down))))$"
+    rf"^(?:node(?P<node>\d+):(?:slow=(?P<slow>{_FRACTION})|(?P<down>down)|(?P<straggler>straggler)|nccl(?:=(?P<nccl>{_FRACTION})|:(?P<wrong>wrong))|rail(?P<nrail>\d+)(?:=(?P<nrf>{_FRACTION})|:(?P<nrdown>down))))$"
     rf"|^(?:rail(?P<rail>\d+)(?:=(?P<rf>{_FRACTION})|:(?P<rdown>down)))$"
     rf"|^(?:link:node(?P<la>\d+)-node(?P<lb>\d+)(?:=(?P<lf>{_FRACTION})|:(?P<ldown>down)))$"
     rf"|^(?:(?P<lvl>leaf|spine):(?P<sw>[A-Za-z0-9._-]{{1,253}}?)(?::slow=(?P<uf>{_FRACTION})|:(?P<udown>down)))$")
-VOCABULARY = "nodeN:slow=F, nodeN:down, nodeN:straggler, nodeN:railR=F, nodeN:railR:down, railR=F, railR:down, " \
+VOCABULARY = "nodeN:slow=F, nodeN:down, nodeN:straggler, nodeN:nccl=F, nodeN:nccl:wrong, nodeN:railR=F, nodeN:railR:down, railR=F, railR:down, " \
              "link:nodeA-nodeB=F, link:nodeA-nodeB:down, leaf:NAME:slow=F, leaf:NAME:down, spine:NAME:slow=F, " \
              "spine:NAME:down (F: the fraction of bandwidth left, 0 < F < 1)"
 
@@ -69,6 +85,7 @@ class Faults:
     link: dict[tuple[str, str], float] = field(default_factory=dict)
     uplink: dict[str, float] = field(default_factory=dict)  # switch -> its uplink's share left
     straggler: set[str] = field(default_factory=set)  # nodes slow only at the latency tail
+    nccl: dict[str, float] = field(default_factory=dict)  # node -> its collectives' share left (0.0: wrong results)
 
 
 @dataclass
@@ -132,7 +149,10 @@ class SimulatedCluster:
 
         if g["node"] is not None:
             n = node(g["node"])
-            if g["straggler"]:
+            if g["nccl"] is not None or g["wrong"]:
+                self.faults.nccl[n] = 0.0 if g["wrong"] else fraction(g["nccl"])
+                self.injected.append((text, "nccl", (n,)))
+            elif g["straggler"]:
                 if not self.rails:
                     raise UsageError(f"--inject {text}: a straggler shows in ib_write_lat's tail, on RDMA rails: "
                                      "not with --rails 0")
@@ -153,7 +173,7 @@ class SimulatedCluster:
             if sw not in known:
                 raise UsageError(f"--inject {text}: no {g['lvl']} {sw} in the topology "
                                  f"({'leaves' if g['lvl'] == 'leaf' else 'spines'}: "
-                                 f"{_few(known, 8) or 'none: give --leaves K [--spines S] or --topology FILE'})")
+                                 f"{few(known, 8) or 'none: give --leaves K [--spines S] or --topology FILE'})")
             if self.topology is not None and self.topology.below(sw) >= set(self.nodes):
                 raise UsageError(f"--inject {text}: {g['lvl']} {sw} is above every node: no pair test can cross its uplink")
             self.faults.uplink[sw] = fraction(g["uf"])
@@ -207,6 +227,59 @@ class SimulatedCluster:
         lat = [self._latency(round_no, a, b, rail, floors) for rail in self.rails] if tests is None or "lat" in tests else []
         return PairResult(round_no, a, b, out, latencies=lat)
 
+    def run_group(self, round_no: int, nodes: tuple[str, ...], floors: Floors, tests: list[str]) -> GroupResult:
+        """A group test (nodeqc.fabric.groups): each collective in `tests` across every GPU of the
+        group's nodes (GROUP_GPUS each). Healthy: NVIDIA's two-node H100 figures (HEALTHY_BUSBW), the
+        all-to-all's scaled to the node count (scoring.alltoall_bus_factor), each at the share the
+        group's worst path leaves (a node, a link between two of its nodes, an uplink any two cross,
+        a rail: NCCL stripes every rail, so the slowest holds every step). An estimate, not a
+        measurement: no multi-node NCCL has run on real nodes here."""
+        k, out, latencies = len(nodes), [], []
+        factor = self._group_factor(nodes)
+        down = [n for n in nodes if self.faults.node.get(n) == 0.0]
+        for test in tests:
+            op = COLLECTIVES[test]
+            floor = floors.busbw(test, k, GROUP_GPUS)
+            if down:
+                out.append(Measurement(test, "both", None, "GB/s", floor, error=f"{few(down)} did not come to the "
+                                       "NCCL rendezvous (simulated node down)"))
+                continue
+            if factor == 0.0:
+                out.append(Measurement(test, "both", None, "GB/s", floor, error="rank 0: NCCL error: remote process "
+                                       "exited or there was a network error (simulated link down)"))
+                continue
+            wrong = [n for n in nodes if self.faults.nccl.get(n) == 0.0]
+            if wrong:
+                rank = nodes.index(wrong[0]) * GROUP_GPUS
+                out.append(Measurement(test, "both", None, "GB/s", floor, error=f"{wrong[0]}: rank {rank}: "
+                                       f"{wrong_result(op)}: 1 of 33554432 elements wrong (simulated)"))
+                continue
+            scale = alltoall_bus_factor(k, GROUP_GPUS) / alltoall_bus_factor(2, GROUP_GPUS) if test == "alltoall" else 1
+            busbw = HEALTHY_BUSBW[test] * scale * factor * self._noise(round_no, nodes, test)
+            out.append(Measurement(test, "both", round(busbw, 3), "GB/s", floor))
+            # One step: each GPU's 1 GiB at algbw = busbw / the collective's bus factor.
+            bus = (2 if op == "all_reduce" else 1) * (k * GROUP_GPUS - 1) / (k * GROUP_GPUS)
+            p50 = BUFFER_BYTES / (busbw / bus * 1e9) * 1e3
+            p99 = p50 * (1 + 4 * NOISE) + (STRAGGLER_STALL_MS if any(n in self.faults.straggler for n in nodes) else 0)
+            latencies.append(Latency(test, round(p50, 3), round(p99, 3), "ms", nccl_step_floor(round(p50, 3))))
+        return GroupResult(round_no, tuple(nodes), out, latencies=latencies)
+
+    def _group_factor(self, nodes: tuple[str, ...]) -> float:
+        members = set(nodes)
+        f = min([1.0, *(self.faults.node.get(n, 1.0) for n in nodes),
+                 *(x for n, x in self.faults.nccl.items() if n in members and x > 0),
+                 *(x for (a, b), x in self.faults.link.items() if a in members and b in members)])
+        if self.faults.uplink and self.topology is not None:
+            leaves = {}
+            for n in nodes:
+                leaves.setdefault(self.topology.leaf_of.get(n), n)
+            ends = list(leaves.values())
+            f = min([f, *(self.faults.uplink.get(sw, 1.0) for i, a in enumerate(ends) for b in ends[i + 1:]
+                          for sw in self.topology.crossed(a, b))])
+        for rail in self.rails:
+            f = min([f, self.faults.rail.get(rail, 1.0), *(self.faults.port.get((n, rail), 1.0) for n in nodes)])
+        return f
+
     def _latency(self, round_no: int, a: str, b: str, rail: str, floors: Floors) -> Latency:
         floor = lat_floor(floors.lat_p99_us)
         if self._factor(a, b, rail) == 0.0:
@@ -218,7 +291,7 @@ class SimulatedCluster:
             p99 = STRAGGLER_P99_US * self._noise(round_no, a, b, rail, "stall")
         return Latency(rail, p50, round(p99, 3), "us", floor, LAT_P50_FLOOR_US, p999=round(max(p99, LAT_P999_US), 3))
 
-    def outcomes(self, scores: Scores, covered: Coverage) -> list[dict[str, str]]:
+    def outcomes(self, scores: Scores, covered: Coverage, groups: "GroupScores | None" = None) -> list[dict[str, str]]:
         """Each planted fault: `found` (named as planted, or masked by a fault that was: a port on
         a bad rail or of a bad node), `untested` (no test crossed it: the report lists it so),
         `inconclusive` (a node it touches could not be judged: exit 2), `blamed elsewhere` (the run
@@ -226,9 +299,14 @@ class SimulatedCluster:
         `missed` (none of these: a silent pass, which tests/test_fabric_coverage.py holds never
         happens)."""
         bad_links = {(a, b) for a, b, _ in scores.bad_links}
+        grouped = set(groups.bad_nodes) if groups is not None else set()
+        together = [set(f.nodes) for f in groups.findings if f.kind != "node"] if groups is not None else []
         out = []
         for text, kind, where in self.injected:
-            if kind == "straggler":
+            if kind == "nccl":  # seen by group tests only: a pair test loads the NICs, not the GPUs' path
+                found = where[0] in grouped
+                untested = groups is None or not any(where[0] in r.nodes for r in groups.results)
+            elif kind == "straggler":
                 found = scores.tails is not None and where[0] in scores.tails.stragglers
                 untested = not any(where[0] in (t.a, t.b) for t in (scores.tails.judged if scores.tails else []))
             elif kind == "node":
@@ -247,12 +325,16 @@ class SimulatedCluster:
                             for u in scores.bad_uplinks)
                 untested = all((where[0], rl) in covered.untested_uplinks for rl in covered.rails)
             else:
-                found, untested = where in bad_links, not covered.pair_tested(*where)
-            touched = (where if kind == "link" else where[:1] if kind in ("node", "port", "straggler")
+                found = where in bad_links or any(set(where) <= t for t in together)
+                untested = not covered.pair_tested(*where) and not (groups is not None and groups.together(*where))
+            touched = (where if kind == "link" else where[:1] if kind in ("node", "port", "straggler", "nccl")
                        else tuple(sorted(self.topology.below(where[0]))) if kind == "uplink" and self.topology
                        else tuple(self.nodes))
-            unjudged = [n for n in touched if n in scores.inconclusive]
-            blamed = [n for n in touched if scores.node_verdict(n) == "fail"]
+            if kind in ("node", "port", "straggler") and not found and where[0] in grouped:
+                found = True  # the group tests named the node
+            unjudged = [n for n in touched if n in scores.inconclusive or (groups is not None and n in groups.not_judged)]
+            blamed = [n for n in touched if scores.node_verdict(n) == "fail"] + [
+                "-".join(sorted(t)) for t in together if set(touched) & t]
             state = ("found" if found else "untested" if untested else "inconclusive" if unjudged
                      else "blamed elsewhere" if blamed else "missed")
             if kind == "link" and state == "untested":
@@ -260,9 +342,9 @@ class SimulatedCluster:
             elif state == "found":
                 why = "named in the report"
             elif state == "inconclusive":
-                why = f"{_few(unjudged)} could not be judged (the tests cannot tell the fault's place)"
+                why = f"{few(unjudged)} could not be judged (the tests cannot tell the fault's place)"
             elif state == "blamed elsewhere":
-                why = f"the run fails {_few(blamed)}, on its path, not the fault itself"
+                why = f"the run fails {few(blamed)}, on its path, not the fault itself"
             else:
                 why = "no test crossed it" if untested else "NOT FOUND, and tested"
             out.append({"fault": text, "outcome": state, "why": why})
@@ -282,6 +364,3 @@ class SimulatedCluster:
         return {"nodes": down_nodes, "ports": ports, "rails": set(self.faults.rail), "links": set(self.faults.link),
                 "uplinks": set(self.faults.uplink), "stragglers": set(self.faults.straggler)}
 
-
-def _few(names: list[str], most: int = 4) -> str:
-    return ", ".join(names[:most]) + (f" +{len(names) - most} more" if len(names) > most else "")

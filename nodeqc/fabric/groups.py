@@ -1,0 +1,307 @@
+"""Group tests: NCCL's collectives across groups of nodes (`nodeqc fabric --group-size K`), isolated
+after the manner of NVIDIA's cluster readiness engine (ADR-055: test groups of about sqrt(N) nodes,
+split the failing ones, confirm each suspect against a known-good partner).
+
+A collective across many nodes crosses the fabric as a training job does: every node's NICs at
+once, all its rails striped, the switches under the load of a whole group, where a pair test loads
+two nodes. So some faults show only in a group: a node whose GPUs or NICs fail under a job's
+pattern, a path that only a collective of several nodes takes, a switch that falls short when
+many ports are busy.
+
+1. Plan: the nodes in groups of K (or K-1, so no group is left with one node: sizes differ by one at
+   most). With a topology the nodes are taken leaf by leaf, so a group lies within a leaf where it
+   can (a failing group then points at its leaf's nodes, not at a path across the fabric).
+2. Every group runs the collectives at once (one round). Where most of three or more groups fail,
+   the fault is the fabric's (or the floor's), not a node's: that is the finding, and nothing is
+   split (every half would fail too, for no node's fault).
+3. A failing group of four nodes or more is split in two halves, tested in the next round (all the
+   halves of a round at once); a half that fails is split again. A group that could not be tested
+   at all (a node never came to the rendezvous) is split the same way, so the node that cannot run
+   the collective is found.
+4. A failing group of two or three nodes has each node confirmed against a known-good partner (a
+   node of a group that passed, never of its own failing group), each partner in one test a round:
+   a node that fails with a known-good partner is bad; where every member passed with a known-good
+   partner, the group fails only together (two nodes: the path between them).
+5. A failing group whose two halves both pass fails only as a whole: the paths between its halves
+   or the load of the whole group (a leaf switch, its uplinks), said as such.
+
+A test that is skipped (CuPy or GPUs missing) is no evidence and is not split. What could not be
+settled in MAX_ROUNDS, or found no known-good partner, is not judged (exit 2), never a pass.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from nodeqc.fabric.scoring import GroupResult
+
+if TYPE_CHECKING:
+    from nodeqc.fabric.topology import Topology
+
+SPLIT_MIN = 4  # a failing group this large or larger is split; a smaller one has its members confirmed
+MAX_ROUNDS = 16  # log2 of any fleet's group size, plus the confirmations, is well under this
+FABRIC_SHARE = 0.5  # more than this share of the first round's groups failing (three or more): the fabric's
+
+
+def auto_size(nodes: int) -> int:
+    """ADR-055's group size: about the square root of the node count, at least three."""
+    return max(3, round(math.sqrt(nodes)))
+
+
+def plan(nodes: list[str], size: int, seed: int, topology: "Topology | None" = None) -> list[tuple[str, ...]]:
+    """The nodes in ceil(N / size) groups of sizes that differ by one at most (so none of one node)."""
+    if topology is not None:
+        order = sorted(nodes, key=lambda n: (topology.leaf_of.get(n, ""), n))
+    else:
+        order = sorted(nodes)
+        random.Random(seed).shuffle(order)
+    count = max(1, -(-len(order) // size))
+    base, extra = divmod(len(order), count)
+    out, i = [], 0
+    for k in range(count):
+        take = base + (1 if k < extra else 0)
+        out.append(tuple(order[i:i + take]))
+        i += take
+    return out
+
+
+@dataclass
+class GroupTest:
+    """One group test: a planned group, a half of a failing one, or a member with a known-good partner."""
+
+    nodes: tuple[str, ...]
+    kind: str  # "group", "half", "confirm"
+    parent: int | None = None  # the unit it came from (its index in GroupScores.units)
+    member: str | None = None  # confirm: the node confirmed
+    result: GroupResult | None = None
+
+    @property
+    def outcome(self) -> str:
+        return "not run" if self.result is None else self.result.outcome
+
+    @property
+    def skipped(self) -> bool:
+        r = self.result
+        return r is not None and r.error is None and bool(r.measurements) and all(m.skipped for m in r.measurements)
+
+
+@dataclass
+class GroupFinding:
+    kind: str  # "node" (failed with a known-good partner), "together" (fails only as a whole), "fabric"
+    nodes: tuple[str, ...]
+    why: str
+    unit: int | None = None  # the test that shows it
+
+
+@dataclass
+class GroupScores:
+    nodes: list[str]
+    size: int
+    units: list[GroupTest] = field(default_factory=list)
+    rounds: list[list[int]] = field(default_factory=list)  # each round's units
+    findings: list[GroupFinding] = field(default_factory=list)
+    not_judged: dict[str, str] = field(default_factory=dict)  # node -> why
+
+    @property
+    def results(self) -> list[GroupResult]:
+        return [u.result for u in self.units if u.result is not None]
+
+    @property
+    def bad_nodes(self) -> list[str]:
+        return sorted({n for f in self.findings if f.kind == "node" for n in f.nodes})
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.findings)
+
+    def together(self, a: str, b: str) -> bool:
+        """Whether a and b were in one group test that gave figures (an all-to-all there crossed
+        the path between them; an all-reduce or all-gather, the paths NCCL's rings and trees took)."""
+        return any(a in r.nodes and b in r.nodes and r.error is None for r in self.results)
+
+    def apart(self, most: int = 200) -> tuple[int, list[tuple[str, str]]]:
+        """The node pairs never in one group test that gave figures: how many, and the first `most`."""
+        seen = {frozenset((a, b)) for r in self.results if r.error is None
+                for i, a in enumerate(r.nodes) for b in r.nodes[i + 1:]}
+        total = len(self.nodes) * (len(self.nodes) - 1) // 2 - len(seen)
+        listed = []
+        for i, a in enumerate(self.nodes):
+            for b in self.nodes[i + 1:]:
+                if len(listed) >= most:
+                    return total, listed
+                if frozenset((a, b)) not in seen:
+                    listed.append((a, b))
+        return total, listed
+
+    def node_verdict(self, node: str) -> str:
+        """fail (found bad), error (not judged), pass (in a group test that passed, or cleared), or
+        skip (in skipped tests only: no evidence)."""
+        if node in self.bad_nodes:
+            return "fail"
+        if node in self.not_judged:
+            return "error"
+        if any(f.kind == "fabric" for f in self.findings):
+            return "error"  # every group failed: nothing says this node is good
+        mine = [u for u in self.units if node in u.nodes and u.result is not None]
+        if mine and all(u.skipped for u in mine):
+            return "skip"
+        return "pass"
+
+
+def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[str, ...]]], list[GroupResult]],
+            seed: int, topology: "Topology | None" = None, max_rounds: int = MAX_ROUNDS,
+            stopped: Callable[[], bool] = lambda: False) -> GroupScores:
+    """Plan, run (through `run_groups(round_number, groups)`, a launcher's) and isolate; the scores.
+    `stopped()` is asked before each round (Ctrl-C): what is left is then not judged, saying so."""
+    rng = random.Random(seed)
+    out = GroupScores(list(nodes), size)
+    units = out.units
+    units += [GroupTest(g, "group") for g in plan(nodes, size, seed, topology)]
+    todo = list(range(len(units)))
+    waiting: list[tuple[str, int]] = []  # (member, the failing unit it came from) to confirm
+    good: set[str] = set()
+    met: dict[str, set[str]] = {n: set() for n in nodes}
+    limit = f"not settled within {max_rounds} rounds"
+    while (todo or waiting) and len(out.rounds) < max_rounds:
+        if stopped():
+            limit = "the run was stopped before it was settled"
+            break
+        batch = list(todo)
+        todo = []
+        busy = {n for i in batch for n in units[i].nodes}
+        free = sorted(good - busy)
+        rng.shuffle(free)
+        later = []
+        for member, parent in waiting:
+            partner = next((g for g in free if g not in units[parent].nodes and g not in met[member]
+                            and member not in busy and g not in busy), None)
+            if partner is None:
+                later.append((member, parent))
+                continue
+            busy.update((member, partner))
+            units.append(GroupTest((member, partner), "confirm", parent, member))
+            batch.append(len(units) - 1)
+        if not batch:
+            waiting = later
+            break  # no known-good partner to be had: those members are not judged (below)
+        waiting = later
+        results = run_groups(len(out.rounds) + 1, [units[i].nodes for i in batch])
+        out.rounds.append(batch)
+        for i, r in zip(batch, results):
+            units[i].result = r
+            for a in r.nodes:
+                met[a].update(x for x in r.nodes if x != a)
+            if r.outcome == "pass":
+                good.update(r.nodes)
+        if len(out.rounds) == 1 and _fabric_wide(out, batch):
+            return out
+        for i in batch:
+            u = units[i]
+            if u.kind == "confirm" or u.outcome == "pass" or u.skipped:
+                continue
+            if len(u.nodes) >= SPLIT_MIN:
+                half = (len(u.nodes) + 1) // 2
+                for part in (u.nodes[:half], u.nodes[half:]):
+                    units.append(GroupTest(part, "half", i))
+                    todo.append(len(units) - 1)
+            else:
+                waiting += [(m, i) for m in u.nodes]
+    for member, parent in waiting:
+        out.not_judged.setdefault(member, limit if stopped() or len(out.rounds) >= max_rounds else
+                                  f"its group {'-'.join(units[parent].nodes)} failed and no known-good partner was "
+                                  "free to confirm it against")
+    for i in todo:
+        for n in units[i].nodes:
+            out.not_judged.setdefault(n, limit)
+    for i in range(len(units)):  # a planned group never run (stopped before the first round)
+        if units[i].result is None and units[i].kind == "group":
+            for n in units[i].nodes:
+                out.not_judged.setdefault(n, limit)
+    _judge(out)
+    return out
+
+
+def _fabric_wide(out: GroupScores, first: list[int]) -> bool:
+    failing = [i for i in first if out.units[i].outcome == "fail"]
+    if len(first) < 3 or len(failing) <= FABRIC_SHARE * len(first):
+        return False
+    rails = sorted({rail for i in failing for rail in out.units[i].result.failed()})  # type: ignore[union-attr]
+    out.findings.append(GroupFinding("fabric", tuple(out.nodes), f"{len(failing)} of {len(first)} groups failed "
+                                f"({', '.join(rails)}): the fabric, or a floor above what it gives, not a node "
+                                "(no group was split: every half would fail for the same reason)"))
+    return True
+
+
+def _judge(out: GroupScores) -> None:
+    units = out.units
+    children: dict[int, list[int]] = {}
+    for i, u in enumerate(units):
+        if u.parent is not None:
+            children.setdefault(u.parent, []).append(i)
+    for i, u in enumerate(units):
+        if u.kind == "confirm":
+            r = u.result
+            partner = next(n for n in u.nodes if n != u.member)
+            if u.outcome == "fail":
+                out.findings.append(GroupFinding("node", (u.member,), f"failed with known-good partner {partner} "  # type: ignore[arg-type]
+                                                 f"(round {r.round}: {_what(r)}), after its group "  # type: ignore[arg-type,union-attr]
+                                                 f"{'-'.join(units[u.parent].nodes)} failed", i))  # type: ignore[index]
+            elif u.outcome == "not judged" and not u.skipped:
+                out.not_judged.setdefault(u.member, f"could not be tested with known-good partner {partner}: "  # type: ignore[arg-type]
+                                                    f"{(r.error or '')[:300]}")  # type: ignore[union-attr]
+            continue
+        if u.outcome == "pass" or u.skipped or u.result is None:
+            continue
+        kids = [units[k] for k in children.get(i, [])]
+        confirmed = {k.member for k in kids if k.kind == "confirm"}
+        if not kids or any(k.result is None for k in kids) or (kids[0].kind == "confirm" and confirmed != set(u.nodes)):
+            continue  # not split (the fabric's), or not settled (not_judged says so)
+        if all(k.outcome == "pass" for k in kids):
+            what = (f"its members each passed with a known-good partner" if kids[0].kind == "confirm" else
+                    f"its halves {'-'.join(kids[0].nodes)} and {'-'.join(kids[1].nodes)} each passed")
+            where = ("the path between them" if len(u.nodes) == 2 else
+                     "the paths between its parts, or the load of the whole group on their switches")
+            out.findings.append(GroupFinding("together", u.nodes, f"failed only together (round "
+                                             f"{u.result.round}: {_what(u.result)}): {what}: {where}", i))  # type: ignore[union-attr]
+
+
+def _what(r: GroupResult) -> str:
+    """What failed in a group test, with its figure: a collective below its floor, its error, a tail."""
+    if r.error is not None:
+        return f"not tested: {r.error[:200]}"
+    said = []
+    for m in r.measurements:
+        if m.skipped or m.passed:
+            continue
+        said.append(f"{m.rail}: {m.error[:200]}" if m.error else f"{m.rail} {m.value:g} GB/s below its floor {m.floor:g}")
+    said += [f"{lat.rail} step p99 {lat.p99:g} ms above {lat.floor:g} (median {lat.p50:g})" for lat in r.latencies if lat.high]
+    return "; ".join(said)
+
+
+def rows(scores: GroupScores) -> list[dict[str, Any]]:
+    """Per group test, compactly, for the report: what it was, each collective's figure and floor."""
+    return [row(scores, i) for i, u in enumerate(scores.units) if u.result is not None]
+
+
+def row(scores: GroupScores, i: int) -> dict[str, Any]:
+    u = scores.units[i]
+    r = u.result
+    assert r is not None, "a group test that was not run has no row"
+    out: dict[str, Any] = {"round": r.round, "nodes": list(r.nodes), "kind": u.kind, "outcome": r.outcome}
+    if u.parent is not None:
+        out["from"] = list(scores.units[u.parent].nodes)
+    if r.error:
+        out["error"] = r.error
+        if r.refused:
+            out["refused"] = r.refused[:20]
+        return out
+    out["collectives"] = {m.rail: ({"value": m.value, "floor": m.floor} if m.error is None and m.skipped is None
+                                   else {"error": m.error} if m.error else {"skipped": m.skipped})
+                          for m in r.measurements}
+    if r.latencies:
+        out["tails"] = {lat.rail: lat.to_dict() for lat in r.latencies}
+    out["failed"] = r.failed()
+    return out
