@@ -163,7 +163,6 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
     todo = list(range(len(units)))
     waiting: list[tuple[str, int]] = []  # (member, the failing unit it came from) to confirm
     good: set[str] = set()
-    met: dict[str, set[str]] = {n: set() for n in nodes}
     limit = f"not settled within {max_rounds} rounds"
     while (todo or waiting) and len(out.rounds) < max_rounds:
         if stopped():
@@ -176,8 +175,10 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
         rng.shuffle(free)
         later = []
         for member, parent in waiting:
-            partner = next((g for g in free if g not in units[parent].nodes and g not in met[member]
-                            and member not in busy and g not in busy), None)
+            # A known-good partner from outside the failing group (having shared a bigger group that
+            # failed says nothing of the path between two nodes alone).
+            partner = next((g for g in free if g not in units[parent].nodes and member not in busy and g not in busy),
+                           None)
             if partner is None:
                 later.append((member, parent))
                 continue
@@ -192,8 +193,6 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
         out.rounds.append(batch)
         for i, r in zip(batch, results):
             units[i].result = r
-            for a in r.nodes:
-                met[a].update(x for x in r.nodes if x != a)
             if r.outcome == "pass":
                 good.update(r.nodes)
         if len(out.rounds) == 1 and _fabric_wide(out, batch):

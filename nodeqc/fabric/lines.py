@@ -26,6 +26,7 @@ from typing import Any
 
 from nodeqc.fabric.nccl_group import COLLECTIVES
 from nodeqc.fabric.worker import MARKER
+from nodeqc.fabric.worker import MAX_GROUP as MAX_ENDS  # a pair's ends are 0 and 1
 
 # A worker's line is a flat record: result -> figures/rails/identity -> a figure's fields. Deeper
 # nesting is no line a worker writes (and 5,000 levels end the JSON decoder with RecursionError).
@@ -184,8 +185,8 @@ def line_problem(o: Any) -> str | None:
     if not isinstance(o.get("node"), str) or not o["node"].isprintable() or not 0 < len(o["node"]) <= 253:
         return f"node {excerpt(o.get('node'))!r} is not a host name"
     index = o.get("index")
-    if index is not None and (isinstance(index, bool) or index not in (0, 1)):
-        return f"index {excerpt(index)!r} is neither 0 nor 1"
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < MAX_ENDS):
+        return f"index {excerpt(index)!r} is no end of a pair or group (0 to {MAX_ENDS - 1})"
     job_index = o.get("job_index")
     if job_index is not None and (isinstance(job_index, bool) or not isinstance(job_index, int)):
         return f"job_index {excerpt(job_index)!r} is not a number"

@@ -52,7 +52,7 @@ PORTS_PER_PAIR = 4  # the pairs of one round get their own ports, so several may
 TOOL_INSTALL = {"iperf3": "install iperf3 on every node (apt-get install iperf3, or dnf install iperf3)",
                 "ib_write_bw": "install perftest on every node (apt-get install perftest, or dnf install perftest)",
                 "ib_write_lat": "install perftest on every node (apt-get install perftest, or dnf install perftest)"}
-MAX_GROUP = 1024  # nodes in one group test: a rack-scale NVLink domain is 72 GPUs; a group is a few nodes
+MAX_GROUP = 1024  # nodes in one group test: far above any group ADR-055 forms (about sqrt(N))
 LAT_ITERS = 10_000  # 2-byte writes: ~20-50 ms of ping-pong, 100 samples above the 99th percentile
 
 

@@ -30,12 +30,14 @@ def _exit():  # as cupyx/distributed/_store.py: no store is stopped by __del__ d
 
 
 def _fault(rank: int) -> tuple[str, str]:
-    """(kind, where) planted for this rank by FAKE_NCCL_FAULT="KIND:RANK[:WHERE]", else ("", "")."""
+    """(kind, where) planted for this rank by FAKE_NCCL_FAULT="KIND:RANK[:WHERE]", or for every rank
+    on one node by "KIND:@NODE[:WHERE]" (FAKE_CUPY_NODE names this node), else ("", "")."""
     text = os.environ.get("FAKE_NCCL_FAULT", "")
     if not text:
         return "", ""
     kind, who, *where = text.split(":")
-    return (kind, where[0] if where else "first") if int(who) == rank else ("", "")
+    mine = who[1:] == os.environ.get("FAKE_CUPY_NODE") if who.startswith("@") else int(who) == rank
+    return (kind, where[0] if where else "first") if mine else ("", "")
 
 
 def _corrupt(buf: numpy.ndarray, where: str) -> numpy.ndarray:

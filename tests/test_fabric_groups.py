@@ -1,0 +1,288 @@
+"""Group tests (nodeqc/fabric/groups.py): NCCL's collectives across groups of nodes, a failing group
+split in halves and its last suspects confirmed against known-good partners (ADR-055), on the
+simulated cluster, through the launcher's merge of what real ends print, and end to end through
+`nodeqc fabric` with its workers over tests/fake_cupy."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import ROOT, cli
+from nodeqc.fabric.groups import auto_size, isolate, plan
+from nodeqc.fabric.launchers import merge_group
+from nodeqc.fabric.scoring import Floors, alltoall_bus_factor
+from nodeqc.fabric.simulated import HEALTHY_BUSBW, SimulatedCluster
+
+FLOORS = Floors(nccl_busbw_gbps=365, allgather_busbw_gbps=250, alltoall_busbw_gbps=59)  # hgx-h100's
+TESTS = ["nccl", "alltoall"]
+FAKE = Path(__file__).resolve().parent / "fake_cupy"
+
+
+def _run(c, floors=FLOORS, tests=TESTS):
+    return lambda number, groups: [c.run_group(number, g, floors, tests) for g in groups]
+
+
+def _isolate(c, size, seed=1, **kw):
+    return isolate(c.nodes, size, _run(c, kw.pop("floors", FLOORS), kw.pop("tests", TESTS)), seed, c.topology, **kw)
+
+
+# ---------------------------------------------------------------------- the plan
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(2, 300), k=st.integers(3, 300), seed=st.integers(0, 99))
+def test_the_plan_puts_every_node_in_one_group_of_k_or_k_minus_one_and_none_alone(n, k, seed):
+    k = min(k, max(3, n))
+    nodes = [f"n{i}" for i in range(n)]
+    groups = plan(nodes, k, seed)
+    assert sorted(x for g in groups for x in g) == sorted(nodes)
+    sizes = {len(g) for g in groups}
+    assert max(sizes) <= k and max(sizes) - min(sizes) <= 1 and len(groups) == math.ceil(n / k)
+    assert min(sizes) >= 2 or n < 2
+
+
+def test_with_a_topology_a_group_lies_within_a_leaf_where_it_can():
+    c = SimulatedCluster.build(32, 8, [], seed=1, leaves=4)
+    groups = plan(c.nodes, 8, 1, c.topology)
+    assert all(len({c.topology.leaf_of[n] for n in g}) == 1 for g in groups)
+
+
+def test_adr_055s_group_size_is_about_the_square_root():
+    assert [auto_size(n) for n in (2, 9, 64, 232, 4096)] == [3, 3, 8, 15, 64]
+
+
+# ---------------------------------------------------------------------- isolation
+
+
+def test_a_clean_fleet_takes_one_round_and_every_node_passes():
+    c = SimulatedCluster.build(64, 8, [], seed=2)
+    s = _isolate(c, 8)
+    assert len(s.rounds) == 1 and len(s.results) == 8 and not s.findings and not s.not_judged
+    assert {s.node_verdict(n) for n in c.nodes} == {"pass"}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_nodes_whose_collectives_fail_are_found_by_halving_and_confirmed_against_known_good_partners(seed):
+    # A slow GPU path, wrong results, a node down, a straggler: each only in a group it joins.
+    faults = ["node3:nccl=0.5", "node17:nccl:wrong", "node40:down", "node51:straggler"]
+    c = SimulatedCluster.build(64, 8, faults, seed=seed)
+    s = _isolate(c, 8, seed)
+    assert s.bad_nodes == ["node17", "node3", "node40", "node51"] and not s.not_judged
+    assert [f.kind for f in s.findings] == ["node"] * 4
+    # 8 -> 4 -> 2, then one confirmation round: log2(8) + 1, never every pair
+    assert len(s.rounds) <= 5 and len(s.results) < 8 + 4 * (2 + 2 + 2 + 2)
+    assert all(s.node_verdict(n) == "pass" for n in c.nodes if n not in s.bad_nodes)
+    for f in s.findings:  # each named by a test of it with a node of a group that passed
+        test = s.units[f.unit]
+        assert test.kind == "confirm" and test.member == f.nodes[0] and test.outcome == "fail"
+
+
+def test_two_good_nodes_that_fail_only_together_are_their_path_not_either_node():
+    c = SimulatedCluster.build(16, 8, [], seed=1)
+    a, b = plan(c.nodes, 4, 1)[0][:2]  # the first half of the first group: they stay together
+    c = SimulatedCluster.build(16, 8, [f"link:{a}-{b}=0.3"], seed=1)
+    s = _isolate(c, 4)
+    assert [(f.kind, set(f.nodes)) for f in s.findings] == [("together", {a, b})] and not s.bad_nodes
+    assert "the path between them" in s.findings[0].why and s.node_verdict(a) == s.node_verdict(b) == "pass"
+
+
+def test_a_group_whose_halves_pass_fails_only_as_a_whole():
+    c = SimulatedCluster.build(16, 8, [], seed=1)
+    g = plan(c.nodes, 4, 1)[0]
+    a, b = g[0], g[2]  # in different halves: each half passes
+    c = SimulatedCluster.build(16, 8, [f"link:{a}-{b}=0.3"], seed=1)
+    s = _isolate(c, 4)
+    assert [(f.kind, f.nodes) for f in s.findings] == [("together", g)]
+    assert "its halves" in s.findings[0].why and "each passed" in s.findings[0].why
+
+
+def test_when_most_groups_fail_it_is_the_fabric_and_nothing_is_split():
+    c = SimulatedCluster.build(32, 8, [], seed=1)
+    s = _isolate(c, 8, floors=replace(FLOORS, alltoall_busbw_gbps=200))
+    assert len(s.rounds) == 1 and [f.kind for f in s.findings] == ["fabric"]
+    assert "4 of 4 groups failed (alltoall)" in s.findings[0].why
+    assert {s.node_verdict(n) for n in c.nodes} == {"error"}  # nothing says any node is good
+
+
+def test_with_no_known_good_partner_the_suspects_are_not_judged_never_passed():
+    c = SimulatedCluster.build(3, 8, ["node1:nccl=0.3"], seed=1)
+    s = _isolate(c, 3)
+    assert not s.findings and set(s.not_judged) == {"node0", "node1", "node2"}
+    assert "no known-good partner" in s.not_judged["node1"]
+    assert {s.node_verdict(n) for n in c.nodes} == {"error"}
+
+
+def test_a_stopped_run_leaves_what_it_did_not_settle_not_judged():
+    c = SimulatedCluster.build(16, 8, ["node3:nccl=0.5"], seed=1)
+    asked = []
+
+    def stopped():
+        asked.append(1)
+        return len(asked) > 1  # after the first round
+
+    s = _isolate(c, 4, stopped=stopped)
+    assert len(s.rounds) == 1 and not s.bad_nodes
+    failing = next(r.nodes for r in s.results if r.outcome == "fail")
+    assert set(s.not_judged) == set(failing) and all("stopped" in w for w in s.not_judged.values())
+
+
+def test_a_skipped_group_is_no_evidence_and_is_not_split():
+    c = SimulatedCluster.build(8, 8, [], seed=1)
+
+    def run(number, groups):
+        out = _run(c)(number, groups)
+        for r in out[:1]:
+            r.measurements = [replace(m, value=None, skipped="CuPy is not installed") for m in r.measurements]
+            r.latencies = []
+        return out
+
+    s = isolate(c.nodes, 4, run, 1)
+    skipped = s.results[0].nodes
+    assert len(s.rounds) == 1 and not s.findings and {s.node_verdict(n) for n in skipped} == {"skip"}
+
+
+# ---------------------------------------------------------------------- floors and the simulated figures
+
+
+def test_the_all_to_all_floor_scales_with_the_share_of_bytes_that_leave_a_node():
+    assert FLOORS.busbw("alltoall") == FLOORS.busbw("alltoall", 2, 8) == 59
+    assert FLOORS.busbw("alltoall", 4, 8) == pytest.approx(59 * (31 / 32) / (3 / 4) / ((15 / 16) / (1 / 2)), abs=1e-3)
+    assert FLOORS.busbw("alltoall", 4, 1) == 59  # one GPU a node: every byte leaves it at any size
+    assert FLOORS.busbw("nccl", 16, 8) == 365 and FLOORS.busbw("allgather", 16, 8) == 250  # rings: no change
+    assert FLOORS.busbw("alltoall", 8, None) == 59  # GPU count unknown: the two-node floor, the higher
+
+
+def test_a_healthy_simulated_group_gives_nvidias_two_node_figures_scaled_as_the_floors_are():
+    c = SimulatedCluster.build(8, 8, [], seed=1)
+    r = c.run_group(1, tuple(c.nodes[:4]), FLOORS, ["nccl", "allgather", "alltoall"])
+    got = {m.rail: m.value for m in r.measurements}
+    assert got["nccl"] == pytest.approx(HEALTHY_BUSBW["nccl"], rel=0.03)
+    assert got["allgather"] == pytest.approx(HEALTHY_BUSBW["allgather"], rel=0.03)
+    want = HEALTHY_BUSBW["alltoall"] * alltoall_bus_factor(4, 8) / alltoall_bus_factor(2, 8)
+    assert got["alltoall"] == pytest.approx(want, rel=0.03) and r.outcome == "pass"
+    assert all(lat.measured and not lat.high for lat in r.latencies)
+
+
+# ---------------------------------------------------------------------- the merge of what the ends print
+
+
+def _end(node, **figure):
+    f = {"rail": "nccl", "direction": "both", "value": 400.0, "unit": "GB/s", "error": None, "gpus": 24,
+         "steps": 200, "step_p50_ms": 4.0, "step_p99_ms": 4.5, **figure}
+    return {"nodeqc-fabric-worker": 1, "node": node, "index": 0, "identity": {"hostname": node}, "figures": [f]}
+
+
+NODES = ("a", "b", "c")
+
+
+def test_a_groups_figure_is_its_slowest_ends_and_every_end_must_speak():
+    r = merge_group(1, NODES, [_end("a"), _end("b", value=380.0), _end("c")], [], FLOORS, tests=["nccl"])
+    assert r.outcome == "pass" and [(m.rail, m.value, m.floor) for m in r.measurements] == [("nccl", 380.0, 365)]
+    r = merge_group(1, NODES, [_end("a"), _end("b")], ["c: exit 1"], FLOORS, tests=["nccl"])
+    assert r.outcome == "not judged" and r.error.startswith("c: worker gave no result: c: exit 1")
+    r = merge_group(1, NODES, [_end("a"), _end("b"), _end("c", error="rank 4: wrong all-reduce result: ...")],
+                    [], FLOORS, tests=["nccl"])
+    assert r.outcome == "fail" and r.measurements[0].error.startswith("c: rank 4: wrong all-reduce result")
+
+
+def test_the_all_to_all_floor_of_a_group_comes_from_the_world_its_ends_agree_on():
+    ends = [_end(n, rail="alltoall", gpus=24) for n in NODES]
+    r = merge_group(1, NODES, ends, [], FLOORS, tests=["alltoall"])
+    assert r.measurements[0].floor == FLOORS.busbw("alltoall", 3, 8)
+    ends[1]["figures"][0]["gpus"] = 3  # an end that says another world: the two-node floor, the higher
+    assert merge_group(1, NODES, ends, [], FLOORS, tests=["alltoall"]).measurements[0].floor == 59
+
+
+@pytest.mark.parametrize("lie,why", [
+    ({"node": "d"}, "a result for d, not of this group"),
+    ({"figures": [{"rail": "rdma", "direction": "a>b", "value": 1.0, "unit": "Gb/s"}]}, "a test this group did not run"),
+    ({"figures": [{"rail": "nccl", "direction": "both", "value": 1.0, "unit": "GB/s"}] * 2}, "said twice"),
+    ({"figures": [{"rail": "alltoall", "direction": "both", "value": 1.0, "unit": "GB/s"}]}, "a test this group did not run"),
+])
+def test_what_an_end_could_not_have_measured_makes_the_group_not_tested_naming_it(lie, why):
+    bad = {**_end("c"), **lie}
+    r = merge_group(1, NODES, [_end("a"), _end("b"), bad], [], FLOORS, tests=["nccl"])
+    assert r.outcome == "not judged" and why in r.error and "(refused: not tested)" in r.error, r.error
+
+
+# ---------------------------------------------------------------------- the command
+
+
+def _predicate(stdout):
+    env = json.loads(Path(stdout.strip().splitlines()[-1]).read_text())
+    return json.loads(base64.b64decode(env["payload"]))["predicate"]
+
+
+def test_the_command_runs_the_collectives_in_groups_after_the_pairs(tmp_path):
+    p = cli("fabric", "--simulate", "32", "--profile", "hgx-h100", "--tests", "rdma,nccl,alltoall", "--group-size", "8",
+            "--seed", "4", "--inject", "node5:nccl=0.5", "--inject", "node9:rail1:down", "--out", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    assert "tests rdma, launcher simulated; then nccl,alltoall in groups of 8" in p.stderr
+    assert "FAIL  fabric.group node5: failed with known-good partner" in p.stderr
+    assert "FAIL  fabric.node node9: " in p.stderr  # the pair rounds' own finding
+    assert "node5:nccl=0.5: found" in p.stderr and "node9:rail1:down: found" in p.stderr
+    pred = _predicate(p.stdout)
+    # node9 with a rail down fails its collectives too (NCCL stripes every rail): named by both phases
+    assert pred["fabric"]["groups"]["bad_nodes"] == ["node5", "node9"] and pred["fabric"]["group_size"] == 8
+    assert {n["name"]: n["verdict"] for n in pred["nodes"]}["node5"] == "fail"
+    assert pred["groups"][0]["kind"] == "group" and set(pred["groups"][0]["collectives"]) == {"nccl", "alltoall"}
+    rounds = [r["round"] for r in pred["groups"]]
+    assert min(rounds) == len(pred["fabric"]["schedule"]) + 1  # numbered after the pair rounds
+
+
+def test_the_command_with_collectives_only_judges_every_node_from_its_groups(tmp_path):
+    p = cli("fabric", "--simulate", "16", "--profile", "hgx-h100", "--tests", "alltoall", "--group-size", "auto",
+            "--seed", "2", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "no pair rounds" in p.stderr and "in groups of 4" in p.stderr
+    pred = _predicate(p.stdout)
+    assert sorted(c["subject"] for c in pred["checks"] if c["name"] == "fabric.node") == sorted(f"node{i}" for i in range(16))
+    untested = next(c for c in pred["checks"] if c["name"] == "fabric.coverage")
+    assert untested["verdict"] == "skip" and untested["message"].startswith("96 node pairs were never in one group test")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--group-size", "2"], "--group-size 2: expected 3 to the node count (8), or auto"),
+    (["--group-size", "9"], "--group-size 9: expected 3 to the node count (8)"),
+    (["--group-size", "x"], "--group-size x: expected 3 to"),
+    (["--group-size", "4", "--tests", "rdma"], "--group-size: --tests rdma has no collective"),
+])
+def test_group_size_usage_errors(args, message, tmp_path):
+    p = cli("fabric", "--simulate", "8", "--profile", "hgx-h100", "--tests", "nccl", *args, "--out", str(tmp_path))
+    assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_kubernetes_runs_pairs_only_and_says_so(tmp_path):
+    from nodeqc.fabric.kubernetes import KubernetesLauncher
+
+    assert not KubernetesLauncher.groups
+
+
+def test_fabric_runs_a_group_through_its_workers_and_finds_the_node_with_wrong_results(tmp_path):
+    """nodeqc fabric -> host launcher -> `nodeqc fabric worker --group` on each of four "nodes" ->
+    nccl_group.run across all four, wrong results planted on every rank of node c: the group fails,
+    its half with c fails, and c fails again with a node of the half that passed."""
+    args = ["fabric", "--hosts", "a,b,c,d", "--launch", "env FAKE_CUPY_NODE={host}", "--nodeqc", f"{sys.executable} -m nodeqc",
+            "--tests", "nccl,alltoall", "--group-size", "4", "--min-nccl-busbw", "0.000001", "--min-alltoall-busbw",
+            "0.000001", "--seconds", "0.01", "--nccl-bytes", "4096", "--seed", "1", "--out", str(tmp_path),
+            *[x for n in "abcd" for x in ("--address", f"{n}=127.0.0.1")]]
+    env = {"PYTHONPATH": os.pathsep.join([str(FAKE), str(ROOT)]), "FAKE_CUPY_GPUS": "2", "FAKE_NCCL_FAULT": "corrupt-recv:@c"}
+    p = cli(*args, env=env, timeout=300)
+    assert p.returncode == 1, p.stderr
+    pred = _predicate(p.stdout)
+    assert pred["fabric"]["groups"]["bad_nodes"] == ["c"] and not pred["fabric"]["groups"]["not_judged"], p.stderr
+    first = pred["groups"][0]
+    assert first["nodes"] and sorted(first["nodes"]) == ["a", "b", "c", "d"] and first["outcome"] == "fail"
+    assert "wrong all-reduce result" in first["collectives"]["nccl"]["error"]
+    assert "c: rank" in first["collectives"]["nccl"]["error"]  # said by c's own ranks
+    assert {n["name"]: n["verdict"] for n in pred["nodes"]} == {"a": "pass", "b": "pass", "c": "fail", "d": "pass"}
