@@ -122,6 +122,42 @@ def test_with_no_known_good_partner_the_suspects_are_not_judged_never_passed():
     assert {s.node_verdict(n) for n in c.nodes} == {"error"}
 
 
+def test_a_failing_trio_whose_bad_member_was_not_confirmed_in_time_is_not_said_to_fail_only_together():
+    # Five nodes in groups of 3 and 2: the trio node2-node3-node4 fails (node4), its members wait for
+    # the two known-good nodes, and two rounds confirm only node2 and node3 (both pass). node4 is
+    # not judged, and the trio is no "together" finding: one member was never confirmed.
+    c = SimulatedCluster.build(5, 8, ["node4:nccl=0.4"], seed=1)
+    s = _isolate(c, 3, 1, max_rounds=2, tests=["nccl"])
+    assert plan(c.nodes, 3, 1)[0] == ("node2", "node3", "node4")
+    assert s.not_judged == {"node4": "not settled within 2 rounds"} and not s.findings
+    assert s.node_verdict("node4") == "error" and s.node_verdict("node2") == "pass"
+
+
+def test_two_failing_groups_are_too_few_to_blame_the_fabric_and_are_split():
+    c = SimulatedCluster.build(16, 8, ["node1:nccl=0.5", "node2:nccl=0.5"], seed=1)
+    groups = plan(c.nodes, 8, 1)
+    assert all(any(n in g for n in ("node1", "node2")) for g in groups)  # one in each group
+    s = _isolate(c, 8)
+    assert s.bad_nodes == ["node1", "node2"] and all(f.kind == "node" for f in s.findings)
+
+
+def test_a_node_whose_worker_never_answers_is_found_by_splitting_and_left_not_judged_not_failed():
+    # No figure at all from node6's worker (merge_group's error): the groups it joins cannot be
+    # tested; halving finds it, and with a known-good partner it still cannot be: not judged (exit 2).
+    from nodeqc.fabric.scoring import GroupResult
+
+    c = SimulatedCluster.build(16, 8, [], seed=1)
+
+    def run(number, groups):
+        return [GroupResult(number, g, error="node6: worker gave no result: exit 1") if "node6" in g
+                else c.run_group(number, g, FLOORS, TESTS) for g in groups]
+
+    s = isolate(c.nodes, 8, run, 1)
+    assert list(s.not_judged) == ["node6"] and "could not be tested with known-good partner" in s.not_judged["node6"]
+    assert not s.findings and s.node_verdict("node6") == "error"
+    assert sum(s.node_verdict(n) == "pass" for n in c.nodes) == 15
+
+
 def test_a_stopped_run_leaves_what_it_did_not_settle_not_judged():
     c = SimulatedCluster.build(16, 8, ["node3:nccl=0.5"], seed=1)
     asked = []

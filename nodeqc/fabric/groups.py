@@ -175,10 +175,10 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
         rng.shuffle(free)
         later = []
         for member, parent in waiting:
-            # A known-good partner from outside the failing group (having shared a bigger group that
-            # failed says nothing of the path between two nodes alone).
-            partner = next((g for g in free if g not in units[parent].nodes and member not in busy and g not in busy),
-                           None)
+            # Known good: of a group test that passed. Never of the member's failing group (its nodes
+            # were in it when it failed, and in no other test of their lineage); having shared a bigger
+            # group with the member says nothing of the path between the two alone.
+            partner = next((g for g in free if member not in busy and g not in busy), None)
             if partner is None:
                 later.append((member, parent))
                 continue
