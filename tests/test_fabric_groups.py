@@ -106,12 +106,22 @@ def test_a_group_whose_halves_pass_fails_only_as_a_whole():
     assert "its halves" in s.findings[0].why and "each passed" in s.findings[0].why
 
 
-def test_when_most_groups_fail_it_is_the_fabric_and_nothing_is_split():
+def test_when_every_group_and_every_half_fails_it_is_the_fabric_and_nothing_more_is_split():
     c = SimulatedCluster.build(32, 8, [], seed=1)
     s = _isolate(c, 8, floors=replace(FLOORS, alltoall_busbw_gbps=200))
-    assert len(s.rounds) == 1 and [f.kind for f in s.findings] == ["fabric"]
-    assert "4 of 4 groups failed (alltoall)" in s.findings[0].why
+    assert len(s.rounds) == 2 and [f.kind for f in s.findings] == ["fabric"]
+    assert s.findings[0].why.startswith("every one of 12 group tests in 2 rounds failed (alltoall)")
     assert {s.node_verdict(n) for n in c.nodes} == {"error"}  # nothing says any node is good
+
+
+def test_many_bad_nodes_failing_most_groups_are_still_isolated_not_blamed_on_the_fabric():
+    # 6 bad nodes in 64, groups of 8: most groups fail, yet their halves do not all fail.
+    bad = [3, 12, 21, 30, 45, 60]
+    c = SimulatedCluster.build(64, 8, [f"node{i}:nccl=0.5" for i in bad], seed=1)
+    s = _isolate(c, 8)
+    first = [u for u in s.units if u.kind == "group"]
+    assert sum(u.outcome == "fail" for u in first) * 2 > len(first)
+    assert s.bad_nodes == sorted(f"node{i}" for i in bad) and not any(f.kind == "fabric" for f in s.findings)
 
 
 def test_with_no_known_good_partner_the_suspects_are_not_judged_never_passed():

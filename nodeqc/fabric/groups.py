@@ -11,9 +11,10 @@ many ports are busy.
 1. Plan: the nodes in groups of K (or K-1, so no group is left with one node: sizes differ by one at
    most). With a topology the nodes are taken leaf by leaf, so a group lies within a leaf where it
    can (a failing group then points at its leaf's nodes, not at a path across the fabric).
-2. Every group runs the collectives at once (one round). Where most of three or more groups fail,
-   the fault is the fabric's (or the floor's), not a node's: that is the finding, and nothing is
-   split (every half would fail too, for no node's fault).
+2. Every group runs the collectives at once (one round). Where every test of the first two rounds
+   fails, the whole groups and their halves, with three groups or more, the fault is the fabric's
+   (or the floor's), not a node's: that is the finding, and nothing more is split. (Not "most
+   groups": with 2% of nodes bad, two groups of 64 in three hold a bad node.)
 3. A failing group of four nodes or more is split in two halves, tested in the next round (all the
    halves of a round at once); a half that fails is split again. A group that could not be tested
    at all (a node never came to the rendezvous) is split the same way, so the node that cannot run
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 SPLIT_MIN = 4  # a failing group this large or larger is split; a smaller one has its members confirmed
 MAX_ROUNDS = 16  # log2 of any fleet's group size, plus the confirmations, is well under this
-FABRIC_SHARE = 0.5  # more than this share of the first round's groups failing (three or more): the fabric's
+FABRIC_GROUPS = 3  # planned groups, at least, before every test failing says "the fabric" (two could be two nodes)
 
 
 def auto_size(nodes: int) -> int:
@@ -195,7 +196,7 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
             units[i].result = r
             if r.outcome == "pass":
                 good.update(r.nodes)
-        if len(out.rounds) == 1 and _fabric_wide(out, batch):
+        if len(out.rounds) == 2 and _fabric_wide(out):
             return out
         for i in batch:
             u = units[i]
@@ -208,6 +209,8 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
                     todo.append(len(units) - 1)
             else:
                 waiting += [(m, i) for m in u.nodes]
+    if not any(f.kind == "fabric" for f in out.findings) and _fabric_wide(out):
+        return out
     for member, parent in waiting:
         out.not_judged.setdefault(member, limit if stopped() or len(out.rounds) >= max_rounds else
                                   f"its group {'-'.join(units[parent].nodes)} failed and no known-good partner was "
@@ -223,14 +226,20 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
     return out
 
 
-def _fabric_wide(out: GroupScores, first: list[int]) -> bool:
-    failing = [i for i in first if out.units[i].outcome == "fail"]
-    if len(first) < 3 or len(failing) <= FABRIC_SHARE * len(first):
+def _fabric_wide(out: GroupScores) -> bool:
+    """Every test so far failed, the halves as the whole groups, with three groups or more: the
+    fabric's (or the floor's). Bad nodes in every group and in every half of it would take a large
+    share of bad nodes: at 2% bad, two in three groups of 64 hold one, and a third of their halves
+    pass. Then the rest is not split (every part would fail for the same reason)."""
+    tests = [u for u in out.units if u.result is not None]
+    planned = sum(1 for u in out.units if u.kind == "group")
+    if planned < FABRIC_GROUPS or not tests or any(u.outcome != "fail" for u in tests):
         return False
-    rails = sorted({rail for i in failing for rail in out.units[i].result.failed()})  # type: ignore[union-attr]
-    out.findings.append(GroupFinding("fabric", tuple(out.nodes), f"{len(failing)} of {len(first)} groups failed "
-                                f"({', '.join(rails)}): the fabric, or a floor above what it gives, not a node "
-                                "(no group was split: every half would fail for the same reason)"))
+    rails = sorted({rail for u in tests for rail in u.result.failed()})  # type: ignore[union-attr]
+    out.findings.append(GroupFinding("fabric", tuple(out.nodes), f"every one of {len(tests)} group tests in "
+                                     f"{len(out.rounds)} rounds failed ({', '.join(rails)}), the halves as the whole "
+                                     "groups: the fabric, or a floor above what it gives, not a node (or bad nodes in "
+                                     "every part of every group: a smaller --group-size would tell)"))
     return True
 
 
