@@ -334,3 +334,29 @@ def test_fabric_runs_a_group_through_its_workers_and_finds_the_node_with_wrong_r
     assert "wrong all-reduce result" in first["collectives"]["nccl"]["error"]
     assert "c: rank" in first["collectives"]["nccl"]["error"]  # said by c's own ranks
     assert {n["name"]: n["verdict"] for n in pred["nodes"]} == {"a": "pass", "b": "pass", "c": "fail", "d": "pass"}
+
+
+def test_a_group_worker_that_lies_is_named_as_in_the_pair_tests():
+    # node2's worker claims a figure its group did not run: every group test with it is refused
+    # (not tested), and node2 is the suspect: a fail with the refused line as evidence.
+    from nodeqc.fabric.report import group_checks
+
+    c = SimulatedCluster.build(16, 8, [], seed=1)
+
+    def run(number, groups):
+        out = []
+        for g in groups:
+            if "node2" not in g:
+                out.append(c.run_group(number, g, FLOORS, ["nccl"]))
+                continue
+            ends = [_end(n, gpus=8 * len(g)) for n in g]
+            ends[g.index("node2")]["figures"].append({"rail": "rdma", "direction": "a>b", "value": 1.0, "unit": "Gb/s"})
+            out.append(merge_group(number, g, ends, [], FLOORS, tests=["nccl"]))
+        return out
+
+    s = isolate(c.nodes, 4, run, 1)
+    assert list(s.suspects) == ["node2"] and s.node_verdict("node2") == "fail" and s.failed
+    lied = [ch for ch in group_checks(s, pair_tests=False) if ch.code == "FABRIC_WORKER_LIED"]
+    assert [(ch.name, ch.subject, ch.verdict.value) for ch in lied] == [("fabric.node", "node2", "fail")]
+    assert "a test this group did not run" in lied[0].message
+    assert all(s.node_verdict(n) in ("pass", "error") for n in c.nodes if n != "node2")

@@ -115,8 +115,20 @@ class GroupScores:
         return sorted({n for f in self.findings if f.kind == "node" for n in f.nodes})
 
     @property
+    def suspects(self) -> dict[str, list[dict[str, Any]]]:
+        """Nodes whose worker printed what it could not have measured (launchers.merge_group refused
+        it as a lie): a broken or compromised node, as in the pair tests (scoring.Scores.suspects)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for r in self.results:
+            for refused in r.refused:
+                if refused.get("claim") and refused.get("node") in self.nodes:
+                    out.setdefault(refused["node"], []).append({"round": r.round, "group": "-".join(r.nodes),
+                                                                **refused})
+        return out
+
+    @property
     def failed(self) -> bool:
-        return bool(self.findings)
+        return bool(self.findings or self.suspects)
 
     def together(self, a: str, b: str) -> bool:
         """Whether a and b were in one group test that gave figures (an all-to-all there crossed
@@ -140,7 +152,7 @@ class GroupScores:
     def node_verdict(self, node: str) -> str:
         """fail (found bad), error (not judged), pass (in a group test that passed, or cleared), or
         skip (in skipped tests only: no evidence)."""
-        if node in self.bad_nodes:
+        if node in self.bad_nodes or node in self.suspects:
             return "fail"
         if node in self.not_judged:
             return "error"

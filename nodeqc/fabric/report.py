@@ -251,7 +251,13 @@ def group_checks(groups: GroupScores, pair_tests: bool) -> list[CheckResult]:
         subject = f.nodes[0] if f.kind == "node" else "fabric" if f.kind == "fabric" else "-".join(f.nodes)
         evidence = {"test": group_row(groups, f.unit)} if f.unit is not None else {}
         out.append(CheckResult("fabric.group", subject, Verdict.FAIL, f.why, code, values, [], evidence))
-    judged = {n for f in groups.findings if f.kind == "node" for n in f.nodes}
+    for node, lies in sorted(groups.suspects.items()):
+        out.append(CheckResult("fabric.group" if pair_tests else "fabric.node", node, Verdict.FAIL,
+                               f"its worker printed {len(lies)} result(s) it could not have measured, refused (round "
+                               f"{lies[0]['round']}, group {lies[0]['group']}: {lies[0]['why']}): a broken or "
+                               "compromised node; none of its refused figures counted for any group",
+                               "FABRIC_WORKER_LIED", values, [], {"refused": lies[:20]}))
+    judged = {n for f in groups.findings if f.kind == "node" for n in f.nodes} | set(groups.suspects)
     for node, why in sorted(groups.not_judged.items()):
         if node not in judged:
             out.append(CheckResult("fabric.group" if pair_tests else "fabric.node", node, Verdict.ERROR,
@@ -275,7 +281,7 @@ def group_checks(groups: GroupScores, pair_tests: bool) -> list[CheckResult]:
                                    f"{how}", "FABRIC_UNTESTED", {"untested_pairs": Value(total)}))
         for node in groups.nodes:
             verdict = groups.node_verdict(node)
-            if verdict == "pass" and node not in groups.not_judged:
+            if verdict == "pass":
                 mine = [r for r in tests if node in r.nodes]
                 ok = sum(r.outcome == "pass" for r in mine)
                 out.append(CheckResult("fabric.node", node, Verdict.PASS, f"{ok} of its {len(mine)} group tests "
@@ -377,7 +383,7 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
                    "rounds": len(rounds), **settings,
                    "schedule": [{"round": r.number, "pairs": [list(p) for p in r.pairs],
                                  "sitting_out": r.sitting_out} for r in rounds],
-                   "bad": {"nodes": scores.bad_nodes, "node_rails": [list(p) for p in scores.bad_ports],
+                   "bad": _group_bad(groups) if groups is not None and not pair_tests else {"nodes": scores.bad_nodes, "node_rails": [list(p) for p in scores.bad_ports],
                            "rails": scores.bad_rails, "links": [[a, b] for a, b, _ in scores.bad_links],
                            "suspects": sorted(scores.suspects),
                            **({"stragglers": sorted(scores.tails.stragglers)} if scores.tails is not None else {}),
@@ -405,6 +411,13 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
         "signer": {"keyid": signer.keyid},
         "partial": False,
     }
+
+
+def _group_bad(groups: GroupScores) -> dict[str, Any]:
+    """What is bad where the group tests alone judged the nodes (no pair test ran)."""
+    return {"nodes": groups.bad_nodes, "node_rails": [], "rails": [], "links": [], "suspects": sorted(groups.suspects),
+            "inconclusive": sorted(n for n in groups.not_judged if n not in groups.bad_nodes),
+            **({"fabric": True} if any(f.kind == "fabric" for f in groups.findings) else {})}
 
 
 def _node_verdict(node: str, scores: Scores, groups: GroupScores | None, pair_tests: bool) -> str:

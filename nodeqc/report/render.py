@@ -137,7 +137,9 @@ def render_fabric_report(predicate: dict[str, Any], trust_line: str) -> str:
     named = [("bad nodes", bad.get("nodes")), ("bad rails of one node", [f"{n}:{r}" for n, r in bad.get("node_rails", [])]),
              ("bad rails (fabric-wide)", bad.get("rails")), ("bad links", [f"{a}-{b}" for a, b in bad.get("links", [])]),
              ("bad switch uplinks", [f"{u} uplink" for u in bad.get("uplinks") or []]),
-             ("inconclusive", bad.get("inconclusive"))]
+             ("inconclusive", bad.get("inconclusive")),
+             ("fail only together", ["-".join(t) for t in (fab.get("groups") or {}).get("together") or []]),
+             ("fabric-wide (groups)", ["every group and half failed"] if bad.get("fabric") else [])]
     out += [""] + [f"{what:<24} {', '.join(items)}" for what, items in named if items]
     topo = fab.get("topology") or {}
     if topo:
@@ -155,6 +157,11 @@ def render_fabric_report(predicate: dict[str, Any], trust_line: str) -> str:
                       ("uplinks never tested", "uplinks_untested")):
         if cov.get(key):
             out.append(f"{what:<24} {', '.join(cov[key][:24])}" + (f" +{len(cov[key]) - 24} more" if len(cov[key]) > 24 else ""))
+    grouped = fab.get("groups") or {}
+    if grouped:
+        rows = predicate.get("groups") or []
+        out.append(f"{'group tests':<24} {len(rows)} in {grouped.get('rounds')} rounds, groups of {grouped.get('size')} "
+                   f"({', '.join(fab.get('group_tests') or [])}); passed {sum(r.get('outcome') == 'pass' for r in rows)}")
     for planted in (sim or {}).get("planted") or []:
         out.append(f"{'simulated fault':<24} {planted.get('fault')}: {planted.get('outcome')}: {planted.get('why')}")
     failing = [c for c in checks if c.verdict in (Verdict.FAIL, Verdict.ERROR)]
