@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -221,3 +222,32 @@ def test_real_slurm_names_and_drains_the_throttled_node(real_slurm, tmp_path):
         assert all("DRAIN" not in real_slurm.node(n) for n in ("fab1", "fab2", "fab4"))
     finally:
         subprocess.run(["scontrol", "update", "NodeName=fab3", "State=RESUME"], env=real_slurm.env, timeout=30)
+
+
+@pytest.mark.slow
+def test_real_slurm_runs_a_group_test_one_step_per_node_and_names_the_node_with_wrong_results(real_slurm, tmp_path):
+    # `--group-size 4` over fake CuPy (tests/fake_cupy): each node of a group is one srun step of its
+    # own running `nodeqc fabric worker --group`; fab3's ranks return wrong results wherever they sit.
+    # The group fails, its half with fab3 fails, fab3 fails again with a node of the half that passed.
+    import base64
+
+    fake = Path(__file__).resolve().parent / "fake_cupy"
+    wrapper = tmp_path / "nodeqc-fake-gpus"
+    wrapper.write_text(f"#!/bin/sh\nexport FAKE_CUPY_NODE=\"$SLURMD_NODENAME\" FAKE_CUPY_GPUS=2 "
+                       f"FAKE_NCCL_FAULT=corrupt-recv:@fab3 PYTHONPATH={fake}:{ROOT}\n"
+                       f"exec {sys.executable} -m nodeqc \"$@\"\n")
+    wrapper.chmod(0o755)
+    addresses = [a for n in real_slurm.nodes for a in ("--address", f"{n}=127.0.0.1")]
+    before = set(real_slurm.steps())
+    p = _salloc(real_slurm, tmp_path, *addresses, "--tests", "nccl,alltoall", "--group-size", "4", "--seconds", "0.01",
+                "--nccl-bytes", "4096", "--min-nccl-busbw", "0.000001", "--min-alltoall-busbw", "0.000001",
+                "--seed", "3", nodeqc=str(wrapper))
+    assert p.returncode == 1, p.stderr
+    assert "FAIL  fabric.group fab3: failed with known-good partner" in p.stderr
+    steps = {k: v for k, v in real_slurm.steps().items() if k not in before}
+    # the group (4 steps), its halves (4), two confirmations (4): every step on exactly its one node
+    assert len(steps) == 12 and all(len(nodes) == 1 for nodes in steps.values()), steps
+    report = Path(p.stdout.strip().splitlines()[-1])
+    pred = json.loads(base64.b64decode(json.loads(report.read_text())["payload"]))["predicate"]
+    assert {n["name"]: n["verdict"] for n in pred["nodes"]} == {"fab1": "pass", "fab2": "pass", "fab3": "fail",
+                                                                "fab4": "pass"}
