@@ -9,6 +9,7 @@ import base64
 import json
 import math
 import os
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -360,3 +361,103 @@ def test_a_group_worker_that_lies_is_named_as_in_the_pair_tests():
     assert [(ch.name, ch.subject, ch.verdict.value) for ch in lied] == [("fabric.node", "node2", "fail")]
     assert "a test this group did not run" in lied[0].message
     assert all(s.node_verdict(n) in ("pass", "error") for n in c.nodes if n != "node2")
+
+
+# ---------------------------------------------------------------------- multi-node NVLink domains
+
+NVL = replace(FLOORS, nccl_busbw_gbps=143.6, nvlink_busbw_gbps=662)  # gb200-nvl72-tray's
+
+
+def _rack(count=72, faults=(), per=18):
+    c = SimulatedCluster.build(count, 4, list(faults), seed=3, nvlink=per)
+    c.gpus = 4
+    return c
+
+
+def test_the_plan_keeps_each_nvlink_domain_in_groups_of_its_own():
+    domains = {f"n{i}": f"D{i // 5}" for i in range(10)}  # two domains of five, and n10 in none
+    groups = plan([f"n{i}" for i in range(11)], 3, 1, domains=domains)
+    assert sorted(sorted(g) for g in groups) == [["n0", "n1", "n2"], ["n10", "n3", "n4"], ["n5", "n6", "n7"], ["n8", "n9"]]
+    # n10, alone outside any domain, joined the smallest group: the one group across domains
+
+
+def test_within_an_nvlink_domain_the_all_reduce_is_judged_against_the_nvlink_floor_only():
+    assert NVL.busbw("nccl", 6, 4, nvlink=True) == 662 and NVL.busbw("nccl", 6, 4) == 143.6
+    assert NVL.busbw("alltoall", 6, 4, nvlink=True) == NVL.busbw("alltoall", 6, 4)  # no NVLink figure for it
+    assert FLOORS.busbw("nccl", 4, 8, nvlink=True) == 365  # a profile without one: its NIC floor
+    ends = [_end(n, gpus=12) for n in NODES]
+    assert merge_group(1, NODES, ends, [], NVL, tests=["nccl"], nvlink="D0").measurements[0].floor == 662
+    assert merge_group(1, NODES, ends, [], NVL, tests=["nccl"], nvlink="D0").nvlink == "D0"
+    assert merge_group(1, NODES, ends, [], NVL, tests=["nccl"]).measurements[0].floor == 143.6
+
+
+def test_a_domain_whose_nvlink_is_down_is_named_as_the_domain_and_its_trays_fail():
+    c = _rack(faults=["nvlink:D2:down"])
+    s = isolate(c.nodes, 6, _run(c, NVL, ["nccl"]), 3, domains=c.domains)
+    (f,) = s.findings
+    d2 = tuple(n for n, d in c.domains.items() if d == "D2")
+    assert f.kind == "nvlink" and set(f.nodes) == set(d2) and "NVLink domain D2" in f.why
+    assert "191." in f.why or "192." in f.why  # NCCL fell back to the NICs (NVIDIA's 191.4 without NVLink)
+    assert {s.node_verdict(n) for n in d2} == {"fail"} and not s.not_judged
+    assert {s.node_verdict(n) for n in c.nodes if n not in d2} == {"pass"}
+
+
+def test_a_tray_whose_nvlink_is_down_is_confirmed_against_a_known_good_tray_of_its_own_domain():
+    c = _rack(faults=["node20:nvlink:down"])
+    s = isolate(c.nodes, 6, _run(c, NVL, ["nccl"]), 3, domains=c.domains)
+    assert s.bad_nodes == ["node20"] and [f.kind for f in s.findings] == ["node"]
+    confirm = s.units[s.findings[0].unit]
+    assert {c.domains[n] for n in confirm.nodes} == {c.domains["node20"]}  # over the same NVLink, not the NICs
+    assert confirm.result.nvlink == c.domains["node20"] and confirm.result.measurements[0].floor == 662
+
+
+@pytest.mark.parametrize("fault,message", [
+    ("node3:nvlink:down", "node3 is in no NVLink domain (--nvlink-domain N)"),
+    ("nvlink:D9:down", "no NVLink domain D9 (domains: none: give --nvlink-domain N)"),
+])
+def test_nvlink_faults_need_domains(fault, message):
+    from nodeqc.core.errors import UsageError
+
+    with pytest.raises(UsageError, match=re.escape(message)):
+        SimulatedCluster.build(8, 4, [fault])
+
+
+def test_the_command_names_a_failed_nvlink_domain_of_simulated_gb200_racks(tmp_path):
+    p = cli("fabric", "--simulate", "72", "--rails", "4", "--nvlink-domain", "18", "--profile", "gb200-nvl72-tray",
+            "--tests", "nccl", "--group-size", "6", "--seed", "3", "--inject", "nvlink:D2:down", "--out", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    assert "FAIL  fabric.group nvlink:D2: every one of" in p.stderr and "[FABRIC_GROUP_NVLINK]" in p.stderr
+    assert "nvlink:D2:down: found" in p.stderr
+    p = cli("fabric", "--hosts", "a,b", "--nvlink-domain", "2", "--tests", "tcp", "--out", str(tmp_path))
+    assert p.returncode == 2 and "--nvlink-domain shapes the simulated cluster" in p.stderr
+
+
+def test_a_slurm_block_is_an_nvlink_domain(tmp_path):
+    from nodeqc.fabric.topology import parse_slurm
+
+    t = parse_slurm("BlockName=rack1 Nodes=gpu[01-03]\nBlockName=rack2 Nodes=gpu[04-06]\n"
+                    "SwitchName=leaf1 Nodes=cpu[1-2]\n", "topology.conf")
+    assert t.nvlink == {f"gpu0{i}": "rack1" if i <= 3 else "rack2" for i in range(1, 7)}
+
+
+def test_fabric_judges_groups_within_a_slurm_block_against_the_nvlink_floor_through_its_workers(tmp_path):
+    topo = tmp_path / "topology.conf"
+    topo.write_text("BlockName=rack1 Nodes=a,b,c\nBlockName=rack2 Nodes=d,e,f\n")
+    args = ["fabric", "--hosts", "a,b,c,d,e,f", "--launch", "env FAKE_CUPY_NODE={host}", "--nodeqc",
+            f"{sys.executable} -m nodeqc", "--topology", str(topo), "--tests", "nccl", "--group-size", "3",
+            "--min-nccl-busbw", "0.000001", "--min-nvlink-busbw", "0.000002", "--seconds", "0.01", "--nccl-bytes", "4096",
+            "--seed", "1", "--out", str(tmp_path), *[x for n in "abcdef" for x in ("--address", f"{n}=127.0.0.1")]]
+    env = {"PYTHONPATH": os.pathsep.join([str(FAKE), str(ROOT)]), "FAKE_CUPY_GPUS": "2", "FAKE_NCCL_FAULT": ""}
+    p = cli(*args, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    rows = _predicate(p.stdout)["groups"]
+    assert sorted(sorted(r["nodes"]) for r in rows) == [["a", "b", "c"], ["d", "e", "f"]]
+    assert {r["collectives"]["nccl"]["floor"] for r in rows} == {0.000002}
+
+
+def test_one_failing_group_is_too_little_to_blame_its_nvlink_domain():
+    # A domain of three trays is one group: one bad tray fails it, and no tray of its domain is
+    # known good to confirm against. One test cannot tell the tray from the domain: not judged.
+    c = _rack(12, ["node1:nccl=0.3"], per=3)
+    s = isolate(c.nodes, 3, _run(c, NVL, ["nccl"]), 3, domains=c.domains)
+    assert not s.findings and set(s.not_judged) == {"node0", "node1", "node2"}

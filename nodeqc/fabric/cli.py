@@ -40,6 +40,7 @@ COLLECTIVE_FLOORS = {"nccl": ("min_fabric_nccl_busbw_gbps", "min_nccl_busbw"),
 COLLECTIVE_SOURCES = {"nccl": "hgx-h100 and dgx-a100 carry OCI's published figures",
                       "allgather": "hgx-h100, hgx-b200 and gb200-nvl72-tray carry Google cluster-health-scanner's",
                       "alltoall": "hgx-h100 carries one from NVIDIA's measured two-node figure"}
+NVLINK_FLOOR = "min_fabric_nvlink_busbw_gbps"  # [nic]: the all-reduce within a multi-node NVLink domain
 
 
 def _parser() -> Parser:
@@ -69,6 +70,8 @@ def _parser() -> Parser:
     p.add_argument("--leaves", type=int, default=0, help="--simulate: leaf switches (L0..), the nodes spread over them")
     p.add_argument("--spines", type=int, default=0, help="--simulate: spine switches (S0..) above the leaves")
     p.add_argument("--rails", type=int, default=8, help="--simulate: RDMA rails per node (0: TCP only; default 8)")
+    p.add_argument("--nvlink-domain", type=int, default=0, metavar="N", help="--simulate: multi-node NVLink domains "
+                   "of N nodes each (D0..; a GB200 NVL72 rack holds 18 trays): group tests within one run over NVLink")
     p.add_argument("--inject", metavar="FAULT", action="append", default=[],
                    help="--simulate: nodeN:slow=F, nodeN:down, nodeN:railR=F, nodeN:railR:down, railR=F, "
                         "link:nodeA-nodeB=F, leaf:L3:slow=F, spine:S1:down, ... (repeatable)")
@@ -83,6 +86,8 @@ def _parser() -> Parser:
     p.add_argument("--min-nccl-busbw", type=float, metavar="GBPS", help="two-node NCCL all-reduce bus bandwidth floor, GB/s")
     p.add_argument("--min-allgather-busbw", type=float, metavar="GBPS", help="two-node NCCL all-gather bus bandwidth floor, GB/s")
     p.add_argument("--min-alltoall-busbw", type=float, metavar="GBPS", help="two-node NCCL all-to-all bus bandwidth floor, GB/s")
+    p.add_argument("--min-nvlink-busbw", type=float, metavar="GBPS", help="NCCL all-reduce bus bandwidth floor of a group "
+                   "within one multi-node NVLink domain, GB/s (default: the profile's; gb200-nvl72-tray carries one)")
     p.add_argument("--max-lat-p99-us", type=float, metavar="USEC", help="ib_write_lat's 99th percentile floor per "
                    "pair and rail (default 20 usec: nodeqc/fabric/tails.py says why)")
     p.add_argument("--seconds", type=float, help="seconds of each traffic test (default: the profile's traffic_s)")
@@ -149,8 +154,12 @@ def _nodes(args: argparse.Namespace, topology: Any = None) -> tuple[list[str], A
 
     if args.simulate is not None:
         cluster = SimulatedCluster.build(args.simulate, args.rails, args.inject, seed=args.seed or 0,
-                                         leaves=args.leaves, spines=args.spines, topology=topology)
+                                         leaves=args.leaves, spines=args.spines, topology=topology,
+                                         nvlink=args.nvlink_domain)
         return cluster.nodes, SimulatedLauncher(cluster), cluster
+    if args.nvlink_domain:
+        raise UsageError("--nvlink-domain shapes the simulated cluster: it needs --simulate (a real cluster's domains "
+                         "come from --topology: Slurm's BlockName= lines, or the nodes' nvidia.com/gpu.clique labels)")
     if args.inject:
         raise UsageError("--inject needs --simulate: faults are planted in a simulated cluster only")
     if args.slurm is not None:
@@ -217,6 +226,7 @@ def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
     if not 0 <= args.bad_fraction < 1:
         raise UsageError(f"--bad-fraction {args.bad_fraction:g}: expected 0 to below 1, e.g. 0.1")
     for flag in ("min_tcp_gbps", "min_rdma_gbps", "min_nccl_busbw", "min_allgather_busbw", "min_alltoall_busbw",
+                 "min_nvlink_busbw",
                  "max_lat_p99_us", "seconds"):
         v = getattr(args, flag)
         if v is not None and not (v > 0 and v < float("inf")):
@@ -302,7 +312,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     floors = Floors(rdma_fraction=frac.fail if frac else None, tcp_fraction=tfrac.fail if tfrac else None,
                     rdma_gbps=args.min_rdma_gbps, tcp_gbps=args.min_tcp_gbps, nccl_busbw_gbps=busbw["nccl"],
                     allgather_busbw_gbps=busbw["allgather"], alltoall_busbw_gbps=busbw["alltoall"],
-                    lat_p99_us=args.max_lat_p99_us)
+                    lat_p99_us=args.max_lat_p99_us, nvlink_busbw_gbps=args.min_nvlink_busbw or (
+                        nvlink_floor.fail if (nvlink_floor := profile.threshold("nic", NVLINK_FLOOR)) else None))
     seconds = args.seconds or float(profile.get("nic", "traffic_s", 10))
     seed = args.seed if args.seed is not None else int(time.time())
     if args.rounds:
@@ -349,9 +360,12 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     if launcher.name == "kubernetes":
         # kubectl, the cluster, the nodes, the right to create Jobs; the GPUs a pod asks for (NCCL)
         launcher.preflight(nodes, addresses, profile.get("gpu", "count"))
+    domains = cluster.domains if cluster is not None else topology.nvlink if topology is not None else {}
+    if cluster is not None and profile.get("gpu", "count"):
+        cluster.gpus = int(profile.get("gpu", "count"))  # the simulated nodes' GPUs are the profile's
     work = Work(tests=pair_tests, seconds=seconds, floors=floors, streams=int(profile.get("nic", "streams", 4)),
                 use_cuda=args.use_cuda, nodeqc=shlex.split(args.nodeqc), addresses=addresses, nccl_bytes=args.nccl_bytes,
-                port_base=args.port)
+                port_base=args.port, nvlink=dict(domains))
 
     # The journal: every round's pair results appended and synced as they come, so a fabric run
     # that is killed leaves what it had measured (the report records the journal's sha256).
@@ -474,7 +488,8 @@ def _groups(args: argparse.Namespace, nodes: list[str], seed: int, topology: Any
             f"{'/'.join(sorted({str(len(u)) for u in units}))} nodes" + (f"; not passed: {few(failed, 4)}" if failed else ""))
         return done
 
-    return isolate(nodes, args.group_size, run_groups, seed, topology, stopped=lambda: aborted["flag"])
+    return isolate(nodes, args.group_size, run_groups, seed, topology, stopped=lambda: aborted["flag"],
+                   domains=work.nvlink)
 
 
 class _Stopped(Exception):

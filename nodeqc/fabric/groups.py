@@ -52,13 +52,32 @@ def auto_size(nodes: int) -> int:
     return max(3, round(math.sqrt(nodes)))
 
 
-def plan(nodes: list[str], size: int, seed: int, topology: "Topology | None" = None) -> list[tuple[str, ...]]:
-    """The nodes in ceil(N / size) groups of sizes that differ by one at most (so none of one node)."""
+def plan(nodes: list[str], size: int, seed: int, topology: "Topology | None" = None,
+         domains: dict[str, str] | None = None) -> list[tuple[str, ...]]:
+    """The nodes in groups of sizes that differ by one at most (so none of one node): the nodes of
+    each multi-node NVLink domain (`domains`: node -> domain, gpu.clique) in groups of their own,
+    so their collectives run over NVLink; the rest (and a domain's lone node) by leaf, or shuffled."""
+    domains = domains or {}
+    by_domain: dict[str, list[str]] = {}
+    for n in nodes:
+        if n in domains:
+            by_domain.setdefault(domains[n], []).append(n)
+    rest = [n for n in nodes if n not in domains] + [n for d in by_domain.values() if len(d) < 2 for n in d]
+    out = [g for d in sorted(by_domain) if len(by_domain[d]) >= 2 for g in _chunks(sorted(by_domain[d]), size)]
+    if len(rest) == 1 and out:  # one node left over: it joins the smallest group (a group across domains)
+        smallest = min(range(len(out)), key=lambda i: len(out[i]))
+        out[smallest] += tuple(rest)
+        rest = []
     if topology is not None:
-        order = sorted(nodes, key=lambda n: (topology.leaf_of.get(n, ""), n))
+        order = sorted(rest, key=lambda n: (topology.leaf_of.get(n, ""), n))
     else:
-        order = sorted(nodes)
+        order = sorted(rest)
         random.Random(seed).shuffle(order)
+    return out + (_chunks(order, size) if order else [])
+
+
+def _chunks(order: list[str], size: int) -> list[tuple[str, ...]]:
+    """ceil(N / size) runs of `order`, of sizes that differ by one at most."""
     count = max(1, -(-len(order) // size))
     base, extra = divmod(len(order), count)
     out, i = [], 0
@@ -67,6 +86,12 @@ def plan(nodes: list[str], size: int, seed: int, topology: "Topology | None" = N
         out.append(tuple(order[i:i + take]))
         i += take
     return out
+
+
+def shared_domain(nodes: tuple[str, ...], domains: dict[str, str]) -> str | None:
+    """The multi-node NVLink domain every node of a group is in, or None (not all in one, or unknown)."""
+    found = {domains.get(n) for n in nodes}
+    return found.pop() if len(found) == 1 and None not in found else None
 
 
 @dataclass
@@ -91,7 +116,8 @@ class GroupTest:
 
 @dataclass
 class GroupFinding:
-    kind: str  # "node" (failed with a known-good partner), "together" (fails only as a whole), "fabric"
+    kind: str  # "node" (failed with a known-good partner), "together" (fails only as a whole), "fabric",
+    # "nvlink" (every test within one multi-node NVLink domain failed, tests elsewhere passed)
     nodes: tuple[str, ...]
     why: str
     unit: int | None = None  # the test that shows it
@@ -101,6 +127,7 @@ class GroupFinding:
 class GroupScores:
     nodes: list[str]
     size: int
+    domains: dict[str, str] = field(default_factory=dict)  # node -> multi-node NVLink domain, where known
     units: list[GroupTest] = field(default_factory=list)
     rounds: list[list[int]] = field(default_factory=list)  # each round's units
     findings: list[GroupFinding] = field(default_factory=list)
@@ -152,8 +179,9 @@ class GroupScores:
     def node_verdict(self, node: str) -> str:
         """fail (found bad), error (not judged), pass (in a group test that passed, or cleared), or
         skip (in skipped tests only: no evidence)."""
-        if node in self.bad_nodes or node in self.suspects:
-            return "fail"
+        if node in self.bad_nodes or node in self.suspects or any(
+                f.kind == "nvlink" and node in f.nodes for f in self.findings):
+            return "fail"  # (a node of a failed NVLink domain cannot serve the jobs the domain is for)
         if node in self.not_judged:
             return "error"
         if any(f.kind == "fabric" for f in self.findings):
@@ -166,13 +194,15 @@ class GroupScores:
 
 def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[str, ...]]], list[GroupResult]],
             seed: int, topology: "Topology | None" = None, max_rounds: int = MAX_ROUNDS,
-            stopped: Callable[[], bool] = lambda: False) -> GroupScores:
+            stopped: Callable[[], bool] = lambda: False, domains: dict[str, str] | None = None) -> GroupScores:
     """Plan, run (through `run_groups(round_number, groups)`, a launcher's) and isolate; the scores.
-    `stopped()` is asked before each round (Ctrl-C): what is left is then not judged, saying so."""
+    `stopped()` is asked before each round (Ctrl-C): what is left is then not judged, saying so.
+    `domains`: node -> multi-node NVLink domain, where known (plan)."""
     rng = random.Random(seed)
-    out = GroupScores(list(nodes), size)
+    domains = domains or {}
+    out = GroupScores(list(nodes), size, domains=dict(domains))
     units = out.units
-    units += [GroupTest(g, "group") for g in plan(nodes, size, seed, topology)]
+    units += [GroupTest(g, "group") for g in plan(nodes, size, seed, topology, domains)]
     todo = list(range(len(units)))
     waiting: list[tuple[str, int]] = []  # (member, the failing unit it came from) to confirm
     good: set[str] = set()
@@ -191,7 +221,11 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
             # Known good: of a group test that passed. Never of the member's failing group (its nodes
             # were in it when it failed, and in no other test of their lineage); having shared a bigger
             # group with the member says nothing of the path between the two alone.
-            partner = next((g for g in free if member not in busy and g not in busy), None)
+            # Within an NVLink domain the partner is of the same domain: the test must take the path
+            # that failed (NVLink), not the NICs between domains.
+            domain = shared_domain(units[parent].nodes, domains)
+            partner = next((g for g in free if member not in busy and g not in busy
+                            and (domain is None or domains.get(g) == domain)), None)
             if partner is None:
                 later.append((member, parent))
                 continue
@@ -230,6 +264,7 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
     for i in todo:
         for n in units[i].nodes:
             out.not_judged.setdefault(n, limit)
+    _nvlink_domains(out)
     for i in range(len(units)):  # a planned group never run (stopped before the first round)
         if units[i].result is None and units[i].kind == "group":
             for n in units[i].nodes:
@@ -253,6 +288,29 @@ def _fabric_wide(out: GroupScores) -> bool:
                                      "groups: the fabric, or a floor above what it gives, not a node (or bad nodes in "
                                      "every part of every group: a smaller --group-size would tell)"))
     return True
+
+
+def _nvlink_domains(out: GroupScores) -> None:
+    """An NVLink domain every test within which failed, where tests elsewhere passed: the domain's
+    NVLink fabric, not its nodes (no partner of the domain was known good to tell a node from it)."""
+    within: dict[str, list[GroupTest]] = {}
+    for u in out.units:
+        domain = shared_domain(u.nodes, out.domains)
+        if domain is not None and u.result is not None and not u.skipped:
+            within.setdefault(domain, []).append(u)
+    elsewhere = any(u.outcome == "pass" and shared_domain(u.nodes, out.domains) is None for u in out.units)
+    for domain, tests in sorted(within.items()):
+        if len(tests) < 2 or not all(u.outcome == "fail" for u in tests) or not (
+                elsewhere or any(u.outcome == "pass" for d, us in within.items() if d != domain for u in us)):
+            continue
+        nodes = tuple(sorted({n for u in tests for n in u.nodes}))
+        failed = sorted({x for u in tests for x in u.result.failed()})  # type: ignore[union-attr]
+        out.findings.append(GroupFinding("nvlink", nodes, f"every one of {len(tests)} group tests within NVLink domain "
+                                         f"{domain} failed ({', '.join(failed)}; e.g. {_what(tests[0].result)}), "  # type: ignore[arg-type]
+                                         "while groups elsewhere passed: the domain's multi-node NVLink (its NVSwitch "
+                                         "trays, the fabric manager, IMEX), not one node", out.units.index(tests[0])))
+        for n in nodes:
+            out.not_judged.pop(n, None)
 
 
 def _judge(out: GroupScores) -> None:

@@ -31,6 +31,7 @@ from typing import IO, Any
 from nodeqc.core.names import substitute
 from nodeqc.core.text import few
 from nodeqc.fabric import nccl_group
+from nodeqc.fabric.groups import shared_domain
 from nodeqc.fabric.lines import RATE_SLACK, Refused, bind, excerpt, line_problem, scan
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import Floors, GroupResult, Measurement, PairResult
@@ -53,6 +54,7 @@ class Work:
     addresses: dict[str, str] = field(default_factory=dict)  # node -> data address (default: its name)
     nccl_bytes: int | None = None  # per GPU in the NCCL test (default: nccl_group.BUFFER_BYTES)
     group: bool = False  # group tests (nodeqc.fabric.groups): `tests` are collectives, run across each group
+    nvlink: dict[str, str] = field(default_factory=dict)  # node -> multi-node NVLink domain, where known
 
     @property
     def round_timeout_s(self) -> float:
@@ -147,7 +149,7 @@ class ProcessLauncher(Launcher):
 
     def run_groups(self, number: int, groups: list[tuple[str, ...]], work: Work) -> list[GroupResult]:
         got = self._launch(groups, [work.worker_args(g, slot) for slot, g in enumerate(groups)], work)
-        return [merge_group(number, g, outputs, errors, work.floors, refused, work.tests)
+        return [merge_group(number, g, outputs, errors, work.floors, refused, work.tests, shared_domain(g, work.nvlink))
                 for g, (outputs, errors, refused) in zip(groups, got)]
 
     def _launch(self, units: list[tuple[str, ...]], args: list[list[str]],
@@ -301,12 +303,13 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
 
 def merge_group(round_no: int, nodes: tuple[str, ...], outputs: list[dict[str, Any]], errors: list[str],
                 floors: Floors, refused: list[Refused] | tuple[Refused, ...] = (),
-                tests: list[str] | None = None) -> GroupResult:
+                tests: list[str] | None = None, nvlink: str | None = None) -> GroupResult:
     """A group test's result from what its ends printed (each bound to its end, lines.bind), checked
     as merge checks a pair's: a malformed line, a line for another node or a second one, a figure
     that is no collective this run asked for, or one said twice, makes the group not tested, naming
     who printed it. Each collective is one figure of every end's (one_nccl_figure), its floor the
-    profile's for that many nodes (Floors.busbw), and its step tail a latency figure."""
+    profile's for that many nodes (Floors.busbw; within one NVLink domain, `nvlink`, the all-reduce's
+    NVLink floor), and its step tail a latency figure."""
     refused = list(refused)
     ends: dict[str, dict[str, Any]] = {}
     for o in outputs:
@@ -349,12 +352,12 @@ def merge_group(round_no: int, nodes: tuple[str, ...], outputs: list[dict[str, A
         worlds = {x.get("gpus") for _, x in said}
         world = worlds.pop() if len(worlds) == 1 else None
         gpus = world // len(nodes) if type(world) is int and world > 0 and world % len(nodes) == 0 else None
-        out.append(Measurement(rail, "both", f.get("value"), "GB/s", floors.busbw(rail, len(nodes), gpus),
+        out.append(Measurement(rail, "both", f.get("value"), "GB/s", floors.busbw(rail, len(nodes), gpus, bool(nvlink)),
                                f.get("error"), f.get("skipped")))
         if f.get("steps") is not None:
             latencies.append(nccl_steps(f, rail))
     return GroupResult(round_no, nodes, out, identities={n: o.get("identity") or {"hostname": n} for n, o in ends.items()},
-                       latencies=latencies)
+                       latencies=latencies, nvlink=nvlink)
 
 
 

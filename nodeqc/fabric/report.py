@@ -247,8 +247,10 @@ def group_checks(groups: GroupScores, pair_tests: bool) -> list[CheckResult]:
     tests = groups.results
     values = {"group_size": Value(groups.size), "tests": Value(len(tests)), "rounds": Value(len(groups.rounds))}
     for f in groups.findings:
-        code = {"node": "FABRIC_GROUP_NODE", "together": "FABRIC_GROUP_TOGETHER", "fabric": "FABRIC_GROUP_WIDE"}[f.kind]
-        subject = f.nodes[0] if f.kind == "node" else "fabric" if f.kind == "fabric" else "-".join(f.nodes)
+        code = {"node": "FABRIC_GROUP_NODE", "together": "FABRIC_GROUP_TOGETHER", "fabric": "FABRIC_GROUP_WIDE",
+                "nvlink": "FABRIC_GROUP_NVLINK"}[f.kind]
+        subject = (f.nodes[0] if f.kind == "node" else "fabric" if f.kind == "fabric" else
+                   f"nvlink:{groups.domains.get(f.nodes[0])}" if f.kind == "nvlink" else "-".join(f.nodes))
         evidence = {"test": group_row(groups, f.unit)} if f.unit is not None else {}
         out.append(CheckResult("fabric.group", subject, Verdict.FAIL, f.why, code, values, [], evidence))
     for node, lies in sorted(groups.suspects.items()):

@@ -48,9 +48,10 @@ class Floors:
     nccl_busbw_gbps: float | None = None
     allgather_busbw_gbps: float | None = None
     alltoall_busbw_gbps: float | None = None
+    nvlink_busbw_gbps: float | None = None  # the all-reduce within one multi-node NVLink domain (groups)
     lat_p99_us: float | None = None  # ib_write_lat's p99 floor (None: nodeqc.fabric.tails.LAT_P99_US)
 
-    def busbw(self, rail: str, nodes: int = 2, gpus: int | None = None) -> float | None:
+    def busbw(self, rail: str, nodes: int = 2, gpus: int | None = None, nvlink: bool = False) -> float | None:
         """The bus bandwidth floor (GB/s) of a collective's rail (nccl: the all-reduce, allgather,
         alltoall) across `nodes` nodes of `gpus` GPUs each. The floors are two-node figures. The
         all-reduce's and all-gather's bus bandwidth does not depend on the node count (nccl-tests
@@ -59,6 +60,10 @@ class Floors:
         (1/2 across two), against a bus factor of (n-1)/n for n = k x G ranks, so its floor is scaled
         by that ratio against two nodes' (an estimate, from the NIC-bound model: 0.69 of the two-node
         floor across four nodes of 8 GPUs, 0.55 across sixteen)."""
+        if nvlink and rail == "nccl" and self.nvlink_busbw_gbps is not None:
+            # Within one multi-node NVLink domain NCCL's all-reduce goes over NVLink: its own floor.
+            # (The all-gather's and all-to-all's there have none: their NIC floors, lower, stand.)
+            return self.nvlink_busbw_gbps
         floor = {"nccl": self.nccl_busbw_gbps, "allgather": self.allgather_busbw_gbps,
                  "alltoall": self.alltoall_busbw_gbps}[rail]
         if floor is None or rail != "alltoall" or nodes == 2 or not gpus:
@@ -148,6 +153,7 @@ class GroupResult:
     identities: dict[str, dict[str, Any]] = field(default_factory=dict)
     refused: list[dict[str, Any]] = field(default_factory=list)
     latencies: list["Latency"] = field(default_factory=list)  # each collective's step tail
+    nvlink: str | None = None  # the multi-node NVLink domain every node of the group is in, where one is
 
     @property
     def outcome(self) -> str:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 from nodeqc.core.errors import UsageError
 from nodeqc.core.text import few
 from nodeqc.fabric.coverage import Coverage
+from nodeqc.fabric.groups import shared_domain
 from nodeqc.fabric.nccl_group import BUFFER_BYTES, COLLECTIVES, wrong_result
 from nodeqc.fabric.scoring import Floors, GroupResult, Measurement, PairResult, Scores, alltoall_bus_factor
 from nodeqc.fabric.tails import LAT_P50_US as LAT_P50_FLOOR_US
@@ -63,16 +64,23 @@ STRAGGLER_P99_US = 60.0
 # shared/REFERENCE.md), GB/s bus bandwidth; 8 GPUs a node (an HGX). A straggler's 99th percentile
 # step: a stall of 12 ms, above cluster-health-scanner's 8 ms (nodeqc.fabric.tails), an estimate.
 HEALTHY_BUSBW = {"nccl": 487.9, "allgather": 338.6, "alltoall": 79.1}
+# A rack-scale cluster (--nvlink-domain): NVIDIA's four GB200 nodes' all-reduce, 882.5 GB/s with
+# multi-node NVLink and 191.4 without (the same source). Its all-gather and all-to-all: the H100
+# figures above (no GB200 figure is published; estimates).
+NVLINK_BUSBW = 882.5
+NVLINK_FALLBACK_BUSBW = 191.4
 GROUP_GPUS = 8
 STRAGGLER_STALL_MS = 12.0
 
 _FRACTION = r"(0(?:\.\d+)?|1(?:\.0+)?|0?\.\d+)"
 _FAULT = re.compile(
-    rf"^(?:node(?P<node>\d+):(?:slow=(?P<slow>{_FRACTION})|(?P<down>down)|(?P<straggler>straggler)|nccl(?:=(?P<nccl>{_FRACTION})|:(?P<wrong>wrong))|rail(?P<nrail>\d+)(?:=(?P<nrf>{_FRACTION})|:(?P<nrdown>down))))$"
+    rf"^(?:node(?P<node>\d+):(?:slow=(?P<slow>{_FRACTION})|(?P<down>down)|(?P<straggler>straggler)|nccl(?:=(?P<nccl>{_FRACTION})|:(?P<wrong>wrong))|(?P<nvdown>nvlink:down)|rail(?P<nrail>\d+)(?:=(?P<nrf>{_FRACTION})|:(?P<nrdown>down))))$"
+    rf"|^(?:nvlink:(?P<domain>[A-Za-z0-9._-]{{1,63}}):down)$"
     rf"|^(?:rail(?P<rail>\d+)(?:=(?P<rf>{_FRACTION})|:(?P<rdown>down)))$"
     rf"|^(?:link:node(?P<la>\d+)-node(?P<lb>\d+)(?:=(?P<lf>{_FRACTION})|:(?P<ldown>down)))$"
     rf"|^(?:(?P<lvl>leaf|spine):(?P<sw>[A-Za-z0-9._-]{{1,253}}?)(?::slow=(?P<uf>{_FRACTION})|:(?P<udown>down)))$")
-VOCABULARY = "nodeN:slow=F, nodeN:down, nodeN:straggler, nodeN:nccl=F, nodeN:nccl:wrong, nodeN:railR=F, nodeN:railR:down, railR=F, railR:down, " \
+VOCABULARY = "nodeN:slow=F, nodeN:down, nodeN:straggler, nodeN:nccl=F, nodeN:nccl:wrong, nodeN:nvlink:down, " \
+             "nvlink:DOMAIN:down, nodeN:railR=F, nodeN:railR:down, railR=F, railR:down, " \
              "link:nodeA-nodeB=F, link:nodeA-nodeB:down, leaf:NAME:slow=F, leaf:NAME:down, spine:NAME:slow=F, " \
              "spine:NAME:down (F: the fraction of bandwidth left, 0 < F < 1)"
 
@@ -86,6 +94,7 @@ class Faults:
     uplink: dict[str, float] = field(default_factory=dict)  # switch -> its uplink's share left
     straggler: set[str] = field(default_factory=set)  # nodes slow only at the latency tail
     nccl: dict[str, float] = field(default_factory=dict)  # node -> its collectives' share left (0.0: wrong results)
+    nvlink: set[str] = field(default_factory=set)  # NVLink domains, and nodes, whose multi-node NVLink is down
 
 
 @dataclass
@@ -96,10 +105,12 @@ class SimulatedCluster:
     seed: int = 0
     injected: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)  # (text, kind, where)
     topology: Topology | None = None
+    domains: dict[str, str] = field(default_factory=dict)  # node -> multi-node NVLink domain (D0..)
+    gpus: int = GROUP_GPUS
 
     @classmethod
     def build(cls, count: int, rails: int, injected: list[str], seed: int = 0, leaves: int = 0, spines: int = 0,
-              topology: Topology | None = None) -> "SimulatedCluster":
+              topology: Topology | None = None, nvlink: int = 0, gpus: int = 0) -> "SimulatedCluster":
         if count < 2:
             raise UsageError(f"--simulate {count}: a fabric needs at least two nodes")
         if not 0 <= rails <= 32:
@@ -117,7 +128,13 @@ class SimulatedCluster:
                                 {n: f"L{i * leaves // count}" for i, n in enumerate(nodes)}, parent)
         elif topology is not None:
             topology = topology.restrict(nodes, topology.source)
-        cluster = cls(nodes, [f"rail{r}" for r in range(rails)], Faults(), seed, topology=topology)
+        if not 0 <= nvlink <= count:
+            raise UsageError(f"--nvlink-domain {nvlink}: expected 0 (none) to the node count ({count})")
+        if not 0 <= gpus <= 72:
+            raise UsageError(f"--gpus {gpus}: expected 1 to 72")
+        domains = {n: f"D{i // nvlink}" for i, n in enumerate(nodes)} if nvlink else {}
+        cluster = cls(nodes, [f"rail{r}" for r in range(rails)], Faults(), seed, topology=topology, domains=domains,
+                      gpus=gpus or GROUP_GPUS)
         for text in injected:
             cluster.inject(text)
         return cluster
@@ -149,7 +166,12 @@ class SimulatedCluster:
 
         if g["node"] is not None:
             n = node(g["node"])
-            if g["nccl"] is not None or g["wrong"]:
+            if g["nvdown"]:
+                if n not in self.domains:
+                    raise UsageError(f"--inject {text}: {n} is in no NVLink domain (--nvlink-domain N)")
+                self.faults.nvlink.add(n)
+                self.injected.append((text, "nvlink node", (n,)))
+            elif g["nccl"] is not None or g["wrong"]:
                 self.faults.nccl[n] = 0.0 if g["wrong"] else fraction(g["nccl"])
                 self.injected.append((text, "nccl", (n,)))
             elif g["straggler"]:
@@ -165,6 +187,12 @@ class SimulatedCluster:
             else:
                 self.faults.node[n] = fraction(g["slow"])
                 self.injected.append((text, "node", (n,)))
+        elif g["domain"] is not None:
+            if g["domain"] not in set(self.domains.values()):
+                raise UsageError(f"--inject {text}: no NVLink domain {g['domain']} (domains: "
+                                 f"{few(sorted(set(self.domains.values())), 8) or 'none: give --nvlink-domain N'})")
+            self.faults.nvlink.add(g["domain"])
+            self.injected.append((text, "nvlink", (g["domain"],)))
         elif g["lvl"] is not None:
             sw = g["sw"]
             have = self.topology.switches() if self.topology is not None else []
@@ -234,12 +262,17 @@ class SimulatedCluster:
         group's worst path leaves (a node, a link between two of its nodes, an uplink any two cross,
         a rail: NCCL stripes every rail, so the slowest holds every step). An estimate, not a
         measurement: no multi-node NCCL has run on real nodes here."""
-        k, out, latencies = len(nodes), [], []
-        factor = self._group_factor(nodes)
+        k, out, latencies, g = len(nodes), [], [], self.gpus
+        domain = shared_domain(nodes, self.domains)
+        # Within a multi-node NVLink domain the all-reduce runs over NVLink (NVIDIA's 882.5 GB/s over four
+        # GB200 nodes), unless the domain's NVLink, or a member's, is down: then NCCL falls back to the
+        # NICs (191.4 GB/s measured so). A rack-scale cluster's all-reduce across domains is that too.
+        nvlink_up = domain is not None and domain not in self.faults.nvlink and not (set(nodes) & self.faults.nvlink)
+        factor = self._group_factor(nodes, nics=not nvlink_up)
         down = [n for n in nodes if self.faults.node.get(n) == 0.0]
         for test in tests:
             op = COLLECTIVES[test]
-            floor = floors.busbw(test, k, GROUP_GPUS)
+            floor = floors.busbw(test, k, g, domain is not None)
             if down:
                 out.append(Measurement(test, "both", None, "GB/s", floor, error=f"{few(down)} did not come to the "
                                        "NCCL rendezvous (simulated node down)"))
@@ -250,22 +283,29 @@ class SimulatedCluster:
                 continue
             wrong = [n for n in nodes if self.faults.nccl.get(n) == 0.0]
             if wrong:
-                rank = nodes.index(wrong[0]) * GROUP_GPUS
+                rank = nodes.index(wrong[0]) * g
                 out.append(Measurement(test, "both", None, "GB/s", floor, error=f"{wrong[0]}: rank {rank}: "
                                        f"{wrong_result(op)}: 1 of 33554432 elements wrong (simulated)"))
                 continue
-            scale = alltoall_bus_factor(k, GROUP_GPUS) / alltoall_bus_factor(2, GROUP_GPUS) if test == "alltoall" else 1
-            busbw = HEALTHY_BUSBW[test] * scale * factor * self._noise(round_no, nodes, test)
+            scale = alltoall_bus_factor(k, g) / alltoall_bus_factor(2, g) if test == "alltoall" else 1
+            healthy = HEALTHY_BUSBW[test]
+            if test == "nccl" and self.domains:
+                healthy = NVLINK_BUSBW if nvlink_up else NVLINK_FALLBACK_BUSBW
+            busbw = healthy * scale * factor * self._noise(round_no, nodes, test)
             out.append(Measurement(test, "both", round(busbw, 3), "GB/s", floor))
             # One step: each GPU's 1 GiB at algbw = busbw / the collective's bus factor.
-            bus = (2 if op == "all_reduce" else 1) * (k * GROUP_GPUS - 1) / (k * GROUP_GPUS)
+            bus = (2 if op == "all_reduce" else 1) * (k * g - 1) / (k * g)
             p50 = BUFFER_BYTES / (busbw / bus * 1e9) * 1e3
             p99 = p50 * (1 + 4 * NOISE) + (STRAGGLER_STALL_MS if any(n in self.faults.straggler for n in nodes) else 0)
             latencies.append(Latency(test, round(p50, 3), round(p99, 3), "ms", nccl_step_floor(round(p50, 3))))
-        return GroupResult(round_no, tuple(nodes), out, latencies=latencies)
+        return GroupResult(round_no, tuple(nodes), out, latencies=latencies, nvlink=domain)
 
-    def _group_factor(self, nodes: tuple[str, ...]) -> float:
+    def _group_factor(self, nodes: tuple[str, ...], nics: bool = True) -> float:
+        """The share the group's worst path leaves; `nics` False: its collective runs over NVLink, so
+        links, uplinks and rails between the nodes are not on its path (their GPUs' are)."""
         members = set(nodes)
+        if not nics:
+            return min([1.0, *(x for n, x in self.faults.nccl.items() if n in members and x > 0)])
         f = min([1.0, *(self.faults.node.get(n, 1.0) for n in nodes),
                  *(x for n, x in self.faults.nccl.items() if n in members and x > 0),
                  *(x for (a, b), x in self.faults.link.items() if a in members and b in members)])
@@ -303,7 +343,11 @@ class SimulatedCluster:
         together = [set(f.nodes) for f in groups.findings if f.kind != "node"] if groups is not None else []
         out = []
         for text, kind, where in self.injected:
-            if kind == "nccl":  # seen by group tests only: a pair test loads the NICs, not the GPUs' path
+            if kind == "nvlink":  # a domain's multi-node NVLink: named as the domain's
+                found = groups is not None and any(f.kind == "nvlink" and groups.domains.get(f.nodes[0]) == where[0]
+                                                   for f in groups.findings)
+                untested = groups is None or not any(r.nvlink == where[0] for r in groups.results)
+            elif kind in ("nccl", "nvlink node"):  # group tests only: a pair test loads the NICs, not this path
                 found = where[0] in grouped
                 untested = groups is None or not any(where[0] in r.nodes for r in groups.results)
             elif kind == "straggler":
@@ -327,7 +371,8 @@ class SimulatedCluster:
             else:
                 found = where in bad_links or any(set(where) <= t for t in together)
                 untested = not covered.pair_tested(*where) and not (groups is not None and groups.together(*where))
-            touched = (where if kind == "link" else where[:1] if kind in ("node", "port", "straggler", "nccl")
+            touched = (where if kind == "link" else where[:1] if kind in ("node", "port", "straggler", "nccl", "nvlink node")
+                       else tuple(n for n, d in self.domains.items() if d == where[0]) if kind == "nvlink"
                        else tuple(sorted(self.topology.below(where[0]))) if kind == "uplink" and self.topology
                        else tuple(self.nodes))
             if kind in ("node", "port", "straggler") and not found and where[0] in grouped:

@@ -18,7 +18,8 @@ Sources (`nodeqc fabric --topology SOURCE`):
       SwitchName=spine1 Switches=leaf[1-2]
 
   `#` starts a comment, a `\\` at a line's end continues it; keys are SwitchName (or BlockName, a
-  block with no parent), Switches, Nodes, and LinkSpeed and Level (read, not used). Host lists
+  block with no parent: Slurm's topology/block, whose blocks are the racks' NVLink domains, so its
+  nodes are one multi-node NVLink domain too), Switches, Nodes, and LinkSpeed and Level (read, not used). Host lists
   expand as Slurm's do (`gpu[01-04,07]`, `r[1-2]-n[1-2]`).
 
 What the cluster says is untrusted input: every node and switch name is checked as a host name is
@@ -162,6 +163,7 @@ def parse_slurm(text: str, where: str) -> Topology:
     leaf_of: dict[str, str] = {}
     parent: dict[str, str] = {}
     defined: dict[str, int] = {}
+    nvlink: dict[str, str] = {}  # node -> its block (topology/block: a multi-node NVLink domain)
     children: list[tuple[int, str, list[str]]] = []
     for number, line in _logical_lines(text):
         at = f"{where}:{number}"
@@ -187,6 +189,8 @@ def parse_slurm(text: str, where: str) -> Topology:
             if node in leaf_of:
                 raise UsageError(f"{at}: node {node} is already under switch {leaf_of[node]}")
             leaf_of[node] = name
+            if "blockname" in fields:
+                nvlink[node] = name
         if "switches" in fields:
             children.append((number, name, expand_hostlist(fields["switches"], at)))
     for number, name, below in children:
@@ -209,7 +213,7 @@ def parse_slurm(text: str, where: str) -> Topology:
             seen.add(s)
     if not leaf_of:
         raise UsageError(f"{where}: no switch lists any node (Nodes=)")
-    return Topology(where, leaf_of, parent)
+    return Topology(where, leaf_of, parent, nvlink)
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:

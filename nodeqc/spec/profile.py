@@ -164,6 +164,8 @@ SCHEMA: dict[str, dict[str, Spec]] = {
                                               "(nodeqc fabric --tests allgather)"),
         "min_fabric_alltoall_busbw_gbps": _t("two-node NCCL all-to-all bus bandwidth across both nodes' GPUs "
                                              "(nodeqc fabric --tests alltoall)"),
+        "min_fabric_nvlink_busbw_gbps": _t("NCCL all-reduce bus bandwidth across a group of nodes within one "
+                                           "multi-node NVLink domain (nodeqc fabric --tests nccl --group-size)"),
     },
     "run": {
         "sample_hz": Spec("number", "telemetry samples per second", low=0.1, high=50),
