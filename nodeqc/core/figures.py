@@ -61,12 +61,13 @@ LABELS: dict[str, str] = {
     # the fabric
     "pass_ratio": "pairs passed", "peers": "peers", "tests": "tests", "untested": "pairs untested", "rail": "rail",
     "rails": "rails", "rounds": "rounds", "figures": "figures", "wrong": "wrong results",
-    "p50": "latency, median", "p99": "latency, p99", "high": "pairs with a high tail",
+    "p50": "latency, median", "p99": "latency, p99", "high": "pairs with a high tail", "group_size": "group size",
 }
 # Keys one check uses in another sense than the table's.
 BY_CHECK: dict[tuple[str, str], str] = {
     ("fabric.coverage", "tested"): "pairs tested",
     ("fabric.node", "failed"): "pairs failed", ("fabric.rail", "failed"): "pairs failed",
+    ("fabric.node", "passed"): "group tests passed",
     ("health.row_remap", "failed"): "remap failed",
     ("inventory.gpu_count", "expected"): "GPUs expected", ("health.nvlink", "expected"): "links expected",
     ("stress.power", "readings"): "sensor readings", ("stress.power_pulse", "readings"): "sensor readings",

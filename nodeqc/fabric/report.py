@@ -280,7 +280,7 @@ def group_checks(groups: GroupScores, pair_tests: bool) -> list[CheckResult]:
             shown = ", ".join(f"{a}-{b}" for a, b in listed) + (f" +{total - len(listed)} more" if total > len(listed) else "")
             out.append(CheckResult("fabric.coverage", "pairs", Verdict.SKIP, f"{total} node pairs were never in one "
                                    f"group test ({shown}): a fault on a path only such a pair takes would go unseen; "
-                                   f"{how}", "FABRIC_UNTESTED", {"untested_pairs": Value(total)}))
+                                   f"{how}", "FABRIC_UNTESTED", {"untested": Value(total)}))
         for node in groups.nodes:
             verdict = groups.node_verdict(node)
             if verdict == "pass":
