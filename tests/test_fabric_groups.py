@@ -309,14 +309,6 @@ def test_group_size_usage_errors(args, message, tmp_path):
     assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
-def test_kubernetes_runs_pairs_only_and_says_so_before_touching_the_cluster(tmp_path):
-    # No kubectl on PATH: the refusal comes before anything would call it.
-    p = cli("fabric", "--k8s", "a,b,c", "--image", "x", "--profile", "hgx-h100", "--tests", "nccl", "--group-size", "3",
-            "--out", str(tmp_path), env={"PATH": "/nonexistent"})
-    assert p.returncode == 2 and p.stderr.strip() == ("nodeqc: --group-size: the kubernetes launcher runs pairs only; "
-                                                      "group tests run through --slurm or --hosts"), p.stderr
-
-
 def test_fabric_runs_a_group_through_its_workers_and_finds_the_node_with_wrong_results(tmp_path):
     """nodeqc fabric -> host launcher -> `nodeqc fabric worker --group` on each of four "nodes" ->
     nccl_group.run across all four, wrong results planted on every rank of node c: the group fails,

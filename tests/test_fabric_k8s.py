@@ -383,3 +383,22 @@ def test_the_throttled_node_is_named_through_kubernetes(k8s):
                       env={"FAKE_NETNS": "1"})
     assert p.returncode == 1, p.stderr
     assert f"FAIL  fabric.node {fabric.nodes[1]}" in p.stderr
+
+
+def test_group_tests_run_as_one_indexed_job_a_round_and_name_the_node_with_wrong_results(k8s):
+    # `--group-size 4` over fake CuPy: each group round is one Job whose pods find their group and end
+    # from their node (--groups); k8s-c's ranks return wrong results wherever they sit.
+    fake = Path(__file__).resolve().parent / "fake_cupy"
+    env = {"PYTHONPATH": os.pathsep.join([str(fake), str(ROOT)]), "FAKE_CUPY_GPUS": "2",
+           "FAKE_NCCL_FAULT": "corrupt-recv:@k8s-c"}
+    p, calls, jobs = k8s("--group-size", "4", "--min-nccl-busbw", "0.000001", "--nccl-bytes", "4096", "--seconds", "0.01",
+                         "--seed", "3", tests="nccl", env=env)
+    assert p.returncode == 1, p.stderr
+    assert "FAIL  fabric.group k8s-c: failed with known-good partner" in p.stderr
+    assert sorted(jobs) == sorted(j for j in jobs if "-g" in j) and len(jobs) == 3  # the group, its halves, confirmations
+    for m in jobs.values():
+        cmd = m["spec"]["template"]["spec"]["containers"][0]["command"]
+        assert cmd[cmd.index("worker") + 1] == "--groups"
+    predicate, _ = _report(p)
+    assert {n["name"]: n["verdict"] for n in predicate["nodes"]} == {"k8s-a": "pass", "k8s-b": "pass", "k8s-c": "fail",
+                                                                     "k8s-d": "pass"}

@@ -232,6 +232,21 @@ def test_a_worker_finds_its_pair_its_ports_and_addresses_in_the_rounds_plan(monk
     assert args[args.index("--port") + 1] == "15201"
 
 
+def test_a_worker_finds_its_group_in_the_rounds_plan(monkeypatch):
+    monkeypatch.delenv("SLURMD_NODENAME", raising=False)
+    monkeypatch.setenv("NODEQC_NODE", "e")
+    assert worker.pair_in_plan("a,b,c d,e,f", "e=10.0.0.5", 15201, group=True) == (
+        ("d", "e", "f"), 15205, ("d", "10.0.0.5", "f"))
+    assert worker.which_end(("d", "e", "f"), None) == 1
+    for plan in ("a,b,c d", "a,b,a", "a,b,,c"):
+        with pytest.raises(UsageError, match="--groups .*: expected groups of 2 to 1024 different node names"):
+            worker.pair_in_plan(plan, None, 15201, group=True)
+    with pytest.raises(UsageError, match="expected pairs of two"):
+        worker.pair_in_plan("d,e,f", None, 15201)  # a group is no pair
+    work = Work(["nccl"], 2, FLOORS, nodeqc=["nodeqc"], group=True)
+    assert work.plan_args((("a", "b", "c"), ("d", "e", "f")), {})[:4] == ["fabric", "worker", "--groups", "a,b,c d,e,f"]
+
+
 def test_worker_results_are_found_glued_together_and_among_other_text():
     from nodeqc.fabric.launchers import worker_results
 

@@ -295,9 +295,6 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                              f"({'RDMA and its latency per rail; --rails 0 for TCP' if cluster.rails else 'TCP: no rails'})"
                              ", and the collectives in groups (--group-size)")
         tests = [t for t in simulated if args.tests == "tcp,rdma" or t in tests] + grouped
-    if grouped and not launcher.groups:
-        raise UsageError(f"--group-size: the {launcher.name} launcher runs pairs only; group tests run through "
-                         "--slurm or --hosts")
     pair_tests = [t for t in tests if t not in grouped]
     profile = load_profile(args.profile)
     frac = profile.threshold("nic", "min_rdma_fraction")

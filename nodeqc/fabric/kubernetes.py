@@ -28,11 +28,12 @@ from typing import Any
 
 from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.names import check_host, host_problem
-from nodeqc.fabric.launchers import Launcher, Work, merge
+from nodeqc.fabric.groups import shared_domain
+from nodeqc.fabric.launchers import Launcher, Work, merge, merge_group
 from nodeqc.fabric.lines import Refused, bind, scan
 from nodeqc.fabric.nccl_group import COLLECTIVES
 from nodeqc.fabric.pairing import Round
-from nodeqc.fabric.scoring import PairResult
+from nodeqc.fabric.scoring import GroupResult, PairResult
 
 LABEL = "nodeqc.dev/fabric-round"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
@@ -98,15 +99,14 @@ def round_manifest(job: str, namespace: str, image: str, pairs: tuple[tuple[str,
 
 
 class KubernetesLauncher(Launcher):
-    """One Indexed Job per round, through kubectl (see the module's docstring)."""
+    """One Indexed Job per round (of pairs, or of group tests), through kubectl (see the module's docstring)."""
 
     name = "kubernetes"
-
     def __init__(self, image: str, namespace: str = "nodeqc", kubectl: str = "kubectl"):
         self.image = image
         self.namespace = namespace
         self.kubectl = kubectl
-        self.run_id = secrets.token_hex(3)  # Jobs of this run: nodeqc-fabric-<run_id>-r<round>
+        self.run_id = secrets.token_hex(3)  # Jobs of this run: nodeqc-fabric-<run_id>-r<round> (g<round>: groups)
         self.addresses: dict[str, str] = {}
         self.gpus: int | None = None  # per pod, for the NCCL test
         self._waits: list[subprocess.Popen[bytes]] = []
@@ -168,10 +168,23 @@ class KubernetesLauncher(Launcher):
                 p.kill()
 
     def run_round(self, rnd: Round, work: Work) -> list[PairResult]:
-        job = f"nodeqc-fabric-{self.run_id}-r{rnd.number}"
+        got = self._run(rnd.number, rnd.pairs, work)
+        return [merge(rnd.number, a, b, outputs, errors, work.floors, refused, work.tests)
+                for (a, b), (outputs, errors, refused) in zip(rnd.pairs, got)]
+
+    def run_groups(self, number: int, groups: list[tuple[str, ...]], work: Work) -> list[GroupResult]:
+        got = self._run(number, tuple(groups), work, "g")
+        return [merge_group(number, g, outputs, errors, work.floors, refused, work.tests, shared_domain(g, work.nvlink))
+                for g, (outputs, errors, refused) in zip(groups, got)]
+
+    def _run(self, number: int, units: tuple[tuple[str, ...], ...], work: Work,
+             kind: str = "r") -> list[tuple[list[dict[str, Any]], list[str], list[Refused]]]:
+        """One Indexed Job for a round of pairs (or of group tests, kind "g"): for each pair or group,
+        (the outputs bound to their ends, why each silent end said nothing, what was refused)."""
+        job = f"nodeqc-fabric-{self.run_id}-{kind}{number}"
         self._job = job
         deadline_s = int(work.round_timeout_s + START_S)
-        manifest = round_manifest(job, self.namespace, self.image, rnd.pairs, work, self.addresses, deadline_s,
+        manifest = round_manifest(job, self.namespace, self.image, units, work, self.addresses, deadline_s,
                                   self.gpus)
         with tempfile.NamedTemporaryFile("w", suffix=".json", prefix=f"{job}-") as f:
             json.dump(manifest, f)
@@ -183,7 +196,7 @@ class KubernetesLauncher(Launcher):
             except (OSError, subprocess.TimeoutExpired) as e:
                 failure = str(e)
         if failure is not None:
-            return [PairResult(rnd.number, a, b, error=f"kubectl apply of Job {job}: {failure}") for a, b in rnd.pairs]
+            return [([], [f"kubectl apply of Job {job}: {failure}"], []) for _ in units]
         finished = self._wait(job, deadline_s)
         pods = self._pods(job)
         texts, log_error = self._logs(job, manifest["spec"]["completions"])
@@ -193,9 +206,8 @@ class KubernetesLauncher(Launcher):
         # server, not the worker, says where the pod ran): whatever node a line names, it is bound to
         # the pod's node, and a line for another node is refused naming the pod's node (lines.bind).
         where = {p["pod"]: node for node, p in pods.items() if not node.startswith(("unscheduled:", "invalid:"))}
-        end_of = {n: (slot, i) for slot, pair in enumerate(rnd.pairs) for i, n in enumerate(pair)}
-        outputs: dict[int, list[dict[str, Any]]] = {}
-        refused: dict[int, list[Refused]] = {}
+        end_of = {n: (slot, i) for slot, unit in enumerate(units) for i, n in enumerate(unit)}
+        got: list[tuple[list[dict[str, Any]], list[str], list[Refused]]] = [([], [], []) for _ in units]
         for pod, text in texts.items():
             node = where.get(pod)
             if node not in end_of:
@@ -203,16 +215,13 @@ class KubernetesLauncher(Launcher):
             slot, end = end_of[node]
             found, unreadable = scan(text)
             mine, bad = bind(node, end, found, unreadable, f"index {pods[node]['index']} (pod {pod})")
-            refused.setdefault(slot, []).extend(bad)
+            got[slot][2].extend(bad)
             if mine is not None:
-                outputs.setdefault(slot, []).append(mine)
-        results = []
-        for slot, (a, b) in enumerate(rnd.pairs):
-            said = {o["node"] for o in outputs.get(slot, [])}
-            errors = [self._why_not(n, pods, finished, log_error) for n in (a, b) if n not in said]
-            results.append(merge(rnd.number, a, b, outputs.get(slot, []), errors, work.floors, refused.get(slot, []),
-                                 work.tests))
-        return results
+                got[slot][0].append(mine)
+        for slot, unit in enumerate(units):
+            said = {o["node"] for o in got[slot][0]}
+            got[slot][1].extend(self._why_not(n, pods, finished, log_error) for n in unit if n not in said)
+        return got
 
     def _wait(self, job: str, deadline_s: int) -> bool:
         """`kubectl wait` for the Job's Complete and, at once, its Failed condition (one index that

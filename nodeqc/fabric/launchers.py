@@ -77,10 +77,11 @@ class Work:
             args += ["--nccl-bytes", str(self.nccl_bytes)]
         return args
 
-    def plan_args(self, pairs: tuple[tuple[str, str], ...], addresses: dict[str, str]) -> list[str]:
+    def plan_args(self, pairs: tuple[tuple[str, ...], ...], addresses: dict[str, str]) -> list[str]:
         """The worker's arguments for a whole round, when the node a worker lands on is chosen by a
-        scheduler (Kubernetes): each worker finds its pair, its end and its ports from its node."""
-        args = ["fabric", "worker", "--pairs", " ".join(f"{a},{b}" for a, b in pairs), "--tests", ",".join(self.tests),
+        scheduler (Kubernetes): each worker finds its pair (or group), its end and its ports from its node."""
+        args = ["fabric", "worker", "--groups" if self.group else "--pairs", " ".join(",".join(p) for p in pairs),
+                "--tests", ",".join(self.tests),
                 "--seconds", f"{self.seconds:g}", "--streams", str(self.streams), "--port", str(self.port_base)]
         known = {n: addresses[n] for pair in pairs for n in pair if n in addresses and addresses[n] != n}
         if known:
@@ -94,7 +95,6 @@ class Work:
 
 class Launcher:
     name = "?"
-    groups = False  # whether it runs group tests (run_groups)
 
     def run_round(self, rnd: Round, work: Work) -> list[PairResult]:
         raise NotImplementedError
@@ -113,8 +113,6 @@ class SimulatedLauncher(Launcher):
     def __init__(self, cluster: SimulatedCluster):
         self.cluster = cluster
 
-    groups = True
-
     def run_round(self, rnd: Round, work: Work) -> list[PairResult]:
         return [self.cluster.run_pair(rnd.number, a, b, work.floors, work.tests) for a, b in rnd.pairs]
 
@@ -124,8 +122,6 @@ class SimulatedLauncher(Launcher):
 
 class ProcessLauncher(Launcher):
     """Starts every process of a round at once, waits for all (bounded), reads each end's line."""
-
-    groups = True
 
     def __init__(self) -> None:
         self._procs: list[subprocess.Popen[bytes]] = []

@@ -388,22 +388,28 @@ def write_line(text: str) -> None:
         data = data[os.write(fd, data):]
 
 
-def pair_in_plan(text: str, addresses_text: str | None, port: int) -> tuple[tuple[str, str], int, tuple[str, str]]:
-    """--pairs 'A,B C,D ...' (a whole round): this node's pair, its ports, the pair's addresses."""
-    pairs = [tuple(p.split(",")) for p in text.split()]
-    if not pairs or any(len(p) != 2 or not all(p) or p[0] == p[1] for p in pairs):
-        raise UsageError(f"--pairs {text}: expected pairs of two different node names, 'A,B C,D ...'")
+def pair_in_plan(text: str, addresses_text: str | None, port: int,
+                 group: bool = False) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
+    """--pairs 'A,B C,D ...' (a whole round), or --groups 'A,B,C D,E,F ...': this node's pair or
+    group, its ports, and its nodes' addresses."""
+    units = [tuple(p.split(",")) for p in text.split()]
+    flag = "--groups" if group else "--pairs"
+    sizes = range(2, MAX_GROUP + 1) if group else range(2, 3)
+    if not units or any(len(u) not in sizes or not all(u) or len(set(u)) != len(u) for u in units):
+        want = (f"groups of 2 to {MAX_GROUP} different node names, 'A,B,C D,E,F ...'" if group else
+                "pairs of two different node names, 'A,B C,D ...'")
+        raise UsageError(f"{flag} {text[:200]}: expected {want}")
     addresses: dict[str, str] = {}
     for item in (addresses_text or "").split():
         node, sep, addr = item.partition("=")
         if not sep or not node or not addr:
             raise UsageError(f"--addresses {addresses_text}: expected NODE=ADDR items separated by spaces")
         addresses[node] = addr
-    for slot, pair in enumerate(pairs):
-        if any(name in pair for name in _my_names()):
-            a, b = pair
-            return (a, b), port + slot * PORTS_PER_PAIR, (addresses.get(a, a), addresses.get(b, b))
-    raise UsageError(f"--pairs: this node ({', '.join(_my_names()) or 'no name'}) is in none of the round's pairs")
+    for slot, unit in enumerate(units):
+        if any(name in unit for name in _my_names()):
+            return unit, port + slot * PORTS_PER_PAIR, tuple(addresses.get(n, n) for n in unit)
+    raise UsageError(f"{flag}: this node ({', '.join(_my_names()) or 'no name'}) is in none of the round's "
+                     f"{'groups' if group else 'pairs'}")
 
 
 def main(argv: list[str]) -> int:
@@ -412,6 +418,8 @@ def main(argv: list[str]) -> int:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--pair", metavar="A,B")
     which.add_argument("--group", metavar="A,B,C,...", help="the nodes of one group test (collectives only)")
+    which.add_argument("--groups", metavar="'A,B,C D,E,F ...'", help="every group of the round: this node's is found "
+                       "from its name, as with --pairs")
     which.add_argument("--pairs", metavar="'A,B C,D ...'", help="every pair of the round: this node's is found "
                        "from its name (NODEQC_NODE, SLURMD_NODENAME, the host name); its ports from the pair's place")
     p.add_argument("--index", type=int, help="which end this is, from 0 (default: from the host name)")
@@ -429,6 +437,9 @@ def main(argv: list[str]) -> int:
     if args.pairs:
         pair, args.port, addresses = pair_in_plan(args.pairs, args.addresses, args.port)
         args.pair, args.address = ",".join(pair), ",".join(addresses)
+    if args.groups:
+        unit, args.port, addresses = pair_in_plan(args.groups, args.addresses, args.port, group=True)
+        args.group, args.address = ",".join(unit), ",".join(addresses)
     if args.group is not None:
         pair = tuple(args.group.split(","))
         if len(pair) < 2 or len(pair) > MAX_GROUP or not all(pair) or len(set(pair)) != len(pair):

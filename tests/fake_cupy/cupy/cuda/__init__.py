@@ -21,4 +21,4 @@ class Device:
 
 
 def node_name():
-    return os.environ.get("FAKE_CUPY_NODE", "")
+    return ((os.environ.get("FAKE_CUPY_NODE") or os.environ.get("NODEQC_NODE")) or os.environ.get("NODEQC_NODE", ""))

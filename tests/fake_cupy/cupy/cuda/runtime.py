@@ -11,5 +11,5 @@ def getDeviceCount():
     text = os.environ.get("FAKE_CUPY_GPUS", "0")
     if "=" in text:
         counts = dict(item.split("=") for item in text.split(","))
-        return int(counts.get(os.environ.get("FAKE_CUPY_NODE", ""), 0))
+        return int(counts.get(((os.environ.get("FAKE_CUPY_NODE") or os.environ.get("NODEQC_NODE")) or os.environ.get("NODEQC_NODE", "")), 0))
     return int(text)

@@ -36,7 +36,7 @@ def _fault(rank: int) -> tuple[str, str]:
     if not text:
         return "", ""
     kind, who, *where = text.split(":")
-    mine = who[1:] == os.environ.get("FAKE_CUPY_NODE") if who.startswith("@") else int(who) == rank
+    mine = who[1:] == (os.environ.get("FAKE_CUPY_NODE") or os.environ.get("NODEQC_NODE")) if who.startswith("@") else int(who) == rank
     return (kind, where[0] if where else "first") if mine else ("", "")
 
 
