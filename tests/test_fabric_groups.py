@@ -125,6 +125,16 @@ def test_many_bad_nodes_failing_most_groups_are_still_isolated_not_blamed_on_the
     assert s.bad_nodes == sorted(f"node{i}" for i in bad) and not any(f.kind == "fabric" for f in s.findings)
 
 
+def test_groups_too_small_to_split_that_all_fail_are_the_fabric_unless_the_run_was_stopped():
+    c = SimulatedCluster.build(9, 8, [], seed=1)
+    high = replace(FLOORS, alltoall_busbw_gbps=200)
+    s = _isolate(c, 3, floors=high)
+    assert len(s.rounds) == 1 and [f.kind for f in s.findings] == ["fabric"]
+    asked = []
+    s = _isolate(c, 3, floors=high, stopped=lambda: bool(asked.append(1)) or len(asked) > 1)
+    assert len(s.rounds) == 1 and not s.findings and len(s.not_judged) == 9
+
+
 def test_with_no_known_good_partner_the_suspects_are_not_judged_never_passed():
     c = SimulatedCluster.build(3, 8, ["node1:nccl=0.3"], seed=1)
     s = _isolate(c, 3)

@@ -255,7 +255,9 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
                     todo.append(len(units) - 1)
             else:
                 waiting += [(m, i) for m in u.nodes]
-    if not any(f.kind == "fabric" for f in out.findings) and _fabric_wide(out):
+    # Groups of two or three that all failed in the one round there was: nothing to split, nobody
+    # known good. (Not where the run was stopped: one round is too little to blame the fabric on.)
+    if not stopped() and not any(f.kind == "fabric" for f in out.findings) and _fabric_wide(out):
         return out
     for member, parent in waiting:
         out.not_judged.setdefault(member, limit if stopped() or len(out.rounds) >= max_rounds else
