@@ -12,6 +12,10 @@ over the seeds; "good blamed" and "not judged": good nodes named bad, nodes not 
 Rounds and tests: averages. Seconds: the simulation and the judging, not the traffic (a real
 round takes its collectives' time, whatever its size).
 
+Table 2: racks of GB200 trays (`racks`): group tests within each rack's multi-node NVLink domain,
+a rack with its NVLink down named as the rack, a tray with its own down (or slow collectives) as
+the tray.
+
     python benchmarks/bench_groups.py                      # 256, 1024, 4096 nodes, 3 seeds
     python benchmarks/bench_groups.py --sizes 256 --seeds 1
 """
@@ -79,6 +83,33 @@ def compare(n: int, seed: int) -> dict[str, tuple]:
     return out
 
 
+def racks(n: int, seed: int) -> tuple:
+    """GB200 NVL72 racks (18 trays a multi-node NVLink domain, 4 GPUs a tray, gb200-nvl72-tray's
+    floors): one rack in 50 (at least one) with its NVLink down, 1% of trays with their own NVLink
+    down, 0.5% with slow collectives; group isolation with groups of 6 within each rack. Returns
+    (rounds, tests, domains P, domains R, trays P, trays R, not judged, seconds)."""
+    rng = random.Random(seed * 104729 + n)
+    c = SimulatedCluster.build(n, 4, [], seed=seed, nvlink=18)
+    domains = sorted(set(c.domains.values()))
+    bad_domains = set(rng.sample(domains, max(1, len(domains) // 50)))
+    healthy = [x for x in c.nodes if c.domains[x] not in bad_domains]
+    trays = rng.sample(healthy, max(2, n // 100 + n // 200))
+    split = max(1, n // 100)
+    faults = [f"nvlink:{d}:down" for d in sorted(bad_domains)] + [f"{x}:nvlink:down" for x in trays[:split]] + [
+        f"{x}:nccl=0.5" for x in trays[split:]]
+    c = SimulatedCluster.build(n, 4, faults, seed=seed, nvlink=18)
+    c.gpus = 4
+    t = time.perf_counter()
+    g = isolate(c.nodes, 6, lambda number, groups: [c.run_group(number, x, RACK_FLOORS, ["nccl"]) for x in groups],
+                seed, domains=c.domains)
+    named = {g.domains[f.nodes[0]] for f in g.findings if f.kind == "nvlink"}
+    return (len(g.rounds), len(g.results), *pr(named, bad_domains), *pr(set(g.bad_nodes), set(trays)),
+            len(g.not_judged), time.perf_counter() - t)
+
+
+RACK_FLOORS = Floors(nccl_busbw_gbps=143.6, nvlink_busbw_gbps=662)  # gb200-nvl72-tray's
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 4096])
@@ -94,6 +125,16 @@ def main() -> int:
             size = auto_size(n) if how == "groups" else 2
             print(f"| {n} | {how} | {size} | {avg[0]:.1f} | {avg[1]:.0f} | {min(x[2] for x in v):.3f} | "
                   f"{min(x[3] for x in v):.3f} | {avg[4]:.1f} | {avg[5]:.1f} | {avg[6]:.1f} |", flush=True)
+    print()
+    print("| trays | racks | rounds | group tests | racks P/R | trays P/R | not judged | s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in args.sizes:
+        n = n // 18 * 18  # whole racks
+        v = [racks(n, seed) for seed in range(1, args.seeds + 1)]
+        print(f"| {n} | {n // 18} | {sum(x[0] for x in v) / len(v):.1f} | {sum(x[1] for x in v) / len(v):.0f} | "
+              f"{min(x[2] for x in v):.2f}/{min(x[3] for x in v):.2f} | {min(x[4] for x in v):.2f}/"
+              f"{min(x[5] for x in v):.2f} | {sum(x[6] for x in v) / len(v):.1f} | {sum(x[7] for x in v) / len(v):.1f} |",
+              flush=True)
     return 0
 
 

@@ -46,7 +46,9 @@ NVLINK_FLOOR = "min_fabric_nvlink_busbw_gbps"  # [nic]: the all-reduce within a 
 def _parser() -> Parser:
     p = Parser(prog="nodeqc fabric", description="Qualify a set of nodes together: rounds of random pairs "
                "(seeded), every pair of a round at once, each node scored by its pass ratio and each rail by its "
-               "results; a signed fabric report names the bad node, the bad rail or the bad link.",
+               "results; with --group-size, NCCL's collectives across groups of nodes, a failing group split until "
+               "the node, path or NVLink domain is found; a signed fabric report names the bad node, the bad rail "
+               "or the bad link.",
                epilog="The per-node work is `nodeqc fabric worker` (started by the launcher).")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--slurm", metavar="NODELIST", nargs="?", const="",
