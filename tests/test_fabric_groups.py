@@ -463,3 +463,18 @@ def test_one_failing_group_is_too_little_to_blame_its_nvlink_domain():
     c = _rack(12, ["node1:nccl=0.3"], per=3)
     s = isolate(c.nodes, 3, _run(c, NVL, ["nccl"]), 3, domains=c.domains)
     assert not s.findings and set(s.not_judged) == {"node0", "node1", "node2"}
+
+
+def test_group_tests_that_measured_nothing_never_pass_the_run(tmp_path):
+    # No GPU on any node (fake CuPy with none): every group test is skipped, saying why. With no pair
+    # test either, nothing judged the nodes: exit 2, each node not judged, never a pass.
+    args = ["fabric", "--hosts", "a,b,c", "--launch", "env FAKE_CUPY_NODE={host}", "--nodeqc",
+            f"{sys.executable} -m nodeqc", "--tests", "nccl", "--group-size", "3", "--min-nccl-busbw", "1",
+            "--seconds", "0.01", "--out", str(tmp_path), *[x for n in "abc" for x in ("--address", f"{n}=127.0.0.1")]]
+    env = {"PYTHONPATH": os.pathsep.join([str(FAKE), str(ROOT)]), "FAKE_CUPY_GPUS": "0", "FAKE_NCCL_FAULT": ""}
+    p = cli(*args, env=env, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "SKIP  fabric.group fabric: not measured: no CUDA GPU on this node" in p.stderr
+    for n in "abc":
+        assert f"ERROR fabric.node {n}: not judged: no group test of this node gave figures" in p.stderr
+    assert {n["verdict"] for n in _predicate(p.stdout)["nodes"]} == {"error"}

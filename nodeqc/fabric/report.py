@@ -283,6 +283,10 @@ def group_checks(groups: GroupScores, pair_tests: bool) -> list[CheckResult]:
                                    f"{how}", "FABRIC_UNTESTED", {"untested": Value(total)}))
         for node in groups.nodes:
             verdict = groups.node_verdict(node)
+            if verdict == "skip":  # nothing measured it: never a pass (as a pair test that gave nothing)
+                why = sorted({m.skipped for r in tests if node in r.nodes for m in r.measurements if m.skipped})
+                out.append(CheckResult("fabric.node", node, Verdict.ERROR, "not judged: no group test of this node "
+                                       f"gave figures ({'; '.join(why)[:300]})", "FABRIC_GROUP_NOT_JUDGED", values))
             if verdict == "pass":
                 mine = [r for r in tests if node in r.nodes]
                 ok = sum(r.outcome == "pass" for r in mine)
@@ -426,7 +430,8 @@ def _node_verdict(node: str, scores: Scores, groups: GroupScores | None, pair_te
     """The node's verdict over the pair tests and the group tests: the worse of the two."""
     said = [scores.node_verdict(node)] if pair_tests else []
     if groups is not None:
-        said.append(groups.node_verdict(node))
+        grouped = groups.node_verdict(node)
+        said.append("error" if grouped == "skip" and not pair_tests else grouped)  # measured by nothing
     return next((v for v in ("fail", "error", "pass", "skip") if v in said), "error")
 
 
