@@ -128,11 +128,25 @@ class _Store:
             slot["served"] += 1
             if slot["served"] == self.world:
                 del self.reduce[seq]
+            self.cond.notify_all()  # drain() waits for every rank to be served
         if slot["error"]:
             _send(conn, {"ok": False, "error": slot["error"]})
         else:
             result = slot["result"][rank] if isinstance(slot["result"], dict) else slot["result"]
             _send(conn, {"ok": True}, result.tobytes())
+
+
+    def drain(self, bound_s: float) -> None:
+        """Before the store stops: every collective whose ranks all came is served to every rank. A
+        real NCCL collective never passes through the store, so rank 0 stopping it once its own last
+        result is in takes nothing from the others; here the results do pass through it."""
+        deadline = time.monotonic() + bound_s
+        with self.cond:
+            while any(slot["result"] is not None or slot["error"] for slot in self.reduce.values()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self.cond.wait(left)
 
 
 def _server_loop(world: int, host: str, port: int, run) -> None:
@@ -149,6 +163,7 @@ def _server_loop(world: int, host: str, port: int, run) -> None:
                 continue
             conn.settimeout(None)
             threading.Thread(target=store.handle, args=(conn,), daemon=True).start()
+        store.drain(5.0)
 
 
 class _Proxy:
