@@ -389,7 +389,7 @@ def test_group_tests_run_as_one_indexed_job_a_round_and_name_the_node_with_wrong
     # `--group-size 4` over fake CuPy: each group round is one Job whose pods find their group and end
     # from their node (--groups); k8s-c's ranks return wrong results wherever they sit.
     fake = Path(__file__).resolve().parent / "fake_cupy"
-    env = {"PYTHONPATH": os.pathsep.join([str(fake), str(ROOT)]), "FAKE_CUPY_GPUS": "2",
+    env = {"PYTHONPATH": os.pathsep.join([str(fake), str(ROOT)]), "FAKE_CUPY_GPUS": "1",
            "FAKE_NCCL_FAULT": "corrupt-recv:@k8s-c"}
     p, calls, jobs = k8s("--group-size", "4", "--min-nccl-busbw", "0.000001", "--nccl-bytes", "4096", "--seconds", "0.01",
                          "--seed", "3", tests="nccl", env=env)

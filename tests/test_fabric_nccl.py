@@ -46,12 +46,19 @@ print(json.dumps(nccl_group.run(int(sys.argv[1]), sys.argv[2], int(sys.argv[3]),
 
 
 def free_port() -> int:
-    """A port p with p + 1 (the ends' agreement) free as well."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+    """A port p with p + 1 (the ends' agreement) free as well. Under xdist, from this worker's own
+    range (tests/conftest.py gives each worker 2200 ports from $NODEQC_FABRIC_PORT; `nodeqc fabric`
+    uses the first few hundred and 2000 above), below the ephemeral range: a port the OS handed out
+    could be taken for another test's outgoing connection between this check and its use."""
+    import random
+
+    base = os.environ.get("NODEQC_FABRIC_PORT")
+    candidates = ([int(base) + 300 + 2 * k for k in random.sample(range(800), 800)] if base else [0] * 50)
+    for port in candidates:
         try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port))
+                port = s.getsockname()[1]
             with socket.socket() as s:
                 s.bind(("127.0.0.1", port + 1))
             return port

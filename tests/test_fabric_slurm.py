@@ -233,15 +233,14 @@ def test_real_slurm_runs_a_group_test_one_step_per_node_and_names_the_node_with_
 
     fake = Path(__file__).resolve().parent / "fake_cupy"
     wrapper = tmp_path / "nodeqc-fake-gpus"
-    wrapper.write_text(f"#!/bin/sh\nexport FAKE_CUPY_NODE=\"$SLURMD_NODENAME\" FAKE_CUPY_GPUS=2 "
+    wrapper.write_text(f"#!/bin/sh\nexport FAKE_CUPY_NODE=\"$SLURMD_NODENAME\" FAKE_CUPY_GPUS=1 "
                        f"FAKE_NCCL_FAULT=corrupt-recv:@fab3 PYTHONPATH={fake}:{ROOT}\n"
                        f"exec {sys.executable} -m nodeqc \"$@\"\n")
     wrapper.chmod(0o755)
     addresses = [a for n in real_slurm.nodes for a in ("--address", f"{n}=127.0.0.1")]
     before = set(real_slurm.steps())
-    p = _salloc(real_slurm, tmp_path, *addresses, "--tests", "nccl,alltoall", "--group-size", "4", "--seconds", "0.01",
-                "--nccl-bytes", "4096", "--min-nccl-busbw", "0.000001", "--min-alltoall-busbw", "0.000001",
-                "--seed", "3", nodeqc=str(wrapper))
+    p = _salloc(real_slurm, tmp_path, *addresses, "--tests", "nccl", "--group-size", "4", "--seconds", "0.01",
+                "--nccl-bytes", "4096", "--min-nccl-busbw", "0.000001", "--seed", "3", nodeqc=str(wrapper))
     assert p.returncode == 1, p.stderr
     assert "FAIL  fabric.group fab3: failed with known-good partner" in p.stderr
     steps = {k: v for k, v in real_slurm.steps().items() if k not in before}
