@@ -18,7 +18,6 @@ profile or the faster end's rate.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess

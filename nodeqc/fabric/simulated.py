@@ -36,20 +36,16 @@ import hashlib
 import random
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from nodeqc.core.errors import UsageError
 from nodeqc.core.text import few
 from nodeqc.fabric.coverage import Coverage
-from nodeqc.fabric.groups import shared_domain
+from nodeqc.fabric.groups import GroupScores, shared_domain
 from nodeqc.fabric.nccl_group import BUFFER_BYTES, COLLECTIVES, wrong_result
 from nodeqc.fabric.scoring import Floors, GroupResult, Measurement, PairResult, Scores, alltoall_bus_factor
 from nodeqc.fabric.tails import LAT_P50_US as LAT_P50_FLOOR_US
 from nodeqc.fabric.tails import Latency, lat_floor, nccl_step_floor
 from nodeqc.fabric.topology import Topology
-
-if TYPE_CHECKING:
-    from nodeqc.fabric.groups import GroupScores
 
 PORT_RATE_GBIT = 400.0  # NDR InfiniBand
 TCP_LINK_GBIT = 100.0
@@ -331,7 +327,7 @@ class SimulatedCluster:
             p99 = STRAGGLER_P99_US * self._noise(round_no, a, b, rail, "stall")
         return Latency(rail, p50, round(p99, 3), "us", floor, LAT_P50_FLOOR_US, p999=round(max(p99, LAT_P999_US), 3))
 
-    def outcomes(self, scores: Scores, covered: Coverage, groups: "GroupScores | None" = None) -> list[dict[str, str]]:
+    def outcomes(self, scores: Scores, covered: Coverage, groups: GroupScores | None = None) -> list[dict[str, str]]:
         """Each planted fault: `found` (named as planted, or masked by a fault that was: a port on
         a bad rail or of a bad node), `untested` (no test crossed it: the report lists it so),
         `inconclusive` (a node it touches could not be judged: exit 2), `blamed elsewhere` (the run
