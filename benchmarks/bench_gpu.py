@@ -282,7 +282,7 @@ def _fp8(dev: Any, ordinal: int) -> dict[str, Any]:
                 mm.free()
         except Exception as e:  # noqa: BLE001 - a reference that cannot run is reported, not fatal
             out["nvmath_matmul"] = f"not run: {type(e).__name__}: {e}"[:200]
-        del a, b
+        a = b = None  # the operands' memory goes back before the next part
         torch.cuda.empty_cache()
     except ImportError as e:
         out["references"] = f"not run: {e} (both need PyTorch's float8 tensors)"

@@ -12,7 +12,6 @@ from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuProcess, GpuSample
 from nodeqc.backends.nvml import NvmlBackend
 from nodeqc.backends.nvml_replay import ReplayNvml
 from nodeqc.backends.sim.models import PLAIN, SIM_GPU_MODELS
-from nodeqc.checks import diagnosis as dx
 from nodeqc.checks.diagnosis import (Diagnosis, Expected, Observed, describe_processes, diagnose, diagnose_drift, explain,
                                      explain_node)
 from nodeqc.checks.processes import gpu_free

@@ -7,7 +7,6 @@ import os
 
 import pytest
 
-from conftest import ROOT
 from nodeqc.backends.nic import parse_ib_write_bw
 from nodeqc.core.errors import UsageError
 from nodeqc.fabric import worker

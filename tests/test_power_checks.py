@@ -10,12 +10,11 @@ import pytest
 from conftest import whole
 from nodeqc.backends.base import REASON_BITS, GpuInfo, GpuSample
 from nodeqc.backends.sim.compute import SimDevice
-from nodeqc.backends.sim.faults import parse_fault
 from nodeqc.backends.sim.node import SimNode
 from nodeqc.backends.sim.scenario import load_scenario
 from nodeqc.checks.stress.outcomes import SEED
 from nodeqc.checks.stress.power import POWER_LOADED_SAMPLES, judge_power, power_params
-from nodeqc.checks.stress.pulse import PULSE_PERIODS_S, _counted_per_period, judge_pulse, pulse_params
+from nodeqc.checks.stress.pulse import _counted_per_period, judge_pulse, pulse_params
 from nodeqc.core.model import Verdict
 from nodeqc.spec.profile import load_profile
 from nodeqc.work.telemetry import GpuTelemetry

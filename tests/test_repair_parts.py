@@ -4,7 +4,6 @@ every failing part, and says so."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

@@ -10,14 +10,13 @@ test_parser_fuzz.py; the end-to-end run below uses stand-in tools on PATH, as te
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
 from nodeqc.backends import nic as nic_backend
 from nodeqc.backends import simulated_hardware
-from nodeqc.backends.host_stress import FioResult, HostStress, ModuleReading, parse_fio, parse_module
+from nodeqc.backends.host_stress import FioResult, HostStress, parse_fio, parse_module
 from nodeqc.backends.kernel_log import parse_journal_json
 from nodeqc.backends.nic import ProcessTraffic, parse_iperf3, read_ib_write_bw, read_iperf3
 from nodeqc.backends.optics import read_optics

@@ -21,6 +21,7 @@ from nodeqc.checks.stress import (burn as stress_burn, memory as stress_memory, 
 from nodeqc.core.model import Verdict
 from nodeqc.core.skus import BY_KEY
 from nodeqc.spec.profile import Profile
+from nodeqc.work.telemetry import GpuTelemetry
 from nodeqc.core.known_answer import (MAX_REPORTED, allreduce_expected, compare_exact, copy_pattern, decode_memtest_errors,
                            fingerprint, known_answer_inputs, odd_ones_out, relative_deficit_pct, splitmix64,
                            stream_expected)
@@ -923,7 +924,6 @@ def test_p2p_a_gpu_without_peers_is_skipped_and_the_others_judged():
 
 def _window(power_w, n=4, limit=700.0, reasons=0):
     from nodeqc.backends.base import GpuSample
-    from nodeqc.work.telemetry import GpuTelemetry
 
     tel = GpuTelemetry(0)
     for k in range(n):
@@ -1088,9 +1088,8 @@ def test_burn_cross_gpu_names_every_dtype_that_differs():
         "SDC_CROSS_GPU", "identical work gave a different result than the other 2 GPU(s), which agree (fp32, fp16)")
 
 
-def _burn_window(*samples) -> "GpuTelemetry":
+def _burn_window(*samples) -> GpuTelemetry:
     from nodeqc.backends.base import GpuSample
-    from nodeqc.work.telemetry import GpuTelemetry
     tel = GpuTelemetry(0)
     for t, (watts, mhz, util) in enumerate(samples):
         tel.add(float(t), GpuSample(temp_c=60, power_w=watts, power_limit_w=700.0, sm_clock_mhz=mhz, util_pct=util))
@@ -1202,9 +1201,8 @@ def params_s(prof: Profile) -> float:
     return stress_power.power_params(prof, True)["seconds"]
 
 
-def _loaded_window(i: int, others: dict | None = None) -> "GpuTelemetry":
+def _loaded_window(i: int, others: dict | None = None) -> GpuTelemetry:
     from nodeqc.backends.base import GpuSample
-    from nodeqc.work.telemetry import GpuTelemetry
     tel = GpuTelemetry(i)
     for t in range(3):
         tel.add(float(t), GpuSample(temp_c=60, power_w=600.0, power_limit_w=700.0, sm_clock_mhz=1980, util_pct=100))

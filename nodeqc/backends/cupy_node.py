@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from nodeqc.backends.base import Clock
-from nodeqc.backends.cupy_compute import import_cupy
+from nodeqc.backends.cupy_compute import CupyDevice, import_cupy
 from nodeqc.core.known_answer import allreduce_contribution, copy_pattern
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from nodeqc.cli.archive import archive_parser, query
 from nodeqc.core.arguments import Parser
 from nodeqc.core.errors import UsageError
-from nodeqc.core.text import clean, csv_writer
+from nodeqc.core.text import csv_writer
 
 CSV_FIELDS = ("node", "hostname", "sku", "result", "qualified", "finished_at", "age", "valid_until", "expired",
               "problems", "outliers", "failed", "report", "warned")

@@ -340,7 +340,7 @@ def _judge(out: GroupScores) -> None:
         if not kids or any(k.result is None for k in kids) or (kids[0].kind == "confirm" and confirmed != set(u.nodes)):
             continue  # not split (the fabric's), or not settled (not_judged says so)
         if all(k.outcome == "pass" for k in kids):
-            what = (f"its members each passed with a known-good partner" if kids[0].kind == "confirm" else
+            what = ("its members each passed with a known-good partner" if kids[0].kind == "confirm" else
                     f"its halves {'-'.join(kids[0].nodes)} and {'-'.join(kids[1].nodes)} each passed")
             where = ("the path between them" if len(u.nodes) == 2 else
                      "the paths between its parts, or the load of the whole group on their switches")

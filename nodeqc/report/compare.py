@@ -106,8 +106,8 @@ class Comparison:
             out.append(f"  warning: different nodes: OLD is serial {old_node.get('system_serial')}, "
                        f"NEW is serial {new_node.get('system_serial')}: a GPU's serial differs because the node "
                        "does, not because a part was swapped")
-        for tag, p, label in (("OLD", self.old, old_label), ("NEW", self.new, new_label)):
-            out.append(f"  {tag}  {p.get('finished_at')}  {_result(p):<20} {label}")
+        for tag, p, said in (("OLD", self.old, old_label), ("NEW", self.new, new_label)):
+            out.append(f"  {tag}  {p.get('finished_at')}  {_result(p):<20} {said}")
         if _later(self.old, self.new):
             out.append("  warning: OLD finished after NEW: the reports may be given in the wrong order "
                        "(nodeqc compare OLD NEW); FIXED and REGRESSED below read from OLD to NEW as given")

@@ -140,8 +140,6 @@ def breakable(text: str) -> str:
     """Escaped HTML whose long words may break (after / _ . , : = -) instead of running off the page:
     a report path or [ROW_REMAP_PENDING] at a line's end was cut at the right margin. Short words are
     left whole, so the PDF's text searches as it reads."""
-    import re
-
     def soften(m: re.Match[str]) -> str:
         return re.sub(r"([/_.,:=-])", "\\1&#8203;", m.group(0))
 
