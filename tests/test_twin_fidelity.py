@@ -37,9 +37,10 @@ QUICK = {"h100-sxm5-80gb": REAL / "h100-sxm5-quick-pulsed.predicate.json",
          "h200-sxm-141gb": REAL / "h200-sxm-quick-pulsed.predicate.json"}
 # Every real quick run the twin is held to: the calibration runs, and a later run of the same code's
 # successor on an H100 SXM5 and an H200 SXM (benchmarks/RESULTS.md, 2026-11-27), which the twin
-# never saw.
+# never saw; and a third H100 SXM5 the same evening, with one worker process kept per GPU for the whole run.
 RUNS = [*QUICK.items(), ("h100-sxm5-80gb", LATER / "h100-sxm5-quick.predicate.json"),
-        ("h200-sxm-141gb", LATER / "h200-sxm-quick.predicate.json")]
+        ("h200-sxm-141gb", LATER / "h200-sxm-quick.predicate.json"),
+        ("h100-sxm5-80gb", LATER / "h100-sxm5-quick-kept-workers.predicate.json")]
 TOLERANCE = 0.05
 # Figures that healthy real runs spread wider than that: both directions' PCIe copies at once read
 # 92.9 and 101.4 GB/s on the same H200 the same day, 94.0 and 96.4 on one H100, 88.7 on another.
