@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +42,13 @@ QUICK = {"h100-sxm5-80gb": REAL / "h100-sxm5-quick-pulsed.predicate.json",
 RUNS = [*QUICK.items(), ("h100-sxm5-80gb", LATER / "h100-sxm5-quick.predicate.json"),
         ("h200-sxm-141gb", LATER / "h200-sxm-quick.predicate.json"),
         ("h100-sxm5-80gb", LATER / "h100-sxm5-quick-kept-workers.predicate.json")]
+
+
+def run_name(path: Path) -> str:
+    """'real-2026-11-27/h100-sxm5-quick': the day's folder and the run, which RIGHT and CORRECTED name."""
+    return f"{path.parent.name}/{path.name.removesuffix('.predicate.json')}"
+
+
 TOLERANCE = 0.05
 # Figures that healthy real runs spread wider than that: both directions' PCIe copies at once read
 # 92.9 and 101.4 GB/s on the same H200 the same day, 94.0 and 96.4 on one H100, 88.7 on another.
@@ -63,16 +71,16 @@ FIGURES = {
 # On 2026-11-27 the quick memtest read 1472.7 GB/s on the H100: the address-line pass, in the rate's
 # time, paid CuPy's kernel compilation in the fresh worker (0.568 s); its sweeps ran at 2860.6
 # (benchmarks/memtest_ops.py, the same day; the rate has been the sweeps' alone since).
-RIGHT = {("real-2026-11-26", "h100-sxm5-80gb", "stress.memtest", "gbps"): 2872.6,
-         ("real-2026-11-26", "h200-sxm-141gb", "stress.memtest", "gbps"): 3921.7,
-         ("real-2026-11-27", "h100-sxm5-80gb", "stress.memtest", "gbps"): 2860.6}
+RIGHT = {("real-2026-11-26/h100-sxm5-quick-pulsed", "h100-sxm5-80gb", "stress.memtest", "gbps"): 2872.6,
+         ("real-2026-11-26/h200-sxm-quick-pulsed", "h200-sxm-141gb", "stress.memtest", "gbps"): 3921.7,
+         ("real-2026-11-27/h100-sxm5-quick", "h100-sxm5-80gb", "stress.memtest", "gbps"): 2860.6}
 # Verdicts the real run got wrong, that the corrected code gives right: both burns warned on fp16 or
 # bf16 against floors taken from the earlier, duty-cycled burn (skus.py: the continuous burn's figures
 # since); the H100's pulse swung at 100 ms, which that run's code judged in phase only (0 W: NVML's
 # readings held through each period) where its level fell 214 W (tests/test_pulse_load.py).
-CORRECTED = {("real-2026-11-26", "h200-sxm-141gb", "stress.burn", "gpu0"): "pass",
-             ("real-2026-11-26", "h100-sxm5-80gb", "stress.burn", "gpu0"): "pass",
-             ("real-2026-11-26", "h100-sxm5-80gb", "stress.power_pulse", "gpu0"): "pass"}
+CORRECTED = {("real-2026-11-26/h200-sxm-quick-pulsed", "h200-sxm-141gb", "stress.burn", "gpu0"): "pass",
+             ("real-2026-11-26/h100-sxm5-quick-pulsed", "h100-sxm5-80gb", "stress.burn", "gpu0"): "pass",
+             ("real-2026-11-26/h100-sxm5-quick-pulsed", "h100-sxm5-80gb", "stress.power_pulse", "gpu0"): "pass"}
 # The simulated VM's NIC is not the real one (a virtio NIC without a PCIe capability, and no iperf3
 # there): the NIC checks are left out of the comparison.
 # DCGM's diagnostic came after the real runs (issue 28): the twin, without --dcgm, skips it as a
@@ -110,12 +118,17 @@ def simulated(tmp_path_factory):
 def _figure_cases():
     for key, path in RUNS:
         real = {(c["name"], c["subject"]): c for c in _real(path)["checks"]}
-        day = path.parent.name
+        day = run_name(path)
         for check, figures in FIGURES.items():
             for figure in figures:
                 value = RIGHT.get((day, key, check, figure), real[(check, "gpu0")]["values"][figure]["value"])
                 yield pytest.param(key, check, figure, value, id=f"{day}-{key}-{check}-{figure}")
 
+
+def test_every_correction_names_a_run_held_here():
+    """A correction keyed to a run that is not in RUNS (a renamed fixture) would silently stop applying."""
+    runs = {(run_name(path), key) for key, path in RUNS}
+    assert {k[:2] for k in (*RIGHT, *CORRECTED)} <= runs
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key, check, figure, real", list(_figure_cases()))
@@ -142,7 +155,7 @@ def test_the_twins_pulse_swings_as_the_warmed_real_one_did(simulated, key):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("key, path", RUNS, ids=lambda v: getattr(v, "parent", None) and v.parent.name)
+@pytest.mark.parametrize("key, path", RUNS, ids=lambda v: getattr(v, "parent", None) and run_name(v))
 def test_the_power_cap_holds_the_same_dtypes_as_on_the_real_gpu(simulated, key, path):
     """NVML said sw_power_cap for 0.91-1.0 of every burn dtype that ran well below the maximum clock,
     on both H100s and the H200; the twin's NVML says the same. fp32 ran at the maximum clock, where
@@ -167,7 +180,7 @@ def test_the_power_cap_holds_the_same_dtypes_as_on_the_real_gpu(simulated, key, 
 
 def _verdict_cases():
     for key, path in RUNS:
-        day = path.parent.name
+        day = run_name(path)
         for c in _real(path)["checks"]:
             if c["name"].startswith(NOT_COMPARED):
                 continue
