@@ -10,6 +10,7 @@ proves its load and passes."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from conftest import whole
@@ -396,3 +397,57 @@ def test_every_dtype_repeats_its_product_at_least_once_so_a_random_flip_is_caugh
     r = workloads.matmul_burn(flips, params, _Quiet())
     assert all(m["checks"] >= 2 for m in r["dtypes"].values()), {d: m["checks"] for d, m in r["dtypes"].items()}
     assert all(m["repeat_mismatch"] for m in r["dtypes"].values())
+
+
+class _CappedGpu:
+    """A GPU whose products take half again as long once warm as the warm-up timed (a Hopper whose
+    clock falls to its power limit's within a second of full load: 1980 MHz to 1311-1426 on real
+    H100s, 2026-11-27), on a clock of its own that only its products move."""
+
+    ka_size = 4
+
+    def __init__(self, warm_s: float = 0.001, capped_s: float = 0.0015):
+        self.t, self.warm_s, self.capped_s, self.products = 0.0, warm_s, capped_s, 0
+        self.clock = type("Clock", (), {"scale": 1.0, "now": lambda _: self.t})()
+
+    def supports(self, dtype):
+        return None
+
+    def set_load(self, load):
+        pass
+
+    def matmul_setup(self, dtype, seed):
+        return 2 * 8192 ** 3
+
+    def matmul_run(self, iters):
+        seconds = iters * (self.warm_s if self.products < 8 else self.capped_s)
+        self.products += iters
+        self.t += seconds
+        return seconds
+
+    def matmul_fingerprint(self):
+        return "f"
+
+    def known_answer(self, dtype, a, b):
+        return a.astype(np.float64) @ b.astype(np.float64)
+
+    def to_host(self, x):
+        return x
+
+    def release(self):
+        pass
+
+
+def test_each_dtype_keeps_to_its_window_when_its_products_slow_under_the_power_cap():
+    """Steps were sized from the warm product, timed before the power cap bites: each ran half again
+    as long as planned, and each dtype ran over its window by up to a step (the quick burn on an
+    H100, 2026-11-27 evening: 32.6 s for 30). Steps are paced by the products so far, and the last
+    is what is left of the window: no dtype ends more than a product past its share, the burn keeps
+    its 30 s, and each dtype still computes (and checks twice) through its share."""
+    params = {"seconds": 30, "dtypes": ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8"], "seed": 1, "run_t0": 0.0}
+    gpu = _CappedGpu()
+    r = workloads.matmul_burn(gpu, params, _Quiet())
+    for k, m in enumerate(r["dtypes"].values()):
+        assert 5.0 * (k + 1) <= m["end_s"] <= 5.0 * (k + 1) + 2 * gpu.capped_s, (k, m)
+        assert m["checks"] >= workloads.BURN_MIN_CHECKS and m["seconds"] >= 4.9, m
+    assert 30 <= r["seconds"] <= 30 + 2 * gpu.capped_s

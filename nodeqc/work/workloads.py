@@ -92,7 +92,7 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
                 not_run[dtype] = str(e)
                 device.release()
                 continue
-            iters = max(1, int(step / max(warm, 1e-6)))
+            per_product = warm
             done_flops = done_s = 0.0
             first = repeat_mismatch = wrong = None
             checks = 0
@@ -104,8 +104,18 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
             # Two checks at least: the repeat comparison needs two results of the same product (one
             # step that filled the window, on a loaded host, left it nothing to compare).
             while clock.now() < until or checks < BURN_MIN_CHECKS:
-                done_s += device.matmul_run(iters)
+                # A step of about `step` seconds, or what is left of the window: a step sized from the
+                # warm product (at the clock before the power cap bites) ran half again as long as
+                # planned on real H100s, and the last one overran the window by up to a second
+                # (benchmarks/RESULTS.md, 2026-11-27 evening). The last step's products give the pace.
+                # Past the window (a step more only for the second check, or a host that stalled past it
+                # on a compressed clock) a whole step, as the repeat's comparison and the proof need.
+                left = until - clock.now()
+                iters = max(1, int((min(step, left) if left > 0 else step) / per_product))
+                took = device.matmul_run(iters)
+                done_s += took
                 done_flops += flops * iters
+                per_product = max(took / iters, 1e-6)
                 fp = device.matmul_fingerprint()
                 if first is None:
                     first = fp
