@@ -55,3 +55,20 @@ def test_gpu_benchmark_checks_its_measuring_code_without_a_gpu():
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert json.loads(p.stdout) == {"benchmark": "gpu", "mode": "check", "ok": True, "problems": []}
+
+
+def test_every_stream_copy_launches_a_kernel_of_the_stream_module_on_a_grid_that_covers_the_buffer():
+    """The copies the HBM check chooses between (measured on the GPU by tests/test_gpu_real.py):
+    each names a kernel of kernels/stream.cu, and the thread-a-vector copy has a thread for every
+    16-byte vector (a buffer of no whole block too), within CUDA's grid limit."""
+    from nodeqc.backends.cupy_compute import MAX_GRID_X, STREAM_COPIES, THREADS, CupyDevice
+
+    device = CupyDevice.__new__(CupyDevice)  # its launch plan only: no CUDA here
+    device.sm_count, device.resident_blocks = 132, 132 * 8
+    for n in (THREADS * 1000, THREADS * 1000 + 3, (4 << 30) // 16):
+        device._stream_n = n
+        for choice in STREAM_COPIES:
+            kernel, (blocks,) = device._copy_launch(choice)
+            assert kernel in KERNELS["stream"] and 0 < blocks <= MAX_GRID_X
+        _, (blocks,) = device._copy_launch("stream_copy_flat")
+        assert (blocks - 1) * THREADS < n <= blocks * THREADS

@@ -27,12 +27,14 @@ from nodeqc.core.errors import ComputeUnavailable, DtypeUnavailable
 MATMUL_N = 8192  # big enough to keep every SM busy on an H100; 128-512 MiB per operand
 MEMTEST_MAX_RECORDS = 64
 THREADS = 256
-# The STREAM copy kernels (kernels/stream.cu), the first the plain one-load loop over an
-# oversubscribed grid; the others keep 4 and 8 loads in flight a thread over one wave of blocks.
-# The plain loop read 0.944 of a device-to-device copy on an H100 and 0.935 on an H200 (2026-11-27);
-# which kernel is fastest is measured by each run, which keeps the best (issue 30: the others are
-# unmeasured until the next real-GPU run of benchmarks/on_device.sh).
-STREAM_COPIES = ("stream_copy", "stream_copy_x4", "stream_copy_x8")
+# The STREAM copies (kernels/stream.cu): the plain one-load loop over an oversubscribed grid; 4 and
+# 8 loads in flight a thread over one wave of blocks; and the plain loop with a thread for every
+# vector (no thread loops). On an H100 (2026-11-27, benchmarks/hbm_copy_variants.py, 4 GiB) the first
+# three read 0.936-0.949 of a device-to-device copy (2823-2848 against 3017 GB/s), cache-streaming
+# loads and stores and the bulk copy engine (TMA) no better; a thread a vector read 1.003 (3026).
+# Each run measures them all and keeps the fastest.
+STREAM_COPIES = ("stream_copy", "stream_copy_x4", "stream_copy_x8", "stream_copy_flat")
+MAX_GRID_X = 2**31 - 1
 
 
 def byte_ramp(nbytes: int) -> np.ndarray:
@@ -330,15 +332,23 @@ class CupyDevice:
         """Which copy kernel the figures are of, and every kernel's rate when it was chosen."""
         return {"kernel": self._copy_kernel, "rates_gbps": dict(self._copy_rates)}
 
+    def _copy_launch(self, choice: str) -> tuple[str, tuple[int]]:
+        """The kernel and grid of one of STREAM_COPIES."""
+        if choice == "stream_copy_flat":
+            return "stream_copy", (min(-(-self._stream_n // THREADS), MAX_GRID_X),)
+        if choice == "stream_copy":
+            return choice, self._grid()
+        return choice, (self.resident_blocks,)
+
     def stream_run(self, kind: str, iters: int) -> float:
         cp = self.cp
         a, b, c = self._stream
         start, end = cp.cuda.Event(), cp.cuda.Event()
-        grid = self._grid() if self._copy_kernel == STREAM_COPIES[0] else (self.resident_blocks,)
+        kernel, grid = self._copy_launch(self._copy_kernel)
         start.record()
         for _ in range(iters):
             if kind == "copy":
-                function("stream", self._copy_kernel, self.ordinal)(grid, (THREADS,), (b, a, np.uint64(self._stream_n)))
+                function("stream", kernel, self.ordinal)(grid, (THREADS,), (b, a, np.uint64(self._stream_n)))
             else:
                 function("stream", "stream_triad", self.ordinal)(
                     self._grid(), (THREADS,), (b, c, a, np.float32(2.0), np.uint64(self._stream_n)))
