@@ -45,16 +45,17 @@ def test_blackwell_skus_are_estimates_that_say_so_and_name_fp4_fp6_not_burned(ke
 def test_dcgm_reference_points_and_the_calibration_rule():
     """DCGM's per-SKU entries (diag-skus.yaml.in): B200 targets 1000 W and floors HBM at 4,072,500
     MB/s (0.75 of 5,430,000 measured); B300 1099 W and 4,623,360 (of 6,164,480). nodeqc's healthy
-    copy figure is that measurement scaled by the H100 SXM5's nodeqc/DCGM ratio (2843 / 2540)."""
+    copy figure is that measurement scaled by the H100 SXM5's nodeqc/DCGM ratio (3011 / 2540, nodeqc's
+    copy with a thread a vector, since 2026-11-27; 2843 / 2540 with the looping copy before)."""
     b200, b300 = BY_KEY["b200-sxm-180gb"], BY_KEY["b300-sxm6-270gb"]
     assert (b200.default_power_w, b300.default_power_w) == (1000, 1100)
-    assert b200.healthy_hbm_gbps == round(5430 * 2843 / 2540) == 6078
-    assert b300.healthy_hbm_gbps == round(6164.48 * 2843 / 2540) == 6900
+    assert b200.healthy_hbm_gbps == round(5430 * 3011 / 2540) == 6437
+    assert b300.healthy_hbm_gbps == round(6164.48 * 3011 / 2540) == 7308
     # The rule: warn below 90%, fail below 80% of healthy; DCGM's own floor (0.75 of its
     # measurement, scaled the same way) sits below nodeqc's failure level.
     floor = calibration.floor(b200.healthy_hbm_gbps)
-    assert floor == {"fail": 4862.4, "warn": 5470.2}
-    assert 4072.5 * 2843 / 2540 < floor["fail"]
+    assert floor == {"fail": 5149.6, "warn": 5793.3}
+    assert 4072.5 * 3011 / 2540 < floor["fail"]
     # Blackwell Ultra has almost no fp64: its floor is tiny, from the datasheet, not a typo.
     assert b300.healthy_tflops["fp64"] < 2 < b200.healthy_tflops["fp64"]
 

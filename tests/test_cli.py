@@ -232,8 +232,8 @@ def test_profiles_shows_the_sku_table():
     # 59.04 ... bf16 677.38, fp8 1223.38; fail below 80%: 47.3 ... 542, 978.8).
     h100 = BY_KEY["h100-sxm5-80gb"].healthy_tflops
     assert list(h100) == ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8"]
-    assert "healthy " + ", ".join(f"{d} {v:g}" for d, v in h100.items()) + ", hbm 2843" in out
-    assert "fail <  " + ", ".join(f"{d} {calibration.floor(v)['fail']:g}" for d, v in h100.items()) + ", hbm 2274.4" in out
+    assert "healthy " + ", ".join(f"{d} {v:g}" for d, v in h100.items()) + ", hbm 3011" in out
+    assert "fail <  " + ", ".join(f"{d} {calibration.floor(v)['fail']:g}" for d, v in h100.items()) + ", hbm 2408.8" in out
     assert "source: measured on three H100 SXM5" in out
     sku = cli("profiles", "h200-sxm-141gb").stdout
     tf32 = calibration.floor(BY_KEY["h200-sxm-141gb"].healthy_tflops["tf32"])  # 344.91: 276, 310.5

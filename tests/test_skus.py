@@ -102,8 +102,8 @@ def test_healthy_figures_are_complete_and_sourced():
     # (747.1 duty-cycled), tf32 344.91 on the H200 (349.1 on 2026-11-23).
     h100, h200 = BY_KEY["h100-sxm5-80gb"], BY_KEY["h200-sxm-141gb"]
     assert h100.measured and h200.measured
-    assert h100.healthy_tflops["bf16"] == 677.38 and h100.healthy_hbm_gbps == 2843
-    assert h200.healthy_tflops["tf32"] == 344.91 and h200.healthy_hbm_gbps == 3972 and h200.healthy_sm_mhz == 1794
+    assert h100.healthy_tflops["bf16"] == 677.38 and h100.healthy_hbm_gbps == 3011
+    assert h200.healthy_tflops["tf32"] == 344.91 and h200.healthy_hbm_gbps == 4234 and h200.healthy_sm_mhz == 1794
     # A low end: no healthy rate above what the real part sustained in today's run (its twin), and
     # no loaded clock above the clock it held there.
     for sku, twin in ((h100, H100_SXM5_TWIN), (h200, H200_SXM_TWIN)):

@@ -41,7 +41,15 @@ QUICK = {"h100-sxm5-80gb": REAL / "h100-sxm5-quick-pulsed.predicate.json",
 # never saw; and a third H100 SXM5 the same evening, with one worker process kept per GPU for the whole run.
 RUNS = [*QUICK.items(), ("h100-sxm5-80gb", LATER / "h100-sxm5-quick.predicate.json"),
         ("h200-sxm-141gb", LATER / "h200-sxm-quick.predicate.json"),
-        ("h100-sxm5-80gb", LATER / "h100-sxm5-quick-kept-workers.predicate.json")]
+        ("h100-sxm5-80gb", LATER / "h100-sxm5-quick-kept-workers.predicate.json"),
+        # The same evening, the copy with a thread a vector kept (1.0 of a device copy), on another
+        # H100 SXM5 and an H200 SXM.
+        ("h100-sxm5-80gb", LATER / "h100-sxm5-quick-flat-copy.predicate.json"),
+        ("h200-sxm-141gb", LATER / "h200-sxm-quick-flat-copy.predicate.json")]
+# The HBM copy the check keeps (nodeqc.backends.cupy_compute.STREAM_COPIES): a run whose copy was a
+# looping kernel (0.94 of the device copy: every run before 2026-11-27 evening) measured a kernel the
+# check no longer uses, so the twin is held to the copy figure of the runs that kept this one.
+KEPT_COPY = "stream_copy_flat"
 
 
 def run_name(path: Path) -> str:
@@ -51,8 +59,9 @@ def run_name(path: Path) -> str:
 
 TOLERANCE = 0.05
 # Figures that healthy real runs spread wider than that: both directions' PCIe copies at once read
-# 92.9 and 101.4 GB/s on the same H200 the same day, 94.0 and 96.4 on one H100, 88.7 on another.
-WIDER = {"bidir_gbps": 0.10}
+# 92.9 and 101.4 GB/s on the same H200 the same day, 94.0 and 96.4 on one H100, 88.7 on another, 87.1
+# and 94.5 on two more (2026-11-27 evening): 87.1 to 101.4 over healthy runs, 0.107 below the twin's 96.4.
+WIDER = {"bidir_gbps": 0.12}
 # nvidia-smi clocks.max.sm on both parts (shared/measurements/2026-11-26).
 MAX_SM_MHZ = 1980
 
@@ -121,8 +130,17 @@ def _figure_cases():
         day = run_name(path)
         for check, figures in FIGURES.items():
             for figure in figures:
+                if (check, figure) == ("stress.hbm_bandwidth", "copy_gbps") and (
+                        (real[(check, "gpu0")].get("evidence") or {}).get("copy_kernel", {}).get("kernel") != KEPT_COPY):
+                    continue
                 value = RIGHT.get((day, key, check, figure), real[(check, "gpu0")]["values"][figure]["value"])
                 yield pytest.param(key, check, figure, value, id=f"{day}-{key}-{check}-{figure}")
+
+
+def test_the_copy_figure_is_held_on_both_parts():
+    """The looping copies' runs are left out of the copy figure: the runs of the kept copy hold it."""
+    held = {case.values[0] for case in _figure_cases() if case.values[1:3] == ("stress.hbm_bandwidth", "copy_gbps")}
+    assert held == set(QUICK)
 
 
 def test_every_correction_names_a_run_held_here():

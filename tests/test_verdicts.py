@@ -1507,8 +1507,8 @@ def test_slow_hbm_is_explained_with_the_gpus_sku_or_the_nodes_median():
     assert (r["gpu1"].verdict, r["gpu1"].code) == (Verdict.ERROR, "GPU_IN_USE")
     assert r["gpu1"].message.startswith("another process used this GPU during the bandwidth test: pid 9 (cp);")
     readings = r["gpu0"].evidence["diagnosis"]["readings"]
-    assert (readings["sku"], readings["rate_share"]) == ("H100 SXM5 80GB", round(1000 / 2843, 3))  # the SKU's healthy copy
-    assert r["gpu0"].message.startswith("the memory moves 0.35 of its SKU's bandwidth")
+    assert (readings["sku"], readings["rate_share"]) == ("H100 SXM5 80GB", round(1000 / 3011, 3))  # the SKU's healthy copy
+    assert r["gpu0"].message.startswith("the memory moves 0.33 of its SKU's bandwidth")
     # A SKU nodeqc does not know: against the node's median (1000), said so; the GPU above it is no defect.
     from dataclasses import replace
     unknown = [replace(g, name="Some GPU") for g in gpus(2)]

@@ -50,7 +50,11 @@ NVIDIA_VENDOR_ID = 0x10DE
 # (1237.1). fp8 against 1979 dense is 0.62 of peak, fp16 0.66.
 _H100_SXM5_MEASURED = {"fp64": 59.04, "fp32": 51.46, "tf32": 356.25, "fp16": 651.86, "bf16": 677.38, "fp8": 1223.38}
 _H100_SXM5_PEAK = {"fp64": 67.0, "fp32": 67.0, "tf32": 495.0, "fp16": 989.0, "bf16": 989.0, "fp8": 1979.0}
-_H100_SXM5_HBM_MEASURED, _H100_SXM5_HBM_PEAK = 2843.0, 3350.0
+# HBM: the copy with a thread a vector, which the check keeps since 2026-11-27 (1.000-1.003 of the
+# driver's device-to-device copy on H100s and 0.99-0.999 on H200s, benchmarks/RESULTS.md): the low end
+# of the device copy over three H100 SXM5 (3011-3018 GB/s, 2026-11-26/27); the check read 3016.6. The
+# looping copy it replaced read 2843-2859, 0.94 of the device copy.
+_H100_SXM5_HBM_MEASURED, _H100_SXM5_HBM_PEAK = 3011.0, 3350.0
 # Pinned copies: 54.2 GB/s (H2D, the low end over three machines) on Gen5 x16; Gen4 x16 moves 24-26
 # and Gen3 x16 12-13 (REFERENCE.md; nvbandwidth 25.1 on A100 SXM4 Gen4): the low ends.
 LINK_GBPS = {5: 54.2, 4: 24.0, 3: 12.0}
@@ -70,10 +74,10 @@ def _estimate_hbm(peak_gbps: float) -> float:
 
 # DCGM's memory-bandwidth floors are 0.75 of what its own kernel (dcgmproftester -t 1005) measured on
 # a healthy part, and its comments give that measurement (NVIDIA/DCGM nvvs/diag-skus.yaml.in): on the
-# H100 SXM5 (0x2330) ~2,540,000 MB/s, where nodeqc's STREAM copy measured 2843 GB/s. A SKU DCGM
+# H100 SXM5 (0x2330) ~2,540,000 MB/s, where nodeqc's copy measures 3011 GB/s (above). A SKU DCGM
 # measured and nodeqc did not gets that measurement scaled by the same ratio: closer to a part's
-# copy rate than its datasheet peak (`_estimate_hbm` puts a B200 at 6789 GB/s; DCGM's measurement
-# scales to 6078), but still an estimate.
+# copy rate than its datasheet peak (`_estimate_hbm` puts a B200 at 7190 GB/s; DCGM's measurement
+# scales to 6437), but still an estimate.
 _H100_SXM5_DCGM_HBM_MBPS = 2_540_000
 
 
@@ -186,7 +190,7 @@ SKUS: tuple[Sku, ...] = (
          # own clock was not read.
          1794, _H100_SXM5_HBM_MEASURED, 5,
          "measured on three H100 SXM5 (shared/measurements, 2026-11-23): quick burn low ends, "
-         "copy 2843-2859, H2D 54.2-55.3, D2H 55.2 (one machine; H2D's low end used for both); "
+         "copy 3011 (the device copy's low end; the check's copy 3016.6, 2026-11-27), H2D 54.2-55.3, D2H 55.2 (one machine; H2D's low end used for both); "
          "SM clock under fp16 1331 MHz (capture); the rates and clocks per dtype of the continuous quick burn of "
          "2026-11-26 (benchmarks/RESULTS.md) where lower",
          measured=True,
@@ -219,8 +223,11 @@ SKUS: tuple[Sku, ...] = (
          # 59.53, fp32 51.26, tf32 344.91, fp16 639.14 (742.6 duty-cycled), bf16 663.68 (738.8), fp8
          # 1212.4; the lower of it and the earlier figures per dtype (fp32 51.05 on 2026-11-26).
          {"fp64": 59.53, "fp32": 51.05, "tf32": 344.91, "fp16": 639.14, "bf16": 663.68, "fp8": 1212.4},
-         1794, 3972, 5,
-         "measured on one H200 SXM (shared/measurements, 2026-11-23): quick burn, copy 3972-3984, "
+         # HBM: the device copy's low end over two H200 SXM (4234 on 2026-11-26, 4286.7 on 2026-11-27), which
+         # the check's thread-a-vector copy matches (4242.6 in the quick run, 2026-11-27); the looping copy
+         # it replaced read 3972-3988.
+         1794, 4234, 5,
+         "measured on one H200 SXM (shared/measurements, 2026-11-23): quick burn, copy 4234 (the device copy's low end, 2026-11-26/27), "
          "H2D 55.5, D2H 55.3-55.4, SM clock 1794 MHz mean under the burn, 1400 MHz under fp16 (capture); "
          "the rates and clocks per dtype of the continuous quick burn of 2026-11-26 (benchmarks/RESULTS.md) where "
          "lower",

@@ -54,7 +54,9 @@ H100_SXM5_TWIN = Twin(
     tflops={"fp64": 59.04, "fp32": 51.46, "tf32": 356.25, "fp16": 651.86, "bf16": 677.38, "fp8": 1223.38},
     sm_mhz={"fp64": 1795, "fp32": 1975, "tf32": 1412, "fp16": 1291, "bf16": 1369, "fp8": 1272, PLAIN: 1332},
     power_w={"fp64": 663.4, "fp32": 680.7, "tf32": 698.1, "fp16": 683.5, "bf16": 662.9, "fp8": 606.9, PLAIN: 676.7},
-    copy_gbps=2847.5, triad_gbps=2914.7, h2d_gbps=55.3, d2h_gbps=55.2, bidir_gbps=96.4, memtest_gbps=2872.6,
+    # The copy of the kernel with a thread a vector (kept since 2026-11-27: quick run vm-20261127T171934Z,
+    # tests/fixtures/real-2026-11-27/h100-sxm5-quick-flat-copy); the looping kernels read 2847.5.
+    copy_gbps=3016.6, triad_gbps=2914.7, h2d_gbps=55.3, d2h_gbps=55.2, bidir_gbps=96.4, memtest_gbps=2872.6,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174004Z, bench_gpu memtest_second)")
 # H200 SXM 141GB (PCI 0x2335), the same: quick run vm-20261126T174732Z
 # (tests/fixtures/real-2026-11-26/h200-sxm-quick-pulsed.predicate.json).
@@ -62,7 +64,9 @@ H200_SXM_TWIN = Twin(
     tflops={"fp64": 59.53, "fp32": 51.26, "tf32": 344.91, "fp16": 639.14, "bf16": 663.68, "fp8": 1212.4},
     sm_mhz={"fp64": 1801, "fp32": 1980, "tf32": 1508, "fp16": 1399, "bf16": 1473, "fp8": 1390, PLAIN: 1418},
     power_w={"fp64": 664.1, "fp32": 675.9, "tf32": 692.0, "fp16": 665.9, "bf16": 600.1, "fp8": 594.7, PLAIN: 670.2},
-    copy_gbps=3988.2, triad_gbps=4158.4, h2d_gbps=55.4, d2h_gbps=55.3, bidir_gbps=101.4, memtest_gbps=3921.7,
+    # The thread-a-vector copy (quick run vm-20261127T171545Z, real-2026-11-27/h200-sxm-quick-flat-copy);
+    # the looping kernels read 3988.2.
+    copy_gbps=4242.6, triad_gbps=4158.4, h2d_gbps=55.4, d2h_gbps=55.3, bidir_gbps=101.4, memtest_gbps=3921.7,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174732Z, bench_gpu memtest_second)")
 # Power above the limit that NVML's instantaneous reading (NVML_FI_DEV_POWER_INSTANT) shows while
 # the load swings, as a share of the limit: 881, 861 and 951 W against 700 W on the H100 SXM5 under
