@@ -16,6 +16,7 @@ from nodeqc.report.keys import create_key
 from nodeqc.run.runner import RunOptions, Runner
 from nodeqc.spec.peers import Peer
 from nodeqc.spec.profile import load_profile
+from nodeqc.spec.selection import Selection
 
 SCALE = 40
 
@@ -124,6 +125,44 @@ def test_burn_in_runs_nic_traffic_during_the_gpu_burn(tmp_path_factory, signer):
     assert outcome.verdict == "PASS"
 
 
+def _traffic_started_during(events):
+    """The check that was running (started, not finished) when the NIC traffic's notice came."""
+    running = []
+    for e in events:
+        if e.type == "check_started":
+            running.append(e.name)
+        elif e.type == "check_finished" and e.result.name in running:
+            running.remove(e.result.name)
+        elif e.type == "notice" and e.text.startswith("NIC traffic"):
+            return list(running)
+    return None
+
+
+def test_a_quick_run_sends_its_nic_traffic_while_the_gpus_burn(tmp_path_factory, signer, tmp_path):
+    """Issue 30: the NIC checks' traffic (two rounds of 5 s in a quick run) runs beside the 30 s burn,
+    not after every GPU step, so it costs the run no time of its own; judged as before. Traffic that
+    would outlast the burn (two rounds of 20 s) starts after the GPU steps, so no GPU copy over PCIe
+    is measured beside it; so does traffic of a run without the burn."""
+    events = []
+    outcome = qualify(tmp_path_factory, signer, "a100", "a100", peers=[Peer("peer")], events=events)
+    assert _traffic_started_during(events) == ["stress.burn"]
+    got = by_key(outcome)
+    assert got[("nic.tcp", "nic0")].verdict is Verdict.PASS and got[("nic.rdma", "nic0")].verdict is Verdict.PASS
+    assert outcome.verdict == "PASS"
+    long = tmp_path / "long.toml"
+    long.write_text('description = "traffic longer than the burn"\nextends = "a100"\n[nic]\nquick_traffic_s = 20\n')
+    events = []
+    outcome = qualify(tmp_path_factory, signer, "a100", str(long), peers=[Peer("peer")], events=events)
+    assert _traffic_started_during(events) == []
+    assert by_key(outcome)[("nic.tcp", "nic0")].verdict is Verdict.PASS
+    events = []
+    hw = simulated_hardware("a100", [], time_scale=SCALE)
+    options = RunOptions(load_profile("a100"), signer, out_dir=tmp_path_factory.mktemp("out"), quick=True,
+                         nic_peers=[Peer("peer")], selection=Selection.parse(["nic.tcp", "stress.pcie_bandwidth"], None))
+    Runner(options, hw, events.append).run()
+    assert _traffic_started_during(events) == []
+
+
 def test_abort_during_nic_traffic_ends_the_run_with_an_aborted_report(tmp_path_factory, signer, tmp_path):
     profile = tmp_path / "long.toml"  # 2 x 4000 simulated seconds of traffic: 200 s at 40x, unless aborted
     profile.write_text('description = "long traffic"\nextends = "a100"\n[nic]\nquick_traffic_s = 4000\n')
@@ -142,7 +181,7 @@ def test_abort_during_nic_traffic_ends_the_run_with_an_aborted_report(tmp_path_f
     assert outcome.status == "aborted" and outcome.exit_code == 2
     # Nothing judged from cut traffic: the NIC checks are listed as never reached
     assert all(r.code == "RUN_ABORTED" for r in outcome.results if r.name.startswith("nic."))
-    assert runner_box[0]._nic_traffic is None  # ended, not left running
+    assert runner_box[0]._nic.session is None  # ended, not left running
 
 
 def test_an_ethernet_nic_below_the_profiles_speed(tmp_path_factory, signer, tmp_path):

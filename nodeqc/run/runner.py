@@ -17,15 +17,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from nodeqc.backends import Hardware
-from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, TrafficSession, describe_unrecorded
+from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, describe_unrecorded
 from nodeqc.backends.bmc import BmcWatch
 from nodeqc.backends.gpus import open_gpus
-from nodeqc.checks import conformance, health, host as host_checks, inventory, nic as nic_checks
+from nodeqc.checks import conformance, health, host as host_checks, inventory
 from nodeqc.checks import host_stress as host_stress_checks
 from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in, status_line
 from nodeqc.checks.common import as_replayed
 from nodeqc.checks.processes import gpu_free
 from nodeqc.checks.stress import plan as stress_plan
+from nodeqc.checks.stress.burn import burn_seconds
 from nodeqc.checks.stress.outcomes import MIB, SEED
 from nodeqc.core.errors import BackendUnavailable, GpuLostError
 from nodeqc.run.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
@@ -40,10 +41,11 @@ from nodeqc.report.journal import Journal
 from nodeqc.report.keys import Signer
 from nodeqc.report.predicate import build_predicate, nothing_judged, tally
 from nodeqc.run.dcgm import dcgm_results
+from nodeqc.run.nic_traffic import NicTraffic
 from nodeqc.run.paths import RunPaths, claim_paths
 from nodeqc.run.platform_watch import PlatformWatch
 from nodeqc.run.watchdog import watchdog_for
-from nodeqc.spec.peers import Peer, parse_peers
+from nodeqc.spec.peers import Peer
 from nodeqc.spec.profile import Profile
 from nodeqc.spec.selection import CHECK_NAMES, CHECKS, Selection
 from nodeqc.work.sampler import TelemetrySampler, TelemetrySummary
@@ -54,7 +56,6 @@ PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
 # The longest a step's load waits on a slow telemetry sampler (real seconds; the watchdog's bound
 # grows by as much): a sampler slower than this is broken, not slow (nodeqc's choice).
 MAX_TELEMETRY_WAIT_S = 60.0
-NIC_CHECKS = CHECKS["nic"]
 # The host checks that load the live machine: said not run, one result each, where the run has no
 # backend for them (a replay). Those that read it: nodeqc.run.platform_watch.HOST_HEALTH_CHECKS.
 HOST_STRESS_CHECKS = ("host.cpu_stress", "host.memory_bandwidth", "host.nvme", "host.optics")
@@ -116,8 +117,7 @@ class Runner:
         self.t0 = 0.0
         self._nics_start: list[NicInfo] = []  # read first: link counters must not grow during the run
         self._live_gpus: list[GpuInfo] = []
-        self._nic_plan: nic_checks.NicPlan | None = None
-        self._nic_traffic: TrafficSession | None = None
+        self._nic = NicTraffic(hardware.nics, self.profile, options.quick, options.selection, options.nic_peers, self._emit)
         self._platform = PlatformWatch(hardware.platform, hardware.no_host_reason())
         self._baseline = options.baseline if options.baseline is not None else baseline_of_profile(self.profile)
         self._one_gpu_node = False  # one GPU on the node by every count: GPU-to-GPU checks do not apply
@@ -201,7 +201,7 @@ class Runner:
                                      f"nodeqc failed: {type(e).__name__}: {e}", code="INTERNAL_ERROR",
                                      evidence={"traceback": traceback.format_exc().splitlines()[-20:]}))
         finally:
-            self._kill_nic_traffic()
+            self._nic.kill()
             self._platform.close()
             self.hw.mgmt.close()
             self.hw.release()  # the simulated node's sysfs tree: nothing of a run stays in the temporary directory
@@ -221,8 +221,7 @@ class Runner:
             self._publish([CheckResult("stress.burn", "node", Verdict.SKIP, "no working GPUs to load", code="NO_GPUS")])
             return None
         selection = self.options.selection
-        burn_in = self.burn_in_s > 0 and selection.includes("burnin.stability")
-        if self.aborted or not (selection.needs_gpu_phase or burn_in):
+        if self.aborted or not (selection.needs_gpu_phase or self._burn_in_selected):
             return None
         in_use = self._gpus_in_use(live)
         summary = self._stress_and_watch(live, paths, in_use)
@@ -319,53 +318,10 @@ class Runner:
         self._publish(judge_run(own, fleet, self.profile.get("fleet", "outlier_pct", DEFAULT_OUTLIER_PCT),
                                 self.profile.get("fleet", "min_fleet", DEFAULT_MIN_FLEET)))
 
-    def start_nic_traffic(self, total_s: float | None = None) -> None:
-        """The burn-in hook: start NIC traffic in the background. A TCP round (iperf3 on every NIC at
-        once), then an RDMA round (ib_write_bw on every RDMA port at once), the NICs' PCIe links read
-        meanwhile. Burn-in calls this just before the GPU burn with total_s = the burn's length, so
-        network and GPUs load the node together; `_nic_phase` afterwards waits for the traffic and
-        judges it. Without total_s each round lasts the profile's traffic_s. Does nothing when the
-        hardware has no NICs or traffic was started already."""
-        if self.hw.nics is None or self._nic_plan is not None:
-            return
-        peers = self.options.nic_peers or parse_peers(self.profile.get("nic", "peers", []))
-        plan = nic_checks.select(self._nics_start, self.profile, {p.nic for p in peers if p.nic})
-        seconds = nic_checks.traffic_seconds(self.profile, self.options.quick)
-        plan = nic_checks.plan_traffic(plan, peers, self.profile, seconds, self.hw.nics.missing_tool,
-                                       self._live_gpus, total_s)
-        for line in nic_checks.skip_warnings(plan):
-            if self.options.selection.includes(line.partition(" ")[0]):  # unselected checks say nothing
-                self._emit(Notice("warning", line))
-        self._nic_plan = plan
-        if plan.rounds:
-            self._emit(Notice("info", nic_checks.traffic_summary(plan)))
-            self._nic_traffic = self.hw.nics.start_traffic(plan.rounds, sorted({j.nic for j in plan.jobs}))
-
     def _nic_phase(self) -> None:
-        """Judge the NICs: traffic (started now unless burn-in started it), then their state at the end
-        of the run against the start."""
-        if self.hw.nics is None or self.aborted or not any(self.options.selection.includes(f"nic.{name}")
-                                                            for name in NIC_CHECKS):
-            return
-        self.start_nic_traffic()
-        assert self._nic_plan is not None
-        outcomes, links = [], {}
-        if self._nic_traffic is not None:
-            self._nic_traffic.wait(lambda: self.aborted)
-            if self.aborted:
-                return  # the finally of run() ends the traffic
-            traffic, self._nic_traffic = self._nic_traffic, None
-            outcomes, links = traffic.stop(), traffic.links
-        self._publish(nic_checks.nic_results(self._nic_plan, outcomes, links, self.hw.nics.nics(), self.profile))
-
-    def _kill_nic_traffic(self) -> None:
-        """No traffic tool outlives the run (abort, or an error elsewhere)."""
-        traffic, self._nic_traffic = self._nic_traffic, None
-        if traffic is not None:
-            try:
-                traffic.stop(kill=True)
-            except Exception:  # noqa: BLE001 - the run's own outcome is what gets reported
-                pass
+        """Judge the NICs: their traffic (started now unless it ran beside the burn), then their state."""
+        if not self.aborted and self._nic.selected:
+            self._publish(self._nic.results(self._nics_start, self._live_gpus, lambda: self.aborted))
 
     def _open_gpus(self, host: HostInfo) -> tuple[list[GpuInfo], str, str, str | None]:
         try:
@@ -429,6 +385,8 @@ class Runner:
             self._emit(CheckStarted(step.name, subjects + ([] if step.per_gpu and not step.watch_psus else ["node"])
                                     + [r.subject for r in sitting_out], self.now()))
             by_index = {g.index: g for g in live}
+            if step.name == "stress.burn" and not self._burn_in_selected:  # burn-in starts its own, as long
+                self._nic.start_beside(burn_seconds(self.profile, self.options.quick), self._nics_start, live)
             psus = self._watch_psus() if step.watch_psus else None
             sampler.open_window(step.name)
 
@@ -464,6 +422,10 @@ class Runner:
         if watch.run.thresholds is not None or watch.run.thresholds_error:
             self._bmc_thresholds = (watch.run.thresholds, watch.run.thresholds_error)
         return watch
+
+    @property
+    def _burn_in_selected(self) -> bool:
+        return self.burn_in_s > 0 and self.options.selection.includes("burnin.stability")
 
     @property
     def burn_in_s(self) -> float:
@@ -514,8 +476,7 @@ class Runner:
 
         tasks = [Task("burn_in", g.index, params, seconds) for g in gpus]
         # Network traffic at the same time as the GPUs burn: power and heat at their worst together.
-        if self.options.selection.includes("nic.tcp") or self.options.selection.includes("nic.rdma"):
-            self.start_nic_traffic(total_s=seconds)
+        self._nic.start_beside(seconds, self._nics_start, self._live_gpus, total_s=seconds)
         try:
             outcomes = run_tasks(tasks, self.hw.compute_spec, watchdog_for(self.hw, self.profile),
                                  on_progress=on_progress, should_abort=lambda: self.aborted, pool=pool)
