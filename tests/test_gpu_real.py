@@ -336,6 +336,20 @@ def test_every_stream_copy_kernel_copies_every_vector_and_the_fastest_is_kept(de
         device.release()
 
 
+def test_the_fp8_operands_kernel_encodes_as_the_host_does(device):
+    """kernels/fp8.cu on the GPU (the fp8 burn's operands) against e4m3_bits on the host: random
+    normals at several scales and random float32 bit patterns (every class), byte for byte."""
+    import cupy
+
+    from nodeqc.backends.cublaslt import e4m3_bits
+
+    rng = np.random.default_rng(27)
+    x = np.concatenate([*(rng.standard_normal(1 << 20).astype(np.float32) * s for s in (1e-3, 1.0, 500.0)),
+                        rng.integers(0, 2**32, 1 << 20, dtype=np.uint64).astype(np.uint32).view(np.float32)])
+    got = cupy.asnumpy(device.e4m3(cupy.asarray(x)))
+    assert np.array_equal(got, e4m3_bits(np, x)), int((got != e4m3_bits(np, x)).sum())
+
+
 def test_checksum_kernel_sees_a_planted_flip(device):
     import cupy
 

@@ -44,6 +44,38 @@ def test_kernel_compiles(tmp_path, name, arch):
     assert p.returncode == 0, p.stderr
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
+def test_the_fp8_kernels_encoding_is_e4m3_bits_value_by_value(tmp_path):
+    """kernels/fp8.cu's e4m3_of, compiled for the host, against nodeqc's e4m3 encoding (itself held to
+    ml_dtypes' by tests/test_fp8.py): every e4m3 value, every midpoint between neighbours (ties to
+    even) and a float32 step either side, random normals at several scales, 200,000 random float32
+    bit patterns (every class: subnormals, infinities, NaNs of either sign), and the edges."""
+    import numpy as np
+
+    from nodeqc.backends.cublaslt import e4m3_bits, e4m3_value
+
+    harness = tmp_path / "harness.cu"
+    harness.write_text('#include <cmath>\n#include <cstdio>\n#include "fp8.cu"\n'
+                       "int main() { float v; while (fread(&v, sizeof v, 1, stdin) == 1) {"
+                       " unsigned char b = e4m3_of(v); fwrite(&b, 1, 1, stdout); } return 0; }\n")
+    built = subprocess.run([NVCC, "-std=c++17", "-I", str(kernels_dir()), "-o", str(tmp_path / "h"), str(harness)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    values = np.unique(e4m3_value(np.arange(256, dtype=np.uint8))[~np.isnan(e4m3_value(np.arange(256, dtype=np.uint8)))])
+    mids = ((values[:-1].astype(np.float64) + values[1:]) / 2).astype(np.float32)
+    rng = np.random.default_rng(20261127)
+    x = np.concatenate([
+        values.astype(np.float32), mids, np.nextafter(mids, np.float32(np.inf)), np.nextafter(mids, np.float32(-np.inf)),
+        *(rng.standard_normal(20_000).astype(np.float32) * s for s in (1e-3, 1.0, 30.0, 500.0)),
+        rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32),
+        np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 448, 449, 464, 465, -1e30, 2**-9, 2**-10, 1e-45],
+                 dtype=np.float32)])
+    got = subprocess.run([str(tmp_path / "h")], input=x.tobytes(), capture_output=True, timeout=60).stdout
+    want = e4m3_bits(np, x)
+    wrong = np.flatnonzero(np.frombuffer(got, dtype=np.uint8) != want)
+    assert len(got) == len(x) and wrong.size == 0, [(float(x[i]), got[i], int(want[i])) for i in wrong[:5]]
+
+
 def test_gpu_benchmark_checks_its_measuring_code_without_a_gpu():
     """benchmarks/bench_gpu.py --check: the measuring code's correctness on the simulated device."""
     import json

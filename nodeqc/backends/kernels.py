@@ -12,6 +12,7 @@ KERNELS = {
     "stream": ("stream_copy", "stream_copy_x4", "stream_copy_x8", "stream_triad"),
     "memtest": ("mt_write", "mt_check", "mt_invert"),
     "checksum": ("checksum_words",),
+    "fp8": ("e4m3_encode",),
 }
 
 
