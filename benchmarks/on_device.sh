@@ -74,6 +74,9 @@ PY
     # One process, without the suite's xdist options: the GPU machine's image has no pytest-xdist.
     step gpu-tests python3 -m pytest -q -p no:cacheprovider -o addopts="-ra --strict-markers" tests/test_gpu_real.py tests/test_kernels.py
     grep -E "passed|failed|^FAILED" "$out/gpu-tests.log" | tail -n 6 | sed 's/^/on_device: gpu-tests | /' | tee -a "$out/summary.log"
+    # Each burn set-up operation's time in a fresh process with an empty CuPy cache (a node's first run).
+    CUPY_CACHE_DIR=$(mktemp -d) python3 benchmarks/burn_setup.py >"$out/burn-setup.log" 2>&1
+    grep -E '"matmul_setup"|import|context' "$out/burn-setup.log" | sed 's/^/on_device: burn-setup | /' | tee -a "$out/summary.log"
     model=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr -c 'A-Za-z0-9\n' '-' | tr A-Z a-z)
     step capture python3 -m nodeqc capture "$out/capture-${model}.json"
     # The benchmark prints a JSON line a part as it completes: each one reaches stdout at once.
@@ -90,5 +93,5 @@ full)
     ;;
 esac
 # Few files come back from the device machine: the reports and the XDG keys travel as one archive.
-tar -C "$out" -czf "$out/reports.tgz" reports xdg cotenant-load.log 2>/dev/null && rm -rf "$out/reports" "$out/xdg" \
-    "$out/cotenant-load.log"
+tar -C "$out" -czf "$out/reports.tgz" reports xdg cotenant-load.log burn-setup.log 2>/dev/null && rm -rf "$out/reports" "$out/xdg" \
+    "$out/cotenant-load.log" "$out/burn-setup.log"
