@@ -97,6 +97,53 @@ def test_two_good_nodes_that_fail_only_together_are_their_path_not_either_node()
     assert "the path between them" in s.findings[0].why and s.node_verdict(a) == s.node_verdict(b) == "pass"
 
 
+def test_a_trio_that_fails_only_together_has_its_pairs_tested_and_the_failing_pair_is_the_path():
+    """Groups of three: a slow path between two members fails their trio; each member passes with a
+    known-good partner; then each pair of the three is tested (a round each, as they share nodes):
+    the pair that fails again is named, with the path between them, and the third node is not."""
+    c = SimulatedCluster.build(9, 8, [], seed=1)
+    a, b, third = plan(c.nodes, 3, 1)[0]
+    c = SimulatedCluster.build(9, 8, [f"link:{a}-{b}=0.3"], seed=1)
+    s = _isolate(c, 3)
+    assert [(f.kind, set(f.nodes)) for f in s.findings] == [("together", {a, b})] and not s.bad_nodes
+    why = s.findings[0].why
+    assert why.startswith("failed together as a pair (round ") and why.endswith("the path between them")
+    assert f"after their group {a}-{b}-{third} failed only together (its members each passed with a known-good partner)" in why
+    pairs = [u for u in s.units if u.kind == "pair"]
+    assert sorted(set(u.nodes) for u in pairs) == sorted([{a, b}, {a, third}, {b, third}], key=sorted)
+    assert len({u.result.round for u in pairs}) == 3  # they share nodes: a round each
+    assert {s.node_verdict(n) for n in (a, b, third)} == {"pass"}
+
+
+def test_a_trio_whose_pairs_all_pass_fails_only_as_three():
+    """The load of three nodes together (a leaf's ports, say): every member passes with a known-good
+    partner and every pair passes: the trio is the finding, saying so."""
+    c = SimulatedCluster.build(9, 8, [], seed=1)
+    trio = plan(c.nodes, 3, 1)[0]
+    high = replace(FLOORS, alltoall_busbw_gbps=200)
+    run = lambda number, groups: [c.run_group(number, g, high if set(trio) <= set(g) else FLOORS, TESTS)
+                                  for g in groups]  # noqa: E731
+    s = isolate(c.nodes, 3, run, 1, c.topology)
+    assert [(f.kind, f.nodes) for f in s.findings] == [("together", trio)]
+    assert ("its members each passed with a known-good partner, and each pair of them passed: the load of the "
+            "three together on their switches") in s.findings[0].why
+    assert sum(u.kind == "pair" for u in s.units) == 3
+
+
+def test_a_trio_whose_pairs_were_not_all_run_keeps_its_unnarrowed_finding():
+    """Rounds ran out after the first pair (which passed): the failing pair was never tested, so the
+    trio's finding stays the trio's, unnarrowed, and no pair is blamed."""
+    c = SimulatedCluster.build(9, 8, [], seed=1)
+    a, b, third = plan(c.nodes, 3, 1)[0]
+    c = SimulatedCluster.build(9, 8, [f"link:{b}-{third}=0.3"], seed=1)
+    s = _isolate(c, 3, max_rounds=3)  # groups, confirmations, then the first pair: a-b, which passes
+    pairs = [u for u in s.units if u.kind == "pair"]
+    assert [(u.nodes, u.outcome) for u in pairs if u.result is not None] == [((a, b), "pass")]
+    assert sorted(u.nodes for u in pairs if u.result is None) == [(a, third), (b, third)]
+    assert [(f.kind, f.nodes) for f in s.findings] == [("together", (a, b, third))]
+    assert "the paths between its parts" in s.findings[0].why
+
+
 def test_a_group_whose_halves_pass_fails_only_as_a_whole():
     c = SimulatedCluster.build(16, 8, [], seed=1)
     g = plan(c.nodes, 4, 1)[0]

@@ -22,7 +22,9 @@ many ports are busy.
 4. A failing group of two or three nodes has each node confirmed against a known-good partner (a
    node of a group that passed, never of its own failing group), each partner in one test a round:
    a node that fails with a known-good partner is bad; where every member passed with a known-good
-   partner, the group fails only together (two nodes: the path between them).
+   partner, the group fails only together (two nodes: the path between them). Three such nodes have
+   each of their pairs tested (a round each: the pairs share nodes): a pair that fails again is the
+   path between those two; where every pair passes, the three fail only as three.
 5. A failing group whose two halves both pass fails only as a whole: the paths between its halves
    or the load of the whole group (a leaf switch, its uplinks), said as such.
 
@@ -99,7 +101,7 @@ class GroupTest:
     """One group test: a planned group, a half of a failing one, or a member with a known-good partner."""
 
     nodes: tuple[str, ...]
-    kind: str  # "group", "half", "confirm"
+    kind: str  # "group", "half", "confirm", "pair" (two members of a trio that failed only together)
     parent: int | None = None  # the unit it came from (its index in GroupScores.units)
     member: str | None = None  # confirm: the node confirmed
     result: GroupResult | None = None
@@ -205,15 +207,26 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
     units += [GroupTest(g, "group") for g in plan(nodes, size, seed, topology, domains)]
     todo = list(range(len(units)))
     waiting: list[tuple[str, int]] = []  # (member, the failing unit it came from) to confirm
+    pairs: list[tuple[tuple[str, str], int]] = []  # (two members, their trio) to test together
+    paired: set[int] = set()  # the trios whose pairs are planned
     good: set[str] = set()
     limit = f"not settled within {max_rounds} rounds"
-    while (todo or waiting) and len(out.rounds) < max_rounds:
+    while (todo or waiting or pairs) and len(out.rounds) < max_rounds:
         if stopped():
             limit = "the run was stopped before it was settled"
             break
         batch = list(todo)
         todo = []
         busy = {n for i in batch for n in units[i].nodes}
+        later_pairs = []
+        for pair, trio in pairs:
+            if busy.isdisjoint(pair):
+                busy.update(pair)
+                units.append(GroupTest(pair, "pair", trio))
+                batch.append(len(units) - 1)
+            else:
+                later_pairs.append((pair, trio))
+        pairs = later_pairs
         free = sorted(good - busy)
         rng.shuffle(free)
         later = []
@@ -244,9 +257,13 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
                 good.update(r.nodes)
         if len(out.rounds) == 2 and _fabric_wide(out):
             return out
+        for trio in _trios_to_pair(units, paired):
+            paired.add(trio)
+            a, b, c = units[trio].nodes
+            pairs += [((a, b), trio), ((a, c), trio), ((b, c), trio)]
         for i in batch:
             u = units[i]
-            if u.kind == "confirm" or u.outcome == "pass" or u.skipped:
+            if u.kind in ("confirm", "pair") or u.outcome == "pass" or u.skipped:
                 continue
             if len(u.nodes) >= SPLIT_MIN:
                 half = (len(u.nodes) + 1) // 2
@@ -266,6 +283,8 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
     for i in todo:
         for n in units[i].nodes:
             out.not_judged.setdefault(n, limit)
+    for pair, trio in pairs:  # planned, never run: the trio's finding says "together", unnarrowed
+        units.append(GroupTest(pair, "pair", trio))
     _nvlink_domains(out)
     for i in range(len(units)):  # a planned group never run (stopped before the first round)
         if units[i].result is None and units[i].kind == "group":
@@ -273,6 +292,18 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
                 out.not_judged.setdefault(n, limit)
     _judge(out)
     return out
+
+
+def _trios_to_pair(units: list[GroupTest], paired: set[int]) -> list[int]:
+    """Failing groups of three whose members each passed with a known-good partner, pairs not yet planned."""
+    found = []
+    for i, u in enumerate(units):
+        if i in paired or len(u.nodes) != 3 or u.kind in ("confirm", "pair") or u.outcome != "fail" or u.skipped:
+            continue
+        confirms = [k for k in units if k.parent == i and k.kind == "confirm"]
+        if {k.member for k in confirms} == set(u.nodes) and all(k.outcome == "pass" for k in confirms):
+            found.append(i)
+    return found
 
 
 def _fabric_wide(out: GroupScores) -> bool:
@@ -322,6 +353,8 @@ def _judge(out: GroupScores) -> None:
         if u.parent is not None:
             children.setdefault(u.parent, []).append(i)
     for i, u in enumerate(units):
+        if u.kind == "pair":
+            continue  # judged with its trio, below
         if u.kind == "confirm":
             r = u.result
             partner = next(n for n in u.nodes if n != u.member)
@@ -335,7 +368,8 @@ def _judge(out: GroupScores) -> None:
             continue
         if u.outcome == "pass" or u.skipped or u.result is None:
             continue
-        kids = [units[k] for k in children.get(i, [])]
+        pairs = [k for k in children.get(i, []) if units[k].kind == "pair"]
+        kids = [units[k] for k in children.get(i, []) if units[k].kind != "pair"]
         confirmed = {k.member for k in kids if k.kind == "confirm"}
         if not kids or any(k.result is None for k in kids) or (kids[0].kind == "confirm" and confirmed != set(u.nodes)):
             continue  # not split (the fabric's), or not settled (not_judged says so)
@@ -344,6 +378,17 @@ def _judge(out: GroupScores) -> None:
                     f"its halves {'-'.join(kids[0].nodes)} and {'-'.join(kids[1].nodes)} each passed")
             where = ("the path between them" if len(u.nodes) == 2 else
                      "the paths between its parts, or the load of the whole group on their switches")
+            failing = [k for k in pairs if units[k].outcome == "fail" and not units[k].skipped]
+            if pairs and all(units[k].result is not None and not units[k].skipped for k in pairs) and not failing:
+                what, where = f"{what}, and each pair of them passed", "the load of the three together on their switches"
+            for k in failing:
+                pair = units[k]
+                out.findings.append(GroupFinding("together", pair.nodes, f"failed together as a pair (round "
+                                                 f"{pair.result.round}: {_what(pair.result)}) after their group "  # type: ignore[arg-type,union-attr]
+                                                 f"{'-'.join(u.nodes)} failed only together ({what}): the path "
+                                                 "between them", k))
+            if failing:
+                continue
             out.findings.append(GroupFinding("together", u.nodes, f"failed only together (round "
                                              f"{u.result.round}: {_what(u.result)}): {what}: {where}", i))  # type: ignore[union-attr]
 
