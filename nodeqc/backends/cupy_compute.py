@@ -231,6 +231,7 @@ class CupyDevice:
     def e4m3(self, x32: Any) -> Any:
         """A float32 device array's e4m3 bit patterns (uint8), by one kernel (kernels/fp8.cu): the
         encoding of e4m3_bits, which compiled a dozen CuPy kernels on a node's first run (3.17 s)."""
+        x32 = self.cp.ascontiguousarray(x32, dtype=self.cp.float32)  # the kernel reads words in order
         out = self.cp.empty(x32.shape, dtype=self.cp.uint8)
         function("fp8", "e4m3_encode", self.ordinal)(self._grid(), (THREADS,), (x32, out, np.uint64(x32.size)))
         return out
