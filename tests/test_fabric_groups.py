@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, cli
+from nodeqc.fabric.crossing import CROSS_ROUNDS, plan_crossing
 from nodeqc.fabric.groups import auto_size, isolate, plan
 from nodeqc.fabric.launchers import merge_group
 from nodeqc.fabric.scoring import Floors, alltoall_bus_factor
@@ -353,6 +354,63 @@ def test_the_command_with_collectives_only_judges_every_node_from_its_groups(tmp
     assert sorted(c["subject"] for c in pred["checks"] if c["name"] == "fabric.node") == sorted(f"node{i}" for i in range(16))
     untested = next(c for c in pred["checks"] if c["name"] == "fabric.coverage")
     assert untested["verdict"] == "skip" and untested["message"].startswith("96 node pairs were never in one group test")
+
+
+# ---------------------------------------------------------------------- across leaves (no pair round)
+
+
+@pytest.mark.parametrize("leaves", [2, 3, 4, 5, 8])
+def test_the_crossing_rounds_join_two_leaves_a_group_each_leaf_once_a_round(leaves):
+    c = SimulatedCluster.build(8 * leaves, 8, [], seed=1, leaves=leaves)
+    rounds = plan_crossing(c.nodes, c.topology, 8)
+    assert len(rounds) == min(CROSS_ROUNDS, leaves - 1 if leaves % 2 == 0 else leaves)
+    met = set()
+    for groups in rounds:
+        used = [c.topology.leaf_of[n] for g in groups for n in g]
+        assert all(len({c.topology.leaf_of[n] for n in g}) == 2 and len(g) == 8 for g in groups)
+        assert len(used) == len(set(used)) * 4  # each leaf in one group, with four of its nodes
+        met |= {frozenset(c.topology.leaf_of[n] for n in g) for g in groups}
+    assert len(met) == sum(len(g) for g in rounds)  # no two leaves meet twice
+    assert plan_crossing(c.nodes, replace(c.topology, leaf_of={n: "L0" for n in c.nodes}), 8) == []
+
+
+def test_with_collectives_only_a_slow_leaf_uplink_is_named_by_the_groups_across_leaves_not_its_nodes():
+    """Groups lie within leaves, so none crossed an uplink: the slow uplink passed as clean. The
+    crossing rounds fail every group that takes leaf L1 across, while L1's own group passed."""
+    c = SimulatedCluster.build(32, 8, ["leaf:L1:slow=0.5"], seed=1, leaves=4)
+    s = _isolate(c, 8, cross=True)
+    assert [(f.kind, f.uplink.switch) for f in s.findings] == [("uplink", "L1")]
+    assert s.findings[0].nodes == tuple(sorted(c.topology.below("L1")))
+    assert "the uplink (its cables, ports or the switch above), not its nodes" in s.findings[0].why
+    assert {s.node_verdict(n) for n in c.nodes} == {"pass"} and not s.bad_nodes
+    assert sum(u.kind == "cross" for u in s.units) == 6 and len(s.rounds) == 4
+    clean = SimulatedCluster.build(32, 8, [], seed=1, leaves=4)
+    s = _isolate(clean, 8, cross=True)
+    assert not s.findings and all(u.outcome == "pass" for u in s.units if u.kind == "cross")
+    assert not any(u.kind == "cross" for u in _isolate(c, 8).units)  # with pair rounds: they cross the uplinks
+
+
+def test_a_crossing_group_that_fails_with_no_uplink_to_blame_fails_only_across_its_leaves():
+    c = SimulatedCluster.build(32, 8, [], seed=1, leaves=4)
+    first = plan_crossing(c.nodes, c.topology, 8)[0][0]
+    a, b = first[0], first[-1]  # one in each leaf of the first crossing group
+    c = SimulatedCluster.build(32, 8, [f"link:{a}-{b}=0.3"], seed=1, leaves=4)
+    s = _isolate(c, 8, cross=True)
+    assert [(f.kind, f.nodes) for f in s.findings] == [("together", first)]
+    la, lb = sorted({c.topology.leaf_of[a], c.topology.leaf_of[b]})
+    assert s.findings[0].why.startswith(f"failed only across leaves {la} and {lb} (round 2: ")
+    assert {s.node_verdict(n) for n in c.nodes} == {"pass"}
+
+
+def test_the_command_with_collectives_only_names_a_slow_uplink(tmp_path):
+    p = cli("fabric", "--simulate", "32", "--leaves", "4", "--profile", "hgx-h100", "--tests", "nccl,alltoall",
+            "--group-size", "8", "--inject", "leaf:L1:slow=0.5", "--seed", "1", "--out", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    assert "simulated fault leaf:L1:slow=0.5: found: named in the report" in p.stderr
+    pred = _predicate(p.stdout)
+    up = next(c for c in pred["checks"] if c["name"] == "fabric.uplink")
+    assert (up["subject"], up["verdict"], up["code"]) == ("L1 uplink", "fail", "FABRIC_UPLINK")
+    assert {r["kind"] for r in pred["groups"]} == {"group", "cross"}
 
 
 @pytest.mark.parametrize("args,message", [

@@ -431,7 +431,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                     break
         if grouped:
             groups = _groups(args, nodes, seed, topology, launcher, replace(work, tests=grouped, group=True),
-                             len(schedule), journal, t0, aborted)
+                             len(schedule), journal, t0, aborted, bool(pair_tests))
     finally:
         for s, h in saved.items():
             signal.signal(s, h)
@@ -473,8 +473,9 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def _groups(args: argparse.Namespace, nodes: list[str], seed: int, topology: Any, launcher: Any, work: Any,
-            after: int, journal: Any, t0: float, aborted: dict[str, bool]) -> Any:
-    """The group tests (nodeqc.fabric.groups), their rounds numbered after the pair rounds."""
+            after: int, journal: Any, t0: float, aborted: dict[str, bool], pair_tests: bool) -> Any:
+    """The group tests (nodeqc.fabric.groups), their rounds numbered after the pair rounds; without
+    pair rounds, groups across leaves as well (the uplinks)."""
     from nodeqc.fabric.groups import isolate
 
     def run_groups(number: int, units: list[tuple[str, ...]]) -> list[Any]:
@@ -488,7 +489,7 @@ def _groups(args: argparse.Namespace, nodes: list[str], seed: int, topology: Any
         return done
 
     return isolate(nodes, args.group_size, run_groups, seed, topology, stopped=lambda: aborted["flag"],
-                   domains=work.nvlink)
+                   domains=work.nvlink, cross=not pair_tests)
 
 
 class _Stopped(Exception):

@@ -27,6 +27,8 @@ many ports are busy.
    path between those two; where every pair passes, the three fail only as three.
 5. A failing group whose two halves both pass fails only as a whole: the paths between its halves
    or the load of the whole group (a leaf switch, its uplinks), said as such.
+6. With collectives only (no pair round) and a topology of two leaves or more, groups that join two
+   leaves then cross the uplinks, which are named as the pair tests name them (nodeqc.fabric.crossing).
 
 A test that is skipped (CuPy or GPUs missing) is no evidence and is not split. What could not be
 settled in MAX_ROUNDS, or found no known-good partner, is not judged (exit 2), never a pass.
@@ -39,7 +41,9 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from nodeqc.fabric.crossing import name_crossing, plan_crossing
 from nodeqc.fabric.scoring import GroupResult
+from nodeqc.fabric.uplinks import Uplink
 
 if TYPE_CHECKING:
     from nodeqc.fabric.topology import Topology
@@ -101,7 +105,8 @@ class GroupTest:
     """One group test: a planned group, a half of a failing one, or a member with a known-good partner."""
 
     nodes: tuple[str, ...]
-    kind: str  # "group", "half", "confirm", "pair" (two members of a trio that failed only together)
+    kind: str  # "group", "half", "confirm", "pair" (two members of a trio that failed only together),
+    # "cross" (two leaves joined, nodeqc.fabric.crossing)
     parent: int | None = None  # the unit it came from (its index in GroupScores.units)
     member: str | None = None  # confirm: the node confirmed
     result: GroupResult | None = None
@@ -119,10 +124,11 @@ class GroupTest:
 @dataclass
 class GroupFinding:
     kind: str  # "node" (failed with a known-good partner), "together" (fails only as a whole), "fabric",
-    # "nvlink" (every test within one multi-node NVLink domain failed, tests elsewhere passed)
+    # "nvlink" (every test within one multi-node NVLink domain failed, tests elsewhere passed), "uplink"
     nodes: tuple[str, ...]
     why: str
     unit: int | None = None  # the test that shows it
+    uplink: Uplink | None = None  # "uplink": the switch uplink named (its nodes are `nodes`)
 
 
 @dataclass
@@ -196,10 +202,12 @@ class GroupScores:
 
 def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[str, ...]]], list[GroupResult]],
             seed: int, topology: "Topology | None" = None, max_rounds: int = MAX_ROUNDS,
-            stopped: Callable[[], bool] = lambda: False, domains: dict[str, str] | None = None) -> GroupScores:
+            stopped: Callable[[], bool] = lambda: False, domains: dict[str, str] | None = None,
+            cross: bool = False) -> GroupScores:
     """Plan, run (through `run_groups(round_number, groups)`, a launcher's) and isolate; the scores.
     `stopped()` is asked before each round (Ctrl-C): what is left is then not judged, saying so.
-    `domains`: node -> multi-node NVLink domain, where known (plan)."""
+    `domains`: node -> multi-node NVLink domain, where known (plan). `cross`: then groups across
+    leaves, for the uplinks (no pair round crossed them)."""
     rng = random.Random(seed)
     domains = domains or {}
     out = GroupScores(list(nodes), size, domains=dict(domains))
@@ -291,7 +299,39 @@ def isolate(nodes: list[str], size: int, run_groups: Callable[[int, list[tuple[s
             for n in units[i].nodes:
                 out.not_judged.setdefault(n, limit)
     _judge(out)
+    if cross and topology is not None and not stopped() and not any(f.kind == "fabric" for f in out.findings):
+        _cross(out, run_groups, topology, size, stopped)
     return out
+
+
+def _cross(out: GroupScores, run_groups: Callable[[int, list[tuple[str, ...]]], list[GroupResult]],
+           topology: "Topology", size: int, stopped: Callable[[], bool]) -> None:
+    """Rounds of groups joining two leaves, of the nodes that passed; the uplinks they name, and each
+    crossing group that failed with no uplink to explain it."""
+    good = [n for n in out.nodes if out.node_verdict(n) == "pass"]
+    for groups in plan_crossing(good, topology, size):
+        if stopped():
+            break
+        first = len(out.units)
+        out.units += [GroupTest(g, "cross") for g in groups]
+        batch = list(range(first, len(out.units)))
+        for i, r in zip(batch, run_groups(len(out.rounds) + 1, groups)):
+            out.units[i].result = r
+        out.rounds.append(batch)
+    uplinks, explained = name_crossing(out.units, topology)
+    for up in uplinks:
+        other = f" (or {up.alternative}'s: with two subtrees only, either fails the same tests)" if up.alternative else ""
+        out.findings.append(GroupFinding("uplink", tuple(sorted(topology.below(up.switch))), (
+            f"{up.fails} of {up.tests} node pairs across {up.switch}'s uplink failed in the group tests joining two "
+            f"leaves, while {up.inside_passed} of {up.inside} pairs within it passed in its own groups: the uplink{other} "
+            "(its cables, ports or the switch above), not its nodes"), uplink=up))
+    for i, u in enumerate(out.units):
+        if u.kind == "cross" and u.outcome == "fail" and not u.skipped and i not in explained:
+            a, b = sorted({topology.leaf_of[n] for n in u.nodes})
+            out.findings.append(GroupFinding("together", u.nodes, (
+                f"failed only across leaves {a} and {b} (round {u.result.round}: {_what(u.result)}): each of its "  # type: ignore[union-attr]
+                "nodes passed within its own leaf and no uplink explains it: the paths between the two leaves, or "
+                "the load of the crossing on their switches"), i))
 
 
 def _trios_to_pair(units: list[GroupTest], paired: set[int]) -> list[int]:

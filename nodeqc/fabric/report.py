@@ -248,11 +248,15 @@ def group_checks(groups: GroupScores, pair_tests: bool) -> list[CheckResult]:
     values = {"group_size": Value(groups.size), "tests": Value(len(tests)), "rounds": Value(len(groups.rounds))}
     for f in groups.findings:
         code = {"node": "FABRIC_GROUP_NODE", "together": "FABRIC_GROUP_TOGETHER", "fabric": "FABRIC_GROUP_WIDE",
-                "nvlink": "FABRIC_GROUP_NVLINK"}[f.kind]
+                "nvlink": "FABRIC_GROUP_NVLINK", "uplink": "FABRIC_UPLINK"}[f.kind]
         subject = (f.nodes[0] if f.kind == "node" else "fabric" if f.kind == "fabric" else
-                   f"nvlink:{groups.domains.get(f.nodes[0])}" if f.kind == "nvlink" else "-".join(f.nodes))
+                   f"nvlink:{groups.domains.get(f.nodes[0])}" if f.kind == "nvlink" else
+                   f"{f.uplink.switch} uplink" if f.uplink is not None else "-".join(f.nodes))
         evidence = {"test": group_row(groups, f.unit)} if f.unit is not None else {}
-        out.append(CheckResult("fabric.group", subject, Verdict.FAIL, f.why, code, values, [], evidence))
+        if f.uplink is not None:
+            evidence = {"nodes": list(f.nodes), "tests": f.uplink.tests, "fails": f.uplink.fails}
+        out.append(CheckResult("fabric.uplink" if f.kind == "uplink" else "fabric.group", subject, Verdict.FAIL,
+                               f.why, code, values, [], evidence))
     for node, lies in sorted(groups.suspects.items()):
         out.append(CheckResult("fabric.group" if pair_tests else "fabric.node", node, Verdict.FAIL,
                                f"its worker printed {len(lies)} result(s) it could not have measured, refused (round "

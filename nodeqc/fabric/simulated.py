@@ -360,10 +360,15 @@ class SimulatedCluster:
             elif kind == "uplink":
                 # with two subtrees only, either uplink fails the same tests: named as one "or" the other
                 # and a switch that holds only one below it is crossed by the same tests (uplinks.Uplink.same)
+                named = [*scores.bad_uplinks, *(f.uplink for f in (groups.findings if groups else []) if f.uplink)]
                 found = any(where[0] in (u.switch, u.alternative, *u.same) or (u.alternative and self.topology
                             and self.topology.below(u.alternative) == self.topology.below(where[0]))
-                            for u in scores.bad_uplinks)
-                untested = all((where[0], rl) in covered.untested_uplinks for rl in covered.rails)
+                            for u in named)
+                # (group tests across leaves cross it too, nodeqc.fabric.crossing)
+                untested = all((where[0], rl) in covered.untested_uplinks for rl in covered.rails) and not (
+                    groups is not None and self.topology is not None and any(
+                        u.kind == "cross" and u.result is not None and where[0] in self.topology.crossed(a, b)
+                        for u in groups.units for a in u.nodes for b in u.nodes if a < b))
             else:
                 found = where in bad_links or any(set(where) <= t for t in together)
                 untested = not covered.pair_tested(*where) and not (groups is not None and groups.together(*where))
