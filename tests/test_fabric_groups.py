@@ -22,7 +22,7 @@ from conftest import ROOT, cli
 from nodeqc.fabric.crossing import CROSS_ROUNDS, plan_crossing
 from nodeqc.fabric.groups import auto_size, isolate, plan
 from nodeqc.fabric.launchers import merge_group
-from nodeqc.fabric.scoring import Floors, alltoall_bus_factor
+from nodeqc.fabric.scoring import Floors, GroupResult, alltoall_bus_factor
 from nodeqc.fabric.simulated import HEALTHY_BUSBW, SimulatedCluster
 
 FLOORS = Floors(nccl_busbw_gbps=365, allgather_busbw_gbps=250, alltoall_busbw_gbps=59)  # hgx-h100's
@@ -400,6 +400,21 @@ def test_a_crossing_group_that_fails_with_no_uplink_to_blame_fails_only_across_i
     la, lb = sorted({c.topology.leaf_of[a], c.topology.leaf_of[b]})
     assert s.findings[0].why.startswith(f"failed only across leaves {la} and {lb} (round 2: ")
     assert {s.node_verdict(n) for n in c.nodes} == {"pass"}
+
+
+def test_a_crossing_group_that_could_not_run_leaves_its_nodes_not_judged_and_names_nothing():
+    """No figures, no evidence: its nodes are not judged (exit 2), no uplink and no path is blamed."""
+    c = SimulatedCluster.build(32, 8, [], seed=1, leaves=4)
+    first = plan_crossing(c.nodes, c.topology, 8)[0][0]
+
+    def run(number, groups):
+        return [GroupResult(number, tuple(g), error="rank 12 never came to the rendezvous") if g == first
+                else c.run_group(number, g, FLOORS, TESTS) for g in groups]
+    s = isolate(c.nodes, 8, run, 1, c.topology, cross=True)
+    assert not s.findings
+    assert set(s.not_judged) == set(first)
+    assert s.not_judged[first[0]].startswith("its group test across leaves ") and "could not run (round 2)" in s.not_judged[first[0]]
+    assert {s.node_verdict(n) for n in first} == {"error"}
 
 
 def test_the_command_with_collectives_only_names_a_slow_uplink(tmp_path):

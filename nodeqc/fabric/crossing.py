@@ -64,8 +64,8 @@ def name_crossing(units: list["GroupTest"], topology: "Topology") -> tuple[list[
     owner: list[int] = []
     for i, u in enumerate(units):
         r = u.result
-        if r is None or u.skipped or any(n not in topology.leaf_of for n in u.nodes):
-            continue
+        if r is None or u.skipped or r.error is not None or any(n not in topology.leaf_of for n in u.nodes):
+            continue  # no figures: no evidence either way (a crossing that could not run is not judged)
         passed = r.outcome == "pass"
         leaves = {topology.leaf_of[n] for n in u.nodes}
         if u.kind == "cross":
@@ -74,7 +74,7 @@ def name_crossing(units: list["GroupTest"], topology: "Topology") -> tuple[list[
                     if topology.leaf_of[a] < topology.leaf_of[b]:
                         tests.append((a, b, RAIL, passed))
                         owner.append(i)
-        elif len(leaves) == 1 and r.error is None:
+        elif len(leaves) == 1:
             for j, a in enumerate(u.nodes):
                 for b in u.nodes[j + 1:]:
                     tests.append((a, b, RAIL, passed))

@@ -326,8 +326,14 @@ def _cross(out: GroupScores, run_groups: Callable[[int, list[tuple[str, ...]]], 
             f"leaves, while {up.inside_passed} of {up.inside} pairs within it passed in its own groups: the uplink{other} "
             "(its cables, ports or the switch above), not its nodes"), uplink=up))
     for i, u in enumerate(out.units):
-        if u.kind == "cross" and u.outcome == "fail" and not u.skipped and i not in explained:
-            a, b = sorted({topology.leaf_of[n] for n in u.nodes})
+        if u.kind != "cross" or u.result is None:
+            continue
+        a, b = sorted({topology.leaf_of[n] for n in u.nodes})
+        if u.result.error is not None:
+            for n in u.nodes:
+                out.not_judged.setdefault(n, f"its group test across leaves {a} and {b} could not run (round "
+                                             f"{u.result.round}): {u.result.error[:200]}")
+        elif u.outcome == "fail" and not u.skipped and i not in explained:
             out.findings.append(GroupFinding("together", u.nodes, (
                 f"failed only across leaves {a} and {b} (round {u.result.round}: {_what(u.result)}): each of its "  # type: ignore[union-attr]
                 "nodes passed within its own leaf and no uplink explains it: the paths between the two leaves, or "
