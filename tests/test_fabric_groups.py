@@ -574,8 +574,14 @@ def test_fabric_judges_groups_within_a_slurm_block_against_the_nvlink_floor_thro
     p = cli(*args, env=env, timeout=300)
     assert p.returncode == 0, p.stderr
     rows = _predicate(p.stdout)["groups"]
-    assert sorted(sorted(r["nodes"]) for r in rows) == [["a", "b", "c"], ["d", "e", "f"]]
-    assert {r["collectives"]["nccl"]["floor"] for r in rows} == {0.000002}
+    within = [r for r in rows if r["kind"] == "group"]
+    assert sorted(sorted(r["nodes"]) for r in within) == [["a", "b", "c"], ["d", "e", "f"]]
+    assert {r["collectives"]["nccl"]["floor"] for r in within} == {0.000002}
+    # With collectives only, a group across the two blocks then crosses between them, over the NICs
+    # (nodeqc.fabric.crossing): held to the NIC floor, not NVLink's.
+    across = [r for r in rows if r["kind"] == "cross"]
+    assert [sorted(r["nodes"]) for r in across] == [["a", "d"]] and across[0]["outcome"] == "pass"
+    assert across[0]["collectives"]["nccl"]["floor"] == 0.000001
 
 
 def test_one_failing_group_is_too_little_to_blame_its_nvlink_domain():

@@ -12,12 +12,11 @@ own leaf)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nodeqc.fabric.uplinks import Uplink, name_uplinks
 
 if TYPE_CHECKING:
-    from nodeqc.fabric.groups import GroupTest
     from nodeqc.fabric.topology import Topology
 
 # Leaf pairings: an uplink is named from crossings to two other leaves or more (name_uplinks needs
@@ -57,9 +56,10 @@ def _take(nodes: list[str], r: int, half: int) -> tuple[str, ...]:
     return tuple(nodes[(r * k + j) % len(nodes)] for j in range(k))
 
 
-def name_crossing(units: list["GroupTest"], topology: "Topology") -> tuple[list[Uplink], set[int]]:
+def name_crossing(units: list[Any], topology: "Topology") -> tuple[list[Uplink], set[int]]:
     """The bad uplinks, and the units (indices) they explain: from the crossing groups ("cross") and
-    every group test within one leaf that gave figures, as pair tests (name_uplinks)."""
+    every group test within one leaf that gave figures, as pair tests (name_uplinks). `units`: the
+    group tests (nodeqc.fabric.groups.GroupTest, which imports this module: read by duck typing)."""
     tests: list[tuple[str, str, str, bool]] = []
     owner: list[int] = []
     for i, u in enumerate(units):
