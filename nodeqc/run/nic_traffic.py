@@ -57,16 +57,14 @@ class NicTraffic:
         return nic_checks.traffic_seconds(self.profile, self.quick)
 
     def start_beside(self, gpu_s: float, nics_start: list[NicInfo], gpus: list[GpuInfo],
-                     total_s: float | None = None) -> bool:
+                     total_s: float | None = None) -> None:
         """Start the traffic while the GPUs hold a load of gpu_s seconds (the burn), when traffic is
         selected and its rounds end within that load (or share it: total_s). The NIC checks then cost
         the run no time of their own: about 10 s of a quick run on a node with NICs and peers (issue
         30). Traffic longer than the burn starts after the GPU steps instead, so no GPU copy over PCIe
         (stress.pcie_bandwidth, whose switch the NICs may share) is measured beside it."""
-        if not self.traffic_selected or (total_s is None and MAX_ROUNDS * self.round_s > gpu_s):
-            return False
-        self.start(nics_start, gpus, total_s)
-        return self.plan is not None
+        if self.traffic_selected and (total_s is not None or MAX_ROUNDS * self.round_s <= gpu_s):
+            self.start(nics_start, gpus, total_s)
 
     def results(self, nics_start: list[NicInfo], gpus: list[GpuInfo], aborted: Callable[[], bool]) -> list[CheckResult]:
         """Judge the NICs: the traffic (started now unless it was beside the GPUs), then their state at
