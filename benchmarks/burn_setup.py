@@ -67,6 +67,13 @@ def main() -> None:
         timed("fingerprint", dev.matmul_fingerprint, dtype=dtype)
         timed("known answer again", lambda: dev.to_host(dev.known_answer(dtype, a, b)), dtype=dtype)
         timed("release", dev.release, dtype=dtype)
+    # Each kernel module's compilation (those the burn did not compile already take an empty cache's
+    # time): what a fresh node's quick run paid between its steps before the modules were compiled
+    # beside the burn (nodeqc.backends.kernels.compile_beside).
+    from nodeqc.backends.kernels import KERNELS, module
+
+    for name in KERNELS:
+        timed("compile", lambda: module(name, dev.ordinal), module=f"kernels/{name}.cu")
     timed("close", dev.close)
 
 

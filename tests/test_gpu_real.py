@@ -350,6 +350,27 @@ def test_the_fp8_operands_kernel_encodes_as_the_host_does(device):
     assert np.array_equal(got, e4m3_bits(np, x)), int((got != e4m3_bits(np, x)).sum())
 
 
+def test_the_kernels_compiled_beside_a_product_are_those_the_steps_then_use(device):
+    """kernels.compile_beside on the real GPU while a product runs in this thread: the thread ends,
+    and every kernel the steps name is then in a module the thread compiled."""
+    from nodeqc.backends import kernels
+
+    device.matmul_setup("bf16", 1)
+    try:
+        thread = kernels.compile_beside(device.ordinal)
+        device.matmul_run(20)
+        thread.join(120)
+        assert not thread.is_alive()
+        compiled = {name: kernels._modules.get((name, device.ordinal)) for name in kernels.KERNELS}
+        assert all(compiled.values()), compiled
+        for name, functions in kernels.KERNELS.items():
+            for f in functions:
+                assert kernels.function(name, f, device.ordinal) is not None
+                assert kernels.module(name, device.ordinal) is compiled[name]
+    finally:
+        device.release()
+
+
 def test_checksum_kernel_sees_a_planted_flip(device):
     import cupy
 

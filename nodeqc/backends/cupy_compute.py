@@ -21,7 +21,7 @@ import numpy as np
 
 from nodeqc.backends.base import Clock
 from nodeqc.backends.cublaslt import Fp8Engine, e4m3_bits
-from nodeqc.backends.kernels import function
+from nodeqc.backends.kernels import compile_beside, function
 from nodeqc.core.errors import ComputeUnavailable, DtypeUnavailable
 
 MATMUL_N = 8192  # big enough to keep every SM busy on an H100; 128-512 MiB per operand
@@ -86,6 +86,10 @@ class CupyDevice:
         self._mm: dict[str, Any] = {}
         self._busy: tuple[Any, Any] | None = None
         self._fp8: Fp8Engine | DtypeUnavailable | None = None  # made on first use: the engine, or why not
+
+    def compile_kernels_beside(self) -> None:
+        """Every kernel module compiled for this GPU in a thread beside the task's work (nodeqc.backends.kernels)."""
+        compile_beside(self.ordinal)
 
     @property
     def compute_capability(self) -> float:

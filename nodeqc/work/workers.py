@@ -118,7 +118,11 @@ def open_device(spec: dict[str, Any], task: "Task") -> Any:
     origin = spec.get("clock", (1.0, None))[1]
     if task.gpus:
         return CupyNodeDevices(list(task.gpus), bus_ids, origin)
-    return CupyDevice(task.gpu, bus_ids.get(task.gpu), origin)
+    device = CupyDevice(task.gpu, bus_ids.get(task.gpu), origin)
+    # The later steps' kernels compile while this one works: on a node that never ran nodeqc
+    # (CuPy's kernel cache empty) each compilation otherwise stood between two steps.
+    device.compile_kernels_beside()
+    return device
 
 
 def resolve_workload(name: str) -> Callable[..., dict[str, Any]]:
