@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import LOOPBACK_TCP_FLOOR_GBPS, ROOT
 from nodeqc.fabric.kubernetes import INDEX_ANNOTATION, LABEL, round_manifest
 from nodeqc.fabric.launchers import Work
 from nodeqc.fabric.scoring import Floors
@@ -234,7 +234,7 @@ def _check_manifest(m, pairs):
 
 @pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed (apt-get install iperf3)")
 def test_one_indexed_job_per_round_through_kubectl(k8s):
-    p, calls, jobs = k8s("--min-tcp-gbps", "0.5", "--rounds", "3", "--seed", "2")
+    p, calls, jobs = k8s("--min-tcp-gbps", LOOPBACK_TCP_FLOOR_GBPS, "--rounds", "3", "--seed", "2")
     assert p.returncode == 0, p.stderr
     assert "RESULT: PASS" in p.stderr and "launcher kubernetes" in p.stderr
     # Before any round: the nodes are in the cluster and Jobs may be created.
@@ -251,7 +251,8 @@ def test_one_indexed_job_per_round_through_kubectl(k8s):
     # Every pair of every round was measured both ways, each pod found its end from its node.
     assert predicate["fabric"]["launcher"] == "kubernetes"
     assert len({frozenset((r["a"], r["b"])) for r in predicate["pairs"]}) == 6
-    assert all(r["rails"]["tcp"]["a>b"] > 0.5 and r["rails"]["tcp"]["b>a"] > 0.5 for r in predicate["pairs"])
+    floor = float(LOOPBACK_TCP_FLOOR_GBPS)
+    assert all(r["rails"]["tcp"]["a>b"] > floor and r["rails"]["tcp"]["b>a"] > floor for r in predicate["pairs"])
     assert [n["verdict"] for n in predicate["nodes"]] == ["pass"] * 4
     journal = [json.loads(line) for line in path.with_name(path.name.replace(".report.json", ".journal.jsonl"))
                .read_text().splitlines()]
@@ -262,7 +263,7 @@ def test_one_indexed_job_per_round_through_kubectl(k8s):
 def test_a_wait_that_errs_is_started_again_and_the_round_ends_when_the_job_does(k8s):
     # The first two waits for Complete err at once (an API server's blip). Before: the round then sat
     # on the wait for Failed until its timeout (the round's deadline, minutes) although the Job had ended.
-    p, calls, jobs = k8s("--min-tcp-gbps", "0.5", "--rounds", "1", "--seed", "2", env={"FAKE_K8S_WAIT_ERRORS": "2"})
+    p, calls, jobs = k8s("--min-tcp-gbps", LOOPBACK_TCP_FLOOR_GBPS, "--rounds", "1", "--seed", "2", env={"FAKE_K8S_WAIT_ERRORS": "2"})
     assert p.returncode == 0, p.stderr
     (name,) = jobs
     waits = [c[1] for c in calls if c[0] == "wait"]

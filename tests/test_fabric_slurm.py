@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import LOOPBACK_TCP_FLOOR_GBPS, ROOT
 from nodeqc.fabric import slurm as fabric_slurm
 from test_slurm import FAKE_SCONTROL
 
@@ -82,7 +82,7 @@ def _steps(calls):
 def test_one_srun_step_per_end_inside_the_allocation(slurm):
     nodes = {f"gpu0{i}": {"state": "ALLOCATED", "reason": ""} for i in range(1, 5)}
     addresses = [a for n in nodes for a in ("--address", f"{n}=127.0.0.1")]
-    p, calls, state = slurm(nodes, *addresses, "--min-tcp-gbps", "0.5", "--rounds", "3", "--seed", "2", "--drain")
+    p, calls, state = slurm(nodes, *addresses, "--min-tcp-gbps", LOOPBACK_TCP_FLOOR_GBPS, "--rounds", "3", "--seed", "2", "--drain")
     assert p.returncode == 0, p.stderr
     steps = _steps(calls)
     assert len(steps) == 3 * 2 * 2  # 3 rounds of 2 pairs, one step per end: a step's output is its node's alone
@@ -184,7 +184,7 @@ def test_real_slurm_runs_one_step_per_end_inside_the_allocation(real_slurm, tmp_
     # pair of a round on its own ports.
     addresses = [a for n in real_slurm.nodes for a in ("--address", f"{n}=127.0.0.1")]
     before = set(real_slurm.steps())
-    p = _salloc(real_slurm, tmp_path, *addresses, "--min-tcp-gbps", "0.5", "--rounds", "3", "--seed", "5")
+    p = _salloc(real_slurm, tmp_path, *addresses, "--min-tcp-gbps", LOOPBACK_TCP_FLOOR_GBPS, "--rounds", "3", "--seed", "5")
     assert p.returncode == 0, p.stderr
     assert "RESULT: PASS" in p.stderr and "launcher slurm" in p.stderr
     steps = {k: v for k, v in real_slurm.steps().items() if k not in before}

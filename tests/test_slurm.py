@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import LOOPBACK_TCP_FLOOR_GBPS, ROOT
 
 SCRIPT = ROOT / "packaging" / "slurm" / "nodeqc-retest"
 
@@ -249,7 +249,7 @@ def test_only_a_fabric_retest_clears_a_fabric_drain_under_a_real_slurm(tmp_path)
         env = {**s.env, "NODEQC": str(nodeqc), "PYTHONPATH": str(ROOT)}
         addresses = [a for n in ("ff1", "ff2", "ff4", "ff5") for a in ("--address", f"{n}=127.0.0.1")]
         p = subprocess.run(["bash", str(SCRIPT), "--fabric", "ff[1-5]", "--", *addresses, "--tests", "tcp",
-                            "--seconds", "1", "--min-tcp-gbps", "0.5", "--rounds", "3", "--seed", "5",
+                            "--seconds", "1", "--min-tcp-gbps", LOOPBACK_TCP_FLOOR_GBPS, "--rounds", "3", "--seed", "5",
                             "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=300,
                            cwd=ROOT)
         nodes = {n: s.node(n) for n in s.nodes}
