@@ -135,7 +135,7 @@ def test_over_a_topology_bad_uplinks_and_nodes_are_named_in_fewer_tests_and_roun
     c = SimulatedCluster.build(n, 2, faults, seed=seed, leaves=leaves, spines=spines)
     rounds, results = _isolate_over(c, seed)
     s = score(c.nodes, results, c.topology)
-    named = {x for u in s.bad_uplinks for x in (u.switch, u.alternative, *u.same) if x}
+    named = {x for u in s.bad_uplinks for x in (u.switch, *u.alternatives, *u.same) if x}
     assert set(c.faults.uplink) <= named, s.bad_uplinks
     assert set(s.bad_nodes) == c.planted()["nodes"] and not s.bad_ports and not s.inconclusive
     # The first round never leaves a leaf (with leaves of an even size): a bad uplink cannot make a suspect.

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from conftest import cli
 from nodeqc.fabric import pairing
 from nodeqc.fabric.coverage import coverage
+from nodeqc.fabric.report import uplink_checks
 from nodeqc.fabric.scoring import Floors, score
 from nodeqc.fabric.simulated import SimulatedCluster
 from nodeqc.fabric.topology import parse_slurm
@@ -143,3 +144,17 @@ def test_the_command_takes_a_topology_file(tmp_path):
 def test_topology_usage_errors_are_one_line(args, message):
     p = cli("fabric", *args)
     assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_a_slow_spine_uplink_tested_only_from_one_leaf_is_told_beside_the_far_leafs():
+    """Hypothesis's counterexample (2026-11-27): 8 nodes under 3 leaves, S0 above L0 and L1, S1 above
+    L2 alone. The schedule crossed between the spines only from L1, so a slow S0 uplink failed exactly
+    the tests of L2's (and S1's) uplink: L2's is named, with S1 (the same nodes) and S0 (every failing
+    test crossed it too, none of its own passed) as "or". L1's uplink is not offered: its tests to L0
+    passed. Before, the far side was only the counterpart at L2's level (L1), and the fault was missed."""
+    c, s, cov = _run(8, 0, ["spine:S0:slow=0.5"], 34, leaves=3, spines=2)
+    (up,) = s.bad_uplinks
+    assert (up.switch, up.alternatives, up.same) == ("L2", ("S0",), ("S1",))
+    assert c.outcomes(s, cov) == [{"fault": "spine:S0:slow=0.5", "outcome": "found", "why": "named in the report"}]
+    (check,) = uplink_checks(s)
+    assert check.message.endswith("; or S0's: every failing test across it crossed that uplink too, and none of its own passed") and check.evidence["alternative"] == ["S0"]

@@ -320,7 +320,7 @@ def _cross(out: GroupScores, run_groups: Callable[[int, list[tuple[str, ...]]], 
         out.rounds.append(batch)
     uplinks, explained = name_crossing(out.units, topology)
     for up in uplinks:
-        other = f" (or {up.alternative}'s: with two subtrees only, either fails the same tests)" if up.alternative else ""
+        other = f" (or {', '.join(up.alternatives)}'s: every failing group crossed it too)" if up.alternatives else ""
         out.findings.append(GroupFinding("uplink", tuple(sorted(topology.below(up.switch))), (
             f"{up.fails} of {up.tests} node pairs across {up.switch}'s uplink failed in the group tests joining two "
             f"leaves, while {up.inside_passed} of {up.inside} pairs within it passed in its own groups: the uplink{other} "

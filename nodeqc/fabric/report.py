@@ -166,12 +166,12 @@ def uplink_checks(scores: Scores) -> list[CheckResult]:
         fails, tests = sum(u.fails for u in ups), sum(u.tests for u in ups)
         inside, passed = sum(u.inside for u in ups), sum(u.inside_passed for u in ups)
         where = f"every rail ({len(rails)})" if len(rails) == len(scores.rails) and len(rails) > 1 else ", ".join(rails)
-        alt = {u.alternative for u in ups if u.alternative}
+        alt = {a for u in ups for a in u.alternatives}
         same = sorted({s for u in ups for s in u.same})
         msg = (f"{fails} of {tests} pair tests across {switch}'s uplink failed on {where}, while {passed} of {inside} "
                f"tests between nodes under it passed: the uplink (its cables, ports or the switch above), not its nodes"
                + (f"; or {', '.join(same)}'s above it, which holds only its nodes: the same tests cross it" if same else "")
-               + (f"; or {', '.join(sorted(alt))}'s: every test across it went there" if alt else ""))
+               + (f"; or {', '.join(sorted(alt))}'s: every failing test across it crossed that uplink too, and none of its own passed" if alt else ""))
         out.append(CheckResult("fabric.uplink", f"{switch} uplink", Verdict.FAIL, msg, "FABRIC_UPLINK",
                                {"rails": Value(", ".join(rails)), "failed": Value(fails), "tests": Value(tests)}, [],
                                {"rails": rails, "alternative": sorted(alt), "same": same}, "failed"))

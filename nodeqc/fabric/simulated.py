@@ -358,11 +358,11 @@ class SimulatedCluster:
             elif kind == "rail":
                 found, untested = where[0] in scores.bad_rails, where[0] in covered.untested_rails
             elif kind == "uplink":
-                # with two subtrees only, either uplink fails the same tests: named as one "or" the other
+                # every failing test also crossed the far side's uplinks: named "or" them (uplinks.Uplink.alternatives)
                 # and a switch that holds only one below it is crossed by the same tests (uplinks.Uplink.same)
                 named = [*scores.bad_uplinks, *(f.uplink for f in (groups.findings if groups else []) if f.uplink)]
-                found = any(where[0] in (u.switch, u.alternative, *u.same) or (u.alternative and self.topology
-                            and self.topology.below(u.alternative) == self.topology.below(where[0]))
+                found = any(where[0] in (u.switch, *u.alternatives, *u.same) or (self.topology is not None and any(
+                            self.topology.below(a) == self.topology.below(where[0]) for a in u.alternatives))
                             for u in named)
                 # (group tests across leaves cross it too, nodeqc.fabric.crossing)
                 untested = all((where[0], rl) in covered.untested_uplinks for rl in covered.rails) and not (

@@ -16,8 +16,12 @@ between two nodes under S that do not. S's uplink on the rail is named bad when
 Switches are taken from the top down (a spine's uplink explains its leaves' crossing failures, not
 the other way round), worst first within a level, and naming one takes its crossing tests off every
 tally: the nodes behind it are then judged on the tests within it, and a failure it explains is not
-held against the peers outside. With two subtrees only, a fault on either uplink fails exactly the
-same tests: the one named is then told as "or" the other (`alternative`).
+held against the peers outside. Every failing test that crossed it also crossed the uplinks on its far
+side, up to where the two paths meet: those whose own crossing tests mostly failed too (none of theirs
+passing to clear them) are told as "or" (`alternatives`). With two subtrees only, a fault on either
+uplink fails exactly the same tests; with one spine above a single leaf and a schedule that never
+crossed the other spine from its other leaf, a slow spine uplink failed exactly the tests of the far
+leaf's uplink (a property test's counterexample: 8 nodes, 3 leaves, 2 spines).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ class Uplink:
     fails: int
     inside: int  # tests within it, and how many passed
     inside_passed: int
-    alternative: str | None = None  # the one other subtree every crossing test went to
+    alternatives: tuple[str, ...] = ()  # far-side uplinks every failing crossing test crossed too, not cleared
     same: tuple[str, ...] = ()  # switches above it that hold only its nodes: the same tests cross them
 
 
@@ -100,10 +104,12 @@ def name_uplinks(tests: list[tuple[str, str, str, bool]], skip: set[int], topolo
             if best is None:
                 break
             _, k, left, failed, within, passed, ends_out = best
-            others = {_child_toward(topology, n, k[0]) for n in ends_out}
-            alternative = next(iter(others)) if len(others) == 1 else None
+            def cleared(s: str, rail: str = k[1]) -> bool:  # its own crossing tests mostly passed
+                left_s = [i for i in by_switch.get((s, rail), []) if i not in explained]
+                return sum(1 for i in left_s if not tests[i][3]) * 2 <= len(left_s)
+            alternatives = tuple(s for s in _far_side(topology, k[0], ends_out) if not cleared(s))
             same = tuple(s for s in topology.up(k[0])[1:] if under.get(s, topology.below(s)) == under[k[0]])
-            named.append(Uplink(k[0], k[1], len(left), len(failed), len(within), passed, alternative, same))
+            named.append(Uplink(k[0], k[1], len(left), len(failed), len(within), passed, alternatives, same))
             explained.update(left)
     return named, explained
 
@@ -114,9 +120,10 @@ def _child_below(topology: Topology, node: str, switch: str) -> str:
     return chain[chain.index(switch) - 1]
 
 
-def _child_toward(topology: Topology, node: str, switch: str) -> str:
-    """The switch at `switch`'s level on the node's way up (its counterpart across the fabric)."""
-    chain = topology.up(topology.leaf_of[node])
-    level = topology.level(switch)
-    same = [s for s in chain if topology.level(s) == level]
-    return same[0] if same else chain[-1]
+def _far_side(topology: Topology, switch: str, ends_out: set[str]) -> list[str]:
+    """The switches every one of `ends_out` reaches `switch`'s nodes through, on their own side of
+    where the paths meet (from their leaf up): the uplinks each of those failing tests crossed too."""
+    mine = topology.below(switch)
+    sides = [[s for s in topology.up(topology.leaf_of[n]) if not topology.below(s) & mine] for n in sorted(ends_out)]
+    common = set(sides[0]).intersection(*sides[1:]) if sides else set()
+    return [s for s in sides[0] if s in common] if sides else []
