@@ -171,7 +171,7 @@ def uplink_checks(scores: Scores) -> list[CheckResult]:
         msg = (f"{fails} of {tests} pair tests across {switch}'s uplink failed on {where}, while {passed} of {inside} "
                f"tests between nodes under it passed: the uplink (its cables, ports or the switch above), not its nodes"
                + (f"; or {', '.join(same)}'s above it, which holds only its nodes: the same tests cross it" if same else "")
-               + (f"; or {', '.join(sorted(alt))}'s: every failing test across it crossed that uplink too, and none of its own passed" if alt else ""))
+               + (f"; or {', '.join(sorted(alt))}'s: every failing test across it crossed that uplink too, and most of that uplink's own tests failed" if alt else ""))
         out.append(CheckResult("fabric.uplink", f"{switch} uplink", Verdict.FAIL, msg, "FABRIC_UPLINK",
                                {"rails": Value(", ".join(rails)), "failed": Value(fails), "tests": Value(tests)}, [],
                                {"rails": rails, "alternative": sorted(alt), "same": same}, "failed"))

@@ -17,8 +17,8 @@ Switches are taken from the top down (a spine's uplink explains its leaves' cros
 the other way round), worst first within a level, and naming one takes its crossing tests off every
 tally: the nodes behind it are then judged on the tests within it, and a failure it explains is not
 held against the peers outside. Every failing test that crossed it also crossed the uplinks on its far
-side, up to where the two paths meet: those whose own crossing tests mostly failed too (none of theirs
-passing to clear them) are told as "or" (`alternatives`). With two subtrees only, a fault on either
+side, up to where the two paths meet: those whose own crossing tests mostly failed too (not cleared by
+their passing tests) are told as "or" (`alternatives`). With two subtrees only, a fault on either
 uplink fails exactly the same tests; with one spine above a single leaf and a schedule that never
 crossed the other spine from its other leaf, a slow spine uplink failed exactly the tests of the far
 leaf's uplink (a property test's counterexample: 8 nodes, 3 leaves, 2 spines).
