@@ -66,12 +66,14 @@ def cupy(monkeypatch: pytest.MonkeyPatch):
 
 def test_every_module_compiles_once_for_its_device_in_a_thread_beside_the_caller(cupy):
     fake = cupy()
+    assert not any(kernels.compiled(name, 3) for name in kernels.KERNELS)
     thread = kernels.compile_beside(3)
     assert kernels.compile_beside(3) is thread  # once a process, however many tasks open the GPU
     thread.join(5)
     assert sorted(n for n, _, _ in fake.compiled) == sorted(kernels.KERNELS)
     assert {(d, t) for _, d, t in fake.compiled} == {(3, "nodeqc-kernels-gpu3")}
     assert threading.current_thread().name != "nodeqc-kernels-gpu3"
+    assert all(kernels.compiled(name, 3) for name in kernels.KERNELS) and not kernels.compiled("stream", 0)
     for name in kernels.KERNELS:  # a step's later ask compiles nothing more
         kernels.module(name, 3)
     assert len(fake.compiled) == len(kernels.KERNELS)

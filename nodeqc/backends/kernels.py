@@ -46,6 +46,11 @@ def module(name: str, device: int) -> Any:
         return _modules[key]
 
 
+def compiled(name: str, device: int) -> bool:
+    """Whether this process holds the module for `device` already (no compilation waits for it)."""
+    return (name, device) in _modules
+
+
 def function(name: str, kernel: str, device: int) -> Any:
     return module(name, device).get_function(kernel)
 
