@@ -103,7 +103,7 @@ def uplinks(n: int, seed: int) -> dict:
                      else pairing.schedule(c.nodes, rounds, seed))
             results = [c.run_pair(rd.number, a, b, FLOORS) for rd in sched for a, b in rd.pairs]
         s = score(c.nodes, results, None if how == "random" else c.topology)
-        # with two spines only, either uplink fails the same tests: the one named says "or" the other
+        # the planted uplink counts as named when it is the one named or one of its "or"s (uplinks.Uplink)
         ups = {next((x for x in (u.switch, *u.alternatives, *u.same) if x in want_up), u.switch) for u in s.bad_uplinks}
         blamed = len(set(s.bad_nodes) - want_nodes) + len({n for n, _ in s.bad_ports} - want_nodes)
         out[how] = (len(sched), len(results), *pr(ups, want_up), *pr(set(s.bad_nodes), want_nodes), blamed,

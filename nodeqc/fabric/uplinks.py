@@ -104,10 +104,8 @@ def name_uplinks(tests: list[tuple[str, str, str, bool]], skip: set[int], topolo
             if best is None:
                 break
             _, k, left, failed, within, passed, ends_out = best
-            def cleared(s: str, rail: str = k[1]) -> bool:  # its own crossing tests mostly passed
-                left_s = [i for i in by_switch.get((s, rail), []) if i not in explained]
-                return sum(1 for i in left_s if not tests[i][3]) * 2 <= len(left_s)
-            alternatives = tuple(s for s in _far_side(topology, k[0], ends_out) if not cleared(s))
+            alternatives = tuple(s for s in _far_side(topology, k[0], ends_out) if _mostly_failed(
+                tests, [i for i in by_switch.get((s, k[1]), []) if i not in explained]))
             same = tuple(s for s in topology.up(k[0])[1:] if under.get(s, topology.below(s)) == under[k[0]])
             named.append(Uplink(k[0], k[1], len(left), len(failed), len(within), passed, alternatives, same))
             explained.update(left)
@@ -123,7 +121,14 @@ def _child_below(topology: Topology, node: str, switch: str) -> str:
 def _far_side(topology: Topology, switch: str, ends_out: set[str]) -> list[str]:
     """The switches every one of `ends_out` reaches `switch`'s nodes through, on their own side of
     where the paths meet (from their leaf up): the uplinks each of those failing tests crossed too."""
+    if not ends_out:
+        return []
     mine = topology.below(switch)
     sides = [[s for s in topology.up(topology.leaf_of[n]) if not topology.below(s) & mine] for n in sorted(ends_out)]
-    common = set(sides[0]).intersection(*sides[1:]) if sides else set()
-    return [s for s in sides[0] if s in common] if sides else []
+    common = set(sides[0]).intersection(*sides[1:])
+    return [s for s in sides[0] if s in common]
+
+
+def _mostly_failed(tests: list[tuple[str, str, str, bool]], indices: list[int]) -> bool:
+    """More than half of these tests failed (none at all: not)."""
+    return sum(1 for i in indices if not tests[i][3]) * 2 > len(indices)
