@@ -1,13 +1,17 @@
-"""Every kernel in kernels/ compiles with nvcc for each architecture the profiles name, and the
-kernel names nodeqc calls exist in the sources."""
+"""Every kernel in kernels/ compiles for each architecture the profiles name, with nvcc and with NVRTC
+(the compiler the product runs through CuPy on the GPU node), and the kernel names nodeqc calls exist
+in the sources and in what NVRTC builds."""
 
+import ctypes
+import importlib.util
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from nodeqc.backends.kernels import KERNELS, source
+from nodeqc.backends.kernels import COMPILE_OPTIONS, KERNELS, source
 from nodeqc.core.resources import kernels_dir
 from nodeqc.spec.profile import list_profiles
 
@@ -41,9 +45,76 @@ def test_kernel_compiles(tmp_path, name, arch):
                     "those GPUs need the CUDA 12 toolchain (nodeqc[cuda12])")
     # Device code alone (-cubin), as NVRTC compiles it at run time: the host pass of `-c` added
     # nothing the run compiles and doubled each compilation's time (0.72 against 1.44 s).
-    p = subprocess.run([NVCC, "-std=c++17", f"-arch=sm_{arch}", "-cubin", str(kernels_dir() / f"{name}.cu"),
+    p = subprocess.run([NVCC, *COMPILE_OPTIONS, f"-arch=sm_{arch}", "-cubin", str(kernels_dir() / f"{name}.cu"),
                         "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def _nvrtc() -> ctypes.CDLL | None:
+    """libnvrtc from the nvidia-cuda-nvrtc wheel (the test extra), its builtins loaded first and
+    globally, as CuPy loads them; None where the wheel is not installed."""
+    spec = importlib.util.find_spec("nvidia")
+    for folder in (spec.submodule_search_locations if spec else ()):
+        lib = Path(folder) / "cu13" / "lib"
+        if (lib / "libnvrtc.so.13").exists():
+            for builtins in sorted(lib.glob("libnvrtc-builtins.so.13.*")):
+                ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
+            return ctypes.CDLL(str(lib / "libnvrtc.so.13"))
+    return None
+
+
+NVRTC = _nvrtc()
+
+
+def _nvrtc_compile(text: str, filename: str, options: list[str]) -> tuple[int, str, bytes]:
+    """(NVRTC's result code, its log, the cubin) for one source."""
+    program = ctypes.c_void_p()
+    assert NVRTC.nvrtcCreateProgram(ctypes.byref(program), text.encode(), filename.encode(), 0, None, None) == 0
+    try:
+        encoded = [o.encode() for o in options]
+        result = NVRTC.nvrtcCompileProgram(program, len(encoded), (ctypes.c_char_p * len(encoded))(*encoded))
+        size = ctypes.c_size_t()
+        NVRTC.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        NVRTC.nvrtcGetProgramLog(program, log)
+        cubin = b""
+        if result == 0:
+            NVRTC.nvrtcGetCUBINSize(program, ctypes.byref(size))
+            buffer = ctypes.create_string_buffer(size.value)
+            NVRTC.nvrtcGetCUBIN(program, buffer)
+            cubin = buffer.raw
+        return result, log.value.decode(errors="replace"), cubin
+    finally:
+        NVRTC.nvrtcDestroyProgram(ctypes.byref(program))
+
+
+@pytest.mark.skipif(NVRTC is None, reason="NVRTC (the nvidia-cuda-nvrtc wheel of the test extra) is not installed")
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_kernel_compiles_with_nvrtc_as_the_product_compiles_it(name):
+    """No host headers under NVRTC: a source that leans on one (fp8.cu's math functions, say) compiles
+    with nvcc and fails on the node. Each module, with the product's options, for every architecture
+    the profiles name that this NVRTC targets; every kernel nodeqc calls is in the cubin by name."""
+    count = ctypes.c_int()
+    assert NVRTC.nvrtcGetNumSupportedArchs(ctypes.byref(count)) == 0
+    supported = (ctypes.c_int * count.value)()
+    NVRTC.nvrtcGetSupportedArchs(supported)
+    archs = [a for a in ARCHS if int(a) in set(supported)]
+    assert archs, (ARCHS, list(supported))
+    for arch in archs:
+        result, log, cubin = _nvrtc_compile(source(name), f"{name}.cu",
+                                            [*COMPILE_OPTIONS, f"--gpu-architecture=sm_{arch}"])
+        assert result == 0, f"sm_{arch}: {log}"
+        for kernel in KERNELS[name]:
+            assert kernel.encode() + b"\0" in cubin, (arch, kernel)
+
+
+@pytest.mark.skipif(NVRTC is None, reason="NVRTC (the nvidia-cuda-nvrtc wheel of the test extra) is not installed")
+def test_nvrtc_refuses_a_source_that_needs_a_host_header():
+    """The test above can fail: a kernel calling a function only a host header declares does not
+    compile under NVRTC."""
+    result, log, _ = _nvrtc_compile('#include <cstdio>\nextern "C" __global__ void k() {}\n', "k.cu",
+                                    [*COMPILE_OPTIONS, "--gpu-architecture=sm_90"])
+    assert result != 0 and "cstdio" in log
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")

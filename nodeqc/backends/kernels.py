@@ -19,6 +19,10 @@ KERNELS = {
     "fp8": ("e4m3_encode",),
 }
 
+# What the product hands NVRTC beside the architecture CuPy picks; tests/test_kernels.py compiles every
+# module with the same, through NVRTC itself and through nvcc.
+COMPILE_OPTIONS = ("-std=c++17",)
+
 _modules: dict[tuple[str, int], Any] = {}
 _building: dict[tuple[str, int], threading.Lock] = {}
 _guard = threading.Lock()
@@ -40,7 +44,7 @@ def module(name: str, device: int) -> Any:
             import cupy
 
             with cupy.cuda.Device(device):
-                mod = cupy.RawModule(code=source(name), options=("-std=c++17",), name_expressions=None)
+                mod = cupy.RawModule(code=source(name), options=COMPILE_OPTIONS, name_expressions=None)
                 mod.compile()
             _modules[key] = mod
         return _modules[key]
