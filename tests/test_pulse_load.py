@@ -6,6 +6,7 @@ swings the worker achieved (its duty by its own timing, the power NVML read in p
 the workload to bursts paced by the clock after a warm-up, and the twin to a cold first product."""
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -297,6 +298,35 @@ def test_a_host_stalled_past_a_periods_whole_span_still_bursts_and_counts_the_sk
     span = r["periods"][1]
     assert stalled["done"] and span["cycles"] >= 1 and span["skipped"] >= 2, span
     assert PULSE_DUTY[0] <= span["duty"] <= PULSE_DUTY[1], span
+
+
+def test_periods_a_host_stall_passed_after_the_last_burst_are_counted_as_skipped():
+    """The flake of 2026-11-27 (test_archive under the suite's load): the host stalled after the 1 s
+    period's first idle half, past the span's end; the loop ended with one burst in 5.7 s and said
+    none skipped, so the verdict judged the swing from the stalled sampler's five idle readings
+    (PULSE_LOAD_NOT_REACHED). Every period the span's end passed counts, run or skipped."""
+    from nodeqc.backends.sim.slots import SLOT_LOAD, SLOT_PULSE_S
+
+    _, dev = _device()
+    sleep = dev.clock.sleep
+    stalled = {"done": False}
+
+    def stall_after_the_first_idle_half(seconds):
+        sleep(seconds)
+        swinging = dev.shared[dev._slot(SLOT_PULSE_S)] > 0 and dev.shared[dev._slot(SLOT_LOAD)] == 0
+        if swinging and not stalled["done"]:
+            stalled["done"] = True
+            sleep(4.5)
+
+    dev.clock.sleep = stall_after_the_first_idle_half
+    params = {**pulse_params(H100, True), "periods_s": [1.0], "seconds_per_period": 2.0, "run_t0": dev.clock.now()}
+    span = power_pulse(dev, params, Progress())["periods"][1]
+    assert stalled["done"] and span["cycles"] == 1, span
+    assert span["skipped"] == math.floor(span["end_s"] - span["start_s"]) - 1 >= 4, span
+    # Without a stall, every period of the span ran: none counted skipped.
+    _, dev = _device()
+    span = power_pulse(dev, {**params, "run_t0": dev.clock.now()}, Progress())["periods"][1]
+    assert (span["cycles"], span["skipped"]) == (2, 0), span
 
 
 def test_a_gpu_that_cannot_follow_the_swings_overruns_its_bursts():

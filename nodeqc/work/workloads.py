@@ -247,6 +247,11 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
                     report.progress(min(1.0, (n + (clock.now() - start) / span_s) / len(periods)),
                                     period_ms=round(period * 1000))
             end = clock.now()
+            # Periods that passed after the last boundary slept to are skipped too: a host stalled
+            # there (reading power, reporting) ended the span with none of them run, and they were
+            # counted as none (2026-11-27: one burst in 5.7 s of a 1 s period, skipped 0, judged
+            # from five idle telemetry readings).
+            boundary = max(boundary, math.floor((end - start) / period + 1e-9))
             device.set_pulse(0.0)
             report.progress((n + 1) / len(periods), bound="end", period_s=period)
             # The duty is the share of each period with a burst that the GPU computed; a period whose
