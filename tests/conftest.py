@@ -13,6 +13,14 @@ import pytest
 from hypothesis import Phase, settings
 
 ROOT = Path(__file__).resolve().parent.parent
+# Byte-code written, whatever the machine says: this project's machines set PYTHONDONTWRITEBYTECODE,
+# and pytest then keeps no rewritten test module either, so each of xdist's workers rewrote and
+# compiled every test module it collected, and every process the suite starts (a run's workers,
+# `nodeqc` subprocesses) compiled what it imported from source. Collecting the suite took 15-17 s of
+# CPU a worker against 7 with the byte-code kept (2026-11-27). Set here, before xdist starts its
+# workers, which inherit the environment.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 # The TCP floor of fabric tests whose pairs all run over 127.0.0.1, unshaped and with nothing planted:
 # it only has to show that traffic ran both ways. Loopback under the suite's own load (six workers on
 # 2 cores) measured 0.455 Gb/s one way on 2026-11-27 (a 0.5 floor failed that healthy pair); the
@@ -36,12 +44,10 @@ settings.register_profile("mutation", phases=[Phase.explicit, Phase.reuse, Phase
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The package's byte-code written once, before xdist's workers start. The suite starts hundreds
-    of Python processes (a run's workers, `nodeqc` subprocesses), and with PYTHONDONTWRITEBYTECODE
-    set (this project's machines set it) none writes what it compiled, so each compiled every
-    module it imported from source again: the suite took 11.1 min against 10.3 with the byte-code
-    there (2026-11-27, 2 cores). compileall writes whatever that variable says, and rewrites only
-    what changed."""
+    """The package's byte-code written once, before xdist's workers start: the suite's first runs
+    start several processes at once, each of which would otherwise compile the package itself
+    (with PYTHONDONTWRITEBYTECODE set and nothing written, every process did: the suite took 11.1
+    min against 10.3 with the byte-code there, 2026-11-27, 2 cores). It rewrites only what changed."""
     if not hasattr(config, "workerinput"):
         compileall.compile_dir(str(ROOT / "nodeqc"), quiet=1)
 
