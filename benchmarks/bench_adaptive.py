@@ -23,7 +23,6 @@ either is the planted one.
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_fabric import FLOORS, RAILS, plant, pr  # noqa: E402
+from bench_fabric import FLOORS, RAILS, arguments, header, least, mean, plant, pr, row  # noqa: E402
 
 from nodeqc.fabric import pairing  # noqa: E402
 from nodeqc.fabric.adaptive import isolate  # noqa: E402
@@ -112,31 +111,23 @@ def uplinks(n: int, seed: int) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 4096])
-    ap.add_argument("--seeds", type=int, default=3)
-    args = ap.parse_args()
-    print("| nodes | method | rounds | pair tests | precision | recall | links never tested | inconclusive | s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    args = arguments(__doc__, [256, 1024, 4096])
+    header("nodes", "method", "rounds", "pair tests", "precision", "recall", "links never tested", "inconclusive", "s")
     for n in args.sizes:
         rows = [compare(n, seed) for seed in range(1, args.seeds + 1)]
         for how in ("adaptive", "random"):
             v = [r[how] for r in rows]
-            avg = [sum(x[i] for x in v) / len(v) for i in range(7)]
-            print(f"| {n} | {how} | {avg[0]:.1f} | {avg[1]:.0f} | {min(x[2] for x in v):.3f} | {min(x[3] for x in v):.3f} "
-                  f"| {avg[4]:.1f} | {avg[5]:.1f} | {avg[6]:.1f} |", flush=True)
+            row(n, how, f"{mean(v, 0):.1f}", f"{mean(v, 1):.0f}", f"{least(v, 2):.3f}", f"{least(v, 3):.3f}",
+                f"{mean(v, 4):.1f}", f"{mean(v, 5):.1f}", f"{mean(v, 6):.1f}")
     print()
-    print("| nodes | pairs | rounds | pair tests | uplinks P/R | nodes P/R | good nodes blamed | inconclusive |")
-    print("|---|---|---|---|---|---|---|---|")
+    header("nodes", "pairs", "rounds", "pair tests", "uplinks P/R", "nodes P/R", "good nodes blamed", "inconclusive")
     for n in args.sizes:
         rows = [uplinks(n, seed) for seed in range(1, args.seeds + 1)]
         for how in ("adaptive", "topology", "random"):
             v = [r[how] for r in rows]
-            print(f"| {n} | {how} | {sum(x[0] for x in v) / len(v):.1f} | {sum(x[1] for x in v) / len(v):.0f} | {min(x[2] for x in v):.2f}/{min(x[3] for x in v):.2f} "
-                  f"| {min(x[4] for x in v):.2f}/{min(x[5] for x in v):.2f} | {sum(x[6] for x in v) / len(v):.1f} "
-                  f"| {sum(x[7] for x in v) / len(v):.1f} |", flush=True)
+            row(n, how, f"{mean(v, 0):.1f}", f"{mean(v, 1):.0f}", f"{least(v, 2):.2f}/{least(v, 3):.2f}",
+                f"{least(v, 4):.2f}/{least(v, 5):.2f}", f"{mean(v, 6):.1f}", f"{mean(v, 7):.1f}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -69,6 +69,34 @@ def pr(found: set, planted: set) -> tuple[float, float]:
     return precision, recall
 
 
+def arguments(doc: str, sizes: list[int]) -> argparse.Namespace:
+    """--sizes and --seeds, as every fabric benchmark takes them."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=sizes)
+    ap.add_argument("--seeds", type=int, default=3)
+    return ap.parse_args()
+
+
+def header(*columns: str) -> None:
+    """A Markdown table's header and rule (RESULTS.md takes the tables as printed)."""
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+
+
+def row(*cells: object) -> None:
+    print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
+
+
+def mean(values: list, i: int) -> float:
+    """The mean of column i over the seeds' results."""
+    return sum(v[i] for v in values) / len(values)
+
+
+def least(values: list, i: int) -> float:
+    """The smallest of column i over the seeds' results: a precision or recall is reported at its worst."""
+    return min(v[i] for v in values)
+
+
 def run(n: int, seed: int, key_dir: Path, signer) -> dict:
     rng = random.Random(seed * 7919 + n)
     t0 = time.perf_counter()
@@ -105,13 +133,9 @@ def run(n: int, seed: int, key_dir: Path, signer) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[16, 64, 256, 1024, 4096])
-    ap.add_argument("--seeds", type=int, default=3)
-    args = ap.parse_args()
-    print("| nodes | rounds | pairs | planted nodes/node rails/rails/links | nodes P/R | node rails P/R | fabric rails P/R "
-          "| links P/R, all (tested) | inconclusive | pairing s | scoring s | report s (MB) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    args = arguments(__doc__, [16, 64, 256, 1024, 4096])
+    header("nodes", "rounds", "pairs", "planted nodes/node rails/rails/links", "nodes P/R", "node rails P/R",
+           "fabric rails P/R", "links P/R, all (tested)", "inconclusive", "pairing s", "scoring s", "report s (MB)")
     with tempfile.TemporaryDirectory() as tmp:
         signer = create_key(Path(tmp) / "bench-key.pem")
         for n in args.sizes:

@@ -22,13 +22,15 @@ the tray.
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_fabric import arguments, header, least, mean, row  # noqa: E402
 
 from nodeqc.fabric import pairing  # noqa: E402
 from nodeqc.fabric.groups import auto_size, isolate  # noqa: E402
@@ -111,32 +113,22 @@ RACK_FLOORS = Floors(nccl_busbw_gbps=143.6, nvlink_busbw_gbps=662)  # gb200-nvl7
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 4096])
-    ap.add_argument("--seeds", type=int, default=3)
-    args = ap.parse_args()
-    print("| nodes | method | group size | rounds | tests | precision | recall | good blamed | not judged | s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    args = arguments(__doc__, [256, 1024, 4096])
+    header("nodes", "method", "group size", "rounds", "tests", "precision", "recall", "good blamed", "not judged", "s")
     for n in args.sizes:
         rows = [compare(n, seed) for seed in range(1, args.seeds + 1)]
         for how in ("groups", "random pairs"):
             v = [r[how] for r in rows]
-            avg = [sum(x[i] for x in v) / len(v) for i in range(7)]
-            size = auto_size(n) if how == "groups" else 2
-            print(f"| {n} | {how} | {size} | {avg[0]:.1f} | {avg[1]:.0f} | {min(x[2] for x in v):.3f} | "
-                  f"{min(x[3] for x in v):.3f} | {avg[4]:.1f} | {avg[5]:.1f} | {avg[6]:.1f} |", flush=True)
+            row(n, how, auto_size(n) if how == "groups" else 2, f"{mean(v, 0):.1f}", f"{mean(v, 1):.0f}",
+                f"{least(v, 2):.3f}", f"{least(v, 3):.3f}", f"{mean(v, 4):.1f}", f"{mean(v, 5):.1f}", f"{mean(v, 6):.1f}")
     print()
-    print("| trays | racks | rounds | group tests | racks P/R | trays P/R | not judged | s |")
-    print("|---|---|---|---|---|---|---|---|")
+    header("trays", "racks", "rounds", "group tests", "racks P/R", "trays P/R", "not judged", "s")
     for n in args.sizes:
         n = n // 18 * 18  # whole racks
         v = [racks(n, seed) for seed in range(1, args.seeds + 1)]
-        print(f"| {n} | {n // 18} | {sum(x[0] for x in v) / len(v):.1f} | {sum(x[1] for x in v) / len(v):.0f} | "
-              f"{min(x[2] for x in v):.2f}/{min(x[3] for x in v):.2f} | {min(x[4] for x in v):.2f}/"
-              f"{min(x[5] for x in v):.2f} | {sum(x[6] for x in v) / len(v):.1f} | {sum(x[7] for x in v) / len(v):.1f} |",
-              flush=True)
+        row(n, n // 18, f"{mean(v, 0):.1f}", f"{mean(v, 1):.0f}", f"{least(v, 2):.2f}/{least(v, 3):.2f}",
+            f"{least(v, 4):.2f}/{least(v, 5):.2f}", f"{mean(v, 6):.1f}", f"{mean(v, 7):.1f}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
