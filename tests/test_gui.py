@@ -392,6 +392,18 @@ def test_at_1024x600_three_failing_gpus_each_show_their_finding_what_to_do_and_t
     for button in (window.open_button, window.pdf_button, window.retest_button):
         assert inside(button, window)
     assert window.banner.geometry().bottom() < window.body.geometry().top()
+    # The plots under that banner: in one row, without the time axis's title, each with a band of
+    # curve worth reading (two by two, each kept some 25 pixels of curve under its title and axes).
+    window.tabs.setCurrentWidget(window.plots)
+    qtbot.wait(50)
+    views = window.plots.views
+    assert len({v.y() for v in views}) == 1 and all(inside(v, window) for v in views)
+    assert all(p.getViewBox().height() >= 120 for p in window.plots.plots.values())
+    assert not any(p.getAxis("bottom").label.isVisible() for p in window.plots.plots.values())
+    window.resize(1366, 768)
+    qtbot.wait(50)
+    assert len({v.y() for v in views}) == 2 and all(p.getAxis("bottom").label.isVisible()
+                                                   for p in window.plots.plots.values())
 
 
 # Eight GPUs failing eight ways (none share a line), as a crash cart's technician met them.

@@ -27,6 +27,7 @@ HISTORY_ROWS = 36_000  # an hour at 10 Hz sample for sample; longer runs at coar
 PLOT_TICK_MS = 125  # one plot redrawn per tick: each of the four twice a second
 PLOT_MIN_HEIGHT = 90  # title, axis and a band of curve: smaller when a failing run's banner needs the room
 UNSHOWN_PIXELS = 1000  # the width assumed for a plot not laid out yet
+LABEL_FILL = (255, 255, 255, 220)  # behind a limit's label: the plot's background, the curves faint through it
 LABEL_PIXELS = 24  # a limit line's label, above its line: the headroom a plot keeps for it
 MAX_MARKERS = 500  # throttle onsets kept on the plot
 FAILING_MASK = sum(REASON_BITS[r] for r in FAILING_REASONS)
@@ -151,12 +152,32 @@ class TelemetryPlots(QWidget):
             self.plots[field] = plot
             self.views.append(view)
             grid.addWidget(view, n // 2, n % 2)
+        self.grid = grid
+        self.compact = False
         self.curves: dict[tuple[str, str], pg.PlotDataItem] = {}
         self.throttle = pg.ScatterPlotItem(symbol="x", size=14, pen=pg.mkPen("#c4161c", width=3),
                                            brush=None, hoverable=True, tip=lambda x, y, data: data)
         self._y_floor: dict[str, float] = {}
         self.unit = "s"  # of the run's clock, in the throttle markers' tips
         self._ceiling: dict[str, float] = {}  # the highest limit labelled above its line, per plot
+
+    def set_compact(self, compact: bool) -> None:
+        """A crash cart's screen (1024x600): the four plots in one row, without the time axis's
+        title. Two by two, under a failing run's banner, each kept a band of curve some 25 pixels
+        tall under its title and axes; in a row each has the tab's whole height."""
+        if compact == self.compact:
+            return
+        self.compact = compact
+        for n, view in enumerate(self.views):
+            self.grid.removeWidget(view)
+            self.grid.addWidget(view, *((0, n) if compact else (n // 2, n % 2)))
+        for (field, title, unit), plot in zip(SERIES, self.plots.values(), strict=True):
+            plot.titleLabel.opts.pop("size", None)  # back to the window's type (None crashes Qt's paint)
+            plot.setTitle(f"<b>{title}</b> ({unit})", **({"size": "9pt"} if compact else {}))
+            plot.getAxis("bottom").showLabel(not compact)
+        for view in self.views:
+            view.setMinimumWidth(0)  # the row fits the tab: its titles' width does not hold it wider
+        self._stale = list(self.plots)
 
     # ------------------------------------------------------------------ set up for a run
 
@@ -167,6 +188,7 @@ class TelemetryPlots(QWidget):
         self.unit = "sim s" if simulated else "s"
         for plot in self.plots.values():
             plot.setLabel("bottom", "simulated run time" if simulated else "run time", units="s")
+            plot.getAxis("bottom").showLabel(not self.compact)  # setLabel shows it again
         self.buffer = RunBuffer(self.capacity, len(SERIES) * len(self.subjects))
         self.markers.clear()
         self._shown_markers = []
@@ -207,10 +229,12 @@ class TelemetryPlots(QWidget):
     def _limit(self, field: str, value: float, text: str, colour: str, above: bool = True) -> None:
         # A ceiling's label sits above its line at the left, in headroom kept above the highest
         # limit; a floor's below its line in the middle, where the work holds the curves above it.
+        # Each on the plot's white, mostly opaque: the curves cross a floor's label wherever a step
+        # leaves the GPUs idle (the HBM and memory tests), and its text was lost in them.
         anchor = (0, 1) if above else (0.5, 0)
         line = pg.InfiniteLine(pos=value, angle=0, pen=pg.mkPen(colour, width=2, style=pg.QtCore.Qt.PenStyle.DashLine),
                                label=text or None, labelOpts={"position": 0.02 if above else 0.5, "color": colour,
-                                                              "anchors": [anchor, anchor]})
+                                                              "anchors": [anchor, anchor], "fill": LABEL_FILL})
         self.plots[field].addItem(line)
         self._y_floor[field] = max(self._y_floor[field], value * 1.22)
         if text and above:

@@ -249,6 +249,7 @@ class MainWindow(QMainWindow):
             self.setProperty("compact", compact)
             repolish(self.node_panel.findChildren(QLabel))
             self.banner.set_compact(compact)
+            self.plots.set_compact(compact)
         self._fit_banner()
         wide = self.width() >= self.tile_area.width_for(WIDE_COLUMNS) + 20 and self.height() >= WIDE_MIN_HEIGHT
         # Beside the check list, or on a narrow screen (1024 pixels), the tiles take one column: the
