@@ -41,8 +41,8 @@ def test_called_kernels_exist(name):
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_kernel_compiles(tmp_path, name, arch):
     if arch not in _supported():
-        pytest.skip(f"this nvcc no longer targets sm_{arch} (CUDA 13 dropped Volta); "
-                    "those GPUs need the CUDA 12 toolchain (nodeqc[cuda12])")
+        pytest.skip(f"this nvcc no longer targets sm_{arch} (CUDA 13 dropped Volta); those GPUs need the "
+                    "CUDA 12 toolchain (nodeqc[cuda12]), whose NVRTC compiles them in the test below")
     # Device code alone (-cubin), as NVRTC compiles it at run time: the host pass of `-c` added
     # nothing the run compiles and doubled each compilation's time (0.72 against 1.44 s).
     p = subprocess.run([NVCC, *COMPILE_OPTIONS, f"-arch=sm_{arch}", "-cubin", str(kernels_dir() / f"{name}.cu"),
@@ -50,71 +50,87 @@ def test_kernel_compiles(tmp_path, name, arch):
     assert p.returncode == 0, p.stderr
 
 
-def _nvrtc() -> ctypes.CDLL | None:
-    """libnvrtc from the nvidia-cuda-nvrtc wheel (the test extra), its builtins loaded first and
-    globally, as CuPy loads them; None where the wheel is not installed."""
+# Where each NVRTC wheel of the test extra puts its library: nvidia-cuda-nvrtc-cu12 (CUDA 12, the
+# driver the lent H100s and H200s ran, and the last to target Volta) and nvidia-cuda-nvrtc (CUDA 13).
+NVRTC_WHEELS = {"12": ("cuda_nvrtc/lib", "libnvrtc.so.12"), "13": ("cu13/lib", "libnvrtc.so.13")}
+
+
+def _nvrtcs() -> dict[str, ctypes.CDLL]:
+    """Each NVRTC installed, by CUDA major, its builtins loaded first and globally, as CuPy loads them."""
     spec = importlib.util.find_spec("nvidia")
-    for folder in (spec.submodule_search_locations if spec else ()):
-        lib = Path(folder) / "cu13" / "lib"
-        if (lib / "libnvrtc.so.13").exists():
-            for builtins in sorted(lib.glob("libnvrtc-builtins.so.13.*")):
-                ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
-            return ctypes.CDLL(str(lib / "libnvrtc.so.13"))
-    return None
+    found = {}
+    for major, (folder, name) in NVRTC_WHEELS.items():
+        for root in (spec.submodule_search_locations if spec else ()):
+            lib = Path(root) / folder
+            if (lib / name).exists():
+                for builtins in sorted(lib.glob(f"libnvrtc-builtins.so.{major}.*")):
+                    ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
+                found[major] = ctypes.CDLL(str(lib / name))
+                break
+    return found
 
 
-NVRTC = _nvrtc()
+NVRTCS = _nvrtcs()
+NO_NVRTC = "NVRTC (the nvidia-cuda-nvrtc wheels of the test extra) is not installed"
 
 
-def _nvrtc_compile(text: str, filename: str, options: list[str]) -> tuple[int, str, bytes]:
+def _nvrtc_compile(nvrtc: ctypes.CDLL, text: str, filename: str, options: list[str]) -> tuple[int, str, bytes]:
     """(NVRTC's result code, its log, the cubin) for one source."""
     program = ctypes.c_void_p()
-    assert NVRTC.nvrtcCreateProgram(ctypes.byref(program), text.encode(), filename.encode(), 0, None, None) == 0
+    assert nvrtc.nvrtcCreateProgram(ctypes.byref(program), text.encode(), filename.encode(), 0, None, None) == 0
     try:
         encoded = [o.encode() for o in options]
-        result = NVRTC.nvrtcCompileProgram(program, len(encoded), (ctypes.c_char_p * len(encoded))(*encoded))
+        result = nvrtc.nvrtcCompileProgram(program, len(encoded), (ctypes.c_char_p * len(encoded))(*encoded))
         size = ctypes.c_size_t()
-        NVRTC.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+        nvrtc.nvrtcGetProgramLogSize(program, ctypes.byref(size))
         log = ctypes.create_string_buffer(size.value)
-        NVRTC.nvrtcGetProgramLog(program, log)
+        nvrtc.nvrtcGetProgramLog(program, log)
         cubin = b""
         if result == 0:
-            NVRTC.nvrtcGetCUBINSize(program, ctypes.byref(size))
+            nvrtc.nvrtcGetCUBINSize(program, ctypes.byref(size))
             buffer = ctypes.create_string_buffer(size.value)
-            NVRTC.nvrtcGetCUBIN(program, buffer)
+            nvrtc.nvrtcGetCUBIN(program, buffer)
             cubin = buffer.raw
         return result, log.value.decode(errors="replace"), cubin
     finally:
-        NVRTC.nvrtcDestroyProgram(ctypes.byref(program))
+        nvrtc.nvrtcDestroyProgram(ctypes.byref(program))
 
 
-@pytest.mark.skipif(NVRTC is None, reason="NVRTC (the nvidia-cuda-nvrtc wheel of the test extra) is not installed")
+def _targets(nvrtc: ctypes.CDLL) -> set[int]:
+    count = ctypes.c_int()
+    assert nvrtc.nvrtcGetNumSupportedArchs(ctypes.byref(count)) == 0
+    supported = (ctypes.c_int * count.value)()
+    nvrtc.nvrtcGetSupportedArchs(supported)
+    return set(supported)
+
+
+@pytest.mark.skipif(not NVRTCS, reason=NO_NVRTC)
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_kernel_compiles_with_nvrtc_as_the_product_compiles_it(name):
     """No host headers under NVRTC: a source that leans on one (fp8.cu's math functions, say) compiles
     with nvcc and fails on the node. Each module, with the product's options, for every architecture
-    the profiles name that this NVRTC targets; every kernel nodeqc calls is in the cubin by name."""
-    count = ctypes.c_int()
-    assert NVRTC.nvrtcGetNumSupportedArchs(ctypes.byref(count)) == 0
-    supported = (ctypes.c_int * count.value)()
-    NVRTC.nvrtcGetSupportedArchs(supported)
-    archs = [a for a in ARCHS if int(a) in set(supported)]
-    assert archs, (ARCHS, list(supported))
-    for arch in archs:
-        result, log, cubin = _nvrtc_compile(source(name), f"{name}.cu",
-                                            [*COMPILE_OPTIONS, f"--gpu-architecture=sm_{arch}"])
-        assert result == 0, f"sm_{arch}: {log}"
-        for kernel in KERNELS[name]:
-            assert kernel.encode() + b"\0" in cubin, (arch, kernel)
+    the profiles name, through each NVRTC installed that targets it (Volta's through CUDA 12's alone);
+    every kernel nodeqc calls is in the cubin by name."""
+    covered = set()
+    for major, nvrtc in sorted(NVRTCS.items()):
+        for arch in [a for a in ARCHS if int(a) in _targets(nvrtc)]:
+            result, log, cubin = _nvrtc_compile(nvrtc, source(name), f"{name}.cu",
+                                                [*COMPILE_OPTIONS, f"--gpu-architecture=sm_{arch}"])
+            assert result == 0, f"CUDA {major} NVRTC, sm_{arch}: {log}"
+            for kernel in KERNELS[name]:
+                assert kernel.encode() + b"\0" in cubin, (major, arch, kernel)
+            covered.add(arch)
+    # With both wheels (the test extra on Linux), every architecture a profile names.
+    assert covered == set(ARCHS) or set(NVRTCS) != set(NVRTC_WHEELS), sorted(set(ARCHS) - covered)
 
 
-@pytest.mark.skipif(NVRTC is None, reason="NVRTC (the nvidia-cuda-nvrtc wheel of the test extra) is not installed")
+@pytest.mark.skipif(not NVRTCS, reason=NO_NVRTC)
 def test_nvrtc_refuses_a_source_that_needs_a_host_header():
-    """The test above can fail: a kernel calling a function only a host header declares does not
-    compile under NVRTC."""
-    result, log, _ = _nvrtc_compile('#include <cstdio>\nextern "C" __global__ void k() {}\n', "k.cu",
-                                    [*COMPILE_OPTIONS, "--gpu-architecture=sm_90"])
-    assert result != 0 and "cstdio" in log
+    """The test above can fail: a kernel that includes a host header does not compile under NVRTC."""
+    for major, nvrtc in NVRTCS.items():
+        result, log, _ = _nvrtc_compile(nvrtc, '#include <cstdio>\nextern "C" __global__ void k() {}\n', "k.cu",
+                                        [*COMPILE_OPTIONS, "--gpu-architecture=sm_90"])
+        assert result != 0 and "cstdio" in log, major
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
