@@ -143,6 +143,7 @@ class TelemetryPlots(QWidget):
         for n, (field, title, unit) in enumerate(SERIES):
             view = pg.GraphicsLayoutWidget()
             view.setMinimumHeight(PLOT_MIN_HEIGHT)
+            view.setMinimumWidth(0)  # a row of four fits a 1024-pixel screen's tab: its title does not hold it wider
             plot = view.addPlot(title=f"<b>{title}</b> ({unit})")
             plot.showGrid(x=True, y=True, alpha=0.25)
             plot.setMouseEnabled(x=False, y=False)
@@ -171,12 +172,10 @@ class TelemetryPlots(QWidget):
         for n, view in enumerate(self.views):
             self.grid.removeWidget(view)
             self.grid.addWidget(view, *((0, n) if compact else (n // 2, n % 2)))
-        for (field, title, unit), plot in zip(SERIES, self.plots.values(), strict=True):
+        for (_, title, unit), plot in zip(SERIES, self.plots.values(), strict=True):
             plot.titleLabel.opts.pop("size", None)  # back to the window's type (None crashes Qt's paint)
             plot.setTitle(f"<b>{title}</b> ({unit})", **({"size": "9pt"} if compact else {}))
             plot.getAxis("bottom").showLabel(not compact)
-        for view in self.views:
-            view.setMinimumWidth(0)  # the row fits the tab: its titles' width does not hold it wider
         self._stale = list(self.plots)
 
     # ------------------------------------------------------------------ set up for a run
