@@ -400,10 +400,25 @@ def test_at_1024x600_three_failing_gpus_each_show_their_finding_what_to_do_and_t
     assert len({v.y() for v in views}) == 1 and all(inside(v, window) for v in views)
     assert all(p.getViewBox().height() >= 120 for p in window.plots.plots.values())
     assert not any(p.getAxis("bottom").label.isVisible() for p in window.plots.plots.values())
+    # Each limit's label in its short form, whole within its narrow plot ("limit 87 °C, warn 82" was cut),
+    # for the limits an H100 run draws.
+    window.plots.configure([{"subject": "gpu0", "power_limit_w": 700, "max_sm_clock_mhz": 1980}],
+                           load_profile("hgx-h100"), simulated=True)
+    qtbot.wait(50)
+    labels = {field: [i.label for i in plot.items if isinstance(i, pg.InfiniteLine) and getattr(i, "label", None)]
+              for field, plot in window.plots.plots.items()}
+    assert sorted(lab.format for field in ("temp_c", "power_w", "sm_clock_mhz") for lab in labels[field]) == \
+        ["1980 MHz", "700 W", "87 °C", "floor 525 W"], labels
+    for field, plot in window.plots.plots.items():
+        box = plot.getViewBox()
+        assert all(box.boundingRect().contains(lab.mapRectToItem(box, lab.boundingRect())) for lab in labels[field]), \
+            field
     window.resize(1366, 768)
     qtbot.wait(50)
     assert len({v.y() for v in views}) == 2 and all(p.getAxis("bottom").label.isVisible()
                                                    for p in window.plots.plots.values())
+    assert sorted(lab.format for field in labels for lab in labels[field]) == \
+        ["burn floor 525 W", "limit 87 °C, warn 82", "max 1980 MHz", "power limit 700 W"]
 
 
 # Eight GPUs failing eight ways (none share a line), as a crash cart's technician met them.

@@ -161,6 +161,7 @@ class TelemetryPlots(QWidget):
         self._y_floor: dict[str, float] = {}
         self.unit = "s"  # of the run's clock, in the throttle markers' tips
         self._ceiling: dict[str, float] = {}  # the highest limit labelled above its line, per plot
+        self._labels: list[tuple[pg.InfiniteLine, tuple[str, str]]] = []  # each labelled limit: (full, short)
 
     def set_compact(self, compact: bool) -> None:
         """A crash cart's screen (1024x600): the four plots in one row, without the time axis's
@@ -176,6 +177,8 @@ class TelemetryPlots(QWidget):
             plot.titleLabel.opts.pop("size", None)  # back to the window's type (None crashes Qt's paint)
             plot.setTitle(f"<b>{title}</b> ({unit})", **({"size": "9pt"} if compact else {}))
             plot.getAxis("bottom").showLabel(not compact)
+        for line, texts in self._labels:  # "limit 87 °C, warn 82" was cut at a narrow plot's edge
+            line.label.setFormat(texts[compact])
         self._stale = list(self.plots)
 
     # ------------------------------------------------------------------ set up for a run
@@ -208,24 +211,28 @@ class TelemetryPlots(QWidget):
                                       for s, c in zip(self.subjects, colours, strict=True)))
         self._y_floor = {"temp_c": 100.0, "power_w": 100.0, "sm_clock_mhz": 500.0, "util_pct": 105.0}
         self._ceiling = {}
+        self._labels = []
         temp = profile.threshold("gpu", "max_temp_c") if profile else None
         if temp:
             warn = f", warn {temp.warn:g}" if temp.warn != temp.fail else ""
-            self._limit("temp_c", temp.fail, f"limit {temp.fail:g} °C{warn}", "#c4161c")
+            self._limit("temp_c", temp.fail, (f"limit {temp.fail:g} °C{warn}", f"{temp.fail:g} °C"), "#c4161c")
             if warn:
-                self._limit("temp_c", temp.warn, "", "#d08700")
+                self._limit("temp_c", temp.warn, ("", ""), "#d08700")
         floor = profile.threshold("gpu", "min_power_fraction") if profile else None
         for value in sorted({g["power_limit_w"] for g in gpus if g.get("power_limit_w")}):
-            self._limit("power_w", value, f"power limit {value:g} W", "#c4161c")
+            self._limit("power_w", value, (f"power limit {value:g} W", f"{value:g} W"), "#c4161c")
             if floor:  # the burn must reach this much of the limit
-                self._limit("power_w", floor.fail * value, f"burn floor {floor.fail * value:g} W", "#d08700",
+                self._limit("power_w", floor.fail * value,
+                            (f"burn floor {floor.fail * value:g} W", f"floor {floor.fail * value:g} W"), "#d08700",
                             above=False)
         for value in sorted({g["max_sm_clock_mhz"] for g in gpus if g.get("max_sm_clock_mhz")}):
-            self._limit("sm_clock_mhz", value, f"max {value:g} MHz", "#555555")
+            self._limit("sm_clock_mhz", value, (f"max {value:g} MHz", f"{value:g} MHz"), "#555555")
         self.refresh()
         self.timer.start()
 
-    def _limit(self, field: str, value: float, text: str, colour: str, above: bool = True) -> None:
+    def _limit(self, field: str, value: float, texts: tuple[str, str], colour: str, above: bool = True) -> None:
+        """A limit's line and its label: (the label, its short form for a crash cart's narrow plots)."""
+        text = texts[self.compact]
         # A ceiling's label sits above its line at the left, in headroom kept above the highest
         # limit; a floor's below its line in the middle, where the work holds the curves above it.
         # Each on the plot's white, mostly opaque: the curves cross a floor's label wherever a step
@@ -235,6 +242,8 @@ class TelemetryPlots(QWidget):
                                label=text or None, labelOpts={"position": 0.02 if above else 0.5, "color": colour,
                                                               "anchors": [anchor, anchor], "fill": LABEL_FILL})
         self.plots[field].addItem(line)
+        if text:
+            self._labels.append((line, texts))
         self._y_floor[field] = max(self._y_floor[field], value * 1.22)
         if text and above:
             self._ceiling[field] = max(self._ceiling.get(field, 0.0), value)
