@@ -384,6 +384,35 @@ def test_a_slow_set_up_cannot_squeeze_the_next_dtype_below_its_proof():
     assert 30 <= r["seconds"] <= 30 + 6 * 1.0, r["seconds"]
 
 
+def test_a_dtype_whose_host_stalled_through_its_window_computes_on_to_its_proof():
+    """The flake of 2026-11-27 (a replayed healthy H100 in the suite's clean-clone run): the host
+    stalled through most of fp16's window on a compressed clock, fp16 computed 1.042 s of its 5 s, and
+    the verdict said BURN_LOAD_NOT_REACHED. A dtype short of its proof at its window's end computes
+    on, for one share more at most; a GPU whose products take no time still ends short."""
+    params = {"seconds": 30, "dtypes": ["fp64", "fp16"], "seed": 1, "run_t0": 0.0}
+    dev = SimDevice(SimNode(load_scenario("h100"), [], time_scale=10).compute_spec(), 0)
+    sleep, stalled = dev.clock.sleep, {"done": False, "fp16": 0}
+
+    def stall_in_fp16(seconds):
+        sleep(seconds)
+        if dev._mm.get("dtype") == "fp16":
+            stalled["fp16"] += 1
+            if stalled["fp16"] == 4 and not stalled["done"]:  # its first timed step (after the cold and warm ones)
+                stalled["done"] = True
+                sleep(14.0)  # past fp16's window (to 30 s, and at least 7.5 s from its start)
+
+    dev.clock.sleep = stall_in_fp16
+    r = workloads.matmul_burn(dev, params, _Quiet())
+    assert stalled["done"] and burn_load_short(r["dtypes"]) == [], r["dtypes"]["fp16"]
+    assert r["dtypes"]["fp16"]["end_s"] < 30 + 15 + 3  # within one share more (and its last step)
+    idle = SimDevice(SimNode(load_scenario("h100"), [], time_scale=10).compute_spec(), 0)
+    product = idle.matmul_run
+    idle.matmul_run = lambda iters: (product(1), 1e-7)[1]  # its products take no GPU time
+    r = workloads.matmul_burn(idle, params, _Quiet())
+    assert [d.split()[0] for d in burn_load_short(r["dtypes"])] == ["fp64", "fp16"]
+    assert r["seconds"] <= 2 * 30 + 5, r["seconds"]
+
+
 def test_every_dtype_repeats_its_product_at_least_once_so_a_random_flip_is_caught_by_the_repeat():
     """The burn's repeat comparison needs two results of the same product. A dtype whose one step
     filled its whole window (a loaded host under time compression: run D of test_fault_detection

@@ -32,11 +32,20 @@ WARM_PRODUCTS = 4
 # Each burn dtype computes for at least this share of its part of the burn, counted from its own
 # start (after its set-up and warm-up): a dtype's end is the burn's schedule (start + its cumulative
 # share) or this, whichever is later. One slow set-up, or a dtype that ran over, then cannot squeeze
-# the next below the verdict's proof of load (BURN_MIN_LOAD_SHARE, a quarter: nodeqc.checks.stress.burn).
+# the next below the verdict's proof of load (BURN_MIN_LOAD_SHARE, below).
 # On a real GPU it changes little: fp8's set-up left it 2.37 s of GPU time in its 5 s on a healthy
 # H200 (benchmarks/RESULTS.md, 2026-11-26), about what a half gives. The simulated node's host stalls,
 # magnified by its time scale, had left a dtype one step (1 s of its 5) behind one that ran over.
 BURN_MIN_WINDOW_SHARE = 0.5
+# Each dtype must have computed at least this share of its planned part of the burn (its GPU time over
+# its share of the burn's seconds) for its rate to be a sustained one (the verdict's proof of load,
+# nodeqc.checks.stress.burn). The set-up and warm-up come out of a dtype's share: fp8's (cuBLASLt's plan
+# through nvmath-python) left it 2.37 s of GPU time in its 5 s on a healthy H200 (0.47;
+# benchmarks/RESULTS.md, 2026-11-26), the least of any dtype on either GPU; a quarter is half of that
+# (nodeqc's choice), far above a GPU whose products return at once. A dtype short of it at its
+# window's end (its host stalled: 0.2 s of real time is 2 s of a simulated clock at ten times) goes on
+# computing, for one share more at most, rather than leave a healthy GPU unjudged.
+BURN_MIN_LOAD_SHARE = 0.25
 
 
 def warm_product_s(device: Any, products: int = WARM_PRODUCTS) -> float:
@@ -103,7 +112,9 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
             until = max(start + seconds * (k + 1) / len(dtypes), began + BURN_MIN_WINDOW_SHARE * seconds / len(dtypes))
             # Two checks at least: the repeat comparison needs two results of the same product (one
             # step that filled the window, on a loaded host, left it nothing to compare).
-            while clock.now() < until or checks < BURN_MIN_CHECKS:
+            share = seconds / len(dtypes)
+            while clock.now() < until or checks < BURN_MIN_CHECKS or (
+                    done_s < BURN_MIN_LOAD_SHARE * share and clock.now() < until + share):
                 # A step of about `step` seconds, or what is left of the window: a step sized from the
                 # warm product (at the clock before the power cap bites) ran half again as long as
                 # planned on real H100s, and the last one overran the window by up to a second
@@ -133,7 +144,7 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
                               "seconds": round(done_s, 3), "fingerprint": first, "checks": checks,
                               "repeat_mismatch": repeat_mismatch, "known_answer_mismatch": wrong,
                               "known_answer_size": device.ka_size,
-                              "planned_s": round(seconds / len(dtypes), 3)}
+                              "planned_s": round(share, 3)}
             if t0 is not None:
                 results[dtype].update(start_s=round(began - float(t0), 3), end_s=round(ended - float(t0), 3))
             device.release()

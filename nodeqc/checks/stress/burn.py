@@ -19,6 +19,7 @@ from nodeqc.core.skus import NOT_BURNED_REASON, identify
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import GpuTelemetry
 from nodeqc.work.workers import Outcome
+from nodeqc.work.workloads import BURN_MIN_LOAD_SHARE
 
 HEADLINE_DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp64", "fp8")
 
@@ -136,12 +137,6 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
     return each_gpu(name, gpus, outcomes, one)
 
 
-# Each dtype must have computed at least this share of its planned part of the burn (its GPU time over
-# its share of the burn's seconds) for its rate to be a sustained one. The set-up and warm-up come out
-# of a dtype's share: fp8's (cuBLASLt's plan through nvmath-python) left it 2.37 s of GPU time in its
-# 5 s on a healthy H200 (0.47; benchmarks/RESULTS.md, 2026-11-26), the least of any dtype on either
-# GPU; a quarter is half of that (nodeqc's choice), far above a GPU whose products return at once.
-BURN_MIN_LOAD_SHARE = 0.25
 
 
 def burn_load_short(dtypes: dict[str, Any]) -> list[str]:
