@@ -58,7 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
 SLOWEST_FIRST = ("test_cli.py", "test_gui.py", "test_fabric_hostile.py", "test_fault_detection.py",
                  "test_nic_simulated.py", "test_fabric_nccl.py", "test_kernels.py", "test_codes.py",
                  "test_fabric_slurm.py", "test_compare.py", "test_slurm.py", "test_real_captures.py",
-                 "test_findings.py", "test_sample_rate.py", "test_calibration.py", "test_fabric_k8s.py",
+                 "test_findings.py", "test_calibration.py", "test_fabric_k8s.py",
                  "test_runner.py", "test_pyinstaller.py")
 
 

@@ -88,7 +88,8 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
     dtypes = [d for d in params["dtypes"] if d not in not_run]
     a, b, expected = known_answer_inputs(device.ka_size)
     clock = device.clock
-    step = min(step_s(device), seconds / max(1, len(dtypes)))  # under heavy time compression too
+    share = seconds / max(1, len(dtypes))  # each dtype's part of the burn
+    step = min(step_s(device), share)  # under heavy time compression too
     results: dict[str, Any] = {}
     device.set_load(1.0)
     start = clock.now()
@@ -109,10 +110,9 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
             # the pulse's periods): what a dtype's span was held by, exact at any sample rate.
             report.progress(min(1.0, (clock.now() - start) / seconds), bound="start", dtype=dtype)
             began = clock.now()
-            until = max(start + seconds * (k + 1) / len(dtypes), began + BURN_MIN_WINDOW_SHARE * seconds / len(dtypes))
+            until = max(start + share * (k + 1), began + BURN_MIN_WINDOW_SHARE * share)
             # Two checks at least: the repeat comparison needs two results of the same product (one
             # step that filled the window, on a loaded host, left it nothing to compare).
-            share = seconds / len(dtypes)
             while clock.now() < until or checks < BURN_MIN_CHECKS or (
                     done_s < BURN_MIN_LOAD_SHARE * share and clock.now() < until + share):
                 # A step of about `step` seconds, or what is left of the window: a step sized from the
