@@ -1,6 +1,8 @@
 """The NVML backend against a replayed NVML: units, NotSupported and missing functions as NA, lost
 GPUs, XID events, and a driver that is not there."""
 
+import time
+
 import pytest
 
 from nodeqc.backends.base import Clock
@@ -104,6 +106,30 @@ def test_xid_events_arrive_with_their_gpu():
     events = b.wait_xids(0.01, Clock())
     assert [(e.gpu, e.code) for e in events] == [(1, 79)]
     assert b.wait_xids(0.01, Clock()) == []  # then the wait times out quietly
+
+
+class _FailingWait(ReplayNvml):
+    calls = 0
+
+    def nvmlEventSetWait(self, events, timeout_ms):
+        _FailingWait.calls += 1
+        raise self.error("GPU_IS_LOST")  # at once, as NVML may for a GPU gone
+
+
+def test_an_xid_wait_that_fails_at_once_still_takes_its_time_so_the_xid_thread_never_spins():
+    b = NvmlBackend(_FailingWait(node([h100_device(0)])))
+    b.open()
+    start = time.monotonic()
+    while time.monotonic() - start < 0.5:  # the sampler's XID thread, for half a second
+        assert b.wait_xids(0.1, Clock()) == []
+    assert _FailingWait.calls <= 5  # without the wait, some hundred thousand calls
+
+
+def test_a_replayed_xid_wait_blocks_until_its_timeout_as_nvml_does():
+    b = backend([h100_device(0)])
+    start = time.monotonic()
+    assert b.wait_xids(0.2, Clock()) == []
+    assert time.monotonic() - start >= 0.2
 
 
 def test_no_driver_is_a_plain_reason():

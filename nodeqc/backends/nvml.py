@@ -401,10 +401,16 @@ class NvmlBackend(GpuManagement):
         if self._events is None or n is None:
             time.sleep(timeout_s)  # no event source: nothing can arrive
             return []
+        started = time.monotonic()
         try:
             data = n.nvmlEventSetWait(self._events, int(timeout_s * 1000))
         except n.NVMLError:
-            return []  # Timeout when idle; other errors are not events
+            # Timeout when idle, after NVML waited; any other error (a GPU lost, events gone) is
+            # no event and may come back at once: the rest of the wait is slept, or the XID thread
+            # that calls this in a loop would spin (a replay's immediate Timeout spun it: 9 s of
+            # CPU in an 11 s run, 2026-11-28).
+            time.sleep(max(0.0, timeout_s - (time.monotonic() - started)))
+            return []
         try:
             index = n.nvmlDeviceGetIndex(data.device)
         except n.NVMLError:

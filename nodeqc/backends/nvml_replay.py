@@ -27,6 +27,7 @@ them pass for ones the GPU lacks.
 from __future__ import annotations
 
 import ctypes
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -94,6 +95,7 @@ class ReplayNvml:
 
     def nvmlEventSetWait(self, events: object, timeout_ms: int) -> Any:
         if not self._xids:
+            time.sleep(timeout_ms / 1000)  # NVML blocks until an event or the timeout
             raise self.error("TIMEOUT")
         e = self._xids.pop(0)
         return SimpleNamespace(device=_Handle(e["device"]), eventType=pynvml.nvmlEventTypeXidCriticalError,
