@@ -6,6 +6,7 @@ normal, raised or aborted (SIGTERM); what a run killed outright left is removed 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,14 +32,15 @@ NS = scratch.pid_namespace()
 
 
 @pytest.fixture
-def tmp(tmp_path, monkeypatch):
+def tmp(monkeypatch):
     """A fresh temporary directory, for this process (tempfile caches $TMPDIR once read) and for
-    the nodeqc processes a test starts."""
-    where = tmp_path / "tmp"
-    where.mkdir()
+    the nodeqc processes a test starts. In the system's own (not under tmp_path): shallow enough
+    for the simulated node's fork server to put its socket there (nodeqc.work.starts), as in /tmp."""
+    where = Path(tempfile.mkdtemp(prefix="nq-"))
     monkeypatch.setattr(tempfile, "tempdir", str(where))
     monkeypatch.setenv("TMPDIR", str(where))
-    return where
+    yield where
+    shutil.rmtree(where, ignore_errors=True)
 
 
 def ours(directory: Path) -> list[str]:
@@ -72,6 +74,7 @@ def test_an_in_process_run_leaves_nothing_and_made_its_scratch_there(tmp, tmp_pa
     me = f"{NS}-{os.getpid()}-"
     assert any(n.startswith(f"nodeqc-sim-sysfs-{me}") for n in seen), seen
     assert any(n.startswith(f"nodeqc-gpu0-{me}") and n.endswith(".log") for n in seen), seen
+    assert any(n.startswith(f"nodeqc-mp-{me}") for n in seen), seen  # the fork server's socket
     assert list(tmp.iterdir()) == []
 
 
@@ -116,6 +119,7 @@ def test_a_run_aborted_by_sigterm_leaves_nothing(tmp, tmp_path):
         mid = ours(tmp)
         assert any(n.startswith(f"nodeqc-sim-sysfs-{NS}-{proc.pid}-") for n in mid), mid
         assert any(n.startswith(f"nodeqc-gpu0-{NS}-{proc.pid}-") for n in mid), mid  # the burn's worker
+        assert any(n.startswith(f"nodeqc-mp-{NS}-{proc.pid}-") for n in mid), mid  # its fork server's
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -136,6 +140,7 @@ def test_what_a_killed_run_left_is_removed_by_the_next_run(tmp, tmp_path):
     left = ours(tmp)
     assert any(n.startswith(f"nodeqc-sim-sysfs-{NS}-{proc.pid}-") for n in left), left
     assert any(n.startswith(f"nodeqc-gpu0-{NS}-{proc.pid}-") for n in left), left
+    assert any(n.startswith(f"nodeqc-mp-{NS}-{proc.pid}-") for n in left), left
     assert all(f"-{NS}-{proc.pid}-" in n for n in left), left
     p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--only", "inventory",
             "--out", str(tmp_path / "next"), env={"TMPDIR": str(tmp)})

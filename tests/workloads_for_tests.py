@@ -94,3 +94,12 @@ def sets_env(device, params, report):
     os.environ.update(params.get("env", {}))
     report.progress(1.0)
     return {"pid": os.getpid(), "seen": os.environ.get("NCCL_P2P_DISABLE")}
+
+
+def whoami(device, params, report):
+    """Where this worker came from: its process, its parent, and whether the simulated node's
+    compute module was imported before the task (by a fork server's preload)."""
+    import sys
+
+    report.progress(1.0)
+    return {"pid": os.getpid(), "ppid": os.getppid(), "preloaded": "nodeqc.backends.sim.compute" in sys.modules}

@@ -1,6 +1,6 @@
 """Scratch that a run makes in the temporary directory ($TMPDIR, else /tmp) and removes at its end:
-the simulated node's sysfs tree (`nodeqc-sim-sysfs-*`, a directory) and each stress worker's log
-(`nodeqc-gpuN-*.log`).
+the simulated node's sysfs tree (`nodeqc-sim-sysfs-*`, a directory), each stress worker's log
+(`nodeqc-gpuN-*.log`) and the directory of the simulated node's fork server (`nodeqc-mp-*`).
 
 Each name says whose it is: the process's PID namespace and pid, then mkdtemp's or mkstemp's
 random part (nodeqc-sim-sysfs-4026531836-12345-k2j3h4l5). The owner removes what it made when it is
@@ -21,9 +21,10 @@ import stat
 import tempfile
 from pathlib import Path
 
-# What nodeqc makes: the simulated sysfs tree, a worker's log (gpuN: the task's first GPU).
-NAME = re.compile(r"nodeqc-(?:sim-sysfs|gpu\d+)-(?P<ns>\d+)-(?P<pid>\d+)-[a-z0-9_]+(?:\.log)?")
-KIND = re.compile(r"sim-sysfs|gpu\d+")
+# What nodeqc makes: the simulated sysfs tree, a worker's log (gpuN: the task's first GPU), the
+# directory of the simulated node's fork server (mp, a directory: nodeqc.work.starts).
+NAME = re.compile(r"nodeqc-(?:sim-sysfs|gpu\d+|mp)-(?P<ns>\d+)-(?P<pid>\d+)-[a-z0-9_]+(?:\.log)?")
+KIND = re.compile(r"sim-sysfs|gpu\d+|mp")
 
 _swept: set[str] = set()  # the directories this process has swept (once each)
 

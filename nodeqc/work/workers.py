@@ -1,7 +1,7 @@
 """Stress work in worker processes, under a watchdog.
 
-Tasks run in spawned processes (CUDA contexts do not survive fork, and a process is the unit the OS
-lets us kill). A worker reports progress over a pipe after every bounded step of work; the
+Tasks run in processes of their own (a process is the unit the OS lets us kill): spawned, as CUDA
+contexts do not survive fork, or for the simulated node forked from a fork server (nodeqc.work.starts). A worker reports progress over a pipe after every bounded step of work; the
 supervisor kills a worker that stays silent too long (hung kernel), notices one that dies (crashed
 context) and turns both into outcomes with evidence, never into a hang of nodeqc.
 
@@ -14,7 +14,6 @@ device, so no buffer outlives its task.
 from __future__ import annotations
 
 import importlib
-import multiprocessing
 import os
 import signal
 import sys
@@ -26,6 +25,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable
 
 from nodeqc.core import scratch
+from nodeqc.work import starts
 from nodeqc.core.errors import ComputeUnavailable, GpuLostError
 
 STATUS_OK = "ok"
@@ -255,7 +255,7 @@ class WorkerPool:
         self.spec = spec
         self.keep = keep
         self.started = 0  # processes started, all told
-        self._ctx = multiprocessing.get_context("spawn")
+        self._ctx = starts.acquire(spec)  # spawn; for the simulated node, a fork server
         self._idle: dict[tuple[int, ...], _Worker] = {}
         scratch.sweep()
 
@@ -348,6 +348,9 @@ class WorkerPool:
         """Every kept worker told to end (killed if it does not) and its log removed."""
         while self._idle:
             self._end(self._idle.popitem()[1])
+        if self._ctx is not None:
+            starts.release(self._ctx)
+            self._ctx = None
 
 
 @dataclass
