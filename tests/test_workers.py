@@ -8,7 +8,7 @@ import pytest
 from nodeqc.backends import simulated_hardware
 from nodeqc.checks.stress.outcomes import outcome_failure
 from nodeqc.core.model import Verdict
-from nodeqc.work.workers import Task, Watchdog, run_tasks
+from nodeqc.work.workers import PipeReporter, Task, Watchdog, run_tasks
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +71,23 @@ def test_verdicts_on_outcomes(spec):
         (Verdict.FAIL, "WORKER_HANG"),
     ]
     assert results[0].evidence["worker"]["exit_code"] == 3
+
+
+def test_a_worker_reports_at_most_ten_a_second_its_end_once_and_every_window_and_bound():
+    class Pipe:
+        def __init__(self):
+            self.sent = []
+
+        def send(self, message):
+            self.sent.append(message)
+
+    pipe = Pipe()
+    report = PipeReporter(pipe)
+    for n in range(100):  # a quick loop's steps: the first goes, the rest within 0.1 s do not
+        report.progress(n / 100, step=n)
+    for _ in range(700):  # a load held past its end (HBM's triad to its minimum wall time)
+        report.progress(1.0, kind="triad")
+    report.progress(0.5, window={"t": 1})  # results and the pulse's bounds always go
+    report.progress(0.5, bound="start")
+    fractions = [m[1] for m in pipe.sent]
+    assert fractions == [0.0, 1.0, 0.5, 0.5], fractions
