@@ -188,3 +188,21 @@ def test_describe_series_counts_every_row_and_lists_only_gpu_indices(tmp_path):
     assert lines[1] == "5 rows, t = 0.0 s to 2.0 s"
     assert [ln.split(":")[0].strip() for ln in lines[2:]] == ["gpu0", "gpu1"]
     assert "gpu0: 3 samples" in lines[2] and "cut short" not in text
+
+
+def test_each_gpus_reading_is_timed_when_it_came_back_not_when_its_round_began():
+    """GPUs are read one after another: a reading timed at its round's start could show a state
+    that began after that time (a pulse period's brake placed before its period began)."""
+
+    class SlowFirst(Scripted):
+        def sample(self, index):
+            if index == 0:
+                time.sleep(0.3)  # the host stalls reading gpu0
+                return super().sample(0)
+            return GpuSample(temp_c=40, power_w=300, reasons=REASON_BITS["power_brake"])
+
+    clock = Clock()
+    sampler = TelemetrySampler(SlowFirst(), gpus(), clock, clock.now(), hz=1, series_path=None)
+    sampler.sample_once()
+    onset = sampler.watch[1].throttle_onsets.kept[0]
+    assert "power_brake" in onset["reasons"] and onset["t_s"] >= 0.3, onset

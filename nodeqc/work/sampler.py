@@ -179,12 +179,19 @@ class TelemetrySampler:
     def sample_once(self) -> dict[int, GpuSample | None]:
         t = self.now()
         readings: dict[int, GpuSample | None] = {}
+        # Each GPU's reading is timed when it came back, not when the round began: GPUs are read
+        # one after another, and a reading timed before the earlier GPUs' (a host stalled between)
+        # could show a state that began after its time, such as a pulse period's throttle placed
+        # before the period started (a suite flake, 2026-11-28: gpu2's brake onset stamped before
+        # its 20 ms span at ten times compression, so the pulse test did not see it).
+        read_at: dict[int, float] = {}
         for i in self.indices:
             if self.watch[i].lost_at_s is not None:
                 readings[i] = None
                 continue
             try:
                 readings[i] = self.mgmt.sample(i)
+                read_at[i] = self.now()
             except GpuLostError:
                 self._mark_lost(i)
                 readings[i] = None
@@ -192,10 +199,10 @@ class TelemetrySampler:
         with self._lock:
             for i, s in readings.items():
                 if s is not None:
-                    self.watch[i].add(t, s)
+                    self.watch[i].add(read_at[i], s)
                     for window in self._windows.values():
-                        window[i].add(t, s)
-                    self._write_row(t, i, s)
+                        window[i].add(read_at[i], s)
+                    self._write_row(read_at[i], i, s)
             for i, procs in others.items():
                 self.watch[i].add_processes(t, procs)
                 for window in self._windows.values():
