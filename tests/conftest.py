@@ -77,14 +77,20 @@ def _rewrite_test_modules(config: pytest.Config) -> None:
         pass
 
 
-# The modules that take longest, first: xdist (--dist loadfile) hands modules to its workers in the
-# order collected, and a long module handed out last sets the suite's end. From `--durations=0` on
-# 2 cores (2026-11-27), heaviest first; modules not named keep their order after these.
+# The modules that take longest, first: with --no-loadscope-reorder (pyproject's addopts) xdist
+# (--dist loadfile) hands modules to its workers in the order collected, and a long module handed
+# out last sets the suite's end. Without that option xdist reorders them by their number of tests,
+# and this list did nothing (2026-11-28: test_pyinstaller's 78 s began at 444 s of a 526 s run).
+# By each module's wall time under the suite's load, from a per-test plugin on 2 cores (2026-11-28),
+# longest first; modules not named keep their order after these.
 SLOWEST_FIRST = ("test_cli.py", "test_gui.py", "test_fabric_hostile.py", "test_fault_detection.py",
-                 "test_nic_simulated.py", "test_fabric_nccl.py", "test_kernels.py", "test_codes.py",
-                 "test_fabric_slurm.py", "test_compare.py", "test_slurm.py", "test_real_captures.py",
-                 "test_findings.py", "test_calibration.py", "test_fabric_k8s.py",
-                 "test_runner.py", "test_pyinstaller.py")
+                 "test_nic_simulated.py", "test_fabric_nccl.py", "test_codes.py", "test_fabric_slurm.py",
+                 "test_slurm.py", "test_kernels.py", "test_pyinstaller.py", "test_real_captures.py",
+                 "test_compare.py", "test_calibration.py", "test_watch.py", "test_runner.py",
+                 "test_fabric_k8s.py", "test_findings.py", "test_pulse_load.py", "test_selection.py",
+                 "test_fleet.py", "test_archive.py", "test_capture.py", "test_fault_families.py",
+                 "test_scratch.py", "test_blackwell.py", "test_fabric_groups.py", "test_twin_fidelity.py",
+                 "test_envelope_properties.py", "test_fabric.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
