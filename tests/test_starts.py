@@ -85,3 +85,16 @@ def test_a_real_gpus_workers_are_spawned():
     assert ctx.get_start_method() == "spawn"
     starts.release(ctx)  # nothing to stop
     assert starts.acquire({"kind": "none"}).get_start_method() == "spawn"
+
+
+def test_where_this_python_lacks_the_fork_servers_private_parts_workers_are_spawned(spec, tmp, monkeypatch):
+    import multiprocessing.forkserver
+
+    class Plain:  # a fork server without the `_stop` nodeqc stops it with
+        pass
+
+    monkeypatch.setattr(multiprocessing.forkserver, "_forkserver", Plain())
+    ctx = starts.acquire(spec)
+    assert ctx.get_start_method() == "spawn"
+    starts.release(ctx)
+    assert whoami([0], spec_=spec)[0]["ppid"] == os.getpid() and list(tmp.iterdir()) == []
