@@ -400,6 +400,11 @@ def test_at_1024x600_three_failing_gpus_each_show_their_finding_what_to_do_and_t
     assert len({v.y() for v in views}) == 1 and all(inside(v, window) for v in views)
     assert all(p.getViewBox().height() >= 120 for p in window.plots.plots.values())
     assert not any(p.getAxis("bottom").label.isVisible() for p in window.plots.plots.values())
+    # Each plot's title whole within its plot ("Temperature (°C)" ran past its right edge).
+    for view, plot in zip(views, window.plots.plots.values(), strict=True):
+        text = plot.titleLabel.item
+        assert view.rect().contains(view.mapFromScene(text.mapRectToScene(text.boundingRect())).boundingRect()), \
+            plot.titleLabel.text
     # Each limit's label in its short form, whole within its narrow plot ("limit 87 °C, warn 82" was cut),
     # for the limits an H100 run draws.
     window.plots.configure([{"subject": "gpu0", "power_limit_w": 700, "max_sm_clock_mhz": 1980}],
