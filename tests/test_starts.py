@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -98,3 +100,19 @@ def test_where_this_python_lacks_the_fork_servers_private_parts_workers_are_spaw
     assert ctx.get_start_method() == "spawn"
     starts.release(ctx)
     assert whoami([0], spec_=spec)[0]["ppid"] == os.getpid() and list(tmp.iterdir()) == []
+
+
+def test_a_pool_never_closed_leaves_nothing_when_its_process_ends(tmp):
+    script = (
+        "from nodeqc.backends import simulated_hardware\n"
+        "from nodeqc.work.workers import Task, Watchdog, WorkerPool, run_tasks\n"
+        "spec = simulated_hardware('h100', []).compute_spec\n"
+        "pool = WorkerPool(spec, keep=False)\n"
+        "(o,) = run_tasks([Task('workloads_for_tests:whoami', 0, {}, 0.1)], spec, Watchdog(30, 10), pool=pool)\n"
+        "import os; assert o.ok and o.result['ppid'] != os.getpid(), o\n"  # from the fork server
+    )
+    tests = Path(__file__).parent
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": f"{tests.parent}:{tests}"})
+    assert p.returncode == 0, p.stderr
+    assert list(tmp.iterdir()) == []

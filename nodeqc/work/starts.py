@@ -2,10 +2,10 @@
 
 A real GPU's worker is spawned: a fresh interpreter, since a CUDA context does not survive fork.
 The simulated node's workers touch no GPU, and a fresh interpreter each cost more than their work:
-an 8-GPU simulated quick run used 7.4 s of CPU, of which eight interpreters importing NumPy and
-nodeqc (0.38 s of CPU each, 2026-11-28, 2 cores) were some 3 s. They start instead from
-multiprocessing's fork server, which imports those modules once and forks each worker from itself
-(the same run: 4.0 s of CPU). The fork server is itself a fresh interpreter (started by fork and
+eight interpreters importing NumPy and nodeqc took 0.38 s of CPU each (2026-11-28, 2 cores), some
+3 s of an 8-GPU simulated quick run. They start instead from multiprocessing's fork server, which
+imports those modules once and forks each worker from itself (with the progress fix of the same
+day the run went from 9.1 to 4.0 s of CPU: benchmarks/bench_sim_quick.py, RESULTS.md). The fork server is itself a fresh interpreter (started by fork and
 exec), so no thread or lock of the run's process is forked; each worker is still a process of its
 own that the watchdog can kill, under the run's process (own_pids finds it).
 
@@ -19,6 +19,7 @@ the fork server stops when its last pool closes. Both go through multiprocessing
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import multiprocessing.forkserver as forkserver
 import multiprocessing.process
@@ -29,7 +30,7 @@ from typing import Any
 
 from nodeqc.core import scratch
 
-# What every simulated worker imports (workers._prepare's list for the simulated node), done once.
+# What every simulated worker imports (workers._prepare imports them too, where spawned), done once.
 SIM_PRELOAD = ["nodeqc.work.workers", "nodeqc.work.workloads", "nodeqc.backends.sim.compute"]
 
 # A Unix socket's path is at most 107 bytes (sun_path, 108 with its NUL); the fork server's is
@@ -70,6 +71,16 @@ def acquire(spec: dict[str, Any]) -> Any:
             multiprocessing.get_context("forkserver").set_forkserver_preload(SIM_PRELOAD)
         _users += 1
     return multiprocessing.get_context("forkserver")
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    """A pool never closed: its fork server stopped and its directory removed as this process ends
+    normally (a kill leaves the directory to the next run's sweep)."""
+    global _users
+    if _tempdir is not None and _private_parts() is not None:
+        _users = 1
+        release(multiprocessing.get_context("forkserver"))
 
 
 def release(ctx: Any) -> None:

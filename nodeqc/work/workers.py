@@ -1,7 +1,8 @@
 """Stress work in worker processes, under a watchdog.
 
 Tasks run in processes of their own (a process is the unit the OS lets us kill): spawned, as CUDA
-contexts do not survive fork, or for the simulated node forked from a fork server (nodeqc.work.starts). A worker reports progress over a pipe after every bounded step of work; the
+contexts do not survive fork, or for the simulated node forked from a fork server
+(nodeqc.work.starts). A worker reports progress over a pipe after every bounded step of work; the
 supervisor kills a worker that stays silent too long (hung kernel), notices one that dies (crashed
 context) and turns both into outcomes with evidence, never into a hang of nodeqc.
 
@@ -148,7 +149,8 @@ def _prepare(spec: dict[str, Any]) -> None:
         import nodeqc.work.workloads  # noqa: F401
 
         if spec["kind"] == "sim":
-            import nodeqc.backends.sim.compute  # noqa: F401
+            for name in starts.SIM_PRELOAD:  # where a fork server started it, imported there already
+                importlib.import_module(name)
         elif spec["kind"] != "none":
             import nodeqc.backends.cupy_node  # noqa: F401
             from nodeqc.backends.cublaslt import import_bindings
