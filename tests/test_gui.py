@@ -355,6 +355,15 @@ def test_the_window_fits_a_1024_pixel_crash_cart(qtbot, scenario):
         assert window.hostname.toolTip() == window.hostname.full and inside(window.start_button, window)
 
 
+def titles_whole(window):
+    """Each plot's title whole within its plot ("Temperature (°C)", and beside a four-digit axis
+    "SM clock (MHz)", ran past its right edge at 1024x600)."""
+    for view, plot in zip(window.plots.views, window.plots.plots.values(), strict=True):
+        text = plot.titleLabel.item
+        assert view.rect().contains(view.mapFromScene(text.mapRectToScene(text.boundingRect())).boundingRect()), \
+            plot.titleLabel.text
+
+
 def test_at_1024x600_three_failing_gpus_each_show_their_finding_what_to_do_and_the_report(qtbot, tmp_path):
     window = make_window(qtbot)
     window.resize(1024, 600)
@@ -400,11 +409,7 @@ def test_at_1024x600_three_failing_gpus_each_show_their_finding_what_to_do_and_t
     assert len({v.y() for v in views}) == 1 and all(inside(v, window) for v in views)
     assert all(p.getViewBox().height() >= 120 for p in window.plots.plots.values())
     assert not any(p.getAxis("bottom").label.isVisible() for p in window.plots.plots.values())
-    # Each plot's title whole within its plot ("Temperature (°C)" ran past its right edge).
-    for view, plot in zip(views, window.plots.plots.values(), strict=True):
-        text = plot.titleLabel.item
-        assert view.rect().contains(view.mapFromScene(text.mapRectToScene(text.boundingRect())).boundingRect()), \
-            plot.titleLabel.text
+    titles_whole(window)
     # Each limit's label in its short form, whole within its narrow plot ("limit 87 °C, warn 82" was cut),
     # for the limits an H100 run draws.
     window.plots.configure([{"subject": "gpu0", "power_limit_w": 700, "max_sm_clock_mhz": 1980}],
@@ -418,6 +423,7 @@ def test_at_1024x600_three_failing_gpus_each_show_their_finding_what_to_do_and_t
         box = plot.getViewBox()
         assert all(box.boundingRect().contains(lab.mapRectToItem(box, lab.boundingRect())) for lab in labels[field]), \
             field
+    titles_whole(window)  # also beside the limits' wider axes (1980 MHz)
     window.resize(1366, 768)
     qtbot.wait(50)
     assert len({v.y() for v in views}) == 2 and all(p.getAxis("bottom").label.isVisible()

@@ -35,9 +35,6 @@ FAILING_MASK = sum(REASON_BITS[r] for r in FAILING_REASONS)
 # (GpuSample field, plot title, unit)
 SERIES = (("temp_c", "Temperature", "°C"), ("power_w", "Power", "W"),
           ("sm_clock_mhz", "SM clock", "MHz"), ("util_pct", "Utilisation", "%"))
-# In a crash cart's row of four narrow plots (compact mode) "Temperature (°C)" ran past its plot's
-# right edge beside eight GPUs' tiles at 1024x600; the others fit whole.
-COMPACT_TITLES = {"Temperature": "Temp."}
 
 
 class RunBuffer:
@@ -148,6 +145,11 @@ class TelemetryPlots(QWidget):
             view.setMinimumHeight(PLOT_MIN_HEIGHT)
             view.setMinimumWidth(0)  # a row of four fits a 1024-pixel screen's tab: its title does not hold it wider
             plot = view.addPlot(title=f"<b>{title}</b> ({unit})")
+            # The title over the whole plot, its axis's width included, not over the curves' box
+            # alone: in a crash cart's row of four narrow plots "Temperature (°C)" and, beside a
+            # four-digit axis, "SM clock (MHz)" ran past the plot's right edge.
+            plot.layout.removeItem(plot.titleLabel)
+            plot.layout.addItem(plot.titleLabel, 0, 0, 1, 3)
             plot.showGrid(x=True, y=True, alpha=0.25)
             plot.setMouseEnabled(x=False, y=False)
             plot.hideButtons()
@@ -178,8 +180,7 @@ class TelemetryPlots(QWidget):
             self.grid.addWidget(view, *((0, n) if compact else (n // 2, n % 2)))
         for (_, title, unit), plot in zip(SERIES, self.plots.values(), strict=True):
             plot.titleLabel.opts.pop("size", None)  # back to the window's type (None crashes Qt's paint)
-            shown = COMPACT_TITLES.get(title, title) if compact else title
-            plot.setTitle(f"<b>{shown}</b> ({unit})", **({"size": "9pt"} if compact else {}))
+            plot.setTitle(f"<b>{title}</b> ({unit})", **({"size": "9pt"} if compact else {}))
             plot.getAxis("bottom").showLabel(not compact)
         for line, texts in self._labels:  # "limit 87 °C, warn 82" was cut at a narrow plot's edge
             line.label.setFormat(texts[compact])
