@@ -4,6 +4,7 @@ last pool using it and leaves nothing in the temporary directory."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -116,3 +117,36 @@ def test_a_pool_never_closed_leaves_nothing_when_its_process_ends(tmp):
                        env={**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": f"{tests.parent}:{tests}"})
     assert p.returncode == 0, p.stderr
     assert list(tmp.iterdir()) == []
+
+
+def test_a_ctrl_c_or_a_half_stopped_server_still_removes_its_directory_and_leaves_the_exit_nothing(
+        spec, tmp, monkeypatch):
+    """An impatient Ctrl-C landed in the server's stop (its wait for the server to exit); the exit's
+    own stop then found it half stopped and printed a traceback (a clean-clone CI run, 2026-11-28)."""
+    import multiprocessing.forkserver
+
+    server = multiprocessing.forkserver._forkserver
+    real = server._stop
+
+    def interrupted():
+        real()
+        raise KeyboardInterrupt
+
+    pool = WorkerPool(spec, keep=False)
+    whoami([0], pool, spec)
+    monkeypatch.setattr(server, "_stop", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pool.close()
+    assert list(tmp.iterdir()) == []
+    starts._stop_at_exit()  # nothing left to redo
+
+    def half_stopped():
+        raise TypeError("'NoneType' object cannot be interpreted as an integer")  # its fd closed already
+
+    pool = WorkerPool(spec, keep=False)
+    whoami([0], pool, spec)
+    monkeypatch.setattr(server, "_stop", half_stopped)
+    pool.close()  # no raise
+    assert list(tmp.iterdir()) == []
+    with contextlib.suppress(FileNotFoundError):  # its socket went with the directory
+        real()  # the server this test left running

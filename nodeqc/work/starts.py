@@ -78,9 +78,12 @@ def _stop_at_exit() -> None:
     """A pool never closed: its fork server stopped and its directory removed as this process ends
     normally (a kill leaves the directory to the next run's sweep)."""
     global _users
-    if _tempdir is not None and _private_parts() is not None:
-        _users = 1
-        release(multiprocessing.get_context("forkserver"))
+    try:
+        if _tempdir is not None and _private_parts() is not None:
+            _users = 1
+            release(multiprocessing.get_context("forkserver"))
+    except BaseException:  # noqa: BLE001 - a Ctrl-C pressed again through the exit: the sweep has it
+        pass
 
 
 def release(ctx: Any) -> None:
@@ -94,9 +97,13 @@ def release(ctx: Any) -> None:
         _users -= 1
         if _users > 0:
             return
-        server._stop()  # it exits; the socket is unlinked
-        if _tempdir is not None:
-            if config.get("tempdir") == _tempdir:
-                del config["tempdir"]
-            scratch.remove(_tempdir)
-            _tempdir = None
+        try:
+            server._stop()  # it exits; the socket is unlinked
+        except (OSError, TypeError):  # stopped part way already (a Ctrl-C in its wait): it ends with us
+            pass
+        finally:  # also when a Ctrl-C lands in that wait: the directory goes, and nothing is left to redo
+            if _tempdir is not None:
+                if config.get("tempdir") == _tempdir:
+                    del config["tempdir"]
+                scratch.remove(_tempdir)
+                _tempdir = None
