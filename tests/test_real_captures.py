@@ -29,6 +29,8 @@ CAPTURES = {
     # 2026-11-23: the first captures (test_diagnosis replays the H100's readings at its limit).
     "capture-h100-sxm5-80gb-2026-11-23.json": ("h100-sxm5-80gb", 0x2330, "NVIDIA H100 80GB HBM3"),
     "capture-h200-sxm-141gb-2026-11-23.json": ("h200-sxm-141gb", 0x2335, "NVIDIA H200"),
+    # 2026-11-28: driver 580.159.04 with CUDA 13.0, the first capture of a CUDA 13 driver.
+    "capture-h100-sxm5-80gb-2026-11-28.json": ("h100-sxm5-80gb", 0x2330, "NVIDIA H100 80GB HBM3"),
 }
 
 
