@@ -26,8 +26,8 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable
 
 from nodeqc.core import scratch
-from nodeqc.work import starts
 from nodeqc.core.errors import ComputeUnavailable, GpuLostError
+from nodeqc.work import starts
 
 STATUS_OK = "ok"
 STATUS_HANG = "hang"  # silent past the watchdog's limit, killed

@@ -137,8 +137,6 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
     return each_gpu(name, gpus, outcomes, one)
 
 
-
-
 def burn_load_short(dtypes: dict[str, Any]) -> list[str]:
     """The dtypes that computed less than BURN_MIN_LOAD_SHARE of their planned seconds, as said; none
     for a result that carries no plan (made before the burn recorded it)."""
