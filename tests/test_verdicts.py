@@ -888,7 +888,7 @@ def test_the_plan_takes_its_figures_from_the_profile():
     assert stress_memory.memtest_params(fade, True)["retention_s"] == 0.0
     assert stress_memory.hbm_params(p, True) == {"bytes": 1 << 30, "trials": 3, "iters": 10}
     assert stress_memory.hbm_params(p, False) == {"bytes": 1 << 30, "trials": 5, "iters": 10}
-    assert stress_pcie.pcie_params(p, True) == {"bytes": 256 << 20, "trials": 3, "iters": 8, "min_seconds": 3.0}
+    assert stress_pcie.pcie_params(p, True) == {"bytes": 256 << 20, "trials": 3, "iters": 8, "min_seconds": 2.0}
     assert stress_pcie.pcie_params(p, False)["min_seconds"] == 10.0
     assert stress_p2p.p2p_params(p, True) == {"bytes": 256 << 20, "iters": 4} and stress_p2p.p2p_params(p, False)["iters"] == 10
     assert stress_nccl.nccl_params(p, True) == {"bytes": 1 << 30, "iters": 5}

@@ -154,3 +154,65 @@ def test_a_simulated_run_starts_one_worker_per_gpu_for_all_its_steps(tmp_path, m
     assert spawned == [(0,)]
     assert not [p for p in psutil.Process().children(recursive=True) if "worker" in " ".join(p.cmdline())
                 and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_a_run_waits_for_its_kept_workers_imports_then_no_longer(spec):
+    """The run's idle readings last until every kept worker has imported what its tasks need (issue
+    30: a fixed 2 s left a worker ready sooner idle): each says so once; that word is taken off its
+    pipe and the tasks that follow run as before."""
+    with WorkerPool(spec) as pool:
+        pool.start([0, 1])
+        assert pool.wait_ready(30) is True
+        assert all(w.ready for w in pool._idle.values())
+        outcomes = run_tasks([task("pid", 0), task("pid", 1)], spec, DOG, pool=pool)
+        assert [o.status for o in outcomes] == ["ok", "ok"] and pool.started == 2
+
+
+def test_a_workers_ready_is_no_sign_that_its_task_has_started(spec):
+    """A kept worker's "ready" still in its pipe when its first task arrives (nobody waited for it)
+    is passed over: the task is held to the start-up limit, not to the shorter stall limit that a
+    sign of its life would bring."""
+    with WorkerPool(spec) as pool:
+        pool.start([0])
+        worker = pool._idle[(0,)]
+        assert worker.conn.poll(30)  # its "ready", not taken
+        (o,) = run_tasks([task("never_starts", 0)], spec, Watchdog(startup_s=2.0, stall_s=0.3), pool=pool)
+        assert o.status == "hang" and "(limit 2 s)" in o.detail
+
+
+class _Process:
+    """A stand-in worker process: alive until end(), its sentinel readable from then on."""
+
+    def __init__(self):
+        import multiprocessing
+
+        self.sentinel, self._alive = multiprocessing.Pipe(duplex=False)
+
+    def is_alive(self):
+        return not self._alive.closed
+
+    def end(self):
+        self._alive.close()
+
+
+def test_the_wait_for_workers_is_bounded_and_an_ended_worker_is_not_waited_for(spec):
+    """Not ready within the time given: False, at once when the time is spent; a worker that ended
+    without a word is not waited for (its first task's outcome says how it ended)."""
+    import multiprocessing
+
+    from nodeqc.work.workers import _Worker
+
+    with WorkerPool(spec) as pool:
+        said, says = multiprocessing.Pipe(duplex=False)
+        _, tasks = multiprocessing.Pipe(duplex=False)
+        slow, dead = _Process(), _Process()
+        pool._idle[(0,)] = _Worker((0,), slow, said, tasks, "-")
+        pool._idle[(1,)] = _Worker((1,), dead, multiprocessing.Pipe(duplex=False)[0], tasks, "-")
+        began = time.monotonic()
+        assert pool.wait_ready(0.3) is False
+        assert 0.25 < time.monotonic() - began < 5
+        dead.end()
+        says.send(("ready",))
+        assert pool.wait_ready(5) is True
+        assert pool._idle[(0,)].ready and pool._idle[(1,)].ready and not said.poll()
+        pool._idle.clear()

@@ -56,6 +56,14 @@ PROGRESS_EVERY_S = 0.25  # real seconds between progress events of one subject
 # The longest a step's load waits on a slow telemetry sampler (real seconds; the watchdog's bound
 # grows by as much): a sampler slower than this is broken, not slow (nodeqc's choice).
 MAX_TELEMETRY_WAIT_S = 60.0
+# Before any load, telemetry reads the GPUs idle (the plots' and the link's "at idle") for this many
+# run-clock seconds, 4 readings at the default 4 Hz, and for as long beyond it as the workers take to
+# import what their tasks need (CuPy, nvmath's binding: a fresh node's first import of those is the
+# slow part), at most WORKER_READY_WAIT_S: a worker still importing then makes its first task wait,
+# watched by the watchdog's start-up limit. It was a fixed 2 s, of which a worker ready sooner left
+# the rest idle (issue 30's 60 s: the first stress step began 2.1 s into a real H100's quick run).
+IDLE_BASELINE_S = 1.0
+WORKER_READY_WAIT_S = 10.0
 # The host checks that load the live machine: said not run, one result each, where the run has no
 # backend for them (a replay). Those that read it: nodeqc.run.platform_watch.HOST_HEALTH_CHECKS.
 HOST_STRESS_CHECKS = ("host.cpu_stress", "host.memory_bandwidth", "host.nvme", "host.optics")
@@ -345,7 +353,10 @@ class Runner:
             # imports overlap the idle readings; no GPU is touched until the first task.
             with WorkerPool(self.hw.compute_spec) as pool:
                 pool.start([g.index for g in gpus if g.index not in in_use])
-                self.hw.clock.sleep(2.0)  # idle readings first: the baseline the load is compared with
+                self.hw.clock.sleep(IDLE_BASELINE_S)
+                ready_by = time.monotonic() + WORKER_READY_WAIT_S
+                while not pool.wait_ready(0.25) and not self.aborted and time.monotonic() < ready_by:
+                    pass
                 failed = self._stress(gpus, sampler, in_use, pool)
                 self._burn_in_phase([g for g in gpus if g.index not in failed], sampler, pool)
         finally:

@@ -205,6 +205,7 @@ def _worker_main(conn: Connection, spec: dict[str, Any], task: Task | None, log_
     try:
         if task is None:
             _prepare(spec)
+            conn.send(("ready",))  # imported: the run's idle readings need not wait longer for it
         while True:
             if task is None:
                 try:
@@ -223,6 +224,20 @@ def _worker_main(conn: Connection, spec: dict[str, Any], task: Task | None, log_
         conn.close()
 
 
+def _take_ready(worker: _Worker) -> None:
+    """A kept worker's "ready" taken off its pipe: sent before it reads its first task, it is the
+    only message that can come before one. A worker that ended counts as ready: its first task's
+    outcome says how it ended."""
+    try:
+        if worker.conn.poll():
+            worker.conn.recv()
+            worker.ready = True
+        elif not worker.process.is_alive():
+            worker.ready = True
+    except (EOFError, OSError):
+        worker.ready = True
+
+
 def task_gpus(task: Task) -> tuple[int, ...]:
     """The GPUs a task's process opens: the key a kept worker serves."""
     return tuple(task.gpus) if task.gpus else (task.gpu,)
@@ -235,6 +250,7 @@ class _Worker:
     conn: Connection  # worker -> supervisor: progress and the result
     tasks: Connection | None  # supervisor -> worker: the next task (None: one task, then it exits)
     log_path: str
+    ready: bool = False  # a kept worker said it has imported what its tasks need (or ended)
 
 
 class WorkerPool:
@@ -298,6 +314,21 @@ class WorkerPool:
         for gpu in gpus:
             if self.keep and (gpu,) not in self._idle:
                 self._idle[(gpu,)] = self._spawn((gpu,), None)
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Wait, at most timeout_s real seconds, until every kept worker started ahead of its task has
+        imported what its tasks need (its "ready"), or has ended (its first task then says why).
+        True when none is left waiting."""
+        end = time.monotonic() + timeout_s
+        while True:
+            waiting = [w for w in self._idle.values() if w.tasks is not None and not w.ready]
+            for w in waiting:
+                _take_ready(w)
+            waiting = [w for w in waiting if not w.ready]
+            left = end - time.monotonic()
+            if not waiting or left <= 0:
+                return not waiting
+            wait([w.conn for w in waiting] + [w.process.sentinel for w in waiting], timeout=left)
 
     def assign(self, task: Task) -> _Worker:
         """A process running `task`: a kept one for its GPU, else a new one."""
@@ -436,8 +467,10 @@ def _drain(r: _Running, now: float, on_progress: ProgressFn | None) -> None:
             message = r.conn.recv()
         except (EOFError, OSError):
             return
-        r.last_message = now
         kind = message[0]
+        if kind == "ready":  # a kept worker's imports done, not yet taken: no sign of its task's life
+            continue
+        r.last_message = now
         if kind == "progress":
             _, fraction, figures = message
             r.last_progress = {"fraction": fraction, **figures}

@@ -17,8 +17,16 @@ from nodeqc.work.telemetry import GpuTelemetry
 from nodeqc.work.workers import Outcome
 
 
+# The copies go on this long (the run's clock) so that telemetry reads the link while it carries
+# traffic. With --quick, 2 s: NVML's utilisation window (1 s) and then 4 readings at the default
+# 4 Hz, the rule TelemetrySampler.wall_s_to_see keeps for a load judged from telemetry; the link
+# itself is read by the worker during the copies. It was 3 s (issue 30's 60 s: a real H100's quick
+# PCIe step took 3.7 s of them, benchmarks/RESULTS.md 2026-11-28).
+PCIE_MIN_SECONDS = {True: 2.0, False: 10.0}
+
+
 def pcie_params(profile: Profile, quick: bool) -> dict[str, Any]:
-    return {"bytes": 256 * MIB, "trials": 3, "iters": 8, "min_seconds": 3.0 if quick else 10.0}
+    return {"bytes": 256 * MIB, "trials": 3, "iters": 8, "min_seconds": PCIE_MIN_SECONDS[quick]}
 
 
 PCIE_DIRECTIONS = ("h2d", "d2h", "bidir")
