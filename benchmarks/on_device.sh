@@ -50,6 +50,8 @@ newest_report() { ls -t "$out/reports/$1"/*.report.json 2>/dev/null | head -n1; 
   "cuda runtime", cupy.cuda.runtime.runtimeGetVersion(), "driver", cupy.cuda.runtime.driverGetVersion())'; } \
     >"$out/summary.log" 2>&1 || { echo "on_device: no GPU or no CuPy here (see summary.log)" >&2; exit 2; }
 say "$(nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv,noheader -i 0)"
+# fp8's burn and tests need nvmath-python, which the image lacks: said first, not found in the logs after.
+python3 -c 'import nvmath' 2>/dev/null || say "no nvmath-python here: fp8 will not run (gather the wheels with ../shared/device/wheels.sh cuda13, or cuda12 for a CUDA 12 driver)"
 
 case "$mode" in
 quick)
