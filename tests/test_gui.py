@@ -840,6 +840,31 @@ def test_plots_leave_a_gap_for_a_missing_sample_and_mark_throttle_onsets(qtbot):
     assert plots.throttle.data["x"].tolist() == [pytest.approx(12.0)]
 
 
+def test_plots_are_all_drawn_when_their_tab_is_shown_not_one_a_tick(qtbot):
+    """Samples that came while another tab was in front are all on every plot as soon as the plots
+    are looked at; the timer that redraws one plot a tick plays no part (stopped here)."""
+    from PySide6.QtWidgets import QLabel, QTabWidget
+
+    tabs = QTabWidget()
+    qtbot.addWidget(tabs)
+    plots = TelemetryPlots(capacity=200)
+    tabs.addTab(QLabel("checks"), "Checks")
+    tabs.addTab(plots, "Plots")
+    plots.configure([{"subject": "gpu0", "power_limit_w": 700}], load_profile("h100"))
+    tabs.resize(1024, 600)
+    tabs.show()
+    plots.timer.stop()
+    for i in range(40):
+        plots.add(i * 0.25, {"gpu0": GpuSample(temp_c=50, power_w=600, sm_clock_mhz=1500, mem_clock_mhz=2619)})
+    unshown = [plots.curves[(f, "gpu0")].getData()[0] for f, _, _ in SERIES]
+    assert all(xs is None or len(xs) == 0 for xs in unshown)  # nothing drawn while hidden
+    tabs.setCurrentWidget(plots)
+    qtbot.waitUntil(lambda: not plots._stale, timeout=2000)
+    for field, _, _ in SERIES:
+        xs, _ = plots.curves[(field, "gpu0")].getData()
+        assert xs is not None and xs[0] == 0 and xs[-1] == pytest.approx(9.75), field
+
+
 def test_events_of_an_ended_run_never_reach_the_next(qtbot):
     """A telemetry sampler stuck in a dying GPU's driver call may emit after its run ended."""
     worker = RunThread()

@@ -291,7 +291,15 @@ class TelemetryPlots(QWidget):
 
     def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
         super().showEvent(event)
-        self._stale = list(self.plots)  # redrawn for the size they are shown at
+        # Shown (their tab chosen): every plot drawn at once for the size it is shown at, once the
+        # layout has settled, not one a tick, which left the last of them stale for half a second
+        # after the technician looked. Live samples and resizes still redraw one plot a tick.
+        self._stale = list(self.plots)
+        QTimer.singleShot(0, self._redraw_shown)
+
+    def _redraw_shown(self) -> None:
+        if self._stale and self.isVisible():
+            self.refresh(list(self._stale))
 
     def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
