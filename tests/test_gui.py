@@ -840,6 +840,28 @@ def test_plots_leave_a_gap_for_a_missing_sample_and_mark_throttle_onsets(qtbot):
     assert plots.throttle.data["x"].tolist() == [pytest.approx(12.0)]
 
 
+@pytest.mark.parametrize("tab", ["history", "plots", "checks"])
+def test_four_failing_gpus_banner_is_never_cut_at_its_frame_it_scrolls(qtbot, tmp_path, tab):
+    """At 1366x768, after the crash cart's size, the full banner of four failing GPUs needs more
+    room than the tiles in two columns leave beside the History tab (their wrapped text sets their
+    height only once laid out): it was taller than its frame, the last GPU's what-to-do and the
+    report cut off with no scroll bar. Now it fits its room, and scrolls where it needs more."""
+    four = THREE_GPUS[:3] + EIGHT_GPUS[3:4] + THREE_GPUS[3:]
+    window = make_window(qtbot)
+    show_ended_run(qtbot, window, four, tmp_path)
+    window.resize(1024, 600)
+    qtbot.wait(100)
+    window.resize(1366, 768)
+    qtbot.wait(100)
+    window.tabs.setCurrentWidget(getattr(window, tab))
+    qtbot.wait(100)
+    banner, scroll = window.banner, window.banner.scroll_area
+    assert scroll.geometry().bottom() <= banner.contentsRect().bottom()
+    assert inside(banner, window)
+    inner = scroll.widget()
+    assert inner.height() <= scroll.viewport().height() or scroll.verticalScrollBar().isVisible()
+
+
 def test_plots_are_all_drawn_when_their_tab_is_shown_not_one_a_tick(qtbot):
     """Samples that came while another tab was in front are all on every plot as soon as the plots
     are looked at; the timer that redraws one plot a tick plays no part (stopped here)."""

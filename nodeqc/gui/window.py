@@ -116,7 +116,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.plots, "Plots")
         self.tabs.addTab(self.checks, "Checks")
         self.tabs.addTab(self.history, "History")
-        self.tabs.currentChanged.connect(lambda _: self._arrange())
+        self.tabs.currentChanged.connect(lambda _: self._rearrange())
         self.body = QBoxLayout(QBoxLayout.Direction.LeftToRight)
         self.body.addWidget(self.tile_area)
         self.body.addWidget(self.tabs, 1)
@@ -217,8 +217,13 @@ class MainWindow(QMainWindow):
         layout, and would count the banner's last height."""
         central = self.centralWidget().layout()
         margins, inside = central.contentsMargins(), self.banner.layout().contentsMargins()
+        # Tiles in two columns beside the History tab wrap their text: the body's least height then
+        # depends on its width, and counting only its plain minimum left the banner taller than the
+        # room and cut at its frame, its last what-to-do hidden with no scroll bar (1366x768).
+        width = self.centralWidget().width() - margins.left() - margins.right()
+        body = self.body.minimumHeightForWidth(width) if self.body.hasHeightForWidth() else 0
         others = (margins.top() + margins.bottom() + 2 * central.spacing() + inside.top() + inside.bottom()
-                  + self.node_panel.minimumSizeHint().height() + self.body.minimumSize().height()
+                  + self.node_panel.minimumSizeHint().height() + max(body, self.body.minimumSize().height())
                   + self.statusBar().sizeHint().height())
         return self.height() - others
 
@@ -239,7 +244,17 @@ class MainWindow(QMainWindow):
 
     def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
+        self._rearrange()
+
+    def _rearrange(self) -> None:
+        """Arranged now, and the banner fitted again once the layout has settled: tiles that change
+        columns know the height their wrapped text needs only then."""
         self._arrange()
+        QTimer.singleShot(0, self._refit)
+
+    def _refit(self) -> None:
+        self.centralWidget().layout().activate()  # the tiles' new columns laid out: their heights known
+        self._fit_banner()
 
     def _arrange(self) -> None:
         """Narrow screens: two columns of tiles beside the tabs. Wide ones: rows of four tiles above
@@ -250,7 +265,6 @@ class MainWindow(QMainWindow):
             repolish(self.node_panel.findChildren(QLabel))
             self.banner.set_compact(compact)
             self.plots.set_compact(compact)
-        self._fit_banner()
         wide = self.width() >= self.tile_area.width_for(WIDE_COLUMNS) + 20 and self.height() >= WIDE_MIN_HEIGHT
         # Beside the check list, or on a narrow screen (1024 pixels), the tiles take one column: the
         # tabs need the width more. Never more columns than GPUs.
@@ -269,6 +283,7 @@ class MainWindow(QMainWindow):
             area.setMinimumHeight(0)
             area.setMaximumHeight(QWIDGETSIZE_MAX)
             area.setFixedWidth(area.width_for(narrow_columns))
+        self._fit_banner()  # to the room the body leaves as now arranged
 
     @staticmethod
     def _gpu_summary(gpus: list[dict[str, Any]]) -> str:
