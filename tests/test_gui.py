@@ -19,7 +19,7 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
 from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtGui import QColor, QImage, QTextDocumentFragment  # noqa: E402
+from PySide6.QtGui import QColor, QImage, QTextDocument, QTextDocumentFragment, QTextTable  # noqa: E402
 from PySide6.QtWidgets import QFileDialog, QMessageBox  # noqa: E402
 
 from conftest import ROOT, cli  # noqa: E402
@@ -580,6 +580,17 @@ def test_the_printable_summary_says_what_failed_and_what_to_do_before_the_partic
     assert [text.index(t) for t in order] == sorted(text.index(t) for t in order), text
     # Every check, with the GPUs that passed one together: a row, not eight.
     assert text.count("health.ecc") == 1 and "gpu0-7" in text
+    # On paper: a failed row's verdict in the banner's colours, a pass plain; the table's header on
+    # every page it runs to; the signature said once, not "Signature signature: ...".
+    html_text = summary_html(LoadedReport(tmp_path / "x.report.json", predicate, True, "signature: verified"))
+    background, colour = COLOURS["fail"]
+    assert f"<td style='background:{background}; color:{colour}'><b>FAIL</b>" in html_text
+    assert "<td><b>PASS</b>" in html_text and f"background:{background}; color:{colour}'><b>PASS" not in html_text
+    doc = QTextDocument()
+    doc.setHtml(html_text)
+    tables = [f for f in doc.rootFrame().childFrames() if isinstance(f, QTextTable)]
+    assert tables[-1].format().headerRowCount() == 1
+    assert "Signature" in text and "signature:" not in text.lower()
 
 
 def test_the_printable_summary_of_a_gpu_another_process_used_says_error(tmp_path):

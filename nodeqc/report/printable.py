@@ -116,13 +116,13 @@ def summary_html(report: LoadedReport) -> str:
             ("Run", f"{e(p.get('started_at'))} to {e(p.get('finished_at'))} ({e(run_length(p))})"),
             ("Operator", e(p.get("operator")) + (f", ticket {e(p['ticket'])}" if p.get("ticket") else "")),
             ("Report", e(report.path)),
-            ("Signature", e(report.trust))]),
+            ("Signature", e(report.trust.removeprefix("signature: ")))]),
     ]
     checks = [CheckResult.from_dict(c) for c in p.get("checks", [])]
     rows = "".join(_check_row(group) for group in grouped(checks))
     out.append(f"<h2>All checks ({len(checks)} results)</h2><table width='100%' border='1' cellspacing='0' "
-               f"cellpadding='2' style='font-size:7pt'><tr><th>Check</th><th>Subject</th><th>Verdict</th>"
-               f"<th>Message</th></tr>{rows}</table>")
+               f"cellpadding='2' style='font-size:7pt'><thead><tr><th>Check</th><th>Subject</th><th>Verdict</th>"
+               f"<th>Message</th></tr></thead>{rows}</table>")
     return "".join(out)
 
 
@@ -154,8 +154,12 @@ def _check_row(group: list[CheckResult]) -> str:
     code = f" [{first.code}]" if first.code and first.verdict.blocks_qualification else ""
     # A break allowed after each comma: a long list of subjects wraps instead of running off the cell.
     subjects = html.escape(subjects_text([r.subject for r in group])).replace(",", ",&#8203;")
+    # On paper a failed row must stand out from the passes: its verdict in the banner's colours.
+    marked = state in ("fail", "error", "warn")
+    background, colour = COLOURS[state]
+    cell = f"<td style='background:{background}; color:{colour}'>" if marked else "<td>"
     return (f"<tr><td>{html.escape(first.name)}</td><td>{subjects}</td>"
-            f"<td><b>{WORDS[state]}</b></td><td>{html.escape(message + code)}</td></tr>")
+            f"{cell}<b>{WORDS[state]}</b></td><td>{html.escape(message + code)}</td></tr>")
 
 
 def export_pdf(report: LoadedReport, pdf_path: Path) -> None:
