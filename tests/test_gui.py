@@ -561,6 +561,10 @@ def test_while_running_the_banner_names_the_failing_parts(qtbot):
     with qtbot.waitSignal(window.run_done, timeout=RUN_TIMEOUT_MS):  # ended before any assertion
         window.worker.abort()
     assert re.search(r"\d+ results so far, 1 failing \(gpu6\)\.", running), running
+    # Aborted, the banner still says what failed before the abort, and what to do.
+    assert window.banner_word.text() == "ABORTED" and "1 part failed before it" in window.banner_text.text()
+    text = QTextDocumentFragment.fromHtml(window.banner_findings.text()).toPlainText()
+    assert "GPU 6 (0000:d1:00.0" in text and remediation("GPU_IN_USE") in text
 
 
 def test_the_printable_summary_says_what_failed_and_what_to_do_before_the_particulars(tmp_path):

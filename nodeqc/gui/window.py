@@ -496,8 +496,14 @@ class MainWindow(QMainWindow):
             report = f"Partial run ({self.setup.partial}): this report is not a qualification.\n{report}"
         headline = html.escape(the_answer.tally)
         if outcome.status == "aborted":
+            # What failed before the abort is said, with what to do, as after a whole run: the
+            # technician who stopped a run with a red tile sees why it is red.
+            failed = len({f.subject for f in the_answer.findings})
+            so_far = f"; {failed} part{'s' * (failed != 1)} failed before it" if failed else ""
             self._set_banner("aborted", "ABORTED", f"The run was aborted: the node is <b>not qualified</b>. "
-                             f"{len(outcome.results)} results were reached.", finished=True, report=report)
+                             f"{len(outcome.results)} results were reached{so_far}.", finished=True, report=report,
+                             findings=banner_findings(the_answer.findings), repairable=bool(the_answer.failing),
+                             compact=compact_findings(the_answer.findings))
             return
         # ERROR, not FAIL, where a check could not run and none failed: nothing says the hardware is bad.
         self._set_banner(the_answer.state, the_answer.word, headline, finished=True, report=report,
