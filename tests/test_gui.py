@@ -171,6 +171,8 @@ def test_a_fault_turns_its_tile_and_check_red_and_the_banner_says_why(qtbot, tmp
     qtbot.mouseClick(window.open_button, Qt.MouseButton.LeftButton)
     dialog = window.findChild(ReportDialog)
     assert dialog is not None and dialog.isVisible()
+    screen = window.screen().availableGeometry()  # never larger than the screen: its Close button on it
+    assert dialog.width() <= screen.width() and dialog.height() <= screen.height()
     pdf = tmp_path / "summary.pdf"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(pdf), "PDF (*.pdf)")))
     qtbot.mouseClick(window.pdf_button, Qt.MouseButton.LeftButton)
@@ -544,6 +546,7 @@ def test_a_gpu_another_process_uses_reads_error_not_fail(qtbot, tmp_path):
     show_ended_run(qtbot, window, [CheckResult("host.cpu", "node", Verdict.PASS, "112 cores"), busy], tmp_path)
     assert window.banner_word.text() == "ERROR" and window.banner.property("state") == "error"
     assert window.exit_code == 2
+    assert window.status.full.startswith("Run finished: ERROR; report ")  # the banner's word, not the node's FAIL
     text = QTextDocumentFragment.fromHtml(window.banner_findings.text()).toPlainText()
     assert "GPU 6 (0000:d1:00.0, serial SIM-HGXH100-0001-G6): 1 other compute process(es) on this GPU before the " \
            "stress: pid 48151 (python3, 0.98 GiB)" in text and remediation("GPU_IN_USE") in text

@@ -3,10 +3,8 @@ summary, nodeqc.report.printable, is the Export PDF button's)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLineEdit, QPlainTextEdit, QVBoxLayout, QWidget
 
 from nodeqc.report.printable import LoadedReport
 from nodeqc.report.render import render_report
@@ -18,13 +16,19 @@ class ReportDialog(QDialog):
     def __init__(self, report: LoadedReport, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle(f"nodeqc report: {report.path.name}")
-        self.resize(1100, 700)
+        # At most the screen it opens on: a fixed 1100x700 put the Close button off a crash cart's
+        # 1024x600 screen.
+        room = (parent or self).screen().availableGeometry()
+        self.resize(min(1100, room.width()), min(700, room.height()))
         self.text = text = QPlainTextEdit(render_report(report.predicate, report.trust))
         text.setReadOnly(True)
         text.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        path = QLabel(str(report.path))
-        path.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # A read-only line, not a label: a long path scrolls within it (and copies whole) rather than
+        # widen the dialog past the screen.
+        path = QLineEdit(str(report.path))
+        path.setReadOnly(True)
+        path.setFrame(False)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)

@@ -461,9 +461,10 @@ class MainWindow(QMainWindow):
         self.outcome = outcome
         self.exit_code = outcome.exit_code
         self._set_inputs(running=False)
-        self._show_verdict(outcome)
-        # The status bar ends on the run's end, not on whatever the run said last (a stale step).
-        self._say(f"Run {'aborted' if outcome.status == 'aborted' else 'finished'}: {outcome.verdict}; "
+        word = self._show_verdict(outcome)
+        # The status bar ends on the run's end, not on whatever the run said last (a stale step), in
+        # the banner's word (ERROR where a check could not run and none failed, not the node's FAIL).
+        self._say(f"Run {'aborted' if outcome.status == 'aborted' else 'finished'}: {word}; "
                   f"report {outcome.report_path}")
         self.history.load(self.node.node_id, self.setup.archive)
         if any(r.verdict.blocks_qualification for r in outcome.results):
@@ -486,8 +487,9 @@ class MainWindow(QMainWindow):
         if self.close_after_run:
             self.close()
 
-    def _show_verdict(self, outcome: RunOutcome) -> None:
-        """The engine's answer (nodeqc.report.answer), as the headless summary and `show` give it."""
+    def _show_verdict(self, outcome: RunOutcome) -> str:
+        """The engine's answer (nodeqc.report.answer), as the headless summary and `show` give it;
+        returns the banner's word."""
         finished = self.finished
         the_answer = finished.answer if finished is not None and finished.answer is not None else answer(
             outcome.results, self.node.gpus, outcome.verdict, outcome.status, self.setup.partial, self.node.simulated)
@@ -504,11 +506,12 @@ class MainWindow(QMainWindow):
                              f"{len(outcome.results)} results were reached{so_far}.", finished=True, report=report,
                              findings=banner_findings(the_answer.findings), repairable=bool(the_answer.failing),
                              compact=compact_findings(the_answer.findings))
-            return
+            return "ABORTED"
         # ERROR, not FAIL, where a check could not run and none failed: nothing says the hardware is bad.
         self._set_banner(the_answer.state, the_answer.word, headline, finished=True, report=report,
                          findings=banner_findings(the_answer.findings), repairable=bool(the_answer.failing),
                          compact=compact_findings(the_answer.findings))
+        return the_answer.word
 
     def retest(self) -> None:
         """Re-test after a repair: the same checks, the repair recorded, the report just written linked."""
