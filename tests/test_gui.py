@@ -1191,6 +1191,20 @@ def test_the_running_banners_now_line_follows_a_check_as_it_starts_not_on_the_ne
     assert "burn" in window.banner_text.text(), window.banner_text.text()
 
 
+def test_the_checks_list_and_the_tiles_open_on_the_part_the_banner_names_first(qtbot, tmp_path):
+    """Three GPUs failed: the banner names GPU 1 first; the list opened on GPU 6's stress.burn (the
+    first failing check in the list's order), and the detail pane on a part the banner named last."""
+    window = make_window(qtbot)
+    window.resize(1024, 600)
+    burn_first = [THREE_GPUS[2], *THREE_GPUS[:2], THREE_GPUS[3]]  # as a run finishes them: the burn first
+    show_ended_run(qtbot, window, burn_first, tmp_path)
+    first_line = QTextDocumentFragment.fromHtml(window.banner_findings.text()).toPlainText().splitlines()[0]
+    assert first_line.startswith("GPU 1"), first_line
+    result = window.checks.tree.currentItem().data(0, Qt.ItemDataRole.UserRole)
+    assert (result.name, result.subject) == ("health.pcie_link", "gpu1")
+    assert in_view(window.tiles["gpu1"], window.tile_area)
+
+
 def test_at_1024x600_the_failing_check_selected_is_in_view_in_the_checks_list(qtbot, tmp_path):
     """The Checks tab opens on the first failure, scrolled to it: at 1024x600 the list is a few rows
     high and gpu5's failing row sat below them (issue 29's audit), the detail pane naming a row not shown."""

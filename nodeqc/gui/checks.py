@@ -213,11 +213,19 @@ class CheckList(QWidget):
             return r.verdict if r else None
         return Verdict.worst([r.verdict for r in check.results.values()]) if check.results else None
 
-    def select_first_failure(self) -> None:
+    def select_first_failure(self, prefer: tuple[str, str] | None = None) -> None:
+        """The first failing result selected and shown: `prefer` (check, subject), the banner's first
+        part, where it is in the list, so the list opens on what the banner names first."""
+        def wanted(result: CheckResult) -> bool:
+            return result.verdict.blocks_qualification and (prefer is None or (result.name, result.subject) == prefer)
+
+        if prefer is not None and not any(wanted(check.item.child(i).data(CHECK, RESULT_ROLE))
+                                          for check in self.checks.values() for i in range(check.item.childCount())):
+            prefer = None
         for check in self.checks.values():
             for i in range(check.item.childCount()):
                 child = check.item.child(i)
-                if child.data(CHECK, RESULT_ROLE).verdict.blocks_qualification:
+                if wanted(child.data(CHECK, RESULT_ROLE)):
                     check.item.setExpanded(True)
                     self.tree.setCurrentItem(child)
                     self.tree.scrollToItem(child, QAbstractItemView.ScrollHint.PositionAtCenter)

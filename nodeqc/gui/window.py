@@ -71,6 +71,7 @@ class MainWindow(QMainWindow):
         self.results: list[CheckResult] = []
         self.finished: RunFinished | None = None
         self.outcome: RunOutcome | None = None
+        self.findings_shown: list[Any] = []  # the banner's parts, in its order
         self.exit_code = 0
         self.close_after_run = False
         self.active = False  # a run is under way, as this thread knows it: from start() to its end shown
@@ -468,9 +469,12 @@ class MainWindow(QMainWindow):
                   f"report {outcome.report_path}")
         self.history.load(self.node.node_id, self.setup.archive)
         if any(r.verdict.blocks_qualification for r in outcome.results):
+            # The list and the tiles open on the part the banner names first.
+            first = self.findings_shown[0] if self.findings_shown else None
             self.tabs.setCurrentWidget(self.checks)
-            self.checks.select_first_failure()
-            failing = next((s for s, t in self.tiles.items() if t.state in ("fail", "error")), None)
+            self.checks.select_first_failure((first.check, first.subject) if first else None)
+            failing = first.subject if first is not None and first.subject in self.tiles else \
+                next((s for s, t in self.tiles.items() if t.state in ("fail", "error")), None)
             if failing is not None:
                 self.tile_area.reveal(failing)  # on a small screen the tiles scroll
         self.run_done.emit(outcome)
@@ -497,6 +501,7 @@ class MainWindow(QMainWindow):
         if self.setup.partial:
             report = f"Partial run ({self.setup.partial}): this report is not a qualification.\n{report}"
         headline = html.escape(the_answer.tally)
+        self.findings_shown = the_answer.findings
         if outcome.status == "aborted":
             # What failed before the abort is said, with what to do, as after a whole run: the
             # technician who stopped a run with a red tile sees why it is red.
