@@ -503,16 +503,14 @@ class MainWindow(QMainWindow):
         headline = html.escape(the_answer.tally)
         self.findings_shown = the_answer.findings
         if outcome.status == "aborted":
-            # What failed before the abort is said, with what to do, as after a whole run: the
+            # What failed before the abort is said below, with what to do, as after a whole run: the
             # technician who stopped a run with a red tile sees why it is red.
             failed = len({f.subject for f in the_answer.findings})
             so_far = f"; {failed} part{'s' * (failed != 1)} failed before it" if failed else ""
-            self._set_banner("aborted", "ABORTED", f"The run was aborted: the node is <b>not qualified</b>. "
-                             f"{len(outcome.results)} results were reached{so_far}.", finished=True, report=report,
-                             findings=banner_findings(the_answer.findings), repairable=bool(the_answer.failing),
-                             compact=compact_findings(the_answer.findings))
-            return "ABORTED"
-        # ERROR, not FAIL, where a check could not run and none failed: nothing says the hardware is bad.
+            headline = (f"The run was aborted: the node is <b>not qualified</b>. "
+                        f"{len(outcome.results)} results were reached{so_far}.")
+        # The answer's word and colour: ABORTED; ERROR, not FAIL, where a check could not run and none
+        # failed (nothing says the hardware is bad).
         self._set_banner(the_answer.state, the_answer.word, headline, finished=True, report=report,
                          findings=banner_findings(the_answer.findings), repairable=bool(the_answer.failing),
                          compact=compact_findings(the_answer.findings))
