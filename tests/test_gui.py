@@ -880,6 +880,20 @@ def test_four_failing_gpus_banner_is_never_cut_at_its_frame_it_scrolls(qtbot, tm
     assert inner.height() <= scroll.viewport().height() or scroll.verticalScrollBar().isVisible()
 
 
+def test_after_a_run_the_window_shrinks_to_a_crash_carts_screen_in_one_resize(qtbot, tmp_path):
+    """The banner fitted at 1920x1080 and 1366x768 set the window's least height: resized to 1024x600
+    the window stayed 659 px tall, past the screen, until a second resize."""
+    four = THREE_GPUS[:3] + EIGHT_GPUS[3:4] + THREE_GPUS[3:]
+    window = make_window(qtbot)
+    show_ended_run(qtbot, window, four, tmp_path)
+    for size in ((1920, 1080), (1366, 768), (1024, 600)):
+        window.resize(*size)
+        qtbot.wait(100)
+        assert (window.width(), window.height()) == size
+        banner, scroll = window.banner, window.banner.scroll_area
+        assert scroll.geometry().bottom() <= banner.contentsRect().bottom() and inside(banner, window)
+
+
 def test_plots_are_all_drawn_when_their_tab_is_shown_not_one_a_tick(qtbot):
     """Samples that came while another tab was in front are all on every plot as soon as the plots
     are looked at; the timer that redraws one plot a tick plays no part (stopped here)."""

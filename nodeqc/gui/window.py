@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout,
                                QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QTabWidget,
                                QVBoxLayout, QWidget)
@@ -23,7 +23,7 @@ from nodeqc.run.events import (CheckFinished, CheckProgress, CheckStarted, Event
                            RunStarted, TelemetrySampled)
 from nodeqc.core.model import CheckResult
 from nodeqc.core.text import subjects_text
-from nodeqc.gui.banner import Banner, banner_findings, compact_findings
+from nodeqc.gui.banner import BANNER_MIN_HEIGHT, Banner, banner_findings, compact_findings
 from nodeqc.gui.bridge import RunThread
 from nodeqc.gui.checks import CheckList
 from nodeqc.gui.history import HistoryList
@@ -91,7 +91,7 @@ class MainWindow(QMainWindow):
         self.timer.setInterval(REDRAW_MS)
         self.timer.timeout.connect(self.redraw)
 
-        central = QWidget()
+        central = _Central(self)
         layout = QVBoxLayout(central)
         layout.setContentsMargins(8, 6, 8, 6)
         layout.setSpacing(6)
@@ -567,4 +567,22 @@ class MainWindow(QMainWindow):
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.setObjectName("notices")
         box.show()
+
+
+class _Central(QWidget):
+    """The window's body. Its least height counts the banner at its own least height, not at the
+    height it was last fitted to: a window made smaller (a run's end at 1366x768, then a 1024x600
+    screen) was held at its old banner's height, taller than the screen, until a second resize. Made
+    smaller, the window fits the banner to the room left (MainWindow.resizeEvent) before it paints."""
+
+    def __init__(self, window: "MainWindow"):
+        super().__init__()
+        self._window = window
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        hint = super().minimumSizeHint()
+        scroll = getattr(self._window, "banner_scroll", None)
+        if scroll is None:
+            return hint
+        return QSize(hint.width(), hint.height() - max(0, scroll.minimumHeight() - BANNER_MIN_HEIGHT))
 
