@@ -368,6 +368,7 @@ def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     (["--simulate", "8", "--confidence", "1.5"], "--confidence 1.5"),
     (["--simulate", "8", "--inject", "node9:down"], "no node9 in a cluster of 8"),
     (["--simulate", "1"], "at least two nodes"),
+    (["--simulate", "99999999999"], "--simulate 99999999999: at most 4096 simulated nodes"),  # ran away before
     (["--simulate", "8", "--tests", "nccl"], "the simulated cluster runs rdma"),
     (["--hosts", "@/no/such/file", "--launch", "env H={host}"], "--hosts @/no/such/file: cannot read"),
     ([], "one of the arguments --slurm --hosts --k8s --simulate is required"),

@@ -47,6 +47,9 @@ from nodeqc.fabric.tails import LAT_P50_US as LAT_P50_FLOOR_US
 from nodeqc.fabric.tails import Latency, lat_floor, nccl_step_floor
 from nodeqc.fabric.topology import Topology
 
+# The most nodes --simulate builds: the largest simulated fabric measured (4,096 nodes, benchmarks/
+# RESULTS.md "Fabric acceptance at scale"); beyond it time and memory are unknown.
+MAX_SIMULATED_NODES = 4096
 PORT_RATE_GBIT = 400.0  # NDR InfiniBand
 TCP_LINK_GBIT = 100.0
 HEALTHY_RDMA_SHARE = 0.975
@@ -109,6 +112,9 @@ class SimulatedCluster:
               topology: Topology | None = None, nvlink: int = 0, gpus: int = 0) -> "SimulatedCluster":
         if count < 2:
             raise UsageError(f"--simulate {count}: a fabric needs at least two nodes")
+        if count > MAX_SIMULATED_NODES:  # an unbounded count ran for minutes, gigabytes growing, silent
+            raise UsageError(f"--simulate {count}: at most {MAX_SIMULATED_NODES} simulated nodes (the largest "
+                             "simulated fabric measured, benchmarks/RESULTS.md)")
         if not 0 <= rails <= 32:
             raise UsageError(f"--rails {rails}: expected 0 (TCP only) to 32")
         nodes = [f"node{i}" for i in range(count)]
