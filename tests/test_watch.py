@@ -345,7 +345,18 @@ def test_a_later_pass_reads_the_kernel_log_from_where_the_last_one_stopped(tmp_p
 
 
 @pytest.mark.parametrize("content", ['{"nodeqc_watch": 1, "node": "x", "findings": [{"check": 1}]}', "not json",
-                                     '{"nodeqc_watch": 1, "node": "x", "updated_at": 1e300}', "[]", "fifo"])
+                                     '{"nodeqc_watch": 1, "node": "x", "updated_at": 1e300}', "[]", "fifo",
+                                     # readings of the wrong kind were each pass's internal error
+                                     '{"nodeqc_watch": 1, "node": "x", "readings": {"gpus": "x"}}',
+                                     '{"nodeqc_watch": 1, "node": "x", "readings": {"gpus": {"S1": 5}}}',
+                                     '{"nodeqc_watch": 1, "node": "x", "readings": {"gpus": {"S1": {"counters": '
+                                     '{"pcie_replay": "x"}}}}}',
+                                     '{"nodeqc_watch": 1, "node": "x", "readings": {"gpus": {"S1": {"counters": '
+                                     '{"remap_pending": 1}}}}}',
+                                     '{"nodeqc_watch": 1, "node": "x", "readings": {"kernel_log": []}}',
+                                     '{"nodeqc_watch": 1, "node": "x", "readings": {"kernel_log": {"seq": "x"}}}',
+                                     '{"nodeqc_watch": 1, "node": "x", "readings": {"nics": {"ib0": {"ports": '
+                                     '{"p1": {"symbol_error": true}}}}}}'])
 def test_a_state_file_that_is_not_the_watchs_is_one_line_and_exit_2_and_fleet_says_so(tmp_path, capsys, content):
     import csv
     import os

@@ -146,10 +146,50 @@ def _state(data: Any) -> WatchState:
                                 str(f["message"])[:2000], bool(f["sticky"]), _time(f["first_seen"]),
                                 _time(f["last_seen"])))
     readings = data.get("readings") or {}
-    if not isinstance(readings, dict):
-        raise TypeError("readings is not an object")
+    _check_readings(readings)
     return WatchState(str(data["node"]), str(data.get("hostname") or ""), bool(data.get("simulated")),
                       _time(data.get("updated_at") or 0.0), findings[:MAX_FINDINGS], readings)
+
+
+# The kinds of the readings the watch writes (nodeqc.run.watch.readings), which the next pass does
+# arithmetic on: GPU counters are numbers but for these flags and this name.
+_FLAG_COUNTERS = frozenset({"remap_pending", "remap_failure", "retired_pending"})
+_TEXT_COUNTERS = frozenset({"onchip_ecc_locations"})
+
+
+def _check_readings(readings: Any) -> None:
+    """The readings as the watch writes them, else TypeError naming the first field that is not: a
+    state file edited by hand (it is not signed) once made every later pass an internal error."""
+    def obj(value: Any, where: str) -> dict[str, Any]:
+        if value is None:  # not read yet
+            return {}
+        if not isinstance(value, dict):
+            raise TypeError(f"{where}: expected an object")
+        return value
+
+    def number(value: Any, where: str) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise TypeError(f"{where}: expected a number")
+
+    readings = obj(readings, "readings")
+    for serial, gpu in obj(readings.get("gpus"), "readings.gpus").items():
+        where = f"readings.gpus.{serial}"
+        for key, value in obj(obj(gpu, where).get("counters"), f"{where}.counters").items():
+            kind = bool if key in _FLAG_COUNTERS else str if key in _TEXT_COUNTERS else None
+            if kind is None:
+                number(value, f"{where}.counters.{key}")
+            elif value is not None and not isinstance(value, kind):
+                raise TypeError(f"{where}.counters.{key}: expected {'true or false' if kind is bool else 'text'}")
+        number(gpu.get("t"), f"{where}.t")
+    for name, nic in obj(readings.get("nics"), "readings.nics").items():
+        number(obj(nic, f"readings.nics.{name}").get("carrier_changes"), f"readings.nics.{name}.carrier_changes")
+        for port, counters in obj(nic.get("ports"), f"readings.nics.{name}.ports").items():
+            for key, value in obj(counters, f"readings.nics.{name}.ports.{port}").items():
+                number(value, f"readings.nics.{name}.ports.{port}.{key}")
+    obj(readings.get("host"), "readings.host")
+    cursor = obj(readings.get("kernel_log"), "readings.kernel_log")
+    for key in ("seq", "t"):
+        number(cursor.get(key), f"readings.kernel_log.{key}")
 
 
 def _time(value: Any) -> float:
