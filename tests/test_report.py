@@ -20,7 +20,8 @@ from nodeqc.report.envelope import (PAYLOAD_TYPE, STATEMENT_TYPE, VerificationEr
 
 def predicate(**kw):
     p = {"verdict": "PASS", "simulated": True, "node": {"hostname": "n1", "system_serial": "S1"},
-         "gpus": [{"uuid": "GPU-a", "serial": "1", "bus_id": "0000:1b:00.0"}], "checks": []}
+         "gpus": [{"uuid": "GPU-a", "serial": "1", "bus_id": "0000:1b:00.0"}], "checks": [],
+         "finished_at": "2026-11-28T04:00:00+00:00"}  # every report has its finish time (nodeqc.report.shape)
     p.update(kw)
     return p
 
@@ -349,7 +350,7 @@ def test_decode_statement_refuses_what_is_not_ours(payload, message):
 
 def test_decode_statement_of_both_predicate_types():
     for kind in (PREDICATE_TYPE, FABRIC_PREDICATE_TYPE):
-        stmt = {"_type": STATEMENT_TYPE, "predicateType": kind, "predicate": {"x": 1}}
+        stmt = {"_type": STATEMENT_TYPE, "predicateType": kind, "predicate": {"x": 1, "finished_at": "2026-11-28T04:00:00"}}
         assert decode_statement({"payload": base64.b64encode(json.dumps(stmt).encode()).decode()}) == stmt
     assert FABRIC_PREDICATE_TYPE == "https://nodeqc.dev/fabric/v1"
 

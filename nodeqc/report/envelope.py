@@ -24,6 +24,7 @@ from nodeqc.core.errors import UsageError
 from nodeqc.core.safefile import NotAFile, open_regular, read_bounded, write_atomic
 from nodeqc.report.journal import dumps
 from nodeqc.report.keys import Signer
+from nodeqc.report.shape import ShapeError, check_predicate
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://nodeqc.dev/qualification/v1"
@@ -175,6 +176,11 @@ def _statement(payload: bytes) -> dict[str, Any]:
     stmt = _json(payload, "payload is not JSON")
     if not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") not in PREDICATE_TYPES:
         raise VerificationError("payload is not a nodeqc qualification statement")
+    if stmt["predicateType"] == PREDICATE_TYPE:
+        try:
+            check_predicate(stmt.get("predicate"))
+        except ShapeError as e:
+            raise VerificationError(f"a field of the wrong kind: {e}") from None
     return stmt
 
 

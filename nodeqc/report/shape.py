@@ -1,0 +1,122 @@
+"""The kinds of a qualification report's fields that the faces rely on (`show`, `compare`, the archive's
+history, `fleet`, `export`, the app), checked once where a statement is decoded (nodeqc.report.envelope).
+
+A report is input even when a trusted key signed it: a field of the wrong kind (the checks a string,
+a finding with no subject, a finish time that is no time) made each of those commands end in an
+internal error, and one such file in an archive broke the listing of the whole archive. Only kinds
+are checked here, and only of fields that are there: a report written by an older nodeqc, without
+the newer fields, still reads."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from nodeqc.core.model import Verdict
+
+VERDICTS = frozenset(v.value for v in Verdict)
+# Fields that are an object where present (null is not), and those that may be null too.
+OBJECTS = ("node", "profile")
+OBJECTS_OR_NULL = ("platform", "telemetry", "journal", "repair", "partial", "simulation", "summary", "baseline",
+                   "previous", "burn_in", "answer", "tool", "signer")
+LISTS = ("gpus", "checks")
+FLAGS = ("quick", "simulated")
+
+
+class ShapeError(ValueError):
+    """A field of a report that is not of the kind nodeqc writes: says which (`checks[3].values`)."""
+
+
+def check_predicate(p: Any) -> None:
+    """ShapeError naming the first field of a qualification predicate that is not of its kind."""
+    if not isinstance(p, dict):
+        raise ShapeError("predicate: expected an object")
+    for key in OBJECTS + OBJECTS_OR_NULL:
+        if key in p and not isinstance(p[key], dict) and not (key in OBJECTS_OR_NULL and p[key] is None):
+            raise ShapeError(f"{key}: expected an object")
+    for key in LISTS:
+        if key in p and not isinstance(p[key], list):
+            raise ShapeError(f"{key}: expected a list")
+    for key in FLAGS:
+        if key in p and not isinstance(p[key], bool):
+            raise ShapeError(f"{key}: expected true or false")
+    if "verdict" in p:
+        _text(p["verdict"], "verdict")
+    # Every nodeqc has written the finish time; the archive sorts and ages reports by it.
+    _time(p.get("finished_at"), "finished_at")
+    for key in ("started_at", "valid_until"):
+        if p.get(key) is not None:
+            _time(p[key], key)
+    if "duration_s" in p and (isinstance(p["duration_s"], bool) or not isinstance(p["duration_s"], (int, float))):
+        raise ShapeError("duration_s: expected a number")
+    for n, gpu in enumerate(_list(p.get("gpus"), "gpus")):
+        if not isinstance(gpu, dict):
+            raise ShapeError(f"gpus[{n}]: expected an object")
+    for n, check in enumerate(_list(p.get("checks"), "checks")):
+        _check(check, f"checks[{n}]")
+    answer = p.get("answer")
+    if isinstance(answer, dict):
+        for n, finding in enumerate(_list(answer.get("findings"), "answer.findings")):
+            _finding(finding, f"answer.findings[{n}]")
+
+
+def _check(c: Any, where: str) -> None:
+    if not isinstance(c, dict):
+        raise ShapeError(f"{where}: expected an object")
+    for key in ("name", "subject", "message"):
+        _text(c.get(key), f"{where}.{key}")
+    if c.get("verdict") not in VERDICTS:
+        raise ShapeError(f"{where}.verdict: expected one of {', '.join(sorted(VERDICTS))}")
+    for key in ("code", "key"):
+        if c.get(key) is not None:
+            _text(c[key], f"{where}.{key}")
+    values = c.get("values", {})
+    if not isinstance(values, dict):
+        raise ShapeError(f"{where}.values: expected an object")
+    for name, value in values.items():
+        if not isinstance(value, dict) or not isinstance(value.get("unit", ""), str):
+            raise ShapeError(f"{where}.values.{name}: expected an object with a value and a unit")
+    for n, t in enumerate(_list(c.get("thresholds"), f"{where}.thresholds")):
+        if not (isinstance(t, dict) and isinstance(t.get("name"), str) and t.get("kind") in ("min", "max")
+                and all(isinstance(t.get(k), (int, float)) and not isinstance(t.get(k), bool) for k in ("fail", "warn"))
+                and isinstance(t.get("unit", ""), str) and set(t) <= {"name", "kind", "fail", "warn", "unit"}):
+            raise ShapeError(f"{where}.thresholds[{n}]: expected a name, min or max, fail and warn numbers, a unit")
+    if c.get("evidence") is not None and not isinstance(c["evidence"], dict):
+        raise ShapeError(f"{where}.evidence: expected an object")
+
+
+def _finding(f: Any, where: str) -> None:
+    if not isinstance(f, dict):
+        raise ShapeError(f"{where}: expected an object")
+    for key in ("verdict", "check", "subject", "finding", "remediation"):
+        _text(f.get(key), f"{where}.{key}")
+    for key in ("code", "repair"):
+        if f.get(key) is not None:
+            _text(f[key], f"{where}.{key}")
+    if f.get("part") is not None and not isinstance(f["part"], dict):
+        raise ShapeError(f"{where}.part: expected an object")
+    if not isinstance(f.get("more", []), list) or not all(isinstance(m, str) for m in f.get("more", [])):
+        raise ShapeError(f"{where}.more: expected a list of text")
+    if isinstance(f.get("escalation", 0), bool) or not isinstance(f.get("escalation", 0), int):
+        raise ShapeError(f"{where}.escalation: expected a whole number")
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ShapeError(f"{where}: expected a list")
+    return value
+
+
+def _text(value: Any, where: str) -> None:
+    if not isinstance(value, str):
+        raise ShapeError(f"{where}: expected text")
+
+
+def _time(value: Any, where: str) -> None:
+    _text(value, where)
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise ShapeError(f"{where}: expected a time (ISO 8601), not {value[:40]!r}") from None

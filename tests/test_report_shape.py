@@ -1,0 +1,104 @@
+"""A report's fields of the wrong kind (nodeqc.report.shape): one such report, even signed by a
+trusted key, made `compare`, `history`, `fleet` and `export` end in an internal error, and broke the
+listing of the whole archive. Now it is refused where it is decoded, naming the field, and the other
+reports are listed as before. Real reports (old and new) still read."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from nodeqc.archive.filing import safe_name
+from nodeqc.cli.main import main
+from nodeqc.report.envelope import PREDICATE_TYPE, STATEMENT_TYPE, sign, write_envelope
+from nodeqc.report.keys import load_signer
+from nodeqc.report.shape import ShapeError, check_predicate
+
+from reports_for_tests import file_report, predicate
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _set(p: dict, path: str, value: object) -> dict:
+    p = copy.deepcopy(p)
+    *parents, last = path.split(".")
+    target = p
+    for key in parents:
+        target = target[int(key)] if key.isdigit() else target[key]
+    if value is _GONE:
+        del target[last]
+    else:
+        target[int(last) if last.isdigit() else last] = value
+    return p
+
+
+_GONE = object()
+# Each of these was an internal error of at least one command (a fuzzing helper's findings, 2026-11-28).
+WRONG = [("gpus", None, "gpus: expected a list"), ("gpus", 5, "gpus: expected a list"),
+         ("checks", "x", "checks: expected a list"), ("checks.0", None, "checks[0]: expected an object"),
+         ("checks.0.values", 5, "checks[0].values: expected an object"),
+         ("checks.0.key", [], "checks[0].key: expected text"),
+         ("checks.0.verdict", "great", "checks[0].verdict: expected one of"),
+         ("answer", {"findings": [{}]}, "answer.findings[0].verdict: expected text"),
+         ("finished_at", "x", "finished_at: expected a time"), ("finished_at", True, "finished_at: expected text"),
+         ("valid_until", 5, "valid_until: expected text"), ("profile", "x", "profile: expected an object"),
+         ("profile", None, "profile: expected an object")]
+
+
+@pytest.mark.parametrize("path, value, said", WRONG, ids=[f"{p}={v!r}" for p, v, _ in WRONG])
+def test_a_signed_report_with_a_field_of_the_wrong_kind_is_refused_naming_it(tmp_path, capsys, path, value, said):
+    with pytest.raises(ShapeError, match=f"^{said}".replace("[", r"\[").replace("]", r"\]")):
+        check_predicate(_set(predicate("BAD1"), path, value))
+    good = file_report(tmp_path, predicate("GOOD1"))
+    bad = _file_as_is(tmp_path, _set(predicate("BAD1"), path, value))
+    assert main(["compare", "--unverified", str(bad), str(good)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"nodeqc: {bad}: not a readable nodeqc report: a field of the wrong kind: " + \
+        err[-1].split("a field of the wrong kind: ", 1)[1] and said in err[-1], err
+    # The archive's commands list the good node and say the bad report is not listed, one line.
+    for argv in (["history", "--archive", str(tmp_path)], ["history", "--archive", str(tmp_path), "--expired"],
+                 ["fleet", "--archive", str(tmp_path)],
+                 ["export", "--archive", str(tmp_path), "--output", str(tmp_path / "rows.csv")],
+                 ["history", "--archive", str(tmp_path), "--part", "GOOD1-G0"]):
+        assert main(argv) in (0, 1), argv
+        out, err = capsys.readouterr()
+        assert "internal error" not in err and ("--part" in argv or said in err), (argv, err)
+    assert "GOOD1" in (tmp_path / "rows.csv").read_text()
+
+
+def _file_as_is(root: Path, pred: dict) -> Path:
+    """Signed by the trusted key and filed as the runner files a report, whatever its fields are
+    (envelope.statement would need its GPUs to be a list to digest them)."""
+    stmt = {"_type": STATEMENT_TYPE, "subject": [{"name": "node:host-bad1", "digest": {"sha256": "0" * 64}}],
+            "predicateType": PREDICATE_TYPE, "predicate": pred}
+    directory = root / safe_name("BAD1")
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "host-bad1-20261101T100000Z.report.json"
+    write_envelope(path, sign(stmt, load_signer(None)))
+    return path
+
+
+@pytest.mark.parametrize("fixture", sorted((ROOT / "fixtures").glob("real-*/*.predicate.json")),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_real_reports_old_and_new_are_of_the_kinds_nodeqc_writes(fixture):
+    check_predicate(json.loads(fixture.read_text()))
+
+
+def test_a_report_of_an_older_nodeqc_without_the_newer_fields_still_reads():
+    old = {k: v for k, v in predicate("OLD1").items() if k in ("verdict", "node", "gpus", "checks", "finished_at")}
+    check_predicate(old)
+
+
+def test_a_signed_report_without_a_finish_time_does_not_break_the_archives_listing(tmp_path, capsys):
+    """Every nodeqc has written the finish time, and the archive sorts and ages reports by it: one
+    without it (which `verify` accepted) made `fleet` end in an internal error. It is refused, named."""
+    file_report(tmp_path, predicate("GOOD1"))
+    _file_as_is(tmp_path, _set(predicate("BAD1"), "finished_at", _GONE))
+    for argv in (["history", "--archive", str(tmp_path)], ["history", "--archive", str(tmp_path), "--expired"],
+                 ["fleet", "--archive", str(tmp_path)]):
+        assert main(argv) in (0, 1), argv
+        err = capsys.readouterr().err
+        assert "internal error" not in err and "finished_at: expected text" in err, argv
