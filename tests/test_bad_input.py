@@ -123,7 +123,7 @@ def test_durations_that_say_their_units(text, seconds):
 
 
 @pytest.mark.parametrize("text", ["1h30", "90", "30m1h", "1h 30m", "h", "1x", "-1h", "0s", "1e3s", "nan", "infh",
-                                  "31d", "", "1hh", "1h-30m"])
+                                  "31d", "", "1hh", "1h-30m", "\u0661h", "\uff11h"])  # Arabic-Indic, fullwidth 1
 def test_durations_without_a_unit_for_every_number_are_refused(text):
     with pytest.raises(argparse.ArgumentTypeError, match="expected a duration"):
         duration(text)

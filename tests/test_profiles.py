@@ -92,6 +92,8 @@ BROKEN = [
     ('description = "x"\nkind = "node"\n', "[gpu] count: a node profile must fix the GPU count"),
     ('[gpu]\ncount = 1\n', "description: missing"),
     ('description = "x"\n[run]\nsample_hz = 1000\n', "[run] sample_hz: expected at most 50, got 1000"),
+    # --burn-in refuses over 30 days; the profile's own burn-in took 1e12 s and ran until killed
+    ('description = "x"\n[run]\nburn_in_s = 1e12\n', "[run] burn_in_s: expected at most 2.592e+06, got"),
     ('description = "x"\n[run]\nstall_timeout_s = 500\nstartup_timeout_s = 100\n', "[run] stall_timeout_s: must not exceed startup_timeout_s"),
     ('description = "x"\nextends = "zzz"\n', 'extends: no profile named "zzz"'),
     ('description = "x\n', "invalid TOML: "),

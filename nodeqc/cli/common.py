@@ -9,11 +9,11 @@ import re
 import tempfile
 from pathlib import Path
 
+from nodeqc.core.arguments import MAX_DURATION_S
 from nodeqc.core.errors import UsageError
 
 DURATION_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
-_DURATION = re.compile("".join(rf"(?:(?P<{u}>\d+(?:\.\d+)?){u})?" for u, _ in DURATION_UNITS))
-MAX_DURATION_S = 30 * 86400  # a month: longer is a typo, not a burn-in
+_DURATION = re.compile("".join(rf"(?:(?P<{u}>[0-9]+(?:\.[0-9]+)?){u})?" for u, _ in DURATION_UNITS))  # ASCII digits
 DURATION_GRAMMAR = "a duration like 90s, 15m, 1h30m, 2h or 1d12h (units d, h, m, s, largest first, each number with its unit)"
 
 

@@ -10,6 +10,10 @@ from typing import Any
 
 from nodeqc.core.errors import UsageError
 
+# The longest duration an option (--burn-in) or a profile's setting ([run] burn_in_s) takes: a month.
+# Longer is a typo, not a burn-in.
+MAX_DURATION_S = 30 * 86400
+
 
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line and exit 2, not a usage dump."""

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nodeqc.core.arguments import MAX_DURATION_S
 from nodeqc.core.errors import UsageError
 from nodeqc.core.model import Threshold
 from nodeqc.core.resources import profiles_dir
@@ -173,7 +174,8 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "quick_burn_s": Spec("number", "seconds of load for the burn with --quick", low=1),
         "stall_timeout_s": Spec("number", "a worker silent this long is killed as hung", low=1),
         "startup_timeout_s": Spec("number", "time a worker may take before its first progress", low=1),
-        "burn_in_s": Spec("number", "seconds of burn-in as part of qualification (0: none unless --burn-in)", low=0),
+        "burn_in_s": Spec("number", "seconds of burn-in as part of qualification (0: none unless --burn-in)", low=0,
+                          high=MAX_DURATION_S),
         "power_s": Spec("number", "seconds every GPU is held at its power limit in a full run", low=1),
         "quick_power_s": Spec("number", "seconds every GPU is held at its power limit with --quick", low=1),
         "pulse_s": Spec("number", "seconds of the pulse test at each period in a full run", low=0.5),
