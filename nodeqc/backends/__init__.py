@@ -111,6 +111,7 @@ def replay_hardware(path: str, twin_faults: list[Any] | None = None) -> Hardware
     from pathlib import Path
 
     from nodeqc.backends.base import HostInfo, PciDevice
+    from nodeqc.backends.capture_shape import CaptureShapeError, check_capture
     from nodeqc.backends.nvml import NvmlBackend
     from nodeqc.backends.nvml_replay import ReplayNvml
     from nodeqc.backends.sim.models import SIM_GPU_MODELS
@@ -132,6 +133,10 @@ def replay_hardware(path: str, twin_faults: list[Any] | None = None) -> Hardware
         raise UsageError(f"--replay {path}: not a readable capture ({type(e).__name__}: {e})") from None
     if not isinstance(data, dict) or data.get("nodeqc_capture") != 1 or "devices" not in data:
         raise UsageError(f"--replay {path}: not a nodeqc capture (make one with: nodeqc capture OUT.json)")
+    try:
+        check_capture(data)
+    except CaptureShapeError as e:
+        raise UsageError(f"--replay {path}: a field of the wrong kind: {e}") from None
     host_data = dict(data.get("host") or {"hostname": "replay"})
     pci = [PciDevice(**p) for p in host_data.pop("nvidia_gpus_on_pci", [])]
     host = HostInfo(**{k: v for k, v in host_data.items() if k in HostInfo.__dataclass_fields__}, nvidia_gpus_on_pci=pci)
