@@ -66,6 +66,13 @@ def test_nan_and_infinity_in_inject_values_are_refused(fault):
         parse_fault(fault)
 
 
+@pytest.mark.parametrize("fault", ["gpu\u0660:lost", "nic\u0661:down", "gpu\uff13:temp=90"])
+def test_an_inject_target_index_is_ascii_digits(fault):
+    """`gpu٠:lost` (an Arabic-Indic 0) acted on gpu0: regex \\d takes every script's digits."""
+    with pytest.raises(UsageError, match="expected TARGET:FAULT"):
+        parse_fault(fault)
+
+
 # ------------------------------------------------------------------ scenario files (item 13)
 
 GOOD_SCENARIO = '''description = "one GPU"

@@ -62,6 +62,21 @@ def test_model_must_be_one_the_profile_accepts():
     assert inventory.gpu_model(gpu(0, name="Some Future GPU"), GENERIC).verdict is Verdict.PASS
 
 
+def test_a_gpu_whose_compute_capability_is_not_the_profiles_fails_its_model_check():
+    """A profile's `compute_capability` was read and never checked: a wide model pattern took a GPU of
+    another architecture silently."""
+    assert inventory.gpu_model(gpu(0, compute_capability="9.0"), H100).verdict is Verdict.PASS
+    assert inventory.gpu_model(gpu(0), H100).verdict is Verdict.PASS  # NA: not read, nothing to hold
+    assert whole(inventory.gpu_model(gpu(0, compute_capability="8.6"), H100)) == (
+        "inventory.gpu_model", "gpu0", "fail", "GPU_MODEL",
+        "NVIDIA H100 80GB HBM3 reports compute capability 8.6; profile h100 is for compute capability 9.0",
+        {"model": ("NVIDIA H100 80GB HBM3", ""), "sku": ("h100-sxm5-80gb", "")}, "model", [],
+        {"accepted": ["NVIDIA H100*"], "compute_capability": "9.0"})
+    assert inventory.gpu_model(gpu(0, compute_capability="9.00"), H100).verdict is Verdict.PASS  # 9.00 is 9.0
+    # A profile without the field holds no GPU to one.
+    assert inventory.gpu_model(gpu(0, name="Some Future GPU", compute_capability="13.1"), GENERIC).verdict is Verdict.PASS
+
+
 # The h100 family's memory floor: 98% of the 79.6 GiB an H100 80GB reports, to half a GiB (calibration.py).
 @pytest.mark.parametrize("gib, verdict", [(79.65, Verdict.PASS), (78.0, Verdict.PASS), (77.99, Verdict.FAIL)])
 def test_memory_size(gib, verdict):

@@ -86,6 +86,10 @@ BROKEN = [
     ('description = "x"\n[gpu]\ndtypes = ["bf16", "int4"]\n', '[gpu] dtypes: unknown entry "int4"'),
     ('description = "x"\n[gpu]\nmodels = []\n', "[gpu] models: expected at least one entry"),
     ('description = "x"\n[gpu]\nmin_driver = "r535"\n', '[gpu] min_driver: expected a version like "535.104", got "r535"'),
+    # str.isdigit() took another script's digits ("٥٣٥" is 535 in Arabic-Indic); a version is ASCII digits
+    ('description = "x"\n[gpu]\nmin_driver = "\u0665\u0663\u0665"\n', '[gpu] min_driver: expected a version like'),
+    # accepted as any text before, and never checked: now a version every GPU must report
+    ('description = "x"\n[gpu]\ncompute_capability = "x"\n', '[gpu] compute_capability: expected a version like'),
     ('description = "x"\ngpu = 5\n', "[gpu]: expected a table, got 5"),
     ('description = "x"\n[gpus]\ncount = 8\n', "gpus: unknown key (did you mean gpu?)"),
     ('description = "x"\nkind = "rack"\n', 'kind: expected one of "gpu", "node", got "rack"'),
@@ -138,6 +142,12 @@ def test_unknown_name_suggests_and_lists():
 def test_missing_file():
     with pytest.raises(UsageError, match="nope.toml: profile file not found"):
         load_profile("nope.toml")
+
+
+def test_a_directory_given_as_a_profile_is_named_a_directory(tmp_path):
+    with pytest.raises(UsageError) as e:  # it said "profile file not found" of a directory that is there
+        load_profile(str(tmp_path) + "/")
+    assert str(e.value).startswith(f"{tmp_path}/: a directory, not a profile file")
 
 
 def test_a_name_in_upper_case_is_offered_its_own_profile_not_a_neighbour():

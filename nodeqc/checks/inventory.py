@@ -63,6 +63,15 @@ def gpu_model(gpu: GpuInfo, profile: Profile) -> CheckResult:
     patterns = profile.get("gpu", "models", ["*"])
     sku = identify(gpu)
     values = {"model": Value(gpu.name), "sku": Value(sku.key if sku else "unknown")}
+    want_cc = profile.get("gpu", "compute_capability")
+    if profile.accepts_model(gpu.name) and want_cc is not None and not is_na(gpu.compute_capability) \
+            and version_tuple(str(gpu.compute_capability)) != version_tuple(want_cc):
+        # The name matched but the GPU is not the architecture the profile was written for: a model
+        # pattern wider than meant ("NVIDIA A1*" takes an A100, 8.0, and an A10, 8.6).
+        return CheckResult("inventory.gpu_model", gpu.subject, Verdict.FAIL,
+                           f"{gpu.name} reports compute capability {gpu.compute_capability}; profile "
+                           f"{profile.name} is for compute capability {want_cc}", code="GPU_MODEL", values=values,
+                           evidence={"accepted": patterns, "compute_capability": want_cc}, key="model")
     if profile.accepts_model(gpu.name):
         what = f"{sku.name}, PCI device 0x{gpu.pci_device_id:04x}" if sku and isinstance(gpu.pci_device_id, int) \
             else sku.name if sku else "a SKU nodeqc has no figures for"

@@ -106,7 +106,8 @@ def type_problem(spec: Spec, key: str, value: Any) -> str | None:
             return f"expected a list of strings, got {show(value)}"
         return None
     if kind == "version":
-        if not isinstance(value, str) or not value or not all(p.isdigit() for p in value.split(".")):
+        # ASCII digits only: str.isdigit() takes other scripts' digits too ("٥٣٥" for 535).
+        if not isinstance(value, str) or not value or not all(p.isascii() and p.isdigit() for p in value.split(".")):
             return f'expected a version like "535.104", got {show(value)}'
         return None
     raise AssertionError(f"schema kind {kind}")

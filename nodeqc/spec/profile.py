@@ -66,7 +66,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
     "gpu": {
         "models": Spec("strlist", "NVML device names accepted (shell patterns, case-insensitive)"),
         "count": Spec("int", "exact number of GPUs (node profiles)", low=1, high=64),
-        "compute_capability": Spec("str", "CUDA compute capability, e.g. \"9.0\""),
+        "compute_capability": Spec("version", "CUDA compute capability every GPU must report, e.g. \"9.0\""),
         "pcie_gen": Spec("int", "PCIe generation the link must train to under load", low=1, high=6),
         "pcie_width": Spec("choice", "PCIe lanes the link must train to under load", (1, 2, 4, 8, 16, 32)),
         "nvlink_links": Spec("int", "active NVLink links expected per GPU", low=0, high=32),
@@ -421,6 +421,9 @@ def _is_file_ref(ref: str) -> bool:
 def _locate(ref: str, beside: Path | None) -> Path:
     if _is_file_ref(ref):
         path = Path(ref) if beside is None or Path(ref).is_absolute() else beside / ref
+        if path.is_dir():
+            raise UsageError(f"{ref}: a directory, not a profile file (name a .toml file, or a profile nodeqc "
+                             f"ships: `nodeqc profiles` lists them)")
         if not path.is_file():
             looked = f" (looked for {path})" if path != Path(ref) else ""
             stem = Path(ref).name.removesuffix(".toml")

@@ -153,7 +153,7 @@ HOST_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
 }
 TARGETS = {"gpu": GPU_FAULTS, "nic": NIC_FAULTS, "host": HOST_FAULTS}
 
-_SYNTAX = re.compile(r"^(?P<target>[a-z]+)(?P<index>\d*):(?P<name>[a-z0-9_]+)(?:=(?P<value>.+))?$")
+_SYNTAX = re.compile(r"^(?P<target>[a-z]+)(?P<index>[0-9]*):(?P<name>[a-z0-9_]+)(?:=(?P<value>.+))?$")
 
 
 @dataclass(frozen=True)
