@@ -898,6 +898,41 @@ def test_after_a_run_the_window_shrinks_to_a_crash_carts_screen_in_one_resize(qt
         assert scroll.geometry().bottom() <= banner.contentsRect().bottom() and inside(banner, window)
 
 
+def _delta_e(a: str, b: str) -> float:
+    """CIELAB distance (CIE76) of two sRGB colours: about 2 is just seen, over 10 told apart at a glance."""
+    def lab(colour: str) -> tuple[float, float, float]:
+        rgb = [c / 255 for c in QColor(colour).getRgb()[:3]]
+        r, g, b = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+        x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047
+        y = 0.2126 * r + 0.7152 * g + 0.0722 * b
+        z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883
+        fx, fy, fz = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z)]
+        return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
+    return sum((p - q) ** 2 for p, q in zip(lab(a), lab(b))) ** 0.5
+
+
+def test_the_plots_name_gpus_as_the_tiles_do_in_colours_apart_and_single_out_the_failing_one(qtbot, tmp_path):
+    """The legend said "gpu0" where the tiles say "GPU 0"; hues spaced evenly put gpu2 and gpu3, gpu5
+    and gpu6 close together; and nothing on the plots showed which GPU the banner named."""
+    window = make_window(qtbot)
+    plots = window.plots
+    plots.configure([{"subject": f"gpu{n}", "power_limit_w": 700} for n in range(8)], load_profile("hgx-h100"))
+    assert len(plots.subjects) == 8 and len(set(plots.colours.values())) == 8
+    legend = QTextDocumentFragment.fromHtml(plots.legend.text()).toPlainText()
+    assert "GPU 0" in legend and "GPU 7" in legend and "gpu0" not in legend and "FAIL" not in legend
+    for a in plots.subjects:  # every two GPUs' colours, and each against the limit lines' red and amber
+        for b in [*(s for s in plots.subjects if s != a), "limit-red", "limit-amber"]:
+            other = {"limit-red": "#c4161c", "limit-amber": "#d08700"}.get(b) or plots.colours[b]
+            assert _delta_e(plots.colours[a], other) > 35, (a, b)
+    show_ended_run(qtbot, window, THREE_GPUS, tmp_path)
+    assert plots.singled_out == {"gpu1", "gpu3", "gpu6"}
+    for field in plots.plots:
+        assert plots.curves[(field, "gpu1")].opts["pen"].width() == 3 and plots.curves[(field, "gpu1")].zValue() > 0
+        assert plots.curves[(field, "gpu0")].opts["pen"].width() == 1
+    legend = QTextDocumentFragment.fromHtml(plots.legend.text()).toPlainText()
+    assert "GPU 1 FAIL" in legend and "GPU 6 FAIL" in legend and "GPU 0 FAIL" not in legend
+
+
 def test_plots_are_all_drawn_when_their_tab_is_shown_not_one_a_tick(qtbot):
     """Samples that came while another tab was in front are all on every plot as soon as the plots
     are looked at; the timer that redraws one plot a tick plays no part (stopped here)."""
@@ -995,6 +1030,24 @@ def test_a_tile_shows_the_pcie_link_only_as_seen_under_load(qtbot):
     assert "DOWNTRAINED" in tile.pcie.text()
     tile.mark_lost()
     assert tile.pcie.text() == "NOT ANSWERING"
+
+
+def test_after_a_run_a_tiles_readings_say_they_are_the_last_not_live(qtbot):
+    """The readings stop with the run: "476 / 700 W" beside PASS read as a GPU still under load."""
+    tile = GpuTile({"subject": "gpu0", "name": "NVIDIA H100", "bus_id": "0000:1b:00.0", "serial": "S0"})
+    qtbot.addWidget(tile)
+    tile.show()
+    tile.set_running(False)
+    assert tile.when.isHidden()  # before any reading there is nothing to call the last one
+    tile.set_running(True)
+    tile.show_sample(GpuSample(util_pct=100, temp_c=47, power_w=476, power_limit_w=700, sm_clock_mhz=1359))
+    assert tile.when.isHidden() and "color" not in tile.power.styleSheet()
+    tile.set_running(False)
+    assert tile.when.isVisible() and tile.when.text() == "last:"
+    assert all("color" in label.styleSheet() and "not live" in label.toolTip()
+               for label in (tile.temp, tile.power, tile.clock))
+    tile.set_running(True)  # the next run: live again
+    assert tile.when.isHidden() and tile.power.toolTip() == "" and "color" not in tile.power.styleSheet()
 
 
 # ---------------------------------------------------------------------- the command line

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QVBoxLay
 
 from nodeqc.backends.base import REASON_BITS, GpuSample
 from nodeqc.core.na import is_na
+from nodeqc.report.answer import COLOURS
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import FAILING_REASONS
 
@@ -104,6 +105,21 @@ def peak_decimate(t: np.ndarray, low: np.ndarray, high: np.ndarray | None, bucke
     return x, np.stack([lows, highs], axis=2).reshape(len(low), 2 * runs)
 
 
+# One colour per GPU, far from every other GPU's and from the limit lines' red and amber: eight
+# dark or saturated colours (they read on white), chosen for the least CIELAB distance between any two
+# of them and the limit colours (38.9; colours 10 apart are told apart at a glance). Hues spaced
+# evenly, as before, put gpu2 and gpu3 within 20 of each other. A node of more GPUs takes evenly
+# spaced hues for the rest.
+GPU_COLOURS = ("#00008b", "#00bfff", "#009988", "#006400", "#bcbd22", "#7570b3", "#aa3377", "#ff00ff")
+FAIL_RED = COLOURS["fail"][0]
+
+
+def gpu_colour(n: int, count: int) -> str:
+    if n < len(GPU_COLOURS):
+        return GPU_COLOURS[n]
+    return pg.intColor(n - len(GPU_COLOURS), hues=max(count - len(GPU_COLOURS), 1), values=1, maxValue=200).name()
+
+
 class TelemetryPlots(QWidget):
     """Four plots, one curve per GPU in each, with the profile's limits as dashed lines and throttle
     onsets marked on the clock plot."""
@@ -112,6 +128,8 @@ class TelemetryPlots(QWidget):
         super().__init__(parent)
         self.capacity = capacity
         self.subjects: list[str] = []
+        self.colours: dict[str, str] = {}
+        self.singled_out: set[str] = set()
         self.buffer = RunBuffer(capacity, 0)
         self.markers: deque[tuple[float, float, str]] = deque(maxlen=MAX_MARKERS)
         self._reasons: dict[str, int] = {}
@@ -205,15 +223,14 @@ class TelemetryPlots(QWidget):
             plot.clear()
         self.plots["sm_clock_mhz"].addItem(self.throttle)
         self.curves.clear()
-        colours = [pg.intColor(i, hues=max(len(self.subjects), 1), values=1, maxValue=200)
-                   for i in range(len(self.subjects))]
+        self.colours = {s: gpu_colour(n, len(self.subjects)) for n, s in enumerate(self.subjects)}
+        self.singled_out = set()
         for field, plot in self.plots.items():
-            for subject, colour in zip(self.subjects, colours, strict=True):
+            for subject, colour in self.colours.items():
                 # A 1-pixel pen draws several times faster than a wider one.
                 curve = plot.plot(pen=pg.mkPen(colour, width=1), connect="finite", name=subject)
                 self.curves[(field, subject)] = curve
-        self.legend.setText("  ".join(f'<span style="color:{c.name()}; font-size:16pt">&#9632;</span>&nbsp;<b>{s}</b>'
-                                      for s, c in zip(self.subjects, colours, strict=True)))
+        self._legend()
         self._y_floor = {"temp_c": 100.0, "power_w": 100.0, "sm_clock_mhz": 500.0, "util_pct": 105.0}
         self._ceiling = {}
         self._labels = []
@@ -234,6 +251,26 @@ class TelemetryPlots(QWidget):
             self._limit("sm_clock_mhz", value, (f"max {value:g} MHz", f"{value:g} MHz"), "#555555")
         self.refresh()
         self.timer.start()
+
+    def single_out(self, subject: str) -> None:
+        """A GPU a check failed: its curves drawn wider and on top, its legend entry says FAIL, so the
+        plots show which GPU the banner names among eight that look alike."""
+        if subject not in self.colours or subject in self.singled_out:
+            return
+        self.singled_out.add(subject)
+        for field in self.plots:
+            curve = self.curves[(field, subject)]
+            curve.setPen(pg.mkPen(self.colours[subject], width=3))
+            curve.setZValue(10)
+        self._legend()
+
+    def _legend(self) -> None:
+        def entry(subject: str) -> str:
+            name = f"GPU {subject.removeprefix('gpu')}"  # as the tiles and the banner name it
+            failed = f' <span style="color:{FAIL_RED}">FAIL</span>' if subject in self.singled_out else ""
+            return (f'<span style="color:{self.colours[subject]}; font-size:14pt">&#9632;</span>&nbsp;'
+                    f'<b style="font-size:10pt">{name}{failed}</b>')
+        self.legend.setText("  ".join(entry(s) for s in self.subjects))
 
     def _limit(self, field: str, value: float, texts: tuple[str, str], colour: str, above: bool = True) -> None:
         """A limit's line and its label: (the label, its short form for a crash cart's narrow plots)."""

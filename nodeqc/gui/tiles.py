@@ -26,6 +26,8 @@ def _shown(value: Any, fmt: str = "{:.0f}") -> str:
     return "–" if value is None or is_na(value) else fmt.format(value)
 
 
+READING_CSS = "font-size: 13pt; font-weight: bold;"
+PAST_COLOUR = "#5f6773"  # grey: a reading that is no longer live
 TILE_MIN_WIDTH = 355  # the longest readings fit; two columns of tiles and the tabs fit 1366 pixels
 TILE_SPACING = 6
 
@@ -61,9 +63,17 @@ class GpuTile(QFrame):
         self.identity.setStyleSheet("color: #333a44; font-size: 9pt;")
 
         self.temp, self.power, self.clock = QLabel(), QLabel(), QLabel()
+        # After a run the readings stop where the run left them (no sampler runs between runs): said
+        # so, or a technician reads "476 / 700 W" beside PASS as a GPU still under load.
+        self.when = QLabel("last:")
+        self.when.setStyleSheet(f"font-size: 9pt; color: {PAST_COLOUR};")
+        self.when.setToolTip("The last reading, taken as the run ended; not live.")
+        self.when.hide()
+        self.sampled = False
         readings = QHBoxLayout()
+        readings.addWidget(self.when)
         for label in (self.temp, self.power, self.clock):
-            label.setStyleSheet("font-size: 13pt; font-weight: bold;")
+            label.setStyleSheet(READING_CSS)
             readings.addWidget(label)
             readings.addStretch(1)
 
@@ -122,6 +132,11 @@ class GpuTile(QFrame):
         self.running = running
         if not running:
             self.current, self.fraction = None, None
+        past = not running and self.sampled
+        self.when.setVisible(past)
+        for label in (self.temp, self.power, self.clock):
+            label.setStyleSheet(READING_CSS + (f"color: {PAST_COLOUR};" if past else ""))
+            label.setToolTip(self.when.toolTip() if past else "")
         self._refresh()
 
     def check_started(self, name: str) -> None:
@@ -183,6 +198,7 @@ class GpuTile(QFrame):
                 self.pcie.setText("PCIe –")
                 _badge(self.pcie, "idle")
             return
+        self.sampled = True
         limit = sample.power_limit_w if not is_na(sample.power_limit_w) else self.gpu.get("power_limit_w")
         self.temp.setText(f"{_shown(sample.temp_c)} °C")
         self.power.setText(f"{_shown(sample.power_w)} / {_shown(limit)} W")

@@ -390,6 +390,8 @@ class MainWindow(QMainWindow):
             self.checks.check_finished(event.result)
             if event.result.subject in self.tiles:
                 self.tiles[event.result.subject].check_finished(event.result)
+                if event.result.verdict.blocks_qualification:
+                    self.plots.single_out(event.result.subject)
             self._show_running()
         elif isinstance(event, RunStarted):
             self._run_started(event)
