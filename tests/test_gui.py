@@ -42,7 +42,7 @@ from nodeqc.gui.window import MainWindow  # noqa: E402
 from nodeqc.report.answer import answer as run_answer  # noqa: E402
 from nodeqc.report.envelope import verify_file  # noqa: E402
 from nodeqc.report.keys import load_signer, trusted_keys  # noqa: E402
-from nodeqc.report.printable import LoadedReport, load_report, summary_html  # noqa: E402
+from nodeqc.report.printable import LoadedReport, load_report, results_counted, summary_html  # noqa: E402
 from nodeqc.run.events import CheckFinished, CheckStarted  # noqa: E402
 from nodeqc.run.runner import RunOptions, RunOutcome, Runner  # noqa: E402
 from nodeqc.spec.profile import load_profile  # noqa: E402
@@ -570,6 +570,20 @@ def test_while_running_the_banner_names_the_failing_parts(qtbot):
     assert "GPU 6 (0000:d1:00.0" in text and remediation("GPU_IN_USE") in text
 
 
+def test_the_printable_tables_count_adds_up_with_what_does_not_apply_counted_apart():
+    """"All checks (283 results)" under a headline of 263 passed, 3 failed and 9 not run: the 8 checks
+    that do not apply to an H100 were in neither."""
+    checks = [CheckResult("health.ecc", f"gpu{i}", Verdict.PASS, "ok") for i in range(3)] + [
+        CheckResult("stress.p2p", "gpu1", Verdict.FAIL, "slow", code="P2P_SLOW"),
+        CheckResult("nic.tcp", "nic0", Verdict.SKIP, "no peer", code="NIC_NO_PEER"),
+        CheckResult("health.retired_pages", "gpu0", Verdict.SKIP, "n/a", code="PAGE_RETIREMENT_NA"),
+        CheckResult("health.retired_pages", "gpu1", Verdict.SKIP, "n/a", code="PAGE_RETIREMENT_NA")]
+    assert results_counted(checks) == "3 passed, 1 failed, 1 not run, 2 not applicable"
+    assert results_counted(checks[:3] + [CheckResult("dcgm.run", "node", Verdict.ERROR, "x", code="DCGM_HANG")]) == \
+        "3 passed, 1 could not run"
+    assert results_counted([]) == "none"
+
+
 def test_the_printable_summary_says_what_failed_and_what_to_do_before_the_particulars(tmp_path):
     gpus = probe(simulated_hardware("hgx-h100", [])).gpus
     ecc = [CheckResult("health.ecc", f"gpu{i}", Verdict.PASS, "no ECC errors", {}, key="dbe") for i in range(8)]
@@ -583,7 +597,7 @@ def test_the_printable_summary_says_what_failed_and_what_to_do_before_the_partic
              "FAIL GPU 2 (0000:52:00.0, serial SIM-HGXH100-0001-G2)", "power brake for 1999.8 ms",
              f"What to do: {remediation('POWER_PULSE_THROTTLE')}", "clocks cut (power_brake) for 4 s",
              f"What to do: {remediation('THROTTLE_POWER_BRAKE')}", "FAIL GPU 5", f"What to do: {remediation('P2P_SLOW')}",
-             "The run", "570.124.06", "All checks (12 results)"]
+             "The run", "570.124.06", "All checks (12 results: 8 passed, 4 failed)"]
     assert [text.index(t) for t in order] == sorted(text.index(t) for t in order), text
     # Every check, with the GPUs that passed one together: a row, not eight.
     assert text.count("health.ecc") == 1 and "gpu0-7" in text

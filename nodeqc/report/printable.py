@@ -18,7 +18,7 @@ from typing import Any
 
 from nodeqc.core.codes import not_applicable_reason
 from nodeqc.core.errors import UsageError
-from nodeqc.core.model import CheckResult
+from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.core.safefile import write_atomic
 from nodeqc.core.text import subjects_text
 from nodeqc.report.answer import COLOURS, REPAIR, RETEST_OF, SHOWN_ORDER, WORDS, answer_of, repair_rows
@@ -120,10 +120,20 @@ def summary_html(report: LoadedReport) -> str:
     ]
     checks = [CheckResult.from_dict(c) for c in p.get("checks", [])]
     rows = "".join(_check_row(group) for group in grouped(checks))
-    out.append(f"<h2>All checks ({len(checks)} results)</h2><table width='100%' border='1' cellspacing='0' "
+    out.append(f"<h2>All checks ({len(checks)} results: {e(results_counted(checks))})</h2><table width='100%' border='1' cellspacing='0' "
                f"cellpadding='2' style='font-size:7pt'><thead><tr><th>Check</th><th>Subject</th><th>Verdict</th>"
                f"<th>Message</th></tr></thead>{rows}</table>")
     return "".join(out)
+
+
+def results_counted(checks: list[CheckResult]) -> str:
+    """'264 passed, 2 failed, 9 not run, 8 not applicable': every result the table lists, counted, so
+    the table's number adds up. The headline's tally leaves out what does not apply to these GPUs."""
+    n_a = sum(1 for c in checks if c.verdict is Verdict.SKIP and not_applicable_reason(c.code))
+    counts = [(sum(1 for c in checks if c.verdict is v), word) for v, word in (
+        (Verdict.PASS, "passed"), (Verdict.WARN, "warned"), (Verdict.FAIL, "failed"), (Verdict.ERROR, "could not run"))]
+    counts += [(sum(1 for c in checks if c.verdict is Verdict.SKIP) - n_a, "not run"), (n_a, "not applicable")]
+    return ", ".join(f"{n} {word}" for n, word in counts if n) or "none"
 
 
 def field_table(rows: list[tuple[str, str]]) -> str:
