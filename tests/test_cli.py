@@ -145,6 +145,10 @@ def test_show_prints_the_summary_as_a_pdf_without_a_display(tmp_path):
     assert show.returncode == 0, show.stderr
     assert show.stdout == "" and f"printable summary written: {pdf}" in show.stderr
     assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 5000
+    # Two A4 pages, as the summary and its table of 283 results take (laid out for the printer, with
+    # room at each page's foot for the node, the verdict and the page's number: a margin given in the
+    # printer's own pixels once spread it over 144 pages).
+    assert len(re.findall(rb"/Type\s*/Page\b", pdf.read_bytes())) == 2
     for args, message in ((["--pdf", str(tmp_path)], "is a directory"),
                           (["--pdf", str(tmp_path / "summary.txt")], "expected a .pdf file"),
                           (["--pdf", str(tmp_path / "no" / "s.pdf")], "no such directory")):
@@ -152,6 +156,18 @@ def test_show_prints_the_summary_as_a_pdf_without_a_display(tmp_path):
         assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and message in bad.stderr, bad.stderr
     bad = cli("show", str(tmp_path / "run.journal.jsonl"), "--pdf", str(pdf))
     assert bad.returncode == 2 and "made of a report" in bad.stderr
+
+
+def test_every_pdf_page_names_the_node_the_verdict_and_the_report_at_its_foot(tmp_path):
+    """Pages 2 and on carried only the rest of the checks table: a page come loose named nothing."""
+    from nodeqc.report.printable import LoadedReport, page_footer
+
+    predicate = {"verdict": "FAIL", "simulated": True, "finished_at": "2026-11-28T05:34:17Z",
+                 "node": {"hostname": "n1", "system_serial": "SN-1"}, "checks": []}
+    loaded = LoadedReport(tmp_path / "n1-x.report.json", predicate, True, "signature: verified")
+    assert page_footer(loaded) == "n1 · serial SN-1 · FAIL (SIMULATED) · 2026-11-28T05:34:17Z · n1-x.report.json"
+    loaded = LoadedReport(tmp_path / "r.report.json", {**predicate, "simulated": False}, False, "NOT VERIFIED")
+    assert page_footer(loaded).startswith("n1 · serial SN-1 · FAIL NOT VERIFIED · ")
 
 
 def test_a_pdf_of_a_report_that_does_not_verify_says_so_at_its_top(tmp_path, monkeypatch, capsys):

@@ -120,7 +120,7 @@ def summary_html(report: LoadedReport) -> str:
     ]
     checks = [CheckResult.from_dict(c) for c in p.get("checks", [])]
     rows = "".join(_check_row(group) for group in grouped(checks))
-    out.append(f"<h2>All checks ({len(checks)} results: {e(results_counted(checks))})</h2><table width='100%' border='1' cellspacing='0' "
+    out.append(f"<h2>All checks ({len(checks)} results)</h2><p>{e(results_counted(checks))}</p><table width='100%' border='1' cellspacing='0' "
                f"cellpadding='2' style='font-size:7pt'><thead><tr><th>Check</th><th>Subject</th><th>Verdict</th>"
                f"<th>Message</th></tr></thead>{rows}</table>")
     return "".join(out)
@@ -210,4 +210,55 @@ def _print_pdf(report: LoadedReport, pdf_path: Path) -> None:
     doc = QTextDocument()
     doc.setDefaultFont(QFont("Sans Serif", 9))
     doc.setHtml(summary_html(report))
-    doc.print_(printer)
+    _print_pages(doc, printer, page_footer(report))
+
+
+def page_footer(report: LoadedReport) -> str:
+    """What every page says at its foot: a page that comes loose from the rest (the checks table
+    runs to several) still names the node, the verdict and the report."""
+    p = report.predicate
+    node = p.get("node", {})
+    simulated = " (SIMULATED)" if p.get("simulated") else ""
+    verified = "" if report.verified else " NOT VERIFIED"
+    return (f"{node.get('hostname')} · serial {node.get('system_serial')} · {answer_of(p).word}{simulated}{verified}"
+            f" · {p.get('finished_at')} · {report.path.name}")
+
+
+def _print_pages(doc: Any, printer: Any, footer: str) -> None:
+    """Print the document page by page as QTextDocument.print_ does (laid out for the printer, 2 cm
+    margins), with `footer` and "page N of M" at the foot of every page; print_ writes only the
+    page's number."""
+    from PySide6.QtCore import QPointF, QRectF, QSizeF, Qt
+    from PySide6.QtGui import QFontMetricsF, QPainter
+    from PySide6.QtPrintSupport import QPrinter
+
+    doc.documentLayout().setPaintDevice(printer)
+    margin = 2 / 2.54 * printer.logicalDpiY()  # in the printer's pixels
+    frame = doc.rootFrame().frameFormat()
+    frame.setMargin(2 / 2.54 * 96)  # a frame's margin is in CSS pixels (96 an inch), scaled to the printer
+    doc.rootFrame().setFrameFormat(frame)
+    page = printer.pageRect(QPrinter.Unit.DevicePixel)
+    doc.setPageSize(QSizeF(page.width(), page.height()))
+    body = QRectF(0, 0, page.width(), page.height())
+    pages = doc.pageCount()
+    painter = QPainter(printer)
+    font = doc.defaultFont()
+    font.setPointSizeF(7)
+    line = QFontMetricsF(font, printer).height()
+    foot = QRectF(margin, body.height() - margin + line, body.width() - 2 * margin, line * 2)
+    try:
+        for n in range(pages):
+            if n:
+                printer.newPage()
+            painter.save()
+            painter.translate(QPointF(0, -n * body.height()))
+            doc.drawContents(painter, body.translated(0, n * body.height()))
+            painter.restore()
+            painter.setFont(font)
+            number = f"page {n + 1} of {pages}"
+            painter.drawText(foot, int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop), number)
+            room = foot.adjusted(0, 0, -QFontMetricsF(font, printer).horizontalAdvance(number + "    "), 0)
+            painter.drawText(room, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextWordWrap),
+                             footer)
+    finally:
+        painter.end()
