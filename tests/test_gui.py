@@ -597,8 +597,9 @@ def test_the_printable_summary_says_what_failed_and_what_to_do_before_the_partic
              "FAIL GPU 2 (0000:52:00.0, serial SIM-HGXH100-0001-G2)", "power brake for 1999.8 ms",
              f"What to do: {remediation('POWER_PULSE_THROTTLE')}", "clocks cut (power_brake) for 4 s",
              f"What to do: {remediation('THROTTLE_POWER_BRAKE')}", "FAIL GPU 5", f"What to do: {remediation('P2P_SLOW')}",
-             "The run", "570.124.06", "All checks (12 results)", "8 passed, 4 failed"]
+             "The run", "570.124.06", "All checks (12 results)"]
     assert [text.index(t) for t in order] == sorted(text.index(t) for t in order), text
+    assert "All checks (12 results)\n8 passed, 4 failed\n" in text  # the table's own count under its heading
     # Every check, with the GPUs that passed one together: a row, not eight.
     assert text.count("health.ecc") == 1 and "gpu0-7" in text
     # On paper: a failed row's verdict in the banner's colours, a pass plain; the table's header on
