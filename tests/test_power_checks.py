@@ -328,7 +328,11 @@ def test_a_slow_nvml_poll_still_reads_the_power_test_under_load(tmp_path, monkey
     # Without the wait the same load is over before the sampler reads it: the test says it could not judge.
     (tmp_path / "without").mkdir()
     missed = _power_run(tmp_path / "without", monkeypatch, 0)
-    assert (missed.verdict, missed.code) == (Verdict.ERROR, "POWER_NOT_READ"), missed.message
+    # No reading under load, or (when the host is quick enough for one) fewer than the figure needs:
+    # either way not judged (a clean-clone run read 1 of 4, 2026-11-28).
+    assert missed.verdict is Verdict.ERROR and missed.code in ("POWER_NOT_READ", "POWER_LOAD_NOT_REACHED"), \
+        missed.message
+    assert missed.message.endswith("not judged")
 
 
 def test_the_sampler_knows_the_pace_it_really_keeps():
