@@ -66,6 +66,14 @@ def test_nan_and_infinity_in_inject_values_are_refused(fault):
         parse_fault(fault)
 
 
+@pytest.mark.parametrize("peer", ["10.0.0.2:\u00b2", "10.0.0.2:\u0668\u0660", "eth0=10.0.0.2:5\u00b2"])
+def test_a_nic_peers_port_is_ascii_digits(peer):
+    """A superscript digit passed str.isdigit() and broke int(): an internal error; an Arabic-Indic 80 was port 80."""
+    from nodeqc.spec.peers import parse_peer
+    with pytest.raises(UsageError, match="expected 1-65535"):
+        parse_peer(peer)
+
+
 @pytest.mark.parametrize("fault", ["gpu\u0660:lost", "nic\u0661:down", "gpu\uff13:temp=90"])
 def test_an_inject_target_index_is_ascii_digits(fault):
     """`gpu٠:lost` (an Arabic-Indic 0) acted on gpu0: regex \\d takes every script's digits."""

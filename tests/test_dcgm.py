@@ -212,6 +212,19 @@ def test_any_text_or_json_gives_results_or_one_line_never_a_traceback(text):
     _never_raises(text)
 
 
+@pytest.mark.parametrize("digit", ["\u00b2", "\u0663", "\uff11"])  # superscript 2, Arabic-Indic 3, fullwidth 1
+def test_a_digit_of_another_kind_in_dcgms_output_is_no_gpu_number(digit):
+    """str.isdigit() took "²", which int() then refused: an internal error from the node's own output.
+    Other scripts' digits (which int() reads) named a GPU DCGM never wrote."""
+    doc = json.loads((FIXTURES / "dcgm-3x-pass-r2.json").read_text())
+    doc["GPU Device Serials"] = {digit: "1652922000109", "0": "1652922000101"}
+    _never_raises(json.dumps(doc))
+    assert checks._serials(doc, "DCGM 3.x") == {0: "1652922000101"}
+    doc["DCGM GPU Diagnostic"]["test_categories"][-1]["tests"][0]["results"][0]["gpu_id"] = digit
+    with pytest.raises(ToolOutputError, match="gpu_id is .*not a whole number"):
+        checks.parse_diag(json.dumps(doc))
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 4000))
 def test_any_cut_of_a_real_output_never_raises(cut):

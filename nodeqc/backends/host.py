@@ -14,6 +14,7 @@ import psutil
 
 from nodeqc.backends.base import HostBackend, HostInfo, PciDevice, normalise_bus_id
 from nodeqc.core.na import NA
+from nodeqc.core.text import is_digits
 
 NVIDIA_VENDOR = "0x10de"
 # PCI classes of NVIDIA GPUs: VGA controller (0x0300) and 3D controller (0x0302). NVSwitches and
@@ -78,7 +79,7 @@ class LinuxHost(HostBackend):
         proc = self.root / "proc"
         if not proc.is_dir():
             return NA
-        running = any(entry.name.isdigit() and (self._read(f"proc/{entry.name}/comm") or "") == IMEX_COMM
+        running = any(is_digits(entry.name) and (self._read(f"proc/{entry.name}/comm") or "") == IMEX_COMM
                       for entry in proc.iterdir())
         channels_dir = self.root / IMEX_CHANNELS
         channels = sum(1 for _ in channels_dir.iterdir()) if channels_dir.is_dir() else None
@@ -110,7 +111,7 @@ class LinuxHost(HostBackend):
         if not proc.is_dir():
             return NA
         for entry in proc.iterdir():
-            if entry.name.isdigit() and (self._read(f"proc/{entry.name}/comm") or "").startswith(FABRIC_MANAGER_COMM):
+            if is_digits(entry.name) and (self._read(f"proc/{entry.name}/comm") or "").startswith(FABRIC_MANAGER_COMM):
                 return True
         return False
 

@@ -24,6 +24,7 @@ import psutil
 from nodeqc.backends.base import IbPort, NicBackend, NicInfo, TrafficJob, TrafficOutcome, TrafficSession
 from nodeqc.core.errors import shown
 from nodeqc.core.na import NA
+from nodeqc.core.text import is_digits
 from nodeqc.core.tool_output import ToolOutputError, excerpt, figure, load_json, quoted
 
 ARPHRD_INFINIBAND = 32
@@ -142,11 +143,11 @@ class LinuxNics(NicBackend):
     def _ports(self, dev: Path) -> list[IbPort]:
         out = []
         base = dev / "ports"
-        ports = sorted(base.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else 0) if base.is_dir() else []
+        ports = sorted(base.iterdir(), key=lambda p: int(p.name) if is_digits(p.name) else 0) if base.is_dir() else []
         for port in ports:
             rate = re.match(r"([\d.]+)\s*Gb/sec", self._read(port / "rate") or "")
             out.append(IbPort(
-                device=dev.name, port=int(port.name) if port.name.isdigit() else 0,
+                device=dev.name, port=int(port.name) if is_digits(port.name) else 0,
                 state=_after_colon(self._read(port / "state")),
                 phys_state=_after_colon(self._read(port / "phys_state")),
                 rate_gbit=_sysfs_number(rate.group(1)) if rate else NA, link_layer=self._read(port / "link_layer") or NA,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from nodeqc.backends.base import normalise_bus_id
 from nodeqc.core.na import NA
+from nodeqc.core.text import is_digits
 
 if TYPE_CHECKING:
     from nodeqc.backends.kernel_log import KernelLog
@@ -199,7 +200,7 @@ class LinuxPlatform(PlatformBackend):
         return PciFunction(
             bus_id=bus_id, vendor=self._read(f"{rel}/vendor") or NA, device=self._read(f"{rel}/device") or NA,
             pci_class=(self._read(f"{rel}/class") or "")[:6] or NA, driver=self._link_name(f"{rel}/driver") or NA,
-            numa_node=int(numa) if numa and numa.lstrip("-").isdigit() and int(numa) >= 0 else NA,
+            numa_node=int(numa) if numa and is_digits(numa.lstrip("-")) and int(numa) >= 0 else NA,
             iommu=group_type or ("off" if not has_group and self.iommu_enabled() is False else NA),
             bridges=_bridges(where))
 

@@ -36,6 +36,7 @@ from nodeqc.backends.dcgm import INSTALL, DiagRun
 from nodeqc.checks import dcgm_codes
 from nodeqc.core.errors import shown
 from nodeqc.core.model import CheckResult, Value, Verdict
+from nodeqc.core.text import is_digits
 from nodeqc.core.tool_output import ToolOutputError, excerpt, kind_of, load_json, quoted
 
 CATEGORY_CHECKS = {"deployment": "dcgm.deployment", "integration": "dcgm.integration",
@@ -184,7 +185,7 @@ def _serials(doc: dict[str, Any], fmt: str) -> dict[int, str]:
     out: dict[int, str] = {}
     if fmt == "DCGM 3.x" and isinstance(doc.get("GPU Device Serials"), dict):
         for k, v in list(doc["GPU Device Serials"].items())[:MAX_ITEMS]:
-            if isinstance(k, str) and k.isdigit() and len(k) < 8 and isinstance(v, str):
+            if isinstance(k, str) and is_digits(k) and len(k) < 8 and isinstance(v, str):
                 out[int(k)] = shown(v)[:64]
     groups = doc.get("entity_groups")
     if isinstance(groups, list):
@@ -221,7 +222,7 @@ def _text(value: Any, where: str, optional: bool = False) -> str:
 
 
 def _int(value: Any, where: str, high: int, text: bool = False) -> int:
-    if text and isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
+    if text and isinstance(value, str) and is_digits(value.strip()) and len(value.strip()) < 10:
         value = int(value.strip())
     if type(value) is not int or not 0 <= value <= high:
         raise ToolOutputError(f"dcgmi diag -j: {where} is {kind_of(value)}, not a whole number from 0 to {high}")
@@ -334,7 +335,7 @@ def _categories(diag: Diag, gpus: list[Any]) -> list[CheckResult]:
 
 def _slot(subject: str) -> int:
     digits = subject[3:] if subject.startswith("gpu") else ""
-    return int(digits) if digits.isdigit() else -1
+    return int(digits) if is_digits(digits) else -1
 
 
 def _judge_group(check: str, subject: str, entries: list[tuple[TestResult, int | None]]) -> CheckResult:

@@ -11,6 +11,7 @@ from nodeqc.checks.fabric_state import nvlink_fabric
 from nodeqc.core.model import CheckResult, Value, Verdict
 from nodeqc.core.na import is_na
 from nodeqc.core.skus import identify
+from nodeqc.core.text import is_digits
 from nodeqc.spec.profile import Profile, version_tuple
 
 GIB = 1024 ** 3
@@ -230,11 +231,11 @@ def _memory_shown(groups: dict[str, list[str]]) -> dict[str, str]:
     """Memory sizes (bytes, as grouped) as a technician reads them, in GiB to two decimals; in bytes
     where two sizes would read the same (sizes a few MiB apart: one GPU lost memory to retirement)."""
     def gib(key: str) -> str:
-        return f"{round(int(key) / GIB, 2):g} GiB" if key.isdigit() else key
+        return f"{round(int(key) / GIB, 2):g} GiB" if is_digits(key) else key
 
     shown = {k: gib(k) for k in groups}
     if len(set(shown.values())) < len(shown):
-        return {k: f"{v} ({k} bytes)" if k.isdigit() else v for k, v in shown.items()}
+        return {k: f"{v} ({k} bytes)" if is_digits(k) else v for k, v in shown.items()}
     return shown
 
 

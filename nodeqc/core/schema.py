@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeqc.core.errors import UsageError
+from nodeqc.core.text import is_digits
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def type_problem(spec: Spec, key: str, value: Any) -> str | None:
         return None
     if kind == "version":
         # ASCII digits only: str.isdigit() takes other scripts' digits too ("٥٣٥" for 535).
-        if not isinstance(value, str) or not value or not all(p.isascii() and p.isdigit() for p in value.split(".")):
+        if not isinstance(value, str) or not value or not all(is_digits(p) for p in value.split(".")):
             return f'expected a version like "535.104", got {show(value)}'
         return None
     raise AssertionError(f"schema kind {kind}")

@@ -13,6 +13,12 @@ from typing import Any
 from nodeqc.core.errors import shown
 
 
+def is_digits(text: str) -> bool:
+    """ASCII digits, at least one. str.isdigit() also takes "²", which int() refuses (a node's tool
+    printing one ended in an internal error), and other scripts' digits ("٣", which int() reads as 3)."""
+    return text.isascii() and text.isdigit()
+
+
 def clean(text: Any) -> str:
     """One line of text safe for a terminal: control and format characters (C0, C1, DEL, bidi
     overrides, line and paragraph separators, line breaks) shown as escapes (errors.shown, the one

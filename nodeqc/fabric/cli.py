@@ -24,7 +24,7 @@ from nodeqc.core.errors import UsageError
 from nodeqc.core.names import check_host, check_name, check_nodelist
 from nodeqc.core.safefile import NotAFile, read_bounded
 from nodeqc.core.stamps import current_user, utc_now
-from nodeqc.core.text import few
+from nodeqc.core.text import few, is_digits
 from nodeqc.fabric import pairing
 from nodeqc.fabric.nccl_group import COLLECTIVES
 from nodeqc.fabric.worker import NCCL_PORT_OFFSET, PORTS_PER_PAIR
@@ -235,7 +235,7 @@ def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
             raise UsageError(f"--{flag.replace('_', '-')} {v:g}: expected a number above zero")
     if args.port is None:
         text = os.environ.get(PORT_ENV, "") or str(DEFAULT_PORT)
-        if not text.isdigit():
+        if not is_digits(text):
             raise UsageError(f"${PORT_ENV} {text!r}: expected a port number")
         args.port = int(text)
     if not 1024 <= args.port <= 65535 - NCCL_PORT_OFFSET - PORTS_PER_PAIR * len(nodes):
@@ -247,7 +247,7 @@ def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
         from nodeqc.fabric.groups import auto_size
 
         given = args.group_size
-        args.group_size = auto_size(len(nodes)) if given == "auto" else int(given) if given.isdigit() else 0
+        args.group_size = auto_size(len(nodes)) if given == "auto" else int(given) if is_digits(given) else 0
         if not 3 <= args.group_size <= len(nodes):
             raise UsageError(f"--group-size {given}: expected 3 to the node count ({len(nodes)}), or auto (two is "
                              "a pair: without --group-size the collectives run in the pair rounds)")

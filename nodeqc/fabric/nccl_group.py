@@ -229,7 +229,7 @@ class _Reaper:
                     data += chunk
                 if not data.endswith(b"done\n"):
                     for line in data.split():
-                        if line.isdigit():
+                        if line.isdigit():  # bytes: ASCII digits only
                             _kill_group(int(line))
             finally:
                 os._exit(0)

@@ -43,6 +43,7 @@ from typing import Any
 from nodeqc.backends.nic import iperf3_options, parse_ib_write_bw, parse_ib_write_lat, parse_iperf3
 from nodeqc.core.arguments import Parser
 from nodeqc.core.errors import UsageError
+from nodeqc.core.text import is_digits
 from nodeqc.fabric.nccl_group import COLLECTIVES
 
 MARKER = "nodeqc-fabric-worker"
@@ -96,7 +97,7 @@ def which_end(pair: tuple[str, ...], index: int | None) -> int:
         if name in pair:
             return pair.index(name)
     procid = os.environ.get("SLURM_PROCID")
-    if procid is not None and procid.isdigit() and int(procid) < len(pair):
+    if procid is not None and is_digits(procid) and int(procid) < len(pair):
         return int(procid)
     raise UsageError(f"fabric worker: cannot tell which end of {','.join(pair)} this host is: pass --index")
 
@@ -369,7 +370,7 @@ def run(job: Job) -> dict[str, Any]:
         # Every active rail, so the launcher can say which has no counterpart on the peer.
         out["rails"] = [{"rail": rail_id(dev, port), "rate": rate, "subnet": gid_prefix(dev, port)}
                         for dev, port, rate, _ in rdma_ports()]
-    if os.environ.get("JOB_COMPLETION_INDEX", "").isdigit():  # a pod of an Indexed Job (Kubernetes)
+    if is_digits(os.environ.get("JOB_COMPLETION_INDEX", "")):  # a pod of an Indexed Job (Kubernetes)
         out["job_index"] = int(os.environ["JOB_COMPLETION_INDEX"])
     return out
 

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication
 
 from nodeqc.core.errors import UsageError
 from nodeqc.core.safefile import OutputError, write_atomic
+from nodeqc.core.text import is_digits
 from nodeqc.gui.session import RunSetup, probe
 from nodeqc.gui.window import MainWindow
 from nodeqc.run.flow import RunFlow, prepare
@@ -82,7 +83,7 @@ def window_size() -> QSize | None:
     if not text:
         return None
     w, sep, h = text.lower().partition("x")
-    if not (sep and w.isdigit() and h.isdigit() and int(w) >= 320 and int(h) >= 240):
+    if not (sep and is_digits(w) and is_digits(h) and int(w) >= 320 and int(h) >= 240):
         raise UsageError(f"NODEQC_WINDOW_SIZE={text}: expected WIDTHxHEIGHT, e.g. 1366x768")
     return QSize(int(w), int(h))
 

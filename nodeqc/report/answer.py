@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 from nodeqc.core.codes import advice, escalation, not_applicable_reason, not_run_reason
 from nodeqc.core.model import CheckResult, Verdict
+from nodeqc.core.text import is_digits
 from nodeqc.spec.selection import describe_partial, partial_words
 
 SHOWN_ORDER = {"fail": 0, "error": 0, "warn": 1}
@@ -492,7 +493,7 @@ def repair_targets(action: str, repair_parts: list[str], outcomes: list[dict[str
     names a part of the node that did not fail ('GPU 3' when only GPU 5 failed) is a repair of none
     of the failures. A note that names no part ('reseated the risers'; a serial of a part that did
     not fail is not recognised) counts for every failing part, and its record says so (named false)."""
-    wanted = [f"gpu{w.strip()}" if w.strip().isdigit() else w for w in repair_parts]
+    wanted = [f"gpu{w.strip()}" if is_digits(w.strip()) else w for w in repair_parts]
     texts = wanted or [action]
     found = {str(o.get("subject")) for o in outcomes
              if any(_names(t, w) if not wanted else t.strip().lower() == w.lower()

@@ -33,6 +33,7 @@ from nodeqc.core.errors import UsageError
 from nodeqc.core.na import is_na
 from nodeqc.core.safefile import NotAFile, read_bounded
 from nodeqc.core.schema import Spec, show, type_problem
+from nodeqc.core.text import is_digits
 
 FORMAT = 1
 HEADER = """\
@@ -154,7 +155,7 @@ def observe(gpus: list[GpuInfo], driver: str, cuda: str, host: HostInfo, nics: l
 
 
 def _natural(name: str) -> list[Any]:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+    return [int(t) if is_digits(t) else t for t in re.split(r"(\d+)", name)]
 
 
 # ---------------------------------------------------------------------- the file

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from nodeqc.core.errors import UsageError
+from nodeqc.core.text import is_digits
 
 IPERF3_PORT = 5201
 IB_WRITE_BW_PORT = 18515
@@ -65,7 +66,7 @@ def _split_port(text: str, shown: str) -> tuple[str, int | None]:
         raise UsageError(f"{shown}: no host; {EXAMPLE}")
     if port is None:
         return host, None
-    if not port.isdigit() or not 1 <= int(port) <= 65535:
+    if not is_digits(port) or not 1 <= int(port) <= 65535:
         raise UsageError(f"{shown}: port {port!r}: expected 1-65535")
     return host, int(port)
 

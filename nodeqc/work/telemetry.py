@@ -21,6 +21,7 @@ from nodeqc.backends.base import GpuCounters, GpuProcess, GpuSample, decode_reas
 from nodeqc.core.errors import UsageError
 from nodeqc.core.na import NA, is_na
 from nodeqc.core.safefile import NotAFile, OutputError, create_new, open_regular, write_all
+from nodeqc.core.text import is_digits
 
 LOADED_UTIL_PCT = 50  # a GPU at or above this utilisation counts as under load
 MAX_EVENTS = 200  # per GPU and kind; more are counted, not kept
@@ -384,7 +385,7 @@ def describe_series(path: Path, limit: int = MAX_SERIES_BYTES) -> str:
         if _is_float(r[0]):
             t = float(r[0])
             first, last = min(t, first if first is not None else t), max(t, last if last is not None else t)
-        if not (r[1].isdigit() and len(r[1]) <= 3):  # a GPU index: anything else is counted, not listed
+        if not (is_digits(r[1]) and len(r[1]) <= 3):  # a GPU index: anything else is counted, not listed
             continue
         entry = per_gpu.setdefault(r[1], [0, {}])
         entry[0] += 1
