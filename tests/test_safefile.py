@@ -136,6 +136,36 @@ def test_export_output_replaces_a_planted_link(tmp_path, victim, run_cli):
     assert not out.is_symlink() and out.read_text().startswith("report,")
 
 
+def test_an_output_that_is_a_fifo_a_socket_or_a_device_is_refused_and_left_as_it_is(tmp_path, run_cli):
+    """Run as root, `export --output /dev/full` replaced the device node with a regular file (exit 0),
+    as a FIFO a reader waited on was; /dev/null would have gone the same way."""
+    import socket
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "sock"))
+    targets = [(fifo, "a FIFO"), (tmp_path / "sock", "a socket")]
+    try:  # a device node of our own, where this machine lets us make one (root, CAP_MKNOD)
+        os.mknod(tmp_path / "full", 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+        targets.append((tmp_path / "full", "a character device"))
+    except (PermissionError, OSError):
+        pass
+    try:
+        for target, kind in targets:
+            with pytest.raises(OutputError, match=f"is {kind}, not a file"):
+                write_atomic(target, b"x")
+            assert not stat.S_ISREG(os.lstat(target).st_mode)
+        archive = tmp_path / "archive"
+        archive.mkdir()
+        proc = run_cli("export", "--archive", str(archive), "--output", str(fifo))
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == f"nodeqc: {fifo}: is a FIFO, not a " \
+            "file: nodeqc writes a regular file in its place only"
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and not list(tmp_path.glob(".fifo.*"))
+    finally:
+        sock.close()
+
+
 def test_concurrent_writers_leave_one_whole_file(tmp_path):
     out = tmp_path / "out.bin"
     blobs = [bytes([n]) * 200_000 for n in range(8)]

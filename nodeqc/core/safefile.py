@@ -56,11 +56,28 @@ def describe(e: OSError, path: Path) -> str:
     return f"{path}: cannot write: {e.strerror or e}"
 
 
+def check_replaceable(path: Path) -> None:
+    """OutputError when `path` is something a rename must not replace: a device, a FIFO, a socket or
+    a directory. Run as root, `export --output /dev/full` replaced the device node with a file (and
+    /dev/null would have gone the same way); a FIFO a reader waits on was replaced as silently. A
+    regular file, a link (replaced itself, never followed) or nothing at all is fine."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise OutputError(describe(e, path)) from None
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        kind = next((name for test, name in _KINDS if test(mode)), "something else")
+        raise OutputError(f"{path}: is {kind}, not a file: nodeqc writes a regular file in its place only")
+
+
 def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write `data` as the whole new content of `path` (see the module's docstring)."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     tmp: str | None = None
+    check_replaceable(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
         try:
@@ -90,6 +107,7 @@ def probe_directory(path: Path) -> None:
     read-only mount, and the run then failed only at its end."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
+    check_replaceable(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as e:
