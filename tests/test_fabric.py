@@ -362,6 +362,13 @@ def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     (["--hosts", "a,b", "--launch", "ssh"], "must contain {host}"),
     (["--hosts", "a", "--launch", "env H={host}"], "at least two nodes"),
     (["--hosts", "a,b,a", "--launch", "env H={host}"], "node a is listed twice"),
+    # DNS names are the same without case or a final dot; ".." and "::" are no host at all
+    (["--hosts", "a,b,A.", "--launch", "env H={host}"], "node A. is listed twice (as A., a: host names are the same"),
+    (["--hosts", "a,..", "--launch", "env H={host}"], "--hosts ..: no letter or digit"),
+    # an address reached the workers' argv joined with ',' and ' ', then iperf3's: accepted, exit 0, before
+    (["--simulate", "4", "--address", "node0=-oProxyCommand=x"], "--address node0= -oProxyCommand=x: starts with '-'"),
+    (["--simulate", "4", "--address", "node0=a,b"], "--address node0= a,b: not a host name"),
+    (["--simulate", "4", "--address", "node1=x node0=evil"], "not a host name"),
     (["--slurm"], "inside a job's allocation"),
     (["--simulate", "8", "--drain"], "--drain drains Slurm nodes"),
     (["--simulate", "8", "--image", "nodeqc:1"], "--image is the Kubernetes pods' image: it needs --k8s"),
@@ -380,6 +387,16 @@ def test_usage_errors_are_one_line(args, message):
     env = {"SLURM_JOB_ID": ""}
     p = cli("fabric", *args, env=env)
     assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_a_list_of_100000_hosts_is_refused_at_once_for_its_size(tmp_path):
+    """A duplicate search per name took minutes over a 4 MB list; the port range holds far fewer nodes."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("\n".join(f"gpu{n:06d}" for n in range(100_000)))
+    p = cli("fabric", "--hosts", f"@{hosts}", "--launch", "env H={host}", timeout=30)
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
+        "nodeqc: 100000 nodes: one fabric run takes at most 15627 (its ports, 4 a node, come from one range of 1024 "
+        "to 65535)"]
 
 
 @pytest.mark.parametrize("given, env, port", [(["--port", "23001"], {}, "23001"), ([], {"NODEQC_FABRIC_PORT": "24001"}, "24001"),

@@ -63,6 +63,18 @@ def test_topology_conf_gives_leaves_parents_and_paths():
     ("SwitchName=s Switches=t\nSwitchName=t", "t.conf: no switch lists any node"),
     ("SwitchName=a Nodes=n[1-9999999]", "t.conf:1: [1-9999999]: range 1-9999999 runs backwards or is too long"),
     ("SwitchName=a Nodes=n[1-600000],m[1-600000]", "t.conf:1: the host list expands to more than 1048576 names"),
+    # counted before they are made: these filled the memory (MemoryError) first
+    ("SwitchName=a Nodes=node[0-3],x[1-999999][1-999999]", "t.conf:1: the host list expands to more than"),
+    ("SwitchName=a Nodes=x[" + ",".join(["1-999999"] * 50) + "]", "t.conf:1: the host list expands to more than"),
+    # a whole file's names are bounded too: eight lines of a million each ran 14 s, exit 0
+    ("\n".join(f"SwitchName=s{i} Nodes=y{i}-[1-999999]" for i in range(8)), "t.conf:2: the host list expands to more "
+     "than"),
+    # \d took other scripts' digits: node[٠-٣] became node0..node3
+    ("SwitchName=a Nodes=node[\u0660-\u0663]", "expected numbers and ranges"),
+    ("SwitchName=a Nodes=node[\uff10-\uff13]", "expected numbers and ranges"),
+    # a chain of 50,000 switches took minutes to walk
+    ("\n".join(f"SwitchName=s{i} Switches=s{i + 1}" for i in range(50_000)) + "\nSwitchName=s50000 Nodes=n[0-3]",
+     "t.conf:18: switch s17 has more than 16 tiers of switches above it"),
 ])
 def test_a_bad_line_is_one_error_naming_file_and_line(text, message):
     with pytest.raises(UsageError, match=None) as e:

@@ -41,6 +41,8 @@ def host_problem(name: object) -> str | None:
         return f"{len(name)} characters long"
     if _HOST.fullmatch(name) is None:
         return "starts with '-'" if name.startswith("-") else "not a host name"
+    if not any(c.isalnum() for c in name):  # ".", "..", ":" and "::" matched the characters alone
+        return "no letter or digit"
     return None
 
 

@@ -14,6 +14,7 @@ import shlex
 import signal
 import sys
 import time
+from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -218,9 +219,19 @@ def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
         raise UsageError(f"--tests {args.tests}: expected some of {', '.join(TESTS)}")
     if len(nodes) < 2:
         raise UsageError(f"a fabric needs at least two nodes, got {len(nodes)}: {', '.join(nodes) or 'none'}")
-    twice = sorted({n for n in nodes if nodes.count(n) > 1})
+    # Once each, as DNS compares names: without case, and "a." is "a". Counted, not searched: 100,000
+    # names (a 4 MB --hosts file) took minutes with a search per name.
+    key = lambda n: n.lower().rstrip(".")  # noqa: E731
+    seen = Counter(key(n) for n in nodes)
+    twice = sorted(k for k, count in seen.items() if count > 1)
     if twice:
-        raise UsageError(f"node {twice[0]} is listed twice")
+        spelt = sorted({n for n in nodes if key(n) == twice[0]})
+        also = f" (as {', '.join(spelt)}: host names are the same without case or a final '.')" if len(spelt) > 1 else ""
+        raise UsageError(f"node {spelt[0]} is listed twice{also}")
+    most = (65535 - NCCL_PORT_OFFSET - 1024) // PORTS_PER_PAIR
+    if len(nodes) > most:
+        raise UsageError(f"{len(nodes)} nodes: one fabric run takes at most {most} (its ports, {PORTS_PER_PAIR} "
+                         "a node, come from one range of 1024 to 65535)")
     if args.rounds is not None and not 1 <= args.rounds <= pairing.MAX_ROUNDS:
         raise UsageError(f"--rounds {args.rounds}: expected 1 to {pairing.MAX_ROUNDS}")
     if not 0 < args.confidence < 1:
@@ -269,7 +280,9 @@ def _addresses(texts: list[str], nodes: list[str]) -> dict[str, str]:
             raise UsageError(f"--address {t}: expected NODE=ADDR")
         if node not in nodes:
             raise UsageError(f"--address {t}: {node} is not one of the nodes")
-        out[node] = addr
+        # The address reaches the workers' argv, joined with ',' and ' ', and then iperf3's and ip's:
+        # one with a ',' or a space rewrote another node's address, one starting with '-' was an option.
+        out[node] = check_host(addr, f"--address {node}=")
     return out
 
 

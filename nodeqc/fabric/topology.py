@@ -42,7 +42,10 @@ from nodeqc.core.names import check_host
 from nodeqc.core.safefile import NotAFile, read_bounded
 
 MAX_FILE = 16 << 20  # a topology of 100,000 nodes in single lines is under 5 MB
-MAX_EXPANDED = 1 << 20  # names one host list may expand to
+MAX_EXPANDED = 1 << 20  # names one host list, and one whole file, may expand to
+# Switch tiers above a leaf. The largest published AI fabrics have three or four (NVIDIA's SuperPOD
+# reference architectures: leaf, spine, core); a chain of 50,000 "switches" took minutes to walk.
+MAX_LEVELS = 16
 KUBECTL_S = 60
 DEFAULT_LABELS = {"leaf": "network.topology.nvidia.com/block", "spine": "network.topology.nvidia.com/spine",
                   "zone": "topology.kubernetes.io/zone", "nvlink": "nvidia.com/gpu.clique"}
@@ -108,17 +111,19 @@ class Topology:
                 **({"nvlink": dict(sorted(self.nvlink.items()))} if self.nvlink else {})}
 
 
-def expand_hostlist(text: str, where: str) -> list[str]:
+def expand_hostlist(text: str, where: str, budget: int = MAX_EXPANDED) -> list[str]:
     """Slurm's host list: comma-separated names, each with bracketed ranges (`gpu[01-04,07]`),
-    several brackets multiplying (`r[1-2]-n[1-2]`); zero padding kept. Bounded."""
+    several brackets multiplying (`r[1-2]-n[1-2]`); zero padding kept. At most `budget` names, counted
+    before they are made: `x[1-999999][1-999999]` filled the memory making them."""
     out: list[str] = []
+    too_many = UsageError(f"{where}: the host list expands to more than {budget} names")
     for part in _split_top(text, where):
         names = [""]
         for token in re.split(r"(\[[^\]]*\])", part):
-            suffixes = _ranges(token[1:-1], where) if token.startswith("[") else [token]
+            suffixes = _ranges(token[1:-1], where, budget) if token.startswith("[") else [token]
+            if len(names) * len(suffixes) + len(out) > budget:
+                raise too_many
             names = [a + b for a in names for b in suffixes]
-            if len(names) + len(out) > MAX_EXPANDED:
-                raise UsageError(f"{where}: the host list expands to more than {MAX_EXPANDED} names")
         out += [n for n in names if n]
     return out
 
@@ -144,15 +149,18 @@ def _split_top(text: str, where: str) -> list[str]:
     return [p for p in parts + [cur] if p]
 
 
-def _ranges(text: str, where: str) -> list[str]:
+def _ranges(text: str, where: str, budget: int = MAX_EXPANDED) -> list[str]:
     out: list[str] = []
     for item in text.split(","):
-        m = re.fullmatch(r"(\d{1,9})(?:-(\d{1,9}))?", item.strip())
+        # [0-9], not \d: \d takes every script's digits ("node[٠-٣]" became node0..node3)
+        m = re.fullmatch(r"([0-9]{1,9})(?:-([0-9]{1,9}))?", item.strip())
         if not m:
             raise UsageError(f"{where}: [{shown(text)[:40]}]: expected numbers and ranges such as 01-16,20")
         lo, hi = m.group(1), m.group(2) or m.group(1)
         if int(hi) < int(lo) or int(hi) - int(lo) >= MAX_EXPANDED:
             raise UsageError(f"{where}: [{shown(text)[:40]}]: range {lo}-{hi} runs backwards or is too long")
+        if len(out) + int(hi) - int(lo) + 1 > budget:
+            raise UsageError(f"{where}: the host list expands to more than {budget} names")
         width = len(lo) if lo.startswith("0") else 0
         out += [str(i).zfill(width) for i in range(int(lo), int(hi) + 1)]
     return out
@@ -165,6 +173,7 @@ def parse_slurm(text: str, where: str) -> Topology:
     defined: dict[str, int] = {}
     nvlink: dict[str, str] = {}  # node -> its block (topology/block: a multi-node NVLink domain)
     children: list[tuple[int, str, list[str]]] = []
+    listed = 0  # switches the lines list under others, all told
     for number, line in _logical_lines(text):
         at = f"{where}:{number}"
         fields: dict[str, str] = {}
@@ -184,7 +193,7 @@ def parse_slurm(text: str, where: str) -> Topology:
         if name in defined:
             raise UsageError(f"{at}: switch {name} already defined on line {defined[name]}")
         defined[name] = number
-        for node in expand_hostlist(fields.get("nodes", ""), at):
+        for node in expand_hostlist(fields.get("nodes", ""), at, MAX_EXPANDED - len(leaf_of)):
             check_host(node, f"{at}: node")
             if node in leaf_of:
                 raise UsageError(f"{at}: node {node} is already under switch {leaf_of[node]}")
@@ -192,7 +201,8 @@ def parse_slurm(text: str, where: str) -> Topology:
             if "blockname" in fields:
                 nvlink[node] = name
         if "switches" in fields:
-            children.append((number, name, expand_hostlist(fields["switches"], at)))
+            children.append((number, name, expand_hostlist(fields["switches"], at, MAX_EXPANDED - listed)))
+            listed += len(children[-1][2])
     for number, name, below in children:
         for child in below:
             check_host(child, f"{where}:{number}: switch")
@@ -211,6 +221,9 @@ def parse_slurm(text: str, where: str) -> Topology:
             if s in seen:
                 raise UsageError(f"{where}:{defined[switch]}: switch {switch} is part of a loop of switches")
             seen.add(s)
+            if len(seen) > MAX_LEVELS + 1:
+                raise UsageError(f"{where}:{defined[switch]}: switch {switch} has more than {MAX_LEVELS} tiers of "
+                                 "switches above it (a fabric has three or four)")
     if not leaf_of:
         raise UsageError(f"{where}: no switch lists any node (Nodes=)")
     return Topology(where, leaf_of, parent, nvlink)

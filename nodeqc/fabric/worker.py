@@ -43,6 +43,7 @@ from typing import Any
 from nodeqc.backends.nic import iperf3_options, parse_ib_write_bw, parse_ib_write_lat, parse_iperf3
 from nodeqc.core.arguments import Parser
 from nodeqc.core.errors import UsageError
+from nodeqc.core.names import check_host
 from nodeqc.core.text import is_digits
 from nodeqc.fabric.nccl_group import COLLECTIVES
 
@@ -405,7 +406,7 @@ def pair_in_plan(text: str, addresses_text: str | None, port: int,
         node, sep, addr = item.partition("=")
         if not sep or not node or not addr:
             raise UsageError(f"--addresses {addresses_text}: expected NODE=ADDR items separated by spaces")
-        addresses[node] = addr
+        addresses[node] = check_host(addr, f"--addresses {node}=")
     for slot, unit in enumerate(units):
         if any(name in unit for name in _my_names()):
             return unit, port + slot * PORTS_PER_PAIR, tuple(addresses.get(n, n) for n in unit)
@@ -457,7 +458,7 @@ def main(argv: list[str]) -> int:
     if args.group is not None and not set(tests) <= set(COLLECTIVES):
         raise UsageError(f"--tests {args.tests}: a group test runs NCCL's collectives only "
                          f"({', '.join(COLLECTIVES)}); tcp, rdma and lat are pair tests")
-    addresses = tuple(args.address.split(",")) if args.address else pair
+    addresses = tuple(check_host(a, "--address") for a in args.address.split(",")) if args.address else pair
     if len(addresses) != len(pair):
         raise UsageError(f"--address {args.address[:200]}: expected {len(pair)} addresses, one an end")
     job = Job(pair, which_end(pair, args.index), tests, args.seconds, args.streams, args.port,  # type: ignore[arg-type]
