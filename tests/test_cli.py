@@ -497,3 +497,29 @@ def test_out_is_made_where_missing_and_a_missing_archive_is_refused_as_their_hel
     assert p.returncode == 2 and "no such directory" in p.stderr and not (tmp_path / "nowhere").exists()
     shown = " ".join(cli("--help").stdout.split())
     assert "instead of the archive (made if missing)" in shown and "the report archive, an existing directory" in shown
+
+
+@pytest.mark.parametrize("content", [b"root:x:0:0:root:/root:/bin/bash\n", b"", b"\x00\xff" * 50, b"[1]\n[2]\n",
+                                     b'{"type":"notice","x":' + b"9" * 100_000 + b"}\n"])
+def test_show_of_a_file_that_is_no_journal_is_one_line_and_exit_2(tmp_path, content):
+    """/etc/passwd or random bytes named *.journal.jsonl showed as an INCOMPLETE run with exit 0; a line
+    with a 100,000-digit number ended in an internal error (ValueError, not a JSONDecodeError)."""
+    journal = tmp_path / "x.journal.jsonl"
+    journal.write_bytes(content)
+    p = cli("show", str(journal))
+    assert p.returncode == 2 and p.stdout == "" and p.stderr.strip().splitlines() == [
+        f"nodeqc show: {journal}: not a nodeqc journal (no run_started record)"]
+
+
+def test_show_of_a_journal_says_what_damage_it_passed_over(tmp_path):
+    """A kill tears only the last line: lines before it that are no record were dropped silently."""
+    started = '{"type":"run_started","node":{"hostname":"n1"},"profile":{"name":"h100"},"started_at":"2026-11-28T06:00:00Z"}'
+    journal = tmp_path / "x.journal.jsonl"
+    journal.write_text(started + "\nnot json\n" + '{"type":"notice","x":' + "9" * 5000 + '}\n{"type":"notice"')
+    p = cli("show", str(journal))
+    assert p.returncode == 0 and "node n1  profile h100" in p.stdout
+    assert p.stderr.strip() == (f"nodeqc show: warning: {journal}: 2 damaged line(s) before the last were passed over "
+                                "(a kill tears only the last)")
+    journal.write_text(started + '\n{"type":"notice"')  # only the last torn, as a kill leaves it: nothing to say
+    p = cli("show", str(journal))
+    assert p.returncode == 0 and p.stderr == ""

@@ -68,3 +68,19 @@ def test_show_of_something_that_is_not_telemetry_is_one_line(tmp_path):
     bad.write_bytes(b"not gzip at all")
     show = cli("show", str(bad))
     assert show.returncode == 2 and show.stderr.strip() == f"nodeqc: {bad}: not a nodeqc telemetry file (no header t_s,gpu,...)"
+
+
+def test_show_of_a_telemetry_file_with_odd_gpu_numbers_and_values_reads_them_as_numbers_or_not_at_all(tmp_path):
+    """A GPU column of "²" passed str.isdigit() and broke int() (an internal error); "000" was listed
+    apart from "0"; "1_000", "nan" and "inf" were read as figures."""
+    import gzip
+
+    from nodeqc.work.telemetry import describe_series
+
+    series = tmp_path / "x.telemetry.csv.gz"
+    rows = ["t_s,gpu,temp_c,power_w,sm_clock_mhz,util_pct", "0.0,0,40,100,1980,100", "0.5,000,41,110,1980,100",
+            "1.0,\u00b2,99,999,1,1", "1.5,0,nan,1_000,inf,-inf"]
+    series.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
+    text = describe_series(series)
+    assert "4 rows" in text and "gpu0: 3 samples, temp_c 40..41 C, power_w 100..110 W, sm_clock_mhz 1980..1980 MHz" in text
+    assert "gpu000" not in text and "\u00b2" not in text

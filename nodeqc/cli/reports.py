@@ -82,7 +82,7 @@ def _fabric_nodes(report: str, pred: Any) -> int:
 
 def cmd_show(argv: list[str]) -> int:
     from nodeqc.report.envelope import VerificationError, load, read_report_bytes
-    from nodeqc.report.journal import MAX_JOURNAL_BYTES, parse_journal
+    from nodeqc.report.journal import MAX_JOURNAL_BYTES, damaged_lines
     from nodeqc.report.keys import trusted_keys
     from nodeqc.report.render import render_journal, render_report
 
@@ -115,15 +115,23 @@ def cmd_show(argv: list[str]) -> int:
         return 0
     if path.name.endswith(".jsonl"):
         try:
-            records = parse_journal(read_report_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8", errors="replace"))
+            records, damaged = damaged_lines(read_report_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8",
+                                                                                              errors="replace"))
         except VerificationError as e:
             print(clean(f"nodeqc show: {path}: not a readable journal: {e}"), file=sys.stderr)
-            return 1
+            return 2
+        if not any(r.get("type") == "run_started" for r in records):
+            # /etc/passwd, random bytes or an empty file named *.jsonl showed as an INCOMPLETE run, exit 0
+            print(clean(f"nodeqc show: {path}: not a nodeqc journal (no run_started record)"), file=sys.stderr)
+            return 2
         try:
             print(render_journal(records))
         except (AttributeError, TypeError, KeyError, ValueError) as e:
             print(clean(f"nodeqc show: {path}: not a journal nodeqc writes ({type(e).__name__}: {e})"), file=sys.stderr)
-            return 1
+            return 2
+        if damaged:
+            print(f"nodeqc show: warning: {path}: {damaged} damaged line(s) before the last were passed over "
+                  "(a kill tears only the last)", file=sys.stderr)
         return 0
     loaded = load(path, trusted_keys(args.pubkey))
     # Exit 2 (could not judge), as `compare` refuses the same report: what it says cannot be relied on.

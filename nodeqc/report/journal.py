@@ -56,12 +56,23 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
 
 def parse_journal(text: str) -> list[dict[str, Any]]:
     """A journal's records (JSON objects, one a line); torn, odd or too deeply nested lines dropped."""
-    records = []
-    for line in text.splitlines():
+    return damaged_lines(text)[0]
+
+
+def damaged_lines(text: str) -> tuple[list[dict[str, Any]], int]:
+    """A journal's records, and how many of its lines before the last were no record: a kill tears
+    only the last line, so any other is damage to say (`nodeqc show`), never to pass over silently.
+    A number of more digits than Python converts (ValueError, not a JSONDecodeError) is no record
+    either: it ended `show` in an internal error."""
+    records, damaged = [], 0
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
         try:
             record = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            continue
+        except (ValueError, RecursionError):
+            record = None
         if isinstance(record, dict):
             records.append(record)
-    return records
+        elif n < len(lines) - 1:
+            damaged += 1
+    return records, damaged

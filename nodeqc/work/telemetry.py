@@ -11,6 +11,7 @@ describe_series). The sampler that fills both is nodeqc.work.sampler.
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import zlib
 from dataclasses import dataclass, field
@@ -387,7 +388,7 @@ def describe_series(path: Path, limit: int = MAX_SERIES_BYTES) -> str:
             first, last = min(t, first if first is not None else t), max(t, last if last is not None else t)
         if not (is_digits(r[1]) and len(r[1]) <= 3):  # a GPU index: anything else is counted, not listed
             continue
-        entry = per_gpu.setdefault(r[1], [0, {}])
+        entry = per_gpu.setdefault(str(int(r[1])), [0, {}])  # "000" is GPU 0, as "0" is
         entry[0] += 1
         for name in shown:
             if name in col and _is_float(r[col[name]]):
@@ -406,11 +407,11 @@ def describe_series(path: Path, limit: int = MAX_SERIES_BYTES) -> str:
 
 
 def _is_float(text: str) -> bool:
+    """A finite number as nodeqc writes one: float() alone also takes "1_000", "nan" and "inf"."""
     try:
-        float(text)
+        return "_" not in text and math.isfinite(float(text))
     except ValueError:
         return False
-    return True
 
 
 def _json(v: Any) -> Any:
