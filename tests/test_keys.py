@@ -129,3 +129,30 @@ def test_eight_processes_creating_the_first_key_at_once_end_with_the_same_key(tm
         assert len(set(answers)) == 1, (attempt, answers)
         assert load_signer(None).keyid == answers[0]
         assert sorted(p.name for p in config_dir().iterdir()) == ["signing-key.pem", "signing-key.pub.pem"]
+
+
+def test_a_fifo_or_a_directory_given_as_the_signing_key_is_refused_at_once(tmp_path):
+    """A FIFO hung the run for good (a blocking open); a directory ended in an internal error."""
+    d = tmp_path / "keys"
+    d.mkdir(mode=0o700)
+    fifo = d / "k.pem"
+    os.mkfifo(fifo, 0o600)
+    sub = d / "sub"
+    sub.mkdir(mode=0o700)
+    for given in (fifo, sub):
+        with pytest.raises(UsageError, match="not a regular file"):
+            load_signer(given)
+
+
+@pytest.mark.parametrize("made", ["fifo", "/dev/zero", "dir", "big"])
+def test_a_public_key_that_is_no_file_or_far_too_large_is_one_line(tmp_path, made):
+    """/dev/zero filled the memory (MemoryError), a FIFO hung `show --pubkey` for good."""
+    from nodeqc.report.keys import load_public
+
+    path = {"/dev/zero": Path("/dev/zero"), "fifo": tmp_path / "p.pem", "dir": tmp_path, "big": tmp_path / "big.pem"}[made]
+    if made == "fifo":
+        os.mkfifo(path)
+    if made == "big":
+        path.write_bytes(b"A" * (1 << 20))
+    with pytest.raises(UsageError, match=f"^{path}: not a public key file: "):
+        load_public(path)

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from nodeqc.core.errors import UsageError
-from nodeqc.core.safefile import OutputError, link_new, write_atomic
+from nodeqc.core.safefile import READ_FLAGS, NotAFile, OutputError, link_new, read_bounded, write_atomic
 
 
 def config_dir() -> Path:
@@ -79,15 +79,20 @@ def load_signer(path: str | Path | None) -> Signer:
             raise UsageError(f"{key_path}: signing key not found")
     _check_key_dir(key_path.parent)
     try:
-        fd = os.open(key_path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        # Non-blocking, and looked at before it is read: a FIFO given as the key hung the run, and a
+        # directory ended in an internal error (IsADirectoryError).
+        fd = os.open(key_path, READ_FLAGS | os.O_NOFOLLOW)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise UsageError(f"{key_path}: the signing key is a symbolic link; nodeqc reads only a key file "
                              f"itself (put the key there, or give its real path with --key)") from None
         raise UsageError(f"{key_path}: cannot read signing key: {e.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
-        _check_key_file(key_path, os.fstat(f.fileno()))
-        data = f.read(MAX_KEY_BYTES)
+    try:
+        _check_key_file(key_path, os.fstat(fd))
+        os.set_blocking(fd, True)
+        data = os.read(fd, MAX_KEY_BYTES)
+    finally:
+        os.close(fd)
     return Signer(_parse_private(key_path, data), key_path)
 
 
@@ -189,7 +194,9 @@ def load_public(path: str | Path) -> Ed25519PublicKey:
     """A public key from a PEM file (a private key file gives its public half)."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        data = read_bounded(p, MAX_KEY_BYTES)  # /dev/zero filled the memory, a FIFO hung
+    except NotAFile as e:
+        raise UsageError(f"{p}: not a public key file: {e}") from None
     except OSError as e:
         raise UsageError(f"{p}: cannot read public key: {e.strerror}") from None
     try:
