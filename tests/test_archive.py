@@ -266,3 +266,13 @@ def test_many_files_are_verified_by_forked_workers_with_the_same_answers(archive
     assert forked == in_order
     assert len(in_order[0]) == 5 and {name for name, _ in in_order[1]} == {"torn.report.json", "tampered.report.json",
                                                                          "foreign.report.json"}
+
+
+@pytest.mark.parametrize("text", ["99999999999999999999d", "999999999d", "5000000d", "\u0667d"])
+def test_an_age_past_any_date_or_of_other_digits_is_one_line(text):
+    """--since 99999999999999999999d was an internal error (OverflowError); "٧d" was read as 7 days."""
+    from nodeqc.cli.archive import parse_since
+    from nodeqc.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="expected a date like 2026-11-01"):
+        parse_since(text)

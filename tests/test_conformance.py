@@ -1026,6 +1026,11 @@ GOOD_GPU = "[baseline]\nformat = 1\n[gpu.gpu0]\nmodel = 'NVIDIA H100 80GB HBM3'\
     ("[baseline]\nformat = 1\n[node]\nkernel = ['6.8']\n", "[node] kernel: expected a string, got a list"),
     ("[baseline]\nformat = 1\n", "records nothing (no [node] field"),
     ("[baseline]\nformat = 1\n[node]\n[gpu]\n[nic]\n", "records nothing"),
+    # empty part tables compared nothing and passed any node, exit 0
+    ("[baseline]\nformat = 1\n[gpu.gpu0]\n[nic.ib0]\n", "records nothing"),
+    # a number of 400 digits passed as an integer and broke float() at the comparison (an internal error)
+    (GOOD_GPU + "numa_node = " + "9" * 400 + "\n", "[gpu.gpu0] numa_node: expected a number below 2^63"),
+    (GOOD_GPU + "power_limit_w = -" + "9" * 400 + "\n", "[gpu.gpu0] power_limit_w: expected a number below 2^63"),
     ("[baseline]\nformat = true\n[node]\nkernel = '6.8'\n", "[baseline] format = 1 missing"),
     ("[baseline]\nformat = 1.0\n[node]\nkernel = '6.8'\n", "[baseline] format: expected an integer, got 1.0"),
     ("[baseline]\nformat = 1\nsigned = true\n[node]\nkernel = '6.8'\n", "[baseline] signed: unknown key"),

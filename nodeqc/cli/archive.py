@@ -35,14 +35,14 @@ def parse_since(text: str) -> str:
     timestamp reports carry ('2026-11-01T00:00:00Z')."""
     from datetime import datetime, timedelta, timezone
 
-    age = re.fullmatch(r"(\d+)([dh])", text.strip())
+    age = re.fullmatch(r"([0-9]{1,9})([dh])", text.strip())
     try:
         if age:
             n = int(age.group(1))
             when = datetime.now(timezone.utc) - (timedelta(days=n) if age.group(2) == "d" else timedelta(hours=n))
         else:
             when = datetime.fromisoformat(text.strip())
-    except ValueError:
+    except (ValueError, OverflowError):  # an age of 99999999999999999999d was an internal error
         raise UsageError(f"--since {text}: expected a date like 2026-11-01, a time like 2026-11-01T08:00Z, "
                          "or an age like 7d or 12h") from None
     if when.tzinfo is None:

@@ -22,6 +22,7 @@ class Spec:
     high: float | None = None
 
 
+MAX_WHOLE = 2 ** 63  # the widest whole number a device reports (NVML's counters); past it, no figure of ours
 Schema = dict[str, dict[str, Spec]]  # table ("" for the top level) -> key -> spec
 
 
@@ -78,6 +79,8 @@ def type_problem(spec: Spec, key: str, value: Any) -> str | None:
     if kind in ("int", "number"):
         if isinstance(value, float) and not math.isfinite(value):
             return f"expected a finite number, got {show(value)}"
+        if type(value) is int and abs(value) >= MAX_WHOLE:  # TOML takes any digits; float() of 400 did not
+            return f"expected a number below 2^63, got {show(value)[:40]}"
         ok = isinstance(value, int) if kind == "int" else is_number(value)
         if not ok or isinstance(value, bool):
             what = "an integer" if kind == "int" else "a number"

@@ -262,7 +262,8 @@ def _read(path: Path) -> tuple[dict[str, Any], str]:
             raise UsageError(f"{where}: [{kind}]: expected tables like [{kind}.NAME]")
         for name, table in parts.items():
             _check_table(where, f"{kind}.{name}", table, TABLES[kind])
-    if not data.get("node") and not any(data.get(kind) for kind in PARTS):
+    # An empty [gpu.gpu0] compares nothing either: a baseline of empty tables passed any node, exit 0.
+    if not data.get("node") and not any(any(data.get(kind, {}).values()) for kind in PARTS):
         raise UsageError(f"{where}: records nothing (no [node] field, no [gpu.*], [nic.*] or [bridge.*]): it "
                          f"would pass any node; make one on a known-good node with: nodeqc baseline create {path}")
     return data, hashlib.sha256(raw).hexdigest()
