@@ -294,6 +294,12 @@ def test_cli_create_then_run_with_the_baseline(tmp_path):
     assert same.returncode == 0, same.stdout + same.stderr
     differs = cli("baseline", "check", str(golden_file), "--simulate", "hgx-h100", "--inject", "gpu3:acs")
     assert differs.returncode == 1 and "BASELINE_ACS" in differs.stdout
+    # A baseline's strings are input: ESC and NUL in one reached the terminal raw; now escaped.
+    hostile = tmp_path / "hostile.toml"
+    hostile.write_text(golden_file.read_text().replace('vbios = "', 'vbios = "\\u001b[31m\\u0000', 1))
+    shown = cli("baseline", "check", str(hostile), "--simulate", "hgx-h100")
+    assert shown.returncode == 1 and "\x1b" not in shown.stdout and "\x00" not in shown.stdout
+    assert "\\x1b[31m\\x00" in shown.stdout, shown.stdout
     # In a profile: `baseline =` beside the profile; the run fails with the finding.
     prof = tmp_path / "fleet.toml"
     prof.write_text('description = "our H100 build"\nextends = "hgx-h100"\nbaseline = "golden.toml"\n')

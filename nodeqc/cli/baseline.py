@@ -12,6 +12,7 @@ from typing import Any
 
 from nodeqc.core.arguments import Parser
 from nodeqc.core.errors import UsageError
+from nodeqc.core.text import clean
 
 
 def _parser() -> Parser:
@@ -93,7 +94,8 @@ def main(argv: list[str]) -> int:
     results = judge_conformance(baseline.data, observed, baseline.warn, baseline.ignore, f"the baseline ({baseline.path.name})")
     for r in results:
         if r.verdict is not Verdict.PASS:
-            print(f"{r.verdict.value.upper():<5} {r.name:<18} {r.subject:<10} [{r.code}] {r.message}")
+            # The baseline's and the node's strings are input: ESC and NUL reached the terminal raw.
+            print(clean(f"{r.verdict.value.upper():<5} {r.name:<18} {r.subject:<10} [{r.code}] {r.message}"))
     differ = sum(1 for r in results if r.verdict in (Verdict.FAIL, Verdict.WARN))
     matched = sum(1 for r in results if r.verdict is Verdict.PASS)
     unread = sum(1 for r in results if r.verdict in (Verdict.SKIP, Verdict.ERROR))
