@@ -523,3 +523,25 @@ def test_show_of_a_journal_says_what_damage_it_passed_over(tmp_path):
     journal.write_text(started + '\n{"type":"notice"')  # only the last torn, as a kill leaves it: nothing to say
     p = cli("show", str(journal))
     assert p.returncode == 0 and p.stderr == ""
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize("args", [["scenarios"], ["profiles"]])
+def test_a_full_standard_output_is_one_line_not_an_internal_error(args):
+    """`nodeqc scenarios > /dev/full` (a full disk under a redirect) ended in an internal error."""
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "nodeqc", *args], stdout=full, stderr=subprocess.PIPE, text=True,
+                           timeout=60)
+    assert p.returncode == 2 and p.stderr == "nodeqc: cannot write to standard output: No space left on device\n"
+
+
+def test_an_os_error_from_elsewhere_than_standard_output_is_still_an_internal_error(monkeypatch, capsys):
+    from nodeqc.cli import main as main_module
+
+    def broken(argv):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setitem(main_module.COMMANDS, "scenarios", broken)
+    assert main_module.main(["scenarios"]) == 2
+    assert "internal error: OSError" in capsys.readouterr().err
+    assert not isinstance(sys.stdout, main_module._Watched)  # put back as it was

@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 import traceback
-from typing import Callable
+from typing import Any, Callable
 
 from nodeqc import __version__
 from nodeqc.cli.common import dcgm_level, duration, positive_float
@@ -115,14 +115,11 @@ def _run_parser(prog: str = "nodeqc") -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    watched = sys.stdout = _Watched(sys.stdout)
     try:
-        if argv and argv[0] in COMMANDS:
-            return COMMANDS[argv[0]](argv[1:])
-        args = _run_parser().parse_args(argv)
-        if args.headless:
-            return headless(args, argv)
-        _refuse_headless_only(args, "")
-        return gui(args, argv)
+        code = _dispatch(argv)
+        sys.stdout.flush()  # what could not be written is said here, not lost in the exit's own flush
+        return code
     except UsageError as e:
         print(f"nodeqc: {clean(e)}", file=sys.stderr)
         return EXIT_USAGE
@@ -136,12 +133,61 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `nodeqc history | head`: the reader has gone, which is no error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as e:  # noqa: BLE001 - never a traceback for the user; NODEQC_DEBUG shows it
-        if os.environ.get("NODEQC_DEBUG"):
-            traceback.print_exc()
-        print(f"nodeqc: internal error: {type(e).__name__}: {clean(e)} (set NODEQC_DEBUG=1 for details)",
-              file=sys.stderr)
+    except OSError as e:
+        if e is not watched.failed:
+            return _internal_error(e)
+        # `nodeqc show R > /dev/full`, a full disk under a redirect: one line, not an internal error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"nodeqc: cannot write to standard output: {e.strerror or e}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as e:  # noqa: BLE001 - never a traceback for the user; NODEQC_DEBUG shows it
+        return _internal_error(e)
+    finally:
+        sys.stdout = watched.stream
+
+
+def _dispatch(argv: list[str]) -> int:
+    if argv and argv[0] in COMMANDS:
+        return COMMANDS[argv[0]](argv[1:])
+    args = _run_parser().parse_args(argv)
+    if args.headless:
+        return headless(args, argv)
+    _refuse_headless_only(args, "")
+    return gui(args, argv)
+
+
+class _Watched:
+    """Standard output, noting the error a write or flush to it raised: an OSError from there (a full
+    disk under a redirect) is said as such, one from anywhere else is an internal error."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream.stream if isinstance(stream, _Watched) else stream
+        self.failed: OSError | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError as e:
+            self.failed = e
+            raise
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as e:
+            self.failed = e
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _internal_error(e: BaseException) -> int:
+    if os.environ.get("NODEQC_DEBUG"):
+        traceback.print_exc()
+    print(f"nodeqc: internal error: {type(e).__name__}: {clean(e)} (set NODEQC_DEBUG=1 for details)",
+          file=sys.stderr)
+    return EXIT_USAGE
 
 
 def cmd_baseline(argv: list[str]) -> int:
