@@ -215,3 +215,15 @@ def test_a_capture_or_scenario_that_is_no_file_of_its_kind_is_one_line(tmp_path,
 def test_a_host_list_file_that_is_no_file_is_one_line(tmp_path):
     p = cli("fabric", "--hosts", "@/dev/zero", "--launch", "ssh {host}", timeout=60)
     assert p.returncode == 2 and p.stderr.strip() == "nodeqc: --hosts @/dev/zero: not a regular file (a character device)"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["fabric", "--simulate", "4", "--out", ""], "--out: an empty path; give a directory"),
+    (["export", "--output", ""], "--output/-o: an empty path; give a file"),
+    (["--headless", "--simulate", "h100", "--profile", "h100", "--quick", "--out", " "], "--out: an empty path"),
+])
+def test_an_empty_path_is_refused_not_taken_for_the_default(args, message):
+    """An unset variable (--out "$DIR"): `fabric --out ""` wrote to the archive, `export --output ""` to stdout."""
+    p = cli(*args)
+    assert p.returncode == 2 and p.stderr.startswith(f"nodeqc: {message}") and p.stdout == ""
+    assert len(p.stderr.strip().splitlines()) == 1

@@ -15,6 +15,9 @@ from nodeqc.core.errors import UsageError
 MAX_DURATION_S = 30 * 86400
 
 
+PATH_METAVARS = frozenset({"FILE", "DIR", "PNG", "PEM", "PATH", "REPORT", "CAPTURE"})
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line and exit 2, not a usage dump."""
 
@@ -27,3 +30,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see {self.prog} --help)")
+
+    def parse_args(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        parsed = super().parse_args(*args, **kwargs)
+        # A file or directory option given an empty path (an unset variable: --out "$DIR") fell back
+        # to the default place (`fabric --out ""`: the archive) or to stdout (`export --output ""`).
+        for action in self._actions:
+            value = getattr(parsed, action.dest, None)
+            if action.metavar in PATH_METAVARS and isinstance(value, str) and not value.strip():
+                raise UsageError(f"{'/'.join(action.option_strings)}: an empty path; give a "
+                                 f"{'directory' if action.metavar == 'DIR' else 'file'}")
+        return parsed
