@@ -102,7 +102,8 @@ def test_compare_refuses_an_untrusted_report_unless_told(runs, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["compare", "/nonexistent.report.json", "/nonexistent.report.json"], "no such report"),
-    (["compare", "JUNK", "JUNK"], "JUNK: NOT VERIFIED: not a JSON report"),
+    (["compare", "JUNK", "/nonexistent.report.json"], "JUNK: not a readable nodeqc report: not a JSON report"),
+    (["compare", "JUNK", "JUNK"], "compare: JUNK and JUNK are the same report"),
     (["compare", "JUNK"], "the following arguments are required: new"),
     (["--headless", "--profile", "h100", "--simulate", "h100", "--retest"], "holds no verified report of node SIM-H100-0001"),
     (["--headless", "--profile", "h100", "--simulate", "h100", "--retest", "JUNK"], "--retest JUNK: NOT VERIFIED"),
@@ -238,4 +239,10 @@ def test_compare_refuses_two_nodes_or_a_fabric_report_in_one_line(tmp_path):
                                     "two reports of one node")
     anyway = cli("compare", "--any-node", str(a), str(b))
     assert anyway.returncode == 1 and "warning: different nodes" in anyway.stdout
+    # One report given twice said "no regression"; a directory was told that --unverified compares it anyway.
+    p = cli("compare", str(a), str(a))
+    assert p.returncode == 2 and p.stderr.strip() == (f"nodeqc: compare: {a} and {a} are the same report: give an "
+                                                      "earlier one and a later one")
+    p = cli("compare", "--unverified", str(tmp_path), str(a))
+    assert p.returncode == 2 and "not a readable nodeqc report" in p.stderr and "--unverified" not in p.stderr
     assert "part swapped" not in anyway.stdout and "gpu0 serial SN-A-G0 -> SN-B-G0" in anyway.stdout

@@ -724,3 +724,10 @@ def test_a_failed_node_comes_before_nodes_that_are_only_unqualified_as_simulated
     assert [r["cells"][1] for r in page.rows[1:]] == ["SN00003", "SN00002", "SN00001"]  # then newest first
     # Its status says which failed: the passes are unqualified (simulated), not failed.
     assert [r["cells"][0] for r in page.rows] == ["fail", "unqualified", "unqualified", "unqualified"]
+
+
+@pytest.mark.parametrize("rows", ["0", "-5"])
+def test_fleet_rows_must_be_one_or_more(tmp_path, rows):
+    """--rows -5 was taken, and printed every row but the last five."""
+    p = cli("fleet", "--archive", str(tmp_path), "--rows", rows)
+    assert p.returncode == 2 and p.stderr.strip() == f"nodeqc: --rows {rows}: expected 1 or more"

@@ -54,6 +54,8 @@ def main(argv: list[str]) -> int:
         if args.min_fleet < 2:
             raise UsageError(f"--min-fleet {args.min_fleet}: expected 2 or more")
         min_fleet = args.min_fleet
+    if args.rows is not None and args.rows < 1:  # -5 was taken, and printed all but the last five
+        raise UsageError(f"--rows {args.rows}: expected 1 or more")
     outputs = [Path(f) for f in (args.csv, args.html) if f]
     for out in outputs:
         if not out.parent.is_dir():

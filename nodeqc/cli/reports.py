@@ -266,15 +266,18 @@ def cmd_compare(argv: list[str]) -> int:
                    "two nodes of one SKU), with a warning; without it they are refused with exit 2")
     args = p.parse_args(argv)
     trusted = trusted_keys(args.pubkey)
+    if _same_file(Path(args.old), Path(args.new)):  # "no regression" of a report against itself says nothing
+        raise UsageError(f"compare: {args.old} and {args.new} are the same report: give an earlier one and a later one")
     predicates = []
     for path in (Path(args.old), Path(args.new)):
         loaded = load(path, trusted)
+        # Unreadable first: --unverified does not make a directory or a FIFO a report.
+        if loaded.statement is None:
+            raise UsageError(f"{path}: not a readable nodeqc report: {loaded.unreadable}")
         if loaded.verified is None:
             if not args.unverified:
                 raise UsageError(f"{path}: NOT VERIFIED: {loaded.problem} (--unverified compares it anyway)")
             print(clean(f"nodeqc: warning: {path}: NOT VERIFIED ({loaded.problem}); compared anyway"), file=sys.stderr)
-        if loaded.statement is None:
-            raise UsageError(f"{path}: not a readable nodeqc report: {loaded.unreadable}")
         predicates.append(loaded.statement["predicate"])
     why = _not_comparable(*predicates, any_node=args.any_node)
     if why:
@@ -282,6 +285,13 @@ def cmd_compare(argv: list[str]) -> int:
     result = compare(*predicates)
     print("\n".join(result.lines(args.old, args.new)))
     return 1 if result.regressed else 0
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False  # either is missing: said where it is read
 
 
 def _not_comparable(old: dict[str, Any], new: dict[str, Any], any_node: bool) -> str | None:

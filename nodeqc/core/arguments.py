@@ -37,7 +37,8 @@ class Parser(argparse.ArgumentParser):
         # to the default place (`fabric --out ""`: the archive) or to stdout (`export --output ""`).
         for action in self._actions:
             value = getattr(parsed, action.dest, None)
-            if action.metavar in PATH_METAVARS and isinstance(value, str) and not value.strip():
+            given = value is not action.default and value is not action.const  # not `--retest` alone
+            if action.metavar in PATH_METAVARS and given and isinstance(value, str) and not value.strip():
                 raise UsageError(f"{'/'.join(action.option_strings)}: an empty path; give a "
                                  f"{'directory' if action.metavar == 'DIR' else 'file'}")
         return parsed
