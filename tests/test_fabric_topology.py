@@ -72,6 +72,11 @@ def test_topology_conf_gives_leaves_parents_and_paths():
     # \d took other scripts' digits: node[٠-٣] became node0..node3
     ("SwitchName=a Nodes=node[\u0660-\u0663]", "expected numbers and ranges"),
     ("SwitchName=a Nodes=node[\uff10-\uff13]", "expected numbers and ranges"),
+    # a block or a switch? The NVLink domain was recorded under the switch's name
+    ("BlockName=b1 SwitchName=s Nodes=n[0-3]", "t.conf:1: SwitchName= and BlockName= on one line"),
+    # a vertical tab or form feed broke the line for splitlines(): the error named line 2 of a one-line file
+    ("SwitchName=a Nodes=n1\vColour=red", "t.conf:1: Colour: not a topology.conf key"),
+    ("SwitchName=a Nodes=n1\r\nSwitchName=b Nodes=n1\r\n", "t.conf:2: node n1 is already under switch a"),
     # a chain of 50,000 switches took minutes to walk
     ("\n".join(f"SwitchName=s{i} Switches=s{i + 1}" for i in range(50_000)) + "\nSwitchName=s50000 Nodes=n[0-3]",
      "t.conf:18: switch s17 has more than 16 tiers of switches above it"),
@@ -143,6 +148,8 @@ def test_read_from_scontrol_kubectl_and_a_file(tmp_path):
     assert read("k8s", kubectl=_tool(tmp_path, "kubectl", nodes)).leaf_of == {"k0": "b0"}
     conf = tmp_path / "topology.conf"
     conf.write_text(CONF)
+    assert read(str(conf)).leaf_of["gpu12"] == "leaf3"
+    conf.write_bytes(b"\xef\xbb\xbf" + CONF.encode())  # an editor's byte-order mark: "\ufeffSwitchName" was no key
     assert read(str(conf)).leaf_of["gpu12"] == "leaf3"
     with pytest.raises(UsageError, match="cannot read"):
         read(str(tmp_path / "none.conf"))

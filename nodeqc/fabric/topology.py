@@ -186,6 +186,8 @@ def parse_slurm(text: str, where: str) -> Topology:
             if key.lower() in fields:
                 raise UsageError(f"{at}: {key} given twice")
             fields[key.lower()] = value
+        if "switchname" in fields and "blockname" in fields:  # which is it? The NVLink domain became the switch
+            raise UsageError(f"{at}: SwitchName= and BlockName= on one line: a line is a switch or a block")
         name = fields.get("switchname") or fields.get("blockname")
         if name is None:
             raise UsageError(f"{at}: no SwitchName= on the line")
@@ -231,7 +233,9 @@ def parse_slurm(text: str, where: str) -> Topology:
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
     out, pending, start = [], "", 0
-    for number, raw in enumerate(text.splitlines(), 1):
+    # Lines end at a newline (\n, \r\n or \r) only: splitlines() also broke them at a vertical tab or
+    # a form feed, and the line numbers in the errors were then wrong.
+    for number, raw in enumerate(re.split(r"\r\n|\r|\n", text), 1):
         line = raw.split("#", 1)[0].rstrip()
         if not pending:
             start = number
@@ -314,7 +318,7 @@ def read(source: str, labels: str = "", scontrol: str = "scontrol", kubectl: str
     except OSError as e:
         raise UsageError(f"--topology {source}: cannot read: {e.strerror}") from None
     try:
-        return parse_slurm(raw.decode("utf-8"), source)
+        return parse_slurm(raw.decode("utf-8").removeprefix("\ufeff"), source)  # a BOM of an editor's
     except UnicodeDecodeError:
         raise UsageError(f"--topology {source}: not text (UTF-8)") from None
 
