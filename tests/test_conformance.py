@@ -1047,7 +1047,7 @@ GOOD_GPU = "[baseline]\nformat = 1\n[gpu.gpu0]\nmodel = 'NVIDIA H100 80GB HBM3'\
      "invalid TOML: arrays or tables nested too deeply"),
     ("[baseline]\nformat = 1\n[node]\nkernel = " + "{a=" * 3000 + "1" + "}" * 3000 + "\n",
      "invalid TOML: arrays or tables nested too deeply"),
-    (b"[baseline]\nformat = 1\n[node]\nkernel = '\xff'\n", "cannot read it"),
+    (b"[baseline]\nformat = 1\n[node]\nkernel = '\xff'\n", "cannot read it: not UTF-8 text (byte 0xff at offset 39)"),
     ("# " + "x" * (4 << 20) + "\n", "more than any baseline (4194304 bytes): not a baseline"),
 ], ids=lambda v: None)
 def test_a_hostile_baseline_is_one_clear_error_naming_the_key(tmp_path, text, error):
@@ -1097,3 +1097,15 @@ def test_the_baseline_holds_every_field_the_check_judges_and_no_other():
     assert tuple(conformance.NODE_FIELDS) == baseline.NODE_FIELDS
     assert tuple(conformance.GPU_FIELDS) == baseline.GPU_FIELDS
     assert tuple(conformance.NIC_FIELDS) == baseline.NIC_FIELDS
+
+
+def test_a_baseline_and_a_profile_saved_with_a_byte_order_mark_read_as_without(tmp_path):
+    """An editor's BOM: "Invalid statement (at line 1, column 1)" before."""
+    from nodeqc.spec.profile import load_profile
+
+    base = tmp_path / "b.toml"
+    base.write_bytes(b"\xef\xbb\xbf[baseline]\nformat = 1\n[node]\nkernel = '6.8'\n")
+    assert Baseline.load(base).data["node"] == {"kernel": "6.8"}
+    prof = tmp_path / "p.toml"
+    prof.write_bytes(b'\xef\xbb\xbfdescription = "x"\nextends = "h100"\n')
+    assert load_profile(str(prof)).description == "x"

@@ -19,6 +19,11 @@ def is_digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+def not_utf8(e: UnicodeDecodeError) -> str:
+    """A file that is not UTF-8, said as a person reads it, not as the codec does."""
+    return f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})"
+
+
 def clean(text: Any) -> str:
     """One line of text safe for a terminal: control and format characters (C0, C1, DEL, bidi
     overrides, line and paragraph separators, line breaks) shown as escapes (errors.shown, the one

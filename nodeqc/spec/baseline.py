@@ -33,7 +33,7 @@ from nodeqc.core.errors import UsageError
 from nodeqc.core.na import is_na
 from nodeqc.core.safefile import NotAFile, read_bounded
 from nodeqc.core.schema import Spec, show, type_problem
-from nodeqc.core.text import is_digits
+from nodeqc.core.text import is_digits, not_utf8
 
 FORMAT = 1
 HEADER = """\
@@ -237,13 +237,15 @@ def _read(path: Path) -> tuple[dict[str, Any], str]:
     where = f"baseline {path}"
     try:
         raw = read_bounded(path, MAX_BASELINE_BYTES)
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8-sig"))  # -sig: an editor's byte-order mark is no TOML error
     except FileNotFoundError:
         raise UsageError(f"{where}: no such file (make one with: nodeqc baseline create {path})") from None
     except NotAFile as e:
         raise UsageError(f"{where}: {str(e).replace('any such file', 'any baseline')}: not a baseline") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{where}: cannot read it: {getattr(e, 'strerror', None) or e}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{where}: cannot read it: {not_utf8(e)}") from None
+    except OSError as e:
+        raise UsageError(f"{where}: cannot read it: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{where}: invalid TOML: {e}") from None
     except RecursionError:

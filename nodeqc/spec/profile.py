@@ -34,6 +34,7 @@ from nodeqc.core.resources import profiles_dir
 from nodeqc.core.safefile import NotAFile, read_bounded
 from nodeqc.core.schema import Spec, validate
 from nodeqc.core.skus import BY_KEY, Sku, identify
+from nodeqc.core.text import not_utf8
 from nodeqc.spec import calibration
 from nodeqc.spec.peers import parse_peers
 
@@ -490,11 +491,13 @@ def _read_toml(path: Path) -> dict[str, Any]:
     """A profile file read once through safefile.read_bounded: a FIFO or a device is refused, not
     read forever."""
     try:
-        text = read_bounded(path, MAX_PROFILE_BYTES).decode("utf-8")
+        text = read_bounded(path, MAX_PROFILE_BYTES).decode("utf-8-sig")  # -sig: an editor's byte-order mark
     except NotAFile as e:
         raise UsageError(f"{_shown(path)}: {str(e).replace('any such file', 'any profile')}: not a profile") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{_shown(path)}: cannot read profile: {getattr(e, 'strerror', None) or e}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{_shown(path)}: cannot read profile: {not_utf8(e)}") from None
+    except OSError as e:
+        raise UsageError(f"{_shown(path)}: cannot read profile: {e.strerror or e}") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

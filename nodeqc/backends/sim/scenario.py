@@ -14,6 +14,7 @@ from nodeqc.core.errors import UsageError
 from nodeqc.core.resources import scenarios_dir
 from nodeqc.core.safefile import NotAFile, read_bounded
 from nodeqc.core.schema import Spec, validate
+from nodeqc.core.text import not_utf8
 
 MAX_SCENARIO_BYTES = 1 << 20  # the built-in scenarios are about 2 kB
 
@@ -135,12 +136,14 @@ def load_scenario(ref: str) -> Scenario:
                              " (or give a scenario file PATH.toml, or a GPU SKU: nodeqc profiles)")
     where = str(path) if path.parent != scenarios_dir() else f"scenario {path.stem}"
     try:
-        data = tomllib.loads(read_bounded(path, MAX_SCENARIO_BYTES).decode("utf-8"))
+        data = tomllib.loads(read_bounded(path, MAX_SCENARIO_BYTES).decode("utf-8-sig"))
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{where}: invalid TOML: {e}") from None
     except NotAFile as e:
         raise UsageError(f"{where}: {e}") from None
-    except (OSError, UnicodeDecodeError, RecursionError) as e:
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{where}: cannot read scenario: {not_utf8(e)}") from None
+    except (OSError, RecursionError) as e:
         raise UsageError(f"{where}: cannot read scenario: {type(e).__name__}: {e}") from None
     validate(where, SCENARIO_SCHEMA, data, arrays=("nics",), required={"nics": ("name",)})
     names = [nic["name"] for nic in data.get("nics", [])]
