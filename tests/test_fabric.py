@@ -399,6 +399,19 @@ def test_a_list_of_100000_hosts_is_refused_at_once_for_its_size(tmp_path):
         "to 65535)"]
 
 
+def test_a_host_file_takes_comments_and_names_a_bad_host_with_its_line(tmp_path):
+    """`#` comments were read as host names ("#: not a host name"), and a bad name was not placed."""
+    from nodeqc.fabric.cli import _host_list
+
+    hosts = tmp_path / "hosts"
+    hosts.write_text("# rack 12\ngpu01, gpu02  # the first pair\n\ngpu03\ngpu04;reboot\n")
+    with pytest.raises(UsageError) as e:
+        _host_list("--hosts", f"@{hosts}")
+    assert str(e.value).startswith(f"--hosts {hosts}:5: gpu04;reboot: not a host name")
+    hosts.write_text("# rack 12\ngpu01, gpu02  # the first pair\n\ngpu03\n")
+    assert _host_list("--hosts", f"@{hosts}") == ["gpu01", "gpu02", "gpu03"]
+
+
 @pytest.mark.parametrize("given, env, port", [(["--port", "23001"], {}, "23001"), ([], {"NODEQC_FABRIC_PORT": "24001"}, "24001"),
                                               ([], {"NODEQC_FABRIC_PORT": ""}, "15201")])
 def test_the_pair_tests_ports_start_at_port(tmp_path, given, env, port):

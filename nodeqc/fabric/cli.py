@@ -25,7 +25,7 @@ from nodeqc.core.errors import UsageError
 from nodeqc.core.names import check_host, check_name, check_nodelist
 from nodeqc.core.safefile import NotAFile, read_bounded
 from nodeqc.core.stamps import current_user, utc_now
-from nodeqc.core.text import few, is_digits
+from nodeqc.core.text import few, is_digits, not_utf8
 from nodeqc.fabric import pairing
 from nodeqc.fabric.nccl_group import COLLECTIVES
 from nodeqc.fabric.worker import NCCL_PORT_OFFSET, PORTS_PER_PAIR
@@ -197,19 +197,24 @@ MAX_HOST_LIST_BYTES = 4 << 20  # 100,000 names of 40 characters
 
 
 def _host_list(flag: str, given: str) -> list[str]:
-    """H1,H2,.. or @FILE (names separated by commas, spaces or lines)."""
-    text = given
-    if text.startswith("@"):
-        try:
-            text = read_bounded(Path(text[1:]), MAX_HOST_LIST_BYTES).decode("utf-8")
-        except NotAFile as e:
-            raise UsageError(f"{flag} {given}: {e}") from None
-        except UnicodeDecodeError:
-            raise UsageError(f"{flag} {given}: not text (UTF-8)") from None
-        except OSError as e:
-            raise UsageError(f"{flag} {given}: cannot read: {e.strerror}") from None
-    # Each name is checked before anything runs: it becomes a word of a launcher's argv.
-    return [check_host(h, flag) for h in text.replace(",", " ").split() if h]
+    """H1,H2,.. or @FILE (names separated by commas, spaces or lines; `#` starts a comment, as in
+    the host files of pdsh and Slurm's hostfile). Each name is checked before anything runs (it
+    becomes a word of a launcher's argv), and a bad one is named with its file and line."""
+    if not given.startswith("@"):
+        return [check_host(h, flag) for h in given.replace(",", " ").split() if h]
+    try:
+        text = read_bounded(Path(given[1:]), MAX_HOST_LIST_BYTES).decode("utf-8-sig")
+    except NotAFile as e:
+        raise UsageError(f"{flag} {given}: {e}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{flag} {given}: {not_utf8(e)}") from None
+    except OSError as e:
+        raise UsageError(f"{flag} {given}: cannot read: {e.strerror}") from None
+    names = []
+    for number, line in enumerate(text.split("\n"), 1):
+        for h in line.split("#", 1)[0].replace(",", " ").split():
+            names.append(check_host(h, f"{flag} {given[1:]}:{number}:"))
+    return names
 
 
 def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
