@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 import subprocess
 import sys
@@ -84,3 +85,16 @@ def test_show_of_a_telemetry_file_with_odd_gpu_numbers_and_values_reads_them_as_
     text = describe_series(series)
     assert "4 rows" in text and "gpu0: 3 samples, temp_c 40..41 C, power_w 100..110 W, sm_clock_mhz 1980..1980 MHz" in text
     assert "gpu000" not in text and "\u00b2" not in text
+
+
+def test_show_says_what_is_at_a_telemetry_or_journal_name_that_is_no_file(tmp_path):
+    """A FIFO or a directory by a telemetry file's name was "no such telemetry file"; a missing journal
+    was "no such report"."""
+    fifo = tmp_path / "f.telemetry.csv.gz"
+    os.mkfifo(fifo)
+    (tmp_path / "d.telemetry.csv.gz").mkdir()
+    for path, said in ((fifo, "not a regular file (a FIFO): not a telemetry file"),
+                       (tmp_path / "d.telemetry.csv.gz", "not a regular file (a directory): not a telemetry file"),
+                       (tmp_path / "none.journal.jsonl", "no such journal")):
+        p = cli("show", str(path))
+        assert p.returncode == 2 and p.stderr.strip() == f"nodeqc: {path}: {said}"

@@ -107,13 +107,15 @@ def cmd_show(argv: list[str]) -> int:
     if path.name.endswith(".csv.gz"):
         from nodeqc.work.telemetry import describe_series
 
-        if not path.is_file():
+        if not path.exists():  # a FIFO or a directory by the name is there, and is said to be what it is
             raise UsageError(f"{path}: no such telemetry file")
         from nodeqc.core.text import clean_lines
 
         print(clean_lines(describe_series(path)))
         return 0
     if path.name.endswith(".jsonl"):
+        if not path.exists():
+            raise UsageError(f"{path}: no such journal")
         try:
             records, damaged = damaged_lines(read_report_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8",
                                                                                               errors="replace"))
