@@ -88,7 +88,7 @@ def test_a_host_file_is_checked_as_a_list_is(tmp_path):
     hosts = tmp_path / "hosts"
     hosts.write_text("n1\n-oProxyCommand=id\n")
     p = cli("fabric", "--hosts", f"@{hosts}", "--launch", "ssh {host}", env={"SLURM_JOB_ID": ""})
-    assert p.returncode == 2 and "--hosts -oProxyCommand=id: starts with '-'" in p.stderr, p.stderr
+    assert p.returncode == 2 and f"--hosts {hosts}:2: -oProxyCommand=id: starts with '-'" in p.stderr, p.stderr
 
 
 def test_k8s_node_list_is_checked_before_kubectl_runs(tmp_path):
