@@ -227,3 +227,13 @@ def test_an_empty_path_is_refused_not_taken_for_the_default(args, message):
     p = cli(*args)
     assert p.returncode == 2 and p.stderr.startswith(f"nodeqc: {message}") and p.stdout == ""
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_a_file_given_where_a_directory_is_wanted_is_named_so(tmp_path):
+    """`--out FILE` said "File exists", `--archive FILE` "no such directory", of a file that is there."""
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    p = cli("fabric", "--simulate", "4", "--out", str(f))
+    assert p.returncode == 2 and p.stderr.strip() == f"nodeqc: {f}: not a directory (a file of that name is there)"
+    p = cli("history", "--archive", str(f))
+    assert p.returncode == 2 and p.stderr.strip() == f"nodeqc: --archive {f}: not a directory"

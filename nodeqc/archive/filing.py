@@ -38,7 +38,8 @@ def chosen_archive(option: str | None, simulated: bool = False) -> Path:
     """The archive a command uses: --archive OPTION, which must be an existing directory (a mistyped
     one would file or look where nobody does), else archive_root's default."""
     if option and not Path(option).is_dir():
-        raise UsageError(f"--archive {option}: no such directory")
+        what = "not a directory" if Path(option).exists() else "no such directory"
+        raise UsageError(f"--archive {option}: {what}")
     return archive_root(option, simulated)
 
 

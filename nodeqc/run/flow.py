@@ -115,6 +115,8 @@ def _gpus(hardware: Any) -> list[Any]:
 def ensure_writable(directory: Path) -> None:
     """--out: made where missing, as its help says (a destination for this run's files, unlike
     --archive, a store that must exist: a mistyped archive would file reports where nobody looks)."""
+    if directory.exists() and not directory.is_dir():  # was "File exists", of a file that is there
+        raise UsageError(f"{directory}: not a directory (a file of that name is there)")
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=directory):
