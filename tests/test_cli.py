@@ -545,3 +545,21 @@ def test_an_os_error_from_elsewhere_than_standard_output_is_still_an_internal_er
     assert main_module.main(["scenarios"]) == 2
     assert "internal error: OSError" in capsys.readouterr().err
     assert not isinstance(sys.stdout, main_module._Watched)  # put back as it was
+
+
+def test_a_journal_is_read_line_by_line_keeping_only_what_show_renders(tmp_path):
+    """`show` read a journal whole and held every record (1.1 GB of memory for 21 MB of `{}` lines);
+    now a line at a time, keeping the records it renders, and a line longer than any record is
+    damage passed over without being held."""
+    from nodeqc.report.journal import MAX_RECORD_BYTES, read_records
+    from nodeqc.report.render import RENDERED
+
+    started = '{"type":"run_started","node":{"hostname":"n1"},"profile":{"name":"h100"}}'
+    journal = tmp_path / "x.journal.jsonl"
+    with open(journal, "w") as f:
+        f.write(started + "\n" + "{}\n" * 100_000 + '{"type":"notice","text":"' + "x" * (MAX_RECORD_BYTES + 10) + '"}\n')
+        f.write('{"type":"run_finished","verdict":"PASS","status":"complete"}\n{"type":"check_fin')
+    records, damaged = read_records(journal, RENDERED)
+    assert [r["type"] for r in records] == ["run_started", "run_finished"] and damaged == 1  # the long line
+    p = cli("show", str(journal))
+    assert p.returncode == 0 and "finished: PASS (complete)" in p.stdout and "1 damaged line(s)" in p.stderr

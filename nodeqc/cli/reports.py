@@ -81,10 +81,11 @@ def _fabric_nodes(report: str, pred: Any) -> int:
 
 
 def cmd_show(argv: list[str]) -> int:
-    from nodeqc.report.envelope import VerificationError, load, read_report_bytes
-    from nodeqc.report.journal import MAX_JOURNAL_BYTES, damaged_lines
+    from nodeqc.core.safefile import NotAFile
+    from nodeqc.report.envelope import load
+    from nodeqc.report.journal import read_records
     from nodeqc.report.keys import trusted_keys
-    from nodeqc.report.render import render_journal, render_report
+    from nodeqc.report.render import RENDERED, render_journal, render_report
 
     p = Parser(prog="nodeqc show", description="Show a report (or the journal or telemetry of a run that did not finish).")
     p.add_argument("report", help="a .report.json file, a .journal.jsonl file, or a .telemetry.csv.gz file")
@@ -117,11 +118,12 @@ def cmd_show(argv: list[str]) -> int:
         if not path.exists():
             raise UsageError(f"{path}: no such journal")
         try:
-            records, damaged = damaged_lines(read_report_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8",
-                                                                                              errors="replace"))
-        except VerificationError as e:
+            records, damaged = read_records(path, RENDERED)
+        except NotAFile as e:
             print(clean(f"nodeqc show: {path}: not a readable journal: {e}"), file=sys.stderr)
             return 2
+        except OSError as e:
+            raise UsageError(f"{path}: cannot read journal: {e.strerror}") from None
         if not any(r.get("type") == "run_started" for r in records):
             # /etc/passwd, random bytes or an empty file named *.jsonl showed as an INCOMPLETE run, exit 0
             print(clean(f"nodeqc show: {path}: not a nodeqc journal (no run_started record)"), file=sys.stderr)

@@ -216,6 +216,9 @@ def grouped(results: list[CheckResult]) -> list[list[CheckResult]]:
     return out
 
 
+RENDERED = frozenset({"run_started", "run_finished", "check_finished", "report_not_written"})  # what it reads
+
+
 def render_journal(records: list[dict[str, Any]]) -> str:
     """A partial run, from its journal: what was reached before it stopped."""
     started = next((r for r in records if r.get("type") == "run_started"), {})
