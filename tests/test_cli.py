@@ -563,3 +563,14 @@ def test_a_journal_is_read_line_by_line_keeping_only_what_show_renders(tmp_path)
     assert [r["type"] for r in records] == ["run_started", "run_finished"] and damaged == 1  # the long line
     p = cli("show", str(journal))
     assert p.returncode == 0 and "finished: PASS (complete)" in p.stdout and "1 damaged line(s)" in p.stderr
+
+
+def test_a_journal_whose_finish_is_of_the_wrong_kind_is_no_journal_nodeqc_writes(tmp_path):
+    """A run_finished record with the verdict [1] was shown as "finished: [1]", exit 0."""
+    journal = tmp_path / "x.journal.jsonl"
+    journal.write_text('{"type":"run_started","node":{"hostname":"n1"},"profile":{"name":"h100"}}\n'
+                       '{"type":"run_finished","verdict":[1],"status":"complete"}\n')
+    p = cli("show", str(journal))
+    assert p.returncode == 2 and p.stdout == "" and p.stderr.strip() == (
+        f"nodeqc show: {journal}: not a journal nodeqc writes (ValueError: its run_finished record's verdict or "
+        "status is not text)")

@@ -224,6 +224,8 @@ def render_journal(records: list[dict[str, Any]]) -> str:
     started = next((r for r in records if r.get("type") == "run_started"), {})
     finished = next((r for r in records if r.get("type") == "run_finished"), None)
     results = [CheckResult.from_dict(r["result"]) for r in records if r.get("type") == "check_finished"]
+    if finished and not (isinstance(finished.get("verdict"), str) and isinstance(finished.get("status"), str)):
+        raise ValueError("its run_finished record's verdict or status is not text")  # "finished: [1]", exit 0
     state = (f"finished: {finished['verdict']} ({finished['status']})" if finished else
              "INCOMPLETE: the run stopped before its report was written")
     not_written = next((r for r in records if r.get("type") == "report_not_written"), None)
