@@ -157,13 +157,3 @@ def test_a_public_key_that_is_no_file_or_far_too_large_is_one_line(tmp_path, mad
     with pytest.raises(UsageError, match=f"^{path}: not a public key file: "):
         load_public(path)
 
-
-def test_a_readable_file_that_is_no_key_is_told_it_is_no_key_first(tmp_path):
-    """A mode-0644 file that is no key was told to chmod 600 before it was told it is no key."""
-    d = tmp_path / "keys"
-    d.mkdir(mode=0o700)
-    not_a_key = d / "notes.txt"
-    not_a_key.write_text("hello\n")
-    not_a_key.chmod(0o644)
-    with pytest.raises(UsageError, match="not a PEM private key"):
-        load_signer(not_a_key)

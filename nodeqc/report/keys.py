@@ -88,17 +88,13 @@ def load_signer(path: str | Path | None) -> Signer:
                              f"itself (put the key there, or give its real path with --key)") from None
         raise UsageError(f"{key_path}: cannot read signing key: {e.strerror}") from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"{key_path}: not a regular file; give an Ed25519 private key file")
+        # Its mode before its content: a key others could read may already be theirs, whatever it holds.
+        _check_key_file(key_path, os.fstat(fd))
         os.set_blocking(fd, True)
         data = os.read(fd, MAX_KEY_BYTES)
     finally:
         os.close(fd)
-    # What it is first: a file that is no key was told to chmod 600 before it was told it is no key.
-    key = _parse_private(key_path, data)
-    _check_key_file(key_path, st)
-    return Signer(key, key_path)
+    return Signer(_parse_private(key_path, data), key_path)
 
 
 MAX_KEY_BYTES = 64 * 1024  # a PEM Ed25519 key is 119 bytes; anything far larger is not a key
