@@ -117,8 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     watched = sys.stdout = _Watched(sys.stdout)
     try:
-        code = _dispatch(argv)
-        sys.stdout.flush()  # what could not be written is said here, not lost in the exit's own flush
+        try:
+            code = _dispatch(argv)
+        except SystemExit:  # argparse's --help and --version end in sys.exit: their text is flushed here too
+            watched.flush_or_raise()
+            raise
+        watched.flush_or_raise()  # what could not be written is said here, not lost in the exit's own flush
         return code
     except UsageError as e:
         print(f"nodeqc: {clean(e)}", file=sys.stderr)
@@ -177,6 +181,13 @@ class _Watched:
         except OSError as e:
             self.failed = e
             raise
+
+    def flush_or_raise(self) -> None:
+        """Flush, and raise the error of any earlier write too: argparse's help passes over an OSError
+        from its own write (a text longer than the buffer is written at once), leaving nothing to flush."""
+        self.flush()
+        if self.failed is not None:
+            raise self.failed
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
