@@ -26,10 +26,14 @@ def _shown(value: Any, fmt: str = "{:.0f}") -> str:
     return "–" if value is None or is_na(value) else fmt.format(value)
 
 
-READING_CSS = "font-size: 13pt; font-weight: bold;"
 PAST_COLOUR = "#5f6773"  # grey: a reading that is no longer live
 TILE_MIN_WIDTH = 355  # the longest readings fit; two columns of tiles and the tabs fit 1366 pixels
 TILE_SPACING = 6
+# Type sizes (pt) of a tile's title, verdict badge, readings and link badge: in full, and dense where
+# the full tiles would not fit their room (an HGX node's eight tiles at 1366x768 or a crash cart's
+# 1024x600 showed 2.5 to 3.3 of eight; dense, they show six to eight).
+FULL_PT = {"title": 16, "badge": 13, "reading": 13, "link": 10}
+DENSE_PT = {"title": 13, "badge": 11, "reading": 11, "link": 9}
 
 
 class GpuTile(QFrame):
@@ -44,9 +48,13 @@ class GpuTile(QFrame):
         self.fraction: float | None = None
         self.loaded_link: tuple[Any, Any] | None = None  # PCIe (gen, width) last seen under load
         self.lost = False
+        self.dense = False
+        self.pt = FULL_PT
+        self.link_text = self.link_short = ""
+        self.link_state = "idle"
+        self._full_height: int | None = None
 
         self.title = QLabel(f"GPU {self.subject.removeprefix('gpu')}")
-        self.title.setStyleSheet("font-size: 16pt; font-weight: bold;")
         self.bus = QLabel(str(gpu.get("bus_id")))
         self.badge = QLabel()
         self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -73,7 +81,6 @@ class GpuTile(QFrame):
         readings = QHBoxLayout()
         readings.addWidget(self.when)
         for label in (self.temp, self.power, self.clock):
-            label.setStyleSheet(READING_CSS)
             readings.addWidget(label)
             readings.addStretch(1)
 
@@ -81,11 +88,10 @@ class GpuTile(QFrame):
         self.ecc = QLabel("ECC –")
         self.xid = QLabel("XID –")
         self.activity = ElidedLabel()
-        markers = QHBoxLayout()
+        markers = self.markers = QHBoxLayout()
         markers.addWidget(self.ecc)
         markers.addWidget(self.xid)
         markers.addWidget(self.activity, 1)
-        self.pcie.setStyleSheet("font-size: 10pt;")
         for label in (self.ecc, self.xid, self.activity):
             label.setStyleSheet("font-size: 9pt;")
 
@@ -95,17 +101,62 @@ class GpuTile(QFrame):
         layout.addLayout(header)
         layout.addWidget(self.identity)
         layout.addLayout(readings)
-        link = QHBoxLayout()
-        link.addWidget(self.pcie)
-        link.addStretch(1)
-        layout.addLayout(link)
+        self.link_row = QHBoxLayout()
+        self.link_row.addWidget(self.pcie)
+        self.link_row.addStretch(1)
+        layout.addLayout(self.link_row)
         layout.addLayout(markers)
+        self._style()
         self.show_sample(None)
         self._refresh()
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
         # A long reading squeezes its own line instead of widening the window.
         return QSize(TILE_MIN_WIDTH, super().minimumSizeHint().height())
+
+    # ------------------------------------------------------------------ full or dense
+
+    def full_height(self) -> int:
+        """The tile's height in full (five lines), whichever it shows now."""
+        if not self.dense or self._full_height is None:
+            self.layout().activate()
+            self._full_height = self.sizeHint().height()
+        return self._full_height
+
+    def set_dense(self, dense: bool) -> None:
+        """Dense: three lines in smaller type. The model and serial go to the tile's tooltip, the
+        PCIe link joins the ECC and XID marks; the GPU's number, bus id, verdict and readings stay."""
+        if dense == self.dense:
+            return
+        self.full_height()  # measured while still full
+        self.dense = dense
+        self.pt = DENSE_PT if dense else FULL_PT
+        self.identity.setVisible(not dense)
+        (self.link_row if dense else self.markers).removeWidget(self.pcie)
+        if dense:
+            self.markers.insertWidget(0, self.pcie)
+        else:
+            self.link_row.insertWidget(0, self.pcie)
+        self.layout().setContentsMargins(8, 2 if dense else 4, 8, 2 if dense else 4)
+        self.setToolTip(self.identity.text() if dense else "")
+        self._style()
+
+    def _style(self) -> None:
+        self.title.setStyleSheet(f"font-size: {self.pt['title']}pt; font-weight: bold;")
+        self.badge.setStyleSheet(badge_css(self.state) + f"font-size: {self.pt['badge']}pt;")
+        past = not self.running and self.sampled
+        for label in (self.temp, self.power, self.clock):
+            label.setStyleSheet(f"font-size: {self.pt['reading']}pt; font-weight: bold;"
+                                + (f"color: {PAST_COLOUR};" if past else ""))
+        self._link(self.link_text, self.link_state, self.link_short)
+
+    def _link(self, text: str, state: str, short: str | None = None) -> None:
+        """The link's badge: `short` where the tile is dense (beside the ECC and XID marks), the
+        whole text then in its tooltip."""
+        self.link_text, self.link_short, self.link_state = text, short or text, state
+        self.pcie.setText(self.link_short if self.dense else text)
+        self.pcie.setToolTip(text if self.dense and short else "")
+        _badge(self.pcie, state, self.pt["link"])
 
     # ------------------------------------------------------------------ what the engine says
 
@@ -135,8 +186,8 @@ class GpuTile(QFrame):
         past = not running and self.sampled
         self.when.setVisible(past)
         for label in (self.temp, self.power, self.clock):
-            label.setStyleSheet(READING_CSS + (f"color: {PAST_COLOUR};" if past else ""))
             label.setToolTip(self.when.toolTip() if past else "")
+        self._style()
         self._refresh()
 
     def check_started(self, name: str) -> None:
@@ -170,7 +221,7 @@ class GpuTile(QFrame):
             self.style().unpolish(self)
             self.style().polish(self)
             self.badge.setText(WORDS[state])
-            self.badge.setStyleSheet(badge_css(state) + "font-size: 13pt;")
+            self.badge.setStyleSheet(badge_css(state) + f"font-size: {self.pt['badge']}pt;")
         failed = [r for r in self.results if r.verdict.blocks_qualification]
         if failed:
             first = failed[0]
@@ -192,11 +243,9 @@ class GpuTile(QFrame):
             for label in (self.temp, self.power, self.clock):
                 label.setText("–")
             if self.lost:
-                self.pcie.setText("NOT ANSWERING")
-                _badge(self.pcie, "fail")
+                self._link("NOT ANSWERING", "fail")
             else:
-                self.pcie.setText("PCIe –")
-                _badge(self.pcie, "idle")
+                self._link("PCIe –", "idle")
             return
         self.sampled = True
         limit = sample.power_limit_w if not is_na(sample.power_limit_w) else self.gpu.get("power_limit_w")
@@ -216,22 +265,20 @@ class GpuTile(QFrame):
         been seen working (links downtrain at idle by design, so idle says nothing)."""
         max_gen, max_width = self.gpu.get("pcie_max_gen"), self.gpu.get("pcie_max_width")
         if self.loaded_link is None:
-            self.pcie.setText(f"PCIe Gen{_shown(sample.pcie_gen)} x{_shown(sample.pcie_width)} idle")
-            _badge(self.pcie, "idle")
+            link = f"Gen{_shown(sample.pcie_gen)} x{_shown(sample.pcie_width)} idle"
+            self._link(f"PCIe {link}", "idle", link)
             return
         gen, width = self.loaded_link
-        link = f"PCIe Gen{_shown(gen)} x{_shown(width)}"
+        link = f"Gen{_shown(gen)} x{_shown(width)}"
         if max_gen is None or max_width is None or is_na(gen) or is_na(width):
-            self.pcie.setText(f"{link} under load")
-            _badge(self.pcie, "idle")
+            self._link(f"PCIe {link} under load", "idle", f"{link} loaded")
         elif gen >= max_gen and width >= max_width:
-            self.pcie.setText(f"{link} at max")
-            _badge(self.pcie, "pass")
+            self._link(f"PCIe {link} at max", "pass", f"{link} at max")
         else:
             best = [f"Gen{max_gen}"] if gen < max_gen else []
             best += [f"x{max_width}"] if width < max_width else []
-            self.pcie.setText(f"{link} DOWNTRAINED (max {' '.join(best)})")
-            _badge(self.pcie, "fail")
+            down = ([f"Gen{gen}"] if gen < max_gen else []) + ([f"x{width}"] if width < max_width else [])
+            self._link(f"PCIe {link} DOWNTRAINED (max {' '.join(best)})", "fail", f"{' '.join(down)} DOWNTRAINED")
 
 
 class TileArea(QScrollArea):
@@ -294,6 +341,26 @@ class TileArea(QScrollArea):
         super().resizeEvent(event)
         if self.revealed:
             self._reveal()
+
+    def fit(self, above: int | None) -> None:
+        """Dense tiles where the full ones in the grid's rows are taller than their room, full
+        otherwise: decided on the full tiles' heights, so the choice does not swing as the dense ones
+        free room. `above`: the tiles are above the tabs, this tall at most (their own height then
+        follows); None: beside them, in the column's height."""
+        tiles = list(self.tiles.values())
+        if not tiles:
+            return
+        room = self.viewport().height() if above is None else above
+        rows = -(-len(tiles) // self.columns)
+        full = rows * max(t.full_height() for t in tiles) + (rows - 1) * TILE_SPACING
+        dense = full > room
+        if any(t.dense != dense for t in tiles):
+            for tile in tiles:
+                tile.set_dense(dense)
+            if self.revealed:
+                QTimer.singleShot(0, self._reveal)  # its place in the grid moved
+        if above is not None:
+            self.setFixedHeight(min(self.content_height(), above))
 
     def width_for(self, columns: int) -> int:
         return columns * TILE_MIN_WIDTH + (columns - 1) * TILE_SPACING + self.verticalScrollBar().sizeHint().width() + 6

@@ -211,6 +211,14 @@ class MainWindow(QMainWindow):
     def _fit_banner(self) -> None:
         """The banner's text as tall as its lines wrapped at the width it has (nodeqc.gui.banner)."""
         self.banner.fit(self._room_for_banner(), self.height())
+        QTimer.singleShot(0, self._fit_tiles)  # to the room the banner leaves them, once laid out
+
+    def _fit_tiles(self) -> None:
+        """Dense tiles where the full ones would not fit their room (nodeqc.gui.tiles): above the
+        tabs, two fifths of the window; beside them, the column's height."""
+        self.centralWidget().layout().activate()
+        above = self.body.direction() == QBoxLayout.Direction.TopToBottom
+        self.tile_area.fit(self.height() * 2 // 5 if above else None)
 
     def _room_for_banner(self) -> int:
         """The window's height less the rest at its smallest (node panel, tiles and tabs, status bar,
@@ -278,7 +286,7 @@ class MainWindow(QMainWindow):
             self.body.setDirection(QBoxLayout.Direction.TopToBottom)
             area.setMinimumWidth(0)
             area.setMaximumWidth(QWIDGETSIZE_MAX)
-            area.setFixedHeight(min(area.content_height(), self.height() * 2 // 5))
+            area.fit(self.height() * 2 // 5)
         else:
             self.body.setDirection(QBoxLayout.Direction.LeftToRight)
             area.setMinimumHeight(0)

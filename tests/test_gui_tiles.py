@@ -1,0 +1,95 @@
+"""The GPU tiles on screens too short for an HGX node's eight in full: at 1366x768 beside the Checks
+tab and on a 1024x600 crash cart the full tiles showed 2.5 to 3.3 of eight, the rest behind a scroll
+bar. Where the full tiles do not fit their room they turn dense (three lines in smaller type) and the
+technician sees nearly twice as many, each still with its number, bus id, verdict, readings and link."""
+
+import dataclasses
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pyqtgraph")
+
+from test_gui import EIGHT_GPUS, in_view, make_window, show_ended_run  # noqa: E402  (sets Qt offscreen)
+
+from nodeqc.backends.base import GpuSample  # noqa: E402
+
+
+def _sample(**values) -> GpuSample:
+    blank = {f.name: None for f in dataclasses.fields(GpuSample)}
+    return GpuSample(**{**blank, "temp_c": 64, "power_w": 648, "power_limit_w": 700, "sm_clock_mhz": 1794,
+                        "pcie_gen": 5, "pcie_width": 16, "util_pct": 100, **values})
+
+
+def _settle(qtbot, window, size, tab=None) -> None:
+    window.resize(*size)
+    if tab is not None:
+        window.tabs.setCurrentWidget(getattr(window, tab))
+    qtbot.wait(150)  # the layout, then the banner, then the tiles fitted to the room left
+
+
+def _whole_in_view(window) -> int:
+    return sum(in_view(t, window.tile_area) for t in window.tiles.values())
+
+
+def _inside_tile(widget, tile) -> bool:
+    rect = widget.rect().translated(widget.mapTo(tile, widget.rect().topLeft()))
+    return widget.isVisible() and tile.rect().contains(rect)
+
+
+@pytest.mark.parametrize("size, tab, least", [((1366, 768), "checks", 7), ((1024, 600), "plots", 5)])
+def test_eight_tiles_that_do_not_fit_in_full_turn_dense_and_nearly_twice_as_many_show(qtbot, size, tab, least):
+    window = make_window(qtbot)
+    for tile in window.tiles.values():
+        tile.show_sample(_sample())
+    _settle(qtbot, window, size, tab)
+    tiles = list(window.tiles.values())
+    assert all(t.dense for t in tiles)
+    shown = _whole_in_view(window)
+    # In full this room held four and three (113 px a tile); dense (70 px), seven and five.
+    full_rows = window.tile_area.viewport().height() // tiles[0].full_height()
+    assert shown >= least and shown >= full_rows + 2, (shown, full_rows)
+    for tile in tiles:  # what a technician reads off a tile, all of it on the tile
+        for part in (tile.title, tile.bus, tile.badge, tile.temp, tile.power, tile.clock, tile.pcie, tile.ecc, tile.xid):
+            assert _inside_tile(part, tile), (tile.subject, part.text())
+        for label in (tile.temp, tile.power, tile.clock, tile.pcie):  # nothing cut: each as wide as its text
+            assert label.width() >= label.sizeHint().width(), label.text()
+        assert not tile.identity.isVisible() and tile.toolTip() == tile.identity.text()
+        assert "S/N SIM-HGXH100-0001-G" in tile.toolTip()
+
+
+def test_where_the_full_tiles_fit_they_stay_full_and_come_back_after_a_smaller_screen(qtbot):
+    window = make_window(qtbot)
+    down = window.tiles["gpu3"]
+    for tile in window.tiles.values():
+        tile.show_sample(_sample(pcie_width=8) if tile is down else _sample())
+    _settle(qtbot, window, (1920, 1080), "plots")  # two rows of four above the tabs: room for them in full
+    assert not any(t.dense for t in window.tiles.values()) and _whole_in_view(window) == 8
+    assert down.identity.isVisible() and down.toolTip() == ""
+    assert down.pcie.text() == "PCIe Gen5 x8 DOWNTRAINED (max x16)"
+    _settle(qtbot, window, (1366, 768), "checks")
+    assert down.dense and down.pcie.text() == "x8 DOWNTRAINED"  # only what is down, beside ECC and XID
+    assert down.pcie.toolTip() == "PCIe Gen5 x8 DOWNTRAINED (max x16)"  # the whole of it, a hover away
+    assert down.markers.indexOf(down.pcie) == 0 and down.link_row.indexOf(down.pcie) == -1
+    _settle(qtbot, window, (1920, 1080), "plots")
+    assert not down.dense and down.identity.isVisible() and down.link_row.indexOf(down.pcie) == 0
+    assert down.pcie.text() == "PCIe Gen5 x8 DOWNTRAINED (max x16)" and down.pcie.toolTip() == ""
+    # The readings' type is back to full: as tall as a fresh full tile's.
+    assert down.temp.font().pointSize() == window.tiles["gpu0"].temp.font().pointSize() == 13
+
+
+def test_one_gpu_on_a_crash_cart_keeps_its_full_tile(qtbot):
+    window = make_window(qtbot, scenario="h100", profile="h100")
+    _settle(qtbot, window, (1024, 600))
+    tile = window.tiles["gpu0"]
+    assert not tile.dense and tile.identity.isVisible()
+
+
+def test_after_a_failed_run_the_dense_tiles_keep_the_failing_one_in_view(qtbot, tmp_path):
+    window = make_window(qtbot)
+    _settle(qtbot, window, (1366, 768), "checks")
+    show_ended_run(qtbot, window, [EIGHT_GPUS[5]], tmp_path)
+    qtbot.wait(150)
+    failing = window.tiles["gpu5"]
+    assert failing.dense and failing.badge.text() == "FAIL"
+    qtbot.waitUntil(lambda: in_view(failing, window.tile_area), timeout=2000)
