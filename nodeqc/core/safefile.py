@@ -21,6 +21,8 @@ Files are also read here, those a person or another node hands nodeqc (a baselin
 evidence, a telemetry file): `open_regular` opens only a regular file (never a FIFO, which would
 hang the read, nor a device such as /dev/zero, which never ends), and with `follow=False` never
 through a link; `read_bounded` reads such a file once, refusing one larger than the caller's limit.
+`read_input`, `as_text` and `as_toml` read the inputs a person writes (profile, scenario, baseline,
+host list, topology) and say why one cannot be read in the same words for each (`UnreadableInput`).
 No other module writes a file or opens one to write (tests/test_safefile.py greps the package).
 """
 
@@ -30,9 +32,12 @@ import errno
 import os
 import stat
 import tempfile
+import tomllib
 from pathlib import Path
+from typing import Any
 
 from nodeqc.core.errors import UsageError
+from nodeqc.core.text import not_utf8
 
 NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 APPEND_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -249,3 +254,35 @@ def read_bounded(path: Path, limit: int, follow: bool = True) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+class UnreadableInput(ValueError):
+    """Why an input could not be read, in words to put after its name ("cannot read it: Permission
+    denied"); the error it came from is its __cause__ (a FileNotFoundError, say)."""
+
+
+def read_input(path: Path, limit: int, what: str) -> bytes:
+    """An input file's bytes through read_bounded (never a FIFO, a device, or more than any `what`)."""
+    try:
+        return read_bounded(path, limit)
+    except NotAFile as e:
+        raise UnreadableInput(f"{str(e).replace('any such file', f'any {what}')}: not a {what}") from e
+    except OSError as e:
+        raise UnreadableInput(f"cannot read it: {e.strerror or e}") from e
+
+
+def as_text(raw: bytes) -> str:
+    """UTF-8 text, an editor's byte-order mark dropped."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UnreadableInput(f"cannot read it: {not_utf8(e)}") from e
+
+
+def as_toml(raw: bytes) -> dict[str, Any]:
+    try:
+        return tomllib.loads(as_text(raw))
+    except tomllib.TOMLDecodeError as e:
+        raise UnreadableInput(f"invalid TOML: {e}") from e
+    except RecursionError as e:  # Python's TOML reader recurses once a nesting level
+        raise UnreadableInput("invalid TOML: arrays or tables nested too deeply") from e

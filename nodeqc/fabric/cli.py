@@ -23,9 +23,9 @@ from typing import Any
 from nodeqc.core.arguments import Parser
 from nodeqc.core.errors import UsageError
 from nodeqc.core.names import check_host, check_name, check_nodelist
-from nodeqc.core.safefile import NotAFile, read_bounded
+from nodeqc.core.safefile import UnreadableInput, as_text, read_input
 from nodeqc.core.stamps import current_user, utc_now
-from nodeqc.core.text import few, is_digits, not_utf8
+from nodeqc.core.text import few, is_digits
 from nodeqc.fabric import pairing
 from nodeqc.fabric.nccl_group import COLLECTIVES
 from nodeqc.fabric.worker import NCCL_PORT_OFFSET, PORTS_PER_PAIR
@@ -203,13 +203,9 @@ def _host_list(flag: str, given: str) -> list[str]:
     if not given.startswith("@"):
         return [check_host(h, flag) for h in given.replace(",", " ").split() if h]
     try:
-        text = read_bounded(Path(given[1:]), MAX_HOST_LIST_BYTES).decode("utf-8-sig")
-    except NotAFile as e:
+        text = as_text(read_input(Path(given[1:]), MAX_HOST_LIST_BYTES, "host list"))
+    except UnreadableInput as e:
         raise UsageError(f"{flag} {given}: {e}") from None
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{flag} {given}: {not_utf8(e)}") from None
-    except OSError as e:
-        raise UsageError(f"{flag} {given}: cannot read: {e.strerror}") from None
     names = []
     for number, line in enumerate(text.split("\n"), 1):
         for h in line.split("#", 1)[0].replace(",", " ").split():

@@ -39,7 +39,7 @@ from typing import Any
 
 from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.names import check_host
-from nodeqc.core.safefile import NotAFile, read_bounded
+from nodeqc.core.safefile import UnreadableInput, as_text, read_input
 
 MAX_FILE = 16 << 20  # a topology of 100,000 nodes in single lines is under 5 MB
 MAX_EXPANDED = 1 << 20  # names one host list, and one whole file, may expand to
@@ -312,15 +312,10 @@ def read(source: str, labels: str = "", scontrol: str = "scontrol", kubectl: str
             raise UsageError("--topology k8s: kubectl get nodes -o json did not answer JSON") from None
         return from_k8s_nodes(items, parse_labels(labels))
     try:
-        raw = read_bounded(Path(source), MAX_FILE)
-    except NotAFile as e:
+        text = as_text(read_input(Path(source), MAX_FILE, "topology file"))
+    except UnreadableInput as e:
         raise UsageError(f"--topology {source}: {e}") from None
-    except OSError as e:
-        raise UsageError(f"--topology {source}: cannot read: {e.strerror}") from None
-    try:
-        return parse_slurm(raw.decode("utf-8").removeprefix("\ufeff"), source)  # a BOM of an editor's
-    except UnicodeDecodeError:
-        raise UsageError(f"--topology {source}: not text (UTF-8)") from None
+    return parse_slurm(text, source)
 
 
 def _run(argv: list[str], what: str) -> str:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -31,9 +30,9 @@ from nodeqc.backends.base import GpuInfo, HostInfo, NicInfo
 from nodeqc.backends.platform import PlatformBackend
 from nodeqc.core.errors import UsageError
 from nodeqc.core.na import is_na
-from nodeqc.core.safefile import NotAFile, read_bounded
+from nodeqc.core.safefile import UnreadableInput, as_toml, read_input
 from nodeqc.core.schema import Spec, show, type_problem
-from nodeqc.core.text import is_digits, not_utf8
+from nodeqc.core.text import is_digits
 
 FORMAT = 1
 HEADER = """\
@@ -236,20 +235,12 @@ def _read(path: Path) -> tuple[dict[str, Any], str]:
     every key of the type it must be, and something recorded."""
     where = f"baseline {path}"
     try:
-        raw = read_bounded(path, MAX_BASELINE_BYTES)
-        data = tomllib.loads(raw.decode("utf-8-sig"))  # -sig: an editor's byte-order mark is no TOML error
-    except FileNotFoundError:
-        raise UsageError(f"{where}: no such file (make one with: nodeqc baseline create {path})") from None
-    except NotAFile as e:
-        raise UsageError(f"{where}: {str(e).replace('any such file', 'any baseline')}: not a baseline") from None
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{where}: cannot read it: {not_utf8(e)}") from None
-    except OSError as e:
-        raise UsageError(f"{where}: cannot read it: {e.strerror or e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{where}: invalid TOML: {e}") from None
-    except RecursionError:
-        raise UsageError(f"{where}: invalid TOML: arrays or tables nested too deeply") from None
+        raw = read_input(path, MAX_BASELINE_BYTES, "baseline")
+        data = as_toml(raw)
+    except UnreadableInput as e:
+        if isinstance(e.__cause__, FileNotFoundError):
+            raise UsageError(f"{where}: no such file (make one with: nodeqc baseline create {path})") from None
+        raise UsageError(f"{where}: {e}") from None
     meta = data.get("baseline")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or isinstance(meta.get("format"), bool):
         raise UsageError(f"{where}: [baseline] format = {FORMAT} missing: not a nodeqc baseline")

@@ -22,7 +22,6 @@ import difflib
 import fnmatch
 import hashlib
 import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,9 @@ from nodeqc.core.arguments import MAX_DURATION_S
 from nodeqc.core.errors import UsageError
 from nodeqc.core.model import Threshold
 from nodeqc.core.resources import profiles_dir
-from nodeqc.core.safefile import NotAFile, read_bounded
+from nodeqc.core.safefile import UnreadableInput, as_toml, read_input
 from nodeqc.core.schema import Spec, validate
 from nodeqc.core.skus import BY_KEY, Sku, identify
-from nodeqc.core.text import not_utf8
 from nodeqc.spec import calibration
 from nodeqc.spec.peers import parse_peers
 
@@ -425,7 +423,7 @@ def _locate(ref: str, beside: Path | None) -> Path:
         if path.is_dir():
             raise UsageError(f"{ref}: a directory, not a profile file (name a .toml file, or a profile nodeqc "
                              f"ships: `nodeqc profiles` lists them)")
-        if not path.is_file():
+        if not path.exists():  # one that is there but no file (a FIFO) is told so where it is read
             looked = f" (looked for {path})" if path != Path(ref) else ""
             stem = Path(ref).name.removesuffix(".toml")
             named = (f'; a profile nodeqc ships is named by its name alone: "{stem.lower()}"'
@@ -488,22 +486,10 @@ MAX_PROFILE_BYTES = 1 << 20  # the largest shipped profile is some 3 kB
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    """A profile file read once through safefile.read_bounded: a FIFO or a device is refused, not
-    read forever."""
     try:
-        text = read_bounded(path, MAX_PROFILE_BYTES).decode("utf-8-sig")  # -sig: an editor's byte-order mark
-    except NotAFile as e:
-        raise UsageError(f"{_shown(path)}: {str(e).replace('any such file', 'any profile')}: not a profile") from None
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{_shown(path)}: cannot read profile: {not_utf8(e)}") from None
-    except OSError as e:
-        raise UsageError(f"{_shown(path)}: cannot read profile: {e.strerror or e}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{_shown(path)}: invalid TOML: {e}") from None
-    except RecursionError:
-        raise UsageError(f"{_shown(path)}: invalid TOML: arrays or tables nested too deeply") from None
+        return as_toml(read_input(path, MAX_PROFILE_BYTES, "profile"))
+    except UnreadableInput as e:
+        raise UsageError(f"{_shown(path)}: {e}") from None
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

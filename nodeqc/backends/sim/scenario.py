@@ -4,7 +4,6 @@ validated against SCENARIO_SCHEMA before the node (nodeqc.backends.sim.node) is 
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,9 +11,8 @@ from typing import Any
 from nodeqc.backends.sim.models import SIM_GPU_MODELS, SimGpuModel
 from nodeqc.core.errors import UsageError
 from nodeqc.core.resources import scenarios_dir
-from nodeqc.core.safefile import NotAFile, read_bounded
+from nodeqc.core.safefile import UnreadableInput, as_toml, read_input
 from nodeqc.core.schema import Spec, validate
-from nodeqc.core.text import not_utf8
 
 MAX_SCENARIO_BYTES = 1 << 20  # the built-in scenarios are about 2 kB
 
@@ -127,7 +125,7 @@ def load_scenario(ref: str) -> Scenario:
         return sku_scenario(ref)
     if ref.endswith(".toml") or "/" in ref:
         path = Path(ref)
-        if not path.is_file():
+        if not path.exists():  # one that is there but no file (a FIFO) is told so where it is read
             raise UsageError(f"{ref}: scenario file not found")
     else:
         path = scenarios_dir() / f"{ref}.toml"
@@ -136,15 +134,9 @@ def load_scenario(ref: str) -> Scenario:
                              " (or give a scenario file PATH.toml, or a GPU SKU: nodeqc profiles)")
     where = str(path) if path.parent != scenarios_dir() else f"scenario {path.stem}"
     try:
-        data = tomllib.loads(read_bounded(path, MAX_SCENARIO_BYTES).decode("utf-8-sig"))
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{where}: invalid TOML: {e}") from None
-    except NotAFile as e:
+        data = as_toml(read_input(path, MAX_SCENARIO_BYTES, "scenario"))
+    except UnreadableInput as e:
         raise UsageError(f"{where}: {e}") from None
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{where}: cannot read scenario: {not_utf8(e)}") from None
-    except (OSError, RecursionError) as e:
-        raise UsageError(f"{where}: cannot read scenario: {type(e).__name__}: {e}") from None
     validate(where, SCENARIO_SCHEMA, data, arrays=("nics",), required={"nics": ("name",)})
     names = [nic["name"] for nic in data.get("nics", [])]
     for name in names:
