@@ -29,7 +29,9 @@ class ElidedLabel(QLabel):
         self._elide()
 
     def _elide(self) -> None:
-        width = max(self.width(), 40)
+        # Its own width, however narrow: elided at more, a narrow label showed a cut word ("2 fai") on
+        # a dense tile; at less than the "…" it shows nothing, the whole still in its tooltip.
+        width = max(self.width(), 1)
         self.setText("\n".join(self.fontMetrics().elidedText(line, self.mode, width) for line in self.full.split("\n")))
 
 
