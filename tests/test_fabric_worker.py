@@ -4,6 +4,7 @@ launchers' command lines, ib_write_bw output as perftest prints it (the Kubernet
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -383,3 +384,39 @@ def test_merge_makes_one_nccl_figure_of_both_ends_and_keeps_the_rest():
     b["figures"][0] = {"rail": "nccl", "direction": "both", "value": None, "skipped": "one GPU: nothing to reduce"}
     (nccl,) = [m for m in merge(1, "a", "b", [a, b], [], floors).measurements if m.rail == "nccl"]
     assert nccl.skipped == "CuPy is not installed; one GPU: nothing to reduce" and nccl.error is None
+
+
+# ---------------------------------------------------------------------- a client before its server
+
+
+def _client(tmp_path, *answers):
+    """A stand-in client answering in turn what iperf3 -J said, once each call."""
+    script = tmp_path / "client.py"
+    script.write_text("import json, pathlib, sys\n"
+                      f"count = pathlib.Path({str(tmp_path / 'calls')!r})\n"
+                      "n = int(count.read_text()) if count.exists() else 0\n"
+                      "count.write_text(str(n + 1))\n"
+                      f"answers = {list(answers)!r}\n"
+                      "print(json.dumps(answers[min(n, len(answers) - 1)]))\n")
+    return [sys.executable, str(script)]
+
+
+def _parse(text):
+    said = json.loads(text)
+    return (None, f"iperf3: {said['error']}", {}) if "error" in said else (said["gbps"], None, {})
+
+
+@pytest.mark.parametrize("first", ["unable to connect to server: Connection refused",
+                                   "unable to receive control message: Connection reset by peer",
+                                   "the server is busy running a test. try again later"])
+def test_a_client_that_finds_no_server_serving_yet_tries_again(tmp_path, first):
+    """The second direction's client met the first direction's server closing (`iperf3 -s -1`): its
+    control connection was reset, and a healthy pair of namespaces failed in CI."""
+    value, error, _ = worker._retrying(_client(tmp_path, {"error": first}, {"gbps": 9.7}), _parse, 1)
+    assert (value, error) == (9.7, None) and (tmp_path / "calls").read_text() == "2"
+
+
+def test_a_reset_once_the_test_runs_is_the_pairs_error_not_tried_again(tmp_path):
+    said = "error - unable to read from stream socket: Connection reset by peer"
+    value, error, _ = worker._retrying(_client(tmp_path, {"error": said}, {"gbps": 9.7}), _parse, 1)
+    assert (value, error) == (None, f"iperf3: {said}") and (tmp_path / "calls").read_text() == "1"

@@ -49,6 +49,13 @@ from nodeqc.fabric.nccl_group import COLLECTIVES
 
 MARKER = "nodeqc-fabric-worker"
 CONNECT_RETRY_S = 20.0  # the peer's server may start a little after us (srun starts tasks unevenly)
+# A client that found no server serving yet, tried again until CONNECT_RETRY_S: refused (not
+# listening yet), busy, or reset while the control connection opened. The reset is the race between
+# the two directions: the first `iperf3 -s -1` still closing its listening socket when the second
+# test's client connects (a healthy pair of namespaces failed so in CI, 2026-11-28). A reset once a
+# test runs is no such message, and stays the pair's error.
+NOT_YET_SERVING = re.compile(r"(?i)refused|unable to connect|couldn.t connect|unable to open|server is busy"
+                             r"|unable to (?:receive|send) control message: connection reset")
 MARGIN_S = 30.0
 PORTS_PER_PAIR = 4  # the pairs of one round get their own ports, so several may share a host (tests)
 TOOL_INSTALL = {"iperf3": "install iperf3 on every node (apt-get install iperf3, or dnf install iperf3)",
@@ -182,7 +189,7 @@ def _retrying(cmd: list[str], parse: Any, secs: int) -> tuple[Any, str | None, d
         except OSError as e:
             return None, f"{cmd[0]} could not start: {e.strerror}", {}
         value, error, detail = parse(text)
-        refused = error and re.search(r"(?i)refused|unable to connect|couldn.t connect|unable to open|server is busy", text)
+        refused = error and NOT_YET_SERVING.search(text)
         if not refused or time.monotonic() > give_up:
             return value, error, detail
         time.sleep(0.5)
