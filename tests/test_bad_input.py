@@ -214,7 +214,7 @@ def test_a_capture_or_scenario_that_is_no_file_of_its_kind_is_one_line(tmp_path,
 
 def test_a_host_list_file_that_is_no_file_is_one_line(tmp_path):
     p = cli("fabric", "--hosts", "@/dev/zero", "--launch", "ssh {host}", timeout=60)
-    assert p.returncode == 2 and p.stderr.strip() == "nodeqc: --hosts @/dev/zero: not a regular file (a character device)"
+    assert p.returncode == 2 and p.stderr.strip() == "nodeqc: --hosts @/dev/zero: not a regular file (a character device): not a host list"
 
 
 @pytest.mark.parametrize("args, message", [
