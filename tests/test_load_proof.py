@@ -480,3 +480,33 @@ def test_each_dtype_keeps_to_its_window_when_its_products_slow_under_the_power_c
         assert 5.0 * (k + 1) <= m["end_s"] <= 5.0 * (k + 1) + 2 * gpu.capped_s, (k, m)
         assert m["checks"] >= workloads.BURN_MIN_CHECKS and m["seconds"] >= 4.9, m
     assert 30 <= r["seconds"] <= 30 + 2 * gpu.capped_s
+
+
+def test_a_burn_where_no_dtype_ran_is_not_judged_on_its_power_alone():
+    """A T4 given a profile of fp8 and bf16 ran neither, and passed on its power figure (exit 0)."""
+    none = {"dtypes": {}, "not_run": {"fp8": "fp8 needs compute capability 8.9", "bf16": "no bf16 matrix units"},
+            "seconds": 30.0}
+    r = judge_burn([GPU], {0: ok(none)}, {0: window(40, power=690.0)}, H100)[0]
+    assert (r.verdict, r.code) == (Verdict.ERROR, "BURN_NO_DTYPE") and REMEDIATION["BURN_NO_DTYPE"]
+    assert r.message == ("no dtype ran: fp8 (fp8 needs compute capability 8.9); bf16 (no bf16 matrix units); "
+                         "nothing computed, not judged")
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("checks", 0, "fp16 computed 100 products and compared 0 results (a burn compares 2 at least)"),
+    ("checks", 1, "fp16 computed 100 products and compared 1 results (a burn compares 2 at least)"),
+    ("products", 0, "fp16 computed 0 products and compared 3 results (a burn compares 2 at least)"),
+    ("fingerprint", None, "fp16 computed 100 products and compared 3 results (a burn compares 2 at least)"),
+    ("seconds", float("nan"), "fp16 recorded nan s of a 5.0 s plan at 700.0 TFLOP/s"),
+    ("tflops", float("nan"), "fp16 recorded 4.0 s of a 5.0 s plan at nan TFLOP/s"),
+    ("tflops", float("inf"), "fp16 recorded 4.0 s of a 5.0 s plan at inf TFLOP/s"),
+    ("planned_s", 0, "fp16 recorded 4.0 s of a 0 s plan at 700.0 TFLOP/s"),
+])
+def test_a_burn_whose_own_counts_prove_no_work_is_not_judged(field, value, said):
+    """'Results exact' from no compared result, or a rate that is no number (it raised an internal
+    error against the profile's floor), is no burn."""
+    r = burn_result(4.0)
+    r["dtypes"]["fp16"][field] = value
+    got = judge_burn([GPU], {0: ok(r)}, {}, H100)[0]
+    assert (got.verdict, got.code) == (Verdict.ERROR, "BURN_LOAD_NOT_REACHED")
+    assert got.message == f"the burn did not produce its load: {said}; not judged"

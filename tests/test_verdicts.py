@@ -993,8 +993,10 @@ def test_burn_with_several_dtypes_names_each():
 
 
 def test_burn_with_no_dtype_run():
+    """Pinned PASS here until the 2026-11-28 audit: a burn that computed nothing is not judged."""
     r = judge_burn([{"dtypes": {}, "not_run": {"fp8": "no cuBLASLt"}}])["gpu0"]
-    assert (r.verdict, r.message, r.key) == (Verdict.PASS, "no dtype ran; not run: fp8 (no cuBLASLt)", None)
+    assert (r.verdict, r.code, r.message) == (Verdict.ERROR, "BURN_NO_DTYPE",
+                                              "no dtype ran: fp8 (no cuBLASLt); nothing computed, not judged")
 
 
 def test_p2p_node_view():

@@ -36,7 +36,7 @@ FAMILIES: tuple[Family, ...] = (
                   "POWER_LIMIT_LOWERED")),
     Family("stress", "The GPUs' work in worker processes, each step proving its load (nodeqc.checks.stress)",
            checks=("gpu_free", "burn", "power", "power_pulse", "hbm_bandwidth", "memtest", "pcie_bandwidth", "p2p", "nccl", "nccl_net"),
-           codes=("BMC_UNAVAILABLE", "BURN_LOAD_NOT_REACHED", "BURN_OUTLIER", "BURN_POWER_LOW", "BURN_SLOW",
+           codes=("BMC_UNAVAILABLE", "BURN_LOAD_NOT_REACHED", "BURN_NO_DTYPE", "BURN_OUTLIER", "BURN_POWER_LOW", "BURN_SLOW",
                   "CLOCKS_LOW", "CUDA_UNAVAILABLE", "GPU_IN_USE", "GPU_LOST", "HBM_CORRUPT", "HBM_LOAD_NOT_REACHED",
                   "HBM_OUTLIER", "HBM_SLOW", "MEMTEST_ERRORS", "MEMTEST_LOAD_NOT_REACHED", "NCCL_NET_SLOW",
                   "NCCL_NVLS_SLOW", "NCCL_SLOW", "NCCL_UNAVAILABLE", "NCCL_WRONG_RESULT", "NO_GPUS", "ONE_GPU_NA", "P2P_CORRUPT",

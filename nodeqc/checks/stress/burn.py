@@ -4,6 +4,7 @@ the same work on every GPU), and the power the GPU reached under them."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -19,7 +20,7 @@ from nodeqc.core.skus import NOT_BURNED_REASON, identify
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import GpuTelemetry
 from nodeqc.work.workers import Outcome
-from nodeqc.work.workloads import BURN_MIN_LOAD_SHARE
+from nodeqc.work.workloads import BURN_MIN_CHECKS, BURN_MIN_LOAD_SHARE
 
 HEADLINE_DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp64", "fp8")
 
@@ -39,7 +40,8 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
     ok = {i: o.result for i, o in outcomes.items() if o.ok}
     subject = {g.index: g.subject for g in gpus}
     dtypes = sorted({d for r in ok.values() for d in r["dtypes"]}, key=HEADLINE_DTYPES.index)
-    medians = {d: median_or_none([r["dtypes"][d]["tflops"] for r in ok.values() if d in r["dtypes"]]) for d in dtypes}
+    medians = {d: median_or_none([r["dtypes"][d]["tflops"] for r in ok.values()
+                                  if d in r["dtypes"] and _finite(r["dtypes"][d]["tflops"])]) for d in dtypes}
     odd = {d: odd_ones_out({subject[i]: r["dtypes"][d]["fingerprint"] for i, r in ok.items() if d in r["dtypes"]})
            for d in dtypes}
 
@@ -62,6 +64,8 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
                 wrong_repeat.append(d)
             if g.subject in odd[d][1]:
                 wrong_peers.append(d)
+            if not _finite(m["tflops"]):
+                continue  # no rate to judge: burn_load_short says so below
             floor = profile.threshold("gpu", f"min_{d}_tflops")
             thresholds.append(floor)
             mine = [judge(floor, m["tflops"], "BURN_SLOW", f"{d} sustained", "TFLOP/s")]
@@ -96,10 +100,14 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
                 than = f"{differ} of the other {len(prints) - 1} GPUs (no majority to trust)"
             sdc.append(Judgement(Verdict.FAIL, "SDC_CROSS_GPU",
                                f"identical work gave a different result than {than} ({', '.join(wrong_peers)})"))
+        if not r["dtypes"]:
+            # No product computed, none checked: a power figure alone is no burn (a T4 given a
+            # profile of fp8 and bf16 passed on its power, exit 0).
+            why = "; ".join(f"{d} ({reason})" for d, reason in r["not_run"].items()) or "the worker named none"
+            return CheckResult(name, g.subject, Verdict.ERROR, f"no dtype ran: {why}; nothing computed, not judged",
+                               code="BURN_NO_DTYPE", values=values, evidence={"dtypes": {}, "not_run": r["not_run"]})
         power = power_finding(windows.get(g.index), profile, values, thresholds)
         findings = sdc + rate + ([power] if power else [])
-        if not findings:
-            findings = [Judgement(Verdict.PASS, None, "no dtype ran")]
         short = burn_load_short(r["dtypes"])
         if short and not sdc:  # wrong results stand whatever the load; a rate of too little work is none
             return CheckResult(name, g.subject, Verdict.ERROR, f"the burn did not produce its load: {'; '.join(short)}; "
@@ -138,15 +146,30 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
 
 
 def burn_load_short(dtypes: dict[str, Any]) -> list[str]:
-    """The dtypes that computed less than BURN_MIN_LOAD_SHARE of their planned seconds, as said; none
-    for a result that carries no plan (made before the burn recorded it)."""
+    """The dtypes that computed less than BURN_MIN_LOAD_SHARE of their planned seconds, or fewer
+    products or result checks than a burn makes (matmul_burn compares at least BURN_MIN_CHECKS
+    results: a rate and "results exact" from none are no proof), as said; none for a result that
+    carries no plan (made before the burn recorded it)."""
     short = []
     for d, m in dtypes.items():
         planned = m.get("planned_s")
-        if isinstance(planned, (int, float)) and planned > 0 and m["seconds"] < BURN_MIN_LOAD_SHARE * planned:
-            short.append(f"{d} computed {m['seconds']:g} s of its {planned:g} s ({m['products']} products; "
+        if not isinstance(planned, (int, float)) or isinstance(planned, bool):
+            continue
+        seconds, products, checks = m.get("seconds"), m.get("products"), m.get("checks")
+        if not (planned > 0 and _finite(seconds) and _finite(m.get("tflops"))):
+            short.append(f"{d} recorded {seconds!r} s of a {planned!r} s plan at {m.get('tflops')!r} TFLOP/s")
+        elif seconds < BURN_MIN_LOAD_SHARE * planned:
+            short.append(f"{d} computed {seconds:g} s of its {planned:g} s ({products} products; "
                          f"needs {BURN_MIN_LOAD_SHARE:g} of it)")
+        elif not isinstance(products, int) or not isinstance(checks, int) or products < 1 \
+                or checks < BURN_MIN_CHECKS or m.get("fingerprint") is None:
+            short.append(f"{d} computed {products!r} products and compared {checks!r} results (a burn compares "
+                         f"{BURN_MIN_CHECKS} at least)")
     return short
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _dtype_seen(window: GpuTelemetry | None, dtype: str, m: dict[str, Any]) -> GpuTelemetry | None:
