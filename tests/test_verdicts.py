@@ -1028,6 +1028,14 @@ def test_p2p_node_view():
         "no peer access for 7 pair(s): gpu0->gpu1, gpu0->gpu2, gpu0->gpu3, gpu0->gpu4, gpu0->gpu5, gpu0->gpu6")
     pcie_only = by_subject(stress_p2p.judge_p2p(gpus(8), result(8, missing=missing), profile(min_p2p_gbps=300)))["node"]
     assert pcie_only.verdict is Verdict.PASS and pcie_only.values["no_access"].value == 7
+    # No pair with peer access at all (PCIe GPUs in a VM): nothing was copied, and the node's view
+    # says so as each GPU's does; it passed "0 peer pairs, every copy verified" (2026-11-28 audit).
+    none = {"access": [[0, 1, False], [1, 0, False]], "pairs": [], "bidir": []}
+    res = by_subject(stress_p2p.judge_p2p(gpus(2), ok(none), profile(min_p2p_gbps=300)))
+    assert [res[s].verdict for s in ("gpu0", "gpu1", "node")] == [Verdict.SKIP] * 3
+    assert res["node"].message == "no GPU pair has peer access (2 without): nothing copied"
+    promised = by_subject(stress_p2p.judge_p2p(gpus(2), ok(none), nvlink))["node"]  # NVLink promises it
+    assert (promised.verdict, promised.code) == (Verdict.FAIL, "P2P_NO_PEER_ACCESS")
 
 
 def test_p2p_latency_code():
