@@ -139,6 +139,10 @@ def test_parse_iperf3():
     assert (gbps, error) == (9.36, None) and detail["retransmits"] == 12 and detail["streams"] == 4
     assert parse_iperf3(IPERF3_REFUSED)[:2] == (NA, "iperf3: unable to connect to server: Connection refused")
     assert parse_iperf3("iperf3: error - no route")[:2] == (NA, "iperf3 gave no JSON result")
+    # Cut short by an error 0.3 s into its 5 s: what arrived first is no rate of the link (it passed).
+    cut = IPERF3_OK.replace('"seconds": 5.0, "bytes": 5850000000', '"seconds": 0.3, "bytes": 350000000')[:-1] + \
+        ', "error": "error - the server has terminated"}'
+    assert parse_iperf3(cut)[:2] == (NA, "iperf3: error - the server has terminated (after 0.3 s, 9.36 Gb/s received)")
 
 
 def test_parse_ib_write_bw():

@@ -178,6 +178,20 @@ def tcp_outcome(gbps, error=None):
 FRACTION = {"min_tcp_fraction": {"fail": 0.5, "warn": 0.7}}
 
 
+@pytest.mark.parametrize("seconds, verdict", [(4.49, FAIL), (4.5, PASS), (5.04, PASS)])
+def test_a_tcp_test_cut_short_is_no_measurement_of_the_link(seconds, verdict):
+    """iperf3 counts the receiver's seconds: a 5 s test that received for 0.3 s (a peer that ended it)
+    passed on the rate of what arrived first."""
+    outcome = tcp_outcome(9.4)
+    outcome.detail["seconds"] = seconds
+    r = checks.tcp(checked(), outcome, nic(speed_mbps=10000), profile(FRACTION))
+    assert r.verdict is verdict
+    if verdict is FAIL:
+        assert r.code == "NIC_TRAFFIC" and r.message.endswith(
+            f"iperf3 to 10.0.0.2:5201 received for {seconds:g} s of the planned 5 s: cut short, so its 9.4 Gb/s is no "
+            "measurement")
+
+
 @pytest.mark.parametrize("gbps, verdict", [(4.999, FAIL), (5.0, WARN), (6.999, WARN), (7.0, PASS), (10.5, PASS)])
 def test_tcp_fraction_of_link_speed_boundaries(gbps, verdict):
     r = checks.tcp(checked(), tcp_outcome(gbps), nic(speed_mbps=10000), profile(FRACTION))

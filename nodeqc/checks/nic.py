@@ -31,6 +31,9 @@ NO_GROWTH = Threshold("max_link_counter_growth", "max", 0, 0)
 # report): a link cannot carry more than its negotiated rate; 5% allowance for rate rounding (56 Gb/s
 # FDR reports 54.54), an estimate. iperf3 counts TCP payload and ib_write_bw RDMA payload, both below it.
 RATE_ALLOWANCE = 0.05
+# iperf3 reports the seconds its receiver counted: 5.0-5.04 of a 5 s test. Less than nine tenths of
+# the planned time is a test cut short (a peer that ended it), whose rate proves nothing of the link.
+TCP_MIN_TIME_SHARE = 0.9
 # Where the driver reports no rate: no NIC port carries more than 1.6 Tb/s, the fastest Ethernet
 # defined (IEEE 802.3dj, 2025); InfiniBand XDR ports run at 800 Gb/s.
 MAX_PORT_GBIT = 1600.0
@@ -387,6 +390,11 @@ def tcp(c: Checked, outcome: TrafficOutcome, end: NicInfo | None, profile: Profi
     evidence = dict(outcome.detail)
     if outcome.error:
         return _named(fold(name, c.subject, [_traffic_failure(outcome)], {}, [], evidence=evidence), nic)
+    took, planned = outcome.detail.get("seconds"), max(1, round(job.seconds))
+    if isinstance(took, (int, float)) and took < TCP_MIN_TIME_SHARE * planned:
+        short = Judgement(Verdict.FAIL, "NIC_TRAFFIC", f"{job.tool} to {job.peer_text} received for {took:g} s of "
+                          f"the planned {planned} s: cut short, so its {fmt(outcome.gbps, 'Gb/s')} is no measurement")
+        return _named(fold(name, c.subject, [short], {}, [], evidence=evidence), nic)
     gbps = outcome.gbps
     values = {"throughput": Value(round(gbps, 3), "Gb/s"), "peer": Value(job.peer_text), "streams": Value(job.streams)}
     speed = nic.speed_mbps if not is_na(nic.speed_mbps) else c.nic.speed_mbps
