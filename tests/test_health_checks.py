@@ -9,7 +9,7 @@ from nodeqc.checks import health
 from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.core.na import NA
 from nodeqc.spec.profile import load_profile
-from nodeqc.work.telemetry import GpuTelemetry
+from nodeqc.work.telemetry import FAILING_REASONS, GpuTelemetry
 
 H100 = load_profile("h100")
 GENERIC = load_profile("generic")
@@ -632,3 +632,26 @@ def test_a_replay_names_the_capture_only_in_a_skip_for_want_of_an_answer():
     kept = [CheckResult("gpu.processes", "gpu0", Verdict.PASS, "no other compute process on this GPU"),
             CheckResult("health.ecc", "gpu0", Verdict.SKIP, "ECC is disabled, so memory errors are not counted")]
     assert [as_replayed(r) for r in kept] == kept
+
+
+def test_throttle_is_not_judged_from_no_reason_read_under_load():
+    """"No throttling" was said of a GPU whose reasons NVML never gave, or that was never under load
+    (2026-11-28 audit): nothing seen is no pass."""
+    unread = health.throttle(gpu(), telemetry([loaded(reasons=NA)] * 10), H100)
+    assert (unread.verdict, unread.code) == (Verdict.SKIP, "NO_LOAD")
+    assert unread.message == ("none of its 10 sample(s) under load read the clock-event reasons, so throttling "
+                              "under load was not judged")
+    never = health.throttle(gpu(), telemetry([idle()] * 10), H100)
+    assert (never.verdict, never.code) == (Verdict.SKIP, "NO_LOAD") and never.message.startswith(
+        "the GPU was never seen under load")
+    # One sample under load with its reasons read is a judgement; so is a throttle the driver counted
+    # (at 0.1 Hz no sample may land in it). The driver does not count HW slowdown: its counters alone
+    # cannot say there was none.
+    assert health.throttle(gpu(), telemetry([idle()] * 9 + [loaded()]), H100).verdict is Verdict.PASS
+    counted = telemetry([idle()] * 10)
+    counted.throttle_s["hw_thermal"], counted.throttle_counted = 4.0, ["hw_thermal"]
+    assert (health.throttle(gpu(), counted, H100).code) == "THROTTLE_THERMAL"
+    quiet = telemetry([idle()] * 10)
+    quiet.throttle_s.update({r: 0.0 for r in FAILING_REASONS if r != "hw_slowdown"})
+    quiet.throttle_counted = [r for r in FAILING_REASONS if r != "hw_slowdown"]
+    assert health.throttle(gpu(), quiet, H100).verdict is Verdict.SKIP

@@ -68,13 +68,21 @@ def throttle(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     name = "health.throttle"
     if tel.samples == 0:
         return skip(name, gpu.subject, "no clock-event readings")
+    seen = [r for r in FAILING_REASONS if tel.throttle_s.get(r, 0) > 0]
+    if not seen and tel.loaded_reason_samples == 0:
+        # Nothing read of the reasons under load: "no throttling" would be a pass of nothing (it was,
+        # for a GPU whose reasons NVML did not give, or one never under load). The driver's own
+        # counters find a throttle at any sample rate, but do not count HW slowdown: only a sampled
+        # reading under load can say there was none.
+        why = ("the GPU was never seen under load" if tel.loaded_samples == 0 else
+               f"none of its {tel.loaded_samples} sample(s) under load read the clock-event reasons")
+        return skip(name, gpu.subject, f"{why}, so throttling under load was not judged", code="NO_LOAD")
     bad_s = round(tel.failing_throttle_s(), 2)
     cap_s = round(tel.throttle_s.get("sw_power_cap", 0.0), 2)
     values = {"throttle_s": Value(bad_s, "s"), "power_cap_s": Value(cap_s, "s"),
               **{f"{r}_s": Value(round(s, 2), "s") for r, s in sorted(tel.throttle_s.items())
                  if r in FAILING_REASONS}}
     limit = profile.threshold("gpu", "max_throttle_s")
-    seen = [r for r in FAILING_REASONS if tel.throttle_s.get(r, 0) > 0]
     code = ("THROTTLE_POWER_BRAKE" if "power_brake" in seen else
             "THROTTLE_THERMAL" if {"sw_thermal", "hw_thermal"} & set(seen) else "THROTTLE_HW_SLOWDOWN")
     if seen:

@@ -166,7 +166,7 @@ REMEDIATION: dict[str, str] = {
     "PCIE_WIDTH": "The PCIe link trained narrower than its maximum under load: reseat the GPU or riser, check the slot and cable; RMA the riser if it persists.",
     "PCIE_GEN": "The PCIe link trained at a lower generation than its maximum under load: reseat the GPU or riser, check the BIOS PCIe speed setting and retimers.",
     "PCIE_REPLAY": "The PCIe link replayed packets (signal errors): reseat the GPU or riser and check the slot; a rising count means a marginal link.",
-    "NO_LOAD": "The GPU was never seen under load, so what only load shows (its PCIe link, its temperature) could not be judged: make sure the stress checks ran on it (CuPy installed, no other process on the GPU: stress.gpu_free); if they did, sample more often (--sample-hz).",
+    "NO_LOAD": "The GPU was never seen under load, so what only load shows (its PCIe link, its temperature, why its clocks were cut) could not be judged: make sure the stress checks ran on it (CuPy installed, no other process on the GPU: stress.gpu_free); if they did, sample more often (--sample-hz).",
     "ECC_DBE": "Uncorrectable (double-bit) memory errors: reset the GPU and re-run; if they recur, RMA the GPU.",
     "ECC_SBE": "Correctable memory errors grew during the run: watch this GPU; re-run, and RMA if the count keeps rising.",
     "SRAM_ECC_UNCORRECTABLE": "Uncorrectable ECC errors in the GPU's on-chip memory (caches, register files), which has no spare rows: RMA the GPU (Azure's health checks fail any).",

@@ -93,6 +93,7 @@ class GpuTelemetry:
     index: int
     samples: int = 0
     loaded_samples: int = 0
+    loaded_reason_samples: int = 0  # samples under load whose clock-event reasons were read
     loaded_s: float = 0.0
     stats: dict[str, Stat] = field(default_factory=lambda: {
         k: Stat() for k in ("temp_c", "mem_temp_c", "power_w", "sm_clock_mhz", "mem_clock_mhz", "util_pct")})
@@ -150,6 +151,7 @@ class GpuTelemetry:
         else:
             self.pcie_idle_gen, self.pcie_idle_width = s.pcie_gen, s.pcie_width
         if not is_na(s.reasons):
+            self.loaded_reason_samples += loaded
             reasons = int(s.reasons)
             for name in decode_reasons(reasons):
                 self.throttle_s[name] = self.throttle_s.get(name, 0.0) + dt
@@ -227,6 +229,7 @@ class GpuTelemetry:
         return {
             "samples": self.samples,
             "loaded_samples": self.loaded_samples,
+            "loaded_reason_samples": self.loaded_reason_samples,
             "loaded_s": round(self.loaded_s, 2),
             **{k: v.to_dict() for k, v in self.stats.items()},
             "loaded_power_w": self.loaded_power_w.to_dict(),
