@@ -655,3 +655,27 @@ def test_throttle_is_not_judged_from_no_reason_read_under_load():
     quiet.throttle_s.update({r: 0.0 for r in FAILING_REASONS if r != "hw_slowdown"})
     quiet.throttle_counted = [r for r in FAILING_REASONS if r != "hw_slowdown"]
     assert health.throttle(gpu(), quiet, H100).verdict is Verdict.SKIP
+
+
+def test_no_xid_is_no_evidence_where_the_driver_gives_no_xid_events():
+    """Where NVML refuses XID event registration (some VMs) the run cannot see XIDs: 'no XID events'
+    was a pass of nothing. Events that did arrive are still judged."""
+    unwatched = telemetry([loaded()])
+    unwatched.xids_watched = False
+    r = health.xid(gpu(), unwatched, H100)
+    assert (r.verdict, r.code) == (Verdict.SKIP, "XID_NOT_WATCHED") and "host.kernel_log" in r.message
+    unwatched.xids.add({"t_s": 3.0, "code": 79})
+    assert health.xid(gpu(), unwatched, H100).code == "XID_REBOOT"
+    assert health.xid(gpu(), telemetry([loaded()]), H100).verdict is Verdict.PASS  # watched, none came
+
+
+def test_the_nvml_backend_says_which_gpus_xids_it_watches():
+    from nodeqc.backends.nvml import NvmlBackend
+    from nodeqc.backends.nvml_replay import ReplayNvml
+    from nvml_descriptions import h100_device, node
+
+    refused = h100_device(1)
+    refused["nvmlDeviceRegisterEvents"] = {"error": "NOT_SUPPORTED"}
+    backend = NvmlBackend(ReplayNvml(node([h100_device(0), refused])))
+    backend.open()
+    assert [backend.xids_watched(i) for i in (0, 1)] == [True, False]

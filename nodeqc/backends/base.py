@@ -412,6 +412,11 @@ class GpuManagement(ABC):
     def wait_xids(self, timeout_s: float, clock: Clock) -> list[XidEvent]:
         """XID events that arrive within timeout_s (blocks up to that long)."""
 
+    def xids_watched(self, index: int) -> bool:
+        """Whether this GPU's XIDs reach wait_xids (NVML's event registration can be refused, as in
+        some VMs): where they do not, no event is no evidence of none."""
+        return True
+
     def processes(self, index: int) -> "list[GpuProcess] | Any":
         """The processes computing on this GPU now, nodeqc's own workers included; NA when the
         backend cannot list them. Raises GpuLostError when the GPU stopped answering."""

@@ -99,6 +99,7 @@ class NvmlBackend(GpuManagement):
             except n.NVMLError:
                 self._handles.append(None)
                 self._lost.add(i)
+        self._xids_watched: set[int] = set()
         self._events = self._register_xid_events()
 
     def _register_xid_events(self) -> Any:
@@ -107,14 +108,18 @@ class NvmlBackend(GpuManagement):
             events = n.nvmlEventSetCreate()
         except (n.NVMLError, AttributeError):
             return None
-        for h in self._handles:
+        for i, h in enumerate(self._handles):
             if h is None:
                 continue
             try:
                 n.nvmlDeviceRegisterEvents(h, n.nvmlEventTypeXidCriticalError, events)
+                self._xids_watched.add(i)
             except n.NVMLError:
                 pass  # NotSupported on some SKUs and in some VMs: XIDs then come from dmesg only
         return events
+
+    def xids_watched(self, index: int) -> bool:
+        return index in self._xids_watched
 
     def close(self) -> None:
         if self.n is None:

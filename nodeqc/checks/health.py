@@ -297,6 +297,12 @@ def xid(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     total = len(events) + tel.xids.dropped
     values = {"xids": Value(total)}
     evidence = {"xids": described, "not_kept": tel.xids.dropped, "catalogue": {"source": XID_SOURCE, "read": XID_READ}}
+    if not events and not tel.xids_watched:
+        # The driver gave no XID events for this GPU (its event registration refused): none seen is
+        # no evidence of none. The kernel log (host.kernel_log) still reads the driver's Xid lines.
+        return skip(name, gpu.subject, "NVML gives no XID events for this GPU (event registration refused, as in "
+                    "some VMs), so none seen proves nothing: host.kernel_log reads XIDs from the kernel log",
+                    code="XID_NOT_WATCHED", values=values)
     if not events:
         return CheckResult(name, gpu.subject, Verdict.PASS, "no XID events", values=values, key="xids")
     by_code: dict[int, list[dict[str, Any]]] = {}

@@ -54,7 +54,7 @@ FAMILIES: tuple[Family, ...] = (
                   "RETIRED_PAGES_PENDING", "ROW_REMAP_COUNT", "ROW_REMAP_FAILED", "ROW_REMAP_NA", "ROW_REMAP_PENDING",
                   "SRAM_ECC_CORRECTED", "SRAM_ECC_UNCORRECTABLE", "TEMP_HIGH", "TEMP_SLOWDOWN",
                   "THROTTLE_HW_SLOWDOWN", "THROTTLE_POWER_BRAKE", "THROTTLE_THERMAL", "XID_APP_FAULT",
-                  "XID_CHECK_POWER", "XID_CONTACT_SUPPORT", "XID_REBOOT", "XID_REPEATED", "XID_RESET_GPU",
+                  "XID_CHECK_POWER", "XID_CONTACT_SUPPORT", "XID_NOT_WATCHED", "XID_REBOOT", "XID_REPEATED", "XID_RESET_GPU",
                   "XID_UNKNOWN", "XID_WARNING")),
     Family("host", "The host: its make-up, its error counters and kernel log over the run, and (full runs) its own stress",
            checks=("cpu", "memory", "fabric_manager", "gpudirect_rdma", "imex", "edac", "aer", "kernel_log", "cpu_stress", "memory_bandwidth", "nvme", "optics"),

@@ -66,7 +66,7 @@ class TelemetrySampler:
         self.on_sample = on_sample
         self.own_pids = own_pids or (lambda: set())
         self._processes_at = float("-inf")
-        self.watch = {g.index: GpuTelemetry(g.index) for g in gpus}
+        self.watch = {g.index: GpuTelemetry(g.index, xids_watched=mgmt.xids_watched(g.index)) for g in gpus}
         for g in gpus:
             if g.lost:
                 self.watch[g.index].lost_at_s = 0.0

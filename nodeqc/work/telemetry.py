@@ -110,6 +110,7 @@ class GpuTelemetry:
     throttle_counted: list[str] = field(default_factory=list)  # reasons timed by the driver's counters
     throttle_onsets: Events = field(default_factory=Events)
     xids: Events = field(default_factory=Events)
+    xids_watched: bool = True  # False where the backend gets no XID events for this GPU
     counters_start: GpuCounters | None = None
     counters_end: GpuCounters | None = None
     counters_start_t: float = 0.0
