@@ -146,6 +146,21 @@ def test_a_bandwidth_test_that_measured_nothing_is_not_judged(result, said):
     assert r.message == f"the bandwidth test did not move its load: {said}; not judged"
 
 
+@pytest.mark.parametrize("result, said", [
+    (hbm(passes=(0, 0), planned=0, moved={"copy": 0, "triad": 0}),
+     "a plan of 0 passes, copy 0 of 0 passes of the 1 GiB buffer, 0 GiB moved, 3000 GB/s, "
+     "triad 0 of 0 passes of the 1 GiB buffer, 0 GiB moved, 3000 GB/s"),
+    (hbm(moved={"copy": float("inf"), "triad": 90 * GIB}),  # it raised OverflowError: an internal error
+     "copy 30 of 30 passes of the 1 GiB buffer, inf bytes moved, 3000 GB/s"),
+    (hbm(copy=float("inf")), "copy 30 of 30 passes of the 1 GiB buffer, 60 GiB moved, inf GB/s"),
+])
+def test_a_bandwidth_test_whose_own_counts_prove_nothing_is_not_judged(result, said):
+    """2026-11-28 audit: a plan of no passes passed, and an infinite byte count raised an internal error."""
+    r = judge_one_hbm(result)
+    assert (r.verdict, r.code) == (Verdict.ERROR, "HBM_LOAD_NOT_REACHED")
+    assert r.message == f"the bandwidth test did not move its load: {said}; not judged"
+
+
 def test_wrong_data_fails_whatever_load_moved_it_and_old_results_are_judged_as_before():
     r = judge_one_hbm(hbm(passes=(30, 2), verified=False))
     assert (r.verdict, r.code) == (Verdict.FAIL, "HBM_CORRUPT")
@@ -510,3 +525,20 @@ def test_a_burn_whose_own_counts_prove_no_work_is_not_judged(field, value, said)
     got = judge_burn([GPU], {0: ok(r)}, {}, H100)[0]
     assert (got.verdict, got.code) == (Verdict.ERROR, "BURN_LOAD_NOT_REACHED")
     assert got.message == f"the burn did not produce its load: {said}; not judged"
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"fraction": 0.0, "bytes": 0}, "asked for 0 of the free memory and tested 0 bytes"),
+    ({"bytes": 0}, "asked for 0.9 of the free memory and tested 0 bytes"),
+    ({"bytes": 128 * GIB // 10 * 8}, "tested 102.4 GiB, more than the 80 GiB free"),
+    ({"passes": [], "patterns_planned": 0}, "0 of its 0 patterns ran"),
+    ({"passes": [], "patterns_planned": None}, "0 of its None patterns ran"),
+])
+def test_a_memory_test_whose_own_counts_prove_nothing_is_not_judged(change, said):
+    """2026-11-28 audit: no pattern over no bytes passed ("0 patterns over 0 GiB"), and a result with
+    no free memory raised ZeroDivisionError (an internal error)."""
+    r = judge_one_memtest({**memtest(), **change})
+    assert (r.verdict, r.code) == (Verdict.ERROR, "MEMTEST_LOAD_NOT_REACHED")
+    assert r.message == f"the memory test did not cover what it was asked to: {said}; not judged"
+    nothing_free = judge_one_memtest({**memtest(), "free_bytes": 0})
+    assert nothing_free.code == "MEMTEST_LOAD_NOT_REACHED" and nothing_free.values["coverage_pct"].value is None

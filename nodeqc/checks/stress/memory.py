@@ -3,6 +3,7 @@ stress.memtest (patterns over most of the free memory, every word checked)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from nodeqc.backends.base import GpuInfo
@@ -36,14 +37,22 @@ def hbm_load_short(r: dict[str, Any]) -> str | None:
     load was proven (no `passes`): judged as before."""
     if "passes" not in r:
         return None
-    planned = int(r["planned_passes"])
-    said = []
+    planned = _whole(r["planned_passes"])
+    said = [] if planned > 0 else [f"a plan of {r['planned_passes']!r} passes"]
     for kind in HBM_KINDS:
-        done, moved = int(r["passes"].get(kind, 0)), int(r.get("moved_bytes", {}).get(kind, 0))
-        if done < planned or moved <= 0 or not r[f"{kind}_gbps"] > 0:
+        done, moved = _whole(r["passes"].get(kind, 0)), _whole(r.get("moved_bytes", {}).get(kind, 0))
+        rate = r[f"{kind}_gbps"]
+        if done < planned or moved <= 0 or not (isinstance(rate, (int, float)) and 0 < rate < math.inf):
+            raw = r.get("moved_bytes", {}).get(kind, 0)
+            shown = fmt(round(moved / GIB, 2), 'GiB') if moved or raw == 0 else f"{raw!r} bytes"
             said.append(f"{kind} {done} of {planned} passes of the {fmt(round(r['bytes'] / GIB, 2), 'GiB')} buffer, "
-                        f"{fmt(round(moved / GIB, 2), 'GiB')} moved, {fmt(r[f'{kind}_gbps'], 'GB/s')}")
+                        f"{shown} moved, {fmt(r[f'{kind}_gbps'], 'GB/s')}")
     return "the bandwidth test did not move its load: " + ", ".join(said) + "; not judged" if said else None
+
+
+def _whole(x: Any) -> int:
+    """A count from a worker's result; 0 for what is no finite number (a NaN or inf moved no bytes)."""
+    return int(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else 0
 
 
 def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],
@@ -101,16 +110,20 @@ def memtest_load_short(r: dict[str, Any]) -> str | None:
     None where it did, and for a result from before the coverage was proven (no `fraction`)."""
     if "fraction" not in r:
         return None
-    asked, free = float(r["fraction"]), int(r["free_bytes"])
-    coverage = r["bytes"] / free if free > 0 else 0.0
+    asked, free, tested = float(r["fraction"]), _whole(r["free_bytes"]), _whole(r["bytes"])
+    coverage = tested / free if free > 0 else 0.0
     said = []
-    if coverage < asked - MEMTEST_COVERAGE_TOLERANCE:
+    if not 0 < asked <= 1 or tested <= 0:
+        said.append(f"asked for {asked:g} of the free memory and tested {r['bytes']!r} bytes")
+    elif coverage > 1 + MEMTEST_COVERAGE_TOLERANCE:  # figures that disagree prove nothing
+        said.append(f"tested {fmt(round(tested / GIB, 2), 'GiB')}, more than the {fmt(round(free / GIB, 2), 'GiB')} free")
+    elif coverage < asked - MEMTEST_COVERAGE_TOLERANCE:
         said.append(f"tested {fmt(round(r['bytes'] / GIB, 2), 'GiB')}, {fmt(round(100 * coverage, 1), '%')} of the "
                     f"{fmt(round(free / GIB, 2), 'GiB')} free, short of the {fmt(round(100 * asked, 1), '%')} asked "
                     f"(tolerance {fmt(100 * MEMTEST_COVERAGE_TOLERANCE, '%')})")
-    planned = int(r.get("patterns_planned", 0))
-    if len(r["passes"]) < planned:
-        said.append(f"{len(r['passes'])} of its {planned} patterns ran")
+    planned = _whole(r.get("patterns_planned", 0))
+    if planned < 1 or len(r["passes"]) < planned:
+        said.append(f"{len(r['passes'])} of its {r.get('patterns_planned')!r} patterns ran")
     return "the memory test did not cover what it was asked to: " + " and ".join(said) + "; not judged" \
         if said else None
 
@@ -121,7 +134,8 @@ def judge_memtest(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: di
 
     def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
         values = {"errors": Value(r["errors"]), "tested": Value(round(r["bytes"] / GIB, 2), "GiB"),
-                  "coverage_pct": Value(round(100 * r["bytes"] / r["free_bytes"], 1), "%"),
+                  "coverage_pct": Value(round(100 * r["bytes"] / r["free_bytes"], 1) if _whole(r["free_bytes"]) > 0
+                                        else None, "%"),
                   "gbps": Value(r["gbps"], "GB/s"), "rounds": Value(int(r.get("rounds", 1)))}
         evidence = {"passes": r["passes"], "first_errors": r["first"]}
         if r["errors"]:
