@@ -407,3 +407,31 @@ def test_dcgm_off_and_skip_dcgm(fake_dcgmi, tmp_path):
     assert (run["verdict"], run["code"], run["message"]) == ("skip", "DCGM_OFF", "DCGM diagnostic not run: --dcgm off")
     p = cli(*SIM, "--only", "host.cpu", "--skip", "dcgm", "--out", str(tmp_path / "b"))
     assert not _checks(_report(p)) and not fake_dcgmi.exists()
+
+
+def test_a_diagnostic_of_nothing_or_of_some_gpus_only_is_no_pass(tmp_path):
+    """2026-11-28 audit: a 4.x document whose tests held no result passed as "0 tests", and a GPU
+    DCGM gave no result for had no result and no mention."""
+    doc = json.loads((FIXTURES / "dcgm-4x-pass-r2.json").read_text())
+    for category in doc["DCGM Diagnostic"]["test_categories"]:
+        for test in category["tests"]:
+            test["results"] = []
+    empty = json.dumps(doc)
+    run = DiagRun(["dcgmi", "diag", "-r", "2", "-j"], 0, stdout=empty, seconds=12.0, stdout_bytes=len(empty))
+    # Each test's summary says Pass, but no GPU has a result: neither GPU was diagnosed.
+    got = {(r.name, r.subject): r for r in checks.judge_run(run, 2, 900, GPUS)}
+    for gpu in ("gpu0", "gpu1"):
+        assert (got["dcgm.run", gpu].verdict, got["dcgm.run", gpu].code) == (Verdict.ERROR, "DCGM_RUNTIME_ERROR")
+    for category in doc["DCGM Diagnostic"]["test_categories"]:
+        category["tests"] = []  # categories that ran no test at all
+    nothing = json.dumps(doc)
+    run = DiagRun(["dcgmi", "diag", "-r", "2", "-j"], 0, stdout=nothing, seconds=12.0, stdout_bytes=len(nothing))
+    [r] = checks.judge_run(run, 2, 900, GPUS)
+    assert (r.name, r.subject, r.verdict, r.code) == ("dcgm.run", "node", Verdict.ERROR, "DCGM_RUNTIME_ERROR")
+    assert r.message == "DCGM 4.2.3: level 2 reported no test result: nothing was diagnosed"
+    three = judged("dcgm-4x-pass-r2.json", gpus=[Gpu(0), Gpu(1), Gpu(2)])
+    assert three["dcgm.run", "node"].verdict is Verdict.PASS and three["dcgm.hardware", "gpu1"].verdict is Verdict.PASS
+    missing = three["dcgm.run", "gpu2"]
+    assert (missing.verdict, missing.code) == (Verdict.ERROR, "DCGM_RUNTIME_ERROR")
+    assert missing.message.endswith("level 2 reported no result for this GPU: not diagnosed")
+    assert ("dcgm.run", "gpu2") not in judged("dcgm-4x-pass-r2.json")  # two GPUs, both reported: nothing more

@@ -289,9 +289,20 @@ def judge_run(run: DiagRun, level: int, timeout_s: float, gpus: list[Any]) -> li
     per_check = _categories(diag, gpus)
     tests = sorted({(r.category, r.test) for r in diag.results})
     version = f"DCGM {diag.version}" if diag.version else diag.format
+    values = {"tests": Value(len(tests)), "seconds": Value(run.seconds, "s")}
+    if not tests:  # a diagnostic of nothing: no pass (it was "level 2, 0 tests")
+        return [CheckResult("dcgm.run", "node", Verdict.ERROR, f"{version}: level {level} reported no test result: "
+                            "nothing was diagnosed", code="DCGM_RUNTIME_ERROR", values=values, evidence=evidence)]
     results = [CheckResult("dcgm.run", "node", Verdict.PASS, f"{version}: level {level}, {len(tests)} tests in "
-                           f"{run.seconds:g} s", values={"tests": Value(len(tests)), "seconds": Value(run.seconds, "s")},
-                           evidence=evidence, key="tests")]
+                           f"{run.seconds:g} s", values=values, evidence=evidence, key="tests")]
+    # DCGM judged GPUs one by one: each of the run's GPUs it said nothing of is not diagnosed, and
+    # said so (a GPU missing from its results had no result at all, and no mention).
+    judged = {r.subject for r in per_check}
+    for g in gpus:
+        if g.subject not in judged and not getattr(g, "lost", False):
+            results.append(CheckResult("dcgm.run", g.subject, Verdict.ERROR, f"{version}: level {level} reported "
+                                       "no result for this GPU: not diagnosed", code="DCGM_RUNTIME_ERROR",
+                                       evidence={"dcgm_serials": evidence["serials"]}))
     return results + per_check
 
 
