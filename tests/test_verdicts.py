@@ -1530,3 +1530,24 @@ def test_slow_hbm_is_explained_with_the_gpus_sku_or_the_nodes_median():
     assert r["gpu1"].message.startswith("the memory moves 1.50 of the node's median bandwidth, no slower than that: "
                                         "the profile's floor is above it (check the profile is this SKU's)")
     assert r["gpu1"].evidence["diagnosis"]["cause"] == "unexplained"
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"busbw_gbps": float("nan")}, "timed 1 iterations at nan GB/s"),  # it raised an internal error at the floor
+    ({"iters": 0}, "timed 0 iterations at 350.0 GB/s"),
+    ({"gpus": 1}, "ran across 1 GPUs of the 8 judged"),
+    ({"checked": [0, 1, 2, 3, 4, 5, 6]}, "checked no result on gpu7"),
+])
+def test_an_all_reduce_that_does_not_prove_its_group_and_rate_is_not_judged(change, said):
+    """2026-11-28 audit: a GPU outside the group, or whose share nobody checked, was called "result
+    exact on this GPU"; a rate that is no number raised an internal error against the floor."""
+    result = _nccl([], 350.0)
+    result.result.update({"iters": 1, **change})
+    node, *rest = stress_nccl.judge_nccl(gpus(8), result, profile(min_nccl_busbw_gbps=333))
+    assert (node.verdict, node.code, node.message) == (Verdict.ERROR, "NCCL_NOT_MEASURED",
+                                                       f"the all-reduce {said}: not judged")
+    assert rest == []  # no GPU is called exact on an all-reduce that proves nothing
+    full = _nccl([], 350.0)
+    full.result.update({"iters": 5, "checked": list(range(8))})
+    assert [r.verdict for r in stress_nccl.judge_nccl(gpus(8), full, profile(min_nccl_busbw_gbps=333))] == \
+        [Verdict.PASS] * 9

@@ -428,7 +428,7 @@ def nccl_allreduce(node: Any, params: dict[str, Any], report: Reporter) -> dict[
     report.progress(1.0)
     algbw = nbytes / per / 1e9
     return {"bytes": nbytes, "iters": iters, "gpus": n, "algbw_gbps": round(algbw, 1),
-            "busbw_gbps": round(algbw * 2 * (n - 1) / n, 1), "wrong": wrong}
+            "busbw_gbps": round(algbw * 2 * (n - 1) / n, 1), "wrong": wrong, "checked": sorted(results)}
 
 
 def burn_in(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:

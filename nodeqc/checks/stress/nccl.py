@@ -4,6 +4,7 @@ so that the bytes go through the NICs."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from nodeqc.backends.base import GpuInfo
@@ -43,15 +44,26 @@ def _judge_allreduce(name: str, gpus: list[GpuInfo], outcome: Outcome, windows: 
     if "unavailable" in r:
         return [skip(name, "node", f"not run: {r['unavailable']}", code="NCCL_UNAVAILABLE")]
     wrong = {w["gpu"]: w for w in r["wrong"]}
+    # A wrong result on a GPU the node's list does not hold is the node's finding: never lost.
+    elsewhere = [Judgement(Verdict.FAIL, "NCCL_WRONG_RESULT", f"all-reduce{route} result wrong on gpu{i}, not among "
+                           f"the GPUs judged: {_wrong_share(w)}") for i, w in sorted(wrong.items())
+                 if i not in {g.index for g in gpus}]
+    unproven = _not_measured(r, gpus)
+    if unproven:  # no rate judged and no result called exact; a wrong result stands, whatever else is missing
+        said = f"the all-reduce{route} {unproven}: not judged"
+        node = fold(name, "node", elsewhere or [Judgement(Verdict.ERROR, "NCCL_NOT_MEASURED", said)], {}, [],
+                    evidence={"wrong": r["wrong"]})
+        if elsewhere:
+            node.message += f"; {said}"
+        return [node] + [CheckResult(name, g.subject, Verdict.FAIL, f"all-reduce{route} result wrong on this GPU: "
+                                     f"{_wrong_share(wrong[g.index])}", code="NCCL_WRONG_RESULT",
+                                     evidence={"wrong": wrong[g.index]}) for g in gpus if g.index in wrong]
     findings = [judge(floor, r["busbw_gbps"], slow_code, f"all-reduce across {r['gpus']} GPUs{route}: bus bandwidth",
                       "GB/s")]
     if nvls is not None and findings[0].verdict is not Verdict.FAIL:
         findings.append(judge(nvls, r["busbw_gbps"], "NCCL_NVLS_SLOW", "against NVLink SHARP's floor (a ring's rate: "
                               "NVLS off or failed?), bus bandwidth", "GB/s"))
-    # A wrong result on a GPU the node's list does not hold is the node's finding: never lost.
-    findings += [Judgement(Verdict.FAIL, "NCCL_WRONG_RESULT", f"all-reduce{route} result wrong on gpu{i}, not among "
-                         f"the GPUs judged: {_wrong_share(w)}") for i, w in sorted(wrong.items())
-                 if i not in {g.index for g in gpus}]
+    findings += elsewhere
     evidence = {"wrong": r["wrong"], **({"env": env} if env else {})}
     result = fold(name, "node", findings, {"busbw_gbps": Value(r["busbw_gbps"], "GB/s"),
                                            "algbw_gbps": Value(r["algbw_gbps"], "GB/s"),
@@ -69,6 +81,23 @@ def _judge_allreduce(name: str, gpus: list[GpuInfo], outcome: Outcome, windows: 
              for g in gpus]
     return [explain_node(result, [Observed.of(g, windows.get(g.index)) for g in gpus], node_expected(gpus),
                         f"the all-reduce{route}")] + exact
+
+
+def _not_measured(r: dict[str, Any], gpus: list[GpuInfo]) -> str | None:
+    """What the all-reduce's result does not prove: every one of the node's GPUs in the group, each
+    one's share of the result checked (`checked`, where the worker records it), timed iterations, a
+    bandwidth that is a number. None where it proves all of it."""
+    rate, iters, n = r.get("busbw_gbps"), r.get("iters", 1), r.get("gpus")  # no iters: a result from before
+    if not isinstance(n, int) or n < 1 or (gpus and n != len(gpus)):  # no list given: the node's figure alone
+        return f"ran across {n!r} GPUs of the {len(gpus)} judged"
+    if not isinstance(iters, int) or iters < 1 or not isinstance(rate, (int, float)) or not math.isfinite(rate) \
+            or rate < 0:
+        return f"timed {iters!r} iterations at {rate!r} GB/s"
+    if "checked" in r:
+        unchecked = [g.subject for g in gpus if g.index not in r["checked"]]
+        if unchecked:
+            return f"checked no result on {', '.join(unchecked)}"
+    return None
 
 
 def _wrong_share(w: dict[str, Any]) -> str:
