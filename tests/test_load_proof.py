@@ -542,3 +542,20 @@ def test_a_memory_test_whose_own_counts_prove_nothing_is_not_judged(change, said
     assert r.message == f"the memory test did not cover what it was asked to: {said}; not judged"
     nothing_free = judge_one_memtest({**memtest(), "free_bytes": 0})
     assert nothing_free.code == "MEMTEST_LOAD_NOT_REACHED" and nothing_free.values["coverage_pct"].value is None
+
+
+@pytest.mark.parametrize("result", [{"seconds": float("nan"), "steps": 10, "planned_s": 10.0},
+                                    {"seconds": 10.0, "steps": 10, "planned_s": 0.0},
+                                    {"seconds": 10.0, "steps": 10, "planned_s": float("nan")}])
+def test_a_power_load_of_no_number_of_seconds_is_not_judged(result):
+    """2026-11-28 audit: a load held for NaN seconds passed "for nan s" (NaN compares false)."""
+    r = power(result)
+    assert (r.verdict, r.code) == (Verdict.ERROR, "POWER_LOAD_NOT_REACHED")
+
+
+@pytest.mark.parametrize("seconds, min_seconds", [(float("nan"), 3.0), (0.0, 0.0), (3.2, float("nan")),
+                                                  (float("inf"), 3.0)])
+def test_host_copies_of_no_number_of_seconds_are_not_judged(seconds, min_seconds):
+    r = judge_one_pcie(pcie(seconds=seconds, min_seconds=min_seconds))
+    assert (r.verdict, r.code) == (Verdict.ERROR, "PCIE_LOAD_NOT_REACHED")
+    assert r.message.startswith("the host copies did not carry their load: the copies lasted")

@@ -4,6 +4,7 @@ while the copies ran."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from nodeqc.backends.base import GpuInfo
@@ -42,7 +43,9 @@ def pcie_load_short(r: dict[str, Any]) -> str | None:
         return None
     said = [f"{d} moved {fmt(round(r['moved_bytes'].get(d, 0) / GIB, 2), 'GiB')} at {fmt(r[f'{d}_gbps'], 'GB/s')}"
             for d in PCIE_DIRECTIONS if r["moved_bytes"].get(d, 0) <= 0 or not r[f"{d}_gbps"] > 0]
-    if float(r["seconds"]) < float(r["min_seconds"]) - HELD_TOLERANCE_S:
+    seconds, least = float(r["seconds"]), float(r["min_seconds"])
+    # NaN compares false with everything, and a plan of no seconds holds to nothing (2026-11-28 audit).
+    if not (0 < least < math.inf and 0 < seconds < math.inf) or seconds < least - HELD_TOLERANCE_S:
         said.append(f"the copies lasted {fmt(r['seconds'], 's')} of the {fmt(r['min_seconds'], 's')} planned")
     return "the host copies did not carry their load: " + ", ".join(said) + "; not judged" if said else None
 

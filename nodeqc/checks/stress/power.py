@@ -3,6 +3,7 @@ share of it, the load proven by its own measurements; and the power finding the 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from nodeqc.backends.base import PLAIN_LOAD_DTYPE, GpuInfo
@@ -49,7 +50,8 @@ def power_load_short(r: dict[str, Any], window: GpuTelemetry) -> str | None:
         return None
     planned, held, steps = float(r["planned_s"]), float(r["seconds"]), int(r.get("steps", 0))
     said = []
-    if steps < 1 or held < planned - HELD_TOLERANCE_S:
+    # A NaN compares false with everything: "held" NaN s passed "for nan s" (2026-11-28 audit).
+    if steps < 1 or not (0 < planned < math.inf and held <= math.inf) or held < planned - HELD_TOLERANCE_S:
         said.append(f"the load ran {fmt(held, 's')} in {steps} step(s) of the {fmt(planned, 's')} planned")
     read = window.loaded_power_w.count
     if read < POWER_LOADED_SAMPLES:
