@@ -338,3 +338,26 @@ def test_a_burn_in_says_how_it_stands_at_a_steady_interval(burned):
     # second's stall of a loaded machine is 15 minutes of the burn-in's clock, so only the typical
     # gap is held to the interval.
     assert elapsed == sorted(elapsed) and gaps[len(gaps) // 2] <= 6, gaps
+
+
+@pytest.mark.parametrize("ran, windows, said", [
+    (3.0, 0, "the burn-in ran 3.0 s of its 28800 s in 0 window(s)"),
+    (25000.0, 40, "the burn-in ran 25000.0 s of its 28800 s in 40 window(s)"),
+    (float("nan"), 40, "the burn-in ran nan s of its 28800 s in 40 window(s)"),
+    (28800.0, 0, "the burn-in recorded no window"),
+])
+def test_a_burn_in_that_did_not_run_its_time_is_not_judged(ran, windows, said):
+    """2026-11-28 audit: a worker that came back after 3 s of an 8 h burn-in, with no window, passed
+    as "too short to judge drift"."""
+    gpu = GpuInfo(index=0, name="x", uuid="u", bus_id="b", slot=0)
+    rec = BurnInRecorder([gpu])
+    for k in range(windows):
+        rec.add_window("gpu0", {"t_s": 600 * k, "tflops": 700.0, "sdc": None})
+    done = Outcome(Task("burn_in", 0, {"seconds": 28800.0}, 28800.0), STATUS_OK,
+                   {"seconds": ran, "windows": windows, "dtype": "fp16"}, elapsed_s=ran)
+    [r], _ = judge_burn_in([gpu], {0: done}, rec, {}, load_profile("generic"), 0.0, 1.0)
+    assert (r.verdict, r.code, r.message) == (Verdict.ERROR, "BURN_IN_SHORT", f"{said}: its stability was not shown")
+    whole = Outcome(Task("burn_in", 0, {"seconds": 28800.0}, 28800.0), STATUS_OK,
+                    {"seconds": 28830.0, "windows": 48, "dtype": "fp16"}, elapsed_s=28830.0)
+    if windows:
+        assert judge_burn_in([gpu], {0: whole}, rec, {}, load_profile("generic"), 0.0, 1.0)[0][0].verdict is Verdict.PASS

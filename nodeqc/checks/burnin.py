@@ -117,6 +117,23 @@ def _drift(items: list[dict[str, Any]], key: str) -> tuple[float, float] | None:
     return statistics.mean(values[:n]), statistics.mean(values[-n:])
 
 
+# The burn-in's loop ends at the first window past its planned seconds, so a whole burn-in reports
+# at least its plan; nine tenths leaves room for a clock read before the last window closed.
+BURN_IN_MIN_SHARE = 0.9
+
+
+def _burn_in_short(o: Outcome, rec: Any) -> str | None:
+    """Why a burn-in that ended well did not do its work: fewer seconds than planned (the worker's own
+    count, on the run's clock), or no window recorded. None where it did."""
+    planned, ran = o.task.params.get("seconds"), (o.result or {}).get("seconds")
+    if isinstance(planned, (int, float)) and planned > 0 and (
+            not isinstance(ran, (int, float)) or not ran >= BURN_IN_MIN_SHARE * planned):
+        return f"the burn-in ran {ran!r} s of its {planned:g} s in {len(rec.windows)} window(s)"
+    if not rec.windows:
+        return "the burn-in recorded no window"
+    return None
+
+
 def judge_burn_in(gpus: list[GpuInfo], outcomes: dict[int, Outcome], recorder: BurnInRecorder,
                   telemetry: dict[int, GpuTelemetry], profile: Profile, started_s: float,
                   time_scale: float) -> tuple[list[CheckResult], dict[str, Any]]:
@@ -161,6 +178,11 @@ def judge_burn_in(gpus: list[GpuInfo], outcomes: dict[int, Outcome], recorder: B
             results.append(failure)
             continue
         findings = []
+        short = _burn_in_short(o, rec)
+        if short and not rec.first_sdc:  # wrong results stand however long it ran
+            results.append(CheckResult(name, g.subject, Verdict.ERROR, f"{short}: its stability was not shown",
+                                       code="BURN_IN_SHORT", values={"windows": Value(len(rec.windows))}))
+            continue
         if rec.first_sdc:
             findings.append(Judgement(Verdict.FAIL, "SDC_BURN_IN",
                                     f"a known-answer product came back wrong {rec.first_sdc['t_s']:g} s into the burn-in "

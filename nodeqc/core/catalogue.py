@@ -90,7 +90,7 @@ FAMILIES: tuple[Family, ...] = (
                   "NO_GPUS", "PERFTEST_MISSING", "RDMA_BANDWIDTH", "TOOL_OUTPUT_UNREADABLE")),
     Family("burnin", "Hours of work on every GPU, window after window (--burn-in)",
            checks=("stability",),
-           codes=("BURN_IN_DRIFT", "CUDA_UNAVAILABLE", "GPU_LOST", "SDC_BURN_IN", "WORKER_CRASH", "WORKER_ERROR",
+           codes=("BURN_IN_DRIFT", "BURN_IN_SHORT", "CUDA_UNAVAILABLE", "GPU_LOST", "SDC_BURN_IN", "WORKER_CRASH", "WORKER_ERROR",
                   "WORKER_HANG")),
 )
 
