@@ -679,3 +679,13 @@ def test_the_nvml_backend_says_which_gpus_xids_it_watches():
     backend = NvmlBackend(ReplayNvml(node([h100_device(0), refused])))
     backend.open()
     assert [backend.xids_watched(i) for i in (0, 1)] == [True, False]
+
+
+def test_a_gpu_never_read_is_not_said_to_have_answered_every_reading():
+    never = GpuTelemetry(0)
+    r = health.presence(gpu(), never, H100)
+    assert r.verdict is Verdict.SKIP and r.message.startswith("no reading of this GPU was taken")
+    assert health.presence(gpu(), telemetry([loaded()]), H100).verdict is Verdict.PASS
+    counted = GpuTelemetry(0)
+    counted.counters_end = GpuCounters()  # its counters answered at the end: it was there
+    assert health.presence(gpu(), counted, H100).verdict is Verdict.PASS

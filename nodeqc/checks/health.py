@@ -363,6 +363,9 @@ def nvlink(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
 
 def presence(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     name = "health.gpu_lost"
+    if tel.lost_at_s is None and tel.samples == 0 and tel.counters_end is None:
+        # Not one reading taken: "answered all 0 readings" was a pass of nothing (2026-11-28 audit).
+        return skip(name, gpu.subject, "no reading of this GPU was taken, so whether it kept answering was not watched")
     if tel.lost_at_s is None:
         # What was watched, not "the whole run": a run cut short was not watched to its planned end.
         span = (f" from {tel.counters_start_t:g} s to {tel.counters_end_t:g} s into the run"
