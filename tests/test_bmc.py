@@ -553,3 +553,24 @@ def test_thresholds_unlisted_without_a_reason_add_nothing():
     run = run_of(reading("after the test", PSU_OK), thresholds=None)
     r = judge_psu("stress.power", run)
     assert r.verdict is Verdict.PASS and "thresholds not listed" not in r.message and ";" not in r.message
+
+
+def test_reads_that_listed_no_sensor_and_a_node_without_psu_sensors_claim_nothing_of_the_psus():
+    """2026-11-28 audit: reads during and after the test that listed nothing (ipmitool exiting 0
+    with no output) counted as readings ("read 3 times (before, during and after the test)"), and a
+    BMC with no PSU sensor was said to show "no PSU failure, input loss or redundancy loss"."""
+    rail = Sensor("12V", "voltage", "ok", 12.05, "Volts")
+    psu = Sensor("PS1 Status", "psu", "ok", events=("Presence detected",))
+    only_before = run_of(reading("before the test", psu, rail), reading("during the test"), reading("after the test"))
+    r = judge_psu("stress.power", only_before)
+    assert (r.verdict, r.code) == (Verdict.SKIP, "BMC_UNAVAILABLE")
+    assert r.message == "PSU sensors not read during the test: the BMC listed no sensor"
+    before_after = run_of(reading("before the test", psu, rail), reading("during the test"),
+                          reading("after the test", psu, rail))
+    r = judge_psu("stress.power", before_after)
+    assert r.verdict is Verdict.PASS and "read 2 times (before and after the test)" in r.message
+    assert r.message.endswith("; 1 reading(s) failed (during the test: no sensor listed)")
+    no_psu = run_of(reading("before the test", rail), reading("during the test", rail), reading("after the test", rail))
+    r = judge_psu("stress.power", no_psu)
+    assert r.verdict is Verdict.PASS and "no PSU failure" not in r.message
+    assert "no power-supply sensor listed, so the PSUs' own state was not read" in r.message

@@ -79,11 +79,15 @@ def judge_psu(name: str, run: BmcRun) -> CheckResult:
     """The node's PSU signals around one power test (`name`: stress.power or stress.power_pulse)."""
     if run.unavailable:
         return skip(name, "node", f"PSU sensors not read: {run.unavailable}", code="BMC_UNAVAILABLE")
-    good = [r for r in run.readings if not r.error]
+    # A read that listed no sensor (ipmitool exiting 0 with nothing) read no PSU: it is no reading.
+    good = [r for r in run.readings if not r.error and r.sensors]
     during = [r for r in good if r.label != "before the test"]
-    failed = [r for r in run.readings if r.error]
+    failed = [r for r in run.readings if r.error or not r.sensors]
+    if not good and not any(r.error for r in run.readings):
+        return skip(name, "node", "PSU sensors not read: the BMC lists no power-supply, voltage or current sensors",
+                    code="BMC_UNAVAILABLE")
     if not during:
-        why = failed[0].error if failed else "no reading during or after the test"
+        why = (failed[0].error or "the BMC listed no sensor") if failed else "no reading during or after the test"
         return skip(name, "node", f"PSU sensors not read during the test: {why}", code="BMC_UNAVAILABLE")
     kinds = {kind: len({s.name for r in good for s in r.sensors if s.kind == kind}) for kind in ("psu", "voltage", "current")}
     if not any(kinds.values()):
@@ -116,21 +120,34 @@ def judge_psu(name: str, run: BmcRun) -> CheckResult:
     values = {"psus": Value(kinds["psu"]), "voltage_sensors": Value(kinds["voltage"]),
               "current_sensors": Value(kinds["current"]), "readings": Value(len(good))}
     points = ("before the test, at each period's start and end, and after it"
-              if any(r.period_s is not None for r in good) else "before, during and after the test")
+              if any(r.period_s is not None for r in good) else _joined(sorted(
+                  {_when(r.label) for r in good}, key=("before", "during", "after").index)
+                  ) + " the test")  # only the points read: "before and after" where none was read during
     if not findings:
+        # Rails within their limits say nothing of the PSUs' own state: claimed only where it was read.
+        psus = ("no PSU failure, input loss or redundancy loss, " if kinds["psu"] else
+                "no power-supply sensor listed, so the PSUs' own state was not read; ")
         findings = [Judgement(Verdict.PASS, None,
                             f"{kinds['psu']} PSU, {kinds['voltage']} voltage and {kinds['current']} current sensor(s) "
-                            f"read {len(good)} times ({points}): no PSU failure, input loss or redundancy loss, no "
-                            "voltage or current beyond its thresholds")]
+                            f"read {len(good)} times ({points}): {psus}no voltage or current beyond its thresholds")]
     result = fold(name, "node", findings, values, [], key="readings", evidence=_evidence(run))
     notes = []
     if failed:
-        notes.append(f"{len(failed)} reading(s) failed ({failed[0].label}: {failed[0].error})")
+        notes.append(f"{len(failed)} reading(s) failed ({failed[0].label}: {failed[0].error or 'no sensor listed'})")
     if run.thresholds is None and run.thresholds_error:
         notes.append(f"thresholds not listed ({run.thresholds_error}): the BMC's own status judged alone")
     if notes:
         result.message += "; " + "; ".join(notes)
     return result
+
+
+def _when(label: str) -> str:
+    """Before, during or after the test, of a reading's label ("during the 20 ms period": during)."""
+    return {"before the test": "before", "after the test": "after"}.get(label, "during")
+
+
+def _joined(words: list[str]) -> str:
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
 
 
 def _evidence(run: BmcRun) -> dict[str, Any]:
