@@ -417,3 +417,26 @@ def test_too_few_readings_from_a_compressed_clocks_stall_are_said_and_not_judged
     one_s.update(real_period_s=PULSE_COMPRESSED_STALL_S)
     r = judged(periods, idle)
     assert "swing_not_judged" not in r.evidence["load"][-1]
+
+
+def test_a_pulse_whose_planned_periods_or_bursts_did_not_run_is_not_judged():
+    """2026-11-28 audit: a result holding only the 20 ms period, with one cycle and no product,
+    passed "load swung at 20 ms periods"."""
+    from nodeqc.checks.stress.pulse import judge_pulse
+    from nodeqc.core.model import Verdict
+    from nodeqc.spec.profile import load_profile
+    from nodeqc.work.workers import STATUS_OK, Outcome, Task
+
+    gpu = GpuInfo(index=0, name="NVIDIA H100 80GB HBM3", uuid="u", bus_id="0000:1b:00.0", slot=0)
+    only = {"period_s": 0.02, "start_s": 10.0, "end_s": 12.0, "duty": 0.5, "cycles": 1, "skipped": 0, "products": 0}
+    result = {"periods": [only], "periods_planned": [0.02, 0.1, 0.5, 1.0]}
+    outcome = Outcome(Task("pulse", 0, {}, 10.0), STATUS_OK, result)
+    tel = GpuTelemetry(0)
+    for t in range(8, 20):
+        tel.add(float(t), GpuSample(temp_c=60, power_w=400.0, power_limit_w=700.0, sm_clock_mhz=1980, util_pct=100,
+                                    reasons=0))
+    r = judge_pulse([gpu], {0: outcome}, {0: tel}, load_profile("h100"))[0]
+    assert (r.verdict, r.code) == (Verdict.ERROR, "PULSE_LOAD_NOT_REACHED")
+    for said in ("the 100 ms period did not run", "the 500 ms period did not run", "the 1000 ms period did not run",
+                 "at the 20 ms period no burst computed (1 cycles, 0 products)"):
+        assert said in r.message, r.message

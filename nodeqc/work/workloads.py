@@ -277,7 +277,7 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
         device.set_load(0.0)
         device.set_pulse(0.0)
         device.release()
-    return {"periods": spans, "product_s": round(one, 6)}
+    return {"periods": spans, "product_s": round(one, 6), "periods_planned": periods}
 
 
 def _read_power(device: Any, into: dict[str, list[float]], phase: str) -> None:

@@ -120,12 +120,16 @@ def _steady_level(spans: list[dict[str, Any]], window: GpuTelemetry | None) -> d
     return {"high": {"n": len(watts), "mean": sum(watts) / len(watts)}} if watts else None
 
 
-def pulse_load(spans: list[dict[str, Any]], window: GpuTelemetry | None) -> tuple[list[dict[str, Any]], list[str]]:
+def pulse_load(spans: list[dict[str, Any]], window: GpuTelemetry | None, planned: list[float] | None = None
+               ) -> tuple[list[dict[str, Any]], list[str]]:
     """Each swinging period's proof of its load: (per period: its duty, bursts, skipped periods and
-    the power swing NVML saw, and whether that was judged; what fell short, as said)."""
+    the power swing NVML saw, and whether that was judged; what fell short, as said). `planned`: the
+    periods the worker was given (a result from before it said so: None, judged as before)."""
     limit = None if window is None or is_na(window.power_limit_w) else float(window.power_limit_w)
     steady = _steady_level(spans, window)
     proof, short = [], []
+    ran = {span["period_s"] for span in spans}
+    short += [f"the {p * 1000:g} ms period did not run" for p in (planned or []) if p > 0 and p not in ran]
     for span in spans:
         period = span["period_s"]
         if period <= 0:
@@ -135,8 +139,14 @@ def pulse_load(spans: list[dict[str, Any]], window: GpuTelemetry | None) -> tupl
         duty = span.get("duty")
         cycles, skipped = span.get("cycles", 0), span.get("skipped", 0)
         entry["cycles"], entry["skipped"] = cycles, skipped
+        products = span.get("products")
         real = span.get("real_period_s", period)
         paced = real >= PULSE_MIN_REAL_PERIOD_S - 1e-9
+        if paced and (not isinstance(cycles, int) or cycles < 1
+                      or (isinstance(products, (int, float)) and not products >= 1)):
+            # No burst is no swing, whatever duty is reported (2026-11-28 audit: 1 cycle, 0 products
+            # passed). Judged where the pace is (a compressed simulated clock judges neither).
+            short.append(f"at the {ms} period no burst computed ({cycles!r} cycles, {products!r} products)")
         if not paced:
             entry["pace_judged"] = False
             entry["pace_not_judged"] = (f"the {ms} period ran in {real * 1000:g} ms of real time (a compressed "
@@ -239,7 +249,7 @@ def _judge_pulse_gpu(name: str, g: GpuInfo, r: dict[str, Any], window: GpuTeleme
         for reason in why:
             findings.setdefault(period, {})[reason] = REASON_TEXT[reason]
     swinging = [p for p in spans if p["period_s"] > 0]
-    proof, short = pulse_load(spans, window)
+    proof, short = pulse_load(spans, window, r.get("periods_planned"))
     evidence = _pulse_evidence(spans, proof, counted, window)
     thresholds = [limit] if limit is not None and counted else []
     if findings:
@@ -255,6 +265,13 @@ def _judge_pulse_gpu(name: str, g: GpuInfo, r: dict[str, Any], window: GpuTeleme
         return CheckResult(name, g.subject, Verdict.ERROR, f"the load did not swing as planned: {said_short}; "
                            "not judged", code="PULSE_LOAD_NOT_REACHED", values=values, evidence=evidence,
                            thresholds=thresholds, key="periods")
+    if unseen:
+        # Half of what this check is for was not watched: a pass would claim it (at 0.1 samples a
+        # second no sample may land in the swings, and the driver counts no HW slowdown).
+        return CheckResult(name, g.subject, Verdict.ERROR, f"the load swung, but {' and '.join(unseen)} could not be "
+                           "observed (no telemetry sample in the swings, and the driver does not count it); not judged",
+                           code="PULSE_NOT_OBSERVED", values=values, evidence=evidence, thresholds=thresholds,
+                           key="periods")
     if warnings:
         shown = _said_by_period(warnings)
         return CheckResult(name, g.subject, Verdict.WARN,
