@@ -4,7 +4,6 @@ the same work on every GPU), and the power the GPU reached under them."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +15,7 @@ from nodeqc.checks.stress.power import power_finding
 from nodeqc.core.known_answer import odd_ones_out
 from nodeqc.core.model import CheckResult, Value, Verdict
 from nodeqc.core.na import is_na
+from nodeqc.core.schema import is_number
 from nodeqc.core.skus import NOT_BURNED_REASON, identify
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import GpuTelemetry
@@ -41,7 +41,7 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
     subject = {g.index: g.subject for g in gpus}
     dtypes = sorted({d for r in ok.values() for d in r["dtypes"]}, key=HEADLINE_DTYPES.index)
     medians = {d: median_or_none([r["dtypes"][d]["tflops"] for r in ok.values()
-                                  if d in r["dtypes"] and _finite(r["dtypes"][d]["tflops"])]) for d in dtypes}
+                                  if d in r["dtypes"] and is_number(r["dtypes"][d]["tflops"])]) for d in dtypes}
     odd = {d: odd_ones_out({subject[i]: r["dtypes"][d]["fingerprint"] for i, r in ok.items() if d in r["dtypes"]})
            for d in dtypes}
 
@@ -64,7 +64,7 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
                 wrong_repeat.append(d)
             if g.subject in odd[d][1]:
                 wrong_peers.append(d)
-            if not _finite(m["tflops"]):
+            if not is_number(m["tflops"]):
                 continue  # no rate to judge: burn_load_short says so below
             floor = profile.threshold("gpu", f"min_{d}_tflops")
             thresholds.append(floor)
@@ -156,7 +156,7 @@ def burn_load_short(dtypes: dict[str, Any]) -> list[str]:
         if not isinstance(planned, (int, float)) or isinstance(planned, bool):
             continue
         seconds, products, checks = m.get("seconds"), m.get("products"), m.get("checks")
-        if not (planned > 0 and _finite(seconds) and _finite(m.get("tflops"))):
+        if not (planned > 0 and is_number(seconds) and is_number(m.get("tflops"))):
             short.append(f"{d} recorded {seconds!r} s of a {planned!r} s plan at {m.get('tflops')!r} TFLOP/s")
         elif seconds < BURN_MIN_LOAD_SHARE * planned:
             short.append(f"{d} computed {seconds:g} s of its {planned:g} s ({products} products; "
@@ -166,10 +166,6 @@ def burn_load_short(dtypes: dict[str, Any]) -> list[str]:
             short.append(f"{d} computed {products!r} products and compared {checks!r} results (a burn compares "
                          f"{BURN_MIN_CHECKS} at least)")
     return short
-
-
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _dtype_seen(window: GpuTelemetry | None, dtype: str, m: dict[str, Any]) -> GpuTelemetry | None:

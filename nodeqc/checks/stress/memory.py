@@ -3,7 +3,6 @@ stress.memtest (patterns over most of the free memory, every word checked)."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from nodeqc.backends.base import GpuInfo
@@ -11,6 +10,7 @@ from nodeqc.checks.common import Judgement, fmt, fold, judge
 from nodeqc.checks.diagnosis import Expected, Observed, explain
 from nodeqc.checks.stress.outcomes import GIB, each_gpu, median_or_none, node_outlier, wrong_data
 from nodeqc.core.model import CheckResult, Value, Verdict
+from nodeqc.core.schema import is_number
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import GpuTelemetry
 from nodeqc.work.workers import Outcome
@@ -42,7 +42,7 @@ def hbm_load_short(r: dict[str, Any]) -> str | None:
     for kind in HBM_KINDS:
         done, moved = _whole(r["passes"].get(kind, 0)), _whole(r.get("moved_bytes", {}).get(kind, 0))
         rate = r[f"{kind}_gbps"]
-        if done < planned or moved <= 0 or not (isinstance(rate, (int, float)) and 0 < rate < math.inf):
+        if done < planned or moved <= 0 or not (is_number(rate) and rate > 0):
             raw = r.get("moved_bytes", {}).get(kind, 0)
             shown = fmt(round(moved / GIB, 2), 'GiB') if moved or raw == 0 else f"{raw!r} bytes"
             said.append(f"{kind} {done} of {planned} passes of the {fmt(round(r['bytes'] / GIB, 2), 'GiB')} buffer, "
@@ -52,7 +52,7 @@ def hbm_load_short(r: dict[str, Any]) -> str | None:
 
 def _whole(x: Any) -> int:
     """A count from a worker's result; 0 for what is no finite number (a NaN or inf moved no bytes)."""
-    return int(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else 0
+    return int(x) if is_number(x) else 0
 
 
 def judge_hbm(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[int, GpuTelemetry],

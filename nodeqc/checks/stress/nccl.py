@@ -4,7 +4,6 @@ so that the bytes go through the NICs."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from nodeqc.backends.base import GpuInfo
@@ -12,6 +11,7 @@ from nodeqc.checks.common import Judgement, fold, judge, skip
 from nodeqc.checks.diagnosis import Observed, explain_node
 from nodeqc.checks.stress.outcomes import GIB, node_expected, outcome_failure
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
+from nodeqc.core.schema import is_number
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import GpuTelemetry
 from nodeqc.work.workers import Outcome
@@ -90,8 +90,7 @@ def _not_measured(r: dict[str, Any], gpus: list[GpuInfo]) -> str | None:
     rate, iters, n = r.get("busbw_gbps"), r.get("iters", 1), r.get("gpus")  # no iters: a result from before
     if not isinstance(n, int) or n < 1 or (gpus and n != len(gpus)):  # no list given: the node's figure alone
         return f"ran across {n!r} GPUs of the {len(gpus)} judged"
-    if not isinstance(iters, int) or iters < 1 or not isinstance(rate, (int, float)) or not math.isfinite(rate) \
-            or rate < 0:
+    if not isinstance(iters, int) or iters < 1 or not is_number(rate) or rate < 0:
         return f"timed {iters!r} iterations at {rate!r} GB/s"
     if "checked" in r:
         unchecked = [g.subject for g in gpus if g.index not in r["checked"]]
