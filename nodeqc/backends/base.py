@@ -322,6 +322,11 @@ class TrafficJob:
     loopback: bool = False  # ib_write_bw server and client on this HCA port (no peer; issue 15)
 
     @property
+    def whole_seconds(self) -> int:
+        """The test's length as iperf3 (-t) and ib_write_bw (-D) take it: whole seconds, one at least."""
+        return max(1, round(self.seconds))
+
+    @property
     def peer_text(self) -> str:
         return "loopback" if self.loopback else f"{self.peer}:{self.port}"
 

@@ -209,7 +209,7 @@ def command(job: TrafficJob) -> list[str]:
     """The command line of one job, as a person would type it."""
     if job.tool == "iperf3":
         cmd = ["iperf3", "-c", job.peer, "-p", str(job.port), "-J", "-P", str(job.streams),
-               "-t", str(max(1, round(job.seconds))), "-i", "0"]  # whole seconds, as both tools take them
+               "-t", str(job.whole_seconds), "-i", "0"]
         if job.bind:
             cmd += ["-B", job.bind]
         known = iperf3_options()
@@ -219,7 +219,7 @@ def command(job: TrafficJob) -> list[str]:
             cmd += ["--connect-timeout", "5000"]
         return cmd
     cmd = ["ib_write_bw", "-d", str(job.ib_device), "-i", str(job.ib_port), "-p", str(job.port),
-           "-D", str(max(1, round(job.seconds))), "--report_gbits", "-F"]
+           "-D", str(job.whole_seconds), "--report_gbits", "-F"]
     if job.roce:
         cmd.append("-R")
     if job.cuda_device is not None:

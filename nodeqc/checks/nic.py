@@ -390,7 +390,7 @@ def tcp(c: Checked, outcome: TrafficOutcome, end: NicInfo | None, profile: Profi
     evidence = dict(outcome.detail)
     if outcome.error:
         return _named(fold(name, c.subject, [_traffic_failure(outcome)], {}, [], evidence=evidence), nic)
-    took, planned = outcome.detail.get("seconds"), max(1, round(job.seconds))
+    took, planned = outcome.detail.get("seconds"), job.whole_seconds
     if isinstance(took, (int, float)) and took < TCP_MIN_TIME_SHARE * planned:
         short = Judgement(Verdict.FAIL, "NIC_TRAFFIC", f"{job.tool} to {job.peer_text} received for {took:g} s of "
                           f"the planned {planned} s: cut short, so its {fmt(outcome.gbps, 'Gb/s')} is no measurement")

@@ -278,7 +278,7 @@ def _judge_pulse_gpu(name: str, g: GpuInfo, r: dict[str, Any], window: GpuTeleme
                            f"brief clock cuts while the load swung: {shown} (within the limit "
                            f"{limit.describe()})", code="POWER_PULSE_THROTTLE", values=values,
                            evidence=evidence, thresholds=thresholds, key="periods")
-    return CheckResult(name, g.subject, Verdict.PASS, _pulse_passed(swinging, window, counted, unseen, standing),
+    return CheckResult(name, g.subject, Verdict.PASS, _pulse_passed(swinging, window, counted, standing),
                        values=values, evidence=evidence, thresholds=thresholds, key="periods")
 
 
@@ -352,9 +352,9 @@ def _pulse_evidence(spans: list[dict[str, Any]], proof: list[dict[str, Any]], co
 
 
 def _pulse_passed(swinging: list[dict[str, Any]], window: GpuTelemetry, counted: dict[str, dict[float, float]],
-                  unseen: list[str], standing: dict[str, float]) -> str:
-    """A pass, said: the periods the load swung at, the reasons not seen in them, those not observed,
-    held by the steady load, or seen outside the swings."""
+                  standing: dict[str, float]) -> str:
+    """A pass, said: the periods the load swung at, the reasons not seen in them, those held by the
+    steady load, or seen outside the swings (one not observed at all is no pass: PULSE_NOT_OBSERVED)."""
     periods = ", ".join(f"{p['period_s'] * 1000:g}" for p in swinging)
     # Sampled reasons the window saw that no swing brought (begun under the steady load, or between
     # two periods, then perhaps held through the swings: telemetry keeps when a reason began, not
@@ -363,13 +363,12 @@ def _pulse_passed(swinging: list[dict[str, Any]], window: GpuTelemetry, counted:
     outside = {x: window.throttle_s[x] for x in TRANSIENT_REASONS
                if x not in counted and window.throttle_s.get(x, 0.0) > 0}
     seen = " or ".join(REASON_TEXT[x] for x in TRANSIENT_REASONS
-                       if REASON_TEXT[x] not in unseen and x not in standing and x not in outside)
+                       if x not in standing and x not in outside)
     apart = "; ".join(f"{REASON_TEXT[x]} seen for {fmt(round(t, 2), 's')} of this test, not begun in a swing "
                       "(health.throttle judges it)" for x, t in outside.items())
     held = "; ".join(f"{REASON_TEXT[x]} held {fmt(round(rate, 1), 'ms')} of every second of the steady load, so "
                      "the swings cannot show more (health.throttle judges it)" for x, rate in standing.items())
     return f"load swung at {periods} ms periods" + (f" with no {seen}" if seen else "") + (
-        f" ({' and '.join(unseen)} not observed: no telemetry sample)" if unseen else "") + (
         f"; {held}" if held else "") + (f"; {apart}" if apart else "")
 
 
