@@ -440,3 +440,60 @@ def test_a_pulse_whose_planned_periods_or_bursts_did_not_run_is_not_judged():
     for said in ("the 100 ms period did not run", "the 500 ms period did not run", "the 1000 ms period did not run",
                  "at the 20 ms period no burst computed (1 cycles, 0 products)"):
         assert said in r.message, r.message
+
+
+# ---------------------------------------------------------------- products short enough to pulse
+
+def _model_device(scenario, time_scale=1):
+    node = SimNode(load_scenario(scenario), [], time_scale=time_scale)
+    return SimDevice(node.compute_spec(), 0)
+
+
+@pytest.mark.parametrize("scenario", ["t4", "v100", "a100"])
+def test_a_gpu_whose_product_outlasts_a_fast_half_period_pulses_with_smaller_products(scenario):
+    """The 2026-11-28 audit: on the simulated T4 (26 TFLOP/s fp16, 42 ms an 8192^3 product) each burst
+    of the 20 ms period computed nothing, a product being longer than the 10 ms half. The pulse sizes
+    its products to fit PULSE_PRODUCTS_PER_HALF times in the fastest half period."""
+    from nodeqc.work.workloads import PULSE_MIN_N, PULSE_N_STEP, PULSE_PRODUCTS_PER_HALF, pulse_product
+
+    dev = _model_device(scenario, time_scale=1000)
+    dev.matmul_setup("fp16", 1)  # the burn's size
+    whole = warm_product_s(dev)
+    assert whole > 0.01 / PULSE_PRODUCTS_PER_HALF  # too long for the 20 ms period as the burn runs it
+    n, one = pulse_product(dev, "fp16", 1, 0.01)
+    assert PULSE_MIN_N <= n < 8192 and n % PULSE_N_STEP == 0
+    assert one <= 0.01 / PULSE_PRODUCTS_PER_HALF
+    assert one == pytest.approx(2 * n ** 3 / (dev.model.tflops["fp16"] * 1e12))
+    # The largest size that fits: the next step up would not (the twin's rate is the same at any n).
+    assert 2 * (n + PULSE_N_STEP) ** 3 / (dev.model.tflops["fp16"] * 1e12) > 0.01 / PULSE_PRODUCTS_PER_HALF
+
+
+def test_gpus_fast_enough_keep_the_burns_products_for_the_pulse():
+    """The H100 SXM5 and H200 pulsed at duty 0.45-0.55 with the burn's 8192^3 products (1.7 ms warm):
+    the size is changed only where it must be."""
+    from nodeqc.work.workloads import pulse_product
+
+    for scenario in ("h100", "h200", "hgx-b200"):
+        dev = _model_device(scenario, time_scale=1000)
+        n, one = pulse_product(dev, "fp16", 1, min(PULSE_PERIODS_S) / 2)
+        assert n == 8192 and one == pytest.approx(2 * 8192 ** 3 / (dev.model.tflops["fp16"] * 1e12)), scenario
+
+
+def test_the_t4_pulses_at_every_period_with_its_products_resized():
+    """End to end on the simulated T4 in real time: every period's bursts computed products, at the
+    duty planned, and the result says the size that ran."""
+    dev = _model_device("t4")
+    params = {**pulse_params(load_profile("t4"), True), "periods_s": [0.02, 0.1], "seconds_per_period": 0.6,
+              "run_t0": dev.clock.now()}
+    r = power_pulse(dev, params, Progress())
+    # The size that ran (3072 on the T4), and its warm product's time.
+    assert r["matmul_n"] == 3072 and r["product_s"] == pytest.approx(2 * 3072 ** 3 / 26e12, rel=1e-3)
+    for span in r["periods"][1:]:
+        assert span["products"] >= 4 * span["cycles"] > 0, span
+        assert PULSE_DUTY[0] <= span["duty"] <= PULSE_DUTY[1], span
+
+
+def test_the_evidence_says_which_products_the_bursts_ran():
+    r = judge_pulse([GPU], {0: ok({"periods": spans(), "product_s": 0.0024, "matmul_n": 3072})}, {0: window()}, H100)[0]
+    assert r.verdict is Verdict.PASS and r.evidence["product"] == {"n": 3072, "seconds": 0.0024}
+    assert "product" not in judged(spans()).evidence  # a worker that did not say

@@ -240,16 +240,16 @@ class CupyDevice:
         function("fp8", "e4m3_encode", self.ordinal)(self._grid(), (THREADS,), (x32, out, np.uint64(x32.size)))
         return out
 
-    def _fp8_setup(self, rng: Any) -> int:
+    def _fp8_setup(self, rng: Any, n: int) -> int:
         """Standard normal operands rounded to e4m3, a bf16 product (as uint16 bits), the plans of
         the burn's and the known-answer's products, and a first product: whatever cuBLASLt refuses
         shows here, in the set-up, as not run. A CUDA error (a GPU fault) is not caught here."""
         cp = self.cp
-        a = self.e4m3(rng.standard_normal((MATMUL_N, MATMUL_N), dtype=cp.float32))
-        bt = self.e4m3(rng.standard_normal((MATMUL_N, MATMUL_N), dtype=cp.float32))  # random: B^T is as good
-        c = cp.empty((MATMUL_N, MATMUL_N), dtype=cp.uint16)
+        a = self.e4m3(rng.standard_normal((n, n), dtype=cp.float32))
+        bt = self.e4m3(rng.standard_normal((n, n), dtype=cp.float32))  # random: B^T is as good
+        c = cp.empty((n, n), dtype=cp.uint16)
         self._close_fp8_plans()
-        self._mm = {"a": a, "b": bt, "c": c, "fp8": True}
+        self._mm = {"a": a, "b": bt, "c": c, "fp8": True, "n": n}
         self._fp8_plan(self.ka_size, "fp32")
         try:
             self._fp8_product(a, bt, c, "bf16")
@@ -258,19 +258,21 @@ class CupyDevice:
         except Exception as e:  # noqa: BLE001 - a cuBLASLt status on the first product: it cannot run here
             raise DtypeUnavailable(f"cuBLASLt refused the first fp8 product: {type(e).__name__}: {e}") from None
         self.device.synchronize()
-        return 2 * MATMUL_N ** 3
+        return 2 * n ** 3
 
-    def matmul_setup(self, dtype: str, seed: int) -> int:
+    def matmul_setup(self, dtype: str, seed: int, n: int = MATMUL_N) -> int:
+        """Operands of n x n (the burn's MATMUL_N unless a workload needs shorter products: the
+        pulse's fastest bursts); returns flops per product."""
         cp = self.cp
         rng = cp.random.default_rng(seed)  # the same seed on every GPU: identical work to compare
         if dtype == "fp8":
-            return self._fp8_setup(rng)
-        a = self._operand(rng.standard_normal((MATMUL_N, MATMUL_N), dtype=cp.float32), dtype)
-        b = self._operand(rng.standard_normal((MATMUL_N, MATMUL_N), dtype=cp.float32), dtype)
+            return self._fp8_setup(rng, n)
+        a = self._operand(rng.standard_normal((n, n), dtype=cp.float32), dtype)
+        b = self._operand(rng.standard_normal((n, n), dtype=cp.float32), dtype)
         out = {"fp64": cp.float64, "fp32": cp.float32, "tf32": cp.float32, "fp16": cp.float16, "bf16": cp.uint16}
-        c = cp.empty((MATMUL_N, MATMUL_N), dtype=out[dtype])
-        self._mm = {"a": a, "b": b, "c": c, "types": self._types(dtype, exact_out=False)}
-        return 2 * MATMUL_N ** 3
+        c = cp.empty((n, n), dtype=out[dtype])
+        self._mm = {"a": a, "b": b, "c": c, "types": self._types(dtype, exact_out=False), "n": n}
+        return 2 * n ** 3
 
     def matmul_run(self, iters: int) -> float:
         cp, mm = self.cp, self._mm
@@ -280,7 +282,7 @@ class CupyDevice:
             if "fp8" in mm:
                 self._fp8_product(mm["a"], mm["b"], mm["c"], "bf16")
             else:
-                self._gemm(mm["a"], mm["b"], mm["c"], MATMUL_N, mm["types"])
+                self._gemm(mm["a"], mm["b"], mm["c"], mm["n"], mm["types"])
         end.record()
         return self._elapsed(start, end)  # completed work only: the end event waits for every product
 

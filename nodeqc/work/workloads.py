@@ -173,6 +173,33 @@ def run_burst(device: Any, busy_s: float, deadline: float, one: float, chunk_s: 
     return done, products
 
 
+# A burst at the fastest period computes at least this many products in its half period: the burst
+# ends within half a product of its half, so its duty is within 1/8 of the planned 0.5 (nodeqc's
+# choice). At the burn's 8192^3 a product took about 1.7 ms warm on the H100 SXM5 and H200
+# (shared/measurements/2026-11-26: 5.9 products a 10 ms half, duty 0.446 at 20 ms), and they keep
+# that size; a T4's (26 TFLOP/s fp16: 42 ms) or a V100's (13 ms) is longer than the whole half, and
+# the burst computed none (the 2026-11-28 audit, on the simulated T4: 100 cycles, 0 products).
+PULSE_PRODUCTS_PER_HALF = 4
+PULSE_MIN_N = 1024  # a smaller product is mostly its launch; an n x n of 1024 fills a T4's 40 SMs
+PULSE_N_STEP = 256  # sizes the matrix units and cuBLASLt's FP8 tiles take whole
+
+
+def pulse_product(device: Any, dtype: str, seed: int, half_s: float) -> tuple[int, float]:
+    """Set up the pulse's products and time one warm: the burn's size, or a smaller n x n where a
+    product would not fit PULSE_PRODUCTS_PER_HALF times in `half_s` (the fastest period's half).
+    The size follows the warm time's cube root, timed again at each size. Returns (n, seconds)."""
+    n = round((device.matmul_setup(dtype, seed) / 2) ** (1 / 3))
+    one = warm_product_s(device)
+    target = half_s / PULSE_PRODUCTS_PER_HALF
+    for _ in range(3):  # the rate can fall at a smaller size: once more, then no further
+        if one <= target or n <= PULSE_MIN_N:
+            break
+        n = max(PULSE_MIN_N, int(n * (target / one) ** (1 / 3)) // PULSE_N_STEP * PULSE_N_STEP)
+        device.matmul_setup(dtype, seed, n=n)
+        one = warm_product_s(device)
+    return n, one
+
+
 def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[str, Any]:
     """Full load and idle in turn, half a period each, at every period in params['periods_s'] for
     params['seconds_per_period'] each (and at least params['min_wall_s'] real seconds, so telemetry
@@ -188,9 +215,8 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
     per_period, t0 = float(params["seconds_per_period"]), float(params["run_t0"])
     clock = device.clock
     span_s = max(per_period, float(params.get("min_wall_s", 0.0)) * clock.scale)
-    device.matmul_setup(params.get("dtype", "fp16"), int(params["seed"]))
     device.set_load(1.0)
-    one = warm_product_s(device)
+    size, one = pulse_product(device, params.get("dtype", "fp16"), int(params["seed"]), min(periods, default=1.0) / 2)
     device.set_load(0.0)
 
     def settle() -> None:
@@ -277,7 +303,7 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
         device.set_load(0.0)
         device.set_pulse(0.0)
         device.release()
-    return {"periods": spans, "product_s": round(one, 6), "periods_planned": periods}
+    return {"periods": spans, "product_s": round(one, 6), "matmul_n": size, "periods_planned": periods}
 
 
 def _read_power(device: Any, into: dict[str, list[float]], phase: str) -> None:

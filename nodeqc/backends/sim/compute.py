@@ -246,21 +246,23 @@ class SimDevice:
 
     # ------------------------------------------------------------------ matmul
 
-    def matmul_setup(self, dtype: str, seed: int) -> int:
-        """Random operands, identical on every GPU for the same seed; returns flops per product."""
+    def matmul_setup(self, dtype: str, seed: int, n: int = NOMINAL_MATMUL_N) -> int:
+        """Random operands, identical on every GPU for the same seed, standing for n x n ones (the
+        rate is the model's at any n: an estimate below the sizes that fill a GPU); returns flops
+        per product."""
         rng = np.random.default_rng(seed)
         a = rng.standard_normal((SIM_MATMUL_N, SIM_MATMUL_N)).astype(DTYPE_NUMPY[dtype])
         b = rng.standard_normal((SIM_MATMUL_N, SIM_MATMUL_N)).astype(DTYPE_NUMPY[dtype])
-        self._mm = {"dtype": dtype, "a": a, "b": b, "c": None, "cold": True}
+        self._mm = {"dtype": dtype, "a": a, "b": b, "c": None, "cold": True, "n": n}
         self._computing(dtype)
-        return 2 * NOMINAL_MATMUL_N ** 3
+        return 2 * n ** 3
 
     def matmul_run(self, iters: int) -> float:
         """`iters` products, timed as the GPU model would take them at its sustained rate."""
         mm = self._mm
         clock_share, _ = sim_clock(self.model, self._fault_pairs)
         rate = self.model.tflops[mm["dtype"]] * self.faults.get("slow", 1.0) * clock_share * self._share() * 1e12
-        seconds = iters * 2 * NOMINAL_MATMUL_N ** 3 / rate
+        seconds = iters * 2 * mm["n"] ** 3 / rate
         if "no_pulse" in self.faults and self.shared[self._slot(SLOT_PULSE_S)] > 0:
             seconds *= NO_PULSE_SLOWDOWN
         if mm.pop("cold", False):

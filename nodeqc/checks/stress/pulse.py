@@ -10,6 +10,7 @@ from nodeqc.backends.base import COUNTED_REASONS, GpuInfo
 from nodeqc.checks.common import fmt
 from nodeqc.checks.stress.outcomes import SEED, each_gpu
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
+from nodeqc.core.schema import is_number
 from nodeqc.core.na import is_na
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import GpuTelemetry
@@ -251,6 +252,8 @@ def _judge_pulse_gpu(name: str, g: GpuInfo, r: dict[str, Any], window: GpuTeleme
     swinging = [p for p in spans if p["period_s"] > 0]
     proof, short = pulse_load(spans, window, r.get("periods_planned"))
     evidence = _pulse_evidence(spans, proof, counted, window)
+    if is_number(r.get("product_s")):  # the products the bursts ran: the burn's size, or one that fits
+        evidence["product"] = {"n": r.get("matmul_n"), "seconds": r["product_s"]}
     thresholds = [limit] if limit is not None and counted else []
     if findings:
         shown = _said_by_period(findings)
