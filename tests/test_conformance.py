@@ -359,8 +359,8 @@ _NODE = ("driver", "cuda", "kernel", "bios_vendor", "bios_version", "bios_date",
          "sys_vendor", "product_name", "iommu")
 _GPU = ("model", "vbios", "gsp_firmware", "inforom_image", "inforom_oem", "inforom_ecc", "inforom_power", "ecc",
         "persistence", "mig_mode", "compute_mode", "app_sm_clock_mhz", "app_mem_clock_mhz", "power_limit_w",
-        "numa_node", "pcie_switch_peers")
-_NIC = ("driver", "driver_version", "firmware", "numa_node", "pcie_switch_peers")
+        "bus_id", "numa_node", "pcie_switch_peers")
+_NIC = ("driver", "driver_version", "firmware", "bus_id", "numa_node", "pcie_switch_peers")
 
 EVERY_FIELD_DIFFERS = (
     [('baseline.firmware',
@@ -433,16 +433,20 @@ EVERY_FIELD_DIFFERS = (
      ('baseline.topology',
       'gpu3',
       'FAIL',
-      'BASELINE_NUMA',
-      ['NUMA node N-numa_node, baseline B-numa_node: the card belongs on NUMA node B-numa_node: check it is in the '
+      'BASELINE_PCIE_SLOT',
+      ["PCI bus id N-bus_id, baseline B-bus_id: the baseline has gpu3 at B-bus_id: check the card sits in the "
+       "baseline's slot, its riser and the BIOS's PCIe settings",
+       'NUMA node N-numa_node, baseline B-numa_node: the card belongs on NUMA node B-numa_node: check it is in the '
        "baseline's slot and the BIOS NUMA setting (SNC/NPS) matches",
        'devices on its PCIe switch N-pcie_switch_peers, baseline B-pcie_switch_peers: the baseline has gpu3 on one PCIe '
        "switch with B-pcie_switch_peers: check the card's slot, risers and PCIe cabling"]),
      ('baseline.topology',
       'ibp1s0',
       'FAIL',
-      'BASELINE_NUMA',
-      ['ibp1s0: NUMA node N-numa_node, baseline B-numa_node: the card belongs on NUMA node B-numa_node: check it is in '
+      'BASELINE_PCIE_SLOT',
+      ["ibp1s0: PCI bus id N-bus_id, baseline B-bus_id: the baseline has ibp1s0 at B-bus_id: check the card sits in "
+       "the baseline's slot, its riser and the BIOS's PCIe settings",
+       'ibp1s0: NUMA node N-numa_node, baseline B-numa_node: the card belongs on NUMA node B-numa_node: check it is in '
        "the baseline's slot and the BIOS NUMA setting (SNC/NPS) matches",
        'ibp1s0: devices on its PCIe switch N-pcie_switch_peers, baseline B-pcie_switch_peers: the baseline has ibp1s0 on '
        "one PCIe switch with B-pcie_switch_peers: check the card's slot, risers and PCIe cabling"])]
@@ -450,8 +454,8 @@ EVERY_FIELD_DIFFERS = (
 
 
 def test_every_field_that_differs_says_what_the_baseline_wants_and_what_to_do():
-    base = {"node": {k: f"B-{k}" for k in _NODE}, "gpu": {"gpu3": {**{k: f"B-{k}" for k in _GPU}, "bus_id": "0000:1b:00.0"}},
-            "nic": {"ibp1s0": {**{k: f"B-{k}" for k in _NIC}, "bus_id": "0000:2a:00.0"}}}
+    base = {"node": {k: f"B-{k}" for k in _NODE}, "gpu": {"gpu3": {k: f"B-{k}" for k in _GPU}},
+            "nic": {"ibp1s0": {k: f"B-{k}" for k in _NIC}}}
     node = {"node": {k: f"N-{k}" for k in _NODE}, "gpu": {"gpu3": {k: f"N-{k}" for k in _GPU}},
             "nic": {"ibp1s0": {k: f"N-{k}" for k in _NIC}}}
     got = [(r.name, r.subject, r.verdict.name, r.code, [d["message"] for d in r.evidence["differences"]])
@@ -475,10 +479,10 @@ _EDGE_BASE = {
                "0000:21:01.0": {"above": ["gpu7"]}}}  # ACS not recorded: not compared
 _EDGE_NODE = {
     "node": {"iommu": "identity", "driver": "570.1"},  # the kernel not readable
-    "gpu": {"gpu0": {"ecc": True, "persistence": False, "mig_mode": "disabled", "power_limit_w": 700.0000001,
+    "gpu": {"gpu0": {"bus_id": "0000:1b:00.0", "ecc": True, "persistence": False, "mig_mode": "disabled", "power_limit_w": 700.0000001,
                      "pcie_switch_peers": ["gpu1", "ibp1s0"], "vbios": "96.1"},  # a list in another order is the same
             "gpu9": {"bus_id": "0000:ff:00.0"}, "gpu8": {}},
-    "nic": {"ibp1s0": {"numa_node": 0, "driver": "mlx5_core"}},
+    "nic": {"ibp1s0": {"numa_node": 0, "driver": "mlx5_core", "bus_id": "0000:1a:00.0"}},
     "bridge": {"0000:17:01.0": {"acs": "SrcValid+ ReqRedir+ CmpltRedir+"}, "0000:18:01.0": {"acs": "SrcValid+ ReqRedir-"},
                "0000:19:01.0": {}, "0000:21:01.0": {"acs": "x"}}}
 
@@ -511,7 +515,7 @@ EDGES = [('baseline.firmware', 'gpu0', 'PASS', None, 'as the baseline (1 field)'
   'bridge 0000:17:01.0 (above gpu0, ibp1s0): ACS SrcValid+ ReqRedir+ CmpltRedir+, baseline SrcValid+ ReqRedir- '
   'CmpltRedir-: disable ACS on bridge 0000:17:01.0 for GPUDirect (ReqRedir/CmpltRedir send peer-to-peer traffic '
   "through the CPU): the BIOS's ACS option, or setpci -s 0000:17:01.0 ECAP_ACS+0x6.w=0000",
-  {'acs 0000:17:01.0': 'SrcValid+ ReqRedir+ CmpltRedir+', 'pcie_switch_peers': '[gpu1, ibp1s0]'}),
+  {'bus_id': '0000:1b:00.0', 'acs 0000:17:01.0': 'SrcValid+ ReqRedir+ CmpltRedir+', 'pcie_switch_peers': '[gpu1, ibp1s0]'}),
  ('baseline.topology',
   'gpu5',
   'FAIL',
@@ -556,7 +560,7 @@ EDGES = [('baseline.firmware', 'gpu0', 'PASS', None, 'as the baseline (1 field)'
   'BASELINE_UNREADABLE',
   'bridge 0000:19:01.0 (above gpu2): ACS control not readable (the PCIe config space needs root)',
   {'acs 0000:19:01.0': 'N/A'}),
- ('baseline.topology', 'ibp1s0', 'PASS', None, 'as the baseline (1 field)', {'numa_node': '0'})]
+ ('baseline.topology', 'ibp1s0', 'PASS', None, 'as the baseline (2 fields)', {'numa_node': '0', 'bus_id': '0000:1a:00.0'})]
 EDGES_WARNED = [('baseline.firmware', 'gpu0', 'PASS', None, 'as the baseline (1 field)', {'vbios': '96.1'}),
  ('baseline.software',
   'node',
@@ -587,7 +591,7 @@ EDGES_WARNED = [('baseline.firmware', 'gpu0', 'PASS', None, 'as the baseline (1 
   'bridge 0000:17:01.0 (above gpu0, ibp1s0): ACS SrcValid+ ReqRedir+ CmpltRedir+, baseline SrcValid+ ReqRedir- '
   'CmpltRedir-: disable ACS on bridge 0000:17:01.0 for GPUDirect (ReqRedir/CmpltRedir send peer-to-peer traffic '
   "through the CPU): the BIOS's ACS option, or setpci -s 0000:17:01.0 ECAP_ACS+0x6.w=0000",
-  {'acs 0000:17:01.0': 'SrcValid+ ReqRedir+ CmpltRedir+', 'pcie_switch_peers': '[gpu1, ibp1s0]'}),
+  {'bus_id': '0000:1b:00.0', 'acs 0000:17:01.0': 'SrcValid+ ReqRedir+ CmpltRedir+', 'pcie_switch_peers': '[gpu1, ibp1s0]'}),
  ('baseline.topology',
   'gpu5',
   'WARN',
@@ -632,13 +636,14 @@ EDGES_WARNED = [('baseline.firmware', 'gpu0', 'PASS', None, 'as the baseline (1 
   "bridge 0000:20:01.0 (above gpu4): in the baseline, but no GPU or NIC sits below it now: check the cards' slots "
   'and risers',
   {'acs 0000:20:01.0': 'missing'}),
- ('baseline.topology', 'ibp1s0', 'PASS', None, 'as the baseline (1 field)', {'numa_node': '0'})]
+ ('baseline.topology', 'ibp1s0', 'PASS', None, 'as the baseline (2 fields)', {'numa_node': '0', 'bus_id': '0000:1a:00.0'})]
 EDGES_IGNORED = [('baseline.firmware', 'gpu0', 'PASS', None, 'as the baseline (1 field)', {'vbios': '96.1'}),
  ('baseline.software', 'node', 'PASS', None, 'as the baseline (1 field)', {'driver': '570.1'}),
  ('baseline.software', 'ibp1s0', 'PASS', None, 'as the baseline (1 field)', {'driver': 'mlx5_core'}),
  ('baseline.settings', 'gpu0', 'PASS', None, 'as the baseline (1 field)', {'power_limit_w': '700.0000001'}),
- ('baseline.topology', 'gpu0', 'PASS', None, 'as the baseline (1 field)', {'pcie_switch_peers': '[gpu1, ibp1s0]'}),
- ('baseline.topology', 'ibp1s0', 'PASS', None, 'as the baseline (1 field)', {'numa_node': '0'})]
+ ('baseline.topology', 'gpu0', 'PASS', None, 'as the baseline (2 fields)',
+  {'bus_id': '0000:1b:00.0', 'pcie_switch_peers': '[gpu1, ibp1s0]'}),
+ ('baseline.topology', 'ibp1s0', 'PASS', None, 'as the baseline (2 fields)', {'numa_node': '0', 'bus_id': '0000:1a:00.0'})]
 
 
 def _rows(results):
@@ -705,7 +710,10 @@ def test_a_pass_counts_its_fields_and_the_checks_come_in_order():
     assert [(r.name, r.message) for r in results] == [("baseline.firmware", "as the baseline (1 field)"),
                                                       ("baseline.software", "as the baseline (2 fields)"),
                                                       ("baseline.settings", "as the baseline (1 field)")]
-    assert judge_conformance({}, {}) == [] and judge_conformance({"node": {"unknown": 1}}, {"node": {"unknown": 2}}) == []
+    assert judge_conformance({}, {}) == []  # nothing asked, nothing to say
+    # A field no check compares: asked, and nothing compared (the loader refuses it by name first).
+    unknown = judge_conformance({"node": {"unknown": 1}}, {"node": {"unknown": 2}})
+    assert {(r.verdict, r.code) for r in unknown} == {(Verdict.ERROR, "BASELINE_NOTHING_COMPARED")}
 
 
 # ---------------------------------------------------------------------- a run that cannot read part of the node
@@ -748,8 +756,9 @@ NOT_READ_ON_A_REPLAY = [
      {'driver': '580.159.04', 'kernel': '6.8'}),
     ('baseline.settings', 'gpu0', 'PASS', None, 'as the baseline (1 field)', {'ecc': 'on'}),
     ('baseline.settings', 'node', 'SKIP', 'BASELINE_NOT_HERE', f'not compared: node (IOMMU mode) not read: {WHY}', {}),
+    ('baseline.topology', 'gpu0', 'PASS', None, 'as the baseline (1 field)', {'bus_id': '0000:1b:00.0'}),
     ('baseline.topology', 'node', 'SKIP', 'BASELINE_NOT_HERE',
-     'not run: gpu0 (NUMA node, devices on its PCIe switch), ibp24s0 (whether it is there, NUMA node), '
+     'not compared: gpu0 (NUMA node, devices on its PCIe switch), ibp24s0 (whether it is there, PCI bus id, NUMA node), '
      f'bridge 0000:17:01.0 (whether it is there, ACS), bridge 0000:16:00.0 (whether it is there) not read: {WHY}', {}),
 ]
 
@@ -803,8 +812,10 @@ def test_nothing_comparable_at_all_could_not_run():
 def test_ignored_fields_are_not_said_unread_either():
     results = judge_conformance(_FULL_BASE, _replayed(), ignore_fields=frozenset({"devices", "acs", "numa_node", "iommu"}))
     topology = [r for r in results if r.name == "baseline.topology"]
-    assert _rows(topology) == [('baseline.topology', 'node', 'SKIP', 'BASELINE_NOT_HERE',
-                                f'not run: gpu0 (devices on its PCIe switch) not read: {WHY}', {})]
+    assert _rows(topology) == [('baseline.topology', 'gpu0', 'PASS', None, 'as the baseline (1 field)',
+                                {'bus_id': '0000:1b:00.0'}),
+                               ('baseline.topology', 'node', 'SKIP', 'BASELINE_NOT_HERE',
+                                f'not compared: gpu0 (devices on its PCIe switch), ibp24s0 (PCI bus id) not read: {WHY}', {})]
     assert not [r for r in results if r.name == "baseline.settings" and r.verdict is not Verdict.PASS]
 
 
@@ -812,7 +823,8 @@ def test_read_and_absent_still_fails_where_the_platform_was_read():
     """The NICs unread, the PCIe tree read: a bridge gone from the tree is still a FAIL; only the
     NIC is not compared."""
     have = {"node": {"driver": "580.159.04", "kernel": "6.8", "bios_version": "2.1a", "iommu": "identity"},
-            "gpu": {"gpu0": {"vbios": "96.00.DA.00.0C", "ecc": True, "numa_node": 0, "pcie_switch_peers": []}},
+            "gpu": {"gpu0": {"bus_id": "0000:1b:00.0", "vbios": "96.00.DA.00.0C", "ecc": True, "numa_node": 0,
+                             "pcie_switch_peers": []}},
             "bridge": {"0000:16:00.0": {"above": ["gpu0"]}}, "unread": _unread(READ_BY_NIC_BACKEND)}
     bad = [(r.subject, r.verdict, r.code, r.message) for r in judge_conformance(_FULL_BASE, have)
            if r.verdict is not Verdict.PASS]
@@ -826,7 +838,7 @@ def test_read_and_absent_still_fails_where_the_platform_was_read():
          "[ibp24s0]: check the card's slot, risers and PCIe cabling; bridge 0000:17:01.0 (above gpu0, ibp24s0): in the "
          "baseline, but no GPU or NIC sits below it now: check the cards' slots and risers"),
         ("node", Verdict.SKIP, "BASELINE_NOT_HERE",
-         f"not compared: ibp24s0 (whether it is there, NUMA node) not read: {WHY}")]
+         f"not compared: ibp24s0 (whether it is there, PCI bus id, NUMA node) not read: {WHY}")]
     # With both backends there and the NIC really gone, it is missing, as ever.
     have["unread"] = {}
     missing = [r for r in judge_conformance(_FULL_BASE, have) if r.code == "BASELINE_DEVICE_MISSING"]
@@ -880,7 +892,7 @@ def test_a_baseline_checked_on_a_replay_fails_only_what_it_read(tmp_path):
     assert [line.split()[:3] for line in lines] == [["SKIP", f"baseline.{c}", "node"]
                                                   for c in ("firmware", "software", "topology")]
     assert all("[BASELINE_NOT_HERE]" in line and f"not read: {WHY}" in line for line in lines)
-    assert ("not run: gpu0 (NUMA node, devices on its PCIe switch), mlx5_0 (whether it is there, NUMA node), "
+    assert ("not compared: gpu0 (NUMA node, devices on its PCIe switch), mlx5_0 (whether it is there, PCI bus id, NUMA node), "
             "bridge 0000:00:01.0 (whether it is there, ACS) not read") in lines[2]
     assert "0 difference(s)" in check.stderr and "3 check(s) not compared in full" in check.stderr
     assert f"not recorded, this run cannot read them ({WHY}): [node] bios_vendor" in made.stderr
@@ -1109,3 +1121,34 @@ def test_a_baseline_and_a_profile_saved_with_a_byte_order_mark_read_as_without(t
     prof = tmp_path / "p.toml"
     prof.write_bytes(b'\xef\xbb\xbfdescription = "x"\nextends = "h100"\n')
     assert load_profile(str(prof)).description == "x"
+
+
+def test_a_card_in_another_slot_is_named_by_its_bus_id():
+    """The audit of 2026-11-28: bus_id was written into every baseline and never compared; a GPU or NIC
+    in another slot (or a BIOS that enumerates differently) matched. It is the topology's first finding."""
+    base = {"gpu": {"gpu0": {"bus_id": "0000:1b:00.0", "vbios": "96.1"}},
+            "nic": {"ibp1s0": {"bus_id": "0000:1a:00.0"}}}
+    have = {"gpu": {"gpu0": {"bus_id": "0000:9a:00.0", "vbios": "96.1"}},
+            "nic": {"ibp1s0": {"bus_id": "0000:1a:00.0"}}}
+    rows = [(r.name, r.subject, r.verdict, r.code) for r in judge_conformance(base, have)]
+    assert rows == [("baseline.firmware", "gpu0", Verdict.PASS, None),
+                    ("baseline.topology", "gpu0", Verdict.FAIL, "BASELINE_PCIE_SLOT"),
+                    ("baseline.topology", "ibp1s0", Verdict.PASS, None)]
+    [moved] = [r for r in judge_conformance(base, have) if r.code]
+    assert moved.message == ("PCI bus id 0000:9a:00.0, baseline 0000:1b:00.0: the baseline has gpu0 at 0000:1b:00.0: "
+                             "check the card sits in the baseline's slot, its riser and the BIOS's PCIe settings")
+    # A profile may ignore it (a fleet whose BIOS enumerates differently per build).
+    assert all(r.verdict is Verdict.PASS for r in judge_conformance(base, have, ignore_fields=frozenset({"bus_id"})))
+
+
+def test_a_baseline_the_profile_ignores_whole_compares_nothing_and_could_not_run(tmp_path):
+    """The audit of 2026-11-28: a baseline whose every field the profile's baseline_ignore left out
+    gave no result at all, and a full run passed, exit 0. Now each check says it could not run."""
+    base = {"gpu": {"gpu0": {"bus_id": "0000:1b:00.0", "vbios": "96.1"}}}
+    results = judge_conformance(base, {"gpu": {"gpu0": {"bus_id": "0000:ff:00.0", "vbios": "97"}}},
+                                ignore_fields=frozenset({"bus_id", "vbios", "devices"}), source="b.toml")
+    assert [(r.name, r.subject, r.verdict, r.code) for r in results] == [
+        (f"baseline.{c}", "node", Verdict.ERROR, "BASELINE_NOTHING_COMPARED")
+        for c in ("firmware", "software", "settings", "topology")]
+    assert results[0].message == ("could not run: nothing of b.toml compared (the profile's baseline_ignore leaves "
+                                  "out every field it records: bus_id, devices, vbios)")

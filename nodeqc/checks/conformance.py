@@ -74,6 +74,9 @@ GPU_FIELDS: dict[str, Field] = {
     "app_sm_clock_mhz": Field(SET, "BASELINE_CLOCKS", "application SM clock (MHz)", lambda s, b: f"set the application clocks as the baseline (nvidia-smi -i {_gpu_index(s)} -ac MEM,{b}), or reset them (-rac)"),
     "app_mem_clock_mhz": Field(SET, "BASELINE_CLOCKS", "application memory clock (MHz)", lambda s, b: f"set the application clocks as the baseline (nvidia-smi -i {_gpu_index(s)} -ac {b},SM), or reset them (-rac)"),
     "power_limit_w": Field(SET, "BASELINE_POWER_LIMIT", "power limit (W)", lambda s, b: f"nvidia-smi -i {_gpu_index(s)} -pl {b} (and check the BMC's power capping)"),
+    # The slot: GPUs are named in PCI order (gpu0 is the first bus id), so a card moved to another
+    # slot, a riser on another root port or a BIOS that enumerates differently shows here first.
+    "bus_id": Field(TOPO, "BASELINE_PCIE_SLOT", "PCI bus id", lambda s, b: f"the baseline has {s} at {b}: check the card sits in the baseline's slot, its riser and the BIOS's PCIe settings"),
     "numa_node": Field(TOPO, "BASELINE_NUMA", "NUMA node", lambda s, b: f"the card belongs on NUMA node {b}: check it is in the baseline's slot and the BIOS NUMA setting (SNC/NPS) matches"),
     "pcie_switch_peers": Field(TOPO, "BASELINE_PCIE_SWITCH", "devices on its PCIe switch", lambda s, b: f"the baseline has {s} on one PCIe switch with {_v(b)}: check the card's slot, risers and PCIe cabling"),
 }
@@ -82,6 +85,7 @@ NIC_FIELDS: dict[str, Field] = {
     "driver": Field(SW, "BASELINE_NIC_DRIVER", "driver", lambda s, b: f"load the {b} driver for {s}"),
     "driver_version": Field(SW, "BASELINE_NIC_DRIVER", "driver version", lambda s, b: f"install the NIC driver version {b} (e.g. MLNX_OFED/DOCA {b})"),
     "firmware": Field(FW, "BASELINE_HCA_FIRMWARE", "firmware", lambda s, b: f"flash HCA firmware {b} (mlxfwmanager or flint, from the NIC vendor)"),
+    "bus_id": GPU_FIELDS["bus_id"],
     "numa_node": GPU_FIELDS["numa_node"],
     "pcie_switch_peers": GPU_FIELDS["pcie_switch_peers"],
 }
@@ -188,6 +192,14 @@ def judge_conformance(baseline: dict[str, Any], observed: dict[str, Any], warn_f
              unread.get("bridge", {}).get("devices"), unplaced)
     for check, finding in _not_compared(not_read, subjects, source):
         note(check, "node", "not read", finding)
+    if not subjects and (baseline.get("node") or any(baseline.get(k) for k in ("gpu", "nic", "bridge"))):
+        # Nothing compared and nothing left unread: every field the baseline records is one the profile's
+        # baseline_ignore leaves out (2026-11-28 audit: a baseline of one ignored field passed a full
+        # run, exit 0). A run asked to conform has not shown it: ERROR, as BASELINE_NOT_HERE's.
+        for check in CHECKS:
+            note(check, "node", "nothing compared", Judgement(Verdict.ERROR, "BASELINE_NOTHING_COMPARED",
+                 f"could not run: nothing of {source} compared (the profile's baseline_ignore leaves out every "
+                 f"field it records{': ' + ', '.join(sorted(ignore_fields)) if ignore_fields else ''})"))
     return _results(subjects)
 
 

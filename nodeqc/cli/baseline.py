@@ -102,8 +102,9 @@ def main(argv: list[str]) -> int:
     # As a run's: a difference that fails is 1; nothing comparable at all (an ERROR) is 2, could not run;
     # what this run could not read (SKIP) leaves the verdict to the parts that were compared.
     if any(r.verdict is Verdict.ERROR for r in results):
-        print(f"nodeqc: nothing of {baseline.path} could be compared: this run cannot read what it records",
-              file=sys.stderr)
+        why = ("the profile's baseline_ignore leaves out every field it records"
+               if any(r.code == "BASELINE_NOTHING_COMPARED" for r in results) else "this run cannot read what it records")
+        print(f"nodeqc: nothing of {baseline.path} could be compared: {why}", file=sys.stderr)
         return 2
     partly = f"; {unread} check(s) not compared in full: this run cannot read all the baseline records"
     print(f"nodeqc: {differ} difference(s) from {baseline.path}; {matched} part(s) match{partly if unread else ''}",

@@ -83,6 +83,8 @@ REMEDIATION: dict[str, str] = {
     "BASELINE_UNREADABLE": "A value the baseline records could not be read on this node: run nodeqc as root (PCIe config space, DMI) and check the NVIDIA and NIC drivers are loaded.",
     # Conformance where this run has no backend for part of the node (a replay of an NVML capture has
     # no platform and no NICs): what the baseline records there was not looked at, so not compared.
+    "BASELINE_PCIE_SLOT": "The device has another PCI bus id than in the baseline: it sits in another slot, behind another riser or root port, or the BIOS enumerates PCIe differently (a changed setting or BIOS version). Move the card to the baseline's slot and check the risers and the BIOS's PCIe settings; if the build changed on purpose, record a new baseline on a known-good node.",
+    "BASELINE_NOTHING_COMPARED": "The baseline records no field this run compares (the profile's baseline_ignore leaves out every field it has), so conformance was not shown: record a fuller baseline on a known-good node (nodeqc baseline create), or narrow baseline_ignore.",
     "BASELINE_NOT_HERE": "Part of the baseline (the PCIe tree and its bridges' ACS, NUMA nodes, switch peers, DMI/BIOS, the IOMMU, the NICs) is read from the machine nodeqc runs on, and this run has no backend for it (a replay of a capture carries only the captured GPUs' NVML answers): it was not compared, not found different. Run nodeqc baseline check, or the run with --baseline, on the node itself to compare it.",
     # NVIDIA's DCGM diagnostic (dcgmi diag): the evidence holds each test's DCGM_FR code, severity,
     # DCGM's message and the next step for it; these say what the family of failures needs.

@@ -48,8 +48,8 @@ NODE_FIELDS = ("driver", "cuda", "kernel", "bios_vendor", "bios_version", "bios_
                "sys_vendor", "product_name", "iommu")
 GPU_FIELDS = ("model", "vbios", "gsp_firmware", "inforom_image", "inforom_oem", "inforom_ecc", "inforom_power", "ecc",
               "persistence", "mig_mode", "compute_mode", "app_sm_clock_mhz", "app_mem_clock_mhz", "power_limit_w",
-              "numa_node", "pcie_switch_peers")
-NIC_FIELDS = ("driver", "driver_version", "firmware", "numa_node", "pcie_switch_peers")
+              "bus_id", "numa_node", "pcie_switch_peers")
+NIC_FIELDS = ("driver", "driver_version", "firmware", "bus_id", "numa_node", "pcie_switch_peers")
 # Every field a profile may name in baseline_warn / baseline_ignore.
 ALL_FIELDS = sorted(set(NODE_FIELDS) | set(GPU_FIELDS) | set(NIC_FIELDS) | {"acs", "devices"})
 
@@ -214,10 +214,10 @@ TABLES: dict[str, dict[str, Spec]] = {
     "baseline": {"format": _spec("int"), "created_at": _TEXT, "hostname": _TEXT, "nodeqc": _TEXT,
                  "simulated": _spec("bool")},
     "node": dict.fromkeys(NODE_FIELDS, _TEXT),
-    "gpu": {**dict.fromkeys(GPU_FIELDS, _TEXT), "bus_id": _TEXT, "ecc": _spec("bool"), "persistence": _spec("bool"),
+    "gpu": {**dict.fromkeys(GPU_FIELDS, _TEXT), "ecc": _spec("bool"), "persistence": _spec("bool"),
             "app_sm_clock_mhz": _spec("number", low=0), "app_mem_clock_mhz": _spec("number", low=0),
             "power_limit_w": _spec("number", low=0), "numa_node": _spec("int", low=0), "pcie_switch_peers": _PEERS},
-    "nic": {**dict.fromkeys(NIC_FIELDS, _TEXT), "bus_id": _TEXT, "numa_node": _spec("int", low=0),
+    "nic": {**dict.fromkeys(NIC_FIELDS, _TEXT), "numa_node": _spec("int", low=0),
             "pcie_switch_peers": _PEERS},
     "bridge": {"above": _spec("strlist"), "acs": _TEXT},
 }
