@@ -169,6 +169,7 @@ def test_without_a_driver_it_could_not_judge_exit_2(tmp_path, capsys):
 @pytest.mark.parametrize("args, says", [
     (["--once", "--interval", "5"], "--interval: a watch with --once makes one pass"),
     (["--interval", "0.5"], "--interval 0.5: expected at least 1 second"),
+    (["--interval", "1e10"], "--interval 1e+10: expected at least 1 second and at most 86400 (a day)"),
     (["--deadline", "0"], "argument --deadline: expected a finite number above zero"),
     (["--deadline", "900"], "--deadline 900: expected more than 0 and at most 300 seconds"),
     (["--textfile", "/tmp/x.txt"], "--textfile /tmp/x.txt: the name must end in .prom"),
@@ -353,6 +354,8 @@ def test_a_later_pass_reads_the_kernel_log_from_where_the_last_one_stopped(tmp_p
                                      '{"pcie_replay": "x"}}}}}',
                                      '{"nodeqc_watch": 1, "node": "x", "readings": {"gpus": {"S1": {"counters": '
                                      '{"remap_pending": 1}}}}}',
+                                     '{"nodeqc_watch": 1, "node": "x", "readings": {"gpus": {"S1": {"counters": '
+                                     '{"ecc_sbe_volatile": NaN}}}}}',
                                      '{"nodeqc_watch": 1, "node": "x", "readings": {"kernel_log": []}}',
                                      '{"nodeqc_watch": 1, "node": "x", "readings": {"kernel_log": {"seq": "x"}}}',
                                      '{"nodeqc_watch": 1, "node": "x", "readings": {"nics": {"ib0": {"ports": '

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import time
 from contextlib import contextmanager
@@ -168,8 +169,10 @@ def _check_readings(readings: Any) -> None:
         return value
 
     def number(value: Any, where: str) -> None:
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise TypeError(f"{where}: expected a number")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value)):
+            # NaN compares false, so a NaN corrected-ECC count hid any growth (2026-11-28 audit).
+            raise TypeError(f"{where}: expected a finite number")
 
     readings = obj(readings, "readings")
     for serial, gpu in obj(readings.get("gpus"), "readings.gpus").items():

@@ -356,8 +356,15 @@ def nvlink(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     if crc is not None and span > 0:
         values["crc_per_s"] = Value(round(crc / span, 2), "/s")
         findings.append(judge(crc_limit, round(crc / span, 2), "NVLINK_ERRORS", "NVLink CRC errors per second:"))
+    elif crc:
+        # Grown over no known time (a watch whose clock stepped back between passes): no rate to judge,
+        # and no "no link errors" either (2026-11-28 audit).
+        findings.append(Judgement(Verdict.WARN, "NVLINK_ERRORS", f"{crc} NVLink CRC errors over a time not known "
+                                  "(the clock stepped back): the rate was not judged"))
+    compared = None not in errors or crc is not None
     if all(f.verdict is Verdict.PASS for f in findings):  # also when nothing but the link count was judged
-        findings.insert(0, Judgement(Verdict.PASS, None, f"{end.nvlink_active} of {expected} links up, no link errors"))
+        errors_said = "no link errors" if compared else "link error counters not compared (no earlier reading)"
+        findings.insert(0, Judgement(Verdict.PASS, None, f"{end.nvlink_active} of {expected} links up, {errors_said}"))
     return fold(name, gpu.subject, findings, values, [limit, crc_limit], key="active")
 
 

@@ -48,7 +48,9 @@ def _judge(t: Threshold, growth: int) -> Verdict:
 # ---------------------------------------------------------------------- EDAC
 
 
-def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[CheckResult]:
+def edac(start: HostCounters, end: HostCounters, profile: Profile, during: str = "during the run") -> list[CheckResult]:
+    """Memory errors the controllers counted from `start` to `end`; `during` says over what (a watch's
+    passes have no run)."""
     name = "host.edac"
     if not end.edac_present or not any("/" not in k for k in end.edac):  # no controller read: nothing watched
         return [CheckResult(name, "node", Verdict.SKIP, "no EDAC memory controllers in sysfs "
@@ -68,7 +70,7 @@ def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[Check
             if grown[kind]:
                 v = _judge(t, grown[kind])
                 if v is not Verdict.PASS:
-                    findings.append(Judgement(v, code, f"{where}: {grown[kind]} {what} memory error(s) during the run "
+                    findings.append(Judgement(v, code, f"{where}: {grown[kind]} {what} memory error(s) {during} "
                                                      f"(now {now[kind]})"))
     total_ce = sum(v.value for k, v in values.items() if k.endswith("_ce"))
     total_ue = sum(v.value for k, v in values.items() if k.endswith("_ue"))
@@ -79,10 +81,10 @@ def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[Check
         v = _judge(t, total) if total else Verdict.PASS
         by_dimm = [f.verdict.severity for f in findings if f.code == code]
         if v is not Verdict.PASS and (not by_dimm or v.severity > max(by_dimm)):
-            findings.append(Judgement(v, code, f"{total} {what} memory error(s) during the run (memory controllers)"))
+            findings.append(Judgement(v, code, f"{total} {what} memory error(s) {during} (memory controllers)"))
     values = {"corrected": Value(total_ce), "uncorrected": Value(total_ue)}
     if not findings:
-        return [CheckResult(name, "node", Verdict.PASS, f"no memory errors during the run "
+        return [CheckResult(name, "node", Verdict.PASS, f"no memory errors {during} "
                             f"({sum(1 for k in end.edac if '/' not in k)} memory controllers)",
                             values=values, thresholds=[ce_t, ue_t], key="corrected")]
     return [fold(name, "node", findings, values, [ce_t, ue_t], "corrected")]
@@ -91,7 +93,8 @@ def edac(start: HostCounters, end: HostCounters, profile: Profile) -> list[Check
 # ---------------------------------------------------------------------- AER
 
 
-def aer(start: HostCounters, end: HostCounters, names: dict[str, str], profile: Profile) -> list[CheckResult]:
+def aer(start: HostCounters, end: HostCounters, names: dict[str, str], profile: Profile,
+        during: str = "during the run") -> list[CheckResult]:
     """names: bus id -> how to name it (gpu3, ibp24s0, 'bridge 0000:5d:01.0 above gpu3')."""
     name = "host.aer"
     if not end.aer:
@@ -112,17 +115,17 @@ def aer(start: HostCounters, end: HostCounters, names: dict[str, str], profile: 
         if _judge(unc_t, unc) is not Verdict.PASS:
             kind = "fatal" if grown.get("fatal") else "non-fatal"
             by_subject.setdefault(subject, []).append(Judgement(_judge(unc_t, unc), "AER_UNCORRECTABLE",
-                f"{label}: {unc} uncorrectable ({kind}) PCIe error(s) during the run"))
+                f"{label}: {unc} uncorrectable ({kind}) PCIe error(s) {during}"))
         if _judge(cor_t, cor) is not Verdict.PASS:
             by_subject.setdefault(subject, []).append(Judgement(_judge(cor_t, cor), "AER_CORRECTABLE",
-                f"{label}: {cor} correctable PCIe error(s) during the run"))
+                f"{label}: {cor} correctable PCIe error(s) {during}"))
     out = []
     for subject, t in totals.items():
         values = {"correctable": Value(t["correctable"]), "uncorrectable": Value(t["uncorrectable"])}
         if subject in by_subject:
             out.append(fold(name, subject, by_subject[subject], values, [cor_t, unc_t], "correctable"))
         else:
-            out.append(CheckResult(name, subject, Verdict.PASS, "no PCIe errors during the run (AER)",
+            out.append(CheckResult(name, subject, Verdict.PASS, f"no PCIe errors {during} (AER)",
                                    values=values, thresholds=[cor_t, unc_t], key="correctable"))
     return out
 

@@ -17,6 +17,7 @@ from nodeqc.core.errors import UsageError
 
 DEFAULT_INTERVAL_S = 60.0
 MIN_INTERVAL_S = 1.0
+MAX_INTERVAL_S = 86400.0
 
 
 def _parser() -> Parser:
@@ -54,8 +55,11 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.once and args.interval is not None:
         raise UsageError("--interval: a watch with --once makes one pass (leave out one of them)")
-    if args.interval is not None and args.interval < MIN_INTERVAL_S:
-        raise UsageError(f"--interval {args.interval:g}: expected at least {MIN_INTERVAL_S:g} second")
+    if args.interval is not None and not MIN_INTERVAL_S <= args.interval <= MAX_INTERVAL_S:
+        # A day at most: 1e10 s slept past what the platform's time_t holds (2026-11-28 audit: an
+        # internal error after the first pass), and a watch that never looks again is no watch.
+        raise UsageError(f"--interval {args.interval:g}: expected at least {MIN_INTERVAL_S:g} second and at most "
+                         f"{MAX_INTERVAL_S:g} (a day)")
     deadline = check_deadline(args.deadline if args.deadline is not None else DEFAULT_DEADLINE_S)
     if args.simulate == "auto":
         raise UsageError("--simulate auto: a watch watches this node, or the simulated node it names "

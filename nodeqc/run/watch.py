@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -26,7 +27,7 @@ from nodeqc.archive.watch import (STICKY_CODES, XID_CODES, WatchFinding, WatchSt
                                   needs_requalification, parse_stamp, save_state, state_lock)
 from nodeqc.backends.base import GpuCounters, GpuInfo, GpuSample, HostInfo, IbPort, NicInfo, XidEvent
 from nodeqc.backends.platform import HostCounters
-from nodeqc.checks import health, host_health, nic as nic_checks
+from nodeqc.checks import health, host_health, inventory, nic as nic_checks
 from nodeqc.core.errors import BackendUnavailable, GpuLostError, UsageError
 from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.core.na import NA, is_na
@@ -42,6 +43,8 @@ XID_WAIT_S = 0.2  # how long a pass waits for XID events the driver has queued (
 WATCH_GPU_CHECKS = (health.presence, health.temperature, health.throttle, health.pcie_replay, health.ecc,
                     health.sram_ecc, health.row_remap, health.retired_pages, health.xid, health.nvlink)
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
+# What a pass's host counters are judged over (the run's words, "during the run", are not a watch's).
+SINCE_LAST_PASS, SINCE_BOOT = "since the last watch pass", "since boot (the watch's first reading)"
 
 
 class Unjudged(Exception):
@@ -60,6 +63,7 @@ class Observation:
     xids: list[XidEvent] = field(default_factory=list)
     host_counters: HostCounters | None = None
     host_unread: str | None = None
+    host_unread_absent: bool = False  # no platform backend at all (a replay), not a sysfs that failed
     names: dict[str, str] = field(default_factory=dict)
     log: Any = None
     records: list[Any] = field(default_factory=list)
@@ -169,7 +173,7 @@ class Watcher:
         if hw.platform is not None:
             self._observe_platform(step, obs, prev.get("kernel_log") or {})
         else:
-            obs.host_unread = hw.no_host_reason()
+            obs.host_unread, obs.host_unread_absent = hw.no_host_reason(), True
         if hw.nics is not None:
             step("reading the NICs (sysfs)")
             obs.nics = hw.nics.nics()
@@ -225,6 +229,12 @@ class Watcher:
         except (BackendUnavailable, Unjudged) as e:
             self.hung = isinstance(e, Unjudged)
             return self._unjudged(str(e), started, t0, obs)
+        except UsageError:
+            raise  # the operator's input (a profile, the state file): one line naming it, as ever
+        except Exception as e:  # noqa: BLE001 - a driver unloaded mid-watch (NVML's DRIVER_NOT_LOADED), sysfs gone
+            # Could not judge, in one line and exit 2, with the textfile saying so; it was an internal
+            # error that left the last pass's "healthy" in the textfile (2026-11-28 audit).
+            return self._unjudged(f"reading the node failed: {type(e).__name__}: {e}", started, t0, obs)
         assert obs.host is not None
         node = node_of(obs.host)
         prev = obs.state.readings if obs.state else {}
@@ -268,11 +278,23 @@ class Watcher:
 
 def judge(obs: Observation, prev: dict[str, Any], profile: Any, now: float) -> list[CheckResult]:
     """The pass judged by the run's own checks, growth from the previous pass's readings `prev`."""
-    results: list[CheckResult] = []
+    # The GPUs' count and presence on the PCI bus, as a run's inventory judges them: a node whose GPUs
+    # the driver lost before the first pass, or between two passes it never saw, was called healthy
+    # with 0 or 6 of its 8 GPUs (2026-11-28 audit).
+    results: list[CheckResult] = [inventory.gpu_count(obs.gpus, profile)]
+    if obs.host is not None:
+        results += inventory.gpu_present(obs.gpus, obs.host.nvidia_gpus_on_pci)
     before = prev.get("gpus") or {}
+    keys = gpu_keys(obs.gpus)
     for g in obs.gpus:
         tel = GpuTelemetry(g.index)
-        was = before.get(str(g.serial)) or {}
+        key = keys.get(g.index)
+        if key is None:
+            results.append(CheckResult("health.gpu_lost", g.subject, Verdict.SKIP, "cannot be told apart from another "
+                                       "GPU from one pass to the next (its serial, UUID and bus id are missing or "
+                                       "shared): whether it goes missing, and its counters' growth, are not watched"))
+        was = before.get(key) if key is not None else None
+        was = was if isinstance(was, dict) else {}
         tel.counters_start = _counters(was.get("counters"))
         t = was.get("t")  # the previous pass's time: rates (NVLink CRC errors per second) over the gap
         tel.counters_end_t = max(0.0, now - t) if isinstance(t, (int, float)) and tel.counters_start else 0.0
@@ -301,12 +323,18 @@ def judge(obs: Observation, prev: dict[str, Any], profile: Any, now: float) -> l
                         "an application's XID during nodeqc's known-good work",
                         "an application's XID (the users' work on this GPU is the likelier cause)"))
             results.append(r)
-    listed = {str(g.serial) for g in obs.gpus}
-    for serial, was in sorted(before.items()):
-        if serial not in listed:  # seen by an earlier pass, gone now: fallen off the bus, or removed
+    listed = set(keys.values())
+    for key, was in sorted(before.items()):
+        if key not in listed and isinstance(was, dict):  # seen by an earlier pass, gone now: fallen off the bus, or removed
             results.append(CheckResult("health.gpu_lost", str(was.get("subject") or "gpu?"), Verdict.FAIL,
-                                       f"GPU serial {serial} (bus {was.get('bus_id')}), seen by an earlier watch, "
+                                       f"GPU {_said(key)} (bus {was.get('bus_id')}), seen by an earlier watch, "
                                        "is no longer listed by the driver", code="GPU_LOST"))
+    indexes = {g.index for g in obs.gpus}
+    for e in obs.xids:
+        if e.gpu not in indexes:  # the driver's event, for a GPU it does not list: said, not dropped
+            results.append(CheckResult("health.xid", "node", Verdict.WARN, f"XID {e.code} reported for GPU index "
+                                       f"{e.gpu}, which the driver does not list: not judged against a GPU",
+                                       code="XID_WARNING"))
     results += _host_results(obs, prev, profile)
     results += _nic_results(obs, prev, profile)
     return results
@@ -315,9 +343,21 @@ def judge(obs: Observation, prev: dict[str, Any], profile: Any, now: float) -> l
 def _host_results(obs: Observation, prev: dict[str, Any], profile: Any) -> list[CheckResult]:
     out: list[CheckResult] = []
     start = _host_counters(prev.get("host"))
-    if obs.host_counters is not None and start is not None:  # growth since the last pass
-        out += host_health.edac(start, obs.host_counters, profile)
-        out += host_health.aer(start, obs.host_counters, obs.names, profile)
+    end = obs.host_counters
+    if end is None and obs.host_unread:
+        # Never silent: a pass that could not read sysfs said "healthy" with no EDAC or AER row.
+        kinds = ("host.edac", "host.aer") + (("host.kernel_log",) if obs.log is None and not obs.log_stopped else ())
+        code = "HOST_NOT_HERE" if obs.host_unread_absent else "HOST_UNREADABLE"
+        out += [CheckResult(name, "node", Verdict.SKIP, f"not read: {obs.host_unread}", code=code) for name in kinds]
+    elif end is not None and start is not None:  # growth since the last pass
+        out += host_health.edac(start, end, profile, during=SINCE_LAST_PASS)
+        out += host_health.aer(start, end, obs.names, profile, during=SINCE_LAST_PASS)
+    elif end is not None:
+        # The first reading: its growth is the next pass's to judge, but uncorrected errors since boot
+        # are judged now, as the GPUs' uncorrectable ECC since the driver loaded is; a node already
+        # holding them was called healthy for a pass, then passed "no memory errors" (2026-11-28 audit).
+        out += host_health.edac(_corrected_only(end), end, profile, during=SINCE_BOOT)
+        out += host_health.aer(_corrected_only(end), end, obs.names, profile, during=SINCE_BOOT)
     if obs.log is not None or obs.log_stopped:
         out += host_health.kernel_log(obs.records, getattr(obs.log, "source", ""), getattr(obs.log, "reason", None),
                                       obs.names, profile, lost=getattr(obs.log, "lost", 0), stopped=obs.log_stopped)
@@ -363,10 +403,11 @@ def sticky(r: CheckResult) -> bool:
 def readings(obs: Observation, prev: dict[str, Any], now: float) -> dict[str, Any]:
     """What the next pass judges growth from. A GPU that did not answer keeps its last reading."""
     gpus = dict(prev.get("gpus") or {})
+    keys = gpu_keys(obs.gpus)
     for g in obs.gpus:
         counters = obs.counters.get(g.index)
-        if counters is not None:
-            gpus[str(g.serial)] = {"subject": g.subject, "bus_id": g.bus_id, "counters": counters.to_dict(), "t": now}
+        if counters is not None and g.index in keys:
+            gpus[keys[g.index]] = {"subject": g.subject, "bus_id": g.bus_id, "counters": counters.to_dict(), "t": now}
     out: dict[str, Any] = {"gpus": gpus}
     if obs.host_counters is not None:
         out["host"] = obs.host_counters.to_dict()
@@ -387,6 +428,36 @@ def readings(obs: Observation, prev: dict[str, Any], now: float) -> dict[str, An
     return out
 
 
+def gpu_keys(gpus: list[GpuInfo]) -> dict[int, str]:
+    """Each GPU's name from one pass to the next: its serial where no other GPU shares it, else its
+    UUID ("uuid:..."), else its bus id ("bus:..."). A GPU with none of them its own is left out: an
+    unreadable serial (NA) or a node that reports one serial twice put GPUs under one key, and a GPU
+    lost among them went unseen (2026-11-28 audit)."""
+    out: dict[int, str] = {}
+    for attr, prefix in (("serial", ""), ("uuid", "uuid:"), ("bus_id", "bus:")):
+        def own(g: GpuInfo) -> str | None:
+            v = getattr(g, attr)
+            return str(v).strip() if isinstance(v, (str, int)) and not is_na(v) and str(v).strip() else None
+        counts = Counter(own(g) for g in gpus)
+        for g in gpus:
+            if g.index not in out and (v := own(g)) is not None and counts[v] == 1:
+                out[g.index] = prefix + v
+    return out
+
+
+def _said(key: str) -> str:
+    return (f"UUID {key[5:]}" if key.startswith("uuid:") else f"at {key[4:]}" if key.startswith("bus:")
+            else f"serial {key}")
+
+
+def _corrected_only(end: HostCounters) -> HostCounters:
+    """`end` with no uncorrected error counted: what a first reading's growth is judged from, so that
+    the uncorrected errors since boot are judged and the corrected ones are only recorded."""
+    edac = {k: {**v, "ue": 0} for k, v in end.edac.items()}
+    aer = {k: {**v, **{c: 0 for c in ("nonfatal", "fatal") if c in v}} for k, v in end.aer.items()}
+    return HostCounters(edac, end.edac_labels, aer, end.edac_present)
+
+
 def _counters(data: Any) -> GpuCounters | None:
     if not isinstance(data, dict):
         return None
@@ -402,7 +473,7 @@ def _host_counters(data: Any) -> HostCounters | None:
         edac = {str(k): {str(a): int(b) for a, b in v.items()} for k, v in (data.get("edac") or {}).items()}
         aer = {str(k): {str(a): int(b) for a, b in v.items()} for k, v in (data.get("aer") or {}).items()}
         labels = {str(k): str(v) for k, v in (data.get("edac_labels") or {}).items()}
-    except (AttributeError, TypeError, ValueError):
+    except (AttributeError, TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         return None  # not the watch's reading: growth is judged from this pass on
     return HostCounters(edac, labels, aer, bool(data.get("edac_present")))
 
