@@ -497,3 +497,33 @@ def test_the_evidence_says_which_products_the_bursts_ran():
     r = judge_pulse([GPU], {0: ok({"periods": spans(), "product_s": 0.0024, "matmul_n": 3072})}, {0: window()}, H100)[0]
     assert r.verdict is Verdict.PASS and r.evidence["product"] == {"n": 3072, "seconds": 0.0024}
     assert "product" not in judged(spans()).evidence  # a worker that did not say
+
+
+def test_a_hw_slowdown_held_from_before_the_steady_load_is_the_loads_not_the_swings():
+    """Sampled as densely as a real GPU (4 a second of the run's clock, since 2026-11-28), a standing HW
+    slowdown begun in the previous step lifts in each idle half and begins again with each burst; its
+    onsets fall in the swings, none in the steady load, whose samples all show it. Not the swings' to fail."""
+    from nodeqc.backends.base import REASON_BITS
+
+    slow = REASON_BITS["hw_slowdown"]
+    periods = spans()
+    tel = GpuTelemetry(0, keep_samples=1000)
+
+    def add(t, reasons, util=100):
+        tel.add(t, GpuSample(temp_c=50, power_w=650.0, power_limit_w=700.0, sm_clock_mhz=1500, util_pct=util,
+                             reasons=reasons))
+    add(6.0, slow)  # the step before: its onset
+    for k in range(10):
+        add(7.0 + 0.25 * k, slow)  # the steady load, 7.0-9.5 s: held throughout
+    for span in periods[1:]:
+        for k in range(8):  # in each period: lifted in the idle half, begun again with the burst
+            add(span["start_s"] + 0.25 * k, slow if k % 2 == 0 else 0, util=100 if k % 2 == 0 else 0)
+    r = judge_pulse([GPU], {0: ok({"periods": periods})}, {0: tel}, H100)[0]
+    assert r.code != "POWER_PULSE_THROTTLE", r.message
+    # Without it in the steady load's samples, the same onsets in the swings fail.
+    fresh = GpuTelemetry(0, keep_samples=1000)
+    for t, s in tel.kept_samples:
+        fresh.add(t, s if not periods[0]["start_s"] - 1.5 <= t <= periods[0]["end_s"] else
+                  GpuSample(temp_c=50, power_w=650.0, power_limit_w=700.0, sm_clock_mhz=1500, util_pct=100, reasons=0))
+    failed = judge_pulse([GPU], {0: ok({"periods": periods})}, {0: fresh}, H100)[0]
+    assert (failed.verdict, failed.code) == (Verdict.FAIL, "POWER_PULSE_THROTTLE"), failed.message

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodeqc.backends.base import COUNTED_REASONS, GpuInfo
+from nodeqc.backends.base import COUNTED_REASONS, GpuInfo, decode_reasons
 from nodeqc.checks.common import fmt
 from nodeqc.checks.stress.outcomes import SEED, each_gpu
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
@@ -327,9 +327,17 @@ def _sampled_in_swings(window: GpuTelemetry, spans: list[dict[str, Any]], counte
         span = next((p for p in spans if p["start_s"] <= onset["t_s"] <= p["end_s"]), None)
         if reasons and span is not None:
             hits.setdefault(span["period_s"], set()).update(reasons)
-    # Period 0 is the steady load before the swings: what it shows is the load's, not the swings'.
+    # Period 0 is the steady load before the swings: what it shows is the load's, not the swings'. Held
+    # from before it (begun in the previous step's load: no onset in the steady span), a reason shows in
+    # its samples; sampled as a real GPU is (4 a second of the run's clock), such a standing HW slowdown
+    # lifts in each idle half and begins again with each burst, and was blamed on the swings.
     steady = hits.pop(0.0, set())
-    return {period: why - steady for period, why in hits.items()}
+    for p in spans:
+        if p["period_s"] == 0:
+            for s in window.readings_between(p["start_s"], p["end_s"]):
+                if not is_na(s.reasons):
+                    steady.update(decode_reasons(int(s.reasons)))
+    return {period: why - steady for period, why in hits.items() if why - steady}
 
 
 def _said_by_period(by_period: dict[float, dict[str, str]]) -> str:
