@@ -5,6 +5,8 @@ real backend, answered by the twin with its faults, and judged by inventory.nvli
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from nodeqc.backends import simulated_hardware
@@ -346,3 +348,39 @@ def test_imex_faults_need_a_host_with_imex():
         simulated_hardware("hgx-b200", [parse_fault("host:imex_down")], time_scale=SCALE)
     with pytest.raises(UsageError, match="lists 18: give fewer"):
         simulated_hardware("gb200-nvl72-tray", [parse_fault("host:imex_nodes=18")], time_scale=SCALE)
+
+
+def _said(gpus, subject="gpu0"):
+    return next(r for r in nvlink_fabric(gpus, load_profile("gb200-nvl72-tray")) if r.subject == subject)
+
+
+def test_a_health_mask_not_read_is_never_called_healthy():
+    """The 2026-11-28 audit: None (the first version of the call), 0, -1, a float or text all passed
+    as "healthy", and a float with the degraded bit set too."""
+    assert _said([_gpu(0)]).message.endswith(", healthy")
+    none = _said([_gpu(0, mask=None)])
+    assert none.verdict is Verdict.PASS and "health not reported (no health mask" in none.message
+    zero = _said([_gpu(0, mask=0)])
+    assert zero.verdict is Verdict.PASS and "health not reported (health mask 0" in zero.message
+    for mask in (-1, float(fabric.DEGRADED_BANDWIDTH_MASK), "0x155", True, [1]):
+        r = _said([_gpu(0, mask=mask)])
+        assert (r.verdict, r.code) == (Verdict.WARN, "FABRIC_HEALTH_UNREAD"), mask
+        assert "healthy" not in r.message and "its health was not read" in r.message
+
+
+def test_a_status_that_is_not_nvmls_integer_success_is_not_registered():
+    for status in (0.0, False, "0", None):
+        assert _verdicts([_gpu(0, status=status)]) == {"gpu0": (Verdict.FAIL, "FABRIC_NOT_REGISTERED")}, status
+
+
+def test_any_cluster_or_clique_a_node_gives_is_compared_without_a_crash():
+    gpus = [_gpu(0, clique=[1]), _gpu(1, clique=[1]), _gpu(2, cluster={}), _gpu(3, clique=[1])]
+    assert _verdicts(gpus) == {"gpu0": (Verdict.PASS, None), "gpu1": (Verdict.PASS, None),
+                               "gpu2": (Verdict.FAIL, "FABRIC_CLIQUE_MISMATCH"), "gpu3": (Verdict.PASS, None)}
+
+
+def test_a_required_fabric_with_no_gpu_left_to_ask_is_said():
+    lost = [replace(_gpu(0), lost=True)]
+    [r] = nvlink_fabric(lost, load_profile("gb200-nvl72-tray"))
+    assert (r.subject, r.verdict, r.code) == ("node", Verdict.FAIL, "FABRIC_NOT_REGISTERED")
+    assert nvlink_fabric([], load_profile("b200")) == []  # not required, nothing to ask: no row

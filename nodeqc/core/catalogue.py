@@ -31,7 +31,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("inventory", "What the node is, against what the profile says it must be",
            checks=("nvml", "gpu_count", "gpu_present", "driver", "cuda", "homogeneity", "gpu_model", "gpu_memory", "ecc_mode", "persistence", "nvlink_fabric"),
            codes=("CUDA_VERSION", "DRIVER_VERSION", "ECC_DISABLED", "ECC_PENDING_CHANGE", "FABRIC_CLIQUE_MISMATCH",
-                  "FABRIC_DEGRADED", "FABRIC_NOT_REGISTERED", "GPU_COUNT", "GPU_LOST",
+                  "FABRIC_DEGRADED", "FABRIC_HEALTH_UNREAD", "FABRIC_NOT_REGISTERED", "GPU_COUNT", "GPU_LOST",
                   "GPU_MEMORY_SIZE", "GPU_MISSING", "GPU_MIXED", "GPU_MODEL", "NVML_UNAVAILABLE", "PERSISTENCE_OFF",
                   "POWER_LIMIT_LOWERED")),
     Family("stress", "The GPUs' work in worker processes, each step proving its load (nodeqc.checks.stress)",
