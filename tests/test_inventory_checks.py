@@ -407,3 +407,44 @@ def test_only_a_model_floors_verdict_is_left_unjudged():
     slow = CheckResult("stress.burn", "gpu0", Verdict.WARN, "slow", code="THROTTLE_THERMAL",
                        evidence={"diagnosis": {"measure_code": "BURN_SLOW"}})
     assert inventory.not_judged_for_model(slow, ["x"], "h100").verdict is Verdict.SKIP
+
+
+# ---------------------------------------------------------------- nothing read is no pass (2026-11-28 audit)
+
+def test_homogeneity_compares_only_what_was_read_and_says_what_was_not():
+    from dataclasses import replace
+
+    gpus = [gpu(i) for i in range(3)]
+    assert inventory.homogeneity(gpus[:1]).message == "one GPU: no other to differ from"
+    empty = inventory.homogeneity([])
+    assert (empty.verdict, empty.message) == (Verdict.SKIP, "no GPU answered: nothing compared")
+    no_vbios = inventory.homogeneity([replace(g, vbios=NA) for g in gpus])
+    assert no_vbios.verdict is Verdict.PASS
+    assert no_vbios.message == "3 GPU(s) match in model, memory and power limit (VBIOS not read on gpu0, gpu1, gpu2)"
+    # One unread VBIOS among read ones differs from them (the GPU cannot say what its siblings do).
+    one = inventory.homogeneity([replace(gpus[0], vbios=NA), gpus[1], gpus[2]])
+    assert (one.verdict, one.code) == (Verdict.WARN, "GPU_MIXED") and "gpu0: N/A" in one.message
+    nothing = inventory.homogeneity([replace(g, vbios=NA, name=NA, memory_total_bytes=NA, power_limit_w=NA)
+                                     for g in gpus])
+    assert nothing.verdict is Verdict.SKIP and nothing.message.startswith("nothing compared (model not read on")
+
+
+def test_a_version_not_read_is_not_a_pass_even_where_none_is_required():
+    for version in ("N/A", ""):
+        r = inventory.driver(version, load_profile("generic"))
+        assert r.verdict is Verdict.SKIP and "driver version not readable" in r.message
+
+
+def test_gpu_presence_with_no_pci_bus_read_is_said_not_empty():
+    [r] = inventory.gpu_present([gpu(0), gpu(1)], [])
+    assert (r.subject, r.verdict, r.code) == ("node", Verdict.SKIP, "HOST_UNREADABLE")
+    assert inventory.gpu_present([], []) == []  # nothing listed, nothing on the bus
+
+
+def test_the_count_says_how_many_listed_gpus_do_not_answer():
+    from dataclasses import replace
+
+    gpus = [gpu(0), replace(gpu(1), lost=True)]
+    assert inventory.gpu_count(gpus, GENERIC).message == "2 GPU(s); the profile accepts any number (1 of them not answering)"
+    assert inventory.gpu_count(gpus, H100.with_gpu_count(2)).message == "2 GPU(s) as expected (1 of them not answering)"
+    assert inventory.gpu_count(gpus[:1], H100.with_gpu_count(1)).message == "1 GPU(s) as expected"

@@ -28,24 +28,33 @@ def nvml_result(error: str | None, driver: str, count: int) -> CheckResult:
 def gpu_count(gpus: list[GpuInfo], profile: Profile) -> CheckResult:
     expected = profile.get("gpu", "count")
     found = len(gpus)
+    # Listed is not answering: one the driver lists but lost is said here, and failed by gpu_model.
+    lost = sum(1 for g in gpus if g.lost)
+    lost_said = f" ({lost} of them not answering)" if lost else ""
     values = {"gpus": Value(found), "expected": Value(expected if expected is not None else "any")}
     if expected is None:
         if found == 0:
             return CheckResult("inventory.gpu_count", "node", Verdict.FAIL, "no GPUs found",
                                code="GPU_COUNT", values=values, key="gpus")
         return CheckResult("inventory.gpu_count", "node", Verdict.PASS,
-                           f"{found} GPU(s); the profile accepts any number", values=values, key="gpus")
+                           f"{found} GPU(s); the profile accepts any number{lost_said}", values=values, key="gpus")
     if found != expected:
         return CheckResult("inventory.gpu_count", "node", Verdict.FAIL,
                            f"{found} GPU(s) found, the profile expects {expected}",
                            code="GPU_COUNT", values=values, key="gpus")
-    return CheckResult("inventory.gpu_count", "node", Verdict.PASS, f"{found} GPU(s) as expected",
+    return CheckResult("inventory.gpu_count", "node", Verdict.PASS, f"{found} GPU(s) as expected{lost_said}",
                        values=values, key="gpus")
 
 
 def gpu_present(gpus: list[GpuInfo], on_pci: list[PciDevice]) -> list[CheckResult]:
     """Each NVIDIA GPU on the PCI bus must be one the driver brought up."""
     known = {g.bus_id for g in gpus}
+    if not on_pci and gpus:
+        # The driver lists GPUs the bus showed none of: the bus was not read (no /sys/bus/pci), so a
+        # GPU the driver did not bring up was not looked for. Said, never an empty pass (2026-11-28 audit).
+        return [CheckResult("inventory.gpu_present", "node", Verdict.SKIP, "the PCI bus was not read (it lists none "
+                            f"of the {len(gpus)} GPU(s) the driver has): GPUs the driver did not bring up were not "
+                            "looked for", code="HOST_UNREADABLE")]
     results = []
     for slot, dev in enumerate(sorted(on_pci, key=lambda p: p.bus_id)):
         values = {"bus_id": Value(dev.bus_id)}
@@ -157,6 +166,9 @@ def persistence(gpu: GpuInfo, profile: Profile) -> CheckResult:
 def version_at_least(name: str, what: str, have: str, need: str | None, code: str) -> CheckResult:
     values = {"version": Value(have), "required": Value(need or "any")}
     if need is None:
+        if not version_tuple(have):  # "driver N/A" was a pass of nothing read (2026-11-28 audit)
+            return CheckResult(name, "node", Verdict.SKIP, f"{what} version not readable ({have or 'empty'}); "
+                               "the profile asks for none", values=values, key="version")
         return CheckResult(name, "node", Verdict.PASS, f"{what} {have}", values=values, key="version")
     if not version_tuple(have):
         return CheckResult(name, "node", Verdict.FAIL, f"{what} version not available ({have})",
@@ -177,13 +189,26 @@ def cuda(version: str, profile: Profile) -> CheckResult:
     return version_at_least("inventory.cuda", "CUDA", version, profile.get("gpu", "min_cuda"), "CUDA_VERSION")
 
 
+# What the GPUs of one node must share: (field, GpuInfo attribute, as said).
+_SAME = (("model", "name", "model"), ("memory", "memory_total_bytes", "memory"), ("vbios", "vbios", "VBIOS"),
+         ("power_limit_w", "power_limit_w", "power limit"))
+
+
 def homogeneity(gpus: list[GpuInfo]) -> CheckResult:
     """The GPUs of one node must match: model and memory (fail), VBIOS and power limit (warn)."""
     live = [g for g in gpus if not g.lost]
+    if not live:
+        return CheckResult("inventory.homogeneity", "node", Verdict.SKIP, "no GPU answered: nothing compared",
+                           values={"gpus": Value(0)})
     spread: dict[str, dict[str, list[str]]] = {}
-    for field, attr in (("model", "name"), ("memory", "memory_total_bytes"), ("vbios", "vbios"),
-                        ("power_limit_w", "power_limit_w")):
+    unread: dict[str, list[str]] = {}
+    for field, attr, _ in _SAME:
         groups: dict[str, list[str]] = {}
+        if all(is_na(getattr(g, attr)) for g in live):
+            # Read on none: not compared, never "match" ("N/A" matched "N/A": 2026-11-28 audit). Read on
+            # some, a GPU that cannot say what its siblings do differs from them, as before.
+            unread[field] = [g.subject for g in live]
+            continue
         for g in live:
             groups.setdefault(str(getattr(g, attr)), []).append(g.subject)
         if len(groups) > 1:
@@ -206,8 +231,15 @@ def homogeneity(gpus: list[GpuInfo]) -> CheckResult:
             odd = [f"{', '.join(v)}: {shown[k]}" for k, v in groups.items() if k != common]
             findings.append(Judgement(verdict, "GPU_MIXED",
                                     f"{field} differs from the others' {shown[common]} ({'; '.join(odd)})"))
+    labels = {field: label for field, _, label in _SAME}
+    not_read = "; ".join(f"{labels[field]} not read on {', '.join(subjects)}" for field, subjects in unread.items())
     if not findings:
-        findings.append(Judgement(Verdict.PASS, None, f"{len(live)} GPU(s) match in model, memory, VBIOS and power limit"))
+        compared = [label for field, _, label in _SAME if len(unread.get(field, [])) < len(live)]
+        said = ("one GPU: no other to differ from" if len(live) == 1 else
+                f"{len(live)} GPU(s) match in {', '.join(compared[:-1]) + ' and ' if len(compared) > 1 else ''}"
+                f"{compared[-1]}" if compared else "nothing compared")
+        findings.append(Judgement(Verdict.PASS if compared else Verdict.SKIP, None,
+                                  said + (f" ({not_read})" if not_read and len(live) > 1 else "")))
     evidence: dict[str, Any] = dict(spread)
     if lowered:
         evidence["per_gpu"] = lowered
