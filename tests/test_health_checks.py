@@ -296,11 +296,20 @@ def test_whole_results_temperature():
     # Every warning is named, the GPU's own slowdown first.
     assert whole(health.temperature(gpu(), telemetry([loaded(temp_c=86, mem_temp_c=92)]), H100)) == (
         "health.temperature", "gpu0", "warn", "TEMP_SLOWDOWN",
-        "margin to the GPU's slowdown temperature (90 C) 4 C is below the warning level 5 C; GPU temperature peaked at 86 C "
-        "is above the warning level 82 C; memory temperature peaked at 92 C is above the warning level 90 C; margin to the "
+        "GPU temperature peaked at 86 C, only 4 C below its slowdown temperature (90 C; nodeqc asks for 5 C of headroom); "
+        "above the profile's warning level 82 C; memory temperature peaked at 92 C is above the warning level 90 C; margin to the "
         "memory's maximum (95 C) 3 C is below the warning level 5 C",
         {"temp_max": (86, "C"), "temp_mean": (86, "C"), "mem_temp_max": (92, "C"), "slowdown_margin": (4, "C"),
          "mem_max_margin": (3, "C")}, "temp_max", TEMP_LIMITS, {})
+
+
+def test_past_its_slowdown_temperature_the_peak_is_said_first():
+    """2026-11-28 review: "margin to the GPU's slowdown temperature (90 C) -2.8 C is below the limit 0 C"
+    led the banner; the plot showed a peak of 92.8 C."""
+    r = health.temperature(gpu(), telemetry([loaded(temp_c=92.8, mem_temp_c=80)]), H100)
+    assert (r.verdict, r.code) == (Verdict.FAIL, "TEMP_SLOWDOWN")
+    assert r.message.startswith("GPU temperature peaked at 92.8 C, 2.8 C past its slowdown temperature (90 C; ")
+    assert r.message.count("peaked at") == 1 and "above the profile's limit 87 C" in r.message
 
 
 @pytest.mark.parametrize("mem_peak, verdict", [(90, Verdict.PASS), (90.5, Verdict.WARN), (95, Verdict.WARN),
@@ -535,11 +544,14 @@ def test_whole_results_nvlink():
     r = health.nvlink(g, nvlink_telemetry(nvlink_counters(), nvlink_counters(nvlink_crc=400), span=8.0), H100)
     assert (r.verdict, r.code, r.message) == (Verdict.WARN, "NVLINK_ERRORS",
                                               "NVLink CRC errors per second: 50 is above the warning level 10 per s")
-    # No time between the readings: no rate (never a division by zero); no error counters: links only.
+    # No time between the readings: no rate (never a division by zero), and errors that grew are said,
+    # never "no link errors"; no error counters: links only, and said so.
     r = health.nvlink(g, nvlink_telemetry(nvlink_counters(), nvlink_counters(nvlink_crc=5000), span=0.0), H100)
-    assert (r.verdict, sorted(r.values)) == (Verdict.PASS, ["active", "expected", "replay_recovery"])
+    assert (r.verdict, r.code, sorted(r.values)) == (Verdict.WARN, "NVLINK_ERRORS", ["active", "expected", "replay_recovery"])
+    assert r.message == "5000 NVLink CRC errors over no measured time (a watch's clock that stepped back): the rate was not judged"
     r = health.nvlink(g, nvlink_telemetry(GpuCounters(nvlink_active=18), GpuCounters(nvlink_active=18)), H100)
-    assert (r.verdict, r.message, sorted(r.values)) == (Verdict.PASS, "18 of 18 links up, no link errors", ["active", "expected"])
+    assert (r.verdict, r.message, sorted(r.values)) == (
+        Verdict.PASS, "18 of 18 links up, link error counters not compared (not reported)", ["active", "expected"])
     r = health.nvlink(g, nvlink_telemetry(GpuCounters(nvlink_active=18), GpuCounters(nvlink_active=17)), H100)
     assert (r.verdict, r.code, r.message) == (Verdict.FAIL, "NVLINK_DOWN", "17 of 18 NVLink links are up")
 

@@ -34,10 +34,24 @@ def temperature(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResul
     if not is_na(gpu.temp_slowdown_c):
         margin = gpu.temp_slowdown_c - hottest
         values["slowdown_margin"] = Value(round(margin, 1), "C")
-        findings.append(judge(SLOWDOWN_MARGIN, round(margin, 1), "TEMP_SLOWDOWN",
-                              f"margin to the GPU's slowdown temperature ({fmt(gpu.temp_slowdown_c, 'C')})", "C"))
+        near = judge(SLOWDOWN_MARGIN, round(margin, 1), "TEMP_SLOWDOWN",
+                     f"margin to the GPU's slowdown temperature ({fmt(gpu.temp_slowdown_c, 'C')})", "C")
+        if near.verdict is not Verdict.PASS:
+            # The peak first, as the plot shows it: "margin ... -2.8 C is below the limit 0 C" read as
+            # nothing at the rack (the 2026-11-28 review).
+            where = (f"{fmt(round(-margin, 1), 'C')} past" if margin < 0 else f"only {fmt(round(margin, 1), 'C')} below")
+            near = Judgement(near.verdict, near.code, f"GPU temperature peaked at {fmt(hottest, 'C')}, {where} its "
+                             f"slowdown temperature ({fmt(gpu.temp_slowdown_c, 'C')}; nodeqc asks for "
+                             f"{fmt(SLOWDOWN_MARGIN.warn, 'C')} of headroom)")
+        findings.append(near)
         thresholds.append(SLOWDOWN_MARGIN)
-    findings.append(judge(limit, hottest, "TEMP_HIGH", "GPU temperature peaked at", "C"))
+    high = judge(limit, hottest, "TEMP_HIGH", "GPU temperature peaked at", "C")
+    if high.verdict is not Verdict.PASS and limit is not None and findings and findings[0].verdict is not Verdict.PASS:
+        # The peak said once, by the finding before: this one adds the profile's level.
+        level = limit.fail if high.verdict is Verdict.FAIL else limit.warn
+        high = Judgement(high.verdict, high.code, f"above the profile's {'limit' if high.verdict is Verdict.FAIL else 'warning level'} "
+                         f"{fmt(level, 'C')}")
+    findings.append(high)
     thresholds.append(limit)
     if not is_na(mem_hottest):
         findings.append(judge(mem_limit, mem_hottest, "MEM_TEMP_HIGH", "memory temperature peaked at", "C"))
@@ -359,11 +373,12 @@ def nvlink(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     elif crc:
         # Grown over no known time (a watch whose clock stepped back between passes): no rate to judge,
         # and no "no link errors" either (2026-11-28 audit).
-        findings.append(Judgement(Verdict.WARN, "NVLINK_ERRORS", f"{crc} NVLink CRC errors over a time not known "
-                                  "(the clock stepped back): the rate was not judged"))
+        findings.append(Judgement(Verdict.WARN, "NVLINK_ERRORS", f"{crc} NVLink CRC errors over no measured time "
+                                  "(a watch's clock that stepped back): the rate was not judged"))
     compared = None not in errors or crc is not None
     if all(f.verdict is Verdict.PASS for f in findings):  # also when nothing but the link count was judged
-        errors_said = "no link errors" if compared else "link error counters not compared (no earlier reading)"
+        errors_said = ("no link errors" if compared else "link error counters not compared ("
+                       + ("no earlier reading)" if tel.counters_start is None else "not reported)"))
         findings.insert(0, Judgement(Verdict.PASS, None, f"{end.nvlink_active} of {expected} links up, {errors_said}"))
     return fold(name, gpu.subject, findings, values, [limit, crc_limit], key="active")
 
