@@ -708,6 +708,10 @@ def test_abort_asks_first_then_writes_an_aborted_report(qtbot, tmp_path, monkeyp
     outcome = blocker.args[0]
     assert outcome.status == "aborted" and outcome.exit_code == 2
     assert window.banner_word.text() == "ABORTED" and "not qualified" in window.banner_text.text()
+    # Its tile says so too: what it passed before the abort is no pass of the GPU (it said PASS).
+    [tile] = window.tiles.values()
+    assert any(r.verdict is Verdict.PASS for r in tile.results)
+    assert (tile.state, tile.badge.text()) == ("aborted", "ABORTED")
     predicate = verify_file(outcome.report_path, trusted_keys()).predicate
     assert predicate["status"] == "aborted" and predicate["verdict"] == "FAIL"
 

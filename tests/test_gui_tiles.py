@@ -95,3 +95,53 @@ def test_after_a_failed_run_the_dense_tiles_keep_the_failing_one_in_view(qtbot, 
     failing = window.tiles["gpu5"]
     assert failing.dense and failing.badge.text() == "FAIL"
     qtbot.waitUntil(lambda: in_view(failing, window.tile_area), timeout=2000)
+
+
+@pytest.mark.parametrize("tab", ["plots", "history"])
+def test_a_tab_claims_only_the_height_it_needs_so_the_banner_shows_whole(qtbot, tmp_path, tab):
+    """2026-11-28 review: a wrapping legend (Plots) or caption (History) made Qt count the tab at its
+    preferred height (four plots, a whole list): 320 px where 150 do. The banner of one failing GPU got
+    the rest, and scrolled its what-to-do out of sight above empty room, at 1366x768."""
+    window = make_window(qtbot)
+    show_ended_run(qtbot, window, EIGHT_GPUS[:4], tmp_path)
+    window.plots.legend.setText("  ".join(f"GPU {i} FAIL" for i in range(12)))  # two lines at the tab's width
+    window.history.watch.setText("Watch: " + "not watched by nodeqc watch; " * 6)
+    window.resize(1366, 768)
+    window.tabs.setCurrentWidget(getattr(window, tab))
+    qtbot.wait(200)
+    page = getattr(window, tab)
+    assert page.hasHeightForWidth()
+    least = page.heightForWidth(page.width())
+    assert least < page.layout().totalSizeHint().height()  # its wrapped text and the rest at their least
+    for label in (window.plots.legend, window.history.watch):
+        if label.isVisibleTo(page):
+            assert least >= label.heightForWidth(page.width())
+    scroll = window.banner_scroll
+    qtbot.waitUntil(lambda: scroll.verticalScrollBar().maximum() == 0, timeout=3000)
+    assert scroll.height() >= scroll.widget().layout().totalHeightForWidth(scroll.viewport().width())
+
+
+def test_a_checks_row_shows_its_worst_judged_verdict_and_one_range_of_the_parts_figures(qtbot):
+    """2026-11-28 review: stress.power's row read SKIP (grey) over seven GPUs that passed and one not
+    run, with "0.959 .. 5" for its figure: the GPUs' share of the limit and the node's sensor count."""
+    from nodeqc.core.model import CheckResult, Value, Verdict
+    from nodeqc.gui.checks import FIGURE, MESSAGE, VERDICT, CheckList
+
+    checks = CheckList()
+    qtbot.addWidget(checks)
+    subjects = [f"gpu{i}" for i in range(3)] + ["node"]
+    checks.check_started("stress.power", subjects)
+    for i, share in enumerate((0.959, 0.962)):
+        checks.check_finished(CheckResult("stress.power", f"gpu{i}", Verdict.PASS, "held", values={"share": Value(share)},
+                                          key="share"))
+    checks.check_finished(CheckResult("stress.power", "gpu2", Verdict.SKIP, "not run: another process uses it",
+                                      code="GPU_IN_USE"))
+    checks.check_finished(CheckResult("stress.power", "node", Verdict.PASS, "5 sensors", values={"sensors": Value(5)},
+                                      key="sensors"))
+    row = checks.checks["stress.power"].item
+    assert row.text(VERDICT) == "PASS"
+    assert row.text(FIGURE) == "0.959 .. 0.962"
+    assert row.text(MESSAGE) == "3 passed; gpu2: not run: another process uses it"
+    checks.check_started("stress.hbm_bandwidth", ["gpu0"])
+    checks.check_finished(CheckResult("stress.hbm_bandwidth", "gpu0", Verdict.SKIP, "not run", code="GPU_IN_USE"))
+    assert checks.checks["stress.hbm_bandwidth"].item.text(VERDICT) == "SKIP"  # all not run: SKIP

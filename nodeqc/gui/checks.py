@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,9 +47,15 @@ class _Check:
 
 def key_figures(results: list[CheckResult]) -> str:
     """The key figures of several subjects as one short text: a range when they are numbers."""
-    figures = [r.values[r.key] for r in results if r.key and r.key in r.values]
+    # The parts' own figures, not the node's beside them: the GPUs' share of the power limit and the
+    # node's PSU sensor count made one range, "0.959 .. 5" (the 2026-11-28 review).
+    parts = [r for r in results if r.subject != "node"]
+    figures = [r.values[r.key] for r in parts or results if r.key and r.key in r.values]
     if not figures:
         return ""
+    units = Counter(v.unit for v in figures)
+    if len(units) > 1:  # one range in one unit: the most said
+        figures = [v for v in figures if v.unit == units.most_common(1)[0][0]]
     numbers = [v.value for v in figures if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
     if len(numbers) == len(figures):
         lo, hi = min(numbers), max(numbers)
@@ -174,7 +181,10 @@ class CheckList(QWidget):
                 self.tree.removeItemWidget(check.item, VERDICT)
                 check.bar = None
         if check.bar is None:
-            _paint_verdict(check.item, Verdict.worst([r.verdict for r in results]),
+            # The worst judged verdict: one GPU not run among seven that passed is no SKIP of the check
+            # (the 2026-11-28 review: a grey SKIP over seven passes); all not run is.
+            judged = [r.verdict for r in results if r.verdict is not Verdict.SKIP]
+            _paint_verdict(check.item, Verdict.worst(judged) if judged else Verdict.worst([r.verdict for r in results]),
                            bool(results) and all(not_applicable_reason(r.code) for r in results))
         check.item.setText(FIGURE, key_figures(results))
         bad = [r for r in results if r.verdict is not Verdict.PASS]
@@ -182,7 +192,9 @@ class CheckList(QWidget):
             message = results[0].message
         elif bad:
             worst = max(bad, key=lambda r: r.verdict.severity)
-            message = f"{worst.subject}: {worst.message}" + (f" (+{len(bad) - 1} more)" if len(bad) > 1 else "")
+            passed = len(results) - len(bad)
+            message = (f"{passed} passed; " if worst.verdict is Verdict.SKIP and passed else "") + \
+                f"{worst.subject}: {worst.message}" + (f" (+{len(bad) - 1} more)" if len(bad) > 1 else "")
         else:
             message = subjects_text(check.subjects) + (": all passed" if results else "")
         check.item.setText(MESSAGE, message)

@@ -20,6 +20,7 @@ from nodeqc.archive.index import Archive
 from nodeqc.archive.verified import Entry, Skipped
 from nodeqc.archive.watch import last_cleared, load_state, needs_requalification, parse_stamp, stamp
 from nodeqc.core.errors import UsageError
+from nodeqc.gui.widgets import least_height_for_width
 from nodeqc.report.answer import COLOURS
 
 COLUMNS = ("Finished", "Verdict", "Failed", "Profile", "Operator", "Ticket", "Signature")
@@ -57,6 +58,10 @@ class HistoryList(QWidget):
         layout.addWidget(self.watch)
         layout.addWidget(self.caption)
         layout.addWidget(self.tree, 1)
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt's name
+        """Its wrapped lines and a list that scrolls (nodeqc.gui.widgets.least_height_for_width)."""
+        return least_height_for_width(self, width)
 
     def load(self, node_id: str | None, archive: Path | None = None) -> None:
         self.tree.clear()

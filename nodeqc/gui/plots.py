@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QVBoxLay
 
 from nodeqc.backends.base import REASON_BITS, GpuSample
 from nodeqc.core.na import is_na
+from nodeqc.gui.widgets import least_height_for_width
 from nodeqc.report.answer import COLOURS
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import FAILING_REASONS
@@ -185,6 +186,12 @@ class TelemetryPlots(QWidget):
         self.unit = "s"  # of the run's clock, in the throttle markers' tips
         self._ceiling: dict[str, float] = {}  # the highest limit labelled above its line, per plot
         self._labels: list[tuple[pg.InfiniteLine, tuple[str, str]]] = []  # each labelled limit: (full, short)
+
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt's name
+        """Its legend's wrapped lines and the plots at their least (they scroll): not the four plots'
+        preferred height, which took the room a failing run's banner needed."""
+        return least_height_for_width(self, width)
 
     def set_compact(self, compact: bool) -> None:
         """A crash cart's screen (1024x600): the four plots in one row, without the time axis's

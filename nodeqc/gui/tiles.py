@@ -43,7 +43,7 @@ class GpuTile(QFrame):
         self.gpu = gpu
         self.subject: str = gpu["subject"]
         self.results: list[CheckResult] = []
-        self.running = False
+        self.running = self.aborted = False
         self.current: str | None = None  # the check now working on this GPU
         self.fraction: float | None = None
         self.loaded_link: tuple[Any, Any] | None = None  # PCIe (gen, width) last seen under load
@@ -177,10 +177,14 @@ class GpuTile(QFrame):
             return verdict.value
         if self.running:
             return "running"
+        if self.aborted:  # a run cut short is no pass of this GPU, whatever it passed before the abort
+            return "aborted"
         return verdict.value if verdict is not None else "idle"
 
-    def set_running(self, running: bool) -> None:
-        self.running = running
+    def set_running(self, running: bool, aborted: bool = False) -> None:
+        """Running, or not; `aborted`: the run ended cut short (the 2026-11-28 review: the tiles said
+        PASS under the ABORTED banner)."""
+        self.running, self.aborted = running, aborted and not running
         if not running:
             self.current, self.fraction = None, None
         past = not running and self.sampled

@@ -366,13 +366,13 @@ class MainWindow(QMainWindow):
                                       QMessageBox.StandardButton.No)
         return answer == QMessageBox.StandardButton.Yes
 
-    def _set_inputs(self, running: bool) -> None:
+    def _set_inputs(self, running: bool, aborted: bool = False) -> None:
         self.start_button.setEnabled(not running)
         self.abort_button.setEnabled(running)
         for widget in (self.profile_box, self.operator, self.ticket):
             widget.setEnabled(not running)
         for tile in self.tiles.values():
-            tile.set_running(running)
+            tile.set_running(running, aborted)
 
     # ------------------------------------------------------------------ the event stream
 
@@ -471,7 +471,7 @@ class MainWindow(QMainWindow):
         self.checks.finish()
         self.outcome = outcome
         self.exit_code = outcome.exit_code
-        self._set_inputs(running=False)
+        self._set_inputs(running=False, aborted=outcome.status == "aborted")
         word = self._show_verdict(outcome)
         # The status bar ends on the run's end, not on whatever the run said last (a stale step), in
         # the banner's word (ERROR where a check could not run and none failed, not the node's FAIL).
