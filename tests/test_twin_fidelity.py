@@ -423,3 +423,45 @@ def test_the_twin_samples_each_pulse_period_as_densely_as_the_real_gpu(tmp_path)
         twin_counts = _samples_in_periods(predicate, list(csv.reader(f))[1:])
     assert len(twin_counts) == len(real_counts)
     assert min(twin_counts) >= 0.75 * min(real_counts), (twin_counts, real_counts)
+
+
+@pytest.mark.parametrize("key, capture", [("h100-sxm5-80gb", "capture-h100-sxm5-80gb.json"),
+                                          ("h200-sxm-141gb", "capture-h200-sxm-141gb.json")])
+def test_the_twins_idle_link_memory_clock_and_thresholds_are_the_real_ones(key, capture):
+    """The 2026-11-28 fidelity review: at idle the twin dropped its link to Gen1 and halved its memory
+    clock, where every real sample of the measured VMs read Gen5 x16 and 2619 / 3201 MHz; its slowdown
+    and shutdown were 90 and 92 C, where NVML answered 89 and 95; its memory ran 4 C above the GPU,
+    where the real memory ran 4-11 C below it."""
+    path = ROOT.parent / "shared" / "measurements" / capture
+    if not path.is_file():
+        pytest.skip("the captures (shared/measurements) are not here")
+    hw = simulated_hardware(key, [], time_scale=1000)
+    hw.mgmt.open()
+    try:
+        [g] = hw.mgmt.gpus()
+        idle = hw.mgmt.sample(0)
+    finally:
+        hw.mgmt.close()
+    model = SIM_GPU_MODELS[key]
+    assert (idle.pcie_gen, idle.pcie_width) == (5, 16) and idle.mem_clock_mhz == model.mem_mhz
+    real = _thresholds(path)
+    assert (g.temp_shutdown_c, g.temp_slowdown_c, g.temp_gpu_max_c, g.temp_mem_max_c) == (
+        real["0"], real["1"], real["3"], real["2"])
+    assert model.twin is not None and model.twin.mem_temp_offset_c < 0
+
+
+def _thresholds(path: Path) -> dict[str, int]:
+    """nvmlDeviceGetTemperatureThreshold's answers in a capture, by threshold type."""
+    def find(node):
+        if isinstance(node, dict):
+            if "nvmlDeviceGetTemperatureThreshold" in node:
+                return node["nvmlDeviceGetTemperatureThreshold"]["args"]
+            for v in node.values():
+                if (got := find(v)) is not None:
+                    return got
+        elif isinstance(node, list):
+            for v in node:
+                if (got := find(v)) is not None:
+                    return got
+        return None
+    return find(json.loads(path.read_text()))

@@ -39,6 +39,10 @@ class Twin:
     bidir_gbps: float
     memtest_gbps: float
     source: str
+    # The memory's temperature against the GPU's under load: the median difference over the loaded
+    # samples of the real quick runs (tests/fixtures/real-2026-11-2*/*quick*.telemetry.csv.gz: H100
+    # -4 to -8 C, H200 -7 to -11 C); the untwinned models keep +4 C (an estimate).
+    mem_temp_offset_c: float = 4.0
 
 
 M26 = "shared/measurements/2026-11-26"
@@ -57,7 +61,8 @@ H100_SXM5_TWIN = Twin(
     # The copy of the kernel with a thread a vector (kept since 2026-11-27: quick run vm-20261127T171934Z,
     # tests/fixtures/real-2026-11-27/h100-sxm5-quick-flat-copy); the looping kernels read 2847.5.
     copy_gbps=3016.6, triad_gbps=2914.7, h2d_gbps=55.3, d2h_gbps=55.2, bidir_gbps=96.4, memtest_gbps=2872.6,
-    source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174004Z, bench_gpu memtest_second)")
+    source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174004Z, bench_gpu memtest_second)",
+    mem_temp_offset_c=-8.0)
 # H200 SXM 141GB (PCI 0x2335), the same: quick run vm-20261126T174732Z
 # (tests/fixtures/real-2026-11-26/h200-sxm-quick-pulsed.predicate.json).
 H200_SXM_TWIN = Twin(
@@ -67,7 +72,8 @@ H200_SXM_TWIN = Twin(
     # The thread-a-vector copy (quick run vm-20261127T171545Z, real-2026-11-27/h200-sxm-quick-flat-copy);
     # the looping kernels read 3988.2.
     copy_gbps=4242.6, triad_gbps=4158.4, h2d_gbps=55.4, d2h_gbps=55.3, bidir_gbps=101.4, memtest_gbps=3921.7,
-    source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174732Z, bench_gpu memtest_second)")
+    source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174732Z, bench_gpu memtest_second)",
+    mem_temp_offset_c=-9.0)
 # Power above the limit that NVML's instantaneous reading (NVML_FI_DEV_POWER_INSTANT) shows while
 # the load swings, as a share of the limit: 881, 861 and 951 W against 700 W on the H100 SXM5 under
 # pulsed bf16 (shared/measurements/README.md, 2026-11-23), up to 795 W on the H200
@@ -186,13 +192,17 @@ SIM_GPU_MODELS: dict[str, SimGpuModel] = _models(
                 "92.00.25.00.08", "900-21001-0000-000", 24),
     SimGpuModel("a100-pcie-80gb", "8.0", 16, 40, 31, 66, 88, 92, 85, 95, 210, 1410, 1512, 0,
                 "92.00.90.00.04", "900-21001-0020-100", 24),
-    SimGpuModel("h100-sxm5-80gb", "9.0", 16, 72, 30, 64, 90, 92, 87, 95, 345, 1980, 2619, 18,
+    # The twins' thresholds are their NVML answers (capture-h100-sxm5-80gb.json, capture-h200-sxm-141gb.json:
+    # nvmlDeviceGetTemperatureThreshold shutdown 95, slowdown 89, memory max 95, GPU max 87); the H100's
+    # load temperature the median peak of its five real quick runs (65, 66, 69, 77, 79 C: the machines'
+    # cooling differs; the H200's four: 59-66 C).
+    SimGpuModel("h100-sxm5-80gb", "9.0", 16, 72, 30, 69, 89, 95, 87, 95, 345, 1980, 2619, 18,
                 "96.00.99.00.01", "692-2G520-0200-000", 378, H100_SXM5_TWIN),
     SimGpuModel("h100-pcie-80gb", "9.0", 16, 48, 32, 70, 90, 92, 87, 95, 345, 1755, 1593, 0,
                 "96.00.30.00.01", "900-21010-0000-000", 52),
     SimGpuModel("h100-nvl-94gb", "9.0", 16, 60, 32, 68, 90, 92, 87, 95, 345, 1785, 2619, 0,
                 "96.00.74.00.01", "900-21010-0020-000", 52),
-    SimGpuModel("h200-sxm-141gb", "9.0", 16, 78, 30, 63, 90, 92, 87, 95, 345, 1980, 3201, 18,
+    SimGpuModel("h200-sxm-141gb", "9.0", 16, 78, 30, 63, 89, 95, 87, 95, 345, 1980, 3201, 18,
                 "96.00.A5.00.01", "692-2G520-0280-000", 390, H200_SXM_TWIN),
     SimGpuModel("h200-nvl-141gb", "9.0", 16, 70, 31, 66, 90, 92, 87, 95, 345, 1785, 3201, 0,
                 "96.00.AF.00.01", "900-21010-0040-000", 52),
