@@ -145,10 +145,10 @@ def test_show_prints_the_summary_as_a_pdf_without_a_display(tmp_path):
     assert show.returncode == 0, show.stderr
     assert show.stdout == "" and f"printable summary written: {pdf}" in show.stderr
     assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 5000
-    # Two A4 pages, as the summary and its table of 283 results take (laid out for the printer, with
-    # room at each page's foot for the node, the verdict and the page's number: a margin given in the
-    # printer's own pixels once spread it over 144 pages).
-    assert len(re.findall(rb"/Type\s*/Page\b", pdf.read_bytes())) == 2
+    # Three A4 pages, as the summary, its GPUs and its table of 283 results take (laid out for the
+    # printer, with room at each page's foot for the node, the verdict and the page's number: a margin
+    # given in the printer's own pixels once spread it over 144 pages).
+    assert len(re.findall(rb"/Type\s*/Page\b", pdf.read_bytes())) == 3
     for args, message in ((["--pdf", str(tmp_path)], "is a directory"),
                           (["--pdf", str(tmp_path / "summary.txt")], "expected a .pdf file"),
                           (["--pdf", str(tmp_path / "no" / "s.pdf")], "no such directory")):
@@ -575,3 +575,22 @@ def test_a_journal_whose_finish_is_of_the_wrong_kind_is_no_journal_nodeqc_writes
     assert p.returncode == 2 and p.stdout == "" and p.stderr.strip() == (
         f"nodeqc show: {journal}: not a journal nodeqc writes (ValueError: its run_finished record's verdict or "
         "status is not text)")
+
+
+def test_the_printable_summary_names_every_gpu_it_qualified_and_an_abort(tmp_path):
+    """2026-11-28 review: a PASS certificate said "8 GPU(s)" and no serial; an aborted run's PDF had
+    no word that the node is not qualified (the GUI and an ERROR's PDF have)."""
+    from nodeqc.report.printable import LoadedReport, summary_html
+
+    gpus = [{"subject": f"gpu{i}", "bus_id": f"0000:{i}b:00.0", "serial": f"165000000{i}", "name": "NVIDIA H100 80GB HBM3",
+             "vbios": "96.00.99.00.01"} for i in range(2)]
+    predicate = {"verdict": "PASS", "status": "complete", "node": {"hostname": "n1"}, "gpus": gpus, "checks": []}
+    page = summary_html(LoadedReport(Path("r.report.json"), predicate, True, "signature: verified"))
+    assert "<h2>The GPUs (2)</h2>" in page
+    for g in gpus:
+        assert f"<td>{g['subject']}</td><td>{g['bus_id']}</td><td>{g['serial']}</td>" in page
+    assert str(Path("r.report.json").resolve()) in page.replace("&#8203;", "")  # where it lies, not as given
+    aborted = summary_html(LoadedReport(Path("r.report.json"), {**predicate, "verdict": "FAIL", "status": "aborted"},
+                                        True, "signature: verified"))
+    assert "The run was aborted: the node is not qualified." in aborted
+    assert "aborted" not in page.lower()

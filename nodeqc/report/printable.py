@@ -70,6 +70,7 @@ def summary_html(report: LoadedReport) -> str:
         f"<span style='font-size:28pt; font-weight:bold'>{e(the_answer.word)}</span>"
         + ("<br><b>A check could not run: the node is not qualified; nothing says its hardware is bad.</b>"
            if the_answer.state == "error" else "")
+        + ("<br><b>The run was aborted: the node is not qualified.</b>" if the_answer.state == "aborted" else "")
         + ("<br><b>SIMULATED: not a qualification of real hardware</b>" if p.get("simulated") else "")
         + ("" if report.verified else f"<br><b>NOT VERIFIED: do not rely on this report</b> ({e(report.trust)})")
         + "</td></tr></table>",
@@ -115,9 +116,18 @@ def summary_html(report: LoadedReport) -> str:
                         f"{' quick' if p.get('quick') else ''}"),
             ("Run", f"{e(p.get('started_at'))} to {e(p.get('finished_at'))} ({e(run_length(p))})"),
             ("Operator", e(p.get("operator")) + (f", ticket {e(p['ticket'])}" if p.get("ticket") else "")),
-            ("Report", e(report.path)),
+            ("Report", e(Path(report.path).resolve())),
             ("Signature", e(report.trust.removeprefix("signature: ")))]),
     ]
+    gpus = [g for g in p.get("gpus", []) if isinstance(g, dict)]
+    if gpus:
+        # Which parts this report qualified, as the chassis and the RMA form name them: "8 GPU(s)" said
+        # nothing of the serials a PASS certifies (the 2026-11-28 review).
+        cells = "".join(f"<tr><td>{e(g.get('subject'))}</td><td>{e(g.get('bus_id'))}</td><td>{e(g.get('serial'))}</td>"
+                        f"<td>{e(g.get('name'))}</td><td>{e(g.get('vbios'))}</td></tr>" for g in gpus)
+        out.append(f"<h2>The GPUs ({len(gpus)})</h2><table width='100%' border='1' cellspacing='0' cellpadding='2' "
+                   f"style='font-size:8pt'><thead><tr><th>GPU</th><th>PCI bus id</th><th>Serial</th><th>Model</th>"
+                   f"<th>VBIOS</th></tr></thead>{cells}</table>")
     checks = [CheckResult.from_dict(c) for c in p.get("checks", [])]
     rows = "".join(_check_row(group) for group in grouped(checks))
     out.append(f"<h2>All checks ({len(checks)} results)</h2><p>{e(results_counted(checks))}</p><table width='100%' border='1' cellspacing='0' "
