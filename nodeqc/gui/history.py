@@ -14,13 +14,12 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import QHeaderView, QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHeaderView, QLabel, QSizePolicy, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from nodeqc.archive.index import Archive
 from nodeqc.archive.verified import Entry, Skipped
 from nodeqc.archive.watch import last_cleared, load_state, needs_requalification, parse_stamp, stamp
 from nodeqc.core.errors import UsageError
-from nodeqc.gui.widgets import least_height_for_width
 from nodeqc.report.answer import COLOURS
 
 COLUMNS = ("Finished", "Verdict", "Failed", "Profile", "Operator", "Ticket", "Signature")
@@ -29,6 +28,7 @@ PATH_ROLE = Qt.ItemDataRole.UserRole
 # How often the watch's line is read again: the watch writes its state once a pass (a minute under the
 # packaged timer); reading a small file this often costs nothing and the line is never staler than that.
 WATCH_REFRESH_S = 15
+TREE_MIN_HEIGHT = 90  # its header and two rows: the rest scrolls when a failing run's banner needs the room
 
 
 class HistoryList(QWidget):
@@ -46,6 +46,9 @@ class HistoryList(QWidget):
         self.tree.setStyleSheet("QTreeView::item { min-height: 30px; }")
         self.tree.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.tree.itemActivated.connect(lambda item, _col: self.open_report.emit(item.data(0, PATH_ROLE)))
+        # A list scrolls: its preferred height is no claim on the window (as the plots', above).
+        self.tree.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
+        self.tree.setMinimumHeight(TREE_MIN_HEIGHT)
         self.watch = QLabel()  # the live health from nodeqc watch, beside the last qualification
         self.watch.setWordWrap(True)
         self.watch.setTextFormat(Qt.TextFormat.PlainText)  # findings quote the node's kernel log: never markup
@@ -58,10 +61,6 @@ class HistoryList(QWidget):
         layout.addWidget(self.watch)
         layout.addWidget(self.caption)
         layout.addWidget(self.tree, 1)
-
-    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt's name
-        """Its wrapped lines and a list that scrolls (nodeqc.gui.widgets.least_height_for_width)."""
-        return least_height_for_width(self, width)
 
     def load(self, node_id: str | None, archive: Path | None = None) -> None:
         self.tree.clear()

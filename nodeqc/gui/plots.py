@@ -16,11 +16,10 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
 from nodeqc.backends.base import REASON_BITS, GpuSample
 from nodeqc.core.na import is_na
-from nodeqc.gui.widgets import least_height_for_width
 from nodeqc.report.answer import COLOURS
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import FAILING_REASONS
@@ -156,6 +155,10 @@ class TelemetryPlots(QWidget):
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.scroll.setMinimumHeight(PLOT_MIN_HEIGHT)
+        # Its preferred height (four plots) is no claim on the window: with a legend that wraps, Qt
+        # counted the tab at it (477 px where 135 do), and a failing run's banner scrolled its
+        # what-to-do away above empty room (the 2026-11-28 review). It takes what is left.
+        self.scroll.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Ignored)
         layout.addWidget(self.scroll, 1)
         self.plots: dict[str, pg.PlotItem] = {}
         self.views: list[pg.GraphicsLayoutWidget] = []
@@ -186,12 +189,6 @@ class TelemetryPlots(QWidget):
         self.unit = "s"  # of the run's clock, in the throttle markers' tips
         self._ceiling: dict[str, float] = {}  # the highest limit labelled above its line, per plot
         self._labels: list[tuple[pg.InfiniteLine, tuple[str, str]]] = []  # each labelled limit: (full, short)
-
-
-    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt's name
-        """Its legend's wrapped lines and the plots at their least (they scroll): not the four plots'
-        preferred height, which took the room a failing run's banner needed."""
-        return least_height_for_width(self, width)
 
     def set_compact(self, compact: bool) -> None:
         """A crash cart's screen (1024x600): the four plots in one row, without the time axis's

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt, QTimer
-from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
 from nodeqc.backends.base import GpuSample
 from nodeqc.core.model import CheckResult, Verdict
@@ -297,6 +297,12 @@ class TileArea(QScrollArea):
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # Its preferred height (every tile in full) is no claim on the window: beside a tab whose text
+        # wraps, Qt counted the body at it, and a failing run's banner got less than it was fitted to,
+        # cut at its frame (the 2026-11-28 review). The tiles scroll, or go dense (fit).
+        policy = self.sizePolicy()
+        policy.setVerticalPolicy(QSizePolicy.Policy.Ignored)
+        self.setSizePolicy(policy)
         self._lay_out()
 
     def set_gpus(self, gpus: list[dict[str, Any]], empty: str) -> None:

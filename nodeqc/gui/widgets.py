@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QBoxLayout, QLabel, QSizePolicy, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 
 class ElidedLabel(QLabel):
@@ -67,28 +67,3 @@ def repolish(widgets: list[QWidget]) -> None:
         widget.style().unpolish(widget)
         widget.style().polish(widget)
         widget.updateGeometry()
-
-
-def least_height_for_width(widget: QWidget, width: int) -> int:
-    """The least height a page of a column of widgets needs at `width`: text that wraps at the height
-    it needs there, everything else at its minimum. Qt's own height-for-width of a box layout counts
-    the rest at its preferred height (a list's, a scroll area's), and a tab with one wrapping label
-    claimed 320 px at 1366x768 where it needs 150: the failing run's banner, given what was left,
-    scrolled its what-to-do out of sight above empty room (2026-11-28 review)."""
-    layout = widget.layout()
-    if not isinstance(layout, QBoxLayout) or layout.direction() not in (QBoxLayout.Direction.TopToBottom,
-                                                                        QBoxLayout.Direction.BottomToTop):
-        least = max(widget.minimumSizeHint().height(), widget.minimumHeight())
-        return max(least, widget.heightForWidth(width)) if widget.hasHeightForWidth() and layout is None else least
-    margins = layout.contentsMargins()
-    inner = max(0, width - margins.left() - margins.right())
-    heights = []
-    for i in range(layout.count()):
-        item = layout.itemAt(i)
-        child = item.widget()
-        if child is not None:
-            if not child.isHidden():
-                heights.append(least_height_for_width(child, inner))
-        elif item.layout() is not None:
-            heights.append(item.minimumSize().height())
-    return margins.top() + margins.bottom() + sum(heights) + max(0, layout.spacing()) * max(0, len(heights) - 1)
