@@ -594,5 +594,7 @@ class _Central(QWidget):
         scroll = getattr(self._window, "banner_scroll", None)
         if scroll is None:
             return hint
-        return QSize(hint.width(), hint.height() - max(0, scroll.minimumHeight() - BANNER_MIN_HEIGHT))
+        # Nor the tiles' height fitted above the tabs: 1920x1080 straight to 1024x600 stayed 707 px tall.
+        tiles = self._window.tile_area.minimumHeight() if self._window.body.direction() == QBoxLayout.Direction.TopToBottom else 0
+        return QSize(hint.width(), hint.height() - max(0, scroll.minimumHeight() - BANNER_MIN_HEIGHT) - tiles)
 
