@@ -255,7 +255,7 @@ REMEDIATION: dict[str, str] = {
     "NCCL_UNAVAILABLE": "NCCL could not run: install the CUDA extra that brings it (`pip install 'nodeqc[cuda12]'` or `'nodeqc[cuda13]'`, matching the driver), then re-run stress.nccl.",
     # Performance diagnosis: the cause telemetry found for a slow GPU (nodeqc/checks/diagnosis.py),
     # and a GPU another process was using.
-    "GPU_IN_USE": "Another compute process used this GPU, so its figures are not the GPU's own: find it (`nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`, the pid is in the evidence), stop it or drain the node in the scheduler (`scontrol update nodename=NODE state=drain reason=nodeqc`), then re-run.",
+    "GPU_IN_USE": "Another compute process used this GPU, so its figures are not the GPU's own: find it (`nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`, the pid is in the evidence), stop it or drain the node in the scheduler (`scontrol update nodename=$(hostname -s) state=drain reason=nodeqc`, on the node), then re-run.",
     "POWER_LIMIT_LOWERED": "The enforced power limit is below the GPU's default, so it cannot reach its rate: restore it (`nvidia-smi -i N -pl DEFAULT_W`) and remove whatever lowers it (a boot script, a DCGM or scheduler power policy, BMC power capping), then re-run.",
     "CLOCKS_LOW": "The SM clock stayed well below what this SKU sustains, with no throttle reason: look for locked or application clocks (`nvidia-smi -q -d CLOCK`; reset with `nvidia-smi -rgc` and `nvidia-smi -rac`), then re-run; if clocks stay low at default settings, reseat the GPU and RMA it.",
     # Stress workers
