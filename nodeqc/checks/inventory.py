@@ -54,7 +54,7 @@ def gpu_present(gpus: list[GpuInfo], on_pci: list[PciDevice]) -> list[CheckResul
         # GPU the driver did not bring up was not looked for. Said, never an empty pass (2026-11-28 audit).
         return [CheckResult("inventory.gpu_present", "node", Verdict.SKIP, "the PCI bus was not read (it lists none "
                             f"of the {len(gpus)} GPU(s) the driver has): GPUs the driver did not bring up were not "
-                            "looked for", code="HOST_UNREADABLE")]
+                            "looked for")]
     results = []
     for slot, dev in enumerate(sorted(on_pci, key=lambda p: p.bus_id)):
         values = {"bus_id": Value(dev.bus_id)}
