@@ -20,8 +20,8 @@ nodeqc/work/workloads.py and nodeqc/core/known_answer.py must then find them:
 Every corruption planted is logged in `planted` (what, where, which bit), so tests can hold what the
 verification reports against what was done.
 - hang: work stops returning once it has started; lost: the GPU falls off the bus after some load.
-- cold_start=S: the first product after each set-up takes S seconds more than the twin's own cold
-  start (COLD_FIRST_PRODUCT_S, which every simulated GPU has, as every real one does);
+- cold_start=S: the first product after each set-up takes S seconds more than the twin's own (its
+  dtype's set-up, SETUP_S, and after idle the cold start COLD_FIRST_PRODUCT_S, as real GPUs showed);
 - no_pulse: while the load swings, products run NO_PULSE_SLOWDOWN times slower (a GPU whose clocks
   collapse whenever its load swings): each burst overruns its period.
 """
@@ -73,6 +73,15 @@ ALL_ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 # product took more than 0.25 s (and a product warm about 1.7 ms: duty 0.084 at 20 ms). The twin's
 # cold start is 0.3 s, an estimate just above that bound; `cold_start=S` adds S.
 COLD_FIRST_PRODUCT_S = 0.3
+# A set-up's cost in a GPU already at work, per dtype: the gap before each dtype's first timed product
+# in the real quick burns (its set-up, its first product, the warm timing), the median of seven runs
+# on the H100 SXM5 and H200 (tests/fixtures/real-2026-11-2*/*quick*.predicate.json, stress.burn's
+# per-dtype start_s against the previous dtype's end_s): fp32 0.19-0.23 s, tf32 0.02-0.03, fp16
+# 0.20-0.28, bf16 0.56-1.03, fp8 1.92-3.40 (cuBLASLt's plan through nvmath-python). fp64, first, follows
+# an idle GPU: its cold start is the pulse's bound above. The twin had 0.3 s for every dtype, so its
+# fp8 computed 4.7 s of its 5 with 5 checks, where the real ones computed 2.5-3.7 s with 2-3.
+SETUP_S = {"fp64": COLD_FIRST_PRODUCT_S, "fp32": 0.2, "tf32": 0.03, "fp16": 0.22, "bf16": 0.84, "fp8": 2.42}
+IDLE_AFTER_S = 1.0  # run-clock seconds without a product after which the GPU has gone idle: a cold start again
 NO_PULSE_SLOWDOWN = 4.0  # a burst sized for half a period takes one and a half periods or more
 
 
@@ -108,6 +117,7 @@ class SimDevice:
         self.model = SIM_GPU_MODELS[spec["scenario"]["gpus"]["model"]]
         # Where corruption strikes: random, but the same for the same scenario seed and GPU.
         self._rng = np.random.default_rng([spec["scenario"].get("seed", 0), self.k])
+        self._last_product_at: float | None = None  # on the run's clock: a GPU idle since is cold again
         self.planted: list[dict[str, Any]] = []
         self._steps = 0
         self._mm: dict[str, Any] = {}
@@ -266,8 +276,12 @@ class SimDevice:
         if "no_pulse" in self.faults and self.shared[self._slot(SLOT_PULSE_S)] > 0:
             seconds *= NO_PULSE_SLOWDOWN
         if mm.pop("cold", False):
-            seconds += COLD_FIRST_PRODUCT_S + self.faults.get("cold_start", 0.0)
+            # After idle, the cold start (clocks ramping, handles made); at work, the dtype's set-up.
+            idle = self._last_product_at is None or self.clock.now() - self._last_product_at > IDLE_AFTER_S
+            setup = SETUP_S.get(mm["dtype"], COLD_FIRST_PRODUCT_S)
+            seconds += (max(setup, COLD_FIRST_PRODUCT_S) if idle else setup) + self.faults.get("cold_start", 0.0)
         self._work(seconds)
+        self._last_product_at = self.clock.now()
         mm["c"] = self._corrupt((mm["a"].astype(np.float64) @ mm["b"].astype(np.float64)).astype(np.float32),
                                 "matmul", mm["dtype"])
         return seconds

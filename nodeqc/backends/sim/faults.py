@@ -108,7 +108,7 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "transient_brake": (_number(20, 2000), "power brake is asserted while the load swings with a period up "
                         "to this many ms, 20 or more (the pulse test finds it)"),
     "cold_start": (_number(0, 60), "the first product after each set-up takes this many seconds more (handle "
-                   "creation, kernel selection, clocks ramping; the twin's own is COLD_FIRST_PRODUCT_S)"),
+                   "creation, kernel selection, clocks ramping; the twin's own is its dtype's SETUP_S, COLD_FIRST_PRODUCT_S after idle)"),
     "no_pulse": (None, "the GPU cannot follow the pulse test's swings: while the load swings its products run "
                  "four times slower, so its bursts overrun their periods (the pulse test finds it)"),
     "no_throttle_counters": (None, "the driver does not count clock-event time (its NVML fields answer NotSupported)"),
