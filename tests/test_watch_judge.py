@@ -164,3 +164,19 @@ def test_an_xid_for_a_gpu_the_driver_does_not_list_is_said(tmp_path):
     assert ("health.xid", "node", Verdict.WARN, "XID_WARNING") in rows(result)
     [said] = [r.message for r in result.results if r.subject == "node" and r.name == "health.xid"]
     assert said == "XID 79 reported for GPU index 99, which the driver does not list: not judged against a GPU"
+
+
+def test_a_state_kept_by_an_older_watch_under_n_a_calls_no_gpu_lost(tmp_path):
+    """Watches before 2026-11-28 kept every GPU without a serial under "N/A": that key is no GPU's."""
+    from nodeqc.run.watch import Observation, judge
+
+    w = Watcher(hardware_for("hgx-h100", None, [], in_service=True), archive=str(tmp_path), clock=FakeClock(T0))
+    try:
+        obs = Observation()
+        w._observe(lambda step: None, obs)
+        old = {"gpus": {"N/A": {"subject": "gpu0", "bus_id": "0000:1b:00.0", "counters": {}, "t": T0 - 60}}}
+        assert not [r for r in judge(obs, old, w.profile, T0) if r.code == "GPU_LOST"]
+        gone = {"gpus": {"1650000000999": {"subject": "gpu9", "bus_id": "0000:ff:00.0", "counters": {}, "t": T0 - 60}}}
+        assert [r.subject for r in judge(obs, gone, w.profile, T0) if r.code == "GPU_LOST"] == ["gpu9"]
+    finally:
+        w.close()

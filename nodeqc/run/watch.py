@@ -325,7 +325,8 @@ def judge(obs: Observation, prev: dict[str, Any], profile: Any, now: float) -> l
             results.append(r)
     listed = set(keys.values())
     for key, was in sorted(before.items()):
-        if key not in listed and isinstance(was, dict):  # seen by an earlier pass, gone now: fallen off the bus, or removed
+        # "N/A": the key watches before 2026-11-28 gave every GPU without a serial, no GPU's own.
+        if key not in listed and key != "N/A" and isinstance(was, dict):  # seen by an earlier pass, gone now
             results.append(CheckResult("health.gpu_lost", str(was.get("subject") or "gpu?"), Verdict.FAIL,
                                        f"GPU {_said(key)} (bus {was.get('bus_id')}), seen by an earlier watch, "
                                        "is no longer listed by the driver", code="GPU_LOST"))
