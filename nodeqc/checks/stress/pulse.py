@@ -10,8 +10,8 @@ from nodeqc.backends.base import COUNTED_REASONS, GpuInfo, decode_reasons
 from nodeqc.checks.common import fmt
 from nodeqc.checks.stress.outcomes import SEED, each_gpu
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
-from nodeqc.core.schema import is_number
 from nodeqc.core.na import is_na
+from nodeqc.core.schema import is_number
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import GpuTelemetry
 from nodeqc.work.workers import Outcome
