@@ -73,6 +73,11 @@ ALL_ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 # product took more than 0.25 s (and a product warm about 1.7 ms: duty 0.084 at 20 ms). The twin's
 # cold start is 0.3 s, an estimate just above that bound; `cold_start=S` adds S.
 COLD_FIRST_PRODUCT_S = 0.3
+# NVML's power reading averages about the last second: at the pulse's 500 ms and 1 s periods it read
+# 418-469 W at both the bursts' and the idle halves' ends on the real H100 SXM5 and H200 (a 0-30 W
+# swing), where the instantaneous field swung 718-785 W to 125-149 W (tests/fixtures/real-2026-11-2*
+# /*quick*.predicate.json: the pulse's power_read). The twin's read a 100 ms mean, and swung 612 W.
+NVML_AVERAGE_S = 1.0
 # A set-up's cost in a GPU already at work, per dtype: the gap before each dtype's first timed product
 # in the real quick burns (its set-up, its first product, the warm timing), the median of seven runs
 # on the H100 SXM5 and H200 (tests/fixtures/real-2026-11-2*/*quick*.predicate.json, stress.burn's
@@ -138,11 +143,11 @@ class SimDevice:
         """Note what the GPU draws from now on; the trace keeps what NVML's window needs."""
         now = self.clock.now()
         watts = sim_power_w(self.model, self.shared[self._slot(SLOT_LOAD)], self.shared[self._slot(SLOT_POWER_W)],
-                            self._fault_pairs)
+                            self._fault_pairs, pulsing=self.shared[self._slot(SLOT_PULSE_S)] > 0)
         self._time_power_cap(now)
         trace = self._power_trace
         trace.append((now, watts))
-        while len(trace) > 1 and trace[1][0] <= now - 2 * NVML_POWER_PERIOD_S:
+        while len(trace) > 1 and trace[1][0] <= now - 2 * NVML_AVERAGE_S:
             trace.pop(0)
 
     def _time_power_cap(self, now: float) -> None:
@@ -159,10 +164,10 @@ class SimDevice:
             self.shared[self._slot(SLOT_CAP_OPEN)] = 0.0
             self.shared[self._slot(SLOT_CAP_S)] += max(0.0, now - self.shared[self._slot(SLOT_CAP_SINCE)])
 
-    def _mean_power(self, end: float) -> float:
-        """The mean power over NVML's window ending at `end` (run clock)."""
+    def _mean_power(self, end: float, window: float = NVML_POWER_PERIOD_S) -> float:
+        """The mean power over `window` seconds ending at `end` (run clock)."""
         trace = self._power_trace
-        start = end - NVML_POWER_PERIOD_S
+        start = end - window
         energy = 0.0
         for i, (t, watts) in enumerate(trace):
             until = trace[i + 1][0] if i + 1 < len(trace) else end
@@ -172,7 +177,7 @@ class SimDevice:
         first = trace[0][0]
         if first > start:  # before the trace began: what it began with
             energy += trace[0][1] * (min(first, end) - start)
-        return energy / NVML_POWER_PERIOD_S
+        return energy / window
 
     def set_pulse(self, period_s: float) -> None:
         """The period the load swings with now (0: steady), which a `transient_brake` GPU reacts to;
@@ -190,17 +195,16 @@ class SimDevice:
 
     def power_reading(self) -> tuple[float | None, float | None]:
         """(power, instantaneous power) in W now, as the worker reads them (without reading noise).
-        NVML averages what the GPU drew over about the last 100 ms: on a real H100 SXM5 pulsing at
-        100 ms both readings, taken at each burst's end and each idle half's end, gave the period's
-        mean (488 W at both), where at 500 ms and 1 s they swung 628-639 W
-        (tests/fixtures/real-2026-11-26/h100-sxm5-quick-pulsed: the pulse's power_read). The
-        instantaneous field is that mean now; the power reading is held from its last update, about
-        ten times a second (NVML_POWER_PERIOD_S)."""
+        The power reading averages about the last second (NVML_AVERAGE_S) and is held from its last
+        update, about ten times a second (NVML_POWER_PERIOD_S); the instantaneous field is the last
+        100 ms's mean now. On the real H100 SXM5 and H200, read at each burst's end and each idle half's
+        end, the instantaneous field swung some 600 W at the 500 ms and 1 s periods and the power
+        reading a few tens (tests/fixtures/real-2026-11-2*: the pulse's power_read)."""
         if not self._power_trace:
             self._trace_power()
         now = self.clock.now()
         held = math.floor(now / NVML_POWER_PERIOD_S) * NVML_POWER_PERIOD_S
-        return self._mean_power(held), self._mean_power(now)
+        return self._mean_power(held, NVML_AVERAGE_S), self._mean_power(now)
 
     def check_alive(self) -> None:
         if self.shared[self._slot(SLOT_LOST)] > 0:

@@ -293,7 +293,7 @@ class SimManagement(GpuManagement):
         # Under full load a measured part draws what it drew computing this dtype (sim_models.Twin).
         full_w = self.node.shared[k * SLOTS + SLOT_POWER_W]
         demand = sim_power_demand_w(m, load, full_w)
-        power = sim_power_w(m, load, full_w, self._fault_pairs(k))
+        power = sim_power_w(m, load, full_w, self._fault_pairs(k), pulsing=self.node.shared[k * SLOTS + SLOT_PULSE_S] > 0)
         # Under full load a healthy GPU runs at its SKU's sustained clock (below its maximum: the
         # power limit holds it there), which the SKU's healthy rates were measured at; at its limit,
         # the clock of the dtype it computes in (half precision holds it lower). A GPU that cannot
