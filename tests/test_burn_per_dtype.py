@@ -168,7 +168,7 @@ def test_a_real_h200_fp8_that_fails_on_its_measured_floor_is_still_sent_to_rma()
     r = _judge("h200-sxm", slow)
     assert (r.verdict, r.code) == (Verdict.FAIL, "BURN_SLOW"), r.message
     assert r.message.startswith("slow at full clocks (1,378 MHz): the GPU computes 0.70 of its SKU's rate per clock "
-                                "(compute defect; RMA)"), r.message
+                                "(compute defect: re-run once to confirm, then RMA)"), r.message
 
 
 def test_a_rate_its_clock_at_the_limit_explains_is_no_defect():

@@ -43,7 +43,7 @@ def test_slow_at_full_clocks_is_a_compute_defect_with_its_rate_per_clock():
     d = diagnose("compute", obs(), H100, 373.6 / 747.1)
     assert d.cause == "defect" and d.code is None and not d.error
     assert d.message == ("slow at full clocks (1,794 MHz): the GPU computes 0.50 of its SKU's rate per clock "
-                         "(compute defect; RMA)")
+                         "(compute defect: re-run once to confirm, then RMA)")
     # The rate per clock allows for a clock a little under healthy: 0.45 of the rate at 0.9 of the clock.
     assert "computes 0.50 of" in diagnose("compute", obs(sm_clock_mhz=0.9 * 1794), H100, 0.45).message
 
@@ -122,7 +122,7 @@ def test_another_process_outranks_every_other_cause():
 def test_memory_at_full_clock_is_a_memory_defect_and_a_held_clock_is_not():
     d = diagnose("memory", obs(), H100, 1420 / 2843)
     assert d.cause == "defect" and d.message == ("slow at full memory clock (2,619 MHz): the memory moves 0.50 of "
-                                                 "its SKU's bandwidth (memory defect; RMA)")
+                                                 "its SKU's bandwidth (memory defect: re-run once to confirm, then RMA)")
     held = diagnose("memory", obs(mem_clock_mhz=0.94 * 2619), H100, 0.9)
     assert held.code == "CLOCKS_LOW" and "memory clock averaged 2,462 MHz of its 2,619 MHz" in held.message
     assert diagnose("memory", obs(mem_clock_mhz=0.95 * 2619), H100, 0.9).cause == "defect"
@@ -476,7 +476,7 @@ def test_end_to_end_slow_at_full_clocks(diagnosed_run):
     # judged in its own span where telemetry saw it under load, else over the whole burn: at 40x
     # compression a span holds a sample or two, so the clock falls anywhere between. All full clocks.
     m = re.match(r"slow at full clocks \(1,(\d{3}) MHz\): the GPU computes 0\.(4[5-9]|50) of its SKU's rate per clock "
-                 r"\(compute defect; RMA\)", r.message)
+                 r"\(compute defect: re-run once to confirm, then RMA\)", r.message)
     assert m and min(TWIN_BURN_MHZ) <= 1000 + int(m.group(1)) <= max(TWIN_BURN_MHZ), r.message
     assert r.evidence["diagnosis"]["cause"] == "defect"
 
@@ -524,7 +524,7 @@ def test_end_to_end_memory_slow_at_full_memory_clock(diagnosed_run):
     # fault was diagnosed in one run and not in the next).
     assert r.evidence["diagnosis"]["cause"] == "defect", r.evidence.get("diagnosis")
     assert r.message.startswith("slow at full memory clock (2,619 MHz): the memory moves 0.50 of its SKU's "
-                                "bandwidth (memory defect; RMA)"), r.message
+                                "bandwidth (memory defect: re-run once to confirm, then RMA)"), r.message
     shared = diagnosed_run[0]["stress.hbm_bandwidth", "gpu3"]  # the co-tenant takes its share of memory too
     assert shared.verdict is Verdict.ERROR and shared.code == "GPU_IN_USE"
 
@@ -658,11 +658,11 @@ BLIND = "with no other process, power cap or throttling seen (no memory-clock re
 
 @pytest.mark.parametrize("mem,top,share,cause,message,code", [
     (0.95 * 2619, 2619, 0.9, "defect",  # exactly at the share: full
-     "slow at full memory clock (2,488 MHz): the memory moves 0.90 of its SKU's bandwidth (memory defect; RMA)", None),
+     "slow at full memory clock (2,488 MHz): the memory moves 0.90 of its SKU's bandwidth (memory defect: re-run once to confirm, then RMA)", None),
     (2488.0, 2619, 0.9, "clocks_low", HELD_MEM, "CLOCKS_LOW"),  # just under it
     (2488.0, 2619, None, "clocks_low", HELD_MEM, "CLOCKS_LOW"),
     (2619.0, 2619, None, "defect", "slow at full memory clock (2,619 MHz): the memory moves less than its SKU "
-     "(memory defect; RMA)", None),
+     "(memory defect: re-run once to confirm, then RMA)", None),
     (None, 2619, 0.5, "defect", f"the memory moves 0.50 of its SKU's bandwidth {BLIND}", None),
     (None, 2619, None, "defect", f"the memory moves less than its SKU {BLIND}", None),
     (0.0, 2619, None, "defect", f"the memory moves less than its SKU {BLIND}", None),
@@ -708,7 +708,7 @@ def test_throttle_whole_diagnosis(kind, kw, message, code):
 def test_throttle_over_no_loaded_time_explains_nothing():
     o = obs(loaded_s=0.0, throttle_s={"hw_slowdown": 5.0, "sw_thermal": 5.0, "sw_power_cap": 5.0})
     assert diagnose("compute", o, H100, 0.5) == Diagnosis(
-        "defect", "slow at full clocks (1,794 MHz): the GPU computes 0.50 of its SKU's rate per clock (compute defect; RMA)",
+        "defect", "slow at full clocks (1,794 MHz): the GPU computes 0.50 of its SKU's rate per clock (compute defect: re-run once to confirm, then RMA)",
         None, False, readings(o, rate_share=0.5))
 
 
@@ -754,7 +754,7 @@ def test_power_low_whole_diagnosis(o, expected, message):
 
 @pytest.mark.parametrize("o,expected,share,cause,message", [
     (obs(sm_clock_mhz=1900.0), H100, 0.5, "defect",  # above the healthy clock: no credit for it
-     "slow at full clocks (1,900 MHz): the GPU computes 0.50 of its SKU's rate per clock (compute defect; RMA)"),
+     "slow at full clocks (1,900 MHz): the GPU computes 0.50 of its SKU's rate per clock (compute defect: re-run once to confirm, then RMA)"),
     (obs(), H100, None, "defect", "slow at 1,794 MHz with no throttling, lowered power limit or other process (SM clock "
      "1,794 MHz, power 660 W of 700 W, no throttling): a compute defect is likely (RMA)"),
     (obs(power_w=None), Expected(), 0.5, "defect", "slow at 1,794 MHz with no throttling, lowered power limit or other "

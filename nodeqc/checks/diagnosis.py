@@ -279,7 +279,7 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
                          f"{expected.sku} {holds}: per clock it computes {per_clock:.2f} of its SKU's rate, so its "
                          f"clock explains the rate (check cooling and power delivery; {CONFIRM})", None)
         return found("defect", f"slow at full clocks ({_mhz(clock)}): the GPU computes {per_clock:.2f} of its SKU's rate per clock ("
-                     + (f"a compute defect if it persists: {CONFIRM})" if no_rma else "compute defect; RMA)"), None)
+                     + (f"a compute defect if it persists: {CONFIRM})" if no_rma else "compute defect: re-run once to confirm, then RMA)"), None)
     if clock:
         return found("defect", f"slow at {_mhz(clock)} with no throttling, lowered power limit or other process "
                      f"({_readings(obs)}): a compute defect is likely ({rma('RMA')})", None)
@@ -321,7 +321,7 @@ def _memory(obs: Observed, rate_share: float | None, found: Any, of: str, no_rma
         return found("defect", f"the memory moves {share} at a memory clock of {_mhz(mem)} (its maximum unknown) with "
                      f"no other process, power cap or throttling seen: a memory defect is likely ({rma})", None)
     return found("defect", f"slow at full memory clock ({_mhz(mem)}): the memory moves {share} "
-                 + (f"(a memory defect if it persists: {CONFIRM})" if no_rma else "(memory defect; RMA)"), None)
+                 + (f"(a memory defect if it persists: {CONFIRM})" if no_rma else "(memory defect: re-run once to confirm, then RMA)"), None)
 
 
 def _link(obs: Observed, found: Any) -> Diagnosis:
