@@ -398,7 +398,7 @@ def test_the_gui_shows_the_watched_nodes_live_health_beside_its_last_qualificati
     history = HistoryList()
     qtbot.addWidget(history)
     history.load(NODE, tmp_path)
-    assert history.watch.text().startswith("Watch: not watched") and "no qualification in the archive" in history.watch.text()
+    assert history.watch.text().startswith("Watch: not watched") and "no passing qualification in the archive" in history.watch.text()
     assert history._timer.isActive() and history._timer.interval() == WATCH_REFRESH_S * 1000
     pred = predicate(NODE, finished_at=stamp(time.time() - 3600), hostname=HOST)
     pred["simulated"] = True
@@ -408,7 +408,7 @@ def test_the_gui_shows_the_watched_nodes_live_health_beside_its_last_qualificati
     history.load(NODE, tmp_path)
     text = history.watch.text()
     assert text.startswith(f"Watch: NEEDS RE-QUALIFICATION since {stamp(clock.t)}") and "health.xid gpu3 XID" in text
-    assert f"last qualification {pred['finished_at']}, no longer valid" in text
+    assert f"last passing qualification {pred['finished_at']}, no longer valid" in text
     assert "#c4161c" in history.watch.styleSheet()
     # Re-qualified, then watched again: the line follows without reloading the list (the timer's refresh).
     archive_passing_qualification(tmp_path)
@@ -520,3 +520,14 @@ def test_two_watches_at_once_keep_what_each_found(tmp_path):
     assert {("gpu3", "XID_REBOOT"), ("gpu5", "ROW_REMAP_FAILED")} <= codes
     with state_lock(NODE, tmp_path):  # the lock is taken and given back
         pass
+
+
+def test_the_history_says_its_times_are_utc_and_which_qualification_the_watch_counts_from(qtbot):
+    """2026-11-28 review: the list's times (the reports' UTC, 'Z' cut off) read as local time, and "last
+    qualification" beside a newer FAIL read as if the node were qualified: it is the last that passed."""
+    pytest.importorskip("PySide6")
+    from nodeqc.gui.history import HistoryList
+
+    history = HistoryList()
+    qtbot.addWidget(history)
+    assert history.tree.headerItem().text(0) == "Finished (UTC)"

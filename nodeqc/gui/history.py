@@ -22,7 +22,7 @@ from nodeqc.archive.watch import last_cleared, load_state, needs_requalification
 from nodeqc.core.errors import UsageError
 from nodeqc.report.answer import COLOURS
 
-COLUMNS = ("Finished", "Verdict", "Failed", "Profile", "Operator", "Ticket", "Signature")
+COLUMNS = ("Finished (UTC)", "Verdict", "Failed", "Profile", "Operator", "Ticket", "Signature")
 MAX_SHOWN = 50  # a node re-tested for years still opens at once (the index verified each file once)
 PATH_ROLE = Qt.ItemDataRole.UserRole
 # How often the watch's line is read again: the watch writes its state once a pass (a minute under the
@@ -98,7 +98,7 @@ class HistoryList(QWidget):
         if self._watched is None:
             return
         node, archive, qualified = self._watched
-        since = f"last qualification {qualified}" if qualified else "no qualification in the archive"
+        since = f"last passing qualification {qualified}" if qualified else "no passing qualification in the archive"
         try:
             state = load_state(node, archive)
         except UsageError as e:
