@@ -321,3 +321,14 @@ def test_advice_follows_the_diagnosis_where_it_ruled_out_the_codes_first_step():
     assert advice("HBM_SLOW", "gpu1", {"diagnosis": {"cause": "clocks_low"}}, "fail") == REMEDIATION["HBM_SLOW"]
     assert advice("HBM_SLOW", "gpu1", None, "fail") == REMEDIATION["HBM_SLOW"]
     assert all(code in REMEDIATION for code, _ in DIAGNOSED_REMEDIATION)
+
+
+def test_the_kernel_logs_xid_and_nvmls_give_one_what_to_do():
+    """2026-11-28 review: the same Xid 48 on GPU 1, from NVML and from the kernel log, read "reset it
+    (`nvidia-smi -r -i 1`)" and "look the code up in NVIDIA's Xid catalogue": two what-to-dos."""
+    from nodeqc.core.codes import advice
+
+    kernel, nvml = advice("KERNEL_XID", "gpu1"), advice("XID_RESET_GPU", "gpu1")
+    for said in (kernel, nvml):
+        assert "`nvidia-smi -r -i 1`" in said and "RMA it" in said
+    assert "look the code up" not in kernel

@@ -112,7 +112,7 @@ REMEDIATION: dict[str, str] = {
     "AER_CORRECTABLE": "Correctable PCIe errors grew on the device or bridge named: reseat the card or riser, check the slot and cables; a rising count means a marginal link.",
     "AER_UNCORRECTABLE": "Uncorrectable PCIe errors on the device or bridge named: reseat the card and riser, check the slot; replace the riser or card if they recur.",
     "AER_MISSING": "The kernel shows no AER counters (aer_dev_correctable): PCIe errors were not watched. Enable AER (pci=noaer not set; firmware-first platforms report them to the BMC instead).",
-    "KERNEL_XID": "The NVIDIA driver logged an Xid for this GPU during the run: look the code up in NVIDIA's Xid catalogue (the message gives its meaning); reset the GPU and re-run; RMA if it recurs.",
+    "KERNEL_XID": "The NVIDIA driver logged an Xid for this GPU: do what NVIDIA's Xid catalogue says of it (the message gives its meaning and action, as health.xid's advice does for the same Xid from NVML): stop the GPU's work, reset it (`nvidia-smi -r -i N`; a GPU on NVLink/NVSwitch may need the node rebooted) and re-run; RMA it if the same Xid returns after the reset.",
     "KERNEL_MCE": "The CPU reported a machine check during the run: decode it (rasdaemon's ras-mc-ctl, or mcelog) for the bank and DIMM or CPU; replace the part it names.",
     "KERNEL_AER": "The kernel logged a PCIe AER error for the device named: reseat the card or riser, check the slot; uncorrected errors recur on failing hardware.",
     "KERNEL_NVME_RESET": "An NVMe drive timed out or was reset during the run: check its SMART log (nvme smart-log), firmware and seating; replace it if it recurs.",
