@@ -20,6 +20,9 @@ MIB = 1024 * 1024
 PLAIN = "plain"  # the plain load (SimDevice.busy_step): the Twin's loaded clock and power under it
 
 
+ESTIMATED_MEM_TEMP_OFFSET_C = 4.0  # memory against GPU temperature where no part was measured (an estimate)
+
+
 @dataclass(frozen=True)
 class Twin:
     """What one real part delivered, figure by figure, for the simulated GPU to reproduce.
@@ -41,8 +44,8 @@ class Twin:
     source: str
     # The memory's temperature against the GPU's under load: the median difference over the loaded
     # samples of the real quick runs (tests/fixtures/real-2026-11-2*/*quick*.telemetry.csv.gz: H100
-    # -4 to -8 C, H200 -7 to -11 C); the untwinned models keep +4 C (an estimate).
-    mem_temp_offset_c: float = 4.0
+    # -4 to -8 C, H200 -7 to -11 C); the untwinned models keep ESTIMATED_MEM_TEMP_OFFSET_C.
+    mem_temp_offset_c: float
 
 
 M26 = "shared/measurements/2026-11-26"
@@ -105,6 +108,11 @@ class SimGpuModel:
     @property
     def sku(self) -> Sku:
         return BY_KEY[self.sku_key]
+
+    @property
+    def mem_temp_offset_c(self) -> float:
+        """The memory's temperature against the GPU's under load: the twin's, measured, else the estimate."""
+        return self.twin.mem_temp_offset_c if self.twin else ESTIMATED_MEM_TEMP_OFFSET_C
 
     @property
     def name(self) -> str:

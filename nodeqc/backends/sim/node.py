@@ -311,7 +311,7 @@ class SimManagement(GpuManagement):
         gen = self.node.value(k, "pcie_gen", m.pcie_gen) if busy or self._in_vm else 1
         width = self.node.value(k, "pcie_width", m.pcie_width)
         temp_c = round(st.temp + rng.gauss(0, 0.4), 1)
-        mem_temp_c = round(st.temp + (m.twin.mem_temp_offset_c if m.twin else 4) + rng.gauss(0, 0.4), 1)
+        mem_temp_c = round(st.temp + m.mem_temp_offset_c + rng.gauss(0, 0.4), 1)
         noise = rng.gauss(0, 0.01 * m.tdp_w)
         instant = power
         if busy and self.node.shared[k * SLOTS + SLOT_PULSE_S] > 0:
