@@ -213,6 +213,21 @@ def test_a_memory_test_that_skipped_a_pattern_is_not_judged():
     assert both.message.endswith("(tolerance 0.5 %) and 1 of its 5 patterns ran; not judged")
 
 
+def test_a_memory_test_shorter_than_the_profile_asked_is_not_judged():
+    # run.memtest_s asks the program to repeat for that long; a result that stopped sooner is a
+    # shorter soak than the one the report would claim.
+    asked = {**memtest(), "rounds": 3, "min_s": 600.0}
+    assert judge_one_memtest({**asked, "elapsed_s": 600.0}).verdict is Verdict.PASS
+    assert judge_one_memtest({**asked, "elapsed_s": 599.9995}).verdict is Verdict.PASS  # to the millisecond
+    r = judge_one_memtest({**asked, "elapsed_s": 42.0})
+    assert (r.verdict, r.code) == (Verdict.ERROR, "MEMTEST_LOAD_NOT_REACHED")
+    assert r.message == "the memory test did not cover what it was asked to: it ran 42 s of the 600 s asked; not judged"
+    assert (r.evidence["min_s"], r.evidence["elapsed_s"]) == (600.0, 42.0)
+    for bad in (float("nan"), "600", True):
+        assert judge_one_memtest({**asked, "elapsed_s": bad}).code == "MEMTEST_LOAD_NOT_REACHED"
+    assert judge_one_memtest({**asked, "elapsed_s": 1.0, "min_s": 0.0}).verdict is Verdict.PASS  # none asked
+
+
 def test_errors_found_fail_whatever_the_coverage_and_old_results_are_judged_as_before():
     r = judge_one_memtest(memtest(coverage=0.1, errors=3))
     assert (r.verdict, r.code) == (Verdict.FAIL, "MEMTEST_ERRORS")
@@ -289,6 +304,7 @@ def test_the_simulated_workloads_prove_their_load_and_pass(device, quick):
     p = {**memtest_params(H100, quick), "retention_s": 0.0}
     r = workloads.memory_test(device, p, _Quiet())
     assert r["fraction"] == 0.9 and r["patterns_planned"] == len(r["passes"]) == (5 if quick else 11)
+    assert r["elapsed_s"] >= r["min_s"] == p["min_s"]
     assert abs(r["bytes"] / r["free_bytes"] - 0.9) < 1e-6
     assert memtest_load_short(r) is None and judge_one_memtest(r).verdict is Verdict.PASS
 

@@ -132,12 +132,14 @@ def memory_test(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
                 total += found
                 errors[k] += found
             rounds += 1
+        elapsed = clock.now() - start
     finally:
         device.set_load(0.0)
         device.release()
     # fraction and patterns_planned: what was asked, for the verdict's proof of coverage.
     return {"bytes": info["bytes"], "free_bytes": info["free_bytes"], "fraction": float(params["fraction"]),
             "patterns_planned": len(program), "rounds": rounds, "min_s": min_s,
+            "elapsed_s": round(elapsed, 3),
             "gbps": round(touched / seconds / 1e9, 1) if seconds else None,
             "passes": [{"pattern": name, "errors": n} for (name, _), n in zip(program, errors)],
             "retention_s": retention_s if params.get("full") else 0,

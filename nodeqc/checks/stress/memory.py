@@ -106,8 +106,8 @@ MEMTEST_COVERAGE_TOLERANCE = 0.005
 
 def memtest_load_short(r: dict[str, Any]) -> str | None:
     """Why the memory test did not prove the coverage it claimed: bytes tested against the fraction
-    of free memory asked, less MEMTEST_COVERAGE_TOLERANCE, and every pattern of its program run.
-    None where it did, and for a result from before the coverage was proven (no `fraction`)."""
+    of free memory asked, less MEMTEST_COVERAGE_TOLERANCE, every pattern of its program run, and the
+    run's seconds against the profile's min_s (where the result records them). None where it did, and for a result from before the coverage was proven (no `fraction`)."""
     if "fraction" not in r:
         return None
     asked, free, tested = float(r["fraction"]), _whole(r["free_bytes"]), _whole(r["bytes"])
@@ -124,6 +124,11 @@ def memtest_load_short(r: dict[str, Any]) -> str | None:
     planned = _whole(r.get("patterns_planned", 0))
     if planned < 1 or len(r["passes"]) < planned:
         said.append(f"{len(r['passes'])} of its {r.get('patterns_planned')!r} patterns ran")
+    asked_s, ran_s = r.get("min_s") or 0, r.get("elapsed_s")
+    if ran_s is not None and (not is_number(ran_s) or not is_number(asked_s) or ran_s < asked_s - 1e-3):
+        # The profile's longer memory test (run.memtest_s) is the soak asked for: fewer seconds
+        # than that is a shorter test, whatever it found (kept to the millisecond, as the copies).
+        said.append(f"it ran {fmt(ran_s, 's')} of the {fmt(asked_s, 's')} asked")
     return "the memory test did not cover what it was asked to: " + " and ".join(said) + "; not judged" \
         if said else None
 
@@ -149,7 +154,8 @@ def judge_memtest(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: di
         if short:  # no errors in less memory than asked is no clean bill: not judged
             return CheckResult(name, g.subject, Verdict.ERROR, short, code="MEMTEST_LOAD_NOT_REACHED",
                                values=values, evidence={**evidence, "fraction": r["fraction"],
-                                                        "patterns_planned": r.get("patterns_planned")},
+                                                        "patterns_planned": r.get("patterns_planned"),
+                                                        **{k: r[k] for k in ("min_s", "elapsed_s") if k in r}},
                                key="coverage_pct")
         rounds = int(r.get("rounds", 1))
         repeated = f", each {rounds} times ({fmt(r.get('min_s'), 's')} asked)" if rounds > 1 else ""
