@@ -244,7 +244,7 @@ def pcie(moved=None, seconds=3.2, min_seconds=3.0, gbps=(55.0, 55.0, 110.0), ver
     return {"h2d_gbps": gbps[0], "d2h_gbps": gbps[1], "bidir_gbps": gbps[2], "verified": verified,
             "mismatch": None if verified else {"count": 1, "first": [{"index": 0, "expected": 1.0, "actual": 0.0,
                                                                       "xor": "0x1"}]},
-            "bytes": 256 << 20, "link": {},
+            "bytes": 256 << 20,
             "moved_bytes": moved or {"h2d": each, "d2h": each, "bidir": 2 * each},
             "seconds": seconds, "min_seconds": min_seconds}
 
@@ -275,6 +275,21 @@ def test_host_copies_that_ended_early_are_not_judged():
     assert (r.verdict, r.code) == (Verdict.ERROR, "PCIE_LOAD_NOT_REACHED")
     assert r.message == "the host copies did not carry their load: the copies lasted 2.5 s of the 3 s planned; not judged"
     assert judge_one_pcie(pcie(seconds=2.998)).code == "PCIE_LOAD_NOT_REACHED"
+
+
+def test_a_link_not_read_under_the_copies_is_said_not_passed_over():
+    # The CuPy backend keeps NVML's error where the link reading failed (backends/cupy_compute.py);
+    # the Gen/width check then had nothing to compare and the result read as if it had.
+    gen5 = {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16}
+    assert judge_one_pcie({**pcie(), "link": gen5}).values["link_during_copy"].value == "Gen5 x16"
+    assert judge_one_pcie({**pcie(), "link": {**gen5, "width": 8}}).code == "PCIE_WIDTH"
+    r = judge_one_pcie({**pcie(), "link": {"error": "Not Supported"}})
+    assert r.verdict is Verdict.PASS and r.values["link_during_copy"].value is None
+    assert r.message.endswith("; the link was not read during the copies (Not Supported): health.pcie_link judges it")
+    for bad in ({}, {**gen5, "gen": None}, {**gen5, "width": "16"}, "Gen5"):
+        said = judge_one_pcie({**pcie(), "link": bad})
+        assert said.message.endswith("the link was not read during the copies (no reading): health.pcie_link judges it")
+    assert "link_during_copy" not in judge_one_pcie(pcie()).values  # a result from before: as before
 
 
 def test_wrong_copies_fail_whatever_their_load_and_old_results_are_judged_as_before():

@@ -91,7 +91,7 @@ def hbm_result(gbps: float) -> dict:
 
 def pcie_result(h2d: float, d2h: float | None = None) -> dict:
     return {"h2d_gbps": h2d, "d2h_gbps": h2d if d2h is None else d2h, "bidir_gbps": 2 * h2d, "verified": True,
-            "mismatch": None, "link": {}}
+            "mismatch": None}
 
 
 # Each per-GPU judge with the figure that feeds its floor and the node-median outlier rule.

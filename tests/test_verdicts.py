@@ -72,7 +72,7 @@ def judge_hbm(results: list[dict], **limits):
 
 def pcie_result(h2d=55.0, d2h=None, verified=True, link=None, mismatch=None):
     return {"h2d_gbps": h2d, "d2h_gbps": h2d if d2h is None else d2h, "bidir_gbps": 2 * h2d, "verified": verified,
-            "mismatch": mismatch, "link": link or {}}
+            "mismatch": mismatch, **({"link": link} if link is not None else {})}
 
 
 def judge_pcie(results: list[dict], **limits):

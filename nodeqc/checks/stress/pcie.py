@@ -5,6 +5,7 @@ while the copies ran."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from nodeqc.backends.base import GpuInfo
@@ -13,6 +14,7 @@ from nodeqc.checks.diagnosis import Expected, Observed, explain
 from nodeqc.checks.stress.outcomes import (GIB, HELD_TOLERANCE_S, MIB, each_gpu, median_or_none, node_outlier,
                                            wrong_data)
 from nodeqc.core.model import CheckResult, Value, Verdict
+from nodeqc.core.schema import is_number
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import GpuTelemetry
 from nodeqc.work.workers import Outcome
@@ -68,8 +70,16 @@ def judge_pcie(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             findings.append(Judgement(Verdict.FAIL, "PCIE_COPY_CORRUPT",
                                     "data copied to the GPU and back came back wrong" + wrong_data(r["mismatch"], "byte")))
         values = {k: Value(r[k], "GB/s") for k in ("h2d_gbps", "d2h_gbps", "bidir_gbps")}
-        link = r.get("link", {})
-        if "gen" in link:
+        # A result without "link" is from before the link was read under the copies: judged as before.
+        link, unread = r.get("link"), None
+        read = isinstance(link, dict) and all(is_number(link.get(k)) for k in ("gen", "width", "max_gen", "max_width"))
+        if link is not None and not read:
+            # NVML's answer failed (the backend keeps its error) or is no link: health.pcie_link still
+            # judges the link from telemetry, but this check must not read as having seen it.
+            error = link.get("error") if isinstance(link, dict) else None
+            unread = f"the link was not read during the copies ({error or 'no reading'})"
+            values["link_during_copy"] = Value(None)
+        elif read:
             gen, width = link["gen"], link["width"]
             values["link_during_copy"] = Value(f"Gen{gen} x{width}")
             want_gen = profile.get("gpu", "pcie_gen", link["max_gen"])
@@ -86,6 +96,8 @@ def judge_pcie(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             if outlier:
                 findings.append(outlier)
         result = fold(name, g.subject, findings, values, thresholds, key="h2d_gbps")
+        if unread:
+            result = replace(result, message=f"{result.message}; {unread}: health.pcie_link judges it")
         expected = Expected.of(g)
         share = expected.share({"h2d": r["h2d_gbps"], "d2h": r["d2h_gbps"]},
                                {"h2d": medians["h2d_gbps"], "d2h": medians["d2h_gbps"]})
