@@ -286,14 +286,58 @@ def test_the_earliest_failure_of_a_kind_wins_across_gpus():
     assert results[2].message == "a known-answer product came back wrong 700 s into the burn-in (5 element(s))"
 
 
-def test_a_short_burn_in_is_too_short_to_judge_and_says_so():
+def test_a_burn_in_of_one_window_shows_no_drift_and_is_not_judged():
+    """Before, one window passed as "too short to judge drift": a stability check that showed none."""
     gpu = GpuInfo(index=0, name="x", uuid="u", bus_id="b", slot=0)
     rec = BurnInRecorder([gpu])
     rec.add_window("gpu0", {"t_s": 0, "tflops": 700.0, "sdc": None})
     done = Outcome(Task("matmul_burn", 0, {}, 60.0), STATUS_OK, elapsed_s=60.0)
     [r], section = judge_burn_in([gpu], {0: done}, rec, {}, load_profile("generic"), 0.0, 1.0)
-    assert (r.verdict, r.code, r.message, r.key) == (Verdict.PASS, None, "too short to judge drift", "windows")
+    assert (r.verdict, r.code, r.message) == (
+        Verdict.ERROR, "BURN_IN_SHORT", "the burn-in recorded 1 window(s), and drift needs 2: its stability was not shown")
     assert {k: v.value for k, v in r.values.items()} == {"windows": 1} and section["first_failures"] == []
+    rec.add_window("gpu0", {"t_s": 60, "tflops": 699.0, "sdc": None})
+    [r], _ = judge_burn_in([gpu], {0: done}, rec, {}, load_profile("generic"), 0.0, 1.0)
+    assert (r.verdict, r.message) == (Verdict.PASS, "2 windows: 700.0 -> 699.0 TFLOP/s, results exact")
+    # Windows that carry no rate show no drift either.
+    rec = BurnInRecorder([gpu])
+    for t in (0, 60):
+        rec.add_window("gpu0", {"t_s": t, "sdc": None})
+    [r], _ = judge_burn_in([gpu], {0: done}, rec, {}, load_profile("generic"), 0.0, 1.0)
+    assert (r.verdict, r.code, r.message) == (Verdict.ERROR, "BURN_IN_SHORT",
+                                              "no matmul rate in its 2 windows: its drift was not shown")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--burn-in", "1s"], "--burn-in 1s: a burn-in shows drift from its first window to its last, 2 windows of "
+                          "at least 60 s; give at least 2m"),
+    (["--burn-in", "119s"], "--burn-in 119s: "),
+])
+def test_a_burn_in_too_short_to_show_drift_is_refused_before_any_work(args, said, tmp_path):
+    p = cli("--headless", "--profile", "h100", "--simulate", "h100", "--quick", "--out", str(tmp_path / "o"), *args)
+    assert p.returncode == 2 and said in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert not any((tmp_path / "o").rglob("*"))  # nothing ran, no report
+    profile = tmp_path / "short.toml"
+    profile.write_text('extends = "h100"\ndescription = "x"\n[run]\nburn_in_s = 30\n')
+    p = cli("--headless", "--profile", str(profile), "--simulate", "h100", "--quick", "--out", str(tmp_path / "o"))
+    assert p.returncode == 2 and "[run] burn_in_s = 30 in the profile: a burn-in shows drift" in p.stderr
+
+
+def test_the_shortest_burn_in_accepted_records_the_windows_drift_needs():
+    from nodeqc.backends.sim.compute import SimDevice
+    from nodeqc.backends.sim.node import SimNode
+    from nodeqc.backends.sim.scenario import load_scenario
+    from nodeqc.checks.burnin import BURN_IN_MIN_S, BURN_IN_MIN_WINDOWS, BURN_IN_WINDOW_MIN_S
+    from nodeqc.work import workloads
+
+    class Quiet:
+        def progress(self, *a, **k):
+            pass
+
+    device = SimDevice(SimNode(load_scenario("h100"), [], time_scale=1e4).compute_spec(), 0)
+    r = workloads.burn_in(device, {"seconds": BURN_IN_MIN_S, "window_s": BURN_IN_WINDOW_MIN_S, "dtype": "bf16",
+                                   "seed": 1, "hbm_bytes": 1 << 20, "pcie_bytes": 1 << 20}, Quiet())
+    assert r["windows"] >= BURN_IN_MIN_WINDOWS and r["seconds"] >= BURN_IN_MIN_S
 
 
 def test_snapshot_keeps_the_latest_of_each_gpu():

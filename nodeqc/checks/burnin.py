@@ -117,6 +117,15 @@ def _drift(items: list[dict[str, Any]], key: str) -> tuple[float, float] | None:
     return statistics.mean(values[:n]), statistics.mean(values[-n:])
 
 
+# Drift is the first windows' figures against the last ones' (_drift), so a burn-in shows it only
+# with two windows or more. Each window is at least BURN_IN_WINDOW_MIN_S of the run's clock (the
+# runner's window is seconds / 200, no shorter): a burn-in asked for less than BURN_IN_MIN_S could
+# show none, and is refused before it starts (run/flow.py). nodeqc's choice: a minute of load is
+# what gpu-burn's own reports average over.
+BURN_IN_MIN_WINDOWS = 2
+BURN_IN_WINDOW_MIN_S = 60.0
+BURN_IN_MIN_S = BURN_IN_MIN_WINDOWS * BURN_IN_WINDOW_MIN_S
+
 # The burn-in's loop ends at the first window past its planned seconds, so a whole burn-in reports
 # at least its plan; nine tenths leaves room for a clock read before the last window closed.
 BURN_IN_MIN_SHARE = 0.9
@@ -124,13 +133,14 @@ BURN_IN_MIN_SHARE = 0.9
 
 def _burn_in_short(o: Outcome, rec: Any) -> str | None:
     """Why a burn-in that ended well did not do its work: fewer seconds than planned (the worker's own
-    count, on the run's clock), or no window recorded. None where it did."""
+    count, on the run's clock), or fewer windows than drift is judged from. None where it did."""
     planned, ran = o.task.params.get("seconds"), (o.result or {}).get("seconds")
     if isinstance(planned, (int, float)) and planned > 0 and (
             not isinstance(ran, (int, float)) or not ran >= BURN_IN_MIN_SHARE * planned):
         return f"the burn-in ran {ran!r} s of its {planned:g} s in {len(rec.windows)} window(s)"
-    if not rec.windows:
-        return "the burn-in recorded no window"
+    if len(rec.windows) < BURN_IN_MIN_WINDOWS:
+        return (f"the burn-in recorded {len(rec.windows)} window(s), and drift needs {BURN_IN_MIN_WINDOWS}"
+                if rec.windows else "the burn-in recorded no window")
     return None
 
 
@@ -195,8 +205,9 @@ def judge_burn_in(gpus: list[GpuInfo], outcomes: dict[int, Outcome], recorder: B
             findings.append(judge(limit, fall, "BURN_IN_DRIFT", "matmul rate fell from start to end by", "%"))
         if temp:
             values["temp_start"], values["temp_end"] = Value(round(temp[0], 1), "C"), Value(round(temp[1], 1), "C")
-        if not findings:
-            findings.append(Judgement(Verdict.PASS, None, "too short to judge drift"))
+        if not findings:  # windows without a rate: the worker's figures, not its time, were missing
+            findings.append(Judgement(Verdict.ERROR, "BURN_IN_SHORT", f"no matmul rate in its {len(rec.windows)} "
+                                      "windows: its drift was not shown"))
         result = fold(name, g.subject, findings, values, [limit], key="rate_fall_pct" if rate else "windows")
         if result.verdict is Verdict.PASS and rate:
             result.message = (f"{len(rec.windows)} windows: {rate[0]:.1f} -> {rate[1]:.1f} TFLOP/s"

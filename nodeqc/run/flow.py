@@ -125,6 +125,20 @@ def ensure_writable(directory: Path) -> None:
         raise UsageError(f"{directory}: cannot write reports there: {e.strerror}") from None
 
 
+def check_burn_in(chosen: float | None, profile: Any) -> None:
+    """A burn-in too short to show drift (fewer than two windows) is refused before any work: it
+    could only end as BURN_IN_SHORT, hours of checks later. `chosen` is --burn-in's seconds, else
+    the profile's [run] burn_in_s applies (0: none)."""
+    from nodeqc.checks.burnin import BURN_IN_MIN_S, BURN_IN_MIN_WINDOWS, BURN_IN_WINDOW_MIN_S
+
+    seconds = float(profile.get("run", "burn_in_s", 0) if chosen is None else chosen)
+    if 0 < seconds < BURN_IN_MIN_S:
+        where = f"[run] burn_in_s = {seconds:g} in the profile" if chosen is None else f"--burn-in {seconds:g}s"
+        raise UsageError(f"{where}: a burn-in shows drift from its first window to its last, "
+                         f"{BURN_IN_MIN_WINDOWS} windows of at least {BURN_IN_WINDOW_MIN_S:g} s; "
+                         f"give at least {BURN_IN_MIN_S / 60:g}m")
+
+
 def baseline_of(path: str | None, profile: Any) -> Any:
     from nodeqc.spec.baseline import Baseline
 
@@ -305,6 +319,7 @@ class RunFlow:
         from nodeqc.spec.peers import parse_peers
 
         a = self.args
+        check_burn_in(a.burn_in, profile)
         repair = repair or getattr(a, "repair", None)
         # A fresh look at the archive for each run: the window's runs are on threads of their own (an
         # index connection is its thread's), and the first run may have created the signing key.

@@ -22,7 +22,7 @@ from nodeqc.backends.bmc import BmcWatch
 from nodeqc.backends.gpus import open_gpus
 from nodeqc.checks import conformance, health, host as host_checks, inventory
 from nodeqc.checks import host_stress as host_stress_checks
-from nodeqc.checks.burnin import BurnInRecorder, judge_burn_in, status_line
+from nodeqc.checks.burnin import BURN_IN_WINDOW_MIN_S, BurnInRecorder, judge_burn_in, status_line
 from nodeqc.checks.common import as_replayed
 from nodeqc.checks.processes import gpu_free
 from nodeqc.checks.stress import plan as stress_plan
@@ -450,7 +450,7 @@ class Runner:
         if seconds <= 0 or not gpus or self.aborted or not self.options.selection.includes("burnin.stability"):
             return
         name = "burnin.stability"
-        window_s = max(60.0, seconds / 200)
+        window_s = max(BURN_IN_WINDOW_MIN_S, seconds / 200)
         # A checkpoint (journal record, status line) at least every 5 minutes of an 8-hour burn-in: a
         # burn-in must not be silent for hours (gpu-burn prints every few seconds).
         checkpoint_s = max(60.0, min(300.0, seconds / 50))
