@@ -180,3 +180,20 @@ def test_a_state_kept_by_an_older_watch_under_n_a_calls_no_gpu_lost(tmp_path):
         assert [r.subject for r in judge(obs, gone, w.profile, T0) if r.code == "GPU_LOST"] == ["gpu9"]
     finally:
         w.close()
+
+
+def test_the_nvlink_fabric_registration_is_watched_on_a_tray_that_has_one(tmp_path):
+    """Before, `nodeqc watch` read each GPU's fabric state and judged none of it: a GB200 tray whose
+    GPU the fabric had dropped, or whose bandwidth it had degraded, was healthy."""
+    healthy = run(tmp_path / "a", FakeClock(T0), scenario="gb200-nvl72-tray")
+    assert healthy.exit_code == EXIT_HEALTHY
+    assert {r[2] for r in rows(healthy, "inventory.nvlink_fabric")} == {Verdict.PASS}
+    assert len(rows(healthy, "inventory.nvlink_fabric")) == 4
+    dropped = run(tmp_path / "b", FakeClock(T0), "gpu2:fabric_unregistered=not_started", scenario="gb200-nvl72-tray")
+    assert dropped.exit_code == EXIT_ATTENTION
+    assert ("inventory.nvlink_fabric", "gpu2", Verdict.FAIL, "FABRIC_NOT_REGISTERED") in rows(dropped)
+    degraded = run(tmp_path / "c", FakeClock(T0), "gpu1:fabric_degraded", scenario="gb200-nvl72-tray")
+    assert degraded.exit_code == EXIT_ATTENTION
+    assert [r for r in rows(degraded, "inventory.nvlink_fabric") if r[2] is not Verdict.PASS] == [
+        ("inventory.nvlink_fabric", "gpu1", Verdict.FAIL, "FABRIC_DEGRADED")]
+    assert rows(run(tmp_path / "d", FakeClock(T0)), "inventory.nvlink_fabric") == []  # no fabric: no rows

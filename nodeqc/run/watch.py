@@ -28,6 +28,7 @@ from nodeqc.archive.watch import (STICKY_CODES, XID_CODES, WatchFinding, WatchSt
 from nodeqc.backends.base import GpuCounters, GpuInfo, GpuSample, HostInfo, IbPort, NicInfo, XidEvent
 from nodeqc.backends.platform import HostCounters
 from nodeqc.checks import health, host_health, inventory, nic as nic_checks
+from nodeqc.checks.fabric_state import nvlink_fabric
 from nodeqc.core.errors import BackendUnavailable, GpuLostError, UsageError
 from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.core.na import NA, is_na
@@ -284,6 +285,9 @@ def judge(obs: Observation, prev: dict[str, Any], profile: Any, now: float) -> l
     results: list[CheckResult] = [inventory.gpu_count(obs.gpus, profile)]
     if obs.host is not None:
         results += inventory.gpu_present(obs.gpus, obs.host.nvidia_gpus_on_pci)
+    # The NVLink fabric registration, as a run's inventory judges it: on a rack-scale tray the fabric
+    # can drop a GPU or degrade its bandwidth long after qualification (none on a node without one).
+    results += nvlink_fabric(obs.gpus, profile)
     before = prev.get("gpus") or {}
     keys = gpu_keys(obs.gpus)
     for g in obs.gpus:
