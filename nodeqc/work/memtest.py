@@ -96,7 +96,7 @@ def memory_test(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
         share = done / steps if rounds == 0 else (clock.now() - start) / min_s
         report.progress(min(1.0, share), errors=total + found, rounds=rounds + 1)
 
-    device.set_load(0.8)
+    device.set_load(1.0)
     try:
         while rounds == 0 or clock.now() - start < min_s:
             done = 0
@@ -114,7 +114,7 @@ def memory_test(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
                         s = device.memtest_move(value, flag)
                     elif op == "wait":
                         idle(device, retention_s, lambda: progress(found))
-                        device.set_load(0.8)
+                        device.set_load(1.0)
                     else:
                         count, recs, s = device.memtest_address_lines()
                     found += count

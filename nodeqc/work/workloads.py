@@ -369,7 +369,7 @@ def pcie_bandwidth(device: Any, params: dict[str, Any], report: Reporter) -> dic
     best: dict[str, float] = {}
     moved_bytes = {"h2d": 0, "d2h": 0, "bidir": 0}  # bytes the timed copies moved, for the verdict's proof
     clock = device.clock
-    device.set_load(0.6)
+    device.set_load(1.0)
     start = clock.now()
     try:
         for n, direction in enumerate(("h2d", "d2h", "bidir")):

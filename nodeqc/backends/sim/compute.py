@@ -36,10 +36,11 @@ import numpy as np
 
 from nodeqc.backends.base import Clock
 from nodeqc.backends.cublaslt import fp8_unsupported
-from nodeqc.backends.sim.models import MIB, PLAIN, SIM_GPU_MODELS
+from nodeqc.backends.sim.models import HBM_WORK, MEMTEST_WORK, MIB, PCIE_WORK, PLAIN, SIM_GPU_MODELS
 from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
                                        SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
-                                       SLOT_LOST, SLOT_POWER_W, SLOT_PULSE_S, SLOT_SWUNG, SLOTS, transient_braking)
+                                       SLOT_LOST, SLOT_MEM_UTIL, SLOT_POWER_W, SLOT_PULSE_S, SLOT_SWUNG, SLOTS,
+                                       transient_braking)
 from nodeqc.backends.sim.physics import (COTENANT_SHARE, LOST_AFTER_S, NVML_POWER_PERIOD_S, cotenant_active,
                                          held_by_limit, sim_clock, sim_power_w)
 from nodeqc.core.errors import GpuLostError
@@ -129,6 +130,7 @@ class SimDevice:
         self._mem: np.ndarray | None = None
         self._stream: tuple[np.ndarray, np.ndarray] | None = None
         self._power_trace: list[tuple[float, float]] = []  # (from t, W): what this GPU draws, as it changes
+        self._doing: str | None = None  # the work whose clock and power the shared slots hold (_computing)
 
     # ------------------------------------------------------------------ life and load
 
@@ -228,10 +230,16 @@ class SimDevice:
         self._work(seconds)
 
     def _computing(self, dtype: str | None) -> None:
-        """The GPU's loaded clock and power follow what it computes in (sim_models: the twin's
-        figures per dtype where the part was measured, else nodeqc.core.skus.Sku.loaded_clock)."""
+        """The GPU's loaded clock, power and memory utilisation follow what it computes in, or which
+        work that is not matmul it does (sim_models: the twin's figures where the part was measured,
+        else nodeqc.core.skus.Sku.loaded_clock and the estimates). Called as the work changes: the
+        burn-in turns from matmul to copies and back in every window."""
+        if dtype == self._doing and dtype is not None:
+            return
+        self._doing = dtype
         self.shared[self._slot(SLOT_CLOCK_MHZ)] = self.model.loaded_clock(dtype)
         self.shared[self._slot(SLOT_POWER_W)] = self.model.loaded_power_w(dtype)
+        self.shared[self._slot(SLOT_MEM_UTIL)] = self.model.mem_util_share(dtype)
         self._trace_power()
 
     def _share(self) -> float:
@@ -274,7 +282,8 @@ class SimDevice:
     def matmul_run(self, iters: int) -> float:
         """`iters` products, timed as the GPU model would take them at its sustained rate."""
         mm = self._mm
-        clock_share, _ = sim_clock(self.model, self._fault_pairs)
+        self._computing(mm["dtype"])
+        clock_share, _ = sim_clock(self.model, self._fault_pairs, self.shared[self._slot(SLOT_POWER_W)])
         rate = self.model.tflops[mm["dtype"]] * self.faults.get("slow", 1.0) * clock_share * self._share() * 1e12
         seconds = iters * 2 * mm["n"] ** 3 / rate
         if "no_pulse" in self.faults and self.shared[self._slot(SLOT_PULSE_S)] > 0:
@@ -327,6 +336,7 @@ class SimDevice:
         """Two buffers for copy and triad; returns the bytes one pass of either moves (read + write)."""
         self._stream = (np.arange(1 << 16, dtype=np.float32), np.arange(1 << 16, dtype=np.float32))
         self._stream_nominal = nbytes
+        self._computing(HBM_WORK)
         return 2 * nbytes
 
     def stream_copy_choice(self) -> dict[str, Any] | None:
@@ -335,6 +345,7 @@ class SimDevice:
 
     def stream_run(self, kind: str, iters: int) -> float:
         init, a = self._stream
+        self._computing(HBM_WORK)
         moved = (2 if kind == "copy" else 3) * self._stream_nominal * iters
         seconds = moved / (self._hbm_rate() * (1.0 if kind == "copy" else self.model.triad_share))
         self._work(seconds)
@@ -358,6 +369,7 @@ class SimDevice:
         self._mem_nominal = int(free * fraction) // 8 * 8
         self._mem = np.zeros(SIM_MEMTEST_WORDS, dtype=np.uint64)
         self._index = np.arange(SIM_MEMTEST_WORDS, dtype=np.uint64)
+        self._computing(MEMTEST_WORK)
         return {"bytes": self._mem_nominal, "free_bytes": free, "base_address": SIM_BASE_ADDRESS,
                 "words": SIM_MEMTEST_WORDS}  # the words actually patterned
 
@@ -442,8 +454,10 @@ class SimDevice:
     def pcie_setup(self, nbytes: int) -> None:
         self._pcie = (np.arange(1 << 16, dtype=np.uint64).astype(np.uint8), np.zeros(1 << 16, dtype=np.uint8))
         self._pcie_nominal = nbytes
+        self._computing(PCIE_WORK)
 
     def pcie_run(self, direction: str, iters: int) -> float:
+        self._computing(PCIE_WORK)
         healthy = self.model.d2h_gbps if direction == "d2h" else self.model.h2d_gbps
         rate = healthy * self.link_factor() * 1e9
         # Both directions at once share nothing on a full-duplex link, but each is a little slower.

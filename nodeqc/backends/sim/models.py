@@ -18,6 +18,19 @@ from nodeqc.core.skus import BY_KEY, Sku
 
 MIB = 1024 * 1024
 PLAIN = "plain"  # the plain load (SimDevice.busy_step): the Twin's loaded clock and power under it
+# The work that is not matmul: the STREAM kernels, the memory test's sweeps and the host copies.
+HBM_WORK, MEMTEST_WORK, PCIE_WORK = "hbm", "memtest", "pcie"
+MEMORY_WORK = (HBM_WORK, MEMTEST_WORK, PCIE_WORK)
+# None of them brings a GPU to its power limit: on the real H100 SXM5 and H200 each ran at the maximum
+# SM clock (1980 MHz) with no clock-event reason, at 98-100 % utilisation, the memory's utilisation 100 %
+# for the copies and the sweeps and 2 % for the host copies (tests/fixtures/real-2026-11-27/
+# *-flat-copy and *-kept-workers telemetry, while each step's kernels ran). Their power where no part was
+# measured: the H100's (below) as a share of its 700 W limit, an estimate.
+MEMORY_WORK_POWER_SHARE = {HBM_WORK: 0.66, MEMTEST_WORK: 0.71, PCIE_WORK: 0.20}
+MEM_UTIL_SHARE = {HBM_WORK: 1.0, MEMTEST_WORK: 1.0, PCIE_WORK: 0.02}
+# Under matmul the memory's utilisation read 32-38 % in the pulse's bursts and 20-34 % in the captures
+# (same fixtures; shared/measurements/2026-11-26/capture-*.json).
+MATMUL_MEM_UTIL_SHARE = 0.33
 
 
 ESTIMATED_MEM_TEMP_OFFSET_C = 4.0  # memory against GPU temperature where no part was measured (an estimate)
@@ -60,7 +73,11 @@ M26 = "shared/measurements/2026-11-26"
 H100_SXM5_TWIN = Twin(
     tflops={"fp64": 59.04, "fp32": 51.46, "tf32": 356.25, "fp16": 651.86, "bf16": 677.38, "fp8": 1223.38},
     sm_mhz={"fp64": 1795, "fp32": 1975, "tf32": 1412, "fp16": 1291, "bf16": 1369, "fp8": 1272, PLAIN: 1332},
-    power_w={"fp64": 663.4, "fp32": 680.7, "tf32": 698.1, "fp16": 683.5, "bf16": 662.9, "fp8": 606.9, PLAIN: 676.7},
+    power_w={"fp64": 663.4, "fp32": 680.7, "tf32": 698.1, "fp16": 683.5, "bf16": 662.9, "fp8": 606.9, PLAIN: 676.7,
+             # The instantaneous field while the copies, sweeps and host copies ran (real-2026-11-27
+             # kept-workers and flat-copy: 440-472, 403 and 611, 136-152 W); the memory test's from two
+             # samples, their middle.
+             HBM_WORK: 460.0, MEMTEST_WORK: 500.0, PCIE_WORK: 143.0},
     # The copy of the kernel with a thread a vector (kept since 2026-11-27: quick run vm-20261127T171934Z,
     # tests/fixtures/real-2026-11-27/h100-sxm5-quick-flat-copy); the looping kernels read 2847.5.
     copy_gbps=3016.6, triad_gbps=2914.7, h2d_gbps=55.3, d2h_gbps=55.2, bidir_gbps=96.4, memtest_gbps=2872.6,
@@ -71,7 +88,9 @@ H100_SXM5_TWIN = Twin(
 H200_SXM_TWIN = Twin(
     tflops={"fp64": 59.53, "fp32": 51.26, "tf32": 344.91, "fp16": 639.14, "bf16": 663.68, "fp8": 1212.4},
     sm_mhz={"fp64": 1801, "fp32": 1980, "tf32": 1508, "fp16": 1399, "bf16": 1473, "fp8": 1390, PLAIN: 1418},
-    power_w={"fp64": 664.1, "fp32": 675.9, "tf32": 692.0, "fp16": 665.9, "bf16": 600.1, "fp8": 594.7, PLAIN: 670.2},
+    power_w={"fp64": 664.1, "fp32": 675.9, "tf32": 692.0, "fp16": 665.9, "bf16": 600.1, "fp8": 594.7, PLAIN: 670.2,
+             # As the H100's (real-2026-11-27/h200-sxm-quick-flat-copy: 531-572, 491 and 747, 132-133 W).
+             HBM_WORK: 550.0, MEMTEST_WORK: 620.0, PCIE_WORK: 133.0},
     # The thread-a-vector copy (quick run vm-20261127T171545Z, real-2026-11-27/h200-sxm-quick-flat-copy);
     # the looping kernels read 3988.2.
     copy_gbps=4242.6, triad_gbps=4158.4, h2d_gbps=55.4, d2h_gbps=55.3, bidir_gbps=101.4, memtest_gbps=3921.7,
@@ -170,14 +189,24 @@ class SimGpuModel:
         no load. Without a twin: the SKU's loaded clock of the dtype (the plain load is fp16)."""
         if not dtype:
             return 0.0
+        if dtype in MEMORY_WORK:
+            return float(self.max_sm_mhz)
         if self.twin and dtype in self.twin.sm_mhz:
             return self.twin.sm_mhz[dtype]
         return self.sku.loaded_clock([PLAIN_LOAD_DTYPE if dtype == PLAIN else dtype])
 
     def loaded_power_w(self, dtype: str | None) -> float:
         """The power a healthy part draws under full load of `dtype`; 0: not measured (the node's
-        general share of the limit applies)."""
-        return self.twin.power_w.get(dtype, 0.0) if self.twin and dtype else 0.0
+        general share of the limit applies). The work that is not matmul: the twin's, else its share
+        of the limit (MEMORY_WORK_POWER_SHARE, an estimate)."""
+        if self.twin and dtype in self.twin.power_w:
+            return self.twin.power_w[dtype]
+        return MEMORY_WORK_POWER_SHARE[dtype] * self.tdp_w if dtype in MEMORY_WORK else 0.0
+
+    @staticmethod
+    def mem_util_share(dtype: str | None) -> float:
+        """The memory's utilisation under full load of this work, as a share."""
+        return MEM_UTIL_SHARE.get(dtype or "", MATMUL_MEM_UTIL_SHARE)
 
     @property
     def has_row_remapping(self) -> bool:

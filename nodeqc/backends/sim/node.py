@@ -26,20 +26,22 @@ from typing import Any
 from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounters, GpuInfo, GpuManagement,
                                   GpuProcess, GpuSample, HostBackend, HostInfo, IbPort, NicBackend, NicInfo, PciDevice,
                                   TrafficJob, TrafficOutcome, TrafficSession, XidEvent, decode_reasons)
-from nodeqc.backends.nic import IB_COUNTERS
-from nodeqc.backends.sim.models import INSTANT_OVERSHOOT, MIB, SimGpuModel
+from nodeqc.backends.nic import IB_COUNTERS, INSTALL
+from nodeqc.backends.sim.models import INSTANT_OVERSHOOT, MATMUL_MEM_UTIL_SHARE, MIB, SimGpuModel
 from nodeqc.backends.sim.physics import (COTENANT, LOADED, NVML_POWER_PERIOD_S, RAMP_S, THERMAL_TAU_S, XID_AFTER_S,
                                          cotenant_active, held_by_limit, sim_clock, sim_power_demand_w, sim_power_w)
 from nodeqc.backends.sim.scenario import Scenario
 from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
                                        SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
-                                       SLOT_LOST, SLOT_POWER_W, SLOT_PULSE_S, SLOTS, transient_braking)
+                                       SLOT_LOST, SLOT_MEM_UTIL, SLOT_POWER_W, SLOT_PULSE_S, SLOTS, transient_braking)
 from nodeqc.backends.sim.faults import Fault, check_range
 from nodeqc.core import fabric
 from nodeqc.core.errors import GpuLostError, UsageError
-from nodeqc.core.na import NA
+from nodeqc.core.na import NA, is_na
 
 GIB = 1024 ** 3
+POWER_NOISE_SHARE = 0.004
+VIRTIO_MBPS = 10_000
 # Users' work a watched node has done (SimNode.in_service): past every fault's onset under load
 # (XID_AFTER_S, LOST_AFTER_S, RAMP_S in nodeqc.backends.sim.physics: a few seconds).
 IN_SERVICE_S = 60.0
@@ -303,7 +305,7 @@ class SimManagement(GpuManagement):
         full = dtype_clock if dtype_clock and at_limit else m.sku.healthy_sm_mhz
         clock = m.idle_sm_mhz + load * (min(full, m.max_sm_mhz) - m.idle_sm_mhz)
         if busy:
-            clock *= sim_clock(m, self._fault_pairs(k))[0]
+            clock *= sim_clock(m, self._fault_pairs(k), full_w)[0]
         if self._braking(k):
             clock *= 0.5
         # Links downtrain at idle on bare metal; in the measured VMs the link read Gen5 x16 at idle in
@@ -312,7 +314,10 @@ class SimManagement(GpuManagement):
         width = self.node.value(k, "pcie_width", m.pcie_width)
         temp_c = round(st.temp + rng.gauss(0, 0.4), 1)
         mem_temp_c = round(st.temp + m.mem_temp_offset_c + rng.gauss(0, 0.4), 1)
-        noise = rng.gauss(0, 0.01 * m.tdp_w)
+        # NVML's power reading under a steady load moved with a standard deviation of 2.5-2.9 W on the
+        # real 700 W parts (real-2026-11-27 *-flat-copy and *-kept-workers telemetry, stress.power's
+        # held samples): 0.4 % of the limit.
+        noise = rng.gauss(0, POWER_NOISE_SHARE * m.tdp_w)
         instant = power
         if busy and self.node.shared[k * SLOTS + SLOT_PULSE_S] > 0:
             # Each swing up overshoots the limit for a moment, as far as the GPU can draw at all.
@@ -333,11 +338,16 @@ class SimManagement(GpuManagement):
             # sample); the rest halve it, an estimate.
             mem_clock_mhz=m.mem_mhz if busy or m.twin is not None else m.mem_mhz // 2,
             util_pct=min(100, int(round(load * 100))) if load > 0 else 0,
-            mem_util_pct=min(100, int(round(load * 60))),
+            mem_util_pct=min(100, int(round(load * 100 * self._mem_util_share(k)))),
             reasons=reasons,
             pcie_gen=gen,
             pcie_width=width,
         )
+
+    def _mem_util_share(self, k: int) -> float:
+        """The memory's utilisation under full load of what GPU k does now (SLOT_MEM_UTIL; before any
+        worker wrote it, matmul's)."""
+        return self.node.shared[k * SLOTS + SLOT_MEM_UTIL] or MATMUL_MEM_UTIL_SHARE
 
     def _reasons(self, k: int, load: float, temp: float, sampled: bool = True) -> int:
         """The clocks-event reasons of GPU k at this load and temperature: idle, an injected throttle
@@ -348,7 +358,8 @@ class SimManagement(GpuManagement):
         m = self.model
         reasons = REASON_BITS["gpu_idle"] if load < 0.05 else 0
         if load > LOADED:
-            reasons |= sim_clock(m, self._fault_pairs(k))[1]  # injected throttles, a lowered power limit
+            # injected throttles, a lowered power limit
+            reasons |= sim_clock(m, self._fault_pairs(k), self.node.shared[k * SLOTS + SLOT_POWER_W])[1]
             if sampled and held_by_limit(m, load, self.node.shared[k * SLOTS + SLOT_CLOCK_MHZ],
                                          self._fault_pairs(k)):
                 reasons |= REASON_BITS["sw_power_cap"]
@@ -492,7 +503,7 @@ class SimNics(NicBackend):
 
     def _nic(self, k: int, spec: dict[str, Any]) -> NicInfo:
         down = bool(self.node.nic_value(k, "down", False))
-        speed = self.node.nic_value(k, "speed", spec.get("speed_mbps", 100_000))
+        speed = self.node.nic_value(k, "speed", NA if spec.get("virtual") else spec.get("speed_mbps", 100_000))
         kind = spec.get("kind", "ethernet")
         gen, width = self.pcie_link(spec["name"])
         ports = [IbPort(spec["ib_device"], 1, state="DOWN" if down else "ACTIVE",
@@ -504,7 +515,8 @@ class SimNics(NicBackend):
             operstate="down" if down else "up", carrier=0 if down else 1, speed_mbps=NA if down else speed,
             mtu=spec.get("mtu", 4092 if kind == "infiniband" else 1500),
             bus_id=spec.get("bus_id", f"0000:{0xa0 + k:02x}:00.0"), pcie_gen=gen, pcie_width=width,
-            pcie_max_gen=spec.get("pcie_gen", 4), pcie_max_width=spec.get("pcie_width", 16),
+            pcie_max_gen=NA if spec.get("virtual") else spec.get("pcie_gen", 4),
+            pcie_max_width=NA if spec.get("virtual") else spec.get("pcie_width", 16),
             carrier_changes=1, addresses=[f"10.10.{k}.1"], ib_ports=ports,  # never used: no packet is sent
         )
 
@@ -513,10 +525,13 @@ class SimNics(NicBackend):
         if found is None:
             return NA, NA
         k, spec = found
+        if spec.get("virtual"):
+            return NA, NA  # a virtio device has no PCIe capability to read
         return spec.get("pcie_gen", 4), self.node.nic_value(k, "pcie_width", spec.get("pcie_width", 16))
 
     def missing_tool(self, tool: str) -> str | None:
-        return None  # the simulated node has every tool
+        gone = tool in self.node.scenario.data.get("host", {}).get("missing_tools", [])
+        return INSTALL[tool] if gone else None
 
     def start_traffic(self, rounds: list[list[TrafficJob]], watch: list[str]) -> TrafficSession:
         return SimTraffic(self, rounds, watch)
@@ -550,9 +565,12 @@ class SimTraffic(TrafficSession):
             if early or not up:
                 out.append(TrafficOutcome(job, NA, f"{job.tool} {overdue}" if early else "no route to the peer"))
                 continue
-            pcie = PCIE_LANE_GBIT[nic.pcie_gen] * nic.pcie_width * 0.85
+            # A virtio NIC has no PCIe link of its own and no speed: the host's vhost carries it (an
+            # estimate: the 10 Gb/s a cloud VM's virtio NIC commonly gets).
+            pcie = math.inf if is_na(nic.pcie_gen) else PCIE_LANE_GBIT[nic.pcie_gen] * nic.pcie_width * 0.85
+            speed_mbps = VIRTIO_MBPS if is_na(nic.speed_mbps) else nic.speed_mbps
             if job.tool == "iperf3":
-                gbps = min(nic.speed_mbps / 1000 * TCP_EFFICIENCY[nic.kind], pcie)
+                gbps = min(speed_mbps / 1000 * TCP_EFFICIENCY[nic.kind], pcie)
             else:
                 gbps = min(nic.ib_ports[0].rate_gbit * RDMA_EFFICIENCY, pcie)
             out.append(TrafficOutcome(job, round(gbps, 3), None, {"simulated": True}))

@@ -32,17 +32,21 @@ COTENANT_AFTER_S = 2.0  # a `cotenant_late` process starts after this much load
 COTENANT = GpuProcess(48151, "python3", 1_050_000_000)  # pid, name and memory as a PyTorch job showed
 
 
-def sim_clock(model: SimGpuModel, faults: list[tuple[str, Any]]) -> tuple[float, int]:
+def sim_clock(model: SimGpuModel, faults: list[tuple[str, Any]], full_w: float = 0.0) -> tuple[float, int]:
     """A loaded GPU's SM clock as a share of its full-load clock, and the clock-event reason bits
-    that say why; the simulated compute runs slower by the same share."""
+    that say why; the simulated compute runs slower by the same share. `full_w`: what the work draws
+    under full load (SLOT_POWER_W; 0: FULL_LOAD_POWER x its limit). A lowered limit holds only work
+    that would draw more: the copies and the memory test drew 440-620 W on the real 700 W parts at
+    their maximum clock (sim_models.MEMORY_WORK), under a 500 W limit most of them run free."""
     share, reasons = 1.0, 0
+    draws = full_w or FULL_LOAD_POWER * model.tdp_w
     for name, value in faults:
         if name == "throttle":
             share *= THROTTLE_CLOCK[value]
             reasons |= REASON_BITS[value]
-        elif name == "power_limit" and value < FULL_LOAD_POWER * model.tdp_w:
+        elif name == "power_limit" and value < draws:
             # Clocks fall until the power fits under the limit (taken as linear above idle power).
-            share *= max(0.2, (value - model.idle_w) / (FULL_LOAD_POWER * model.tdp_w - model.idle_w))
+            share *= max(0.2, (value - model.idle_w) / (draws - model.idle_w))
             reasons |= REASON_BITS["sw_power_cap"]
     return share, reasons
 

@@ -509,7 +509,8 @@ class SimBmc(Bmc):
         return sum(max(0.0, self.node.shared[k * SLOTS + SLOT_LOAD]) for k in range(n)) / max(1, n)
 
     def missing(self) -> str | None:
-        return IPMITOOL_INSTALL if self._host("no_ipmitool") else None
+        gone = "ipmitool" in self.node.scenario.data.get("host", {}).get("missing_tools", [])
+        return IPMITOOL_INSTALL if gone or self._host("no_ipmitool") else None
 
     def _answer(self) -> None:
         if self._host("no_bmc") or in_vm(self.node):

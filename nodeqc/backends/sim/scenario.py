@@ -15,6 +15,7 @@ from nodeqc.core.safefile import UnreadableInput, as_toml, read_input
 from nodeqc.core.schema import Spec, validate
 
 MAX_SCENARIO_BYTES = 1 << 20  # the built-in scenarios are about 2 kB
+SIM_TOOLS = ("iperf3", "ib_write_bw", "ipmitool")  # the tools a scenario may leave uninstalled
 
 SCENARIO_SCHEMA = {
     "": {
@@ -44,6 +45,7 @@ SCENARIO_SCHEMA = {
         "imex_nodes": Spec("int", "nvidia-imex runs with one channel, its nodes config listing this many nodes "
                            "(none: IMEX is not installed)", low=1, high=1024),
         "vm": Spec("bool", "a virtual machine: no BMC answers, no EDAC or PCIe AER counters in sysfs"),
+        "missing_tools": Spec("strlist", f"tools not installed on the node, of {', '.join(SIM_TOOLS)}"),
     },
     "gpus": {
         "model": Spec("choice", "GPU model", tuple(SIM_GPU_MODELS)),
@@ -65,6 +67,7 @@ SCENARIO_SCHEMA = {
         "pcie_width": Spec("choice", "PCIe lanes", (1, 2, 4, 8, 16)),
         "bus_id": Spec("str", "PCI address"),
         "ib_device": Spec("str", "its RDMA device (InfiniBand, or RoCE on Ethernet), e.g. mlx5_0"),
+        "virtual": Spec("bool", "a paravirtual NIC (virtio_net): no link speed and no PCIe capability reported"),
     },
 }
 
@@ -113,9 +116,15 @@ def sku_scenario(key: str) -> Scenario:
         "system": {"vendor": "Simulated Cloud", "model": "SIM-VM", "serial": f"SIM-{key.upper()}"},
         "host": {"cpu_model": "Intel(R) Xeon(R) Processor", "sockets": 1, "cores": 16, "threads": 16,
                  "memory_gib": 125.9, "numa_nodes": 1, "os": "Ubuntu 24.04.3 LTS", "kernel": "6.8.0-generic",
-                 "vm": model.twin is not None},
+                 "vm": model.twin is not None, **({"missing_tools": ["iperf3", "ipmitool"]} if model.twin else {})},
         "gpus": {"model": key, "count": 1, "bus_ids": ["0000:00:06.0"], "topology": "pcie"},
-        "nics": [{"name": "eth0", "driver": "virtio_net", "kind": "ethernet", "speed_mbps": 10000,
+        # The measured VMs' NIC: virtio_net, no speed and no PCIe capability in sysfs, MTU 1400; neither
+        # iperf3 nor ipmitool installed (real-2026-11-27/*-quick*.predicate.json: nic.link "up, N/A,
+        # MTU 1400", nic.pcie SKIP "no PCIe capability", nic.tcp IPERF3_MISSING, stress.power "ipmitool
+        # is not installed"). Elsewhere a generic cloud VM's NIC, an estimate.
+        "nics": [{"name": "eth0", "driver": "virtio_net", "kind": "ethernet", "mtu": 1400, "virtual": True,
+                  "bus_id": "0000:00:03.0"} if model.twin else
+                 {"name": "eth0", "driver": "virtio_net", "kind": "ethernet", "speed_mbps": 10000,
                   "mtu": 1500, "pcie_gen": 3, "pcie_width": 1, "bus_id": "0000:00:03.0"}],
     })
 
@@ -142,6 +151,9 @@ def load_scenario(ref: str) -> Scenario:
     for name in names:
         if names.count(name) > 1:
             raise UsageError(f"{where}: [[nics]] name: {name!r} appears {names.count(name)} times; each NIC needs its own")
+    for tool in data.get("host", {}).get("missing_tools", []):
+        if tool not in SIM_TOOLS:
+            raise UsageError(f"{where}: [host] missing_tools: {tool!r} is not one of {', '.join(SIM_TOOLS)}")
     for table, key in (("gpus", "model"), ("gpus", "count"), ("host", "cores"), ("host", "memory_gib")):
         if key not in data.get(table, {}):
             raise UsageError(f"{where}: [{table}] {key}: missing")

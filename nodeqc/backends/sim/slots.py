@@ -19,7 +19,9 @@ SLOT_POWER_W = 8
 # one began, and whether one is open: kept by the worker as it changes what the GPU computes, so the
 # driver's counter is exact however seldom it is read (the burn's dtypes change between readings).
 SLOT_CAP_S, SLOT_CAP_SINCE, SLOT_CAP_OPEN = 9, 10, 11
-SLOTS = 12
+# The memory's utilisation under full load of the work the GPU does now, as a share (sim_models.MEM_UTIL_SHARE).
+SLOT_MEM_UTIL = 12
+SLOTS = 13
 
 
 def transient_braking(pulse_s: float, brake_ms: float) -> bool:
