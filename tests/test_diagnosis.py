@@ -604,7 +604,7 @@ OTHER = {"pid": 77, "name": None, "used_bytes": None}
 
 def readings(o: Observed, expected: Expected = H100, rate_share=None, healthy="sku") -> dict:
     """What a diagnosis keeps: the observation less its subject, the SKU and the healthy clock it compared with."""
-    kept = {k: v for k, v in dataclasses.asdict(o).items() if k != "subject"}
+    kept = {k: v for k, v in dataclasses.asdict(o).items() if k not in ("subject", "reasons_read")}
     kept.update(sku=expected.sku, healthy_sm_clock_mhz=expected.sm_clock_mhz if healthy == "sku" else healthy,
                 rate_share=rate_share)
     return kept
@@ -857,7 +857,25 @@ def test_observed_whole_from_a_loaded_window():
         "gpu0", loaded_s=4.0, sm_clock_mhz=1100.0, mem_clock_mhz=2600.0, max_mem_clock_mhz=2619, power_w=340.0,
         power_limit_w=350, default_power_limit_w=700, throttle_s={"hw_slowdown": 4.0}, temp_max_c=71.0, pcie=(4.0, 8.0),
         pcie_max=(5, 16), other_processes=[{"pid": 4242, "name": "python3", "used_bytes": 2 ** 30, "first_t_s": 2.0,
-                                            "last_t_s": 2.0}])
+                                            "last_t_s": 2.0}], reasons_read=True)
+
+
+def test_near_a_lowered_limit_without_the_cap_bit_is_not_blamed_on_the_limit():
+    """The 2026-11-28 fidelity review: a slow HBM copy drawing 460 W (the real H100's copies) under a
+    limit lowered to 500 W was blamed on the limit, at 0.92 of it; the real copies ran at the maximum
+    clock with no clock-event reason. Where the reasons were read under load and the cap bit is not
+    among them, the limit is not holding the clock; where they were not read, power near the limit
+    still says it is."""
+    copies = Observed("gpu0", loaded_s=10.0, sm_clock_mhz=1980.0, power_w=460.0, power_limit_w=500.0,
+                      default_power_limit_w=700.0, throttle_s={}, reasons_read=True)
+    d = diagnose("memory", copies, H100, 0.7, during="the bandwidth test")
+    assert d.code != "POWER_LIMIT_LOWERED" and "power-capped" not in d.message
+    held = dataclasses.replace(copies, throttle_s={"sw_power_cap": 9.0})
+    assert diagnose("memory", held, H100, 0.7).code == "POWER_LIMIT_LOWERED"
+    unread = dataclasses.replace(copies, reasons_read=False)
+    assert diagnose("memory", unread, H100, 0.7).code == "POWER_LIMIT_LOWERED"
+    brief = dataclasses.replace(copies, throttle_s={"sw_power_cap": 0.99})  # under THROTTLE_SHARE of the load
+    assert diagnose("memory", brief, H100, 0.7).code != "POWER_LIMIT_LOWERED"
 
 
 def test_observed_whole_where_nothing_is_available():

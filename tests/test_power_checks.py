@@ -274,7 +274,8 @@ def test_a_gpu_short_of_a_strict_power_floor_at_its_limit_is_held_to_the_clock_o
     from nodeqc.spec.profile import Profile
 
     strict = Profile("strict", Path("strict.toml"), {"gpu": {"min_power_fraction": {"fail": 0.95, "warn": 0.97}}})
-    at_limit = GpuSample(temp_c=60, power_w=650.0, power_limit_w=700.0, sm_clock_mhz=1100, util_pct=100, reasons=0)
+    at_limit = GpuSample(temp_c=60, power_w=650.0, power_limit_w=700.0, sm_clock_mhz=1100, util_pct=100,
+                         reasons=REASON_BITS["sw_power_cap"])
     r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: window([(0.0, at_limit), (1.0, at_limit)])}, strict)[0]
     assert (r.verdict, r.code) == (Verdict.FAIL, "CLOCKS_LOW")
     assert r.message.startswith("slow because the GPU reached its 700 W power limit at only 1,100 MHz, 0.85 of the "
