@@ -145,7 +145,7 @@ class SimDevice:
         """Note what the GPU draws from now on; the trace keeps what NVML's window needs."""
         now = self.clock.now()
         watts = sim_power_w(self.model, self.shared[self._slot(SLOT_LOAD)], self.shared[self._slot(SLOT_POWER_W)],
-                            self._fault_pairs, pulsing=self.shared[self._slot(SLOT_PULSE_S)] > 0)
+                            self._fault_pairs, warm=self.shared[self._slot(SLOT_LOADED_S)] > 0)
         self._time_power_cap(now)
         trace = self._power_trace
         trace.append((now, watts))

@@ -295,7 +295,8 @@ class SimManagement(GpuManagement):
         # Under full load a measured part draws what it drew computing this dtype (sim_models.Twin).
         full_w = self.node.shared[k * SLOTS + SLOT_POWER_W]
         demand = sim_power_demand_w(m, load, full_w)
-        power = sim_power_w(m, load, full_w, self._fault_pairs(k), pulsing=self.node.shared[k * SLOTS + SLOT_PULSE_S] > 0)
+        warm = self._warm(k)
+        power = sim_power_w(m, load, full_w, self._fault_pairs(k), warm=warm)
         # Under full load a healthy GPU runs at its SKU's sustained clock (below its maximum: the
         # power limit holds it there), which the SKU's healthy rates were measured at; at its limit,
         # the clock of the dtype it computes in (half precision holds it lower). A GPU that cannot
@@ -303,7 +304,9 @@ class SimManagement(GpuManagement):
         dtype_clock = self.node.shared[k * SLOTS + SLOT_CLOCK_MHZ]
         at_limit = power >= min(demand, self._limit(k))
         full = dtype_clock if dtype_clock and at_limit else m.sku.healthy_sm_mhz
-        clock = m.idle_sm_mhz + load * (min(full, m.max_sm_mhz) - m.idle_sm_mhz)
+        # Once loaded, the clock stays up at idle (physics.WARM_IDLE_SHARE): the maximum, as measured.
+        idle_clock = m.max_sm_mhz if warm else m.idle_sm_mhz
+        clock = idle_clock + load * (min(full, m.max_sm_mhz) - idle_clock)
         if busy:
             clock *= sim_clock(m, self._fault_pairs(k), full_w)[0]
         if self._braking(k):
@@ -344,6 +347,10 @@ class SimManagement(GpuManagement):
             pcie_width=width,
         )
 
+    def _warm(self, k: int) -> bool:
+        """Whether GPU k has been loaded (physics.WARM_IDLE_SHARE: its clocks then stay up at idle)."""
+        return self.node.shared[k * SLOTS + SLOT_LOADED_S] > 0
+
     def _mem_util_share(self, k: int) -> float:
         """The memory's utilisation under full load of what GPU k does now (SLOT_MEM_UTIL; before any
         worker wrote it, matmul's)."""
@@ -356,7 +363,7 @@ class SimManagement(GpuManagement):
         power limit holding a healthy load and the swings' brake where a sample shows them
         (`sampled`): the workers time those two exactly for the counters (SLOT_CAP_S, SLOT_BRAKE_S)."""
         m = self.model
-        reasons = REASON_BITS["gpu_idle"] if load < 0.05 else 0
+        reasons = REASON_BITS["gpu_idle"] if load < 0.05 and not self._warm(k) else 0
         if load > LOADED:
             # injected throttles, a lowered power limit
             reasons |= sim_clock(m, self._fault_pairs(k), self.node.shared[k * SLOTS + SLOT_POWER_W])[1]

@@ -72,22 +72,26 @@ def sim_power_demand_w(model: SimGpuModel, load: float, full_w: float) -> float:
     return model.idle_w + load * ((full_w or FULL_LOAD_POWER * model.tdp_w) - model.idle_w)
 
 
-# Between the pulse's bursts a GPU does not fall back to its idle power: its clocks stay up for the next
-# burst. The instantaneous power NVML read at the ends of the idle halves of the 500 ms and 1 s periods
-# was 125-149 W against a 700 W limit on the real H100 SXM5 and H200 (tests/fixtures/real-2026-11-2*
-# /*quick*.predicate.json: the pulse's power_read low_instant), where the parts idle at 70-80 W.
-PULSE_IDLE_SHARE = 0.19  # of the limit: 133 W of 700
+# Once it has been loaded a GPU does not fall back to its idle state: its clocks stay up (the maximum,
+# 1980 MHz, with no clock-event reason), between the pulse's bursts and between the steps. The
+# instantaneous power NVML read at the ends of the idle halves of the 500 ms and 1 s periods was
+# 125-149 W against a 700 W limit on the real H100 SXM5 and H200 (tests/fixtures/real-2026-11-2*
+# /*quick*.predicate.json: the pulse's power_read low_instant); between steps 125-135 W and never the
+# idle reason after the first load, in all nine real quick runs' telemetry, and still 127 W at 1980 MHz
+# in the captures taken a minute after (shared/measurements/2026-11-26/capture-*.json); before any
+# load the parts idled at 70-80 W, 345 MHz.
+WARM_IDLE_SHARE = 0.19  # of the limit: 133 W of 700
 
 
 def sim_power_w(model: SimGpuModel, load: float, full_w: float, faults: list[tuple[str, Any]],
-                pulsing: bool = False) -> float:
+                warm: bool = False) -> float:
     """What a simulated GPU draws at this load (no reading noise): its demand, held under the enforced
-    limit (`power_limit`) and what it can draw (`power`); between a pulse's bursts (`pulsing`, no load)
-    at least PULSE_IDLE_SHARE of its limit. The node's NVML readings and the pulse worker's own read the same."""
+    limit (`power_limit`) and what it can draw (`power`); without load once it has been loaded (`warm`)
+    at least WARM_IDLE_SHARE of its limit. The node's NVML readings and the workers' own read the same."""
     values = dict(faults)
     demand = sim_power_demand_w(model, load, full_w)
-    if pulsing and load <= 0:
-        demand = max(demand, PULSE_IDLE_SHARE * model.tdp_w)
+    if warm and load <= 0:
+        demand = max(demand, WARM_IDLE_SHARE * model.tdp_w)
     return min(demand, values.get("power", model.tdp_w), min(values.get("power_limit", model.tdp_w), model.tdp_w))
 
 
