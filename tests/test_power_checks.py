@@ -352,9 +352,20 @@ def test_the_sampler_knows_the_pace_it_really_keeps():
         try:
             time.sleep(1.5)
             assert low <= sampler.poll_period_s() <= high
-            assert sampler.wall_s_to_see(4) == pytest.approx(UTIL_WINDOW_S + 4 * sampler.poll_period_s(), abs=0.05)
+            # NVML's utilisation window, then a round that may read the load's start idle and four more.
+            assert sampler.wall_s_to_see(4) == pytest.approx(UTIL_WINDOW_S + 5 * sampler.poll_period_s(), abs=0.05)
         finally:
             sampler.stop()
+    # On a compressed clock the window is the simulated GPU's, on its clock: a tenth of a real second at 10x.
+    fast = simulated_hardware("h100", [], time_scale=10)
+    sampler = TelemetrySampler(fast.mgmt, gpus, fast.clock, fast.clock.now(), 4, None)
+    assert sampler.wall_s_to_see(4) == pytest.approx(UTIL_WINDOW_S + 5 / 40)  # its pace not timed yet: a second more
+    sampler.start()
+    try:
+        time.sleep(0.5)
+        assert sampler.wall_s_to_see(4) == pytest.approx(UTIL_WINDOW_S / 10 + 5 * sampler.poll_period_s())
+    finally:
+        sampler.stop()
 
 
 def test_the_plain_load_lasts_its_real_time_floor_however_compressed_the_clock():

@@ -103,8 +103,16 @@ class TelemetrySampler:
         return max([1.0 / self.real_hz] + gaps)
 
     def wall_s_to_see(self, samples: int) -> float:
-        """Real seconds a load must last for telemetry to take `samples` readings of it under load."""
-        return UTIL_WINDOW_S + samples * self.poll_period_s()
+        """Real seconds a load must last for telemetry to take `samples` readings of it under load.
+        NVML's utilisation window is the GPU's, on the run's clock: a simulated GPU's passes `scale`
+        times faster than real time (it was counted as a real second, which held each step of the
+        twin 10 s of its clock where the real steps took 1.5-2: the 2026-11-28 fidelity review).
+        One round more than the samples: the round under way as the load starts may read it idle.
+        Until the sampler has timed a few rounds its pace is a guess, and a whole real second more
+        stands for what it does not know yet (a slow NVML at the first step)."""
+        known = len(self._round_starts) > POLL_GAPS_KEPT
+        window = UTIL_WINDOW_S / self.scale if known else UTIL_WINDOW_S
+        return window + (samples + 1) * self.poll_period_s()
 
     def open_window(self, name: str) -> None:
         """Start collecting what telemetry sees during one step of the work, apart from the run."""

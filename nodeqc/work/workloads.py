@@ -226,11 +226,12 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
 
     spans = []
     try:
-        # First a steady full load as long as one period's test, and at least a second of real time
-        # so that telemetry's few samples a second see it under simulated compression too:
-        # throttling seen here comes from the load itself (health.throttle's to judge), not from
-        # its swings.
-        steady_s = max(span_s, clock.scale * 1.0)
+        # First a steady full load as long as one period's test (span_s: long enough for telemetry's
+        # samples at the pace the sampler keeps, min_wall_s): throttling seen here comes from the load
+        # itself (health.throttle's to judge), not from its swings. It was at least a second of real
+        # time besides, from when the sampler read a fixed rate of real time: ten seconds of the
+        # twin's clock where the real steady load took 2 (the 2026-11-28 fidelity review).
+        steady_s = span_s
         start = clock.now()
         device.set_load(1.0)
         report.progress(0.0, bound="start", period_s=0.0)
