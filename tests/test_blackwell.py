@@ -16,6 +16,7 @@ from nodeqc.backends.nvml_replay import ReplayNvml, out_structure
 from nodeqc.backends.sim.faults import parse_fault
 from nodeqc.checks.fabric_state import nvlink_fabric
 from nodeqc.core import fabric
+from nodeqc.core.codes import REMEDIATION
 from nodeqc.core.errors import UsageError
 from nodeqc.core.model import Verdict
 from nodeqc.core.na import NA
@@ -133,6 +134,19 @@ def test_the_tray_s_fabric_faults_are_found_on_their_gpus(tmp_path_factory, sign
     }
     gpu0 = next(r for r in outcome.results if r.name == "inventory.nvlink_fabric" and r.subject == "gpu0")
     assert gpu0.verdict is Verdict.PASS and "clique 32766" in gpu0.message
+
+
+def test_a_tray_gpu_with_every_nvlink_down_is_found_not_crashed_on(tmp_path_factory, signer):
+    """The 2026-11-28 advice review: gpu1:nvlink_down=18 on the tray divided by zero in the simulated
+    NVLink (exit 2, an internal error). Now its peers have no access to it, NCCL crawls through host
+    memory, and the links are named down, with advice that reaches a rack-scale tray."""
+    _, outcome = _run("gb200-nvl72-tray", ["gpu1:nvlink_down=18"], tmp_path_factory, signer)
+    problems = _problems(outcome)
+    assert ("health.nvlink", "gpu1", "NVLINK_DOWN", "fail") in problems
+    assert ("stress.p2p", "node", "P2P_NO_PEER_ACCESS", "fail") in problems
+    assert ("stress.nccl", "node", "NCCL_SLOW", "fail") in problems
+    assert not [p for p in problems if p[3] == "error"], problems
+    assert "NVL72" in REMEDIATION["NVLINK_DOWN"] and "spine" in REMEDIATION["NVLINK_DOWN"]
 
 
 @pytest.mark.parametrize("fault", ["gpu0:fabric_degraded", "gpu0:fabric_clique=3", "gpu0:fabric_unregistered=not_started"])

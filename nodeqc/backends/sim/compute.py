@@ -87,6 +87,12 @@ NVML_AVERAGE_S = 1.0
 # an idle GPU: its cold start is the pulse's bound above. The twin had 0.3 s for every dtype, so its
 # fp8 computed 4.7 s of its 5 with 5 checks, where the real ones computed 2.5-3.7 s with 2-3.
 SETUP_S = {"fp64": COLD_FIRST_PRODUCT_S, "fp32": 0.2, "tf32": 0.03, "fp16": 0.22, "bf16": 0.84, "fp8": 2.42}
+# The set-up of the work that is not matmul, before its first kernel, in a worker kept for the run:
+# the gap in the real telemetry between one step's last loaded sample and the next one's first
+# (tests/fixtures/real-2026-11-27/*-kept-workers and *-flat-copy, read at 4 Hz, so to 0.25 s): the
+# copies 0.25 s after the pulse; the memory test 1.25, 1.25 and 1.75 s after the copies (it takes 90 %
+# of the memory and builds its kernels); the host copies 0.5 s after the memory test (pinned buffers).
+HBM_SETUP_S, MEMTEST_SETUP_S, PCIE_SETUP_S = 0.25, 1.25, 0.5
 IDLE_AFTER_S = 1.0  # run-clock seconds without a product after which the GPU has gone idle: a cold start again
 NO_PULSE_SLOWDOWN = 4.0  # a burst sized for half a period takes one and a half periods or more
 
@@ -336,6 +342,7 @@ class SimDevice:
         """Two buffers for copy and triad; returns the bytes one pass of either moves (read + write)."""
         self._stream = (np.arange(1 << 16, dtype=np.float32), np.arange(1 << 16, dtype=np.float32))
         self._stream_nominal = nbytes
+        self.clock.sleep(HBM_SETUP_S)
         self._computing(HBM_WORK)
         return 2 * nbytes
 
@@ -369,6 +376,7 @@ class SimDevice:
         self._mem_nominal = int(free * fraction) // 8 * 8
         self._mem = np.zeros(SIM_MEMTEST_WORDS, dtype=np.uint64)
         self._index = np.arange(SIM_MEMTEST_WORDS, dtype=np.uint64)
+        self.clock.sleep(MEMTEST_SETUP_S)
         self._computing(MEMTEST_WORK)
         return {"bytes": self._mem_nominal, "free_bytes": free, "base_address": SIM_BASE_ADDRESS,
                 "words": SIM_MEMTEST_WORDS}  # the words actually patterned
@@ -454,6 +462,7 @@ class SimDevice:
     def pcie_setup(self, nbytes: int) -> None:
         self._pcie = (np.arange(1 << 16, dtype=np.uint64).astype(np.uint8), np.zeros(1 << 16, dtype=np.uint8))
         self._pcie_nominal = nbytes
+        self.clock.sleep(PCIE_SETUP_S)
         self._computing(PCIE_WORK)
 
     def pcie_run(self, direction: str, iters: int) -> float:
@@ -516,11 +525,19 @@ class SimNodeDevices:
         return max(0.0, (links - d.faults.get("nvlink_down", 0)) / links)
 
     def peer_access(self) -> dict[tuple[int, int], bool]:
-        return {(i, j): True for i in self.devices for j in self.devices if i != j}
+        """Every pair, but not a GPU whose NVLinks are all down on an NVLink node: its peers reach it
+        through host memory only, as CUDA then reports no peer access (an estimate of the driver's
+        answer; the GPUs of an NVSwitch baseboard have no other peer path)."""
+        return {(i, j): self._link_fraction(i) > 0 and self._link_fraction(j) > 0
+                for i in self.devices for j in self.devices if i != j}
 
     def _pair_rate(self, src: int, dst: int) -> float:
         f = min(self._link_fraction(src), self._link_fraction(dst))
         bw = min(self.devices[src].faults.get("p2p_bw", 1.0), self.devices[dst].faults.get("p2p_bw", 1.0))
+        if f <= 0:
+            # No NVLink left: what moves goes through host memory, at most a host copy's rate (it was a
+            # division by zero: the 2026-11-28 advice review, gpu1:nvlink_down=18 on gb200-nvl72-tray).
+            return min(self.devices[src].model.d2h_gbps, self.devices[dst].model.h2d_gbps) * bw * 1e9
         return self.model.p2p_gbps * f * bw * 1e9
 
     def p2p_setup(self, nbytes: int) -> None:
