@@ -26,7 +26,7 @@ from typing import Any, Callable
 from nodeqc.core.tool_output import ToolOutputError, figure
 
 INSTALL = ("apt-get install ipmitool (or dnf install ipmitool), then load the in-band driver: "
-           "modprobe ipmi_devintf ipmi_si")
+           "modprobe -a ipmi_devintf ipmi_si")
 # The listings read at each point of the test: (what the sensors are, ipmitool's sensor type name).
 SDR_TYPES = (("psu", "Power Supply"), ("voltage", "Voltage"), ("current", "Current"))
 # ipmitool's threshold status (ipmi_sdr_get_thresh_status): ok, ns (no reading), and the threshold
@@ -194,7 +194,7 @@ class IpmitoolBmc(Bmc):
         if proc.returncode != 0:
             why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
             raise BmcError(f"no BMC answered (ipmitool {' '.join(args)}: {why}); on a bare-metal node load the "
-                           "in-band driver (modprobe ipmi_devintf ipmi_si); a VM has no BMC")
+                           "in-band driver (modprobe -a ipmi_devintf ipmi_si); a VM has no BMC")
         return proc.stdout
 
     def sdr_type(self, sensor_type: str) -> str:

@@ -36,8 +36,11 @@ def cpu(outcomes: list[dict[str, Any]], seconds: float) -> CheckResult:
                            "silently", code="HOST_CPU_WRONG", values=values, evidence=evidence, key="wrong")
     if died:
         cores = ", ".join(f"CPU {o['cpu']}: {o.get('error', 'no result')}" for o in died)
-        return CheckResult(name, "node", Verdict.FAIL, f"the stress work did not finish on {cores}",
-                           code="HOST_CPU_WRONG", values=values, evidence=evidence, key="wrong")
+        # A worker that died proves no wrong answer: the OOM killer, or a machine check that killed it
+        # (which the kernel log's KERNEL_MCE then names). Not judged (the 2026-11-28 advice review: it
+        # was FAIL HOST_CPU_WRONG, "replace the CPU").
+        return CheckResult(name, "node", Verdict.ERROR, f"the stress work did not finish on {cores}; not judged",
+                           code="HOST_CPU_STRESS_DIED", values=values, evidence=evidence, key="wrong")
     return CheckResult(name, "node", Verdict.PASS, f"{len(outcomes)} CPUs computed {rounds} known answers in "
                        f"{seconds:g} s, all right", values=values, evidence=evidence, key="rounds")
 

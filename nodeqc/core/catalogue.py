@@ -60,7 +60,7 @@ FAMILIES: tuple[Family, ...] = (
            checks=("cpu", "memory", "fabric_manager", "gpudirect_rdma", "imex", "edac", "aer", "kernel_log", "cpu_stress", "memory_bandwidth", "nvme", "optics"),
            codes=("AER_CORRECTABLE", "AER_MISSING", "AER_UNCORRECTABLE", "EDAC_CE", "EDAC_MISSING", "EDAC_UE",
                   "ETHTOOL_MISSING", "FABRIC_MANAGER", "FIGURE_IMPOSSIBLE", "FIO_MISSING", "HOST_CPU",
-                  "HOST_CPU_WRONG", "HOST_MEMORY", "HOST_MEM_BANDWIDTH", "HOST_NOT_HERE", "HOST_UNREADABLE",
+                  "HOST_CPU_STRESS_DIED", "HOST_CPU_WRONG", "HOST_MEMORY", "HOST_MEM_BANDWIDTH", "HOST_NOT_HERE", "HOST_UNREADABLE",
                   "IMEX_NODES_MISSING", "IMEX_NOT_RUNNING", "IMEX_NO_CHANNELS", "IMEX_SELF_MISSING",
                   "KERNEL_AER", "KERNEL_HW_ERROR", "KERNEL_LOG_LOST", "KERNEL_LOG_UNREADABLE", "KERNEL_MCE",
                   "KERNEL_NVME_RESET", "KERNEL_SXID", "KERNEL_XID", "LINK_BER_HIGH", "MODULE_UNREADABLE", "NO_GPUS",

@@ -14,7 +14,7 @@ from typing import Any
 REMEDIATION: dict[str, str] = {
     # Inventory
     "NVML_UNAVAILABLE": "Install or load the NVIDIA driver so that `nvidia-smi` lists the GPUs, then re-run.",
-    "GPU_COUNT": "Check that every GPU is seated and powered; compare `lspci -d 10de:` with `nvidia-smi -L` and read dmesg for RmInitAdapter errors.",
+    "GPU_COUNT": "Check that every GPU is seated and powered; compare `lspci -d 10de::0302` (the GPUs' 3D-controller class; `10de::0300` for display GPUs; plain `10de:` also lists NVSwitches) with `nvidia-smi -L` and read dmesg for RmInitAdapter errors.",
     "GPU_MISSING": "This GPU is on the PCI bus but the driver did not bring it up: read dmesg for RmInitAdapter/XID, reseat it and check its power cables; RMA if it stays missing.",
     "GPU_MODEL": "The GPU model does not match the profile: check the build order, or run with the right --profile.",
     "GPU_MEMORY_SIZE": "The GPU reports less memory than its model has: check for a wrong SKU or disabled memory; RMA if confirmed.",
@@ -31,7 +31,7 @@ REMEDIATION: dict[str, str] = {
     "HOST_CPU": "The node has fewer CPU cores than the profile requires: check the CPU SKU and that SMT/cores are enabled in the BIOS.",
     "HOST_MEMORY": "The node has less memory than the profile requires: reseat DIMMs and check the BIOS memory report for failed channels.",
     "IMEX_NOT_RUNNING": "The IMEX daemon is not running, so GPU memory cannot be shared across the NVLink domain: install nvidia-imex of the driver's version and start it (`systemctl enable --now nvidia-imex`); read /var/log/nvidia-imex.log if it exits.",
-    "IMEX_NO_CHANNELS": "No IMEX channel device exists: create one (`mknod /dev/nvidia-caps-imex-channels/channel0 c $(grep nvidia-caps-imex-channels /proc/devices | cut -d' ' -f1) 0`, or load the driver with NVreg_CreateImexChannel0=1) and re-run.",
+    "IMEX_NO_CHANNELS": "No IMEX channel device exists: create one (`mkdir -p /dev/nvidia-caps-imex-channels && mknod /dev/nvidia-caps-imex-channels/channel0 c $(grep nvidia-caps-imex-channels /proc/devices | cut -d' ' -f1) 0`, or load the driver with NVreg_CreateImexChannel0=1) and re-run.",
     "IMEX_SELF_MISSING": "The IMEX nodes config does not list this node, so the other nodes' IMEX daemons will not import its memory: add this node's address on the NVLink domain's network to /etc/nvidia-imex/nodes_config.cfg (the same file on every node of the domain), then restart nvidia-imex everywhere.",
     "IMEX_NODES_MISSING": "The IMEX nodes config (/etc/nvidia-imex/nodes_config.cfg) does not list every node of the NVLink domain: list each compute tray's address, one a line, the same file on every node, then restart nvidia-imex everywhere.",
     "FABRIC_MANAGER": "The NVIDIA fabric manager is not running, so GPUs on NVSwitch cannot reach each other: install nvidia-fabricmanager of the same version as the driver and start it (`systemctl enable --now nvidia-fabricmanager`); read `journalctl -u nvidia-fabricmanager` if it exits.",
@@ -123,7 +123,8 @@ REMEDIATION: dict[str, str] = {
     "KERNEL_SXID": "An NVSwitch reported a fatal error (SXid) during the run: look the code up in NVIDIA's NVSwitch SXid list (Fabric Manager user guide), reset the GPUs and NVSwitches (reboot the node) and re-run; if it recurs on the same switch or link, the baseboard needs service.",
     "KERNEL_LOG_LOST": "Part of the run's kernel messages went unread (the ring buffer wrapped before nodeqc read it, or reading the log failed part way: the finding says which): read them in the journal (journalctl -k) for the run's window; if the buffer wrapped, find what flooded the log and raise it (boot parameter log_buf_len=16M) before re-running.",
     # Host stress (full runs): CPU known answers, memory bandwidth, NVMe (fio), optical modules
-    "HOST_CPU_WRONG": "A CPU core computed wrong answers (or its stress work died): the core is faulty. Note the CPU number, check the BMC and mcelog/rasdaemon for machine checks, and replace the CPU; until then the node must not run jobs.",
+    "HOST_CPU_WRONG": "A CPU core computed wrong answers: the core is faulty. Note the CPU number, check the BMC and mcelog/rasdaemon for machine checks, and replace the CPU; until then the node must not run jobs.",
+    "HOST_CPU_STRESS_DIED": "The CPU stress work died on the named cores before its answers could be checked, so they were not judged: read dmesg for the OOM killer and for machine checks (mcelog/rasdaemon, the BMC's event log). A machine check naming the core means a faulty CPU: replace it; otherwise free the host's memory and re-run.",
     "HOST_MEM_BANDWIDTH": "Host memory bandwidth is below the profile's floor: check that every DIMM slot the build needs is populated and detected (dmidecode -t memory, the BIOS memory report), the memory speed, and NUMA settings.",
     "FIO_MISSING": "Install fio (apt-get install fio, or dnf install fio) to test the local NVMe drives.",
     "NVME_FIO": "fio could not test the drive: read its error; check the device path in the profile, that nothing holds it, and the drive's health (nvme smart-log).",
@@ -186,7 +187,7 @@ REMEDIATION: dict[str, str] = {
     "PSU_REDUNDANCY_LOST": "The power supplies lost (or degraded) their redundancy during the power test: one PSU dropped out or cannot carry its share; find which (`ipmitool sdr type \"Power Supply\"`, the BMC event log), check its cord and feed, reseat or replace it.",
     "PSU_SENSOR_CRITICAL": "A voltage or current sensor went beyond its own critical threshold: if the test brought it there, the power delivery sags or overshoots under the GPUs' load (PSU, power cables, the board's regulators): read the BMC event log and replace the PSU or escalate to the vendor; one already there before the test (a CMOS battery, say) needs its own repair.",
     "PSU_SENSOR_WARNING": "A voltage or current sensor went beyond its own non-critical threshold: watch it; check the PSUs and the BMC event log, and re-run the pulse test.",
-    "BMC_UNAVAILABLE": "The node's power supplies could not be read, so the power tests judged the GPUs only: install ipmitool (`apt-get install ipmitool`), load the in-band driver (`modprobe ipmi_devintf ipmi_si`) and re-run as root; a VM has no BMC.",
+    "BMC_UNAVAILABLE": "The node's power supplies could not be read, so the power tests judged the GPUs only: install ipmitool (`apt-get install ipmitool`), load the in-band driver (`modprobe -a ipmi_devintf ipmi_si`) and re-run as root; a VM has no BMC.",
     "ROW_REMAP_PENDING": "Row remaps are pending: reset the GPU (or reboot) so they are applied, then re-run.",
     "ROW_REMAP_FAILED": "Row remapping failed: the GPU is out of spare rows or faulty; RMA it.",
     "ROW_REMAP_COUNT": "Many rows were remapped for uncorrectable errors: the memory is degrading; RMA the GPU.",
@@ -242,7 +243,7 @@ REMEDIATION: dict[str, str] = {
     "P2P_LATENCY": "GPU-to-GPU copy latency is above the limit: check that peer traffic is direct (`nvidia-smi topo -m` shows NV# or PIX, not SYS), ACS disabled on PCIe switches and the IOMMU in passthrough; check NVLink error counters.",
     "P2P_CORRUPT": "A GPU-to-GPU copy came back wrong: check NVLink error counters (`nvidia-smi nvlink -e`) and dmesg for XID 74, reseat the GPUs; RMA the GPU or baseboard if it recurs.",
     "P2P_NO_PEER_ACCESS": "GPUs that should reach each other directly cannot: on NVSwitch nodes start the fabric manager (same version as the driver); check `nvidia-smi topo -m`, the NVLink state, and that ACS/IOMMU settings allow peer-to-peer.",
-    "NVLINK_DOWN": "NVLink links are down: check `nvidia-smi nvlink -s` and that the fabric manager runs on NVSwitch nodes, reseat the GPU on its baseboard (or its NVLink bridge); RMA the GPU or baseboard if links stay down.",
+    "NVLINK_DOWN": "NVLink links are down: check `nvidia-smi nvlink -s` and that the fabric manager runs on NVSwitch nodes, reseat the GPU on its baseboard (or its NVLink bridge); on a rack-scale NVLink tray (GB200/GB300 NVL72), whose GPUs reach the NVSwitch trays through the rack's NVLink spine, reseat the compute tray and check the NVSwitch trays and the spine cartridges its links land on; RMA the GPU, baseboard or tray if links stay down.",
     "NVLINK_ERRORS": "NVLink error counters grew (replays, recoveries or CRC errors): a marginal link; reseat the GPU or bridge, re-run and watch `nvidia-smi nvlink -e`; RMA the GPU or baseboard if the counts keep rising.",
     # Checks a node's make-up does not call for (NOT_APPLICABLE below): nothing was left untested.
     "NVLINK_NA": "Nothing to do: the GPU reports no NVLink (a PCIe card, or an SXM GPU alone in a VM) and the profile asks for none; stress.p2p judges its peer copies, if it has peers.",

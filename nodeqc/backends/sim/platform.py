@@ -516,7 +516,7 @@ class SimBmc(Bmc):
         if self._host("no_bmc") or in_vm(self.node):
             raise BmcError("no BMC answered (ipmitool sdr type: Could not open device at /dev/ipmi0 or /dev/ipmi/0 "
                            "or /dev/ipmidev/0: No such file or directory); on a bare-metal node load the in-band "
-                           "driver (modprobe ipmi_devintf ipmi_si); a VM has no BMC")
+                           "driver (modprobe -a ipmi_devintf ipmi_si); a VM has no BMC")
 
     def sdr_type(self, sensor_type: str) -> str:
         self._answer()
