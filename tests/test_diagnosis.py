@@ -509,7 +509,9 @@ def test_end_to_end_cotenant_before_the_stress(diagnosed_run):
     assert free.verdict is Verdict.ERROR and free.code == "GPU_IN_USE" and "pid 48151 (python3" in free.message
     burn = results["stress.burn", "gpu4"]
     assert burn.verdict is Verdict.SKIP and burn.code == "GPU_IN_USE"
-    assert outcome.exit_code == 2  # a run that could not test a GPU, not a failed GPU
+    # gpu4 could not be tested, but gpu0-2 failed beside it: the node failed, exit 1 (exit 2 only
+    # where nothing failed: test_cli_names_the_cotenant_and_exits_2).
+    assert outcome.exit_code == 1
     for k in (5, 6, 7):
         assert results["stress.burn", f"gpu{k}"].verdict is Verdict.PASS, k  # no cross-talk
     for k in (0, 1, 6, 7):  # compute faults leave memory bandwidth alone

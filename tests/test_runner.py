@@ -306,3 +306,20 @@ def test_a_run_that_could_not_judge_reads_error_everywhere(run_cli, tmp_path):
     assert "ERROR (partial) SIM" in fleet and "FAIL" not in fleet
     assert 'verdict="ERROR"' in prom.read_text() and "nodeqc_passed 0" in prom.read_text()
     assert LoadedReport(report, pred, True, "").state == "error"
+
+
+def test_a_proven_failure_exits_1_whatever_could_not_run_beside_it(tmp_path):
+    """The 2026-11-28 advice review: a riser at x8 beside a co-tenant's GPU exited 2, "could not
+    judge", and a pipeline that retries on 2 would retest a node with a proven bad part."""
+    from nodeqc.core.model import CheckResult
+    from nodeqc.run.runner import RunOutcome
+
+    def outcome(*verdicts, status="complete", verdict="FAIL"):
+        results = [CheckResult("x", f"gpu{k}", v, "m") for k, v in enumerate(verdicts)]
+        return RunOutcome(verdict, status, tmp_path / "r.json", results)
+
+    assert outcome(Verdict.FAIL, Verdict.ERROR).exit_code == 1
+    assert outcome(Verdict.PASS, Verdict.ERROR, verdict="ERROR").exit_code == 2
+    assert outcome(Verdict.FAIL, status="aborted").exit_code == 2  # cut short: not a whole judgement
+    assert outcome(Verdict.FAIL).exit_code == 1
+    assert outcome(Verdict.PASS, Verdict.WARN, verdict="PASS").exit_code == 0

@@ -440,9 +440,14 @@ def _node_verdict(node: str, scores: Scores, groups: GroupScores | None, pair_te
 
 
 def exit_code(predicate: dict[str, Any]) -> int:
-    """As for a node: 2 when something could not be judged (aborted, a pair not tested, a node
-    inconclusive), else 1 when something failed, else 0."""
-    if predicate["status"] == "aborted" or predicate["summary"]["counts"].get("error"):
+    """As for a node: 2 when aborted; 1 when something failed; 2 when something could not be judged
+    (a pair not tested, a node inconclusive) and nothing failed; else 0."""
+    counts = predicate["summary"]["counts"]
+    if predicate["status"] == "aborted":
+        return EXIT_CANNOT_RUN
+    if counts.get("fail"):
+        return EXIT_FAIL
+    if counts.get("error"):
         return EXIT_CANNOT_RUN
     return EXIT_FAIL if predicate["verdict"] == "FAIL" else EXIT_PASS
 

@@ -100,8 +100,15 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> int:
-        """0 passed; 1 failed qualification; 2 could not do the job (aborted, or a check could not run)."""
-        if self.status == "aborted" or any(r.verdict is Verdict.ERROR for r in self.results):
+        """0 passed; 1 failed qualification; 2 could not do the job (aborted, or a check could not run
+        and none failed). A failure proven beside a check that could not run is still a failure: a
+        pipeline that retries on 2 would retest a node with a proven bad part (the 2026-11-28 advice
+        review: a riser at x8 beside a co-tenant's GPU exited 2)."""
+        if self.status == "aborted":
+            return EXIT_CANNOT_RUN
+        if any(r.verdict is Verdict.FAIL for r in self.results):
+            return EXIT_FAIL
+        if any(r.verdict is Verdict.ERROR for r in self.results):
             return EXIT_CANNOT_RUN
         return EXIT_FAIL if self.verdict == "FAIL" else EXIT_PASS
 
