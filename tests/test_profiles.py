@@ -182,6 +182,12 @@ def test_schema_units_follow_key_names():
 @pytest.mark.parametrize("models, expected", [
     (["NVIDIA H100 80GB HBM3"] * 8, "hgx-h100"),  # a node profile whose count, models and SKU match
     (["NVIDIA H100 80GB HBM3"] * 4, "h100-sxm5-80gb"),  # else the SKU's own profile
+    (["NVIDIA H100 80GB HBM3"], "h100-sxm5-80gb"),  # one SXM GPU passed to a VM (the measured ones)
+    # A count no SXM board or cloud slice has is a board that lost a GPU: its node profile fails it
+    # (GPU_COUNT), where the SKU's profile accepted any count and passed (the 2026-11-28 advice review).
+    (["NVIDIA H100 80GB HBM3"] * 7, "hgx-h100"),
+    (["NVIDIA H100 80GB HBM3"] * 3, "hgx-h100"),
+    (["NVIDIA H100 PCIe"] * 7, "h100-pcie-80gb"),  # PCIe cards come in any number
     (["NVIDIA H100 PCIe"] * 8, "h100-pcie-80gb"),  # 8 GPUs, but not the SKU hgx-h100 is built of
     (["NVIDIA A100-SXM4-80GB"] * 8, "dgx-a100"),
     (["NVIDIA A100-SXM4-40GB"] * 8, "dgx-a100"),

@@ -530,6 +530,9 @@ def version_tuple(v: str) -> tuple[int, ...]:
         return ()
 
 
+SXM_GPU_COUNTS = (1, 2, 4, 8)  # a baseboard's GPUs (HGX 4- and 8-GPU), and a cloud VM's share of them
+
+
 def suggest_profile(gpus: list[Any]) -> str:
     """The shipped profile that fits these GPUs (nodeqc.backends.base.GpuInfo) best: a node profile
     whose count, models and SKUs match (8x H100 SXM5: hgx-h100); else, when they are all one known
@@ -541,10 +544,21 @@ def suggest_profile(gpus: list[Any]) -> str:
     models = [str(g.name) for g in live]
     skus = {identify(g) for g in live}
     profiles = [p for p in list_profiles() if p.name != "generic"]
+    def node_of(p: Profile) -> bool:
+        return p.kind == "node" and all(p.accepts_model(m) for m in models) and \
+            (not p.data.get("skus") or all(s is not None and s.key in p.data["skus"] for s in skus))
+
     for p in profiles:
-        if p.kind == "node" and p.get("gpu", "count") == len(gpus) and all(p.accepts_model(m) for m in models) \
-                and (not p.data.get("skus") or all(s is not None and s.key in p.data["skus"] for s in skus)):
+        if node_of(p) and p.get("gpu", "count") == len(gpus):
             return p.name
+    # SXM GPUs come on baseboards of 4 or 8, and clouds pass 1, 2, 4 or 8 of them to a VM: any other
+    # count is a board that lost a GPU (7 of 8 off the bus), which the board's node profile fails
+    # (GPU_COUNT) where the SKU's profile accepts any count (the 2026-11-28 advice review: an HGX
+    # H100 with 7 GPUs passed, exit 0).
+    if len(gpus) not in SXM_GPU_COUNTS and None not in skus and all(s.form == "sxm" for s in skus):
+        for p in profiles:
+            if node_of(p) and int(p.get("gpu", "count", 0)) > len(gpus):
+                return p.name
     if len(skus) == 1 and None not in skus:
         return next(iter(skus)).key
     for p in profiles:
