@@ -290,6 +290,22 @@ def test_a_failure_that_comes_back_on_the_same_part_escalates():
     assert other_part[0].escalation == 0
 
 
+@pytest.mark.parametrize("code, first, then", [
+    ("POWER_LIMIT_LOWERED", "something re-applies it", "do not RMA"),
+    ("ECC_DISABLED", "something re-applies it", "do not RMA"),
+    ("THROTTLE_THERMAL", "fan modules, airflow", "with the chassis cooling proven good: RMA"),
+    ("THROTTLE_POWER_BRAKE", "the PSUs, their input", "with the PSUs and cables proven good: RMA"),
+    ("ECC_DBE", "replace GPU 3", "RMA GPU 3"),  # a part's own fault: the default ladder
+])
+def test_a_setting_or_the_chassis_that_comes_back_is_not_an_rma_of_the_gpu(code, first, then):
+    """The 2026-11-28 advice review: a power limit lowered again after it was restored, or a GPU
+    throttling for heat again after the fans were replaced, was told to replace the GPU (RMA)."""
+    assert first in escalation(code, 1, GPU3) and "GPU 3 (0000:61:00.0, serial S3)" in escalation(code, 1, GPU3)
+    assert then in escalation(code, 2, GPU3)
+    if code != "ECC_DBE":
+        assert "RMA" not in escalation(code, 1, GPU3)
+
+
 # ---------------------------------------------------------------------- the repair loop, end to end
 
 FAST = ["--quick", "--sample-hz", "8"]

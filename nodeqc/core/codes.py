@@ -335,6 +335,26 @@ ESCALATION: dict[str, tuple[str, str]] = {
     "IB_LINK_ERRORS": ("Failed again after a repair: replace the cable or transceiver of {part}, then re-test.",
                        "Failed after repeated repairs: RMA {part}."),
 }
+# A setting that comes back is re-applied by something, not a faulty part; heat and power that come
+# back are the chassis' first (fans, airflow, PSUs), the GPU's only once those are proven good (the
+# 2026-11-28 advice review: a re-lowered power limit was told to RMA the GPU).
+_SETTING = ("Came back after a repair: something re-applies it (a boot script, a DCGM or scheduler policy, BMC "
+            "power capping, a configuration tool): find it and fix it at its source, then re-test {part}.",
+            "Came back after repeated repairs: the setting is re-applied, not the part failing: fix what sets it "
+            "(do not RMA {part} for it).")
+_COOLING = ("Came back after a repair: look beyond {part}: the chassis' fan modules, airflow and blanking panels, "
+            "the inlet temperature, then the heatsink's contact; re-test.",
+            "Came back after repeated repairs with the chassis cooling proven good: RMA {part} (its heatsink or "
+            "sensor).")
+_POWER = ("Came back after a repair: look beyond {part}: the PSUs, their input and the node's power budget (BMC "
+          "event log), the GPU's power cables; re-test.",
+          "Came back after repeated repairs with the PSUs and cables proven good: RMA {part} or its baseboard.")
+ESCALATION.update({code: _SETTING for code in ("POWER_LIMIT_LOWERED", "PERSISTENCE_OFF", "ECC_DISABLED",
+                                               "BASELINE_CLOCKS", "BASELINE_POWER_LIMIT", "DRIVER_VERSION")})
+ESCALATION.update({code: _COOLING for code in ("TEMP_HIGH", "TEMP_SLOWDOWN", "THROTTLE_THERMAL", "MEM_TEMP_HIGH",
+                                               "DCGM_THERMAL")})
+ESCALATION.update({code: _POWER for code in ("THROTTLE_HW_SLOWDOWN", "THROTTLE_POWER_BRAKE", "POWER_PULSE_THROTTLE",
+                                             "DCGM_POWER")})
 ESCALATION_DEFAULT = ("Failed again after a repair: the first remedy did not hold; replace {part} (RMA).",
                       "Failed after repeated repairs: RMA {part}.")
 
