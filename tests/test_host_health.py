@@ -515,6 +515,21 @@ def test_aer_counters_a_device_lacks_or_the_start_did_not_read():
     assert by["gpu1"].message == "gpu1: 1 uncorrectable (fatal) PCIe error(s) during the run"
 
 
+@pytest.mark.parametrize("xid, advised", [(79, "XID_REBOOT"), (54, "XID_CHECK_POWER"), (48, "XID_RESET_GPU"),
+                                           (92, "XID_WARNING"), (4000000000, "XID_UNKNOWN")])
+def test_a_kernel_log_xid_is_advised_as_health_xid_advises_it(xid, advised):
+    """The 2026-11-28 advice review: every Xid in the kernel log got "reset the GPU", where the
+    catalogue says reboot (79: a reset cannot reach a GPU off the bus) or connect its power (54)."""
+    from nodeqc.core.codes import advice, remediation
+
+    recs = [KernelRecord(4, 1, 1, f"NVRM: Xid (PCI:0000:44:00): {xid}, pid=7, x")]
+    [r] = host_health.kernel_log(recs, "/dev/kmsg", None, {"0000:44:00.0": "gpu2"}, GENERIC)
+    assert r.code == "KERNEL_XID"
+    assert advice(r.code, r.subject, r.evidence, r.verdict.value) == advice(advised, "gpu2", None, r.verdict.value)
+    assert advice("KERNEL_XID", "gpu2") == advice("KERNEL_XID", "gpu2", {"xid_action": "no such action"})
+    assert remediation("KERNEL_XID") not in (remediation(advised),)
+
+
 def test_kernel_log_whole_results():
     recs = [KernelRecord(4, i, i, REAL_LINES[k]) for i, k in enumerate(("xid79", "aer_multi", "aer_detail", "aer_new", "aer_id"))]
     recs += [KernelRecord(4, 9, 9, "NVRM: Xid (PCI:0000:44:00): 13, pid=7, Graphics Exception"),
@@ -524,7 +539,8 @@ def test_kernel_log_whole_results():
         ("host.kernel_log", "gpu2", "fail", "KERNEL_XID",
          "Xid 79 (GPU has fallen off the bus, action: reboot) on gpu2 (+1 more line(s)): NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus.",
          {"lines": (2, "")}, "lines", [],
-         {"lines": [REAL_LINES["xid79"], "NVRM: Xid (PCI:0000:44:00): 13, pid=7, Graphics Exception"], "source": "/dev/kmsg"}),
+         {"lines": [REAL_LINES["xid79"], "NVRM: Xid (PCI:0000:44:00): 13, pid=7, Graphics Exception"], "source": "/dev/kmsg",
+          "xid_action": "reboot"}),
         ("host.kernel_log", "ibp24s0", "warn", "KERNEL_AER", f"AER corrected error on ibp24s0: {REAL_LINES['aer_multi']}",
          {"lines": (1, "")}, "lines", [], {"lines": [REAL_LINES["aer_multi"]], "source": "/dev/kmsg"}),
         ("host.kernel_log", "node", "warn", "KERNEL_AER",

@@ -150,6 +150,7 @@ class LogFinding:
     code: str
     device: str | None  # a PCI address or an NVMe controller
     text: str
+    xid_action: str | None = None  # an Xid's action in NVIDIA's catalogue (nodeqc.core.xids), for its advice
 
 
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (?P<xid>\d{1,10})\b")
@@ -219,12 +220,12 @@ def classify(line: str) -> LogFinding | None:
             return None
         action = "" if e.action in ("ignore", "unknown") else f", action: {e.action.replace('_', ' ')}"
         return LogFinding("xid", Verdict.FAIL if e.severity == "fatal" else Verdict.WARN, "KERNEL_XID",
-                          f"{m['bus'].lower()}.0", f"Xid {e.code} ({e.meaning}{action})")
+                          f"{m['bus'].lower()}.0", f"Xid {e.code} ({e.meaning}{action})", e.action)
     m = _FALLEN.search(line)
     if m:  # newer drivers say this without an Xid line (NVIDIA/NVSentinel#155)
         lost = lookup_xid(79)
         return LogFinding("xid", Verdict.FAIL, "KERNEL_XID", m["bus"].lower(),
-                          f"Xid 79 ({lost.meaning}, action: {lost.action})")
+                          f"Xid 79 ({lost.meaning}, action: {lost.action})", lost.action)
     m = _SXID.search(line)
     if m:
         code = int(m["sxid"])
@@ -316,6 +317,9 @@ def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None,
             findings.append(gap)
         result = fold(name, subject, findings, {"lines": Value(len(items))}, [], "lines")
         result.evidence = {"lines": [t for _, t in items[:EVIDENCE_LINES]], "source": source}
+        xids = [f for f, _ in items if f.kind == "xid" and f.xid_action]
+        if xids:  # the advice follows the worst Xid's action, as health.xid's does (codes.advice)
+            result.evidence["xid_action"] = max(xids, key=lambda f: f.verdict.severity).xid_action
         out.append(result)
     return out
 

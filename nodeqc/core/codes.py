@@ -207,7 +207,7 @@ REMEDIATION: dict[str, str] = {
     "XID_WARNING": "The driver reported a non-fatal XID (the message names it and the evidence gives NVIDIA's grade): note it, make sure the driver and firmware are current, and re-run; an XID that returns run after run needs the hardware inspected.",
     "XID_NOT_WATCHED": "NVML refused to report this GPU's XID events (nvmlDeviceRegisterEvents not supported, as in some VMs and passthrough setups), so the run could not watch them: read the kernel log's NVRM Xid lines (host.kernel_log does, as root: `dmesg | grep -i xid`), or run nodeqc on the bare-metal host.",
     "XID_UNKNOWN": "The driver reported an XID whose action NVIDIA's catalogue (as nodeqc read it) does not give: look the code up in NVIDIA's current XID catalogue (docs.nvidia.com/deploy/xid-errors), read dmesg around the time given, and re-run.",
-    "GPU_LOST": "The GPU fell off the bus: reseat it, check its power cables and the riser; RMA if it happens again.",
+    "GPU_LOST": "The GPU fell off the bus (a reset cannot reach it): reboot the node, read dmesg and the BMC's event log from the time given, then power the node off and reseat the GPU, its power cables and its riser, and re-run; RMA the GPU (or the riser or baseboard it sits on) if it falls off again.",
     # Matmul burn and burn-in. A slow GPU's diagnosis (nodeqc/checks/diagnosis.py) replaces these
     # codes with the cause's own (GPU_IN_USE, POWER_LIMIT_LOWERED, THROTTLE_*, CLOCKS_LOW) when
     # telemetry explains the slowness; what is left is the GPU's own.
@@ -433,6 +433,14 @@ def for_a_warning(text: str) -> str:
     return "; ".join([c for c in [first] + kept if c]).rstrip(",:; ") + ". " + WARN_INSTEAD_OF_RMA
 
 
+# An Xid the kernel log names is advised as health.xid advises the same Xid from NVML, by the action
+# NVIDIA's catalogue gives it (the 2026-11-28 advice review: KERNEL_XID said "reset the GPU" for an
+# Xid 79, whose GPU a reset cannot reach, and for Xid 54, which needs its power cables).
+KERNEL_XID_BY_ACTION = {"reset_gpu": "XID_RESET_GPU", "reboot": "XID_REBOOT", "check_power": "XID_CHECK_POWER",
+                        "contact_support": "XID_CONTACT_SUPPORT", "unknown": "XID_UNKNOWN",
+                        "ignore": "XID_WARNING", "restart_app": "XID_WARNING", "check_software": "XID_WARNING"}
+
+
 def advice(code: str, subject: str = "", evidence: Any = None, verdict: str | None = None) -> str:
     """The code's advice for one result, with what the result knows put in place of the
     placeholders: `-i N` becomes the GPU's own index (a `gpuN` subject), DEFAULT_W its default power
@@ -441,6 +449,9 @@ def advice(code: str, subject: str = "", evidence: Any = None, verdict: str | No
     for each. A placeholder stays only where the result does not know the value. A WARN (`verdict`
     "warn") never advises an RMA (for_a_warning)."""
     text = remediation(code)
+    action = evidence.get("xid_action") if isinstance(evidence, dict) and code == "KERNEL_XID" else None
+    if action in KERNEL_XID_BY_ACTION:
+        text = remediation(KERNEL_XID_BY_ACTION[action])
     diagnosis = evidence.get("diagnosis") if isinstance(evidence, dict) else None
     if isinstance(diagnosis, dict) and (code, diagnosis.get("cause")) in DIAGNOSED_REMEDIATION:
         text = DIAGNOSED_REMEDIATION[(code, diagnosis["cause"])]
