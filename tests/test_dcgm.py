@@ -87,6 +87,30 @@ def test_a_dcgm_failure_is_that_gpus_failure_with_its_code_severity_message_and_
     assert run.evidence["raw"] == json.loads((FIXTURES / name).read_text())  # the raw JSON, for the vendor
 
 
+@pytest.mark.parametrize("error_id, category, code, verdict", [
+    (26, 8, "DCGM_SOFTWARE", Verdict.ERROR),  # DCGM_FR_HOSTENGINE_CONN: DCGM could not reach its host engine
+    (56, 4, "DCGM_SOFTWARE", Verdict.ERROR),  # DCGM_FR_MEMORY_ALLOC (DCGM issue #284)
+    (44, 16, "DCGM_SOFTWARE", Verdict.ERROR),  # DCGM_FR_INTERNAL
+    (25, 3, "DCGM_SOFTWARE", Verdict.ERROR),  # DCGM_FR_GRAPHICS_PROCESSES: another process on the GPU
+    (999, 3, "DCGM_SOFTWARE", Verdict.ERROR),  # any software configuration failure
+    (101, 5, "DCGM_XID", Verdict.FAIL),  # an XID is the GPU's
+    (120, 15, "DCGM_XID", Verdict.FAIL),  # fallen off the bus
+])
+def test_a_dcgm_failure_that_says_dcgm_could_not_test_is_not_judged(tmp_path, error_id, category, code, verdict):
+    """The 2026-11-28 advice review: DCGM's own failures (its host engine, its memory, its internals)
+    failed the GPU with exit 1 and RMA advice."""
+    text = (FIXTURES / "dcgm-4x-fail-xid.json").read_text()
+    text = text.replace('"error_id": 101', f'"error_id": {error_id}').replace('"error_category": 5',
+                                                                            f'"error_category": {category}')
+    (tmp_path / "x.json").write_text(text)
+    run = DiagRun(["dcgmi", "diag", "-r", "2", "-j"], 226, stdout=text, stderr="", seconds=1.0, stdout_bytes=len(text))
+    bad = next(r for r in checks.judge_run(run, 2, 900, GPUS) if r.subject == "gpu0" and r.verdict is not Verdict.PASS)
+    assert (bad.verdict, bad.code) == (verdict, code)
+    assert ("not judged" in bad.message) is (verdict is Verdict.ERROR)
+    if error_id == 120:
+        assert "reboot the node" in bad.evidence["next_step"]
+
+
 def test_dcgm_3x_deployment_failure_names_its_gpu_from_the_number_and_the_warnings_key():
     results = judged("dcgm-3x-fail-row-remap-pending.json")
     bad = results[("dcgm.deployment", "gpu1")]

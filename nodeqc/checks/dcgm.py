@@ -367,6 +367,8 @@ def _judge_group(check: str, subject: str, entries: list[tuple[TestResult, int |
         code = "DCGM_WARN" if verdict is Verdict.WARN else \
             dcgm_codes.fail_code(first.code if first else None, first.category if first else None)
         evidence["next_step"] = dcgm_codes.next_step(first.code if first else None, first.severity if first else None)
+        if code in dcgm_codes.SOFTWARE_CODES:
+            verdict, said = Verdict.ERROR, f"{said}; DCGM could not test, not judged"
         return CheckResult(check, subject, verdict, f"DCGM: {said}{where}", code=code, values=values,
                            evidence=evidence, key="failed")
     if verdict is Verdict.SKIP:

@@ -102,12 +102,20 @@ FAIL_CODE_BY_FR: dict[str, str] = {
     "DCGM_FR_THERMAL_VIOLATIONS_TS": "DCGM_THERMAL", "DCGM_FR_TEMP_VIOLATION": "DCGM_THERMAL",
     "DCGM_FR_CLOCKS_EVENT_POWER": "DCGM_POWER", "DCGM_FR_TARGET_POWER": "DCGM_POWER",
     "DCGM_FR_ENFORCED_POWER_LIMIT": "DCGM_POWER", "DCGM_FR_POWER_UNREADABLE": "DCGM_POWER",
+    # DCGM could not test, whatever the category it gives (its host engine, its own memory, its
+    # internals, another process on the GPU): not judged (SOFTWARE_CODES).
+    "DCGM_FR_HOSTENGINE_CONN": "DCGM_SOFTWARE", "DCGM_FR_MEMORY_ALLOC": "DCGM_SOFTWARE",
+    "DCGM_FR_INTERNAL": "DCGM_SOFTWARE", "DCGM_FR_GRAPHICS_PROCESSES": "DCGM_SOFTWARE",
 }
 # ... else by its DCGM error category.
 FAIL_CODE_BY_CATEGORY = {1: "DCGM_PERFORMANCE", 2: "DCGM_PERFORMANCE", 3: "DCGM_SOFTWARE", 4: "DCGM_SOFTWARE",
                          5: "DCGM_XID", 6: "DCGM_SOFTWARE", 7: "DCGM_SOFTWARE", 8: "DCGM_SOFTWARE",
                          9: "DCGM_THERMAL", 10: "DCGM_MEMORY", 11: "DCGM_NVLINK", 12: "DCGM_NVLINK",
-                         13: "DCGM_PCIE", 14: "DCGM_POWER"}
+                         13: "DCGM_PCIE", 14: "DCGM_POWER", 16: "DCGM_SOFTWARE"}
+# Codes that say DCGM could not test the GPU (its software, libraries, set-up, internals), not that the
+# GPU failed: the result is ERROR, not judged (the 2026-11-28 advice review: a host engine DCGM could not
+# reach, or its own failed allocation, failed the GPU with exit 1).
+SOFTWARE_CODES = ("DCGM_SOFTWARE",)
 
 # The next step for the commonest failures, in nodeqc's words (DCGM's own text comes in its message).
 NEXT_STEP_BY_FR: dict[str, str] = {
@@ -137,7 +145,13 @@ NEXT_STEP_BY_FR: dict[str, str] = {
     "DCGM_FR_FAULTY_MEMORY": "DCGM found faulty GPU memory: RMA the GPU",
     "DCGM_FR_UNCONTAINED_ERROR": "an uncontained memory error (XID 95): reset the GPU or reboot before any work; "
                                  "RMA it if it recurs",
-    "DCGM_FR_FALLEN_OFF_BUS": "the GPU fell off the PCIe bus: reseat it and check its power cables; RMA if it repeats",
+    "DCGM_FR_FALLEN_OFF_BUS": "the GPU fell off the PCIe bus (a reset cannot reach it): reboot the node, read dmesg and "
+                              "the BMC's event log, then power off and reseat it, its power cables and riser; RMA if "
+                              "it repeats",
+    "DCGM_FR_INTERNAL": "DCGM hit an internal error: restart DCGM (systemctl restart nvidia-dcgm), reset the GPU "
+                        "and re-run `dcgmi diag`; report it to NVIDIA if it recurs",
+    "DCGM_FR_HOSTENGINE_CONN": "start DCGM's host engine (systemctl start nvidia-dcgm, or nv-hostengine) and re-run",
+    "DCGM_FR_MEMORY_ALLOC": "DCGM could not allocate its memory: free the host and the GPU of other work and re-run",
     "DCGM_FR_PERSISTENCE_MODE": "enable persistence mode (start nvidia-persistenced) and re-run",
     "DCGM_FR_GRAPHICS_PROCESSES": "stop the processes using the GPU (nvidia-smi lists them) and re-run",
 }
