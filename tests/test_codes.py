@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeqc.core.codes import REMEDIATION, advice, remediation
+from nodeqc.core.codes import REMEDIATION, WARN_REMEDIATION, advice, remediation
 
 PACKAGE = Path(__file__).resolve().parent.parent / "nodeqc"
 # The modules that build CheckResults; test_result_builders_are_known keeps this honest.
@@ -216,15 +216,29 @@ def test_the_burn_says_which_gpu_to_restore_and_to_what(tmp_path, run_cli):
     assert "`nvidia-smi -i 4 -pl 700`" in burn["remediation"] and "`nvidia-smi -i 4 -pl 700`" in p.stderr
 
 
-@pytest.mark.parametrize("code", sorted(c for c in REMEDIATION if "RMA" in REMEDIATION[c]))
+@pytest.mark.parametrize("code", sorted(c for c in REMEDIATION if re.search(r"\bRMA\b", REMEDIATION[c])
+                                         and c not in WARN_REMEDIATION))
 def test_no_warning_advises_an_rma(code):
     """Issue 24: a WARN's advice keeps what to check and do, never an RMA; a FAIL's is the code's own."""
     from nodeqc.core.codes import WARN_INSTEAD_OF_RMA
 
     said = advice(code, "gpu3", {}, "warn")
-    assert "RMA" not in said.replace(WARN_INSTEAD_OF_RMA, ""), said
+    assert not re.search(r"\bRMA\b", said.replace(WARN_INSTEAD_OF_RMA, "")), said
     assert said.endswith(WARN_INSTEAD_OF_RMA) and len(said) > len(WARN_INSTEAD_OF_RMA) + 20
     assert "RMA" in advice(code, "gpu3", {}, "fail")
+
+
+def test_a_warning_whose_fail_advice_would_mislead_has_its_own():
+    """The 2026-11-28 advice review: a corrected machine check (WARN) said "replace the part it names";
+    one remapped row (WARN) said "re-run to confirm", which a lifetime counter cannot be; and the
+    letters RMA inside PERFORMANCE would have cut a warning's nvidia-smi command."""
+    from nodeqc.core.codes import for_a_warning
+
+    for code, text in WARN_REMEDIATION.items():
+        assert advice(code, "gpu3", {}, "warn") == text and "RMA" not in text and "replace the part it names" not in text
+    assert "confirm" not in WARN_REMEDIATION["ROW_REMAP_COUNT"] and "a re-run does not change" in WARN_REMEDIATION["ROW_REMAP_COUNT"]
+    pulse = REMEDIATION["PULSE_NOT_OBSERVED"]
+    assert "PERFORMANCE" in pulse and for_a_warning(pulse) == pulse
 
 
 @pytest.mark.slow

@@ -419,16 +419,31 @@ _COMMAND = re.compile(r"`([^`]*)`")
 WARN_INSTEAD_OF_RMA = "A warning is no reason for an RMA: re-run to confirm."
 
 
+# Advice for a WARN where cutting the RMA out of the FAIL's advice would leave the wrong step: a
+# lifetime counter that a re-run cannot change, a corrected machine check that needs no replacement
+# yet (the 2026-11-28 advice review).
+WARN_REMEDIATION = {
+    "ROW_REMAP_COUNT": "Rows were remapped for uncorrectable errors: a lifetime count, which a re-run does not change. "
+                       "A few are the memory repairing itself: note the count in the node's record and compare it at "
+                       "the next qualification; a count that keeps rising is a degrading memory.",
+    "KERNEL_MCE": "The CPU corrected a machine check during the run: decode it (rasdaemon's ras-mc-ctl, or mcelog) for "
+                  "the bank and DIMM or CPU, and note it; corrected errors that recur on the same part mean replacing "
+                  "it at the next maintenance.",
+}
+_RMA = re.compile(r"\bRMA\b")
+
+
 def for_a_warning(text: str) -> str:
     """A code's advice for a WARN: its clauses (split at '; ') that advise an RMA left out, the first
-    one cut before its RMA, and a line saying a warning is no reason for one."""
-    if "RMA" not in text:
+    one cut before its RMA, and a line saying a warning is no reason for one. RMA as a word: the
+    letters inside PERFORMANCE are none."""
+    if not _RMA.search(text):
         return text
     clauses = text.rstrip(".").split("; ")
-    kept = [c for c in clauses[1:] if "RMA" not in c]
+    kept = [c for c in clauses[1:] if not _RMA.search(c)]
     first = clauses[0]
-    if "RMA" in first:
-        head = first[:first.index("RMA")]
+    if _RMA.search(first):
+        head = first[:_RMA.search(first).start()]
         first = head[:head.rfind(": ")] if ": " in head else ""
     return "; ".join([c for c in [first] + kept if c]).rstrip(",:; ") + ". " + WARN_INSTEAD_OF_RMA
 
@@ -456,7 +471,7 @@ def advice(code: str, subject: str = "", evidence: Any = None, verdict: str | No
     if isinstance(diagnosis, dict) and (code, diagnosis.get("cause")) in DIAGNOSED_REMEDIATION:
         text = DIAGNOSED_REMEDIATION[(code, diagnosis["cause"])]
     if verdict == "warn":
-        text = for_a_warning(text)
+        text = WARN_REMEDIATION.get(code) or for_a_warning(text)
     per_gpu = evidence.get("per_gpu") if isinstance(evidence, dict) else None
     if isinstance(per_gpu, dict) and per_gpu:
         def each(m: re.Match) -> str:
