@@ -346,3 +346,15 @@ def test_the_kernel_logs_xid_and_nvmls_give_one_what_to_do():
     for said in (kernel, nvml):
         assert "`nvidia-smi -r -i 1`" in said and "RMA it" in said
     assert "look the code up" not in kernel
+
+
+def test_a_shortfall_against_an_estimated_floor_advises_no_rma():
+    """The 2026-11-28 advice review: a T4 short of its estimated fp32 floor was told by its diagnosis
+    that the part is not to blame on it alone, and by its advice to RMA it."""
+    from nodeqc.core.codes import ESTIMATED_INSTEAD_OF_RMA
+
+    estimated = {"diagnosis": {"cause": "compute", "readings": {"estimated_floors": ["fp32"]}}}
+    said = advice("BURN_SLOW", "gpu0", estimated, "fail")
+    assert not re.search(r"\bRMA\b", said.replace(ESTIMATED_INSTEAD_OF_RMA, "")) and said.endswith(ESTIMATED_INSTEAD_OF_RMA)
+    measured = {"diagnosis": {"cause": "compute", "readings": {}}}
+    assert re.search(r"\bRMA\b", advice("BURN_SLOW", "gpu0", measured, "fail"))

@@ -433,10 +433,14 @@ WARN_REMEDIATION = {
 _RMA = re.compile(r"\bRMA\b")
 
 
-def for_a_warning(text: str) -> str:
+ESTIMATED_INSTEAD_OF_RMA = ("The floor it fell short of is an estimate, not measured on a healthy part of this SKU: "
+                            "compare with a known-good GPU of the same SKU before any RMA.")
+
+
+def for_a_warning(text: str, instead: str = WARN_INSTEAD_OF_RMA) -> str:
     """A code's advice for a WARN: its clauses (split at '; ') that advise an RMA left out, the first
-    one cut before its RMA, and a line saying a warning is no reason for one. RMA as a word: the
-    letters inside PERFORMANCE are none."""
+    one cut before its RMA, and a line saying a warning is no reason for one (`instead`). RMA as a
+    word: the letters inside PERFORMANCE are none."""
     if not _RMA.search(text):
         return text
     clauses = text.rstrip(".").split("; ")
@@ -445,7 +449,7 @@ def for_a_warning(text: str) -> str:
     if _RMA.search(first):
         head = first[:_RMA.search(first).start()]
         first = head[:head.rfind(": ")] if ": " in head else ""
-    return "; ".join([c for c in [first] + kept if c]).rstrip(",:; ") + ". " + WARN_INSTEAD_OF_RMA
+    return "; ".join([c for c in [first] + kept if c]).rstrip(",:; ") + ". " + instead
 
 
 # An Xid the kernel log names is advised as health.xid advises the same Xid from NVML, by the action
@@ -472,6 +476,11 @@ def advice(code: str, subject: str = "", evidence: Any = None, verdict: str | No
         text = DIAGNOSED_REMEDIATION[(code, diagnosis["cause"])]
     if verdict == "warn":
         text = WARN_REMEDIATION.get(code) or for_a_warning(text)
+    elif isinstance(diagnosis, dict) and isinstance(diagnosis.get("readings"), dict) \
+            and diagnosis["readings"].get("estimated_floors"):
+        # The diagnosis says the part is not to blame on an estimated floor alone; the advice must not
+        # say RMA either (the 2026-11-28 advice review: a T4 short of its estimated fp32 floor).
+        text = for_a_warning(text, ESTIMATED_INSTEAD_OF_RMA)
     per_gpu = evidence.get("per_gpu") if isinstance(evidence, dict) else None
     if isinstance(per_gpu, dict) and per_gpu:
         def each(m: re.Match) -> str:
