@@ -358,3 +358,13 @@ def test_a_shortfall_against_an_estimated_floor_advises_no_rma():
     assert not re.search(r"\bRMA\b", said.replace(ESTIMATED_INSTEAD_OF_RMA, "")) and said.endswith(ESTIMATED_INSTEAD_OF_RMA)
     measured = {"diagnosis": {"cause": "compute", "readings": {}}}
     assert re.search(r"\bRMA\b", advice("BURN_SLOW", "gpu0", measured, "fail"))
+
+
+def test_mixed_gpus_are_advised_by_what_differs():
+    """The 2026-11-28 advice review: a VBIOS that differs (WARN) was told to replace the odd part, a
+    model that differs (FAIL) to flash the VBIOS."""
+    vbios = advice("GPU_MIXED", "node", {"vbios": {"96.00.99.00.01": ["gpu0"], "96.00.74.00.1C": ["gpu3"]}}, "warn")
+    assert "flash" in vbios and "replace" not in vbios
+    model = advice("GPU_MIXED", "node", {"model": {"a": ["gpu0"], "b": ["gpu3"]}}, "fail")
+    assert "replace the GPU of another model" in model and "flash" not in model
+    assert advice("GPU_MIXED", "node", {}, "fail") == remediation("GPU_MIXED")  # nothing named: the whole list

@@ -18,7 +18,7 @@ REMEDIATION: dict[str, str] = {
     "GPU_MISSING": "This GPU is on the PCI bus but the driver did not bring it up: read dmesg for RmInitAdapter/XID, reseat it and check its power cables; RMA if it stays missing.",
     "GPU_MODEL": "The GPU model does not match the profile: check the build order, or run with the right --profile.",
     "GPU_MEMORY_SIZE": "The GPU reports less memory than its model has: check for a wrong SKU or disabled memory; RMA if confirmed.",
-    "GPU_MIXED": "GPUs of one node must match: flash all GPUs to the same VBIOS and replace the odd part.",
+    "GPU_MIXED": "GPUs of one node must match: replace a GPU of another model or memory size with the node's own, flash a GPU on another VBIOS to the one the others run (the server vendor's firmware package), set an odd power limit as the others have it; then re-run.",
     "DRIVER_VERSION": "Install the NVIDIA driver version the profile requires (or newer).",
     "CUDA_VERSION": "The driver supports too old a CUDA version: install a newer NVIDIA driver.",
     "ECC_DISABLED": "Enable ECC (`nvidia-smi -e 1`, then reboot): a datacenter GPU must run with ECC.",
@@ -460,6 +460,15 @@ KERNEL_XID_BY_ACTION = {"reset_gpu": "XID_RESET_GPU", "reboot": "XID_REBOOT", "c
                         "ignore": "XID_WARNING", "restart_app": "XID_WARNING", "check_software": "XID_WARNING"}
 
 
+# inventory.homogeneity's evidence names the fields that differ: the step for each.
+GPU_MIXED_BY_FIELD = {
+    "model": "replace the GPU of another model with the node's own",
+    "memory": "replace the GPU of another memory size with the node's own",
+    "vbios": "flash the GPU on another VBIOS to the one the others run (the server vendor's firmware package)",
+    "power_limit_w": "set the odd power limit as the others have it (`nvidia-smi -i N -pl W`)",
+}
+
+
 def advice(code: str, subject: str = "", evidence: Any = None, verdict: str | None = None) -> str:
     """The code's advice for one result, with what the result knows put in place of the
     placeholders: `-i N` becomes the GPU's own index (a `gpuN` subject), DEFAULT_W its default power
@@ -468,6 +477,10 @@ def advice(code: str, subject: str = "", evidence: Any = None, verdict: str | No
     for each. A placeholder stays only where the result does not know the value. A WARN (`verdict`
     "warn") never advises an RMA (for_a_warning)."""
     text = remediation(code)
+    if code == "GPU_MIXED" and isinstance(evidence, dict) and any(f in evidence for f in GPU_MIXED_BY_FIELD):
+        # What differs says what to do: a VBIOS is flashed, not replaced (the 2026-11-28 advice review).
+        text = "GPUs of one node must match: " + "; ".join(
+            step for field, step in GPU_MIXED_BY_FIELD.items() if field in evidence) + "; then re-run."
     action = evidence.get("xid_action") if isinstance(evidence, dict) and code == "KERNEL_XID" else None
     if action in KERNEL_XID_BY_ACTION:
         text = remediation(KERNEL_XID_BY_ACTION[action])
