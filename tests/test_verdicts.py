@@ -564,7 +564,7 @@ def test_nccl_unavailable_is_a_skip():
     (STATUS_LOST, "GPU has fallen off the bus", Verdict.FAIL, "GPU_LOST"),
     (STATUS_UNAVAILABLE, "CuPy is not installed", Verdict.ERROR, "CUDA_UNAVAILABLE"),
     (STATUS_ERROR, "CUDARuntimeError: cudaErrorIllegalAddress\nTraceback", Verdict.FAIL, "WORKER_ERROR"),
-    (STATUS_ERROR, "KeyError: 'x'", Verdict.ERROR, "WORKER_ERROR"),  # nodeqc's own bug, not the GPU's
+    (STATUS_ERROR, "KeyError: 'x'", Verdict.ERROR, "INTERNAL_ERROR"),  # nodeqc's own bug, not the GPU's
     (STATUS_ABORTED, "", Verdict.SKIP, None),
 ])
 def test_outcome_failure(status, detail, verdict, code):

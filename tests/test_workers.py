@@ -66,7 +66,7 @@ def test_verdicts_on_outcomes(spec):
     results = [outcome_failure("stress.burn", "gpu0", o) for o in outcomes]
     assert [(r.verdict, r.code) for r in results] == [
         (Verdict.FAIL, "WORKER_CRASH"),
-        (Verdict.ERROR, "WORKER_ERROR"),  # our bug, not the GPU's
+        (Verdict.ERROR, "INTERNAL_ERROR"),  # our bug, not the GPU's: report it
         (Verdict.FAIL, "WORKER_ERROR"),  # CUDA said the GPU misbehaved
         (Verdict.FAIL, "WORKER_HANG"),
     ]

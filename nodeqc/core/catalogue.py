@@ -99,9 +99,10 @@ FAMILIES: tuple[Family, ...] = (
 # check reached a verdict.
 RUN = Family("nodeqc", "The run itself", checks=("internal", "nothing_judged"),
              codes=("INTERNAL_ERROR", "NOTHING_JUDGED"))
-# Codes any check of a node run may carry: the run was aborted before it, or the GPU is not the
-# profile's model (its floors would judge another model: nodeqc.checks.inventory.not_judged_for_model).
-ANY_CHECK = ("RUN_ABORTED", "MODEL_NOT_JUDGED")
+# Codes any check of a node run may carry: the run was aborted before it, the GPU is not the
+# profile's model (its floors would judge another model: nodeqc.checks.inventory.not_judged_for_model),
+# or nodeqc's own code failed in it (a stress worker's exception that is no CUDA error).
+ANY_CHECK = ("RUN_ABORTED", "MODEL_NOT_JUDGED", "INTERNAL_ERROR")
 
 # The fabric report's checks (nodeqc fabric: many nodes by pair tests), not a node run's.
 FABRIC = Family("fabric", "Many nodes qualified together by pair tests (nodeqc fabric)",

@@ -262,7 +262,7 @@ REMEDIATION: dict[str, str] = {
     # Stress workers
     "WORKER_HANG": "The stress work on this GPU stopped making progress and was killed: the GPU or its driver hung; reset the GPU, re-run, RMA if repeated.",
     "WORKER_CRASH": "The stress work on this GPU crashed: see the evidence (exit status, last output); reset the GPU and re-run.",
-    "WORKER_ERROR": "The stress work on this GPU raised an error (its text and traceback are in the evidence): a CUDA error (out of memory, illegal address, ECC, launch failure) points at the GPU: reset it (`nvidia-smi -r -i N`) and re-run, RMA if it recurs; any other error is nodeqc's own: report it with the journal file.",
+    "WORKER_ERROR": "The stress work on this GPU raised a CUDA error (out of memory, illegal address, ECC, launch failure; its text and traceback are in the evidence), which points at the GPU: reset it (`nvidia-smi -r -i N`) and re-run, RMA if it recurs.",
     "CUDA_UNAVAILABLE": "GPU stress needs CuPy: install nodeqc with the CUDA extra, e.g. `pip install 'nodeqc[cuda12]'`.",
     "SKIPPED_EARLIER_FAILURE": "Skipped because this GPU already failed in an earlier stress check; fix that first.",
     "RUN_ABORTED": "The run was stopped before this check ran, so it judged nothing: run the qualification again (after a repair, with --retest) to judge it.",

@@ -46,8 +46,11 @@ def outcome_failure(name: str, subject: str, outcome: Outcome) -> CheckResult | 
         return CheckResult(name, subject, Verdict.ERROR, first_line, code="CUDA_UNAVAILABLE", evidence=evidence)
     if status == STATUS_ERROR:
         gpu_fault = first_line.startswith(_CUDA_ERRORS)
+        # Any other exception is nodeqc's own: its advice is to report it, not to reset or RMA the GPU
+        # (the 2026-11-28 advice review: a ZeroDivisionError in the simulated NVLink said "RMA if it recurs").
         return CheckResult(name, subject, Verdict.FAIL if gpu_fault else Verdict.ERROR,
-                           f"the work raised {first_line}", code="WORKER_ERROR", evidence=evidence)
+                           f"the work raised {first_line}", code="WORKER_ERROR" if gpu_fault else "INTERNAL_ERROR",
+                           evidence=evidence)
     if status == STATUS_ABORTED:
         return CheckResult(name, subject, Verdict.SKIP, "the run was aborted", evidence=evidence)
     return None
