@@ -580,13 +580,18 @@ def test_no_nvlink_is_not_applicable_and_links_not_read_are_not_run(count, end, 
     assert whole(r) == ("health.nvlink", "gpu0", "skip", *said, {}, None, [], {})
 
 
-def test_a_profile_asking_for_nvlink_never_calls_a_gpu_without_it_not_applicable():
-    """hgx-h100 asks for 18 links: a GPU that reports none, its links unread, is a check not run (the
-    board's NVLink may be down), never 'not applicable' as on a PCIe card."""
+def test_a_profile_asking_for_nvlink_fails_a_gpu_that_reports_none():
+    """hgx-h100 asks for 18 links: a GPU that reports none is no NVLink node's GPU, never 'not
+    applicable' as on a PCIe card. It was a check not run, which passed the node (the 2026-11-28
+    advice review; DCGM's issue 198). Where the counters were not read at all, it is not run."""
     hgx = load_profile("hgx-h100")
     for count in (0, NA):
         r = health.nvlink(gpu(nvlink_count=count), nvlink_telemetry(nvlink_counters(), GpuCounters()), hgx)
-        assert whole(r) == ("health.nvlink", "gpu0", "skip", *NVLINK_NOT_REPORTED, {}, None, [], {})
+        assert whole(r) == ("health.nvlink", "gpu0", "fail", "NVLINK_DOWN",
+                            "the profile expects 18 NVLink links and the GPU reports none (NVML: not supported on "
+                            "this GPU)", {"expected": (18, "")}, "expected", [], {})
+        unread = health.nvlink(gpu(nvlink_count=count), nvlink_telemetry(nvlink_counters(), None), hgx)
+        assert whole(unread) == ("health.nvlink", "gpu0", "skip", *NVLINK_NOT_REPORTED, {}, None, [], {})
 
 
 def test_memory_repair_of_another_generation_names_its_check_and_gpu():

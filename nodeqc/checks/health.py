@@ -355,6 +355,14 @@ def nvlink(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
             # A PCIe card (or a GPU whose driver reports no links) under a profile that asks for none.
             return skip(name, gpu.subject, "not applicable: the GPU reports no NVLink and the profile asks for none",
                         code="NVLINK_NA")
+        promised = profile.get("gpu", "nvlink_links")
+        if end is not None and is_na(end.nvlink_active) and promised:
+            # The profile's node has NVLink and this GPU reports none: a GPU (or a driver, or a VM) that
+            # cannot show its links is no NVLink node, not a check left unrun (the 2026-11-28 advice
+            # review; DCGM's issue 198, a diagnostic that passed with the links unread).
+            return CheckResult(name, gpu.subject, Verdict.FAIL, f"the profile expects {promised} NVLink links and the "
+                               f"GPU reports none (NVML: not supported {ON_THIS_GPU})", code="NVLINK_DOWN",
+                               values={"expected": Value(promised)}, key="expected")
         return skip(name, gpu.subject, f"NVLink links or counters not reported {ON_THIS_GPU}")
     values = {"active": Value(end.nvlink_active), "expected": Value(expected)}
     findings = []
