@@ -281,7 +281,7 @@ def test_nccl_through_the_nics_runs_where_the_profile_has_a_floor(tmp_path_facto
     assert nvlink.values["busbw_gbps"].value > 100  # the in-node check kept NVLink (and sees its fault)
 
 
-def test_nccl_through_the_nics_is_skipped_without_an_rdma_nic_or_a_floor(tmp_path_factory, signer, tmp_path):
+def test_nccl_through_the_nics_fails_without_an_rdma_nic_and_is_not_planned_without_a_floor(tmp_path_factory, signer, tmp_path):
     from nodeqc.core.resources import scenarios_dir
 
     text = (scenarios_dir() / "a100.toml").read_text()
@@ -292,7 +292,8 @@ def test_nccl_through_the_nics_is_skipped_without_an_rdma_nic_or_a_floor(tmp_pat
     profile.write_text('extends = "a100"\ndescription = "test"\n[nic]\nmin_nccl_loopback_busbw_gbps = 40\n')
     got = by_key(qualify(tmp_path_factory, signer, str(scenario), str(profile)))
     r = got[("stress.nccl_net", "node")]
-    assert (r.verdict, r.code) == (Verdict.SKIP, "NCCL_UNAVAILABLE") and "no RDMA NIC on this node" in r.message
+    # The profile promises the NICs (it gives their floor): a node without them fails, never a skip.
+    assert (r.verdict, r.code) == (Verdict.FAIL, "NIC_COUNT") and "no RDMA NIC on this node" in r.message
     # Without the floor (the a100 profile), the step is not part of the plan at all.
     got = by_key(qualify(tmp_path_factory, signer, str(scenario), "a100"))
     assert ("stress.nccl_net", "node") not in got and got[("stress.nccl", "node")].verdict is Verdict.PASS

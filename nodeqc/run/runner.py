@@ -384,8 +384,11 @@ class Runner:
             if step.needs_rdma_floor and self.profile.threshold("nic", step.needs_rdma_floor) is None:
                 continue  # the profile does not ask for it (no published floor for this node)
             if step.needs_rdma_floor and not any(n.ib_ports for n in self._nics_start):
-                self._publish([CheckResult(step.name, "node", Verdict.SKIP, "not run: no RDMA NIC on this node "
-                                           "(NCCL through the NICs needs InfiniBand or RoCE)", code="NCCL_UNAVAILABLE")])
+                # The profile asks for NCCL through the NICs (it gives the floor): a node without the RDMA
+                # NICs it promises fails, where it was a skip advising to install NCCL (the 2026-11-28
+                # advice review).
+                self._publish([CheckResult(step.name, "node", Verdict.FAIL, "no RDMA NIC on this node, where the "
+                                           "profile measures NCCL through them (InfiniBand or RoCE)", code="NIC_COUNT")])
                 continue
             live = [g for g in gpus if g.index not in failed]
             sitting_out = [CheckResult(step.name, g.subject, Verdict.SKIP, "not run: another process is using this GPU",
