@@ -384,3 +384,18 @@ def test_an_aborted_runs_checks_not_run_are_one_reason():
     passed = [CheckResult("inventory.gpu_count", "node", Verdict.PASS, "8 GPUs")]
     a = answer(passed + never + cut, [], "FAIL", "aborted")
     assert a.tally == "1 passed; 5 not run: the run was aborted", a.tally
+
+
+def test_a_diagnosed_finding_keeps_its_figure_and_floor_beside_the_cause():
+    """The 2026-11-28 advice review: the summary and `nodeqc show` kept only a diagnosis' own words
+    ("slow at full clocks ...: 0.70 of its SKU's rate per clock"), without the TFLOP/s or the floor."""
+    diagnosis = "slow at full clocks (1,975 MHz): the GPU computes 0.70 of its SKU's rate per clock; the floor is an estimate"
+    r = CheckResult("stress.burn", "gpu0", Verdict.FAIL,
+                    f"{diagnosis}; bf16 sustained 470 TFLOP/s is below the limit 600 TFLOP/s; power drew 500 W",
+                    code="BURN_SLOW", evidence={"diagnosis": {"message": diagnosis, "cause": "compute"}})
+    [f] = answer([r], [], "FAIL", "complete").findings
+    assert f.finding == f"{diagnosis}; bf16 sustained 470 TFLOP/s is below the limit 600 TFLOP/s"
+    assert f.more == ["power drew 500 W"]
+    plain = CheckResult("stress.burn", "gpu0", Verdict.FAIL, "bf16 sustained 470 TFLOP/s is below the limit; x",
+                        code="BURN_SLOW")
+    assert answer([plain], [], "FAIL", "complete").findings[0].finding == "bf16 sustained 470 TFLOP/s is below the limit"

@@ -144,7 +144,16 @@ def collect(results: list[CheckResult], gpus: list[dict[str, Any]]) -> list[Find
         if r.verdict not in (Verdict.FAIL, Verdict.ERROR, Verdict.WARN):
             continue
         part = known.get(r.subject) or _unlisted(r.subject)
-        first, *more = split_findings(_without_identity(r.message, part))
+        message = _without_identity(r.message, part)
+        diagnosis = r.evidence.get("diagnosis") if isinstance(r.evidence, dict) else None
+        said = diagnosis.get("message") if isinstance(diagnosis, dict) else None
+        if isinstance(said, str) and message.startswith(said + "; "):
+            # A diagnosis leads its measure's message (diagnosis.apply): the figure and its floor come
+            # next, and a line without them says why without saying how far (the 2026-11-28 advice review).
+            first, *more = split_findings(message[len(said) + 2:])
+            first = f"{said}; {first}"
+        else:
+            first, *more = split_findings(message)
         found.append(Finding(r.verdict.value, r.name, r.subject, part, first, r.code,
                              advice(r.code, r.subject, r.evidence, r.verdict.value) if r.code else "See the check's evidence.", more))
     return sorted(found, key=lambda f: (SHOWN_ORDER[f.verdict], _part_order(f.part)))
