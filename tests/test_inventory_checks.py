@@ -178,7 +178,8 @@ def test_nvml_and_gpu_count_whole():
         {"driver": ("550.54.15", ""), "gpus": (8, "")}, "gpus", [], {})
     anyn = {"expected": ("any", "")}
     assert whole(inventory.gpu_count([], GENERIC)) == (
-        "inventory.gpu_count", "node", "fail", "GPU_COUNT", "no GPUs found", {**anyn, "gpus": (0, "")}, "gpus", [], {})
+        "inventory.gpu_count", "node", "fail", "GPU_COUNT",
+        "no GPU answered NVML (inventory.gpu_present says which the PCI bus holds)", {**anyn, "gpus": (0, "")}, "gpus", [], {})
     assert whole(inventory.gpu_count([gpu(0), gpu(1)], GENERIC)) == (
         "inventory.gpu_count", "node", "pass", None, "2 GPU(s); the profile accepts any number",
         {**anyn, "gpus": (2, "")}, "gpus", [], {})
@@ -200,6 +201,9 @@ def test_gpu_present_whole():
          None, [], {}),
         ("inventory.gpu_present", "gpu2", "pass", None, "GPU at 0000:52:00.0 is up",
          {"bus_id": ("0000:52:00.0", "")}, None, [], {})]
+    # The last GPU on the bus has none after it to number lower (the 2026-11-28 advice review).
+    [last] = [r for r in inventory.gpu_present([gpu(0)], pci([BUSES[0], BUSES[1]])) if r.verdict is Verdict.FAIL]
+    assert last.message == "GPU at 0000:43:00.0 is on the PCI bus but the driver did not bring it up"
 
 
 def test_gpu_model_and_memory_whole():

@@ -34,7 +34,8 @@ def gpu_count(gpus: list[GpuInfo], profile: Profile) -> CheckResult:
     values = {"gpus": Value(found), "expected": Value(expected if expected is not None else "any")}
     if expected is None:
         if found == 0:
-            return CheckResult("inventory.gpu_count", "node", Verdict.FAIL, "no GPUs found",
+            return CheckResult("inventory.gpu_count", "node", Verdict.FAIL, "no GPU answered NVML (inventory.gpu_present "
+                               "says which the PCI bus holds)",
                                code="GPU_COUNT", values=values, key="gpus")
         return CheckResult("inventory.gpu_count", "node", Verdict.PASS,
                            f"{found} GPU(s); the profile accepts any number{lost_said}", values=values, key="gpus")
@@ -56,16 +57,19 @@ def gpu_present(gpus: list[GpuInfo], on_pci: list[PciDevice]) -> list[CheckResul
                             f"of the {len(gpus)} GPU(s) the driver has): GPUs the driver did not bring up were not "
                             "looked for")]
     results = []
-    for slot, dev in enumerate(sorted(on_pci, key=lambda p: p.bus_id)):
+    ordered = sorted(on_pci, key=lambda p: p.bus_id)
+    for slot, dev in enumerate(ordered):
         values = {"bus_id": Value(dev.bus_id)}
+        # Only where GPUs follow it on the bus does nvidia-smi number them one lower than their slot.
+        after = " (nvidia-smi numbers the GPUs after it one lower)" if slot < len(ordered) - 1 else ""
         if dev.bus_id in known:
             results.append(CheckResult("inventory.gpu_present", f"gpu{slot}", Verdict.PASS,
                                        f"GPU at {dev.bus_id} is up", values=values))
         else:
             results.append(CheckResult(
                 "inventory.gpu_present", f"gpu{slot}", Verdict.FAIL,
-                f"GPU at {dev.bus_id} is on the PCI bus but the driver did not bring it up "
-                "(nvidia-smi numbers the GPUs after it one lower)", code="GPU_MISSING", values=values))
+                f"GPU at {dev.bus_id} is on the PCI bus but the driver did not bring it up{after}",
+                code="GPU_MISSING", values=values))
     return results
 
 
