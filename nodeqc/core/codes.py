@@ -191,7 +191,7 @@ REMEDIATION: dict[str, str] = {
     "ROW_REMAP_PENDING": "Row remaps are pending: reset the GPU (or reboot) so they are applied, then re-run.",
     "ROW_REMAP_FAILED": "Row remapping failed: the GPU is out of spare rows or faulty; RMA it.",
     "ROW_REMAP_COUNT": "Many rows were remapped for uncorrectable errors: the memory is degrading; RMA the GPU.",
-    "RETIRED_PAGES": "Memory pages were retired: if the count is high or pending, reboot and re-run; RMA near the limit.",
+    "RETIRED_PAGES": "Memory pages were retired for memory errors (a lifetime count; pre-Ampere GPUs retire pages where newer ones remap rows): past the profile's limit (63 or more: DCGM's) the GPU's memory is worn out: RMA it.",
     "RETIRED_PAGES_PENDING": "Page retirement is pending: reboot the node so it takes effect, then re-run.",
     # Memory repair a GPU's generation does not use (NOT_APPLICABLE below): nothing was left untested.
     "PAGE_RETIREMENT_NA": "Nothing to do: Ampere and newer GPUs remap rows instead of retiring pages; health.row_remap judges their memory repairs.",
@@ -426,6 +426,9 @@ WARN_REMEDIATION = {
     "ROW_REMAP_COUNT": "Rows were remapped for uncorrectable errors: a lifetime count, which a re-run does not change. "
                        "A few are the memory repairing itself: note the count in the node's record and compare it at "
                        "the next qualification; a count that keeps rising is a degrading memory.",
+    "RETIRED_PAGES": "Memory pages were retired for memory errors: a lifetime count, which a re-run does not change. "
+                     "Under the profile's limit (63: DCGM's) the GPU still works: note the count in the node's record "
+                     "and compare it at the next qualification; a count that keeps rising is a wearing memory.",
     "KERNEL_MCE": "The CPU corrected a machine check during the run: decode it (rasdaemon's ras-mc-ctl, or mcelog) for "
                   "the bank and DIMM or CPU, and note it; corrected errors that recur on the same part mean replacing "
                   "it at the next maintenance.",
