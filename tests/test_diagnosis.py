@@ -15,6 +15,7 @@ from nodeqc.backends.sim.models import PLAIN, SIM_GPU_MODELS
 from nodeqc.checks.diagnosis import (Diagnosis, Expected, Observed, describe_processes, diagnose, diagnose_drift, explain,
                                      explain_node)
 from nodeqc.checks.processes import gpu_free
+from nodeqc.core.codes import advice
 from nodeqc.core.errors import GpuLostError
 from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.core.na import NA
@@ -104,9 +105,16 @@ def test_a_lowered_limit_the_gpu_never_reached_is_not_the_cause():
 
 
 def test_low_power_at_full_clocks_points_at_power_delivery():
-    d = diagnose("power", obs(power_w=300.0, throttle_s={}), H100, 0.99)
+    d = diagnose("power", obs(power_w=300.0, throttle_s={}), H100, 0.8)
     assert d.cause == "power_low" and d.code is None
-    assert d.message.startswith("drew 300 W of the 700 W limit at full clocks (1,794 MHz), the rate 0.99 of its SKU's")
+    assert d.message.startswith("drew 300 W of the 700 W limit at full clocks (1,794 MHz), the rate 0.80 of its SKU's")
+    assert "RMA if it persists" in d.message
+    # At a healthy part's rate the GPU is not starved of power: the reading is the suspect, no RMA (the
+    # 2026-11-28 advice review).
+    full = diagnose("power", obs(power_w=300.0, throttle_s={}), H100, 0.99)
+    assert full.cause == "power_reading" and "the power reading is the suspect" in full.message
+    assert "RMA" not in full.message and "RMA" not in advice("BURN_POWER_LOW", "gpu0", {"diagnosis": full.to_dict()})
+    assert diagnose("power", obs(power_w=300.0, throttle_s={}), H100, None).cause == "power_low"  # no rate: no claim
     assert diagnose("power", obs(power_w=300.0, throttle_s={"hw_slowdown": 10.0}), H100, 0.5).code == "THROTTLE_HW_SLOWDOWN"
 
 

@@ -272,6 +272,11 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
         # "Full" only where the SKU's clock says so (an unknown SKU, or no clock reading, claims nothing).
         at = f" at full clocks ({_mhz(clock)})" if clock and healthy else f" at {_mhz(clock)}" if clock else ""
         rate = f", the rate {rate_share:.2f} of its SKU's" if rate_share is not None else ""
+        if rate_share is not None and rate_share >= PER_CLOCK_HEALTHY_SHARE and clock and healthy:
+            # Computing at a healthy part's rate and clock on less power is no starved GPU (one would
+            # throttle): the reading is the suspect (the 2026-11-28 advice review: this said RMA).
+            return found("power_reading", f"drew {drew}{at}{rate}, with no throttling: a GPU computing at full "
+                         "rate on that little power is not starved of it; the power reading is the suspect", None)
         return found("power_low", f"drew {drew}{at}{rate}, with no throttling: a GPU that cannot draw "
                      f"its power (check its power cables and the PSUs; {rma('RMA if it persists')})", None)
     if clock and healthy and rate_share is not None:

@@ -394,7 +394,13 @@ def verdict_counts(counts: dict[str, Any], skipped_codes: Any) -> dict[str, int]
 # Advice for a code once the diagnosis (nodeqc.checks.diagnosis, evidence["diagnosis"]["cause"]) has
 # ruled out what the code's own advice asks to check first: HBM_SLOW's first step is the memory
 # clock, which a "defect" diagnosis found at its maximum.
+_POWER_READING = ("The GPU computed at its SKU's full rate and clock while NVML read it drawing below the floor, so "
+                  "its power delivery is not what held it back: compare NVML's reading (`nvidia-smi -q -d POWER`) "
+                  "with the node's input power in the BMC (`ipmitool sdr type \"Power Supply\"`) under the same "
+                  "load, update the GPU's VBIOS and driver if they disagree, and re-run.")
 DIAGNOSED_REMEDIATION: dict[tuple[str, str], str] = {
+    ("BURN_POWER_LOW", "power_reading"): _POWER_READING,
+    ("POWER_TARGET_LOW", "power_reading"): _POWER_READING,
     ("HBM_SLOW", "defect"): "The memory ran at its full clock with no other process, power cap or throttling "
                             "(see the diagnosis), so neither a clock nor another job explains the bandwidth: re-run "
                             "once to confirm; if it stays below the floor the HBM or its controller is degraded: "
