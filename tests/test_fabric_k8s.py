@@ -291,7 +291,7 @@ def test_a_pod_that_takes_itself_for_another_node_is_not_believed(k8s):
     # The pod on k8s-a is told it is k8s-d (a broken manifest or image, or a lying node): its line
     # is bound to k8s-a, where the API server says its pod ran, and refused; k8s-a is the suspect.
     p, calls, _ = k8s("--rounds", "1", "--seed", "3", env={"FAKE_K8S_LIE": "k8s-a=k8s-d"}, tests="rdma")
-    assert p.returncode == 2, p.stderr
+    assert p.returncode == 1, p.stderr  # the lying node fails; pairs left unjudged beside it do not make it 2
     assert all("--prefix" in c for c in calls if c[0] == "logs")
     predicate, _ = _report(p)
     (pair_error,) = [c for c in predicate["checks"] if c["name"] == "fabric.pair" and "k8s-a" in c["subject"]]

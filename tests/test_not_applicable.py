@@ -37,9 +37,10 @@ def test_a_gpu_without_nvlink_under_a_profile_asking_none_is_not_applicable(nvli
 
 
 def test_nvlink_stays_a_check_not_run_where_it_could_apply():
-    # The node profile asks for 18 links and the GPU reports none: not run (inventory judges the model).
+    # The node profile asks for 18 links and the GPU reports none: no NVLink node's GPU, a failure
+    # (it was a check not run, and the node passed: the 2026-11-28 advice review).
     asked = health.nvlink(_gpu(NA), _tel(), load_profile("hgx-h100"))
-    assert asked.verdict is Verdict.SKIP and asked.code is None
+    assert asked.verdict is Verdict.FAIL and asked.code == "NVLINK_DOWN"
     # A GPU with links whose counters were never read (it fell off the bus).
     lost = health.nvlink(_gpu(18), _tel(end=None), load_profile("h100"))
     assert lost.verdict is Verdict.SKIP and lost.code is None

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from nodeqc.backends.base import GpuInfo, GpuSample
-from nodeqc.backends.sim.compute import COLD_FIRST_PRODUCT_S, SimDevice
+from nodeqc.backends.sim.compute import SimDevice
+from nodeqc.backends.sim.physics import COLD_FIRST_PRODUCT_S
 from nodeqc.backends.sim.node import SimNode
 from nodeqc.backends.sim.scenario import load_scenario
 from nodeqc.checks.stress.pulse import (PULSE_COMPRESSED_STALL_S, PULSE_DUTY, PULSE_MIN_SWING_SHARE,

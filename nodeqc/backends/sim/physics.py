@@ -99,3 +99,32 @@ def cotenant_active(faults: list[tuple[str, Any]], loaded_s: float) -> bool:
     """Whether another process is computing on the GPU now."""
     names = {name for name, _ in faults}
     return "cotenant" in names or ("cotenant_late" in names and loaded_s >= COTENANT_AFTER_S)
+
+
+# Timing of the work on a real GPU, which the simulated workers (nodeqc.backends.sim.compute) keep.
+# The first product after a set-up is cold on a real GPU: handle creation, kernel selection, clocks
+# ramping. On the H100 SXM5 and H200 (2026-11-26, shared/measurements/2026-11-26/README.md) a pulse
+# burst sized from it at the 1 s period was one product: int(0.5 s / first) = 1, so the first
+# product took more than 0.25 s (and a product warm about 1.7 ms: duty 0.084 at 20 ms). The twin's
+# cold start is 0.3 s, an estimate just above that bound; `cold_start=S` adds S.
+COLD_FIRST_PRODUCT_S = 0.3
+# NVML's power reading averages about the last second: at the pulse's 500 ms and 1 s periods it read
+# 418-469 W at both the bursts' and the idle halves' ends on the real H100 SXM5 and H200 (a 0-30 W
+# swing), where the instantaneous field swung 718-785 W to 125-149 W (tests/fixtures/real-2026-11-2*
+# /*quick*.predicate.json: the pulse's power_read). The twin's read a 100 ms mean, and swung 612 W.
+NVML_AVERAGE_S = 1.0
+# A set-up's cost in a GPU already at work, per dtype: the gap before each dtype's first timed product
+# in the real quick burns (its set-up, its first product, the warm timing), the median of seven runs
+# on the H100 SXM5 and H200 (tests/fixtures/real-2026-11-2*/*quick*.predicate.json, stress.burn's
+# per-dtype start_s against the previous dtype's end_s): fp32 0.19-0.23 s, tf32 0.02-0.03, fp16
+# 0.20-0.28, bf16 0.56-1.03, fp8 1.92-3.40 (cuBLASLt's plan through nvmath-python). fp64, first, follows
+# an idle GPU: its cold start is the pulse's bound above. The twin had 0.3 s for every dtype, so its
+# fp8 computed 4.7 s of its 5 with 5 checks, where the real ones computed 2.5-3.7 s with 2-3.
+SETUP_S = {"fp64": COLD_FIRST_PRODUCT_S, "fp32": 0.2, "tf32": 0.03, "fp16": 0.22, "bf16": 0.84, "fp8": 2.42}
+# The set-up of the work that is not matmul, before its first kernel, in a worker kept for the run:
+# the gap in the real telemetry between one step's last loaded sample and the next one's first
+# (tests/fixtures/real-2026-11-27/*-kept-workers and *-flat-copy, read at 4 Hz, so to 0.25 s): the
+# copies 0.25 s after the pulse; the memory test 1.25, 1.25 and 1.75 s after the copies (it takes 90 %
+# of the memory and builds its kernels); the host copies 0.5 s after the memory test (pinned buffers).
+HBM_SETUP_S, MEMTEST_SETUP_S, PCIE_SETUP_S = 0.25, 1.25, 0.5
+IDLE_AFTER_S = 1.0  # run-clock seconds without a product after which the GPU has gone idle: a cold start again
