@@ -21,6 +21,7 @@ BURN_MIN_CHECKS = 2  # results of each dtype's product compared: a repeat needs 
 # this period's start: the supervisor reads the driver's counters there within milliseconds (one
 # NVML call per GPU); a tenth of a second leaves room for a busy host, 0.4 s over a pulse test.
 PULSE_SETTLE_S = 0.1
+STEADY_SETTLES = 5
 
 
 # Work sized by time (the burn's steps, the pulse's bursts) is sized from a warm product: the first product after a set-up is cold
@@ -230,8 +231,12 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
         # samples at the pace the sampler keeps, min_wall_s): throttling seen here comes from the load
         # itself (health.throttle's to judge), not from its swings. It was at least a second of real
         # time besides, from when the sampler read a fixed rate of real time: ten seconds of the
-        # twin's clock where the real steady load took 2 (the 2026-11-28 fidelity review).
-        steady_s = span_s
+        # twin's clock where the real steady load took 2 (the 2026-11-28 fidelity review). The driver's
+        # counters are read across the steady load and both its settles (idle), so it must dwarf them
+        # for a standing brake to count as standing (pulse.STANDING_BRAKE_MS_PER_S, half the time):
+        # at least STEADY_SETTLES settles, 5/7 of the counted time (a real GPU's settle is 0.1 s; a
+        # compressed clock's is scaled, as the supervisor's reads are real time).
+        steady_s = max(span_s, STEADY_SETTLES * clock.scale * PULSE_SETTLE_S)
         start = clock.now()
         device.set_load(1.0)
         report.progress(0.0, bound="start", period_s=0.0)
