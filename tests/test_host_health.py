@@ -736,3 +736,22 @@ def test_a_wrapped_ring_buffer_alone_in_full_and_a_dpc_line_as_it_is_said():
     # A line's fatal "Machine Check Exception" alone makes it uncorrected.
     assert host_health.classify("mce: [Hardware Error]: CPU 3: Machine Check Exception: 5 Bank 4: 9000000000070005"
                                 ).verdict is Verdict.FAIL
+
+
+@pytest.mark.parametrize("xid, own_work, verdict, advised", [
+    (94, True, Verdict.FAIL, "XID_APP_FAULT"),  # contained ECC error during nodeqc's own work
+    (31, True, Verdict.FAIL, "XID_APP_FAULT"),
+    (94, False, Verdict.WARN, "XID_WARNING"),  # a watch: users' work, whose own bug it most often is
+    (79, True, Verdict.FAIL, "XID_REBOOT"),  # fatal whatever ran
+])
+def test_an_applications_xid_in_the_log_of_nodeqcs_own_work_fails_as_health_xid_fails_it(xid, own_work, verdict,
+                                                                                        advised):
+    """The 2026-11-28 advice review: where NVML refuses XID events (XID_NOT_WATCHED, as in some VMs),
+    the kernel log is all there is, and an Xid 94 during nodeqc's known-good work only warned, where
+    health.xid fails it (XID_APP_FAULT)."""
+    from nodeqc.core.codes import advice
+
+    recs = [KernelRecord(4, 1, 1, f"NVRM: Xid (PCI:0000:44:00): {xid}, pid=7, x")]
+    [r] = host_health.kernel_log(recs, "/dev/kmsg", None, {"0000:44:00.0": "gpu2"}, GENERIC, own_work=own_work)
+    assert (r.subject, r.verdict, r.code) == ("gpu2", verdict, "KERNEL_XID")
+    assert advice(r.code, r.subject, r.evidence, r.verdict.value) == advice(advised, "gpu2", None, r.verdict.value)

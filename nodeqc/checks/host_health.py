@@ -8,12 +8,13 @@ them. Growth warns or fails per the profile's [host] limits; every finding names
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from nodeqc.backends.kernel_log import KernelRecord
 from nodeqc.backends.platform import HostCounters
 from nodeqc.checks.common import Judgement, fold
+from nodeqc.core.codes import OWN_WORK_APP_XID
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
 from nodeqc.core.xids import lookup as lookup_xid, sxid_grade, sxid_meaning
 from nodeqc.spec.profile import Profile
@@ -151,6 +152,7 @@ class LogFinding:
     device: str | None  # a PCI address or an NVMe controller
     text: str
     xid_action: str | None = None  # an Xid's action in NVIDIA's catalogue (nodeqc.core.xids), for its advice
+    app_xid: bool = False  # an application's Xid (NVIDIA: restart the application, or the application class)
 
 
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (?P<xid>\d{1,10})\b")
@@ -220,7 +222,8 @@ def classify(line: str) -> LogFinding | None:
             return None
         action = "" if e.action in ("ignore", "unknown") else f", action: {e.action.replace('_', ' ')}"
         return LogFinding("xid", Verdict.FAIL if e.severity == "fatal" else Verdict.WARN, "KERNEL_XID",
-                          f"{m['bus'].lower()}.0", f"Xid {e.code} ({e.meaning}{action})", e.action)
+                          f"{m['bus'].lower()}.0", f"Xid {e.code} ({e.meaning}{action})", e.action,
+                          app_xid=e.severity != "fatal" and (e.action == "restart_app" or e.category == "application"))
     m = _FALLEN.search(line)
     if m:  # newer drivers say this without an Xid line (NVIDIA/NVSentinel#155)
         lost = lookup_xid(79)
@@ -269,9 +272,14 @@ def classify(line: str) -> LogFinding | None:
 
 
 def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None, names: dict[str, str],
-               profile: Profile, lost: int = 0, stopped: str | None = None) -> list[CheckResult]:
+               profile: Profile, lost: int = 0, stopped: str | None = None,
+               own_work: bool = False) -> list[CheckResult]:
     """lost: records of the run the kernel overwrote before they were read (KernelLog.lost);
-    stopped: why reading the log failed part way through the run (what was read is still judged)."""
+    stopped: why reading the log failed part way through the run (what was read is still judged).
+    own_work: the log covers nodeqc's own known-good work, alone on its GPUs (a run, not a watch of
+    users' work): an application's Xid then fails as health.xid fails it from NVML (XID_APP_FAULT),
+    which matters where NVML refuses XID events and the log is all there is (the 2026-11-28 advice
+    review: an Xid 94 during the run warned)."""
     name = "host.kernel_log"
     mode = profile.get("host", "kernel_log", "fail")
     if mode == "off":
@@ -284,6 +292,8 @@ def kernel_log(records: list[KernelRecord], source: str, unreadable: str | None,
         f = classify(rec.text)
         if f is None:
             continue
+        if own_work and f.app_xid:
+            f = replace(f, verdict=Verdict.FAIL, xid_action=OWN_WORK_APP_XID)
         subject = "node"
         if f.device and (f.kind in ("xid", "aer")):
             subject, _ = _subject(f.device, names)

@@ -464,9 +464,13 @@ def for_a_warning(text: str, instead: str = WARN_INSTEAD_OF_RMA) -> str:
 # An Xid the kernel log names is advised as health.xid advises the same Xid from NVML, by the action
 # NVIDIA's catalogue gives it (the 2026-11-28 advice review: KERNEL_XID said "reset the GPU" for an
 # Xid 79, whose GPU a reset cannot reach, and for Xid 54, which needs its power cables).
+# An application's Xid during nodeqc's own known-good work (host_health.kernel_log, own_work): advised
+# as health.xid advises it, XID_APP_FAULT.
+OWN_WORK_APP_XID = "app_during_own_work"
 KERNEL_XID_BY_ACTION = {"reset_gpu": "XID_RESET_GPU", "reboot": "XID_REBOOT", "check_power": "XID_CHECK_POWER",
                         "contact_support": "XID_CONTACT_SUPPORT", "unknown": "XID_UNKNOWN",
-                        "ignore": "XID_WARNING", "restart_app": "XID_WARNING", "check_software": "XID_WARNING"}
+                        "ignore": "XID_WARNING", "restart_app": "XID_WARNING", "check_software": "XID_WARNING",
+                        OWN_WORK_APP_XID: "XID_APP_FAULT"}
 
 
 # inventory.homogeneity's evidence names the fields that differ: the step for each.

@@ -95,7 +95,8 @@ class PlatformWatch:
         unreadable = getattr(self._log, "reason", None)
         return (host_health.edac(self._start, end, profile) + host_health.aer(self._start, end, self._names, profile)
                 + host_health.kernel_log(records, getattr(self._log, "source", ""), unreadable, self._names, profile,
-                                         lost=getattr(self._log, "lost", 0), stopped=self._log_stopped))
+                                         lost=getattr(self._log, "lost", 0), stopped=self._log_stopped,
+                                         own_work=True))
 
     def close(self) -> None:
         if self._log is not None:
