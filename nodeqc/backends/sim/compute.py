@@ -40,7 +40,7 @@ from nodeqc.backends.sim.models import HBM_WORK, MEMTEST_WORK, MIB, PCIE_WORK, P
 from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
                                        SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
                                        SLOT_LOST, SLOT_MEM_UTIL, SLOT_POWER_W, SLOT_PULSE_S, SLOT_SWUNG, SLOTS,
-                                       transient_braking)
+                                       transient_braking, warm)
 from nodeqc.backends.sim.physics import (COLD_FIRST_PRODUCT_S, COTENANT_SHARE, HBM_SETUP_S, IDLE_AFTER_S,
                                          LOST_AFTER_S, MEMTEST_SETUP_S, NVML_AVERAGE_S, NVML_POWER_PERIOD_S,
                                          PCIE_SETUP_S, SETUP_S, cotenant_active, held_by_limit, sim_clock,
@@ -127,7 +127,7 @@ class SimDevice:
         """Note what the GPU draws from now on; the trace keeps what NVML's window needs."""
         now = self.clock.now()
         watts = sim_power_w(self.model, self.shared[self._slot(SLOT_LOAD)], self.shared[self._slot(SLOT_POWER_W)],
-                            self._fault_pairs, warm=self.shared[self._slot(SLOT_LOADED_S)] > 0)
+                            self._fault_pairs, warm=warm(self.shared, self.k))
         self._time_power_cap(now)
         trace = self._power_trace
         trace.append((now, watts))

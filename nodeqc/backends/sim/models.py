@@ -25,8 +25,7 @@ MEMORY_WORK = (HBM_WORK, MEMTEST_WORK, PCIE_WORK)
 # SM clock (1980 MHz) with no clock-event reason, at 98-100 % utilisation, the memory's utilisation 100 %
 # for the copies and the sweeps and 2 % for the host copies (tests/fixtures/real-2026-11-27/
 # *-flat-copy and *-kept-workers telemetry, while each step's kernels ran). Their power where no part was
-# measured: the H100's (below) as a share of its 700 W limit, an estimate.
-MEMORY_WORK_POWER_SHARE = {HBM_WORK: 0.66, MEMTEST_WORK: 0.71, PCIE_WORK: 0.20}
+# measured: MEMORY_WORK_POWER_SHARE, below the twins.
 MEM_UTIL_SHARE = {HBM_WORK: 1.0, MEMTEST_WORK: 1.0, PCIE_WORK: 0.02}
 # Under matmul the memory's utilisation read 32-38 % in the pulse's bursts and 20-34 % in the captures
 # (same fixtures; shared/measurements/2026-11-26/capture-*.json).
@@ -96,6 +95,9 @@ H200_SXM_TWIN = Twin(
     copy_gbps=4242.6, triad_gbps=4158.4, h2d_gbps=55.4, d2h_gbps=55.3, bidir_gbps=101.4, memtest_gbps=3921.7,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174732Z, bench_gpu memtest_second)",
     mem_temp_offset_c=-9.0)
+# The memory-bound work's power where no part was measured: the H100 SXM5's as a share of its 700 W
+# limit (0.66, 0.71, 0.20), an estimate.
+MEMORY_WORK_POWER_SHARE = {work: round(H100_SXM5_TWIN.power_w[work] / 700, 2) for work in MEMORY_WORK}
 # Power above the limit that NVML's instantaneous reading (NVML_FI_DEV_POWER_INSTANT) shows while
 # the load swings, as a share of the limit: 881, 861 and 951 W against 700 W on the H100 SXM5 under
 # pulsed bf16 (shared/measurements/README.md, 2026-11-23), up to 795 W on the H200

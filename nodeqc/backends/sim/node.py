@@ -33,7 +33,8 @@ from nodeqc.backends.sim.physics import (COTENANT, LOADED, NVML_POWER_PERIOD_S, 
 from nodeqc.backends.sim.scenario import Scenario
 from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
                                        SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
-                                       SLOT_LOST, SLOT_MEM_UTIL, SLOT_POWER_W, SLOT_PULSE_S, SLOTS, transient_braking)
+                                       SLOT_LOST, SLOT_MEM_UTIL, SLOT_POWER_W, SLOT_PULSE_S, SLOTS, transient_braking,
+                                       warm)
 from nodeqc.backends.sim.faults import Fault, check_range
 from nodeqc.core import fabric
 from nodeqc.core.errors import GpuLostError, UsageError
@@ -348,8 +349,7 @@ class SimManagement(GpuManagement):
         )
 
     def _warm(self, k: int) -> bool:
-        """Whether GPU k has been loaded (physics.WARM_IDLE_SHARE: its clocks then stay up at idle)."""
-        return self.node.shared[k * SLOTS + SLOT_LOADED_S] > 0
+        return warm(self.node.shared, k)
 
     def _mem_util_share(self, k: int) -> float:
         """The memory's utilisation under full load of what GPU k does now (SLOT_MEM_UTIL; before any

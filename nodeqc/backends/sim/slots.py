@@ -3,6 +3,8 @@ doubles (multiprocessing, no lock: each slot has one writer), SLOTS per GPU, GPU
 A module of its own, below the node (nodeqc.backends.sim.node), its workers (sim_compute) and its
 platform (sim_platform), which all read or write it."""
 
+from typing import Any
+
 # Slots per GPU in the shared array: the load a worker puts on it now, whether it fell off the bus,
 # and the seconds of load it has had (written by the worker that makes the load); the period the
 # load swings with, and for a `transient_brake` GPU the seconds of brake the swings have caused
@@ -27,3 +29,9 @@ SLOTS = 13
 def transient_braking(pulse_s: float, brake_ms: float) -> bool:
     """A `transient_brake=brake_ms` GPU brakes while its load swings with a period up to brake_ms."""
     return 0 < pulse_s <= brake_ms / 1000
+
+
+def warm(shared: Any, k: int) -> bool:
+    """Whether GPU k has been loaded (seconds of load recorded): its clocks then stay up at idle
+    (physics.WARM_IDLE_SHARE), as the node's NVML and the worker's own power reading both show."""
+    return shared[k * SLOTS + SLOT_LOADED_S] > 0
