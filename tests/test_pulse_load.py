@@ -495,7 +495,10 @@ def test_the_t4_pulses_at_every_period_with_its_products_resized():
     # The size that ran (3072 on the T4), and its warm product's time.
     assert r["matmul_n"] == 3072 and r["product_s"] == pytest.approx(2 * 3072 ** 3 / 26e12, rel=1e-3)
     for span in r["periods"][1:]:
-        assert span["products"] >= 4 * span["cycles"] > 0, span
+        # Sized to fit four times in the fastest half period (PULSE_PRODUCTS_PER_HALF); in real time on
+        # a loaded 2-core CI host a burst's Python overhead leaves 3.96 a burst (twice, 2026-11-28),
+        # so three are asked: before the resizing a burst computed none.
+        assert span["products"] >= 3 * span["cycles"] > 0, span
         assert PULSE_DUTY[0] <= span["duty"] <= PULSE_DUTY[1], span
 
 
