@@ -334,7 +334,9 @@ def test_the_shortest_burn_in_accepted_records_the_windows_drift_needs():
         def progress(self, *a, **k):
             pass
 
-    device = SimDevice(SimNode(load_scenario("h100"), [], time_scale=1e4).compute_spec(), 0)
+    # 300x: the 120 s burn-in takes 0.4 s; each window's checks (known answer, copies) may take up to
+    # 0.24 real seconds on a loaded host before the second window is lost (at 1e4x, 7 ms lost it in CI).
+    device = SimDevice(SimNode(load_scenario("h100"), [], time_scale=300).compute_spec(), 0)
     r = workloads.burn_in(device, {"seconds": BURN_IN_MIN_S, "window_s": BURN_IN_WINDOW_MIN_S, "dtype": "bf16",
                                    "seed": 1, "hbm_bytes": 1 << 20, "pcie_bytes": 1 << 20}, Quiet())
     assert r["windows"] >= BURN_IN_MIN_WINDOWS and r["seconds"] >= BURN_IN_MIN_S
