@@ -69,11 +69,13 @@ def test_telemetry_follows_load_and_links_downtrain_at_idle():
     busy = mgmt.sample(0)
     assert busy.pcie_gen == 5 and busy.pcie_width == 16 and busy.util_pct == 100
     assert busy.temp_c > idle.temp_c + 20 and busy.power_w > 5 * idle.power_w
-    assert busy.sm_clock_mhz == 1794  # the H100 SXM5's sustained clock under load (nodeqc.core.skus), not its maximum
+    # The H100 SXM5's sustained clock under load (nodeqc.core.skus: 1794 MHz), not its maximum, on
+    # NVML's 15 MHz steps: 1785 or 1800.
+    assert busy.sm_clock_mhz in (1785, 1800)
     dev.busy_step(1.0)  # the plain load computes in half precision: the clock a real H100 SXM5 held at its limit
-    assert mgmt.sample(0).sm_clock_mhz == 1332  # (sim_models.H100_SXM5_TWIN: stress.power, 2026-11-26)
+    assert mgmt.sample(0).sm_clock_mhz in (1320, 1335)  # 1332 (sim_models.H100_SXM5_TWIN: stress.power, 2026-11-26)
     dev.release()
-    assert mgmt.sample(0).sm_clock_mhz == 1794
+    assert mgmt.sample(0).sm_clock_mhz in (1785, 1800)
     assert mgmt.sample(1).util_pct == 0  # the others stay idle
     dev.set_load(0.0)
     assert mgmt.sample(0).pcie_gen == 1

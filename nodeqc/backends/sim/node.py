@@ -29,7 +29,8 @@ from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounte
 from nodeqc.backends.nic import IB_COUNTERS, INSTALL
 from nodeqc.backends.sim.models import INSTANT_OVERSHOOT, MATMUL_MEM_UTIL_SHARE, MIB, SimGpuModel
 from nodeqc.backends.sim.physics import (COTENANT, LOADED, NVML_POWER_PERIOD_S, RAMP_S, THERMAL_TAU_S, XID_AFTER_S,
-                                         cotenant_active, held_by_limit, sim_clock, sim_power_demand_w, sim_power_w)
+                                         cotenant_active, held_by_limit, on_clock_grid, sim_clock, sim_power_demand_w,
+                                         sim_power_w)
 from nodeqc.backends.sim.scenario import Scenario
 from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
                                        SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
@@ -316,8 +317,9 @@ class SimManagement(GpuManagement):
         # all nine real quick runs (tests/fixtures/real-2026-11-2*: pcie_at_idle).
         gen = self.node.value(k, "pcie_gen", m.pcie_gen) if busy or self._in_vm else 1
         width = self.node.value(k, "pcie_width", m.pcie_width)
-        temp_c = round(st.temp + rng.gauss(0, 0.4), 1)
-        mem_temp_c = round(st.temp + m.mem_temp_offset_c + rng.gauss(0, 0.4), 1)
+        # NVML's temperatures are whole degrees (every real sample); the noise dithers them.
+        temp_c = round(st.temp + rng.gauss(0, 0.4))
+        mem_temp_c = round(st.temp + m.mem_temp_offset_c + rng.gauss(0, 0.4))
         # NVML's power reading under a steady load moved with a standard deviation of 2.5-2.9 W on the
         # real 700 W parts (real-2026-11-27 *-flat-copy and *-kept-workers telemetry, stress.power's
         # held samples): 0.4 % of the limit.
@@ -337,7 +339,7 @@ class SimManagement(GpuManagement):
             power_w=held,
             power_instant_w=round(max(0.0, instant + noise), 1),
             power_limit_w=self._limit(k),
-            sm_clock_mhz=int(clock),
+            sm_clock_mhz=on_clock_grid(clock, rng.random()),
             # The measured HBM parts hold their memory clock at idle (2619 and 3201 MHz in every real
             # sample); the rest halve it, an estimate.
             mem_clock_mhz=m.mem_mhz if busy or m.twin is not None else m.mem_mhz // 2,

@@ -127,4 +127,17 @@ SETUP_S = {"fp64": COLD_FIRST_PRODUCT_S, "fp32": 0.2, "tf32": 0.03, "fp16": 0.22
 # copies 0.25 s after the pulse; the memory test 1.25, 1.25 and 1.75 s after the copies (it takes 90 %
 # of the memory and builds its kernels); the host copies 0.5 s after the memory test (pinned buffers).
 HBM_SETUP_S, MEMTEST_SETUP_S, PCIE_SETUP_S = 0.25, 1.25, 0.5
+# NVML reads the SM clock from the GPU's table of supported clocks: 15 MHz apart on the measured
+# H100 SXM5 and H200 (every sm_clock_mhz of the nine real quick runs, 345 to 1980 MHz:
+# tests/fixtures/real-2026-11-2*/*.telemetry.csv.gz) and in A100's and T4's supported-clock tables.
+# A held clock between two steps shows as samples at both (its mean kept), not as a value between.
+CLOCK_STEP_MHZ = 15
 IDLE_AFTER_S = 1.0  # run-clock seconds without a product after which the GPU has gone idle: a cold start again
+
+
+def on_clock_grid(mhz: float, draw: float) -> int:
+    """A clock as NVML reports it: a step of the supported-clock table (CLOCK_STEP_MHZ). Between two
+    steps the lower or the upper one, the upper as often as `mhz` lies towards it (`draw` uniform in
+    [0, 1)), so the samples' mean stays the modelled clock, as a real clock hopping between two steps."""
+    below = math.floor(mhz / CLOCK_STEP_MHZ) * CLOCK_STEP_MHZ
+    return int(below + CLOCK_STEP_MHZ if draw < (mhz - below) / CLOCK_STEP_MHZ else below)
