@@ -624,7 +624,7 @@ def test_the_readings_are_the_observation_less_its_subject_and_the_figures_compa
     assert diagnose("compute", obs(), H100, 0.123456).readings == {
         "loaded_s": 10.0, "sm_clock_mhz": 1794.0, "mem_clock_mhz": 2619.0, "max_mem_clock_mhz": 2619, "power_w": 660.0,
         "power_limit_w": 700.0, "default_power_limit_w": 700.0, "throttle_s": {"sw_power_cap": 4.0}, "temp_max_c": 68.0,
-        "pcie": (5, 16), "pcie_max": (5, 16), "other_processes": [], "sku": "H100 SXM5 80GB",
+        "pcie": (5, 16), "pcie_max": (5, 16), "other_processes": [], "nvlinks": None, "sku": "H100 SXM5 80GB",
         "healthy_sm_clock_mhz": 1794, "rate_share": 0.123}
     assert diagnose("compute", obs(), Expected(), None).readings["sku"] is None
 
@@ -1042,3 +1042,13 @@ def test_expected_whole(gpu_info, dtypes, expected):
 ])
 def test_the_clock_a_healthy_part_holds(expected, at_limit, held):
     assert expected.full_clock(at_limit) == held
+
+
+def test_slow_copies_are_put_on_the_gpus_links_down_and_only_then():
+    """The 2026-11-28 advice review: P2P_SLOW said "no cause on this GPU" beside its NVLinks down."""
+    down = diagnose("p2p", dataclasses.replace(obs(), nvlinks=(12, 18)), H100, None, "the GPU-to-GPU copies")
+    assert (down.cause, down.code) == ("link", None)
+    assert down.message.startswith("12 of this GPU's 18 NVLinks were up when the step began: its copies rode the links left")
+    for links in ((18, 18), None):
+        up = diagnose("p2p", dataclasses.replace(obs(), nvlinks=links), H100, None, "the GPU-to-GPU copies")
+        assert up.cause == "unexplained" and "the links between GPUs are the suspects" in up.message

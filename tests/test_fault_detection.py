@@ -167,6 +167,18 @@ def test_slow_hbm_at_full_memory_clock_is_advised_as_the_diagnosis_found_it(run_
     assert "nvidia-smi -q -d CLOCK" not in advice and "check that the memory clock" not in advice
 
 
+def test_slow_copies_beside_links_down_are_put_on_the_links(run_c):
+    """The 2026-11-28 advice review: P2P_SLOW said "no cause on this GPU" beside its six NVLinks down.
+    The diagnosis reads the links up when the step began; a GPU whose links are all up but whose
+    copies are slow keeps the links between GPUs as the suspects."""
+    p2p = {r.subject: r for r in run_c.results if r.name == "stress.p2p"}
+    down = p2p["gpu4"].evidence["diagnosis"]
+    assert down["cause"] == "link" and tuple(down["readings"]["nvlinks"]) == (12, 18), down
+    assert p2p["gpu4"].message.startswith("12 of this GPU's 18 NVLinks were up when the step began")
+    slow = p2p["gpu5"].evidence["diagnosis"]
+    assert slow["cause"] == "unexplained" and tuple(slow["readings"]["nvlinks"]) == (18, 18), slow
+
+
 def test_bitflip_evidence_names_the_element_and_is_consistent(run_c):
     """The simulated GPU is wrong the same way every time: comparing repeats alone (gpu-burn's way)
     would pass it; the known answer and the other GPUs catch it."""

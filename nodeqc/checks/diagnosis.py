@@ -88,6 +88,8 @@ class Observed:
     other_processes: list[dict[str, Any]] = field(default_factory=list)
     # The clock-event reasons were read in loaded samples: a cap bit's absence then says something.
     reasons_read: bool = False
+    # (NVLinks up when the step began, the GPU's NVLinks); None where either was not read.
+    nvlinks: tuple[int, int] | None = None
 
     @classmethod
     def of(cls, gpu: GpuInfo, window: GpuTelemetry | None) -> "Observed":
@@ -109,7 +111,9 @@ class Observed:
             temp_max_c=val(window.stats["temp_c"].max), pcie=pcie,
             pcie_max=(val(gpu.pcie_max_gen), val(gpu.pcie_max_width)),
             other_processes=list((window.other_processes or {}).values()),
-            reasons_read=window.loaded_reason_samples > 0)
+            reasons_read=window.loaded_reason_samples > 0,
+            nvlinks=None if is_na(window.nvlink_active_before) or is_na(gpu.nvlink_count) or not gpu.nvlink_count
+            else (window.nvlink_active_before, gpu.nvlink_count))
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,12 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
     if kind == "memory":
         return _memory(obs, rate_share, found, "its SKU's" if expected.sku else "the node's median", no_rma)
     if kind == "p2p":  # copies between GPUs ride the links, not the SM clock
+        if obs.nvlinks and obs.nvlinks[0] < obs.nvlinks[1]:
+            # The 2026-11-28 advice review: "no cause on this GPU" stood beside its links down.
+            up, links = obs.nvlinks
+            return found("link", f"{up} of this GPU's {links} NVLinks were up when the step began: its copies rode "
+                         "the links left (health.nvlink names them; bring every link up before judging the bandwidth)",
+                         None)
         return found("unexplained", f"no cause on this GPU in telemetry ({_readings(obs)}): "
                      "the links between GPUs are the suspects", None)
     if clock and healthy and clock < FULL_CLOCK_SHARE * healthy:

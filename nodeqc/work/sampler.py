@@ -118,6 +118,9 @@ class TelemetrySampler:
         """Start collecting what telemetry sees during one step of the work, apart from the run."""
         with self._lock:
             self._windows[name] = {i: GpuTelemetry(i, keep_samples=WINDOW_SAMPLES_KEPT) for i in self.indices}
+            for i, window in self._windows[name].items():
+                if i in self._last_counters:
+                    window.nvlink_active_before = self._last_counters[i].nvlink_active
 
     def close_window(self, name: str) -> dict[int, GpuTelemetry]:
         with self._lock:

@@ -116,6 +116,9 @@ class GpuTelemetry:
     counters_start_t: float = 0.0
     counters_end_t: float = 0.0
     counter_first_change: dict[str, float] = field(default_factory=dict)  # when each counter first moved
+    # NVLinks up at the latest counters read when a step's window opened (the run's start): what a
+    # slow GPU-to-GPU copy in the step rode on (nodeqc.checks.diagnosis). NA: not read.
+    nvlink_active_before: Any = NA
     # The driver's throttle counters read at the bounds of a step's phases (the pulse test's
     # periods): {"t_s", "bound", "period_s", "throttle_ns": reason -> ns, None where not counted}.
     counter_marks: list[dict[str, Any]] = field(default_factory=list)
