@@ -144,8 +144,10 @@ def judge_conformance(baseline: dict[str, Any], observed: dict[str, Any], warn_f
                 continue
             actual = have.get(name)
             if name == "pcie_switch_peers" and isinstance(expected, list):
-                # A peer whose place was not read cannot be seen on the switch: not compared.
-                expected = [p for p in expected if str(p) not in unplaced]
+                # A peer whose place was not read cannot be seen on the switch: not compared. Nor can
+                # a peer missing from the node, which is found under its own name: its healthy
+                # neighbour failed BASELINE_PCIE_SWITCH beside it (the 2026-11-28 advice review).
+                expected = [p for p in expected if str(p) not in unplaced and str(p) not in gone]
             if actual is None and name in unread_here:
                 unread_note(spec.check, subject, spec.label, unread_here[name])
             elif actual is None and name in PLACEMENT and subject in unplaced:
@@ -161,6 +163,9 @@ def judge_conformance(baseline: dict[str, Any], observed: dict[str, Any], warn_f
                 note(spec.check, subject, name, Judgement(verdict(name), spec.code,
                      f"{label}{spec.label} {_v(actual)}, baseline {_v(expected)}: {spec.todo(subject, expected)}"), actual)
 
+    # The baseline's GPUs and NICs this node lacks, where it looked for them (BASELINE_DEVICE_MISSING).
+    gone = {name for kind in ("gpu", "nic") if "devices" not in unread.get(kind, {})
+            for name in baseline.get(kind, {}) if name not in observed.get(kind, {})}
     fields(NODE_FIELDS, "node", baseline.get("node", {}), observed.get("node", {}), "", unread.get("node", {}))
     for kind, table in (("gpu", GPU_FIELDS), ("nic", NIC_FIELDS)):
         want_all, have_all = baseline.get(kind, {}), observed.get(kind, {})
