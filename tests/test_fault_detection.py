@@ -79,6 +79,8 @@ RUN_C = {
     "gpu4:nvlink_down=6": {("health.nvlink", "gpu4", "NVLINK_DOWN", "fail"), ("stress.p2p", "gpu4", "P2P_SLOW", "fail")},
     "gpu5:p2p_bw=0.3": {("stress.p2p", "gpu5", "P2P_SLOW", "fail")},
     "gpu6:power=300": {("stress.burn", "gpu6", "BURN_POWER_LOW", "fail"), ("stress.power", "gpu6", "POWER_TARGET_LOW", "fail")},
+    # Its bursts overrun the pulse's periods that its seven siblings follow at the same time.
+    "gpu7:no_pulse": {("stress.power_pulse", "gpu7", "PULSE_NOT_FOLLOWED", "fail")},
 }
 # Slow GPU-to-GPU links slow the all-reduce of the whole node.
 RUN_C_NODE = {("stress.nccl", "node", "NCCL_SLOW", "fail")}
@@ -177,6 +179,16 @@ def test_slow_copies_beside_links_down_are_put_on_the_links(run_c):
     assert p2p["gpu4"].message.startswith("12 of this GPU's 18 NVLinks were up when the step began")
     slow = p2p["gpu5"].evidence["diagnosis"]
     assert slow["cause"] == "unexplained" and tuple(slow["readings"]["nvlinks"]) == (18, 18), slow
+
+
+def test_a_gpu_that_cannot_follow_the_swings_its_siblings_followed_fails(run_c):
+    """The 2026-11-28 advice review: gpu3:no_pulse on an 8-GPU node was ERROR PULSE_LOAD_NOT_REACHED
+    (exit 2, a re-run) beside siblings that swung as planned at the same time. Alone
+    (tests/test_pulse_load.py, the one-GPU h100) it stays not judged."""
+    pulse = next(r for r in run_c.results if r.name == "stress.power_pulse" and r.subject == "gpu7")
+    assert pulse.message.startswith("its bursts overran their periods at 1000 ms (duty 1.5"), pulse.message
+    assert "where gpu0, gpu1, gpu2, gpu3, gpu4, gpu5, gpu6 computed within plan at the same time" in pulse.message
+    assert pulse.evidence["short"]
 
 
 def test_bitflip_evidence_names_the_element_and_is_consistent(run_c):

@@ -536,3 +536,34 @@ def test_a_hw_slowdown_held_from_before_the_steady_load_is_the_loads_not_the_swi
                   GpuSample(temp_c=50, power_w=650.0, power_limit_w=700.0, sm_clock_mhz=1500, util_pct=100, reasons=0))
     failed = judge_pulse([GPU], {0: ok({"periods": periods})}, {0: fresh}, H100)[0]
     assert (failed.verdict, failed.code) == (Verdict.FAIL, "POWER_PULSE_THROTTLE"), failed.message
+
+
+def test_overrunning_is_held_against_siblings_only_where_each_followed_the_plan():
+    from nodeqc.backends.base import GpuInfo
+    from nodeqc.checks.stress.pulse import _against_siblings
+    from nodeqc.core.model import CheckResult
+
+    def result(subject, verdict, code, *load):
+        return CheckResult("stress.power_pulse", subject, verdict, "x", code=code,
+                           evidence={"load": [dict(e) for e in load], "short": ["s"]})
+
+    fine, over = {"period_ms": 500.0, "duty": 0.5}, {"period_ms": 500.0, "duty": 1.5, "overran": True}
+    unpaced = {"period_ms": 500.0, "duty": 0.9, "pace_judged": False}
+    gpus = [GpuInfo(index=i, name="NVIDIA H100 80GB HBM3" if i < 3 else "NVIDIA A100", uuid=f"u{i}",
+                    bus_id=f"0000:0{i}:00.0") for i in range(4)]
+
+    def judged(*results):
+        return [(r.subject, r.verdict, r.code) for r in _against_siblings(list(results), gpus)]
+
+    stuck = ("gpu0", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED")
+    # Siblings of its model that followed the plan at that period: FAIL.
+    assert judged(result("gpu0", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED", over), result("gpu1", Verdict.PASS, None, fine),
+                  result("gpu2", Verdict.PASS, None, fine))[0] == ("gpu0", Verdict.FAIL, "PULSE_NOT_FOLLOWED")
+    # A sibling that overran too (the plan, not the GPU), or whose period was not paced: not judged.
+    assert judged(result("gpu0", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED", over), result("gpu1", Verdict.PASS, None, fine),
+                  result("gpu2", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED", over))[0] == stuck
+    assert judged(result("gpu0", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED", over),
+                  result("gpu1", Verdict.PASS, None, unpaced))[0] == stuck
+    # Only another model beside it, or no overrun of its own (skips, an unread swing): not judged.
+    assert judged(result("gpu0", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED", over), result("gpu3", Verdict.PASS, None, fine))[0] == stuck
+    assert judged(result("gpu0", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED", fine), result("gpu1", Verdict.PASS, None, fine))[0] == stuck

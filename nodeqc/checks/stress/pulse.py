@@ -153,6 +153,8 @@ def pulse_load(spans: list[dict[str, Any]], window: GpuTelemetry | None, planned
             entry["pace_not_judged"] = (f"the {ms} period ran in {real * 1000:g} ms of real time (a compressed "
                                         f"simulated clock): no host paces under {PULSE_MIN_REAL_PERIOD_S * 1000:g} ms")
         elif not isinstance(duty, (int, float)) or not PULSE_DUTY[0] <= duty <= PULSE_DUTY[1]:
+            if isinstance(duty, (int, float)) and duty > PULSE_DUTY[1]:
+                entry["overran"] = True  # its bursts took longer than planned: the GPU's own pace
             shown = "no duty reported" if not isinstance(duty, (int, float)) else f"duty {duty:.3f}"
             short.append(f"at the {ms} period the GPU computed {shown} of the time "
                          f"(planned {PULSE_DUTY[0]:g}-{PULSE_DUTY[1]:g})")
@@ -223,7 +225,38 @@ def judge_pulse(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
     def one(g: GpuInfo, r: dict[str, Any]) -> CheckResult:
         return _judge_pulse_gpu(name, g, r, windows.get(g.index), limit)
 
-    return each_gpu(name, gpus, outcomes, one)
+    return _against_siblings(each_gpu(name, gpus, outcomes, one), gpus)
+
+
+def _against_siblings(results: list[CheckResult], gpus: list[GpuInfo]) -> list[CheckResult]:
+    """A GPU whose bursts overran a period that each of its siblings (the node's other GPUs of its
+    model, under the same plan at the same time) computed within plan fails PULSE_NOT_FOLLOWED: its
+    clocks do not keep up while the load swings. Alone, such a GPU is not judged (the plan may have
+    been wrong for the model); beside siblings that followed it, the GPU is the odd one (the
+    2026-11-28 advice review: it was ERROR, exit 2, a re-run advised). Overran only: a period skipped
+    or a swing not read may be the host's or telemetry's, and stays not judged."""
+    model = {g.subject: g.name for g in gpus}
+
+    def duties(r: CheckResult) -> dict[float, dict[str, Any]]:
+        return {e["period_ms"]: e for e in (r.evidence or {}).get("load", [])}
+
+    followed = [r for r in results if r.verdict in (Verdict.PASS, Verdict.WARN, Verdict.FAIL)
+                and r.code != "PULSE_NOT_FOLLOWED" and duties(r)]
+    for r in results:
+        if r.code != "PULSE_LOAD_NOT_REACHED":
+            continue
+        siblings = [s for s in results if model.get(s.subject) == model.get(r.subject) and s.subject != r.subject]
+        overran = [ms for ms, e in duties(r).items() if e.get("overran")
+                   and siblings and all(s in followed and ms in duties(s) and not duties(s)[ms].get("overran")
+                                        and duties(s)[ms].get("pace_judged", True) for s in siblings)]
+        if not overran:
+            continue
+        shown = ", ".join(f"{ms:g} ms (duty {duties(r)[ms]['duty']:.2f})" for ms in sorted(overran))
+        r.verdict, r.code = Verdict.FAIL, "PULSE_NOT_FOLLOWED"
+        r.message = (f"its bursts overran their periods at {shown}, planned {PULSE_DUTY[0]:g}-{PULSE_DUTY[1]:g}, "
+                     f"where {', '.join(s.subject for s in siblings)} computed within plan at the same time: this "
+                     "GPU cannot follow the swings")
+    return results
 
 
 def _judge_pulse_gpu(name: str, g: GpuInfo, r: dict[str, Any], window: GpuTelemetry | None,
@@ -265,6 +298,7 @@ def _judge_pulse_gpu(name: str, g: GpuInfo, r: dict[str, Any], window: GpuTeleme
         # Not a pass: the swings this check is about did not happen as planned (a FAIL above
         # stands: the clocks were cut under whatever swings there were).
         said_short = "; ".join(short) if short else "no swinging period ran"
+        evidence["short"] = short
         return CheckResult(name, g.subject, Verdict.ERROR, f"the load did not swing as planned: {said_short}; "
                            "not judged", code="PULSE_LOAD_NOT_REACHED", values=values, evidence=evidence,
                            thresholds=thresholds, key="periods")
