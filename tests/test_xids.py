@@ -174,6 +174,23 @@ def test_a_code_that_is_not_a_whole_number_is_judged_unknown():
     assert lookup("79").category == "unknown" and lookup(True).category == "unknown"
 
 
+def test_a_code_unused_on_ampere_is_an_older_gpus_own_with_no_published_action():
+    """The 2026-11-28 advice review: a V100's Xid 61 read "not used on Ampere and newer GPUs"."""
+    import dataclasses
+
+    v100 = dataclasses.replace(gpu(), name="Tesla V100-SXM2-16GB", compute_capability="7.0")
+    r = health.xid(v100, telemetry((61,)), None)
+    assert (r.verdict, r.code) == (Verdict.WARN, "XID_UNKNOWN"), r.message
+    assert r.message.startswith("XID 61 (internal micro-controller breakpoint/warning (compute capability 7.0; "
+                                "NVIDIA's catalogue, for Ampere and newer, publishes no action for it))")
+    assert "not used on Ampere" not in r.message and r.evidence["xids"][0]["category"] == "unknown"
+    assert lookup(10, "7.5").meaning.startswith("an XID of GPUs before Ampere")
+    # On Ampere and newer, or where the GPU's generation is not known, the catalogue's words stand.
+    for cc in ("9.0", "8.0", None, "N/A"):
+        assert lookup(61, cc) == XIDS[61] and lookup(61, cc).meaning.startswith("not used on Ampere")
+    assert lookup(79, "7.0") == XIDS[79]  # a code the catalogue uses keeps its entry on any GPU
+
+
 # ---------------------------------------------------------------------- a simulated run
 
 

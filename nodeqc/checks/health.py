@@ -269,7 +269,7 @@ _FATAL_CODE = {"reset_gpu": "XID_RESET_GPU", "reboot": "XID_REBOOT", "check_powe
 _WARN_CODE = {"unknown": "XID_UNKNOWN", "contact_support": "XID_CONTACT_SUPPORT"}
 
 
-def judge_xid(code: int, times: int = 1) -> Judgement:
+def judge_xid(code: int, times: int = 1, compute_capability: Any = None) -> Judgement:
     """One XID code seen `times` times during nodeqc's known-good work, judged by the catalogue:
     - fatal (the GPU needs a reset, the node a reboot, its power a look): FAIL, the action its code;
     - an application's XID (NVIDIA: restart the application; or the application class): FAIL too. In a
@@ -285,8 +285,8 @@ def judge_xid(code: int, times: int = 1) -> Judgement:
     - ignorable (a report that points at another XID, judged by itself, or a test message): PASS,
       the event listed in the evidence.
     The same XID XID_REPEAT_LIMIT times or more FAILs whatever its grade (XID_REPEATED), ignorable
-    ones aside."""
-    e = lookup(code)
+    ones aside. `compute_capability`: the GPU's (the catalogue is Ampere's and newer: lookup)."""
+    e = lookup(code, compute_capability)
     if e.severity == "fatal":
         return Judgement(Verdict.FAIL, _FATAL_CODE.get(e.action, "XID_RESET_GPU"), "fatal")
     if e.severity == "ignorable":
@@ -307,7 +307,8 @@ def xid(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     XID) passes with the event listed: the XID it points at is judged itself."""
     name = "health.xid"
     events = tel.xids.kept
-    described = [{**e, **_described(e["code"])} for e in events]
+    cc = gpu.compute_capability
+    described = [{**e, **_described(e["code"], cc)} for e in events]
     total = len(events) + tel.xids.dropped
     values = {"xids": Value(total)}
     evidence = {"xids": described, "not_kept": tel.xids.dropped, "catalogue": {"source": XID_SOURCE, "read": XID_READ}}
@@ -325,7 +326,7 @@ def xid(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
         by_code.setdefault(code if isinstance(code, int) and not isinstance(code, bool) else -1, []).append(e)
     findings = []
     for code, seen in by_code.items():
-        j, e = judge_xid(code, len(seen)), lookup(code)
+        j, e = judge_xid(code, len(seen), cc), lookup(code, cc)
         times = f" ({len(seen)} times)" if len(seen) > 1 else ""
         # The catalogue's action where it is the one to take (an application's or a repeated XID has its own).
         own = j.code in ("XID_APP_FAULT", "XID_REPEATED") or e.action in ("ignore", "unknown")
@@ -338,8 +339,8 @@ def xid(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     return fold(name, gpu.subject, findings, values, [], key="xids", evidence=evidence)
 
 
-def _described(code: int) -> dict[str, Any]:
-    e = lookup(code)
+def _described(code: int, compute_capability: Any = None) -> dict[str, Any]:
+    e = lookup(code, compute_capability)
     return {"meaning": e.meaning, "severity": e.severity, "fatal": e.severity == "fatal", "action": e.action,
             "category": e.category, "hardware": e.hardware, "nvidia": e.nvidia}
 

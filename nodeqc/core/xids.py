@@ -59,8 +59,15 @@ class Xid:
         return self.category != "unknown"
 
 
+UNUSED_ON_AMPERE = "not used on Ampere and newer GPUs"
+# The catalogue is NVIDIA's for Ampere and newer (XID_SOURCE). On an older GPU (compute capability
+# below 8.0: Volta, Turing) a code it marks unused is one that generation reports, for which the
+# catalogue publishes no action: judged as any code whose action is unknown (a warning).
+AMPERE_COMPUTE_CAPABILITY = 8.0
+
+
 def _unused(code: int, older: str = "") -> Xid:
-    meaning = "not used on Ampere and newer GPUs" + (f" (on older GPUs: {older})" if older else "")
+    meaning = UNUSED_ON_AMPERE + (f" (on older GPUs: {older})" if older else "")
     return Xid(code, meaning, "unused", "warning", "contact_support", None, "CONTACT_SUPPORT")
 
 
@@ -216,12 +223,28 @@ _ENTRIES: list[Xid] = [
 XIDS: dict[int, Xid] = {e.code: e for e in _ENTRIES}
 
 
-def lookup(code: int) -> Xid:
+def lookup(code: int, compute_capability: object = None) -> Xid:
     """The catalogue's entry for any integer code; a code it does not hold gets an entry that says
-    so: action unknown, judged a warning (never passed silently)."""
+    so: action unknown, judged a warning (never passed silently). `compute_capability` ("7.0"): the
+    GPU's, where known; on a GPU older than Ampere a code the catalogue marks unused on Ampere is
+    described as that generation's, with no published action (a V100's Xid 61 read "not used on
+    Ampere and newer GPUs": the 2026-11-28 advice review)."""
     if isinstance(code, int) and not isinstance(code, bool) and code in XIDS:
-        return XIDS[code]
+        entry = XIDS[code]
+        if entry.category == "unused" and _before_ampere(compute_capability):
+            older = entry.meaning.removeprefix(UNUSED_ON_AMPERE).strip().removeprefix("(on older GPUs: ").removesuffix(")")
+            return Xid(code, (older or "an XID of GPUs before Ampere") + f" (compute capability {compute_capability}; "
+                       "NVIDIA's catalogue, for Ampere and newer, publishes no action for it)",
+                       "unknown", "warning", "unknown", None, "")
+        return entry
     return Xid(code, "not in NVIDIA's XID catalogue as nodeqc read it", "unknown", "warning", "unknown", None, "")
+
+
+def _before_ampere(compute_capability: object) -> bool:
+    try:
+        return float(str(compute_capability)) < AMPERE_COMPUTE_CAPABILITY
+    except ValueError:
+        return False  # not known (NA, None): the catalogue's own words
 
 
 # ---------------------------------------------------------------------- NVSwitch SXIDs
