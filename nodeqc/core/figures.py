@@ -43,7 +43,7 @@ LABELS: dict[str, str] = {
     "correctable_remaps": "rows remapped (correctable)", "uncorrectable_remaps": "rows remapped (uncorrectable)",
     "pending": "remap pending", "failed": "failed", "retired": "pages retired", "retired_sbe": "pages retired (corrected)",
     "retired_dbe": "pages retired (uncorrectable)", "xids": "XID events", "lost_at": "lost at",
-    "active": "links up", "expected": "expected", "crc_per_s": "CRC errors per second",
+    "active": "links up", "expected": "expected", "crc_per_s": "CRC errors per second", "per_min": "replays a minute",
     "replay_recovery": "replays and recoveries", "correctable": "correctable errors",
     "uncorrectable": "uncorrectable errors", "lines": "kernel log lines", "readings": "readings",
     # inventory and host
