@@ -58,6 +58,11 @@ class Twin:
     # samples of the real quick runs (tests/fixtures/real-2026-11-2*/*quick*.telemetry.csv.gz: H100
     # -4 to -8 C, H200 -7 to -11 C); the untwinned models keep ESTIMATED_MEM_TEMP_OFFSET_C.
     mem_temp_offset_c: float
+    # ...and at idle before the first load, the memory warmer than the GPU: the median difference of
+    # the same runs' samples before their first load (H100 +1 to +4 C, median +3; H200 -1 to +4, +1).
+    # Between the two, the offset follows how far the GPU has warmed from idle towards its loaded
+    # temperature (SimGpuModel.mem_temp_offset_at).
+    idle_mem_temp_offset_c: float = 0.0
 
 
 M26 = "shared/measurements/2026-11-26"
@@ -81,7 +86,7 @@ H100_SXM5_TWIN = Twin(
     # tests/fixtures/real-2026-11-27/h100-sxm5-quick-flat-copy); the looping kernels read 2847.5.
     copy_gbps=3016.6, triad_gbps=2914.7, h2d_gbps=55.3, d2h_gbps=55.2, bidir_gbps=96.4, memtest_gbps=2872.6,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174004Z, bench_gpu memtest_second)",
-    mem_temp_offset_c=-8.0)
+    mem_temp_offset_c=-8.0, idle_mem_temp_offset_c=3.0)
 # H200 SXM 141GB (PCI 0x2335), the same: quick run vm-20261126T174732Z
 # (tests/fixtures/real-2026-11-26/h200-sxm-quick-pulsed.predicate.json).
 H200_SXM_TWIN = Twin(
@@ -94,7 +99,7 @@ H200_SXM_TWIN = Twin(
     # the looping kernels read 3988.2.
     copy_gbps=4242.6, triad_gbps=4158.4, h2d_gbps=55.4, d2h_gbps=55.3, bidir_gbps=101.4, memtest_gbps=3921.7,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174732Z, bench_gpu memtest_second)",
-    mem_temp_offset_c=-9.0)
+    mem_temp_offset_c=-9.0, idle_mem_temp_offset_c=1.0)
 # The memory-bound work's power where no part was measured: the H100 SXM5's as a share of its 700 W
 # limit (0.66, 0.71, 0.20), an estimate.
 MEMORY_WORK_POWER_SHARE = {work: round(H100_SXM5_TWIN.power_w[work] / 700, 2) for work in MEMORY_WORK}
@@ -134,6 +139,16 @@ class SimGpuModel:
     def mem_temp_offset_c(self) -> float:
         """The memory's temperature against the GPU's under load: the twin's, measured, else the estimate."""
         return self.twin.mem_temp_offset_c if self.twin else ESTIMATED_MEM_TEMP_OFFSET_C
+
+    def mem_temp_offset_at(self, temp_c: float, load_temp_c: float) -> float:
+        """The memory's temperature against the GPU's at GPU temperature temp_c: the idle offset at the
+        idle temperature, the loaded one at load_temp_c (the GPU's under full load), in proportion
+        between. Untwinned models keep their one estimate at every temperature."""
+        if self.twin is None or load_temp_c <= self.idle_temp_c:
+            return self.mem_temp_offset_c
+        warmed = min(1.0, max(0.0, (temp_c - self.idle_temp_c) / (load_temp_c - self.idle_temp_c)))
+        idle = self.twin.idle_mem_temp_offset_c
+        return idle + warmed * (self.twin.mem_temp_offset_c - idle)
 
     @property
     def name(self) -> str:

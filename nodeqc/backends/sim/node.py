@@ -319,7 +319,8 @@ class SimManagement(GpuManagement):
         width = self.node.value(k, "pcie_width", m.pcie_width)
         # NVML's temperatures are whole degrees (every real sample); the noise dithers them.
         temp_c = round(st.temp + rng.gauss(0, 0.4))
-        mem_temp_c = round(st.temp + m.mem_temp_offset_c + rng.gauss(0, 0.4))
+        hot = self.node.value(k, "temp", m.load_temp_c)
+        mem_temp_c = round(st.temp + m.mem_temp_offset_at(st.temp, hot) + rng.gauss(0, 0.4))
         # NVML's power reading under a steady load moved with a standard deviation of 2.5-2.9 W on the
         # real 700 W parts (real-2026-11-27 *-flat-copy and *-kept-workers telemetry, stress.power's
         # held samples): 0.4 % of the limit.
