@@ -43,7 +43,7 @@ from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_
                                        transient_braking, warm)
 from nodeqc.backends.sim.physics import (COLD_FIRST_PRODUCT_S, COTENANT_SHARE, HBM_SETUP_S, IDLE_AFTER_S,
                                          LOST_AFTER_S, MEMTEST_SETUP_S, NVML_AVERAGE_S, NVML_POWER_PERIOD_S,
-                                         PCIE_SETUP_S, SETUP_S, cotenant_active, held_by_limit, sim_clock,
+                                         PCIE_SETUP_S, POWER_FALL_TAU_S, SETUP_S, cotenant_active, held_by_limit, sim_clock,
                                          sim_power_w)
 from nodeqc.core.errors import GpuLostError
 from nodeqc.core.known_answer import allreduce_contribution, copy_pattern, fingerprint, splitmix64
@@ -89,6 +89,12 @@ def expected_words(kind: int, index: np.ndarray, value: int) -> np.ndarray:
     return r if base == 2 else ~r
 
 
+def _power_at(entry: tuple[float, float, float], t: float) -> float:
+    """The draw at time t of a trace entry (from, W, W at from): falling from the third towards the second."""
+    since, watts, was = entry
+    return watts + (was - watts) * math.exp(-max(0.0, t - since) / POWER_FALL_TAU_S)
+
+
 class SimDevice:
     simulated = True
     ka_size = 64  # known-answer product size the simulator computes for real
@@ -111,7 +117,9 @@ class SimDevice:
         self._mm: dict[str, Any] = {}
         self._mem: np.ndarray | None = None
         self._stream: tuple[np.ndarray, np.ndarray] | None = None
-        self._power_trace: list[tuple[float, float]] = []  # (from t, W): what this GPU draws, as it changes
+        # (from t, W, W at t): what this GPU draws as it changes; a fall decays from the third towards
+        # the second (POWER_FALL_TAU_S), a rise is at once.
+        self._power_trace: list[tuple[float, float, float]] = []
         self._doing: str | None = None  # the work whose clock and power the shared slots hold (_computing)
 
     # ------------------------------------------------------------------ life and load
@@ -126,11 +134,18 @@ class SimDevice:
     def _trace_power(self) -> None:
         """Note what the GPU draws from now on; the trace keeps what NVML's window needs."""
         now = self.clock.now()
-        watts = sim_power_w(self.model, self.shared[self._slot(SLOT_LOAD)], self.shared[self._slot(SLOT_POWER_W)],
-                            self._fault_pairs, warm=warm(self.shared, self.k))
+        load = self.shared[self._slot(SLOT_LOAD)]
+        watts = sim_power_w(self.model, load, self.shared[self._slot(SLOT_POWER_W)], self._fault_pairs,
+                            warm=warm(self.shared, self.k))
+        if load > 0 and self.shared[self._slot(SLOT_PULSE_S)] > 0:
+            # A burst of the pulse overshoots the limit, as far as the GPU can draw at all.
+            faults = dict(self._fault_pairs)
+            limit = min(faults.get("power_limit", self.model.tdp_w), self.model.tdp_w)
+            watts = max(watts, min(self.model.pulse_burst_share * limit, faults.get("power", math.inf)))
         self._time_power_cap(now)
         trace = self._power_trace
-        trace.append((now, watts))
+        at = _power_at(trace[-1], now) if trace else watts
+        trace.append((now, watts, max(at, watts)))
         while len(trace) > 1 and trace[1][0] <= now - 2 * NVML_AVERAGE_S:
             trace.pop(0)
 
@@ -153,11 +168,13 @@ class SimDevice:
         trace = self._power_trace
         start = end - window
         energy = 0.0
-        for i, (t, watts) in enumerate(trace):
+        for i, (t, watts, was) in enumerate(trace):
             until = trace[i + 1][0] if i + 1 < len(trace) else end
             lo, hi = max(t, start), min(until, end)
             if hi > lo:
-                energy += watts * (hi - lo)
+                # What falls from `was` towards `watts`: the decay's integral over [lo, hi].
+                energy += watts * (hi - lo) + (was - watts) * POWER_FALL_TAU_S * (
+                    math.exp(-(lo - t) / POWER_FALL_TAU_S) - math.exp(-(hi - t) / POWER_FALL_TAU_S))
         first = trace[0][0]
         if first > start:  # before the trace began: what it began with
             energy += trace[0][1] * (min(first, end) - start)

@@ -32,6 +32,9 @@ MEM_UTIL_SHARE = {HBM_WORK: 1.0, MEMTEST_WORK: 1.0, PCIE_WORK: 0.02}
 MATMUL_MEM_UTIL_SHARE = 0.33
 
 
+# A pulse burst's draw against the limit where no part was measured: the two twins' (1.10 and 1.04),
+# their middle, an estimate.
+ESTIMATED_PULSE_BURST_SHARE = 1.07
 ESTIMATED_MEM_TEMP_OFFSET_C = 4.0  # memory against GPU temperature where no part was measured (an estimate)
 
 
@@ -63,6 +66,11 @@ class Twin:
     # Between the two, the offset follows how far the GPU has warmed from idle towards its loaded
     # temperature (SimGpuModel.mem_temp_offset_at).
     idle_mem_temp_offset_c: float = 0.0
+    # What a burst of the pulse test draws: NVML's instantaneous power at the bursts' ends of its
+    # 500 ms and 1 s periods, the median over the real quick runs (tests/fixtures/real-2026-11-2*
+    # /*quick*.predicate.json, the pulse's power_read high_instant: H100 753-785 W, H200 718-748 W).
+    # Above the 700 W limit: the limiter holds a mean over about a second, a burst overshoots it.
+    pulse_burst_w: float = 0.0
 
 
 M26 = "shared/measurements/2026-11-26"
@@ -86,7 +94,7 @@ H100_SXM5_TWIN = Twin(
     # tests/fixtures/real-2026-11-27/h100-sxm5-quick-flat-copy); the looping kernels read 2847.5.
     copy_gbps=3016.6, triad_gbps=2914.7, h2d_gbps=55.3, d2h_gbps=55.2, bidir_gbps=96.4, memtest_gbps=2872.6,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174004Z, bench_gpu memtest_second)",
-    mem_temp_offset_c=-8.0, idle_mem_temp_offset_c=3.0)
+    mem_temp_offset_c=-8.0, idle_mem_temp_offset_c=3.0, pulse_burst_w=770.0)
 # H200 SXM 141GB (PCI 0x2335), the same: quick run vm-20261126T174732Z
 # (tests/fixtures/real-2026-11-26/h200-sxm-quick-pulsed.predicate.json).
 H200_SXM_TWIN = Twin(
@@ -99,7 +107,7 @@ H200_SXM_TWIN = Twin(
     # the looping kernels read 3988.2.
     copy_gbps=4242.6, triad_gbps=4158.4, h2d_gbps=55.4, d2h_gbps=55.3, bidir_gbps=101.4, memtest_gbps=3921.7,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174732Z, bench_gpu memtest_second)",
-    mem_temp_offset_c=-9.0, idle_mem_temp_offset_c=1.0)
+    mem_temp_offset_c=-9.0, idle_mem_temp_offset_c=1.0, pulse_burst_w=727.0)
 # The memory-bound work's power where no part was measured: the H100 SXM5's as a share of its 700 W
 # limit (0.66, 0.71, 0.20), an estimate.
 MEMORY_WORK_POWER_SHARE = {work: round(H100_SXM5_TWIN.power_w[work] / 700, 2) for work in MEMORY_WORK}
@@ -139,6 +147,12 @@ class SimGpuModel:
     def mem_temp_offset_c(self) -> float:
         """The memory's temperature against the GPU's under load: the twin's, measured, else the estimate."""
         return self.twin.mem_temp_offset_c if self.twin else ESTIMATED_MEM_TEMP_OFFSET_C
+
+    @property
+    def pulse_burst_share(self) -> float:
+        """A pulse burst's draw as a share of the enforced limit: the twin's, measured, else the estimate."""
+        return self.twin.pulse_burst_w / self.tdp_w if self.twin and self.twin.pulse_burst_w else \
+            ESTIMATED_PULSE_BURST_SHARE
 
     def mem_temp_offset_at(self, temp_c: float, load_temp_c: float) -> float:
         """The memory's temperature against the GPU's at GPU temperature temp_c: the idle offset at the

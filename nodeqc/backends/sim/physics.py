@@ -113,6 +113,12 @@ COLD_FIRST_PRODUCT_S = 0.3
 # swing), where the instantaneous field swung 718-785 W to 125-149 W (tests/fixtures/real-2026-11-2*
 # /*quick*.predicate.json: the pulse's power_read). The twin's read a 100 ms mean, and swung 612 W.
 NVML_AVERAGE_S = 1.0
+# When its load stops, a GPU's power falls to its warm idle over some milliseconds, not at once: the
+# real parts' one-second mean under the 100 ms period read 476-565 W (the bursts 718-785 W, warm idle
+# 125-150 W), where an instant fall gives about 450 W; a fall with this time constant gives it, and
+# leaves the 500 ms and 1 s periods' means at 441-463 W against the real 418-478 W (the real quick
+# runs' power_read, tests/fixtures/real-2026-11-2*/*quick*.predicate.json). Fitted, an estimate.
+POWER_FALL_TAU_S = 0.009
 # A set-up's cost in a GPU already at work, per dtype: the gap before each dtype's first timed product
 # in the real quick burns (its set-up, its first product, the warm timing), the median of seven runs
 # on the H100 SXM5 and H200 (tests/fixtures/real-2026-11-2*/*quick*.predicate.json, stress.burn's
