@@ -167,7 +167,7 @@ def test_the_file_is_plain_toml_that_round_trips(golden, tmp_path):
 
 
 @pytest.mark.parametrize("fault, check, subject, code, wanted", [
-    ("gpu2:vbios=96.00.74.00.01", "baseline.firmware", "gpu2", "BASELINE_VBIOS", "flash VBIOS 96.00.99.00.01"),
+    ("gpu2:vbios=96.00.74.00.01", "baseline.firmware", "gpu2", "BASELINE_VBIOS", "flash VBIOS 96.00.DA.00.0C"),
     ("nic4:fw=28.36.1010", "baseline.firmware", "ibp94s0", "BASELINE_HCA_FIRMWARE", "flash HCA firmware 28.39.1002"),
     ("host:bios=1.0", "baseline.firmware", "node", "BASELINE_BIOS", "flash BIOS 2.1a"),
     ("host:iommu=DMA", "baseline.settings", "node", "BASELINE_IOMMU", "iommu=pt"),
@@ -320,7 +320,7 @@ def test_cli_create_then_run_with_the_baseline(tmp_path):
     run = cli("--headless", "--profile", str(prof), "--simulate", "hgx-h100", "--inject", "gpu2:vbios=96.00.74.00.01",
               "--quick", "--only", "baseline", "--out", str(tmp_path / "out"))
     assert run.returncode == 1, run.stderr
-    assert "BASELINE_VBIOS" in run.stderr and "flash VBIOS 96.00.99.00.01" in run.stderr
+    assert "BASELINE_VBIOS" in run.stderr and "flash VBIOS 96.00.DA.00.0C" in run.stderr
     bad = cli("--headless", "--profile", "hgx-h100", "--simulate", "hgx-h100", "--baseline", str(tmp_path / "nope.toml"),
               "--quick", "--out", str(tmp_path / "out"))
     assert bad.returncode == 2 and "no such file" in bad.stderr

@@ -470,6 +470,24 @@ def test_the_twins_idle_link_memory_clock_and_thresholds_are_the_real_ones(key, 
     assert model.twin is not None and model.twin.mem_temp_offset_c < 0
 
 
+@pytest.mark.parametrize("key, capture", [("h100-sxm5-80gb", "capture-h100-sxm5-80gb.json"),
+                                          ("h200-sxm-141gb", "capture-h200-sxm-141gb.json")])
+def test_the_twins_firmware_strings_are_the_calibration_machines(key, capture):
+    """The 2026-11-28 fidelity review: the twins' VBIOS and board part were made up (96.00.99.00.01 on
+    the H100, whose real VBIOS is 96.00.DA.00.0C): a baseline recorded on the twin matched no real part."""
+    from nodeqc.backends.sim.node import sim_firmware
+
+    [real] = json.loads((ROOT / "tests" / "fixtures" / capture).read_text())["devices"]
+    hw = simulated_hardware(key, [], time_scale=1000)
+    hw.mgmt.open()
+    try:
+        [g] = hw.mgmt.gpus()
+    finally:
+        hw.mgmt.close()
+    assert (g.vbios, g.board_part, sim_firmware(SIM_GPU_MODELS[key], "580.159.04")["inforom_image"]) == (
+        real["nvmlDeviceGetVbiosVersion"], real["nvmlDeviceGetBoardPartNumber"], real["nvmlDeviceGetInforomImageVersion"])
+
+
 def _thresholds(path: Path) -> dict[str, int]:
     """nvmlDeviceGetTemperatureThreshold's answers in a capture, by threshold type."""
     def find(node):

@@ -138,6 +138,9 @@ class SimGpuModel:
     board_part: str
     p2p_gbps: float = 0.0
     twin: Twin | None = None
+    # The InfoROM image where it was read (the measured parts'); else it follows the board part
+    # (nodeqc.backends.sim.node.sim_firmware).
+    inforom_image: str = ""
 
     @property
     def sku(self) -> Sku:
@@ -263,15 +266,16 @@ SIM_GPU_MODELS: dict[str, SimGpuModel] = _models(
     # The twins' thresholds are their NVML answers (capture-h100-sxm5-80gb.json, capture-h200-sxm-141gb.json:
     # nvmlDeviceGetTemperatureThreshold shutdown 95, slowdown 89, memory max 95, GPU max 87); the H100's
     # load temperature the median peak of its five real quick runs (65, 66, 69, 77, 79 C: the machines'
-    # cooling differs; the H200's four: 59-66 C).
+    # cooling differs; the H200's four: 59-66 C). Their VBIOS, board part and InfoROM image are the
+    # calibration runs' machines' (tests/fixtures/capture-h100-sxm5-80gb.json, capture-h200-sxm-141gb.json).
     SimGpuModel("h100-sxm5-80gb", "9.0", 16, 72, 30, 69, 89, 95, 87, 95, 345, 1980, 2619, 18,
-                "96.00.99.00.01", "692-2G520-0200-000", 378, H100_SXM5_TWIN),
+                "96.00.DA.00.0C", "695-2G520-0200-000", 378, H100_SXM5_TWIN),
     SimGpuModel("h100-pcie-80gb", "9.0", 16, 48, 32, 70, 90, 92, 87, 95, 345, 1755, 1593, 0,
                 "96.00.30.00.01", "900-21010-0000-000", 52),
     SimGpuModel("h100-nvl-94gb", "9.0", 16, 60, 32, 68, 90, 92, 87, 95, 345, 1785, 2619, 0,
                 "96.00.74.00.01", "900-21010-0020-000", 52),
     SimGpuModel("h200-sxm-141gb", "9.0", 16, 78, 30, 63, 89, 95, 87, 95, 345, 1980, 3201, 18,
-                "96.00.A5.00.01", "692-2G520-0280-000", 390, H200_SXM_TWIN),
+                "96.00.A5.00.1A", "692-2G520-0282-000", 390, H200_SXM_TWIN, "G520.0282.02.02"),
     SimGpuModel("h200-nvl-141gb", "9.0", 16, 70, 31, 66, 90, 92, 87, 95, 345, 1785, 3201, 0,
                 "96.00.AF.00.01", "900-21010-0040-000", 52),
     # Blackwell: no part measured. Clocks: the maximum SM and memory clocks nvidia-smi shows on such

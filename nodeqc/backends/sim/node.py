@@ -454,7 +454,7 @@ def sim_firmware(m: SimGpuModel, driver: str) -> dict[str, Any]:
     the measured H100 SXM5 (board 695-2G520-0200-000, image G520.0200.00.05; OEM 2.1, ECC 7.16,
     shared/measurements/README.md); GSP firmware ships with the driver and carries its version."""
     part = m.board_part.split("-")
-    image = f"G{part[1][-3:]}.{part[2]}.00.05" if len(part) >= 3 and len(part[1]) >= 3 else NA
+    image = m.inforom_image or (f"G{part[1][-3:]}.{part[2]}.00.05" if len(part) >= 3 and len(part[1]) >= 3 else NA)
     hopper = float(m.compute_capability) >= 8.0
     return {"gsp_firmware": driver if hopper else NA, "inforom_image": image,
             "inforom_oem": "2.1", "inforom_ecc": "7.16", "inforom_power": NA,
