@@ -142,3 +142,17 @@ def test_a_checks_row_shows_its_worst_judged_verdict_and_one_range_of_the_parts_
     checks.check_started("stress.hbm_bandwidth", ["gpu0"])
     checks.check_finished(CheckResult("stress.hbm_bandwidth", "gpu0", Verdict.SKIP, "not run", code="GPU_IN_USE"))
     assert checks.checks["stress.hbm_bandwidth"].item.text(VERDICT) == "SKIP"  # all not run: SKIP
+
+
+def test_a_tall_banner_on_a_wide_screen_leaves_the_tiles_above_the_tabs_not_under_them(qtbot, tmp_path):
+    """The 2026-11-28 GUI review: at 1920x1080 after three failing GPUs the tabs lay over the tiles
+    (the tiles' row was 6 px of the layout's reckoning: it counted their Ignored height as none)."""
+    window = make_window(qtbot)
+    window.resize(1920, 1080)
+    qtbot.wait(100)
+    show_ended_run(qtbot, window, EIGHT_GPUS[:4], tmp_path)
+    qtbot.wait(100)
+    tiles, tabs = window.tile_area.geometry(), window.tabs.geometry()
+    assert tiles.height() >= 2 * 60 and tabs.top() > tiles.bottom(), (tiles, tabs)
+    assert window.banner.geometry().bottom() < tiles.top()
+

@@ -300,10 +300,17 @@ class TileArea(QScrollArea):
         # Its preferred height (every tile in full) is no claim on the window: beside a tab whose text
         # wraps, Qt counted the body at it, and a failing run's banner got less than it was fitted to,
         # cut at its frame (the 2026-11-28 review). The tiles scroll, or go dense (fit).
-        policy = self.sizePolicy()
-        policy.setVerticalPolicy(QSizePolicy.Policy.Ignored)
-        self.setSizePolicy(policy)
+        self.set_above(False)
         self._lay_out()
+
+    def set_above(self, above: bool) -> None:
+        """Above the tabs the tiles' height is their own (fit sets it): a box layout counted an
+        Ignored height as none and laid the tabs over the tiles (1920x1080, the 2026-11-28 GUI
+        review); beside them it is Ignored, as said above."""
+        policy, wanted = self.sizePolicy(), QSizePolicy.Policy.Fixed if above else QSizePolicy.Policy.Ignored
+        if policy.verticalPolicy() != wanted:  # a change only: each asks the window for a new layout
+            policy.setVerticalPolicy(wanted)
+            self.setSizePolicy(policy)
 
     def set_gpus(self, gpus: list[dict[str, Any]], empty: str) -> None:
         """New tiles (the old ones go with the old grid); `empty` is said when there are none."""
@@ -312,7 +319,9 @@ class TileArea(QScrollArea):
         self.revealed = None
         self._lay_out()
 
-    def set_columns(self, columns: int) -> None:
+    def set_columns(self, columns: int, above: bool = False) -> None:
+        """`columns` of tiles, above the tabs or beside them (set_above)."""
+        self.set_above(above)
         if columns != self.columns:
             self.columns = columns
             self._lay_out()

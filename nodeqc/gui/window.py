@@ -280,7 +280,7 @@ class MainWindow(QMainWindow):
         roomy = self.width() >= self.tile_area.width_for(2) + TABS_MIN_WIDTH
         two = roomy and self.tabs.currentWidget() is not self.checks
         narrow_columns = max(1, min(2 if two else 1, len(self.tiles)))
-        self.tile_area.set_columns(WIDE_COLUMNS if wide else narrow_columns)
+        self.tile_area.set_columns(WIDE_COLUMNS if wide else narrow_columns, above=wide)
         area = self.tile_area
         if wide:
             self.body.setDirection(QBoxLayout.Direction.TopToBottom)
