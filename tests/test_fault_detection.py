@@ -47,7 +47,7 @@ RUN_A = {
                           ("stress.pcie_bandwidth", "gpu0", "PCIE_WIDTH", "fail")},
     "gpu1:pcie_gen=4": {("health.pcie_link", "gpu1", "PCIE_GEN", "fail"),
                         ("stress.pcie_bandwidth", "gpu1", "PCIE_GEN", "fail")},
-    "gpu2:pcie_replay=100": {("health.pcie_replay", "gpu2", "PCIE_REPLAY", "fail")},
+    "gpu2:pcie_replay=1000": {("health.pcie_replay", "gpu2", "PCIE_REPLAY", "fail")},
     # Above its maximum operating and slowdown temperatures the GPU throttles itself, as a real one does.
     "gpu3:temp=95": {("health.temperature", "gpu3", "TEMP_SLOWDOWN", "fail"),
                      ("health.throttle", "gpu3", "THROTTLE_THERMAL", "fail")},
