@@ -201,6 +201,10 @@ def test_a_missing_gpu_does_not_fail_its_nic_neighbour(golden):
     bad = [(r.subject, r.code) for r in results if r.verdict is not Verdict.PASS]
     assert bad == [("gpu3", "BASELINE_DEVICE_MISSING")], bad
     assert golden["nic"]["ibp94s0"]["pcie_switch_peers"] == ["gpu3"]
+    # Where the profile ignores devices, a missing one is reported nowhere else: its neighbour still fails.
+    ignoring = judge_conformance(golden, observe_node(_sim("gpu3:missing"))[0], ignore_fields=frozenset({"devices"}))
+    assert {(r.subject, r.code) for r in ignoring if r.verdict is not Verdict.PASS} == {
+        ("ibp94s0", "BASELINE_PCIE_SWITCH"), ("gpu3", "BASELINE_PCIE_SWITCH")}  # gpu3's: its bridge has no device
     # A NIC that did move off its GPU's switch still fails.
     observed = observe_node(_sim())[0]
     observed["nic"]["ibp94s0"]["pcie_switch_peers"] = []

@@ -1052,3 +1052,16 @@ def test_slow_copies_are_put_on_the_gpus_links_down_and_only_then():
     for links in ((18, 18), None):
         up = diagnose("p2p", dataclasses.replace(obs(), nvlinks=links), H100, None, "the GPU-to-GPU copies")
         assert up.cause == "unexplained" and "the links between GPUs are the suspects" in up.message
+
+
+def test_the_links_are_counted_against_the_profiles_promise_as_health_nvlink_counts_them():
+    """A GPU that supports 18 links under a profile that promises 12 is not 'links down' at 12 up."""
+    from nodeqc.backends.base import GpuInfo
+    from nodeqc.work.telemetry import GpuTelemetry
+
+    gpu = GpuInfo(index=0, name="NVIDIA H100 80GB HBM3", uuid="u", bus_id="0000:1b:00.0", nvlink_count=18)
+    window = GpuTelemetry(0)
+    window.nvlink_active_before = 12
+    assert Observed.of(gpu, window).nvlinks == (12, 18)
+    assert Observed.of(gpu, window, 12).nvlinks == (12, 12)
+    assert Observed.of(gpu, window, 0).nvlinks is None  # a profile that promises none: nothing to count

@@ -47,7 +47,7 @@ RUN_A = {
                           ("stress.pcie_bandwidth", "gpu0", "PCIE_WIDTH", "fail")},
     "gpu1:pcie_gen=4": {("health.pcie_link", "gpu1", "PCIE_GEN", "fail"),
                         ("stress.pcie_bandwidth", "gpu1", "PCIE_GEN", "fail")},
-    "gpu2:pcie_replay=1000": {("health.pcie_replay", "gpu2", "PCIE_REPLAY", "fail")},
+    "gpu2:pcie_replay=100": {("health.pcie_replay", "gpu2", "PCIE_REPLAY", "fail")},
     # Above its maximum operating and slowdown temperatures the GPU throttles itself, as a real one does.
     "gpu3:temp=95": {("health.temperature", "gpu3", "TEMP_SLOWDOWN", "fail"),
                      ("health.throttle", "gpu3", "THROTTLE_THERMAL", "fail")},
@@ -182,7 +182,7 @@ def test_slow_copies_beside_links_down_are_put_on_the_links(run_c):
 
 
 def test_a_gpu_that_cannot_follow_the_swings_its_siblings_followed_fails(run_c):
-    """The 2026-11-28 advice review: gpu3:no_pulse on an 8-GPU node was ERROR PULSE_LOAD_NOT_REACHED
+    """The 2026-11-28 advice review: gpuN:no_pulse on an 8-GPU node was ERROR PULSE_LOAD_NOT_REACHED
     (exit 2, a re-run) beside siblings that swung as planned at the same time. Alone
     (tests/test_pulse_load.py, the one-GPU h100) it stays not judged."""
     pulse = next(r for r in run_c.results if r.name == "stress.power_pulse" and r.subject == "gpu7")

@@ -43,7 +43,7 @@ FAMILIES: dict[str, dict[str, set[tuple[str, str, str, str]]]] = {
         "gpu0:hbm_corrupt": {("stress.hbm_bandwidth", "gpu0", "HBM_CORRUPT", "fail")},
         "gpu1:pcie_gen=3": _gpu_pcie("gpu1", "PCIE_GEN"),  # A100: Gen4 at most
         "gpu1:bitflip": {("stress.burn", "gpu1", "SDC_KNOWN_ANSWER", "fail")},
-        "gpu2:pcie_replay=1000": {("health.pcie_replay", "gpu2", "PCIE_REPLAY", "fail")},
+        "gpu2:pcie_replay=100": {("health.pcie_replay", "gpu2", "PCIE_REPLAY", "fail")},
         "gpu2:p2p_corrupt": {("stress.p2p", "gpu2", "P2P_CORRUPT", "fail")},
         "gpu3:temp=95": HOT("gpu3"),  # A100 SXM4 slows down at 89 C
         "gpu3:pcie_corrupt": {("stress.pcie_bandwidth", "gpu3", "PCIE_COPY_CORRUPT", "fail")},
@@ -59,7 +59,7 @@ FAMILIES: dict[str, dict[str, set[tuple[str, str, str, str]]]] = {
     },
     "h200": {  # one GPU, every fault in a check of its own
         "gpu0:pcie_gen=4": _gpu_pcie("gpu0", "PCIE_GEN"),
-        "gpu0:pcie_replay=1000": {("health.pcie_replay", "gpu0", "PCIE_REPLAY", "fail")},
+        "gpu0:pcie_replay=100": {("health.pcie_replay", "gpu0", "PCIE_REPLAY", "fail")},
         "gpu0:ecc_dbe=2": {("health.ecc", "gpu0", "ECC_DBE", "fail")},
         "gpu0:xid=48": XID_48("gpu0"),
         "gpu0:row_remap_failed": {("health.row_remap", "gpu0", "ROW_REMAP_FAILED", "fail")},

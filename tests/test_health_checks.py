@@ -169,26 +169,23 @@ def test_pcie_replay_growth(end, verdict):
         assert r.code == "PCIE_REPLAY"
 
 
-@pytest.mark.parametrize("minutes, gen, grown, verdict, said", [
-    (1.5, 5, 81, Verdict.FAIL, "PCIe replay counter grew by 81 is above the limit 80, at 54 a minute over 1.5 min"),
-    # An 8-hour burn-in's count at a rate far under the driver's maximum: noted, not failed (the
-    # 2026-11-28 advice review: the count was a whole run's, quick or 8 hours, where DCGM's is a window's).
-    (480, 5, 200, Verdict.WARN, "PCIe replay counter grew by 200 is above the limit 80, at 0.42 a minute over "
-     "480 min: under the 31 a minute the driver recommends at most on a Gen5 link, a long run's count"),
-    (480, 5, 20_000, Verdict.FAIL, "PCIe replay counter grew by 20000 is above the limit 80, at 42 a minute"),
-    # Under the count, over the rate for the link's generation: DCGM's watch warns.
-    (0.25, 3, 5, Verdict.WARN, "PCIe replay counter grew by 5 at 20 a minute over 0.25 min: above the 8 a minute "
-     "the driver recommends at most on a Gen3 link"),
-    (0.25, 5, 5, Verdict.PASS, "PCIe replay counter grew by 5, limit <= 80, warn above 8, 20 a minute over 0.25 min"),
-    (0.25, NA, 5, Verdict.WARN, "above the 8 a minute the driver recommends at most"),
+@pytest.mark.parametrize("minutes, grown, verdict, said", [
+    (1.5, 81, Verdict.FAIL, "PCIe replay counter grew by 81 is above the limit 80; 54.0 a minute over 1.5 min"),
+    # Over the count fails however slow the rate: the counter is read at the run's ends only.
+    (480, 200, Verdict.FAIL, "PCIe replay counter grew by 200 is above the limit 80; 0.4 a minute over 480.0 min"),
+    (1, 8, Verdict.PASS, "PCIe replay counter grew by 8, limit <= 80, warn above 8; 8.0 a minute over 1.0 min"),
+    (2, 9, Verdict.WARN, "PCIe replay counter grew by 9 is above the warning level 8; 4.5 a minute over 2.0 min"),
+    (0.5, 8, Verdict.PASS, "PCIe replay counter grew by 8, limit <= 80, warn above 8"),  # under a minute: no rate
 ])
-def test_pcie_replays_are_judged_by_count_and_by_rate(minutes, gen, grown, verdict, said):
+def test_pcie_replays_are_judged_by_count_with_the_rate_beside_it(minutes, grown, verdict, said):
+    """The 2026-11-28 advice review: the count was a whole run's, quick or an 8-hour burn-in, with
+    nothing to tell a slow count from a fast one; the rate a minute is said beside it."""
     tel = telemetry([loaded()], counters(pcie_replay=5 + grown))
     tel.counters_start_t, tel.counters_end_t = 10.0, 10.0 + minutes * 60
-    r = health.pcie_replay(gpu(pcie_max_gen=gen), tel, H100)
-    assert r.verdict is verdict and said in r.message, r.message
+    r = health.pcie_replay(gpu(), tel, H100)
+    assert r.verdict is verdict and r.message.startswith(said), r.message
     assert r.code == (None if verdict is Verdict.PASS else "PCIE_REPLAY")
-    assert r.values["per_min"].value == round(grown / minutes, 2)
+    assert ("per_min" in r.values) is (minutes >= 1)
 
 
 def test_replay_counter_not_supported_is_skipped():

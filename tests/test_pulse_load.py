@@ -564,6 +564,14 @@ def test_overrunning_is_held_against_siblings_only_where_each_followed_the_plan(
                   result("gpu2", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED", over))[0] == stuck
     assert judged(result("gpu0", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED", over),
                   result("gpu1", Verdict.PASS, None, unpaced))[0] == stuck
+    # A sibling that failed (clocks cut in the swings: returned before its duty was judged), one whose
+    # duty was not reported, or one whose worker crashed (no load evidence): not judged.
+    cut = result("gpu1", Verdict.FAIL, "POWER_PULSE_THROTTLE", {"period_ms": 500.0, "duty": 0.2})
+    assert judged(result("gpu0", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED", over), cut)[0] == stuck
+    assert judged(result("gpu0", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED", over),
+                  result("gpu1", Verdict.PASS, None, {"period_ms": 500.0, "duty": None}))[0] == stuck
+    crashed = CheckResult("stress.power_pulse", "gpu1", Verdict.FAIL, "worker crashed", code="WORKER_CRASH")
+    assert judged(result("gpu0", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED", over), crashed)[0] == stuck
     # Only another model beside it, or no overrun of its own (skips, an unread swing): not judged.
     assert judged(result("gpu0", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED", over), result("gpu3", Verdict.PASS, None, fine))[0] == stuck
     assert judged(result("gpu0", Verdict.ERROR, "PULSE_LOAD_NOT_REACHED", fine), result("gpu1", Verdict.PASS, None, fine))[0] == stuck

@@ -164,8 +164,10 @@ def judge_conformance(baseline: dict[str, Any], observed: dict[str, Any], warn_f
                      f"{label}{spec.label} {_v(actual)}, baseline {_v(expected)}: {spec.todo(subject, expected)}"), actual)
 
     # The baseline's GPUs and NICs this node lacks, where it looked for them (BASELINE_DEVICE_MISSING).
-    gone = {name for kind in ("gpu", "nic") if "devices" not in unread.get(kind, {})
-            for name in baseline.get(kind, {}) if name not in observed.get(kind, {})}
+    # Not where the profile ignores devices: a missing one is reported nowhere else then.
+    gone = set() if "devices" in ignore_fields else {
+        name for kind in ("gpu", "nic") if "devices" not in unread.get(kind, {})
+        for name in baseline.get(kind, {}) if name not in observed.get(kind, {})}
     fields(NODE_FIELDS, "node", baseline.get("node", {}), observed.get("node", {}), "", unread.get("node", {}))
     for kind, table in (("gpu", GPU_FIELDS), ("nic", NIC_FIELDS)):
         want_all, have_all = baseline.get(kind, {}), observed.get(kind, {})

@@ -92,9 +92,11 @@ class Observed:
     nvlinks: tuple[int, int] | None = None
 
     @classmethod
-    def of(cls, gpu: GpuInfo, window: GpuTelemetry | None) -> "Observed":
+    def of(cls, gpu: GpuInfo, window: GpuTelemetry | None, nvlinks_expected: Any = None) -> "Observed":
+        """`nvlinks_expected`: the links the profile promises (health.nvlink's count); None: the GPU's own."""
         if window is None:
             return cls(gpu.subject)
+        links = gpu.nvlink_count if nvlinks_expected is None else nvlinks_expected
 
         def val(x: Any) -> Any:
             return None if is_na(x) else x
@@ -112,8 +114,8 @@ class Observed:
             pcie_max=(val(gpu.pcie_max_gen), val(gpu.pcie_max_width)),
             other_processes=list((window.other_processes or {}).values()),
             reasons_read=window.loaded_reason_samples > 0,
-            nvlinks=None if is_na(window.nvlink_active_before) or is_na(gpu.nvlink_count) or not gpu.nvlink_count
-            else (window.nvlink_active_before, gpu.nvlink_count))
+            nvlinks=None if is_na(window.nvlink_active_before) or is_na(links) or not links
+            else (window.nvlink_active_before, links))
 
 
 @dataclass(frozen=True)
@@ -264,8 +266,8 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
             # The 2026-11-28 advice review: "no cause on this GPU" stood beside its links down.
             up, links = obs.nvlinks
             return found("link", f"{up} of this GPU's {links} NVLinks were up when the step began: its copies rode "
-                         "the links left (health.nvlink names them; bring every link up before judging the bandwidth)",
-                         None)
+                         "the links left (`nvidia-smi nvlink -s` shows which are down; bring every link up before "
+                         "judging the bandwidth)", None)
         return found("unexplained", f"no cause on this GPU in telemetry ({_readings(obs)}): "
                      "the links between GPUs are the suspects", None)
     if clock and healthy and clock < FULL_CLOCK_SHARE * healthy:

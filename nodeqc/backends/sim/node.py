@@ -340,7 +340,7 @@ class SimManagement(GpuManagement):
             power_w=held,
             power_instant_w=round(max(0.0, instant + noise), 1),
             power_limit_w=self._limit(k),
-            sm_clock_mhz=on_clock_grid(clock, rng.random()),
+            sm_clock_mhz=min(on_clock_grid(clock, rng.random()), m.max_sm_mhz),  # never past its maximum
             # The measured HBM parts hold their memory clock at idle (2619 and 3201 MHz in every real
             # sample); the rest halve it, an estimate.
             mem_clock_mhz=m.mem_mhz if busy or m.twin is not None else m.mem_mhz // 2,

@@ -73,12 +73,16 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
         judged_by = [floor, bidir_floor, latency_limit] + ([profile.threshold("gpu", "max_outlier_pct")] if outlier else [])
         result = fold(name, g.subject, findings, values, judged_by, key="p2p_gbps",
                       evidence={"pairs": mine})
-        results.append(explain(result, Observed.of(g, windows.get(g.index)), Expected.of(g), None,
-                               "the GPU-to-GPU copies"))
+        results.append(explain(result, _observed(g, windows, profile), Expected.of(g), None, "the GPU-to-GPU copies"))
     node = _p2p_node(r, by_index, results, profile, blamed)
-    results.append(explain_node(node, [Observed.of(g, windows.get(g.index)) for g in gpus], node_expected(gpus),
+    results.append(explain_node(node, [_observed(g, windows, profile) for g in gpus], node_expected(gpus),
                                 "the GPU-to-GPU copies"))
     return results
+
+
+def _observed(g: GpuInfo, windows: dict[int, GpuTelemetry], profile: Profile) -> Observed:
+    """GPU g in the copies' window, its NVLinks counted against the profile's, as health.nvlink counts them."""
+    return Observed.of(g, windows.get(g.index), profile.get("gpu", "nvlink_links", g.nvlink_count))
 
 
 def _peer_median(copies: list[dict[str, Any]], me: int, one_end: str, other_end: str) -> float:

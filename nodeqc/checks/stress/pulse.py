@@ -240,15 +240,21 @@ def _against_siblings(results: list[CheckResult], gpus: list[GpuInfo]) -> list[C
     def duties(r: CheckResult) -> dict[float, dict[str, Any]]:
         return {e["period_ms"]: e for e in (r.evidence or {}).get("load", [])}
 
-    followed = [r for r in results if r.verdict in (Verdict.PASS, Verdict.WARN, Verdict.FAIL)
-                and r.code != "PULSE_NOT_FOLLOWED" and duties(r)]
+    # A sibling followed the plan where it was judged and passed (or only warned): a FAIL (clocks cut
+    # in the swings) is returned before its duty is judged, and points at the node's power delivery.
+    followed = [r for r in results if r.verdict in (Verdict.PASS, Verdict.WARN) and duties(r)]
+
+    def within(entry: dict[str, Any]) -> bool:
+        duty = entry.get("duty")
+        return (entry.get("pace_judged", True) and isinstance(duty, (int, float))
+                and PULSE_DUTY[0] <= duty <= PULSE_DUTY[1])
+
     for r in results:
         if r.code != "PULSE_LOAD_NOT_REACHED":
             continue
         siblings = [s for s in results if model.get(s.subject) == model.get(r.subject) and s.subject != r.subject]
         overran = [ms for ms, e in duties(r).items() if e.get("overran")
-                   and siblings and all(s in followed and ms in duties(s) and not duties(s)[ms].get("overran")
-                                        and duties(s)[ms].get("pace_judged", True) for s in siblings)]
+                   and siblings and all(s in followed and ms in duties(s) and within(duties(s)[ms]) for s in siblings)]
         if not overran:
             continue
         shown = ", ".join(f"{ms:g} ms (duty {duties(r)[ms]['duty']:.2f})" for ms in sorted(overran))
