@@ -232,7 +232,8 @@ def lookup(code: int, compute_capability: object = None) -> Xid:
     if isinstance(code, int) and not isinstance(code, bool) and code in XIDS:
         entry = XIDS[code]
         if entry.category == "unused" and _before_ampere(compute_capability):
-            older = entry.meaning.removeprefix(UNUSED_ON_AMPERE).strip().removeprefix("(on older GPUs: ").removesuffix(")")
+            older = entry.meaning.removeprefix(UNUSED_ON_AMPERE).strip()
+            older = older.removeprefix("(on older GPUs: ").removesuffix(")")
             return Xid(code, (older or "an XID of GPUs before Ampere") + f" (compute capability {compute_capability}; "
                        "NVIDIA's catalogue, for Ampere and newer, publishes no action for it)",
                        "unknown", "warning", "unknown", None, "")

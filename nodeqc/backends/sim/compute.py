@@ -43,8 +43,8 @@ from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_
                                        transient_braking, warm)
 from nodeqc.backends.sim.physics import (COLD_FIRST_PRODUCT_S, COTENANT_SHARE, HBM_SETUP_S, IDLE_AFTER_S,
                                          LOST_AFTER_S, MEMTEST_SETUP_S, NVML_AVERAGE_S, NVML_POWER_PERIOD_S,
-                                         PCIE_SETUP_S, POWER_FALL_TAU_S, SETUP_S, cotenant_active, held_by_limit, sim_clock,
-                                         sim_power_w)
+                                         PCIE_SETUP_S, POWER_FALL_TAU_S, SETUP_S, cotenant_active, held_by_limit,
+                                         sim_clock, sim_power_w)
 from nodeqc.core.errors import GpuLostError
 from nodeqc.core.known_answer import allreduce_contribution, copy_pattern, fingerprint, splitmix64
 
