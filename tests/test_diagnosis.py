@@ -1065,3 +1065,27 @@ def test_the_links_are_counted_against_the_profiles_promise_as_health_nvlink_cou
     assert Observed.of(gpu, window).nvlinks == (12, 18)
     assert Observed.of(gpu, window, 12).nvlinks == (12, 12)
     assert Observed.of(gpu, window, 0).nvlinks is None  # a profile that promises none: nothing to count
+
+
+def test_an_all_reduce_through_the_nics_is_not_put_on_nvlinks_down():
+    """stress.nccl_net forces the bytes through the NICs (P2P and SHM off): a GPU's NVLinks down do not
+    explain it, where they explain the all-reduce over them (stress.nccl)."""
+    from nodeqc.backends.base import GpuInfo
+    from nodeqc.checks.stress.nccl import judge_nccl, judge_nccl_net
+    from nodeqc.spec.profile import load_profile
+    from nodeqc.work.telemetry import GpuTelemetry
+    from nodeqc.work.workers import STATUS_OK, Outcome, Task
+
+    gpus = [GpuInfo(index=i, name="NVIDIA H100 80GB HBM3", uuid=f"u{i}", bus_id=f"0000:{i + 1:02x}:00.0",
+                    nvlink_count=18) for i in range(2)]
+    windows = {}
+    for g in gpus:
+        w = windows[g.index] = GpuTelemetry(g.index)
+        w.nvlink_active_before = 12 if g.index == 1 else 18
+        w.loaded_s = 5.0
+    result = {"busbw_gbps": 10.0, "algbw_gbps": 20.0, "bytes": 1 << 30, "wrong": [], "gpus": 2}
+    profile = load_profile("hgx-h100")
+    over = judge_nccl(gpus, Outcome(Task("nccl", None, {}, 1.0), STATUS_OK, result), profile, windows)[0]
+    nics = judge_nccl_net(gpus, Outcome(Task("nccl", None, {}, 1.0), STATUS_OK, result), profile, windows)[0]
+    assert over.evidence["diagnosis"]["cause"] == "link", over.message
+    assert nics.evidence["diagnosis"]["cause"] == "unexplained", nics.message

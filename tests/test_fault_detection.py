@@ -179,6 +179,9 @@ def test_slow_copies_beside_links_down_are_put_on_the_links(run_c):
     assert p2p["gpu4"].message.startswith("12 of this GPU's 18 NVLinks were up when the step began")
     slow = p2p["gpu5"].evidence["diagnosis"]
     assert slow["cause"] == "unexplained" and tuple(slow["readings"]["nvlinks"]) == (18, 18), slow
+    # The all-reduce over the NVLinks, slowed by them, is put on the same links.
+    nccl = next(r for r in run_c.results if (r.name, r.subject) == ("stress.nccl", "node"))
+    assert nccl.evidence["diagnosis"]["cause"] == "link" and nccl.message.startswith("gpu4: 12 of this GPU's 18")
 
 
 def test_a_gpu_that_cannot_follow_the_swings_its_siblings_followed_fails(run_c):

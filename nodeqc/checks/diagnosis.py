@@ -392,8 +392,10 @@ def _note_others(result: CheckResult, processes: list[dict[str, Any]], during: s
 
 
 def _seen(obs: Observed) -> bool:
-    """Telemetry saw something of this GPU during the step."""
-    return bool(obs.loaded_s > 0 or obs.sm_clock_mhz is not None or obs.power_w is not None or obs.other_processes)
+    """Telemetry saw something of this GPU during the step, or its NVLinks were down as it began (read from
+    the counters: a short step, an all-reduce of a second, may hold no telemetry sample)."""
+    return bool(obs.loaded_s > 0 or obs.sm_clock_mhz is not None or obs.power_w is not None or obs.other_processes
+                or (obs.nvlinks and obs.nvlinks[0] < obs.nvlinks[1]))
 
 
 def explain_node(result: CheckResult, observations: list[Observed], expected: Expected, during: str) -> CheckResult:

@@ -9,7 +9,7 @@ from typing import Any
 from nodeqc.backends.base import GpuInfo
 from nodeqc.checks.common import Judgement, fold, judge, skip
 from nodeqc.checks.diagnosis import Observed, explain_node
-from nodeqc.checks.stress.outcomes import GIB, node_expected, outcome_failure
+from nodeqc.checks.stress.outcomes import GIB, node_expected, nvlinks_promised, outcome_failure
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
 from nodeqc.core.schema import is_number
 from nodeqc.spec.profile import Profile
@@ -25,12 +25,13 @@ def nccl_params(profile: Profile, quick: bool) -> dict[str, Any]:
 def judge_nccl(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
                windows: dict[int, GpuTelemetry] | None = None) -> list[CheckResult]:
     return _judge_allreduce("stress.nccl", gpus, outcome, windows, profile.threshold("gpu", "min_nccl_busbw_gbps"),
-                            "NCCL_SLOW", "", {}, profile.threshold("gpu", "min_nccl_nvls_busbw_gbps"))
+                            "NCCL_SLOW", "", {}, profile.threshold("gpu", "min_nccl_nvls_busbw_gbps"),
+                            nvlinks_promised(profile, gpus))
 
 
 def _judge_allreduce(name: str, gpus: list[GpuInfo], outcome: Outcome, windows: dict[int, GpuTelemetry] | None,
                      floor: Threshold | None, slow_code: str, route: str, env: dict[str, str],
-                     nvls: Threshold | None = None) -> list[CheckResult]:
+                     nvls: Threshold | None = None, nvlinks: dict[int, Any] | None = None) -> list[CheckResult]:
     """An all-reduce across the node's GPUs: every GPU's result exact, bus bandwidth against the floor.
     `route` says how the bytes went (through the NICs for stress.nccl_net), `env` the NCCL settings.
     `nvls`: the floor of NVLink SHARP where the profile sets one (NCCL picks NVLS on its own where the
@@ -79,8 +80,9 @@ def _judge_allreduce(name: str, gpus: list[GpuInfo], outcome: Outcome, windows: 
              else CheckResult(name, g.subject, Verdict.FAIL, f"all-reduce{route} result wrong on this GPU: "
                               f"{_wrong_share(wrong[g.index])}", code="NCCL_WRONG_RESULT", evidence={"wrong": wrong[g.index]})
              for g in gpus]
-    return [explain_node(result, [Observed.of(g, windows.get(g.index)) for g in gpus], node_expected(gpus),
-                        f"the all-reduce{route}")] + exact
+    # NVLinks down explain an all-reduce over them, not one through the NICs (nvlinks None: none counted).
+    observed = [Observed.of(g, windows.get(g.index), (nvlinks or {}).get(g.index, 0)) for g in gpus]
+    return [explain_node(result, observed, node_expected(gpus), f"the all-reduce{route}")] + exact
 
 
 def _not_measured(r: dict[str, Any], gpus: list[GpuInfo]) -> str | None:

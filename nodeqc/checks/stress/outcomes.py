@@ -63,6 +63,12 @@ def each_gpu(name: str, gpus: list[GpuInfo], outcomes: dict[int, Outcome],
             for g in gpus]
 
 
+def nvlinks_promised(profile: Profile, gpus: list[GpuInfo]) -> dict[int, Any]:
+    """Each GPU's NVLinks as health.nvlink counts them (the profile's promise, else the GPU's own): what
+    a GPU-to-GPU step's diagnosis counts the links up against (nodeqc.checks.diagnosis.Observed)."""
+    return {g.index: profile.get("gpu", "nvlink_links", g.nvlink_count) for g in gpus}
+
+
 def median_or_none(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 

@@ -11,7 +11,8 @@ from typing import Any
 from nodeqc.backends.base import PEER_PATHS, GpuInfo
 from nodeqc.checks.common import Judgement, fold, judge, skip
 from nodeqc.checks.diagnosis import Expected, Observed, explain, explain_node
-from nodeqc.checks.stress.outcomes import MIB, median_or_none, node_expected, node_outlier, outcome_failure, wrong_data
+from nodeqc.checks.stress.outcomes import (MIB, median_or_none, node_expected, node_outlier, nvlinks_promised,
+                                          outcome_failure, wrong_data)
 from nodeqc.core.model import CheckResult, Value, Verdict
 from nodeqc.spec.profile import Profile
 from nodeqc.work.telemetry import GpuTelemetry
@@ -35,6 +36,7 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
     latency_limit = profile.threshold("gpu", "max_p2p_latency_us")
     blamed = p2p_corrupt_gpus(r["pairs"])
     standing = _p2p_standing(r["pairs"], by_index)
+    links = nvlinks_promised(profile, gpus)
     results = []
     for g in gpus:
         mine = [p for p in r["pairs"] if g.index in (p["src"], p["dst"])]
@@ -73,16 +75,12 @@ def judge_p2p(gpus: list[GpuInfo], outcome: Outcome, profile: Profile,
         judged_by = [floor, bidir_floor, latency_limit] + ([profile.threshold("gpu", "max_outlier_pct")] if outlier else [])
         result = fold(name, g.subject, findings, values, judged_by, key="p2p_gbps",
                       evidence={"pairs": mine})
-        results.append(explain(result, _observed(g, windows, profile), Expected.of(g), None, "the GPU-to-GPU copies"))
+        results.append(explain(result, Observed.of(g, windows.get(g.index), links[g.index]), Expected.of(g), None,
+                               "the GPU-to-GPU copies"))
     node = _p2p_node(r, by_index, results, profile, blamed)
-    results.append(explain_node(node, [_observed(g, windows, profile) for g in gpus], node_expected(gpus),
-                                "the GPU-to-GPU copies"))
+    results.append(explain_node(node, [Observed.of(g, windows.get(g.index), links[g.index]) for g in gpus],
+                                node_expected(gpus), "the GPU-to-GPU copies"))
     return results
-
-
-def _observed(g: GpuInfo, windows: dict[int, GpuTelemetry], profile: Profile) -> Observed:
-    """GPU g in the copies' window, its NVLinks counted against the profile's, as health.nvlink counts them."""
-    return Observed.of(g, windows.get(g.index), profile.get("gpu", "nvlink_links", g.nvlink_count))
 
 
 def _peer_median(copies: list[dict[str, Any]], me: int, one_end: str, other_end: str) -> float:
