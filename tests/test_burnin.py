@@ -21,7 +21,8 @@ from conftest import cli
 @pytest.fixture(scope="module")
 def burned(tmp_path_factory):
     signer = create_key(tmp_path_factory.mktemp("k") / "k.pem")
-    faults = [parse_fault(f) for f in ("gpu1:bitflip", "gpu2:ecc_sbe=3", "gpu3:throttle=hw_thermal")]
+    faults = [parse_fault(f) for f in ("gpu1:bitflip", "gpu2:ecc_sbe=3", "gpu3:throttle=hw_thermal",
+                                       "gpu4:pcie_replay=100")]
     hw = simulated_hardware("hgx-h100", faults, time_scale=900)
     out = tmp_path_factory.mktemp("out")
     events = []
@@ -340,6 +341,22 @@ def test_the_shortest_burn_in_accepted_records_the_windows_drift_needs():
     r = workloads.burn_in(device, {"seconds": BURN_IN_MIN_S, "window_s": BURN_IN_WINDOW_MIN_S, "dtype": "bf16",
                                    "seed": 1, "hbm_bytes": 1 << 20, "pcie_bytes": 1 << 20}, Quiet())
     assert r["windows"] >= BURN_IN_MIN_WINDOWS and r["seconds"] >= BURN_IN_MIN_S
+
+
+def test_a_burn_in_judges_pcie_replays_by_its_worst_ten_minutes(burned):
+    """Four hours are judged span by span from the counters read as the run went: gpu4's 100 replays
+    as its load began fail in the span that holds them, the healthy GPUs' spans pass, and the whole
+    count of each is said beside."""
+    outcome, pred = burned
+    replays = {r.subject: r for r in outcome.results if r.name == "health.pcie_replay"}
+    assert (replays["gpu4"].verdict, replays["gpu4"].code, replays["gpu4"].key) == (Verdict.FAIL, "PCIE_REPLAY",
+                                                                                   "worst_span")
+    assert replays["gpu4"].values["worst_span"].value == replays["gpu4"].values["growth"].value == 100
+    assert "in its worst 10 min" in replays["gpu4"].message and "; 100 in all, " in replays["gpu4"].message
+    assert {r.verdict for s, r in replays.items() if s != "gpu4"} == {Verdict.PASS}
+    assert {r.key for r in replays.values()} == {"worst_span"}
+    spans = [g["pcie_replay_worst_span"] for g in pred["telemetry"]["gpus"].values()]
+    assert all(s["covered_s"] >= 4 * 3600 and s["span_s"] == 600 for s in spans), spans
 
 
 def test_snapshot_keeps_the_latest_of_each_gpu():

@@ -2,6 +2,8 @@
 sampler would have accumulated it, so every verdict is exercised without hardware."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import whole
 from nodeqc.backends.base import REASON_BITS, GpuCounters, GpuInfo, GpuSample
@@ -171,7 +173,7 @@ def test_pcie_replay_growth(end, verdict):
 
 @pytest.mark.parametrize("minutes, grown, verdict, said", [
     (1.5, 81, Verdict.FAIL, "PCIe replay counter grew by 81 is above the limit 80; 54.0 a minute over 1.5 min"),
-    # Over the count fails however slow the rate: the counter is read at the run's ends only.
+    # Counters read at the run's ends only (no readings between): over the count fails however slow.
     (480, 200, Verdict.FAIL, "PCIe replay counter grew by 200 is above the limit 80; 0.4 a minute over 480.0 min"),
     (1, 8, Verdict.PASS, "PCIe replay counter grew by 8, limit <= 80, warn above 8; 8.0 a minute over 1.0 min"),
     (2, 9, Verdict.WARN, "PCIe replay counter grew by 9 is above the warning level 8; 4.5 a minute over 2.0 min"),
@@ -186,6 +188,73 @@ def test_pcie_replays_are_judged_by_count_with_the_rate_beside_it(minutes, grown
     assert r.verdict is verdict and r.message.startswith(said), r.message
     assert r.code == (None if verdict is Verdict.PASS else "PCIE_REPLAY")
     assert ("per_min" in r.values) is (minutes >= 1)
+
+
+def read_as_the_sampler_does(tel: GpuTelemetry, counts: list[tuple[float, int]]) -> GpuTelemetry:
+    """The replay counter read at each (t, count), the first and last as the run's ends."""
+    for t, n in counts:
+        tel.pcie_replay_span.add(t, n)
+    (tel.counters_start_t, first), (tel.counters_end_t, last) = counts[0], counts[-1]
+    tel.counters_start, tel.counters_end = GpuCounters(pcie_replay=first), GpuCounters(pcie_replay=last)
+    return tel
+
+
+def test_a_burn_in_of_hours_is_judged_by_its_worst_ten_minutes():
+    """Held to the whole count, eight hours of a healthy trickle (200 replays, 0.4 a minute) failed
+    as DCGM fails 80 in one test window; read every 5 s as the run goes, its worst ten minutes hold 5."""
+    trickle = [(t, 5 + int(t * 200 / 28_800)) for t in range(0, 28_801, 5)]
+    r = health.pcie_replay(gpu(), read_as_the_sampler_does(GpuTelemetry(0), trickle), H100)
+    assert (r.verdict, r.code) == (Verdict.PASS, None)
+    assert r.message == ("PCIe replay counter in its worst 10 min (120 s to 720 s of the run) grew by 5, "
+                         "limit <= 80, warn above 8; 200 in all, 0.4 a minute over 480.0 min")
+    assert (r.key, r.values["worst_span"].value, r.values["growth"].value) == ("worst_span", 5, 200)
+    # The same eight hours with a burst of 81 in four minutes at the sixth hour fail, and say where.
+    burst = [(t, n + (81 if t >= 21_840 else min(81, max(0, (t - 21_600) * 81 // 240)))) for t, n in trickle]
+    r = health.pcie_replay(gpu(), read_as_the_sampler_does(GpuTelemetry(0), burst), H100)
+    assert (r.verdict, r.code) == (Verdict.FAIL, "PCIE_REPLAY")
+    assert r.message == ("PCIe replay counter in its worst 10 min (21,290 s to 21,890 s of the run) grew by 86 "
+                         "is above the limit 80; 281 in all, 0.6 a minute over 480.0 min"), r.message
+
+
+def test_a_run_within_ten_minutes_is_judged_by_its_whole_count():
+    counts = [(t, 5 + t // 5) for t in range(0, 601, 5)]  # 120 replays in exactly ten minutes
+    r = health.pcie_replay(gpu(), read_as_the_sampler_does(GpuTelemetry(0), counts), H100)
+    assert (r.verdict, r.key, r.values["growth"].value) == (Verdict.FAIL, "growth", 120)
+    assert "worst_span" not in r.values
+
+
+def test_a_count_the_readings_did_not_see_is_judged_whole():
+    """Readings that do not hold the run's whole count (the end counters read past them) leave no
+    span to trust: the whole count judges."""
+    tel = read_as_the_sampler_does(GpuTelemetry(0), [(t, 5) for t in range(0, 3_601, 5)])
+    tel.counters_end = GpuCounters(pcie_replay=105)
+    r = health.pcie_replay(gpu(), tel, H100)
+    assert (r.verdict, r.key, r.values["growth"].value) == (Verdict.FAIL, "growth", 100)
+
+
+def test_the_worst_span_counts_growth_across_a_gap_and_starts_over_after_a_reset():
+    span = GpuTelemetry(0).pcie_replay_span
+    for t, n in [(0, 0), (5, 1), (2_000, 90), (2_005, 90)]:  # 89 grown while the sampler stalled 33 min
+        span.add(t, n)
+    assert (span.worst, span.worst_from_s, span.worst_to_s) == (89, 5, 2_000)
+    for t, n in [(2_010, 3), (2_015, 50)]:  # the driver reloaded: the counter starts again at 3
+        span.add(t, n)
+    assert (span.worst, span.grown) == (89, 90 + 47)
+
+
+@given(st.lists(st.tuples(st.floats(0.1, 900), st.integers(0, 40)), min_size=1, max_size=60))
+def test_the_worst_span_is_at_least_any_spans_growth_and_at_most_its_readings(steps):
+    """Against every pair of readings: no span of 600 s grew by more than `worst`, and `worst` is the
+    growth between two readings of the run."""
+    span, t, n, seen = GpuTelemetry(0).pcie_replay_span, 0.0, 0, [(0.0, 0)]
+    span.add(0.0, 0)
+    for dt, grew in steps:
+        t, n = t + dt, n + grew
+        span.add(t, n)
+        seen.append((t, n))
+    pairs = [(b[1] - a[1], b[0] - a[0]) for i, a in enumerate(seen) for b in seen[i:]]
+    assert span.worst >= max(g for g, dt in pairs if dt <= span.span_s)
+    assert span.worst in {g for g, _ in pairs} and span.grown == n
 
 
 def test_replay_counter_not_supported_is_skipped():

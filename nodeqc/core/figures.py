@@ -44,6 +44,7 @@ LABELS: dict[str, str] = {
     "pending": "remap pending", "failed": "failed", "retired": "pages retired", "retired_sbe": "pages retired (corrected)",
     "retired_dbe": "pages retired (uncorrectable)", "xids": "XID events", "lost_at": "lost at",
     "active": "links up", "expected": "expected", "crc_per_s": "CRC errors per second", "per_min": "replays a minute",
+    "worst_span": "most grown in one span", "span_min": "span",
     "replay_recovery": "replays and recoveries", "correctable": "correctable errors",
     "uncorrectable": "uncorrectable errors", "lines": "kernel log lines", "readings": "readings",
     # inventory and host

@@ -81,7 +81,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "max_mem_temp_c": _t("GPU memory (HBM) temperature during the run"),
         "max_throttle_s": _t("seconds of thermal, HW-slowdown or power-brake throttling"),
         "max_pulse_brake_ms": _t("milliseconds of power brake the driver counts within one period of the pulse test"),
-        "max_pcie_replays": _t("PCIe replay counter growth during the run"),
+        "max_pcie_replays": _t("PCIe replay counter growth during the run (a run over 10 min: its worst 10 min)"),
         "max_ecc_sbe": _t("corrected (single-bit) ECC errors that appear during the run"),
         "max_ecc_dbe": _t("uncorrected (double-bit) ECC errors since the driver loaded"),
         "max_sram_ecc_dbe": _t("uncorrectable ECC errors in on-chip memory (SRAM), in the GPU's life"),

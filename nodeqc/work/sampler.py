@@ -184,6 +184,7 @@ class TelemetrySampler:
             self._mark_lost(i)
             return None
         self._last_counters[i] = counters
+        self.watch[i].pcie_replay_span.add(self.now(), counters.pcie_replay)
         start = self.watch[i].counters_start
         if start is not None:
             for name, value in counters.to_dict().items():

@@ -14,6 +14,7 @@ import gzip
 import math
 import os
 import zlib
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,56 @@ class Events:
         return {"events": self.kept, "not_kept": self.dropped}
 
 
+# The span a long run's PCIe replays are counted over (health.pcie_replay): DCGM's count (80) is for
+# one test window of minutes, and a quick run on 8 GPUs takes minutes, so a run up to this long is
+# judged by its whole count as DCGM judges a window, and a longer one (a burn-in of hours) by its
+# worst span of this length, not by hours of count against a window's limit. nodeqc's choice.
+REPLAY_SPAN_S = 600.0
+
+
+@dataclass
+class WorstGrowth:
+    """The most a counter grew within any `span_s` of the run, from the readings the sampler takes
+    as it goes (every few seconds), in memory bounded by the span. A span runs from the latest
+    reading at or before its start, so growth across a gap in the readings (a stalled sampler) is
+    never lost: it is counted in a span longer than `span_s`, never in none. A counter that ran
+    backwards (the driver reloaded) starts over from its new value. `grown` is all it grew between
+    the readings: where it is the run's whole count, every reading of the run was taken here."""
+
+    span_s: float = REPLAY_SPAN_S
+    readings: deque = field(default_factory=deque)
+    worst: int | None = None
+    grown: int = 0
+    worst_from_s: float = 0.0
+    worst_to_s: float = 0.0
+    first_s: float | None = None
+    last_s: float = 0.0
+
+    def add(self, t: float, value: Any) -> None:
+        if is_na(value):
+            return
+        if self.readings and value < self.readings[-1][1]:
+            self.readings.clear()
+        elif self.readings:
+            self.grown += value - self.readings[-1][1]
+        self.readings.append((t, value))
+        self.first_s = t if self.first_s is None else self.first_s
+        self.last_s = t
+        while len(self.readings) > 1 and self.readings[1][0] <= t - self.span_s:
+            self.readings.popleft()
+        since, base = self.readings[0]
+        if self.worst is None or value - base > self.worst:
+            self.worst, self.worst_from_s, self.worst_to_s = value - base, since, t
+
+    @property
+    def covered_s(self) -> float:
+        return 0.0 if self.first_s is None else self.last_s - self.first_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"span_s": self.span_s, "worst": self.worst, "grown": self.grown, "from_s": round(self.worst_from_s, 2),
+                "to_s": round(self.worst_to_s, 2), "covered_s": round(self.covered_s, 2)}
+
+
 @dataclass
 class GpuTelemetry:
     """What the run saw of one GPU; the health checks judge from this alone."""
@@ -116,6 +167,8 @@ class GpuTelemetry:
     counters_start_t: float = 0.0
     counters_end_t: float = 0.0
     counter_first_change: dict[str, float] = field(default_factory=dict)  # when each counter first moved
+    # The PCIe replay counter's worst span of a long run, from every counter reading (the ends too).
+    pcie_replay_span: WorstGrowth = field(default_factory=WorstGrowth)
     # NVLinks up at the latest counters read when a step's window opened (the run's start): what a
     # slow GPU-to-GPU copy in the step rode on (nodeqc.checks.diagnosis). NA: not read.
     nvlink_active_before: Any = NA
@@ -251,6 +304,7 @@ class GpuTelemetry:
             "counters_end": self.counters_end.to_dict() if self.counters_end else None,
             "lost_at_s": self.lost_at_s,
             "counter_first_change_s": self.counter_first_change,
+            "pcie_replay_worst_span": self.pcie_replay_span.to_dict(),
             "other_processes": None if self.other_processes is None else list(self.other_processes.values()),
         }
 
