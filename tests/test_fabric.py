@@ -477,3 +477,17 @@ def test_show_of_a_fabric_report_names_a_ticket_only_when_given(tmp_path):
         shown = cli("show", p.stdout.strip().splitlines()[-1]).stdout
         operator = next(line for line in shown.splitlines() if line.startswith("operator  "))
         assert "None" not in operator and (said in operator if said else "ticket" not in operator), operator
+
+
+def test_show_of_a_fabric_report_escapes_what_the_nodes_printed():
+    """A failed check's message carries a worker's own text (its error, the tail of what it printed):
+    `nodeqc show` of a fabric report wrote it raw, escapes and all (the 2026-11-28 hostile-node audit)."""
+    from nodeqc.core.model import CheckResult, Verdict
+    from nodeqc.report.render import render_fabric_report
+    hostile = "no result\x1b]0;owned\x07\x1b[2J signature: verified"
+    predicate = {"fabric": {"name": "f", "nodes": ["n1"]},
+                 "checks": [CheckResult("fabric.node", "n1", Verdict.ERROR, hostile, code="FABRIC_NODE").to_dict()]}
+    shown = render_fabric_report(predicate, "signature: NOT verified")
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "no result\\x1b]0;owned\\x07\\x1b[2J signature: verified" in shown
+

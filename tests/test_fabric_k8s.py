@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from conftest import LOOPBACK_TCP_FLOOR_GBPS, ROOT
-from nodeqc.fabric.kubernetes import INDEX_ANNOTATION, LABEL, round_manifest
+from nodeqc.fabric.kubernetes import INDEX_ANNOTATION, LABEL, KubernetesLauncher, round_manifest
 from nodeqc.fabric.launchers import Work
 from nodeqc.fabric.scoring import Floors
 
@@ -159,7 +159,9 @@ elif args[:1] == ["logs"]:
         if os.path.exists(path):
             text = open(path).read()
             if "--prefix" in args:  # as kubectl does: every line of a pod's log starts with its pod's name
-                text = "".join(f"[pod/{job}-{p['index']}-x7k2p/worker] {line}" for line in text.splitlines(True))
+                # kubectl breaks lines at \n only (not at \r, \x1c or \u2028, as splitlines does)
+                text = "".join(f"[pod/{job}-{p['index']}-x7k2p/worker] {line}\n" for line in text.split("\n")[:-1]) \
+                    + (f"[pod/{job}-{p['index']}-x7k2p/worker] {text.split(chr(10))[-1]}" if text.split("\n")[-1] else "")
             sys.stdout.write(text)
 elif args[:2] == ["delete", "job"]:
     print(f"job.batch \"{args[2]}\" deleted")
@@ -300,6 +302,21 @@ def test_a_pod_that_takes_itself_for_another_node_is_not_believed(k8s):
     assert (node["verdict"], node["code"]) == ("fail", "FABRIC_WORKER_LIED")
     # Nothing it said was taken for k8s-d: k8s-d's own pod is the only word on k8s-d.
     assert not any(r.get("node") == "k8s-d" for c in predicate["checks"] for r in c.get("evidence", {}).get("refused", []))
+
+
+@pytest.mark.parametrize("separator", ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"])
+def test_a_pod_cannot_print_a_line_under_another_pods_prefix(separator):
+    """kubectl puts a pod's prefix after each \n it printed, and after nothing else: a line break of
+    another kind (the 2026-11-28 hostile-node audit) must not start a line read as another pod's."""
+    forged = '{"nodeqc-fabric-worker":1,"node":"victim","index":1,"figures":[]}'
+    printed = (f"[pod/round-0-aaaaa/worker] mine{separator}[pod/round-1-bbbbb/worker] {forged}\n"
+               "[pod/round-1-bbbbb/worker] the victim's own line\n")
+    launcher = KubernetesLauncher("nodeqc:test")
+    launcher._call = lambda *a, **k: subprocess.CompletedProcess(a, 0, printed, "")
+    logs, error = launcher._logs("round", 2)
+    assert error is None
+    assert logs == {"round-0-aaaaa": f"mine{separator}[pod/round-1-bbbbb/worker] {forged}",
+                    "round-1-bbbbb": "the victim's own line"}
 
 
 @pytest.mark.parametrize("env,path,message", [

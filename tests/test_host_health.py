@@ -689,6 +689,35 @@ def test_a_kernel_log_that_cannot_be_read_to_the_end_keeps_what_was_read_and_nev
     assert [(r.verdict, r.code) for r in quiet] == [(Verdict.WARN, "KERNEL_LOG_LOST")]
 
 
+@pytest.mark.parametrize("printed, exit_code", [("", 1), ('{"MESSAGE": "NVRM: Xid (PCI:0000:44:00): 79"}\n', 137)])
+def test_a_journalctl_that_fails_is_a_log_not_read_not_a_quiet_one(tmp_path, monkeypatch, printed, exit_code):
+    """journalctl killed mid-read (the OOM killer under the memory test) or refused printed none or
+    part of the log, and its exit was not looked at: "nothing of note", a pass (the 2026-11-28
+    hostile-node audit). Its exit now stops the reading, said as the log not read to the end."""
+    from nodeqc.backends.kernel_log import JournalctlLog
+    from nodeqc.run.platform_watch import PlatformWatch
+
+    fake = tmp_path / "journalctl"
+    fake.write_text(f"#!/bin/sh\nprintf '%s' '{printed}'\necho 'Failed to iterate through journal' >&2\nexit {exit_code}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    with pytest.raises(OSError, match=f"journalctl -k exited {exit_code}: Failed to iterate through journal") as cut:
+        JournalctlLog(since=0).new_records()
+    assert [r.text for r in cut.value.records] == ([] if not printed else ["NVRM: Xid (PCI:0000:44:00): 79"])
+
+    class Platform:
+        def counters(self, bus_ids):
+            return HostCounters()
+
+    watch = PlatformWatch(Platform())
+    watch._start, watch._log, watch._names = HostCounters(), JournalctlLog(since=0), {"0000:44:00.0": "gpu2"}
+    results = [r for r in watch.health_results(GENERIC) if r.name == "host.kernel_log"]
+    # The Xid it printed before it was killed still fails its GPU; the rest is said unread.
+    assert [(r.subject, r.verdict, r.code) for r in results] == ([("gpu2", Verdict.FAIL, "KERNEL_XID")] if printed
+                                                                  else []) + [("node", Verdict.WARN, "KERNEL_LOG_LOST")]
+    assert f"LogCutShort: journalctl -k exited {exit_code}" in results[-1].message
+
+
 def test_a_flood_past_the_most_read_is_said_unjudged_not_dropped_in_silence(monkeypatch):
     """A kernel log flooding past MAX_RECORDS: reading stops there (the first lines say what the flood
     was), and the node says the rest went unread (WARN), where it used to pass over them in silence."""

@@ -49,6 +49,15 @@ def parse_kmsg(record: bytes | str) -> KernelRecord | None:
     return KernelRecord(prio & 7, seq, usec, message)  # non-printable bytes stay escaped as \\xNN
 
 
+class LogCutShort(OSError):
+    """The log's reader failed part way: what it printed before is kept (`records`, real lines of the
+    log, an Xid among them still judged), and the rest is said unread."""
+
+    def __init__(self, message: str, records: list["KernelRecord"]):
+        super().__init__(message)
+        self.records = records
+
+
 class KernelLog(ABC):
     """A window on the kernel log, opened at the start of a run."""
 
@@ -146,6 +155,12 @@ class JournalctlLog(KernelLog):
     def new_records(self) -> list[KernelRecord]:
         proc = subprocess.run(["journalctl", "-k", "-o", "json", "--no-pager", "--since", f"@{int(self.since)}"],
                               capture_output=True, text=True, timeout=60)
+        if proc.returncode != 0:
+            # Killed (the OOM killer under the memory test) or refused: what it printed may be none or
+            # part of the log, which read as "nothing of note" would be a pass for a log not read.
+            why = (proc.stderr.strip().splitlines() or [""])[-1][:200]
+            raise LogCutShort(f"journalctl -k exited {proc.returncode}" + (f": {why}" if why else ""),
+                              parse_journal_json(proc.stdout, self._seen))
         return parse_journal_json(proc.stdout, self._seen)
 
 

@@ -303,7 +303,10 @@ class KubernetesLauncher(Launcher):
         except (OSError, subprocess.TimeoutExpired) as e:
             return {}, f"kubectl logs: {e}"
         texts: dict[str, list[str]] = {}
-        for line in done.stdout.splitlines():
+        # Lines end at \n only, where kubectl starts its prefix: splitlines() also breaks at \r, \x1c-\x1e,
+        # \x85 and \u2028, and a pod printing one of them before a forged "[pod/OTHER/...]" would have
+        # its text read as another pod's line.
+        for line in done.stdout.split("\n"):
             m = POD_PREFIX.match(line)
             if m:
                 texts.setdefault(m.group(1), []).append(line[m.end():])

@@ -171,7 +171,9 @@ def render_fabric_report(predicate: dict[str, Any], trust_line: str) -> str:
             out += [f"  {c.subject:<12} {c.name}: {c.message} [{c.code}]",
                     f"               -> {advice(c.code or '', c.subject, c.evidence, c.verdict.value)}"]
     out += ["", "ALL CHECKS:"] + ["  " + result_line(c) for c in checks]
-    return "\n".join(out)
+    # Every line escaped, as a node's report is: check messages carry what the nodes' workers printed
+    # (an unreadable tail, a worker's own error), which may hold a terminal's escape sequences.
+    return "\n".join(clean(line) for line in out)
 
 
 def run_length(predicate: dict[str, Any]) -> str:

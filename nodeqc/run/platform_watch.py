@@ -78,6 +78,7 @@ class PlatformWatch:
             try:
                 self._records += self._log.new_records()
             except (OSError, subprocess.SubprocessError, ValueError) as e:  # a read error, journalctl hung
+                self._records += getattr(e, "records", [])  # what a reader cut short had read (LogCutShort)
                 self._log_stopped = f"{type(e).__name__}: {e}"
             if len(self._records) >= MAX_RECORDS and self._log_stopped is None:
                 # A flood: its first lines say what it was; what it hides after is said unjudged.

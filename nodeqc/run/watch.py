@@ -17,6 +17,7 @@ stands), 2 could not judge.
 from __future__ import annotations
 
 import re
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -202,7 +203,8 @@ class Watcher:
         try:
             obs.log = self.hw.platform.kernel_log(after_seq=after, since=since)
             obs.records = obs.log.new_records()
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, subprocess.SubprocessError) as e:  # journalctl failed, or hung
+            obs.records = getattr(e, "records", [])  # what a reader cut short had read (LogCutShort)
             obs.log_stopped = f"{type(e).__name__}: {e}"
         if not same_boot and not self.hw.simulated and obs.records:
             obs.records = _after_qualification(obs.records, obs.qualified_at)
