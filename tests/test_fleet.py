@@ -118,6 +118,18 @@ def test_extract_takes_rates_not_watts_and_skus():
     assert got["node_sku"] == f"8x {MODEL}" and got["valid_until"] == pred["valid_until"]
 
 
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_extract_leaves_out_figures_that_are_no_number(value):
+    """A report is the node's input: json.loads takes Infinity and NaN, and one Infinity scaled the
+    fleet page's chart into an OverflowError for the whole fleet (the 2026-11-28 hostile-node audit)."""
+    pred = fleet_predicate(1, random.Random(1), NOW)
+    burn = next(c for c in pred["checks"] if c["name"] == "stress.burn" and c["subject"] == "gpu0")
+    burn["values"]["bf16_tflops"]["value"] = value
+    figures = extract(json.loads(json.dumps(pred)))["figures"]
+    assert ["gpu0", MODEL, "stress.burn:bf16_tflops"] not in [f[:3] for f in figures]
+    assert ["gpu1", MODEL, "stress.burn:bf16_tflops"] in [f[:3] for f in figures]
+
+
 @pytest.mark.slow
 def test_planted_outliers_found_in_1000_nodes(archive_1000, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(archive_1000.parent / "config"))  # the key that signed them

@@ -121,6 +121,20 @@ def test_keyid_swapped_to_a_trusted_one_fails(signer, tmp_path):
         verify_envelope(env, trusted(signer))
 
 
+def test_a_node_report_whose_content_calls_itself_a_fabric_run_is_refused(signer):
+    """A node under test signs with its own key; readers of fabric verdicts go by the content's kind.
+    A node's statement holding a fabric run's nodes (every other node "pass") verified, and
+    `verify --fabric-nodes` printed its verdicts (the 2026-11-28 hostile-node audit)."""
+    forged = predicate(kind="fabric", status="complete", nodes=[{"name": "gpu07", "verdict": "pass"}])
+    with pytest.raises(VerificationError, match="predicate type is https://nodeqc.dev/qualification/v1, but its "
+                                                "content is a fabric run's"):
+        verify_envelope(sign(statement(forged), signer), trusted(signer))
+    fabric = {"_type": STATEMENT_TYPE, "subject": [], "predicateType": "https://nodeqc.dev/fabric/v1",
+              "predicate": predicate()}
+    with pytest.raises(VerificationError, match="its content is not a fabric run's"):
+        verify_envelope(sign(fabric, signer), trusted(signer))
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda e: e.update(payloadType="application/json"), "payloadType"),
     (lambda e: e.update(signatures=[]), "not signed"),
@@ -350,7 +364,8 @@ def test_decode_statement_refuses_what_is_not_ours(payload, message):
 
 def test_decode_statement_of_both_predicate_types():
     for kind in (PREDICATE_TYPE, FABRIC_PREDICATE_TYPE):
-        stmt = {"_type": STATEMENT_TYPE, "predicateType": kind, "predicate": {"x": 1, "finished_at": "2026-11-28T04:00:00"}}
+        stmt = {"_type": STATEMENT_TYPE, "predicateType": kind, "predicate": {"x": 1, "finished_at": "2026-11-28T04:00:00",
+                                                                          **({"kind": "fabric"} if kind == FABRIC_PREDICATE_TYPE else {})}}
         assert decode_statement({"payload": base64.b64encode(json.dumps(stmt).encode()).decode()}) == stmt
     assert FABRIC_PREDICATE_TYPE == "https://nodeqc.dev/fabric/v1"
 

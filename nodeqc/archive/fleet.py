@@ -12,6 +12,7 @@ The cache is only a cache: delete it and it is rebuilt from the reports.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 from dataclasses import dataclass, field
@@ -50,7 +51,8 @@ def extract(predicate: dict[str, Any]) -> dict[str, Any]:
             continue
         for name, v in (c.get("values") or {}).items():
             value, unit = v.get("value"), v.get("unit")
-            if unit in UNITS and isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+            if unit in UNITS and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                    and math.isfinite(value):  # no NaN, and no ±Infinity (which json.loads takes) to scale a chart by
                 figures.append([subject, sku, f"{c['name']}:{name}", float(value), unit])
     return {"valid_until": predicate.get("valid_until"), "node_sku": node_sku, "figures": figures, "warned": warned,
             "judged": judged(predicate)}

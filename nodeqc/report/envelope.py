@@ -176,6 +176,13 @@ def _statement(payload: bytes) -> dict[str, Any]:
     stmt = _json(payload, "payload is not JSON")
     if not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") not in PREDICATE_TYPES:
         raise VerificationError("payload is not a nodeqc qualification statement")
+    # The signed type and the content agree: readers of fabric verdicts (verify --fabric-nodes, the
+    # archive's fabric members) go by the content's kind, and a node's report whose content called
+    # itself a fabric run would vouch for other nodes with one node's key (2026-11-28 audit).
+    predicate = stmt.get("predicate")
+    if (stmt["predicateType"] == FABRIC_PREDICATE_TYPE) != (isinstance(predicate, dict) and predicate.get("kind") == "fabric"):
+        raise VerificationError(f"its predicate type is {stmt['predicateType']}, but its content is "
+                                + ("a fabric run's" if stmt["predicateType"] == PREDICATE_TYPE else "not a fabric run's"))
     if stmt["predicateType"] == PREDICATE_TYPE:
         try:
             check_predicate(stmt.get("predicate"))
