@@ -246,6 +246,45 @@ def test_scan_refuses_deep_nesting_and_never_raises():
             f"figure 1: {why}"
 
 
+def test_a_flood_of_result_markers_is_counted_not_decoded():
+    """16 MiB of markers cost a minute of the coordinator's time, a 1 MB copy and a decode each (the
+    2026-11-28 hostile-node audit): past MAX_RESULTS_READ they are counted, and bind still refuses
+    every result after the first."""
+    from nodeqc.fabric.lines import MAX_RESULTS_READ
+
+    line = json.dumps({MARKER: 1, "node": "a", "index": 0, "figures": []})
+    found, unreadable = scan("\n".join([line] * (MAX_RESULTS_READ + 500)))
+    assert len(found) == MAX_RESULTS_READ
+    assert unreadable == [f"500 more results after the first {MAX_RESULTS_READ}, not read: a worker prints one"]
+    mine, refused = bind("a", 0, found, unreadable, "the launch of a")
+    assert mine == found[0] and len(refused) == MAX_RESULTS_READ  # 63 second results and the count
+
+
+def test_an_end_that_prints_without_end_is_stopped_at_its_output_cap(tmp_path, monkeypatch):
+    """An end's output went to a temporary file with no bound for the whole round's timeout: a
+    hostile node could fill the login node's $TMPDIR. Its process is now ended at OUTPUT_FILE_BYTES
+    (SIGXFSZ), and the end is said to have given no result."""
+    from nodeqc.fabric import launchers
+
+    monkeypatch.setattr(launchers, "OUTPUT_FILE_BYTES", 1 << 20)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+
+    class Flood(launchers.ProcessLauncher):
+        name = "flood"
+
+        def commands(self, nodes, args, work):
+            return [[sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"] for _ in nodes]
+
+    class Work:
+        round_timeout_s = 60
+
+    started = __import__("time").monotonic()
+    [(outputs, errors, refused)] = Flood()._launch([("a", "b")], [[]], Work())
+    assert __import__("time").monotonic() - started < 30  # ended by its cap, not by the round's timeout
+    assert outputs == [] and refused == [] and len(errors) == 2
+    assert all("gave no result (exit -25)" in e or "gave no result (exit 1)" in e for e in errors), errors
+
+
 # ---------------------------------------------------------------------- nodeqc-retest --fabric
 
 FAKE_SALLOC = r'''#!PYTHON

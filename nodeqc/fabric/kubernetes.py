@@ -29,7 +29,7 @@ from typing import Any
 from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.names import check_host, host_problem
 from nodeqc.fabric.groups import shared_domain
-from nodeqc.fabric.launchers import Launcher, Work, merge, merge_group
+from nodeqc.fabric.launchers import OUTPUT_BYTES, Launcher, Work, merge, merge_group
 from nodeqc.fabric.lines import Refused, bind, scan
 from nodeqc.fabric.nccl_group import COLLECTIVES
 from nodeqc.fabric.pairing import Round
@@ -299,6 +299,7 @@ class KubernetesLauncher(Launcher):
         prints after a newline gets its own pod's prefix). A line without one is no pod's."""
         try:
             done = self._call("logs", "--namespace", self.namespace, "-l", f"{LABEL}={job}", "--tail=-1", "--prefix",
+                              f"--limit-bytes={OUTPUT_BYTES}",  # a pod's log, as an end's output (launchers)
                               f"--max-log-requests={max(5, min(pods, 64))}", timeout=KUBECTL_S + pods)
         except (OSError, subprocess.TimeoutExpired) as e:
             return {}, f"kubectl logs: {e}"

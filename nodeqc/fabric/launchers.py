@@ -19,6 +19,7 @@ profile or the faster end's rate.
 from __future__ import annotations
 
 import os
+import resource
 import shlex
 import subprocess
 import tempfile
@@ -158,7 +159,8 @@ class ProcessLauncher(Launcher):
             for end, cmd in enumerate(self.commands(nodes, args[slot], work)):
                 out = tempfile.TemporaryFile()
                 try:
-                    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            preexec_fn=_cap_output)
                     self._procs.append(proc)
                     started.append((slot, end, proc, out, None, cmd))
                 except OSError as e:
@@ -197,6 +199,16 @@ class ProcessLauncher(Launcher):
 
 
 OUTPUT_BYTES = 16 * 1024 * 1024  # of one end's output: a worker prints one line of a few kB (lines.MAX_LINE_CHARS)
+# The most an end's process may write to its output file on the coordinator: twice what is read, so a
+# worker's whole line always fits, and an end printing without end (a hostile or broken node, for the
+# whole round's timeout) is ended by SIGXFSZ there, not left to fill the login node's $TMPDIR.
+OUTPUT_FILE_BYTES = 2 * OUTPUT_BYTES
+
+
+def _cap_output() -> None:
+    """Run in each end's process before it starts (Popen's preexec_fn): files it writes stop at
+    OUTPUT_FILE_BYTES (RLIMIT_FSIZE; what it starts, ssh or srun's own, inherits the limit)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_BYTES, OUTPUT_FILE_BYTES))
 
 
 def worker_results(text: str) -> list[dict[str, Any]]:

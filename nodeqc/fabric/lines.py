@@ -50,6 +50,10 @@ MAX_LATENCY_US = 60e6
 MAX_STEP_MS = 60e3
 RAIL_NAME = re.compile(r"[A-Za-z0-9_.:/-]{1,64}")
 SHOWN_CHARS = 300  # of a refused line, in the report
+# Result lines read from one process's output: a worker prints one (a pair's end, or a group's), so
+# more is a claim refused anyway (bind: a second result); past this many they are counted, not
+# decoded, as each costs a copy and a decode of up to MAX_LINE_CHARS (16 MiB of markers took a minute).
+MAX_RESULTS_READ = 64
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,11 @@ def scan(text: str) -> tuple[list[dict[str, Any]], list[str]]:
     decoder = json.JSONDecoder()
     found: list[dict[str, Any]] = []
     unreadable: list[str] = []
-    for start in _RESULT_START.finditer(text):
+    for n, start in enumerate(_RESULT_START.finditer(text)):
+        if n == MAX_RESULTS_READ:
+            more = 1 + sum(1 for _ in _RESULT_START.finditer(text, start.end()))
+            unreadable.append(f"{more} more results after the first {MAX_RESULTS_READ}, not read: a worker prints one")
+            break
         chunk = text[start.start():start.start() + MAX_LINE_CHARS + 1]
         if _depth_over(chunk, MAX_DEPTH + 8):  # refuse before the decoder recurses into it
             unreadable.append(f"nested deeper than {MAX_DEPTH} levels: {excerpt(chunk)}")
