@@ -6,6 +6,7 @@ hanging backend is cut at the deadline (exit 2, one line); bad options are one l
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -94,6 +95,34 @@ def watched(archive: Path, clock: FakeClock, *faults: str):
         return w.run_pass()
     finally:
         w.close()
+
+
+def test_another_writer_of_the_archive_cannot_take_away_what_the_node_found(tmp_path, capsys):
+    """The archive's watch state is plain JSON, and in a shared archive other nodes write it: one that
+    emptied the findings and moved the kernel-log cursor past every line gave the node back its
+    health (the 2026-11-28 hostile-node audit). The node's own copy puts them back, and says so."""
+    assert watch(tmp_path, "--inject", "gpu3:xid=79") == 1
+    capsys.readouterr()
+    shared = tmp_path / NODE / "watch-state.json"
+    forged = json.loads(shared.read_text())
+    found = sorted((f["code"], f["sticky"]) for f in forged["findings"])
+    assert found == [("KERNEL_XID", True), ("XID_REBOOT", True)]  # NVML's event and the kernel's line of it
+    forged["findings"] = []
+    forged["readings"]["kernel_log"]["seq"] = 10 ** 18
+    shared.write_text(json.dumps(forged))
+    assert watch(tmp_path) == 1  # the Xid was not seen again: the node's own record of it stands
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("nodeqc watch: needs re-qualification: ") and "XID_REBOOT" in err[0], err
+    assert err[1].startswith("nodeqc watch: warning: the archive's watch state had lost what this node recorded; "
+                             "put back from its own copy: "), err
+    assert "health.xid gpu3 XID_REBOOT (first seen " in err[1] and " KERNEL_XID (first seen " in err[1]
+    assert err[1].endswith("; the readings the next pass judges growth from, and where the kernel log was read to")
+    assert sorted((f["code"], f["sticky"]) for f in json.loads(shared.read_text())["findings"]) == found  # written back
+    assert watch(tmp_path) == 1 and len(capsys.readouterr().err.strip().splitlines()) == 1  # agreed: nothing said
+    # A passing qualification after it still clears it, in both copies.
+    archive_passing_qualification(tmp_path)
+    time.sleep(1.1)
+    assert watch(tmp_path) == 0
 
 
 def test_a_clearing_state_clears_after_its_window_and_not_before(tmp_path):

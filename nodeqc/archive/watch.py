@@ -15,10 +15,15 @@ subject, its code). It is either:
   corrected ECC or PCIe errors, a non-fatal XID. It stands for CLEARING_WINDOW_S after it was last
   seen, then clears; it never ends a qualification's validity.
 
-The file is plain JSON, not signed: it can only take validity away, never extend it, and whoever can
-write the archive can already remove reports; `nodeqc verify` still vouches for every report. It is
-written whole through nodeqc.core.safefile (temporary file renamed), read once as a regular file of
-bounded size, and a file that is not the watch's (unreadable, another shape) is refused in one line.
+The file is plain JSON, not signed, and in a shared archive other nodes may write it: one that
+removed a sticky finding, or moved the readings on (a kernel-log cursor past every line, counters
+raised so nothing grows), would give validity back. So the watch on the node also keeps its own copy
+outside the archive (the user's config directory: `own_copy_root`), and reads the archive's through
+it (`load_watched`): its own sticky findings and readings win, and what it restored is said. Readers
+elsewhere (`fleet`, `history`, the app) have only the archive's copy; `nodeqc verify` still vouches
+for every report. It is written whole through nodeqc.core.safefile (temporary file renamed), read once
+as a regular file of bounded size, and a file that is not the watch's (unreadable, another shape) is
+refused in one line.
 """
 
 from __future__ import annotations
@@ -199,6 +204,52 @@ def _time(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e11:
         raise ValueError(f"{value!r} is not a time")
     return float(value)
+
+
+def own_copy_root() -> Path:
+    """Where the watch on a node keeps its own copy of the node's state: beside its signing key, in
+    the user's config directory on the node, which no other node writes."""
+    from nodeqc.report.keys import config_dir
+
+    return config_dir() / "watch"
+
+
+def load_watched(node: str, root: str | Path | None = None) -> tuple[WatchState | None, list[str]]:
+    """The node's watch state as the watch on the node reads it: the archive's, with this node's own
+    copy's sticky findings (as it recorded them: a first_seen moved earlier would let an older
+    qualification clear one) and its readings put back over it. Returns the state and what was put
+    back, one line each (none where the two agree). An own copy that cannot be read is passed over:
+    the archive's stands alone, as before there was one."""
+    shared = load_state(node, root)
+    try:
+        own = load_state(node, own_copy_root())
+    except UsageError:
+        own = None
+    if own is None:
+        return shared, []
+    state = shared or WatchState(node, own.hostname, own.simulated)
+    by_key = {f.key: f for f in state.findings}
+    restored = []
+    for f in own.findings:
+        if f.sticky and (by_key.get(f.key) is None or asdict(by_key[f.key]) != asdict(f)):
+            restored.append(f"{f.check} {f.subject} {f.code} (first seen {stamp(f.first_seen)})")
+            by_key[f.key] = f
+    state.findings = list(by_key.values())[:MAX_FINDINGS]
+    if own.readings and own.readings != state.readings:
+        restored.append("the readings the next pass judges growth from, and where the kernel log was read to")
+        state.readings = own.readings
+    return state, restored
+
+
+def save_watched(state: WatchState, root: str | Path | None = None) -> Path:
+    """The state written to the archive and to this node's own copy (a copy that cannot be written
+    leaves the archive's alone to stand, as before there was one)."""
+    path = save_state(state, root)
+    try:
+        save_state(state, own_copy_root())
+    except UsageError:
+        pass
+    return path
 
 
 def save_state(state: WatchState, root: str | Path | None = None) -> Path:

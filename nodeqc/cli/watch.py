@@ -104,6 +104,9 @@ def _report(result: Any, textfile: Path | None, as_json: bool) -> None:
     from nodeqc.core.text import clean
 
     print(clean(result.line()), file=sys.stderr)
+    if result.restored:  # another writer of the archive took away what this node had found
+        print(clean("nodeqc watch: warning: the archive's watch state had lost what this node recorded; put back "
+                    "from its own copy: " + "; ".join(result.restored)), file=sys.stderr)
     findings = [{"check": f.check, "subject": f.subject, "code": f.code, "verdict": f.verdict, "sticky": f.sticky,
                  "first_seen": f.first_seen, "clears_at": f.clears_at(), "message": f.message}
                 for f in result.standing]

@@ -24,8 +24,8 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from nodeqc.archive.watch import (STICKY_CODES, XID_CODES, WatchFinding, WatchState, last_cleared, load_state, merge,
-                                  needs_requalification, parse_stamp, save_state, state_lock)
+from nodeqc.archive.watch import (STICKY_CODES, XID_CODES, WatchFinding, WatchState, last_cleared, load_watched, merge,
+                                  needs_requalification, parse_stamp, save_watched, state_lock)
 from nodeqc.backends.base import GpuCounters, GpuInfo, GpuSample, HostInfo, IbPort, NicInfo, XidEvent
 from nodeqc.backends.platform import HostCounters
 from nodeqc.checks import health, host_health, inventory, nic as nic_checks
@@ -91,6 +91,8 @@ class PassResult:
     requalify: list[WatchFinding] = field(default_factory=list)
     qualified_at: float | None = None
     error: str | None = None  # why the node could not be judged
+    # What this node's own copy of its watch state put back over the archive's (load_watched).
+    restored: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         """The pass in one line, for stderr and Slurm's log."""
@@ -149,7 +151,7 @@ class Watcher:
         hw = self.hw
         step("reading the host")
         obs.host = hw.host.info()
-        state = load_state(node_of(obs.host), self.archive)
+        state, _ = load_watched(node_of(obs.host), self.archive)
         obs.state = state
         prev = state.readings if state else {}
         step("reading the archive")
@@ -246,17 +248,18 @@ class Watcher:
         seen = [finding(r, now) for r in results if r.verdict in (Verdict.FAIL, Verdict.WARN)]
         with state_lock(node, self.archive):
             # What is on disk now: another watch of this node may have written since this pass read it.
-            state = load_state(node, self.archive) or WatchState(node)
+            state, restored = load_watched(node, self.archive)
+            state = state or WatchState(node)
             state.hostname, state.simulated = obs.host.hostname, self.hw.simulated
             merge(state, seen, now, obs.qualified_at)
             state.readings = readings(obs, prev, now)
-            save_state(state, self.archive)
+            save_watched(state, self.archive)
         standing = list(state.findings)
         requalify = needs_requalification(state, obs.qualified_at, now)
         code = EXIT_ATTENTION if any(f.verdict == "fail" for f in standing) else EXIT_HEALTHY
         return PassResult(code, state.node, obs.host.hostname, self.hw.simulated, getattr(self.profile, "name", ""),
                           started, time.monotonic() - t0, len(obs.gpus), results, seen, standing, requalify,
-                          obs.qualified_at)
+                          obs.qualified_at, restored=restored)
 
     def _unjudged(self, why: str, started: float, t0: float, obs: Observation) -> PassResult:
         """The findings that stood before still stand (and are exported); nothing new is recorded."""
