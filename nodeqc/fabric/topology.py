@@ -59,6 +59,9 @@ class Topology:
     leaf_of: dict[str, str]  # node -> its leaf switch
     parent: dict[str, str] = field(default_factory=dict)  # switch -> the switch above it
     nvlink: dict[str, str] = field(default_factory=dict)  # node -> NVLink domain (clique), where known
+    # Nodes the source names but could not place, and why (a Kubernetes node's own labels out of line
+    # with the rest): restrict() says why of one under test; one not under test changes nothing.
+    unplaced: dict[str, str] = field(default_factory=dict)
 
     def up(self, switch: str) -> list[str]:
         """The switch and those above it, lowest first."""
@@ -96,8 +99,10 @@ class Topology:
         """The topology of the nodes under test; each must be in it."""
         missing = [n for n in nodes if n not in self.leaf_of]
         if missing:
+            placed = [n for n in missing if n in self.unplaced]
+            why = f" ({placed[0]}: {self.unplaced[placed[0]]})" if placed else ""
             raise UsageError(f"--topology {where}: {', '.join(missing[:5])}{' +more' if len(missing) > 5 else ''}: "
-                             "not in the topology (no leaf switch lists it)")
+                             f"not in the topology (no leaf switch lists it){why}")
         keep = set(nodes)
         return Topology(self.source, {n: leaf for n, leaf in self.leaf_of.items() if n in keep}, dict(self.parent),
                         {n: d for n, d in self.nvlink.items() if n in keep})
@@ -252,38 +257,58 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
 
 
 def from_k8s_nodes(items: Any, labels: dict[str, str], where: str = "--topology k8s") -> Topology:
-    """From `kubectl get nodes -o json`'s items: leaf, spine and zone labels as levels."""
+    """From `kubectl get nodes -o json`'s items: leaf, spine and zone labels as levels. A kubelet may
+    set labels on its own node (the zone, and any outside the kubernetes.io prefixes), so a node's
+    labels are its word: one that is not a label value, or that puts its leaf under another switch
+    than most of its leaf's nodes do, leaves that node unplaced (named, if it is under test), never
+    stops the run for all (any node of the cluster could, 2026-11-28 audit)."""
     if not isinstance(items, list):
         raise UsageError(f"{where}: kubectl get nodes -o json gave no list of nodes")
-    leaf_of: dict[str, str] = {}
-    parent: dict[str, str] = {}
+    chains: dict[str, list[str]] = {}
     nvlink: dict[str, str] = {}
+    unplaced: dict[str, str] = {}
     levels = [lvl for lvl in ("leaf", "spine", "zone") if labels.get(lvl)]
     for item in items:
         meta = item.get("metadata") if isinstance(item, dict) else None
         name = meta.get("name") if isinstance(meta, dict) else None
-        check_host(name, f"{where}: kubectl get nodes gave node")
+        try:
+            check_host(name, f"{where}: kubectl get nodes gave node")
+        except UsageError:
+            continue  # no node a run can name (run names are checked the same way)
         got = meta.get("labels") or {}
         if not isinstance(got, dict):
-            raise UsageError(f"{where}: node {name}: labels are not a map")
+            unplaced[name] = "its labels are not a map"
+            continue
         chain = []
         for lvl in levels:
             value = got.get(labels[lvl])
             if value is None:
                 break
             if not isinstance(value, str) or not _LABEL_VALUE.fullmatch(value):
-                raise UsageError(f"{where}: node {name}: label {labels[lvl]}={shown(str(value))[:70]} is not a label value")
+                unplaced[name] = f"label {labels[lvl]}={shown(str(value))[:70]} is not a label value"
+                break
             chain.append(f"{lvl}:{value}" if lvl != "leaf" else value)
-        if not chain:
-            continue  # a node without the leaf label: not placed (restrict() names it if it is tested)
-        leaf_of[name] = chain[0]
-        for low, high in zip(chain, chain[1:]):
-            if parent.setdefault(low, high) != high:
-                raise UsageError(f"{where}: node {name}: {low} is under {parent[low]} on other nodes, under {high} here")
+        if chain and name not in unplaced:
+            chains[name] = chain
         clique = got.get(labels.get("nvlink") or "")
-        if isinstance(clique, str) and _LABEL_VALUE.fullmatch(clique):
+        if name not in unplaced and isinstance(clique, str) and _LABEL_VALUE.fullmatch(clique):
             nvlink[name] = clique
-    return Topology(where, leaf_of, parent, nvlink)
+    # Each switch's parent is the one most nodes under it name (ties: the first in name order).
+    votes: dict[str, dict[str, int]] = {}
+    for chain in chains.values():
+        for low, high in zip(chain, chain[1:]):
+            votes.setdefault(low, {}).setdefault(high, 0)
+            votes[low][high] += 1
+    parent = {low: min(highs, key=lambda h: (-highs[h], h)) for low, highs in votes.items()}
+    leaf_of = {}
+    for name, chain in chains.items():
+        wrong = next(((low, high) for low, high in zip(chain, chain[1:]) if parent[low] != high), None)
+        if wrong:
+            unplaced[name] = f"its labels put {wrong[0]} under {wrong[1]}, most nodes of it under {parent[wrong[0]]}"
+            nvlink.pop(name, None)
+        else:
+            leaf_of[name] = chain[0]
+    return Topology(where, leaf_of, parent, nvlink, unplaced)
 
 
 def parse_labels(text: str) -> dict[str, str]:
