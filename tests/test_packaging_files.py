@@ -71,6 +71,64 @@ def test_kubernetes_job_is_pinned_and_tolerates_the_taint_it_removes():
     assert "packaging/k8s/node_gate.py /opt/nodeqc/bin/nodeqc-node-gate" in containerfile
 
 
+def _gate_policy_allows(request_node: str | None, old: dict, new: dict, user="system:serviceaccount:nodeqc:nodeqc"):
+    """What the packaged ValidatingAdmissionPolicy answers to the gate's UPDATE of a node: each of its
+    CEL validations evaluated as the API server does (cel-python), or True where it does not match."""
+    import celpy  # the test extra (pyproject): never skipped for want of it
+    docs = list(yaml.safe_load_all((PACKAGING / "k8s" / "rbac.yaml").read_text()))
+    (policy,) = [d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"]
+    (binding,) = [d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding"]
+    assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
+    extra = {} if request_node is None else {"authentication.kubernetes.io/node-name": [request_node]}
+    env = celpy.Environment()
+    act = {"request": celpy.json_to_cel({"userInfo": {"username": user, "extra": extra}}),
+           "object": celpy.json_to_cel(new), "oldObject": celpy.json_to_cel(old)}
+    run = lambda expression: bool(env.program(env.compile(expression)).evaluate(act))  # noqa: E731
+    if not all(run(c["expression"]) for c in policy["spec"]["matchConditions"]):
+        return True
+    return [v["message"] for v in policy["spec"]["validations"] if not run(v["expression"])] or True
+
+
+def _node(name="gpu-17", labels=None, taints=None, unschedulable=False, annotations=None):
+    node = {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+                         "annotations": {"node.alpha.kubernetes.io/ttl": "0", **(annotations or {})}},
+            "spec": {"taints": [{"key": "nodeqc.dev/unqualified", "effect": "NoSchedule"}, *(taints or [])]}}
+    if unschedulable:
+        node["spec"]["unschedulable"] = True
+    return node
+
+
+def test_the_gate_may_change_only_its_own_node_and_only_nodeqcs_marks_there():
+    """RBAC gives the gate's account `patch nodes` on every node, and the node under test holds its
+    token: it could mark every other node passed (the 2026-11-28 hostile-node audit). The packaged
+    policy holds it to its own node (its token's node name) and to nodeqc's label, annotations and
+    taint; the gate's own patch passes it."""
+    old = _node(taints=[{"key": "gpu.example/broken", "effect": "NoSchedule"}])
+    passed = _node(labels={"nodeqc.dev/qualification": "passed", "nodeqc.dev/valid-until": "2027-01-01"},
+                   annotations={"nodeqc.dev/report": "/var/lib/nodeqc/r.json"},
+                   taints=[{"key": "gpu.example/broken", "effect": "NoSchedule"}])
+    passed["spec"]["taints"] = passed["spec"]["taints"][1:]  # the gate removed its own taint
+    assert _gate_policy_allows("gpu-17", old, passed) is True
+    assert _gate_policy_allows("gpu-17", _node(), {**_node(), "spec": {}}) is True  # its taint, the last one
+    other = _node("gpu-18")
+    marked = _node("gpu-18", labels={"nodeqc.dev/qualification": "passed"})
+    assert _gate_policy_allows("gpu-17", other, marked) == ["the nodeqc gate may change only the node its own pod runs on"]
+    assert _gate_policy_allows(None, other, marked)[0].startswith("the nodeqc gate may change only the node")
+    assert _gate_policy_allows("gpu-17", old, _node()) == [  # another's taint removed
+        "the nodeqc gate may add or remove only its own taint (nodeqc.dev/unqualified)"]
+    assert _gate_policy_allows("gpu-17", _node(), _node(labels={"node-role.kubernetes.io/worker": ""})) == [
+        "the nodeqc gate may change only its own labels (nodeqc.dev/...)"]
+    removed = _node()
+    del removed["metadata"]["labels"]["kubernetes.io/hostname"]
+    assert _gate_policy_allows("gpu-17", _node(), removed) == ["the nodeqc gate may change only its own labels (nodeqc.dev/...)"]
+    assert _gate_policy_allows("gpu-17", _node(), _node(annotations={"x.io/y": "1"})) == [
+        "the nodeqc gate may change only its own annotations (nodeqc.dev/...)"]
+    assert _gate_policy_allows("gpu-17", _node(), _node(unschedulable=True)) == [
+        "the nodeqc gate may not cordon or uncordon a node"]
+    # Anyone else's update is not this policy's to judge.
+    assert _gate_policy_allows(None, other, marked, user="system:admin") is True
+
+
 class FakeApi(BaseHTTPRequestHandler):
     """GET and merge-PATCH of one node, with resourceVersion conflicts as the API server has them."""
 
