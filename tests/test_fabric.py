@@ -333,6 +333,8 @@ def test_a_nodes_history_lists_the_fabric_runs_it_took_part_in():
 
 
 def test_a_fabric_member_is_found_by_its_name_host_name_or_serial():
+    import dataclasses
+
     from nodeqc.archive.verified import Entry, _fabric_members
 
     predicate = {"kind": "fabric", "nodes": [
@@ -347,6 +349,13 @@ def test_a_fabric_member_is_found_by_its_name_host_name_or_serial():
         ["gpu17", "gpu17", "gpu17", "gpu42"]
     assert entry.member("SN-17")[1]["code"] == "FABRIC_NODE_RAIL" and entry.member("gpu99") is None
     assert _fabric_members({"kind": "node", "nodes": []}) == {}
+    # A worker that claims another member's serial or host name: the claim is neither's.
+    predicate["nodes"].append({"name": "gpu03", "verdict": "fail", "identity": {"hostname": "gpu42",
+                                                                                 "system_serial": "SN-17"}})
+    members = _fabric_members(predicate)
+    assert [(m["key"], m["hostname"]) for m in members.values()] == [(None, "gpu17.dc1"), ("gpu42", None), (None, None)]
+    entry = dataclasses.replace(entry, members=members)
+    assert entry.member("SN-17") is None and entry.member("gpu17.dc1")[0] == "gpu17" and entry.member("gpu03")[0] == "gpu03"
 
 
 def test_a_node_that_cannot_be_judged_exits_2(tmp_path):

@@ -138,6 +138,13 @@ def _fabric_members(predicate: dict[str, Any]) -> dict[str, dict[str, Any]]:
             out[n["name"]] = {"verdict": str(n.get("verdict")), "hostname": hostname,
                               "key": node_key(identity.get("system_serial"), hostname or n["name"]),
                               "code": _text(codes.get(n["name"]))}
+    # The identity is each worker's own word: a serial or host name two members claim is neither's
+    # (one of them speaks for the other, 2026-11-28 audit); each is still found by its name in the run.
+    for field in ("key", "hostname"):
+        claims = [m[field] for m in out.values() if m[field]]
+        for m in out.values():
+            if m[field] and claims.count(m[field]) > 1:
+                m[field] = None
     return out
 
 
