@@ -140,11 +140,11 @@ def _fabric_members(predicate: dict[str, Any]) -> dict[str, dict[str, Any]]:
                               "code": _text(codes.get(n["name"]))}
     # The identity is each worker's own word: a serial or host name two members claim is neither's
     # (one of them speaks for the other, 2026-11-28 audit); each is still found by its name in the run.
-    for field in ("key", "hostname"):
-        claims = [m[field] for m in out.values() if m[field]]
+    for claimed in ("key", "hostname"):
+        claims = [m[claimed] for m in out.values() if m[claimed]]
         for m in out.values():
-            if m[field] and claims.count(m[field]) > 1:
-                m[field] = None
+            if m[claimed] and claims.count(m[claimed]) > 1:
+                m[claimed] = None
     return out
 
 
