@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.archive.filing import safe_name
-from nodeqc.report.envelope import sign, statement, write_envelope
+from nodeqc.report.envelope import FABRIC_PREDICATE_TYPE, sign, statement, write_envelope
 from nodeqc.report.keys import Signer, load_signer
 
 
@@ -42,5 +42,8 @@ def file_report(root: Path, pred: dict[str, Any], signer: Signer | None = None, 
     directory.mkdir(parents=True, exist_ok=True)
     stamp = pred["finished_at"].replace("-", "").replace(":", "")
     path = directory / (name or f"{pred['node']['hostname']}-{stamp}.report.json")
-    write_envelope(path, sign(statement(pred), signer))
+    stmt = statement(pred)
+    if pred.get("kind") == "fabric":  # as nodeqc.fabric.report signs one: its type says what it holds
+        stmt["predicateType"] = FABRIC_PREDICATE_TYPE
+    write_envelope(path, sign(stmt, signer))
     return path

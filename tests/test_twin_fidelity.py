@@ -724,6 +724,47 @@ def test_the_memory_is_warmer_than_the_gpu_at_idle_and_cooler_under_load_as_meas
     assert idle > 0 > loaded
 
 
+def _mem_against_gpu_under_memory_work(prefix: str) -> list[float]:
+    """Every real sample's memory-less-GPU temperature while the memory was 90 % busy or more (the
+    copies and the memory test's sweeps), over the quick runs of one part."""
+    import csv
+    import gzip
+
+    out = []
+    for path in sorted(ROOT.glob(f"tests/fixtures/real-2026-11-2*/{prefix}*quick*.telemetry.csv.gz")):
+        with gzip.open(path, "rt") as f:
+            out += [float(r["mem_temp_c"]) - float(r["temp_c"]) for r in csv.DictReader(f)
+                    if r["mem_util_pct"] and float(r["mem_util_pct"]) >= 90 and r["mem_temp_c"]]
+    return out
+
+
+@pytest.mark.parametrize("key", QUICK)
+def test_memory_bound_work_runs_the_memory_hotter_than_the_gpu_as_measured(key):
+    """The 2026-11-28 fidelity audit: under the copies and the memory test the real memory ran 6 to
+    16 C above the GPU (H100; H200 0 to 14), from their first sample; the twin kept the matmul's
+    offset there (2-5 C below the GPU), so its memory test could never warm the memory toward its
+    limit as the real one does."""
+    import statistics
+
+    from nodeqc.backends.sim.models import HBM_WORK, MEMTEST_WORK
+
+    real = _mem_against_gpu_under_memory_work("h100" if key.startswith("h100") else "h200")
+    assert len(real) >= 12
+    node, mgmt, dev = _device(key)
+    for kind, setup in ((HBM_WORK, lambda: dev.stream_setup(1 << 20)), (MEMTEST_WORK, lambda: dev.memtest_setup(0.9))):
+        setup()
+        dev.set_load(1.0)
+        twin = [s.mem_temp_c - s.temp_c for s in (mgmt.sample(0) for _ in range(101))]
+        assert abs(statistics.median(twin) - statistics.median(real)) <= 1.5, (kind, statistics.median(twin), real)
+        assert min(real) <= statistics.median(twin) <= max(real)
+        dev.set_load(0.0)
+    dev.matmul_setup("bf16", 1)  # compute: the matmul's offset again, the memory below the GPU
+    dev.set_load(1.0)
+    time.sleep(0.1)
+    assert statistics.median(s.mem_temp_c - s.temp_c for s in (mgmt.sample(0) for _ in range(101))) < 0
+    dev.close()
+
+
 class _SetClock:
     """A clock the test moves by hand."""
 

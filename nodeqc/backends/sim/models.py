@@ -66,6 +66,11 @@ class Twin:
     # Between the two, the offset follows how far the GPU has warmed from idle towards its loaded
     # temperature (SimGpuModel.mem_temp_offset_at).
     idle_mem_temp_offset_c: float = 0.0
+    # ...and under memory-bound work (the copies and the memory test's sweeps, the memory 90 % busy or
+    # more), the memory warmer than the GPU again, from the first sample of it: the median over those
+    # samples of the same runs (H100 +6 to +16 C, median +11 over 21 samples; H200 0 to +14, +8.5
+    # over 16). The matmul's offset above is under compute, where the SMs heat the die, not the HBM.
+    membound_mem_temp_offset_c: float | None = None
     # What a burst of the pulse test draws: NVML's instantaneous power at the bursts' ends of its
     # 500 ms and 1 s periods, the median over the real quick runs (tests/fixtures/real-2026-11-2*
     # /*quick*.predicate.json, the pulse's power_read high_instant: H100 753-785 W, H200 718-748 W).
@@ -94,7 +99,7 @@ H100_SXM5_TWIN = Twin(
     # tests/fixtures/real-2026-11-27/h100-sxm5-quick-flat-copy); the looping kernels read 2847.5.
     copy_gbps=3016.6, triad_gbps=2914.7, h2d_gbps=55.3, d2h_gbps=55.2, bidir_gbps=96.4, memtest_gbps=2872.6,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174004Z, bench_gpu memtest_second)",
-    mem_temp_offset_c=-8.0, idle_mem_temp_offset_c=3.0, pulse_burst_w=770.0)
+    mem_temp_offset_c=-8.0, idle_mem_temp_offset_c=3.0, membound_mem_temp_offset_c=11.0, pulse_burst_w=770.0)
 # H200 SXM 141GB (PCI 0x2335), the same: quick run vm-20261126T174732Z
 # (tests/fixtures/real-2026-11-26/h200-sxm-quick-pulsed.predicate.json).
 H200_SXM_TWIN = Twin(
@@ -107,7 +112,7 @@ H200_SXM_TWIN = Twin(
     # the looping kernels read 3988.2.
     copy_gbps=4242.6, triad_gbps=4158.4, h2d_gbps=55.4, d2h_gbps=55.3, bidir_gbps=101.4, memtest_gbps=3921.7,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174732Z, bench_gpu memtest_second)",
-    mem_temp_offset_c=-9.0, idle_mem_temp_offset_c=1.0, pulse_burst_w=727.0)
+    mem_temp_offset_c=-9.0, idle_mem_temp_offset_c=1.0, membound_mem_temp_offset_c=8.5, pulse_burst_w=727.0)
 # The memory-bound work's power where no part was measured: the H100 SXM5's as a share of its 700 W
 # limit (0.66, 0.71, 0.20), an estimate.
 MEMORY_WORK_POWER_SHARE = {work: round(H100_SXM5_TWIN.power_w[work] / 700, 2) for work in MEMORY_WORK}
@@ -157,10 +162,13 @@ class SimGpuModel:
         return self.twin.pulse_burst_w / self.tdp_w if self.twin and self.twin.pulse_burst_w else \
             ESTIMATED_PULSE_BURST_SHARE
 
-    def mem_temp_offset_at(self, temp_c: float, load_temp_c: float) -> float:
+    def mem_temp_offset_at(self, temp_c: float, load_temp_c: float, memory_bound: bool = False) -> float:
         """The memory's temperature against the GPU's at GPU temperature temp_c: the idle offset at the
         idle temperature, the loaded one at load_temp_c (the GPU's under full load), in proportion
-        between. Untwinned models keep their one estimate at every temperature."""
+        between; under memory-bound work, the measured offset of that work. Untwinned models keep
+        their one estimate at every temperature and under every work (no measurement to set them by)."""
+        if memory_bound and self.twin is not None and self.twin.membound_mem_temp_offset_c is not None:
+            return self.twin.membound_mem_temp_offset_c
         if self.twin is None or load_temp_c <= self.idle_temp_c:
             return self.mem_temp_offset_c
         warmed = min(1.0, max(0.0, (temp_c - self.idle_temp_c) / (load_temp_c - self.idle_temp_c)))

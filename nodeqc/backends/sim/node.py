@@ -44,6 +44,9 @@ from nodeqc.core.na import NA, is_na
 GIB = 1024 ** 3
 POWER_NOISE_SHARE = 0.004
 VIRTIO_MBPS = 10_000
+# Work whose memory utilisation is at least this share is memory-bound (the real copies and sweeps
+# read 99-100 %, a matmul 20-38 %: tests/fixtures/real-2026-11-27 telemetry): its memory runs hot.
+MEMORY_BOUND_SHARE = 0.9
 # Users' work a watched node has done (SimNode.in_service): past every fault's onset under load
 # (XID_AFTER_S, LOST_AFTER_S, RAMP_S in nodeqc.backends.sim.physics: a few seconds).
 IN_SERVICE_S = 60.0
@@ -320,7 +323,8 @@ class SimManagement(GpuManagement):
         # NVML's temperatures are whole degrees (every real sample); the noise dithers them.
         temp_c = round(st.temp + rng.gauss(0, 0.4))
         hot = self.node.value(k, "temp", m.load_temp_c)
-        mem_temp_c = round(st.temp + m.mem_temp_offset_at(st.temp, hot) + rng.gauss(0, 0.4))
+        memory_bound = busy and self._mem_util_share(k) >= MEMORY_BOUND_SHARE
+        mem_temp_c = round(st.temp + m.mem_temp_offset_at(st.temp, hot, memory_bound) + rng.gauss(0, 0.4))
         # NVML's power reading under a steady load moved with a standard deviation of 2.5-2.9 W on the
         # real 700 W parts (real-2026-11-27 *-flat-copy and *-kept-workers telemetry, stress.power's
         # held samples): 0.4 % of the limit.
