@@ -246,7 +246,9 @@ class SimManagement(GpuManagement):
         return [(f.name, f.value) for f in self.node.gpu_faults(k)]
 
     def _load(self, k: int) -> float:
-        return self.node.shared[k * SLOTS + SLOT_LOAD]
+        """nodeqc's own load, or a co-tenant's while it computes: NVML reads the GPU, not whose work it
+        is (real co-tenants, nodeqc idle: 688-701 W, 100 %, capped; measurements/2026-11-26 reports)."""
+        return 1.0 if cotenant_active(self._fault_pairs(k), self._loaded_s(k)) else self.node.shared[k * SLOTS + SLOT_LOAD]
 
     def _lost(self, k: int) -> bool:
         return self.node.shared[k * SLOTS + SLOT_LOST] > 0
@@ -299,6 +301,12 @@ class SimManagement(GpuManagement):
         reasons = self._reasons(k, load, st.temp)
         # Under full load a measured part draws what it drew computing this dtype (sim_models.Twin).
         full_w = self.node.shared[k * SLOTS + SLOT_POWER_W]
+        dtype_clock = self.node.shared[k * SLOTS + SLOT_CLOCK_MHZ]
+        if not self.node.shared[k * SLOTS + SLOT_LOAD] and load:
+            # A co-tenant's burn, nodeqc's stopped: the limit at 1305-1515 MHz, the bf16 clocks within
+            # 1-4 MHz of its means (tests/fixtures/real-2026-11-26/*cotenant*burn.predicate.json).
+            full_w = self._limit(k)
+            dtype_clock = m.twin.sm_mhz.get("bf16", 0.0) if m.twin else 0.0
         demand = sim_power_demand_w(m, load, full_w)
         warm = self._warm(k)
         power = sim_power_w(m, load, full_w, self._fault_pairs(k), warm=warm)
@@ -306,7 +314,6 @@ class SimManagement(GpuManagement):
         # power limit holds it there), which the SKU's healthy rates were measured at; at its limit,
         # the clock of the dtype it computes in (half precision holds it lower). A GPU that cannot
         # draw what its load asks (a `power` fault) is not held by its limit.
-        dtype_clock = self.node.shared[k * SLOTS + SLOT_CLOCK_MHZ]
         at_limit = power >= min(demand, self._limit(k))
         full = dtype_clock if dtype_clock and at_limit else m.sku.healthy_sm_mhz
         # Once loaded, the clock stays up at idle (physics.WARM_IDLE_SHARE): the maximum, as measured.
