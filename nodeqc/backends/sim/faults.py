@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from nodeqc.backends.sim.models import SimGpuModel
 from nodeqc.core.errors import UsageError, shown
 
 THROTTLE_REASONS = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake", "sw_power_cap")
@@ -209,3 +210,45 @@ def check_range(faults: list[Fault], gpus: int, nics: int) -> None:
         if f.index >= n:
             have = f"{f.target}0-{f.target}{n - 1}" if n else f"no {f.target.upper()}s"
             raise UsageError(f"--inject {f}: the simulated node has {have}")
+
+
+def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int, fabric_attached: bool = False,
+                  topology: str = "pcie") -> None:
+    """A GPU fault the simulated GPU could not have is a usage error, not a fault that silently does
+    nothing (a node that then passes would look like a fault the checks missed): NVLink faults on a
+    GPU without NVLink, row remapping before Ampere, a link generation above the GPU's, a power cap
+    at or above its limit, peer faults on a node without peers."""
+    sku = model.sku.name
+    for f in faults:
+        if f.target != "gpu":
+            continue
+        why = None
+        if f.name == "nvlink_down" and f.value > model.nvlink_links:
+            why = (f"the simulated {sku} has no NVLink" if not model.nvlink_links
+                   else f"the simulated {sku} has {model.nvlink_links} NVLink links")
+        elif f.name in ("row_remap_pending", "row_remap_failed") and not model.has_row_remapping:
+            why = f"the simulated {sku} retires pages instead of remapping rows (GPUs before Ampere)"
+        elif f.name == "pcie_gen" and f.value > model.pcie_gen:
+            why = f"the simulated {sku} links at PCIe Gen{model.pcie_gen} at most"
+        elif f.name in ("power", "power_limit") and f.value >= model.tdp_w:
+            why = f"the simulated {sku}'s power limit is {model.tdp_w:g} W: give fewer watts"
+        elif f.name == "nvls_down" and not (topology == "nvswitch" and float(model.compute_capability) >= 9.0):
+            why = f"NVLink SHARP needs Hopper or newer GPUs on NVSwitch; the simulated {sku} node has none"
+        elif f.name.startswith("fabric_") and not fabric_attached:
+            why = "the scenario's GPUs are on no NVLink fabric (give [gpus] fabric_cluster, as gb200-nvl72-tray does)"
+        elif f.name in ("p2p_bw", "p2p_corrupt", "nccl_corrupt") and gpu_count < 2:
+            why = "needs two or more GPUs (the simulated node has one)"
+        if why:
+            raise UsageError(f"--inject {f}: {why}")
+
+
+def check_imex_faults(faults: list[Fault], imex_nodes: int | None) -> None:
+    """IMEX faults need a host that runs IMEX, and a shorter list than the one it has."""
+    for f in faults:
+        if f.target != "host" or not f.name.startswith("imex"):
+            continue
+        if imex_nodes is None:
+            raise UsageError(f"--inject {f}: the scenario's host runs no IMEX (give [host] imex_nodes, as "
+                             "gb200-nvl72-tray does)")
+        if f.name == "imex_nodes" and f.value >= imex_nodes:
+            raise UsageError(f"--inject {f}: the scenario's IMEX nodes config lists {imex_nodes}: give fewer")

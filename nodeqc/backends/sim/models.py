@@ -36,6 +36,7 @@ MATMUL_MEM_UTIL_SHARE = 0.33
 # their middle, an estimate.
 ESTIMATED_PULSE_BURST_SHARE = 1.07
 ESTIMATED_MEM_TEMP_OFFSET_C = 4.0  # memory against GPU temperature where no part was measured (an estimate)
+ESTIMATED_TEMP_FAST_SHARE = 0.52  # Twin.temp_fast_share where no part was measured: the H100's, an estimate
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ class Twin:
     # /*quick*.predicate.json, the pulse's power_read high_instant: H100 753-785 W, H200 718-748 W).
     # Above the 700 W limit: the limiter holds a mean over about a second, a burst overshoots it.
     pulse_burst_w: float = 0.0
+    # The share of a quick run's rise in GPU temperature that came within half a second of its first
+    # load (nodeqc.backends.sim.physics.THERMAL_TAUS_S): H100 0.42-0.52, median 0.52 of five runs;
+    # H200 0.68-0.81, median 0.71 of four.
+    temp_fast_share: float = 0.0
 
 
 M26 = "shared/measurements/2026-11-26"
@@ -99,7 +104,8 @@ H100_SXM5_TWIN = Twin(
     # tests/fixtures/real-2026-11-27/h100-sxm5-quick-flat-copy); the looping kernels read 2847.5.
     copy_gbps=3016.6, triad_gbps=2914.7, h2d_gbps=55.3, d2h_gbps=55.2, bidir_gbps=96.4, memtest_gbps=2872.6,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174004Z, bench_gpu memtest_second)",
-    mem_temp_offset_c=-8.0, idle_mem_temp_offset_c=3.0, membound_mem_temp_offset_c=11.0, pulse_burst_w=770.0)
+    mem_temp_offset_c=-8.0, idle_mem_temp_offset_c=3.0, membound_mem_temp_offset_c=11.0, pulse_burst_w=770.0,
+    temp_fast_share=0.52)
 # H200 SXM 141GB (PCI 0x2335), the same: quick run vm-20261126T174732Z
 # (tests/fixtures/real-2026-11-26/h200-sxm-quick-pulsed.predicate.json).
 H200_SXM_TWIN = Twin(
@@ -112,7 +118,8 @@ H200_SXM_TWIN = Twin(
     # the looping kernels read 3988.2.
     copy_gbps=4242.6, triad_gbps=4158.4, h2d_gbps=55.4, d2h_gbps=55.3, bidir_gbps=101.4, memtest_gbps=3921.7,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174732Z, bench_gpu memtest_second)",
-    mem_temp_offset_c=-9.0, idle_mem_temp_offset_c=1.0, membound_mem_temp_offset_c=8.5, pulse_burst_w=727.0)
+    mem_temp_offset_c=-9.0, idle_mem_temp_offset_c=1.0, membound_mem_temp_offset_c=8.5, pulse_burst_w=727.0,
+    temp_fast_share=0.71)
 # The memory-bound work's power where no part was measured: the H100 SXM5's as a share of its 700 W
 # limit (0.66, 0.71, 0.20), an estimate.
 MEMORY_WORK_POWER_SHARE = {work: round(H100_SXM5_TWIN.power_w[work] / 700, 2) for work in MEMORY_WORK}
@@ -155,6 +162,11 @@ class SimGpuModel:
     def mem_temp_offset_c(self) -> float:
         """The memory's temperature against the GPU's under load: the twin's, measured, else the estimate."""
         return self.twin.mem_temp_offset_c if self.twin else ESTIMATED_MEM_TEMP_OFFSET_C
+
+    @property
+    def temp_fast_share(self) -> float:
+        """The share of its quick-run rise in temperature a GPU takes within a sample of its load."""
+        return self.twin.temp_fast_share if self.twin and self.twin.temp_fast_share else ESTIMATED_TEMP_FAST_SHARE
 
     @property
     def pulse_burst_share(self) -> float:
@@ -274,15 +286,16 @@ SIM_GPU_MODELS: dict[str, SimGpuModel] = _models(
     # The twins' thresholds are their NVML answers (capture-h100-sxm5-80gb.json, capture-h200-sxm-141gb.json:
     # nvmlDeviceGetTemperatureThreshold shutdown 95, slowdown 89, memory max 95, GPU max 87); the H100's
     # load temperature the median peak of its five real quick runs (65, 66, 69, 77, 79 C: the machines'
-    # cooling differs; the H200's four: 59-66 C). Their VBIOS, board part and InfoROM image are the
+    # cooling differs; the H200's four: 59-66 C), their idle temperature the median before those runs'
+    # first load (32, 35, 36, 39, 50 C; the H200's 36, 37, 38, 43 C). Their VBIOS, board part and InfoROM image are the
     # calibration runs' machines' (tests/fixtures/capture-h100-sxm5-80gb.json, capture-h200-sxm-141gb.json).
-    SimGpuModel("h100-sxm5-80gb", "9.0", 16, 72, 30, 69, 89, 95, 87, 95, 345, 1980, 2619, 18,
+    SimGpuModel("h100-sxm5-80gb", "9.0", 16, 72, 36, 69, 89, 95, 87, 95, 345, 1980, 2619, 18,
                 "96.00.DA.00.0C", "695-2G520-0200-000", 378, H100_SXM5_TWIN),
     SimGpuModel("h100-pcie-80gb", "9.0", 16, 48, 32, 70, 90, 92, 87, 95, 345, 1755, 1593, 0,
                 "96.00.30.00.01", "900-21010-0000-000", 52),
     SimGpuModel("h100-nvl-94gb", "9.0", 16, 60, 32, 68, 90, 92, 87, 95, 345, 1785, 2619, 0,
                 "96.00.74.00.01", "900-21010-0020-000", 52),
-    SimGpuModel("h200-sxm-141gb", "9.0", 16, 78, 30, 63, 89, 95, 87, 95, 345, 1980, 3201, 18,
+    SimGpuModel("h200-sxm-141gb", "9.0", 16, 78, 37.5, 63, 89, 95, 87, 95, 345, 1980, 3201, 18,
                 "96.00.A5.00.1A", "692-2G520-0282-000", 390, H200_SXM_TWIN, "G520.0282.02.02"),
     SimGpuModel("h200-nvl-141gb", "9.0", 16, 70, 31, 66, 90, 92, 87, 95, 345, 1785, 3201, 0,
                 "96.00.AF.00.01", "900-21010-0040-000", 52),

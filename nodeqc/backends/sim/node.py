@@ -28,17 +28,17 @@ from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounte
                                   TrafficJob, TrafficOutcome, TrafficSession, XidEvent, decode_reasons)
 from nodeqc.backends.nic import IB_COUNTERS, INSTALL
 from nodeqc.backends.sim.models import INSTANT_OVERSHOOT, MATMUL_MEM_UTIL_SHARE, MIB, SimGpuModel
-from nodeqc.backends.sim.physics import (COTENANT, LOADED, NVML_POWER_PERIOD_S, RAMP_S, THERMAL_TAU_S, XID_AFTER_S,
-                                         cotenant_active, held_by_limit, on_clock_grid, sim_clock, sim_power_demand_w,
-                                         sim_power_w)
+from nodeqc.backends.sim.physics import (COTENANT, LOADED, NVML_POWER_PERIOD_S, RAMP_S, XID_AFTER_S,
+                                         cotenant_active, heat_step, held_by_limit, on_clock_grid, quick_load_w,
+                                         sim_clock, sim_power_demand_w, sim_power_w)
 from nodeqc.backends.sim.scenario import Scenario
 from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
                                        SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
                                        SLOT_LOST, SLOT_MEM_UTIL, SLOT_POWER_W, SLOT_PULSE_S, SLOTS, transient_braking,
                                        warm)
-from nodeqc.backends.sim.faults import Fault, check_range
+from nodeqc.backends.sim.faults import Fault, check_applies, check_imex_faults, check_range
 from nodeqc.core import fabric
-from nodeqc.core.errors import GpuLostError, UsageError
+from nodeqc.core.errors import GpuLostError
 from nodeqc.core.na import NA, is_na
 
 GIB = 1024 ** 3
@@ -60,48 +60,6 @@ RDMA_EFFICIENCY = 0.97
 PCIE_LANE_GBIT = {1: 2.0, 2: 4.0, 3: 7.88, 4: 15.75, 5: 31.5, 6: 63.0}
 
 
-def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int, fabric_attached: bool = False,
-                  topology: str = "pcie") -> None:
-    """A GPU fault the simulated GPU could not have is a usage error, not a fault that silently does
-    nothing (a node that then passes would look like a fault the checks missed): NVLink faults on a
-    GPU without NVLink, row remapping before Ampere, a link generation above the GPU's, a power cap
-    at or above its limit, peer faults on a node without peers."""
-    sku = model.sku.name
-    for f in faults:
-        if f.target != "gpu":
-            continue
-        why = None
-        if f.name == "nvlink_down" and f.value > model.nvlink_links:
-            why = (f"the simulated {sku} has no NVLink" if not model.nvlink_links
-                   else f"the simulated {sku} has {model.nvlink_links} NVLink links")
-        elif f.name in ("row_remap_pending", "row_remap_failed") and not model.has_row_remapping:
-            why = f"the simulated {sku} retires pages instead of remapping rows (GPUs before Ampere)"
-        elif f.name == "pcie_gen" and f.value > model.pcie_gen:
-            why = f"the simulated {sku} links at PCIe Gen{model.pcie_gen} at most"
-        elif f.name in ("power", "power_limit") and f.value >= model.tdp_w:
-            why = f"the simulated {sku}'s power limit is {model.tdp_w:g} W: give fewer watts"
-        elif f.name == "nvls_down" and not (topology == "nvswitch" and float(model.compute_capability) >= 9.0):
-            why = f"NVLink SHARP needs Hopper or newer GPUs on NVSwitch; the simulated {sku} node has none"
-        elif f.name.startswith("fabric_") and not fabric_attached:
-            why = "the scenario's GPUs are on no NVLink fabric (give [gpus] fabric_cluster, as gb200-nvl72-tray does)"
-        elif f.name in ("p2p_bw", "p2p_corrupt", "nccl_corrupt") and gpu_count < 2:
-            why = "needs two or more GPUs (the simulated node has one)"
-        if why:
-            raise UsageError(f"--inject {f}: {why}")
-
-
-def _check_imex_faults(faults: list[Fault], imex_nodes: int | None) -> None:
-    """IMEX faults need a host that runs IMEX, and a shorter list than the one it has."""
-    for f in faults:
-        if f.target != "host" or not f.name.startswith("imex"):
-            continue
-        if imex_nodes is None:
-            raise UsageError(f"--inject {f}: the scenario's host runs no IMEX (give [host] imex_nodes, as "
-                             "gb200-nvl72-tray does)")
-        if f.name == "imex_nodes" and f.value >= imex_nodes:
-            raise UsageError(f"--inject {f}: the scenario's IMEX nodes config lists {imex_nodes}: give fewer")
-
-
 class SimNode:
     """One simulated node: its scenario, its faults, its clock and the state shared with workers."""
 
@@ -109,7 +67,7 @@ class SimNode:
         check_range(faults, scenario.gpu_count, len(scenario.nics))
         check_applies(faults, scenario.gpu_model, scenario.gpu_count, "fabric_cluster" in scenario.data["gpus"],
                       scenario.data["gpus"].get("topology", "pcie"))
-        _check_imex_faults(faults, scenario.data.get("host", {}).get("imex_nodes"))
+        check_imex_faults(faults, scenario.data.get("host", {}).get("imex_nodes"))
         self.scenario = scenario
         self.faults = faults
         self.clock = Clock(time_scale or scenario.data.get("time_scale", 10.0))
@@ -160,6 +118,7 @@ class SimNode:
 class _GpuState:
     temp: float
     last_t: float
+    heat: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])  # physics.heat_step's parts
     xids_due: list[int] | None = None
     lost_reported: bool = False
     # The driver's clocks-event durations (ns), integrated as simulated time passes, as a real
@@ -268,9 +227,13 @@ class SimManagement(GpuManagement):
                 self._events.append(XidEvent(self.node.visible.index(k), 79, now))  # fallen off the bus
             return st
         load = self._load(k)
-        hot = self.node.value(k, "temp", self.model.load_temp_c)
-        target = self.model.idle_temp_c + load * (hot - self.model.idle_temp_c)
-        st.temp += (target - st.temp) * (1 - math.exp(-dt / THERMAL_TAU_S))
+        m = self.model
+        power = self._draw(k, load)[2]
+        # The temperature follows the power over the idle power (physics.heat_step): 1 at what the
+        # quick runs' loads drew, which brought the GPU to its load temperature.
+        drive = max(0.0, (power - m.idle_w) / (quick_load_w(m) - m.idle_w))
+        heat_step(st.heat, drive, self.node.value(k, "temp", m.load_temp_c) - m.idle_temp_c, m.temp_fast_share, dt)
+        st.temp = m.idle_temp_c + sum(st.heat)
         for reason in decode_reasons(self._reasons(k, load, st.temp, sampled=False)):
             if reason in st.throttle_ns:
                 st.throttle_ns[reason] += dt * 1e9
@@ -299,17 +262,9 @@ class SimManagement(GpuManagement):
         load = self._load(k)
         busy = load > LOADED
         reasons = self._reasons(k, load, st.temp)
-        # Under full load a measured part draws what it drew computing this dtype (sim_models.Twin).
-        full_w = self.node.shared[k * SLOTS + SLOT_POWER_W]
-        dtype_clock = self.node.shared[k * SLOTS + SLOT_CLOCK_MHZ]
-        if not self.node.shared[k * SLOTS + SLOT_LOAD] and load:
-            # A co-tenant's burn, nodeqc's stopped: the limit at 1305-1515 MHz, the bf16 clocks within
-            # 1-4 MHz of its means (tests/fixtures/real-2026-11-26/*cotenant*burn.predicate.json).
-            full_w = self._limit(k)
-            dtype_clock = m.twin.sm_mhz.get("bf16", 0.0) if m.twin else 0.0
+        full_w, dtype_clock, power = self._draw(k, load)
         demand = sim_power_demand_w(m, load, full_w)
         warm = self._warm(k)
-        power = sim_power_w(m, load, full_w, self._fault_pairs(k), warm=warm)
         # Under full load a healthy GPU runs at its SKU's sustained clock (below its maximum: the
         # power limit holds it there), which the SKU's healthy rates were measured at; at its limit,
         # the clock of the dtype it computes in (half precision holds it lower). A GPU that cannot
@@ -364,6 +319,20 @@ class SimManagement(GpuManagement):
 
     def _warm(self, k: int) -> bool:
         return warm(self.node.shared, k)
+
+    def _draw(self, k: int, load: float) -> tuple[float, float, float]:
+        """GPU k's work at this load: what it draws under full load, the clock of its dtype there (0:
+        the SKU's), and its power now (no reading noise)."""
+        m = self.model
+        # Under full load a measured part draws what it drew computing this dtype (sim_models.Twin).
+        full_w = self.node.shared[k * SLOTS + SLOT_POWER_W]
+        dtype_clock = self.node.shared[k * SLOTS + SLOT_CLOCK_MHZ]
+        if not self.node.shared[k * SLOTS + SLOT_LOAD] and load:
+            # A co-tenant's burn, nodeqc's stopped: the limit at 1305-1515 MHz, the bf16 clocks within
+            # 1-4 MHz of its means (tests/fixtures/real-2026-11-26/*cotenant*burn.predicate.json).
+            full_w = self._limit(k)
+            dtype_clock = m.twin.sm_mhz.get("bf16", 0.0) if m.twin else 0.0
+        return full_w, dtype_clock, sim_power_w(m, load, full_w, self._fault_pairs(k), warm=self._warm(k))
 
     def _mem_util_share(self, k: int) -> float:
         """The memory's utilisation under full load of what GPU k does now (SLOT_MEM_UTIL; before any

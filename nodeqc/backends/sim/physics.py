@@ -5,13 +5,13 @@ draws, where its clock is held and why, and when a co-tenant computes beside the
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any
 
 from nodeqc.backends.base import REASON_BITS, GpuProcess
 from nodeqc.backends.sim.models import SimGpuModel
 
 # Behaviour of the simulated physics, in simulated seconds.
-THERMAL_TAU_S = 8.0  # how fast temperature follows load
 RAMP_S = 5.0  # faulty counters grow over the first seconds of load
 XID_AFTER_S = 2.0  # an injected XID arrives after this much load
 LOST_AFTER_S = 3.0  # an injected `lost` GPU falls off the bus after this much load
@@ -30,6 +30,52 @@ THROTTLE_CLOCK = {"sw_power_cap": 1.0, "sw_thermal": 0.8, "hw_thermal": 0.7, "hw
 COTENANT_SHARE = 0.42
 COTENANT_AFTER_S = 2.0  # a `cotenant_late` process starts after this much load
 COTENANT = GpuProcess(48151, "python3", 1_050_000_000)  # pid, name and memory as a PyTorch job showed
+
+
+# A GPU's temperature follows the power it draws, not its utilisation (the host copies at 98-100 %
+# and 140 W left the real GPUs 5-20 C below their matmul temperature), in three parts:
+# - within a sample (0.25 s): the die over its heatsink. Half a second into the first load the real
+#   H100 SXM5 had risen 0.42-0.52 of what it rose over its whole quick run (five runs, median 0.52),
+#   the H200 0.68-0.81 (four, median 0.71) (tests/fixtures/real-2026-11-2*/*quick*.telemetry.csv.gz:
+#   the first sample over 400 W); as the load stopped it fell as far within a sample (79 to 63 C).
+#   The time constant is an estimate, below the sampling period;
+# - over seconds: the rest of the quick run's rise. A least-squares fit to the same runs fits 8 to
+#   20 s about as well (a residual of 4.3 C either way); 16 s, within it, gives the burn-in below
+#   the cooler first minute the real one had;
+# - over minutes: the heatsink and the air. A 3-minute burn-in after a quick run rose from 61 to 70 C
+#   (first minute's mean to last) and peaked at 71 C, on a machine whose quick run had peaked at 63 C
+#   (shared/measurements/h100-burnin-3m.log, h100-quick.log, 2026-11-23): 8 C above the quick run's
+#   peak after 4 minutes of load. SOAK_SHARE, as a share of the quick run's rise, gives the H100 twin
+#   that (+8 C, and +6 C first minute to last); its time constant is an estimate (no real run was
+#   longer than 4 minutes), and leaves an hour's load of the H100 twin at 79 C, the hottest real
+#   quick runs' peaks (77 and 79 C), below the profile's warning (82 C).
+THERMAL_TAUS_S = (0.2, 16.0, 120.0)
+SOAK_SHARE = 0.42
+QUICK_PEAK_LOADED_S = 40.0  # seconds of load before a real quick run's peak (39-49 loaded in all)
+
+
+def thermal_shares(fast_share: float) -> tuple[float, float, float]:
+    """Each thermal part's share of the rise a quick run shows (the GPU's load temperature less its
+    idle): the fast part's as measured, the slow part's SOAK_SHARE, and the part over seconds the
+    rest, so that the three together reach the load temperature after a quick run's load."""
+    quick = 1.0 - SOAK_SHARE * (1.0 - math.exp(-QUICK_PEAK_LOADED_S / THERMAL_TAUS_S[2]))
+    return fast_share, quick - fast_share, SOAK_SHARE
+
+
+def quick_load_w(model: SimGpuModel) -> float:
+    """What a GPU drew under the quick run's load that brought it to its load temperature: a measured
+    twin's median over its burn's dtypes, else FULL_LOAD_POWER of its limit."""
+    if model.twin:
+        return statistics.median(model.twin.power_w[d] for d in ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8"))
+    return FULL_LOAD_POWER * model.tdp_w
+
+
+def heat_step(parts: list[float], drive: float, rise_c: float, fast_share: float, dt: float) -> None:
+    """Advance a GPU's thermal parts (C above its idle temperature) by dt seconds at `drive`, its
+    power above idle as a share of quick_load_w's above idle (1: the quick run's load, whose end
+    temperature is idle + rise_c)."""
+    for j, (share, tau) in enumerate(zip(thermal_shares(fast_share), THERMAL_TAUS_S)):
+        parts[j] += (drive * share * rise_c - parts[j]) * (1.0 - math.exp(-dt / tau))
 
 
 def sim_clock(model: SimGpuModel, faults: list[tuple[str, Any]], full_w: float = 0.0) -> tuple[float, int]:
