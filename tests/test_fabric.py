@@ -349,13 +349,53 @@ def test_a_fabric_member_is_found_by_its_name_host_name_or_serial():
         ["gpu17", "gpu17", "gpu17", "gpu42"]
     assert entry.member("SN-17")[1]["code"] == "FABRIC_NODE_RAIL" and entry.member("gpu99") is None
     assert _fabric_members({"kind": "node", "nodes": []}) == {}
-    # A worker that claims another member's serial or host name: the claim is neither's.
-    predicate["nodes"].append({"name": "gpu03", "verdict": "fail", "identity": {"hostname": "gpu42",
-                                                                                 "system_serial": "SN-17"}})
-    members = _fabric_members(predicate)
-    assert [(m["key"], m["hostname"]) for m in members.values()] == [(None, "gpu17.dc1"), ("gpu42", None), (None, None)]
+    # A worker that claims a host name other than its name in the run: neither it nor the serial beside
+    # it is believed, and the members it named keep theirs.
+    liar = {"name": "gpu03", "verdict": "fail", "identity": {"hostname": "gpu42", "system_serial": "SN-17"}}
+    members = _fabric_members({**predicate, "nodes": [*predicate["nodes"], liar]})
+    assert [(m["key"], m["hostname"]) for m in members.values()] == [("SN-17", "gpu17.dc1"), ("gpu42", "gpu42"),
+                                                                     (None, None)]
+    # One that claims another member's serial under its own host name: the serial is neither's.
+    liar["identity"]["hostname"] = "GPU03.dc1"
+    members = _fabric_members({**predicate, "nodes": [*predicate["nodes"], liar]})
+    assert [(m["key"], m["hostname"]) for m in members.values()] == [(None, "gpu17.dc1"), ("gpu42", "gpu42"),
+                                                                     (None, "GPU03.dc1")]
     entry = dataclasses.replace(entry, members=members)
     assert entry.member("SN-17") is None and entry.member("gpu17.dc1")[0] == "gpu17" and entry.member("gpu03")[0] == "gpu03"
+
+
+def test_a_worker_cannot_file_its_fabric_verdict_under_a_node_outside_its_run(tmp_path):
+    """The 2026-11-28 audit: a worker's identity is its own word. One the run named gpu03 that claimed
+    the serial of gpu17, a node not in its run, had its fabric verdict listed in gpu17's history (and
+    counted by `history --verdict fail`). A member found by its claim, not its name in the run, is
+    now believed only where that name is a host name the node's own reports give."""
+    from nodeqc.archive.index import Archive
+    from reports_for_tests import file_report, predicate
+
+    def fabric(run: str, day: int, nodes: list) -> dict:
+        pred = predicate(run, "FAIL", finished_at=f"2026-11-0{day}T10:00:00Z")
+        pred.update(kind="fabric", nodes=nodes)
+        return pred
+
+    root = tmp_path / "archive"
+    file_report(root, predicate("SN-17", "PASS", hostname="gpu17.dc1"))
+    file_report(root, fabric("fabric-a", 2, [{"name": "gpu03", "verdict": "fail",
+                                              "identity": {"hostname": "gpu03", "system_serial": "SN-17"}},
+                                             {"name": "gpu11", "verdict": "pass", "identity": {"hostname": "gpu11"}}]))
+    file_report(root, fabric("fabric-b", 3, [{"name": "gpu17", "verdict": "pass",
+                                              "identity": {"hostname": "gpu17.dc1", "system_serial": "SN-17"}},
+                                             {"name": "gpu42", "verdict": "fail", "identity": {"hostname": "gpu42"}}]))
+    archive = Archive(root)
+    for name in ("SN-17", "gpu17.dc1"):
+        assert [e.node for e in archive.reports(node=name, fabrics=True)] == ["fabric-b", "SN-17"], name
+    assert [e.node for e in archive.reports(node="gpu17", fabrics=True)] == ["fabric-b"]  # its name in that run
+    assert archive.reports(node="SN-17", fabrics=True, verdict="fail") == []
+    # A node with no report of its own has no host name to hold a claim to: its serial's claim stands.
+    assert [e.node for e in archive.reports(node="SN-99", fabrics=True)] == []
+    file_report(root, fabric("fabric-c", 4, [{"name": "gpu05", "verdict": "fail",
+                                              "identity": {"hostname": "gpu05", "system_serial": "SN-99"}},
+                                             {"name": "gpu06", "verdict": "pass", "identity": {"hostname": "gpu06"}}]))
+    assert [e.node for e in Archive(root).reports(node="SN-99", fabrics=True)] == ["fabric-c"]
 
 
 def test_a_node_that_cannot_be_judged_exits_2(tmp_path):

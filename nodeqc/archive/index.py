@@ -34,10 +34,10 @@ import platformdirs
 
 from nodeqc.archive.filing import EVIDENCE_SUFFIXES, REPORT_SUFFIX, archive_root, safe_name
 from nodeqc.archive.secret import index_secret, row_mac, row_mac_ok
-from nodeqc.archive.verified import COLUMNS, Entry, Skipped, fabric_member, verified_facts
+from nodeqc.archive.verified import COLUMNS, Entry, Skipped, fabric_member, host_label, verified_facts
 from nodeqc.core.errors import UsageError
 
-SCHEMA_VERSION = 3  # 3: a fabric report's members and their verdicts
+SCHEMA_VERSION = 4  # 3: a fabric report's members and their verdicts; 4: members' claims held to their run names
 
 # stamp: what the file (and its evidence beside it) looked like when verified; trust: 'verified' or
 # 'not verified' (then reason says why, and keyset which trusted keys it was tried with).
@@ -314,9 +314,19 @@ class Archive:
         (by its name in the fabric, its host name or its system serial)."""
         wanted: list[Callable[[dict[str, Any]], bool]] = []
 
+        own_hosts: set[str] = set()  # the host names the node's own reports give (filled below)
+
         def member(r: dict[str, Any]) -> dict[str, Any] | None:
-            """The node's facts in a fabric report it took part in (when fabrics are asked for)."""
-            return fabric_member(r["members"], node) if node and fabrics and r["node"] != node and r["hostname"] != node else None
+            """The node's facts in a fabric report it took part in (when fabrics are asked for). Found by
+            its claim of host name or serial, not its name in the run, it is believed only where the run's
+            name is a host name the node's own reports give, if it has any: a worker that claims the
+            serial of a node outside its run is not that node (2026-11-28 audit)."""
+            if not (node and fabrics and r["node"] != node and r["hostname"] != node):
+                return None
+            found = fabric_member(r["members"], node)
+            if found is None or not (found[2] or not own_hosts or host_label(found[0]) in own_hosts):
+                return None
+            return found[1]
 
         def own_verdict(r: dict[str, Any]) -> str:
             """The report's verdict; in a fabric report the node took part in, the node's own there."""
@@ -343,6 +353,10 @@ class Archive:
             rows = self._guarded(lambda: self._refresh(None))
         except OSError as e:
             raise UsageError(f"{self.root}: cannot read the archive: {e.strerror or e}") from None
+        if node and fabrics:
+            own_hosts.update(host_label(r["hostname"]) for r in rows.values() if r["hostname"] and r["members"] in (None, "{}")
+                             and (r["node"] == node or r["hostname"] == node) and r["trust"] == "verified"
+                             and r["keyid"] in self.trusted)
         return self._entries([r for r in rows.values() if all(w(r) for w in wanted)], limit)
 
     def _entries(self, rows: list[dict[str, Any]], limit: int | None = None) -> list[Entry]:

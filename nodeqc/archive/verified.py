@@ -138,8 +138,14 @@ def _fabric_members(predicate: dict[str, Any]) -> dict[str, dict[str, Any]]:
             out[n["name"]] = {"verdict": str(n.get("verdict")), "hostname": hostname,
                               "key": node_key(identity.get("system_serial"), hostname or n["name"]),
                               "code": _text(codes.get(n["name"]))}
-    # The identity is each worker's own word: a serial or host name two members claim is neither's
-    # (one of them speaks for the other, 2026-11-28 audit); each is still found by its name in the run.
+    # The member's name in the run is the coordinator's (the scheduler placed it there); its identity
+    # is the worker's own word (2026-11-28 audit). A host name that is not the run's name for it (the
+    # same first label, without case) is not believed, nor a serial beside it: a worker cannot file
+    # its verdict under a node it is not. A serial or host name two members claim is neither's (one
+    # of them speaks for the other). Each member is still found by its name in the run.
+    for name, m in out.items():
+        if m["hostname"] and host_label(m["hostname"]) != host_label(name):
+            m["hostname"] = m["key"] = None
     for claimed in ("key", "hostname"):
         claims = [m[claimed] for m in out.values() if m[claimed]]
         for m in out.values():
@@ -148,12 +154,21 @@ def _fabric_members(predicate: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def fabric_member(members: str | None, node: str) -> dict[str, Any] | None:
-    """A node's facts in a fabric report's members (index column), by its name there or host name."""
+def host_label(name: str) -> str:
+    """A host name's first label, without case: how a run's name for a node (Slurm's, Kubernetes')
+    and the node's own host name (perhaps its FQDN) are the same host."""
+    return name.split(".")[0].lower()
+
+
+def fabric_member(members: str | None, node: str) -> tuple[str, dict[str, Any], bool] | None:
+    """A node's facts in a fabric report's members (index column): (its name in the run, its facts,
+    whether it was found by that name rather than by its own claim of host name or serial)."""
     if not members or members == "{}":
         return None
     found = json.loads(members)
-    return found.get(node) or next((m for m in found.values() if node in (m.get("hostname"), m.get("key"))), None)
+    if node in found:
+        return node, found[node], True
+    return next(((n, m, False) for n, m in found.items() if node in (m.get("hostname"), m.get("key"))), None)
 
 
 def _text(value: Any) -> str | None:
