@@ -381,3 +381,48 @@ def test_every_report_tool_escapes_control_characters(tmp_path):
         assert p.returncode in (0, 1), (args, p.stderr)
         assert _no_control(p.stdout + p.stderr), (args, repr(p.stdout))
         assert sum(line.startswith("signature:") for line in p.stdout.splitlines()) == (args[0] == "show")
+
+
+def test_a_key_bound_to_nodes_vouches_for_those_nodes_only(tmp_path):
+    """The 2026-11-28 audit: any trusted key vouched for any node, and the archive files a report by
+    the serial it claims, so a node under test that holds a trusted key (the Kubernetes Job mounts
+    one) could sign a FAIL, or a PASS, for another node. A trusted key with a `.nodes` file beside it
+    vouches only for the reports of the nodes listed there, and for no fabric run."""
+    from nodeqc.core.errors import UsageError
+    from nodeqc.report.envelope import VerificationError
+    from nodeqc.report.keys import create_key, public_path, trusted_keys
+
+    signer = create_key(tmp_path / "gpu17.pem")
+    pub = public_path(signer.path)
+    root = tmp_path / "archive"
+    own = file_report(root, predicate("SN-17", "PASS"), signer)
+    other = file_report(root, predicate("SN-99", "FAIL", "2026-11-02T10:00:00Z"), signer)
+    fabric = predicate("fabric-x", "FAIL", "2026-11-03T10:00:00Z")
+    fabric.update(kind="fabric", nodes=[{"name": "gpu03", "verdict": "fail", "identity": {"hostname": "gpu03"}}])
+    fabric = file_report(root, fabric, signer)
+    unbound = trusted_keys([str(pub)])
+    assert unbound[signer.keyid].nodes is None and {e.node for e in Archive(root, unbound).reports()} == {
+        "SN-17", "SN-99", "fabric-x"}
+    pub.with_name("gpu17.pub.nodes").write_text("# gpu17, rack 4\nSN-17\n")
+    bound = trusted_keys([str(pub)])
+    assert bound[signer.keyid].nodes == {"SN-17"}
+    assert verify_file(own, bound).predicate["node"]["system_serial"] == "SN-17"
+    with pytest.raises(VerificationError, match=r"which is bound to node\(s\) SN-17: this report is of node SN-99$"):
+        verify_file(other, bound)
+    with pytest.raises(VerificationError, match="bound to node\\(s\\) SN-17: it vouches for no fabric run$"):
+        verify_file(fabric, bound)
+    # The index had them verified under the key unbound: bound since, they are tried again.
+    assert [e.node for e in Archive(root, bound).reports()] == ["SN-17"]
+    p = cli("verify", "--pubkey", str(pub), str(other))
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and "this report is of node SN-99" in p.stderr
+    assert cli("verify", "--pubkey", str(pub), str(own)).returncode == 0
+    # A binding that names nothing, or a line that is no node key, is one line naming the file and line.
+    binding = pub.with_name("gpu17.pub.nodes")
+    binding.write_text("# nothing yet\n\n")
+    with pytest.raises(UsageError, match="gpu17.pub.nodes: lists no node"):
+        trusted_keys([str(pub)])
+    binding.write_text("SN-17\nSN-\x1b[2J\n")
+    with pytest.raises(UsageError, match=r"gpu17.pub.nodes:2: SN-\\x1b\[2J: not a node key"):
+        trusted_keys([str(pub)])
+    p = cli("verify", "--pubkey", str(pub), str(own))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "gpu17.pub.nodes:2" in p.stderr, p.stderr

@@ -8,12 +8,10 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 import platformdirs
 
 from nodeqc.core.errors import UsageError
-from nodeqc.core.na import is_na
 
 ARCHIVE_ENV = "NODEQC_ARCHIVE"
 REPORT_GLOB = "*.report.json"
@@ -46,11 +44,6 @@ def chosen_archive(option: str | None, simulated: bool = False) -> Path:
 def safe_name(text: str) -> str:
     """A file-name-safe rendering of a serial or host name."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "unknown"
-
-
-def node_key(serial: Any, hostname: Any) -> str:
-    """What identifies a node in the archive: its system serial, else its host name."""
-    return str(hostname) if is_na(serial) or serial == "" else str(serial)
 
 
 def node_dir(node_id: str, root: str | Path | None = None) -> Path:

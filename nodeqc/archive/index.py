@@ -34,8 +34,9 @@ import platformdirs
 
 from nodeqc.archive.filing import EVIDENCE_SUFFIXES, REPORT_SUFFIX, archive_root, safe_name
 from nodeqc.archive.secret import index_secret, row_mac, row_mac_ok
-from nodeqc.archive.verified import COLUMNS, Entry, Skipped, fabric_member, host_label, verified_facts
+from nodeqc.archive.verified import COLUMNS, Entry, Skipped, fabric_member, verified_facts
 from nodeqc.core.errors import UsageError
+from nodeqc.core.names import host_label
 
 SCHEMA_VERSION = 4  # 3: a fabric report's members and their verdicts; 4: members' claims held to their run names
 
@@ -57,8 +58,13 @@ def _warn_stderr(text: str) -> None:
     print(f"nodeqc: warning: {text}", file=sys.stderr, flush=True)
 
 
+def _bound(trusted: Any) -> frozenset[str] | None:
+    """The nodes a trusted key is bound to (keys.Trusted.nodes; None: any node)."""
+    return trusted[2] if len(trusted) > 2 else None
+
+
 class Archive:
-    """A report archive and this reader's index of it. `trusted` is keyid -> (key, source), as
+    """A report archive and this reader's index of it. `trusted` is keyid -> keys.Trusted, as
     keys.trusted_keys(): the same keys `nodeqc verify` trusts. `warn` gets one line per problem
     with the index (default: stderr)."""
 
@@ -88,7 +94,9 @@ class Archive:
         return platformdirs.user_cache_path("nodeqc") / f"index-{tag}.sqlite3"
 
     def _keyset(self) -> str:
-        return ",".join(sorted(self.trusted))
+        """The trusted keys, and the nodes each bound one vouches for (keys.Trusted.nodes)."""
+        return ",".join(sorted(kid + ("" if _bound(t) is None else ":" + "\0".join(sorted(_bound(t))))
+                               for kid, t in self.trusted.items()))
 
     def _mac(self, values: tuple[Any, ...]) -> str:
         assert self._secret is not None
@@ -273,8 +281,8 @@ class Archive:
         trusted (or, when it did not verify, tried with the same trusted keys)."""
         if row is None or row["stamp"] != stamp:
             return False
-        if row["trust"] == "verified":
-            return row["keyid"] in self.trusted
+        if row["trust"] == "verified":  # a key bound to nodes since (or bound otherwise) is tried again
+            return row["keyid"] in self.trusted and (_bound(self.trusted[row["keyid"]]) is None or row["keyset"] == keyset)
         return row["keyset"] == keyset
 
     def _read(self, rel: str, stamp: str, keyset: str) -> tuple[Any, ...]:

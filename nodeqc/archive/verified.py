@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from nodeqc.archive.filing import node_key
+from nodeqc.core.names import host_label, node_key
 from nodeqc.core.errors import UsageError
 from nodeqc.report.envelope import VerificationError
 
@@ -152,12 +152,6 @@ def _fabric_members(predicate: dict[str, Any]) -> dict[str, dict[str, Any]]:
             if m[claimed] and claims.count(m[claimed]) > 1:
                 m[claimed] = None
     return out
-
-
-def host_label(name: str) -> str:
-    """A host name's first label, without case: how a run's name for a node (Slurm's, Kubernetes')
-    and the node's own host name (perhaps its FQDN) are the same host."""
-    return name.split(".")[0].lower()
 
 
 def fabric_member(members: str | None, node: str) -> tuple[str, dict[str, Any], bool] | None:

@@ -302,7 +302,7 @@ def _not_comparable(old: dict[str, Any], new: dict[str, Any], any_node: bool) ->
     """Why two reports cannot be compared (None: they can): a fabric report (its verdicts are of many
     nodes' pairs), or reports of two nodes (by the archive's node key: system serial, else host
     name), whose GPUs' serials differ without any part being swapped; --any-node allows the latter."""
-    from nodeqc.archive.filing import node_key
+    from nodeqc.core.names import node_key
 
     for tag, pred in (("OLD", old), ("NEW", new)):
         if pred.get("kind") == "fabric":

@@ -12,8 +12,10 @@ since a repaired name is no longer the node or the run the person meant.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from nodeqc.core.errors import UsageError, shown
+from nodeqc.core.na import is_na
 
 # A DNS name is at most 253 characters; Slurm's and Kubernetes' node names are no longer. An IPv6
 # address (its colons) is a host too, for a launcher such as `ip netns exec {host}` or ssh.
@@ -89,3 +91,14 @@ def check_name(name: str, where: str) -> str:
     else:
         return name
     raise UsageError(f"{where} {shown(name)[:MAX_NAME + 20]}: {why}: {NAME_RULE}")
+
+
+def node_key(serial: Any, hostname: Any) -> str:
+    """What identifies a node in the archive: its system serial, else its host name."""
+    return str(hostname) if is_na(serial) or serial == "" else str(serial)
+
+
+def host_label(name: str) -> str:
+    """A host name's first label, without case: how a run's name for a node (Slurm's, Kubernetes')
+    and the node's own host name (perhaps its FQDN) are the same host."""
+    return name.split(".")[0].lower()

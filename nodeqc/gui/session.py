@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from nodeqc.archive.filing import node_key
+from nodeqc.core.names import node_key
 from nodeqc.backends import Hardware
 from nodeqc.backends.gpus import open_gpus
 from nodeqc.checks import inventory

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from nodeqc.core.errors import UsageError
+from nodeqc.core.errors import UsageError, shown
+from nodeqc.core.names import node_key
 from nodeqc.core.safefile import NotAFile, open_regular, read_bounded, write_atomic
 from nodeqc.report.journal import dumps
-from nodeqc.report.keys import Signer
+from nodeqc.report.keys import Signer, Trusted
 from nodeqc.report.shape import ShapeError, check_predicate
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -191,7 +191,22 @@ def _statement(payload: bytes) -> dict[str, Any]:
     return stmt
 
 
-def verify_envelope(envelope: dict[str, Any], trusted: dict[str, tuple[Ed25519PublicKey, str]]) -> Verified:
+def _outside_binding(stmt: dict[str, Any], nodes: frozenset[str] | None) -> str | None:
+    """Why a key bound to `nodes` (keys.Trusted) does not vouch for this statement, or None."""
+    if nodes is None:
+        return None
+    bound = ", ".join(sorted(nodes)[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+    predicate = stmt["predicate"]
+    if stmt["predicateType"] == FABRIC_PREDICATE_TYPE:
+        return f"which is bound to node(s) {bound}: it vouches for no fabric run"
+    node = predicate.get("node") if isinstance(predicate.get("node"), dict) else {}
+    claimed = node_key(node.get("system_serial"), node.get("hostname"))
+    if claimed not in nodes:
+        return f"which is bound to node(s) {bound}: this report is of node {shown(claimed)}"
+    return None
+
+
+def verify_envelope(envelope: dict[str, Any], trusted: dict[str, Trusted]) -> Verified:
     if envelope.get("payloadType") != PAYLOAD_TYPE:
         raise VerificationError(f"payloadType is {envelope.get('payloadType')!r}, expected {PAYLOAD_TYPE}")
     payload = _b64(envelope.get("payload"), "payload")
@@ -210,17 +225,22 @@ def verify_envelope(envelope: dict[str, Any], trusted: dict[str, tuple[Ed25519Pu
         if not isinstance(kid, str) or kid not in trusted:
             reasons.append(f"signed by key {str(kid)[:16]}…, which is not trusted")
             continue
-        key, source = trusted[kid]
+        key, source = trusted[kid][:2]
         try:
             key.verify(sig, message)
         except InvalidSignature:
             reasons.append("signature does not match the content (altered)")
             continue
-        return Verified(_statement(payload), kid, source)  # the payload that was verified, decoded once
+        stmt = _statement(payload)  # the payload that was verified, decoded once
+        outside = _outside_binding(stmt, trusted[kid][2] if len(trusted[kid]) > 2 else None)
+        if outside:
+            reasons.append(f"signed by key {kid[:16]}… ({source}), {outside}")
+            continue
+        return Verified(stmt, kid, source)
     raise VerificationError("; ".join(reasons))
 
 
-def verify_bytes(data: bytes, trusted: dict[str, tuple[Ed25519PublicKey, str]], sha256: str | None = None) -> Verified:
+def verify_bytes(data: bytes, trusted: dict[str, Trusted], sha256: str | None = None) -> Verified:
     """A report file's bytes verified: the envelope's signature by a trusted key (evidence aside).
     `sha256`: the bytes' digest when the caller has already taken it."""
     verified = verify_envelope(parse_envelope(data), trusted)
@@ -263,7 +283,7 @@ def check_evidence(verified: Verified, directory: Path) -> None:
         verified.checked.append(f"{what} {name}")
 
 
-def verify_file(path: Path, trusted: dict[str, tuple[Ed25519PublicKey, str]], evidence: bool = True) -> Verified:
+def verify_file(path: Path, trusted: dict[str, Trusted], evidence: bool = True) -> Verified:
     """A report file verified: read once (refusing what is not a regular file of a report's size),
     signed by a trusted key, and its evidence files checked when they are beside it."""
     verified = verify_bytes(read_report_bytes(path), trusted)
@@ -299,7 +319,7 @@ class Loaded:
         return f"signature: NOT VERIFIED ({self.problem}): do not rely on this report"
 
 
-def load(path: Path, trusted: dict[str, tuple[Ed25519PublicKey, str]]) -> Loaded:
+def load(path: Path, trusted: dict[str, Trusted]) -> Loaded:
     """The one way a face reads a report to show it (`show`, `compare`, the app's report view and
     PDF): the same checks everywhere, the evidence files included. A file that is not a regular
     file raises UsageError as read_report_bytes does; one too large to be a report is unreadable."""

@@ -13,13 +13,14 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import platformdirs
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from nodeqc.core.errors import UsageError
+from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.safefile import READ_FLAGS, NotAFile, OutputError, link_new, read_bounded, write_atomic
 
 
@@ -212,9 +213,52 @@ def load_public(path: str | Path) -> Ed25519PublicKey:
     return key
 
 
-def trusted_keys(extra: list[str] | None = None) -> dict[str, tuple[Ed25519PublicKey, str]]:
-    """keyid -> (key, where it came from): --pubkey files if given, else this user's own key and
-    the keys in the trusted-keys directory."""
+class Trusted(NamedTuple):
+    """A key the report tools trust: the key, where it came from, and the nodes it vouches for. None:
+    any node's report and fabric runs (the operator's or the fleet's key); a set: only the reports
+    of those nodes, by their node key (system serial, else host name), and no fabric run. A key that
+    a node under test holds is bound to that node, so a compromised node cannot sign for another."""
+
+    key: Ed25519PublicKey
+    source: str
+    nodes: frozenset[str] | None = None
+
+
+MAX_BINDING_BYTES = 1 << 20
+
+
+def binding_path(pem: Path) -> Path:
+    """Where the nodes a trusted key is bound to are listed: beside it, `.nodes` for `.pem`."""
+    return pem.with_name(pem.name.removesuffix(".pem") + ".nodes")
+
+
+def bound_nodes(pem: Path) -> frozenset[str] | None:
+    """The nodes a trusted key file is bound to (binding_path: one node key a line, `#` comments),
+    or None where it has no such file."""
+    path = binding_path(pem)
+    try:
+        text = read_bounded(path, MAX_BINDING_BYTES).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except (NotAFile, OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: cannot read the nodes its key is bound to: "
+                         f"{getattr(e, 'strerror', None) or e}") from None
+    names = set()
+    for n, line in enumerate(text.split("\n"), 1):
+        name = line.split("#", 1)[0].strip()
+        if name and not name.isprintable():
+            raise UsageError(f"{path}:{n}: {shown(name)}: not a node key (a system serial or host name, one a line)")
+        if name:
+            names.add(name)
+    if not names:
+        raise UsageError(f"{path}: lists no node: name the nodes its key vouches for, one a line, or remove "
+                         "the file to trust the key for every node")
+    return frozenset(names)
+
+
+def trusted_keys(extra: list[str] | None = None) -> dict[str, Trusted]:
+    """keyid -> Trusted: --pubkey files if given, else this user's own key and the keys in the
+    trusted-keys directory, each bound to the nodes its `.nodes` file lists, if it has one."""
     sources: list[Path] = [Path(p) for p in extra] if extra else []
     if not extra:
         own = public_path(default_key_path())
@@ -225,5 +269,5 @@ def trusted_keys(extra: list[str] | None = None) -> dict[str, tuple[Ed25519Publi
     keys = {}
     for src in sources:
         key = load_public(src)
-        keys[keyid(key)] = (key, str(src))
+        keys[keyid(key)] = Trusted(key, str(src), bound_nodes(src))
     return keys

@@ -168,7 +168,7 @@ def retest_mismatch(predicate: dict[str, Any], node: str) -> str | None:
     (its verdicts are of many nodes' pairs, not of this node's checks), or another node's (another
     serial, else host name: the archive's key). Refused, not warned: the new signed report would
     otherwise say FIXED of another node's failures."""
-    from nodeqc.archive.filing import node_key
+    from nodeqc.core.names import node_key
 
     if predicate.get("kind") == "fabric":
         return "a fabric report, not a node's"
@@ -189,7 +189,8 @@ def previous_report(hardware: Any, archive: Any, retest: str | None) -> tuple[Pa
     judge are carried forward: the re-test says what became of each of the node's open failures, each
     with the report that judged it, never "no failures" because the newest report ran too little. An
     aborted report is linked as the previous one only when the node has no report that ran to its end."""
-    from nodeqc.archive.filing import node_key, safe_name
+    from nodeqc.archive.filing import safe_name
+    from nodeqc.core.names import node_key
     from nodeqc.archive.verified import read_verified
     from nodeqc.report.envelope import VerificationError
 
@@ -356,7 +357,8 @@ class RunFlow:
         return {"path": str(path), "failures": failures_of(predicate), "xids": xids_of(predicate)}
 
     def _prior_repairs(self, hardware: Any) -> dict[str, int]:
-        from nodeqc.archive.filing import node_dir, node_key
+        from nodeqc.archive.filing import node_dir
+        from nodeqc.core.names import node_key
         from nodeqc.archive.parts import prior_repairs
 
         host = hardware.host.info()

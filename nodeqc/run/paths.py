@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from nodeqc.archive.filing import node_dir, node_key, safe_name
+from nodeqc.archive.filing import node_dir, safe_name
+from nodeqc.core.names import node_key
 from nodeqc.backends.base import HostInfo
 from nodeqc.core.errors import UsageError
 from nodeqc.core.safefile import claim

@@ -312,7 +312,7 @@ class Runner:
     def _fleet_phase(self, host: HostInfo, gpus: list[GpuInfo]) -> None:
         """This run's figures against the fleet's in the archive (other nodes' newest reports of the
         same SKU): a GPU or node far below its fleet's median warns, with its percentile."""
-        from nodeqc.archive.filing import node_key
+        from nodeqc.core.names import node_key
         from nodeqc.archive.fleet import fleet_figures, own_figures
         from nodeqc.archive.index import Archive
         from nodeqc.checks.fleet import DEFAULT_MIN_FLEET, DEFAULT_OUTLIER_PCT, judge_run

@@ -503,7 +503,7 @@ def _nic_as_was(now: NicInfo, was: dict[str, Any]) -> NicInfo:
 
 
 def node_of(host: HostInfo) -> str:
-    from nodeqc.archive.filing import node_key
+    from nodeqc.core.names import node_key
 
     return node_key(host.system_serial, host.hostname)
 
