@@ -40,10 +40,10 @@ from nodeqc.backends.sim.models import HBM_WORK, MEMTEST_WORK, MIB, PCIE_WORK, P
 from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
                                        SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
                                        SLOT_LOST, SLOT_MEM_UTIL, SLOT_POWER_W, SLOT_PULSE_S, SLOT_SWUNG, SLOTS,
-                                       transient_braking, warm)
+                                       transient_braking, warm, write_trace)
 from nodeqc.backends.sim.physics import (COLD_FIRST_PRODUCT_S, COTENANT_SHARE, HBM_SETUP_S, IDLE_AFTER_S,
                                          LOST_AFTER_S, MEMTEST_SETUP_S, NVML_AVERAGE_S, NVML_POWER_PERIOD_S,
-                                         PCIE_SETUP_S, POWER_FALL_TAU_S, SETUP_S, cotenant_active, held_by_limit,
+                                         PCIE_SETUP_S, SETUP_LOAD, SETUP_S, cotenant_active, held_by_limit, mean_power, power_at,
                                          sim_clock, sim_power_w)
 from nodeqc.core.errors import GpuLostError
 from nodeqc.core.known_answer import allreduce_contribution, copy_pattern, fingerprint, splitmix64
@@ -89,12 +89,6 @@ def expected_words(kind: int, index: np.ndarray, value: int) -> np.ndarray:
     return r if base == 2 else ~r
 
 
-def _power_at(entry: tuple[float, float, float], t: float) -> float:
-    """The draw at time t of a trace entry (from, W, W at from): falling from the third towards the second."""
-    since, watts, was = entry
-    return watts + (was - watts) * math.exp(-max(0.0, t - since) / POWER_FALL_TAU_S)
-
-
 class SimDevice:
     simulated = True
     ka_size = 64  # known-answer product size the simulator computes for real
@@ -117,9 +111,9 @@ class SimDevice:
         self._mm: dict[str, Any] = {}
         self._mem: np.ndarray | None = None
         self._stream: tuple[np.ndarray, np.ndarray] | None = None
-        # (from t, W, W at t): what this GPU draws as it changes; a fall decays from the third towards
-        # the second (POWER_FALL_TAU_S), a rise is at once.
-        self._power_trace: list[tuple[float, float, float]] = []
+        # (from t, W, W at t, load): what this GPU draws as it changes; a fall decays from the third
+        # towards the second (POWER_FALL_TAU_S), a rise is at once. Published for the node's NVML too.
+        self._power_trace: list[tuple[float, float, float, float]] = []
         self._doing: str | None = None  # the work whose clock and power the shared slots hold (_computing)
 
     # ------------------------------------------------------------------ life and load
@@ -144,8 +138,9 @@ class SimDevice:
             watts = max(watts, min(self.model.pulse_burst_share * limit, faults.get("power", math.inf)))
         self._time_power_cap(now)
         trace = self._power_trace
-        at = _power_at(trace[-1], now) if trace else watts
-        trace.append((now, watts, max(at, watts)))
+        at = power_at(trace[-1], now) if trace else watts
+        trace.append((now, watts, max(at, watts), load))
+        write_trace(self.shared, self.k, trace[-1])
         while len(trace) > 1 and trace[1][0] <= now - 2 * NVML_AVERAGE_S:
             trace.pop(0)
 
@@ -165,20 +160,7 @@ class SimDevice:
 
     def _mean_power(self, end: float, window: float = NVML_POWER_PERIOD_S) -> float:
         """The mean power over `window` seconds ending at `end` (run clock)."""
-        trace = self._power_trace
-        start = end - window
-        energy = 0.0
-        for i, (t, watts, was) in enumerate(trace):
-            until = trace[i + 1][0] if i + 1 < len(trace) else end
-            lo, hi = max(t, start), min(until, end)
-            if hi > lo:
-                # What falls from `was` towards `watts`: the decay's integral over [lo, hi].
-                energy += watts * (hi - lo) + (was - watts) * POWER_FALL_TAU_S * (
-                    math.exp(-(lo - t) / POWER_FALL_TAU_S) - math.exp(-(hi - t) / POWER_FALL_TAU_S))
-        first = trace[0][0]
-        if first > start:  # before the trace began: what it began with
-            energy += trace[0][1] * (min(first, end) - start)
-        return energy / window
+        return mean_power(self._power_trace, end, window)
 
     def set_pulse(self, period_s: float) -> None:
         """The period the load swings with now (0: steady), which a `transient_brake` GPU reacts to;
@@ -287,16 +269,26 @@ class SimDevice:
         seconds = iters * 2 * mm["n"] ** 3 / rate
         if "no_pulse" in self.faults and self.shared[self._slot(SLOT_PULSE_S)] > 0:
             seconds *= NO_PULSE_SLOWDOWN
+        setup_s = 0.0
         if mm.pop("cold", False):
-            # After idle, the cold start (clocks ramping, handles made); at work, the dtype's set-up.
+            # After idle, the cold start (clocks ramping, handles made); at work, the dtype's set-up,
+            # which draws less than its products (physics.SETUP_LOAD).
             idle = self._last_product_at is None or self.clock.now() - self._last_product_at > IDLE_AFTER_S
             setup = SETUP_S.get(mm["dtype"], COLD_FIRST_PRODUCT_S)
-            seconds += (max(setup, COLD_FIRST_PRODUCT_S) if idle else setup) + self.faults.get("cold_start", 0.0)
+            cold = (max(setup, COLD_FIRST_PRODUCT_S) if idle else setup) + self.faults.get("cold_start", 0.0)
+            load = self.shared[self._slot(SLOT_LOAD)]
+            if idle or load <= 0:
+                seconds += cold
+            else:
+                self.set_load(SETUP_LOAD * load)
+                self._work(cold)
+                self.set_load(load)
+                setup_s = cold
         self._work(seconds)
         self._last_product_at = self.clock.now()
         mm["c"] = self._corrupt((mm["a"].astype(np.float64) @ mm["b"].astype(np.float64)).astype(np.float32),
                                 "matmul", mm["dtype"])
-        return seconds
+        return seconds + setup_s
 
     def matmul_fingerprint(self) -> str:
         return fingerprint(self._mm["c"])

@@ -43,9 +43,11 @@ ESTIMATED_TEMP_FAST_SHARE = 0.52  # Twin.temp_fast_share where no part was measu
 class Twin:
     """What one real part delivered, figure by figure, for the simulated GPU to reproduce.
 
-    tflops: the quick burn's sustained rate per dtype; sm_mhz and power_w: the median SM clock and
-    power over each dtype's steady telemetry samples in that burn (the burn runs fp64, fp32, tf32,
-    fp16, bf16, fp8 in turn), and under the plain load (PLAIN: stress.power's busy steps);
+    tflops: the quick burn's sustained rate per dtype; sm_mhz: the mean SM clock over each dtype's
+    span in that burn (the burn runs fp64, fp32, tf32, fp16, bf16, fp8 in turn) and under the plain
+    load (PLAIN: stress.power's busy steps); power_w: what the GPU draws steadily under each, NVML's
+    one-second mean from a second into the span on (the node's NVML averages it as the real one,
+    so the set-up gaps and the ramp bring a span's mean down as they did);
     copy/triad: the STREAM kernels; memtest: the memory test's rate once its kernels are compiled."""
 
     tflops: dict[str, float]
@@ -86,16 +88,17 @@ class Twin:
 M26 = "shared/measurements/2026-11-26"
 # The burn keeps the GPU computing the whole of each step since 2026-11-26 (a warm product sizes its
 # steps): the figures a twin reproduces are of that burn, read on the same day with the same driver
-# (benchmarks/RESULTS.md, "2026-11-26, issue 23"). Per dtype: the burn's sustained rate, and the mean
-# SM clock and power over its span (the evidence's per-dtype readings); PLAIN: stress.power's held
-# power and clock; the copies and pinned copies of the quick run; the memory test's rate as the
+# (benchmarks/RESULTS.md, "2026-11-26, issue 23"). Per dtype: the burn's sustained rate, the mean
+# SM clock over its span (the evidence's per-dtype readings) and the median power reading from a
+# second into it (the telemetry's: 686-699 W on the H100, 669-696 W on the H200, where the spans'
+# means, set-up gaps and ramp in, read 595-698); PLAIN: stress.power's clock and steady power; the copies and pinned copies of the quick run; the memory test's rate as the
 # benchmark's second call read it (its kernels compiled).
 # H100 SXM5 80GB (PCI 0x2330), 700 W, driver 580.159.04: quick run vm-20261126T174004Z
 # (tests/fixtures/real-2026-11-26/h100-sxm5-quick-pulsed.predicate.json).
 H100_SXM5_TWIN = Twin(
     tflops={"fp64": 59.04, "fp32": 51.46, "tf32": 356.25, "fp16": 651.86, "bf16": 677.38, "fp8": 1223.38},
     sm_mhz={"fp64": 1795, "fp32": 1975, "tf32": 1412, "fp16": 1291, "bf16": 1369, "fp8": 1272, PLAIN: 1332},
-    power_w={"fp64": 663.4, "fp32": 680.7, "tf32": 698.1, "fp16": 683.5, "bf16": 662.9, "fp8": 606.9, PLAIN: 676.7,
+    power_w={"fp64": 696.9, "fp32": 691.5, "tf32": 698.4, "fp16": 695.8, "bf16": 698.9, "fp8": 686.2, PLAIN: 695.6,
              # The instantaneous field while the copies, sweeps and host copies ran (real-2026-11-27
              # kept-workers and flat-copy: 440-472, 403 and 611, 136-152 W); the memory test's from two
              # samples, their middle.
@@ -111,7 +114,7 @@ H100_SXM5_TWIN = Twin(
 H200_SXM_TWIN = Twin(
     tflops={"fp64": 59.53, "fp32": 51.26, "tf32": 344.91, "fp16": 639.14, "bf16": 663.68, "fp8": 1212.4},
     sm_mhz={"fp64": 1801, "fp32": 1980, "tf32": 1508, "fp16": 1399, "bf16": 1473, "fp8": 1390, PLAIN: 1418},
-    power_w={"fp64": 664.1, "fp32": 675.9, "tf32": 692.0, "fp16": 665.9, "bf16": 600.1, "fp8": 594.7, PLAIN: 670.2,
+    power_w={"fp64": 696.2, "fp32": 689.0, "tf32": 692.2, "fp16": 690.7, "bf16": 687.7, "fp8": 669.2, PLAIN: 690.5,
              # As the H100's (real-2026-11-27/h200-sxm-quick-flat-copy: 531-572, 491 and 747, 132-133 W).
              HBM_WORK: 550.0, MEMTEST_WORK: 620.0, PCIE_WORK: 133.0},
     # The thread-a-vector copy (quick run vm-20261127T171545Z, real-2026-11-27/h200-sxm-quick-flat-copy);

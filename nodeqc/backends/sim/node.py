@@ -28,14 +28,15 @@ from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounte
                                   TrafficJob, TrafficOutcome, TrafficSession, XidEvent, decode_reasons)
 from nodeqc.backends.nic import IB_COUNTERS, INSTALL
 from nodeqc.backends.sim.models import INSTANT_OVERSHOOT, MATMUL_MEM_UTIL_SHARE, MIB, SimGpuModel
-from nodeqc.backends.sim.physics import (COTENANT, LOADED, NVML_POWER_PERIOD_S, RAMP_S, XID_AFTER_S,
-                                         cotenant_active, heat_step, held_by_limit, on_clock_grid, quick_load_w,
-                                         sim_clock, sim_power_demand_w, sim_power_w)
+from nodeqc.backends.sim.physics import (COTENANT, LOADED, NVML_AVERAGE_S, NVML_POWER_PERIOD_S, NVML_UTIL_WINDOW_S,
+                                         RAMP_S, XID_AFTER_S, cotenant_active, heat_step, held_by_limit, mean_load,
+                                         mean_power, on_clock_grid, quick_load_w, sim_clock, sim_power_demand_w,
+                                         sim_power_w)
 from nodeqc.backends.sim.scenario import Scenario
 from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
                                        SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
-                                       SLOT_LOST, SLOT_MEM_UTIL, SLOT_POWER_W, SLOT_PULSE_S, SLOTS, transient_braking,
-                                       warm)
+                                       SLOT_LOST, SLOT_MEM_UTIL, SLOT_POWER_W, SLOT_PULSE_S, SLOTS, read_trace,
+                                       transient_braking, warm)
 from nodeqc.backends.sim.faults import Fault, check_applies, check_imex_faults, check_range
 from nodeqc.core import fabric
 from nodeqc.core.errors import GpuLostError
@@ -228,7 +229,9 @@ class SimManagement(GpuManagement):
             return st
         load = self._load(k)
         m = self.model
-        power = self._draw(k, load)[2]
+        trace = self._trace(k, now - dt)
+        # Over the time since the last reading, what the worker drew (a pulse's bursts and gaps), else now.
+        power = mean_power(trace, now, dt) if trace and dt > 0 else self._draw(k, load)[2]
         # The temperature follows the power over the idle power (physics.heat_step): 1 at what the
         # quick runs' loads drew, which brought the GPU to its load temperature.
         drive = max(0.0, (power - m.idle_w) / (quick_load_w(m) - m.idle_w))
@@ -295,11 +298,18 @@ class SimManagement(GpuManagement):
         if busy and self.node.shared[k * SLOTS + SLOT_PULSE_S] > 0:
             # Each swing up overshoots the limit for a moment, as far as the GPU can draw at all.
             instant = min(max(power, self._limit(k) * INSTANT_OVERSHOOT), self.node.value(k, "power", math.inf))
+        now = self.node.clock.now()
+        trace = self._trace(k, now - NVML_AVERAGE_S - NVML_POWER_PERIOD_S)
         with self._lock:
-            tick = math.floor(self.node.clock.now() / NVML_POWER_PERIOD_S)
+            tick = math.floor(now / NVML_POWER_PERIOD_S)
             if st.power_tick != tick:  # NVML's reading: updated about ten times a second, held between
-                st.power_tick, st.power_held = tick, round(max(0.0, power + noise), 1)
+                # ...the mean of about the last second, of what the worker drew where it says (a pulse's
+                # bursts and gaps: 450-470 W under its 500 ms and 1 s periods, as on the real parts).
+                mean = mean_power(trace, tick * NVML_POWER_PERIOD_S, NVML_AVERAGE_S) if trace else power
+                st.power_tick, st.power_held = tick, round(max(0.0, mean + noise), 1)
             held = st.power_held
+        # NVML's utilisation: the share of its last sixth of a second a kernel ran.
+        busy_share = mean_load(trace, now, NVML_UTIL_WINDOW_S) if trace else load
         return GpuSample(
             temp_c=temp_c,
             mem_temp_c=mem_temp_c,
@@ -310,8 +320,8 @@ class SimManagement(GpuManagement):
             # The measured HBM parts hold their memory clock at idle (2619 and 3201 MHz in every real
             # sample); the rest halve it, an estimate.
             mem_clock_mhz=m.mem_mhz if busy or m.twin is not None else m.mem_mhz // 2,
-            util_pct=min(100, int(round(load * 100))) if load > 0 else 0,
-            mem_util_pct=min(100, int(round(load * 100 * self._mem_util_share(k)))),
+            util_pct=min(100, int(round(busy_share * 100))),
+            mem_util_pct=min(100, int(round(busy_share * 100 * self._mem_util_share(k)))),
             reasons=reasons,
             pcie_gen=gen,
             pcie_width=width,
@@ -333,6 +343,13 @@ class SimManagement(GpuManagement):
             full_w = self._limit(k)
             dtype_clock = m.twin.sm_mhz.get("bf16", 0.0) if m.twin else 0.0
         return full_w, dtype_clock, sim_power_w(m, load, full_w, self._fault_pairs(k), warm=self._warm(k))
+
+    def _trace(self, k: int, since: float) -> list[tuple[float, ...]]:
+        """What GPU k's worker drew as its work changed from `since` on (slots.read_trace); none while
+        a co-tenant computes on it, whose work no worker of ours traces."""
+        if cotenant_active(self._fault_pairs(k), self._loaded_s(k)):
+            return []
+        return read_trace(self.node.shared, k, since)
 
     def _mem_util_share(self, k: int) -> float:
         """The memory's utilisation under full load of what GPU k does now (SLOT_MEM_UTIL; before any

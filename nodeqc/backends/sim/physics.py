@@ -165,6 +165,49 @@ NVML_AVERAGE_S = 1.0
 # leaves the 500 ms and 1 s periods' means at 441-463 W against the real 418-478 W (the real quick
 # runs' power_read, tests/fixtures/real-2026-11-2*/*quick*.predicate.json). Fitted, an estimate.
 POWER_FALL_TAU_S = 0.009
+# NVML's utilisation is the share of its sample period in which a kernel ran, a period of 1/6 s to 1 s
+# by product (nvmlDeviceGetUtilizationRates). Under the pulse's 20 ms and 100 ms periods the real
+# H100 SXM5 and H200 read 46-59 % in every sample after the first; under the 500 ms period 0, 100
+# and partial readings (68-80 %) by turns (tests/fixtures/real-2026-11-2*/*quick*: the telemetry
+# inside the pulse's spans): a window of a sixth of a second.
+NVML_UTIL_WINDOW_S = 1 / 6
+
+
+def power_at(entry: tuple[float, ...], t: float) -> float:
+    """The draw at time t of a power trace entry (from, W, W at from, ...): falling from the third
+    towards the second (POWER_FALL_TAU_S), a rise at once."""
+    since, watts, was = entry[:3]
+    return watts + (was - watts) * math.exp(-max(0.0, t - since) / POWER_FALL_TAU_S)
+
+
+def mean_power(trace: list[tuple[float, ...]], end: float, window: float) -> float:
+    """The mean power over `window` seconds ending at `end` (run clock) of a power trace (entries
+    from, W, W it falls from, oldest first; before the first, what it began with)."""
+    start = end - window
+    energy = 0.0
+    for i, (t, watts, was) in enumerate(e[:3] for e in trace):
+        until = trace[i + 1][0] if i + 1 < len(trace) else end
+        lo, hi = max(t, start), min(until, end)
+        if hi > lo:
+            # What falls from `was` towards `watts`: the decay's integral over [lo, hi].
+            energy += watts * (hi - lo) + (was - watts) * POWER_FALL_TAU_S * (
+                math.exp(-(lo - t) / POWER_FALL_TAU_S) - math.exp(-(hi - t) / POWER_FALL_TAU_S))
+    first = trace[0][0]
+    if first > start:
+        energy += trace[0][1] * (min(first, end) - start)
+    return energy / window
+
+
+def mean_load(trace: list[tuple[float, ...]], end: float, window: float) -> float:
+    """The mean load over `window` seconds ending at `end` of a trace whose entries' fourth field is
+    the load from then on."""
+    start, total = end - window, 0.0
+    for i, entry in enumerate(trace):
+        until = trace[i + 1][0] if i + 1 < len(trace) else end
+        total += entry[3] * max(0.0, min(until, end) - max(entry[0], start))
+    if trace[0][0] > start:
+        total += trace[0][3] * (min(trace[0][0], end) - start)
+    return total / window
 # A set-up's cost in a GPU already at work, per dtype: the gap before each dtype's first timed product
 # in the real quick burns (its set-up, its first product, the warm timing), the median of seven runs
 # on the H100 SXM5 and H200 (tests/fixtures/real-2026-11-2*/*quick*.predicate.json, stress.burn's
@@ -173,6 +216,11 @@ POWER_FALL_TAU_S = 0.009
 # an idle GPU: its cold start is the pulse's bound above. The twin had 0.3 s for every dtype, so its
 # fp8 computed 4.7 s of its 5 with 5 checks, where the real ones computed 2.5-3.7 s with 2-3.
 SETUP_S = {"fp64": COLD_FIRST_PRODUCT_S, "fp32": 0.2, "tf32": 0.03, "fp16": 0.22, "bf16": 0.84, "fp8": 2.42}
+# What a GPU at work draws through a dtype's set-up, as a share of its load: the real burns' spans
+# averaged 595-698 W where their steady readings were 669-699 W, and the set-ups (above) account for
+# it at about 500 W of a 700 W part (tests/fixtures/real-2026-11-26/*-quick-pulsed: bf16 662.9 of
+# 698.9 W with its 0.84 s set-up, fp8 606.9 of 686.2 with 2.42 s, in spans of about 5 s). Fitted, an estimate.
+SETUP_LOAD = 0.7
 # The set-up of the work that is not matmul, before its first kernel, in a worker kept for the run:
 # the gap in the real telemetry between one step's last loaded sample and the next one's first
 # (tests/fixtures/real-2026-11-27/*-kept-workers and *-flat-copy, read at 4 Hz, so to 0.25 s): the

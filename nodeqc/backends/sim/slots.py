@@ -23,7 +23,16 @@ SLOT_POWER_W = 8
 SLOT_CAP_S, SLOT_CAP_SINCE, SLOT_CAP_OPEN = 9, 10, 11
 # The memory's utilisation under full load of the work the GPU does now, as a share (sim_models.MEM_UTIL_SHARE).
 SLOT_MEM_UTIL = 12
-SLOTS = 13
+# What the GPU drew as its work changed, for the node's NVML to average as a real one does (its power
+# over about a second, its utilisation over a sixth: physics.NVML_AVERAGE_S, NVML_UTIL_WINDOW_S): the
+# worker's last TRACE_LEN changes (compute.SimDevice._trace_power), each TRACE_FIELDS doubles (run
+# time, W, W it falls from, load) in a ring from SLOT_TRACE; SLOT_TRACE_N counts the changes written,
+# each entry written before the count that publishes it (read_trace). 256 changes: 2.5 s of the
+# pulse's 20 ms period, more than the second NVML averages.
+SLOT_TRACE_N = 13
+SLOT_TRACE = 14
+TRACE_LEN, TRACE_FIELDS = 256, 4
+SLOTS = SLOT_TRACE + TRACE_LEN * TRACE_FIELDS
 
 
 def transient_braking(pulse_s: float, brake_ms: float) -> bool:
@@ -35,3 +44,34 @@ def warm(shared: Any, k: int) -> bool:
     """Whether GPU k has been loaded (seconds of load recorded): its clocks then stay up at idle
     (physics.WARM_IDLE_SHARE), as the node's NVML and the worker's own power reading both show."""
     return shared[k * SLOTS + SLOT_LOADED_S] > 0
+
+
+def write_trace(shared: Any, k: int, entry: tuple[float, float, float, float]) -> None:
+    """Publish one change of GPU k's draw (the worker is its only writer)."""
+    base = k * SLOTS
+    n = int(shared[base + SLOT_TRACE_N])
+    at = base + SLOT_TRACE + (n % TRACE_LEN) * TRACE_FIELDS
+    for i, value in enumerate(entry):
+        shared[at + i] = value
+    shared[base + SLOT_TRACE_N] = n + 1
+
+
+def read_trace(shared: Any, k: int, since: float = float("-inf")) -> list[tuple[float, ...]]:
+    """GPU k's published changes, oldest first, from the last one before `since` (run clock) on;
+    read again where the worker wrote one meanwhile (it may overwrite the oldest), a few times at
+    most. The ring is copied in one slice: the node reads it at every telemetry sample."""
+    base = k * SLOTS
+    entries: list[tuple[float, ...]] = []
+    for _ in range(4):
+        n = int(shared[base + SLOT_TRACE_N])
+        ring = shared[base + SLOT_TRACE:base + SLOT_TRACE + TRACE_LEN * TRACE_FIELDS]
+        entries = []
+        for j in range(n - 1, max(0, n - TRACE_LEN) - 1, -1):  # newest first, back to `since`
+            at = (j % TRACE_LEN) * TRACE_FIELDS
+            entries.append(tuple(ring[at:at + TRACE_FIELDS]))
+            if entries[-1][0] <= since:
+                break
+        if int(shared[base + SLOT_TRACE_N]) == n:
+            break
+    entries.reverse()
+    return entries
