@@ -30,8 +30,8 @@ from nodeqc.backends.nic import IB_COUNTERS, INSTALL
 from nodeqc.backends.sim.models import INSTANT_OVERSHOOT, MATMUL_MEM_UTIL_SHARE, MIB, SimGpuModel
 from nodeqc.backends.sim.physics import (COTENANT, LOADED, NVML_AVERAGE_S, NVML_POWER_PERIOD_S, NVML_UTIL_WINDOW_S,
                                          RAMP_S, XID_AFTER_S, cotenant_active, heat_step, held_by_limit, mean_load,
-                                         mean_power, on_clock_grid, quick_load_w, sim_clock, sim_power_demand_w,
-                                         sim_power_w)
+                                         mean_power, on_clock_grid, power_segments, quick_load_w, sim_clock,
+                                         sim_power_demand_w, sim_power_w)
 from nodeqc.backends.sim.scenario import Scenario
 from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_OPEN, SLOT_CAP_S, SLOT_CAP_SINCE,
                                        SLOT_CLOCK_MHZ, SLOT_LOAD, SLOT_LOADED_S,
@@ -230,12 +230,13 @@ class SimManagement(GpuManagement):
         load = self._load(k)
         m = self.model
         trace = self._trace(k, now - dt)
-        # Over the time since the last reading, what the worker drew (a pulse's bursts and gaps), else now.
-        power = mean_power(trace, now, dt) if trace and dt > 0 else self._draw(k, load)[2]
         # The temperature follows the power over the idle power (physics.heat_step): 1 at what the
-        # quick runs' loads drew, which brought the GPU to its load temperature.
-        drive = max(0.0, (power - m.idle_w) / (quick_load_w(m) - m.idle_w))
-        heat_step(st.heat, drive, self.node.value(k, "temp", m.load_temp_c) - m.idle_temp_c, m.temp_fast_share, dt)
+        # quick runs' loads drew, which brought the GPU to its load temperature. Stretch by stretch
+        # of what the worker drew since the last reading (a pulse's bursts and gaps), else now's.
+        rise = self.node.value(k, "temp", m.load_temp_c) - m.idle_temp_c
+        for seconds, watts in power_segments(trace, now - dt, now) if trace else [(dt, self._draw(k, load)[2])]:
+            heat_step(st.heat, max(0.0, (watts - m.idle_w) / (quick_load_w(m) - m.idle_w)), rise, m.temp_fast_share,
+                      seconds)
         st.temp = m.idle_temp_c + sum(st.heat)
         for reason in decode_reasons(self._reasons(k, load, st.temp, sampled=False)):
             if reason in st.throttle_ns:
@@ -264,6 +265,10 @@ class SimManagement(GpuManagement):
         m, rng = self.model, self._rng[k]
         load = self._load(k)
         busy = load > LOADED
+        now = self.node.clock.now()
+        trace = self._trace(k, now - NVML_AVERAGE_S - NVML_POWER_PERIOD_S)
+        # NVML's utilisation: the share of its last sixth of a second a kernel ran.
+        busy_share = mean_load(trace, now, NVML_UTIL_WINDOW_S) if trace else load
         reasons = self._reasons(k, load, st.temp)
         full_w, dtype_clock, power = self._draw(k, load)
         demand = sim_power_demand_w(m, load, full_w)
@@ -283,7 +288,9 @@ class SimManagement(GpuManagement):
             clock *= 0.5
         # Links downtrain at idle on bare metal; in the measured VMs the link read Gen5 x16 at idle in
         # all nine real quick runs (tests/fixtures/real-2026-11-2*: pcie_at_idle).
-        gen = self.node.value(k, "pcie_gen", m.pcie_gen) if busy or self._in_vm else 1
+        # A link trained up under load stays so while NVML still counts the GPU busy (a link read as
+        # idle, Gen1, beside a busy utilisation read as DOWNTRAINED under load).
+        gen = self.node.value(k, "pcie_gen", m.pcie_gen) if busy or busy_share > 0 or self._in_vm else 1
         width = self.node.value(k, "pcie_width", m.pcie_width)
         # NVML's temperatures are whole degrees (every real sample); the noise dithers them.
         temp_c = round(st.temp + rng.gauss(0, 0.4))
@@ -298,8 +305,6 @@ class SimManagement(GpuManagement):
         if busy and self.node.shared[k * SLOTS + SLOT_PULSE_S] > 0:
             # Each swing up overshoots the limit for a moment, as far as the GPU can draw at all.
             instant = min(max(power, self._limit(k) * INSTANT_OVERSHOOT), self.node.value(k, "power", math.inf))
-        now = self.node.clock.now()
-        trace = self._trace(k, now - NVML_AVERAGE_S - NVML_POWER_PERIOD_S)
         with self._lock:
             tick = math.floor(now / NVML_POWER_PERIOD_S)
             if st.power_tick != tick:  # NVML's reading: updated about ten times a second, held between
@@ -308,8 +313,6 @@ class SimManagement(GpuManagement):
                 mean = mean_power(trace, tick * NVML_POWER_PERIOD_S, NVML_AVERAGE_S) if trace else power
                 st.power_tick, st.power_held = tick, round(max(0.0, mean + noise), 1)
             held = st.power_held
-        # NVML's utilisation: the share of its last sixth of a second a kernel ran.
-        busy_share = mean_load(trace, now, NVML_UTIL_WINDOW_S) if trace else load
         return GpuSample(
             temp_c=temp_c,
             mem_temp_c=mem_temp_c,
