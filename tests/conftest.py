@@ -128,3 +128,25 @@ def whole(r):
 @pytest.fixture
 def run_cli():
     return cli
+
+
+class ManualTime:
+    """Time that passes only as the code under test sleeps (nodeqc.backends.base.Clock's time): a
+    simulated GPU's phases exact on any host, however starved of CPU."""
+
+    def __init__(self):
+        self.t = 1000.0
+
+    def monotonic(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.t += max(0.0, seconds)
+
+
+@pytest.fixture
+def manual_time(monkeypatch):
+    """The run's clock on ManualTime (a simulated node's and its workers' in this process)."""
+    fake = ManualTime()
+    monkeypatch.setattr("nodeqc.backends.base.time", fake)
+    return fake

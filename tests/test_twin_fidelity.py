@@ -567,21 +567,8 @@ def _real_pulse_telemetry(prefix: str) -> dict[float, tuple[list[float], list[fl
     return out
 
 
-class _ManualTime:
-    """Time that passes only as the code under test sleeps: the pulse's phases exact on any host."""
-
-    def __init__(self):
-        self.t = 1000.0
-
-    def monotonic(self) -> float:
-        return self.t
-
-    def sleep(self, seconds: float) -> None:
-        self.t += seconds
-
-
 @pytest.mark.parametrize("key", QUICK)
-def test_nvml_averages_the_pulse_as_on_the_real_gpus(key, monkeypatch):
+def test_nvml_averages_the_pulse_as_on_the_real_gpus(key, manual_time):
     """The 2026-11-28 fidelity audit: under the pulse the real NVML's power reading was the mean of
     about the last second (424-531 W on the H100 at every period, not the bursts' 700 W and the gaps'
     130 W by turns) and its utilisation the share of about the last sixth of a second a kernel ran
@@ -589,7 +576,6 @@ def test_nvml_averages_the_pulse_as_on_the_real_gpus(key, monkeypatch):
     import statistics
 
     real = _real_pulse_telemetry("h100" if key.startswith("h100") else "h200")
-    monkeypatch.setattr("nodeqc.backends.base.time", _ManualTime())
     node, mgmt, dev = _device(key, scale=10.0)
     dev.matmul_setup("bf16", 1)
     dev.set_load(1.0)
