@@ -305,18 +305,72 @@ def test_a_pod_that_takes_itself_for_another_node_is_not_believed(k8s):
 
 
 @pytest.mark.parametrize("separator", ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"])
-def test_a_pod_cannot_print_a_line_under_another_pods_prefix(separator):
+def test_a_pod_cannot_print_a_line_under_another_pods_prefix(separator, tmp_path):
     """kubectl puts a pod's prefix after each \n it printed, and after nothing else: a line break of
     another kind (the 2026-11-28 hostile-node audit) must not start a line read as another pod's."""
     forged = '{"nodeqc-fabric-worker":1,"node":"victim","index":1,"figures":[]}'
+    own = '{"nodeqc-fabric-worker":1,"node":"victim","index":1,"figures":[1]}'
     printed = (f"[pod/round-0-aaaaa/worker] mine{separator}[pod/round-1-bbbbb/worker] {forged}\n"
-               "[pod/round-1-bbbbb/worker] the victim's own line\n")
-    launcher = KubernetesLauncher("nodeqc:test")
-    launcher._call = lambda *a, **k: subprocess.CompletedProcess(a, 0, printed, "")
-    logs, error = launcher._logs("round", 2)
+               f"[pod/round-1-bbbbb/worker] {own}\n")
+    logs, error = _logs_of(printed.encode(), tmp_path)
     assert error is None
-    assert logs == {"round-0-aaaaa": f"mine{separator}[pod/round-1-bbbbb/worker] {forged}",
-                    "round-1-bbbbb": "the victim's own line"}
+    assert {pod: logs.text(pod) for pod in logs} == {"round-0-aaaaa": f"mine{separator}[pod/round-1-bbbbb/worker] {forged}",
+                                                     "round-1-bbbbb": own}
+
+
+def _logs_of(printed: bytes | Path, tmp_path, pods: int = 2):
+    """KubernetesLauncher._logs over what a kubectl printed (or a file of it, copied a MiB at a time)."""
+    launcher = KubernetesLauncher("nodeqc:test")
+
+    def call_into(out, *args, **kwargs):
+        if isinstance(printed, Path):
+            with printed.open("rb") as f:
+                shutil.copyfileobj(f, out, 1 << 20)
+        else:
+            out.write(printed)
+        return subprocess.CompletedProcess(args, 0, None, "")
+    launcher._call_into = call_into
+    spool = (tmp_path / "spool").open("w+b")
+    return launcher._logs("round", pods, spool)
+
+
+def test_what_the_pods_print_is_never_held_whole(tmp_path):
+    """kubectl bounds each pod's log (16 MiB), not the round's: 2,048 pods could print 32 GiB, all
+    of which the launcher held in memory (the 2026-11-28 audit's note). Here three pods print 48 MiB:
+    one 16 MiB of chatter before its result, one 16 MiB of lines that each start a result, one a
+    single 16 MiB line; an honest pod's result sits among them. Each pod's result is read as before,
+    the rest counted or named unreadable, and no more than a few MiB is ever held."""
+    import tracemalloc
+
+    from nodeqc.fabric.lines import MAX_LINE_CHARS, MAX_RESULTS_READ, scan
+
+    def line(pod, text):
+        return f"[pod/{pod}/worker] {text}\n".encode()
+
+    result = '{{"nodeqc-fabric-worker":1,"node":"{}","index":0,"figures":[]}}'
+    chatter = b"".join(line("round-0-aaaaa", "x" * 1000) for _ in range(16 * 1024))
+    starts = b"".join(line("round-2-ccccc", result.format("k8s-c") + " " * 900) for _ in range(16 * 1024))
+    printed = (chatter + line("round-0-aaaaa", result.format("k8s-a")) + line("round-1-bbbbb", result.format("k8s-b"))
+               + starts + line("round-3-ddddd", result.format("k8s-d")[:-1] + " " * (16 << 20) + "}"))
+    assert len(printed) > 47 << 20
+    (tmp_path / "printed").write_bytes(printed)
+    del printed, chatter, starts
+    tracemalloc.start()
+    try:
+        logs, error = _logs_of(tmp_path / "printed", tmp_path, pods=4)
+        read = {pod: (scan(logs.text(pod)), logs.unread(pod)) for pod in logs}
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert error is None
+    assert peak < 4 * (MAX_LINE_CHARS + 1) * 4, peak  # a pod's few lines at a time, not the round's 48 MiB
+    assert read["round-0-aaaaa"] == (([json.loads(result.format("k8s-a"))], []), [])
+    assert read["round-1-bbbbb"] == (([json.loads(result.format("k8s-b"))], []), [])
+    (found, unreadable), unread = read["round-2-ccccc"]
+    assert len(found) == MAX_RESULTS_READ and unreadable == ["1 more results after the first 64, not read: a worker prints one"]
+    assert unread == [f"{16 * 1024 - MAX_RESULTS_READ - 1} more lines with a result, not read: a worker prints one"]
+    (found, unreadable), unread = read["round-3-ddddd"]
+    assert found == [] and unreadable[0].startswith(f"longer than {MAX_LINE_CHARS} characters") and unread == []
 
 
 @pytest.mark.parametrize("env,path,message", [

@@ -19,12 +19,11 @@ is not retried (half a pair alone measures nothing) and does not stop the other 
 from __future__ import annotations
 
 import json
-import re
 import secrets
 import subprocess
 import tempfile
 import time
-from typing import Any
+from typing import IO, Any
 
 from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.names import check_host, host_problem
@@ -33,6 +32,7 @@ from nodeqc.fabric.launchers import OUTPUT_BYTES, Launcher, Work, merge, merge_g
 from nodeqc.fabric.lines import Refused, bind, scan
 from nodeqc.fabric.nccl_group import COLLECTIVES
 from nodeqc.fabric.pairing import Round
+from nodeqc.fabric.pod_logs import PodLogs
 from nodeqc.fabric.scoring import GroupResult, PairResult
 
 LABEL = "nodeqc.dev/fabric-round"
@@ -41,8 +41,6 @@ START_S = 300  # scheduling and the image pull, on top of the round's own bound 
 KUBECTL_S = 60  # one kubectl call that is not a wait
 WAIT_RESTARTS = 3  # a `kubectl wait` that errs early is started again this often in a round, at most
 WAIT_SLACK_S = 5  # ... unless its timeout is this close: then it timed out, as asked
-# kubectl logs --prefix: "[pod/NAME/CONTAINER] " before each line; pod names are DNS labels.
-POD_PREFIX = re.compile(r"\[pod/([a-z0-9][a-z0-9.-]{0,252})/[a-z0-9-]{1,63}\] ")
 INSTALL = ("install kubectl (https://kubernetes.io/docs/tasks/tools/; Debian: apt-get install kubernetes-client) "
            "and point it at the cluster (KUBECONFIG)")
 
@@ -117,6 +115,10 @@ class KubernetesLauncher(Launcher):
 
     def _call(self, *args: str, timeout: float = KUBECTL_S) -> subprocess.CompletedProcess[str]:
         return subprocess.run([self.kubectl, *args], capture_output=True, text=True, timeout=timeout)
+
+    def _call_into(self, out: IO[bytes], *args: str, timeout: float = KUBECTL_S) -> subprocess.CompletedProcess[str]:
+        """kubectl with its output written to `out` (its errors kept)."""
+        return subprocess.run([self.kubectl, *args], stdout=out, stderr=subprocess.PIPE, text=True, timeout=timeout)
 
     def preflight(self, nodes: list[str], given: dict[str, str], gpus: int | None = None) -> None:
         """kubectl is there, the cluster answers, every node is in it, Jobs may be created; each
@@ -199,21 +201,28 @@ class KubernetesLauncher(Launcher):
             return [([], [f"kubectl apply of Job {job}: {failure}"], []) for _ in units]
         finished = self._wait(job, deadline_s)
         pods = self._pods(job)
-        texts, log_error = self._logs(job, manifest["spec"]["completions"])
-        if not finished or self._aborted:
-            self._delete(job)  # stop what still runs or waits for a node
+        with tempfile.TemporaryFile() as spool:
+            logs, log_error = self._logs(job, manifest["spec"]["completions"], spool)
+            if not finished or self._aborted:
+                self._delete(job)  # stop what still runs or waits for a node
+            return self._bind(units, pods, logs, finished, log_error)
+
+    def _bind(self, units: tuple[tuple[str, ...], ...], pods: dict[str, dict[str, Any]], logs: PodLogs, finished: bool,
+              log_error: str | None) -> list[tuple[list[dict[str, Any]], list[str], list[Refused]]]:
+        """Each unit's outputs bound to their ends, the errors of ends that gave none, and what was refused."""
         # Each pod's lines are its node's (kubectl logs --prefix names the pod of every line; the API
         # server, not the worker, says where the pod ran): whatever node a line names, it is bound to
         # the pod's node, and a line for another node is refused naming the pod's node (lines.bind).
         where = {p["pod"]: node for node, p in pods.items() if not node.startswith(("unscheduled:", "invalid:"))}
         end_of = {n: (slot, i) for slot, unit in enumerate(units) for i, n in enumerate(unit)}
         got: list[tuple[list[dict[str, Any]], list[str], list[Refused]]] = [([], [], []) for _ in units]
-        for pod, text in texts.items():
+        for pod in logs:
             node = where.get(pod)
             if node not in end_of:
                 continue  # not a pod of this round's nodes (it ran nowhere, or on an invalid node name)
             slot, end = end_of[node]
-            found, unreadable = scan(text)
+            found, unreadable = scan(logs.text(pod))
+            unreadable += logs.unread(pod)
             mine, bad = bind(node, end, found, unreadable, f"index {pods[node]['index']} (pod {pod})")
             got[slot][2].extend(bad)
             if mine is not None:
@@ -293,26 +302,18 @@ class KubernetesLauncher(Launcher):
             out[node or f"unscheduled:{index}"] = entry
         return out
 
-    def _logs(self, job: str, pods: int) -> tuple[dict[str, str], str | None]:
-        """What each pod of the Job printed, by pod name: `kubectl logs --prefix` starts every line
-        with [pod/NAME/CONTAINER], and a worker cannot write before its own line's start (what it
-        prints after a newline gets its own pod's prefix). A line without one is no pod's."""
+    def _logs(self, job: str, pods: int, spool: IO[bytes]) -> tuple[PodLogs, str | None]:
+        """What each pod of the Job printed (pod_logs.PodLogs), kubectl writing to `spool`: a round's
+        logs are the nodes' choice, up to kubectl's limit a pod, and never held whole in memory."""
         try:
-            done = self._call("logs", "--namespace", self.namespace, "-l", f"{LABEL}={job}", "--tail=-1", "--prefix",
-                              f"--limit-bytes={OUTPUT_BYTES}",  # a pod's log, as an end's output (launchers)
-                              f"--max-log-requests={max(5, min(pods, 64))}", timeout=KUBECTL_S + pods)
+            done = self._call_into(spool, "logs", "--namespace", self.namespace, "-l", f"{LABEL}={job}", "--tail=-1",
+                                   "--prefix", f"--limit-bytes={OUTPUT_BYTES}",  # a pod's log, as an end's output
+                                   f"--max-log-requests={max(5, min(pods, 64))}", timeout=KUBECTL_S + pods)
         except (OSError, subprocess.TimeoutExpired) as e:
-            return {}, f"kubectl logs: {e}"
-        texts: dict[str, list[str]] = {}
-        # Lines end at \n only, where kubectl starts its prefix: splitlines() also breaks at \r, \x1c-\x1e,
-        # \x85 and \u2028, and a pod printing one of them before a forged "[pod/OTHER/...]" would have
-        # its text read as another pod's line.
-        for line in done.stdout.split("\n"):
-            m = POD_PREFIX.match(line)
-            if m:
-                texts.setdefault(m.group(1), []).append(line[m.end():])
+            spool.truncate(0)
+            return PodLogs(spool), f"kubectl logs: {e}"
         error = None if done.returncode == 0 else (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        return {pod: "\n".join(lines) for pod, lines in texts.items()}, error
+        return PodLogs(spool), error
 
     def _why_not(self, node: str, pods: dict[str, dict[str, Any]], finished: bool, log_error: str | None) -> str:
         pod = pods.get(node)

@@ -83,7 +83,7 @@ def _dump(data: Any) -> str:
         return repr(type(data))
 
 
-_RESULT_START = re.compile(r'\{\s*"' + re.escape(MARKER) + '"')
+RESULT_START = re.compile(r'\{\s*"' + re.escape(MARKER) + '"')
 
 
 def scan(text: str) -> tuple[list[dict[str, Any]], list[str]]:
@@ -94,9 +94,9 @@ def scan(text: str) -> tuple[list[dict[str, Any]], list[str]]:
     decoder = json.JSONDecoder()
     found: list[dict[str, Any]] = []
     unreadable: list[str] = []
-    for n, start in enumerate(_RESULT_START.finditer(text)):
+    for n, start in enumerate(RESULT_START.finditer(text)):
         if n == MAX_RESULTS_READ:
-            more = 1 + sum(1 for _ in _RESULT_START.finditer(text, start.end()))
+            more = 1 + sum(1 for _ in RESULT_START.finditer(text, start.end()))
             unreadable.append(f"{more} more results after the first {MAX_RESULTS_READ}, not read: a worker prints one")
             break
         chunk = text[start.start():start.start() + MAX_LINE_CHARS + 1]

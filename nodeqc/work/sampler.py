@@ -88,6 +88,7 @@ class TelemetrySampler:
         self._last_counters: dict[int, GpuCounters] = {}
         self._windows: dict[str, dict[int, GpuTelemetry]] = {}
         self._round_starts: deque[float] = deque(maxlen=POLL_GAPS_KEPT + 1)  # time.monotonic()
+        self._stopped_at: float | None = None  # time.monotonic() at stop: no round is under way after it
 
     def now(self) -> float:
         return self.clock.now() - self.t0
@@ -95,11 +96,12 @@ class TelemetrySampler:
     def poll_period_s(self) -> float:
         """Real seconds between sample rounds as the sampler achieves them: 1/hz, or longer where NVML
         answers slowly (many GPUs, a driver in trouble) or the CPU starves the thread. The longest
-        of the last few gaps, the round under way included."""
+        of the last few gaps, the round under way included (until the sampler stopped: its pace is
+        then fixed)."""
         starts = list(self._round_starts)
         gaps = [b - a for a, b in zip(starts, starts[1:])]
         if starts:
-            gaps.append(time.monotonic() - starts[-1])
+            gaps.append((self._stopped_at or time.monotonic()) - starts[-1])
         return max([1.0 / self.real_hz] + gaps)
 
     def wall_s_to_see(self, samples: int) -> float:
@@ -160,6 +162,7 @@ class TelemetrySampler:
         self._stop.set()
         for t in self._threads:
             t.join(timeout=10)
+        self._stopped_at = time.monotonic()
         for i in self.indices:
             end = self._read_counters(i)
             self.watch[i].counters_end = end or self._last_counters.get(i)
