@@ -129,6 +129,9 @@ class _GpuState:
     power_cap_ns: float = 0.0  # the power limit holding a healthy load's clock, exact: see SLOT_CAP_S
     power_tick: int = -1  # the NVML power update period the held reading belongs to (NVML_POWER_PERIOD_S)
     power_held: float = 0.0
+    # What the worker drew over NVML's averaging window and the time since the last reading, as read
+    # by the last _advance at last_t (one read of the trace serves the temperature and the sample).
+    trace: list[tuple[float, ...]] = field(default_factory=list)
 
 
 class SimManagement(GpuManagement):
@@ -229,7 +232,8 @@ class SimManagement(GpuManagement):
             return st
         load = self._load(k)
         m = self.model
-        trace = self._trace(k, now - dt)
+        # One read reaching back over NVML's window and the time since the last reading (sample uses it).
+        st.trace = trace = self._trace(k, now - max(dt, NVML_AVERAGE_S + NVML_POWER_PERIOD_S))
         # The temperature follows the power over the idle power (physics.heat_step): 1 at what the
         # quick runs' loads drew, which brought the GPU to its load temperature. Stretch by stretch
         # of what the worker drew since the last reading (a pulse's bursts and gaps), else now's.
@@ -260,13 +264,12 @@ class SimManagement(GpuManagement):
         k = self._physical(index)
         with self._lock:
             st = self._advance(k)
+            now, trace = st.last_t, st.trace  # as _advance read them
         if self._lost(k):
             raise GpuLostError(index)
         m, rng = self.model, self._rng[k]
         load = self._load(k)
         busy = load > LOADED
-        now = self.node.clock.now()
-        trace = self._trace(k, now - NVML_AVERAGE_S - NVML_POWER_PERIOD_S)
         # NVML's utilisation: the share of its last sixth of a second a kernel ran.
         busy_share = mean_load(trace, now, NVML_UTIL_WINDOW_S) if trace else load
         reasons = self._reasons(k, load, st.temp)
