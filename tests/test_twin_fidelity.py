@@ -746,6 +746,71 @@ def test_each_dtypes_set_up_costs_what_it_cost_on_the_real_gpu(simulated, key):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key", QUICK)
+def test_the_burn_begins_and_ends_when_the_real_ones_did(simulated, key):
+    """The 2026-11-29 fidelity review: the twin's burn began 10-18 s into its quick run, where the
+    real ones began 2.9-5.0 s in: its workers' start-up (NumPy's import, 0.5-1.3 real seconds) counted
+    ten times over on the compressed clock. It now passes at the host's own pace (Clock.host_paced),
+    as a real host's start-up does. The rest of the run before the burn (inventory, the idle
+    readings) is still the host's time compressed, so a loaded host adds to it: hence the margin after."""
+    def span(burn: dict) -> tuple[float, float]:
+        runs = [v for v in burn["evidence"]["dtypes"].values() if "start_s" in v]
+        return min(v["start_s"] for v in runs), max(v["end_s"] for v in runs)
+
+    real = [span(next(c for c in _real(path)["checks"] if c["name"] == "stress.burn" and c["subject"] == "gpu0"))
+            for _, path in RUNS if any("start_s" in v for v in next(
+                c for c in _real(path)["checks"] if c["name"] == "stress.burn")["evidence"]["dtypes"].values())]
+    starts, ends = [r[0] for r in real], [r[1] for r in real]
+    assert (min(starts), max(starts)) == (2.876, 4.962) and (min(ends), max(ends)) == (33.024, 35.234)
+    start, end = span(simulated[key][("stress.burn", "gpu0")].to_dict())
+    assert min(starts) - 1.5 <= start <= max(starts) + 3.0, (start, starts)
+    assert min(ends) - 3.0 <= end <= max(ends) + 3.0, (end, ends)
+
+
+def test_a_slow_host_start_up_is_not_counted_ten_times_over(tmp_path, monkeypatch):
+    """The same, where the host is slow to start its workers (a cold fork server, a loaded CI
+    machine): a second of it is a second of the twin's run, not ten."""
+    from nodeqc.work import workers
+
+    start = workers.WorkerPool.start
+
+    def slow_start(self, gpus):
+        time.sleep(1.0)
+        return start(self, gpus)
+    monkeypatch.setattr(workers.WorkerPool, "start", slow_start)
+    outcome = _run(tmp_path, "h100-sxm5-80gb", only="stress.burn")
+    (burn,) = [r for r in outcome.results if (r.name, r.subject) == ("stress.burn", "gpu0")]
+    first = min(v["start_s"] for v in burn.evidence["dtypes"].values() if "start_s" in v)
+    assert 1.0 <= first <= 4.962 + 3.0, first  # the real runs' latest start, and the margin above
+
+
+def test_only_a_simulated_clock_passes_at_the_hosts_pace(manual_time):
+    """Clock.host_paced: a simulated node's clock passes at real pace while its host starts up, in
+    every process that shares it, and never runs back; a real clock is never held."""
+    import multiprocessing
+
+    from nodeqc.backends.base import PACED_FIELDS, Clock
+
+    real = Clock(1.0)
+    with real.host_paced():
+        manual_time.sleep(2.0)
+    assert real.now() == pytest.approx(2.0)
+    paced = multiprocessing.get_context("spawn").Array("d", PACED_FIELDS, lock=False)
+    sim = Clock(10.0, paced=paced)
+    worker = Clock(10.0, sim.origin, paced)  # a worker's copy, as compute_spec gives it
+    manual_time.sleep(1.0)
+    assert sim.now() == pytest.approx(10.0)
+    readings = []
+    with sim.host_paced():
+        for _ in range(4):
+            manual_time.sleep(0.5)
+            readings.append(worker.now())
+    manual_time.sleep(0.5)
+    assert readings == pytest.approx([10.5, 11.0, 11.5, 12.0])
+    assert sim.now() == worker.now() == pytest.approx(17.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", QUICK)
 def test_the_pulse_power_nvml_reads_swings_as_on_the_real_gpu(simulated, key):
     """The 2026-11-28 fidelity review: the twin's power reading swung 612 W at the 500 ms and 1 s
     periods, where the real ones' moved 0-30 W (NVML averages about a second) and only the

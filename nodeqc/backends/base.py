@@ -6,11 +6,12 @@ that stops answering raises GpuLostError, a backend that cannot start raises Bac
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from nodeqc.core.na import NA, or_none
 
@@ -342,15 +343,57 @@ class TrafficOutcome:
 
 class Clock:
     """The run's clock. Real runs use real time; the simulated node compresses it (`scale`
-    simulated seconds per real second) so a simulated burn-in of hours takes a minute."""
+    simulated seconds per real second) so a simulated burn-in of hours takes a minute.
 
-    def __init__(self, scale: float = 1.0, origin: float | None = None):
+    `paced` (a shared array of HELD_FIELDS doubles, for every process of a simulated node) lets the
+    host's own start-up pass at its real pace (host_paced): the twin's workers importing NumPy took
+    0.5-1.3 real seconds, 5-13 of its compressed ones, and its burn began 10-18 s into a quick run
+    where the real ones began 2.9-5.0 s in (tests/fixtures/real-2026-11-2*, stress.burn's first
+    start_s; the real workers start at their real pace too). A real clock has none."""
+
+    def __init__(self, scale: float = 1.0, origin: float | None = None, paced: Any = None):
         self.scale = scale
         self.origin = time.monotonic() if origin is None else origin
+        self.paced = paced
 
     def now(self) -> float:
         """Seconds on this clock since its origin."""
-        return (time.monotonic() - self.origin) * self.scale
+        t = time.monotonic()
+        if self.paced is None:
+            return (t - self.origin) * self.scale
+        return (t - self.origin) * self.scale - (self.scale - 1) * self._paced_s(t)
+
+    def _paced_s(self, t: float) -> float:
+        """Real seconds passed at the host's pace by time t: those of the spans that ended, and of the
+        one under way. Read again where a span began or ended meanwhile (its writer counts a
+        generation up before and after), a few times at most."""
+        p = self.paced
+        for _ in range(8):
+            generation = p[PACED_GENERATION]
+            total, since = p[PACED_TOTAL_S], p[PACED_SINCE]
+            if generation == p[PACED_GENERATION] and not generation % 2:
+                break
+        return total + (max(0.0, t - since) if since else 0.0)
+
+    @contextlib.contextmanager
+    def host_paced(self) -> Iterator[None]:
+        """While the host itself starts up (worker processes, their imports), a simulated node's clock
+        passes at real pace, as a real host's start-up takes its real time; a real clock is unchanged.
+        One span at a time (the run's thread)."""
+        p = self.paced
+        if p is None:
+            yield
+            return
+        p[PACED_GENERATION] += 1
+        p[PACED_SINCE] = time.monotonic()
+        p[PACED_GENERATION] += 1
+        try:
+            yield
+        finally:
+            p[PACED_GENERATION] += 1
+            p[PACED_TOTAL_S] += time.monotonic() - p[PACED_SINCE]
+            p[PACED_SINCE] = 0.0
+            p[PACED_GENERATION] += 1
 
     def sleep(self, seconds: float) -> None:
         time.sleep(max(0.0, seconds) / self.scale)
@@ -358,6 +401,12 @@ class Clock:
     def wall(self, seconds: float) -> float:
         """Real seconds that `seconds` on this clock take."""
         return seconds / self.scale
+
+
+# Clock.paced's fields: real seconds of the spans that ended, the monotonic start of the one under
+# way (0: none), and a generation counted up around each change (odd while one is written).
+PACED_TOTAL_S, PACED_SINCE, PACED_GENERATION = 0, 1, 2
+PACED_FIELDS = 3
 
 
 def describe_unrecorded(functions: list[str]) -> str:

@@ -359,11 +359,13 @@ class Runner:
             # One worker process per GPU for every step (start-up paid once), started now so its
             # imports overlap the idle readings; no GPU is touched until the first task.
             with WorkerPool(self.hw.compute_spec) as pool:
-                pool.start([g.index for g in gpus if g.index not in in_use])
+                with self.hw.clock.host_paced():  # a simulated node's workers start at the host's own pace
+                    pool.start([g.index for g in gpus if g.index not in in_use])
                 self.hw.clock.sleep(IDLE_BASELINE_S)
                 ready_by = time.monotonic() + WORKER_READY_WAIT_S
-                while not pool.wait_ready(0.25) and not self.aborted and time.monotonic() < ready_by:
-                    pass
+                with self.hw.clock.host_paced():
+                    while not pool.wait_ready(0.25) and not self.aborted and time.monotonic() < ready_by:
+                        pass
                 failed = self._stress(gpus, sampler, in_use, pool)
                 self._burn_in_phase([g for g in gpus if g.index not in failed], sampler, pool)
         finally:

@@ -98,7 +98,7 @@ class SimDevice:
         self.k = spec["visible"][index]
         self.shared = spec["shared"]
         scale, origin = spec["clock"]
-        self.clock = Clock(scale, origin)
+        self.clock = Clock(scale, origin, spec.get("clock_paced"))
         mine = [f for f in spec["faults"] if f.target == "gpu" and f.index == self.k]
         self.faults = {f.name: f.value for f in mine}
         self._fault_pairs = [(f.name, f.value) for f in mine]

@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, Clock, GpuCounters, GpuInfo, GpuManagement,
+from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, PACED_FIELDS, Clock, GpuCounters, GpuInfo, GpuManagement,
                                   GpuProcess, GpuSample, HostBackend, HostInfo, IbPort, NicBackend, NicInfo, PciDevice,
                                   TrafficJob, TrafficOutcome, TrafficSession, XidEvent, decode_reasons)
 from nodeqc.backends.nic import IB_COUNTERS, INSTALL
@@ -71,8 +71,9 @@ class SimNode:
         check_imex_faults(faults, scenario.data.get("host", {}).get("imex_nodes"))
         self.scenario = scenario
         self.faults = faults
-        self.clock = Clock(time_scale or scenario.data.get("time_scale", 10.0))
         ctx = multiprocessing.get_context("spawn")
+        self.clock = Clock(time_scale or scenario.data.get("time_scale", 10.0),
+                           paced=ctx.Array("d", PACED_FIELDS, lock=False))
         self.shared = ctx.Array("d", scenario.gpu_count * SLOTS, lock=False)
         # NVML lists the GPUs the driver brought up, in bus order; a `missing` one is on PCI only.
         self.visible = [k for k in range(scenario.gpu_count) if not self.has(k, "missing")]
@@ -112,7 +113,7 @@ class SimNode:
         """What a worker process needs to drive a simulated GPU (picklable for spawn)."""
         return {"kind": "sim", "scenario": self.scenario.data, "faults": self.faults,
                 "visible": self.visible, "shared": self.shared,
-                "clock": (self.clock.scale, self.clock.origin)}
+                "clock": (self.clock.scale, self.clock.origin), "clock_paced": self.clock.paced}
 
 
 @dataclass
