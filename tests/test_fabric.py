@@ -368,7 +368,7 @@ def test_a_worker_cannot_file_its_fabric_verdict_under_a_node_outside_its_run(tm
     """The 2026-11-28 audit: a worker's identity is its own word. One the run named gpu03 that claimed
     the serial of gpu17, a node not in its run, had its fabric verdict listed in gpu17's history (and
     counted by `history --verdict fail`). A member found by its claim, not its name in the run, is
-    now believed only where that name is a host name the node's own reports give."""
+    now believed only where that name is a host name the node's own reports give (none: not at all)."""
     from nodeqc.archive.index import Archive
     from reports_for_tests import file_report, predicate
 
@@ -390,12 +390,20 @@ def test_a_worker_cannot_file_its_fabric_verdict_under_a_node_outside_its_run(tm
         assert [e.node for e in archive.reports(node=name, fabrics=True)] == ["fabric-b", "SN-17"], name
     assert [e.node for e in archive.reports(node="gpu17", fabrics=True)] == ["fabric-b"]  # its name in that run
     assert archive.reports(node="SN-17", fabrics=True, verdict="fail") == []
-    # A node with no report of its own has no host name to hold a claim to: its serial's claim stands.
-    assert [e.node for e in archive.reports(node="SN-99", fabrics=True)] == []
+    # A node with no report of its own has no host name to hold a claim to: no worker's claim of its
+    # serial is believed (gpu05 claims gpu99's), until the node has one; by its run name it is found.
     file_report(root, fabric("fabric-c", 4, [{"name": "gpu05", "verdict": "fail",
                                               "identity": {"hostname": "gpu05", "system_serial": "SN-99"}},
                                              {"name": "gpu06", "verdict": "pass", "identity": {"hostname": "gpu06"}}]))
-    assert [e.node for e in Archive(root).reports(node="SN-99", fabrics=True)] == ["fabric-c"]
+    assert Archive(root).reports(node="SN-99", fabrics=True) == []
+    assert Archive(root).reports(node="SN-99", fabrics=True, verdict="fail") == []
+    assert [e.node for e in Archive(root).reports(node="gpu05", fabrics=True)] == ["fabric-c"]
+    file_report(root, predicate("SN-99", "PASS", hostname="gpu99", finished_at="2026-11-05T10:00:00Z"))
+    assert [e.node for e in Archive(root).reports(node="SN-99", fabrics=True)] == ["SN-99"]
+    file_report(root, fabric("fabric-d", 6, [{"name": "gpu99", "verdict": "pass",
+                                              "identity": {"hostname": "gpu99", "system_serial": "SN-99"}},
+                                             {"name": "gpu06", "verdict": "pass", "identity": {"hostname": "gpu06"}}]))
+    assert [e.node for e in Archive(root).reports(node="SN-99", fabrics=True)] == ["fabric-d", "SN-99"]
 
 
 def test_a_node_that_cannot_be_judged_exits_2(tmp_path):

@@ -327,12 +327,14 @@ class Archive:
         def member(r: dict[str, Any]) -> dict[str, Any] | None:
             """The node's facts in a fabric report it took part in (when fabrics are asked for). Found by
             its claim of host name or serial, not its name in the run, it is believed only where the run's
-            name is a host name the node's own reports give, if it has any: a worker that claims the
-            serial of a node outside its run is not that node (2026-11-28 audit)."""
+            name is a host name the node's own reports give: a worker that claims the serial of a node
+            outside its run is not that node (2026-11-28 audit), and a node with no report of its own has
+            no host name to hold the claim to (2026-11-29: any worker could file its verdict under the
+            serial of a node not yet qualified alone). Found by its name in the run, it is that node."""
             if not (node and fabrics and r["node"] != node and r["hostname"] != node):
                 return None
             found = fabric_member(r["members"], node)
-            if found is None or not (found[2] or not own_hosts or host_label(found[0]) in own_hosts):
+            if found is None or not (found[2] or host_label(found[0]) in own_hosts):
                 return None
             return found[1]
 
