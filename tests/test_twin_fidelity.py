@@ -767,20 +767,33 @@ def test_the_burn_begins_and_ends_when_the_real_ones_did(simulated, key):
 
 
 def test_a_slow_host_start_up_is_not_counted_ten_times_over(tmp_path, monkeypatch):
-    """The same, where the host is slow to start its workers (a cold fork server, a loaded CI
-    machine): a second of it is a second of the twin's run, not ten."""
+    """The same, where the host is slow to start and to end its workers (a cold fork server, a loaded
+    CI machine): a second of it is a second of the twin's run, not ten. (The real runs ended 0.4-0.5 s
+    after their last step's load.)"""
+    import base64
+
     from nodeqc.work import workers
 
-    start = workers.WorkerPool.start
+    start, close = workers.WorkerPool.start, workers.WorkerPool.close
 
     def slow_start(self, gpus):
         time.sleep(1.0)
         return start(self, gpus)
+
+    def slow_close(self):
+        if self._idle:  # the first close, which ends the workers (a second finds none)
+            time.sleep(1.0)
+        return close(self)
     monkeypatch.setattr(workers.WorkerPool, "start", slow_start)
+    monkeypatch.setattr(workers.WorkerPool, "close", slow_close)
     outcome = _run(tmp_path, "h100-sxm5-80gb", only="stress.burn")
     (burn,) = [r for r in outcome.results if (r.name, r.subject) == ("stress.burn", "gpu0")]
-    first = min(v["start_s"] for v in burn.evidence["dtypes"].values() if "start_s" in v)
+    runs = [v for v in burn.evidence["dtypes"].values() if "start_s" in v]
+    first, last = min(v["start_s"] for v in runs), max(v["end_s"] for v in runs)
     assert 1.0 <= first <= 4.962 + 3.0, first  # the real runs' latest start, and the margin above
+    envelope = json.loads(outcome.report_path.read_bytes())
+    duration = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["duration_s"]
+    assert duration - last <= 4.0, (duration, last)
 
 
 def test_only_a_simulated_clock_passes_at_the_hosts_pace(manual_time):

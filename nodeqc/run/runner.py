@@ -368,8 +368,11 @@ class Runner:
                         pass
                 failed = self._stress(gpus, sampler, in_use, pool)
                 self._burn_in_phase([g for g in gpus if g.index not in failed], sampler, pool)
+                with self.hw.clock.host_paced():  # and end at it (0.2 s, 2 s of a compressed clock)
+                    pool.close()
         finally:
-            summary = sampler.stop()
+            with self.hw.clock.host_paced():
+                summary = sampler.stop()
         return summary
 
     def _stress(self, gpus: list[GpuInfo], sampler: TelemetrySampler, in_use: set[int], pool: WorkerPool) -> dict[int, str]:
