@@ -6,6 +6,9 @@
 # There, from the project root, with the wheels carried in .whl/:
 #     bash benchmarks/on_device.sh quick [PROFILE]   # quick run, co-tenant, GPU tests, capture, benchmark
 #     bash benchmarks/on_device.sh full  [PROFILE]   # the full (non-quick) profile, timed
+#     bash benchmarks/on_device.sh burnin [PROFILE]  # --quick --burn-in 3m (about 4.5 min), its telemetry kept:
+#         the twin's burn-in warms 6 C from its first minute to its last where the one real 3-minute
+#         burn-in (no telemetry kept) warmed 9 (benchmarks/RESULTS.md, round five): its telemetry tells why
 # PROFILE defaults to the profile nodeqc suggests for the GPUs found. Everything goes under $OUT
 # (or ./device-out), at most eight files: a log per step, the capture, the benchmark's JSON lines and
 # the reports with their keys as one archive. Each part prints its figures to stdout as it completes
@@ -17,7 +20,7 @@
 set -uo pipefail
 mode=${1:-quick}
 profile=${2:-auto}
-case "$mode" in quick|full) ;; *) echo "on_device: mode is quick or full, not $mode" >&2; exit 2 ;; esac
+case "$mode" in quick|full|burnin) ;; *) echo "on_device: mode is quick, full or burnin, not $mode" >&2; exit 2 ;; esac
 out=${OUT:-$PWD/device-out}
 mkdir -p "$out"
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -87,6 +90,12 @@ PY
     python3 benchmarks/bench_gpu.py --gpu 0 --profile "$profile" --no-quick 2>"$out/bench.log" \
         | tee "$out/bench.jsonl" | sed 's/^/on_device: bench | /'
     say "bench exit ${PIPESTATUS[0]} in $((SECONDS - t0)) s"
+    ;;
+burnin)
+    step burnin python3 -m nodeqc --headless --profile "$profile" --quick --burn-in 3m --out "$out/reports/burnin"
+    if report=$(newest_report burnin) && [ -n "$report" ]; then
+        python3 benchmarks/device_summary.py "$report" | sed 's/^/on_device: burnin | /' | tee -a "$out/summary.log"
+    fi
     ;;
 full)
     step full python3 -m nodeqc --headless --profile "$profile" --out "$out/reports/full"
