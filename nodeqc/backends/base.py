@@ -345,7 +345,7 @@ class Clock:
     """The run's clock. Real runs use real time; the simulated node compresses it (`scale`
     simulated seconds per real second) so a simulated burn-in of hours takes a minute.
 
-    `paced` (a shared array of HELD_FIELDS doubles, for every process of a simulated node) lets the
+    `paced` (a shared array of PACED_FIELDS doubles, for every process of a simulated node) lets the
     host's own start-up pass at its real pace (host_paced): the twin's workers importing NumPy took
     0.5-1.3 real seconds, 5-13 of its compressed ones, and its burn began 10-18 s into a quick run
     where the real ones began 2.9-5.0 s in (tests/fixtures/real-2026-11-2*, stress.burn's first

@@ -23,9 +23,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodeqc.backends.base import (COUNTED_REASONS, REASON_BITS, PACED_FIELDS, Clock, GpuCounters, GpuInfo, GpuManagement,
-                                  GpuProcess, GpuSample, HostBackend, HostInfo, IbPort, NicBackend, NicInfo, PciDevice,
-                                  TrafficJob, TrafficOutcome, TrafficSession, XidEvent, decode_reasons)
+from nodeqc.backends.base import (COUNTED_REASONS, PACED_FIELDS, REASON_BITS, Clock, GpuCounters, GpuInfo,
+                                  GpuManagement, GpuProcess, GpuSample, HostBackend, HostInfo, IbPort, NicBackend,
+                                  NicInfo, PciDevice, TrafficJob, TrafficOutcome, TrafficSession, XidEvent,
+                                  decode_reasons)
 from nodeqc.backends.nic import IB_COUNTERS, INSTALL
 from nodeqc.backends.sim.models import INSTANT_OVERSHOOT, MATMUL_MEM_UTIL_SHARE, MIB, SimGpuModel
 from nodeqc.backends.sim.physics import (COTENANT, LOADED, NVML_AVERAGE_S, NVML_POWER_PERIOD_S, NVML_UTIL_WINDOW_S,
