@@ -880,14 +880,18 @@ def test_a_quick_runs_pulse_reads_in_nvml_as_the_real_ones_did(simulated, key):
                 real.setdefault(period, []).append(span)
     report = TWIN_REPORTS[key]
     envelope = json.loads(report.read_bytes())
-    twin = _pulse_power(json.loads(base64.b64decode(envelope["payload"]))["predicate"],
-                        report.with_name(report.name.replace(".report.json", ".telemetry.csv.gz")))
+    predicate = json.loads(base64.b64decode(envelope["payload"]))["predicate"]
+    twin = _pulse_power(predicate, report.with_name(report.name.replace(".report.json", ".telemetry.csv.gz")))
+    pulse = next(c for c in predicate["checks"] if c["name"] == "stress.power_pulse" and c["subject"] == "gpu0")
+    skipped = {span["period_s"]: span.get("skipped", 0) for span in pulse["evidence"]["periods"]}
     # Not the 20 ms period: its real 2 ms on the compressed clock are the host's timer's, 459-563 W
     # from run to run on this machine against the real 479-690 (the pulse check judges the GPU's duty).
     for period in (0.1, 0.5, 1.0):
         low, high = min(r[0] for r in real[period]), max(r[1] for r in real[period])
-        # A stalled host skips periods (idle), which only lowers the reading: the margin is below.
-        assert low - 80 <= twin[period][0] and twin[period][1] <= high + 10, (period, twin[period], (low, high))
+        # A stalled host skips periods (idle, counted apart as skipped), which only lowers the reading:
+        # a CI machine under load read 347-437 W at 100 ms with periods skipped.
+        assert twin[period][1] <= high + 10, (period, twin[period], (low, high))
+        assert skipped[period] or low - 80 <= twin[period][0], (period, twin[period], (low, high), skipped)
 
 
 # The real runs whose telemetry has the instantaneous field beside each sample, per part.

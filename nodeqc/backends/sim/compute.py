@@ -115,9 +115,7 @@ class SimDevice:
         # towards the second (POWER_FALL_TAU_S), a rise is at once. Published for the node's NVML too.
         self._power_trace: list[tuple[float, float, float, float]] = []
         self._doing: str | None = None  # the work whose clock and power the shared slots hold (_computing)
-        # When the load last rose (run clock), and the device work computed since (_work): a pulse's burst
-        # ends that long after its rise (set_load).
-        self._rose_at, self._worked_since_rise = 0.0, 0.0
+        self._rose_at, self._worked_since_rise = 0.0, 0.0  # the load's last rise, the work since (set_load)
 
     # ------------------------------------------------------------------ life and load
 
@@ -125,24 +123,18 @@ class SimDevice:
         return self.k * SLOTS + slot
 
     def set_load(self, load: float) -> None:
-        # A burst of the pulse lasts as long as its products computed, from its rise: the host's time
-        # between them (each simulated product's sleep overshoots by tens of microseconds, its NumPy
-        # work, the loop, NVML's reads), ten times over on a compressed clock, read as load where a real
-        # GPU runs its queued kernels back to back and then idles (2026-11-28 fidelity review: 701-706
-        # W under the 20 ms period against the real 545-632; the GPU's own duty was 0.50 throughout).
-        was = self.shared[self._slot(SLOT_LOAD)]
-        pulsing = self.shared[self._slot(SLOT_PULSE_S)] > 0
+        # A pulse's burst lasts as long as its products computed from its rise, as a real GPU's queued
+        # kernels run: the host's time between them (sleeps overshooting, NumPy), ten times over on a
+        # compressed clock, read as load (2026-11-29: 561-581 W at 100 ms against the real 495-555).
+        was, pulsing = self.shared[self._slot(SLOT_LOAD)], self.shared[self._slot(SLOT_PULSE_S)] > 0
         self.shared[self._slot(SLOT_LOAD)] = load
-        at = None
-        if pulsing and load < was and self._worked_since_rise > 0 and self._power_trace:
-            at = min(self.clock.now(), max(self._power_trace[-1][0], self._rose_at + self._worked_since_rise))
-        self._trace_power(at)
+        fell, end = pulsing and load < was and self._worked_since_rise > 0, self._rose_at + self._worked_since_rise
+        self._trace_power(min(self.clock.now(), max(self._power_trace[-1][0], end)) if fell and self._power_trace else None)
         if load > was:
             self._rose_at, self._worked_since_rise = self._power_trace[-1][0], 0.0
 
     def _trace_power(self, at: float | None = None) -> None:
-        """Note what the GPU draws from now on (or from `at`, not before the last note); the trace
-        keeps what NVML's window needs."""
+        """Note what the GPU draws from now on (or from `at`); the trace keeps what NVML's window needs."""
         now = self.clock.now() if at is None else at
         load = self.shared[self._slot(SLOT_LOAD)]
         watts = sim_power_w(self.model, load, self.shared[self._slot(SLOT_POWER_W)], self._fault_pairs,
