@@ -83,6 +83,32 @@ def test_telemetry_follows_load_and_links_downtrain_at_idle():
     assert mgmt.sample(0).pcie_gen == 1 and mgmt.sample(0).util_pct == 0
 
 
+def test_a_sample_nvml_still_counts_busy_reads_the_memory_clock_of_the_load(manual_time):
+    """Telemetry counts a sample loaded by its utilisation, NVML's mean over the last sixth of a
+    second; a part without a twin halves its memory clock at idle (an estimate). Just after the load
+    ended the utilisation still read busy beside a halved memory clock: such a sample among an HBM
+    step's few loaded ones averages its memory clock low, and the diagnosis says CLOCKS_LOW ("locked
+    memory clocks") of slow memory (the likely cause of a 4x-l40s run under CI's load, 2026-11-29,
+    that missed its HBM_SLOW). The clock now follows what NVML counts, as the link's generation does."""
+    from nodeqc.backends.sim.physics import NVML_UTIL_WINDOW_S
+    from nodeqc.work.telemetry import LOADED_UTIL_PCT
+
+    n = SimNode(load_scenario("l40s"), [], time_scale=10.0)
+    mgmt, dev = n.management(), SimDevice(n.compute_spec(), 0)
+    full = n.scenario.gpu_model.mem_mhz
+    assert mgmt.sample(0).mem_clock_mhz == full // 2  # idle
+    dev.set_load(1.0)
+    manual_time.sleep(0.1)  # a simulated second
+    assert mgmt.sample(0).mem_clock_mhz == full
+    dev.set_load(0.0)
+    manual_time.sleep(NVML_UTIL_WINDOW_S / 3 / 10)  # a third of the window on the clock's scale
+    tail = mgmt.sample(0)
+    assert tail.util_pct >= LOADED_UTIL_PCT and tail.mem_clock_mhz == full
+    manual_time.sleep(NVML_UTIL_WINDOW_S / 10)
+    past = mgmt.sample(0)
+    assert past.util_pct == 0 and past.mem_clock_mhz == full // 2
+
+
 def test_injected_link_temperature_and_throttle():
     n = node(faults=["gpu2:pcie_width=8", "gpu2:pcie_gen=3", "gpu2:temp=95", "gpu2:throttle=hw_slowdown",
                      "gpu2:throttle=power_brake"])

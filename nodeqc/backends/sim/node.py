@@ -326,8 +326,9 @@ class SimManagement(GpuManagement):
             power_limit_w=self._limit(k),
             sm_clock_mhz=min(on_clock_grid(clock, rng.random()), m.max_sm_mhz),  # never past its maximum
             # The measured HBM parts hold their memory clock at idle (2619 and 3201 MHz in every real
-            # sample); the rest halve it, an estimate.
-            mem_clock_mhz=m.mem_mhz if busy or m.twin is not None else m.mem_mhz // 2,
+            # sample); the rest halve it, an estimate, once NVML no longer counts them busy (a driver
+            # drops its clocks after idle, not at once; a "loaded" sample at half made CLOCKS_LOW).
+            mem_clock_mhz=m.mem_mhz if busy or busy_share > 0 or m.twin is not None else m.mem_mhz // 2,
             util_pct=min(100, int(round(busy_share * 100))),
             mem_util_pct=min(100, int(round(busy_share * 100 * self._mem_util_share(k)))),
             reasons=reasons,
