@@ -755,7 +755,8 @@ def test_the_burn_begins_and_ends_when_the_real_ones_did(simulated, key):
     real ones began 2.9-5.0 s in: its workers' start-up (NumPy's import, 0.5-1.3 real seconds) counted
     ten times over on the compressed clock. It now passes at the host's own pace (Clock.host_paced),
     as a real host's start-up does. The rest of the run before the burn (inventory, the idle
-    readings) is still the host's time compressed, so a loaded host adds to it: hence the margin after."""
+    readings) is still the host's time compressed, so a loaded host adds to it: hence the margin after
+    (a loaded CI run began the slow-host test's burn at 9.3 s)."""
     def span(burn: dict) -> tuple[float, float]:
         runs = [v for v in burn["evidence"]["dtypes"].values() if "start_s" in v]
         return min(v["start_s"] for v in runs), max(v["end_s"] for v in runs)
@@ -766,8 +767,8 @@ def test_the_burn_begins_and_ends_when_the_real_ones_did(simulated, key):
     starts, ends = [r[0] for r in real], [r[1] for r in real]
     assert (min(starts), max(starts)) == (2.876, 4.962) and (min(ends), max(ends)) == (33.024, 35.234)
     start, end = span(simulated[key][("stress.burn", "gpu0")].to_dict())
-    assert min(starts) - 1.5 <= start <= max(starts) + 3.0, (start, starts)
-    assert min(ends) - 3.0 <= end <= max(ends) + 3.0, (end, ends)
+    assert min(starts) - 1.5 <= start <= max(starts) + 6.0, (start, starts)
+    assert min(ends) - 3.0 <= end <= max(ends) + 6.0, (end, ends)
 
 
 def test_a_slow_host_start_up_is_not_counted_ten_times_over(tmp_path, monkeypatch):
@@ -794,7 +795,9 @@ def test_a_slow_host_start_up_is_not_counted_ten_times_over(tmp_path, monkeypatc
     (burn,) = [r for r in outcome.results if (r.name, r.subject) == ("stress.burn", "gpu0")]
     runs = [v for v in burn.evidence["dtypes"].values() if "start_s" in v]
     first, last = min(v["start_s"] for v in runs), max(v["end_s"] for v in runs)
-    assert 1.0 <= first <= 4.962 + 3.0, first  # the real runs' latest start, and the margin above
+    # The real runs' latest start, and the margin above: the inventory before it is still the host's time
+    # compressed, 9.3 s on a loaded CI run (13.9 unloaded before the fix).
+    assert 1.0 <= first <= 4.962 + 6.0, first
     envelope = json.loads(outcome.report_path.read_bytes())
     duration = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["duration_s"]
     assert duration - last <= 4.0, (duration, last)
