@@ -272,8 +272,10 @@ class SimManagement(GpuManagement):
         m, rng = self.model, self._rng[k]
         load = self._load(k)
         busy = load > LOADED
-        # NVML's utilisation: the share of its last sixth of a second a kernel ran.
+        # NVML's utilisation: the share of its last sixth of a second a kernel ran. While it counts the
+        # GPU busy, the clocks and link trained up under load stay so (a driver drops them after idle).
         busy_share = mean_load(trace, now, NVML_UTIL_WINDOW_S) if trace else load
+        counted_busy = busy or busy_share > 0
         reasons = self._reasons(k, load, st.temp)
         full_w, dtype_clock, power = self._draw(k, load)
         demand = sim_power_demand_w(m, load, full_w)
@@ -293,9 +295,8 @@ class SimManagement(GpuManagement):
             clock *= 0.5
         # Links downtrain at idle on bare metal; in the measured VMs the link read Gen5 x16 at idle in
         # all nine real quick runs (tests/fixtures/real-2026-11-2*: pcie_at_idle).
-        # A link trained up under load stays so while NVML still counts the GPU busy (a link read as
-        # idle, Gen1, beside a busy utilisation read as DOWNTRAINED under load).
-        gen = self.node.value(k, "pcie_gen", m.pcie_gen) if busy or busy_share > 0 or self._in_vm else 1
+        # (A link read as idle, Gen1, beside a busy utilisation read as DOWNTRAINED under load.)
+        gen = self.node.value(k, "pcie_gen", m.pcie_gen) if counted_busy or self._in_vm else 1
         width = self.node.value(k, "pcie_width", m.pcie_width)
         # NVML's temperatures are whole degrees (every real sample); the noise dithers them.
         temp_c = round(st.temp + rng.gauss(0, 0.4))
@@ -326,9 +327,9 @@ class SimManagement(GpuManagement):
             power_limit_w=self._limit(k),
             sm_clock_mhz=min(on_clock_grid(clock, rng.random()), m.max_sm_mhz),  # never past its maximum
             # The measured HBM parts hold their memory clock at idle (2619 and 3201 MHz in every real
-            # sample); the rest halve it, an estimate, once NVML no longer counts them busy (a driver
-            # drops its clocks after idle, not at once; a "loaded" sample at half made CLOCKS_LOW).
-            mem_clock_mhz=m.mem_mhz if busy or busy_share > 0 or m.twin is not None else m.mem_mhz // 2,
+            # sample); the rest halve it, an estimate, once NVML no longer counts them busy (a "loaded"
+            # sample at half made CLOCKS_LOW).
+            mem_clock_mhz=m.mem_mhz if counted_busy or m.twin is not None else m.mem_mhz // 2,
             util_pct=min(100, int(round(busy_share * 100))),
             mem_util_pct=min(100, int(round(busy_share * 100 * self._mem_util_share(k)))),
             reasons=reasons,
