@@ -6,18 +6,21 @@ hanging backend is cut at the deadline (exit 2, one line); bad options are one l
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from nodeqc.archive.watch import CLEARING_WINDOW_S, load_state, stamp
+from nodeqc.archive.watch import CLEARING_WINDOW_S, load_state, own_key, stamp
 from nodeqc.backends import hardware_for
 from nodeqc.cli.main import main
+from nodeqc.report.keys import load_signer
 from nodeqc.run.watch import Watcher
 
 from reports_for_tests import file_report, predicate
@@ -27,6 +30,11 @@ NODE, HOST = "SIM-HGXH100-0001", "sim-hgx-h100"  # the simulated hgx-h100's syst
 
 def watch(archive: Path, *args: str) -> int:
     return main(["watch", "--once", "--simulate", "hgx-h100", "--archive", str(archive), *args])
+
+
+def state_of(archive: Path):
+    """The node's watch state in the archive, believed by the key the watch signs it with."""
+    return load_state(NODE, own_key(load_signer(None)), archive)
 
 
 def metrics(path: Path) -> dict[str, list]:
@@ -78,7 +86,7 @@ def test_a_hardware_fault_exits_1_and_stays_until_a_qualification_passes(tmp_pat
     assert watch(tmp_path, "--textfile", str(prom)) == 0
     m = metrics(prom)
     assert m["nodeqc_watch_needs_requalification"][0].value == 0 and "nodeqc_watch_finding" not in m
-    assert load_state(NODE, tmp_path).findings == []
+    assert state_of(tmp_path).findings == []
 
 
 class FakeClock:
@@ -97,32 +105,102 @@ def watched(archive: Path, clock: FakeClock, *faults: str):
         w.close()
 
 
+def fleet_problems(archive: Path) -> str:
+    """The node's `problems` cell in `nodeqc fleet --csv`, as the operator's machine reads the archive."""
+    import csv
+
+    out = archive / "fleet.csv"
+    assert main(["fleet", "--archive", str(archive), "--csv", str(out)]) == 0
+    [row] = list(csv.DictReader(out.open()))
+    return row["problems"]
+
+
+def edited(path: Path, change: Any) -> bytes:
+    """The signed state at `path` with its payload changed by change(payload) and its signature kept:
+    what another writer of the archive can make without the node's key."""
+    envelope = json.loads(path.read_text())
+    payload = json.loads(base64.b64decode(envelope["payload"]))
+    change(payload)
+    envelope["payload"] = base64.b64encode(json.dumps(payload).encode()).decode()
+    return json.dumps(envelope).encode()
+
+
 def test_another_writer_of_the_archive_cannot_take_away_what_the_node_found(tmp_path, capsys):
-    """The archive's watch state is plain JSON, and in a shared archive other nodes write it: one that
-    emptied the findings and moved the kernel-log cursor past every line gave the node back its
-    health (the 2026-11-28 hostile-node audit). The node's own copy puts them back, and says so."""
+    """In a shared archive other nodes write too: one that emptied the findings and moved the
+    kernel-log cursor past every line gave the node back its health (the 2026-11-28 hostile-node
+    audit), in the watch and in `fleet`. The state is signed by the node's key now: an edited one is
+    believed by neither, and the watch writes its own copy in its place; one put back to an older
+    signed state (which no signature can show) is mended from the node's own copy, and said."""
+    file_report(tmp_path, predicate(NODE, finished_at=stamp(time.time() - 3600), hostname=HOST))
+    assert watch(tmp_path) == 0
+    shared = tmp_path / NODE / "watch-state.json"
+    healthy = shared.read_bytes()  # signed by the node: what a later writer can put back
     assert watch(tmp_path, "--inject", "gpu3:xid=79") == 1
     capsys.readouterr()
-    shared = tmp_path / NODE / "watch-state.json"
-    forged = json.loads(shared.read_text())
-    found = sorted((f["code"], f["sticky"]) for f in forged["findings"])
+    found = sorted((f.code, f.sticky) for f in state_of(tmp_path).findings)
     assert found == [("KERNEL_XID", True), ("XID_REBOOT", True)]  # NVML's event and the kernel's line of it
-    forged["findings"] = []
-    forged["readings"]["kernel_log"]["seq"] = 10 ** 18
-    shared.write_text(json.dumps(forged))
+    assert fleet_problems(tmp_path).startswith("needs re-qualification (watch: ")
+
+    def forget(payload: dict) -> None:
+        payload["findings"] = []
+        payload["readings"]["kernel_log"]["seq"] = 10 ** 18
+
+    shared.write_bytes(edited(shared, forget))
+    problems = fleet_problems(tmp_path)
+    capsys.readouterr()
+    assert problems.startswith(f"watch state not believed: {shared}: not a watch state signed for node {NODE} by a "
+                               "trusted key: signature does not match the content (altered)"), problems
     assert watch(tmp_path) == 1  # the Xid was not seen again: the node's own record of it stands
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[0].startswith("nodeqc watch: needs re-qualification: ") and "XID_REBOOT" in err[0], err
+    assert len(err) == 2 and err[0].startswith("nodeqc watch: needs re-qualification: ") and "XID_REBOOT" in err[0], err
+    assert err[1].startswith(f"nodeqc watch: warning: the archive's watch state was not believed: {shared}: "), err
+    assert err[1].endswith("(altered); this node's own copy stands in its place"), err
+    assert sorted((f.code, f.sticky) for f in state_of(tmp_path).findings) == found  # written back, signed
+    assert fleet_problems(tmp_path).startswith("needs re-qualification (watch: ")
+    # The healthy state of an hour ago, signed by the node, put back: the node's own copy mends it.
+    shared.write_bytes(healthy)
+    capsys.readouterr()
+    assert watch(tmp_path) == 1
+    err = capsys.readouterr().err.strip().splitlines()
     assert err[1].startswith("nodeqc watch: warning: the archive's watch state had lost what this node recorded; "
                              "put back from its own copy: "), err
     assert "health.xid gpu3 XID_REBOOT (first seen " in err[1] and " KERNEL_XID (first seen " in err[1]
     assert err[1].endswith("; the readings the next pass judges growth from, and where the kernel log was read to")
-    assert sorted((f["code"], f["sticky"]) for f in json.loads(shared.read_text())["findings"]) == found  # written back
     assert watch(tmp_path) == 1 and len(capsys.readouterr().err.strip().splitlines()) == 1  # agreed: nothing said
     # A passing qualification after it still clears it, in both copies.
     archive_passing_qualification(tmp_path)
     time.sleep(1.1)
     assert watch(tmp_path) == 0
+
+
+def test_a_node_cannot_give_another_node_back_its_validity_with_its_own_key(tmp_path, capsys):
+    """The operator trusts every node's key for that node's own reports (a `.nodes` binding). A node
+    that writes another's watch state, signed with its own trusted key, or that copies a state of its
+    own (signed by a key trusted for any node) over the other's, is not believed: `fleet` and
+    `history` say so, and the node's qualification is not given back."""
+    from nodeqc.archive.watch import WatchState
+    from nodeqc.report.keys import create_key, public_path, trusted_keys_dir
+
+    file_report(tmp_path, predicate(NODE, finished_at=stamp(time.time() - 3600), hostname=HOST))
+    assert watch(tmp_path, "--inject", "gpu3:xid=79") == 1
+    shared = tmp_path / NODE / "watch-state.json"
+    forger = create_key(tmp_path / "gpu99.pem")
+    trusted_keys_dir().mkdir(parents=True)
+    (trusted_keys_dir() / "gpu99.pem").write_bytes(public_path(forger.path).read_bytes())
+    (trusted_keys_dir() / "gpu99.nodes").write_text("SN-99\n")
+    state = state_of(tmp_path)
+    state.findings = []
+    shared.write_bytes(state.signed(forger))
+    assert fleet_problems(tmp_path) == (f"watch state not believed: {shared}: not a watch state signed for node {NODE} "
+                                        f"by a trusted key: signed by key {forger.keyid[:16]}… "
+                                        f"({trusted_keys_dir() / 'gpu99.pem'}), which is bound to node(s) SN-99, not {NODE}")
+    shared.write_bytes(WatchState("SN-99").signed(load_signer(None)))
+    problems = fleet_problems(tmp_path)
+    assert problems.startswith(f"watch state not believed: {shared}: ") and problems.endswith(
+        "), it is the state of node SN-99"), problems
+    capsys.readouterr()
+    assert main(["history", "--archive", str(tmp_path)]) == 0
+    assert f"nodeqc: {NODE}: watch state not believed: {shared}: " in capsys.readouterr().err
 
 
 def test_a_clearing_state_clears_after_its_window_and_not_before(tmp_path):
@@ -140,7 +218,7 @@ def test_a_clearing_state_clears_after_its_window_and_not_before(tmp_path):
     assert later.exit_code == 0 and any(f.code == "XID_WARNING" for f in later.standing)
     clock.t += 2
     assert watched(tmp_path, clock).exit_code == 0
-    assert load_state(NODE, tmp_path).findings == []
+    assert state_of(tmp_path).findings == []
 
 
 def test_a_corrected_ecc_burst_clears_after_its_window(tmp_path):
@@ -389,24 +467,40 @@ def test_a_later_pass_reads_the_kernel_log_from_where_the_last_one_stopped(tmp_p
                                      '{"nodeqc_watch": 1, "node": "x", "readings": {"kernel_log": {"seq": "x"}}}',
                                      '{"nodeqc_watch": 1, "node": "x", "readings": {"nics": {"ib0": {"ports": '
                                      '{"p1": {"symbol_error": true}}}}}}'])
-def test_a_state_file_that_is_not_the_watchs_is_one_line_and_exit_2_and_fleet_says_so(tmp_path, capsys, content):
-    import csv
+def test_a_state_file_that_is_not_the_watchs_is_said_and_replaced_and_fleet_says_so(tmp_path, capsys, content):
+    """A state that cannot be believed (not JSON, another shape, readings of the wrong kind: each was
+    once a pass's internal error), unsigned or signed by the node's own key, is said in one line by
+    `fleet` and by the watch, which writes its own in its place; one it cannot read at all (a FIFO) is
+    one line and exit 2, and `fleet` says so."""
     import os
+
+    from nodeqc.archive.watch import STATE_PAYLOAD_TYPE
+    from nodeqc.report.envelope import sign_payload
 
     state = tmp_path / NODE / "watch-state.json"
     state.parent.mkdir()
+    file_report(tmp_path, predicate(NODE, hostname=HOST))
     if content == "fifo":
         os.mkfifo(state)  # would block a reader that opened it blindly
-    else:
-        state.write_text(content)
-    assert watch(tmp_path) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"nodeqc: {state}: ") and "Traceback" not in err[0], err
-    file_report(tmp_path, predicate(NODE, hostname=HOST))
-    out = tmp_path / "fleet.csv"
-    assert main(["fleet", "--archive", str(tmp_path), "--csv", str(out)]) == 0
-    [row] = list(csv.DictReader(out.open()))
-    assert "watch state unreadable" in row["problems"]
+        assert watch(tmp_path) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"nodeqc: {state}: ") and "Traceback" not in err[0], err
+        assert "watch state unreadable" in fleet_problems(tmp_path)
+        return
+    for signed in (False, True):
+        state.write_bytes(json.dumps(sign_payload(STATE_PAYLOAD_TYPE, content.encode(), load_signer(None))).encode()
+                          if signed else content.encode())
+        problems = fleet_problems(tmp_path)
+        assert problems.startswith(f"watch state not believed: {state}: not a watch state signed for node {NODE} by "
+                                   "a trusted key: "), problems
+        assert ("signed, but not a nodeqc watch state (" in problems) == signed, problems
+        capsys.readouterr()
+        assert watch(tmp_path) == 0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 2 and err[1].startswith(f"nodeqc watch: warning: the archive's watch state was not "
+                                                   f"believed: {state}: "), err
+        assert "Traceback" not in err[1] and "\n" not in err[1]
+        assert fleet_problems(tmp_path) == "" and state_of(tmp_path).node == NODE  # its own, signed, in its place
 
 
 def test_a_gpu_an_earlier_pass_saw_that_the_driver_no_longer_lists_is_lost(tmp_path):
@@ -522,7 +616,7 @@ def test_any_read_that_hangs_is_cut_at_the_deadline_and_named(tmp_path, part, me
         w.close()
     assert time.monotonic() - started < 8
     assert result.exit_code == 2 and result.error == f"no answer within the 4 s deadline ({step})"
-    assert w.hung and load_state(NODE, tmp_path) is None  # nothing half-read is recorded
+    assert w.hung and state_of(tmp_path) is None  # nothing half-read is recorded
 
 
 def test_two_watches_at_once_keep_what_each_found(tmp_path):
@@ -545,7 +639,7 @@ def test_two_watches_at_once_keep_what_each_found(tmp_path):
         assert slow.run_pass().exit_code == 1
     finally:
         slow.close()
-    codes = {(f.subject, f.code) for f in load_state(NODE, tmp_path).findings}
+    codes = {(f.subject, f.code) for f in state_of(tmp_path).findings}
     assert {("gpu3", "XID_REBOOT"), ("gpu5", "ROW_REMAP_FAILED")} <= codes
     with state_lock(NODE, tmp_path):  # the lock is taken and given back
         pass

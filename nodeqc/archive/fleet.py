@@ -27,6 +27,7 @@ from nodeqc.archive.standing import judged, open_labels, walked
 from nodeqc.archive.watch import last_cleared, validity
 from nodeqc.checks.fleet import outliers as find_outliers
 from nodeqc.core.model import check_label
+from nodeqc.report.keys import trusted_keys
 
 CACHE_VERSION = 4  # 2: each row with its HMAC; 3: with the checks that warned; 4: with the checks judged
 WARNED = " (warn)"  # how a warned check is marked among the failed ones
@@ -253,10 +254,12 @@ class FleetView:
 
 
 def fleet(entries: list[Any], outlier_pct: float, min_fleet: int, now: datetime | None = None,
-          cache: FigureCache | None = None) -> FleetView:
+          cache: FigureCache | None = None, trusted: dict[str, Any] | None = None) -> FleetView:
     """The fleet from archive entries (newest first, as Archive.reports gives them): each node's
-    newest report, the outliers, and the rows ordered newest problems first."""
+    newest report, the outliers, and the rows ordered newest problems first. `trusted`: the keys
+    a node's watch state is believed by (default: keys.trusted_keys(), as the archive's index)."""
     now = now or datetime.now(timezone.utc)
+    trusted = trusted_keys() if trusted is None else trusted
     newest: dict[str, Any] = {}
     fabrics: dict[str, Any] = {}
     by_node: dict[str, list[Any]] = {}
@@ -280,7 +283,7 @@ def fleet(entries: list[Any], outlier_pct: float, min_fleet: int, now: datetime 
     cleared = last_cleared(entries)
     for e in newest.values():
         until, watched = validity(e.node, e.root, extracts[e.sha256].get("valid_until"), cleared.get(e.node),
-                                  now.timestamp())
+                                  trusted, now.timestamp())
         carried = {label: old.path.name for label, old in
                    open_labels(walks[e.node], lambda x: list(extracts[x.sha256].get("judged") or []))
                    if old is not e}
@@ -300,7 +303,8 @@ def fabric_failed(entry: Any) -> str:
                      if m.get("verdict") != "pass")
 
 
-def expired_entries(entries: list[Any], now: datetime | None = None, cache: FigureCache | None = None) -> list[Any]:
+def expired_entries(entries: list[Any], now: datetime | None = None, cache: FigureCache | None = None,
+                    trusted: dict[str, Any] | None = None) -> list[Any]:
     """Each node's newest qualification (a complete, full run that passed) whose valid_until has
     passed, or that `nodeqc watch` ended (a sticky finding since: nodeqc.archive.watch); newest
     first. A qualification without valid_until (its profile set no valid_days) never expires by age."""
@@ -311,8 +315,9 @@ def expired_entries(entries: list[Any], now: datetime | None = None, cache: Figu
             newest_pass[e.node] = e
     extracts = read_extracts(newest_pass.values(), cache)
     cleared = last_cleared(entries)
+    trusted = trusted_keys() if trusted is None else trusted
     ended = {e.sha256: validity(e.node, e.root, extracts[e.sha256].get("valid_until"), cleared.get(e.node),
-                                now.timestamp())[0] for e in newest_pass.values()}
+                                trusted, now.timestamp())[0] for e in newest_pass.values()}
     return [e for e in newest_pass.values() if ended[e.sha256] and _parse(ended[e.sha256]) <= now]
 
 

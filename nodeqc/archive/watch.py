@@ -15,15 +15,23 @@ subject, its code). It is either:
   corrected ECC or PCIe errors, a non-fatal XID. It stands for CLEARING_WINDOW_S after it was last
   seen, then clears; it never ends a qualification's validity.
 
-The file is plain JSON, not signed, and in a shared archive other nodes may write it: one that
-removed a sticky finding, or moved the readings on (a kernel-log cursor past every line, counters
-raised so nothing grows), would give validity back. So the watch on the node also keeps its own copy
-outside the archive (the user's config directory: `own_copy_root`), and reads the archive's through
-it (`load_watched`): its own sticky findings and readings win, and what it restored is said. Readers
-elsewhere (`fleet`, `history`, the app) have only the archive's copy; `nodeqc verify` still vouches
-for every report. It is written whole through nodeqc.core.safefile (temporary file renamed), read once
-as a regular file of bounded size, and a file that is not the watch's (unreadable, another shape) is
-refused in one line.
+In a shared archive other nodes may write the file: one that removed a sticky finding, or moved the
+readings on (a kernel-log cursor past every line, counters raised so nothing grows), would give
+validity back. So:
+
+- The state is signed by the node's own key, as its reports are (a DSSE envelope of type
+  STATE_PAYLOAD_TYPE), and read only through that signature: the watch on the node believes its own
+  key only; `fleet`, `history` and the app believe a key they trust for that node (keys.Trusted,
+  bound by its `.nodes` file), as `nodeqc verify` does for reports. A state they cannot believe
+  (forged, altered, another node's, written unsigned by an older nodeqc) is said, never taken for a
+  healthy node. A signature cannot show a state deleted or put back to an older signed one, as it
+  cannot for the reports themselves.
+- The watch on the node also keeps its own copy outside the archive (the user's config directory:
+  `own_copy_root`) and reads the archive's through it (`load_watched`): its own sticky findings and
+  readings win, a state it cannot believe is replaced, and what it put back is said.
+
+It is written whole through nodeqc.core.safefile (temporary file renamed), read once as a regular
+file of bounded size, and a file that cannot be read (a FIFO, a directory) is refused in one line.
 """
 
 from __future__ import annotations
@@ -40,13 +48,16 @@ from typing import Any
 
 from nodeqc.archive.filing import node_dir
 from nodeqc.core.codes import REMEDIATION
-from nodeqc.core.errors import UsageError
+from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.safefile import NotAFile, OutputError, open_append, read_bounded, write_atomic
+from nodeqc.report.envelope import VerificationError, open_signed, parse_envelope, sign_payload
+from nodeqc.report.keys import Signer, Trusted
 
 STATE_NAME = "watch-state.json"  # beside the reports; the index reads *.report.json only
 LOCK_NAME = ".watch-state.lock"
 LOCK_WAIT_S = 5.0  # another watch holds the state only while it reads and writes it: milliseconds
 STATE_VERSION = 1
+STATE_PAYLOAD_TYPE = "application/vnd.nodeqc.watch-state+json"  # what the node's key signs (DSSE)
 MAX_STATE_BYTES = 4 << 20  # a node's state is a few kB: its findings, its counters at the last pass
 MAX_FINDINGS = 500  # more findings than any node's parts and checks make: a flood is not kept whole
 
@@ -117,13 +128,29 @@ class WatchState:
         data = {"nodeqc_watch": STATE_VERSION, **asdict(self)}
         return json.dumps(data, indent=1, sort_keys=True, default=str) + "\n"
 
+    def signed(self, signer: Signer) -> bytes:
+        """The file's bytes: the state in a DSSE envelope signed by the node's key."""
+        envelope = sign_payload(STATE_PAYLOAD_TYPE, self.to_json().encode("utf-8"), signer)
+        return (json.dumps(envelope, indent=1) + "\n").encode("utf-8")
+
+
+class NotVouched(UsageError):
+    """The file is there and readable, but no watch state that a trusted key signed for this node:
+    forged, altered, another node's, damaged, or written unsigned by nodeqc before states were signed."""
+
+
+def own_key(signer: Signer) -> dict[str, Trusted]:
+    """The only key the watch on a node believes its state by: its own."""
+    return {signer.keyid: Trusted(signer.public, "this node's signing key")}
+
 
 def state_path(node: str, root: str | Path | None = None) -> Path:
     return node_dir(node, root) / STATE_NAME
 
 
-def load_state(node: str, root: str | Path | None = None) -> WatchState | None:
-    """The node's watch state, or None when it was never watched. A file that is not one is refused."""
+def load_state(node: str, trusted: dict[str, Trusted], root: str | Path | None = None) -> WatchState | None:
+    """The node's watch state, or None when it was never watched. NotVouched when the file is not a
+    state signed for `node` by a key in `trusted`; UsageError when it cannot be read at all."""
     path = state_path(node, root)
     try:
         raw = read_bounded(path, MAX_STATE_BYTES)
@@ -134,11 +161,28 @@ def load_state(node: str, root: str | Path | None = None) -> WatchState | None:
     except OSError as e:
         raise UsageError(f"{path}: cannot read the watch state: {e.strerror or e}") from None
     try:
-        data = json.loads(raw.decode("utf-8"))
-        return _state(data)
+        envelope = parse_envelope(raw, "watch state")
+        if "nodeqc_watch" in envelope:
+            raise VerificationError("written unsigned, by nodeqc before watch states were signed")
+        state, _, _ = open_signed(envelope, STATE_PAYLOAD_TYPE, trusted, lambda p, bound: _vouched(p, bound, node),
+                                  "the watch state")
+    except VerificationError as e:
+        raise NotVouched(f"{path}: not a watch state signed for node {shown(node)} by a trusted key: {e}") from None
+    return state
+
+
+def _vouched(payload: bytes, bound: frozenset[str] | None, node: str) -> tuple[WatchState, str | None]:
+    """The signed state, and why it does not stand for `node` (keys bound to other nodes, or the
+    state of another node copied over this one's), or None."""
+    try:
+        state = _state(json.loads(payload.decode("utf-8")))
     except (ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError) as e:
-        raise UsageError(f"{path}: not a nodeqc watch state ({type(e).__name__}: {e}); "
-                         "remove it to start watching afresh") from None
+        raise VerificationError(f"signed, but not a nodeqc watch state ({type(e).__name__}: {e})") from None
+    if state.node != node:
+        return state, f"it is the state of node {shown(state.node)}"
+    if bound is not None and node not in bound:
+        return state, f"which is bound to node(s) {', '.join(sorted(bound)[:3])}, not {shown(node)}"
+    return state, None
 
 
 def _state(data: Any) -> WatchState:
@@ -214,20 +258,30 @@ def own_copy_root() -> Path:
     return config_dir() / "watch"
 
 
-def load_watched(node: str, root: str | Path | None = None) -> tuple[WatchState | None, list[str]]:
-    """The node's watch state as the watch on the node reads it: the archive's, with this node's own
-    copy's sticky findings (as it recorded them: a first_seen moved earlier would let an older
-    qualification clear one) and its readings put back over it. Returns the state and what was put
-    back, one line each (none where the two agree). An own copy that cannot be read is passed over:
-    the archive's stands alone, as before there was one."""
-    shared = load_state(node, root)
+def load_watched(node: str, signer: Signer, root: str | Path | None = None) -> tuple[WatchState | None, list[str], str]:
+    """The node's watch state as the watch on the node reads it, believing its own key (`signer`'s)
+    only: the archive's, with this node's own copy's sticky findings (as it recorded them: a
+    first_seen moved earlier would let an older qualification clear one) and its readings put back
+    over it. Returns the state; what was put back, one line each (none where the two agree); and why
+    the archive's copy was not believed ('' when it was, or there was none) and what stands in its
+    place (this node's own copy; else nothing: the watch starts afresh). An own copy that cannot be read is passed over: the
+    archive's stands alone, as before there was one."""
+    trusted = own_key(signer)
+    refused = ""
     try:
-        own = load_state(node, own_copy_root())
+        shared = load_state(node, trusted, root)
+    except NotVouched as e:
+        shared, refused = None, str(e)
+    try:
+        own = load_state(node, trusted, own_copy_root())
     except UsageError:
         own = None
     if own is None:
-        return shared, []
+        return shared, [], refused + ("; this node keeps no copy of its own: the watch starts afresh" if refused else "")
+    refused += "; this node's own copy stands in its place" if refused else ""
     state = shared or WatchState(node, own.hostname, own.simulated)
+    if refused:  # the archive's copy is worth nothing: this node's own, whole
+        state.findings = list(own.findings)
     by_key = {f.key: f for f in state.findings}
     restored = []
     for f in own.findings:
@@ -236,27 +290,28 @@ def load_watched(node: str, root: str | Path | None = None) -> tuple[WatchState 
             by_key[f.key] = f
     state.findings = list(by_key.values())[:MAX_FINDINGS]
     if own.readings and own.readings != state.readings:
-        restored.append("the readings the next pass judges growth from, and where the kernel log was read to")
+        if not refused:
+            restored.append("the readings the next pass judges growth from, and where the kernel log was read to")
         state.readings = own.readings
-    return state, restored
+    return state, restored, refused
 
 
-def save_watched(state: WatchState, root: str | Path | None = None) -> Path:
-    """The state written to the archive and to this node's own copy (a copy that cannot be written
-    leaves the archive's alone to stand, as before there was one)."""
-    path = save_state(state, root)
+def save_watched(state: WatchState, signer: Signer, root: str | Path | None = None) -> Path:
+    """The state signed and written to the archive and to this node's own copy (a copy that cannot be
+    written leaves the archive's alone to stand, as before there was one)."""
+    path = save_state(state, signer, root)
     try:
-        save_state(state, own_copy_root())
+        save_state(state, signer, own_copy_root())
     except UsageError:
         pass
     return path
 
 
-def save_state(state: WatchState, root: str | Path | None = None) -> Path:
+def save_state(state: WatchState, signer: Signer, root: str | Path | None = None) -> Path:
     path = state_path(state.node, root)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, state.to_json().encode("utf-8"))
+        write_atomic(path, state.signed(signer))
     except (OutputError, OSError) as e:
         raise UsageError(f"{path}: cannot write the watch state: {getattr(e, 'strerror', None) or e}") from None
     return path
@@ -375,12 +430,15 @@ def last_cleared(entries: list[Any]) -> dict[str, str]:
 
 
 def validity(node: str, root: str | Path | None, valid_until: str | None, finished_at: str | None,
-             now: float | None = None) -> tuple[str | None, str]:
+             trusted: dict[str, Trusted], now: float | None = None) -> tuple[str | None, str]:
     """A node's valid_until as the watch leaves it, and why ('' when the watch has nothing to say),
     for `nodeqc fleet` and `nodeqc history`; finished_at: when the node's newest qualification
-    (see clears) finished. A state file that cannot be read is said, never taken for a healthy node."""
+    (see clears) finished; trusted: the keys the reader trusts (keys.trusted_keys). A state file that
+    cannot be read or believed is said, never taken for a healthy node."""
     try:
-        state = load_state(node, root)
+        state = load_state(node, trusted, root)
+    except NotVouched as e:
+        return valid_until, f"watch state not believed: {e}"
     except UsageError as e:
         return valid_until, f"watch state unreadable: {e}"
     until, standing = effective_valid_until(valid_until, finished_at, state, now)

@@ -35,6 +35,7 @@ def _parser() -> Parser:
 
 def main(argv: list[str]) -> int:
     from nodeqc.archive.fleet import fleet
+    from nodeqc.report.keys import trusted_keys
     from nodeqc.checks.fleet import DEFAULT_MIN_FLEET, DEFAULT_OUTLIER_PCT
 
     p = _parser()
@@ -61,7 +62,7 @@ def main(argv: list[str]) -> int:
         if not out.parent.is_dir():
             raise UsageError(f"{out}: {out.parent} is not a directory")
     entries = query(args)
-    view = fleet(entries, pct, min_fleet)
+    view = fleet(entries, pct, min_fleet, trusted=trusted_keys(args.pubkey))
     rows = [_row(r, view.now) for r in view.rows]
     _print(rows[: args.rows] if args.rows else rows, view, pct)  # fabric runs apart: not nodes
     if args.csv:

@@ -189,6 +189,8 @@ def cmd_history(argv: list[str]) -> int:
     args = p.parse_args(argv)
     if args.part:
         return _part_history(args)
+    from nodeqc.report.keys import trusted_keys
+
     limit = args.limit
     if args.expired:  # expiry is judged on each node's newest qualification: limit after that
         args.limit = None
@@ -197,7 +199,8 @@ def cmd_history(argv: list[str]) -> int:
     if args.expired:
         from nodeqc.archive.fleet import expired_entries
 
-        entries = expired_entries(entries)[:limit] if limit else expired_entries(entries)
+        expired = expired_entries(entries, trusted=trusted_keys(args.pubkey))
+        entries = expired[:limit] if limit else expired
     rows = []
     for e in entries:
         failed = (e.failed[0] + (f" +{len(e.failed) - 1}" if len(e.failed) > 1 else "")) if e.failed else "-"
@@ -217,11 +220,11 @@ def cmd_history(argv: list[str]) -> int:
         for line in table(["FINISHED", "NODE", "HOST", "RESULT", "PROFILE", "FAILED", "REPORT"], rows,
                           HISTORY_CAPS):
             print(line)
-    _watched(entries)
+    _watched(entries, trusted_keys(args.pubkey))
     return 0
 
 
-def _watched(entries: list[Any]) -> None:
+def _watched(entries: list[Any], trusted: dict[str, Any]) -> None:
     """What `nodeqc watch` says of each node listed (its newest report's qualification ended, and
     why), one line each on stderr under the table."""
     from nodeqc.archive.watch import last_cleared, validity
@@ -232,7 +235,7 @@ def _watched(entries: list[Any]) -> None:
         if e.fabric or e.node in seen:
             continue
         seen.add(e.node)
-        until, why = validity(e.node, e.root, None, cleared.get(e.node))
+        until, why = validity(e.node, e.root, None, cleared.get(e.node), trusted)
         if why:
             print(clean(f"nodeqc: {e.node}: {why}" + (f"; valid until {until}" if until else "")), file=sys.stderr)
 

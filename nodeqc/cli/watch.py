@@ -44,6 +44,8 @@ def _parser() -> Parser:
                    "found between qualifications: its injected faults have happened")
     p.add_argument("--inject", metavar="FAULT", action="append", default=[],
                    help="fault for the simulated node, e.g. gpu3:xid=79 (repeatable)")
+    p.add_argument("--key", metavar="PEM", help="the node's Ed25519 private key (PKCS#8 PEM) that signs its watch "
+                   "state, as its reports are signed (default: the per-user key, made on first use)")
     p.add_argument("--json", action="store_true", help="stdout: each pass as one JSON line")
     return p
 
@@ -70,8 +72,11 @@ def main(argv: list[str]) -> int:
     textfile = Path(args.textfile) if args.textfile else None
     if textfile is not None:
         _check_textfile(textfile)
+    from nodeqc.report.keys import load_signer
+
+    signer = load_signer(args.key)  # before the hardware: a key refused is one line, nothing opened
     hardware = hardware_for(args.simulate, None, args.inject, in_service=True)
-    watcher = Watcher(hardware, args.profile, str(archive), deadline)
+    watcher = Watcher(hardware, args.profile, str(archive), deadline, signer=signer)
     interval = args.interval or DEFAULT_INTERVAL_S
     code = 2
     try:
@@ -104,6 +109,9 @@ def _report(result: Any, textfile: Path | None, as_json: bool) -> None:
     from nodeqc.core.text import clean
 
     print(clean(result.line()), file=sys.stderr)
+    if result.refused:  # forged, altered, another node's, or unsigned: this node's own copy replaced it
+        print(clean(f"nodeqc watch: warning: the archive's watch state was not believed: {result.refused}"),
+              file=sys.stderr)
     if result.restored:  # another writer of the archive took away what this node had found
         print(clean("nodeqc watch: warning: the archive's watch state had lost what this node recorded; put back "
                     "from its own copy: " + "; ".join(result.restored)), file=sys.stderr)

@@ -11,6 +11,7 @@ needs attention, or needs re-qualification since when and why."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
@@ -18,7 +19,7 @@ from PySide6.QtWidgets import QHeaderView, QLabel, QSizePolicy, QTreeWidget, QTr
 
 from nodeqc.archive.index import Archive
 from nodeqc.archive.verified import Entry, Skipped
-from nodeqc.archive.watch import last_cleared, load_state, needs_requalification, parse_stamp, stamp
+from nodeqc.archive.watch import NotVouched, last_cleared, load_state, needs_requalification, parse_stamp, stamp
 from nodeqc.core.errors import UsageError
 from nodeqc.report.answer import COLOURS
 
@@ -52,7 +53,7 @@ class HistoryList(QWidget):
         self.watch = QLabel()  # the live health from nodeqc watch, beside the last qualification
         self.watch.setWordWrap(True)
         self.watch.setTextFormat(Qt.TextFormat.PlainText)  # findings quote the node's kernel log: never markup
-        self._watched: tuple[str, Path | None, str | None] | None = None
+        self._watched: tuple[str, Path | None, str | None, dict[str, Any]] | None = None
         self._timer = QTimer(self)
         self._timer.timeout.connect(self.refresh_watch)
         self._timer.start(WATCH_REFRESH_S * 1000)
@@ -84,7 +85,7 @@ class HistoryList(QWidget):
                                 "trusted): listed last, never counted" if unverified else "")
                              + ". Double-click one to open it."
                              + "".join(f"\nIndex: {line}" for line in index_problems))
-        self._watched = (node_id, archive, last_cleared(entries).get(node_id))
+        self._watched = (node_id, archive, last_cleared(entries).get(node_id), index.trusted)
         self.refresh_watch()
         for entry in entries[:MAX_SHOWN]:
             self.tree.addTopLevelItem(self._row(entry))
@@ -97,10 +98,13 @@ class HistoryList(QWidget):
 
         if self._watched is None:
             return
-        node, archive, qualified = self._watched
+        node, archive, qualified, trusted = self._watched
         since = f"last passing qualification {qualified}" if qualified else "no passing qualification in the archive"
         try:
-            state = load_state(node, archive)
+            state = load_state(node, trusted, archive)
+        except NotVouched as e:
+            self._show_watch(f"Watch: its state is not believed: {e}", "error")
+            return
         except UsageError as e:
             self._show_watch(f"Watch: its state could not be read: {e}", "error")
             return

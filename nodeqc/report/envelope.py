@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from cryptography.exceptions import InvalidSignature
 
@@ -65,9 +65,14 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 
 def sign(stmt: dict[str, Any], signer: Signer) -> dict[str, Any]:
-    payload = canonical(stmt)
-    sig = signer.sign(pae(PAYLOAD_TYPE, payload))
-    return {"payloadType": PAYLOAD_TYPE,
+    return sign_payload(PAYLOAD_TYPE, canonical(stmt), signer)
+
+
+def sign_payload(payload_type: str, payload: bytes, signer: Signer) -> dict[str, Any]:
+    """A DSSE envelope of any payload: the report's statement, or the watch's state
+    (nodeqc.archive.watch), each with its own payload type, which the signature covers."""
+    sig = signer.sign(pae(payload_type, payload))
+    return {"payloadType": payload_type,
             "payload": base64.b64encode(payload).decode(),
             "signatures": [{"keyid": signer.keyid, "sig": base64.b64encode(sig).decode()}]}
 
@@ -129,10 +134,10 @@ def _json(data: bytes | str, what: str) -> Any:
         raise VerificationError(f"{what} (nested too deeply for a nodeqc report)") from None
 
 
-def parse_envelope(data: bytes) -> dict[str, Any]:
-    envelope = _json(data, "not a JSON report")
+def parse_envelope(data: bytes, kind: str = "report") -> dict[str, Any]:
+    envelope = _json(data, f"not a JSON {kind}")
     if not isinstance(envelope, dict):
-        raise VerificationError("not a nodeqc report envelope")
+        raise VerificationError(f"not a nodeqc {kind} envelope")
     return envelope
 
 
@@ -207,17 +212,31 @@ def _outside_binding(stmt: dict[str, Any], nodes: frozenset[str] | None) -> str 
 
 
 def verify_envelope(envelope: dict[str, Any], trusted: dict[str, Trusted]) -> Verified:
-    if envelope.get("payloadType") != PAYLOAD_TYPE:
-        raise VerificationError(f"payloadType is {envelope.get('payloadType')!r}, expected {PAYLOAD_TYPE}")
+    def vouched(payload: bytes, nodes: frozenset[str] | None) -> tuple[dict[str, Any], str | None]:
+        stmt = _statement(payload)  # the payload that was verified, decoded once
+        return stmt, _outside_binding(stmt, nodes)
+
+    stmt, kid, source = open_signed(envelope, PAYLOAD_TYPE, trusted, vouched, "the report")
+    return Verified(stmt, kid, source)
+
+
+def open_signed(envelope: dict[str, Any], payload_type: str, trusted: dict[str, Trusted],
+                vouched: Callable[[bytes, frozenset[str] | None], tuple[Any, str | None]], what: str) -> tuple[Any, str, str]:
+    """A DSSE envelope's content, once a trusted key's signature over it matches: (what `vouched`
+    made of the payload, the key's id, where the key came from). `vouched` reads the verified payload
+    and says why the key, bound to those nodes (keys.Trusted; None: any), does not vouch for it, or
+    None. VerificationError, naming `what`, with each signature's reason otherwise."""
+    if envelope.get("payloadType") != payload_type:
+        raise VerificationError(f"payloadType is {envelope.get('payloadType')!r}, expected {payload_type}")
     payload = _b64(envelope.get("payload"), "payload")
     signatures = envelope.get("signatures")
     if not isinstance(signatures, list) or not signatures:
-        raise VerificationError("the report is not signed")
+        raise VerificationError(f"{what} is not signed")
     if not trusted:
         kids = [str(s.get("keyid"))[:16] + "…" for s in signatures if isinstance(s, dict) and s.get("keyid")]
-        raise VerificationError("no trusted public key: " + (f"the report is signed by key {', '.join(kids[:3])}; "
+        raise VerificationError("no trusted public key: " + (f"{what} is signed by key {', '.join(kids[:3])}; "
                                                              if kids else "") + "pass its public key with --pubkey PEM")
-    message = pae(PAYLOAD_TYPE, payload)
+    message = pae(payload_type, payload)
     reasons = []
     for s in signatures:
         kid = s.get("keyid") if isinstance(s, dict) else None
@@ -231,12 +250,11 @@ def verify_envelope(envelope: dict[str, Any], trusted: dict[str, Trusted]) -> Ve
         except InvalidSignature:
             reasons.append("signature does not match the content (altered)")
             continue
-        stmt = _statement(payload)  # the payload that was verified, decoded once
-        outside = _outside_binding(stmt, trusted[kid][2] if len(trusted[kid]) > 2 else None)
+        content, outside = vouched(payload, trusted[kid][2] if len(trusted[kid]) > 2 else None)
         if outside:
             reasons.append(f"signed by key {kid[:16]}… ({source}), {outside}")
             continue
-        return Verified(stmt, kid, source)
+        return content, kid, source
     raise VerificationError("; ".join(reasons))
 
 

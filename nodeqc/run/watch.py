@@ -33,6 +33,7 @@ from nodeqc.checks.fabric_state import nvlink_fabric
 from nodeqc.core.errors import BackendUnavailable, GpuLostError, UsageError
 from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.core.na import NA, is_na
+from nodeqc.report.keys import Signer, load_signer
 from nodeqc.work.telemetry import GpuTelemetry
 
 EXIT_HEALTHY, EXIT_ATTENTION, EXIT_UNJUDGED = 0, 1, 2
@@ -91,8 +92,10 @@ class PassResult:
     requalify: list[WatchFinding] = field(default_factory=list)
     qualified_at: float | None = None
     error: str | None = None  # why the node could not be judged
-    # What this node's own copy of its watch state put back over the archive's (load_watched).
+    # What this node's own copy of its watch state put back over the archive's (load_watched), and
+    # why the archive's copy was not believed at all ('' when it was).
     restored: list[str] = field(default_factory=list)
+    refused: str = ""
 
     def line(self) -> str:
         """The pass in one line, for stderr and Slurm's log."""
@@ -131,12 +134,15 @@ def bounded(work: Callable[[Callable[[str], None]], Any], deadline_s: float) -> 
 
 
 class Watcher:
-    """One node watched: its hardware (opened once), its profile and its archive. `clock` gives Unix
-    time (a test's fake clock)."""
+    """One node watched: its hardware (opened once), its profile and its archive. `signer`: the node's
+    key, which signs its watch state (default: the per-user key its reports are signed with);
+    `clock` gives Unix time (a test's fake clock)."""
 
     def __init__(self, hardware: Any, profile_ref: str = "auto", archive: str | None = None,
-                 deadline_s: float = DEFAULT_DEADLINE_S, clock: Callable[[], float] = time.time):
+                 deadline_s: float = DEFAULT_DEADLINE_S, clock: Callable[[], float] = time.time,
+                 signer: Signer | None = None):
         self.hw = hardware
+        self.signer = signer or load_signer(None)
         self.profile_ref = profile_ref
         self.profile: Any = None
         self.archive = archive
@@ -151,7 +157,7 @@ class Watcher:
         hw = self.hw
         step("reading the host")
         obs.host = hw.host.info()
-        state, _ = load_watched(node_of(obs.host), self.archive)
+        state, _, _ = load_watched(node_of(obs.host), self.signer, self.archive)
         obs.state = state
         prev = state.readings if state else {}
         step("reading the archive")
@@ -248,18 +254,18 @@ class Watcher:
         seen = [finding(r, now) for r in results if r.verdict in (Verdict.FAIL, Verdict.WARN)]
         with state_lock(node, self.archive):
             # What is on disk now: another watch of this node may have written since this pass read it.
-            state, restored = load_watched(node, self.archive)
+            state, restored, refused = load_watched(node, self.signer, self.archive)
             state = state or WatchState(node)
             state.hostname, state.simulated = obs.host.hostname, self.hw.simulated
             merge(state, seen, now, obs.qualified_at)
             state.readings = readings(obs, prev, now)
-            save_watched(state, self.archive)
+            save_watched(state, self.signer, self.archive)
         standing = list(state.findings)
         requalify = needs_requalification(state, obs.qualified_at, now)
         code = EXIT_ATTENTION if any(f.verdict == "fail" for f in standing) else EXIT_HEALTHY
         return PassResult(code, state.node, obs.host.hostname, self.hw.simulated, getattr(self.profile, "name", ""),
                           started, time.monotonic() - t0, len(obs.gpus), results, seen, standing, requalify,
-                          obs.qualified_at, restored=restored)
+                          obs.qualified_at, restored=restored, refused=refused)
 
     def _unjudged(self, why: str, started: float, t0: float, obs: Observation) -> PassResult:
         """The findings that stood before still stand (and are exported); nothing new is recorded."""
