@@ -545,6 +545,12 @@ def test_the_gui_shows_the_watched_nodes_live_health_beside_its_last_qualificati
     watched(tmp_path, clock, "gpu4:ecc_sbe=500")  # 500 corrected errors since the last pass
     history.refresh_watch(now=clock.t)
     assert history.watch.text().startswith("Watch: needs attention") and f"clears {stamp(clock.t + CLEARING_WINDOW_S)}" in history.watch.text()
+    # Edited by another writer of the archive to look healthy: not believed, said in the error colour.
+    shared = tmp_path / NODE / "watch-state.json"
+    shared.write_bytes(edited(shared, lambda payload: payload.update(findings=[])))
+    history.refresh_watch(now=clock.t)
+    assert history.watch.text().startswith(f"Watch: its state is not believed: {shared}: ") and \
+        history.watch.text().endswith("(altered)") and "#7a0a2e" in history.watch.styleSheet()
 
 
 def test_without_once_a_pass_every_interval_until_interrupted(tmp_path, capsys, monkeypatch):
