@@ -454,10 +454,33 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _same_command_below(pid: int) -> list[int]:
+    """The processes under `pid` whose command line is its own (its forks), as `pkill -f` finds them."""
+    def cmdline(p: int) -> bytes:
+        try:
+            return Path(f"/proc/{p}/cmdline").read_bytes()
+        except OSError:
+            return b""
+
+    found, mine = [], cmdline(pid)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid and cmdline(int(entry.name)) == mine:
+                found.append(int(entry.name))
+    return found
+
+
 @pytest.mark.slow
-def test_ranks_die_with_a_worker_that_is_killed(tmp_path):
-    # A launcher kills a worker that overran its round (SIGKILL): its ranks, hung in the collective,
-    # must not stay behind holding their GPUs, nor rank 0's store its port.
+@pytest.mark.parametrize("how", ["SIGKILL", "pkill"])
+def test_ranks_die_with_a_worker_that_is_killed(tmp_path, how):
+    # A launcher kills a worker that overran its round (SIGKILL), or an operator kills it by name
+    # (`pkill -f`, SIGTERM to every process with its command line, its own forks among them): its
+    # ranks, hung in the collective, must not stay behind holding their GPUs, nor rank 0's store its
+    # port (a store left by a test run killed so held its port for 47 minutes, 2026-11-28).
     import signal
 
     port = free_port()
@@ -469,7 +492,10 @@ def test_ranks_die_with_a_worker_that_is_killed(tmp_path):
     pids = [json.loads(p.read_text())["pid"] for p in tmp_path.iterdir() if p.name.startswith("rank")]
     assert len(pids) == 4
     for e in ends:
-        e.send_signal(signal.SIGKILL)
+        if how == "pkill":
+            for fork in _same_command_below(e.pid):
+                os.kill(fork, signal.SIGTERM)
+        e.send_signal(signal.SIGKILL if how == "SIGKILL" else signal.SIGTERM)
         e.wait(timeout=10)  # (its pipes stay open while a rank holds them: no communicate)
         e.stdout.close()
         e.stderr.close()

@@ -213,13 +213,21 @@ class _Reaper:
     it is done (killed by a launcher's round timeout or an abort). PR_SET_PDEATHSIG ends the ranks,
     but CuPy's TCP store is a spawned child of rank 0 that nothing else would end: it would hold the
     store's port for every later run on this node. The watcher learns each rank's pid down a pipe
-    only this process writes; end of file without "done" means this process is gone."""
+    only this process writes; end of file without "done" means this process is gone. It outlives a
+    kill by name: `pkill -f` or a terminal's Ctrl-C reaches it too (a fork has this process's command
+    line and process group), and a watcher that died with it left the store holding its port (a test
+    run killed so, 2026-11-28: 47 minutes). Only SIGKILL ends it before its work."""
 
     def __init__(self) -> None:
         r, self._w = os.pipe()
         self._pid = os.fork()
         if self._pid == 0:  # the watcher: nothing but reads and kills, then _exit
             try:
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+                    try:
+                        signal.signal(sig, signal.SIG_IGN)  # the end of the pipe is its only signal
+                    except (ValueError, OSError):  # never a reason to leave the watch undone
+                        pass
                 os.close(self._w)
                 null = os.open(os.devnull, os.O_RDWR)
                 for fd in (0, 1, 2):  # hold no one's pipe open
