@@ -165,8 +165,13 @@ def test_another_writer_of_the_archive_cannot_take_away_what_the_node_found(tmp_
     assert err[1].startswith("nodeqc watch: warning: the archive's watch state had lost what this node recorded; "
                              "put back from its own copy: "), err
     assert "health.xid gpu3 XID_REBOOT (first seen " in err[1] and " KERNEL_XID (first seen " in err[1]
-    assert err[1].endswith("; the readings the next pass judges growth from, and where the kernel log was read to")
+    assert "readings" not in err[1]  # signed, the older readings can only show more growth, never hide it
     assert watch(tmp_path) == 1 and len(capsys.readouterr().err.strip().splitlines()) == 1  # agreed: nothing said
+    # Deleted: the node's own copy stands whole, readings and all.
+    shared.unlink()
+    assert watch(tmp_path) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[1].endswith("; the readings the next pass judges growth from, and where the kernel log was read to")
     # A passing qualification after it still clears it, in both copies.
     archive_passing_qualification(tmp_path)
     time.sleep(1.1)
@@ -201,6 +206,32 @@ def test_a_node_cannot_give_another_node_back_its_validity_with_its_own_key(tmp_
     capsys.readouterr()
     assert main(["history", "--archive", str(tmp_path)]) == 0
     assert f"nodeqc: {NODE}: watch state not believed: {shared}: " in capsys.readouterr().err
+
+
+def test_two_users_watching_one_node_believe_each_others_state_where_its_key_is_bound_to_the_node(
+        tmp_path, capsys, monkeypatch):
+    """Root's Slurm health check and a user's timer watch one node, each signing with a key of its
+    own. Without a binding the second does not believe the first's state, says so and starts afresh;
+    with the first's key bound to the node (`.nodes`) it believes it, and the XID the first found
+    stands in its pass too."""
+    from nodeqc.report.keys import default_key_path, public_path, trusted_keys_dir
+
+    assert watch(tmp_path, "--inject", "gpu3:xid=79") == 1
+    shared = tmp_path / NODE / "watch-state.json"
+    first, first_pub = shared.read_bytes(), public_path(default_key_path()).read_bytes()
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "second-user"))
+    capsys.readouterr()
+    assert watch(tmp_path) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and ", which is not trusted; this node keeps no copy of its own: the watch starts afresh" \
+        in err[1], err
+    shared.write_bytes(first)
+    trusted_keys_dir().mkdir(parents=True)
+    (trusted_keys_dir() / "root.pem").write_bytes(first_pub)
+    (trusted_keys_dir() / "root.nodes").write_text(f"{NODE}\n")
+    assert watch(tmp_path) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("nodeqc watch: needs re-qualification: ") and "XID_REBOOT" in err[0], err
 
 
 def test_a_clearing_state_clears_after_its_window_and_not_before(tmp_path):

@@ -21,8 +21,9 @@ validity back. So:
 
 - The state is signed by the node's own key, as its reports are (a DSSE envelope of type
   STATE_PAYLOAD_TYPE), and read only through that signature: the watch on the node believes its own
-  key only; `fleet`, `history` and the app believe a key they trust for that node (keys.Trusted,
-  bound by its `.nodes` file), as `nodeqc verify` does for reports. A state they cannot believe
+  key, and a key bound to this node by name (another user's watch of it: node_keys); `fleet`,
+  `history` and the app believe a key they trust for that node (keys.Trusted, bound by its `.nodes`
+  file), as `nodeqc verify` does for reports. A state they cannot believe
   (forged, altered, another node's, written unsigned by an older nodeqc) is said, never taken for a
   healthy node. A signature cannot show a state deleted or put back to an older signed one, as it
   cannot for the reports themselves.
@@ -51,7 +52,7 @@ from nodeqc.core.codes import REMEDIATION
 from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.safefile import NotAFile, OutputError, open_append, read_bounded, write_atomic
 from nodeqc.report.envelope import VerificationError, open_signed, parse_envelope, sign_payload
-from nodeqc.report.keys import Signer, Trusted
+from nodeqc.report.keys import Signer, Trusted, trusted_keys
 
 STATE_NAME = "watch-state.json"  # beside the reports; the index reads *.report.json only
 LOCK_NAME = ".watch-state.lock"
@@ -140,8 +141,17 @@ class NotVouched(UsageError):
 
 
 def own_key(signer: Signer) -> dict[str, Trusted]:
-    """The only key the watch on a node believes its state by: its own."""
+    """The key the watch on a node signs its state with, and believes it by."""
     return {signer.keyid: Trusted(signer.public, "this node's signing key")}
+
+
+def node_keys(signer: Signer, node: str) -> dict[str, Trusted]:
+    """The keys the watch on `node` believes its state by: its own, and a trusted key bound to this
+    node by name (its `.nodes` file), where two users watch one node (root's Slurm health check, a
+    user's timer) with keys of their own. A key trusted for every node (an operator's) is not one:
+    no watch writes with it."""
+    bound = {kid: t for kid, t in trusted_keys().items() if t.nodes is not None and node in t.nodes}
+    return {**bound, **own_key(signer)}
 
 
 def state_path(node: str, root: str | Path | None = None) -> Path:
@@ -260,13 +270,15 @@ def own_copy_root() -> Path:
 
 def load_watched(node: str, signer: Signer, root: str | Path | None = None) -> tuple[WatchState | None, list[str], str]:
     """The node's watch state as the watch on the node reads it, believing its own key (`signer`'s)
-    only: the archive's, with this node's own copy's sticky findings (as it recorded them: a
-    first_seen moved earlier would let an older qualification clear one) and its readings put back
-    over it. Returns the state; what was put back, one line each (none where the two agree); and why
-    the archive's copy was not believed ('' when it was, or there was none) and what stands in its
-    place (this node's own copy; else nothing: the watch starts afresh). An own copy that cannot be read is passed over: the
-    archive's stands alone, as before there was one."""
-    trusted = own_key(signer)
+    and those bound to this node (node_keys): the archive's, with this node's own copy's sticky
+    findings put back over it (as it recorded them: a first_seen moved earlier would let an older
+    qualification clear one), and its readings where the archive has no state it believes.
+
+    Returns the state; what was put back, one line each (none where the two agree); and why the
+    archive's copy was not believed ('' when it was, or there was none) and what stands in its
+    place (this node's own copy; else nothing: the watch starts afresh). An own copy that cannot be
+    read is passed over: the archive's stands alone, as before there was one."""
+    trusted = node_keys(signer, node)
     refused = ""
     try:
         shared = load_state(node, trusted, root)
@@ -289,7 +301,10 @@ def load_watched(node: str, signer: Signer, root: str | Path | None = None) -> t
             restored.append(f"{f.check} {f.subject} {f.code} (first seen {stamp(f.first_seen)})")
             by_key[f.key] = f
     state.findings = list(by_key.values())[:MAX_FINDINGS]
-    if own.readings and own.readings != state.readings:
+    if shared is None and own.readings:
+        # A believed copy's readings stand (another user's watch of this node wrote them): signed,
+        # they can only have been put back to older ones, which show more growth and re-read the
+        # kernel log, never less.
         if not refused:
             restored.append("the readings the next pass judges growth from, and where the kernel log was read to")
         state.readings = own.readings
