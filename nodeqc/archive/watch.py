@@ -23,13 +23,14 @@ validity back. So:
   STATE_PAYLOAD_TYPE), and read only through that signature: the watch on the node believes its own
   key, and a key bound to this node by name (another user's watch of it: node_keys); `fleet`,
   `history` and the app believe a key they trust for that node (keys.Trusted, bound by its `.nodes`
-  file), as `nodeqc verify` does for reports. A state they cannot believe
-  (forged, altered, another node's, written unsigned by an older nodeqc) is said, never taken for a
-  healthy node. A signature cannot show a state deleted or put back to an older signed one, as it
-  cannot for the reports themselves.
+  file), as `nodeqc verify` does for reports. A state they cannot believe (forged, altered, another
+  node's, written unsigned by an older nodeqc) is said, never taken for a healthy node. A signature
+  cannot show a state deleted or put back to an older signed one, as it cannot for the reports
+  themselves.
 - The watch on the node also keeps its own copy outside the archive (the user's config directory:
-  `own_copy_root`) and reads the archive's through it (`load_watched`): its own sticky findings and
-  readings win, a state it cannot believe is replaced, and what it put back is said.
+  `own_copy_root`) and reads the archive's through it (`load_watched`): its own sticky findings win
+  (and its readings where the archive's state is gone), a state it cannot believe is replaced, and
+  what it put back is said.
 
 It is written whole through nodeqc.core.safefile (temporary file renamed), read once as a regular
 file of bounded size, and a file that cannot be read (a FIFO, a directory) is refused in one line.
