@@ -200,6 +200,38 @@ def test_the_power_cap_holds_the_same_dtypes_as_on_the_real_gpu(simulated, key, 
     assert all(set(m["throttle_s"]) <= {"sw_power_cap"} for m in got.values())
 
 
+# A dtype's span power against the real runs': its first second reads NVML's mean rising from what
+# the set-up before it drew, so the spans after the long set-ups (bf16 0.6-1.0 s, fp8 1.9-3.4 s, the
+# GPU idle through them) read 560-663 W where their steady power is 670-700 W. The twin may read up to
+# this much outside the real runs' range: their short set-ups (fp32, fp16: 0.2 s) read the GPU still
+# busy for a sample or two where the twin idles at once, 5-15 W under the real spans. Below, twice
+# that: on a loaded host the sampler falls behind and a short span's mean leans on its rising first
+# samples (the H100 twin's fp8 read 559.7 W beside eight other test modules, 2026-11-29; 596.5 alone).
+SPAN_POWER_SLACK_W = 20.0
+SPAN_POWER_SLACK_BELOW_W = 40.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", list(QUICK))
+def test_each_dtypes_span_power_reads_as_the_real_spans_did(simulated, key):
+    """The diagnosis tells a slow dtype held at its power limit (at least 0.9 of it) from one capped
+    at a lower draw (the cap's reason for half its span at 560 W or more): the real H200's fp8 spans
+    read 563-600 W, below the first and only just above the second's 560, where the twin's read 631-656
+    (its set-ups drew 70 % of the load). Each dtype's span power now lies within the real runs' range."""
+    got = simulated[key][("stress.burn", "gpu0")].evidence["dtypes"]
+    spans: dict[str, list[float]] = {}
+    for k, path in RUNS:
+        if k == key:
+            real = next(c for c in _real(path)["checks"] if (c["name"], c["subject"]) == ("stress.burn", "gpu0"))
+            for d, m in real["evidence"]["dtypes"].items():
+                spans.setdefault(d, []).append(m["power_w"])
+    assert set(spans) == set(got) and all(len(v) >= 3 for v in spans.values())
+    for d, real in spans.items():
+        assert min(real) - SPAN_POWER_SLACK_BELOW_W <= got[d]["power_w"] <= max(real) + SPAN_POWER_SLACK_W, (d, got[d]["power_w"], real)
+    # Both rules of the diagnosis stay exercised as on the real part: fp8 under 0.9 of the limit.
+    assert got["fp8"]["power_w"] < 0.9 * 700 and max(spans["fp8"]) < 0.9 * 700 + SPAN_POWER_SLACK_W
+
+
 def _verdict_cases():
     for key, path in RUNS:
         day = run_name(path)
@@ -850,9 +882,9 @@ def test_the_pulse_power_nvml_reads_swings_as_on_the_real_gpu(simulated, key):
             assert read["high_instant"]["max"] - read["low_instant"]["min"] > 450, (check is twin, period)
 
 
-def _pulse_power(predicate: dict, telemetry: Path) -> dict[float, tuple[float, float]]:
-    """NVML's power reading under each period of a quick run's pulse, from 1.5 s into its span (past
-    the one-second mean's memory of what came before): period -> (lowest, highest) in W."""
+def _pulse_power(predicate: dict, telemetry: Path, after_s: float = 1.5) -> dict[float, list[float]]:
+    """NVML's power readings under each period of a quick run's pulse, from `after_s` into its span
+    (past the one-second mean's memory of what came before): period -> the readings in W."""
     import csv
     import gzip
 
@@ -861,8 +893,7 @@ def _pulse_power(predicate: dict, telemetry: Path) -> dict[float, tuple[float, f
     pulse = next(c for c in predicate["checks"] if c["name"] == "stress.power_pulse" and c["subject"] == "gpu0")
     out = {}
     for span in pulse["evidence"]["periods"]:
-        watts = [w for t, w in rows if span["start_s"] + 1.5 <= t <= span["end_s"]]
-        out[span["period_s"]] = (min(watts), max(watts))
+        out[span["period_s"]] = [w for t, w in rows if span["start_s"] + after_s <= t <= span["end_s"]]
     return out
 
 
@@ -875,28 +906,36 @@ def test_a_quick_runs_pulse_reads_in_nvml_as_the_real_ones_did(simulated, key):
     one (real 495-555). A burst now lasts as long as its products computed (SimDevice.set_load)."""
     import base64
 
-    real: dict[float, list[tuple[float, float]]] = {}
+    import statistics
+
+    real: dict[float, list[float]] = {}
     for k, path in RUNS:
         telemetry = path.with_name(path.name.replace(".predicate.json", ".telemetry.csv.gz"))
         if k == key and telemetry.is_file():
-            for period, span in _pulse_power(_real(path), telemetry).items():
-                real.setdefault(period, []).append(span)
+            for period, watts in _pulse_power(_real(path), telemetry, after_s=1.0).items():
+                real.setdefault(period, []).extend(watts)
     report = TWIN_REPORTS[key]
     envelope = json.loads(report.read_bytes())
     predicate = json.loads(base64.b64decode(envelope["payload"]))["predicate"]
-    twin = _pulse_power(predicate, report.with_name(report.name.replace(".report.json", ".telemetry.csv.gz")))
+    telemetry = report.with_name(report.name.replace(".report.json", ".telemetry.csv.gz"))
+    late, twin = _pulse_power(predicate, telemetry), _pulse_power(predicate, telemetry, after_s=1.0)
     pulse = next(c for c in predicate["checks"] if c["name"] == "stress.power_pulse" and c["subject"] == "gpu0")
     skipped = {span["period_s"]: span.get("skipped", 0) for span in pulse["evidence"]["periods"]}
     # Not the 20 ms period: its real 2 ms on the compressed clock are the host's timer's, 459-563 W
     # from run to run on this machine against the real 479-690 (the pulse check judges the GPU's duty).
     for period in (0.1, 0.5, 1.0):
-        low, high = min(r[0] for r in real[period]), max(r[1] for r in real[period])
+        low, high = min(real[period]), max(real[period])
         # A stalled host skips periods (idle, counted apart as skipped), which lowers the reading: a CI
-        # machine under load read 347-437 W at 100 ms with periods skipped. One that starts a burst late
-        # shortens the idle half after it, which raises it: 489.7 W at 500 ms (one sample) on another
-        # loaded run. The 100 ms period, where the twin read high, is held closest.
-        assert twin[period][1] <= high + (10 if period == 0.1 else 30), (period, twin[period], (low, high))
-        assert skipped[period] or low - 80 <= twin[period][0], (period, twin[period], (low, high), skipped)
+        # machine under load read 347-437 W at 100 ms with periods skipped. One that starts a burst
+        # late shortens the idle half after it, which raises a sample or two: 489.7 W and 571.1 W at
+        # 500 ms beside other test modules (2026-11-28, 2026-11-29), 460-465 W alone. So the 100 ms
+        # period, where the twin read high for a whole span (561-571 W), is held by its highest
+        # reading past 1.5 s; the slower ones by their median reading past 1 s (4-5 samples).
+        if period == 0.1:
+            assert max(late[period]) <= high + 10, (period, late[period], (low, high))
+        else:
+            assert statistics.median(twin[period]) <= high + 30, (period, twin[period], (low, high))
+        assert skipped[period] or low - 80 <= statistics.median(twin[period]), (period, twin[period], (low, high), skipped)
 
 
 # The real runs whose telemetry has the instantaneous field beside each sample, per part.

@@ -43,7 +43,7 @@ from nodeqc.backends.sim.slots import (SLOT_BRAKE_S, SLOT_BRAKE_SINCE, SLOT_CAP_
                                        transient_braking, warm, write_trace)
 from nodeqc.backends.sim.physics import (COLD_FIRST_PRODUCT_S, COTENANT_SHARE, HBM_SETUP_S, IDLE_AFTER_S,
                                          LOST_AFTER_S, MEMTEST_SETUP_S, NVML_AVERAGE_S, NVML_POWER_PERIOD_S,
-                                         PCIE_SETUP_S, SETUP_LOAD, SETUP_S, cotenant_active, held_by_limit, mean_power, power_at,
+                                         PCIE_SETUP_S, SETUP_S, cotenant_active, held_by_limit, mean_power, power_at,
                                          sim_clock, sim_power_w)
 from nodeqc.core.errors import GpuLostError
 from nodeqc.core.known_answer import allreduce_contribution, copy_pattern, fingerprint, splitmix64
@@ -103,16 +103,14 @@ class SimDevice:
         self.faults = {f.name: f.value for f in mine}
         self._fault_pairs = [(f.name, f.value) for f in mine]
         self.model = SIM_GPU_MODELS[spec["scenario"]["gpus"]["model"]]
-        # Where corruption strikes: random, but the same for the same scenario seed and GPU.
-        self._rng = np.random.default_rng([spec["scenario"].get("seed", 0), self.k])
+        self._rng = np.random.default_rng([spec["scenario"].get("seed", 0), self.k])  # where corruption strikes
         self._last_product_at: float | None = None  # on the run's clock: a GPU idle since is cold again
         self.planted: list[dict[str, Any]] = []
         self._steps = 0
         self._mm: dict[str, Any] = {}
         self._mem: np.ndarray | None = None
         self._stream: tuple[np.ndarray, np.ndarray] | None = None
-        # (from t, W, W at t, load): what this GPU draws as it changes; a fall decays from the third
-        # towards the second (POWER_FALL_TAU_S), a rise is at once. Published for the node's NVML too.
+        # (from t, W, W at t, load): what this GPU draws as it changes, for the node's NVML too (power_at).
         self._power_trace: list[tuple[float, float, float, float]] = []
         self._doing: str | None = None  # the work whose clock and power the shared slots hold (_computing)
         self._rose_at, self._worked_since_rise = 0.0, 0.0  # the load's last rise, the work since (set_load)
@@ -123,9 +121,9 @@ class SimDevice:
         return self.k * SLOTS + slot
 
     def set_load(self, load: float) -> None:
-        # A pulse's burst lasts as long as its products computed from its rise, as a real GPU's queued
-        # kernels run: the host's time between them (sleeps overshooting, NumPy), ten times over on a
-        # compressed clock, read as load (2026-11-29: 561-581 W at 100 ms against the real 495-555).
+        # A pulse's burst lasts as long as its products computed from its rise, as queued kernels run:
+        # not the host's time between them, ten times over on a compressed clock (2026-11-29: 561-581
+        # W at 100 ms against the real 495-555).
         was, pulsing = self.shared[self._slot(SLOT_LOAD)], self.shared[self._slot(SLOT_PULSE_S)] > 0
         self.shared[self._slot(SLOT_LOAD)] = load
         fell, end = pulsing and load < was and self._worked_since_rise > 0, self._rose_at + self._worked_since_rise
@@ -146,6 +144,11 @@ class SimDevice:
             watts = max(watts, min(self.model.pulse_burst_share * limit, faults.get("power", math.inf)))
         self._time_power_cap(now)
         trace = self._power_trace
+        if not trace and load > 0:  # the idle before, for NVML's mean to rise from (physics.NVML_AVERAGE_S)
+            idle = sim_power_w(self.model, 0.0, self.shared[self._slot(SLOT_POWER_W)], self._fault_pairs,
+                               warm=warm(self.shared, self.k))
+            trace.append((now, idle, idle, 0.0))
+            write_trace(self.shared, self.k, trace[-1])
         at = power_at(trace[-1], now) if trace else watts
         trace.append((now, watts, max(at, watts), load))
         write_trace(self.shared, self.k, trace[-1])
@@ -185,12 +188,9 @@ class SimDevice:
             self.shared[self._slot(SLOT_BRAKE_S)] += max(0.0, now - self.shared[self._slot(SLOT_BRAKE_SINCE)])
 
     def power_reading(self) -> tuple[float | None, float | None]:
-        """(power, instantaneous power) in W now, as the worker reads them (without reading noise).
-        The power reading averages about the last second (NVML_AVERAGE_S) and is held from its last
-        update, about ten times a second (NVML_POWER_PERIOD_S); the instantaneous field is the last
-        100 ms's mean now. On the real H100 SXM5 and H200, read at each burst's end and each idle half's
-        end, the instantaneous field swung some 600 W at the 500 ms and 1 s periods and the power
-        reading a few tens (tests/fixtures/real-2026-11-2*: the pulse's power_read)."""
+        """(power, instantaneous power) in W now, as the worker reads them (without reading noise): the
+        last second's mean (NVML_AVERAGE_S) held from its last update, about ten times a second
+        (NVML_POWER_PERIOD_S), and the last 100 ms's mean now (physics: what the real parts read)."""
         if not self._power_trace:
             self._trace_power()
         now = self.clock.now()
@@ -281,7 +281,7 @@ class SimDevice:
         setup_s = 0.0
         if mm.pop("cold", False):
             # After idle, the cold start (clocks ramping, handles made); at work, the dtype's set-up,
-            # which draws less than its products (physics.SETUP_LOAD).
+            # through which the GPU idles (physics.SETUP_S: the real set-ups read 0-2 % busy, 1980 MHz).
             idle = self._last_product_at is None or self.clock.now() - self._last_product_at > IDLE_AFTER_S
             setup = SETUP_S.get(mm["dtype"], COLD_FIRST_PRODUCT_S)
             cold = (max(setup, COLD_FIRST_PRODUCT_S) if idle else setup) + self.faults.get("cold_start", 0.0)
@@ -289,7 +289,7 @@ class SimDevice:
             if idle or load <= 0:
                 seconds += cold
             else:
-                self.set_load(SETUP_LOAD * load)
+                self.set_load(0.0)
                 self._work(cold)
                 self.set_load(load)
                 setup_s = cold

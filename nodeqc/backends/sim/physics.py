@@ -158,6 +158,9 @@ COLD_FIRST_PRODUCT_S = 0.3
 # 418-469 W at both the bursts' and the idle halves' ends on the real H100 SXM5 and H200 (a 0-30 W
 # swing), where the instantaneous field swung 718-785 W to 125-149 W (tests/fixtures/real-2026-11-2*
 # /*quick*.predicate.json: the pulse's power_read). The twin's read a 100 ms mean, and swung 612 W.
+# So its first loaded samples rise over a second from idle: 111 W, then 233, 392, ... on the real
+# H100 SXM5 (tests/fixtures/real-2026-11-26/h100-sxm5-quick.telemetry.csv.gz at 3.8 s); the twin's
+# read the load's whole mean at once until 2026-11-29 (its first trace entry stood for the time before).
 NVML_AVERAGE_S = 1.0
 # When its load stops, a GPU's power falls to its warm idle over some milliseconds, not at once: the
 # real parts' one-second mean under the 100 ms period read 476-565 W (the bursts 718-785 W, warm idle
@@ -220,12 +223,13 @@ def mean_load(trace: list[tuple[float, ...]], end: float, window: float) -> floa
 # 0.20-0.28, bf16 0.56-1.03, fp8 1.92-3.40 (cuBLASLt's plan through nvmath-python). fp64, first, follows
 # an idle GPU: its cold start is the pulse's bound above. The twin had 0.3 s for every dtype, so its
 # fp8 computed 4.7 s of its 5 with 5 checks, where the real ones computed 2.5-3.7 s with 2-3.
+# The GPU idles through a set-up at work: in the real quick burns' telemetry the bf16 and fp8 set-ups
+# read 0-2 % utilisation, the idle boost clock (1980 MHz) and no throttle reason, and the one-second
+# power fell to the warm idle's 125-146 W (tests/fixtures/real-2026-11-2*/*quick* between stress.burn's
+# spans). So each span's first second reads NVML's mean rising from there: the real fp8 spans read
+# 563-639 W at a steady 669-686. The twin drew 70 % of its load through them (fitted to the spans'
+# power alone, 2026-11-27), and its fp8 spans read 631-656 W (test_twin_fidelity holds them since).
 SETUP_S = {"fp64": COLD_FIRST_PRODUCT_S, "fp32": 0.2, "tf32": 0.03, "fp16": 0.22, "bf16": 0.84, "fp8": 2.42}
-# What a GPU at work draws through a dtype's set-up, as a share of its load: the real burns' spans
-# averaged 595-698 W where their steady readings were 669-699 W, and the set-ups (above) account for
-# it at about 500 W of a 700 W part (tests/fixtures/real-2026-11-26/*-quick-pulsed: bf16 662.9 of
-# 698.9 W with its 0.84 s set-up, fp8 606.9 of 686.2 with 2.42 s, in spans of about 5 s). Fitted, an estimate.
-SETUP_LOAD = 0.7
 # The set-up of the work that is not matmul, before its first kernel, in a worker kept for the run:
 # the gap in the real telemetry between one step's last loaded sample and the next one's first
 # (tests/fixtures/real-2026-11-27/*-kept-workers and *-flat-copy, read at 4 Hz, so to 0.25 s): the
