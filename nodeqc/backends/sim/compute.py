@@ -138,8 +138,7 @@ class SimDevice:
         watts = sim_power_w(self.model, load, self.shared[self._slot(SLOT_POWER_W)], self._fault_pairs,
                             warm=warm(self.shared, self.k))
         if load > 0 and self.shared[self._slot(SLOT_PULSE_S)] > 0:
-            # A burst of the pulse overshoots the limit, as far as the GPU can draw at all.
-            faults = dict(self._fault_pairs)
+            faults = dict(self._fault_pairs)  # a burst of the pulse overshoots the limit, as far as it can draw
             limit = min(faults.get("power_limit", self.model.tdp_w), self.model.tdp_w)
             watts = max(watts, min(self.model.pulse_burst_share * limit, faults.get("power", math.inf)))
         self._time_power_cap(now)
@@ -248,8 +247,7 @@ class SimDevice:
         return float(self.model.compute_capability)
 
     def supports(self, dtype: str) -> str | None:
-        """None when this GPU can run the dtype, else why not (as the real device would say: FP8 by
-        the compute capability the real one checks; the simulated node needs no nvmath-python)."""
+        """None when this GPU can run the dtype, else why not, as the real device says (FP8 by compute capability)."""
         if dtype == "fp8" and (why := fp8_unsupported(self.compute_capability)):
             return why
         if dtype not in self.model.tflops:
@@ -259,14 +257,16 @@ class SimDevice:
     # ------------------------------------------------------------------ matmul
 
     def matmul_setup(self, dtype: str, seed: int, n: int = NOMINAL_MATMUL_N) -> int:
-        """Random operands, identical on every GPU for the same seed, standing for n x n ones (the
-        rate is the model's at any n: an estimate below the sizes that fill a GPU); returns flops
-        per product."""
+        """Random operands, identical on every GPU for the same seed, standing for n x n ones (the rate
+        is the model's at any n: an estimate below the sizes that fill a GPU); flops per product."""
+        load = self.shared[self._slot(SLOT_LOAD)]
+        self.set_load(0.0)  # the host's work, its time compressed: the GPU idles, as in a real set-up
         rng = np.random.default_rng(seed)
         a = rng.standard_normal((SIM_MATMUL_N, SIM_MATMUL_N)).astype(DTYPE_NUMPY[dtype])
         b = rng.standard_normal((SIM_MATMUL_N, SIM_MATMUL_N)).astype(DTYPE_NUMPY[dtype])
         self._mm = {"dtype": dtype, "a": a, "b": b, "c": None, "cold": True, "n": n}
         self._computing(dtype)
+        self.set_load(load)
         return 2 * n ** 3
 
     def matmul_run(self, iters: int) -> float:
