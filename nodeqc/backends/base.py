@@ -346,9 +346,10 @@ class Clock:
     simulated seconds per real second) so a simulated burn-in of hours takes a minute.
 
     `paced` (a shared array of PACED_FIELDS doubles, for every process of a simulated node) lets the
-    host's own work pass at its real pace (host_paced): the twin's workers importing NumPy took
-    0.5-1.3 real seconds, 5-13 compressed ones, and its burn began 10-18 s into a quick run where
-    the real ones began 2.9-5.0 s in (tests/fixtures/real-2026-11-2*: stress.burn's first start_s)."""
+    host's own start-up pass at its real pace (host_paced): the twin's workers importing NumPy took
+    0.5-1.3 real seconds, 5-13 of its compressed ones, and its burn began 10-18 s into a quick run
+    where the real ones began 2.9-5.0 s in (tests/fixtures/real-2026-11-2*, stress.burn's first
+    start_s; the real workers start at their real pace too). A real clock has none."""
 
     def __init__(self, scale: float = 1.0, origin: float | None = None, paced: Any = None):
         self.scale = scale
@@ -376,32 +377,23 @@ class Clock:
 
     @contextlib.contextmanager
     def host_paced(self) -> Iterator[None]:
-        """While the host itself works (worker processes starting, their imports, the pulse's settles
-        that the supervisor reads counters in), a simulated node's clock passes at real pace, as a
-        real host's time passes; a real clock is unchanged. Spans may overlap (every GPU's worker
-        settles at once): paced while any is under way, counted under the array's lock (SimNode's)."""
+        """While the host itself starts up (worker processes, their imports), a simulated node's clock
+        passes at real pace, as a real host's start-up takes its real time; a real clock is unchanged.
+        One span at a time (the run's thread)."""
         p = self.paced
         if p is None:
             yield
             return
-        lock = p.get_lock() if hasattr(p, "get_lock") else contextlib.nullcontext()
-        with lock:
-            p[PACED_HOLDERS] += 1
-            if p[PACED_HOLDERS] == 1:
-                p[PACED_GENERATION] += 1
-                p[PACED_SINCE] = time.monotonic()
-                p[PACED_GENERATION] += 1
+        p[PACED_GENERATION] += 1
+        p[PACED_SINCE] = time.monotonic()
+        p[PACED_GENERATION] += 1
         try:
             yield
         finally:
-            with lock:
-                p[PACED_HOLDERS] -= 1
-                if p[PACED_HOLDERS] <= 0:
-                    p[PACED_HOLDERS] = 0
-                    p[PACED_GENERATION] += 1
-                    p[PACED_TOTAL_S] += time.monotonic() - p[PACED_SINCE]
-                    p[PACED_SINCE] = 0.0
-                    p[PACED_GENERATION] += 1
+            p[PACED_GENERATION] += 1
+            p[PACED_TOTAL_S] += time.monotonic() - p[PACED_SINCE]
+            p[PACED_SINCE] = 0.0
+            p[PACED_GENERATION] += 1
 
     def sleep(self, seconds: float) -> None:
         time.sleep(max(0.0, seconds) / self.scale)
@@ -411,11 +403,10 @@ class Clock:
         return seconds / self.scale
 
 
-# Clock.paced's fields: real seconds of the paced time that ended, the monotonic start of the one
-# under way (0: none), a generation counted up around each change (odd while one is written), and
-# how many spans hold it now.
-PACED_TOTAL_S, PACED_SINCE, PACED_GENERATION, PACED_HOLDERS = 0, 1, 2, 3
-PACED_FIELDS = 4
+# Clock.paced's fields: real seconds of the spans that ended, the monotonic start of the one under
+# way (0: none), and a generation counted up around each change (odd while one is written).
+PACED_TOTAL_S, PACED_SINCE, PACED_GENERATION = 0, 1, 2
+PACED_FIELDS = 3
 
 
 def describe_unrecorded(functions: list[str]) -> str:

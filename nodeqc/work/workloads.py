@@ -222,12 +222,8 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
 
     def settle() -> None:
         """Idle between a bound's report and the next change of load: the supervisor's read of the
-        counters at that bound lands between the periods, not in the swings. Real time, which a
-        simulated clock passes at its real pace: ten times over, its second of idle before each
-        period pulled NVML's one-second mean down and the twin's 100 ms swing read 277-303 W where
-        the real ones read 115-214 (the 2026-11-29 fidelity review)."""
-        with clock.host_paced():
-            clock.sleep(clock.scale * PULSE_SETTLE_S)
+        counters at that bound lands between the periods, not in the swings."""
+        clock.sleep(clock.scale * PULSE_SETTLE_S)
 
     spans = []
     try:
@@ -238,9 +234,9 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
         # twin's clock where the real steady load took 2 (the 2026-11-28 fidelity review). The driver's
         # counters are read across the steady load and both its settles (idle), so it must dwarf them
         # for a standing brake to count as standing (pulse.STANDING_BRAKE_MS_PER_S, half the time):
-        # at least STEADY_SETTLES settles, 5/7 of the counted time (a settle is 0.1 s on any clock:
-        # a compressed one passes at real pace through it, settle()).
-        steady_s = max(span_s, STEADY_SETTLES * PULSE_SETTLE_S)
+        # at least STEADY_SETTLES settles, 5/7 of the counted time (a real GPU's settle is 0.1 s; a
+        # compressed clock's is scaled, as the supervisor's reads are real time).
+        steady_s = max(span_s, STEADY_SETTLES * clock.scale * PULSE_SETTLE_S)
         start = clock.now()
         device.set_load(1.0)
         report.progress(0.0, bound="start", period_s=0.0)

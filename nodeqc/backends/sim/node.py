@@ -74,7 +74,7 @@ class SimNode:
         self.faults = faults
         ctx = multiprocessing.get_context("spawn")
         self.clock = Clock(time_scale or scenario.data.get("time_scale", 10.0),
-                           paced=ctx.Array("d", PACED_FIELDS))  # locked: workers pace it at once
+                           paced=ctx.Array("d", PACED_FIELDS, lock=False))
         self.shared = ctx.Array("d", scenario.gpu_count * SLOTS, lock=False)
         # NVML lists the GPUs the driver brought up, in bus order; a `missing` one is on PCI only.
         self.visible = [k for k in range(scenario.gpu_count) if not self.has(k, "missing")]
