@@ -45,7 +45,9 @@ FAMILIES: dict[str, dict[str, set[tuple[str, str, str, str]]]] = {
         "gpu1:bitflip": {("stress.burn", "gpu1", "SDC_KNOWN_ANSWER", "fail")},
         "gpu2:pcie_replay=100": {("health.pcie_replay", "gpu2", "PCIE_REPLAY", "fail")},
         "gpu2:p2p_corrupt": {("stress.p2p", "gpu2", "P2P_CORRUPT", "fail")},
-        "gpu3:temp=95": HOT("gpu3"),  # A100 SXM4 slows down at 89 C
+        # A100 SXM4 slows down at 89 C; a quick run peaks a few degrees short of the fault's temperature
+        # (93 C for 95, the set-ups idling as the real ones do): 98 clears the slowdown on a loaded host.
+        "gpu3:temp=98": HOT("gpu3"),
         "gpu3:pcie_corrupt": {("stress.pcie_bandwidth", "gpu3", "PCIE_COPY_CORRUPT", "fail")},
         "gpu4:nvlink_down=6": {("health.nvlink", "gpu4", "NVLINK_DOWN", "fail"), ("stress.p2p", "gpu4", "P2P_SLOW", "fail")},
         "gpu5:ecc_dbe=2": {("health.ecc", "gpu5", "ECC_DBE", "fail")},
@@ -72,7 +74,7 @@ FAMILIES: dict[str, dict[str, set[tuple[str, str, str, str]]]] = {
     "4x-l40s": {
         "gpu0:pcie_width=8": _gpu_pcie("gpu0", "PCIE_WIDTH"),
         "gpu0:hbm_bw=0.6": {("stress.hbm_bandwidth", "gpu0", "HBM_SLOW", "fail")},
-        "gpu1:temp=95": HOT("gpu1"),  # L40S slows down at 90 C
+        "gpu1:temp=98": HOT("gpu1"),  # L40S slows down at 90 C (98: as the A100's above)
         "gpu1:nccl_corrupt": {("stress.nccl", "gpu1", "NCCL_WRONG_RESULT", "fail")},
         # No P2P floor for PCIe cards: the slow GPU trails its siblings' fastest copies.
         "gpu2:p2p_bw=0.3": {("stress.p2p", "gpu2", "P2P_OUTLIER", "fail")},
