@@ -102,3 +102,19 @@ def test_a_signed_report_without_a_finish_time_does_not_break_the_archives_listi
         assert main(argv) in (0, 1), argv
         err = capsys.readouterr().err
         assert "internal error" not in err and "finished_at: expected text" in err, argv
+
+
+@pytest.mark.parametrize("key, value", [("finished_at", "2026-11-29T03:11:59"), ("finished_at", "2026-11-29"),
+                                        ("valid_until", "2026-12-29T03:11:59")])
+def test_a_signed_report_whose_time_has_no_zone_does_not_stop_the_fleet(tmp_path, capsys, key, value):
+    """nodeqc writes its times in UTC with the zone; a signed report with one without it passed the
+    shape check, and `fleet` compared it with the others' and ended in an internal error for the
+    whole archive (the 2026-11-29 audit). It is refused, named, and the rest are listed."""
+    file_report(tmp_path, predicate("GOOD1"))
+    _file_as_is(tmp_path, _set(predicate("BAD1"), key, value))
+    for argv in (["history", "--archive", str(tmp_path)], ["history", "--archive", str(tmp_path), "--expired"],
+                 ["fleet", "--archive", str(tmp_path)]):
+        assert main(argv) in (0, 1), argv
+        captured = capsys.readouterr()
+        assert "internal error" not in captured.err and f"{key}: expected a time with its zone" in captured.err, argv
+        assert "BAD1" not in captured.out, argv

@@ -117,6 +117,10 @@ def _text(value: Any, where: str) -> None:
 def _time(value: Any, where: str) -> None:
     _text(value, where)
     try:
-        datetime.fromisoformat(value)
+        parsed = datetime.fromisoformat(value)
     except ValueError:
         raise ShapeError(f"{where}: expected a time (ISO 8601), not {value[:40]!r}") from None
+    if parsed.tzinfo is None:
+        # nodeqc writes UTC with its zone; one without was compared with those and stopped `fleet`
+        # for the whole archive (the 2026-11-29 audit: "can't subtract offset-naive and offset-aware").
+        raise ShapeError(f"{where}: expected a time with its zone (ISO 8601, e.g. ...Z), not {value[:40]!r}")
