@@ -671,3 +671,16 @@ def test_pulse_a_brief_clock_cut_no_swing_brought_is_said_with_its_time():
         "load swung at 20, 100, 1000 ms periods; HW slowdown seen for 0.5 s of this test, not begun in a swing "
         "(health.throttle judges it); power brake seen for 0.25 s of this test, not begun in a swing "
         "(health.throttle judges it)"))
+
+
+@pytest.mark.parametrize("limit", [0.0, -5.0])
+def test_a_power_limit_of_no_watts_is_said_not_divided_by(limit):
+    """A driver (or a capture) that answers an enforced power limit of 0 W made every power verdict an
+    internal error, ZeroDivisionError (the 2026-11-29 audit). It is an error of its own, with what to do."""
+    from nodeqc.checks.stress.power import power_finding
+    from nodeqc.core.codes import REMEDIATION
+
+    tel = window([(t / 4, sample(limit=limit)) for t in range(8)])
+    found = power_finding(tel, H100, {}, [])
+    assert found is not None and found.verdict is Verdict.ERROR and found.code == "POWER_LIMIT_UNREADABLE"
+    assert f"power limit of {limit!r} W" in found.message and "POWER_LIMIT_UNREADABLE" in REMEDIATION

@@ -28,6 +28,9 @@ def power_finding(window: GpuTelemetry | None, profile: Profile, values: dict[st
     """Clocks, power and throttling while the products ran; power must reach its share of the limit."""
     if window is None or window.loaded_power_w.count == 0 or is_na(window.power_limit_w):
         return None
+    if not window.power_limit_w > 0:  # the driver's answer, not a limit (a capture's 0: the 2026-11-29 audit)
+        return Judgement(Verdict.ERROR, "POWER_LIMIT_UNREADABLE",
+                         f"the driver reported a power limit of {window.power_limit_w!r} W: power under load not judged")
     fraction = round(window.loaded_power_w.mean / window.power_limit_w, 3)
     values["power_fraction"] = Value(fraction)
     values["power_w"] = Value(round(window.loaded_power_w.mean, 1), "W")
