@@ -259,6 +259,29 @@ def test_the_warm_timing_leaves_the_cold_product_out():
     assert one == pytest.approx(2 * 8192 ** 3 / (dev.model.tflops["fp16"] * 1e12))
 
 
+def test_a_long_steady_load_reports_progress_every_step(manual_time):
+    """A profile's pulse_s of 70 s made the steady load's first half one silent burst of 35 s, and
+    the watchdog killed a healthy GPU's worker as hung, "RMA if repeated" (the 2026-11-29 audit):
+    the steady load now reports each step, as every other long step does."""
+    from nodeqc.work.steps import STEP_S
+
+    _, dev = _device()
+    seen = []
+
+    class Timed(Progress):
+        def progress(self, fraction, **figures):
+            super().progress(fraction, **figures)
+            seen.append(dev.clock.now())
+
+    params = {**pulse_params(H100, True), "periods_s": [0.5], "seconds_per_period": 70.0, "run_t0": dev.clock.now()}
+    r = power_pulse(dev, params, Timed())
+    steady = r["periods"][0]
+    assert steady["period_s"] == 0.0 and steady["end_s"] - steady["start_s"] >= 70.0
+    during = [t for t in seen if steady["start_s"] <= t - params["run_t0"] <= steady["end_s"]]
+    gaps = [b - a for a, b in zip(during, during[1:])]
+    assert len(during) >= 60 and max(gaps) <= STEP_S + 0.1, (len(during), max(gaps))
+
+
 @pytest.mark.parametrize("faults", [(), ("gpu0:cold_start=1",)])
 def test_bursts_fill_half_of_each_period_whatever_the_first_product_took(faults, manual_time):
     """On a clock that passes only as the work sleeps: at real time on a starved host (a CI runner

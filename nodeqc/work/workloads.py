@@ -244,12 +244,23 @@ def power_pulse(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
         steady_power: dict[str, list[float]] = {"high": [], "high_instant": []}
         # The steady load's own power, read in its second half (past the ramp: NVML's reading averages
         # about the last second on an H100), is the level the swings' readings are compared with.
-        busy_s, products = run_burst(device, steady_s / 2, start + steady_s / 2, one, chunk_s=step_s(device))
+        # A step at a time, each reported: a profile's pulse_s of 70 s made the first half one silent
+        # burst of 35 s, which the watchdog killed as hung ("RMA if repeated"; the 2026-11-29 audit).
+        busy_s, products, step = 0.0, 0, step_s(device)
+        while clock.now() - start < steady_s / 2:
+            s, k = run_burst(device, min(step, start + steady_s / 2 - clock.now()), start + steady_s / 2, one)
+            busy_s, products = busy_s + s, products + k
+            report.progress(0.0)
+            if k == 0:  # less than half a product left
+                break
         while clock.now() - start < steady_s:
-            s, k = run_burst(device, min(steady_s / 8, steady_s - (clock.now() - start)), start + steady_s, one)
+            s, k = run_burst(device, min(steady_s / 8, step, steady_s - (clock.now() - start)), start + steady_s, one)
             busy_s, products = busy_s + s, products + k
             if steady_read:
                 _read_power(device, steady_power, "high")
+            report.progress(0.0)
+            if k == 0:
+                break
         device.set_load(0.0)
         report.progress(0.0, bound="end", period_s=0.0)
         spans.append({"period_s": 0.0, "start_s": round(start - t0, 3), "end_s": round(clock.now() - t0, 3),
