@@ -364,7 +364,7 @@ def test_decode_statement_refuses_what_is_not_ours(payload, message):
 
 def test_decode_statement_of_both_predicate_types():
     for kind in (PREDICATE_TYPE, FABRIC_PREDICATE_TYPE):
-        stmt = {"_type": STATEMENT_TYPE, "predicateType": kind, "predicate": {"x": 1, "finished_at": "2026-11-28T04:00:00",
+        stmt = {"_type": STATEMENT_TYPE, "predicateType": kind, "predicate": {"x": 1, "finished_at": "2026-11-28T04:00:00Z",
                                                                           **({"kind": "fabric"} if kind == FABRIC_PREDICATE_TYPE else {})}}
         assert decode_statement({"payload": base64.b64encode(json.dumps(stmt).encode()).decode()}) == stmt
     assert FABRIC_PREDICATE_TYPE == "https://nodeqc.dev/fabric/v1"
