@@ -289,12 +289,13 @@ def load_watched(node: str, signer: Signer, root: str | Path | None = None) -> t
         own = load_state(node, trusted, own_copy_root())
     except UsageError:
         own = None
+    if refused:  # the archive's copy is worth nothing: this node's own stands whole, if it has one
+        if own is None:
+            return None, [], refused + "; this node keeps no copy of its own: the watch starts afresh"
+        return own, [], refused + "; this node's own copy stands in its place"
     if own is None:
-        return shared, [], refused + ("; this node keeps no copy of its own: the watch starts afresh" if refused else "")
-    refused += "; this node's own copy stands in its place" if refused else ""
+        return shared, [], ""
     state = shared or WatchState(node, own.hostname, own.simulated)
-    if refused:  # the archive's copy is worth nothing: this node's own, whole
-        state.findings = list(own.findings)
     by_key = {f.key: f for f in state.findings}
     restored = []
     for f in own.findings:
@@ -306,10 +307,9 @@ def load_watched(node: str, signer: Signer, root: str | Path | None = None) -> t
         # A believed copy's readings stand (another user's watch of this node wrote them): signed,
         # they can only have been put back to older ones, which show more growth and re-read the
         # kernel log, never less.
-        if not refused:
-            restored.append("the readings the next pass judges growth from, and where the kernel log was read to")
+        restored.append("the readings the next pass judges growth from, and where the kernel log was read to")
         state.readings = own.readings
-    return state, restored, refused
+    return state, restored, ""
 
 
 def save_watched(state: WatchState, signer: Signer, root: str | Path | None = None) -> Path:

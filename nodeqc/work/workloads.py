@@ -154,20 +154,18 @@ def matmul_burn(device: Any, params: dict[str, Any], report: Reporter) -> dict[s
     return {"dtypes": results, "not_run": not_run, "seconds": round(clock.now() - start, 3)}
 
 
-def run_burst(device: Any, busy_s: float, deadline: float, one: float, chunk_s: float | None = None) -> tuple[float, int]:
+def run_burst(device: Any, busy_s: float, deadline: float, one: float) -> tuple[float, int]:
     """Products until the GPU has computed `busy_s` seconds (by its own timing), or the run's clock
     passes `deadline`, whichever comes first: each chunk sized from the products just completed,
     never from a count taken once (a burst sized from one cold product was one product on real
     GPUs). The first chunk is three quarters of what is asked, so a product slower than `one`
-    (clocks ramping after an idle half) shows before the burst is spent; a chunk is at most
-    `chunk_s` of work. The GPU's own time is the measure, so a slow host (the simulated node's
-    compressed clock) shortens the idle half, not the load. Returns (seconds computed, products)."""
+    (clocks ramping after an idle half) shows before the burst is spent. The GPU's own time is the
+    measure, so a slow host (the simulated node's compressed clock) shortens the idle half, not the
+    load. Returns (seconds computed, products); a caller that reports progress asks a step at most."""
     clock = device.clock
     done, products, per = 0.0, 0, one
     while done < busy_s - per / 2 and clock.now() < deadline:
         want = (busy_s - done) * (0.75 if products == 0 else 1.0)
-        if chunk_s is not None:
-            want = min(want, chunk_s)
         n = max(1, int(want / per))
         took = device.matmul_run(n)
         done, products, per = done + took, products + n, max(took / n, 1e-6)
