@@ -122,6 +122,58 @@ def test_scenario_values_that_are_not_numbers_of_a_node(tmp_path, old, new, name
         load_scenario(str(path))
 
 
+NICS = "".join(f'[[nics]]\nname = "eth{k}"\n' for k in range(65))
+
+
+@pytest.mark.parametrize("old,new,named", [
+    # Sizes past what one Linux host can be: a million sockets built a million EDAC directories
+    # and held the run (and SIGTERM) for minutes.
+    ("cores = 8", "cores = 8\nsockets = 1000000", r"\[host\] sockets: expected at most 32, got 1000000"),
+    ("cores = 8", "cores = 9000", r"\[host\] cores: expected at most 8192"),
+    ("cores = 8", "cores = 8\nthreads = 100000", r"\[host\] threads: expected at most 8192"),
+    ("cores = 8", "cores = 8\nnuma_nodes = 5000", r"\[host\] numa_nodes: expected at most 1024"),
+    ("count = 1\n", "count = 1\n" + NICS, r"\[\[nics\]\]: 65 NICs; a node has at most 64"),
+    ("count = 1\n", 'count = 1\n[[nics]]\nname = "eth0"\nspeed_mbps = 10000000000\n', r"\[nics.0\] speed_mbps: expected at most"),
+    ("count = 1\n", 'count = 1\n[[nics]]\nname = "eth0"\nmtu = 1000000\n', r"\[nics.0\] mtu: expected at most 65536"),
+    # Names and addresses become paths of the twin's sysfs tree, and are parsed as addresses there.
+    ("count = 1\n", 'count = 1\n[[nics]]\nname = "../../../../tmp/x"\n', r"\[\[nics\]\] name: .* is not a device name"),
+    ("count = 1\n", 'count = 1\n[[nics]]\nname = "eth0"\nib_device = ".."\n', r"\[\[nics\]\] ib_device: .* is not a device name"),
+    ("count = 1\n", 'count = 1\n[[nics]]\nname = "a-sixteen-chars!"\n', r"\[\[nics\]\] name: .* is not a device name"),
+    ("count = 1\n", 'count = 1\nbus_ids = ["gpu0"]\n', r'\[gpus\] bus_ids: expected a PCI address like "0000:1b:00.0", got "gpu0"'),
+    ("count = 1\n", 'count = 2\nbus_ids = ["0000:18:00.0", "0000:18:00.0"]\n', r'\[gpus\] bus_ids: "0000:18:00.0" appears twice'),
+    ("count = 1\n", 'count = 1\n[[nics]]\nname = "eth0"\nbus_id = "18:00.0"\n', r"\[nics.0\] bus_id: expected a PCI address"),
+    ("count = 1\n", 'count = 1\nbus_ids = ["0000:18:00.0"]\n[[nics]]\nname = "eth0"\nbus_id = "0000:18:00.0"\n',
+     r"PCI address 0000:18:00.0 is 2 devices'"),
+    ("count = 1\n", 'count = 1\nbus_ids = ["0000:a0:00.0"]\n[[nics]]\nname = "eth0"\n', r"PCI address 0000:a0:00.0 is 2 devices'"),
+])
+def test_a_scenario_is_a_node_that_could_be(tmp_path, old, new, named):
+    path = write(tmp_path, "node.toml", GOOD_SCENARIO.replace(old, new))
+    with pytest.raises(UsageError, match=rf"{path}: {named}"):
+        load_scenario(str(path))
+
+
+@pytest.mark.parametrize("gpus,nics", [
+    # 64 GPUs on every fourth bus of domain 0 and a NIC above them all: no bus was left for the
+    # NIC's root port, and building the tree raised StopIteration.
+    ([f"0000:{4 * k + 3:02x}:00.0" for k in range(64)], ['bus_id = "0000:ff:01.0"']),
+    (None, [""] * 64),  # the default addresses of 64 GPUs and 64 NICs: 0x10 + 0x10 * k ran past bus ff
+])
+def test_the_largest_scenarios_build_with_every_device_at_its_own_address(tmp_path, gpus, nics):
+    from nodeqc.backends.sim.node import SimNode
+    from nodeqc.backends.sim.platform import make_tree, remove_tree
+    text = GOOD_SCENARIO.replace("count = 1\n", "count = 64\n" + (f"bus_ids = {gpus}\n".replace("'", '"') if gpus else ""))
+    text += "".join(f'[[nics]]\nname = "eth{k}"\n{extra}\n' for k, extra in enumerate(nics))
+    node = SimNode(load_scenario(str(write(tmp_path, "node.toml", text))), [])
+    root = make_tree(node)
+    try:
+        devices = {p.name for p in (root / "sys/bus/pci/devices").iterdir()}
+        addresses = {node.scenario.bus_id(k) for k in range(64)} | {node.scenario.nic_bus_id(k) for k in range(len(nics))}
+        assert len(addresses) == 64 + len(nics) and addresses <= devices
+        assert all((root / "sys/bus/pci/devices" / a).resolve().is_dir() for a in addresses)
+    finally:
+        remove_tree(root)
+
+
 def test_a_bad_scenario_is_one_line_from_the_command_line(tmp_path):
     path = write(tmp_path, "node.toml", GOOD_SCENARIO + '[nics]\nname = "eth0"\n')
     p = cli("--headless", "--profile", "h100", "--simulate", str(path), "--quick")

@@ -24,12 +24,12 @@ import psutil
 from nodeqc.backends.base import IbPort, NicBackend, NicInfo, TrafficJob, TrafficOutcome, TrafficSession
 from nodeqc.core.errors import shown
 from nodeqc.core.na import NA
+from nodeqc.core.names import PCI_ADDRESS
 from nodeqc.core.text import is_digits
 from nodeqc.core.tool_output import ToolOutputError, excerpt, figure, load_json, quoted
 
 ARPHRD_INFINIBAND = 32
 ARPHRD_LOOPBACK = 772
-BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 GT_S_TO_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 IB_COUNTERS = ("symbol_error", "link_downed", "link_error_recovery")
 
@@ -111,7 +111,7 @@ class LinuxNics(NicBackend):
             return None
         path = device.resolve()
         for p in (path, *path.parents):
-            if BDF.match(p.name):
+            if PCI_ADDRESS.match(p.name):
                 return p
         return None
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from nodeqc.backends.base import normalise_bus_id
 from nodeqc.core.na import NA
+from nodeqc.core.names import PCI_ADDRESS
 from nodeqc.core.text import is_digits
 
 if TYPE_CHECKING:
@@ -264,13 +265,10 @@ class LinuxPlatform(PlatformBackend):
                         out.edac_labels[key] = self._read(f"{d}/{label}") or ""
 
 
-_BUS_ID = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-
-
 def _bridges(device_dir: Path) -> list[str]:
     """The bus ids above a device in /sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/..., root
     port first (the path's components that are PCI addresses, less the device itself)."""
-    parts = [p for p in device_dir.parts if _BUS_ID.match(p.lower())]
+    parts = [p for p in device_dir.parts if PCI_ADDRESS.match(p.lower())]
     return [p.lower() for p in parts[:-1]]
 
 

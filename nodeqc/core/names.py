@@ -29,6 +29,9 @@ MAX_NAME = 128
 NAME_RULE = (f"a name is one file name: no '/', '\\' or '..', not starting with '-' or '.', no control "
              f"characters, at most {MAX_NAME}")
 
+# A PCI function's address as sysfs spells it, domain:bus:device.function in lower-case hex.
+PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+
 # Slurm's host list syntax (gpu[01-04,07],login1) on top of a host name's characters.
 _NODELIST = re.compile(r"[A-Za-z0-9._:\[\],][A-Za-z0-9._:\[\],-]*")
 

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeqc.core.errors import UsageError
+from nodeqc.core.names import PCI_ADDRESS
 from nodeqc.core.text import is_digits
 
 
 @dataclass(frozen=True)
 class Spec:
-    kind: str  # str | int | number | bool | strlist | names | choice | version | threshold
+    kind: str  # str | int | number | bool | strlist | names | choice | version | threshold | pci | pcilist
     help: str
     choices: tuple[Any, ...] = ()
     low: float | None = None
@@ -104,6 +105,16 @@ def type_problem(spec: Spec, key: str, value: Any) -> str | None:
             bad = [v for v in value if v not in spec.choices]
             if bad:
                 return f"unknown entry {show(bad[0])} (known: {', '.join(spec.choices)})"
+        return None
+    if kind in ("pci", "pcilist"):  # PCI addresses: a simulated node's devices, named in sysfs paths
+        values = value if kind == "pcilist" and isinstance(value, list) else [value]
+        if kind == "pcilist" and (not isinstance(value, list) or not value):
+            return "expected a list of PCI addresses" if not isinstance(value, list) else "expected at least one entry"
+        for v in values:
+            if not isinstance(v, str) or not PCI_ADDRESS.match(v):
+                return f'expected a PCI address like "0000:1b:00.0", got {show(v)[:40]}'
+        if len(set(values)) < len(values):
+            return f"{show(next(v for v in values if values.count(v) > 1))} appears twice; each device has its own"
         return None
     if kind == "names":  # a list of strings that may be empty (a baseline's switch peers: none)
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

@@ -531,7 +531,7 @@ class SimNics(NicBackend):
             name=spec["name"], kind=kind, driver=spec.get("driver", NA), mac=f"02:00:5e:00:{k // 256:02x}:{k % 256:02x}",
             operstate="down" if down else "up", carrier=0 if down else 1, speed_mbps=NA if down else speed,
             mtu=spec.get("mtu", 4092 if kind == "infiniband" else 1500),
-            bus_id=spec.get("bus_id", f"0000:{0xa0 + k:02x}:00.0"), pcie_gen=gen, pcie_width=width,
+            bus_id=self.node.scenario.nic_bus_id(k), pcie_gen=gen, pcie_width=width,
             pcie_max_gen=NA if spec.get("virtual") else spec.get("pcie_gen", 4),
             pcie_max_width=NA if spec.get("virtual") else spec.get("pcie_width", 16),
             carrier_changes=1, addresses=[f"10.10.{k}.1"], ib_ports=ports,  # never used: no packet is sent

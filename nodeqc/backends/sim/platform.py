@@ -184,8 +184,7 @@ def _groups(node: "SimNode") -> list[dict[str, Any]]:
     NICs near no GPU sit on a root port of their own."""
     sc = node.scenario
     gpus = [(int(sc.bus_id(k)[5:7], 16), "gpu", k, sc.bus_id(k)) for k in range(sc.gpu_count)]
-    nics = [(int(n.get("bus_id", f"0000:{0xa0 + k:02x}:00.0")[5:7], 16), "nic", k,
-             n.get("bus_id", f"0000:{0xa0 + k:02x}:00.0")) for k, n in enumerate(sc.nics)]
+    nics = [(int(sc.nic_bus_id(k)[5:7], 16), "nic", k, sc.nic_bus_id(k)) for k in range(len(sc.nics))]
     groups = [{"switch": True, "members": [g]} for g in gpus]
     for nic in nics:
         home = next((grp for grp in groups if grp["switch"] and 0 < grp["members"][0][0] - nic[0] <= 8), None)
@@ -209,15 +208,18 @@ def _layout(node: "SimNode") -> tuple[dict[str, list[str]], dict[str, dict[str, 
         rc = low - 3
         # The switch's bridges take the three buses below the group; where they are not free the
         # devices sit on a root port of their own (as a single PCIe GPU on a CPU port does).
+        domain = 0
         if rc < 0 or {rc, rc + 1, rc + 2} & (endpoints | used):
             grp["switch"] = False
-            rc = next(b for b in range(256) if b not in endpoints and b not in used)
-            used.add(rc)
+            rc = next((b for b in range(256) if b not in endpoints and b not in used), -1)
+            if rc < 0:  # no bus of domain 0 is free (devices spread over all of it): a domain of its own
+                domain, rc = 0x100 + len(used), 0
+            used.add(rc if domain == 0 else -domain)
         else:
             used.update({rc, rc + 1, rc + 2})
-        root_port = f"0000:{rc:02x}:01.0"
+        root_port = f"{domain:04x}:{rc:02x}:01.0"
         for slot, (bus, kind, k, bus_id) in enumerate(grp["members"]):
-            bridges = [root_port if grp["switch"] else f"0000:{rc:02x}:{slot + 1:02x}.0"]
+            bridges = [root_port if grp["switch"] else f"{domain:04x}:{rc:02x}:{slot + 1:02x}.0"]
             if grp["switch"]:
                 bridges += [f"0000:{rc + 1:02x}:00.0", f"0000:{rc + 2:02x}:{slot:02x}.0"]
             paths[bus_id] = bridges
@@ -284,7 +286,7 @@ def write_tree(root: Path, node: "SimNode") -> None:
     acs_faults = {sc.bus_id(f.index) for f in node.faults if f.target == "gpu" and f.name == "acs"}
     group = 0
     for bus_id, bridges in paths.items():
-        chain = [f"pci0000:{bridges[0][5:7]}"] + bridges + [bus_id]
+        chain = [f"pci{bridges[0][:7]}"] + bridges + [bus_id]
         for depth, dev in enumerate(chain[1:], start=1):
             rel = "sys/devices/" + "/".join(chain[:depth + 1])
             if (root / rel).exists():
@@ -316,8 +318,8 @@ def write_tree(root: Path, node: "SimNode") -> None:
                 group += 1
             _link(root, f"sys/bus/pci/devices/{dev}", rel)
     for k, spec in enumerate(sc.nics):
-        bus_id = spec.get("bus_id", f"0000:{0xa0 + k:02x}:00.0")
-        target = "sys/devices/" + "/".join([f"pci0000:{paths[bus_id][0][5:7]}"] + paths[bus_id] + [bus_id])
+        bus_id = sc.nic_bus_id(k)
+        target = "sys/devices/" + "/".join([f"pci{paths[bus_id][0][:7]}"] + paths[bus_id] + [bus_id])
         _link(root, f"sys/class/net/{spec['name']}/device", target)
         if "ib_device" in spec:
             ib = f"sys/class/infiniband/{spec['ib_device']}"

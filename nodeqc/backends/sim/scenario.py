@@ -4,6 +4,7 @@ validated against SCENARIO_SCHEMA before the node (nodeqc.backends.sim.node) is 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from nodeqc.core.safefile import UnreadableInput, as_toml, read_input
 from nodeqc.core.schema import Spec, validate
 
 MAX_SCENARIO_BYTES = 1 << 20  # the built-in scenarios are about 2 kB
+MAX_NICS = 64  # an 8-GPU node has 8 to 12 (compute rails, front end, BMC); the twin numbers them on 64 buses
 SIM_TOOLS = ("iperf3", "ib_write_bw", "ipmitool")  # the tools a scenario may leave uninstalled
 
 SCENARIO_SCHEMA = {
@@ -33,11 +35,15 @@ SCENARIO_SCHEMA = {
     },
     "host": {
         "cpu_model": Spec("str", "CPU model name"),
-        "sockets": Spec("int", "CPU sockets", low=1),
-        "cores": Spec("int", "physical cores", low=1),
-        "threads": Spec("int", "hardware threads", low=1),
+        # Bounded by what one Linux host can be: the twin builds a sysfs tree of this size, and a
+        # million sockets made a million EDAC directories. 32 sockets: HPE Superdome Flex, the
+        # largest x86 single system; 8192 CPUs and 1024 NUMA nodes: x86_64 Linux's MAXSMP limits
+        # (NR_CPUS, NODES_SHIFT 10).
+        "sockets": Spec("int", "CPU sockets", low=1, high=32),
+        "cores": Spec("int", "physical cores", low=1, high=8192),
+        "threads": Spec("int", "hardware threads", low=1, high=8192),
         "memory_gib": Spec("number", "memory", low=0.5, high=1 << 20),  # up to 1 PiB
-        "numa_nodes": Spec("int", "NUMA nodes", low=1),
+        "numa_nodes": Spec("int", "NUMA nodes", low=1, high=1024),
         "os": Spec("str", "operating system"),
         "kernel": Spec("str", "kernel release"),
         "fabric_manager": Spec("bool", "the NVSwitch fabric manager runs"),
@@ -50,7 +56,7 @@ SCENARIO_SCHEMA = {
     "gpus": {
         "model": Spec("choice", "GPU model", tuple(SIM_GPU_MODELS)),
         "count": Spec("int", "number of GPUs", low=1, high=64),
-        "bus_ids": Spec("strlist", "PCI addresses of the GPUs"),
+        "bus_ids": Spec("pcilist", "PCI addresses of the GPUs"),
         "serials": Spec("strlist", "GPU serial numbers (default: the system serial and -G<slot>)"),
         "topology": Spec("choice", "how the GPUs connect", ("nvswitch", "pcie", "nvlink-bridge")),
         "fabric_cluster": Spec("str", "NVLink fabric cluster UUID the GPUs register in (rack-scale NVLink); "
@@ -61,11 +67,11 @@ SCENARIO_SCHEMA = {
         "name": Spec("str", "interface name"),
         "driver": Spec("str", "kernel driver"),
         "kind": Spec("choice", "link layer", ("ethernet", "infiniband")),
-        "speed_mbps": Spec("int", "link speed", low=1),
-        "mtu": Spec("int", "MTU", low=68),
+        "speed_mbps": Spec("int", "link speed", low=1, high=1_600_000),  # 1.6 Tb/s: IEEE 802.3dj, the fastest
+        "mtu": Spec("int", "MTU", low=68, high=65536),  # 68: IPv4's least; 65536: Linux's loopback, the most
         "pcie_gen": Spec("int", "PCIe generation", low=1, high=6),
         "pcie_width": Spec("choice", "PCIe lanes", (1, 2, 4, 8, 16)),
-        "bus_id": Spec("str", "PCI address"),
+        "bus_id": Spec("pci", "PCI address"),
         "ib_device": Spec("str", "its RDMA device (InfiniBand, or RoCE on Ethernet), e.g. mlx5_0"),
         "virtual": Spec("bool", "a paravirtual NIC (virtio_net): no link speed and no PCIe capability reported"),
     },
@@ -95,8 +101,13 @@ class Scenario:
         return serials[k] if serials else f"{self.data.get('system', {}).get('serial', 'SIM')}-G{k}"
 
     def bus_id(self, k: int) -> str:
+        # Without bus_ids: eight GPUs to a PCI domain, on buses 0x10-0x80 as an HGX board has them.
         ids = self.data["gpus"].get("bus_ids")
-        return ids[k] if ids else f"0000:{0x10 + 0x10 * k:02x}:00.0"
+        return ids[k] if ids else f"{k // 8:04x}:{0x10 + 0x10 * (k % 8):02x}:00.0"
+
+    def nic_bus_id(self, k: int) -> str:
+        """NIC k's PCI address; without one, from bus 0xa0 up, clear of the GPUs' own."""
+        return self.nics[k].get("bus_id", f"0000:{0xa0 + k:02x}:00.0")
 
 
 def list_scenarios() -> list[str]:
@@ -147,7 +158,14 @@ def load_scenario(ref: str) -> Scenario:
     except UnreadableInput as e:
         raise UsageError(f"{where}: {e}") from None
     validate(where, SCENARIO_SCHEMA, data, arrays=("nics",), required={"nics": ("name",)})
+    if len(data.get("nics", [])) > MAX_NICS:
+        raise UsageError(f"{where}: [[nics]]: {len(data['nics'])} NICs; a node has at most {MAX_NICS}")
     names = [nic["name"] for nic in data.get("nics", [])]
+    for nic in data.get("nics", []):
+        for key, most in (("name", 15), ("ib_device", 63)):
+            if key in nic and not _device_name(nic[key], most):
+                raise UsageError(f"{where}: [[nics]] {key}: {json.dumps(nic[key])[:60]} is not a device name "
+                                 f"(1 to {most} characters, no '/', ':' or spaces, not '.' or '..')")
     for name in names:
         if names.count(name) > 1:
             raise UsageError(f"{where}: [[nics]] name: {name!r} appears {names.count(name)} times; each NIC needs its own")
@@ -161,4 +179,18 @@ def load_scenario(ref: str) -> Scenario:
         ids = data["gpus"].get(key)
         if ids is not None and len(ids) != data["gpus"]["count"]:
             raise UsageError(f"{where}: [gpus] {key}: {len(ids)} {'addresses' if key == 'bus_ids' else 'serials'} for {data['gpus']['count']} GPUs")
-    return Scenario(path.stem, path, data)
+    scenario = Scenario(path.stem, path, data)
+    addresses = [scenario.bus_id(k) for k in range(scenario.gpu_count)] + [scenario.nic_bus_id(k) for k in range(len(scenario.nics))]
+    for address in addresses:
+        if addresses.count(address) > 1:
+            raise UsageError(f"{where}: PCI address {address} is {addresses.count(address)} devices' "
+                             "(given, or a NIC's default from 0000:a0:00.0 up); each device has its own")
+    return scenario
+
+
+def _device_name(name: str, most: int) -> bool:
+    """A name the kernel gives a device (Linux's dev_valid_name: an interface name is under IFNAMSIZ,
+    16; an RDMA device's under IB_DEVICE_NAME_MAX, 64). It becomes a directory of the twin's sysfs
+    tree (sys/class/net/NAME), so "../x" would have been written outside it."""
+    return 0 < len(name) <= most and name not in (".", "..") and not any(c in name for c in "/:") \
+        and not any(c.isspace() for c in name)
