@@ -14,6 +14,7 @@ import pytest
 
 from conftest import ROOT, cli
 from nodeqc.core.skus import BY_KEY
+from nodeqc.report.envelope import decode_statement, read_envelope
 from nodeqc.report.journal import read_journal
 from nodeqc.spec import calibration
 
@@ -261,12 +262,12 @@ def test_scenarios_lists_nodes_and_faults():
     assert p.returncode == 0 and "hgx-h100" in p.stdout and "gpuN:pcie_width=VALUE" in p.stdout
 
 
-def _start(tmp_path, *extra):
+def _start(tmp_path, *extra, group=False):
     profile = tmp_path / "slow.toml"
     profile.write_text('description = "slow"\nextends = "h100"\n[run]\nburn_s = 3000\n')
     return subprocess.Popen([sys.executable, "-m", "nodeqc", "--headless", "--profile", str(profile), "--simulate",
                              "h100", "--out", str(tmp_path), *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=group)
 
 
 def _wait_for_burn(tmp_path, proc, timeout=60):
@@ -308,6 +309,25 @@ def test_ctrl_c_ends_the_run_cleanly_with_an_aborted_report(tmp_path):
     report = out.strip().splitlines()[-1]
     v = cli("verify", report)
     assert v.returncode == 0 and "ABORTED" in v.stdout
+
+
+def test_sigterm_to_the_whole_group_aborts_and_fails_no_gpu(tmp_path):
+    """Slurm's scancel, systemd's stop and `timeout` send SIGTERM to every process of the run, its
+    GPU workers too. A worker died of it before the supervisor had taken the abort, and a healthy
+    GPU failed stress.burn as WORKER_CRASH, "reset the GPU and re-run". The workers leave SIGTERM,
+    as Ctrl-C, to the supervisor, which ends them."""
+    import os
+
+    proc = _start(tmp_path, group=True)
+    _wait_for_burn(tmp_path, proc)
+    time.sleep(1)
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert "ABORTED" in err and "WORKER_CRASH" not in err and "FAIL " not in err, err
+    report = decode_statement(read_envelope(Path(out.strip().splitlines()[-1])))["predicate"]
+    burn = [c for c in report["checks"] if c["name"] == "stress.burn"]
+    assert burn and all((c["verdict"], c["evidence"]["worker"]["status"]) == ("skip", "aborted") for c in burn), burn
 
 
 @pytest.mark.slow

@@ -31,7 +31,9 @@ from typing import Any
 from nodeqc.core import scratch
 
 # What every simulated worker imports (workers._prepare imports them too, where spawned), done once.
-SIM_PRELOAD = ["nodeqc.work.workers", "nodeqc.work.workloads", "nodeqc.backends.sim.compute"]
+# forkserver_signals, first: the fork server ignores SIGTERM from then on.
+SIM_PRELOAD = ["nodeqc.work.forkserver_signals", "nodeqc.work.workers", "nodeqc.work.workloads",
+               "nodeqc.backends.sim.compute"]
 
 # A Unix socket's path is at most 107 bytes (sun_path, 108 with its NUL); the fork server's is
 # DIR/listener-XXXXXXXX. Under a deeper temporary directory (a test's, a batch job's) workers spawn.

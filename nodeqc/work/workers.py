@@ -198,7 +198,12 @@ def _worker_main(conn: Connection, spec: dict[str, Any], task: Task | None, log_
                  tasks: Connection | None = None) -> None:
     """A worker: `task`, then (kept by a pool) each task that arrives on `tasks` until None, the
     pipe's end (the supervisor gone, even killed) or a task that did not end well."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
+    # Ctrl-C and SIGTERM are the supervisor's to handle: each reaches every process of the run (a
+    # terminal's Ctrl-C, and scancel's, systemd's and timeout's SIGTERM), and a worker that died of
+    # one before the supervisor took the abort was judged a crashed GPU. The supervisor ends its
+    # workers; one whose supervisor is gone ends at its pipe's next message.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
