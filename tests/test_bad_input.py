@@ -45,6 +45,29 @@ def test_nan_and_infinity_in_a_profile_are_refused_with_the_field_named(tmp_path
         load_profile(str(path))
 
 
+@pytest.mark.parametrize("table,line,named", [
+    # quick_burn_s = 1e18 was taken: the run burnt on for ever and said nothing.
+    ("run", "quick_burn_s = 1e18", r"\[run\] quick_burn_s: expected at most 2\.592e\+06, got 1e\+18"),
+    ("run", "burn_s = 2592001", r"\[run\] burn_s: expected at most"),
+    ("run", "power_s = 1e12", r"\[run\] power_s: expected at most"),
+    ("run", "quick_power_s = 1e12", r"\[run\] quick_power_s: expected at most"),
+    ("run", "pulse_s = 1e12", r"\[run\] pulse_s: expected at most"),
+    ("run", "quick_pulse_s = 1e12", r"\[run\] quick_pulse_s: expected at most"),
+    ("run", "stall_timeout_s = 1e12", r"\[run\] stall_timeout_s: expected at most"),
+    ("run", "startup_timeout_s = 1e12", r"\[run\] startup_timeout_s: expected at most"),
+    ("nic", "traffic_s = 86401", r"\[nic\] traffic_s: expected at most 86400"),  # iperf3's longest test
+    ("nic", "quick_traffic_s = 1e9", r"\[nic\] quick_traffic_s: expected at most 86400"),
+])
+def test_a_profiles_lengths_are_bounded(tmp_path, table, line, named):
+    path = write(tmp_path, "mine.toml", f'extends = "h100"\ndescription = "x"\n[{table}]\n{line}\n')
+    with pytest.raises(UsageError, match=rf"mine.toml: {named}"):
+        load_profile(str(path))
+    key = line.split()[0]
+    fine = 60 if key == "stall_timeout_s" else 86400  # a stall limit must not exceed the start-up one (180 s)
+    ok = write(tmp_path, "ok.toml", f'extends = "h100"\ndescription = "x"\n[{table}]\n{key} = {fine}\n')
+    assert load_profile(str(ok)).get(table, key) == fine
+
+
 def test_nan_at_the_top_level_of_a_profile_is_refused(tmp_path):
     path = write(tmp_path, "mine.toml", 'extends = "h100"\ndescription = "x"\nwarn_band = nan\n')
     with pytest.raises(UsageError, match="warn_band: expected a finite number, got nan"):

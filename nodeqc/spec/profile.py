@@ -36,6 +36,8 @@ from nodeqc.core.skus import BY_KEY, Sku, identify
 from nodeqc.spec import calibration
 from nodeqc.spec.peers import parse_peers
 
+IPERF3_MAX_S = 86400  # iperf3 refuses a longer -t (MAX_TIME, iperf_api.h)
+
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
 # Host floors that say how the host was configured when bought, not whether it is healthy: a node
 # profile chosen by `--profile auto` leaves them out (Profile.chosen_by_auto).
@@ -153,8 +155,8 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "peers": Spec("strlist", "traffic peers: HOST[:PORT] for any NIC, NIC=HOST[:PORT] for one "
                       "(--nic-peer replaces them)"),
         "streams": Spec("int", "parallel iperf3 streams per NIC", low=1, high=128),
-        "traffic_s": Spec("number", "seconds of each traffic round (TCP, then RDMA) in a full run", low=1),
-        "quick_traffic_s": Spec("number", "seconds of each traffic round with --quick", low=1),
+        "traffic_s": Spec("number", "seconds of each traffic round (TCP, then RDMA) in a full run", low=1, high=IPERF3_MAX_S),
+        "quick_traffic_s": Spec("number", "seconds of each traffic round with --quick", low=1, high=IPERF3_MAX_S),
         "rdma_use_cuda": Spec("bool", "ib_write_bw moves GPU memory (GPUDirect RDMA, --use_cuda)"),
         "min_nccl_loopback_busbw_gbps": _t("NCCL all-reduce across the node's GPUs with P2P and SHM off, every "
                                            "byte through the NICs (runs when set and the node has RDMA NICs)"),
@@ -167,18 +169,20 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "min_fabric_nvlink_busbw_gbps": _t("NCCL all-reduce bus bandwidth across a group of nodes within one "
                                            "multi-node NVLink domain (nodeqc fabric --tests nccl --group-size)"),
     },
+    # [run]'s lengths: at most MAX_DURATION_S, the longest --burn-in takes. Unbounded, a typo's
+    # quick_burn_s = 1e18 was taken, and the run burnt on for ever.
     "run": {
         "sample_hz": Spec("number", "telemetry samples per second", low=0.1, high=50),
-        "burn_s": Spec("number", "seconds of load for the burn in a full run", low=1),
-        "quick_burn_s": Spec("number", "seconds of load for the burn with --quick", low=1),
-        "stall_timeout_s": Spec("number", "a worker silent this long is killed as hung", low=1),
-        "startup_timeout_s": Spec("number", "time a worker may take before its first progress", low=1),
+        "burn_s": Spec("number", "seconds of load for the burn in a full run", low=1, high=MAX_DURATION_S),
+        "quick_burn_s": Spec("number", "seconds of load for the burn with --quick", low=1, high=MAX_DURATION_S),
+        "stall_timeout_s": Spec("number", "a worker silent this long is killed as hung", low=1, high=MAX_DURATION_S),
+        "startup_timeout_s": Spec("number", "time a worker may take before its first progress", low=1, high=MAX_DURATION_S),
         "burn_in_s": Spec("number", "seconds of burn-in as part of qualification (0: none unless --burn-in)", low=0,
                           high=MAX_DURATION_S),
-        "power_s": Spec("number", "seconds every GPU is held at its power limit in a full run", low=1),
-        "quick_power_s": Spec("number", "seconds every GPU is held at its power limit with --quick", low=1),
-        "pulse_s": Spec("number", "seconds of the pulse test at each period in a full run", low=0.5),
-        "quick_pulse_s": Spec("number", "seconds of the pulse test at each period with --quick", low=0.5),
+        "power_s": Spec("number", "seconds every GPU is held at its power limit in a full run", low=1, high=MAX_DURATION_S),
+        "quick_power_s": Spec("number", "seconds every GPU is held at its power limit with --quick", low=1, high=MAX_DURATION_S),
+        "pulse_s": Spec("number", "seconds of the pulse test at each period in a full run", low=0.5, high=MAX_DURATION_S),
+        "quick_pulse_s": Spec("number", "seconds of the pulse test at each period with --quick", low=0.5, high=MAX_DURATION_S),
         "memtest_retention_s": Spec("number", "seconds the full memory test leaves each bit-fade pattern "
                                     "alone before reading it back", low=0, high=86400),
         "memtest_s": Spec("number", "the full memory test repeats its patterns until it has run this long "
