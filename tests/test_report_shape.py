@@ -45,7 +45,22 @@ WRONG = [("gpus", None, "gpus: expected a list"), ("gpus", 5, "gpus: expected a 
          ("answer", {"findings": [{}]}, "answer.findings[0].verdict: expected text"),
          ("finished_at", "x", "finished_at: expected a time"), ("finished_at", True, "finished_at: expected text"),
          ("valid_until", 5, "valid_until: expected text"), ("profile", "x", "profile: expected an object"),
-         ("profile", None, "profile: expected an object")]
+         ("profile", None, "profile: expected an object"),
+         # The 2026-11-29 audit and fuzzing: each was an internal error of history, --part, show or
+         # compare, while `verify` called the report good.
+         ("verdict", "BOGUS", "verdict: expected one of PASS, FAIL, ERROR"),
+         ("status", 5, "status: expected one of complete, aborted"),
+         ("checks.0.verdict", [], "checks[0].verdict: expected one of"),
+         ("checks.0.thresholds", None, "checks[0].thresholds: expected a list"),
+         ("checks.0.values", {"x": {"value": 10 ** 400}}, "checks[0].values.x.value: a whole number of 401 digits"),
+         ("checks.0.values", {"x": {"value": float("nan")}}, "checks[0].values.x.value: expected a finite number"),
+         ("gpus.0.subject", [], "gpus[0].subject: expected text"),
+         ("partial", {"only": 5}, "partial.only: expected a list of text"),
+         ("partial", {"skip": [{}]}, "partial.skip: expected a list of text"),
+         ("repair", {"action": "reseated", "outcomes": "x"}, "repair.outcomes: expected a list"),
+         ("repair", {"action": "reseated", "outcomes": [None]}, "repair.outcomes[0]: expected an object"),
+         ("repair", {"action": "reseated", "outcomes": [{"status": {}}]}, "repair.outcomes[0].status: expected text"),
+         ("simulation", {"scenario": "h100", "faults": [1]}, "simulation.faults: expected a list of text")]
 
 
 @pytest.mark.parametrize("path, value, said", WRONG, ids=[f"{p}={v!r}" for p, v, _ in WRONG])
@@ -118,3 +133,17 @@ def test_a_signed_report_whose_time_has_no_zone_does_not_stop_the_fleet(tmp_path
         captured = capsys.readouterr()
         assert "internal error" not in captured.err and f"{key}: expected a time with its zone" in captured.err, argv
         assert "BAD1" not in captured.out, argv
+
+
+def test_a_report_with_a_number_past_pythons_digit_limit_is_refused_in_one_line(tmp_path, capsys):
+    """json raises a bare ValueError for a number of more than 4300 digits: a signed report with one
+    ended `verify` and `show` in an internal error."""
+    from nodeqc.report.envelope import PAYLOAD_TYPE, sign_payload
+
+    payload = b'{"_type": "x", "n": 1' + b"0" * 5000 + b"}"
+    path = tmp_path / "long.report.json"
+    write_envelope(path, sign_payload(PAYLOAD_TYPE, payload, load_signer(None)))
+    for argv, code in ((["verify", str(path)], 1), (["show", "--unverified", str(path)], 2)):
+        assert main(argv) == code, argv
+        err = capsys.readouterr().err
+        assert "internal error" not in err and "a number longer than any nodeqc writes" in err, (argv, err)

@@ -130,6 +130,8 @@ def _json(data: bytes | str, what: str) -> Any:
         raise VerificationError(f"{what} (damaged? {e.msg}: line {e.lineno} column {e.colno})") from None
     except UnicodeDecodeError:
         raise VerificationError(f"{what} (damaged? not UTF-8 text)") from None
+    except ValueError:  # a number of more digits than Python converts (4300), which json raises bare
+        raise VerificationError(f"{what} (a number longer than any nodeqc writes)") from None
     except RecursionError:
         raise VerificationError(f"{what} (nested too deeply for a nodeqc report)") from None
 

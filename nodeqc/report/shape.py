@@ -9,12 +9,19 @@ the newer fields, still reads."""
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any
 
 from nodeqc.core.model import Verdict
 
 VERDICTS = frozenset(v.value for v in Verdict)
+RUN_VERDICTS = ("PASS", "FAIL", "ERROR")  # model.node_verdict; an aborted run is FAIL (runner._conclude)
+STATUSES = ("complete", "aborted")
+# No device counter is wider than 64 bits (NVML's are unsigned long long), and nodeqc writes no
+# infinity or NaN; JSON has numbers of any length, and 10**400 ended show and compare in an
+# OverflowError where it was made a float.
+MAX_WHOLE = 2 ** 64
 # Fields that are an object where present (null is not), and those that may be null too.
 OBJECTS = ("node", "profile")
 OBJECTS_OR_NULL = ("platform", "telemetry", "journal", "repair", "partial", "simulation", "summary", "baseline",
@@ -40,8 +47,11 @@ def check_predicate(p: Any) -> None:
     for key in FLAGS:
         if key in p and not isinstance(p[key], bool):
             raise ShapeError(f"{key}: expected true or false")
-    if "verdict" in p:
-        _text(p["verdict"], "verdict")
+    _numbers(p)
+    if "verdict" in p and p["verdict"] not in RUN_VERDICTS:
+        raise ShapeError(f"verdict: expected one of {', '.join(RUN_VERDICTS)}")
+    if "status" in p and p["status"] not in STATUSES:
+        raise ShapeError(f"status: expected one of {', '.join(STATUSES)}")
     # Every nodeqc has written the finish time; the archive sorts and ages reports by it.
     _time(p.get("finished_at"), "finished_at")
     for key in ("started_at", "valid_until"):
@@ -50,8 +60,14 @@ def check_predicate(p: Any) -> None:
     if "duration_s" in p and (isinstance(p["duration_s"], bool) or not isinstance(p["duration_s"], (int, float))):
         raise ShapeError("duration_s: expected a number")
     for n, gpu in enumerate(_list(p.get("gpus"), "gpus")):
-        if not isinstance(gpu, dict):
-            raise ShapeError(f"gpus[{n}]: expected an object")
+        _fields(gpu, f"gpus[{n}]", GPU)
+    for key, spec in (("partial", PARTIAL), ("simulation", SIMULATION), ("repair", REPAIR)):
+        if isinstance(p.get(key), dict):
+            _fields(p[key], key, spec)
+    repair = p.get("repair")
+    if isinstance(repair, dict):
+        for n, outcome in enumerate(_list(repair.get("outcomes"), "repair.outcomes")):
+            _fields(outcome, f"repair.outcomes[{n}]", OUTCOME)
     for n, check in enumerate(_list(p.get("checks"), "checks")):
         _check(check, f"checks[{n}]")
     answer = p.get("answer")
@@ -65,7 +81,7 @@ def _check(c: Any, where: str) -> None:
         raise ShapeError(f"{where}: expected an object")
     for key in ("name", "subject", "message"):
         _text(c.get(key), f"{where}.{key}")
-    if c.get("verdict") not in VERDICTS:
+    if not isinstance(c.get("verdict"), str) or c["verdict"] not in VERDICTS:
         raise ShapeError(f"{where}.verdict: expected one of {', '.join(sorted(VERDICTS))}")
     for key in ("code", "key"):
         if c.get(key) is not None:
@@ -76,6 +92,8 @@ def _check(c: Any, where: str) -> None:
     for name, value in values.items():
         if not isinstance(value, dict) or not isinstance(value.get("unit", ""), str):
             raise ShapeError(f"{where}.values.{name}: expected an object with a value and a unit")
+    if "thresholds" in c and not isinstance(c["thresholds"], list):
+        raise ShapeError(f"{where}.thresholds: expected a list")
     for n, t in enumerate(_list(c.get("thresholds"), f"{where}.thresholds")):
         if not (isinstance(t, dict) and isinstance(t.get("name"), str) and t.get("kind") in ("min", "max")
                 and all(isinstance(t.get(k), (int, float)) and not isinstance(t.get(k), bool) for k in ("fail", "warn"))
@@ -99,6 +117,59 @@ def _finding(f: Any, where: str) -> None:
         raise ShapeError(f"{where}.more: expected a list of text")
     if isinstance(f.get("escalation", 0), bool) or not isinstance(f.get("escalation", 0), int):
         raise ShapeError(f"{where}.escalation: expected a whole number")
+
+
+# The fields of the parts a face reads, by kind, where present: "text", "text?" (or null), "texts"
+# (a list of text), "flag", "number", "whole?" (a whole number or null).
+GPU = {"subject": "text", "name": "text?", "bus_id": "text?", "serial": "text?", "uuid": "text?", "index": "whole?",
+       "sku": "text?"}
+PARTIAL = {"only": "texts", "skip": "texts", "checks": "texts", "gpus": "texts"}
+SIMULATION = {"scenario": "text", "faults": "texts", "time_scale": "number"}
+REPAIR = {"action": "text?", "named": "flag", "parts": "texts", "outcomes": "list", "previous": "object?"}
+OUTCOME = {"part": "text?", "code": "text?", "code_now": "text?", "subject": "text?", "check": "text?",
+           "status": "text?", "identity": "text?", "repaired": "flag"}
+
+
+def _fields(obj: Any, where: str, spec: dict[str, str]) -> None:
+    if not isinstance(obj, dict):
+        raise ShapeError(f"{where}: expected an object")
+    for key, kind in spec.items():
+        if key not in obj:
+            continue
+        value, at = obj[key], f"{where}.{key}"
+        if kind.endswith("?") and value is None:
+            continue
+        kind = kind.rstrip("?")
+        if kind == "text":
+            _text(value, at)
+        elif kind == "texts" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ShapeError(f"{at}: expected a list of text")
+        elif kind == "list" and not isinstance(value, list):
+            raise ShapeError(f"{at}: expected a list")
+        elif kind == "object" and not isinstance(value, dict):
+            raise ShapeError(f"{at}: expected an object")
+        elif kind == "flag" and not isinstance(value, bool):
+            raise ShapeError(f"{at}: expected true or false")
+        elif kind in ("number", "whole") and (isinstance(value, bool) or not isinstance(value, int if kind == "whole" else (int, float))):
+            raise ShapeError(f"{at}: expected a {'whole ' if kind == 'whole' else ''}number")
+
+
+def _numbers(p: dict[str, Any]) -> None:
+    """ShapeError at the first number no device or nodeqc writes (see MAX_WHOLE), anywhere in `p`:
+    walked without recursion, since json nests as deep as Python's own limit."""
+    stack: list[tuple[Any, str]] = [(p, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{where}[{n}]") for n, v in enumerate(value))
+        elif isinstance(value, bool):
+            continue
+        elif isinstance(value, int) and abs(value) >= MAX_WHOLE:
+            raise ShapeError(f"{where[:200]}: a whole number of {len(str(abs(value)))} digits, wider than any counter")
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise ShapeError(f"{where[:200]}: expected a finite number, not {value}")
 
 
 def _list(value: Any, where: str) -> list[Any]:
