@@ -9,6 +9,7 @@ import io
 import json
 import random
 import re
+import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -480,6 +481,31 @@ def test_an_edited_figure_cache_row_is_not_trusted(tmp_path):
     assert FigureCache(cache_path).get_many([digest]) == {}
     fleet(entries, 10, 10, now=NOW, cache=FigureCache(cache_path))
     assert FigureCache(cache_path).get_many([digest])[digest]["valid_until"] == past["valid_until"]
+
+
+@pytest.mark.parametrize("made", ["a directory", "under a file", "read-only"])
+def test_a_figure_cache_that_cannot_be_used_only_slows_the_fleet(tmp_path, capsys, monkeypatch, made):
+    """Its path a directory, or its directory a file, ended `fleet` in an internal error (the
+    2026-11-29 audit). A cache is only a cache: the figures are read from the reports, with a warning."""
+    root = tmp_path / "archive"
+    file_report(root, fleet_predicate(1, random.Random(1), datetime(2026, 1, 1, tzinfo=timezone.utc)), load_signer(None))
+    entries = Archive(root).reports()
+    cache_path = tmp_path / "cache" / "figures.sqlite3"
+    if made == "a directory":
+        cache_path.mkdir(parents=True)
+    elif made == "under a file":
+        cache_path.parent.write_text("not a directory")
+    else:  # made, then opened read-only (as on a read-only disk; root writes past file modes)
+        cache_path.parent.mkdir()
+        FigureCache(cache_path).get_many([])
+        opened = FigureCache._open
+        monkeypatch.setattr(FigureCache, "_open", lambda self, path: opened(self, path) if path == ":memory:" else
+                            sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+    view = fleet(entries, 10, 10, now=NOW, cache=FigureCache(cache_path))
+    assert [r.node for r in view.rows] == ["SN00001"] and view.rows[0].valid_until
+    err = capsys.readouterr().err
+    assert f"nodeqc: warning: figure cache {cache_path}: " in err and "reading the figures from the reports" in err
+    assert len(err.strip().splitlines()) == 1, err
 
 
 def test_a_figure_cache_of_the_old_format_is_dropped_not_trusted(tmp_path):

@@ -23,6 +23,7 @@ from typing import Any, Iterable
 import platformdirs
 
 from nodeqc.checks.fleet import HIGHER_BETTER_UNITS, LOWER_BETTER_UNITS, FleetFigure, Outlier
+from nodeqc.archive.index import warn_stderr
 from nodeqc.archive.standing import judged, open_labels, walked
 from nodeqc.archive.watch import last_cleared, validity
 from nodeqc.checks.fleet import outliers as find_outliers
@@ -77,13 +78,27 @@ class FigureCache:
             if self._secret is None:  # nothing to sign rows with: nothing lasting to trust
                 self._secret, self._db = os.urandom(32), self._open(":memory:")
                 return self._db
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                self._db = self._open(self.path)
-            except sqlite3.DatabaseError:
-                self.path.unlink(missing_ok=True)  # a damaged cache is rebuilt, never trusted
-                self._db = self._open(self.path)
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    self._db = self._open(self.path)
+                except sqlite3.DatabaseError:
+                    if not self.path.is_file():
+                        raise
+                    self.path.unlink()  # a damaged cache is rebuilt, never trusted
+                    self._db = self._open(self.path)
+            except (OSError, sqlite3.Error) as e:
+                self._unusable(e)
         return self._db
+
+    def _unusable(self, e: Exception) -> None:
+        """A cache that cannot be opened or written (its path a directory, its directory a file, a
+        read-only disk) is only slower: the figures are read from the reports, kept in memory."""
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        warn_stderr(f"figure cache {self.path}: {why}; reading the figures from the reports")
+        if self._db is not None:
+            self._db.close()
+        self._db = self._open(":memory:")
 
     def _open(self, path: Path | str) -> sqlite3.Connection:
         db = sqlite3.connect(path, timeout=30)
@@ -119,9 +134,12 @@ class FigureCache:
         db = self._connect()
         assert self._secret is not None
         texts = {d: json.dumps(v, separators=(",", ":")) for d, v in items.items()}
-        with db:
-            db.executemany("INSERT OR REPLACE INTO figures VALUES (?, ?, ?)",
-                           [(d, t, row_mac(self._secret, self._row(d, t))) for d, t in texts.items()])
+        rows = [(d, t, row_mac(self._secret, self._row(d, t))) for d, t in texts.items()]
+        try:
+            with db:
+                db.executemany("INSERT OR REPLACE INTO figures VALUES (?, ?, ?)", rows)
+        except sqlite3.Error as e:
+            self._unusable(e)
 
     def close(self) -> None:
         if self._db is not None:

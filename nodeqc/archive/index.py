@@ -54,7 +54,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
 
-def _warn_stderr(text: str) -> None:
+def warn_stderr(text: str) -> None:
     print(f"nodeqc: warning: {text}", file=sys.stderr, flush=True)
 
 
@@ -74,7 +74,7 @@ class Archive:
 
         self.root = archive_root(root)
         self.trusted = trusted_keys() if trusted is None else trusted
-        self.warn = warn or _warn_stderr
+        self.warn = warn or warn_stderr
         self._db: sqlite3.Connection | None = None
         self._in_memory = False
         self._secret: bytes | None = None
