@@ -439,6 +439,12 @@ def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     (["--hosts", "a,b", "--launch", "env H={host}", "--tests", "nccl"], "--min-nccl-busbw"),
     (["--hosts", "a,b", "--launch", "env H={host}", "--port", "80"], "--port 80: expected 1024 to 63527"),
     (["--hosts", "a,b", "--launch", "env H={host}", "--port", "65000"], "--port 65000: expected 1024 to"),
+    # nan floors passed every pair (each comparison with nan is false); nan seconds reached the workers
+    (["--simulate", "4", "--min-tcp-gbps", "nan"], "--min-tcp-gbps: expected a number from 0 to 1e+06, got 'nan'"),
+    (["--simulate", "4", "--min-nvlink-busbw", "inf"], "--min-nvlink-busbw: expected a number from 0 to 1e+06"),
+    (["--simulate", "4", "--max-lat-p99-us", "nan"], "--max-lat-p99-us: expected a number from 0 to"),
+    (["--simulate", "4", "--seconds", "nan"], "--seconds: expected a number from 1 to 86400, got 'nan'"),
+    (["--simulate", "4", "--nccl-bytes", "3"], "--nccl-bytes: expected a whole number from 4 to"),
 ])
 def test_usage_errors_are_one_line(args, message):
     env = {"SLURM_JOB_ID": ""}

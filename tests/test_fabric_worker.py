@@ -143,9 +143,17 @@ def test_worker_usage_errors():
                           (["--group", "a"], "expected 2 to 1024 different node names"),
                           (["--group", "a,b,c", "--tests", "nccl,tcp"], "a group test runs NCCL's collectives only"),
                           (["--group", "a,b,c", "--tests", "nccl", "--index", "3"], "--index 3: expected 0 to 2"),
-                          (["--pair", "a,b", "--index", "-1"], "--index -1: expected 0 to 1")):
+                          (["--pair", "a,b", "--index", "-1"], "--index -1: expected 0 to 1"),
+                          # The 2026-11-29 audit: internal errors, or a worker run on port 0 that said it was fine.
+                          (["--pairs", ""], "--pairs '': expected pairs of two different node names"),
+                          (["--groups", ""], "--groups '': expected groups of 2 to 1024"),
+                          (["--pair", "a,b", "--seconds", "nan"], "--seconds: expected a number from 1 to 86400, got 'nan'"),
+                          (["--pair", "a,b", "--seconds", "1e308"], "--seconds: expected a number from 1 to 86400"),
+                          (["--pair", "a,b", "--port", "0"], "--port: expected a whole number from 1 to 63535, got '0'"),
+                          (["--pair", "a,b", "--streams", "129"], "--streams: expected a whole number from 1 to 128"),
+                          (["--pair", "a,b", "--nccl-bytes", "-4"], "--nccl-bytes: expected a whole number from 1 to")):
         p = cli("fabric", "worker", *args)
-        assert p.returncode == 2 and message in p.stderr, p.stderr
+        assert p.returncode == 2 and message in p.stderr and len(p.stderr.splitlines()) == 1, p.stderr
 
 
 # A real ib_write_bw --report_gbits run between two ConnectX-7 NDR hosts (csegpu1 -> csegpu2), from

@@ -5,6 +5,7 @@ dump. A module of its own so that each command's module takes it from here, not 
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from typing import Any
 
@@ -13,6 +14,23 @@ from nodeqc.core.errors import UsageError
 # The longest duration an option (--burn-in) or a profile's setting ([run] burn_in_s) takes: a month.
 # Longer is a typo, not a burn-in.
 MAX_DURATION_S = 30 * 86400
+
+
+def number_in(low: float, high: float, whole: bool = False) -> Any:
+    """An argparse type: a finite number (a whole one with `whole`) from low to high. float() takes
+    "nan", "inf" and "1e308", and a worker handed one ended in an internal error or ran unbounded."""
+    what = f"a whole number from {low:.0f} to {high:.0f}" if whole else f"a number from {low:g} to {high:g}"
+
+    def parse(text: str) -> float | int:
+        try:
+            value = int(text) if whole else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text[:40]!r}") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text[:40]!r}")
+        return value
+
+    return parse
 
 
 PATH_METAVARS = frozenset({"FILE", "DIR", "PNG", "PEM", "PATH", "REPORT", "CAPTURE"})

@@ -20,7 +20,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nodeqc.core.arguments import Parser
+from nodeqc.backends.nic import IPERF3_MAX_S
+from nodeqc.core.arguments import Parser, number_in
 from nodeqc.core.errors import UsageError
 from nodeqc.core.names import check_host, check_name, check_nodelist
 from nodeqc.core.safefile import UnreadableInput, as_text, read_input
@@ -28,11 +29,14 @@ from nodeqc.core.stamps import current_user, utc_now
 from nodeqc.core.text import few, is_digits
 from nodeqc.fabric import pairing
 from nodeqc.fabric.nccl_group import COLLECTIVES
-from nodeqc.fabric.worker import NCCL_PORT_OFFSET, PORTS_PER_PAIR
+from nodeqc.fabric.worker import MAX_NCCL_BYTES, NCCL_PORT_OFFSET, PORTS_PER_PAIR
 
 TESTS = ("tcp", "rdma", "nccl", "allgather", "alltoall", "lat")
 PORT_ENV = "NODEQC_FABRIC_PORT"  # the --port default: one fabric run's ports apart from another's on shared hosts
 DEFAULT_PORT = 15201
+# A floor given on the command line: nan passed every pair (each comparison with it is false). Up to
+# 10^6 GB/s or Gb/s, far above any link or bus.
+FLOOR = number_in(0, 1e6)
 # Each NCCL collective's floor: the profile's [nic] key and the flag that replaces it, and which
 # profiles carry a published figure.
 COLLECTIVE_FLOORS = {"nccl": ("min_fabric_nccl_busbw_gbps", "min_nccl_busbw"),
@@ -84,20 +88,21 @@ def _parser() -> Parser:
                    "ib_write_lat per rail, its tail judged, a straggler named; --simulate: rdma,lat)")
     p.add_argument("--profile", default="generic", metavar="NAME|PATH", help="floors from its [nic] "
                    "min_rdma_fraction and min_tcp_fraction (default: generic)")
-    p.add_argument("--min-tcp-gbps", type=float, metavar="GBPS", help="absolute TCP floor per direction (replaces the fraction)")
-    p.add_argument("--min-rdma-gbps", type=float, metavar="GBPS", help="absolute RDMA floor per rail and direction")
-    p.add_argument("--min-nccl-busbw", type=float, metavar="GBPS", help="two-node NCCL all-reduce bus bandwidth floor, GB/s")
-    p.add_argument("--min-allgather-busbw", type=float, metavar="GBPS", help="two-node NCCL all-gather bus bandwidth floor, GB/s")
-    p.add_argument("--min-alltoall-busbw", type=float, metavar="GBPS", help="two-node NCCL all-to-all bus bandwidth floor, GB/s")
-    p.add_argument("--min-nvlink-busbw", type=float, metavar="GBPS", help="NCCL all-reduce bus bandwidth floor of a group "
+    p.add_argument("--min-tcp-gbps", type=FLOOR, metavar="GBPS", help="absolute TCP floor per direction (replaces the fraction)")
+    p.add_argument("--min-rdma-gbps", type=FLOOR, metavar="GBPS", help="absolute RDMA floor per rail and direction")
+    p.add_argument("--min-nccl-busbw", type=FLOOR, metavar="GBPS", help="two-node NCCL all-reduce bus bandwidth floor, GB/s")
+    p.add_argument("--min-allgather-busbw", type=FLOOR, metavar="GBPS", help="two-node NCCL all-gather bus bandwidth floor, GB/s")
+    p.add_argument("--min-alltoall-busbw", type=FLOOR, metavar="GBPS", help="two-node NCCL all-to-all bus bandwidth floor, GB/s")
+    p.add_argument("--min-nvlink-busbw", type=FLOOR, metavar="GBPS", help="NCCL all-reduce bus bandwidth floor of a group "
                    "within one multi-node NVLink domain, GB/s (default: the profile's; gb200-nvl72-tray carries one)")
-    p.add_argument("--max-lat-p99-us", type=float, metavar="USEC", help="ib_write_lat's 99th percentile floor per "
+    p.add_argument("--max-lat-p99-us", type=number_in(0, 1e7), metavar="USEC", help="ib_write_lat's 99th percentile floor per "
                    "pair and rail (default 20 usec: nodeqc/fabric/tails.py says why)")
-    p.add_argument("--seconds", type=float, help="seconds of each traffic test (default: the profile's traffic_s)")
+    p.add_argument("--seconds", type=number_in(1, IPERF3_MAX_S), help="seconds of each traffic test (default: the profile's traffic_s)")
     p.add_argument("--port", type=int, metavar="PORT", help=f"the first port the pair tests use: pair k of a round takes "
                    f"PORT+{PORTS_PER_PAIR}k and up (iperf3, perftest), and PORT+{NCCL_PORT_OFFSET}+{PORTS_PER_PAIR}k and "
                    f"the next for NCCL (default ${PORT_ENV}, else {DEFAULT_PORT})")
-    p.add_argument("--nccl-bytes", type=int, metavar="BYTES", help="each GPU's buffer in the NCCL tests: what it "
+    p.add_argument("--nccl-bytes", type=number_in(4, MAX_NCCL_BYTES, whole=True), metavar="BYTES",  # 4: a float32 a GPU
+                   help="each GPU's buffer in the NCCL tests: what it "
                    "all-reduces, gathers in all, sends in all to the others (default 1 GiB: bandwidth-bound)")
     p.add_argument("--group-size", metavar="K|auto", help="run the collectives of --tests (nccl, allgather, "
                    "alltoall) across groups of K nodes at once instead of pairs, after the pair rounds; a failing "
@@ -253,8 +258,6 @@ def _validate(args: argparse.Namespace, nodes: list[str]) -> list[str]:
     if not 1024 <= args.port <= 65535 - NCCL_PORT_OFFSET - PORTS_PER_PAIR * len(nodes):
         raise UsageError(f"--port {args.port}: expected 1024 to {65535 - NCCL_PORT_OFFSET - PORTS_PER_PAIR * len(nodes)} "
                          f"(each pair of a round takes {PORTS_PER_PAIR} ports from it, and NCCL {NCCL_PORT_OFFSET} above)")
-    if args.nccl_bytes is not None and args.nccl_bytes < 4:
-        raise UsageError(f"--nccl-bytes {args.nccl_bytes}: expected at least 4 (one float32 per GPU)")
     if args.group_size is not None:
         from nodeqc.fabric.groups import auto_size
 

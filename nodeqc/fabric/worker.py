@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nodeqc.backends.nic import iperf3_options, parse_ib_write_bw, parse_ib_write_lat, parse_iperf3
-from nodeqc.core.arguments import Parser
-from nodeqc.core.errors import UsageError
+from nodeqc.backends.nic import IPERF3_MAX_S, IPERF3_MAX_STREAMS, iperf3_options, parse_ib_write_bw, parse_ib_write_lat, parse_iperf3
+from nodeqc.core.arguments import Parser, number_in
+from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.names import check_host
 from nodeqc.core.text import is_digits
 from nodeqc.fabric.nccl_group import COLLECTIVES
@@ -62,6 +62,7 @@ TOOL_INSTALL = {"iperf3": "install iperf3 on every node (apt-get install iperf3,
                 "ib_write_bw": "install perftest on every node (apt-get install perftest, or dnf install perftest)",
                 "ib_write_lat": "install perftest on every node (apt-get install perftest, or dnf install perftest)"}
 MAX_GROUP = 1024  # nodes in one group test: far above any group ADR-055 forms (about sqrt(N))
+MAX_NCCL_BYTES = 1 << 40  # a GPU's buffer: above any GPU's memory (B300: 288 GB)
 LAT_ITERS = 10_000  # 2-byte writes: ~20-50 ms of ping-pong, 100 samples above the 99th percentile
 
 
@@ -352,6 +353,7 @@ def _run_all(cmds: list[list[str]], timeout: float) -> None:
 
 
 NCCL_PORT_OFFSET = 2000  # CuPy's TCP store on A (and nccl_group's agreement on the next port)
+MAX_PORT = 65535 - NCCL_PORT_OFFSET
 
 
 def nccl(job: Job, test: str = "nccl") -> list[dict[str, Any]]:
@@ -407,7 +409,7 @@ def pair_in_plan(text: str, addresses_text: str | None, port: int,
     if not units or any(len(u) not in sizes or not all(u) or len(set(u)) != len(u) for u in units):
         want = (f"groups of 2 to {MAX_GROUP} different node names, 'A,B,C D,E,F ...'" if group else
                 "pairs of two different node names, 'A,B C,D ...'")
-        raise UsageError(f"{flag} {text[:200]}: expected {want}")
+        raise UsageError(f"{flag} {shown(text[:200]) if text.strip() else repr(text)}: expected {want}")
     addresses: dict[str, str] = {}
     for item in (addresses_text or "").split():
         node, sep, addr = item.partition("=")
@@ -433,22 +435,26 @@ def main(argv: list[str]) -> int:
                        "from its name (NODEQC_NODE, SLURMD_NODENAME, the host name); its ports from the pair's place")
     p.add_argument("--index", type=int, help="which end this is, from 0 (default: from the host name)")
     p.add_argument("--tests", default="tcp", metavar="tcp,rdma,nccl,allgather,alltoall,lat")
-    p.add_argument("--seconds", type=float, default=5.0)
-    p.add_argument("--streams", type=int, default=4)
-    p.add_argument("--port", type=int, default=5201)
+    p.add_argument("--seconds", type=number_in(1, IPERF3_MAX_S), default=5.0)
+    p.add_argument("--streams", type=number_in(1, IPERF3_MAX_STREAMS, whole=True), default=4)
+    p.add_argument("--port", type=number_in(1, MAX_PORT, whole=True), default=5201)
     p.add_argument("--address", metavar="ADDR_A,ADDR_B,...", help="where each end is reached for data traffic "
                    "(default: the node names)")
     p.add_argument("--addresses", metavar="'NODE=ADDR ...'", help="with --pairs: where nodes are reached for "
                    "data traffic (default: their names)")
     p.add_argument("--use-cuda", action="store_true", help="ib_write_bw --use_cuda (GPUDirect RDMA)")
-    p.add_argument("--nccl-bytes", type=int, help="each GPU's buffer in the NCCL collectives (default 1 GiB)")
+    p.add_argument("--nccl-bytes", type=number_in(1, MAX_NCCL_BYTES, whole=True),
+                   help="each GPU's buffer in the NCCL collectives (default 1 GiB)")
     args = p.parse_args(argv)
-    if args.pairs:
+    if args.pairs is not None:  # '' too: an empty plan is refused there, not taken for no --pairs
         pair, args.port, addresses = pair_in_plan(args.pairs, args.addresses, args.port)
         args.pair, args.address = ",".join(pair), ",".join(addresses)
-    if args.groups:
+    if args.groups is not None:
         unit, args.port, addresses = pair_in_plan(args.groups, args.addresses, args.port, group=True)
         args.group, args.address = ",".join(unit), ",".join(addresses)
+    if args.port > MAX_PORT:
+        raise UsageError(f"--port: this node's pair takes port {args.port}, past {MAX_PORT} "
+                         f"(its NCCL store is {NCCL_PORT_OFFSET} above)")
     if args.group is not None:
         pair = tuple(args.group.split(","))
         if len(pair) < 2 or len(pair) > MAX_GROUP or not all(pair) or len(set(pair)) != len(pair):

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nodeqc.backends.nic import IPERF3_MAX_S, IPERF3_MAX_STREAMS
 from nodeqc.core.arguments import MAX_DURATION_S
 from nodeqc.core.errors import UsageError
 from nodeqc.core.model import Threshold
@@ -35,8 +36,6 @@ from nodeqc.core.schema import Spec, validate
 from nodeqc.core.skus import BY_KEY, Sku, identify
 from nodeqc.spec import calibration
 from nodeqc.spec.peers import parse_peers
-
-IPERF3_MAX_S = 86400  # iperf3 refuses a longer -t (MAX_TIME, iperf_api.h)
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
 # Host floors that say how the host was configured when bought, not whether it is healthy: a node
@@ -154,7 +153,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "min_rdma_fraction": _t("ib_write_bw bandwidth as a fraction of the port rate"),
         "peers": Spec("strlist", "traffic peers: HOST[:PORT] for any NIC, NIC=HOST[:PORT] for one "
                       "(--nic-peer replaces them)"),
-        "streams": Spec("int", "parallel iperf3 streams per NIC", low=1, high=128),
+        "streams": Spec("int", "parallel iperf3 streams per NIC", low=1, high=IPERF3_MAX_STREAMS),
         "traffic_s": Spec("number", "seconds of each traffic round (TCP, then RDMA) in a full run", low=1, high=IPERF3_MAX_S),
         "quick_traffic_s": Spec("number", "seconds of each traffic round with --quick", low=1, high=IPERF3_MAX_S),
         "rdma_use_cuda": Spec("bool", "ib_write_bw moves GPU memory (GPUDirect RDMA, --use_cuda)"),
