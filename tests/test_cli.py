@@ -89,6 +89,9 @@ BAD_INPUT = [
     (["--headless", "--profile", "h100", "--simulate", "h100", "--key", "KEY_WORLD"], "readable by all users"),
     (["--headless", "--profile", "h100", "--simulate", "h100", "--key", "/nonexistent.pem"], "signing key not found"),
     (["--headless", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+    # the app's own options were ignored by a headless run: a script waited for a picture
+    (["--headless", "--profile", "h100", "--simulate", "h100", "--screenshot", "x.png"], "--headless --screenshot: --screenshot is the app's"),
+    (["--headless", "--profile", "h100", "--simulate", "h100", "--start"], "--headless --start: --start is the app's"),
     (["verify"], "the following arguments are required: report"),
     (["verify", "/nonexistent.report.json"], "no such report"),
     (["show", "/nonexistent.report.json"], "no such report"),

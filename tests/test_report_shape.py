@@ -59,7 +59,9 @@ WRONG = [("gpus", None, "gpus: expected a list"), ("gpus", 5, "gpus: expected a 
          ("partial", {"skip": [{}]}, "partial.skip: expected a list of text"),
          ("repair", {"action": "reseated", "outcomes": "x"}, "repair.outcomes: expected a list"),
          ("repair", {"action": "reseated", "outcomes": [None]}, "repair.outcomes[0]: expected an object"),
-         ("repair", {"action": "reseated", "outcomes": [{"status": {}}]}, "repair.outcomes[0].status: expected text"),
+         ("repair", {"action": "reseated", "outcomes": [{"subject": "gpu0", "status": {}}]},
+          "repair.outcomes[0].status: expected text"),
+         ("repair", {"action": "reseated", "outcomes": [{}]}, "repair.outcomes[0].subject: missing"),
          ("simulation", {"scenario": "h100", "faults": [1]}, "simulation.faults: expected a list of text")]
 
 

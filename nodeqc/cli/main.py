@@ -155,6 +155,9 @@ def _dispatch(argv: list[str]) -> int:
         return COMMANDS[argv[0]](argv[1:])
     args = _run_parser().parse_args(argv)
     if args.headless:
+        for option, given in (("--start", args.start), ("--screenshot", args.screenshot)):
+            if given:  # the app's own: ignored, a script waited for a picture that never came
+                raise UsageError(f"--headless {option}: {option} is the app's (nodeqc without --headless)")
         return headless(args, argv)
     _refuse_headless_only(args, "")
     return gui(args, argv)

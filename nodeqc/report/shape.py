@@ -67,7 +67,7 @@ def check_predicate(p: Any) -> None:
     repair = p.get("repair")
     if isinstance(repair, dict):
         for n, outcome in enumerate(_list(repair.get("outcomes"), "repair.outcomes")):
-            _fields(outcome, f"repair.outcomes[{n}]", OUTCOME)
+            _fields(outcome, f"repair.outcomes[{n}]", OUTCOME, OUTCOME_NEEDS)
     for n, check in enumerate(_list(p.get("checks"), "checks")):
         _check(check, f"checks[{n}]")
     answer = p.get("answer")
@@ -126,13 +126,17 @@ GPU = {"subject": "text", "name": "text?", "bus_id": "text?", "serial": "text?",
 PARTIAL = {"only": "texts", "skip": "texts", "checks": "texts", "gpus": "texts"}
 SIMULATION = {"scenario": "text", "faults": "texts", "time_scale": "number"}
 REPAIR = {"action": "text?", "named": "flag", "parts": "texts", "outcomes": "list", "previous": "object?"}
-OUTCOME = {"part": "text?", "code": "text?", "code_now": "text?", "subject": "text?", "check": "text?",
-           "status": "text?", "identity": "text?", "repaired": "flag"}
+OUTCOME = {"part": "text?", "code": "text?", "code_now": "text?", "subject": "text", "check": "text?",
+           "status": "text", "identity": "text?", "repaired": "flag"}
+OUTCOME_NEEDS = ("subject", "status")  # every nodeqc has written them; a part's standing is read from them
 
 
-def _fields(obj: Any, where: str, spec: dict[str, str]) -> None:
+def _fields(obj: Any, where: str, spec: dict[str, str], needs: tuple[str, ...] = ()) -> None:
     if not isinstance(obj, dict):
         raise ShapeError(f"{where}: expected an object")
+    for key in needs:
+        if key not in obj:
+            raise ShapeError(f"{where}.{key}: missing")
     for key, kind in spec.items():
         if key not in obj:
             continue
