@@ -236,10 +236,10 @@ def test_tcp_only_cluster_names_the_slow_node():
 
 
 @pytest.mark.parametrize("text,why", [
-    ("node3:slow", "not a fabric fault"), ("node3:slow=2", "not a fabric fault"),
+    ("node3:slow", "not a fabric fault"), ("node3:slow=2", "the fraction left must be a number above 0 and below 1, got '2'"),
     ("node3:slow=0", "above 0 and below 1"), ("node99:down", "no node99 in a cluster of 16"),
     ("node1:rail9=0.5", "no rail9"), ("link:node1-node1:down", "two different nodes"),
-    ("gpu3:pcie_width=8", "not a fabric fault"), ("node1:rail1=0.5x", "not a fabric fault"),
+    ("gpu3:pcie_width=8", "not a fabric fault"), ("node1:rail1=0.5x", "got '0.5x'"),
 ])
 def test_faults_are_parsed_strictly(text, why):
     with pytest.raises(UsageError, match=why):
@@ -443,8 +443,12 @@ def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     (["--simulate", "4", "--min-tcp-gbps", "nan"], "--min-tcp-gbps: expected a number from 0 to 1e+06, got 'nan'"),
     (["--simulate", "4", "--min-nvlink-busbw", "inf"], "--min-nvlink-busbw: expected a number from 0 to 1e+06"),
     (["--simulate", "4", "--max-lat-p99-us", "nan"], "--max-lat-p99-us: expected a number from 0 to"),
-    (["--simulate", "4", "--seconds", "nan"], "--seconds: expected a number from 1 to 86400, got 'nan'"),
+    (["--simulate", "4", "--seconds", "nan"], "--seconds: expected a number above 0, at most 86400, got 'nan'"),
+    (["--simulate", "4", "--seconds", "0"], "--seconds: expected a number above 0, at most 86400, got '0'"),
     (["--simulate", "4", "--nccl-bytes", "3"], "--nccl-bytes: expected a whole number from 4 to"),
+    # a fraction out of range was "not a fabric fault" with the whole vocabulary; 0 alone said why
+    (["--simulate", "4", "--inject", "node0:slow=-1"], "the fraction left must be a number above 0 and below 1, got '-1'"),
+    (["--simulate", "4", "--inject", "link:node0-node1=2"], "the fraction left must be a number above 0 and below 1, got '2'"),
 ])
 def test_usage_errors_are_one_line(args, message):
     env = {"SLURM_JOB_ID": ""}

@@ -512,7 +512,8 @@ def test_ranks_die_with_a_worker_that_is_killed(tmp_path, how):
 def test_nccl_bytes_below_one_float_is_a_usage_error():
     p = cli("fabric", "--hosts", "a,b", "--launch", "env H={host}", "--tests", "nccl", "--min-nccl-busbw", "1",
             "--nccl-bytes", "2")
-    assert p.returncode == 2 and p.stderr.strip() == "nodeqc: --nccl-bytes 2: expected at least 4 (one float32 per GPU)"
+    assert p.returncode == 2 and p.stderr.strip() == \
+        "nodeqc: argument --nccl-bytes: expected a whole number from 4 to 1099511627776, got '2' (see nodeqc fabric --help)"
 
 
 # ---------------------------------------------------------------------- all-gather and all-to-all (issue 27)

@@ -147,8 +147,8 @@ def test_worker_usage_errors():
                           # The 2026-11-29 audit: internal errors, or a worker run on port 0 that said it was fine.
                           (["--pairs", ""], "--pairs '': expected pairs of two different node names"),
                           (["--groups", ""], "--groups '': expected groups of 2 to 1024"),
-                          (["--pair", "a,b", "--seconds", "nan"], "--seconds: expected a number from 1 to 86400, got 'nan'"),
-                          (["--pair", "a,b", "--seconds", "1e308"], "--seconds: expected a number from 1 to 86400"),
+                          (["--pair", "a,b", "--seconds", "nan"], "--seconds: expected a number above 0, at most 86400, got 'nan'"),
+                          (["--pair", "a,b", "--seconds", "1e308"], "--seconds: expected a number above 0, at most 86400"),
                           (["--pair", "a,b", "--port", "0"], "--port: expected a whole number from 1 to 63535, got '0'"),
                           (["--pair", "a,b", "--streams", "129"], "--streams: expected a whole number from 1 to 128"),
                           (["--pair", "a,b", "--nccl-bytes", "-4"], "--nccl-bytes: expected a whole number from 1 to")):

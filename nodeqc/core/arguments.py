@@ -16,17 +16,19 @@ from nodeqc.core.errors import UsageError
 MAX_DURATION_S = 30 * 86400
 
 
-def number_in(low: float, high: float, whole: bool = False) -> Any:
-    """An argparse type: a finite number (a whole one with `whole`) from low to high. float() takes
-    "nan", "inf" and "1e308", and a worker handed one ended in an internal error or ran unbounded."""
-    what = f"a whole number from {low:.0f} to {high:.0f}" if whole else f"a number from {low:g} to {high:g}"
+def number_in(low: float, high: float, whole: bool = False, above: bool = False) -> Any:
+    """An argparse type: a finite number (a whole one with `whole`) from low (above it, with `above`)
+    to high. float() takes "nan", "inf" and "1e308", and a worker handed one ended in an internal
+    error or ran unbounded."""
+    what = (f"a whole number from {low:.0f} to {high:.0f}" if whole else
+            f"a number above {low:g}, at most {high:g}" if above else f"a number from {low:g} to {high:g}")
 
     def parse(text: str) -> float | int:
         try:
             value = int(text) if whole else float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {what}, got {text[:40]!r}") from None
-        if not (math.isfinite(value) and low <= value <= high):
+        if not (math.isfinite(value) and (low < value if above else low <= value) and value <= high):
             raise argparse.ArgumentTypeError(f"expected {what}, got {text[:40]!r}")
         return value
 

@@ -97,7 +97,8 @@ def _parser() -> Parser:
                    "within one multi-node NVLink domain, GB/s (default: the profile's; gb200-nvl72-tray carries one)")
     p.add_argument("--max-lat-p99-us", type=number_in(0, 1e7), metavar="USEC", help="ib_write_lat's 99th percentile floor per "
                    "pair and rail (default 20 usec: nodeqc/fabric/tails.py says why)")
-    p.add_argument("--seconds", type=number_in(1, IPERF3_MAX_S), help="seconds of each traffic test (default: the profile's traffic_s)")
+    p.add_argument("--seconds", type=number_in(0, IPERF3_MAX_S, above=True),
+                   help="seconds of each traffic test (default: the profile's traffic_s)")
     p.add_argument("--port", type=int, metavar="PORT", help=f"the first port the pair tests use: pair k of a round takes "
                    f"PORT+{PORTS_PER_PAIR}k and up (iperf3, perftest), and PORT+{NCCL_PORT_OFFSET}+{PORTS_PER_PAIR}k and "
                    f"the next for NCCL (default ${PORT_ENV}, else {DEFAULT_PORT})")

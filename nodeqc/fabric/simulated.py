@@ -33,11 +33,12 @@ an interrupt storm, a C-state exit, a PCIe link leaving a power state), its medi
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import re
 from dataclasses import dataclass, field
 
-from nodeqc.core.errors import UsageError
+from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.text import few
 from nodeqc.fabric.coverage import Coverage
 from nodeqc.fabric.groups import GroupScores, shared_domain
@@ -71,7 +72,7 @@ NVLINK_FALLBACK_BUSBW = 191.4
 GROUP_GPUS = 8
 STRAGGLER_STALL_MS = 12.0
 
-_FRACTION = r"(0(?:\.\d+)?|1(?:\.0+)?|0?\.\d+)"
+_FRACTION = r"([^:\s]+)"  # any word: fraction() says what a fraction must be (-1 and 2 had the vocabulary)
 _FAULT = re.compile(
     rf"^(?:node(?P<node>\d+):(?:slow=(?P<slow>{_FRACTION})|(?P<down>down)|(?P<straggler>straggler)|nccl(?:=(?P<nccl>{_FRACTION})|:(?P<wrong>wrong))|(?P<nvdown>nvlink:down)|rail(?P<nrail>\d+)(?:=(?P<nrf>{_FRACTION})|:(?P<nrdown>down))))$"
     rf"|^(?:nvlink:(?P<domain>[A-Za-z0-9._-]{{1,63}}):down)$"
@@ -161,9 +162,15 @@ class SimulatedCluster:
             return name
 
         def fraction(value: str | None) -> float:
-            f = 0.0 if value is None else float(value)
-            if value is not None and not 0 < f < 1:
-                raise UsageError(f"--inject {text}: the fraction left must be above 0 and below 1 (use :down for none)")
+            if value is None:
+                return 0.0
+            try:
+                f = float(value)
+            except ValueError:
+                f = math.nan
+            if not 0 < f < 1:  # nan too
+                raise UsageError(f"--inject {shown(text)}: the fraction left must be a number above 0 and below 1, "
+                                 f"got {shown(value)!r} (use :down for none)")
             return f
 
         if g["node"] is not None:

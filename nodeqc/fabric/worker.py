@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nodeqc.backends.nic import IPERF3_MAX_S, IPERF3_MAX_STREAMS, iperf3_options, parse_ib_write_bw, parse_ib_write_lat, parse_iperf3
+from nodeqc.backends.nic import (IPERF3_MAX_S, IPERF3_MAX_STREAMS, iperf3_options, parse_ib_write_bw,
+                                 parse_ib_write_lat, parse_iperf3)
 from nodeqc.core.arguments import Parser, number_in
 from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.names import check_host
@@ -435,7 +436,7 @@ def main(argv: list[str]) -> int:
                        "from its name (NODEQC_NODE, SLURMD_NODENAME, the host name); its ports from the pair's place")
     p.add_argument("--index", type=int, help="which end this is, from 0 (default: from the host name)")
     p.add_argument("--tests", default="tcp", metavar="tcp,rdma,nccl,allgather,alltoall,lat")
-    p.add_argument("--seconds", type=number_in(1, IPERF3_MAX_S), default=5.0)
+    p.add_argument("--seconds", type=number_in(0, IPERF3_MAX_S, above=True), default=5.0)
     p.add_argument("--streams", type=number_in(1, IPERF3_MAX_STREAMS, whole=True), default=4)
     p.add_argument("--port", type=number_in(1, MAX_PORT, whole=True), default=5201)
     p.add_argument("--address", metavar="ADDR_A,ADDR_B,...", help="where each end is reached for data traffic "
