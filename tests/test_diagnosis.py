@@ -410,6 +410,20 @@ def test_a_gpu_in_use_is_an_error_naming_the_processes():
     assert cannot.verdict is Verdict.SKIP and "cannot be ruled out" in cannot.message
 
 
+def test_a_node_listing_tens_of_thousands_of_processes_gets_one_short_line():
+    """A node's driver listing 50,000 processes made one message of 1.3 MB (the 2026-11-29 audit):
+    the message names four and counts the rest; the evidence keeps 64 and the count; the diagnosis
+    of a slow GPU says them alike."""
+    many = [GpuProcess(1000 + k, "python3", 1 << 30) for k in range(50_000)]
+    r = gpu_free(gpu(), many)
+    assert r.verdict is Verdict.ERROR and r.values["processes"].value == 50_000
+    assert r.message.startswith("50000 other compute process(es) on this GPU before the stress: pid 1000 (python3, 1.00 GiB), ")
+    assert "pid 1003 (python3, 1.00 GiB) +49996 more; it sits out the stress" in r.message and len(r.message) < 300
+    assert len(r.evidence["processes"]) == 64 and r.evidence["processes_not_listed"] == 50_000 - 64
+    said = describe_processes([p.to_dict() for p in many])
+    assert said.endswith("+49996 more") and said.count("pid") == 4
+
+
 def test_nvml_lists_processes_names_them_and_says_when_it_cannot():
     procs = [{"pid": 4242, "usedGpuMemory": 1_127_219_200}, {"pid": 99, "usedGpuMemory": None}]
     desc = node([h100_device(0, nvmlDeviceGetComputeRunningProcesses=procs),

@@ -22,9 +22,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from nodeqc.backends.base import GpuInfo
+from nodeqc.backends.base import GpuInfo, GpuProcess
+from nodeqc.checks.processes import describe
 from nodeqc.core.model import CheckResult, Verdict
-from nodeqc.core.na import is_na
+from nodeqc.core.na import NA, is_na
 from nodeqc.work.telemetry import GpuTelemetry
 
 # A loaded SM clock at or above this share of the SKU's healthy loaded clock is "full": the
@@ -189,12 +190,8 @@ def _share(obs: Observed, reasons: tuple[str, ...]) -> float:
 
 
 def describe_processes(processes: list[dict[str, Any]]) -> str:
-    parts = []
-    for p in processes:
-        name = p.get("name") or "name unknown"
-        used = p.get("used_bytes")
-        parts.append(f"pid {p['pid']} ({name}" + (f", {used / 2 ** 30:.2f} GiB)" if used else ")"))
-    return ", ".join(parts)
+    """Telemetry's other processes (GpuTelemetry.other_processes), said as stress.gpu_free says them."""
+    return describe([GpuProcess(p["pid"], p.get("name") or NA, p.get("used_bytes") or NA) for p in processes])
 
 
 def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | None,

@@ -11,12 +11,19 @@ from nodeqc.backends.base import GpuInfo, GpuProcess
 from nodeqc.checks.common import skip
 from nodeqc.core.model import CheckResult, Value, Verdict
 from nodeqc.core.na import is_na
+from nodeqc.core.text import few
 
 NAME = "stress.gpu_free"
 
 
+# The processes a result lists: a technician finds a few by pid, and the count says the rest. A node
+# that listed tens of thousands made one message of 1.3 MB (the 2026-11-29 audit); the message names
+# four (text.few), the evidence 64.
+MOST_LISTED = 64
+
+
 def describe(processes: list[GpuProcess]) -> str:
-    return ", ".join(p.describe() for p in processes)
+    return few([p.describe() for p in processes])
 
 
 def gpu_free(gpu: GpuInfo, others: Any) -> CheckResult:
@@ -32,4 +39,6 @@ def gpu_free(gpu: GpuInfo, others: Any) -> CheckResult:
     return CheckResult(NAME, gpu.subject, Verdict.ERROR,
                        f"{len(others)} other compute process(es) on this GPU before the stress: {describe(others)}; "
                        "it sits out the stress", code="GPU_IN_USE", values=values,
-                       evidence={"processes": [p.to_dict() for p in others]}, key="processes")
+                       evidence={"processes": [p.to_dict() for p in others[:MOST_LISTED]],
+                                 **({"processes_not_listed": len(others) - MOST_LISTED} if len(others) > MOST_LISTED else {})},
+                       key="processes")
