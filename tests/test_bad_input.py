@@ -304,6 +304,29 @@ def test_an_empty_path_is_refused_not_taken_for_the_default(args, message):
     assert len(p.stderr.strip().splitlines()) == 1
 
 
+RUN = ["--headless", "--simulate", "h100", "--profile", "h100", "--quick"]
+
+
+@pytest.mark.parametrize("args, message", [
+    # Each was taken for no option at all (the 2026-11-29 audit): `--simulate ""` ran on the real
+    # GPUs, `--profile ""` chose one, `--only ""` ran everything, `--repair ""` recorded no repair.
+    (RUN + ["--simulate", ""], "--simulate: an empty value; give NAME|PATH"),
+    (RUN + ["--profile", " "], "--profile: an empty value; give NAME|PATH"),
+    (RUN + ["--only", ""], "--only: an empty value; give CHECKS"),
+    (RUN + ["--skip", "stress", "--skip", ""], "--skip: an empty value; give CHECKS"),
+    (RUN + ["--operator", ""], "--operator: an empty value; give NAME"),
+    (RUN + ["--ticket", ""], "--ticket: an empty value; give ID"),
+    (RUN + ["--repair", ""], "--repair: an empty value; give TEXT"),
+    (["history", "--node", ""], "--node: an empty value; give SERIAL"),
+    (["fabric", "--simulate", "4", "--tests", ""], "--tests: an empty value"),
+    (["fabric", "worker", "--pairs", ""], "--pairs: an empty value"),
+])
+def test_an_empty_value_is_refused_not_taken_for_none(args, message):
+    p = cli(*args)
+    assert p.returncode == 2 and p.stderr.startswith(f"nodeqc: {message}") and p.stdout == ""
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
 def test_a_file_given_where_a_directory_is_wanted_is_named_so(tmp_path):
     """`--out FILE` said "File exists", `--archive FILE` "no such directory", of a file that is there."""
     f = tmp_path / "a-file"

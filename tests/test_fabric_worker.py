@@ -145,8 +145,8 @@ def test_worker_usage_errors():
                           (["--group", "a,b,c", "--tests", "nccl", "--index", "3"], "--index 3: expected 0 to 2"),
                           (["--pair", "a,b", "--index", "-1"], "--index -1: expected 0 to 1"),
                           # The 2026-11-29 audit: internal errors, or a worker run on port 0 that said it was fine.
-                          (["--pairs", ""], "--pairs '': expected pairs of two different node names"),
-                          (["--groups", ""], "--groups '': expected groups of 2 to 1024"),
+                          (["--pairs", ","], "--pairs ,: expected pairs of two different node names"),
+                          (["--groups", "a,b,a"], "--groups a,b,a: expected groups of 2 to 1024"),
                           (["--pair", "a,b", "--seconds", "nan"], "--seconds: expected a number above 0, at most 86400, got 'nan'"),
                           (["--pair", "a,b", "--seconds", "1e308"], "--seconds: expected a number above 0, at most 86400"),
                           (["--pair", "a,b", "--port", "0"], "--port: expected a whole number from 1 to 63535, got '0'"),

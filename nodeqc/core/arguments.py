@@ -55,10 +55,18 @@ class Parser(argparse.ArgumentParser):
         parsed = super().parse_args(*args, **kwargs)
         # A file or directory option given an empty path (an unset variable: --out "$DIR") fell back
         # to the default place (`fabric --out ""`: the archive) or to stdout (`export --output ""`).
+        # Any other option given an empty value was as quietly taken for none: `--simulate ""` ran on
+        # the real GPUs, `--only ""` ran everything, `--repair ""` recorded no repair.
         for action in self._actions:
             value = getattr(parsed, action.dest, None)
             given = value is not action.default and value is not action.const  # not `--retest` alone
-            if action.metavar in PATH_METAVARS and given and isinstance(value, str) and not value.strip():
+            values = value if isinstance(value, list) and action.option_strings else [value]
+            if not given or not any(isinstance(v, str) and not v.strip() for v in values):
+                continue
+            if action.metavar in PATH_METAVARS:
                 raise UsageError(f"{'/'.join(action.option_strings)}: an empty path; give a "
                                  f"{'directory' if action.metavar == 'DIR' else 'file'}")
+            if action.option_strings:
+                raise UsageError(f"{'/'.join(action.option_strings)}: an empty value; give "
+                                 f"{action.metavar or action.dest.upper()} (see {self.prog} --help)")
         return parsed

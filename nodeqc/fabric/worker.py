@@ -410,7 +410,7 @@ def pair_in_plan(text: str, addresses_text: str | None, port: int,
     if not units or any(len(u) not in sizes or not all(u) or len(set(u)) != len(u) for u in units):
         want = (f"groups of 2 to {MAX_GROUP} different node names, 'A,B,C D,E,F ...'" if group else
                 "pairs of two different node names, 'A,B C,D ...'")
-        raise UsageError(f"{flag} {shown(text[:200]) if text.strip() else repr(text)}: expected {want}")
+        raise UsageError(f"{flag} {shown(text[:200])}: expected {want}")
     addresses: dict[str, str] = {}
     for item in (addresses_text or "").split():
         node, sep, addr = item.partition("=")
@@ -447,7 +447,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--nccl-bytes", type=number_in(1, MAX_NCCL_BYTES, whole=True),
                    help="each GPU's buffer in the NCCL collectives (default 1 GiB)")
     args = p.parse_args(argv)
-    if args.pairs is not None:  # '' too: an empty plan is refused there, not taken for no --pairs
+    if args.pairs is not None:
         pair, args.port, addresses = pair_in_plan(args.pairs, args.addresses, args.port)
         args.pair, args.address = ",".join(pair), ",".join(addresses)
     if args.groups is not None:
