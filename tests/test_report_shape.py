@@ -62,7 +62,11 @@ WRONG = [("gpus", None, "gpus: expected a list"), ("gpus", 5, "gpus: expected a 
          ("repair", {"action": "reseated", "outcomes": [{"subject": "gpu0", "status": {}}]},
           "repair.outcomes[0].status: expected text"),
          ("repair", {"action": "reseated", "outcomes": [{}]}, "repair.outcomes[0].subject: missing"),
-         ("simulation", {"scenario": "h100", "faults": [1]}, "simulation.faults: expected a list of text")]
+         ("simulation", {"scenario": "h100", "faults": [1]}, "simulation.faults: expected a list of text"),
+         ("checks.1", {"name": "nic.inventory", "subject": "node", "verdict": "pass", "message": "1 NIC",
+                       "evidence": {"nics": -1}}, "checks[1].evidence.nics: expected a list"),
+         ("checks.1", {"name": "nic.inventory", "subject": "node", "verdict": "pass", "message": "1 NIC",
+                       "evidence": {"nics": [{"subject": []}]}}, "checks[1].evidence.nics[0].subject: expected text")]
 
 
 @pytest.mark.parametrize("path, value, said", WRONG, ids=[f"{p}={v!r}" for p, v, _ in WRONG])

@@ -101,6 +101,13 @@ def _check(c: Any, where: str) -> None:
             raise ShapeError(f"{where}.thresholds[{n}]: expected a name, min or max, fail and warn numbers, a unit")
     if c.get("evidence") is not None and not isinstance(c["evidence"], dict):
         raise ShapeError(f"{where}.evidence: expected an object")
+    # The NICs the run listed are the parts its findings name (answer.parts, answer.nics_of).
+    if c.get("name") == "nic.inventory" and isinstance(c.get("evidence"), dict) and "nics" in c["evidence"]:
+        nics = c["evidence"]["nics"]
+        if not isinstance(nics, list):
+            raise ShapeError(f"{where}.evidence.nics: expected a list")
+        for n, nic in enumerate(nics):
+            _fields(nic, f"{where}.evidence.nics[{n}]", NIC)
 
 
 def _finding(f: Any, where: str) -> None:
@@ -123,6 +130,7 @@ def _finding(f: Any, where: str) -> None:
 # (a list of text), "flag", "number", "whole?" (a whole number or null).
 GPU = {"subject": "text", "name": "text?", "bus_id": "text?", "serial": "text?", "uuid": "text?", "index": "whole?",
        "sku": "text?"}
+NIC = {"subject": "text", "name": "text?", "bus_id": "text?", "mac": "text?"}
 PARTIAL = {"only": "texts", "skip": "texts", "checks": "texts", "gpus": "texts"}
 SIMULATION = {"scenario": "text", "faults": "texts", "time_scale": "number"}
 REPAIR = {"action": "text?", "named": "flag", "parts": "texts", "outcomes": "list", "previous": "object?"}
@@ -154,7 +162,8 @@ def _fields(obj: Any, where: str, spec: dict[str, str], needs: tuple[str, ...] =
             raise ShapeError(f"{at}: expected an object")
         elif kind == "flag" and not isinstance(value, bool):
             raise ShapeError(f"{at}: expected true or false")
-        elif kind in ("number", "whole") and (isinstance(value, bool) or not isinstance(value, int if kind == "whole" else (int, float))):
+        elif kind in ("number", "whole") and (isinstance(value, bool) or
+                                              not isinstance(value, int if kind == "whole" else (int, float))):
             raise ShapeError(f"{at}: expected a {'whole ' if kind == 'whole' else ''}number")
 
 
