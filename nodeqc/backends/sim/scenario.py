@@ -180,7 +180,8 @@ def load_scenario(ref: str) -> Scenario:
         if ids is not None and len(ids) != data["gpus"]["count"]:
             raise UsageError(f"{where}: [gpus] {key}: {len(ids)} {'addresses' if key == 'bus_ids' else 'serials'} for {data['gpus']['count']} GPUs")
     scenario = Scenario(path.stem, path, data)
-    addresses = [scenario.bus_id(k) for k in range(scenario.gpu_count)] + [scenario.nic_bus_id(k) for k in range(len(scenario.nics))]
+    addresses = [scenario.bus_id(k) for k in range(scenario.gpu_count)] + \
+        [scenario.nic_bus_id(k) for k in range(len(scenario.nics))]
     for address in addresses:
         if addresses.count(address) > 1:
             raise UsageError(f"{where}: PCI address {address} is {addresses.count(address)} devices' "
