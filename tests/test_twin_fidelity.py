@@ -147,6 +147,23 @@ def test_the_copy_figure_is_held_on_both_parts():
     assert held == set(QUICK)
 
 
+@pytest.mark.parametrize("key, path", [("h100-sxm5-80gb", LATER / "h100-sxm5-quick-flat-copy.predicate.json"),
+                                       ("h200-sxm-141gb", LATER / "h200-sxm-quick-flat-copy.predicate.json")])
+def test_the_twin_chooses_its_copy_kernel_as_the_real_part_did(simulated, key, path):
+    """The real parts' copy figure says which copy kernel it is of, and every kernel's probe rate;
+    the twin's said nothing (stream_copy_choice was None), so that evidence only ever ran on a GPU.
+    The twin keeps the real part's kernel, its rates within 5 % of the probe's, and a slow HBM's
+    rates are slow alike."""
+    real = next(c for c in _real(path)["checks"] if c["name"] == "stress.hbm_bandwidth")["evidence"]["copy_kernel"]
+    got = simulated[key][("stress.hbm_bandwidth", "gpu0")].evidence["copy_kernel"]
+    assert got["kernel"] == real["kernel"] == KEPT_COPY and set(got["rates_gbps"]) == set(real["rates_gbps"])
+    for kernel, rate in real["rates_gbps"].items():
+        assert abs(got["rates_gbps"][kernel] - rate) <= TOLERANCE * rate, (kernel, got, real)
+    *_, slow = _device(key, ["gpu0:hbm_bw=0.5"])
+    slow.stream_setup(1 << 20)
+    assert slow.stream_copy_choice()["rates_gbps"][KEPT_COPY] == pytest.approx(0.5 * real["rates_gbps"][KEPT_COPY], rel=0.05)
+
+
 def test_every_correction_names_a_run_held_here():
     """A correction keyed to a run that is not in RUNS (a renamed fixture) would silently stop applying."""
     runs = {(run_name(path), key) for key, path in RUNS}

@@ -341,8 +341,8 @@ class SimDevice:
         return 2 * nbytes
 
     def stream_copy_choice(self) -> dict[str, Any] | None:
-        """None: the twin has one copy rate (its model's), no kernels to choose between."""
-        return None
+        """The copy kernels' set-up rates as the real part's probe read them (models.Twin.copy_probe_gbps)."""
+        return self.model.copy_choice(self._hbm_rate() / 1e9)
 
     def stream_run(self, kind: str, iters: int) -> float:
         init, a = self._stream

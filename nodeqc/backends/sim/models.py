@@ -11,7 +11,8 @@ not what nodeqc's table says a healthy part delivers at the least."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from nodeqc.backends.base import PLAIN_LOAD_DTYPE
 from nodeqc.core.skus import BY_KEY, Sku
@@ -83,6 +84,10 @@ class Twin:
     # load (nodeqc.backends.sim.physics.THERMAL_TAUS_S): H100 0.42-0.52, median 0.52 of five runs;
     # H200 0.68-0.81, median 0.71 of four.
     temp_fast_share: float = 0.0
+    # Each STREAM copy kernel's rate in the set-up's probe (one warm pass, best of three), from which
+    # the fastest is kept for the figure (real-2026-11-27/*-quick-flat-copy, copy_kernel's rates_gbps);
+    # the probe reads below the figure, which is the best of the timed passes.
+    copy_probe_gbps: dict[str, float] = field(default_factory=dict)
 
 
 M26 = "shared/measurements/2026-11-26"
@@ -108,7 +113,8 @@ H100_SXM5_TWIN = Twin(
     copy_gbps=3016.6, triad_gbps=2914.7, h2d_gbps=55.3, d2h_gbps=55.2, bidir_gbps=96.4, memtest_gbps=2872.6,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174004Z, bench_gpu memtest_second)",
     mem_temp_offset_c=-8.0, idle_mem_temp_offset_c=3.0, membound_mem_temp_offset_c=11.0, pulse_burst_w=770.0,
-    temp_fast_share=0.52)
+    temp_fast_share=0.52,
+    copy_probe_gbps={"stream_copy": 2775.7, "stream_copy_flat": 2956.7, "stream_copy_x4": 2771.6, "stream_copy_x8": 2808.5})
 # H200 SXM 141GB (PCI 0x2335), the same: quick run vm-20261126T174732Z
 # (tests/fixtures/real-2026-11-26/h200-sxm-quick-pulsed.predicate.json).
 H200_SXM_TWIN = Twin(
@@ -122,7 +128,8 @@ H200_SXM_TWIN = Twin(
     copy_gbps=4242.6, triad_gbps=4158.4, h2d_gbps=55.4, d2h_gbps=55.3, bidir_gbps=101.4, memtest_gbps=3921.7,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174732Z, bench_gpu memtest_second)",
     mem_temp_offset_c=-9.0, idle_mem_temp_offset_c=1.0, membound_mem_temp_offset_c=8.5, pulse_burst_w=727.0,
-    temp_fast_share=0.71)
+    temp_fast_share=0.71,
+    copy_probe_gbps={"stream_copy": 3848.9, "stream_copy_flat": 4116.9, "stream_copy_x4": 3782.5, "stream_copy_x8": 3776.7})
 # The memory-bound work's power where no part was measured: the H100 SXM5's as a share of its 700 W
 # limit (0.66, 0.71, 0.20), an estimate.
 MEMORY_WORK_POWER_SHARE = {work: round(H100_SXM5_TWIN.power_w[work] / 700, 2) for work in MEMORY_WORK}
@@ -235,6 +242,15 @@ class SimGpuModel:
     def bidir_share(self) -> float:
         """Each direction's rate in a bidirectional pinned copy, over H2D's alone."""
         return self.twin.bidir_gbps / (2 * self.twin.h2d_gbps) if self.twin else 0.9
+
+    def copy_choice(self, copy_gbps: float) -> dict[str, Any] | None:
+        """The copy kernels' probe rates on a part whose copy reads `copy_gbps` now (a slow HBM's
+        slower alike), and the fastest, kept: the evidence the real part gives (None: not measured,
+        one kernel)."""
+        if not self.twin or not self.twin.copy_probe_gbps:
+            return None
+        rates = {k: round(v * copy_gbps / self.twin.copy_gbps, 1) for k, v in self.twin.copy_probe_gbps.items()}
+        return {"kernel": max(rates, key=lambda k: rates[k]), "rates_gbps": rates}
 
     @property
     def memtest_share(self) -> float:
