@@ -153,3 +153,44 @@ def test_a_report_with_a_number_past_pythons_digit_limit_is_refused_in_one_line(
         assert main(argv) == code, argv
         err = capsys.readouterr().err
         assert "internal error" not in err and "a number longer than any nodeqc writes" in err, (argv, err)
+
+
+@pytest.fixture(scope="module")
+def fabric_statement(tmp_path_factory):
+    """A simulated fabric run's signed statement, as nodeqc writes it."""
+    from conftest import cli
+    from nodeqc.report.envelope import decode_statement, read_envelope
+
+    out = tmp_path_factory.mktemp("fabric")
+    p = cli("fabric", "--simulate", "4", "--inject", "node1:slow=0.5", "--seed", "1", "--out", str(out))
+    assert p.returncode == 1, p.stderr
+    return decode_statement(read_envelope(next(out.glob("*.report.json"))))
+
+
+FABRIC_WRONG = [("checks", "x", "checks: expected a list"), ("checks.0.subject", None, "checks[0].subject: expected text"),
+                ("checks.0.code", [], "checks[0].code: expected text"),
+                ("checks.0.values", {"x": {"value": 10 ** 400}}, "checks[0].values.x.value: a whole number of 401 digits"),
+                ("gpus", 5, "gpus: expected a list"), ("node", None, "node: expected an object"),
+                ("profile", None, "profile: expected an object"), ("nodes.0", {}, "nodes[0].name: missing"),
+                ("nodes.0.identity", "x", "nodes[0].identity: expected an object"),
+                ("summary.failed", 5, "summary.failed: expected a list of text"),
+                ("partial", "x", "partial: expected true or false"), ("verdict", "GREAT", "verdict: expected one of")]
+
+
+@pytest.mark.parametrize("path, value, said", FABRIC_WRONG, ids=[f"{p}={v!r}"[:40] for p, v, _ in FABRIC_WRONG])
+def test_a_signed_fabric_report_with_a_field_of_the_wrong_kind_is_refused_naming_it(tmp_path, capsys, fabric_statement,
+                                                                                   path, value, said):
+    """A fabric run's fields were never checked: 36 of the wrong kind ended show, show --pdf, history or
+    export in an internal error (a fuzzing helper, 2026-11-29). Now each is refused where it is read."""
+    check_predicate(fabric_statement["predicate"], fabric=True)  # as written, it is of its kinds
+    bad = _set(fabric_statement["predicate"], path, value)
+    with pytest.raises(ShapeError, match=f"^{said}".replace("[", r"\[").replace("]", r"\]")):
+        check_predicate(bad, fabric=True)
+    report = tmp_path / "fabric-x" / "fabric-x-20261101T100000Z.report.json"
+    report.parent.mkdir()
+    write_envelope(report, sign({**fabric_statement, "predicate": bad}, load_signer(None)))
+    for argv in (["show", "--unverified", str(report)], ["history", "--archive", str(tmp_path)],
+                 ["export", "--archive", str(tmp_path), "--output", str(tmp_path / "rows.csv")]):
+        assert main(argv) in (0, 1, 2), argv
+        err = capsys.readouterr().err
+        assert "internal error" not in err and said.split(":")[0] in err, (argv, err)

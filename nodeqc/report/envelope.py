@@ -190,11 +190,10 @@ def _statement(payload: bytes) -> dict[str, Any]:
     if (stmt["predicateType"] == FABRIC_PREDICATE_TYPE) != (isinstance(predicate, dict) and predicate.get("kind") == "fabric"):
         raise VerificationError(f"its predicate type is {stmt['predicateType']}, but its content is "
                                 + ("a fabric run's" if stmt["predicateType"] == PREDICATE_TYPE else "not a fabric run's"))
-    if stmt["predicateType"] == PREDICATE_TYPE:
-        try:
-            check_predicate(stmt.get("predicate"))
-        except ShapeError as e:
-            raise VerificationError(f"a field of the wrong kind: {e}") from None
+    try:
+        check_predicate(stmt.get("predicate"), fabric=stmt["predicateType"] == FABRIC_PREDICATE_TYPE)
+    except ShapeError as e:
+        raise VerificationError(f"a field of the wrong kind: {e}") from None
     return stmt
 
 
