@@ -173,6 +173,7 @@ FABRIC_WRONG = [("checks", "x", "checks: expected a list"), ("checks.0.subject",
                 ("gpus", 5, "gpus: expected a list"), ("node", None, "node: expected an object"),
                 ("profile", None, "profile: expected an object"), ("nodes.0", {}, "nodes[0].name: missing"),
                 ("nodes.0.identity", "x", "nodes[0].identity: expected an object"),
+                ("nodes.0.verdict", "BOGUS", "nodes[0].verdict: expected one of"),
                 ("summary.failed", 5, "summary.failed: expected a list of text"),
                 ("partial", "x", "partial: expected true or false"), ("verdict", "GREAT", "verdict: expected one of")]
 

@@ -71,6 +71,8 @@ def check_predicate(p: Any, fabric: bool = False) -> None:
             _fields(p[key], key, spec)
     for n, node in enumerate(_list(p.get("nodes"), "nodes") if fabric else ()):
         _fields(node, f"nodes[{n}]", MEMBER, ("name",))
+        if "verdict" in node and node["verdict"] not in VERDICTS:  # `fleet` printed "node0 ([{}])"
+            raise ShapeError(f"nodes[{n}].verdict: expected one of {', '.join(sorted(VERDICTS))}")
     for n, pair in enumerate(_list(p.get("pairs"), "pairs") if fabric else ()):
         if not isinstance(pair, dict):
             raise ShapeError(f"pairs[{n}]: expected an object")
