@@ -29,8 +29,8 @@ from nodeqc.core.text import is_digits
 from nodeqc.core.tool_output import ToolOutputError, excerpt, figure, load_json, quoted
 
 ARPHRD_INFINIBAND = 32
-IPERF3_MAX_S, IPERF3_MAX_STREAMS = 86400, 128  # iperf3 refuses more (MAX_TIME, MAX_STREAMS in iperf_api.h)
 ARPHRD_LOOPBACK = 772
+IPERF3_MAX_S, IPERF3_MAX_STREAMS = 86400, 128  # iperf3 refuses more (MAX_TIME, MAX_STREAMS in iperf_api.h)
 GT_S_TO_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 IB_COUNTERS = ("symbol_error", "link_downed", "link_error_recovery")
 

@@ -198,6 +198,7 @@ def _groups(node: "SimNode") -> list[dict[str, Any]]:
 def _layout(node: "SimNode") -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
     """bus id of every endpoint -> its bridges (root port first), and every device's facts."""
     used: set[int] = set()
+    spare_domains = 0
     paths: dict[str, list[str]] = {}
     facts: dict[str, dict[str, Any]] = {}
     numa_nodes = node.scenario.data.get("host", {}).get("numa_nodes", 1)
@@ -213,8 +214,10 @@ def _layout(node: "SimNode") -> tuple[dict[str, list[str]], dict[str, dict[str, 
             grp["switch"] = False
             rc = next((b for b in range(256) if b not in endpoints and b not in used), -1)
             if rc < 0:  # no bus of domain 0 is free (devices spread over all of it): a domain of its own
-                domain, rc = 0x100 + len(used), 0
-            used.add(rc if domain == 0 else -domain)
+                spare_domains += 1
+                domain, rc = 0x100 + spare_domains, 0
+            else:
+                used.add(rc)
         else:
             used.update({rc, rc + 1, rc + 2})
         root_port = f"{domain:04x}:{rc:02x}:01.0"
