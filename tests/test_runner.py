@@ -7,11 +7,11 @@ import pytest
 
 from nodeqc.backends import simulated_hardware
 from nodeqc.checks import health
-from nodeqc.core.model import Verdict
+from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.report.envelope import verify_file
 from nodeqc.report.journal import read_journal
 from nodeqc.report.keys import create_key
-from nodeqc.run.runner import RunOptions, Runner
+from nodeqc.run.runner import RunOptions, RunOutcome, Runner
 from nodeqc.spec.profile import load_profile
 
 
@@ -262,7 +262,6 @@ def test_one_check_that_passes_among_skips_still_passes(tmp_path, signer):
 
 
 def test_nothing_judged_is_said_only_when_nothing_was():
-    from nodeqc.core.model import CheckResult
     from nodeqc.report.predicate import nothing_judged
 
     skip = CheckResult("nic.tcp", "nic0", Verdict.SKIP, "not run: no peer", code="NIC_NO_PEER")
@@ -311,8 +310,6 @@ def test_a_run_that_could_not_judge_reads_error_everywhere(run_cli, tmp_path):
 def test_a_proven_failure_exits_1_whatever_could_not_run_beside_it(tmp_path):
     """The 2026-11-28 advice review: a riser at x8 beside a co-tenant's GPU exited 2, "could not
     judge", and a pipeline that retries on 2 would retest a node with a proven bad part."""
-    from nodeqc.core.model import CheckResult
-    from nodeqc.run.runner import RunOutcome
 
     def outcome(*verdicts, status="complete", verdict="FAIL"):
         results = [CheckResult("x", f"gpu{k}", v, "m") for k, v in enumerate(verdicts)]
@@ -323,3 +320,13 @@ def test_a_proven_failure_exits_1_whatever_could_not_run_beside_it(tmp_path):
     assert outcome(Verdict.FAIL, status="aborted").exit_code == 2  # cut short: not a whole judgement
     assert outcome(Verdict.FAIL).exit_code == 1
     assert outcome(Verdict.PASS, Verdict.WARN, verdict="PASS").exit_code == 0
+
+
+def test_an_outcome_names_what_did_not_pass_first(tmp_path):
+    """A failed assertion prints the head of a repr: the result that made the verdict comes first."""
+    results = [CheckResult(f"health.c{i}", "gpu0", Verdict.PASS, "fine") for i in range(50)]
+    results += [CheckResult("stress.pulse", "gpu3", Verdict.ERROR, "no swing seen", code="PULSE_NOT_OBSERVED"),
+                CheckResult("nic.loopback", "node", Verdict.SKIP, "no peer")]
+    text = repr(RunOutcome("ERROR", "complete", tmp_path / "r.json", results))
+    assert text.startswith("RunOutcome(ERROR, complete, not passed: ['ERROR stress.pulse gpu3 PULSE_NOT_OBSERVED: "
+                           "no swing seen', 'SKIP nic.loopback node: no peer'], 50 passed"), text

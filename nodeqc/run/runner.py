@@ -112,6 +112,15 @@ class RunOutcome:
             return EXIT_CANNOT_RUN
         return EXIT_FAIL if self.verdict == "FAIL" else EXIT_PASS
 
+    def __repr__(self) -> str:
+        """What did not pass first: a failed assertion shows the head of a repr, and the dataclass's
+        own put a hundred passing results before the one that mattered (a CI failure, 2026-11-29,
+        cut off before the result that made a retest ERROR)."""
+        others = [" ".join(filter(None, (r.verdict.name, r.name, r.subject, r.code))) + f": {r.message}"
+                  for r in sorted(self.results, key=lambda r: -r.verdict.severity) if r.verdict is not Verdict.PASS]
+        return (f"RunOutcome({self.verdict}, {self.status}, not passed: {others}, "
+                f"{len(self.results) - len(others)} passed, report {self.report_path})")
+
 
 class Runner:
     def __init__(self, options: RunOptions, hardware: Hardware, emit: Callable[[Event], None] | None = None):
