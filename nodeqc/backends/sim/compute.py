@@ -110,8 +110,8 @@ class SimDevice:
         self._mm: dict[str, Any] = {}
         self._mem: np.ndarray | None = None
         self._stream: tuple[np.ndarray, np.ndarray] | None = None
-        # (from t, W, W at t, load): what this GPU draws as it changes, for the node's NVML too (power_at).
-        self._power_trace: list[tuple[float, float, float, float]] = []
+        # What this GPU draws as it changes, for the node's NVML and temperature too (slots.write_trace).
+        self._power_trace: list[tuple[float, ...]] = []
         self._doing: str | None = None  # the work whose clock and power the shared slots hold (_computing)
         self._rose_at, self._worked_since_rise = 0.0, 0.0  # the load's last rise, the work since (set_load)
 
@@ -146,10 +146,10 @@ class SimDevice:
         if not trace and load > 0:  # the idle before, for NVML's mean to rise from (physics.NVML_AVERAGE_S)
             idle = sim_power_w(self.model, 0.0, self.shared[self._slot(SLOT_POWER_W)], self._fault_pairs,
                                warm=warm(self.shared, self.k))
-            trace.append((now, idle, idle, 0.0))
+            trace.append((now, idle, idle, 0.0, 1.0))
             write_trace(self.shared, self.k, trace[-1])
         at = power_at(trace[-1], now) if trace else watts
-        trace.append((now, watts, max(at, watts), load))
+        trace.append((now, watts, max(at, watts), load, self.model.die_heat_share(self._doing)))
         write_trace(self.shared, self.k, trace[-1])
         while len(trace) > 1 and trace[1][0] <= now - 2 * NVML_AVERAGE_S:
             trace.pop(0)

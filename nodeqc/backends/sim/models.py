@@ -38,6 +38,11 @@ MATMUL_MEM_UTIL_SHARE = 0.33
 ESTIMATED_PULSE_BURST_SHARE = 1.07
 ESTIMATED_MEM_TEMP_OFFSET_C = 4.0  # memory against GPU temperature where no part was measured (an estimate)
 ESTIMATED_TEMP_FAST_SHARE = 0.52  # Twin.temp_fast_share where no part was measured: the H100's, an estimate
+ESTIMATED_MEMBOUND_DIE_HEAT_SHARE = 0.55  # Twin.membound_die_heat_share where no part was measured: the H100's, an estimate
+# Work whose memory utilisation is at least this share is memory-bound (the real copies and sweeps
+# read 99-100 %, a matmul 20-38 %: tests/fixtures/real-2026-11-27 telemetry): its memory runs hot, and
+# its watts heat the die less (Twin.membound_die_heat_share).
+MEMORY_BOUND_SHARE = 0.9
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,13 @@ class Twin:
     # the fastest is kept for the figure (real-2026-11-27/*-quick-flat-copy, copy_kernel's rates_gbps);
     # the probe reads below the figure, which is the best of the timed passes.
     copy_probe_gbps: dict[str, float] = field(default_factory=dict)
+    # The share of memory-bound work's watts above idle that heats the die as a matmul's watts do
+    # (physics.heat_step): the memory's power heats the HBM stacks beside it. Fitted so that the
+    # thermal model, driven by each real quick run's own power, reads the real die's temperature at
+    # the memory-bound samples (median error nearest 0; tests/fixtures/real-2026-11-2*/*quick*
+    # .telemetry.csv.gz, memory 90 % busy or more): H100 0.55 (21 samples; +4.5 C at 1), H200 0.25
+    # (16; +9.9 C at 1: the real die read 43-53 C under the copies at 300-545 W).
+    membound_die_heat_share: float = 1.0
 
 
 M26 = "shared/measurements/2026-11-26"
@@ -113,7 +125,7 @@ H100_SXM5_TWIN = Twin(
     copy_gbps=3016.6, triad_gbps=2914.7, h2d_gbps=55.3, d2h_gbps=55.2, bidir_gbps=96.4, memtest_gbps=2872.6,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174004Z, bench_gpu memtest_second)",
     mem_temp_offset_c=-8.0, idle_mem_temp_offset_c=3.0, membound_mem_temp_offset_c=11.0, pulse_burst_w=770.0,
-    temp_fast_share=0.52,
+    temp_fast_share=0.52, membound_die_heat_share=0.55,
     copy_probe_gbps={"stream_copy": 2775.7, "stream_copy_flat": 2956.7, "stream_copy_x4": 2771.6, "stream_copy_x8": 2808.5})
 # H200 SXM 141GB (PCI 0x2335), the same: quick run vm-20261126T174732Z
 # (tests/fixtures/real-2026-11-26/h200-sxm-quick-pulsed.predicate.json).
@@ -128,7 +140,7 @@ H200_SXM_TWIN = Twin(
     copy_gbps=4242.6, triad_gbps=4158.4, h2d_gbps=55.4, d2h_gbps=55.3, bidir_gbps=101.4, memtest_gbps=3921.7,
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174732Z, bench_gpu memtest_second)",
     mem_temp_offset_c=-9.0, idle_mem_temp_offset_c=1.0, membound_mem_temp_offset_c=8.5, pulse_burst_w=727.0,
-    temp_fast_share=0.71,
+    temp_fast_share=0.71, membound_die_heat_share=0.25,
     copy_probe_gbps={"stream_copy": 3848.9, "stream_copy_flat": 4116.9, "stream_copy_x4": 3782.5, "stream_copy_x8": 3776.7})
 # The memory-bound work's power where no part was measured: the H100 SXM5's as a share of its 700 W
 # limit (0.66, 0.71, 0.20), an estimate.
@@ -280,6 +292,13 @@ class SimGpuModel:
     def mem_util_share(dtype: str | None) -> float:
         """The memory's utilisation under full load of this work, as a share."""
         return MEM_UTIL_SHARE.get(dtype or "", MATMUL_MEM_UTIL_SHARE)
+
+    def die_heat_share(self, dtype: str | None) -> float:
+        """The share of this work's watts above idle that heats the die as a matmul's do: all of them
+        but for memory-bound work's (Twin.membound_die_heat_share)."""
+        if self.mem_util_share(dtype) < MEMORY_BOUND_SHARE:
+            return 1.0
+        return self.twin.membound_die_heat_share if self.twin else ESTIMATED_MEMBOUND_DIE_HEAT_SHARE
 
     @property
     def has_row_remapping(self) -> bool:

@@ -28,7 +28,8 @@ from nodeqc.backends.base import (COUNTED_REASONS, PACED_FIELDS, REASON_BITS, Cl
                                   NicInfo, PciDevice, TrafficJob, TrafficOutcome, TrafficSession, XidEvent,
                                   decode_reasons)
 from nodeqc.backends.nic import IB_COUNTERS, INSTALL
-from nodeqc.backends.sim.models import INSTANT_OVERSHOOT, MATMUL_MEM_UTIL_SHARE, MIB, SimGpuModel
+from nodeqc.backends.sim.models import (INSTANT_OVERSHOOT, MATMUL_MEM_UTIL_SHARE, MEMORY_BOUND_SHARE, MIB,
+                                         SimGpuModel)
 from nodeqc.backends.sim.physics import (COTENANT, LOADED, NVML_AVERAGE_S, NVML_POWER_PERIOD_S, NVML_UTIL_WINDOW_S,
                                          RAMP_S, XID_AFTER_S, cotenant_active, heat_step, held_by_limit, mean_load,
                                          mean_power, on_clock_grid, power_segments, quick_load_w, sim_clock,
@@ -46,9 +47,6 @@ from nodeqc.core.na import NA, is_na
 GIB = 1024 ** 3
 POWER_NOISE_SHARE = 0.004
 VIRTIO_MBPS = 10_000
-# Work whose memory utilisation is at least this share is memory-bound (the real copies and sweeps
-# read 99-100 %, a matmul 20-38 %: tests/fixtures/real-2026-11-27 telemetry): its memory runs hot.
-MEMORY_BOUND_SHARE = 0.9
 # Users' work a watched node has done (SimNode.in_service): past every fault's onset under load
 # (XID_AFTER_S, LOST_AFTER_S, RAMP_S in nodeqc.backends.sim.physics: a few seconds).
 IN_SERVICE_S = 60.0
@@ -237,12 +235,13 @@ class SimManagement(GpuManagement):
         # One read reaching back over NVML's window and the time since the last reading (sample uses it).
         st.trace = trace = self._trace(k, now - max(dt, NVML_AVERAGE_S + NVML_POWER_PERIOD_S))
         # The temperature follows the power over the idle power (physics.heat_step): 1 at what the
-        # quick runs' loads drew, which brought the GPU to its load temperature. Stretch by stretch
-        # of what the worker drew since the last reading (a pulse's bursts and gaps), else now's.
+        # quick runs' loads drew, which brought the GPU to its load temperature; memory-bound work's
+        # watts at their share (Twin.membound_die_heat_share). Stretch by stretch of what the worker
+        # drew since the last reading (a pulse's bursts and gaps), else now's.
         rise = self.node.value(k, "temp", m.load_temp_c) - m.idle_temp_c
-        for seconds, watts in power_segments(trace, now - dt, now) if trace else [(dt, self._draw(k, load)[2])]:
-            heat_step(st.heat, max(0.0, (watts - m.idle_w) / (quick_load_w(m) - m.idle_w)), rise, m.temp_fast_share,
-                      seconds)
+        for seconds, watts, share in power_segments(trace, now - dt, now) if trace else [(dt, self._draw(k, load)[2], 1.0)]:
+            heat_step(st.heat, share * max(0.0, (watts - m.idle_w) / (quick_load_w(m) - m.idle_w)), rise,
+                      m.temp_fast_share, seconds)
         st.temp = m.idle_temp_c + sum(st.heat)
         for reason in decode_reasons(self._reasons(k, load, st.temp, sampled=False)):
             if reason in st.throttle_ns:

@@ -183,27 +183,29 @@ def power_at(entry: tuple[float, ...], t: float) -> float:
     return watts + (was - watts) * math.exp(-max(0.0, t - since) / POWER_FALL_TAU_S)
 
 
-def power_segments(trace: list[tuple[float, ...]], start: float, end: float) -> list[tuple[float, float]]:
+def power_segments(trace: list[tuple[float, ...]], start: float, end: float) -> list[tuple[float, float, float]]:
     """The stretches of [start, end] (run clock) between a power trace's changes (entries from, W,
-    W it falls from, oldest first; before the first, what it began with): (seconds, mean W) each."""
+    W it falls from, load, die heat share, oldest first; before the first, what it began with):
+    (seconds, mean W, the share of those watts that heats the die) each."""
     out = []
     first = trace[0][0]
     if first > start:
-        out.append((min(first, end) - start, trace[0][1]))
-    for i, (t, watts, was) in enumerate(e[:3] for e in trace):
+        out.append((min(first, end) - start, trace[0][1], trace[0][4]))
+    for i, entry in enumerate(trace):
+        t, watts, was = entry[:3]
         until = trace[i + 1][0] if i + 1 < len(trace) else end
         lo, hi = max(t, start), min(until, end)
         if hi > lo:
             # What falls from `was` towards `watts`: the decay's integral over [lo, hi].
             energy = watts * (hi - lo) + (was - watts) * POWER_FALL_TAU_S * (
                 math.exp(-(lo - t) / POWER_FALL_TAU_S) - math.exp(-(hi - t) / POWER_FALL_TAU_S))
-            out.append((hi - lo, energy / (hi - lo)))
+            out.append((hi - lo, energy / (hi - lo), entry[4]))
     return out
 
 
 def mean_power(trace: list[tuple[float, ...]], end: float, window: float) -> float:
     """The mean power over `window` seconds ending at `end` (run clock) of a power trace."""
-    return sum(seconds * watts for seconds, watts in power_segments(trace, end - window, end)) / window
+    return sum(seconds * watts for seconds, watts, _ in power_segments(trace, end - window, end)) / window
 
 
 def mean_load(trace: list[tuple[float, ...]], end: float, window: float) -> float:

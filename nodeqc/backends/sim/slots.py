@@ -26,12 +26,13 @@ SLOT_MEM_UTIL = 12
 # What the GPU drew as its work changed, for the node's NVML to average as a real one does (its power
 # over about a second, its utilisation over a sixth: physics.NVML_AVERAGE_S, NVML_UTIL_WINDOW_S): the
 # worker's last TRACE_LEN changes (compute.SimDevice._trace_power), each TRACE_FIELDS doubles (run
-# time, W, W it falls from, load) in a ring from SLOT_TRACE; SLOT_TRACE_N counts the changes written,
+# time, W, W it falls from, load, the share of the watts that heats the die: models.SimGpuModel
+# .die_heat_share) in a ring from SLOT_TRACE; SLOT_TRACE_N counts the changes written,
 # each entry written before the count that publishes it (read_trace). 256 changes: 2.5 s of the
 # pulse's 20 ms period, more than the second NVML averages.
 SLOT_TRACE_N = 13
 SLOT_TRACE = 14
-TRACE_LEN, TRACE_FIELDS = 256, 4
+TRACE_LEN, TRACE_FIELDS = 256, 5
 SLOTS = SLOT_TRACE + TRACE_LEN * TRACE_FIELDS
 
 
@@ -46,7 +47,7 @@ def warm(shared: Any, k: int) -> bool:
     return shared[k * SLOTS + SLOT_LOADED_S] > 0
 
 
-def write_trace(shared: Any, k: int, entry: tuple[float, float, float, float]) -> None:
+def write_trace(shared: Any, k: int, entry: tuple[float, ...]) -> None:
     """Publish one change of GPU k's draw (the worker is its only writer)."""
     base = k * SLOTS
     n = int(shared[base + SLOT_TRACE_N])
