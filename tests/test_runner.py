@@ -330,3 +330,50 @@ def test_an_outcome_names_what_did_not_pass_first(tmp_path):
     text = repr(RunOutcome("ERROR", "complete", tmp_path / "r.json", results))
     assert text.startswith("RunOutcome(ERROR, complete, not passed: ['ERROR stress.pulse gpu3 PULSE_NOT_OBSERVED: "
                            "no swing seen', 'SKIP nic.loopback node: no peer'], 50 passed"), text
+
+
+class _AbortedWhileRunning:
+    """The simulated node's host stress, but the run's group is signalled while a tool runs: the
+    abort is asked, and the tool's processes die of the same signal (scancel, systemd's stop)."""
+
+    def __init__(self, stress, in_tool):
+        self.stress, self.in_tool, self.runner = stress, in_tool, None
+
+    def __getattr__(self, name):
+        return getattr(self.stress, name)
+
+    def cpu(self, seconds):
+        if self.in_tool != "cpu":
+            return self.stress.cpu(seconds)
+        self.runner.abort()
+        return [{"cpu": c, "rounds": 0, "wrong": 0, "error": "BrokenProcessPool: A process in the process pool "
+                 "was terminated abruptly while the future was running or pending."} for c in range(4)]
+
+    def memory_bandwidth(self):
+        from concurrent.futures.process import BrokenProcessPool
+
+        self.runner.abort()
+        raise BrokenProcessPool("A child process terminated abruptly, the process pool is not usable anymore")
+
+
+@pytest.mark.parametrize("in_tool", ["cpu", "memory_bandwidth"])
+def test_a_host_tool_ended_by_the_abort_is_not_judged(tmp_path, signer, in_tool):
+    """A group SIGTERM killed the host stress's workers with the run: the dead workers read as
+    HOST_CPU_STRESS_DIED ("a CPU died under load"), and the broken pool of the memory bandwidth as
+    an internal error, in an aborted run's report. What a tool the abort ended leaves is no finding."""
+    from nodeqc.spec.selection import Selection
+
+    hw = simulated_hardware("h100", [], time_scale=40)
+    hw.host_stress = stress = _AbortedWhileRunning(hw.host_stress, in_tool)
+    options = RunOptions(load_profile("h100"), signer, out_dir=tmp_path / "out", quick=False)
+    options.selection = Selection.parse(["host.cpu_stress", "host.memory_bandwidth"], None)
+    stress.runner = run = Runner(options, hw)
+    outcome = run.run()
+    assert outcome.status == "aborted" and outcome.exit_code == 2
+    by = {r.name: r for r in outcome.results}
+    assert not [r for r in outcome.results if r.verdict in (Verdict.FAIL, Verdict.ERROR)], outcome
+    ended = by[f"host.{'cpu_stress' if in_tool == 'cpu' else 'memory_bandwidth'}"]
+    assert (ended.verdict, ended.code, ended.message) == (Verdict.SKIP, "RUN_ABORTED",
+                                                          "not judged: the run was aborted while it ran")
+    if in_tool == "memory_bandwidth":
+        assert by["host.cpu_stress"].verdict is Verdict.PASS  # judged before the abort, and kept

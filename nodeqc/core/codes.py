@@ -267,7 +267,7 @@ REMEDIATION: dict[str, str] = {
     "WORKER_ERROR": "The stress work on this GPU raised a CUDA error (out of memory, illegal address, ECC, launch failure; its text and traceback are in the evidence), which points at the GPU: reset it (`nvidia-smi -r -i N`) and re-run, RMA if it recurs.",
     "CUDA_UNAVAILABLE": "GPU stress needs CuPy: install nodeqc with the CUDA extra, e.g. `pip install 'nodeqc[cuda12]'`.",
     "SKIPPED_EARLIER_FAILURE": "Skipped because this GPU already failed in an earlier stress check; fix that first.",
-    "RUN_ABORTED": "The run was stopped before this check ran, so it judged nothing: run the qualification again (after a repair, with --retest) to judge it.",
+    "RUN_ABORTED": "The run was stopped before this check ran or while it ran, so it judged nothing: run the qualification again (after a repair, with --retest) to judge it.",
     "MODEL_NOT_JUDGED": "This GPU is not a model the profile accepts (inventory.gpu_model), so its figures were not held to another model's floors: run with the profile of its own model (`nodeqc profiles` lists them; `--profile auto` picks it).",
     "NO_GPUS": "No GPUs were found, so GPU checks could not run.",
     "NOTHING_JUDGED": "No selected check reached a verdict, so the run showed nothing about the node (the reasons each did not run are in the message and the evidence): fix what kept them from running (another process on a GPU, a missing tool, a peer not given) or select checks that apply to this node, then re-run.",

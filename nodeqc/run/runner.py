@@ -21,7 +21,6 @@ from nodeqc.backends.base import GpuInfo, GpuSample, HostInfo, NicInfo, describe
 from nodeqc.backends.bmc import BmcWatch
 from nodeqc.backends.gpus import open_gpus
 from nodeqc.checks import conformance, health, host as host_checks, inventory
-from nodeqc.checks import host_stress as host_stress_checks
 from nodeqc.checks.burnin import BURN_IN_WINDOW_MIN_S, BurnInRecorder, judge_burn_in, status_line
 from nodeqc.checks.common import as_replayed
 from nodeqc.checks.processes import gpu_free
@@ -41,6 +40,7 @@ from nodeqc.report.journal import Journal
 from nodeqc.report.keys import Signer
 from nodeqc.report.predicate import build_predicate, nothing_judged, tally
 from nodeqc.run.dcgm import dcgm_results
+from nodeqc.run.host_stress import host_stress_phase
 from nodeqc.run.nic_traffic import NicTraffic
 from nodeqc.run.paths import RunPaths, claim_paths
 from nodeqc.run.platform_watch import PlatformWatch
@@ -64,9 +64,6 @@ MAX_TELEMETRY_WAIT_S = 60.0
 # the rest idle (issue 30's 60 s: the first stress step began 2.1 s into a real H100's quick run).
 IDLE_BASELINE_S = 1.0
 WORKER_READY_WAIT_S = 10.0
-# The host checks that load the live machine: said not run, one result each, where the run has no
-# backend for them (a replay). Those that read it: nodeqc.run.platform_watch.HOST_HEALTH_CHECKS.
-HOST_STRESS_CHECKS = ("host.cpu_stress", "host.memory_bandwidth", "host.nvme", "host.optics")
 
 
 @dataclass
@@ -270,38 +267,9 @@ class Runner:
             self._publish(host_checks.host_results(host, self.profile))
             self._publish(self._platform.health_results(self.profile))
             if not self.options.quick:
-                self._host_stress_phase()
-
-    def _host_stress_phase(self) -> None:
-        """Full runs only: every CPU on known answers, memory bandwidth, NVMe (fio), optical modules."""
-        stress, sel = self.hw.host_stress, self.options.selection
-        if stress is None:
-            self._publish([CheckResult(name, "node", Verdict.SKIP, f"not run: {self.hw.no_host_reason()}",
-                                       code="HOST_NOT_HERE") for name in HOST_STRESS_CHECKS])
-            return
-        if not self._live_gpus:  # the node has already failed; minutes of host load would not change that
-            self._publish([CheckResult("host.cpu_stress", "node", Verdict.SKIP, "host stress not run: no working "
-                                       "GPUs, so the node has failed already", code="NO_GPUS")])
-            return
-        if sel.includes("host.cpu_stress") and not self.aborted:
-            seconds = float(self.profile.get("host", "stress_s", 60))
-            self._emit(Notice("info", f"host stress: every CPU on known answers for {seconds:g} s"))
-            self._publish([host_stress_checks.cpu(stress.cpu(seconds), seconds)])
-        if sel.includes("host.memory_bandwidth") and not self.aborted:
-            self._publish([host_stress_checks.memory_bandwidth(stress.memory_bandwidth(), self.profile)])
-        if sel.includes("host.nvme") and not self.aborted:
-            missing = stress.missing_tool("fio")
-            runs = [] if missing else (
-                [stress.fio(t, 30, scratch=False) for t in self.profile.get("host", "fio_targets", [])]
-                + ([stress.fio(self.profile.get("host", "fio_scratch"), 30, scratch=True)]
-                   if self.profile.get("host", "fio_scratch") else []))
-            self._publish(host_stress_checks.nvme(runs, missing, self.profile))
-        if sel.includes("host.optics") and not self.aborted and self.profile.get("host", "optics", True):
-            from nodeqc.backends.optics import read_optics
-
-            read = read_optics(stress, [n for n in self._nics_start if not n.virtual and n.interface])
-            self._publish(host_stress_checks.optics(read.modules, read.ethtool_missing, read.links, read.notes,
-                                                          read.unread, read.unparsed))
+                host_stress_phase(self.hw.host_stress, self.hw.no_host_reason(), bool(self._live_gpus), self.profile,
+                                  self.options.selection, self._nics_start, lambda: self.aborted, self._publish,
+                                  self._emit)
 
     def _conformance_phase(self, host: HostInfo, gpus: list[GpuInfo], driver: str, cuda: str) -> None:
         """The node against its golden baseline: firmware, software, settings, topology."""
