@@ -55,6 +55,11 @@ WRONG = [("gpus", None, "gpus: expected a list"), ("gpus", 5, "gpus: expected a 
          ("checks.0.values", {"x": {"value": 10 ** 400}}, "checks[0].values.x.value: a whole number of 401 digits"),
          ("checks.0.values", {"x": {"value": float("nan")}}, "checks[0].values.x.value: expected a finite number"),
          ("gpus.0.subject", [], "gpus[0].subject: expected text"),
+         ("gpus", [{}], "gpus[0].subject: missing"),  # show: "unsupported format string passed to NoneType"
+         ("profile.chain", None, "profile.chain: expected a list of text"),  # show: "can only join an iterable"
+         ("profile.chain", ["a", 5], "profile.chain: expected a list of text"),
+         ("profile.notices", 5, "profile.notices: expected a list of text"),
+         ("profile.name", {}, "profile.name: expected text"),
          ("partial", {"only": 5}, "partial.only: expected a list of text"),
          ("partial", {"skip": [{}]}, "partial.skip: expected a list of text"),
          ("repair", {"action": "reseated", "outcomes": "x"}, "repair.outcomes: expected a list"),
@@ -195,3 +200,21 @@ def test_a_signed_fabric_report_with_a_field_of_the_wrong_kind_is_refused_naming
         assert main(argv) in (0, 1, 2), argv
         err = capsys.readouterr().err
         assert "internal error" not in err and said.split(":")[0] in err, (argv, err)
+
+
+def test_a_fault_in_showing_a_well_formed_report_is_said_as_nodeqcs_own(tmp_path, capsys, monkeypatch):
+    """`show` caught what rendering raised and blamed the report, "not in the form nodeqc writes",
+    exit 1 (a failed node's code). The report's shape is checked as it is loaded; what rendering
+    raises after that is nodeqc's fault, said as an internal error (exit 2), not the report's."""
+    import nodeqc.report.render as render
+
+    path = _file_as_is(tmp_path, predicate("BAD1"))
+    assert main(["show", str(path)]) == 0
+    capsys.readouterr()
+
+    def broken(*args, **kwargs):
+        raise AttributeError("'NoneType' object has no attribute 'get'")
+    monkeypatch.setattr(render, "render_report", broken)
+    assert main(["show", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nodeqc: internal error: AttributeError") and "not in the form" not in err, err

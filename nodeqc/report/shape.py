@@ -65,7 +65,8 @@ def check_predicate(p: Any, fabric: bool = False) -> None:
     if "duration_s" in p and (isinstance(p["duration_s"], bool) or not isinstance(p["duration_s"], (int, float))):
         raise ShapeError("duration_s: expected a number")
     for n, gpu in enumerate(_list(p.get("gpus"), "gpus")):
-        _fields(gpu, f"gpus[{n}]", GPU)
+        _fields(gpu, f"gpus[{n}]", GPU, ("subject",))  # every nodeqc has written it; `show` lists GPUs by it
+    _fields(p.get("profile", {}), "profile", PROFILE)
     for key, spec in (("partial", PARTIAL), ("simulation", SIMULATION), ("repair", REPAIR), ("summary", SUMMARY)):
         if isinstance(p.get(key), dict):
             _fields(p[key], key, spec)
@@ -142,6 +143,9 @@ def _finding(f: Any, where: str) -> None:
 # (a list of text), "flag", "number", "whole?" (a whole number or null).
 GPU = {"subject": "text", "name": "text?", "bus_id": "text?", "serial": "text?", "uuid": "text?", "index": "whole?",
        "sku": "text?"}
+# The profile a run was judged by (spec.profile.Profile.summary): `show` prints its chain and notices.
+PROFILE = {"name": "text?", "path": "text?", "sha256": "text?", "chain": "texts", "kind": "text?", "skus": "texts",
+           "sku": "text?", "floors": "object", "notices": "texts"}
 NIC = {"subject": "text", "name": "text?", "bus_id": "text?", "mac": "text?"}
 PARTIAL = {"only": "texts", "skip": "texts", "checks": "texts", "gpus": "texts"}
 SIMULATION = {"scenario": "text", "faults": "texts", "time_scale": "number", "nodes": "whole", "rails": "whole",
