@@ -29,7 +29,8 @@ MEMORY_WORK = (HBM_WORK, MEMTEST_WORK, PCIE_WORK)
 # measured: MEMORY_WORK_POWER_SHARE, below the twins.
 MEM_UTIL_SHARE = {HBM_WORK: 1.0, MEMTEST_WORK: 1.0, PCIE_WORK: 0.02}
 # Under matmul the memory's utilisation read 32-38 % in the pulse's bursts and 20-34 % in the captures
-# (same fixtures; shared/measurements/2026-11-26/capture-*.json).
+# (same fixtures; shared/measurements/2026-11-26/capture-*.json): where no part was measured, and the
+# twins' plain load (their dtypes: Twin.matmul_mem_util).
 MATMUL_MEM_UTIL_SHARE = 0.33
 
 
@@ -100,6 +101,11 @@ class Twin:
     # .telemetry.csv.gz, memory 90 % busy or more): H100 0.55 (21 samples; +4.5 C at 1), H200 0.25
     # (16; +9.9 C at 1: the real die read 43-53 C under the copies at 300-545 W).
     membound_die_heat_share: float = 1.0
+    # The memory's utilisation under each dtype's matmul, as a share: the median over the real quick
+    # runs of NVML's memory utilisation in each dtype's span of stress.burn (past its first half
+    # second; tests/fixtures/real-2026-11-2*/*quick*: H100 four runs, H200 three, each within 2.5
+    # points of the median). fp32 reads lowest (9 and 6 %), fp8 highest on the H100 (37 %).
+    matmul_mem_util: dict[str, float] = field(default_factory=dict)
 
 
 M26 = "shared/measurements/2026-11-26"
@@ -126,6 +132,7 @@ H100_SXM5_TWIN = Twin(
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174004Z, bench_gpu memtest_second)",
     mem_temp_offset_c=-8.0, idle_mem_temp_offset_c=3.0, membound_mem_temp_offset_c=11.0, pulse_burst_w=770.0,
     temp_fast_share=0.52, membound_die_heat_share=0.55,
+    matmul_mem_util={"fp64": 0.21, "fp32": 0.09, "tf32": 0.33, "fp16": 0.31, "bf16": 0.33, "fp8": 0.37},
     copy_probe_gbps={"stream_copy": 2775.7, "stream_copy_flat": 2956.7, "stream_copy_x4": 2771.6, "stream_copy_x8": 2808.5})
 # H200 SXM 141GB (PCI 0x2335), the same: quick run vm-20261126T174732Z
 # (tests/fixtures/real-2026-11-26/h200-sxm-quick-pulsed.predicate.json).
@@ -141,6 +148,7 @@ H200_SXM_TWIN = Twin(
     source="benchmarks/RESULTS.md 2026-11-26 (quick run vm-20261126T174732Z, bench_gpu memtest_second)",
     mem_temp_offset_c=-9.0, idle_mem_temp_offset_c=1.0, membound_mem_temp_offset_c=8.5, pulse_burst_w=727.0,
     temp_fast_share=0.71, membound_die_heat_share=0.25,
+    matmul_mem_util={"fp64": 0.16, "fp32": 0.06, "tf32": 0.24, "fp16": 0.24, "bf16": 0.25, "fp8": 0.24},
     copy_probe_gbps={"stream_copy": 3848.9, "stream_copy_flat": 4116.9, "stream_copy_x4": 3782.5, "stream_copy_x8": 3776.7})
 # The memory-bound work's power where no part was measured: the H100 SXM5's as a share of its 700 W
 # limit (0.66, 0.71, 0.20), an estimate.
@@ -288,9 +296,11 @@ class SimGpuModel:
             return self.twin.power_w[dtype]
         return MEMORY_WORK_POWER_SHARE[dtype] * self.tdp_w if dtype in MEMORY_WORK else 0.0
 
-    @staticmethod
-    def mem_util_share(dtype: str | None) -> float:
-        """The memory's utilisation under full load of this work, as a share."""
+    def mem_util_share(self, dtype: str | None) -> float:
+        """The memory's utilisation under full load of this work, as a share: the twin's for its
+        matmul dtypes (Twin.matmul_mem_util), else the work's (MEM_UTIL_SHARE) or a matmul's."""
+        if self.twin and dtype in self.twin.matmul_mem_util:
+            return self.twin.matmul_mem_util[dtype]
         return MEM_UTIL_SHARE.get(dtype or "", MATMUL_MEM_UTIL_SHARE)
 
     def die_heat_share(self, dtype: str | None) -> float:
