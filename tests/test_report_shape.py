@@ -43,6 +43,11 @@ WRONG = [("gpus", None, "gpus: expected a list"), ("gpus", 5, "gpus: expected a 
          ("checks.0.key", [], "checks[0].key: expected text"),
          ("checks.0.verdict", "great", "checks[0].verdict: expected one of"),
          ("answer", {"findings": [{}]}, "answer.findings[0].verdict: expected text"),
+         ("answer", {"findings": [{"verdict": "x", "check": "c", "subject": "gpu0", "finding": "f", "remediation": "r"}]},
+          "answer.findings[0].verdict: expected one of fail, error, warn"),  # show: KeyError 'x'
+         ("answer", {"findings": [{"verdict": "fail", "check": "c", "subject": "gpu0", "finding": "f", "remediation": "r",
+                                   "part": {"kind": "gpu", "bus_id": 1e308}}]},
+          "answer.findings[0].part.bus_id: expected text"),  # show: "sequence item 0: expected str instance"
          ("finished_at", "x", "finished_at: expected a time"), ("finished_at", True, "finished_at: expected text"),
          ("valid_until", 5, "valid_until: expected text"), ("profile", "x", "profile: expected an object"),
          ("profile", None, "profile: expected an object"),

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from nodeqc.core.model import Verdict
+from nodeqc.report.answer import SHOWN_ORDER
 
 VERDICTS = frozenset(v.value for v in Verdict)
 RUN_VERDICTS = ("PASS", "FAIL", "ERROR")  # model.node_verdict; an aborted run is FAIL (runner._conclude)
@@ -131,8 +132,10 @@ def _finding(f: Any, where: str) -> None:
     for key in ("code", "repair"):
         if f.get(key) is not None:
             _text(f[key], f"{where}.{key}")
-    if f.get("part") is not None and not isinstance(f["part"], dict):
-        raise ShapeError(f"{where}.part: expected an object")
+    if f["verdict"] not in SHOWN_ORDER:  # a finding is of a failed, unjudged or warned check
+        raise ShapeError(f"{where}.verdict: expected one of {', '.join(SHOWN_ORDER)}")
+    if f.get("part") is not None:
+        _fields(f["part"], f"{where}.part", PART)
     if not isinstance(f.get("more", []), list) or not all(isinstance(m, str) for m in f.get("more", [])):
         raise ShapeError(f"{where}.more: expected a list of text")
     if isinstance(f.get("escalation", 0), bool) or not isinstance(f.get("escalation", 0), int):
@@ -146,6 +149,8 @@ GPU = {"subject": "text", "name": "text?", "bus_id": "text?", "serial": "text?",
 # The profile a run was judged by (spec.profile.Profile.summary): `show` prints its chain and notices.
 PROFILE = {"name": "text?", "path": "text?", "sha256": "text?", "chain": "texts", "kind": "text?", "skus": "texts",
            "sku": "text?", "floors": "object", "notices": "texts"}
+# What a finding's part is (answer.Part): `show` names it by these.
+PART = {"kind": "text?", "subject": "text?", "name": "text?", "index": "whole?", "bus_id": "text?", "serial": "text?"}
 NIC = {"subject": "text", "name": "text?", "bus_id": "text?", "mac": "text?"}
 PARTIAL = {"only": "texts", "skip": "texts", "checks": "texts", "gpus": "texts"}
 SIMULATION = {"scenario": "text", "faults": "texts", "time_scale": "number", "nodes": "whole", "rails": "whole",
