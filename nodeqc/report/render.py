@@ -110,7 +110,7 @@ def render_report(predicate: dict[str, Any], trust_line: str) -> str:
         out.append(f"simulated scenario {sim.get('scenario')}  faults {', '.join(sim.get('faults') or []) or 'none'}"
                    f"  time x{sim.get('time_scale')}")
     for g in predicate.get("gpus", []):
-        out.append(f"  {g.get('subject'):<6} {g.get('name')}  {g.get('bus_id')}  serial {g.get('serial')}  "
+        out.append(f"  {str(g.get('subject')):<6} {g.get('name')}  {g.get('bus_id')}  serial {g.get('serial')}  "
                    f"VBIOS {g.get('vbios')}")
     checks = [CheckResult.from_dict(c) for c in predicate.get("checks", [])]
     out += ["", f"ALL CHECKS ({len(checks)} results):"]

@@ -66,7 +66,7 @@ def check_predicate(p: Any, fabric: bool = False) -> None:
     if "duration_s" in p and (isinstance(p["duration_s"], bool) or not isinstance(p["duration_s"], (int, float))):
         raise ShapeError("duration_s: expected a number")
     for n, gpu in enumerate(_list(p.get("gpus"), "gpus")):
-        _fields(gpu, f"gpus[{n}]", GPU, ("subject",))  # every nodeqc has written it; `show` lists GPUs by it
+        _fields(gpu, f"gpus[{n}]", GPU)
     _fields(p.get("profile", {}), "profile", PROFILE)
     for key, spec in (("partial", PARTIAL), ("simulation", SIMULATION), ("repair", REPAIR), ("summary", SUMMARY)):
         if isinstance(p.get(key), dict):
@@ -138,8 +138,9 @@ def _finding(f: Any, where: str) -> None:
         _fields(f["part"], f"{where}.part", PART)
     if not isinstance(f.get("more", []), list) or not all(isinstance(m, str) for m in f.get("more", [])):
         raise ShapeError(f"{where}.more: expected a list of text")
-    if isinstance(f.get("escalation", 0), bool) or not isinstance(f.get("escalation", 0), int):
-        raise ShapeError(f"{where}.escalation: expected a whole number")
+    escalation = f.get("escalation", 0)  # the repairs this finding came back after: none or more
+    if isinstance(escalation, bool) or not isinstance(escalation, int) or escalation < 0:
+        raise ShapeError(f"{where}.escalation: expected a whole number, 0 or more")
 
 
 # The fields of the parts a face reads, by kind, where present: "text", "text?" (or null), "texts"
