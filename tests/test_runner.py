@@ -343,11 +343,14 @@ class _AbortedWhileRunning:
         return getattr(self.stress, name)
 
     def cpu(self, seconds):
-        if self.in_tool != "cpu":
+        if not self.in_tool.startswith("cpu"):
             return self.stress.cpu(seconds)
         self.runner.abort()
-        return [{"cpu": c, "rounds": 0, "wrong": 0, "error": "BrokenProcessPool: A process in the process pool "
+        died = [{"cpu": c, "rounds": 0, "wrong": 0, "error": "BrokenProcessPool: A process in the process pool "
                  "was terminated abruptly while the future was running or pending."} for c in range(4)]
+        if self.in_tool == "cpu_wrong":  # core 0 had computed a wrong answer before the signal came
+            died[0] = {"cpu": 0, "rounds": 12, "wrong": 1, "first_wrong": {"hash": "d41d8cd9"}}
+        return died
 
     def memory_bandwidth(self):
         from concurrent.futures.process import BrokenProcessPool
@@ -356,11 +359,12 @@ class _AbortedWhileRunning:
         raise BrokenProcessPool("A child process terminated abruptly, the process pool is not usable anymore")
 
 
-@pytest.mark.parametrize("in_tool", ["cpu", "memory_bandwidth"])
+@pytest.mark.parametrize("in_tool", ["cpu", "memory_bandwidth", "cpu_wrong"])
 def test_a_host_tool_ended_by_the_abort_is_not_judged(tmp_path, signer, in_tool):
     """A group SIGTERM killed the host stress's workers with the run: the dead workers read as
-    HOST_CPU_STRESS_DIED ("a CPU died under load"), and the broken pool of the memory bandwidth as
-    an internal error, in an aborted run's report. What a tool the abort ended leaves is no finding."""
+    HOST_CPU_STRESS_DIED ("the stress work did not finish"), and the broken pool of the memory
+    bandwidth as an internal error, in an aborted run's report. What a tool the abort ended leaves is
+    no finding; a wrong answer a core computed before it is, and stands."""
     from nodeqc.spec.selection import Selection
 
     hw = simulated_hardware("h100", [], time_scale=40)
@@ -369,11 +373,19 @@ def test_a_host_tool_ended_by_the_abort_is_not_judged(tmp_path, signer, in_tool)
     options.selection = Selection.parse(["host.cpu_stress", "host.memory_bandwidth"], None)
     stress.runner = run = Runner(options, hw)
     outcome = run.run()
-    assert outcome.status == "aborted" and outcome.exit_code == 2
+    names = [r.name for r in outcome.results]
+    assert names.count("host.cpu_stress") == names.count("host.memory_bandwidth") == 1, names  # listed once
     by = {r.name: r for r in outcome.results}
+    if in_tool == "cpu_wrong":
+        assert outcome.status == "aborted" and outcome.exit_code == 2
+        assert (by["host.cpu_stress"].verdict, by["host.cpu_stress"].code) == (Verdict.FAIL, "HOST_CPU_WRONG")
+        return
+    assert outcome.status == "aborted" and outcome.exit_code == 2
     assert not [r for r in outcome.results if r.verdict in (Verdict.FAIL, Verdict.ERROR)], outcome
     ended = by[f"host.{'cpu_stress' if in_tool == 'cpu' else 'memory_bandwidth'}"]
     assert (ended.verdict, ended.code, ended.message) == (Verdict.SKIP, "RUN_ABORTED",
                                                           "not judged: the run was aborted while it ran")
     if in_tool == "memory_bandwidth":
         assert by["host.cpu_stress"].verdict is Verdict.PASS  # judged before the abort, and kept
+    else:
+        assert "did not finish" in ended.evidence["tool_said"]  # what the tool's end said, kept as evidence

@@ -34,23 +34,28 @@ def host_stress_phase(stress: HostStress | None, no_host_reason: str, gpus_left:
                              "the node has failed already", code="NO_GPUS")])
         return
 
-    def judge_tool(name: str, measure: Callable[[], Any], judge: Callable[[Any], list[CheckResult]]) -> None:
-        """Judge what a tool measured, unless the run was aborted while it ran: scancel, systemd's
-        stop, `timeout` and Ctrl-C signal the run's whole process group, the tool's processes too,
-        and what a tool ended that way leaves (dead CPU workers, a broken pool, fio's exit status)
-        is no finding on the node (it read as HOST_CPU_STRESS_DIED, or as an internal error). The
-        check is listed as aborted, as one the run never reached is."""
+    def judge_tool(name: str, measure: Callable[[], Any], judge: Callable[[Any], list[CheckResult]],
+                   signal_codes: tuple[str, ...] = ()) -> None:
+        """Judge what a tool measured. Where the run was aborted while it ran, what its death may have
+        caused is set aside: scancel, systemd's stop, `timeout` and Ctrl-C signal the run's whole
+        process group, the tool's processes too, and dead CPU workers, a broken pool or fio's exit
+        read as HOST_CPU_STRESS_DIED, an internal error or NVME_FIO. Those, and every result that
+        could not judge (ERROR), are listed as aborted; a finding no signal makes (a core's wrong
+        answers, HOST_CPU_WRONG) and a pass stand."""
         try:
             measured = measure()
         except Exception:
             if not aborted():
                 raise
-            measured = None
-        if aborted():
             publish([CheckResult(name, "node", Verdict.SKIP, "not judged: the run was aborted while it ran",
                                  code="RUN_ABORTED")])
-        else:
-            publish(judge(measured))
+            return
+        results = judge(measured)
+        if aborted():
+            results = [CheckResult(r.name, r.subject, Verdict.SKIP, "not judged: the run was aborted while it ran",
+                                   code="RUN_ABORTED", evidence={"tool_said": r.message})
+                       if r.verdict is Verdict.ERROR or r.code in signal_codes else r for r in results]
+        publish(results)
 
     if selection.includes("host.cpu_stress") and not aborted():
         seconds = float(profile.get("host", "stress_s", 60))
@@ -69,7 +74,8 @@ def host_stress_phase(stress: HostStress | None, no_host_reason: str, gpus_left:
             scratch = profile.get("host", "fio_scratch")
             return ([stress.fio(t, 30, scratch=False) for t in profile.get("host", "fio_targets", [])]
                     + ([stress.fio(scratch, 30, scratch=True)] if scratch else []))
-        judge_tool("host.nvme", fio_runs, lambda runs: host_stress_checks.nvme(runs, missing, profile))
+        judge_tool("host.nvme", fio_runs, lambda runs: host_stress_checks.nvme(runs, missing, profile),
+                   signal_codes=("NVME_FIO",))
     if selection.includes("host.optics") and not aborted() and profile.get("host", "optics", True):
         from nodeqc.backends.optics import read_optics
 
