@@ -610,7 +610,8 @@ def _die_under_memory_work(telemetry: Path) -> list[float]:
 def test_the_twins_die_under_its_copies_reads_as_the_real_one_did(simulated, key):
     """The same, end to end: the twin's own quick run reads its die under the copies and the memory
     test within the real runs' range (H200 43-53 C; the twin read 56-59 C before), its median
-    between the runs' medians (the H100 machines differed: 47-49 C on two, 63 on the third)."""
+    between the runs' medians. The H200's case tells the old twin from the new; the H100's is a
+    range check only (its machines differed: 46-49 C in three runs, 61-64 C in two)."""
     import statistics
 
     prefix = "h100" if key.startswith("h100") else "h200"

@@ -239,7 +239,9 @@ class SimManagement(GpuManagement):
         # watts at their share (Twin.membound_die_heat_share). Stretch by stretch of what the worker
         # drew since the last reading (a pulse's bursts and gaps), else now's.
         rise = self.node.value(k, "temp", m.load_temp_c) - m.idle_temp_c
-        for seconds, watts, share in power_segments(trace, now - dt, now) if trace else [(dt, self._draw(k, load)[2], 1.0)]:
+        segments = (power_segments(trace, now - dt, now) if trace
+                    else [(dt, self._draw(k, load)[2], m.die_heat_share_at(self._mem_util_share(k)))])
+        for seconds, watts, share in segments:
             heat_step(st.heat, share * max(0.0, (watts - m.idle_w) / (quick_load_w(m) - m.idle_w)), rise,
                       m.temp_fast_share, seconds)
         st.temp = m.idle_temp_c + sum(st.heat)
