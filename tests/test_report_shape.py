@@ -187,7 +187,20 @@ FABRIC_WRONG = [("checks", "x", "checks: expected a list"), ("checks.0.subject",
                 ("nodes.0.identity", "x", "nodes[0].identity: expected an object"),
                 ("nodes.0.verdict", "BOGUS", "nodes[0].verdict: expected one of"),
                 ("summary.failed", 5, "summary.failed: expected a list of text"),
-                ("partial", "x", "partial: expected true or false"), ("verdict", "GREAT", "verdict: expected one of")]
+                ("partial", "x", "partial: expected true or false"), ("verdict", "GREAT", "verdict: expected one of"),
+                # 2026-11-29: `show`'s catch-all had hidden these as "not in the form nodeqc writes".
+                ("fabric.bad", None, "fabric.bad: expected an object"),
+                ("fabric.bad.links", [["node0"]], "fabric.bad.links: expected a list of pairs of names"),
+                ("fabric.bad.node_rails", "x", "fabric.bad.node_rails: expected a list of pairs of names"),
+                ("fabric.bad.inconclusive", [{}], "fabric.bad.inconclusive: expected a list of text"),
+                ("fabric.nodes", None, "fabric.nodes: expected a list of text"),
+                ("fabric.rails", [None], "fabric.rails: expected a list of text"),
+                ("fabric.coverage.pairs", "x", "fabric.coverage.pairs: expected an object"),
+                ("fabric.coverage.pairs.untested", "x", "fabric.coverage.pairs.untested: expected a whole number"),
+                ("fabric.coverage.ports_untested", 5, "fabric.coverage.ports_untested: expected a list of text"),
+                ("fabric.topology", {"leaves": 5}, "fabric.topology.leaves: expected an object of lists of text"),
+                ("fabric.topology", {"parents": {"a": {}}}, "fabric.topology.parents: expected an object of text"),
+                ("simulation.planted", [None], "simulation.planted[0]: expected an object")]
 
 
 @pytest.mark.parametrize("path, value, said", FABRIC_WRONG, ids=[f"{p}={v!r}"[:40] for p, v, _ in FABRIC_WRONG])

@@ -78,6 +78,8 @@ def check_predicate(p: Any, fabric: bool = False) -> None:
     for n, pair in enumerate(_list(p.get("pairs"), "pairs") if fabric else ()):
         if not isinstance(pair, dict):
             raise ShapeError(f"pairs[{n}]: expected an object")
+    if fabric:
+        _fabric_block(p)
     repair = p.get("repair")
     if isinstance(repair, dict):
         for n, outcome in enumerate(_list(repair.get("outcomes"), "repair.outcomes")):
@@ -150,6 +152,19 @@ GPU = {"subject": "text", "name": "text?", "bus_id": "text?", "serial": "text?",
 # The profile a run was judged by (spec.profile.Profile.summary): `show` prints its chain and notices.
 PROFILE = {"name": "text?", "path": "text?", "sha256": "text?", "chain": "texts", "kind": "text?", "skus": "texts",
            "sku": "text?", "floors": "object", "notices": "texts"}
+# A fabric report's block (fabric.report.fabric_predicate): its nodes, rails and tests by name; what it
+# found bad (pairs of names for a node's rail and for a link); what it covered; the topology it read.
+FABRIC = {"name": "text?", "launcher": "text?", "nodes": "texts", "rails": "texts", "tests": "texts",
+          "group_tests": "texts", "rounds_reason": "text?", "bad": "object", "coverage": "object?",
+          "topology": "object?", "groups": "object?", "schedule": "list"}
+FABRIC_BAD = {"nodes": "texts", "rails": "texts", "inconclusive": "texts", "uplinks": "texts?",
+              "stragglers": "texts", "suspects": "texts", "node_rails": "pairs", "links": "pairs"}
+FABRIC_COVERAGE = {"pairs": "object?", "rails_untested": "texts", "ports_untested": "texts",
+                   "uplinks_untested": "texts"}
+FABRIC_PAIRS_COVERED = {"listed": "texts", "untested": "whole?", "tested": "whole?", "total": "whole?"}
+FABRIC_TOPOLOGY = {"source": "text?", "leaves": "textlists_by_name", "parents": "text_by_name"}
+FABRIC_GROUPS = {"together": "textlists", "rounds": "whole?", "size": "whole?"}
+PLANTED = {"fault": "text?", "outcome": "text?", "why": "text?"}
 # What a finding's part is (answer.Part): `show` names it by these.
 PART = {"kind": "text?", "subject": "text?", "name": "text?", "index": "whole?", "bus_id": "text?", "serial": "text?"}
 NIC = {"subject": "text", "name": "text?", "bus_id": "text?", "mac": "text?"}
@@ -185,11 +200,38 @@ def _fields(obj: Any, where: str, spec: dict[str, str], needs: tuple[str, ...] =
             raise ShapeError(f"{at}: expected a list")
         elif kind == "object" and not isinstance(value, dict):
             raise ShapeError(f"{at}: expected an object")
+        elif kind == "pairs" and not (isinstance(value, list) and all(
+                isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in value)):
+            raise ShapeError(f"{at}: expected a list of pairs of names")
+        elif kind == "textlists" and not (isinstance(value, list) and all(
+                isinstance(v, list) and all(isinstance(x, str) for x in v) for v in value)):
+            raise ShapeError(f"{at}: expected a list of lists of text")
+        elif kind == "textlists_by_name" and not (isinstance(value, dict) and all(
+                isinstance(v, list) and all(isinstance(x, str) for x in v) for v in value.values())):
+            raise ShapeError(f"{at}: expected an object of lists of text")
+        elif kind == "text_by_name" and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
+            raise ShapeError(f"{at}: expected an object of text")
         elif kind == "flag" and not isinstance(value, bool):
             raise ShapeError(f"{at}: expected true or false")
         elif kind in ("number", "whole") and (isinstance(value, bool) or
                                               not isinstance(value, int if kind == "whole" else (int, float))):
             raise ShapeError(f"{at}: expected a {'whole ' if kind == 'whole' else ''}number")
+
+
+def _fabric_block(p: dict[str, Any]) -> None:
+    """A fabric report's own block, as `show` reads it (report.render.render_fabric_report): each of
+    its lists and objects was an internal error of a signed report's `show` when of another kind."""
+    fab = p.get("fabric", {})
+    _fields(fab, "fabric", FABRIC)
+    for key, spec in (("bad", FABRIC_BAD), ("coverage", FABRIC_COVERAGE), ("topology", FABRIC_TOPOLOGY),
+                      ("groups", FABRIC_GROUPS)):
+        if fab.get(key) is not None:
+            _fields(fab[key], f"fabric.{key}", spec)
+    if isinstance((fab.get("coverage") or {}).get("pairs"), dict):
+        _fields(fab["coverage"]["pairs"], "fabric.coverage.pairs", FABRIC_PAIRS_COVERED)
+    simulation = p.get("simulation")
+    for n, planted in enumerate(_list(simulation.get("planted"), "simulation.planted") if isinstance(simulation, dict) else ()):
+        _fields(planted, f"simulation.planted[{n}]", PLANTED)
 
 
 def _numbers(p: dict[str, Any]) -> None:
