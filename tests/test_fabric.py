@@ -558,3 +558,44 @@ def test_show_of_a_fabric_report_escapes_what_the_nodes_printed():
     assert "\x1b" not in shown and "\x07" not in shown
     assert "no result\\x1b]0;owned\\x07\\x1b[2J signature: verified" in shown
 
+
+
+@pytest.mark.parametrize("groups", [False, True])
+def test_a_round_the_abort_ended_is_not_judged(tmp_path, capsys, monkeypatch, groups):
+    """scancel and systemd's stop signal the fabric run's whole step, the ends of the round in flight
+    too: a test killed halfway reads as failed (its tool's error), and the round the abort ended was
+    judged, naming a good link or group bad in the aborted report. Its pairs and groups are now not
+    tested, saying why."""
+    import dataclasses
+    import os
+    import signal
+
+    from nodeqc.cli.main import main
+    from nodeqc.fabric.launchers import SimulatedLauncher
+    from nodeqc.report.envelope import decode_statement, read_envelope
+
+    name = "run_groups" if groups else "run_round"
+    ran, calls = getattr(SimulatedLauncher, name), []
+
+    def killed_in_the_third_round(self, *args):
+        done = ran(self, *args)
+        calls.append(1)
+        if len(calls) < 3:
+            return done
+        os.kill(os.getpid(), signal.SIGTERM)  # the step's signal, while this round's ends run
+        killed = [dataclasses.replace(m, value=None, error="iperf3 exited -15 (SIGTERM)") for m in done[0].measurements]
+        return [dataclasses.replace(done[0], measurements=killed), *done[1:]]
+    monkeypatch.setattr(SimulatedLauncher, name, killed_in_the_third_round)
+    argv = ["fabric", "--simulate", "8", "--seed", "3", "--out", str(tmp_path)]
+    if groups:
+        argv += ["--tests", "nccl", "--group-size", "4", "--profile", "hgx-h100", "--inject", "node5:slow=0.4"]
+    code = main(argv)
+    report = decode_statement(read_envelope(next(tmp_path.glob("*.report.json"))))["predicate"]
+    assert code == 2 and report["status"] == "aborted", capsys.readouterr().err
+    bad = report["fabric"]["bad"]
+    assert not bad["links"] and not bad["node_rails"] and set(bad["nodes"]) <= {"node5"}, bad
+    assert not [c for c in report["checks"] if c["verdict"] == "fail" and "node5" not in c["subject"]], \
+        [(c["name"], c["subject"], c["message"]) for c in report["checks"] if c["verdict"] == "fail"]
+    if not groups:
+        killed = [r for r in report["pairs"] if r.get("error") == "the run was aborted while it ran"]
+        assert len(killed) == 4 and all(r["round"] == 3 for r in killed), report["pairs"]

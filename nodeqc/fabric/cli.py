@@ -416,6 +416,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         if aborted["flag"]:
             raise _Stopped
         done = launcher.run_round(rnd, work)
+        if aborted["flag"]:
+            # scancel and systemd's stop signal the whole step, this round's ends too: a test killed
+            # halfway reads as failed, and would name a good link bad. Its pairs were not tested.
+            done = [replace(r, error=r.error or ABORTED_WHILE_RUNNING) for r in done]
         results.extend(done)
         journal.append({"type": "fabric_round", "round": rnd.number, "pairs": pair_rows(done)})
         failed = [f"{r.a}-{r.b}" for r in done if r.error is None and not all(r.rails().values())]
@@ -498,6 +502,8 @@ def _groups(args: argparse.Namespace, nodes: list[str], seed: int, topology: Any
 
     def run_groups(number: int, units: list[tuple[str, ...]]) -> list[Any]:
         done = launcher.run_groups(after + number, units, work)
+        if aborted["flag"]:  # as a pair round the abort ended (play): not judged, a test of none
+            done = [replace(r, error=r.error or ABORTED_WHILE_RUNNING) for r in done]
         journal.append({"type": "fabric_group_round", "round": after + number,
                         "groups": [{"nodes": list(r.nodes), "outcome": r.outcome, "failed": r.failed(),
                                     **({"error": r.error} if r.error else {})} for r in done]})
@@ -508,6 +514,9 @@ def _groups(args: argparse.Namespace, nodes: list[str], seed: int, topology: Any
 
     return isolate(nodes, args.group_size, run_groups, seed, topology, stopped=lambda: aborted["flag"],
                    domains=work.nvlink, cross=not pair_tests)
+
+
+ABORTED_WHILE_RUNNING = "the run was aborted while it ran"  # a round's test the abort ended: not tested
 
 
 class _Stopped(Exception):
