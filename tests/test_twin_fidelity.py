@@ -28,6 +28,7 @@ from nodeqc.backends.sim.models import HBM_WORK, MEMORY_BOUND_SHARE, MEMTEST_WOR
 from nodeqc.backends.sim.node import SimNode
 from nodeqc.backends.sim.physics import CLOCK_STEP_MHZ, NVML_POWER_PERIOD_S, heat_step, quick_load_w
 from nodeqc.backends.sim.scenario import sku_scenario
+from nodeqc.report.envelope import decode_statement, read_envelope
 from nodeqc.report.keys import create_key
 from nodeqc.run.runner import RunOptions, Runner
 from nodeqc.spec.profile import load_for, suggest_profile
@@ -504,6 +505,19 @@ def test_the_twin_is_a_vm_as_measured():
     assert mgmt.gpus()[0].nvlink_count is None or not mgmt.gpus()[0].nvlink_count
     assert [p.pid for p in mgmt.processes(0)] == [48151]
     assert not math.isnan(mgmt.sample(0).power_w)
+
+
+@pytest.mark.parametrize("key, path", [("h100-sxm5-80gb", LATER / "h100-sxm5-quick.predicate.json"),
+                                       ("h200-sxm-141gb", LATER / "h200-sxm-quick.predicate.json")])
+def test_the_twins_platform_reads_as_the_measured_vms(tmp_path, key, path):
+    """The 2026-11-28 audit left it: the measured VMs (a Firecracker guest) read no DMI, no IOMMU, no
+    bridge above the GPU or the NIC and no NUMA node, where the twin read a Supermicro board, iommu
+    identity, a root port with ACS above each device and NUMA node 0, so a baseline taken on a twin
+    held a real VM to a board and bridges it has not. The twin's platform block is now the real one."""
+    real = _real(path)["platform"]
+    outcome = _run(tmp_path, key, only="inventory.gpu_count")
+    twin = decode_statement(read_envelope(outcome.report_path))["predicate"]["platform"]
+    assert twin == real, {k: (twin.get(k), real.get(k)) for k in set(twin) | set(real) if twin.get(k) != real.get(k)}
 
 
 COTENANT_RUNS = {"h100-sxm5-80gb": ROOT / "tests/fixtures/real-2026-11-26/h100-sxm5-cotenant-burn.predicate.json",

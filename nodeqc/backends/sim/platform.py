@@ -204,7 +204,14 @@ def _layout(node: "SimNode") -> tuple[dict[str, list[str]], dict[str, dict[str, 
     numa_nodes = node.scenario.data.get("host", {}).get("numa_nodes", 1)
     groups = sorted(_groups(node), key=lambda g: min(m[0] for m in g["members"]))
     endpoints = {m[0] for g in groups for m in g["members"]}
+    vm = in_vm(node)
     for grp in groups:
+        if vm:
+            # The measured VMs' GPU and NIC sat on the root bus, under no bridge (real-2026-11-27
+            # *-quick*.predicate.json: platform.bridge {}), with no NUMA node (numa_node -1).
+            for bus, kind, k, bus_id in grp["members"]:
+                paths[bus_id], facts[bus_id] = [], {"kind": kind, "index": k, "numa": -1}
+            continue
         low = min(m[0] for m in grp["members"])
         rc = low - 3
         # The switch's bridges take the three buses below the group; where they are not free the
@@ -233,8 +240,10 @@ def _layout(node: "SimNode") -> tuple[dict[str, list[str]], dict[str, dict[str, 
 
 
 def downstream_port(node: "SimNode", gpu: int) -> str:
+    """The bridge a GPU's link ends at (in a VM, under none: the root complex's)."""
     paths, _ = _layout(node)
-    return paths[node.scenario.bus_id(gpu)][-1]
+    bus_id = node.scenario.bus_id(gpu)
+    return (paths[bus_id] or [f"{bus_id[:7]}:00.0"])[-1]
 
 
 def _put(root: Path, rel: str, text: str | bytes) -> None:
@@ -276,9 +285,12 @@ def write_tree(root: Path, node: "SimNode") -> None:
            "product_name": sc.data.get("system", {}).get("model", sc.name)}
     if "bios" in host_fault:
         dmi["bios_version"] = host_fault["bios"]
-    for name, value in dmi.items():
+    # The measured VMs (a Firecracker guest: kernel 6.18.44-fc) read no DMI and no IOMMU (real-2026-11-27
+    # *-quick*.predicate.json: platform.node's BIOS and board fields null, iommu "off").
+    for name, value in dmi.items() if not in_vm(node) else ():
         _put(root, f"sys/class/dmi/id/{name}", value)
-    iommu = host_fault.get("iommu", "identity")  # iommu=pt, as NVIDIA's GPUDirect guides recommend
+    # Elsewhere iommu=pt, as NVIDIA's GPUDirect guides recommend.
+    iommu = host_fault.get("iommu", "off" if in_vm(node) else "identity")
     (root / "sys/class/iommu").mkdir(parents=True, exist_ok=True)
     if iommu != "off":
         (root / "sys/class/iommu/dmar0").mkdir(parents=True, exist_ok=True)
@@ -289,7 +301,7 @@ def write_tree(root: Path, node: "SimNode") -> None:
     acs_faults = {sc.bus_id(f.index) for f in node.faults if f.target == "gpu" and f.name == "acs"}
     group = 0
     for bus_id, bridges in paths.items():
-        chain = [f"pci{bridges[0][:7]}"] + bridges + [bus_id]
+        chain = [f"pci{(bridges[0] if bridges else bus_id)[:7]}"] + bridges + [bus_id]
         for depth, dev in enumerate(chain[1:], start=1):
             rel = "sys/devices/" + "/".join(chain[:depth + 1])
             if (root / rel).exists():
@@ -322,7 +334,7 @@ def write_tree(root: Path, node: "SimNode") -> None:
             _link(root, f"sys/bus/pci/devices/{dev}", rel)
     for k, spec in enumerate(sc.nics):
         bus_id = sc.nic_bus_id(k)
-        target = "sys/devices/" + "/".join([f"pci{paths[bus_id][0][:7]}"] + paths[bus_id] + [bus_id])
+        target = "sys/devices/" + "/".join([f"pci{(paths[bus_id] or [bus_id])[0][:7]}"] + paths[bus_id] + [bus_id])
         _link(root, f"sys/class/net/{spec['name']}/device", target)
         if "ib_device" in spec:
             ib = f"sys/class/infiniband/{spec['ib_device']}"

@@ -126,7 +126,8 @@ def sku_scenario(key: str) -> Scenario:
         "driver_version": "580.159.04", "cuda_version": "13.0",
         "system": {"vendor": "Simulated Cloud", "model": "SIM-VM", "serial": f"SIM-{key.upper()}"},
         "host": {"cpu_model": "Intel(R) Xeon(R) Processor", "sockets": 1, "cores": 16, "threads": 16,
-                 "memory_gib": 125.9, "numa_nodes": 1, "os": "Ubuntu 24.04.3 LTS", "kernel": "6.8.0-generic",
+                 "memory_gib": 125.9, "numa_nodes": 1, "os": "Ubuntu 24.04.3 LTS",
+                 "kernel": "6.18.44-fc-v657-gpu" if model.twin else "6.8.0-generic",  # the measured VMs
                  "vm": model.twin is not None, **({"missing_tools": ["iperf3", "ipmitool"]} if model.twin else {})},
         "gpus": {"model": key, "count": 1, "bus_ids": ["0000:00:06.0"], "topology": "pcie"},
         # The measured VMs' NIC: virtio_net, no speed and no PCIe capability in sysfs, MTU 1400; neither
