@@ -355,11 +355,19 @@ class _AbortedWhileRunning:
     def memory_bandwidth(self):
         from concurrent.futures.process import BrokenProcessPool
 
+        if self.in_tool != "memory_bandwidth":
+            return self.stress.memory_bandwidth()
         self.runner.abort()
         raise BrokenProcessPool("A child process terminated abruptly, the process pool is not usable anymore")
 
+    def fio(self, target, seconds, scratch):
+        from nodeqc.backends.host_stress import FioResult
 
-@pytest.mark.parametrize("in_tool", ["cpu", "memory_bandwidth", "cpu_wrong"])
+        self.runner.abort()  # fio ends at the signal and says so: its exit read as "fio failed"
+        return FioResult(target, error="fio: terminating on signal 15", command=["fio"])
+
+
+@pytest.mark.parametrize("in_tool", ["cpu", "memory_bandwidth", "cpu_wrong", "nvme"])
 def test_a_host_tool_ended_by_the_abort_is_not_judged(tmp_path, signer, in_tool):
     """A group SIGTERM killed the host stress's workers with the run: the dead workers read as
     HOST_CPU_STRESS_DIED ("the stress work did not finish"), and the broken pool of the memory
@@ -369,13 +377,20 @@ def test_a_host_tool_ended_by_the_abort_is_not_judged(tmp_path, signer, in_tool)
 
     hw = simulated_hardware("h100", [], time_scale=40)
     hw.host_stress = stress = _AbortedWhileRunning(hw.host_stress, in_tool)
-    options = RunOptions(load_profile("h100"), signer, out_dir=tmp_path / "out", quick=False)
-    options.selection = Selection.parse(["host.cpu_stress", "host.memory_bandwidth"], None)
+    profile = tmp_path / "p.toml"
+    profile.write_text('description = "h100, one disk"\nextends = "h100"\n[host]\nfio_targets = ["/dev/nvme0n1"]\n')
+    options = RunOptions(load_profile(str(profile)), signer, out_dir=tmp_path / "out", quick=False)
+    checks = ["host.cpu_stress", "host.memory_bandwidth"] if in_tool != "nvme" else ["host.nvme"]
+    options.selection = Selection.parse(checks, None)
     stress.runner = run = Runner(options, hw)
     outcome = run.run()
     names = [r.name for r in outcome.results]
-    assert names.count("host.cpu_stress") == names.count("host.memory_bandwidth") == 1, names  # listed once
+    assert all(names.count(name) == 1 for name in checks), names  # each listed once
     by = {r.name: r for r in outcome.results}
+    if in_tool == "nvme":  # fio's "failed" (NVME_FIO, a FAIL) was the signal's
+        assert outcome.exit_code == 2 and (by["host.nvme"].verdict, by["host.nvme"].code) == (Verdict.SKIP, "RUN_ABORTED")
+        assert by["host.nvme"].evidence["tool_said"].endswith("terminating on signal 15"), by["host.nvme"]
+        return
     if in_tool == "cpu_wrong":
         assert outcome.status == "aborted" and outcome.exit_code == 2
         assert (by["host.cpu_stress"].verdict, by["host.cpu_stress"].code) == (Verdict.FAIL, "HOST_CPU_WRONG")
