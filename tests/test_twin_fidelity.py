@@ -609,6 +609,9 @@ def test_memory_bound_watts_heat_the_die_as_little_as_on_the_real_gpu(key):
     assert statistics.median(_die_errors_under_memory_work(prefix, membound_share=1.0)) > 4  # the old model's
     model = SIM_GPU_MODELS[key]
     assert model.die_heat_share(MEMTEST_WORK) == model.die_heat_share(HBM_WORK) < 1 == model.die_heat_share("bf16")
+    # A part never measured takes the estimate (the H100's), not the whole of its watts.
+    unmeasured = SIM_GPU_MODELS["a100-sxm4-80gb"]
+    assert unmeasured.twin is None and unmeasured.die_heat_share(MEMTEST_WORK) == 0.55
 
 
 def _die_under_memory_work(telemetry: Path) -> list[float]:
