@@ -146,13 +146,15 @@ def _finding(f: Any, where: str) -> None:
 
 
 # The fields of the parts a face reads, by kind, where present: "text", "text?" (or null), "texts"
-# (a list of text), "flag", "number", "whole?" (a whole number or null).
+# (a list of text), "flag", "number", "whole?" (a whole number or null), "list", "object", "pairs"
+# (a list of two names each), "textlists" (a list of lists of text), "textlists_by_name" and
+# "text_by_name" (an object of those).
 GPU = {"subject": "text", "name": "text?", "bus_id": "text?", "serial": "text?", "uuid": "text?", "index": "whole?",
        "sku": "text?"}
 # The profile a run was judged by (spec.profile.Profile.summary): `show` prints its chain and notices.
 PROFILE = {"name": "text?", "path": "text?", "sha256": "text?", "chain": "texts", "kind": "text?", "skus": "texts",
            "sku": "text?", "floors": "object", "notices": "texts"}
-# A fabric report's block (fabric.report.fabric_predicate): its nodes, rails and tests by name; what it
+# A fabric report's block (fabric.report.build_predicate): its nodes, rails and tests by name; what it
 # found bad (pairs of names for a node's rail and for a link); what it covered; the topology it read.
 FABRIC = {"name": "text?", "launcher": "text?", "nodes": "texts", "rails": "texts", "tests": "texts",
           "group_tests": "texts", "rounds_reason": "text?", "bad": "object", "coverage": "object?",
