@@ -42,18 +42,20 @@ def host_stress_phase(stress: HostStress | None, no_host_reason: str, gpus_left:
         read as HOST_CPU_STRESS_DIED, an internal error or NVME_FIO. Those, and every result that
         could not judge (ERROR), are listed as aborted; a finding no signal makes (a core's wrong
         answers, HOST_CPU_WRONG) and a pass stand."""
+        def set_aside(check: str, subject: str, evidence: dict[str, Any] | None = None) -> CheckResult:
+            return CheckResult(check, subject, Verdict.SKIP, "not judged: the run was aborted while it ran",
+                               code="RUN_ABORTED", evidence=evidence or {})
+
         try:
             measured = measure()
         except Exception:
             if not aborted():
                 raise
-            publish([CheckResult(name, "node", Verdict.SKIP, "not judged: the run was aborted while it ran",
-                                 code="RUN_ABORTED")])
+            publish([set_aside(name, "node")])
             return
         results = judge(measured)
         if aborted():
-            results = [CheckResult(r.name, r.subject, Verdict.SKIP, "not judged: the run was aborted while it ran",
-                                   code="RUN_ABORTED", evidence={"tool_said": r.message})
+            results = [set_aside(r.name, r.subject, {"tool_said": r.message})
                        if r.verdict is Verdict.ERROR or r.code in signal_codes else r for r in results]
         publish(results)
 
