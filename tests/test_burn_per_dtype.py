@@ -208,6 +208,60 @@ def test_a_dtype_judged_against_an_estimated_floor_says_so_and_never_advises_rma
     assert "RMA" not in r.message
 
 
+def test_the_real_h200s_burn_power_is_read_while_its_products_ran():
+    """In the real H200's set-ups between dtypes NVML still read the GPU busy (74 and 76 %, its
+    utilisation a window behind) while its power fell to 508 and 288 W: no load, yet counted as one.
+    Over the dtypes' spans the burn's power is 645.1 W, 0.922 of the 700 W limit; over the whole
+    step it was 640.8 W, 0.915."""
+    whole = _judge("h200-sxm")
+    assert (whole.values["power_w"].value, whole.values["power_fraction"].value) == (640.8, 0.915)
+    spans = _judge("h200-sxm", _with_spans(_burn(_report("h200-sxm"))["evidence"]["dtypes"], H200_PHASES))
+    assert (spans.values["power_w"].value, spans.values["power_fraction"].value) == (645.1, 0.922)
+    assert spans.verdict is Verdict.PASS, spans.message
+
+
+def _set_up_gaps_window(keep: int = WINDOW_SAMPLES_KEPT) -> tuple[GpuTelemetry, dict]:
+    """A burn of six 5 s spans at 630 W of a 700 W limit, each after a 2 s set-up in which NVML
+    still reads the GPU busy (55 %) at 150 W: as a clean simulated B200 read its set-ups, stretched
+    by a busy host on a clock compressed 200 times (2026-11-29)."""
+    predicate = _report("h200-sxm")
+    dtypes = copy.deepcopy(_burn(predicate)["evidence"]["dtypes"])
+    window = GpuTelemetry(0, keep_samples=keep)
+    t = 0.0
+    for d in dtypes:
+        window.add(t + 1.0, GpuSample(util_pct=55, power_w=150.0, power_limit_w=700.0, sm_clock_mhz=1980))
+        start = t + 2.0
+        for k in range(5):
+            window.add(start + k + 0.5, GpuSample(util_pct=100, power_w=630.0, power_limit_w=700.0, sm_clock_mhz=1980))
+        dtypes[d].update(start_s=start, end_s=start + 5.0)
+        t = start + 5.0
+    return window, dtypes
+
+
+def _judged(window: GpuTelemetry, dtypes: dict):
+    predicate = _report("h200-sxm")
+    outcome = {0: Outcome(Task("matmul_burn", 0, {}, 1.0), STATUS_OK, {"dtypes": dtypes, "not_run": {}})}
+    [r] = judge_burn([_gpu(predicate)], outcome, {0: window}, load_profile("h200-sxm-141gb"))
+    return r
+
+
+def test_a_burn_whose_set_ups_read_busy_at_idle_power_is_judged_on_its_spans():
+    """The burn's power is what the GPU drew while its products ran (0.9 of the limit here), not
+    the mean with the set-ups' readings (0.786: BURN_POWER_LOW, the clean B200's false warning)."""
+    window, dtypes = _set_up_gaps_window()
+    assert round(window.loaded_power_w.mean / 700, 3) == 0.786
+    r = _judged(window, dtypes)
+    assert r.verdict is Verdict.PASS and r.values["power_fraction"].value == 0.9, r.message
+    # A dtype without its span (an older worker's result), or a window that no longer kept every
+    # sample (a burn of hours): the whole step's telemetry speaks, as before.
+    del dtypes["fp32"]["start_s"]
+    old = _judged(window, dtypes)
+    assert (old.verdict, old.code, old.values["power_fraction"].value) == (Verdict.WARN, "BURN_POWER_LOW", 0.786)
+    capped, dtypes = _set_up_gaps_window(keep=30)
+    assert capped.samples == 36
+    assert _judged(capped, dtypes).values["power_fraction"].value == 0.786
+
+
 # ------------------------------------------------------------------ a window sliced by time
 
 def test_a_window_sliced_by_time_sums_its_own_samples_only():
@@ -223,6 +277,9 @@ def test_a_window_sliced_by_time_sums_its_own_samples_only():
     assert part.throttle_s == {"sw_power_cap": pytest.approx(3.0)}  # 3 to 4, 4 to 5, 5 to 6
     assert part.power_limit_w == 700.0
     assert GpuTelemetry(0).between(0, 10) is None  # a window that kept nothing has nothing to slice
+    both = tel.within([(6.5, 8.0), (0.5, 2.0)])  # spans apart, each counting from its own start
+    assert both.samples == 4 and both.loaded_power_w.mean == pytest.approx((100 + 200 + 700 + 800) / 4)
+    assert both.loaded_s == pytest.approx(0.5 + 1 + 0.5 + 1)
     capped = GpuTelemetry(0, keep_samples=2)
     for t in range(5):
         capped.add(float(t), GpuSample(util_pct=100))

@@ -251,13 +251,18 @@ class GpuTelemetry:
         no sample in the span read one, and the other processes are the whole window's: another
         process during the step makes none of its figures the GPU's own. None where the window kept
         no samples (nothing to slice)."""
+        return self.within([(start_s, end_s)])
+
+    def within(self, spans: list[tuple[float, float]]) -> "GpuTelemetry | None":
+        """What this window saw in these spans together, each as `between` slices one."""
         if not self.kept_samples:
             return None
         part = GpuTelemetry(self.index)
-        part._prev_t = start_s
-        for t, s in self.kept_samples:
-            if start_s <= t <= end_s:
-                part.add(t, s)
+        for start_s, end_s in sorted(spans):
+            part._prev_t = start_s
+            for t, s in self.kept_samples:
+                if start_s <= t <= end_s:
+                    part.add(t, s)
         if is_na(part.power_limit_w):
             part.power_limit_w = self.power_limit_w
         part.other_processes = self.other_processes

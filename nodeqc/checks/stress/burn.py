@@ -106,7 +106,7 @@ def judge_burn(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict[
             why = "; ".join(f"{d} ({reason})" for d, reason in r["not_run"].items()) or "the worker named none"
             return CheckResult(name, g.subject, Verdict.ERROR, f"no dtype ran: {why}; nothing computed, not judged",
                                code="BURN_NO_DTYPE", values=values, evidence={"dtypes": {}, "not_run": r["not_run"]})
-        power = power_finding(windows.get(g.index), profile, values, thresholds)
+        power = power_finding(_while_computing(window, r["dtypes"]) or window, profile, values, thresholds)
         findings = sdc + rate + ([power] if power else [])
         short = burn_load_short(r["dtypes"])
         if short and not sdc:  # wrong results stand whatever the load; a rate of too little work is none
@@ -166,6 +166,21 @@ def burn_load_short(dtypes: dict[str, Any]) -> list[str]:
             short.append(f"{d} computed {products!r} products and compared {checks!r} results (a burn compares "
                          f"{BURN_MIN_CHECKS} at least)")
     return short
+
+
+def _while_computing(window: GpuTelemetry | None, dtypes: dict[str, Any]) -> GpuTelemetry | None:
+    """Telemetry of the dtypes' spans together: the power the GPU drew while its products ran, not
+    in the set-ups between them, where it idles by design (a real fp8 set-up, cuBLASLt's plan, took
+    1.9-3.4 s: tests/fixtures/real-2026-11-2*). NVML reads a GPU as busy up to a second after its
+    load stops, and its power falls meanwhile: a clean simulated B200 whose set-ups ran long on a
+    busy host read 243 and 273 W as under load, and warned BURN_POWER_LOW (2 runs in 24, 2026-11-29).
+    None where a dtype has no span (an older worker's result) or the window did not keep every
+    sample (a burn of hours): then the whole step's telemetry speaks, as before."""
+    spans = [(m.get("start_s"), m.get("end_s")) for m in dtypes.values()]
+    if window is None or not spans or len(window.kept_samples) < window.samples \
+            or not all(isinstance(x, (int, float)) for span in spans for x in span):
+        return None
+    return window.within(spans)
 
 
 def _dtype_seen(window: GpuTelemetry | None, dtype: str, m: dict[str, Any]) -> GpuTelemetry | None:
