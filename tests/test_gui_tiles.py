@@ -156,3 +156,27 @@ def test_a_tall_banner_on_a_wide_screen_leaves_the_tiles_above_the_tabs_not_unde
     assert tiles.height() >= 2 * 60 and tabs.top() > tiles.bottom(), (tiles, tabs)
     assert window.banner.geometry().bottom() < tiles.top()
 
+
+
+def test_a_failed_dense_tile_gives_its_passing_marks_room_for_its_failure(qtbot, tmp_path):
+    """The 2026-11-29 screenshots at 1366x768 and 1024x600: beside its link, ECC and XID badges a
+    power-capped GPU's dense tile said "po…" of its failure. Its passing marks now give way; a
+    passing tile keeps them, and a failed mark stays (it is the news)."""
+    from nodeqc.core.model import CheckResult, Verdict
+
+    window = make_window(qtbot)
+    _settle(qtbot, window, (1366, 768), "checks")
+    for tile in window.tiles.values():
+        tile.show_sample(_sample())
+    passing = [CheckResult(check, f"gpu{i}", Verdict.PASS, "fine") for i in (2, 3) for check in ("health.ecc", "health.xid")]
+    show_ended_run(qtbot, window, passing + [EIGHT_GPUS[2], EIGHT_GPUS[5]], tmp_path)
+    qtbot.wait(150)
+    burn, xid, clean = window.tiles["gpu2"], window.tiles["gpu5"], window.tiles["gpu3"]
+    assert burn.dense and clean.dense
+    assert not burn.pcie.isVisible() and not burn.ecc.isVisible() and not burn.xid.isVisible()
+    assert burn.activity.text().startswith("slow at full clocks (1,412 MHz)"), burn.activity.text()
+    assert xid.xid.isVisible() and xid.xid.text().startswith("XID FAIL")
+    assert clean.pcie.isVisible() and clean.ecc.isVisible() and clean.xid.isVisible()
+    window.resize(1920, 2000)  # room for every tile in full: the marks are back
+    qtbot.waitUntil(lambda: not burn.dense, timeout=2000)
+    assert burn.pcie.isVisible() and burn.ecc.isVisible() and burn.xid.isVisible()

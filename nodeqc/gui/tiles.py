@@ -140,6 +140,7 @@ class GpuTile(QFrame):
         self.layout().setContentsMargins(8, 2 if dense else 4, 8, 2 if dense else 4)
         self.setToolTip(self.identity.text() if dense else "")
         self._style()
+        self._refresh()
 
     def _style(self) -> None:
         self.title.setStyleSheet(f"font-size: {self.pt['title']}pt; font-weight: bold;")
@@ -157,6 +158,7 @@ class GpuTile(QFrame):
         self.pcie.setText(self.link_short if self.dense else text)
         self.pcie.setToolTip(text if self.dense and short else "")
         _badge(self.pcie, state, self.pt["link"])
+        self._give_way()
 
     # ------------------------------------------------------------------ what the engine says
 
@@ -214,6 +216,7 @@ class GpuTile(QFrame):
         self._refresh()
 
     def _marker(self, label: QLabel, what: str, result: CheckResult, detail: str) -> None:
+        label.setProperty("verdict", result.verdict.value)
         word = WORDS[result.verdict.value]
         label.setText(f"{what} {word}" + (f" {detail}" if detail and result.verdict is not Verdict.PASS else ""))
         _badge(label, result.verdict.value, size=9)
@@ -227,6 +230,7 @@ class GpuTile(QFrame):
             self.badge.setText(WORDS[state])
             self.badge.setStyleSheet(badge_css(state) + f"font-size: {self.pt['badge']}pt;")
         failed = [r for r in self.results if r.verdict.blocks_qualification]
+        self._give_way()
         if failed:
             first = failed[0]
             # Words, not a bare code ("PCIE_WIDTH +1" read as nothing at the rack): the first finding's
@@ -239,6 +243,15 @@ class GpuTile(QFrame):
             self.activity.setFullText(f"{self.current}{progress}")
         else:
             self.activity.setFullText("")
+
+    def _give_way(self) -> None:
+        """Dense, a failed tile's passing marks (link at max, ECC and XID PASS) give their room to
+        its failure's words: beside them a power-capped GPU's read "po…" at 1366x768 and 1024x600
+        (the 2026-11-29 screenshots), its failure only in a tooltip a crash cart cannot show."""
+        quiet = self.dense and any(r.verdict.blocks_qualification for r in self.results)
+        for label, state in ((self.pcie, self.link_state), (self.ecc, self.ecc.property("verdict")),
+                             (self.xid, self.xid.property("verdict"))):
+            label.setVisible(not (quiet and state == "pass"))
 
     # ------------------------------------------------------------------ live readings
 
