@@ -406,6 +406,23 @@ def test_a_worker_cannot_file_its_fabric_verdict_under_a_node_outside_its_run(tm
     assert [e.node for e in Archive(root).reports(node="SN-99", fabrics=True)] == ["fabric-d", "SN-99"]
 
 
+def test_dead_nodes_on_a_lone_rail_fail_and_a_simulated_run_returns_no_node_to_service(tmp_path):
+    """The 2026-11-29 fuzzing: with one rail and 4 of 8 nodes down, the rail was named and the four
+    dead nodes passed ("pass ratio 0%"); `verify --fabric-nodes` printed them pass, exit 0, the
+    lines nodeqc-retest --fabric returns nodes to service by. Now the dead fail, and a simulated
+    run's verdicts are refused there: they are no real node's."""
+    dead = ("node2", "node5", "node6", "node7")
+    p = cli("fabric", "--simulate", "8", "--seed", "1", "--rails", "1", *[a for n in dead for a in ("--inject", f"{n}:down")],
+            "--out", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    for n in dead:
+        assert f"FAIL  fabric.node {n}: failed its pair tests" in p.stderr
+    assert "FABRIC_RAIL" not in p.stderr
+    [report] = tmp_path.glob("*.report.json")
+    v = cli("verify", str(report), "--fabric-nodes")
+    assert v.returncode == 1 and v.stdout == "" and "a simulated fabric run: no real node's verdict stands" in v.stderr
+
+
 def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     p = cli("fabric", "--simulate", "2", "--rails", "1", "--inject", "node1:down", "--out", str(tmp_path))
     assert p.returncode == 2, p.stderr

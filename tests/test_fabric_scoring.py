@@ -169,12 +169,30 @@ PAIRS = [(a, b) for i, a in enumerate(FIVE) for b in FIVE[i + 1:]]  # 10
 
 def test_a_single_rail_is_the_fabrics_fault_past_three_failures_in_four():
     eight = score(FIVE, _mesh(FIVE, set(PAIRS[:8])))
-    assert eight.bad_rails == ["r0"] and eight.bad_nodes == [] and eight.inconclusive == {}
+    assert eight.bad_rails == ["r0"] and eight.bad_nodes == []
+    # Its tests say nothing of the nodes: none passes on them (each passed before, 2026-11-29).
+    assert eight.inconclusive == {n: "tested only on r0, which failed across the fabric: nothing left to judge "
+                                     "this node by" for n in FIVE}
+    assert {eight.node_verdict(n) for n in FIVE} == {"error"}
     # Its ports are left out of the rest, but what they met is kept: the raw pass ratio.
     assert all(eight.ports[(n, "r0")].tests == 0 and eight.ports[(n, "r0")].raw_tests == 4 for n in FIVE)
     assert eight.pass_ratio("a") == 0.0 and eight.pass_ratio("e") == pytest.approx(0.5)
     seven = score(FIVE, _mesh(FIVE, set(PAIRS[:7])))  # 70%: not the rail's (the nodes are judged)
     assert seven.bad_rails == []
+
+
+def test_half_the_nodes_dead_on_a_lone_rail_are_named_not_the_rail():
+    """The 2026-11-29 fuzzing: on one rail, 4 of 8 nodes down failed 22 of 28 tests, past three in
+    four: the rail was named, every node's tests set aside, and the four dead nodes passed. Judged
+    without the rail, the four dead explain every failure, and no more than half are named: the
+    nodes are the fault. A rail all fail stays the rail's, its nodes not judged."""
+    eight = [f"n{i}" for i in range(8)]
+    dead = {"n2", "n5", "n6", "n7"}
+    s = score(eight, _mesh(eight, {(a, b) for i, a in enumerate(eight) for b in eight[i + 1:] if {a, b} & dead}))
+    assert s.bad_rails == [] and s.bad_nodes == sorted(dead) and s.inconclusive == {}
+    assert {n: s.node_verdict(n) for n in eight} == {n: "fail" if n in dead else "pass" for n in eight}
+    down = score(eight, _mesh(eight, {(a, b) for i, a in enumerate(eight) for b in eight[i + 1:]}))
+    assert down.bad_rails == ["r0"] and down.bad_nodes == [] and {down.node_verdict(n) for n in eight} == {"error"}
 
 
 def test_three_nodes_failing_together_are_a_rail_two_are_not():

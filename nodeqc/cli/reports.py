@@ -61,12 +61,17 @@ def cmd_verify(argv: list[str]) -> int:
 
 def _fabric_nodes(report: str, pred: Any) -> int:
     """`verify --fabric-nodes`: each node's verdict from a verified, complete fabric report. An
-    aborted run, or a fabric report that is not in the form nodeqc writes, gives none (exit 1)."""
+    aborted or simulated run, or a fabric report that is not in the form nodeqc writes, gives none
+    (exit 1)."""
     why = None
     if not isinstance(pred, dict) or pred.get("kind") != "fabric":
         why = "not a fabric report"
     elif pred.get("status") != "complete" or pred.get("partial"):
         why = f"the fabric run is {pred.get('status')}, not complete: no node's verdict stands"
+    elif pred.get("simulated") is not False:
+        # A simulated cluster's verdicts are of no real node, whatever its nodes are called (a
+        # topology file names them): printed, they read as any run's, and returned nodes to service.
+        why = "a simulated fabric run: no real node's verdict stands"
     nodes = pred.get("nodes") if isinstance(pred, dict) else None
     if why is None and not (isinstance(nodes, list) and nodes and all(
             isinstance(n, dict) and isinstance(n.get("name"), str) and n.get("verdict") in ("pass", "fail", "error")
