@@ -200,7 +200,10 @@ FABRIC_WRONG = [("checks", "x", "checks: expected a list"), ("checks.0.subject",
                 ("fabric.coverage.ports_untested", 5, "fabric.coverage.ports_untested: expected a list of text"),
                 ("fabric.topology", {"leaves": 5}, "fabric.topology.leaves: expected an object of lists of text"),
                 ("fabric.topology", {"parents": {"a": {}}}, "fabric.topology.parents: expected an object of text"),
-                ("simulation.planted", [None], "simulation.planted[0]: expected an object")]
+                ("simulation.planted", [None], "simulation.planted[0]: expected an object"),
+                # The group tests' rows (a second fuzzing helper, 2026-11-29: show's internal error).
+                ("groups", [None], "groups[0]: expected an object"), ("groups", "abc", "groups: expected a list"),
+                ("groups", [{"nodes": 5}], "groups[0].nodes: expected a list of text")]
 
 
 @pytest.mark.parametrize("path, value, said", FABRIC_WRONG, ids=[f"{p}={v!r}"[:40] for p, v, _ in FABRIC_WRONG])

@@ -167,6 +167,8 @@ FABRIC_PAIRS_COVERED = {"listed": "texts", "untested": "whole?", "tested": "whol
 FABRIC_TOPOLOGY = {"source": "text?", "leaves": "textlists_by_name", "parents": "text_by_name"}
 FABRIC_GROUPS = {"together": "textlists", "rounds": "whole?", "size": "whole?"}
 PLANTED = {"fault": "text?", "outcome": "text?", "why": "text?"}
+# A group test's row (fabric.groups.row): `show` counts their outcomes.
+GROUP_ROW = {"nodes": "texts", "kind": "text?", "outcome": "text?", "from": "texts", "error": "text?"}
 # What a finding's part is (answer.Part): `show` names it by these.
 PART = {"kind": "text?", "subject": "text?", "name": "text?", "index": "whole?", "bus_id": "text?", "serial": "text?"}
 NIC = {"subject": "text", "name": "text?", "bus_id": "text?", "mac": "text?"}
@@ -231,6 +233,8 @@ def _fabric_block(p: dict[str, Any]) -> None:
             _fields(fab[key], f"fabric.{key}", spec)
     if isinstance((fab.get("coverage") or {}).get("pairs"), dict):
         _fields(fab["coverage"]["pairs"], "fabric.coverage.pairs", FABRIC_PAIRS_COVERED)
+    for n, row in enumerate(_list(p.get("groups"), "groups")):
+        _fields(row, f"groups[{n}]", GROUP_ROW)
     simulation = p.get("simulation")
     for n, planted in enumerate(_list(simulation.get("planted"), "simulation.planted") if isinstance(simulation, dict) else ()):
         _fields(planted, f"simulation.planted[{n}]", PLANTED)
