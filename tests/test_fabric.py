@@ -423,6 +423,33 @@ def test_dead_nodes_on_a_lone_rail_fail_and_a_simulated_run_returns_no_node_to_s
     assert v.returncode == 1 and v.stdout == "" and "a simulated fabric run: no real node's verdict stands" in v.stderr
 
 
+@pytest.mark.parametrize("args, code, said", [
+    # Milder than the floors: every test it touched passed ("missed: NOT FOUND" before, exit 0).
+    (["--rounds", "7", "--inject", "node1:slow=0.9"], 0, "node1:slow=0.9: within the floors: every test it touched "
+                                                         "passed its floors"),
+    # A group run: judged by its groups, which passed it ("inconclusive: node1 could not be judged" before).
+    (["--group-size", "3", "--tests", "nccl", "--min-nccl-busbw", "100", "--inject", "node1:nccl=0.5"], 0,
+     "node1:nccl=0.5: within the floors"),
+    # Just past the floors, failed on a link of the node ("missed" before).
+    (["--rounds", "7", "--inject", "node1:slow=0.88"], 1,
+     "node1:slow=0.88: blamed elsewhere: the run fails node1-node7, on its path"),
+])
+def test_each_planted_fault_is_labelled_by_what_the_run_did_with_it(tmp_path, args, code, said):
+    """The 2026-11-29 fuzzing: planted faults the floors cannot see, or that a link took the blame
+    for, or that only group tests judge, were labelled "missed" or "inconclusive"."""
+    p = cli("fabric", "--simulate", "8", "--seed", "1", *args, "--out", str(tmp_path))
+    assert p.returncode == code, p.stderr
+    assert f"simulated fault {said}" in p.stderr, p.stderr
+
+
+def test_a_collectives_fault_without_group_tests_is_refused():
+    """Planted without --group-size it was never tested, and the run passed (exit 0)."""
+    p = cli("fabric", "--simulate", "8", "--inject", "node1:nccl=0.5")
+    assert p.returncode == 2
+    assert p.stderr.strip() == ("nodeqc: --inject node1:nccl=0.5: a fault of the collectives' path shows only in group "
+                                "tests: add --group-size K (or auto)")
+
+
 def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     p = cli("fabric", "--simulate", "2", "--rails", "1", "--inject", "node1:down", "--out", str(tmp_path))
     assert p.returncode == 2, p.stderr

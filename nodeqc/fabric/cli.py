@@ -308,6 +308,12 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     elif topology is not None:
         topology = topology.restrict(nodes, args.topology)
     grouped = [t for t in tests if t in COLLECTIVES] if args.group_size else []
+    if cluster is not None and not grouped:
+        # Planted there, with no group test to find it, it went untested and the run passed.
+        only = [text for text, kind, _ in cluster.injected if kind in ("nccl", "nvlink node", "nvlink")]
+        if only:
+            raise UsageError(f"--inject {only[0]}: a fault of the collectives' path shows only in group tests: "
+                             "add --group-size K (or auto)")
     if cluster is not None:
         simulated = ["rdma", "lat"] if cluster.rails else ["tcp"]
         if args.tests != "tcp,rdma" and not set(tests) <= set(simulated + grouped):

@@ -344,10 +344,15 @@ class SimulatedCluster:
         """Each planted fault: `found` (named as planted, or masked by a fault that was: a port on
         a bad rail or of a bad node), `untested` (no test crossed it: the report lists it so),
         `inconclusive` (a node it touches could not be judged: exit 2), `blamed elsewhere` (the run
-        fails a node on its path instead: too few nodes to tell, e.g. a rail of a two-node fabric) or
-        `missed` (none of these: a silent pass, which tests/test_fabric_coverage.py holds never
-        happens)."""
+        fails a node on its path instead: too few nodes to tell, e.g. a rail of a two-node fabric),
+        `within the floors` (no node it touches failed any test: a fault too mild for the floors,
+        node1:slow=0.9) or `missed` (none of these: a failure not put on the fault, which
+        tests/test_fabric_coverage.py holds never happens)."""
         bad_links = {(a, b) for a, b, _ in scores.bad_links}
+        # Nodes in any test that failed: a fault none of whose nodes failed anything was milder than
+        # the floors (node1:slow=0.9 passed every test: "missed" said a silent pass, 2026-11-29).
+        failing = {n for (n, _), p in scores.ports.items() if p.raw_fails} | (
+            {n for u in groups.units if u.outcome == "fail" for n in u.nodes} if groups is not None else set())
         grouped = set(groups.bad_nodes) if groups is not None else set()
         together = [set(f.nodes) for f in groups.findings if f.kind != "node"] if groups is not None else []
         out = []
@@ -391,11 +396,18 @@ class SimulatedCluster:
                        else tuple(self.nodes))
             if kind in ("node", "port", "straggler") and not found and where[0] in grouped:
                 found = True  # the group tests named the node
-            unjudged = [n for n in touched if n in scores.inconclusive or (groups is not None and n in groups.not_judged)]
+            # A fault of the collectives' path is judged by the group tests alone (no pair test ran
+            # leaves every node "inconclusive" in the pairs' scores: a group run's node1:nccl=0.5 was
+            # said not judged where its groups had passed it).
+            group_kind = kind in ("nccl", "nvlink node", "nvlink")
+            unjudged = [n for n in touched if (n in scores.inconclusive and not group_kind)
+                        or (groups is not None and n in groups.not_judged)]
             blamed = [n for n in touched if scores.node_verdict(n) == "fail"] + [
-                "-".join(sorted(t)) for t in together if set(touched) & t]
+                "-".join(sorted(t)) for t in together if set(touched) & t] + [
+                f"{a}-{b}" for a, b in sorted(bad_links) if kind != "link" and {a, b} & set(touched)]
             state = ("found" if found else "untested" if untested else "inconclusive" if unjudged
-                     else "blamed elsewhere" if blamed else "missed")
+                     else "blamed elsewhere" if blamed else "within the floors" if not set(touched) & failing
+                     else "missed")
             if kind == "link" and state == "untested":
                 why = f"the pair {where[0]}-{where[1]} was never tested (listed in the report's untested pairs)"
             elif state == "found":
@@ -404,6 +416,8 @@ class SimulatedCluster:
                 why = f"{few(unjudged)} could not be judged (the tests cannot tell the fault's place)"
             elif state == "blamed elsewhere":
                 why = f"the run fails {few(blamed)}, on its path, not the fault itself"
+            elif state == "within the floors":
+                why = "every test it touched passed its floors: milder than the floors tell from health"
             else:
                 why = "no test crossed it" if untested else "NOT FOUND, and tested"
             out.append({"fault": text, "outcome": state, "why": why})
