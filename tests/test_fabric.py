@@ -458,6 +458,7 @@ def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--simulate", "8", "--tests", "udp"], "--tests udp: expected some of tcp, rdma, nccl"),
+    (["--simulate", "4", "--nodeqc", "'"], "--nodeqc ': No closing quotation"),  # an internal error before
     (["--hosts", "a,b", "--launch", "x", "--inject", "node1:down"], "--inject needs --simulate"),
     (["--hosts", "a,b"], "--hosts needs --launch PREFIX"),
     (["--hosts", "a,b", "--launch", "ssh"], "must contain {host}"),

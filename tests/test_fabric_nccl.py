@@ -373,6 +373,8 @@ def test_a_stranger_at_the_rendezvous_is_ignored_and_an_end_said_twice_is_an_err
             assert time.monotonic() < deadline
             time.sleep(0.1)
     with socket.create_connection(("127.0.0.1", port + 1), timeout=2) as c:
+        c.sendall(b"[" * 100_000 + b"\n")  # nested past the decoder's depth: a RecursionError ended the host
+    with socket.create_connection(("127.0.0.1", port + 1), timeout=2) as c:
         c.sendall(json.dumps({"end": 7, "gpus": 2}).encode() + b"\n")
     first = socket.create_connection(("127.0.0.1", port + 1), timeout=2)
     first.sendall(json.dumps({"end": 1, "gpus": 2, "unavailable": None}).encode() + b"\n")

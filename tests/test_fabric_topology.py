@@ -156,6 +156,10 @@ def test_read_from_scontrol_kubectl_and_a_file(tmp_path):
         read("slurm", scontrol=str(failing))
     nodes = json.dumps({"items": [_k8s_node("k0", **{"network.topology.nvidia.com_block": "b0"})]})
     assert read("k8s", kubectl=_tool(tmp_path, "kubectl", nodes)).leaf_of == {"k0": "b0"}
+    # Nested past the JSON decoder's depth: an internal error (RecursionError), 2026-11-29 fuzzing.
+    deep = _tool(tmp_path, "kubectl-deep", '{"items": ' + "[" * 50_000 + "]" * 50_000 + "}")
+    with pytest.raises(UsageError, match="^--topology k8s: kubectl get nodes -o json did not answer JSON$"):
+        read("k8s", kubectl=deep)
     conf = tmp_path / "topology.conf"
     conf.write_text(CONF)
     assert read(str(conf)).leaf_of["gpu12"] == "leaf3"

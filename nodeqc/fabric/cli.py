@@ -386,8 +386,12 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     domains = cluster.domains if cluster is not None else topology.nvlink if topology is not None else {}
     if cluster is not None and profile.get("gpu", "count"):
         cluster.gpus = int(profile.get("gpu", "count"))  # the simulated nodes' GPUs are the profile's
+    try:
+        command = shlex.split(args.nodeqc)
+    except ValueError as e:
+        raise UsageError(f"--nodeqc {args.nodeqc}: {e}") from None
     work = Work(tests=pair_tests, seconds=seconds, floors=floors, streams=int(profile.get("nic", "streams", 4)),
-                use_cuda=args.use_cuda, nodeqc=shlex.split(args.nodeqc), addresses=addresses, nccl_bytes=args.nccl_bytes,
+                use_cuda=args.use_cuda, nodeqc=command, addresses=addresses, nccl_bytes=args.nccl_bytes,
                 port_base=args.port, nvlink=dict(domains))
 
     # The journal: every round's pair results appended and synced as they come, so a fabric run

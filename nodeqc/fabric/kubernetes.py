@@ -135,7 +135,7 @@ class KubernetesLauncher(Launcher):
             raise UsageError(f"--k8s: kubectl cannot reach a cluster: {why}")
         try:
             items = json.loads(done.stdout)["items"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise UsageError("--k8s: kubectl get nodes -o json did not answer JSON") from None
         known: dict[str, str | None] = {}
         for item in items:
@@ -278,7 +278,7 @@ class KubernetesLauncher(Launcher):
         try:
             done = self._call("get", "pods", "--namespace", self.namespace, "-l", f"{LABEL}={job}", "-o", "json")
             items = json.loads(done.stdout).get("items", []) if done.returncode == 0 else []
-        except (OSError, subprocess.TimeoutExpired, ValueError):
+        except (OSError, subprocess.TimeoutExpired, ValueError, RecursionError):
             items = []
         out: dict[str, dict[str, Any]] = {}
         for item in items:

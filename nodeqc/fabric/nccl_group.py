@@ -343,8 +343,8 @@ def _handshake(index: int, host_a: str, port: int, mine: dict[str, Any], names: 
                          + _loopback_hint(host_a))
     except OSError as e:
         return "error", f"the NCCL rendezvous at {where}: {e.strerror or e}"
-    except ValueError as e:
-        return "error", f"the NCCL rendezvous at {where}: unreadable answer ({e})"
+    except (ValueError, RecursionError) as e:  # another node's line: nested past the decoder's depth too
+        return "error", f"the NCCL rendezvous at {where}: unreadable answer ({type(e).__name__})"
 
 
 ANSWER_GRACE_S = 5.0  # an end waits this long past its deadline for the host's answer (sent at the host's)
@@ -382,7 +382,7 @@ def _host(host_a: str, port: int, mine: dict[str, Any], names: tuple[str, ...], 
                 conn.settimeout(max(0.1, deadline - time.monotonic()))
                 try:
                     said = json.loads(conn.makefile("rb").readline(MAX_ANSWER) or b"null")
-                except (OSError, ValueError):
+                except (OSError, ValueError, RecursionError):  # another node's line, however nested
                     said = None
                 end = said.get("end") if isinstance(said, dict) else None
                 if type(end) is not int or not 0 < end < len(names) or end in came:

@@ -333,7 +333,7 @@ def read(source: str, labels: str = "", scontrol: str = "scontrol", kubectl: str
         text = _run([kubectl, "get", "nodes", "-o", "json"], "--topology k8s: kubectl get nodes")
         try:
             items = json.loads(text)["items"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # nested past the decoder's depth too
             raise UsageError("--topology k8s: kubectl get nodes -o json did not answer JSON") from None
         return from_k8s_nodes(items, parse_labels(labels))
     try:
