@@ -214,6 +214,23 @@ def test_a_figure_beyond_its_own_ports_rate_is_refused_naming_its_end():
     assert r.error is None and r.rails() == {"mlx5_0": False}
 
 
+def test_a_test_asked_for_of_which_neither_end_said_a_word_is_not_measured():
+    """The 2026-11-29 fuzzing: workers that printed their TCP figures and left out RDMA (no figure,
+    no skip) passed every pair on TCP alone under --tests tcp,rdma, nothing said."""
+    floors = Floors(rdma_fraction=0.85, tcp_fraction=0.5)
+    tcp = [{"rail": "tcp", "direction": d, "value": 90.0, "unit": "Gb/s", "rate": 100.0} for d in ("a>b", "b>a")]
+    a = {MARKER: 1, "node": "a", "index": 0, "rails": [], "figures": []}
+    b = {MARKER: 1, "node": "b", "index": 1, "rails": [], "figures": tcp}  # the client's end measures both ways
+    r = merge(1, "a", "b", [a, b], [], floors, tests=["tcp", "rdma", "lat"])
+    assert r.error is None and r.rails() == {"tcp": True}
+    [silent] = [m for m in r.measurements if m.rail == "rdma"]
+    assert silent.skipped == "neither end of the pair gave a figure or a reason for it" and silent.value is None
+    # What the worker says of a test it could not run stands for it: no second word.
+    skip = {"rail": "rdma", "direction": "a>b", "skipped": "no active RDMA port on this node (ibstat shows the ports)"}
+    r = merge(1, "a", "b", [{**a, "figures": [skip]}, b], [], floors, tests=["tcp", "rdma", "lat"])
+    assert [m.skipped for m in r.measurements if m.rail == "rdma"] == [skip["skipped"]]
+
+
 def test_a_downtrained_port_does_not_lower_its_own_pairs_floor():
     # 400 and 100 Gb/s ends used to make the floor 85 (0.85 x the slower end), so 90 passed.
     r = merge(1, "a", "b", list(_ends(value_a=90.0, value_b=90.0, rate_b=100.0)), [], Floors(rdma_fraction=0.85))

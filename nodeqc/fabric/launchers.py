@@ -304,6 +304,14 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
     for rail, why in sorted(mismatched.items()):
         floor = floors.rdma(rates.get((a, rail)), rates.get((b, rail)))
         out += [Measurement(rail, d, None, "Gb/s", floor, why) for d in ("a>b", "b>a")]
+    # A test asked for of which neither end said a word (no figure, no error, no reason to skip it):
+    # said not measured, as a missing tool is. A worker that left out its RDMA figures passed the
+    # pair on TCP alone, nothing said (the 2026-11-29 fuzzing). (Latency rides on the RDMA rails.)
+    said = {rail if rail == "tcp" or rail in nccl_group.COLLECTIVES else "rdma"
+            for _, rail, f in figures if f.get("test") != "lat"} | ({"rdma"} if mismatched else set())
+    for kind in [t for t in tests or [] if t != "lat" and t not in said]:
+        out.append(Measurement(kind, "both", None, "GB/s" if kind in nccl_group.COLLECTIVES else "Gb/s", None, None,
+                               "neither end of the pair gave a figure or a reason for it"))
     return PairResult(round_no, a, b, out, identities={n: o.get("identity") or {"hostname": n} for n, o in ends.items()},
                       latencies=latencies)
 
