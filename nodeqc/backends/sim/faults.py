@@ -7,7 +7,6 @@ the real checks must find it.
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -18,31 +17,39 @@ from nodeqc.core.errors import UsageError, shown
 THROTTLE_REASONS = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake", "sw_power_cap")
 
 
+# The most a counter fault adds in a run: far past every floor, and a count every report holds (a
+# 29-digit ecc_dbe ran the whole run and then failed its own report's check; a 21-digit aer was
+# dropped by the sysfs reader and passed, 2026-11-29 fuzzing).
+MAX_FAULT_COUNT = 10 ** 9
+# The smallest fraction of a rate a fault leaves: slower than any GPU that still answers (slow=1e-300
+# made a product last past the platform's time_t, an internal error).
+MIN_FAULT_FRACTION = 0.001
+
+
 def _int(low: int, high: int | None = None, choices: tuple[int, ...] = ()) -> Callable[[str], int]:
+    high = MAX_FAULT_COUNT if high is None else high
+
     def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise ValueError(f"expected an integer, got {text!r}") from None
+        # ASCII digits only: int() takes "٣" and "1_000", which no counter or index is written as.
+        if not re.fullmatch(r"-?[0-9]+", text):
+            raise ValueError(f"expected an integer, got {shown(text)!r}")
+        v = int(text)
         if choices and v not in choices:
             raise ValueError(f"expected one of {', '.join(map(str, choices))}, got {v}")
-        if v < low or (high is not None and v > high):
-            bound = f"{low}..{high}" if high is not None else f">= {low}"
-            raise ValueError(f"expected {bound}, got {v}")
+        if not low <= v <= high:
+            raise ValueError(f"expected {low}..{high}, got {shown(text)}")
         return v
     return parse
 
 
-def _number(low: float, high: float, open_low: bool = False) -> Callable[[str], float]:
+def _number(low: float, high: float) -> Callable[[str], float]:
     def parse(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            raise ValueError(f"expected a number, got {text!r}") from None
-        if not math.isfinite(v):  # float() takes "nan" and "inf", and nan compares false with any bound
-            raise ValueError(f"expected a finite number, got {text!r}")
-        if v < low or v > high or (open_low and v == low):
-            raise ValueError(f"expected a number in {'(' if open_low else '['}{low:g}, {high:g}], got {shown(text)}")
+        # ASCII decimal notation only: float() takes "nan", "inf", "٩٠" and "1_0".
+        if not re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", text):
+            raise ValueError(f"expected a number, got {shown(text)!r}")
+        v = float(text)
+        if not low <= v <= high:
+            raise ValueError(f"expected a number in [{low:g}, {high:g}], got {shown(text)}")
         return v
     return parse
 
@@ -83,8 +90,8 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
     "row_remap_pending": (None, "row remaps are pending (not yet applied)"),
     "row_remap_failed": (None, "a row remap failed"),
     "lost": (None, "the GPU falls off the bus a few seconds into its load"),
-    "slow": (_number(0, 1, open_low=True), "compute runs at this fraction of its normal rate"),
-    "hbm_bw": (_number(0, 1, open_low=True), "memory bandwidth is this fraction of normal"),
+    "slow": (_number(MIN_FAULT_FRACTION, 1), "compute runs at this fraction of its normal rate"),
+    "hbm_bw": (_number(MIN_FAULT_FRACTION, 1), "memory bandwidth is this fraction of normal"),
     "bitflip": (None, "matmul results come back with one flipped bit"),
     "badmem": (None, "one bit of device memory is stuck"),
     "retention": (None, "weak memory cells lose their charge while left alone (found by full mode's bit fade)"),
@@ -100,7 +107,7 @@ GPU_FAULTS: dict[str, tuple[Callable[[str], Any] | None, str]] = {
                             "stuck in this state (not_started or in_progress)"),
     "fabric_degraded": (None, "the NVLink fabric reports the GPU's bandwidth degraded (its health mask)"),
     "fabric_clique": (_int(0, 2 ** 32 - 1), "the GPU is registered in this NVLink clique, not its tray's"),
-    "p2p_bw": (_number(0, 1, open_low=True), "GPU-to-GPU bandwidth is this fraction of normal"),
+    "p2p_bw": (_number(MIN_FAULT_FRACTION, 1), "GPU-to-GPU bandwidth is this fraction of normal"),
     "nvls_down": (None, "NVLink SHARP (NVSwitch multicast) fails on this GPU: NCCL falls back to its ring algorithm"),
     "hang": (None, "a kernel never returns"),
     "power": (_number(1, 2000), "the GPU cannot draw more than this many watts"),
@@ -202,14 +209,22 @@ def parse_fault(text: str) -> Fault:
     return Fault(target, int(m["index"] or 0), name, parsed)
 
 
-def check_range(faults: list[Fault], gpus: int, nics: int) -> None:
-    """A fault on a GPU or NIC the simulated node does not have is a usage error."""
+def check_range(faults: list[Fault], gpus: int, nics: int, cpus: int | None = None) -> None:
+    """A fault on a GPU, NIC or CPU the simulated node does not have is a usage error, and so is one
+    fault given twice with different values (the compute took the last, the management the first:
+    gpu0:slow=0.5 then slow=1 passed, the report listing slow=0.5)."""
     counts = {"gpu": gpus, "nic": nics, "host": 1}
+    seen: dict[tuple[str, int, str], Fault] = {}
     for f in faults:
         n = counts[f.target]
         if f.index >= n:
             have = f"{f.target}0-{f.target}{n - 1}" if n else f"no {f.target.upper()}s"
             raise UsageError(f"--inject {f}: the simulated node has {have}")
+        if f.name == "cpu_wrong" and cpus is not None and f.value >= cpus:
+            raise UsageError(f"--inject {f}: the simulated host has CPUs 0-{cpus - 1}")
+        other = seen.setdefault((f.target, f.index, f.name), f)
+        if other.value != f.value:
+            raise UsageError(f"--inject {f}: given before as {other}: one value a fault")
 
 
 def check_applies(faults: list[Fault], model: SimGpuModel, gpu_count: int, fabric_attached: bool = False,

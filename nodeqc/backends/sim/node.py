@@ -64,7 +64,7 @@ class SimNode:
     """One simulated node: its scenario, its faults, its clock and the state shared with workers."""
 
     def __init__(self, scenario: Scenario, faults: list[Fault], time_scale: float | None = None):
-        check_range(faults, scenario.gpu_count, len(scenario.nics))
+        check_range(faults, scenario.gpu_count, len(scenario.nics), scenario.data.get("host", {}).get("threads"))
         check_applies(faults, scenario.gpu_model, scenario.gpu_count, "fabric_cluster" in scenario.data["gpus"],
                       scenario.data["gpus"].get("topology", "pcie"))
         check_imex_faults(faults, scenario.data.get("host", {}).get("imex_nodes"))
