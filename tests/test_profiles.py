@@ -79,6 +79,11 @@ BROKEN = [
     ('description = "x"\n[gpu]\nmin_hbm_gbps = { warn = 90 }\n', "[gpu] min_hbm_gbps: a threshold table needs fail = NUMBER"),
     ('description = "x"\n[gpu]\nmin_hbm_gbps = { fail = 1, lo = 2 }\n', "[gpu] min_hbm_gbps: unknown field 'lo'"),
     ('description = "x"\n[gpu]\nmin_hbm_gbps = -5\n', "[gpu] min_hbm_gbps: expected a number >= 0, got -5"),
+    # An integer past a float's range ended the load in OverflowError, naming nothing (2026-11-29 fuzzing).
+    ('description = "x"\n[gpu]\nmax_temp_c = 1' + "0" * 400 + "\n",
+     "[gpu] max_temp_c: expected a number, got a whole number of 401 digits, past 2^63"),
+    ('description = "x"\n[gpu]\nmax_temp_c = { fail = 1' + "0" * 400 + ", warn = 80 }\n",
+     "[gpu] max_temp_c: fail: expected a number, got a whole number of 401 digits, past 2^63"),
     ('description = "x"\n[gpu]\ncount = 0\n', "[gpu] count: expected at least 1, got 0"),
     ('description = "x"\n[gpu]\ncount = 2.5\n', "[gpu] count: expected an integer, got 2.5"),
     ('description = "x"\n[gpu]\npcie_width = 12\n', "[gpu] pcie_width: expected one of 1, 2, 4, 8, 16, 32, got 12"),

@@ -153,9 +153,12 @@ def _threshold_problem(key: str, value: Any) -> str | None:
 
 
 def is_number(v: Any) -> bool:
-    """An integer or a finite float. TOML has nan and inf, and every comparison with nan is false:
-    `max_temp_c = nan` would pass any temperature."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """An integer narrower than MAX_WHOLE or a finite float. TOML has nan and inf, and every
+    comparison with nan is false: `max_temp_c = nan` would pass any temperature; and an integer of
+    400 digits ended a profile's load in OverflowError (math.isfinite), naming nothing."""
+    if isinstance(v, bool):
+        return False
+    return abs(v) < MAX_WHOLE if isinstance(v, int) else isinstance(v, float) and math.isfinite(v)
 
 
 def _finite(v: Any) -> str:
@@ -172,4 +175,6 @@ def show(v: Any) -> str:
         return "a table"
     if isinstance(v, list):
         return "a list"
+    if isinstance(v, int) and abs(v) >= MAX_WHOLE:
+        return f"a whole number of {len(str(abs(v)))} digits, past 2^63"
     return repr(v)
