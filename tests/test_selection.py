@@ -79,6 +79,11 @@ def test_skip_stress_runs_no_load_and_history_never_counts_it(isolated_dirs):
 @pytest.mark.parametrize("args, message", [
     (["--only", "health.pcie_lnik"], "--only health.pcie_lnik: no check or family of that name; did you mean health.pcie_link?"),
     (["--skip", "gpu"], "--skip gpu: no check or family of that name"),
+    # Ran every check as a full qualification, exit 0 (2026-11-29 fuzzing).
+    (["--only", ","], "--only ',': names no check"), (["--skip", " , "], "--skip ' , ': names no check"),
+    # The burn-in asked for was dropped without a word, exit 0.
+    (["--skip", "burnin", "--burn-in", "2m"], "--burn-in: the selection (--only/--skip) leaves out burnin.stability"),
+    (["--only", "stress.burn", "--burn-in", "720h"], "leaves out burnin.stability, so no burn-in would run"),
     (["--only", "host", "--skip", "host.cpu,host.memory", "--skip", "host.fabric_manager,host.gpudirect_rdma,host.imex",
       "--skip", "host.edac,host.aer,host.kernel_log,host.cpu_stress,host.memory_bandwidth,host.nvme,host.optics"],
      "this selection leaves no check to run"),
@@ -152,7 +157,8 @@ def test_a_partial_runs_headline_says_what_it_left_out():
 
 @pytest.mark.parametrize("value,message", [("9", "gpu9: no such GPU on this node (it has gpu0-7)"),
                                            ("1,x", "expected GPU numbers and ranges"),
-                                           ("3-1", "expected GPU numbers and ranges")])
+                                           ("3-1", "expected GPU numbers and ranges"),
+                                           ("\u0663", "expected GPU numbers and ranges")])  # Arabic-Indic 3: \\d took it
 def test_a_bad_gpu_list_is_one_line_and_exit_2(value, message):
     p = cli("--headless", "--simulate", "hgx-h100", "--quick", "--gpu", value)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr, p.stderr

@@ -117,7 +117,7 @@ def parse_gpu_list(values: list[str] | None) -> tuple[int, ...]:
     out: set[int] = set()
     for value in values or []:
         for part in (p.strip() for p in value.split(",")):
-            m = re.fullmatch(r"(\d{1,4})(?:-(\d{1,4}))?", part)
+            m = re.fullmatch(r"([0-9]{1,4})(?:-([0-9]{1,4}))?", part)  # ASCII: \d takes "٣"
             if not m or (m[2] is not None and int(m[2]) < int(m[1])):
                 raise UsageError(f"--gpu {value}: expected GPU numbers and ranges as nodeqc names the GPUs, "
                                  f"e.g. 3 or 0,2-3 (not {part!r})")
@@ -129,7 +129,10 @@ def _names(option: str, values: list[str] | None) -> tuple[str, ...]:
     known = set(CHECK_NAMES) | set(CHECKS)
     out: list[str] = []
     for value in values or []:
-        for name in filter(None, (v.strip() for v in value.split(","))):
+        names = [n for n in (v.strip() for v in value.split(",")) if n]
+        if not names:  # `--only ,` ran every check, as a full qualification, exit 0 (2026-11-29 fuzzing)
+            raise UsageError(f"{option} {value!r}: names no check; give check names or families, e.g. stress.burn,health")
+        for name in names:
             if name not in known:
                 near = difflib.get_close_matches(name, sorted(known), n=1)
                 hint = f"did you mean {near[0]}?" if near else f"families: {', '.join(CHECKS)}"
