@@ -335,3 +335,26 @@ def test_a_file_given_where_a_directory_is_wanted_is_named_so(tmp_path):
     assert p.returncode == 2 and p.stderr.strip() == f"nodeqc: {f}: not a directory (a file of that name is there)"
     p = cli("history", "--archive", str(f))
     assert p.returncode == 2 and p.stderr.strip() == f"nodeqc: --archive {f}: not a directory"
+
+
+def test_a_name_past_name_max_is_said_or_shortened_never_an_internal_error(tmp_path):
+    """The 2026-11-29 fuzzing: `--out` with a 300-character name, and a node whose host name is 1,000
+    characters (a capture allows 1,024: the node's to say), ended in "File name too long", an
+    internal error. The first is one line; the second's report name is shortened, a digest of the
+    whole kept, so two long names stay apart."""
+    from nodeqc.archive.filing import SAFE_NAME_MAX, safe_name
+
+    p = cli("--headless", "--simulate", "h100", "--profile", "h100", "--quick", "--only", "inventory",
+            "--out", str(tmp_path / ("a" * 300)))
+    assert p.returncode == 2 and p.stderr.strip().endswith(": cannot write reports there: File name too long"), p.stderr
+    assert "internal error" not in p.stderr
+    long_a, long_b = "h" * 1000, "h" * 999 + "i"
+    assert len(safe_name(long_a)) == SAFE_NAME_MAX and safe_name(long_a) != safe_name(long_b)
+    assert safe_name(long_a).startswith("h" * 100) and safe_name("gpu-node-07.example.com") == "gpu-node-07.example.com"
+    scenario = (Path(__file__).parents[1] / "nodeqc/backends/sim/scenarios/h100.toml").read_text()
+    (tmp_path / "long.toml").write_text(re.sub(r'(?m)^hostname = ".*"$', f'hostname = "{long_a}"', scenario))
+    p = cli("--headless", "--simulate", str(tmp_path / "long.toml"), "--profile", "h100", "--quick", "--only", "inventory",
+            "--out", str(tmp_path / "out"))
+    assert p.returncode == 0, p.stderr
+    [report] = (tmp_path / "out").glob("*.report.json")
+    assert report.name.startswith(safe_name(long_a) + "-")

@@ -41,9 +41,18 @@ def chosen_archive(option: str | None, simulated: bool = False) -> Path:
     return archive_root(option, simulated)
 
 
+# The longest rendering of a name in a file's name: the node's serial or host name is the node's to
+# say, and a capture's 1,000-character host name made a report name past NAME_MAX (255 bytes), an
+# internal error. Longer ones keep their start and a digest of the whole, so two stay apart.
+SAFE_NAME_MAX = 120
+
+
 def safe_name(text: str) -> str:
-    """A file-name-safe rendering of a serial or host name."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "unknown"
+    """A file-name-safe rendering of a serial or host name, at most SAFE_NAME_MAX characters."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "unknown"
+    if len(name) > SAFE_NAME_MAX:
+        name = f"{name[:SAFE_NAME_MAX - 13]}_{hashlib.sha256(text.encode(errors='replace')).hexdigest()[:12]}"
+    return name
 
 
 def node_dir(node_id: str, root: str | Path | None = None) -> Path:

@@ -115,9 +115,9 @@ def _gpus(hardware: Any) -> list[Any]:
 def ensure_writable(directory: Path) -> None:
     """--out: made where missing, as its help says (a destination for this run's files, unlike
     --archive, a store that must exist: a mistyped archive would file reports where nobody looks)."""
-    if directory.exists() and not directory.is_dir():  # was "File exists", of a file that is there
-        raise UsageError(f"{directory}: not a directory (a file of that name is there)")
-    try:
+    try:  # (exists() too: a name past NAME_MAX raised "File name too long", an internal error)
+        if directory.exists() and not directory.is_dir():  # was "File exists", of a file that is there
+            raise UsageError(f"{directory}: not a directory (a file of that name is there)")
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=directory):
             pass
