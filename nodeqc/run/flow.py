@@ -323,7 +323,7 @@ class RunFlow:
         check_burn_in(a.burn_in, profile)
         if a.burn_in and not self.selection.includes("burnin.stability"):
             # It ran the checks without a word of the burn-in asked for, exit 0 (2026-11-29 fuzzing).
-            raise UsageError(f"--burn-in: the selection (--only/--skip) leaves out burnin.stability, so no burn-in "
+            raise UsageError("--burn-in: the selection (--only/--skip) leaves out burnin.stability, so no burn-in "
                              "would run; select it, or drop --burn-in")
         repair = repair or getattr(a, "repair", None)
         # A fresh look at the archive for each run: the window's runs are on threads of their own (an
