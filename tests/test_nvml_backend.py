@@ -58,6 +58,30 @@ def test_samples_convert_units_and_follow_the_series():
     assert second.mem_temp_c == 41 and second.power_limit_w == 700.0
 
 
+def test_a_reading_no_gpu_can_give_is_no_reading():
+    """A replayed capture's memory temperature as a double of 1e308 (the field's valueType 0): the
+    run's mean overflowed to inf and its own report failed its check (2026-11-29 fuzzing). A
+    temperature or power outside what any part can read is NA; what a part can read stands."""
+    import pynvml
+
+    from nodeqc.work.telemetry import Stat
+
+    def fields(memory_temp):
+        return {str(pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT): {"nvmlReturn": 0, "valueType": 1, "value": {"uiVal": 18}},
+                str(pynvml.NVML_FI_DEV_MEMORY_TEMP): {"nvmlReturn": 0, "valueType": 0, "value": {"dVal": memory_temp}}}
+
+    wild = backend([h100_device(nvmlDeviceGetFieldValues=fields(1e308),
+                                nvmlDeviceGetTemperature={"series": [4294967295, 45, 1e308]})])
+    samples = [wild.sample(0) for _ in range(3)]
+    assert [s.mem_temp_c for s in samples] == [NA] * 3
+    assert [s.temp_c for s in samples] == [NA, 45, NA]
+    stat = Stat()
+    for s in samples:
+        stat.add(s.temp_c)
+    assert stat.mean == 45
+    assert backend([h100_device(nvmlDeviceGetFieldValues=fields(93.5))]).sample(0).mem_temp_c == 93.5
+
+
 @pytest.mark.parametrize("quirk", sorted(QUIRKS))
 def test_quirks_become_not_available_never_a_crash(quirk):
     b = backend([h100_device(**QUIRKS[quirk])])

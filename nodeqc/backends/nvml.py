@@ -32,6 +32,20 @@ def field_value(v: Any) -> Any:
         kind, lambda: NA)()
 
 
+
+# What a GPU's reading can be at all, wider than any part's: a field answered as a double (memory
+# temperature, instantaneous power) of 1e308 overflowed the run's mean to inf, and the run's own
+# report then failed its check (a replayed capture, 2026-11-29 fuzzing). Outside: no reading (NA).
+TEMP_RANGE_C = (-273.0, 1000.0)
+POWER_RANGE_W = (0.0, 100_000.0)
+
+
+def physical(value: Any, low: float, high: float) -> Any:
+    """`value` where it is a number in [low, high]; NA where it is none (a driver's garbage)."""
+    if is_na(value) or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    return value if low <= value <= high else NA
+
 class NvmlBackend(GpuManagement):
     def __init__(self, nvml: Any = None, local_names: bool | None = None):
         self._nvml_module = nvml
@@ -268,8 +282,8 @@ class NvmlBackend(GpuManagement):
         limit = q("nvmlDeviceGetEnforcedPowerLimit")
         util = q("nvmlDeviceGetUtilizationRates")
         return GpuSample(
-            temp_c=q("nvmlDeviceGetTemperature", n.NVML_TEMPERATURE_GPU),
-            mem_temp_c=self._field(index, n.NVML_FI_DEV_MEMORY_TEMP),
+            temp_c=physical(q("nvmlDeviceGetTemperature", n.NVML_TEMPERATURE_GPU), *TEMP_RANGE_C),
+            mem_temp_c=physical(self._field(index, n.NVML_FI_DEV_MEMORY_TEMP), *TEMP_RANGE_C),
             power_w=NA if is_na(power) else power / 1000.0,
             power_limit_w=NA if is_na(limit) else limit / 1000.0,
             sm_clock_mhz=q("nvmlDeviceGetClockInfo", n.NVML_CLOCK_SM),
@@ -287,7 +301,7 @@ class NvmlBackend(GpuManagement):
         lacks it or answers NotSupported."""
         field_id = getattr(self.n, "NVML_FI_DEV_POWER_INSTANT", None)
         value = NA if field_id is None else self._field(index, field_id)
-        return NA if is_na(value) else value / 1000.0
+        return NA if is_na(value) else physical(value / 1000.0, *POWER_RANGE_W)
 
     def counters(self, index: int) -> GpuCounters:
         n, h = self.n, self._h(index)
