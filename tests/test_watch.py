@@ -497,7 +497,18 @@ def test_a_later_pass_reads_the_kernel_log_from_where_the_last_one_stopped(tmp_p
                                      '{"nodeqc_watch": 1, "node": "x", "readings": {"kernel_log": []}}',
                                      '{"nodeqc_watch": 1, "node": "x", "readings": {"kernel_log": {"seq": "x"}}}',
                                      '{"nodeqc_watch": 1, "node": "x", "readings": {"nics": {"ib0": {"ports": '
-                                     '{"p1": {"symbol_error": true}}}}}}'])
+                                     '{"p1": {"symbol_error": true}}}}}}',
+                                     # 2026-11-29 fuzzing: past math.isfinite (OverflowError: every later pass
+                                     # could not judge), and host counters that hid new EDAC errors
+                                     '{"nodeqc_watch": 1, "node": "x", "readings": {"gpus": {"S1": {"counters": '
+                                     '{"ecc_sbe_volatile": 1' + "0" * 400 + '}}}}}',
+                                     '{"nodeqc_watch": 1, "node": "x", "readings": {"host": {"edac": {"mc0": '
+                                     '{"ce": NaN}}}}}',
+                                     '{"nodeqc_watch": 1, "node": "x", "readings": {"host": {"edac": {"mc0": '
+                                     '{"ce": "x"}}}}}',
+                                     '{"nodeqc_watch": 1, "node": "x", "readings": {"host": {"aer": {"0000:1b:00.0": '
+                                     '{"correctable": 1000000000000000000000000000000}}}}}',
+                                     '{"nodeqc_watch": 1, "node": "x", "readings": {"host": {"edac_labels": {"mc0": 5}}}}'])
 def test_a_state_file_that_is_not_the_watchs_is_said_and_replaced_and_fleet_says_so(tmp_path, capsys, content):
     """A state that cannot be believed (not JSON, another shape, readings of the wrong kind: each was
     once a pass's internal error), unsigned or signed by the node's own key, is said in one line by

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import math
 import os
 import time
 from contextlib import contextmanager
@@ -52,6 +51,7 @@ from nodeqc.archive.filing import node_dir
 from nodeqc.core.codes import REMEDIATION
 from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.safefile import NotAFile, OutputError, open_append, read_bounded, write_atomic
+from nodeqc.core.schema import is_number
 from nodeqc.report.envelope import VerificationError, open_signed, parse_envelope, sign_payload
 from nodeqc.report.keys import Signer, Trusted, trusted_keys
 
@@ -229,10 +229,15 @@ def _check_readings(readings: Any) -> None:
         return value
 
     def number(value: Any, where: str) -> None:
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not math.isfinite(value)):
-            # NaN compares false, so a NaN corrected-ECC count hid any growth (2026-11-28 audit).
+        # NaN compares false, so a NaN corrected-ECC count hid any growth (2026-11-28 audit); an
+        # integer of 400 digits raised OverflowError in math.isfinite, past the state's check, and
+        # every later pass could not judge (2026-11-29 fuzzing): is_number takes neither.
+        if value is not None and not is_number(value):
             raise TypeError(f"{where}: expected a finite number")
+
+    def count(value: Any, where: str) -> None:
+        if not (is_number(value) and isinstance(value, int) and value >= 0):
+            raise TypeError(f"{where}: expected a whole number, 0 or more")
 
     readings = obj(readings, "readings")
     for serial, gpu in obj(readings.get("gpus"), "readings.gpus").items():
@@ -249,7 +254,16 @@ def _check_readings(readings: Any) -> None:
         for port, counters in obj(nic.get("ports"), f"readings.nics.{name}.ports").items():
             for key, value in obj(counters, f"readings.nics.{name}.ports.{port}").items():
                 number(value, f"readings.nics.{name}.ports.{port}.{key}")
-    obj(readings.get("host"), "readings.host")
+    # The host's counters the next pass judges EDAC and AER growth from: a NaN, a word or 10^30 read
+    # as "no start" or as more than now, and new memory errors passed unseen (2026-11-29 fuzzing).
+    host = obj(readings.get("host"), "readings.host")
+    for table in ("edac", "aer"):
+        for part, counters in obj(host.get(table), f"readings.host.{table}").items():
+            for key, value in obj(counters, f"readings.host.{table}.{part}").items():
+                count(value, f"readings.host.{table}.{part}.{key}")
+    for part, label in obj(host.get("edac_labels"), "readings.host.edac_labels").items():
+        if not isinstance(label, str):
+            raise TypeError(f"readings.host.edac_labels.{part}: expected text")
     cursor = obj(readings.get("kernel_log"), "readings.kernel_log")
     for key in ("seq", "t"):
         number(cursor.get(key), f"readings.kernel_log.{key}")
