@@ -123,6 +123,8 @@ count = 1
     ('[[nics]]\nname = "eth0"\n[[nics]]\nname = "eth0"\n', r"\[\[nics\]\] name: 'eth0' appears 2 times"),
     ('[[gpus]]\nmodel = "h100-sxm5"\n', None),  # [gpus] already given: TOML refuses it
     ('time_scale = nan\n', r"time_scale: expected a finite number, got nan"),
+    # Slower than real time the watchdog took a healthy worker for hung (2026-11-29 fuzzing).
+    ('time_scale = 0.1\n', r"time_scale: expected at least 1, got 0.1"),
     ('seed = 1\nhostname = 3\n', r"hostname: expected a string, got 3"),
 ])
 def test_scenarios_that_parse_but_are_wrong_are_refused_with_file_table_and_key(tmp_path, extra, named):

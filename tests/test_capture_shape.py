@@ -164,3 +164,19 @@ def test_a_good_capture_still_replays_with_every_field_checked(newest, tmp_path)
     hardware = replay_hardware(str(good))
     assert hardware.replayed and hardware.simulation["captured_at"] == newest["captured_at"]
     assert Path(hardware.simulation["replay"]).name == "good.json"
+
+
+def test_a_gpu_captured_twice_is_refused(newest):
+    """The 2026-11-29 fuzzing: devices[0] copied to devices[1] replayed as two GPUs both named gpu0,
+    and the node passed. A bus id or UUID two devices answer is no capture nodeqc writes."""
+    import copy
+
+    twice = copy.deepcopy(newest)
+    twice["devices"].append(copy.deepcopy(twice["devices"][0]))
+    with pytest.raises(CaptureShapeError, match=r"^devices\[1\]: expected a GPU of its own \(its bus id "):
+        check_capture(twice)
+    moved = copy.deepcopy(twice)
+    moved["devices"][1]["nvmlDeviceGetPciInfo"]["busId"] = "00000000:2A:00.0"  # same UUID still
+    with pytest.raises(CaptureShapeError, match=r"^devices\[1\]: expected a GPU of its own \(its UUID GPU-"):
+        check_capture(moved)
+    check_capture(node([h100_device(0), h100_device(1)]))  # two GPUs of their own

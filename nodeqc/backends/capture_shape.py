@@ -285,8 +285,17 @@ def check_capture(data: Any) -> None:
     for name, answer in system.items():
         if name in ANSWERS:
             _answer(ANSWERS[name], answer, f"system.{name}")
+    seen: dict[tuple[str, str], int] = {}
     for n, device in enumerate(devices):
         _device(device, f"devices[{n}]")
+        # One GPU captured twice was two GPUs both named gpu0, and the node passed (2026-11-29 fuzzing).
+        pci = device.get("nvmlDeviceGetPciInfo")
+        for key in (("bus id", pci.get("busId") if isinstance(pci, dict) else None),
+                    ("UUID", device.get("nvmlDeviceGetUUID"))):
+            if isinstance(key[1], str) and key[1]:
+                first = seen.setdefault((key[0], key[1].lower()), n)
+                if first != n:
+                    _fail(f"devices[{n}]", f"a GPU of its own (its {key[0]} {key[1]} is devices[{first}]'s too)")
     xids = data.get("xid_events", [])
     _list_of(_table({"device": _whole(0, len(devices), "a GPU's index in devices"),
                      "xid": _whole(0, MAX_XID, "an XID number")}))(xids, "xid_events")
