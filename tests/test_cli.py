@@ -83,7 +83,10 @@ BAD_INPUT = [
     (["--headless", "--profile", "h100", "--simulate", "b200"], 'no built-in scenario "b200"'),
     (["--headless", "--profile", "dgx-a100", "--gpus", "4"], "profile dgx-a100 fixes the GPU count at 8"),
     (["--headless", "--profile", "h100", "--gpus", "0"], "--gpus 0: expected a positive number"),
-    (["--headless", "--profile", "h100", "--gpus", "many"], "argument --gpus: invalid int value: 'many'"),
+    (["--headless", "--profile", "h100", "--gpus", "many"], "argument --gpus: expected a whole number, got 'many'"),
+    # Arabic-Indic 8 and 5 were taken as numbers (2026-11-29 fuzzing)
+    (["--headless", "--profile", "h100", "--gpus", "\u0668"], "argument --gpus: expected a whole number"),
+    (["--headless", "--profile", "h100", "--sample-hz", "\u0665"], "argument --sample-hz: expected a finite number above zero"),
     (["--headless", "--profile", "h100", "--sample-hz", "500"], "--sample-hz 500"),
     (["--headless", "--profile", "h100", "--simulate", "h100", "--out", "/proc/nodeqc"], "cannot write reports there"),
     (["--headless", "--profile", "h100", "--simulate", "h100", "--key", "KEY_WORLD"], "readable by all users"),

@@ -459,6 +459,11 @@ def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
 @pytest.mark.parametrize("args,message", [
     (["--simulate", "8", "--tests", "udp"], "--tests udp: expected some of tcp, rdma, nccl"),
     (["--simulate", "4", "--nodeqc", "'"], "--nodeqc ': No closing quotation"),  # an internal error before
+    # Other scripts' digits were taken as numbers (2026-11-29 fuzzing): node٣ as node3, ４ as 4.
+    (["--simulate", "\u0664"], "argument --simulate: expected a whole number, got"),
+    (["--simulate", " 4"], "argument --simulate: expected a whole number, got"),
+    (["--simulate", "4", "--port", "\uff11\uff15\uff12\uff10\uff11"], "argument --port: expected a whole number"),
+    (["--simulate", "4", "--inject", "node\u0663:down"], "not a fabric fault"),
     (["--hosts", "a,b", "--launch", "x", "--inject", "node1:down"], "--inject needs --simulate"),
     (["--hosts", "a,b"], "--hosts needs --launch PREFIX"),
     (["--hosts", "a,b", "--launch", "ssh"], "must contain {host}"),

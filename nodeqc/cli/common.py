@@ -9,7 +9,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from nodeqc.core.arguments import MAX_DURATION_S
+from nodeqc.core.arguments import MAX_DURATION_S, ascii_number
 from nodeqc.core.errors import UsageError
 
 DURATION_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
@@ -35,7 +35,7 @@ def duration(text: str) -> float:
 
 def positive_int(text: str) -> int:
     try:
-        value = int(text)
+        value = int(ascii_number(text, whole=True))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number above zero, got {text!r}") from None
     if value < 1:
@@ -55,9 +55,9 @@ def dcgm_level(text: str) -> str:
 
 def positive_float(text: str) -> float:
     try:
-        value = float(text)
+        value = float(ascii_number(text))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number above zero, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a finite number above zero, got {text!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a finite number above zero, got {text!r}")
     return value

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.cli.archive import archive_parser, query
-from nodeqc.core.arguments import Parser
+from nodeqc.core.arguments import Parser, decimal_number, whole_number
 from nodeqc.core.errors import UsageError
 from nodeqc.core.text import csv_writer
 
@@ -23,13 +23,13 @@ def _parser() -> Parser:
     p = archive_parser("nodeqc fleet", "The fleet from the archive: each node's last verdict, age, fleet "
                        "outliers (figures far below their SKU's median) and expiry, newest problems first.")
     p.add_argument("--profile", metavar="NAME|PATH", help="take [fleet] outlier_pct / min_fleet from this profile")
-    p.add_argument("--outlier-pct", type=float, metavar="PCT", help="how far below the fleet median is an outlier "
+    p.add_argument("--outlier-pct", type=decimal_number, metavar="PCT", help="how far below the fleet median is an outlier "
                    "(default: the profile's, else 10)")
-    p.add_argument("--min-fleet", type=int, metavar="N", help="fewest nodes of a SKU to judge outliers (default 10)")
+    p.add_argument("--min-fleet", type=whole_number, metavar="N", help="fewest nodes of a SKU to judge outliers (default 10)")
     p.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
     p.add_argument("--html", metavar="FILE",
                    help="also write a self-contained HTML page: the nodes (sortable, filterable), then plots")
-    p.add_argument("--rows", type=int, metavar="N", help="print at most N rows (files get all)")
+    p.add_argument("--rows", type=whole_number, metavar="N", help="print at most N rows (files get all)")
     return p
 
 

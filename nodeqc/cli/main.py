@@ -22,7 +22,7 @@ from nodeqc.cli.common import dcgm_level, duration, positive_float
 from nodeqc.cli.machines import cmd_capture, cmd_profiles, cmd_scenarios
 from nodeqc.cli.reports import cmd_compare, cmd_export, cmd_history, cmd_show, cmd_verify
 from nodeqc.cli.run import forget_interrupt, gui, headless, ignore_interrupts
-from nodeqc.core.arguments import Parser
+from nodeqc.core.arguments import Parser, whole_number
 from nodeqc.core.errors import UsageError
 from nodeqc.core.text import clean
 
@@ -70,7 +70,7 @@ def _run_parser(prog: str = "nodeqc") -> Parser:
     p.add_argument("--quick", action="store_true", help="short stress durations (the profile's quick_* settings)")
     p.add_argument("--burn-in", metavar="DURATION", type=duration, help="after the checks, burn in for this long "
                    "(e.g. 8h, 90m, 1h30m; each number with its unit): matmul, memory and host-link traffic while every health check watches")
-    p.add_argument("--gpus", type=int, metavar="N", help="expected GPU count (single-model profiles)")
+    p.add_argument("--gpus", type=whole_number, metavar="N", help="expected GPU count (single-model profiles)")
     p.add_argument("--gpu", metavar="LIST", action="append", help="test only these GPUs, as nodeqc numbers "
                    "them (gpu3): e.g. 3 or 0,2-3 (repeatable); the report is partial and names them: not a "
                    "qualification")

@@ -16,6 +16,36 @@ from nodeqc.core.errors import UsageError
 MAX_DURATION_S = 30 * 86400
 
 
+# What an option's number is written as: ASCII digits. int() and float() also take other scripts'
+# digits ("٣", "４"), "1_000", padding and, for float, "nan" and "inf" (2026-11-29 fuzzing: --gpus ٨,
+# --simulate ' 4', --port １５２０１ were taken).
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def ascii_number(text: str, whole: bool = False) -> float | int:
+    """The number `text` writes in ASCII decimal notation (a whole one with `whole`); ValueError else."""
+    if not (_WHOLE if whole else _DECIMAL).fullmatch(text):
+        raise ValueError(f"not a {'whole ' if whole else ''}number: {text[:40]!r}")
+    return int(text) if whole else float(text)
+
+
+def whole_number(text: str) -> int:
+    """An argparse type: a whole number in ASCII digits (the option's own check bounds it)."""
+    try:
+        return int(ascii_number(text, whole=True))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:40]!r}") from None
+
+
+def decimal_number(text: str) -> float:
+    """An argparse type: a number in ASCII decimal notation (the option's own check bounds it)."""
+    try:
+        return float(ascii_number(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
+
+
 def number_in(low: float, high: float, whole: bool = False, above: bool = False) -> Any:
     """An argparse type: a finite number (a whole one with `whole`) from low (above it, with `above`)
     to high. float() takes "nan", "inf" and "1e308", and a worker handed one ended in an internal
@@ -25,7 +55,7 @@ def number_in(low: float, high: float, whole: bool = False, above: bool = False)
 
     def parse(text: str) -> float | int:
         try:
-            value = int(text) if whole else float(text)
+            value = ascii_number(text, whole)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {what}, got {text[:40]!r}") from None
         if not (math.isfinite(value) and (low < value if above else low <= value) and value <= high):

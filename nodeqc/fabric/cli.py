@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.backends.nic import IPERF3_MAX_S
-from nodeqc.core.arguments import Parser, number_in
+from nodeqc.core.arguments import Parser, decimal_number, number_in, whole_number
 from nodeqc.core.errors import UsageError
 from nodeqc.core.names import check_host, check_name, check_nodelist
 from nodeqc.core.safefile import UnreadableInput, as_text, read_input
@@ -61,7 +61,7 @@ def _parser() -> Parser:
     where.add_argument("--hosts", metavar="H1,H2,..|@FILE", help="a plain host list; --launch runs the work on a host")
     where.add_argument("--k8s", metavar="N1,N2,..|@FILE", help="Kubernetes nodes (kubectl get nodes names); "
                        "each round is one Indexed Job through kubectl (needs --image)")
-    where.add_argument("--simulate", metavar="N", type=int, help="a simulated cluster of N nodes (node0..)")
+    where.add_argument("--simulate", metavar="N", type=whole_number, help="a simulated cluster of N nodes (node0..)")
     p.add_argument("--launch", metavar="PREFIX", help="with --hosts: the command prefix that runs a command on "
                    "{host}, e.g. 'ip netns exec {host}' or 'pdsh -N -w {host}'")
     p.add_argument("--image", help="--k8s: the container image with nodeqc, perftest and iperf3")
@@ -74,10 +74,10 @@ def _parser() -> Parser:
     p.add_argument("--topology-label", default="", metavar="leaf=L,spine=S,zone=Z,nvlink=D",
                    help="--topology k8s: the node labels of each level (default: topograph's "
                    "network.topology.nvidia.com/block and /spine, topology.kubernetes.io/zone, nvidia.com/gpu.clique)")
-    p.add_argument("--leaves", type=int, default=0, help="--simulate: leaf switches (L0..), the nodes spread over them")
-    p.add_argument("--spines", type=int, default=0, help="--simulate: spine switches (S0..) above the leaves")
-    p.add_argument("--rails", type=int, default=8, help="--simulate: RDMA rails per node (0: TCP only; default 8)")
-    p.add_argument("--nvlink-domain", type=int, default=0, metavar="N", help="--simulate: multi-node NVLink domains "
+    p.add_argument("--leaves", type=whole_number, default=0, help="--simulate: leaf switches (L0..), the nodes spread over them")
+    p.add_argument("--spines", type=whole_number, default=0, help="--simulate: spine switches (S0..) above the leaves")
+    p.add_argument("--rails", type=whole_number, default=8, help="--simulate: RDMA rails per node (0: TCP only; default 8)")
+    p.add_argument("--nvlink-domain", type=whole_number, default=0, metavar="N", help="--simulate: multi-node NVLink domains "
                    "of N nodes each (D0..; a GB200 NVL72 rack holds 18 trays): group tests within one run over NVLink")
     p.add_argument("--inject", metavar="FAULT", action="append", default=[],
                    help="--simulate: nodeN:slow=F, nodeN:down, nodeN:railR=F, nodeN:railR:down, railR=F, "
@@ -99,7 +99,7 @@ def _parser() -> Parser:
                    "pair and rail (default 20 usec: nodeqc/fabric/tails.py says why)")
     p.add_argument("--seconds", type=number_in(0, IPERF3_MAX_S, above=True),
                    help="seconds of each traffic test (default: the profile's traffic_s)")
-    p.add_argument("--port", type=int, metavar="PORT", help=f"the first port the pair tests use: pair k of a round takes "
+    p.add_argument("--port", type=whole_number, metavar="PORT", help=f"the first port the pair tests use: pair k of a round takes "
                    f"PORT+{PORTS_PER_PAIR}k and up (iperf3, perftest), and PORT+{NCCL_PORT_OFFSET}+{PORTS_PER_PAIR}k and "
                    f"the next for NCCL (default ${PORT_ENV}, else {DEFAULT_PORT})")
     p.add_argument("--nccl-bytes", type=number_in(4, MAX_NCCL_BYTES, whole=True), metavar="BYTES",  # 4: a float32 a GPU
@@ -109,14 +109,14 @@ def _parser() -> Parser:
                    "alltoall) across groups of K nodes at once instead of pairs, after the pair rounds; a failing "
                    "group is split in halves and each suspect confirmed against a known-good partner (NVIDIA's "
                    "ADR-055; nodeqc/fabric/groups.py); auto: about the square root of the node count")
-    p.add_argument("--rounds", type=int, help="rounds of pairs (default: as many as --confidence needs)")
+    p.add_argument("--rounds", type=whole_number, help="rounds of pairs (default: as many as --confidence needs)")
     p.add_argument("--adaptive", action="store_true", help="one round pairing every node, then only the suspects, "
                    "each against known-good partners until two agree (fewer tests and rounds; nodeqc/fabric/adaptive.py)")
-    p.add_argument("--confidence", type=float, default=pairing.DEFAULT_CONFIDENCE,
+    p.add_argument("--confidence", type=decimal_number, default=pairing.DEFAULT_CONFIDENCE,
                    help=f"chance that no node is misattributed (default {pairing.DEFAULT_CONFIDENCE})")
-    p.add_argument("--bad-fraction", type=float, default=pairing.DEFAULT_BAD_FRACTION,
+    p.add_argument("--bad-fraction", type=decimal_number, default=pairing.DEFAULT_BAD_FRACTION,
                    help=f"the most nodes that may be bad, as a fraction, planned for (default {pairing.DEFAULT_BAD_FRACTION})")
-    p.add_argument("--seed", type=int, help="pairing seed (default: from the clock; recorded in the report)")
+    p.add_argument("--seed", type=whole_number, help="pairing seed (default: from the clock; recorded in the report)")
     p.add_argument("--name", help="the fabric's name in the archive (default: the Slurm job id, else 'fabric')")
     p.add_argument("--address", metavar="NODE=ADDR", action="append", default=[],
                    help="where a node is reached for data traffic, when not by its name (repeatable)")

@@ -38,6 +38,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from nodeqc.core.arguments import ascii_number
 from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.text import few
 from nodeqc.fabric.coverage import Coverage
@@ -73,11 +74,12 @@ GROUP_GPUS = 8
 STRAGGLER_STALL_MS = 12.0
 
 _FRACTION = r"([^:\s]+)"  # any word: fraction() says what a fraction must be (-1 and 2 had the vocabulary)
+# ASCII digits: \d took node٣ and node１ as node3 and node1 (2026-11-29 fuzzing).
 _FAULT = re.compile(
-    rf"^(?:node(?P<node>\d+):(?:slow=(?P<slow>{_FRACTION})|(?P<down>down)|(?P<straggler>straggler)|nccl(?:=(?P<nccl>{_FRACTION})|:(?P<wrong>wrong))|(?P<nvdown>nvlink:down)|rail(?P<nrail>\d+)(?:=(?P<nrf>{_FRACTION})|:(?P<nrdown>down))))$"
+    rf"^(?:node(?P<node>[0-9]+):(?:slow=(?P<slow>{_FRACTION})|(?P<down>down)|(?P<straggler>straggler)|nccl(?:=(?P<nccl>{_FRACTION})|:(?P<wrong>wrong))|(?P<nvdown>nvlink:down)|rail(?P<nrail>[0-9]+)(?:=(?P<nrf>{_FRACTION})|:(?P<nrdown>down))))$"
     rf"|^(?:nvlink:(?P<domain>[A-Za-z0-9._-]{{1,63}}):down)$"
-    rf"|^(?:rail(?P<rail>\d+)(?:=(?P<rf>{_FRACTION})|:(?P<rdown>down)))$"
-    rf"|^(?:link:node(?P<la>\d+)-node(?P<lb>\d+)(?:=(?P<lf>{_FRACTION})|:(?P<ldown>down)))$"
+    rf"|^(?:rail(?P<rail>[0-9]+)(?:=(?P<rf>{_FRACTION})|:(?P<rdown>down)))$"
+    rf"|^(?:link:node(?P<la>[0-9]+)-node(?P<lb>[0-9]+)(?:=(?P<lf>{_FRACTION})|:(?P<ldown>down)))$"
     rf"|^(?:(?P<lvl>leaf|spine):(?P<sw>[A-Za-z0-9._-]{{1,253}}?)(?::slow=(?P<uf>{_FRACTION})|:(?P<udown>down)))$")
 VOCABULARY = "nodeN:slow=F, nodeN:down, nodeN:straggler, nodeN:nccl=F, nodeN:nccl:wrong, nodeN:nvlink:down, " \
              "nvlink:DOMAIN:down, nodeN:railR=F, nodeN:railR:down, railR=F, railR:down, " \
@@ -165,7 +167,7 @@ class SimulatedCluster:
             if value is None:
                 return 0.0
             try:
-                f = float(value)
+                f = float(ascii_number(value))
             except ValueError:
                 f = math.nan
             if not 0 < f < 1:  # nan too
