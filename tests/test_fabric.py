@@ -464,6 +464,7 @@ def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     (["--simulate", " 4"], "argument --simulate: expected a whole number, got"),
     (["--simulate", "4", "--port", "\uff11\uff15\uff12\uff10\uff11"], "argument --port: expected a whole number"),
     (["--simulate", "4", "--inject", "node\u0663:down"], "not a fabric fault"),
+    (["--simulate", "8", "--spines", "2"], "--spines 2: spines stand above leaves: give --leaves K too"),
     (["--hosts", "a,b", "--launch", "x", "--inject", "node1:down"], "--inject needs --simulate"),
     (["--hosts", "a,b"], "--hosts needs --launch PREFIX"),
     (["--hosts", "a,b", "--launch", "ssh"], "must contain {host}"),

@@ -124,6 +124,8 @@ class SimulatedCluster:
         if leaves or spines:
             if topology is not None:
                 raise UsageError("--leaves/--spines build the simulated topology: not with --topology FILE")
+            if not leaves and spines:  # it said "--leaves 0: expected 1 to ..." of an option not given
+                raise UsageError(f"--spines {spines}: spines stand above leaves: give --leaves K too")
             if not 1 <= leaves <= count:
                 raise UsageError(f"--leaves {leaves}: expected 1 to the node count ({count})")
             if not 0 <= spines <= leaves:
