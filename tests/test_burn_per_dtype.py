@@ -260,6 +260,11 @@ def test_a_burn_whose_set_ups_read_busy_at_idle_power_is_judged_on_its_spans():
     capped, dtypes = _set_up_gaps_window(keep=30)
     assert capped.samples == 36
     assert _judged(capped, dtypes).values["power_fraction"].value == 0.786
+    # Spans that hold no power reading (too short for the sampler): the whole step, never no figure.
+    window, dtypes = _set_up_gaps_window()
+    for m in dtypes.values():
+        m.update(start_s=m["start_s"] + 0.6, end_s=m["start_s"] + 0.7)
+    assert _judged(window, dtypes).values["power_fraction"].value == 0.786
 
 
 # ------------------------------------------------------------------ a window sliced by time
@@ -277,6 +282,7 @@ def test_a_window_sliced_by_time_sums_its_own_samples_only():
     assert part.throttle_s == {"sw_power_cap": pytest.approx(3.0)}  # 3 to 4, 4 to 5, 5 to 6
     assert part.power_limit_w == 700.0
     assert GpuTelemetry(0).between(0, 10) is None  # a window that kept nothing has nothing to slice
+    assert tel.within([(2.0, 3.0), (3.0, 4.0)]).samples == 3  # t = 3 on both spans' bound counts once
     both = tel.within([(6.5, 8.0), (0.5, 2.0)])  # spans apart, each counting from its own start
     assert both.samples == 4 and both.loaded_power_w.mean == pytest.approx((100 + 200 + 700 + 800) / 4)
     assert both.loaded_s == pytest.approx(0.5 + 1 + 0.5 + 1)

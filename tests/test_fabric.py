@@ -442,6 +442,15 @@ def test_each_planted_fault_is_labelled_by_what_the_run_did_with_it(tmp_path, ar
     assert f"simulated fault {said}" in p.stderr, p.stderr
 
 
+def test_a_straggler_two_nodes_cannot_place_is_blamed_on_their_pairs_tail(tmp_path):
+    """Two nodes: the high tail fails their pair and neither node (no second witness); the label said
+    "missed", and the review's first mend "within the floors" (tails were not counted as failures)."""
+    p = cli("fabric", "--simulate", "2", "--seed", "1", "--inject", "node1:straggler", "--out", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    assert ("simulated fault node1:straggler: blamed elsewhere: the run fails node0-node1's tail, on its path"
+            in p.stderr), p.stderr
+
+
 def test_a_collectives_fault_without_group_tests_is_refused():
     """Planted without --group-size it was never tested, and the run passed (exit 0)."""
     p = cli("fabric", "--simulate", "8", "--inject", "node1:nccl=0.5")

@@ -193,6 +193,11 @@ def test_half_the_nodes_dead_on_a_lone_rail_are_named_not_the_rail():
     assert {n: s.node_verdict(n) for n in eight} == {n: "fail" if n in dead else "pass" for n in eight}
     down = score(eight, _mesh(eight, {(a, b) for i, a in enumerate(eight) for b in eight[i + 1:]}))
     assert down.bad_rails == ["r0"] and down.bad_nodes == [] and {down.node_verdict(n) for n in eight} == {"error"}
+    # A rail down under a sparse schedule (a ring of eight pairs, each failing): judged without the
+    # rail, every other node is named and the rest cleared by nothing; the rail it stays (a review's
+    # case against a rule that only counted the named).
+    ring = score(eight, [_pair(eight[i], eight[(i + 1) % 8], r0=False) for i in range(8)])
+    assert ring.bad_rails == ["r0"] and ring.bad_nodes == [] and {ring.node_verdict(n) for n in eight} == {"error"}
 
 
 def test_three_nodes_failing_together_are_a_rail_two_are_not():

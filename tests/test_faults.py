@@ -144,6 +144,10 @@ def test_range_is_checked_against_the_node():
     with pytest.raises(UsageError, match=r"--inject gpu0:slow=1.0: given before as gpu0:slow=0.5: one value a fault"):
         check_range(twice, gpus=8, nics=0)
     check_range([parse_fault("gpu0:slow=0.5")] * 2, gpus=8, nics=0)  # the same twice: no conflict
+    # Several wrong cores, several XIDs: each value its own fault (a review's catch).
+    check_range([parse_fault("host:cpu_wrong=3"), parse_fault("host:cpu_wrong=17"), parse_fault("gpu0:xid=79"),
+                 parse_fault("gpu0:xid=48")], gpus=8, nics=0, cpus=64)
+    assert parse_fault("gpu0:ecc_dbe=+5").value == 5  # int() took "+5" before: still a count
 
 
 def test_a_transient_brake_starts_at_the_pulse_tests_shortest_period():

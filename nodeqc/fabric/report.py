@@ -112,7 +112,7 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
                   "pass_ratio": Value(round((tests - fails) / tests, 3) if tests else None)}
         if rail in scores.bad_rails:
             contrast = ("where the same pairs passed on other rails" if len(scores.rails) > 1 else
-                        "on more than half the nodes (more than bad nodes explain)")
+                        "more than bad nodes explain")
             out.append(CheckResult("fabric.rail", rail, Verdict.FAIL,
                                    f"failed {fails} of {tests} pair tests across the fabric, {contrast}: the rail "
                                    "itself (its switches, a fabric setting)", "FABRIC_RAIL", values, [], {}, "pass_ratio"))

@@ -357,6 +357,10 @@ class SimulatedCluster:
         # the floors (node1:slow=0.9 passed every test: "missed" said a silent pass, 2026-11-29).
         failing = {n for (n, _), p in scores.ports.items() if p.raw_fails} | (
             {n for u in groups.units if u.outcome == "fail" for n in u.nodes} if groups is not None else set())
+        if scores.tails is not None:  # a latency tail over its floor is a failed test too
+            failing |= set(scores.tails.stragglers) | {n for t in scores.tails.pairs_high for n in (t.a, t.b)}
+            if scores.tails.fabric_wide:
+                failing |= set(self.nodes)
         grouped = set(groups.bad_nodes) if groups is not None else set()
         together = [set(f.nodes) for f in groups.findings if f.kind != "node"] if groups is not None else []
         out = []
@@ -408,7 +412,10 @@ class SimulatedCluster:
                         or (groups is not None and n in groups.not_judged)]
             blamed = [n for n in touched if scores.node_verdict(n) == "fail"] + [
                 "-".join(sorted(t)) for t in together if set(touched) & t] + [
-                f"{a}-{b}" for a, b in sorted(bad_links) if kind != "link" and {a, b} & set(touched)]
+                f"{a}-{b}" for a, b in sorted(bad_links) if kind in ("node", "port", "straggler") and {a, b} & set(touched)] + [
+                f"{'-'.join(sorted((t.a, t.b)))}'s tail" for t in (scores.tails.pairs_high if scores.tails else [])
+                if kind in ("node", "straggler") and {t.a, t.b} & set(touched)]
+            blamed = list(dict.fromkeys(blamed))
             state = ("found" if found else "untested" if untested else "inconclusive" if unjudged
                      else "blamed elsewhere" if blamed else "within the floors" if not set(touched) & failing
                      else "missed")

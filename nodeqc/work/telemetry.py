@@ -258,10 +258,12 @@ class GpuTelemetry:
         if not self.kept_samples:
             return None
         part = GpuTelemetry(self.index)
+        taken: set[int] = set()  # a sample on the bound two spans share counts once
         for start_s, end_s in sorted(spans):
             part._prev_t = start_s
-            for t, s in self.kept_samples:
-                if start_s <= t <= end_s:
+            for n, (t, s) in enumerate(self.kept_samples):
+                if start_s <= t <= end_s and n not in taken:
+                    taken.add(n)
                     part.add(t, s)
         if is_na(part.power_limit_w):
             part.power_limit_w = self.power_limit_w

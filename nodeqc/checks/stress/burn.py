@@ -4,6 +4,7 @@ the same work on every GPU), and the power the GPU reached under them."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -174,13 +175,17 @@ def _while_computing(window: GpuTelemetry | None, dtypes: dict[str, Any]) -> Gpu
     1.9-3.4 s: tests/fixtures/real-2026-11-2*). NVML reads a GPU as busy up to a second after its
     load stops, and its power falls meanwhile: a clean simulated B200 whose set-ups ran long on a
     busy host read 243 and 273 W as under load, and warned BURN_POWER_LOW (2 runs in 24, 2026-11-29).
-    None where a dtype has no span (an older worker's result) or the window did not keep every
-    sample (a burn of hours): then the whole step's telemetry speaks, as before."""
+    None where a dtype has no span (an older worker's result), the window did not keep every sample
+    (a burn of hours) or the spans hold no power reading: then the whole step's telemetry speaks,
+    as before."""
     spans = [(m.get("start_s"), m.get("end_s")) for m in dtypes.values()]
     if window is None or not spans or len(window.kept_samples) < window.samples \
-            or not all(isinstance(x, (int, float)) for span in spans for x in span):
+            or not all(isinstance(x, (int, float)) and math.isfinite(x) for span in spans for x in span):
         return None
-    return window.within(spans)
+    part = window.within(spans)
+    # No power reading in the spans (spans too short for the sampler on a compressed clock): the
+    # whole step speaks, as before, rather than no power finding at all.
+    return part if part is not None and part.loaded_power_w.count else None
 
 
 def _dtype_seen(window: GpuTelemetry | None, dtype: str, m: dict[str, Any]) -> GpuTelemetry | None:
