@@ -146,7 +146,8 @@ def test_range_is_checked_against_the_node():
     check_range([parse_fault("gpu0:slow=0.5")] * 2, gpus=8, nics=0)  # the same twice: no conflict
     # Several wrong cores, several XIDs: each value its own fault (a review's catch).
     check_range([parse_fault("host:cpu_wrong=3"), parse_fault("host:cpu_wrong=17"), parse_fault("gpu0:xid=79"),
-                 parse_fault("gpu0:xid=48")], gpus=8, nics=0, cpus=64)
+                 parse_fault("gpu0:xid=48"), parse_fault("gpu1:throttle=hw_slowdown"),
+                 parse_fault("gpu1:throttle=power_brake")], gpus=8, nics=0, cpus=64)
     assert parse_fault("gpu0:ecc_dbe=+5").value == 5  # int() took "+5" before: still a count
 
 

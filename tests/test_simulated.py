@@ -34,7 +34,7 @@ def test_built_in_scenarios():
     ('[gpus]\nmodel = "h100-sxm5"\n[host]\ncores = 8\nmemory_gib = 64\n', "[gpus] count: missing"),
     ('[gpus]\nmodel = "h100-sxm5"\ncount = 2\nbus_ids = ["0000:01:00.0"]\n[host]\ncores = 8\nmemory_gib = 64\n', "bus_ids: 1 addresses for 2 GPUs"),
     ('[gpus]\nmodel = "h100-sxm5"\ncount = "two"\n', '[gpus] count: expected an integer, got "two"'),
-    ('time_scale = 0\n', "time_scale: expected at least 0.1, got 0"),
+    ('time_scale = 0\n', "time_scale: expected at least 1, got 0"),
     ('[gpus\n', "invalid TOML"),
 ])
 def test_bad_scenario_files(tmp_path, text, message):

@@ -210,8 +210,8 @@ def parse_fault(text: str) -> Fault:
 
 
 # Faults the simulated node takes several of, each value its own: a wrong core each
-# (platform.SimHostStress), an XID each (node.xids_due).
-MANY_VALUED = frozenset({"cpu_wrong", "xid"})
+# (platform.SimHostStress), an XID each (node.xids_due), a throttle reason each (physics.sim_clock).
+MANY_VALUED = frozenset({"cpu_wrong", "xid", "throttle"})
 
 
 def check_range(faults: list[Fault], gpus: int, nics: int, cpus: int | None = None) -> None:
