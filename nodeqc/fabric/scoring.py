@@ -347,15 +347,17 @@ def score(nodes: list[str], results: list[PairResult], topology: "Topology | Non
             continue
         if ports[(a, rail)].cleared and ports[(b, rail)].cleared:
             links.setdefault(tuple(sorted((a, b))), []).append(rail)  # type: ignore[arg-type]
-    tested_nodes = {n for (n, _), p in ports.items() if p.raw_tests}
-    judged_nodes = {n for (n, rl), p in ports.items() if p.raw_tests and rl not in bad_rails}
+    tested_on: dict[str, set[str]] = {}  # node -> the rails it had tests on
+    for (n, rl), p in ports.items():
+        if p.raw_tests:
+            tested_on.setdefault(n, set()).add(rl)
     for node in nodes:
-        if node not in tested_nodes and node not in inconclusive:
+        if node not in tested_on and node not in inconclusive:
             inconclusive[node] = "no pair test of this node gave results"
-        elif node not in judged_nodes and node not in inconclusive:
+        elif node in tested_on and tested_on[node] <= set(bad_rails) and node not in inconclusive:
             # Every test it had was on a rail that failed across the fabric: they say nothing of it.
-            inconclusive[node] = (f"tested only on {', '.join(sorted({rl for (n, rl), p in ports.items() if n == node and p.raw_tests}))}, "
-                                  "which failed across the fabric: nothing left to judge this node by")
+            inconclusive[node] = (f"tested only on {', '.join(sorted(tested_on[node]))}, which failed across "
+                                  "the fabric: nothing left to judge this node by")
 
     # 4. Bad nodes and bad rails of one node.
     bad_nodes, bad_ports = [], []
