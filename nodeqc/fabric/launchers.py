@@ -307,8 +307,8 @@ def merge(round_no: int, a: str, b: str, outputs: list[dict[str, Any]], errors: 
     # A test asked for of which neither end said a word (no figure, no error, no reason to skip it):
     # said not measured, as a missing tool is. A worker that left out its RDMA figures passed the
     # pair on TCP alone, nothing said (the 2026-11-29 fuzzing). (Latency rides on the RDMA rails.)
-    said = {rail if rail == "tcp" or rail in nccl_group.COLLECTIVES else "rdma"
-            for _, rail, f in figures if f.get("test") != "lat"} | ({"rdma"} if mismatched else set())
+    said = {nccl_group.test_of(rail) for _, rail, f in figures if f.get("test") != "lat"} | (
+        {"rdma"} if mismatched else set())
     for kind in [t for t in tests or [] if t != "lat" and t not in said]:
         out.append(Measurement(kind, "both", None, "GB/s" if kind in nccl_group.COLLECTIVES else "Gb/s", None, None,
                                "neither end of the pair gave a figure or a reason for it"))
@@ -428,7 +428,7 @@ def figure_claims(a: str, b: str, ends: dict[str, dict[str, Any]], tests: list[s
         listed = {r["rail"]: r for r in o.get("rails") or []}
         for f in o.get("figures", []):
             rail, direction, test = f["rail"], f["direction"], f.get("test")
-            kind = "lat" if test == "lat" else rail if rail == "tcp" or rail in nccl_group.COLLECTIVES else "rdma"
+            kind = "lat" if test == "lat" else nccl_group.test_of(rail)
             if tests is not None and kind not in tests:
                 out.append(Refused(node, f"a {kind} figure ({rail} {direction}), a test this run did not ask for",
                                    excerpt(f), lie=True))

@@ -50,6 +50,12 @@ HANDSHAKE_OFFSET = 1  # the ends' agreement is on the store's port + 1
 # The collectives, by the fabric test that runs each (its figure's rail has the same name), and
 # how they are said.
 COLLECTIVES = {"nccl": "all_reduce", "allgather": "all_gather", "alltoall": "all_to_all"}
+
+
+def test_of(rail: str) -> str:
+    """The test a figure on this rail comes from: tcp, a collective (its own name), else rdma (an
+    HCA's port, or the word rdma of a skip)."""
+    return rail if rail == "tcp" or rail in COLLECTIVES else "rdma"
 SAID = {"all_reduce": "all-reduce", "all_gather": "all-gather", "all_to_all": "all-to-all"}
 
 

@@ -25,7 +25,7 @@ from nodeqc.fabric.coverage import Coverage, coverage
 from nodeqc.fabric.groups import GroupScores
 from nodeqc.fabric.groups import row as group_row
 from nodeqc.fabric.groups import rows as group_rows
-from nodeqc.fabric.nccl_group import COLLECTIVES
+from nodeqc.fabric.nccl_group import test_of
 from nodeqc.fabric.pairing import Round
 from nodeqc.fabric.scoring import PairResult, Scores
 from nodeqc.fabric.tails import NCCL_STEP_TAIL_MS, Latency, Tails
@@ -139,7 +139,7 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
     for r in results:
         for m in r.measurements:
             if m.skipped:
-                skipped.setdefault((_kind(m.rail), m.skipped), set()).update((r.a, r.b))
+                skipped.setdefault((test_of(m.rail), m.skipped), set()).update((r.a, r.b))
     for (kind, why), nodes in sorted(skipped.items()):
         code = ("PERFTEST_MISSING" if "ib_write_bw is not installed" in why else "IPERF3_MISSING"
                 if "iperf3 is not installed" in why else "CUDA_UNAVAILABLE" if "CuPy" in why else "FABRIC_NOT_MEASURED")
@@ -338,10 +338,6 @@ def _portless(rails: set[str]) -> str:
         return ""
     return (f"; no active port on {', '.join(sorted(rails))} here while its peers have one "
             "(link down, or the HCA missing: ibstat)")
-
-
-def _kind(rail: str) -> str:
-    return rail if rail == "tcp" or rail in COLLECTIVES else "rdma"
 
 
 def pair_rows(results: list[PairResult]) -> list[dict[str, Any]]:
