@@ -13,7 +13,7 @@ from nodeqc.backends.nvml import NvmlBackend
 from nodeqc.backends.nvml_replay import ReplayNvml
 from nodeqc.backends.sim.faults import parse_fault
 from nodeqc.core.model import Verdict
-from nodeqc.report.envelope import verify_file
+from nodeqc.report.envelope import decode_statement, read_envelope, verify_file
 from nodeqc.report.keys import create_key
 from nodeqc.run.runner import RunOptions, Runner
 from nodeqc.spec.profile import load_profile
@@ -240,6 +240,24 @@ def test_run_d_evidence_names_the_data_that_came_back_wrong(run_d):
     burn = result["stress.burn", "gpu4"]
     assert "different result on a repeat" in burn.message and "different result than the other 7 GPU(s)" in burn.message
     assert all(d["known_answer_mismatch"] is None for d in burn.evidence["dtypes"].values())
+
+
+@pytest.mark.parametrize("run, faults", [("run_a", RUN_A), ("run_b", [*RUN_B, "gpu2:lost"]), ("run_c", RUN_C),
+                                         ("run_d", RUN_D)])
+def test_every_planted_fault_is_said_found_in_the_report(request, run, faults):
+    """nodeqc.run.planted: each fault the run found is said so, in the run's outcome and its report,
+    by the check that found it; the power cap of run_b is a condition, not a fault."""
+    outcome = request.getfixturevalue(run)
+    said = {p["fault"]: p["outcome"] for p in outcome.planted}
+    conditions = {"gpu5:throttle=sw_power_cap"} if run == "run_b" else set()
+    assert said == {**{str(parse_fault(f)): "found" for f in faults}, **{c: "condition" for c in conditions}}
+    found = {p["fault"]: p["why"] for p in outcome.planted}
+    for fault, wanted in (RUN_A | RUN_B | RUN_C | RUN_D).items():
+        if str(parse_fault(fault)) in found:
+            check, subject, code, _ = sorted(wanted)[0]
+            assert f"{check} " in found[str(parse_fault(fault))] and f"on {subject} [" in found[str(parse_fault(fault))]
+    predicate = decode_statement(read_envelope(outcome.report_path))["predicate"]
+    assert predicate["simulation"]["planted"] == outcome.planted
 
 
 def test_missing_gpu_is_named_by_its_slot(tmp_path_factory, signer):

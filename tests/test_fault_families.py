@@ -163,6 +163,9 @@ def test_every_fault_is_found_on_its_part_and_nothing_else(family_run):
     assert missed == {}, f"{family}: faults not found as expected: {missed}"
     assert found == set().union(*expected.values()), f"{family}: found besides: {sorted(found - set().union(*expected.values()))}"
     assert outcome.verdict == "FAIL" and outcome.exit_code == 1
+    # ... and the run says each was found, by the checks nodeqc.run.planted names for it.
+    assert {p["fault"]: p["outcome"] for p in outcome.planted} == {
+        str(parse_fault(f)): "found" for f in expected if f != "node"}, outcome.planted
 
 
 # ---------------------------------------------------------------------- faults a family cannot have

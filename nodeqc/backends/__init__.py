@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodeqc.backends.base import Clock, GpuManagement, HostBackend, NicBackend
@@ -21,6 +21,7 @@ class Hardware:
     platform: PlatformBackend | None = None  # sysfs: baseline topology, host error counters, kernel log
     host_stress: Any = None  # nodeqc.backends.host_stress.HostStress: CPU, memory, NVMe, optics (full runs)
     bmc: Any = None  # nodeqc.backends.bmc.Bmc: the PSUs' sensors around the power tests; None: no reader
+    faults: list[Fault] = field(default_factory=list)  # planted in the simulated node (--inject)
 
     @property
     def simulated(self) -> bool:
@@ -99,7 +100,7 @@ def simulated_hardware(scenario_ref: str, faults: list[Fault], time_scale: float
     return Hardware(node.management(), node.host(), node.compute_spec(), node.clock,
                     simulation={"scenario": node.scenario.name, "faults": [str(f) for f in faults],
                                 "time_scale": node.clock.scale}, nics=node.nics(), platform=SimPlatform(node),
-                    host_stress=SimHostStress(node), bmc=SimBmc(node))
+                    host_stress=SimHostStress(node), bmc=SimBmc(node), faults=list(faults))
 
 
 def replay_hardware(path: str, twin_faults: list[Any] | None = None) -> Hardware:

@@ -71,11 +71,14 @@ class ProgressPrinter:
         """The answer, rendered as every face renders it (nodeqc.report.answer): the headline with what did
         not run, then each failing part with its identity, its findings and what to do."""
         from nodeqc.report.answer import SHOWN_PARTS, answer_lines
+        from nodeqc.report.render import planted_line
 
         first, *rest = answer_lines(event.answer, limit=SHOWN_PARTS)
         self._line(f"RESULT: {first}")
         for line in rest:
             self._line(line)
+        for planted in event.planted or []:  # a simulated node's faults: each found, or why not
+            self._line(f"  {planted_line(planted)}")
         self._line(f"report: {event.report_path}")
 
     def _line(self, text: str) -> None:
@@ -117,7 +120,7 @@ def run_summary(outcome: Any, partial: bool, simulated: bool) -> dict[str, Any]:
                 for r in outcome.results if r.verdict.value in ("fail", "error", "warn")]
     return {"report": str(outcome.report_path), "verdict": outcome.verdict, "status": outcome.status,
             "exit_code": outcome.exit_code, "partial": partial, "simulated": simulated, "counts": counts,
-            "problems": problems}
+            "problems": problems, **({"planted": outcome.planted} if outcome.planted is not None else {})}
 
 
 def ignore_interrupts() -> None:

@@ -495,8 +495,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     path = out_dir / f"{stem}.report.json"
     write_report(path, predicate, signer)
     _summary(predicate)
+    from nodeqc.report.render import planted_line
+
     for planted in (simulation or {}).get("planted", []):
-        say(f"  simulated fault {planted['fault']}: {planted['outcome']}: {planted['why']}")
+        say(f"  {planted_line(planted)}")
     if args.drain and (scores.failed or (groups is not None and groups.failed)):
         _drain(predicate, str(path))
     say(f"report: {path}")

@@ -23,6 +23,12 @@ def mark(r: CheckResult) -> str:
     return "N/A" if not_applicable_reason(r.code) else MARK[r.verdict.value]
 
 
+def planted_line(planted: dict[str, Any]) -> str:
+    """A fault planted in a simulated node or fabric and what became of it (nodeqc.run.planted,
+    nodeqc.fabric.simulated): every face says it in these words."""
+    return f"simulated fault {planted.get('fault')}: {planted.get('outcome')}: {planted.get('why')}"
+
+
 def result_line(r: CheckResult, t: float | None = None) -> str:
     stamp = f"[{t:8.1f}s] " if t is not None else ""
     code = f" [{r.code}]" if r.code and r.verdict is not Verdict.PASS and not not_applicable_reason(r.code) else ""
@@ -109,6 +115,7 @@ def render_report(predicate: dict[str, Any], trust_line: str) -> str:
     elif sim:
         out.append(f"simulated scenario {sim.get('scenario')}  faults {', '.join(sim.get('faults') or []) or 'none'}"
                    f"  time x{sim.get('time_scale')}")
+        out += [f"          {planted_line(planted)}" for planted in sim.get("planted") or []]
     for g in predicate.get("gpus", []):
         out.append(f"  {str(g.get('subject')):<6} {g.get('name')}  {g.get('bus_id')}  serial {g.get('serial')}  "
                    f"VBIOS {g.get('vbios')}")
@@ -163,7 +170,7 @@ def render_fabric_report(predicate: dict[str, Any], trust_line: str) -> str:
         out.append(f"{'group tests':<24} {len(rows)} in {grouped.get('rounds')} rounds, groups of {grouped.get('size')} "
                    f"({', '.join(fab.get('group_tests') or [])}); passed {sum(r.get('outcome') == 'pass' for r in rows)}")
     for planted in (sim or {}).get("planted") or []:
-        out.append(f"{'simulated fault':<24} {planted.get('fault')}: {planted.get('outcome')}: {planted.get('why')}")
+        out.append(planted_line(planted))
     failing = [c for c in checks if c.verdict in (Verdict.FAIL, Verdict.ERROR)]
     if failing:
         out += ["", f"FAILED ({len(failing)}):"]

@@ -87,6 +87,7 @@ class RunFinished:
     counts: dict[str, int]
     failed: list[str]
     answer: Any = None  # nodeqc.report.answer.Answer: what failed, where, what to do; what did not run
+    planted: list[dict[str, str]] | None = None  # a simulated node's planted faults (nodeqc.run.planted)
     type: str = "run_finished"
 
     def to_dict(self) -> dict[str, Any]:

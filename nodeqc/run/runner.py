@@ -43,6 +43,7 @@ from nodeqc.run.dcgm import dcgm_results
 from nodeqc.run.host_stress import host_stress_phase
 from nodeqc.run.nic_traffic import NicTraffic
 from nodeqc.run.paths import RunPaths, claim_paths
+from nodeqc.run.planted import outcomes as planted_outcomes
 from nodeqc.run.platform_watch import PlatformWatch
 from nodeqc.run.watchdog import watchdog_for
 from nodeqc.spec.peers import Peer
@@ -94,6 +95,7 @@ class RunOutcome:
     status: str
     report_path: Path
     results: list[CheckResult]
+    planted: list[dict[str, str]] | None = None  # a simulated node's planted faults and what became of them
 
     @property
     def exit_code(self) -> int:
@@ -534,13 +536,16 @@ class Runner:
                                                the_answer.findings, self.options.repair_parts)
         escalate(the_answer.findings, self.options.prior_repairs, the_answer.repair)
         xids_returned(the_answer.findings, self._results, previous)  # an XID back after a reset: inspect
-        finished = RunFinished(verdict, status, str(paths.report), counts, failed, the_answer)
+        finished = RunFinished(verdict, status, str(paths.report), counts, failed, the_answer,
+                               self._planted() if self.hw.simulated and self.hw.faults else None)
         assert self._journal is not None
         self._journal.append(finished.to_dict())
         simulation = self.hw.simulation
         if simulation and (unrecorded := self.hw.mgmt.unrecorded()):
             simulation = {**simulation, "unrecorded": unrecorded}
             self._emit(Notice("warning", describe_unrecorded(unrecorded)))
+        if finished.planted is not None:
+            simulation = {**(simulation or {}), "planted": finished.planted}
         predicate = build_predicate(
             verdict=verdict, status=status, results=self._results, the_answer=the_answer, profile=self.profile,
             selection=selection, quick=self.options.quick, host=host, driver=driver, cuda=cuda, gpus=described,
@@ -561,4 +566,12 @@ class Runner:
         finally:
             self._journal.close()
         self._listener(finished)
-        return RunOutcome(verdict, status, paths.report, list(self._results))
+        return RunOutcome(verdict, status, paths.report, list(self._results), finished.planted)
+
+    def _planted(self) -> list[dict[str, str]]:
+        """What became of each fault planted in the simulated node (nodeqc.run.planted)."""
+        from nodeqc.checks.nic import select as nic_plan
+
+        tested = {c.nic.name for c in nic_plan(self._nics_start, self.profile, {p.nic for p in self.options.nic_peers if p.nic}).checked}
+        return planted_outcomes(self.hw.faults, self._results, quick=self.options.quick, selection=self.options.selection,
+                                nic_names=[n.name for n in self._nics_start], nic_tested=tested.__contains__)

@@ -1,0 +1,98 @@
+"""What became of each fault planted in a simulated node (nodeqc.run.planted): found by a check made
+for it, untested (and why), within the floors, or a condition of a healthy node. The runs that find
+every fault are tests/test_fault_detection.py's and tests/test_fault_families.py's; here, the
+vocabulary and each reason a fault goes untested."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import cli
+from nodeqc.backends.sim.faults import TARGETS, parse_fault
+from nodeqc.core.catalogue import FAMILIES
+from nodeqc.core.model import CheckResult, Verdict
+from nodeqc.run.planted import CONDITIONS, FINDS, NEEDS_FULL, outcomes
+from nodeqc.spec.selection import CHECK_NAMES, Selection
+
+NICS = ["eno1", "ibp24s0", "ibp64s0"]
+
+
+def _said(text: str, results: list[CheckResult], quick: bool = True, selection: Selection = Selection(),
+          tested: frozenset[str] = frozenset({"ibp24s0", "ibp64s0"})) -> dict[str, str]:
+    return outcomes([parse_fault(text)], results, quick=quick, selection=selection, nic_names=NICS,
+                    nic_tested=tested.__contains__)[0]
+
+
+def test_every_fault_of_the_vocabulary_has_the_checks_that_find_it_or_is_a_condition():
+    for target, vocabulary in TARGETS.items():
+        conditions = {k[1] for k in CONDITIONS if k[0] == target and len(k) == 2}
+        assert set(FINDS[target]) | conditions == set(vocabulary), target
+        assert not set(FINDS[target]) & conditions, target
+    families = {f.name for f in FAMILIES}
+    named = {c.removesuffix("@node") for finds in FINDS.values() for checks in finds.values() for c in checks}
+    assert named - set(CHECK_NAMES) <= families, sorted(named - set(CHECK_NAMES) - families)
+    assert {k[:2] for k in NEEDS_FULL} <= {(t, n) for t, finds in FINDS.items() for n in finds}
+
+
+def test_a_fault_is_found_by_its_own_checks_on_its_own_part_and_not_by_another_part_s():
+    burn = lambda gpu, verdict: CheckResult("stress.burn", gpu, verdict, "m", code="BURN_SLOW")  # noqa: E731
+    said = _said("gpu2:slow=0.5", [burn("gpu1", Verdict.FAIL), burn("gpu2", Verdict.FAIL)])
+    assert said == {"fault": "gpu2:slow=0.5", "outcome": "found", "why": "stress.burn FAIL on gpu2 [BURN_SLOW]"}
+    # gpu1's failure is not gpu2's: gpu2's burn passed, the fault milder than the floors (or missed).
+    said = _said("gpu2:slow=0.99", [burn("gpu1", Verdict.FAIL), burn("gpu2", Verdict.PASS)])
+    assert said["outcome"] == "within the floors" and said["why"].startswith("stress.burn PASS on gpu2")
+    # A family name is any of its checks (a hang in whichever stress step); "@node" the node as a whole.
+    hang = CheckResult("stress.memtest", "gpu0", Verdict.FAIL, "m", code="WORKER_HANG")
+    assert _said("gpu0:hang", [hang])["outcome"] == "found"
+    nvls = CheckResult("stress.nccl", "node", Verdict.WARN, "m", code="NCCL_NVLS_SLOW")
+    assert _said("gpu3:nvls_down", [nvls])["why"] == "stress.nccl WARN on node [NCCL_NVLS_SLOW]"
+    # A host fault is the node's: a GPU's failure in the same check is not it.
+    log = CheckResult("host.kernel_log", "gpu6", Verdict.FAIL, "m", code="KERNEL_XID")
+    assert _said("host:mce", [log, CheckResult("host.kernel_log", "node", Verdict.PASS, "m")])["outcome"] == "within the floors"
+    # A NIC by its nicN (nic.*) or by its interface name (host.optics, the baseline).
+    optics = CheckResult("host.optics", "ibp24s0", Verdict.FAIL, "m", code="LINK_BER_HIGH")
+    assert _said("nic1:link_ber=1e-10", [optics], quick=False)["why"] == "host.optics FAIL on ibp24s0 [LINK_BER_HIGH]"
+
+
+@pytest.mark.parametrize("fault, results, kwargs, why", [
+    # The 2026-11-29 case: eno1 is down, the profile tests ib* NICs only.
+    ("nic0:down", [CheckResult("nic.link", "nic1", Verdict.PASS, "m")], {},
+     "nic0 (eno1) is not among the NICs the profile tests ([nic] match or drivers)"),
+    ("gpu5:ecc_dbe=3", [], {"selection": Selection(gpus=(0, 1))}, "gpu5 is not among the GPUs this run tests (--gpu)"),
+    ("gpu1:retention", [CheckResult("stress.memtest", "gpu1", Verdict.PASS, "m")], {},
+     "the memory test's bit fade runs in full runs only (not --quick)"),
+    ("host:bios=1.0", [], {}, "baseline.firmware did not run: it runs against a golden baseline (--baseline FILE)"),
+    ("host:cpu_wrong=3", [], {}, "host.cpu_stress did not run: it runs in full runs only (not --quick)"),
+    ("gpu0:p2p_bw=0.5", [], {"selection": Selection(skip=("stress.p2p", "stress.nccl"))},
+     "stress.p2p, stress.nccl left out of this run (--only/--skip)"),
+    ("gpu0:p2p_corrupt", [CheckResult("stress.p2p", "gpu0", Verdict.SKIP, "an earlier step failed on this GPU",
+                                      code="SKIPPED_EARLIER_FAILURE")], {},
+     "stress.p2p SKIP on gpu0 [SKIPPED_EARLIER_FAILURE]: an earlier step failed on this GPU"),
+    ("gpu0:badmem", [], {}, "no result of stress.memtest on gpu0"),
+])
+def test_a_fault_no_check_judged_is_untested_with_the_reason(fault, results, kwargs, why):
+    said = _said(fault, results, **kwargs)
+    assert said == {"fault": str(parse_fault(fault)), "outcome": "untested", "why": why}
+
+
+def test_a_healthy_node_s_ways_are_conditions_whatever_the_checks_said():
+    for fault in ("gpu0:cold_start=2", "gpu3:no_throttle_counters", "host:no_bmc", "gpu5:throttle=sw_power_cap"):
+        assert _said(fault, [])["outcome"] == "condition", fault
+    assert _said("gpu4:throttle=power_brake", [])["outcome"] == "untested"
+
+
+def test_a_simulated_run_says_the_fault_its_profile_never_tests(tmp_path):
+    """The 2026-11-29 notes: `--inject nic0:down` on the hgx-h100 scenario downs eno1, which the profile
+    (ib* NICs) never tests; the run passed and nothing said so. It still passes (its checks are the
+    verdict), and says what it left untested, after RESULT, in --json and in the signed report."""
+    p = cli("--headless", "--simulate", "hgx-h100", "--quick", "--out", str(tmp_path), "--only", "nic,inventory",
+            "--inject", "nic0:down", "--inject", "nic2:speed=25000", "--json")
+    assert p.returncode == 1, p.stderr
+    assert "  simulated fault nic0:down: untested: nic0 (eno1) is not among the NICs the profile tests" in p.stderr
+    assert "  simulated fault nic2:speed=25000: found: nic.link FAIL on nic2 [IB_RATE]" in p.stderr
+    summary = json.loads(p.stdout.splitlines()[-1])
+    assert [(s["fault"], s["outcome"]) for s in summary["planted"]] == [("nic0:down", "untested"), ("nic2:speed=25000", "found")]
+    shown = cli("show", summary["report"])
+    assert "simulated fault nic0:down: untested: nic0 (eno1)" in shown.stdout, shown.stdout
