@@ -68,6 +68,25 @@ def test_a_profiles_lengths_are_bounded(tmp_path, table, line, named):
     assert load_profile(str(ok)).get(table, key) == fine
 
 
+@pytest.mark.parametrize("table,line,named", [
+    # The 2026-11-29 notes: a dtype listed twice burned twice and said nothing; a NIC pattern, a model.
+    ("gpu", 'dtypes = ["fp16", "bf16", "fp16"]', r'\[gpu\] dtypes: "fp16" appears twice'),
+    ("nic", 'match = ["ib*", "ib*"]', r'\[nic\] match: "ib\*" appears twice'),
+])
+def test_a_list_that_names_one_thing_twice_is_refused(tmp_path, table, line, named):
+    path = write(tmp_path, "mine.toml", f'extends = "h100"\ndescription = "x"\n[{table}]\n{line}\n')
+    with pytest.raises(UsageError, match=rf"mine.toml: {named}"):
+        load_profile(str(path))
+
+
+def test_a_scenario_whose_gpus_share_a_serial_is_refused(tmp_path):
+    """Two GPUs of one serial would be one part to the archive and the repair history."""
+    text = GOOD_SCENARIO.replace("count = 1", 'count = 2\nserials = ["S1", "S1"]')
+    path = write(tmp_path, "node.toml", text)
+    with pytest.raises(UsageError, match=rf'{path}: \[gpus\] serials: "S1" appears twice'):
+        load_scenario(str(path))
+
+
 def test_nan_at_the_top_level_of_a_profile_is_refused(tmp_path):
     path = write(tmp_path, "mine.toml", 'extends = "h100"\ndescription = "x"\nwarn_band = nan\n')
     with pytest.raises(UsageError, match="warn_band: expected a finite number, got nan"):

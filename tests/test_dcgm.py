@@ -418,7 +418,7 @@ def test_a_hanging_dcgmi_is_the_runs_error_and_the_run_goes_on(fake_dcgmi, tmp_p
 
 
 @pytest.mark.parametrize("args,says", [
-    (["--dcgm", "5"], "expected a DCGM diagnostic level 1, 2, 3 or 4, or 'off', got '5'"),
+    (["--dcgm", "5"], "expected a DCGM diagnostic level 1, 2, 3 or 4, or 'off' (or 0), got '5'"),
 ])
 def test_a_bad_dcgm_level_is_one_line(args, says, tmp_path):
     p = cli(*SIM, *args, "--out", str(tmp_path / "r"))

@@ -55,26 +55,26 @@ VALID = {
     "nic1:numa=1": Fault("nic", 1, "numa", 1),
     "nic3:optics_temp=85": Fault("nic", 3, "optics_temp", 85.0),
     "nic1:link_ber=1e-10": Fault("nic", 1, "link_ber", 1e-10),
-    "host0:edac_ce=4": Fault("host", 0, "edac_ce", 4),
+    "host:edac_ce=4": Fault("host", 0, "edac_ce", 4),
     # the pulse test's load (issue 23)
     "gpu0:cold_start=2": Fault("gpu", 0, "cold_start", 2.0),
     "gpu0:no_pulse": Fault("gpu", 0, "no_pulse"),
-    "host0:edac_ue=1": Fault("host", 0, "edac_ue", 1),
-    "host0:mce": Fault("host", 0, "mce"),
-    "host0:imex_down": Fault("host", 0, "imex_down"),
-    "host0:imex_no_channels": Fault("host", 0, "imex_no_channels"),
-    "host0:imex_nodes=17": Fault("host", 0, "imex_nodes", 17),
-    "host0:imex_not_listed": Fault("host", 0, "imex_not_listed"),
-    "host0:nvme_reset": Fault("host", 0, "nvme_reset"),
-    "host0:iommu=DMA": Fault("host", 0, "iommu", "DMA"),
-    "host0:bios=1.0": Fault("host", 0, "bios", "1.0"),
-    "host0:cpu_wrong=17": Fault("host", 0, "cpu_wrong", 17),
+    "host:edac_ue=1": Fault("host", 0, "edac_ue", 1),
+    "host:mce": Fault("host", 0, "mce"),
+    "host:imex_down": Fault("host", 0, "imex_down"),
+    "host:imex_no_channels": Fault("host", 0, "imex_no_channels"),
+    "host:imex_nodes=17": Fault("host", 0, "imex_nodes", 17),
+    "host:imex_not_listed": Fault("host", 0, "imex_not_listed"),
+    "host:nvme_reset": Fault("host", 0, "nvme_reset"),
+    "host:iommu=DMA": Fault("host", 0, "iommu", "DMA"),
+    "host:bios=1.0": Fault("host", 0, "bios", "1.0"),
+    "host:cpu_wrong=17": Fault("host", 0, "cpu_wrong", 17),
     # the BMC's PSU sensors (nodeqc.backends.sim.platform.SimBmc)
-    "host0:psu_fault=2": Fault("host", 0, "psu_fault", 2),
-    "host0:psu_undervolt": Fault("host", 0, "psu_undervolt"),
-    "host0:no_bmc": Fault("host", 0, "no_bmc"),
-    "host0:no_ipmitool": Fault("host", 0, "no_ipmitool"),
-    "host0:no_mlxlink": Fault("host", 0, "no_mlxlink"),
+    "host:psu_fault=2": Fault("host", 0, "psu_fault", 2),
+    "host:psu_undervolt": Fault("host", 0, "psu_undervolt"),
+    "host:no_bmc": Fault("host", 0, "no_bmc"),
+    "host:no_ipmitool": Fault("host", 0, "no_ipmitool"),
+    "host:no_mlxlink": Fault("host", 0, "no_mlxlink"),
 }
 
 
@@ -93,12 +93,13 @@ def test_vocabulary_is_complete():
 
 def test_host_faults_need_no_index_and_gpus_do():
     assert parse_fault("host:mce") == Fault("host", 0, "mce")
+    assert str(parse_fault("host0:edac_ce=4")) == "host:edac_ce=4"  # printed as the help writes it
     with pytest.raises(UsageError, match="expected TARGET:FAULT"):
         parse_fault("gpu:missing")
     with pytest.raises(UsageError, match="expected a version"):
         parse_fault("gpu0:vbios=96 00")
-    with pytest.raises(UsageError, match="the simulated node has"):
-        check_range([Fault("host", 1, "mce")], 8, 1)
+    with pytest.raises(UsageError, match="^--inject host1:mce: a node has one host: write host:mce$"):
+        parse_fault("host1:mce")
 
 
 @pytest.mark.parametrize("text, message", [
@@ -138,7 +139,7 @@ def test_range_is_checked_against_the_node():
     # A CPU the host lacks (its fault did nothing: the host stress passed), and one fault given twice
     # with different values (the compute took one, the management the other: a silent pass).
     check_range([parse_fault("host:cpu_wrong=63")], gpus=8, nics=0, cpus=64)
-    with pytest.raises(UsageError, match=r"--inject host0:cpu_wrong=4095: the simulated host has CPUs 0-63"):
+    with pytest.raises(UsageError, match=r"--inject host:cpu_wrong=4095: the simulated host has CPUs 0-63"):
         check_range([parse_fault("host:cpu_wrong=4095")], gpus=8, nics=0, cpus=64)
     twice = [parse_fault("gpu0:slow=0.5"), parse_fault("gpu0:slow=1")]
     with pytest.raises(UsageError, match=r"--inject gpu0:slow=1.0: given before as gpu0:slow=0.5: one value a fault"):

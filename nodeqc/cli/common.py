@@ -50,7 +50,7 @@ def dcgm_level(text: str) -> str:
     try:
         return parse_level(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a DCGM diagnostic level 1, 2, 3 or 4, or 'off', got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a DCGM diagnostic level 1, 2, 3 or 4, or 'off' (or 0), got {text!r}") from None
 
 
 def positive_float(text: str) -> float:

@@ -104,7 +104,7 @@ def _run_parser(prog: str = "nodeqc") -> Parser:
                    "match: firmware, drivers, settings, PCIe/NUMA topology, ACS (replaces the profile's baseline)")
     p.add_argument("--dcgm", metavar="LEVEL", type=dcgm_level, help="NVIDIA DCGM diagnostic where dcgmi is "
                    "installed: dcgmi diag -r LEVEL (1 to 4; default: the profile's [dcgm] level, 2, or quick_level, "
-                   "1, with --quick), or 'off'")
+                   "1, with --quick), or 'off' (or 0)")
     p.add_argument("--start", action="store_true", help="GUI: start the run at once")
     p.add_argument("--json", action="store_true", help="with --headless: stdout's one line is a JSON summary "
                    "(report, verdict, status, exit code, partial, counts, each failing part's check and code) "

@@ -105,6 +105,8 @@ def type_problem(spec: Spec, key: str, value: Any) -> str | None:
             bad = [v for v in value if v not in spec.choices]
             if bad:
                 return f"unknown entry {show(bad[0])} (known: {', '.join(spec.choices)})"
+        if len(set(value)) < len(value):  # dtypes = ["fp8", "fp8"] burned fp8 twice and said nothing
+            return f"{show(next(v for v in value if value.count(v) > 1))} appears twice"
         return None
     if kind in ("pci", "pcilist"):  # PCI addresses: a simulated node's devices, named in sysfs paths
         values = value if kind == "pcilist" and isinstance(value, list) else [value]

@@ -173,7 +173,8 @@ class Fault:
 
     @property
     def subject(self) -> str:
-        return f"{self.target}{self.index}"
+        """gpu3, nic0; the host is one ("host", as --inject's help writes it; host0 is taken too)."""
+        return self.target if self.target == "host" else f"{self.target}{self.index}"
 
     def __str__(self) -> str:
         return f"{self.subject}:{self.name}" + ("" if self.value is None else f"={self.value}")
@@ -190,6 +191,8 @@ def parse_fault(text: str) -> Fault:
         raise UsageError(f"{where}: unknown target {target!r} (gpuN, nicN or host)")
     if m["index"] == "" and target != "host":
         raise UsageError(f"{where}: expected TARGET:FAULT[=VALUE], e.g. gpu3:pcie_width=8 or nic0:down")
+    if target == "host" and m["index"] not in ("", "0"):  # was "the simulated node has host0-host0"
+        raise UsageError(f"{where}: a node has one host: write host:{name}" + ("" if value is None else f"={value}"))
     vocab = TARGETS[target]
     if name not in vocab:
         hint = difflib.get_close_matches(name, list(vocab), n=1)
