@@ -256,6 +256,8 @@ def test_a_repair_recorded_in_the_window_goes_into_the_retests_signed_report(qtb
     assert [(o["subject"], o["status"]) for o in repair["outcomes"]] == [("gpu3", "STILL FAILING")]  # still injected
     banner = QTextDocumentFragment.fromHtml(window.banner_findings.text()).toPlainText()
     assert "[STILL FAILING]" in banner and "Failed again after a repair: do not just reseat" in banner
+    # What became of the planted fault is among the run's notices, as after the headless RESULT.
+    assert window.notices[-1] == "simulated fault gpu3:pcie_width=8: found: health.pcie_link FAIL on gpu3 [PCIE_WIDTH]"
 
 
 def test_the_banner_names_failing_gpus_and_nics_with_what_to_do():
@@ -404,6 +406,11 @@ def test_at_1024x600_three_failing_gpus_each_show_their_finding_what_to_do_and_t
     assert report.fontMetrics().horizontalAdvance(path_line) <= report.width()
     for button in (window.open_button, window.pdf_button, window.retest_button):
         assert inside(button, window)
+    # The repair field's hint whole in it ("what was repaired?" showed "what was r…"), the rest in its tooltip.
+    field = window.repair
+    if field.isVisible():
+        hint = field.placeholderText()
+        assert field.fontMetrics().horizontalAdvance(hint) <= field.contentsRect().width() - 8, (hint, field.width())
     assert window.banner.geometry().bottom() < window.body.geometry().top()
     # The plots under that banner: in one row, without the time axis's title, each with a band of
     # curve worth reading (two by two, each kept some 25 pixels of curve under its title and axes).

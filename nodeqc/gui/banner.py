@@ -108,6 +108,8 @@ class Banner(QFrame):
         # Two by two, the repair field takes the width of the button above it, not its own wider hint.
         self.repair.setSizePolicy(QSizePolicy.Policy.Ignored if self.compact else QSizePolicy.Policy.Expanding,
                                   QSizePolicy.Policy.Fixed)
+        # ... where "what was repaired?" showed as "what was r…" (1024x600, 2026-11-29): the tooltip says the rest.
+        self.repair.setPlaceholderText("repaired:" if self.compact else "what was repaired?")
         for i, widget in enumerate(widgets):
             self.buttons.addWidget(widget, i // columns, i % columns)
         for row in range(len(widgets) + 1):

@@ -34,6 +34,7 @@ from nodeqc.gui.style import COMPACT_BELOW_HEIGHT, COMPACT_BELOW_WIDTH, STYLESHE
 from nodeqc.gui.tiles import GpuTile, TileArea
 from nodeqc.gui.widgets import ElidedLabel, FittingLabel, repolish
 from nodeqc.report.printable import export_pdf, load_report
+from nodeqc.report.render import planted_line
 from nodeqc.run.runner import RunOutcome, Runner
 from nodeqc.spec.profile import Profile, list_profiles, suggest_profile
 
@@ -410,6 +411,9 @@ class MainWindow(QMainWindow):
             self._say(self.notices[-1])
         elif isinstance(event, RunFinished):
             self.finished = event
+            if event.planted:  # a simulated node's faults, each found or why not (nodeqc.run.planted)
+                self.notices += [planted_line(p) for p in event.planted]
+                self._say(self.notices[-1])
 
     def _run_started(self, event: RunStarted) -> None:
         node = event.node
