@@ -276,3 +276,33 @@ def test_an_age_past_any_date_or_of_other_digits_is_one_line(text):
 
     with pytest.raises(UsageError, match="expected a date like 2026-11-01"):
         parse_since(text)
+
+
+def test_a_host_name_is_a_node_s_claim_and_never_speaks_for_another_node(archive, tmp_path):
+    """The 2026-11-29 fuzzing: a node whose key is bound to its own serial gave another node's serial as
+    its host name; `history --node NODE-B --verdict pass` listed its PASS as NODE-B's (NODE-B had
+    failed), and the re-test's count of earlier repairs took its reports' repairs into NODE-B's own
+    signed advice ("Failed after repeated repairs: RMA"). A node is found by its node key; by a host
+    name only where no node has that key and one node alone gives it."""
+    from nodeqc.archive.parts import prior_repairs
+    from nodeqc.report.keys import trusted_keys_dir
+
+    liar = Signer(Ed25519PrivateKey.generate(), tmp_path / "liar.pem")
+    trusted_keys_dir().mkdir(parents=True)
+    (trusted_keys_dir() / "liar.pem").write_bytes(public_pem(liar.public))
+    (trusted_keys_dir() / "liar.nodes").write_text("SERIAL-L\n")
+    claim = predicate("SERIAL-L", "PASS", "2026-11-06T08:00:00Z", hostname="NODE-A")
+    claim["repair"] = {"action": "reseated", "outcomes": [{"part": "gpu:NODE-A-G0", "code": "PCIE_WIDTH",
+                                                          "subject": "gpu0", "status": "STILL FAILING"}]}
+    file_report(archive, claim, liar)
+    assert [e.node for e in Archive(archive).reports()].count("SERIAL-L") == 1  # the liar's report verifies
+    assert _listed(archive, "--node", "NODE-A")[0] == ["2026-11-02T08:00:00Z NODE-A", "2026-10-01T08:00:00Z NODE-A"]
+    assert _listed(archive, "--node", "NODE-A", "--verdict", "pass")[0] == ["2026-10-01T08:00:00Z NODE-A"]
+    assert prior_repairs(Archive(archive), "NODE-A") == {}
+    # A host name one node alone gives still finds it; two nodes giving it is one line naming both.
+    assert _listed(archive, "--node", "gpu-b")[0] == ["2026-11-04T08:00:00Z NODE-B", "2026-11-03T08:00:00Z NODE-B"]
+    file_report(archive, predicate("SERIAL-L", "PASS", "2026-11-07T08:00:00Z", hostname="gpu-b"), liar)
+    p = cli("history", "--archive", str(archive), "--node", "gpu-b")
+    assert p.returncode == 2 and p.stderr.strip() == (
+        "nodeqc: gpu-b: the host name of 2 nodes in the archive (NODE-B, SERIAL-L): name one by its system serial")
+    assert _listed(archive, "--node", "SERIAL-L")[0] == ["2026-11-07T08:00:00Z SERIAL-L", "2026-11-06T08:00:00Z SERIAL-L"]

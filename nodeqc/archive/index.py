@@ -35,8 +35,9 @@ import platformdirs
 from nodeqc.archive.filing import EVIDENCE_SUFFIXES, REPORT_SUFFIX, archive_root, safe_name
 from nodeqc.archive.secret import index_secret, row_mac, row_mac_ok
 from nodeqc.archive.verified import COLUMNS, Entry, Skipped, fabric_member, verified_facts
-from nodeqc.core.errors import UsageError
+from nodeqc.core.errors import UsageError, shown
 from nodeqc.core.names import host_label
+from nodeqc.core.text import few
 
 SCHEMA_VERSION = 4  # 3: a fabric report's members and their verdicts; 4: members' claims held to their run names
 
@@ -315,14 +316,19 @@ class Archive:
     # ------------------------------------------------------------------ queries
 
     def reports(self, node: str | None = None, verdict: str | None = None, since: str | None = None,
-                limit: int | None = None, fabrics: bool = False) -> list[Entry]:
-        """Verified reports, newest first. verdict: 'pass' (qualifications that passed: complete,
-        not partial, not simulated), 'fail', or 'partial'. since: an ISO UTC timestamp
-        ('2026-11-01T00:00:00Z'). fabrics: with a node, also the fabric reports it took part in
-        (by its name in the fabric, its host name or its system serial)."""
+                limit: int | None = None, fabrics: bool = False, by_host_name: bool = True) -> list[Entry]:
+        """Verified reports, newest first. node: by its node key (system serial, else host name), or
+        (by_host_name) by the host name its reports give, where no node has that key and one node alone
+        gives it: a host name is the node's own claim, and a node whose key speaks only for itself
+        claimed another's name to list its PASS as that node's and to put repairs in that node's signed
+        advice (2026-11-29 fuzzing). Two nodes giving one host name is a UsageError naming them.
+        verdict: 'pass' (qualifications that passed: complete, not partial, not simulated), 'fail', or
+        'partial'. since: an ISO UTC timestamp ('2026-11-01T00:00:00Z'). fabrics: with a node, also
+        the fabric reports it took part in (by its name in the fabric, its host name or its system serial)."""
         wanted: list[Callable[[dict[str, Any]], bool]] = []
 
         own_hosts: set[str] = set()  # the host names the node's own reports give (filled below)
+        keys: set[str] = {node} if node else set()  # the node keys the node is known by (filled below)
 
         def member(r: dict[str, Any]) -> dict[str, Any] | None:
             """The node's facts in a fabric report it took part in (when fabrics are asked for). Found by
@@ -331,7 +337,7 @@ class Archive:
             outside its run is not that node (2026-11-28 audit), and a node with no report of its own has
             no host name to hold the claim to (2026-11-29: any worker could file its verdict under the
             serial of a node not yet qualified alone). Found by its name in the run, it is that node."""
-            if not (node and fabrics and r["node"] != node and r["hostname"] != node):
+            if not (node and fabrics and r["node"] not in keys and r["hostname"] != node):
                 return None
             found = fabric_member(r["members"], node)
             if found is None or not (found[2] or host_label(found[0]) in own_hosts):
@@ -344,7 +350,7 @@ class Archive:
             return r["verdict"] if m is None else {"pass": "PASS", "fail": "FAIL"}.get(m.get("verdict"), "ERROR")
 
         if node:
-            wanted.append(lambda r: r["node"] == node or r["hostname"] == node or member(r) is not None)
+            wanted.append(lambda r: r["node"] in keys or member(r) is not None)
         if verdict == "pass":
             wanted.append(lambda r: (own_verdict(r), r["status"], r["partial"], r["simulated"]) == ("PASS", "complete", "0", "0"))
         elif verdict == "fail":
@@ -363,10 +369,15 @@ class Archive:
             rows = self._guarded(lambda: self._refresh(None))
         except OSError as e:
             raise UsageError(f"{self.root}: cannot read the archive: {e.strerror or e}") from None
+        own = [r for r in rows.values() if r["members"] in (None, "{}") and r["trust"] == "verified" and r["keyid"] in self.trusted]
+        if node and by_host_name and not any(r["node"] == node for r in own):
+            claimants = sorted({r["node"] for r in own if r["hostname"] == node})
+            if len(claimants) > 1:
+                raise UsageError(f"{shown(node)}: the host name of {len(claimants)} nodes in the archive "
+                                 f"({few([shown(c) for c in claimants])}): name one by its system serial")
+            keys.update(claimants)
         if node and fabrics:
-            own_hosts.update(host_label(r["hostname"]) for r in rows.values() if r["hostname"] and r["members"] in (None, "{}")
-                             and (r["node"] == node or r["hostname"] == node) and r["trust"] == "verified"
-                             and r["keyid"] in self.trusted)
+            own_hosts.update(host_label(r["hostname"]) for r in own if r["hostname"] and r["node"] in keys)
         return self._entries([r for r in rows.values() if all(w(r) for w in wanted)], limit)
 
     def _entries(self, rows: list[dict[str, Any]], limit: int | None = None) -> list[Entry]:

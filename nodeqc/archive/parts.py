@@ -38,12 +38,12 @@ class Chapter:
         return f"{text}  {self.report}"
 
 
-def _predicates(archive: Any, node: str | None = None) -> list[tuple[Any, dict[str, Any]]]:
+def _predicates(archive: Any, node: str | None = None, by_host_name: bool = True) -> list[tuple[Any, dict[str, Any]]]:
     """(entry, predicate) of the archive's verified reports, oldest first."""
     from nodeqc.report.envelope import VerificationError, verify_file
 
     out = []
-    for entry in reversed(archive.reports(node=node)):
+    for entry in reversed(archive.reports(node=node, by_host_name=by_host_name)):
         try:
             out.append((entry, verify_file(entry.path, archive.trusted).predicate))
         except (VerificationError, OSError):
@@ -81,9 +81,11 @@ def story(archive: Any, wanted: str) -> list[Chapter]:
 
 
 def prior_repairs(archive: Any, node: str) -> dict[str, int]:
-    """'part key|code' -> how many recorded repairs of this node's reports were for that failure."""
+    """'part key|code' -> how many recorded repairs of this node's reports were for that failure: its
+    own reports, by its node key alone (another node's report giving this node's name as its host name
+    put repairs in this node's signed advice: 'Failed after repeated repairs: RMA', 2026-11-29)."""
     counts: Counter[str] = Counter()
-    for _entry, pred in _predicates(archive, node):
+    for _entry, pred in _predicates(archive, node, by_host_name=False):
         for key, code in set(repairs_of(pred)):  # one repair of a part, however many checks it fixed
             counts[f"{key}|{code}"] += 1
     return dict(counts)
