@@ -306,3 +306,25 @@ def test_a_host_name_is_a_node_s_claim_and_never_speaks_for_another_node(archive
     assert p.returncode == 2 and p.stderr.strip() == (
         "nodeqc: gpu-b: the host name of 2 nodes in the archive (NODE-B, SERIAL-L): name one by its system serial")
     assert _listed(archive, "--node", "SERIAL-L")[0] == ["2026-11-07T08:00:00Z SERIAL-L", "2026-11-06T08:00:00Z SERIAL-L"]
+
+
+def test_text_that_is_not_unicode_is_one_file_not_verified_never_the_whole_listing(archive):
+    """The 2026-11-29 fuzzing: a signed report whose host name held a lone surrogate (JSON "\\udcff"),
+    and a report file whose name is not UTF-8, each ended history, fleet and export for the whole
+    archive in an internal error (SQLite takes only Unicode text)."""
+    from nodeqc.report.envelope import PAYLOAD_TYPE, canonical, sign_payload, statement, write_envelope
+    from nodeqc.report.keys import load_signer
+
+    (archive / "NODE-U").mkdir()
+    payload = canonical(statement(predicate("NODE-U", "PASS", "2026-11-06T08:00:00Z", hostname="HOSTU")))
+    write_envelope(archive / "NODE-U" / "u.report.json",  # as a node's own writer never could: nodeqc signs Unicode
+                   sign_payload(PAYLOAD_TYPE, payload.replace(b"HOSTU", b"host\\udcff"), load_signer(None)))
+    (archive / "NODE-A" / os.fsdecode(b"\xff.report.json")).write_text("junk")
+    for command in (["history"], ["fleet"], ["export", "--format", "jsonl", "--output", str(archive.parent / "x.jsonl")]):
+        p = cli(*command, "--archive", str(archive))
+        assert p.returncode == 0 and "internal error" not in p.stderr, (command, p.stderr)
+        warnings = sorted(w for w in p.stderr.splitlines() if "NOT VERIFIED" in w)
+        assert len(warnings) == 2, (command, p.stderr)
+        assert "NODE-A/\\udcff.report.json: its name is not UTF-8 text: rename it" in warnings[0]
+        assert "u.report.json: " in warnings[1] and "node.hostname: text with a lone surrogate" in warnings[1], warnings
+    assert _listed(archive)[0][0] == "2026-11-05T08:00:00Z NODE-C"

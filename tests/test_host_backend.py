@@ -66,3 +66,15 @@ def test_host_checks_on_this_machine():
     assert {(r.name, r.verdict, r.code) for r in hgx if r is not peermem} == {
         ("host.cpu", Verdict.FAIL, "HOST_CPU"), ("host.memory", Verdict.FAIL, "HOST_MEMORY"),
         ("host.fabric_manager", Verdict.FAIL, "FABRIC_MANAGER")}
+
+
+def test_a_host_name_of_other_bytes_than_utf8_is_recorded_with_replacement_characters(monkeypatch):
+    """socket.gethostname() gives such bytes as surrogate escapes, which the report's signing cannot
+    write (UnicodeEncodeError at the end of the run); the archive refuses them in others' reports."""
+    import socket
+
+    from nodeqc.report.envelope import canonical
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "gpu\udcff17")
+    name = LinuxHost().info().hostname
+    assert name == "gpu\ufffd17" and canonical({"hostname": name})

@@ -23,7 +23,6 @@ import hmac
 import json
 import multiprocessing
 import os
-import socket
 import sqlite3
 import sys
 import threading
@@ -36,8 +35,8 @@ from nodeqc.archive.filing import EVIDENCE_SUFFIXES, REPORT_SUFFIX, archive_root
 from nodeqc.archive.secret import index_secret, row_mac, row_mac_ok
 from nodeqc.archive.verified import COLUMNS, Entry, Skipped, fabric_member, verified_facts
 from nodeqc.core.errors import UsageError, shown
-from nodeqc.core.names import host_label
-from nodeqc.core.text import few
+from nodeqc.core.names import host_label, host_name
+from nodeqc.core.text import few, is_unicode
 
 SCHEMA_VERSION = 4  # 3: a fabric report's members and their verdicts; 4: members' claims held to their run names
 
@@ -80,6 +79,7 @@ class Archive:
         self._in_memory = False
         self._secret: bytes | None = None
         self._checked: dict[str, dict[str, Any]] | None = None  # the rows the last refresh checked
+        self._unnamed: list[Skipped] = []  # report files whose names are not UTF-8 (the last refresh's)
 
     # ------------------------------------------------------------------ the index file
 
@@ -91,7 +91,7 @@ class Archive:
             where = str(self.root.resolve())
         except OSError:
             where = str(self.root.absolute())
-        tag = hashlib.sha256(f"{socket.gethostname()}\0{where}".encode()).hexdigest()[:16]
+        tag = hashlib.sha256(f"{host_name()}\0{where}".encode()).hexdigest()[:16]
         return platformdirs.user_cache_path("nodeqc") / f"index-{tag}.sqlite3"
 
     def _keyset(self) -> str:
@@ -208,6 +208,7 @@ class Archive:
         ctime cannot be set back by the file's owner, so an edit that restores size and mtime
         still shows."""
         found: dict[str, str] = {}
+        self._unnamed = []
         if node_dir_name is not None:
             dirs = [node_dir_name] if (self.root / node_dir_name).is_dir() else []
         else:
@@ -221,6 +222,9 @@ class Archive:
                 continue
             for fname, f in entries.items():
                 if not fname.endswith(REPORT_SUFFIX):
+                    continue
+                if not is_unicode(f"{name}/{fname}"):  # the index (SQLite) holds text: one such name stopped every listing
+                    self._unnamed.append(Skipped(self.root / name / fname, "its name is not UTF-8 text: rename it"))
                     continue
                 try:
                     if not f.is_file(follow_symlinks=False):
@@ -424,7 +428,7 @@ class Archive:
         if self._checked is None:
             self._guarded(lambda: self._refresh(None))
         rows = sorted((r for r in (self._checked or {}).values() if r["trust"] != "verified"), key=lambda r: r["path"])
-        return [Skipped(self.root / r["path"], r["reason"]) for r in rows]
+        return [Skipped(self.root / r["path"], r["reason"]) for r in rows] + self._unnamed
 
 
 _FILES_PER_WORKER = 250  # a worker costs a fork and its share of the pool's start: worth it past a few hundred files

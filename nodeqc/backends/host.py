@@ -14,6 +14,7 @@ import psutil
 
 from nodeqc.backends.base import HostBackend, HostInfo, PciDevice, normalise_bus_id
 from nodeqc.core.na import NA
+from nodeqc.core.names import host_name
 from nodeqc.core.text import is_digits
 
 NVIDIA_VENDOR = "0x10de"
@@ -53,7 +54,7 @@ class LinuxHost(HostBackend):
 
     def info(self) -> HostInfo:
         return HostInfo(
-            hostname=socket.gethostname(),
+            hostname=host_name(),
             system_vendor=self._dmi("sys_vendor"),
             system_model=self._dmi("product_name"),
             system_serial=self._dmi("product_serial"),
@@ -90,7 +91,11 @@ class LinuxHost(HostBackend):
         host names; None off the live host (psutil and the resolver see only the machine it runs on)."""
         if self.root != Path("/"):
             return None
-        names = {socket.gethostname(), socket.getfqdn()}
+        names = {host_name()}
+        try:
+            names.add(socket.getfqdn())
+        except UnicodeError:  # a host name of other bytes than UTF-8: the resolver's IDNA refuses it
+            pass
         for addrs in psutil.net_if_addrs().values():
             names.update(a.address.split("%")[0] for a in addrs if a.family in (socket.AF_INET, socket.AF_INET6)
                          and not a.address.startswith("fe80"))

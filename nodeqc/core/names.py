@@ -96,6 +96,15 @@ def check_name(name: str, where: str) -> str:
     raise UsageError(f"{where} {shown(name)[:MAX_NAME + 20]}: {why}: {NAME_RULE}")
 
 
+def host_name() -> str:
+    """This host's name. One of other bytes than UTF-8 comes with surrogate escapes, which the
+    report's signing and the archive's index cannot write (an internal error): U+FFFD in their place."""
+    import os
+    import socket
+
+    return os.fsencode(socket.gethostname()).decode("utf-8", "replace")
+
+
 def node_key(serial: Any, hostname: Any) -> str:
     """What identifies a node in the archive: its system serial, else its host name."""
     return str(hostname) if is_na(serial) or serial == "" else str(serial)

@@ -19,6 +19,18 @@ def is_digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+def is_unicode(text: str) -> bool:
+    """Text UTF-8 can write: JSON's "\\udcff" and a file name of other bytes (os.scandir's surrogate
+    escapes) hold lone surrogates, which no UTF-8 writer (SQLite, a terminal, a CSV) takes."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def not_utf8(e: UnicodeDecodeError) -> str:
     """A file that is not UTF-8, said as a person reads it, not as the codec does."""
     return f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})"

@@ -44,7 +44,7 @@ from nodeqc.backends.nic import (IPERF3_MAX_S, IPERF3_MAX_STREAMS, iperf3_option
                                  parse_ib_write_lat, parse_iperf3)
 from nodeqc.core.arguments import Parser, number_in
 from nodeqc.core.errors import UsageError, shown
-from nodeqc.core.names import check_host
+from nodeqc.core.names import check_host, host_name
 from nodeqc.core.text import is_digits
 from nodeqc.fabric.nccl_group import COLLECTIVES
 
@@ -115,7 +115,7 @@ def which_end(pair: tuple[str, ...], index: int | None) -> int:
 def identity() -> dict[str, Any]:
     """What names this node in the fabric report's subjects: host name, serials (where readable),
     machine id."""
-    out: dict[str, Any] = {"hostname": socket.gethostname()}
+    out: dict[str, Any] = {"hostname": host_name()}
     for key, path in (("system_serial", "/sys/class/dmi/id/product_serial"),
                       ("board_serial", "/sys/class/dmi/id/board_serial"), ("machine_id", "/etc/machine-id")):
         try:

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from nodeqc.core.model import Verdict
+from nodeqc.core.text import is_unicode
 from nodeqc.report.answer import SHOWN_ORDER
 
 VERDICTS = frozenset(v.value for v in Verdict)
@@ -241,12 +242,18 @@ def _fabric_block(p: dict[str, Any]) -> None:
 
 
 def _numbers(p: dict[str, Any]) -> None:
-    """ShapeError at the first number no device or nodeqc writes (see MAX_WHOLE), anywhere in `p`:
-    walked without recursion, since json nests as deep as Python's own limit."""
+    """ShapeError at the first number no device or nodeqc writes (see MAX_WHOLE), or text that is not
+    Unicode (core.text.is_unicode), anywhere in `p`: walked without recursion, since json nests as deep as Python's
+    own limit."""
     stack: list[tuple[Any, str]] = [(p, "")]
     while stack:
         value, where = stack.pop()
+        if isinstance(value, str) and not is_unicode(value):  # one such host name stopped history, fleet and export
+            raise ShapeError(f"{where[:200] or 'predicate'}: text with a lone surrogate (\\ud800-\\udfff), not Unicode")
         if isinstance(value, dict):
+            for k in value:
+                if not is_unicode(k):
+                    raise ShapeError(f"{where[:200] or 'predicate'}: a key with a lone surrogate (\\ud800-\\udfff), not Unicode")
             stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in value.items())
         elif isinstance(value, list):
             stack.extend((v, f"{where}[{n}]") for n, v in enumerate(value))
