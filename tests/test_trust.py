@@ -191,6 +191,25 @@ def test_compare_of_an_unverified_report_exits_non_zero(node_a):
     assert p.returncode in (0, 1) and "NOT VERIFIED" in p.stderr and "compare:" in p.stdout
 
 
+def test_a_signed_report_whose_verdict_is_better_than_its_checks_does_not_verify(tmp_path):
+    """The 2026-11-29 fuzzing: a report signed by a trusted key saying PASS over its own failed check was
+    `verified: PASS` (exit 0), `show` headed it PASS and the archive listed it a qualification. A node's
+    key can sign what it likes of itself, but not a report that contradicts itself."""
+    root = tmp_path / "archive"
+    liar = predicate("NODE-L", "FAIL", "2026-11-02T08:00:00Z")
+    liar["verdict"], liar["summary"]["failed"] = "PASS", []
+    path = file_report(root, liar)
+    p = cli("verify", str(path))
+    assert p.returncode != 0 and "verdict: PASS, where its own checks hold 1 that failed or could not run (FAIL): " \
+        "the report contradicts itself" in p.stderr, (p.stdout, p.stderr)
+    assert "NOT VERIFIED" in cli("show", str(path)).stderr + cli("show", str(path)).stdout
+    assert str(path) not in _history(root).stdout
+    aborted = predicate("NODE-L", "PASS", "2026-11-03T08:00:00Z", status="aborted")
+    aborted["verdict"] = "FAIL"  # an aborted run's FAIL over passing checks: worse than its checks is the runner's own word
+    p = cli("verify", str(file_report(root, aborted)))
+    assert p.returncode == 0 and p.stdout.startswith("verified: ABORTED"), p.stdout
+
+
 def test_show_of_an_altered_report_exits_non_zero(node_a):
     root, old, failed = node_a
     assert cli("show", str(failed)).returncode == 0

@@ -24,7 +24,7 @@ from nodeqc.core.names import node_key
 from nodeqc.core.safefile import NotAFile, open_regular, read_bounded, write_atomic
 from nodeqc.report.journal import dumps
 from nodeqc.report.keys import Signer, Trusted
-from nodeqc.report.shape import ShapeError, check_predicate
+from nodeqc.report.shape import ShapeError, check_predicate, check_verdict
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://nodeqc.dev/qualification/v1"
@@ -215,6 +215,11 @@ def _outside_binding(stmt: dict[str, Any], nodes: frozenset[str] | None) -> str 
 def verify_envelope(envelope: dict[str, Any], trusted: dict[str, Trusted]) -> Verified:
     def vouched(payload: bytes, nodes: frozenset[str] | None) -> tuple[dict[str, Any], str | None]:
         stmt = _statement(payload)  # the payload that was verified, decoded once
+        if stmt["predicateType"] != FABRIC_PREDICATE_TYPE:
+            try:
+                check_verdict(stmt["predicate"])
+            except ShapeError as e:
+                raise VerificationError(str(e)) from None
         return stmt, _outside_binding(stmt, nodes)
 
     stmt, kid, source = open_signed(envelope, PAYLOAD_TYPE, trusted, vouched, "the report")

@@ -93,6 +93,20 @@ def check_predicate(p: Any, fabric: bool = False) -> None:
             _finding(finding, f"answer.findings[{n}]")
 
 
+def check_verdict(p: dict[str, Any]) -> None:
+    """A node report's verdict no better than its own checks (model.node_verdict), for a signed report
+    to be verified: one that said PASS over a failed check was `verified: PASS` (exit 0) and headed
+    `show` with PASS (2026-11-29 fuzzing). Worse than its checks is an aborted run's FAIL (runner),
+    never a better word. (Not a shape: `show --unverified` still shows such a report, NOT VERIFIED.)"""
+    verdicts = {c.get("verdict") for c in p.get("checks") or []}
+    allowed = "FAIL" if "fail" in verdicts else "ERROR" if "error" in verdicts else "PASS"
+    rank = {"PASS": 0, "ERROR": 1, "FAIL": 2}
+    if p.get("verdict") in rank and rank[p["verdict"]] < rank[allowed]:
+        failed = sum(c.get("verdict") in ("fail", "error") for c in p.get("checks") or [])
+        raise ShapeError(f"verdict: {p['verdict']}, where its own checks hold {failed} that failed or could not "
+                         f"run ({allowed}): the report contradicts itself")
+
+
 def _check(c: Any, where: str) -> None:
     if not isinstance(c, dict):
         raise ShapeError(f"{where}: expected an object")
