@@ -326,12 +326,27 @@ def test_distribution_in_full():
             for i, v in enumerate([10.0, 14.0, 11.0, 13.0, 12.0, 30.0])]
     d = distributions(figs)[(MODEL, "stress.burn:bf16_tflops")]
     assert (d.sku, d.measure, d.unit, d.count, d.nodes) == (MODEL, "stress.burn:bf16_tflops", "TFLOP/s", 6, 3)
-    assert d.values == (10.0, 11.0, 12.0, 13.0, 14.0, 30.0) and d.median == 12.5
-    assert d.mad == 1.5  # |v - 12.5|: 2.5 1.5 0.5 0.5 1.5 17.5
-    assert (d.p10, d.p90) == (10.5, 22.0)  # numpy.percentile(values, [10, 90]) (linear, "inclusive")
-    assert d.percentile(12.0) == 41.7 and d.percentile(9) == 0.0 and d.percentile(31) == 100.0
+    # Each node one voice, its median (12, 12, 21): one node's many GPUs cannot set the fleet's.
+    assert d.values == (10.0, 11.0, 12.0, 13.0, 14.0, 30.0) and d.node_medians == (12.0, 12.0, 21.0) and d.median == 12.0
+    assert d.mad == 0.0  # |m - 12|: 0 0 9
+    assert (d.p10, d.p90) == (12.0, 19.2)  # numpy.percentile(node_medians, [10, 90]) (linear, "inclusive")
+    assert d.percentile(12.0) == 33.3 and d.percentile(9) == 0.0 and d.percentile(31) == 100.0
     one = distributions([_fig("n0", 7.0)])[(MODEL, "stress.burn:bf16_tflops")]
     assert (one.median, one.mad, one.p10, one.p90, one.count) == (7.0, 0.0, 7.0, 7.0, 1)
+
+
+def test_one_node_of_many_fast_gpus_does_not_make_the_fleet_its_outliers():
+    """The 2026-11-29 fuzzing: one report claiming 200 GPUs twice as fast set the median of the GPUs'
+    figures and made every one of ten honest nodes an outlier (and would have warned in their runs)."""
+    gpu = lambda node, value, g: FleetFigure(node, f"gpu{g}", MODEL, "stress.burn:bf16_tflops", value, "TFLOP/s")  # noqa: E731
+    honest = [gpu(f"n{i}", 100.0 + i % 3, g) for i in range(10) for g in range(8)]
+    liar = [gpu("liar", 200.0, g) for g in range(200)]
+    found, dists = outliers(honest + liar, 10.0, 10)
+    assert dists[(MODEL, "stress.burn:bf16_tflops")].median == 101.0
+    assert {o.figure.node for o in found} == set()  # the liar is fast, not an outlier below
+    slow = [gpu("slow", 80.0, g) for g in range(8)]
+    found, _ = outliers(honest + liar + slow, 10.0, 10)
+    assert {o.figure.node for o in found} == {"slow"}
 
 
 def test_percentile_counts_ties_half():

@@ -50,13 +50,14 @@ class Distribution:
     mad: float  # median absolute deviation
     p10: float
     p90: float
-    values: tuple[float, ...]  # sorted
+    values: tuple[float, ...]  # every figure, sorted
+    node_medians: tuple[float, ...] = ()  # each node's median, sorted: the median, MAD, p10, p90 and percentile's
 
     def percentile(self, value: float) -> float:
-        """Percent of the fleet's figures below this one (ties count half)."""
-        below = bisect_left(self.values, value)
-        equal = bisect_right(self.values, value) - below
-        return round(100.0 * (below + 0.5 * equal) / len(self.values), 1)
+        """Percent of the fleet's nodes (their medians) below this figure (ties count half)."""
+        below = bisect_left(self.node_medians, value)
+        equal = bisect_right(self.node_medians, value) - below
+        return round(100.0 * (below + 0.5 * equal) / len(self.node_medians), 1)
 
 
 @dataclass(frozen=True)
@@ -82,12 +83,18 @@ def _groups(figures: list[FleetFigure]) -> dict[tuple[str, str], list[tuple[int,
 
 
 def _distribution(sku: str, measure: str, fs: list[tuple[int, FleetFigure]]) -> Distribution:
-    values = sorted(f.value for _, f in fs)
-    median = statistics.median(values)
-    mad = statistics.median(abs(v - median) for v in values)
-    q = statistics.quantiles(values, n=10, method="inclusive") if len(values) >= 2 else [values[0]] * 9
-    return Distribution(sku, measure, fs[0][1].unit, len(values), len({f.node for _, f in fs}),
-                        median, mad, q[0], q[-1], tuple(values))
+    """Each node one voice: its own median. Over the GPUs' figures, one node's report of 200 fast GPUs
+    set the fleet's median and made every honest node an outlier (2026-11-29 fuzzing); a node's GPUs
+    are one machine's, and the fleet is its nodes."""
+    by_node: dict[str, list[float]] = {}
+    for _, f in fs:
+        by_node.setdefault(f.node, []).append(f.value)
+    nodes = sorted(statistics.median(v) for v in by_node.values())
+    median = statistics.median(nodes)
+    mad = statistics.median(abs(v - median) for v in nodes)
+    q = statistics.quantiles(nodes, n=10, method="inclusive") if len(nodes) >= 2 else [nodes[0]] * 9
+    return Distribution(sku, measure, fs[0][1].unit, len(fs), len(by_node), median, mad, q[0], q[-1],
+                        tuple(sorted(f.value for _, f in fs)), tuple(nodes))
 
 
 def distributions(figures: list[FleetFigure]) -> dict[tuple[str, str], Distribution]:
