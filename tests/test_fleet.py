@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import random
 import re
 import sqlite3
@@ -784,3 +785,14 @@ def test_fleet_rows_must_be_one_or_more(tmp_path, rows):
     """--rows -5 was taken, and printed every row but the last five."""
     p = cli("fleet", "--archive", str(tmp_path), "--rows", rows)
     assert p.returncode == 2 and p.stderr.strip() == f"nodeqc: --rows {rows}: expected 1 or more"
+
+
+@pytest.mark.parametrize("values", [(1.7e308, -1.7e308), (1.7e308, 0.0), (1e300, 1.5e300), (5e-324, 1e-323)])
+def test_a_plot_of_figures_at_the_ends_of_the_floats_is_drawn_or_said_too_far_apart(values):
+    """The 2026-11-29 fuzzing: two signed figures of +-1.7e308 overflowed the plot's scale and ended
+    `fleet --html` for the whole fleet in an internal error."""
+    from nodeqc.cli.fleetpage import _strip
+
+    d = distributions([_fig(f"n{i}", v) for i, v in enumerate(values)])[(MODEL, "stress.burn:bf16_tflops")]
+    text = _strip(d, [], 10.0, 10)
+    assert "too far apart to draw" in text if not math.isfinite((max(values) - min(values)) * 4) else "<svg" in text

@@ -220,6 +220,10 @@ def _strip(d: Any, outs: list[Any], pct: float, min_fleet: int) -> str:
     lo, hi = min(d.values), max(d.values)
     if judged:
         lo, hi = min(lo, limit), max(hi, limit)
+    title = f"{d.sku}: {measure_label(d.measure)}, {d.unit}"
+    if not math.isfinite((hi - lo) * 4):  # figures near the largest float (a report's, 2026-11-29): no scale spans them
+        return (f"<figure><figcaption><b>{e(title)}</b>: {d.count} figures from {d.nodes} nodes, from {lo:g} to "
+                f"{hi:g}: too far apart to draw</figcaption></figure>")
     if hi - lo < max(abs(hi), 1.0) * 1e-3:  # all (nearly) one value: a scale around it
         half = max(abs(hi), 1.0) * 0.01
         lo, hi = lo - half, hi + half
@@ -266,7 +270,6 @@ def _strip(d: Any, outs: list[Any], pct: float, min_fleet: int) -> str:
             marks.append(f'<text x="{cx + (-5 if right else 5):.1f}" y="{62 + 11 * k}" font-size="10" fill="#c00" '
                          f'text-anchor="{"end" if right else "start"}" stroke="#fff" stroke-width="3" '
                          f'paint-order="stroke">{e(name)} {f.value:g}</text>')
-    title = f"{d.sku}: {measure_label(d.measure)}, {d.unit}"
     if not judged:
         why = (f"too small to judge: {d.nodes} node(s) of this SKU, fewer than min_fleet {min_fleet}"
                if d.nodes < min_fleet else "not judged: the median is not above zero")
