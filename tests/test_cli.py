@@ -590,6 +590,10 @@ def test_a_journal_is_read_line_by_line_keeping_only_what_show_renders(tmp_path)
     assert [r["type"] for r in records] == ["run_started", "run_finished"] and damaged == 1  # the long line
     p = cli("show", str(journal))
     assert p.returncode == 0 and "finished: PASS (complete)" in p.stdout and "1 damaged line(s)" in p.stderr
+    # Anyone can write a journal (the 2026-11-29 fuzzing: a forged one's PASS was shown as any other):
+    # `show` says it is not signed, and which report is, where the journal names one.
+    assert p.stdout.splitlines()[1] == ("NOT VERIFIED: a journal is not signed, only the run's own record; "
+                                        "its signed report is the qualification")
 
 
 def test_a_journal_whose_finish_is_of_the_wrong_kind_is_no_journal_nodeqc_writes(tmp_path):

@@ -75,6 +75,10 @@ WRONG = [("gpus", None, "gpus: expected a list"), ("gpus", 5, "gpus: expected a 
           "repair.outcomes[0].status: expected text"),
          ("repair", {"action": "reseated", "outcomes": [{}]}, "repair.outcomes[0].subject: missing"),
          ("simulation", {"scenario": "h100", "faults": [1]}, "simulation.faults: expected a list of text"),
+         # The 2026-11-29 fuzzing: a replay's unrecorded NVML calls of another kind ended `show`.
+         ("simulation", {"replay": "cap.json", "unrecorded": 5}, "simulation.unrecorded: expected a list of text"),
+         ("simulation", {"replay": 5}, "simulation.replay: expected text"),
+         ("simulation", {"replay": "cap.json", "captured_at": []}, "simulation.captured_at: expected text"),
          ("checks.1", {"name": "nic.inventory", "subject": "node", "verdict": "pass", "message": "1 NIC",
                        "evidence": {"nics": -1}}, "checks[1].evidence.nics: expected a list"),
          ("checks.1", {"name": "nic.inventory", "subject": "node", "verdict": "pass", "message": "1 NIC",

@@ -241,7 +241,11 @@ def render_journal(records: list[dict[str, Any]]) -> str:
     if not_written:
         state += f", but its report was NOT written ({not_written.get('reason')}): not a qualification"
     node = started.get("node", {})
-    out = [f"nodeqc journal: {state}",
+    # Unsigned: anyone can write one ("finished: PASS" of a forged journal, exit 0, said nothing of it).
+    report = finished.get("report_path") if finished else None
+    trust = ("NOT VERIFIED: a journal is not signed, only the run's own record; its signed report is the "
+             "qualification" + (f" (nodeqc verify {report})" if isinstance(report, str) else ""))
+    out = [f"nodeqc journal: {state}", trust,
            f"node {node.get('hostname')}  profile {started.get('profile', {}).get('name')}  "
            f"started {started.get('started_at')}{'  SIMULATED' if started.get('simulated') else ''}",
            f"{len(results)} result(s) reached:"]

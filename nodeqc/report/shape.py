@@ -189,7 +189,7 @@ PART = {"kind": "text?", "subject": "text?", "name": "text?", "index": "whole?",
 NIC = {"subject": "text", "name": "text?", "bus_id": "text?", "mac": "text?"}
 PARTIAL = {"only": "texts", "skip": "texts", "checks": "texts", "gpus": "texts"}
 SIMULATION = {"scenario": "text", "faults": "texts", "time_scale": "number", "nodes": "whole", "rails": "whole",
-              "planted": "list"}
+              "planted": "list", "replay": "text?", "captured_at": "text?", "compute": "text?", "unrecorded": "texts"}
 SUMMARY = {"counts": "object", "failed": "texts"}
 MEMBER = {"name": "text", "verdict": "text", "identity": "object"}  # a fabric run's node (archive.verified)
 REPAIR = {"action": "text?", "named": "flag", "parts": "texts", "outcomes": "list", "previous": "object?"}
