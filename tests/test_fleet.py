@@ -746,6 +746,9 @@ def test_the_page_in_a_headless_browser_runs_its_script_under_its_policy(tmp_pat
         assert f"{len(rows)} of 13 node(s) shown" in filtered
         shown = re.findall(r'<tr class="s\d"([^>]*)>.*?<a [^>]*>([^<]*)</a>', filtered)
         assert len(shown) == 13 and {node for attrs, node in shown if "hidden" not in attrs} == rows
+    # A filter that is not percent-encoding is taken as written (it threw, and the box never appeared).
+    filtered = _dom(browser, out.as_uri() + "#filter=%", tmp_path)
+    assert "0 of 13 node(s) shown" in filtered and re.search(r'<input id="q"(?![^>]*hidden)', filtered)
     # Sorted by a column, as a click on its header sorts: by node, then by age (oldest last).
     nodes = re.findall(r'<tr class="s\d"[^>]*>.*?<a [^>]*>([^<]*)</a>', _dom(browser, out.as_uri() + "#sort=node", tmp_path))
     assert nodes == sorted(nodes) and len(nodes) == 13

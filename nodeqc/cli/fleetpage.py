@@ -85,10 +85,13 @@ SCRIPT = """
     });
   });
   box.addEventListener("input", filter);
+  function decoded(t) {  // "#filter=%" threw URIError, and the filter box never appeared
+    try { return decodeURIComponent(t); } catch (e) { return t; }
+  }
   var m = /[#&]filter=([^&]*)/.exec(location.hash), s = /[#&]sort=([^&]*)/.exec(location.hash);
-  if (m) { box.value = decodeURIComponent(m[1]); }
+  if (m) { box.value = decoded(m[1]); }
   Array.prototype.forEach.call(heads, function (th) {
-    if (s && th.textContent === decodeURIComponent(s[1])) { th.querySelector("button").click(); }
+    if (s && th.textContent === decoded(s[1])) { th.querySelector("button").click(); }
   });
   box.hidden = false;
   filter();
