@@ -799,3 +799,29 @@ def test_a_plot_of_figures_at_the_ends_of_the_floats_is_drawn_or_said_too_far_ap
     d = distributions([_fig(f"n{i}", v) for i, v in enumerate(values)])[(MODEL, "stress.burn:bf16_tflops")]
     text = _strip(d, [], 10.0, 10)
     assert "too far apart to draw" in text if not math.isfinite((max(values) - min(values)) * 4) else "<svg" in text
+
+
+_DOM_MOCK = """
+function el() { return {tBodies: [{rows: []}], tHead: {rows: [{cells: []}]}, rows: [], hidden: true, value: "",
+  textContent: "", addEventListener: function () {}, appendChild: function () {}}; }
+var box = el();
+var document = {getElementById: function (id) { return id === "q" ? box : el(); },
+                createDocumentFragment: function () { return el(); }};
+var location = {hash: HASH};
+"""
+
+
+@pytest.mark.skipif(__import__("shutil").which("node") is None, reason="no node to run the page's script in")
+@pytest.mark.parametrize("hash_, value", [("#filter=%", "%"), ("#filter=%41%20b", "A b"), ("#sort=%E0%A4%A", "")])
+def test_the_page_s_script_takes_an_address_that_is_not_percent_encoding_as_written(tmp_path, hash_, value):
+    """The 2026-11-29 fuzzing: "#filter=%" threw URIError in the page's script, and the filter box never
+    appeared (its script run under node, with the little of a page it touches)."""
+    import subprocess
+
+    from nodeqc.cli.fleetpage import SCRIPT
+
+    script = tmp_path / "page.js"
+    script.write_text(_DOM_MOCK.replace("HASH", json.dumps(hash_)) + SCRIPT
+                      + "\nconsole.log(JSON.stringify([box.hidden, box.value]));")
+    p = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and json.loads(p.stdout) == [False, value], p.stderr
