@@ -423,6 +423,22 @@ def test_dead_nodes_on_a_lone_rail_fail_and_a_simulated_run_returns_no_node_to_s
     assert v.returncode == 1 and v.stdout == "" and "a simulated fabric run: no real node's verdict stands" in v.stderr
 
 
+def test_a_leaf_whose_nodes_are_all_down_is_named_as_the_leaf(tmp_path):
+    """The 2026-11-29 notes: with the leaves known and one rail, a leaf of three nodes all down named
+    the rail (every node not judged) and one of four named the other leaf's uplink. The leaf is named,
+    its nodes never pass (judged with it), and the planted faults are found in it."""
+    dead = ("node3", "node4", "node5")
+    p = cli("fabric", "--simulate", "6", "--leaves", "2", "--seed", "1", "--rails", "1",
+            *[a for n in dead for a in ("--inject", f"{n}:down")], "--out", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    assert "FAIL  fabric.leaf L1: every test of its 3 nodes failed" in p.stderr and "FABRIC_RAIL" not in p.stderr
+    for n in dead:
+        assert f"ERROR fabric.node {n}: inconclusive: under L1, whose every test failed" in p.stderr
+        assert f"simulated fault {n}:down: found" in p.stderr
+    [report] = tmp_path.glob("*.report.json")
+    assert "dead leaves              L1" in cli("show", str(report)).stdout
+
+
 @pytest.mark.parametrize("args, code, said", [
     # Milder than the floors: every test it touched passed ("missed: NOT FOUND" before, exit 0).
     (["--rounds", "7", "--inject", "node1:slow=0.9"], 0, "node1:slow=0.9: within the floors: every test it touched "

@@ -200,6 +200,31 @@ def test_half_the_nodes_dead_on_a_lone_rail_are_named_not_the_rail():
     assert ring.bad_rails == ["r0"] and ring.bad_nodes == [] and {ring.node_verdict(n) for n in eight} == {"error"}
 
 
+def test_a_leaf_whose_every_test_failed_inside_and_across_is_named_with_its_nodes_not_judged_apart():
+    """The 2026-11-29 notes: with a topology, a leaf whose nodes were all down on a lone rail named the
+    rail (three of them, of six) or an uplink (four of eight) and left its nodes not judged or failed
+    one by one. Every test among them and across the leaf failed while the other leaf's passed: the
+    leaf switch, or all of its nodes at once, told as the leaf; its nodes never pass."""
+    from nodeqc.fabric.topology import Topology
+
+    for n in (6, 8):
+        nodes = [f"n{i}" for i in range(n)]
+        topo = Topology("test", {node: "L0" if i < n // 2 else "L1" for i, node in enumerate(nodes)}, {"L0": "S0", "L1": "S0"})
+        dead = set(nodes[n // 2:])
+        s = score(nodes, _mesh(nodes, {(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1:] if {a, b} & dead}), topo)
+        assert [leaf.switch for leaf in s.bad_leaves] == ["L1"] and s.bad_leaves[0].nodes == tuple(sorted(dead))
+        assert (s.bad_rails, s.bad_nodes, s.bad_uplinks, s.bad_links) == ([], [], [], []) and s.failed
+        assert {node: s.node_verdict(node) for node in nodes} == {node: "error" if node in dead else "pass" for node in nodes}
+        assert s.inconclusive[nodes[-1]] == "under L1, whose every test failed, among its nodes and across it: judged with its leaf"
+        # One node of the leaf that passed among its own: no dead leaf, the others named one by one.
+        alive = {(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1:] if {a, b} & (dead - {nodes[-1]})}
+        one = score(nodes, _mesh(nodes, alive), topo)
+        assert one.bad_leaves == [] and set(one.bad_nodes) == dead - {nodes[-1]}
+        # Without the other leaf passing, no leaf is to blame: a fabric that failed everywhere.
+        every = score(nodes, _mesh(nodes, {(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1:]}), topo)
+        assert every.bad_leaves == []
+
+
 def test_three_nodes_failing_together_are_a_rail_two_are_not():
     three = score(["a", "b", "c"], _mesh(["a", "b", "c"], {("a", "b"), ("a", "c"), ("b", "c")}))
     assert three.bad_rails == ["r0"] and three.bad_nodes == []

@@ -106,10 +106,10 @@ ANY_CHECK = ("RUN_ABORTED", "MODEL_NOT_JUDGED", "INTERNAL_ERROR")
 
 # The fabric report's checks (nodeqc fabric: many nodes by pair tests), not a node run's.
 FABRIC = Family("fabric", "Many nodes qualified together by pair tests (nodeqc fabric)",
-                checks=("rail", "link", "pair", "node", "coverage", "uplink", "tail", "group"),
+                checks=("rail", "link", "pair", "node", "coverage", "uplink", "leaf", "tail", "group"),
                 codes=("CUDA_UNAVAILABLE", "FABRIC_GROUP_NODE", "FABRIC_GROUP_NOT_JUDGED", "FABRIC_GROUP_NVLINK",
                        "FABRIC_GROUP_TOGETHER",
-                       "FABRIC_GROUP_WIDE", "FABRIC_INCONCLUSIVE", "FABRIC_LINE_REFUSED", "FABRIC_LINK", "FABRIC_NODE",
+                       "FABRIC_GROUP_WIDE", "FABRIC_INCONCLUSIVE", "FABRIC_LEAF", "FABRIC_LINE_REFUSED", "FABRIC_LINK", "FABRIC_NODE",
                        "FABRIC_NODE_LATENCY", "FABRIC_NODE_RAIL", "FABRIC_NOT_MEASURED", "FABRIC_PAIR_ERROR",
                        "FABRIC_RAIL", "FABRIC_STRAGGLER", "FABRIC_TAIL", "FABRIC_UNTESTED", "FABRIC_UPLINK",
                        "FABRIC_WORKER_LIED", "IPERF3_MISSING", "PERFTEST_MISSING"))

@@ -134,6 +134,14 @@ def fabric_checks(scores: Scores, results: list[PairResult]) -> list[CheckResult
                                "the path between them", "FABRIC_LINK", {"rails": Value(", ".join(rails))}, [],
                                {"failed": figures}, "rails"))
     out += uplink_checks(scores)
+    for leaf in scores.bad_leaves:
+        out.append(CheckResult(
+            "fabric.leaf", leaf.switch, Verdict.FAIL,
+            f"every test of its {len(leaf.nodes)} nodes failed: {leaf.inside} among themselves and {leaf.across} "
+            f"across it, while {leaf.rest_passed} of {leaf.rest} tests elsewhere passed: the leaf switch (its power, "
+            f"a hang, its configuration), or every node under it at once ({', '.join(leaf.nodes[:8])}"
+            f"{' +more' if len(leaf.nodes) > 8 else ''})", "FABRIC_LEAF",
+            {"inside": Value(leaf.inside), "across": Value(leaf.across)}, [], {"nodes": list(leaf.nodes)}, "across"))
     out += tail_checks(scores.tails)
     skipped: dict[tuple[str, str], set[str]] = {}
     for r in results:
@@ -395,7 +403,8 @@ def build_predicate(*, name: str, launcher: str, scores: Scores, rounds: list[Ro
                            "suspects": sorted(scores.suspects),
                            **({"stragglers": sorted(scores.tails.stragglers)} if scores.tails is not None else {}),
                            "inconclusive": sorted(scores.inconclusive),
-                           **({"uplinks": sorted({u.switch for u in scores.bad_uplinks})} if topology else {})},
+                           **({"uplinks": sorted({u.switch for u in scores.bad_uplinks}),
+                               "leaves": [leaf.switch for leaf in scores.bad_leaves]} if topology else {})},
                    "coverage": covered.to_dict() if pair_tests else None,
                    **({"groups": {"size": groups.size, "rounds": len(groups.rounds),
                                   "bad_nodes": groups.bad_nodes,

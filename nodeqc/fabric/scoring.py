@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from nodeqc.fabric.tails import Latency, Tails
     from nodeqc.fabric.topology import Topology
-    from nodeqc.fabric.uplinks import Uplink
+    from nodeqc.fabric.uplinks import DeadLeaf, Uplink
 
 
 @dataclass(frozen=True)
@@ -204,6 +204,8 @@ class Scores:
     suspects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # switch uplinks named bad (nodeqc.fabric.uplinks), where the topology is known
     bad_uplinks: list["Uplink"] = field(default_factory=list)
+    # leaves whose every test failed (nodeqc.fabric.uplinks.dead_leaves): their nodes are inconclusive
+    bad_leaves: list["DeadLeaf"] = field(default_factory=list)
     # the latency tail: stragglers, high tails (nodeqc.fabric.tails); None where no figure was measured
     tails: "Tails | None" = None
 
@@ -233,7 +235,7 @@ class Scores:
     @property
     def failed(self) -> bool:
         return bool(self.bad_rails or self.bad_nodes or self.bad_ports or self.bad_links or self.suspects
-                    or self.bad_uplinks or (self.tails is not None and self.tails.failed))
+                    or self.bad_uplinks or self.bad_leaves or (self.tails is not None and self.tails.failed))
 
 
 def score(nodes: list[str], results: list[PairResult], topology: "Topology | None" = None,
@@ -244,6 +246,16 @@ def score(nodes: list[str], results: list[PairResult], topology: "Topology | Non
     tested = [r for r in results if r.error is None]
     errors = [r for r in results if r.error is not None]
     tests = [(r.a, r.b, rail, ok) for r in tested for rail, ok in r.rails().items()]
+    # 0. Leaves whose every test failed, inside and across, where the topology is known: named as the
+    # leaves they are (nodeqc.fabric.uplinks.dead_leaves), their nodes judged with them, their tests
+    # out of every tally below.
+    leaves: list[DeadLeaf] = []
+    explained: set[int] = set()
+    if topology is not None:
+        from nodeqc.fabric.uplinks import dead_leaves
+
+        leaves, explained = dead_leaves(tests, topology)
+    under_dead = {n for leaf in leaves for n in leaf.nodes}
 
     # 1. Rails that fail fabric-wide. With several rails, only pairs that passed on another rail
     # speak for the rail (a bad node fails every rail of its pairs and says nothing about any).
@@ -252,6 +264,8 @@ def score(nodes: list[str], results: list[PairResult], topology: "Topology | Non
     per_rail: dict[str, list[bool]] = {}
     failing_nodes: dict[str, set[str]] = {}
     for r in tested:
+        if r.a in under_dead or r.b in under_dead:
+            continue
         verdicts = r.rails()
         for rail, ok in verdicts.items():
             others = [v for other, v in verdicts.items() if other != rail]
@@ -275,11 +289,11 @@ def score(nodes: list[str], results: list[PairResult], topology: "Topology | Non
 
     # 1b. Switch uplinks, where the topology is known: their crossing tests leave the tallies.
     uplinks: list[Uplink] = []
-    explained: set[int] = set()
     if topology is not None:
         from nodeqc.fabric.uplinks import name_uplinks
 
-        uplinks, explained = name_uplinks(tests, {i for i, t in enumerate(tests) if t[2] in bad_rails}, topology)
+        uplinks, crossing = name_uplinks(tests, explained | {i for i, t in enumerate(tests) if t[2] in bad_rails}, topology)
+        explained |= crossing
 
     ports: dict[tuple[str, str], Port] = {(n, rl): Port(n, rl) for n in nodes for rl in rails}
     by_port: dict[tuple[str, str], list[int]] = {}
@@ -351,6 +365,10 @@ def score(nodes: list[str], results: list[PairResult], topology: "Topology | Non
     for (n, rl), p in ports.items():
         if p.raw_tests:
             tested_on.setdefault(n, set()).add(rl)
+    for leaf in leaves:
+        for node in leaf.nodes:  # not this node's alone: its leaf's (fabric.leaf), never a pass
+            inconclusive[node] = (f"under {leaf.switch}, whose every test failed, among its nodes and across it: "
+                                  "judged with its leaf")
     for node in nodes:
         if node not in tested_on and node not in inconclusive:
             inconclusive[node] = "no pair test of this node gave results"
@@ -396,4 +414,4 @@ def score(nodes: list[str], results: list[PairResult], topology: "Topology | Non
     tails = judge(list(nodes), results) if any(r.latencies for r in results) else None
     return Scores(nodes=list(nodes), rails=rails, suspects=suspects, ports=ports, bad_rails=bad_rails, bad_nodes=bad_nodes,
                   bad_ports=sorted(bad_ports), bad_links=sorted((a, b, sorted(set(r))) for (a, b), r in links.items()),
-                  inconclusive=inconclusive, errors=errors, bad_uplinks=uplinks, tails=tails)
+                  inconclusive=inconclusive, errors=errors, bad_uplinks=uplinks, tails=tails, bad_leaves=leaves)

@@ -375,8 +375,9 @@ class SimulatedCluster:
             elif kind == "straggler":
                 found = scores.tails is not None and where[0] in scores.tails.stragglers
                 untested = not any(where[0] in (t.a, t.b) for t in (scores.tails.judged if scores.tails else []))
-            elif kind == "node":
-                found, untested = where[0] in scores.bad_nodes, not any(
+            elif kind == "node":  # (or with its leaf, where every node under it is down: fabric.leaf)
+                found = where[0] in scores.bad_nodes or any(where[0] in leaf.nodes for leaf in scores.bad_leaves)
+                untested = not any(
                     (where[0], rl) not in covered.untested_ports for rl in covered.rails)
             elif kind == "port":
                 found = where in scores.bad_ports or where[0] in scores.bad_nodes or where[1] in scores.bad_rails

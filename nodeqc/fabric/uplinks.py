@@ -86,6 +86,8 @@ def name_uplinks(tests: list[tuple[str, str, str, bool]], skip: set[int], topolo
                             per_child.setdefault(_child_below(topology, n, k[0]), []).append(tests[i][3])
                 bad_children = sum(1 for oks in per_child.values() if oks.count(False) * 2 > len(oks))
                 ends_in = range(bad_children if bad_children * 2 > len(per_child) else 0)
+                if _far_nodes_explain(tests, left, mine):
+                    continue
                 within = [i for i in inside.get(k, []) if i not in explained]
                 # A node that fails most of its tests inside is a bad node (scoring names it): the
                 # inside tests that speak for the uplink are those between the others.
@@ -112,6 +114,21 @@ def name_uplinks(tests: list[tuple[str, str, str, bool]], skip: set[int], topolo
     return named, explained
 
 
+def _far_nodes_explain(tests: list[tuple[str, str, str, bool]], left: list[int], mine: set[str]) -> bool:
+    """The crossing tests' failures are their far ends' own: each failing test's node outside failed
+    every crossing test it had, while a node outside passed every one of its own, with two or more
+    nodes inside. The uplink carried that node's traffic; the failing ones are bad nodes (two dead
+    nodes of three under the other leaf named this uplink, 2026-11-29)."""
+    far: dict[str, list[tuple[str, bool]]] = {}
+    for i in left:
+        a, b, _, ok = tests[i]
+        out, near = (a, b) if a not in mine else (b, a)
+        far.setdefault(out, []).append((near, ok))
+    witness = any(all(ok for _, ok in met) and len({n for n, _ in met}) >= 2 for met in far.values())
+    failing = {n for n, met in far.items() if not all(ok for _, ok in met)}
+    return witness and all(not any(ok for _, ok in far[n]) for n in failing)
+
+
 def _child_below(topology: Topology, node: str, switch: str) -> str:
     """What hangs off `switch` on the node's way up: the node itself under a leaf, else a switch."""
     chain = [node, *topology.up(topology.leaf_of[node])]
@@ -132,3 +149,48 @@ def _far_side(topology: Topology, switch: str, ends_out: set[str]) -> list[str]:
 def _mostly_failed(tests: list[tuple[str, str, str, bool]], indices: list[int]) -> bool:
     """More than half of these tests failed (none at all: not)."""
     return sum(1 for i in indices if not tests[i][3]) * 2 > len(indices)
+
+
+@dataclass
+class DeadLeaf:
+    """A leaf switch every test of whose nodes failed, among themselves and across it, while the rest
+    of the fabric passed: the switch itself (its power, a reboot, its configuration), or every node
+    under it at once, which no test can tell apart; a leaf first (2026-11-29: on a lone rail half the
+    nodes under one leaf named the rail, the dead nodes not judged)."""
+    switch: str
+    nodes: tuple[str, ...]
+    inside: int  # tests between its nodes, every one failed
+    across: int  # tests from its nodes to the rest, every one failed
+    rest: int  # tests elsewhere, and how many passed
+    rest_passed: int
+
+
+def dead_leaves(tests: list[tuple[str, str, str, bool]], topology: Topology) -> tuple[list[DeadLeaf], set[int]]:
+    """(the leaves whose every test failed, the indices of the tests they explain). A leaf of two or
+    more nodes qualifies with at least one test inside it and one across, every one failed on every
+    rail, and more than half of the tests that touch no such leaf passed (a fabric failing everywhere
+    is its rails' or its spines')."""
+    size: dict[str, int] = {}
+    for leaf in topology.leaf_of.values():
+        size[leaf] = size.get(leaf, 0) + 1
+    inside: dict[str, list[int]] = {}
+    across: dict[str, list[int]] = {}
+    for i, (a, b, _, _) in enumerate(tests):
+        la, lb = topology.leaf_of.get(a), topology.leaf_of.get(b)
+        if la is not None and la == lb:
+            inside.setdefault(la, []).append(i)
+            continue
+        for leaf in (la, lb):
+            if leaf is not None:
+                across.setdefault(leaf, []).append(i)
+    candidates = [leaf for leaf in sorted(size) if size[leaf] >= 2 and inside.get(leaf) and across.get(leaf)
+                  and not any(tests[i][3] for i in inside[leaf] + across[leaf])]
+    if not candidates:
+        return [], set()
+    explained = {i for leaf in candidates for i in inside[leaf] + across[leaf]}
+    rest = [i for i in range(len(tests)) if i not in explained]
+    passed = sum(1 for i in rest if tests[i][3])
+    if passed * 2 <= len(rest):
+        return [], set()
+    return [DeadLeaf(leaf, tuple(sorted(n for n, lf in topology.leaf_of.items() if lf == leaf)), len(inside[leaf]),
+                     len(across[leaf]), len(rest), passed) for leaf in candidates], explained

@@ -144,6 +144,7 @@ def render_fabric_report(predicate: dict[str, Any], trust_line: str) -> str:
     named = [("bad nodes", bad.get("nodes")), ("bad rails of one node", [f"{n}:{r}" for n, r in bad.get("node_rails", [])]),
              ("bad rails (fabric-wide)", bad.get("rails")), ("bad links", [f"{a}-{b}" for a, b in bad.get("links", [])]),
              ("bad switch uplinks", [f"{u} uplink" for u in bad.get("uplinks") or []]),
+             ("dead leaves", bad.get("leaves") or []),
              ("inconclusive", bad.get("inconclusive")),
              ("fail only together", ["-".join(t) for t in (fab.get("groups") or {}).get("together") or []]),
              ("fabric-wide (groups)", ["every group and half failed"] if bad.get("fabric") else [])]

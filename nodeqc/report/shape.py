@@ -174,7 +174,7 @@ PROFILE = {"name": "text?", "path": "text?", "sha256": "text?", "chain": "texts"
 FABRIC = {"name": "text?", "launcher": "text?", "nodes": "texts", "rails": "texts", "tests": "texts",
           "group_tests": "texts", "rounds_reason": "text?", "bad": "object", "coverage": "object?",
           "topology": "object?", "groups": "object?", "schedule": "list"}
-FABRIC_BAD = {"nodes": "texts", "rails": "texts", "inconclusive": "texts", "uplinks": "texts?",
+FABRIC_BAD = {"nodes": "texts", "rails": "texts", "inconclusive": "texts", "uplinks": "texts?", "leaves": "texts?",
               "stragglers": "texts", "suspects": "texts", "node_rails": "pairs", "links": "pairs"}
 FABRIC_COVERAGE = {"pairs": "object?", "rails_untested": "texts", "ports_untested": "texts",
                    "uplinks_untested": "texts"}
