@@ -563,6 +563,21 @@ def test_a_slurm_block_is_an_nvlink_domain(tmp_path):
     assert t.nvlink == {f"gpu0{i}": "rack1" if i <= 3 else "rack2" for i in range(1, 7)}
 
 
+def test_a_simulated_cluster_takes_its_nvlink_domains_from_the_topology_file_s_blocks(tmp_path):
+    """The 2026-11-29 notes: with --simulate, BlockName= lines of --topology FILE were not the cluster's
+    NVLink domains (`nvlink:rack2:down` was refused: "domains: none"); a real cluster's are."""
+    topo = tmp_path / "topology.conf"
+    topo.write_text("BlockName=rack1 Nodes=node[0-5]\nBlockName=rack2 Nodes=node[6-11]\n")
+    common = ["fabric", "--simulate", "12", "--topology", str(topo), "--tests", "nccl", "--group-size", "3",
+              "--profile", "gb200-nvl72-tray", "--rails", "4", "--seed", "3", "--out", str(tmp_path)]
+    p = cli(*common, "--inject", "nvlink:rack2:down")
+    assert p.returncode == 1, p.stderr
+    assert "FAIL  fabric.group nvlink:rack2: every one of 2 group tests within NVLink domain rack2 failed" in p.stderr
+    assert "simulated fault nvlink:rack2:down: found" in p.stderr
+    p = cli(*common, "--nvlink-domain", "6")
+    assert p.returncode == 2 and "the topology's BlockName= lines name the NVLink domains already" in p.stderr
+
+
 def test_fabric_judges_groups_within_a_slurm_block_against_the_nvlink_floor_through_its_workers(tmp_path):
     topo = tmp_path / "topology.conf"
     topo.write_text("BlockName=rack1 Nodes=a,b,c\nBlockName=rack2 Nodes=d,e,f\n")

@@ -139,7 +139,12 @@ class SimulatedCluster:
             raise UsageError(f"--nvlink-domain {nvlink}: expected 0 (none) to the node count ({count})")
         if not 0 <= gpus <= 72:
             raise UsageError(f"--gpus {gpus}: expected 1 to 72")
-        domains = {n: f"D{i // nvlink}" for i, n in enumerate(nodes)} if nvlink else {}
+        # A topology file's BlockName= lines are its multi-node NVLink domains, as on a real cluster
+        # (they were left out of a simulated one: its group tests ran as if no node had NVLink).
+        known = dict(topology.nvlink) if topology is not None else {}
+        if nvlink and known:
+            raise UsageError(f"--nvlink-domain {nvlink}: the topology's BlockName= lines name the NVLink domains already")
+        domains = {n: f"D{i // nvlink}" for i, n in enumerate(nodes)} if nvlink else known
         cluster = cls(nodes, [f"rail{r}" for r in range(rails)], Faults(), seed, topology=topology, domains=domains,
                       gpus=gpus or GROUP_GPUS)
         for text in injected:
