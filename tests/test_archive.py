@@ -328,3 +328,19 @@ def test_text_that_is_not_unicode_is_one_file_not_verified_never_the_whole_listi
         assert "NODE-A/\\udcff.report.json: its name is not UTF-8 text: rename it" in warnings[0]
         assert "u.report.json: " in warnings[1] and "node.hostname: text with a lone surrogate" in warnings[1], warnings
     assert _listed(archive)[0][0] == "2026-11-05T08:00:00Z NODE-C"
+
+
+def test_a_node_key_that_is_also_others_host_name_lists_its_own_and_names_the_others(tmp_path):
+    """The 2026-11-29 review: a machine run as a user (no serial read: keyed by its host name) and as
+    root (keyed by its serial, same host name): `history --node gpu-017` dropped the root runs without
+    a word. They are still not listed (a host name is a claim), and the warning names them."""
+    root = tmp_path / "archive"
+    as_user = predicate("X", "PASS", "2026-11-02T08:00:00Z", hostname="gpu-017")
+    as_user["node"]["system_serial"] = ""
+    file_report(root, as_user, name="u.report.json")
+    file_report(root, predicate("SER-17", "FAIL", "2026-11-03T08:00:00Z", hostname="gpu-017"))
+    lines, p = _listed(root, "--node", "gpu-017")
+    assert lines == ["2026-11-02T08:00:00Z gpu-017"]
+    assert ("nodeqc: warning: gpu-017 is also the host name in the reports of SER-17: not listed; "
+            "name each by its system serial (--node SERIAL)") in p.stderr
+    assert _listed(root, "--node", "SER-17")[0] == ["2026-11-03T08:00:00Z SER-17"]

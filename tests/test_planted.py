@@ -11,7 +11,7 @@ import pytest
 
 from conftest import cli
 from nodeqc.backends.sim.faults import TARGETS, parse_fault
-from nodeqc.core.catalogue import FAMILIES
+from nodeqc.core.catalogue import FAMILIES, declared_codes
 from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.run.planted import CONDITIONS, FINDS, NEEDS_FULL, outcomes
 from nodeqc.spec.selection import CHECK_NAMES, Selection
@@ -31,9 +31,16 @@ def test_every_fault_of_the_vocabulary_has_the_checks_that_find_it_or_is_a_condi
         assert set(FINDS[target]) | conditions == set(vocabulary), target
         assert not set(FINDS[target]) & conditions, target
     families = {f.name for f in FAMILIES}
-    named = {c.removesuffix("@node") for finds in FINDS.values() for checks in finds.values() for c in checks}
+    named = {c.removesuffix("@node") for finds in FINDS.values() for checks, _ in finds.values() for c in checks}
     assert named - set(CHECK_NAMES) <= families, sorted(named - set(CHECK_NAMES) - families)
     assert {k[:2] for k in NEEDS_FULL} <= {(t, n) for t, finds in FINDS.items() for n in finds}
+    # Each code a fault is found by is one some check may give (a prefix: of at least one code).
+    declared = declared_codes()
+    for target, finds in FINDS.items():
+        for name, (_, codes) in finds.items():
+            for code in codes:
+                assert (code in declared) if not code.endswith("_") else any(d.startswith(code) for d in declared), \
+                    (target, name, code)
 
 
 def test_a_fault_is_found_by_its_own_checks_on_its_own_part_and_not_by_another_part_s():
@@ -66,7 +73,17 @@ def test_a_fault_is_found_by_its_own_checks_on_its_own_part_and_not_by_another_p
     ("host:bios=1.0", [], {}, "baseline.firmware did not run: it runs against a golden baseline (--baseline FILE)"),
     ("host:cpu_wrong=3", [], {}, "host.cpu_stress did not run: it runs in full runs only (not --quick)"),
     ("gpu0:p2p_bw=0.5", [], {"selection": Selection(skip=("stress.p2p", "stress.nccl"))},
-     "stress.p2p, stress.nccl left out of this run (--only/--skip)"),
+     "stress.p2p left out of this run (--only/--skip); stress.nccl left out of this run (--only/--skip)"),
+    # Each of its checks with its own reason (the review: a --skip beside a burn-in said "no result").
+    ("gpu0:slow=0.5", [], {"selection": Selection(skip=("stress.burn",))},
+     "stress.burn left out of this run (--only/--skip); burnin.stability did not run: it runs with a burn-in (--burn-in)"),
+    # A check that could not run judged nothing (the review: GPU_IN_USE was taken for finding slow HBM).
+    ("gpu0:hbm_bw=0.97", [CheckResult("stress.hbm_bandwidth", "gpu0", Verdict.ERROR, "another process computes on it",
+                                      code="GPU_IN_USE")], {},
+     "stress.hbm_bandwidth ERROR on gpu0 [GPU_IN_USE]: could not run: another process computes on it"),
+    # A GPU --gpu left out is untested whatever the node's all-reduce over the others said.
+    ("gpu7:nvlink_down=18", [CheckResult("stress.nccl", "node", Verdict.PASS, "m")], {"selection": Selection(gpus=(0, 1))},
+     "gpu7 is not among the GPUs this run tests (--gpu)"),
     ("gpu0:p2p_corrupt", [CheckResult("stress.p2p", "gpu0", Verdict.SKIP, "an earlier step failed on this GPU",
                                       code="SKIPPED_EARLIER_FAILURE")], {},
      "stress.p2p SKIP on gpu0 [SKIPPED_EARLIER_FAILURE]: an earlier step failed on this GPU"),
@@ -75,6 +92,27 @@ def test_a_fault_is_found_by_its_own_checks_on_its_own_part_and_not_by_another_p
 def test_a_fault_no_check_judged_is_untested_with_the_reason(fault, results, kwargs, why):
     said = _said(fault, results, **kwargs)
     assert said == {"fault": str(parse_fault(fault)), "outcome": "untested", "why": why}
+
+
+def test_a_check_that_failed_for_another_cause_masks_the_fault_rather_than_finding_it():
+    """The review of 2026-11-29: `gpu0:slow=0.97` beside `gpu0:bitflip` was "found" by the burn's
+    SDC_KNOWN_ANSWER, and a mild p2p_bw by the node's all-reduce another GPU's NVLinks slowed."""
+    sdc = CheckResult("stress.burn", "gpu0", Verdict.FAIL, "a flipped bit", code="SDC_KNOWN_ANSWER")
+    said = outcomes([parse_fault("gpu0:slow=0.97"), parse_fault("gpu0:bitflip")], [sdc], quick=True, selection=Selection())
+    assert [p["outcome"] for p in said] == ["masked", "found"]
+    assert said[0]["why"].startswith("stress.burn FAIL on gpu0 [SDC_KNOWN_ANSWER]: another cause's finding")
+    nccl = CheckResult("stress.nccl", "node", Verdict.FAIL, "slow", code="NCCL_SLOW")
+    p2p = [CheckResult("stress.p2p", "gpu5", Verdict.PASS, "m"), CheckResult("stress.p2p", "gpu0", Verdict.FAIL, "m", code="P2P_SLOW"),
+           CheckResult("health.nvlink", "gpu0", Verdict.FAIL, "m", code="NVLINK_DOWN")]
+    said = outcomes([parse_fault("gpu5:p2p_bw=0.97"), parse_fault("gpu0:nvlink_down=18")], [nccl, *p2p], quick=True,
+                    selection=Selection())
+    assert [p["outcome"] for p in said] == ["within the floors", "found"]
+    # Two faults that only the node's result speaks for: each found, each saying it shares it.
+    said = outcomes([parse_fault("gpu1:nvls_down"), parse_fault("gpu2:nvls_down")],
+                    [CheckResult("stress.nccl", "node", Verdict.WARN, "m", code="NCCL_NVLS_SLOW")], quick=True,
+                    selection=Selection())
+    assert [p["outcome"] for p in said] == ["found", "found"]
+    assert said[0]["why"] == "stress.nccl WARN on node [NCCL_NVLS_SLOW] (the node's result, shared with gpu2:nvls_down)"
 
 
 def test_a_healthy_node_s_ways_are_conditions_whatever_the_checks_said():

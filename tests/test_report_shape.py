@@ -79,6 +79,9 @@ WRONG = [("gpus", None, "gpus: expected a list"), ("gpus", 5, "gpus: expected a 
          ("simulation", {"replay": "cap.json", "unrecorded": 5}, "simulation.unrecorded: expected a list of text"),
          ("simulation", {"replay": 5}, "simulation.replay: expected text"),
          ("simulation", {"replay": "cap.json", "captured_at": []}, "simulation.captured_at: expected text"),
+         # A node run's planted faults (the 2026-11-29 review: ["x", 3] ended `show --unverified`).
+         ("simulation", {"scenario": "h100", "planted": ["x", 3]}, "simulation.planted[0]: expected an object"),
+         ("simulation", {"scenario": "h100", "planted": [{"fault": 5}]}, "simulation.planted[0].fault: expected text"),
          ("checks.1", {"name": "nic.inventory", "subject": "node", "verdict": "pass", "message": "1 NIC",
                        "evidence": {"nics": -1}}, "checks[1].evidence.nics: expected a list"),
          ("checks.1", {"name": "nic.inventory", "subject": "node", "verdict": "pass", "message": "1 NIC",

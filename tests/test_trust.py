@@ -445,3 +445,20 @@ def test_a_key_bound_to_nodes_vouches_for_those_nodes_only(tmp_path):
         trusted_keys([str(pub)])
     p = cli("verify", "--pubkey", str(pub), str(own))
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "gpu17.pub.nodes:2" in p.stderr, p.stderr
+
+
+def test_an_index_verified_by_other_rules_is_verified_again(tmp_path, monkeypatch):
+    """The 2026-11-29 review: a report saying PASS over its failed check, indexed before `verify`
+    refused such reports, stayed PASS in history and fleet: the index held the old rules' answer."""
+    import nodeqc.archive.index as index
+
+    root = tmp_path / "archive"
+    liar = predicate("NODE-L", "FAIL", "2026-11-02T08:00:00Z")
+    liar["verdict"], liar["summary"]["failed"] = "PASS", []
+    file_report(root, liar)
+    with monkeypatch.context() as before:
+        before.setattr("nodeqc.report.envelope.check_verdict", lambda p: None)  # the rules before
+        before.setattr(index, "verifier", lambda: "the rules before")
+        assert [e.verdict for e in Archive(root).reports()] == ["PASS"]
+    assert Archive(root).reports() == []
+    assert "the report contradicts itself" in _history(root).stderr

@@ -18,6 +18,7 @@ because of the index.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import hashlib
 import hmac
 import json
@@ -123,6 +124,11 @@ class Archive:
                 with _transaction(db):
                     db.execute("DELETE FROM reports")
                     db.execute("INSERT OR REPLACE INTO meta VALUES ('secret', ?)", (check,))
+            row = db.execute("SELECT value FROM meta WHERE key = 'verifier'").fetchone()
+            if row is None or row[0] != verifier():  # verified by other rules: each file verified again
+                with _transaction(db):
+                    db.execute("DELETE FROM reports")
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('verifier', ?)", (verifier(),))
         except BaseException:
             db.close()
             raise
@@ -374,8 +380,13 @@ class Archive:
         except OSError as e:
             raise UsageError(f"{self.root}: cannot read the archive: {e.strerror or e}") from None
         own = [r for r in rows.values() if r["members"] in (None, "{}") and r["trust"] == "verified" and r["keyid"] in self.trusted]
-        if node and by_host_name and not any(r["node"] == node for r in own):
-            claimants = sorted({r["node"] for r in own if r["hostname"] == node})
+        claimants = sorted({r["node"] for r in own if r["hostname"] == node and r["node"] != node}) if node else []
+        if node and by_host_name and claimants and any(r["node"] == node for r in own):
+            # A node key and the host name of others (the same machine run without the root that reads
+            # its serial, then with it): theirs are not listed, and that is said (the 2026-11-29 review).
+            self.warn(f"{shown(node)} is also the host name in the reports of {few([shown(c) for c in claimants])}: "
+                      "not listed; name each by its system serial (--node SERIAL)")
+        elif node and by_host_name:
             if len(claimants) > 1:
                 raise UsageError(f"{shown(node)}: the host name of {len(claimants)} nodes in the archive "
                                  f"({few([shown(c) for c in claimants])}): name one by its system serial")
@@ -429,6 +440,25 @@ class Archive:
             self._guarded(lambda: self._refresh(None))
         rows = sorted((r for r in (self._checked or {}).values() if r["trust"] != "verified"), key=lambda r: r["path"])
         return [Skipped(self.root / r["path"], r["reason"]) for r in rows] + self._unnamed
+
+
+@functools.cache
+def verifier() -> str:
+    """The verifying code's own digest (the envelope, the report's shape, the archive's facts): an index
+    row verified by other rules is not believed. A report that said PASS over its own failed checks,
+    indexed before verify refused it, stayed PASS in history and fleet (the 2026-11-29 review)."""
+    from nodeqc.archive import verified
+    from nodeqc.report import envelope, shape
+
+    from nodeqc import __version__
+
+    digest = hashlib.sha256(__version__.encode())
+    for module in (envelope, shape, verified):
+        try:
+            digest.update(Path(module.__file__ or "").read_bytes())
+        except OSError:  # packed where the source is not a file: the version alone
+            pass
+    return digest.hexdigest()[:32]
 
 
 _FILES_PER_WORKER = 250  # a worker costs a fork and its share of the pool's start: worth it past a few hundred files

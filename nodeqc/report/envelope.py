@@ -13,6 +13,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -178,6 +179,9 @@ def decode_statement(envelope: dict[str, Any]) -> dict[str, Any]:
     return _statement(_b64(envelope.get("payload"), "payload"))
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
 def _statement(payload: bytes) -> dict[str, Any]:
     """A decoded payload as a nodeqc statement, or VerificationError."""
     stmt = _json(payload, "payload is not JSON")
@@ -191,7 +195,10 @@ def _statement(payload: bytes) -> dict[str, Any]:
         raise VerificationError(f"its predicate type is {stmt['predicateType']}, but its content is "
                                 + ("a fabric run's" if stmt["predicateType"] == PREDICATE_TYPE else "not a fabric run's"))
     try:
-        check_predicate(stmt.get("predicate"), fabric=stmt["predicateType"] == FABRIC_PREDICATE_TYPE)
+        # A lone surrogate comes only from a \\uD800-\\uDFFF escape (UTF-8 cannot carry one): text is
+        # walked for them where the payload holds such an escape (a fifth of the check's time otherwise).
+        check_predicate(stmt.get("predicate"), fabric=stmt["predicateType"] == FABRIC_PREDICATE_TYPE,
+                        text=_SURROGATE_ESCAPE.search(payload) is not None)
     except ShapeError as e:
         raise VerificationError(f"a field of the wrong kind: {e}") from None
     return stmt

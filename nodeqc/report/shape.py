@@ -36,7 +36,7 @@ class ShapeError(ValueError):
     """A field of a report that is not of the kind nodeqc writes: says which (`checks[3].values`)."""
 
 
-def check_predicate(p: Any, fabric: bool = False) -> None:
+def check_predicate(p: Any, fabric: bool = False, text: bool = True) -> None:
     """ShapeError naming the first field of a qualification predicate (with `fabric`, a fabric run's:
     nodeqc.fabric.report) that is not of its kind. A fabric run's checks and node, read by the same
     faces, were not checked at all: 36 fields of the wrong kind ended show, --pdf, history or export
@@ -54,7 +54,7 @@ def check_predicate(p: Any, fabric: bool = False) -> None:
     for key in FLAGS + (("partial",) if fabric else ()):
         if key in p and not isinstance(p[key], bool) and not (key == "partial" and p[key] is None):
             raise ShapeError(f"{key}: expected true or false")
-    _numbers(p)
+    _numbers(p, text)
     if "verdict" in p and p["verdict"] not in RUN_VERDICTS:
         raise ShapeError(f"verdict: expected one of {', '.join(RUN_VERDICTS)}")
     if "status" in p and p["status"] not in STATUSES:
@@ -72,6 +72,9 @@ def check_predicate(p: Any, fabric: bool = False) -> None:
     for key, spec in (("partial", PARTIAL), ("simulation", SIMULATION), ("repair", REPAIR), ("summary", SUMMARY)):
         if isinstance(p.get(key), dict):
             _fields(p[key], key, spec)
+    simulation = p.get("simulation")  # a node's planted faults as a fabric's (show renders each)
+    for n, planted in enumerate(_list(simulation.get("planted"), "simulation.planted") if isinstance(simulation, dict) else ()):
+        _fields(planted, f"simulation.planted[{n}]", PLANTED)
     for n, node in enumerate(_list(p.get("nodes"), "nodes") if fabric else ()):
         _fields(node, f"nodes[{n}]", MEMBER, ("name",))
         if "verdict" in node and node["verdict"] not in VERDICTS:  # `fleet` printed "node0 ([{}])"
@@ -250,23 +253,20 @@ def _fabric_block(p: dict[str, Any]) -> None:
         _fields(fab["coverage"]["pairs"], "fabric.coverage.pairs", FABRIC_PAIRS_COVERED)
     for n, row in enumerate(_list(p.get("groups"), "groups")):
         _fields(row, f"groups[{n}]", GROUP_ROW)
-    simulation = p.get("simulation")
-    for n, planted in enumerate(_list(simulation.get("planted"), "simulation.planted") if isinstance(simulation, dict) else ()):
-        _fields(planted, f"simulation.planted[{n}]", PLANTED)
 
 
-def _numbers(p: dict[str, Any]) -> None:
+def _numbers(p: dict[str, Any], text: bool = True) -> None:
     """ShapeError at the first number no device or nodeqc writes (see MAX_WHOLE), or text that is not
     Unicode (core.text.is_unicode), anywhere in `p`: walked without recursion, since json nests as deep as Python's
     own limit."""
     stack: list[tuple[Any, str]] = [(p, "")]
     while stack:
         value, where = stack.pop()
-        if isinstance(value, str) and not is_unicode(value):  # one such host name stopped history, fleet and export
+        if text and isinstance(value, str) and not value.isascii() and not is_unicode(value):  # one such host name stopped history, fleet and export
             raise ShapeError(f"{where[:200] or 'predicate'}: text with a lone surrogate (\\ud800-\\udfff), not Unicode")
         if isinstance(value, dict):
             for k in value:
-                if not is_unicode(k):
+                if text and not k.isascii() and not is_unicode(k):
                     raise ShapeError(f"{where[:200] or 'predicate'}: a key with a lone surrogate (\\ud800-\\udfff), not Unicode")
             stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in value.items())
         elif isinstance(value, list):

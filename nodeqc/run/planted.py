@@ -18,65 +18,75 @@ from nodeqc.core.catalogue import family_of
 from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.spec.selection import Selection
 
-# A fault's checks: those that find it on its own part (gpuN; a NIC's nicN or interface name; the host's
-# "node"), and with "@node" those that find it on the node as a whole (the all-reduce across every GPU,
-# the PSUs' sensors). A family's name alone ("stress") is any of its checks. Held by
-# tests/test_planted.py to the checks that found each fault in a simulated run of its own
-# (2026-11-29: every fault of tests/test_faults.py's VALID, one run each, quick and full).
-FINDS: dict[str, dict[str, tuple[str, ...]]] = {
+# A fault's checks and the codes they find it by. Checks: those that find it on its own part (gpuN; a
+# NIC's nicN or interface name; the host's "node"), and with "@node" those that find it on the node as
+# a whole (the all-reduce across every GPU, the PSUs' sensors), credited only where no check of its own
+# part passed. A family's name alone ("stress") is any of its checks. Codes: a code, or a prefix ending
+# in "_" (XID_); a check that failed with another code is another fault's finding (a burn failed on a
+# flipped bit says nothing of its slowness). From one simulated run per fault, quick and full
+# (2026-11-29: every fault of tests/test_faults.py's VALID), held by tests/test_planted.py and the
+# fault runs of tests/test_fault_detection.py and tests/test_fault_families.py.
+FINDS: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "gpu": {
-        "missing": ("inventory.gpu_present", "inventory.gpu_count@node"),
-        "pcie_width": ("health.pcie_link", "stress.pcie_bandwidth"),
-        "pcie_gen": ("health.pcie_link", "stress.pcie_bandwidth"),
-        "pcie_replay": ("health.pcie_replay",),
-        "temp": ("health.temperature", "health.throttle"),
-        "throttle": ("health.throttle", "stress.burn"),
-        "ecc_dbe": ("health.ecc",), "ecc_sbe": ("health.ecc",),
-        "sram_dbe": ("health.sram_ecc",), "sram_sbe": ("health.sram_ecc",),
-        "xid": ("health.xid", "host.kernel_log"),
-        "row_remap_pending": ("health.row_remap",), "row_remap_failed": ("health.row_remap",),
-        "lost": ("health.gpu_lost", "stress"),
-        "slow": ("stress.burn", "burnin.stability"),
-        "hbm_bw": ("stress.hbm_bandwidth",),
-        "bitflip": ("stress.burn", "burnin.stability"),
-        "badmem": ("stress.memtest",),
-        "retention": ("stress.memtest",),  # its bit fade: full runs only (NEEDS_FULL)
-        "bitflip_random": ("stress.burn", "burnin.stability"),
-        "hbm_corrupt": ("stress.hbm_bandwidth",),
-        "pcie_corrupt": ("stress.pcie_bandwidth",),
-        "p2p_corrupt": ("stress.p2p",),
-        "nccl_corrupt": ("stress.nccl", "stress.nccl_net"),
-        "nvlink_down": ("health.nvlink", "stress.p2p", "stress.nccl@node"),
-        "fabric_unregistered": ("inventory.nvlink_fabric",), "fabric_degraded": ("inventory.nvlink_fabric",),
-        "fabric_clique": ("inventory.nvlink_fabric",),
-        "p2p_bw": ("stress.p2p", "stress.nccl@node"),
-        "nvls_down": ("stress.nccl@node",),
-        "hang": ("stress", "burnin.stability"),
-        "power": ("stress.burn", "stress.power"),
-        "transient_brake": ("stress.power_pulse", "health.throttle"),
-        "no_pulse": ("stress.power_pulse",),
-        "power_limit": ("stress.burn", "stress.power", "inventory.homogeneity@node"),
-        "cotenant": ("stress.gpu_free",),
-        "cotenant_late": ("stress",),
-        "vbios": ("baseline.firmware", "inventory.homogeneity@node"),
-        "numa": ("baseline.topology",),
-        "acs": ("baseline.topology",),
-        "aer": ("host.aer",),
+        "missing": (("inventory.gpu_present", "inventory.gpu_count@node"), ("GPU_MISSING", "GPU_COUNT")),
+        "pcie_width": (("health.pcie_link", "stress.pcie_bandwidth"), ("PCIE_WIDTH",)),
+        "pcie_gen": (("health.pcie_link", "stress.pcie_bandwidth"), ("PCIE_GEN",)),
+        "pcie_replay": (("health.pcie_replay",), ("PCIE_REPLAY",)),
+        "temp": (("health.temperature", "health.throttle"), ("TEMP_", "MEM_TEMP_HIGH", "THROTTLE_THERMAL")),
+        "throttle": (("health.throttle", "stress.burn"), ("THROTTLE_",)),
+        "ecc_dbe": (("health.ecc",), ("ECC_DBE",)), "ecc_sbe": (("health.ecc",), ("ECC_SBE",)),
+        "sram_dbe": (("health.sram_ecc",), ("SRAM_ECC_UNCORRECTABLE",)),
+        "sram_sbe": (("health.sram_ecc",), ("SRAM_ECC_CORRECTED",)),
+        "xid": (("health.xid", "host.kernel_log"), ("XID_", "KERNEL_XID")),
+        "row_remap_pending": (("health.row_remap",), ("ROW_REMAP_PENDING",)),
+        "row_remap_failed": (("health.row_remap",), ("ROW_REMAP_FAILED",)),
+        "lost": (("health.gpu_lost", "stress"), ("GPU_LOST",)),
+        "slow": (("stress.burn", "burnin.stability"), ("BURN_SLOW", "BURN_OUTLIER", "BURN_IN_DRIFT")),
+        "hbm_bw": (("stress.hbm_bandwidth",), ("HBM_SLOW", "HBM_OUTLIER")),
+        "bitflip": (("stress.burn", "burnin.stability"), ("SDC_",)),
+        "badmem": (("stress.memtest",), ("MEMTEST_ERRORS",)),
+        "retention": (("stress.memtest",), ("MEMTEST_ERRORS",)),  # its bit fade: full runs only (NEEDS_FULL)
+        "bitflip_random": (("stress.burn", "burnin.stability"), ("SDC_",)),
+        "hbm_corrupt": (("stress.hbm_bandwidth",), ("HBM_CORRUPT",)),
+        "pcie_corrupt": (("stress.pcie_bandwidth",), ("PCIE_COPY_CORRUPT",)),
+        "p2p_corrupt": (("stress.p2p",), ("P2P_CORRUPT",)),
+        "nccl_corrupt": (("stress.nccl", "stress.nccl_net"), ("NCCL_WRONG_RESULT",)),
+        "nvlink_down": (("health.nvlink", "stress.p2p", "stress.nccl@node"), ("NVLINK_DOWN", "P2P_", "NCCL_SLOW", "NCCL_NVLS_SLOW")),
+        "fabric_unregistered": (("inventory.nvlink_fabric",), ("FABRIC_NOT_REGISTERED",)),
+        "fabric_degraded": (("inventory.nvlink_fabric",), ("FABRIC_DEGRADED",)),
+        "fabric_clique": (("inventory.nvlink_fabric",), ("FABRIC_CLIQUE_MISMATCH",)),
+        "p2p_bw": (("stress.p2p", "stress.nccl@node"), ("P2P_SLOW", "P2P_OUTLIER", "P2P_PAIR_SLOW", "NCCL_SLOW")),
+        "nvls_down": (("stress.nccl@node",), ("NCCL_NVLS_SLOW",)),
+        "hang": (("stress", "burnin.stability"), ("WORKER_HANG",)),
+        "power": (("stress.burn", "stress.power"), ("BURN_POWER_LOW", "POWER_TARGET_LOW")),
+        "transient_brake": (("stress.power_pulse", "health.throttle"), ("POWER_PULSE_THROTTLE", "THROTTLE_POWER_BRAKE")),
+        "no_pulse": (("stress.power_pulse",), ("PULSE_NOT_FOLLOWED",)),
+        "power_limit": (("stress.burn", "stress.power", "inventory.homogeneity@node"), ("POWER_LIMIT_LOWERED",)),
+        "cotenant": (("stress.gpu_free",), ("GPU_IN_USE",)),
+        "cotenant_late": (("stress",), ("GPU_IN_USE",)),
+        "vbios": (("baseline.firmware", "inventory.homogeneity@node"), ("BASELINE_VBIOS", "GPU_MIXED")),
+        "numa": (("baseline.topology",), ("BASELINE_NUMA",)),
+        "acs": (("baseline.topology",), ("BASELINE_ACS",)),
+        "aer": (("host.aer",), ("AER_CORRECTABLE",)),
     },
     "nic": {
-        "down": ("nic.link",), "speed": ("nic.link",), "pcie_width": ("nic.pcie",),
-        "fw": ("baseline.firmware",), "numa": ("baseline.topology",),
-        "optics_temp": ("host.optics",), "link_ber": ("host.optics",),
+        "down": (("nic.link",), ("NIC_LINK_DOWN", "IB_PORT_DOWN")),
+        "speed": (("nic.link",), ("NIC_SPEED", "IB_RATE")),
+        "pcie_width": (("nic.pcie",), ("NIC_PCIE_WIDTH",)),
+        "fw": (("baseline.firmware",), ("BASELINE_HCA_FIRMWARE",)),
+        "numa": (("baseline.topology",), ("BASELINE_NUMA",)),
+        "optics_temp": (("host.optics",), ("OPTICS_ALARM", "OPTICS_WARNING")),
+        "link_ber": (("host.optics",), ("LINK_BER_HIGH",)),
     },
     "host": {
-        "edac_ce": ("host.edac",), "edac_ue": ("host.edac",),
-        "mce": ("host.kernel_log",), "nvme_reset": ("host.kernel_log",),
-        "iommu": ("baseline.settings",), "bios": ("baseline.firmware",),
-        "cpu_wrong": ("host.cpu_stress",),
-        "psu_fault": ("stress.power@node", "stress.power_pulse@node"),
-        "psu_undervolt": ("stress.power@node", "stress.power_pulse@node"),
-        "imex_down": ("host.imex",), "imex_no_channels": ("host.imex",), "imex_nodes": ("host.imex",),
-        "imex_not_listed": ("host.imex",),
+        "edac_ce": (("host.edac",), ("EDAC_CE",)), "edac_ue": (("host.edac",), ("EDAC_UE",)),
+        "mce": (("host.kernel_log",), ("KERNEL_MCE",)), "nvme_reset": (("host.kernel_log",), ("KERNEL_NVME_RESET",)),
+        "iommu": (("baseline.settings",), ("BASELINE_IOMMU",)), "bios": (("baseline.firmware",), ("BASELINE_BIOS",)),
+        "cpu_wrong": (("host.cpu_stress",), ("HOST_CPU_WRONG",)),
+        "psu_fault": (("stress.power@node", "stress.power_pulse@node"), ("PSU_FAILURE", "PSU_REDUNDANCY_LOST")),
+        "psu_undervolt": (("stress.power@node", "stress.power_pulse@node"), ("PSU_SENSOR_CRITICAL", "PSU_SENSOR_WARNING")),
+        "imex_down": (("host.imex",), ("IMEX_NOT_RUNNING",)), "imex_no_channels": (("host.imex",), ("IMEX_NO_CHANNELS",)),
+        "imex_nodes": (("host.imex",), ("IMEX_NODES_MISSING",)), "imex_not_listed": (("host.imex",), ("IMEX_SELF_MISSING",)),
     },
 }
 # Not defects: what a healthy node may be or do (nothing should fail for them; the run must cope).
@@ -102,12 +112,32 @@ def _matches(result: CheckResult, check: str) -> bool:
     return result.name == check or (family_of(check) is not None and "." not in check and result.name.startswith(check + "."))
 
 
+def _finds(code: str | None, codes: tuple[str, ...]) -> bool:
+    return code is not None and any(code == c or (c.endswith("_") and code.startswith(c)) for c in codes)
+
+
 def outcomes(faults: Sequence[Fault], results: Sequence[CheckResult], *, quick: bool, selection: Selection,
              nic_names: Sequence[str] = (), nic_tested: Callable[[str], bool] | None = None) -> list[dict[str, str]]:
-    """Each planted fault's outcome, in the fabric's words: {fault, outcome, why}. `selection`: the run's
-    --only/--skip/--gpu; `nic_names`: the simulated node's NICs in --inject's order (nic0 first);
+    """Each planted fault's outcome, in the fabric's words: {fault, outcome, why}: `found` (a check made
+    for it failed or warned with a code that names it), `masked` (one of its checks failed with another
+    code: another cause's finding, which may hide it), `within the floors` (its checks judged its part
+    and passed), `untested` (why: not selected, not run, could not run) or `condition`. `selection`: the
+    run's --only/--skip/--gpu; `nic_names`: the simulated node's NICs in --inject's order (nic0 first);
     `nic_tested(name)`: whether the profile tests that NIC."""
-    return [_outcome(f, results, quick, selection, nic_names, nic_tested) for f in faults]
+    said = [_outcome(f, results, quick, selection, nic_names, nic_tested) for f in faults]
+    # A result of the node as a whole credited to two faults: each says the other shares it.
+    credited: dict[int, list[str]] = {}
+    for f, (_, found) in zip(faults, said):
+        for r in found:
+            if r.subject == "node":
+                credited.setdefault(id(r), []).append(str(f))
+    out = []
+    for f, (entry, found) in zip(faults, said):
+        others = sorted({o for r in found if r.subject == "node" for o in credited.get(id(r), []) if o != str(f)})
+        if others:
+            entry["why"] += f" (the node's result, shared with {', '.join(others)})"
+        out.append(entry)
+    return out
 
 
 def _subjects(f: Fault, nic_names: Sequence[str]) -> tuple[str, ...]:
@@ -122,40 +152,50 @@ def _named(rs: Iterable[CheckResult]) -> str:
 
 
 def _outcome(f: Fault, results: Sequence[CheckResult], quick: bool, selection: Selection, nic_names: Sequence[str],
-             nic_tested: Callable[[str], bool] | None) -> dict[str, str]:
+             nic_tested: Callable[[str], bool] | None) -> tuple[dict[str, str], list[CheckResult]]:
+    """(the fault's outcome, the results credited with finding it)."""
     text = str(f)
+
+    def said(outcome: str, why: str, found: list[CheckResult] | None = None) -> tuple[dict[str, str], list[CheckResult]]:
+        return {"fault": text, "outcome": outcome, "why": why}, found or []
+
     if (condition := CONDITIONS.get((f.target, f.name)) or CONDITIONS.get((f.target, f.name, f.value))) is not None:
-        return {"fault": text, "outcome": "condition", "why": f"not a defect: {condition}; nothing should fail for it"}
+        return said("condition", f"not a defect: {condition}; nothing should fail for it")
     subjects = _subjects(f, nic_names)
-    checks = FINDS[f.target][f.name]
+    part = subjects[0] + (f" ({subjects[1]})" if len(subjects) > 1 else "")
+    if f.target == "gpu" and not selection.covers(f.index):  # the node's results are the other GPUs'
+        return said("untested", f"{part} is not among the GPUs this run tests (--gpu)")
+    checks, codes = FINDS[f.target][f.name]
     own = [c for c in checks if not c.endswith("@node")]
     whole = [c.removesuffix("@node") for c in checks if c.endswith("@node")]
-    mine = [r for r in results if r.subject in subjects and any(_matches(r, c) for c in own)] + [
-        r for r in results if r.subject == "node" and any(_matches(r, c) for c in whole)]
-    if bad := [r for r in mine if r.verdict in BAD]:
-        return {"fault": text, "outcome": "found", "why": _named(sorted(bad, key=lambda r: -r.verdict.severity))}
-    judged = [r for r in mine if r.verdict is Verdict.PASS]
+    mine = [r for r in results if r.subject in subjects and any(_matches(r, c) for c in own)]
+    if not any(r.verdict is Verdict.PASS for r in mine):  # a passing check of its own part outweighs the node's
+        mine += [r for r in results if r.subject == "node" and any(_matches(r, c) for c in whole)]
+    by_severity = sorted(mine, key=lambda r: -r.verdict.severity)
+    if found := [r for r in by_severity if r.verdict in BAD and _finds(r.code, codes)]:
+        return said("found", _named(found), found)
+    if masked := [r for r in by_severity if r.verdict in (Verdict.FAIL, Verdict.WARN)]:
+        return said("masked", f"{_named(masked)}: another cause's finding, which may hide this one (its message may name it)")
     if (f.target, f.name) in NEEDS_FULL and quick:
-        return {"fault": text, "outcome": "untested", "why": NEEDS_FULL[f.target, f.name]}
-    if judged:
-        return {"fault": text, "outcome": "within the floors",
-                "why": f"{_named(judged)}: milder than the floors, or missed"}
-    return {"fault": text, "outcome": "untested", "why": _untested(f, subjects, checks, mine, selection, nic_tested)}
+        return said("untested", NEEDS_FULL[f.target, f.name])
+    if judged := [r for r in mine if r.verdict is Verdict.PASS]:
+        return said("within the floors", f"{_named(judged)}: milder than the floors, or missed")
+    if errors := [r for r in mine if r.verdict is Verdict.ERROR]:
+        return said("untested", f"{_named(errors)}: could not run: {errors[0].message}")
+    return said("untested", _untested(f, subjects, part, checks, mine, selection, nic_tested))
 
 
-def _untested(f: Fault, subjects: tuple[str, ...], checks: tuple[str, ...], mine: list[CheckResult],
+def _untested(f: Fault, subjects: tuple[str, ...], part: str, checks: tuple[str, ...], mine: list[CheckResult],
               selection: Selection, nic_tested: Callable[[str], bool] | None) -> str:
-    part = subjects[0] + (f" ({subjects[1]})" if len(subjects) > 1 else "")
-    if f.target == "gpu" and not selection.covers(f.index):
-        return f"{part} is not among the GPUs this run tests (--gpu)"
     if f.target == "nic" and len(subjects) > 1 and nic_tested is not None and not nic_tested(subjects[1]):
         return f"{part} is not among the NICs the profile tests ([nic] match or drivers)"
     if skipped := [r for r in mine if r.verdict is Verdict.SKIP]:
         return f"{_named(skipped)}: {skipped[0].message}"
     names = [c.removesuffix("@node") for c in checks]
-    left_out = [c for c in names if "." in c and not selection.includes(c)]
-    if left_out and len(left_out) == len(names):
-        return f"{', '.join(left_out)} left out of this run (--only/--skip)"
-    reasons = list(dict.fromkeys(f"{c} did not run: it {why}" for c in names for key, why in WHEN_RUN.items()
-                                 if c == key or c.startswith(key + ".")))
+    reasons = []
+    for c in names:
+        if "." in c and not selection.includes(c):
+            reasons.append(f"{c} left out of this run (--only/--skip)")
+        elif why := next((w for key, w in WHEN_RUN.items() if c == key or c.startswith(key + ".")), None):
+            reasons.append(f"{c} did not run: it {why}")
     return "; ".join(reasons) if len(reasons) == len(names) else f"no result of {' or '.join(names)} on {part}"
