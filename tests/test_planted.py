@@ -134,3 +134,15 @@ def test_a_simulated_run_says_the_fault_its_profile_never_tests(tmp_path):
     assert [(s["fault"], s["outcome"]) for s in summary["planted"]] == [("nic0:down", "untested"), ("nic2:speed=25000", "found")]
     shown = cli("show", summary["report"])
     assert "simulated fault nic0:down: untested: nic0 (eno1)" in shown.stdout, shown.stdout
+
+
+def test_host_nic_and_gpu_faults_of_one_run_are_each_found_by_the_code_that_names_them(tmp_path):
+    """The table held to a real simulated run beside the GPU faults of tests/test_fault_detection.py:
+    the host's, the NICs' and the GPU faults those runs leave out, each on a check of its own."""
+    faults = ["host:edac_ue=1", "host:nvme_reset", "host:psu_fault=2", "nic1:speed=25000", "nic2:pcie_width=8",
+              "gpu1:aer=3", "gpu2:power_limit=350", "gpu3:transient_brake=100", "gpu4:sram_dbe=1", "gpu6:cotenant",
+              "gpu0:cold_start=2"]
+    p = cli("--headless", "--simulate", "hgx-h100", "--quick", "--json", "--out", str(tmp_path),
+            *[a for f in faults for a in ("--inject", f)])
+    said = {s["fault"]: s["outcome"] for s in json.loads(p.stdout.splitlines()[-1])["planted"]}
+    assert said == {str(parse_fault(f)): "condition" if "cold_start" in f else "found" for f in faults}, said
