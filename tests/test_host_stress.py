@@ -4,6 +4,7 @@ file's header), and the verdicts."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -475,3 +476,26 @@ def test_a_threshold_ethtool_prints_as_na_is_no_crash():
     [r] = host_stress.optics({"eth0": ("eth0", parse_module(no_low_warning))}, None)
     assert (r.verdict, r.code, r.message) == (Verdict.WARN, "OPTICS_WARNING", "eth0 module temperature 75 C is outside the "
                                                                              "module's warning range -10..70")
+
+
+def test_the_fio_scratch_file_is_one_nodeqc_makes_and_an_existing_file_is_never_touched(tmp_path, monkeypatch):
+    """The 2026-11-29 fuzzing: `[host] fio_scratch` naming an existing file deleted it after fio ran
+    (fio would have written its 1 GiB over it first). An existing path is refused; a new one is made,
+    read by fio and removed."""
+    from nodeqc.backends.host_stress import LinuxHostStress
+
+    fio = tmp_path / "bin" / "fio"
+    fio.parent.mkdir()
+    fio.write_text("#!/bin/sh\necho '{}'\n")
+    fio.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fio.parent}:{os.environ['PATH']}")
+    precious = tmp_path / "precious.db"
+    precious.write_text("precious")
+    result = LinuxHostStress().fio(str(precious), 1, scratch=True)
+    assert precious.read_text() == "precious" and "exists: [host] fio_scratch must name a file that does not exist" in result.error
+    link = tmp_path / "link"
+    link.symlink_to(precious)
+    assert "exists" in LinuxHostStress().fio(str(link), 1, scratch=True).error and precious.exists()
+    fresh = tmp_path / "scratch.bin"
+    LinuxHostStress().fio(str(fresh), 1, scratch=True)
+    assert not fresh.exists()

@@ -169,6 +169,16 @@ class LinuxHostStress(HostStress):
                "--ioengine=libaio", "--iodepth=32", f"--runtime={int(max(1, seconds))}", "--time_based",
                "--output-format=json"]
         cmd += ["--size=1G"] if scratch else ["--readonly"]
+        if scratch:
+            # Made here, new (O_EXCL, never through a link), so that only a file nodeqc made is written
+            # and removed: `[host] fio_scratch` naming an existing file deleted it (2026-11-29 fuzzing).
+            try:
+                os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+            except FileExistsError:
+                return FioResult(target, error=f"{target} exists: [host] fio_scratch must name a file that does not "
+                                              "exist (nodeqc writes and removes only a file it makes)", command=cmd)
+            except OSError as e:
+                return FioResult(target, error=f"cannot make the scratch file {target}: {e.strerror}", command=cmd)
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120)
         except subprocess.TimeoutExpired:
