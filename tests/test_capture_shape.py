@@ -180,3 +180,10 @@ def test_a_gpu_captured_twice_is_refused(newest):
     with pytest.raises(CaptureShapeError, match=r"^devices\[1\]: expected a GPU of its own \(its UUID GPU-"):
         check_capture(moved)
     check_capture(node([h100_device(0), h100_device(1)]))  # two GPUs of their own
+    # The same address spelt with a shorter domain is the same GPU (it passed as a second one).
+    spelt = copy.deepcopy(twice)
+    bus = spelt["devices"][1]["nvmlDeviceGetPciInfo"]["busId"]
+    spelt["devices"][1]["nvmlDeviceGetPciInfo"]["busId"] = bus[4:]  # 00000000:1B:00.0 -> 0000:1B:00.0
+    spelt["devices"][1]["nvmlDeviceGetUUID"], spelt["devices"][1]["nvmlDeviceGetSerial"] = "GPU-other", "other"
+    with pytest.raises(CaptureShapeError, match=r"^devices\[1\]: expected a GPU of its own \(its bus id "):
+        check_capture(spelt)

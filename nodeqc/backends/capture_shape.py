@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 import pynvml
 
+from nodeqc.backends.base import normalise_bus_id
+
 # More GPUs than any node built has (a DGX-2 or HGX-2 board: 16; a GB200 NVL72 compute tray: 4). A
 # capture listing more is not one node's, and a replay starts a worker and a twin for each.
 MAX_GPUS = 64
@@ -293,7 +295,9 @@ def check_capture(data: Any) -> None:
         for key in (("bus id", pci.get("busId") if isinstance(pci, dict) else None),
                     ("UUID", device.get("nvmlDeviceGetUUID"))):
             if isinstance(key[1], str) and key[1]:
-                first = seen.setdefault((key[0], key[1].lower()), n)
+                # The address, not its spelling: 00000000:00:06.0 and 0000:00:06.0 are one GPU.
+                same = normalise_bus_id(key[1]) if key[0] == "bus id" else key[1].lower()
+                first = seen.setdefault((key[0], same), n)
                 if first != n:
                     _fail(f"devices[{n}]", f"a GPU of its own (its {key[0]} {key[1]} is devices[{first}]'s too)")
     xids = data.get("xid_events", [])
