@@ -187,3 +187,23 @@ def test_a_gpu_captured_twice_is_refused(newest):
     spelt["devices"][1]["nvmlDeviceGetUUID"], spelt["devices"][1]["nvmlDeviceGetSerial"] = "GPU-other", "other"
     with pytest.raises(CaptureShapeError, match=r"^devices\[1\]: expected a GPU of its own \(its bus id "):
         check_capture(spelt)
+
+
+@pytest.mark.parametrize("field, value", [("nvmlDeviceGetCurrPcieLinkGeneration", 2 ** 32 - 1),
+                                          ("nvmlDeviceGetCurrPcieLinkWidth", 2 ** 64 - 1),
+                                          ("nvmlDeviceGetTemperature", 2 ** 64 - 1)])
+def test_a_replayed_reading_no_part_can_give_is_not_read_and_the_gpu_not_qualified(tmp_path, field, value):
+    """The 2026-11-29 fuzzing: a link of Gen4294967295 x4294967295 passed health.pcie_link (x2^64-1 wrote
+    a report that failed its own check), and a GPU whose every temperature was garbage qualified."""
+    import json
+
+    from conftest import cli
+
+    data = json.loads((FIXTURES / "capture-h100-sxm5-80gb.json").read_text())
+    data["devices"][0][field] = value
+    capture = tmp_path / "c.json"
+    capture.write_text(json.dumps(data))
+    p = cli("--headless", "--replay", str(capture), "--quick", "--only", "inventory,health", "--out", str(tmp_path / "o"))
+    assert p.returncode == 2 and "Traceback" not in p.stderr and "NOT VERIFIED" not in p.stderr, p.stderr
+    check = "health.temperature" if "Temperature" in field else "health.pcie_link"
+    assert f"ERROR {check}" in p.stderr and "[NOT_READ]" in p.stderr, p.stderr

@@ -73,9 +73,9 @@ def test_hot_memory_fails_with_its_own_code():
     assert (r.verdict, r.code) == (Verdict.FAIL, "MEM_TEMP_HIGH")
 
 
-def test_temperature_not_available_is_skipped():
+def test_temperature_not_available_under_load_could_not_be_judged():
     r = health.temperature(gpu(), telemetry([loaded(temp_c=NA, mem_temp_c=NA)]), H100)
-    assert r.verdict is Verdict.SKIP
+    assert (r.verdict, r.code) == (Verdict.ERROR, "NOT_READ")
 
 
 # ------------------------------------------------------------------ throttle (fail > 1 s, warn > 0)
@@ -416,8 +416,11 @@ def test_temperature_seen_only_at_idle_is_skipped_not_passed():
                         "sample(s), peak 41 C)", {}, None, [], {})
     # A hot idle GPU is still judged: only a PASS needs a loaded sample.
     assert health.temperature(gpu(), telemetry([idle(temp_c=88)]), H100).verdict is Verdict.FAIL
+    # Under load with no valid reading (2^64-1 C is none, nvml.physical): not watched is no pass, and
+    # no skip the run passes over either (the 2026-11-29 fuzzing: such a GPU qualified).
     assert whole(health.temperature(gpu(), telemetry([loaded(temp_c=NA, mem_temp_c=NA)]), H100)) == (
-        "health.temperature", "gpu0", "skip", None, "no temperature readings", {}, None, [], {})
+        "health.temperature", "gpu0", "error", "NOT_READ", "the GPU gave no valid temperature reading in the whole "
+        "run (not supported, or values no sensor gives): its heat was not watched", {}, None, [], {})
 
 
 THROTTLE_LIMIT = [("max_throttle_s", "max", 1, 0, "s")]
@@ -467,9 +470,10 @@ def test_whole_results_pcie_link():
     assert whole(health.pcie_link(gpu(), telemetry([idle(pcie_width=8)]), H100)) == (
         "health.pcie_link", "gpu0", "skip", "NO_LOAD",
         "the GPU was never seen under load, so its link was not judged (at idle: Gen1 x8)", {}, None, [], {})
-    # Loaded samples without a link reading: nothing to judge either.
+    # Loaded samples without a valid link reading (2^32-1 read as the link passed): not judged, and said.
     r = health.pcie_link(gpu(), telemetry([loaded(pcie_gen=NA, pcie_width=NA)]), H100)
-    assert (r.verdict, r.code) == (Verdict.SKIP, "NO_LOAD")
+    assert (r.verdict, r.code) == (Verdict.ERROR, "NOT_READ") and r.message.startswith(
+        "the GPU gave no valid link generation or width under load")
 
 
 def test_pcie_link_with_no_expected_width_judges_the_generation_only():

@@ -38,6 +38,10 @@ def field_value(v: Any) -> Any:
 # report then failed its check (a replayed capture, 2026-11-29 fuzzing). Outside: no reading (NA).
 TEMP_RANGE_C = (-273.0, 1000.0)
 POWER_RANGE_W = (0.0, 100_000.0)
+# PCIe as its specifications have it (generations 1 to 7, links x1 to x32): 2^32-1 read as the link
+# passed health.pcie_link, and 2^64-1 ended in a report that failed its own check (2026-11-29 fuzzing).
+PCIE_GEN_RANGE = (1, 7)
+PCIE_WIDTH_RANGE = (1, 32)
 
 
 def physical(value: Any, low: float, high: float) -> Any:
@@ -206,9 +210,9 @@ class NvmlBackend(GpuManagement):
                 ecc_enabled=NA if is_na(ecc) else bool(ecc[0]),
                 ecc_pending=NA if is_na(ecc) else bool(ecc[1]),
                 persistence=NA if is_na(persistence) else persistence == n.NVML_FEATURE_ENABLED,
-                pcie_max_gen=q("nvmlDeviceGetMaxPcieLinkGeneration"),
-                pcie_max_width=q("nvmlDeviceGetMaxPcieLinkWidth"),
-                pcie_gpu_max_gen=q("nvmlDeviceGetGpuMaxPcieLinkGeneration"),
+                pcie_max_gen=physical(q("nvmlDeviceGetMaxPcieLinkGeneration"), *PCIE_GEN_RANGE),
+                pcie_max_width=physical(q("nvmlDeviceGetMaxPcieLinkWidth"), *PCIE_WIDTH_RANGE),
+                pcie_gpu_max_gen=physical(q("nvmlDeviceGetGpuMaxPcieLinkGeneration"), *PCIE_GEN_RANGE),
                 temp_slowdown_c=t(n.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
                 temp_shutdown_c=t(n.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN),
                 temp_gpu_max_c=t(n.NVML_TEMPERATURE_THRESHOLD_GPU_MAX),
@@ -291,8 +295,8 @@ class NvmlBackend(GpuManagement):
             util_pct=NA if is_na(util) else util.gpu,
             mem_util_pct=NA if is_na(util) else util.memory,
             reasons=q("nvmlDeviceGetCurrentClocksEventReasons"),
-            pcie_gen=q("nvmlDeviceGetCurrPcieLinkGeneration"),
-            pcie_width=q("nvmlDeviceGetCurrPcieLinkWidth"),
+            pcie_gen=physical(q("nvmlDeviceGetCurrPcieLinkGeneration"), *PCIE_GEN_RANGE),
+            pcie_width=physical(q("nvmlDeviceGetCurrPcieLinkWidth"), *PCIE_WIDTH_RANGE),
             power_instant_w=self._power_instant(index),
         )
 

@@ -25,7 +25,11 @@ def temperature(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResul
     name = "health.temperature"
     hottest, mem_hottest = tel.stats["temp_c"].max, tel.stats["mem_temp_c"].max
     if is_na(hottest):
-        return skip(name, gpu.subject, "no temperature readings")
+        # Not watched under load is not shown safe: every reading garbage (2^64-1 C, made NA at the
+        # NVML boundary) skipped the check and the GPU qualified (2026-11-29 fuzzing).
+        return CheckResult(name, gpu.subject, Verdict.ERROR, "the GPU gave no valid temperature reading in the "
+                           "whole run (not supported, or values no sensor gives): its heat was not watched",
+                           code="NOT_READ")
     values = {"temp_max": Value(hottest, "C"), "temp_mean": Value(round(tel.stats["temp_c"].mean, 1), "C"),
               "mem_temp_max": Value(mem_hottest, "C")}
     limit, mem_limit = profile.threshold("gpu", "max_temp_c"), profile.threshold("gpu", "max_mem_temp_c")
@@ -115,9 +119,13 @@ def pcie_link(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResult:
     idle reading proves nothing."""
     name = "health.pcie_link"
     idle = f"Gen{fmt(tel.pcie_idle_gen)} x{fmt(tel.pcie_idle_width)}"
-    if tel.loaded_samples == 0 or tel.pcie_loaded_gen.count == 0:
+    if tel.loaded_samples == 0:
         return skip(name, gpu.subject, f"the GPU was never seen under load, so its link was not judged "
                     f"(at idle: {idle})", code="NO_LOAD")
+    if tel.pcie_loaded_gen.count == 0 or tel.pcie_loaded_width.count == 0:  # loaded, but no valid reading
+        return CheckResult(name, gpu.subject, Verdict.ERROR, f"the GPU gave no valid link generation or width under "
+                           f"load (not supported, or values no PCIe link has), so its link was not judged (at idle: "
+                           f"{idle})", code="NOT_READ")
     gen, width = int(tel.pcie_loaded_gen.max), int(tel.pcie_loaded_width.max)
     want_gen = profile.get("gpu", "pcie_gen", gpu.pcie_max_gen)
     want_width = profile.get("gpu", "pcie_width", gpu.pcie_max_width)

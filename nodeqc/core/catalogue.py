@@ -49,7 +49,7 @@ FAMILIES: tuple[Family, ...] = (
                   "THROTTLE_POWER_BRAKE", "THROTTLE_THERMAL", "WORKER_CRASH", "WORKER_ERROR", "WORKER_HANG")),
     Family("health", "What NVML telemetry saw of each GPU under the stress load",
            checks=("gpu_lost", "temperature", "throttle", "pcie_link", "pcie_replay", "ecc", "sram_ecc", "row_remap", "retired_pages", "xid", "nvlink"),
-           codes=("ECC_DBE", "ECC_SBE", "GPU_LOST", "MEM_TEMP_HIGH", "NO_LOAD", "NVLINK_DOWN", "NVLINK_ERRORS",
+           codes=("ECC_DBE", "ECC_SBE", "GPU_LOST", "MEM_TEMP_HIGH", "NO_LOAD", "NOT_READ", "NVLINK_DOWN", "NVLINK_ERRORS",
                   "NVLINK_NA", "PAGE_RETIREMENT_NA", "PCIE_GEN", "PCIE_REPLAY", "PCIE_WIDTH", "RETIRED_PAGES",
                   "RETIRED_PAGES_PENDING", "ROW_REMAP_COUNT", "ROW_REMAP_FAILED", "ROW_REMAP_NA", "ROW_REMAP_PENDING",
                   "SRAM_ECC_CORRECTED", "SRAM_ECC_UNCORRECTABLE", "TEMP_HIGH", "TEMP_SLOWDOWN",
