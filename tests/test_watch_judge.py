@@ -117,6 +117,15 @@ def test_a_sysfs_that_cannot_be_read_is_said_not_called_healthy(tmp_path):
     said = {r.name: (r.verdict, r.code, r.message) for r in result.results if r.name in ("host.edac", "host.aer")}
     assert set(said) == {"host.edac", "host.aer"}
     assert all(v[:2] == (Verdict.SKIP, "HOST_UNREADABLE") and "Permission denied" in v[2] for v in said.values())
+    # ... and the pass is not called healthy: it could not judge the host (the 2026-11-29 fuzzing: it said
+    # "healthy", exit 0, the JSON and the textfile silent, over an uncorrected memory error unread).
+    assert result.exit_code == EXIT_UNJUDGED and [r.name for r in result.unread] == ["host.edac", "host.aer"]
+    assert result.line() == ("nodeqc watch: could not judge the host: not read: host.edac, host.aer (cannot read "
+                             "sysfs: [Errno 13] Permission denied: '/sys/devices/system/edac/mc'); 8 GPU(s) healthy")
+    from nodeqc.report.prometheus import render_watch
+
+    text = render_watch({"unread": [{"check": "host.edac", "code": "HOST_UNREADABLE"}], "exit_code": 2}, [])
+    assert 'nodeqc_watch_unread{check="host.edac",code="HOST_UNREADABLE"} 1' in text
 
 
 def test_nvlink_errors_over_a_clock_that_stepped_back_are_not_called_none(tmp_path):

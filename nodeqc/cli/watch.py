@@ -122,7 +122,8 @@ def _report(result: Any, textfile: Path | None, as_json: bool) -> None:
              "profile": result.profile, "judged": result.error is None, "error": result.error,
              "exit_code": result.exit_code, "healthy": result.exit_code == 0,
              "requalify": bool(result.requalify), "gpus": result.gpus, "pass_timestamp": result.started,
-             "duration_s": result.duration_s, "qualified_at": result.qualified_at}
+             "duration_s": result.duration_s, "qualified_at": result.qualified_at,
+             "unread": [{"check": r.name, "code": r.code, "why": r.message} for r in result.unread]}
     if as_json:
         import json
 

@@ -163,6 +163,9 @@ def render_watch(watch: dict[str, Any], findings: list[dict[str, Any]]) -> str:
         ("nodeqc_watch_exit_code", "The last pass's exit code: 0 healthy, 1 needs attention, 2 could not judge.",
          [f"nodeqc_watch_exit_code {int(watch.get('exit_code', 2))}"]),
         ("nodeqc_watch_gpus", "GPUs the driver listed in the last pass.", [f"nodeqc_watch_gpus {int(watch.get('gpus') or 0)}"]),
+        ("nodeqc_watch_unread", "What the last pass could not read (value 1), by check; code HOST_UNREADABLE: "
+         "could not judge (exit 2), HOST_NOT_HERE: not on this machine.",
+         [f"nodeqc_watch_unread{_labels(check=u.get('check'), code=u.get('code'))} 1" for u in watch.get("unread") or []]),
         ("nodeqc_watch_last_pass_timestamp_seconds", "When the last pass ran (Unix time).",
          [f"nodeqc_watch_last_pass_timestamp_seconds {float(watch['pass_timestamp'])}"] if _number(watch.get("pass_timestamp")) else []),
         ("nodeqc_watch_pass_duration_seconds", "How long the last pass took.",

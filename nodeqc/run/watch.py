@@ -97,18 +97,29 @@ class PassResult:
     restored: list[str] = field(default_factory=list)
     refused: str = ""
 
+    @property
+    def unread(self) -> list[CheckResult]:
+        """What this pass could not read (the host's EDAC, AER, kernel log), each with why."""
+        return [r for r in self.results if r.verdict is Verdict.SKIP and r.code in ("HOST_UNREADABLE", "HOST_NOT_HERE")]
+
     def line(self) -> str:
         """The pass in one line, for stderr and Slurm's log."""
         if self.error:
             return f"nodeqc watch: could not judge: {self.error}"
-        if self.exit_code == EXIT_HEALTHY:
-            warned = [f for f in self.standing if f.verdict == "warn"]
-            return f"nodeqc watch: healthy: {self.gpus} GPU(s)" + (f", {len(warned)} warning(s)" if warned else "")
+        unread = self.unread
+        said = (f"; not read: {', '.join(r.name for r in unread)} ({unread[0].message.removeprefix('not read: ')})"
+                if unread else "")
         failing = [f for f in self.standing if f.verdict == "fail"]
+        if not failing:
+            warned = [f for f in self.standing if f.verdict == "warn"]
+            gpus = f"{self.gpus} GPU(s)" + (f", {len(warned)} warning(s)" if warned else "")
+            if self.exit_code == EXIT_UNJUDGED:
+                return f"nodeqc watch: could not judge the host:{said.removeprefix(';')}; {gpus} healthy"
+            return f"nodeqc watch: healthy: {gpus}{said}"
         first = failing[0]
         more = f" (+{len(failing) - 1} more)" if len(failing) > 1 else ""
         what = "needs re-qualification" if self.requalify else "needs attention"
-        return f"nodeqc watch: {what}: {first.describe()}{more}"
+        return f"nodeqc watch: {what}: {first.describe()}{more}{said}"
 
 
 def bounded(work: Callable[[Callable[[str], None]], Any], deadline_s: float) -> Any:
@@ -262,7 +273,10 @@ class Watcher:
             save_watched(state, self.signer, self.archive)
         standing = list(state.findings)
         requalify = needs_requalification(state, obs.qualified_at, now)
-        code = EXIT_ATTENTION if any(f.verdict == "fail" for f in standing) else EXIT_HEALTHY
+        # A healthy pass that could not read the host's counters has not shown them healthy: "could not
+        # judge" (it said healthy, exit 0, with an uncorrected memory error unread, 2026-11-29 fuzzing).
+        code = (EXIT_ATTENTION if any(f.verdict == "fail" for f in standing)
+                else EXIT_UNJUDGED if any(r.code == "HOST_UNREADABLE" for r in results) else EXIT_HEALTHY)
         return PassResult(code, state.node, obs.host.hostname, self.hw.simulated, getattr(self.profile, "name", ""),
                           started, time.monotonic() - t0, len(obs.gpus), results, seen, standing, requalify,
                           obs.qualified_at, restored=restored, refused=refused)
