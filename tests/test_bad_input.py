@@ -79,6 +79,28 @@ def test_a_list_that_names_one_thing_twice_is_refused(tmp_path, table, line, nam
         load_profile(str(path))
 
 
+@pytest.mark.parametrize("table,line,named", [
+    # The 2026-11-29 fuzzing: each was taken, and a check then did less than it said.
+    ("host", "stress_s = 1e15", r"\[host\] stress_s: expected at most 2\.592e\+06"),  # a real node's run never ended
+    ("run", "memtest_retention_s = 0", r"\[run\] memtest_retention_s: expected at least 1"),  # bit fade passed unrun
+    ("gpu", "nvlink_links = 0", r"\[gpu\] nvlink_links: expected at least 1"),  # NVLink unjudged on 18 links
+    ("", 'baseline = ""', r"baseline: an empty path"),  # no baseline, and nothing said
+])
+def test_a_setting_that_would_turn_a_check_s_work_off_in_silence_is_refused(tmp_path, table, line, named):
+    section = f"[{table}]\n" if table else ""
+    path = write(tmp_path, "mine.toml", f'extends = "h100"\ndescription = "x"\n{section}{line}\n')
+    with pytest.raises(UsageError, match=rf"mine.toml: {named}"):
+        load_profile(str(path))
+
+
+def test_a_chain_of_profiles_deeper_than_any_is_one_line(tmp_path):
+    """About a thousand files, each extending the next, ended in a RecursionError."""
+    for i in range(40):
+        write(tmp_path, f"p{i}.toml", f'description = "p{i}"\nextends = "{f"p{i + 1}.toml" if i < 39 else "h100"}"\n')
+    with pytest.raises(UsageError, match=r"extends: more than 32 profiles deep"):
+        load_profile(str(tmp_path / "p0.toml"))
+
+
 def test_a_scenario_whose_gpus_share_a_serial_is_refused(tmp_path):
     """Two GPUs of one serial would be one part to the archive and the repair history."""
     text = GOOD_SCENARIO.replace("count = 1", 'count = 2\nserials = ["S1", "S1"]')
@@ -379,3 +401,10 @@ def test_a_name_past_name_max_is_said_or_shortened_never_an_internal_error(tmp_p
     assert p.returncode == 0, p.stderr
     [report] = (tmp_path / "out").glob("*.report.json")
     assert report.name.startswith(safe_name(long_a) + "-")
+
+
+def test_a_profile_s_words_reach_the_terminal_escaped(tmp_path):
+    """`nodeqc profiles PATH` printed a description's ESC and BEL as they were (2026-11-29 fuzzing)."""
+    path = write(tmp_path, "mine.toml", 'extends = "h100"\ndescription = "x\\u001b[31mRED\\u0007"\n')
+    p = cli("profiles", str(path))
+    assert p.returncode == 0 and "\x1b" not in p.stdout and "\x07" not in p.stdout and "RED" in p.stdout, p.stdout

@@ -73,6 +73,11 @@ def test_a_gpu_whose_compute_capability_is_not_the_profiles_fails_its_model_chec
         {"model": ("NVIDIA H100 80GB HBM3", ""), "sku": ("h100-sxm5-80gb", "")}, "model", [],
         {"accepted": ["NVIDIA H100*"], "compute_capability": "9.0"})
     assert inventory.gpu_model(gpu(0, compute_capability="9.00"), H100).verdict is Verdict.PASS  # 9.00 is 9.0
+    # ... and a profile's "9" is 9.0 (every H100 failed against it, 2026-11-29 fuzzing); 9.1 is not.
+    nine = H100.__class__(H100.name, H100.path, {**H100.data, "gpu": {**H100.data["gpu"], "compute_capability": "9"}},
+                          H100.chain)
+    assert inventory.gpu_model(gpu(0, compute_capability="9.0"), nine).verdict is Verdict.PASS
+    assert inventory.gpu_model(gpu(0, compute_capability="9.1"), nine).verdict is Verdict.FAIL
     # A profile without the field holds no GPU to one.
     assert inventory.gpu_model(gpu(0, name="Some Future GPU", compute_capability="13.1"), GENERIC).verdict is Verdict.PASS
 

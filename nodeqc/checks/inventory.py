@@ -79,7 +79,7 @@ def gpu_model(gpu: GpuInfo, profile: Profile) -> CheckResult:
     values = {"model": Value(gpu.name), "sku": Value(sku.key if sku else "unknown")}
     want_cc = profile.get("gpu", "compute_capability")
     if profile.accepts_model(gpu.name) and want_cc is not None and not is_na(gpu.compute_capability) \
-            and version_tuple(str(gpu.compute_capability)) != version_tuple(want_cc):
+            and (version_tuple(str(gpu.compute_capability)) + (0,))[:2] != (version_tuple(want_cc) + (0,))[:2]:
         # The name matched but the GPU is not the architecture the profile was written for: a model
         # pattern wider than meant ("NVIDIA A1*" takes an A100, 8.0, and an A10, 8.6).
         return CheckResult("inventory.gpu_model", gpu.subject, Verdict.FAIL,

@@ -13,6 +13,7 @@ from nodeqc.core.errors import UsageError
 
 
 def cmd_profiles(argv: list[str]) -> int:
+    from nodeqc.core.text import clean, clean_lines
     from nodeqc.spec.profile import SCHEMA, list_profiles, load_profile
 
     p = Parser(prog="nodeqc profiles", description="List the profiles, or show one resolved.")
@@ -22,8 +23,9 @@ def cmd_profiles(argv: list[str]) -> int:
         prof = load_profile(args.name)
         # The chain starts with the profile itself: "extends" names only what it inherits from.
         parents = prof.chain[1:]
-        print(f"{prof.name}: {prof.description}\n  file {prof.path}\n"
-              f"  extends {' -> '.join(parents) if parents else 'nothing (a base profile)'}\n  sha256 {prof.digest}")
+        # A profile file's words are anyone's: escaped as a report's are (a description's ESC and BEL reached the terminal).
+        print(clean_lines(f"{prof.name}: {prof.description}\n  file {prof.path}\n"
+                          f"  extends {' -> '.join(parents) if parents else 'nothing (a base profile)'}\n  sha256 {prof.digest}"))
         sku = prof.sku
         if sku is not None:
             print(f"  sku {sku.key}: {sku.name}, PCI {', '.join(f'0x{i:04x}' for i in sku.pci_device_ids)} (floors: nodeqc/core/skus.py)")
@@ -42,14 +44,14 @@ def cmd_profiles(argv: list[str]) -> int:
                 # Only limits have a warning band: a version floor (min_driver) is shown as written.
                 t = prof.threshold(section, key) if SCHEMA[section][key].kind == "threshold" else None
                 shown = t.describe() if t else prof.get(section, key)
-                print(f"  {key:<22} {shown}")
+                print(clean(f"  {key:<22} {shown}"))
         return 0
     profiles = list_profiles()
     width = max(10, *(len(p.name) for p in profiles))
     for prof in profiles:
         count = prof.get("gpu", "count")
         gpus = f"{count} GPUs" if count else "any count"
-        print(f"{prof.name:<{width}} {prof.kind:<4} {gpus:<10} {prof.description}")
+        print(clean(f"{prof.name:<{width}} {prof.kind:<4} {gpus:<10} {prof.description}"))
     _print_skus()
     return 0
 

@@ -69,7 +69,8 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "compute_capability": Spec("version", "CUDA compute capability every GPU must report, e.g. \"9.0\""),
         "pcie_gen": Spec("int", "PCIe generation the link must train to under load", low=1, high=6),
         "pcie_width": Spec("choice", "PCIe lanes the link must train to under load", (1, 2, 4, 8, 16, 32)),
-        "nvlink_links": Spec("int", "active NVLink links expected per GPU", low=0, high=32),
+        # At least one: 0 turned the NVLink check off on GPUs that report 18 (a GPU without NVLink leaves it unset).
+        "nvlink_links": Spec("int", "active NVLink links expected per GPU (unset for GPUs without NVLink)", low=1, high=32),
         "require_ecc": Spec("bool", "ECC must be enabled"),
         "require_fabric": Spec("bool", "every GPU must be registered with the NVLink fabric (rack-scale NVLink)"),
         "require_persistence": Spec("bool", "persistence mode must be on (otherwise a warning)"),
@@ -116,7 +117,8 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "max_edac_ue": _t("uncorrected memory errors (EDAC) that appear during the run"),
         "max_aer_correctable": _t("correctable PCIe errors (AER) per device during the run"),
         "max_aer_uncorrectable": _t("uncorrectable PCIe errors (AER) per device during the run"),
-        "stress_s": Spec("number", "seconds of CPU known-answer stress on every logical CPU in a full run", low=1),
+        "stress_s": Spec("number", "seconds of CPU known-answer stress on every logical CPU in a full run", low=1,
+                         high=MAX_DURATION_S),
         "min_mem_bw_gbps": _t("host memory copy bandwidth, bytes read plus written, every core streaming"),
         "fio_targets": Spec("strlist", "NVMe devices fio reads (read-only, --readonly) in a full run, e.g. [\"/dev/nvme0n1\"]"),
         "fio_scratch": Spec("str", "a scratch file fio may write (1 GiB) and read in a full run; deleted after"),
@@ -182,8 +184,10 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "quick_power_s": Spec("number", "seconds every GPU is held at its power limit with --quick", low=1, high=MAX_DURATION_S),
         "pulse_s": Spec("number", "seconds of the pulse test at each period in a full run", low=0.5, high=MAX_DURATION_S),
         "quick_pulse_s": Spec("number", "seconds of the pulse test at each period with --quick", low=0.5, high=MAX_DURATION_S),
+        # At least a second: at 0 the bit fade read back what it had just written and passed as run
+        # (the retention fault missed, 2026-11-29 fuzzing).
         "memtest_retention_s": Spec("number", "seconds the full memory test leaves each bit-fade pattern "
-                                    "alone before reading it back", low=0, high=86400),
+                                    "alone before reading it back", low=1, high=86400),
         "memtest_s": Spec("number", "the full memory test repeats its patterns until it has run this long "
                           "(0: once)", low=0, high=86400),
         "quick_memtest_s": Spec("number", "the quick memory test repeats its patterns until it has run this "
@@ -450,10 +454,15 @@ def _profile_names() -> list[str]:
     return sorted({p.stem for p in profiles_dir().glob("*.toml")} | set(BY_KEY))
 
 
+MAX_EXTENDS = 32  # the shipped chains are three deep (hgx-h100 -> h100 -> generic)
+
+
 def _resolve(path: Path, seen: list[Path], sku: str | None = None) -> tuple[dict[str, Any], list[str]]:
     if path.resolve() in seen:
         loop = " -> ".join(p.stem for p in seen + [path.resolve()])
         raise UsageError(f"{_shown(path)}: extends: circular ({loop})")
+    if len(seen) >= MAX_EXTENDS:  # a thousand files deep ended in a RecursionError (2026-11-29 fuzzing)
+        raise UsageError(f"{_shown(path)}: extends: more than {MAX_EXTENDS} profiles deep")
     raw = _read_toml(path)
     _validate(path, raw)
     parent_ref = raw.get("extends")
@@ -517,6 +526,8 @@ def _check_complete(path: Path, data: dict[str, Any]) -> None:
     where = _shown(path)
     if "description" not in data:
         raise UsageError(f"{where}: description: missing (one line saying what the profile is for)")
+    if data.get("baseline") == "":  # said nothing, and took no baseline (2026-11-29 fuzzing)
+        raise UsageError(f"{where}: baseline: an empty path (name a golden baseline file, or leave the key out)")
     if data.get("kind") == "node" and "count" not in data.get("gpu", {}):
         raise UsageError(f"{where}: [gpu] count: a node profile must fix the GPU count")
     parse_peers(data.get("nic", {}).get("peers", []), where=f"{where}: [nic] peers:")
