@@ -162,6 +162,11 @@ count = 1
     ('[nics]\nname = "eth0"\n', r"\[\[nics\]\]: expected an array of tables"),
     ('nics = "eth0"\n', r"\[\[nics\]\]: expected an array of tables"),
     ('[[nics]]\nname = "eth0"\n[[nics]]\nname = "eth0"\n', r"\[\[nics\]\] name: 'eth0' appears 2 times"),
+    # The 2026-11-29 fuzzing: a shared RDMA device left host health unread; a virtual one ended in an internal error.
+    ('[[nics]]\nname = "ib0"\nib_device = "mlx5_0"\n[[nics]]\nname = "ib1"\nib_device = "mlx5_0"\n',
+     r"\[\[nics\]\] ib_device: 'mlx5_0' appears 2 times; each RDMA device is one NIC's"),
+    ('[[nics]]\nname = "eth0"\nvirtual = true\nib_device = "mlx5_0"\n',
+     r"\[\[nics\]\] 'eth0': a virtual NIC \(virtio_net\) has no RDMA device"),
     ('[[gpus]]\nmodel = "h100-sxm5"\n', None),  # [gpus] already given: TOML refuses it
     ('time_scale = nan\n', r"time_scale: expected a finite number, got nan"),
     # Slower than real time the watchdog took a healthy worker for hung (2026-11-29 fuzzing).

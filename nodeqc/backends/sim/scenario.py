@@ -172,6 +172,17 @@ def load_scenario(ref: str) -> Scenario:
     for name in names:
         if names.count(name) > 1:
             raise UsageError(f"{where}: [[nics]] name: {name!r} appears {names.count(name)} times; each NIC needs its own")
+    # An RDMA device is one NIC's: two sharing one made the simulated sysfs fail to build (its host health
+    # then went unread), and a paravirtual NIC has none (its RDMA figure was NA: an internal error).
+    devices = [nic["ib_device"] for nic in data.get("nics", []) if "ib_device" in nic]
+    for device in devices:
+        if devices.count(device) > 1:
+            raise UsageError(f"{where}: [[nics]] ib_device: {device!r} appears {devices.count(device)} times; "
+                             "each RDMA device is one NIC's")
+    for nic in data.get("nics", []):
+        if nic.get("virtual") and "ib_device" in nic:
+            raise UsageError(f"{where}: [[nics]] {nic['name']!r}: a virtual NIC (virtio_net) has no RDMA device "
+                             "(ib_device)")
     for tool in data.get("host", {}).get("missing_tools", []):
         if tool not in SIM_TOOLS:
             raise UsageError(f"{where}: [host] missing_tools: {tool!r} is not one of {', '.join(SIM_TOOLS)}")
