@@ -302,9 +302,15 @@ def test_numbers_on_the_command_line_are_finite(args, said):
     assert p.returncode == 2 and said in p.stderr
 
 
-def test_capture_numbers_are_checked(tmp_path):
-    p = cli("capture", str(tmp_path / "c.json"), "--seconds", "nan")
-    assert p.returncode == 2 and "--seconds: expected a finite number above zero" in p.stderr
+@pytest.mark.parametrize("args, said", [
+    (["--seconds", "nan"], "--seconds: expected a number from 1 to 600, got 'nan'"),
+    # The 2026-11-29 fuzzing: a sleep of 1e300 s overflowed; a capture of 1e300 s never ended.
+    (["--hz", "1e-300"], "--hz: expected a number from 0.1 to 50, got '1e-300'"),
+    (["--seconds", "1e300"], "--seconds: expected a number from 1 to 600, got '1e300'"),
+])
+def test_capture_numbers_are_checked(tmp_path, args, said):
+    p = cli("capture", str(tmp_path / "c.json"), *args)
+    assert p.returncode == 2 and said in p.stderr, p.stderr
 
 
 def test_export_output_in_a_missing_directory_is_refused_before_reading_the_archive(tmp_path):

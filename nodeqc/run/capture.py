@@ -40,7 +40,7 @@ def capture(seconds: float, hz: float, load: bool, host: HostInfo, nvml: Any = N
             while time.monotonic() < end:
                 for g in live:
                     backend.sample(g.index)
-                time.sleep(1.0 / hz)
+                time.sleep(min(1.0 / hz, max(0.0, end - time.monotonic())))  # never past the end
         finally:
             load_note = _stop_load(loader)
         for g in live:
