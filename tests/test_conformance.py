@@ -1170,3 +1170,14 @@ def test_a_baseline_the_profile_ignores_whole_compares_nothing_and_could_not_run
         for c in ("firmware", "software", "settings", "topology")]
     assert results[0].message == ("could not run: nothing of b.toml compared (the profile's baseline_ignore leaves "
                                   "out every field it records: bus_id, devices, vbios)")
+
+
+@pytest.mark.parametrize("name", ["ib\U000e0001x", "eth\x1b[31m0", "plain", 'q"uote\\', "tab\there", "\u0085nel"])
+def test_a_baseline_s_text_reads_back_as_written(name):
+    """A NIC name with a character past U+FFFF that is not printable was written \\u + five digits,
+    which TOML reads as four and a stray digit: the node then failed its own baseline (2026-11-29 fuzzing)."""
+    import tomllib
+
+    from nodeqc.spec.baseline import _string
+
+    assert tomllib.loads(f"k = {_string(name)}")["k"] == name

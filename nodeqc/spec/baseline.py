@@ -179,8 +179,18 @@ def _key(name: str) -> str:
 
 def _string(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    escaped = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in escaped)
+    escaped = "".join(c if c.isprintable() else _escape(c) for c in escaped)
     return f'"{escaped}"'
+
+
+def _escape(c: str) -> str:
+    """TOML's escape of a character not shown as itself: \\uXXXX, or \\UXXXXXXXX past U+FFFF (five
+    digits after \\u read as four and a stray digit: a NIC's name that did not round-trip, 2026-11-29
+    fuzzing); a lone surrogate, which no TOML string holds, as U+FFFD."""
+    code = ord(c)
+    if 0xD800 <= code <= 0xDFFF:
+        return "\\ufffd"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _value(v: Any) -> str:
