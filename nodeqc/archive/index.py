@@ -447,10 +447,9 @@ def verifier() -> str:
     """The verifying code's own digest (the envelope, the report's shape, the archive's facts): an index
     row verified by other rules is not believed. A report that said PASS over its own failed checks,
     indexed before verify refused it, stayed PASS in history and fleet (the 2026-11-29 review)."""
+    from nodeqc import __version__
     from nodeqc.archive import verified
     from nodeqc.report import envelope, shape
-
-    from nodeqc import __version__
 
     digest = hashlib.sha256(__version__.encode())
     for module in (envelope, shape, verified):

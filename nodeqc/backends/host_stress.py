@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeqc.core.errors import shown
+from nodeqc.core.safefile import OutputError, claim
 from nodeqc.core.tool_output import ToolOutputError, excerpt, figure, load_json, quoted
 
 # The known answers: a SHA-256 chain (integer and bit-manipulation units) and a logistic-map sum
@@ -173,12 +174,12 @@ class LinuxHostStress(HostStress):
             # Made here, new (O_EXCL, never through a link), so that only a file nodeqc made is written
             # and removed: `[host] fio_scratch` naming an existing file deleted it (2026-11-29 fuzzing).
             try:
-                os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
-            except FileExistsError:
+                made = claim(Path(target))
+            except OutputError as e:
+                return FioResult(target, error=f"cannot make the scratch file: {e}", command=cmd)
+            if not made:
                 return FioResult(target, error=f"{target} exists: [host] fio_scratch must name a file that does not "
                                               "exist (nodeqc writes and removes only a file it makes)", command=cmd)
-            except OSError as e:
-                return FioResult(target, error=f"cannot make the scratch file {target}: {e.strerror}", command=cmd)
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120)
         except subprocess.TimeoutExpired:

@@ -63,6 +63,7 @@ LABELS: dict[str, str] = {
     "pass_ratio": "pairs passed", "peers": "peers", "tests": "tests", "untested": "pairs untested", "rail": "rail",
     "rails": "rails", "rounds": "rounds", "figures": "figures", "wrong": "wrong results",
     "p50": "latency, median", "p99": "latency, p99", "high": "pairs with a high tail", "group_size": "group size",
+    "inside": "tests within the leaf, all failed", "across": "tests across the leaf, all failed",
 }
 # Keys one check uses in another sense than the table's.
 BY_CHECK: dict[tuple[str, str], str] = {

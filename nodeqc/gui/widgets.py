@@ -67,3 +67,19 @@ def repolish(widgets: list[QWidget]) -> None:
         widget.style().unpolish(widget)
         widget.style().polish(widget)
         widget.updateGeometry()
+
+
+def field_name(name: str) -> QLabel:
+    """A name in the window's node panel."""
+    label = QLabel(name)
+    label.setObjectName("fieldName")
+    return label
+
+
+def field_value(text: str = "", least: int | None = 60) -> FittingLabel:
+    """A value of the node panel: whole where the window has room, shortened with "…" (whole in its
+    tooltip) on a narrow screen; never shortened with `least` None."""
+    label = FittingLabel(text, least)
+    label.setObjectName("fieldValue")
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label

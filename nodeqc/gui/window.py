@@ -32,7 +32,7 @@ from nodeqc.gui.reports import ReportDialog
 from nodeqc.gui.session import NodeInfo, RunSetup
 from nodeqc.gui.style import COMPACT_BELOW_HEIGHT, COMPACT_BELOW_WIDTH, STYLESHEET
 from nodeqc.gui.tiles import GpuTile, TileArea
-from nodeqc.gui.widgets import ElidedLabel, FittingLabel, repolish
+from nodeqc.gui.widgets import ElidedLabel, field_name, field_value, repolish
 from nodeqc.report.printable import export_pdf, load_report
 from nodeqc.report.render import planted_line
 from nodeqc.run.runner import RunOutcome, Runner
@@ -43,21 +43,6 @@ WIDE_COLUMNS = 4  # tiles per row when the window is wide enough to put them abo
 WIDE_MIN_HEIGHT = 850  # and tall enough to leave the tabs room below them
 TABS_MIN_WIDTH = 620  # the tabs' width beside two columns of tiles; less, and the tiles take one
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
-
-
-def _field(name: str) -> QLabel:
-    label = QLabel(name)
-    label.setObjectName("fieldName")
-    return label
-
-
-def _value(text: str = "", least: int | None = 60) -> FittingLabel:
-    """A value of the node panel: whole where the window has room, shortened with "…" (whole in its
-    tooltip) on a narrow screen; never shortened with `least` None."""
-    label = FittingLabel(text, least)
-    label.setObjectName("fieldValue")
-    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    return label
 
 
 class MainWindow(QMainWindow):
@@ -146,12 +131,12 @@ class MainWindow(QMainWindow):
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setHorizontalSpacing(10)
         host = self.node.host
-        self.hostname = _value(str(host.get("hostname")), least=120)
+        self.hostname = field_value(str(host.get("hostname")), least=120)
         # The serial whole at any width: it is what the technician checks against the chassis' label.
-        self.serial = _value(str(host.get("system_serial") or "N/A"), least=None)
-        self.versions = _value(f"{self.node.driver} / {self.node.cuda}")
+        self.serial = field_value(str(host.get("system_serial") or "N/A"), least=None)
+        self.versions = field_value(f"{self.node.driver} / {self.node.cuda}")
         system = " ".join(str(host.get(k)) for k in ("system_vendor", "system_model") if host.get(k))
-        self.gpu_summary = _value(self._gpu_summary(self.node.gpus) if not self.node.error else self.node.error)
+        self.gpu_summary = field_value(self._gpu_summary(self.node.gpus) if not self.node.error else self.node.error)
         if self.node.error:
             self.gpu_summary.setStyleSheet("color: #c4161c;")
         self.system = system
@@ -159,7 +144,7 @@ class MainWindow(QMainWindow):
         row = QHBoxLayout()
         for name, value in (("Host", self.hostname), ("Serial", self.serial), ("Driver / CUDA", self.versions),
                             ("GPUs", self.gpu_summary)):
-            row.addWidget(_field(name))
+            row.addWidget(field_name(name))
             row.addWidget(value)
             row.addSpacing(10)
         row.addStretch(1)
@@ -183,11 +168,11 @@ class MainWindow(QMainWindow):
         self.abort_button = QPushButton("ABORT")
         self.abort_button.setObjectName("abort")
         self.abort_button.clicked.connect(self.abort)
-        grid.addWidget(_field("Profile"), 1, 0)
+        grid.addWidget(field_name("Profile"), 1, 0)
         grid.addWidget(self.profile_box, 1, 1)
-        grid.addWidget(_field("Operator"), 1, 2)
+        grid.addWidget(field_name("Operator"), 1, 2)
         grid.addWidget(self.operator, 1, 3)
-        grid.addWidget(_field("Ticket"), 1, 4)
+        grid.addWidget(field_name("Ticket"), 1, 4)
         grid.addWidget(self.ticket, 1, 5)
         buttons = QHBoxLayout()
         buttons.addWidget(self.start_button)
@@ -411,9 +396,7 @@ class MainWindow(QMainWindow):
             self._say(self.notices[-1])
         elif isinstance(event, RunFinished):
             self.finished = event
-            if event.planted:  # a simulated node's faults, each found or why not (nodeqc.run.planted)
-                self.notices += [planted_line(p) for p in event.planted]
-                self._say(self.notices[-1])
+            self.notices += [planted_line(p) for p in event.planted or []]  # a simulated node's faults, each found or not
 
     def _run_started(self, event: RunStarted) -> None:
         node = event.node

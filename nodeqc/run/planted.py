@@ -1,7 +1,8 @@
 """What became of each fault planted in a simulated node (--inject), as the fabric says of its own
-(nodeqc.fabric.simulated.SimCluster.outcomes): `found` by a check made for it, `untested` (no check
-that could find it judged its part: why), `within the floors` (its checks judged its part and passed
-it), or `condition` (a healthy node's way, no defect: nothing should fail for it).
+(nodeqc.fabric.simulated.SimCluster.outcomes): `found` by a check made for it, with a code that names
+it; `masked` (a check made for it failed on its part for another cause, which may hide it);
+`untested` (no check that could find it judged its part: why); `within the floors` (its checks judged
+its part and passed it); or `condition` (a healthy node's way, no defect: nothing should fail for it).
 
 A simulated run with a fault where no check looks passed in silence: `--inject nic0:down` on the
 hgx-h100 scenario took down eno1, which its profile (NICs ib*) never tests, and the run passed with
