@@ -146,3 +146,14 @@ def test_host_nic_and_gpu_faults_of_one_run_are_each_found_by_the_code_that_name
             *[a for f in faults for a in ("--inject", f)])
     said = {s["fault"]: s["outcome"] for s in json.loads(p.stdout.splitlines()[-1])["planted"]}
     assert said == {str(parse_fault(f)): "condition" if "cold_start" in f else "found" for f in faults}, said
+
+
+def test_the_twin_s_host_faults_come_whatever_the_gpus_do(tmp_path):
+    """The planted outcomes showed it (2026-11-29): with `--only host` no GPU is loaded, and the twin's
+    host faults, fired only once the GPUs had been, read "within the floors ..., or missed". A host's
+    memory errors and kernel lines come whatever the GPUs do; a GPU's link errors still come under load."""
+    faults = ["host:edac_ue=1", "host:nvme_reset", "gpu1:aer=3"]
+    p = cli("--headless", "--simulate", "hgx-h100", "--quick", "--only", "host", "--json", "--out", str(tmp_path),
+            *[a for f in faults for a in ("--inject", f)])
+    said = {s["fault"]: s["outcome"] for s in json.loads(p.stdout.splitlines()[-1])["planted"]}
+    assert said == {"host:edac_ue=1": "found", "host:nvme_reset": "found", "gpu1:aer=3": "within the floors"}, said

@@ -64,9 +64,9 @@ def _remove_left_trees() -> None:
         pass
 
 
-def make_tree(node: "SimNode", grown: bool = False) -> Path:
+def make_tree(node: "SimNode", grown: frozenset[str] = frozenset()) -> Path:
     """A fresh tree for the node in the temporary directory (nodeqc.core.scratch names it), its
-    counters grown if the GPUs have been loaded already. What dead runs left there goes first."""
+    counters of these kinds ("gpu", "host": grow_counters) grown already. What dead runs left there goes first."""
     scratch.sweep()
     root = Path(tempfile.mkdtemp(prefix=scratch.prefix("sim-sysfs")))
     with _TREES_LOCK:
@@ -74,7 +74,7 @@ def make_tree(node: "SimNode", grown: bool = False) -> Path:
     try:
         write_tree(root, node)
         if grown:
-            grow_counters(root, node)
+            grow_counters(root, node, grown)
     except BaseException:
         remove_tree(root)
         raise
@@ -88,8 +88,10 @@ def remove_tree(root: Path) -> None:
 
 
 class SimPlatform(LinuxPlatform):
-    """LinuxPlatform on the simulated node's tree; counters grow with the node's faults once the
-    GPUs have been under load.
+    """LinuxPlatform on the simulated node's tree; a GPU's counters (its link's AER) grow with its
+    faults once the GPUs have been under load, the host's (EDAC) once they were read before or the
+    GPUs loaded: a host's memory errors come whatever the GPUs do, and a run of the host checks alone
+    (`--only host`) read them never grow (the 2026-11-29 planted-fault outcomes showed it).
 
     The tree is made on the first read (a probe of the node that reads no sysfs makes none) and
     removed by `close` (the runner closes it at the run's end) or at exit; read again after `close`,
@@ -97,7 +99,8 @@ class SimPlatform(LinuxPlatform):
 
     def __init__(self, node: "SimNode"):  # no LinuxPlatform.__init__: `root` is the tree, made when read
         self.node = node
-        self._grown = False
+        self._grown: frozenset[str] = frozenset()
+        self._counted = False  # the counters read once: the host's grow from the next reading
         self._tree: Path | None = None
         self._lock = threading.Lock()
 
@@ -115,18 +118,22 @@ class SimPlatform(LinuxPlatform):
             remove_tree(tree)
 
     def counters(self, bus_ids: list[str]) -> HostCounters:
-        if not self._grown and self._loaded():
-            self._grow()
+        loaded = self._loaded()
+        due = ({"gpu", "host"} if loaded else {"host"} if self._counted else set()) - self._grown
+        if due:
+            self._grow(frozenset(due))
+        self._counted = True
         return super().counters(bus_ids)
 
-    def _grow(self) -> None:
-        """Once: the counters of the tree there is now; a tree made later is made grown."""
+    def _grow(self, kinds: frozenset[str]) -> None:
+        """Once a kind: the counters of the tree there is now; a tree made later is made grown."""
         with self._lock:
-            if self._grown:
+            kinds = kinds - self._grown
+            if not kinds:
                 return
-            self._grown = True
+            self._grown |= kinds
             if self._tree is not None:
-                grow_counters(self._tree, self.node)
+                grow_counters(self._tree, self.node, kinds)
 
     def _loaded(self) -> bool:
         return any(self.node.shared[k * SLOTS + SLOT_LOADED_S] > 0 for k in range(self.node.scenario.gpu_count))
@@ -137,42 +144,46 @@ class SimPlatform(LinuxPlatform):
 
 
 class SimKernelLog(KernelLog):
+    """The faults' lines since the log was opened, each once: a GPU's once the GPUs have been loaded,
+    the host's (machine checks, NVMe resets) whatever the GPUs do."""
     source = "simulated kernel log"
 
     def __init__(self, node: "SimNode", loaded: Any):
         self.node = node
         self._loaded = loaded
-        self._said = False
+        self._said: set[int] = set()
 
     def new_records(self) -> list[KernelRecord]:
-        if self._said or not self._loaded():
-            return []
-        self._said = True
-        return [KernelRecord(level, seq, 1_000_000 * (100 + seq), text)
-                for seq, (level, text) in enumerate(fault_lines(self.node), start=5000)]
+        loaded = self._loaded()
+        out = []
+        for seq, (level, text, kind) in enumerate(fault_lines(self.node), start=5000):
+            if seq not in self._said and (loaded or kind == "host"):
+                self._said.add(seq)
+                out.append(KernelRecord(level, seq, 1_000_000 * (100 + seq), text))
+        return out
 
 
-def fault_lines(node: "SimNode") -> list[tuple[int, str]]:
+def fault_lines(node: "SimNode") -> list[tuple[int, str, str]]:
     """Kernel log lines a real kernel prints for the node's faults (formats from the drivers:
     NVRM Xid from nvidia.ko, AER from drivers/pci/pcie/aer.c, mce from arch/x86 mce, nvme from
-    drivers/nvme/host/core.c)."""
+    drivers/nvme/host/core.c), each with its level and whose it is ("gpu" or "host")."""
     sc = node.scenario
-    lines: list[tuple[int, str]] = []
+    lines: list[tuple[int, str, str]] = []
     for f in node.faults:
         if f.target == "gpu" and f.name == "xid":
             # NVRM names the GPU without its function: PCI:0000:1b:00
             lines.append((4, f"NVRM: Xid (PCI:{sc.bus_id(f.index)[:10]}): {f.value}, pid=4242, name=python3, "
-                             "Ch 00000008"))
+                             "Ch 00000008", f.target))
         elif f.target == "gpu" and f.name == "aer":
             port = downstream_port(node, f.index)
-            lines.append((4, f"pcieport {port}: AER: Corrected error received: {sc.bus_id(f.index)}"))
+            lines.append((4, f"pcieport {port}: AER: Corrected error received: {sc.bus_id(f.index)}", f.target))
             lines.append((4, f"nvidia {sc.bus_id(f.index)}: PCIe Bus Error: severity=Corrected, type=Physical Layer, "
-                             f"(Receiver ID)"))
+                             f"(Receiver ID)", f.target))
         elif f.target == "host" and f.name == "mce":
-            lines.append((2, "mce: [Hardware Error]: CPU 3: Machine Check: 0 Bank 7: cc00008000010090"))
-            lines.append((2, "mce: [Hardware Error]: Machine check events logged"))
+            lines.append((2, "mce: [Hardware Error]: CPU 3: Machine Check: 0 Bank 7: cc00008000010090", f.target))
+            lines.append((2, "mce: [Hardware Error]: Machine check events logged", f.target))
         elif f.target == "host" and f.name == "nvme_reset":
-            lines.append((4, "nvme nvme0: I/O 839 (Read) QID 5 timeout, reset controller"))
+            lines.append((4, "nvme nvme0: I/O 839 (Read) QID 5 timeout, reset controller", f.target))
     return lines
 
 
@@ -358,14 +369,16 @@ def in_vm(node: "SimNode") -> bool:
     return bool(node.scenario.data.get("host", {}).get("vm", False))
 
 
-def grow_counters(root: Path, node: "SimNode") -> None:
-    """The counters after load: AER on faulty GPU links (the device and its downstream port), EDAC
-    on the first DIMM (none in a VM: it has neither)."""
+def grow_counters(root: Path, node: "SimNode", kinds: frozenset[str] = frozenset({"gpu", "host"})) -> None:
+    """The counters grown by the faults of these kinds: "gpu", AER on faulty GPU links (the device and
+    its downstream port); "host", EDAC on the first DIMM (none in a VM: it has neither)."""
     if in_vm(node):
         return
     sc = node.scenario
     paths, _ = _layout(node)
     for f in node.faults:
+        if f.target not in kinds:
+            continue
         if f.target == "gpu" and f.name == "aer":
             for dev in (sc.bus_id(f.index), paths[sc.bus_id(f.index)][-1]):
                 (root / f"sys/bus/pci/devices/{dev}/aer_dev_correctable").write_text(_aer_text("correctable", f.value))
