@@ -368,3 +368,21 @@ def test_mixed_gpus_are_advised_by_what_differs():
     model = advice("GPU_MIXED", "node", {"model": {"a": ["gpu0"], "b": ["gpu3"]}}, "fail")
     assert "replace the GPU of another model" in model and "flash" not in model
     assert advice("GPU_MIXED", "node", {}, "fail") == remediation("GPU_MIXED")  # nothing named: the whole list
+
+
+def test_a_replay_without_a_twin_is_not_advised_to_install_cupy():
+    """The 2026-11-29 fuzzing: a replayed capture of a model with no simulated twin said "GPU stress
+    needs CuPy: install nodeqc with the CUDA extra" of its GPU work."""
+    from nodeqc.checks.stress.outcomes import outcome_failure
+    from nodeqc.core.codes import advice
+    from nodeqc.core.errors import ComputeUnavailable
+    from nodeqc.work.workers import STATUS_UNAVAILABLE, Outcome, Task, open_device
+
+    task = Task("burn", 0, {}, 1.0)
+    with pytest.raises(ComputeUnavailable) as e:
+        open_device({"kind": "none"}, task)
+    r = outcome_failure("stress.burn", "gpu0", Outcome(task, STATUS_UNAVAILABLE, detail=str(e.value)))
+    assert r.code == "CUDA_UNAVAILABLE"
+    said = advice(r.code, r.subject, r.evidence, r.verdict.value)
+    assert "no simulated twin" in said and "CuPy" not in said
+    assert "CuPy" in advice("CUDA_UNAVAILABLE")  # a real node without CuPy is still told to install it

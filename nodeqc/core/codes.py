@@ -486,6 +486,11 @@ GPU_MIXED_BY_FIELD = {
 }
 
 
+NO_TWIN_REMEDIATION = ("The replayed capture is of a GPU model nodeqc has no simulated twin for: its NVML answers are "
+                       "judged, its GPU work cannot run. Run nodeqc on the captured machine itself, or replay a capture "
+                       "of a model with a twin (`nodeqc scenarios` lists them).")
+
+
 def advice(code: str, subject: str = "", evidence: Any = None, verdict: str | None = None) -> str:
     """The code's advice for one result, with what the result knows put in place of the
     placeholders: `-i N` becomes the GPU's own index (a `gpuN` subject), DEFAULT_W its default power
@@ -498,6 +503,10 @@ def advice(code: str, subject: str = "", evidence: Any = None, verdict: str | No
         # What differs says what to do: a VBIOS is flashed, not replaced (the 2026-11-28 advice review).
         text = "GPUs of one node must match: " + "; ".join(
             step for field, step in GPU_MIXED_BY_FIELD.items() if field in evidence) + "; then re-run."
+    worker = evidence.get("worker") if isinstance(evidence, dict) else None
+    if code == "CUDA_UNAVAILABLE" and isinstance(worker, dict) and "no simulated twin" in str(worker.get("detail")):
+        # A replay's missing twin is no missing CuPy (it advised installing the CUDA extra, 2026-11-29 fuzzing).
+        text = NO_TWIN_REMEDIATION
     action = evidence.get("xid_action") if isinstance(evidence, dict) and code == "KERNEL_XID" else None
     if action in KERNEL_XID_BY_ACTION:
         text = remediation(KERNEL_XID_BY_ACTION[action])
