@@ -344,3 +344,20 @@ def test_a_node_key_that_is_also_others_host_name_lists_its_own_and_names_the_ot
     assert ("nodeqc: warning: gpu-017 is also the host name in the reports of SER-17: not listed; "
             "name each by its system serial (--node SERIAL)") in p.stderr
     assert _listed(root, "--node", "SER-17")[0] == ["2026-11-03T08:00:00Z SER-17"]
+
+
+def test_a_part_in_two_nodes_reports_is_said_so(tmp_path):
+    """A node's key vouches for its own reports, and a report may name any GPU serial: a part's story
+    that spans two nodes says so (a part that moved, or a report naming another node's part), each
+    chapter with its node (2026-11-29 fuzzing)."""
+    root = tmp_path / "archive"
+    file_report(root, predicate("NODE-A", "PASS", "2026-11-01T08:00:00Z"))
+    other = predicate("NODE-B", "FAIL", "2026-11-02T08:00:00Z")
+    other["gpus"][0]["serial"] = "NODE-A-G0"
+    file_report(root, other)
+    p = cli("history", "--archive", str(root), "--part", "NODE-A-G0")
+    assert p.returncode == 0 and "2 report(s)" in p.stdout, p.stdout
+    assert [line.split()[1] for line in p.stdout.splitlines()[1:]] == ["NODE-A", "NODE-B"]
+    assert "the part is in the reports of 2 nodes (NODE-A, NODE-B)" in p.stderr
+    alone = cli("history", "--archive", str(root), "--part", "NODE-B-G0")
+    assert "nodes (" not in alone.stderr

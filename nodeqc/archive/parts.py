@@ -29,10 +29,11 @@ class Chapter:
     repair_status: str | None = None  # FIXED / STILL FAILING for this part
     simulated: bool = False
     failures: list[tuple[str, str | None]] = field(default_factory=list)  # (check, code)
+    node: str = ""  # the node whose report it is (its node key)
 
     def line(self) -> str:
         sim = " SIM" if self.simulated else ""
-        text = f"{self.finished_at:<20}  {self.subject:<6} {self.result}{sim}"
+        text = f"{self.finished_at:<20}  {self.node} {self.subject:<6} {self.result}{sim}"
         if self.repair:
             text += f"  | repair: {self.repair} -> {self.repair_status or 'NOT RE-TESTED'}"
         return f"{text}  {self.report}"
@@ -76,7 +77,7 @@ def story(archive: Any, wanted: str) -> list[Chapter]:
             status = subject_status(repair).get(subject) if repair and subject in repaired_subjects(repair) else None
             chapters.append(Chapter(str(pred.get("finished_at")), entry.path, subject, part.identity, result,
                                     repair.get("action") if repair and status else None, status,
-                                    bool(pred.get("simulated")), [(f.check, f.code) for f in mine]))
+                                    bool(pred.get("simulated")), [(f.check, f.code) for f in mine], entry.node))
     return chapters
 
 

@@ -254,6 +254,10 @@ def _part_history(args: argparse.Namespace) -> int:
     print(clean(f"part {chapters[-1].identity}: {len(chapters)} report(s), oldest first"))
     for c in chapters:
         print(clean("  " + c.line()))
+    nodes = list(dict.fromkeys(c.node for c in chapters))
+    if len(nodes) > 1:  # a part moved, or a node's report claims another's part: its key vouches for its node only
+        print(clean(f"nodeqc: note: the part is in the reports of {len(nodes)} nodes ({', '.join(nodes[:6])}): a part "
+                    "that moved between them, or a report that names another node's part"), file=sys.stderr)
     return 0
 
 
