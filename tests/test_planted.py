@@ -157,3 +157,11 @@ def test_the_twin_s_host_faults_come_whatever_the_gpus_do(tmp_path):
             *[a for f in faults for a in ("--inject", f)])
     said = {s["fault"]: s["outcome"] for s in json.loads(p.stdout.splitlines()[-1])["planted"]}
     assert said == {"host:edac_ue=1": "found", "host:nvme_reset": "found", "gpu1:aer=3": "within the floors"}, said
+
+
+def test_a_gb200_tray_s_fabric_and_imex_faults_are_each_found(tmp_path):
+    faults = ["gpu0:fabric_unregistered=in_progress", "gpu1:fabric_degraded", "gpu2:fabric_clique=7", "host:imex_nodes=17"]
+    p = cli("--headless", "--simulate", "gb200-nvl72-tray", "--quick", "--only", "inventory,host", "--json",
+            "--out", str(tmp_path), *[a for f in faults for a in ("--inject", f)])
+    said = {s["fault"]: s["outcome"] for s in json.loads(p.stdout.splitlines()[-1])["planted"]}
+    assert said == {str(parse_fault(f)): "found" for f in faults}, said
