@@ -207,3 +207,24 @@ def test_a_replayed_reading_no_part_can_give_is_not_read_and_the_gpu_not_qualifi
     assert p.returncode == 2 and "Traceback" not in p.stderr and "NOT VERIFIED" not in p.stderr, p.stderr
     check = "health.temperature" if "Temperature" in field else "health.pcie_link"
     assert f"ERROR {check}" in p.stderr and "[NOT_READ]" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("field, value, said", [
+    # The review of those fixes: 2^32-1 mW "held 4294967.3 W of the 700 W limit" and passed the power test;
+    # a clock of 2^64-1 MHz wrote a report that failed its own check.
+    ("nvmlDeviceGetPowerUsage", 2 ** 32 - 1, "ERROR stress.power"),
+    ("nvmlDeviceGetClockInfo", 2 ** 64 - 1, "RESULT:")])
+def test_a_replayed_power_or_clock_no_part_can_give_is_no_reading(tmp_path, field, value, said):
+    import json
+
+    from conftest import cli
+
+    data = json.loads((FIXTURES / "capture-h100-sxm5-80gb.json").read_text())
+    for device in data["devices"]:
+        device[field] = value
+    capture = tmp_path / "c.json"
+    capture.write_text(json.dumps(data))
+    p = cli("--headless", "--replay", str(capture), "--quick", "--only", "stress.power", "--out", str(tmp_path / "o"))
+    assert "4294967" not in p.stderr and "NOT VERIFIED" not in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert said in p.stderr and p.returncode != 0, p.stderr
+

@@ -258,11 +258,12 @@ def test_targeted_power_without_readings_says_so():
         assert (r.verdict, r.code) == (Verdict.ERROR, "POWER_NOT_READ")
         assert r.message == (f"telemetry read no sample of this GPU under load during the power test ({seen} "
                              "reading(s) in all): NVML answered too slowly; not judged")
-    # Under load, but NVML reports no power for this GPU (NotSupported): nothing to judge it by.
+    # Under load, but NVML reports no power for this GPU (NotSupported, or a value no GPU draws): nothing
+    # to judge it by, and not a skip a run passes over either.
     no_power = window([(0.0, sample(power=None)), (1.0, sample(power=None))])
     r = judge_power([GPU], {0: ok({"seconds": 10})}, {0: no_power}, H100)[0]
-    assert (r.name, r.subject, r.verdict, r.message) == ("stress.power", "gpu0", Verdict.SKIP,
-                                                         "no power readings under load")
+    assert (r.name, r.subject, r.verdict, r.code) == ("stress.power", "gpu0", Verdict.ERROR, "POWER_NOT_READ")
+    assert r.message.startswith("NVML gave no valid power, power limit or utilisation reading of this GPU under load")
 
 
 def test_a_gpu_short_of_a_strict_power_floor_at_its_limit_is_held_to_the_clock_of_the_power_tests_load():
@@ -503,10 +504,11 @@ def test_whole_results_targeted_power():
         "the power test (0 reading(s) in all): NVML answered too slowly; not judged", {}, None, [], {})
 
 
-def test_targeted_power_without_a_power_limit_reading_is_skipped():
+def test_targeted_power_without_a_power_limit_reading_is_not_judged():
     from nodeqc.core.na import NA
     tel = window([(0.0, sample(power=650.0, limit=NA))])
-    assert judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0].verdict is Verdict.SKIP
+    r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]
+    assert (r.verdict, r.code) == (Verdict.ERROR, "POWER_NOT_READ")
 
 
 def test_whole_results_pulse():

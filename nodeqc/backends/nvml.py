@@ -42,6 +42,10 @@ POWER_RANGE_W = (0.0, 100_000.0)
 # passed health.pcie_link, and 2^64-1 ended in a report that failed its own check (2026-11-29 fuzzing).
 PCIE_GEN_RANGE = (1, 7)
 PCIE_WIDTH_RANGE = (1, 32)
+# Clocks and utilisation likewise (the review of those fixes: a clock of 2^64-1 MHz wrote a report that
+# failed its own check; a power reading of 2^32-1 mW "held 4294967 W of the 700 W limit" and passed).
+CLOCK_RANGE_MHZ = (0, 100_000)
+PERCENT_RANGE = (0, 100)
 
 
 def physical(value: Any, low: float, high: float) -> Any:
@@ -195,7 +199,7 @@ class NvmlBackend(GpuManagement):
             persistence = q("nvmlDeviceGetPersistenceMode")
             limit = q("nvmlDeviceGetEnforcedPowerLimit")
             default_limit = q("nvmlDeviceGetPowerManagementDefaultLimit")
-            t = lambda kind: q("nvmlDeviceGetTemperatureThreshold", kind)  # noqa: E731
+            t = lambda kind: physical(q("nvmlDeviceGetTemperatureThreshold", kind), *TEMP_RANGE_C)  # noqa: E731
             return GpuInfo(
                 index=i,
                 name=str(q("nvmlDeviceGetName")),
@@ -217,10 +221,10 @@ class NvmlBackend(GpuManagement):
                 temp_shutdown_c=t(n.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN),
                 temp_gpu_max_c=t(n.NVML_TEMPERATURE_THRESHOLD_GPU_MAX),
                 temp_mem_max_c=t(n.NVML_TEMPERATURE_THRESHOLD_MEM_MAX),
-                power_limit_w=NA if is_na(limit) else limit / 1000.0,
-                power_default_limit_w=NA if is_na(default_limit) else default_limit / 1000.0,
-                max_sm_clock_mhz=q("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_SM),
-                max_mem_clock_mhz=q("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_MEM),
+                power_limit_w=NA if is_na(limit) else physical(limit / 1000.0, *POWER_RANGE_W),
+                power_default_limit_w=NA if is_na(default_limit) else physical(default_limit / 1000.0, *POWER_RANGE_W),
+                max_sm_clock_mhz=physical(q("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_SM), *CLOCK_RANGE_MHZ),
+                max_mem_clock_mhz=physical(q("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_MEM), *CLOCK_RANGE_MHZ),
                 nvlink_count=self._nvlink_count(i),
                 fabric=self._fabric(i),
                 **self._firmware_and_modes(i),
@@ -288,12 +292,12 @@ class NvmlBackend(GpuManagement):
         return GpuSample(
             temp_c=physical(q("nvmlDeviceGetTemperature", n.NVML_TEMPERATURE_GPU), *TEMP_RANGE_C),
             mem_temp_c=physical(self._field(index, n.NVML_FI_DEV_MEMORY_TEMP), *TEMP_RANGE_C),
-            power_w=NA if is_na(power) else power / 1000.0,
-            power_limit_w=NA if is_na(limit) else limit / 1000.0,
-            sm_clock_mhz=q("nvmlDeviceGetClockInfo", n.NVML_CLOCK_SM),
-            mem_clock_mhz=q("nvmlDeviceGetClockInfo", n.NVML_CLOCK_MEM),
-            util_pct=NA if is_na(util) else util.gpu,
-            mem_util_pct=NA if is_na(util) else util.memory,
+            power_w=NA if is_na(power) else physical(power / 1000.0, *POWER_RANGE_W),
+            power_limit_w=NA if is_na(limit) else physical(limit / 1000.0, *POWER_RANGE_W),
+            sm_clock_mhz=physical(q("nvmlDeviceGetClockInfo", n.NVML_CLOCK_SM), *CLOCK_RANGE_MHZ),
+            mem_clock_mhz=physical(q("nvmlDeviceGetClockInfo", n.NVML_CLOCK_MEM), *CLOCK_RANGE_MHZ),
+            util_pct=NA if is_na(util) else physical(util.gpu, *PERCENT_RANGE),
+            mem_util_pct=NA if is_na(util) else physical(util.memory, *PERCENT_RANGE),
             reasons=q("nvmlDeviceGetCurrentClocksEventReasons"),
             pcie_gen=physical(q("nvmlDeviceGetCurrPcieLinkGeneration"), *PCIE_GEN_RANGE),
             pcie_width=physical(q("nvmlDeviceGetCurrPcieLinkWidth"), *PCIE_WIDTH_RANGE),

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from nodeqc.backends.base import PLAIN_LOAD_DTYPE, GpuInfo
-from nodeqc.checks.common import Judgement, fmt, fold, judge, skip
+from nodeqc.checks.common import Judgement, fmt, fold, judge
 from nodeqc.checks.diagnosis import Expected, Observed, explain
 from nodeqc.checks.stress.outcomes import HELD_TOLERANCE_S, each_gpu
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
@@ -85,7 +85,11 @@ def judge_power(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
                                "reading(s) in all): NVML answered too slowly; not judged", code="POWER_NOT_READ")
         finding = power_finding(window, profile, values, thresholds, code="POWER_TARGET_LOW")
         if finding is None:  # NVML reports no power, no limit or no utilisation for this GPU
-            return skip(name, g.subject, "no power readings under load")
+            # Never a skip the run passes over: a power of 2^32-1 mW (no reading, nvml.physical) held a
+            # GPU "at 4294967 W" and passed before, and no reading at all shows no load (2026-11-29 review).
+            return CheckResult(name, g.subject, Verdict.ERROR, "NVML gave no valid power, power limit or "
+                               "utilisation reading of this GPU under load: the power test showed nothing; not "
+                               "judged", code="POWER_NOT_READ")
         short = power_load_short(r, window)
         if short:  # a figure of a load not held is no figure: never a pass, nor a fail
             return CheckResult(name, g.subject, Verdict.ERROR, short, code="POWER_LOAD_NOT_REACHED",
