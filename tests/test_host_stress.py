@@ -486,7 +486,8 @@ def test_the_fio_scratch_file_is_one_nodeqc_makes_and_an_existing_file_is_never_
 
     fio = tmp_path / "bin" / "fio"
     fio.parent.mkdir()
-    fio.write_text("#!/bin/sh\necho '{}'\n")
+    log = tmp_path / "fio-args"
+    fio.write_text(f"#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done > {log}\necho '{{}}'\n")
     fio.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fio.parent}:{os.environ['PATH']}")
     precious = tmp_path / "precious.db"
@@ -496,6 +497,12 @@ def test_the_fio_scratch_file_is_one_nodeqc_makes_and_an_existing_file_is_never_
     link = tmp_path / "link"
     link.symlink_to(precious)
     assert "exists" in LinuxHostStress().fio(str(link), 1, scratch=True).error and precious.exists()
-    fresh = tmp_path / "scratch.bin"
+    fresh = tmp_path / "scratch:1.bin"  # a ':' fio would split at: escaped, one file (the review's finding)
     LinuxHostStress().fio(str(fresh), 1, scratch=True)
-    assert not fresh.exists()
+    assert not fresh.exists() and f"--filename={str(fresh).replace(':', chr(92) + ':')}" in log.read_text().splitlines()
+    # An existing scratch path is the profile's setting, no drive's fault: not measured (ERROR), never NVME_FIO.
+    h100 = load_profile("h100")
+    scratching = h100.__class__(h100.name, h100.path, {**h100.data, "host": {**h100.data.get("host", {}),
+                                                                             "fio_scratch": str(precious)}}, h100.chain)
+    judged = host_stress.nvme([LinuxHostStress().fio(str(precious), 1, scratch=True)], None, scratching)
+    assert [(r.verdict, r.code) for r in judged] == [(Verdict.ERROR, "NVME_SCRATCH_EXISTS")]

@@ -100,6 +100,7 @@ class FioResult:
     error: str | None = None
     command: list[str] = field(default_factory=list)
     unreadable: bool = False  # fio's JSON was not in its format (error says where): not a measurement
+    scratch_exists: bool = False  # the scratch path named a file that exists: not touched, nothing measured
     output_tail: list[str] = field(default_factory=list)  # the end of fio's output when it was unreadable
 
 
@@ -166,7 +167,9 @@ class LinuxHostStress(HostStress):
         return None if found else INSTALL.get(tool, f"install {tool}")
 
     def fio(self, target: str, seconds: float, scratch: bool) -> FioResult:
-        cmd = ["fio", "--name=nodeqc", f"--filename={target}", "--rw=read", "--bs=1M", "--direct=1",
+        # fio splits --filename at ':' (a list of files): escaped, the one path named ("a:b" wrote a and b;
+        # /dev/disk/by-path/pci-0000:06:00.0 read /dev/disk/by-path/pci-0000).
+        cmd = ["fio", "--name=nodeqc", "--filename=" + target.replace(":", "\\:"), "--rw=read", "--bs=1M", "--direct=1",
                "--ioengine=libaio", "--iodepth=32", f"--runtime={int(max(1, seconds))}", "--time_based",
                "--output-format=json"]
         cmd += ["--size=1G"] if scratch else ["--readonly"]
@@ -179,7 +182,8 @@ class LinuxHostStress(HostStress):
                 return FioResult(target, error=f"cannot make the scratch file: {e}", command=cmd)
             if not made:
                 return FioResult(target, error=f"{target} exists: [host] fio_scratch must name a file that does not "
-                                              "exist (nodeqc writes and removes only a file it makes)", command=cmd)
+                                              "exist (nodeqc writes and removes only a file it makes)", command=cmd,
+                                 scratch_exists=True)
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120)
         except subprocess.TimeoutExpired:

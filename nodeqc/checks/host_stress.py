@@ -68,6 +68,10 @@ def nvme(results: list[FioResult], missing: str | None, profile: Profile) -> lis
             out.append(CheckResult(name, r.target, Verdict.ERROR, f"{r.target}: fio's output could not be read: "
                                    f"{r.error}", code="TOOL_OUTPUT_UNREADABLE", evidence=evidence))
             continue
+        if r.scratch_exists:  # the profile's setting, no drive's fault: nothing measured
+            out.append(CheckResult(name, r.target, Verdict.ERROR, f"not measured: {r.error}", code="NVME_SCRATCH_EXISTS",
+                                   evidence=evidence))
+            continue
         if r.error:
             out.append(CheckResult(name, r.target, Verdict.FAIL, f"{r.target}: fio failed: {r.error}", code="NVME_FIO",
                                    evidence=evidence))

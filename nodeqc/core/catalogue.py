@@ -64,7 +64,7 @@ FAMILIES: tuple[Family, ...] = (
                   "IMEX_NODES_MISSING", "IMEX_NOT_RUNNING", "IMEX_NO_CHANNELS", "IMEX_SELF_MISSING",
                   "KERNEL_AER", "KERNEL_HW_ERROR", "KERNEL_LOG_LOST", "KERNEL_LOG_UNREADABLE", "KERNEL_MCE",
                   "KERNEL_NVME_RESET", "KERNEL_SXID", "KERNEL_XID", "LINK_BER_HIGH", "MODULE_UNREADABLE", "NO_GPUS",
-                  "NVME_FIO", "NVME_SLOW", "OPTICS_ALARM", "OPTICS_UNREADABLE", "OPTICS_WARNING", "PEERMEM_MISSING",
+                  "NVME_FIO", "NVME_SCRATCH_EXISTS", "NVME_SLOW", "OPTICS_ALARM", "OPTICS_UNREADABLE", "OPTICS_WARNING", "PEERMEM_MISSING",
                   "TOOL_OUTPUT_UNREADABLE")),
     Family("baseline", "The node against its golden baseline (nodeqc baseline; --baseline)",
            checks=("firmware", "software", "settings", "topology"),
