@@ -419,8 +419,8 @@ def test_temperature_seen_only_at_idle_is_skipped_not_passed():
     # Under load with no valid reading (2^64-1 C is none, nvml.physical): not watched is no pass, and
     # no skip the run passes over either (the 2026-11-29 fuzzing: such a GPU qualified).
     assert whole(health.temperature(gpu(), telemetry([loaded(temp_c=NA, mem_temp_c=NA)]), H100)) == (
-        "health.temperature", "gpu0", "error", "NOT_READ", "the GPU gave no valid temperature reading in the whole "
-        "run (not supported, or values no sensor gives): its heat was not watched", {}, None, [], {})
+        "health.temperature", "gpu0", "error", "NOT_READ", "the GPU gave no valid temperature reading (not "
+        "supported, or values no sensor gives): its heat was not watched", {}, None, [], {})
 
 
 THROTTLE_LIMIT = [("max_throttle_s", "max", 1, 0, "s")]

@@ -120,12 +120,32 @@ def test_a_sysfs_that_cannot_be_read_is_said_not_called_healthy(tmp_path):
     # ... and the pass is not called healthy: it could not judge the host (the 2026-11-29 fuzzing: it said
     # "healthy", exit 0, the JSON and the textfile silent, over an uncorrected memory error unread).
     assert result.exit_code == EXIT_UNJUDGED and [r.name for r in result.unread] == ["host.edac", "host.aer"]
-    assert result.line() == ("nodeqc watch: could not judge the host: not read: host.edac, host.aer (cannot read "
-                             "sysfs: [Errno 13] Permission denied: '/sys/devices/system/edac/mc'); 8 GPU(s) healthy")
-    from nodeqc.report.prometheus import render_watch
+    assert result.line() == ("nodeqc watch: could not judge it all: not read: host.edac, host.aer (cannot read "
+                             "sysfs: [Errno 13] Permission denied: '/sys/devices/system/edac/mc'); 8 GPU(s), nothing failing")
+    from nodeqc.cli.watch import _report
 
-    text = render_watch({"unread": [{"check": "host.edac", "code": "HOST_UNREADABLE"}], "exit_code": 2}, [])
-    assert 'nodeqc_watch_unread{check="host.edac",code="HOST_UNREADABLE"} 1' in text
+    textfile = tmp_path / "w.prom"
+    _report(result, textfile, as_json=False)  # what the command writes, not a hand-made input
+    text = textfile.read_text()
+    assert 'nodeqc_watch_unread{check="host.edac",code="HOST_UNREADABLE"} 1' in text and "nodeqc_watch_judged 0" in text
+
+
+def test_a_gpu_whose_temperature_is_never_read_is_not_called_healthy_by_the_watch(tmp_path):
+    """The review of 2026-11-29: a run no longer passes a GPU that gives no valid temperature
+    (NOT_READ), but the watch still said "healthy: 8 GPU(s)", exit 0."""
+    from nodeqc.core.na import NA
+
+    def no_temperature(hw):
+        sample = hw.mgmt.sample
+
+        def unread(index):
+            s = sample(index)
+            s.temp_c = NA
+            return s
+        hw.mgmt.sample = unread
+    result = run(tmp_path, FakeClock(T0), patch=no_temperature)
+    assert result.exit_code == EXIT_UNJUDGED and "health.temperature" in {r.name for r in result.unread}
+    assert result.line().startswith("nodeqc watch: could not judge it all: not read: health.temperature")
 
 
 def test_nvlink_errors_over_a_clock_that_stepped_back_are_not_called_none(tmp_path):

@@ -27,9 +27,8 @@ def temperature(gpu: GpuInfo, tel: GpuTelemetry, profile: Profile) -> CheckResul
     if is_na(hottest):
         # Not watched under load is not shown safe: every reading garbage (2^64-1 C, made NA at the
         # NVML boundary) skipped the check and the GPU qualified (2026-11-29 fuzzing).
-        return CheckResult(name, gpu.subject, Verdict.ERROR, "the GPU gave no valid temperature reading in the "
-                           "whole run (not supported, or values no sensor gives): its heat was not watched",
-                           code="NOT_READ")
+        return CheckResult(name, gpu.subject, Verdict.ERROR, "the GPU gave no valid temperature reading (not "
+                           "supported, or values no sensor gives): its heat was not watched", code="NOT_READ")
     values = {"temp_max": Value(hottest, "C"), "temp_mean": Value(round(tel.stats["temp_c"].mean, 1), "C"),
               "mem_temp_max": Value(mem_hottest, "C")}
     limit, mem_limit = profile.threshold("gpu", "max_temp_c"), profile.threshold("gpu", "max_mem_temp_c")

@@ -119,7 +119,8 @@ def _report(result: Any, textfile: Path | None, as_json: bool) -> None:
                  "first_seen": f.first_seen, "clears_at": f.clears_at(), "message": f.message}
                 for f in result.standing]
     watch = {"node": result.node, "hostname": result.hostname, "simulated": result.simulated,
-             "profile": result.profile, "judged": result.error is None, "error": result.error,
+             # Judged: read and judged in full (a pass that could not read the host's counters is not).
+             "profile": result.profile, "judged": result.exit_code != 2, "error": result.error,
              "exit_code": result.exit_code, "healthy": result.exit_code == 0,
              "requalify": bool(result.requalify), "gpus": result.gpus, "pass_timestamp": result.started,
              "duration_s": result.duration_s, "qualified_at": result.qualified_at,

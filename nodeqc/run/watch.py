@@ -99,22 +99,24 @@ class PassResult:
 
     @property
     def unread(self) -> list[CheckResult]:
-        """What this pass could not read (the host's EDAC, AER, kernel log), each with why."""
-        return [r for r in self.results if r.verdict is Verdict.SKIP and r.code in ("HOST_UNREADABLE", "HOST_NOT_HERE")]
+        """What this pass could not read or judge (the host's EDAC, AER, kernel log; a GPU's temperature
+        that NVML gave no valid reading of: a check's ERROR), each with why."""
+        return [r for r in self.results if r.verdict is Verdict.ERROR
+                or (r.verdict is Verdict.SKIP and r.code in ("HOST_UNREADABLE", "HOST_NOT_HERE"))]
 
     def line(self) -> str:
         """The pass in one line, for stderr and Slurm's log."""
         if self.error:
             return f"nodeqc watch: could not judge: {self.error}"
         unread = self.unread
-        said = (f"; not read: {', '.join(r.name for r in unread)} ({unread[0].message.removeprefix('not read: ')})"
-                if unread else "")
+        said = (f"; not read: {', '.join(dict.fromkeys(r.name for r in unread))} "
+                f"({unread[0].message.removeprefix('not read: ')})" if unread else "")
         failing = [f for f in self.standing if f.verdict == "fail"]
         if not failing:
             warned = [f for f in self.standing if f.verdict == "warn"]
             gpus = f"{self.gpus} GPU(s)" + (f", {len(warned)} warning(s)" if warned else "")
             if self.exit_code == EXIT_UNJUDGED:
-                return f"nodeqc watch: could not judge the host:{said.removeprefix(';')}; {gpus} healthy"
+                return f"nodeqc watch: could not judge it all:{said.removeprefix(';')}; {gpus}, nothing failing"
             return f"nodeqc watch: healthy: {gpus}{said}"
         first = failing[0]
         more = f" (+{len(failing) - 1} more)" if len(failing) > 1 else ""
@@ -276,7 +278,8 @@ class Watcher:
         # A healthy pass that could not read the host's counters has not shown them healthy: "could not
         # judge" (it said healthy, exit 0, with an uncorrected memory error unread, 2026-11-29 fuzzing).
         code = (EXIT_ATTENTION if any(f.verdict == "fail" for f in standing)
-                else EXIT_UNJUDGED if any(r.code == "HOST_UNREADABLE" for r in results) else EXIT_HEALTHY)
+                else EXIT_UNJUDGED if any(r.code == "HOST_UNREADABLE" or r.verdict is Verdict.ERROR for r in results)
+                else EXIT_HEALTHY)
         return PassResult(code, state.node, obs.host.hostname, self.hw.simulated, getattr(self.profile, "name", ""),
                           started, time.monotonic() - t0, len(obs.gpus), results, seen, standing, requalify,
                           obs.qualified_at, restored=restored, refused=refused)
