@@ -85,6 +85,9 @@ def test_a_list_that_names_one_thing_twice_is_refused(tmp_path, table, line, nam
     ("run", "memtest_retention_s = 0", r"\[run\] memtest_retention_s: expected at least 1"),  # bit fade passed unrun
     ("gpu", "nvlink_links = 0", r"\[gpu\] nvlink_links: expected at least 1"),  # NVLink unjudged on 18 links
     ("", 'baseline = ""', r"baseline: an empty path"),  # no baseline, and nothing said
+    ("host", 'fio_scratch = ""', r"\[host\] fio_scratch: an empty path"),  # host.nvme gone, nothing said
+    ("host", 'fio_targets = [""]', r"\[host\] fio_targets: an empty path"),  # a drive "failed"
+    ("fleet", "min_fleet = 1000000000", r"\[fleet\] min_fleet: expected at most 100000"),  # outliers never judged
 ])
 def test_a_setting_that_would_turn_a_check_s_work_off_in_silence_is_refused(tmp_path, table, line, named):
     section = f"[{table}]\n" if table else ""
@@ -305,7 +308,8 @@ def test_numbers_on_the_command_line_are_finite(args, said):
 @pytest.mark.parametrize("args, said", [
     (["--seconds", "nan"], "--seconds: expected a number from 1 to 600, got 'nan'"),
     # The 2026-11-29 fuzzing: a sleep of 1e300 s overflowed; a capture of 1e300 s never ended.
-    (["--hz", "1e-300"], "--hz: expected a number from 0.1 to 50, got '1e-300'"),
+    (["--hz", "1e-300"], "--hz: expected a number from 0.1 to 10, got '1e-300'"),
+    (["--hz", "50"], "--hz: expected a number from 0.1 to 10, got '50'"),  # ten minutes of it past a replay's 16 MiB
     (["--seconds", "1e300"], "--seconds: expected a number from 1 to 600, got '1e300'"),
 ])
 def test_capture_numbers_are_checked(tmp_path, args, said):

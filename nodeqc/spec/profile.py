@@ -138,7 +138,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
     "fleet": {
         "outlier_pct": Spec("number", "a GPU or node this many percent below its fleet's median is a fleet "
                             "outlier (a warning)", low=0.1, high=90),
-        "min_fleet": Spec("int", "fewest nodes of a SKU before fleet outliers are judged", low=3),
+        "min_fleet": Spec("int", "fewest nodes of a SKU before fleet outliers are judged", low=3, high=100_000),
     },
     "nic": {
         "match": Spec("strlist", "interface names of the NICs to check (shell patterns), e.g. [\"ib*\"]"),
@@ -528,6 +528,10 @@ def _check_complete(path: Path, data: dict[str, Any]) -> None:
         raise UsageError(f"{where}: description: missing (one line saying what the profile is for)")
     if data.get("baseline") == "":  # said nothing, and took no baseline (2026-11-29 fuzzing)
         raise UsageError(f"{where}: baseline: an empty path (name a golden baseline file, or leave the key out)")
+    host = data.get("host", {})
+    if host.get("fio_scratch") == "" or "" in host.get("fio_targets", []):  # host.nvme gone, or a drive "failed"
+        key = "fio_scratch" if host.get("fio_scratch") == "" else "fio_targets"
+        raise UsageError(f"{where}: [host] {key}: an empty path (name the file or device, or leave the key out)")
     if data.get("kind") == "node" and "count" not in data.get("gpu", {}):
         raise UsageError(f"{where}: [gpu] count: a node profile must fix the GPU count")
     parse_peers(data.get("nic", {}).get("peers", []), where=f"{where}: [nic] peers:")
