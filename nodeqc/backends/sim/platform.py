@@ -90,8 +90,8 @@ def remove_tree(root: Path) -> None:
 class SimPlatform(LinuxPlatform):
     """LinuxPlatform on the simulated node's tree; a GPU's counters (its link's AER) grow with its
     faults once the GPUs have been under load, the host's (EDAC) once they were read before or the
-    GPUs loaded: a host's memory errors come whatever the GPUs do, and a run of the host checks alone
-    (`--only host`) read them never grow (the 2026-11-29 planted-fault outcomes showed it).
+    GPUs loaded: a host's memory errors come whatever the GPUs do (in a run of the host checks alone,
+    `--only host`, they never grew: the 2026-11-29 planted-fault outcomes showed it).
 
     The tree is made on the first read (a probe of the node that reads no sysfs makes none) and
     removed by `close` (the runner closes it at the run's end) or at exit; read again after `close`,
