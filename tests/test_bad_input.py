@@ -27,6 +27,14 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 # ------------------------------------------------------------------ nan and infinity (item 12)
 
+def _refused(tmp_path, table, line, named):
+    """A profile extending h100 with `line` in [table] (none: at the top) is refused, naming the field."""
+    section = f"[{table}]\n" if table else ""
+    path = write(tmp_path, "mine.toml", f'extends = "h100"\ndescription = "x"\n{section}{line}\n')
+    with pytest.raises(UsageError, match=rf"mine.toml: {named}"):
+        load_profile(str(path))
+
+
 @pytest.mark.parametrize("table,line,named", [
     ("gpu", "max_temp_c = nan", r"\[gpu\] max_temp_c: expected a finite number, got nan"),
     ("gpu", "max_temp_c = inf", r"\[gpu\] max_temp_c: expected a finite number, got inf"),
@@ -40,9 +48,7 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     ("nic", "min_tcp_fraction = nan", r"\[nic\] min_tcp_fraction: expected a finite number"),
 ])
 def test_nan_and_infinity_in_a_profile_are_refused_with_the_field_named(tmp_path, table, line, named):
-    path = write(tmp_path, "mine.toml", f'extends = "h100"\ndescription = "x"\n[{table}]\n{line}\n')
-    with pytest.raises(UsageError, match=rf"mine.toml: {named}"):
-        load_profile(str(path))
+    _refused(tmp_path, table, line, named)
 
 
 @pytest.mark.parametrize("table,line,named", [
@@ -59,9 +65,7 @@ def test_nan_and_infinity_in_a_profile_are_refused_with_the_field_named(tmp_path
     ("nic", "quick_traffic_s = 1e9", r"\[nic\] quick_traffic_s: expected at most 86400"),
 ])
 def test_a_profiles_lengths_are_bounded(tmp_path, table, line, named):
-    path = write(tmp_path, "mine.toml", f'extends = "h100"\ndescription = "x"\n[{table}]\n{line}\n')
-    with pytest.raises(UsageError, match=rf"mine.toml: {named}"):
-        load_profile(str(path))
+    _refused(tmp_path, table, line, named)
     key = line.split()[0]
     fine = 60 if key == "stall_timeout_s" else 86400  # a stall limit must not exceed the start-up one (180 s)
     ok = write(tmp_path, "ok.toml", f'extends = "h100"\ndescription = "x"\n[{table}]\n{key} = {fine}\n')
@@ -74,9 +78,7 @@ def test_a_profiles_lengths_are_bounded(tmp_path, table, line, named):
     ("nic", 'match = ["ib*", "ib*"]', r'\[nic\] match: "ib\*" appears twice'),
 ])
 def test_a_list_that_names_one_thing_twice_is_refused(tmp_path, table, line, named):
-    path = write(tmp_path, "mine.toml", f'extends = "h100"\ndescription = "x"\n[{table}]\n{line}\n')
-    with pytest.raises(UsageError, match=rf"mine.toml: {named}"):
-        load_profile(str(path))
+    _refused(tmp_path, table, line, named)
 
 
 @pytest.mark.parametrize("table,line,named", [
@@ -90,10 +92,7 @@ def test_a_list_that_names_one_thing_twice_is_refused(tmp_path, table, line, nam
     ("fleet", "min_fleet = 1000000000", r"\[fleet\] min_fleet: expected at most 100000"),  # outliers never judged
 ])
 def test_a_setting_that_would_turn_a_check_s_work_off_in_silence_is_refused(tmp_path, table, line, named):
-    section = f"[{table}]\n" if table else ""
-    path = write(tmp_path, "mine.toml", f'extends = "h100"\ndescription = "x"\n{section}{line}\n')
-    with pytest.raises(UsageError, match=rf"mine.toml: {named}"):
-        load_profile(str(path))
+    _refused(tmp_path, table, line, named)
 
 
 def test_a_chain_of_profiles_deeper_than_any_is_one_line(tmp_path):
