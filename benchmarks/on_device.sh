@@ -62,6 +62,10 @@ quick)
     CUPY_CACHE_DIR=$(mktemp -d) step quick python3 -m nodeqc --headless --profile "$profile" --quick --out "$out/reports/quick"
     if report=$(newest_report quick) && [ -n "$report" ]; then
         python3 benchmarks/device_summary.py "$report" | sed 's/^/on_device: quick | /' | tee -a "$out/summary.log"
+        # A real GPU gives valid temperature, link and power readings: none may read NOT_READ (2026-11-29:
+        # readings outside any part's range became none, and a check with none is not judged).
+        { python3 -m nodeqc show "$report" | grep -E '\[(POWER_)?NOT_READ\]' || echo "no NOT_READ or POWER_NOT_READ"; } \
+            | sed 's/^/on_device: quick readings | /' | tee -a "$out/summary.log"
     fi
     # A co-tenant on the GPU and a run of the burn alone: nothing judged is no pass (exit 2, issue 23).
     python3 - >"$out/cotenant-load.log" 2>&1 <<'PY' &
