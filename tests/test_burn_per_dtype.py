@@ -142,8 +142,10 @@ def test_the_real_h200_fp8_span_is_diagnosed_at_fp8s_own_clock():
     assert healthy.verdict is Verdict.PASS, healthy.message
     seen = healthy.evidence["dtypes"]
     # Means of the loaded samples (util >= 50%) in each phase, read from the csv by hand: fp8 12
-    # samples, 1378 MHz, 616 W; tf32 1543 MHz; fp32 at 1980 MHz, never capped.
-    assert (seen["fp8"]["sm_clock_mhz"], round(seen["fp8"]["power_w"])) == (1378, 616)
+    # samples, 1378 MHz; its power from a second into its load (POWER_SETTLE_S: 657.6, 658.3, 677.8
+    # and 703.5 W, after the reading of 26 % at 32.558 s began the stretch again), 674 W, where the mean
+    # of all twelve took in NVML's rising first second, 616 W; tf32 1543 MHz; fp32 at 1980 MHz, never capped.
+    assert (seen["fp8"]["sm_clock_mhz"], round(seen["fp8"]["power_w"])) == (1378, 674)
     assert seen["fp8"]["throttle_s"].keys() == {"sw_power_cap"} and seen["fp8"]["throttle_s"]["sw_power_cap"] > 2.5
     assert seen["tf32"]["sm_clock_mhz"] == 1543 and seen["fp32"]["sm_clock_mhz"] == 1980
     assert "sw_power_cap" not in seen["fp32"]["throttle_s"]
@@ -211,12 +213,14 @@ def test_a_dtype_judged_against_an_estimated_floor_says_so_and_never_advises_rma
 def test_the_real_h200s_burn_power_is_read_while_its_products_ran():
     """In the real H200's set-ups between dtypes NVML still read the GPU busy (74 and 76 %, its
     utilisation a window behind) while its power fell to 508 and 288 W: no load, yet counted as one.
-    Over the dtypes' spans the burn's power is 645.1 W, 0.922 of the 700 W limit; over the whole
-    step it was 640.8 W, 0.915."""
+    Over the dtypes' spans, from a second into each (POWER_SETTLE_S), the burn held 667.6 W, 0.954
+    of the 700 W limit; the mean of every reading in them read 645.1 W (0.922) and of every reading
+    of the step 640.8 W (0.915). The whole step, from a second into each stretch NVML read as busy,
+    reads 668.0 W: as much, where its set-ups' readings are few."""
     whole = _judge("h200-sxm")
-    assert (whole.values["power_w"].value, whole.values["power_fraction"].value) == (640.8, 0.915)
+    assert (whole.values["power_w"].value, whole.values["power_fraction"].value) == (668.0, 0.954)
     spans = _judge("h200-sxm", _with_spans(_burn(_report("h200-sxm"))["evidence"]["dtypes"], H200_PHASES))
-    assert (spans.values["power_w"].value, spans.values["power_fraction"].value) == (645.1, 0.922)
+    assert (spans.values["power_w"].value, spans.values["power_fraction"].value) == (667.6, 0.954)
     assert spans.verdict is Verdict.PASS, spans.message
 
 
@@ -247,24 +251,30 @@ def _judged(window: GpuTelemetry, dtypes: dict):
 
 def test_a_burn_whose_set_ups_read_busy_at_idle_power_is_judged_on_its_spans():
     """The burn's power is what the GPU drew while its products ran (0.9 of the limit here), not
-    the mean with the set-ups' readings (0.786: BURN_POWER_LOW, the clean B200's false warning)."""
+    the mean with the set-ups' readings (0.786 of every reading: BURN_POWER_LOW, the clean B200's
+    false warning; 0.802 of those from a second into the step's one stretch of busy readings)."""
     window, dtypes = _set_up_gaps_window()
     assert round(window.loaded_power_w.mean / 700, 3) == 0.786
+    assert round(window.held_power_w.mean / 700, 3) == 0.802 and window.held_power_w.count == 35
     r = _judged(window, dtypes)
     assert r.verdict is Verdict.PASS and r.values["power_fraction"].value == 0.9, r.message
     # A dtype without its span (an older worker's result), or a window that no longer kept every
     # sample (a burn of hours): the whole step's telemetry speaks, as before.
     del dtypes["fp32"]["start_s"]
-    old = _judged(window, dtypes)
-    assert (old.verdict, old.code, old.values["power_fraction"].value) == (Verdict.WARN, "BURN_POWER_LOW", 0.786)
+    assert _judged(window, dtypes).values["power_fraction"].value == 0.802
     capped, dtypes = _set_up_gaps_window(keep=30)
     assert capped.samples == 36
-    assert _judged(capped, dtypes).values["power_fraction"].value == 0.786
+    assert _judged(capped, dtypes).values["power_fraction"].value == 0.802
     # Spans that hold no power reading (too short for the sampler): the whole step, never no figure.
     window, dtypes = _set_up_gaps_window()
     for m in dtypes.values():
         m.update(start_s=m["start_s"] + 0.6, end_s=m["start_s"] + 0.7)
-    assert _judged(window, dtypes).values["power_fraction"].value == 0.786
+    assert _judged(window, dtypes).values["power_fraction"].value == 0.802
+    # Spans with readings, none a second into them: every reading in the spans, the rising ones too.
+    window, dtypes = _set_up_gaps_window()
+    for m in dtypes.values():
+        m.update(end_s=m["start_s"] + 0.9)
+    assert _judged(window, dtypes).values["power_fraction"].value == 0.9  # the one at 0.5 s of each: 630 W
 
 
 # ------------------------------------------------------------------ a window sliced by time

@@ -40,10 +40,12 @@ def ok(result):
 
 
 def window(n, power=650.0):
+    """n readings of a held load, after the reading at its start that NVML's one-second mean still
+    reads low (200 W): the power figure is of the n (POWER_SETTLE_S)."""
     tel = GpuTelemetry(0)
-    for k in range(n):
-        tel.add(float(k), GpuSample(temp_c=60, power_w=power, power_limit_w=700.0, sm_clock_mhz=1980, util_pct=100,
-                                    reasons=0))
+    for k in range(n + 1):
+        tel.add(float(k), GpuSample(temp_c=60, power_w=power if k else 200.0, power_limit_w=700.0,
+                                    sm_clock_mhz=1980, util_pct=100, reasons=0))
     return tel
 
 
@@ -88,11 +90,12 @@ def test_a_power_load_that_stopped_short_is_not_judged():
 def test_too_few_power_readings_under_load_are_not_a_figure():
     r = power({"seconds": 10.0, "steps": 10, "planned_s": 10.0}, readings=POWER_LOADED_SAMPLES - 1)
     assert (r.verdict, r.code) == (Verdict.ERROR, "POWER_LOAD_NOT_REACHED")
-    assert r.message == ("telemetry took 3 power reading(s) under load, fewer than the 4 its figure is the mean of; "
-                         "not judged")
+    assert r.message == ("telemetry took 3 power reading(s) from 1 s into the load (NVML's power is a mean of its "
+                         "last second), fewer than the 4 its figure is the mean of; not judged")
     both = power({"seconds": 2.0, "steps": 2, "planned_s": 10.0}, readings=1)
     assert both.message == ("the load ran 2 s in 2 step(s) of the 10 s planned and telemetry took 1 power reading(s) "
-                            "under load, fewer than the 4 its figure is the mean of; not judged")
+                            "from 1 s into the load (NVML's power is a mean of its last second), fewer than the 4 its "
+                            "figure is the mean of; not judged")
 
 
 def test_an_old_power_result_is_judged_as_before():

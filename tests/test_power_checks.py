@@ -17,7 +17,7 @@ from nodeqc.checks.stress.power import POWER_LOADED_SAMPLES, judge_power, power_
 from nodeqc.checks.stress.pulse import _counted_per_period, judge_pulse, pulse_params
 from nodeqc.core.model import Verdict
 from nodeqc.spec.profile import load_profile
-from nodeqc.work.telemetry import GpuTelemetry
+from nodeqc.work.telemetry import POWER_SETTLE_S, GpuTelemetry
 from nodeqc.work.workers import Outcome, Task
 from nodeqc.work.workloads import power_pulse
 
@@ -367,6 +367,27 @@ def test_the_sampler_knows_the_pace_it_really_keeps():
     finally:
         sampler.stop()  # its pace is then fixed: read twice below, it moved between the reads under load
     assert sampler.wall_s_to_see(4) == pytest.approx(UTIL_WINDOW_S / 10 + 5 * sampler.poll_period_s())
+    # The power figure's readings come a second of the run's clock into the load: a tenth of a real one here.
+    assert sampler.wall_s_to_see(4, POWER_SETTLE_S) == pytest.approx((UTIL_WINDOW_S + POWER_SETTLE_S) / 10
+                                                                      + 5 * sampler.poll_period_s())
+
+
+def test_the_power_figure_is_of_the_readings_a_second_into_each_stretch_of_load():
+    """NVML's power is the mean of its last second: the readings of a load's first second are of the
+    idle before it too. A stretch of load ends at a reading under LOADED_UTIL_PCT; a slice of the
+    window (a burn dtype's span) begins its own at the span's start."""
+    tel = GpuTelemetry(0, keep_samples=100)
+    readings = [(0.0, 0, 60.0), (0.5, 100, 300.0), (1.0, 100, 600.0), (1.5, 100, 700.0), (2.0, 100, 690.0),
+                (2.5, 10, 400.0), (3.0, 100, 350.0), (3.5, 100, 650.0), (4.0, 100, 700.0), (4.5, 100, 710.0)]
+    for t, util, power in readings:
+        tel.add(t, GpuSample(power_w=power, power_limit_w=700.0, util_pct=util))
+    assert tel.loaded_power_w.count == 8
+    assert (tel.held_power_w.count, tel.held_power_w.mean) == (4, pytest.approx((700 + 690 + 700 + 710) / 4))
+    assert tel.load_power_w is tel.held_power_w
+    part = tel.between(3.2, 4.5)  # its own stretch from 3.2: 4.5 only is a second into it
+    assert (part.held_power_w.count, part.held_power_w.mean) == (1, 710.0)
+    short = tel.between(0.4, 1.2)  # none a second in: every reading under load, the rising ones too
+    assert short.held_power_w.count == 0 and short.load_power_w.mean == pytest.approx(450.0)
 
 
 def test_the_plain_load_lasts_its_real_time_floor_however_compressed_the_clock():
@@ -480,13 +501,15 @@ SAMPLED = {"attributed_by": {"hw_slowdown": "sampled onsets (NVML keeps no count
 
 
 def test_whole_results_targeted_power():
-    # Idle samples are left out of the mean (645 W over the two loaded ones).
-    tel = window([(0.0, sample(power=650.0)), (1.0, sample(power=640.0)), (2.0, sample(power=100.0, util=0))])
+    # Idle samples, and the load's first second (NVML's mean of it still rising), are left out of the
+    # mean (645 W over the two loaded ones after it).
+    tel = window([(0.0, sample(power=300.0)), (1.0, sample(power=650.0)), (2.0, sample(power=640.0)),
+                  (3.0, sample(power=100.0, util=0))])
     assert whole(judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]) == (
         "stress.power", "gpu3", "pass", None, "held 645 W of the 700 W limit (0.921) for 30 s at 1980 MHz",
         {"power_fraction": (0.921, ""), "power_w": (645, "W"), "sm_clock_mhz": (1980, "MHz"), "throttle_s": (0, "s"),
          "temp_max": (60, "C")}, "power_fraction", POWER_LIMIT, {})
-    tel = window([(0.0, sample(power=500.0)), (1.0, sample(power=501.0))])
+    tel = window([(0.0, sample(power=200.0)), (1.0, sample(power=500.0)), (2.0, sample(power=501.0))])
     r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]
     assert (r.name, r.subject, r.verdict, r.code, r.key) == ("stress.power", "gpu3", Verdict.FAIL, "POWER_TARGET_LOW",
                                                               "power_fraction")
@@ -549,7 +572,7 @@ def test_power_and_pulse_parameters_from_the_profile():
 
 
 def test_targeted_power_names_another_process_and_explains_with_the_gpus_sku():
-    tel = window([(0.0, sample(power=650.0)), (1.0, sample(power=640.0))])
+    tel = window([(0.0, sample(power=300.0)), (1.0, sample(power=650.0)), (2.0, sample(power=640.0))])
     tel.other_processes = {4242: {"pid": 4242, "name": "python3", "used_bytes": 2 ** 31}}
     r = judge_power([GPU3], {3: ok({"seconds": 30})}, {3: tel}, H100)[0]
     assert (r.verdict, r.message) == (

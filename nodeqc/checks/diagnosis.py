@@ -44,8 +44,8 @@ LOWERED_LIMIT_SHARE = 0.95
 AT_LIMIT_SHARE = 0.9
 # The cap bit asserted for at least this share of the loaded time, at a mean power of at least this
 # share of the limit, is the limit holding the clock though the mean power is under AT_LIMIT_SHARE
-# (a short span's mean takes in the ramp; see diagnose). Most of the time, near the limit: nodeqc's
-# choice, below the H200 fp8 span's 0.88 of its limit.
+# (a span with no reading a second in: its mean takes in the ramp; see diagnose). Most of the time,
+# near the limit: nodeqc's choice, below the H200 fp8 span's 0.88 of its limit (all its readings).
 CAP_BIT_SHARE = 0.5
 CAP_BIT_POWER_SHARE = 0.8
 # A rate per clock at or above this share of the SKU's is no defect: the calibration rule
@@ -108,7 +108,7 @@ class Observed:
         return cls(
             subject=gpu.subject, loaded_s=window.loaded_s,
             sm_clock_mhz=val(window.loaded_sm_clock_mhz.mean), mem_clock_mhz=val(window.loaded_mem_clock_mhz.mean),
-            max_mem_clock_mhz=val(gpu.max_mem_clock_mhz), power_w=val(window.loaded_power_w.mean),
+            max_mem_clock_mhz=val(gpu.max_mem_clock_mhz), power_w=val(window.load_power_w.mean),
             power_limit_w=val(window.power_limit_w) if not is_na(window.power_limit_w) else val(gpu.power_limit_w),
             default_power_limit_w=val(gpu.power_default_limit_w), throttle_s=dict(window.throttle_s),
             temp_max_c=val(window.stats["temp_c"].max), pcie=pcie,
@@ -235,9 +235,10 @@ def diagnose(kind: str, obs: Observed, expected: Expected, rate_share: float | N
         # 460-550 W with none: tests/fixtures/real-2026-11-2*).
         capped = False
     if drawing and not capped:
-        # A dtype's span is short, and its mean takes in the ramp up to the limit: the cap asserted
-        # for most of it, near the limit, is the limit holding it (shared/measurements/2026-11-26,
-        # H200 fp8: sw_power_cap in all 12 loaded samples, 616 W mean, 661 W median, 700 W limit).
+        # A span too short for a reading a second into it (telemetry.POWER_SETTLE_S) is judged on
+        # all of its readings, its ramp up to the limit too: the cap asserted for most of it, near
+        # the limit, is the limit holding it (shared/measurements/2026-11-26, H200 fp8: sw_power_cap
+        # in all 12 loaded samples, 616 W mean of them all, 661 W median, 674 W from a second in).
         capped = _share(obs, ("sw_power_cap",)) >= CAP_BIT_SHARE and obs.power_w >= CAP_BIT_POWER_SHARE * limit
     healthy, holds = expected.full_clock(capped)
     readings["healthy_sm_clock_mhz"] = healthy  # the one this diagnosis compared with

@@ -401,7 +401,7 @@ class Runner:
             try:
                 # A step judged from telemetry alone holds its load until the sampler, at the pace it
                 # really keeps, has read it (bounded by MAX_TELEMETRY_WAIT_S).
-                min_wall_s = min(MAX_TELEMETRY_WAIT_S, sampler.wall_s_to_see(step.loaded_samples)) \
+                min_wall_s = min(MAX_TELEMETRY_WAIT_S, sampler.wall_s_to_see(step.loaded_samples, step.settle_s)) \
                     if step.loaded_samples else 0.0
                 tasks = step.tasks(live, self.profile, self.options.quick, self.t0, min_wall_s, self.hw.clock.scale)
                 outcomes = run_tasks(tasks, self.hw.compute_spec, watchdog, on_progress=on_progress,

@@ -104,8 +104,9 @@ class TelemetrySampler:
             gaps.append((self._stopped_at or time.monotonic()) - starts[-1])
         return max([1.0 / self.real_hz] + gaps)
 
-    def wall_s_to_see(self, samples: int) -> float:
-        """Real seconds a load must last for telemetry to take `samples` readings of it under load.
+    def wall_s_to_see(self, samples: int, settle_s: float = 0.0) -> float:
+        """Real seconds a load must last for telemetry to take `samples` readings of it under load,
+        `settle_s` of the run's clock after its first (the power figure's: telemetry.POWER_SETTLE_S).
         NVML's utilisation window is the GPU's, on the run's clock: a simulated GPU's passes `scale`
         times faster than real time (it was counted as a real second, which held each step of the
         twin 10 s of its clock where the real steps took 1.5-2: the 2026-11-28 fidelity review).
@@ -114,7 +115,7 @@ class TelemetrySampler:
         stands for what it does not know yet (a slow NVML at the first step)."""
         known = len(self._round_starts) > POLL_GAPS_KEPT
         window = UTIL_WINDOW_S / self.scale if known else UTIL_WINDOW_S
-        return window + (samples + 1) * self.poll_period_s()
+        return window + settle_s / self.scale + (samples + 1) * self.poll_period_s()
 
     def open_window(self, name: str) -> None:
         """Start collecting what telemetry sees during one step of the work, apart from the run."""

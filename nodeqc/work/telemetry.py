@@ -26,6 +26,14 @@ from nodeqc.core.safefile import NotAFile, OutputError, create_new, open_regular
 from nodeqc.core.text import is_digits
 
 LOADED_UTIL_PCT = 50  # a GPU at or above this utilisation counts as under load
+# NVML's power reading is its mean over the last second on Ampere (but the GA100) and later
+# (nvmlDeviceGetPowerUsage), so it trails a load's start by that second. A real H100 SXM5's read 238,
+# 359, 536 and 651 W over the first second of stress.power's load, then held 691-703 W from 1.0 s on
+# (tests/fixtures/real-2026-11-26/h100-sxm5-quick-pulsed.telemetry.csv.gz, t 35.055-36.055); the
+# figure of all of them, 671.5 W, read the GPU 4 % short of the power it held, and more as fewer
+# readings are taken (a clean simulated A100 warned POWER_TARGET_LOW on a loaded CI host, 2026-11-29).
+# A load's power figure is of its readings from this many seconds into each stretch of load on.
+POWER_SETTLE_S = 1.0
 MAX_EVENTS = 200  # per GPU and kind; more are counted, not kept
 FAILING_REASONS = ("sw_thermal", "hw_thermal", "hw_slowdown", "power_brake")
 SERIES_COLUMNS = ("t_s", "gpu") + GpuSample.FIELDS
@@ -149,6 +157,8 @@ class GpuTelemetry:
     stats: dict[str, Stat] = field(default_factory=lambda: {
         k: Stat() for k in ("temp_c", "mem_temp_c", "power_w", "sm_clock_mhz", "mem_clock_mhz", "util_pct")})
     loaded_power_w: Stat = field(default_factory=Stat)
+    # The power readings POWER_SETTLE_S or more into a stretch of load: the power the load held.
+    held_power_w: Stat = field(default_factory=Stat)
     loaded_sm_clock_mhz: Stat = field(default_factory=Stat)
     loaded_mem_clock_mhz: Stat = field(default_factory=Stat)
     loaded_temp_c: Stat = field(default_factory=Stat)
@@ -184,6 +194,7 @@ class GpuTelemetry:
     other_processes: dict[int, dict[str, Any]] | None = None
     _prev_t: float | None = None
     _prev_reasons: int = 0
+    _loaded_since: float | None = None  # the first reading under load of the stretch under way
 
     def add(self, t: float, s: GpuSample) -> None:
         dt = 0.0 if self._prev_t is None else max(0.0, t - self._prev_t)
@@ -200,12 +211,17 @@ class GpuTelemetry:
             self.loaded_samples += 1
             self.loaded_s += dt
             self.loaded_power_w.add(s.power_w)
+            if self._loaded_since is None:
+                self._loaded_since = t
+            if t - self._loaded_since >= POWER_SETTLE_S:
+                self.held_power_w.add(s.power_w)
             self.loaded_sm_clock_mhz.add(s.sm_clock_mhz)
             self.loaded_mem_clock_mhz.add(s.mem_clock_mhz)
             self.loaded_temp_c.add(s.temp_c)
             self.pcie_loaded_gen.add(s.pcie_gen)
             self.pcie_loaded_width.add(s.pcie_width)
         else:
+            self._loaded_since = None
             self.pcie_idle_gen, self.pcie_idle_width = s.pcie_gen, s.pcie_width
         if not is_na(s.reasons):
             self.loaded_reason_samples += loaded
@@ -261,6 +277,7 @@ class GpuTelemetry:
         taken: set[int] = set()  # a sample on the bound two spans share counts once
         for start_s, end_s in sorted(spans):
             part._prev_t = start_s
+            part._loaded_since = start_s  # a span is its load's own: its start is the stretch's
             for n, (t, s) in enumerate(self.kept_samples):
                 if start_s <= t <= end_s and n not in taken:
                     taken.add(n)
@@ -285,6 +302,12 @@ class GpuTelemetry:
     def readings_between(self, start_s: float, end_s: float) -> list[GpuSample]:
         """The samples this window kept from start_s to end_s (the run's clock); none where it kept none."""
         return [s for t, s in self.kept_samples if start_s <= t <= end_s]
+
+    @property
+    def load_power_w(self) -> Stat:
+        """The readings a load's power figure is of: those it held (POWER_SETTLE_S into its stretch),
+        or, where there are none (a span too short for a slow sampler), every reading under load."""
+        return self.held_power_w if self.held_power_w.count else self.loaded_power_w
 
     def failing_throttle_s(self) -> float:
         return sum(self.throttle_s.get(r, 0.0) for r in FAILING_REASONS)

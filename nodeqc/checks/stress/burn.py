@@ -205,7 +205,7 @@ def _dtype_seen(window: GpuTelemetry | None, dtype: str, m: dict[str, Any]) -> G
 def _seen_readings(part: GpuTelemetry) -> dict[str, Any]:
     """A dtype's evidence of its span: mean SM clock and power under load, and the clocks-event
     reasons seen there with their seconds (idle and application clocks are no throttling)."""
-    clock, power = part.loaded_sm_clock_mhz.mean, part.loaded_power_w.mean
+    clock, power = part.loaded_sm_clock_mhz.mean, part.load_power_w.mean
     return {"sm_clock_mhz": None if is_na(clock) else round(clock),
             "power_w": None if is_na(power) else round(power, 1),
             "throttle_s": {k: round(v, 2) for k, v in sorted(part.throttle_s.items())

@@ -18,6 +18,7 @@ from nodeqc.checks.stress.pulse import judge_pulse, pulse_params
 from nodeqc.core.catalogue import FAMILIES
 from nodeqc.core.model import CheckResult
 from nodeqc.spec.profile import Profile
+from nodeqc.work.telemetry import POWER_SETTLE_S
 from nodeqc.work.workers import Outcome, Task
 
 
@@ -37,6 +38,8 @@ class Step:
     needs_rdma_floor: str | None = None
     # Judged from telemetry alone: the load lasts long enough (in real time) for this many readings.
     loaded_samples: int = 0
+    # ... that many from this many seconds of the run's clock into the load (the power figure's).
+    settle_s: float = 0.0
     # The node's PSUs are read from its BMC before, during and after the step (nodeqc.checks.psu).
     watch_psus: bool = False
 
@@ -88,7 +91,7 @@ class Step:
 STEPS: tuple[Step, ...] = (
     Step("stress.burn", "matmul_burn", burn_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_burn),
     Step("stress.power", "plain_load", power_params, lambda p: p["seconds"] + 60, judge_per_gpu=judge_power,
-         loaded_samples=POWER_LOADED_SAMPLES, watch_psus=True),
+         loaded_samples=POWER_LOADED_SAMPLES, settle_s=POWER_SETTLE_S, watch_psus=True),
     Step("stress.power_pulse", "pulse", pulse_params,
          lambda p: (len(p["periods_s"]) + 1) * (p["seconds_per_period"] + 2) + 60, judge_per_gpu=judge_pulse,
          watch_psus=True),

@@ -13,27 +13,29 @@ from nodeqc.checks.stress.outcomes import HELD_TOLERANCE_S, each_gpu
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
 from nodeqc.core.na import is_na
 from nodeqc.spec.profile import Profile
-from nodeqc.work.telemetry import GpuTelemetry
+from nodeqc.work.telemetry import POWER_SETTLE_S, GpuTelemetry
 from nodeqc.work.workers import Outcome
 
-# The power test's figure is the mean of the power readings under load: a handful of them at least
-# (nodeqc's choice: a mean, not one reading; NVML's power reading changes about 10 times a second on
-# the H100 SXM5, shared/measurements/README.md). The load lasts as long as the sampler needs to take
-# them (nodeqc.work.sampler.TelemetrySampler.wall_s_to_see), however slowly NVML answers.
+# The power test's figure is the mean of the power readings under load once NVML's power has settled
+# (nodeqc.work.telemetry.POWER_SETTLE_S): a handful of them at least (nodeqc's choice: a mean, not one
+# reading; NVML's power reading changes about 10 times a second on the H100 SXM5,
+# shared/measurements/README.md). The load lasts as long as the sampler needs to take them after the
+# settling second (nodeqc.work.sampler.TelemetrySampler.wall_s_to_see), however slowly NVML answers.
 POWER_LOADED_SAMPLES = 4
 
 
 def power_finding(window: GpuTelemetry | None, profile: Profile, values: dict[str, Value],
                   thresholds: list[Threshold | None], code: str = "BURN_POWER_LOW") -> Judgement | None:
     """Clocks, power and throttling while the products ran; power must reach its share of the limit."""
-    if window is None or window.loaded_power_w.count == 0 or is_na(window.power_limit_w):
+    if window is None or window.load_power_w.count == 0 or is_na(window.power_limit_w):
         return None
     if not window.power_limit_w > 0:  # the driver's answer, not a limit (a capture's 0: the 2026-11-29 audit)
         return Judgement(Verdict.ERROR, "POWER_LIMIT_UNREADABLE",
                          f"the driver reported a power limit of {window.power_limit_w!r} W: power under load not judged")
-    fraction = round(window.loaded_power_w.mean / window.power_limit_w, 3)
+    power = window.load_power_w.mean
+    fraction = round(power / window.power_limit_w, 3)
     values["power_fraction"] = Value(fraction)
-    values["power_w"] = Value(round(window.loaded_power_w.mean, 1), "W")
+    values["power_w"] = Value(round(power, 1), "W")
     values["sm_clock_mhz"] = Value(round(window.loaded_sm_clock_mhz.mean), "MHz")
     values["throttle_s"] = Value(round(window.failing_throttle_s(), 2), "s")
     limit = profile.threshold("gpu", "min_power_fraction")
@@ -41,13 +43,13 @@ def power_finding(window: GpuTelemetry | None, profile: Profile, values: dict[st
     if limit is None:
         return None
     return judge(limit, fraction, code,
-                 f"power under load {window.loaded_power_w.mean:.0f} W of the {window.power_limit_w:g} W limit, a fraction of")
+                 f"power under load {power:.0f} W of the {window.power_limit_w:g} W limit, a fraction of")
 
 
 def power_load_short(r: dict[str, Any], window: GpuTelemetry) -> str | None:
     """Why the power test did not prove the load it claimed, from its own measurements: the plain
     load ran its planned seconds in at least one step, and telemetry took POWER_LOADED_SAMPLES power
-    readings under it (the figure is their mean). None where it did, and for a result from before
+    readings under it once NVML's power had settled (POWER_SETTLE_S in; the figure is their mean). None where it did, and for a result from before
     the load was proven (no `planned_s`): judged as before."""
     if "planned_s" not in r:
         return None
@@ -56,10 +58,10 @@ def power_load_short(r: dict[str, Any], window: GpuTelemetry) -> str | None:
     # A NaN compares false with everything: "held" NaN s passed "for nan s" (2026-11-28 audit).
     if steps < 1 or not (0 < planned < math.inf and held <= math.inf) or held < planned - HELD_TOLERANCE_S:
         said.append(f"the load ran {fmt(held, 's')} in {steps} step(s) of the {fmt(planned, 's')} planned")
-    read = window.loaded_power_w.count
+    read = window.held_power_w.count
     if read < POWER_LOADED_SAMPLES:
-        said.append(f"telemetry took {read} power reading(s) under load, fewer than the {POWER_LOADED_SAMPLES} "
-                    "its figure is the mean of")
+        said.append(f"telemetry took {read} power reading(s) from {POWER_SETTLE_S:g} s into the load (NVML's "
+                    f"power is a mean of its last second), fewer than the {POWER_LOADED_SAMPLES} its figure is the mean of")
     return " and ".join(said) + "; not judged" if said else None
 
 
@@ -94,7 +96,7 @@ def judge_power(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
         if short:  # a figure of a load not held is no figure: never a pass, nor a fail
             return CheckResult(name, g.subject, Verdict.ERROR, short, code="POWER_LOAD_NOT_REACHED",
                                values={**values, "held_s": Value(r["seconds"], "s"),
-                                       "loaded_readings": Value(window.loaded_power_w.count)},
+                                       "loaded_readings": Value(window.held_power_w.count)},
                                evidence={"load": {k: r.get(k) for k in ("planned_s", "seconds", "steps")},
                                          "loaded_readings_needed": POWER_LOADED_SAMPLES}, key="power_fraction")
         values["temp_max"] = Value(window.stats["temp_c"].max, "C")
