@@ -34,7 +34,7 @@ def fixture(name: str) -> str:
 def test_sdr_power_supply_states_and_readings():
     sensors = parse_sdr(fixture("ipmitool-sdr-type-power-supply-ac-lost.txt"), "psu")
     by = {s.name: s for s in sensors}
-    assert by["PSU1 Status"] == Sensor("PSU1 Status", "psu", "ok", None, "", ("Presence detected",))
+    assert by["PSU1 Status"] == Sensor("PSU1 Status", "psu", "ok", None, "", ("Presence detected",), "C8h")
     assert by["PSU2 Status"].events == ("Presence detected", "Power Supply AC lost")
     assert by["PSU3 Status"].status == "ns" and by["PSU3 Status"].events == ()  # an empty bay: No Reading
     assert by["PSU Redundancy"].events == ("Non-Redundant: Sufficient from Redundant",)
@@ -436,8 +436,8 @@ def test_evidence_keeps_the_unhealthy_sensors_in_full_and_failed_reads():
     assert ev[1] == {"label": "during the test", "t_s": 0.0, "error": "timeout", "sensors": 0, "not_ok": []}
     # the worst leads; the warning follows it; the failed read is said last
     assert r.message == ("PSU2 Status: input lost (Power Supply AC lost) after the test; P12V (voltage): 12.7 Volts, "
-                         "status unc (beyond its non-critical threshold) after the test; 1 reading(s) failed "
-                         "(during the test: timeout)")
+                         "status unc (beyond its non-critical threshold) after the test; no reading of P5V; 1 "
+                         "reading(s) failed (during the test: timeout)")
 
 
 @pytest.mark.parametrize("volts, status, says", [
@@ -574,3 +574,39 @@ def test_reads_that_listed_no_sensor_and_a_node_without_psu_sensors_claim_nothin
     r = judge_psu("stress.power", no_psu)
     assert r.verdict is Verdict.PASS and "no PSU failure" not in r.message
     assert "no power-supply sensor listed, so the PSUs' own state was not read" in r.message
+
+
+# ------------------------------------------------ sensors with no reading, and names sensors share
+
+def test_sensors_the_bmc_gave_no_reading_of_are_not_a_pass():
+    """The 2026-11-29 fuzzing: a BMC whose every sensor said "No Reading" (status ns) passed the
+    PSUs, "no PSU failure, input loss or redundancy loss". Such sensors are not read: with none
+    read the PSUs were not judged, and one among others is named."""
+    unread = (parse_sdr("P12V | 71h | ns | 7.1 | No Reading\n", "voltage")
+              + parse_sdr("PS1 Status | 60h | ns | 10.1 | No Reading\n", "psu"))
+    assert not any(s.read for s in unread)
+    r = judge_psu("stress.power", run_of(reading("before the test", *unread), reading("after the test", *unread)))
+    assert (r.verdict, r.code) == (Verdict.SKIP, "BMC_UNAVAILABLE")
+    assert r.message == "PSU sensors not read: the BMC gave no reading of its sensors (P12V, PS1 Status)"
+    r = judge_psu("stress.power", run_of(reading("after the test", PSU_OK, *unread)))
+    assert r.verdict is Verdict.PASS and r.values["psus"].value == 1 and r.values["voltage_sensors"].value == 0
+    assert r.message.endswith("; no reading of P12V, PS1 Status")
+
+
+def test_sensors_that_share_a_name_are_told_apart_by_their_record_id():
+    """A Dell BMC names both PSUs' rails "Voltage": one already low before the test hid the other
+    that the test brought below its threshold (WARN "already before the test", where it is a FAIL)."""
+    before = parse_sdr("Voltage | 6Ch | lcr | 10.1 | 180 Volts\nVoltage | 6Dh | ok | 10.2 | 230 Volts\n", "voltage")
+    during = parse_sdr("Voltage | 6Ch | lcr | 10.1 | 180 Volts\nVoltage | 6Dh | lcr | 10.2 | 150 Volts\n", "voltage")
+    r = judge_psu("stress.power_pulse", run_of(reading("before the test", *before), reading("during the test", *during),
+                                               reading("after the test", *during), thresholds={}))
+    assert (r.verdict, r.code) == (Verdict.FAIL, "PSU_SENSOR_CRITICAL"), r.message
+    assert r.values["voltage_sensors"].value == 2
+    assert r.message.startswith("Voltage [6Dh] (voltage): 150 Volts, status lcr (beyond its critical threshold) "
+                                "during the test; Voltage [6Ch] (voltage): 180 Volts"), r.message
+    # `ipmitool sensor` has no record id: thresholds two sensors' shared name gives differently are left out.
+    listed = parse_sensor_thresholds("Voltage | 180 | Volts | ok | na | 190 | na | na | 250 | na\n"
+                                     "Voltage | 230 | Volts | ok | na | 200 | na | na | 260 | na\n"
+                                     "P5V | 5.0 | Volts | ok | na | 4.5 | na | na | 5.5 | na\n"
+                                     "P5V | 5.0 | Volts | ok | na | 4.5 | na | na | 5.5 | na\n")
+    assert listed == {"P5V": {"lcr": 4.5, "ucr": 5.5}}

@@ -56,10 +56,22 @@ class Sensor:
     reading: float | None = None  # None: discrete, or no reading
     unit: str = ""  # Volts, Amps, Watts
     events: tuple[str, ...] = ()  # the discrete states asserted: "Presence detected", "Failure detected"
+    # The sensor's record id ("6Dh"): names need not be unique (a Dell BMC names both PSUs' rails
+    # "Voltage" and "Current"), the id is.
+    sdr_id: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.name, self.sdr_id
+
+    @property
+    def read(self) -> bool:
+        """Whether the BMC gave anything of it: "ns" with no reading and no state is no reading."""
+        return not (self.status in ("ns", "na") and self.reading is None and not self.events)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "status": self.status, "reading": self.reading,
-                "unit": self.unit, "events": list(self.events)}
+                "unit": self.unit, "events": list(self.events), "sdr_id": self.sdr_id}
 
 
 @dataclass
@@ -121,7 +133,7 @@ def parse_sdr(text: str, kind: str, where: str = "ipmitool sdr type") -> list[Se
                 unit = (m.group(2) or "").strip()
             elif part and part.lower() != "no reading":
                 events.append(part)
-        sensors.append(Sensor(name, kind, status, reading, unit, tuple(events)))
+        sensors.append(Sensor(name, kind, status, reading, unit, tuple(events), sdr_id[:-1].upper() + "h"))
     return sensors
 
 
@@ -129,8 +141,10 @@ def parse_sensor_thresholds(text: str, where: str = "ipmitool sensor") -> dict[s
     """`ipmitool sensor` (ten columns: name | reading | unit | status | lnr | lcr | lnc | unc | ucr
     | unr): each threshold sensor's own thresholds, by name ("na" where it has none). Discrete
     sensors (unit "discrete") have none. Blank lines are skipped; any other line out of this shape
-    raises BmcUnreadable."""
+    raises BmcUnreadable. A name two sensors share with different thresholds is left out: this
+    listing has no record id to tell them apart, and the BMC's own status still judges each."""
     out: dict[str, dict[str, float]] = {}
+    shared: set[str] = set()
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -146,8 +160,10 @@ def parse_sensor_thresholds(text: str, where: str = "ipmitool sensor") -> dict[s
             except ToolOutputError:
                 raise BmcUnreadable(f"{where} line {number}: threshold {key} is {ascii(cell)}, expected a number "
                                     f"or na: {_shown(line)}") from None
+        if out.get(cells[0], limits) != limits:
+            shared.add(cells[0])
         out[cells[0]] = limits
-    return out
+    return {name: limits for name, limits in out.items() if name not in shared}
 
 
 # ---------------------------------------------------------------------- the reader

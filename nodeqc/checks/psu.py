@@ -89,18 +89,31 @@ def judge_psu(name: str, run: BmcRun) -> CheckResult:
     if not during:
         why = (failed[0].error or "the BMC listed no sensor") if failed else "no reading during or after the test"
         return skip(name, "node", f"PSU sensors not read during the test: {why}", code="BMC_UNAVAILABLE")
-    kinds = {kind: len({s.name for r in good for s in r.sensors if s.kind == kind}) for kind in ("psu", "voltage", "current")}
+    # Sensors by record id, names shared by several shown with theirs; one the BMC gave no reading
+    # of ("ns", "No Reading") is not counted as read, and is named.
+    ids: dict[str, set[str]] = {}
+    for r in good:
+        for s in r.sensors:
+            ids.setdefault(s.name, set()).add(s.sdr_id)
+
+    def shown(s: Sensor) -> str:
+        return f"{s.name} [{s.sdr_id}]" if len(ids[s.name]) > 1 else s.name
+    read = {s.key for r in good for s in r.sensors if s.read}
+    unread = sorted({shown(s) for r in good for s in r.sensors if s.key not in read})
+    kinds = {kind: len({s.key for r in good for s in r.sensors if s.kind == kind and s.key in read})
+             for kind in ("psu", "voltage", "current")}
     if not any(kinds.values()):
-        return skip(name, "node", "PSU sensors not read: the BMC lists no power-supply, voltage or current sensors",
-                    code="BMC_UNAVAILABLE")
+        what = (f"the BMC gave no reading of its sensors ({_listed(unread)})" if unread else
+                "the BMC lists no power-supply, voltage or current sensors")
+        return skip(name, "node", f"PSU sensors not read: {what}", code="BMC_UNAVAILABLE")
     before = good[0] if good and good[0].label == "before the test" else None
     # What each sensor showed wrong, first seen in which reading: (sensor, what) -> (code, verdict, text, reading)
-    first_seen: dict[tuple[str, str], tuple[str, Verdict, str, BmcReading]] = {}
+    first_seen: dict[tuple[tuple[str, str], str], tuple[str, Verdict, str, BmcReading]] = {}
     for reading in good:
         for s in reading.sensors:
             if s.kind == "psu":
                 for code, verdict, what in _psu_problems(s):
-                    first_seen.setdefault((s.name, what), (code, verdict, f"{s.name}: {what}", reading))
+                    first_seen.setdefault((s.key, what), (code, verdict, f"{shown(s)}: {what}", reading))
             else:
                 crossed = _crossing(s, (run.thresholds or {}).get(s.name))
                 if crossed is None:
@@ -108,7 +121,7 @@ def judge_psu(name: str, run: BmcRun) -> CheckResult:
                 level, what = crossed
                 code = "PSU_SENSOR_CRITICAL" if level == "critical" else "PSU_SENSOR_WARNING"
                 verdict = Verdict.FAIL if level == "critical" else Verdict.WARN
-                first_seen.setdefault((s.name, level), (code, verdict, f"{s.name} ({s.kind}): {what}", reading))
+                first_seen.setdefault((s.key, level), (code, verdict, f"{shown(s)} ({s.kind}): {what}", reading))
     findings = []
     for code, verdict, text, reading in first_seen.values():
         if reading is before and code == "PSU_SENSOR_CRITICAL":
@@ -132,6 +145,8 @@ def judge_psu(name: str, run: BmcRun) -> CheckResult:
                             f"read {len(good)} times ({points}): {psus}no voltage or current beyond its thresholds")]
     result = fold(name, "node", findings, values, [], key="readings", evidence=_evidence(run))
     notes = []
+    if unread:
+        notes.append(f"no reading of {_listed(unread)}")
     if failed:
         notes.append(f"{len(failed)} reading(s) failed ({failed[0].label}: {failed[0].error or 'no sensor listed'})")
     if run.thresholds is None and run.thresholds_error:
@@ -144,6 +159,10 @@ def judge_psu(name: str, run: BmcRun) -> CheckResult:
 def _when(label: str) -> str:
     """Before, during or after the test, of a reading's label ("during the 20 ms period": during)."""
     return {"before the test": "before", "after the test": "after"}.get(label, "during")
+
+
+def _listed(names: list[str], most: int = 5) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def _joined(words: list[str]) -> str:
