@@ -116,6 +116,36 @@ def test_one_error_soon_after_a_clear_is_too_few_bits_to_fail():
     assert "effective BER (after FEC) 2.0e-12 (1 error in 0.1 min) is from too few bits to judge" in r.message
 
 
+@pytest.mark.parametrize("errors, ber, says", [
+    # No error beside a rate above none (mlxlink prints 15E-255 for none): the port's counters contradict
+    # themselves; it passed as "from too few bits to judge" (2026-11-29 fuzzing).
+    ("0", "1E-5", "mlxlink reads 0 effective physical errors, yet its effective physical BER is 1.0e-05 (none prints as 15E-255)"),
+    # A count past a 64-bit counter: an OverflowError in the Poisson test ended the run (INTERNAL_ERROR).
+    ("1" + "0" * 400, "1E-5", "mlxlink's 'Effective Physical Errors' reads '1000"),
+    (str(2 ** 64), "1E-5", "mlxlink's 'Effective Physical Errors' reads '18446744073709551616', not a count"),
+])
+def test_counters_no_port_can_have_are_unreadable_never_a_pass_or_a_traceback(errors, ber, says):
+    link = parse_mlxlink(_with_ber(ber, errors))
+    assert link.error is not None and link.error.startswith(says), link.error
+    [r] = judge(link)
+    assert (r.verdict, r.code) == (Verdict.SKIP, "OPTICS_UNREADABLE")
+    assert parse_mlxlink(_with_ber("1E-5", str(2 ** 64 - 1))).error is None  # the counter's own largest
+
+
+@pytest.mark.parametrize("old, new, says", [
+    (": 54 [-5..75]", ": 500 [-5..1000]", "'Temperature [C]' reads '500 [-5..1000]': outside what a module can report (-128 to 128 C)"),
+    (": 54 [-5..75]", ": 54 [-99999..99999]", "outside what a module can report (-128 to 128 C)"),
+])
+def test_module_readings_and_ranges_no_module_can_report_are_unreadable(old, new, says):
+    """An alarm range read as [-99999..99999] passed a module at 500 C, "inside its own range"."""
+    text = fixture("mlxlink-osfp-400g-optical-module.txt")
+    assert old in text
+    link = parse_mlxlink(text.replace(old, new))
+    assert link.error is not None and says in link.error, link.error
+    [r] = judge(link)
+    assert (r.verdict, r.code) == (Verdict.SKIP, "OPTICS_UNREADABLE")
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 60), st.floats(1.01, 1e4))
 def test_the_ber_test_is_never_bolder_than_the_exact_poisson_tail(errors, ratio):

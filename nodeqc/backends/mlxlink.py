@@ -39,6 +39,16 @@ _DDM = {  # mlxlink's field -> (measure as ModuleReading names it, unit mlxlink 
     "Rx Power Current [dBm]": ("rx_power", "dBm"),
     "Tx Power Current [dBm]": ("tx_power", "dBm"),
 }
+# What a module can report, in mlxlink's units (SFF-8472/8636 and CMIS: temperature a signed 1/256 C
+# word, supply voltage 100 uV steps to 6.5535 V, bias 2 uA steps (CMIS multiplies up to 4 times),
+# optical power 0.1 uW steps to 6.5535 mW: 8.2 dBm; mlxlink prints -40 dBm for no light, and a
+# power under 0.1 uW has no finite dBm below that's tens). A reading or alarm range outside it is
+# not the module's: read as infinity, a range would pass every reading (as ethtool's MODULE_RANGES).
+MLXLINK_RANGES = {"temperature": (-128.0, 128.0), "voltage": (0.0, 6553.5), "bias": (0.0, 524.288),
+                  "rx_power": (-50.0, 8.2), "tx_power": (-50.0, 8.2)}
+# A count of errors is a 64-bit counter; mlxlink prints no BER of 15E-255 for no error at all.
+MAX_COUNT = 2 ** 64 - 1
+NO_ERROR_BER = 1e-250
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
 _READINGS = re.compile(rf"({_NUMBER}(?:\s*,\s*{_NUMBER})*)\s*\[\s*({_NUMBER})\s*\.\.\s*({_NUMBER})\s*\]")
 _BER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -174,9 +184,16 @@ def _reading(sections: dict[str, dict[str, str]]) -> LinkReading:
     link.symbol_errors = _count(counters, "Symbol Errors")
     link.symbol_ber = _ber(counters, "Symbol BER")
     link.raw_ber = _ber(counters, "Raw Physical BER")
+    for label, errors, ber in (("Effective Physical", link.effective_errors, link.effective_ber),
+                               ("Symbol", link.symbol_errors, link.symbol_ber)):
+        if errors == 0 and ber is not None and ber > NO_ERROR_BER:
+            # No error at all prints as 15E-255: a rate beside none is not the link's (2026-11-29 fuzzing).
+            raise ValueError(f"mlxlink reads 0 {label.lower()} errors, yet its {label.lower()} BER is {ber:.1e} "
+                             "(none prints as 15E-255)")
     lanes = _text(counters.get("Raw Physical Errors Per Lane"))
     if lanes:
-        if not re.fullmatch(r"\d+(?:\s*,\s*\d+)*", lanes):
+        if not re.fullmatch(r"\d{1,20}(?:\s*,\s*\d{1,20})*", lanes) \
+                or any(int(x) > MAX_COUNT for x in lanes.split(",")):
             raise ValueError(f"mlxlink's 'Raw Physical Errors Per Lane' reads {lanes[:80]!r}, not counts")
         link.raw_errors_per_lane = [int(x) for x in lanes.split(",")]
     minutes = _text(counters.get("Time Since Last Clear [Min]"))
@@ -199,6 +216,10 @@ def _module(fields: dict[str, str]) -> ModuleReading:
         low, high = _finite(match.group(2), key), _finite(match.group(3), key)
         if low == high == 0 and not any(readings):
             continue  # "0 [0..0]": a passive cable's empty monitor, not a reading
+        least, most = MLXLINK_RANGES[measure]
+        if not all(least <= x <= most for x in (*readings, low, high)):
+            raise ValueError(f"mlxlink's {key!r} reads {raw[:80]!r}: outside what a module can report "
+                             f"({least:g} to {most:g} {unit})")
         m.values[measure] = readings
         m.thresholds[measure] = {"low_alarm": low, "high_alarm": high}
         m.units[measure] = unit
@@ -225,7 +246,7 @@ def _count(fields: dict[str, str], key: str) -> int | None:
     raw = _text(fields.get(key))
     if not raw:
         return None
-    if not re.fullmatch(r"\d+", raw):
+    if not re.fullmatch(r"\d{1,20}", raw) or int(raw) > MAX_COUNT:
         raise ValueError(f"mlxlink's {key!r} reads {raw[:80]!r}, not a count")
     return int(raw)
 
