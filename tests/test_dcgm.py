@@ -459,3 +459,40 @@ def test_a_diagnostic_of_nothing_or_of_some_gpus_only_is_no_pass(tmp_path):
     assert (missing.verdict, missing.code) == (Verdict.ERROR, "DCGM_RUNTIME_ERROR")
     assert missing.message.endswith("level 2 reported no result for this GPU: not diagnosed")
     assert ("dcgm.run", "gpu2") not in judged("dcgm-4x-pass-r2.json")  # two GPUs, both reported: nothing more
+
+
+def _memtest_diag(results: list[dict], serials: dict[int, str]) -> list:
+    doc = {"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [
+        {"name": "memtest", "results": results}]}]},
+        "entity_groups": [{"entity_group": "GPU", "entities": [
+            {"entity_id": i, "serial_num": s} for i, s in serials.items()]}],
+        "metadata": {"version": "4.1"}}
+    return DiagRun(["dcgmi"], 0, stdout=json.dumps(doc))
+
+
+DBE = {"warning": "DBE", "error_id": 52, "error_category": 0, "error_severity": 2}
+
+
+def test_a_dcgm_gpu_whose_serial_is_none_of_the_runs_is_not_the_run_gpu_of_its_index():
+    """2026-11-29 fuzzing: DCGM's GPU 1 (serial ZZZ, none of this run's) failed its memory test,
+    and the failure was laid on the run's gpu1 (serial B, which DCGM tested as its GPU 0)."""
+    run = _memtest_diag([{"entity_group": "GPU", "entity_id": 0, "status": "Pass"},
+                         {"entity_group": "GPU", "entity_id": 1, "status": "Fail", "warnings": [DBE]}],
+                        {0: "B", 1: "ZZZ"})
+    found = {(r.name, r.subject): r for r in checks.judge_run(run, 2, 60, [Gpu(0, "A"), Gpu(1, "B")])}
+    assert found[("dcgm.hardware", "gpu1")].verdict is Verdict.PASS
+    node = found[("dcgm.hardware", "node")]
+    assert node.verdict is Verdict.FAIL and node.message.endswith("(DCGM GPU 1, not one of this run's GPUs)")
+    assert found[("dcgm.run", "gpu0")].code == "DCGM_RUNTIME_ERROR"  # its serial's GPU was not diagnosed
+
+
+def test_a_hardware_finding_leads_over_a_software_code_listed_before_it():
+    """An internal error listed before a double-bit error made the memory failure 'DCGM could not
+    test, not judged' (ERROR)."""
+    internal = {"warning": "internal", "error_id": 44, "error_category": 0, "error_severity": 0}
+    run = _memtest_diag([{"entity_group": "GPU", "entity_id": 0, "status": "Fail", "warnings": [internal, DBE]}], {})
+    [bad] = [r for r in checks.judge_run(run, 2, 60, [Gpu(0, "A")]) if r.name == "dcgm.hardware"]
+    assert (bad.subject, bad.verdict, bad.code) == ("gpu0", Verdict.FAIL, "DCGM_MEMORY")
+    run = _memtest_diag([{"entity_group": "GPU", "entity_id": 0, "status": "Fail", "warnings": [internal]}], {})
+    [alone] = [r for r in checks.judge_run(run, 2, 60, [Gpu(0, "A")]) if r.name == "dcgm.hardware"]
+    assert alone.verdict is Verdict.ERROR and alone.message.endswith("DCGM could not test, not judged")

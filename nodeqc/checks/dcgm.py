@@ -331,12 +331,17 @@ def _shown_strings(value: Any) -> Any:
 def _categories(diag: Diag, gpus: list[Any]) -> list[CheckResult]:
     by_serial = {str(g.serial): g for g in gpus if isinstance(getattr(g, "serial", None), str)}
     by_index = {g.index: g for g in gpus}
+    # Serials tell the GPUs apart where DCGM gives one of the run's: then a DCGM GPU whose serial is
+    # none of the run's is not the run's GPU of the same index (2026-11-29 fuzzing: another GPU's
+    # memory failure was laid on it). Where none matches (serials DCGM formats otherwise), by index.
+    by_serials = any(str(s) in by_serial for s in diag.serials.values())
     groups: dict[tuple[str, str], list[tuple[TestResult, int | None]]] = {}
     for r in diag.results:
         check = CATEGORY_CHECKS.get(r.category.lower(), OTHER_CATEGORY_CHECK)
         subject = "node"
         if r.entity_group == "GPU" and r.entity_id is not None:
-            gpu = by_serial.get(diag.serials.get(r.entity_id, "\0")) or by_index.get(r.entity_id)
+            serial = diag.serials.get(r.entity_id)
+            gpu = by_serial.get(str(serial)) if by_serials and serial is not None else by_index.get(r.entity_id)
             subject = gpu.subject if gpu is not None else "node"
         groups.setdefault((check, subject), []).append((r, r.entity_id if r.entity_group == "GPU" else None))
     order = list(CATEGORY_CHECKS.values())
@@ -360,7 +365,11 @@ def _judge_group(check: str, subject: str, entries: list[tuple[TestResult, int |
     where = "" if subject != "node" or not dcgm_ids else f" (DCGM GPU {', '.join(map(str, dcgm_ids))}, not one of this run's GPUs)"
     if verdict in (Verdict.FAIL, Verdict.WARN):
         bad = [r for r in tests if r.verdict is verdict]
-        first = next((e for r in bad for e in r.errors), None)
+        # The first hardware finding leads: a software code listed before it (DCGM_FR_INTERNAL) would
+        # make a memory failure "could not test" (2026-11-29 fuzzing).
+        errors = [e for r in bad for e in r.errors]
+        first = next((e for e in errors if dcgm_codes.fail_code(e.code, e.category) not in dcgm_codes.SOFTWARE_CODES),
+                     errors[0] if errors else None)
         said = "; ".join(_said(r) for r in bad)
         if len(said) > 1500:
             said = said[:1500] + "..."
