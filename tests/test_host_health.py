@@ -784,3 +784,29 @@ def test_an_applications_xid_in_the_log_of_nodeqcs_own_work_fails_as_health_xid_
     [r] = host_health.kernel_log(recs, "/dev/kmsg", None, {"0000:44:00.0": "gpu2"}, GENERIC, own_work=own_work)
     assert (r.subject, r.verdict, r.code) == ("gpu2", verdict, "KERNEL_XID")
     assert advice(r.code, r.subject, r.evidence, r.verdict.value) == advice(advised, "gpu2", None, r.verdict.value)
+
+
+@pytest.mark.parametrize("end_ue", ["0x7", "", "garbage", "²", "1" + "0" * 30])
+def test_an_edac_count_that_is_not_a_number_is_not_judged_never_read_as_0(tmp_path, end_ue):
+    """2026-11-29 fuzzing: ue_count 2 at the start and "0x7" at the end read as 0: "no memory
+    errors during the run", PASS. A second controller still read is judged beside it."""
+    from nodeqc.backends.platform import LinuxPlatform
+
+    def tree(root, ue0):
+        for mc, ue in (("mc0", ue0), ("mc1", "0")):
+            d = root / "sys/devices/system/edac/mc" / mc
+            d.mkdir(parents=True)
+            (d / "ce_count").write_text("0\n")
+            (d / "ue_count").write_text(ue + "\n")
+        (root / "sys/devices/system/edac/mc/mc1-old").mkdir()  # matches mc[0-9]*: no traceback, not a controller
+        (root / "sys/devices/system/edac/mc/mc1/dimm0.bak").mkdir()
+        return LinuxPlatform(root).counters([])
+
+    start, end = tree(tmp_path / "a", "2"), tree(tmp_path / "b", end_ue)
+    assert set(start.edac) == {"mc0", "mc1"} and set(end.edac) == {"mc1"}
+    [r] = host_health.edac(start, end, GENERIC)
+    assert (r.verdict, r.code) == (Verdict.ERROR, "EDAC_UNREADABLE"), r.message
+    assert r.message.startswith("mc0: error counts read at the start and not at the end")
+    end.edac.pop("mc1")
+    [r] = host_health.edac(start, end, GENERIC)
+    assert (r.verdict, r.code) == (Verdict.ERROR, "EDAC_UNREADABLE") and "(mc0, mc1)" in r.message

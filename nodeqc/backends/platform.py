@@ -245,23 +245,26 @@ class LinuxPlatform(PlatformBackend):
         # The EDAC core makes .../edac/mc at its own start (drivers/edac/edac_mc_sysfs.c,
         # edac_mc_sysfs_init), built into most distribution kernels; only a memory controller's driver
         # (i10nm_edac, skx_edac, amd64_edac, ...) adds mcN. An empty mc watches nothing.
-        mcs = sorted(base.glob("mc[0-9]*"), key=lambda p: int(p.name[2:])) if base.is_dir() else []
+        # Only mcN and dimmN/csrowN themselves: "mc1-old" matches the glob too (a traceback, 2026-11-29).
+        mcs = sorted((p for p in base.glob("mc[0-9]*") if is_digits(p.name[2:])), key=lambda p: int(p.name[2:])) \
+            if base.is_dir() else []
         if not mcs:
             return
         out.edac_present = True
         for mc in mcs:
             rel = f"sys/devices/system/edac/mc/{mc.name}"
-            ce, ue = self._read(f"{rel}/ce_count"), self._read(f"{rel}/ue_count")
-            if ce is not None and ue is not None:
-                out.edac[mc.name] = {"ce": _int(ce), "ue": _int(ue)}
+            ce, ue = _count(self._read(f"{rel}/ce_count")), _count(self._read(f"{rel}/ue_count"))
+            if ce is not None and ue is not None:  # a count not read is left out, never read as 0
+                out.edac[mc.name] = {"ce": ce, "ue": ue}
             # Newer kernels list DIMMs (dimmN/dimm_ce_count); older ones chip-select rows (csrowN/ce_count).
             for stem, prefix, label in (("dimm", "dimm_", "dimm_label"), ("csrow", "", "ch0_dimm_label")):
-                for part in sorted(mc.glob(f"{stem}[0-9]*"), key=lambda p: int(p.name[len(stem):])):
+                parts = (p for p in mc.glob(f"{stem}[0-9]*") if is_digits(p.name[len(stem):]))
+                for part in sorted(parts, key=lambda p: int(p.name[len(stem):])):
                     d = f"{rel}/{part.name}"
-                    ce, ue = self._read(f"{d}/{prefix}ce_count"), self._read(f"{d}/{prefix}ue_count")
+                    ce, ue = _count(self._read(f"{d}/{prefix}ce_count")), _count(self._read(f"{d}/{prefix}ue_count"))
                     if ce is not None and ue is not None:
                         key = f"{mc.name}/{part.name}"
-                        out.edac[key] = {"ce": _int(ce), "ue": _int(ue)}
+                        out.edac[key] = {"ce": ce, "ue": ue}
                         out.edac_labels[key] = self._read(f"{d}/{label}") or ""
 
 
@@ -272,11 +275,11 @@ def _bridges(device_dir: Path) -> list[str]:
     return [p.lower() for p in parts[:-1]]
 
 
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        return 0
+def _count(text: str | None) -> int | None:
+    """A sysfs counter's text as its count; None where it is none ("0x7", "", a word: read as 0
+    before, and a controller's new memory errors passed unseen, 2026-11-29 fuzzing)."""
+    text = (text or "").strip()
+    return int(text) if re.fullmatch(r"[0-9]{1,20}", text) else None
 
 
 def parse_aer(text: str) -> dict[str, int]:

@@ -53,11 +53,21 @@ def edac(start: HostCounters, end: HostCounters, profile: Profile, during: str =
     """Memory errors the controllers counted from `start` to `end`; `during` says over what (a watch's
     passes have no run)."""
     name = "host.edac"
-    if not end.edac_present or not any("/" not in k for k in end.edac):  # no controller read: nothing watched
+    # A controller whose count is not a number ("0x7", a word) is left out by the reader: never
+    # read as 0, which passed its new errors (2026-11-29 fuzzing); not read, it is not judged.
+    unread = sorted(k for k in start.edac if "/" not in k and k not in end.edac)
+    if not unread and (not end.edac_present or not any("/" not in k for k in end.edac)):  # nothing watched
         return [CheckResult(name, "node", Verdict.SKIP, "no EDAC memory controllers in sysfs "
                             "(/sys/devices/system/edac/mc): memory errors were not watched", code="EDAC_MISSING")]
+    if not any("/" not in k for k in end.edac):
+        return [CheckResult(name, "node", Verdict.ERROR, f"the EDAC memory controllers ({', '.join(unread)}) gave no "
+                            "error count nodeqc could read at the end (/sys/devices/system/edac/mc/mc*/ce_count, "
+                            "ue_count): memory errors were not judged", code="EDAC_UNREADABLE")]
     ce_t, ue_t = _limit(profile, "max_edac_ce"), _limit(profile, "max_edac_ue")
     findings, values = [], {}
+    if unread:
+        findings.append(Judgement(Verdict.ERROR, "EDAC_UNREADABLE", f"{', '.join(unread)}: error counts read at the "
+                                  "start and not at the end (not a number, or gone): their memory errors were not judged"))
     # Controllers give the totals; DIMMs (or chip-select rows) say where.
     for key, now in end.edac.items():
         was = start.edac.get(key, {})  # not read at the start (a DIMM that appeared): no growth

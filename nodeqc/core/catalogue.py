@@ -58,7 +58,7 @@ FAMILIES: tuple[Family, ...] = (
                   "XID_UNKNOWN", "XID_WARNING")),
     Family("host", "The host: its make-up, its error counters and kernel log over the run, and (full runs) its own stress",
            checks=("cpu", "memory", "fabric_manager", "gpudirect_rdma", "imex", "edac", "aer", "kernel_log", "cpu_stress", "memory_bandwidth", "nvme", "optics"),
-           codes=("AER_CORRECTABLE", "AER_MISSING", "AER_UNCORRECTABLE", "EDAC_CE", "EDAC_MISSING", "EDAC_UE",
+           codes=("AER_CORRECTABLE", "AER_MISSING", "AER_UNCORRECTABLE", "EDAC_CE", "EDAC_MISSING", "EDAC_UE", "EDAC_UNREADABLE",
                   "ETHTOOL_MISSING", "FABRIC_MANAGER", "FIGURE_IMPOSSIBLE", "FIO_MISSING", "HOST_CPU",
                   "HOST_CPU_STRESS_DIED", "HOST_CPU_WRONG", "HOST_MEMORY", "HOST_MEM_BANDWIDTH", "HOST_NOT_HERE", "HOST_UNREADABLE",
                   "IMEX_NODES_MISSING", "IMEX_NOT_RUNNING", "IMEX_NO_CHANNELS", "IMEX_SELF_MISSING",

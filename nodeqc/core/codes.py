@@ -108,6 +108,7 @@ REMEDIATION: dict[str, str] = {
     # Host health over the run: memory errors, PCIe errors, the kernel log
     "EDAC_CE": "Corrected memory errors grew during the run: note the DIMM named, watch it; reseat or replace it if the count keeps rising (a DIMM with corrected errors is likelier to fail uncorrectably).",
     "EDAC_UE": "Uncorrected memory errors during the run: replace the DIMM named (the BMC's event log confirms the slot), then re-run.",
+    "EDAC_UNREADABLE": "A memory controller's error counts in sysfs (/sys/devices/system/edac/mc/mcN/ce_count, ue_count) were not a number nodeqc could read, or were gone at the end of the run, so its memory errors were not judged: read them by hand and check the BMC's event log for memory errors; counts the kernel does not give as numbers are a kernel or EDAC driver fault (update the kernel), then re-run.",
     "EDAC_MISSING": "No EDAC memory controllers are registered, so memory errors were not watched: load the platform's EDAC driver (i10nm_edac / skx_edac on Intel, amd64_edac on AMD) or read the BMC's event log instead.",
     "AER_CORRECTABLE": "Correctable PCIe errors grew on the device or bridge named: reseat the card or riser, check the slot and cables; a rising count means a marginal link.",
     "AER_UNCORRECTABLE": "Uncorrectable PCIe errors on the device or bridge named: reseat the card and riser, check the slot; replace the riser or card if they recur.",
