@@ -11,7 +11,7 @@ import pytest
 from nodeqc.backends import nic as backend
 from nodeqc.backends.base import TrafficJob
 from nodeqc.backends.nic import LinuxNics, command, parse_ib_write_bw, parse_iperf3
-from nodeqc.core.na import NA
+from nodeqc.core.na import NA, is_na
 
 
 def _write(root: Path, rel: str, text: str) -> None:
@@ -248,3 +248,18 @@ def test_rdma_loopback_starts_the_server_half_then_the_client_on_the_same_port(t
     server, client = log.read_text().splitlines()
     assert server == "-d mlx5_0 -i 1 -p 18515 -D 1 --report_gbits -F"
     assert client.startswith(server + " ") and client.split()[-1] == socket.gethostname()
+
+
+@pytest.mark.parametrize("speed, rate, read", [("4294967295", "1e9 Gb/sec (4X HDR)", False),
+                                               ("1600001", "1601 Gb/sec", False),
+                                               ("1600000", "800 Gb/sec (4X XDR)", True)])
+def test_a_link_speed_or_rate_above_the_fastest_port_is_none(tmp_path, speed, rate, read):
+    """2026-11-29 fuzzing: a sysfs speed of 4294967295 (u32 -1) read as 4.3 Pb/s and passed any
+    floor, "up, 4294967295 Mb/s"; an IB rate of 10^9 Gb/s likewise."""
+    root = tmp_path / "root"
+    hca = _pci(root, "0000:0c:00.0", "mlx5_core")
+    _netdev(root, hca, "ib0", type="32", speed=speed)
+    _ib(root, hca, "mlx5_0", rate=rate)
+    [nic] = [n for n in LinuxNics(root).nics() if n.name == "ib0"]
+    [port] = nic.ib_ports
+    assert (not is_na(nic.speed_mbps), not is_na(port.rate_gbit)) == (read, read)

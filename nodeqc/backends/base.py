@@ -275,6 +275,11 @@ class IbPort:
         return f"{self.device}/{self.port}"
 
 
+# No NIC port carries more than 1.6 Tb/s, the fastest Ethernet defined (IEEE 802.3dj, 2025);
+# InfiniBand XDR ports run at 800 Gb/s. A rate read above it is not the port's.
+MAX_PORT_GBIT = 1600.0
+
+
 @dataclass
 class NicInfo:
     """One NIC as sysfs shows it at one moment, error counters included."""

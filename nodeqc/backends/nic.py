@@ -21,9 +21,9 @@ from typing import IO, Any, Callable
 
 import psutil
 
-from nodeqc.backends.base import IbPort, NicBackend, NicInfo, TrafficJob, TrafficOutcome, TrafficSession
+from nodeqc.backends.base import MAX_PORT_GBIT, IbPort, NicBackend, NicInfo, TrafficJob, TrafficOutcome, TrafficSession
 from nodeqc.core.errors import shown
-from nodeqc.core.na import NA
+from nodeqc.core.na import NA, is_na
 from nodeqc.core.names import PCI_ADDRESS
 from nodeqc.core.text import is_digits
 from nodeqc.core.tool_output import ToolOutputError, excerpt, figure, load_json, quoted
@@ -51,6 +51,12 @@ class LinuxNics(NicBackend):
             return path.read_text(encoding="utf-8", errors="replace").strip()
         except OSError:
             return None  # absent; or EINVAL, as speed and carrier give while a link is down
+
+    def _speed_mbps(self, path: Path) -> Any:
+        """The link's speed; NA where none is known: -1, or u32 -1 (4294967295) read as 4.3 Pb/s
+        that passed any floor (2026-11-29 fuzzing), or anything above the fastest port."""
+        speed = self._int(path)
+        return NA if is_na(speed) or speed > MAX_PORT_GBIT * 1000 else speed
 
     def _int(self, path: Path) -> Any:
         text = self._read(path)
@@ -94,7 +100,7 @@ class LinuxNics(NicBackend):
             kind="infiniband" if self._int(entry / "type") == ARPHRD_INFINIBAND else "ethernet",
             driver=self._driver(device), mac=self._read(entry / "address") or NA,
             operstate=self._read(entry / "operstate") or NA, carrier=self._int(entry / "carrier"),
-            speed_mbps=self._int(entry / "speed"), mtu=self._int(entry / "mtu"),
+            speed_mbps=self._speed_mbps(entry / "speed"), mtu=self._int(entry / "mtu"),
             bus_id=pci.name if pci else NA, virtual=virtual,
             carrier_changes=self._int(entry / "carrier_changes"), addresses=addresses,
         )
@@ -174,9 +180,10 @@ class LinuxNics(NicBackend):
 
 
 def _sysfs_number(text: str) -> Any:
-    """A rate sysfs prints ("200", "16.0"), NA when it is not a finite number ("1.2.3", 400 digits)."""
+    """A port's rate sysfs prints in Gb/s ("200", "16.0"), NA when it is not a finite number ("1.2.3",
+    400 digits) or above the fastest port."""
     try:
-        return figure(text, "a sysfs rate", low=0, text=True)
+        return figure(text, "a sysfs rate", low=0, high=MAX_PORT_GBIT, text=True)
     except ToolOutputError:
         return NA
 

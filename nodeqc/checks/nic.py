@@ -18,7 +18,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from nodeqc.backends.base import GpuInfo, IbPort, NicInfo, TrafficJob, TrafficOutcome, normalise_bus_id
+from nodeqc.backends.base import MAX_PORT_GBIT, GpuInfo, IbPort, NicInfo, TrafficJob, TrafficOutcome, normalise_bus_id
 from nodeqc.checks.common import Judgement, fmt, fold, judge, skip
 from nodeqc.core.model import CheckResult, Threshold, Value, Verdict
 from nodeqc.core.na import NA, is_na
@@ -34,9 +34,6 @@ RATE_ALLOWANCE = 0.05
 # iperf3 reports the seconds its receiver counted: 5.0-5.04 of a 5 s test. Less than nine tenths of
 # the planned time is a test cut short (a peer that ended it), whose rate proves nothing of the link.
 TCP_MIN_TIME_SHARE = 0.9
-# Where the driver reports no rate: no NIC port carries more than 1.6 Tb/s, the fastest Ethernet
-# defined (IEEE 802.3dj, 2025); InfiniBand XDR ports run at 800 Gb/s.
-MAX_PORT_GBIT = 1600.0
 LOOPBACK_PEER = Peer("localhost")  # the backend connects to this host's own name, as perftest's loopback does
 SERVERS = {"iperf3": f"`iperf3 -s -p PORT`, one per NIC on ports {IPERF3_PORT} and up",
            "ib_write_bw": f"`ib_write_bw -d DEVICE -p PORT`, one per NIC on ports {IB_WRITE_BW_PORT} and up"}
