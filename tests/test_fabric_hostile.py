@@ -382,3 +382,14 @@ def test_a_fabric_retest_returns_none_from_a_partial_or_unverified_run(retest, m
     assert why in p.stderr
     assert "n3 pass" not in p.stdout and "n3 error" in p.stdout.splitlines(), p.stdout
     assert state["n3"]["state"] == "IDLE+DRAIN" and state["n3"]["reason"] == FABRIC_DRAIN
+
+
+@pytest.mark.parametrize("field", ["value", "rate"])
+def test_a_figure_of_hundreds_of_digits_is_refused_naming_the_node_never_a_traceback(field):
+    """2026-11-29 fuzzing: math.isfinite(10**400) raised OverflowError in the coordinator, and one
+    node's line ended the whole fabric run, no node judged."""
+    figure = {"rail": "mlx5_0", "direction": "a>b", "unit": "Gb/s", "value": 100.0, "rate": 400.0}
+    text = json.dumps({MARKER: 1, "node": "n1", "figures": [figure]}).replace(
+        f'"{field}": {figure[field]}', f'"{field}": 1{"0" * 400}')
+    [line] = scan(text)[0]
+    assert line_problem(line) == f"figure 1: {field} is a 1329-bit integer, not a figure"

@@ -167,6 +167,8 @@ def number_problem(x: Any, what: str, most: float | None = None, optional: bool 
         return None
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         return f"{what} is {excerpt(x)!r} ({type(x).__name__}), not a number"
+    if isinstance(x, int) and x.bit_length() > 64:  # math.isfinite(10**400) raised: one node's line ended the run
+        return f"{what} is a {x.bit_length()}-bit integer, not a figure"
     if not math.isfinite(x):
         return f"{what} is {x}, not a finite number"
     if x < 0:
