@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nodeqc.backends.base import NicInfo
-from nodeqc.backends.host_stress import HostStress, LinuxHostStress
+from nodeqc.backends.host_stress import HostStress, LinuxHostStress, parse_module
 from nodeqc.backends.mlxlink import LinkReading, parse_mlxlink
 from nodeqc.backends.optics import read_optics
 from nodeqc.checks import host_stress
@@ -293,6 +293,19 @@ def test_a_hung_ethtool_is_a_port_not_judged_never_a_hang_or_a_traceback(tmp_pat
     assert by["eno1"].verdict is Verdict.SKIP and by["eno1"].code == "MODULE_UNREADABLE"
     assert "ethtool -m did not answer within 0.5 s" in by["eno1"].message
     assert by["ibp24s0"].verdict is Verdict.PASS
+
+
+def test_bytes_not_utf8_from_ethtool_or_mlxlink_are_read_never_a_traceback(tmp_path, monkeypatch):
+    """2026-11-29 fuzzing: a module's vendor name in bytes that are not UTF-8 raised
+    UnicodeDecodeError out of the reader, and the run ended in INTERNAL_ERROR."""
+    _tool(tmp_path, "ethtool", "printf 'Identifier : 0x11 (QSFP28)\\nVendor name : \\377\\376ACME\\n"
+                               "Module temperature : 40.00 degrees C / 104.00 degrees F\\n'\n")
+    _tool(tmp_path, "mlxlink", "printf 'Module Info\\n-----------\\nVendor Name : \\377ACME\\n'\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    module = parse_module(LinuxHostStress().module("eno1"))
+    assert module.vendor == "\ufffd\ufffdACME" and module.values["temperature"] == [40.0]
+    text, _ = LinuxHostStress().mlxlink("0000:18:00.0")
+    assert "\ufffdACME" in text
 
 
 def _tool(bin_dir: Path, name: str, script: str) -> None:

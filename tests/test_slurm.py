@@ -265,3 +265,24 @@ def test_only_a_fabric_retest_clears_a_fabric_drain_under_a_real_slurm(tmp_path)
     (report,) = (tmp_path / "out").glob("fabric-*.report.json")
     payload = json.loads(base64.b64decode(json.loads(report.read_text())["payload"]))["predicate"]
     assert {n["name"]: n["verdict"] for n in payload["nodes"]} == {n: "pass" for n in ("ff1", "ff2", "ff4", "ff5")}
+
+
+def test_a_reason_in_bytes_not_utf8_stops_neither_the_drain_nor_the_list(tmp_path):
+    """2026-11-29 fuzzing: a node may set its own Slurm reason (health-check scripts do): one in bytes
+    that are not UTF-8 raised UnicodeDecodeError out of the drain loop, leaving it and every node
+    after it undrained; and out of `scontrol show hostnames`, a traceback for a usage error."""
+    fake = tmp_path / "scontrol"
+    fake.write_text("#!/bin/sh\n"
+                    "if [ \"$1\" = show ] && [ \"$2\" = node ]; then\n"
+                    "  printf 'NodeName=%s State=IDLE+DRAIN\\n   Reason=\\377\\376 bad [root@2024]\\n' \"$3\"; exit 0; fi\n"
+                    "if [ \"$1\" = show ] && [ \"$2\" = hostnames ]; then printf 'n1\\n\\377n2\\n'; exit 0; fi\n"
+                    "exit 0\n")
+    fake.chmod(0o755)
+    from nodeqc.core.errors import UsageError
+    from nodeqc.fabric import slurm as fabric_slurm
+
+    out = fabric_slurm.drain({"n1": "bad", "n2": "bad"}, "r.json", scontrol=str(fake))
+    assert [(o.node, o.action) for o in out] == [("n1", "left"), ("n2", "left")]  # an operator's drain, not nodeqc's
+    assert "\ufffd\ufffd bad" in out[0].detail
+    with pytest.raises(UsageError, match=r"^--slurm n\[1-2\]: scontrol show hostnames gave"):
+        fabric_slurm.expand("n[1-2]", scontrol=str(fake))

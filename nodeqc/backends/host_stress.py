@@ -185,7 +185,7 @@ class LinuxHostStress(HostStress):
                                               "exist (nodeqc writes and removes only a file it makes)", command=cmd,
                                  scratch_exists=True)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120)
+            proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=seconds + 120)
         except subprocess.TimeoutExpired:
             return FioResult(target, error=f"fio did not finish within {seconds + 120:g} s", command=cmd)
         finally:
@@ -202,7 +202,7 @@ class LinuxHostStress(HostStress):
 
     def module(self, interface: str) -> str | None:
         # TimeoutExpired or OSError go to the caller (optics.read_optics), which says the port was not read.
-        proc = subprocess.run(["ethtool", "-m", interface], capture_output=True, text=True, timeout=ETHTOOL_TIMEOUT_S)
+        proc = subprocess.run(["ethtool", "-m", interface], capture_output=True, text=True, errors="replace", timeout=ETHTOOL_TIMEOUT_S)
         return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else None
 
     def mlxlink(self, device: str) -> tuple[str, str | None]:
@@ -222,7 +222,7 @@ class LinuxHostStress(HostStress):
 def _run_tool(command: list[str]) -> tuple[str, str | None]:
     """stdout, and stderr's last line (or the exit status) when the command failed."""
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=MLXLINK_TIMEOUT_S)
+        proc = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=MLXLINK_TIMEOUT_S)
     except OSError as e:
         return "", f"{Path(command[0]).name} could not be run: {e}"
     if proc.returncode == 0:

@@ -154,7 +154,7 @@ class JournalctlLog(KernelLog):
 
     def new_records(self) -> list[KernelRecord]:
         proc = subprocess.run(["journalctl", "-k", "-o", "json", "--no-pager", "--since", f"@{int(self.since)}"],
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, errors="replace", timeout=60)
         if proc.returncode != 0:
             # Killed (the OOM killer under the memory test) or refused: what it printed may be none or
             # part of the log, which read as "nothing of note" would be a pass for a log not read.
@@ -226,7 +226,7 @@ def open_kernel_log(path: str = KMSG, after_seq: int | None = None, since: float
         reason = f"{path}: {e.strerror}"
     if shutil.which("journalctl"):
         probe = subprocess.run(["journalctl", "-k", "-n", "1", "-o", "json", "--no-pager"],
-                               capture_output=True, text=True, timeout=30)
+                               capture_output=True, text=True, errors="replace", timeout=30)
         if probe.returncode == 0 and probe.stdout.strip():
             return JournalctlLog(since)
         reason += "; journalctl -k shows nothing (run as root, or in the systemd-journal/adm group)"

@@ -207,7 +207,7 @@ def _addresses() -> dict[str, list[str]]:
 def iperf3_options() -> frozenset[str]:
     """The long options this iperf3 knows (--bind-dev came in 3.10, --connect-timeout in 3.8)."""
     try:
-        text = subprocess.run(["iperf3", "--help"], capture_output=True, text=True, timeout=10).stdout
+        text = subprocess.run(["iperf3", "--help"], capture_output=True, text=True, errors="replace", timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
     return frozenset(re.findall(r"(--[a-z][a-z-]+)", text))

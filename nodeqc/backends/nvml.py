@@ -87,7 +87,7 @@ class NvmlBackend(GpuManagement):
             if e.value in (n.NVML_ERROR_UNINITIALIZED, n.NVML_ERROR_DRIVER_NOT_LOADED):
                 raise
             return NA
-        return value.decode() if isinstance(value, bytes) else value
+        return value.decode(errors="replace") if isinstance(value, bytes) else value  # a driver's bytes are input
 
     def _h(self, index: int) -> Any:
         if index in self._lost:
@@ -453,7 +453,7 @@ def _device_id(pci: Any) -> Any:
 
 
 def _text(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
+    return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
 
 
 class PowerReader:

@@ -114,11 +114,11 @@ class KubernetesLauncher(Launcher):
     # ------------------------------------------------------------------ before the first round
 
     def _call(self, *args: str, timeout: float = KUBECTL_S) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([self.kubectl, *args], capture_output=True, text=True, timeout=timeout)
+        return subprocess.run([self.kubectl, *args], capture_output=True, text=True, errors="replace", timeout=timeout)
 
     def _call_into(self, out: IO[bytes], *args: str, timeout: float = KUBECTL_S) -> subprocess.CompletedProcess[str]:
         """kubectl with its output written to `out` (its errors kept)."""
-        return subprocess.run([self.kubectl, *args], stdout=out, stderr=subprocess.PIPE, text=True, timeout=timeout)
+        return subprocess.run([self.kubectl, *args], stdout=out, stderr=subprocess.PIPE, text=True, errors="replace", timeout=timeout)
 
     def preflight(self, nodes: list[str], given: dict[str, str], gpus: int | None = None) -> None:
         """kubectl is there, the cluster answers, every node is in it, Jobs may be created; each

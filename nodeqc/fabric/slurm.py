@@ -24,7 +24,7 @@ MAX_REASON = 200  # scontrol keeps long reasons, but sinfo's column and people r
 def expand(nodelist: str, scontrol: str = "scontrol") -> list[str]:
     """gpu[01-04],gpu10 -> the host names, by Slurm's own parser."""
     try:
-        done = subprocess.run([scontrol, "show", "hostnames", nodelist], capture_output=True, text=True, timeout=30)
+        done = subprocess.run([scontrol, "show", "hostnames", nodelist], capture_output=True, text=True, errors="replace", timeout=30)
     except FileNotFoundError:
         raise UsageError(f"--slurm {nodelist}: scontrol not found: run on a Slurm login or compute node") from None
     except subprocess.TimeoutExpired:
@@ -47,7 +47,7 @@ class DrainOutcome:
 
 def _reason_of(node: str, scontrol: str) -> tuple[str, str]:
     """(state, reason) from `scontrol show node`."""
-    done = subprocess.run([scontrol, "show", "node", node], capture_output=True, text=True, timeout=30)
+    done = subprocess.run([scontrol, "show", "node", node], capture_output=True, text=True, errors="replace", timeout=30)
     if done.returncode != 0:
         raise RuntimeError(done.stderr.strip() or f"exit {done.returncode}")
     state = re.search(r"\bState=(\S+)", done.stdout)
@@ -71,7 +71,7 @@ def drain(failures: dict[str, str], report: str, scontrol: str = "scontrol") -> 
         text = f"{FABRIC_REASON} {why}"
         text = (text[: MAX_REASON - 1] + "…" if len(text) > MAX_REASON else text) + f"; {report}"
         done = subprocess.run([scontrol, "update", f"NodeName={node}", "State=DRAIN", f"Reason={text}"],
-                              capture_output=True, text=True, timeout=30)
+                              capture_output=True, text=True, errors="replace", timeout=30)
         if done.returncode != 0:
             out.append(DrainOutcome(node, "error", f"scontrol update: {done.stderr.strip() or done.returncode}"))
         else:

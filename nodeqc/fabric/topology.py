@@ -345,7 +345,7 @@ def read(source: str, labels: str = "", scontrol: str = "scontrol", kubectl: str
 
 def _run(argv: list[str], what: str) -> str:
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=KUBECTL_S)
+        done = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=KUBECTL_S)
     except FileNotFoundError:
         raise UsageError(f"{what}: {argv[0]} not found") from None
     except subprocess.TimeoutExpired:

@@ -139,7 +139,7 @@ def route_speed_gbit(address: str) -> float | None:
     """The link speed of the interface that carries traffic to `address` (what the TCP floor is a
     fraction of), from `ip route get` and sysfs."""
     try:
-        out = subprocess.run(["ip", "-o", "route", "get", address], capture_output=True, text=True, timeout=10).stdout
+        out = subprocess.run(["ip", "-o", "route", "get", address], capture_output=True, text=True, errors="replace", timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     m = re.search(r"\bdev (\S+)", out)
@@ -184,7 +184,7 @@ def _retrying(cmd: list[str], parse: Any, secs: int) -> tuple[Any, str | None, d
     give_up = time.monotonic() + CONNECT_RETRY_S
     while True:
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=secs + MARGIN_S)
+            done = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=secs + MARGIN_S)
             text = done.stdout + done.stderr
         except subprocess.TimeoutExpired:
             return None, f"{cmd[0]} did not finish within {secs + MARGIN_S:g} s: killed", {}
