@@ -474,3 +474,24 @@ def test_group_tests_run_as_one_indexed_job_a_round_and_name_the_node_with_wrong
     predicate, _ = _report(p)
     assert {n["name"]: n["verdict"] for n in predicate["nodes"]} == {"k8s-a": "pass", "k8s-b": "pass", "k8s-c": "fail",
                                                                      "k8s-d": "pass"}
+
+
+def test_kubectl_json_of_unexpected_shapes_is_read_as_far_as_it_goes_never_a_traceback(tmp_path):
+    """2026-11-29 fuzzing: a pod whose metadata is null, or a node address that is a string,
+    raised AttributeError out of the launcher."""
+    from nodeqc.core.errors import UsageError
+    from nodeqc.fabric.kubernetes import KubernetesLauncher
+
+    fake = tmp_path / "kubectl"
+    fake.write_text("#!/bin/sh\ncase \"$1 $2\" in\n"
+                    "  \"get pods\") echo '{\"items\": [{\"metadata\": null}, \"pod\", {\"status\": {\"conditions\": [1],"
+                    " \"containerStatuses\": [{\"state\": {\"waiting\": null}}]}, \"spec\": {\"nodeName\": \"n1\"}}]}';;\n"
+                    "  \"get nodes\") echo '{\"items\": [{\"metadata\": {\"name\": \"n1\"}, \"status\": {\"addresses\": "
+                    "[\"10.0.0.1\", {\"type\": \"InternalIP\", \"address\": \"10.0.0.2\"}]}}, \"node\"]}';;\n"
+                    "  \"auth can-i\") echo yes;;\nesac\n")
+    fake.chmod(0o755)
+    k = KubernetesLauncher("img", kubectl=str(fake))
+    pods = k._pods("j")
+    assert pods["n1"]["phase"] is None and set(pods) == {"n1", "unscheduled:None"}
+    with pytest.raises(UsageError, match="kubectl get nodes gave node"):  # "node": no name, refused as such
+        k.preflight(["n1"], {})

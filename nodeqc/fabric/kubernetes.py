@@ -138,11 +138,12 @@ class KubernetesLauncher(Launcher):
         except (ValueError, KeyError, TypeError, RecursionError):
             raise UsageError("--k8s: kubectl get nodes -o json did not answer JSON") from None
         known: dict[str, str | None] = {}
-        for item in items:
-            name = item.get("metadata", {}).get("name")
+        for item in _list(items):
+            name = _obj(_obj(item).get("metadata")).get("name")
             # Kubernetes allows only DNS names for nodes: any other is not a cluster's answer to trust.
             check_host(name, "--k8s: kubectl get nodes gave node")
-            ips = [a.get("address") for a in item.get("status", {}).get("addresses", []) if a.get("type") == "InternalIP"]
+            ips = [a.get("address") for a in map(_obj, _list(_obj(item.get("status")).get("addresses")))
+                   if a.get("type") == "InternalIP" and isinstance(a.get("address"), str)]
             known[name] = ips[0] if ips else None
         missing = [n for n in nodes if n not in known]
         if missing:
@@ -277,22 +278,25 @@ class KubernetesLauncher(Launcher):
         """node -> what its pod says of itself: index, pod name, phase, why it is not running."""
         try:
             done = self._call("get", "pods", "--namespace", self.namespace, "-l", f"{LABEL}={job}", "-o", "json")
-            items = json.loads(done.stdout).get("items", []) if done.returncode == 0 else []
+            items = _obj(json.loads(done.stdout)).get("items", []) if done.returncode == 0 else []
         except (OSError, subprocess.TimeoutExpired, ValueError, RecursionError):
             items = []
         out: dict[str, dict[str, Any]] = {}
-        for item in items:
-            meta, spec, status = item.get("metadata", {}), item.get("spec", {}), item.get("status", {})
-            index = (meta.get("annotations") or {}).get(INDEX_ANNOTATION) or (meta.get("labels") or {}).get(INDEX_ANNOTATION)
-            reasons = [c.get("message") or c.get("reason") for c in status.get("conditions", [])
+        for item in map(_obj, _list(items)):
+            # Any shape is read as far as it is the API's (a null or a string where an object is
+            # expected raised AttributeError out of the launcher, 2026-11-29 fuzzing).
+            meta, spec, status = _obj(item.get("metadata")), _obj(item.get("spec")), _obj(item.get("status"))
+            index = _obj(meta.get("annotations")).get(INDEX_ANNOTATION) or _obj(meta.get("labels")).get(INDEX_ANNOTATION)
+            reasons = [str(c.get("message") or c.get("reason")) for c in map(_obj, _list(status.get("conditions")))
                        if c.get("status") == "False" and (c.get("message") or c.get("reason"))]
-            for cs in status.get("containerStatuses", []):
-                state = cs.get("state", {})
+            for cs in map(_obj, _list(status.get("containerStatuses"))):
+                state = _obj(cs.get("state"))
                 for what in ("waiting", "terminated"):
-                    if what in state and state[what].get("reason") not in (None, "Completed"):
-                        reasons.append(f"{state[what].get('reason')}"
-                                       + (f" (exit {state[what]['exitCode']})" if "exitCode" in state[what] else ""))
+                    said = _obj(state.get(what))
+                    if what in state and said.get("reason") not in (None, "Completed"):
+                        reasons.append(f"{said.get('reason')}" + (f" (exit {said['exitCode']})" if "exitCode" in said else ""))
             node = spec.get("nodeName")
+            node = node if isinstance(node, str) or node is None else str(node)
             if node and host_problem(node) is not None:
                 # Not a node name Kubernetes allows: its pod is not where any node of the round ran,
                 # so no line of its pod is taken for one (run_round binds lines to a round's node only).
@@ -334,3 +338,11 @@ class KubernetesLauncher(Launcher):
         except (OSError, subprocess.TimeoutExpired):
             pass
 
+
+def _obj(x: Any) -> dict[str, Any]:
+    """An object of kubectl's JSON, or {} where it gave something else."""
+    return x if isinstance(x, dict) else {}
+
+
+def _list(x: Any) -> list[Any]:
+    return x if isinstance(x, list) else []
