@@ -413,6 +413,15 @@ def test_gpudirect_uses_the_gpu_nearest_the_nic_and_needs_a_gpu():
     assert [j.cuda_device for j in plan.jobs if j.tool == "ib_write_bw"] == [1]  # bus 0x0c: nearest 0x0f
     none = plan_for(THREE, [Peer("p")], {"rdma_use_cuda": True})
     assert [r.code for r in none.skips] == ["NO_GPUS"]
+    # A GPU NVML gave no PCI address (NA) or a malformed one is passed over, never an AttributeError
+    # (2026-11-29 fuzzing); with none placed, the first GPU.
+    from nodeqc.core.na import NA
+
+    odd = [GpuInfo(0, "A100", "GPU-0", NA), GpuInfo(1, "A100", "GPU-1", "zz:0c:00.0"), *gpus[1:]]
+    assert [j.cuda_device for j in plan_for(THREE, [Peer("p")], {"rdma_use_cuda": True}, gpus=odd).jobs
+            if j.tool == "ib_write_bw"] == [1]
+    assert [j.cuda_device for j in plan_for(THREE, [Peer("p")], {"rdma_use_cuda": True}, gpus=odd[:2]).jobs
+            if j.tool == "ib_write_bw"] == [0]
 
 
 def test_roce_ports_connect_through_rdma_cm():

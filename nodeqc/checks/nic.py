@@ -15,6 +15,7 @@ HCA's NUMA node, from the GPU nearest the NIC when the profile asks for GPUDirec
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -184,10 +185,20 @@ def _cannot(tool: str, missing_tool: Callable[[str], str | None], peer: Peer | N
 def _nearest_gpu(nic: NicInfo, gpus: list[GpuInfo]) -> int:
     """The GPU on the nearest PCI bus number: on NVSwitch nodes each NIC shares a PCIe switch with
     one GPU, and GPUDirect RDMA should move that GPU's memory."""
-    if is_na(nic.bus_id):
+    def bus_of(bus_id: Any) -> int | None:
+        """The bus number of an address; None where there is none (NVML gave no PCI info: the
+        2026-11-29 fuzzing's AttributeError)."""
+        try:
+            parts = normalise_bus_id(bus_id).split(":") if isinstance(bus_id, str) else []
+        except ValueError:  # a domain that is not hex
+            return None
+        return int(parts[1], 16) if len(parts) == 3 and re.fullmatch(r"[0-9a-f]{2}", parts[1]) else None
+
+    bus = bus_of(nic.bus_id)
+    placed = [(b, g) for g in gpus if (b := bus_of(g.bus_id)) is not None]
+    if bus is None or not placed:
         return gpus[0].index
-    bus = int(nic.bus_id.split(":")[1], 16)
-    return min(gpus, key=lambda g: abs(int(normalise_bus_id(g.bus_id).split(":")[1], 16) - bus)).index
+    return min(placed, key=lambda bg: abs(bg[0] - bus))[1].index
 
 
 def skip_warnings(plan: NicPlan) -> list[str]:
