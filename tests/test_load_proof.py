@@ -80,8 +80,8 @@ def test_a_power_load_that_stopped_short_is_not_judged():
         "stress.power", "gpu0", "error", "POWER_LOAD_NOT_REACHED",
         "the load ran 3.5 s in 4 step(s) of the 10 s planned; not judged",
         {"power_fraction": (0.929, ""), "power_w": (650, "W"), "sm_clock_mhz": (1980, "MHz"), "throttle_s": (0, "s"),
-         "held_s": (3.5, "s"), "loaded_readings": (4, "")},
-        "power_fraction", [], {"load": {"planned_s": 10.0, "seconds": 3.5, "steps": 4}, "loaded_readings_needed": 4})
+         "held_s": (3.5, "s"), "held_readings": (4, "")},
+        "power_fraction", [], {"load": {"planned_s": 10.0, "seconds": 3.5, "steps": 4}, "held_readings_needed": 4})
     assert power({"seconds": 9.998, "steps": 10, "planned_s": 10.0}).code == "POWER_LOAD_NOT_REACHED"
     no_step = power({"seconds": 10.0, "steps": 0, "planned_s": 10.0})
     assert no_step.verdict is Verdict.ERROR and no_step.message.startswith("the load ran 10 s in 0 step(s)")

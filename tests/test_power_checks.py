@@ -16,6 +16,7 @@ from nodeqc.checks.stress.outcomes import SEED
 from nodeqc.checks.stress.power import POWER_LOADED_SAMPLES, judge_power, power_params
 from nodeqc.checks.stress.pulse import _counted_per_period, judge_pulse, pulse_params
 from nodeqc.core.model import Verdict
+from nodeqc.core.na import is_na
 from nodeqc.spec.profile import load_profile
 from nodeqc.work.telemetry import POWER_SETTLE_S, GpuTelemetry
 from nodeqc.work.workers import Outcome, Task
@@ -337,6 +338,44 @@ def test_a_slow_nvml_poll_still_reads_the_power_test_under_load(tmp_path, monkey
     assert missed.message.endswith("not judged")
 
 
+class StallingNvml(SlowNvml):
+    """NVML quick at idle, then `delay_s` a reading once the GPU is under load: a host whose CPUs
+    the load's own workers starve (the 2026-11-29 review: four busy loops beside a compressed run)."""
+
+    def sample(self, index):
+        import time
+
+        s = self.inner.sample(index)
+        if not is_na(s.util_pct) and s.util_pct >= 50:
+            time.sleep(self.delay_s)
+        return s
+
+
+def test_the_power_load_is_held_until_telemetry_has_its_readings_a_second_in(tmp_path, monkeypatch):
+    """The load's length was set from the sampler's pace before it began: a sampler that slows
+    once the load runs took too few readings a second into it (ERROR POWER_LOAD_NOT_REACHED on a
+    healthy GPU). The load is held until telemetry has them (TelemetrySampler.release_when)."""
+    import dataclasses
+
+    from nodeqc.backends import simulated_hardware
+    from nodeqc.report.keys import create_key
+    from nodeqc.run.runner import RunOptions, Runner
+    from nodeqc.spec.selection import Selection
+
+    def run(where):
+        hw = simulated_hardware("h100", [], time_scale=900)
+        hw = dataclasses.replace(hw, mgmt=StallingNvml(hw.mgmt, 0.25))
+        options = RunOptions(load_profile("h100"), create_key(tmp_path / "k.pem"), out_dir=tmp_path / where,
+                             quick=True, selection=Selection(only=("stress.power",)))
+        return next(r for r in Runner(options, hw).run().results if (r.name, r.subject) == ("stress.power", "gpu0"))
+
+    held = run("held")
+    assert held.verdict is Verdict.PASS and held.values["power_fraction"].value >= 0.9, held.message
+    monkeypatch.setattr(Runner, "_release_files", staticmethod(lambda *a: None))
+    short = run("short")  # no reading under load at all, or too few a second in: either way not judged
+    assert short.verdict is Verdict.ERROR and short.code in ("POWER_NOT_READ", "POWER_LOAD_NOT_REACHED"), short.message
+
+
 def test_the_sampler_knows_the_pace_it_really_keeps():
     """1/hz when NVML answers at once; the time a round takes when it does not."""
     import time
@@ -374,11 +413,15 @@ def test_the_sampler_knows_the_pace_it_really_keeps():
 
 def test_the_power_figure_is_of_the_readings_a_second_into_each_stretch_of_load():
     """NVML's power is the mean of its last second: the readings of a load's first second are of the
-    idle before it too. A stretch of load ends at a reading under LOADED_UTIL_PCT; a slice of the
-    window (a burn dtype's span) begins its own at the span's start."""
+    idle before it too. A stretch of load ends at two readings in a row under LOADED_UTIL_PCT (one
+    is a blink, and a utilisation not given says nothing); a slice of the window (a burn dtype's
+    span) begins its own at the span's start."""
+    from nodeqc.core.na import NA
+
     tel = GpuTelemetry(0, keep_samples=100)
     readings = [(0.0, 0, 60.0), (0.5, 100, 300.0), (1.0, 100, 600.0), (1.5, 100, 700.0), (2.0, 100, 690.0),
-                (2.5, 10, 400.0), (3.0, 100, 350.0), (3.5, 100, 650.0), (4.0, 100, 700.0), (4.5, 100, 710.0)]
+                (2.25, 10, 400.0), (2.5, 10, 300.0), (3.0, 100, 350.0), (3.5, 100, 650.0), (3.75, 20, 690.0),
+                (3.9, NA, 695.0), (4.0, 100, 700.0), (4.5, 100, 710.0)]
     for t, util, power in readings:
         tel.add(t, GpuSample(power_w=power, power_limit_w=700.0, util_pct=util))
     assert tel.loaded_power_w.count == 8
@@ -390,7 +433,7 @@ def test_the_power_figure_is_of_the_readings_a_second_into_each_stretch_of_load(
     assert short.held_power_w.count == 0 and short.load_power_w.mean == pytest.approx(450.0)
 
 
-def test_the_plain_load_lasts_its_real_time_floor_however_compressed_the_clock():
+def test_the_plain_load_lasts_its_real_time_floor_however_compressed_the_clock(tmp_path):
     import time
 
     from nodeqc.work.workloads import plain_load
@@ -403,6 +446,17 @@ def test_the_plain_load_lasts_its_real_time_floor_however_compressed_the_clock()
     start = time.monotonic()
     plain_load(dev, {"seconds": 10}, Progress())  # no floor: 10 s of the run's clock, about 11 ms of real time
     assert time.monotonic() - start < 0.5
+    # Given a release file, the load lasts until it is there, at most max_wall_s: never a hang.
+    release = tmp_path / "gpu0"
+    start = time.monotonic()
+    plain_load(dev, {"seconds": 10, "release_file": str(release), "max_wall_s": 0.4}, Progress())
+    assert 0.4 <= time.monotonic() - start < 2
+    import threading
+
+    threading.Timer(0.3, release.touch).start()
+    start = time.monotonic()
+    plain_load(dev, {"seconds": 10, "release_file": str(release), "max_wall_s": 30}, Progress())
+    assert 0.3 <= time.monotonic() - start < 2
 
 
 # ---------------------------------------------------------------- the workload on the simulated device

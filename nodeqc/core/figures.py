@@ -18,6 +18,7 @@ LABELS: dict[str, str] = {
     "throttle_s": "time throttled", "held_s": "time held", "power_min_w": "lowest power", "power_max_w": "highest power",
     "periods": "pulse periods", "fastest_failing_period_ms": "fastest failing period", "psus": "PSUs",
     "voltage_sensors": "voltage sensors", "current_sensors": "current sensors", "loaded_readings": "readings under load",
+    "held_readings": "readings a second into the load",
     "tflops_start": "rate at the start", "tflops_end": "rate at the end", "rate_fall_pct": "rate fall",
     "temp_start": "temperature at the start", "temp_end": "temperature at the end", "windows": "windows",
     # memory

@@ -22,9 +22,10 @@ import tempfile
 from pathlib import Path
 
 # What nodeqc makes: the simulated sysfs tree, a worker's log (gpuN: the task's first GPU), the
-# directory of the simulated node's fork server (mp, a directory: nodeqc.work.starts).
-NAME = re.compile(r"nodeqc-(?:sim-sysfs|gpu\d+|mp)-(?P<ns>\d+)-(?P<pid>\d+)-[a-z0-9_]+(?:\.log)?")
-KIND = re.compile(r"sim-sysfs|gpu\d+|mp")
+# directory of the simulated node's fork server (mp, a directory: nodeqc.work.starts), the
+# directory of a step's release files (release: TelemetrySampler.release_when).
+NAME = re.compile(r"nodeqc-(?:sim-sysfs|gpu\d+|mp|release)-(?P<ns>\d+)-(?P<pid>\d+)-[a-z0-9_]+(?:\.log)?")
+KIND = re.compile(r"sim-sysfs|gpu\d+|mp|release")
 
 _swept: set[str] = set()  # the directories this process has swept (once each)
 

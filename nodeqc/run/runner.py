@@ -8,6 +8,7 @@ marked aborted. An exception inside nodeqc becomes an ERROR result with its trac
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 import traceback
@@ -30,6 +31,7 @@ from nodeqc.checks.stress.outcomes import MIB, SEED
 from nodeqc.core.errors import BackendUnavailable, GpuLostError
 from nodeqc.run.events import (CheckFinished, CheckProgress, CheckStarted, Event, Notice, RunFinished,
                            RunStarted, TelemetrySampled)
+from nodeqc.core import scratch
 from nodeqc.core.model import CheckResult, Verdict, node_verdict
 from nodeqc.core.na import is_na
 from nodeqc.core.safefile import OutputError
@@ -398,16 +400,21 @@ class Runner:
             def on_progress(task: Task, fraction: float, figures: dict[str, Any], step: Any = step) -> None:
                 step.on_progress(task.gpu, figures, sampler, psus)
                 self._progress(step.name, by_index[task.gpu].subject if not task.gpus else "node", fraction, figures)
+            release = None
             try:
                 # A step judged from telemetry alone holds its load until the sampler, at the pace it
                 # really keeps, has read it (bounded by MAX_TELEMETRY_WAIT_S).
                 min_wall_s = min(MAX_TELEMETRY_WAIT_S, sampler.wall_s_to_see(step.loaded_samples, step.settle_s)) \
                     if step.loaded_samples else 0.0
-                tasks = step.tasks(live, self.profile, self.options.quick, self.t0, min_wall_s, self.hw.clock.scale)
+                release = self._release_files(sampler, step, live) if step.settle_s else None
+                tasks = step.tasks(live, self.profile, self.options.quick, self.t0, min_wall_s, self.hw.clock.scale,
+                                   release[:2] if release else None)
                 outcomes = run_tasks(tasks, self.hw.compute_spec, watchdog, on_progress=on_progress,
                                      should_abort=lambda: self.aborted, pool=pool)
             finally:
                 windows = sampler.close_window(step.name)
+                if release:
+                    scratch.remove(release[2])
                 self._platform.drain_kernel_log()
                 psu_run = psus.finish(after=not self.aborted) if psus is not None else None
             results = step.judge(live, outcomes, windows, self.profile, None if self.aborted else psu_run)
@@ -418,6 +425,19 @@ class Runner:
             for r in results + sitting_out:
                 self._finish(r)
         return failed
+
+    @staticmethod
+    def _release_files(sampler: TelemetrySampler, step: Any,
+                       live: list[GpuInfo]) -> tuple[dict[int, Path], float, Path]:
+        """Each GPU's load held, past its planned seconds, until telemetry has its readings a second
+        in (bounded by MAX_TELEMETRY_WAIT_S): the pace the sampler kept before is no promise. Eight
+        times as many readings of any kind say NVML gives none of use (no power, no utilisation):
+        holding the load longer would not change that."""
+        where = Path(tempfile.mkdtemp(prefix=scratch.prefix("release")))
+        files = {g.index: where / f"gpu{g.index}" for g in live}
+        n = step.loaded_samples
+        sampler.release_when(step.name, files, lambda w: w.held_power_w.count >= n or w.samples >= 8 * n)
+        return files, MAX_TELEMETRY_WAIT_S, where
 
     def _watch_psus(self) -> BmcWatch:
         """The BMC read before a power test (and, once a run, each sensor's thresholds); the

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from nodeqc.backends.base import Clock, GpuCounters, GpuInfo, GpuManagement, GpuProcess, GpuSample
 from nodeqc.core.errors import GpuLostError
+from nodeqc.core.safefile import OutputError, claim
 from nodeqc.core.na import is_na
 from nodeqc.work.telemetry import SERIES_COLUMNS, WINDOW_SAMPLES_KEPT, GpuTelemetry, SeriesWriter
 
@@ -87,6 +88,7 @@ class TelemetrySampler:
         self._last_flush = 0.0
         self._last_counters: dict[int, GpuCounters] = {}
         self._windows: dict[str, dict[int, GpuTelemetry]] = {}
+        self._releases: dict[str, tuple[dict[int, Path], Callable[[GpuTelemetry], bool]]] = {}
         self._round_starts: deque[float] = deque(maxlen=POLL_GAPS_KEPT + 1)  # time.monotonic()
         self._stopped_at: float | None = None  # time.monotonic() at stop: no round is under way after it
 
@@ -127,7 +129,27 @@ class TelemetrySampler:
 
     def close_window(self, name: str) -> dict[int, GpuTelemetry]:
         with self._lock:
+            self._releases.pop(name, None)
             return self._windows.pop(name, {})
+
+    def release_when(self, name: str, files: dict[int, Path], seen: Callable[[GpuTelemetry], bool]) -> None:
+        """Make each GPU's file once window `name` has `seen` what its step needs of that GPU: its
+        worker holds the load until then (workloads.plain_load's release file). A sampler the host
+        starved of CPU took too few readings of a load timed from its pace before (the 2026-11-29
+        review: four simulated GPUs ERROR POWER_LOAD_NOT_REACHED beside four busy loops)."""
+        with self._lock:
+            self._releases[name] = (dict(files), seen)
+            self._release()
+
+    def _release(self) -> None:
+        """Under the lock: the release files now due."""
+        for name, (files, seen) in self._releases.items():
+            window = self._windows.get(name, {})
+            for i in [i for i in files if i in window and seen(window[i])]:
+                try:
+                    claim(files.pop(i))
+                except (OutputError, OSError):
+                    pass  # its directory gone: the worker's own bound ends its load
 
     def mark_counters(self, i: int, mark: dict[str, Any]) -> None:
         """Read GPU i's throttle counters now and keep the reading, with `mark` (where in the step
@@ -233,6 +255,7 @@ class TelemetrySampler:
                 self.watch[i].add_processes(t, procs)
                 for window in self._windows.values():
                     window[i].add_processes(t, procs)
+            self._release()
         if self.on_sample:
             self.on_sample(t, readings)
         return readings

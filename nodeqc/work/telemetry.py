@@ -32,7 +32,8 @@ LOADED_UTIL_PCT = 50  # a GPU at or above this utilisation counts as under load
 # (tests/fixtures/real-2026-11-26/h100-sxm5-quick-pulsed.telemetry.csv.gz, t 35.055-36.055); the
 # figure of all of them, 671.5 W, read the GPU 4 % short of the power it held, and more as fewer
 # readings are taken (a clean simulated A100 warned POWER_TARGET_LOW on a loaded CI host, 2026-11-29).
-# A load's power figure is of its readings from this many seconds into each stretch of load on.
+# A load's power figure is of its readings from this many seconds into each stretch of load on (a
+# stretch ends at two readings in a row under LOADED_UTIL_PCT).
 POWER_SETTLE_S = 1.0
 MAX_EVENTS = 200  # per GPU and kind; more are counted, not kept
 FAILING_REASONS = ("sw_thermal", "hw_thermal", "hw_slowdown", "power_brake")
@@ -195,6 +196,7 @@ class GpuTelemetry:
     _prev_t: float | None = None
     _prev_reasons: int = 0
     _loaded_since: float | None = None  # the first reading under load of the stretch under way
+    _idle_readings: int = 0  # readings below LOADED_UTIL_PCT since the last under load
 
     def add(self, t: float, s: GpuSample) -> None:
         dt = 0.0 if self._prev_t is None else max(0.0, t - self._prev_t)
@@ -211,6 +213,7 @@ class GpuTelemetry:
             self.loaded_samples += 1
             self.loaded_s += dt
             self.loaded_power_w.add(s.power_w)
+            self._idle_readings = 0
             if self._loaded_since is None:
                 self._loaded_since = t
             if t - self._loaded_since >= POWER_SETTLE_S:
@@ -221,7 +224,12 @@ class GpuTelemetry:
             self.pcie_loaded_gen.add(s.pcie_gen)
             self.pcie_loaded_width.add(s.pcie_width)
         else:
-            self._loaded_since = None
+            # Two readings idle in a row end the stretch; one is a blink (a real H200's fp8 read 32 %
+            # once mid-span, a host-side check, its power held: real-2026-11-27/h200-sxm-quick), and a
+            # utilisation NVML did not give says nothing of it (the 2026-11-29 review).
+            self._idle_readings += not is_na(s.util_pct)
+            if self._idle_readings >= 2:
+                self._loaded_since = None
             self.pcie_idle_gen, self.pcie_idle_width = s.pcie_gen, s.pcie_width
         if not is_na(s.reasons):
             self.loaded_reason_samples += loaded
@@ -277,7 +285,7 @@ class GpuTelemetry:
         taken: set[int] = set()  # a sample on the bound two spans share counts once
         for start_s, end_s in sorted(spans):
             part._prev_t = start_s
-            part._loaded_since = start_s  # a span is its load's own: its start is the stretch's
+            part._loaded_since, part._idle_readings = start_s, 0  # a span is its load's own: its start is the stretch's
             for n, (t, s) in enumerate(self.kept_samples):
                 if start_s <= t <= end_s and n not in taken:
                     taken.add(n)
@@ -320,6 +328,7 @@ class GpuTelemetry:
             "loaded_s": round(self.loaded_s, 2),
             **{k: v.to_dict() for k, v in self.stats.items()},
             "loaded_power_w": self.loaded_power_w.to_dict(),
+            "held_power_w": self.held_power_w.to_dict(),  # a second into each stretch: the power figures'
             "loaded_sm_clock_mhz": self.loaded_sm_clock_mhz.to_dict(),
             "loaded_mem_clock_mhz": self.loaded_mem_clock_mhz.to_dict(),
             "loaded_temp_c": self.loaded_temp_c.to_dict(),

@@ -7,6 +7,7 @@ returns plain data; the verdicts are made in nodeqc/checks/stress/.
 from __future__ import annotations
 
 import math
+import os
 import time
 from typing import Any, Callable
 
@@ -61,12 +62,18 @@ def plain_load(device: Any, params: dict[str, Any], report: Reporter) -> dict[st
     A load judged from telemetry alone (stress.power) also lasts params['min_wall_s'] real seconds,
     so the sampler reads it under load however slowly it goes or however compressed the run's clock."""
     seconds, min_wall_s = float(params["seconds"]), float(params.get("min_wall_s", 0.0))
+    # ... and, given a release file, until the supervisor's telemetry has seen the load (it makes the
+    # file: TelemetrySampler.release_when), up to max_wall_s real seconds.
+    release, max_wall_s = params.get("release_file"), float(params.get("max_wall_s", 0.0))
     clock = device.clock
     device.set_load(1.0)
     start, wall_start = clock.now(), time.monotonic()
     steps = 0
+
+    def unseen() -> bool:
+        return bool(release) and time.monotonic() - wall_start < max_wall_s and not os.path.exists(release)
     try:
-        while (elapsed := clock.now() - start) < seconds or time.monotonic() - wall_start < min_wall_s:
+        while (elapsed := clock.now() - start) < seconds or time.monotonic() - wall_start < min_wall_s or unseen():
             device.busy_step(min(step_s(device), seconds - elapsed) if elapsed < seconds else step_s(device))
             steps += 1
             report.progress(min(1.0, (clock.now() - start) / seconds))

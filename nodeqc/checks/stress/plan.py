@@ -4,6 +4,7 @@ how long it may take, and the judge of what came back, in the order the steps ru
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from nodeqc.backends.base import GpuInfo
@@ -44,14 +45,21 @@ class Step:
     watch_psus: bool = False
 
     def tasks(self, gpus: list[GpuInfo], profile: Profile, quick: bool, run_t0: float = 0.0,
-              min_wall_s: float = 0.0, time_scale: float = 1.0) -> list[Task]:
+              min_wall_s: float = 0.0, time_scale: float = 1.0,
+              release: tuple[dict[int, Path], float] | None = None) -> list[Task]:
         """run_t0: the run clock's reading at the run's start, which telemetry counts time from;
-        min_wall_s: real seconds the load must last at least (run-clock seconds = real x time_scale)."""
+        min_wall_s: real seconds the load must last at least (run-clock seconds = real x time_scale);
+        release: each GPU's release file and the most real seconds its load waits for it
+        (TelemetrySampler.release_when)."""
         params = {**self.params(profile, quick), "bus_ids": {g.index: g.bus_id for g in gpus}, "run_t0": run_t0}
         if min_wall_s > 0:
             params["min_wall_s"] = min_wall_s
-        expected = self.expected_s(params) + min_wall_s * time_scale
+        waited = max(min_wall_s, release[1]) if release else min_wall_s
+        expected = self.expected_s(params) + waited * time_scale
         if self.per_gpu:
+            if release:
+                return [Task(self.workload, g.index, {**params, "release_file": str(release[0][g.index]),
+                                                      "max_wall_s": release[1]}, expected) for g in gpus]
             return [Task(self.workload, g.index, params, expected) for g in gpus]
         return [Task(self.workload, gpus[0].index, params, expected, gpus=tuple(g.index for g in gpus))]
 

@@ -96,9 +96,9 @@ def judge_power(gpus: list[GpuInfo], outcomes: dict[int, Outcome], windows: dict
         if short:  # a figure of a load not held is no figure: never a pass, nor a fail
             return CheckResult(name, g.subject, Verdict.ERROR, short, code="POWER_LOAD_NOT_REACHED",
                                values={**values, "held_s": Value(r["seconds"], "s"),
-                                       "loaded_readings": Value(window.held_power_w.count)},
+                                       "held_readings": Value(window.held_power_w.count)},
                                evidence={"load": {k: r.get(k) for k in ("planned_s", "seconds", "steps")},
-                                         "loaded_readings_needed": POWER_LOADED_SAMPLES}, key="power_fraction")
+                                         "held_readings_needed": POWER_LOADED_SAMPLES}, key="power_fraction")
         values["temp_max"] = Value(window.stats["temp_c"].max, "C")
         result = fold(name, g.subject, [finding], values, thresholds, key="power_fraction")
         if result.verdict is Verdict.PASS:
