@@ -464,6 +464,29 @@ def test_nvml_power_holds_between_updates_about_ten_times_a_second():
     dev.close()
 
 
+def test_nvml_power_is_the_last_seconds_mean_from_ampere_but_ga100_on_and_the_power_then_before():
+    """nvmlDeviceGetPowerUsage: "On Ampere (except GA100) or newer GPUs, the API returns power
+    averaged over 1 sec interval. On GA100 and older architectures, instantaneous power is
+    returned." A third of a second into a load the H100's reading is still rising (a real one read
+    238-536 W there); an A100's, V100's or T4's is the load's; an L40S (Ada) averages as the H100."""
+    from nodeqc.backends.sim.scenario import load_scenario
+
+    shares = {}
+    for scenario in ("h100", "l40s", "a100", "v100", "t4"):
+        node = SimNode(load_scenario(scenario), [], time_scale=20.0)
+        mgmt, dev = node.management(), SimDevice(node.compute_spec(), 0)
+        idle = mgmt.sample(0).power_w
+        dev.set_load(1.0)
+        dev.busy_step(0.35)  # of the run's clock
+        early = mgmt.sample(0).power_w
+        dev.busy_step(2.0)
+        loaded = mgmt.sample(0).power_w
+        shares[scenario] = (early - idle) / (loaded - idle)
+        dev.close()
+    assert all(shares[k] < 0.6 for k in ("h100", "l40s")), shares
+    assert all(shares[k] > 0.85 for k in ("a100", "v100", "t4")), shares
+
+
 def test_the_power_cap_counter_is_exact_however_seldom_it_is_read():
     """The driver's sw_power_cap counter counts the time the limit held the clock, whatever the
     readings between: fp32 at the maximum clock is not held, tf32 is (the real H100's evidence), and

@@ -187,14 +187,14 @@ class SimDevice:
             self.shared[self._slot(SLOT_BRAKE_S)] += max(0.0, now - self.shared[self._slot(SLOT_BRAKE_SINCE)])
 
     def power_reading(self) -> tuple[float | None, float | None]:
-        """(power, instantaneous power) in W now, as the worker reads them (without reading noise): the
-        last second's mean (NVML_AVERAGE_S) held from its last update, about ten times a second
-        (NVML_POWER_PERIOD_S), and the last 100 ms's mean now (physics: what the real parts read)."""
+        """(power, instantaneous power) in W now as the worker reads them, noise aside: NVML's reading held
+        from its last update ten times a second (models.power_averaged says which), and the last 100 ms's."""
         if not self._power_trace:
             self._trace_power()
         now = self.clock.now()
         held = math.floor(now / NVML_POWER_PERIOD_S) * NVML_POWER_PERIOD_S
-        return self._mean_power(held, NVML_AVERAGE_S), self._mean_power(now)
+        return self._mean_power(held, NVML_AVERAGE_S if self.model.power_averaged else NVML_POWER_PERIOD_S), \
+            self._mean_power(now)
 
     def check_alive(self) -> None:
         if self.shared[self._slot(SLOT_LOST)] > 0:

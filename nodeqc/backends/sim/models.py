@@ -318,6 +318,14 @@ class SimGpuModel:
         return ESTIMATED_MEMBOUND_DIE_HEAT_SHARE if measured is None else measured
 
     @property
+    def power_averaged(self) -> bool:
+        """Whether NVML's power reading is the last second's mean: "On Ampere (except GA100) or newer
+        GPUs, the API returns power averaged over 1 sec interval. On GA100 and older architectures,
+        instantaneous power is returned" (NVML API reference, nvmlDeviceGetPowerUsage): A100 (8.0),
+        V100 (7.0) and T4 (7.5) read the power now."""
+        return float(self.compute_capability) > 8.0
+
+    @property
     def has_row_remapping(self) -> bool:
         """Ampere and newer remap rows; older GPUs retire pages instead (NVML answers NotSupported)."""
         return float(self.compute_capability) >= 8.0

@@ -317,7 +317,8 @@ class SimManagement(GpuManagement):
             if st.power_tick != tick:  # NVML's reading: updated about ten times a second, held between
                 # ...the mean of about the last second, of what the worker drew where it says (a pulse's
                 # bursts and gaps: 450-470 W under its 500 ms and 1 s periods, as on the real parts).
-                mean = mean_power(trace, tick * NVML_POWER_PERIOD_S, NVML_AVERAGE_S) if trace else power
+                mean = mean_power(trace, tick * NVML_POWER_PERIOD_S, NVML_AVERAGE_S) \
+                    if trace and m.power_averaged else power  # GA100 and older: the power now
                 st.power_tick, st.power_held = tick, round(max(0.0, mean + noise), 1)
             held = st.power_held
         return GpuSample(
