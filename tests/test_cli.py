@@ -172,9 +172,20 @@ def test_every_pdf_page_names_the_node_the_verdict_and_the_report_at_its_foot(tm
     predicate = {"verdict": "FAIL", "simulated": True, "finished_at": "2026-11-28T05:34:17Z",
                  "node": {"hostname": "n1", "system_serial": "SN-1"}, "checks": []}
     loaded = LoadedReport(tmp_path / "n1-x.report.json", predicate, True, "signature: verified")
-    assert page_footer(loaded) == "n1 · serial SN-1 · FAIL (SIMULATED) · 2026-11-28T05:34:17Z · n1-x.report.json"
+    assert page_footer(loaded) == "FAIL (SIMULATED) · n1 · serial SN-1 · 2026-11-28T05:34:17Z · n1-x.report.json"
     loaded = LoadedReport(tmp_path / "r.report.json", {**predicate, "simulated": False}, False, "NOT VERIFIED")
-    assert page_footer(loaded).startswith("n1 · serial SN-1 · FAIL NOT VERIFIED · ")
+    assert page_footer(loaded).startswith("FAIL NOT VERIFIED · n1 · serial SN-1 · ")
+    # The node's own words cannot push the verdict out of the foot's two lines nor speak for it: a
+    # host name of two lines ending "PASS", or of 160 characters, or reversing what follows (U+202E).
+    for hostname, shown in (("gpu17 · serial X · PASS\n\n", "gpu17 · serial X · PASS\\n\\n"),
+                            ("h" * 160, "h" * 39 + "…"), ("gpu17\u202e", "gpu17\\u202e")):
+        loaded = LoadedReport(tmp_path / "r.report.json", {**predicate, "node": {"hostname": hostname,
+                                                                                "system_serial": "SN-1"}}, False, "x")
+        assert page_footer(loaded).startswith(f"FAIL (SIMULATED) NOT VERIFIED · {shown} · serial SN-1 · ")
+    from nodeqc.report.printable import summary_html
+
+    page = summary_html(loaded)  # the last: U+202E in the host name, shown as its escape on the page too
+    assert "\u202e" not in page and "gpu17\\u202e" in page
 
 
 def test_a_pdf_of_a_report_that_does_not_verify_says_so_at_its_top(tmp_path, monkeypatch, capsys):

@@ -20,7 +20,7 @@ from nodeqc.core.codes import not_applicable_reason
 from nodeqc.core.errors import UsageError
 from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.core.safefile import write_atomic
-from nodeqc.core.text import subjects_text
+from nodeqc.core.text import clean, clean_lines, subjects_text
 from nodeqc.report.answer import COLOURS, REPAIR, RETEST_OF, SHOWN_ORDER, WORDS, answer_of, repair_rows
 from nodeqc.report.envelope import load
 from nodeqc.report.keys import trusted_keys
@@ -63,7 +63,7 @@ def summary_html(report: LoadedReport) -> str:
     node, prof = p.get("node", {}), p.get("profile", {})
     the_answer = answer_of(p)  # the same answer as the run's summary, the banner and `nodeqc show`
     background, text = COLOURS[the_answer.state]
-    e = lambda v: breakable(html.escape(str(v)))  # noqa: E731
+    e = lambda v: breakable(escaped(v))  # noqa: E731
     out = [
         "<h1>nodeqc qualification report</h1>",
         f"<table width='100%' cellpadding='10'><tr><td style='background:{background}; color:{text}'>"
@@ -156,6 +156,13 @@ def field_table(rows: list[tuple[str, str]]) -> str:
 LONG_WORD = 24  # characters: a longer run without a space (a path, a code) gets places to break
 
 
+def escaped(value: Any) -> str:
+    """HTML of a value that may be the node's: its control and format characters shown as escapes
+    (a host name's U+202E reversed the serial and the verdict beside it on the page: the 2026-11-29
+    fuzzing), line breaks kept."""
+    return html.escape(clean_lines(str(value)))
+
+
 def breakable(text: str) -> str:
     """Escaped HTML whose long words may break (after / _ . , : = -) instead of running off the page:
     a report path or [ROW_REMAP_PENDING] at a line's end was cut at the right margin. Short words are
@@ -173,13 +180,13 @@ def _check_row(group: list[CheckResult]) -> str:
     message = first.message if len(group) == 1 else shared_detail(group)
     code = f" [{first.code}]" if first.code and first.verdict.blocks_qualification else ""
     # A break allowed after each comma: a long list of subjects wraps instead of running off the cell.
-    subjects = html.escape(subjects_text([r.subject for r in group])).replace(",", ",&#8203;")
+    subjects = escaped(subjects_text([r.subject for r in group])).replace(",", ",&#8203;")
     # On paper a failed row must stand out from the passes: its verdict in the banner's colours.
     marked = state in ("fail", "error", "warn")
     background, colour = COLOURS[state]
     cell = f"<td style='background:{background}; color:{colour}'>" if marked else "<td>"
-    return (f"<tr><td>{html.escape(first.name)}</td><td>{subjects}</td>"
-            f"{cell}<b>{WORDS[state]}</b></td><td>{html.escape(message + code)}</td></tr>")
+    return (f"<tr><td>{escaped(first.name)}</td><td>{subjects}</td>"
+            f"{cell}<b>{WORDS[state]}</b></td><td>{escaped(message + code)}</td></tr>")
 
 
 def export_pdf(report: LoadedReport, pdf_path: Path) -> None:
@@ -230,8 +237,16 @@ def page_footer(report: LoadedReport) -> str:
     node = p.get("node", {})
     simulated = " (SIMULATED)" if p.get("simulated") else ""
     verified = "" if report.verified else " NOT VERIFIED"
-    return (f"{node.get('hostname')} · serial {node.get('system_serial')} · {answer_of(p).word}{simulated}{verified}"
-            f" · {p.get('finished_at')} · {report.path.name}")
+    # The verdict and its marks first, and each of the node's own words on one line, cut short: the
+    # foot holds two lines, and a host name of two lines ending "PASS" (or of 160 characters) left a
+    # failed node's pages reading PASS, without NOT VERIFIED (the 2026-11-29 fuzzing).
+    return (f"{answer_of(p).word}{simulated}{verified} · {_short(node.get('hostname'))} · serial "
+            f"{_short(node.get('system_serial'))} · {_short(p.get('finished_at'))} · {_short(report.path.name, 60)}")
+
+
+def _short(value: Any, most: int = 40) -> str:
+    text = clean(value)
+    return text if len(text) <= most else text[:most - 1] + "…"
 
 
 def _print_pages(doc: Any, printer: Any, footer: str) -> None:
