@@ -1326,3 +1326,25 @@ def test_at_1024x600_the_failing_check_selected_is_in_view_in_the_checks_list(qt
         return rect.isValid() and tree.viewport().rect().contains(rect)
 
     qtbot.waitUntil(shown, timeout=2000)
+
+
+def test_the_nodes_own_words_show_as_written_never_as_markup(qtbot, tmp_path):
+    """2026-11-29 fuzzing: the header's labels and tooltips took a host name or a serial that looks
+    like markup for rich text: <img src=/dev/zero> crashed the app, an <img> of a FIFO hung it and
+    <font size=6> restyled the header."""
+    import json
+
+    from nodeqc.core.resources import scenarios_dir
+    from nodeqc.gui.widgets import tip
+
+    hostile = '<img src="nothing.png"><font size=6>n1</font>'
+    text = (scenarios_dir() / "h100.toml").read_text()
+    scenario = tmp_path / "hostile.toml"
+    scenario.write_text("\n".join(f"hostname = {json.dumps(hostile)}" if line.startswith("hostname") else line
+                                  for line in text.splitlines()))
+    window = make_window(qtbot, str(scenario), "h100")
+    assert window.hostname.textFormat() == Qt.TextFormat.PlainText and window.hostname.full == hostile
+    assert window.hostname.toolTip() == "<qt>&lt;img src=&quot;nothing.png&quot;&gt;&lt;font size=6&gt;n1&lt;/font&gt;</qt>"
+    tile = window.findChildren(GpuTile)[0]
+    assert tile.identity.textFormat() == Qt.TextFormat.PlainText and tile.bus.textFormat() == Qt.TextFormat.PlainText
+    assert tip("a\nb<") == "<qt>a<br>b&lt;</qt>" and tip("") == ""

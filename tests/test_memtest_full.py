@@ -231,3 +231,28 @@ def test_a_profile_lengthens_the_quick_memory_test_and_the_verdict_says_so():
     (v,) = judge_memtest([gpu], {0: Outcome(Task("memtest", 0, {}, 1.0), STATUS_OK, r)}, {}, h100)
     assert v.verdict is Verdict.PASS and v.values["rounds"].value == r["rounds"] > 1
     assert v.message.endswith(f", each {r['rounds']} times (20 s asked): no errors"), v.message
+
+
+def test_the_bit_fade_waits_on_the_memory_even_when_its_wait_passed_before_the_first_look():
+    """On a compressed clock a loaded host may let the whole wait pass between its start and the
+    first look at it: the weak cells were then never left alone and a `retention` GPU passed its bit
+    fade (a suite flake, 2026-11-29)."""
+    from nodeqc.work.steps import idle
+
+    class Jumping:
+        def __init__(self):
+            self.times, self.waited, self.scale = iter([0.0, 10.0, 10.0, 10.0]), [], 1.0
+            self.clock = self
+
+        def now(self):
+            return next(self.times)
+
+        def set_load(self, load):
+            pass
+
+        def memtest_wait(self, seconds):
+            self.waited.append(seconds)
+
+    dev = Jumping()
+    idle(dev, 5.0, lambda: None)
+    assert len(dev.waited) == 1

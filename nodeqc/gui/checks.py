@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QProgressBar, QSp
 from nodeqc.core.codes import advice, not_applicable_reason
 from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.core.text import subjects_text
+from nodeqc.gui.widgets import tip
 from nodeqc.report.answer import COLOURS, WORDS
 from nodeqc.report.answer import Part, nics_of, parts, split_findings
 
@@ -164,7 +165,7 @@ class CheckList(QWidget):
             self.parts.update(parts([], nics_of([result])))
         child = QTreeWidgetItem([result.subject, "", result.key_figure.partition("=")[2], result.message])
         child.setData(CHECK, RESULT_ROLE, result)
-        child.setToolTip(MESSAGE, result.message)
+        child.setToolTip(MESSAGE, tip(result.message))
         _paint_verdict(child, result.verdict, bool(not_applicable_reason(result.code)))
         check.item.addChild(child)
         if result.verdict.blocks_qualification:
@@ -198,7 +199,7 @@ class CheckList(QWidget):
         else:
             message = subjects_text(check.subjects) + (": all passed" if results else "")
         check.item.setText(MESSAGE, message)
-        check.item.setToolTip(MESSAGE, message)
+        check.item.setToolTip(MESSAGE, tip(message))
 
     def finish(self) -> None:
         """The run ended: a check still showing its bar got fewer results than it had subjects (a

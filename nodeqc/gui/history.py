@@ -21,6 +21,7 @@ from nodeqc.archive.index import Archive
 from nodeqc.archive.verified import Entry, Skipped
 from nodeqc.archive.watch import NotVouched, last_cleared, load_state, needs_requalification, parse_stamp, stamp
 from nodeqc.core.errors import UsageError
+from nodeqc.gui.widgets import plain, tip
 from nodeqc.report.answer import COLOURS
 
 COLUMNS = ("Finished (UTC)", "Verdict", "Failed", "Profile", "Operator", "Ticket", "Signature")
@@ -37,7 +38,7 @@ class HistoryList(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self.caption = QLabel()
+        self.caption = plain(QLabel())  # names the node: never markup
         self.caption.setWordWrap(True)
         self.tree = QTreeWidget()
         self.tree.setRootIsDecorated(False)
@@ -141,12 +142,12 @@ class HistoryList(QWidget):
         word = "ABORTED" if entry.status == "aborted" else entry.verdict
         item = QTreeWidgetItem([(entry.finished_at or "").replace("T", " ")[:16], word, str(len(entry.failed)),
                                 entry.profile, entry.operator or "", entry.ticket or "", "verified"])
-        item.setToolTip(0, f"{entry.finished_at}\n{entry.path}")
+        item.setToolTip(0, tip(f"{entry.finished_at}\n{entry.path}"))
         background, text = COLOURS["aborted" if word == "ABORTED" else "pass" if word == "PASS" else "fail"]
         item.setBackground(1, QBrush(QColor(background)))
         item.setForeground(1, QBrush(QColor(text)))
-        item.setToolTip(1, "\n".join(entry.failed[:20]))
-        item.setToolTip(2, "\n".join(entry.failed[:20]))
+        item.setToolTip(1, tip("\n".join(entry.failed[:20])))
+        item.setToolTip(2, tip("\n".join(entry.failed[:20])))
         item.setToolTip(6, f"signature: verified (key {entry.keyid[:16]}); sha256 {entry.sha256[:16]}")
         item.setData(0, PATH_ROLE, entry.path)
         return item
@@ -159,7 +160,7 @@ class HistoryList(QWidget):
             item.setBackground(column, QBrush(QColor(background)))
             item.setForeground(column, QBrush(QColor(text)))
         for column in range(len(COLUMNS)):
-            item.setToolTip(column, f"{skipped.path}\nNOT VERIFIED: {skipped.reason}\nDo not rely on this file.")
+            item.setToolTip(column, tip(f"{skipped.path}\nNOT VERIFIED: {skipped.reason}\nDo not rely on this file."))
         item.setData(0, PATH_ROLE, skipped.path)
         return item
 

@@ -11,7 +11,7 @@ from nodeqc.backends.base import GpuSample
 from nodeqc.core.model import CheckResult, Verdict
 from nodeqc.core.na import is_na
 from nodeqc.gui.style import badge_css
-from nodeqc.gui.widgets import ElidedLabel
+from nodeqc.gui.widgets import ElidedLabel, plain, tip
 from nodeqc.report.answer import WORDS
 from nodeqc.work.telemetry import LOADED_UTIL_PCT
 
@@ -55,7 +55,7 @@ class GpuTile(QFrame):
         self._full_height: int | None = None
 
         self.title = QLabel(f"GPU {self.subject.removeprefix('gpu')}")
-        self.bus = QLabel(str(gpu.get("bus_id")))
+        self.bus = plain(QLabel(str(gpu.get("bus_id"))))
         self.badge = QLabel()
         self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.badge.setMinimumWidth(96)
@@ -67,7 +67,7 @@ class GpuTile(QFrame):
         header.addWidget(self.badge)
 
         name = str(gpu.get("name") or "unknown model").removeprefix("NVIDIA ")
-        self.identity = QLabel(f"{name} · S/N {gpu.get('serial') or '–'}")
+        self.identity = plain(QLabel(f"{name} · S/N {gpu.get('serial') or '–'}"))
         self.identity.setStyleSheet("color: #333a44; font-size: 9pt;")
 
         self.temp, self.power, self.clock = QLabel(), QLabel(), QLabel()
@@ -138,7 +138,7 @@ class GpuTile(QFrame):
         else:
             self.link_row.insertWidget(0, self.pcie)
         self.layout().setContentsMargins(8, 2 if dense else 4, 8, 2 if dense else 4)
-        self.setToolTip(self.identity.text() if dense else "")
+        self.setToolTip(tip(self.identity.text()) if dense else "")
         self._style()
         self._refresh()
 
@@ -156,7 +156,7 @@ class GpuTile(QFrame):
         whole text then in its tooltip."""
         self.link_text, self.link_short, self.link_state = text, short or text, state
         self.pcie.setText(self.link_short if self.dense else text)
-        self.pcie.setToolTip(text if self.dense and short else "")
+        self.pcie.setToolTip(tip(text) if self.dense and short else "")
         _badge(self.pcie, state, self.pt["link"])
         self._give_way()
 
@@ -237,7 +237,7 @@ class GpuTile(QFrame):
             # message, the count in front where the label's elision cannot cut it; all in the tooltip.
             count = f"{len(failed)} failed: " if len(failed) > 1 else ""
             self.activity.setFullText(f"{count}{first.message} [{first.code}]")
-            self.activity.setToolTip("\n".join(f"{r.name}: {r.message}" for r in failed))
+            self.activity.setToolTip(tip("\n".join(f"{r.name}: {r.message}" for r in failed)))
         elif self.current:
             progress = f" {self.fraction:.0%}" if self.fraction is not None else ""
             self.activity.setFullText(f"{self.current}{progress}")

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+
+
+def tip(text: str) -> str:
+    """A tooltip of text that may be the node's, shown as written: Qt takes a tooltip that looks like
+    markup for rich text, and an <img> of /dev/zero in a host name crashed the app (2026-11-29)."""
+    return "<qt>" + html.escape(text).replace("\n", "<br>") + "</qt>" if text else ""
+
+
+def plain(label: QLabel) -> QLabel:
+    """`label` showing its text as written, never as markup (a node's serial of <img src=FIFO> hung
+    the window; <font size=6> restyled it: the 2026-11-29 fuzzing)."""
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    return label
 
 
 class ElidedLabel(QLabel):
@@ -14,6 +28,7 @@ class ElidedLabel(QLabel):
 
     def __init__(self, text: str = "", mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight):
         super().__init__()
+        plain(self)
         self.full = ""
         self.mode = mode
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -21,7 +36,7 @@ class ElidedLabel(QLabel):
 
     def setFullText(self, text: str) -> None:  # noqa: N802 - Qt's naming
         self.full = text
-        self.setToolTip(text)
+        self.setToolTip(tip(text))
         self._elide()
 
     def resizeEvent(self, event: Any) -> None:  # noqa: N802

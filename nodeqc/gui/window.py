@@ -32,7 +32,7 @@ from nodeqc.gui.reports import ReportDialog
 from nodeqc.gui.session import NodeInfo, RunSetup
 from nodeqc.gui.style import COMPACT_BELOW_HEIGHT, COMPACT_BELOW_WIDTH, STYLESHEET
 from nodeqc.gui.tiles import GpuTile, TileArea
-from nodeqc.gui.widgets import ElidedLabel, field_name, field_value, repolish
+from nodeqc.gui.widgets import ElidedLabel, field_name, field_value, repolish, tip
 from nodeqc.report.printable import export_pdf, load_report
 from nodeqc.report.render import planted_line
 from nodeqc.run.runner import RunOutcome, Runner
@@ -140,7 +140,7 @@ class MainWindow(QMainWindow):
         if self.node.error:
             self.gpu_summary.setStyleSheet("color: #c4161c;")
         self.system = system
-        self.gpu_summary.setToolTip(f"{self.gpu_summary.full}\n{system}".strip())
+        self.gpu_summary.setToolTip(tip(f"{self.gpu_summary.full}\n{system}".strip()))
         row = QHBoxLayout()
         for name, value in (("Host", self.hostname), ("Serial", self.serial), ("Driver / CUDA", self.versions),
                             ("GPUs", self.gpu_summary)):
@@ -403,7 +403,7 @@ class MainWindow(QMainWindow):
         self.hostname.setFullText(str(node.get("hostname")))
         self.serial.setFullText(str(node.get("system_serial") or "N/A"))
         self.gpu_summary.setFullText(self._gpu_summary(event.gpus))
-        self.gpu_summary.setToolTip(f"{self.gpu_summary.full}\n{self.system}".strip())
+        self.gpu_summary.setToolTip(tip(f"{self.gpu_summary.full}\n{self.system}".strip()))
         self._fresh_view(event.gpus, f"journal: {event.files.get('journal')}", event.simulated)
         self.checks.set_gpus(event.gpus)
         for tile in self.tiles.values():
@@ -439,7 +439,7 @@ class MainWindow(QMainWindow):
             clock = int(self.run_clock)
             simulated = f" ({clock // 60}:{clock % 60:02d} simulated)" if self.plots.unit == "sim s" else ""
             check = self.checks.checks.get(self.current_check or "")
-            doing = (f"{html.escape(check.item.text(0))} on {subjects_text(check.subjects)}: {check.fraction:.0%}"
+            doing = (f"{html.escape(check.item.text(0))} on {html.escape(subjects_text(check.subjects))}: {check.fraction:.0%}"
                      if check else "reading the inventory")
             failing = [r.subject for r in self.results if r.verdict.blocks_qualification]
             where = f" ({html.escape(subjects_text(list(dict.fromkeys(failing))))})" if failing else ""
@@ -553,7 +553,7 @@ class MainWindow(QMainWindow):
 
     def _say(self, text: str) -> None:
         self.status.setFullText(text)
-        self.status.setToolTip("\n".join(self.notices))
+        self.status.setToolTip(tip("\n".join(self.notices)))
         self.notices_button.setText(f"All notices ({len(self.notices)})")
         self.notices_button.setVisible(bool(self.notices))
 
