@@ -82,7 +82,9 @@ BAD_INPUT = [
     (["--headless", "--profile", "h100", "--inject", "gpu0:lost"], "--inject needs --simulate"),
     (["--headless", "--profile", "h100", "--simulate", "b200"], 'no built-in scenario "b200"'),
     (["--headless", "--profile", "dgx-a100", "--gpus", "4"], "profile dgx-a100 fixes the GPU count at 8"),
-    (["--headless", "--profile", "h100", "--gpus", "0"], "--gpus 0: expected a positive number"),
+    (["--headless", "--profile", "h100", "--gpus", "0"], "--gpus 0: expected 1 to 64 GPUs"),
+    # 23 digits: a report its own verifier refused (2026-11-29 fuzzing)
+    (["--headless", "--profile", "h100", "--gpus", "9" * 23], "--gpus 99999999999999999999999: expected 1 to 64"),
     (["--headless", "--profile", "h100", "--gpus", "many"], "argument --gpus: expected a whole number, got 'many'"),
     # Arabic-Indic 8 and 5 were taken as numbers (2026-11-29 fuzzing)
     (["--headless", "--profile", "h100", "--gpus", "\u0668"], "argument --gpus: expected a whole number"),

@@ -522,6 +522,8 @@ def test_a_node_that_cannot_be_judged_exits_2(tmp_path):
     (["--simulate", "4", "--seconds", "nan"], "--seconds: expected a number above 0, at most 86400, got 'nan'"),
     (["--simulate", "4", "--seconds", "0"], "--seconds: expected a number above 0, at most 86400, got '0'"),
     (["--simulate", "4", "--nccl-bytes", "3"], "--nccl-bytes: expected a whole number from 4 to"),
+    # math.isfinite of a 400-digit whole number raised OverflowError: an internal error (2026-11-29 fuzzing)
+    (["--simulate", "4", "--nccl-bytes", "9" * 400], "--nccl-bytes: expected a whole number from 4 to"),
     # a fraction out of range was "not a fabric fault" with the whole vocabulary; 0 alone said why
     (["--simulate", "4", "--inject", "node0:slow=-1"], "the fraction left must be a number above 0 and below 1, got '-1'"),
     (["--simulate", "4", "--inject", "link:node0-node1=2"], "the fraction left must be a number above 0 and below 1, got '2'"),

@@ -58,6 +58,8 @@ def number_in(low: float, high: float, whole: bool = False, above: bool = False)
             value = ascii_number(text, whole)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {what}, got {text[:40]!r}") from None
+        if isinstance(value, int) and value.bit_length() > 64:  # math.isfinite(10**400) raises OverflowError
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text[:40]!r}")
         if not (math.isfinite(value) and (low < value if above else low <= value) and value <= high):
             raise argparse.ArgumentTypeError(f"expected {what}, got {text[:40]!r}")
         return value

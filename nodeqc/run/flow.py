@@ -24,11 +24,11 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     from nodeqc.backends import hardware_for
     from nodeqc.report.keys import load_signer
     from nodeqc.spec.peers import parse_peers
-    from nodeqc.spec.profile import load_for, suggest_profile
+    from nodeqc.spec.profile import MAX_GPU_COUNT, load_for, suggest_profile
 
     peers = parse_peers(getattr(args, "nic_peer", []))
-    if args.gpus is not None and args.gpus < 1:
-        raise UsageError(f"--gpus {args.gpus}: expected a positive number of GPUs")
+    if args.gpus is not None and not 1 <= args.gpus <= MAX_GPU_COUNT:
+        raise UsageError(f"--gpus {str(args.gpus)[:30]}: expected 1 to {MAX_GPU_COUNT} GPUs")
     if args.sample_hz is not None and not 0.1 <= args.sample_hz <= 50:
         raise UsageError(f"--sample-hz {args.sample_hz:g}: expected 0.1 to 50 samples per second")
     if args.out:

@@ -37,6 +37,10 @@ from nodeqc.core.skus import BY_KEY, Sku, identify
 from nodeqc.spec import calibration
 from nodeqc.spec.peers import parse_peers
 
+# A node's GPUs at most, as a profile's [gpu] count and --gpus take them: an 8-way HGX has 8, a
+# GB200 tray 4; more is a typo (and 10^22 made a report its own verifier refused: 2026-11-29 fuzzing).
+MAX_GPU_COUNT = 64
+
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
 # Host floors that say how the host was configured when bought, not whether it is healthy: a node
 # profile chosen by `--profile auto` leaves them out (Profile.chosen_by_auto).
@@ -65,7 +69,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
     },
     "gpu": {
         "models": Spec("strlist", "NVML device names accepted (shell patterns, case-insensitive)"),
-        "count": Spec("int", "exact number of GPUs (node profiles)", low=1, high=64),
+        "count": Spec("int", "exact number of GPUs (node profiles)", low=1, high=MAX_GPU_COUNT),
         "compute_capability": Spec("version", "CUDA compute capability every GPU must report, e.g. \"9.0\""),
         "pcie_gen": Spec("int", "PCIe generation the link must train to under load", low=1, high=6),
         "pcie_width": Spec("choice", "PCIe lanes the link must train to under load", (1, 2, 4, 8, 16, 32)),
