@@ -637,3 +637,15 @@ def test_the_printable_summary_names_every_gpu_it_qualified_and_an_abort(tmp_pat
                                         True, "signature: verified"))
     assert "The run was aborted: the node is not qualified." in aborted
     assert "aborted" not in page.lower()
+
+
+def test_an_argument_in_bytes_not_utf8_is_refused_before_anything_runs(tmp_path):
+    """2026-11-29 fuzzing: a --repair (or --operator, --ticket, --out) in bytes that are not UTF-8 ran
+    every check, then lost the report to an internal error (UnicodeEncodeError) while the journal
+    said finished."""
+    out = tmp_path / "o"
+    p = cli("--headless", "--simulate", "h100", "--quick", "--only", "health.pcie_link", "--repair", "r\udcff",
+            "--out", str(out))
+    assert p.returncode == 2 and p.stderr.strip() == (
+        "nodeqc: argument 8 ('r\\udcff') is not UTF-8 text: give names, paths and notes in UTF-8"), p.stderr
+    assert not out.exists()

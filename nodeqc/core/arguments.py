@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from typing import Any
 
 from nodeqc.core.errors import UsageError
+from nodeqc.core.text import is_unicode
 
 # The longest duration an option (--burn-in) or a profile's setting ([run] burn_in_s) takes: a month.
 # Longer is a typo, not a burn-in.
@@ -84,6 +86,14 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
     def parse_args(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        # Bytes that are not UTF-8 arrive as lone surrogates, which no report, journal or archive can
+        # hold: a --repair of them ran every check, then lost the report to an internal error (the
+        # 2026-11-29 fuzzing). Refused before anything runs, naming the argument.
+        given = args[0] if args and args[0] is not None else sys.argv[1:]
+        for n, arg in enumerate(given, 1):
+            if isinstance(arg, str) and not is_unicode(arg):
+                raise UsageError(f"argument {n} ({ascii(arg)[:80]}) is not UTF-8 text: give names, paths "
+                                 "and notes in UTF-8")
         parsed = super().parse_args(*args, **kwargs)
         # A file or directory option given an empty path (an unset variable: --out "$DIR") fell back
         # to the default place (`fabric --out ""`: the archive) or to stdout (`export --output ""`).
