@@ -649,3 +649,12 @@ def test_an_argument_in_bytes_not_utf8_is_refused_before_anything_runs(tmp_path)
     assert p.returncode == 2 and p.stderr.strip() == (
         "nodeqc: argument 8 ('r\\udcff') is not UTF-8 text: give names, paths and notes in UTF-8"), p.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("args", [["--headless", "--profile", "x" * 300], ["--headless", "--simulate", "x" * 300],
+                                  ["history", "--archive", "x" * 300]])
+def test_a_path_too_long_for_the_file_system_is_one_line(args):
+    """2026-11-29 fuzzing: ENAMETOOLONG from wherever the path was opened was an internal error."""
+    p = cli(*args)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "internal error" not in p.stderr, p.stderr
+    assert p.stderr.rstrip().endswith("...: File name too long"), p.stderr

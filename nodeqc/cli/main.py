@@ -12,6 +12,7 @@ of stdout is the path of the signed report.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 import traceback
@@ -138,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:  # a path given too long for the file system, wherever it is opened
+            print(f"nodeqc: {clean(str(e.filename))[:80]}...: {e.strerror}", file=sys.stderr)
+            return EXIT_USAGE
         if e is not watched.failed:
             return _internal_error(e)
         # `nodeqc show R > /dev/full`, a full disk under a redirect: one line, not an internal error.
