@@ -38,6 +38,7 @@ from nodeqc.gui.reports import ReportDialog  # noqa: E402
 from nodeqc.gui.session import RunSetup, probe  # noqa: E402
 from nodeqc.gui.style import COLOURS  # noqa: E402
 from nodeqc.gui.tiles import GpuTile  # noqa: E402
+from nodeqc.gui.widgets import tip as as_tip  # noqa: E402
 from nodeqc.gui.window import MainWindow  # noqa: E402
 from nodeqc.report.answer import answer as run_answer  # noqa: E402
 from nodeqc.report.envelope import verify_file  # noqa: E402
@@ -358,7 +359,7 @@ def test_the_window_fits_a_1024_pixel_crash_cart(qtbot, scenario):
         qtbot.wait(20)
         assert (window.width(), window.height()) == size
         # The node panel's values shorten themselves with "…" (whole in their tooltips) rather than widen it.
-        assert window.hostname.toolTip() == window.hostname.full and inside(window.start_button, window)
+        assert window.hostname.toolTip() == as_tip(window.hostname.full) and inside(window.start_button, window)
 
 
 def titles_whole(window):
@@ -398,7 +399,7 @@ def test_at_1024x600_three_failing_gpus_each_show_their_finding_what_to_do_and_t
     # (its directories; under pytest-xdist this test's own path does), whole in the tooltip.
     report = window.banner_report
     assert report.full == f"Report {tmp_path / 'x.report.json'}\nSigned with key {window.keyid}"
-    assert report.toolTip() == report.full and report.height() >= 2 * report.fontMetrics().lineSpacing()
+    assert report.toolTip() == as_tip(report.full) and report.height() >= 2 * report.fontMetrics().lineSpacing()
     path_line, key_line = report.text().split("\n")
     assert key_line == f"Signed with key {window.keyid}" and path_line.endswith("/x.report.json")
     assert path_line == f"Report {tmp_path / 'x.report.json'}" or (
@@ -1164,7 +1165,7 @@ def test_a_burn_ins_status_shows_in_the_status_bar_and_is_not_kept_as_a_notice(q
     window.on_event(Notice("warning", "something to keep"))
     window.on_event(Notice("progress", "burn-in 5m of 8h00m (7h55m left): gpu0 612 TFLOP/s 70 C 690 W"))
     assert window.notices == ["warning: something to keep"]
-    assert window.status.toolTip() == "warning: something to keep"
+    assert window.status.toolTip() == as_tip("warning: something to keep")
     assert "burn-in 5m of 8h00m" in window.status.full
 
 

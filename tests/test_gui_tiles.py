@@ -13,6 +13,7 @@ pytest.importorskip("pyqtgraph")
 from test_gui import EIGHT_GPUS, in_view, make_window, show_ended_run  # noqa: E402  (sets Qt offscreen)
 
 from nodeqc.backends.base import GpuSample  # noqa: E402
+from nodeqc.gui.widgets import tip  # noqa: E402
 
 
 def _sample(**values) -> GpuSample:
@@ -56,7 +57,7 @@ def test_eight_tiles_that_do_not_fit_in_full_turn_dense_and_nearly_twice_as_many
             assert _inside_tile(part, tile), (tile.subject, part.text())
         for label in (tile.temp, tile.power, tile.clock, tile.pcie):  # nothing cut: each as wide as its text
             assert label.width() >= label.sizeHint().width(), label.text()
-        assert not tile.identity.isVisible() and tile.toolTip() == tile.identity.text()
+        assert not tile.identity.isVisible() and tile.toolTip() == tip(tile.identity.text())
         assert "S/N SIM-HGXH100-0001-G" in tile.toolTip()
 
 
@@ -71,7 +72,7 @@ def test_where_the_full_tiles_fit_they_stay_full_and_come_back_after_a_smaller_s
     assert down.pcie.text() == "PCIe Gen5 x8 DOWNTRAINED (max x16)"
     _settle(qtbot, window, (1366, 768), "checks")
     assert down.dense and down.pcie.text() == "x8 DOWNTRAINED"  # only what is down, beside ECC and XID
-    assert down.pcie.toolTip() == "PCIe Gen5 x8 DOWNTRAINED (max x16)"  # the whole of it, a hover away
+    assert down.pcie.toolTip() == tip("PCIe Gen5 x8 DOWNTRAINED (max x16)")  # the whole of it, a hover away
     assert down.markers.indexOf(down.pcie) == 0 and down.link_row.indexOf(down.pcie) == -1
     _settle(qtbot, window, (1920, 1080), "plots")
     assert not down.dense and down.identity.isVisible() and down.link_row.indexOf(down.pcie) == 0
