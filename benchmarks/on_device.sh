@@ -66,6 +66,15 @@ quick)
         # readings outside any part's range became none, and a check with none is not judged).
         { python3 -m nodeqc show "$report" | grep -E '\[(POWER_)?NOT_READ\]' || echo "no NOT_READ or POWER_NOT_READ"; } \
             | sed 's/^/on_device: quick readings | /' | tee -a "$out/summary.log"
+        # The power figures leave each load's first second out (NVML's power is the mean of its last
+        # second: telemetry.POWER_SETTLE_S); a healthy H100/H200 held 0.97 of its limit or more so
+        # (the 2026-11-2* runs replayed). Each GPU's stress.power and burn figure, to hold to that.
+        python3 -m nodeqc show --json "$report" | python3 -c '
+import json, sys
+for c in json.load(sys.stdin)["predicate"]["checks"]:
+    if c["name"] in ("stress.power", "stress.burn") and "power_fraction" in c["values"]:
+        print(c["name"], c["subject"], "power_fraction", c["values"]["power_fraction"]["value"], c["verdict"])
+' | sed 's/^/on_device: quick power | /' | tee -a "$out/summary.log"
     fi
     # A co-tenant on the GPU and a run of the burn alone: nothing judged is no pass (exit 2, issue 23).
     python3 - >"$out/cotenant-load.log" 2>&1 <<'PY' &
