@@ -49,8 +49,9 @@ def power_finding(window: GpuTelemetry | None, profile: Profile, values: dict[st
 def power_load_short(r: dict[str, Any], window: GpuTelemetry) -> str | None:
     """Why the power test did not prove the load it claimed, from its own measurements: the plain
     load ran its planned seconds in at least one step, and telemetry took POWER_LOADED_SAMPLES power
-    readings under it once NVML's power had settled (POWER_SETTLE_S in; the figure is their mean). None where it did, and for a result from before
-    the load was proven (no `planned_s`): judged as before."""
+    readings under it once NVML's power had settled (POWER_SETTLE_S in; the figure is their mean).
+    None where it did, and for a result from before the load was proven (no `planned_s`): judged as
+    before."""
     if "planned_s" not in r:
         return None
     planned, held, steps = float(r["planned_s"]), float(r["seconds"]), int(r.get("steps", 0))
