@@ -658,3 +658,28 @@ def test_a_path_too_long_for_the_file_system_is_one_line(args):
     p = cli(*args)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "internal error" not in p.stderr, p.stderr
     assert p.stderr.rstrip().endswith("...: File name too long"), p.stderr
+
+
+def test_a_ctrl_c_after_the_report_is_written_loses_neither_its_path_nor_its_exit_code(tmp_path, monkeypatch, capsys):
+    """2026-11-29 fuzzing: a Ctrl-C while the run's report was being compared and announced exited 2,
+    "interrupted", with no path on stdout, beside a complete signed report."""
+    import signal as signals
+
+    from nodeqc.cli.main import main
+    from nodeqc.run import flow
+
+    after_run = flow.RunFlow.after_run
+
+    def pressed(self, path):
+        os.kill(os.getpid(), signals.SIGINT)
+        return after_run(self, path)
+
+    monkeypatch.setattr(flow.RunFlow, "after_run", pressed)
+    before = signals.getsignal(signals.SIGINT)
+    try:
+        code = main(["--headless", "--simulate", "h100", "--quick", "--only", "inventory.nvml", "--out", str(tmp_path / "o")])
+    finally:
+        signals.signal(signals.SIGINT, before)
+    out = capsys.readouterr()
+    assert code == 0 and out.out.strip().endswith(".report.json"), out.err[-500:]
+    assert Path(out.out.strip().splitlines()[-1]).is_file()

@@ -99,6 +99,10 @@ def headless(args: argparse.Namespace, argv: list[str]) -> int:
     runner = Runner(options, hardware, ProgressPrinter())
     with _graceful_abort(runner.abort):
         outcome = runner.run()
+    # The run is over and its report signed on disk: what is left (the comparison, the textfile, the
+    # report's path on stdout) is saying so, which a Ctrl-C no longer cuts short ("interrupted", exit
+    # 2, no path, beside a complete report: the 2026-11-29 fuzzing).
+    ignore_interrupts()
     flow.after_run(outcome.report_path)
     if args.json:
         print(json.dumps(run_summary(outcome, options.selection.partial, hardware.simulated), sort_keys=True),
