@@ -91,17 +91,16 @@ def judge_psu(name: str, run: BmcRun) -> CheckResult:
         return skip(name, "node", f"PSU sensors not read during the test: {why}", code="BMC_UNAVAILABLE")
     # Sensors by record id, names shared by several shown with theirs; one the BMC gave no reading
     # of ("ns", "No Reading") is not counted as read, and is named.
+    listed = [s for r in good for s in r.sensors]
     ids: dict[str, set[str]] = {}
-    for r in good:
-        for s in r.sensors:
-            ids.setdefault(s.name, set()).add(s.sdr_id)
+    for s in listed:
+        ids.setdefault(s.name, set()).add(s.sdr_id)
 
     def shown(s: Sensor) -> str:
         return f"{s.name} [{s.sdr_id}]" if len(ids[s.name]) > 1 else s.name
-    read = {s.key for r in good for s in r.sensors if s.read}
-    unread = sorted({shown(s) for r in good for s in r.sensors if s.key not in read})
-    kinds = {kind: len({s.key for r in good for s in r.sensors if s.kind == kind and s.key in read})
-             for kind in ("psu", "voltage", "current")}
+    read = {s.key for s in listed if s.read}
+    unread = sorted({shown(s) for s in listed if s.key not in read})
+    kinds = {kind: len({s.key for s in listed if s.kind == kind and s.key in read}) for kind in ("psu", "voltage", "current")}
     if not any(kinds.values()):
         what = (f"the BMC gave no reading of its sensors ({_listed(unread)})" if unread else
                 "the BMC lists no power-supply, voltage or current sensors")

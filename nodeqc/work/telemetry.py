@@ -29,7 +29,7 @@ LOADED_UTIL_PCT = 50  # a GPU at or above this utilisation counts as under load
 # NVML's power reading is its mean over the last second on Ampere (but the GA100) and later
 # (nvmlDeviceGetPowerUsage), so it trails a load's start by that second. A real H100 SXM5's read 238,
 # 359, 536 and 651 W over the first second of stress.power's load, then held 691-703 W from 1.0 s on
-# (tests/fixtures/real-2026-11-26/h100-sxm5-quick-pulsed.telemetry.csv.gz, t 35.055-36.055); the
+# (tests/fixtures/real-2026-11-26/h100-sxm5-quick.telemetry.csv.gz, t 35.055-36.055); the
 # figure of all of them, 671.5 W, read the GPU 4 % short of the power it held, and more as fewer
 # readings are taken (a clean simulated A100 warned POWER_TARGET_LOW on a loaded CI host, 2026-11-29).
 # A load's power figure is of its readings from this many seconds into each stretch of load on (a
